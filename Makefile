@@ -1,0 +1,38 @@
+# `make run` and `make test` each build .venv from nothing when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint typecheck layering pytest bench clean
+
+run: $(STAMP)
+	$(VENV)/bin/lineup run $(ARGS)
+
+test: $(STAMP) lint typecheck layering pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy -p lineup
+
+layering: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+pytest: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m lineup.ops.bench $(ARGS)
+
+# The dependencies come from pyproject.toml; the package itself is linked, not copied, so the
+# repository root is importable as `lineup` (DESIGN §10) and edits take effect at once.
+$(STAMP): pyproject.toml ops/install_dev.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) ops/install_dev.py
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV)

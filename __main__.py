@@ -1,0 +1,3 @@
+from lineup.supervisor.cli import main
+
+main()

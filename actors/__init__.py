@@ -1,0 +1,1 @@
+"""The actor kernel and one package per runtime actor (DESIGN §1, §10)."""

@@ -1,0 +1,10 @@
+"""The gateway actor's whole public protocol. Every tag starts with `gateway.`.
+
+Besides what is declared here, the actor answers the kernel's `kernel.health.request`.
+"""
+
+from __future__ import annotations
+
+from lineup.actors.kernel.control import HealthReply, HealthRequest
+
+__all__ = ["HealthReply", "HealthRequest"]

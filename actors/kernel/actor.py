@@ -1,0 +1,196 @@
+"""The actor base class and the process entry point every child runs.
+
+An actor is a class with handlers:
+
+    class StoreActor(Actor):
+        kind = ActorKind.STORE
+
+        async def run(self, *, task_status=trio.TASK_STATUS_IGNORED):
+            ...open things...
+            task_status.started()
+            await trio.sleep_forever()
+
+        @handles(OutboxAppendRequest)
+        async def on_outbox_append(self, msg: OutboxAppendRequest, env: Envelope) -> Reply: ...
+
+`actor_main` is what the zygote's forked child calls: it builds the bus on the inherited control
+channel, starts the actor, tells the supervisor it is ready, and exits when the control channel
+closes (the supervisor stopped it, or died).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import trio
+
+from .audit import AuditRecord
+from .bus import SUPERVISOR, Bus, Envelope
+from .channel import Channel
+from .control import ActorReadyEvent, HealthReply, HealthRequest
+from .errors import ErrorCode, LineUpError
+from .identity import ActorKind, Identity
+from .messages import Message
+
+__all__ = ["Actor", "ActorContext", "BootInfo", "actor_main", "handles", "load_target"]
+
+log = logging.getLogger("lineup.actor")
+
+M = TypeVar("M", bound=Message)
+_HandlerFn = Callable[[Any, Any, Envelope], Awaitable[Message | None]]
+
+
+def handles(message: type[Message]) -> Callable[[_HandlerFn], _HandlerFn]:
+    """Mark an actor method as the handler of one message type."""
+
+    def mark(fn: _HandlerFn) -> _HandlerFn:
+        fn.__lineup_handles__ = message  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+@dataclass(frozen=True)
+class BootInfo:
+    """Everything a child is told at birth (JSON-able; crosses the zygote socket)."""
+
+    name: str
+    kind: str
+    incarnation: int
+    target: str  # "package.module:Class"
+    data_dir: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "incarnation": self.incarnation,
+            "target": self.target,
+            "data_dir": self.data_dir,
+            "config": self.config,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> BootInfo:
+        return cls(
+            raw["name"],
+            raw["kind"],
+            int(raw["incarnation"]),
+            raw["target"],
+            raw["data_dir"],
+            dict(raw.get("config") or {}),
+        )
+
+
+@dataclass
+class ActorContext:
+    identity: Identity
+    incarnation: int
+    data_dir: Path
+    config: dict[str, Any]
+    bus: Bus
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class Actor:
+    """Base of every actor. Subclasses set `kind`, override `run`, and declare handlers."""
+
+    kind: ClassVar[ActorKind]
+    _handlers: ClassVar[dict[type[Message], _HandlerFn]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers: dict[type[Message], _HandlerFn] = {}
+        for klass in reversed(cls.__mro__):
+            for attr in vars(klass).values():
+                message = getattr(attr, "__lineup_handles__", None)
+                if message is not None:
+                    handlers[message] = attr
+        cls._handlers = handlers
+
+    def __init__(self, ctx: ActorContext) -> None:
+        self.ctx = ctx
+        self.bus = ctx.bus
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Open what the actor needs, then `task_status.started()`. Default: nothing to open."""
+        task_status.started()
+        await trio.sleep_forever()
+
+    async def dispatch(self, env: Envelope) -> Message | None:
+        handler = self._handlers.get(type(env.body))
+        if handler is None:
+            raise LineUpError(ErrorCode.NO_HANDLER, env.body.TYPE)
+        return await handler(self, env.body, env)
+
+    # The store writes its audit rows itself; every other actor's bus sends them to the store.
+    writes_own_audit: ClassVar[bool] = False
+
+    async def write_audit(self, records: list[AuditRecord]) -> None:
+        """Persist audit rows locally (only where `writes_own_audit`). Must not raise."""
+        raise NotImplementedError
+
+    @handles(HealthRequest)
+    async def on_health(self, msg: HealthRequest, env: Envelope) -> HealthReply:
+        return HealthReply(
+            name=self.ctx.identity.name,
+            pid=os.getpid(),
+            incarnation=self.ctx.incarnation,
+            uptime_s=time.monotonic() - self.ctx.started_at,
+        )
+
+
+def load_target(target: str) -> type[Actor]:
+    module_name, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(cls, type) and issubclass(cls, Actor)):
+        raise TypeError(f"{target} is not an Actor")
+    return cls
+
+
+def actor_main(boot: BootInfo, control_fd: int) -> int:
+    """Run one actor until its control channel closes. Returns the process exit code."""
+    logging.basicConfig(
+        level=os.environ.get("LINEUP_LOG", "WARNING"),
+        format=f"%(levelname)s {boot.name}[%(process)d] %(name)s: %(message)s",
+    )
+    try:
+        trio.run(_actor_main, boot, control_fd)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _actor_main(boot: BootInfo, control_fd: int) -> None:
+    identity = Identity(ActorKind(boot.kind), boot.name)
+    cls = load_target(boot.target)
+    actor: Actor | None = None
+
+    async def dispatch(env: Envelope) -> Message | None:
+        assert actor is not None
+        return await actor.dispatch(env)
+
+    bus = Bus(identity, dispatch, incarnation=boot.incarnation)
+    ctx = ActorContext(identity, boot.incarnation, Path(boot.data_dir), boot.config, bus)
+    actor = cls(ctx)
+    if cls.writes_own_audit:
+        bus.audit_locally = actor.write_audit
+    async with trio.open_nursery() as nursery:
+        await nursery.start(bus.run)
+        control = bus.connect(
+            Identity(ActorKind.SUPERVISOR, SUPERVISOR),
+            0,
+            Channel.from_fd(control_fd, carries_fds=True),
+        )
+        await nursery.start(actor.run)
+        await bus.notify(SUPERVISOR, ActorReadyEvent(pid=os.getpid()))
+        await control.closed.wait()  # the supervisor stopped us, or died
+        nursery.cancel_scope.cancel()

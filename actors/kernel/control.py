@@ -1,0 +1,98 @@
+"""The kernel protocol: what every actor and the supervisor say to each other.
+
+`kernel.*` is understood by every actor; `supervisor.*` travels on a child's control channel.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .messages import Message
+
+__all__ = [
+    "ActorReadyEvent",
+    "ChannelOpenedEvent",
+    "ChildStatus",
+    "HealthReply",
+    "HealthRequest",
+    "IntroduceReply",
+    "IntroduceRequest",
+    "PeerMisbehavedEvent",
+    "StatusReply",
+    "StatusRequest",
+]
+
+
+class HealthRequest(Message):
+    type: Literal["kernel.health.request"] = "kernel.health.request"
+
+
+class HealthReply(Message):
+    type: Literal["kernel.health.reply"] = "kernel.health.reply"
+    name: str
+    pid: int
+    incarnation: int
+    uptime_s: float
+
+
+class ActorReadyEvent(Message):
+    """A child tells the supervisor its `run` has called `task_status.started()`."""
+
+    type: Literal["supervisor.actor.ready"] = "supervisor.actor.ready"
+    pid: int
+
+
+class IntroduceRequest(Message):
+    """Ask the supervisor for a direct channel to `peer` (DESIGN §2, the Mojo-broker model)."""
+
+    type: Literal["supervisor.introduce.request"] = "supervisor.introduce.request"
+    peer: str
+
+
+class IntroduceReply(Message):
+    type: Literal["supervisor.introduce.reply"] = "supervisor.introduce.reply"
+    peer: str
+    incarnation: int
+
+
+class ChannelOpenedEvent(Message):
+    """Sent by the supervisor with one socket end attached (SCM_RIGHTS). The receiver binds
+    the identity given *here*: it comes from the supervisor, the only party it trusts."""
+
+    type: Literal["supervisor.channel.opened"] = "supervisor.channel.opened"
+    peer: str
+    kind: str
+    incarnation: int
+
+
+class PeerMisbehavedEvent(Message):
+    """A peer broke the protocol on a direct channel (malformed or oversize frame)."""
+
+    type: Literal["supervisor.peer.misbehaved"] = "supervisor.peer.misbehaved"
+    peer: str
+    incarnation: int
+    code: str
+
+
+class ChildStatus(Message):
+    type: Literal["supervisor.child.status"] = "supervisor.child.status"
+    name: str
+    kind: str
+    pid: int | None
+    state: str
+    restarts: int
+    uptime_s: float | None
+
+
+class StatusRequest(Message):
+    type: Literal["supervisor.status.request"] = "supervisor.status.request"
+
+
+class StatusReply(Message):
+    type: Literal["supervisor.status.reply"] = "supervisor.status.reply"
+    pid: int
+    state: str
+    data_dir: str
+    uptime_s: float
+    children: tuple[ChildStatus, ...]
+    info: dict[str, str] = {}

@@ -1,0 +1,97 @@
+"""Stable error codes and the exception hierarchy.
+
+Every refusal anywhere in LineUp carries one `ErrorCode`: the router, the SDK, the bus and the
+tests all share this one enum (DESIGN §5). Callers branch on the code, never on message text.
+
+Two axes, as in h11/httpx: `LocalProtocolError` is "you misused the API" (this process built a
+bad request); `RemoteProtocolError` is "the peer misbehaved" (it sent us something invalid).
+`ActorRestarted`/`ChannelClosed` are "broken underneath", not anybody's misuse.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "ActorRestarted",
+    "ChannelClosed",
+    "DeadlineExceeded",
+    "ErrorCode",
+    "LineUpError",
+    "LocalProtocolError",
+    "RemoteProtocolError",
+]
+
+
+class ErrorCode(StrEnum):
+    # --- the bus and the kernel -------------------------------------------------------------
+    ACTOR_RESTARTED = "actor_restarted"  # the peer died with the request in flight; retry
+    ACTOR_UNAVAILABLE = "actor_unavailable"  # the peer is not running and will not come back
+    ACL_DENIED = "acl_denied"  # no channel, or this message type is not allowed on it
+    DEADLINE_EXCEEDED = "deadline_exceeded"
+    FRAME_TOO_LARGE = "frame_too_large"
+    FRAME_MALFORMED = "frame_malformed"  # not JSON, not a frame, or a body that fails its model
+    UNKNOWN_MESSAGE_TYPE = "unknown_message_type"
+    NO_HANDLER = "no_handler"  # a known type this actor does not serve
+    MAILBOX_FULL = "mailbox_full"
+    RATE_LIMITED = "rate_limited"
+    INTERNAL_ERROR = "internal_error"
+    STORE_UNAVAILABLE = "store_unavailable"
+    SHUTTING_DOWN = "shutting_down"
+    SUPERVISOR_ESCALATED = "supervisor_escalated"  # a child broke the restart intensity
+    # --- seed 003 §4.4: tool routing --------------------------------------------------------
+    INVENTORY_REVISION_MISMATCH = "inventory_revision_mismatch"
+    TOOL_NOT_ADVERTISED = "tool_not_advertised"
+    TOOL_INPUT_INVALID = "tool_input_invalid"
+    TOOL_OUTPUT_INVALID = "tool_output_invalid"
+    APP_DISABLED = "app_disabled"
+    APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
+    APP_SCOPE_MISMATCH = "app_scope_mismatch"
+    LIFECYCLE_DENIED = "lifecycle_denied"
+    CAPABILITY_DENIED = "capability_denied"
+    CALL_ALREADY_FINAL = "call_already_final"
+    # --- seed 004 §7.3: tool calls and activation -------------------------------------------
+    CANCELLED_BY_USER = "cancelled_by_user"
+    PERMISSION_DENIED = "permission_denied"
+    APP_NOT_INSTALLED = "app_not_installed"
+    APP_VERSION_MISMATCH = "app_version_mismatch"
+    TOOL_NOT_VISIBLE = "tool_not_visible"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    FOREGROUND_REQUIRED = "foreground_required"
+    OPERATION_EXPIRED = "operation_expired"
+    HANDLER_FAILED = "handler_failed"
+
+
+class LineUpError(Exception):
+    """A refusal with a stable `code`; `message` is for humans and may change."""
+
+    default_code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, code: ErrorCode | None = None, message: str = "") -> None:
+        self.code: ErrorCode = code if code is not None else self.default_code
+        self.message = message
+        super().__init__(f"{self.code.value}: {message}" if message else self.code.value)
+
+
+class LocalProtocolError(LineUpError):
+    """This process misused an API (bad request, forbidden destination)."""
+
+
+class RemoteProtocolError(LineUpError):
+    """The peer sent something invalid (malformed frame, forbidden type, oversize)."""
+
+
+class ChannelClosed(LineUpError):
+    """The channel was closed, by us or underneath us."""
+
+    default_code = ErrorCode.ACTOR_RESTARTED
+
+
+class ActorRestarted(ChannelClosed):
+    """The peer went away while our request was in flight: it is safe to retry at once."""
+
+    default_code = ErrorCode.ACTOR_RESTARTED
+
+
+class DeadlineExceeded(LineUpError):
+    default_code = ErrorCode.DEADLINE_EXCEEDED

@@ -1,0 +1,191 @@
+"""Length-prefixed JSON frames, without I/O (h11 style: feed bytes in, get frames out).
+
+Wire format: a 4-byte big-endian unsigned length, then exactly that many bytes of one JSON
+object. The object is a *frame*:
+
+    {"k": "q"|"r"|"e"|"x", "id": int, "re": int?, "dl": float?, "ik": str?, "b": {...}}
+
+    k   q = request, r = reply, e = event (no reply), x = error reply
+    id  the sender's frame id (positive, unique per channel direction)
+    re  for r/x: the id of the request being answered
+    dl  for q: milliseconds the sender will wait for the reply (the receiver's deadline)
+    ik  for q: idempotency key of a state-changing request
+    b   the body: a message (`{"type": ..., ...}`) or, for x, `{"code", "message"}`
+
+There is deliberately no sender field: who sent a frame is a property of the channel it arrived
+on, and a frame that tries to say otherwise is malformed (extra keys are refused).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any, Final, Literal, cast
+
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+
+__all__ = [
+    "DEFAULT_MAX_FRAME",
+    "MAX_DEADLINE_MS",
+    "Frame",
+    "FrameDecoder",
+    "FrameKind",
+    "encode_frame",
+    "parse_frame",
+]
+
+DEFAULT_MAX_FRAME: Final = 1 << 20  # 1 MiB, DESIGN §2
+MAX_DEADLINE_MS: Final = 1e9 - 1  # about 11.5 days: longer waits are clamped by the sender
+_HEADER: Final = struct.Struct(">I")
+_KINDS: Final = frozenset("qrex")
+_KEYS: Final = frozenset(("k", "id", "re", "dl", "ik", "b"))
+
+FrameKind = Literal["q", "r", "e", "x"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    kind: FrameKind
+    id: int
+    body: dict[str, Any]
+    reply_to: int | None = None
+    deadline_ms: float | None = None
+    idempotency_key: str | None = None
+
+    def to_bytes(self) -> bytes:
+        return _dumps(
+            self.kind, self.id, self.body, self.reply_to, self.deadline_ms, self.idempotency_key
+        )
+
+
+def _dumps(
+    kind: str,
+    id: int,
+    body: dict[str, Any] | str,
+    reply_to: int | None,
+    deadline_ms: float | None,
+    idempotency_key: str | None,
+) -> bytes:
+    parts = [f'{{"k":"{kind}","id":{id}']
+    if reply_to is not None:
+        parts.append(f',"re":{reply_to}')
+    if deadline_ms is not None:
+        parts.append(f',"dl":{float(deadline_ms)!r}')
+    if idempotency_key is not None:
+        parts.append(',"ik":' + json.dumps(idempotency_key))
+    body_json = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
+    parts.append(',"b":' + body_json + "}")
+    return "".join(parts).encode()
+
+
+def encode_frame(
+    kind: FrameKind,
+    id: int,
+    body_json: str | dict[str, Any],
+    *,
+    reply_to: int | None = None,
+    deadline_ms: float | None = None,
+    idempotency_key: str | None = None,
+    max_frame: int = DEFAULT_MAX_FRAME,
+) -> bytes:
+    """Length-prefixed bytes of one frame. `body_json` may be pre-serialised JSON text.
+
+    Raises LocalProtocolError(frame_too_large) rather than send what the peer must refuse.
+    """
+    if deadline_ms is not None and not 0 <= deadline_ms <= MAX_DEADLINE_MS:  # also NaN, inf
+        raise LocalProtocolError(ErrorCode.INTERNAL_ERROR, "deadline out of range")
+    payload = _dumps(kind, id, body_json, reply_to, deadline_ms, idempotency_key)
+    if len(payload) > max_frame:
+        raise LocalProtocolError(
+            ErrorCode.FRAME_TOO_LARGE, f"frame of {len(payload)} bytes exceeds {max_frame}"
+        )
+    return _HEADER.pack(len(payload)) + payload
+
+
+def _malformed(why: str) -> RemoteProtocolError:
+    return RemoteProtocolError(ErrorCode.FRAME_MALFORMED, why)
+
+
+def parse_frame(payload: bytes) -> Frame:
+    """Validate one frame payload. Raises RemoteProtocolError(frame_malformed)."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _malformed("not JSON") from exc
+    if not isinstance(obj, dict) or not obj.keys() <= _KEYS:
+        raise _malformed("not a frame object, or unknown keys")
+    kind = obj.get("k")
+    fid = obj.get("id")
+    body = obj.get("b")
+    if (
+        type(kind) is not str
+        or kind not in _KINDS
+        or type(fid) is not int
+        or fid <= 0
+        or not isinstance(body, dict)
+    ):
+        raise _malformed("bad kind, id or body")
+    reply_to = obj.get("re")
+    deadline = obj.get("dl")
+    ikey = obj.get("ik")
+    if kind in ("r", "x"):
+        if type(reply_to) is not int or reply_to <= 0 or deadline is not None or ikey is not None:
+            raise _malformed("a reply needs `re` and nothing else")
+    elif reply_to is not None:
+        raise _malformed("only replies carry `re`")
+    if deadline is not None and (
+        kind != "q" or type(deadline) not in (int, float) or not 0 <= deadline <= MAX_DEADLINE_MS
+    ):
+        raise _malformed("bad deadline")
+    if ikey is not None and (kind != "q" or not isinstance(ikey, str) or len(ikey) > 200):
+        raise _malformed("bad idempotency key")
+    return Frame(
+        cast(FrameKind, kind),
+        fid,
+        body,
+        reply_to,
+        float(deadline) if deadline is not None else None,
+        ikey,
+    )
+
+
+class FrameDecoder:
+    """Accumulates bytes; yields whole frame payloads. Never blocks, never grows past the limit.
+
+    After an error the decoder is poisoned: the channel must be closed (a peer that sent one bad
+    length prefix has lost framing for good).
+    """
+
+    __slots__ = ("_broken", "_buf", "max_frame")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._broken = False
+
+    @property
+    def pending_bytes(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._broken:
+            raise RemoteProtocolError(ErrorCode.FRAME_MALFORMED, "decoder already failed")
+        self._buf += data
+        frames: list[bytes] = []
+        buf = self._buf
+        pos = 0
+        while len(buf) - pos >= 4:
+            (length,) = _HEADER.unpack_from(buf, pos)
+            if length > self.max_frame:
+                self._broken = True
+                raise RemoteProtocolError(
+                    ErrorCode.FRAME_TOO_LARGE, f"frame of {length} bytes exceeds {self.max_frame}"
+                )
+            if len(buf) - pos - 4 < length:
+                break
+            frames.append(bytes(buf[pos + 4 : pos + 4 + length]))
+            pos += 4 + length
+        if pos:
+            del buf[:pos]
+        return frames

@@ -1,0 +1,207 @@
+"""Numbered schema migrations (DESIGN §3).
+
+Theory of operation: `MIGRATIONS` is an append-only tuple of `(version, sql)`. The database
+records the last applied version in `PRAGMA user_version`; opening it applies every newer
+migration, each in its own transaction together with the `user_version` bump, so a crash leaves
+the schema at exactly one version. **Never edit a migration that has shipped: add a new one.**
+
+Conventions of the schema: STRICT tables; times are wall-clock seconds (REAL); JSON columns are
+TEXT checked with `json_valid`; `seq` columns use AUTOINCREMENT so a number is never reused after
+rows are pruned. The audit table holds ids, types, decisions and codes — never a body.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS"]
+
+_V1: Final = """
+CREATE TABLE conversations (
+    conversation_id TEXT PRIMARY KEY,
+    agent_id        TEXT,
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL
+) STRICT;
+
+CREATE TABLE messages (
+    message_id      TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (conversation_id),
+    direction       TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    type            TEXT NOT NULL,
+    app_scope       TEXT,
+    outbox_id       TEXT UNIQUE,  -- outbound: the outbox row carrying it
+    remote_seq      INTEGER,      -- the AppServer's seq once known
+    state           TEXT NOT NULL,
+    body            TEXT NOT NULL CHECK (json_valid(body)),
+    created_at      REAL NOT NULL
+) STRICT;
+CREATE INDEX messages_by_conversation ON messages (conversation_id, created_at);
+
+CREATE TABLE cursors (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at REAL NOT NULL
+) STRICT;
+
+CREATE TABLE outbox (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    outbox_id       TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    body            TEXT NOT NULL CHECK (json_valid(body)),
+    created_at      REAL NOT NULL,
+    acked_at        REAL,
+    remote_id       TEXT
+) STRICT;
+CREATE INDEX outbox_pending ON outbox (seq) WHERE acked_at IS NULL;
+
+-- An acknowledged delivery keeps its row (body cleared) so that a late retry of the same
+-- delivery is recognised and not delivered twice.
+CREATE TABLE app_inbox (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    app_scope   TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    body        TEXT CHECK (body IS NULL OR json_valid(body)),
+    created_at  REAL NOT NULL,
+    acked_at    REAL,
+    UNIQUE (app_scope, delivery_id),
+    CHECK ((acked_at IS NULL) = (body IS NOT NULL))
+) STRICT;
+CREATE INDEX app_inbox_pending ON app_inbox (app_scope, seq) WHERE acked_at IS NULL;
+
+CREATE TABLE tool_calls (
+    call_id            TEXT PRIMARY KEY,
+    app_scope          TEXT NOT NULL,
+    instance_id        TEXT,
+    conversation_id    TEXT,
+    tool               TEXT NOT NULL,
+    inventory_revision TEXT,
+    state              TEXT NOT NULL CHECK (state IN (
+        'received', 'routing', 'waiting_for_app', 'running', 'submitted',
+        'completed', 'failed', 'cancelled', 'expired', 'rejected')),
+    terminal_code      TEXT,
+    input              TEXT CHECK (input IS NULL OR json_valid(input)),
+    result             TEXT CHECK (result IS NULL OR json_valid(result)),
+    created_at         REAL NOT NULL,
+    updated_at         REAL NOT NULL
+) STRICT;
+CREATE INDEX tool_calls_by_instance ON tool_calls (instance_id, state);
+
+CREATE TABLE interactions (
+    interaction_id TEXT PRIMARY KEY,
+    call_id        TEXT UNIQUE,  -- set when the Agent asked through a tool call
+    owner_scope    TEXT NOT NULL,
+    instance_id    TEXT,
+    agent_id       TEXT,
+    conversation_id TEXT,
+    app_session_id TEXT,
+    kind           TEXT NOT NULL CHECK (kind IN ('notice', 'choice', 'confirm', 'input')),
+    state          TEXT NOT NULL CHECK (state IN (
+        'pending', 'presented', 'submitted', 'completed', 'cancelled', 'expired', 'failed')),
+    request        TEXT NOT NULL CHECK (json_valid(request)),
+    answer         TEXT CHECK (answer IS NULL OR json_valid(answer)),
+    terminal_code  TEXT,
+    expires_at     REAL,  -- NULL: never (notice)
+    created_at     REAL NOT NULL,
+    updated_at     REAL NOT NULL
+) STRICT;
+CREATE INDEX interactions_open ON interactions (expires_at)
+    WHERE state IN ('pending', 'presented', 'submitted');
+
+CREATE TABLE registry (
+    app_scope        TEXT PRIMARY KEY,
+    version          TEXT NOT NULL,
+    previous_version TEXT,  -- the verified predecessor a rollback may return to
+    enabled          INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+    revoked          INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1)),
+    manifest         TEXT NOT NULL CHECK (json_valid(manifest)),
+    bundle_sha256    TEXT,
+    installed_at     REAL NOT NULL,
+    updated_at       REAL NOT NULL
+) STRICT;
+
+CREATE TABLE instances (
+    instance_id     TEXT PRIMARY KEY,
+    app_scope       TEXT NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN (
+        'starting', 'foreground', 'background', 'suspended', 'stopping', 'stopped', 'failed')),
+    conversation_id TEXT,
+    app_session_id  TEXT,
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL
+) STRICT;
+CREATE INDEX instances_by_scope ON instances (app_scope, state);
+
+-- position 0 is the bottom; the highest position is the foreground instance.
+CREATE TABLE focus_stack (
+    position    INTEGER PRIMARY KEY,
+    instance_id TEXT NOT NULL UNIQUE REFERENCES instances (instance_id) ON DELETE CASCADE
+) STRICT;
+
+CREATE TABLE app_sessions (
+    app_session_id  TEXT PRIMARY KEY,
+    app_scope       TEXT NOT NULL,
+    instance_id     TEXT,
+    agent_id        TEXT,
+    conversation_id TEXT,
+    state           TEXT NOT NULL CHECK (state IN ('open', 'closed')),
+    opened_at       REAL NOT NULL,
+    closed_at       REAL
+) STRICT;
+
+-- Seed 004: one JSON document per (app_scope, app_session_id); empty is {data: null, rev 0}.
+CREATE TABLE session_data (
+    app_scope      TEXT NOT NULL,
+    app_session_id TEXT NOT NULL,
+    revision       INTEGER NOT NULL CHECK (revision >= 0),
+    data           TEXT CHECK (data IS NULL OR json_valid(data)),
+    updated_at     REAL NOT NULL,
+    PRIMARY KEY (app_scope, app_session_id)
+) STRICT;
+
+CREATE TABLE artifacts (
+    artifact_id TEXT PRIMARY KEY,
+    app_scope   TEXT NOT NULL,
+    instance_id TEXT,
+    name        TEXT NOT NULL,
+    media_type  TEXT NOT NULL,
+    size        INTEGER NOT NULL CHECK (size >= 0),
+    sha256      TEXT NOT NULL,
+    created_at  REAL NOT NULL
+) STRICT;
+
+CREATE TABLE inventory_revisions (
+    revision     TEXT PRIMARY KEY,
+    ordinal      INTEGER NOT NULL UNIQUE,  -- total order of revisions
+    tools        TEXT NOT NULL CHECK (json_valid(tools)),
+    created_at   REAL NOT NULL,
+    published_at REAL
+) STRICT;
+
+-- `fingerprint` makes appends idempotent: a retried batch re-inserts nothing.
+CREATE TABLE audit (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    at           REAL NOT NULL,
+    event        TEXT NOT NULL,
+    actor        TEXT NOT NULL,
+    peer         TEXT,
+    code         TEXT,
+    message_type TEXT,
+    subject_id   TEXT,
+    fingerprint  BLOB NOT NULL UNIQUE
+) STRICT;
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1),)
+
+LATEST_VERSION: Final = MIGRATIONS[-1][0]
+
+
+def _check(migrations: tuple[tuple[int, str], ...]) -> None:
+    versions = [version for version, _ in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise RuntimeError(f"migrations must be numbered 1..n without gaps, got {versions}")
+
+
+_check(MIGRATIONS)

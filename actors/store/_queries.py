@@ -1,0 +1,255 @@
+"""The store's operations: one blocking function per request, `fn(conn, request, now) -> reply`.
+
+Each runs on the database thread inside its own savepoint of a group-committed transaction
+(see `_committer`), so it may read what earlier operations of the same batch wrote, and it must
+not commit or begin anything itself. A function that raises `LineUpError` refuses only its own
+request.
+
+Idempotency is in the SQL, not in memory, so it survives restarts: writes are
+`INSERT ... ON CONFLICT DO NOTHING` on the request's natural key, and acknowledgements are
+`UPDATE ... WHERE acked_at IS NULL`, whose change count tells the first acknowledgement from a
+repeat. An acknowledged inbox delivery keeps a body-less row so that a retried put of the same
+delivery does not deliver it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
+
+from ._db import Connection
+from .messages import (
+    AuditQueryReply,
+    AuditQueryRequest,
+    AuditRecord,
+    CursorGetReply,
+    CursorGetRequest,
+    CursorSetReply,
+    CursorSetRequest,
+    InboxAckReply,
+    InboxAckRequest,
+    InboxListReply,
+    InboxListRequest,
+    InboxPutReply,
+    InboxPutRequest,
+    InboxRow,
+    OutboxAckReply,
+    OutboxAckRequest,
+    OutboxAppendReply,
+    OutboxAppendRequest,
+    OutboxPendingReply,
+    OutboxPendingRequest,
+    OutboxRow,
+)
+
+__all__ = [
+    "REPLY_BODY_BUDGET",
+    "audit_append",
+    "audit_query",
+    "cursor_get",
+    "cursor_set",
+    "inbox_ack",
+    "inbox_list",
+    "inbox_put",
+    "outbox_ack",
+    "outbox_append",
+    "outbox_pending",
+]
+
+# Bodies per list reply, in bytes of stored JSON: comfortably below the 1 MiB frame limit, so
+# a reply of many rows never fails to encode. The first row is always included.
+REPLY_BODY_BUDGET: Final = 512 * 1024
+
+
+def _dump(body: dict[str, Any]) -> str:
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "body is not strict JSON") from exc
+
+
+def _int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
+    # fetchall, never fetchone: a statement left running would block RELEASE of the savepoint.
+    rows = conn.execute(sql, bindings).fetchall()
+    if not rows:
+        return None
+    value = rows[0][0]
+    assert isinstance(value, int)
+    return value
+
+
+def _within_budget(rows: Sequence[Any], body_index: int) -> list[Any]:
+    kept: list[Any] = []
+    used = 0
+    for row in rows:
+        used += len(row[body_index].encode())
+        if kept and used > REPLY_BODY_BUDGET:
+            break
+        kept.append(row)
+    return kept
+
+
+# ---------------------------------------------------------------------------------- outbox
+
+
+def outbox_append(conn: Connection, req: OutboxAppendRequest, now: float) -> OutboxAppendReply:
+    seq = _int_or_none(
+        conn,
+        "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (outbox_id) DO NOTHING RETURNING seq",
+        (req.outbox_id, req.conversation_id, req.kind, _dump(req.body), now),
+    )
+    created = seq is not None
+    if seq is None:
+        seq = _int_or_none(conn, "SELECT seq FROM outbox WHERE outbox_id = ?", (req.outbox_id,))
+        assert seq is not None  # the conflict that stopped the insert is this row
+    return OutboxAppendReply(outbox_id=req.outbox_id, seq=seq, created=created)
+
+
+def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> OutboxPendingReply:
+    rows = conn.execute(
+        "SELECT seq, outbox_id, conversation_id, kind, body, created_at FROM outbox"
+        " WHERE acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        (req.after_seq, req.limit),
+    ).fetchall()
+    return OutboxPendingReply(
+        rows=tuple(
+            OutboxRow(
+                seq=seq,
+                outbox_id=outbox_id,
+                conversation_id=conversation_id,
+                kind=kind,
+                body=json.loads(body),
+                created_at=created_at,
+            )
+            for seq, outbox_id, conversation_id, kind, body, created_at in _within_budget(rows, 4)
+        )
+    )
+
+
+def outbox_ack(conn: Connection, req: OutboxAckRequest, now: float) -> OutboxAckReply:
+    conn.execute(
+        "UPDATE outbox SET acked_at = ?, remote_id = ? WHERE outbox_id = ? AND acked_at IS NULL",
+        (now, req.remote_id, req.outbox_id),
+    )
+    return OutboxAckReply(outbox_id=req.outbox_id, acked=conn.changes() == 1)
+
+
+# ---------------------------------------------------------------------------------- app inboxes
+
+
+def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutReply:
+    seq = _int_or_none(
+        conn,
+        "INSERT INTO app_inbox (app_scope, delivery_id, body, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
+        (req.app_scope, req.delivery_id, _dump(req.body), now),
+    )
+    created = seq is not None
+    if seq is None:
+        seq = _int_or_none(
+            conn,
+            "SELECT seq FROM app_inbox WHERE app_scope = ? AND delivery_id = ?",
+            (req.app_scope, req.delivery_id),
+        )
+        assert seq is not None  # the conflict that stopped the insert is this row
+    return InboxPutReply(delivery_id=req.delivery_id, seq=seq, created=created)
+
+
+def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxListReply:
+    rows = conn.execute(
+        "SELECT seq, delivery_id, body, created_at FROM app_inbox"
+        " WHERE app_scope = ? AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        (req.app_scope, req.after_seq, req.limit),
+    ).fetchall()
+    return InboxListReply(
+        rows=tuple(
+            InboxRow(
+                seq=seq,
+                app_scope=req.app_scope,
+                delivery_id=delivery_id,
+                body=json.loads(body),
+                created_at=created_at,
+            )
+            for seq, delivery_id, body, created_at in _within_budget(rows, 2)
+        )
+    )
+
+
+def inbox_ack(conn: Connection, req: InboxAckRequest, now: float) -> InboxAckReply:
+    # The scope is part of the key: an app can only ever acknowledge its own deliveries.
+    conn.execute(
+        "UPDATE app_inbox SET acked_at = ?, body = NULL"
+        " WHERE app_scope = ? AND delivery_id = ? AND acked_at IS NULL",
+        (now, req.app_scope, req.delivery_id),
+    )
+    return InboxAckReply(delivery_id=req.delivery_id, acked=conn.changes() == 1)
+
+
+# ---------------------------------------------------------------------------------- cursors
+
+
+def cursor_get(conn: Connection, req: CursorGetRequest, now: float) -> CursorGetReply:
+    rows = conn.execute("SELECT value FROM cursors WHERE name = ?", (req.name,)).fetchall()
+    return CursorGetReply(name=req.name, value=str(rows[0][0]) if rows else None)
+
+
+def cursor_set(conn: Connection, req: CursorSetRequest, now: float) -> CursorSetReply:
+    conn.execute(
+        "INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (name)"
+        " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (req.name, req.value, now),
+    )
+    return CursorSetReply(name=req.name, value=req.value)
+
+
+# ---------------------------------------------------------------------------------- audit
+
+_AUDIT_COLUMNS: Final = ("at", "event", "actor", "peer", "code", "message_type", "subject_id")
+
+
+def _fingerprint(row: tuple[Any, ...]) -> bytes:
+    return hashlib.blake2b(json.dumps(row).encode(), digest_size=16).digest()
+
+
+def audit_append(conn: Connection, records: Sequence[AuditRecord], now: float) -> int:
+    """Insert audit rows; a record already present (same fields, same `at`) is not repeated.
+
+    Records arrive with `at` filled by the bus that saw the event; a missing one gets `now`.
+    Returns how many rows were new.
+    """
+    before = conn.total_changes()
+    for record in records:
+        row = (
+            record.at or now,
+            record.event,
+            record.actor,
+            record.peer,
+            record.code,
+            record.message_type,
+            record.subject_id,
+        )
+        conn.execute(
+            f"INSERT INTO audit ({', '.join(_AUDIT_COLUMNS)}, fingerprint)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fingerprint) DO NOTHING",
+            (*row, _fingerprint(row)),
+        )
+    return int(conn.total_changes() - before)
+
+
+def audit_query(conn: Connection, req: AuditQueryRequest, now: float) -> AuditQueryReply:
+    rows = conn.execute(
+        f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit"
+        " WHERE (?1 IS NULL OR substr(event, 1, length(?1)) = ?1) AND (?2 IS NULL OR peer = ?2)"
+        " ORDER BY id DESC LIMIT ?3",
+        (req.event_prefix, req.peer, req.limit),
+    ).fetchall()
+    return AuditQueryReply(
+        records=tuple(
+            AuditRecord(**dict(zip(_AUDIT_COLUMNS, row, strict=True))) for row in reversed(rows)
+        )
+    )

@@ -1,0 +1,1 @@
+"""Bundled MiniApps: chat (Interact), task_dashboard, whiteboard (DESIGN §10)."""

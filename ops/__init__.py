@@ -1,0 +1,1 @@
+"""Operations tooling: reference AppServer, agent console, drills, benchmarks."""

@@ -1,0 +1,1 @@
+"""`make bench`: measured figures beside same-run baselines."""

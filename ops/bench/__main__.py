@@ -1,0 +1,133 @@
+"""`make bench`: every figure beside its baseline measured in the same run.
+
+Prints a table and writes `bench-results/kernel.json`. Targets are reported, never asserted:
+speed is measured here, not in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from dataclasses import asdict
+from pathlib import Path
+
+import trio
+
+from . import _measure as m
+from ._measure import Figure, median, pct
+
+
+def run(quick: bool) -> list[Figure]:
+    scale = 0.2 if quick else 1.0
+    n = int(5000 * scale)
+    figures: list[Figure] = []
+
+    raw = m.raw_pingpong(n)
+    bus = trio.run(m.bus_roundtrip, n)
+    for label, q in (("p50", 0.5), ("p99", 0.99)):
+        base = pct(raw, q) * 1e6
+        value = pct(bus, q) * 1e6
+        figures.append(
+            Figure(
+                f"bus request/reply round trip {label}",
+                value,
+                "µs",
+                f"raw trio socketpair ping-pong {label}",
+                base,
+                "≤ 2.0× baseline" if label == "p50" else "-",
+                value <= 2 * base if label == "p50" else None,
+            )
+        )
+
+    seconds = 3.0 * scale + 1.0
+    raw_rate = m.raw_apsw_commits(seconds)
+    actor_rate = trio.run(m.store_writes, seconds)
+    figures.append(
+        Figure(
+            "store acknowledged writes (16 requesters)",
+            actor_rate,
+            "/s",
+            "raw apsw single-row commits (WAL, NORMAL)",
+            raw_rate,
+            "≥ 0.25× baseline",
+            actor_rate >= 0.25 * raw_rate,
+        )
+    )
+
+    fresh = median(m.fresh_interpreter_times(max(3, int(10 * scale)))) * 1e3
+    spawn = median(trio.run(m.spawn_times, 8)) * 1e3
+    figures.append(
+        Figure(
+            "zygote fork → actor ready p50",
+            spawn,
+            "ms",
+            "fresh interpreter importing trio+pydantic",
+            fresh,
+            "well below baseline",
+            spawn < fresh,
+        )
+    )
+
+    restart = median(trio.run(m.restart_latency, max(5, int(30 * scale)))) * 1e3
+    figures.append(
+        Figure(
+            "SIGKILL → replacement answers health p50",
+            restart,
+            "ms",
+            "fresh interpreter importing trio+pydantic",
+            fresh,
+            "≤ 25 ms",
+            restart <= 25,
+        )
+    )
+
+    start = median(m.startup_times(max(2, int(5 * scale))))
+    figures.append(
+        Figure(
+            "`lineup run` start → ready p50",
+            start * 1e3,
+            "ms",
+            "fresh interpreter importing trio+pydantic",
+            fresh,
+            "≤ 1000 ms",
+            start <= 1.0,
+        )
+    )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="lineup-bench")
+    parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results/kernel.json"))
+    args = parser.parse_args()
+    figures = run(args.quick)
+    width = max(len(f.name) for f in figures)
+    print(f"{'figure':<{width}}  {'value':>10}  {'baseline':>10}  {'ratio':>6}  target")
+    for f in figures:
+        verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
+        print(
+            f"{f.name:<{width}}  {f.value:>8.1f}{f.unit:<2}  {f.baseline:>8.1f}{f.unit:<2}  "
+            f"{f.ratio:>6.2f}  {f.target}{verdict}"
+        )
+        print(f"{'':<{width}}  baseline: {f.baseline_name}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {
+                "machine": {
+                    "cpus": __import__("os").cpu_count(),
+                    "python": platform.python_version(),
+                    "platform": platform.platform(),
+                },
+                "figures": [{**asdict(f), "ratio": f.ratio} for f in figures],
+            },
+            indent=2,
+        )
+    )
+    print(f"written: {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""The supervisor's side of the zygote: start it, ask it for children, restart it if it dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from typing import Any, Final
+
+import trio
+
+from lineup.actors.kernel import Channel, ErrorCode, LineUpError, encode_frame, parse_frame
+
+__all__ = ["Zygote"]
+
+ZYGOTE_START_TIMEOUT: Final = 15.0
+SPAWN_TIMEOUT: Final = 5.0
+
+
+class Zygote:
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
+        self._preload = preload
+        self._process: trio.Process | None = None
+        self._channel: Channel | None = None
+        self._lock = trio.Lock()
+        self._ids = 1
+        self.pid: int | None = None
+
+    async def start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = dict(os.environ, LINEUP_ZYGOTE_PRELOAD=json.dumps(list(self._preload)))
+        with trio.fail_after(ZYGOTE_START_TIMEOUT):
+            self._process = await trio.lowlevel.open_process(
+                [
+                    sys.executable,
+                    "-m",
+                    "lineup.supervisor._zygote",
+                    str(theirs.fileno()),
+                    str(os.getpid()),
+                ],
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+            theirs.close()
+            self._channel = Channel(ours)
+            frames = await self._channel.receive()
+        if not frames or parse_frame(frames[0]).body.get("type") != "zygote.ready":
+            raise LineUpError(ErrorCode.INTERNAL_ERROR, "the zygote failed to start")
+        self.pid = self._process.pid
+
+    async def spawn(self, boot: dict[str, Any], control: socket.socket) -> int:
+        """Fork a child running `boot`, with `control` as its control channel. Returns its pid."""
+        async with self._lock:
+            if self._process is None or self._process.returncode is not None:
+                await self._restart()
+            try:
+                return await self._spawn(boot, control)
+            except LineUpError as exc:
+                if exc.code is not ErrorCode.ACTOR_RESTARTED:
+                    raise
+            await self._restart()  # the zygote died under us: one fresh try
+            return await self._spawn(boot, control)
+
+    async def _spawn(self, boot: dict[str, Any], control: socket.socket) -> int:
+        assert self._channel is not None
+        self._ids += 1
+        request = encode_frame("q", self._ids, {"type": "zygote.spawn", "boot": boot})
+        with trio.fail_after(SPAWN_TIMEOUT):
+            await self._channel.send(request, fds=(control.fileno(),))
+            frames = await self._channel.receive()
+        if not frames:
+            raise LineUpError(ErrorCode.ACTOR_RESTARTED, "zygote closed")
+        reply = parse_frame(frames[0])
+        if reply.kind != "r":
+            raise LineUpError(ErrorCode.INTERNAL_ERROR, str(reply.body.get("message", "")))
+        pid = reply.body["pid"]
+        assert isinstance(pid, int)
+        return pid
+
+    async def _restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def stop(self) -> None:
+        """Close the zygote's socket (it exits on EOF); kill it if it lingers. Bounded."""
+        with trio.CancelScope(shield=True):
+            if self._channel is not None:
+                self._channel.close()
+                self._channel = None
+            process, self._process = self._process, None
+            if process is None:
+                return
+            with trio.move_on_after(1.0):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

@@ -1,0 +1,520 @@
+"""The supervisor: spawns, watches and restarts children; owns and hands out every channel.
+
+Theory of operation
+-------------------
+Children start in spec order, each one ready (its `ActorReadyEvent`) before the next begins, and
+stop in reverse order. Each child is forked by the zygote as the supervisor's own child, so the
+supervisor watches its pidfd and reaps it. A death that the supervisor did not cause goes through
+the restart policy: the restart type says whether to restart, the strategy says what else to
+restart, the intensity says when to give up (escalate: stop everything, exit non-zero).
+
+The supervisor is also the bus's broker: a child asks to be introduced to a peer, the supervisor
+checks the ACL table, waits until that peer is ready, and hands each side one end of a new
+socketpair with the other side's identity. It keeps no business state.
+
+`attach` lets a test or a benchmark join the tree as a peer of any kind, through exactly the same
+channels and checks a child gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from lineup.actors.kernel import (
+    ActorKind,
+    AuditRecord,
+    Bus,
+    Channel,
+    Envelope,
+    ErrorCode,
+    Handler,
+    HealthReply,
+    HealthRequest,
+    Identity,
+    LineUpError,
+    Message,
+    channel_allowed,
+    channel_pair,
+)
+from lineup.actors.kernel.actor import BootInfo
+from lineup.actors.kernel.control import (
+    ActorReadyEvent,
+    ChannelOpenedEvent,
+    ChildStatus,
+    IntroduceReply,
+    IntroduceRequest,
+    PeerMisbehavedEvent,
+    StatusReply,
+    StatusRequest,
+)
+
+from ._control import serve_control
+from ._spawn import Zygote
+from ._spec import ChildSpec, Intensity, Restart, Strategy
+
+__all__ = ["Escalation", "Supervisor"]
+
+log = logging.getLogger("lineup.supervisor")
+
+STOP_TERM_WAIT: Final = 0.5  # after SIGTERM, before SIGKILL
+STOP_KILL_WAIT: Final = 2.0
+INTRODUCE_WAIT: Final = 10.0  # how long an introduction waits for the peer to become ready
+
+Reporter = Callable[[str], None]
+
+
+class Escalation(LineUpError):
+    """A child exceeded the restart intensity; the tree was stopped."""
+
+
+@dataclass(eq=False)
+class _Peer:
+    identity: Identity
+    incarnation: int = 0
+    ready: trio.Event = field(default_factory=trio.Event)
+
+    def is_up(self) -> bool:
+        return self.ready.is_set()
+
+
+@dataclass(eq=False)
+class _Child(_Peer):
+    spec: ChildSpec | None = None
+    state: str = "new"  # new, starting, running, restarting, stopping, stopped, failed
+    pid: int | None = None
+    pidfd: int | None = None
+    restarts: int = 0
+    recent: deque[float] = field(default_factory=deque)
+    started_at: float | None = None
+    spawned_at: float = 0.0
+    exited: trio.Event = field(default_factory=trio.Event)
+    settled: trio.Event = field(default_factory=trio.Event)  # ready, or dead before ready
+    expected_exit: bool = False
+
+    def is_up(self) -> bool:
+        return self.state == "running"
+
+
+class Supervisor:
+    def __init__(
+        self,
+        specs: Sequence[ChildSpec],
+        *,
+        data_dir: Path,
+        strategy: Strategy = Strategy.ONE_FOR_ONE,
+        intensity: Intensity | None = None,
+        report: Reporter | None = None,
+        preload: tuple[str, ...] = (),
+        control_socket: bool = True,
+    ) -> None:
+        self.data_dir = data_dir
+        self.strategy = strategy
+        self.intensity = intensity or Intensity()
+        self._report = report or (lambda line: None)
+        self.bus = Bus(Identity(ActorKind.SUPERVISOR, "supervisor"), self._dispatch)
+        self.children: dict[str, _Child] = {}
+        for spec in specs:
+            if spec.name in self.children or spec.name == "supervisor":
+                raise ValueError(f"duplicate child name {spec.name!r}")
+            self.children[spec.name] = _Child(Identity(spec.kind, spec.name), spec=spec)
+        self._attached: dict[str, _Peer] = {}
+        self._introduced: set[tuple[str, int, str, int]] = set()
+        self._zygote = Zygote(preload)
+        self._control_socket = control_socket
+        self._exits_send, self._exits_recv = trio.open_memory_channel[tuple[str, int, int]](64)
+        self._nursery: trio.Nursery | None = None
+        self.state = "created"
+        self.started_at = time.monotonic()
+        self.info: dict[str, str] = {}  # extra facts for `lineup status` (URLs, flags)
+        self.escalated: str | None = None
+        self._changed = trio.Event()  # set and replaced whenever a child is ready or exits
+
+    def _notify_changed(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Wait until `predicate()` holds, re-checking each time a child is ready or exits."""
+        while not predicate():
+            await self._changed.wait()
+
+    # ------------------------------------------------------------------ running the tree
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start every child, then supervise until cancelled. Raises Escalation."""
+        # The bus and the child watchers live in a shielded scope of their own: when `run` is
+        # cancelled they must keep working while the children are stopped, and end only then.
+        services = trio.CancelScope(shield=True)
+        escalation: Escalation | None = None
+        async with trio.open_nursery() as outer:
+            await outer.start(self._services, services)
+            try:
+                self.state = "starting"
+                await self._zygote.start()
+                self.info["zygote_pid"] = str(self._zygote.pid)
+                for child in self.children.values():
+                    await self._start(child)
+                self.state = "running"
+                self._report(
+                    f"ready in {time.monotonic() - self.started_at:.2f} s "
+                    f"({len(self.children)} actors)"
+                )
+                task_status.started()
+                await self._supervise()
+            except Escalation as exc:
+                escalation = exc  # raised bare below, not wrapped in the nursery's group
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self.stop_all()
+                    services.cancel()
+        if escalation is not None:
+            raise escalation
+
+    async def _services(
+        self,
+        scope: trio.CancelScope,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        with scope:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await nursery.start(self.bus.run)
+                if self._control_socket:
+                    await nursery.start(serve_control, self.bus, self.data_dir)
+                task_status.started()
+                await trio.sleep_forever()
+
+    async def stop_all(self) -> None:
+        """Stop every child in reverse start order, then the zygote. Shielded and bounded."""
+        with trio.CancelScope(shield=True):
+            self.state = "stopping"
+            for child in reversed(list(self.children.values())):
+                await self._stop(child)
+            await self._zygote.stop()
+            self.state = "stopped"
+
+    async def _supervise(self) -> None:
+        async for name, incarnation, status in self._exits_recv:
+            child = self.children[name]
+            if incarnation != child.incarnation or child.expected_exit:
+                continue
+            log.warning("supervisor.child_exited name=%s pid=%s status=%s", name, child.pid, status)
+            if not _should_restart(child.spec, status):
+                continue
+            recent = self._note_restart(child)
+            if recent > self.intensity.max_restarts:
+                self.escalated = name
+                self.bus.audit(
+                    AuditRecord(
+                        event="supervisor.escalated",
+                        actor="supervisor",
+                        peer=name,
+                        code=ErrorCode.SUPERVISOR_ESCALATED.value,
+                    )
+                )
+                raise Escalation(
+                    ErrorCode.SUPERVISOR_ESCALATED,
+                    f"{name} restarted {recent - 1} times within "
+                    f"{self.intensity.period:g} s; stopping the tree",
+                )
+            group = [child]
+            if self.strategy is Strategy.REST_FOR_ONE:
+                names = list(self.children)
+                group += [self.children[n] for n in names[names.index(name) + 1 :]]
+                for later in reversed(group[1:]):
+                    await self._stop(later)
+            await trio.sleep(self.intensity.backoff(recent - 1))
+            for member in group:
+                member.state = "restarting"
+                member.restarts += member is child
+                await self._start(member)
+
+    def _note_restart(self, child: _Child) -> int:
+        now = time.monotonic()
+        child.recent.append(now)
+        while child.recent and now - child.recent[0] > self.intensity.period:
+            child.recent.popleft()
+        return len(child.recent)
+
+    # ------------------------------------------------------------------ one child
+
+    async def _start(self, child: _Child) -> bool:
+        """Spawn `child` and wait until it is ready or dead. Returns True if ready."""
+        assert child.spec is not None
+        assert self._nursery is not None
+        child.incarnation += 1
+        child.ready = trio.Event()
+        child.settled = trio.Event()
+        child.exited = trio.Event()
+        child.expected_exit = False
+        child.state = "starting"
+        child.started_at = None
+        ours, theirs = channel_pair()
+        self.bus.connect(child.identity, child.incarnation, Channel(ours))
+        boot = BootInfo(
+            child.spec.name,
+            child.spec.kind.value,
+            child.incarnation,
+            child.spec.target,
+            str(self.data_dir),
+            dict(child.spec.config),
+        )
+        child.spawned_at = time.monotonic()
+        try:
+            child.pid = await self._zygote.spawn(boot.to_json(), theirs)
+        finally:
+            theirs.close()
+        child.pidfd = os.pidfd_open(child.pid)
+        self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
+        with trio.move_on_after(self.intensity.start_timeout):
+            await child.settled.wait()
+        if not child.ready.is_set() and not child.exited.is_set():
+            log.error("supervisor.start_timeout name=%s", child.spec.name)
+            _signal(child, signal.SIGKILL)
+        return child.ready.is_set()
+
+    async def _watch(self, child: _Child, incarnation: int, pidfd: int) -> None:
+        await trio.lowlevel.wait_readable(pidfd)
+        # Readable pidfd: the process has exited, so this waitid reaps without blocking.
+        result = os.waitid(os.P_PIDFD, pidfd, os.WEXITED)  # noqa: ASYNC222
+        os.close(pidfd)  # only once reaped: until then `_signal` may still use it
+        status = _exit_status(result)
+        if child.incarnation == incarnation:
+            child.state = "failed" if status != 0 else "stopped"
+            child.pidfd = None
+            child.exited.set()
+            child.settled.set()
+            self._notify_changed()
+            self.bus.disconnect(child.identity.name)
+            self._forget_introductions(child.identity.name, incarnation)
+        await self._exits_send.send((child.identity.name, incarnation, status))
+
+    async def _stop(self, child: _Child) -> None:
+        """Close its channel → grace → SIGTERM → wait → SIGKILL. Shielded and bounded."""
+        with trio.CancelScope(shield=True):
+            if child.pidfd is None or child.exited.is_set():
+                return
+            child.expected_exit = True
+            child.state = "stopping"
+            self.bus.disconnect(child.identity.name)
+            assert child.spec is not None
+            with trio.move_on_after(child.spec.shutdown_grace):
+                await child.exited.wait()
+            if not child.exited.is_set():
+                _signal(child, signal.SIGTERM)
+                with trio.move_on_after(STOP_TERM_WAIT):
+                    await child.exited.wait()
+            if not child.exited.is_set():
+                _signal(child, signal.SIGKILL)
+                with trio.move_on_after(STOP_KILL_WAIT):
+                    await child.exited.wait()
+            child.state = "stopped"
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send a signal to a child (drills and tests; never used for a normal stop)."""
+        _signal(self.children[name], sig)
+
+    # ------------------------------------------------------------------ the broker
+
+    def _peer(self, name: str) -> _Peer | None:
+        return self.children.get(name) or self._attached.get(name)
+
+    async def _dispatch(self, env: Envelope) -> Message | None:
+        body = env.body
+        if isinstance(body, ActorReadyEvent):
+            child = self.children.get(env.sender.name)
+            if child is not None and not child.ready.is_set():
+                child.state = "running"
+                child.started_at = time.monotonic()
+                child.ready.set()
+                child.settled.set()
+                self._notify_changed()
+                elapsed = (child.started_at - child.spawned_at) * 1000
+                self._report(f"{child.identity.name} ready (pid {body.pid}) in {elapsed:.1f} ms")
+            return None
+        if isinstance(body, IntroduceRequest):
+            return await self._introduce(env.sender, body.peer)
+        if isinstance(body, PeerMisbehavedEvent):
+            await self._stop_misbehaving(env.sender, body)
+            return None
+        if isinstance(body, StatusRequest):
+            return self.status()
+        if isinstance(body, HealthRequest):
+            return HealthReply(
+                name="supervisor",
+                pid=os.getpid(),
+                incarnation=0,
+                uptime_s=time.monotonic() - self.started_at,
+            )
+        raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
+
+    async def _introduce(self, asker: Identity, name: str) -> IntroduceReply:
+        me = self._peer(asker.name)
+        target = self._peer(name)
+        if me is None or target is None or name == asker.name:
+            raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, name)
+        if not channel_allowed(asker.kind, target.identity.kind):
+            self.bus.audit(
+                AuditRecord(
+                    event="supervisor.introduce_denied",
+                    actor="supervisor",
+                    peer=asker.name,
+                    code=ErrorCode.ACL_DENIED.value,
+                    subject_id=name,
+                )
+            )
+            raise LineUpError(ErrorCode.ACL_DENIED, name)
+        with trio.move_on_after(INTRODUCE_WAIT):
+            await self.wait_until(target.is_up)  # e.g. while it restarts
+        if not target.is_up():
+            raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, name)
+        a, b = sorted(((asker.name, me.incarnation), (name, target.incarnation)))
+        key = (a[0], a[1], b[0], b[1])
+        if key not in self._introduced:
+            ours, theirs = channel_pair()
+            try:
+                # Either side may die meanwhile: the asker then retries, as after any restart.
+                await self.bus.notify(
+                    name,
+                    ChannelOpenedEvent(
+                        peer=asker.name, kind=asker.kind.value, incarnation=me.incarnation
+                    ),
+                    fds=(theirs.fileno(),),
+                )
+                await self.bus.notify(
+                    asker.name,
+                    ChannelOpenedEvent(
+                        peer=name, kind=target.identity.kind.value, incarnation=target.incarnation
+                    ),
+                    fds=(ours.fileno(),),
+                )
+            except LineUpError as exc:
+                raise LineUpError(ErrorCode.ACTOR_RESTARTED, name) from exc
+            finally:
+                ours.close()
+                theirs.close()
+            self._introduced.add(key)
+        return IntroduceReply(peer=name, incarnation=target.incarnation)
+
+    def _forget_introductions(self, name: str, incarnation: int) -> None:
+        self._introduced = {
+            k
+            for k in self._introduced
+            if (k[0], k[1]) != (name, incarnation) and (k[2], k[3]) != (name, incarnation)
+        }
+
+    async def _stop_misbehaving(self, reporter: Identity, event: PeerMisbehavedEvent) -> None:
+        child = self.children.get(event.peer)
+        self.bus.audit(
+            AuditRecord(
+                event="supervisor.peer_misbehaved",
+                actor="supervisor",
+                peer=event.peer,
+                code=event.code,
+                subject_id=reporter.name,
+            )
+        )
+        if child is not None and child.incarnation == event.incarnation:
+            log.warning("supervisor.killing_misbehaving name=%s code=%s", event.peer, event.code)
+            _signal(child, signal.SIGKILL)
+
+    # ------------------------------------------------------------------ outside views
+
+    def status(self) -> StatusReply:
+        now = time.monotonic()
+        return StatusReply(
+            pid=os.getpid(),
+            state=self.state,
+            data_dir=str(self.data_dir),
+            uptime_s=round(now - self.started_at, 3),
+            info=dict(self.info),
+            children=tuple(
+                ChildStatus(
+                    name=c.identity.name,
+                    kind=c.identity.kind.value,
+                    pid=c.pid if c.pidfd is not None else None,
+                    state=c.state,
+                    restarts=c.restarts,
+                    uptime_s=round(now - c.started_at, 3)
+                    if c.started_at is not None and c.state == "running"
+                    else None,
+                )
+                for c in self.children.values()
+            ),
+        )
+
+    async def attach(
+        self,
+        identity: Identity,
+        handler: Handler | None = None,
+        *,
+        task_status: trio.TaskStatus[Bus] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Join the tree as a peer of `identity.kind` (tests, benchmarks, in-process tools).
+
+        `await nursery.start(sup.attach, identity)` returns a running `Bus`; the peer is subject
+        to the same ACL as a child of that kind. It leaves the tree when the task is cancelled.
+        """
+        if self._peer(identity.name) is not None:
+            raise ValueError(f"{identity.name} is already in the tree")
+        peer = _Peer(identity, incarnation=1)
+
+        async def answer(env: Envelope) -> Message | None:
+            if isinstance(env.body, HealthRequest):
+                return HealthReply(name=identity.name, pid=os.getpid(), incarnation=1, uptime_s=0.0)
+            if handler is not None:
+                return await handler(env)
+            raise LineUpError(ErrorCode.NO_HANDLER, env.body.TYPE)
+
+        bus = Bus(identity, answer, incarnation=1)
+        ours, theirs = channel_pair()
+        self._attached[identity.name] = peer
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(bus.run)
+                self.bus.connect(identity, 1, Channel(ours))
+                bus.connect(
+                    Identity(ActorKind.SUPERVISOR, "supervisor"),
+                    0,
+                    Channel(theirs, carries_fds=True),
+                )
+                peer.ready.set()
+                task_status.started(bus)
+                await trio.sleep_forever()
+        finally:
+            del self._attached[identity.name]
+            self.bus.disconnect(identity.name)
+            self._forget_introductions(identity.name, 1)
+
+
+def _should_restart(spec: ChildSpec | None, status: int) -> bool:
+    if spec is None or spec.restart is Restart.TEMPORARY:
+        return False
+    return spec.restart is Restart.PERMANENT or status != 0
+
+
+def _exit_status(result: os.waitid_result | None) -> int:
+    """Exit code, or minus the signal number for a death by signal (as subprocess does)."""
+    if result is None:
+        return 0
+    if result.si_code == os.CLD_EXITED:
+        return result.si_status
+    return -result.si_status
+
+
+def _signal(child: _Child, sig: int) -> None:
+    if child.pidfd is not None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(child.pidfd, sig)

@@ -1,0 +1,160 @@
+"""The zygote: a preloaded interpreter that forks actor processes on request.
+
+Theory of operation
+-------------------
+A fresh interpreter that imports trio, pydantic and the actors costs ~170 ms; a fork of one that
+already has them costs ~4 ms. So the supervisor starts this process once, it imports everything
+an actor needs, and then serves `spawn` requests over a Unix socket (the child's control channel
+end arrives with the request, by SCM_RIGHTS).
+
+Each child is created with `clone(CLONE_PARENT)`: its parent is the *supervisor*, not the zygote.
+So the supervisor reaps it and gets its exit status (pidfd + waitid), `PR_SET_PDEATHSIG` ties the
+child's life to the supervisor's, and a zygote crash harms no running actor. CPython's own fork
+bookkeeping (`PyOS_BeforeFork`/`AfterFork_*`, which also run `os.register_at_fork` hooks) is
+called around the raw syscall exactly as `os.fork` does.
+
+The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
+
+In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
+go to the supervisor alone), die with the supervisor, move the control channel to fd 3 and close
+every other descriptor, apply the sandbox (`_sandbox.prepare_child`), then run the actor.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import importlib
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+from collections import deque
+from typing import Any, Final
+
+from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
+
+from . import _sandbox
+
+CONTROL_FD: Final = 3  # where a child finds its control channel
+PRELOAD: Final = (
+    "trio",
+    "pydantic",
+    "apsw",
+    "lineup.actors.kernel",
+    "lineup.actors.store",
+    "lineup.actors.transport",
+    "lineup.actors.router",
+    "lineup.actors.focus",
+    "lineup.actors.gateway",
+    "lineup.hostbridge",
+)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG: Final = 1
+_CLONE_PARENT: Final = 0x00008000
+_SYS_CLONE: Final = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+_ANC: Final = socket.CMSG_SPACE(4 * 4)
+
+
+def die_with(parent_pid: int) -> None:
+    """SIGKILL this process when `parent_pid` (our parent) dies; exit now if it already has."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _clone_sibling() -> int:
+    """fork(), but the child's parent is our parent (CLONE_PARENT). Returns 0 in the child."""
+    if _SYS_CLONE is None:  # pragma: no cover - other architectures: plain fork
+        return os.fork()
+    ctypes.pythonapi.PyOS_BeforeFork()
+    pid = _libc.syscall(_SYS_CLONE, _CLONE_PARENT | signal.SIGCHLD, 0, 0, 0, 0)
+    if pid == 0:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
+        return 0
+    errno = ctypes.get_errno()
+    ctypes.pythonapi.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(errno, os.strerror(errno))
+    return int(pid)
+
+
+def _child(
+    boot: dict[str, Any], control_fd: int, zygote_sock: socket.socket, supervisor_pid: int
+) -> None:
+    """Runs in the new process; never returns."""
+    code = 1
+    try:
+        zygote_sock.close()
+        os.setsid()
+        die_with(supervisor_pid)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if control_fd != CONTROL_FD:
+            os.dup2(control_fd, CONTROL_FD)
+        os.closerange(CONTROL_FD + 1, 65536)
+        _sandbox.prepare_child(boot)
+
+        from lineup.actors.kernel.actor import BootInfo, actor_main
+
+        code = actor_main(BootInfo.from_json(boot), CONTROL_FD)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(sock: socket.socket, supervisor_pid: int) -> None:
+    decoder = FrameDecoder()
+    fds: deque[int] = deque()
+    while True:
+        data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                received = array.array("i")
+                received.frombytes(payload[: len(payload) - len(payload) % 4])
+                fds.extend(received)
+        if not data:
+            return  # the supervisor closed us: exit
+        for raw in decoder.feed(data):
+            frame = parse_frame(raw)
+            control_fd = fds.popleft()
+            try:
+                pid = _clone_sibling()
+                if pid == 0:
+                    _child(frame.body["boot"], control_fd, sock, supervisor_pid)
+                reply = encode_frame(
+                    "r", frame.id, {"type": "zygote.spawned", "pid": pid}, reply_to=frame.id
+                )
+            except Exception as exc:  # report, keep serving
+                reply = encode_frame(
+                    "x",
+                    frame.id,
+                    {"code": "internal_error", "message": repr(exc)[:300]},
+                    reply_to=frame.id,
+                )
+            finally:
+                os.close(control_fd)
+            sock.sendall(reply)
+
+
+def main() -> None:
+    fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
+    die_with(supervisor_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    for module in PRELOAD:
+        importlib.import_module(module)
+    for extra in json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")):
+        importlib.import_module(extra)
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(True)
+    sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
+    serve(sock, supervisor_pid)
+
+
+if __name__ == "__main__":
+    main()

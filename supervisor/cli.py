@@ -1,0 +1,171 @@
+"""The `lineup` command: `run` starts the supervised tree, `status` asks a running one."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.kernel.control import StatusReply, StatusRequest
+
+from ._control import control_request
+from ._spec import Intensity, runtime_specs
+from ._tree import Escalation, Supervisor
+
+__all__ = ["default_data_dir", "main"]
+
+EXIT_ESCALATED = 2
+EXIT_USAGE = 64
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "lineup"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lineup", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="start the supervised runtime in the foreground")
+    run.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the database and control socket live (default: $XDG_DATA_HOME/lineup)",
+    )
+    run.add_argument(
+        "--sqlite-synchronous",
+        choices=("normal", "full"),
+        default="normal",
+        help="normal keeps every commit across a crash; full also across power loss",
+    )
+    run.add_argument(
+        "--max-restarts",
+        type=int,
+        default=Intensity.max_restarts,
+        help="restarts of one child within --restart-period before giving up",
+    )
+    run.add_argument("--restart-period", type=float, default=Intensity.period)
+
+    status = sub.add_parser("status", help="list the running tree's children")
+    status.add_argument("--data-dir", type=Path, default=None)
+    status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    data_dir: Path = (args.data_dir or default_data_dir()).absolute()
+    if args.command == "run":
+        sys.exit(run(data_dir, args))
+    sys.exit(status(data_dir, as_json=args.json, out=sys.stdout))
+
+
+# ---------------------------------------------------------------------------------- run
+
+
+def run(data_dir: Path, args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=os.environ.get("LINEUP_LOG", "WARNING"),
+        format="%(levelname)s supervisor %(name)s: %(message)s",
+    )
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    data_dir.chmod(0o700)
+    lock = open(data_dir / "lineup.lock", "w")  # noqa: SIM115 - held for the whole run
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"lineup: error: another lineup is running with {data_dir}", file=sys.stderr)
+        return 1
+
+    def report(line: str) -> None:
+        print(f"lineup: {line}", flush=True)
+
+    config: dict[str, Any] = {"sqlite_synchronous": args.sqlite_synchronous}
+    supervisor = Supervisor(
+        runtime_specs(config),
+        data_dir=data_dir,
+        report=report,
+        intensity=Intensity(max_restarts=args.max_restarts, period=args.restart_period),
+    )
+    report(f"starting (pid {os.getpid()}, data dir {data_dir})")
+    try:
+        escalation = trio.run(_run_until_signal, supervisor, report)
+    finally:
+        lock.close()
+    if escalation is not None:
+        print(f"lineup: error: {escalation.message}", file=sys.stderr, flush=True)
+        return EXIT_ESCALATED
+    report("stopped")
+    return 0
+
+
+async def _run_until_signal(supervisor: Supervisor, report: Any) -> Escalation | None:
+    """Run the tree until SIGINT/SIGTERM (clean stop) or an escalation (returned)."""
+    escalation: Escalation | None = None
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def supervise() -> None:
+                nonlocal escalation
+                try:
+                    await supervisor.run()
+                except Escalation as exc:
+                    escalation = exc
+                nursery.cancel_scope.cancel()
+
+            async def on_signal() -> None:
+                async for signum in signals:
+                    report(f"stopping on {signal.Signals(signum).name}")
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(supervise)
+            nursery.start_soon(on_signal)
+    return escalation
+
+
+# ---------------------------------------------------------------------------------- status
+
+
+def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
+    try:
+        reply = control_request(data_dir, StatusRequest(), StatusReply)
+    except LineUpError as exc:
+        if exc.code is not ErrorCode.ACTOR_UNAVAILABLE:
+            raise
+        if as_json:
+            out.write(json.dumps({"running": False, "data_dir": str(data_dir)}) + "\n")
+        else:
+            out.write(f"lineup: not running (data dir {data_dir})\n")
+        return 1
+    if as_json:
+        document = {"running": True, **reply.model_dump(mode="json", exclude={"type"})}
+        for child in document["children"]:
+            child.pop("type", None)
+        out.write(json.dumps(document, indent=2) + "\n")
+        return 0
+    out.write(
+        f"lineup {reply.state}, pid {reply.pid}, up {reply.uptime_s:.1f} s, "
+        f"data dir {reply.data_dir}\n"
+    )
+    out.write(f"{'NAME':<14}{'KIND':<12}{'PID':>8}  {'STATE':<11}{'RESTARTS':>8}  UPTIME\n")
+    for child in reply.children:
+        uptime = f"{child.uptime_s:.1f} s" if child.uptime_s is not None else "-"
+        out.write(
+            f"{child.name:<14}{child.kind:<12}{child.pid or '-':>8}  {child.state:<11}"
+            f"{child.restarts:>8}  {uptime}\n"
+        )
+    for key, value in sorted(reply.info.items()):
+        out.write(f"{key}: {value}\n")
+    return 0

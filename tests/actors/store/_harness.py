@@ -1,0 +1,73 @@
+"""An in-process store: the real StoreActor on its own Bus, reached from a "router" Bus over a
+real socket pair, exactly as the supervisor would wire them (minus the processes)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from lineup.actors.kernel import (
+    ActorContext,
+    ActorKind,
+    Bus,
+    Channel,
+    Envelope,
+    Identity,
+    Message,
+    channel_pair,
+)
+from lineup.actors.store import StoreActor
+
+WAIT = 5.0  # seconds any single wait may take before the test counts it as a hang
+
+M = TypeVar("M", bound=Message)
+
+
+@dataclass
+class StoreHarness:
+    router: Bus
+    actor: StoreActor
+    data_dir: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "lineup.db"
+
+    async def ask(self, request: Message, expect: type[M]) -> M:
+        with trio.fail_after(WAIT):
+            return await self.router.request("store", request, expect=expect)
+
+
+StartStore = Callable[..., Awaitable[StoreHarness]]
+
+
+async def _nothing(env: Envelope) -> Message | None:
+    return None
+
+
+async def start_store(
+    nursery: trio.Nursery, data_dir: Path, config: dict[str, Any] | None = None
+) -> StoreHarness:
+    """Start a store and a router bus connected to it, as children of `nursery`."""
+    actor: StoreActor | None = None
+
+    async def dispatch(env: Envelope) -> Message | None:
+        assert actor is not None
+        return await actor.dispatch(env)
+
+    store_bus = Bus(Identity(ActorKind.STORE, "store"), dispatch)
+    router_bus = Bus(Identity(ActorKind.ROUTER, "router"), _nothing)
+    actor = StoreActor(ActorContext(store_bus.me, 0, data_dir, config or {}, store_bus))
+    store_bus.audit_locally = actor.write_audit  # as actor_main does
+    await nursery.start(store_bus.run)
+    await nursery.start(router_bus.run)
+    to_store, to_router = channel_pair()
+    router_bus.connect(Identity(ActorKind.STORE, "store"), 0, Channel(to_store))
+    store_bus.connect(Identity(ActorKind.ROUTER, "router"), 0, Channel(to_router))
+    with trio.fail_after(WAIT):
+        await nursery.start(actor.run)
+    return StoreHarness(router_bus, actor, data_dir)

@@ -1,0 +1,350 @@
+"""Group commit on its own: no actor, no bus (`actors/store/_committer.py`).
+
+Most tests hold the database thread inside a *gate* operation, queue more operations behind it,
+then open the gate: what was queued while the gate ran must form the next batch. Waiting for
+the queue is `wait_all_tasks_blocked`, never a sleep.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import apsw
+import pytest
+import trio
+import trio.testing
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.store._committer import Committer
+from lineup.actors.store._db import Database, open_database
+
+WAIT = 5.0  # seconds any single wait in these tests may take before it counts as a hang
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = open_database(tmp_path, {})
+    yield database
+    database.close()
+
+
+@pytest.fixture
+async def committer(db: Database, nursery: trio.Nursery) -> Committer:
+    committer = Committer()
+    await nursery.start(committer.run, db.conn)
+    return committer
+
+
+class Gate:
+    """An operation that holds the database thread until the test opens it."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def __call__(self, conn: apsw.Connection) -> str:
+        self.entered.set()
+        if not self.opened.wait(WAIT):
+            raise TimeoutError("gate never opened")
+        return "gate"
+
+    async def hold(self, committer: Committer, nursery: trio.Nursery) -> None:
+        """Submit the gate and return once the database thread is inside it."""
+        nursery.start_soon(committer.submit, self)
+        await trio.to_thread.run_sync(self.entered.wait, WAIT)
+        assert self.entered.is_set()
+
+
+def set_cursor(name: str) -> Callable[[apsw.Connection], str]:
+    def op(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO cursors VALUES (?, 'v', 0)", (name,))
+        return name
+
+    return op
+
+
+def cursor_names(path: Path) -> set[str]:
+    """What an independent connection sees: only committed data."""
+    other = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {str(name) for (name,) in other.execute("SELECT name FROM cursors").fetchall()}
+    finally:
+        other.close()
+
+
+class Refused(LineUpError):
+    pass
+
+
+async def test_an_operation_returns_its_result_once_committed(
+    committer: Committer, db: Database
+) -> None:
+    with trio.fail_after(WAIT):
+        assert await committer.submit(set_cursor("a")) == "a"
+    assert cursor_names(db.path) == {"a"}
+    assert committer.stats.commits == 1
+
+
+async def test_operations_queued_during_a_batch_share_the_next_transaction(
+    committer: Committer, db: Database
+) -> None:
+    gate = Gate()
+    results: list[str] = []
+
+    async def append(name: str) -> None:
+        results.append(await committer.submit(set_cursor(name)))
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            await gate.hold(committer, nursery)
+            for i in range(50):
+                nursery.start_soon(append, f"c{i}")
+            await trio.testing.wait_all_tasks_blocked()
+            assert committer.queued == 50
+            gate.opened.set()
+
+    assert sorted(results) == sorted(f"c{i}" for i in range(50))
+    assert committer.stats.commits == 2  # the gate's batch, then everything else
+    assert committer.stats.max_batch == 50
+    assert committer.stats.writes == 51
+    assert len(cursor_names(db.path)) == 50
+
+
+async def test_a_failing_operation_fails_only_its_own_request(
+    committer: Committer, db: Database
+) -> None:
+    gate = Gate()
+    outcomes: dict[str, object] = {}
+
+    def refused_after_writing(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO cursors VALUES ('refused', 'v', 0)")
+        raise Refused(ErrorCode.INVALID_ARGUMENTS, "no")
+
+    def broken_sql(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO cursors VALUES ('broken', 'v', 0)")
+        conn.execute("INSERT INTO cursors VALUES ('broken', 'again', 0)")  # primary key clash
+        return "unreachable"
+
+    async def run(name: str, op: Callable[[apsw.Connection], str]) -> None:
+        try:
+            outcomes[name] = await committer.submit(op)
+        except LineUpError as exc:
+            outcomes[name] = exc.code
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            await gate.hold(committer, nursery)
+            nursery.start_soon(run, "a", set_cursor("a"))
+            nursery.start_soon(run, "refused", refused_after_writing)
+            nursery.start_soon(run, "broken", broken_sql)
+            nursery.start_soon(run, "b", set_cursor("b"))
+            await trio.testing.wait_all_tasks_blocked()
+            gate.opened.set()
+
+    assert outcomes == {
+        "a": "a",
+        "b": "b",
+        "refused": ErrorCode.INVALID_ARGUMENTS,
+        "broken": ErrorCode.STORE_UNAVAILABLE,
+    }
+    assert cursor_names(db.path) == {"a", "b"}  # the failed ops' partial writes are undone
+    assert committer.stats.commits == 2
+    assert committer.stats.writes == 3  # the gate, a and b
+
+
+async def test_a_failed_commit_fails_every_operation_of_its_batch_and_keeps_none_of_them(
+    committer: Committer, db: Database
+) -> None:
+    # A deferred foreign key is only checked by COMMIT: the one way to make COMMIT itself fail.
+    db.conn.execute(
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+        "CREATE TABLE child (parent_id INTEGER"
+        " REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    gate = Gate()
+    codes: list[ErrorCode] = []
+
+    def orphan(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO child VALUES (42)")
+        return "orphan"
+
+    async def run(op: Callable[[apsw.Connection], str]) -> None:
+        with pytest.raises(LineUpError) as caught:
+            await committer.submit(op)
+        codes.append(caught.value.code)
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            await gate.hold(committer, nursery)
+            nursery.start_soon(run, set_cursor("a"))
+            nursery.start_soon(run, orphan)
+            nursery.start_soon(run, set_cursor("b"))
+            await trio.testing.wait_all_tasks_blocked()
+            gate.opened.set()
+        # The committer carries on with the next batch.
+        assert await committer.submit(set_cursor("c")) == "c"
+
+    assert codes == [ErrorCode.STORE_UNAVAILABLE] * 3
+    assert cursor_names(db.path) == {"c"}
+    assert committer.stats.failed_batches == 1
+
+
+async def test_a_batch_never_holds_more_than_max_batch_operations(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer(max_batch=4)
+    await nursery.start(committer.run, db.conn)
+    gate = Gate()
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as inner:
+            await gate.hold(committer, inner)
+            for i in range(10):
+                inner.start_soon(committer.submit, set_cursor(f"c{i}"))
+            await trio.testing.wait_all_tasks_blocked()
+            gate.opened.set()
+
+    assert committer.stats.max_batch == 4
+    assert committer.stats.commits == 1 + 3  # the gate, then 4 + 4 + 2
+    assert len(cursor_names(db.path)) == 10
+
+
+async def test_a_batch_of_reads_only_is_not_counted_as_a_commit(committer: Committer) -> None:
+    def count(conn: apsw.Connection) -> object:
+        return conn.execute("SELECT count(*) FROM cursors").fetchall()[0][0]
+
+    with trio.fail_after(WAIT):
+        assert await committer.submit(count, write=False) == 0
+    assert committer.stats.batches == 1
+    assert committer.stats.commits == 0
+
+
+async def test_a_full_queue_makes_submitters_wait_for_room(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer(max_batch=1, queue_size=2)
+    await nursery.start(committer.run, db.conn)
+    gate = Gate()
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as inner:
+            await gate.hold(committer, inner)
+            for i in range(3):
+                inner.start_soon(committer.submit, set_cursor(f"c{i}"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert (committer.queued, committer.blocked_submitters) == (2, 1)
+            gate.opened.set()
+
+    assert len(cursor_names(db.path)) == 3
+
+
+async def test_an_operation_whose_caller_gave_up_before_its_batch_is_never_run(
+    committer: Committer, db: Database
+) -> None:
+    gate = Gate()
+    abandoned = trio.CancelScope()
+
+    async def give_up() -> None:
+        with abandoned:
+            await committer.submit(set_cursor("abandoned"))
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            await gate.hold(committer, nursery)
+            nursery.start_soon(committer.submit, set_cursor("kept"))
+            nursery.start_soon(give_up)
+            await trio.testing.wait_all_tasks_blocked()
+            abandoned.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            gate.opened.set()
+
+    assert cursor_names(db.path) == {"kept"}
+
+
+async def test_a_running_batch_finishes_and_answers_when_the_committer_is_cancelled(
+    db: Database,
+) -> None:
+    committer = Committer()
+    gate = Gate()
+    stop = trio.CancelScope()
+    results: list[str] = []
+
+    async def run_committer(*, task_status: trio.TaskStatus[None]) -> None:
+        with stop:
+            await committer.run(db.conn, task_status=task_status)
+
+    async def submit_gate() -> None:
+        results.append(await committer.submit(gate))
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_committer)
+            nursery.start_soon(submit_gate)
+            await trio.to_thread.run_sync(gate.entered.wait, WAIT)
+            stop.cancel()  # while the batch is on the database thread
+            gate.opened.set()
+
+    assert results == ["gate"]
+    assert committer.stats.commits == 1
+
+
+async def test_a_batch_taken_but_not_started_when_the_committer_stops_fails_with_shutting_down(
+    db: Database,
+) -> None:
+    committer = Committer()
+    stop = trio.CancelScope()
+    codes: list[ErrorCode] = []
+
+    async def run_committer(*, task_status: trio.TaskStatus[None]) -> None:
+        with stop:
+            await committer.run(db.conn, task_status=task_status)
+
+    async def submit() -> None:
+        with pytest.raises(LineUpError) as caught:
+            await committer.submit(set_cursor("never"))
+        codes.append(caught.value.code)
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_committer)
+            # Hold the database thread's limiter (a private seam) so the committer blocks
+            # after taking the batch and before its thread starts.
+            async with committer._limiter:
+                nursery.start_soon(submit)
+                await trio.testing.wait_all_tasks_blocked()
+                assert committer.queued == 0  # taken off the queue
+                stop.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+
+    assert codes == [ErrorCode.SHUTTING_DOWN]
+    assert cursor_names(db.path) == set()
+
+
+async def test_operations_still_queued_when_the_committer_stops_fail_with_shutting_down(
+    db: Database,
+) -> None:
+    committer = Committer()
+    codes: list[ErrorCode] = []
+
+    async def submit(name: str) -> None:
+        with pytest.raises(LineUpError) as caught:
+            await committer.submit(set_cursor(name))
+        codes.append(caught.value.code)
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(submit, f"c{i}")
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.CancelScope() as scope:
+                scope.cancel()  # stop before taking a single batch
+                await committer.run(db.conn)
+
+        with pytest.raises(LineUpError) as late:
+            await committer.submit(set_cursor("late"))
+
+    assert codes == [ErrorCode.SHUTTING_DOWN] * 3
+    assert late.value.code is ErrorCode.SHUTTING_DOWN
+    assert cursor_names(db.path) == set()

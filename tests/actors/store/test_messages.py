@@ -1,0 +1,54 @@
+"""The store's protocol module (`actors/store/messages.py`): tags and bounds, no I/O."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+import lineup.actors.store
+from lineup.actors.kernel import REGISTRY, Message
+from lineup.actors.store import messages
+from lineup.actors.store.messages import InboxPutRequest, OutboxAppendRequest, OutboxPendingRequest
+
+PROTOCOL = [getattr(messages, name) for name in messages.__all__]
+
+
+def test_every_store_message_is_tagged_under_store_and_registered() -> None:
+    for cls in PROTOCOL:
+        assert issubclass(cls, Message)
+        assert cls.TYPE.startswith("store."), cls
+        assert REGISTRY[cls.TYPE] is cls
+
+
+def test_every_request_has_a_reply_tagged_after_it() -> None:
+    tags = {cls.TYPE for cls in PROTOCOL}
+    requests = [cls for cls in PROTOCOL if cls.__name__.endswith("Request")]
+    assert requests
+    for cls in requests:
+        assert f"{cls.TYPE}.reply" in tags, cls
+
+
+def test_the_package_exports_only_the_actor() -> None:
+    assert lineup.actors.store.__all__ == ["StoreActor"]
+
+
+def test_ids_longer_than_200_characters_are_refused() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        OutboxAppendRequest(outbox_id="x" * 201, conversation_id="c", kind="k", body={})
+    with pytest.raises(pydantic.ValidationError):
+        InboxPutRequest(app_scope="chat", delivery_id="", body={})
+
+
+def test_list_limits_are_bounded() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        OutboxPendingRequest(limit=0)
+    with pytest.raises(pydantic.ValidationError):
+        OutboxPendingRequest(limit=1001)
+
+
+def test_unknown_fields_are_refused_and_messages_are_frozen() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        OutboxPendingRequest.model_validate({"type": "store.outbox.pending", "sender": "router"})
+    request = OutboxPendingRequest()
+    with pytest.raises(pydantic.ValidationError):
+        request.limit = 5  # type: ignore[misc]

@@ -1,0 +1,164 @@
+"""Opening the database and migrating its schema (`actors/store/_db.py`, `_migrations.py`)."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.store._db import DB_FILENAME, Database, migrate, open_database
+from lineup.actors.store._migrations import LATEST_VERSION, MIGRATIONS
+
+REQUIRED_TABLES = {
+    "conversations",
+    "messages",
+    "cursors",
+    "outbox",
+    "app_inbox",
+    "tool_calls",
+    "interactions",
+    "instances",
+    "focus_stack",
+    "app_sessions",
+    "session_data",
+    "artifacts",
+    "registry",
+    "inventory_revisions",
+    "audit",
+}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = open_database(tmp_path, {})
+    yield database
+    database.close()
+
+
+def tables(conn: apsw.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'").fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def schema(conn: apsw.Connection) -> list[tuple[object, ...]]:
+    return conn.execute("SELECT type, name, sql FROM sqlite_schema ORDER BY name").fetchall()
+
+
+def user_version(conn: apsw.Connection) -> object:
+    return conn.execute("PRAGMA user_version").fetchall()[0][0]
+
+
+def test_migrations_are_numbered_from_one_without_gaps() -> None:
+    assert [version for version, _ in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+    assert len(MIGRATIONS) == LATEST_VERSION
+
+
+def test_opening_a_fresh_directory_creates_every_table_at_the_latest_version(
+    db: Database,
+) -> None:
+    assert tables(db.conn) >= REQUIRED_TABLES
+    assert user_version(db.conn) == LATEST_VERSION
+    assert db.schema_version == LATEST_VERSION
+
+
+def test_opening_a_migrated_database_again_changes_nothing(tmp_path: Path) -> None:
+    first = open_database(tmp_path, {})
+    first.conn.execute("INSERT INTO cursors VALUES ('sync', 'c1', 0)")
+    before = schema(first.conn)
+    first.close()
+
+    second = open_database(tmp_path, {})
+    try:
+        assert schema(second.conn) == before
+        assert user_version(second.conn) == LATEST_VERSION
+        assert second.conn.execute("SELECT value FROM cursors").fetchall() == [("c1",)]
+        assert migrate(second.conn) == LATEST_VERSION  # and once more, explicitly
+    finally:
+        second.close()
+
+
+def test_a_failing_migration_leaves_the_database_at_the_previous_version(db: Database) -> None:
+    broken = (*MIGRATIONS, (LATEST_VERSION + 1, "CREATE TABLE fresh (a); THIS IS NOT SQL"))
+
+    with pytest.raises(LineUpError) as caught:
+        migrate(db.conn, broken)
+
+    assert caught.value.code is ErrorCode.STORE_UNAVAILABLE
+    assert user_version(db.conn) == LATEST_VERSION
+    assert "fresh" not in tables(db.conn)
+    assert not db.conn.in_transaction
+
+
+def test_a_new_migration_is_applied_once(db: Database) -> None:
+    extended = (*MIGRATIONS, (LATEST_VERSION + 1, "CREATE TABLE fresh (a INTEGER) STRICT"))
+
+    assert migrate(db.conn, extended) == LATEST_VERSION + 1
+    assert migrate(db.conn, extended) == LATEST_VERSION + 1
+    assert "fresh" in tables(db.conn)
+
+
+def test_a_database_from_a_newer_runtime_is_refused(tmp_path: Path) -> None:
+    db = open_database(tmp_path, {})
+    db.conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 1}")
+    db.close()
+
+    with pytest.raises(LineUpError) as caught:
+        open_database(tmp_path, {})
+    assert caught.value.code is ErrorCode.STORE_UNAVAILABLE
+
+
+def test_the_database_runs_in_wal_mode_with_foreign_keys_enforced(db: Database) -> None:
+    assert db.conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
+    assert db.conn.execute("PRAGMA foreign_keys").fetchall() == [(1,)]
+    with pytest.raises(apsw.ConstraintError):
+        db.conn.execute("INSERT INTO focus_stack VALUES (0, 'no-such-instance')")
+
+
+@pytest.mark.parametrize(
+    ("config", "mode", "pragma"),
+    [({}, "normal", 1), ({"sqlite_synchronous": "normal"}, "normal", 1),
+     ({"sqlite_synchronous": "full"}, "full", 2)],
+)  # fmt: skip
+def test_synchronous_is_normal_unless_the_config_asks_for_full(
+    tmp_path: Path, config: dict[str, str], mode: str, pragma: int
+) -> None:
+    db = open_database(tmp_path, config)
+    try:
+        assert db.synchronous == mode
+        assert db.conn.execute("PRAGMA synchronous").fetchall() == [(pragma,)]
+    finally:
+        db.close()
+
+
+def test_an_unknown_synchronous_setting_is_refused_rather_than_weakened(tmp_path: Path) -> None:
+    with pytest.raises(LineUpError) as caught:
+        open_database(tmp_path, {"sqlite_synchronous": "FULLL"})
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENTS
+    assert not (tmp_path / DB_FILENAME).exists()
+
+
+def test_the_database_file_is_readable_by_its_owner_only(db: Database) -> None:
+    assert stat.S_IMODE(db.path.stat().st_mode) == 0o600
+    assert db.path.name == DB_FILENAME
+
+
+def test_the_audit_table_has_no_column_for_content(db: Database) -> None:
+    columns = {str(row[1]) for row in db.conn.execute("PRAGMA table_info(audit)").fetchall()}
+    assert columns == {
+        "id", "at", "event", "actor", "peer", "code", "message_type", "subject_id", "fingerprint",
+    }  # fmt: skip
+
+
+def test_a_data_dir_that_cannot_hold_a_database_is_reported_as_store_unavailable(
+    tmp_path: Path,
+) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+
+    with pytest.raises(LineUpError) as caught:
+        open_database(not_a_dir, {})
+    assert caught.value.code is ErrorCode.STORE_UNAVAILABLE

@@ -1,0 +1,110 @@
+"""`lineup run` and `lineup status` as a user runs them: real subprocesses, real signals."""
+
+from __future__ import annotations
+
+import signal
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from lineup.tests.support.process import LineupProcess, lineup_status, pid_alive, wait_pid_gone
+
+ACTORS = ["store", "transport", "router", "focus", "gateway", "hostbridge"]
+
+
+async def start_runtime(data_dir: Path) -> LineupProcess:
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    with trio.fail_after(30):
+        await process.wait_for_line("lineup: ready in")
+    return process
+
+
+def tree_pids(data_dir: Path) -> list[int]:
+    document = lineup_status(data_dir)
+    children = document["children"]
+    assert isinstance(children, list)
+    info = document["info"]
+    assert isinstance(info, dict)
+    return [int(document["pid"]), int(info["zygote_pid"]), *(c["pid"] for c in children)]
+
+
+async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data_dir: Path) -> None:
+    process = await start_runtime(data_dir)
+    try:
+        ready = [line.split()[1] for line in process.lines if " ready (pid " in line]
+        assert ready == ACTORS
+        document = lineup_status(data_dir)
+        assert document["running"] is True
+        assert document["state"] == "running"
+        children = document["children"]
+        assert isinstance(children, list)
+        assert [c["name"] for c in children] == ACTORS
+        for child in children:
+            assert set(child) == {"name", "kind", "pid", "state", "restarts", "uptime_s"}
+            assert child["state"] == "running" and child["restarts"] == 0
+            assert pid_alive(child["pid"])
+    finally:
+        process.kill()
+        await process.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_signal_shuts_the_tree_down_cleanly_and_leaves_no_process(
+    data_dir: Path, sig: int
+) -> None:
+    process = await start_runtime(data_dir)
+    pids = tree_pids(data_dir)
+    process.signal(sig)
+    with trio.fail_after(2):  # the issue's bound for a clean shutdown
+        code = await process.wait()
+    assert code == 0
+    for pid in pids:
+        assert not pid_alive(pid)
+    assert not (data_dir / "control.sock").exists()
+
+
+async def test_a_sigkill_of_the_supervisor_leaves_no_process_of_the_tree(data_dir: Path) -> None:
+    process = await start_runtime(data_dir)
+    pids = tree_pids(data_dir)
+    process.kill()
+    await process.wait()
+    with trio.fail_after(5):
+        for pid in pids[1:]:
+            await wait_pid_gone(pid)
+    for pid in pids:
+        assert not pid_alive(pid)
+
+
+async def test_a_second_run_on_the_same_data_dir_is_refused(data_dir: Path) -> None:
+    first = await start_runtime(data_dir)
+    try:
+        second = await LineupProcess.start("run", "--data-dir", str(data_dir))
+        with trio.fail_after(30):
+            assert await second.wait() == 1
+        assert lineup_status(data_dir)["running"] is True
+    finally:
+        first.kill()
+        await first.wait()
+
+
+async def test_status_says_not_running_with_exit_code_1(data_dir: Path) -> None:
+    result = await trio.run_process(
+        [sys.executable, "-m", "lineup", "status", "--json", "--data-dir", str(data_dir)],
+        capture_stdout=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert b'"running": false' in result.stdout
+
+
+async def test_the_control_socket_and_data_dir_are_owner_only(data_dir: Path) -> None:
+    process = await start_runtime(data_dir)
+    try:
+        assert stat.S_IMODE((data_dir / "control.sock").stat().st_mode) == 0o600
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    finally:
+        process.kill()
+        await process.wait()

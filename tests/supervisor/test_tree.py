@@ -1,0 +1,270 @@
+"""The supervised tree with real processes: spawn, restart, strategies, intensity, the broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+from lineup.actors.kernel import (
+    ActorKind,
+    ActorRestarted,
+    Bus,
+    ErrorCode,
+    HealthReply,
+    HealthRequest,
+    Identity,
+    LineUpError,
+    Message,
+)
+from lineup.supervisor import ChildSpec, Escalation, Intensity, Restart, Strategy, Supervisor
+from lineup.tests.support.actors import EchoReply, EchoRequest, HangRequest
+from lineup.tests.support.process import pid_alive, wait_pid_gone
+
+SUPPORT = "lineup.tests.support.actors"
+
+
+def spec(name: str, target: str, kind: ActorKind = ActorKind.ROUTER, **kw: object) -> ChildSpec:
+    return ChildSpec(name, kind, f"{SUPPORT}:{target}", **kw)  # type: ignore[arg-type]
+
+
+async def start(
+    nursery: trio.Nursery, specs: list[ChildSpec], data_dir: Path, **kw: object
+) -> Supervisor:
+    supervisor = Supervisor(specs, data_dir=data_dir, **kw)  # type: ignore[arg-type]
+    await nursery.start(supervisor.run)
+    return supervisor
+
+
+async def attach(
+    nursery: trio.Nursery,
+    supervisor: Supervisor,
+    kind: ActorKind = ActorKind.TRANSPORT,
+    name: str = "probe",
+) -> Bus:
+    bus: Bus = await nursery.start(supervisor.attach, Identity(kind, name))
+    return bus
+
+
+async def echo_pid(bus: Bus, peer: str) -> int:
+    """Ask `peer` for its pid, retrying while it restarts (what every real caller does)."""
+    with trio.fail_after(10):
+        while True:
+            try:
+                reply = await bus.request(peer, EchoRequest(text="hi"), expect=EchoReply)
+                return reply.pid
+            except ActorRestarted:
+                continue
+
+
+async def test_children_start_in_order_each_ready_before_the_next(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    lines: list[str] = []
+    specs = [spec(f"a{i}", "HangActor") for i in range(3)]
+    supervisor = await start(nursery, specs, data_dir, report=lines.append)
+    ready = [line.split()[0] for line in lines if " ready (pid" in line]
+    assert ready == ["a0", "a1", "a2"]
+    assert lines[-1].startswith("ready in")
+    status = supervisor.status()
+    assert [c.state for c in status.children] == ["running"] * 3
+    for child in status.children:
+        assert child.pid is not None and pid_alive(child.pid)
+
+
+async def test_children_are_forked_as_children_of_the_supervisor(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    supervisor = await start(nursery, [spec("a", "HangActor")], data_dir)
+    pid = supervisor.children["a"].pid
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    assert int(stat[1]) == os.getpid()  # ppid: reaped by us, PDEATHSIG bound to us
+
+
+async def test_requests_in_flight_to_a_killed_actor_fail_at_once_with_actor_restarted(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    supervisor = await start(nursery, [spec("hang", "HangActor")], data_dir)
+    bus = await attach(nursery, supervisor)
+    await echo_pid(bus, "hang")  # channel introduced
+    failures: list[ErrorCode] = []
+
+    async def call() -> None:
+        try:
+            await bus.request("hang", HangRequest(), expect=Message, timeout=60)
+        except LineUpError as exc:
+            failures.append(exc.code)
+
+    async with trio.open_nursery() as calls:
+        for _ in range(5):
+            calls.start_soon(call)
+        await trio.testing.wait_all_tasks_blocked()
+        supervisor.kill("hang")
+        with trio.fail_after(2):  # far below the requests' own 60 s deadline
+            while len(failures) < 5:
+                await trio.testing.wait_all_tasks_blocked()
+                await trio.lowlevel.checkpoint()
+    assert failures == [ErrorCode.ACTOR_RESTARTED] * 5
+
+
+async def test_a_killed_child_is_restarted_and_a_retry_reaches_the_new_one(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    supervisor = await start(nursery, [spec("a", "HangActor"), spec("b", "HangActor")], data_dir)
+    bus = await attach(nursery, supervisor)
+    before = {name: await echo_pid(bus, name) for name in ("a", "b")}
+    supervisor.kill("a")
+    await wait_pid_gone(before["a"])
+    after_a = await echo_pid(bus, "a")
+    assert after_a != before["a"]
+    assert await echo_pid(bus, "b") == before["b"]  # one_for_one leaves siblings alone
+    assert supervisor.children["a"].restarts == 1
+    assert supervisor.children["a"].incarnation == 2
+
+
+async def test_rest_for_one_restarts_the_dead_child_and_every_later_one(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    specs = [spec(name, "HangActor") for name in ("a", "b", "c")]
+    supervisor = await start(nursery, specs, data_dir, strategy=Strategy.REST_FOR_ONE)
+    bus = await attach(nursery, supervisor)
+    before = {name: await echo_pid(bus, name) for name in ("a", "b", "c")}
+    supervisor.kill("b")
+    await wait_pid_gone(before["b"])
+    await wait_pid_gone(before["c"])
+    after = {name: await echo_pid(bus, name) for name in ("a", "b", "c")}
+    assert after["a"] == before["a"]
+    assert after["b"] != before["b"]
+    assert after["c"] != before["c"]
+
+
+async def test_a_child_that_crashes_in_a_loop_makes_the_supervisor_escalate(data_dir: Path) -> None:
+    intensity = Intensity(max_restarts=3, period=30.0)
+    specs = [spec("ok", "HangActor"), spec("loop", "CrashOnStartActor", kind=ActorKind.GATEWAY)]
+    supervisor = Supervisor(specs, data_dir=data_dir, intensity=intensity)
+    with trio.fail_after(20), pytest.raises(Escalation):
+        await supervisor.run()
+    assert supervisor.escalated == "loop"
+    assert supervisor.children["loop"].restarts == intensity.max_restarts
+    assert supervisor.state == "stopped"
+    for child in supervisor.children.values():
+        assert child.pid is None or not pid_alive(child.pid)
+
+
+async def test_a_transient_child_that_exits_normally_is_not_restarted(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    supervisor = await start(
+        nursery,
+        [spec("t", "ExitCleanlyActor", kind=ActorKind.GATEWAY, restart=Restart.TRANSIENT)],
+        data_dir,
+    )
+    child = supervisor.children["t"]
+    with trio.fail_after(5):
+        await child.exited.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the exit has gone through the policy
+    assert child.state == "stopped"
+    assert child.restarts == 0
+
+
+async def test_a_transient_child_that_fails_is_restarted(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    supervisor = await start(
+        nursery,
+        [
+            spec(
+                "t",
+                "ExitCleanlyActor",
+                kind=ActorKind.GATEWAY,
+                restart=Restart.TRANSIENT,
+                config={"exit_code": 3},
+            )
+        ],
+        data_dir,
+    )
+    child = supervisor.children["t"]
+    with trio.fail_after(5):
+        await supervisor.wait_until(lambda: child.incarnation == 2 and child.ready.is_set())
+    assert child.restarts == 1
+
+
+async def test_stopping_the_tree_leaves_no_child_running(data_dir: Path) -> None:
+    supervisor = Supervisor([spec(n, "HangActor") for n in "abc"], data_dir=data_dir)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.run)
+        pids = [c.pid for c in supervisor.children.values()]
+        nursery.cancel_scope.cancel()
+    assert supervisor.state == "stopped"
+    for pid in pids:
+        assert pid is not None and not pid_alive(pid)
+
+
+async def test_a_miniapp_sending_what_its_acl_forbids_is_refused_audited_and_stopped(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    specs = [
+        ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+        ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
+        spec("miniapp:bad", "ForbiddenSenderActor", kind=ActorKind.MINIAPP),
+    ]
+    supervisor = await start(nursery, specs, data_dir)
+    bad = supervisor.children["miniapp:bad"]
+    # The router reported the breach; the supervisor stopped the offender and restarted it.
+    with trio.fail_after(10):
+        await supervisor.wait_until(lambda: bad.incarnation == 2 and bad.ready.is_set())
+
+    from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
+
+    probe = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    events: set[tuple[str, str | None, str | None]] = set()
+    with trio.fail_after(10):
+        while not {
+            "supervisor.introduce_denied",
+            "bus.acl_denied",
+            "supervisor.peer_misbehaved",
+        } <= {e for e, _, _ in events}:
+            reply = await probe.request(
+                "store", AuditQueryRequest(limit=100), expect=AuditQueryReply
+            )
+            events = {(r.event, r.peer, r.message_type) for r in reply.records}
+            await trio.testing.wait_all_tasks_blocked()
+    assert ("bus.acl_denied", "miniapp:bad", "kernel.health.request") in events
+    # No channel to the store may exist at all: the supervisor refused to make one.
+    assert (data_dir / "forbidden-store").read_text() == "acl_denied"
+
+
+async def test_a_miniapp_gets_no_channel_to_the_store_and_no_health_from_the_router(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    specs = [
+        ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+        spec("a", "HangActor"),
+    ]
+    supervisor = await start(nursery, specs, data_dir)
+    bus = await attach(nursery, supervisor, ActorKind.MINIAPP, "miniapp:x")
+    with pytest.raises(LineUpError) as no_channel:
+        await bus.request("store", HealthRequest(), expect=HealthReply)
+    assert no_channel.value.code is ErrorCode.ACL_DENIED
+    # The router-kind child accepts only `router.sdk.*` from a MiniApp: the receiving side's
+    # ACL check refuses health before decoding it.
+    with pytest.raises(LineUpError) as refused:
+        await bus.request("a", HealthRequest(), expect=HealthReply)
+    assert refused.value.code is ErrorCode.ACL_DENIED
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+async def test_a_child_killed_by_any_signal_is_restarted(
+    nursery: trio.Nursery, data_dir: Path, sig: int
+) -> None:
+    supervisor = await start(nursery, [spec("a", "HangActor")], data_dir)
+    bus = await attach(nursery, supervisor)
+    before = await echo_pid(bus, "a")
+    supervisor.kill("a", sig)
+    await wait_pid_gone(before)
+    assert await echo_pid(bus, "a") != before

@@ -1,0 +1,96 @@
+"""Run `lineup` as a real subprocess and read what it prints, without sleeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+
+
+class LineupProcess:
+    """A `python -m lineup ...` child with a line reader over its stdout."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self._buffer = b""
+        self.lines: list[str] = []
+
+    @classmethod
+    async def start(cls, *args: str) -> LineupProcess:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "lineup", *args],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        return cls(process)
+
+    async def readline(self) -> str | None:
+        assert self.process.stdout is not None
+        while b"\n" not in self._buffer:
+            chunk = await self.process.stdout.receive_some(65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        text = line.decode()
+        self.lines.append(text)
+        return text
+
+    async def wait_for_line(self, needle: str) -> str:
+        while True:
+            line = await self.readline()
+            if line is None:
+                raise AssertionError(f"exited before printing {needle!r}: {self.lines}")
+            if needle in line:
+                return line
+
+    def signal(self, sig: int) -> None:
+        self.process.send_signal(sig)
+
+    async def wait(self) -> int:
+        return await self.process.wait()
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGKILL)
+
+
+def lineup_status(data_dir: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-m", "lineup", "status", "--json", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    document = json.loads(out.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+async def wait_pid_gone(pid: int) -> None:
+    """Wait until `pid` has exited, through a pidfd (works for processes that are not ours)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await trio.lowlevel.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    """True if `pid` runs and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
