@@ -18,37 +18,19 @@ from lineup.actors.kernel import (
     ErrorCode,
     HealthReply,
     HealthRequest,
-    Identity,
     LineUpError,
     Message,
 )
 from lineup.supervisor import ChildSpec, Escalation, Intensity, Restart, Strategy, Supervisor
 from lineup.tests.support.actors import EchoReply, EchoRequest, HangRequest
 from lineup.tests.support.process import pid_alive, wait_pid_gone
+from lineup.tests.support.tree import attach, start_tree
 
 SUPPORT = "lineup.tests.support.actors"
 
 
 def spec(name: str, target: str, kind: ActorKind = ActorKind.ROUTER, **kw: object) -> ChildSpec:
     return ChildSpec(name, kind, f"{SUPPORT}:{target}", **kw)  # type: ignore[arg-type]
-
-
-async def start(
-    nursery: trio.Nursery, specs: list[ChildSpec], data_dir: Path, **kw: object
-) -> Supervisor:
-    supervisor = Supervisor(specs, data_dir=data_dir, **kw)  # type: ignore[arg-type]
-    await nursery.start(supervisor.run)
-    return supervisor
-
-
-async def attach(
-    nursery: trio.Nursery,
-    supervisor: Supervisor,
-    kind: ActorKind = ActorKind.TRANSPORT,
-    name: str = "probe",
-) -> Bus:
-    bus: Bus = await nursery.start(supervisor.attach, Identity(kind, name))
-    return bus
 
 
 async def echo_pid(bus: Bus, peer: str) -> int:
@@ -67,7 +49,7 @@ async def test_children_start_in_order_each_ready_before_the_next(
 ) -> None:
     lines: list[str] = []
     specs = [spec(f"a{i}", "HangActor") for i in range(3)]
-    supervisor = await start(nursery, specs, data_dir, report=lines.append)
+    supervisor = await start_tree(nursery, specs, data_dir, report=lines.append)
     ready = [line.split()[0] for line in lines if " ready (pid" in line]
     assert ready == ["a0", "a1", "a2"]
     assert lines[-1].startswith("ready in")
@@ -80,7 +62,7 @@ async def test_children_start_in_order_each_ready_before_the_next(
 async def test_children_are_forked_as_children_of_the_supervisor(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    supervisor = await start(nursery, [spec("a", "HangActor")], data_dir)
+    supervisor = await start_tree(nursery, [spec("a", "HangActor")], data_dir)
     pid = supervisor.children["a"].pid
     stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     assert int(stat[1]) == os.getpid()  # ppid: reaped by us, PDEATHSIG bound to us
@@ -89,7 +71,7 @@ async def test_children_are_forked_as_children_of_the_supervisor(
 async def test_requests_in_flight_to_a_killed_actor_fail_at_once_with_actor_restarted(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    supervisor = await start(nursery, [spec("hang", "HangActor")], data_dir)
+    supervisor = await start_tree(nursery, [spec("hang", "HangActor")], data_dir)
     bus = await attach(nursery, supervisor)
     await echo_pid(bus, "hang")  # channel introduced
     failures: list[ErrorCode] = []
@@ -115,7 +97,9 @@ async def test_requests_in_flight_to_a_killed_actor_fail_at_once_with_actor_rest
 async def test_a_killed_child_is_restarted_and_a_retry_reaches_the_new_one(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    supervisor = await start(nursery, [spec("a", "HangActor"), spec("b", "HangActor")], data_dir)
+    supervisor = await start_tree(
+        nursery, [spec("a", "HangActor"), spec("b", "HangActor")], data_dir
+    )
     bus = await attach(nursery, supervisor)
     before = {name: await echo_pid(bus, name) for name in ("a", "b")}
     supervisor.kill("a")
@@ -131,7 +115,7 @@ async def test_rest_for_one_restarts_the_dead_child_and_every_later_one(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     specs = [spec(name, "HangActor") for name in ("a", "b", "c")]
-    supervisor = await start(nursery, specs, data_dir, strategy=Strategy.REST_FOR_ONE)
+    supervisor = await start_tree(nursery, specs, data_dir, strategy=Strategy.REST_FOR_ONE)
     bus = await attach(nursery, supervisor)
     before = {name: await echo_pid(bus, name) for name in ("a", "b", "c")}
     supervisor.kill("b")
@@ -159,7 +143,7 @@ async def test_a_child_that_crashes_in_a_loop_makes_the_supervisor_escalate(data
 async def test_a_transient_child_that_exits_normally_is_not_restarted(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    supervisor = await start(
+    supervisor = await start_tree(
         nursery,
         [spec("t", "ExitCleanlyActor", kind=ActorKind.GATEWAY, restart=Restart.TRANSIENT)],
         data_dir,
@@ -175,7 +159,7 @@ async def test_a_transient_child_that_exits_normally_is_not_restarted(
 async def test_a_transient_child_that_fails_is_restarted(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    supervisor = await start(
+    supervisor = await start_tree(
         nursery,
         [
             spec(
@@ -213,7 +197,7 @@ async def test_a_miniapp_sending_what_its_acl_forbids_is_refused_audited_and_sto
         ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
         spec("miniapp:bad", "ForbiddenSenderActor", kind=ActorKind.MINIAPP),
     ]
-    supervisor = await start(nursery, specs, data_dir)
+    supervisor = await start_tree(nursery, specs, data_dir)
     bad = supervisor.children["miniapp:bad"]
     # The router reported the breach; the supervisor stopped the offender and restarted it.
     with trio.fail_after(10):
@@ -246,7 +230,7 @@ async def test_a_miniapp_gets_no_channel_to_the_store_and_no_health_from_the_rou
         ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
         spec("a", "HangActor"),
     ]
-    supervisor = await start(nursery, specs, data_dir)
+    supervisor = await start_tree(nursery, specs, data_dir)
     bus = await attach(nursery, supervisor, ActorKind.MINIAPP, "miniapp:x")
     with pytest.raises(LineUpError) as no_channel:
         await bus.request("store", HealthRequest(), expect=HealthReply)
@@ -262,7 +246,7 @@ async def test_a_miniapp_gets_no_channel_to_the_store_and_no_health_from_the_rou
 async def test_a_child_killed_by_any_signal_is_restarted(
     nursery: trio.Nursery, data_dir: Path, sig: int
 ) -> None:
-    supervisor = await start(nursery, [spec("a", "HangActor")], data_dir)
+    supervisor = await start_tree(nursery, [spec("a", "HangActor")], data_dir)
     bus = await attach(nursery, supervisor)
     before = await echo_pid(bus, "a")
     supervisor.kill("a", sig)

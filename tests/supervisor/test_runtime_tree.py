@@ -1,0 +1,42 @@
+"""The real runtime tree: every actor boots, answers health, and comes back after a SIGKILL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from lineup.actors.kernel import ActorKind, HealthReply, HealthRequest
+from lineup.supervisor import runtime_specs
+from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.tree import attach, start_tree, until_answered
+
+ACTORS = [spec.name for spec in runtime_specs()]
+
+
+@pytest.mark.parametrize("victim", ACTORS)
+async def test_each_actor_killed_in_turn_is_restarted_alone_and_answers_health(
+    nursery: trio.Nursery, data_dir: Path, victim: str
+) -> None:
+    supervisor = await start_tree(nursery, runtime_specs(), data_dir)
+    # A runtime actor may ask any *other* runtime actor for health: two probes cover all six,
+    # each through channels the supervisor introduces (and introduces again after the restart).
+    as_router = await attach(nursery, supervisor, ActorKind.ROUTER, "probe-r")
+    as_focus = await attach(nursery, supervisor, ActorKind.FOCUS, "probe-f")
+
+    async def health(name: str) -> HealthReply:
+        bus = as_focus if name == "router" else as_router
+        return await until_answered(lambda: bus.request(name, HealthRequest(), expect=HealthReply))
+
+    before = {name: await health(name) for name in ACTORS}
+    supervisor.kill(victim)
+    await wait_pid_gone(before[victim].pid)
+    after = {name: await health(name) for name in ACTORS}
+    assert after[victim].pid != before[victim].pid
+    assert after[victim].incarnation == before[victim].incarnation + 1
+    for name in ACTORS:
+        if name != victim:
+            assert after[name].pid == before[name].pid
+    restarts = [c.restarts for c in supervisor.status().children]
+    assert restarts == [int(name == victim) for name in ACTORS]
