@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layering pytest bench clean
+.PHONY: run test lint fmt typecheck layering pytest bench clean
 
 run: $(STAMP)
 	$(VENV)/bin/lineup run $(ARGS)
@@ -14,6 +14,10 @@ test: $(STAMP) lint typecheck layering pytest
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy -p lineup

@@ -44,6 +44,7 @@ from lineup.actors.kernel import (
     Identity,
     LineUpError,
     Message,
+    Outcome,
     channel_allowed,
     channel_pair,
 )
@@ -471,11 +472,11 @@ class Supervisor:
             raise ValueError(f"{identity.name} is already in the tree")
         peer = _Peer(identity, incarnation=1)
 
-        async def answer(env: Envelope) -> Message | None:
+        def answer(env: Envelope) -> Outcome:
             if isinstance(env.body, HealthRequest):
                 return HealthReply(name=identity.name, pid=os.getpid(), incarnation=1, uptime_s=0.0)
             if handler is not None:
-                return await handler(env)
+                return handler(env)
             raise LineUpError(ErrorCode.NO_HANDLER, env.body.TYPE)
 
         bus = Bus(identity, answer, incarnation=1)

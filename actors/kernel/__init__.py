@@ -3,7 +3,7 @@
 from .acl import ACL, channel_allowed, message_allowed
 from .actor import Actor, ActorContext, BootInfo, actor_main, handles, load_target
 from .audit import AuditAppendReply, AuditAppendRequest, AuditRecord
-from .bus import DEFAULT_TIMEOUT, Bus, Connection, Envelope, Handler
+from .bus import DEFAULT_TIMEOUT, Bus, Connection, Envelope, Handler, Outcome
 from .channel import Channel, channel_pair
 from .control import HealthReply, HealthRequest
 from .errors import (
@@ -49,6 +49,7 @@ __all__ = [
     "LineUpError",
     "LocalProtocolError",
     "Message",
+    "Outcome",
     "RemoteProtocolError",
     "actor_main",
     "channel_allowed",

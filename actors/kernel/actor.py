@@ -32,7 +32,7 @@ from typing import Any, ClassVar, TypeVar
 import trio
 
 from .audit import AuditRecord
-from .bus import SUPERVISOR, Bus, Envelope
+from .bus import SUPERVISOR, Bus, Envelope, Outcome
 from .channel import Channel
 from .control import ActorReadyEvent, HealthReply, HealthRequest
 from .errors import ErrorCode, LineUpError
@@ -44,11 +44,15 @@ __all__ = ["Actor", "ActorContext", "BootInfo", "actor_main", "handles", "load_t
 log = logging.getLogger("lineup.actor")
 
 M = TypeVar("M", bound=Message)
-_HandlerFn = Callable[[Any, Any, Envelope], Awaitable[Message | None]]
+_HandlerFn = Callable[[Any, Any, Envelope], Message | Awaitable[Message | None] | None]
 
 
 def handles(message: type[Message]) -> Callable[[_HandlerFn], _HandlerFn]:
-    """Mark an actor method as the handler of one message type."""
+    """Mark an actor method as the handler of one message type.
+
+    A plain `def` handler runs inline in the channel reader (it cannot block, so it cannot stall
+    the channel); an `async def` handler runs in a task of its own.
+    """
 
     def mark(fn: _HandlerFn) -> _HandlerFn:
         fn.__lineup_handles__ = message  # type: ignore[attr-defined]
@@ -125,11 +129,12 @@ class Actor:
         task_status.started()
         await trio.sleep_forever()
 
-    async def dispatch(self, env: Envelope) -> Message | None:
+    def dispatch(self, env: Envelope) -> Outcome:
+        """The handler's outcome: its reply, or (for an `async def` handler) an awaitable."""
         handler = self._handlers.get(type(env.body))
         if handler is None:
             raise LineUpError(ErrorCode.NO_HANDLER, env.body.TYPE)
-        return await handler(self, env.body, env)
+        return handler(self, env.body, env)
 
     # The store writes its audit rows itself; every other actor's bus sends them to the store.
     writes_own_audit: ClassVar[bool] = False
@@ -139,7 +144,7 @@ class Actor:
         raise NotImplementedError
 
     @handles(HealthRequest)
-    async def on_health(self, msg: HealthRequest, env: Envelope) -> HealthReply:
+    def on_health(self, msg: HealthRequest, env: Envelope) -> HealthReply:
         return HealthReply(
             name=self.ctx.identity.name,
             pid=os.getpid(),
@@ -174,9 +179,9 @@ async def _actor_main(boot: BootInfo, control_fd: int) -> None:
     cls = load_target(boot.target)
     actor: Actor | None = None
 
-    async def dispatch(env: Envelope) -> Message | None:
+    def dispatch(env: Envelope) -> Outcome:
         assert actor is not None
-        return await actor.dispatch(env)
+        return actor.dispatch(env)
 
     bus = Bus(identity, dispatch, incarnation=boot.incarnation)
     ctx = ActorContext(identity, boot.incarnation, Path(boot.data_dir), boot.config, bus)

@@ -9,6 +9,7 @@ announced them.
 from __future__ import annotations
 
 import array
+import math
 import os
 import socket
 from collections import deque
@@ -17,7 +18,7 @@ from typing import Final
 
 import trio
 
-from .errors import ChannelClosed, ErrorCode
+from .errors import ChannelClosed, DeadlineExceeded, ErrorCode
 from .framing import DEFAULT_MAX_FRAME, FrameDecoder
 
 __all__ = ["Channel", "channel_pair"]
@@ -54,40 +55,46 @@ class Channel:
     def fileno(self) -> int:
         return self._raw.fileno()
 
-    async def send(self, data: bytes, fds: Sequence[int] = ()) -> None:
-        """Send whole frames. Raises ChannelClosed if the peer is gone.
+    async def send(
+        self, data: bytes, fds: Sequence[int] = (), *, deadline: float = math.inf
+    ) -> None:
+        """Send whole frames. Raises ChannelClosed if the peer is gone, DeadlineExceeded if
+        the channel stays full (a slow receiver's backpressure) until `deadline`.
 
         Hot path: a send that the kernel accepts at once costs no trip through the scheduler
-        (trio's socket methods always yield); we wait only when the socket buffer is full.
+        (trio's socket methods always yield); only the waits below are cancellable, and only
+        they pay for a cancel scope.
         """
         if self.closed:
             raise ChannelClosed(ErrorCode.ACTOR_RESTARTED, "channel closed")
         view = memoryview(data)
         sock = self._raw
         lock = self._send_lock
+        acquired = False
         try:
             lock.acquire_nowait()  # `async with lock` would always yield to the scheduler
         except trio.WouldBlock:
-            await lock.acquire()
+            with trio.move_on_at(deadline):
+                await lock.acquire()
+                acquired = True
+            if not acquired:
+                raise DeadlineExceeded(ErrorCode.DEADLINE_EXCEEDED, "channel busy") from None
         try:
-            if fds:
-                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-                while True:
-                    try:
-                        view = view[sock.sendmsg([view], anc) :]
-                        break
-                    except BlockingIOError:
-                        await trio.lowlevel.wait_writable(sock)
+            anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
             while view:
                 try:
-                    view = view[sock.send(view) :]
+                    sent = sock.sendmsg([view], anc) if anc else sock.send(view)
                 except BlockingIOError:
-                    await trio.lowlevel.wait_writable(sock)
+                    with trio.move_on_at(deadline):
+                        await trio.lowlevel.wait_writable(sock)
+                        continue
+                    raise DeadlineExceeded(ErrorCode.DEADLINE_EXCEEDED, "channel full") from None
+                view, anc = view[sent:], []
         except (OSError, trio.ClosedResourceError) as exc:
             raise ChannelClosed(ErrorCode.ACTOR_RESTARTED, "channel closed") from exc
         except BaseException:
             if 0 < len(view) < len(data):
-                self.close()  # cancelled mid-frame: the framing is lost for good
+                self.close()  # interrupted mid-frame: the framing is lost for good
             raise
         finally:
             lock.release()

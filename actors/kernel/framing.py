@@ -110,7 +110,7 @@ def _malformed(why: str) -> RemoteProtocolError:
 def parse_frame(payload: bytes) -> Frame:
     """Validate one frame payload. Raises RemoteProtocolError(frame_malformed)."""
     try:
-        obj = json.loads(payload)
+        obj = json.loads(payload.decode())  # str: skips json's encoding sniffing
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise _malformed("not JSON") from exc
     if not isinstance(obj, dict) or not obj.keys() <= _KEYS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import platform
 from dataclasses import asdict
 from pathlib import Path
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/kernel.json"))
     args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)  # the restart figure SIGKILLs on purpose
     figures = run(args.quick)
     width = max(len(f.name) for f in figures)
     print(f"{'figure':<{width}}  {'value':>10}  {'baseline':>10}  {'ratio':>6}  target")

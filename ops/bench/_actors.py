@@ -25,5 +25,5 @@ class PongActor(Actor):
     kind = ActorKind.ROUTER
 
     @handles(PingRequest)
-    async def on_ping(self, msg: PingRequest, env: Envelope) -> PingReply:
+    def on_ping(self, msg: PingRequest, env: Envelope) -> PingReply:
         return PingReply(n=msg.n, pad=msg.pad)

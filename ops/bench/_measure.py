@@ -27,7 +27,7 @@ from lineup.actors.kernel import (
     Identity,
 )
 from lineup.actors.store.messages import OutboxAppendReply, OutboxAppendRequest
-from lineup.supervisor import ChildSpec, Supervisor
+from lineup.supervisor import ChildSpec, Intensity, Supervisor
 
 from ._actors import PingReply, PingRequest
 
@@ -106,9 +106,15 @@ async def with_tree(
     fn: Callable[[Supervisor, Bus], Awaitable[object]],
     *,
     kind: ActorKind = ActorKind.TRANSPORT,
+    intensity: Intensity | None = None,
 ) -> object:
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
-        supervisor = Supervisor(specs, data_dir=Path(tmp), preload=("lineup.ops.bench._actors",))
+        supervisor = Supervisor(
+            specs,
+            data_dir=Path(tmp),
+            preload=("lineup.ops.bench._actors",),
+            intensity=intensity or Intensity(),
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(supervisor.run)
             bus = await nursery.start(supervisor.attach, Identity(kind, "bench"))
@@ -210,7 +216,10 @@ async def restart_latency(kills: int) -> list[float]:
             samples.append(time.perf_counter() - t0)
         return samples
 
-    result = await with_tree([PONG], run)
+    # Each kill is measured as a first failure: no crash-loop backoff, no escalation. (The
+    # backoff is a policy for crash loops; this figure is the restart path itself.)
+    no_backoff = Intensity(max_restarts=10_000, period=0.001)
+    result = await with_tree([PONG], run, intensity=no_backoff)
     assert isinstance(result, list)
     return result
 

@@ -27,6 +27,7 @@ from lineup.actors.kernel import (
     encode_frame,
     parse_frame,
 )
+from lineup.actors.kernel.framing import MAX_DEADLINE_MS
 
 HEADER = struct.Struct(">I")
 
@@ -56,7 +57,7 @@ def valid_frames(draw: st.DrawFn) -> Frame:
     reply_to = draw(frame_ids) if kind in ("r", "x") else None
     deadline = idem = None
     if kind == "q":
-        deadline = draw(st.none() | st.floats(min_value=0, max_value=1e9, exclude_max=True))
+        deadline = draw(st.none() | st.floats(min_value=0, max_value=MAX_DEADLINE_MS))
         idem = draw(st.none() | st.text(max_size=200))
     return Frame(kind, draw(frame_ids), draw(bodies), reply_to, deadline, idem)
 
@@ -126,7 +127,7 @@ def check_frame(frame: Frame) -> Frame:
         assert frame.deadline_ms is None
     if frame.deadline_ms is not None:
         assert math.isfinite(frame.deadline_ms)
-        assert 0 <= frame.deadline_ms < 1e9
+        assert 0 <= frame.deadline_ms <= MAX_DEADLINE_MS
     if frame.idempotency_key is not None:
         assert frame.kind == "q"
         assert len(frame.idempotency_key) <= 200
