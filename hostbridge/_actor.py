@@ -1,12 +1,219 @@
-"""The hostbridge actor process. For now it boots, answers health and is supervised; the Shell
-server lands with the AppServer-link issue."""
+"""The hostbridge actor: serves the Shell and relays between it and the runtime.
+
+Views arrive from focus and runtime states from the transport, as events; they are pushed to
+every connected Shell. Markdown in a view is turned into a safe token tree *here*, in trusted
+code: a MiniApp's view never carries markup the Shell would render as such.
+"""
 
 from __future__ import annotations
 
-from lineup.actors.kernel import Actor, ActorKind
+import logging
+from collections import OrderedDict
+from typing import Any, Final
 
-__all__ = ["HostbridgeActor"]
+import hypercorn.config
+import hypercorn.trio
+import trio
+
+from lineup.actors.focus.messages import UiEventAccepted, UiEventRequest, ViewsReply, ViewsRequest
+from lineup.actors.kernel import (
+    Actor,
+    ActorKind,
+    AuditRecord,
+    Envelope,
+    LineUpError,
+    handles,
+)
+from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
+
+from ._markdown import markdown_tree
+from ._server import ShellAccess, ShellHub, build_app
+from .messages import RuntimeStateEvent, ViewUpdatedEvent
+
+__all__ = ["HostbridgeActor", "TreeCache"]
+
+log = logging.getLogger("lineup.hostbridge")
+
+ASK_TIMEOUT: Final = 3.0
+INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a worker thread
+TREE_CACHE: Final = 2048  # distinct texts remembered
+VIEW_QUEUE: Final = 256
+UI_EVENT_KINDS: Final = frozenset({"composer.submit", "message.retry"})
+
+
+class TreeCache:
+    """Markdown → token tree, remembered: a view update re-sends every item, but only new
+    text is parsed, and long text is parsed on a worker thread (a hostile 64 KiB message can
+    take seconds), never on the event loop that serves the Shells."""
+
+    def __init__(self) -> None:
+        self._trees: OrderedDict[str, list[dict[str, object]]] = OrderedDict()
+
+    async def tree(self, markdown: str) -> list[dict[str, object]]:
+        tree = self._trees.get(markdown)
+        if tree is None:
+            if len(markdown) > INLINE_PARSE_LIMIT:
+                tree = await trio.to_thread.run_sync(markdown_tree, markdown)
+            else:
+                tree = markdown_tree(markdown)
+            self._trees[markdown] = tree
+            if len(self._trees) > TREE_CACHE:
+                self._trees.popitem(last=False)
+        else:
+            self._trees.move_to_end(markdown)
+        return tree
+
+    async def shell_view(
+        self, app_scope: str, instance_id: str, view: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The `shell.view` frame for a view, its Markdown turned into token trees."""
+        safe = dict(view)
+        items = view.get("items")
+        if view.get("kind") == "chat.timeline" and isinstance(items, list):
+            safe["items"] = [
+                {key: value for key, value in item.items() if key != "markdown"}
+                | {"tree": await self.tree(str(item.get("markdown", "")))}
+                for item in items
+                if isinstance(item, dict)
+            ]
+        return {
+            "type": "shell.view",
+            "app_scope": app_scope,
+            "instance_id": instance_id,
+            "view": safe,
+        }
 
 
 class HostbridgeActor(Actor):
     kind = ActorKind.HOSTBRIDGE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hub = ShellHub()
+        self._state = "created"
+        self._trees = TreeCache()
+        # Views are converted and pushed by one task, in arrival order (no stale overwrite).
+        self._views_in, self._views_out = trio.open_memory_channel[ViewUpdatedEvent](VIEW_QUEUE)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        settings = self.ctx.config.get("hostbridge")
+        if not settings:  # a tree without a Shell (kernel tests)
+            task_status.started()
+            await trio.sleep_forever()
+        access = ShellAccess(port=int(settings["port"]), token=str(settings["token"]))
+        config = hypercorn.config.Config()
+        config.bind = [f"127.0.0.1:{access.port}"]
+        config.accesslog = None  # URLs would carry the token
+        config.errorlog = log
+        config.websocket_max_message_size = 1 << 20
+        app = build_app(access, self.hub, self._greeting, self._from_shell)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(hypercorn.trio.serve, app, config)
+            nursery.start_soon(self._push_views)
+            task_status.started()
+
+    # ------------------------------------------------------------------ runtime → Shell
+
+    @handles(ViewUpdatedEvent)
+    def on_view(self, msg: ViewUpdatedEvent, env: Envelope) -> None:
+        try:
+            self._views_in.send_nowait(msg)
+        except trio.WouldBlock:
+            log.warning("hostbridge.view_dropped instance=%s", msg.instance_id)
+
+    async def _push_views(self) -> None:
+        async for msg in self._views_out:
+            if len(self.hub):
+                frame = await self._trees.shell_view(msg.app_scope, msg.instance_id, msg.view)
+                self.hub.broadcast(frame)
+
+    @handles(RuntimeStateEvent)
+    def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
+        self._state = msg.state
+        self.hub.broadcast({"type": "shell.runtime", "state": msg.state})
+
+    async def _greeting(self) -> list[dict[str, Any]]:
+        """Everything a (re)connecting Shell needs: state, instances, views."""
+        try:
+            reply = await self.bus.request(
+                "transport", RuntimeStateRequest(), expect=RuntimeStateReply, timeout=ASK_TIMEOUT
+            )
+            self._state = reply.state
+        except LineUpError:
+            pass
+        frames: list[dict[str, Any]] = [{"type": "shell.hello", "runtime": {"state": self._state}}]
+        try:
+            views = await self.bus.request(
+                "focus", ViewsRequest(), expect=ViewsReply, timeout=ASK_TIMEOUT
+            )
+        except LineUpError:
+            return frames
+        frames.append(
+            {
+                "type": "shell.apps",
+                "foreground": "chat",
+                "instances": [
+                    {
+                        "instance_id": v.instance_id,
+                        "app_scope": v.app_scope,
+                        "title": "Interact",
+                        "state": "foreground",
+                    }
+                    for v in views.views
+                    if v.app_scope == "chat"
+                ],
+            }
+        )
+        frames += [
+            await self._trees.shell_view(v.app_scope, v.instance_id, v.view) for v in views.views
+        ]
+        return frames
+
+    # ------------------------------------------------------------------ Shell → runtime
+
+    async def _from_shell(self, frame: dict[str, Any]) -> None:
+        """A user action from the Shell. Malformed ones are audited and dropped."""
+        kind = frame.get("type")
+        event = frame.get("event")
+        instance_id = frame.get("instance_id")
+        if (
+            kind != "ui.event"
+            or not isinstance(event, dict)
+            or not isinstance(instance_id, str)
+            or event.get("kind") not in UI_EVENT_KINDS
+        ):
+            self.bus.audit(
+                AuditRecord(
+                    event="hostbridge.shell_frame_refused",
+                    actor="hostbridge",
+                    peer="user",
+                    code="invalid_arguments",
+                    message_type=str(kind)[:100],
+                )
+            )
+            return
+        self.bus.audit(
+            AuditRecord(
+                event="ui.event",
+                actor="hostbridge",
+                peer="user",
+                message_type=str(event["kind"]),
+                subject_id=instance_id[:200],
+            )
+        )
+        try:
+            await self.bus.request(
+                "focus",
+                UiEventRequest(instance_id=instance_id, event=event),
+                expect=UiEventAccepted,
+                timeout=ASK_TIMEOUT,
+                retry=True,
+            )
+        except LineUpError as exc:
+            self.hub.broadcast(
+                {
+                    "type": "shell.notice",
+                    "level": "error",
+                    "text": f"That action could not be delivered ({exc.code.value}).",
+                }
+            )

@@ -3,11 +3,15 @@
 Run by `make` with the venv's own interpreter. The repository root is the `lineup` package
 (DESIGN §10), so it is linked into site-packages under that name instead of pip-installed:
 type checkers and import-linter then see an ordinary package, and `.venv/bin/lineup` runs it.
+
+The browser tests drive Debian's Chromium (`/usr/bin/chromium`) through Playwright; Playwright's
+own browser download (`playwright install`) is never used, so Chromium comes from apt here.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,6 +19,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium"
 
 
 def main() -> None:
@@ -33,6 +39,37 @@ def main() -> None:
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lineup "$@"\n')
     script.chmod(0o755)
     print(f"linked {link} -> {ROOT}", file=sys.stderr)
+    ensure_chromium()
+
+
+def ensure_chromium() -> None:
+    """Install Debian's Chromium for the browser tests when it is missing.
+
+    Only as root with apt-get; otherwise print the exact command and exit non-zero.
+    """
+    if CHROMIUM.exists():
+        return
+    apt_get = shutil.which("apt-get")
+    if os.geteuid() != 0 or apt_get is None:
+        command = CHROMIUM_INSTALL if os.geteuid() == 0 else f"sudo sh -c '{CHROMIUM_INSTALL}'"
+        print(
+            f"{CHROMIUM} is missing and the browser tests need it (Debian's chromium package; "
+            f"Playwright's own browser download is not used). Run:\n    {command}",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run([apt_get, "-qq", "update"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [apt_get, "-qq", "install", "-y", "chromium"],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    if not CHROMIUM.exists():
+        print(f"apt-get installed chromium but {CHROMIUM} is still missing", file=sys.stderr)
+        sys.exit(1)
+    print(f"installed {CHROMIUM}", file=sys.stderr)
 
 
 if __name__ == "__main__":

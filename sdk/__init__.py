@@ -1,3 +1,21 @@
-"""What MiniApp authors import (DESIGN §6). Filled in by the SDK issue."""
+"""What MiniApp authors import (DESIGN §6): the app base class, its context, the protocol.
 
-__all__: list[str] = []
+A MiniApp imports `lineup.sdk` and nothing else of LineUp (import-linter enforces it).
+"""
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+
+from . import protocol
+from ._app import AppContext, Conversation, Inbox, MiniApp, MiniAppHost, Ui
+
+__all__ = [
+    "AppContext",
+    "Conversation",
+    "ErrorCode",
+    "Inbox",
+    "LineUpError",
+    "MiniApp",
+    "MiniAppHost",
+    "Ui",
+    "protocol",
+]

@@ -18,7 +18,8 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import StatusReply, StatusRequest
 
 from ._control import control_request
-from ._spec import Intensity, runtime_specs
+from ._runtime import PRELOAD, RuntimeOptions, plan_runtime
+from ._spec import Intensity
 from ._tree import Escalation, Supervisor
 
 __all__ = ["default_data_dir", "main"]
@@ -56,14 +57,68 @@ def _parser() -> argparse.ArgumentParser:
         help="restarts of one child within --restart-period before giving up",
     )
     run.add_argument("--restart-period", type=float, default=Intensity.period)
+    defaults = RuntimeOptions(data_dir=Path())
+    link = run.add_argument_group("the AppServer link")
+    link.add_argument(
+        "--appserver",
+        metavar="URL",
+        default=None,
+        help="a real AppServer; without it the reference AppServer and a demo "
+        "Agent start on loopback",
+    )
+    link.add_argument("--user", default=defaults.username, help="AppServer user name")
+    link.add_argument("--password", default=defaults.password, help="AppServer password")
+    link.add_argument(
+        "--agent-id", default=defaults.agent_id, help="the embedded AppServer's Agent id"
+    )
+    link.add_argument(
+        "--agent-secret",
+        default=defaults.agent_secret,
+        help="the embedded AppServer's Agent secret",
+    )
+    link.add_argument(
+        "--conversation-id",
+        default=defaults.conversation_id,
+        help="the embedded AppServer's conversation",
+    )
+    link.add_argument(
+        "--no-demo-agent",
+        action="store_true",
+        help="leave the Agent side free for another program (`lineup agent`)",
+    )
+    link.add_argument(
+        "--appserver-port",
+        type=int,
+        default=0,
+        help="port of the embedded AppServer (default: any free one)",
+    )
+    run.add_argument(
+        "--shell-port",
+        type=int,
+        default=0,
+        help="port of the Shell on 127.0.0.1 (default: any free one)",
+    )
 
     status = sub.add_parser("status", help="list the running tree's children")
     status.add_argument("--data-dir", type=Path, default=None)
     status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
+
+    sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
+    sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    # The development tools parse their own flags (ops/ is imported only here, by the CLI).
+    if argv[:1] == ["devserver"]:
+        from lineup.ops.devserver.cli import main as devserver_main
+
+        sys.exit(devserver_main(argv[1:]))
+    if argv[:1] == ["agent"]:
+        from lineup.ops.agent.console import main as agent_main
+
+        sys.exit(agent_main(argv[1:]))
     args = _parser().parse_args(argv)
     data_dir: Path = (args.data_dir or default_data_dir()).absolute()
     if args.command == "run":
@@ -91,13 +146,29 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     def report(line: str) -> None:
         print(f"lineup: {line}", flush=True)
 
-    config: dict[str, Any] = {"sqlite_synchronous": args.sqlite_synchronous}
+    plan = plan_runtime(
+        RuntimeOptions(
+            data_dir=data_dir,
+            sqlite_synchronous=args.sqlite_synchronous,
+            appserver=args.appserver,
+            username=args.user,
+            password=args.password,
+            agent_id=args.agent_id,
+            agent_secret=args.agent_secret,
+            conversation_id=args.conversation_id,
+            demo_agent=not args.no_demo_agent,
+            shell_port=args.shell_port,
+            appserver_port=args.appserver_port,
+        )
+    )
     supervisor = Supervisor(
-        runtime_specs(config),
+        plan.specs,
         data_dir=data_dir,
         report=report,
         intensity=Intensity(max_restarts=args.max_restarts, period=args.restart_period),
+        preload=PRELOAD,
     )
+    supervisor.info.update(plan.info)
     report(f"starting (pid {os.getpid()}, data dir {data_dir})")
     try:
         escalation = trio.run(_run_until_signal, supervisor, report)
@@ -116,13 +187,14 @@ async def _run_until_signal(supervisor: Supervisor, report: Any) -> Escalation |
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
 
-            async def supervise() -> None:
+            async def supervise(*, task_status: trio.TaskStatus[None]) -> None:
                 nonlocal escalation
                 try:
-                    await supervisor.run()
+                    await supervisor.run(task_status=task_status)
                 except Escalation as exc:
                     escalation = exc
-                nursery.cancel_scope.cancel()
+                finally:
+                    nursery.cancel_scope.cancel()
 
             async def on_signal() -> None:
                 async for signum in signals:
@@ -130,8 +202,14 @@ async def _run_until_signal(supervisor: Supervisor, report: Any) -> Escalation |
                     nursery.cancel_scope.cancel()
                     return
 
-            nursery.start_soon(supervise)
             nursery.start_soon(on_signal)
+            try:
+                await nursery.start(supervise)
+            except RuntimeError:
+                return escalation  # it escalated before it was ever ready
+            report(f"open the Shell: {supervisor.info['shell_url']}")
+            if "appserver_url" in supervisor.info:
+                report(f"reference AppServer: {supervisor.info['appserver_url']}")
     return escalation
 
 

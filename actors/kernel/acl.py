@@ -29,7 +29,7 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
         acl[(sender, receiver)] = acl.get((sender, receiver), frozenset()) | frozenset(types)
 
     # The supervisor probes everyone and hands out channels; children report to it.
-    for kind in (*RUNTIME_KINDS, K.MINIAPP):
+    for kind in (*RUNTIME_KINDS, K.MINIAPP, K.DEV):
         allow(K.SUPERVISOR, kind, _HEALTH, "supervisor.channel.opened")
         allow(kind, K.SUPERVISOR, *_TO_SUPERVISOR)
     # Only trusted actors may get a peer stopped for breaking the protocol.
@@ -46,8 +46,9 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
         if sender != K.STORE:
             allow(sender, K.STORE, "store.*")
 
-    # Each actor's own protocol, by its declared prefix (later issues fill these in).
+    # Each actor's own protocol, by its declared prefix.
     allow(K.TRANSPORT, K.ROUTER, "router.inbound.*")
+    allow(K.HOSTBRIDGE, K.TRANSPORT, "transport.ui.*")
     allow(K.ROUTER, K.TRANSPORT, "transport.*")
     allow(K.ROUTER, K.FOCUS, "focus.*")
     allow(K.FOCUS, K.ROUTER, "router.*")

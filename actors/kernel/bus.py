@@ -183,12 +183,35 @@ class Bus:
         expect: type[M],
         timeout: float = DEFAULT_TIMEOUT,
         idempotency_key: str | None = None,
+        retry: bool = False,
     ) -> M:
         """Send `body` to `peer` and return its reply.
 
         Raises the peer's refusal as `LineUpError(code)`, `ActorRestarted` if the peer died
         with the request in flight (safe to retry at once), `DeadlineExceeded` after `timeout`.
+        With `retry=True` an `actor_restarted` is retried at once, within the same deadline
+        (only for requests whose handler is idempotent).
         """
+        if not retry:
+            return await self._request(peer, body, expect, timeout, idempotency_key)
+        deadline = trio.current_time() + timeout
+        while True:
+            try:
+                return await self._request(
+                    peer, body, expect, deadline - trio.current_time(), idempotency_key
+                )
+            except ActorRestarted:
+                if trio.current_time() >= deadline:
+                    raise
+
+    async def _request(
+        self,
+        peer: str,
+        body: Message,
+        expect: type[M],
+        timeout: float,
+        idempotency_key: str | None,
+    ) -> M:
         deadline = trio.current_time() + timeout
         conn = await self._reach(peer, deadline)
         fid = conn.next_id()

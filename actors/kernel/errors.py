@@ -39,6 +39,15 @@ class ErrorCode(StrEnum):
     STORE_UNAVAILABLE = "store_unavailable"
     SHUTTING_DOWN = "shutting_down"
     SUPERVISOR_ESCALATED = "supervisor_escalated"  # a child broke the restart intensity
+    # --- inbound envelopes (the router's filter chain, seed 004 §5.3) ----------------------
+    ENVELOPE_MALFORMED = "envelope_malformed"
+    ENVELOPE_TOO_LARGE = "envelope_too_large"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    ENVELOPE_TYPE_UNKNOWN = "envelope_type_unknown"
+    SCOPE_MISSING = "scope_missing"
+    CONVERSATION_MISMATCH = "conversation_mismatch"
+    SENDER_MISMATCH = "sender_mismatch"
+    NOT_CONNECTED = "not_connected"  # no AppServer session yet (never logged in)
     # --- seed 003 §4.4: tool routing --------------------------------------------------------
     INVENTORY_REVISION_MISMATCH = "inventory_revision_mismatch"
     TOOL_NOT_ADVERTISED = "tool_not_advertised"

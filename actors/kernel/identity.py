@@ -18,6 +18,7 @@ class ActorKind(StrEnum):
     HOSTBRIDGE = "hostbridge"
     MINIAPP = "miniapp"  # untrusted: one sandboxed process per installed MiniApp
     CLI = "cli"  # a `lineup` command on the owner-only control socket
+    DEV = "dev"  # development parts of the embedded default: reference AppServer, demo Agent
 
 
 RUNTIME_KINDS = frozenset(

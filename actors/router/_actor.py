@@ -1,12 +1,314 @@
-"""The router actor process. For now it boots, answers health and is supervised; its real work
-lands with the issues that need it (DESIGN §4, §13)."""
+"""The router: inbound envelopes through the filter chain into app inboxes; MiniApps' writes
+through checks into the store and the outbox (DESIGN §4).
+
+Persist, then acknowledge, then deliver: an inbound envelope is written (message row + inbox
+delivery, one transaction) before the transport may advance its cursor, and only then is the
+app told. Telling the app is the fast path and may fail (the app is down, restarting): the
+inbox is the reliable one, and the SDK lists it whenever the app starts.
+"""
 
 from __future__ import annotations
 
-from lineup.actors.kernel import Actor, ActorKind
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any, Final
 
-__all__ = ["RouterActor"]
+import trio
+
+from lineup.actors.kernel import (
+    Actor,
+    ActorKind,
+    AuditRecord,
+    Envelope,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+    handles,
+)
+from lineup.actors.store.messages import (
+    ConversationHistoryReply,
+    ConversationHistoryRequest,
+    ConversationMessageReply,
+    ConversationMessageRequest,
+    ConversationReceiveReply,
+    ConversationReceiveRequest,
+    ConversationSendReply,
+    ConversationSendRequest,
+    CursorGetReply,
+    CursorGetRequest,
+    InboxAckReply,
+    InboxListReply,
+    OutboxRetryReply,
+    OutboxRetryRequest,
+)
+from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
+from lineup.actors.store.messages import InboxListRequest as StoreInboxList
+from lineup.actors.transport.messages import OutboxWakeEvent
+from lineup.sdk import protocol as sdk
+
+from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit, text_markdown
+from .messages import (
+    EnvelopeOutcome,
+    InboundEnvelopesReply,
+    InboundEnvelopesRequest,
+    OutboxSettledEvent,
+)
+
+__all__ = ["SESSION_CURSOR", "RouterActor"]
+
+log = logging.getLogger("lineup.router")
+
+SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
+NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
+TEXT: Final = "lineup.v1.text"
+
+
+def app_scope_of(sender: Identity) -> str:
+    """A MiniApp's scope comes from its channel identity (`miniapp:<scope>`), never a field."""
+    if sender.kind is not ActorKind.MINIAPP or not sender.name.startswith("miniapp:"):
+        raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, sender.name)
+    return sender.name.removeprefix("miniapp:")
 
 
 class RouterActor(Actor):
     kind = ActorKind.ROUTER
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    # ------------------------------------------------------------------ inbound (from the Agent)
+
+    @handles(InboundEnvelopesRequest)
+    async def on_inbound(
+        self, msg: InboundEnvelopesRequest, env: Envelope
+    ) -> InboundEnvelopesReply:
+        outcomes = []
+        for raw in msg.envelopes:
+            try:
+                envelope = admit(raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id)
+                outcomes.append(await self._accept(envelope))
+            except EnvelopeRejected as rejected:
+                self.bus.audit(
+                    AuditRecord(
+                        event="router.envelope_rejected",
+                        actor=self.ctx.identity.name,
+                        peer=env.sender.name,
+                        code=rejected.code.value,
+                        message_type=_type_of(raw),
+                        subject_id=rejected.message_id,
+                    )
+                )
+                outcomes.append(
+                    EnvelopeOutcome(
+                        message_id=rejected.message_id, status="rejected", code=rejected.code.value
+                    )
+                )
+        return InboundEnvelopesReply(outcomes=tuple(outcomes))
+
+    async def _accept(self, envelope: RuntimeEnvelope) -> EnvelopeOutcome:
+        if envelope.type != TEXT:
+            # Tool calls and dismissals need the inventory (the SDK/tools issue); until then
+            # they are refused with the code an empty inventory gives, never silently dropped.
+            raise EnvelopeRejected(ErrorCode.TOOL_NOT_ADVERTISED, envelope.id)
+        text_markdown(envelope)
+        scope = envelope.scope
+        reply = await self.bus.request(
+            "store",
+            ConversationReceiveRequest(
+                message_id=envelope.id,
+                conversation_id=scope.conversation_id,
+                app_scope=scope.app_scope,
+                kind=envelope.type,
+                body=envelope.model_dump(mode="json"),
+                sender_kind="agent",
+                sender_id=envelope.sender.id,
+                remote_seq=envelope.correlation.sequence if envelope.correlation else None,
+            ),
+            expect=ConversationReceiveReply,
+        )
+        if not reply.created:
+            return EnvelopeOutcome(message_id=envelope.id, status="duplicate")
+        delivery = sdk.Delivery(
+            delivery_id=envelope.id, seq=reply.seq, envelope=envelope.model_dump(mode="json")
+        )
+        self._nursery.start_soon(
+            self._tell_app, scope.app_scope, sdk.DeliveryEvent(delivery=delivery)
+        )
+        return EnvelopeOutcome(message_id=envelope.id, status="accepted")
+
+    async def _tell_app(self, app_scope: str, event: Message) -> None:
+        try:
+            await self.bus.notify(f"miniapp:{app_scope}", event, timeout=NOTIFY_TIMEOUT)
+        except LineUpError as exc:
+            log.info("router.app_not_told app=%s code=%s", app_scope, exc.code.value)
+
+    # ------------------------------------------------------------------ the MiniApp side
+
+    @handles(sdk.InboxListRequest)
+    async def on_inbox_list(self, msg: sdk.InboxListRequest, env: Envelope) -> sdk.InboxListReply:
+        scope = app_scope_of(env.sender)
+        page = await self.bus.request(
+            "store",
+            StoreInboxList(app_scope=scope, after_seq=msg.after_seq, limit=msg.limit),
+            expect=InboxListReply,
+        )
+        return sdk.InboxListReply(
+            deliveries=tuple(
+                sdk.Delivery(delivery_id=row.delivery_id, seq=row.seq, envelope=row.body)
+                for row in page.rows
+            )
+        )
+
+    @handles(sdk.InboxAckRequest)
+    async def on_inbox_ack(self, msg: sdk.InboxAckRequest, env: Envelope) -> sdk.CommandReceipt:
+        scope = app_scope_of(env.sender)
+        reply = await self.bus.request(
+            "store",
+            StoreInboxAck(app_scope=scope, delivery_id=msg.delivery_id),
+            expect=InboxAckReply,
+        )
+        return sdk.CommandReceipt(id=msg.delivery_id, changed=reply.acked)
+
+    @handles(sdk.ConversationSendTextRequest)
+    async def on_send_text(
+        self, msg: sdk.ConversationSendTextRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        scope = app_scope_of(env.sender)
+        session = await self._session()
+        wire: dict[str, Any] = {
+            "v": 1,
+            "id": msg.message_id,
+            "type": TEXT,
+            "conversation_id": session["conversation_id"],
+            "sender": {"kind": "user", "id": session["user_id"]},
+            "timestamp": datetime.now(UTC).isoformat(),
+            "payload": {"markdown": msg.markdown},
+        }
+        if scope != "chat":  # the legacy rule, backwards: chat's messages carry no scope
+            wire["app_scope"] = scope
+        reply = await self.bus.request(
+            "store",
+            ConversationSendRequest(
+                message_id=msg.message_id,
+                conversation_id=session["conversation_id"],
+                app_scope=scope,
+                kind=TEXT,
+                body={"markdown": msg.markdown},
+                wire=wire,
+            ),
+            expect=ConversationSendReply,
+            idempotency_key=msg.message_id,
+        )
+        await self._wake_transport()
+        return sdk.CommandReceipt(id=msg.message_id, seq=reply.seq, changed=reply.created)
+
+    @handles(sdk.ConversationRetryRequest)
+    async def on_retry(
+        self, msg: sdk.ConversationRetryRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        scope = app_scope_of(env.sender)
+        await self._own_message(msg.message_id, scope)
+        reply = await self.bus.request(
+            "store", OutboxRetryRequest(outbox_id=msg.message_id), expect=OutboxRetryReply
+        )
+        await self._wake_transport()
+        return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
+
+    @handles(sdk.ConversationHistoryRequest)
+    async def on_history(
+        self, msg: sdk.ConversationHistoryRequest, env: Envelope
+    ) -> sdk.ConversationHistoryReply:
+        scope = app_scope_of(env.sender)
+        session = await self._session()
+        page = await self.bus.request(
+            "store",
+            ConversationHistoryRequest(
+                conversation_id=session["conversation_id"], after_seq=msg.after_seq, limit=msg.limit
+            ),
+            expect=ConversationHistoryReply,
+        )
+        items = []
+        for row in page.rows:
+            if row.app_scope != scope or row.kind != TEXT:
+                continue
+            markdown = _markdown_of(row.body)
+            items.append(
+                sdk.ConversationItem(
+                    message_id=row.message_id,
+                    seq=row.seq,
+                    author="agent" if row.direction == "inbound" else "user",
+                    state=row.state,
+                    markdown=markdown,
+                    at=row.created_at,
+                )
+            )
+        return sdk.ConversationHistoryReply(items=tuple(items))
+
+    # ------------------------------------------------------------------ outbound results
+
+    @handles(OutboxSettledEvent)
+    async def on_outbox_settled(self, msg: OutboxSettledEvent, env: Envelope) -> None:
+        try:
+            row = await self.bus.request(
+                "store",
+                ConversationMessageRequest(message_id=msg.outbox_id),
+                expect=ConversationMessageReply,
+            )
+        except LineUpError:
+            return  # an outbox row that carries no conversation message (a tool result)
+        await self._tell_app(
+            row.row.app_scope,
+            sdk.ConversationUpdatedEvent(message_id=msg.outbox_id, state=msg.state, code=msg.code),
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    async def _session(self) -> dict[str, str]:
+        reply = await self.bus.request(
+            "store", CursorGetRequest(name=SESSION_CURSOR), expect=CursorGetReply
+        )
+        if reply.value is None:
+            raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
+        session = json.loads(reply.value)
+        assert isinstance(session, dict)
+        return {str(k): str(v) for k, v in session.items()}
+
+    async def _own_message(self, message_id: str, scope: str) -> None:
+        try:
+            row = await self.bus.request(
+                "store",
+                ConversationMessageRequest(message_id=message_id),
+                expect=ConversationMessageReply,
+            )
+        except LineUpError as exc:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, message_id) from exc
+        if row.row.app_scope != scope:
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, message_id)
+
+    async def _wake_transport(self) -> None:
+        try:
+            await self.bus.notify("transport", OutboxWakeEvent(), timeout=1.0)
+        except LineUpError:
+            pass  # the transport drains the outbox on start and on its own timer anyway
+
+
+def _type_of(raw: object) -> str | None:
+    if isinstance(raw, dict):
+        value = raw.get("type")
+        if isinstance(value, str):
+            return value[:100]
+    return None
+
+
+def _markdown_of(body: dict[str, Any]) -> str:
+    if isinstance(body.get("markdown"), str):
+        return str(body["markdown"])
+    payload = body.get("payload")
+    if isinstance(payload, dict) and isinstance(payload.get("markdown"), str):
+        return str(payload["markdown"])
+    return ""

@@ -2,9 +2,10 @@
 
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
 the group committer, and only then reports itself started. Every handler is a thin shell: it
-turns its request into one operation from `_queries` and awaits it through the committer, which
-answers only after the operation's transaction has committed — persist, then acknowledge. A
-request that arrives before the database is open simply waits in the committer's queue.
+turns its request into one operation (`_queries`, `_conversations`) and awaits it through the
+committer, which answers only after the operation's transaction has committed — persist, then
+acknowledge. A request that arrives before the database is open simply waits in the committer's
+queue.
 
 The store writes audit rows itself: the bus calls `write_audit` with the rows it would otherwise
 send to the store, and other actors send `AuditAppendRequest`s. The row's `actor` is the
@@ -25,6 +26,7 @@ from lineup.actors.kernel.bus import Envelope
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from lineup.actors.kernel.identity import ActorKind
 
+from . import _conversations as c
 from . import _queries as q
 from ._committer import Committer
 from ._db import Connection, Database, open_database
@@ -34,6 +36,14 @@ from .messages import (
     AuditQueryReply,
     AuditQueryRequest,
     AuditRecord,
+    ConversationHistoryReply,
+    ConversationHistoryRequest,
+    ConversationMessageReply,
+    ConversationMessageRequest,
+    ConversationReceiveReply,
+    ConversationReceiveRequest,
+    ConversationSendReply,
+    ConversationSendRequest,
     CursorGetReply,
     CursorGetRequest,
     CursorSetReply,
@@ -48,8 +58,12 @@ from .messages import (
     OutboxAckRequest,
     OutboxAppendReply,
     OutboxAppendRequest,
+    OutboxFailReply,
+    OutboxFailRequest,
     OutboxPendingReply,
     OutboxPendingRequest,
+    OutboxRetryReply,
+    OutboxRetryRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
@@ -116,7 +130,41 @@ class StoreActor(Actor):
 
     @handles(OutboxAckRequest)
     async def on_outbox_ack(self, msg: OutboxAckRequest, env: Envelope) -> OutboxAckReply:
-        return await self._apply(q.outbox_ack, msg, write=WRITE)
+        return await self._apply(c.outbox_ack, msg, write=WRITE)
+
+    @handles(OutboxFailRequest)
+    async def on_outbox_fail(self, msg: OutboxFailRequest, env: Envelope) -> OutboxFailReply:
+        return await self._apply(c.outbox_fail, msg, write=WRITE)
+
+    @handles(OutboxRetryRequest)
+    async def on_outbox_retry(self, msg: OutboxRetryRequest, env: Envelope) -> OutboxRetryReply:
+        return await self._apply(c.outbox_retry, msg, write=WRITE)
+
+    # ------------------------------------------------------------------ conversations
+
+    @handles(ConversationReceiveRequest)
+    async def on_conversation_receive(
+        self, msg: ConversationReceiveRequest, env: Envelope
+    ) -> ConversationReceiveReply:
+        return await self._apply(c.conversation_receive, msg, write=WRITE)
+
+    @handles(ConversationSendRequest)
+    async def on_conversation_send(
+        self, msg: ConversationSendRequest, env: Envelope
+    ) -> ConversationSendReply:
+        return await self._apply(c.conversation_send, msg, write=WRITE)
+
+    @handles(ConversationHistoryRequest)
+    async def on_conversation_history(
+        self, msg: ConversationHistoryRequest, env: Envelope
+    ) -> ConversationHistoryReply:
+        return await self._apply(c.conversation_history, msg, write=READ)
+
+    @handles(ConversationMessageRequest)
+    async def on_conversation_message(
+        self, msg: ConversationMessageRequest, env: Envelope
+    ) -> ConversationMessageReply:
+        return await self._apply(c.conversation_message, msg, write=READ)
 
     # ------------------------------------------------------------------ app inboxes
 

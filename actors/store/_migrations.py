@@ -193,7 +193,62 @@ CREATE TABLE audit (
 ) STRICT;
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1),)
+# Conversations (store.conversation.*): every message gets a stable `seq` that orders it in its
+# conversation, its sender and a failure code; outbox rows get an explicit state, so a failed
+# row leaves the pending set without pretending to be acknowledged. `messages` is rebuilt: SQLite
+# cannot add a primary key, and the rowid of a table without one may change on VACUUM. Rows
+# already there keep their order; an outbound message takes the state of its outbox row, and a
+# message without a scope belongs to `chat` (the legacy rule, DESIGN §12).
+_V2: Final = """
+CREATE TABLE messages_v2 (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id      TEXT NOT NULL UNIQUE,
+    conversation_id TEXT NOT NULL REFERENCES conversations (conversation_id),
+    direction       TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    kind            TEXT NOT NULL,  -- the wire type
+    app_scope       TEXT NOT NULL,
+    sender_kind     TEXT,
+    sender_id       TEXT,
+    outbox_id       TEXT UNIQUE,    -- outbound: the outbox row carrying it
+    remote_seq      INTEGER,        -- the AppServer's seq once known
+    state           TEXT NOT NULL CHECK (state IN ('received', 'pending', 'sent', 'failed')),
+    failed_code     TEXT,
+    body            TEXT NOT NULL CHECK (json_valid(body)),
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL,
+    CHECK ((direction = 'inbound') = (state = 'received')),
+    CHECK (failed_code IS NULL OR state = 'failed')
+) STRICT;
+
+INSERT INTO messages_v2 (message_id, conversation_id, direction, kind, app_scope, outbox_id,
+                         remote_seq, state, body, created_at, updated_at)
+SELECT m.message_id, m.conversation_id, m.direction, m.type, coalesce(m.app_scope, 'chat'),
+       m.outbox_id,
+       m.remote_seq,
+       CASE
+           WHEN m.direction = 'inbound' THEN 'received'
+           WHEN o.acked_at IS NOT NULL THEN 'sent'
+           WHEN o.outbox_id IS NOT NULL THEN 'pending'
+           WHEN m.state IN ('pending', 'sent', 'failed') THEN m.state
+           ELSE 'pending'
+       END,
+       m.body, m.created_at, m.created_at
+FROM messages AS m LEFT JOIN outbox AS o ON o.outbox_id = m.outbox_id
+ORDER BY m.created_at, m.rowid;
+
+DROP TABLE messages;
+ALTER TABLE messages_v2 RENAME TO messages;
+CREATE INDEX messages_by_conversation ON messages (conversation_id, seq);
+
+ALTER TABLE outbox ADD COLUMN state TEXT NOT NULL DEFAULT 'pending'
+    CHECK (state IN ('pending', 'sent', 'failed'));
+ALTER TABLE outbox ADD COLUMN failed_code TEXT;
+UPDATE outbox SET state = 'sent' WHERE acked_at IS NOT NULL;
+DROP INDEX outbox_pending;
+CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2))
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
 

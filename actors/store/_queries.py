@@ -9,15 +9,16 @@ Idempotency is in the SQL, not in memory, so it survives restarts: writes are
 `INSERT ... ON CONFLICT DO NOTHING` on the request's natural key, and acknowledgements are
 `UPDATE ... WHERE acked_at IS NULL`, whose change count tells the first acknowledgement from a
 repeat. An acknowledged inbox delivery keeps a body-less row so that a retried put of the same
-delivery does not deliver it again.
+delivery does not deliver it again. Conversation messages and the outbox's state changes are in
+`_conversations`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
@@ -37,8 +38,6 @@ from .messages import (
     InboxPutReply,
     InboxPutRequest,
     InboxRow,
-    OutboxAckReply,
-    OutboxAckRequest,
     OutboxAppendReply,
     OutboxAppendRequest,
     OutboxPendingReply,
@@ -55,24 +54,31 @@ __all__ = [
     "inbox_ack",
     "inbox_list",
     "inbox_put",
-    "outbox_ack",
+    "int_or_none",
+    "json_text",
     "outbox_append",
     "outbox_pending",
+    "within_budget",
 ]
 
 # Bodies per list reply, in bytes of stored JSON: comfortably below the 1 MiB frame limit, so
 # a reply of many rows never fails to encode. The first row is always included.
 REPLY_BODY_BUDGET: Final = 512 * 1024
 
+Row = TypeVar("Row")
 
-def _dump(body: dict[str, Any]) -> str:
+
+def json_text(body: dict[str, Any]) -> str:
+    """`body` as the compact JSON stored in a TEXT column. Raises `invalid_arguments` for a
+    value that is not strict JSON."""
     try:
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "body is not strict JSON") from exc
 
 
-def _int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
+def int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
+    """The first column of the first row, an integer, or None when there is no row."""
     # fetchall, never fetchone: a statement left running would block RELEASE of the savepoint.
     rows = conn.execute(sql, bindings).fetchall()
     if not rows:
@@ -82,38 +88,44 @@ def _int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> in
     return value
 
 
-def _within_budget(rows: Sequence[Any], body_index: int) -> list[Any]:
-    kept: list[Any] = []
+def within_budget(rows: Sequence[Row], cost: Callable[[Row], int]) -> list[Row]:
+    """The longest prefix of `rows` whose total `cost` (bytes) fits `REPLY_BODY_BUDGET`,
+    never empty when `rows` is not."""
+    kept: list[Row] = []
     used = 0
     for row in rows:
-        used += len(row[body_index].encode())
+        used += cost(row)
         if kept and used > REPLY_BODY_BUDGET:
             break
         kept.append(row)
     return kept
 
 
+def _body_cost(index: int) -> Callable[[Sequence[Any]], int]:
+    return lambda row: len(row[index].encode())
+
+
 # ---------------------------------------------------------------------------------- outbox
 
 
 def outbox_append(conn: Connection, req: OutboxAppendRequest, now: float) -> OutboxAppendReply:
-    seq = _int_or_none(
+    seq = int_or_none(
         conn,
         "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (outbox_id) DO NOTHING RETURNING seq",
-        (req.outbox_id, req.conversation_id, req.kind, _dump(req.body), now),
+        (req.outbox_id, req.conversation_id, req.kind, json_text(req.body), now),
     )
     created = seq is not None
     if seq is None:
-        seq = _int_or_none(conn, "SELECT seq FROM outbox WHERE outbox_id = ?", (req.outbox_id,))
+        seq = int_or_none(conn, "SELECT seq FROM outbox WHERE outbox_id = ?", (req.outbox_id,))
         assert seq is not None  # the conflict that stopped the insert is this row
     return OutboxAppendReply(outbox_id=req.outbox_id, seq=seq, created=created)
 
 
 def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> OutboxPendingReply:
-    rows = conn.execute(
+    rows: list[Any] = conn.execute(
         "SELECT seq, outbox_id, conversation_id, kind, body, created_at FROM outbox"
-        " WHERE acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        " WHERE state = 'pending' AND seq > ? ORDER BY seq LIMIT ?",
         (req.after_seq, req.limit),
     ).fetchall()
     return OutboxPendingReply(
@@ -126,32 +138,26 @@ def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> O
                 body=json.loads(body),
                 created_at=created_at,
             )
-            for seq, outbox_id, conversation_id, kind, body, created_at in _within_budget(rows, 4)
+            for seq, outbox_id, conversation_id, kind, body, created_at in within_budget(
+                rows, _body_cost(4)
+            )
         )
     )
-
-
-def outbox_ack(conn: Connection, req: OutboxAckRequest, now: float) -> OutboxAckReply:
-    conn.execute(
-        "UPDATE outbox SET acked_at = ?, remote_id = ? WHERE outbox_id = ? AND acked_at IS NULL",
-        (now, req.remote_id, req.outbox_id),
-    )
-    return OutboxAckReply(outbox_id=req.outbox_id, acked=conn.changes() == 1)
 
 
 # ---------------------------------------------------------------------------------- app inboxes
 
 
 def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutReply:
-    seq = _int_or_none(
+    seq = int_or_none(
         conn,
         "INSERT INTO app_inbox (app_scope, delivery_id, body, created_at) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
-        (req.app_scope, req.delivery_id, _dump(req.body), now),
+        (req.app_scope, req.delivery_id, json_text(req.body), now),
     )
     created = seq is not None
     if seq is None:
-        seq = _int_or_none(
+        seq = int_or_none(
             conn,
             "SELECT seq FROM app_inbox WHERE app_scope = ? AND delivery_id = ?",
             (req.app_scope, req.delivery_id),
@@ -161,7 +167,7 @@ def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutRep
 
 
 def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxListReply:
-    rows = conn.execute(
+    rows: list[Any] = conn.execute(
         "SELECT seq, delivery_id, body, created_at FROM app_inbox"
         " WHERE app_scope = ? AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
         (req.app_scope, req.after_seq, req.limit),
@@ -175,7 +181,7 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
                 body=json.loads(body),
                 created_at=created_at,
             )
-            for seq, delivery_id, body, created_at in _within_budget(rows, 2)
+            for seq, delivery_id, body, created_at in within_budget(rows, _body_cost(2))
         )
     )
 

@@ -2,8 +2,11 @@
 
 Every tag starts with `store.`; the ACL lets each runtime actor (never a MiniApp) send `store.*`.
 Requests that change state are idempotent by a natural key the caller chooses (`outbox_id`,
-`(app_scope, delivery_id)`, a cursor `name`): a retry after a crash or a lost reply applies
-nothing twice and answers like the first attempt did (`created=False`, the same `seq`).
+`(app_scope, delivery_id)`, a cursor `name`, a conversation `message_id`): a retry after a crash
+or a lost reply applies nothing twice and answers like the first attempt did (`created=False`,
+the same `seq`).
+
+A conversation message's wire type is its `kind`: `type` is every message's protocol tag.
 
 Bodies are opaque JSON objects to the store; their size is bounded by the frame limit. List
 replies are bounded by `limit` and by a byte budget, and page with `after_seq`.
@@ -24,6 +27,14 @@ __all__ = [
     "AuditQueryReply",
     "AuditQueryRequest",
     "AuditRecord",
+    "ConversationHistoryReply",
+    "ConversationHistoryRequest",
+    "ConversationMessageReply",
+    "ConversationMessageRequest",
+    "ConversationReceiveReply",
+    "ConversationReceiveRequest",
+    "ConversationSendReply",
+    "ConversationSendRequest",
     "CursorGetReply",
     "CursorGetRequest",
     "CursorSetReply",
@@ -35,12 +46,17 @@ __all__ = [
     "InboxPutReply",
     "InboxPutRequest",
     "InboxRow",
+    "MessageRow",
     "OutboxAckReply",
     "OutboxAckRequest",
     "OutboxAppendReply",
     "OutboxAppendRequest",
+    "OutboxFailReply",
+    "OutboxFailRequest",
     "OutboxPendingReply",
     "OutboxPendingRequest",
+    "OutboxRetryReply",
+    "OutboxRetryRequest",
     "OutboxRow",
     "StoreStatsReply",
     "StoreStatsRequest",
@@ -50,6 +66,14 @@ Id = Annotated[str, Field(min_length=1, max_length=200)]
 Name = Annotated[str, Field(min_length=1, max_length=100)]
 Limit = Annotated[int, Field(ge=1, le=1000)]
 Seq = Annotated[int, Field(ge=0)]
+HistoryLimit = Annotated[int, Field(ge=1, le=500)]
+
+# An outbox row (and the outbound message it carries) is pending until the AppServer accepts it
+# (sent) or the transport gives up on it (failed); a retry makes a failed row pending again.
+OutboxState = Literal["pending", "sent", "failed"]
+# An inbound message is `received`; an outbound one has the state of its outbox row.
+MessageState = Literal["received", "pending", "sent", "failed"]
+MessageDirection = Literal["inbound", "outbound"]
 
 # ---------------------------------------------------------------------------------- outbox
 
@@ -87,7 +111,7 @@ class OutboxAppendReply(Message):
 
 
 class OutboxPendingRequest(Message):
-    """Unacknowledged rows in `seq` order, starting after `after_seq`."""
+    """Pending rows (neither acknowledged nor failed) in `seq` order, after `after_seq`."""
 
     type: Literal["store.outbox.pending"] = "store.outbox.pending"
     limit: Limit = 100
@@ -103,20 +127,67 @@ class OutboxPendingReply(Message):
 
 
 class OutboxAckRequest(Message):
-    """The AppServer accepted this row (its answer's `message_id` is `remote_id`)."""
+    """The AppServer accepted this row (its answer's `message_id` is `remote_id`, its `seq` is
+    `remote_seq`). The row leaves the pending set and the message it carries, if any, becomes
+    `sent` with that `remote_seq`, in one transaction. A failed row may be acknowledged too:
+    the AppServer has it, whatever the transport concluded before."""
 
     type: Literal["store.outbox.ack"] = "store.outbox.ack"
     outbox_id: Id
     remote_id: Id | None = None
+    remote_seq: Seq | None = None
 
 
 class OutboxAckReply(Message):
     """`acked` is True only for the request that acknowledged the row; False if it was already
-    acknowledged or does not exist."""
+    acknowledged or does not exist. `message_id` names the conversation message the row
+    carries (None for a row appended with `OutboxAppendRequest`, or an unknown row)."""
 
     type: Literal["store.outbox.ack.reply"] = "store.outbox.ack.reply"
     outbox_id: Id
     acked: bool
+    message_id: Id | None = None
+
+
+class OutboxFailRequest(Message):
+    """The transport gave up on this row (`code` says why): it is no longer pending, and the
+    message it carries becomes `failed`, in one transaction. Idempotent: failing a failed row
+    changes nothing and keeps the first code. Refused with `invalid_arguments` for an unknown
+    row or one already sent."""
+
+    type: Literal["store.outbox.fail"] = "store.outbox.fail"
+    outbox_id: Id
+    code: Name
+
+
+class OutboxFailReply(Message):
+    """`changed` is True only for the request that failed the row; `state` is the row's state
+    after the request."""
+
+    type: Literal["store.outbox.fail.reply"] = "store.outbox.fail.reply"
+    outbox_id: Id
+    message_id: Id | None
+    changed: bool
+    state: OutboxState
+
+
+class OutboxRetryRequest(Message):
+    """Make a failed row pending again (and its message `pending`), in one transaction; it
+    keeps its `seq`. Idempotent: retrying a pending row changes nothing. Refused with
+    `invalid_arguments` for an unknown row or one already sent."""
+
+    type: Literal["store.outbox.retry"] = "store.outbox.retry"
+    outbox_id: Id
+
+
+class OutboxRetryReply(Message):
+    """`changed` is True only for the request that made the row pending again."""
+
+    type: Literal["store.outbox.retry.reply"] = "store.outbox.retry.reply"
+    outbox_id: Id
+    message_id: Id | None
+    changed: bool
+    state: OutboxState
 
 
 # ---------------------------------------------------------------------------------- app inboxes
@@ -177,6 +248,118 @@ class InboxAckReply(Message):
     type: Literal["store.inbox.ack.reply"] = "store.inbox.ack.reply"
     delivery_id: Id
     acked: bool
+
+
+# ---------------------------------------------------------------------------------- conversations
+
+
+class MessageRow(Message):
+    """One conversation message as stored. `seq` orders a conversation's messages (it is
+    global, increasing, never reused). `body` is the message as the app sees it."""
+
+    type: Literal["store.message.row"] = "store.message.row"
+    seq: int
+    message_id: Id
+    conversation_id: Id
+    direction: MessageDirection
+    kind: Name  # the wire type, e.g. "lineup.v1.text"
+    app_scope: Name
+    state: MessageState
+    body: dict[str, Any]
+    sender_kind: Name | None
+    sender_id: Id | None
+    remote_seq: int | None  # the AppServer's seq, once known
+    failed_code: Name | None  # why the transport gave up, while `state` is failed
+    created_at: float
+
+
+class ConversationReceiveRequest(Message):
+    """An Agent's message for an app, in ONE transaction: the conversation is created or
+    touched, the message is recorded (`inbound`, `received`), and `body` is put in `app_scope`'s
+    inbox with `delivery_id = message_id`.
+
+    Idempotent by `message_id`: a repeat writes nothing and delivers nothing again, even after
+    the first delivery was acknowledged. Refused with `invalid_arguments` if the id is already
+    an outbound message, or already a delivery in that inbox that no message put there.
+    """
+
+    type: Literal["store.conversation.receive"] = "store.conversation.receive"
+    message_id: Id
+    conversation_id: Id
+    app_scope: Name
+    kind: Name
+    body: dict[str, Any]
+    sender_kind: Name
+    sender_id: Id
+    remote_seq: Seq | None = None
+
+
+class ConversationReceiveReply(Message):
+    """`created` is False for a repeat: nothing was written and `seq` is the original one."""
+
+    type: Literal["store.conversation.receive.reply"] = "store.conversation.receive.reply"
+    message_id: Id
+    seq: int
+    created: bool
+
+
+class ConversationSendRequest(Message):
+    """A message for the AppServer, in ONE transaction: the conversation is created or touched,
+    the message is recorded (`outbound`, `pending`, `body` as the app sees it), and `wire` (the
+    full envelope) is appended to the outbox with `outbox_id = message_id` and `kind`.
+
+    Idempotent by `message_id`. Refused with `invalid_arguments` if the id is already an
+    inbound message, or already an outbox row that carries no message.
+    """
+
+    type: Literal["store.conversation.send"] = "store.conversation.send"
+    message_id: Id
+    conversation_id: Id
+    app_scope: Name
+    kind: Name
+    body: dict[str, Any]
+    wire: dict[str, Any]
+    sender_kind: Name | None = None
+    sender_id: Id | None = None
+
+
+class ConversationSendReply(Message):
+    """`created` is False for a repeat: nothing was written and `seq` is the original one."""
+
+    type: Literal["store.conversation.send.reply"] = "store.conversation.send.reply"
+    message_id: Id
+    seq: int
+    created: bool
+
+
+class ConversationHistoryRequest(Message):
+    """A conversation's messages in `seq` order, starting after `after_seq`. An unknown
+    conversation has no messages."""
+
+    type: Literal["store.conversation.history"] = "store.conversation.history"
+    conversation_id: Id
+    after_seq: Seq = 0
+    limit: HistoryLimit = 100
+
+
+class ConversationHistoryReply(Message):
+    """May hold fewer than `limit` rows when their bodies would not fit one frame; page on
+    with `after_seq` = the last row's seq."""
+
+    type: Literal["store.conversation.history.reply"] = "store.conversation.history.reply"
+    rows: tuple[MessageRow, ...]
+
+
+class ConversationMessageRequest(Message):
+    """One message by id. Refused with `invalid_arguments` if there is no such message."""
+
+    type: Literal["store.conversation.message"] = "store.conversation.message"
+    message_id: Id
+
+
+class ConversationMessageReply(Message):
+    type: Literal["store.conversation.message.reply"] = "store.conversation.message.reply"
+    row: MessageRow
 
 
 # ---------------------------------------------------------------------------------- cursors

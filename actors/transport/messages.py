@@ -1,10 +1,48 @@
-"""The transport actor's whole public protocol. Every tag starts with `transport.`.
+"""The transport's whole public protocol. Every tag starts with `transport.`.
 
-Besides what is declared here, the actor answers the kernel's `kernel.health.request`.
+Besides these the transport answers the kernel's `kernel.health.request`.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 
-__all__ = ["HealthReply", "HealthRequest"]
+__all__ = [
+    "HealthReply",
+    "HealthRequest",
+    "OutboxWakeEvent",
+    "RuntimeState",
+    "RuntimeStateReply",
+    "RuntimeStateRequest",
+]
+
+# DESIGN §5: the runtime's lifecycle as the Shell shows it.
+RuntimeState = Literal[
+    "created",
+    "restoring",
+    "authenticating",
+    "synchronizing",
+    "online",
+    "reconnecting",
+    "offline_degraded",
+    "stopping",
+    "stopped",
+]
+
+
+class OutboxWakeEvent(Message):
+    """Router → transport: there is something new in the outbox."""
+
+    type: Literal["transport.outbox.wake"] = "transport.outbox.wake"
+
+
+class RuntimeStateRequest(Message):
+    type: Literal["transport.ui.state.get"] = "transport.ui.state.get"
+
+
+class RuntimeStateReply(Message):
+    type: Literal["transport.ui.state.get.reply"] = "transport.ui.state.get.reply"
+    state: RuntimeState

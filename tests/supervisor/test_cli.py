@@ -12,13 +12,23 @@ import trio
 
 from lineup.tests.support.process import LineupProcess, lineup_status, pid_alive, wait_pid_gone
 
-ACTORS = ["store", "transport", "router", "focus", "gateway", "hostbridge"]
+ACTORS = [
+    "store",
+    "devserver",
+    "transport",
+    "router",
+    "focus",
+    "gateway",
+    "hostbridge",
+    "miniapp:chat",
+    "demo-agent",
+]
 
 
 async def start_runtime(data_dir: Path) -> LineupProcess:
     process = await LineupProcess.start("run", "--data-dir", str(data_dir))
     with trio.fail_after(30):
-        await process.wait_for_line("lineup: ready in")
+        await process.wait_for_line("lineup: open the Shell: ")
     return process
 
 
@@ -42,6 +52,12 @@ async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data
         children = document["children"]
         assert isinstance(children, list)
         assert [c["name"] for c in children] == ACTORS
+        info = document["info"]
+        assert isinstance(info, dict)
+        assert info["shell_url"].startswith("http://127.0.0.1:")
+        assert "#token=" in info["shell_url"]
+        assert info["appserver_url"].startswith("http://127.0.0.1:")
+        assert any(line.endswith(info["shell_url"]) for line in process.lines)
         for child in children:
             assert set(child) == {"name", "kind", "pid", "state", "restarts", "uptime_s"}
             assert child["state"] == "running" and child["restarts"] == 0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import apsw
 import trio
 
 from lineup.actors.kernel import (
@@ -18,6 +19,7 @@ from lineup.actors.kernel import (
     Envelope,
     Identity,
     Message,
+    Outcome,
     channel_pair,
 )
 from lineup.actors.store import StoreActor
@@ -45,6 +47,15 @@ class StoreHarness:
 StartStore = Callable[..., Awaitable[StoreHarness]]
 
 
+def independent_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """Read through a second connection of our own: it sees committed data only."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
 async def _nothing(env: Envelope) -> Message | None:
     return None
 
@@ -55,9 +66,9 @@ async def start_store(
     """Start a store and a router bus connected to it, as children of `nursery`."""
     actor: StoreActor | None = None
 
-    async def dispatch(env: Envelope) -> Message | None:
+    def dispatch(env: Envelope) -> Outcome:  # as actor_main does: sync handlers answer inline
         assert actor is not None
-        return await actor.dispatch(env)
+        return actor.dispatch(env)
 
     store_bus = Bus(Identity(ActorKind.STORE, "store"), dispatch)
     router_bus = Bus(Identity(ActorKind.ROUTER, "router"), _nothing)

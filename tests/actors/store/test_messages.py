@@ -8,7 +8,12 @@ import pytest
 import lineup.actors.store
 from lineup.actors.kernel import REGISTRY, Message
 from lineup.actors.store import messages
-from lineup.actors.store.messages import InboxPutRequest, OutboxAppendRequest, OutboxPendingRequest
+from lineup.actors.store.messages import (
+    ConversationHistoryRequest,
+    InboxPutRequest,
+    OutboxAppendRequest,
+    OutboxPendingRequest,
+)
 
 PROTOCOL = [getattr(messages, name) for name in messages.__all__]
 
@@ -52,3 +57,9 @@ def test_unknown_fields_are_refused_and_messages_are_frozen() -> None:
     request = OutboxPendingRequest()
     with pytest.raises(pydantic.ValidationError):
         request.limit = 5  # type: ignore[misc]
+
+
+def test_history_pages_are_bounded_at_500_messages() -> None:
+    ConversationHistoryRequest(conversation_id="c", limit=500)
+    with pytest.raises(pydantic.ValidationError):
+        ConversationHistoryRequest(conversation_id="c", limit=501)

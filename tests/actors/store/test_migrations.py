@@ -162,3 +162,126 @@ def test_a_data_dir_that_cannot_hold_a_database_is_reported_as_store_unavailable
     with pytest.raises(LineUpError) as caught:
         open_database(not_a_dir, {})
     assert caught.value.code is ErrorCode.STORE_UNAVAILABLE
+
+
+# ---------------------------------------------------------------------------------- migration 2
+
+
+def version_1_database(path: Path) -> None:
+    """A database as the first release left it: schema 1, with conversation data in it."""
+    conn = apsw.Connection(str(path / DB_FILENAME))
+    try:
+        assert migrate(conn, MIGRATIONS[:1]) == 1
+        conn.execute(
+            "INSERT INTO conversations VALUES ('conv-1', NULL, 0, 0);"
+            # outbox: o-a acknowledged, o-c waiting, o-x acknowledged and carrying no message
+            "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at, acked_at,"
+            "                    remote_id)"
+            " VALUES ('o-a', 'conv-1', 'lineup.v1.text', '{}', 1, 5, 'r-a'),"
+            "        ('o-c', 'conv-1', 'lineup.v1.text', '{}', 3, NULL, NULL),"
+            "        ('o-x', 'conv-1', 'lineup.v1.tool.result', '{}', 4, 6, 'r-x');"
+            # messages inserted out of time order; m-b has no scope, m-c a state schema 2 lacks
+            "INSERT INTO messages (message_id, conversation_id, direction, type, app_scope,"
+            "                      outbox_id, remote_seq, state, body, created_at)"
+            " VALUES ('m-c', 'conv-1', 'outbound', 'lineup.v1.text', 'chat', 'o-c', NULL,"
+            "         'queued', '{\"n\":3}', 3),"
+            "        ('m-b', 'conv-1', 'inbound', 'lineup.v1.text', NULL, NULL, 12,"
+            "         'new', '{\"n\":2}', 2),"
+            "        ('m-a', 'conv-1', 'outbound', 'lineup.v1.text', 'chat', 'o-a', NULL,"
+            "         'pending', '{\"n\":1}', 1)"
+        )
+    finally:
+        conn.close()
+
+
+def test_migration_2_gives_old_messages_seqs_in_time_order_and_the_states_of_their_rows(
+    tmp_path: Path,
+) -> None:
+    version_1_database(tmp_path)
+
+    db = open_database(tmp_path, {})
+    try:
+        assert db.schema_version == LATEST_VERSION >= 2
+        rows = db.conn.execute(
+            "SELECT seq, message_id, direction, kind, app_scope, state, remote_seq, body"
+            " FROM messages ORDER BY seq"
+        ).fetchall()
+        outbox = db.conn.execute("SELECT outbox_id, state FROM outbox ORDER BY seq").fetchall()
+        pending = db.conn.execute("SELECT outbox_id FROM outbox WHERE state = 'pending'").fetchall()
+    finally:
+        db.close()
+
+    assert [row[1] for row in rows] == ["m-a", "m-b", "m-c"]  # ORDER BY seq: time order
+    assert [(row[1], row[4], row[5]) for row in rows] == [
+        ("m-a", "chat", "sent"), ("m-b", "chat", "received"), ("m-c", "chat", "pending"),
+    ]  # fmt: skip
+    assert rows[1][2:4] == ("inbound", "lineup.v1.text")
+    assert (rows[1][6], rows[2][7]) == (12, '{"n":3}')
+    assert outbox == [("o-a", "sent"), ("o-c", "pending"), ("o-x", "sent")]
+    assert pending == [("o-c",)]
+
+
+def test_a_message_added_after_migration_2_gets_a_seq_after_every_old_one(
+    tmp_path: Path,
+) -> None:
+    version_1_database(tmp_path)
+    db = open_database(tmp_path, {})
+    try:
+        newest_old = db.conn.execute("SELECT max(seq) FROM messages").fetchall()[0][0]
+        db.conn.execute("DELETE FROM messages WHERE message_id = 'm-c'")
+        added = db.conn.execute(
+            "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope,"
+            " state, body, created_at, updated_at)"
+            " VALUES ('m-d', 'conv-1', 'inbound', 'lineup.v1.text', 'chat', 'received', '{}',"
+            " 9, 9) RETURNING seq"
+        ).fetchall()[0][0]
+    finally:
+        db.close()
+
+    assert isinstance(newest_old, int)
+    assert isinstance(added, int)
+    assert added > newest_old  # never reused, even after the newest row is gone
+
+
+def test_migration_2_leaves_a_consistent_schema_and_no_trace_of_the_rebuild(
+    tmp_path: Path,
+) -> None:
+    version_1_database(tmp_path)
+    db = open_database(tmp_path, {})
+    try:
+        assert "messages_v2" not in tables(db.conn)
+        assert db.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        indexes = {
+            str(name)
+            for (name,) in db.conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"
+            ).fetchall()
+        }
+        assert {"messages_by_conversation", "outbox_pending"} <= indexes
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # an inbound message is always `received`, an outbound one never
+        "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope, state,"
+        " body, created_at, updated_at)"
+        " VALUES ('x', 'conv-1', 'inbound', 't', 'chat', 'pending', '{}', 0, 0)",
+        # only a failed message has a failure code
+        "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope, state,"
+        " failed_code, body, created_at, updated_at)"
+        " VALUES ('x', 'conv-1', 'outbound', 't', 'chat', 'sent', 'c', '{}', 0, 0)",
+        "UPDATE outbox SET state = 'lost'",
+    ],
+)
+def test_migration_2_constraints_refuse_inconsistent_states(tmp_path: Path, sql: str) -> None:
+    version_1_database(tmp_path)
+    db = open_database(tmp_path, {})
+    try:
+        with pytest.raises(apsw.ConstraintError):
+            db.conn.execute(sql)
+    finally:
+        db.close()

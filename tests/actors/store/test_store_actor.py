@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import apsw
 import pytest
 import trio
 import trio.testing
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.actors.store._migrations import LATEST_VERSION
 from lineup.actors.store.messages import (
     AuditAppendReply,
     AuditAppendRequest,
@@ -36,7 +36,7 @@ from lineup.actors.store.messages import (
     StoreStatsReply,
     StoreStatsRequest,
 )
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, independent_rows, start_store
 
 SECRET = "hunter2-do-not-persist"
 
@@ -59,15 +59,6 @@ def append(outbox_id: str, text: str = "hi") -> OutboxAppendRequest:
 
 def put(delivery_id: str, app_scope: str = "chat") -> InboxPutRequest:
     return InboxPutRequest(app_scope=app_scope, delivery_id=delivery_id, body={"n": delivery_id})
-
-
-def independent_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
-    """Read through a second connection of our own: it sees committed data only."""
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 # ---------------------------------------------------------------------------------- outbox
@@ -333,5 +324,5 @@ async def test_stats_report_the_schema_version_and_the_configured_durability(
 
     stats = await store.ask(StoreStatsRequest(), StoreStatsReply)
 
-    assert (stats.schema_version, stats.synchronous) == (1, "full")
+    assert (stats.schema_version, stats.synchronous) == (LATEST_VERSION, "full")
     assert (stats.commits, stats.writes) == (1, 1)

@@ -1,0 +1,280 @@
+"""Conversation messages, and the outbox state changes that move outbound ones along.
+
+The same contract as `_queries`: one blocking function per request, `fn(conn, request, now)`,
+run inside its own savepoint of a group-committed transaction. Every request here writes more
+than one table, and the savepoint is what makes it ONE transaction: a refusal raised after the
+first write (or a failing statement) rolls back everything the request wrote, and nothing else.
+
+Idempotency is by `message_id`, checked before anything is written: a repeat finds the message
+row, writes nothing and answers `created=False` with the original `seq`. Because the message row
+outlives the inbox delivery (acknowledging a delivery clears only the inbox), a repeated receive
+never delivers again. State changes of an outbox row follow `_states.TRANSITIONS` and are copied
+to the message the row carries, in the same savepoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
+
+from ._db import Connection
+from ._queries import int_or_none, json_text, within_budget
+from ._states import TRANSITIONS, OutboxEvent, next_state
+from .messages import (
+    ConversationHistoryReply,
+    ConversationHistoryRequest,
+    ConversationMessageReply,
+    ConversationMessageRequest,
+    ConversationReceiveReply,
+    ConversationReceiveRequest,
+    ConversationSendReply,
+    ConversationSendRequest,
+    MessageDirection,
+    MessageRow,
+    MessageState,
+    OutboxAckReply,
+    OutboxAckRequest,
+    OutboxFailReply,
+    OutboxFailRequest,
+    OutboxRetryReply,
+    OutboxRetryRequest,
+    OutboxState,
+)
+
+__all__ = [
+    "conversation_history",
+    "conversation_message",
+    "conversation_receive",
+    "conversation_send",
+    "outbox_ack",
+    "outbox_fail",
+    "outbox_retry",
+]
+
+_ROW_COLUMNS: Final = (
+    "seq", "message_id", "conversation_id", "direction", "kind", "app_scope", "state", "body",
+    "sender_kind", "sender_id", "remote_seq", "failed_code", "created_at",
+)  # fmt: skip
+_SELECT_ROWS: Final = f"SELECT {', '.join(_ROW_COLUMNS)} FROM messages"
+# Bytes a row's keys and JSON punctuation add to a reply, on top of its values.
+_ROW_OVERHEAD: Final = 256
+
+
+# ---------------------------------------------------------------------------------- messages
+
+
+def _repeat(conn: Connection, message_id: str, direction: MessageDirection) -> int | None:
+    """The `seq` of the message already recorded under `message_id`, or None if there is none.
+    Refuses an id that names a message of the other direction: it is not a repeat."""
+    rows = conn.execute(
+        "SELECT seq, direction FROM messages WHERE message_id = ?", (message_id,)
+    ).fetchall()
+    if not rows:
+        return None
+    seq, found = rows[0]
+    if found != direction:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"message id is already {found}")
+    assert isinstance(seq, int)
+    return seq
+
+
+def _touch_conversation(conn: Connection, conversation_id: str, now: float) -> None:
+    conn.execute(
+        "INSERT INTO conversations (conversation_id, created_at, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (conversation_id) DO UPDATE SET updated_at = excluded.updated_at",
+        (conversation_id, now, now),
+    )
+
+
+def _insert_message(
+    conn: Connection,
+    req: ConversationReceiveRequest | ConversationSendRequest,
+    *,
+    direction: MessageDirection,
+    state: MessageState,
+    body: str,
+    now: float,
+    outbox_id: str | None = None,
+    remote_seq: int | None = None,
+) -> int:
+    seq = int_or_none(
+        conn,
+        "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope,"
+        " sender_kind, sender_id, outbox_id, remote_seq, state, body, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        (req.message_id, req.conversation_id, direction, req.kind, req.app_scope,
+         req.sender_kind, req.sender_id, outbox_id, remote_seq, state, body, now, now),
+    )  # fmt: skip
+    assert seq is not None  # a plain INSERT either returns its row or raises
+    return seq
+
+
+def conversation_receive(
+    conn: Connection, req: ConversationReceiveRequest, now: float
+) -> ConversationReceiveReply:
+    seq = _repeat(conn, req.message_id, "inbound")
+    if seq is not None:
+        return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=False)
+    body = json_text(req.body)
+    _touch_conversation(conn, req.conversation_id, now)
+    seq = _insert_message(
+        conn, req, direction="inbound", state="received", body=body, now=now,
+        remote_seq=req.remote_seq,
+    )  # fmt: skip
+    delivered = int_or_none(
+        conn,
+        "INSERT INTO app_inbox (app_scope, delivery_id, body, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
+        (req.app_scope, req.message_id, body, now),
+    )
+    if delivered is None:
+        # Someone put this delivery without a message: the id is taken, and the savepoint
+        # undoes the message row written above.
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "delivery id already used in this inbox")
+    return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=True)
+
+
+def conversation_send(
+    conn: Connection, req: ConversationSendRequest, now: float
+) -> ConversationSendReply:
+    seq = _repeat(conn, req.message_id, "outbound")
+    if seq is not None:
+        return ConversationSendReply(message_id=req.message_id, seq=seq, created=False)
+    body, wire = json_text(req.body), json_text(req.wire)
+    _touch_conversation(conn, req.conversation_id, now)
+    seq = _insert_message(
+        conn, req, direction="outbound", state="pending", body=body, now=now,
+        outbox_id=req.message_id,
+    )  # fmt: skip
+    queued = int_or_none(
+        conn,
+        "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at, state)"
+        " VALUES (?, ?, ?, ?, ?, 'pending') ON CONFLICT (outbox_id) DO NOTHING RETURNING seq",
+        (req.message_id, req.conversation_id, req.kind, wire, now),
+    )
+    if queued is None:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
+    return ConversationSendReply(message_id=req.message_id, seq=seq, created=True)
+
+
+def _message_row(row: Sequence[Any]) -> MessageRow:
+    fields = dict(zip(_ROW_COLUMNS, row, strict=True))
+    fields["body"] = json.loads(fields["body"])
+    return MessageRow.model_validate(fields)
+
+
+def _row_cost(row: Sequence[Any]) -> int:
+    return _ROW_OVERHEAD + sum(len(str(value).encode()) for value in row)
+
+
+def conversation_history(
+    conn: Connection, req: ConversationHistoryRequest, now: float
+) -> ConversationHistoryReply:
+    rows = conn.execute(
+        f"{_SELECT_ROWS} WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (req.conversation_id, req.after_seq, req.limit),
+    ).fetchall()
+    return ConversationHistoryReply(
+        rows=tuple(_message_row(row) for row in within_budget(rows, _row_cost))
+    )
+
+
+def conversation_message(
+    conn: Connection, req: ConversationMessageRequest, now: float
+) -> ConversationMessageReply:
+    rows = conn.execute(f"{_SELECT_ROWS} WHERE message_id = ?", (req.message_id,)).fetchall()
+    if not rows:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such message")
+    return ConversationMessageReply(row=_message_row(rows[0]))
+
+
+# ---------------------------------------------------------------------------------- outbox states
+
+
+def _outbox_row(conn: Connection, outbox_id: str) -> tuple[OutboxState, str | None] | None:
+    """The row's state and the id of the message it carries, or None for an unknown row."""
+    rows = conn.execute(
+        "SELECT o.state, m.message_id FROM outbox AS o"
+        " LEFT JOIN messages AS m ON m.outbox_id = o.outbox_id WHERE o.outbox_id = ?",
+        (outbox_id,),
+    ).fetchall()
+    if not rows:
+        return None
+    state, message_id = rows[0]
+    if state not in TRANSITIONS:
+        raise LineUpError(ErrorCode.INTERNAL_ERROR, "outbox row in an unknown state")
+    assert message_id is None or isinstance(message_id, str)
+    return cast(OutboxState, state), message_id
+
+
+def _transition(
+    conn: Connection, outbox_id: str, event: OutboxEvent
+) -> tuple[OutboxState, OutboxState, str | None]:
+    """`(before, after, message_id)` for `event` on a known row. Raises `invalid_arguments` for
+    an unknown row or an illegal transition."""
+    found = _outbox_row(conn, outbox_id)
+    if found is None:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such outbox row")
+    before, message_id = found
+    return before, next_state(before, event), message_id
+
+
+def _set_state(
+    conn: Connection,
+    outbox_id: str,
+    message_id: str | None,
+    state: OutboxState,
+    failed_code: str | None,
+    now: float,
+) -> None:
+    conn.execute(
+        "UPDATE outbox SET state = ?, failed_code = ? WHERE outbox_id = ?",
+        (state, failed_code, outbox_id),
+    )
+    if message_id is not None:
+        conn.execute(
+            "UPDATE messages SET state = ?, failed_code = ?, updated_at = ? WHERE message_id = ?",
+            (state, failed_code, now, message_id),
+        )
+
+
+def outbox_ack(conn: Connection, req: OutboxAckRequest, now: float) -> OutboxAckReply:
+    found = _outbox_row(conn, req.outbox_id)
+    if found is None:
+        return OutboxAckReply(outbox_id=req.outbox_id, acked=False)
+    before, message_id = found
+    if next_state(before, "ack") == before:  # already sent: keep the first acknowledgement
+        return OutboxAckReply(outbox_id=req.outbox_id, acked=False, message_id=message_id)
+    conn.execute(
+        "UPDATE outbox SET state = 'sent', failed_code = NULL, acked_at = ?, remote_id = ?"
+        " WHERE outbox_id = ?",
+        (now, req.remote_id, req.outbox_id),
+    )
+    if message_id is not None:
+        conn.execute(
+            "UPDATE messages SET state = 'sent', failed_code = NULL,"
+            " remote_seq = coalesce(?, remote_seq), updated_at = ? WHERE message_id = ?",
+            (req.remote_seq, now, message_id),
+        )
+    return OutboxAckReply(outbox_id=req.outbox_id, acked=True, message_id=message_id)
+
+
+def outbox_fail(conn: Connection, req: OutboxFailRequest, now: float) -> OutboxFailReply:
+    before, after, message_id = _transition(conn, req.outbox_id, "fail")
+    if after != before:
+        _set_state(conn, req.outbox_id, message_id, after, req.code, now)
+    return OutboxFailReply(
+        outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
+    )
+
+
+def outbox_retry(conn: Connection, req: OutboxRetryRequest, now: float) -> OutboxRetryReply:
+    before, after, message_id = _transition(conn, req.outbox_id, "retry")
+    if after != before:
+        _set_state(conn, req.outbox_id, message_id, after, None, now)
+    return OutboxRetryReply(
+        outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
+    )

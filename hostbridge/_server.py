@@ -1,0 +1,188 @@
+"""The Shell's HTTP + WebSocket server, on 127.0.0.1 only (DESIGN §7).
+
+Every request must name this server in `Host` (127.0.0.1:PORT or localhost:PORT), which defeats
+DNS rebinding; the WebSocket also needs the per-run token and an `Origin` of this server, so a
+page from any other origin cannot drive the runtime even from the same machine. The token is
+compared in constant time and never logged.
+
+What the Shell sends is a *user* action: it is checked for shape and size here, audited by kind
+(never content), and handed to focus; it never becomes an Agent tool call.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+__all__ = ["MAX_SHELL_FRAME", "ShellHub", "build_app"]
+
+log = logging.getLogger("lineup.hostbridge")
+
+WEB: Final = Path(__file__).parent / "web"
+MAX_SHELL_FRAME: Final = 64 * 1024  # a Shell frame: user text and small intents only
+OUTBOX_PER_SHELL: Final = 256  # frames queued for one Shell before it is dropped as too slow
+CLOSE_POLICY: Final = 4403
+
+STATIC: Final = {"shell.js": "text/javascript", "shell.css": "text/css"}
+
+
+@dataclass(frozen=True)
+class ShellAccess:
+    port: int
+    token: str
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        return frozenset({f"127.0.0.1:{self.port}", f"localhost:{self.port}"})
+
+    @property
+    def origins(self) -> frozenset[str]:
+        return frozenset(f"http://{host}" for host in self.hosts)
+
+    def csp(self) -> str:
+        sockets = " ".join(f"ws://{host}" for host in sorted(self.hosts))
+        return (
+            f"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            f"connect-src 'self' {sockets}; base-uri 'none'; form-action 'none'; "
+            f"frame-ancestors 'none'"
+        )
+
+
+class ShellHub:
+    """The connected Shells: broadcast to all, each through its own bounded queue."""
+
+    def __init__(self) -> None:
+        self._shells: set[trio.MemorySendChannel[str]] = set()
+
+    def broadcast(self, frame: dict[str, Any]) -> None:
+        text = json.dumps(frame, separators=(",", ":"))
+        for queue in list(self._shells):
+            try:
+                queue.send_nowait(text)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                self._shells.discard(queue)  # too slow or gone: it reconnects and resyncs
+                queue.close()
+
+    def join(self) -> tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]]:
+        send, receive = trio.open_memory_channel[str](OUTBOX_PER_SHELL)
+        self._shells.add(send)
+        return send, receive
+
+    def leave(self, queue: trio.MemorySendChannel[str]) -> None:
+        self._shells.discard(queue)
+        queue.close()
+
+    def __len__(self) -> int:
+        return len(self._shells)
+
+
+# What the hostbridge actor provides to the server.
+Greeting = Callable[[], Awaitable[list[dict[str, Any]]]]
+Inbound = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def build_app(
+    access: ShellAccess, hub: ShellHub, greeting: Greeting, inbound: Inbound
+) -> Starlette:
+    def host_ok(headers: Any) -> bool:
+        return headers.get("host", "") in access.hosts
+
+    async def index(request: Request) -> Response:
+        if not host_ok(request.headers):
+            return PlainTextResponse("unknown host", status_code=403)
+        return FileResponse(
+            WEB / "index.html",
+            media_type="text/html",
+            headers={
+                "Content-Security-Policy": access.csp(),
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if not host_ok(request.headers) or name not in STATIC:
+            return PlainTextResponse("not found", status_code=404)
+        return FileResponse(
+            WEB / name, media_type=STATIC[name], headers={"X-Content-Type-Options": "nosniff"}
+        )
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def shell_socket(websocket: WebSocket) -> None:
+        token = websocket.query_params.get("token", "")
+        origin = websocket.headers.get("origin", "")
+        if (
+            not host_ok(websocket.headers)
+            or origin not in access.origins
+            or not hmac.compare_digest(token.encode(), access.token.encode())
+        ):
+            log.warning(
+                "hostbridge.shell_refused host_ok=%s origin_ok=%s",
+                host_ok(websocket.headers),
+                origin in access.origins,
+            )
+            await websocket.close(code=CLOSE_POLICY)
+            return
+        await websocket.accept()
+        send, receive = hub.join()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
+                while True:
+                    text = await websocket.receive_text()
+                    if len(text) > MAX_SHELL_FRAME:
+                        await websocket.close(code=1009)
+                        break
+                    try:
+                        frame = json.loads(text)
+                    except ValueError:
+                        continue
+                    if not isinstance(frame, dict):
+                        continue
+                    if frame.get("type") == "shell.ready":
+                        for hello in await greeting():
+                            send.send_nowait(json.dumps(hello, separators=(",", ":")))
+                        continue
+                    await inbound(frame)
+                nursery.cancel_scope.cancel()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            hub.leave(send)
+
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/static/{name}", static),
+            Route("/{name}", static),
+            Route("/healthz", healthz),
+            WebSocketRoute("/ws", shell_socket),
+        ]
+    )
+
+
+async def _pump(
+    websocket: WebSocket, frames: trio.MemoryReceiveChannel[str], scope: trio.CancelScope
+) -> None:
+    try:
+        async for text in frames:
+            await websocket.send_text(text)
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    scope.cancel()  # the hub dropped us (too slow): close, the Shell reconnects and resyncs

@@ -1,0 +1,557 @@
+// The LineUp Shell: the browser side of hostbridge (DESIGN §7).
+//
+// Theory of operation: one WebSocket to `/ws?token=…` on the page's own host. The server sends
+// whole snapshots (runtime state, the app list, one view per instance); the Shell keeps the
+// latest of each and re-renders from them, so a reconnect or a reload needs nothing but the
+// next snapshot. Every DOM node is built with createElement/textContent/setAttribute: no
+// innerHTML, no inline script or style, no eval, no external load, so a strict CSP holds and
+// nothing in a message can become markup. Markdown arrives as hostbridge's token tree
+// (hostbridge/_markdown.py documents its shapes); this file re-checks it anyway.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "lineup.token";
+  const BACKOFF_MIN_MS = 250;
+  const BACKOFF_MAX_MS = 5000;
+  const MAX_FRAME_CHARS = 4 * 1024 * 1024; // largest frame accepted from the runtime
+  const MAX_SEND_BYTES = 60 * 1024; // hostbridge closes the socket on a Shell frame over 64 KiB
+  const MAX_RENDER_DEPTH = 32;
+  const MAX_NOTICES = 5;
+  const INFO_NOTICE_MS = 8000;
+  const NEAR_BOTTOM_PX = 64;
+  // Close codes after which retrying cannot help: the token was refused.
+  const FATAL_CLOSE_CODES = new Set([4401, 4403]);
+  const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+  const CONTAINER_TAGS = new Set(["p", "strong", "em", "del", "blockquote", "ul", "ol", "li"]);
+  const HEADING_LEVELS = { h1: 1, h2: 2, h3: 3, h4: 4, h5: 5, h6: 6 };
+
+  const RUNTIME_STATES = {
+    created: { label: "Starting…", tone: "busy" },
+    restoring: { label: "Restoring…", tone: "busy" },
+    authenticating: { label: "Signing in…", tone: "busy" },
+    synchronizing: { label: "Syncing…", tone: "busy" },
+    online: { label: "Online", tone: "ok" },
+    reconnecting: {
+      label: "Reconnecting — messages will be sent when the connection returns",
+      tone: "warn",
+    },
+    offline_degraded: {
+      label: "Offline — messages will be sent when the connection returns",
+      tone: "warn",
+    },
+    stopping: { label: "Stopping…", tone: "off" },
+    stopped: { label: "Stopped", tone: "off" },
+  };
+  const LOCAL_STATES = {
+    unknown: { label: "Connecting…", tone: "busy" },
+    disconnected: { label: "Not connected", tone: "off" },
+  };
+  const AUTHORS = { agent: "Agent", user: "You" };
+
+  const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
+  const ui = {
+    runtime: byTestId("runtime-state"),
+    banner: byTestId("connection-banner"),
+    switcher: byTestId("app-switcher"),
+    appList: document.querySelector(".app-list"),
+    chat: byTestId("chat"),
+    timeline: byTestId("timeline"),
+    empty: byTestId("timeline-empty"),
+    composer: byTestId("composer"),
+    input: byTestId("composer-input"),
+    send: byTestId("composer-send"),
+    placeholder: byTestId("app-placeholder"),
+    notices: byTestId("notices"),
+  };
+
+  const shell = {
+    token: null,
+    socket: null,
+    connected: false,
+    attempt: 0,
+    retryTimer: null,
+    gaveUp: false,
+    foreground: null, // instance_id from the last shell.apps
+    instances: [], // from the last shell.apps
+    views: new Map(), // instance_id → {appScope, view}: the last snapshot of each
+    chatInstance: null, // the chat instance whose view the timeline shows
+    composerEnabled: false,
+    rendered: new Map(), // message id → {key, element}, to keep unchanged DOM nodes
+  };
+
+  // ---------------------------------------------------------------- token
+
+  function storageGet(key) {
+    try {
+      return window.sessionStorage.getItem(key);
+    } catch {
+      return null; // storage disabled: the token then lives only as long as the page
+    }
+  }
+
+  function storageSet(key, value) {
+    try {
+      window.sessionStorage.setItem(key, value);
+    } catch {
+      // See storageGet.
+    }
+  }
+
+  // The token comes in the URL fragment (never sent to a server, so never in its logs); it is
+  // kept in sessionStorage for reloads and stripped from the address bar and history.
+  function readToken() {
+    const params = new URLSearchParams(window.location.hash.slice(1));
+    const fromFragment = params.get("token");
+    if (fromFragment) {
+      storageSet(TOKEN_KEY, fromFragment);
+      params.delete("token");
+      const rest = params.toString();
+      const url = window.location.pathname + window.location.search + (rest ? `#${rest}` : "");
+      window.history.replaceState(window.history.state, "", url);
+      return fromFragment;
+    }
+    return storageGet(TOKEN_KEY);
+  }
+
+  // ---------------------------------------------------------------- connection
+
+  function socketUrl() {
+    const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+    return `${scheme}//${window.location.host}/ws?token=${encodeURIComponent(shell.token)}`;
+  }
+
+  function connect() {
+    shell.retryTimer = null;
+    let socket;
+    try {
+      socket = new WebSocket(socketUrl());
+    } catch {
+      scheduleReconnect();
+      return;
+    }
+    shell.socket = socket;
+    socket.addEventListener("open", () => {
+      if (shell.socket !== socket) return;
+      shell.connected = true;
+      shell.attempt = 0;
+      showBanner(null);
+      send({ type: "shell.ready" });
+      updateComposer();
+    });
+    socket.addEventListener("message", (event) => {
+      if (shell.socket === socket) receive(event.data);
+    });
+    socket.addEventListener("close", (event) => {
+      if (shell.socket !== socket) return;
+      shell.socket = null;
+      shell.connected = false;
+      setRuntimeState("disconnected");
+      updateComposer();
+      if (FATAL_CLOSE_CODES.has(event.code)) {
+        shell.gaveUp = true;
+        showBanner(
+          "The runtime refused this page's access token. " +
+            "Open the address printed by `lineup run` again.",
+        );
+        return;
+      }
+      scheduleReconnect();
+    });
+  }
+
+  function scheduleReconnect() {
+    if (shell.gaveUp || shell.retryTimer !== null) return;
+    const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** shell.attempt);
+    const delay = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    shell.attempt = Math.min(shell.attempt + 1, 16);
+    showBanner(`Disconnected from the runtime. Reconnecting in ${Math.ceil(delay / 1000)} s…`);
+    shell.retryTimer = window.setTimeout(connect, delay);
+  }
+
+  function send(frame) {
+    const socket = shell.socket;
+    if (!shell.connected || socket === null || socket.readyState !== WebSocket.OPEN) return false;
+    const text = JSON.stringify(frame);
+    if (new Blob([text]).size > MAX_SEND_BYTES) {
+      addNotice("error", "This message is too long to send. Please shorten it.");
+      return false;
+    }
+    socket.send(text);
+    return true;
+  }
+
+  function showBanner(text) {
+    ui.banner.hidden = text === null;
+    ui.banner.textContent = text ?? "";
+    document.body.classList.toggle("is-disconnected", text !== null);
+  }
+
+  // ---------------------------------------------------------------- frames from the runtime
+
+  const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
+  const isId = (value) => typeof value === "string" && value.length > 0 && value.length <= 200;
+
+  function receive(data) {
+    if (typeof data !== "string" || data.length > MAX_FRAME_CHARS) return;
+    let frame;
+    try {
+      frame = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (!isObject(frame)) return;
+    switch (frame.type) {
+      case "shell.hello":
+        if (isObject(frame.runtime)) setRuntimeState(frame.runtime.state);
+        break;
+      case "shell.runtime":
+        setRuntimeState(frame.state);
+        break;
+      case "shell.view":
+        onView(frame);
+        break;
+      case "shell.apps":
+        onApps(frame);
+        break;
+      case "shell.notice":
+        addNotice(frame.level === "error" ? "error" : "info", frame.text);
+        break;
+      default:
+        break; // a newer runtime may send more; ignoring keeps this Shell working
+    }
+  }
+
+  function setRuntimeState(state) {
+    const known = RUNTIME_STATES[state] ?? LOCAL_STATES[state];
+    const { label, tone } = known ?? { label: "Unknown state", tone: "busy" };
+    ui.runtime.setAttribute("data-state", typeof state === "string" ? state : "unknown");
+    ui.runtime.setAttribute("data-tone", tone);
+    ui.runtime.textContent = label;
+  }
+
+  function onView(frame) {
+    if (!isId(frame.instance_id) || typeof frame.app_scope !== "string") return;
+    if (!isObject(frame.view)) return;
+    shell.views.set(frame.instance_id, { appScope: frame.app_scope, view: frame.view });
+    if (frame.app_scope === "chat") shell.chatInstance = frame.instance_id;
+    render();
+  }
+
+  function onApps(frame) {
+    const instances = Array.isArray(frame.instances) ? frame.instances : [];
+    shell.instances = instances.filter((i) => isObject(i) && isId(i.instance_id));
+    shell.foreground = isId(frame.foreground) ? frame.foreground : null;
+    const live = new Set(shell.instances.map((i) => i.instance_id));
+    for (const id of shell.views.keys()) if (!live.has(id)) shell.views.delete(id);
+    if (shell.chatInstance !== null && !live.has(shell.chatInstance)) shell.chatInstance = null;
+    const chat = shell.instances.find((i) => i.app_scope === "chat");
+    if (shell.chatInstance === null && chat) shell.chatInstance = chat.instance_id;
+    renderSwitcher();
+    render();
+  }
+
+  // ---------------------------------------------------------------- rendering
+
+  function render() {
+    const front = shell.instances.find((i) => i.instance_id === shell.foreground);
+    const chatInFront = !front || front.app_scope === "chat";
+    ui.chat.hidden = !chatInFront;
+    ui.placeholder.hidden = chatInFront;
+    if (!chatInFront) {
+      const title = typeof front.title === "string" && front.title ? front.title : front.app_scope;
+      ui.placeholder.querySelector("p").textContent =
+        `${title} is in front. This Shell cannot show its view yet; ` +
+        "switch back to the conversation with the bar above.";
+    }
+    const entry = shell.chatInstance === null ? undefined : shell.views.get(shell.chatInstance);
+    renderChat(entry && entry.view.kind === "chat.timeline" ? entry.view : null);
+  }
+
+  function renderChat(view) {
+    const items = view && Array.isArray(view.items) ? view.items.filter(isObject) : [];
+    const timeline = ui.timeline;
+    const distance = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight;
+    const stickToBottom = distance < NEAR_BOTTOM_PX;
+
+    const next = new Map();
+    const elements = [];
+    for (const item of items) {
+      if (!isId(item.id) || next.has(item.id)) continue;
+      const key = JSON.stringify(item);
+      const old = shell.rendered.get(item.id);
+      const element = old && old.key === key ? old.element : renderMessage(item);
+      const retry = element.querySelector('[data-testid="retry"]');
+      if (retry) retry.disabled = false;
+      next.set(item.id, { key, element });
+      elements.push(element);
+    }
+    // Move only what changed, so unchanged messages are not re-announced by the live region.
+    let cursor = timeline.firstChild;
+    for (const element of elements) {
+      if (element === cursor) {
+        cursor = cursor.nextSibling;
+      } else {
+        timeline.insertBefore(element, cursor);
+      }
+    }
+    while (cursor) {
+      const following = cursor.nextSibling;
+      cursor.remove();
+      cursor = following;
+    }
+    shell.rendered = next;
+    ui.empty.hidden = elements.length > 0;
+    shell.composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
+    updateComposer();
+    if (stickToBottom) timeline.scrollTop = timeline.scrollHeight;
+  }
+
+  function renderMessage(item) {
+    const author = item.author === "user" ? "user" : "agent";
+    const state = ["received", "pending", "sent", "failed"].includes(item.state)
+      ? item.state
+      : "received";
+    const li = document.createElement("li");
+    li.className = `message from-${author}`;
+    li.setAttribute("data-testid", "message");
+    li.setAttribute("data-author", author);
+    li.setAttribute("data-state", state);
+    li.setAttribute("data-message-id", item.id);
+
+    const who = document.createElement("span");
+    who.className = "visually-hidden";
+    who.textContent = `${AUTHORS[author]}: `;
+    li.append(who);
+
+    const bubble = document.createElement("div");
+    bubble.className = "bubble";
+    bubble.setAttribute("data-testid", "message-body");
+    renderNodes(item.tree, bubble, 0);
+    li.append(bubble);
+
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    const at = Number(item.at);
+    if (Number.isFinite(at) && at > 0) {
+      const date = new Date(at * 1000);
+      const time = document.createElement("time");
+      time.setAttribute("datetime", date.toISOString());
+      time.setAttribute("title", date.toLocaleString());
+      time.textContent = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      meta.append(time);
+    }
+    if (state === "pending") {
+      const status = document.createElement("span");
+      status.className = "status status-pending";
+      status.setAttribute("data-testid", "message-status");
+      status.textContent = "sending…";
+      meta.append(status);
+    } else if (state === "failed") {
+      const status = document.createElement("span");
+      status.className = "status status-failed";
+      status.setAttribute("data-testid", "message-status");
+      status.textContent = "Not sent";
+      const retry = document.createElement("button");
+      retry.type = "button";
+      retry.className = "retry";
+      retry.setAttribute("data-testid", "retry");
+      retry.setAttribute("aria-label", "Retry sending this message");
+      retry.textContent = "Retry";
+      retry.addEventListener("click", () => {
+        const instanceId = shell.chatInstance;
+        if (instanceId === null) return;
+        const sent = send({
+          type: "ui.event",
+          app_scope: "chat",
+          instance_id: instanceId,
+          event: { kind: "message.retry", message_id: item.id },
+        });
+        if (sent) retry.disabled = true; // until the next snapshot says what became of it
+      });
+      meta.append(status, retry);
+    }
+    li.append(meta);
+    return li;
+  }
+
+  // The Markdown token tree → DOM. Unknown nodes keep only their text; past the depth cap,
+  // containers are flattened into their parent.
+  function renderNodes(nodes, parent, depth) {
+    if (!Array.isArray(nodes)) return;
+    for (const node of nodes) if (isObject(node)) renderNode(node, parent, depth);
+  }
+
+  function renderNode(node, parent, depth) {
+    const t = node.t;
+    if (t === "text") {
+      parent.append(document.createTextNode(String(node.v ?? "")));
+    } else if (t === "br" || t === "hr") {
+      parent.append(document.createElement(t));
+    } else if (t === "code") {
+      const code = document.createElement("code");
+      code.textContent = String(node.v ?? "");
+      parent.append(code);
+    } else if (t === "pre") {
+      const pre = document.createElement("pre");
+      const code = document.createElement("code");
+      code.textContent = String(node.v ?? "");
+      if (typeof node.lang === "string" && /^[\w+#.-]{1,32}$/.test(node.lang)) {
+        pre.setAttribute("data-lang", node.lang);
+      }
+      pre.append(code);
+      parent.append(pre);
+    } else if (depth >= MAX_RENDER_DEPTH) {
+      renderNodes(node.c, parent, depth);
+    } else if (t === "a") {
+      const href = safeHref(node.href);
+      const link = document.createElement(href === null ? "span" : "a");
+      if (href !== null) {
+        link.setAttribute("href", href);
+        link.setAttribute("rel", "noopener noreferrer");
+        link.setAttribute("target", "_blank");
+      }
+      renderNodes(node.c, link, depth + 1);
+      parent.append(link);
+    } else if (CONTAINER_TAGS.has(t)) {
+      const element = document.createElement(t);
+      if (t === "ol" && Number.isInteger(node.start) && node.start >= 0) {
+        element.setAttribute("start", String(node.start));
+      }
+      renderNodes(node.c, element, depth + 1);
+      parent.append(element);
+    } else if (t in HEADING_LEVELS) {
+      // The page owns h1/h2: a message's headings sit below them (h3…h6).
+      const level = Math.min(6, HEADING_LEVELS[t] + 2);
+      const heading = document.createElement(`h${level}`);
+      heading.className = `md-${t}`;
+      renderNodes(node.c, heading, depth + 1);
+      parent.append(heading);
+    } else {
+      renderNodes(node.c, parent, depth);
+    }
+  }
+
+  function safeHref(href) {
+    if (typeof href !== "string") return null;
+    try {
+      const url = new URL(href);
+      return SAFE_PROTOCOLS.has(url.protocol) ? url.href : null;
+    } catch {
+      return null; // relative or malformed: not a link
+    }
+  }
+
+  function renderSwitcher() {
+    ui.switcher.hidden = shell.instances.length === 0;
+    const items = shell.instances.map((instance) => {
+      const li = document.createElement("li");
+      li.className = "app";
+      const inFront = instance.instance_id === shell.foreground;
+      const title =
+        typeof instance.title === "string" && instance.title ? instance.title : instance.app_scope;
+      const tab = document.createElement("button");
+      tab.type = "button";
+      tab.className = "app-tab";
+      tab.setAttribute("data-testid", "app-tab");
+      tab.setAttribute("data-instance-id", instance.instance_id);
+      tab.setAttribute("data-app-scope", String(instance.app_scope));
+      tab.setAttribute("data-state", String(instance.state));
+      if (inFront) tab.setAttribute("aria-current", "true");
+      tab.textContent = String(title);
+      tab.addEventListener("click", () => {
+        if (instance.instance_id !== shell.foreground) {
+          send({ type: "ui.intent", intent: "focus", instance_id: instance.instance_id });
+        }
+      });
+      li.append(tab);
+      if (instance.app_scope !== "chat") {
+        const close = document.createElement("button");
+        close.type = "button";
+        close.className = "app-close";
+        close.setAttribute("data-testid", "app-close");
+        close.setAttribute("data-instance-id", instance.instance_id);
+        close.setAttribute("aria-label", `Close ${title}`);
+        close.setAttribute("title", `Close ${title}`);
+        close.textContent = "×";
+        close.addEventListener("click", () => {
+          send({ type: "ui.intent", intent: "close", instance_id: instance.instance_id });
+        });
+        li.append(close);
+      }
+      return li;
+    });
+    ui.appList.replaceChildren(...items);
+  }
+
+  function addNotice(level, text) {
+    if (typeof text !== "string" || !text) return;
+    const notice = document.createElement("div");
+    notice.className = `notice notice-${level}`;
+    notice.setAttribute("data-testid", "notice");
+    notice.setAttribute("data-level", level);
+    notice.setAttribute("role", level === "error" ? "alert" : "status");
+    const body = document.createElement("span");
+    body.className = "notice-text";
+    body.textContent = text.slice(0, 2000);
+    const dismiss = document.createElement("button");
+    dismiss.type = "button";
+    dismiss.className = "notice-dismiss";
+    dismiss.setAttribute("aria-label", "Dismiss notification");
+    dismiss.textContent = "×";
+    dismiss.addEventListener("click", () => notice.remove());
+    notice.append(body, dismiss);
+    ui.notices.append(notice);
+    while (ui.notices.children.length > MAX_NOTICES) ui.notices.firstElementChild.remove();
+    if (level === "info") window.setTimeout(() => notice.remove(), INFO_NOTICE_MS);
+  }
+
+  // ---------------------------------------------------------------- composer
+
+  function canSend() {
+    return shell.connected && shell.composerEnabled && shell.chatInstance !== null;
+  }
+
+  function updateComposer() {
+    // The text stays editable while the socket is down (a draft survives a reconnect); the
+    // chat app's own "composer.enabled: false" disables it outright.
+    ui.input.disabled = !shell.composerEnabled;
+    ui.send.disabled = !canSend();
+  }
+
+  function submit() {
+    const text = ui.input.value;
+    if (!text.trim() || !canSend()) return;
+    const sent = send({
+      type: "ui.event",
+      app_scope: "chat",
+      instance_id: shell.chatInstance,
+      event: { kind: "composer.submit", text },
+    });
+    if (sent) {
+      ui.input.value = "";
+      ui.input.focus();
+    }
+  }
+
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+  ui.input.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    submit();
+  });
+
+  // ---------------------------------------------------------------- start
+
+  shell.token = readToken();
+  setRuntimeState("unknown");
+  if (shell.token) {
+    connect();
+  } else {
+    setRuntimeState("disconnected");
+    showBanner("No access token. Open the address printed by `lineup run`.");
+  }
+})();

@@ -1,0 +1,128 @@
+"""The chat: keeps the IM timeline and shows it through the Shell's trusted components.
+
+The timeline is rebuilt from the runtime (history + inbox) at start and on every refresh, so
+nothing that matters lives only in this process. A user message shows at once as `pending`
+(the local echo), becomes `sent` when the AppServer has taken it, or `failed` (with a retry)
+when it refused it for good.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any, Final
+
+from lineup.sdk import AppContext, LineUpError, MiniApp
+from lineup.sdk import protocol as p
+
+__all__ = ["Chat"]
+
+SHOWN: Final = 200  # the timeline keeps the newest items; older ones stay in history
+MAX_TEXT: Final = 64 * 1024
+
+
+class Chat(MiniApp):
+    def __init__(self) -> None:
+        self._items: dict[str, dict[str, Any]] = {}
+
+    async def start(self, app: AppContext) -> None:
+        self.app = app
+        await self._reload()
+
+    async def _reload(self) -> None:
+        for item in await self.app.conversation.history(limit=500):
+            self._items[item.message_id] = {
+                "id": item.message_id,
+                "seq": item.seq,
+                "author": item.author,
+                "state": item.state,
+                "markdown": item.markdown,
+                "at": item.at,
+            }
+        for delivery in await self.app.inbox.list():
+            self._take(delivery)
+            await self.app.inbox.acknowledge(delivery.delivery_id)
+        await self._render()
+
+    def _take(self, delivery: p.Delivery) -> None:
+        envelope = delivery.envelope
+        if envelope.get("type") != "lineup.v1.text":
+            return
+        payload = envelope.get("payload") or {}
+        self._items.setdefault(
+            delivery.delivery_id,
+            {
+                "id": delivery.delivery_id,
+                "seq": delivery.seq,
+                "author": "agent",
+                "state": "received",
+                "markdown": str(payload.get("markdown", "")),
+                "at": 0.0,
+            },
+        )
+
+    async def on_delivery(self, delivery: p.Delivery) -> None:
+        self._take(delivery)
+        await self._render()
+        await self.app.inbox.acknowledge(delivery.delivery_id)
+
+    async def on_ui_event(self, event: p.UiEvent) -> None:
+        kind = event.event.get("kind")
+        if kind == "composer.submit":
+            text = event.event.get("text")
+            if isinstance(text, str) and text.strip() and len(text) <= MAX_TEXT:
+                await self._send(str(uuid.uuid4()), text.strip())
+        elif kind == "message.retry":
+            message_id = event.event.get("message_id")
+            item = self._items.get(message_id) if isinstance(message_id, str) else None
+            if item is not None and item["state"] == "failed":
+                item["state"] = "pending"
+                await self._render()
+                try:
+                    await self.app.conversation.retry(item["id"])
+                except LineUpError:
+                    item["state"] = "failed"
+                    await self._render()
+
+    async def _send(self, message_id: str, markdown: str) -> None:
+        item = {
+            "id": message_id,
+            "seq": None,
+            "author": "user",
+            "state": "pending",
+            "markdown": markdown,
+            "at": 0.0,
+        }
+        self._items[message_id] = item
+        await self._render()  # the local echo, before anything else
+        try:
+            receipt = await self.app.conversation.send_text(message_id, markdown)
+            item["seq"] = receipt.seq
+        except LineUpError:
+            item["state"] = "failed"
+            await self._render()
+
+    async def on_conversation_updated(self, event: p.ConversationUpdatedEvent) -> None:
+        item = self._items.get(event.message_id)
+        if item is not None:
+            item["state"] = event.state
+            await self._render()
+
+    async def on_view_refresh(self) -> None:
+        await self._reload()
+
+    async def _render(self) -> None:
+        ordered = sorted(
+            self._items.values(), key=lambda i: i["seq"] if i["seq"] is not None else math.inf
+        )
+        shown = ordered[-SHOWN:]
+        await self.app.ui.render(
+            self.app.instance_id,
+            {
+                "kind": "chat.timeline",
+                "items": [
+                    {k: i[k] for k in ("id", "author", "state", "markdown", "at")} for i in shown
+                ],
+                "composer": {"enabled": True},
+            },
+        )

@@ -1,0 +1,251 @@
+"""The Remote Agent's half of the AppServer protocol (DESIGN §12), over httpx under trio.
+
+Theory of operation: every call is one HTTP request, retried with capped exponential backoff
+(and jitter) when the connection fails or the server answers 5xx, up to a bounded number of
+attempts. A POST keeps one `Idempotency-Key` across its retries, so a retry after a lost answer
+stores nothing twice. A 4xx is the caller's fault and is never retried. No httpx exception
+leaves this module: everything becomes `AppServerError` with the server's wire code (or
+`unreachable` when no answer came at all).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Final, Self
+
+import httpx
+import trio
+
+__all__ = [
+    "REQUEST_TIMEOUT_S",
+    "RETRY_ATTEMPTS",
+    "RETRY_BASE_S",
+    "RETRY_CAP_S",
+    "UNREACHABLE",
+    "AgentClient",
+    "AppServerError",
+    "utc_timestamp",
+]
+
+log = logging.getLogger("lineup.agent")
+
+REQUEST_TIMEOUT_S: Final = 10.0  # per attempt, on top of a long poll's own wait
+RETRY_ATTEMPTS: Final = 6
+RETRY_BASE_S: Final = 0.05
+RETRY_CAP_S: Final = 2.0
+UNREACHABLE: Final = "unreachable"  # the code when no attempt got an HTTP answer
+
+TEXT: Final = "lineup.v1.text"
+TOOL_CALL: Final = "lineup.v1.tool.call"
+DISMISS: Final = "lineup.v1.interaction.dismiss"
+
+
+class AppServerError(Exception):
+    """The AppServer refused a call (`code` is its wire code, `status` the HTTP status) or
+    could not be reached (`code == "unreachable"`, `status is None`)."""
+
+    def __init__(self, code: str, status: int | None = None) -> None:
+        super().__init__(code if status is None else f"{code} ({status})")
+        self.code = code
+        self.status = status
+
+
+def utc_timestamp() -> str:
+    """Now, as ISO 8601 UTC with milliseconds: `2024-05-01T12:00:00.000Z`."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+class AgentClient:
+    """One agent's session with an AppServer. Use as `async with AgentClient(url) as client`.
+
+    `transport` replaces the network (an `httpx.MockTransport` in tests). Every method raises
+    `AppServerError`; none logs message text or tokens.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        attempts: int = RETRY_ATTEMPTS,
+        backoff_s: float = RETRY_BASE_S,
+        backoff_cap_s: float = RETRY_CAP_S,
+    ) -> None:
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), transport=transport, timeout=REQUEST_TIMEOUT_S
+        )
+        self._attempts = attempts
+        self._backoff_s = backoff_s
+        self._backoff_cap_s = backoff_cap_s
+        self._token: str | None = None
+        self.agent_id: str | None = None
+        self.conversation_ids: tuple[str, ...] = ()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ------------------------------------------------------------------------------- calls
+
+    async def login(self, agent_id: str, secret: str) -> list[str]:
+        """Log in; returns (and remembers) the conversations this agent serves."""
+        answer = await self._request(
+            "POST", "/v1/agent/login", json={"agent_id": agent_id, "secret": secret}, auth=False
+        )
+        token, conversations = answer.get("token"), answer.get("conversation_ids")
+        if not isinstance(token, str) or not isinstance(conversations, list):
+            raise AppServerError("invalid_answer", 200)
+        self._token = token
+        self.agent_id = agent_id
+        self.conversation_ids = tuple(str(c) for c in conversations)
+        log.info("agent.logged_in agent_id=%s conversations=%d", agent_id, len(conversations))
+        return list(self.conversation_ids)
+
+    async def sync(self, cursor: str = "", timeout_ms: int = 0) -> tuple[list[dict[str, Any]], str]:
+        """The client→agent messages after `cursor` (long-polling up to `timeout_ms`), and the
+        cursor to pass next time. An empty cursor means from the start."""
+        params = {"cursor": cursor, "timeout_ms": str(timeout_ms)}
+        answer = await self._request(
+            "GET",
+            "/v1/agent/sync",
+            params=params,
+            timeout=REQUEST_TIMEOUT_S + timeout_ms / 1000,
+        )
+        messages, next_cursor = answer.get("messages"), answer.get("cursor")
+        if not isinstance(messages, list) or not isinstance(next_cursor, str):
+            raise AppServerError("invalid_answer", 200)
+        return [m for m in messages if isinstance(m, dict)], next_cursor
+
+    async def send(self, envelope: dict[str, Any], idempotency_key: str) -> dict[str, Any]:
+        """Post one envelope; returns the server's `{"message_id", "seq"}`. The same key again
+        returns the same answer and stores nothing new."""
+        return await self._request(
+            "POST",
+            "/v1/agent/messages",
+            json=envelope,
+            headers={"Idempotency-Key": idempotency_key},
+        )
+
+    async def say(
+        self, conversation_id: str, markdown: str, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Send a `lineup.v1.text`. The key defaults to the new envelope's id."""
+        envelope = self._envelope(conversation_id, TEXT, {"markdown": markdown})
+        return await self.send(envelope, idempotency_key or envelope["id"])
+
+    async def call_tool(
+        self,
+        conversation_id: str,
+        tool: str,
+        input: dict[str, Any],
+        inventory_revision: Any,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Send a `lineup.v1.tool.call`; returns `{"message_id", "seq", "call_id"}` (the
+        call_id is generated when not given)."""
+        call_id = call_id or _new_id("call")
+        payload = {
+            "call_id": call_id,
+            "tool": tool,
+            "inventory_revision": inventory_revision,
+            "input": input,
+        }
+        envelope = self._envelope(conversation_id, TOOL_CALL, payload)
+        answer = await self.send(envelope, envelope["id"])
+        return {**answer, "call_id": call_id}
+
+    async def dismiss(self, conversation_id: str, control_id: str, call_id: str) -> dict[str, Any]:
+        """Send a `lineup.v1.interaction.dismiss` for an open interaction."""
+        payload = {"control_id": control_id, "call_id": call_id}
+        envelope = self._envelope(conversation_id, DISMISS, payload)
+        return await self.send(envelope, envelope["id"])
+
+    # ----------------------------------------------------------------------------- helpers
+
+    def _envelope(self, conversation_id: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        # The server stamps the real sender; ours is only what a well-behaved agent would say.
+        return {
+            "v": 1,
+            "id": _new_id("msg"),
+            "type": kind,
+            "conversation_id": conversation_id,
+            "sender": {"kind": "agent", "id": self.agent_id or ""},
+            "timestamp": utc_timestamp(),
+            "payload": payload,
+        }
+
+    def _backoff(self, attempt: int) -> float:
+        delay = min(self._backoff_cap_s, self._backoff_s * 2.0**attempt)
+        return delay * random.uniform(0.5, 1.0)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = REQUEST_TIMEOUT_S,
+        auth: bool = True,
+    ) -> dict[str, Any]:
+        all_headers = dict(headers or {})
+        if auth:
+            if self._token is None:
+                raise AppServerError("unauthorized", None)
+            all_headers["Authorization"] = f"Bearer {self._token}"
+        failure = AppServerError(UNREACHABLE)
+        for attempt in range(self._attempts):
+            if attempt:
+                await trio.sleep(self._backoff(attempt - 1))
+            try:
+                response = await self._http.request(
+                    method, path, json=json, params=params, headers=all_headers, timeout=timeout
+                )
+            except httpx.TransportError as exc:
+                log.info("agent.retry path=%s error=%s", path, type(exc).__name__)
+                failure = AppServerError(UNREACHABLE)
+                continue
+            if response.status_code >= 500:
+                log.info("agent.retry path=%s status=%d", path, response.status_code)
+                failure = AppServerError(_code_of(response), response.status_code)
+                continue
+            if response.status_code >= 400:
+                raise AppServerError(_code_of(response), response.status_code)
+            try:
+                answer = response.json()
+            except ValueError as exc:
+                raise AppServerError("invalid_answer", response.status_code) from exc
+            if not isinstance(answer, dict):
+                raise AppServerError("invalid_answer", response.status_code)
+            return answer
+        raise failure
+
+
+def _code_of(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"http_{response.status_code}"
+    code = body.get("error") if isinstance(body, dict) else None
+    return code if isinstance(code, str) else f"http_{response.status_code}"

@@ -1,0 +1,9 @@
+"""`python -m lineup.ops.devserver`: the same as `lineup devserver`."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,32 @@
+"""The devserver as a supervised actor, for trees that want a local AppServer beside them."""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from lineup.actors.kernel.actor import Actor
+from lineup.actors.kernel.identity import ActorKind
+
+from ._config import DevServerConfig
+from ._serve import serve
+
+__all__ = ["DevServerActor"]
+
+log = logging.getLogger("lineup.devserver")
+
+
+class DevServerActor(Actor):
+    """Serves DESIGN §12 from `ctx.config["devserver"]` (see `DevServerConfig.from_mapping`;
+    a relative `db_path` lives in the data dir, default `devserver.db`) until cancelled."""
+
+    kind = ActorKind.DEV
+    url: str | None = None  # the bound base URL, once listening
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        raw = self.ctx.config.get("devserver") or {}
+        config = DevServerConfig.from_mapping(raw, base_dir=self.ctx.data_dir)
+        async with trio.open_nursery() as nursery:
+            self.url = await nursery.start(serve, config)
+            task_status.started()

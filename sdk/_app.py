@@ -1,0 +1,186 @@
+"""The MiniApp side of the SDK: what an app's code sees, and the process that hosts it.
+
+Theory of operation
+-------------------
+A MiniApp is a `MiniApp` subclass. Its process runs `MiniAppHost`, an actor of kind `miniapp`
+whose only channels go to the router, focus and gateway (the ACL table). Every event the
+runtime sends the app (a delivery, a user action, a state change) is queued in arrival order
+and handed to the app's hooks one at a time, so app code never races with itself. Every write
+the app makes is a request the runtime may refuse with a stable `ErrorCode`.
+
+Deliveries are at-least-once: the inbox is the reliable path (listed at start and whenever the
+runtime asks for a refresh) and events are the fast one, so hooks must be idempotent by id.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any, Final, TypeVar
+
+import trio
+
+from lineup.actors.kernel import (
+    Actor,
+    ActorKind,
+    Envelope,
+    ErrorCode,
+    LineUpError,
+    Message,
+    handles,
+)
+
+from . import protocol as p
+
+__all__ = ["AppContext", "Conversation", "Inbox", "MiniApp", "MiniAppHost", "Ui"]
+
+log = logging.getLogger("lineup.sdk")
+
+M = TypeVar("M", bound=Message)
+EVENT_QUEUE: Final = 1024
+CALL_TIMEOUT: Final = 15.0
+
+
+class Inbox:
+    def __init__(self, host: MiniAppHost) -> None:
+        self._host = host
+
+    async def list(self, after_seq: int = 0, limit: int = 100) -> tuple[p.Delivery, ...]:
+        reply = await self._host.call(
+            "router", p.InboxListRequest(after_seq=after_seq, limit=limit), p.InboxListReply
+        )
+        return reply.deliveries
+
+    async def acknowledge(self, delivery_id: str) -> p.CommandReceipt:
+        return await self._host.call(
+            "router", p.InboxAckRequest(delivery_id=delivery_id), p.CommandReceipt
+        )
+
+
+class Conversation:
+    def __init__(self, host: MiniAppHost) -> None:
+        self._host = host
+
+    async def send_text(self, message_id: str, markdown: str) -> p.CommandReceipt:
+        """Persist the user's text for the Agent (idempotent by `message_id`)."""
+        return await self._host.call(
+            "router",
+            p.ConversationSendTextRequest(message_id=message_id, markdown=markdown),
+            p.CommandReceipt,
+        )
+
+    async def retry(self, message_id: str) -> p.CommandReceipt:
+        return await self._host.call(
+            "router", p.ConversationRetryRequest(message_id=message_id), p.CommandReceipt
+        )
+
+    async def history(self, after_seq: int = 0, limit: int = 200) -> tuple[p.ConversationItem, ...]:
+        reply = await self._host.call(
+            "router",
+            p.ConversationHistoryRequest(after_seq=after_seq, limit=limit),
+            p.ConversationHistoryReply,
+        )
+        return reply.items
+
+
+class Ui:
+    def __init__(self, host: MiniAppHost) -> None:
+        self._host = host
+
+    async def render(self, instance_id: str, view: dict[str, Any]) -> None:
+        """Replace the instance's whole view state (the Shell renders it with trusted parts)."""
+        await self._host.call(
+            "focus", p.ViewUpdateRequest(instance_id=instance_id, view=view), p.CommandReceipt
+        )
+
+
+class AppContext:
+    """What the runtime gives one MiniApp process. Read-only facts plus the SDK's services."""
+
+    def __init__(self, host: MiniAppHost, app_scope: str, instance_id: str) -> None:
+        self.app_scope = app_scope
+        self.instance_id = instance_id
+        self.inbox = Inbox(host)
+        self.conversation = Conversation(host)
+        self.ui = Ui(host)
+
+
+class MiniApp:
+    """Base class of a MiniApp's logic. Override the hooks you need; each runs alone."""
+
+    async def start(self, app: AppContext) -> None:
+        """Called once when the process starts, before any other hook."""
+
+    async def on_delivery(self, delivery: p.Delivery) -> None:
+        """A delivery to this app's inbox; acknowledge it once handled."""
+
+    async def on_ui_event(self, event: p.UiEvent) -> None:
+        """The user acted on one of this app's views."""
+
+    async def on_conversation_updated(self, event: p.ConversationUpdatedEvent) -> None:
+        """One of this app's outgoing messages changed state."""
+
+    async def on_view_refresh(self) -> None:
+        """The runtime lost its copy of the view: render again (and re-read the inbox)."""
+
+
+class MiniAppHost(Actor):
+    """The process of one MiniApp. Config: `{"app": "module:Class", "instance_id": str}`."""
+
+    kind = ActorKind.MINIAPP
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._events_in, self._events_out = trio.open_memory_channel[Message](EVENT_QUEUE)
+
+    async def call(self, peer: str, request: Message, expect: type[M]) -> M:
+        return await self.bus.request(
+            peer, request, expect=expect, timeout=CALL_TIMEOUT, retry=True
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        module_name, _, class_name = str(self.ctx.config["app"]).partition(":")
+        app_class = getattr(importlib.import_module(module_name), class_name)
+        app: MiniApp = app_class()
+        scope = self.ctx.identity.name.removeprefix("miniapp:")
+        await app.start(AppContext(self, scope, str(self.ctx.config.get("instance_id", scope))))
+        task_status.started()
+        async for event in self._events_out:
+            try:
+                await _dispatch(app, event)
+            except LineUpError as exc:
+                log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+
+    def _enqueue(self, event: Message) -> None:
+        try:
+            self._events_in.send_nowait(event)
+        except trio.WouldBlock:
+            # Deliveries stay in the inbox; a refresh re-reads it.
+            raise LineUpError(ErrorCode.MAILBOX_FULL, event.TYPE) from None
+
+    @handles(p.DeliveryEvent)
+    def on_delivery(self, msg: p.DeliveryEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
+    @handles(p.UiEvent)
+    def on_ui_event(self, msg: p.UiEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
+    @handles(p.ConversationUpdatedEvent)
+    def on_conversation_updated(self, msg: p.ConversationUpdatedEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
+    @handles(p.ViewRefreshEvent)
+    def on_view_refresh(self, msg: p.ViewRefreshEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
+
+async def _dispatch(app: MiniApp, event: Message) -> None:
+    if isinstance(event, p.DeliveryEvent):
+        await app.on_delivery(event.delivery)
+    elif isinstance(event, p.UiEvent):
+        await app.on_ui_event(event)
+    elif isinstance(event, p.ConversationUpdatedEvent):
+        await app.on_conversation_updated(event)
+    elif isinstance(event, p.ViewRefreshEvent):
+        await app.on_view_refresh()

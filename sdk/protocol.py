@@ -1,0 +1,152 @@
+"""The MiniApp protocol: every message between a MiniApp process and the runtime.
+
+A MiniApp may send only `router.sdk.*`, `focus.sdk.*` and `gateway.sdk.*` (the ACL table), and
+receives only `miniapp.*`. Its `app_scope` is never a field here: the runtime derives it from
+the channel the message arrived on, so a MiniApp cannot speak for another app.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from lineup.actors.kernel import Message
+
+__all__ = [
+    "CommandReceipt",
+    "ConversationHistoryReply",
+    "ConversationHistoryRequest",
+    "ConversationItem",
+    "ConversationRetryRequest",
+    "ConversationSendTextRequest",
+    "ConversationUpdatedEvent",
+    "Delivery",
+    "DeliveryEvent",
+    "InboxAckRequest",
+    "InboxListReply",
+    "InboxListRequest",
+    "UiEvent",
+    "ViewRefreshEvent",
+    "ViewUpdateRequest",
+]
+
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+MAX_TEXT = 64 * 1024
+
+
+class CommandReceipt(Message):
+    """The runtime accepted (and persisted) a MiniApp's write. Refusals are error codes."""
+
+    type: Literal["router.sdk.receipt"] = "router.sdk.receipt"
+    id: Id
+    seq: int | None = None
+    changed: bool = True
+
+
+# ---------------------------------------------------------------------------------- inbox
+
+
+class Delivery(Message):
+    """One persisted delivery to this app, normalised (the app never sees a wire envelope)."""
+
+    type: Literal["miniapp.delivery"] = "miniapp.delivery"
+    delivery_id: Id
+    seq: int
+    envelope: dict[str, Any]  # a RuntimeEnvelope (seed 004 §5.1) as JSON
+
+
+class DeliveryEvent(Message):
+    """Runtime → app: a new delivery is in your inbox (acknowledge it when handled)."""
+
+    type: Literal["miniapp.inbox.delivery"] = "miniapp.inbox.delivery"
+    delivery: Delivery
+
+
+class InboxListRequest(Message):
+    type: Literal["router.sdk.inbox.list"] = "router.sdk.inbox.list"
+    after_seq: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=500)
+
+
+class InboxListReply(Message):
+    type: Literal["router.sdk.inbox.list.reply"] = "router.sdk.inbox.list.reply"
+    deliveries: tuple[Delivery, ...]
+
+
+class InboxAckRequest(Message):
+    type: Literal["router.sdk.inbox.ack"] = "router.sdk.inbox.ack"
+    delivery_id: Id
+
+
+# ---------------------------------------------------------------------------------- conversation
+
+
+class ConversationItem(Message):
+    """One message of the app's conversation, as the IM shows it."""
+
+    type: Literal["miniapp.conversation.item"] = "miniapp.conversation.item"
+    message_id: Id
+    seq: int
+    author: Literal["agent", "user"]
+    state: Literal["received", "pending", "sent", "failed"]
+    markdown: str
+    at: float
+
+
+class ConversationSendTextRequest(Message):
+    """Send the user's text to the Agent. Idempotent by `message_id` (the app chooses it)."""
+
+    type: Literal["router.sdk.conversation.send_text"] = "router.sdk.conversation.send_text"
+    message_id: Id
+    markdown: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class ConversationRetryRequest(Message):
+    type: Literal["router.sdk.conversation.retry"] = "router.sdk.conversation.retry"
+    message_id: Id
+
+
+class ConversationHistoryRequest(Message):
+    type: Literal["router.sdk.conversation.history"] = "router.sdk.conversation.history"
+    after_seq: int = Field(default=0, ge=0)
+    limit: int = Field(default=200, ge=1, le=500)
+
+
+class ConversationHistoryReply(Message):
+    type: Literal["router.sdk.conversation.history.reply"] = "router.sdk.conversation.history.reply"
+    items: tuple[ConversationItem, ...]
+
+
+class ConversationUpdatedEvent(Message):
+    """Runtime → app: an outbound message changed state (the AppServer took it, or refused)."""
+
+    type: Literal["miniapp.conversation.updated"] = "miniapp.conversation.updated"
+    message_id: Id
+    state: Literal["pending", "sent", "failed"]
+    code: str | None = None
+
+
+# ---------------------------------------------------------------------------------- ui
+
+
+class ViewUpdateRequest(Message):
+    """The app's whole view state for the Shell's trusted components (replace, never merge)."""
+
+    type: Literal["focus.sdk.view.update"] = "focus.sdk.view.update"
+    instance_id: Id
+    view: dict[str, Any]
+
+
+class ViewRefreshEvent(Message):
+    """Runtime → app: send your whole view again (the runtime side lost its copy)."""
+
+    type: Literal["miniapp.view.refresh"] = "miniapp.view.refresh"
+
+
+class UiEvent(Message):
+    """Shell → app, through hostbridge and focus: a user action on the app's view."""
+
+    type: Literal["miniapp.ui.event"] = "miniapp.ui.event"
+    instance_id: Id
+    event: dict[str, Any]

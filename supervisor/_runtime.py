@@ -1,0 +1,165 @@
+"""The runtime's tree as `lineup run` builds it: which children, in which order, told what.
+
+Each child gets only its own configuration: the AppServer address and credentials go to the
+transport alone (and to the dev parts that *are* the AppServer and the Agent); the Shell's token
+goes to the hostbridge alone.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from lineup.actors.kernel import ActorKind
+
+from ._spec import ChildSpec, Restart
+
+__all__ = ["RuntimeOptions", "RuntimePlan", "plan_runtime"]
+
+CHAT: Final = {"app_scope": "chat", "instance_id": "chat"}
+PRELOAD: Final = (
+    "httpx",
+    "hypercorn.trio",
+    "starlette.applications",
+    "markdown_it",
+    "lineup.sdk",
+    "lineup.miniapps.chat",
+    "lineup.ops.devserver.actor",
+    "lineup.ops.agent.demo",
+)
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    data_dir: Path
+    sqlite_synchronous: str = "normal"
+    appserver: str | None = None  # None: the embedded reference AppServer on loopback
+    username: str = "demo"
+    password: str = "demo"
+    agent_id: str = "demo-agent"
+    agent_secret: str = "demo-secret"
+    conversation_id: str = "conv-demo"
+    demo_agent: bool = True
+    shell_port: int = 0  # 0: any free port
+    appserver_port: int = 0
+
+
+@dataclass
+class RuntimePlan:
+    specs: list[ChildSpec]
+    shell_url: str
+    appserver_url: str
+    info: dict[str, str] = field(default_factory=dict)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
+    embedded = options.appserver is None
+    appserver_port = options.appserver_port or (_free_port() if embedded else 0)
+    appserver_url = options.appserver or f"http://127.0.0.1:{appserver_port}"
+    shell_port = options.shell_port or _free_port()
+    token = secrets.token_urlsafe(32)
+
+    def child(
+        name: str, kind: ActorKind, target: str, config: dict[str, Any] | None = None, **kw: Any
+    ) -> ChildSpec:
+        return ChildSpec(name, kind, target, config=config or {}, **kw)
+
+    specs = [
+        child(
+            "store",
+            ActorKind.STORE,
+            "lineup.actors.store:StoreActor",
+            {"sqlite_synchronous": options.sqlite_synchronous},
+        )
+    ]
+    if embedded:
+        specs.append(
+            child(
+                "devserver",
+                ActorKind.DEV,
+                "lineup.ops.devserver.actor:DevServerActor",
+                {
+                    "devserver": {
+                        "host": "127.0.0.1",
+                        "port": appserver_port,
+                        "db": str(options.data_dir / "devserver.db"),
+                        "users": [
+                            {
+                                "username": options.username,
+                                "password": options.password,
+                                "user_id": f"user-{options.username}",
+                                "conversation_id": options.conversation_id,
+                                "agent_id": options.agent_id,
+                            }
+                        ],
+                        "agents": [
+                            {
+                                "agent_id": options.agent_id,
+                                "secret": options.agent_secret,
+                                "conversation_ids": [options.conversation_id],
+                            }
+                        ],
+                    }
+                },
+            )
+        )
+    specs += [
+        child(
+            "transport",
+            ActorKind.TRANSPORT,
+            "lineup.actors.transport:TransportActor",
+            {
+                "appserver": {
+                    "url": appserver_url,
+                    "username": options.username,
+                    "password": options.password,
+                }
+            },
+        ),
+        child("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
+        child("focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", {"apps": [CHAT]}),
+        child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
+        child(
+            "hostbridge",
+            ActorKind.HOSTBRIDGE,
+            "lineup.hostbridge:HostbridgeActor",
+            {"hostbridge": {"port": shell_port, "token": token}},
+        ),
+        child(
+            "miniapp:chat",
+            ActorKind.MINIAPP,
+            "lineup.sdk:MiniAppHost",
+            {"app": "lineup.miniapps.chat:Chat", "instance_id": "chat"},
+        ),
+    ]
+    if embedded and options.demo_agent:
+        specs.append(
+            child(
+                "demo-agent",
+                ActorKind.DEV,
+                "lineup.ops.agent.demo:DemoAgentActor",
+                {
+                    "demo_agent": {
+                        "appserver_url": appserver_url,
+                        "agent_id": options.agent_id,
+                        "agent_secret": options.agent_secret,
+                    }
+                },
+                restart=Restart.PERMANENT,
+            )
+        )
+    shell_url = f"http://127.0.0.1:{shell_port}/#token={token}"
+    info = {"shell_url": shell_url}
+    if embedded:
+        info["appserver_url"] = appserver_url
+    return RuntimePlan(specs, shell_url, appserver_url, info)

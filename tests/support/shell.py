@@ -1,0 +1,102 @@
+"""A scripted Shell: the real WebSocket protocol the browser speaks, driven from a test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+Frame = dict[str, Any]
+
+
+class ShellClient:
+    """Connects like the browser does (token, Origin), keeps the latest of everything."""
+
+    def __init__(self, ws: WebSocketConnection) -> None:
+        self.ws = ws
+        self.runtime_state: str | None = None
+        self.views: dict[str, dict[str, Any]] = {}
+        self.frames: list[Frame] = []
+        self._changed = trio.Event()
+
+    async def pump(self) -> None:
+        async for frame in _frames(self.ws):
+            self.frames.append(frame)
+            if frame.get("type") == "shell.hello":
+                self.runtime_state = frame["runtime"]["state"]
+            elif frame.get("type") == "shell.runtime":
+                self.runtime_state = frame["state"]
+            elif frame.get("type") == "shell.view":
+                self.views[frame["instance_id"]] = frame["view"]
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def wait_until(self, predicate: Callable[[ShellClient], bool]) -> None:
+        while not predicate(self):
+            await self._changed.wait()
+
+    async def send(self, frame: Frame) -> None:
+        await self.ws.send_message(json.dumps(frame))
+
+    async def say(self, text: str) -> None:
+        await self.send(
+            {
+                "type": "ui.event",
+                "app_scope": "chat",
+                "instance_id": "chat",
+                "event": {"kind": "composer.submit", "text": text},
+            }
+        )
+
+    def timeline(self) -> list[dict[str, Any]]:
+        view = self.views.get("chat") or {}
+        items = view.get("items") or []
+        assert isinstance(items, list)
+        return items
+
+
+async def _frames(ws: WebSocketConnection) -> Any:
+    from trio_websocket import ConnectionClosed
+
+    while True:
+        try:
+            text = await ws.get_message()
+        except ConnectionClosed:
+            return
+        yield json.loads(text)
+
+
+def ws_url(shell_url: str) -> tuple[str, str]:
+    """(websocket URL with the token, the Origin a Shell page has) from the printed URL."""
+    parts = urlsplit(shell_url)
+    token = parts.fragment.removeprefix("token=")
+    return f"ws://{parts.netloc}/ws?token={token}", f"http://{parts.netloc}"
+
+
+async def connect_shell(nursery: trio.Nursery, shell_url: str) -> ShellClient:
+    url, origin = ws_url(shell_url)
+    ws = await nursery.start(_open, url, origin)
+    shell = ShellClient(ws)
+    nursery.start_soon(shell.pump)
+    await shell.send({"type": "shell.ready"})
+    return shell
+
+
+async def _open(url: str, origin: str, *, task_status: trio.TaskStatus[Any]) -> None:
+    async with open_websocket_url(url, extra_headers=[("Origin", origin)]) as ws:
+        task_status.started(ws)
+        await trio.sleep_forever()
+
+
+def tree_text(tree: list[dict[str, Any]]) -> str:
+    """The visible text of a Markdown token tree."""
+    out = []
+    for node in tree:
+        if "v" in node:
+            out.append(str(node["v"]))
+        out.append(tree_text(node.get("c") or []))
+    return "".join(out)
