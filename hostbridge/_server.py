@@ -144,25 +144,8 @@ def build_app(
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
-                while True:
-                    text = await websocket.receive_text()
-                    if len(text) > MAX_SHELL_FRAME:
-                        await websocket.close(code=1009)
-                        break
-                    try:
-                        frame = json.loads(text)
-                    except ValueError:
-                        continue
-                    if not isinstance(frame, dict):
-                        continue
-                    if frame.get("type") == "shell.ready":
-                        for hello in await greeting():
-                            send.send_nowait(json.dumps(hello, separators=(",", ":")))
-                        continue
-                    await inbound(frame)
+                await _listen(websocket, send, greeting, inbound)
                 nursery.cancel_scope.cancel()
-        except WebSocketDisconnect:
-            pass
         finally:
             hub.leave(send)
 
@@ -175,6 +158,31 @@ def build_app(
             WebSocketRoute("/ws", shell_socket),
         ]
     )
+
+
+async def _listen(
+    websocket: WebSocket, send: trio.MemorySendChannel[str], greeting: Greeting, inbound: Inbound
+) -> None:
+    """Read the Shell's frames until it goes away (or sends one too large)."""
+    while True:
+        try:
+            text = await websocket.receive_text()
+        except WebSocketDisconnect:
+            return
+        if len(text) > MAX_SHELL_FRAME:
+            await websocket.close(code=1009)
+            return
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(frame, dict):
+            continue
+        if frame.get("type") == "shell.ready":
+            for hello in await greeting():
+                send.send_nowait(json.dumps(hello, separators=(",", ":")))
+            continue
+        await inbound(frame)
 
 
 async def _pump(

@@ -1,0 +1,220 @@
+"""The IM through the whole runtime: real processes, the real AppServer, the real WebSocket."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import trio
+
+from lineup.actors.kernel import ActorKind
+from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
+from lineup.tests.support.process import LineupProcess, wait_pid_gone
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    agent_client,
+    messages_at_agent,
+    start_runtime,
+)
+from lineup.tests.support.shell import ShellClient, connect_shell, tree_text, ws_url
+from lineup.tests.support.tree import attach
+
+WAIT = 20.0  # seconds for a real tree to converge after a fault
+
+
+def texts(shell: ShellClient, author: str) -> list[str]:
+    return [tree_text(i["tree"]) for i in shell.timeline() if i["author"] == author]
+
+
+async def test_the_shell_socket_is_refused_without_the_token_or_from_a_foreign_origin_or_host(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    url, origin = ws_url(runtime.shell_url)
+    port = urlsplit(url).port
+    assert port is not None
+    query = urlsplit(url).query
+    upgrade = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    ours = {"Origin": origin}
+    rebound = {"Host": f"rebind.example:{port}", "Origin": f"http://rebind.example:{port}"}
+    attempts = [
+        ("/ws", ours),  # no token
+        (f"/ws?{query}x", ours),  # a wrong token
+        (f"/ws?{query}", {"Origin": "http://evil.example"}),  # a page from another origin
+        (f"/ws?{query}", {"Origin": "null"}),  # a sandboxed or file: page
+        (f"/ws?{query}", {}),  # no Origin at all
+        (f"/ws?{query}", rebound),  # DNS rebinding: a name that is not ours in Host
+    ]
+    for path, headers in attempts:
+        assert await http_status(port, path, upgrade | headers) == 403, (path, headers)
+    assert await http_status(port, "/", rebound) == 403
+    assert await http_status(port, "/shell.js", rebound) == 404
+    assert await http_status(port, "/", {}) == 200
+    # The real Shell, with the token and its own origin, gets in.
+    shell = await connect_shell(nursery, runtime.shell_url)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: s.runtime_state == "online")
+
+
+async def http_status(port: int, path: str, headers: dict[str, str]) -> int:
+    """One raw HTTP/1.1 request (so that any Host header can be sent); the status code."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
+    if "Host" in headers:
+        lines[1] = f"Host: {headers['Host']}"
+    lines += [f"{k}: {v}" for k, v in headers.items() if k != "Host"]
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
+        head = b""
+        while b"\r\n" not in head:
+            chunk = await stream.receive_some(4096)
+            if not chunk:
+                break
+            head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def start_devserver(port: int, db: Path) -> LineupProcess:
+    process = await LineupProcess.start("devserver", "--port", str(port), "--db", str(db))
+    with trio.fail_after(WAIT):
+        await process.wait_for_line("listening on")
+    return process
+
+
+async def test_with_the_appserver_down_messages_stay_pending_then_arrive_once_in_order(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    port = free_port()
+    db = data_dir / "appserver.db"
+    appserver = await start_devserver(port, db)
+    url = f"http://127.0.0.1:{port}"
+    runtime = await start_runtime(nursery, data_dir / "rt", appserver=url)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: s.runtime_state == "online")
+
+    appserver.signal(15)
+    assert await appserver.wait() == 0
+    for word in ("one", "two", "three"):
+        await shell.say(word)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: (
+                s.runtime_state in {"reconnecting", "offline_degraded"}
+                and [i["state"] for i in s.timeline() if i["author"] == "user"] == ["pending"] * 3
+            )
+        )
+        await shell.wait_until(lambda s: s.runtime_state == "offline_degraded")
+
+    appserver = await start_devserver(port, db)
+    try:
+        with trio.fail_after(WAIT):
+            await shell.wait_until(
+                lambda s: (
+                    s.runtime_state == "online"
+                    and [i["state"] for i in s.timeline() if i["author"] == "user"] == ["sent"] * 3
+                )
+            )
+        agent = await agent_client(nursery, url)
+        received = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
+        assert received == ["one", "two", "three"]  # each exactly once, in order
+    finally:
+        appserver.kill()
+        await appserver.wait()
+
+
+@pytest.mark.parametrize("victims", [("transport", "router", "store", "miniapp:chat")])
+async def test_sigkills_during_an_agent_stream_lose_nothing_and_show_each_message_once(
+    nursery: trio.Nursery, data_dir: Path, victims: tuple[str, ...]
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = await agent_client(nursery, runtime.appserver_url)
+    total, every = 40, 5
+    sent = [f"message {n}" for n in range(total)]
+    kills = 0
+    for n, text in enumerate(sent):
+        await agent.say(CONVERSATION, text, idempotency_key=f"stream-{n}")
+        if n % every == every - 1:
+            victim = victims[kills % len(victims)]
+            pid = runtime.supervisor.children[victim].pid
+            assert pid is not None
+            runtime.supervisor.kill(victim)
+            await wait_pid_gone(pid)
+            kills += 1
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: sorted(texts(s, "agent")) == sorted(sent))
+    assert texts(shell, "agent") == sent  # once each, and in the order the Agent sent them
+    assert kills == total // every
+    restarts = {c.name: c.restarts for c in runtime.supervisor.status().children}
+    for victim in victims:
+        assert restarts[victim] >= 2
+
+
+async def test_user_messages_through_sigkills_of_the_transport_reach_the_agent_once_in_order(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    words = [f"word {n}" for n in range(12)]
+    for n, word in enumerate(words):
+        await shell.say(word)
+        if n % 3 == 2:
+            pid = runtime.supervisor.children["transport"].pid
+            assert pid is not None
+            runtime.supervisor.kill("transport")
+            await wait_pid_gone(pid)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: (
+                [i["state"] for i in s.timeline() if i["author"] == "user"] == ["sent"] * len(words)
+            )
+        )
+    agent = await agent_client(nursery, runtime.appserver_url)
+    received = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
+    assert received == words
+
+
+async def test_an_envelope_the_filters_refuse_is_audited_and_never_shown(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = await agent_client(nursery, runtime.appserver_url)
+    bad = {
+        "v": 1,
+        "id": "bad-1",
+        "type": "lineup.v1.shell.exec",
+        "conversation_id": CONVERSATION,
+        "payload": {"markdown": "should never show"},
+    }
+    await agent.send(bad, idempotency_key="bad-1")
+    await agent.say(CONVERSATION, "after the bad one", idempotency_key="good-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: texts(s, "agent") == ["after the bad one"])
+    probe = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+    reply = await probe.request(
+        "store", AuditQueryRequest(event_prefix="router."), expect=AuditQueryReply
+    )
+    rows = [(r.event, r.code, r.subject_id, r.message_type) for r in reply.records]
+    assert (
+        "router.envelope_rejected",
+        "envelope_type_unknown",
+        "bad-1",
+        "lineup.v1.shell.exec",
+    ) in rows
+    assert all("should never show" not in str(r) for r in reply.records)

@@ -1,0 +1,60 @@
+"""The whole runtime as `lineup run` builds it, supervised from the test's own trio loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from lineup.ops.agent import AgentClient
+from lineup.supervisor import Intensity, Supervisor
+from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime
+
+AGENT_ID = "demo-agent"
+AGENT_SECRET = "demo-secret"
+CONVERSATION = "conv-demo"
+
+
+@dataclass
+class Runtime:
+    supervisor: Supervisor
+    shell_url: str
+    appserver_url: str
+
+
+async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -> Runtime:
+    """Start the tree (embedded AppServer unless `appserver=` is given) and wait until ready."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    plan = plan_runtime(RuntimeOptions(data_dir=data_dir, **options))
+    supervisor = Supervisor(plan.specs, data_dir=data_dir, preload=PRELOAD,
+                            intensity=Intensity(max_restarts=50, period=10.0))
+    supervisor.info.update(plan.info)
+    await nursery.start(supervisor.run)
+    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
+
+
+async def agent_client(nursery: trio.Nursery, appserver_url: str) -> AgentClient:
+    """An Agent logged in to the AppServer (closed when the nursery ends)."""
+    client: AgentClient = await nursery.start(_client, appserver_url)
+    return client
+
+
+async def _client(appserver_url: str, *, task_status: trio.TaskStatus[AgentClient]) -> None:
+    async with AgentClient(appserver_url) as client:
+        await client.login(AGENT_ID, AGENT_SECRET)
+        task_status.started(client)
+        await trio.sleep_forever()
+
+
+async def messages_at_agent(client: AgentClient, kind: str = "lineup.v1.text") -> list[dict[str, Any]]:
+    """Everything the client side sent the Agent so far, as the AppServer recorded it."""
+    out: list[dict[str, Any]] = []
+    cursor = ""
+    while True:
+        page, next_cursor = await client.sync(cursor, timeout_ms=0)
+        out += [m for m in page if m.get("type") == kind]
+        if not page or next_cursor == cursor:
+            return out
+        cursor = next_cursor
