@@ -26,6 +26,14 @@ __all__ = [
     "InboxAckRequest",
     "InboxListReply",
     "InboxListRequest",
+    "LifecycleRequest",
+    "ToolCallEvent",
+    "ToolCancelledEvent",
+    "ToolCompleteRequest",
+    "ToolFailRequest",
+    "ToolPendingReply",
+    "ToolPendingRequest",
+    "ToolProgressRequest",
     "UiEvent",
     "ViewRefreshEvent",
     "ViewUpdateRequest",
@@ -150,3 +158,67 @@ class UiEvent(Message):
     type: Literal["miniapp.ui.event"] = "miniapp.ui.event"
     instance_id: Id
     event: dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------- tools
+
+
+class ToolCallEvent(Message):
+    """Runtime → app: a tool call for one of this app's instances (seed 003 §3.2). The input
+    was already checked against the tool's input schema; the app completes it through the
+    runtime, never by contacting the Agent."""
+
+    type: Literal["miniapp.tool.call"] = "miniapp.tool.call"
+    call_id: Id
+    tool: Id
+    instance_id: Id
+    input: dict[str, Any]
+
+
+class ToolCancelledEvent(Message):
+    """Runtime → app: stop working on this call (expired, cancelled, or its app closed)."""
+
+    type: Literal["miniapp.tool.cancelled"] = "miniapp.tool.cancelled"
+    call_id: Id
+    code: str
+
+
+class ToolProgressRequest(Message):
+    type: Literal["router.sdk.tool.progress"] = "router.sdk.tool.progress"
+    call_id: Id
+    progress: dict[str, Any]
+
+
+class ToolCompleteRequest(Message):
+    type: Literal["router.sdk.tool.complete"] = "router.sdk.tool.complete"
+    call_id: Id
+    result: dict[str, Any]
+
+
+class ToolFailRequest(Message):
+    type: Literal["router.sdk.tool.fail"] = "router.sdk.tool.fail"
+    call_id: Id
+    code: str = Field(min_length=1, max_length=100)
+    message: str = Field(default="", max_length=1000)
+
+
+class ToolPendingRequest(Message):
+    """The app's calls that are not final yet (it lists them when it starts)."""
+
+    type: Literal["router.sdk.tool.pending"] = "router.sdk.tool.pending"
+
+
+class ToolPendingReply(Message):
+    type: Literal["router.sdk.tool.pending.reply"] = "router.sdk.tool.pending.reply"
+    calls: tuple[ToolCallEvent, ...]
+
+
+# ---------------------------------------------------------------------------------- lifecycle
+
+
+class LifecycleRequest(Message):
+    """An app asks for focus changes; the runtime decides (seed 003 §3.3)."""
+
+    type: Literal["focus.sdk.lifecycle"] = "focus.sdk.lifecycle"
+    instance_id: Id
+    action: Literal["foreground", "background", "close"]

@@ -52,7 +52,11 @@ from lineup.actors.kernel.actor import BootInfo
 from lineup.actors.kernel.control import (
     ActorReadyEvent,
     ChannelOpenedEvent,
+    ChildStartReply,
+    ChildStartRequest,
     ChildStatus,
+    ChildStopReply,
+    ChildStopRequest,
     IntroduceReply,
     IntroduceRequest,
     PeerMisbehavedEvent,
@@ -68,6 +72,7 @@ __all__ = ["Escalation", "Supervisor"]
 
 log = logging.getLogger("lineup.supervisor")
 
+MINIAPP_HOST: Final = "lineup.sdk:MiniAppHost"  # the only program a dynamic child may run
 STOP_TERM_WAIT: Final = 0.5  # after SIGTERM, before SIGKILL
 STOP_KILL_WAIT: Final = 2.0
 INTRODUCE_WAIT: Final = 10.0  # how long an introduction waits for the peer to become ready
@@ -133,6 +138,7 @@ class Supervisor:
         self._introduced: set[tuple[str, int, str, int]] = set()
         self._zygote = Zygote(preload)
         self._control_socket = control_socket
+        self._miniapp_lock = trio.Lock()
         self._exits_send, self._exits_recv = trio.open_memory_channel[tuple[str, int, int]](64)
         self._nursery: trio.Nursery | None = None
         self.state = "created"
@@ -215,6 +221,18 @@ class Supervisor:
             if not _should_restart(child.spec, status):
                 continue
             recent = self._note_restart(child)
+            if recent > self.intensity.max_restarts and child.identity.kind is ActorKind.MINIAPP:
+                # A MiniApp that crashes in a loop is given up on, not the runtime.
+                child.state = "failed"
+                self.bus.audit(
+                    AuditRecord(
+                        event="supervisor.miniapp_given_up",
+                        actor="supervisor",
+                        peer=name,
+                        code=ErrorCode.SUPERVISOR_ESCALATED.value,
+                    )
+                )
+                continue
             if recent > self.intensity.max_restarts:
                 self.escalated = name
                 self.bus.audit(
@@ -350,6 +368,10 @@ class Supervisor:
         if isinstance(body, PeerMisbehavedEvent):
             await self._stop_misbehaving(env.sender, body)
             return None
+        if isinstance(body, ChildStartRequest):
+            return await self._start_miniapp(body)
+        if isinstance(body, ChildStopRequest):
+            return await self._stop_miniapp(body)
         if isinstance(body, StatusRequest):
             return self.status()
         if isinstance(body, HealthRequest):
@@ -360,6 +382,39 @@ class Supervisor:
                 uptime_s=time.monotonic() - self.started_at,
             )
         raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
+
+    async def _start_miniapp(self, request: ChildStartRequest) -> ChildStartReply:
+        """Start one MiniApp's process (idempotent). Only `miniapp:<scope>` names, only the
+        SDK's host as the program: focus decides *which* app runs, never *what code* runs."""
+        if not request.name.startswith("miniapp:") or request.name in (
+            "miniapp:",
+            *(n for n, c in self.children.items() if c.identity.kind is not ActorKind.MINIAPP),
+        ):
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, request.name)
+        child = self.children.get(request.name)
+        if child is None:
+            spec = ChildSpec(
+                request.name,
+                ActorKind.MINIAPP,
+                MINIAPP_HOST,
+                restart=Restart.TRANSIENT,
+                config=dict(request.config),
+            )
+            child = _Child(Identity(ActorKind.MINIAPP, request.name), spec=spec)
+            self.children[request.name] = child
+        if not child.is_up():
+            async with self._miniapp_lock:
+                if not child.is_up() and not await self._start(child):
+                    raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.name)
+        assert child.pid is not None
+        return ChildStartReply(name=request.name, pid=child.pid, incarnation=child.incarnation)
+
+    async def _stop_miniapp(self, request: ChildStopRequest) -> ChildStopReply:
+        child = self.children.get(request.name)
+        if child is None or child.identity.kind is not ActorKind.MINIAPP:
+            return ChildStopReply(name=request.name, stopped=False)
+        await self._stop(child)
+        return ChildStopReply(name=request.name, stopped=True)
 
     async def _introduce(self, asker: Identity, name: str) -> IntroduceReply:
         me = self._peer(asker.name)

@@ -5,14 +5,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from .messages import Message
 
 __all__ = [
     "ActorReadyEvent",
     "ChannelOpenedEvent",
+    "ChildStartReply",
+    "ChildStartRequest",
     "ChildStatus",
+    "ChildStopReply",
+    "ChildStopRequest",
     "HealthReply",
     "HealthRequest",
     "IntroduceReply",
@@ -96,3 +100,31 @@ class StatusReply(Message):
     uptime_s: float
     children: tuple[ChildStatus, ...]
     info: dict[str, str] = {}
+
+
+class ChildStartRequest(Message):
+    """focus → supervisor: run (or keep running) the process of one MiniApp."""
+
+    type: Literal["supervisor.child.start"] = "supervisor.child.start"
+    name: str
+    config: dict[str, Any]
+
+
+class ChildStartReply(Message):
+    type: Literal["supervisor.child.start.reply"] = "supervisor.child.start.reply"
+    name: str
+    pid: int
+    incarnation: int
+
+
+class ChildStopRequest(Message):
+    """focus → supervisor: stop one MiniApp's process (its instances are closed)."""
+
+    type: Literal["supervisor.child.stop"] = "supervisor.child.stop"
+    name: str
+
+
+class ChildStopReply(Message):
+    type: Literal["supervisor.child.stop.reply"] = "supervisor.child.stop.reply"
+    name: str
+    stopped: bool

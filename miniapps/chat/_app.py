@@ -9,6 +9,7 @@ when it refused it for good.
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from typing import Any, Final
 
@@ -57,7 +58,7 @@ class Chat(MiniApp):
                 "author": "agent",
                 "state": "received",
                 "markdown": str(payload.get("markdown", "")),
-                "at": 0.0,
+                "at": time.time(),
             },
         )
 
@@ -70,8 +71,9 @@ class Chat(MiniApp):
         kind = event.event.get("kind")
         if kind == "composer.submit":
             text = event.event.get("text")
+            # Blank text is not sent; other text is sent as typed (indentation is Markdown).
             if isinstance(text, str) and text.strip() and len(text) <= MAX_TEXT:
-                await self._send(str(uuid.uuid4()), text.strip())
+                await self._send(str(uuid.uuid4()), text)
         elif kind == "message.retry":
             message_id = event.event.get("message_id")
             item = self._items.get(message_id) if isinstance(message_id, str) else None
@@ -91,7 +93,7 @@ class Chat(MiniApp):
             "author": "user",
             "state": "pending",
             "markdown": markdown,
-            "at": 0.0,
+            "at": time.time(),
         }
         self._items[message_id] = item
         await self._render()  # the local echo, before anything else

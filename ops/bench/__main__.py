@@ -86,12 +86,28 @@ def run(quick: bool) -> list[Figure]:
 
     latencies, rate = trio.run(im_delivery, max(20, int(100 * scale)), max(100, int(500 * scale)))
     insert_rate = m.raw_apsw_commits(seconds)
-    figures.append(Figure("agent message → shown by the chat, msgs/s (burst)", rate, "/s",
-                          "raw apsw single-row commits (WAL, NORMAL)", insert_rate,
-                          "-", None))
-    figures.append(Figure("agent message → shown by the chat p50", median(latencies) * 1e3,
-                          "ms", "bus request/reply round trip p50", pct(bus, 0.5) * 1e3,
-                          "-", None))
+    figures.append(
+        Figure(
+            "agent message → shown by the chat, msgs/s (burst)",
+            rate,
+            "/s",
+            "raw apsw single-row commits (WAL, NORMAL)",
+            insert_rate,
+            "-",
+            None,
+        )
+    )
+    figures.append(
+        Figure(
+            "agent message → shown by the chat p50",
+            median(latencies) * 1e3,
+            "ms",
+            "bus request/reply round trip p50",
+            pct(bus, 0.5) * 1e3,
+            "-",
+            None,
+        )
+    )
 
     start = median(m.startup_times(max(2, int(5 * scale))))
     figures.append(

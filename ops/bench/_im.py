@@ -24,8 +24,9 @@ async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], fl
     """(per-message latencies sent one at a time, messages/s for a burst of `burst`)."""
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
         plan = plan_runtime(RuntimeOptions(data_dir=Path(tmp), demo_agent=False))
-        supervisor = Supervisor(plan.specs, data_dir=Path(tmp), preload=PRELOAD,
-                                intensity=Intensity())
+        supervisor = Supervisor(
+            plan.specs, data_dir=Path(tmp), preload=PRELOAD, intensity=Intensity()
+        )
         parts = urlsplit(plan.shell_url)
         url = f"ws://{parts.netloc}/ws?{parts.fragment}"
         async with trio.open_nursery() as nursery:
@@ -35,7 +36,7 @@ async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], fl
 
             async def watch(*, task_status: trio.TaskStatus[None]) -> None:
                 nonlocal changed
-                headers = [("Origin", f"http://{parts.netloc}")]
+                headers = [(b"Origin", f"http://{parts.netloc}".encode())]
                 async with open_websocket_url(url, extra_headers=headers) as ws:
                     await ws.send_message(json.dumps({"type": "shell.ready"}))
                     task_status.started()
@@ -55,8 +56,9 @@ async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], fl
 
                 async def send(n: int) -> tuple[str, float]:
                     started = time.perf_counter()
-                    answer = await agent.say(CONVERSATION, f"bench {n}",
-                                             idempotency_key=f"bench-{n}")
+                    answer = await agent.say(
+                        CONVERSATION, f"bench {n}", idempotency_key=f"bench-{n}"
+                    )
                     return str(answer["message_id"]), started
 
                 async def until_seen(ids: list[str]) -> None:

@@ -108,6 +108,11 @@ async def user_texts_at_agent(client: AgentClient, text: str) -> list[dict[str, 
     ]
 
 
+def assert_stayed_on_loopback_without_errors(page: ShellPage) -> None:
+    assert page.off_loopback() == [], "a request left 127.0.0.1"
+    assert page.console_errors == []
+
+
 def timeline_items(p: Page) -> list[tuple[str, str, str]]:
     """(id, author, state) of every message in the timeline, top to bottom."""
     items: list[list[str]] = messages(p).evaluate_all(
@@ -132,7 +137,7 @@ async def test_the_printed_shell_url_shows_the_demo_agents_greeting_and_goes_onl
         assert p.evaluate("window.__cspViolations") == []
 
     await page.run(check)
-    assert page.off_loopback() == []
+    assert_stayed_on_loopback_without_errors(page)
 
 
 async def test_a_message_sent_with_enter_echoes_is_sent_answered_and_reaches_the_appserver_once(
@@ -158,7 +163,7 @@ async def test_a_message_sent_with_enter_echoes_is_sent_answered_and_reaches_the
     recorded = await user_texts_at_agent(agent, text)
     assert len(recorded) == 1
     assert recorded[0]["conversation_id"] == CONVERSATION
-    assert page.off_loopback() == []
+    assert_stayed_on_loopback_without_errors(page)
 
 
 async def test_html_and_javascript_links_from_the_agent_render_as_inert_text(
@@ -176,14 +181,16 @@ async def test_html_and_javascript_links_from_the_agent_render_as_inert_text(
         expect(hostile).to_contain_text("<script>window.__xss=1</script>", timeout=WAIT_MS)
         expect(hostile).to_contain_text('<img src=x onerror="window.__xss=2">', timeout=WAIT_MS)
         timeline = p.get_by_test_id("timeline")
-        expect(timeline.locator("script, img, iframe, [onerror]")).to_have_count(0)
-        expect(p.locator("a[href^=javascript], a[href^=JAVASCRIPT]")).to_have_count(0)
-        expect(hostile.locator("a")).to_have_count(0)
+        expect(timeline.locator("script, img, iframe, [onerror]")).to_have_count(0, timeout=WAIT_MS)
+        expect(p.locator("a[href^=javascript], a[href^=JAVASCRIPT]")).to_have_count(
+            0, timeout=WAIT_MS
+        )
+        expect(hostile.locator("a")).to_have_count(0, timeout=WAIT_MS)
         assert p.evaluate("typeof window.__xss") == "undefined"
         assert p.evaluate("window.__cspViolations") == []
 
     await page.run(check)
-    assert page.off_loopback() == []
+    assert_stayed_on_loopback_without_errors(page)
 
 
 async def test_a_reload_shows_the_same_timeline_without_the_token_again(
@@ -217,7 +224,10 @@ async def test_a_reload_shows_the_same_timeline_without_the_token_again(
         expect(p.get_by_test_id("composer-input")).to_be_enabled(timeout=WAIT_MS)
 
     await page.run(reload_and_check)
-    assert page.off_loopback() == []
+    sockets = [url for url in page.requests if url.startswith("ws://")]
+    assert len(sockets) == 2, "one socket per load, the second with the stored token"
+    assert sockets[0] == sockets[1]
+    assert_stayed_on_loopback_without_errors(page)
 
 
 async def test_without_the_demo_agent_the_composer_still_reaches_the_appserver(
@@ -239,7 +249,7 @@ async def test_without_the_demo_agent_the_composer_still_reaches_the_appserver(
         answer = messages(p, "agent")
         expect(answer).to_have_count(1, timeout=WAIT_MS)
         expect(answer.locator("strong")).to_have_text("Another", timeout=WAIT_MS)
-        expect(messages(p, "agent").filter(has_text=GREETING)).to_have_count(0)
+        expect(messages(p, "agent").filter(has_text=GREETING)).to_have_count(0, timeout=WAIT_MS)
 
     await page.run(check)
-    assert page.off_loopback() == []
+    assert_stayed_on_loopback_without_errors(page)

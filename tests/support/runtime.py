@@ -28,8 +28,12 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
     """Start the tree (embedded AppServer unless `appserver=` is given) and wait until ready."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     plan = plan_runtime(RuntimeOptions(data_dir=data_dir, **options))
-    supervisor = Supervisor(plan.specs, data_dir=data_dir, preload=PRELOAD,
-                            intensity=Intensity(max_restarts=50, period=10.0))
+    supervisor = Supervisor(
+        plan.specs,
+        data_dir=data_dir,
+        preload=PRELOAD,
+        intensity=Intensity(max_restarts=50, period=10.0),
+    )
     supervisor.info.update(plan.info)
     await nursery.start(supervisor.run)
     return Runtime(supervisor, plan.shell_url, plan.appserver_url)
@@ -48,7 +52,9 @@ async def _client(appserver_url: str, *, task_status: trio.TaskStatus[AgentClien
         await trio.sleep_forever()
 
 
-async def messages_at_agent(client: AgentClient, kind: str = "lineup.v1.text") -> list[dict[str, Any]]:
+async def messages_at_agent(
+    client: AgentClient, kind: str = "lineup.v1.text"
+) -> list[dict[str, Any]]:
     """Everything the client side sent the Agent so far, as the AppServer recorded it."""
     out: list[dict[str, Any]] = []
     cursor = ""

@@ -1,0 +1,134 @@
+"""Instances and the focus stack, without I/O (DESIGN §5).
+
+Theory of operation
+-------------------
+An instance moves through a fixed table of states:
+
+    starting → foreground | background | suspended
+    foreground ↔ background, either → suspended, suspended → foreground | background
+    any live state → stopping → stopped | failed   (starting may also fail)
+
+The focus stack is an ordered list of live instances; the last one is in the foreground and
+every other live one is in the background. Bringing an instance forward moves it to the top;
+closing or failing the top restores the previous live instance; when nothing else can take the
+foreground, the recovery app (`chat`, Interact) does. `FocusStack` returns the state changes
+each operation implies, so the actor can persist them in one go and tell the Shell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+
+__all__ = ["LIVE", "RECOVERY_INSTANCE", "TRANSITIONS", "FocusStack", "InstanceState", "transition"]
+
+InstanceState = Literal[
+    "starting", "foreground", "background", "suspended", "stopping", "stopped", "failed"
+]
+RECOVERY_INSTANCE: Final = "chat"
+LIVE: Final = frozenset({"starting", "foreground", "background", "suspended"})
+
+TRANSITIONS: Final[dict[str, frozenset[str]]] = {
+    "starting": frozenset({"foreground", "background", "suspended", "stopping", "failed"}),
+    "foreground": frozenset({"background", "suspended", "stopping", "failed"}),
+    "background": frozenset({"foreground", "suspended", "stopping", "failed"}),
+    "suspended": frozenset({"foreground", "background", "stopping", "failed"}),
+    "stopping": frozenset({"stopped", "failed"}),
+    "stopped": frozenset(),
+    "failed": frozenset(),
+}
+
+
+def transition(current: str, target: str) -> str:
+    """The new state, or LineUpError(lifecycle_denied) for a move the table does not have."""
+    if current == target:
+        return current
+    if target not in TRANSITIONS.get(current, frozenset()):
+        raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"{current} -> {target}")
+    return target
+
+
+@dataclass
+class FocusStack:
+    """Live instances, bottom first; the top is in the foreground."""
+
+    states: dict[str, str] = field(default_factory=dict)  # instance_id -> state
+    order: list[str] = field(default_factory=list)
+
+    @property
+    def top(self) -> str | None:
+        return self.order[-1] if self.order else None
+
+    def add(self, instance_id: str, *, foreground: bool) -> dict[str, str]:
+        """A new instance (state `starting`); on top if it takes the foreground."""
+        if instance_id in self.states and self.states[instance_id] in LIVE:
+            raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"{instance_id} exists")
+        self.states[instance_id] = "starting"
+        if foreground:
+            self.order.append(instance_id)
+        else:
+            self.order.insert(max(0, len(self.order) - 1), instance_id)
+        return {instance_id: "starting"}
+
+    def ready(self, instance_id: str) -> dict[str, str]:
+        """A started instance is up: foreground if it is on top, else background."""
+        return self._settle({instance_id})
+
+    def bring_forward(self, instance_id: str) -> dict[str, str]:
+        self._require_live(instance_id)
+        self.order.remove(instance_id)
+        self.order.append(instance_id)
+        return self._settle()
+
+    def send_back(self, instance_id: str) -> dict[str, str]:
+        """Move an instance under the one below it (the previous live one takes the front)."""
+        self._require_live(instance_id)
+        if self.top == instance_id and len(self.order) > 1:
+            self.order.remove(instance_id)
+            self.order.insert(len(self.order) - 1, instance_id)
+        return self._settle()
+
+    def remove(self, instance_id: str, final: Literal["stopped", "failed"]) -> dict[str, str]:
+        """Close (or fail) an instance; focus goes back to the previous live one."""
+        if instance_id == RECOVERY_INSTANCE and final == "stopped":
+            raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
+        self._require_live(instance_id)
+        self.order.remove(instance_id)
+        self.states[instance_id] = final
+        changes = {instance_id: final}
+        if not self.order and RECOVERY_INSTANCE in self.states:
+            self.order.append(RECOVERY_INSTANCE)
+        return changes | self._settle()
+
+    def recover(self, states: dict[str, str], order: list[str]) -> dict[str, str]:
+        """After a restart: instances caught starting or stopping come back suspended."""
+        self.states = dict(states)
+        self.order = [i for i in order if self.states.get(i) in LIVE | {"stopping"}]
+        changes: dict[str, str] = {}
+        for instance_id, state in self.states.items():
+            if state in ("starting", "stopping"):
+                self.states[instance_id] = changes[instance_id] = "suspended"
+                if instance_id not in self.order:
+                    self.order.insert(0, instance_id)
+        return changes
+
+    def _require_live(self, instance_id: str) -> None:
+        if self.states.get(instance_id) not in LIVE or instance_id not in self.order:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+
+    def _settle(self, starting_done: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
+        """Make the states agree with the order: the topmost instance that is up is in the
+        foreground, every other live one in the background. One still starting keeps its
+        place and takes the front when it is ready."""
+        changes: dict[str, str] = {}
+        up = [i for i in self.order if self.states[i] != "starting" or i in starting_done]
+        front = up[-1] if up else None
+        for instance_id in up:
+            state = self.states[instance_id]
+            want = "foreground" if instance_id == front else "background"
+            if state != want:
+                self.states[instance_id] = transition(state, want)
+                changes[instance_id] = want
+        return changes
