@@ -15,7 +15,14 @@ import hypercorn.config
 import hypercorn.trio
 import trio
 
-from lineup.actors.focus.messages import UiEventAccepted, UiEventRequest, ViewsReply, ViewsRequest
+from lineup.actors.focus.messages import (
+    InstanceReply,
+    UiEventAccepted,
+    UiEventRequest,
+    UiIntentRequest,
+    ViewsReply,
+    ViewsRequest,
+)
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
@@ -28,7 +35,7 @@ from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequ
 
 from ._markdown import markdown_tree
 from ._server import ShellAccess, ShellHub, build_app
-from .messages import RuntimeStateEvent, ViewUpdatedEvent
+from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewUpdatedEvent
 
 __all__ = ["HostbridgeActor", "TreeCache"]
 
@@ -38,7 +45,16 @@ ASK_TIMEOUT: Final = 3.0
 INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a worker thread
 TREE_CACHE: Final = 2048  # distinct texts remembered
 VIEW_QUEUE: Final = 256
-UI_EVENT_KINDS: Final = frozenset({"composer.submit", "message.retry"})
+# What a Shell may ask of an app's view. (The app checks the rest: it owns its events.)
+UI_EVENT_KINDS: Final = frozenset(
+    {
+        "composer.submit",
+        "message.retry",
+        "task.close",
+        "task.progress",
+        "task.finish",
+    }
+)
 
 
 class TreeCache:
@@ -127,10 +143,56 @@ class HostbridgeActor(Actor):
                 frame = await self._trees.shell_view(msg.app_scope, msg.instance_id, msg.view)
                 self.hub.broadcast(frame)
 
+    @handles(AppsUpdatedEvent)
+    def on_apps(self, msg: AppsUpdatedEvent, env: Envelope) -> None:
+        self.hub.broadcast(
+            {"type": "shell.apps", "foreground": msg.foreground, "instances": list(msg.instances)}
+        )
+
     @handles(RuntimeStateEvent)
     def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
         self._state = msg.state
         self.hub.broadcast({"type": "shell.runtime", "state": msg.state})
+
+    async def _intent(self, frame: dict[str, Any]) -> None:
+        """The user switches to, or closes, an instance (the app switcher)."""
+        intent, instance_id = frame.get("intent"), frame.get("instance_id")
+        if intent not in ("focus", "close") or not isinstance(instance_id, str):
+            self.bus.audit(
+                AuditRecord(
+                    event="hostbridge.shell_frame_refused",
+                    actor="hostbridge",
+                    peer="user",
+                    code="invalid_arguments",
+                    message_type="ui.intent",
+                )
+            )
+            return
+        self.bus.audit(
+            AuditRecord(
+                event="ui.intent",
+                actor="hostbridge",
+                peer="user",
+                message_type=str(intent),
+                subject_id=instance_id[:200],
+            )
+        )
+        try:
+            await self.bus.request(
+                "focus",
+                UiIntentRequest(intent=intent, instance_id=instance_id),
+                expect=InstanceReply,
+                timeout=ASK_TIMEOUT * 5,
+                retry=True,
+            )
+        except LineUpError as exc:
+            self.hub.broadcast(
+                {
+                    "type": "shell.notice",
+                    "level": "error",
+                    "text": f"That could not be done ({exc.code.value}).",
+                }
+            )
 
     async def _greeting(self) -> list[dict[str, Any]]:
         """Everything a (re)connecting Shell needs: state, instances, views."""
@@ -151,17 +213,8 @@ class HostbridgeActor(Actor):
         frames.append(
             {
                 "type": "shell.apps",
-                "foreground": "chat",
-                "instances": [
-                    {
-                        "instance_id": v.instance_id,
-                        "app_scope": v.app_scope,
-                        "title": "Interact",
-                        "state": "foreground",
-                    }
-                    for v in views.views
-                    if v.app_scope == "chat"
-                ],
+                "foreground": views.foreground,
+                "instances": list(views.instances),
             }
         )
         frames += [
@@ -174,6 +227,9 @@ class HostbridgeActor(Actor):
     async def _from_shell(self, frame: dict[str, Any]) -> None:
         """A user action from the Shell. Malformed ones are audited and dropped."""
         kind = frame.get("type")
+        if kind == "ui.intent":
+            await self._intent(frame)
+            return
         event = frame.get("event")
         instance_id = frame.get("instance_id")
         if (

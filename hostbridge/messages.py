@@ -10,7 +10,13 @@ from typing import Any, Literal
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 
-__all__ = ["HealthReply", "HealthRequest", "RuntimeStateEvent", "ViewUpdatedEvent"]
+__all__ = [
+    "AppsUpdatedEvent",
+    "HealthReply",
+    "HealthRequest",
+    "RuntimeStateEvent",
+    "ViewUpdatedEvent",
+]
 
 
 class ViewUpdatedEvent(Message):
@@ -27,3 +33,11 @@ class RuntimeStateEvent(Message):
 
     type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
     state: str
+
+
+class AppsUpdatedEvent(Message):
+    """focus → hostbridge: the live instances, in stack order, and which one is in front."""
+
+    type: Literal["hostbridge.apps.updated"] = "hostbridge.apps.updated"
+    foreground: str
+    instances: tuple[dict[str, Any], ...]

@@ -6,16 +6,54 @@ A MiniApp imports `lineup.sdk` and nothing else of LineUp (import-linter enforce
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 from . import protocol
-from ._app import AppContext, Conversation, Inbox, MiniApp, MiniAppHost, Ui
+from ._app import (
+    AppContext,
+    Conversation,
+    Inbox,
+    Lifecycle,
+    MiniApp,
+    MiniAppHost,
+    RuntimeChannel,
+    Ui,
+)
+from .manifest import Manifest, ManifestInvalid, ToolDescriptor, load_manifest
+from .schema import SchemaUnsupported
+from .tools import (
+    AppInfo,
+    ToolCall,
+    ToolOutputInvalid,
+    ToolSink,
+    ToolSpec,
+    dispatch_tool,
+    manifest_of,
+    tool,
+    tools_of,
+)
 
 __all__ = [
     "AppContext",
+    "AppInfo",
     "Conversation",
     "ErrorCode",
     "Inbox",
+    "Lifecycle",
     "LineUpError",
+    "Manifest",
+    "ManifestInvalid",
     "MiniApp",
     "MiniAppHost",
+    "RuntimeChannel",
+    "SchemaUnsupported",
+    "ToolCall",
+    "ToolDescriptor",
+    "ToolOutputInvalid",
+    "ToolSink",
+    "ToolSpec",
     "Ui",
+    "dispatch_tool",
+    "load_manifest",
+    "manifest_of",
     "protocol",
+    "tool",
+    "tools_of",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
 
@@ -32,7 +32,16 @@ from lineup.actors.kernel import (
 
 from . import protocol as p
 
-__all__ = ["AppContext", "Conversation", "Inbox", "MiniApp", "MiniAppHost", "Ui"]
+__all__ = [
+    "AppContext",
+    "Conversation",
+    "Inbox",
+    "Lifecycle",
+    "MiniApp",
+    "MiniAppHost",
+    "RuntimeChannel",
+    "Ui",
+]
 
 log = logging.getLogger("lineup.sdk")
 
@@ -41,8 +50,15 @@ EVENT_QUEUE: Final = 1024
 CALL_TIMEOUT: Final = 15.0
 
 
+class RuntimeChannel(Protocol):
+    """The runtime side of a MiniApp's channel, as the SDK's services use it: `MiniAppHost` in
+    the process, an in-memory fake (`lineup.sdk.testkit.FakeRuntime`) in an author's tests."""
+
+    async def call(self, peer: str, request: Message, expect: type[M]) -> M: ...
+
+
 class Inbox:
-    def __init__(self, host: MiniAppHost) -> None:
+    def __init__(self, host: RuntimeChannel) -> None:
         self._host = host
 
     async def list(self, after_seq: int = 0, limit: int = 100) -> tuple[p.Delivery, ...]:
@@ -58,7 +74,7 @@ class Inbox:
 
 
 class Conversation:
-    def __init__(self, host: MiniAppHost) -> None:
+    def __init__(self, host: RuntimeChannel) -> None:
         self._host = host
 
     async def send_text(self, message_id: str, markdown: str) -> p.CommandReceipt:
@@ -84,7 +100,7 @@ class Conversation:
 
 
 class Ui:
-    def __init__(self, host: MiniAppHost) -> None:
+    def __init__(self, host: RuntimeChannel) -> None:
         self._host = host
 
     async def render(self, instance_id: str, view: dict[str, Any]) -> None:
@@ -94,15 +110,40 @@ class Ui:
         )
 
 
+class Lifecycle:
+    """An app *asks* for focus changes; the runtime decides (seed 003 §3.3)."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+
+    async def _ask(
+        self, instance_id: str, action: Literal["foreground", "background", "close"]
+    ) -> p.CommandReceipt:
+        return await self._host.call(
+            "focus", p.LifecycleRequest(instance_id=instance_id, action=action), p.CommandReceipt
+        )
+
+    async def request_foreground(self, instance_id: str) -> p.CommandReceipt:
+        return await self._ask(instance_id, "foreground")
+
+    async def request_background(self, instance_id: str) -> p.CommandReceipt:
+        return await self._ask(instance_id, "background")
+
+    async def request_close(self, instance_id: str) -> p.CommandReceipt:
+        """Close the instance: its unfinished calls are cancelled, focus goes back."""
+        return await self._ask(instance_id, "close")
+
+
 class AppContext:
     """What the runtime gives one MiniApp process. Read-only facts plus the SDK's services."""
 
-    def __init__(self, host: MiniAppHost, app_scope: str, instance_id: str) -> None:
+    def __init__(self, host: RuntimeChannel, app_scope: str, instance_id: str) -> None:
         self.app_scope = app_scope
         self.instance_id = instance_id
         self.inbox = Inbox(host)
         self.conversation = Conversation(host)
         self.ui = Ui(host)
+        self.lifecycle = Lifecycle(host)
 
 
 class MiniApp:
@@ -123,6 +164,9 @@ class MiniApp:
     async def on_view_refresh(self) -> None:
         """The runtime lost its copy of the view: render again (and re-read the inbox)."""
 
+    async def on_tool_cancelled(self, call_id: str, code: str) -> None:
+        """A call of this app expired, was cancelled, or its instance closed: stop on it."""
+
 
 class MiniAppHost(Actor):
     """The process of one MiniApp. Config: `{"app": "module:Class", "instance_id": str}`."""
@@ -139,17 +183,80 @@ class MiniAppHost(Actor):
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        from .tools import tools_of  # the authoring side imports this module
+
         module_name, _, class_name = str(self.ctx.config["app"]).partition(":")
         app_class = getattr(importlib.import_module(module_name), class_name)
         app: MiniApp = app_class()
+        self._app = app
+        self._tools = tools_of(app_class)
+        self._running: dict[str, trio.CancelScope] = {}
         scope = self.ctx.identity.name.removeprefix("miniapp:")
         await app.start(AppContext(self, scope, str(self.ctx.config.get("instance_id", scope))))
-        task_status.started()
-        async for event in self._events_out:
-            try:
-                await _dispatch(app, event)
-            except LineUpError as exc:
-                log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            if self._tools:  # calls delivered while the app was down, or before a crash
+                pending = await self.call("router", p.ToolPendingRequest(), p.ToolPendingReply)
+                for call in pending.calls:
+                    self._start_tool(call)
+            async for event in self._events_out:
+                try:
+                    await _dispatch(app, event)
+                except LineUpError as exc:
+                    log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+
+    # ------------------------------------------------------------------ tools
+
+    def _start_tool(self, event: p.ToolCallEvent) -> None:
+        if event.call_id not in self._running:  # at-least-once delivery: run each call once
+            self._running[event.call_id] = trio.CancelScope()
+            self._nursery.start_soon(self._run_tool, event)
+
+    async def _run_tool(self, event: p.ToolCallEvent) -> None:
+        from .tools import dispatch_tool
+
+        spec = self._tools.get(event.tool)
+        try:
+            with self._running[event.call_id]:
+                if spec is None:
+                    await self.fail(event.call_id, ErrorCode.TOOL_NOT_ADVERTISED.value)
+                    return
+                await dispatch_tool(
+                    self._app, spec, event.call_id, event.tool, event.instance_id, event.input, self
+                )
+        except LineUpError as exc:
+            log.warning("sdk.tool_report_refused code=%s", exc.code.value)
+        finally:
+            self._running.pop(event.call_id, None)
+
+    async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
+        await self.call(
+            "router", p.ToolProgressRequest(call_id=call_id, progress=progress), p.CommandReceipt
+        )
+
+    async def complete(self, call_id: str, result: dict[str, Any]) -> None:
+        await self.call(
+            "router", p.ToolCompleteRequest(call_id=call_id, result=result), p.CommandReceipt
+        )
+
+    async def fail(self, call_id: str, code: str, message: str = "") -> None:
+        await self.call(
+            "router",
+            p.ToolFailRequest(call_id=call_id, code=code, message=message[:1000]),
+            p.CommandReceipt,
+        )
+
+    @handles(p.ToolCallEvent)
+    def on_tool_call(self, msg: p.ToolCallEvent, env: Envelope) -> None:
+        self._start_tool(msg)
+
+    @handles(p.ToolCancelledEvent)
+    def on_tool_cancelled(self, msg: p.ToolCancelledEvent, env: Envelope) -> None:
+        running = self._running.get(msg.call_id)
+        if running is not None:
+            running.cancel()  # the handler stops: no work continues for a dead call
+        self._enqueue(msg)
 
     def _enqueue(self, event: Message) -> None:
         try:
@@ -184,3 +291,5 @@ async def _dispatch(app: MiniApp, event: Message) -> None:
         await app.on_conversation_updated(event)
     elif isinstance(event, p.ViewRefreshEvent):
         await app.on_view_refresh()
+    elif isinstance(event, p.ToolCancelledEvent):
+        await app.on_tool_cancelled(event.call_id, event.code)

@@ -19,7 +19,21 @@ from ._spec import ChildSpec, Restart
 
 __all__ = ["RuntimeOptions", "RuntimePlan", "plan_runtime"]
 
-CHAT: Final = {"app_scope": "chat", "instance_id": "chat"}
+# The bundled MiniApps: where focus finds each manifest, and what the SDK's host runs.
+BUNDLED: Final = (
+    {
+        "app_scope": "chat",
+        "package": "chat",
+        "entry": "lineup.miniapps.chat:Chat",
+        "title": "Interact",
+    },
+    {
+        "app_scope": "task-dashboard",
+        "package": "task_dashboard",
+        "entry": "lineup.miniapps.task_dashboard:TaskDashboard",
+        "title": "Task Dashboard",
+    },
+)
 PRELOAD: Final = (
     "httpx",
     "hypercorn.trio",
@@ -127,7 +141,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             },
         ),
         child("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
-        child("focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", {"apps": [CHAT]}),
+        child("focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", {"apps": list(BUNDLED)}),
         child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
         child(
             "hostbridge",

@@ -105,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
     sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
+    sub.add_parser("app", help="MiniApp tools: `lineup app manifest PATH`", add_help=False)
     return parser
 
 
@@ -115,6 +116,10 @@ def main(argv: list[str] | None = None) -> None:
         from lineup.ops.devserver.cli import main as devserver_main
 
         sys.exit(devserver_main(argv[1:]))
+    if argv[:1] == ["app"]:
+        from lineup.sdk.cli import main as app_main
+
+        sys.exit(app_main(argv[1:]))
     if argv[:1] == ["agent"]:
         from lineup.ops.agent.console import main as agent_main
 

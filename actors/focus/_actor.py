@@ -1,18 +1,31 @@
-"""The focus actor: instances and their views, between the MiniApps and the Shell.
+"""The focus actor: the registry, instances, the focus stack, and views (DESIGN §1, §5).
 
-This first version knows the instances its config names (the chat's) and relays views and user
-actions; the registry, the focus stack and lifecycles arrive with the SDK/tools issue. Views are
-cached here so a (re)connecting Shell gets them at once; after a restart of this actor the cache
-is empty, so it asks every app to send its view again.
+Theory of operation
+-------------------
+*Registry.* The bundled MiniApps' manifests are read from their packages (the runtime never
+imports a MiniApp's code, only its manifest) and recorded in the store with their enabled
+flag. The inventory is every enabled app's tools; its revision changes exactly when that set
+does (the store's counter, bumped once per distinct content), and the router is told.
+
+*Instances.* Each change of an instance's state or of the stack is persisted before anyone is
+told, so after a restart focus rebuilds both from the store: instances caught `starting` or
+`stopping` come back `suspended`, never as done. An app's process runs while it has a live
+instance; focus asks the supervisor to start or stop it (the only program it may name is the
+SDK's host). Closing an instance first has the router converge its unfinished calls to
+`cancelled(app_closed)`, then restores the previous live instance; the recovery app is `chat`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+from pathlib import Path
 from typing import Any, Final
 
 import trio
 
+import lineup
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
@@ -22,17 +35,69 @@ from lineup.actors.kernel import (
     Message,
     handles,
 )
-from lineup.hostbridge.messages import ViewUpdatedEvent
+from lineup.actors.kernel.control import (
+    ChildStartReply,
+    ChildStartRequest,
+    ChildStopReply,
+    ChildStopRequest,
+)
+from lineup.actors.router.messages import (
+    InstanceClosingReply,
+    InstanceClosingRequest,
+    InventoryChangedEvent,
+)
+from lineup.actors.store.messages import (
+    AppEnabledSetReply,
+    AppEnabledSetRequest,
+    AppRegistryListReply,
+    AppRegistryListRequest,
+    AppRegistryPutReply,
+    AppRegistryPutRequest,
+    FocusStackGetReply,
+    FocusStackGetRequest,
+    FocusStackSetReply,
+    FocusStackSetRequest,
+    InstanceListReply,
+    InstanceListRequest,
+    InstanceRecoverReply,
+    InstanceRecoverRequest,
+    InstanceTransitionReply,
+    InstanceTransitionRequest,
+    InstanceUpsertReply,
+    InstanceUpsertRequest,
+    InventoryRevisionBumpReply,
+    InventoryRevisionBumpRequest,
+)
+from lineup.hostbridge.messages import AppsUpdatedEvent, ViewUpdatedEvent
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import Manifest, load_manifest
 
-from .messages import AppView, UiEventAccepted, UiEventRequest, ViewsReply, ViewsRequest
+from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
+from .messages import (
+    AppEnableRequest,
+    AppView,
+    FindInstanceRequest,
+    InstanceReply,
+    InventoryReply,
+    InventoryRequest,
+    LaunchRequest,
+    UiEventAccepted,
+    UiEventRequest,
+    UiIntentRequest,
+    ViewsReply,
+    ViewsRequest,
+)
 
 __all__ = ["FocusActor"]
 
 log = logging.getLogger("lineup.focus")
 
 NOTIFY_TIMEOUT: Final = 5.0
+STORE_TIMEOUT: Final = 30.0
+START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
+CHAT_SCOPE: Final = "chat"
+MINIAPPS: Final = Path(lineup.__file__).parent / "miniapps"
 
 
 class FocusActor(Actor):
@@ -40,20 +105,338 @@ class FocusActor(Actor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # instance_id -> app_scope of the app that owns it
-        self._owners: dict[str, str] = {
-            str(app["instance_id"]): str(app["app_scope"])
+        # Bundled apps this runtime offers: app_scope -> {"package", "entry", "title"}.
+        self._bundled: dict[str, dict[str, str]] = {
+            str(app["app_scope"]): {k: str(v) for k, v in app.items()}
             for app in self.ctx.config.get("apps", [])
         }
+        self._manifests: dict[str, Manifest] = {}
+        self._enabled: dict[str, bool] = {}
+        self._revision = "0"
+        self._stack = FocusStack()
+        self._owners: dict[str, str] = {}  # instance_id -> app_scope
         self._views: dict[str, AppView] = {}
+        self._lock = trio.Lock()  # one change of instances/stack at a time
+
+    # ------------------------------------------------------------------ start-up
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self._load_registry()
+        await self._recover()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
-            for scope in sorted(set(self._owners.values())):
+            for scope in sorted(
+                {
+                    s
+                    for i, s in self._owners.items()
+                    if self._stack.states.get(i) in LIVE - {"suspended"}
+                }
+            ):
                 nursery.start_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
-            await trio.sleep_forever()  # the nursery serves the handlers' background sends
+            nursery.start_soon(self._push_apps)
+            await trio.sleep_forever()
+
+    async def _store(self, request: Message, expect: type[Any]) -> Any:
+        return await self.bus.request(
+            "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
+        )
+
+    async def _load_registry(self) -> None:
+        for scope, app in self._bundled.items():
+            if scope == CHAT_SCOPE:
+                continue
+            path = MINIAPPS / app["package"] / "manifest.json"
+            manifest = load_manifest(path.read_bytes())
+            self._manifests[scope] = manifest
+            await self._store(
+                AppRegistryPutRequest(
+                    app_scope=scope,
+                    version=manifest.version,
+                    kind=manifest.kind,
+                    manifest=manifest.model_dump(mode="json"),
+                ),
+                AppRegistryPutReply,
+            )
+        rows = await self._store(AppRegistryListRequest(), AppRegistryListReply)
+        self._enabled = {row.app_scope: row.enabled for row in rows.apps}
+        await self._bump_inventory()
+
+    async def _bump_inventory(self) -> bool:
+        """Give the inventory's current content a revision (a new one only if it changed)."""
+        tools = self._tools()
+        digest = hashlib.sha256(json.dumps(tools, sort_keys=True).encode()).hexdigest()[:32]
+        reply = await self._store(
+            InventoryRevisionBumpRequest(reason="inventory", bump_id=f"inv-{digest}"),
+            InventoryRevisionBumpReply,
+        )
+        changed = str(reply.revision) != self._revision
+        self._revision = str(reply.revision)
+        return changed
+
+    def _tools(self) -> list[dict[str, Any]]:
+        return [
+            tool.model_dump(mode="json")
+            for scope, manifest in sorted(self._manifests.items())
+            if self._enabled.get(scope, True)
+            for tool in manifest.tools
+        ]
+
+    async def _recover(self) -> None:
+        await self._store(InstanceRecoverRequest(), InstanceRecoverReply)
+        rows = await self._store(InstanceListRequest(), InstanceListReply)
+        stack = await self._store(FocusStackGetRequest(), FocusStackGetReply)
+        self._owners = {row.instance_id: row.app_scope for row in rows.instances}
+        self._stack.recover(
+            {row.instance_id: row.state for row in rows.instances}, list(stack.instance_ids)
+        )
+        if (
+            RECOVERY_INSTANCE not in self._owners
+            or self._stack.states.get(RECOVERY_INSTANCE) not in LIVE
+        ):
+            self._owners[RECOVERY_INSTANCE] = CHAT_SCOPE
+            self._stack.states.pop(RECOVERY_INSTANCE, None)
+            self._stack.order = [i for i in self._stack.order if i != RECOVERY_INSTANCE]
+            self._stack.order.insert(0, RECOVERY_INSTANCE)
+            self._stack.states[RECOVERY_INSTANCE] = "starting"
+            await self._store(
+                InstanceUpsertRequest(
+                    instance_id=RECOVERY_INSTANCE,
+                    app_scope=CHAT_SCOPE,
+                    state="starting",
+                    app_session_id=RECOVERY_INSTANCE,
+                ),
+                InstanceUpsertReply,
+            )
+        changes = (
+            self._stack.ready(RECOVERY_INSTANCE)
+            if self._stack.states[RECOVERY_INSTANCE] == "starting"
+            else {}
+        )
+        await self._persist(changes)
+
+    # ------------------------------------------------------------------ persistence
+
+    async def _persist(self, changes: dict[str, str]) -> None:
+        """Write instance state changes, then the stack (each change in the store first)."""
+        for instance_id, state in changes.items():
+            await self._store(
+                InstanceTransitionRequest(instance_id=instance_id, to_state=state),
+                InstanceTransitionReply,
+            )
+        await self._store(
+            FocusStackSetRequest(instance_ids=tuple(self._stack.order)), FocusStackSetReply
+        )
+        if changes:
+            self._nursery_soon(self._push_apps)
+
+    def _nursery_soon(self, fn: Any, *args: Any) -> None:
+        nursery = getattr(self, "_nursery", None)
+        if nursery is not None:
+            nursery.start_soon(fn, *args)
+
+    # ------------------------------------------------------------------ the registry
+
+    @handles(InventoryRequest)
+    def on_inventory(self, msg: InventoryRequest, env: Envelope) -> InventoryReply:
+        return self._inventory()
+
+    def _inventory(self) -> InventoryReply:
+        disabled = tuple(
+            tool.method
+            for scope, manifest in self._manifests.items()
+            if not self._enabled.get(scope, True)
+            for tool in manifest.tools
+        )
+        return InventoryReply(
+            revision=self._revision, tools=tuple(self._tools()), disabled_tools=disabled
+        )
+
+    @handles(AppEnableRequest)
+    async def on_app_enable(self, msg: AppEnableRequest, env: Envelope) -> InventoryReply:
+        if msg.app_scope not in self._manifests:
+            raise LineUpError(ErrorCode.APP_NOT_INSTALLED, msg.app_scope)
+        await self._store(
+            AppEnabledSetRequest(app_scope=msg.app_scope, enabled=msg.enabled), AppEnabledSetReply
+        )
+        self._enabled[msg.app_scope] = msg.enabled
+        if not msg.enabled:
+            for instance_id in [
+                i
+                for i, s in self._owners.items()
+                if s == msg.app_scope and self._stack.states.get(i) in LIVE
+            ]:
+                await self._close(instance_id)
+        if await self._bump_inventory():
+            self._nursery_soon(self._tell_router, InventoryChangedEvent(revision=self._revision))
+        return self._inventory()
+
+    async def _tell_router(self, event: Message) -> None:
+        try:
+            await self.bus.notify("router", event, timeout=NOTIFY_TIMEOUT)
+        except LineUpError:
+            pass  # the router publishes the inventory when it starts
+
+    # ------------------------------------------------------------------ instances
+
+    @handles(LaunchRequest)
+    async def on_launch(self, msg: LaunchRequest, env: Envelope) -> InstanceReply:
+        self._require_enabled(msg.app_scope)
+        instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
+        async with self._lock:
+            if self._stack.states.get(instance_id) not in LIVE:
+                await self._store(
+                    InstanceUpsertRequest(
+                        instance_id=instance_id,
+                        app_scope=msg.app_scope,
+                        state="starting",
+                        app_session_id=instance_id,
+                        created_by_call_id=msg.call_id,
+                    ),
+                    InstanceUpsertReply,
+                )
+                self._owners[instance_id] = msg.app_scope
+                self._stack.add(instance_id, foreground=msg.foreground)
+                await self._persist({})
+        await self._ensure_running(instance_id)
+        async with self._lock:
+            state = self._stack.states[instance_id]
+            if state in ("starting", "suspended"):
+                changes = (
+                    self._stack.ready(instance_id)
+                    if state == "starting"
+                    else self._stack.bring_forward(instance_id)
+                )
+                await self._persist(changes)
+            elif msg.foreground:
+                await self._persist(self._stack.bring_forward(instance_id))
+        return self._reply(instance_id)
+
+    @handles(FindInstanceRequest)
+    async def on_find(self, msg: FindInstanceRequest, env: Envelope) -> InstanceReply:
+        self._require_enabled(msg.app_scope)
+        instance_id = msg.instance_id or next(
+            (i for i in reversed(self._stack.order) if self._owners.get(i) == msg.app_scope), None
+        )
+        if (
+            instance_id is None
+            or self._owners.get(instance_id) != msg.app_scope
+            or self._stack.states.get(instance_id) not in LIVE
+        ):
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id or msg.app_scope)
+        if self._stack.states[instance_id] == "suspended" or msg.foreground:
+            await self._ensure_running(instance_id)
+            async with self._lock:
+                await self._persist(self._stack.bring_forward(instance_id))
+        return self._reply(instance_id)
+
+    def _reply(self, instance_id: str) -> InstanceReply:
+        return InstanceReply(
+            instance_id=instance_id,
+            app_scope=self._owners[instance_id],
+            state=self._stack.states[instance_id],
+        )
+
+    def _require_enabled(self, app_scope: str) -> None:
+        if app_scope not in self._manifests:
+            raise LineUpError(ErrorCode.APP_NOT_INSTALLED, app_scope)
+        if not self._enabled.get(app_scope, True):
+            raise LineUpError(ErrorCode.APP_DISABLED, app_scope)
+
+    async def _ensure_running(self, instance_id: str) -> None:
+        scope = self._owners[instance_id]
+        if scope == CHAT_SCOPE:
+            return
+        app = self._bundled[scope]
+        with trio.fail_after(START_TIMEOUT):
+            await self.bus.request(
+                "supervisor",
+                ChildStartRequest(
+                    name=f"miniapp:{scope}",
+                    config={"app": app["entry"], "instance_id": instance_id},
+                ),
+                expect=ChildStartReply,
+                timeout=START_TIMEOUT,
+            )
+
+    async def _close(self, instance_id: str) -> None:
+        """Close one instance: its calls converge, focus goes back, its process may stop."""
+        scope = self._owners.get(instance_id)
+        if scope is None or self._stack.states.get(instance_id) not in LIVE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+        if instance_id == RECOVERY_INSTANCE:
+            raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
+        async with self._lock:
+            await self._store(
+                InstanceTransitionRequest(instance_id=instance_id, to_state="stopping"),
+                InstanceTransitionReply,
+            )
+        await self.bus.request(
+            "router",
+            InstanceClosingRequest(instance_id=instance_id, app_scope=scope),
+            expect=InstanceClosingReply,
+            timeout=STORE_TIMEOUT,
+            retry=True,
+        )
+        async with self._lock:
+            changes = self._stack.remove(instance_id, "stopped")
+            changes.pop(instance_id, None)
+            await self._store(
+                InstanceTransitionRequest(instance_id=instance_id, to_state="stopped"),
+                InstanceTransitionReply,
+            )
+            await self._persist(changes)
+            self._views.pop(instance_id, None)
+            alive = [
+                i
+                for i, s in self._owners.items()
+                if s == scope and self._stack.states.get(i) in LIVE
+            ]
+        if not alive:
+            await self.bus.request(
+                "supervisor",
+                ChildStopRequest(name=f"miniapp:{scope}"),
+                expect=ChildStopReply,
+                timeout=START_TIMEOUT,
+            )
+        self._nursery_soon(self._push_apps)
+
+    @handles(sdk.LifecycleRequest)
+    async def on_lifecycle(self, msg: sdk.LifecycleRequest, env: Envelope) -> sdk.CommandReceipt:
+        scope = env.sender.name.removeprefix("miniapp:")
+        if env.sender.kind is not ActorKind.MINIAPP or self._owners.get(msg.instance_id) != scope:
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.instance_id)
+        await self._change(msg.instance_id, msg.action)
+        return sdk.CommandReceipt(id=msg.instance_id)
+
+    @handles(UiIntentRequest)
+    async def on_ui_intent(self, msg: UiIntentRequest, env: Envelope) -> InstanceReply:
+        await self._change(msg.instance_id, "foreground" if msg.intent == "focus" else "close")
+        if msg.intent == "close":
+            return InstanceReply(
+                instance_id=msg.instance_id,
+                app_scope=self._owners.get(msg.instance_id, ""),
+                state="stopped",
+            )
+        return self._reply(msg.instance_id)
+
+    async def _change(self, instance_id: str, action: str) -> None:
+        if action == "close":
+            await self._close(instance_id)
+            return
+        if self._stack.states.get(instance_id) not in LIVE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+        if self._stack.states[instance_id] == "suspended":
+            await self._ensure_running(instance_id)
+        async with self._lock:
+            changes = (
+                self._stack.bring_forward(instance_id)
+                if action == "foreground"
+                else self._stack.send_back(instance_id)
+            )
+            await self._persist(changes)
+
+    # ------------------------------------------------------------------ views and the Shell
 
     async def _tell_app(self, app_scope: str, event: Message) -> None:
         try:
@@ -61,25 +444,45 @@ class FocusActor(Actor):
         except LineUpError as exc:
             log.info("focus.app_not_told app=%s code=%s", app_scope, exc.code.value)
 
-    def _owner(self, instance_id: str) -> str:
-        owner = self._owners.get(instance_id)
-        if owner is None:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
-        return owner
+    def _apps(self) -> AppsUpdatedEvent:
+        live = [i for i in self._stack.order if self._stack.states.get(i) in LIVE]
+        foreground = next(
+            (i for i in reversed(live) if self._stack.states[i] == "foreground"), RECOVERY_INSTANCE
+        )
+        return AppsUpdatedEvent(
+            foreground=foreground,
+            instances=tuple(
+                {
+                    "instance_id": i,
+                    "app_scope": self._owners[i],
+                    "state": self._stack.states[i],
+                    "title": self._bundled.get(self._owners[i], {}).get("title", self._owners[i]),
+                }
+                for i in live
+            ),
+        )
+
+    async def _push_apps(self) -> None:
+        try:
+            await self.bus.notify("hostbridge", self._apps(), timeout=NOTIFY_TIMEOUT)
+        except LineUpError:
+            pass  # the Shell asks when it (re)connects
 
     @handles(sdk.ViewUpdateRequest)
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
         scope = env.sender.name.removeprefix("miniapp:")
-        if env.sender.kind is not ActorKind.MINIAPP or self._owner(msg.instance_id) != scope:
+        if env.sender.kind is not ActorKind.MINIAPP or self._owners.get(msg.instance_id) != scope:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.instance_id)
+        if self._stack.states.get(msg.instance_id) not in LIVE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
         if len(msg.view) > MAX_VIEW_KEYS:
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too wide")
         view = AppView(app_scope=scope, instance_id=msg.instance_id, view=msg.view)
         self._views[msg.instance_id] = view
-        self._nursery.start_soon(self._push, view)
+        self._nursery_soon(self._push_view, view)
         return sdk.CommandReceipt(id=msg.instance_id)
 
-    async def _push(self, view: AppView) -> None:
+    async def _push_view(self, view: AppView) -> None:
         try:
             await self.bus.notify(
                 "hostbridge",
@@ -93,14 +496,21 @@ class FocusActor(Actor):
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:
-        missing = {self._owners[i] for i in self._owners if i not in self._views}
-        for scope in missing:
-            self._nursery.start_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
-        return ViewsReply(views=tuple(self._views.values()))
+        live = {i for i, s in self._stack.states.items() if s in LIVE - {"suspended"}}
+        for scope in {self._owners[i] for i in live if i not in self._views}:
+            self._nursery_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
+        apps = self._apps()
+        return ViewsReply(
+            views=tuple(v for i, v in self._views.items() if i in live),
+            foreground=apps.foreground,
+            instances=apps.instances,
+        )
 
     @handles(UiEventRequest)
     async def on_ui_event(self, msg: UiEventRequest, env: Envelope) -> UiEventAccepted:
-        scope = self._owner(msg.instance_id)
+        scope = self._owners.get(msg.instance_id)
+        if scope is None or self._stack.states.get(msg.instance_id) not in LIVE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
         await self.bus.notify(
             f"miniapp:{scope}",
             sdk.UiEvent(instance_id=msg.instance_id, event=msg.event),

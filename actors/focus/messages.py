@@ -14,11 +14,18 @@ from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 
 __all__ = [
+    "AppEnableRequest",
     "AppView",
+    "FindInstanceRequest",
     "HealthReply",
     "HealthRequest",
+    "InstanceReply",
+    "InventoryReply",
+    "InventoryRequest",
+    "LaunchRequest",
     "UiEventAccepted",
     "UiEventRequest",
+    "UiIntentRequest",
     "ViewsReply",
     "ViewsRequest",
 ]
@@ -40,6 +47,8 @@ class ViewsRequest(Message):
 class ViewsReply(Message):
     type: Literal["focus.ui.views.get.reply"] = "focus.ui.views.get.reply"
     views: tuple[AppView, ...]
+    foreground: str = "chat"
+    instances: tuple[dict[str, Any], ...] = ()
 
 
 class UiEventRequest(Message):
@@ -53,3 +62,59 @@ class UiEventRequest(Message):
 class UiEventAccepted(Message):
     type: Literal["focus.ui.event.reply"] = "focus.ui.event.reply"
     instance_id: str
+
+
+class InventoryRequest(Message):
+    """router → focus: the tools the Agent may call now, with their revision."""
+
+    type: Literal["focus.inventory.get"] = "focus.inventory.get"
+
+
+class InventoryReply(Message):
+    type: Literal["focus.inventory.get.reply"] = "focus.inventory.get.reply"
+    revision: str
+    tools: tuple[dict[str, Any], ...]  # ToolDescriptor JSON of every enabled app's tools
+    disabled_tools: tuple[str, ...]  # tool ids of installed apps that are disabled
+
+
+class LaunchRequest(Message):
+    """router → focus: create (or find, for this call) an instance of `app_scope`, start its
+    process and bring it forward. Idempotent by `call_id`: a retry finds the same instance."""
+
+    type: Literal["focus.instance.launch"] = "focus.instance.launch"
+    app_scope: str = Field(min_length=1, max_length=100)
+    call_id: str = Field(min_length=1, max_length=200)
+    foreground: bool = True
+
+
+class InstanceReply(Message):
+    type: Literal["focus.instance.reply"] = "focus.instance.reply"
+    instance_id: str
+    app_scope: str
+    state: str
+
+
+class FindInstanceRequest(Message):
+    """router → focus: the live instance a call for `app_scope` goes to (the given one, or the
+    app's topmost live instance); `foreground` brings it forward first."""
+
+    type: Literal["focus.instance.find"] = "focus.instance.find"
+    app_scope: str = Field(min_length=1, max_length=100)
+    instance_id: str | None = Field(default=None, max_length=200)
+    foreground: bool = False
+
+
+class UiIntentRequest(Message):
+    """Shell → focus (through the hostbridge): the user switches to or closes an instance."""
+
+    type: Literal["focus.ui.intent"] = "focus.ui.intent"
+    intent: Literal["focus", "close"]
+    instance_id: str = Field(min_length=1, max_length=200)
+
+
+class AppEnableRequest(Message):
+    """Enable or disable an installed app: its tools leave or join the inventory."""
+
+    type: Literal["focus.ui.app.enable"] = "focus.ui.app.enable"
+    app_scope: str = Field(min_length=1, max_length=100)
+    enabled: bool

@@ -66,6 +66,7 @@ class ErrorCode(StrEnum):
     APP_VERSION_MISMATCH = "app_version_mismatch"
     TOOL_NOT_VISIBLE = "tool_not_visible"
     INVALID_ARGUMENTS = "invalid_arguments"
+    STALE_REVISION = "stale_revision"  # a write based on a revision that is no longer current
     FOREGROUND_REQUIRED = "foreground_required"
     OPERATION_EXPIRED = "operation_expired"
     HANDLER_FAILED = "handler_failed"

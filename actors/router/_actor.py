@@ -49,11 +49,16 @@ from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk import protocol as sdk
 
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit, text_markdown
+from ._tools import ToolPipeline
 from .messages import (
     EnvelopeOutcome,
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
+    InstanceClosingReply,
+    InstanceClosingRequest,
+    InventoryChangedEvent,
     OutboxSettledEvent,
+    SessionStartedEvent,
 )
 
 __all__ = ["SESSION_CURSOR", "RouterActor"]
@@ -63,6 +68,7 @@ log = logging.getLogger("lineup.router")
 SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = "lineup.v1.text"
+TOOL_CALL: Final = "lineup.v1.tool.call"
 
 
 def app_scope_of(sender: Identity) -> str:
@@ -76,8 +82,10 @@ class RouterActor(Actor):
     kind = ActorKind.ROUTER
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self.tools = ToolPipeline(self.bus, self.ctx.identity, self._session)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            await nursery.start(self.tools.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -91,7 +99,12 @@ class RouterActor(Actor):
         for raw in msg.envelopes:
             try:
                 envelope = admit(raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id)
-                outcomes.append(await self._accept(envelope))
+                if envelope.type == TOOL_CALL:
+                    explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
+                    await self.tools.accept(envelope, explicit_scope)
+                    outcomes.append(EnvelopeOutcome(message_id=envelope.id, status="accepted"))
+                else:
+                    outcomes.append(await self._accept(envelope))
             except EnvelopeRejected as rejected:
                 self.bus.audit(
                     AuditRecord(
@@ -112,8 +125,8 @@ class RouterActor(Actor):
 
     async def _accept(self, envelope: RuntimeEnvelope) -> EnvelopeOutcome:
         if envelope.type != TEXT:
-            # Tool calls and dismissals need the inventory (the SDK/tools issue); until then
-            # they are refused with the code an empty inventory gives, never silently dropped.
+            # Dismissals belong to the standard interactions (their own issue); until then
+            # they are refused with a stable code, never silently dropped.
             raise EnvelopeRejected(ErrorCode.TOOL_NOT_ADVERTISED, envelope.id)
         text_markdown(envelope)
         scope = envelope.scope
@@ -248,6 +261,49 @@ class RouterActor(Actor):
                 )
             )
         return sdk.ConversationHistoryReply(items=tuple(items))
+
+    # ------------------------------------------------------------------ tools
+
+    @handles(sdk.ToolProgressRequest)
+    async def on_tool_progress(
+        self, msg: sdk.ToolProgressRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        app_scope_of(env.sender)
+        return await self.tools.progress(env.sender, msg)
+
+    @handles(sdk.ToolCompleteRequest)
+    async def on_tool_complete(
+        self, msg: sdk.ToolCompleteRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        app_scope_of(env.sender)
+        return await self.tools.complete(env.sender, msg)
+
+    @handles(sdk.ToolFailRequest)
+    async def on_tool_fail(self, msg: sdk.ToolFailRequest, env: Envelope) -> sdk.CommandReceipt:
+        app_scope_of(env.sender)
+        return await self.tools.fail(env.sender, msg)
+
+    @handles(sdk.ToolPendingRequest)
+    async def on_tool_pending(
+        self, msg: sdk.ToolPendingRequest, env: Envelope
+    ) -> sdk.ToolPendingReply:
+        app_scope_of(env.sender)
+        return await self.tools.pending(env.sender)
+
+    @handles(SessionStartedEvent)
+    async def on_session_started(self, msg: SessionStartedEvent, env: Envelope) -> None:
+        await self.tools.publish_inventory()
+
+    @handles(InventoryChangedEvent)
+    async def on_inventory_changed(self, msg: InventoryChangedEvent, env: Envelope) -> None:
+        await self.tools.publish_inventory()
+
+    @handles(InstanceClosingRequest)
+    async def on_instance_closing(
+        self, msg: InstanceClosingRequest, env: Envelope
+    ) -> InstanceClosingReply:
+        cancelled = await self.tools.close_instance(msg.instance_id, msg.app_scope)
+        return InstanceClosingReply(cancelled=cancelled)
 
     # ------------------------------------------------------------------ outbound results
 

@@ -20,7 +20,11 @@ __all__ = [
     "HealthRequest",
     "InboundEnvelopesReply",
     "InboundEnvelopesRequest",
+    "InstanceClosingReply",
+    "InstanceClosingRequest",
+    "InventoryChangedEvent",
     "OutboxSettledEvent",
+    "SessionStartedEvent",
 ]
 
 
@@ -53,3 +57,30 @@ class OutboxSettledEvent(Message):
     outbox_id: str = Field(min_length=1, max_length=200)
     state: Literal["sent", "failed"]
     code: str | None = None
+
+
+class SessionStartedEvent(Message):
+    """transport → router: logged in to the AppServer (publish the inventory now)."""
+
+    type: Literal["router.inbound.session_started"] = "router.inbound.session_started"
+
+
+class InventoryChangedEvent(Message):
+    """focus → router: the inventory has a new revision (publish it to the Agent)."""
+
+    type: Literal["router.inventory.changed"] = "router.inventory.changed"
+    revision: str
+
+
+class InstanceClosingRequest(Message):
+    """focus → router: an instance is closing. Every call of it that is not final converges
+    to `cancelled(app_closed)` exactly once; the reply comes when that is persisted."""
+
+    type: Literal["router.instance.closing"] = "router.instance.closing"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+
+
+class InstanceClosingReply(Message):
+    type: Literal["router.instance.closing.reply"] = "router.instance.closing.reply"
+    cancelled: tuple[str, ...]

@@ -2,7 +2,8 @@
 
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
 the group committer, and only then reports itself started. Every handler is a thin shell: it
-turns its request into one operation (`_queries`, `_conversations`) and awaits it through the
+turns its request into one operation (`_queries`, `_conversations`, and for the runtime's
+records `_tool_calls`, `_instances`, `_app_data` via `_record_handlers`) and awaits it through the
 committer, which answers only after the operation's transaction has committed — persist, then
 acknowledge. A request that arrives before the database is open simply waits in the committer's
 queue.
@@ -30,6 +31,7 @@ from . import _conversations as c
 from . import _queries as q
 from ._committer import Committer
 from ._db import Connection, Database, open_database
+from ._record_handlers import RecordHandlers
 from .messages import (
     AuditAppendReply,
     AuditAppendRequest,
@@ -79,8 +81,9 @@ READ: Final = False
 WRITE: Final = True
 
 
-class StoreActor(Actor):
-    """Serves the `store.*` protocol. Never replies before the data is committed."""
+class StoreActor(RecordHandlers, Actor):
+    """Serves the `store.*` protocol. Never replies before the data is committed. The handlers
+    for tool calls, instances, session data, registry and inventory are in `RecordHandlers`."""
 
     kind = ActorKind.STORE
     writes_own_audit = True

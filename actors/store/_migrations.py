@@ -248,7 +248,87 @@ DROP INDEX outbox_pending;
 CREATE INDEX outbox_pending ON outbox (seq) WHERE state = 'pending';
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2))
+# Runtime records (store.tool_call.*, instance.*, focus_stack.*, registry.*, inventory.*).
+# `tool_calls` is rebuilt with every field of seed 003's RuntimeToolCallRecord, a `seq` to page
+# by, and constraints that keep a result on completed calls only and a code on failed ones only.
+# No release wrote tool calls (schema 1 only declared the table); a row that is there anyway
+# keeps its facts and gets neutral values for what it lacks (handling `direct`, input `{}`, a
+# timeout of 0: already due). `tool_call_outbox` says which outbox rows speak for which call;
+# its partial unique index is the database's own guarantee of ONE terminal row per call.
+# The focus stack gets a revision, instances the call that created them, the registry the app's
+# kind, and inventory revisions a counter that never goes back (AUTOINCREMENT).
+_V3: Final = """
+CREATE TABLE tool_calls_v3 (
+    seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+    call_id            TEXT NOT NULL UNIQUE,
+    tool               TEXT NOT NULL,
+    inventory_revision TEXT NOT NULL,
+    app_scope          TEXT NOT NULL,
+    instance_id        TEXT,
+    conversation_id    TEXT NOT NULL,
+    handling           TEXT NOT NULL CHECK (handling IN (
+        'direct', 'interactive', 'launch', 'foreground', 'operation')),
+    state              TEXT NOT NULL CHECK (state IN (
+        'received', 'routing', 'waiting_for_app', 'running', 'submitted',
+        'completed', 'failed', 'cancelled', 'expired', 'rejected')),
+    input              TEXT NOT NULL CHECK (json_valid(input)),
+    result             TEXT CHECK (result IS NULL OR json_valid(result)),
+    error_code         TEXT,
+    progress           TEXT CHECK (progress IS NULL OR json_valid(progress)),
+    timeout_ms         INTEGER NOT NULL CHECK (timeout_ms >= 0),
+    created_at         REAL NOT NULL,
+    updated_at         REAL NOT NULL,
+    deadline_at        REAL NOT NULL,
+    CHECK (result IS NULL OR state = 'completed'),
+    CHECK (error_code IS NULL OR state IN ('failed', 'cancelled', 'expired', 'rejected'))
+) STRICT;
+
+INSERT INTO tool_calls_v3 (call_id, tool, inventory_revision, app_scope, instance_id,
+                           conversation_id, handling, state, input, result, error_code,
+                           timeout_ms, created_at, updated_at, deadline_at)
+SELECT call_id, tool, coalesce(inventory_revision, ''), app_scope, instance_id,
+       coalesce(conversation_id, ''), 'direct', state, coalesce(input, '{}'),
+       CASE WHEN state = 'completed' THEN result END,
+       CASE WHEN state IN ('failed', 'cancelled', 'expired', 'rejected') THEN terminal_code END,
+       0, created_at, updated_at, created_at
+FROM tool_calls ORDER BY created_at, rowid;
+
+DROP TABLE tool_calls;
+ALTER TABLE tool_calls_v3 RENAME TO tool_calls;
+CREATE INDEX tool_calls_by_scope ON tool_calls (app_scope, seq);
+CREATE INDEX tool_calls_by_instance ON tool_calls (instance_id, seq);
+CREATE INDEX tool_calls_open ON tool_calls (deadline_at)
+    WHERE state IN ('received', 'routing', 'waiting_for_app', 'running', 'submitted');
+
+CREATE TABLE tool_call_outbox (
+    outbox_id TEXT PRIMARY KEY REFERENCES outbox (outbox_id),
+    call_id   TEXT NOT NULL REFERENCES tool_calls (call_id),
+    role      TEXT NOT NULL CHECK (role IN ('receipt', 'progress', 'terminal')),
+    status    TEXT  -- receipt: its status; terminal: the final state it reports
+) STRICT;
+CREATE INDEX tool_call_outbox_by_call ON tool_call_outbox (call_id);
+CREATE UNIQUE INDEX tool_call_outbox_one_terminal ON tool_call_outbox (call_id)
+    WHERE role = 'terminal';
+
+ALTER TABLE instances ADD COLUMN created_by_call_id TEXT;
+
+CREATE TABLE focus_stack_revision (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    revision   INTEGER NOT NULL CHECK (revision >= 0),
+    updated_at REAL NOT NULL
+) STRICT;
+
+ALTER TABLE registry ADD COLUMN kind TEXT NOT NULL DEFAULT 'installed';
+
+CREATE TABLE inventory_bumps (
+    revision   INTEGER PRIMARY KEY AUTOINCREMENT,
+    bump_id    TEXT UNIQUE,
+    reason     TEXT NOT NULL,
+    created_at REAL NOT NULL
+) STRICT;
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2), (3, _V3))
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
 

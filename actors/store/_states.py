@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from .messages import OutboxState
+from ._core_messages import OutboxState
 
 __all__ = ["TRANSITIONS", "OutboxEvent", "next_state"]
 

@@ -2,26 +2,130 @@
 
 Every tag starts with `store.`; the ACL lets each runtime actor (never a MiniApp) send `store.*`.
 Requests that change state are idempotent by a natural key the caller chooses (`outbox_id`,
-`(app_scope, delivery_id)`, a cursor `name`, a conversation `message_id`): a retry after a crash
-or a lost reply applies nothing twice and answers like the first attempt did (`created=False`,
-the same `seq`).
+`(app_scope, delivery_id)`, a cursor `name`, a conversation `message_id`, a tool `call_id`, an
+`instance_id`, a `bump_id`) or by their content (a state already reached, a revision already
+written): a retry after a crash or a lost reply applies nothing twice and answers like the first
+attempt did (`created=False` / `changed=False`, the same `seq`).
 
 A conversation message's wire type is its `kind`: `type` is every message's protocol tag.
 
-Bodies are opaque JSON objects to the store; their size is bounded by the frame limit. List
-replies are bounded by `limit` and by a byte budget, and page with `after_seq`.
+Bodies are opaque JSON objects to the store; their size is bounded by the frame limit, and the
+JSON it keeps in records (tool input, result and progress, session data, manifests) by the limits
+in `_fields`. List replies are bounded by `limit` and by a byte budget, and page with
+`after_seq`.
+
+The classes live in private modules by area (`_core_messages`: outbox, inboxes, conversations,
+cursors, audit, stats; `_tool_messages`: tool calls; `_app_messages`: instances and the focus
+stack, session data, registry, inventory); this module is the one to import. `__all__` names
+every message and the state literals (`ToolCallState`, `InstanceState`, …).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import Field
-
 from lineup.actors.kernel.audit import AuditAppendReply, AuditAppendRequest, AuditRecord
-from lineup.actors.kernel.messages import Message
+
+from ._app_messages import (
+    AppEnabledSetReply,
+    AppEnabledSetRequest,
+    AppRegistryListReply,
+    AppRegistryListRequest,
+    AppRegistryPutReply,
+    AppRegistryPutRequest,
+    AppRow,
+    FocusStackGetReply,
+    FocusStackGetRequest,
+    FocusStackSetReply,
+    FocusStackSetRequest,
+    InstanceListReply,
+    InstanceListRequest,
+    InstanceRecoverReply,
+    InstanceRecoverRequest,
+    InstanceRow,
+    InstanceState,
+    InstanceTransitionReply,
+    InstanceTransitionRequest,
+    InstanceUpsertReply,
+    InstanceUpsertRequest,
+    InventoryRevisionBumpReply,
+    InventoryRevisionBumpRequest,
+    InventoryRevisionGetReply,
+    InventoryRevisionGetRequest,
+    SessionDataGetReply,
+    SessionDataGetRequest,
+    SessionDataReplaceReply,
+    SessionDataReplaceRequest,
+)
+from ._core_messages import (
+    AuditQueryReply,
+    AuditQueryRequest,
+    ConversationHistoryReply,
+    ConversationHistoryRequest,
+    ConversationMessageReply,
+    ConversationMessageRequest,
+    ConversationReceiveReply,
+    ConversationReceiveRequest,
+    ConversationSendReply,
+    ConversationSendRequest,
+    CursorGetReply,
+    CursorGetRequest,
+    CursorSetReply,
+    CursorSetRequest,
+    InboxAckReply,
+    InboxAckRequest,
+    InboxListReply,
+    InboxListRequest,
+    InboxPutReply,
+    InboxPutRequest,
+    InboxRow,
+    MessageDirection,
+    MessageRow,
+    MessageState,
+    OutboxAckReply,
+    OutboxAckRequest,
+    OutboxAppendReply,
+    OutboxAppendRequest,
+    OutboxFailReply,
+    OutboxFailRequest,
+    OutboxPendingReply,
+    OutboxPendingRequest,
+    OutboxRetryReply,
+    OutboxRetryRequest,
+    OutboxRow,
+    OutboxState,
+    StoreStatsReply,
+    StoreStatsRequest,
+)
+from ._tool_messages import (
+    ReceiptStatus,
+    ToolCallFinalState,
+    ToolCallFinishReply,
+    ToolCallFinishRequest,
+    ToolCallGetReply,
+    ToolCallGetRequest,
+    ToolCallListReply,
+    ToolCallListRequest,
+    ToolCallProgressReply,
+    ToolCallProgressRequest,
+    ToolCallReceiptReply,
+    ToolCallReceiptRequest,
+    ToolCallRecordReply,
+    ToolCallRecordRequest,
+    ToolCallRow,
+    ToolCallState,
+    ToolCallStep,
+    ToolCallTransitionReply,
+    ToolCallTransitionRequest,
+    ToolHandling,
+)
 
 __all__ = [
+    "AppEnabledSetReply",
+    "AppEnabledSetRequest",
+    "AppRegistryListReply",
+    "AppRegistryListRequest",
+    "AppRegistryPutReply",
+    "AppRegistryPutRequest",
+    "AppRow",
     "AuditAppendReply",
     "AuditAppendRequest",
     "AuditQueryReply",
@@ -39,6 +143,10 @@ __all__ = [
     "CursorGetRequest",
     "CursorSetReply",
     "CursorSetRequest",
+    "FocusStackGetReply",
+    "FocusStackGetRequest",
+    "FocusStackSetReply",
+    "FocusStackSetRequest",
     "InboxAckReply",
     "InboxAckRequest",
     "InboxListReply",
@@ -46,7 +154,23 @@ __all__ = [
     "InboxPutReply",
     "InboxPutRequest",
     "InboxRow",
+    "InstanceListReply",
+    "InstanceListRequest",
+    "InstanceRecoverReply",
+    "InstanceRecoverRequest",
+    "InstanceRow",
+    "InstanceState",
+    "InstanceTransitionReply",
+    "InstanceTransitionRequest",
+    "InstanceUpsertReply",
+    "InstanceUpsertRequest",
+    "InventoryRevisionBumpReply",
+    "InventoryRevisionBumpRequest",
+    "InventoryRevisionGetReply",
+    "InventoryRevisionGetRequest",
+    "MessageDirection",
     "MessageRow",
+    "MessageState",
     "OutboxAckReply",
     "OutboxAckRequest",
     "OutboxAppendReply",
@@ -58,373 +182,31 @@ __all__ = [
     "OutboxRetryReply",
     "OutboxRetryRequest",
     "OutboxRow",
+    "OutboxState",
+    "ReceiptStatus",
+    "SessionDataGetReply",
+    "SessionDataGetRequest",
+    "SessionDataReplaceReply",
+    "SessionDataReplaceRequest",
     "StoreStatsReply",
     "StoreStatsRequest",
+    "ToolCallFinalState",
+    "ToolCallFinishReply",
+    "ToolCallFinishRequest",
+    "ToolCallGetReply",
+    "ToolCallGetRequest",
+    "ToolCallListReply",
+    "ToolCallListRequest",
+    "ToolCallProgressReply",
+    "ToolCallProgressRequest",
+    "ToolCallReceiptReply",
+    "ToolCallReceiptRequest",
+    "ToolCallRecordReply",
+    "ToolCallRecordRequest",
+    "ToolCallRow",
+    "ToolCallState",
+    "ToolCallStep",
+    "ToolCallTransitionReply",
+    "ToolCallTransitionRequest",
+    "ToolHandling",
 ]
-
-Id = Annotated[str, Field(min_length=1, max_length=200)]
-Name = Annotated[str, Field(min_length=1, max_length=100)]
-Limit = Annotated[int, Field(ge=1, le=1000)]
-Seq = Annotated[int, Field(ge=0)]
-HistoryLimit = Annotated[int, Field(ge=1, le=500)]
-
-# An outbox row (and the outbound message it carries) is pending until the AppServer accepts it
-# (sent) or the transport gives up on it (failed); a retry makes a failed row pending again.
-OutboxState = Literal["pending", "sent", "failed"]
-# An inbound message is `received`; an outbound one has the state of its outbox row.
-MessageState = Literal["received", "pending", "sent", "failed"]
-MessageDirection = Literal["inbound", "outbound"]
-
-# ---------------------------------------------------------------------------------- outbox
-
-
-class OutboxRow(Message):
-    """One message waiting to reach the AppServer, sent with `outbox_id` as idempotency key."""
-
-    type: Literal["store.outbox.row"] = "store.outbox.row"
-    seq: int
-    outbox_id: Id
-    conversation_id: Id
-    kind: Name
-    body: dict[str, Any]
-    created_at: float
-
-
-class OutboxAppendRequest(Message):
-    """Persist an outgoing message. Idempotent by `outbox_id`."""
-
-    type: Literal["store.outbox.append"] = "store.outbox.append"
-    outbox_id: Id
-    conversation_id: Id
-    kind: Name  # the wire type, e.g. "lineup.v1.tool.result"
-    body: dict[str, Any]
-
-
-class OutboxAppendReply(Message):
-    """`created` is False when the id was already there: nothing was written, `seq` is the
-    original one."""
-
-    type: Literal["store.outbox.append.reply"] = "store.outbox.append.reply"
-    outbox_id: Id
-    seq: int
-    created: bool
-
-
-class OutboxPendingRequest(Message):
-    """Pending rows (neither acknowledged nor failed) in `seq` order, after `after_seq`."""
-
-    type: Literal["store.outbox.pending"] = "store.outbox.pending"
-    limit: Limit = 100
-    after_seq: Seq = 0
-
-
-class OutboxPendingReply(Message):
-    """May hold fewer than `limit` rows when their bodies would not fit one frame; page on
-    with `after_seq` = the last row's seq."""
-
-    type: Literal["store.outbox.pending.reply"] = "store.outbox.pending.reply"
-    rows: tuple[OutboxRow, ...]
-
-
-class OutboxAckRequest(Message):
-    """The AppServer accepted this row (its answer's `message_id` is `remote_id`, its `seq` is
-    `remote_seq`). The row leaves the pending set and the message it carries, if any, becomes
-    `sent` with that `remote_seq`, in one transaction. A failed row may be acknowledged too:
-    the AppServer has it, whatever the transport concluded before."""
-
-    type: Literal["store.outbox.ack"] = "store.outbox.ack"
-    outbox_id: Id
-    remote_id: Id | None = None
-    remote_seq: Seq | None = None
-
-
-class OutboxAckReply(Message):
-    """`acked` is True only for the request that acknowledged the row; False if it was already
-    acknowledged or does not exist. `message_id` names the conversation message the row
-    carries (None for a row appended with `OutboxAppendRequest`, or an unknown row)."""
-
-    type: Literal["store.outbox.ack.reply"] = "store.outbox.ack.reply"
-    outbox_id: Id
-    acked: bool
-    message_id: Id | None = None
-
-
-class OutboxFailRequest(Message):
-    """The transport gave up on this row (`code` says why): it is no longer pending, and the
-    message it carries becomes `failed`, in one transaction. Idempotent: failing a failed row
-    changes nothing and keeps the first code. Refused with `invalid_arguments` for an unknown
-    row or one already sent."""
-
-    type: Literal["store.outbox.fail"] = "store.outbox.fail"
-    outbox_id: Id
-    code: Name
-
-
-class OutboxFailReply(Message):
-    """`changed` is True only for the request that failed the row; `state` is the row's state
-    after the request."""
-
-    type: Literal["store.outbox.fail.reply"] = "store.outbox.fail.reply"
-    outbox_id: Id
-    message_id: Id | None
-    changed: bool
-    state: OutboxState
-
-
-class OutboxRetryRequest(Message):
-    """Make a failed row pending again (and its message `pending`), in one transaction; it
-    keeps its `seq`. Idempotent: retrying a pending row changes nothing. Refused with
-    `invalid_arguments` for an unknown row or one already sent."""
-
-    type: Literal["store.outbox.retry"] = "store.outbox.retry"
-    outbox_id: Id
-
-
-class OutboxRetryReply(Message):
-    """`changed` is True only for the request that made the row pending again."""
-
-    type: Literal["store.outbox.retry.reply"] = "store.outbox.retry.reply"
-    outbox_id: Id
-    message_id: Id | None
-    changed: bool
-    state: OutboxState
-
-
-# ---------------------------------------------------------------------------------- app inboxes
-
-
-class InboxRow(Message):
-    type: Literal["store.inbox.row"] = "store.inbox.row"
-    seq: int
-    app_scope: Name
-    delivery_id: Id
-    body: dict[str, Any]
-    created_at: float
-
-
-class InboxPutRequest(Message):
-    """Persist a delivery to one app's inbox. Idempotent by `(app_scope, delivery_id)`, also
-    after the delivery has been acknowledged (it is then not delivered again)."""
-
-    type: Literal["store.inbox.put"] = "store.inbox.put"
-    app_scope: Name
-    delivery_id: Id
-    body: dict[str, Any]
-
-
-class InboxPutReply(Message):
-    type: Literal["store.inbox.put.reply"] = "store.inbox.put.reply"
-    delivery_id: Id
-    seq: int
-    created: bool
-
-
-class InboxListRequest(Message):
-    """Unacknowledged deliveries of one app in `seq` order, starting after `after_seq`."""
-
-    type: Literal["store.inbox.list"] = "store.inbox.list"
-    app_scope: Name
-    limit: Limit = 100
-    after_seq: Seq = 0
-
-
-class InboxListReply(Message):
-    type: Literal["store.inbox.list.reply"] = "store.inbox.list.reply"
-    rows: tuple[InboxRow, ...]
-
-
-class InboxAckRequest(Message):
-    """The app has the delivery: remove it from the inbox (its body is deleted)."""
-
-    type: Literal["store.inbox.ack"] = "store.inbox.ack"
-    app_scope: Name
-    delivery_id: Id
-
-
-class InboxAckReply(Message):
-    """`acked` is True only for the request that removed the delivery; False when it was
-    already acknowledged, belongs to another scope, or never existed."""
-
-    type: Literal["store.inbox.ack.reply"] = "store.inbox.ack.reply"
-    delivery_id: Id
-    acked: bool
-
-
-# ---------------------------------------------------------------------------------- conversations
-
-
-class MessageRow(Message):
-    """One conversation message as stored. `seq` orders a conversation's messages (it is
-    global, increasing, never reused). `body` is the message as the app sees it."""
-
-    type: Literal["store.message.row"] = "store.message.row"
-    seq: int
-    message_id: Id
-    conversation_id: Id
-    direction: MessageDirection
-    kind: Name  # the wire type, e.g. "lineup.v1.text"
-    app_scope: Name
-    state: MessageState
-    body: dict[str, Any]
-    sender_kind: Name | None
-    sender_id: Id | None
-    remote_seq: int | None  # the AppServer's seq, once known
-    failed_code: Name | None  # why the transport gave up, while `state` is failed
-    created_at: float
-
-
-class ConversationReceiveRequest(Message):
-    """An Agent's message for an app, in ONE transaction: the conversation is created or
-    touched, the message is recorded (`inbound`, `received`), and `body` is put in `app_scope`'s
-    inbox with `delivery_id = message_id`.
-
-    Idempotent by `message_id`: a repeat writes nothing and delivers nothing again, even after
-    the first delivery was acknowledged. Refused with `invalid_arguments` if the id is already
-    an outbound message, or already a delivery in that inbox that no message put there.
-    """
-
-    type: Literal["store.conversation.receive"] = "store.conversation.receive"
-    message_id: Id
-    conversation_id: Id
-    app_scope: Name
-    kind: Name
-    body: dict[str, Any]
-    sender_kind: Name
-    sender_id: Id
-    remote_seq: Seq | None = None
-
-
-class ConversationReceiveReply(Message):
-    """`created` is False for a repeat: nothing was written and `seq` is the original one."""
-
-    type: Literal["store.conversation.receive.reply"] = "store.conversation.receive.reply"
-    message_id: Id
-    seq: int
-    created: bool
-
-
-class ConversationSendRequest(Message):
-    """A message for the AppServer, in ONE transaction: the conversation is created or touched,
-    the message is recorded (`outbound`, `pending`, `body` as the app sees it), and `wire` (the
-    full envelope) is appended to the outbox with `outbox_id = message_id` and `kind`.
-
-    Idempotent by `message_id`. Refused with `invalid_arguments` if the id is already an
-    inbound message, or already an outbox row that carries no message.
-    """
-
-    type: Literal["store.conversation.send"] = "store.conversation.send"
-    message_id: Id
-    conversation_id: Id
-    app_scope: Name
-    kind: Name
-    body: dict[str, Any]
-    wire: dict[str, Any]
-    sender_kind: Name | None = None
-    sender_id: Id | None = None
-
-
-class ConversationSendReply(Message):
-    """`created` is False for a repeat: nothing was written and `seq` is the original one."""
-
-    type: Literal["store.conversation.send.reply"] = "store.conversation.send.reply"
-    message_id: Id
-    seq: int
-    created: bool
-
-
-class ConversationHistoryRequest(Message):
-    """A conversation's messages in `seq` order, starting after `after_seq`. An unknown
-    conversation has no messages."""
-
-    type: Literal["store.conversation.history"] = "store.conversation.history"
-    conversation_id: Id
-    after_seq: Seq = 0
-    limit: HistoryLimit = 100
-
-
-class ConversationHistoryReply(Message):
-    """May hold fewer than `limit` rows when their bodies would not fit one frame; page on
-    with `after_seq` = the last row's seq."""
-
-    type: Literal["store.conversation.history.reply"] = "store.conversation.history.reply"
-    rows: tuple[MessageRow, ...]
-
-
-class ConversationMessageRequest(Message):
-    """One message by id. Refused with `invalid_arguments` if there is no such message."""
-
-    type: Literal["store.conversation.message"] = "store.conversation.message"
-    message_id: Id
-
-
-class ConversationMessageReply(Message):
-    type: Literal["store.conversation.message.reply"] = "store.conversation.message.reply"
-    row: MessageRow
-
-
-# ---------------------------------------------------------------------------------- cursors
-
-
-class CursorGetRequest(Message):
-    type: Literal["store.cursor.get"] = "store.cursor.get"
-    name: Name
-
-
-class CursorGetReply(Message):
-    """`value` is None for a cursor never set."""
-
-    type: Literal["store.cursor.get.reply"] = "store.cursor.get.reply"
-    name: Name
-    value: str | None
-
-
-class CursorSetRequest(Message):
-    """Set a named cursor (e.g. the AppServer sync cursor). Idempotent: last write wins."""
-
-    type: Literal["store.cursor.set"] = "store.cursor.set"
-    name: Name
-    value: str = Field(max_length=1000)
-
-
-class CursorSetReply(Message):
-    type: Literal["store.cursor.set.reply"] = "store.cursor.set.reply"
-    name: Name
-    value: str
-
-
-# ---------------------------------------------------------------------------------- audit
-
-
-class AuditQueryRequest(Message):
-    """The newest `limit` audit rows matching the filters, returned oldest first."""
-
-    type: Literal["store.audit.query"] = "store.audit.query"
-    event_prefix: str | None = Field(default=None, max_length=100)
-    peer: Id | None = None
-    limit: Limit = 100
-
-
-class AuditQueryReply(Message):
-    type: Literal["store.audit.query.reply"] = "store.audit.query.reply"
-    records: tuple[AuditRecord, ...]
-
-
-# ---------------------------------------------------------------------------------- stats
-
-
-class StoreStatsRequest(Message):
-    type: Literal["store.stats.get"] = "store.stats.get"
-
-
-class StoreStatsReply(Message):
-    """Group-commit counters since the store started: `commits` write transactions committed,
-    `batches` batches taken off the queue (reads included), `max_batch` the largest one,
-    `writes` write operations acknowledged."""
-
-    type: Literal["store.stats.get.reply"] = "store.stats.get.reply"
-    commits: int
-    batches: int
-    max_batch: int
-    writes: int
-    schema_version: int
-    synchronous: Literal["normal", "full"]

@@ -30,6 +30,7 @@ from lineup.actors.router.messages import (
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
     OutboxSettledEvent,
+    SessionStartedEvent,
 )
 from lineup.actors.store.messages import (
     CursorGetReply,
@@ -157,6 +158,13 @@ class TransportActor(Actor):
                 CursorSetReply,
             )
             self._set_state("synchronizing")
+            self._nursery.start_soon(self._tell_router_session)
+
+    async def _tell_router_session(self) -> None:
+        try:
+            await self.bus.notify("router", SessionStartedEvent(), timeout=5.0)
+        except LineUpError:
+            pass  # the router publishes the inventory when it starts, too
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import apsw
+import pytest
 import trio
 
 from lineup.actors.kernel import (
@@ -17,12 +18,15 @@ from lineup.actors.kernel import (
     Bus,
     Channel,
     Envelope,
+    ErrorCode,
     Identity,
+    LineUpError,
     Message,
     Outcome,
     channel_pair,
 )
 from lineup.actors.store import StoreActor
+from lineup.actors.store._db import Connection, migrate
 
 WAIT = 5.0  # seconds any single wait may take before the test counts it as a hang
 
@@ -45,6 +49,34 @@ class StoreHarness:
 
 
 StartStore = Callable[..., Awaitable[StoreHarness]]
+T = TypeVar("T")
+
+
+async def refusal(store: StoreHarness, request: Message) -> ErrorCode:
+    """The code the store refuses `request` with (the test fails if it is accepted)."""
+    with pytest.raises(LineUpError) as caught:
+        await store.ask(request, Message)
+    return caught.value.code
+
+
+def memory_database() -> Connection:
+    """A migrated in-memory database, for running operations synchronously (property tests)."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA foreign_keys=ON")
+    migrate(conn)
+    return conn
+
+
+def in_savepoint(conn: Connection, op: Callable[[Connection], T]) -> T:
+    """Run `op` as the committer does: in a savepoint that is undone if it raises."""
+    conn.execute("SAVEPOINT op")
+    try:
+        return op(conn)
+    except BaseException:
+        conn.execute("ROLLBACK TO op")
+        raise
+    finally:
+        conn.execute("RELEASE op")
 
 
 def independent_rows(path: Path, sql: str) -> list[tuple[object, ...]]:

@@ -9,7 +9,7 @@ request: SQLite itself refuses, nothing is mocked.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,7 +20,7 @@ import trio.testing
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.actors.store import _conversations as c
 from lineup.actors.store._committer import Committer
-from lineup.actors.store._db import Connection, Database, open_database
+from lineup.actors.store._db import Connection
 from lineup.actors.store.messages import (
     AuditQueryReply,
     AuditQueryRequest,
@@ -541,20 +541,6 @@ async def test_no_message_text_reaches_the_audit_or_the_logs(
 
 
 # ---------------------------------------------------------------------------------- atomicity
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = open_database(tmp_path, {})
-    yield database
-    database.close()
-
-
-@pytest.fixture
-async def committer(db: Database, nursery: trio.Nursery) -> Committer:
-    committer = Committer()
-    await nursery.start(committer.run, db.conn)
-    return committer
 
 
 async def run(committer: Committer, op: Callable[[Connection], T]) -> T:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_origin
+
 import pydantic
 import pytest
 
@@ -15,7 +17,14 @@ from lineup.actors.store.messages import (
     OutboxPendingRequest,
 )
 
-PROTOCOL = [getattr(messages, name) for name in messages.__all__]
+EXPORTS = [getattr(messages, name) for name in messages.__all__]
+PROTOCOL = [obj for obj in EXPORTS if isinstance(obj, type)]  # the rest are state literals
+
+
+def test_the_protocol_exports_messages_and_state_literals_only() -> None:
+    assert len(PROTOCOL) > 80
+    for obj in EXPORTS:
+        assert isinstance(obj, type) or get_origin(obj) is Literal, obj
 
 
 def test_every_store_message_is_tagged_under_store_and_registered() -> None:

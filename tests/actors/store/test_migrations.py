@@ -29,6 +29,9 @@ REQUIRED_TABLES = {
     "registry",
     "inventory_revisions",
     "audit",
+    "tool_call_outbox",
+    "focus_stack_revision",
+    "inventory_bumps",
 }
 
 
@@ -285,3 +288,90 @@ def test_migration_2_constraints_refuse_inconsistent_states(tmp_path: Path, sql:
             db.conn.execute(sql)
     finally:
         db.close()
+
+
+# ---------------------------------------------------------------------------------- migration 3
+
+
+def version_2_database(path: Path) -> None:
+    """A database as schema 2 left it, with tool calls and an instance in it (no release wrote
+    them, but a migration must not lose what is there)."""
+    conn = apsw.Connection(str(path / DB_FILENAME))
+    try:
+        assert migrate(conn, MIGRATIONS[:2]) == 2
+        conn.execute(
+            "INSERT INTO tool_calls (call_id, app_scope, instance_id, conversation_id, tool,"
+            " inventory_revision, state, terminal_code, input, result, created_at, updated_at)"
+            " VALUES ('c-late', 'task', 'td-1', 'conv-1', 'task.open', 'inv-1', 'completed',"
+            "         NULL, '{\"a\":1}', '{\"ok\":true}', 5, 6),"
+            "        ('c-early', 'task', NULL, NULL, 'task.open', NULL, 'failed',"
+            "         'handler_failed', NULL, '{\"stray\":1}', 2, 3),"
+            "        ('c-open', 'task', NULL, 'conv-1', 'task.open', 'inv-1', 'running',"
+            "         'stray_code', '{}', NULL, 4, 4);"
+            "INSERT INTO instances (instance_id, app_scope, state, created_at, updated_at)"
+            " VALUES ('td-1', 'task', 'foreground', 1, 1);"
+            "INSERT INTO registry (app_scope, version, manifest, installed_at, updated_at)"
+            " VALUES ('task', '1.0.0', '{}', 1, 1)"
+        )
+    finally:
+        conn.close()
+
+
+def test_migration_3_keeps_old_tool_calls_in_time_order_with_neutral_values_for_new_fields(
+    tmp_path: Path,
+) -> None:
+    version_2_database(tmp_path)
+
+    db = open_database(tmp_path, {})
+    try:
+        assert db.schema_version == LATEST_VERSION >= 3
+        calls = db.conn.execute(
+            "SELECT call_id, conversation_id, inventory_revision, handling, state, input, result,"
+            " error_code, timeout_ms, deadline_at FROM tool_calls ORDER BY seq"
+        ).fetchall()
+        instance = db.conn.execute("SELECT created_by_call_id FROM instances").fetchall()
+        registry = db.conn.execute("SELECT kind, enabled FROM registry").fetchall()
+        assert db.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        db.close()
+
+    assert calls == [
+        ("c-early", "", "", "direct", "failed", "{}", None, "handler_failed", 0, 2.0),
+        ("c-open", "conv-1", "inv-1", "direct", "running", "{}", None, None, 0, 4.0),
+        ("c-late", "conv-1", "inv-1", "direct", "completed", '{"a":1}', '{"ok":true}', None, 0,
+         5.0),
+    ]  # fmt: skip
+    assert instance == [(None,)]
+    assert registry == [("installed", 1)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # only a completed call has a result, only an ended one a code
+        "UPDATE tool_calls SET result = '{}' WHERE call_id = 'c-open'",
+        "UPDATE tool_calls SET error_code = 'x' WHERE call_id = 'c-late'",
+        "UPDATE tool_calls SET state = 'done' WHERE call_id = 'c-open'",
+        "UPDATE tool_calls SET handling = 'whatever' WHERE call_id = 'c-open'",
+        # an outbox link names a real outbox row and a real call
+        "INSERT INTO tool_call_outbox VALUES ('no-such-row', 'c-open', 'progress', NULL)",
+    ],
+)
+def test_migration_3_constraints_refuse_inconsistent_tool_calls(tmp_path: Path, sql: str) -> None:
+    version_2_database(tmp_path)
+    db = open_database(tmp_path, {})
+    try:
+        with pytest.raises(apsw.ConstraintError):
+            db.conn.execute(sql)
+    finally:
+        db.close()
+
+
+def test_migration_3_inventory_revisions_are_never_reused(db: Database) -> None:
+    db.conn.execute("INSERT INTO inventory_bumps (reason, created_at) VALUES ('a', 0), ('b', 0)")
+    db.conn.execute("DELETE FROM inventory_bumps")
+    added = db.conn.execute(
+        "INSERT INTO inventory_bumps (reason, created_at) VALUES ('c', 0) RETURNING revision"
+    ).fetchall()
+    assert added == [(3,)]

@@ -1,0 +1,603 @@
+"""The tool pipeline: an Agent's tool call from envelope to exactly one terminal message.
+
+Theory of operation
+-------------------
+A `lineup.v1.tool.call` is checked, in the seed's order (seed 003 §4.4), against the inventory
+revision, the advertised tools, the app's enabled state, the envelope's scope, the input
+schema and the target instance; the first failed check is the call's stable code. A refused
+call is recorded `rejected` together with its `tool.error` in one transaction and never
+reaches a MiniApp. An accepted one is recorded, acknowledged (`accepted`), activated as its
+handling says (`launch` starts an instance: `starting`, then `activation_ready`), bound to an
+instance and delivered. The MiniApp reports progress and its result through the SDK; the
+result is checked against the output schema, and the terminal state, the result or error and
+its outbox row are written in one transaction — so one terminal message per call, whatever is
+retried or crashes in between. Calls past their `timeout_ms` expire; an instance that closes
+cancels its calls (`app_closed`); either way the MiniApp is told to stop working on them.
+
+All state lives in the store; this object keeps only caches (the inventory, by revision) and
+the expiry timers, both rebuilt at start.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import time
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
+
+import trio
+
+from lineup.actors.focus.messages import (
+    FindInstanceRequest,
+    InstanceReply,
+    InventoryReply,
+    InventoryRequest,
+    LaunchRequest,
+)
+from lineup.actors.kernel import AuditRecord, Bus, ErrorCode, Identity, LineUpError, Message
+from lineup.actors.store.messages import (
+    OutboxAppendReply,
+    OutboxAppendRequest,
+    ToolCallFinishReply,
+    ToolCallFinishRequest,
+    ToolCallGetReply,
+    ToolCallGetRequest,
+    ToolCallListReply,
+    ToolCallListRequest,
+    ToolCallProgressReply,
+    ToolCallProgressRequest,
+    ToolCallReceiptReply,
+    ToolCallReceiptRequest,
+    ToolCallRecordReply,
+    ToolCallRecordRequest,
+    ToolCallRow,
+    ToolCallTransitionReply,
+    ToolCallTransitionRequest,
+)
+from lineup.actors.transport.messages import OutboxWakeEvent
+from lineup.sdk import protocol as sdk
+from lineup.sdk.schema import validate
+
+from ._envelope import EnvelopeRejected, RuntimeEnvelope
+
+__all__ = ["ToolPipeline"]
+
+log = logging.getLogger("lineup.router.tools")
+M = TypeVar("M", bound=Message)
+
+STORE_TIMEOUT: Final = 30.0
+LAUNCH_TIMEOUT: Final = 30.0
+TERMINAL: Final = frozenset({"completed", "failed", "cancelled", "expired", "rejected"})
+# The standard interactions are tools of the runtime itself (the interactions issue).
+INTERACTIONS: Final = frozenset(
+    {
+        "interaction.notice",
+        "interaction.choice",
+        "interaction.confirm",
+        "interaction.input",
+        "choice",
+        "confirm",
+        "input",
+    }
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class ToolPipeline:
+    def __init__(self, bus: Bus, me: Identity, session: Any) -> None:
+        self.bus = bus
+        self.me = me
+        self._session = session  # async () -> {"conversation_id", "user_id", ...}
+        self._inventory: InventoryReply | None = None
+        self._timers: list[tuple[float, str]] = []
+        self._timer_wakeup = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._expire_loop)
+            task_status.started()
+            nursery.start_soon(self._rearm_timers)
+            nursery.start_soon(self.publish_inventory)
+
+    async def _store(self, request: Message, expect: type[M]) -> M:
+        return await self.bus.request(
+            "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
+        )
+
+    async def _wake_transport(self) -> None:
+        try:
+            await self.bus.notify("transport", OutboxWakeEvent(), timeout=1.0)
+        except LineUpError:
+            pass  # the transport drains the outbox on its own timer too
+
+    # ------------------------------------------------------------------ inventory
+
+    async def inventory(self, *, fresh: bool = False) -> InventoryReply:
+        if self._inventory is None or fresh:
+            self._inventory = await self.bus.request(
+                "focus",
+                InventoryRequest(),
+                expect=InventoryReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
+        return self._inventory
+
+    async def publish_inventory(self) -> None:
+        """Send the current inventory to the Agent: a full snapshot (the Agent replaces, never
+        merges), once per revision (the outbox id is the revision)."""
+        try:
+            inventory = await self.inventory(fresh=True)
+            session = await self._session()
+        except LineUpError as exc:
+            log.info("router.inventory_not_published code=%s", exc.code.value)
+            return
+        outbox_id = f"inventory:{session['conversation_id']}:{inventory.revision}"
+        wire = self._wire(
+            session,
+            "lineup.v1.client.inventory",
+            {"revision": inventory.revision, "tools": list(inventory.tools)},
+            outbox_id,
+        )
+        await self._store(
+            OutboxAppendRequest(
+                outbox_id=outbox_id,
+                conversation_id=session["conversation_id"],
+                kind=wire["type"],
+                body=wire,
+            ),
+            OutboxAppendReply,
+        )
+        await self._wake_transport()
+
+    def _wire(
+        self,
+        session: dict[str, str],
+        kind: str,
+        payload: dict[str, Any],
+        message_id: str,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "v": 1,
+            "id": message_id,
+            "type": kind,
+            "conversation_id": session["conversation_id"],
+            "sender": {"kind": "user", "id": session["user_id"]},
+            "timestamp": _now(),
+            "payload": payload,
+        }
+        if call_id is not None:
+            wire["correlation"] = {"call_id": call_id}
+        return wire
+
+    # ------------------------------------------------------------------ an Agent's call
+
+    async def accept(self, envelope: RuntimeEnvelope, raw_scope: str | None) -> None:
+        """Route one admitted `lineup.v1.tool.call`. Raises EnvelopeRejected only for a payload
+        too broken to even record (no call id)."""
+        payload = envelope.payload
+        call_id = payload.get("call_id")
+        if not isinstance(call_id, str) or not 0 < len(call_id) <= 200:
+            raise EnvelopeRejected(ErrorCode.INVALID_ARGUMENTS, envelope.id)
+        session = await self._session()
+        tool = str(payload.get("tool", ""))[:100]
+        revision = str(payload.get("inventory_revision", ""))[:100]
+        raw_input = payload.get("input")
+        call_input = raw_input if isinstance(raw_input, dict) else {}
+        try:
+            descriptor = await self._check(tool, revision, raw_input, raw_scope, envelope)
+        except LineUpError as refused:
+            await self._reject(session, call_id, tool, revision, call_input, envelope, refused.code)
+            return
+        scope = descriptor["method"].split(".", 1)[0]
+        recorded = await self._store(
+            ToolCallRecordRequest(
+                call_id=call_id,
+                tool=tool,
+                inventory_revision=revision,
+                app_scope=scope,
+                instance_id=envelope.scope.instance_id,
+                conversation_id=envelope.scope.conversation_id,
+                handling=descriptor["handling"],
+                input=call_input,
+                timeout_ms=int(descriptor.get("timeout_ms", 120_000)),
+            ),
+            ToolCallRecordReply,
+        )
+        if not recorded.created:
+            return  # the same call again (another envelope id): it is already under way
+        self._arm(recorded.call)
+        await self._receipt(session, call_id, "accepted")
+        assert self._nursery is not None
+        self._nursery.start_soon(
+            self._activate, session, recorded.call, descriptor, envelope.scope.instance_id
+        )
+
+    async def _check(
+        self,
+        tool: str,
+        revision: str,
+        raw_input: object,
+        raw_scope: str | None,
+        envelope: RuntimeEnvelope,
+    ) -> dict[str, Any]:
+        if tool in INTERACTIONS:
+            raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)
+        inventory = await self.inventory()
+        if revision != inventory.revision:
+            inventory = await self.inventory(fresh=True)  # ours may be the stale one
+            if revision != inventory.revision:
+                raise LineUpError(ErrorCode.INVENTORY_REVISION_MISMATCH, revision)
+        if tool in inventory.disabled_tools:
+            raise LineUpError(ErrorCode.APP_DISABLED, tool)
+        descriptor = next((t for t in inventory.tools if t.get("method") == tool), None)
+        if descriptor is None:
+            raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)
+        scope = tool.split(".", 1)[0]
+        if raw_scope is not None and raw_scope != scope:
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, raw_scope)
+        if not isinstance(raw_input, dict) or validate(descriptor["input_schema"], raw_input):
+            raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, tool)
+        if envelope.scope.instance_id is not None:
+            await self.bus.request(
+                "focus",
+                FindInstanceRequest(app_scope=scope, instance_id=envelope.scope.instance_id),
+                expect=InstanceReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
+        return descriptor
+
+    async def _reject(
+        self,
+        session: dict[str, str],
+        call_id: str,
+        tool: str,
+        revision: str,
+        call_input: dict[str, Any],
+        envelope: RuntimeEnvelope,
+        code: ErrorCode,
+    ) -> None:
+        self.bus.audit(
+            AuditRecord(
+                event="router.tool_call_rejected",
+                actor=self.me.name,
+                code=code.value,
+                message_type=tool[:100] or None,
+                subject_id=call_id,
+            )
+        )
+        outbox_id = f"error:{call_id}"
+        wire = self._wire(
+            session,
+            "lineup.v1.tool.error",
+            {"call_id": call_id, "code": code.value},
+            outbox_id,
+            call_id,
+        )
+        await self._store(
+            ToolCallRecordRequest(
+                call_id=call_id,
+                tool=tool or "unknown",
+                inventory_revision=revision or "none",
+                app_scope=tool.split(".", 1)[0] or "unknown",
+                instance_id=None,
+                conversation_id=envelope.scope.conversation_id,
+                handling="direct",
+                input=call_input,
+                timeout_ms=1,
+                state="rejected",
+                code=code.value,
+                outbox_id=outbox_id,
+                wire=wire,
+            ),
+            ToolCallRecordReply,
+        )
+        await self._wake_transport()
+
+    async def _receipt(
+        self, session: dict[str, str], call_id: str, status: str, code: str | None = None
+    ) -> None:
+        outbox_id = f"receipt:{call_id}:{status}"
+        payload: dict[str, Any] = {"call_id": call_id, "status": status}
+        if code is not None:
+            payload["code"] = code
+        wire = self._wire(session, "lineup.v1.tool.receipt", payload, outbox_id, call_id)
+        await self._store(
+            ToolCallReceiptRequest(
+                call_id=call_id, status=status, code=code, outbox_id=outbox_id, wire=wire
+            ),
+            ToolCallReceiptReply,
+        )
+        await self._wake_transport()
+
+    async def _activate(
+        self,
+        session: dict[str, str],
+        call: ToolCallRow,
+        descriptor: dict[str, Any],
+        instance_id: str | None,
+    ) -> None:
+        """Bring up (or find) the instance the call goes to, then deliver it."""
+        try:
+            await self._store(
+                ToolCallTransitionRequest(call_id=call.call_id, to_state="routing"),
+                ToolCallTransitionReply,
+            )
+            if call.handling == "launch":
+                await self._receipt(session, call.call_id, "starting")
+                instance = await self.bus.request(
+                    "focus",
+                    LaunchRequest(app_scope=call.app_scope, call_id=call.call_id),
+                    expect=InstanceReply,
+                    timeout=LAUNCH_TIMEOUT,
+                    retry=True,
+                )
+                await self._receipt(session, call.call_id, "activation_ready")
+            else:
+                instance = await self.bus.request(
+                    "focus",
+                    FindInstanceRequest(
+                        app_scope=call.app_scope,
+                        instance_id=instance_id,
+                        foreground=call.handling == "foreground"
+                        or bool(descriptor.get("requires_foreground")),
+                    ),
+                    expect=InstanceReply,
+                    timeout=STORE_TIMEOUT,
+                    retry=True,
+                )
+        except LineUpError as exc:
+            code = (
+                ErrorCode.APP_INSTANCE_NOT_FOUND
+                if exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND
+                else ErrorCode.HANDLER_FAILED
+            )
+            if call.handling == "launch":
+                await self._receipt(session, call.call_id, "activation_failed", code.value)
+            await self._finish(call.call_id, "failed", code=code.value)
+            return
+        row = await self._store(
+            ToolCallTransitionRequest(
+                call_id=call.call_id, to_state="waiting_for_app", instance_id=instance.instance_id
+            ),
+            ToolCallTransitionReply,
+        )
+        await self._deliver(row.call)
+
+    async def _deliver(self, call: ToolCallRow) -> None:
+        """Tell the app; if it is not up, it lists its pending calls when it starts."""
+        assert call.instance_id is not None
+        try:
+            await self.bus.notify(
+                f"miniapp:{call.app_scope}",
+                sdk.ToolCallEvent(
+                    call_id=call.call_id,
+                    tool=call.tool,
+                    instance_id=call.instance_id,
+                    input=call.input,
+                ),
+                timeout=10.0,
+            )
+        except LineUpError as exc:
+            log.info("router.call_not_delivered code=%s", exc.code.value)
+            return
+        try:
+            await self._store(
+                ToolCallTransitionRequest(call_id=call.call_id, to_state="running"),
+                ToolCallTransitionReply,
+            )
+        except LineUpError:
+            pass  # it may already be final (the app answered first): nothing to do
+
+    # ------------------------------------------------------------------ the MiniApp's side
+
+    async def _own_call(self, sender: Identity, call_id: str) -> ToolCallRow:
+        scope = sender.name.removeprefix("miniapp:")
+        reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
+        if reply.call is None:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
+        if reply.call.app_scope != scope:
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
+        if reply.call.state in TERMINAL:
+            raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
+        return reply.call
+
+    async def progress(self, sender: Identity, msg: sdk.ToolProgressRequest) -> sdk.CommandReceipt:
+        call = await self._own_call(sender, msg.call_id)
+        session = await self._session()
+        outbox_id = f"progress:{call.call_id}:{time.time_ns()}"
+        wire = self._wire(
+            session,
+            "lineup.v1.tool.progress",
+            {"call_id": call.call_id, "progress": msg.progress},
+            outbox_id,
+            call.call_id,
+        )
+        await self._store(
+            ToolCallProgressRequest(
+                call_id=call.call_id,
+                progress=msg.progress,
+                outbox_id=outbox_id,
+                wire=wire,
+                expected_app_scope=call.app_scope,
+                expected_instance_id=call.instance_id or "",
+            ),
+            ToolCallProgressReply,
+        )
+        await self._wake_transport()
+        return sdk.CommandReceipt(id=call.call_id)
+
+    async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
+        call = await self._own_call(sender, msg.call_id)
+        inventory = await self.inventory()
+        descriptor = next((t for t in inventory.tools if t.get("method") == call.tool), None)
+        if descriptor is None:
+            raise LineUpError(ErrorCode.APP_DISABLED, call.tool)
+        if validate(descriptor["output_schema"], msg.result):
+            self.bus.audit(
+                AuditRecord(
+                    event="router.tool_output_refused",
+                    actor=self.me.name,
+                    peer=sender.name,
+                    code=ErrorCode.TOOL_OUTPUT_INVALID.value,
+                    subject_id=call.call_id,
+                )
+            )
+            raise LineUpError(ErrorCode.TOOL_OUTPUT_INVALID, call.tool)
+        await self._finish(
+            call.call_id, "completed", result=msg.result, expected_scope=call.app_scope
+        )
+        return sdk.CommandReceipt(id=call.call_id)
+
+    async def fail(self, sender: Identity, msg: sdk.ToolFailRequest) -> sdk.CommandReceipt:
+        call = await self._own_call(sender, msg.call_id)
+        await self._finish(
+            call.call_id, "failed", code=msg.code[:100], expected_scope=call.app_scope
+        )
+        return sdk.CommandReceipt(id=call.call_id)
+
+    async def pending(self, sender: Identity) -> sdk.ToolPendingReply:
+        scope = sender.name.removeprefix("miniapp:")
+        reply = await self._store(
+            ToolCallListRequest(app_scope=scope, non_final_only=True, limit=500), ToolCallListReply
+        )
+        calls = [
+            c
+            for c in reply.calls
+            if c.instance_id is not None and c.state in ("waiting_for_app", "running")
+        ]
+        for call in calls:
+            if call.state == "waiting_for_app":
+                try:
+                    await self._store(
+                        ToolCallTransitionRequest(call_id=call.call_id, to_state="running"),
+                        ToolCallTransitionReply,
+                    )
+                except LineUpError:
+                    pass
+        return sdk.ToolPendingReply(
+            calls=tuple(
+                sdk.ToolCallEvent(
+                    call_id=c.call_id, tool=c.tool, instance_id=c.instance_id or "", input=c.input
+                )
+                for c in calls
+            )
+        )
+
+    # ------------------------------------------------------------------ endings
+
+    async def _finish(
+        self,
+        call_id: str,
+        state: str,
+        *,
+        result: dict[str, Any] | None = None,
+        code: str | None = None,
+        expected_scope: str | None = None,
+    ) -> bool:
+        """Make the call final with its one terminal message. False if it already was."""
+        session = await self._session()
+        if state == "completed":
+            kind, payload = "lineup.v1.tool.result", {"call_id": call_id, "result": result}
+        else:
+            kind, payload = "lineup.v1.tool.error", {"call_id": call_id, "code": code}
+        outbox_id = f"final:{call_id}"
+        wire = self._wire(session, kind, payload, outbox_id, call_id)
+        try:
+            await self._store(
+                ToolCallFinishRequest(
+                    call_id=call_id,
+                    to_state=state,
+                    result=result,
+                    code=code,
+                    expected_app_scope=expected_scope,
+                    wire=wire,
+                    outbox_id=outbox_id,
+                ),
+                ToolCallFinishReply,
+            )
+        except LineUpError as exc:
+            if exc.code is ErrorCode.CALL_ALREADY_FINAL and expected_scope is None:
+                return False  # the runtime's own ending lost to the app's: that is fine
+            raise
+        await self._wake_transport()
+        return True
+
+    async def close_instance(self, instance_id: str, app_scope: str) -> tuple[str, ...]:
+        """Converge the instance's unfinished calls to cancelled(app_closed), once each."""
+        reply = await self._store(
+            ToolCallListRequest(
+                app_scope=app_scope, instance_id=instance_id, non_final_only=True, limit=500
+            ),
+            ToolCallListReply,
+        )
+        cancelled = []
+        for call in reply.calls:
+            if await self._finish(call.call_id, "cancelled", code="app_closed"):
+                cancelled.append(call.call_id)
+                await self._tell_cancelled(call, "app_closed")
+        return tuple(cancelled)
+
+    async def _tell_cancelled(self, call: ToolCallRow, code: str) -> None:
+        try:
+            await self.bus.notify(
+                f"miniapp:{call.app_scope}",
+                sdk.ToolCancelledEvent(call_id=call.call_id, code=code),
+                timeout=2.0,
+            )
+        except LineUpError:
+            pass  # not running: nothing to stop
+
+    # ------------------------------------------------------------------ expiry
+
+    def _arm(self, call: ToolCallRow) -> None:
+        earliest = self._timers[0][0] if self._timers else math.inf
+        heapq.heappush(self._timers, (call.deadline_at, call.call_id))
+        if call.deadline_at < earliest:
+            self._timer_wakeup.set()
+
+    async def _rearm_timers(self) -> None:
+        after = 0
+        while True:
+            reply = await self._store(
+                ToolCallListRequest(non_final_only=True, after_seq=after, limit=500),
+                ToolCallListReply,
+            )
+            for call in reply.calls:
+                self._arm(call)
+            if len(reply.calls) < 500:
+                return
+            after = reply.calls[-1].seq
+
+    async def _expire_loop(self) -> None:
+        while True:
+            now = time.time()
+            while self._timers and self._timers[0][0] <= now:
+                _, call_id = heapq.heappop(self._timers)
+                await self._expire(call_id)
+            self._timer_wakeup = trio.Event()
+            wait = self._timers[0][0] - time.time() if self._timers else math.inf
+            with trio.move_on_after(max(0.0, wait)):
+                await self._timer_wakeup.wait()
+
+    async def _expire(self, call_id: str) -> None:
+        try:
+            reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
+            call = reply.call
+            if call is None or call.state in TERMINAL:
+                return
+            if await self._finish(call_id, "expired", code=ErrorCode.OPERATION_EXPIRED.value):
+                await self._tell_cancelled(call, "expired")
+        except LineUpError as exc:
+            log.warning("router.expire_failed code=%s", exc.code.value)

@@ -1,0 +1,212 @@
+"""App session data, the app registry and the inventory revision (`store.session_data.*`,
+`store.registry.*`, `store.inventory.*`).
+
+The same contract as `_queries`: one blocking function per request, run in its own savepoint.
+
+Session data (seed 004 §6.3) is one JSON object per `(app_scope, app_session_id)`; the store
+checks only that it is strict JSON within the size and depth quotas, never its business schema.
+A replace is compare-and-set on the revision: it is applied only at `expected_revision`, so an
+old Surface or a double click never overwrites newer data. A retry of a replace that was applied
+(the reply was lost) finds its own data at `expected_revision + 1` and is answered as a repeat.
+
+Inventory revisions come from an AUTOINCREMENT key: each bump is a new row, so a revision is
+never handed out twice, even after rows are pruned, and the current one is the greatest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
+
+from ._db import Connection
+from ._fields import MAX_MANIFEST_BYTES, MAX_SESSION_DATA_BYTES, bounded_json
+from ._queries import audit_append, int_or_none
+from .messages import (
+    AppEnabledSetReply,
+    AppEnabledSetRequest,
+    AppRegistryListReply,
+    AppRegistryListRequest,
+    AppRegistryPutReply,
+    AppRegistryPutRequest,
+    AppRow,
+    AuditRecord,
+    InventoryRevisionBumpReply,
+    InventoryRevisionBumpRequest,
+    InventoryRevisionGetReply,
+    InventoryRevisionGetRequest,
+    SessionDataGetReply,
+    SessionDataGetRequest,
+    SessionDataReplaceReply,
+    SessionDataReplaceRequest,
+)
+
+__all__ = [
+    "app_enabled_set",
+    "app_registry_list",
+    "app_registry_put",
+    "inventory_revision_bump",
+    "inventory_revision_get",
+    "session_data_get",
+    "session_data_replace",
+]
+
+# ---------------------------------------------------------------------------------- session data
+
+
+def _document(conn: Connection, app_scope: str, app_session_id: str) -> tuple[str | None, int]:
+    """The stored JSON text and its revision; `(None, 0)` when never written."""
+    rows = conn.execute(
+        "SELECT data, revision FROM session_data WHERE app_scope = ? AND app_session_id = ?",
+        (app_scope, app_session_id),
+    ).fetchall()
+    if not rows:
+        return None, 0
+    data, revision = rows[0]
+    assert data is None or isinstance(data, str)
+    assert isinstance(revision, int)
+    return data, revision
+
+
+def session_data_get(
+    conn: Connection, req: SessionDataGetRequest, now: float
+) -> SessionDataGetReply:
+    text, revision = _document(conn, req.app_scope, req.app_session_id)
+    return SessionDataGetReply(data=json.loads(text) if text else None, revision=revision)
+
+
+def session_data_replace(
+    conn: Connection, req: SessionDataReplaceRequest, now: float
+) -> SessionDataReplaceReply:
+    text = bounded_json(req.data, max_bytes=MAX_SESSION_DATA_BYTES, what="session data")
+    stored, revision = _document(conn, req.app_scope, req.app_session_id)
+    if revision != req.expected_revision:
+        if revision == req.expected_revision + 1 and stored == text:
+            return SessionDataReplaceReply(revision=revision, changed=False)
+        raise LineUpError(ErrorCode.STALE_REVISION, "session data changed since")
+    conn.execute(
+        "INSERT INTO session_data (app_scope, app_session_id, revision, data, updated_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_scope, app_session_id) DO UPDATE SET"
+        " revision = excluded.revision, data = excluded.data, updated_at = excluded.updated_at",
+        (req.app_scope, req.app_session_id, revision + 1, text, now),
+    )
+    return SessionDataReplaceReply(revision=revision + 1, changed=True)
+
+
+# ---------------------------------------------------------------------------------- registry
+
+_APP_COLUMNS: Final = ("app_scope", "enabled", "version", "kind", "updated_at")
+_SELECT_APPS: Final = f"SELECT {', '.join(_APP_COLUMNS)} FROM registry"
+
+
+def _app(values: Sequence[Any]) -> AppRow:
+    fields = dict(zip(_APP_COLUMNS, values, strict=True))
+    fields["enabled"] = bool(fields["enabled"])
+    return AppRow.model_validate(fields)
+
+
+def _load_app(conn: Connection, app_scope: str) -> tuple[AppRow, str] | None:
+    """The app's row and its stored manifest text, or None if it is not installed."""
+    rows = conn.execute(
+        f"SELECT {', '.join(_APP_COLUMNS)}, manifest FROM registry WHERE app_scope = ?",
+        (app_scope,),
+    ).fetchall()
+    if not rows:
+        return None
+    *values, manifest = rows[0]
+    assert isinstance(manifest, str)
+    return _app(values), manifest
+
+
+def app_registry_put(
+    conn: Connection, req: AppRegistryPutRequest, now: float, *, actor: str = "store"
+) -> AppRegistryPutReply:
+    manifest = bounded_json(req.manifest, max_bytes=MAX_MANIFEST_BYTES, what="manifest")
+    found = _load_app(conn, req.app_scope)
+    if found is None:
+        conn.execute(
+            "INSERT INTO registry (app_scope, version, kind, manifest, installed_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (req.app_scope, req.version, req.kind, manifest, now, now),
+        )
+    else:
+        app, stored = found
+        if (app.version, app.kind, stored) == (req.version, req.kind, manifest):
+            return AppRegistryPutReply(app=app, created=False, changed=False)
+        conn.execute(
+            "UPDATE registry SET previous_version = CASE WHEN version = ?1 THEN previous_version"
+            " ELSE version END, version = ?1, kind = ?2, manifest = ?3, updated_at = ?4"
+            " WHERE app_scope = ?5",
+            (req.version, req.kind, manifest, now, req.app_scope),
+        )
+    loaded = _load_app(conn, req.app_scope)
+    assert loaded is not None
+    _audit_app(conn, now, actor, "app.installed", req.app_scope)
+    return AppRegistryPutReply(app=loaded[0], created=found is None, changed=True)
+
+
+def app_enabled_set(
+    conn: Connection, req: AppEnabledSetRequest, now: float, *, actor: str = "store"
+) -> AppEnabledSetReply:
+    found = _load_app(conn, req.app_scope)
+    if found is None:
+        raise LineUpError(ErrorCode.APP_NOT_INSTALLED, "no such app")
+    app = found[0]
+    if app.enabled == req.enabled:
+        return AppEnabledSetReply(app=app, changed=False)
+    conn.execute(
+        "UPDATE registry SET enabled = ?, updated_at = ? WHERE app_scope = ?",
+        (int(req.enabled), now, req.app_scope),
+    )
+    _audit_app(conn, now, actor, "app.enabled" if req.enabled else "app.disabled", req.app_scope)
+    loaded = _load_app(conn, req.app_scope)
+    assert loaded is not None
+    return AppEnabledSetReply(app=loaded[0], changed=True)
+
+
+def _audit_app(conn: Connection, now: float, actor: str, event: str, app_scope: str) -> None:
+    record = AuditRecord(event=event, actor=actor, peer=app_scope, subject_id=app_scope, at=now)
+    audit_append(conn, [record], now)
+
+
+def app_registry_list(
+    conn: Connection, req: AppRegistryListRequest, now: float
+) -> AppRegistryListReply:
+    rows = conn.execute(f"{_SELECT_APPS} ORDER BY app_scope LIMIT ?", (req.limit,)).fetchall()
+    return AppRegistryListReply(apps=tuple(_app(values) for values in rows))
+
+
+# ---------------------------------------------------------------------------------- inventory
+
+
+def _current_revision(conn: Connection) -> int:
+    revision = int_or_none(conn, "SELECT coalesce(max(revision), 0) FROM inventory_bumps", ())
+    assert revision is not None  # an aggregate always has its row
+    return revision
+
+
+def inventory_revision_bump(
+    conn: Connection, req: InventoryRevisionBumpRequest, now: float
+) -> InventoryRevisionBumpReply:
+    if req.bump_id is not None:
+        done = int_or_none(
+            conn, "SELECT revision FROM inventory_bumps WHERE bump_id = ?", (req.bump_id,)
+        )
+        if done is not None:
+            return InventoryRevisionBumpReply(revision=done, created=False)
+    revision = int_or_none(
+        conn,
+        "INSERT INTO inventory_bumps (bump_id, reason, created_at) VALUES (?, ?, ?)"
+        " RETURNING revision",
+        (req.bump_id, req.reason, now),
+    )
+    assert revision is not None  # a plain INSERT either returns its row or raises
+    return InventoryRevisionBumpReply(revision=revision, created=True)
+
+
+def inventory_revision_get(
+    conn: Connection, req: InventoryRevisionGetRequest, now: float
+) -> InventoryRevisionGetReply:
+    return InventoryRevisionGetReply(revision=_current_revision(conn))

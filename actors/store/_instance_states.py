@@ -1,0 +1,91 @@
+"""The instance lifecycle (DESIGN §5): which event may move an app instance where. No I/O.
+
+Theory of operation: an instance is born `starting` and lives in one of the live states until
+it is stopped:
+
+    starting → foreground | background | suspended
+    foreground ↔ background; either → suspended; suspended → foreground | background
+    any live state → stopping → stopped | failed        (any live state may also fail)
+
+`stopped` and `failed` are final. `recover` is not a request anyone makes: after a runtime
+restart, an instance caught half-way (`starting` or `stopping`) comes back `suspended`, never as
+done, so the user (or the focus actor) decides what happens to it. Every illegal move, a move
+out of a final state included, raises `lifecycle_denied`; naming the state an instance is
+already in is a repeat, which `step` answers without a change. The table is the one the focus
+actor keeps in memory (`actors/focus/_stack.py`), plus `recover`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Literal
+
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
+
+from ._app_messages import InstanceState
+
+__all__ = [
+    "BIRTH_STATES",
+    "EVENT_TO",
+    "FINAL",
+    "TRANSITIONS",
+    "InstanceEvent",
+    "is_final",
+    "next_state",
+    "step",
+]
+
+InstanceEvent = Literal["foreground", "background", "suspend", "stop", "exit", "fail", "recover"]
+
+TRANSITIONS: Final[Mapping[InstanceState, Mapping[InstanceEvent, InstanceState]]] = {
+    "starting": {"foreground": "foreground", "background": "background", "suspend": "suspended",
+                 "stop": "stopping", "fail": "failed", "recover": "suspended"},
+    "foreground": {"background": "background", "suspend": "suspended", "stop": "stopping",
+                   "fail": "failed"},
+    "background": {"foreground": "foreground", "suspend": "suspended", "stop": "stopping",
+                   "fail": "failed"},
+    "suspended": {"foreground": "foreground", "background": "background", "stop": "stopping",
+                  "fail": "failed"},
+    "stopping": {"exit": "stopped", "fail": "failed", "recover": "suspended"},
+    "stopped": {},
+    "failed": {},
+}  # fmt: skip
+
+FINAL: Final[frozenset[InstanceState]] = frozenset(
+    state for state, moves in TRANSITIONS.items() if not moves
+)
+
+# The event a request naming a target state stands for. `recover` is nobody's request.
+EVENT_TO: Final[Mapping[InstanceState, InstanceEvent]] = {
+    "foreground": "foreground", "background": "background", "suspended": "suspend",
+    "stopping": "stop", "stopped": "exit", "failed": "fail",
+}  # fmt: skip
+
+# A new instance starts, or is recorded directly in a live state `starting` leads to.
+BIRTH_STATES: Final[frozenset[InstanceState]] = frozenset(
+    {"starting", "foreground", "background", "suspended"}
+)
+
+
+def is_final(state: InstanceState) -> bool:
+    return state in FINAL
+
+
+def next_state(state: InstanceState, event: InstanceEvent) -> InstanceState:
+    """The state after `event`. Raises `LineUpError(lifecycle_denied)` for a move the table
+    does not have."""
+    after = TRANSITIONS[state].get(event)
+    if after is None:
+        raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"cannot {event} a {state} instance")
+    return after
+
+
+def step(state: InstanceState, to_state: InstanceState) -> tuple[InstanceState, bool]:
+    """`(state after, changed)` for a request to move an instance in `state` to `to_state`; an
+    instance already there is a repeat (`changed` False). Raises as `next_state`."""
+    if to_state == state:
+        return state, False
+    event = EVENT_TO.get(to_state)
+    if event is None:  # `starting`: nothing goes back to the start
+        raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"cannot move a {state} instance back")
+    return next_state(state, event), True

@@ -1,0 +1,219 @@
+"""App instances, their lifecycle, recovery after a restart, and the focus stack
+(`store.instance.*`, `store.focus_stack.*`).
+
+The same contract as `_queries`: one blocking function per request, run in its own savepoint.
+State changes follow `_instance_states` and add an audit row (ids and states only) in the same
+savepoint; `actor` is the channel-bound sender.
+
+The focus stack is stored whole: `focus_stack` holds one row per position (0 is the bottom) and
+`focus_stack_revision` its single revision, which grows by one on every change and never
+otherwise. The stack only ever holds instances that have not ended: an instance that reaches
+`stopped` or `failed` leaves it in the same savepoint (a change, so a new revision), and a set
+naming an ended or unknown instance is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
+
+from . import _instance_states as states
+from ._db import Connection
+from ._queries import audit_append, int_or_none
+from .messages import (
+    AuditRecord,
+    FocusStackGetReply,
+    FocusStackGetRequest,
+    FocusStackSetReply,
+    FocusStackSetRequest,
+    InstanceListReply,
+    InstanceListRequest,
+    InstanceRecoverReply,
+    InstanceRecoverRequest,
+    InstanceRow,
+    InstanceState,
+    InstanceTransitionReply,
+    InstanceTransitionRequest,
+    InstanceUpsertReply,
+    InstanceUpsertRequest,
+)
+
+__all__ = [
+    "focus_stack_get",
+    "focus_stack_set",
+    "instance_list",
+    "instance_put",
+    "instance_recover",
+    "instance_transition",
+]
+
+_COLUMNS: Final = (
+    "instance_id", "app_scope", "state", "app_session_id", "created_by_call_id", "created_at",
+    "updated_at",
+)  # fmt: skip
+_SELECT: Final = f"SELECT {', '.join(_COLUMNS)} FROM instances"
+_ENDED: Final = ", ".join(f"'{state}'" for state in sorted(states.FINAL))
+
+
+def _row(values: Sequence[Any]) -> InstanceRow:
+    return InstanceRow.model_validate(dict(zip(_COLUMNS, values, strict=True)))
+
+
+def _load(conn: Connection, instance_id: str) -> InstanceRow | None:
+    rows = conn.execute(f"{_SELECT} WHERE instance_id = ?", (instance_id,)).fetchall()
+    return _row(rows[0]) if rows else None
+
+
+def _require(conn: Connection, instance_id: str) -> InstanceRow:
+    instance = _load(conn, instance_id)
+    if instance is None:
+        raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "no such instance")
+    return instance
+
+
+def _audit(conn: Connection, now: float, actor: str, instance: InstanceRow) -> None:
+    record = AuditRecord(
+        event=f"instance.{instance.state}",
+        actor=actor,
+        peer=instance.app_scope,
+        subject_id=instance.instance_id,
+        at=now,
+    )
+    audit_append(conn, [record], now)
+
+
+def _move(
+    conn: Connection, instance: InstanceRow, after: InstanceState, now: float, actor: str
+) -> InstanceRow:
+    """Write `instance`'s new state; an ended instance also leaves the focus stack."""
+    conn.execute(
+        "UPDATE instances SET state = ?, updated_at = ? WHERE instance_id = ?",
+        (after, now, instance.instance_id),
+    )
+    if states.is_final(after):
+        stack = _stack(conn)
+        if instance.instance_id in stack:
+            _write_stack(conn, [i for i in stack if i != instance.instance_id], now)
+    moved = _require(conn, instance.instance_id)
+    _audit(conn, now, actor, moved)
+    return moved
+
+
+# ---------------------------------------------------------------------------------- instances
+
+
+def instance_put(
+    conn: Connection, req: InstanceUpsertRequest, now: float, *, actor: str = "store"
+) -> InstanceUpsertReply:
+    found = _load(conn, req.instance_id)
+    if found is None:
+        if req.state not in states.BIRTH_STATES:
+            raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"an instance is not born {req.state}")
+        conn.execute(
+            "INSERT INTO instances (instance_id, app_scope, state, app_session_id,"
+            " created_by_call_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (req.instance_id, req.app_scope, req.state, req.app_session_id,
+             req.created_by_call_id, now, now),
+        )  # fmt: skip
+        created = _require(conn, req.instance_id)
+        _audit(conn, now, actor, created)
+        return InstanceUpsertReply(instance=created, created=True, changed=True)
+    if found.app_scope != req.app_scope:
+        raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, "the instance belongs to another app")
+    if found.app_session_id != req.app_session_id:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "the instance has another sub-session")
+    after, moved = states.step(found.state, req.state)
+    if not moved:
+        return InstanceUpsertReply(instance=found, created=False, changed=False)
+    moved_row = _move(conn, found, after, now, actor)
+    return InstanceUpsertReply(instance=moved_row, created=False, changed=True)
+
+
+def instance_transition(
+    conn: Connection, req: InstanceTransitionRequest, now: float, *, actor: str = "store"
+) -> InstanceTransitionReply:
+    instance = _require(conn, req.instance_id)
+    if req.expected_app_scope is not None and instance.app_scope != req.expected_app_scope:
+        raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, "the instance belongs to another app")
+    after, moved = states.step(instance.state, req.to_state)
+    if not moved:
+        return InstanceTransitionReply(instance=instance, changed=False)
+    return InstanceTransitionReply(instance=_move(conn, instance, after, now, actor), changed=True)
+
+
+def instance_list(conn: Connection, req: InstanceListRequest, now: float) -> InstanceListReply:
+    rows = conn.execute(
+        f"{_SELECT} WHERE state NOT IN ({_ENDED}) AND (?1 IS NULL OR app_scope = ?1)"
+        " ORDER BY created_at, instance_id LIMIT ?2",
+        (req.app_scope, req.limit),
+    ).fetchall()
+    return InstanceListReply(instances=tuple(_row(values) for values in rows))
+
+
+def instance_recover(
+    conn: Connection, req: InstanceRecoverRequest, now: float, *, actor: str = "store"
+) -> InstanceRecoverReply:
+    caught = [
+        _row(values)
+        for values in conn.execute(
+            f"{_SELECT} WHERE state IN ('starting', 'stopping') ORDER BY created_at, instance_id"
+        ).fetchall()
+    ]
+    recovered = [
+        _move(conn, instance, states.next_state(instance.state, "recover"), now, actor)
+        for instance in caught
+    ]
+    return InstanceRecoverReply(instances=tuple(recovered))
+
+
+# ---------------------------------------------------------------------------------- focus stack
+
+
+def _stack(conn: Connection) -> list[str]:
+    rows = conn.execute("SELECT instance_id FROM focus_stack ORDER BY position").fetchall()
+    return [str(instance_id) for (instance_id,) in rows]
+
+
+def _revision(conn: Connection) -> int:
+    return int_or_none(conn, "SELECT revision FROM focus_stack_revision", ()) or 0
+
+
+def _write_stack(conn: Connection, instance_ids: Sequence[str], now: float) -> int:
+    """Replace the stack and bump its revision; returns the new revision."""
+    conn.execute("DELETE FROM focus_stack")
+    for position, instance_id in enumerate(instance_ids):
+        conn.execute(
+            "INSERT INTO focus_stack (position, instance_id) VALUES (?, ?)",
+            (position, instance_id),
+        )
+    revision = _revision(conn) + 1
+    conn.execute(
+        "INSERT INTO focus_stack_revision (id, revision, updated_at) VALUES (1, ?, ?)"
+        " ON CONFLICT (id) DO UPDATE SET revision = excluded.revision,"
+        " updated_at = excluded.updated_at",
+        (revision, now),
+    )
+    return revision
+
+
+def focus_stack_set(conn: Connection, req: FocusStackSetRequest, now: float) -> FocusStackSetReply:
+    wanted = list(req.instance_ids)
+    current, revision = _stack(conn), _revision(conn)
+    if wanted == current:  # also a retry of the set that made it so
+        return FocusStackSetReply(instance_ids=req.instance_ids, revision=revision, changed=False)
+    if req.expected_revision is not None and req.expected_revision != revision:
+        raise LineUpError(ErrorCode.STALE_REVISION, "the focus stack changed since")
+    if len(set(wanted)) != len(wanted):
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "an instance appears twice")
+    for instance_id in wanted:
+        instance = _load(conn, instance_id)
+        if instance is None or states.is_final(instance.state):
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "no such live instance")
+    revision = _write_stack(conn, wanted, now)
+    return FocusStackSetReply(instance_ids=req.instance_ids, revision=revision, changed=True)
+
+
+def focus_stack_get(conn: Connection, req: FocusStackGetRequest, now: float) -> FocusStackGetReply:
+    return FocusStackGetReply(instance_ids=tuple(_stack(conn)), revision=_revision(conn))

@@ -1,0 +1,135 @@
+"""The Task Dashboard: shows the Agent's task, its progress and state, and a close action.
+
+`task-dashboard.open` (handling `launch`) opens an instance for one task and completes when the
+user is done with it: `completed` if the task was finished, `cancelled` if the user closed it
+early. `task-dashboard.update` (handling `operation`) moves the task's progress or state and
+answers the task's summary. Everything goes through the SDK: progress and results are reported
+to the runtime, which alone talks to the Agent; the view is rendered by the Shell's trusted
+component from the state sent here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
+from lineup.sdk import protocol as p
+
+__all__ = ["TaskDashboard"]
+
+Status = Literal["todo", "doing", "done"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OpenInput(_Model):
+    task_id: str = Field(min_length=1, max_length=100)
+    title: str = Field(min_length=1, max_length=200)
+    status: Status | None = None
+
+
+class OpenOutput(_Model):
+    status: Literal["completed", "cancelled", "failed"]
+
+
+class UpdateInput(_Model):
+    task_id: str = Field(min_length=1, max_length=100)
+    progress: int | None = Field(default=None, ge=0, le=100)
+    status: Status | None = None
+
+
+class TaskSummary(_Model):
+    task_id: str = Field(min_length=1, max_length=100)
+    title: str = Field(min_length=1, max_length=200)
+    progress: int = Field(ge=0, le=100)
+    status: Status
+
+
+class TaskDashboard(MiniApp):
+    app_info = AppInfo(app_scope="task-dashboard", version="1.0.0", kind="bundled-reference")
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, dict[str, Any]] = {}  # instance_id -> task
+        self.open_calls: dict[str, ToolCall[OpenInput]] = {}  # instance_id -> its open call
+
+    async def start(self, app: AppContext) -> None:
+        self.app = app
+
+    @tool(
+        "task-dashboard.open",
+        handling="launch",
+        input=OpenInput,
+        output=OpenOutput,
+        timeout_ms=3_600_000,
+        requires_foreground=True,
+        description="Show a task to the user until they finish or close it.",
+    )
+    async def open(self, call: ToolCall[OpenInput]) -> OpenOutput | None:
+        task = {
+            "task_id": call.input.task_id,
+            "title": call.input.title,
+            "progress": 0,
+            "status": call.input.status or "todo",
+        }
+        self.tasks[call.instance_id] = task
+        self.open_calls[call.instance_id] = call
+        await call.progress({"opened": call.input.task_id})
+        await self._render(call.instance_id)
+        return None  # completed when the user finishes or closes the task
+
+    @tool(
+        "task-dashboard.update",
+        handling="operation",
+        input=UpdateInput,
+        output=TaskSummary,
+        timeout_ms=30_000,
+        description="Move the shown task's progress or state.",
+    )
+    async def update(self, call: ToolCall[UpdateInput]) -> TaskSummary:
+        task = self.tasks.get(call.instance_id)
+        if task is None or task["task_id"] != call.input.task_id:
+            await call.fail("app_instance_not_found", "no such task shown")
+            return None  # type: ignore[return-value]
+        if call.input.progress is not None:
+            task["progress"] = call.input.progress
+        if call.input.status is not None:
+            task["status"] = call.input.status
+        if task["status"] == "done":
+            task["progress"] = 100
+        await self._render(call.instance_id)
+        return TaskSummary(**task)
+
+    async def on_ui_event(self, event: p.UiEvent) -> None:
+        kind = event.event.get("kind")
+        task = self.tasks.get(event.instance_id)
+        if task is None:
+            return
+        if kind == "task.finish":
+            task["status"], task["progress"] = "done", 100
+            await self._render(event.instance_id)
+        elif kind == "task.close":
+            call = self.open_calls.pop(event.instance_id, None)
+            if call is not None and not call.final:
+                done = task["status"] == "done"
+                await call.complete(OpenOutput(status="completed" if done else "cancelled"))
+            await self.app.lifecycle.request_close(event.instance_id)
+
+    async def on_tool_cancelled(self, call_id: str, code: str) -> None:
+        for instance_id, call in list(self.open_calls.items()):
+            if call.call_id == call_id:
+                del self.open_calls[instance_id]
+
+    async def _render(self, instance_id: str) -> None:
+        task = self.tasks[instance_id]
+        await self.app.ui.render(
+            instance_id,
+            {
+                "kind": "task.dashboard",
+                "task": dict(task),
+                "actions": ["finish", "close"] if task["status"] != "done" else ["close"],
+            },
+        )

@@ -1,0 +1,214 @@
+"""The non-executable MiniApp manifest, `lineup.app.v1` (seed 004 §9, seed 003 §4.1–4.2).
+
+The runtime never imports a MiniApp's code: what it knows of an app (its scope, version, kind,
+features, subscriptions, capabilities and tools) is this document. A `Manifest` object is always
+valid: constructing one runs every check, so `load_manifest` is only parsing plus translation of
+the refusal into `ManifestInvalid` with a stable `reason`:
+
+    manifest_not_json       bytes/str that are not one JSON object (or too large, or NaN, or a
+                            duplicate key)
+    format_unsupported      `format` is not "lineup.app.v1"
+    manifest_malformed      a field is missing, unknown, or of the wrong shape
+    tool_id_not_scoped      a tool's `method` does not start with "<app_scope>."
+    duplicate_tool          two tools share a `method`
+    schema_*                a tool schema outside the subset (see `lineup.sdk.schema`), or a
+                            tool schema whose root is not an object (schema_root_not_object)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+
+from .schema import SchemaUnsupported, check_subset
+
+__all__ = [
+    "FORMAT",
+    "MAX_MANIFEST_BYTES",
+    "AgentSubscription",
+    "Entrypoint",
+    "Host",
+    "Manifest",
+    "ManifestInvalid",
+    "RuntimeSdk",
+    "ToolDescriptor",
+    "load_manifest",
+    "manifest_json",
+]
+
+FORMAT: Final = "lineup.app.v1"
+MAX_MANIFEST_BYTES: Final = 1024 * 1024
+MIN_TIMEOUT_MS: Final = 1_000
+MAX_TIMEOUT_MS: Final = 24 * 60 * 60 * 1_000
+DEFAULT_TIMEOUT_MS: Final = 120_000
+
+AppScope = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+ToolId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9_-]*)+$", max_length=128)]
+Name = Annotated[str, Field(min_length=1, max_length=128)]
+Handling = Literal["direct", "interactive", "launch", "foreground", "operation"]
+Activation = Literal["app_ready", "foreground_required", "activation_not_required"]
+Kind = Literal["system", "bundled-reference", "installed"]
+
+
+class ManifestInvalid(LineUpError):
+    """A manifest (or a tool declaration) the runtime must refuse. `reason` is stable (see the
+    module docstring); `path` is a JSON pointer into the manifest when one is known."""
+
+    default_code = ErrorCode.INVALID_ARGUMENTS
+
+    def __init__(self, reason: str, message: str = "", *, path: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        detail = " ".join(part for part in (path, message) if part)
+        super().__init__(ErrorCode.INVALID_ARGUMENTS, f"{reason}: {detail}" if detail else reason)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _check_tool_schema(schema: Any, path: str) -> None:
+    try:
+        check_subset(schema)
+    except SchemaUnsupported as exc:
+        raise ManifestInvalid(exc.reason, path=path + exc.path) from exc
+    if schema.get("type") != "object":
+        raise ManifestInvalid("schema_root_not_object", path=path + "/type")
+
+
+class ToolDescriptor(_Model):
+    """One Agent-callable tool, as the runtime publishes it (never the handler)."""
+
+    method: ToolId
+    contract_version: Literal["1"] = "1"
+    handling: Handling
+    delivery: Literal["miniapp_sdk"] = "miniapp_sdk"
+    activation_requirement: Activation = "app_ready"
+    requires_foreground: StrictBool = False
+    restore_previous_focus: StrictBool = True
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    permissions: tuple[Name, ...] = ()
+    timeout_ms: StrictInt = Field(default=DEFAULT_TIMEOUT_MS, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
+    description: str = Field(default="", max_length=4096)
+
+    @model_validator(mode="after")
+    def _schemas_in_subset(self) -> ToolDescriptor:
+        _check_tool_schema(self.input_schema, "/input_schema")
+        _check_tool_schema(self.output_schema, "/output_schema")
+        return self
+
+
+class RuntimeSdk(_Model):
+    api_version: Literal["1"] = "1"
+    required_features: tuple[Name, ...] = ()
+    optional_features: tuple[Name, ...] = ()
+
+
+class Entrypoint(_Model):
+    id: Name
+    kind: Name
+    default_eligible: StrictBool = False
+
+
+class AgentSubscription(_Model):
+    type: Name
+    scope: Literal["instance", "conversation"]
+
+
+class Host(_Model):
+    min_version: Name
+    surface_required: StrictBool = False
+
+
+class Manifest(_Model):
+    """`lineup.app.v1`. Constructing one checks everything; refusals raise `ManifestInvalid`
+    (or pydantic's `ValidationError` for a malformed field when built directly)."""
+
+    format: Literal["lineup.app.v1"]
+    app_scope: AppScope
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    kind: Kind
+    runtime_sdk: RuntimeSdk = RuntimeSdk()
+    entrypoints: tuple[Entrypoint, ...] = ()
+    agent_subscriptions: tuple[AgentSubscription, ...] = ()
+    requested_capabilities: tuple[Name, ...] = ()
+    host: Host
+    tools: tuple[ToolDescriptor, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _raw_checks(cls, data: Any) -> Any:
+        # Before the fields are parsed, so a refusal can name the tool's index in its path.
+        if not isinstance(data, dict):
+            return data
+        if data.get("format") != FORMAT:
+            raise ManifestInvalid("format_unsupported", path="/format")
+        tools = data.get("tools")
+        if isinstance(tools, list | tuple):
+            for i, tool in enumerate(tools):
+                if isinstance(tool, dict):
+                    for key in ("input_schema", "output_schema"):
+                        if key in tool:
+                            _check_tool_schema(tool[key], f"/tools/{i}/{key}")
+        return data
+
+    @model_validator(mode="after")
+    def _tools_belong_to_the_app(self) -> Manifest:
+        seen: set[str] = set()
+        for i, tool in enumerate(self.tools):
+            if not tool.method.startswith(self.app_scope + "."):
+                raise ManifestInvalid("tool_id_not_scoped", tool.method, path=f"/tools/{i}/method")
+            if tool.method in seen:
+                raise ManifestInvalid("duplicate_tool", tool.method, path=f"/tools/{i}/method")
+            seen.add(tool.method)
+        return self
+
+
+def load_manifest(data: dict[str, Any] | str | bytes) -> Manifest:
+    """Parse and check a manifest. Raises `ManifestInvalid`; never imports or runs app code."""
+    if isinstance(data, str | bytes):
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ManifestInvalid("manifest_not_json", "too large")
+        try:
+            data = json.loads(
+                data, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates
+            )
+        except (ValueError, RecursionError) as exc:
+            raise ManifestInvalid("manifest_not_json") from exc
+        if not isinstance(data, dict):
+            raise ManifestInvalid("manifest_not_json", "not an object")
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = "/" + "/".join(str(part) for part in first["loc"])
+        raise ManifestInvalid("manifest_malformed", first["type"], path=where) from None
+
+
+def manifest_json(manifest: Manifest) -> str:
+    """The manifest as the CLI writes it: sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(manifest.model_dump(mode="json"), sort_keys=True, indent=2) + "\n"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise ValueError("duplicate key")
+    return result

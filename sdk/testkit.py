@@ -1,0 +1,295 @@
+"""Unit-test a MiniApp without the runtime: an in-memory fake of the runtime side of its channel.
+
+    runtime = await testkit.start(app)             # app.start(AppContext on the fake)
+    record = await testkit.call_tool(app, "task-dashboard.open", {"task_id": "t1", ...})
+    assert record.status == "completed" and record.result == {...}
+    assert runtime.ui.last == {...}                # the view the app rendered last
+
+`FakeRuntime` answers the SDK's requests the way the router and focus do (same receipts, same
+refusal codes for the cases it models), records every render, delivery acknowledgement, sent
+message and tool outcome, and refuses a second terminal result for a call with
+`call_already_final`, as the runtime does. `refuse(...)` makes the next request of a type fail
+with a code, to test an app's failure paths. Nothing here does I/O or needs a trio run loop
+beyond the awaits of the app's own code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeVar
+
+from lineup.actors.kernel import ErrorCode, LineUpError, Message
+
+from . import protocol as p
+from ._app import AppContext, MiniApp
+from .schema import validate
+from .tools import AppInfo, ToolSpec, dispatch_tool, tools_of
+
+__all__ = [
+    "CallRecord",
+    "FakeConversation",
+    "FakeInbox",
+    "FakeRuntime",
+    "FakeUi",
+    "call_tool",
+    "start",
+]
+
+M = TypeVar("M", bound=Message)
+MAX_VIEW_KEYS: Final = 64  # as focus enforces
+DEFAULT_INSTANCE: Final = "instance-1"
+
+_RUNTIMES: weakref.WeakKeyDictionary[MiniApp, FakeRuntime] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class CallRecord:
+    """What happened to one tool call, updated as it happens (a later `complete` shows here)."""
+
+    call_id: str
+    tool: str
+    instance_id: str
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str = ""
+    output_schema: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> Literal["running", "completed", "failed"]:
+        if self.result is not None:
+            return "completed"
+        return "failed" if self.error_code is not None else "running"
+
+    @property
+    def final(self) -> bool:
+        return self.status != "running"
+
+
+@dataclass
+class FakeInbox:
+    """The app's inbox: `put` a delivery, then see what the app acknowledged."""
+
+    pending: dict[str, p.Delivery] = field(default_factory=dict)
+    acknowledged: list[str] = field(default_factory=list)
+    _seq: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(1), init=False, repr=False
+    )
+
+    def put(self, envelope: dict[str, Any], delivery_id: str | None = None) -> p.Delivery:
+        delivery = p.Delivery(
+            delivery_id=delivery_id or str(uuid.uuid4()), seq=next(self._seq), envelope=envelope
+        )
+        self.pending[delivery.delivery_id] = delivery
+        return delivery
+
+    def _list(self, msg: p.InboxListRequest) -> p.InboxListReply:
+        rows = sorted(
+            (d for d in self.pending.values() if d.seq > msg.after_seq), key=lambda d: d.seq
+        )
+        return p.InboxListReply(deliveries=tuple(rows[: msg.limit]))
+
+    def _ack(self, msg: p.InboxAckRequest) -> p.CommandReceipt:
+        changed = self.pending.pop(msg.delivery_id, None) is not None
+        if changed:
+            self.acknowledged.append(msg.delivery_id)
+        return p.CommandReceipt(id=msg.delivery_id, changed=changed)
+
+
+@dataclass
+class FakeConversation:
+    """The app's conversation: `items` is its history; `sent` what the app sent, in order."""
+
+    items: dict[str, p.ConversationItem] = field(default_factory=dict)
+    sent: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
+    _seq: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(1), init=False, repr=False
+    )
+
+    def add(
+        self,
+        markdown: str,
+        *,
+        author: Literal["agent", "user"] = "agent",
+        state: Literal["received", "pending", "sent", "failed"] = "received",
+        message_id: str | None = None,
+    ) -> p.ConversationItem:
+        item = p.ConversationItem(
+            message_id=message_id or str(uuid.uuid4()),
+            seq=next(self._seq),
+            author=author,
+            state=state,
+            markdown=markdown,
+            at=0.0,
+        )
+        self.items[item.message_id] = item
+        return item
+
+    def _send(self, msg: p.ConversationSendTextRequest) -> p.CommandReceipt:
+        existing = self.items.get(msg.message_id)
+        if existing is not None:  # idempotent by message_id, as the store is
+            return p.CommandReceipt(id=msg.message_id, seq=existing.seq, changed=False)
+        item = self.add(msg.markdown, author="user", state="pending", message_id=msg.message_id)
+        self.sent.append(msg.message_id)
+        return p.CommandReceipt(id=msg.message_id, seq=item.seq)
+
+    def _retry(self, msg: p.ConversationRetryRequest) -> p.CommandReceipt:
+        item = self.items.get(msg.message_id)
+        if item is None or item.author != "user":
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.message_id)
+        self.retried.append(msg.message_id)
+        changed = item.state == "failed"
+        if changed:
+            self.items[item.message_id] = item.model_copy(update={"state": "pending"})
+        return p.CommandReceipt(id=msg.message_id, changed=changed)
+
+    def _history(self, msg: p.ConversationHistoryRequest) -> p.ConversationHistoryReply:
+        rows = sorted(
+            (i for i in self.items.values() if i.seq > msg.after_seq), key=lambda i: i.seq
+        )
+        return p.ConversationHistoryReply(items=tuple(rows[: msg.limit]))
+
+
+@dataclass
+class FakeUi:
+    """Every view the app rendered, in order, as `(instance_id, view)`."""
+
+    renders: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        return self.renders[-1][1] if self.renders else None
+
+
+class FakeRuntime:
+    """The runtime side of one MiniApp's channel, in memory: a `RuntimeChannel` for the
+    `AppContext` services and a `ToolSink` for tool calls."""
+
+    def __init__(self, app_scope: str = "test-app", instance_id: str = DEFAULT_INSTANCE) -> None:
+        self.app_scope = app_scope
+        self.instance_id = instance_id
+        self.instances: set[str] = {instance_id}
+        self.inbox = FakeInbox()
+        self.conversation = FakeConversation()
+        self.ui = FakeUi()
+        self.calls: dict[str, CallRecord] = {}
+        self._refusals: dict[type[Message], list[ErrorCode]] = {}
+
+    def context(self) -> AppContext:
+        """An `AppContext` whose services talk to this fake."""
+        return AppContext(self, self.app_scope, self.instance_id)
+
+    def refuse(self, request: type[Message], code: ErrorCode, times: int = 1) -> None:
+        """Refuse the next `times` requests of this type with `code`."""
+        self._refusals.setdefault(request, []).extend([code] * times)
+
+    # ------------------------------------------------------------------ RuntimeChannel
+
+    async def call(self, peer: str, request: Message, expect: type[M]) -> M:
+        refusals = self._refusals.get(type(request))
+        if refusals:
+            raise LineUpError(refusals.pop(0), request.TYPE)
+        reply = self._answer(request)
+        if not isinstance(reply, expect):
+            raise LineUpError(ErrorCode.FRAME_MALFORMED, f"{request.TYPE} does not answer {expect}")
+        return reply
+
+    def _answer(self, request: Message) -> Message:
+        if isinstance(request, p.InboxListRequest):
+            return self.inbox._list(request)
+        if isinstance(request, p.InboxAckRequest):
+            return self.inbox._ack(request)
+        if isinstance(request, p.ConversationSendTextRequest):
+            return self.conversation._send(request)
+        if isinstance(request, p.ConversationRetryRequest):
+            return self.conversation._retry(request)
+        if isinstance(request, p.ConversationHistoryRequest):
+            return self.conversation._history(request)
+        if isinstance(request, p.ViewUpdateRequest):
+            if request.instance_id not in self.instances:
+                raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+            if len(request.view) > MAX_VIEW_KEYS:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too wide")
+            self.ui.renders.append((request.instance_id, request.view))
+            return p.CommandReceipt(id=request.instance_id)
+        raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
+
+    # ------------------------------------------------------------------ ToolSink
+
+    def _record(self, call_id: str) -> CallRecord:
+        record = self.calls.get(call_id)
+        if record is None:  # a call dispatched directly, not through call_tool
+            record = self.calls[call_id] = CallRecord(call_id, "", self.instance_id)
+        return record
+
+    def _open(self, call_id: str) -> CallRecord:
+        record = self._record(call_id)
+        if record.final:
+            raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
+        return record
+
+    async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
+        self._open(call_id).progress.append(progress)
+
+    async def complete(self, call_id: str, result: dict[str, Any]) -> None:
+        record = self._open(call_id)
+        if record.output_schema is not None and validate(record.output_schema, result):
+            raise LineUpError(ErrorCode.TOOL_OUTPUT_INVALID, call_id)
+        record.result = result
+
+    async def fail(self, call_id: str, code: str, message: str = "") -> None:
+        record = self._open(call_id)
+        record.error_code = code
+        record.error_message = message
+
+
+async def start(
+    app: MiniApp,
+    *,
+    runtime: FakeRuntime | None = None,
+    app_scope: str | None = None,
+    instance_id: str = DEFAULT_INSTANCE,
+) -> FakeRuntime:
+    """Call `app.start` with an `AppContext` on a `FakeRuntime` (given, or a new one whose
+    scope is the app's `app_info.app_scope`). Later `call_tool(app, ...)` use the same fake."""
+    if runtime is None:
+        runtime = FakeRuntime(app_scope or _scope_of(app), instance_id)
+    _RUNTIMES[app] = runtime
+    await app.start(runtime.context())
+    return runtime
+
+
+async def call_tool(
+    app: MiniApp,
+    tool_id: str,
+    input: dict[str, Any],
+    *,
+    call_id: str | None = None,
+    runtime: FakeRuntime | None = None,
+) -> CallRecord:
+    """Run one call of `tool_id` on `app` through `dispatch_tool`, as the runtime would after
+    admitting it. Returns the call's record (still `running` if the handler completes later).
+    Raises `tool_not_advertised` if the app declares no such tool."""
+    spec: ToolSpec | None = tools_of(type(app)).get(tool_id)
+    if spec is None:
+        raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool_id)
+    if runtime is None:
+        runtime = _RUNTIMES.get(app) or FakeRuntime(_scope_of(app))
+        _RUNTIMES[app] = runtime
+    call_id = call_id or str(uuid.uuid4())
+    if call_id in runtime.calls:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"call_id {call_id} already used")
+    record = runtime.calls[call_id] = CallRecord(
+        call_id, tool_id, runtime.instance_id, output_schema=spec.descriptor.output_schema
+    )
+    await dispatch_tool(app, spec, call_id, tool_id, runtime.instance_id, input, runtime)
+    return record
+
+
+def _scope_of(app: MiniApp) -> str:
+    info = getattr(type(app), "app_info", None)
+    return info.app_scope if isinstance(info, AppInfo) else "test-app"

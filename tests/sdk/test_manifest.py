@@ -1,0 +1,270 @@
+"""`lineup.app.v1`: what loads, and every refusal with its stable reason."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from lineup.actors.kernel import ErrorCode
+from lineup.sdk.manifest import (
+    MAX_MANIFEST_BYTES,
+    Manifest,
+    ManifestInvalid,
+    ToolDescriptor,
+    load_manifest,
+    manifest_json,
+)
+
+CLOSED = {"type": "object", "additionalProperties": False}
+
+
+def whiteboard() -> dict[str, Any]:
+    """Seed 004 §9's example, with the fields seed 003 §4.1 adds and its tool id scoped."""
+    return {
+        "format": "lineup.app.v1",
+        "app_scope": "whiteboard",
+        "version": "1.0.0",
+        "kind": "bundled-reference",
+        "runtime_sdk": {
+            "api_version": "1",
+            "required_features": [
+                "app.lifecycle.v1",
+                "app.tools.v1",
+                "surface.state.v1",
+                "app.session-data.v1",
+            ],
+            "optional_features": ["artifact.create.v1"],
+        },
+        "entrypoints": [{"id": "canvas", "kind": "contextual", "default_eligible": False}],
+        "agent_subscriptions": [
+            {"type": "lineup.app.state.patch", "scope": "instance"},
+            {"type": "lineup.tool.invoke", "scope": "conversation"},
+        ],
+        "requested_capabilities": [],
+        "host": {"min_version": "0.1.0", "surface_required": True},
+        "tools": [
+            {
+                "method": "whiteboard.board.create",
+                "contract_version": "1",
+                "handling": "direct",
+                "delivery": "miniapp_sdk",
+                "activation_requirement": "app_ready",
+                "input_schema": dict(CLOSED),
+                "output_schema": dict(CLOSED),
+            }
+        ],
+    }
+
+
+def with_tool(**changes: Any) -> dict[str, Any]:
+    manifest = whiteboard()
+    manifest["tools"][0].update(changes)
+    return manifest
+
+
+def refusal(data: Any) -> ManifestInvalid:
+    with pytest.raises(ManifestInvalid) as refused:
+        load_manifest(data)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+    return refused.value
+
+
+def test_the_seed_example_loads_with_the_tool_defaults_filled_in() -> None:
+    manifest = load_manifest(whiteboard())
+    assert manifest.app_scope == "whiteboard"
+    assert manifest.host.surface_required is True
+    (tool,) = manifest.tools
+    assert tool.method == "whiteboard.board.create"
+    assert tool.timeout_ms == 120_000
+    assert tool.requires_foreground is False
+    assert tool.restore_previous_focus is True
+    assert tool.permissions == ()
+
+
+def test_a_manifest_loads_the_same_from_a_dict_text_and_bytes() -> None:
+    text = json.dumps(whiteboard())
+    assert load_manifest(text) == load_manifest(text.encode()) == load_manifest(whiteboard())
+
+
+def test_a_written_manifest_loads_back_equal() -> None:
+    manifest = load_manifest(whiteboard())
+    assert load_manifest(manifest_json(manifest)) == manifest
+
+
+def test_the_written_form_has_sorted_keys_and_two_space_indent() -> None:
+    text = manifest_json(load_manifest(whiteboard()))
+    assert text == json.dumps(json.loads(text), sort_keys=True, indent=2) + "\n"
+
+
+def test_a_manifest_is_frozen() -> None:
+    manifest = load_manifest(whiteboard())
+    with pytest.raises(ValidationError):
+        manifest.version = "2.0.0"  # type: ignore[misc]
+
+
+def test_a_manifest_without_tools_loads() -> None:
+    data = whiteboard()
+    del data["tools"]
+    assert load_manifest(data).tools == ()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "{",
+        b"\xff",
+        "[]",
+        '{"format": NaN}',
+        '{"format": "lineup.app.v1", "format": "lineup.app.v1"}',
+        "[" * 100_000 + "]" * 100_000,
+        " " * (MAX_MANIFEST_BYTES + 1),
+    ],
+)
+def test_text_that_is_not_one_json_object_is_refused(data: str | bytes) -> None:
+    assert refusal(data).reason == "manifest_not_json"
+
+
+@pytest.mark.parametrize("value", [None, "lineup.app.v2", "lineup.v1"])
+def test_a_manifest_of_another_format_is_refused(value: Any) -> None:
+    data = whiteboard()
+    data["format"] = value
+    refused = refusal(data)
+    assert (refused.reason, refused.path) == ("format_unsupported", "/format")
+
+
+def _malformed(change: str) -> dict[str, Any]:
+    data = whiteboard()
+    if change == "missing kind":
+        del data["kind"]
+    elif change == "missing host":
+        del data["host"]
+    elif change == "unknown field":
+        data["signature"] = "x"
+    elif change == "bad kind":
+        data["kind"] = "trusted"
+    elif change == "bad scope":
+        data["app_scope"] = "White Board"
+    elif change == "bad api version":
+        data["runtime_sdk"]["api_version"] = "2"
+    elif change == "bad subscription scope":
+        data["agent_subscriptions"][0]["scope"] = "global"
+    elif change == "tools not a list":
+        data["tools"] = {"x": 1}
+    else:
+        tool = data["tools"][0]
+        key, _, value = change.partition("=")
+        if value == "<missing>":
+            del tool[key]
+        else:
+            tool[key] = json.loads(value)
+    return data
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "missing kind",
+        "missing host",
+        "unknown field",
+        "bad kind",
+        "bad scope",
+        "bad api version",
+        "bad subscription scope",
+        "tools not a list",
+        "method=<missing>",
+        'handling="background"',
+        'delivery="http"',
+        'activation_requirement="whenever"',
+        'contract_version="2"',
+        "contract_version=1",
+        "timeout_ms=999",
+        "timeout_ms=86400001",
+        'timeout_ms="120000"',
+        "timeout_ms=120000.5",
+        'requires_foreground="yes"',
+        "restore_previous_focus=1",
+        'method="Whiteboard.Create"',
+        'handler="module:function"',
+        "permissions=[1]",
+    ],
+)
+def test_a_malformed_field_is_refused(change: str) -> None:
+    assert refusal(_malformed(change)).reason == "manifest_malformed"
+
+
+def test_the_extreme_timeouts_are_accepted() -> None:
+    assert load_manifest(with_tool(timeout_ms=1_000)).tools[0].timeout_ms == 1_000
+    assert load_manifest(with_tool(timeout_ms=86_400_000)).tools[0].timeout_ms == 86_400_000
+
+
+def test_a_tool_outside_the_apps_scope_is_refused() -> None:
+    # Seed 004's own example says "board.create": here every tool id starts with its scope.
+    refused = refusal(with_tool(method="board.create"))
+    assert (refused.reason, refused.path) == ("tool_id_not_scoped", "/tools/0/method")
+
+
+def test_a_tool_whose_id_only_starts_like_the_scope_is_refused() -> None:
+    assert refusal(with_tool(method="whiteboards.create")).reason == "tool_id_not_scoped"
+
+
+def test_two_tools_with_one_id_are_refused() -> None:
+    data = whiteboard()
+    data["tools"].append(copy.deepcopy(data["tools"][0]))
+    refused = refusal(data)
+    assert (refused.reason, refused.path) == ("duplicate_tool", "/tools/1/method")
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason", "path"),
+    [
+        (
+            {**CLOSED, "properties": {"url": {"type": "string", "format": "uri"}}},
+            "schema_keyword_unsupported",
+            "/properties/url/format",
+        ),
+        ({"$ref": "https://example.com/schema.json"}, "schema_keyword_unsupported", "/$ref"),
+        ({"type": "object"}, "schema_additional_properties_required", "/additionalProperties"),
+        ({"type": "string"}, "schema_root_not_object", "/type"),
+        ("object", "schema_malformed", ""),
+    ],
+)
+@pytest.mark.parametrize("key", ["input_schema", "output_schema"])
+def test_a_tool_schema_outside_the_subset_is_refused_with_its_path(
+    key: str, schema: Any, reason: str, path: str
+) -> None:
+    refused = refusal(with_tool(**{key: schema}))
+    assert (refused.reason, refused.path) == (reason, f"/tools/0/{key}{path}")
+
+
+def test_a_manifest_built_in_code_is_checked_like_a_loaded_one() -> None:
+    tool = ToolDescriptor(
+        method="other.create", handling="direct", input_schema=CLOSED, output_schema=CLOSED
+    )
+    with pytest.raises(ManifestInvalid) as refused:
+        Manifest(
+            format="lineup.app.v1",
+            app_scope="whiteboard",
+            version="1",
+            kind="installed",
+            host={"min_version": "0.1.0"},  # type: ignore[arg-type]
+            tools=(tool,),
+        )
+    assert refused.value.reason == "tool_id_not_scoped"
+
+
+def test_a_tool_descriptor_built_in_code_checks_its_schemas() -> None:
+    with pytest.raises(ManifestInvalid) as refused:
+        ToolDescriptor(
+            method="whiteboard.create",
+            handling="direct",
+            input_schema={"type": "object", "additionalProperties": False, "not": {}},
+            output_schema=CLOSED,
+        )
+    assert (refused.value.reason, refused.value.path) == (
+        "schema_keyword_unsupported",
+        "/input_schema/not",
+    )
