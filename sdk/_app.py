@@ -191,6 +191,7 @@ class MiniAppHost(Actor):
         self._app = app
         self._tools = tools_of(app_class)
         self._running: dict[str, trio.CancelScope] = {}
+        self._cancelled: dict[str, p.ToolCancelledEvent] = {}
         scope = self.ctx.identity.name.removeprefix("miniapp:")
         await app.start(AppContext(self, scope, str(self.ctx.config.get("instance_id", scope))))
         async with trio.open_nursery() as nursery:
@@ -229,6 +230,9 @@ class MiniAppHost(Actor):
             log.warning("sdk.tool_report_refused code=%s", exc.code.value)
         finally:
             self._running.pop(event.call_id, None)
+            cancelled = self._cancelled.pop(event.call_id, None)
+            if cancelled is not None:
+                self._enqueue(cancelled)
 
     async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
         await self.call(
@@ -254,9 +258,12 @@ class MiniAppHost(Actor):
     @handles(p.ToolCancelledEvent)
     def on_tool_cancelled(self, msg: p.ToolCancelledEvent, env: Envelope) -> None:
         running = self._running.get(msg.call_id)
-        if running is not None:
-            running.cancel()  # the handler stops: no work continues for a dead call
-        self._enqueue(msg)
+        if running is None:
+            self._enqueue(msg)
+            return
+        # Stop the handler; the app's hook runs once it has really stopped (`_run_tool`).
+        self._cancelled[msg.call_id] = msg
+        running.cancel()
 
     def _enqueue(self, event: Message) -> None:
         try:

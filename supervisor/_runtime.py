@@ -19,17 +19,18 @@ from ._spec import ChildSpec, Restart
 
 __all__ = ["RuntimeOptions", "RuntimePlan", "plan_runtime"]
 
+_MINIAPPS: Final = Path(__file__).resolve().parent.parent / "miniapps"
 # The bundled MiniApps: where focus finds each manifest, and what the SDK's host runs.
 BUNDLED: Final = (
     {
         "app_scope": "chat",
-        "package": "chat",
+        "manifest": "",  # the system app: no tools, no manifest to read
         "entry": "lineup.miniapps.chat:Chat",
         "title": "Interact",
     },
     {
         "app_scope": "task-dashboard",
-        "package": "task_dashboard",
+        "manifest": str(_MINIAPPS / "task_dashboard" / "manifest.json"),
         "entry": "lineup.miniapps.task_dashboard:TaskDashboard",
         "title": "Task Dashboard",
     },
@@ -59,6 +60,7 @@ class RuntimeOptions:
     demo_agent: bool = True
     shell_port: int = 0  # 0: any free port
     appserver_port: int = 0
+    extra_apps: tuple[dict[str, str], ...] = ()  # more apps like BUNDLED's (tests, dev)
 
 
 @dataclass
@@ -141,7 +143,12 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             },
         ),
         child("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
-        child("focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", {"apps": list(BUNDLED)}),
+        child(
+            "focus",
+            ActorKind.FOCUS,
+            "lineup.actors.focus:FocusActor",
+            {"apps": [*BUNDLED, *options.extra_apps]},
+        ),
         child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
         child(
             "hostbridge",

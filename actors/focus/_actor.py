@@ -25,7 +25,6 @@ from typing import Any, Final
 
 import trio
 
-import lineup
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
@@ -97,7 +96,6 @@ STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
 CHAT_SCOPE: Final = "chat"
-MINIAPPS: Final = Path(lineup.__file__).parent / "miniapps"
 
 
 class FocusActor(Actor):
@@ -105,7 +103,7 @@ class FocusActor(Actor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Bundled apps this runtime offers: app_scope -> {"package", "entry", "title"}.
+        # Apps this runtime offers: app_scope -> {"manifest" (its path), "entry", "title"}.
         self._bundled: dict[str, dict[str, str]] = {
             str(app["app_scope"]): {k: str(v) for k, v in app.items()}
             for app in self.ctx.config.get("apps", [])
@@ -146,8 +144,7 @@ class FocusActor(Actor):
         for scope, app in self._bundled.items():
             if scope == CHAT_SCOPE:
                 continue
-            path = MINIAPPS / app["package"] / "manifest.json"
-            manifest = load_manifest(path.read_bytes())
+            manifest = load_manifest(Path(app["manifest"]).read_bytes())
             self._manifests[scope] = manifest
             await self._store(
                 AppRegistryPutRequest(

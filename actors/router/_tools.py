@@ -544,7 +544,14 @@ class ToolPipeline:
         )
         cancelled = []
         for call in reply.calls:
-            if await self._finish(call.call_id, "cancelled", code="app_closed"):
+            if call.state == "submitted":
+                continue  # its result is already decided: it is still delivered
+            try:
+                ended = await self._finish(call.call_id, "cancelled", code="app_closed")
+            except LineUpError as exc:  # e.g. it became final meanwhile: nothing to converge
+                log.info("router.close_skipped code=%s", exc.code.value)
+                continue
+            if ended:
                 cancelled.append(call.call_id)
                 await self._tell_cancelled(call, "app_closed")
         return tuple(cancelled)

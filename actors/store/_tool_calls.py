@@ -4,7 +4,7 @@ The same contract as `_queries`: one blocking function per request, `fn(conn, re
 run inside its own savepoint of a group-committed transaction, so a request that raises after
 its first write leaves nothing behind. Writes also take `actor` (the channel-bound sender) for
 the audit row they add in the same savepoint: ids, states and codes only, never an input,
-result or progress.
+result or progress. (Progress itself is not audited: it is frequent and decides nothing.)
 
 Order of checks, the same in every write: the call exists (`invalid_arguments`), it belongs to
 the expected scope and instance (`app_scope_mismatch`, `app_instance_not_found`), the request

@@ -67,10 +67,10 @@ class ToolCallRow(Message):
     seq: int
     call_id: Id
     tool: Name
-    inventory_revision: Name
+    inventory_revision: str  # "" only for a call recorded before schema 3 without one
     app_scope: Name
     instance_id: Id | None
-    conversation_id: Id
+    conversation_id: str  # likewise
     handling: ToolHandling
     state: ToolCallState
     input: dict[str, Any]

@@ -12,6 +12,9 @@ import pytest
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._db import DB_FILENAME, Database, migrate, open_database
 from lineup.actors.store._migrations import LATEST_VERSION, MIGRATIONS
+from lineup.actors.store._tool_calls import tool_call_finish, tool_call_list
+from lineup.actors.store.messages import ToolCallFinishRequest, ToolCallListRequest
+from lineup.tests.actors.store._harness import in_savepoint
 
 REQUIRED_TABLES = {
     "conversations",
@@ -344,6 +347,25 @@ def test_migration_3_keeps_old_tool_calls_in_time_order_with_neutral_values_for_
     ]  # fmt: skip
     assert instance == [(None,)]
     assert registry == [("installed", 1)]
+
+
+def test_tool_calls_kept_by_migration_3_can_be_read_and_ended(tmp_path: Path) -> None:
+    version_2_database(tmp_path)
+    db = open_database(tmp_path, {})
+    try:
+        listed = in_savepoint(db.conn, lambda c: tool_call_list(c, ToolCallListRequest(), 9.0))
+        cancel = ToolCallFinishRequest(
+            call_id="c-open", to_state="cancelled", code="app_closed", outbox_id="o-1",
+            wire={"type": "lineup.v1.tool.error"},
+        )  # fmt: skip
+        ended = in_savepoint(db.conn, lambda c: tool_call_finish(c, cancel, 9.0))
+    finally:
+        db.close()
+
+    assert [(call.call_id, call.conversation_id) for call in listed.calls] == [
+        ("c-early", ""), ("c-open", "conv-1"), ("c-late", "conv-1"),
+    ]  # fmt: skip
+    assert (ended.call.state, ended.call.error_code) == ("cancelled", "app_closed")
 
 
 @pytest.mark.parametrize(

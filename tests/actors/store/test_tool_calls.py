@@ -24,6 +24,8 @@ from lineup.actors.store.messages import (
     ToolCallFinishRequest,
     ToolCallGetReply,
     ToolCallGetRequest,
+    ToolCallListReply,
+    ToolCallListRequest,
     ToolCallProgressReply,
     ToolCallProgressRequest,
     ToolCallReceiptReply,
@@ -548,6 +550,56 @@ async def test_a_receipt_for_an_unknown_call_or_a_used_outbox_id_is_refused(
     await store.ask(receipt(), ToolCallReceiptReply)
 
     assert await refusal(store, request_) is ErrorCode.INVALID_ARGUMENTS
+
+
+# ---------------------------------------------------------------------------------- get, list
+
+
+async def test_getting_a_call_never_recorded_answers_none(store: StoreHarness) -> None:
+    assert await get(store, "never") is None
+
+
+async def test_the_call_list_filters_by_scope_instance_and_finality(store: StoreHarness) -> None:
+    await running(store, "a")  # task-dashboard, td-1, running
+    await running(store, "b")
+    await store.ask(finish("b"), ToolCallFinishReply)
+    await store.ask(record("c"), ToolCallRecordReply)  # received, no instance yet
+    await store.ask(record("d", app_scope="whiteboard"), ToolCallRecordReply)
+
+    async def ids(**filters: Any) -> list[str]:
+        reply = await store.ask(ToolCallListRequest(**filters), ToolCallListReply)
+        return [call.call_id for call in reply.calls]
+
+    assert await ids() == ["a", "b", "c", "d"]
+    assert await ids(app_scope=SCOPE) == ["a", "b", "c"]
+    assert await ids(instance_id=INSTANCE) == ["a", "b"]
+    assert await ids(non_final_only=True) == ["a", "c", "d"]
+    assert await ids(app_scope=SCOPE, instance_id=INSTANCE, non_final_only=True) == ["a"]
+    assert await ids(app_scope="nobody") == []
+
+
+async def test_the_call_list_pages_by_seq_and_stops_at_the_reply_byte_budget(
+    store: StoreHarness,
+) -> None:
+    big = {"text": "x" * (200 * 1024)}
+    for i in range(4):
+        await store.ask(record(f"c{i}", input=big), ToolCallRecordReply)
+
+    seen: list[str] = []
+    pages = 0
+    after = 0
+    while True:
+        page = await store.ask(ToolCallListRequest(after_seq=after), ToolCallListReply)
+        if not page.calls:
+            break
+        pages += 1
+        seen += [call.call_id for call in page.calls]
+        after = page.calls[-1].seq
+    limited = await store.ask(ToolCallListRequest(limit=1), ToolCallListReply)
+
+    assert seen == ["c0", "c1", "c2", "c3"]
+    assert pages > 1
+    assert [call.call_id for call in limited.calls] == ["c0"]
 
 
 # ---------------------------------------------------------------------------------- audit

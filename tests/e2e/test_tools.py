@@ -1,0 +1,402 @@
+"""Agent tool calls through the real runtime: AppServer, transport, router, focus, store and
+the MiniApp processes, with the stable codes, the receipts and one terminal message per call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from lineup.actors.focus.messages import AppEnableRequest, InventoryReply, UiIntentRequest
+from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
+from lineup.ops.agent import AgentClient
+from lineup.sdk.manifest import manifest_json
+from lineup.sdk.tools import manifest_of
+from lineup.tests.support.probe_app import Probe
+from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.tree import attach
+
+WAIT = 20.0
+Message = dict[str, Any]
+
+
+class AgentView:
+    """What the Agent has received from the client side, read from the AppServer."""
+
+    def __init__(self, client: AgentClient) -> None:
+        self.client = client
+        self.seen: list[Message] = []
+        self.cursor = ""
+
+    async def pull(self, kind: str, match: Callable[[Message], bool] = lambda m: True) -> Message:
+        with trio.fail_after(WAIT):
+            while True:
+                for message in self.seen:
+                    if message["type"] == kind and match(message):
+                        return message
+                page, self.cursor = await self.client.sync(self.cursor, timeout_ms=2000)
+                self.seen += page
+
+    def of_call(self, call_id: str, kind: str | None = None) -> list[Message]:
+        return [
+            m
+            for m in self.seen
+            if m["payload"].get("call_id") == call_id and (kind is None or m["type"] == kind)
+        ]
+
+    async def inventory(self) -> str:
+        message = await self.pull("lineup.v1.client.inventory")
+        latest = [m for m in self.seen if m["type"] == "lineup.v1.client.inventory"][-1]
+        return str((latest or message)["payload"]["revision"])
+
+    async def terminal(self, call_id: str) -> Message:
+        def final(m: Message) -> bool:
+            return m["payload"].get("call_id") == call_id
+
+        result = await self.pull_any(("lineup.v1.tool.result", "lineup.v1.tool.error"), final)
+        return result
+
+    async def pull_any(self, kinds: tuple[str, ...], match: Callable[[Message], bool]) -> Message:
+        with trio.fail_after(WAIT):
+            while True:
+                for message in self.seen:
+                    if message["type"] in kinds and match(message):
+                        return message
+                page, self.cursor = await self.client.sync(self.cursor, timeout_ms=2000)
+                self.seen += page
+
+    async def settle(self) -> None:
+        """Read everything the AppServer has now (after the runtime went quiet)."""
+        while True:
+            page, self.cursor = await self.client.sync(self.cursor, timeout_ms=300)
+            if not page:
+                return
+            self.seen += page
+
+
+async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
+    manifest = data_dir / "probe.json"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(manifest_json(manifest_of(Probe)))
+    app = {
+        "app_scope": "probe",
+        "manifest": str(manifest),
+        "entry": "lineup.tests.support.probe_app:Probe",
+        "title": "Probe",
+    }
+    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+
+
+def foreground(shell: ShellClient) -> str | None:
+    apps = [f for f in shell.frames if f.get("type") == "shell.apps"]
+    return apps[-1]["foreground"] if apps else None
+
+
+async def test_open_update_and_close_go_round_trip_with_receipts_and_one_result_each(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.open",
+        {"task_id": "t1", "title": "Write the report"},
+        revision,
+        call_id="open-1",
+    )
+    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: (foreground(s) or "").startswith("task-dashboard:"))
+    instance = foreground(shell)
+    apps = [f for f in shell.frames if f.get("type") == "shell.apps"][-1]
+    states = {i["instance_id"]: i["state"] for i in apps["instances"]}
+    assert states == {"chat": "background", instance: "foreground"}  # chat went behind
+
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.update",
+        {"task_id": "t1", "progress": 40},
+        revision,
+        call_id="upd-1",
+    )
+    update = await agent.terminal("upd-1")
+    assert update["type"] == "lineup.v1.tool.result"
+    assert update["payload"]["result"]["progress"] == 40
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: (s.views.get(instance) or {}).get("task", {}).get("progress") == 40
+        )
+
+    await shell.send(
+        {
+            "type": "ui.event",
+            "app_scope": "task-dashboard",
+            "instance_id": instance,
+            "event": {"kind": "task.finish"},
+        }
+    )
+    await shell.send(
+        {
+            "type": "ui.event",
+            "app_scope": "task-dashboard",
+            "instance_id": instance,
+            "event": {"kind": "task.close"},
+        }
+    )
+    opened = await agent.terminal("open-1")
+    assert opened["payload"]["result"] == {"status": "completed"}
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: foreground(s) == "chat")
+    await agent.settle()
+    receipts = [m["payload"]["status"] for m in agent.of_call("open-1", "lineup.v1.tool.receipt")]
+    assert receipts == ["accepted", "starting", "activation_ready"]
+    for call_id in ("open-1", "upd-1"):
+        finals = [
+            m
+            for m in agent.of_call(call_id)
+            if m["type"] in ("lineup.v1.tool.result", "lineup.v1.tool.error")
+        ]
+        assert len(finals) == 1
+
+
+async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    good = {"task_id": "t1", "title": "x"}
+    calls: list[tuple[str, str, dict[str, Any], str, dict[str, Any], ErrorCode]] = [
+        ("c-rev", "task-dashboard.open", good, "999", {}, ErrorCode.INVENTORY_REVISION_MISMATCH),
+        ("c-adv", "task-dashboard.delete", good, revision, {}, ErrorCode.TOOL_NOT_ADVERTISED),
+        (
+            "c-in",
+            "task-dashboard.open",
+            {"task_id": "t1"},
+            revision,
+            {},
+            ErrorCode.TOOL_INPUT_INVALID,
+        ),
+        (
+            "c-in2",
+            "task-dashboard.open",
+            {**good, "extra": 1},
+            revision,
+            {},
+            ErrorCode.TOOL_INPUT_INVALID,
+        ),
+        (
+            "c-scope",
+            "task-dashboard.open",
+            good,
+            revision,
+            {"app_scope": "chat"},
+            ErrorCode.APP_SCOPE_MISMATCH,
+        ),
+        (
+            "c-inst",
+            "task-dashboard.update",
+            {"task_id": "t1"},
+            revision,
+            {"app_scope": "task-dashboard", "instance_id": "task-dashboard:nope"},
+            ErrorCode.APP_INSTANCE_NOT_FOUND,
+        ),
+    ]
+    for call_id, tool, arguments, rev, extra, _ in calls:
+        envelope = {
+            "v": 1,
+            "id": f"env-{call_id}",
+            "type": "lineup.v1.tool.call",
+            "conversation_id": CONVERSATION,
+            **extra,
+            "payload": {
+                "call_id": call_id,
+                "tool": tool,
+                "inventory_revision": rev,
+                "input": arguments,
+            },
+        }
+        await agent.client.send(envelope, idempotency_key=f"env-{call_id}")
+    for call_id, *_, code in calls:
+        error = await agent.terminal(call_id)
+        assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", code.value)
+
+    # Disable the app: its tools leave the inventory; a call with the new revision is refused.
+    shell_side = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
+    inventory = await shell_side.request(
+        "focus", AppEnableRequest(app_scope="task-dashboard", enabled=False), expect=InventoryReply
+    )
+    assert inventory.revision != revision
+    assert inventory.tools == ()
+    newest = await agent.pull(
+        "lineup.v1.client.inventory", lambda m: m["payload"]["revision"] == inventory.revision
+    )
+    assert newest["payload"]["tools"] == []
+    await agent.client.call_tool(
+        CONVERSATION, "task-dashboard.open", good, inventory.revision, call_id="c-off"
+    )
+    error = await agent.terminal("c-off")
+    assert error["payload"]["code"] == ErrorCode.APP_DISABLED.value
+
+    # None of them ever reached a MiniApp: the dashboard's process was never even started.
+    assert "miniapp:task-dashboard" not in runtime.supervisor.children
+    await agent.settle()
+    for call_id, *_ in [*calls, ("c-off",)]:
+        assert len(agent.of_call(call_id)) == 1  # the error, and no receipt or result
+
+
+async def test_the_recovery_app_cannot_be_closed_from_the_shell(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell_side = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
+    with pytest.raises(LineUpError) as refused:
+        await shell_side.request(
+            "focus", UiIntentRequest(intent="close", instance_id="chat"), expect=InventoryReply
+        )
+    assert refused.value.code is ErrorCode.LIFECYCLE_DENIED
+
+
+@pytest.mark.parametrize(
+    ("mode", "codes"),
+    [
+        ("complete_twice", ["ok", "call_already_final"]),
+        ("bad_output", ["tool_output_invalid", "ok"]),
+    ],
+)
+async def test_a_miniapps_bad_writes_get_codes_and_the_agent_sees_one_good_result(
+    nursery: trio.Nursery, data_dir: Path, mode: str, codes: list[str]
+) -> None:
+    runtime = await runtime_with_probe(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(CONVERSATION, "probe.run", {"mode": mode}, revision, call_id="p-1")
+    result = await agent.terminal("p-1")
+    assert result["payload"]["result"] == {"echoed": mode}
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: any(v.get("codes") == codes for v in s.views.values()))
+    await agent.settle()
+    assert [m["type"] for m in agent.of_call("p-1") if m["type"] != "lineup.v1.tool.receipt"] == [
+        "lineup.v1.tool.result"
+    ]
+
+
+async def test_a_miniapp_cannot_complete_another_apps_call(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await runtime_with_probe(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.open",
+        {"task_id": "t", "title": "theirs"},
+        revision,
+        call_id="td-1",
+    )
+    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "td-1")
+    await agent.client.call_tool(
+        CONVERSATION,
+        "probe.run",
+        {"mode": "steal", "other_call_id": "td-1"},
+        revision,
+        call_id="p-2",
+    )
+    await agent.terminal("p-2")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: any(v.get("codes") == ["app_scope_mismatch", "ok"] for v in s.views.values())
+        )
+    await agent.settle()
+    assert [
+        m
+        for m in agent.of_call("td-1")
+        if m["type"] != "lineup.v1.tool.receipt" and m["type"] != "lineup.v1.tool.progress"
+    ] == []  # td-1 is still open
+
+
+async def test_a_call_past_its_timeout_expires_once_and_its_handler_is_stopped(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await runtime_with_probe(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "hang"}, revision, call_id="p-slow"
+    )
+    error = await agent.terminal("p-slow")
+    assert error["payload"]["code"] == ErrorCode.OPERATION_EXPIRED.value
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: any(
+                v.get("cancelled") == "expired" and v.get("handler_stopped")
+                for v in s.views.values()
+            )
+        )
+    await agent.settle()
+    assert len([m for m in agent.of_call("p-slow") if m["type"] == "lineup.v1.tool.error"]) == 1
+
+
+@pytest.mark.parametrize("victim", ["miniapp:task-dashboard", "router", "focus", "store"])
+async def test_a_sigkill_in_the_middle_of_a_call_still_ends_it_exactly_once(
+    nursery: trio.Nursery, data_dir: Path, victim: str
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.open",
+        {"task_id": "t1", "title": "Survive"},
+        revision,
+        call_id="k-1",
+    )
+    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "k-1")
+    pid = runtime.supervisor.children[victim].pid
+    assert pid is not None
+    runtime.supervisor.kill(victim)
+    await wait_pid_gone(pid)
+    # The dashboard is shown again (re-delivered to a restarted app), and the user closes it.
+    with trio.fail_after(WAIT):
+        await runtime.supervisor.wait_until(
+            lambda: runtime.supervisor.children[victim].state == "running"
+        )
+        await shell.send({"type": "shell.ready"})
+        await shell.wait_until(
+            lambda s: any(v.get("kind") == "task.dashboard" for v in s.views.values())
+        )
+    instance = next(k for k, v in shell.views.items() if v.get("kind") == "task.dashboard")
+    with trio.fail_after(WAIT):
+        while True:
+            await shell.send(
+                {
+                    "type": "ui.event",
+                    "app_scope": "task-dashboard",
+                    "instance_id": instance,
+                    "event": {"kind": "task.close"},
+                }
+            )
+            try:
+                final = await agent.terminal("k-1")
+                break
+            except trio.TooSlowError:
+                continue
+    assert final["payload"]["result"] == {"status": "cancelled"}
+    await agent.settle()
+    finals = [
+        m
+        for m in agent.of_call("k-1")
+        if m["type"] in ("lineup.v1.tool.result", "lineup.v1.tool.error")
+    ]
+    assert len(finals) == 1

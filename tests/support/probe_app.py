@@ -1,0 +1,84 @@
+"""A MiniApp that misbehaves on request, to prove the runtime's checks on a MiniApp's writes.
+
+It goes around the SDK's own local checks (it talks to its sink directly), as hostile code
+would, and shows the codes the runtime answered in its view, which the test reads at the Shell.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import trio
+from pydantic import BaseModel, ConfigDict, Field
+
+from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ProbeInput(_Model):
+    mode: Literal["ok", "complete_twice", "bad_output", "steal", "hang"]
+    other_call_id: str | None = Field(default=None, max_length=200)
+
+
+class ProbeOutput(_Model):
+    echoed: str = Field(max_length=100)
+
+
+class Probe(MiniApp):
+    app_info = AppInfo(app_scope="probe", version="1.0.0", kind="bundled-reference")
+
+    async def start(self, app: AppContext) -> None:
+        self.app = app
+        self.cancelled: list[str] = []
+        self.instances: dict[str, str] = {}  # call_id -> instance_id
+
+    @tool("probe.run", handling="launch", input=ProbeInput, output=ProbeOutput, timeout_ms=2_000)
+    async def run(self, call: ToolCall[ProbeInput]) -> ProbeOutput | None:
+        sink: Any = call._sink
+        codes: list[str] = []
+
+        async def attempt(call_id: str, result: dict[str, Any]) -> None:
+            try:
+                await sink.complete(call_id, result)
+                codes.append("ok")
+            except LineUpError as exc:
+                codes.append(exc.code.value)
+
+        mode = call.input.mode
+        self.instances[call.call_id] = call.instance_id
+        if mode == "hang":
+            await self._show(call, ["running"])
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.cancelled.append(call.call_id)
+        if mode == "bad_output":
+            await attempt(call.call_id, {"wrong": 1})
+        if mode == "steal" and call.input.other_call_id:
+            await attempt(call.input.other_call_id, {"echoed": "stolen"})
+        await attempt(call.call_id, {"echoed": mode})
+        if mode == "complete_twice":
+            await attempt(call.call_id, {"echoed": "again"})
+        await self._show(call, codes)
+        return None
+
+    async def on_tool_cancelled(self, call_id: str, code: str) -> None:
+        instance_id = self.instances.get(call_id)
+        if instance_id is not None:
+            await self.app.ui.render(
+                instance_id,
+                {
+                    "kind": "probe",
+                    "call_id": call_id,
+                    "cancelled": code,
+                    "handler_stopped": call_id in self.cancelled,
+                },
+            )
+
+    async def _show(self, call: ToolCall[ProbeInput], codes: list[str]) -> None:
+        await self.app.ui.render(
+            call.instance_id, {"kind": "probe", "call_id": call.call_id, "codes": codes}
+        )
