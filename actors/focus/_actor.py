@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from pathlib import Path
 from typing import Any, Final
 
 import trio
@@ -144,7 +143,8 @@ class FocusActor(Actor):
         for scope, app in self._bundled.items():
             if scope == CHAT_SCOPE:
                 continue
-            manifest = load_manifest(Path(app["manifest"]).read_bytes())
+            raw = await trio.Path(app["manifest"]).read_bytes()
+            manifest = load_manifest(raw)
             self._manifests[scope] = manifest
             await self._store(
                 AppRegistryPutRequest(

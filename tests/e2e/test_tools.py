@@ -58,8 +58,7 @@ class AgentView:
         def final(m: Message) -> bool:
             return m["payload"].get("call_id") == call_id
 
-        result = await self.pull_any(("lineup.v1.tool.result", "lineup.v1.tool.error"), final)
-        return result
+        return await self.pull_any(("lineup.v1.tool.result", "lineup.v1.tool.error"), final)
 
     async def pull_any(self, kinds: tuple[str, ...], match: Callable[[Message], bool]) -> Message:
         with trio.fail_after(WAIT):
