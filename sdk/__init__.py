@@ -14,6 +14,7 @@ from ._app import (
     MiniApp,
     MiniAppHost,
     RuntimeChannel,
+    SessionData,
     Ui,
 )
 from .manifest import Manifest, ManifestInvalid, ToolDescriptor, load_manifest
@@ -44,6 +45,7 @@ __all__ = [
     "MiniAppHost",
     "RuntimeChannel",
     "SchemaUnsupported",
+    "SessionData",
     "ToolCall",
     "ToolDescriptor",
     "ToolOutputInvalid",

@@ -40,6 +40,7 @@ __all__ = [
     "MiniApp",
     "MiniAppHost",
     "RuntimeChannel",
+    "SessionData",
     "Ui",
 ]
 
@@ -134,6 +135,51 @@ class Lifecycle:
         return await self._ask(instance_id, "close")
 
 
+class SessionData:
+    """Per-instance JSON with a revision, owned by the runtime (seed 004 §6.3)."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+        self._handlers: dict[str, list[Any]] = {}
+        self._seen: dict[str, int] = {}
+
+    async def get(self, instance_id: str) -> p.SessionDataSnapshot:
+        return await self._host.call(
+            "focus", p.SessionDataGetRequest(instance_id=instance_id), p.SessionDataSnapshot
+        )
+
+    async def replace(self, instance_id: str, data: dict[str, Any], expected_revision: int) -> int:
+        """Write the whole value; returns the new revision. Refused with `stale_revision`
+        when another write came first: re-read, merge as the app sees fit, try again."""
+        receipt = await self._host.call(
+            "focus",
+            p.SessionDataReplaceRequest(
+                instance_id=instance_id, data=data, expected_revision=expected_revision
+            ),
+            p.CommandReceipt,
+        )
+        return int(receipt.seq or expected_revision)
+
+    async def subscribe(self, instance_id: str, handler: Any) -> None:
+        """`await handler(snapshot)` now with the full value, then on every newer revision."""
+        snapshot = await self._host.call(
+            "focus", p.SessionDataSubscribeRequest(instance_id=instance_id), p.SessionDataSnapshot
+        )
+        self._handlers.setdefault(instance_id, []).append(handler)
+        self._seen[instance_id] = snapshot.revision
+        await handler(snapshot)
+
+    async def _updated(self, event: p.SessionDataEvent) -> None:
+        if event.revision <= self._seen.get(event.instance_id, -1):
+            return  # a repeat or an old one: revisions only go up
+        self._seen[event.instance_id] = event.revision
+        snapshot = p.SessionDataSnapshot(
+            instance_id=event.instance_id, data=event.data, revision=event.revision
+        )
+        for handler in self._handlers.get(event.instance_id, []):
+            await handler(snapshot)
+
+
 class AppContext:
     """What the runtime gives one MiniApp process. Read-only facts plus the SDK's services."""
 
@@ -144,6 +190,7 @@ class AppContext:
         self.conversation = Conversation(host)
         self.ui = Ui(host)
         self.lifecycle = Lifecycle(host)
+        self.session_data = SessionData(host)
 
 
 class MiniApp:
@@ -193,7 +240,8 @@ class MiniAppHost(Actor):
         self._running: dict[str, trio.CancelScope] = {}
         self._cancelled: dict[str, p.ToolCancelledEvent] = {}
         scope = self.ctx.identity.name.removeprefix("miniapp:")
-        await app.start(AppContext(self, scope, str(self.ctx.config.get("instance_id", scope))))
+        self._context = AppContext(self, scope, str(self.ctx.config.get("instance_id", scope)))
+        await app.start(self._context)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
@@ -203,7 +251,7 @@ class MiniAppHost(Actor):
                     self._start_tool(call)
             async for event in self._events_out:
                 try:
-                    await _dispatch(app, event)
+                    await _dispatch(app, event, self._context)
                 except LineUpError as exc:
                     log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
 
@@ -251,6 +299,10 @@ class MiniAppHost(Actor):
             p.CommandReceipt,
         )
 
+    @handles(p.SessionDataEvent)
+    def on_session_data(self, msg: p.SessionDataEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
     @handles(p.ToolCallEvent)
     def on_tool_call(self, msg: p.ToolCallEvent, env: Envelope) -> None:
         self._start_tool(msg)
@@ -289,8 +341,10 @@ class MiniAppHost(Actor):
         self._enqueue(msg)
 
 
-async def _dispatch(app: MiniApp, event: Message) -> None:
-    if isinstance(event, p.DeliveryEvent):
+async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
+    if isinstance(event, p.SessionDataEvent):
+        await context.session_data._updated(event)
+    elif isinstance(event, p.DeliveryEvent):
         await app.on_delivery(event.delivery)
     elif isinstance(event, p.UiEvent):
         await app.on_ui_event(event)

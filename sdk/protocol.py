@@ -27,6 +27,11 @@ __all__ = [
     "InboxListReply",
     "InboxListRequest",
     "LifecycleRequest",
+    "SessionDataEvent",
+    "SessionDataGetRequest",
+    "SessionDataReplaceRequest",
+    "SessionDataSnapshot",
+    "SessionDataSubscribeRequest",
     "ToolCallEvent",
     "ToolCancelledEvent",
     "ToolCompleteRequest",
@@ -222,3 +227,45 @@ class LifecycleRequest(Message):
     type: Literal["focus.sdk.lifecycle"] = "focus.sdk.lifecycle"
     instance_id: Id
     action: Literal["foreground", "background", "close"]
+
+
+# ---------------------------------------------------------------------------------- session data
+
+
+class SessionDataGetRequest(Message):
+    """The instance's app session data: `{data: None, revision: 0}` until first written."""
+
+    type: Literal["focus.sdk.session_data.get"] = "focus.sdk.session_data.get"
+    instance_id: Id
+
+
+class SessionDataReplaceRequest(Message):
+    """Replace the whole value; refused with `stale_revision` unless `expected_revision` is
+    the current one (seed 004 §6.3: an old write never overwrites a newer one)."""
+
+    type: Literal["focus.sdk.session_data.replace"] = "focus.sdk.session_data.replace"
+    instance_id: Id
+    data: dict[str, Any]
+    expected_revision: int = Field(ge=0)
+
+
+class SessionDataSubscribeRequest(Message):
+    """Subscribe; the reply is the full snapshot at registration, then `SessionDataEvent`s
+    follow with strictly increasing revisions."""
+
+    type: Literal["focus.sdk.session_data.subscribe"] = "focus.sdk.session_data.subscribe"
+    instance_id: Id
+
+
+class SessionDataSnapshot(Message):
+    type: Literal["focus.sdk.session_data.snapshot"] = "focus.sdk.session_data.snapshot"
+    instance_id: Id
+    data: dict[str, Any] | None
+    revision: int
+
+
+class SessionDataEvent(Message):
+    type: Literal["miniapp.session_data.updated"] = "miniapp.session_data.updated"
+    instance_id: Id
+    data: dict[str, Any] | None
+    revision: int

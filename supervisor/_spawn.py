@@ -22,7 +22,8 @@ SPAWN_TIMEOUT: Final = 5.0
 class Zygote:
     def __init__(self, preload: tuple[str, ...] = ()) -> None:
         self._preload = preload
-        self._process: trio.Process | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
         self._channel: Channel | None = None
         self._lock = trio.Lock()
         self._ids = 1
@@ -31,20 +32,25 @@ class Zygote:
     async def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(os.environ, LINEUP_ZYGOTE_PRELOAD=json.dumps(list(self._preload)))
+        # Started from *this* thread, never a worker thread (as trio's open_process would): the
+        # zygote and every child it forks (CLONE_PARENT) have this thread as parent, and
+        # PR_SET_PDEATHSIG fires when the parent *thread* exits — an idle worker thread retiring
+        # would SIGKILL the whole tree. Popen of a tiny argv costs a few ms, once.
+        self._process = subprocess.Popen(  # noqa: ASYNC220
+            [
+                sys.executable,
+                "-m",
+                "lineup.supervisor._zygote",
+                str(theirs.fileno()),
+                str(os.getpid()),
+            ],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        self._pidfd = os.pidfd_open(self._process.pid)
+        theirs.close()
         with trio.fail_after(ZYGOTE_START_TIMEOUT):
-            self._process = await trio.lowlevel.open_process(
-                [
-                    sys.executable,
-                    "-m",
-                    "lineup.supervisor._zygote",
-                    str(theirs.fileno()),
-                    str(os.getpid()),
-                ],
-                pass_fds=(theirs.fileno(),),
-                env=env,
-                stdin=subprocess.DEVNULL,
-            )
-            theirs.close()
             self._channel = Channel(ours)
             frames = await self._channel.receive()
         if not frames or parse_frame(frames[0]).body.get("type") != "zygote.ready":
@@ -54,7 +60,7 @@ class Zygote:
     async def spawn(self, boot: dict[str, Any], control: socket.socket) -> int:
         """Fork a child running `boot`, with `control` as its control channel. Returns its pid."""
         async with self._lock:
-            if self._process is None or self._process.returncode is not None:
+            if self._process is None or self._process.poll() is not None:
                 await self._restart()
             try:
                 return await self._spawn(boot, control)
@@ -91,10 +97,13 @@ class Zygote:
                 self._channel.close()
                 self._channel = None
             process, self._process = self._process, None
-            if process is None:
+            pidfd, self._pidfd = self._pidfd, None
+            if process is None or pidfd is None:
                 return
             with trio.move_on_after(1.0):
-                await process.wait()
-            if process.returncode is None:
+                await trio.lowlevel.wait_readable(pidfd)
+            if process.poll() is None:
                 process.kill()
-                await process.wait()
+                await trio.lowlevel.wait_readable(pidfd)
+            process.wait()  # reaps at once: it has exited
+            os.close(pidfd)

@@ -65,6 +65,10 @@ from lineup.actors.store.messages import (
     InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
+    SessionDataGetReply,
+    SessionDataGetRequest,
+    SessionDataReplaceReply,
+    SessionDataReplaceRequest,
 )
 from lineup.hostbridge.messages import AppsUpdatedEvent, ViewUpdatedEvent
 from lineup.sdk import protocol as sdk
@@ -114,6 +118,8 @@ class FocusActor(Actor):
         self._owners: dict[str, str] = {}  # instance_id -> app_scope
         self._views: dict[str, AppView] = {}
         self._lock = trio.Lock()  # one change of instances/stack at a time
+        self._session_locks: dict[tuple[str, str], trio.Lock] = {}
+        self._subscribers: dict[tuple[str, str], set[str]] = {}
 
     # ------------------------------------------------------------------ start-up
 
@@ -432,6 +438,71 @@ class FocusActor(Actor):
                 else self._stack.send_back(instance_id)
             )
             await self._persist(changes)
+
+    # ------------------------------------------------------------------ session data
+
+    def _session_of(self, env: Envelope, instance_id: str) -> tuple[str, str]:
+        scope = env.sender.name.removeprefix("miniapp:")
+        if env.sender.kind is not ActorKind.MINIAPP or self._owners.get(instance_id) != scope:
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, instance_id)
+        return scope, instance_id  # an instance's app session is named after it
+
+    def _session_lock(self, key: tuple[str, str]) -> trio.Lock:
+        return self._session_locks.setdefault(key, trio.Lock())
+
+    @handles(sdk.SessionDataGetRequest)
+    async def on_session_get(
+        self, msg: sdk.SessionDataGetRequest, env: Envelope
+    ) -> sdk.SessionDataSnapshot:
+        scope, session = self._session_of(env, msg.instance_id)
+        reply = await self._store(
+            SessionDataGetRequest(app_scope=scope, app_session_id=session), SessionDataGetReply
+        )
+        return sdk.SessionDataSnapshot(
+            instance_id=msg.instance_id, data=reply.data, revision=reply.revision
+        )
+
+    @handles(sdk.SessionDataSubscribeRequest)
+    async def on_session_subscribe(
+        self, msg: sdk.SessionDataSubscribeRequest, env: Envelope
+    ) -> sdk.SessionDataSnapshot:
+        key = self._session_of(env, msg.instance_id)
+        # Registered under the session's lock: a write either lands in this snapshot or
+        # arrives as the next event, never lost between the two.
+        async with self._session_lock(key):
+            reply = await self._store(
+                SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
+            )
+            self._subscribers.setdefault(key, set()).add(env.sender.name)
+        return sdk.SessionDataSnapshot(
+            instance_id=msg.instance_id, data=reply.data, revision=reply.revision
+        )
+
+    @handles(sdk.SessionDataReplaceRequest)
+    async def on_session_replace(
+        self, msg: sdk.SessionDataReplaceRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        key = self._session_of(env, msg.instance_id)
+        async with self._session_lock(key):
+            reply = await self._store(
+                SessionDataReplaceRequest(
+                    app_scope=key[0],
+                    app_session_id=key[1],
+                    data=msg.data,
+                    expected_revision=msg.expected_revision,
+                ),
+                SessionDataReplaceReply,
+            )
+            if reply.changed:
+                event = sdk.SessionDataEvent(
+                    instance_id=msg.instance_id, data=msg.data, revision=reply.revision
+                )
+                for subscriber in sorted(self._subscribers.get(key, ())):
+                    try:  # in order, under the lock: revisions arrive strictly increasing
+                        await self.bus.notify(subscriber, event, timeout=NOTIFY_TIMEOUT)
+                    except LineUpError:
+                        self._subscribers[key].discard(subscriber)
+        return sdk.CommandReceipt(id=msg.instance_id, seq=reply.revision, changed=reply.changed)
 
     # ------------------------------------------------------------------ views and the Shell
 

@@ -47,6 +47,14 @@
     disconnected: { label: "Not connected", tone: "off" },
   };
   const AUTHORS = { agent: "Agent", user: "You" };
+  // Instance states that are gone or going: such an instance gets no switcher button.
+  const ENDED_STATES = new Set(["stopping", "stopped", "failed"]);
+  const TASK_STATUSES = { todo: "To do", doing: "In progress", done: "Done" };
+  // The Task Dashboard's actions, by the name its view lists them under.
+  const TASK_ACTIONS = {
+    finish: { label: "Mark done", event: "task.finish", testId: "task-finish", tone: "primary" },
+    close: { label: "Close", event: "task.close", testId: "task-close", tone: "secondary" },
+  };
 
   const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
   const ui = {
@@ -61,6 +69,8 @@
     input: byTestId("composer-input"),
     send: byTestId("composer-send"),
     placeholder: byTestId("app-placeholder"),
+    appView: byTestId("app-view"),
+    skipLink: document.querySelector(".skip-link"),
     notices: byTestId("notices"),
   };
 
@@ -77,6 +87,9 @@
     chatInstance: null, // the chat instance whose view the timeline shows
     composerEnabled: false,
     rendered: new Map(), // message id → {key, element}, to keep unchanged DOM nodes
+    chatView: undefined, // the chat view the timeline shows
+    chatScroll: null, // {top, atBottom} of the timeline when another app came in front
+    dashboard: null, // the Task Dashboard on screen: {instanceId, appScope, root, …parts}
   };
 
   // ---------------------------------------------------------------- token
@@ -239,7 +252,9 @@
 
   function onApps(frame) {
     const instances = Array.isArray(frame.instances) ? frame.instances : [];
-    shell.instances = instances.filter((i) => isObject(i) && isId(i.instance_id));
+    shell.instances = instances.filter(
+      (i) => isObject(i) && isId(i.instance_id) && !ENDED_STATES.has(i.state),
+    );
     shell.foreground = isId(frame.foreground) ? frame.foreground : null;
     const live = new Set(shell.instances.map((i) => i.instance_id));
     for (const id of shell.views.keys()) if (!live.has(id)) shell.views.delete(id);
@@ -252,19 +267,78 @@
 
   // ---------------------------------------------------------------- rendering
 
+  const instanceTitle = (instance) =>
+    typeof instance.title === "string" && instance.title
+      ? instance.title
+      : String(instance.app_scope);
+
+  // The stage shows one thing: the chat (timeline and composer), the trusted component for the
+  // foreground instance's view, or a placeholder. The chat is only hidden, never cleared, so
+  // its timeline, scroll position and draft are as they were when it comes back in front.
   function render() {
     const front = shell.instances.find((i) => i.instance_id === shell.foreground);
     const chatInFront = !front || front.app_scope === "chat";
+    const entry = chatInFront ? undefined : shell.views.get(front.instance_id);
+    const dashboard = entry !== undefined && entry.view.kind === "task.dashboard";
+    const focused = document.activeElement;
+    const chatWasShown = !ui.chat.hidden;
+
+    if (chatWasShown && !chatInFront) shell.chatScroll = timelineScroll();
     ui.chat.hidden = !chatInFront;
-    ui.placeholder.hidden = chatInFront;
-    if (!chatInFront) {
-      const title = typeof front.title === "string" && front.title ? front.title : front.app_scope;
-      ui.placeholder.querySelector("p").textContent =
-        `${title} is in front. This Shell cannot show its view yet; ` +
-        "switch back to the conversation with the bar above.";
+    ui.skipLink.hidden = !chatInFront;
+    ui.appView.hidden = !dashboard;
+    ui.placeholder.hidden = chatInFront || dashboard;
+    if (dashboard) {
+      renderTaskDashboard(front.instance_id, entry.appScope, entry.view);
+    } else {
+      dropDashboard();
     }
-    const entry = shell.chatInstance === null ? undefined : shell.views.get(shell.chatInstance);
-    renderChat(entry && entry.view.kind === "chat.timeline" ? entry.view : null);
+    if (!chatInFront && !dashboard) {
+      const title = instanceTitle(front);
+      ui.placeholder.querySelector("p").textContent =
+        entry === undefined && front.state === "starting"
+          ? `Opening ${title}…`
+          : `${title} is in front. This Shell cannot show its view yet; ` +
+            "switch back to the conversation with the bar above.";
+    }
+
+    const chat = shell.chatInstance === null ? undefined : shell.views.get(shell.chatInstance);
+    const chatView = chat && chat.view.kind === "chat.timeline" ? chat.view : null;
+    // Only a new chat snapshot re-renders the timeline (and re-enables its Retry buttons).
+    if (chatView !== shell.chatView) {
+      shell.chatView = chatView;
+      renderChat(chatView);
+    }
+    if (!chatWasShown && chatInFront) restoreTimelineScroll();
+
+    // Focus that was on something now hidden or gone moves to what took its place.
+    const now = document.activeElement;
+    if (focused && focused !== document.body && (!now || now === document.body || !isShown(now))) {
+      focusFront(chatInFront);
+    }
+  }
+
+  const isShown = (element) => document.contains(element) && element.closest("[hidden]") === null;
+
+  function focusFront(chatInFront) {
+    if (chatInFront) {
+      (ui.input.disabled ? ui.timeline : ui.input).focus();
+    } else if (shell.dashboard !== null) {
+      shell.dashboard.heading.focus();
+    }
+  }
+
+  function timelineScroll() {
+    const t = ui.timeline;
+    const atBottom = t.scrollHeight - t.scrollTop - t.clientHeight < NEAR_BOTTOM_PX;
+    return { top: t.scrollTop, atBottom };
+  }
+
+  function restoreTimelineScroll() {
+    const saved = shell.chatScroll;
+    shell.chatScroll = null;
+    const t = ui.timeline;
+    t.scrollTop = saved === null || saved.atBottom ? t.scrollHeight : saved.top;
   }
 
   function renderChat(view) {
@@ -441,23 +515,153 @@
     }
   }
 
+  // ---------------------------------------------------------------- task dashboard
+
+  // The Task Dashboard's trusted component: built once per instance, then updated in place
+  // from each snapshot, so a progress update neither rebuilds the buttons nor moves focus.
+  function renderTaskDashboard(instanceId, appScope, view) {
+    if (shell.dashboard === null || shell.dashboard.instanceId !== instanceId) {
+      shell.dashboard = buildTaskDashboard(instanceId);
+      ui.appView.replaceChildren(shell.dashboard.root);
+    }
+    const dash = shell.dashboard;
+    if (dash.view === view) return; // not a new snapshot: nothing to update
+    dash.view = view;
+    dash.appScope = appScope;
+    const task = isObject(view.task) ? view.task : {};
+    const title = typeof task.title === "string" && task.title.trim() ? task.title : "Untitled";
+    dash.heading.textContent = title.slice(0, 500);
+    dash.root.setAttribute("data-task-id", isId(task.task_id) ? task.task_id : "");
+
+    const progress = Number.isFinite(task.progress)
+      ? Math.min(100, Math.max(0, Math.round(task.progress)))
+      : 0;
+    dash.bar.setAttribute("value", String(progress));
+    dash.bar.setAttribute("data-progress", String(progress));
+    dash.percent.textContent = `${progress}%`;
+
+    const status = Object.hasOwn(TASK_STATUSES, task.status) ? task.status : "unknown";
+    dash.root.setAttribute("data-status", status);
+    dash.status.setAttribute("data-status", status);
+    dash.status.textContent = TASK_STATUSES[status] ?? "Unknown";
+
+    const names = [];
+    for (const name of Array.isArray(view.actions) ? view.actions : []) {
+      if (Object.hasOwn(TASK_ACTIONS, name) && !names.includes(name)) names.push(name);
+    }
+    const key = names.join(" ");
+    if (key === dash.actionsKey) {
+      // A new snapshot answers whatever was clicked: the buttons work again.
+      for (const button of dash.actions.children) button.removeAttribute("aria-disabled");
+    } else {
+      const hadFocus = dash.actions.contains(document.activeElement);
+      dash.actions.replaceChildren(...names.map((name) => taskActionButton(dash, name)));
+      dash.actions.hidden = names.length === 0;
+      dash.actionsKey = key;
+      if (hadFocus) (dash.actions.firstElementChild ?? dash.heading).focus();
+    }
+  }
+
+  function buildTaskDashboard(instanceId) {
+    const make = (tag, className, testId) => {
+      const element = document.createElement(tag);
+      element.className = className;
+      if (testId) element.setAttribute("data-testid", testId);
+      return element;
+    };
+    const root = make("article", "task-dashboard", "task-dashboard");
+    root.setAttribute("data-instance-id", instanceId);
+    root.setAttribute("aria-labelledby", "task-title");
+
+    const header = make("div", "task-header");
+    const eyebrow = make("p", "task-eyebrow");
+    eyebrow.textContent = "Task";
+    const status = make("span", "task-status", "task-status");
+    status.setAttribute("role", "status"); // a changed state is announced
+    header.append(eyebrow, status);
+
+    const heading = make("h2", "task-title", "task-title");
+    heading.id = "task-title";
+    heading.setAttribute("tabindex", "-1");
+
+    const progress = make("div", "task-progress");
+    const labels = make("div", "task-progress-labels");
+    const label = make("span", "task-progress-label");
+    label.id = "task-progress-label";
+    label.textContent = "Progress";
+    const percent = make("span", "task-progress-value", "task-progress-value");
+    percent.setAttribute("aria-hidden", "true"); // the bar itself tells assistive technology
+    labels.append(label, percent);
+    const bar = make("progress", "task-progress-bar", "task-progress");
+    bar.setAttribute("max", "100");
+    bar.setAttribute("aria-labelledby", "task-progress-label");
+    progress.append(labels, bar);
+
+    const actions = make("div", "task-actions");
+    actions.setAttribute("role", "group");
+    actions.setAttribute("aria-label", "Task actions");
+
+    root.append(header, heading, progress, actions);
+    const parts = { root, heading, status, bar, percent, actions };
+    return { instanceId, appScope: "", view: null, actionsKey: null, ...parts };
+  }
+
+  function taskActionButton(dash, name) {
+    const action = TASK_ACTIONS[name];
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = `task-action task-action-${action.tone}`;
+    button.setAttribute("data-testid", action.testId);
+    button.textContent = action.label;
+    button.addEventListener("click", () => {
+      if (button.getAttribute("aria-disabled") === "true") return;
+      const sent = send({
+        type: "ui.event",
+        app_scope: dash.appScope,
+        instance_id: dash.instanceId,
+        event: { kind: action.event },
+      });
+      // aria-disabled, not disabled: the button keeps focus until the next snapshot.
+      if (sent) button.setAttribute("aria-disabled", "true");
+    });
+    return button;
+  }
+
+  function dropDashboard() {
+    if (shell.dashboard === null) return;
+    shell.dashboard = null;
+    ui.appView.replaceChildren();
+  }
+
+  // ---------------------------------------------------------------- app switcher
+
+  // One button per live instance, in focus-stack order (bottom first), the foreground marked;
+  // every non-chat instance also gets a close button. Rebuilt from each shell.apps, keeping
+  // keyboard focus on the same instance's button.
   function renderSwitcher() {
+    const active = document.activeElement;
+    const refocus =
+      active && ui.appList.contains(active)
+        ? [active.getAttribute("data-testid"), active.getAttribute("data-instance-id")]
+        : null;
     ui.switcher.hidden = shell.instances.length === 0;
     const items = shell.instances.map((instance) => {
       const li = document.createElement("li");
       li.className = "app";
       const inFront = instance.instance_id === shell.foreground;
-      const title =
-        typeof instance.title === "string" && instance.title ? instance.title : instance.app_scope;
+      const title = instanceTitle(instance);
       const tab = document.createElement("button");
       tab.type = "button";
       tab.className = "app-tab";
       tab.setAttribute("data-testid", "app-tab");
       tab.setAttribute("data-instance-id", instance.instance_id);
       tab.setAttribute("data-app-scope", String(instance.app_scope));
-      tab.setAttribute("data-state", String(instance.state));
-      if (inFront) tab.setAttribute("aria-current", "true");
-      tab.textContent = String(title);
+      // The latest shell.apps decides what is in front, whatever an instance's own state says.
+      const state = String(instance.state ?? "background");
+      const shown = inFront ? "foreground" : state === "foreground" ? "background" : state;
+      tab.setAttribute("data-state", shown);
+      if (inFront) tab.setAttribute("aria-current", "page");
+      tab.textContent = title;
       tab.addEventListener("click", () => {
         if (instance.instance_id !== shell.foreground) {
           send({ type: "ui.intent", intent: "focus", instance_id: instance.instance_id });
@@ -481,6 +685,16 @@
       return li;
     });
     ui.appList.replaceChildren(...items);
+    if (refocus !== null) {
+      const buttons = [...ui.appList.querySelectorAll("button")];
+      const same = buttons.find(
+        (b) =>
+          b.getAttribute("data-testid") === refocus[0] &&
+          b.getAttribute("data-instance-id") === refocus[1],
+      );
+      const target = same ?? buttons.find((b) => b.getAttribute("aria-current") === "page");
+      if (target) target.focus();
+    }
   }
 
   function addNotice(level, text) {

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
+from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, tool
 from lineup.sdk import protocol as p
 
 __all__ = ["TaskDashboard"]
@@ -54,6 +54,7 @@ class TaskDashboard(MiniApp):
 
     def __init__(self) -> None:
         self.tasks: dict[str, dict[str, Any]] = {}  # instance_id -> task
+        self.revisions: dict[str, int] = {}  # instance_id -> session data revision we wrote
         self.open_calls: dict[str, ToolCall[OpenInput]] = {}  # instance_id -> its open call
 
     async def start(self, app: AppContext) -> None:
@@ -69,12 +70,20 @@ class TaskDashboard(MiniApp):
         description="Show a task to the user until they finish or close it.",
     )
     async def open(self, call: ToolCall[OpenInput]) -> OpenOutput | None:
-        task = {
-            "task_id": call.input.task_id,
-            "title": call.input.title,
-            "progress": 0,
-            "status": call.input.status or "todo",
-        }
+        # The task lives in the instance's session data: a restarted process (or a re-delivered
+        # call) shows it as it was, not as new.
+        stored = await self.app.session_data.get(call.instance_id)
+        self.revisions[call.instance_id] = stored.revision
+        if stored.data is not None and stored.data.get("task_id") == call.input.task_id:
+            task = dict(stored.data)
+        else:
+            task = {
+                "task_id": call.input.task_id,
+                "title": call.input.title,
+                "progress": 0,
+                "status": call.input.status or "todo",
+            }
+            await self._save(call.instance_id, task)
         self.tasks[call.instance_id] = task
         self.open_calls[call.instance_id] = call
         await call.progress({"opened": call.input.task_id})
@@ -100,6 +109,7 @@ class TaskDashboard(MiniApp):
             task["status"] = call.input.status
         if task["status"] == "done":
             task["progress"] = 100
+        await self._save(call.instance_id, task)
         await self._render(call.instance_id)
         return TaskSummary(**task)
 
@@ -110,6 +120,7 @@ class TaskDashboard(MiniApp):
             return
         if kind == "task.finish":
             task["status"], task["progress"] = "done", 100
+            await self._save(event.instance_id, task)
             await self._render(event.instance_id)
         elif kind == "task.close":
             call = self.open_calls.pop(event.instance_id, None)
@@ -118,10 +129,29 @@ class TaskDashboard(MiniApp):
                 await call.complete(OpenOutput(status="completed" if done else "cancelled"))
             await self.app.lifecycle.request_close(event.instance_id)
 
+    async def on_view_refresh(self) -> None:
+        for instance_id in list(self.tasks):
+            await self._render(instance_id)
+
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
         for instance_id, call in list(self.open_calls.items()):
             if call.call_id == call_id:
                 del self.open_calls[instance_id]
+
+    async def _save(self, instance_id: str, task: dict[str, Any]) -> None:
+        """Write the task; only this process writes it, so a stale revision means our copy of
+        the revision is old (a restart): re-read it and write again."""
+        for _ in range(2):
+            try:
+                self.revisions[instance_id] = await self.app.session_data.replace(
+                    instance_id, dict(task), self.revisions.get(instance_id, 0)
+                )
+                return
+            except LineUpError as exc:
+                if exc.code is not ErrorCode.STALE_REVISION:
+                    raise
+                stored = await self.app.session_data.get(instance_id)
+                self.revisions[instance_id] = stored.revision
 
     async def _render(self, instance_id: str) -> None:
         task = self.tasks[instance_id]

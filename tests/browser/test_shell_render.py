@@ -414,7 +414,7 @@ async def test_the_app_switcher_focuses_and_closes_instances(
     def check_board_in_front(p: Page) -> None:
         switcher = p.get_by_test_id("app-switcher")
         expect(switcher.get_by_test_id("app-tab")).to_have_count(2)
-        expect(switcher.locator('[aria-current="true"]')).to_have_text("Whiteboard")
+        expect(switcher.locator('[aria-current="page"]')).to_have_text("Whiteboard")
         expect(switcher.get_by_test_id("app-close")).to_have_count(1)  # chat cannot be closed
         expect(p.get_by_test_id("app-placeholder")).to_be_visible()
         expect(p.get_by_test_id("chat")).to_be_hidden()

@@ -252,3 +252,23 @@ async def test_a_child_killed_by_any_signal_is_restarted(
     supervisor.kill("a", sig)
     await wait_pid_gone(before)
     assert await echo_pid(bus, "a") != before
+
+
+async def test_children_outlive_the_retirement_of_trios_worker_threads(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """PR_SET_PDEATHSIG fires when the parent *thread* exits: had the zygote been started from
+    a worker thread (as trio's open_process does), every child would be SIGKILLed when trio
+    retires that idle thread. Time passing is the very thing under test here."""
+    from trio._core._thread_cache import IDLE_TIMEOUT
+
+    supervisor = await start_tree(
+        nursery, [spec("a", "HangActor"), spec("b", "HangActor")], data_dir
+    )
+    await trio.to_thread.run_sync(lambda: None)  # a worker thread exists, then idles out
+    pids = {name: child.pid for name, child in supervisor.children.items()}
+    await trio.sleep(IDLE_TIMEOUT + 2)
+    assert {name: child.pid for name, child in supervisor.children.items()} == pids
+    assert [child.restarts for child in supervisor.children.values()] == [0, 0]
+    for pid in pids.values():
+        assert pid is not None and pid_alive(pid)

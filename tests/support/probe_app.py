@@ -19,7 +19,7 @@ class _Model(BaseModel):
 
 
 class ProbeInput(_Model):
-    mode: Literal["ok", "complete_twice", "bad_output", "steal", "hang"]
+    mode: Literal["ok", "complete_twice", "bad_output", "steal", "hang", "session"]
     other_call_id: str | None = Field(default=None, max_length=200)
 
 
@@ -55,6 +55,8 @@ class Probe(MiniApp):
                 await trio.sleep_forever()
             finally:
                 self.cancelled.append(call.call_id)
+        if mode == "session":
+            await self._session(call)
         if mode == "bad_output":
             await attempt(call.call_id, {"wrong": 1})
         if mode == "steal" and call.input.other_call_id:
@@ -62,8 +64,38 @@ class Probe(MiniApp):
         await attempt(call.call_id, {"echoed": mode})
         if mode == "complete_twice":
             await attempt(call.call_id, {"echoed": "again"})
-        await self._show(call, codes)
+        if mode != "session":  # that mode's view shows what the test reads
+            await self._show(call, codes)
         return None
+
+    async def _session(self, call: ToolCall[ProbeInput]) -> None:
+        """Snapshot first, then strictly newer revisions; an old write is refused."""
+        frames: list[tuple[Any, int]] = []
+
+        async def seen(snapshot: Any) -> None:
+            frames.append((snapshot.data, snapshot.revision))
+
+        data = self.app.session_data
+        await data.subscribe(call.instance_id, seen)
+        first = await data.replace(call.instance_id, {"n": 1}, 0)
+        try:
+            await data.replace(call.instance_id, {"n": 2}, 0)  # stale: revision 0 is gone
+            stale = "ok"
+        except LineUpError as exc:
+            stale = exc.code.value
+        current = await data.get(call.instance_id)
+        await self.app.ui.render(
+            call.instance_id,
+            {
+                "kind": "probe",
+                "session": {
+                    "first_frame": list(frames[0]),
+                    "written": first,
+                    "stale": stale,
+                    "current": [current.data, current.revision],
+                },
+            },
+        )
 
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
         instance_id = self.instances.get(call_id)
