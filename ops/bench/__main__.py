@@ -18,6 +18,7 @@ import trio
 from . import _measure as m
 from ._im import im_delivery
 from ._measure import Figure, median, pct
+from ._tools import direct_calls
 
 
 def run(quick: bool) -> list[Figure]:
@@ -104,6 +105,33 @@ def run(quick: bool) -> list[Figure]:
             "ms",
             "bus request/reply round trip p50",
             pct(bus, 0.5) * 1e3,
+            "-",
+            None,
+        )
+    )
+
+    tool_latencies, tool_rate = trio.run(
+        direct_calls, max(50, int(300 * scale)), max(100, int(1000 * scale))
+    )
+    for label, q in (("p50", 0.5), ("p99", 0.99)):
+        figures.append(
+            Figure(
+                f"direct tool call: transport → result committed {label}",
+                pct(tool_latencies, q) * 1e3,
+                "ms",
+                f"bus request/reply round trip {label}",
+                pct(bus, q) * 1e3,
+                "-",
+                None,
+            )
+        )
+    figures.append(
+        Figure(
+            "direct tool calls/s (8 in flight)",
+            tool_rate,
+            "/s",
+            "store acknowledged writes/s (16 requesters)",
+            actor_rate,
             "-",
             None,
         )

@@ -1,0 +1,137 @@
+"""A `direct` tool call from the transport receiving it to its result row committed in the
+outbox, through the real router, focus, store and MiniApp processes.
+
+The bench joins the tree *as the transport* (no transport child runs), so it hands the router
+calls exactly as the transport would, and the router's outbox wake — sent only after a commit —
+is the stop-watch: each call commits its `accepted` receipt, then its result.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
+from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
+from lineup.actors.store.messages import CursorSetReply, CursorSetRequest
+from lineup.actors.transport.messages import OutboxWakeEvent
+from lineup.sdk.manifest import manifest_json
+from lineup.sdk.tools import manifest_of
+from lineup.supervisor import ChildSpec, Supervisor
+
+from ._actors import BenchApp
+
+CONVERSATION, AGENT = "conv-bench", "agent-bench"
+
+
+def _call(call_id: str, tool: str, revision: str) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "id": f"env-{call_id}",
+        "type": "lineup.v1.tool.call",
+        "conversation_id": CONVERSATION,
+        "app_scope": "bench",
+        "sender": {"kind": "agent", "id": AGENT},
+        "timestamp": datetime.now(UTC).isoformat(),
+        "payload": {
+            "call_id": call_id,
+            "tool": tool,
+            "inventory_revision": revision,
+            "input": {"text": "x"},
+        },
+    }
+
+
+async def direct_calls(samples: int, burst: int, concurrency: int = 8) -> tuple[list[float], float]:
+    """(latencies of calls made one at a time, calls/s with `concurrency` in flight)."""
+    with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
+        manifest = Path(tmp) / "bench.json"
+        manifest.write_text(manifest_json(manifest_of(BenchApp)))
+        app = {
+            "app_scope": "bench",
+            "manifest": str(manifest),
+            "entry": "lineup.ops.bench._actors:BenchApp",
+            "title": "Bench",
+        }
+        specs = [
+            ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+            ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
+            ChildSpec(
+                "focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", config={"apps": [app]}
+            ),
+        ]
+        supervisor = Supervisor(
+            specs, data_dir=Path(tmp), preload=("lineup.ops.bench._actors", "lineup.sdk")
+        )
+        wakes = 0
+        woke = trio.Event()
+
+        def on_wake(env: Envelope) -> Message | None:
+            nonlocal wakes, woke
+            if isinstance(env.body, OutboxWakeEvent):
+                wakes += 1
+                woke.set()
+                woke = trio.Event()
+            return None
+
+        async def until(count: int) -> None:
+            with trio.fail_after(30):
+                while wakes < count:
+                    await woke.wait()
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+            bus = await nursery.start(
+                supervisor.attach, Identity(ActorKind.TRANSPORT, "transport"), on_wake
+            )
+            session = {"user_id": "user-bench", "agent_id": AGENT, "conversation_id": CONVERSATION}
+            await bus.request(
+                "store",
+                CursorSetRequest(name="transport.session", value=json.dumps(session)),
+                expect=CursorSetReply,
+            )
+
+            async def send(call_id: str, tool: str) -> None:
+                await bus.request(
+                    "router",
+                    InboundEnvelopesRequest(
+                        conversation_id=CONVERSATION,
+                        agent_id=AGENT,
+                        envelopes=(_call(call_id, tool, "1"),),
+                    ),
+                    expect=InboundEnvelopesReply,
+                )
+
+            await send("open", "bench.open")  # an instance for the direct calls to go to
+            await until(4)  # accepted, starting, activation_ready, result
+            for n in range(50):  # warm up
+                base = wakes
+                await send(f"w{n}", "bench.echo")
+                await until(base + 2)
+            latencies = []
+            for n in range(samples):
+                base = wakes
+                started = time.perf_counter()
+                await send(f"s{n}", "bench.echo")
+                await until(base + 2)
+                latencies.append(time.perf_counter() - started)
+            base = wakes
+            started = time.perf_counter()
+
+            async def sender(offset: int) -> None:
+                for n in range(offset, burst, concurrency):
+                    await send(f"b{n}", "bench.echo")
+
+            async with trio.open_nursery() as senders:
+                for offset in range(concurrency):
+                    senders.start_soon(sender, offset)
+            await until(base + 2 * burst)
+            rate = burst / (time.perf_counter() - started)
+            nursery.cancel_scope.cancel()
+        return latencies, rate
