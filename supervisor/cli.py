@@ -242,11 +242,12 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         f"lineup {reply.state}, pid {reply.pid}, up {reply.uptime_s:.1f} s, "
         f"data dir {reply.data_dir}\n"
     )
-    out.write(f"{'NAME':<14}{'KIND':<12}{'PID':>8}  {'STATE':<11}{'RESTARTS':>8}  UPTIME\n")
+    width = max([len("NAME"), *(len(child.name) for child in reply.children)]) + 2
+    out.write(f"{'NAME':<{width}}{'KIND':<12}{'PID':>8}  {'STATE':<11}{'RESTARTS':>8}  UPTIME\n")
     for child in reply.children:
         uptime = f"{child.uptime_s:.1f} s" if child.uptime_s is not None else "-"
         out.write(
-            f"{child.name:<14}{child.kind:<12}{child.pid or '-':>8}  {child.state:<11}"
+            f"{child.name:<{width}}{child.kind:<12}{child.pid or '-':>8}  {child.state:<11}"
             f"{child.restarts:>8}  {uptime}\n"
         )
     for key, value in sorted(reply.info.items()):
