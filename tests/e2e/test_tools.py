@@ -4,6 +4,7 @@ the MiniApp processes, with the stable codes, the receipts and one terminal mess
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,27 @@ async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
     return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
 
 
+@dataclass
+class Scene:
+    """A running runtime, a Shell on it, and the Agent with the current inventory revision."""
+
+    runtime: Runtime
+    shell: ShellClient
+    agent: AgentView
+    revision: str
+
+
+async def scene(nursery: trio.Nursery, data_dir: Path, *, probe: bool = False) -> Scene:
+    runtime = (
+        await runtime_with_probe(nursery, data_dir)
+        if probe
+        else await start_runtime(nursery, data_dir, demo_agent=False)
+    )
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    return Scene(runtime, shell, agent, await agent.inventory())
+
+
 def foreground(shell: ShellClient) -> str | None:
     apps = [f for f in shell.frames if f.get("type") == "shell.apps"]
     return apps[-1]["foreground"] if apps else None
@@ -99,10 +121,8 @@ def foreground(shell: ShellClient) -> str | None:
 async def test_open_update_and_close_go_round_trip_with_receipts_and_one_result_each(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir)
+    shell, agent, revision = s.shell, s.agent, s.revision
     await agent.client.call_tool(
         CONVERSATION,
         "task-dashboard.open",
@@ -273,10 +293,8 @@ async def test_the_recovery_app_cannot_be_closed_from_the_shell(
 async def test_a_miniapps_bad_writes_get_codes_and_the_agent_sees_one_good_result(
     nursery: trio.Nursery, data_dir: Path, mode: str, codes: list[str]
 ) -> None:
-    runtime = await runtime_with_probe(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir, probe=True)
+    shell, agent, revision = s.shell, s.agent, s.revision
     await agent.client.call_tool(CONVERSATION, "probe.run", {"mode": mode}, revision, call_id="p-1")
     result = await agent.terminal("p-1")
     assert result["payload"]["result"] == {"echoed": mode}
@@ -291,10 +309,8 @@ async def test_a_miniapps_bad_writes_get_codes_and_the_agent_sees_one_good_resul
 async def test_a_miniapp_cannot_complete_another_apps_call(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    runtime = await runtime_with_probe(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir, probe=True)
+    shell, agent, revision = s.shell, s.agent, s.revision
     await agent.client.call_tool(
         CONVERSATION,
         "task-dashboard.open",
@@ -326,10 +342,8 @@ async def test_a_miniapp_cannot_complete_another_apps_call(
 async def test_a_call_past_its_timeout_expires_once_and_its_handler_is_stopped(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    runtime = await runtime_with_probe(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir, probe=True)
+    shell, agent, revision = s.shell, s.agent, s.revision
     await agent.client.call_tool(
         CONVERSATION, "probe.run", {"mode": "hang"}, revision, call_id="p-slow"
     )
@@ -350,10 +364,8 @@ async def test_a_call_past_its_timeout_expires_once_and_its_handler_is_stopped(
 async def test_a_sigkill_in_the_middle_of_a_call_still_ends_it_exactly_once(
     nursery: trio.Nursery, data_dir: Path, victim: str
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir)
+    runtime, shell, agent, revision = s.runtime, s.shell, s.agent, s.revision
     await agent.client.call_tool(
         CONVERSATION,
         "task-dashboard.open",
@@ -405,10 +417,8 @@ async def test_a_sigkill_in_the_middle_of_a_call_still_ends_it_exactly_once(
 async def test_session_data_starts_with_the_snapshot_and_refuses_a_stale_write(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    runtime = await runtime_with_probe(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir, probe=True)
+    shell, agent, revision = s.shell, s.agent, s.revision
     await agent.client.call_tool(
         CONVERSATION, "probe.run", {"mode": "session"}, revision, call_id="s-1"
     )
@@ -427,10 +437,8 @@ async def test_session_data_starts_with_the_snapshot_and_refuses_a_stale_write(
 async def test_the_dashboards_task_is_restored_from_session_data_after_a_sigkill(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    s = await scene(nursery, data_dir)
+    runtime, shell, agent, revision = s.runtime, s.shell, s.agent, s.revision
     await agent.client.call_tool(
         CONVERSATION,
         "task-dashboard.open",
