@@ -7,15 +7,21 @@
 
 `FakeRuntime` answers the SDK's requests the way the router and focus do (same receipts, same
 refusal codes for the cases it models), records every render, delivery acknowledgement, sent
-message and tool outcome, and refuses a second terminal result for a call with
+message, lifecycle request and tool outcome, keeps each instance's session data with the store's
+compare-and-set revisions, and refuses a second terminal result for a call with
 `call_already_final`, as the runtime does. `refuse(...)` makes the next request of a type fail
 with a code, to test an app's failure paths. Nothing here does I/O or needs a trio run loop
 beyond the awaits of the app's own code.
+
+The runtime tells a running app of session data writes through its event queue, which the app's
+host drains between hooks; here `FakeRuntime.settle()` does that. `start` and `call_tool` settle
+once the app's code returned; a test that drives a hook directly settles after it.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -32,7 +38,9 @@ __all__ = [
     "CallRecord",
     "FakeConversation",
     "FakeInbox",
+    "FakeLifecycle",
     "FakeRuntime",
+    "FakeSessionData",
     "FakeUi",
     "call_tool",
     "start",
@@ -40,7 +48,12 @@ __all__ = [
 
 M = TypeVar("M", bound=Message)
 MAX_VIEW_KEYS: Final = 64  # as focus enforces
+MAX_SESSION_DATA_BYTES: Final = 256 * 1024  # compact UTF-8 JSON, as the store enforces
+MAX_JSON_DEPTH: Final = 32  # nested objects and arrays, as the store enforces
+MAX_SETTLE_EVENTS: Final = 10_000  # an app that answers every update with a write never settles
 DEFAULT_INSTANCE: Final = "instance-1"
+
+Action = Literal["foreground", "background", "close"]
 
 _RUNTIMES: weakref.WeakKeyDictionary[MiniApp, FakeRuntime] = weakref.WeakKeyDictionary()
 
@@ -165,6 +178,65 @@ class FakeUi:
         return self.renders[-1][1] if self.renders else None
 
 
+@dataclass
+class FakeLifecycle:
+    """Every focus change the app asked for and got, in order, as `(instance_id, action)`.
+    A `close` ends the instance: later views and lifecycle requests for it are refused."""
+
+    requests: list[tuple[str, Action]] = field(default_factory=list)
+
+
+@dataclass
+class FakeSessionData:
+    """Each instance's session data as the store keeps it: compact JSON text and a revision
+    (never written: no data, revision 0). `put` writes as another writer would (a Surface);
+    `pending` holds the updates the app has not been told of yet (see `FakeRuntime.settle`)."""
+
+    documents: dict[str, tuple[str, int]] = field(default_factory=dict)
+    subscribed: set[str] = field(default_factory=set)
+    pending: list[p.SessionDataEvent] = field(default_factory=list)
+
+    def get(self, instance_id: str) -> tuple[dict[str, Any] | None, int]:
+        """`(data, revision)` now; `data` is a copy."""
+        text, revision = self.documents.get(instance_id, (None, 0))
+        return (json.loads(text) if text is not None else None), revision
+
+    def put(self, instance_id: str, data: dict[str, Any]) -> int:
+        """Replace the value at its current revision; returns the new revision."""
+        receipt = self._replace(
+            p.SessionDataReplaceRequest(
+                instance_id=instance_id, data=data, expected_revision=self.get(instance_id)[1]
+            )
+        )
+        assert receipt.seq is not None
+        return receipt.seq
+
+    def _snapshot(self, instance_id: str) -> p.SessionDataSnapshot:
+        data, revision = self.get(instance_id)
+        return p.SessionDataSnapshot(instance_id=instance_id, data=data, revision=revision)
+
+    def _subscribe(self, msg: p.SessionDataSubscribeRequest) -> p.SessionDataSnapshot:
+        self.subscribed.add(msg.instance_id)
+        return self._snapshot(msg.instance_id)
+
+    def _replace(self, msg: p.SessionDataReplaceRequest) -> p.CommandReceipt:
+        text = _bounded_json(msg.data)
+        stored, revision = self.documents.get(msg.instance_id, (None, 0))
+        if revision != msg.expected_revision:
+            # A retry of a write that was applied finds its own data one revision on.
+            if revision == msg.expected_revision + 1 and stored == text:
+                return p.CommandReceipt(id=msg.instance_id, seq=revision, changed=False)
+            raise LineUpError(ErrorCode.STALE_REVISION, msg.instance_id)
+        self.documents[msg.instance_id] = (text, revision + 1)
+        if msg.instance_id in self.subscribed:
+            self.pending.append(
+                p.SessionDataEvent(
+                    instance_id=msg.instance_id, data=json.loads(text), revision=revision + 1
+                )
+            )
+        return p.CommandReceipt(id=msg.instance_id, seq=revision + 1)
+
+
 class FakeRuntime:
     """The runtime side of one MiniApp's channel, in memory: a `RuntimeChannel` for the
     `AppContext` services and a `ToolSink` for tool calls."""
@@ -176,12 +248,31 @@ class FakeRuntime:
         self.inbox = FakeInbox()
         self.conversation = FakeConversation()
         self.ui = FakeUi()
+        self.lifecycle = FakeLifecycle()
+        self.session_data = FakeSessionData()
+        self.closed: set[str] = set()
         self.calls: dict[str, CallRecord] = {}
         self._refusals: dict[type[Message], list[ErrorCode]] = {}
+        self._context: AppContext | None = None
 
     def context(self) -> AppContext:
-        """An `AppContext` whose services talk to this fake."""
-        return AppContext(self, self.app_scope, self.instance_id)
+        """An `AppContext` whose services talk to this fake. The newest one is the running app's
+        (an older one is a process that was replaced): `settle` tells it of updates."""
+        self._context = AppContext(self, self.app_scope, self.instance_id)
+        return self._context
+
+    async def settle(self) -> None:
+        """Tell the app what the runtime has told its process by now: the session data updates
+        of the instances it subscribed to, one at a time in revision order, through its
+        context's `SessionData` (which calls the app's handlers). Raises `RuntimeError` if the
+        app's handlers keep writing without end."""
+        for _ in range(MAX_SETTLE_EVENTS):
+            if not self.session_data.pending:
+                return
+            event = self.session_data.pending.pop(0)
+            if self._context is not None:
+                await self._context.session_data._updated(event)
+        raise RuntimeError("session data updates never settled: a handler writes on every update")
 
     def refuse(self, request: type[Message], code: ErrorCode, times: int = 1) -> None:
         """Refuse the next `times` requests of this type with `code`."""
@@ -193,6 +284,8 @@ class FakeRuntime:
         refusals = self._refusals.get(type(request))
         if refusals:
             raise LineUpError(refusals.pop(0), request.TYPE)
+        # As the bus carries it: JSON (NaN arrives as null), never the app's own objects.
+        request = type(request).model_validate_json(request.model_dump_json())
         reply = self._answer(request)
         if not isinstance(reply, expect):
             raise LineUpError(ErrorCode.FRAME_MALFORMED, f"{request.TYPE} does not answer {expect}")
@@ -216,7 +309,33 @@ class FakeRuntime:
                 raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too wide")
             self.ui.renders.append((request.instance_id, request.view))
             return p.CommandReceipt(id=request.instance_id)
+        if isinstance(request, p.LifecycleRequest):
+            return self._lifecycle(request)
+        if isinstance(request, p.SessionDataGetRequest):
+            self._owned(request.instance_id)
+            return self.session_data._snapshot(request.instance_id)
+        if isinstance(request, p.SessionDataReplaceRequest):
+            self._owned(request.instance_id)
+            return self.session_data._replace(request)
+        if isinstance(request, p.SessionDataSubscribeRequest):
+            self._owned(request.instance_id)
+            return self.session_data._subscribe(request)
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
+
+    def _owned(self, instance_id: str) -> None:
+        """Focus answers only for the app's own instances, open or closed."""
+        if instance_id not in self.instances and instance_id not in self.closed:
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, instance_id)
+
+    def _lifecycle(self, request: p.LifecycleRequest) -> p.CommandReceipt:
+        self._owned(request.instance_id)
+        if request.instance_id not in self.instances:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+        if request.action == "close":
+            self.instances.discard(request.instance_id)
+            self.closed.add(request.instance_id)
+        self.lifecycle.requests.append((request.instance_id, request.action))
+        return p.CommandReceipt(id=request.instance_id)
 
     # ------------------------------------------------------------------ ToolSink
 
@@ -260,6 +379,7 @@ async def start(
         runtime = FakeRuntime(app_scope or _scope_of(app), instance_id)
     _RUNTIMES[app] = runtime
     await app.start(runtime.context())
+    await runtime.settle()
     return runtime
 
 
@@ -287,7 +407,29 @@ async def call_tool(
         call_id, tool_id, runtime.instance_id, output_schema=spec.descriptor.output_schema
     )
     await dispatch_tool(app, spec, call_id, tool_id, runtime.instance_id, input, runtime)
+    await runtime.settle()
     return record
+
+
+def _bounded_json(value: dict[str, Any]) -> str:
+    """`value` as the store keeps it: compact JSON text. Raises `invalid_arguments` for what
+    the store refuses: not strict JSON (NaN, Infinity), too deep, or too large."""
+    deepest, pending = 0, [(value, 0)]
+    while pending:  # iterative, as the store's check is
+        item, depth = pending.pop()
+        if isinstance(item, dict | list | tuple):
+            deepest = max(deepest, depth + 1)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    if deepest > MAX_JSON_DEPTH:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "session data nests too deep")
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "session data is not strict JSON") from exc
+    if len(text.encode()) > MAX_SESSION_DATA_BYTES:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "session data is too large")
+    return text
 
 
 def _scope_of(app: MiniApp) -> str:

@@ -98,11 +98,11 @@ class TaskDashboard(MiniApp):
         timeout_ms=30_000,
         description="Move the shown task's progress or state.",
     )
-    async def update(self, call: ToolCall[UpdateInput]) -> TaskSummary:
+    async def update(self, call: ToolCall[UpdateInput]) -> TaskSummary | None:
         task = self.tasks.get(call.instance_id)
         if task is None or task["task_id"] != call.input.task_id:
             await call.fail("app_instance_not_found", "no such task shown")
-            return None  # type: ignore[return-value]
+            return None
         if call.input.progress is not None:
             task["progress"] = call.input.progress
         if call.input.status is not None:
@@ -141,14 +141,15 @@ class TaskDashboard(MiniApp):
     async def _save(self, instance_id: str, task: dict[str, Any]) -> None:
         """Write the task; only this process writes it, so a stale revision means our copy of
         the revision is old (a restart): re-read it and write again."""
-        for _ in range(2):
+        for attempt in range(2):
             try:
                 self.revisions[instance_id] = await self.app.session_data.replace(
                     instance_id, dict(task), self.revisions.get(instance_id, 0)
                 )
                 return
             except LineUpError as exc:
-                if exc.code is not ErrorCode.STALE_REVISION:
+                # Never report a change that was not saved: a second loss fails the call.
+                if exc.code is not ErrorCode.STALE_REVISION or attempt == 1:
                     raise
                 stored = await self.app.session_data.get(instance_id)
                 self.revisions[instance_id] = stored.revision
