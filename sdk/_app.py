@@ -299,6 +299,11 @@ class MiniAppHost(Actor):
             p.CommandReceipt,
         )
 
+    async def cancel(self, call_id: str, reason: str) -> None:
+        await self.call(
+            "router", p.ToolCancelRequest(call_id=call_id, reason=reason), p.CommandReceipt
+        )
+
     @handles(p.SessionDataEvent)
     def on_session_data(self, msg: p.SessionDataEvent, env: Envelope) -> None:
         self._enqueue(msg)

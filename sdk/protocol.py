@@ -33,6 +33,7 @@ __all__ = [
     "SessionDataSnapshot",
     "SessionDataSubscribeRequest",
     "ToolCallEvent",
+    "ToolCancelRequest",
     "ToolCancelledEvent",
     "ToolCompleteRequest",
     "ToolFailRequest",
@@ -205,6 +206,14 @@ class ToolFailRequest(Message):
     call_id: Id
     code: str = Field(min_length=1, max_length=100)
     message: str = Field(default="", max_length=1000)
+
+
+class ToolCancelRequest(Message):
+    """The app ends its own call as cancelled; `reason` is the code the Agent sees."""
+
+    type: Literal["router.sdk.tool.cancel"] = "router.sdk.tool.cancel"
+    call_id: Id
+    reason: str = Field(min_length=1, max_length=100)
 
 
 class ToolPendingRequest(Message):

@@ -68,13 +68,16 @@ class CallRecord:
     progress: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error_code: str | None = None
+    cancelled_reason: str | None = None
     error_message: str = ""
     output_schema: dict[str, Any] | None = None
 
     @property
-    def status(self) -> Literal["running", "completed", "failed"]:
+    def status(self) -> Literal["running", "completed", "failed", "cancelled"]:
         if self.result is not None:
             return "completed"
+        if self.cancelled_reason is not None:
+            return "cancelled"
         return "failed" if self.error_code is not None else "running"
 
     @property
@@ -364,6 +367,9 @@ class FakeRuntime:
         record = self._open(call_id)
         record.error_code = code
         record.error_message = message
+
+    async def cancel(self, call_id: str, reason: str) -> None:
+        self._open(call_id).cancelled_reason = reason
 
 
 async def start(

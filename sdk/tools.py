@@ -86,6 +86,8 @@ class ToolSink(Protocol):
 
     async def fail(self, call_id: str, code: str, message: str = "") -> None: ...
 
+    async def cancel(self, call_id: str, reason: str) -> None: ...
+
 
 class ToolOutputInvalid(LineUpError):
     """The output is not an instance of the tool's output model, or breaks its schema."""
@@ -185,6 +187,19 @@ class ToolCall(Generic[In]):
         self._final = True
         try:
             await self._sink.fail(self.call_id, code, message)
+        except BaseException:
+            self._final = False
+            raise
+
+    async def cancel(self, reason: str = "cancelled_by_app") -> None:
+        """End the call as cancelled (seed 003 §3.2), with a snake_case `reason` the Agent sees
+        as the error code. Like `fail`, the runtime decides: a final call is refused."""
+        self._check_open()
+        if not _CODE.match(reason):
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "reason must be snake_case")
+        self._final = True
+        try:
+            await self._sink.cancel(self.call_id, reason)
         except BaseException:
             self._final = False
             raise

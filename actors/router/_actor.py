@@ -283,6 +283,11 @@ class RouterActor(Actor):
         app_scope_of(env.sender)
         return await self.tools.fail(env.sender, msg)
 
+    @handles(sdk.ToolCancelRequest)
+    async def on_tool_cancel(self, msg: sdk.ToolCancelRequest, env: Envelope) -> sdk.CommandReceipt:
+        app_scope_of(env.sender)
+        return await self.tools.cancel(env.sender, msg)
+
     @handles(sdk.ToolPendingRequest)
     async def on_tool_pending(
         self, msg: sdk.ToolPendingRequest, env: Envelope

@@ -467,6 +467,13 @@ class ToolPipeline:
         )
         return sdk.CommandReceipt(id=call.call_id)
 
+    async def cancel(self, sender: Identity, msg: sdk.ToolCancelRequest) -> sdk.CommandReceipt:
+        call = await self._own_call(sender, msg.call_id)
+        await self._finish(
+            call.call_id, "cancelled", code=msg.reason, expected_scope=call.app_scope
+        )
+        return sdk.CommandReceipt(id=call.call_id)
+
     async def pending(self, sender: Identity) -> sdk.ToolPendingReply:
         scope = sender.name.removeprefix("miniapp:")
         reply = await self._store(

@@ -467,3 +467,21 @@ async def test_the_dashboards_task_is_restored_from_session_data_after_a_sigkill
         await shell.wait_until(
             lambda s: any(v.get("task", {}).get("progress") == 70 for v in s.views.values())
         )
+
+
+async def test_a_miniapp_can_cancel_its_own_call_and_the_agent_sees_that_once(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir, probe=True)
+    await s.agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "cancel"}, s.revision, call_id="p-c"
+    )
+    error = await s.agent.terminal("p-c")
+    assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", "gave_up")
+    await s.agent.settle()
+    finals = [
+        m
+        for m in s.agent.of_call("p-c")
+        if m["type"] in ("lineup.v1.tool.result", "lineup.v1.tool.error")
+    ]
+    assert len(finals) == 1

@@ -413,3 +413,30 @@ async def test_no_update_is_queued_for_an_instance_nobody_subscribed_to() -> Non
     runtime = FakeRuntime()
     await runtime.context().session_data.replace(testkit.DEFAULT_INSTANCE, {"n": 1}, 0)
     assert runtime.session_data.pending == []
+
+
+async def test_a_tool_that_cancels_its_call_is_recorded_cancelled_with_its_reason() -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    from lineup.sdk import AppInfo, MiniApp, ToolCall, tool
+    from lineup.sdk.testkit import call_tool, start
+
+    class In(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Out(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Quitter(MiniApp):
+        app_info = AppInfo(app_scope="quitter", version="1.0.0", kind="bundled-reference")
+
+        @tool("quitter.try", handling="direct", input=In, output=Out)
+        async def attempt(self, call: ToolCall[In]) -> Out | None:
+            await call.cancel("not_today")
+            return None
+
+    app = Quitter()
+    await start(app)
+    record = await call_tool(app, "quitter.try", {})
+    assert record.status == "cancelled"
+    assert record.cancelled_reason == "not_today"

@@ -19,7 +19,7 @@ class _Model(BaseModel):
 
 
 class ProbeInput(_Model):
-    mode: Literal["ok", "complete_twice", "bad_output", "steal", "hang", "session"]
+    mode: Literal["ok", "complete_twice", "bad_output", "steal", "hang", "session", "cancel"]
     other_call_id: str | None = Field(default=None, max_length=200)
 
 
@@ -57,6 +57,9 @@ class Probe(MiniApp):
                 self.cancelled.append(call.call_id)
         if mode == "session":
             await self._session(call)
+        if mode == "cancel":
+            await call.cancel("gave_up")
+            return None
         if mode == "bad_output":
             await attempt(call.call_id, {"wrong": 1})
         if mode == "steal" and call.input.other_call_id:
