@@ -61,6 +61,7 @@ class RuntimeOptions:
     shell_port: int = 0  # 0: any free port
     appserver_port: int = 0
     extra_apps: tuple[dict[str, str], ...] = ()  # more apps like BUNDLED's (tests, dev)
+    allow_weak_sandbox: bool = False  # run MiniApps even where a sandbox layer is missing
 
 
 @dataclass
@@ -160,7 +161,17 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "miniapp:chat",
             ActorKind.MINIAPP,
             "lineup.sdk:MiniAppHost",
-            {"app": "lineup.miniapps.chat:Chat", "instance_id": "chat"},
+            {
+                "app": "lineup.miniapps.chat:Chat",
+                "instance_id": "chat",
+                # The chat is a MiniApp like any other: confined the same way (DESIGN §8).
+                "sandbox": {
+                    "profile": "miniapp",
+                    "app_scope": "chat",
+                    "data_dir": str(options.data_dir),
+                    "allow_weak": options.allow_weak_sandbox,
+                },
+            },
         ),
     ]
     if embedded and options.demo_agent:

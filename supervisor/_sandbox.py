@@ -1,21 +1,373 @@
-"""Where a child is confined, after fork and before any actor or MiniApp code runs.
+"""Where a MiniApp's process is confined, after fork and before any MiniApp code runs (DESIGN §8).
 
-This is the hook the MiniApp sandbox issue fills in (DESIGN §8). The order there is fixed:
-scrubbed environment → close inherited fds (done by the zygote already) → new network namespace
-→ Landlock (needs no_new_privs) → rlimits → drop capabilities → seccomp last (it denies unshare).
-Runtime actors are trusted and get no sandbox; `boot["config"]["sandbox"]` selects one.
+Theory of operation
+-------------------
+The zygote calls `prepare_child` in every child it forks, after it has left the zygote's
+session and closed every descriptor but stdio and the control channel (fd 3). Runtime actors
+are trusted and get nothing (`boot["config"]["sandbox"]` is None); a MiniApp's process gets the
+whole sandbox, in this order, each step needing the privileges the next ones take away:
+
+1. import what the host needs (trio's import runs `ldconfig`, impossible once inside; the
+   app's own module is *not* imported: it is MiniApp code and runs only inside), create the
+   private data directory `<data_dir>/apps/<app_scope>` and move into it, scrub the
+   environment, close any descriptor past fd 3, become non-dumpable;
+2. a new network namespace: no interfaces but a down loopback, no abstract sockets shared
+   with anyone (needs CAP_SYS_ADMIN, or an unprivileged user namespace);
+3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries and the
+   code, read-write to the data directory only, no TCP, no abstract Unix socket or signal
+   outside the process;
+4. rlimits: address space, open files, tasks, CPU seconds, no core dumps;
+5. drop every capability (a root runtime's child would otherwise keep CAP_SYS_ADMIN, and with
+   it /proc/<pid>/environ of any process, and CAP_SYS_PTRACE...);
+6. seccomp last, since it forbids unshare and the other calls the steps above make.
+
+A layer the kernel lacks is an error unless the policy says `allow_weak`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import ctypes
+import errno
+import importlib
+import importlib.util
+import logging
+import os
+import posix
+import resource
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
 
-__all__ = ["prepare_child"]
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lineup.actors.kernel import ErrorCode, LineUpError
+
+from . import _landlock, _seccomp
+
+__all__ = [
+    "LAYERS",
+    "SandboxPolicy",
+    "SandboxPolicyInvalid",
+    "SandboxUnavailable",
+    "app_data_dir",
+    "prepare_child",
+    "probe_layers",
+]
+
+log = logging.getLogger("lineup.sandbox")
+
+Layer = Literal["netns", "landlock", "rlimits", "capabilities", "seccomp"]
+LAYERS: Final[tuple[Layer, ...]] = ("netns", "landlock", "rlimits", "capabilities", "seccomp")
+LANDLOCK_FULL_ABI: Final = 6  # filesystem + TCP + scopes: every Landlock layer the policy names
+
+_CONTROL_FD: Final = 3  # the zygote's CONTROL_FD (it imports us, so not imported from it)
+_ENV_KEPT: Final = ("LINEUP_LOG", "LANG", "LC_ALL", "LC_CTYPE")  # no secrets in these
+_PRELOAD: Final = ("lineup.sdk", "lineup.actors.kernel.actor")
+_SYSTEM_READ: Final = (
+    "/usr/lib",
+    "/usr/lib64",
+    "/lib",
+    "/lib64",
+    "/usr/local/lib",
+    "/usr/share/zoneinfo",
+)
+_SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNET: Final = 0x40000000
+_CLONE_NEWUSER: Final = 0x10000000
+_PR_SET_DUMPABLE: Final = 4
+_PR_CAPBSET_DROP: Final = 24
+_PR_SET_SECUREBITS: Final = 28
+_PR_SET_NO_NEW_PRIVS: Final = 38
+_PR_CAP_AMBIENT: Final = 47
+_PR_CAP_AMBIENT_CLEAR_ALL: Final = 4
+_CAP_SYS_ADMIN: Final = 21
+_LINUX_CAPABILITY_VERSION_3: Final = 0x20080522
+# NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, each locked, and KEEP_CAPS locked off: uid 0
+# can never regain capabilities, whatever it executes or setuid()s to.
+_SECUREBITS_LOCKED_DOWN: Final = 0b1110_1111
+_M_ARENA_MAX: Final = -8
+
+
+class SandboxPolicy(BaseModel):
+    """`boot["config"]["sandbox"]`: the confinement of one MiniApp process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: Literal["miniapp"]
+    app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]  # the manifest's rule
+    data_dir: str | None = None  # the runtime's data dir; default: the child's boot data dir
+    allow_weak: bool = False  # run with the layers this kernel has, instead of refusing
+    memory_mb: Annotated[int, Field(ge=128, le=65536)] = 512  # RLIMIT_AS
+    cpu_s: Annotated[int, Field(ge=1)] = 3600  # RLIMIT_CPU, per process lifetime
+    files: Annotated[int, Field(ge=16, le=65536)] = 256  # RLIMIT_NOFILE
+    tasks: Annotated[int, Field(ge=1)] = 1024  # RLIMIT_NPROC (every task of the uid; not root)
+    without: tuple[Layer, ...] = ()  # layers left off on purpose (tests, diagnosis)
+
+
+class SandboxUnavailable(LineUpError):
+    """This kernel lacks a layer the policy requires; `missing` names them."""
+
+    def __init__(self, missing: tuple[str, ...]) -> None:
+        self.missing = missing
+        super().__init__(
+            ErrorCode.INTERNAL_ERROR,
+            f"sandbox layers unavailable: {', '.join(missing)} (allow_weak runs without them)",
+        )
+
+
+class SandboxPolicyInvalid(LineUpError):
+    default_code = ErrorCode.INVALID_ARGUMENTS
+
+
+def app_data_dir(data_dir: str | Path, app_scope: str) -> Path:
+    """The one writable directory of a sandboxed MiniApp."""
+    return Path(data_dir) / "apps" / app_scope
+
+
+# ---------------------------------------------------------------------- what the kernel offers
+
+
+def probe_layers() -> dict[str, bool | int]:
+    """Which sandbox layers this kernel and process can apply. Applies nothing; never raises."""
+    abi = _landlock.abi()
+    return {
+        "landlock_abi": abi,
+        "landlock": abi >= 1,
+        "landlock_net": abi >= 4,
+        "landlock_scope": abi >= 6,
+        "seccomp": _seccomp.available(),
+        "netns": _can_enter_netns(),
+        "rlimits": True,  # POSIX; every Linux has them
+        "capabilities": True,  # dropping is always permitted
+    }
+
+
+def _missing(layers: dict[str, bool | int]) -> tuple[Layer, ...]:
+    found: dict[Layer, bool] = {
+        "netns": bool(layers["netns"]),
+        "landlock": int(layers["landlock_abi"]) >= LANDLOCK_FULL_ABI,
+        "rlimits": bool(layers["rlimits"]),
+        "capabilities": bool(layers["capabilities"]),
+        "seccomp": bool(layers["seccomp"]),
+    }
+    return tuple(layer for layer in LAYERS if not found[layer])
+
+
+def _status(field: str) -> str:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            return value.strip()
+    return "0"
+
+
+def _effective_caps() -> int:
+    return int(_status("CapEff"), 16)
+
+
+def _can_enter_netns() -> bool:
+    if not os.path.exists("/proc/self/ns/net"):
+        return False
+    if _effective_caps() & (1 << _CAP_SYS_ADMIN):
+        return True
+    try:  # without CAP_SYS_ADMIN: through an unprivileged user namespace, if allowed
+        return int(Path("/proc/sys/user/max_user_namespaces").read_text()) > 0
+    except (OSError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------- applying it
 
 
 def prepare_child(boot: dict[str, Any]) -> None:
-    """Apply the sandbox named in the child's boot config. Raises if it cannot be applied."""
-    policy = (boot.get("config") or {}).get("sandbox")
-    if policy is None:
+    """Apply the sandbox named in the child's boot config, or nothing if it names none.
+
+    Raises SandboxPolicyInvalid for a malformed policy and SandboxUnavailable when a required
+    layer is missing (the child then exits before running any actor code). Never returns to a
+    half-applied sandbox silently: any failure while applying raises.
+    """
+    config = boot.get("config") or {}
+    raw = config.get("sandbox")
+    if raw is None:
         return
-    raise NotImplementedError(f"sandbox policy {policy!r} is not implemented yet")
+    try:
+        policy = SandboxPolicy.model_validate(raw)
+    except ValidationError as exc:
+        raise SandboxPolicyInvalid(message=str(exc.errors(include_url=False))[:500]) from None
+    missing = tuple(layer for layer in _missing(probe_layers()) if layer not in policy.without)
+    if missing and not policy.allow_weak:
+        raise SandboxUnavailable(missing)
+    layers = {layer for layer in LAYERS if layer not in policy.without and layer not in missing}
+    if missing or policy.without:
+        log.warning(
+            "sandbox.weak app_scope=%s missing=%s without=%s",
+            policy.app_scope,
+            ",".join(missing),
+            ",".join(policy.without),
+        )
+
+    # Landlock binds the calling thread and its future threads only: there must be no other.
+    if _status("Threads") != "1":
+        raise RuntimeError("the sandbox must be applied before any thread starts")
+    _preload(str(boot["target"]))
+    data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
+    home = app_data_dir(data_dir, policy.app_scope)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chdir(home)
+    _scrub_environment(home)
+    os.closerange(_CONTROL_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    sys.dont_write_bytecode = True  # __pycache__ is read-only now: do not try, do not log
+    # Every thread's malloc arena reserves 64 MiB of address space, which RLIMIT_AS counts.
+    _libc.mallopt(_M_ARENA_MAX, 2)
+    # Not dumpable: no core dump (a piped core_pattern ignores RLIMIT_CORE) and no ptrace or
+    # /proc access by processes of the same uid.
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+    if "netns" in layers:
+        try:
+            _enter_netns(user_namespace=not _effective_caps() & (1 << _CAP_SYS_ADMIN))
+        except OSError as exc:  # e.g. a distribution that fences off user namespaces
+            if not policy.allow_weak:
+                raise SandboxUnavailable(("netns",)) from exc
+            log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
+        _landlock.restrict_self(_landlock_rules(data_dir, home, config))
+    if "rlimits" in layers:
+        _set_rlimits(policy)
+    if "capabilities" in layers:
+        _drop_capabilities()
+    if "seccomp" in layers:
+        _seccomp.install()
+
+
+def _check(result: int, what: str) -> None:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _preload(target: str) -> None:
+    """Import the host (trusted runtime code) while imports may still run helper programs."""
+    for module in (*_PRELOAD, target.partition(":")[0]):
+        importlib.import_module(module)
+
+
+def _scrub_environment(home: Path) -> None:
+    """Leave only harmless variables, and wipe the inherited block from memory: the kernel
+    serves /proc/<pid>/environ from it, and a same-uid reader would otherwise find the
+    runtime's secrets there."""
+    kept = {key: os.environ[key] for key in _ENV_KEPT if key in os.environ}
+    os.environ.clear()
+    posix.environ.clear()  # CPython's start-up copy, from which os.environ was built
+    _libc.clearenv()  # glibc's array still points into the block: detach it first
+    fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    env_start, env_end = int(fields[47]), int(fields[48])  # stat fields 50 and 51
+    if 0 < env_start < env_end:
+        ctypes.memset(env_start, 0, env_end - env_start)
+    os.environ.update(kept, HOME=str(home), TMPDIR=str(home), PATH="/usr/bin:/bin")
+
+
+def _enter_netns(*, user_namespace: bool) -> None:
+    """A network namespace of our own: only a loopback, and it is down. Without
+    CAP_SYS_ADMIN, inside a new user namespace that maps our uid and gid to themselves."""
+    if not user_namespace:
+        _check(_libc.unshare(_CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+        return
+    uid, gid = os.getuid(), os.getgid()
+    _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET), "unshare(CLONE_NEWUSER|CLONE_NEWNET)")
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1"),
+        ("gid_map", f"{gid} {gid} 1"),
+    ):
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
+
+def _landlock_rules(data_dir: Path, home: Path, config: dict[str, Any]) -> list[_landlock.Rule]:
+    """Read: the interpreter, its libraries, the runtime's and the app's code. Write: `home`.
+    Nothing under `data_dir` but `home` (the database, the control socket, other apps)."""
+    trees: set[Path] = set(_code_paths(config))
+    trees.update(Path(p) for p in _SYSTEM_READ)
+    readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
+    rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
+    rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
+    rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))
+    rules.append((str(home), _landlock.FS_WRITE_TREE))
+    return rules
+
+
+def _code_paths(config: dict[str, Any]) -> Iterator[Path]:
+    prefixes = {
+        Path(p).resolve()
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    }
+    for prefix in prefixes:
+        yield prefix / "lib"
+    for entry in sys.path:  # site-packages and the like; never the cwd or other odd entries
+        path = Path(entry).resolve() if entry else None
+        if path is not None and any(path.is_relative_to(prefix) for prefix in prefixes):
+            yield path
+    lineup = sys.modules["lineup"].__file__
+    assert lineup is not None
+    yield Path(lineup).resolve().parent  # the repository the `lineup` link points to
+    # The app's top-level package, located without being imported (importing runs its code).
+    top = str(config.get("app", "")).partition(":")[0].partition(".")[0]
+    try:
+        spec = importlib.util.find_spec(top) if top else None
+    except (ImportError, ValueError):
+        spec = None  # the host will fail to import it, inside, with a clear error
+    if spec is not None:
+        for location in spec.submodule_search_locations or ([spec.origin] if spec.origin else []):
+            yield Path(location).resolve()
+
+
+def _set_rlimits(policy: SandboxPolicy) -> None:
+    limits = {
+        resource.RLIMIT_AS: (policy.memory_mb << 20,) * 2,
+        resource.RLIMIT_NOFILE: (policy.files,) * 2,
+        # Counts every task of the uid and never binds uid 0: seccomp is what stops forks.
+        resource.RLIMIT_NPROC: (policy.tasks,) * 2,
+        # SIGXCPU at the soft limit, SIGKILL a second later if that is caught.
+        resource.RLIMIT_CPU: (policy.cpu_s, policy.cpu_s + 1),
+        resource.RLIMIT_CORE: (0, 0),
+    }
+    for which, (soft, hard) in limits.items():
+        ceiling = resource.getrlimit(which)[1]  # a hard limit can only go down
+        if ceiling == resource.RLIM_INFINITY:
+            ceiling = hard
+        resource.setrlimit(which, (min(soft, ceiling), min(hard, ceiling)))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+def _drop_capabilities() -> None:
+    """Empty the bounding set and lock the securebits while CAP_SETPCAP allows it (a non-root
+    runtime has neither to drop), clear ambient, then drop effective/permitted/inheritable."""
+    for cap in range(64):
+        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) < 0:
+            break  # EINVAL: past the last capability; EPERM: no CAP_SETPCAP, nothing to drop
+    locked = _libc.prctl(_PR_SET_SECUREBITS, _SECUREBITS_LOCKED_DOWN, 0, 0, 0)
+    if locked < 0 and ctypes.get_errno() != errno.EPERM:  # EPERM: no CAP_SETPCAP to lock with
+        _check(locked, "securebits")
+    _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient caps")
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")

@@ -65,6 +65,7 @@ from lineup.actors.kernel.control import (
 )
 
 from ._control import serve_control
+from ._sandbox import probe_layers
 from ._spawn import Zygote
 from ._spec import ChildSpec, Intensity, Restart, Strategy
 
@@ -139,6 +140,7 @@ class Supervisor:
         self._zygote = Zygote(preload)
         self._control_socket = control_socket
         self._miniapp_lock = trio.Lock()
+        self.allow_weak_sandbox = False
         self._exits_send, self._exits_recv = trio.open_memory_channel[tuple[str, int, int]](64)
         self._nursery: trio.Nursery | None = None
         self.state = "created"
@@ -170,6 +172,7 @@ class Supervisor:
                 self.state = "starting"
                 await self._zygote.start()
                 self.info["zygote_pid"] = str(self._zygote.pid)
+                self.info["sandbox"] = " ".join(f"{k}={v}" for k, v in probe_layers().items())
                 for child in self.children.values():
                     await self._start(child)
                 self.state = "running"
@@ -354,7 +357,8 @@ class Supervisor:
         body = env.body
         if isinstance(body, ActorReadyEvent):
             child = self.children.get(env.sender.name)
-            if child is not None and not child.ready.is_set():
+            # Not after its exit: a ready event read late must not revive a dead child's state.
+            if child is not None and not child.ready.is_set() and not child.exited.is_set():
                 child.state = "running"
                 child.started_at = time.monotonic()
                 child.ready.set()
@@ -398,7 +402,9 @@ class Supervisor:
                 ActorKind.MINIAPP,
                 MINIAPP_HOST,
                 restart=Restart.TRANSIENT,
-                config=dict(request.config),
+                # The sandbox is the supervisor's to set, after focus's config: a request can
+                # name an app, never weaken its confinement.
+                config={**request.config, "sandbox": self.sandbox_policy(request.name)},
             )
             child = _Child(Identity(ActorKind.MINIAPP, request.name), spec=spec)
             self.children[request.name] = child
@@ -408,6 +414,15 @@ class Supervisor:
                     raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.name)
         assert child.pid is not None
         return ChildStartReply(name=request.name, pid=child.pid, incarnation=child.incarnation)
+
+    def sandbox_policy(self, name: str) -> dict[str, object]:
+        """The confinement of one MiniApp's process (DESIGN §8; see `_sandbox`)."""
+        return {
+            "profile": "miniapp",
+            "app_scope": name.removeprefix("miniapp:"),
+            "data_dir": str(self.data_dir),
+            "allow_weak": self.allow_weak_sandbox,
+        }
 
     async def _stop_miniapp(self, request: ChildStopRequest) -> ChildStopReply:
         child = self.children.get(request.name)

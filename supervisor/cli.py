@@ -19,6 +19,7 @@ from lineup.actors.kernel.control import StatusReply, StatusRequest
 
 from ._control import control_request
 from ._runtime import PRELOAD, RuntimeOptions, plan_runtime
+from ._sandbox import probe_layers
 from ._spec import Intensity
 from ._tree import Escalation, Supervisor
 
@@ -98,6 +99,11 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         help="port of the Shell on 127.0.0.1 (default: any free one)",
     )
+    run.add_argument(
+        "--allow-weak-sandbox",
+        action="store_true",
+        help="run MiniApps even where this kernel lacks a sandbox layer (unsafe)",
+    )
 
     status = sub.add_parser("status", help="list the running tree's children")
     status.add_argument("--data-dir", type=Path, default=None)
@@ -164,6 +170,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
             demo_agent=not args.no_demo_agent,
             shell_port=args.shell_port,
             appserver_port=args.appserver_port,
+            allow_weak_sandbox=args.allow_weak_sandbox,
         )
     )
     supervisor = Supervisor(
@@ -174,6 +181,20 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         preload=PRELOAD,
     )
     supervisor.info.update(plan.info)
+    supervisor.allow_weak_sandbox = args.allow_weak_sandbox
+    layers = probe_layers()
+    missing = [name for name, present in layers.items() if present is False]
+    if missing:
+        weak = (
+            "running MiniApps anyway (--allow-weak-sandbox)"
+            if args.allow_weak_sandbox
+            else ("MiniApps will not start; --allow-weak-sandbox runs them anyway")
+        )
+        print(
+            f"lineup: WARNING: this kernel lacks sandbox layers {', '.join(missing)}: {weak}",
+            file=sys.stderr,
+            flush=True,
+        )
     report(f"starting (pid {os.getpid()}, data dir {data_dir})")
     try:
         escalation = trio.run(_run_until_signal, supervisor, report)

@@ -1,0 +1,302 @@
+"""The MiniApp seccomp filter: classic BPF written out by hand, loaded with seccomp(2).
+
+Theory of operation
+-------------------
+A deny-list, not an allow-list. By the time the filter goes on, the process has no capabilities
+(so every privileged call already fails), no writable path but its data directory, no TCP and
+no signals outside itself (Landlock). What is left for the filter is what an *unprivileged*
+process may still do and a MiniApp must not: open sockets, start processes or programs, look
+into other processes, change namespaces, and reach the kernel interfaces that are large attack
+surface and that a Python app never needs. An allow-list would also have to track every call
+CPython, glibc, trio and the app's pure-Python dependencies make on every code path, and one
+miss kills an app in production on a rare path; what the deny-list lets through is what any
+unprivileged process confined by Landlock and rlimits may do anyway.
+
+The program is built once per process image (the zygote imports this module) and loaded in each
+child with one system call. Every instruction sequence stays within 8-bit jump offsets: a rule
+is "jeq nr → next instruction returns; else skip it", so the table can grow freely.
+
+Only x86_64 has a table (`SUPPORTED`); elsewhere the sandbox reports the layer as missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+from typing import Final
+
+__all__ = ["SUPPORTED", "SeccompError", "available", "install"]
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+SUPPORTED: Final = os.uname().machine == "x86_64"
+_SYS_SECCOMP: Final = 317
+_SECCOMP_SET_MODE_FILTER: Final = 1
+_SECCOMP_GET_ACTION_AVAIL: Final = 2
+_SECCOMP_FILTER_FLAG_TSYNC: Final = 1  # every thread, or fail: none may escape the filter
+_PR_GET_SECCOMP: Final = 21
+
+_AUDIT_ARCH_X86_64: Final = 0xC000003E
+_X32_SYSCALL_BIT: Final = 0x40000000
+
+_RET_KILL_PROCESS: Final = 0x80000000
+_RET_ERRNO: Final = 0x00050000
+_RET_ALLOW: Final = 0x7FFF0000
+
+# struct seccomp_data: int nr; u32 arch; u64 instruction_pointer; u64 args[6] (little endian:
+# the low 32 bits of args[i] are at 16 + 8 i).
+_NR: Final = 0
+_ARCH: Final = 4
+
+
+def _arg(i: int) -> int:
+    return 16 + 8 * i
+
+
+# Classic BPF opcodes.
+_LD_W_ABS: Final = 0x20
+_JEQ_K: Final = 0x15
+_JGE_K: Final = 0x35
+_AND_K: Final = 0x54
+_RET_K: Final = 0x06
+
+_Insn = tuple[int, int, int, int]  # code, jt, jf, k
+
+
+def _ld(offset: int) -> _Insn:
+    return (_LD_W_ABS, 0, 0, offset)
+
+
+def _ret(action: int) -> _Insn:
+    return (_RET_K, 0, 0, action)
+
+
+def _deny(err: int = errno.EPERM) -> _Insn:
+    return _ret(_RET_ERRNO | err)
+
+
+# x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl). Every call here fails with EPERM.
+_DENIED: Final = {
+    # No new sockets, no new connections: a MiniApp talks to the runtime over the channels it
+    # was given, and to nothing else. (socketpair is filtered by its arguments, below.)
+    "socket": 41,
+    "connect": 42,
+    "accept": 43,
+    "bind": 49,
+    "listen": 50,
+    "accept4": 288,
+    # No new processes, no other programs (threads are allowed: see clone below).
+    "fork": 57,
+    "vfork": 58,
+    "execve": 59,
+    "execveat": 322,
+    # Nothing that reads or writes another process (Landlock already refuses these across
+    # domains; denying them outright also closes them inside one).
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "process_madvise": 440,
+    "pidfd_getfd": 438,
+    "kcmp": 312,
+    "migrate_pages": 256,
+    "move_pages": 279,
+    # No namespace or mount changes: an unprivileged user namespace would hand the process a
+    # fresh set of capabilities to attack the kernel with.
+    "unshare": 272,
+    "setns": 308,
+    "mount": 165,
+    "umount2": 166,
+    "pivot_root": 155,
+    "chroot": 161,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+    # Large kernel attack surface, never needed by a Python app. io_uring in particular runs
+    # socket and file operations that this filter would never see.
+    "bpf": 321,
+    "perf_event_open": 298,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "keyctl": 250,
+    "add_key": 248,
+    "request_key": 249,
+    "fanotify_init": 300,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "personality": 135,  # e.g. turning address-space randomisation off
+    "uselib": 134,
+    "lookup_dcookie": 212,
+    # Whole-system operations: capabilities already refuse them; listed so that a mistake in
+    # dropping capabilities cannot reopen them.
+    "kexec_load": 246,
+    "kexec_file_load": 320,
+    "init_module": 175,
+    "finit_module": 313,
+    "delete_module": 176,
+    "reboot": 169,
+    "swapon": 167,
+    "swapoff": 168,
+    "acct": 163,
+    "settimeofday": 164,
+    "clock_settime": 227,
+    "clock_adjtime": 305,
+    "adjtimex": 159,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "iopl": 172,
+    "ioperm": 173,
+    "syslog": 103,
+    "quotactl": 179,
+    "quotactl_fd": 443,
+    "vhangup": 153,
+}
+
+# Calls allowed only on the calling process (pid/who argument 0). Same-uid checks would let a
+# MiniApp running as the runtime's user lower the supervisor's file limit or renice it.
+_SELF_ONLY: Final = {
+    "prlimit64": (302, 0),  # (nr, index of the pid argument)
+    "sched_setaffinity": (203, 0),
+    "sched_setparam": (142, 0),
+    "sched_setscheduler": (144, 0),
+    "sched_setattr": (314, 0),
+}
+_SYS_SETPRIORITY: Final = 141  # (which, who, prio): only PRIO_PROCESS of self
+_SYS_IOPRIO_SET: Final = 251  # (which, who, ioprio): only IOPRIO_WHO_PROCESS of self
+_IOPRIO_WHO_PROCESS: Final = 1
+
+_SYS_CLONE: Final = 56
+_SYS_CLONE3: Final = 435
+_SYS_SOCKETPAIR: Final = 53
+_SYS_IOCTL: Final = 16
+
+_CLONE_THREAD: Final = 0x00010000
+_CLONE_NEW_NAMESPACES: Final = (
+    0x00020000  # CLONE_NEWNS
+    | 0x02000000  # CLONE_NEWCGROUP
+    | 0x04000000  # CLONE_NEWUTS
+    | 0x08000000  # CLONE_NEWIPC
+    | 0x10000000  # CLONE_NEWUSER
+    | 0x20000000  # CLONE_NEWPID
+    | 0x40000000  # CLONE_NEWNET
+)
+_AF_UNIX: Final = 1
+_SOCK_STREAM: Final = 1
+_SOCK_FLAGS: Final = 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC
+_TIOCSTI: Final = 0x5412  # push bytes into a terminal's input: typing into the user's shell
+_TIOCLINUX: Final = 0x541C  # the console's selection paste does the same
+
+
+def _program() -> list[_Insn]:
+    prog: list[_Insn] = [
+        # Another ABI's numbering (i386 via int 0x80) would make every rule below meaningless.
+        _ld(_ARCH),
+        (_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),
+        _ret(_RET_KILL_PROCESS),
+        _ld(_NR),
+        # x32 calls share the architecture but not the numbers.
+        (_JGE_K, 0, 1, _X32_SYSCALL_BIT),
+        _ret(_RET_KILL_PROCESS),
+    ]
+    for nr in _DENIED.values():
+        prog += [(_JEQ_K, 0, 1, nr), _deny()]
+    # glibc creates threads with clone3 and falls back to clone on ENOSYS; clone3 takes its
+    # flags in memory, where a filter cannot look, so it is refused as "not implemented".
+    prog += [(_JEQ_K, 0, 1, _SYS_CLONE3), _deny(errno.ENOSYS)]
+    # clone: threads (trio's worker threads) yes; a new process or namespace, no.
+    prog += _when(
+        _SYS_CLONE,
+        _ld(_arg(0)),
+        (_AND_K, 0, 0, _CLONE_THREAD | _CLONE_NEW_NAMESPACES),
+        (_JEQ_K, 1, 0, _CLONE_THREAD),
+        _deny(),
+        _ret(_RET_ALLOW),
+    )
+    # socketpair: only a connected pair of Unix stream sockets (trio's wakeup pair). A datagram
+    # pair could later be pointed at any socket path with sendto.
+    prog += _when(
+        _SYS_SOCKETPAIR,
+        _ld(_arg(0)),
+        (_JEQ_K, 0, 3, _AF_UNIX),
+        _ld(_arg(1)),
+        (_AND_K, 0, 0, 0xFFFFFFFF & ~_SOCK_FLAGS),
+        (_JEQ_K, 1, 0, _SOCK_STREAM),
+        _deny(),
+        _ret(_RET_ALLOW),
+    )
+    prog += _when(
+        _SYS_IOCTL,
+        _ld(_arg(1)),
+        (_JEQ_K, 1, 0, _TIOCSTI),
+        (_JEQ_K, 0, 1, _TIOCLINUX),
+        _deny(),
+        _ret(_RET_ALLOW),
+    )
+    for nr, pid_arg in _SELF_ONLY.values():
+        prog += _self_only(nr, (pid_arg, 0))
+    prog += _self_only(_SYS_SETPRIORITY, (0, 0), (1, 0))  # PRIO_PROCESS == 0
+    prog += _self_only(_SYS_IOPRIO_SET, (0, _IOPRIO_WHO_PROCESS), (1, 0))
+    prog.append(_ret(_RET_ALLOW))
+    return prog
+
+
+def _when(nr: int, *body: _Insn) -> list[_Insn]:
+    """Run `body` (which must end every path in a return) for system call `nr` only."""
+    return [(_JEQ_K, 0, len(body), nr), *body]
+
+
+def _self_only(nr: int, *equal: tuple[int, int]) -> list[_Insn]:
+    """`nr` is allowed only when each (argument, value) pair holds. These arguments are C ints
+    (pid_t, id_t): the kernel reads their low 32 bits only, and so does the check."""
+    checks: list[_Insn] = []
+    for index, value in equal:
+        checks += [_ld(_arg(index)), (_JEQ_K, 0, 0, value)]
+    body = [*checks, _ret(_RET_ALLOW), _deny()]
+    deny_at = len(body) - 1
+    for i, (code, _jt, _jf, k) in enumerate(body):
+        if code == _JEQ_K:  # a failed comparison jumps to the deny at the end
+            body[i] = (code, 0, deny_at - i - 1, k)
+    return _when(nr, *body)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+_PROGRAM: Final = _program() if SUPPORTED else []
+_BYTES: Final = b"".join(struct.pack("=HBBI", *insn) for insn in _PROGRAM)
+assert len(_PROGRAM) <= 4096  # BPF_MAXINSNS
+
+
+class SeccompError(OSError):
+    """The kernel refused the filter (or has no seccomp filtering here)."""
+
+
+def available() -> bool:
+    """True if this kernel and architecture can take the filter (nothing is applied)."""
+    if not SUPPORTED or _libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
+        return False
+    action = ctypes.c_uint32(_RET_ERRNO)
+    probe = _libc.syscall(_SYS_SECCOMP, _SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(action))
+    return bool(probe == 0)
+
+
+def install() -> None:
+    """Load the filter on this (single-threaded) process. Needs no_new_privs. Irrevocable."""
+    if not SUPPORTED:
+        raise SeccompError(errno.ENOSYS, "no seccomp table for this architecture")
+    buffer = ctypes.create_string_buffer(_BYTES, len(_BYTES))
+    prog = _SockFprog(len(_PROGRAM), ctypes.cast(buffer, ctypes.c_void_p))
+    result = _libc.syscall(
+        _SYS_SECCOMP, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog)
+    )
+    if result != 0:  # with TSYNC, a positive result is the id of a thread that could not sync
+        err = ctypes.get_errno()
+        raise SeccompError(err, f"seccomp: {os.strerror(err)}")

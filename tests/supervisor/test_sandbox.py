@@ -1,0 +1,326 @@
+"""The MiniApp sandbox (DESIGN §8), proven with real processes on the real kernel.
+
+A hostile MiniApp-kind actor (`tests/support/hostile.py`) is forked by the real zygote under a
+real supervisor with `{"sandbox": {...}}` in its config; it tries every attack in turn, writes
+what each got to its private data directory, and only then reports ready. Each attack must fail
+with the errno of the layer that stops it, while the process itself keeps running (it answers
+over the bus afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from lineup.actors.kernel import ActorKind, ErrorCode, HealthReply, HealthRequest
+from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.supervisor._sandbox import (
+    LAYERS,
+    SandboxPolicyInvalid,
+    SandboxUnavailable,
+    app_data_dir,
+    prepare_child,
+    probe_layers,
+)
+from lineup.tests.support.hostile import OUTCOMES, SandboxedPingReply, SandboxedPingRequest
+from lineup.tests.support.tree import attach, start_tree
+
+HOSTILE = "lineup.tests.support.hostile:HostileActor"
+NAME = "miniapp:hostile"
+SCOPE = "hostile"
+SECRET = "LINEUP_TEST_SECRET"
+
+# What every attack gets from the whole sandbox, and which layer answers.
+FULL_SANDBOX = {
+    "tcp_connect": "EPERM",  # seccomp: socket()
+    "udp_send": "EPERM",  # seccomp: socket()
+    "control_socket": "EPERM",  # seccomp: socket()
+    "abstract_socket": "EPERM",  # seccomp: socket()
+    "datagram_socketpair": "EPERM",  # seccomp: socketpair() other than AF_UNIX stream
+    "read_database": "EACCES",  # Landlock: the data dir is not granted, only the app's own
+    "read_passwd": "EACCES",  # Landlock: /etc is not granted (ld.so.cache alone is)
+    "write_passwd": "EACCES",  # Landlock
+    "write_data_dir": "EACCES",  # Landlock
+    "write_code": "EACCES",  # Landlock: code is read-only
+    "write_tmp": "EACCES",  # Landlock
+    "read_environ": "EACCES",  # Landlock: /proc is not granted
+    "kill": "EPERM",  # Landlock signal scope
+    "ptrace": "EPERM",  # seccomp (Landlock refuses it across domains too)
+    "prlimit_other": "EPERM",  # seccomp: prlimit64 only on pid 0
+    "renice_other": "EPERM",  # seccomp: setpriority only on self
+    "fork": "EPERM",  # seccomp: clone without CLONE_THREAD
+    "subprocess": "EPERM",  # seccomp: vfork/clone
+    "unshare_user": "EPERM",  # seccomp
+    "io_uring": "EPERM",  # seccomp
+    "chown": "EPERM",  # no capabilities (CAP_CHOWN)
+    "memory": "MemoryError",  # RLIMIT_AS
+    "write_home": "ok",  # its private data dir: write, mkdir, rename, read back
+    "stream_socketpair": "ok",  # what trio needs
+    "thread": "ok",  # trio's worker threads (clone with CLONE_THREAD)
+    "secret_in_environment": "False",  # scrubbed environment
+}
+
+
+@dataclass
+class Targets:
+    """What the hostile actor aims at: listeners that would accept it if it got through."""
+
+    tcp: socket.socket
+    udp: socket.socket
+    abstract: socket.socket
+    abstract_name: str
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "target_pid": os.getpid(),
+            "tcp_port": self.tcp.getsockname()[1],
+            "udp_port": self.udp.getsockname()[1],
+            "abstract": self.abstract_name,
+        }
+
+
+@pytest.fixture
+def targets() -> Iterator[Targets]:
+    tcp = socket.create_server(("127.0.0.1", 0))
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    name = f"lineup-test-{uuid.uuid4().hex}"
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0" + name)
+    abstract.listen()
+    try:
+        yield Targets(tcp, udp, abstract, name)
+    finally:
+        for sock in (tcp, udp, abstract):
+            sock.close()
+
+
+def policy(data_dir: Path, **overrides: Any) -> dict[str, Any]:
+    return {"profile": "miniapp", "app_scope": SCOPE, "data_dir": str(data_dir), **overrides}
+
+
+def hostile_spec(config: dict[str, Any]) -> ChildSpec:
+    return ChildSpec(NAME, ActorKind.MINIAPP, HOSTILE, restart=Restart.TEMPORARY, config=config)
+
+
+async def run_hostile(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets, **overrides: Any
+) -> tuple[Supervisor, dict[str, str]]:
+    """Start the hostile actor sandboxed; return the tree and what each attack got."""
+    (data_dir / "lineup.db").write_bytes(b"the runtime's database")
+    config = {"sandbox": policy(data_dir, **overrides), **targets.config()}
+    supervisor = await start_tree(nursery, [hostile_spec(config)], data_dir)
+    assert supervisor.children[NAME].state == "running"  # ready: every attack has run
+    outcomes = json.loads((app_data_dir(data_dir, SCOPE) / OUTCOMES).read_text())
+    return supervisor, outcomes
+
+
+async def test_every_attack_fails_with_its_layers_errno_and_the_app_keeps_running(
+    nursery: trio.Nursery,
+    data_dir: Path,
+    targets: Targets,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SECRET, "hunter2")  # the zygote, and so every child, inherits it
+    supervisor, outcomes = await run_hostile(nursery, data_dir, targets)
+    assert outcomes == FULL_SANDBOX
+    assert not (data_dir / "escaped.txt").exists()
+    assert (data_dir / "lineup.db").read_bytes() == b"the runtime's database"
+    # Alive and well after all that: it answers the supervisor over its control channel.
+    child = supervisor.children[NAME]
+    with trio.fail_after(5):
+        reply = await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
+    assert reply.pid == child.pid
+    # The inherited environment block is wiped, not just detached: /proc serves it.
+    assert b"hunter2" not in Path(f"/proc/{child.pid}/environ").read_bytes()
+
+
+async def test_a_sandboxed_app_answers_on_an_introduced_channel_and_runs_worker_threads(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    supervisor, _ = await run_hostile(nursery, data_dir, targets)
+    router = await attach(nursery, supervisor, ActorKind.ROUTER, "router")
+    with trio.fail_after(5):
+        reply = await router.request(NAME, SandboxedPingRequest(), expect=SandboxedPingReply)
+    assert reply.pid == supervisor.children[NAME].pid
+    assert reply.thread_result == 42
+
+
+async def test_the_sandboxed_process_has_no_capabilities_and_every_layer_is_on(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    supervisor, _ = await run_hostile(nursery, data_dir, targets)
+    pid = supervisor.children[NAME].pid
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(status[field], 16) == 0, field
+    assert status["NoNewPrivs"].strip() == "1"
+    assert status["Seccomp"].strip() == "2"  # filter mode
+    assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+    # Beyond stdio and the control channel, only what trio opened since: no inherited file.
+    fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert {0, 1, 2, 3} <= fds.keys()
+    assert fds[3].startswith("socket:")
+    assert all(fds[fd].startswith(("socket:", "anon_inode:")) for fd in fds if fd > 3), fds
+    assert os.readlink(f"/proc/{pid}/cwd") == str(app_data_dir(data_dir.resolve(), SCOPE))
+
+
+async def test_without_seccomp_landlock_and_the_netns_still_hold_the_network_and_the_files(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Defence in depth: each layer behind seccomp answers on its own (and the attacks that
+    do get through here are the reason seccomp is there: fork, prlimit, unshare, control.sock)."""
+    _, outcomes = await run_hostile(nursery, data_dir, targets, without=["seccomp"])
+    held = {
+        "tcp_connect": "EACCES",  # Landlock: TCP connect handled, no port granted
+        "udp_send": "ENETUNREACH",  # the private network namespace: its loopback is down
+        "abstract_socket": "ECONNREFUSED",  # the namespace has its own abstract names
+        "read_database": "EACCES",
+        "write_passwd": "EACCES",
+        "write_code": "EACCES",
+        "read_environ": "EACCES",
+        "kill": "EPERM",  # Landlock signal scope
+        "ptrace": "EPERM",  # Landlock: no ptrace outside its domain
+        "subprocess": "EACCES",  # Landlock: nothing is executable
+        "memory": "MemoryError",
+        "write_home": "ok",
+    }
+    assert {name: outcomes[name] for name in held} == held
+
+
+async def test_without_the_netns_landlock_scopes_abstract_sockets(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    _, outcomes = await run_hostile(nursery, data_dir, targets, without=["seccomp", "netns"])
+    assert outcomes["abstract_socket"] == "EPERM"  # the listener exists; the scope refuses it
+    assert outcomes["tcp_connect"] == "EACCES"
+
+
+async def test_a_sandboxed_app_that_spins_past_its_cpu_limit_is_killed_and_recorded(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="lineup.supervisor")
+    config = {"sandbox": policy(data_dir, cpu_s=1), "attack": "spin", **targets.config()}
+    supervisor = await start_tree(nursery, [hostile_spec(config)], data_dir)
+    child = supervisor.children[NAME]
+    with trio.fail_after(20):
+        await child.exited.wait()
+    await trio.testing.wait_all_tasks_blocked()  # the exit has gone through the supervisor
+    assert child.state == "failed"
+    statuses = {
+        record.args[2]  # type: ignore[index]
+        for record in caplog.records
+        if record.msg.startswith("supervisor.child_exited")
+    }
+    # SIGXCPU at the soft limit; SIGKILL one second later had it been caught.
+    assert statuses <= {-signal.SIGXCPU, -signal.SIGKILL}
+    assert statuses
+
+
+async def test_a_child_whose_policy_is_invalid_dies_before_running_any_actor_code(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    config = {"sandbox": policy(data_dir, app_scope="../escape"), **targets.config()}
+    supervisor = await start_tree(nursery, [hostile_spec(config)], data_dir)
+    child = supervisor.children[NAME]
+    assert child.state == "failed"
+    assert not child.ready.is_set()
+    assert not (data_dir / "apps").exists()
+
+
+def test_probe_layers_reports_every_layer_on_this_machine() -> None:
+    layers = probe_layers()
+    assert layers["landlock_abi"] >= 6
+    for name in ("landlock", "landlock_net", "landlock_scope", *LAYERS):
+        assert layers[name] is True, name
+
+
+def test_a_malformed_policy_is_refused_before_anything_is_applied(data_dir: Path) -> None:
+    boot = {"target": HOSTILE, "data_dir": str(data_dir), "config": {}}
+    for bad in (
+        policy(data_dir, app_scope="../../etc"),
+        policy(data_dir, memory_mb=1),
+        policy(data_dir, unknown_knob=True),
+        policy(data_dir, without=["landlock", "everything"]),
+        {"profile": "runtime", "app_scope": SCOPE},
+    ):
+        with pytest.raises(SandboxPolicyInvalid) as refused:
+            prepare_child({**boot, "config": {"sandbox": bad}})
+        assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+    prepare_child(boot)  # no policy: a runtime actor, nothing to apply
+
+
+def test_a_missing_layer_is_refused_unless_the_policy_allows_weak(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lineup.supervisor import _sandbox
+
+    weak = {**probe_layers(), "seccomp": False, "landlock_abi": 4}
+    monkeypatch.setattr(_sandbox, "probe_layers", lambda: weak)
+    boot = {"target": HOSTILE, "data_dir": str(data_dir), "config": {"sandbox": policy(data_dir)}}
+    with pytest.raises(SandboxUnavailable) as refused:
+        prepare_child(boot)  # raises before applying anything to this process
+    assert refused.value.missing == ("landlock", "seccomp")
+
+
+def run_python(script: str) -> str:
+    """Run `script` in a fresh interpreter (a real, throwaway process); return its stdout."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_without_cap_sys_admin_the_netns_comes_through_a_user_namespace() -> None:
+    """The path a non-root runtime takes: a user namespace mapping our ids to themselves."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        got = run_python(f"""
+import errno, os, socket
+from lineup.supervisor import _sandbox
+net, user = os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/user")
+_sandbox._enter_netns(user_namespace=True)
+assert os.readlink("/proc/self/ns/net") != net and os.readlink("/proc/self/ns/user") != user
+assert (os.getuid(), os.getgid()) == ({os.getuid()}, {os.getgid()})
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2)
+except OSError as exc:
+    print(errno.errorcode[exc.errno])
+""")
+    assert got == "ENETUNREACH"
+
+
+def test_the_whole_sandbox_applies_on_the_user_namespace_path(data_dir: Path) -> None:
+    got = run_python(f"""
+import ctypes, os
+from lineup.supervisor import _sandbox
+_sandbox._effective_caps = lambda: 0  # as a runtime without CAP_SYS_ADMIN sees itself
+_sandbox.prepare_child({{
+    "target": "lineup.tests.support.actors:HangActor",
+    "data_dir": {str(data_dir)!r},
+    "config": {{"sandbox": {{"profile": "miniapp", "app_scope": "userns"}}}},
+}})
+try:
+    os.fork()
+except PermissionError:
+    print("confined", os.getuid())
+""")
+    assert got == f"confined {os.getuid()}"
+    assert app_data_dir(data_dir, "userns").is_dir()
