@@ -64,6 +64,11 @@ log = logging.getLogger("lineup.bus")
 
 DEFAULT_TIMEOUT: Final = 10.0  # seconds a request waits for its reply unless told otherwise
 MAILBOX_LIMIT: Final = 256  # handlers in flight per process
+# Untrusted peers (MiniApps) get tighter bounds than the runtime's own actors: smaller frames,
+# and a token bucket on what they may ask per second (a flood is refused, never queued).
+MINIAPP_MAX_FRAME: Final = 512 * 1024  # above the largest legitimate write (256 KiB of data)
+MINIAPP_RATE: Final = 500.0  # requests and events per second, sustained
+MINIAPP_BURST: Final = 1000.0
 BACKLOG_LIMIT: Final = 64  # per channel: frames read while the mailbox is full, before
 #                            reading that channel pauses (replies behind them still get read)
 AUDIT_BUFFER: Final = 1024  # audit records waiting for the store before new ones are dropped
@@ -102,7 +107,19 @@ class Connection:
     pending: dict[int, ReplySlot] = field(default_factory=dict)
     closed: trio.Event = field(default_factory=trio.Event)
     backlogged: int = 0
+    tokens: float = MINIAPP_BURST  # the rate budget left (MiniApp peers only)
+    refilled_at: float = 0.0
+    limited_audited_at: float = -math.inf
     _ids: count[int] = field(default_factory=lambda: count(1))
+
+    def take_token(self, now: float) -> bool:
+        """One unit of the peer's rate budget, refilled at MINIAPP_RATE up to MINIAPP_BURST."""
+        self.tokens = min(MINIAPP_BURST, self.tokens + (now - self.refilled_at) * MINIAPP_RATE)
+        self.refilled_at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
     def __post_init__(self) -> None:
         self.backlog_send, self.backlog_recv = trio.open_memory_channel[Envelope](BACKLOG_LIMIT)
@@ -158,7 +175,9 @@ class Bus:
         old = self._conns.get(identity.name)
         if old is not None:
             self._close(old)
-        conn = Connection(identity, incarnation, channel)
+        if identity.kind is ActorKind.MINIAPP:
+            channel.limit_frames(MINIAPP_MAX_FRAME)
+        conn = Connection(identity, incarnation, channel, refilled_at=time.monotonic())
         self._conns[identity.name] = conn
         self._nursery.start_soon(self._read, conn)
         self._nursery.start_soon(self._drain_backlog, conn)
@@ -351,6 +370,9 @@ class Bus:
     async def _accept(self, conn: Connection, frame: Frame) -> None:
         sender = conn.identity
         tag = message_type(frame.body) or ""
+        if sender.kind is ActorKind.MINIAPP and not conn.take_token(time.monotonic()):
+            await self._rate_limited(conn, frame, tag)
+            return
         if not message_allowed(sender.kind, self.me.kind, tag):
             await self._refuse(conn, frame, ErrorCode.ACL_DENIED, tag)
             return
@@ -480,6 +502,32 @@ class Bus:
         if conn.identity.kind is ActorKind.MINIAPP:
             # Untrusted code that breaks its contract is stopped, not argued with.
             await self._report_misbehaviour(conn, code)
+
+    async def _rate_limited(self, conn: Connection, frame: Frame, tag: str) -> None:
+        """Refuse what a MiniApp sends beyond its rate; audited once a second, not per frame
+        (a flood must not become a flood of audit rows)."""
+        now = time.monotonic()
+        if now - conn.limited_audited_at >= 1.0:
+            conn.limited_audited_at = now
+            self.audit(
+                AuditRecord(
+                    event="bus.rate_limited",
+                    actor=self.me.name,
+                    peer=conn.identity.name,
+                    code=ErrorCode.RATE_LIMITED.value,
+                    message_type=tag[:200] or None,
+                )
+            )
+        if frame.kind == "q":
+            with contextlib.suppress(LineUpError):
+                await conn.channel.send(
+                    encode_frame(
+                        "x",
+                        conn.next_id(),
+                        {"code": ErrorCode.RATE_LIMITED.value, "message": ""},
+                        reply_to=frame.id,
+                    )
+                )
 
     async def _misbehaved(self, conn: Connection, code: ErrorCode, tag: str | None) -> None:
         self.audit(

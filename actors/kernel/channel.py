@@ -38,6 +38,7 @@ class Channel:
         sock.setblocking(False)
         self._raw = sock
         self._decoder = FrameDecoder(max_frame)
+        self._send_max = max_frame
         self._send_lock = trio.Lock()
         self._carries_fds = carries_fds
         self.received_fds: deque[int] = deque()
@@ -48,9 +49,15 @@ class Channel:
     def from_fd(cls, fd: int, **kwargs: bool | int) -> Channel:
         return cls(socket.socket(fileno=fd), **kwargs)  # type: ignore[arg-type]
 
+    def limit_frames(self, max_frame: int) -> None:
+        """Lower the limit on *incoming* frames (for a peer trusted less): a larger one closes
+        the channel. What we send is bounded by `max_frame`, unchanged."""
+        self._decoder.max_frame = min(self._decoder.max_frame, max_frame)
+
     @property
     def max_frame(self) -> int:
-        return self._decoder.max_frame
+        """The largest frame this side sends."""
+        return self._send_max
 
     def fileno(self) -> int:
         return self._raw.fileno()

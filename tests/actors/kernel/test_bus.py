@@ -17,7 +17,6 @@ import pytest
 import trio
 import trio.testing
 
-import lineup.actors.kernel.bus as bus_module
 from lineup.actors.kernel import (
     ActorKind,
     ActorRestarted,
@@ -39,6 +38,7 @@ from lineup.actors.kernel import (
     encode_frame,
     parse_frame,
 )
+from lineup.actors.kernel import bus as bus_module
 from lineup.actors.kernel.control import PeerMisbehavedEvent
 
 from ._messages import BlobRequest, EchoReply, EchoRequest, FocusEchoRequest, NoteEvent
@@ -769,7 +769,8 @@ async def test_with_the_mailbox_full_the_reader_stops_reading_and_the_sender_blo
         return None
 
     server = Server(hold)
-    app = await start_bus(nursery, MINIAPP)
+    # A trusted peer: a MiniApp's flood is refused by its rate limit before backpressure.
+    app = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
     router = await start_bus(nursery, ROUTER, server)
     join(app, router)
     sent = 0
@@ -829,3 +830,73 @@ async def test_a_handler_awaiting_its_callers_reply_is_not_starved_by_a_full_mai
 
     assert await first.result() == EchoReply(text="one")
     assert await second.result() == EchoReply(text="two")
+
+
+# ---------------------------------------------------------------------- untrusted peers' bounds
+
+LIMIT_ROUTER = Identity(ActorKind.ROUTER, "router")
+FLOODER = Identity(ActorKind.MINIAPP, "miniapp:flood")
+
+
+async def limited_refusal(bus: Bus, body: object) -> ErrorCode | None:
+    try:
+        await bus.request("router", body, expect=EchoReply, timeout=WAIT)  # type: ignore[arg-type]
+    except LineUpError as exc:
+        return exc.code
+    return None
+
+
+async def test_a_miniapp_flooding_requests_is_refused_with_rate_limited_and_audited_once_a_second(
+    nursery: trio.Nursery,
+) -> None:
+    audit = AuditLog()
+    router = await start_bus(nursery, LIMIT_ROUTER, Server(), audit)
+    app = await start_bus(nursery, FLOODER)
+    join(router, app)
+    burst = int(bus_module.MINIAPP_BURST)
+    codes: list[ErrorCode | None] = []
+
+    async def one() -> None:
+        codes.append(await limited_refusal(app, EchoRequest(text="x")))
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as flood:
+            for _ in range(burst + 300):
+                flood.start_soon(one)
+    assert codes.count(ErrorCode.RATE_LIMITED) >= 1
+    assert codes.count(None) >= burst  # the burst itself is served
+    limited = [r for r in audit.records if r.event == "bus.rate_limited"]
+    assert 1 <= len(limited) <= 3  # once a second, not once per refused frame
+    assert limited[0].peer == "miniapp:flood"
+
+
+async def test_a_runtime_peer_is_not_rate_limited(nursery: trio.Nursery) -> None:
+    router = await start_bus(nursery, LIMIT_ROUTER)
+    focus = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
+    join(router, focus)
+    codes: list[ErrorCode | None] = []
+
+    async def one() -> None:
+        try:
+            await focus.request("router", EchoRequest(text="x"), expect=EchoReply, timeout=WAIT)
+            codes.append(None)
+        except LineUpError as exc:
+            codes.append(exc.code)
+
+    async with trio.open_nursery() as burst:
+        for _ in range(int(bus_module.MINIAPP_BURST) + 300):
+            burst.start_soon(one)
+    assert set(codes) <= {None, ErrorCode.ACL_DENIED}  # never rate_limited
+
+
+async def test_a_miniapp_frame_above_its_limit_closes_the_channel_and_is_audited(
+    nursery: trio.Nursery,
+) -> None:
+    audit = AuditLog()
+    router = await start_bus(nursery, LIMIT_ROUTER, Server(), audit)
+    app = await start_bus(nursery, FLOODER)
+    join(router, app)
+    big = "x" * (bus_module.MINIAPP_MAX_FRAME + 1024)  # under the 1 MiB runtime limit
+    assert await limited_refusal(app, BlobRequest(data=big)) == ErrorCode.ACTOR_RESTARTED
+    record = await audit.first("bus.frame_too_large")
+    assert record.peer == "miniapp:flood"
