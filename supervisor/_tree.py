@@ -51,6 +51,7 @@ from lineup.actors.kernel import (
 from lineup.actors.kernel.actor import BootInfo
 from lineup.actors.kernel.control import (
     ActorReadyEvent,
+    AppFailedEvent,
     ChannelOpenedEvent,
     ChildStartReply,
     ChildStartRequest,
@@ -497,9 +498,28 @@ class Supervisor:
                 subject_id=reporter.name,
             )
         )
-        if child is not None and child.incarnation == event.incarnation:
-            log.warning("supervisor.killing_misbehaving name=%s code=%s", event.peer, event.code)
-            _signal(child, signal.SIGKILL)
+        if child is None or child.incarnation != event.incarnation:
+            return
+        log.warning("supervisor.killing_misbehaving name=%s code=%s", event.peer, event.code)
+        # A MiniApp that breaks its contract is stopped for good, as Chromium kills a renderer
+        # that sends a bad message: not restarted, its instances fail, focus goes back. The
+        # system app (chat, the recovery app) is restarted instead: the IM must not go dark.
+        stays_down = child.identity.kind is ActorKind.MINIAPP and event.peer != "miniapp:chat"
+        if stays_down:
+            child.expected_exit = True
+        _signal(child, signal.SIGKILL)
+        if stays_down:
+            with trio.move_on_after(STOP_KILL_WAIT):
+                await child.exited.wait()
+            child.state = "failed"
+            try:
+                await self.bus.notify(
+                    "focus",
+                    AppFailedEvent(app_scope=event.peer.removeprefix("miniapp:"), code=event.code),
+                    timeout=5.0,
+                )
+            except LineUpError:
+                log.error("supervisor.focus_not_told app=%s", event.peer)
 
     # ------------------------------------------------------------------ outside views
 

@@ -34,6 +34,7 @@ from lineup.actors.kernel import (
     handles,
 )
 from lineup.actors.kernel.control import (
+    AppFailedEvent,
     ChildStartReply,
     ChildStartRequest,
     ChildStopReply,
@@ -402,6 +403,33 @@ class FocusActor(Actor):
                 expect=ChildStopReply,
                 timeout=START_TIMEOUT,
             )
+        self._nursery_soon(self._push_apps)
+
+    @handles(AppFailedEvent)
+    async def on_app_failed(self, msg: AppFailedEvent, env: Envelope) -> None:
+        """The supervisor stopped the app for misbehaving: its live instances fail, their
+        unfinished calls end, and focus goes back to the previous live instance."""
+        for instance_id in [
+            i
+            for i, s in self._owners.items()
+            if s == msg.app_scope and self._stack.states.get(i) in LIVE
+        ]:
+            await self.bus.request(
+                "router",
+                InstanceClosingRequest(instance_id=instance_id, app_scope=msg.app_scope),
+                expect=InstanceClosingReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
+            async with self._lock:
+                changes = self._stack.remove(instance_id, "failed")
+                changes.pop(instance_id, None)
+                await self._store(
+                    InstanceTransitionRequest(instance_id=instance_id, to_state="failed"),
+                    InstanceTransitionReply,
+                )
+                await self._persist(changes)
+                self._views.pop(instance_id, None)
         self._nursery_soon(self._push_apps)
 
     @handles(sdk.LifecycleRequest)

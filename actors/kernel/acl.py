@@ -37,6 +37,7 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
         allow(kind, K.SUPERVISOR, "supervisor.peer.misbehaved")
     allow(K.SUPERVISOR, K.STORE, "store.audit.*")
     allow(K.FOCUS, K.SUPERVISOR, "supervisor.child.start", "supervisor.child.stop")
+    allow(K.SUPERVISOR, K.FOCUS, "focus.app.failed")
     allow(K.CLI, K.SUPERVISOR, "supervisor.status.request", _HEALTH)
 
     # Runtime actors are trusted peers: health everywhere, the store's protocol for all.

@@ -11,6 +11,7 @@ from .messages import Message
 
 __all__ = [
     "ActorReadyEvent",
+    "AppFailedEvent",
     "ChannelOpenedEvent",
     "ChildStartReply",
     "ChildStartRequest",
@@ -128,3 +129,12 @@ class ChildStopReply(Message):
     type: Literal["supervisor.child.stop.reply"] = "supervisor.child.stop.reply"
     name: str
     stopped: bool
+
+
+class AppFailedEvent(Message):
+    """supervisor → focus: a MiniApp's process was stopped for breaking its contract; its
+    instances are failed (it is not restarted)."""
+
+    type: Literal["focus.app.failed"] = "focus.app.failed"
+    app_scope: str
+    code: str

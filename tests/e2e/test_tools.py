@@ -485,3 +485,36 @@ async def test_a_miniapp_can_cancel_its_own_call_and_the_agent_sees_that_once(
         if m["type"] in ("lineup.v1.tool.result", "lineup.v1.tool.error")
     ]
     assert len(finals) == 1
+
+
+async def test_a_miniapp_breaking_its_acl_is_stopped_its_instance_fails_and_chat_comes_back(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir, probe=True)
+    await s.agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "misbehave"}, s.revision, call_id="p-bad"
+    )
+    error = await s.agent.terminal("p-bad")
+    assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", "app_closed")
+    child = s.runtime.supervisor.children["miniapp:probe"]
+    with trio.fail_after(WAIT):
+        await s.runtime.supervisor.wait_until(lambda: child.state == "failed")
+        await s.shell.wait_until(
+            lambda sh: (
+                foreground(sh) == "chat"
+                and all(
+                    i["app_scope"] != "probe"
+                    for i in [f for f in sh.frames if f.get("type") == "shell.apps"][-1][
+                        "instances"
+                    ]
+                )
+            )
+        )
+    assert child.restarts == 0  # stopped for good, not restarted
+    probe = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "auditor")
+    from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
+
+    reply = await probe.request("store", AuditQueryRequest(limit=200), expect=AuditQueryReply)
+    events = {(r.event, r.peer, r.code) for r in reply.records}
+    assert ("bus.acl_denied", "miniapp:probe", "acl_denied") in events
+    assert ("supervisor.peer_misbehaved", "miniapp:probe", "acl_denied") in events

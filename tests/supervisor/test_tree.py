@@ -199,9 +199,11 @@ async def test_a_miniapp_sending_what_its_acl_forbids_is_refused_audited_and_sto
     ]
     supervisor = await start_tree(nursery, specs, data_dir)
     bad = supervisor.children["miniapp:bad"]
-    # The router reported the breach; the supervisor stopped the offender and restarted it.
+    # The router reported the breach; the supervisor stopped the offender for good.
     with trio.fail_after(10):
-        await supervisor.wait_until(lambda: bad.incarnation == 2 and bad.ready.is_set())
+        await supervisor.wait_until(lambda: bad.state == "failed")
+    assert bad.restarts == 0
+    assert bad.incarnation == 1
 
     from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
 

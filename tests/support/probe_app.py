@@ -19,7 +19,9 @@ class _Model(BaseModel):
 
 
 class ProbeInput(_Model):
-    mode: Literal["ok", "complete_twice", "bad_output", "steal", "hang", "session", "cancel"]
+    mode: Literal[
+        "ok", "complete_twice", "bad_output", "steal", "hang", "session", "cancel", "misbehave"
+    ]
     other_call_id: str | None = Field(default=None, max_length=200)
 
 
@@ -57,6 +59,15 @@ class Probe(MiniApp):
                 self.cancelled.append(call.call_id)
         if mode == "session":
             await self._session(call)
+        if mode == "misbehave":
+            await self._show(call, ["running"])
+            from lineup.actors.kernel.control import HealthReply, HealthRequest
+
+            host: Any = self.app.inbox._host
+            try:
+                await host.call("router", HealthRequest(), HealthReply)  # its ACL forbids this
+            except LineUpError:
+                await trio.sleep_forever()  # the runtime ends this call, not the app
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
