@@ -34,6 +34,7 @@ from . import protocol as p
 
 __all__ = [
     "AppContext",
+    "Apps",
     "Conversation",
     "Inbox",
     "Lifecycle",
@@ -135,6 +136,20 @@ class Lifecycle:
         return await self._ask(instance_id, "close")
 
 
+class Apps:
+    """Navigation: an app may ask to open another app; the runtime decides."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+
+    async def open(self, app_scope: str, request_id: str) -> p.AppOpenReply:
+        """Open `app_scope` in front (idempotent by `request_id`). Refused with
+        `app_not_installed` or `app_disabled`."""
+        return await self._host.call(
+            "focus", p.AppOpenRequest(app_scope=app_scope, request_id=request_id), p.AppOpenReply
+        )
+
+
 class SessionData:
     """Per-instance JSON with a revision, owned by the runtime (seed 004 §6.3)."""
 
@@ -191,6 +206,7 @@ class AppContext:
         self.ui = Ui(host)
         self.lifecycle = Lifecycle(host)
         self.session_data = SessionData(host)
+        self.apps = Apps(host)
 
 
 class MiniApp:

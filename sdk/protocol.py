@@ -14,6 +14,8 @@ from pydantic import Field
 from lineup.actors.kernel import Message
 
 __all__ = [
+    "AppOpenReply",
+    "AppOpenRequest",
     "CommandReceipt",
     "ConversationHistoryReply",
     "ConversationHistoryRequest",
@@ -278,3 +280,21 @@ class SessionDataEvent(Message):
     instance_id: Id
     data: dict[str, Any] | None
     revision: int
+
+
+# ---------------------------------------------------------------------------------- navigation
+
+
+class AppOpenRequest(Message):
+    """An app asks the runtime to open another app (a new instance, brought forward). The
+    runtime decides: a disabled or unknown app is refused with its code."""
+
+    type: Literal["focus.sdk.apps.open"] = "focus.sdk.apps.open"
+    app_scope: Id
+    request_id: Id  # the asking app's idempotency key: a retry opens nothing new
+
+
+class AppOpenReply(Message):
+    type: Literal["focus.sdk.apps.open.reply"] = "focus.sdk.apps.open.reply"
+    instance_id: Id
+    app_scope: Id

@@ -285,6 +285,9 @@ class FocusActor(Actor):
 
     @handles(LaunchRequest)
     async def on_launch(self, msg: LaunchRequest, env: Envelope) -> InstanceReply:
+        return await self._launch(msg)
+
+    async def _launch(self, msg: LaunchRequest) -> InstanceReply:
         self._require_enabled(msg.app_scope)
         instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
         async with self._lock:
@@ -315,6 +318,16 @@ class FocusActor(Actor):
             elif msg.foreground:
                 await self._persist(self._stack.bring_forward(instance_id))
         return self._reply(instance_id)
+
+    @handles(sdk.AppOpenRequest)
+    async def on_app_open(self, msg: sdk.AppOpenRequest, env: Envelope) -> sdk.AppOpenReply:
+        """A MiniApp's navigation request: the same decision and path as an Agent's launch,
+        keyed by the asking app and its request id so a retry opens nothing new."""
+        asker = env.sender.name.removeprefix("miniapp:")
+        launched = await self._launch(
+            LaunchRequest(app_scope=msg.app_scope, call_id=f"nav-{asker}-{msg.request_id}"[:200])
+        )
+        return sdk.AppOpenReply(instance_id=launched.instance_id, app_scope=launched.app_scope)
 
     @handles(FindInstanceRequest)
     async def on_find(self, msg: FindInstanceRequest, env: Envelope) -> InstanceReply:

@@ -518,3 +518,21 @@ async def test_a_miniapp_breaking_its_acl_is_stopped_its_instance_fails_and_chat
     events = {(r.event, r.peer, r.code) for r in reply.records}
     assert ("bus.acl_denied", "miniapp:probe", "acl_denied") in events
     assert ("supervisor.peer_misbehaved", "miniapp:probe", "acl_denied") in events
+
+
+async def test_a_miniapp_may_ask_to_open_another_app_and_the_runtime_decides(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir, probe=True)
+    await s.agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "navigate"}, s.revision, call_id="p-nav"
+    )
+    await s.agent.terminal("p-nav")
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda sh: any("navigate" in v for v in sh.views.values()))
+    opened, same, unknown = next(v["navigate"] for v in s.shell.views.values() if "navigate" in v)
+    assert opened.startswith("task-dashboard:")
+    assert same is True  # a retry of the same request opens nothing new
+    assert unknown == "app_not_installed"
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda sh: foreground(sh) == opened)

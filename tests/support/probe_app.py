@@ -20,7 +20,15 @@ class _Model(BaseModel):
 
 class ProbeInput(_Model):
     mode: Literal[
-        "ok", "complete_twice", "bad_output", "steal", "hang", "session", "cancel", "misbehave"
+        "ok",
+        "complete_twice",
+        "bad_output",
+        "steal",
+        "hang",
+        "session",
+        "cancel",
+        "misbehave",
+        "navigate",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
 
@@ -68,6 +76,25 @@ class Probe(MiniApp):
                 await host.call("router", HealthRequest(), HealthReply)  # its ACL forbids this
             except LineUpError:
                 await trio.sleep_forever()  # the runtime ends this call, not the app
+        if mode == "navigate":
+            opened = await self.app.apps.open("task-dashboard", request_id=call.call_id)
+            again = await self.app.apps.open("task-dashboard", request_id=call.call_id)
+            try:
+                await self.app.apps.open("nowhere", request_id=call.call_id)
+                unknown = "ok"
+            except LineUpError as exc:
+                unknown = exc.code.value
+            await self.app.ui.render(
+                call.instance_id,
+                {
+                    "kind": "probe",
+                    "navigate": [
+                        opened.instance_id,
+                        again.instance_id == opened.instance_id,
+                        unknown,
+                    ],
+                },
+            )
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
@@ -78,7 +105,7 @@ class Probe(MiniApp):
         await attempt(call.call_id, {"echoed": mode})
         if mode == "complete_twice":
             await attempt(call.call_id, {"echoed": "again"})
-        if mode != "session":  # that mode's view shows what the test reads
+        if mode not in ("session", "navigate"):  # those views show what the test reads
             await self._show(call, codes)
         return None
 
