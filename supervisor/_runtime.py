@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from lineup._early import RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
 
 from ._spec import ChildSpec, Restart
@@ -35,16 +36,7 @@ BUNDLED: Final = (
         "title": "Task Dashboard",
     },
 )
-PRELOAD: Final = (
-    "httpx",
-    "hypercorn.trio",
-    "starlette.applications",
-    "markdown_it",
-    "lineup.sdk",
-    "lineup.miniapps.chat",
-    "lineup.ops.devserver.actor",
-    "lineup.ops.agent.demo",
-)
+PRELOAD: Final = RUNTIME_PRELOAD  # what the zygote imports for the runtime's children
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from typing import Any, Final
 
 import trio
 
+from lineup._early import take_zygote, zygote_argv
 from lineup.actors.kernel import Channel, ErrorCode, LineUpError, encode_frame, parse_frame
 
 __all__ = ["Zygote"]
@@ -30,26 +30,24 @@ class Zygote:
         self.pid: int | None = None
 
     async def start(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ, LINEUP_ZYGOTE_PRELOAD=json.dumps(list(self._preload)))
-        # Started from *this* thread, never a worker thread (as trio's open_process would): the
-        # zygote and every child it forks (CLONE_PARENT) have this thread as parent, and
-        # PR_SET_PDEATHSIG fires when the parent *thread* exits — an idle worker thread retiring
-        # would SIGKILL the whole tree. Popen of a tiny argv costs a few ms, once.
-        self._process = subprocess.Popen(  # noqa: ASYNC220
-            [
-                sys.executable,
-                "-m",
-                "lineup.supervisor._zygote",
-                str(theirs.fileno()),
-                str(os.getpid()),
-            ],
-            pass_fds=(theirs.fileno(),),
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        early = take_zygote(self._preload)
+        if early is not None:
+            self._process, ours = early  # started before our imports: it preloaded meanwhile
+        else:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            env = dict(os.environ, LINEUP_ZYGOTE_PRELOAD=json.dumps(list(self._preload)))
+            # Started from *this* thread, never a worker thread (as trio's open_process would):
+            # the zygote and every child it forks (CLONE_PARENT) have this thread as parent,
+            # and PR_SET_PDEATHSIG fires when the parent *thread* exits — an idle worker thread
+            # retiring would SIGKILL the whole tree. Popen of a tiny argv costs a few ms, once.
+            self._process = subprocess.Popen(  # noqa: ASYNC220
+                zygote_argv(theirs.fileno()),
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+            theirs.close()
         self._pidfd = os.pidfd_open(self._process.pid)
-        theirs.close()
         with trio.fail_after(ZYGOTE_START_TIMEOUT):
             self._channel = Channel(ours)
             frames = await self._channel.receive()
