@@ -101,6 +101,19 @@ class Scene:
     agent: AgentView
     revision: str
 
+    async def call(self, tool: str, arguments: dict[str, Any], call_id: str) -> None:
+        """The Agent calls `tool` with the current inventory revision."""
+        await self.agent.client.call_tool(
+            CONVERSATION, tool, arguments, self.revision, call_id=call_id
+        )
+
+    async def open_dashboard(self, call_id: str, task_id: str, title: str) -> None:
+        """`task-dashboard.open`, returning once the dashboard reported it opened."""
+        await self.call("task-dashboard.open", {"task_id": task_id, "title": title}, call_id)
+        await self.agent.pull(
+            "lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == call_id
+        )
+
 
 async def scene(nursery: trio.Nursery, data_dir: Path, *, probe: bool = False) -> Scene:
     runtime = (
@@ -123,14 +136,7 @@ async def test_open_update_and_close_go_round_trip_with_receipts_and_one_result_
 ) -> None:
     s = await scene(nursery, data_dir)
     shell, agent, revision = s.shell, s.agent, s.revision
-    await agent.client.call_tool(
-        CONVERSATION,
-        "task-dashboard.open",
-        {"task_id": "t1", "title": "Write the report"},
-        revision,
-        call_id="open-1",
-    )
-    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
+    await s.open_dashboard("open-1", "t1", "Write the report")
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: (foreground(s) or "").startswith("task-dashboard:"))
     instance = foreground(shell)
@@ -311,14 +317,7 @@ async def test_a_miniapp_cannot_complete_another_apps_call(
 ) -> None:
     s = await scene(nursery, data_dir, probe=True)
     shell, agent, revision = s.shell, s.agent, s.revision
-    await agent.client.call_tool(
-        CONVERSATION,
-        "task-dashboard.open",
-        {"task_id": "t", "title": "theirs"},
-        revision,
-        call_id="td-1",
-    )
-    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "td-1")
+    await s.open_dashboard("td-1", "t", "theirs")
     await agent.client.call_tool(
         CONVERSATION,
         "probe.run",
@@ -365,15 +364,8 @@ async def test_a_sigkill_in_the_middle_of_a_call_still_ends_it_exactly_once(
     nursery: trio.Nursery, data_dir: Path, victim: str
 ) -> None:
     s = await scene(nursery, data_dir)
-    runtime, shell, agent, revision = s.runtime, s.shell, s.agent, s.revision
-    await agent.client.call_tool(
-        CONVERSATION,
-        "task-dashboard.open",
-        {"task_id": "t1", "title": "Survive"},
-        revision,
-        call_id="k-1",
-    )
-    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "k-1")
+    runtime, shell, agent = s.runtime, s.shell, s.agent
+    await s.open_dashboard("k-1", "t1", "Survive")
     child = runtime.supervisor.children[victim]
     pid, incarnation = child.pid, child.incarnation
     assert pid is not None
@@ -439,14 +431,7 @@ async def test_the_dashboards_task_is_restored_from_session_data_after_a_sigkill
 ) -> None:
     s = await scene(nursery, data_dir)
     runtime, shell, agent, revision = s.runtime, s.shell, s.agent, s.revision
-    await agent.client.call_tool(
-        CONVERSATION,
-        "task-dashboard.open",
-        {"task_id": "t9", "title": "Keep me"},
-        revision,
-        call_id="o-9",
-    )
-    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "o-9")
+    await s.open_dashboard("o-9", "t9", "Keep me")
     await agent.client.call_tool(
         CONVERSATION,
         "task-dashboard.update",
