@@ -53,6 +53,7 @@ from .errors import (
     ErrorCode,
     LineUpError,
     RemoteProtocolError,
+    describe_failure,
 )
 from .framing import MAX_DEADLINE_MS, Frame, encode_frame, parse_frame
 from .identity import ActorKind, Identity
@@ -452,7 +453,11 @@ class Bus:
     async def _finish(self, conn: Connection, env: Envelope, result: object) -> None:
         if not env.is_request:
             if isinstance(result, Exception):
-                log.error("bus.event_handler_failed type=%s", env.body.TYPE, exc_info=result)
+                log.error(
+                    "bus.event_handler_failed type=%s error=%s",
+                    env.body.TYPE,
+                    describe_failure(result),
+                )
             return
         # No deadline is imposed on the handler: the caller enforces its own, and a handler's
         # every wait is itself a bounded request. `env.deadline_ms` tells a handler that waits
@@ -474,7 +479,11 @@ class Bus:
             code, text = result.code, result.message
         else:
             if isinstance(result, Exception):
-                log.error("bus.request_handler_failed type=%s", env.body.TYPE, exc_info=result)
+                log.error(
+                    "bus.request_handler_failed type=%s error=%s",
+                    env.body.TYPE,
+                    describe_failure(result),
+                )
             else:
                 log.error("bus.request_handler_gave_no_reply type=%s", env.body.TYPE)
             code, text = ErrorCode.INTERNAL_ERROR, ""
@@ -594,7 +603,7 @@ class Bus:
                 await self.audit_locally(batch)
             except Exception:  # the audit must never take the bus down with it
                 self.audit_dropped += len(batch)
-                log.exception("bus.audit_lost count=%d", len(batch))
+                log.error("bus.audit_lost count=%d", len(batch))
             return
         for delay in AUDIT_RETRY_DELAYS:
             await trio.sleep(delay)

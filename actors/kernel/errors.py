@@ -20,6 +20,7 @@ __all__ = [
     "LineUpError",
     "LocalProtocolError",
     "RemoteProtocolError",
+    "describe_failure",
 ]
 
 
@@ -105,3 +106,13 @@ class ActorRestarted(ChannelClosed):
 
 class DeadlineExceeded(LineUpError):
     default_code = ErrorCode.DEADLINE_EXCEEDED
+
+
+def describe_failure(exc: BaseException) -> str:
+    """The exception's type and where it was raised, for a log line: never its message, which
+    may quote what failed (pydantic's errors quote the input, i.e. message content)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where}"

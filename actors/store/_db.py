@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import apsw
 
-from lineup.actors.kernel.errors import ErrorCode, LineUpError, LocalProtocolError
+from lineup.actors.kernel.errors import ErrorCode, LineUpError, LocalProtocolError, describe_failure
 
 from ._migrations import MIGRATIONS
 
@@ -183,7 +183,7 @@ def as_lineup_error(exc: BaseException) -> LineUpError:
     if isinstance(exc, apsw.Error):
         err = LineUpError(ErrorCode.STORE_UNAVAILABLE, type(exc).__name__)
     else:
-        log.error("store.operation_failed", exc_info=exc)
+        log.error("store.operation_failed error=%s", describe_failure(exc))
         err = LineUpError(ErrorCode.INTERNAL_ERROR, type(exc).__name__)
     err.__cause__ = exc
     return err

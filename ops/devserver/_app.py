@@ -26,6 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from lineup.actors.kernel.errors import describe_failure
+
 from ._config import AgentAccount, DevServerConfig, UserAccount
 from ._db import DevDatabase, Principal, StoreError
 from ._protocol import (
@@ -291,8 +293,10 @@ def _endpoint(
             return JSONResponse(await handler(request))
         except WireError as exc:
             return _error(exc.code)
-        except StoreError:
-            log.exception("devserver.store_error path=%s", request.url.path)
+        except StoreError as exc:
+            log.error(
+                "devserver.store_error path=%s error=%s", request.url.path, describe_failure(exc)
+            )
             return _error(WireErrorCode.INTERNAL_ERROR)
 
     return endpoint
