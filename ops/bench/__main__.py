@@ -18,6 +18,7 @@ import trio
 from . import _measure as m
 from ._im import im_delivery
 from ._measure import Figure, median, pct
+from ._sandbox import idle_pss, spawn_times
 from ._tools import direct_calls
 
 
@@ -134,6 +135,31 @@ def run(quick: bool) -> list[Figure]:
             actor_rate,
             "-",
             None,
+        )
+    )
+
+    plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
+    figures.append(
+        Figure(
+            "MiniApp fork → ready, sandboxed p50",
+            boxed,
+            "ms",
+            "the same without the sandbox",
+            plain,
+            "adds ≤ 5 ms",
+            boxed - plain <= 5.0,
+        )
+    )
+    pss = trio.run(idle_pss, 10)
+    figures.append(
+        Figure(
+            "PSS of one idle sandboxed MiniApp (10 alive)",
+            pss,
+            "MiB",
+            "target",
+            10.0,
+            "≤ 10 MB",
+            pss <= 10.0,
         )
     )
 
