@@ -249,7 +249,8 @@ class MiniAppHost(Actor):
         from .tools import tools_of  # the authoring side imports this module
 
         module_name, _, class_name = str(self.ctx.config["app"]).partition(":")
-        app_class = getattr(importlib.import_module(module_name), class_name)
+        module = importlib.import_module(module_name)
+        app_class = getattr(module, class_name) if class_name else _the_app_in(module)
         app: MiniApp = app_class()
         self._app = app
         self._tools = tools_of(app_class)
@@ -360,6 +361,20 @@ class MiniAppHost(Actor):
     @handles(p.ViewRefreshEvent)
     def on_view_refresh(self, msg: p.ViewRefreshEvent, env: Envelope) -> None:
         self._enqueue(msg)
+
+
+def _the_app_in(module: Any) -> type[MiniApp]:
+    """The one MiniApp class a package exports with an `app_info` (a development app)."""
+    found = {
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, MiniApp)
+        and getattr(value, "app_info", None) is not None
+    }
+    if len(found) != 1:
+        raise LineUpError(ErrorCode.APP_NOT_INSTALLED, f"{module.__name__}: no single MiniApp")
+    return found.pop()
 
 
 async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:

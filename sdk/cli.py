@@ -157,6 +157,11 @@ def _module_of_path(path: Path) -> str:
         top = _top_level_name(chain[depth])
         if top is not None:
             return ".".join([top, *(c.name for c in reversed(chain[:depth])), *tail])
+    if chain and chain[-1].name.isidentifier():
+        # A package outside every import path (a development app, `lineup run --dev-app`):
+        # import it as the top-level package it is, from its own folder's parent.
+        sys.path.insert(0, str(chain[-1].parent))
+        return ".".join([*(c.name for c in reversed(chain)), *tail])
     _refuse("app_not_importable", f"{path}: no enclosing package is on the import path")
 
 

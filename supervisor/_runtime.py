@@ -7,6 +7,7 @@ goes to the hostbridge alone.
 
 from __future__ import annotations
 
+import json
 import secrets
 import socket
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class RuntimeOptions:
     appserver_port: int = 0
     extra_apps: tuple[dict[str, str], ...] = ()  # more apps like BUNDLED's (tests, dev)
     allow_weak_sandbox: bool = False  # run MiniApps even where a sandbox layer is missing
+    dev_apps: tuple[Path, ...] = ()  # unsigned MiniApp packages loaded from folders
 
 
 @dataclass
@@ -71,8 +73,30 @@ def _free_port() -> int:
         return port
 
 
+def dev_app(folder: Path) -> dict[str, str]:
+    """The registry entry of an unsigned MiniApp package in `folder` (`lineup run --dev-app`):
+    its manifest is read, never its code; the code runs only in its sandboxed process."""
+    folder = folder.resolve()
+    manifest = folder / "manifest.json"
+    if not (folder / "__init__.py").is_file() or not manifest.is_file():
+        raise ValueError(
+            f"{folder}: not a MiniApp package with a manifest.json "
+            f"(write one with: lineup app manifest {folder} --out {manifest})"
+        )
+    scope = str(json.loads(manifest.read_text())["app_scope"])
+    return {
+        "app_scope": scope,
+        "manifest": str(manifest),
+        "entry": f"{folder.name}:",
+        "app_path": str(folder.parent),
+        "title": f"{scope} (dev)",
+        "dev": "true",
+    }
+
+
 def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     embedded = options.appserver is None
+    dev_apps = [dev_app(folder) for folder in options.dev_apps]
     appserver_port = options.appserver_port or (_free_port() if embedded else 0)
     appserver_url = options.appserver or f"http://127.0.0.1:{appserver_port}"
     shell_port = options.shell_port or _free_port()
@@ -140,7 +164,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "focus",
             ActorKind.FOCUS,
             "lineup.actors.focus:FocusActor",
-            {"apps": [*BUNDLED, *options.extra_apps]},
+            {"apps": [*BUNDLED, *options.extra_apps, *dev_apps]},
         ),
         child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
         child(
@@ -186,4 +210,6 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     info = {"shell_url": shell_url}
     if embedded:
         info["appserver_url"] = appserver_url
+    if dev_apps:
+        info["dev_apps"] = " ".join(app["app_scope"] for app in dev_apps)
     return RuntimePlan(specs, shell_url, appserver_url, info)

@@ -190,6 +190,11 @@ def prepare_child(boot: dict[str, Any]) -> None:
     half-applied sandbox silently: any failure while applying raises.
     """
     config = boot.get("config") or {}
+    app_path = config.get("app_path")
+    if isinstance(app_path, str) and app_path:
+        # A development app (`lineup run --dev-app`): its folder's parent goes on the path, so
+        # the app's package is found (and granted read-only below) like a bundled one.
+        sys.path.insert(0, app_path)
     raw = config.get("sandbox")
     if raw is None:
         return

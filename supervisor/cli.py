@@ -100,6 +100,15 @@ def _parser() -> argparse.ArgumentParser:
         help="port of the Shell on 127.0.0.1 (default: any free one)",
     )
     run.add_argument(
+        "--dev-app",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="load an unsigned MiniApp package (with its manifest.json) from a folder, "
+        "sandboxed and marked as a dev app; repeatable",
+    )
+    run.add_argument(
         "--allow-weak-sandbox",
         action="store_true",
         help="run MiniApps even where this kernel lacks a sandbox layer (unsafe)",
@@ -157,22 +166,27 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     def report(line: str) -> None:
         print(f"lineup: {line}", flush=True)
 
-    plan = plan_runtime(
-        RuntimeOptions(
-            data_dir=data_dir,
-            sqlite_synchronous=args.sqlite_synchronous,
-            appserver=args.appserver,
-            username=args.user,
-            password=args.password,
-            agent_id=args.agent_id,
-            agent_secret=args.agent_secret,
-            conversation_id=args.conversation_id,
-            demo_agent=not args.no_demo_agent,
-            shell_port=args.shell_port,
-            appserver_port=args.appserver_port,
-            allow_weak_sandbox=args.allow_weak_sandbox,
+    try:
+        plan = plan_runtime(
+            RuntimeOptions(
+                data_dir=data_dir,
+                sqlite_synchronous=args.sqlite_synchronous,
+                appserver=args.appserver,
+                username=args.user,
+                password=args.password,
+                agent_id=args.agent_id,
+                agent_secret=args.agent_secret,
+                conversation_id=args.conversation_id,
+                demo_agent=not args.no_demo_agent,
+                shell_port=args.shell_port,
+                appserver_port=args.appserver_port,
+                allow_weak_sandbox=args.allow_weak_sandbox,
+                dev_apps=tuple(args.dev_app),
+            )
         )
-    )
+    except ValueError as exc:  # a --dev-app folder that is not a MiniApp package
+        print(f"lineup: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     supervisor = Supervisor(
         plan.specs,
         data_dir=data_dir,

@@ -370,7 +370,11 @@ class FocusActor(Actor):
                 "supervisor",
                 ChildStartRequest(
                     name=f"miniapp:{scope}",
-                    config={"app": app["entry"], "instance_id": instance_id},
+                    config={
+                        "app": app["entry"],
+                        "instance_id": instance_id,
+                        "app_path": app.get("app_path", ""),  # a development app's folder
+                    },
                 ),
                 expect=ChildStartReply,
                 timeout=START_TIMEOUT,

@@ -521,3 +521,62 @@ async def test_a_miniapp_may_ask_to_open_another_app_and_the_runtime_decides(
     assert unknown == "app_not_installed"
     with trio.fail_after(WAIT):
         await s.shell.wait_until(lambda sh: foreground(sh) == opened)
+
+
+DEV_APP = """
+from pydantic import BaseModel, ConfigDict, Field
+
+from lineup.sdk import AppInfo, MiniApp, ToolCall, tool
+
+
+class GreetInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=50)
+
+
+class GreetOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    greeting: str = Field(max_length=100)
+
+
+class Hello(MiniApp):
+    app_info = AppInfo(app_scope="hello", version="0.0.1", kind="installed")
+
+    @tool("hello.greet", handling="launch", input=GreetInput, output=GreetOutput)
+    async def greet(self, call: ToolCall[GreetInput]) -> GreetOutput:
+        return GreetOutput(greeting=f"hello {call.input.name}")
+"""
+
+
+async def test_a_dev_app_from_a_folder_runs_sandboxed_and_is_marked_as_dev(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    from lineup.sdk.cli import main as app_cli
+
+    folder = data_dir / "apps" / "hello_dev"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(DEV_APP)
+    assert app_cli(["manifest", str(folder), "--out", str(folder / "manifest.json")]) == 0
+    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, dev_apps=(folder,))
+    assert runtime.supervisor.info["dev_apps"] == "hello"
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION, "hello.greet", {"name": "dev"}, revision, call_id="h-1"
+    )
+    result = await agent.terminal("h-1")
+    assert result["payload"]["result"] == {"greeting": "hello dev"}
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda sh: any(
+                i["title"] == "hello (dev)"
+                for f in sh.frames
+                if f.get("type") == "shell.apps"
+                for i in f["instances"]
+            )
+        )
+    pid = runtime.supervisor.children["miniapp:hello"].pid
+    status = Path(f"/proc/{pid}/status").read_text()
+    assert "\nSeccomp:\t2\n" in status  # the dev app's code ran inside the sandbox
+    assert "\nNoNewPrivs:\t1\n" in status

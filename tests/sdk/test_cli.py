@@ -169,12 +169,15 @@ def test_a_folder_that_is_not_a_package_is_refused(
     assert refusal(capsys, ["manifest", str(tmp_path)]) == "app_not_found"
 
 
-def test_a_package_outside_the_import_path_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_package_outside_the_import_path_is_read_as_its_own_top_level_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "loose").mkdir()
-    (tmp_path / "loose" / "__init__.py").write_text("")
-    assert refusal(capsys, ["manifest", str(tmp_path / "loose")]) == "app_not_importable"
+    # A development app (`lineup run --dev-app PATH`) lives in any folder.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "loose_dev_app").mkdir()
+    (tmp_path / "loose_dev_app" / "__init__.py").write_text("")
+    assert refusal(capsys, ["manifest", str(tmp_path / "loose_dev_app")]) == "app_not_found"
+    assert str(tmp_path) in sys.path
 
 
 def test_a_module_that_fails_to_import_is_refused(
