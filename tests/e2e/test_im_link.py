@@ -88,11 +88,18 @@ def free_port() -> int:
         return port
 
 
-async def start_devserver(port: int, db: Path) -> LineupProcess:
+async def devserver(port: int, db: Path, *, task_status: trio.TaskStatus[LineupProcess]) -> None:
+    """A real `lineup devserver` subprocess, killed when the task ends however the test does."""
     process = await LineupProcess.start("devserver", "--port", str(port), "--db", str(db))
-    with trio.fail_after(WAIT):
-        await process.wait_for_line("listening on")
-    return process
+    try:
+        with trio.fail_after(WAIT):
+            await process.wait_for_line("listening on")
+        task_status.started(process)
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            process.kill()
+            await process.wait()
 
 
 async def test_with_the_appserver_down_messages_stay_pending_then_arrive_once_in_order(
@@ -100,7 +107,7 @@ async def test_with_the_appserver_down_messages_stay_pending_then_arrive_once_in
 ) -> None:
     port = free_port()
     db = data_dir / "appserver.db"
-    appserver = await start_devserver(port, db)
+    appserver = await nursery.start(devserver, port, db)
     url = f"http://127.0.0.1:{port}"
     runtime = await start_runtime(nursery, data_dir / "rt", appserver=url)
     shell = await connect_shell(nursery, runtime.shell_url)
@@ -120,21 +127,17 @@ async def test_with_the_appserver_down_messages_stay_pending_then_arrive_once_in
         )
         await shell.wait_until(lambda s: s.runtime_state == "offline_degraded")
 
-    appserver = await start_devserver(port, db)
-    try:
-        with trio.fail_after(WAIT):
-            await shell.wait_until(
-                lambda s: (
-                    s.runtime_state == "online"
-                    and [i["state"] for i in s.timeline() if i["author"] == "user"] == ["sent"] * 3
-                )
+    await nursery.start(devserver, port, db)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: (
+                s.runtime_state == "online"
+                and [i["state"] for i in s.timeline() if i["author"] == "user"] == ["sent"] * 3
             )
-        agent = await agent_client(nursery, url)
-        received = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
-        assert received == ["one", "two", "three"]  # each exactly once, in order
-    finally:
-        appserver.kill()
-        await appserver.wait()
+        )
+    agent = await agent_client(nursery, url)
+    received = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
+    assert received == ["one", "two", "three"]  # each exactly once, in order
 
 
 @pytest.mark.parametrize("victims", [("transport", "router", "store", "miniapp:chat")])
