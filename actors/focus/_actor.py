@@ -31,6 +31,7 @@ from lineup.actors.kernel import (
     ErrorCode,
     LineUpError,
     Message,
+    app_scope_of,
     handles,
 )
 from lineup.actors.kernel.control import (
@@ -323,7 +324,7 @@ class FocusActor(Actor):
     async def on_app_open(self, msg: sdk.AppOpenRequest, env: Envelope) -> sdk.AppOpenReply:
         """A MiniApp's navigation request: the same decision and path as an Agent's launch,
         keyed by the asking app and its request id so a retry opens nothing new."""
-        asker = env.sender.name.removeprefix("miniapp:")
+        asker = app_scope_of(env.sender)
         launched = await self._launch(
             LaunchRequest(app_scope=msg.app_scope, call_id=f"nav-{asker}-{msg.request_id}"[:200])
         )
@@ -451,9 +452,7 @@ class FocusActor(Actor):
 
     @handles(sdk.LifecycleRequest)
     async def on_lifecycle(self, msg: sdk.LifecycleRequest, env: Envelope) -> sdk.CommandReceipt:
-        scope = env.sender.name.removeprefix("miniapp:")
-        if env.sender.kind is not ActorKind.MINIAPP or self._owners.get(msg.instance_id) != scope:
-            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.instance_id)
+        self._owned(env, msg.instance_id)
         await self._change(msg.instance_id, msg.action)
         return sdk.CommandReceipt(id=msg.instance_id)
 
@@ -486,11 +485,15 @@ class FocusActor(Actor):
 
     # ------------------------------------------------------------------ session data
 
-    def _session_of(self, env: Envelope, instance_id: str) -> tuple[str, str]:
-        scope = env.sender.name.removeprefix("miniapp:")
-        if env.sender.kind is not ActorKind.MINIAPP or self._owners.get(instance_id) != scope:
+    def _owned(self, env: Envelope, instance_id: str) -> str:
+        """The sending MiniApp's scope, if `instance_id` is one of its instances."""
+        scope = app_scope_of(env.sender)
+        if self._owners.get(instance_id) != scope:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, instance_id)
-        return scope, instance_id  # an instance's app session is named after it
+        return scope
+
+    def _session_of(self, env: Envelope, instance_id: str) -> tuple[str, str]:
+        return self._owned(env, instance_id), instance_id  # a session is named after it
 
     def _session_lock(self, key: tuple[str, str]) -> trio.Lock:
         return self._session_locks.setdefault(key, trio.Lock())
@@ -583,9 +586,7 @@ class FocusActor(Actor):
 
     @handles(sdk.ViewUpdateRequest)
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
-        scope = env.sender.name.removeprefix("miniapp:")
-        if env.sender.kind is not ActorKind.MINIAPP or self._owners.get(msg.instance_id) != scope:
-            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.instance_id)
+        scope = self._owned(env, msg.instance_id)
         if self._stack.states.get(msg.instance_id) not in LIVE:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
         if len(msg.view) > MAX_VIEW_KEYS:

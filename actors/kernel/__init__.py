@@ -16,7 +16,7 @@ from .errors import (
     RemoteProtocolError,
 )
 from .framing import DEFAULT_MAX_FRAME, Frame, FrameDecoder, encode_frame, parse_frame
-from .identity import RUNTIME_KINDS, ActorKind, Identity
+from .identity import RUNTIME_KINDS, ActorKind, Identity, app_scope_of
 from .messages import REGISTRY, Message
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "Outcome",
     "RemoteProtocolError",
     "actor_main",
+    "app_scope_of",
     "channel_allowed",
     "channel_pair",
     "encode_frame",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["RUNTIME_KINDS", "ActorKind", "Identity"]
+__all__ = ["RUNTIME_KINDS", "ActorKind", "Identity", "app_scope_of"]
 
 
 class ActorKind(StrEnum):
@@ -40,3 +40,13 @@ class Identity:
 
     def __str__(self) -> str:
         return self.name
+
+
+def app_scope_of(identity: Identity) -> str:
+    """A MiniApp's `app_scope`, from its channel identity (`miniapp:<scope>`), never from a
+    field it sends. Raises LineUpError(app_scope_mismatch) for anything but a MiniApp."""
+    from .errors import ErrorCode, LineUpError
+
+    if identity.kind is not ActorKind.MINIAPP or not identity.name.startswith("miniapp:"):
+        raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, identity.name)
+    return identity.name.removeprefix("miniapp:")

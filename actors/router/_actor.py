@@ -22,9 +22,9 @@ from lineup.actors.kernel import (
     AuditRecord,
     Envelope,
     ErrorCode,
-    Identity,
     LineUpError,
     Message,
+    app_scope_of,
     handles,
 )
 from lineup.actors.store.messages import (
@@ -45,7 +45,6 @@ from lineup.actors.store.messages import (
 )
 from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
-from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk import protocol as sdk
 
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit, text_markdown
@@ -69,13 +68,6 @@ SESSION_CURSOR: Final = "transport.session"  # written by the transport after ea
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = "lineup.v1.text"
 TOOL_CALL: Final = "lineup.v1.tool.call"
-
-
-def app_scope_of(sender: Identity) -> str:
-    """A MiniApp's scope comes from its channel identity (`miniapp:<scope>`), never a field."""
-    if sender.kind is not ActorKind.MINIAPP or not sender.name.startswith("miniapp:"):
-        raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, sender.name)
-    return sender.name.removeprefix("miniapp:")
 
 
 class RouterActor(Actor):
@@ -217,7 +209,7 @@ class RouterActor(Actor):
             expect=ConversationSendReply,
             idempotency_key=msg.message_id,
         )
-        await self._wake_transport()
+        await self.tools.wake_transport()
         return sdk.CommandReceipt(id=msg.message_id, seq=reply.seq, changed=reply.created)
 
     @handles(sdk.ConversationRetryRequest)
@@ -229,7 +221,7 @@ class RouterActor(Actor):
         reply = await self.bus.request(
             "store", OutboxRetryRequest(outbox_id=msg.message_id), expect=OutboxRetryReply
         )
-        await self._wake_transport()
+        await self.tools.wake_transport()
         return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
 
     @handles(sdk.ConversationHistoryRequest)
@@ -268,31 +260,26 @@ class RouterActor(Actor):
     async def on_tool_progress(
         self, msg: sdk.ToolProgressRequest, env: Envelope
     ) -> sdk.CommandReceipt:
-        app_scope_of(env.sender)
         return await self.tools.progress(env.sender, msg)
 
     @handles(sdk.ToolCompleteRequest)
     async def on_tool_complete(
         self, msg: sdk.ToolCompleteRequest, env: Envelope
     ) -> sdk.CommandReceipt:
-        app_scope_of(env.sender)
         return await self.tools.complete(env.sender, msg)
 
     @handles(sdk.ToolFailRequest)
     async def on_tool_fail(self, msg: sdk.ToolFailRequest, env: Envelope) -> sdk.CommandReceipt:
-        app_scope_of(env.sender)
         return await self.tools.fail(env.sender, msg)
 
     @handles(sdk.ToolCancelRequest)
     async def on_tool_cancel(self, msg: sdk.ToolCancelRequest, env: Envelope) -> sdk.CommandReceipt:
-        app_scope_of(env.sender)
         return await self.tools.cancel(env.sender, msg)
 
     @handles(sdk.ToolPendingRequest)
     async def on_tool_pending(
         self, msg: sdk.ToolPendingRequest, env: Envelope
     ) -> sdk.ToolPendingReply:
-        app_scope_of(env.sender)
         return await self.tools.pending(env.sender)
 
     @handles(SessionStartedEvent)
@@ -350,12 +337,6 @@ class RouterActor(Actor):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, message_id) from exc
         if row.row.app_scope != scope:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, message_id)
-
-    async def _wake_transport(self) -> None:
-        try:
-            await self.bus.notify("transport", OutboxWakeEvent(), timeout=1.0)
-        except LineUpError:
-            pass  # the transport drains the outbox on start and on its own timer anyway
 
 
 def _type_of(raw: object) -> str | None:

@@ -36,7 +36,15 @@ from lineup.actors.focus.messages import (
     InventoryRequest,
     LaunchRequest,
 )
-from lineup.actors.kernel import AuditRecord, Bus, ErrorCode, Identity, LineUpError, Message
+from lineup.actors.kernel import (
+    AuditRecord,
+    Bus,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+    app_scope_of,
+)
 from lineup.actors.store.messages import (
     OutboxAppendReply,
     OutboxAppendRequest,
@@ -113,7 +121,8 @@ class ToolPipeline:
             "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
         )
 
-    async def _wake_transport(self) -> None:
+    async def wake_transport(self) -> None:
+        """Tell the transport the outbox has something new (best effort: it also polls)."""
         try:
             await self.bus.notify("transport", OutboxWakeEvent(), timeout=1.0)
         except LineUpError:
@@ -157,7 +166,7 @@ class ToolPipeline:
             ),
             OutboxAppendReply,
         )
-        await self._wake_transport()
+        await self.wake_transport()
 
     def _wire(
         self,
@@ -303,7 +312,7 @@ class ToolPipeline:
             ),
             ToolCallRecordReply,
         )
-        await self._wake_transport()
+        await self.wake_transport()
 
     async def _receipt(
         self, session: dict[str, str], call_id: str, status: str, code: str | None = None
@@ -319,7 +328,7 @@ class ToolPipeline:
             ),
             ToolCallReceiptReply,
         )
-        await self._wake_transport()
+        await self.wake_transport()
 
     async def _activate(
         self,
@@ -403,7 +412,7 @@ class ToolPipeline:
     # ------------------------------------------------------------------ the MiniApp's side
 
     async def _own_call(self, sender: Identity, call_id: str) -> ToolCallRow:
-        scope = sender.name.removeprefix("miniapp:")
+        scope = app_scope_of(sender)
         reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
         if reply.call is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
@@ -435,7 +444,7 @@ class ToolPipeline:
             ),
             ToolCallProgressReply,
         )
-        await self._wake_transport()
+        await self.wake_transport()
         return sdk.CommandReceipt(id=call.call_id)
 
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
@@ -475,7 +484,7 @@ class ToolPipeline:
         return sdk.CommandReceipt(id=call.call_id)
 
     async def pending(self, sender: Identity) -> sdk.ToolPendingReply:
-        scope = sender.name.removeprefix("miniapp:")
+        scope = app_scope_of(sender)
         reply = await self._store(
             ToolCallListRequest(app_scope=scope, non_final_only=True, limit=500), ToolCallListReply
         )
@@ -538,7 +547,7 @@ class ToolPipeline:
             if exc.code is ErrorCode.CALL_ALREADY_FINAL and expected_scope is None:
                 return False  # the runtime's own ending lost to the app's: that is fine
             raise
-        await self._wake_transport()
+        await self.wake_transport()
         return True
 
     async def close_instance(self, instance_id: str, app_scope: str) -> tuple[str, ...]:
