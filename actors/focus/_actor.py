@@ -277,10 +277,8 @@ class FocusActor(Actor):
         return self._inventory()
 
     async def _tell_router(self, event: Message) -> None:
-        try:
-            await self.bus.notify("router", event, timeout=NOTIFY_TIMEOUT)
-        except LineUpError:
-            pass  # the router publishes the inventory when it starts
+        # Not told: the router publishes the inventory when it starts.
+        await self.bus.tell("router", event, timeout=NOTIFY_TIMEOUT)
 
     # ------------------------------------------------------------------ instances
 
@@ -546,19 +544,17 @@ class FocusActor(Actor):
                     instance_id=msg.instance_id, data=msg.data, revision=reply.revision
                 )
                 for subscriber in sorted(self._subscribers.get(key, ())):
-                    try:  # in order, under the lock: revisions arrive strictly increasing
-                        await self.bus.notify(subscriber, event, timeout=NOTIFY_TIMEOUT)
-                    except LineUpError:
+                    # In order, under the lock: revisions arrive strictly increasing.
+                    if await self.bus.tell(subscriber, event, timeout=NOTIFY_TIMEOUT):
                         self._subscribers[key].discard(subscriber)
         return sdk.CommandReceipt(id=msg.instance_id, seq=reply.revision, changed=reply.changed)
 
     # ------------------------------------------------------------------ views and the Shell
 
     async def _tell_app(self, app_scope: str, event: Message) -> None:
-        try:
-            await self.bus.notify(f"miniapp:{app_scope}", event, timeout=NOTIFY_TIMEOUT)
-        except LineUpError as exc:
-            log.info("focus.app_not_told app=%s code=%s", app_scope, exc.code.value)
+        code = await self.bus.tell(f"miniapp:{app_scope}", event, timeout=NOTIFY_TIMEOUT)
+        if code is not None:
+            log.info("focus.app_not_told app=%s code=%s", app_scope, code.value)
 
     def _apps(self) -> AppsUpdatedEvent:
         live = [i for i in self._stack.order if self._stack.states.get(i) in LIVE]
@@ -579,10 +575,8 @@ class FocusActor(Actor):
         )
 
     async def _push_apps(self) -> None:
-        try:
-            await self.bus.notify("hostbridge", self._apps(), timeout=NOTIFY_TIMEOUT)
-        except LineUpError:
-            pass  # the Shell asks when it (re)connects
+        # Not told: the Shell asks when it (re)connects.
+        await self.bus.tell("hostbridge", self._apps(), timeout=NOTIFY_TIMEOUT)
 
     @handles(sdk.ViewUpdateRequest)
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
@@ -597,16 +591,14 @@ class FocusActor(Actor):
         return sdk.CommandReceipt(id=msg.instance_id)
 
     async def _push_view(self, view: AppView) -> None:
-        try:
-            await self.bus.notify(
-                "hostbridge",
-                ViewUpdatedEvent(
-                    app_scope=view.app_scope, instance_id=view.instance_id, view=view.view
-                ),
-                timeout=NOTIFY_TIMEOUT,
-            )
-        except LineUpError:
-            pass  # the Shell asks for every view when it (re)connects
+        # Not told: the Shell asks for every view when it (re)connects.
+        await self.bus.tell(
+            "hostbridge",
+            ViewUpdatedEvent(
+                app_scope=view.app_scope, instance_id=view.instance_id, view=view.view
+            ),
+            timeout=NOTIFY_TIMEOUT,
+        )
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:

@@ -278,6 +278,18 @@ class Bus:
         )
         await self._send(conn, frame, fds, deadline=deadline)
 
+    async def tell(
+        self, peer: str, body: Message, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ErrorCode | None:
+        """`notify`, for an event that is a fast path only (the peer also learns it another
+        way, e.g. from the store when it starts): None once sent, else the refusal's code.
+        Never raises LineUpError."""
+        try:
+            await self.notify(peer, body, timeout=timeout)
+        except LineUpError as exc:
+            return exc.code
+        return None
+
     async def _reach(self, peer: str, deadline: float) -> Connection:
         """The channel to `peer`, asking the supervisor for one if there is none yet."""
         conn = self.connection(peer)

@@ -147,10 +147,10 @@ class RouterActor(Actor):
         return EnvelopeOutcome(message_id=envelope.id, status="accepted")
 
     async def _tell_app(self, app_scope: str, event: Message) -> None:
-        try:
-            await self.bus.notify(f"miniapp:{app_scope}", event, timeout=NOTIFY_TIMEOUT)
-        except LineUpError as exc:
-            log.info("router.app_not_told app=%s code=%s", app_scope, exc.code.value)
+        # Not told: it finds the delivery in its inbox when it starts.
+        code = await self.bus.tell(f"miniapp:{app_scope}", event, timeout=NOTIFY_TIMEOUT)
+        if code is not None:
+            log.info("router.app_not_told app=%s code=%s", app_scope, code.value)
 
     # ------------------------------------------------------------------ the MiniApp side
 

@@ -123,10 +123,7 @@ class ToolPipeline:
 
     async def wake_transport(self) -> None:
         """Tell the transport the outbox has something new (best effort: it also polls)."""
-        try:
-            await self.bus.notify("transport", OutboxWakeEvent(), timeout=1.0)
-        except LineUpError:
-            pass  # the transport drains the outbox on its own timer too
+        await self.bus.tell("transport", OutboxWakeEvent(), timeout=1.0)  # it also polls
 
     # ------------------------------------------------------------------ inventory
 
@@ -387,19 +384,12 @@ class ToolPipeline:
     async def _deliver(self, call: ToolCallRow) -> None:
         """Tell the app; if it is not up, it lists its pending calls when it starts."""
         assert call.instance_id is not None
-        try:
-            await self.bus.notify(
-                f"miniapp:{call.app_scope}",
-                sdk.ToolCallEvent(
-                    call_id=call.call_id,
-                    tool=call.tool,
-                    instance_id=call.instance_id,
-                    input=call.input,
-                ),
-                timeout=10.0,
-            )
-        except LineUpError as exc:
-            log.info("router.call_not_delivered code=%s", exc.code.value)
+        event = sdk.ToolCallEvent(
+            call_id=call.call_id, tool=call.tool, instance_id=call.instance_id, input=call.input
+        )
+        code = await self.bus.tell(f"miniapp:{call.app_scope}", event, timeout=10.0)
+        if code is not None:
+            log.info("router.call_not_delivered code=%s", code.value)
             return
         try:
             await self._store(
@@ -573,14 +563,12 @@ class ToolPipeline:
         return tuple(cancelled)
 
     async def _tell_cancelled(self, call: ToolCallRow, code: str) -> None:
-        try:
-            await self.bus.notify(
-                f"miniapp:{call.app_scope}",
-                sdk.ToolCancelledEvent(call_id=call.call_id, code=code),
-                timeout=2.0,
-            )
-        except LineUpError:
-            pass  # not running: nothing to stop
+        # Not told: it is not running, so there is nothing to stop.
+        await self.bus.tell(
+            f"miniapp:{call.app_scope}",
+            sdk.ToolCancelledEvent(call_id=call.call_id, code=code),
+            timeout=2.0,
+        )
 
     # ------------------------------------------------------------------ expiry
 

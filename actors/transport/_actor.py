@@ -25,7 +25,7 @@ from typing import Any, Final
 import httpx
 import trio
 
-from lineup.actors.kernel import Actor, ActorKind, Envelope, LineUpError, handles
+from lineup.actors.kernel import Actor, ActorKind, Envelope, handles
 from lineup.actors.router.messages import (
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
@@ -112,10 +112,8 @@ class TransportActor(Actor):
         self._nursery.start_soon(self._announce, state)
 
     async def _announce(self, state: RuntimeState) -> None:
-        try:
-            await self.bus.notify("hostbridge", RuntimeStateEvent(state=state), timeout=2.0)
-        except LineUpError:
-            pass  # the hostbridge asks for the state when a Shell connects
+        # Not told: the hostbridge asks for the state when a Shell connects.
+        await self.bus.tell("hostbridge", RuntimeStateEvent(state=state), timeout=2.0)
 
     def _link_failed(self) -> None:
         self._failures += 1
@@ -161,10 +159,8 @@ class TransportActor(Actor):
             self._nursery.start_soon(self._tell_router_session)
 
     async def _tell_router_session(self) -> None:
-        try:
-            await self.bus.notify("router", SessionStartedEvent(), timeout=5.0)
-        except LineUpError:
-            pass  # the router publishes the inventory when it starts, too
+        # Not told: the router publishes the inventory when it starts, too.
+        await self.bus.tell("router", SessionStartedEvent(), timeout=5.0)
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"}
@@ -282,10 +278,8 @@ class TransportActor(Actor):
         return True
 
     async def _settled(self, event: OutboxSettledEvent) -> None:
-        try:
-            await self.bus.notify("router", event, timeout=2.0)
-        except LineUpError:
-            pass  # the app reads the state from history when it (re)starts
+        # Not told: the app reads the state from history when it (re)starts.
+        await self.bus.tell("router", event, timeout=2.0)
 
     # ------------------------------------------------------------------ the store
 

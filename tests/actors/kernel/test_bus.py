@@ -906,3 +906,16 @@ async def test_a_miniapp_frame_above_its_limit_closes_the_channel_and_is_audited
     assert await limited_refusal(app, BlobRequest(data=big)) == ErrorCode.ACTOR_RESTARTED
     record = await audit.first("bus.frame_too_large")
     assert record.peer == "miniapp:flood"
+
+
+async def test_tell_answers_none_once_sent_and_the_code_when_the_peer_cannot_be_reached(
+    nursery: trio.Nursery,
+) -> None:
+    server = Server()
+    router = await start_bus(nursery, LIMIT_ROUTER, server)
+    focus = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
+    join(router, focus)
+    assert await focus.tell("router", NoteEvent(n=1)) is None
+    await server.wait_calls(1)
+    # No channel to it and no supervisor to ask: refused, returned, not raised.
+    assert await focus.tell("gateway", NoteEvent(n=2), timeout=1) is ErrorCode.ACTOR_UNAVAILABLE
