@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: run test lint fmt typecheck layering pytest bench clean
 
@@ -28,8 +29,14 @@ layering: $(STAMP)
 pytest: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	$(PY) -m lineup.ops.bench $(ARGS)
+
+# The `bench` extra (ray, the peer measured beside LineUp) is installed for `make bench` only:
+# `make run` and `make test` never install it.
+$(BENCH_STAMP): $(STAMP)
+	$(PY) ops/install_dev.py --extra bench
+	touch $(BENCH_STAMP)
 
 # The dependencies come from pyproject.toml; the package itself is linked, not copied, so the
 # repository root is importable as `lineup` (DESIGN §10) and edits take effect at once.

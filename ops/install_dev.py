@@ -4,12 +4,16 @@ Run by `make` with the venv's own interpreter. The repository root is the `lineu
 (DESIGN §10), so it is linked into site-packages under that name instead of pip-installed:
 type checkers and import-linter then see an ordinary package, and `.venv/bin/lineup` runs it.
 
+`--extra NAME` also installs one of pyproject's optional dependency groups besides `dev`:
+`make bench` adds `bench` (ray, the peer it measures), so `make run` and `make test` never do.
+
 The browser tests drive Debian's Chromium (`/usr/bin/chromium`) through Playwright; Playwright's
 own browser download (`playwright install`) is never used, so Chromium comes from apt here.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -24,8 +28,19 @@ CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="Set up the development virtualenv.")
+    parser.add_argument(
+        "--extra", action="append", default=[], metavar="NAME", help="an optional extra, e.g. bench"
+    )
+    args = parser.parse_args()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    extras = project["optional-dependencies"]
+    unknown = [name for name in args.extra if name not in extras]
+    if unknown:
+        parser.error(f"no such extra in pyproject.toml: {', '.join(unknown)}")
+    requirements = [*project["dependencies"], *extras["dev"]]
+    for name in args.extra:
+        requirements += extras[name]
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, *requirements], check=True)
 
