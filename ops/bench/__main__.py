@@ -1,6 +1,8 @@
-"""`make bench`: every figure beside its baseline measured in the same run.
+"""`make bench`: every figure beside its baseline measured in the same run, in one report.
 
-Prints a table and writes `bench-results/kernel.json`. Targets are reported, never asserted:
+Prints a table and writes `bench-results/report.json`: the kernel, IM, tools and sandbox
+figures, then the same LineUp figures beside the peer a user would pick instead (a Ray actor,
+measured in this run by `_ray` in a process of its own). Targets are reported, never asserted:
 speed is measured here, not in the test suite.
 """
 
@@ -9,24 +11,29 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import platform
-from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import trio
 
 from . import _measure as m
 from ._im import im_delivery
-from ._measure import Figure, median, pct
+from ._measure import median, pct
+from ._ray import POLL_INTERVAL, measure_ray
+from ._report import Figure, Peer, build_report, machine_info, render_table
 from ._sandbox import idle_pss, spawn_times
 from ._tools import direct_calls
 
+CONCURRENCY = 8  # calls in flight for every calls/s figure, LineUp's and the peer's
+POLL_MS = round(POLL_INTERVAL * 1e3)
 
-def run(quick: bool) -> list[Figure]:
+
+def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     scale = 0.2 if quick else 1.0
     n = int(5000 * scale)
     figures: list[Figure] = []
 
+    # ------------------------------------------------------------------------------- kernel
     raw = m.raw_pingpong(n)
     bus = trio.run(m.bus_roundtrip, n)
     for label, q in (("p50", 0.5), ("p99", 0.99)):
@@ -34,6 +41,7 @@ def run(quick: bool) -> list[Figure]:
         value = pct(bus, q) * 1e6
         figures.append(
             Figure(
+                "kernel",
                 f"bus request/reply round trip {label}",
                 value,
                 "µs",
@@ -43,12 +51,14 @@ def run(quick: bool) -> list[Figure]:
                 value <= 2 * base if label == "p50" else None,
             )
         )
+    bus_rate = trio.run(m.bus_rate, n, CONCURRENCY)
 
     seconds = 3.0 * scale + 1.0
     raw_rate = m.raw_apsw_commits(seconds)
     actor_rate = trio.run(m.store_writes, seconds)
     figures.append(
         Figure(
+            "kernel",
             "store acknowledged writes (16 requesters)",
             actor_rate,
             "/s",
@@ -63,6 +73,7 @@ def run(quick: bool) -> list[Figure]:
     spawn = median(trio.run(m.spawn_times, 8)) * 1e3
     figures.append(
         Figure(
+            "kernel",
             "zygote fork → actor ready p50",
             spawn,
             "ms",
@@ -76,6 +87,7 @@ def run(quick: bool) -> list[Figure]:
     restart = median(trio.run(m.restart_latency, max(5, int(30 * scale)))) * 1e3
     figures.append(
         Figure(
+            "kernel",
             "SIGKILL → replacement answers health p50",
             restart,
             "ms",
@@ -86,61 +98,75 @@ def run(quick: bool) -> list[Figure]:
         )
     )
 
+    start = median(m.startup_times(max(2, int(5 * scale))))
+    figures.append(
+        Figure(
+            "kernel",
+            "`lineup run` start → ready p50",
+            start * 1e3,
+            "ms",
+            "fresh interpreter importing trio+pydantic",
+            fresh,
+            "≤ 1000 ms",
+            start <= 1.0,
+        )
+    )
+
+    # ----------------------------------------------------------------------------------- IM
     latencies, rate = trio.run(im_delivery, max(20, int(100 * scale)), max(100, int(500 * scale)))
     insert_rate = m.raw_apsw_commits(seconds)
     figures.append(
         Figure(
+            "IM",
             "agent message → shown by the chat, msgs/s (burst)",
             rate,
             "/s",
             "raw apsw single-row commits (WAL, NORMAL)",
             insert_rate,
-            "-",
-            None,
         )
     )
     figures.append(
         Figure(
+            "IM",
             "agent message → shown by the chat p50",
             median(latencies) * 1e3,
             "ms",
             "bus request/reply round trip p50",
             pct(bus, 0.5) * 1e3,
-            "-",
-            None,
         )
     )
 
+    # -------------------------------------------------------------------------------- tools
     tool_latencies, tool_rate = trio.run(
-        direct_calls, max(50, int(300 * scale)), max(100, int(1000 * scale))
+        direct_calls, max(50, int(300 * scale)), max(100, int(1000 * scale)), CONCURRENCY
     )
     for label, q in (("p50", 0.5), ("p99", 0.99)):
         figures.append(
             Figure(
+                "tools",
                 f"direct tool call: transport → result committed {label}",
                 pct(tool_latencies, q) * 1e3,
                 "ms",
                 f"bus request/reply round trip {label}",
                 pct(bus, q) * 1e3,
-                "-",
-                None,
             )
         )
     figures.append(
         Figure(
-            "direct tool calls/s (8 in flight)",
+            "tools",
+            f"direct tool calls/s ({CONCURRENCY} in flight)",
             tool_rate,
             "/s",
             "store acknowledged writes/s (16 requesters)",
             actor_rate,
-            "-",
-            None,
         )
     )
 
+    # ------------------------------------------------------------------------------ sandbox
     plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
     figures.append(
         Figure(
+            "sandbox",
             "MiniApp fork → ready, sandboxed p50",
             boxed,
             "ms",
@@ -151,63 +177,99 @@ def run(quick: bool) -> list[Figure]:
         )
     )
     pss = trio.run(idle_pss, 10)
+    pss_plain = trio.run(partial(idle_pss, 10, sandboxed=False))
     figures.append(
         Figure(
+            "sandbox",
             "PSS of one idle sandboxed MiniApp (10 alive)",
             pss,
             "MiB",
-            "target",
-            10.0,
-            "≤ 10 MB",
+            "the same without the sandbox",
+            pss_plain,
+            "≤ 10 MiB",
             pss <= 10.0,
         )
     )
 
-    start = median(m.startup_times(max(2, int(5 * scale))))
-    figures.append(
-        Figure(
-            "`lineup run` start → ready p50",
-            start * 1e3,
-            "ms",
-            "fresh interpreter importing trio+pydantic",
-            fresh,
-            "≤ 1000 ms",
-            start <= 1.0,
-        )
+    # ------------------------------------------------------- the peer, last: nothing else runs
+    ray = measure_ray(n, n, max(3, int(10 * scale)), CONCURRENCY)
+    peer = Peer(
+        "ray",
+        "the peer a user would pick instead: a Ray actor",
+        ray.available,
+        ray.version,
+        ray.reason,
+        {
+            "init_seconds": ray.init_seconds if ray.available else None,
+            "calls_timed": len(ray.latencies),
+            "kills": len(ray.restarts_polled) + len(ray.restarts_retried),
+            "in_flight": CONCURRENCY,
+        },
     )
-    return figures
+
+    def vs_ray(name: str, value: float, unit: str, ray_name: str, ray_value: float | None) -> None:
+        figures.append(
+            Figure(
+                "ray",
+                name,
+                value,
+                unit,
+                f"Ray actor: {ray_name}",
+                ray_value if ray.available else None,
+                note="" if ray.available else "not measured: ray is unavailable",
+            )
+        )
+
+    def ray_pct(q: float, factor: float) -> float | None:
+        return pct(ray.latencies, q) * factor if ray.latencies else None
+
+    call = "ray.get(actor.echo.remote(n, pad)), the same ~300-byte echo"
+    for label, q in (("p50", 0.5), ("p99", 0.99)):
+        vs_ray(
+            f"bus request/reply round trip {label}",
+            pct(bus, q) * 1e6,
+            "µs",
+            f"{call}, {label}",
+            ray_pct(q, 1e6),
+        )
+    for label, q in (("p50", 0.5), ("p99", 0.99)):
+        vs_ray(
+            f"direct tool call: transport → result committed {label}",
+            pct(tool_latencies, q) * 1e3,
+            "ms",
+            f"{call}, {label}",
+            ray_pct(q, 1e3),
+        )
+    for name, value in (
+        (f"bus requests/s ({CONCURRENCY} in flight)", bus_rate),
+        (f"direct tool calls/s ({CONCURRENCY} in flight)", tool_rate),
+    ):
+        vs_ray(name, value, "/s", f"calls/s ({CONCURRENCY} in flight, ray.wait)", ray.rate)
+    for ray_name, samples in (
+        (f"earliest of calls every {POLL_MS} ms", ray.restarts_polled),
+        ("a call at once, again on each error", ray.restarts_retried),
+    ):
+        vs_ray(
+            "SIGKILL → replacement answers health p50",
+            restart,
+            "ms",
+            f"max_restarts=-1, SIGKILL of its worker → {ray_name} answers, p50",
+            median(samples) * 1e3 if samples else None,
+        )
+    return figures, [peer]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="lineup-bench")
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
-    parser.add_argument("--out", type=Path, default=Path("bench-results/kernel.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the restart figure SIGKILLs on purpose
-    figures = run(args.quick)
-    width = max(len(f.name) for f in figures)
-    print(f"{'figure':<{width}}  {'value':>10}  {'baseline':>10}  {'ratio':>6}  target")
-    for f in figures:
-        verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
-        print(
-            f"{f.name:<{width}}  {f.value:>8.1f}{f.unit:<2}  {f.baseline:>8.1f}{f.unit:<2}  "
-            f"{f.ratio:>6.2f}  {f.target}{verdict}"
-        )
-        print(f"{'':<{width}}  baseline: {f.baseline_name}")
+    figures, peers = run(args.quick)
+    print(render_table(figures, peers))
+    report = build_report(figures, machine=machine_info(), peers=peers, quick=args.quick)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "machine": {
-                    "cpus": __import__("os").cpu_count(),
-                    "python": platform.python_version(),
-                    "platform": platform.platform(),
-                },
-                "figures": [{**asdict(f), "ratio": f.ratio} for f in figures],
-            },
-            indent=2,
-        )
-    )
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     print(f"written: {args.out}")
 
 

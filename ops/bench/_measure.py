@@ -1,4 +1,4 @@
-"""Each measurement returns (figure, baseline) from the same run; `__main__` prints them."""
+"""Kernel measurements and their raw baselines; `__main__` pairs them into figures."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -32,21 +31,6 @@ from lineup.supervisor import ChildSpec, Intensity, Supervisor
 from ._actors import PingReply, PingRequest
 
 FRAME_BYTES = 300
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str
-    value: float
-    unit: str
-    baseline_name: str
-    baseline: float
-    target: str  # human-readable target, e.g. "≤ 2.0× baseline"
-    met: bool | None
-
-    @property
-    def ratio(self) -> float:
-        return self.value / self.baseline if self.baseline else float("nan")
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -142,6 +126,29 @@ async def bus_roundtrip(n: int) -> list[float]:
 
     result = await with_tree([PONG], run)
     assert isinstance(result, list)
+    return result
+
+
+async def bus_rate(n: int, concurrency: int = 8) -> float:
+    """Bus requests/s to one actor with `concurrency` requests in flight."""
+
+    async def run(_sup: Supervisor, bus: Bus) -> float:
+        pad = "x" * (FRAME_BYTES - 120)
+        for i in range(200):  # warm up, as for the round trip
+            await bus.request("pong", PingRequest(n=i, pad=pad), expect=PingReply)
+
+        async def requester(offset: int) -> None:
+            for i in range(offset, n, concurrency):
+                await bus.request("pong", PingRequest(n=i, pad=pad), expect=PingReply)
+
+        t0 = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for offset in range(concurrency):
+                nursery.start_soon(requester, offset)
+        return n / (time.perf_counter() - t0)
+
+    result = await with_tree([PONG], run)
+    assert isinstance(result, float)
     return result
 
 

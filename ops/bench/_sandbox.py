@@ -67,12 +67,17 @@ async def spawn_times(restarts: int) -> tuple[float, float]:
         )
 
 
-async def idle_pss(alive: int = 10) -> float:
-    """Mean PSS (MiB) of one idle sandboxed MiniApp process with `alive` of them running."""
+async def idle_pss(alive: int = 10, *, sandboxed: bool = True) -> float:
+    """Mean PSS (MiB) of one idle MiniApp process with `alive` of them running."""
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
         data_dir = Path(tmp)
         specs = [
-            ChildSpec(f"miniapp:b{n}", ActorKind.MINIAPP, TARGET, config=_policy(f"b{n}", data_dir))
+            ChildSpec(
+                f"miniapp:b{n}",
+                ActorKind.MINIAPP,
+                TARGET,
+                config=_policy(f"b{n}", data_dir) if sandboxed else {},
+            )
             for n in range(alive)
         ]
         supervisor = Supervisor(specs, data_dir=data_dir, preload=("lineup.ops.bench._actors",))
