@@ -86,13 +86,21 @@ def measure_ray(samples: int, burst: int, kills: int, concurrency: int = 8) -> R
         try:
             _, stderr = process.communicate(timeout=CHILD_TIMEOUT)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            _end_group(process.pid)
             process.communicate()
             return RayRun(False, reason=f"the Ray run took over {CHILD_TIMEOUT:.0f} s")
+        _end_group(process.pid)  # whatever of ray's a failed shutdown left behind
         if result.exists():
             return RayRun(**json.loads(result.read_text()))
         last = stderr.strip().splitlines()[-1:] or ["no output"]
         return RayRun(False, reason=f"the Ray run failed (exit {process.returncode}): {last[0]}")
+
+
+def _end_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # the group is empty: ray shut down cleanly
 
 
 # ------------------------------------------------------------------------------ the child side
