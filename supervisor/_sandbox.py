@@ -19,9 +19,17 @@ whole sandbox, in this order, each step needing the privileges the next ones tak
 4. rlimits: address space, open files, tasks, CPU seconds, no core dumps;
 5. drop every capability (a root runtime's child would otherwise keep CAP_SYS_ADMIN, and with
    it /proc/<pid>/environ of any process, and CAP_SYS_PTRACE...);
-6. seccomp last, since it forbids unshare and the other calls the steps above make.
+6. seccomp last, since it forbids unshare and the other calls the steps above make;
+7. hand the supervisor the sandbox's report on the control channel, before the channel carries
+   anything else (`send_report`): one byte, with the seccomp listener attached, so that the
+   supervisor, not the untrusted app, audits every call the filter denies.
 
 A layer the kernel lacks is an error unless the policy says `allow_weak`.
+
+Landlock's denials are not audited row by row: Landlock (ABI 7) reports them only to the
+kernel's audit subsystem, which is off on the machines this runs on (`AUDIT_GET`: enabled 0),
+and turning it on is a host-wide change no application runtime should make. The errno is the
+app's; what the layer holds is proven by tests/supervisor/test_sandbox.py.
 """
 
 from __future__ import annotations
@@ -34,11 +42,13 @@ import logging
 import os
 import posix
 import resource
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
+import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
@@ -51,8 +61,11 @@ __all__ = [
     "SandboxPolicyInvalid",
     "SandboxUnavailable",
     "app_data_dir",
+    "is_sandboxed",
     "prepare_child",
     "probe_layers",
+    "receive_report",
+    "send_report",
 ]
 
 log = logging.getLogger("lineup.sandbox")
@@ -182,8 +195,17 @@ def _can_enter_netns() -> bool:
 # ---------------------------------------------------------------------- applying it
 
 
-def prepare_child(boot: dict[str, Any]) -> None:
+def is_sandboxed(config: Mapping[str, Any]) -> bool:
+    """Whether a child with this config gets the sandbox (and so sends its report first)."""
+    return config.get("sandbox") is not None
+
+
+def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None:
     """Apply the sandbox named in the child's boot config, or nothing if it names none.
+
+    With `report_to` (the control channel's descriptor), seccomp denials are notified, and the
+    listener is sent there (`send_report`) and closed here before this returns; without, the
+    filter fails denied calls in the kernel and nothing is sent.
 
     Raises SandboxPolicyInvalid for a malformed policy and SandboxUnavailable when a required
     layer is missing (the child then exits before running any actor code). Never returns to a
@@ -245,8 +267,58 @@ def prepare_child(boot: dict[str, Any]) -> None:
         _set_rlimits(policy)
     if "capabilities" in layers:
         _drop_capabilities()
-    if "seccomp" in layers:
-        _seccomp.install()
+    _seccomp_and_report(seccomp="seccomp" in layers, report_to=report_to)
+
+
+def _seccomp_and_report(*, seccomp: bool, report_to: int | None) -> None:
+    notify = report_to is not None and _seccomp.notify_available()
+    listener = _seccomp.install(notify=notify) if seccomp else None
+    if report_to is not None:
+        try:
+            send_report(report_to, listener)
+        finally:
+            if listener is not None:
+                os.close(listener)  # never left to the app: see _seccomp
+
+
+_REPORT_LISTENER: Final = b"L"  # the seccomp listener is attached
+_REPORT_NONE: Final = b"N"  # no listener (seccomp off, or the kernel cannot notify)
+
+
+def send_report(channel_fd: int, listener: int | None) -> None:
+    """The child's side: one byte on the control channel, with `listener` attached if any.
+    Only calls the filter allows (a denied one would wait for a listener nobody reads yet)."""
+    with socket.socket(fileno=os.dup(channel_fd)) as channel:
+        if listener is None:
+            channel.sendall(_REPORT_NONE)
+        else:
+            socket.send_fds(channel, [_REPORT_LISTENER], [listener])
+
+
+async def receive_report(channel: socket.socket) -> int | None:
+    """The supervisor's side: read the report, the first byte a sandboxed child sends, before
+    the channel is handed to the bus (which takes no descriptors from a child). Returns the
+    seccomp listener (close-on-exec), or None: no listener, or the child died first."""
+    channel.setblocking(False)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(channel, 1, 1, socket.MSG_CMSG_CLOEXEC)
+            break
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(channel)
+        except OSError:
+            return None
+    listener = fds[0] if data == _REPORT_LISTENER and len(fds) == 1 else None
+    for fd in fds:
+        if fd != listener:
+            os.close(fd)
+    if listener is not None and os.readlink(f"/proc/self/fd/{listener}") != _LISTENER_LINK:
+        os.close(listener)
+        return None
+    return listener
+
+
+_LISTENER_LINK: Final = "anon_inode:seccomp notify"
 
 
 def _check(result: int, what: str) -> None:

@@ -16,6 +16,15 @@ The program is built once per process image (the zygote imports this module) and
 child with one system call. Every instruction sequence stays within 8-bit jump offsets: a rule
 is "jeq nr → next instruction returns; else skip it", so the table can grow freely.
 
+Denials are audited without trusting the app (`install(notify=True)`): a denied call then
+returns SECCOMP_RET_USER_NOTIF instead of an errno, and the filter's listener descriptor is
+handed to the supervisor before any MiniApp code runs. The supervisor reads each notification
+(which call, from which process: never its arguments), writes the audit row and answers with
+`DENIED_ERRNO`, so the app sees exactly what an errno filter would give it. Allowed calls never
+leave the kernel: only the deny branches notify. If nobody holds the listener (the supervisor
+died), the kernel fails a denied call with ENOSYS: still denied. The process must not keep the
+listener: with it, it could answer its own notifications with SECCOMP_USER_NOTIF_FLAG_CONTINUE.
+
 Only x86_64 has a table (`SUPPORTED`); elsewhere the sandbox reports the layer as missing.
 """
 
@@ -23,11 +32,23 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import struct
 from typing import Final
 
-__all__ = ["SUPPORTED", "SeccompError", "available", "install"]
+__all__ = [
+    "DENIED_ERRNO",
+    "NOTIFY_SIZE",
+    "SUPPORTED",
+    "SeccompError",
+    "answer",
+    "available",
+    "install",
+    "notify_available",
+    "read_notification",
+    "syscall_name",
+]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -36,12 +57,15 @@ _SYS_SECCOMP: Final = 317
 _SECCOMP_SET_MODE_FILTER: Final = 1
 _SECCOMP_GET_ACTION_AVAIL: Final = 2
 _SECCOMP_FILTER_FLAG_TSYNC: Final = 1  # every thread, or fail: none may escape the filter
+_SECCOMP_FILTER_FLAG_NEW_LISTENER: Final = 8
+_SECCOMP_FILTER_FLAG_TSYNC_ESRCH: Final = 16  # lets TSYNC go with NEW_LISTENER (the fd is returned)
 _PR_GET_SECCOMP: Final = 21
 
 _AUDIT_ARCH_X86_64: Final = 0xC000003E
 _X32_SYSCALL_BIT: Final = 0x40000000
 
 _RET_KILL_PROCESS: Final = 0x80000000
+_RET_USER_NOTIF: Final = 0x7FC00000
 _RET_ERRNO: Final = 0x00050000
 _RET_ALLOW: Final = 0x7FFF0000
 
@@ -73,8 +97,14 @@ def _ret(action: int) -> _Insn:
     return (_RET_K, 0, 0, action)
 
 
-def _deny(err: int = errno.EPERM) -> _Insn:
-    return _ret(_RET_ERRNO | err)
+DENIED_ERRNO: Final = errno.EPERM  # what every denied call returns, notified or not
+_NOTIFY = -1  # a `_deny` marker: resolved to RET_USER_NOTIF or RET_ERRNO when the program is built
+
+
+def _deny(err: int = _NOTIFY) -> _Insn:
+    """Refuse the call: with `DENIED_ERRNO`, through the supervisor when notifying (and audited
+    there), or with `err` straight from the kernel (never audited: see clone3)."""
+    return _ret(_NOTIFY if err == _NOTIFY else _RET_ERRNO | err)
 
 
 # x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl). Every call here fails with EPERM.
@@ -194,7 +224,15 @@ _TIOCSTI: Final = 0x5412  # push bytes into a terminal's input: typing into the 
 _TIOCLINUX: Final = 0x541C  # the console's selection paste does the same
 
 
-def _program() -> list[_Insn]:
+def _program(*, notify: bool) -> list[_Insn]:
+    deny = _RET_USER_NOTIF if notify else _RET_ERRNO | DENIED_ERRNO
+    return [
+        (code, jt, jf, deny if (code, k) == (_RET_K, _NOTIFY) else k)
+        for code, jt, jf, k in _rules()
+    ]
+
+
+def _rules() -> list[_Insn]:
     prog: list[_Insn] = [
         # Another ABI's numbering (i386 via int 0x80) would make every rule below meaningless.
         _ld(_ARCH),
@@ -208,7 +246,8 @@ def _program() -> list[_Insn]:
     for nr in _DENIED.values():
         prog += [(_JEQ_K, 0, 1, nr), _deny()]
     # glibc creates threads with clone3 and falls back to clone on ENOSYS; clone3 takes its
-    # flags in memory, where a filter cannot look, so it is refused as "not implemented".
+    # flags in memory, where a filter cannot look, so it is refused as "not implemented" by the
+    # kernel itself: every new thread asks, so this one is neither notified nor audited.
     prog += [(_JEQ_K, 0, 1, _SYS_CLONE3), _deny(errno.ENOSYS)]
     # clone: threads (trio's worker threads) yes; a new process or namespace, no.
     prog += _when(
@@ -270,33 +309,107 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
-_PROGRAM: Final = _program() if SUPPORTED else []
-_BYTES: Final = b"".join(struct.pack("=HBBI", *insn) for insn in _PROGRAM)
-assert len(_PROGRAM) <= 4096  # BPF_MAXINSNS
+def _assemble(program: list[_Insn]) -> bytes:
+    assert len(program) <= 4096  # BPF_MAXINSNS
+    return b"".join(struct.pack("=HBBI", *insn) for insn in program)
+
+
+_ERRNO_PROGRAM: Final = _assemble(_program(notify=False)) if SUPPORTED else b""
+_NOTIFY_PROGRAM: Final = _assemble(_program(notify=True)) if SUPPORTED else b""
+_INSN_SIZE: Final = 8
+
+_NAMES: Final = {
+    **{nr: name for name, nr in _DENIED.items()},
+    **{nr: name for name, (nr, _) in _SELF_ONLY.items()},
+    _SYS_SETPRIORITY: "setpriority",
+    _SYS_IOPRIO_SET: "ioprio_set",
+    _SYS_CLONE: "clone",
+    _SYS_SOCKETPAIR: "socketpair",
+    _SYS_IOCTL: "ioctl",
+}
 
 
 class SeccompError(OSError):
     """The kernel refused the filter (or has no seccomp filtering here)."""
 
 
+def _action_available(action: int) -> bool:
+    value = ctypes.c_uint32(action)
+    probe = _libc.syscall(_SYS_SECCOMP, _SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(value))
+    return bool(probe == 0)
+
+
 def available() -> bool:
     """True if this kernel and architecture can take the filter (nothing is applied)."""
     if not SUPPORTED or _libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
         return False
-    action = ctypes.c_uint32(_RET_ERRNO)
-    probe = _libc.syscall(_SYS_SECCOMP, _SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(action))
-    return bool(probe == 0)
+    return _action_available(_RET_ERRNO)
 
 
-def install() -> None:
-    """Load the filter on this (single-threaded) process. Needs no_new_privs. Irrevocable."""
+def notify_available() -> bool:
+    """True if denials can go through the supervisor (SECCOMP_RET_USER_NOTIF, Linux 5.0+)."""
+    return available() and _action_available(_RET_USER_NOTIF)
+
+
+def install(*, notify: bool = False) -> int | None:
+    """Load the filter on this (single-threaded) process. Needs no_new_privs. Irrevocable.
+
+    With `notify`, returns the listener descriptor (close-on-exec), which the caller must hand
+    to its auditor and close before running untrusted code; until someone reads it, a denied
+    call blocks. Without, denied calls fail in the kernel and None is returned.
+    """
     if not SUPPORTED:
         raise SeccompError(errno.ENOSYS, "no seccomp table for this architecture")
-    buffer = ctypes.create_string_buffer(_BYTES, len(_BYTES))
-    prog = _SockFprog(len(_PROGRAM), ctypes.cast(buffer, ctypes.c_void_p))
-    result = _libc.syscall(
-        _SYS_SECCOMP, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog)
-    )
-    if result != 0:  # with TSYNC, a positive result is the id of a thread that could not sync
-        err = ctypes.get_errno()
+    code = _NOTIFY_PROGRAM if notify else _ERRNO_PROGRAM
+    buffer = ctypes.create_string_buffer(code, len(code))
+    prog = _SockFprog(len(code) // _INSN_SIZE, ctypes.cast(buffer, ctypes.c_void_p))
+    flags = _SECCOMP_FILTER_FLAG_TSYNC
+    if notify:
+        flags |= _SECCOMP_FILTER_FLAG_NEW_LISTENER | _SECCOMP_FILTER_FLAG_TSYNC_ESRCH
+    result = _libc.syscall(_SYS_SECCOMP, _SECCOMP_SET_MODE_FILTER, flags, ctypes.byref(prog))
+    # Without a listener, 0 is success and a positive result the id of a thread that could not
+    # sync (TSYNC); with one, the result is the listener and a sync failure is ESRCH.
+    if result < 0 or (result > 0 and not notify):
+        err = ctypes.get_errno() if result < 0 else errno.ESRCH
         raise SeccompError(err, f"seccomp: {os.strerror(err)}")
+    return int(result) if notify else None
+
+
+# ---------------------------------------------------------------------- the supervisor's side
+
+# struct seccomp_notif { u64 id; u32 pid; u32 flags; struct seccomp_data data; } (80 bytes) and
+# struct seccomp_notif_resp { u64 id; s64 val; s32 error; u32 flags; } (24 bytes).
+NOTIFY_SIZE: Final = 80
+_NOTIF: Final = struct.Struct("=QIIi")  # id, pid, flags, data.nr (what is read; never args)
+_RESP: Final = struct.Struct("=QqiI")
+_IOCTL_NOTIF_RECV: Final = 0xC0502100  # _IOWR('!', 0, struct seccomp_notif)
+_IOCTL_NOTIF_SEND: Final = 0xC0182101  # _IOWR('!', 1, struct seccomp_notif_resp)
+
+
+def read_notification(listener: int) -> tuple[int, int, int] | None:
+    """(notification id, pid, system call number) of the next denied call, or None when the
+    caller vanished in the meantime. Blocks if none is pending: poll the listener first."""
+    buffer = bytearray(NOTIFY_SIZE)  # the kernel wants it zeroed
+    try:
+        fcntl.ioctl(listener, _IOCTL_NOTIF_RECV, buffer, True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.EINTR):  # interrupted by a signal, or killed
+            return None
+        raise
+    notification_id, pid, _flags, nr = _NOTIF.unpack_from(buffer)
+    return notification_id, pid, nr
+
+
+def answer(listener: int, notification_id: int) -> None:
+    """Fail the notified call with `DENIED_ERRNO`. A caller that is gone meanwhile is ignored."""
+    response = bytearray(_RESP.pack(notification_id, 0, -DENIED_ERRNO, 0))
+    try:
+        fcntl.ioctl(listener, _IOCTL_NOTIF_SEND, response, True)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+
+
+def syscall_name(nr: int) -> str:
+    """The name of a denied system call (only numbers this filter denies have names)."""
+    return _NAMES.get(nr, f"nr_{nr}")

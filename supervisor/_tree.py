@@ -19,9 +19,11 @@ channels and checks a child gets.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -66,7 +68,8 @@ from lineup.actors.kernel.control import (
 )
 
 from ._control import serve_control
-from ._sandbox import probe_layers
+from ._denials import answer_denials
+from ._sandbox import is_sandboxed, probe_layers, receive_report
 from ._spawn import Zygote
 from ._spec import ChildSpec, Intensity, Restart, Strategy
 
@@ -109,6 +112,7 @@ class _Child(_Peer):
     exited: trio.Event = field(default_factory=trio.Event)
     settled: trio.Event = field(default_factory=trio.Event)  # ready, or dead before ready
     expected_exit: bool = False
+    signalled: set[int] = field(default_factory=set)  # what this incarnation was sent by us
 
     def is_up(self) -> bool:
         return self.state == "running"
@@ -222,6 +226,17 @@ class Supervisor:
             if incarnation != child.incarnation or child.expected_exit:
                 continue
             log.warning("supervisor.child_exited name=%s pid=%s status=%s", name, child.pid, status)
+            if status < 0 and -status not in child.signalled:
+                # A signal the runtime did not send: the sandbox's limits (SIGXCPU from
+                # RLIMIT_CPU, SIGSYS from seccomp), the kernel's OOM killer, someone else.
+                self.bus.audit(
+                    AuditRecord(
+                        event="supervisor.child_killed",
+                        actor="supervisor",
+                        peer=name,
+                        code=_signal_name(-status),
+                    )
+                )
             if not _should_restart(child.spec, status):
                 continue
             recent = self._note_restart(child)
@@ -282,10 +297,16 @@ class Supervisor:
         child.settled = trio.Event()
         child.exited = trio.Event()
         child.expected_exit = False
+        child.signalled = set()
         child.state = "starting"
         child.started_at = None
         ours, theirs = channel_pair()
-        self.bus.connect(child.identity, child.incarnation, Channel(ours))
+        # A sandboxed child's first byte is its sandbox's report (the seccomp listener rides on
+        # it), read here before the bus gets the channel: the bus takes no descriptor from a
+        # child, and by the time the report is read the child runs untrusted code.
+        sandboxed = is_sandboxed(child.spec.config)
+        if not sandboxed:
+            self.bus.connect(child.identity, child.incarnation, Channel(ours))
         boot = BootInfo(
             child.spec.name,
             child.spec.kind.value,
@@ -297,16 +318,47 @@ class Supervisor:
         child.spawned_at = time.monotonic()
         try:
             child.pid = await self._zygote.spawn(boot.to_json(), theirs)
+        except BaseException:
+            if sandboxed:
+                ours.close()  # not the bus's yet
+            raise
         finally:
             theirs.close()
         child.pidfd = os.pidfd_open(child.pid)
         self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
         with trio.move_on_after(self.intensity.start_timeout):
+            if sandboxed:
+                await self._take_report(child, ours)
             await child.settled.wait()
         if not child.ready.is_set() and not child.exited.is_set():
             log.error("supervisor.start_timeout name=%s", child.spec.name)
             _signal(child, signal.SIGKILL)
         return child.ready.is_set()
+
+    async def _take_report(self, child: _Child, channel: socket.socket) -> None:
+        incarnation = child.incarnation
+        try:
+            listener = await receive_report(channel)
+        except BaseException:
+            channel.close()
+            raise
+        assert self._nursery is not None
+        if child.exited.is_set() or child.incarnation != incarnation:
+            channel.close()  # it died before its report: nothing to connect or to answer
+            if listener is not None:
+                os.close(listener)
+            return
+        self.bus.connect(child.identity, incarnation, Channel(channel))
+        if listener is not None:
+            self._nursery.start_soon(
+                functools.partial(
+                    answer_denials,
+                    listener,
+                    child.identity.name,
+                    self.bus.audit,
+                    clock=time.monotonic,
+                )
+            )
 
     async def _watch(self, child: _Child, incarnation: int, pidfd: int) -> None:
         await trio.lowlevel.wait_readable(pidfd)
@@ -605,7 +657,15 @@ def _exit_status(result: os.waitid_result | None) -> int:
     return -result.si_status
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal_{number}"
+
+
 def _signal(child: _Child, sig: int) -> None:
+    child.signalled.add(sig)
     if child.pidfd is not None:
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(child.pidfd, sig)

@@ -17,7 +17,8 @@ The zygote never runs trio or any thread: forking a multi-threaded process is un
 
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
 go to the supervisor alone), die with the supervisor, move the control channel to fd 3 and close
-every other descriptor, apply the sandbox (`_sandbox.prepare_child`), then run the actor.
+every other descriptor, apply the sandbox (`_sandbox.prepare_child`, which reports to the
+supervisor on the control channel first), then run the actor.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def _child(
         if control_fd != CONTROL_FD:
             os.dup2(control_fd, CONTROL_FD)
         os.closerange(CONTROL_FD + 1, 65536)
-        _sandbox.prepare_child(boot)
+        _sandbox.prepare_child(boot, report_to=CONTROL_FD)
 
         from lineup.actors.kernel.actor import BootInfo, actor_main
 

@@ -1,16 +1,18 @@
 """The MiniApp sandbox (DESIGN §8), proven with real processes on the real kernel.
 
 A hostile MiniApp-kind actor (`tests/support/hostile.py`) is forked by the real zygote under a
-real supervisor with `{"sandbox": {...}}` in its config; it tries every attack in turn, writes
-what each got to its private data directory, and only then reports ready. Each attack must fail
-with the errno of the layer that stops it, while the process itself keeps running (it answers
-over the bus afterwards).
+real supervisor (beside a real store, which keeps the audit) with `{"sandbox": {...}}` in its
+config; it tries every attack in turn, writes what each got to its private data directory, and
+only then reports ready. Each attack must fail with the errno of the layer that stops it, each
+seccomp denial must leave the supervisor's audit row, and the process itself keeps running (it
+answers over the bus afterwards).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -26,8 +28,9 @@ import pytest
 import trio
 import trio.testing
 
-from lineup.actors.kernel import ActorKind, ErrorCode, HealthReply, HealthRequest
+from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, HealthReply, HealthRequest
 from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
 from lineup.supervisor._sandbox import (
     LAYERS,
     SandboxPolicyInvalid,
@@ -37,7 +40,7 @@ from lineup.supervisor._sandbox import (
     probe_layers,
 )
 from lineup.tests.support.hostile import OUTCOMES, SandboxedPingReply, SandboxedPingRequest
-from lineup.tests.support.tree import attach, start_tree
+from lineup.tests.support.tree import attach, audit_rows, start_tree
 
 HOSTILE = "lineup.tests.support.hostile:HostileActor"
 NAME = "miniapp:hostile"
@@ -73,6 +76,25 @@ FULL_SANDBOX = {
     "thread": "ok",  # trio's worker threads (clone with CLONE_THREAD)
     "secret_in_environment": "False",  # scrubbed environment
 }
+
+# The attacks seccomp refuses, and the system call each audit row names. The others are
+# refused by Landlock, capabilities or rlimits, which report to no one but the app (see
+# supervisor/_sandbox.py: Landlock audits only through the kernel's audit subsystem).
+SECCOMP_DENIED = {
+    "tcp_connect": "socket",
+    "udp_send": "socket",
+    "control_socket": "socket",
+    "abstract_socket": "socket",
+    "datagram_socketpair": "socketpair",
+    "ptrace": "ptrace",
+    "prlimit_other": "prlimit64",
+    "renice_other": "setpriority",
+    "fork": "clone",
+    "subprocess": "vfork",  # CPython starts a child with vfork
+    "unshare_user": "unshare",
+    "io_uring": "io_uring_setup",
+}
+STORE = ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor")
 
 
 @dataclass
@@ -118,12 +140,17 @@ def hostile_spec(config: dict[str, Any]) -> ChildSpec:
 
 
 async def run_hostile(
-    nursery: trio.Nursery, data_dir: Path, targets: Targets, **overrides: Any
+    nursery: trio.Nursery,
+    data_dir: Path,
+    targets: Targets,
+    *,
+    extra: dict[str, Any] | None = None,
+    **overrides: Any,
 ) -> tuple[Supervisor, dict[str, str]]:
-    """Start the hostile actor sandboxed; return the tree and what each attack got."""
-    (data_dir / "lineup.db").write_bytes(b"the runtime's database")
-    config = {"sandbox": policy(data_dir, **overrides), **targets.config()}
-    supervisor = await start_tree(nursery, [hostile_spec(config)], data_dir)
+    """Start the hostile actor sandboxed (`overrides` go to its policy, `extra` to its config);
+    return the tree and what each attack got."""
+    config = {"sandbox": policy(data_dir, **overrides), **targets.config(), **(extra or {})}
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
     assert supervisor.children[NAME].state == "running"  # ready: every attack has run
     outcomes = json.loads((app_data_dir(data_dir, SCOPE) / OUTCOMES).read_text())
     return supervisor, outcomes
@@ -139,7 +166,7 @@ async def test_every_attack_fails_with_its_layers_errno_and_the_app_keeps_runnin
     supervisor, outcomes = await run_hostile(nursery, data_dir, targets)
     assert outcomes == FULL_SANDBOX
     assert not (data_dir / "escaped.txt").exists()
-    assert (data_dir / "lineup.db").read_bytes() == b"the runtime's database"
+    assert (data_dir / "lineup.db").is_file()  # the store's, which the app could not read
     # Alive and well after all that: it answers the supervisor over its control channel.
     child = supervisor.children[NAME]
     with trio.fail_after(5):
@@ -147,6 +174,47 @@ async def test_every_attack_fails_with_its_layers_errno_and_the_app_keeps_runnin
     assert reply.pid == child.pid
     # The inherited environment block is wiped, not just detached: /proc serves it.
     assert b"hunter2" not in Path(f"/proc/{child.pid}/environ").read_bytes()
+
+
+async def test_each_seccomp_denial_is_audited_by_the_supervisor_naming_only_the_call(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    supervisor, outcomes = await run_hostile(nursery, data_dir, targets)
+    assert {outcomes[attack] for attack in SECCOMP_DENIED} == {"EPERM"}  # as without auditing
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    expected = set(SECCOMP_DENIED.values())
+
+    def denials(rows: tuple[AuditRecord, ...]) -> set[str | None]:
+        return {r.code for r in rows if r.event == "sandbox.denied"}
+
+    rows = await audit_rows(auditor, lambda rows: denials(rows) >= expected, peer=NAME)
+    # Exactly these calls: nothing the app needs to run (threads, trio's socketpair) is denied.
+    assert denials(rows) == expected
+    for row in rows:
+        assert (row.actor, row.peer) == ("supervisor", NAME)
+        assert row.message_type is None and row.subject_id is None  # no arguments, ever
+    # The runtime still answers, and so does the app.
+    with trio.fail_after(5):
+        await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
+        await auditor.request("store", HealthRequest(), expect=HealthReply)
+
+
+async def test_a_flood_of_denied_calls_is_answered_at_a_bounded_rate_and_audited_sparsely(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    flood = 400  # past the pacer's burst: the rest are answered at its rate
+    supervisor, outcomes = await run_hostile(nursery, data_dir, targets, extra={"flood": flood})
+    assert outcomes["flood"] == f"EPERM x{flood}"
+    took = float(outcomes["flood_seconds"])
+    assert took >= (flood - ANSWER_BURST) / ANSWER_RATE * 0.9  # it was slowed down
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.code == "socket" for r in rows), event_prefix="sandbox."
+    )
+    sockets = [r for r in rows if r.code == "socket"]
+    assert 1 <= len(sockets) <= math.ceil(took / AUDIT_WINDOW) + 1  # not one row per call
+    with trio.fail_after(5):
+        await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
 
 
 async def test_a_sandboxed_app_answers_on_an_introduced_channel_and_runs_worker_threads(
@@ -217,7 +285,7 @@ async def test_a_sandboxed_app_that_spins_past_its_cpu_limit_is_killed_and_recor
 ) -> None:
     caplog.set_level(logging.WARNING, logger="lineup.supervisor")
     config = {"sandbox": policy(data_dir, cpu_s=1), "attack": "spin", **targets.config()}
-    supervisor = await start_tree(nursery, [hostile_spec(config)], data_dir)
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
     child = supervisor.children[NAME]
     with trio.fail_after(20):
         await child.exited.wait()
@@ -231,6 +299,15 @@ async def test_a_sandboxed_app_that_spins_past_its_cpu_limit_is_killed_and_recor
     # SIGXCPU at the soft limit; SIGKILL one second later had it been caught.
     assert statuses <= {-signal.SIGXCPU, -signal.SIGKILL}
     assert statuses
+    # The audit names the signal, and the runtime is still there to keep it.
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor,
+        lambda rows: any(r.event == "supervisor.child_killed" for r in rows),
+        peer=NAME,
+    )
+    killed = {r.code for r in rows if r.event == "supervisor.child_killed"}
+    assert killed == {signal.Signals(-status).name for status in statuses}
 
 
 async def test_a_child_whose_policy_is_invalid_dies_before_running_any_actor_code(

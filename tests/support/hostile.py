@@ -4,8 +4,9 @@ It runs each attack in `run()`, before it reports ready, and writes what each on
 an errno name, or an exception class name) to `outcomes.json` in its private data directory,
 the one place it may write; the test reads that file once the actor is ready. The config says
 what to aim at: `target_pid` (the test's own process), `tcp_port` and `udp_port` (listeners the
-test opened on 127.0.0.1), `abstract` (an abstract Unix socket name the test listens on), and
-`attack: "spin"` to burn CPU instead, until RLIMIT_CPU kills it.
+test opened on 127.0.0.1), `abstract` (an abstract Unix socket name the test listens on),
+`attack: "spin"` to burn CPU instead, until RLIMIT_CPU kills it, and `flood: N` to make N denied
+calls in a row instead (what each got, counted, and how long they took).
 
 Every attack is harmless if it succeeds (signal 0, reading a limit, a no-op renice...): the test
 fails on the outcome, not on damage.
@@ -20,6 +21,7 @@ import os
 import resource
 import socket
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -81,7 +83,8 @@ class HostileActor(Actor):
             task_status.started()
             while True:  # pure CPU, never yields: only RLIMIT_CPU can end it
                 pass
-        outcomes = self.attacks()
+        flood = self.ctx.config.get("flood")
+        outcomes = self.flood(int(flood)) if flood else self.attacks()
         try:
             await trio.to_thread.run_sync(lambda: None)
             outcomes["thread"] = "ok"
@@ -171,6 +174,18 @@ class HostileActor(Actor):
         outcomes = {name: _outcome(attack) for name, attack in attacks.items()}
         outcomes["secret_in_environment"] = str("LINEUP_TEST_SECRET" in os.environ)
         return outcomes
+
+    def flood(self, count: int) -> dict[str, str]:
+        got: dict[str, int] = {}
+        started = time.monotonic()
+        for _ in range(count):
+            outcome = _outcome(socket.socket)
+            got[outcome] = got.get(outcome, 0) + 1
+        took = time.monotonic() - started
+        return {
+            "flood": ", ".join(f"{name} x{n}" for name, n in sorted(got.items())),
+            "flood_seconds": f"{took:.3f}",
+        }
 
     @handles(SandboxedPingRequest)
     async def on_ping(self, msg: SandboxedPingRequest, env: Envelope) -> SandboxedPingReply:

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
+import trio.testing
 
-from lineup.actors.kernel import ActorKind, ActorRestarted, Bus, Identity, Message
+from lineup.actors.kernel import ActorKind, ActorRestarted, AuditRecord, Bus, Identity, Message
+from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
 from lineup.supervisor import ChildSpec, Supervisor
 
 M = TypeVar("M", bound=Message)
@@ -41,3 +43,21 @@ async def until_answered(call: Callable[[], Awaitable[M]]) -> M:
                 return await call()
             except ActorRestarted:
                 continue
+
+
+async def audit_rows(
+    bus: Bus,
+    until: Callable[[tuple[AuditRecord, ...]], bool],
+    *,
+    event_prefix: str | None = None,
+    peer: str | None = None,
+) -> tuple[AuditRecord, ...]:
+    """The store's audit rows once `until(rows)` holds. Rows are written in the background
+    (each bus batches them to the store), so this asks again each time the test goes idle."""
+    query = AuditQueryRequest(event_prefix=event_prefix, peer=peer, limit=500)
+    with trio.fail_after(RETRY_WINDOW):
+        while True:
+            reply = await bus.request("store", query, expect=AuditQueryReply)
+            if until(reply.records):
+                return reply.records
+            await trio.testing.wait_all_tasks_blocked()
