@@ -27,6 +27,7 @@ import trio
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
+    AuditRecord,
     Envelope,
     ErrorCode,
     LineUpError,
@@ -487,6 +488,17 @@ class FocusActor(Actor):
         """The sending MiniApp's scope, if `instance_id` is one of its instances."""
         scope = app_scope_of(env.sender)
         if self._owners.get(instance_id) != scope:
+            # Another app's instance (or none at all): untrusted code asked, so it is audited.
+            self.bus.audit(
+                AuditRecord(
+                    event="focus.scope_denied",
+                    actor=self.ctx.identity.name,
+                    peer=env.sender.name,
+                    code=ErrorCode.APP_SCOPE_MISMATCH.value,
+                    message_type=env.body.TYPE,
+                    subject_id=instance_id,
+                )
+            )
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, instance_id)
         return scope
 

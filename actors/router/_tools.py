@@ -401,19 +401,29 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------ the MiniApp's side
 
-    async def _own_call(self, sender: Identity, call_id: str) -> ToolCallRow:
+    async def _own_call(self, sender: Identity, call_id: str, tag: str) -> ToolCallRow:
         scope = app_scope_of(sender)
         reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
         if reply.call is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
         if reply.call.app_scope != scope:
+            self.bus.audit(
+                AuditRecord(
+                    event="router.scope_denied",
+                    actor=self.me.name,
+                    peer=sender.name,
+                    code=ErrorCode.APP_SCOPE_MISMATCH.value,
+                    message_type=tag,
+                    subject_id=call_id,
+                )
+            )
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
         if reply.call.state in TERMINAL:
             raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
         return reply.call
 
     async def progress(self, sender: Identity, msg: sdk.ToolProgressRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id)
+        call = await self._own_call(sender, msg.call_id, msg.TYPE)
         session = await self._session()
         outbox_id = f"progress:{call.call_id}:{time.time_ns()}"
         wire = self._wire(
@@ -438,7 +448,7 @@ class ToolPipeline:
         return sdk.CommandReceipt(id=call.call_id)
 
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id)
+        call = await self._own_call(sender, msg.call_id, msg.TYPE)
         inventory = await self.inventory()
         descriptor = next((t for t in inventory.tools if t.get("method") == call.tool), None)
         if descriptor is None:
@@ -460,14 +470,14 @@ class ToolPipeline:
         return sdk.CommandReceipt(id=call.call_id)
 
     async def fail(self, sender: Identity, msg: sdk.ToolFailRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id)
+        call = await self._own_call(sender, msg.call_id, msg.TYPE)
         await self._finish(
             call.call_id, "failed", code=msg.code[:100], expected_scope=call.app_scope
         )
         return sdk.CommandReceipt(id=call.call_id)
 
     async def cancel(self, sender: Identity, msg: sdk.ToolCancelRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id)
+        call = await self._own_call(sender, msg.call_id, msg.TYPE)
         await self._finish(
             call.call_id, "cancelled", code=msg.reason, expected_scope=call.app_scope
         )

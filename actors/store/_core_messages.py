@@ -228,11 +228,14 @@ class InboxAckRequest(Message):
 
 class InboxAckReply(Message):
     """`acked` is True only for the request that removed the delivery; False when it was
-    already acknowledged, belongs to another scope, or never existed."""
+    already acknowledged, belongs to another scope, or never existed. `foreign` says which of
+    those it was only to the (trusted) caller, which audits it: an app is told nothing more
+    than "nothing changed", so acknowledging is no oracle for other apps' deliveries."""
 
     type: Literal["store.inbox.ack.reply"] = "store.inbox.ack.reply"
     delivery_id: Id
     acked: bool
+    foreign: bool = False  # the delivery is another scope's
 
 
 # ---------------------------------------------------------------------------------- conversations

@@ -328,7 +328,13 @@ CREATE TABLE inventory_bumps (
 ) STRICT;
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2), (3, _V3))
+# v4: an app that acknowledges a delivery it does not own is audited; finding the owner by
+# delivery id alone must not scan the inbox (a hostile app could ask at its full rate).
+_V4: Final = """
+CREATE INDEX app_inbox_by_delivery ON app_inbox (delivery_id);
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
 

@@ -193,7 +193,13 @@ def inbox_ack(conn: Connection, req: InboxAckRequest, now: float) -> InboxAckRep
         " WHERE app_scope = ? AND delivery_id = ? AND acked_at IS NULL",
         (now, req.app_scope, req.delivery_id),
     )
-    return InboxAckReply(delivery_id=req.delivery_id, acked=conn.changes() == 1)
+    if conn.changes() == 1:
+        return InboxAckReply(delivery_id=req.delivery_id, acked=True)
+    foreign = conn.execute(
+        "SELECT 1 FROM app_inbox WHERE delivery_id = ? AND app_scope != ? LIMIT 1",
+        (req.delivery_id, req.app_scope),
+    ).fetchall()
+    return InboxAckReply(delivery_id=req.delivery_id, acked=False, foreign=bool(foreign))
 
 
 # ---------------------------------------------------------------------------------- cursors

@@ -174,7 +174,21 @@ async def test_acknowledging_another_scopes_delivery_acknowledges_nothing(
     listed = await store.ask(InboxListRequest(app_scope="chat", limit=10), InboxListReply)
 
     assert foreign.acked is False
+    assert foreign.foreign is True  # for the router's audit; the app is told only "unchanged"
     assert [row.delivery_id for row in listed.rows] == ["d-1"]
+
+
+async def test_an_unknown_or_already_acknowledged_delivery_is_not_called_foreign(
+    store: StoreHarness,
+) -> None:
+    await store.ask(put("d-1", "chat"), InboxPutReply)
+    first = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
+    again = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
+    unknown = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-9"), InboxAckReply)
+
+    assert (first.acked, first.foreign) == (True, False)
+    assert (again.acked, again.foreign) == (False, False)
+    assert (unknown.acked, unknown.foreign) == (False, False)
 
 
 # ---------------------------------------------------------------------------------- cursors
