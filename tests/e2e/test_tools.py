@@ -12,15 +12,15 @@ import pytest
 import trio
 
 from lineup.actors.focus.messages import AppEnableRequest, InventoryReply, UiIntentRequest
-from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
+from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, LineUpError
 from lineup.ops.agent import AgentClient
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
 from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
-from lineup.tests.support.shell import ShellClient, connect_shell
-from lineup.tests.support.tree import attach
+from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
+from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0
 Message = dict[str, Any]
@@ -100,6 +100,8 @@ class Scene:
     shell: ShellClient
     agent: AgentView
     revision: str
+    nursery: trio.Nursery
+    auditor: Any = None
 
     async def call(self, tool: str, arguments: dict[str, Any], call_id: str) -> None:
         """The Agent calls `tool` with the current inventory revision."""
@@ -107,12 +109,39 @@ class Scene:
             CONVERSATION, tool, arguments, self.revision, call_id=call_id
         )
 
+    async def chat_still_answers(self, text: str) -> None:
+        """The runtime still serves the IM: an Agent's message reaches the chat's timeline."""
+        await self.agent.client.say(CONVERSATION, text)
+        with trio.fail_after(WAIT):
+            await self.shell.wait_until(
+                lambda sh: (
+                    text in [tree_text(i["tree"]) for i in sh.timeline() if i["author"] == "agent"]
+                )
+            )
+
+    async def scope_denials(self, count: int) -> list[AuditRecord]:
+        """The probe's scope refusals in the audit, once there are `count` of them."""
+        auditor = await attach_once(self)
+        rows = await audit_rows(
+            auditor,
+            lambda rows: len([r for r in rows if r.event.endswith(".scope_denied")]) >= count,
+            peer="miniapp:probe",
+        )
+        return [r for r in rows if r.event.endswith(".scope_denied")]
+
     async def open_dashboard(self, call_id: str, task_id: str, title: str) -> None:
         """`task-dashboard.open`, returning once the dashboard reported it opened."""
         await self.call("task-dashboard.open", {"task_id": task_id, "title": title}, call_id)
         await self.agent.pull(
             "lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == call_id
         )
+
+
+async def attach_once(s: Scene) -> Any:
+    """A router-kind peer that reads the audit (one per scene)."""
+    if s.auditor is None:
+        s.auditor = await attach(s.nursery, s.runtime.supervisor, ActorKind.ROUTER, "auditor")
+    return s.auditor
 
 
 async def scene(nursery: trio.Nursery, data_dir: Path, *, probe: bool = False) -> Scene:
@@ -123,7 +152,7 @@ async def scene(nursery: trio.Nursery, data_dir: Path, *, probe: bool = False) -
     )
     shell = await connect_shell(nursery, runtime.shell_url)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    return Scene(runtime, shell, agent, await agent.inventory())
+    return Scene(runtime, shell, agent, await agent.inventory(), nursery)
 
 
 def foreground(shell: ShellClient) -> str | None:
@@ -336,6 +365,65 @@ async def test_a_miniapp_cannot_complete_another_apps_call(
         for m in agent.of_call("td-1")
         if m["type"] != "lineup.v1.tool.receipt" and m["type"] != "lineup.v1.tool.progress"
     ] == []  # td-1 is still open
+    [denied] = await s.scope_denials(1)
+    assert (denied.event, denied.actor, denied.code) == (
+        "router.scope_denied",
+        "router",
+        ErrorCode.APP_SCOPE_MISMATCH.value,
+    )
+    assert (denied.message_type, denied.subject_id) == ("router.sdk.tool.complete", "td-1")
+    await s.chat_still_answers("still here after the steal")
+
+
+async def test_a_miniapp_naming_another_apps_instance_is_refused_audited_and_changes_nothing(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir, probe=True)
+    await s.call("probe.run", {"mode": "forge_instance", "other_id": "chat"}, "p-forge")
+    await s.agent.terminal("p-forge")
+    # Its own view, then a lifecycle request to close the chat: both refused, its call fine.
+    mismatch = ErrorCode.APP_SCOPE_MISMATCH.value
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(
+            lambda sh: any(v.get("codes") == [mismatch, mismatch, "ok"] for v in sh.views.values())
+        )
+    denials = await s.scope_denials(2)
+    assert {(r.event, r.code, r.subject_id) for r in denials} == {
+        ("focus.scope_denied", mismatch, "chat")
+    }
+    assert {r.message_type for r in denials} == {"focus.sdk.view.update", "focus.sdk.lifecycle"}
+    assert s.shell.views["chat"].get("kind") != "forged"  # the chat's view is the chat's
+    assert foreground(s.shell) != "probe"
+    await s.chat_still_answers("the chat is still open")
+    # The sandboxed apps (chat, probe) did all that without one system call seccomp denies.
+    denied = await audit_rows(await attach_once(s), lambda rows: True, event_prefix="sandbox.")
+    assert denied == ()
+
+
+async def test_a_miniapp_acknowledging_another_apps_delivery_changes_nothing_and_is_audited(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir, probe=True)
+    sent = await s.agent.client.say(CONVERSATION, "for the chat only")
+    delivery_id = sent["message_id"]  # the chat's inbox delivery is named after the envelope
+    await s.call("probe.run", {"mode": "ack_other", "other_id": delivery_id}, "p-ack")
+    await s.agent.terminal("p-ack")
+    # The app is told only that nothing changed: no oracle for what other apps receive.
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(
+            lambda sh: any(v.get("codes") == ["unchanged", "ok"] for v in sh.views.values())
+        )
+    [denied] = await s.scope_denials(1)
+    assert (denied.event, denied.code, denied.message_type, denied.subject_id) == (
+        "router.scope_denied",
+        ErrorCode.APP_SCOPE_MISMATCH.value,
+        "router.sdk.inbox.ack",
+        delivery_id,
+    )
+    await s.chat_still_answers("the chat still gets its messages")
+    # And the chat was shown its own message, whatever the probe tried.
+    texts = [tree_text(i["tree"]) for i in s.shell.timeline() if i["author"] == "agent"]
+    assert "for the chat only" in texts
 
 
 async def test_a_call_past_its_timeout_expires_once_and_its_handler_is_stopped(

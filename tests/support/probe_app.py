@@ -29,8 +29,11 @@ class ProbeInput(_Model):
         "cancel",
         "misbehave",
         "navigate",
+        "forge_instance",
+        "ack_other",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
+    other_id: str | None = Field(default=None, max_length=200)  # another app's instance, delivery
 
 
 class ProbeOutput(_Model):
@@ -98,6 +101,8 @@ class Probe(MiniApp):
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
+        if mode in ("forge_instance", "ack_other") and call.input.other_id:
+            codes += await self._forge(mode, call.input.other_id)
         if mode == "bad_output":
             await attempt(call.call_id, {"wrong": 1})
         if mode == "steal" and call.input.other_call_id:
@@ -108,6 +113,30 @@ class Probe(MiniApp):
         if mode not in ("session", "navigate"):  # those views show what the test reads
             await self._show(call, codes)
         return None
+
+    async def _forge(self, mode: str, other_id: str) -> list[str]:
+        """Name another app's instance (in a view, then a lifecycle request to close it) or
+        acknowledge another app's delivery, straight on the channel as hostile code would.
+        Each outcome is a code, or "ok"/"unchanged" for a receipt."""
+        from lineup.sdk import protocol as p
+
+        host: Any = self.app.inbox._host
+        requests: list[tuple[str, Any]] = (
+            [
+                ("focus", p.ViewUpdateRequest(instance_id=other_id, view={"kind": "forged"})),
+                ("focus", p.LifecycleRequest(instance_id=other_id, action="close")),
+            ]
+            if mode == "forge_instance"
+            else [("router", p.InboxAckRequest(delivery_id=other_id))]
+        )
+        codes: list[str] = []
+        for peer, request in requests:
+            try:
+                receipt = await host.call(peer, request, p.CommandReceipt)
+                codes.append("ok" if receipt.changed else "unchanged")
+            except LineUpError as exc:
+                codes.append(exc.code.value)
+        return codes
 
     async def _session(self, call: ToolCall[ProbeInput]) -> None:
         """Snapshot first, then strictly newer revisions; an old write is refused."""
