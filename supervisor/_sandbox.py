@@ -152,6 +152,7 @@ def probe_layers() -> dict[str, bool | int]:
         "landlock_net": abi >= 4,
         "landlock_scope": abi >= 6,
         "seccomp": _seccomp.available(),
+        "seccomp_audit": _seccomp.notify_available(),  # denials answered by the supervisor
         "netns": _can_enter_netns(),
         "rlimits": True,  # POSIX; every Linux has them
         "capabilities": True,  # dropping is always permitted

@@ -324,7 +324,7 @@ async def test_a_child_whose_policy_is_invalid_dies_before_running_any_actor_cod
 def test_probe_layers_reports_every_layer_on_this_machine() -> None:
     layers = probe_layers()
     assert layers["landlock_abi"] >= 6
-    for name in ("landlock", "landlock_net", "landlock_scope", *LAYERS):
+    for name in ("landlock", "landlock_net", "landlock_scope", "seccomp_audit", *LAYERS):
         assert layers[name] is True, name
 
 
