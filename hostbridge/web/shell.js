@@ -739,7 +739,8 @@
       type: "ui.event",
       app_scope: "chat",
       instance_id: shell.chatInstance,
-      event: { kind: "composer.submit", text },
+      // The id makes a resubmit after a lost connection harmless: the chat keeps one message.
+      event: { kind: "composer.submit", text, client_id: crypto.randomUUID() },
     });
     if (sent) {
       ui.input.value = "";

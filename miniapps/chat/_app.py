@@ -9,6 +9,7 @@ when it refused it for good.
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
 from typing import Any, Final
@@ -17,6 +18,8 @@ from lineup.sdk import AppContext, LineUpError, MiniApp
 from lineup.sdk import protocol as p
 
 __all__ = ["Chat"]
+
+_CLIENT_ID: Final = re.compile(r"[A-Za-z0-9_-]{8,64}")
 
 SHOWN: Final = 200  # the timeline keeps the newest items; older ones stay in history
 MAX_TEXT: Final = 64 * 1024
@@ -71,12 +74,16 @@ class Chat(MiniApp):
         kind = event.event.get("kind")
         if kind == "composer.submit":
             text = event.event.get("text")
+            message_id = _client_id(event.event.get("client_id"))
+            if message_id in self._items:
+                # The Shell resubmitted after a reconnect: this message is already ours.
+                await self._render()
             # Blank text is not sent; other text is sent as typed (indentation is Markdown).
-            if isinstance(text, str) and text.strip() and len(text) <= MAX_TEXT:
-                await self._send(str(uuid.uuid4()), text)
+            elif isinstance(text, str) and text.strip() and len(text) <= MAX_TEXT:
+                await self._send(message_id, text)
         elif kind == "message.retry":
-            message_id = event.event.get("message_id")
-            item = self._items.get(message_id) if isinstance(message_id, str) else None
+            retried = event.event.get("message_id")
+            item = self._items.get(retried) if isinstance(retried, str) else None
             if item is not None and item["state"] == "failed":
                 item["state"] = "pending"
                 await self._render()
@@ -128,3 +135,12 @@ class Chat(MiniApp):
                 "composer": {"enabled": True},
             },
         )
+
+
+def _client_id(raw: object) -> str:
+    """The message id of a submit: the Shell's own id for it when it sent a well-formed one,
+    so a Shell that resubmits after a lost connection cannot send the message twice (the store
+    is idempotent by message id); otherwise a fresh one."""
+    if isinstance(raw, str) and _CLIENT_ID.fullmatch(raw):
+        return f"user-{raw}"
+    return str(uuid.uuid4())

@@ -216,6 +216,7 @@ async def test_enter_sends_a_composer_submit_and_clears_the_input(
 
     await page.run(type_and_send)
     frame = await connection.expect("ui.event")
+    first_id = frame["event"].pop("client_id")
     assert frame == {
         "type": "ui.event",
         "app_scope": "chat",
@@ -230,7 +231,12 @@ async def test_enter_sends_a_composer_submit_and_clears_the_input(
 
     await page.run(click_send)
     frame = await connection.expect("ui.event")
+    second_id = frame["event"].pop("client_id")
     assert frame["event"] == {"kind": "composer.submit", "text": "via the button"}
+    # Each submit carries its own id, which the chat makes its message id: a resubmit of the
+    # same id after a lost connection is one message, two typed messages are two.
+    assert re.fullmatch(r"[0-9a-f-]{36}", first_id) and re.fullmatch(r"[0-9a-f-]{36}", second_id)
+    assert first_id != second_id
 
 
 async def test_blank_text_is_not_sent_and_a_disabled_composer_sends_nothing(

@@ -192,6 +192,41 @@ async def test_user_messages_through_sigkills_of_the_transport_reach_the_agent_o
     assert received == words
 
 
+async def test_a_submit_resent_under_its_client_id_after_a_chat_restart_is_one_message(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """A Shell that lost its socket submits again with the same client id: whether the chat
+    kept the first submit (it is alive) or reloaded it from the store (it was killed), the
+    Agent gets the message once; another client id is another message."""
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+
+    async def submit(text: str, client_id: str) -> None:
+        event = {"kind": "composer.submit", "text": text, "client_id": client_id}
+        await shell.send(
+            {"type": "ui.event", "app_scope": "chat", "instance_id": "chat", "event": event}
+        )
+
+    def states(s: ShellClient) -> list[str]:
+        return [i["state"] for i in s.timeline() if i["author"] == "user"]
+
+    await submit("hello", "client-id-0001")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: states(s) == ["sent"])
+    await submit("hello", "client-id-0001")  # the chat still holds it
+    pid = runtime.supervisor.children["miniapp:chat"].pid
+    assert pid is not None
+    runtime.supervisor.kill("miniapp:chat")
+    await wait_pid_gone(pid)
+    await submit("hello", "client-id-0001")  # the new chat finds it in the store
+    await submit("hello again", "client-id-0002")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: states(s) == ["sent", "sent"])
+    agent = await agent_client(nursery, runtime.appserver_url)
+    received = [(m["id"], m["payload"]["markdown"]) for m in await messages_at_agent(agent)]
+    assert received == [("user-client-id-0001", "hello"), ("user-client-id-0002", "hello again")]
+
+
 async def test_an_envelope_the_filters_refuse_is_audited_and_never_shown(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
