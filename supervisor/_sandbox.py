@@ -159,7 +159,8 @@ def probe_layers() -> dict[str, bool | int]:
     }
 
 
-def _missing(layers: dict[str, bool | int]) -> tuple[Layer, ...]:
+def missing_layers(layers: dict[str, bool | int]) -> tuple[Layer, ...]:
+    """The layers MiniApps need that `layers` (from `probe_layers`) lacks."""
     found: dict[Layer, bool] = {
         "netns": bool(layers["netns"]),
         "landlock": int(layers["landlock_abi"]) >= LANDLOCK_FULL_ABI,
@@ -225,7 +226,9 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
         policy = SandboxPolicy.model_validate(raw)
     except ValidationError as exc:
         raise SandboxPolicyInvalid(message=str(exc.errors(include_url=False))[:500]) from None
-    missing = tuple(layer for layer in _missing(probe_layers()) if layer not in policy.without)
+    missing = tuple(
+        layer for layer in missing_layers(probe_layers()) if layer not in policy.without
+    )
     if missing and not policy.allow_weak:
         raise SandboxUnavailable(missing)
     layers = {layer for layer in LAYERS if layer not in policy.without and layer not in missing}

@@ -19,7 +19,7 @@ from lineup.actors.kernel.control import StatusReply, StatusRequest
 
 from ._control import control_request
 from ._runtime import PRELOAD, RuntimeOptions, plan_runtime
-from ._sandbox import probe_layers
+from ._sandbox import missing_layers, probe_layers
 from ._spec import Intensity
 from ._tree import Escalation, Supervisor
 
@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         help="port of the embedded AppServer (default: any free one)",
     )
+    link.add_argument(
+        "--appserver-via",
+        metavar="URL",
+        default=None,
+        help="the transport reaches the AppServer through this URL (a proxy; `lineup drill`)",
+    )
     run.add_argument(
         "--shell-port",
         type=int,
@@ -120,6 +126,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
     sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
+    sub.add_parser(
+        "drill",
+        help="crash-recovery drill: faults on a seeded schedule, then invariants",
+        add_help=False,
+    )
     sub.add_parser("app", help="MiniApp tools: `lineup app manifest PATH`", add_help=False)
     return parser
 
@@ -135,6 +146,10 @@ def main(argv: list[str] | None = None) -> None:
         from lineup.sdk.cli import main as app_main
 
         sys.exit(app_main(argv[1:]))
+    if argv[:1] == ["drill"]:
+        from lineup.ops.drill.cli import main as drill_main
+
+        sys.exit(drill_main(argv[1:]))
     if argv[:1] == ["agent"]:
         from lineup.ops.agent.console import main as agent_main
 
@@ -182,6 +197,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
                 appserver_port=args.appserver_port,
                 allow_weak_sandbox=args.allow_weak_sandbox,
                 dev_apps=tuple(args.dev_app),
+                appserver_via=args.appserver_via,
             )
         )
     except ValueError as exc:  # a --dev-app folder that is not a MiniApp package
@@ -197,7 +213,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     supervisor.info.update(plan.info)
     supervisor.allow_weak_sandbox = args.allow_weak_sandbox
     layers = probe_layers()
-    missing = [name for name, present in layers.items() if present is False]
+    missing = missing_layers(layers)  # seccomp_audit is reported, never required
     if missing:
         weak = (
             "running MiniApps anyway (--allow-weak-sandbox)"
