@@ -1,9 +1,9 @@
 """The chat: keeps the IM timeline and shows it through the Shell's trusted components.
 
 The timeline is rebuilt from the runtime (history + inbox) at start and on every refresh, so
-nothing that matters lives only in this process. A user message shows at once as `pending`
-(the local echo), becomes `sent` when the AppServer has taken it, or `failed` (with a retry)
-when it refused it for good.
+nothing that matters lives only in this process. A user message shows as `pending` (the local
+echo) as soon as the runtime has stored it, becomes `sent` when the AppServer has taken it, or
+`failed` (with a retry) when it refused it for good.
 """
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ class Chat(MiniApp):
         elif kind == "message.retry":
             retried = event.event.get("message_id")
             item = self._items.get(retried) if isinstance(retried, str) else None
-            if item is not None and item["state"] == "failed":
+            if item is not None and item["state"] == "failed" and item["seq"] is None:
+                await self._send(item["id"], item["markdown"])  # it was never queued
+            elif item is not None and item["state"] == "failed":
                 item["state"] = "pending"
                 await self._render()
                 try:
@@ -103,13 +105,15 @@ class Chat(MiniApp):
             "at": time.time(),
         }
         self._items[message_id] = item
-        await self._render()  # the local echo, before anything else
         try:
             receipt = await self.app.conversation.send_text(message_id, markdown)
             item["seq"] = receipt.seq
         except LineUpError:
-            item["state"] = "failed"
-            await self._render()
+            item["state"] = "failed"  # never queued: Retry sends it again
+        # The local echo shows once the runtime holds the message (a store commit, about a
+        # millisecond): `pending` then means it will reach the Agent whatever crashes next,
+        # and a message shown once never vanishes on a restart.
+        await self._render()
 
     async def on_conversation_updated(self, event: p.ConversationUpdatedEvent) -> None:
         item = self._items.get(event.message_id)
