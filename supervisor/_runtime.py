@@ -56,6 +56,8 @@ class RuntimeOptions:
     extra_apps: tuple[dict[str, str], ...] = ()  # more apps like BUNDLED's (tests, dev)
     allow_weak_sandbox: bool = False  # run MiniApps even where a sandbox layer is missing
     dev_apps: tuple[Path, ...] = ()  # unsigned MiniApp packages loaded from folders
+    # The transport reaches the AppServer through this URL instead (a drill's fault proxy).
+    appserver_via: str | None = None
 
 
 @dataclass
@@ -153,7 +155,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "lineup.actors.transport:TransportActor",
             {
                 "appserver": {
-                    "url": appserver_url,
+                    "url": options.appserver_via or appserver_url,
                     "username": options.username,
                     "password": options.password,
                 }

@@ -1,0 +1,238 @@
+"""The drill's invariants, checked after quiescence from the AppServer's own record and the
+runtime's store — never from what the runtime says about itself.
+
+Theory of operation: `Evidence.read` opens both SQLite files read-only once the runtime has
+stopped, and keeps the rows that matter; `check` compares them with `Expected` (what the load
+Agent posted and what the Shell user typed, in order) and returns one `Invariant` per rule,
+each with a boolean `passed`, a count of violations and a few examples (ids only: no text).
+Pure functions of their inputs, so a test can feed them a broken record and see them fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import apsw
+
+__all__ = ["Evidence", "Expected", "Invariant", "check"]
+
+TERMINAL_STATES: Final = frozenset({"completed", "failed", "cancelled", "expired", "rejected"})
+TERMINAL_TYPES: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
+LIVE_INSTANCE_STATES: Final = frozenset({"starting", "foreground", "background", "suspended"})
+_EXAMPLES: Final = 5
+
+
+@dataclass(frozen=True)
+class Expected:
+    agent_texts: tuple[str, ...]  # message ids the Agent posted for the chat
+    calls: tuple[str, ...]  # call ids the Agent posted
+    user_messages: tuple[str, ...]  # message ids the user typed, in order
+    escalation_asked: bool = False
+
+
+@dataclass
+class Evidence:
+    # AppServer: (message_id, type, payload) in its own order, per direction
+    to_client: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    to_agent: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    # runtime store
+    inbound: Counter[str] = field(default_factory=Counter)  # message_id -> rows
+    inbox: dict[tuple[str, str], bool] = field(default_factory=dict)  # (scope, id) -> acked
+    calls: dict[str, str] = field(default_factory=dict)  # call_id -> state
+    outbox_pending: int = 0
+    instances: dict[str, str] = field(default_factory=dict)  # instance_id -> state
+    stack: list[str] = field(default_factory=list)  # bottom first
+    exit_code: int | None = None  # the runtime's, after SIGTERM
+
+    @classmethod
+    def read(cls, appserver_db: Path, store_db: Path, exit_code: int | None) -> Evidence:
+        evidence = cls(exit_code=exit_code)
+        with _readonly(appserver_db) as db:
+            for direction, message_id, envelope in db.execute(
+                "SELECT direction, message_id, envelope FROM messages ORDER BY position"
+            ):
+                body = json.loads(envelope)
+                row = (str(message_id), str(body.get("type")), body.get("payload") or {})
+                (evidence.to_agent if direction == "to_agent" else evidence.to_client).append(row)
+        with _readonly(store_db) as db:
+            for (message_id,) in db.execute(
+                "SELECT message_id FROM messages WHERE direction = 'inbound'"
+            ):
+                evidence.inbound[str(message_id)] += 1
+            for scope, delivery_id, acked in db.execute(
+                "SELECT app_scope, delivery_id, acked_at IS NOT NULL FROM app_inbox"
+            ):
+                evidence.inbox[(str(scope), str(delivery_id))] = bool(acked)
+            for call_id, state in db.execute("SELECT call_id, state FROM tool_calls"):
+                evidence.calls[str(call_id)] = str(state)
+            for (pending,) in db.execute("SELECT count(*) FROM outbox WHERE acked_at IS NULL"):
+                evidence.outbox_pending = int(pending)
+            for instance_id, state in db.execute("SELECT instance_id, state FROM instances"):
+                evidence.instances[str(instance_id)] = str(state)
+            evidence.stack = [
+                str(i)
+                for (i,) in db.execute("SELECT instance_id FROM focus_stack ORDER BY position")
+            ]
+        return evidence
+
+
+class _readonly:
+    def __init__(self, path: Path) -> None:
+        self.connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+
+    def __enter__(self) -> apsw.Connection:
+        return self.connection
+
+    def __exit__(self, *_: object) -> None:
+        self.connection.close()
+
+
+@dataclass
+class Invariant:
+    name: str
+    description: str
+    passed: bool = True
+    violations: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def breach(self, example: str) -> None:
+        self.passed = False
+        self.violations += 1
+        if len(self.examples) < _EXAMPLES:
+            self.examples.append(example)
+
+
+def check(expected: Expected, evidence: Evidence) -> list[Invariant]:
+    return [
+        _agent_messages(expected, evidence),
+        _calls_in_store(expected, evidence),
+        _calls_at_agent(expected, evidence),
+        _no_open_call(evidence),
+        _user_messages(expected, evidence),
+        _outbox_drained(evidence),
+        _focus_stack(evidence),
+        _no_escalation(expected, evidence),
+    ]
+
+
+def _agent_messages(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "agent_messages_delivered_once",
+        "every Agent message is in the AppServer once, received by the runtime once, "
+        "and delivered to its app and acknowledged",
+    )
+    at_server = Counter(m for m, _, _ in evidence.to_client)
+    for message_id in expected.agent_texts:
+        if at_server[message_id] != 1:
+            rule.breach(f"{message_id}: {at_server[message_id]} times at the AppServer")
+        elif evidence.inbound[message_id] != 1:
+            rule.breach(f"{message_id}: received {evidence.inbound[message_id]} times")
+        elif not evidence.inbox.get(("chat", message_id), False):
+            state = "pending" if ("chat", message_id) in evidence.inbox else "missing"
+            rule.breach(f"{message_id}: chat delivery {state}")
+    return rule
+
+
+def _calls_in_store(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "tool_calls_terminal_in_store",
+        "every tool call has exactly one row in the store, in a terminal state",
+    )
+    for call_id in expected.calls:
+        state = evidence.calls.get(call_id)
+        if state not in TERMINAL_STATES:
+            rule.breach(f"{call_id}: {state or 'no row'}")
+    return rule
+
+
+def _calls_at_agent(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "tool_calls_one_terminal_message",
+        "every tool call has exactly one terminal message at the Agent, agreeing with the store",
+    )
+    terminals: dict[str, list[str]] = {}
+    for _, kind, payload in evidence.to_agent:
+        if kind in TERMINAL_TYPES:
+            terminals.setdefault(str(payload.get("call_id")), []).append(kind)
+    for call_id in expected.calls:
+        got = terminals.get(call_id, [])
+        if len(got) != 1:
+            rule.breach(f"{call_id}: {len(got)} terminal messages")
+            continue
+        completed = evidence.calls.get(call_id) == "completed"
+        if completed != (got[0] == "lineup.v1.tool.result"):
+            rule.breach(f"{call_id}: store {evidence.calls.get(call_id)} but Agent got {got[0]}")
+    for call_id in terminals.keys() - set(expected.calls):
+        rule.breach(f"{call_id}: a terminal message for a call nobody made")
+    return rule
+
+
+def _no_open_call(evidence: Evidence) -> Invariant:
+    rule = Invariant("no_call_left_open", "no tool call is left in a non-terminal state")
+    for call_id, state in sorted(evidence.calls.items()):
+        if state not in TERMINAL_STATES:
+            rule.breach(f"{call_id}: {state}")
+    return rule
+
+
+def _user_messages(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "user_messages_once_in_order",
+        "every message the user typed is at the Agent exactly once, in the order typed",
+    )
+    texts = [m for m, kind, _ in evidence.to_agent if kind == "lineup.v1.text"]
+    counts = Counter(texts)
+    for message_id in expected.user_messages:
+        if counts[message_id] != 1:
+            rule.breach(f"{message_id}: {counts[message_id]} times at the Agent")
+    typed = set(expected.user_messages)
+    for message_id in counts.keys() - typed:
+        rule.breach(f"{message_id}: at the Agent but never typed")
+    arrived = [m for m in dict.fromkeys(texts) if m in typed]
+    order = [m for m in expected.user_messages if m in counts]
+    if arrived != order:
+        first = next(i for i, (a, b) in enumerate(zip(arrived, order, strict=False)) if a != b)
+        rule.breach(f"out of order from {order[first]} (arrived {arrived[first]} there)")
+    return rule
+
+
+def _outbox_drained(evidence: Evidence) -> Invariant:
+    rule = Invariant("outbox_drained", "everything the runtime had to send reached the AppServer")
+    if evidence.outbox_pending:
+        rule.breach(f"{evidence.outbox_pending} outbox rows never acknowledged")
+    return rule
+
+
+def _focus_stack(evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "focus_stack_valid",
+        "the focus stack holds only live instances, each once, at most one in the foreground, "
+        "and that one on top",
+    )
+    states = evidence.instances
+    for instance_id in evidence.stack:
+        if states.get(instance_id) not in LIVE_INSTANCE_STATES:
+            rule.breach(f"{instance_id}: in the stack but {states.get(instance_id)}")
+    foreground = [i for i, s in states.items() if s == "foreground"]
+    if len(foreground) > 1:
+        rule.breach(f"{len(foreground)} instances in the foreground")
+    if foreground and evidence.stack and evidence.stack[-1] != foreground[0]:
+        rule.breach(f"{foreground[0]} is in the foreground but not on top")
+    for instance_id, state in states.items():
+        if state in ("foreground", "background") and instance_id not in evidence.stack:
+            rule.breach(f"{instance_id}: {state} but not in the stack")
+    return rule
+
+
+def _no_escalation(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "supervisor_never_escalated",
+        "the supervisor never gave up on the tree (the runtime stopped cleanly when asked)",
+    )
+    if not expected.escalation_asked and evidence.exit_code != 0:
+        rule.breach(f"the runtime exited with {evidence.exit_code}")
+    return rule

@@ -1,0 +1,225 @@
+"""The drill's faults: a seeded schedule, and the injector that carries it out on a live tree.
+
+Theory of operation: `plan` turns `(seed, duration, count, kinds)` into a list of `Fault`s,
+spread evenly with jitter over the run, each with its kind, its target and how long it lasts;
+the same arguments always give the same list, so a seed replays a run's faults. Link faults
+(`cut`, `slow`, `5xx`) never overlap: each ends before the next begins. `Injector.run` fires
+them at their times. Process faults find their target's pid in the supervisor's status at the
+moment they fire: a MiniApp that is not running then (they start on demand) gives way to the
+next target that is, in the plan's own order, so the choice stays reproducible. A target is
+never killed more often than the supervisor's restart intensity allows (that would be asking
+for an escalation, which the drill checks never happens) and never while it is paused.
+
+After each SIGKILL, `_recovery` reads the status every 2 ms until the supervisor reports a new
+process of that name `running` (it is so only once the actor answered its first health check):
+that interval is the recovery time the report gives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+import trio
+
+from lineup.actors.kernel.control import ChildStatus
+
+from ._proxy import LinkProxy
+
+__all__ = ["KINDS", "TARGETS", "Fault", "Injected", "Injector", "plan"]
+
+log = logging.getLogger("lineup.drill")
+
+KINDS: Final = ("kill", "pause", "cut", "slow", "5xx")
+# How often each kind is drawn, relative to the others: kills are what the drill is about.
+WEIGHTS: Final = {"kill": 8, "pause": 3, "cut": 3, "slow": 2, "5xx": 3}
+LINK_KINDS: Final = frozenset({"cut", "slow", "5xx"})
+# Every child of the embedded default: each actor, each MiniApp process, the AppServer.
+TARGETS: Final = (
+    "store",
+    "devserver",
+    "transport",
+    "router",
+    "focus",
+    "gateway",
+    "hostbridge",
+    "miniapp:chat",
+    "miniapp:task-dashboard",
+    "miniapp:drill",
+)
+_STATUS_POLL_S: Final = 0.002
+_RECOVERY_LIMIT_S: Final = 30.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    at: float  # seconds after the load started
+    kind: str
+    target: str  # a child name, or "link"
+    duration: float  # pause, cut, slowness or failures last this long; 0 for a kill
+    level: float = 0.0  # slow: the delay in seconds; 5xx: the failing fraction
+
+
+def plan(seed: int, duration: float, count: int, kinds: tuple[str, ...]) -> list[Fault]:
+    """The fault schedule of a run: deterministic in its arguments."""
+    unknown = set(kinds) - set(KINDS)
+    if unknown or not kinds:
+        raise ValueError(f"unknown fault kinds: {sorted(unknown)} (known: {', '.join(KINDS)})")
+    rng = random.Random(seed)
+    step = duration / max(count, 1)
+    faults: list[Fault] = []
+    # Each process fault takes the next target of a shuffled round, so every ten kills (or
+    # pauses) hit every child once, in an order the seed decides.
+    rounds = {"kill": _Rounds(rng), "pause": _Rounds(rng)}
+    for i in range(count):
+        at = (i + rng.uniform(0.1, 0.9)) * step
+        kind = rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
+        if kind == "kill":
+            faults.append(Fault(at, kind, rounds["kill"].next(), 0.0))
+        elif kind == "pause":
+            faults.append(Fault(at, kind, rounds["pause"].next(), rng.uniform(0.1, 1.5)))
+        elif kind == "cut":
+            faults.append(Fault(at, kind, "link", rng.uniform(0.3, 3.0)))
+        elif kind == "slow":
+            faults.append(Fault(at, kind, "link", rng.uniform(1.0, 4.0), rng.uniform(0.1, 1.0)))
+        else:
+            faults.append(Fault(at, kind, "link", rng.uniform(0.5, 3.0), rng.uniform(0.2, 0.6)))
+    # A link fault ends before the next link fault begins (one switch set at a time).
+    link = [i for i, f in enumerate(faults) if f.kind in LINK_KINDS]
+    for here, after in itertools.pairwise(link):
+        fault, gap = faults[here], faults[after].at - faults[here].at
+        if fault.duration > gap * 0.9:
+            faults[here] = Fault(fault.at, fault.kind, fault.target, gap * 0.9, fault.level)
+    return faults
+
+
+class _Rounds:
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+        self._left: list[str] = []
+
+    def next(self) -> str:
+        if not self._left:
+            self._left = list(TARGETS)
+            self._rng.shuffle(self._left)
+        return self._left.pop()
+
+
+@dataclass
+class Injected:
+    fault: Fault
+    fired_at: float  # seconds after the load started
+    target: str  # the child actually hit (a MiniApp not running gives way to another)
+    pid: int | None = None
+    recovery_ms: float | None = None  # kills: until the replacement reported running
+    skipped: str | None = None  # why nothing was done
+
+
+@dataclass
+class Injector:
+    status: Callable[[], list[ChildStatus]]  # blocking: runs on a worker thread
+    proxy: LinkProxy
+    max_kills: int  # of one child within `period` seconds: below the restart intensity
+    period: float
+    started: float = field(default_factory=time.monotonic)
+    done: list[Injected] = field(default_factory=list)
+    _paused: set[str] = field(default_factory=set)
+    _kills: dict[str, list[float]] = field(default_factory=dict)
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    async def run(self, faults: list[Fault]) -> None:
+        async with trio.open_nursery() as nursery:
+            for fault in faults:
+                await trio.sleep_until(trio.current_time() + max(0.0, fault.at - self.now()))
+                if fault.kind in LINK_KINDS:
+                    nursery.start_soon(self._link, fault)
+                else:
+                    await self._process(nursery, fault)
+
+    async def _link(self, fault: Fault) -> None:
+        self.done.append(Injected(fault, self.now(), "link"))
+        if fault.kind == "cut":
+            self.proxy.cut()
+        elif fault.kind == "slow":
+            self.proxy.slow(fault.level)
+        else:
+            self.proxy.fail(fault.level)
+        try:
+            await trio.sleep(fault.duration)
+        finally:
+            self.proxy.restore()
+
+    async def _process(self, nursery: trio.Nursery, fault: Fault) -> None:
+        children = {c.name: c for c in await trio.to_thread.run_sync(self.status)}
+        record = Injected(fault, self.now(), fault.target)
+        self.done.append(record)
+        start = TARGETS.index(fault.target)
+        for name in TARGETS[start:] + TARGETS[:start]:
+            child = children.get(name)
+            if child is None or child.pid is None or child.state != "running":
+                continue
+            if name in self._paused or (fault.kind == "kill" and not self._may_kill(name)):
+                continue
+            record.target, record.pid = name, child.pid
+            break
+        else:
+            record.skipped = "no running target"
+            return
+        if fault.kind == "kill":
+            self._kills.setdefault(record.target, []).append(self.now())
+            killed_at = time.monotonic()
+            _signal(record.pid, signal.SIGKILL)
+            nursery.start_soon(self._recovery, record, killed_at)
+        else:
+            self._paused.add(record.target)
+            nursery.start_soon(self._pause, record, fault.duration)
+
+    def _may_kill(self, name: str) -> bool:
+        recent = [t for t in self._kills.get(name, ()) if self.now() - t < self.period]
+        self._kills[name] = recent
+        return len(recent) < self.max_kills
+
+    async def _pause(self, record: Injected, seconds: float) -> None:
+        assert record.pid is not None
+        _signal(record.pid, signal.SIGSTOP)
+        try:
+            await trio.sleep(seconds)
+        finally:
+            _signal(record.pid, signal.SIGCONT)
+            self._paused.discard(record.target)
+
+    async def _recovery(self, record: Injected, killed_at: float) -> None:
+        with trio.move_on_after(_RECOVERY_LIMIT_S):
+            while True:
+                for child in await trio.to_thread.run_sync(self.status):
+                    if (
+                        child.name == record.target
+                        and child.pid not in (None, record.pid)
+                        and child.state == "running"
+                    ):
+                        record.recovery_ms = (time.monotonic() - killed_at) * 1000
+                        return
+                await trio.sleep(_STATUS_POLL_S)
+
+    def resume_all(self) -> None:
+        """Nothing stays stopped after the drill, whatever ended it."""
+        self.proxy.restore()
+        for record in self.done:
+            if record.fault.kind == "pause" and record.pid is not None:
+                _signal(record.pid, signal.SIGCONT)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass  # it died on its own first: the supervisor restarts it all the same

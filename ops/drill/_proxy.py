@@ -1,0 +1,206 @@
+"""The link between the transport and the AppServer, as a loopback HTTP proxy the drill controls.
+
+Theory of operation: the runtime is started with `--appserver-via` this proxy, so every request
+the transport makes passes here (the load Agent talks to the AppServer directly). Each
+connection is parsed with h11 and each request forwarded with one shared httpx client. Four
+link faults are switched on and off by the drill while traffic flows:
+
+- `cut()`: every open connection is dropped mid-flight and new ones are closed on arrival,
+  until `restore()` — what a dead Wi-Fi looks like to the transport;
+- `slow(delay)`: every request waits `delay` before it is forwarded;
+- `fail(rate)`: a `rate` fraction of requests is answered 503 `unavailable` without reaching the
+  AppServer, and as many again are forwarded but answered 502 (the AppServer stored it, the
+  answer was lost), so the transport's retries must rely on its idempotency keys;
+- `restore()` ends all of them.
+
+Nothing here logs or keeps a request's body.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import h11
+import httpx
+import trio
+
+__all__ = ["LinkProxy"]
+
+log = logging.getLogger("lineup.drill.proxy")
+
+_HOP_BY_HOP: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"host",
+        b"content-length",
+    }
+)
+_READ: Final = 64 * 1024
+_UPSTREAM_TIMEOUT_S: Final = 60.0  # above the longest long poll the transport asks for
+
+
+@dataclass
+class ProxyCounts:
+    forwarded: int = 0
+    refused_cut: int = 0
+    dropped_cut: int = 0
+    failed_before: int = 0  # 503 without reaching the AppServer
+    failed_after: int = 0  # 502 after the AppServer answered: a lost reply
+    upstream_errors: int = 0
+    by_second: dict[int, int] = field(default_factory=dict)
+
+
+class LinkProxy:
+    def __init__(self, upstream: str, *, seed: int) -> None:
+        self._upstream = upstream.rstrip("/")
+        self._rng = random.Random(seed)
+        self._cut = False
+        self._delay = 0.0
+        self._fail_rate = 0.0
+        self._connections: set[trio.CancelScope] = set()
+        self._http: httpx.AsyncClient | None = None
+        self.counts = ProxyCounts()
+        self.port = 0
+
+    # ------------------------------------------------------------------ the drill's switches
+
+    def cut(self) -> None:
+        self._cut = True
+        for scope in list(self._connections):
+            scope.cancel()
+
+    def slow(self, delay_s: float) -> None:
+        self._delay = delay_s
+
+    def fail(self, rate: float) -> None:
+        self._fail_rate = rate
+
+    def restore(self) -> None:
+        self._cut, self._delay, self._fail_rate = False, 0.0, 0.0
+
+    # ------------------------------------------------------------------ serving
+
+    async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=16)
+        async with httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT_S, limits=limits) as http:
+            self._http = http
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            self.port = listeners[0].socket.getsockname()[1]
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.serve_listeners, self._connection, listeners)
+                task_status.started(self.port)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            if self._cut:
+                self.counts.refused_cut += 1
+                return
+            with trio.CancelScope() as scope:
+                self._connections.add(scope)
+                try:
+                    await self._serve_requests(stream)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+                    pass  # the transport went away mid-request: its retry comes on a new one
+                finally:
+                    self._connections.discard(scope)
+            if scope.cancelled_caught:
+                self.counts.dropped_cut += 1
+
+    async def _serve_requests(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            request, body = await _read_request(conn, stream)
+            if request is None:
+                return
+            status, headers, payload = await self._answer(request, body)
+            await _send(conn, stream, status, headers, payload)
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                return
+            try:
+                conn.start_next_cycle()
+            except h11.LocalProtocolError:
+                return
+
+    async def _answer(
+        self, request: h11.Request, body: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        if self._delay:
+            await trio.sleep(self._delay)
+        draw = self._rng.random()
+        if draw < self._fail_rate:
+            self.counts.failed_before += 1
+            return _error(503, b"unavailable")
+        assert self._http is not None
+        headers = [(k, v) for k, v in request.headers if k.lower() not in _HOP_BY_HOP]
+        try:
+            response = await self._http.request(
+                request.method.decode(),
+                self._upstream + request.target.decode(),
+                headers=headers,
+                content=body,
+            )
+        except httpx.HTTPError:
+            self.counts.upstream_errors += 1
+            return _error(502, b"bad_gateway")
+        if draw < 2 * self._fail_rate:
+            self.counts.failed_after += 1
+            return _error(502, b"bad_gateway")
+        self.counts.forwarded += 1
+        second = int(trio.current_time())
+        self.counts.by_second[second] = self.counts.by_second.get(second, 0) + 1
+        out = [(k.encode(), v.encode()) for k, v in response.headers.items()]
+        out = [(k, v) for k, v in out if k.lower() not in _HOP_BY_HOP]
+        return response.status_code, out, response.content
+
+
+def _error(status: int, code: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    return status, [(b"content-type", b"application/json")], b'{"error": "' + code + b'"}'
+
+
+async def _read_request(
+    conn: h11.Connection, stream: trio.SocketStream
+) -> tuple[h11.Request | None, bytes]:
+    request: h11.Request | None = None
+    body = bytearray()
+    while True:
+        event: Any = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(_READ)
+            conn.receive_data(data)  # b"" at EOF: h11 turns it into ConnectionClosed
+            continue
+        if isinstance(event, h11.Request):
+            request = event
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            return request, bytes(body)
+        elif isinstance(event, h11.ConnectionClosed):
+            return None, b""
+
+
+async def _send(
+    conn: h11.Connection,
+    stream: trio.SocketStream,
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    payload: bytes,
+) -> None:
+    headers = [*headers, (b"content-length", str(len(payload)).encode())]
+    data = conn.send(h11.Response(status_code=status, headers=headers))
+    assert data is not None
+    data += conn.send(h11.Data(data=payload)) or b""
+    data += conn.send(h11.EndOfMessage()) or b""
+    await stream.send_all(data)

@@ -1,0 +1,364 @@
+"""One drill run, end to end: start, load, faults, quiescence, stop, check, report.
+
+Theory of operation: the runtime is the real `lineup run` in its own process, with the
+embedded reference AppServer, a scratch data dir, the drill's MiniApp as a dev app, and the
+transport sent through the drill's `LinkProxy`. The load Agent talks to the AppServer directly
+and the Shell user to the hostbridge's real WebSocket. For `duration` seconds the load runs
+while the `Injector` fires the seeded faults; then everything is resumed and restored, the
+user closes every open instance, and the drill waits for quiescence: every call answered at
+the Agent, every typed message at the Agent, and in the store (read-only) no unacknowledged
+delivery, no unsent outbox row, no open call. Then the runtime is stopped with SIGTERM (its
+exit status says whether the supervisor ever escalated), and the invariants are checked from
+the two databases. If the runtime dies on its own, the load stops at once and the checks run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import apsw
+import trio
+
+from lineup.actors.kernel.control import ChildStatus, StatusReply, StatusRequest
+from lineup.ops.agent import AgentClient
+from lineup.supervisor._control import control_request
+from lineup.supervisor._spec import Intensity
+
+from ._check import Evidence, Expected, Invariant, check
+from ._faults import KINDS, Fault, Injector, plan
+from ._proxy import LinkProxy
+from ._report import percentile, timeline_svg
+from ._workload import TERMINAL, LoadAgent, ShellUser
+
+__all__ = ["DrillOptions", "run_drill"]
+
+log = logging.getLogger("lineup.drill")
+
+DRILL_APP: Final = Path(__file__).resolve().parent / "drillapp"
+AGENT_ID: Final = "demo-agent"
+AGENT_SECRET: Final = "demo-secret"
+_STARTUP_S: Final = 30.0
+_STOP_S: Final = 30.0
+
+
+@dataclass(frozen=True)
+class DrillOptions:
+    seed: int
+    duration: float = 60.0
+    faults: int = 60
+    kinds: tuple[str, ...] = KINDS
+    rate: float = 25.0  # Agent operations a second
+    user_rate: float = 2.0  # at most this many typed messages a second
+    close_every: float = 4.0  # the user closes an instance about this often (seconds)
+    quiesce_timeout: float = 120.0
+    data_dir: Path | None = None  # None: a scratch directory, removed after a passing run
+    report: Path | None = None
+    keep: bool = False
+
+    def replay(self) -> str:
+        return (
+            f"lineup drill --seed {self.seed} --duration {self.duration:g} "
+            f"--faults {self.faults} --kinds {','.join(self.kinds)} --rate {self.rate:g}"
+        )
+
+
+@dataclass
+class Run:
+    options: DrillOptions
+    data_dir: Path
+    faults: list[Fault]
+    proxy: LinkProxy
+    agent: LoadAgent
+    user: ShellUser
+    injector: Injector | None = None
+    exit_code: int | None = None
+    died_early: bool = False
+    quiescence_s: float = 0.0
+    quiet: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invariant]]:
+    data_dir = options.data_dir or Path(tempfile.mkdtemp(prefix="lineup-drill-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    runtime_dir = data_dir / "runtime"
+    faults = plan(options.seed, options.duration, options.faults, options.kinds)
+    appserver_port = _free_port()
+    appserver_url = f"http://127.0.0.1:{appserver_port}"
+    run = Run(
+        options,
+        data_dir,
+        faults,
+        LinkProxy(appserver_url, seed=options.seed),
+        LoadAgent(appserver_url, AGENT_ID, AGENT_SECRET, options.seed),
+        ShellUser("", options.seed),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(run.proxy.serve)
+        process = await _start_runtime(run, runtime_dir, appserver_port)
+        # Until it exits (it reports as it stops), into runtime.out with the drill's clock.
+        nursery.start_soon(_keep_output, process.stdout, data_dir / "runtime.out", run)
+        try:
+            await _drive(run, process, runtime_dir)
+        finally:
+            if run.injector is not None:
+                run.injector.resume_all()
+            run.exit_code = await _stop(process)
+        nursery.cancel_scope.cancel()
+    evidence = Evidence.read(runtime_dir / "devserver.db", runtime_dir / "lineup.db", run.exit_code)
+    expected = Expected(
+        agent_texts=tuple(k for k, s in run.agent.sent.items() if s.kind == "text"),
+        calls=tuple(run.agent.calls()),
+        user_messages=tuple(run.user.user_ids()),
+    )
+    invariants = check(expected, evidence)
+    report = _report(run, invariants)
+    return report, invariants
+
+
+async def _start_runtime(run: Run, runtime_dir: Path, appserver_port: int) -> trio.Process:
+    log_file = (run.data_dir / "runtime.log").open("ab")
+    command = [
+        sys.executable,
+        "-m",
+        "lineup",
+        "run",
+        "--data-dir",
+        str(runtime_dir),
+        "--no-demo-agent",
+        "--appserver-port",
+        str(appserver_port),
+        "--appserver-via",
+        run.proxy.url,
+        "--dev-app",
+        str(DRILL_APP),
+    ]
+    env = {**os.environ, "LINEUP_LOG": os.environ.get("LINEUP_LOG", "WARNING")}
+    process = await trio.lowlevel.open_process(
+        command, stdout=subprocess.PIPE, stderr=log_file, env=env
+    )
+    log_file.close()
+    assert process.stdout is not None
+    buffer = b""
+    started = time.monotonic()
+    with trio.fail_after(_STARTUP_S):
+        while b"open the Shell: " not in buffer:
+            chunk = await process.stdout.receive_some()
+            if not chunk:
+                raise RuntimeError(f"lineup run exited at start; see {run.data_dir}/runtime.log")
+            buffer += chunk
+    run.timings["runtime_start_s"] = time.monotonic() - started
+    line = buffer.split(b"open the Shell: ", 1)[1].split(b"\n", 1)[0]
+    run.user.shell_url = line.decode().strip()
+    return process
+
+
+async def _keep_output(stream: Any, path: Path, run: Run) -> None:
+    with path.open("a") as out:
+        while chunk := await stream.receive_some():
+            for line in chunk.decode(errors="replace").splitlines():
+                out.write(f"{run.agent.now():9.3f} {line}\n")
+
+
+async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
+    options = run.options
+
+    def status() -> list[ChildStatus]:
+        return list(control_request(runtime_dir, StatusRequest(), StatusReply).children)
+
+    intensity = Intensity()
+    run.injector = Injector(
+        status, run.proxy, max_kills=intensity.max_restarts // 2, period=intensity.period
+    )
+    async with AgentClient(run.agent.url) as client, trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            await process.wait()
+            run.died_early = True
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        await _login(client)
+        nursery.start_soon(run.agent.read, client)
+        nursery.start_soon(run.user.connect_forever)
+        run.agent.started = run.user.started = run.injector.started = time.monotonic()
+        async with trio.open_nursery() as load:
+            load.start_soon(run.agent.drive, client, options.duration, options.rate)
+            load.start_soon(run.user.type_messages, options.duration, options.user_rate)
+            load.start_soon(run.user.close_now_and_then, options.duration, options.close_every)
+            load.start_soon(run.injector.run, run.faults)
+        run.injector.resume_all()
+        quiet_from = time.monotonic()
+        with trio.move_on_after(options.quiesce_timeout):
+            await _quiesce(run, runtime_dir)
+            run.quiet = True
+        run.quiescence_s = time.monotonic() - quiet_from
+        nursery.cancel_scope.cancel()
+
+
+async def _login(client: AgentClient) -> None:
+    with trio.fail_after(_STARTUP_S):
+        while True:
+            try:
+                await client.login(AGENT_ID, AGENT_SECRET)
+                return
+            except Exception:  # the AppServer child is still binding its port
+                await trio.sleep(0.05)
+
+
+async def _quiesce(run: Run, runtime_dir: Path) -> None:
+    """Until every call is answered, every typed message arrived, and the store is settled."""
+    user_ids = set(run.user.user_ids())
+    while True:
+        await run.user.close_all()
+        arrived = {
+            str(m.get("id")) for _, m in run.agent.received if m.get("type") == "lineup.v1.text"
+        }
+        if (
+            run.agent.open_calls() == 0
+            and user_ids <= arrived
+            and await trio.to_thread.run_sync(_store_settled, runtime_dir / "lineup.db")
+        ):
+            return
+        await run.agent.wait_change(0.25)
+
+
+def _store_settled(path: Path) -> bool:
+    connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        ((busy,),) = connection.execute(
+            "SELECT (SELECT count(*) FROM app_inbox WHERE acked_at IS NULL)"
+            " + (SELECT count(*) FROM outbox WHERE acked_at IS NULL)"
+            " + (SELECT count(*) FROM tool_calls WHERE state NOT IN"
+            "    ('completed', 'failed', 'cancelled', 'expired', 'rejected'))"
+        ).fetchall()
+    finally:
+        connection.close()
+    return busy == 0
+
+
+async def _stop(process: trio.Process) -> int | None:
+    if process.returncode is not None:
+        return process.returncode
+    process.send_signal(signal.SIGTERM)
+    with trio.move_on_after(_STOP_S):
+        return await process.wait()
+    process.kill()
+    await process.wait()
+    return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
+    assert run.injector is not None
+    done = run.injector.done
+    recovery = [r.recovery_ms for r in done if r.recovery_ms is not None]
+    by_target: dict[str, list[float]] = {}
+    for record in done:
+        if record.recovery_ms is not None:
+            by_target.setdefault(record.target, []).append(record.recovery_ms)
+    injected = [r for r in done if r.skipped is None]
+    by_kind: dict[str, int] = {}
+    for record in injected:
+        by_kind[record.fault.kind] = by_kind.get(record.fault.kind, 0) + 1
+    finished = [t for t, m in run.agent.received if m.get("type") in TERMINAL]
+    options = run.options
+    report: dict[str, Any] = {
+        "seed": options.seed,
+        "replay": options.replay(),
+        "passed": all(rule.passed for rule in invariants),
+        "duration_s": options.duration,
+        "quiescence_s": run.quiescence_s,
+        "quiesced": run.quiet,
+        "runtime_died_early": run.died_early,
+        "runtime_exit_code": run.exit_code,
+        "data_dir": str(run.data_dir),
+        "faults": {
+            "planned": len(run.faults),
+            "injected": len(injected),
+            "skipped": len(done) - len(injected),
+            "by_kind": by_kind,
+            "kills_by_target": {
+                name: sum(1 for r in injected if r.fault.kind == "kill" and r.target == name)
+                for name in sorted({r.target for r in injected if r.fault.kind == "kill"})
+            },
+            "timeline": [
+                {
+                    "at": round(r.fired_at, 3),
+                    "kind": r.fault.kind,
+                    "target": r.target,
+                    "duration": round(r.fault.duration, 3),
+                    "recovery_ms": None if r.recovery_ms is None else round(r.recovery_ms, 2),
+                }
+                for r in injected
+            ],
+        },
+        "operations": {
+            "tool_calls": len(run.agent.calls()),
+            "tool_calls_by_tool": _count(
+                s.kind for s in run.agent.sent.values() if s.kind != "text"
+            ),
+            "agent_texts": sum(1 for s in run.agent.sent.values() if s.kind == "text"),
+            "user_messages": len(run.user.messages),
+            "closes": run.user.closes,
+            "shell_reconnects": run.user.reconnects,
+            "user_resubmits": run.user.resubmits,
+            "user_message_typed_to_shown_ms": {
+                "p50": _ms(percentile(run.user.to_shown_s, 0.5)),
+                "p99": _ms(percentile(run.user.to_shown_s, 0.99)),
+            },
+            "terminal_codes": _count(
+                str(m["payload"].get("code") or "completed")
+                for _, m in run.agent.received
+                if m.get("type") in TERMINAL
+            ),
+            "proxy": {k: v for k, v in vars(run.proxy.counts).items() if k != "by_second"},
+        },
+        "recovery_ms": {
+            "count": len(recovery),
+            "p50": percentile(recovery, 0.5),
+            "p99": percentile(recovery, 0.99),
+            "max": max(recovery, default=None),
+            "by_target": {
+                name: {"count": len(v), "p50": percentile(v, 0.5), "max": max(v)}
+                for name, v in sorted(by_target.items())
+            },
+        },
+        "timings": run.timings,
+        "invariants": [vars(rule) for rule in invariants],
+    }
+    path = options.report or Path("drill-results") / f"drill-{options.seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    path.with_suffix(".svg").write_text(timeline_svg(report, finished))
+    report["report_path"] = str(path)
+    return report
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,346 @@
+"""The drill's load: an Agent through the real AppServer, and a user at the real Shell socket.
+
+Theory of operation: `LoadAgent.drive` does one operation every `1/rate` seconds, drawn from a
+seeded mix — text messages for the chat, `drill.echo` (direct), `drill.work` (operation) and
+`drill.session` (launch) to the drill's MiniApp, `task-dashboard.open` (launch) and
+`task-dashboard.update` (operation) to the bundled one. Every post keeps its idempotency key
+and is retried until the AppServer takes it, whatever is down; a bounded number are in flight,
+so a stalled runtime slows the load instead of piling it up. `LoadAgent.read` long-polls
+everything the runtime sends the Agent and keeps it, with its arrival time.
+
+`ShellUser` is a person at the Shell: it types a numbered message, waits until the chat shows
+it (the chat shows a message once the runtime has stored it), and types the next. If the
+socket drops (the hostbridge was killed) it reconnects, and if its message does not show it
+submits it again under the same client id, which the chat turns into the same message id, so
+a resubmit is never a second message. Every few seconds it closes a drill or dashboard
+instance (often with calls still running); at the end it closes them all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import trio
+from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
+
+from lineup.ops.agent import AgentClient, AppServerError
+
+__all__ = ["LoadAgent", "ShellUser"]
+
+log = logging.getLogger("lineup.drill")
+
+CONVERSATION: Final = "conv-demo"
+_IN_FLIGHT: Final = 32
+_RETRY_S: Final = 0.2
+_SHELL_WAIT_S: Final = 3.0
+TERMINAL: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
+
+
+@dataclass
+class Sent:
+    kind: str  # "text" or the tool
+    at: float
+    posted_at: float | None = None
+
+
+@dataclass
+class LoadAgent:
+    url: str
+    agent_id: str
+    secret: str
+    seed: int
+    started: float = field(default_factory=time.monotonic)
+    sent: dict[str, Sent] = field(default_factory=dict)  # call_id or message id -> what
+    received: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    revision: str | None = None
+    _inventory: trio.Event = field(default_factory=trio.Event)
+    _changed: trio.Event = field(default_factory=trio.Event)
+    _n: int = 0
+    _tasks: list[str] = field(default_factory=list)
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    # ------------------------------------------------------------------ reading
+
+    async def read(self, client: AgentClient) -> None:
+        cursor = ""
+        while True:
+            try:
+                page, cursor = await client.sync(cursor, timeout_ms=2000)
+            except AppServerError:
+                await trio.sleep(_RETRY_S)  # the AppServer is down: it comes back
+                continue
+            for message in page:
+                self.received.append((self.now(), message))
+                if message.get("type") == "lineup.v1.client.inventory":
+                    self.revision = str(message["payload"]["revision"])
+                    self._inventory.set()
+            if page:
+                self._changed.set()
+                self._changed = trio.Event()
+
+    def terminals(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _, message in self.received:
+            if message.get("type") in TERMINAL:
+                call_id = str(message["payload"].get("call_id"))
+                counts[call_id] = counts.get(call_id, 0) + 1
+        return counts
+
+    def calls(self) -> list[str]:
+        return [key for key, sent in self.sent.items() if sent.kind != "text"]
+
+    def open_calls(self) -> int:
+        done = self.terminals()
+        return sum(1 for call_id in self.calls() if call_id not in done)
+
+    async def wait_change(self, seconds: float) -> None:
+        with trio.move_on_after(seconds):
+            await self._changed.wait()
+
+    # ------------------------------------------------------------------ writing
+
+    async def drive(self, client: AgentClient, seconds: float, rate: float) -> None:
+        """Post the mix for `seconds`; returns once every post was taken by the AppServer."""
+        rng = random.Random(self.seed)
+        with trio.fail_after(60):
+            await self._inventory.wait()
+        limit = trio.CapacityLimiter(_IN_FLIGHT)
+        async with trio.open_nursery() as nursery:
+            deadline = trio.current_time() + seconds
+            tick = trio.current_time()
+            while trio.current_time() < deadline:
+                await limit.acquire_on_behalf_of(self._n)
+                nursery.start_soon(self._post, client, self._operation(rng), limit, self._n)
+                self._n += 1
+                tick += 1 / rate
+                await trio.sleep_until(tick)
+
+    def _operation(self, rng: random.Random) -> tuple[str, dict[str, Any]]:
+        n, draw = self._n, rng.random()
+        if draw < 0.15:
+            return "text", {"markdown": f"drill agent message {n}"}
+        if draw < 0.60:
+            return "drill.echo", {"n": n}
+        if draw < 0.80:
+            return "drill.work", {"n": n, "ms": rng.randrange(0, 800)}
+        if draw < 0.87:
+            return "drill.session", {"n": n}
+        if draw < 0.92 or not self._tasks:
+            task_id = f"t{n}"
+            self._tasks = [*self._tasks[-3:], task_id]
+            return "task-dashboard.open", {"task_id": task_id, "title": f"Drill task {n}"}
+        task_id = self._tasks[rng.randrange(len(self._tasks))]
+        return "task-dashboard.update", {"task_id": task_id, "progress": rng.randrange(0, 101)}
+
+    async def _post(
+        self,
+        client: AgentClient,
+        operation: tuple[str, dict[str, Any]],
+        limit: trio.CapacityLimiter,
+        borrower: int,
+    ) -> None:
+        kind, body = operation
+        try:
+            message_id = f"msg-drill-{self.seed}-{borrower}"
+            if kind == "text":
+                payload = body
+                envelope_type = "lineup.v1.text"
+                key = message_id
+            else:
+                key = f"call-drill-{self.seed}-{borrower}"
+                payload = {
+                    "call_id": key,
+                    "tool": kind,
+                    "inventory_revision": self.revision,
+                    "input": body,
+                }
+                envelope_type = "lineup.v1.tool.call"
+            envelope = {
+                "v": 1,
+                "id": message_id,
+                "type": envelope_type,
+                "conversation_id": CONVERSATION,
+                "sender": {"kind": "agent", "id": self.agent_id},
+                "timestamp": "1970-01-01T00:00:00.000Z",
+                "payload": payload,
+            }
+            self.sent[key] = Sent(kind, self.now())
+            while True:
+                try:
+                    await client.send(envelope, message_id)
+                    break
+                except AppServerError as exc:
+                    if exc.status is not None and exc.status < 500:
+                        raise  # our own mistake: the drill is wrong, not the runtime
+                    await trio.sleep(_RETRY_S)
+            self.sent[key].posted_at = self.now()
+        finally:
+            limit.release_on_behalf_of(borrower)
+
+
+@dataclass
+class ShellUser:
+    shell_url: str
+    seed: int
+    messages: list[tuple[str, str]] = field(default_factory=list)  # (client id, text), in order
+    reconnects: int = 0
+    closes: int = 0
+    resubmits: int = 0
+    to_shown_s: list[float] = field(default_factory=list)  # typed -> in the timeline
+    started: float = field(default_factory=time.monotonic)
+    _items: dict[str, str] = field(default_factory=dict)  # message id -> state
+    _instances: list[dict[str, Any]] = field(default_factory=list)
+    _changed: trio.Event = field(default_factory=trio.Event)
+    _ws: Any = None
+
+    # ------------------------------------------------------------------ the socket
+
+    async def connect_forever(self) -> None:
+        """Keep one Shell connection open; reconnect whenever it drops."""
+        first = True
+        while True:
+            try:
+                await self._connection(first)
+            except* (OSError, ConnectionClosed, HandshakeError, trio.BrokenResourceError):
+                pass  # the hostbridge died or closed on us
+            first = False
+            self._ws = None
+            self._wake()
+            await trio.sleep(_RETRY_S)  # the hostbridge is coming back
+
+    async def _connection(self, first: bool) -> None:
+        # The stream is ours, not trio-websocket's, so it is closed however the handshake ends
+        # (a hostbridge killed or stopped mid-handshake).
+        parts = urlsplit(self.shell_url)
+        token = parts.fragment.removeprefix("token=")
+        origin = f"http://{parts.netloc}".encode()
+        stream = await trio.open_tcp_stream(parts.hostname or "127.0.0.1", parts.port or 80)
+        async with stream, trio.open_nursery() as nursery:
+            try:
+                with trio.fail_after(_SHELL_WAIT_S):
+                    ws = await wrap_client_stream(
+                        nursery,
+                        stream,
+                        parts.netloc,
+                        f"/ws?token={token}",
+                        extra_headers=[(b"Origin", origin)],
+                    )
+                self.reconnects += not first
+                self._ws = ws
+                await ws.send_message(json.dumps({"type": "shell.ready"}))
+                self._wake()
+                while True:
+                    self._take(json.loads(await ws.get_message()))
+            except trio.TooSlowError:
+                pass  # a stopped hostbridge: try again
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def _take(self, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "shell.view" and frame.get("instance_id") == "chat":
+            for item in frame["view"].get("items") or []:
+                self._items[str(item.get("id"))] = str(item.get("state"))
+        elif frame.get("type") == "shell.apps":
+            self._instances = list(frame.get("instances") or [])
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _send(self, frame: dict[str, Any]) -> bool:
+        if self._ws is None:
+            return False
+        try:
+            await self._ws.send_message(json.dumps(frame))
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
+    # ------------------------------------------------------------------ typing
+
+    async def type_messages(self, seconds: float, rate: float) -> None:
+        """Type at most `rate` messages a second, each once the previous one shows in the
+        timeline (the chat shows a message once the runtime has stored it), as a person does."""
+        deadline = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < deadline:
+            client_id = f"drill{self.seed}-{n:06d}-{uuid.uuid4().hex[:8]}"
+            self.messages.append((client_id, f"drill user message {n}"))
+            typed = time.monotonic()
+            await self._until(client_id, ("pending", "sent"))
+            self.to_shown_s.append(time.monotonic() - typed)
+            n += 1
+            await trio.sleep(1 / rate)
+
+    async def wait_all_sent(self) -> None:
+        for client_id, _ in self.messages:
+            await self._until(client_id, ("sent",))
+
+    async def _until(self, client_id: str, states: tuple[str, ...]) -> None:
+        """Submit until the message shows in one of `states`. A resubmit (after a drop, or
+        when nothing showed for a while) carries the same client id: the same message."""
+        text = dict(self.messages)[client_id]
+        message_id = f"user-{client_id}"
+        event = {"kind": "composer.submit", "text": text, "client_id": client_id}
+        frame = {"type": "ui.event", "app_scope": "chat", "instance_id": "chat", "event": event}
+        attempts = 0
+        while (state := self._items.get(message_id)) not in states:
+            if state == "failed":
+                await self._send(
+                    {**frame, "event": {"kind": "message.retry", "message_id": message_id}}
+                )
+            elif state is None or attempts == 0:
+                self.resubmits += attempts > 0
+                await self._send(frame)
+            attempts += 1
+            with trio.move_on_after(_SHELL_WAIT_S):
+                while self._items.get(message_id) in (state, None) and self._ws is not None:
+                    await self._changed.wait()
+            if self._ws is None:
+                while self._ws is None:
+                    await self._changed.wait()
+
+    def user_ids(self) -> list[str]:
+        return [f"user-{client_id}" for client_id, _ in self.messages]
+
+    # ------------------------------------------------------------------ closing
+
+    def live_instances(self) -> list[str]:
+        return [
+            str(i["instance_id"])
+            for i in self._instances
+            if i.get("app_scope") in ("drill", "task-dashboard")
+        ]
+
+    async def close_now_and_then(self, seconds: float, every: float) -> None:
+        rng = random.Random(self.seed + 1)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            await trio.sleep(rng.uniform(0.5, 1.5) * every)
+            live = self.live_instances()
+            if live and await self.close(live[rng.randrange(len(live))]):
+                self.closes += 1
+
+    async def close(self, instance_id: str) -> bool:
+        return await self._send(
+            {"type": "ui.intent", "intent": "close", "instance_id": instance_id}
+        )
+
+    async def close_all(self) -> None:
+        """Close every drill and dashboard instance: their launch calls end (app_closed)."""
+        while live := self.live_instances():
+            for instance_id in live:
+                await self.close(instance_id)
+            with trio.move_on_after(_SHELL_WAIT_S):
+                while self.live_instances() == live:
+                    await self._changed.wait()
