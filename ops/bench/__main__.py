@@ -19,6 +19,7 @@ import trio
 from . import _measure as m
 from ._im import im_delivery
 from ._measure import median, pct
+from ._outbox import outbox_drain, sequential_posts
 from ._ray import POLL_INTERVAL, measure_ray
 from ._report import Figure, Peer, build_report, machine_info, render_table
 from ._sandbox import idle_pss, spawn_times
@@ -133,6 +134,18 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
             "ms",
             "bus request/reply round trip p50",
             pct(bus, 0.5) * 1e3,
+        )
+    )
+    backlog = 190  # the chat view shows the newest 200: all of them must be seen pending
+    figures.append(
+        Figure(
+            "IM",
+            f"outbox drain after an outage: {backlog} queued messages → at the Agent, msgs/s",
+            trio.run(outbox_drain, backlog),
+            "/s",
+            "sequential POSTs straight to a devserver (one client, in order)",
+            trio.run(sequential_posts, backlog),
+            note="the reference AppServer is the bottleneck: it serves the Agent's sync too",
         )
     )
 
