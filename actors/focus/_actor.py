@@ -48,6 +48,7 @@ from lineup.actors.router.messages import (
     InventoryChangedEvent,
 )
 from lineup.actors.store.messages import (
+    MAX_FOCUS_STACK,
     AppEnabledSetReply,
     AppEnabledSetRequest,
     AppRegistryListReply,
@@ -292,6 +293,13 @@ class FocusActor(Actor):
         instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
         async with self._lock:
             if self._stack.states.get(instance_id) not in LIVE:
+                if len(self._stack.order) >= MAX_FOCUS_STACK:
+                    # Refused before anything changes: the stack the store keeps is bounded,
+                    # and an instance only in memory would be half-launched.
+                    raise LineUpError(
+                        ErrorCode.LIFECYCLE_DENIED,
+                        f"{MAX_FOCUS_STACK} instances are open; close one first",
+                    )
                 await self._store(
                     InstanceUpsertRequest(
                         instance_id=instance_id,
@@ -487,8 +495,12 @@ class FocusActor(Actor):
     def _owned(self, env: Envelope, instance_id: str) -> str:
         """The sending MiniApp's scope, if `instance_id` is one of its instances."""
         scope = app_scope_of(env.sender)
-        if self._owners.get(instance_id) != scope:
-            # Another app's instance (or none at all): untrusted code asked, so it is audited.
+        owner = self._owners.get(instance_id)
+        if owner is None:
+            # Ended before this focus started (it keeps only live ones), or never existed.
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+        if owner != scope:
+            # Another app's instance: untrusted code asked, so it is audited.
             self.bus.audit(
                 AuditRecord(
                     event="focus.scope_denied",

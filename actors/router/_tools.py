@@ -92,6 +92,17 @@ INTERACTIONS: Final = frozenset(
 )
 
 
+# What focus may answer an activation with, meaning "no", not "broken".
+_ACTIVATION_REFUSALS: Final = frozenset(
+    {
+        ErrorCode.APP_INSTANCE_NOT_FOUND,
+        ErrorCode.LIFECYCLE_DENIED,
+        ErrorCode.APP_DISABLED,
+        ErrorCode.APP_NOT_INSTALLED,
+    }
+)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -364,11 +375,8 @@ class ToolPipeline:
                     retry=True,
                 )
         except LineUpError as exc:
-            code = (
-                ErrorCode.APP_INSTANCE_NOT_FOUND
-                if exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND
-                else ErrorCode.HANDLER_FAILED
-            )
+            # Focus's own refusals reach the Agent as they are; anything else went wrong inside.
+            code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
             if call.handling == "launch":
                 await self._receipt(session, call.call_id, "activation_failed", code.value)
             await self._finish(call.call_id, "failed", code=code.value)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from lineup.actors.kernel.audit import AuditAppendReply, AuditAppendRequest, AuditRecord
 
 from ._app_messages import (
+    MAX_FOCUS_STACK,
     AppEnabledSetReply,
     AppEnabledSetRequest,
     AppRegistryListReply,
@@ -119,6 +120,7 @@ from ._tool_messages import (
 )
 
 __all__ = [
+    "MAX_FOCUS_STACK",
     "AppEnabledSetReply",
     "AppEnabledSetRequest",
     "AppRegistryListReply",

@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 import trio
 
-from lineup.actors.focus.messages import AppEnableRequest, InventoryReply, UiIntentRequest
+from lineup.actors.focus.messages import (
+    AppEnableRequest,
+    InstanceReply,
+    InventoryReply,
+    LaunchRequest,
+    UiIntentRequest,
+)
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, LineUpError
+from lineup.actors.store.messages import MAX_FOCUS_STACK, FocusStackGetReply, FocusStackGetRequest
 from lineup.ops.agent import AgentClient
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
@@ -306,6 +313,51 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
         assert len(agent.of_call(call_id)) == 1  # the error, and no receipt or result
 
 
+async def test_a_launch_onto_a_full_focus_stack_is_refused_before_anything_changes(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """The drill opened instances faster than its user closed them: past the stack's bound
+    every launch failed `handler_failed`, half-applied (in focus's memory, not in the store).
+    Now the launch is refused with `lifecycle_denied` before anything changes, the Agent gets
+    that code, and a close makes room again."""
+    s = await scene(nursery, data_dir)
+    router_side = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "filler")
+    for n in range(MAX_FOCUS_STACK - 1):  # the chat is already on the stack
+        await router_side.request(
+            "focus",
+            LaunchRequest(app_scope="task-dashboard", call_id=f"fill-{n}", foreground=False),
+            expect=InstanceReply,
+        )
+    with pytest.raises(LineUpError) as refused:
+        await router_side.request(
+            "focus",
+            LaunchRequest(app_scope="task-dashboard", call_id="one-more"),
+            expect=InstanceReply,
+        )
+    assert refused.value.code is ErrorCode.LIFECYCLE_DENIED
+    stack = await router_side.request("store", FocusStackGetRequest(), expect=FocusStackGetReply)
+    assert len(stack.instance_ids) == MAX_FOCUS_STACK
+    assert "task-dashboard:one-more" not in stack.instance_ids
+
+    await s.call("task-dashboard.open", {"task_id": "t", "title": "T"}, "open-full")
+    error = await s.agent.terminal("open-full")
+    assert error["type"] == "lineup.v1.tool.error"
+    assert error["payload"]["code"] == ErrorCode.LIFECYCLE_DENIED.value
+
+    shell_side = await attach(nursery, s.runtime.supervisor, ActorKind.HOSTBRIDGE, "closer")
+    await shell_side.request(
+        "focus",
+        UiIntentRequest(intent="close", instance_id="task-dashboard:fill-0"),
+        expect=InstanceReply,
+    )
+    again = await router_side.request(
+        "focus",
+        LaunchRequest(app_scope="task-dashboard", call_id="one-more"),
+        expect=InstanceReply,
+    )
+    assert again.instance_id == "task-dashboard:one-more"
+
+
 async def test_the_recovery_app_cannot_be_closed_from_the_shell(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
@@ -398,6 +450,24 @@ async def test_a_miniapp_naming_another_apps_instance_is_refused_audited_and_cha
     # The sandboxed apps (chat, probe) did all that without one system call seccomp denies.
     denied = await audit_rows(await attach_once(s), lambda rows: True, event_prefix="sandbox.")
     assert denied == ()
+
+
+async def test_an_instance_focus_does_not_know_is_not_found_and_no_forgery_is_recorded(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """A restarted focus knows only live instances: an app rendering its own instance that
+    ended before got `app_scope_mismatch` and a forgery audit row (seen in the drill). An
+    unknown instance is `app_instance_not_found`, and nobody is accused."""
+    s = await scene(nursery, data_dir, probe=True)
+    await s.call("probe.run", {"mode": "forge_instance", "other_id": "probe:gone"}, "p-gone")
+    await s.agent.terminal("p-gone")
+    missing = ErrorCode.APP_INSTANCE_NOT_FOUND.value
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(
+            lambda sh: any(v.get("codes") == [missing, missing, "ok"] for v in sh.views.values())
+        )
+    rows = await audit_rows(await attach_once(s), lambda rows: True, event_prefix="focus.")
+    assert [r for r in rows if r.event == "focus.scope_denied"] == []
 
 
 async def test_a_miniapp_acknowledging_another_apps_delivery_changes_nothing_and_is_audited(
