@@ -179,8 +179,10 @@ async def _listen(
         if not isinstance(frame, dict):
             continue
         if frame.get("type") == "shell.ready":
+            # Waits for the pump rather than overflowing: a greeting can hold more frames
+            # (one view per open instance) than the queue does.
             for hello in await greeting():
-                send.send_nowait(json.dumps(hello, separators=(",", ":")))
+                await send.send(json.dumps(hello, separators=(",", ":")))
             continue
         await inbound(frame)
 
