@@ -142,7 +142,10 @@ class TransportActor(Actor):
                     response = await self._http.post("/v1/auth/login", json=self._credentials)
                     if response.status_code == 200:
                         break
-                    log.error("transport.login_refused status=%d", response.status_code)
+                    if response.status_code >= 500:  # the AppServer's trouble, not ours
+                        log.warning("transport.login_failed status=%d", response.status_code)
+                    else:
+                        log.error("transport.login_refused status=%d", response.status_code)
                 except httpx.HTTPError as exc:
                     log.warning("transport.login_failed error=%s", type(exc).__name__)
                 failures += 1
