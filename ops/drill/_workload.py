@@ -41,6 +41,8 @@ _IN_FLIGHT: Final = 32
 _RETRY_S: Final = 0.2
 _SHELL_WAIT_S: Final = 3.0
 TERMINAL: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
+LAUNCHES: Final = ("drill.session", "task-dashboard.open")
+MAX_OPEN: Final = 6
 
 
 @dataclass
@@ -64,6 +66,7 @@ class LoadAgent:
     _changed: trio.Event = field(default_factory=trio.Event)
     _n: int = 0
     _tasks: list[str] = field(default_factory=list)
+    _open: dict[str, set[str]] = field(default_factory=dict)  # launch tool -> open call ids
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -80,6 +83,9 @@ class LoadAgent:
                 continue
             for message in page:
                 self.received.append((self.now(), message))
+                if message.get("type") in TERMINAL:
+                    for calls in self._open.values():
+                        calls.discard(str(message["payload"].get("call_id")))
                 if message.get("type") == "lineup.v1.client.inventory":
                     self.revision = str(message["payload"]["revision"])
                     self._inventory.set()
@@ -126,15 +132,18 @@ class LoadAgent:
 
     def _operation(self, rng: random.Random) -> tuple[str, dict[str, Any]]:
         n, draw = self._n, rng.random()
+        # Like an Agent, it keeps a few apps open, not hundreds: a launch is made only while
+        # fewer than MAX_OPEN of that tool's calls are unanswered (closes answer them).
+        sessions, dashboards = (len(self._open.get(t, ())) for t in LAUNCHES)
         if draw < 0.15:
             return "text", {"markdown": f"drill agent message {n}"}
-        if draw < 0.60:
+        if draw < 0.60 or (draw < 0.87 and sessions >= MAX_OPEN):
             return "drill.echo", {"n": n}
         if draw < 0.80:
             return "drill.work", {"n": n, "ms": rng.randrange(0, 800)}
         if draw < 0.87:
             return "drill.session", {"n": n}
-        if draw < 0.92 or not self._tasks:
+        if (draw < 0.92 or not self._tasks) and dashboards < MAX_OPEN:
             task_id = f"t{n}"
             self._tasks = [*self._tasks[-3:], task_id]
             return "task-dashboard.open", {"task_id": task_id, "title": f"Drill task {n}"}
@@ -174,6 +183,8 @@ class LoadAgent:
                 "payload": payload,
             }
             self.sent[key] = Sent(kind, self.now())
+            if kind in LAUNCHES:
+                self._open.setdefault(kind, set()).add(key)
             while True:
                 try:
                     await client.send(envelope, message_id)
