@@ -137,6 +137,9 @@ class TaskDashboard(MiniApp):
         for instance_id, call in list(self.open_calls.items()):
             if call.call_id == call_id:
                 del self.open_calls[instance_id]
+                if code == "app_closed":  # its instance is gone: nothing left to show there
+                    self.tasks.pop(instance_id, None)
+                    self.revisions.pop(instance_id, None)
 
     async def _save(self, instance_id: str, task: dict[str, Any]) -> None:
         """Write the task; only this process writes it, so a stale revision means our copy of

@@ -137,6 +137,17 @@ async def test_close_without_finishing_completes_the_open_call_as_cancelled() ->
     assert runtime.lifecycle.requests == [(INSTANCE, "close")]
 
 
+async def test_an_instance_closed_by_the_runtime_is_no_longer_rendered() -> None:
+    """Closed from the app switcher, the instance's open call ends `app_closed`: a later view
+    refresh must not render it again (the runtime would answer app_instance_not_found)."""
+    app, runtime, record = await opened()
+    await app.on_tool_cancelled(record.call_id, "app_closed")
+    shown = len(runtime.ui.renders)
+    await app.on_view_refresh()
+    await runtime.settle()
+    assert len(runtime.ui.renders) == shown
+
+
 async def test_a_reopened_call_with_the_same_task_restores_it_after_a_restart() -> None:
     _, runtime, _ = await opened()
     app = TaskDashboard()  # the old process is gone; a new one serves the same runtime
