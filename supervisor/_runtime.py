@@ -19,7 +19,7 @@ from lineup.actors.kernel import ActorKind
 
 from ._spec import ChildSpec, Restart
 
-__all__ = ["RuntimeOptions", "RuntimePlan", "plan_runtime"]
+__all__ = ["RuntimeOptions", "RuntimePlan", "free_port", "plan_runtime"]
 
 _MINIAPPS: Final = Path(__file__).resolve().parent.parent / "miniapps"
 # The bundled MiniApps: where focus finds each manifest, and what the SDK's host runs.
@@ -68,7 +68,8 @@ class RuntimePlan:
     info: dict[str, str] = field(default_factory=dict)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -99,9 +100,9 @@ def dev_app(folder: Path) -> dict[str, str]:
 def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     embedded = options.appserver is None
     dev_apps = [dev_app(folder) for folder in options.dev_apps]
-    appserver_port = options.appserver_port or (_free_port() if embedded else 0)
+    appserver_port = options.appserver_port or (free_port() if embedded else 0)
     appserver_url = options.appserver or f"http://127.0.0.1:{appserver_port}"
-    shell_port = options.shell_port or _free_port()
+    shell_port = options.shell_port or free_port()
     token = secrets.token_urlsafe(32)
 
     def child(

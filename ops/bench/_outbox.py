@@ -29,7 +29,7 @@ from lineup.ops.devserver._db import DevDatabase
 from lineup.ops.devserver._serve import serve_state
 from lineup.ops.drill._proxy import LinkProxy
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, free_port, plan_runtime
 
 __all__ = ["outbox_drain", "sequential_posts"]
 
@@ -38,7 +38,7 @@ async def outbox_drain(n: int) -> float:
     """Messages/s at the Agent, from the first to the last of `n` queued messages."""
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
         async with trio.open_nursery() as nursery:
-            appserver_port = _free_port()
+            appserver_port = free_port()
             proxy = LinkProxy(f"http://127.0.0.1:{appserver_port}", seed=0)
             await nursery.start(proxy.serve)
             plan = plan_runtime(
@@ -153,12 +153,3 @@ async def sequential_posts(n: int) -> float:
         finally:
             db.close()
         return rate
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port

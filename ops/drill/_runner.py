@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +33,7 @@ import trio
 from lineup.actors.kernel.control import ChildStatus, StatusReply, StatusRequest
 from lineup.ops.agent import AgentClient
 from lineup.supervisor._control import control_request
+from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
 
 from ._check import Evidence, Expected, Invariant, check
@@ -93,7 +95,7 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
     data_dir.mkdir(parents=True, exist_ok=True)
     runtime_dir = data_dir / "runtime"
     faults = plan(options.seed, options.duration, options.faults, options.kinds)
-    appserver_port = _free_port()
+    appserver_port = free_port()
     appserver_url = f"http://127.0.0.1:{appserver_port}"
     run = Run(
         options,
@@ -258,15 +260,6 @@ async def _stop(process: trio.Process) -> int | None:
     return None
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
     assert run.injector is not None
     done = run.injector.done
@@ -358,7 +351,4 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def _count(values: Any) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(values).items()))
