@@ -223,16 +223,13 @@ async def _quiesce(run: Run, runtime_dir: Path) -> None:
     user_ids = set(run.user.user_ids())
     while True:
         await run.user.close_all()
-        arrived = {
-            str(m.get("id")) for _, m in run.agent.received if m.get("type") == "lineup.v1.text"
-        }
         if (
-            run.agent.open_calls() == 0
-            and user_ids <= arrived
+            not run.agent.unanswered
+            and user_ids <= run.agent.texts_arrived
             and await trio.to_thread.run_sync(_store_settled, runtime_dir / "lineup.db")
         ):
             return
-        await run.agent.wait_change(0.25)
+        await trio.sleep(0.25)  # a check a quarter second: cheap, and quiet is not a race
 
 
 def _store_settled(path: Path) -> bool:

@@ -62,8 +62,11 @@ class LoadAgent:
     sent: dict[str, Sent] = field(default_factory=dict)  # call_id or message id -> what
     received: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     revision: str | None = None
+    # Kept as pages arrive, so a check is O(1) however long the run: (the drill's own process
+    # also runs the link proxy, which a scan of every message would slow down).
+    unanswered: set[str] = field(default_factory=set)  # call ids with no terminal message yet
+    texts_arrived: set[str] = field(default_factory=set)  # ids of texts the Agent received
     _inventory: trio.Event = field(default_factory=trio.Event)
-    _changed: trio.Event = field(default_factory=trio.Event)
     _n: int = 0
     _tasks: list[str] = field(default_factory=list)
     _open: dict[str, set[str]] = field(default_factory=dict)  # launch tool -> open call ids
@@ -83,34 +86,20 @@ class LoadAgent:
                 continue
             for message in page:
                 self.received.append((self.now(), message))
-                if message.get("type") in TERMINAL:
+                kind = message.get("type")
+                if kind in TERMINAL:
+                    call_id = str(message["payload"].get("call_id"))
+                    self.unanswered.discard(call_id)
                     for calls in self._open.values():
-                        calls.discard(str(message["payload"].get("call_id")))
-                if message.get("type") == "lineup.v1.client.inventory":
+                        calls.discard(call_id)
+                elif kind == "lineup.v1.text":
+                    self.texts_arrived.add(str(message.get("id")))
+                elif kind == "lineup.v1.client.inventory":
                     self.revision = str(message["payload"]["revision"])
                     self._inventory.set()
-            if page:
-                self._changed.set()
-                self._changed = trio.Event()
-
-    def terminals(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for _, message in self.received:
-            if message.get("type") in TERMINAL:
-                call_id = str(message["payload"].get("call_id"))
-                counts[call_id] = counts.get(call_id, 0) + 1
-        return counts
 
     def calls(self) -> list[str]:
         return [key for key, sent in self.sent.items() if sent.kind != "text"]
-
-    def open_calls(self) -> int:
-        done = self.terminals()
-        return sum(1 for call_id in self.calls() if call_id not in done)
-
-    async def wait_change(self, seconds: float) -> None:
-        with trio.move_on_after(seconds):
-            await self._changed.wait()
 
     # ------------------------------------------------------------------ writing
 
@@ -183,6 +172,8 @@ class LoadAgent:
                 "payload": payload,
             }
             self.sent[key] = Sent(kind, self.now())
+            if kind != "text":
+                self.unanswered.add(key)
             if kind in LAUNCHES:
                 self._open.setdefault(kind, set()).add(key)
             while True:
@@ -209,6 +200,7 @@ class ShellUser:
     to_shown_s: list[float] = field(default_factory=list)  # typed -> in the timeline
     started: float = field(default_factory=time.monotonic)
     _items: dict[str, str] = field(default_factory=dict)  # message id -> state
+    _texts: dict[str, str] = field(default_factory=dict)  # client id -> text
     _instances: list[dict[str, Any]] = field(default_factory=list)
     _changed: trio.Event = field(default_factory=trio.Event)
     _ws: Any = None
@@ -287,6 +279,7 @@ class ShellUser:
         while time.monotonic() < deadline:
             client_id = f"drill{self.seed}-{n:06d}-{uuid.uuid4().hex[:8]}"
             self.messages.append((client_id, f"drill user message {n}"))
+            self._texts[client_id] = f"drill user message {n}"
             typed = time.monotonic()
             await self._until(client_id, ("pending", "sent"))
             self.to_shown_s.append(time.monotonic() - typed)
@@ -300,7 +293,7 @@ class ShellUser:
     async def _until(self, client_id: str, states: tuple[str, ...]) -> None:
         """Submit until the message shows in one of `states`. A resubmit (after a drop, or
         when nothing showed for a while) carries the same client id: the same message."""
-        text = dict(self.messages)[client_id]
+        text = self._texts[client_id]
         message_id = f"user-{client_id}"
         event = {"kind": "composer.submit", "text": text, "client_id": client_id}
         frame = {"type": "ui.event", "app_scope": "chat", "instance_id": "chat", "event": event}
