@@ -103,6 +103,10 @@ _ACTIVATION_REFUSALS: Final = frozenset(
 )
 
 
+# Recorded but not yet with its app: a router that died there left it to its successor.
+_UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -597,6 +601,8 @@ class ToolPipeline:
             self._timer_wakeup.set()
 
     async def _rearm_timers(self) -> None:
+        """At start: every unfinished call gets its deadline again, and one the previous router
+        left half-routed (it died between recording it and handing it to the app) goes on."""
         after = 0
         while True:
             reply = await self._store(
@@ -605,9 +611,30 @@ class ToolPipeline:
             )
             for call in reply.calls:
                 self._arm(call)
+                if call.state in _UNROUTED and self._nursery is not None:
+                    self._nursery.start_soon(self._resume, call)
             if len(reply.calls) < 500:
                 return
             after = reply.calls[-1].seq
+
+    async def _resume(self, call: ToolCallRow) -> None:
+        """Route a recorded call again, from where it stood. Every step is idempotent: the
+        receipt by its outbox id, the launch by the call id, the app runs a call once; a
+        transport replaying the envelope finds it recorded and leaves it to this."""
+        try:
+            session = await self._session()
+            if call.state == "waiting_for_app":
+                await self._deliver(call)
+                return
+            inventory = await self.inventory()
+            descriptor = next((t for t in inventory.tools if t.get("method") == call.tool), None)
+            if descriptor is None:  # disabled or gone meanwhile: the checks would refuse it now
+                await self._finish(call.call_id, "failed", code=ErrorCode.APP_DISABLED.value)
+                return
+            await self._receipt(session, call.call_id, "accepted")
+            await self._activate(session, call, descriptor, call.instance_id)
+        except LineUpError as exc:  # its deadline still ends it
+            log.warning("router.resume_failed code=%s", exc.code.value)
 
     async def _expire_loop(self) -> None:
         while True:

@@ -3,6 +3,7 @@ the MiniApp processes, with the stable codes, the receipts and one terminal mess
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,13 @@ from lineup.actors.focus.messages import (
     UiIntentRequest,
 )
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, LineUpError
-from lineup.actors.store.messages import MAX_FOCUS_STACK, FocusStackGetReply, FocusStackGetRequest
+from lineup.actors.store.messages import (
+    MAX_FOCUS_STACK,
+    FocusStackGetReply,
+    FocusStackGetRequest,
+    ToolCallGetReply,
+    ToolCallGetRequest,
+)
 from lineup.ops.agent import AgentClient
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
@@ -356,6 +363,41 @@ async def test_a_launch_onto_a_full_focus_stack_is_refused_before_anything_chang
         expect=InstanceReply,
     )
     assert again.instance_id == "task-dashboard:one-more"
+
+
+async def test_a_call_the_router_died_routing_is_routed_by_the_next_router(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """The long drill left a launch call in `routing` for good: the router died between
+    recording it and handing it to the app, and the replayed envelope found it recorded. The
+    next router now resumes what it finds half-routed."""
+    s = await scene(nursery, data_dir)
+    store_side = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "watcher")
+    s.runtime.supervisor.kill("focus", signal.SIGSTOP)  # the launch waits on focus
+    try:
+        await s.call("task-dashboard.open", {"task_id": "t1", "title": "T"}, "half-routed")
+        # `starting` is sent once the call is `routing`, just before the launch (which waits).
+        await s.agent.pull(
+            "lineup.v1.tool.receipt",
+            lambda m: m["payload"] == {"call_id": "half-routed", "status": "starting"},
+        )
+        row = await store_side.request(
+            "store", ToolCallGetRequest(call_id="half-routed"), expect=ToolCallGetReply
+        )
+        assert row.call is not None
+        assert row.call.state == "routing"
+        router = s.runtime.supervisor.children["router"].pid
+        assert router is not None
+        s.runtime.supervisor.kill("router")
+        await wait_pid_gone(router)
+    finally:
+        s.runtime.supervisor.kill("focus", signal.SIGCONT)
+    progress = await s.agent.pull(
+        "lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "half-routed"
+    )
+    assert progress["payload"]["progress"] == {"opened": "t1"}
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda sh: (foreground(sh) or "").startswith("task-dashboard:"))
 
 
 async def test_the_recovery_app_cannot_be_closed_from_the_shell(
