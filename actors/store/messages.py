@@ -17,7 +17,8 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 The classes live in private modules by area (`_core_messages`: outbox, inboxes, conversations,
 cursors, audit, stats; `_tool_messages`: tool calls; `_app_messages`: instances and the focus
 stack, session data, registry, inventory); this module is the one to import. `__all__` names
-every message and the state literals (`ToolCallState`, `InstanceState`, …).
+every message, the state literals (`ToolCallState`, `InstanceState`, …) and the bounds a
+caller must respect before asking (`MAX_FOCUS_STACK`).
 """
 
 from __future__ import annotations

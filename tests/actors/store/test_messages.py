@@ -18,13 +18,14 @@ from lineup.actors.store.messages import (
 )
 
 EXPORTS = [getattr(messages, name) for name in messages.__all__]
-PROTOCOL = [obj for obj in EXPORTS if isinstance(obj, type)]  # the rest are state literals
+PROTOCOL = [obj for obj in EXPORTS if isinstance(obj, type)]  # then state literals and bounds
 
 
-def test_the_protocol_exports_messages_and_state_literals_only() -> None:
+def test_the_protocol_exports_messages_state_literals_and_bounds_only() -> None:
     assert len(PROTOCOL) > 80
-    for obj in EXPORTS:
-        assert isinstance(obj, type) or get_origin(obj) is Literal, obj
+    for name, obj in zip(messages.__all__, EXPORTS, strict=True):
+        bound = name.isupper() and isinstance(obj, int)  # e.g. MAX_FOCUS_STACK, for callers
+        assert isinstance(obj, type) or get_origin(obj) is Literal or bound, name
 
 
 def test_every_store_message_is_tagged_under_store_and_registered() -> None:
