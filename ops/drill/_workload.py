@@ -42,7 +42,7 @@ _RETRY_S: Final = 0.2
 _SHELL_WAIT_S: Final = 3.0
 TERMINAL: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
 LAUNCHES: Final = ("drill.session", "task-dashboard.open")
-MAX_OPEN: Final = 6
+MAX_OPEN: Final = 12
 
 
 @dataclass
