@@ -52,6 +52,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _label(at: float, text: str) -> str:
+    """A label beside a vertical line: on its left when the right edge is too near."""
+    if at > _W - 160:
+        return f'<text x="{at - 4:.1f}" y="{_PAD + 12}" text-anchor="end">{escape(text)}</text>'
+    return f'<text x="{at + 4:.1f}" y="{_PAD + 12}">{escape(text)}</text>'
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} ms"
 
@@ -102,7 +109,7 @@ def timeline_svg(report: dict[str, Any], finished_at: list[float]) -> str:
         f'<text x="{_W - _PAD}" y="{_H - _PAD + 16}" text-anchor="end">{span:.0f} s</text>',
         f'<line x1="{x(report["duration_s"]):.1f}" x2="{x(report["duration_s"]):.1f}" '
         f'y1="{_PAD}" y2="{_H - _PAD}" stroke="#333" stroke-dasharray="4 3"/>',
-        f'<text x="{x(report["duration_s"]) + 4:.1f}" y="{_PAD + 12}">load and faults end</text>',
+        _label(x(report["duration_s"]), "load and faults end"),
     ]
     for i, (kind, colour) in enumerate(_COLOURS.items()):
         lx = _PAD + i * 110
