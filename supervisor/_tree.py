@@ -148,6 +148,7 @@ class Supervisor:
         self.allow_weak_sandbox = False
         self._exits_send, self._exits_recv = trio.open_memory_channel[tuple[str, int, int]](64)
         self._nursery: trio.Nursery | None = None
+        self._restarts: trio.Nursery | None = None  # one-for-one restarts, while supervising
         self.state = "created"
         self.started_at = time.monotonic()
         self.info: dict[str, str] = {}  # extra facts for `lineup status` (URLs, flags)
@@ -186,7 +187,7 @@ class Supervisor:
                     f"({len(self.children)} actors)"
                 )
                 task_status.started()
-                await self._supervise()
+                escalation = await self._supervise_and_restart()
             except Escalation as exc:
                 escalation = exc  # raised bare below, not wrapped in the nursery's group
             finally:
@@ -219,6 +220,18 @@ class Supervisor:
                 await self._stop(child)
             await self._zygote.stop()
             self.state = "stopped"
+
+    async def _supervise_and_restart(self) -> Escalation | None:
+        """Supervise until cancelled or escalated; restarts run in a nursery of their own,
+        which ends (cancelled) before the tree is stopped."""
+        async with trio.open_nursery() as restarts:
+            self._restarts = restarts
+            try:
+                await self._supervise()
+            except Escalation as exc:
+                restarts.cancel_scope.cancel()
+                return exc
+        return None
 
     async def _supervise(self) -> None:
         async for name, incarnation, status in self._exits_recv:
@@ -267,17 +280,25 @@ class Supervisor:
                     f"{name} restarted {recent - 1} times within "
                     f"{self.intensity.period:g} s; stopping the tree",
                 )
-            group = [child]
             if self.strategy is Strategy.REST_FOR_ONE:
                 names = list(self.children)
-                group += [self.children[n] for n in names[names.index(name) + 1 :]]
+                group = [self.children[n] for n in names[names.index(name) :]]
                 for later in reversed(group[1:]):
                     await self._stop(later)
-            await trio.sleep(self.intensity.backoff(recent - 1))
-            for member in group:
-                member.state = "restarting"
-                member.restarts += member is child
-                await self._start(member)
+                await self._restart(group, recent)  # in order: later children need earlier
+            else:
+                # One for one: this child's restart goes on by itself, so a child slow to
+                # come back (or backing off) holds up no other child's restart.
+                assert self._restarts is not None
+                self._restarts.start_soon(self._restart, [child], recent)
+
+    async def _restart(self, group: list[_Child], recent: int) -> None:
+        """Restart `group[0]`, which died (the `recent`th time in the period), then the rest."""
+        await trio.sleep(self.intensity.backoff(recent - 1))
+        for member in group:
+            member.state = "restarting"
+            member.restarts += member is group[0]
+            await self._start(member)
 
     def _note_restart(self, child: _Child) -> int:
         now = time.monotonic()
@@ -324,6 +345,7 @@ class Supervisor:
             raise
         finally:
             theirs.close()
+        self._notify_changed()  # starting, with its new pid
         child.pidfd = os.pidfd_open(child.pid)
         self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
         with trio.move_on_after(self.intensity.start_timeout):

@@ -111,6 +111,26 @@ async def test_a_killed_child_is_restarted_and_a_retry_reaches_the_new_one(
     assert supervisor.children["a"].incarnation == 2
 
 
+async def test_one_slow_restart_does_not_hold_up_another_childs_restart(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """A drill saw five restarts queue for seconds behind one: the supervisor restarted one
+    child at a time. Under one_for_one, each restart now goes on by itself."""
+    slow = spec("slow", "SlowRestartActor", config={"restart_s": 30.0})
+    supervisor = await start_tree(nursery, [slow, spec("fast", "HangActor")], data_dir)
+    bus = await attach(nursery, supervisor)
+    before = await echo_pid(bus, "fast")
+    supervisor.kill("slow")
+    with trio.fail_after(5):
+        await supervisor.wait_until(lambda: supervisor.children["slow"].state == "starting")
+    supervisor.kill("fast")
+    await wait_pid_gone(before)
+    with trio.fail_after(5):  # not the 30 s the slow child's restart takes
+        await supervisor.wait_until(lambda: supervisor.children["fast"].state == "running")
+    assert await echo_pid(bus, "fast") != before
+    assert supervisor.children["slow"].state == "starting"
+
+
 async def test_rest_for_one_restarts_the_dead_child_and_every_later_one(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:

@@ -56,6 +56,18 @@ class HangActor(Actor):
         return EchoReply(text=msg.text, pid=os.getpid())
 
 
+class SlowRestartActor(HangActor):
+    """Ready at once the first time; every later incarnation takes `restart_s` to be ready
+    (a child whose restart waits on something), so a supervisor restarting one child at a
+    time would hold every other restart behind it."""
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        if self.ctx.incarnation > 1:
+            await trio.sleep(float(self.ctx.config.get("restart_s", 5.0)))
+        task_status.started()
+        await trio.sleep_forever()
+
+
 class CrashOnStartActor(Actor):
     """Dies before it is ready, every time: a crash loop."""
 
