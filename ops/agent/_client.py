@@ -219,9 +219,12 @@ class AgentClient:
             if attempt:
                 await trio.sleep(self._backoff(attempt - 1))
             try:
-                response = await self._http.request(
+                # In a context: cancelled mid-read (a caller giving up), the response is closed
+                # at once instead of being left to the garbage collector.
+                async with self._http.stream(
                     method, path, json=json, params=params, headers=all_headers, timeout=timeout
-                )
+                ) as response:
+                    await response.aread()
             except httpx.TransportError as exc:
                 log.info("agent.retry path=%s error=%s", path, type(exc).__name__)
                 failure = AppServerError(UNREACHABLE)

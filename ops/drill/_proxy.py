@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -66,7 +67,7 @@ class LinkProxy:
         self._cut = False
         self._delay = 0.0
         self._fail_rate = 0.0
-        self._connections: set[trio.CancelScope] = set()
+        self._connections: set[trio.SocketStream] = set()
         self._http: httpx.AsyncClient | None = None
         self.counts = ProxyCounts()
         self.port = 0
@@ -74,9 +75,16 @@ class LinkProxy:
     # ------------------------------------------------------------------ the drill's switches
 
     def cut(self) -> None:
+        """Drop every open connection: its socket is shut down under it, so the transport
+        sees a reset, while a request already on its way upstream finishes (or not) on its
+        own — cancelling it mid-write would leave httpx's body stream half-iterated."""
         self._cut = True
-        for scope in list(self._connections):
-            scope.cancel()
+        for stream in list(self._connections):
+            try:
+                stream.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
+            self.counts.dropped_cut += 1
 
     def slow(self, delay_s: float) -> None:
         self._delay = delay_s
@@ -108,16 +116,13 @@ class LinkProxy:
             if self._cut:
                 self.counts.refused_cut += 1
                 return
-            with trio.CancelScope() as scope:
-                self._connections.add(scope)
-                try:
-                    await self._serve_requests(stream)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
-                    pass  # the transport went away mid-request: its retry comes on a new one
-                finally:
-                    self._connections.discard(scope)
-            if scope.cancelled_caught:
-                self.counts.dropped_cut += 1
+            self._connections.add(stream)
+            try:
+                await self._serve_requests(stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+                pass  # cut, or the transport went away: its retry comes on a new connection
+            finally:
+                self._connections.discard(stream)
 
     async def _serve_requests(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -146,12 +151,15 @@ class LinkProxy:
         assert self._http is not None
         headers = [(k, v) for k, v in request.headers if k.lower() not in _HOP_BY_HOP]
         try:
-            response = await self._http.request(
+            # Streamed in a context so a cut (which cancels this mid-read) closes the response
+            # at once, rather than leaving its stream to the garbage collector.
+            async with self._http.stream(
                 request.method.decode(),
                 self._upstream + request.target.decode(),
                 headers=headers,
                 content=body,
-            )
+            ) as response:
+                await response.aread()
         except httpx.HTTPError:
             self.counts.upstream_errors += 1
             return _error(502, b"bad_gateway")
