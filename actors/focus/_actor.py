@@ -502,13 +502,8 @@ class FocusActor(Actor):
         if owner != scope:
             # Another app's instance: untrusted code asked, so it is audited.
             self.bus.audit(
-                AuditRecord(
-                    event="focus.scope_denied",
-                    actor=self.ctx.identity.name,
-                    peer=env.sender.name,
-                    code=ErrorCode.APP_SCOPE_MISMATCH.value,
-                    message_type=env.body.TYPE,
-                    subject_id=instance_id,
+                AuditRecord.scope_denied(
+                    self.ctx.identity.name, env.sender.name, env.body.TYPE, instance_id
                 )
             )
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, instance_id)

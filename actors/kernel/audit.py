@@ -6,10 +6,11 @@ importing the store package; the store actor serves it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field
 
+from .errors import ErrorCode
 from .messages import Message
 
 __all__ = ["AuditAppendReply", "AuditAppendRequest", "AuditRecord"]
@@ -26,6 +27,19 @@ class AuditRecord(Message):
     message_type: str | None = _ID  # the tag involved (never the body)
     subject_id: str | None = _ID  # call_id, message_id, instance_id… whatever the event is about
     at: float = 0.0  # wall clock seconds; filled by the writer
+
+    @classmethod
+    def scope_denied(cls, actor: str, peer: str, message_type: str, subject_id: str) -> Self:
+        """`peer`, a MiniApp, named another app's instance, call or delivery in a
+        `message_type` request: refused `app_scope_mismatch` by `actor`, and recorded."""
+        return cls(
+            event=f"{actor}.scope_denied",
+            actor=actor,
+            peer=peer,
+            code=ErrorCode.APP_SCOPE_MISMATCH.value,
+            message_type=message_type,
+            subject_id=subject_id,
+        )
 
 
 class AuditAppendRequest(Message):

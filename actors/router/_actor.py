@@ -179,13 +179,8 @@ class RouterActor(Actor):
         )
         if reply.foreign:  # the app learns only that nothing changed; the audit learns why
             self.bus.audit(
-                AuditRecord(
-                    event="router.scope_denied",
-                    actor=self.ctx.identity.name,
-                    peer=env.sender.name,
-                    code=ErrorCode.APP_SCOPE_MISMATCH.value,
-                    message_type=msg.TYPE,
-                    subject_id=msg.delivery_id,
+                AuditRecord.scope_denied(
+                    self.ctx.identity.name, env.sender.name, msg.TYPE, msg.delivery_id
                 )
             )
         return sdk.CommandReceipt(id=msg.delivery_id, changed=reply.acked)

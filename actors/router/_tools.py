@@ -419,16 +419,7 @@ class ToolPipeline:
         if reply.call is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
         if reply.call.app_scope != scope:
-            self.bus.audit(
-                AuditRecord(
-                    event="router.scope_denied",
-                    actor=self.me.name,
-                    peer=sender.name,
-                    code=ErrorCode.APP_SCOPE_MISMATCH.value,
-                    message_type=tag,
-                    subject_id=call_id,
-                )
-            )
+            self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
         if reply.call.state in TERMINAL:
             raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
