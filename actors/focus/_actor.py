@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import trio
 
@@ -268,11 +268,7 @@ class FocusActor(Actor):
         )
         self._enabled[msg.app_scope] = msg.enabled
         if not msg.enabled:
-            for instance_id in [
-                i
-                for i, s in self._owners.items()
-                if s == msg.app_scope and self._stack.states.get(i) in LIVE
-            ]:
+            for instance_id in self._live_of(msg.app_scope):
                 await self._close(instance_id)
         if await self._bump_inventory():
             self._nursery_soon(self._tell_router, InventoryChangedEvent(revision=self._revision))
@@ -400,28 +396,7 @@ class FocusActor(Actor):
                 InstanceTransitionRequest(instance_id=instance_id, to_state="stopping"),
                 InstanceTransitionReply,
             )
-        await self.bus.request(
-            "router",
-            InstanceClosingRequest(instance_id=instance_id, app_scope=scope),
-            expect=InstanceClosingReply,
-            timeout=STORE_TIMEOUT,
-            retry=True,
-        )
-        async with self._lock:
-            changes = self._stack.remove(instance_id, "stopped")
-            changes.pop(instance_id, None)
-            await self._store(
-                InstanceTransitionRequest(instance_id=instance_id, to_state="stopped"),
-                InstanceTransitionReply,
-            )
-            await self._persist(changes)
-            self._views.pop(instance_id, None)
-            alive = [
-                i
-                for i, s in self._owners.items()
-                if s == scope and self._stack.states.get(i) in LIVE
-            ]
-        if not alive:
+        if not await self._end(instance_id, scope, "stopped"):
             await self.bus.request(
                 "supervisor",
                 ChildStopRequest(name=f"miniapp:{scope}"),
@@ -434,28 +409,38 @@ class FocusActor(Actor):
     async def on_app_failed(self, msg: AppFailedEvent, env: Envelope) -> None:
         """The supervisor stopped the app for misbehaving: its live instances fail, their
         unfinished calls end, and focus goes back to the previous live instance."""
-        for instance_id in [
-            i
-            for i, s in self._owners.items()
-            if s == msg.app_scope and self._stack.states.get(i) in LIVE
-        ]:
-            await self.bus.request(
-                "router",
-                InstanceClosingRequest(instance_id=instance_id, app_scope=msg.app_scope),
-                expect=InstanceClosingReply,
-                timeout=STORE_TIMEOUT,
-                retry=True,
-            )
-            async with self._lock:
-                changes = self._stack.remove(instance_id, "failed")
-                changes.pop(instance_id, None)
-                await self._store(
-                    InstanceTransitionRequest(instance_id=instance_id, to_state="failed"),
-                    InstanceTransitionReply,
-                )
-                await self._persist(changes)
-                self._views.pop(instance_id, None)
+        for instance_id in self._live_of(msg.app_scope):
+            await self._end(instance_id, msg.app_scope, "failed")
         self._nursery_soon(self._push_apps)
+
+    def _live_of(self, scope: str) -> list[str]:
+        return [
+            i for i, s in self._owners.items() if s == scope and self._stack.states.get(i) in LIVE
+        ]
+
+    async def _end(
+        self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
+    ) -> list[str]:
+        """End an instance: the router converges its unfinished calls, then it leaves the
+        stack in `state`, in the store first. Returns the scope's instances still live, read
+        under the same lock as the removal."""
+        await self.bus.request(
+            "router",
+            InstanceClosingRequest(instance_id=instance_id, app_scope=scope),
+            expect=InstanceClosingReply,
+            timeout=STORE_TIMEOUT,
+            retry=True,
+        )
+        async with self._lock:
+            changes = self._stack.remove(instance_id, state)
+            changes.pop(instance_id, None)
+            await self._store(
+                InstanceTransitionRequest(instance_id=instance_id, to_state=state),
+                InstanceTransitionReply,
+            )
+            await self._persist(changes)
+            self._views.pop(instance_id, None)
+            return self._live_of(scope)
 
     @handles(sdk.LifecycleRequest)
     async def on_lifecycle(self, msg: sdk.LifecycleRequest, env: Envelope) -> sdk.CommandReceipt:
