@@ -158,25 +158,11 @@ class HostbridgeActor(Actor):
         """The user switches to, or closes, an instance (the app switcher)."""
         intent, instance_id = frame.get("intent"), frame.get("instance_id")
         if intent not in ("focus", "close") or not isinstance(instance_id, str):
-            self.bus.audit(
-                AuditRecord(
-                    event="hostbridge.shell_frame_refused",
-                    actor="hostbridge",
-                    peer="user",
-                    code="invalid_arguments",
-                    message_type="ui.intent",
-                )
+            self._audit_user(
+                "hostbridge.shell_frame_refused", "ui.intent", code="invalid_arguments"
             )
             return
-        self.bus.audit(
-            AuditRecord(
-                event="ui.intent",
-                actor="hostbridge",
-                peer="user",
-                message_type=str(intent),
-                subject_id=instance_id[:200],
-            )
-        )
+        self._audit_user("ui.intent", str(intent), subject_id=instance_id)
         try:
             await self.bus.request(
                 "focus",
@@ -186,13 +172,30 @@ class HostbridgeActor(Actor):
                 retry=True,
             )
         except LineUpError as exc:
-            self.hub.broadcast(
-                {
-                    "type": "shell.notice",
-                    "level": "error",
-                    "text": f"That could not be done ({exc.code.value}).",
-                }
+            self._error_notice(f"That could not be done ({exc.code.value}).")
+
+    def _audit_user(
+        self,
+        event: str,
+        message_type: str,
+        *,
+        code: str | None = None,
+        subject_id: str | None = None,
+    ) -> None:
+        """A row for what the user did at the Shell (its kind and target, never its text)."""
+        self.bus.audit(
+            AuditRecord(
+                event=event,
+                actor="hostbridge",
+                peer="user",
+                code=code,
+                message_type=message_type[:100],
+                subject_id=None if subject_id is None else subject_id[:200],
             )
+        )
+
+    def _error_notice(self, text: str) -> None:
+        self.hub.broadcast({"type": "shell.notice", "level": "error", "text": text})
 
     async def _greeting(self) -> list[dict[str, Any]]:
         """Everything a (re)connecting Shell needs: state, instances, views."""
@@ -238,25 +241,9 @@ class HostbridgeActor(Actor):
             or not isinstance(instance_id, str)
             or event.get("kind") not in UI_EVENT_KINDS
         ):
-            self.bus.audit(
-                AuditRecord(
-                    event="hostbridge.shell_frame_refused",
-                    actor="hostbridge",
-                    peer="user",
-                    code="invalid_arguments",
-                    message_type=str(kind)[:100],
-                )
-            )
+            self._audit_user("hostbridge.shell_frame_refused", str(kind), code="invalid_arguments")
             return
-        self.bus.audit(
-            AuditRecord(
-                event="ui.event",
-                actor="hostbridge",
-                peer="user",
-                message_type=str(event["kind"]),
-                subject_id=instance_id[:200],
-            )
-        )
+        self._audit_user("ui.event", str(event["kind"]), subject_id=instance_id)
         try:
             await self.bus.request(
                 "focus",
@@ -266,10 +253,4 @@ class HostbridgeActor(Actor):
                 retry=True,
             )
         except LineUpError as exc:
-            self.hub.broadcast(
-                {
-                    "type": "shell.notice",
-                    "level": "error",
-                    "text": f"That action could not be delivered ({exc.code.value}).",
-                }
-            )
+            self._error_notice(f"That action could not be delivered ({exc.code.value}).")
