@@ -253,28 +253,21 @@ class Supervisor:
             if not _should_restart(child.spec, status):
                 continue
             recent = self._note_restart(child)
-            if recent > self.intensity.max_restarts and child.identity.kind is ActorKind.MINIAPP:
-                # A MiniApp that crashes in a loop is given up on, not the runtime.
-                child.state = "failed"
-                self.bus.audit(
-                    AuditRecord(
-                        event="supervisor.miniapp_given_up",
-                        actor="supervisor",
-                        peer=name,
-                        code=ErrorCode.SUPERVISOR_ESCALATED.value,
-                    )
-                )
-                continue
             if recent > self.intensity.max_restarts:
-                self.escalated = name
+                # A MiniApp that crashes in a loop is given up on, not the runtime.
+                miniapp = child.identity.kind is ActorKind.MINIAPP
                 self.bus.audit(
                     AuditRecord(
-                        event="supervisor.escalated",
+                        event="supervisor.miniapp_given_up" if miniapp else "supervisor.escalated",
                         actor="supervisor",
                         peer=name,
                         code=ErrorCode.SUPERVISOR_ESCALATED.value,
                     )
                 )
+                if miniapp:
+                    child.state = "failed"
+                    continue
+                self.escalated = name
                 raise Escalation(
                     ErrorCode.SUPERVISOR_ESCALATED,
                     f"{name} restarted {recent - 1} times within "
