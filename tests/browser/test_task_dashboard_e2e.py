@@ -10,68 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import trio
 from playwright.sync_api import Locator, Page, expect
 
-from lineup.ops.agent import AgentClient
+from lineup.tests.support.agent_view import FINALS, AgentView
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
 
 from .conftest import ShellPage
 
 WAIT_MS: Final = 10_000  # a real runtime: processes, an HTTP AppServer, a long-polling Agent
 WAIT_S: Final = WAIT_MS / 1000
-POLL_MS: Final = 1_000  # one long poll of the AppServer, well inside WAIT_S
 GREETING: Final = "Here is your task"
 TITLE: Final = "Write the quarterly report"
 RESULT: Final = "lineup.v1.tool.result"
-FINALS: Final = (RESULT, "lineup.v1.tool.error")
-
-Message = dict[str, Any]
-
-
-class AgentView:
-    """What the Agent has received from the client side, read from the AppServer."""
-
-    def __init__(self, client: AgentClient) -> None:
-        self.client = client
-        self.seen: list[Message] = []
-        self.cursor = ""
-
-    async def pull(self, kinds: tuple[str, ...], match: Callable[[Message], bool]) -> Message:
-        """The first message of one of `kinds` that `match`es, waiting for it if need be."""
-        with trio.fail_after(WAIT_S):
-            while True:
-                for message in self.seen:
-                    if message["type"] in kinds and match(message):
-                        return message
-                page, self.cursor = await self.client.sync(self.cursor, timeout_ms=POLL_MS)
-                self.seen += page
-
-    async def inventory_revision(self) -> str:
-        await self.pull(("lineup.v1.client.inventory",), lambda m: True)
-        latest = [m for m in self.seen if m["type"] == "lineup.v1.client.inventory"][-1]
-        return str(latest["payload"]["revision"])
-
-    async def terminal(self, call_id: str) -> Message:
-        return await self.pull(FINALS, lambda m: m["payload"].get("call_id") == call_id)
-
-    async def settle(self) -> None:
-        """Read everything the AppServer holds now."""
-        with trio.fail_after(WAIT_S):
-            while True:
-                page, self.cursor = await self.client.sync(self.cursor, timeout_ms=0)
-                if not page:
-                    return
-                self.seen += page
-
-    def of_call(self, call_id: str, *kinds: str) -> list[Message]:
-        return [
-            m
-            for m in self.seen
-            if m["payload"].get("call_id") == call_id and (not kinds or m["type"] in kinds)
-        ]
 
 
 def tabs(p: Page) -> Locator:
@@ -148,12 +101,12 @@ async def test_the_agent_opens_updates_and_the_user_finishes_and_closes_the_task
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
     with trio.fail_after(WAIT_S):
         await agent.client.say(CONVERSATION, GREETING)
     await page.run(open_shell(runtime.shell_url))
 
-    revision = await agent.inventory_revision()
+    revision = await agent.inventory()
     with trio.fail_after(WAIT_S):
         await agent.client.call_tool(
             CONVERSATION,

@@ -4,7 +4,6 @@ the MiniApp processes, with the stable codes, the receipts and one terminal mess
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,9 @@ from lineup.actors.store.messages import (
     ToolCallGetReply,
     ToolCallGetRequest,
 )
-from lineup.ops.agent import AgentClient
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
+from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
@@ -37,60 +36,6 @@ from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0
-Message = dict[str, Any]
-
-
-class AgentView:
-    """What the Agent has received from the client side, read from the AppServer."""
-
-    def __init__(self, client: AgentClient) -> None:
-        self.client = client
-        self.seen: list[Message] = []
-        self.cursor = ""
-
-    async def pull(self, kind: str, match: Callable[[Message], bool] = lambda m: True) -> Message:
-        with trio.fail_after(WAIT):
-            while True:
-                for message in self.seen:
-                    if message["type"] == kind and match(message):
-                        return message
-                page, self.cursor = await self.client.sync(self.cursor, timeout_ms=2000)
-                self.seen += page
-
-    def of_call(self, call_id: str, kind: str | None = None) -> list[Message]:
-        return [
-            m
-            for m in self.seen
-            if m["payload"].get("call_id") == call_id and (kind is None or m["type"] == kind)
-        ]
-
-    async def inventory(self) -> str:
-        message = await self.pull("lineup.v1.client.inventory")
-        latest = [m for m in self.seen if m["type"] == "lineup.v1.client.inventory"][-1]
-        return str((latest or message)["payload"]["revision"])
-
-    async def terminal(self, call_id: str) -> Message:
-        def final(m: Message) -> bool:
-            return m["payload"].get("call_id") == call_id
-
-        return await self.pull_any(("lineup.v1.tool.result", "lineup.v1.tool.error"), final)
-
-    async def pull_any(self, kinds: tuple[str, ...], match: Callable[[Message], bool]) -> Message:
-        with trio.fail_after(WAIT):
-            while True:
-                for message in self.seen:
-                    if message["type"] in kinds and match(message):
-                        return message
-                page, self.cursor = await self.client.sync(self.cursor, timeout_ms=2000)
-                self.seen += page
-
-    async def settle(self) -> None:
-        """Read everything the AppServer has now (after the runtime went quiet)."""
-        while True:
-            page, self.cursor = await self.client.sync(self.cursor, timeout_ms=300)
-            if not page:
-                return
-            self.seen += page
 
 
 async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
