@@ -46,6 +46,7 @@ from lineup.actors.kernel import (
     app_scope_of,
 )
 from lineup.actors.store.messages import (
+    FINAL_TOOL_CALL_STATES,
     OutboxAppendReply,
     OutboxAppendRequest,
     ToolCallFinishReply,
@@ -77,7 +78,6 @@ M = TypeVar("M", bound=Message)
 
 STORE_TIMEOUT: Final = 30.0
 LAUNCH_TIMEOUT: Final = 30.0
-TERMINAL: Final = frozenset({"completed", "failed", "cancelled", "expired", "rejected"})
 # The standard interactions are tools of the runtime itself (the interactions issue).
 INTERACTIONS: Final = frozenset(
     {
@@ -421,7 +421,7 @@ class ToolPipeline:
         if reply.call.app_scope != scope:
             self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
-        if reply.call.state in TERMINAL:
+        if reply.call.state in FINAL_TOOL_CALL_STATES:
             raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
         return reply.call
 
@@ -642,7 +642,7 @@ class ToolPipeline:
         try:
             reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
             call = reply.call
-            if call is None or call.state in TERMINAL:
+            if call is None or call.state in FINAL_TOOL_CALL_STATES:
                 return
             if await self._finish(call_id, "expired", code=ErrorCode.OPERATION_EXPIRED.value):
                 await self._tell_cancelled(call, "expired")

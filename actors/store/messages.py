@@ -17,8 +17,9 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 The classes live in private modules by area (`_core_messages`: outbox, inboxes, conversations,
 cursors, audit, stats; `_tool_messages`: tool calls; `_app_messages`: instances and the focus
 stack, session data, registry, inventory); this module is the one to import. `__all__` names
-every message, the state literals (`ToolCallState`, `InstanceState`, …) and the bounds a
-caller must respect before asking (`MAX_FOCUS_STACK`).
+every message, the state literals (`ToolCallState`, `InstanceState`, …) the bounds a
+caller must respect before asking (`MAX_FOCUS_STACK`), and which tool call states are final
+(`FINAL_TOOL_CALL_STATES`).
 """
 
 from __future__ import annotations
@@ -119,8 +120,10 @@ from ._tool_messages import (
     ToolCallTransitionRequest,
     ToolHandling,
 )
+from ._tool_states import FINAL as FINAL_TOOL_CALL_STATES
 
 __all__ = [
+    "FINAL_TOOL_CALL_STATES",
     "MAX_FOCUS_STACK",
     "AppEnabledSetReply",
     "AppEnabledSetRequest",

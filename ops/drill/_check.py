@@ -18,9 +18,11 @@ from typing import Any, Final
 
 import apsw
 
+from lineup.actors.store.messages import FINAL_TOOL_CALL_STATES
+
 __all__ = ["Evidence", "Expected", "Invariant", "check"]
 
-TERMINAL_STATES: Final = frozenset({"completed", "failed", "cancelled", "expired", "rejected"})
+TERMINAL_STATES: Final = FINAL_TOOL_CALL_STATES
 TERMINAL_TYPES: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
 LIVE_INSTANCE_STATES: Final = frozenset({"starting", "foreground", "background", "suspended"})
 _EXAMPLES: Final = 5

@@ -36,11 +36,11 @@ from lineup.supervisor._control import control_request
 from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
 
-from ._check import Evidence, Expected, Invariant, check
+from ._check import TERMINAL_STATES, TERMINAL_TYPES, Evidence, Expected, Invariant, check
 from ._faults import KINDS, Fault, Injector, plan
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
-from ._workload import TERMINAL, LoadAgent, ShellUser
+from ._workload import LoadAgent, ShellUser
 
 __all__ = ["DrillOptions", "run_drill"]
 
@@ -235,11 +235,13 @@ async def _quiesce(run: Run, runtime_dir: Path) -> None:
 def _store_settled(path: Path) -> bool:
     connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
+        final = sorted(TERMINAL_STATES)
         ((busy,),) = connection.execute(
             "SELECT (SELECT count(*) FROM app_inbox WHERE acked_at IS NULL)"
             " + (SELECT count(*) FROM outbox WHERE acked_at IS NULL)"
             " + (SELECT count(*) FROM tool_calls WHERE state NOT IN"
-            "    ('completed', 'failed', 'cancelled', 'expired', 'rejected'))"
+            f" ({', '.join('?' * len(final))}))",
+            final,
         ).fetchall()
     finally:
         connection.close()
@@ -269,7 +271,7 @@ def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
     by_kind: dict[str, int] = {}
     for record in injected:
         by_kind[record.fault.kind] = by_kind.get(record.fault.kind, 0) + 1
-    finished = [t for t, m in run.agent.received if m.get("type") in TERMINAL]
+    finished = [t for t, m in run.agent.received if m.get("type") in TERMINAL_TYPES]
     options = run.options
     report: dict[str, Any] = {
         "seed": options.seed,
@@ -318,7 +320,7 @@ def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
             "terminal_codes": _count(
                 str(m["payload"].get("code") or "completed")
                 for _, m in run.agent.received
-                if m.get("type") in TERMINAL
+                if m.get("type") in TERMINAL_TYPES
             ),
             "proxy": {k: v for k, v in vars(run.proxy.counts).items() if k != "by_second"},
         },

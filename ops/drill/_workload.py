@@ -32,6 +32,8 @@ from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
 
 from lineup.ops.agent import AgentClient, AppServerError
 
+from ._check import TERMINAL_TYPES
+
 __all__ = ["LoadAgent", "ShellUser"]
 
 log = logging.getLogger("lineup.drill")
@@ -40,7 +42,6 @@ CONVERSATION: Final = "conv-demo"
 _IN_FLIGHT: Final = 32
 _RETRY_S: Final = 0.2
 _SHELL_WAIT_S: Final = 3.0
-TERMINAL: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
 LAUNCHES: Final = ("drill.session", "task-dashboard.open")
 MAX_OPEN: Final = 12
 
@@ -87,7 +88,7 @@ class LoadAgent:
             for message in page:
                 self.received.append((self.now(), message))
                 kind = message.get("type")
-                if kind in TERMINAL:
+                if kind in TERMINAL_TYPES:
                     call_id = str(message["payload"].get("call_id"))
                     self.unanswered.discard(call_id)
                     for calls in self._open.values():

@@ -24,8 +24,12 @@ PROTOCOL = [obj for obj in EXPORTS if isinstance(obj, type)]  # then state liter
 def test_the_protocol_exports_messages_state_literals_and_bounds_only() -> None:
     assert len(PROTOCOL) > 80
     for name, obj in zip(messages.__all__, EXPORTS, strict=True):
-        bound = name.isupper() and isinstance(obj, int)  # e.g. MAX_FOCUS_STACK, for callers
-        assert isinstance(obj, type) or get_origin(obj) is Literal or bound, name
+        # Named constants callers need: a bound (MAX_FOCUS_STACK), a set of states (FINAL_…).
+        constant = name.isupper() and (
+            isinstance(obj, int)
+            or (isinstance(obj, frozenset) and all(isinstance(v, str) for v in obj))
+        )
+        assert isinstance(obj, type) or get_origin(obj) is Literal or constant, name
 
 
 def test_every_store_message_is_tagged_under_store_and_registered() -> None:
