@@ -13,13 +13,14 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from lineup._early import RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
 
 from ._spec import ChildSpec, Restart
 
-__all__ = ["RuntimeOptions", "RuntimePlan", "free_port", "plan_runtime"]
+__all__ = ["RuntimeOptions", "RuntimePlan", "free_port", "plan_runtime", "shell_socket"]
 
 _MINIAPPS: Final = Path(__file__).resolve().parent.parent / "miniapps"
 # The bundled MiniApps: where focus finds each manifest, and what the SDK's host runs.
@@ -66,6 +67,14 @@ class RuntimePlan:
     shell_url: str
     appserver_url: str
     info: dict[str, str] = field(default_factory=dict)
+
+
+def shell_socket(shell_url: str) -> tuple[str, str]:
+    """(the Shell WebSocket's URL with the token, the Origin a Shell page has), from the
+    `shell_url` a plan prints (`http://127.0.0.1:PORT/#token=…`)."""
+    parts = urlsplit(shell_url)
+    token = parts.fragment.removeprefix("token=")
+    return f"ws://{parts.netloc}/ws?token={token}", f"http://{parts.netloc}"
 
 
 def free_port() -> int:

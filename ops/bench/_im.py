@@ -8,14 +8,13 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import trio
 from trio_websocket import open_websocket_url
 
 from lineup.ops.agent import AgentClient
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime, shell_socket
 
 CONVERSATION = "conv-demo"
 
@@ -27,8 +26,7 @@ async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], fl
         supervisor = Supervisor(
             plan.specs, data_dir=Path(tmp), preload=PRELOAD, intensity=Intensity()
         )
-        parts = urlsplit(plan.shell_url)
-        url = f"ws://{parts.netloc}/ws?{parts.fragment}"
+        url, origin = shell_socket(plan.shell_url)
         async with trio.open_nursery() as nursery:
             await nursery.start(supervisor.run)
             seen: dict[str, float] = {}
@@ -36,7 +34,7 @@ async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], fl
 
             async def watch(*, task_status: trio.TaskStatus[None]) -> None:
                 nonlocal changed
-                headers = [(b"Origin", f"http://{parts.netloc}".encode())]
+                headers = [(b"Origin", origin.encode())]
                 async with open_websocket_url(url, extra_headers=headers) as ws:
                     await ws.send_message(json.dumps({"type": "shell.ready"}))
                     task_status.started()

@@ -16,7 +16,6 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import trio
@@ -29,7 +28,13 @@ from lineup.ops.devserver._db import DevDatabase
 from lineup.ops.devserver._serve import serve_state
 from lineup.ops.drill._proxy import LinkProxy
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, free_port, plan_runtime
+from lineup.supervisor._runtime import (
+    PRELOAD,
+    RuntimeOptions,
+    free_port,
+    plan_runtime,
+    shell_socket,
+)
 
 __all__ = ["outbox_drain", "sequential_posts"]
 
@@ -81,9 +86,8 @@ async def outbox_drain(n: int) -> float:
 
 class _Shell:
     def __init__(self, shell_url: str) -> None:
-        parts = urlsplit(shell_url)
-        self.url = f"ws://{parts.netloc}/ws?{parts.fragment}"
-        self.origin = f"http://{parts.netloc}".encode()
+        self.url, origin = shell_socket(shell_url)
+        self.origin = origin.encode()
         self.states: dict[str, str] = {}
         self.online = trio.Event()
         self.changed = trio.Event()

@@ -31,6 +31,7 @@ import trio
 from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
 
 from lineup.ops.agent import AgentClient, AppServerError
+from lineup.supervisor._runtime import shell_socket
 
 from ._check import TERMINAL_TYPES
 
@@ -224,9 +225,8 @@ class ShellUser:
     async def _connection(self, first: bool) -> None:
         # The stream is ours, not trio-websocket's, so it is closed however the handshake ends
         # (a hostbridge killed or stopped mid-handshake).
-        parts = urlsplit(self.shell_url)
-        token = parts.fragment.removeprefix("token=")
-        origin = f"http://{parts.netloc}".encode()
+        url, origin = shell_socket(self.shell_url)
+        parts = urlsplit(url)
         stream = await trio.open_tcp_stream(parts.hostname or "127.0.0.1", parts.port or 80)
         async with stream, trio.open_nursery() as nursery:
             try:
@@ -235,8 +235,8 @@ class ShellUser:
                         nursery,
                         stream,
                         parts.netloc,
-                        f"/ws?token={token}",
-                        extra_headers=[(b"Origin", origin)],
+                        f"{parts.path}?{parts.query}",
+                        extra_headers=[(b"Origin", origin.encode())],
                     )
                 self.reconnects += not first
                 self._ws = ws

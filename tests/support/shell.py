@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
+
+from lineup.supervisor._runtime import shell_socket
 
 Frame = dict[str, Any]
 
@@ -70,11 +71,7 @@ async def _frames(ws: WebSocketConnection) -> Any:
         yield json.loads(text)
 
 
-def ws_url(shell_url: str) -> tuple[str, str]:
-    """(websocket URL with the token, the Origin a Shell page has) from the printed URL."""
-    parts = urlsplit(shell_url)
-    token = parts.fragment.removeprefix("token=")
-    return f"ws://{parts.netloc}/ws?token={token}", f"http://{parts.netloc}"
+ws_url = shell_socket  # (websocket URL with the token, the Origin a Shell page has)
 
 
 async def connect_shell(nursery: trio.Nursery, shell_url: str) -> ShellClient:
