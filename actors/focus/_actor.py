@@ -5,7 +5,8 @@ Theory of operation
 *Registry.* The bundled MiniApps' manifests are read from their packages (the runtime never
 imports a MiniApp's code, only its manifest) and recorded in the store with their enabled
 flag. The inventory is every enabled app's tools; its revision changes exactly when that set
-does (the store's counter, bumped once per distinct content), and the router is told.
+does, to a new and higher one even when the content is one seen before (the store's counter
+keeps a content's revision only while it is the current one), and the router is told.
 
 *Instances.* Each change of an instance's state or of the stack is persisted before anyone is
 told, so after a restart focus rebuilds both from the store: instances caught `starting` or
@@ -122,6 +123,7 @@ class FocusActor(Actor):
         self._owners: dict[str, str] = {}  # instance_id -> app_scope
         self._views: dict[str, AppView] = {}
         self._lock = trio.Lock()  # one change of instances/stack at a time
+        self._inventory_lock = trio.Lock()
         self._session_locks: dict[tuple[str, str], trio.Lock] = {}
         self._subscribers: dict[tuple[str, str], set[str]] = {}
 
@@ -270,8 +272,11 @@ class FocusActor(Actor):
         if not msg.enabled:
             for instance_id in self._live_of(msg.app_scope):
                 await self._close(instance_id)
-        if await self._bump_inventory():
-            self._nursery_soon(self._tell_router, InventoryChangedEvent(revision=self._revision))
+        # One bump at a time: the revision last set is then the one for the content last seen.
+        async with self._inventory_lock:
+            if await self._bump_inventory():
+                event = InventoryChangedEvent(revision=self._revision)
+                self._nursery_soon(self._tell_router, event)
         return self._inventory()
 
     async def _tell_router(self, event: Message) -> None:

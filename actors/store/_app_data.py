@@ -10,7 +10,10 @@ old Surface or a double click never overwrites newer data. A retry of a replace 
 (the reply was lost) finds its own data at `expected_revision + 1` and is answered as a repeat.
 
 Inventory revisions come from an AUTOINCREMENT key: each bump is a new row, so a revision is
-never handed out twice, even after rows are pruned, and the current one is the greatest.
+never handed out twice, even after rows are pruned, and the current one is the greatest. A
+`bump_id` is honoured only for the current revision: the same id again while it is current is a
+repeat, but once another bump came after it, the id gets a new revision (the Agent must be told
+of every change, and its outbox row is keyed by the revision).
 """
 
 from __future__ import annotations
@@ -191,11 +194,17 @@ def inventory_revision_bump(
     conn: Connection, req: InventoryRevisionBumpRequest, now: float
 ) -> InventoryRevisionBumpReply:
     if req.bump_id is not None:
-        done = int_or_none(
-            conn, "SELECT revision FROM inventory_bumps WHERE bump_id = ?", (req.bump_id,)
-        )
-        if done is not None:
-            return InventoryRevisionBumpReply(revision=done, created=False)
+        current = conn.execute(
+            "SELECT revision, bump_id FROM inventory_bumps ORDER BY revision DESC LIMIT 1"
+        ).fetchall()
+        if current and current[0][1] == req.bump_id:
+            revision = current[0][0]
+            assert isinstance(revision, int)
+            return InventoryRevisionBumpReply(revision=revision, created=False)
+        # The id names an older revision (content that was current before, e.g. an app
+        # disabled then enabled again): that revision is never handed out again, the id
+        # moves to the new one.
+        conn.execute("UPDATE inventory_bumps SET bump_id = NULL WHERE bump_id = ?", (req.bump_id,))
     revision = int_or_none(
         conn,
         "INSERT INTO inventory_bumps (bump_id, reason, created_at) VALUES (?, ?, ?)"

@@ -272,8 +272,11 @@ class AppRegistryListReply(Message):
 
 class InventoryRevisionBumpRequest(Message):
     """A new inventory revision, greater than every one before (never reused), in a transaction
-    of its own. `reason` is a short code kept with it (e.g. "app_enabled"). With `bump_id`, a
-    repeat returns the revision it made (`created` False)."""
+    of its own. `reason` is a short code kept with it (e.g. "app_enabled"). With `bump_id` (e.g.
+    a digest of the inventory's content), the current revision is returned when it was made
+    with that id (`created` False): a retry, or a restart with nothing changed. An id whose
+    revision is no longer the current one gets a new revision: content that comes back (an app
+    disabled, then enabled again) is a change like any other."""
 
     type: Literal["store.inventory.revision.bump"] = "store.inventory.revision.bump"
     reason: Name

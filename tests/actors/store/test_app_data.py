@@ -242,11 +242,34 @@ async def test_a_bump_retried_with_its_id_returns_the_revision_it_made(
 ) -> None:
     request = InventoryRevisionBumpRequest(reason="app_disabled", bump_id="b-1")
     first = await store.ask(request, InventoryRevisionBumpReply)
-    await store.ask(InventoryRevisionBumpRequest(reason="host_changed"), InventoryRevisionBumpReply)
     again = await store.ask(request, InventoryRevisionBumpReply)
 
     assert (first.revision, first.created) == (1, True)
     assert (again.revision, again.created) == (1, False)
+
+
+async def test_an_id_whose_revision_was_superseded_gets_a_new_higher_revision(
+    store: StoreHarness,
+) -> None:
+    """Disable then enable: the content (its id) of revision 1 comes back, and is revision 3,
+    never 1 again, whose outbox row the Agent was already sent."""
+
+    async def bump(bump_id: str) -> InventoryRevisionBumpReply:
+        request = InventoryRevisionBumpRequest(reason="inventory", bump_id=bump_id)
+        reply: InventoryRevisionBumpReply = await store.ask(request, InventoryRevisionBumpReply)
+        return reply
+
+    replies = [await bump(i) for i in ("inv-a", "inv-b", "inv-a", "inv-a", "inv-b")]
+    now = await store.ask(InventoryRevisionGetRequest(), InventoryRevisionGetReply)
+
+    assert [(r.revision, r.created) for r in replies] == [
+        (1, True),
+        (2, True),
+        (3, True),
+        (3, False),  # still current: a repeat
+        (4, True),
+    ]
+    assert now.revision == 4
 
 
 async def test_concurrent_bumps_get_distinct_increasing_revisions_never_reused_after_restart(
