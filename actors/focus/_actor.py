@@ -445,6 +445,8 @@ class FocusActor(Actor):
             )
             await self._persist(changes)
             self._views.pop(instance_id, None)
+            self._subscribers.pop((scope, instance_id), None)
+            self._session_locks.pop((scope, instance_id), None)
             return self._live_of(scope)
 
     @handles(sdk.LifecycleRequest)
@@ -500,7 +502,13 @@ class FocusActor(Actor):
         return scope
 
     def _session_of(self, env: Envelope, instance_id: str) -> tuple[str, str]:
-        return self._owned(env, instance_id), instance_id  # a session is named after it
+        """The session of one of the sender's live instances (a session is named after it).
+        An instance that has ended has none: its data stays for the record, but nobody reads
+        or writes it any more (`app_instance_not_found`)."""
+        scope = self._owned(env, instance_id)
+        if self._stack.states.get(instance_id) not in LIVE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+        return scope, instance_id
 
     def _session_lock(self, key: tuple[str, str]) -> trio.Lock:
         return self._session_locks.setdefault(key, trio.Lock())
@@ -525,6 +533,7 @@ class FocusActor(Actor):
         # Registered under the session's lock: a write either lands in this snapshot or
         # arrives as the next event, never lost between the two.
         async with self._session_lock(key):
+            self._session_of(env, msg.instance_id)  # it may have ended while this waited
             reply = await self._store(
                 SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
             )
@@ -539,6 +548,7 @@ class FocusActor(Actor):
     ) -> sdk.CommandReceipt:
         key = self._session_of(env, msg.instance_id)
         async with self._session_lock(key):
+            self._session_of(env, msg.instance_id)  # it may have ended while this waited
             reply = await self._store(
                 SessionDataReplaceRequest(
                     app_scope=key[0],
@@ -555,7 +565,7 @@ class FocusActor(Actor):
                 for subscriber in sorted(self._subscribers.get(key, ())):
                     # In order, under the lock: revisions arrive strictly increasing.
                     if await self.bus.tell(subscriber, event, timeout=NOTIFY_TIMEOUT):
-                        self._subscribers[key].discard(subscriber)
+                        self._subscribers.get(key, set()).discard(subscriber)
         return sdk.CommandReceipt(id=msg.instance_id, seq=reply.revision, changed=reply.changed)
 
     # ------------------------------------------------------------------ views and the Shell

@@ -31,6 +31,7 @@ class ProbeInput(_Model):
         "navigate",
         "forge_instance",
         "ack_other",
+        "session_of",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
     other_id: str | None = Field(default=None, max_length=200)  # another app's instance, delivery
@@ -101,8 +102,11 @@ class Probe(MiniApp):
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
-        if mode in ("forge_instance", "ack_other") and call.input.other_id:
-            codes += await self._forge(mode, call.input.other_id)
+        if mode in ("forge_instance", "ack_other", "session_of") and call.input.other_id:
+            other = call.input.other_id
+            codes += await (
+                self._session_of(other) if mode == "session_of" else self._forge(mode, other)
+            )
         if mode == "bad_output":
             await attempt(call.call_id, {"wrong": 1})
         if mode == "steal" and call.input.other_call_id:
@@ -134,6 +138,28 @@ class Probe(MiniApp):
             try:
                 receipt = await host.call(peer, request, p.CommandReceipt)
                 codes.append("ok" if receipt.changed else "unchanged")
+            except LineUpError as exc:
+                codes.append(exc.code.value)
+        return codes
+
+    async def _session_of(self, instance_id: str) -> list[str]:
+        """Get, subscribe to and replace the session data of `instance_id` (one of its own,
+        perhaps ended): each outcome is a code, or "ok"."""
+        data = self.app.session_data
+
+        async def ignore(snapshot: Any) -> None:
+            pass
+
+        attempts = (
+            lambda: data.get(instance_id),
+            lambda: data.subscribe(instance_id, ignore),
+            lambda: data.replace(instance_id, {"late": True}, 0),
+        )
+        codes: list[str] = []
+        for attempt in attempts:
+            try:
+                await attempt()
+                codes.append("ok")
             except LineUpError as exc:
                 codes.append(exc.code.value)
         return codes

@@ -1,0 +1,99 @@
+"""Session data through the real runtime: it belongs to a live instance, and an instance that
+has ended has none to read or write (seed 004 §6.3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
+from lineup.actors.kernel import ActorKind, ErrorCode
+from lineup.sdk.manifest import manifest_json
+from lineup.sdk.tools import manifest_of
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.probe_app import Probe
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.shell import connect_shell
+from lineup.tests.support.tree import attach
+
+WAIT = 20.0
+
+
+async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    manifest = data_dir / "probe.json"
+    manifest.write_text(manifest_json(manifest_of(Probe)))
+    app = {
+        "app_scope": "probe",
+        "manifest": str(manifest),
+        "entry": "lineup.tests.support.probe_app:Probe",
+        "title": "Probe",
+    }
+    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+
+
+async def test_the_session_data_of_an_ended_instance_is_not_found_for_get_subscribe_or_replace(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await runtime_with_probe(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+
+    async def run(call_id: str, **arguments: str) -> None:
+        await agent.client.call_tool(
+            CONVERSATION, "probe.run", arguments, revision, call_id=call_id
+        )
+        await agent.terminal(call_id)
+
+    await run("p-first", mode="ok")
+    first = "probe:p-first"
+    ui = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
+    closed = await ui.request(
+        "focus", UiIntentRequest(intent="close", instance_id=first), expect=InstanceReply
+    )
+    assert closed.state == "stopped"
+
+    # The same app, from a live instance of its own, names the one that ended.
+    await run("p-late", mode="session_of", other_id=first)
+    missing = ErrorCode.APP_INSTANCE_NOT_FOUND.value
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda sh: any(
+                v.get("call_id") == "p-late" and v.get("codes") for v in sh.views.values()
+            )
+        )
+    codes = next(v["codes"] for v in shell.views.values() if v.get("call_id") == "p-late")
+    assert codes == [missing, missing, missing, "ok"]  # and its own call still completes
+
+
+async def test_a_live_instance_reads_and_writes_its_own_session_data(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """The refusal above is about ending, not about naming: the same requests for a live
+    instance of the app are answered."""
+    runtime = await runtime_with_probe(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "ok"}, revision, call_id="p-open"
+    )
+    await agent.terminal("p-open")
+    await agent.client.call_tool(
+        CONVERSATION,
+        "probe.run",
+        {"mode": "session_of", "other_id": "probe:p-open"},
+        revision,
+        call_id="p-peer",
+    )
+    await agent.terminal("p-peer")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda sh: any(
+                v.get("call_id") == "p-peer" and v.get("codes") for v in sh.views.values()
+            )
+        )
+    codes = next(v["codes"] for v in shell.views.values() if v.get("call_id") == "p-peer")
+    assert codes == ["ok", "ok", "ok", "ok"]
