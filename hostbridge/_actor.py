@@ -107,6 +107,7 @@ class HostbridgeActor(Actor):
         super().__init__(*args, **kwargs)
         self.hub = ShellHub()
         self._state = "created"
+        self._reason: str | None = None  # why the link is down, an appserver_* code
         self._trees = TreeCache()
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[ViewUpdatedEvent](VIEW_QUEUE)
@@ -151,8 +152,8 @@ class HostbridgeActor(Actor):
 
     @handles(RuntimeStateEvent)
     def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
-        self._state = msg.state
-        self.hub.broadcast({"type": "shell.runtime", "state": msg.state})
+        self._state, self._reason = msg.state, msg.reason
+        self.hub.broadcast({"type": "shell.runtime", "state": msg.state, "reason": msg.reason})
 
     async def _intent(self, frame: dict[str, Any]) -> None:
         """The user switches to, or closes, an instance (the app switcher)."""
@@ -203,10 +204,11 @@ class HostbridgeActor(Actor):
             reply = await self.bus.request(
                 "transport", RuntimeStateRequest(), expect=RuntimeStateReply, timeout=ASK_TIMEOUT
             )
-            self._state = reply.state
+            self._state, self._reason = reply.state, reply.reason
         except LineUpError:
             pass
-        frames: list[dict[str, Any]] = [{"type": "shell.hello", "runtime": {"state": self._state}}]
+        runtime = {"state": self._state, "reason": self._reason}
+        frames: list[dict[str, Any]] = [{"type": "shell.hello", "runtime": runtime}]
         try:
             views = await self.bus.request(
                 "focus", ViewsRequest(), expect=ViewsReply, timeout=ASK_TIMEOUT

@@ -33,6 +33,7 @@ class RuntimeStateEvent(Message):
 
     type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
     state: str
+    reason: str | None = None  # an appserver_* code while reconnecting / offline_degraded
 
 
 class AppsUpdatedEvent(Message):

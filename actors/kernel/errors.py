@@ -42,13 +42,20 @@ class ErrorCode(StrEnum):
     SUPERVISOR_ESCALATED = "supervisor_escalated"  # a child broke the restart intensity
     # --- inbound envelopes (the router's filter chain, seed 004 §5.3) ----------------------
     ENVELOPE_MALFORMED = "envelope_malformed"
-    ENVELOPE_TOO_LARGE = "envelope_too_large"
+    ENVELOPE_TOO_LARGE = "envelope_too_large"  # bytes, or a string, array or object too long
+    ENVELOPE_TOO_DEEP = "envelope_too_deep"  # nested deeper than the wire allows
     UNSUPPORTED_VERSION = "unsupported_version"
     ENVELOPE_TYPE_UNKNOWN = "envelope_type_unknown"
     SCOPE_MISSING = "scope_missing"
     CONVERSATION_MISMATCH = "conversation_mismatch"
     SENDER_MISMATCH = "sender_mismatch"
     NOT_CONNECTED = "not_connected"  # no AppServer session yet (never logged in)
+    # --- the AppServer link: why the runtime is reconnecting / offline_degraded ------------
+    APPSERVER_UNREACHABLE = "appserver_unreachable"  # no answer: refused, reset, DNS
+    APPSERVER_TIMEOUT = "appserver_timeout"  # no (whole) answer in time: frozen, dripping
+    APPSERVER_UNAVAILABLE = "appserver_unavailable"  # it answered 5xx
+    APPSERVER_UNAUTHORIZED = "appserver_unauthorized"  # login refused, or the token rejected
+    APPSERVER_PROTOCOL_ERROR = "appserver_protocol_error"  # HTML, garbage, wrong shape, redirect
     # --- seed 003 §4.4: tool routing --------------------------------------------------------
     INVENTORY_REVISION_MISMATCH = "inventory_revision_mismatch"
     TOOL_NOT_ADVERTISED = "tool_not_advertised"

@@ -10,9 +10,15 @@ with the outbox id as `Idempotency-Key`: a row the AppServer already took is ans
 again and stored nothing, so a crash between its POST and the store's acknowledgement costs a
 repeat, never a duplicate. Failures back off exponentially with jitter, capped.
 
+Nothing the AppServer answers can stop this actor: the client (`_client.py`) turns every
+malformed answer into one `LinkFailure` with a reason code, shown beside the state. An
+envelope of a page that breaks the wire's limits (too deep, too large, not JSON) is refused
+here with its code and an audit row, and the cursor moves past it: it costs itself, nothing
+more. The rest of the page goes to the router in batches that fit a bus frame.
+
 The lifecycle (DESIGN §5) follows the link: authenticating → synchronizing → online, and
-reconnecting / offline_degraded while the AppServer is unreachable; every change is pushed to
-the hostbridge for the Shell.
+reconnecting / offline_degraded (with the reason) while the AppServer is unreachable or
+misbehaves; every change is pushed to the hostbridge for the Shell.
 """
 
 from __future__ import annotations
@@ -20,12 +26,12 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections.abc import Iterator
 from typing import Any, Final
 
-import httpx
 import trio
 
-from lineup.actors.kernel import Actor, ActorKind, Envelope, handles
+from lineup.actors.kernel import Actor, ActorKind, AuditRecord, Envelope, ErrorCode, handles
 from lineup.actors.router.messages import (
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
@@ -46,7 +52,9 @@ from lineup.actors.store.messages import (
     OutboxRow,
 )
 from lineup.hostbridge.messages import RuntimeStateEvent
+from lineup.wire import Admitted, Refusal, SyncPage
 
+from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused
 from .messages import OutboxWakeEvent, RuntimeState, RuntimeStateReply, RuntimeStateRequest
 
 __all__ = ["SESSION_CURSOR", "SYNC_CURSOR", "TransportActor"]
@@ -55,22 +63,34 @@ log = logging.getLogger("lineup.transport")
 
 SESSION_CURSOR: Final = "transport.session"
 SYNC_CURSOR: Final = "transport.sync.cursor"
-LONG_POLL_MS: Final = 20_000
-HTTP_TIMEOUT: Final = 10.0  # per call, on top of the long poll
 BACKOFF_BASE: Final = 0.1
 BACKOFF_CAP: Final = 5.0
 DEGRADED_AFTER: Final = 3  # consecutive failures before "reconnecting" becomes "offline_degraded"
 OUTBOX_IDLE: Final = 5.0  # seconds between outbox checks when nobody wakes it
 STORE_TIMEOUT: Final = 30.0  # store calls retry through restarts for this long
-PERMANENT: Final = frozenset({400, 403, 404, 413, 422})  # refusals that no retry will change
-
-
-class _Unauthorized(Exception):
-    pass
+# A batch of envelopes to the router stays well inside one bus frame (1 MiB).
+BATCH_BYTES: Final = 512 * 1024
+BATCH_ENVELOPES: Final = 500
 
 
 def backoff(failures: int) -> float:
     return min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** max(0, failures - 1)) * random.uniform(0.5, 1.0)
+
+
+def batches(items: tuple[Admitted | Refusal, ...]) -> Iterator[tuple[dict[str, Any], ...]]:
+    """The admitted envelopes, in order, in batches that fit one router request."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for item in items:
+        if not isinstance(item, Admitted):
+            continue
+        if batch and (size + item.size > BATCH_BYTES or len(batch) == BATCH_ENVELOPES):
+            yield tuple(batch)
+            batch, size = [], 0
+        batch.append(item.document)
+        size += item.size
+    if batch:
+        yield tuple(batch)
 
 
 class TransportActor(Actor):
@@ -79,6 +99,7 @@ class TransportActor(Actor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.state: RuntimeState = "created"
+        self.reason: ErrorCode | None = None
         self._wake = trio.Event()
         self._login_lock = trio.Lock()
         self._token: str | None = None
@@ -90,10 +111,9 @@ class TransportActor(Actor):
         if not appserver:  # a tree without an AppServer (tests of the kernel): nothing to do
             task_status.started()
             await trio.sleep_forever()
-        self._credentials = {"username": appserver["username"], "password": appserver["password"]}
-        timeout = httpx.Timeout(HTTP_TIMEOUT + LONG_POLL_MS / 1000)
-        async with httpx.AsyncClient(base_url=appserver["url"], timeout=timeout) as client:
-            self._http = client
+        self._credentials = (str(appserver["username"]), str(appserver["password"]))
+        async with AppServerClient(str(appserver["url"])) as client:
+            self._client = client
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._set_state("restoring")
@@ -104,20 +124,22 @@ class TransportActor(Actor):
 
     # ------------------------------------------------------------------ state
 
-    def _set_state(self, state: RuntimeState) -> None:
-        if state == self.state:
+    def _set_state(self, state: RuntimeState, reason: ErrorCode | None = None) -> None:
+        if (state, reason) == (self.state, self.reason):
             return
-        log.info("transport.state %s -> %s", self.state, state)
-        self.state = state
-        self._nursery.start_soon(self._announce, state)
+        log.info("transport.state %s -> %s reason=%s", self.state, state, reason and reason.value)
+        self.state, self.reason = state, reason
+        self._nursery.start_soon(self._announce, state, reason)
 
-    async def _announce(self, state: RuntimeState) -> None:
+    async def _announce(self, state: RuntimeState, reason: ErrorCode | None) -> None:
         # Not told: the hostbridge asks for the state when a Shell connects.
-        await self.bus.tell("hostbridge", RuntimeStateEvent(state=state), timeout=2.0)
+        event = RuntimeStateEvent(state=state, reason=reason.value if reason else None)
+        await self.bus.tell("hostbridge", event, timeout=2.0)
 
-    def _link_failed(self) -> None:
+    def _link_failed(self, failure: LinkFailure) -> None:
         self._failures += 1
-        self._set_state("offline_degraded" if self._failures >= DEGRADED_AFTER else "reconnecting")
+        degraded = self._failures >= DEGRADED_AFTER
+        self._set_state("offline_degraded" if degraded else "reconnecting", failure.code)
 
     def _link_ok(self) -> None:
         self._failures = 0
@@ -125,7 +147,9 @@ class TransportActor(Actor):
 
     @handles(RuntimeStateRequest)
     def on_state(self, msg: RuntimeStateRequest, env: Envelope) -> RuntimeStateReply:
-        return RuntimeStateReply(state=self.state)
+        return RuntimeStateReply(
+            state=self.state, reason=self.reason.value if self.reason else None
+        )
 
     @handles(OutboxWakeEvent)
     def on_wake(self, msg: OutboxWakeEvent, env: Envelope) -> None:
@@ -135,25 +159,23 @@ class TransportActor(Actor):
 
     async def _login(self) -> None:
         async with self._login_lock:
-            self._set_state("authenticating")
+            self._set_state("authenticating", self.reason)
             failures = 0
             while True:
                 try:
-                    response = await self._http.post("/v1/auth/login", json=self._credentials)
-                    if response.status_code == 200:
-                        break
-                    if response.status_code >= 500:  # the AppServer's trouble, not ours
-                        log.warning("transport.login_failed status=%d", response.status_code)
-                    else:
-                        log.error("transport.login_refused status=%d", response.status_code)
-                except httpx.HTTPError as exc:
-                    log.warning("transport.login_failed error=%s", type(exc).__name__)
-                failures += 1
-                self._link_failed()
-                await trio.sleep(backoff(failures))
-            answer = response.json()
-            self._token = str(answer["token"])
-            self._session = {k: str(answer[k]) for k in ("user_id", "agent_id", "conversation_id")}
+                    answer = await self._client.login(*self._credentials)
+                    break
+                except LinkFailure as failure:
+                    log.warning("transport.login_failed reason=%s", failure.code.value)
+                    failures += 1
+                    self._link_failed(failure)
+                    await trio.sleep(backoff(failures))
+            self._token = answer.token
+            self._session = {
+                "user_id": answer.user_id,
+                "agent_id": answer.agent_id,
+                "conversation_id": answer.conversation_id,
+            }
             await self._store(
                 CursorSetRequest(name=SESSION_CURSOR, value=json.dumps(self._session)),
                 CursorSetReply,
@@ -165,57 +187,67 @@ class TransportActor(Actor):
         # Not told: the router publishes the inventory when it starts, too.
         await self.bus.tell("router", SessionStartedEvent(), timeout=5.0)
 
-    def _auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._token}"}
+    async def _relogin(self, stale: str | None) -> None:
+        """The token was refused: log in again, unless another loop already did."""
+        if self._token == stale:
+            self._token = None
+            await self._login()
+        else:
+            async with self._login_lock:
+                pass  # wait for the login under way
 
     # ------------------------------------------------------------------ inbound
 
     async def _sync_loop(self) -> None:
         cursor = (await self._store(CursorGetRequest(name=SYNC_CURSOR), CursorGetReply)).value
         while True:
+            token = self._token
+            # Until the link is known good, ask without waiting: "online" should not take a
+            # whole long poll to show when nothing is waiting.
+            wait_ms = LONG_POLL_MS if self.state == "online" else 0
             try:
-                page = await self._sync(cursor or "")
-            except _Unauthorized:
-                await self._login()
-                continue
-            except (httpx.HTTPError, ValueError) as exc:
-                log.warning("transport.sync_failed error=%s", type(exc).__name__)
-                self._link_failed()
+                page = await self._client.sync(token or "", cursor or "", wait_ms)
+            except LinkFailure as failure:
+                if failure.code is ErrorCode.APPSERVER_UNAUTHORIZED:
+                    await self._relogin(token)
+                    continue
+                log.warning("transport.sync_failed reason=%s", failure.code.value)
+                self._link_failed(failure)
                 await trio.sleep(backoff(self._failures))
                 continue
             self._link_ok()
-            messages, next_cursor = page
-            if messages:
-                await self.bus.request(
-                    "router",
-                    InboundEnvelopesRequest(
-                        conversation_id=self._session["conversation_id"],
-                        agent_id=self._session["agent_id"],
-                        envelopes=tuple(messages),
-                    ),
-                    expect=InboundEnvelopesReply,
-                    timeout=STORE_TIMEOUT,
-                    retry=True,
-                )
-            if next_cursor != cursor:
+            await self._hand_over(page)
+            if page.cursor != cursor:
                 await self._store(
-                    CursorSetRequest(name=SYNC_CURSOR, value=next_cursor), CursorSetReply
+                    CursorSetRequest(name=SYNC_CURSOR, value=page.cursor), CursorSetReply
                 )
-                cursor = next_cursor
+                cursor = page.cursor
 
-    async def _sync(self, cursor: str) -> tuple[list[dict[str, Any]], str]:
-        # Until the link is known good, ask without waiting: "online" should not take a
-        # whole long poll to show when nothing is waiting.
-        wait_ms = LONG_POLL_MS if self.state == "online" else 0
-        response = await self._http.get(
-            "/v1/sync", headers=self._auth(), params={"cursor": cursor, "timeout_ms": wait_ms}
-        )
-        if response.status_code == 401:
-            raise _Unauthorized
-        response.raise_for_status()
-        body = response.json()
-        messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
-        return messages, str(body.get("cursor", cursor))
+    async def _hand_over(self, page: SyncPage) -> None:
+        """Persist the page through the router (in frame-sized batches); audit its refusals."""
+        for item in page.items:
+            if isinstance(item, Refusal):
+                log.warning("transport.envelope_refused code=%s", item.code.value)
+                self.bus.audit(
+                    AuditRecord(
+                        event="transport.envelope_refused",
+                        actor=self.ctx.identity.name,
+                        code=item.code.value,
+                        subject_id=item.message_id,
+                    )
+                )
+        for batch in batches(page.items):
+            await self.bus.request(
+                "router",
+                InboundEnvelopesRequest(
+                    conversation_id=self._session["conversation_id"],
+                    agent_id=self._session["agent_id"],
+                    envelopes=batch,
+                ),
+                expect=InboundEnvelopesReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
 
     # ------------------------------------------------------------------ outbound
 
@@ -241,21 +273,18 @@ class TransportActor(Actor):
 
     async def _deliver(self, row: OutboxRow) -> bool:
         """POST one row. True if it is settled (sent or refused for good), False to retry."""
+        token = self._token
         try:
-            response = await self._http.post(
-                "/v1/messages",
-                json=row.body,
-                headers={**self._auth(), "Idempotency-Key": row.outbox_id},
-            )
-        except httpx.HTTPError as exc:
-            log.warning("transport.send_failed error=%s", type(exc).__name__)
-            self._link_failed()
+            outcome = await self._client.send(token or "", row.body, row.outbox_id)
+        except LinkFailure as failure:
+            if failure.code is ErrorCode.APPSERVER_UNAUTHORIZED:
+                await self._relogin(token)
+            else:
+                log.warning("transport.send_failed reason=%s", failure.code.value)
+                self._link_failed(failure)
             return False
-        if response.status_code == 401:
-            await self._login()
-            return False
-        if response.status_code in PERMANENT:
-            code = _error_code(response)
+        if isinstance(outcome, Refused):
+            code = outcome.code[:100]
             await self._store(
                 OutboxFailRequest(outbox_id=row.outbox_id, code=code), OutboxFailReply
             )
@@ -263,17 +292,10 @@ class TransportActor(Actor):
                 OutboxSettledEvent(outbox_id=row.outbox_id, state="failed", code=code)
             )
             return True
-        if response.status_code >= 300:
-            self._link_failed()
-            return False
         self._link_ok()
-        answer = response.json()
-        remote_seq = answer.get("seq")
         await self._store(
             OutboxAckRequest(
-                outbox_id=row.outbox_id,
-                remote_id=str(answer.get("message_id") or row.outbox_id),
-                remote_seq=remote_seq if isinstance(remote_seq, int) else None,
+                outbox_id=row.outbox_id, remote_id=outcome.message_id, remote_seq=outcome.seq
             ),
             OutboxAckReply,
         )
@@ -290,11 +312,3 @@ class TransportActor(Actor):
         return await self.bus.request(
             "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
         )
-
-
-def _error_code(response: httpx.Response) -> str:
-    try:
-        code = response.json().get("error")
-    except ValueError:
-        code = None
-    return str(code)[:100] if code else f"http_{response.status_code}"

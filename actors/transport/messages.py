@@ -46,3 +46,4 @@ class RuntimeStateRequest(Message):
 class RuntimeStateReply(Message):
     type: Literal["transport.ui.state.get.reply"] = "transport.ui.state.get.reply"
     state: RuntimeState
+    reason: str | None = None  # why it is reconnecting / offline_degraded: an appserver_* code

@@ -46,6 +46,14 @@
     unknown: { label: "Connecting…", tone: "busy" },
     disconnected: { label: "Not connected", tone: "off" },
   };
+  // Why the link to the AppServer is down (the transport's appserver_* codes), in words.
+  const LINK_REASONS = {
+    appserver_unreachable: "the AppServer cannot be reached",
+    appserver_timeout: "the AppServer stopped answering",
+    appserver_unavailable: "the AppServer reports an error",
+    appserver_unauthorized: "the AppServer refused this account",
+    appserver_protocol_error: "the network answers with something that is not the AppServer",
+  };
   const AUTHORS = { agent: "Agent", user: "You" };
   // Instance states that are gone or going: such an instance gets no switcher button.
   const ENDED_STATES = new Set(["stopping", "stopped", "failed"]);
@@ -215,10 +223,10 @@
     if (!isObject(frame)) return;
     switch (frame.type) {
       case "shell.hello":
-        if (isObject(frame.runtime)) setRuntimeState(frame.runtime.state);
+        if (isObject(frame.runtime)) setRuntimeState(frame.runtime.state, frame.runtime.reason);
         break;
       case "shell.runtime":
-        setRuntimeState(frame.state);
+        setRuntimeState(frame.state, frame.reason);
         break;
       case "shell.view":
         onView(frame);
@@ -234,12 +242,16 @@
     }
   }
 
-  function setRuntimeState(state) {
+  function setRuntimeState(state, reason) {
     const known = RUNTIME_STATES[state] ?? LOCAL_STATES[state];
     const { label, tone } = known ?? { label: "Unknown state", tone: "busy" };
+    const why = Object.hasOwn(LINK_REASONS, reason) ? LINK_REASONS[reason] : null;
+    const down = state === "reconnecting" || state === "offline_degraded";
     ui.runtime.setAttribute("data-state", typeof state === "string" ? state : "unknown");
     ui.runtime.setAttribute("data-tone", tone);
-    ui.runtime.textContent = label;
+    if (down && why) ui.runtime.setAttribute("data-reason", reason);
+    else ui.runtime.removeAttribute("data-reason");
+    ui.runtime.textContent = down && why ? `${label}: ${why}` : label;
   }
 
   function onView(frame) {
