@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import trio
 
+from lineup import wire
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
@@ -66,8 +66,8 @@ log = logging.getLogger("lineup.router")
 
 SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
-TEXT: Final = "lineup.v1.text"
-TOOL_CALL: Final = "lineup.v1.tool.call"
+TEXT: Final = wire.TEXT
+TOOL_CALL: Final = wire.TOOL_CALL
 
 
 class RouterActor(Actor):
@@ -191,17 +191,18 @@ class RouterActor(Actor):
     ) -> sdk.CommandReceipt:
         scope = app_scope_of(env.sender)
         session = await self._session()
-        wire: dict[str, Any] = {
-            "v": 1,
-            "id": msg.message_id,
-            "type": TEXT,
-            "conversation_id": session["conversation_id"],
-            "sender": {"kind": "user", "id": session["user_id"]},
-            "timestamp": datetime.now(UTC).isoformat(),
-            "payload": {"markdown": msg.markdown},
-        }
-        if scope != "chat":  # the legacy rule, backwards: chat's messages carry no scope
-            wire["app_scope"] = scope
+        body = wire.dump(
+            wire.envelope(
+                wire.TEXT,
+                wire.TextPayload(markdown=msg.markdown),
+                conversation_id=session["conversation_id"],
+                sender_kind="user",
+                sender_id=session["user_id"],
+                message_id=msg.message_id,
+                # The legacy rule, backwards: chat's messages carry no scope.
+                app_scope=scope if scope != "chat" else None,
+            )
+        )
         reply = await self.bus.request(
             "store",
             ConversationSendRequest(
@@ -210,7 +211,7 @@ class RouterActor(Actor):
                 app_scope=scope,
                 kind=TEXT,
                 body={"markdown": msg.markdown},
-                wire=wire,
+                wire=body,
             ),
             expect=ConversationSendReply,
             idempotency_key=msg.message_id,

@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 No I/O here. `admit()` takes one raw wire envelope (`lineup.v1`, DESIGN §12) exactly as the
 AppServer relayed it, and either returns a `RuntimeEnvelope` or raises `EnvelopeRejected` with a
-stable code. The links run in the seed's order, cheapest first: size → shape → version → type
-→ scope and conversation → agent identity. What needs state (dedupe by message id, app
+stable code. The links run in the seed's order, cheapest first: the wire's limits (depth,
+lengths, numbers) → size → version → type → shape (the wire's models) → scope and
+conversation → agent identity. What needs state (dedupe by message id, app
 installed and enabled, inventory) is decided by the router actor with the store's help.
 
 The legacy rule (seed 004 §5.2): a wire envelope without `app_scope` belongs to `chat` in its
@@ -14,12 +15,19 @@ conversation. A MiniApp never sees a wire envelope, only the normalised `Runtime
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.wire import (
+    AGENT_ENVELOPE,
+    AGENT_TYPES,
+    MAX_ENVELOPE_BYTES,
+    WireLimitError,
+    check_document,
+    encoded_size,
+)
 
 __all__ = [
     "AGENT_TYPES",
@@ -32,16 +40,7 @@ __all__ = [
     "admit",
 ]
 
-MAX_ENVELOPE_BYTES: Final = 256 * 1024
 LEGACY_SCOPE: Final = "chat"
-# What an Agent may send a client (DESIGN §12); anything else is refused, never delivered.
-AGENT_TYPES: Final = frozenset(
-    {
-        "lineup.v1.text",
-        "lineup.v1.tool.call",
-        "lineup.v1.interaction.dismiss",
-    }
-)
 _Id = Field(min_length=1, max_length=200)
 
 
@@ -96,37 +95,6 @@ class RuntimeEnvelope(_Model):
     payload: dict[str, Any]
 
 
-class _WireSender(_Model):
-    kind: str = Field(max_length=20)
-    id: str = Field(max_length=200)
-
-
-class _WireCorrelation(_Model):
-    call_id: str | None = Field(default=None, max_length=200)
-    reply_to: str | None = Field(default=None, max_length=200)
-    inventory_revision: str | None = Field(default=None, max_length=200)
-
-
-class _WireEnvelope(_Model):
-    """DESIGN §12, as relayed by the AppServer (which adds its `seq`)."""
-
-    v: int
-    id: str = _Id
-    type: str = Field(min_length=1, max_length=100)
-    conversation_id: str | None = Field(default=None, max_length=200)
-    app_scope: str | None = Field(default=None, max_length=200)
-    instance_id: str | None = Field(default=None, max_length=200)
-    sender: _WireSender
-    timestamp: str = Field(max_length=64)
-    correlation: _WireCorrelation | None = None
-    payload: dict[str, Any]
-    seq: int | None = None
-
-
-def _size(raw: dict[str, Any]) -> int:
-    return len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode())
-
-
 def _message_id(raw: object) -> str | None:
     if isinstance(raw, dict):
         candidate = raw.get("id")
@@ -140,27 +108,33 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
 
     `conversation_id` and `agent_id` are what the transport's login established: an envelope
     for another conversation, or from anybody but that agent, is refused. Raises
-    EnvelopeRejected with one of: envelope_too_large, envelope_malformed,
-    unsupported_version, envelope_type_unknown, conversation_mismatch, sender_mismatch.
+    EnvelopeRejected with one of: envelope_too_deep, envelope_too_large, envelope_malformed,
+    unsupported_version, envelope_type_unknown, scope_missing, conversation_mismatch,
+    sender_mismatch.
     """
     message_id = _message_id(raw)
     if not isinstance(raw, dict):
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED)
-    if _size(raw) > MAX_ENVELOPE_BYTES:
+    try:
+        check_document(raw)
+    except WireLimitError as exc:
+        raise EnvelopeRejected(exc.code, message_id) from exc
+    if encoded_size(raw) > MAX_ENVELOPE_BYTES:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_TOO_LARGE, message_id)
-    if raw.get("v") != 1:
+    if raw.get("v") != 1 or type(raw.get("v")) is not int:
         code = (
             ErrorCode.UNSUPPORTED_VERSION
-            if "v" in raw and type(raw.get("v")) is int
+            if type(raw.get("v")) is int
             else ErrorCode.ENVELOPE_MALFORMED
         )
         raise EnvelopeRejected(code, message_id)
+    kind = raw.get("type")
+    if isinstance(kind, str) and kind not in AGENT_TYPES:
+        raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, message_id)
     try:
-        wire = _WireEnvelope.model_validate(raw)
+        wire = AGENT_ENVELOPE.validate_python(raw)
     except ValidationError as exc:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, message_id) from exc
-    if wire.type not in AGENT_TYPES:
-        raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, wire.id)
     if wire.conversation_id is None:
         raise EnvelopeRejected(ErrorCode.SCOPE_MISSING, wire.id)
     if wire.conversation_id != conversation_id:
@@ -188,7 +162,7 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
                 app_scope=scope, conversation_id=wire.conversation_id, instance_id=wire.instance_id
             ),
             correlation=correlation,
-            payload=wire.payload,
+            payload=wire.payload.model_dump(mode="json"),
         )
     except ValidationError as exc:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, wire.id) from exc
@@ -197,6 +171,6 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
 def text_markdown(envelope: RuntimeEnvelope) -> str:
     """The Markdown of a `lineup.v1.text` (refused as malformed if it has none)."""
     markdown = envelope.payload.get("markdown")
-    if not isinstance(markdown, str) or len(markdown) > MAX_ENVELOPE_BYTES:
+    if not isinstance(markdown, str):
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, envelope.id)
     return markdown

@@ -28,7 +28,9 @@ from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 import trio
+from pydantic import BaseModel
 
+from lineup import wire
 from lineup.actors.focus.messages import (
     FindInstanceRequest,
     InstanceReply,
@@ -163,18 +165,18 @@ class ToolPipeline:
             log.info("router.inventory_not_published code=%s", exc.code.value)
             return
         outbox_id = f"inventory:{session['conversation_id']}:{inventory.revision}"
-        wire = self._wire(
+        body = self._wire(
             session,
-            "lineup.v1.client.inventory",
-            {"revision": inventory.revision, "tools": list(inventory.tools)},
+            wire.INVENTORY,
+            wire.InventoryPayload(revision=inventory.revision, tools=tuple(inventory.tools)),
             outbox_id,
         )
         await self._store(
             OutboxAppendRequest(
                 outbox_id=outbox_id,
                 conversation_id=session["conversation_id"],
-                kind=wire["type"],
-                body=wire,
+                kind=wire.INVENTORY,
+                body=body,
             ),
             OutboxAppendReply,
         )
@@ -184,22 +186,22 @@ class ToolPipeline:
         self,
         session: dict[str, str],
         kind: str,
-        payload: dict[str, Any],
+        payload: BaseModel,
         message_id: str,
         call_id: str | None = None,
     ) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "v": 1,
-            "id": message_id,
-            "type": kind,
-            "conversation_id": session["conversation_id"],
-            "sender": {"kind": "user", "id": session["user_id"]},
-            "timestamp": _now(),
-            "payload": payload,
-        }
-        if call_id is not None:
-            wire["correlation"] = {"call_id": call_id}
-        return wire
+        """The wire envelope of one outbox row: from the user's client, in its conversation."""
+        return wire.dump(
+            wire.envelope(
+                kind,
+                payload,
+                conversation_id=session["conversation_id"],
+                sender_kind="user",
+                sender_id=session["user_id"],
+                message_id=message_id,
+                call_id=call_id,
+            )
+        )
 
     # ------------------------------------------------------------------ an Agent's call
 
@@ -299,10 +301,10 @@ class ToolPipeline:
             )
         )
         outbox_id = f"error:{call_id}"
-        wire = self._wire(
+        body = self._wire(
             session,
-            "lineup.v1.tool.error",
-            {"call_id": call_id, "code": code.value},
+            wire.TOOL_ERROR,
+            wire.ToolErrorPayload(call_id=call_id, code=code.value),
             outbox_id,
             call_id,
         )
@@ -320,23 +322,25 @@ class ToolPipeline:
                 state="rejected",
                 code=code.value,
                 outbox_id=outbox_id,
-                wire=wire,
+                wire=body,
             ),
             ToolCallRecordReply,
         )
         await self.wake_transport()
 
     async def _receipt(
-        self, session: dict[str, str], call_id: str, status: str, code: str | None = None
+        self,
+        session: dict[str, str],
+        call_id: str,
+        status: wire.ReceiptStatus,
+        code: str | None = None,
     ) -> None:
         outbox_id = f"receipt:{call_id}:{status}"
-        payload: dict[str, Any] = {"call_id": call_id, "status": status}
-        if code is not None:
-            payload["code"] = code
-        wire = self._wire(session, "lineup.v1.tool.receipt", payload, outbox_id, call_id)
+        payload = wire.ReceiptPayload(call_id=call_id, status=status, code=code)
+        body = self._wire(session, wire.RECEIPT, payload, outbox_id, call_id)
         await self._store(
             ToolCallReceiptRequest(
-                call_id=call_id, status=status, code=code, outbox_id=outbox_id, wire=wire
+                call_id=call_id, status=status, code=code, outbox_id=outbox_id, wire=body
             ),
             ToolCallReceiptReply,
         )
@@ -429,10 +433,10 @@ class ToolPipeline:
         call = await self._own_call(sender, msg.call_id, msg.TYPE)
         session = await self._session()
         outbox_id = f"progress:{call.call_id}:{time.time_ns()}"
-        wire = self._wire(
+        body = self._wire(
             session,
-            "lineup.v1.tool.progress",
-            {"call_id": call.call_id, "progress": msg.progress},
+            wire.PROGRESS,
+            wire.ProgressPayload(call_id=call.call_id, progress=msg.progress),
             outbox_id,
             call.call_id,
         )
@@ -441,7 +445,7 @@ class ToolPipeline:
                 call_id=call.call_id,
                 progress=msg.progress,
                 outbox_id=outbox_id,
-                wire=wire,
+                wire=body,
                 expected_app_scope=call.app_scope,
                 expected_instance_id=call.instance_id or "",
             ),
@@ -527,12 +531,14 @@ class ToolPipeline:
     ) -> bool:
         """Make the call final with its one terminal message. False if it already was."""
         session = await self._session()
+        payload: BaseModel
         if state == "completed":
-            kind, payload = "lineup.v1.tool.result", {"call_id": call_id, "result": result}
+            kind, payload = wire.RESULT, wire.ResultPayload(call_id=call_id, result=result or {})
         else:
-            kind, payload = "lineup.v1.tool.error", {"call_id": call_id, "code": code}
+            kind = wire.TOOL_ERROR
+            payload = wire.ToolErrorPayload(call_id=call_id, code=code or state)
         outbox_id = f"final:{call_id}"
-        wire = self._wire(session, kind, payload, outbox_id, call_id)
+        body = self._wire(session, kind, payload, outbox_id, call_id)
         try:
             await self._store(
                 ToolCallFinishRequest(
@@ -541,7 +547,7 @@ class ToolPipeline:
                     result=result,
                     code=code,
                     expected_app_scope=expected_scope,
-                    wire=wire,
+                    wire=body,
                     outbox_id=outbox_id,
                 ),
                 ToolCallFinishReply,

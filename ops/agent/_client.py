@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import random
-import uuid
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, Self
 
 import httpx
 import trio
+from pydantic import BaseModel
+
+from lineup import wire
 
 __all__ = [
     "REQUEST_TIMEOUT_S",
@@ -39,9 +40,7 @@ RETRY_BASE_S: Final = 0.05
 RETRY_CAP_S: Final = 2.0
 UNREACHABLE: Final = "unreachable"  # the code when no attempt got an HTTP answer
 
-TEXT: Final = "lineup.v1.text"
-TOOL_CALL: Final = "lineup.v1.tool.call"
-DISMISS: Final = "lineup.v1.interaction.dismiss"
+utc_timestamp = wire.utc_timestamp
 
 
 class AppServerError(Exception):
@@ -54,13 +53,7 @@ class AppServerError(Exception):
         self.status = status
 
 
-def utc_timestamp() -> str:
-    """Now, as ISO 8601 UTC with milliseconds: `2024-05-01T12:00:00.000Z`."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex}"
+_new_id = wire.new_message_id
 
 
 class AgentClient:
@@ -150,7 +143,7 @@ class AgentClient:
         self, conversation_id: str, markdown: str, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         """Send a `lineup.v1.text`. The key defaults to the new envelope's id."""
-        envelope = self._envelope(conversation_id, TEXT, {"markdown": markdown})
+        envelope = self._envelope(conversation_id, wire.TEXT, wire.TextPayload(markdown=markdown))
         return await self.send(envelope, idempotency_key or envelope["id"])
 
     async def call_tool(
@@ -158,41 +151,38 @@ class AgentClient:
         conversation_id: str,
         tool: str,
         input: dict[str, Any],
-        inventory_revision: Any,
+        inventory_revision: str | int,
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Send a `lineup.v1.tool.call`; returns `{"message_id", "seq", "call_id"}` (the
         call_id is generated when not given)."""
         call_id = call_id or _new_id("call")
-        payload = {
-            "call_id": call_id,
-            "tool": tool,
-            "inventory_revision": inventory_revision,
-            "input": input,
-        }
-        envelope = self._envelope(conversation_id, TOOL_CALL, payload)
+        payload = wire.ToolCallPayload(
+            call_id=call_id, tool=tool, inventory_revision=str(inventory_revision), input=input
+        )
+        envelope = self._envelope(conversation_id, wire.TOOL_CALL, payload)
         answer = await self.send(envelope, envelope["id"])
         return {**answer, "call_id": call_id}
 
     async def dismiss(self, conversation_id: str, control_id: str, call_id: str) -> dict[str, Any]:
         """Send a `lineup.v1.interaction.dismiss` for an open interaction."""
-        payload = {"control_id": control_id, "call_id": call_id}
-        envelope = self._envelope(conversation_id, DISMISS, payload)
+        payload = wire.DismissPayload(control_id=control_id, call_id=call_id)
+        envelope = self._envelope(conversation_id, wire.DISMISS, payload)
         return await self.send(envelope, envelope["id"])
 
     # ----------------------------------------------------------------------------- helpers
 
-    def _envelope(self, conversation_id: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def _envelope(self, conversation_id: str, kind: str, payload: BaseModel) -> dict[str, Any]:
         # The server stamps the real sender; ours is only what a well-behaved agent would say.
-        return {
-            "v": 1,
-            "id": _new_id("msg"),
-            "type": kind,
-            "conversation_id": conversation_id,
-            "sender": {"kind": "agent", "id": self.agent_id or ""},
-            "timestamp": utc_timestamp(),
-            "payload": payload,
-        }
+        return wire.dump(
+            wire.envelope(
+                kind,
+                payload,
+                conversation_id=conversation_id,
+                sender_kind="agent",
+                sender_id=self.agent_id or "",
+            )
+        )
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self._backoff_cap_s, self._backoff_s * 2.0**attempt)

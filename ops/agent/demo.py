@@ -16,8 +16,9 @@ import trio
 from lineup.actors.kernel.actor import Actor
 from lineup.actors.kernel.identity import ActorKind
 from lineup.ops.devserver import DEFAULT_AGENT_ID, DEFAULT_AGENT_SECRET
+from lineup.wire import TEXT
 
-from ._client import TEXT, AgentClient
+from ._client import AgentClient
 
 __all__ = ["DEFAULT_APPSERVER_URL", "GREETING", "SYNC_TIMEOUT_MS", "DemoAgent", "DemoAgentActor"]
 

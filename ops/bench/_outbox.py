@@ -21,6 +21,7 @@ import httpx
 import trio
 from trio_websocket import open_websocket_url
 
+from lineup import wire
 from lineup.ops.agent import AgentClient
 from lineup.ops.devserver import DevServerConfig
 from lineup.ops.devserver._app import DevServerState
@@ -142,13 +143,16 @@ async def sequential_posts(n: int) -> float:
                     started = time.perf_counter()
                     for _ in range(n):
                         message_id = f"bench-{uuid.uuid4()}"
-                        envelope = {
-                            "v": 1,
-                            "id": message_id,
-                            "type": "lineup.v1.text",
-                            "conversation_id": "conv-demo",
-                            "payload": {"markdown": "bench"},
-                        }
+                        envelope = wire.dump(
+                            wire.envelope(
+                                wire.TEXT,
+                                wire.TextPayload(markdown="bench"),
+                                conversation_id="conv-demo",
+                                sender_kind="user",
+                                sender_id="demo",
+                                message_id=message_id,
+                            )
+                        )
                         headers = {**auth, "Idempotency-Key": message_id}
                         answer = await http.post("/v1/messages", json=envelope, headers=headers)
                         answer.raise_for_status()

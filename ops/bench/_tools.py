@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from lineup import wire
 from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
 from lineup.actors.store.messages import CursorSetReply, CursorSetRequest
@@ -31,21 +31,19 @@ CONVERSATION, AGENT = "conv-bench", "agent-bench"
 
 
 def _call(call_id: str, tool: str, revision: str) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "id": f"env-{call_id}",
-        "type": "lineup.v1.tool.call",
-        "conversation_id": CONVERSATION,
-        "app_scope": "bench",
-        "sender": {"kind": "agent", "id": AGENT},
-        "timestamp": datetime.now(UTC).isoformat(),
-        "payload": {
-            "call_id": call_id,
-            "tool": tool,
-            "inventory_revision": revision,
-            "input": {"text": "x"},
-        },
-    }
+    return wire.dump(
+        wire.envelope(
+            wire.TOOL_CALL,
+            wire.ToolCallPayload(
+                call_id=call_id, tool=tool, inventory_revision=revision, input={"text": "x"}
+            ),
+            conversation_id=CONVERSATION,
+            sender_kind="agent",
+            sender_id=AGENT,
+            message_id=f"env-{call_id}",
+            app_scope="bench",
+        )
+    )
 
 
 async def direct_calls(samples: int, burst: int, concurrency: int = 8) -> tuple[list[float], float]:

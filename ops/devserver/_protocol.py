@@ -1,5 +1,10 @@
 """The AppServer wire protocol (DESIGN §12) without I/O: codes, limits, and validation.
 
+The envelope models, the size limit and the error codes are the wire's (`lineup.wire`),
+shared with the runtime's client. As a relay, the server checks only the header it routes by
+(version, type, conversation, id): what an Agent puts in a payload is the client's to judge,
+so that a client's defences can be tried through a real AppServer.
+
 Theory of operation: everything a request carries is checked here before the server touches its
 database, so these functions are pure and tested synchronously. A failed check raises
 `WireError`, whose `code` and HTTP `status` are exactly what the server answers
@@ -12,8 +17,9 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, Final, Literal
+
+from lineup.wire import MAX_ENVELOPE_BYTES, WireErrorCode
 
 __all__ = [
     "ENVELOPE_VERSION",
@@ -34,7 +40,6 @@ __all__ = [
 ]
 
 ENVELOPE_VERSION: Final = 1
-MAX_ENVELOPE_BYTES: Final = 256 * 1024
 MAX_SYNC_BATCH: Final = 100
 MAX_TIMEOUT_MS: Final = 30_000
 MAX_IDEMPOTENCY_KEY_CHARS: Final = 256
@@ -42,24 +47,6 @@ MAX_IDEMPOTENCY_KEY_CHARS: Final = 256
 PrincipalKind = Literal["user", "agent"]
 # Which way a message travels: written by the user's client for the agent, or the reverse.
 Direction = Literal["to_agent", "to_client"]
-
-
-class WireErrorCode(StrEnum):
-    """The `error` values the AppServer answers with; clients branch on these."""
-
-    INVALID_CREDENTIALS = "invalid_credentials"  # 401, login only
-    UNAUTHORIZED = "unauthorized"  # 401: no, unknown, or wrong-kind bearer token
-    INVALID_REQUEST = "invalid_request"  # 400: a login body that is not the expected JSON
-    INVALID_ENVELOPE = "invalid_envelope"  # 400
-    IDEMPOTENCY_KEY_REQUIRED = "idempotency_key_required"  # 400: absent, empty, or too long
-    FORBIDDEN_CONVERSATION = "forbidden_conversation"  # 403
-    TOO_LARGE = "too_large"  # 413
-    INVALID_CURSOR = "invalid_cursor"  # 400
-    INVALID_TIMEOUT = "invalid_timeout"  # 400
-    UNAVAILABLE = "unavailable"  # 503: injected fault (`--fail-rate`), nothing was stored
-    NOT_FOUND = "not_found"  # 404
-    METHOD_NOT_ALLOWED = "method_not_allowed"  # 405
-    INTERNAL_ERROR = "internal_error"  # 500
 
 
 _STATUS: Final[dict[WireErrorCode, int]] = {

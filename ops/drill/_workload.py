@@ -28,8 +28,10 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import trio
+from pydantic import BaseModel
 from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
 
+from lineup import wire
 from lineup.ops.agent import AgentClient, AppServerError
 from lineup.supervisor._runtime import shell_socket
 
@@ -151,28 +153,27 @@ class LoadAgent:
         kind, body = operation
         try:
             message_id = f"msg-drill-{self.seed}-{borrower}"
+            payload: BaseModel
             if kind == "text":
-                payload = body
-                envelope_type = "lineup.v1.text"
+                payload = wire.TextPayload.model_validate(body)
+                envelope_type = wire.TEXT
                 key = message_id
             else:
                 key = f"call-drill-{self.seed}-{borrower}"
-                payload = {
-                    "call_id": key,
-                    "tool": kind,
-                    "inventory_revision": self.revision,
-                    "input": body,
-                }
-                envelope_type = "lineup.v1.tool.call"
-            envelope = {
-                "v": 1,
-                "id": message_id,
-                "type": envelope_type,
-                "conversation_id": CONVERSATION,
-                "sender": {"kind": "agent", "id": self.agent_id},
-                "timestamp": "1970-01-01T00:00:00.000Z",
-                "payload": payload,
-            }
+                payload = wire.ToolCallPayload(
+                    call_id=key, tool=kind, inventory_revision=self.revision, input=body
+                )
+                envelope_type = wire.TOOL_CALL
+            envelope = wire.dump(
+                wire.envelope(
+                    envelope_type,
+                    payload,
+                    conversation_id=CONVERSATION,
+                    sender_kind="agent",
+                    sender_id=self.agent_id,
+                    message_id=message_id,
+                )
+            )
             self.sent[key] = Sent(kind, self.now())
             if kind != "text":
                 self.unanswered.add(key)

@@ -92,7 +92,7 @@ async def test_call_tool_sends_the_call_payload_and_reports_the_call_id(
     assert first["payload"] == {
         "call_id": generated["call_id"],
         "tool": "interaction.notice",
-        "inventory_revision": 3,
+        "inventory_revision": "3",
         "input": {"text": "x"},
     }
     assert chosen["call_id"] == "call-7"

@@ -94,7 +94,7 @@ async def test_a_script_says_waits_for_the_client_calls_and_dismisses(
     assert call["payload"] == {
         "call_id": "call-1",
         "tool": "interaction.notice",
-        "inventory_revision": 4,  # the last inventory the client sent
+        "inventory_revision": "4",  # the last inventory the client sent
         "input": {"text": "hi"},
     }
     assert call["sender"] == {"kind": "agent", "id": "agent-1"}
@@ -148,7 +148,7 @@ async def test_interactive_commands_send_as_the_agent_until_quit(
     assert text["payload"] == {"markdown": "first\nline"}
     assert call["payload"]["tool"] == "notes.add"
     assert call["payload"]["input"] == {"title": "a b"}
-    assert call["payload"]["inventory_revision"] == 7
+    assert call["payload"]["inventory_revision"] == "7"
     assert dismiss["payload"] == {"control_id": "ctl-9", "call_id": "call-9"}
 
 
