@@ -9,17 +9,65 @@ listed (they only answer a request the receiver itself made).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Final
 
 from .identity import RUNTIME_KINDS, ActorKind
 
-__all__ = ["ACL", "channel_allowed", "message_allowed"]
+__all__ = ["ACL", "AUDIT_APPEND", "STORE_GRANTS", "channel_allowed", "message_allowed"]
 
 K = ActorKind
 
 _HEALTH: Final = "kernel.health.request"
 _TO_SUPERVISOR: Final = frozenset({"supervisor.actor.ready", "supervisor.introduce.request"})
+
+AUDIT_APPEND: Final = "store.audit.append"
+_DIAGNOSTICS: Final = ("store.audit.query", "store.stats.get")
+
+# Who may send which store request, one block per actor (DESIGN §2, least privilege). The
+# store's protocol is split by area (a tag's second segment: `store.tool_call.*`, …) and each
+# area is written by the one actor that owns it. The outbox counts as two areas: its rows, which
+# the router appends, and their delivery, which the transport settles. Another actor gets a read
+# of an area only where it uses one. A store request listed nowhere is refused to every sender;
+# tests/actors/kernel/test_acl.py checks each area's one writer against the store's protocol.
+STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
+    # The router owns the call path: tool calls (a transition writes its receipt or result
+    # outbox row in the same transaction), conversations and app inboxes, and the outbox rows
+    # it appends or re-queues when an app retries a failed message. It reads the sync cursor
+    # (`transport.session`) to learn which AppServer session it is in.
+    K.ROUTER: (
+        "store.tool_call.*",
+        "store.conversation.*",
+        "store.inbox.*",
+        "store.outbox.append",
+        "store.outbox.retry",
+        "store.cursor.get",
+    ),
+    # Focus owns the apps' lifecycle: instances and the focus stack, the registry, session
+    # data and inventory revisions.
+    K.FOCUS: (
+        "store.instance.*",
+        "store.focus_stack.*",
+        "store.registry.*",
+        "store.session_data.*",
+        "store.inventory.*",
+    ),
+    # The transport owns the link: the sync cursor, and settling outbox rows with the
+    # AppServer's answer (it reads the pending rows, marks each sent or failed). It never
+    # creates a row: what it sends, the router wrote.
+    K.TRANSPORT: (
+        "store.cursor.*",
+        "store.outbox.pending",
+        "store.outbox.ack",
+        "store.outbox.fail",
+    ),
+    # The gateway keeps nothing in the store yet.
+    K.GATEWAY: (),
+    # The hostbridge faces the browser: it neither writes nor reads the store. What the user
+    # does in the Shell reaches the store only through the actor that owns that area.
+    K.HOSTBRIDGE: (),
+}
 
 
 def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
@@ -35,18 +83,27 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     # Only trusted actors may get a peer stopped for breaking the protocol.
     for kind in RUNTIME_KINDS:
         allow(kind, K.SUPERVISOR, "supervisor.peer.misbehaved")
-    allow(K.SUPERVISOR, K.STORE, "store.audit.*")
     allow(K.FOCUS, K.SUPERVISOR, "supervisor.child.start", "supervisor.child.stop")
     allow(K.SUPERVISOR, K.FOCUS, "focus.app.failed")
     allow(K.CLI, K.SUPERVISOR, "supervisor.status.request", _HEALTH)
 
-    # Runtime actors are trusted peers: health everywhere, the store's protocol for all.
+    # Runtime actors may ask each other for health, which the kernel's `Actor` base answers.
     for sender in RUNTIME_KINDS:
         for receiver in RUNTIME_KINDS:
             if sender != receiver:
                 allow(sender, receiver, _HEALTH)
-        if sender != K.STORE:
-            allow(sender, K.STORE, "store.*")
+
+    # The store, by area (DESIGN §2): each actor may send only the store requests it uses.
+    for owner, types in STORE_GRANTS.items():
+        allow(owner, K.STORE, *types)
+    # The audit log belongs to the kernel: every bus sends its refusals there (the supervisor's
+    # included), so a refusal is recorded where it happens, the hostbridge's too.
+    for kind in (K.SUPERVISOR, *RUNTIME_KINDS - {K.STORE}):
+        allow(kind, K.STORE, AUDIT_APPEND)
+    # Reading the audit log and the store's counters changes nothing; any trusted actor (or a
+    # probe of that kind) may read them, never the hostbridge, where the browser is.
+    for kind in RUNTIME_KINDS - {K.STORE, K.HOSTBRIDGE}:
+        allow(kind, K.STORE, *_DIAGNOSTICS)
 
     # Each actor's own protocol, by its declared prefix.
     allow(K.TRANSPORT, K.ROUTER, "router.inbound.*")

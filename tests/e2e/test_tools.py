@@ -287,7 +287,8 @@ async def test_a_launch_onto_a_full_focus_stack_is_refused_before_anything_chang
             expect=InstanceReply,
         )
     assert refused.value.code is ErrorCode.LIFECYCLE_DENIED
-    stack = await router_side.request("store", FocusStackGetRequest(), expect=FocusStackGetReply)
+    stack_side = await attach(nursery, s.runtime.supervisor, ActorKind.FOCUS, "stack-reader")
+    stack = await stack_side.request("store", FocusStackGetRequest(), expect=FocusStackGetReply)
     assert len(stack.instance_ids) == MAX_FOCUS_STACK
     assert "task-dashboard:one-more" not in stack.instance_ids
 

@@ -5,12 +5,21 @@ from __future__ import annotations
 import time
 import tracemalloc
 from itertools import product
+from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineup.actors.kernel import ACL, RUNTIME_KINDS, ActorKind, channel_allowed, message_allowed
+from lineup.actors.kernel import (
+    ACL,
+    RUNTIME_KINDS,
+    ActorKind,
+    Message,
+    channel_allowed,
+    message_allowed,
+)
+from lineup.actors.store import messages as store_messages
 
 K = ActorKind
 ALL_KINDS = list(ActorKind)
@@ -129,12 +138,144 @@ def test_the_cli_patterns_are_exactly_status_and_health() -> None:
     assert ACL[(K.CLI, K.SUPERVISOR)] == {"supervisor.status.request", HEALTH}
 
 
-def test_runtime_actors_may_use_the_store_but_the_store_never_writes_to_itself() -> None:
-    for sender in RUNTIME_KINDS - {K.STORE}:
-        assert message_allowed(sender, K.STORE, "store.outbox.append")
-    assert not message_allowed(K.STORE, K.STORE, "store.outbox.append")
-    assert message_allowed(K.SUPERVISOR, K.STORE, "store.audit.append")
-    assert not message_allowed(K.SUPERVISOR, K.STORE, "store.outbox.append")
+# ------------------------------------------------------------------ the store, by area
+
+# Who owns each area of the store's protocol: the one actor that may write it (DESIGN §2,
+# issue 10). An area is a set of tag patterns; a pattern ending in "." covers a prefix. The
+# outbox is two areas: its rows, which the router appends (and re-queues on an app's retry),
+# and their delivery, which the transport settles with the AppServer's answer.
+AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
+    "tool calls": (K.ROUTER, ("store.tool_call.",)),
+    "conversations": (K.ROUTER, ("store.conversation.",)),
+    "app inboxes": (K.ROUTER, ("store.inbox.",)),
+    "outbox rows": (K.ROUTER, ("store.outbox.append", "store.outbox.retry")),
+    "outbox delivery": (
+        K.TRANSPORT,
+        ("store.outbox.pending", "store.outbox.ack", "store.outbox.fail"),
+    ),
+    "cursors": (K.TRANSPORT, ("store.cursor.",)),
+    "instances": (K.FOCUS, ("store.instance.",)),
+    "focus stack": (K.FOCUS, ("store.focus_stack.",)),
+    "registry": (K.FOCUS, ("store.registry.",)),
+    "session data": (K.FOCUS, ("store.session_data.",)),
+    "inventory revisions": (K.FOCUS, ("store.inventory.",)),
+}
+# The requests that change nothing, listed by hand (not read from the ACL), so that this file is
+# a second opinion on which requests write. Every other store request writes.
+READS = frozenset(
+    {
+        "store.tool_call.get",
+        "store.tool_call.list",
+        "store.conversation.history",
+        "store.conversation.message",
+        "store.inbox.list",
+        "store.outbox.pending",
+        "store.cursor.get",
+        "store.instance.list",
+        "store.focus_stack.get",
+        "store.registry.list",
+        "store.session_data.get",
+        "store.inventory.revision.get",
+    }
+)
+# Reads of an area granted beyond its owner, each because that actor uses it.
+READ_BY: dict[str, set[ActorKind]] = {
+    "store.cursor.get": {K.ROUTER},  # the AppServer session a call arrived in
+}
+# The kernel's, not an area's: every bus writes the refusals it makes, and any trusted actor
+# may read the audit log and the store's counters back; never the hostbridge.
+AUDIT_APPEND = "store.audit.append"
+DIAGNOSTICS = frozenset({"store.audit.query", "store.stats.get"})
+DIAGNOSTIC_READERS = {K.ROUTER, K.FOCUS, K.TRANSPORT, K.GATEWAY}
+
+
+def _requests(module: ModuleType) -> frozenset[str]:
+    """Every request tag a protocol module exports. A class is a request when its name says so
+    (CONVENTIONS: `<Noun><Verb>Request` / `…Reply` / `…Event`): a tag alone cannot tell
+    (`router.inbound.envelopes` is a request, `router.inbound.outbox_settled` an event)."""
+    classes = (getattr(module, name) for name in module.__all__)
+    return frozenset(
+        cls.TYPE
+        for cls in classes
+        if isinstance(cls, type) and issubclass(cls, Message) and cls.__name__.endswith("Request")
+    )
+
+
+STORE_REQUESTS = _requests(store_messages)
+AREA_REQUESTS = STORE_REQUESTS - DIAGNOSTICS - {AUDIT_APPEND}
+WRITES = AREA_REQUESTS - READS
+
+
+def _covers(pattern: str, tag: str) -> bool:
+    return tag.startswith(pattern) if pattern.endswith(".") else tag == pattern
+
+
+def area_of(tag: str) -> str:
+    [area] = [
+        name for name, (_, patterns) in AREAS.items() if any(_covers(p, tag) for p in patterns)
+    ]
+    return area
+
+
+def senders(receiver: ActorKind, tag: str) -> set[ActorKind]:
+    return {kind for kind in ALL_KINDS if message_allowed(kind, receiver, tag)}
+
+
+def test_the_store_protocol_is_what_this_file_expects() -> None:
+    # Guards the lists above: a new store request must be placed in an area here (and granted
+    # in the ACL) before it can be used, a read must still exist.
+    assert {AUDIT_APPEND, *DIAGNOSTICS, *READS} <= STORE_REQUESTS
+    assert "store.tool_call.finish" in WRITES
+
+
+@pytest.mark.parametrize("tag", sorted(AREA_REQUESTS))
+def test_every_store_request_lies_in_exactly_one_area(tag: str) -> None:
+    assert area_of(tag) in AREAS
+
+
+@pytest.mark.parametrize("tag", sorted(WRITES))
+def test_every_store_write_may_be_sent_by_its_areas_owner_and_nobody_else(tag: str) -> None:
+    owner, _ = AREAS[area_of(tag)]
+    assert senders(K.STORE, tag) == {owner}
+
+
+@pytest.mark.parametrize("area", list(AREAS))
+def test_every_store_area_has_exactly_one_writing_owner(area: str) -> None:
+    writes = [tag for tag in WRITES if area_of(tag) == area]
+    assert writes, f"{area} has no write request"
+    writers = set().union(*(senders(K.STORE, tag) for tag in writes))
+    assert writers == {AREAS[area][0]}
+
+
+@pytest.mark.parametrize("tag", sorted(READS))
+def test_a_store_read_is_granted_to_its_owner_and_only_where_else_it_is_used(tag: str) -> None:
+    owner, _ = AREAS[area_of(tag)]
+    assert senders(K.STORE, tag) == {owner} | READ_BY.get(tag, set())
+
+
+@pytest.mark.parametrize("tag", sorted(STORE_REQUESTS))
+def test_the_hostbridge_may_send_the_store_only_the_kernels_audit_rows(tag: str) -> None:
+    assert message_allowed(K.HOSTBRIDGE, K.STORE, tag) == (tag == AUDIT_APPEND)
+
+
+def test_every_bus_may_write_its_audit_rows_and_only_trusted_actors_read_them() -> None:
+    assert senders(K.STORE, AUDIT_APPEND) == (RUNTIME_KINDS - {K.STORE}) | {K.SUPERVISOR}
+    for tag in DIAGNOSTICS:
+        assert senders(K.STORE, tag) == DIAGNOSTIC_READERS
+
+
+def test_the_store_sends_itself_nothing() -> None:
+    assert (K.STORE, K.STORE) not in ACL
+
+
+@pytest.mark.parametrize(("sender", "receiver"), [pair for pair in ACL if pair[1] is K.STORE])
+def test_every_store_grant_names_requests_the_store_serves(
+    sender: ActorKind, receiver: ActorKind
+) -> None:
+    # A grant that covers nothing is a leftover (or a typo that grants nothing).
+    for pattern in ACL[(sender, receiver)] - {HEALTH, "supervisor.channel.opened"}:
+        prefix = pattern.removesuffix("*")
+        assert any(_covers(prefix, tag) for tag in STORE_REQUESTS), pattern
 
 
 # ------------------------------------------------------------------ prefix patterns
@@ -143,10 +284,11 @@ def test_runtime_actors_may_use_the_store_but_the_store_never_writes_to_itself()
 @pytest.mark.parametrize(
     ("sender", "receiver", "tag"),
     [
-        (K.ROUTER, K.STORE, "storex.y"),  # `store.*` must not cover `storex.*`
-        (K.ROUTER, K.STORE, "store"),  # the bare prefix is not inside it
-        (K.ROUTER, K.STORE, "xstore.y"),
-        (K.ROUTER, K.STORE, "stor.e"),
+        (K.ROUTER, K.STORE, "store.tool_callx.y"),  # `store.tool_call.*` must not cover it
+        (K.ROUTER, K.STORE, "store.tool_call"),  # the bare prefix is not inside it
+        (K.ROUTER, K.STORE, "xstore.tool_call.y"),
+        (K.ROUTER, K.STORE, "store.tool.call.y"),
+        (K.ROUTER, K.STORE, "store.outbox.append.extra"),  # an exact tag covers nothing below
         (K.MINIAPP, K.ROUTER, "router.sdkx.call"),
         (K.MINIAPP, K.ROUTER, "router.sdk"),
         (K.MINIAPP, K.ROUTER, "router.sd.k"),
@@ -166,8 +308,8 @@ def test_prefix_patterns_match_only_on_dot_boundaries(
 @pytest.mark.parametrize(
     ("sender", "receiver", "tag"),
     [
-        (K.ROUTER, K.STORE, "store.y"),
-        (K.ROUTER, K.STORE, "store.outbox.append.request"),
+        (K.ROUTER, K.STORE, "store.tool_call.y"),
+        (K.ROUTER, K.STORE, "store.tool_call.finish.request"),
         (K.MINIAPP, K.ROUTER, "router.sdk.call"),
         (K.MINIAPP, K.ROUTER, "router.sdk.a.b.c.d"),
         (K.SUPERVISOR, K.STORE, "store.audit.append"),

@@ -1,5 +1,6 @@
-"""An in-process store: the real StoreActor on its own Bus, reached from a "router" Bus over a
-real socket pair, exactly as the supervisor would wire them (minus the processes)."""
+"""An in-process store: the real StoreActor on its own Bus, reached from router, focus and
+transport Buses over real socket pairs, exactly as the supervisor would wire them (minus the
+processes)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from lineup.actors.kernel import (
     Message,
     Outcome,
     channel_pair,
+    message_allowed,
 )
 from lineup.actors.store import StoreActor
 from lineup.actors.store._db import Connection, migrate
@@ -38,14 +40,20 @@ class StoreHarness:
     router: Bus
     actor: StoreActor
     data_dir: Path
+    # One peer per store-area owner (`router` is one of them): `ask` sends each request from a
+    # kind the production ACL grants it to.
+    peers: dict[ActorKind, Bus]
 
     @property
     def db_path(self) -> Path:
         return self.data_dir / "lineup.db"
 
     async def ask(self, request: Message, expect: type[M]) -> M:
+        allowed = [
+            b for k, b in self.peers.items() if message_allowed(k, ActorKind.STORE, request.type)
+        ]
         with trio.fail_after(WAIT):
-            return await self.router.request("store", request, expect=expect)
+            return await (allowed or [self.router])[0].request("store", request, expect=expect)
 
 
 StartStore = Callable[..., Awaitable[StoreHarness]]
@@ -103,14 +111,16 @@ async def start_store(
         return actor.dispatch(env)
 
     store_bus = Bus(Identity(ActorKind.STORE, "store"), dispatch)
-    router_bus = Bus(Identity(ActorKind.ROUTER, "router"), _nothing)
     actor = StoreActor(ActorContext(store_bus.me, 0, data_dir, config or {}, store_bus))
     store_bus.audit_locally = actor.write_audit  # as actor_main does
     await nursery.start(store_bus.run)
-    await nursery.start(router_bus.run)
-    to_store, to_router = channel_pair()
-    router_bus.connect(Identity(ActorKind.STORE, "store"), 0, Channel(to_store))
-    store_bus.connect(Identity(ActorKind.ROUTER, "router"), 0, Channel(to_router))
+    peers: dict[ActorKind, Bus] = {}
+    for kind in (ActorKind.ROUTER, ActorKind.FOCUS, ActorKind.TRANSPORT):
+        peer = peers[kind] = Bus(Identity(kind, kind.value), _nothing)
+        await nursery.start(peer.run)
+        to_store, to_peer = channel_pair()
+        peer.connect(store_bus.me, 0, Channel(to_store))
+        store_bus.connect(peer.me, 0, Channel(to_peer))
     with trio.fail_after(WAIT):
         await nursery.start(actor.run)
-    return StoreHarness(router_bus, actor, data_dir)
+    return StoreHarness(peers[ActorKind.ROUTER], actor, data_dir, peers)

@@ -206,8 +206,8 @@ async def test_instance_changes_are_audited_with_ids_and_states(store: StoreHarn
     found = await store.ask(AuditQueryRequest(event_prefix="instance."), AuditQueryReply)
 
     assert [(r.event, r.actor, r.peer, r.subject_id) for r in found.records] == [
-        ("instance.starting", "router", "task", "td-1"),
-        ("instance.foreground", "router", "task", "td-1"),
+        ("instance.starting", "focus", "task", "td-1"),
+        ("instance.foreground", "focus", "task", "td-1"),
     ]
 
 
