@@ -36,6 +36,7 @@ from lineup.actors.kernel import (
     RemoteProtocolError,
     channel_pair,
     encode_frame,
+    message_allowed,
     parse_frame,
 )
 from lineup.actors.kernel import bus as bus_module
@@ -877,22 +878,26 @@ async def test_a_miniapp_flooding_requests_is_refused_with_rate_limited_and_audi
 
 
 async def test_a_runtime_peer_is_not_rate_limited(nursery: trio.Nursery) -> None:
+    # Far beyond a MiniApp's burst, each of two kinds: requests the ACL grants focus (all are
+    # answered) and requests it does not (all are refused by the ACL). None is rate_limited.
+    allowed, forbidden = EchoRequest(text="x"), FocusEchoRequest(text="x")
+    assert message_allowed(K.FOCUS, K.ROUTER, allowed.TYPE)
+    assert not message_allowed(K.FOCUS, K.ROUTER, forbidden.TYPE)
     router = await start_bus(nursery, LIMIT_ROUTER)
     focus = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
     join(router, focus)
-    codes: list[ErrorCode | None] = []
+    codes: dict[str, list[ErrorCode | None]] = {allowed.TYPE: [], forbidden.TYPE: []}
 
-    async def one() -> None:
-        try:
-            await focus.request("router", EchoRequest(text="x"), expect=EchoReply, timeout=WAIT)
-            codes.append(None)
-        except LineUpError as exc:
-            codes.append(exc.code)
+    async def one(body: Message) -> None:
+        codes[body.TYPE].append(await limited_refusal(focus, body))
 
+    burst_size = int(bus_module.MINIAPP_BURST) + 300
     async with trio.open_nursery() as burst:
-        for _ in range(int(bus_module.MINIAPP_BURST) + 300):
-            burst.start_soon(one)
-    assert set(codes) <= {None, ErrorCode.ACL_DENIED}  # never rate_limited
+        for _ in range(burst_size):
+            burst.start_soon(one, allowed)
+            burst.start_soon(one, forbidden)
+    assert codes[allowed.TYPE] == [None] * burst_size
+    assert codes[forbidden.TYPE] == [ErrorCode.ACL_DENIED] * burst_size
 
 
 async def test_a_miniapp_frame_above_its_limit_closes_the_channel_and_is_audited(
