@@ -1,0 +1,81 @@
+"""The ACL (actors/kernel/acl.py) between real processes: a supervised store refuses a store
+request its sender's kind is not granted, before the request reaches the store's handlers,
+and audits the refusal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
+from lineup.actors.store.messages import (
+    ToolCallFinishReply,
+    ToolCallFinishRequest,
+    ToolCallGetReply,
+    ToolCallGetRequest,
+    ToolCallRecordReply,
+    ToolCallRecordRequest,
+)
+from lineup.supervisor import runtime_specs
+from lineup.tests.support.tree import attach, audit_rows, start_tree
+
+WAIT = 10  # seconds a step against a freshly spawned store may take before it counts as hung
+
+CALL = "call-acl-1"
+RECORD = ToolCallRecordRequest(
+    call_id=CALL,
+    tool="task-dashboard.open",
+    inventory_revision="inv-1",
+    app_scope="task-dashboard",
+    conversation_id="conv-1",
+    handling="launch",
+    input={},
+    timeout_ms=60_000,
+)
+FINISH = ToolCallFinishRequest(
+    call_id=CALL,
+    to_state="cancelled",
+    code="app_closed",
+    outbox_id=f"{CALL}/final",
+    wire={"v": 1, "type": "lineup.v1.tool.error", "payload": {"call_id": CALL}},
+)
+
+
+async def test_the_hostbridge_finishing_a_tool_call_is_refused_acl_denied_and_audited(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    store_only = [spec for spec in runtime_specs() if spec.name == "store"]
+    supervisor = await start_tree(nursery, store_only, data_dir)
+    router = await attach(nursery, supervisor, ActorKind.ROUTER, "probe-router")
+    shell_side = await attach(nursery, supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
+    with trio.fail_after(WAIT):
+        await router.request("store", RECORD, expect=ToolCallRecordReply)
+
+        with pytest.raises(LineUpError) as refused:
+            await shell_side.request("store", FINISH, expect=ToolCallFinishReply)
+        assert refused.value.code is ErrorCode.ACL_DENIED
+        # Refused unheard: the call is as the router left it.
+        got = await router.request(
+            "store", ToolCallGetRequest(call_id=CALL), expect=ToolCallGetReply
+        )
+        assert got.call is not None
+        assert got.call.state == "received"
+
+    rows = await audit_rows(
+        router,
+        lambda rows: any(r.peer == "probe-ui" for r in rows),
+        event_prefix="bus.acl_denied",
+    )
+    [row] = [r for r in rows if r.peer == "probe-ui"]
+    assert (row.actor, row.code, row.message_type) == (
+        "store",
+        ErrorCode.ACL_DENIED.value,
+        FINISH.TYPE,
+    )
+
+    # The same request from the router, which owns tool calls, is served.
+    with trio.fail_after(WAIT):
+        done = await router.request("store", FINISH, expect=ToolCallFinishReply)
+    assert (done.call.state, done.changed) == ("cancelled", True)
