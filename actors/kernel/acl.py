@@ -108,7 +108,11 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     # Each actor's own protocol, by its declared prefix.
     allow(K.TRANSPORT, K.ROUTER, "router.inbound.*")
     allow(K.HOSTBRIDGE, K.TRANSPORT, "transport.ui.*")
-    allow(K.ROUTER, K.TRANSPORT, "transport.*")
+    # Only the wake-up: a request back to the transport would close a request cycle with
+    # `router.inbound.*`.
+    allow(K.ROUTER, K.TRANSPORT, "transport.outbox.*")
+    # Router and focus still call each other; that cycle is being removed (focus will emit
+    # instance events instead), after which focus → router narrows to those events.
     allow(K.ROUTER, K.FOCUS, "focus.*")
     allow(K.FOCUS, K.ROUTER, "router.*")
     allow(K.HOSTBRIDGE, K.ROUTER, "router.ui.*")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import graphlib
 import time
 import tracemalloc
 from itertools import product
@@ -11,15 +12,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lineup.actors.focus import messages as focus_messages
+from lineup.actors.gateway import messages as gateway_messages
 from lineup.actors.kernel import (
     ACL,
     RUNTIME_KINDS,
     ActorKind,
     Message,
     channel_allowed,
+    control,
     message_allowed,
 )
+from lineup.actors.router import messages as router_messages
 from lineup.actors.store import messages as store_messages
+from lineup.actors.transport import messages as transport_messages
+from lineup.hostbridge import messages as hostbridge_messages
+from lineup.sdk import protocol as sdk_protocol
 
 K = ActorKind
 ALL_KINDS = list(ActorKind)
@@ -276,6 +284,82 @@ def test_every_store_grant_names_requests_the_store_serves(
     for pattern in ACL[(sender, receiver)] - {HEALTH, "supervisor.channel.opened"}:
         prefix = pattern.removesuffix("*")
         assert any(_covers(prefix, tag) for tag in STORE_REQUESTS), pattern
+
+
+# --------------------------------------------------------------- the request graph
+
+# The protocols of the runtime actors and the SDK: the messages that may cross a runtime channel.
+# (Tests define their own messages under real prefixes; they are not the runtime's.)
+PROTOCOLS = (
+    control,
+    router_messages,
+    focus_messages,
+    transport_messages,
+    gateway_messages,
+    store_messages,
+    hostbridge_messages,
+    sdk_protocol,
+)
+# Health is answered by the kernel's `Actor` base, never by an actor's own handlers, so a health
+# request never waits on anything and cannot close a cycle.
+RUNTIME_REQUESTS = frozenset().union(*map(_requests, PROTOCOLS)) - {HEALTH}
+
+# An edge is a pair of runtime actors where the ACL lets the sender send at least one request
+# (a class named `…Request`, see `_requests`) to the receiver; events (`…Event`, sent with
+# `tell`) wait on nothing and make no edge. Counting by class errs towards finding a cycle.
+#
+# Router and focus still ask each other (the router asks focus to launch or find an instance,
+# focus asks the router to close an instance's calls). Issue 10 removes this: focus will emit
+# instance events and the router react. Then narrow focus → router in acl.py (today `router.*`)
+# to those events; the edge is gone, the staleness test below fails, and this constant and every
+# use of it are to be deleted.
+KNOWN_CYCLE_TO_REMOVE = (K.FOCUS, K.ROUTER)
+
+
+def request_graph() -> dict[ActorKind, set[ActorKind]]:
+    """sender → the runtime actors it may send at least one request to, per the ACL."""
+    return {
+        sender: {
+            receiver
+            for receiver in RUNTIME_KINDS - {sender}
+            if any(message_allowed(sender, receiver, tag) for tag in RUNTIME_REQUESTS)
+        }
+        for sender in RUNTIME_KINDS
+    }
+
+
+def find_cycle(graph: dict[ActorKind, set[ActorKind]]) -> tuple[str, ...] | None:
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return tuple(str(kind) for kind in exc.args[1])
+    return None
+
+
+def test_requests_and_events_are_told_apart_by_their_class() -> None:
+    assert {"router.inbound.envelopes", "router.instance.closing"} <= RUNTIME_REQUESTS
+    assert "router.inbound.outbox_settled" not in RUNTIME_REQUESTS
+    assert "router.inventory.changed" not in RUNTIME_REQUESTS
+    assert "transport.outbox.wake" not in RUNTIME_REQUESTS
+
+
+def test_the_request_graph_between_runtime_actors_has_no_cycle() -> None:
+    graph = request_graph()
+    sender, receiver = KNOWN_CYCLE_TO_REMOVE
+    graph[sender].discard(receiver)
+    assert find_cycle(graph) is None
+
+
+def test_the_known_cycle_is_still_there_else_delete_its_allowlist() -> None:
+    graph = request_graph()
+    sender, receiver = KNOWN_CYCLE_TO_REMOVE
+    assert receiver in graph[sender], "the cycle is gone: delete KNOWN_CYCLE_TO_REMOVE"
+    assert sender in graph[receiver]
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert find_cycle({K.ROUTER: {K.TRANSPORT}, K.TRANSPORT: {K.ROUTER}}) is not None
+    assert find_cycle({K.ROUTER: {K.TRANSPORT}, K.TRANSPORT: set()}) is None
 
 
 # ------------------------------------------------------------------ prefix patterns
