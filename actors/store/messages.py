@@ -1,6 +1,7 @@
 """The store's whole public protocol: every request it serves and every reply it gives.
 
-Every tag starts with `store.`; the ACL lets each runtime actor (never a MiniApp) send `store.*`.
+Every tag starts with `store.<area>.`; each area is writable only by the actor that owns it
+(`STORE_GRANTS` in actors/kernel/acl.py), and no MiniApp reaches the store at all.
 Requests that change state are idempotent by a natural key the caller chooses (`outbox_id`,
 `(app_scope, delivery_id)`, a cursor `name`, a conversation `message_id`, a tool `call_id`, an
 `instance_id`, a `bump_id`) or by their content (a state already reached, a revision already
