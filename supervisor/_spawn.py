@@ -55,25 +55,32 @@ class Zygote:
             raise LineUpError(ErrorCode.INTERNAL_ERROR, "the zygote failed to start")
         self.pid = self._process.pid
 
-    async def spawn(self, boot: dict[str, Any], control: socket.socket) -> int:
-        """Fork a child running `boot`, with `control` as its control channel. Returns its pid."""
+    async def spawn(
+        self, boot: dict[str, Any], control: socket.socket, stdio: tuple[int, int] | None = None
+    ) -> int:
+        """Fork a child running `boot`, with `control` as its control channel and, if given,
+        `stdio` (two writable descriptors, not closed here) as its stdout and stderr instead of
+        the runtime's. Returns its pid."""
         async with self._lock:
             if self._process is None or self._process.poll() is not None:
                 await self._restart()
             try:
-                return await self._spawn(boot, control)
+                return await self._spawn(boot, control, stdio)
             except LineUpError as exc:
                 if exc.code is not ErrorCode.ACTOR_RESTARTED:
                     raise
             await self._restart()  # the zygote died under us: one fresh try
-            return await self._spawn(boot, control)
+            return await self._spawn(boot, control, stdio)
 
-    async def _spawn(self, boot: dict[str, Any], control: socket.socket) -> int:
+    async def _spawn(
+        self, boot: dict[str, Any], control: socket.socket, stdio: tuple[int, int] | None
+    ) -> int:
         assert self._channel is not None
         self._ids += 1
-        request = encode_frame("q", self._ids, {"type": "zygote.spawn", "boot": boot})
+        body = {"type": "zygote.spawn", "boot": boot, "stdio": stdio is not None}
+        request = encode_frame("q", self._ids, body)
         with trio.fail_after(SPAWN_TIMEOUT):
-            await self._channel.send(request, fds=(control.fileno(),))
+            await self._channel.send(request, fds=(control.fileno(), *(stdio or ())))
             frames = await self._channel.receive()
         if not frames:
             raise LineUpError(ErrorCode.ACTOR_RESTARTED, "zygote closed")

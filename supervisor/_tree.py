@@ -67,6 +67,7 @@ from lineup.actors.kernel.control import (
     StatusRequest,
 )
 
+from . import _applog
 from ._control import serve_control
 from ._denials import answer_denials
 from ._sandbox import is_sandboxed, probe_layers, receive_report
@@ -81,6 +82,7 @@ MINIAPP_HOST: Final = "lineup.sdk:MiniAppHost"  # the only program a dynamic chi
 STOP_TERM_WAIT: Final = 0.5  # after SIGTERM, before SIGKILL
 STOP_KILL_WAIT: Final = 2.0
 INTRODUCE_WAIT: Final = 10.0  # how long an introduction waits for the peer to become ready
+DRAIN_WAIT: Final = 1.0  # after the last child stops, for the MiniApps' last output lines
 
 Reporter = Callable[[str], None]
 
@@ -152,6 +154,8 @@ class Supervisor:
         self.state = "created"
         self.started_at = time.monotonic()
         self.info: dict[str, str] = {}  # extra facts for `lineup status` (URLs, flags)
+        self._app_logs: dict[str, _applog.AppLog] = {}
+        self._captures = 0  # MiniApp output streams still being read
         self.escalated: str | None = None
         self._changed = trio.Event()  # set and replaced whenever a child is ready or exits
 
@@ -159,8 +163,14 @@ class Supervisor:
         self._changed.set()
         self._changed = trio.Event()
 
+    @property
+    def capturing(self) -> int:
+        """How many MiniApp output streams are still being read into their logs."""
+        return self._captures
+
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
-        """Wait until `predicate()` holds, re-checking each time a child is ready or exits."""
+        """Wait until `predicate()` holds, re-checking each time a child is ready or exits
+        (or a MiniApp's output stream is closed)."""
         while not predicate():
             await self._changed.wait()
 
@@ -218,6 +228,8 @@ class Supervisor:
             self.state = "stopping"
             for child in reversed(list(self.children.values())):
                 await self._stop(child)
+            with trio.move_on_after(DRAIN_WAIT):
+                await self.wait_until(lambda: self._captures == 0)
             await self._zygote.stop()
             self.state = "stopped"
 
@@ -314,6 +326,14 @@ class Supervisor:
         child.signalled = set()
         child.state = "starting"
         child.started_at = None
+        # A MiniApp's stdout and stderr are its own, never the runtime's: two pipes, read here.
+        applog = self._app_log(child) if child.identity.kind is ActorKind.MINIAPP else None
+        readers: tuple[int, int] | None = None
+        stdio: tuple[int, int] | None = None
+        if applog is not None:
+            out_read, out_write = os.pipe2(os.O_CLOEXEC)
+            err_read, err_write = os.pipe2(os.O_CLOEXEC)
+            readers, stdio = (out_read, err_read), (out_write, err_write)
         ours, theirs = channel_pair()
         # A sandboxed child's first byte is its sandbox's report (the seccomp listener rides on
         # it), read here before the bus gets the channel: the bus takes no descriptor from a
@@ -331,13 +351,21 @@ class Supervisor:
         )
         child.spawned_at = time.monotonic()
         try:
-            child.pid = await self._zygote.spawn(boot.to_json(), theirs)
+            child.pid = await self._zygote.spawn(boot.to_json(), theirs, stdio)
         except BaseException:
             if sandboxed:
                 ours.close()  # not the bus's yet
+            for read_end in readers or ():
+                os.close(read_end)
             raise
         finally:
             theirs.close()
+            for write_end in stdio or ():
+                os.close(write_end)  # the child's now: EOF when it (and only it) has exited
+        if applog is not None and readers is not None:
+            self._captures += 2
+            self._nursery.start_soon(self._capture, readers[0], "out", applog)
+            self._nursery.start_soon(self._capture, readers[1], "err", applog)
         self._notify_changed()  # starting, with its new pid
         child.pidfd = os.pidfd_open(child.pid)
         self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
@@ -349,6 +377,24 @@ class Supervisor:
             log.error("supervisor.start_timeout name=%s", child.spec.name)
             _signal(child, signal.SIGKILL)
         return child.ready.is_set()
+
+    def _app_log(self, child: _Child) -> _applog.AppLog:
+        """The log of this MiniApp's app_scope, shared by its streams and its restarts.
+        Raises LineUpError(invalid_arguments) for a name that is no app_scope."""
+        scope = child.identity.name.removeprefix("miniapp:")
+        applog = self._app_logs.get(scope)
+        if applog is None:
+            path = _applog.app_log_path(self.data_dir, scope)
+            _applog.open_logs_dir(self.data_dir)
+            applog = self._app_logs[scope] = _applog.AppLog(path)
+        return applog
+
+    async def _capture(self, read_end: int, stream: _applog.Stream, applog: _applog.AppLog) -> None:
+        try:
+            await _applog.capture(read_end, stream, applog)
+        finally:
+            self._captures -= 1
+            self._notify_changed()
 
     async def _take_report(self, child: _Child, channel: socket.socket) -> None:
         incarnation = child.incarnation

@@ -16,9 +16,11 @@ called around the raw syscall exactly as `os.fork` does.
 The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
 
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
-go to the supervisor alone), die with the supervisor, move the control channel to fd 3 and close
-every other descriptor, apply the sandbox (`_sandbox.prepare_child`, which reports to the
-supervisor on the control channel first), then run the actor.
+go to the supervisor alone), die with the supervisor, make the
+pipes that came with the request its stdout and stderr if any did (a MiniApp's: its output
+is its own, see `_applog`), move the control channel to fd 3 and close every other descriptor,
+apply the sandbox (`_sandbox.prepare_child`, which reports to the supervisor on the control
+channel first), then run the actor.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import array
 import ctypes
 import importlib
+import io
 import json
 import os
 import signal
@@ -84,7 +87,11 @@ def _clone_sibling() -> int:
 
 
 def _child(
-    boot: dict[str, Any], control_fd: int, zygote_sock: socket.socket, supervisor_pid: int
+    boot: dict[str, Any],
+    control_fd: int,
+    stdio: tuple[int, int] | None,
+    zygote_sock: socket.socket,
+    supervisor_pid: int,
 ) -> None:
     """Runs in the new process; never returns."""
     code = 1
@@ -93,6 +100,12 @@ def _child(
         os.setsid()
         die_with(supervisor_pid)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if stdio is not None:
+            # First, while both are still above fd 3 (fds 0-2 are the zygote's, always open).
+            os.dup2(stdio[0], 1)
+            os.dup2(stdio[1], 2)
+            if isinstance(sys.stdout, io.TextIOWrapper):
+                sys.stdout.reconfigure(line_buffering=True)  # a pipe now: line by line
         if control_fd != CONTROL_FD:
             os.dup2(control_fd, CONTROL_FD)
         os.closerange(CONTROL_FD + 1, 65536)
@@ -124,10 +137,12 @@ def serve(sock: socket.socket, supervisor_pid: int) -> None:
         for raw in decoder.feed(data):
             frame = parse_frame(raw)
             control_fd = fds.popleft()
+            # The child's stdout and stderr, when the supervisor sent them (after the channel).
+            stdio = (fds.popleft(), fds.popleft()) if frame.body.get("stdio") else None
             try:
                 pid = _clone_sibling()
                 if pid == 0:
-                    _child(frame.body["boot"], control_fd, sock, supervisor_pid)
+                    _child(frame.body["boot"], control_fd, stdio, sock, supervisor_pid)
                 reply = encode_frame(
                     "r", frame.id, {"type": "zygote.spawned", "pid": pid}, reply_to=frame.id
                 )
@@ -139,7 +154,8 @@ def serve(sock: socket.socket, supervisor_pid: int) -> None:
                     reply_to=frame.id,
                 )
             finally:
-                os.close(control_fd)
+                for fd in (control_fd, *(stdio or ())):
+                    os.close(fd)
             sock.sendall(reply)
 
 

@@ -1,4 +1,5 @@
-"""The `lineup` command: `run` starts the supervised tree, `status` asks a running one."""
+"""The `lineup` command: `run` starts the supervised tree, `status` asks a running one, `logs`
+prints what one MiniApp wrote to its stdout and stderr."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import trio
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import StatusReply, StatusRequest
 
+from ._applog import app_log_path, log_files
 from ._control import control_request
 from ._runtime import PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
@@ -124,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--data-dir", type=Path, default=None)
     status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
 
+    logs = sub.add_parser(
+        "logs", help="print what a MiniApp wrote to its stdout and stderr (escaped, capped)"
+    )
+    logs.add_argument("app_scope", metavar="APP_SCOPE", help="e.g. task-dashboard")
+    logs.add_argument("--data-dir", type=Path, default=None)
+
     sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
     sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
     sub.add_parser(
@@ -158,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     data_dir: Path = (args.data_dir or default_data_dir()).absolute()
     if args.command == "run":
         sys.exit(run(data_dir, args))
+    if args.command == "logs":
+        sys.exit(logs(data_dir, args.app_scope, out=sys.stdout.buffer))
     sys.exit(status(data_dir, as_json=args.json, out=sys.stdout))
 
 
@@ -303,4 +313,35 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         )
     for key, value in sorted(reply.info.items()):
         out.write(f"{key}: {value}\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- logs
+
+
+def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
+    """Print `<data dir>/logs/<app_scope>.log`, its rotated part first. The lines were escaped
+    when written, so they are safe on a terminal as they are. Exit 1 when there is no log."""
+    try:
+        path = app_log_path(data_dir, app_scope)
+    except LineUpError:
+        print(f"lineup: error: {app_scope!r} is not an app_scope", file=sys.stderr)
+        return EXIT_USAGE
+    found = False
+    try:
+        for part in log_files(path):
+            try:
+                with part.open("rb") as file:
+                    found = True
+                    while chunk := file.read(65536):
+                        out.write(chunk)
+            except FileNotFoundError:
+                continue
+        out.flush()
+    except BrokenPipeError:  # `lineup logs x | head`: quietly, even at exit's flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    if not found:
+        print(f"lineup: no log for {app_scope} in {path.parent}", file=sys.stderr)
+        return 1
     return 0
