@@ -16,8 +16,8 @@ called around the raw syscall exactly as `os.fork` does.
 The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
 
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
-go to the supervisor alone), die with the supervisor, make the
-pipes that came with the request its stdout and stderr if any did (a MiniApp's: its output
+go to the supervisor alone), die with the supervisor, take its title (`lineup: router`), make
+the pipes that came with the request its stdout and stderr if any did (a MiniApp's: its output
 is its own, see `_applog`), move the control channel to fd 3 and close every other descriptor,
 apply the sandbox (`_sandbox.prepare_child`, which reports to the supervisor on the control
 channel first), then run the actor.
@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 
-from . import _sandbox
+from . import _sandbox, _title
 
 CONTROL_FD: Final = 3  # where a child finds its control channel
 PRELOAD: Final = (
@@ -100,6 +100,7 @@ def _child(
         os.setsid()
         die_with(supervisor_pid)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _title.set_title(str(boot["name"]))
         if stdio is not None:
             # First, while both are still above fd 3 (fds 0-2 are the zygote's, always open).
             os.dup2(stdio[0], 1)
@@ -162,6 +163,7 @@ def serve(sock: socket.socket, supervisor_pid: int) -> None:
 def main() -> None:
     fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
     die_with(supervisor_pid)
+    _title.set_title("zygote")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     for module in PRELOAD:
         importlib.import_module(module)

@@ -23,6 +23,7 @@ from ._control import control_request
 from ._runtime import PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
 from ._spec import Intensity
+from ._title import set_title
 from ._tree import Escalation, Supervisor
 
 __all__ = ["default_data_dir", "main"]
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(data_dir: Path, args: argparse.Namespace) -> int:
+    set_title("supervisor")
     logging.basicConfig(
         level=os.environ.get("LINEUP_LOG", "WARNING"),
         format="%(levelname)s supervisor %(name)s: %(message)s",

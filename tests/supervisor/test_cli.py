@@ -41,6 +41,11 @@ def tree_pids(data_dir: Path) -> list[int]:
     return [int(document["pid"]), int(info["zygote_pid"]), *(c["pid"] for c in children)]
 
 
+def title(pid: int) -> str:
+    """What `ps -o args` and `top -c` show for `pid`."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+
+
 async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data_dir: Path) -> None:
     process = await start_runtime(data_dir)
     try:
@@ -65,6 +70,32 @@ async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data
     finally:
         process.kill()
         await process.wait()
+
+
+async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Path) -> None:
+    process = await start_runtime(data_dir)
+    try:
+        document = lineup_status(data_dir)
+        children = document["children"]
+        assert isinstance(children, list)
+        titles = {child["name"]: title(child["pid"]) for child in children}
+        supervisor, zygote = title(int(document["pid"])), title(int(document["info"]["zygote_pid"]))
+    finally:
+        process.kill()
+        await process.wait()
+    assert supervisor == "lineup: supervisor"
+    assert zygote == "lineup: zygote"
+    assert titles == {
+        "store": "lineup: store",
+        "devserver": "lineup: devserver",
+        "transport": "lineup: transport",
+        "router": "lineup: router",
+        "focus": "lineup: focus",
+        "gateway": "lineup: gateway",
+        "hostbridge": "lineup: hostbridge",
+        "miniapp:chat": "lineup: miniapp chat",
+        "demo-agent": "lineup: demo-agent",
+    }
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
