@@ -52,6 +52,7 @@ import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxStatus, SeccompLayer
 
 from . import _landlock, _seccomp
 
@@ -65,6 +66,7 @@ __all__ = [
     "prepare_child",
     "probe_layers",
     "receive_report",
+    "sandbox_status",
     "send_report",
 ]
 
@@ -169,6 +171,26 @@ def missing_layers(layers: dict[str, bool | int]) -> tuple[Layer, ...]:
         "seccomp": bool(layers["seccomp"]),
     }
     return tuple(layer for layer in LAYERS if not found[layer])
+
+
+def sandbox_status(layers: dict[str, bool | int] | None = None) -> SandboxStatus:
+    """`layers` (default: `probe_layers()`) as `lineup status` reports them, one object a layer."""
+    layers = probe_layers() if layers is None else layers
+    return SandboxStatus(
+        netns=SandboxLayer(available=bool(layers["netns"])),
+        landlock=LandlockLayer(
+            available=bool(layers["landlock"]),
+            abi=int(layers["landlock_abi"]),
+            network=bool(layers["landlock_net"]),
+            scopes=bool(layers["landlock_scope"]),
+        ),
+        rlimits=SandboxLayer(available=bool(layers["rlimits"])),
+        capabilities=SandboxLayer(available=bool(layers["capabilities"])),
+        seccomp=SeccompLayer(
+            available=bool(layers["seccomp"]), audit=bool(layers["seccomp_audit"])
+        ),
+        missing=missing_layers(layers),
+    )
 
 
 def _status(field: str) -> str:

@@ -63,6 +63,7 @@ from lineup.actors.kernel.control import (
     IntroduceReply,
     IntroduceRequest,
     PeerMisbehavedEvent,
+    SandboxStatus,
     StatusReply,
     StatusRequest,
 )
@@ -70,7 +71,7 @@ from lineup.actors.kernel.control import (
 from . import _applog
 from ._control import serve_control
 from ._denials import answer_denials
-from ._sandbox import is_sandboxed, probe_layers, receive_report
+from ._sandbox import is_sandboxed, receive_report, sandbox_status
 from ._spawn import Zygote
 from ._spec import ChildSpec, Intensity, Restart, Strategy
 
@@ -158,6 +159,7 @@ class Supervisor:
         self._captures = 0  # MiniApp output streams still being read
         self.escalated: str | None = None
         self._changed = trio.Event()  # set and replaced whenever a child is ready or exits
+        self._sandbox: SandboxStatus | None = None
 
     def _notify_changed(self) -> None:
         self._changed.set()
@@ -187,8 +189,7 @@ class Supervisor:
             try:
                 self.state = "starting"
                 await self._zygote.start()
-                self.info["zygote_pid"] = str(self._zygote.pid)
-                self.info["sandbox"] = " ".join(f"{k}={v}" for k, v in probe_layers().items())
+                self._sandbox = sandbox_status()
                 for child in self.children.values():
                     await self._start(child)
                 self.state = "running"
@@ -643,6 +644,8 @@ class Supervisor:
             state=self.state,
             data_dir=str(self.data_dir),
             uptime_s=round(now - self.started_at, 3),
+            zygote_pid=self._zygote.pid,
+            sandbox=self._sandbox,
             info=dict(self.info),
             children=tuple(
                 ChildStatus(

@@ -16,7 +16,12 @@ from typing import Any, BinaryIO, TextIO
 import trio
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.kernel.control import StatusReply, StatusRequest
+from lineup.actors.kernel.control import (
+    SandboxLayer,
+    SandboxStatus,
+    StatusReply,
+    StatusRequest,
+)
 
 from ._applog import app_log_path, log_files
 from ._control import control_request
@@ -313,9 +318,35 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
             f"{child.name:<{width}}{child.kind:<12}{child.pid or '-':>8}  {child.state:<11}"
             f"{child.restarts:>8}  {uptime}\n"
         )
+    if reply.zygote_pid is not None:
+        out.write(f"zygote: pid {reply.zygote_pid}\n")
+    if reply.sandbox is not None:
+        out.write(f"sandbox: {_sandbox_line(reply.sandbox)}\n")
     for key, value in sorted(reply.info.items()):
         out.write(f"{key}: {value}\n")
     return 0
+
+
+def _sandbox_line(sandbox: SandboxStatus) -> str:
+    """`netns on, landlock on (abi 6, network, scopes), …, seccomp on (audit); missing: none`."""
+    landlock, seccomp = sandbox.landlock, sandbox.seccomp
+    layers: list[tuple[str, SandboxLayer, list[str]]] = [
+        ("netns", sandbox.netns, []),
+        (
+            "landlock",
+            landlock,
+            [f"abi {landlock.abi}"] + ["network"] * landlock.network + ["scopes"] * landlock.scopes,
+        ),
+        ("rlimits", sandbox.rlimits, []),
+        ("capabilities", sandbox.capabilities, []),
+        ("seccomp", seccomp, ["audit"] * seccomp.audit),
+    ]
+    parts = [
+        f"{name} {'on' if layer.available else 'MISSING'}"
+        + (f" ({', '.join(details)})" if details else "")
+        for name, layer, details in layers
+    ]
+    return f"{', '.join(parts)}; missing: {', '.join(sandbox.missing) or 'none'}"
 
 
 # ---------------------------------------------------------------------------------- logs

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from .messages import Message
 
 __all__ = [
@@ -22,7 +24,11 @@ __all__ = [
     "HealthRequest",
     "IntroduceReply",
     "IntroduceRequest",
+    "LandlockLayer",
     "PeerMisbehavedEvent",
+    "SandboxLayer",
+    "SandboxStatus",
+    "SeccompLayer",
     "StatusReply",
     "StatusRequest",
 ]
@@ -93,6 +99,35 @@ class StatusRequest(Message):
     type: Literal["supervisor.status.request"] = "supervisor.status.request"
 
 
+class SandboxLayer(BaseModel):
+    """One layer of the MiniApp sandbox, as this kernel offers it (DESIGN §8)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    available: bool
+
+
+class LandlockLayer(SandboxLayer):
+    abi: int  # 0 when the kernel has no Landlock
+    network: bool  # TCP bind/connect rules (ABI 4)
+    scopes: bool  # abstract-socket and signal scoping (ABI 6)
+
+
+class SeccompLayer(SandboxLayer):
+    audit: bool  # each denial answered and audited by the supervisor (user notification)
+
+
+class SandboxStatus(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    netns: SandboxLayer
+    landlock: LandlockLayer
+    rlimits: SandboxLayer
+    capabilities: SandboxLayer
+    seccomp: SeccompLayer
+    missing: tuple[str, ...]  # layers MiniApps need that this kernel lacks
+
+
 class StatusReply(Message):
     type: Literal["supervisor.status.reply"] = "supervisor.status.reply"
     pid: int
@@ -100,6 +135,8 @@ class StatusReply(Message):
     data_dir: str
     uptime_s: float
     children: tuple[ChildStatus, ...]
+    zygote_pid: int | None = None
+    sandbox: SandboxStatus | None = None
     info: dict[str, str] = {}
 
 

@@ -36,9 +36,7 @@ def tree_pids(data_dir: Path) -> list[int]:
     document = lineup_status(data_dir)
     children = document["children"]
     assert isinstance(children, list)
-    info = document["info"]
-    assert isinstance(info, dict)
-    return [int(document["pid"]), int(info["zygote_pid"]), *(c["pid"] for c in children)]
+    return [int(document["pid"]), int(document["zygote_pid"]), *(c["pid"] for c in children)]
 
 
 def title(pid: int) -> str:
@@ -72,6 +70,76 @@ async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data
         await process.wait()
 
 
+async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_an_object(
+    data_dir: Path,
+) -> None:
+    process = await start_runtime(data_dir)
+    try:
+        document = lineup_status(data_dir)
+    finally:
+        process.kill()
+        await process.wait()
+    assert set(document) == {
+        "running",
+        "pid",
+        "state",
+        "data_dir",
+        "uptime_s",
+        "children",
+        "zygote_pid",
+        "sandbox",
+        "info",
+    }
+    assert type(document["pid"]) is int and type(document["zygote_pid"]) is int
+    assert type(document["uptime_s"]) is float
+    children = document["children"]
+    assert isinstance(children, list) and children
+    for child in children:
+        assert type(child["pid"]) is int and type(child["restarts"]) is int
+        assert type(child["uptime_s"]) is float
+    sandbox = document["sandbox"]
+    assert isinstance(sandbox, dict)
+    # This machine has every layer (test_sandbox.py proves each one holds).
+    assert sandbox == {
+        "netns": {"available": True},
+        "landlock": {
+            "available": True,
+            "abi": sandbox["landlock"]["abi"],
+            "network": True,
+            "scopes": True,
+        },
+        "rlimits": {"available": True},
+        "capabilities": {"available": True},
+        "seccomp": {"available": True, "audit": True},
+        "missing": [],
+    }
+    assert type(sandbox["landlock"]["abi"]) is int and sandbox["landlock"]["abi"] >= 6
+    info = document["info"]
+    assert isinstance(info, dict)
+    assert all(type(value) is str for value in info.values())  # URLs and names, nothing typed
+    assert "zygote_pid" not in info and "sandbox" not in info
+
+
+async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_dir: Path) -> None:
+    process = await start_runtime(data_dir)
+    try:
+        result = await trio.run_process(
+            [sys.executable, "-m", "lineup", "status", "--data-dir", str(data_dir)],
+            capture_stdout=True,
+        )
+    finally:
+        process.kill()
+        await process.wait()
+    lines = result.stdout.decode().splitlines()
+    assert lines[0].startswith("lineup running, pid ")
+    assert lines[1].split() == ["NAME", "KIND", "PID", "STATE", "RESTARTS", "UPTIME"]
+    assert [line.split()[0] for line in lines[2 : 2 + len(ACTORS)]] == ACTORS
+    assert any(line.startswith("zygote: pid ") for line in lines)
+    sandbox = next(line for line in lines if line.startswith("sandbox: "))
+    assert sandbox.startswith("sandbox: netns on, landlock on (abi ")
+    assert sandbox.endswith("seccomp on (audit); missing: none")
+
+
 async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Path) -> None:
     process = await start_runtime(data_dir)
     try:
@@ -79,7 +147,7 @@ async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Pat
         children = document["children"]
         assert isinstance(children, list)
         titles = {child["name"]: title(child["pid"]) for child in children}
-        supervisor, zygote = title(int(document["pid"])), title(int(document["info"]["zygote_pid"]))
+        supervisor, zygote = title(int(document["pid"])), title(int(document["zygote_pid"]))
     finally:
         process.kill()
         await process.wait()
