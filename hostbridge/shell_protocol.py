@@ -1,0 +1,217 @@
+"""The Shell protocol: every frame between the browser Shell and the hostbridge (DESIGN §7).
+
+Theory of operation: one WebSocket per Shell, one JSON object per text frame, tagged by
+`type`. The Shell speaks first (`shell.ready`) and is answered with a greeting: `shell.hello`,
+`shell.apps` and one `shell.view` per live instance. From then on the runtime pushes whole
+snapshots (`shell.runtime`, `shell.apps`, `shell.view`) and notices (`shell.notice`), and the
+Shell sends the user's actions: `ui.intent` (switch to or close an instance) and `ui.event` (an
+action on an instance's view, handed to the app that owns it).
+
+Each direction is one discriminated union with one module-level `TypeAdapter`. What the Shell
+sends is untrusted: every model refuses unknown fields and bounds its sizes, and the hostbridge
+parses each frame once, with `SHELL_TO_RUNTIME`, before anything else looks at it. What the
+runtime sends is built from the `RUNTIME_TO_SHELL` models and serialised once per broadcast.
+`shell.js` speaks exactly these tags (tests/hostbridge/test_shell_protocol.py checks both ways).
+
+No I/O here: this module imports pydantic only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+__all__ = [
+    "MAX_ID",
+    "MAX_SHELL_FRAME",
+    "RUNTIME_TO_SHELL",
+    "SHELL_TO_RUNTIME",
+    "UI_EVENT_KINDS",
+    "ComposerSubmit",
+    "MessageRetry",
+    "RuntimeStatus",
+    "ShellApps",
+    "ShellFrame",
+    "ShellHello",
+    "ShellInbound",
+    "ShellInstance",
+    "ShellNotice",
+    "ShellOutbound",
+    "ShellReady",
+    "ShellRuntime",
+    "ShellView",
+    "TaskClose",
+    "TaskFinish",
+    "UiEventBody",
+    "UiEventFrame",
+    "UiIntentFrame",
+    "encode",
+    "refused_type",
+]
+
+MAX_SHELL_FRAME: Final = 64 * 1024  # characters in one Shell frame: user text, small intents
+MAX_ID: Final = 200  # instance, message and client ids
+MAX_SCOPE: Final = 100  # an app_scope
+MAX_STATE: Final = 64  # a runtime or instance state, a reason code
+MAX_TITLE: Final = 200
+MAX_NOTICE: Final = 2000  # the Shell shows no more of a notice
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+Scope = Annotated[str, Field(min_length=1, max_length=MAX_SCOPE)]
+State = Annotated[str, Field(min_length=1, max_length=MAX_STATE)]
+
+
+class ShellFrame(BaseModel):
+    """Base of every frame, both ways: immutable, and an unknown field is refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------------- Shell → runtime
+
+
+class ShellReady(ShellFrame):
+    """The Shell (re)connected and wants the greeting."""
+
+    type: Literal["shell.ready"] = "shell.ready"
+
+
+# A user action on a view, by `kind`. The app that owns the view decides what it means; these
+# models only say what a Shell may ask of one, and how big it may be.
+
+
+class ComposerSubmit(ShellFrame):
+    kind: Literal["composer.submit"] = "composer.submit"
+    text: str = Field(max_length=MAX_SHELL_FRAME)
+    # The Shell's own id for this message, so a resubmit after a reconnect is the same message.
+    client_id: str | None = Field(default=None, max_length=MAX_ID)
+
+
+class MessageRetry(ShellFrame):
+    kind: Literal["message.retry"] = "message.retry"
+    message_id: Id
+
+
+class TaskFinish(ShellFrame):
+    kind: Literal["task.finish"] = "task.finish"
+
+
+class TaskClose(ShellFrame):
+    kind: Literal["task.close"] = "task.close"
+
+
+UiEventBody = Annotated[
+    ComposerSubmit | MessageRetry | TaskFinish | TaskClose, Field(discriminator="kind")
+]
+UI_EVENT_KINDS: Final = frozenset(
+    model.model_fields["kind"].default for model in get_args(get_args(UiEventBody)[0])
+)
+
+
+class UiEventFrame(ShellFrame):
+    """An action on an instance's view, for the app that owns the instance."""
+
+    type: Literal["ui.event"] = "ui.event"
+    instance_id: Id
+    # Which app the Shell believes owns the view. Informational only: focus knows the owner.
+    app_scope: Scope | None = None
+    event: UiEventBody
+
+
+class UiIntentFrame(ShellFrame):
+    """The user switches to, or closes, an instance (the app switcher)."""
+
+    type: Literal["ui.intent"] = "ui.intent"
+    intent: Literal["focus", "close"]
+    instance_id: Id
+
+
+ShellInbound = Annotated[ShellReady | UiEventFrame | UiIntentFrame, Field(discriminator="type")]
+SHELL_TO_RUNTIME: Final[TypeAdapter[ShellInbound]] = TypeAdapter(ShellInbound)
+
+_TAG: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def refused_type(exc: ValidationError) -> str | None:
+    """The `type` of a refused frame, for its audit row, if it was a short tag-like string;
+    otherwise None. Read from the validation errors, so a frame is never parsed twice."""
+    for error in exc.errors(include_url=False, include_context=True, include_input=False):
+        tag: object
+        if error["loc"]:
+            tag = error["loc"][0]  # a known tag whose fields are wrong
+        elif error["type"] == "union_tag_invalid":
+            tag = (error.get("ctx") or {}).get("tag")  # an unknown tag
+        else:
+            tag = None  # not JSON, not an object, or no tag at all
+        if isinstance(tag, str) and _TAG.fullmatch(tag):
+            return tag
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------- runtime → Shell
+
+
+class RuntimeStatus(ShellFrame):
+    state: State  # the runtime's lifecycle state (DESIGN §5)
+    reason: State | None = None  # an appserver_* code while reconnecting / offline_degraded
+
+
+class ShellHello(ShellFrame):
+    """The first frame of a greeting: where the runtime is."""
+
+    type: Literal["shell.hello"] = "shell.hello"
+    runtime: RuntimeStatus
+
+
+class ShellRuntime(ShellFrame):
+    """The runtime's lifecycle state changed."""
+
+    type: Literal["shell.runtime"] = "shell.runtime"
+    state: State
+    reason: State | None = None
+
+
+class ShellInstance(ShellFrame):
+    instance_id: Id
+    app_scope: Scope
+    state: State
+    title: str = Field(max_length=MAX_TITLE)
+
+
+class ShellApps(ShellFrame):
+    """The live instances, bottom of the focus stack first, and which one is in front."""
+
+    type: Literal["shell.apps"] = "shell.apps"
+    foreground: Id
+    instances: tuple[ShellInstance, ...]
+
+
+class ShellView(ShellFrame):
+    """An instance's latest view. Its content is the app's (and, for a chat timeline, Markdown
+    already turned into token trees by the hostbridge); the Shell re-checks what it renders."""
+
+    type: Literal["shell.view"] = "shell.view"
+    app_scope: Scope
+    instance_id: Id
+    view: dict[str, Any]
+
+
+class ShellNotice(ShellFrame):
+    type: Literal["shell.notice"] = "shell.notice"
+    level: Literal["info", "error"]
+    text: str = Field(min_length=1, max_length=MAX_NOTICE)
+
+
+ShellOutbound = Annotated[
+    ShellHello | ShellRuntime | ShellApps | ShellView | ShellNotice,
+    Field(discriminator="type"),
+]
+RUNTIME_TO_SHELL: Final[TypeAdapter[ShellOutbound]] = TypeAdapter(ShellOutbound)
+
+
+def encode(frame: ShellOutbound) -> str:
+    """The frame as the text of one WebSocket message."""
+    return frame.model_dump_json()
