@@ -10,7 +10,10 @@ keeps a content's revision only while it is the current one), and the router is 
 
 *Instances.* Each change of an instance's state or of the stack is persisted before anyone is
 told, so after a restart focus rebuilds both from the store: instances caught `starting` or
-`stopping` come back `suspended`, never as done. An app's process runs while it has a live
+`stopping` come back `suspended`, never as done. After a restart of the whole runtime no
+MiniApp process runs, so every app instance left open is `suspended` (seed 004 §4.4): it keeps
+its tab, never the front, and is resumed when the user brings it forward or a call names it
+(its process starts, the app restores it from session data), or it is closed. An app's process runs while it has a live
 instance; focus asks the supervisor to start or stop it (the only program it may name is the
 SDK's host). Closing an instance first has the router converge its unfinished calls to
 `cancelled(app_closed)`, then restores the previous live instance; the recovery app is `chat`.
@@ -199,6 +202,13 @@ class FocusActor(Actor):
         self._stack.recover(
             {row.instance_id: row.state for row in rows.instances}, list(stack.instance_ids)
         )
+        changes: dict[str, str] = {}
+        if self.ctx.incarnation == 1:
+            # The runtime itself (re)started, so no MiniApp process runs: every app instance
+            # left open is suspended until the user or a call resumes it. (A focus restarted
+            # alone finds the processes running and asks them for their views instead.)
+            for instance_id in [i for i in self._stack.order if i != RECOVERY_INSTANCE]:
+                changes |= self._stack.suspend(instance_id)
         if (
             RECOVERY_INSTANCE not in self._owners
             or self._stack.states.get(RECOVERY_INSTANCE) not in LIVE
@@ -217,11 +227,13 @@ class FocusActor(Actor):
                 ),
                 InstanceUpsertReply,
             )
-        changes = (
+        # The recovery app's process is part of the tree: it is always up.
+        changes |= (
             self._stack.ready(RECOVERY_INSTANCE)
             if self._stack.states[RECOVERY_INSTANCE] == "starting"
-            else {}
+            else self._stack.resume(RECOVERY_INSTANCE, foreground=False)
         )
+        changes |= self._stack.settle()
         await self._persist(changes)
 
     # ------------------------------------------------------------------ persistence
@@ -317,15 +329,12 @@ class FocusActor(Actor):
         await self._ensure_running(instance_id)
         async with self._lock:
             state = self._stack.states[instance_id]
-            if state in ("starting", "suspended"):
-                changes = (
-                    self._stack.ready(instance_id)
-                    if state == "starting"
-                    else self._stack.bring_forward(instance_id)
-                )
-                await self._persist(changes)
-            elif msg.foreground:
-                await self._persist(self._stack.bring_forward(instance_id))
+            if state == "starting":
+                await self._persist(self._stack.ready(instance_id))
+            elif state == "suspended" or msg.foreground:
+                await self._persist(self._stack.resume(instance_id, foreground=msg.foreground))
+        if state == "suspended":
+            self._nursery_soon(self._tell_app, msg.app_scope, sdk.ViewRefreshEvent())
         return self._reply(instance_id)
 
     @handles(sdk.AppOpenRequest)
@@ -351,10 +360,20 @@ class FocusActor(Actor):
         ):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id or msg.app_scope)
         if self._stack.states[instance_id] == "suspended" or msg.foreground:
-            await self._ensure_running(instance_id)
-            async with self._lock:
-                await self._persist(self._stack.bring_forward(instance_id))
+            # A call for a suspended instance resumes it: its process starts, and the app
+            # restores the instance from its session data.
+            await self._resume(instance_id, foreground=msg.foreground)
         return self._reply(instance_id)
+
+    async def _resume(self, instance_id: str, *, foreground: bool) -> None:
+        """Run the instance's process, then put it back in play (on top with `foreground`).
+        A suspended one is asked for its view: the Shell has none."""
+        suspended = self._stack.states.get(instance_id) == "suspended"
+        await self._ensure_running(instance_id)
+        async with self._lock:
+            await self._persist(self._stack.resume(instance_id, foreground=foreground))
+        if suspended:
+            self._nursery_soon(self._tell_app, self._owners[instance_id], sdk.ViewRefreshEvent())
 
     def _reply(self, instance_id: str) -> InstanceReply:
         return InstanceReply(
@@ -473,7 +492,10 @@ class FocusActor(Actor):
         if self._stack.states.get(instance_id) not in LIVE:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         if self._stack.states[instance_id] == "suspended":
-            await self._ensure_running(instance_id)
+            # The user (or the app) brings it back: its process starts first.
+            await self._resume(instance_id, foreground=action == "foreground")
+            if action == "foreground":
+                return
         async with self._lock:
             changes = (
                 self._stack.bring_forward(instance_id)

@@ -8,11 +8,17 @@ An instance moves through a fixed table of states:
     foreground ↔ background, either → suspended, suspended → foreground | background
     any live state → stopping → stopped | failed   (starting may also fail)
 
-The focus stack is an ordered list of live instances; the last one is in the foreground and
-every other live one is in the background. Bringing an instance forward moves it to the top;
-closing or failing the top restores the previous live instance; when nothing else can take the
-foreground, the recovery app (`chat`, Interact) does. `FocusStack` returns the state changes
-each operation implies, so the actor can persist them in one go and tell the Shell.
+The focus stack is an ordered list of live instances; the topmost one that is up is in the
+foreground and every other one that is up is in the background. Bringing an instance forward
+moves it to the top; closing or failing the top restores the previous live instance; when
+nothing else can take the foreground, the recovery app (`chat`, Interact) does. `FocusStack`
+returns the state changes each operation implies, so the actor can persist them in one go and
+tell the Shell.
+
+Two kinds of live instance are not up. One `starting` keeps its place and takes the front when
+it is ready. One `suspended` has no process (the runtime restarted): it keeps its place and its
+session data, but never the front, until it is resumed (seed 004 §4.4: suspended → restoring →
+active) once its process runs again; or it is closed.
 """
 
 from __future__ import annotations
@@ -22,13 +28,22 @@ from typing import Final, Literal
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 
-__all__ = ["LIVE", "RECOVERY_INSTANCE", "TRANSITIONS", "FocusStack", "InstanceState", "transition"]
+__all__ = [
+    "LIVE",
+    "NOT_UP",
+    "RECOVERY_INSTANCE",
+    "TRANSITIONS",
+    "FocusStack",
+    "InstanceState",
+    "transition",
+]
 
 InstanceState = Literal[
     "starting", "foreground", "background", "suspended", "stopping", "stopped", "failed"
 ]
 RECOVERY_INSTANCE: Final = "chat"
 LIVE: Final = frozenset({"starting", "foreground", "background", "suspended"})
+NOT_UP: Final = frozenset({"starting", "suspended"})  # live, but without the front
 
 TRANSITIONS: Final[dict[str, frozenset[str]]] = {
     "starting": frozenset({"foreground", "background", "suspended", "stopping", "failed"}),
@@ -90,6 +105,32 @@ class FocusStack:
             self.order.insert(len(self.order) - 1, instance_id)
         return self._settle()
 
+    def suspend(self, instance_id: str) -> dict[str, str]:
+        """A live instance whose process is gone: suspended in its place; the front goes to the
+        topmost instance that is up."""
+        self._require_live(instance_id)
+        changes: dict[str, str] = {}
+        if self.states[instance_id] != "suspended":
+            self.states[instance_id] = changes[instance_id] = transition(
+                self.states[instance_id], "suspended"
+            )
+        return changes | self._settle()
+
+    def resume(self, instance_id: str, *, foreground: bool) -> dict[str, str]:
+        """An instance whose process runs (again) is up: with `foreground`, on top; without,
+        just under the instance in front (it must not take the front by coming back). For one
+        that is not suspended, with `foreground` this is `bring_forward`."""
+        self._require_live(instance_id)
+        if self.states[instance_id] != "suspended":
+            return self.bring_forward(instance_id) if foreground else {}
+        self.order.remove(instance_id)
+        front = next((i for i in reversed(self.order) if self.states[i] not in NOT_UP), None)
+        if foreground or front is None:
+            self.order.append(instance_id)
+        else:
+            self.order.insert(self.order.index(front), instance_id)
+        return self._settle({instance_id})
+
     def remove(self, instance_id: str, final: Literal["stopped", "failed"]) -> dict[str, str]:
         """Close (or fail) an instance; focus goes back to the previous live one."""
         if instance_id == RECOVERY_INSTANCE and final == "stopped":
@@ -114,16 +155,20 @@ class FocusStack:
                     self.order.insert(0, instance_id)
         return changes
 
+    def settle(self) -> dict[str, str]:
+        """The changes that make the states agree with the order (after `recover`)."""
+        return self._settle()
+
     def _require_live(self, instance_id: str) -> None:
         if self.states.get(instance_id) not in LIVE or instance_id not in self.order:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
 
-    def _settle(self, starting_done: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
+    def _settle(self, now_up: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
         """Make the states agree with the order: the topmost instance that is up is in the
-        foreground, every other live one in the background. One still starting keeps its
-        place and takes the front when it is ready."""
+        foreground, every other one that is up in the background. One still starting or
+        suspended keeps its place and state; `now_up` names those that just came up."""
         changes: dict[str, str] = {}
-        up = [i for i in self.order if self.states[i] != "starting" or i in starting_done]
+        up = [i for i in self.order if self.states[i] not in NOT_UP or i in now_up]
         front = up[-1] if up else None
         for instance_id in up:
             state = self.states[instance_id]

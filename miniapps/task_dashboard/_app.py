@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, tool
 from lineup.sdk import protocol as p
@@ -56,6 +56,7 @@ class TaskDashboard(MiniApp):
         self.tasks: dict[str, dict[str, Any]] = {}  # instance_id -> task
         self.revisions: dict[str, int] = {}  # instance_id -> session data revision we wrote
         self.open_calls: dict[str, ToolCall[OpenInput]] = {}  # instance_id -> its open call
+        self.ended: set[str] = set()  # instances the runtime closed: never restored again
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -72,19 +73,16 @@ class TaskDashboard(MiniApp):
     async def open(self, call: ToolCall[OpenInput]) -> OpenOutput | None:
         # The task lives in the instance's session data: a restarted process (or a re-delivered
         # call) shows it as it was, not as new.
-        stored = await self.app.session_data.get(call.instance_id)
-        self.revisions[call.instance_id] = stored.revision
-        if stored.data is not None and stored.data.get("task_id") == call.input.task_id:
-            task = dict(stored.data)
-        else:
+        task = await self._task(call.instance_id)
+        if task is None or task["task_id"] != call.input.task_id:
             task = {
                 "task_id": call.input.task_id,
                 "title": call.input.title,
                 "progress": 0,
                 "status": call.input.status or "todo",
             }
+            self.tasks[call.instance_id] = task
             await self._save(call.instance_id, task)
-        self.tasks[call.instance_id] = task
         self.open_calls[call.instance_id] = call
         await call.progress({"opened": call.input.task_id})
         await self._render(call.instance_id)
@@ -99,7 +97,7 @@ class TaskDashboard(MiniApp):
         description="Move the shown task's progress or state.",
     )
     async def update(self, call: ToolCall[UpdateInput]) -> TaskSummary | None:
-        task = self.tasks.get(call.instance_id)
+        task = await self._task(call.instance_id)
         if task is None or task["task_id"] != call.input.task_id:
             await call.fail("app_instance_not_found", "no such task shown")
             return None
@@ -115,6 +113,8 @@ class TaskDashboard(MiniApp):
 
     async def on_ui_event(self, event: p.UiEvent) -> None:
         kind = event.event.get("kind")
+        # Only a task this process shows: a click on a view from before a restart waits for
+        # the open call to be delivered again, which alone can answer the Agent.
         task = self.tasks.get(event.instance_id)
         if task is None:
             return
@@ -138,8 +138,32 @@ class TaskDashboard(MiniApp):
             if call.call_id == call_id:
                 del self.open_calls[instance_id]
                 if code == "app_closed":  # its instance is gone: nothing left to show there
+                    self.ended.add(instance_id)
                     self.tasks.pop(instance_id, None)
                     self.revisions.pop(instance_id, None)
+
+    async def _task(self, instance_id: str) -> dict[str, Any] | None:
+        """The instance's task: the one in memory, else the one its session data holds (this
+        process restarted, or the instance was resumed), else None."""
+        if instance_id in self.ended:
+            return None
+        if instance_id not in self.tasks:
+            try:
+                stored = await self.app.session_data.get(instance_id)
+            except LineUpError as exc:
+                if exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND:
+                    return None  # not (or no longer) an instance of ours
+                raise
+            self.revisions.setdefault(instance_id, stored.revision)
+            try:
+                task = TaskSummary.model_validate(stored.data).model_dump()
+            except ValidationError:
+                return None  # never written (or not by us): no task yet
+            if instance_id in self.ended:
+                return None  # closed while this read
+            # Another handler may have restored it meanwhile: one copy, whoever read first.
+            self.tasks.setdefault(instance_id, task)
+        return self.tasks[instance_id]
 
     async def _save(self, instance_id: str, task: dict[str, Any]) -> None:
         """Write the task; only this process writes it, so a stale revision means our copy of

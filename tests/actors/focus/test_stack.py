@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineup.actors.focus._stack import LIVE, TRANSITIONS, FocusStack, transition
+from lineup.actors.focus._stack import LIVE, NOT_UP, TRANSITIONS, FocusStack, transition
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 
@@ -68,6 +68,45 @@ def test_after_a_restart_starting_and_stopping_instances_come_back_suspended() -
     assert "c" not in stack.order
 
 
+def test_a_suspended_instance_keeps_its_place_but_not_the_front_until_it_is_resumed() -> None:
+    stack = with_chat()
+    stack.add("td-1", foreground=True)
+    stack.ready("td-1")
+    assert stack.suspend("td-1") == {"td-1": "suspended", "chat": "foreground"}
+    assert stack.order == ["chat", "td-1"]
+    # Bringing it forward without its process changes nothing that the Shell would show.
+    assert stack.bring_forward("td-1") == {}
+    assert stack.states == {"chat": "foreground", "td-1": "suspended"}
+
+    assert stack.resume("td-1", foreground=True) == {"td-1": "foreground", "chat": "background"}
+    assert stack.top == "td-1"
+
+
+def test_a_suspended_instance_resumed_for_a_call_comes_back_behind_the_front() -> None:
+    stack = with_chat()
+    for name in ("a", "b"):
+        stack.add(name, foreground=True)
+        stack.ready(name)
+    stack.suspend("a")
+    assert stack.resume("a", foreground=False) == {"a": "background"}
+    assert stack.order == ["chat", "a", "b"]
+    assert stack.states["b"] == "foreground"
+
+    stack.suspend("b")  # now the top is suspended and `a` is in front
+    assert stack.resume("b", foreground=False) == {"b": "background"}
+    assert stack.order == ["chat", "b", "a"]
+    assert stack.states["a"] == "foreground"
+
+
+def test_a_suspended_instance_can_be_closed_and_the_front_stays() -> None:
+    stack = with_chat()
+    stack.add("a", foreground=True)
+    stack.ready("a")
+    stack.suspend("a")
+    assert stack.remove("a", "stopped") == {"a": "stopped"}
+    assert stack.states == {"chat": "foreground", "a": "stopped"}
+
+
 @pytest.mark.parametrize(
     ("current", "target"),
     [
@@ -86,7 +125,9 @@ def test_illegal_instance_transitions_are_refused(current: str, target: str) -> 
 
 operations = st.lists(
     st.tuples(
-        st.sampled_from(["add", "ready", "forward", "back", "close", "fail"]),
+        st.sampled_from(
+            ["add", "ready", "forward", "back", "close", "fail", "suspend", "resume", "resume_bg"]
+        ),
         st.sampled_from(["a", "b", "c"]),
     ),
     max_size=40,
@@ -110,6 +151,11 @@ def test_whatever_happens_at_most_one_instance_is_in_the_foreground(
                 stack.bring_forward(name)
             elif op == "back":
                 stack.send_back(name)
+            elif op == "suspend":
+                if name != "chat":
+                    stack.suspend(name)
+            elif op in ("resume", "resume_bg"):
+                stack.resume(name, foreground=op == "resume")
             else:
                 stack.remove(name, "stopped" if op == "close" else "failed")
         except LineUpError as refused:
@@ -120,8 +166,8 @@ def test_whatever_happens_at_most_one_instance_is_in_the_foreground(
         foreground = [i for i, s in stack.states.items() if s == "foreground"]
         assert len(foreground) <= 1
         assert all(stack.states[i] in LIVE for i in stack.order)
-        up = [i for i in stack.order if stack.states[i] != "starting"]
-        # While an app starts, the one below keeps the front until it is ready.
+        up = [i for i in stack.order if stack.states[i] not in NOT_UP]
+        # While an app starts or is suspended, the one below keeps the front.
         assert foreground == up[-1:]
         for state in stack.states.values():
             assert state in TRANSITIONS

@@ -148,12 +148,22 @@ async def test_an_instance_closed_by_the_runtime_is_no_longer_rendered() -> None
     assert len(runtime.ui.renders) == shown
 
 
-async def test_a_reopened_call_with_the_same_task_restores_it_after_a_restart() -> None:
+async def test_an_update_after_a_restart_restores_the_task_from_session_data_first() -> None:
     _, runtime, _ = await opened()
     app = TaskDashboard()  # the old process is gone; a new one serves the same runtime
     await testkit.start(app, runtime=runtime)
     moved = await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 60})
-    assert moved.error_code == "app_instance_not_found"  # nothing is shown until reopened
+    summary = {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "todo"}
+    assert (moved.status, moved.result) == ("completed", summary)
+    assert runtime.session_data.get(INSTANCE) == (summary, 2)
+    other = await testkit.call_tool(app, UPDATE, {"task_id": "t9", "progress": 1})
+    assert other.error_code == "app_instance_not_found"  # not the task this instance shows
+
+
+async def test_a_reopened_call_with_the_same_task_restores_it_after_a_restart() -> None:
+    _, runtime, _ = await opened()
+    app = TaskDashboard()  # the old process is gone; a new one serves the same runtime
+    await testkit.start(app, runtime=runtime)
 
     reopened = await testkit.call_tool(app, OPEN, {"task_id": "t1", "title": "A new title"})
     restored = {"task_id": "t1", "title": "Write the report", "progress": 0, "status": "todo"}
