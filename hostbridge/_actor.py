@@ -1,8 +1,10 @@
 """The hostbridge actor: serves the Shell and relays between it and the runtime.
 
 Views arrive from focus and runtime states from the transport, as events; they are pushed to
-every connected Shell. Markdown in a view is turned into a safe token tree *here*, in trusted
-code: a MiniApp's view never carries markup the Shell would render as such.
+every connected Shell as `shell_protocol` frames. Markdown in a view is turned into a safe token
+tree *here*, in trusted code: a MiniApp's view never carries markup the Shell would render as
+such. What a Shell sends arrives already parsed against the protocol (`_server`); a frame that
+failed it is audited here, by type.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Final
 import hypercorn.config
 import hypercorn.trio
 import trio
+from pydantic import ValidationError
 
 from lineup.actors.focus.messages import (
     InstanceReply,
@@ -28,6 +31,7 @@ from lineup.actors.kernel import (
     ActorKind,
     AuditRecord,
     Envelope,
+    ErrorCode,
     LineUpError,
     handles,
 )
@@ -36,6 +40,18 @@ from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequ
 from ._markdown import markdown_tree
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewUpdatedEvent
+from .shell_protocol import (
+    RuntimeStatus,
+    ShellApps,
+    ShellHello,
+    ShellInstance,
+    ShellNotice,
+    ShellOutbound,
+    ShellRuntime,
+    ShellView,
+    UiEventFrame,
+    UiIntentFrame,
+)
 
 __all__ = ["HostbridgeActor", "TreeCache"]
 
@@ -45,16 +61,7 @@ ASK_TIMEOUT: Final = 3.0
 INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a worker thread
 TREE_CACHE: Final = 2048  # distinct texts remembered
 VIEW_QUEUE: Final = 256
-# What a Shell may ask of an app's view. (The app checks the rest: it owns its events.)
-UI_EVENT_KINDS: Final = frozenset(
-    {
-        "composer.submit",
-        "message.retry",
-        "task.close",
-        "task.progress",
-        "task.finish",
-    }
-)
+REFUSED: Final = "hostbridge.shell_frame_refused"
 
 
 class TreeCache:
@@ -79,10 +86,9 @@ class TreeCache:
             self._trees.move_to_end(markdown)
         return tree
 
-    async def shell_view(
-        self, app_scope: str, instance_id: str, view: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The `shell.view` frame for a view, its Markdown turned into token trees."""
+    async def shell_view(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> ShellView:
+        """The `shell.view` frame for a view, its Markdown turned into token trees.
+        Raises ValidationError if the ids are not the protocol's."""
         safe = dict(view)
         items = view.get("items")
         if view.get("kind") == "chat.timeline" and isinstance(items, list):
@@ -92,12 +98,7 @@ class TreeCache:
                 for item in items
                 if isinstance(item, dict)
             ]
-        return {
-            "type": "shell.view",
-            "app_scope": app_scope,
-            "instance_id": instance_id,
-            "view": safe,
-        }
+        return ShellView(app_scope=app_scope, instance_id=instance_id, view=safe)
 
 
 class HostbridgeActor(Actor):
@@ -123,7 +124,7 @@ class HostbridgeActor(Actor):
         config.accesslog = None  # URLs would carry the token
         config.errorlog = log
         config.websocket_max_message_size = 1 << 20
-        app = build_app(access, self.hub, self._greeting, self._from_shell)
+        app = build_app(access, self.hub, self._greeting, self._from_shell, self._refused)
         async with trio.open_nursery() as nursery:
             await nursery.start(hypercorn.trio.serve, app, config)
             nursery.start_soon(self._push_views)
@@ -141,33 +142,31 @@ class HostbridgeActor(Actor):
     async def _push_views(self) -> None:
         async for msg in self._views_out:
             if len(self.hub):
-                frame = await self._trees.shell_view(msg.app_scope, msg.instance_id, msg.view)
+                try:
+                    frame = await self._trees.shell_view(msg.app_scope, msg.instance_id, msg.view)
+                except ValidationError:
+                    log.warning("hostbridge.frame_unbuildable type=shell.view")
+                    continue
                 self.hub.broadcast(frame)
 
     @handles(AppsUpdatedEvent)
     def on_apps(self, msg: AppsUpdatedEvent, env: Envelope) -> None:
-        self.hub.broadcast(
-            {"type": "shell.apps", "foreground": msg.foreground, "instances": list(msg.instances)}
-        )
+        frame = _apps_frame(msg.foreground, msg.instances)
+        if frame is not None:
+            self.hub.broadcast(frame)
 
     @handles(RuntimeStateEvent)
     def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
         self._state, self._reason = msg.state, msg.reason
-        self.hub.broadcast({"type": "shell.runtime", "state": msg.state, "reason": msg.reason})
+        self.hub.broadcast(ShellRuntime(state=msg.state, reason=msg.reason))
 
-    async def _intent(self, frame: dict[str, Any]) -> None:
+    async def _intent(self, frame: UiIntentFrame) -> None:
         """The user switches to, or closes, an instance (the app switcher)."""
-        intent, instance_id = frame.get("intent"), frame.get("instance_id")
-        if intent not in ("focus", "close") or not isinstance(instance_id, str):
-            self._audit_user(
-                "hostbridge.shell_frame_refused", "ui.intent", code="invalid_arguments"
-            )
-            return
-        self._audit_user("ui.intent", str(intent), subject_id=instance_id)
+        self._audit_user("ui.intent", frame.intent, subject_id=frame.instance_id)
         try:
             await self.bus.request(
                 "focus",
-                UiIntentRequest(intent=intent, instance_id=instance_id),
+                UiIntentRequest(intent=frame.intent, instance_id=frame.instance_id),
                 expect=InstanceReply,
                 timeout=ASK_TIMEOUT * 5,
                 retry=True,
@@ -178,7 +177,7 @@ class HostbridgeActor(Actor):
     def _audit_user(
         self,
         event: str,
-        message_type: str,
+        message_type: str | None,
         *,
         code: str | None = None,
         subject_id: str | None = None,
@@ -190,15 +189,15 @@ class HostbridgeActor(Actor):
                 actor="hostbridge",
                 peer="user",
                 code=code,
-                message_type=message_type[:100],
+                message_type=None if message_type is None else message_type[:100],
                 subject_id=None if subject_id is None else subject_id[:200],
             )
         )
 
     def _error_notice(self, text: str) -> None:
-        self.hub.broadcast({"type": "shell.notice", "level": "error", "text": text})
+        self.hub.broadcast(ShellNotice(level="error", text=text))
 
-    async def _greeting(self) -> list[dict[str, Any]]:
+    async def _greeting(self) -> list[ShellOutbound]:
         """Everything a (re)connecting Shell needs: state, instances, views."""
         try:
             reply = await self.bus.request(
@@ -207,52 +206,60 @@ class HostbridgeActor(Actor):
             self._state, self._reason = reply.state, reply.reason
         except LineUpError:
             pass
-        runtime = {"state": self._state, "reason": self._reason}
-        frames: list[dict[str, Any]] = [{"type": "shell.hello", "runtime": runtime}]
+        runtime = RuntimeStatus(state=self._state, reason=self._reason)
+        frames: list[ShellOutbound] = [ShellHello(runtime=runtime)]
         try:
             views = await self.bus.request(
                 "focus", ViewsRequest(), expect=ViewsReply, timeout=ASK_TIMEOUT
             )
         except LineUpError:
             return frames
-        frames.append(
-            {
-                "type": "shell.apps",
-                "foreground": views.foreground,
-                "instances": list(views.instances),
-            }
-        )
-        frames += [
-            await self._trees.shell_view(v.app_scope, v.instance_id, v.view) for v in views.views
-        ]
+        apps = _apps_frame(views.foreground, views.instances)
+        if apps is not None:
+            frames.append(apps)
+        for v in views.views:
+            try:
+                frames.append(await self._trees.shell_view(v.app_scope, v.instance_id, v.view))
+            except ValidationError:
+                log.warning("hostbridge.frame_unbuildable type=shell.view")
         return frames
 
     # ------------------------------------------------------------------ Shell → runtime
 
-    async def _from_shell(self, frame: dict[str, Any]) -> None:
-        """A user action from the Shell. Malformed ones are audited and dropped."""
-        kind = frame.get("type")
-        if kind == "ui.intent":
+    async def _from_shell(self, frame: UiEventFrame | UiIntentFrame) -> None:
+        """A user action from the Shell, already checked against the protocol."""
+        if isinstance(frame, UiIntentFrame):
             await self._intent(frame)
             return
-        event = frame.get("event")
-        instance_id = frame.get("instance_id")
-        if (
-            kind != "ui.event"
-            or not isinstance(event, dict)
-            or not isinstance(instance_id, str)
-            or event.get("kind") not in UI_EVENT_KINDS
-        ):
-            self._audit_user("hostbridge.shell_frame_refused", str(kind), code="invalid_arguments")
-            return
-        self._audit_user("ui.event", str(event["kind"]), subject_id=instance_id)
+        event = frame.event
+        self._audit_user("ui.event", event.kind, subject_id=frame.instance_id)
         try:
             await self.bus.request(
                 "focus",
-                UiEventRequest(instance_id=instance_id, event=event),
+                # As the Shell sent it: the app reads only the fields the Shell set.
+                UiEventRequest(
+                    instance_id=frame.instance_id, event=event.model_dump(exclude_unset=True)
+                ),
                 expect=UiEventAccepted,
                 timeout=ASK_TIMEOUT,
                 retry=True,
             )
         except LineUpError as exc:
             self._error_notice(f"That action could not be delivered ({exc.code.value}).")
+
+    def _refused(self, message_type: str | None) -> None:
+        """A Shell frame failed the protocol: refused, and recorded by type (never content)."""
+        self._audit_user(REFUSED, message_type, code=ErrorCode.INVALID_ARGUMENTS.value)
+
+
+def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:
+    """The `shell.apps` frame for focus's instance list, or None (logged) if it is not the
+    protocol's: a peer's mistake must not take the Shell's socket down."""
+    try:
+        return ShellApps(
+            foreground=foreground,
+            instances=tuple(ShellInstance.model_validate(i) for i in instances),
+        )
+    except ValidationError:
+        log.warning("hostbridge.frame_unbuildable type=shell.apps")
+        return None

@@ -5,14 +5,15 @@ DNS rebinding; the WebSocket also needs the per-run token and an `Origin` of thi
 page from any other origin cannot drive the runtime even from the same machine. The token is
 compared in constant time and never logged.
 
-What the Shell sends is a *user* action: it is checked for shape and size here, audited by kind
-(never content), and handed to focus; it never becomes an Agent tool call.
+What the Shell sends is a *user* action: each frame is parsed once here, against the Shell
+protocol (`shell_protocol.SHELL_TO_RUNTIME`); a frame that fails is refused and reported by its
+type (never its content), and the socket stays open. What passes is handed on as a typed model,
+to focus through the actor; it never becomes an Agent tool call.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,18 +21,29 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from .shell_protocol import (
+    MAX_SHELL_FRAME,
+    SHELL_TO_RUNTIME,
+    ShellOutbound,
+    ShellReady,
+    UiEventFrame,
+    UiIntentFrame,
+    encode,
+    refused_type,
+)
+
 __all__ = ["MAX_SHELL_FRAME", "ShellHub", "build_app"]
 
 log = logging.getLogger("lineup.hostbridge")
 
 WEB: Final = Path(__file__).parent / "web"
-MAX_SHELL_FRAME: Final = 64 * 1024  # a Shell frame: user text and small intents only
 OUTBOX_PER_SHELL: Final = 256  # frames queued for one Shell before it is dropped as too slow
 CLOSE_POLICY: Final = 4403
 
@@ -66,8 +78,8 @@ class ShellHub:
     def __init__(self) -> None:
         self._shells: set[trio.MemorySendChannel[str]] = set()
 
-    def broadcast(self, frame: dict[str, Any]) -> None:
-        text = json.dumps(frame, separators=(",", ":"))
+    def broadcast(self, frame: ShellOutbound) -> None:
+        text = encode(frame)  # once, whatever the number of Shells
         for queue in list(self._shells):
             try:
                 queue.send_nowait(text)
@@ -89,12 +101,13 @@ class ShellHub:
 
 
 # What the hostbridge actor provides to the server.
-Greeting = Callable[[], Awaitable[list[dict[str, Any]]]]
-Inbound = Callable[[dict[str, Any]], Awaitable[None]]
+Greeting = Callable[[], Awaitable[list[ShellOutbound]]]
+Inbound = Callable[[UiEventFrame | UiIntentFrame], Awaitable[None]]
+Refused = Callable[[str | None], None]  # a frame failed the protocol; its type, if any
 
 
 def build_app(
-    access: ShellAccess, hub: ShellHub, greeting: Greeting, inbound: Inbound
+    access: ShellAccess, hub: ShellHub, greeting: Greeting, inbound: Inbound, refused: Refused
 ) -> Starlette:
     def host_ok(headers: Any) -> bool:
         return headers.get("host", "") in access.hosts
@@ -144,7 +157,7 @@ def build_app(
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
-                await _listen(websocket, send, greeting, inbound)
+                await _listen(websocket, send, greeting, inbound, refused)
                 nursery.cancel_scope.cancel()
         finally:
             hub.leave(send)
@@ -161,9 +174,14 @@ def build_app(
 
 
 async def _listen(
-    websocket: WebSocket, send: trio.MemorySendChannel[str], greeting: Greeting, inbound: Inbound
+    websocket: WebSocket,
+    send: trio.MemorySendChannel[str],
+    greeting: Greeting,
+    inbound: Inbound,
+    refused: Refused,
 ) -> None:
-    """Read the Shell's frames until it goes away (or sends one too large)."""
+    """Read the Shell's frames until it goes away (or sends one too large). Each is parsed
+    once; one that fails the protocol is reported to `refused` and skipped."""
     while True:
         try:
             text = await websocket.receive_text()
@@ -173,16 +191,15 @@ async def _listen(
             await websocket.close(code=1009)
             return
         try:
-            frame = json.loads(text)
-        except ValueError:
+            frame = SHELL_TO_RUNTIME.validate_json(text)
+        except ValidationError as exc:
+            refused(refused_type(exc))
             continue
-        if not isinstance(frame, dict):
-            continue
-        if frame.get("type") == "shell.ready":
+        if isinstance(frame, ShellReady):
             # Waits for the pump rather than overflowing: a greeting can hold more frames
             # (one view per open instance) than the queue does.
             for hello in await greeting():
-                await send.send(json.dumps(hello, separators=(",", ":")))
+                await send.send(encode(hello))
             continue
         await inbound(frame)
 

@@ -1,0 +1,145 @@
+"""The hostbridge actor behind its real WebSocket server, with a fake bus: what a Shell's frames
+become (requests to focus, audit rows) and what the Shell is sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+from trio_websocket import WebSocketConnection, open_websocket_url
+
+from lineup.actors.focus.messages import (
+    InstanceReply,
+    UiEventAccepted,
+    UiEventRequest,
+    UiIntentRequest,
+    ViewsReply,
+    ViewsRequest,
+)
+from lineup.actors.kernel import ActorContext, ActorKind, AuditRecord, ErrorCode, Identity, Message
+from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
+from lineup.hostbridge import HostbridgeActor
+from lineup.hostbridge.messages import RuntimeStateEvent
+from lineup.supervisor._runtime import free_port
+
+TOKEN = "test-token"
+WAIT = 10
+
+
+class FakeBus:
+    """Answers what the hostbridge asks of transport and focus; keeps requests and audit rows."""
+
+    def __init__(self) -> None:
+        self.requests: list[Message] = []
+        self.audits: list[AuditRecord] = []
+        self.changed = trio.Event()
+
+    def audit(self, record: AuditRecord) -> None:
+        self.audits.append(record)
+        self.changed.set()
+
+    async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
+        self.requests.append(body)
+        self.changed.set()
+        if isinstance(body, RuntimeStateRequest):
+            return RuntimeStateReply(state="online")
+        if isinstance(body, ViewsRequest):
+            return ViewsReply(views=(), foreground="chat", instances=())
+        if isinstance(body, UiEventRequest):
+            return UiEventAccepted(instance_id=body.instance_id)
+        if isinstance(body, UiIntentRequest):
+            return InstanceReply(instance_id=body.instance_id, app_scope="x", state="background")
+        raise AssertionError(f"unexpected request {body.TYPE}")
+
+    async def until(self, done: Any) -> None:
+        with trio.fail_after(WAIT):
+            while not done():
+                self.changed = trio.Event()
+                await self.changed.wait()
+
+
+async def start_hostbridge(
+    nursery: trio.Nursery, tmp_path: Path
+) -> tuple[HostbridgeActor, FakeBus, int]:
+    bus = FakeBus()
+    port = free_port()
+    ctx = ActorContext(
+        identity=Identity(ActorKind.HOSTBRIDGE, "hostbridge"),
+        incarnation=1,
+        data_dir=tmp_path,
+        config={"hostbridge": {"port": port, "token": TOKEN}},
+        bus=bus,  # type: ignore[arg-type]
+    )
+    actor = HostbridgeActor(ctx)
+    await nursery.start(actor.run)
+    return actor, bus, port
+
+
+async def next_frame(ws: WebSocketConnection) -> dict[str, Any]:
+    with trio.fail_after(WAIT):
+        frame: dict[str, Any] = json.loads(await ws.get_message())
+        return frame
+
+
+async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_serves(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        actor, bus, port = await start_hostbridge(nursery, tmp_path)
+        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
+        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
+        async with open_websocket_url(url, extra_headers=origin) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            assert (await next_frame(ws))["type"] == "shell.hello"
+            assert (await next_frame(ws))["type"] == "shell.apps"
+
+            submit = {"kind": "composer.submit", "text": "hello"}
+            frame = {"type": "ui.event", "app_scope": "chat", "instance_id": "chat"}
+            await ws.send_message(json.dumps({**frame, "event": {**submit, "sneaky": True}}))
+            await ws.send_message("[" * 4000)
+            await ws.send_message(json.dumps({"type": "ui.intent", "intent": "kill"}))
+            await ws.send_message(json.dumps({**frame, "event": submit}))
+            await bus.until(lambda: any(isinstance(r, UiEventRequest) for r in bus.requests))
+
+            # The runtime still reaches this Shell over the same socket.
+            actor.on_runtime_state(RuntimeStateEvent(state="reconnecting", reason="x"), None)  # type: ignore[arg-type]
+            assert await next_frame(ws) == {
+                "type": "shell.runtime",
+                "state": "reconnecting",
+                "reason": "x",
+            }
+        nursery.cancel_scope.cancel()
+
+    refused = [a for a in bus.audits if a.event == "hostbridge.shell_frame_refused"]
+    assert [(a.code, a.message_type, a.peer) for a in refused] == [
+        (ErrorCode.INVALID_ARGUMENTS.value, "ui.event", "user"),
+        (ErrorCode.INVALID_ARGUMENTS.value, None, "user"),
+        (ErrorCode.INVALID_ARGUMENTS.value, "ui.intent", "user"),
+    ]
+    events = [r for r in bus.requests if isinstance(r, UiEventRequest)]
+    assert events == [UiEventRequest(instance_id="chat", event=submit)]
+    accepted = [a for a in bus.audits if a.event == "ui.event"]
+    assert [(a.message_type, a.subject_id, a.code) for a in accepted] == [
+        ("composer.submit", "chat", None)
+    ]
+
+
+async def test_an_intent_reaches_focus_typed_and_is_audited_by_kind(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path)
+        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
+        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
+        async with open_websocket_url(url, extra_headers=origin) as ws:
+            await ws.send_message(
+                json.dumps({"type": "ui.intent", "intent": "close", "instance_id": "task-1"})
+            )
+            await bus.until(lambda: any(isinstance(r, UiIntentRequest) for r in bus.requests))
+        nursery.cancel_scope.cancel()
+    assert [r for r in bus.requests if isinstance(r, UiIntentRequest)] == [
+        UiIntentRequest(intent="close", instance_id="task-1")
+    ]
+    assert [(a.event, a.message_type, a.subject_id) for a in bus.audits] == [
+        ("ui.intent", "close", "task-1")
+    ]
