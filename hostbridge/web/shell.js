@@ -98,6 +98,7 @@
     chatView: undefined, // the chat view the timeline shows
     chatScroll: null, // {top, atBottom} of the timeline when another app came in front
     dashboard: null, // the Task Dashboard on screen: {instanceId, appScope, root, …parts}
+    resuming: new Set(), // suspended instances the user opened, until their view arrives
   };
 
   // ---------------------------------------------------------------- token
@@ -258,6 +259,7 @@
     if (!isId(frame.instance_id) || typeof frame.app_scope !== "string") return;
     if (!isObject(frame.view)) return;
     shell.views.set(frame.instance_id, { appScope: frame.app_scope, view: frame.view });
+    shell.resuming.delete(frame.instance_id);
     if (frame.app_scope === "chat") shell.chatInstance = frame.instance_id;
     render();
   }
@@ -270,6 +272,7 @@
     shell.foreground = isId(frame.foreground) ? frame.foreground : null;
     const live = new Set(shell.instances.map((i) => i.instance_id));
     for (const id of shell.views.keys()) if (!live.has(id)) shell.views.delete(id);
+    for (const id of shell.resuming) if (!live.has(id)) shell.resuming.delete(id);
     if (shell.chatInstance !== null && !live.has(shell.chatInstance)) shell.chatInstance = null;
     const chat = shell.instances.find((i) => i.app_scope === "chat");
     if (shell.chatInstance === null && chat) shell.chatInstance = chat.instance_id;
@@ -308,10 +311,12 @@
     if (!chatInFront && !dashboard) {
       const title = instanceTitle(front);
       ui.placeholder.querySelector("p").textContent =
-        entry === undefined && front.state === "starting"
-          ? `Opening ${title}…`
-          : `${title} is in front. This Shell cannot show its view yet; ` +
-            "switch back to the conversation with the bar above.";
+        entry === undefined && shell.resuming.has(front.instance_id)
+          ? `Resuming ${title}…`
+          : entry === undefined && front.state === "starting"
+            ? `Opening ${title}…`
+            : `${title} is in front. This Shell cannot show its view yet; ` +
+              "switch back to the conversation with the bar above.";
     }
 
     const chat = shell.chatInstance === null ? undefined : shell.views.get(shell.chatInstance);
@@ -674,9 +679,23 @@
       tab.setAttribute("data-state", shown);
       if (inFront) tab.setAttribute("aria-current", "page");
       tab.textContent = title;
+      // A suspended instance has no process since the runtime restarted: opening it resumes it.
+      if (shown === "suspended") {
+        const note = document.createElement("span");
+        note.className = "app-tab-note";
+        note.setAttribute("data-testid", "app-tab-note");
+        note.textContent = " · Suspended — open to resume";
+        tab.append(note);
+        tab.setAttribute("title", `${title} is suspended; open it to resume it`);
+      }
       tab.addEventListener("click", () => {
         if (instance.instance_id !== shell.foreground) {
-          send({ type: "ui.intent", intent: "focus", instance_id: instance.instance_id });
+          const sent = send({
+            type: "ui.intent",
+            intent: "focus",
+            instance_id: instance.instance_id,
+          });
+          if (sent && shown === "suspended") shell.resuming.add(instance.instance_id);
         }
       });
       li.append(tab);
