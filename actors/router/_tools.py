@@ -105,6 +105,10 @@ _ACTIVATION_REFUSALS: Final = frozenset(
 )
 
 
+# A call whose outcome is decided: final, or submitted (its result waits only for the AppServer's
+# acknowledgement). Nothing the app, a close or a deadline does changes it any more.
+_DECIDED: Final = FINAL_TOOL_CALL_STATES | {"submitted"}
+
 # Recorded but not yet with its app: a router that died there left it to its successor.
 _UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
 
@@ -425,7 +429,7 @@ class ToolPipeline:
         if reply.call.app_scope != scope:
             self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
-        if reply.call.state in FINAL_TOOL_CALL_STATES:
+        if reply.call.state in _DECIDED:
             raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
         return reply.call
 
@@ -471,8 +475,10 @@ class ToolPipeline:
                 )
             )
             raise LineUpError(ErrorCode.TOOL_OUTPUT_INVALID, call.tool)
+        # `submitted`, not `completed`: the call is completed once the AppServer acknowledged
+        # the result's outbox row (the store does that in the ack's transaction).
         await self._finish(
-            call.call_id, "completed", result=msg.result, expected_scope=call.app_scope
+            call.call_id, "submitted", result=msg.result, expected_scope=call.app_scope
         )
         return sdk.CommandReceipt(id=call.call_id)
 
@@ -532,7 +538,7 @@ class ToolPipeline:
         """Make the call final with its one terminal message. False if it already was."""
         session = await self._session()
         payload: BaseModel
-        if state == "completed":
+        if state in ("submitted", "completed"):
             kind, payload = wire.RESULT, wire.ResultPayload(call_id=call_id, result=result or {})
         else:
             kind = wire.TOOL_ERROR
@@ -648,8 +654,8 @@ class ToolPipeline:
         try:
             reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
             call = reply.call
-            if call is None or call.state in FINAL_TOOL_CALL_STATES:
-                return
+            if call is None or call.state in _DECIDED:
+                return  # a submitted result is delivered whatever its deadline
             if await self._finish(call_id, "expired", code=ErrorCode.OPERATION_EXPIRED.value):
                 await self._tell_cancelled(call, "expired")
         except LineUpError as exc:

@@ -133,11 +133,11 @@ class StoreActor(RecordHandlers, Actor):
 
     @handles(OutboxAckRequest)
     async def on_outbox_ack(self, msg: OutboxAckRequest, env: Envelope) -> OutboxAckReply:
-        return await self._apply(c.outbox_ack, msg, write=WRITE)
+        return await self._write_as(c.outbox_ack, msg, env)  # may complete a tool call
 
     @handles(OutboxFailRequest)
     async def on_outbox_fail(self, msg: OutboxFailRequest, env: Envelope) -> OutboxFailReply:
-        return await self._apply(c.outbox_fail, msg, write=WRITE)
+        return await self._write_as(c.outbox_fail, msg, env)  # may fail a tool call
 
     @handles(OutboxRetryRequest)
     async def on_outbox_retry(self, msg: OutboxRetryRequest, env: Envelope) -> OutboxRetryReply:

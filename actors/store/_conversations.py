@@ -23,6 +23,7 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from ._db import Connection
 from ._queries import int_or_none, json_text, within_budget
 from ._states import TRANSITIONS, OutboxEvent, next_state
+from ._tool_calls import settle_terminal
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -241,7 +242,9 @@ def _set_state(
         )
 
 
-def outbox_ack(conn: Connection, req: OutboxAckRequest, now: float) -> OutboxAckReply:
+def outbox_ack(
+    conn: Connection, req: OutboxAckRequest, now: float, *, actor: str = "store"
+) -> OutboxAckReply:
     found = _outbox_row(conn, req.outbox_id)
     if found is None:
         return OutboxAckReply(outbox_id=req.outbox_id, acked=False)
@@ -259,13 +262,19 @@ def outbox_ack(conn: Connection, req: OutboxAckRequest, now: float) -> OutboxAck
             " remote_seq = coalesce(?, remote_seq), updated_at = ? WHERE message_id = ?",
             (req.remote_seq, now, message_id),
         )
+    # A call's result the AppServer now has: the call is completed in this same transaction.
+    settle_terminal(conn, req.outbox_id, None, now, actor=actor)
     return OutboxAckReply(outbox_id=req.outbox_id, acked=True, message_id=message_id)
 
 
-def outbox_fail(conn: Connection, req: OutboxFailRequest, now: float) -> OutboxFailReply:
+def outbox_fail(
+    conn: Connection, req: OutboxFailRequest, now: float, *, actor: str = "store"
+) -> OutboxFailReply:
     before, after, message_id = _transition(conn, req.outbox_id, "fail")
     if after != before:
         _set_state(conn, req.outbox_id, message_id, after, req.code, now)
+        # A call's result refused for good: the call fails with the refusal's code, here.
+        settle_terminal(conn, req.outbox_id, req.code, now, actor=actor)
     return OutboxFailReply(
         outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
     )

@@ -334,7 +334,75 @@ _V4: Final = """
 CREATE INDEX app_inbox_by_delivery ON app_inbox (delivery_id);
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
+# v5: a MiniApp's accepted result makes its call `submitted` (seed 000 §7.2, seed 003 §3.2):
+# the result is kept on the row from then on, and the call becomes `completed` when the
+# AppServer acknowledged its terminal outbox row. v3's check allowed a result on completed calls
+# only; SQLite cannot alter a check, so `tool_calls` is rebuilt with the same columns, rows,
+# seqs and AUTOINCREMENT counter. `tool_call_outbox` references it, so it is set aside and put
+# back around the rebuild (foreign keys stay enforced: nothing references a dropped table).
+_V5: Final = """
+CREATE TABLE tool_call_outbox_v5_copy AS SELECT outbox_id, call_id, role, status
+    FROM tool_call_outbox;
+DROP TABLE tool_call_outbox;
+
+CREATE TABLE tool_calls_v5 (
+    seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+    call_id            TEXT NOT NULL UNIQUE,
+    tool               TEXT NOT NULL,
+    inventory_revision TEXT NOT NULL,
+    app_scope          TEXT NOT NULL,
+    instance_id        TEXT,
+    conversation_id    TEXT NOT NULL,
+    handling           TEXT NOT NULL CHECK (handling IN (
+        'direct', 'interactive', 'launch', 'foreground', 'operation')),
+    state              TEXT NOT NULL CHECK (state IN (
+        'received', 'routing', 'waiting_for_app', 'running', 'submitted',
+        'completed', 'failed', 'cancelled', 'expired', 'rejected')),
+    input              TEXT NOT NULL CHECK (json_valid(input)),
+    result             TEXT CHECK (result IS NULL OR json_valid(result)),
+    error_code         TEXT,
+    progress           TEXT CHECK (progress IS NULL OR json_valid(progress)),
+    timeout_ms         INTEGER NOT NULL CHECK (timeout_ms >= 0),
+    created_at         REAL NOT NULL,
+    updated_at         REAL NOT NULL,
+    deadline_at        REAL NOT NULL,
+    CHECK (result IS NULL OR state IN ('submitted', 'completed')),
+    CHECK (error_code IS NULL OR state IN ('failed', 'cancelled', 'expired', 'rejected'))
+) STRICT;
+INSERT INTO tool_calls_v5 (seq, call_id, tool, inventory_revision, app_scope, instance_id,
+                           conversation_id, handling, state, input, result, error_code,
+                           progress, timeout_ms, created_at, updated_at, deadline_at)
+SELECT seq, call_id, tool, inventory_revision, app_scope, instance_id, conversation_id,
+       handling, state, input, result, error_code, progress, timeout_ms, created_at,
+       updated_at, deadline_at
+FROM tool_calls ORDER BY seq;
+UPDATE sqlite_sequence
+    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'tool_calls'), 0))
+    WHERE name = 'tool_calls_v5';
+DROP TABLE tool_calls;
+ALTER TABLE tool_calls_v5 RENAME TO tool_calls;
+CREATE INDEX tool_calls_by_scope ON tool_calls (app_scope, seq);
+CREATE INDEX tool_calls_by_instance ON tool_calls (instance_id, seq);
+CREATE INDEX tool_calls_open ON tool_calls (deadline_at)
+    WHERE state IN ('received', 'routing', 'waiting_for_app', 'running', 'submitted');
+
+CREATE TABLE tool_call_outbox (
+    outbox_id TEXT PRIMARY KEY REFERENCES outbox (outbox_id),
+    call_id   TEXT NOT NULL REFERENCES tool_calls (call_id),
+    role      TEXT NOT NULL CHECK (role IN ('receipt', 'progress', 'terminal')),
+    status    TEXT  -- receipt: its status; terminal: the state of the call it reports
+) STRICT;
+INSERT INTO tool_call_outbox (outbox_id, call_id, role, status)
+    SELECT outbox_id, call_id, role, status FROM tool_call_outbox_v5_copy;
+DROP TABLE tool_call_outbox_v5_copy;
+CREATE INDEX tool_call_outbox_by_call ON tool_call_outbox (call_id);
+CREATE UNIQUE INDEX tool_call_outbox_one_terminal ON tool_call_outbox (call_id)
+    WHERE role = 'terminal';
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
+)  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
 

@@ -57,6 +57,7 @@ from .messages import (
 )
 
 __all__ = [
+    "settle_terminal",
     "tool_call_finish",
     "tool_call_get",
     "tool_call_list",
@@ -140,6 +141,15 @@ def _link(conn: Connection, outbox_id: str) -> tuple[str, str, str | None] | Non
     assert isinstance(role, str)
     assert status is None or isinstance(status, str)
     return call_id, role, status
+
+
+def _submitted_with_result(conn: Connection, call: ToolCallRow) -> bool:
+    if call.state != "submitted":
+        return False
+    rows = conn.execute(
+        "SELECT 1 FROM tool_call_outbox WHERE call_id = ? AND role = 'terminal'", (call.call_id,)
+    ).fetchall()
+    return bool(rows)
 
 
 def _wire_text(wire: dict[str, Any]) -> str:
@@ -234,8 +244,11 @@ def tool_call_finish(
 ) -> ToolCallFinishReply:
     call = _require(conn, req.call_id)
     _check_owner(call, req.expected_app_scope, req.expected_instance_id)
-    if states.is_final(call.state):
-        # The finish that made the call final, retried: answer it again, write nothing.
+    if states.is_final(call.state) or _submitted_with_result(conn, call):
+        # The finish that decided the call, retried: answer it again, write nothing. A submitted
+        # result's outcome is decided too: only its outbox row's fate moves it on (`settle_
+        # terminal`). (A call moved to `submitted` by `transition` has no row yet: the table
+        # decides for it.)
         if call.state == req.to_state and _link(conn, req.outbox_id) == (
             call.call_id, "terminal", call.state,
         ):  # fmt: skip
@@ -292,6 +305,40 @@ def tool_call_receipt(
     _queue(conn, call, req.outbox_id, req.wire, "receipt", req.status, now)
     _audit(conn, now, actor, f"tool_call.receipt.{req.status}", call, code=req.code, wire=req.wire)
     return ToolCallReceiptReply(call_id=call.call_id, outbox_id=req.outbox_id, created=True)
+
+
+def settle_terminal(
+    conn: Connection, outbox_id: str, code: str | None, now: float, *, actor: str
+) -> ToolCallRow | None:
+    """The AppServer's word on a call's terminal row, inside the outbox ack's (code None) or
+    fail's (`code`) own transaction: a `submitted` call whose result was taken becomes
+    `completed`; one whose result was refused for good becomes `failed` with the refusal's code
+    (its result stays in the outbox row, the call keeps none: a result belongs to a completed
+    call only, and the Agent never got it). Any other row, or a call not submitted (already
+    final: an ack of a row failed before, a rejection), is left as it is. Returns the call it
+    moved, or None."""
+    link = _link(conn, outbox_id)
+    if link is None or link[1] != "terminal":
+        return None
+    call = _require(conn, link[0])
+    if call.state != "submitted":
+        return None
+    after = states.next_state(call.state, "complete" if code is None else "fail")
+    if after == "completed":
+        conn.execute(
+            "UPDATE tool_calls SET state = 'completed', updated_at = ? WHERE call_id = ?",
+            (now, call.call_id),
+        )
+    else:
+        conn.execute(
+            "UPDATE tool_calls SET state = ?, result = NULL, error_code = ?, updated_at = ?"
+            " WHERE call_id = ?",
+            (after, code, now, call.call_id),
+        )
+    conn.execute("UPDATE tool_call_outbox SET status = ? WHERE outbox_id = ?", (after, outbox_id))
+    updated = _require(conn, call.call_id)
+    _audit(conn, now, actor, f"tool_call.{after}", updated, code=code)
+    return updated
 
 
 # ---------------------------------------------------------------------------------- reads

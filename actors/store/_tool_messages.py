@@ -27,6 +27,7 @@ __all__ = [
     "ToolCallGetRequest",
     "ToolCallListReply",
     "ToolCallListRequest",
+    "ToolCallOutcome",
     "ToolCallProgressReply",
     "ToolCallProgressRequest",
     "ToolCallReceiptReply",
@@ -46,6 +47,9 @@ ToolCallState = Literal[
     "completed", "failed", "cancelled", "expired", "rejected",
 ]  # fmt: skip
 ToolCallFinalState = Literal["completed", "failed", "cancelled", "expired", "rejected"]
+# What `finish` may decide: a final state, or `submitted` (a MiniApp's accepted result, which
+# becomes `completed` once the AppServer acknowledged its outbox row, seed 000 §7.2).
+ToolCallOutcome = Literal["submitted", "completed", "failed", "cancelled", "expired", "rejected"]
 # The states `transition` may move a call to; the final ones are reached only by `finish`.
 ToolCallStep = Literal["routing", "waiting_for_app", "running", "submitted"]
 ToolHandling = Literal["direct", "interactive", "launch", "foreground", "operation"]
@@ -61,7 +65,8 @@ MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 class ToolCallRow(Message):
     """One call as recorded. `seq` orders calls by arrival (paging); `deadline_at` is
     `created_at + timeout_ms`; `error_code` is set only on a failed, cancelled, expired or
-    rejected call, `result` only on a completed one; `progress` is the latest reported."""
+    rejected call, `result` only on a submitted or completed one; `progress` is the latest
+    reported."""
 
     type: Literal["store.tool_call.row"] = "store.tool_call.row"
     seq: int
@@ -153,8 +158,14 @@ class ToolCallTransitionReply(Message):
 
 
 class ToolCallFinishRequest(Message):
-    """Make a call final, in ONE transaction: the terminal state, its `result` (completed) or
-    `code` (any other), and one outbox row `outbox_id` carrying `wire` (kind `wire["type"]`).
+    """Decide a call's outcome, in ONE transaction: the state, its `result` (submitted,
+    completed) or `code` (any other), and one outbox row `outbox_id` carrying `wire` (kind
+    `wire["type"]`), its terminal row.
+
+    `submitted` is how a MiniApp's accepted result is recorded: the call is not final yet, but
+    its outcome is decided — no finish, cancel or expiry touches it again (`call_already_final`);
+    the outbox ack of its terminal row makes it `completed`, a permanent refusal of that row
+    makes it `failed` with the refusal's code, each in the ack's or fail's own transaction.
 
     Exactly one terminal state and one terminal outbox row per call: a repeat of the finish that
     made the call final (same `outbox_id`, same state) writes nothing and answers `changed`
@@ -165,7 +176,7 @@ class ToolCallFinishRequest(Message):
 
     type: Literal["store.tool_call.finish"] = "store.tool_call.finish"
     call_id: Id
-    to_state: ToolCallFinalState
+    to_state: ToolCallOutcome
     result: dict[str, Any] | None = None
     code: Name | None = None
     expected_app_scope: Name | None = None
@@ -175,9 +186,9 @@ class ToolCallFinishRequest(Message):
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolCallFinishRequest:
-        if self.to_state == "completed":
+        if self.to_state in ("submitted", "completed"):
             if self.result is None or self.code is not None:
-                raise ValueError("a completed call has a result and no code")
+                raise ValueError(f"a {self.to_state} call has a result and no code")
         elif self.code is None or self.result is not None:
             raise ValueError(f"a {self.to_state} call has a code and no result")
         wire_kind(self.wire)

@@ -8,8 +8,11 @@ forward along
                                                                   | expired | rejected
 
 skipping a step only where the flow has nothing to do there: a call for an instance that is
-already live goes routing → running (no activation to wait for), and a result validated and
-recorded in one transaction goes running → completed. Which final state a call may reach
+already live goes routing → running (no activation to wait for). A MiniApp's result, validated
+and recorded with its outbox row in one transaction, makes the call `submitted`; the outbox ack
+of that row makes it `completed`, a permanent refusal of it `failed` (`_tool_calls.settle_
+terminal`). (running → completed directly stays legal for the store's callers that have no
+outbox row to wait for; the router never takes it.) Which final state a call may reach
 depends on how far it got:
 
 - `rejected`: refused before an app took it (received, routing, or waiting_for_app whose

@@ -1,0 +1,85 @@
+"""The tool call's life on the real tree, for the seed rules of issue 10: `submitted` until the
+AppServer has the result, activation requirements, one delivery path to the MiniApp, and an
+instance's calls converging on its end without a request from focus to the router."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
+from lineup.actors.kernel import ActorKind, Bus
+from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest, ToolCallRow
+from lineup.tests.e2e.test_tools import WAIT, foreground, scene
+from lineup.tests.support.tree import attach
+
+FINALS = ("lineup.v1.tool.result", "lineup.v1.tool.error")
+
+
+async def call_row(
+    bus: Bus, call_id: str, until: Callable[[ToolCallRow | None], bool]
+) -> ToolCallRow | None:
+    """The store's row of `call_id` once `until(row)` holds (asked again whenever idle)."""
+    with trio.fail_after(WAIT):
+        while True:
+            reply = await bus.request(
+                "store", ToolCallGetRequest(call_id=call_id), expect=ToolCallGetReply
+            )
+            if until(reply.call):
+                return reply.call
+            await trio.testing.wait_all_tasks_blocked()
+
+
+def in_state(*states: str) -> Callable[[ToolCallRow | None], bool]:
+    return lambda row: row is not None and row.state in states
+
+
+async def test_a_result_is_submitted_until_the_appserver_has_it_and_a_close_never_touches_it(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    watcher = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "watcher")
+    await s.open_dashboard("open-s", "t1", "Submit")
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda sh: (foreground(sh) or "").startswith("task-dashboard:"))
+    instance = foreground(s.shell)
+    assert instance is not None
+    tree = s.runtime.supervisor
+    # The app holds the call until the link is down, so its result cannot reach the AppServer.
+    tree.kill("miniapp:task-dashboard", signal.SIGSTOP)
+    try:
+        await s.call("task-dashboard.update", {"task_id": "t1", "progress": 70}, "upd-s")
+        await call_row(watcher, "upd-s", in_state("waiting_for_app", "running"))
+        tree.kill("transport", signal.SIGSTOP)
+    finally:
+        tree.kill("miniapp:task-dashboard", signal.SIGCONT)
+    try:
+        submitted = await call_row(watcher, "upd-s", in_state("submitted", "completed"))
+        assert submitted is not None
+        assert submitted.state == "submitted"
+        assert submitted.result is not None
+        assert submitted.result["progress"] == 70
+        # The user closes the dashboard: its running call is cancelled, the submitted one is not.
+        closer = await attach(nursery, tree, ActorKind.HOSTBRIDGE, "closer")
+        await closer.request(
+            "focus", UiIntentRequest(intent="close", instance_id=instance), expect=InstanceReply
+        )
+        opened = await call_row(watcher, "open-s", in_state("cancelled", "completed", "failed"))
+        assert opened is not None
+        assert (opened.state, opened.error_code) == ("cancelled", "app_closed")
+        still = await call_row(watcher, "upd-s", lambda row: True)
+        assert still is not None
+        assert still.state == "submitted"
+    finally:
+        tree.kill("transport", signal.SIGCONT)
+    result = await s.agent.terminal("upd-s")
+    assert result["type"] == "lineup.v1.tool.result"
+    done = await call_row(watcher, "upd-s", in_state("completed"))
+    assert done is not None
+    assert done.result == result["payload"]["result"]
+    await s.agent.settle()
+    assert len([m for m in s.agent.of_call("upd-s") if m["type"] in FINALS]) == 1
