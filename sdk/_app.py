@@ -262,7 +262,7 @@ class MiniAppHost(Actor):
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
-            if self._tools:  # calls delivered while the app was down, or before a crash
+            if self._tools:  # calls handed over while the app was down, or before a crash
                 pending = await self.call("router", p.ToolPendingRequest(), p.ToolPendingReply)
                 for call in pending.calls:
                     self._start_tool(call)
@@ -275,7 +275,7 @@ class MiniAppHost(Actor):
     # ------------------------------------------------------------------ tools
 
     def _start_tool(self, event: p.ToolCallEvent) -> None:
-        if event.call_id not in self._running:  # at-least-once delivery: run each call once
+        if event.call_id not in self._running:  # told twice (pushed and listed): taken once
             self._running[event.call_id] = trio.CancelScope()
             self._nursery.start_soon(self._run_tool, event)
 
@@ -285,6 +285,11 @@ class MiniAppHost(Actor):
         spec = self._tools.get(event.tool)
         try:
             with self._running[event.call_id]:
+                # Taken first: a call the runtime refuses (decided meanwhile, not ours) is not
+                # run, and the refusal's code is logged, not lost.
+                await self.call(
+                    "router", p.ToolAcceptRequest(call_id=event.call_id), p.CommandReceipt
+                )
                 if spec is None:
                     await self.fail(event.call_id, ErrorCode.TOOL_NOT_ADVERTISED.value)
                     return
@@ -292,7 +297,7 @@ class MiniAppHost(Actor):
                     self._app, spec, event.call_id, event.tool, event.instance_id, event.input, self
                 )
         except LineUpError as exc:
-            log.warning("sdk.tool_report_refused code=%s", exc.code.value)
+            log.warning("sdk.tool_refused call=%s code=%s", event.call_id, exc.code.value)
         finally:
             self._running.pop(event.call_id, None)
             cancelled = self._cancelled.pop(event.call_id, None)

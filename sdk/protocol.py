@@ -34,6 +34,7 @@ __all__ = [
     "SessionDataReplaceRequest",
     "SessionDataSnapshot",
     "SessionDataSubscribeRequest",
+    "ToolAcceptRequest",
     "ToolCallEvent",
     "ToolCancelRequest",
     "ToolCancelledEvent",
@@ -218,8 +219,21 @@ class ToolCancelRequest(Message):
     reason: str = Field(min_length=1, max_length=100)
 
 
+class ToolAcceptRequest(Message):
+    """The app takes a call it was told of (pushed, or listed at its start), before it runs
+    it: the router moves the call to `running` and answers; a call that is not the app's, or
+    is decided already (cancelled, expired, its result submitted), is refused with its code,
+    and the app does not run it. This is the one way a call reaches a handler: a call told
+    twice is accepted (and run) once by the process that runs it."""
+
+    type: Literal["router.sdk.tool.accept"] = "router.sdk.tool.accept"
+    call_id: Id
+
+
 class ToolPendingRequest(Message):
-    """The app's calls that are not final yet (it lists them when it starts)."""
+    """The app's calls handed to it and not decided yet, for it to accept when it starts: the
+    ones never accepted, and the ones a previous process of the app accepted and did not
+    finish. Read only: listing moves nothing."""
 
     type: Literal["router.sdk.tool.pending"] = "router.sdk.tool.pending"
 

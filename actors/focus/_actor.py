@@ -15,8 +15,11 @@ MiniApp process runs, so every app instance left open is `suspended` (seed 004 Â
 its tab, never the front, and is resumed when the user brings it forward or a call names it
 (its process starts, the app restores it from session data), or it is closed. An app's process runs while it has a live
 instance; focus asks the supervisor to start or stop it (the only program it may name is the
-SDK's host). Closing an instance first has the router converge its unfinished calls to
-`cancelled(app_closed)`, then restores the previous live instance; the recovery app is `chat`.
+SDK's host). Closing an instance restores the previous live instance (the recovery app is
+`chat`) and, once that is persisted, tells the router (`router.instance.event`), which converges
+the instance's unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
+Focus tells the router when it starts, too (`router.instance.recovered`): an `ended` event lost
+with a focus that died right after persisting is then made up by the router's sweep.
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ from lineup.actors.kernel.control import (
     ChildStopRequest,
 )
 from lineup.actors.router.messages import (
-    InstanceClosingReply,
-    InstanceClosingRequest,
+    InstanceEvent,
+    InstanceEventKind,
+    InstancesRecoveredEvent,
     InventoryChangedEvent,
 )
 from lineup.actors.store.messages import (
@@ -147,6 +151,7 @@ class FocusActor(Actor):
             ):
                 nursery.start_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
             nursery.start_soon(self._push_apps)
+            nursery.start_soon(self._tell_router, InstancesRecoveredEvent())
             await trio.sleep_forever()
 
     async def _store(self, request: Message, expect: type[Any]) -> Any:
@@ -326,13 +331,25 @@ class FocusActor(Actor):
                 self._owners[instance_id] = msg.app_scope
                 self._stack.add(instance_id, foreground=msg.foreground)
                 await self._persist({})
-        await self._ensure_running(instance_id)
+        self._instance_event(instance_id, msg.app_scope, "started")
+        try:
+            await self._ensure_running(instance_id)
+        except (LineUpError, trio.TooSlowError) as exc:
+            # Its app never came up: the instance fails (its held calls end activation_failed).
+            log.warning("focus.start_failed instance=%s", instance_id)
+            if self._stack.states.get(instance_id) in LIVE:
+                await self._end(instance_id, msg.app_scope, "failed")
+            raise LineUpError(ErrorCode.ACTIVATION_FAILED, instance_id) from exc
         async with self._lock:
-            state = self._stack.states[instance_id]
+            state = self._stack.states.get(instance_id)
+            if state not in LIVE:
+                # Closed while it was starting: the start is cancelled.
+                raise LineUpError(ErrorCode.ACTIVATION_CANCELLED, instance_id)
             if state == "starting":
                 await self._persist(self._stack.ready(instance_id))
             elif state == "suspended" or msg.foreground:
                 await self._persist(self._stack.resume(instance_id, foreground=msg.foreground))
+        self._instance_event(instance_id, msg.app_scope, "ready")
         if state == "suspended":
             self._nursery_soon(self._tell_app, msg.app_scope, sdk.ViewRefreshEvent())
         return self._reply(instance_id)
@@ -372,6 +389,7 @@ class FocusActor(Actor):
         await self._ensure_running(instance_id)
         async with self._lock:
             await self._persist(self._stack.resume(instance_id, foreground=foreground))
+        self._instance_event(instance_id, self._owners[instance_id], "ready")
         if suspended:
             self._nursery_soon(self._tell_app, self._owners[instance_id], sdk.ViewRefreshEvent())
 
@@ -445,16 +463,24 @@ class FocusActor(Actor):
     async def _end(
         self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
     ) -> list[str]:
-        """End an instance: the router converges its unfinished calls, then it leaves the
-        stack in `state`, in the store first. Returns the scope's instances still live, read
-        under the same lock as the removal."""
-        await self.bus.request(
-            "router",
-            InstanceClosingRequest(instance_id=instance_id, app_scope=scope),
-            expect=InstanceClosingReply,
-            timeout=STORE_TIMEOUT,
-            retry=True,
+        """End an instance: it leaves the stack in `state`, in the store first, then the router
+        is told (`ended` / `failed`) and converges its unfinished calls â€” an event, so focus
+        never waits on the router; a router that missed it converges the calls of every ended
+        instance when it starts. Returns the scope's instances still live, read under the same
+        lock as the removal."""
+        live = await self._remove(instance_id, scope, state)
+        self._instance_event(instance_id, scope, "ended" if state == "stopped" else "failed")
+        return live
+
+    def _instance_event(self, instance_id: str, scope: str, event: InstanceEventKind) -> None:
+        self._nursery_soon(
+            self._tell_router,
+            InstanceEvent(instance_id=instance_id, app_scope=scope, event=event),
         )
+
+    async def _remove(
+        self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
+    ) -> list[str]:
         async with self._lock:
             changes = self._stack.remove(instance_id, state)
             changes.pop(instance_id, None)

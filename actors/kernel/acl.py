@@ -38,6 +38,7 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
     # (`transport.session`) to learn which AppServer session it is in.
     K.ROUTER: (
         "store.tool_call.*",
+        "store.instance.list",  # read: at start, the calls of instances that ended meanwhile
         "store.conversation.*",
         "store.inbox.*",
         "store.outbox.append",
@@ -111,10 +112,11 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     # Only the wake-up: a request back to the transport would close a request cycle with
     # `router.inbound.*`.
     allow(K.ROUTER, K.TRANSPORT, "transport.outbox.*")
-    # Router and focus still call each other; that cycle is being removed (focus will emit
-    # instance events instead), after which focus → router narrows to those events.
+    # The router asks focus to launch or find instances; focus only tells the router (the
+    # inventory changed, an instance's life moved on), so the two never wait on each other.
     allow(K.ROUTER, K.FOCUS, "focus.*")
-    allow(K.FOCUS, K.ROUTER, "router.*")
+    allow(K.FOCUS, K.ROUTER, "router.inventory.changed", "router.instance.event",
+          "router.instance.recovered")  # fmt: skip
     allow(K.HOSTBRIDGE, K.ROUTER, "router.ui.*")
     allow(K.HOSTBRIDGE, K.FOCUS, "focus.ui.*")
     allow(K.HOSTBRIDGE, K.GATEWAY, "gateway.ui.*")

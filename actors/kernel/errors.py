@@ -76,6 +76,8 @@ class ErrorCode(StrEnum):
     INVALID_ARGUMENTS = "invalid_arguments"
     STALE_REVISION = "stale_revision"  # a write based on a revision that is no longer current
     FOREGROUND_REQUIRED = "foreground_required"
+    ACTIVATION_FAILED = "activation_failed"  # the instance a held call waited for never came up
+    ACTIVATION_CANCELLED = "activation_cancelled"  # ... its start was cancelled (closed first)
     OPERATION_EXPIRED = "operation_expired"
     HANDLER_FAILED = "handler_failed"
 

@@ -53,8 +53,8 @@ from .messages import (
     EnvelopeOutcome,
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
-    InstanceClosingReply,
-    InstanceClosingRequest,
+    InstanceEvent,
+    InstancesRecoveredEvent,
     InventoryChangedEvent,
     OutboxSettledEvent,
     SessionStartedEvent,
@@ -283,6 +283,14 @@ class RouterActor(Actor):
     async def on_tool_cancel(self, msg: sdk.ToolCancelRequest, env: Envelope) -> sdk.CommandReceipt:
         return await self.tools.cancel(env.sender, msg)
 
+    @handles(InstancesRecoveredEvent)
+    async def on_instances_recovered(self, msg: InstancesRecoveredEvent, env: Envelope) -> None:
+        self._nursery.start_soon(self.tools.sweep_ended)
+
+    @handles(sdk.ToolAcceptRequest)
+    async def on_tool_accept(self, msg: sdk.ToolAcceptRequest, env: Envelope) -> sdk.CommandReceipt:
+        return await self.tools.accept_call(env.sender, msg)
+
     @handles(sdk.ToolPendingRequest)
     async def on_tool_pending(
         self, msg: sdk.ToolPendingRequest, env: Envelope
@@ -297,12 +305,15 @@ class RouterActor(Actor):
     async def on_inventory_changed(self, msg: InventoryChangedEvent, env: Envelope) -> None:
         await self.tools.publish_inventory()
 
-    @handles(InstanceClosingRequest)
-    async def on_instance_closing(
-        self, msg: InstanceClosingRequest, env: Envelope
-    ) -> InstanceClosingReply:
-        cancelled = await self.tools.close_instance(msg.instance_id, msg.app_scope)
-        return InstanceClosingReply(cancelled=cancelled)
+    @handles(InstanceEvent)
+    async def on_instance_event(self, msg: InstanceEvent, env: Envelope) -> None:
+        # Focus tells, never asks: the reaction runs here, and focus has already moved on.
+        if msg.event == "ready":
+            self._nursery.start_soon(self.tools.release, msg.instance_id, msg.app_scope)
+        elif msg.event in ("ended", "failed"):
+            self._nursery.start_soon(
+                self.tools.converge, msg.instance_id, msg.app_scope, msg.event == "failed"
+            )
 
     # ------------------------------------------------------------------ outbound results
 

@@ -49,6 +49,8 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.store.messages import (
     FINAL_TOOL_CALL_STATES,
+    InstanceListReply,
+    InstanceListRequest,
     OutboxAppendReply,
     OutboxAppendRequest,
     ToolCallFinishReply,
@@ -101,6 +103,8 @@ _ACTIVATION_REFUSALS: Final = frozenset(
         ErrorCode.LIFECYCLE_DENIED,
         ErrorCode.APP_DISABLED,
         ErrorCode.APP_NOT_INSTALLED,
+        ErrorCode.ACTIVATION_FAILED,
+        ErrorCode.ACTIVATION_CANCELLED,
     }
 )
 
@@ -113,6 +117,11 @@ _DECIDED: Final = FINAL_TOOL_CALL_STATES | {"submitted"}
 _UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
 
 
+def _needs_ready(descriptor: dict[str, Any]) -> bool:
+    """Whether a call of this tool waits for its instance to be ready (seed 004 §9)."""
+    return str(descriptor.get("activation_requirement", "app_ready")) != "activation_not_required"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -123,6 +132,8 @@ class ToolPipeline:
         self.me = me
         self._session = session  # async () -> {"conversation_id", "user_id", ...}
         self._inventory: InventoryReply | None = None
+        # One release (or convergence) of an instance's held calls at a time: arrival order.
+        self._instance_locks: dict[str, trio.Lock] = {}
         self._timers: list[tuple[float, str]] = []
         self._timer_wakeup = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -357,12 +368,15 @@ class ToolPipeline:
         descriptor: dict[str, Any],
         instance_id: str | None,
     ) -> None:
-        """Bring up (or find) the instance the call goes to, then deliver it."""
+        """Bring up (or find) the instance the call goes to, then hand it over — or hold it
+        (persisted, `routing` and bound to the instance) while that instance is still starting
+        and the tool needs the app ready (seed 004 §7.3)."""
         try:
-            await self._store(
-                ToolCallTransitionRequest(call_id=call.call_id, to_state="routing"),
-                ToolCallTransitionReply,
-            )
+            if call.state == "received":
+                await self._store(
+                    ToolCallTransitionRequest(call_id=call.call_id, to_state="routing"),
+                    ToolCallTransitionReply,
+                )
             if call.handling == "launch":
                 await self._receipt(session, call.call_id, "starting")
                 instance = await self.bus.request(
@@ -379,8 +393,7 @@ class ToolPipeline:
                     FindInstanceRequest(
                         app_scope=call.app_scope,
                         instance_id=instance_id,
-                        foreground=call.handling == "foreground"
-                        or bool(descriptor.get("requires_foreground")),
+                        foreground=call.handling == "foreground",
                     ),
                     expect=InstanceReply,
                     timeout=STORE_TIMEOUT,
@@ -389,9 +402,41 @@ class ToolPipeline:
         except LineUpError as exc:
             # Focus's own refusals reach the Agent as they are; anything else went wrong inside.
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
+            ending = "cancelled" if code is ErrorCode.ACTIVATION_CANCELLED else "failed"
             if call.handling == "launch":
-                await self._receipt(session, call.call_id, "activation_failed", code.value)
-            await self._finish(call.call_id, "failed", code=code.value)
+                status: wire.ReceiptStatus = (
+                    "activation_cancelled" if ending == "cancelled" else "activation_failed"
+                )
+                await self._receipt(session, call.call_id, status, code.value)
+            await self._finish(call.call_id, ending, code=code.value)
+            return
+        if call.handling == "launch":
+            await self._hand_over(call, instance, descriptor)
+            await self.release(instance.instance_id, instance.app_scope)  # it is ready now
+            return
+        if instance.state == "starting" and _needs_ready(descriptor):
+            await self._store(
+                ToolCallTransitionRequest(
+                    call_id=call.call_id, to_state="routing", instance_id=instance.instance_id
+                ),
+                ToolCallTransitionReply,
+            )
+            # It may have become ready while this was written: look again (under the lock).
+            await self.release(instance.instance_id, instance.app_scope)
+            return
+        await self._hand_over(call, instance, descriptor)
+
+    async def _hand_over(
+        self, call: ToolCallRow, instance: InstanceReply, descriptor: dict[str, Any]
+    ) -> None:
+        """Bind the call to its instance and tell the app, unless the tool needs its instance
+        in front and it is not (`foreground_required`, refused before the app took it)."""
+        if (
+            descriptor.get("requires_foreground")
+            and call.handling != "launch"
+            and instance.state != "foreground"
+        ):
+            await self._finish(call.call_id, "rejected", code=ErrorCode.FOREGROUND_REQUIRED.value)
             return
         row = await self._store(
             ToolCallTransitionRequest(
@@ -401,23 +446,59 @@ class ToolPipeline:
         )
         await self._deliver(row.call)
 
+    async def release(self, instance_id: str, app_scope: str) -> None:
+        """Hand over the calls held for `instance_id`, in arrival order, if it is up now."""
+        async with self._instance_locks.setdefault(instance_id, trio.Lock()):
+            held = await self._held(instance_id, app_scope)
+            if not held:
+                return
+            try:
+                instance = await self.bus.request(
+                    "focus",
+                    FindInstanceRequest(app_scope=app_scope, instance_id=instance_id),
+                    expect=InstanceReply,
+                    timeout=STORE_TIMEOUT,
+                    retry=True,
+                )
+            except LineUpError as exc:
+                log.info("router.release_skipped code=%s", exc.code.value)
+                return  # it ended: its `ended` / `failed` event (or the start-up sweep) ends them
+            if instance.state == "starting":
+                return  # still starting: its `ready` event comes
+            inventory = await self.inventory()
+            for call in held:
+                descriptor = next(
+                    (t for t in inventory.tools if t.get("method") == call.tool), None
+                )
+                try:
+                    if descriptor is None:  # disabled meanwhile
+                        await self._finish(
+                            call.call_id, "failed", code=ErrorCode.APP_DISABLED.value
+                        )
+                    else:
+                        await self._hand_over(call, instance, descriptor)
+                except LineUpError as exc:  # e.g. it expired meanwhile
+                    log.info("router.release_one_skipped code=%s", exc.code.value)
+
+    async def _held(self, instance_id: str, app_scope: str) -> list[ToolCallRow]:
+        reply = await self._store(
+            ToolCallListRequest(
+                app_scope=app_scope, instance_id=instance_id, non_final_only=True, limit=500
+            ),
+            ToolCallListReply,
+        )
+        return [c for c in reply.calls if c.state == "routing"]  # in `seq`: arrival order
+
     async def _deliver(self, call: ToolCallRow) -> None:
-        """Tell the app; if it is not up, it lists its pending calls when it starts."""
+        """Tell the app (a push it answers by accepting the call). An app that is not up lists
+        the call when it starts; nothing moves the call until the app accepts it."""
         assert call.instance_id is not None
         event = sdk.ToolCallEvent(
             call_id=call.call_id, tool=call.tool, instance_id=call.instance_id, input=call.input
         )
         code = await self.bus.tell(f"miniapp:{call.app_scope}", event, timeout=10.0)
         if code is not None:
-            log.info("router.call_not_delivered code=%s", code.value)
-            return
-        try:
-            await self._store(
-                ToolCallTransitionRequest(call_id=call.call_id, to_state="running"),
-                ToolCallTransitionReply,
-            )
-        except LineUpError:
-            pass  # it may already be final (the app answered first): nothing to do
+            log.info("router.call_not_told code=%s", code.value)
 
     # ------------------------------------------------------------------ the MiniApp's side
 
@@ -496,31 +577,33 @@ class ToolPipeline:
         )
         return sdk.CommandReceipt(id=call.call_id)
 
+    async def accept_call(self, sender: Identity, msg: sdk.ToolAcceptRequest) -> sdk.CommandReceipt:
+        """The app takes a call handed to it: `running` from now on (a repeat changes nothing).
+        Refused (and so not run) when decided, not the app's, or not handed over (held)."""
+        call = await self._own_call(sender, msg.call_id, msg.TYPE)
+        if call.instance_id is None or call.state not in ("waiting_for_app", "running"):
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "the call was not handed over")
+        reply = await self._store(
+            ToolCallTransitionRequest(
+                call_id=call.call_id, to_state="running", expected_app_scope=call.app_scope
+            ),
+            ToolCallTransitionReply,
+        )
+        return sdk.CommandReceipt(id=call.call_id, changed=reply.changed)
+
     async def pending(self, sender: Identity) -> sdk.ToolPendingReply:
+        """The app's calls handed over and not decided, oldest first: read only."""
         scope = app_scope_of(sender)
         reply = await self._store(
             ToolCallListRequest(app_scope=scope, non_final_only=True, limit=500), ToolCallListReply
         )
-        calls = [
-            c
-            for c in reply.calls
-            if c.instance_id is not None and c.state in ("waiting_for_app", "running")
-        ]
-        for call in calls:
-            if call.state == "waiting_for_app":
-                try:
-                    await self._store(
-                        ToolCallTransitionRequest(call_id=call.call_id, to_state="running"),
-                        ToolCallTransitionReply,
-                    )
-                except LineUpError:
-                    pass
         return sdk.ToolPendingReply(
             calls=tuple(
                 sdk.ToolCallEvent(
                     call_id=c.call_id, tool=c.tool, instance_id=c.instance_id or "", input=c.input
                 )
-                for c in calls
+                for c in reply.calls
+                if c.instance_id is not None and c.state in ("waiting_for_app", "running")
             )
         )
 
@@ -565,27 +648,41 @@ class ToolPipeline:
         await self.wake_transport()
         return True
 
-    async def close_instance(self, instance_id: str, app_scope: str) -> tuple[str, ...]:
-        """Converge the instance's unfinished calls to cancelled(app_closed), once each."""
-        reply = await self._store(
-            ToolCallListRequest(
-                app_scope=app_scope, instance_id=instance_id, non_final_only=True, limit=500
-            ),
-            ToolCallListReply,
-        )
-        cancelled = []
-        for call in reply.calls:
-            if call.state == "submitted":
-                continue  # its result is already decided: it is still delivered
-            try:
-                ended = await self._finish(call.call_id, "cancelled", code="app_closed")
-            except LineUpError as exc:  # e.g. it became final meanwhile: nothing to converge
-                log.info("router.close_skipped code=%s", exc.code.value)
-                continue
-            if ended:
-                cancelled.append(call.call_id)
-                await self._tell_cancelled(call, "app_closed")
-        return tuple(cancelled)
+    async def converge(self, instance_id: str, app_scope: str, failed: bool) -> tuple[str, ...]:
+        """The instance ended (closed, or `failed`): each of its calls not decided ends once —
+        one held for its activation `rejected(activation_cancelled | activation_failed)`, any
+        other `cancelled(app_closed)`. A submitted result is still delivered. Idempotent: an
+        event told twice, or a sweep after it, finds nothing left to end."""
+        async with self._instance_locks.setdefault(instance_id, trio.Lock()):
+            reply = await self._store(
+                ToolCallListRequest(
+                    app_scope=app_scope, instance_id=instance_id, non_final_only=True, limit=500
+                ),
+                ToolCallListReply,
+            )
+            ended = []
+            for call in reply.calls:
+                if call.state == "submitted":
+                    continue  # its result is already decided: it is still delivered
+                held = call.state == "routing"
+                if held:
+                    state = "rejected"
+                    code = (
+                        ErrorCode.ACTIVATION_FAILED if failed else ErrorCode.ACTIVATION_CANCELLED
+                    ).value
+                else:
+                    state, code = "cancelled", "app_closed"
+                try:
+                    done = await self._finish(call.call_id, state, code=code)
+                except LineUpError as exc:  # e.g. it became final meanwhile
+                    log.info("router.converge_skipped code=%s", exc.code.value)
+                    continue
+                if done:
+                    ended.append(call.call_id)
+                    if not held:
+                        await self._tell_cancelled(call, code)
+        self._instance_locks.pop(instance_id, None)
+        return tuple(ended)
 
     async def _tell_cancelled(self, call: ToolCallRow, code: str) -> None:
         # Not told: it is not running, so there is nothing to stop.
@@ -606,6 +703,7 @@ class ToolPipeline:
     async def _rearm_timers(self) -> None:
         """At start: every unfinished call gets its deadline again, and one the previous router
         left half-routed (it died between recording it and handing it to the app) goes on."""
+        alive = await self._alive()
         after = 0
         while True:
             reply = await self._store(
@@ -614,11 +712,43 @@ class ToolPipeline:
             )
             for call in reply.calls:
                 self._arm(call)
-                if call.state in _UNROUTED and self._nursery is not None:
+                ended = call.instance_id is not None and call.instance_id not in alive
+                if not ended and call.state in _UNROUTED and self._nursery is not None:
                     self._nursery.start_soon(self._resume, call)
             if len(reply.calls) < 500:
-                return
+                break
             after = reply.calls[-1].seq
+        await self.sweep_ended(alive)
+
+    async def _alive(self) -> set[str]:
+        live = await self._store(InstanceListRequest(), InstanceListReply)
+        return {row.instance_id for row in live.instances}
+
+    async def sweep_ended(self, alive: set[str] | None = None) -> None:
+        """Converge the calls of every instance that has ended: its `ended` / `failed` event
+        may have been lost (a router or a focus that died in between). Focus persists an end
+        before it tells, so the store's live instances are the truth here. (Which of the two
+        it was is not kept with the call: a held call of one is ended `activation_cancelled`.)"""
+        if alive is None:
+            alive = await self._alive()
+        gone: dict[str, str] = {}
+        after = 0
+        while True:
+            reply = await self._store(
+                ToolCallListRequest(non_final_only=True, after_seq=after, limit=500),
+                ToolCallListReply,
+            )
+            for call in reply.calls:
+                if call.instance_id is not None and call.instance_id not in alive:
+                    gone[call.instance_id] = call.app_scope
+            if len(reply.calls) < 500:
+                break
+            after = reply.calls[-1].seq
+        for instance_id, app_scope in gone.items():
+            try:
+                await self.converge(instance_id, app_scope, failed=False)
+            except LineUpError as exc:
+                log.warning("router.sweep_failed code=%s", exc.code.value)
 
     async def _resume(self, call: ToolCallRow) -> None:
         """Route a recorded call again, from where it stood. Every step is idempotent: the

@@ -20,8 +20,9 @@ __all__ = [
     "HealthRequest",
     "InboundEnvelopesReply",
     "InboundEnvelopesRequest",
-    "InstanceClosingReply",
-    "InstanceClosingRequest",
+    "InstanceEvent",
+    "InstanceEventKind",
+    "InstancesRecoveredEvent",
     "InventoryChangedEvent",
     "OutboxSettledEvent",
     "SessionStartedEvent",
@@ -72,15 +73,31 @@ class InventoryChangedEvent(Message):
     revision: str
 
 
-class InstanceClosingRequest(Message):
-    """focus → router: an instance is closing. Every call of it that is not final converges
-    to `cancelled(app_closed)` exactly once; the reply comes when that is persisted."""
+InstanceEventKind = Literal["started", "ready", "ended", "failed"]
 
-    type: Literal["router.instance.closing"] = "router.instance.closing"
+
+class InstanceEvent(Message):
+    """focus → router: an instance's life moved on, already persisted (an event: focus waits on
+    nothing, so router and focus never wait on each other).
+
+    - `started`: it exists and its process is starting (calls for it that need the app wait);
+    - `ready`: its app is up (held calls run, in arrival order);
+    - `ended`: it was closed; `failed`: it failed (its app broke, or never came up).
+
+    On `ended` or `failed` every call of the instance that is not decided converges exactly once:
+    one still held for its activation to `rejected(activation_cancelled | activation_failed)`,
+    any other to `cancelled(app_closed)`; a submitted result is still delivered. A router that
+    missed the event (it was down) does the same for every ended instance when it starts."""
+
+    type: Literal["router.instance.event"] = "router.instance.event"
     instance_id: str = Field(min_length=1, max_length=200)
     app_scope: str = Field(min_length=1, max_length=100)
+    event: InstanceEventKind
 
 
-class InstanceClosingReply(Message):
-    type: Literal["router.instance.closing.reply"] = "router.instance.closing.reply"
-    cancelled: tuple[str, ...]
+class InstancesRecoveredEvent(Message):
+    """focus → router: focus (re)started with every instance's state persisted. The router
+    converges the calls of every instance that has ended, as it does when it starts itself: an
+    `ended` event lost with a focus that died just after persisting the end is made up here."""
+
+    type: Literal["router.instance.recovered"] = "router.instance.recovered"

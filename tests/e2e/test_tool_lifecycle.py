@@ -83,3 +83,33 @@ async def test_a_result_is_submitted_until_the_appserver_has_it_and_a_close_neve
     assert done.result == result["payload"]["result"]
     await s.agent.settle()
     assert len([m for m in s.agent.of_call("upd-s") if m["type"] in FINALS]) == 1
+
+
+async def test_a_tool_that_needs_the_front_is_refused_foreground_required_when_behind(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Seed 004 §7.3: `requires_foreground` is a requirement, not a licence to take the front
+    (before, the runtime brought the instance forward on its own)."""
+    s = await scene(nursery, data_dir, probe=True)
+    await s.call("probe.run", {"mode": "hang"}, "hold-1")
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda sh: (foreground(sh) or "").startswith("probe:"))
+    instance = foreground(s.shell)
+    assert instance is not None
+    user = await attach(nursery, s.runtime.supervisor, ActorKind.HOSTBRIDGE, "user")
+    await user.request(
+        "focus", UiIntentRequest(intent="focus", instance_id="chat"), expect=InstanceReply
+    )
+
+    await s.call("probe.front", {"mode": "ok"}, "front-behind")
+    refused = await s.agent.terminal("front-behind")
+    assert refused["type"] == "lineup.v1.tool.error"
+    assert refused["payload"]["code"] == "foreground_required"
+    assert foreground(s.shell) == "chat"  # nothing took the front
+
+    await user.request(
+        "focus", UiIntentRequest(intent="focus", instance_id=instance), expect=InstanceReply
+    )
+    await s.call("probe.front", {"mode": "ok"}, "front-ahead")
+    answered = await s.agent.terminal("front-ahead")
+    assert answered["payload"]["result"] == {"echoed": "front"}

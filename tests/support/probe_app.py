@@ -118,6 +118,14 @@ class Probe(MiniApp):
             await self._show(call, codes)
         return None
 
+    @tool(
+        "probe.front", handling="direct", input=ProbeInput, output=ProbeOutput,
+        requires_foreground=True, timeout_ms=2_000,
+    )  # fmt: skip
+    async def front(self, call: ToolCall[ProbeInput]) -> ProbeOutput:
+        """Answers only while its instance is in front (the runtime refuses it otherwise)."""
+        return ProbeOutput(echoed="front")
+
     async def _forge(self, mode: str, other_id: str) -> list[str]:
         """Name another app's instance (in a view, then a lifecycle request to close it) or
         acknowledge another app's delivery, straight on the channel as hostile code would.

@@ -189,6 +189,7 @@ READS = frozenset(
 # Reads of an area granted beyond its owner, each because that actor uses it.
 READ_BY: dict[str, set[ActorKind]] = {
     "store.cursor.get": {K.ROUTER},  # the AppServer session a call arrived in
+    "store.instance.list": {K.ROUTER},  # at start: the calls of instances that ended meanwhile
 }
 # The kernel's, not an area's: every bus writes the refusals it makes, and any trusted actor
 # may read the audit log and the store's counters back; never the hostbridge.
@@ -307,13 +308,7 @@ RUNTIME_REQUESTS = frozenset().union(*map(_requests, PROTOCOLS)) - {HEALTH}
 # An edge is a pair of runtime actors where the ACL lets the sender send at least one request
 # (a class named `…Request`, see `_requests`) to the receiver; events (`…Event`, sent with
 # `tell`) wait on nothing and make no edge. Counting by class errs towards finding a cycle.
-#
-# Router and focus still ask each other (the router asks focus to launch or find an instance,
-# focus asks the router to close an instance's calls). Issue 10 removes this: focus will emit
-# instance events and the router react. Then narrow focus → router in acl.py (today `router.*`)
-# to those events; the edge is gone, the staleness test below fails, and this constant and every
-# use of it are to be deleted.
-KNOWN_CYCLE_TO_REMOVE = (K.FOCUS, K.ROUTER)
+# (Router and focus asked each other until issue 10; focus now only tells the router.)
 
 
 def request_graph() -> dict[ActorKind, set[ActorKind]]:
@@ -337,24 +332,23 @@ def find_cycle(graph: dict[ActorKind, set[ActorKind]]) -> tuple[str, ...] | None
 
 
 def test_requests_and_events_are_told_apart_by_their_class() -> None:
-    assert {"router.inbound.envelopes", "router.instance.closing"} <= RUNTIME_REQUESTS
+    assert {"router.inbound.envelopes", "focus.instance.launch"} <= RUNTIME_REQUESTS
     assert "router.inbound.outbox_settled" not in RUNTIME_REQUESTS
     assert "router.inventory.changed" not in RUNTIME_REQUESTS
+    assert "router.instance.event" not in RUNTIME_REQUESTS
     assert "transport.outbox.wake" not in RUNTIME_REQUESTS
 
 
 def test_the_request_graph_between_runtime_actors_has_no_cycle() -> None:
-    graph = request_graph()
-    sender, receiver = KNOWN_CYCLE_TO_REMOVE
-    graph[sender].discard(receiver)
-    assert find_cycle(graph) is None
+    assert find_cycle(request_graph()) is None
 
 
-def test_the_known_cycle_is_still_there_else_delete_its_allowlist() -> None:
+def test_focus_only_tells_the_router() -> None:
     graph = request_graph()
-    sender, receiver = KNOWN_CYCLE_TO_REMOVE
-    assert receiver in graph[sender], "the cycle is gone: delete KNOWN_CYCLE_TO_REMOVE"
-    assert sender in graph[receiver]
+    assert K.FOCUS in graph[K.ROUTER]  # the router asks focus to launch or find instances
+    assert K.ROUTER not in graph[K.FOCUS]
+    assert message_allowed(K.FOCUS, K.ROUTER, "router.instance.event")
+    assert not message_allowed(K.FOCUS, K.ROUTER, "router.inbound.envelopes")
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:
