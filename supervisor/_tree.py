@@ -63,6 +63,8 @@ from lineup.actors.kernel.control import (
     IntroduceReply,
     IntroduceRequest,
     PeerMisbehavedEvent,
+    RuntimeLink,
+    RuntimeLinkEvent,
     SandboxStatus,
     StatusReply,
     StatusRequest,
@@ -155,6 +157,7 @@ class Supervisor:
         self.state = "created"
         self.started_at = time.monotonic()
         self.info: dict[str, str] = {}  # extra facts for `lineup status` (URLs, flags)
+        self._runtime: RuntimeLink | None = None  # the transport's state, for `lineup status`
         self._app_logs: dict[str, _applog.AppLog] = {}
         self._captures = 0  # MiniApp output streams still being read
         self.escalated: str | None = None
@@ -487,6 +490,10 @@ class Supervisor:
         if isinstance(body, PeerMisbehavedEvent):
             await self._stop_misbehaving(env.sender, body)
             return None
+        if isinstance(body, RuntimeLinkEvent):
+            if env.sender.kind is ActorKind.TRANSPORT:
+                self._runtime = RuntimeLink(state=body.state, reason=body.reason)
+            return None
         if isinstance(body, ChildStartRequest):
             return await self._start_miniapp(body)
         if isinstance(body, ChildStopRequest):
@@ -646,6 +653,7 @@ class Supervisor:
             uptime_s=round(now - self.started_at, 3),
             zygote_pid=self._zygote.pid,
             sandbox=self._sandbox,
+            runtime=self._runtime,
             info=dict(self.info),
             children=tuple(
                 ChildStatus(

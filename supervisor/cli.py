@@ -304,6 +304,8 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         document = {"running": True, **reply.model_dump(mode="json", exclude={"type"})}
         for child in document["children"]:
             child.pop("type", None)
+        if document.get("runtime"):
+            document["runtime"].pop("type", None)
         out.write(json.dumps(document, indent=2) + "\n")
         return 0
     out.write(
@@ -318,6 +320,9 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
             f"{child.name:<{width}}{child.kind:<12}{child.pid or '-':>8}  {child.state:<11}"
             f"{child.restarts:>8}  {uptime}\n"
         )
+    if reply.runtime is not None:
+        why = f" ({reply.runtime.reason})" if reply.runtime.reason else ""
+        out.write(f"link: {reply.runtime.state}{why}\n")
     if reply.zygote_pid is not None:
         out.write(f"zygote: pid {reply.zygote_pid}\n")
     if reply.sandbox is not None:

@@ -86,6 +86,7 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
         allow(kind, K.SUPERVISOR, "supervisor.peer.misbehaved")
     allow(K.FOCUS, K.SUPERVISOR, "supervisor.child.start", "supervisor.child.stop")
     allow(K.SUPERVISOR, K.FOCUS, "focus.app.failed")
+    allow(K.TRANSPORT, K.SUPERVISOR, "supervisor.runtime.state")  # for `lineup status`
     allow(K.CLI, K.SUPERVISOR, "supervisor.status.request", _HEALTH)
 
     # Runtime actors may ask each other for health, which the kernel's `Actor` base answers.

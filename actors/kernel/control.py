@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import Message
 
@@ -26,6 +26,8 @@ __all__ = [
     "IntroduceRequest",
     "LandlockLayer",
     "PeerMisbehavedEvent",
+    "RuntimeLink",
+    "RuntimeLinkEvent",
     "SandboxLayer",
     "SandboxStatus",
     "SeccompLayer",
@@ -85,6 +87,21 @@ class PeerMisbehavedEvent(Message):
     code: str
 
 
+class RuntimeLinkEvent(Message):
+    """transport → supervisor: the runtime's lifecycle state and, while the link is down, why
+    (an `appserver_*` code), for `lineup status`."""
+
+    type: Literal["supervisor.runtime.state"] = "supervisor.runtime.state"
+    state: str = Field(max_length=64)
+    reason: str | None = Field(default=None, max_length=100)
+
+
+class RuntimeLink(Message):
+    type: Literal["supervisor.runtime"] = "supervisor.runtime"
+    state: str
+    reason: str | None = None
+
+
 class ChildStatus(Message):
     type: Literal["supervisor.child.status"] = "supervisor.child.status"
     name: str
@@ -137,6 +154,7 @@ class StatusReply(Message):
     children: tuple[ChildStatus, ...]
     zygote_pid: int | None = None
     sandbox: SandboxStatus | None = None
+    runtime: RuntimeLink | None = None  # the transport's last word; None before it spoke
     info: dict[str, str] = {}
 
 

@@ -236,7 +236,14 @@ class RouterActor(Actor):
         self, msg: sdk.ConversationHistoryRequest, env: Envelope
     ) -> sdk.ConversationHistoryReply:
         scope = app_scope_of(env.sender)
-        session = await self._session()
+        try:
+            session = await self._session()
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.NOT_CONNECTED:
+                raise
+            # Never logged in (the AppServer has been unreachable since the first start):
+            # there is no conversation yet, so its history is empty, not an error.
+            return sdk.ConversationHistoryReply(items=())
         page = await self.bus.request(
             "store",
             ConversationHistoryRequest(

@@ -32,6 +32,7 @@ from typing import Any, Final
 import trio
 
 from lineup.actors.kernel import Actor, ActorKind, AuditRecord, Envelope, ErrorCode, handles
+from lineup.actors.kernel.control import RuntimeLinkEvent
 from lineup.actors.router.messages import (
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
@@ -133,8 +134,9 @@ class TransportActor(Actor):
 
     async def _announce(self, state: RuntimeState, reason: ErrorCode | None) -> None:
         # Not told: the hostbridge asks for the state when a Shell connects.
-        event = RuntimeStateEvent(state=state, reason=reason.value if reason else None)
-        await self.bus.tell("hostbridge", event, timeout=2.0)
+        why = reason.value if reason else None
+        await self.bus.tell("hostbridge", RuntimeStateEvent(state=state, reason=why), timeout=2.0)
+        await self.bus.tell("supervisor", RuntimeLinkEvent(state=state, reason=why), timeout=2.0)
 
     def _link_failed(self, failure: LinkFailure) -> None:
         self._failures += 1
@@ -166,7 +168,8 @@ class TransportActor(Actor):
                     answer = await self._client.login(*self._credentials)
                     break
                 except LinkFailure as failure:
-                    log.warning("transport.login_failed reason=%s", failure.code.value)
+                    if failure.code is not self.reason:  # once per reason, not once a try
+                        log.warning("transport.login_failed reason=%s", failure.code.value)
                     failures += 1
                     self._link_failed(failure)
                     await trio.sleep(backoff(failures))

@@ -51,6 +51,7 @@ __all__ = [
 LONG_POLL_MS: Final = 6_000  # short enough that a frozen AppServer is noticed within 10 s
 REQUEST_DEADLINE: Final = 3.5  # the whole answer, on top of a long poll's own wait
 CONNECT_TIMEOUT: Final = 3.0
+CLOSE_TIMEOUT: Final = 2.0
 _JSON: Final = "application/json"
 A = TypeVar("A", bound=BaseModel)
 
@@ -111,7 +112,10 @@ class AppServerClient:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._http.__aexit__(exc_type, exc, tb)
+        # Shielded and bounded: a close cancelled by the scope it runs in would leave the
+        # pool's sockets to the garbage collector, still open.
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
+            await self._http.__aexit__(exc_type, exc, tb)
 
     # ------------------------------------------------------------------ the calls
 

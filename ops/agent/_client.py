@@ -38,6 +38,7 @@ REQUEST_TIMEOUT_S: Final = 10.0  # per attempt, on top of a long poll's own wait
 RETRY_ATTEMPTS: Final = 6
 RETRY_BASE_S: Final = 0.05
 RETRY_CAP_S: Final = 2.0
+CLOSE_TIMEOUT_S: Final = 2.0
 UNREACHABLE: Final = "unreachable"  # the code when no attempt got an HTTP answer
 
 utc_timestamp = wire.utc_timestamp
@@ -96,7 +97,10 @@ class AgentClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        # Shielded and bounded: closed from a cancelled scope, an unshielded close is cancelled
+        # before the pool closes its sockets, which then reach the garbage collector open.
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+            await self._http.aclose()
 
     # ------------------------------------------------------------------------------- calls
 

@@ -88,8 +88,15 @@ async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_
         "children",
         "zygote_pid",
         "sandbox",
+        "runtime",
         "info",
     }
+    runtime = document["runtime"]  # null only until the transport has first spoken
+    assert runtime is None or (
+        isinstance(runtime, dict)
+        and set(runtime) == {"state", "reason"}
+        and type(runtime["state"]) is str
+    )
     assert type(document["pid"]) is int and type(document["zygote_pid"]) is int
     assert type(document["uptime_s"]) is float
     children = document["children"]

@@ -20,6 +20,7 @@ class ShellClient:
     def __init__(self, ws: WebSocketConnection) -> None:
         self.ws = ws
         self.runtime_state: str | None = None
+        self.runtime_reason: str | None = None  # why the link is down, an appserver_* code
         self.views: dict[str, dict[str, Any]] = {}
         self.frames: list[Frame] = []
         self._changed = trio.Event()
@@ -29,8 +30,10 @@ class ShellClient:
             self.frames.append(frame)
             if frame.get("type") == "shell.hello":
                 self.runtime_state = frame["runtime"]["state"]
+                self.runtime_reason = frame["runtime"].get("reason")
             elif frame.get("type") == "shell.runtime":
                 self.runtime_state = frame["state"]
+                self.runtime_reason = frame.get("reason")
             elif frame.get("type") == "shell.view":
                 self.views[frame["instance_id"]] = frame["view"]
             self._changed.set()

@@ -1,0 +1,135 @@
+"""The AppServer boundary, with real processes: no answer a network gives and no message an
+Agent relays stops the tree; the link shows why it is down and recovers by itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from lineup.actors.kernel import ActorKind
+from lineup.ops.drill._proxy import LinkProxy
+from lineup.tests.e2e.test_im_link import devserver, free_port, texts
+from lineup.tests.support.process import LineupProcess, lineup_status
+from lineup.tests.support.runtime import AGENT_ID, CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.tree import attach, audit_rows
+
+WAIT = 20.0  # the transport backs off up to 5 s between tries
+PORTAL_WINDOW_S = 60.0  # the issue's measure: the tree must ride out a minute of it
+
+
+def link_down_because(reason: str) -> object:
+    return lambda s: (
+        s.runtime_state in {"reconnecting", "offline_degraded"} and s.runtime_reason == reason
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(PORTAL_WINDOW_S + 90)
+async def test_a_captive_portal_answering_html_for_a_minute_never_stops_the_tree(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    port = free_port()
+    await nursery.start(devserver, port, data_dir / "appserver.db")
+    upstream = f"http://127.0.0.1:{port}"
+    portal = LinkProxy(upstream, seed=1)
+    await nursery.start(portal.serve)
+    portal.garbage("html")
+    runtime_dir = data_dir / "rt"
+    process = await LineupProcess.start(
+        "run", "--data-dir", str(runtime_dir), "--appserver", portal.url, "--no-demo-agent"
+    )
+    try:
+        with trio.fail_after(30):
+            line = await process.wait_for_line("lineup: open the Shell: ")
+        shell = await connect_shell(nursery, line.split("lineup: open the Shell: ", 1)[1])
+        with trio.fail_after(WAIT):
+            await shell.wait_until(link_down_because("appserver_protocol_error"))
+
+        with trio.move_on_after(PORTAL_WINDOW_S):
+            exit_code = await process.wait()
+            pytest.fail(f"lineup run exited {exit_code} behind a captive portal")
+        assert portal.counts.garbage > 5  # it kept trying, all along
+        status = await trio.to_thread.run_sync(lineup_status, runtime_dir)
+        assert status["runtime"] == {
+            "state": "offline_degraded",
+            "reason": "appserver_protocol_error",
+        }
+        children = status["children"]
+        assert isinstance(children, list)
+        assert {c["name"]: c["restarts"] for c in children if c["restarts"]} == {}
+
+        portal.restore()
+        with trio.fail_after(WAIT):
+            await shell.wait_until(lambda s: s.runtime_state == "online")
+        agent = await agent_client(nursery, upstream)
+        await agent.say(CONVERSATION, "the portal is gone")
+        with trio.fail_after(WAIT):
+            await shell.wait_until(lambda s: texts(s, "agent") == ["the portal is gone"])
+    finally:
+        with trio.CancelScope(shield=True):
+            process.kill()
+            await process.wait()
+
+
+@pytest.mark.parametrize(
+    ("garbage", "reason"),
+    [("shape", "appserver_protocol_error"), ("redirect", "appserver_protocol_error")],
+)
+async def test_an_appserver_answering_the_wrong_shape_or_a_redirect_is_shown_then_recovers(
+    nursery: trio.Nursery, data_dir: Path, garbage: str, reason: str
+) -> None:
+    port = free_port()
+    await nursery.start(devserver, port, data_dir / "appserver.db")
+    proxy = LinkProxy(f"http://127.0.0.1:{port}", seed=2)
+    await nursery.start(proxy.serve)
+    proxy.garbage(garbage)
+    runtime = await start_runtime(nursery, data_dir / "rt", appserver=proxy.url)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(link_down_because(reason))
+    proxy.restore()
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: s.runtime_state == "online" and s.runtime_reason is None)
+    assert all(c.restarts == 0 for c in runtime.supervisor.status().children)
+
+
+def poison(depth: int) -> dict[str, object]:
+    nested: object = "deep"
+    for _ in range(depth):
+        nested = [nested]
+    return {
+        "v": 1,
+        "id": f"poison-{depth}",
+        "type": "lineup.v1.text",
+        "conversation_id": CONVERSATION,
+        "sender": {"kind": "agent", "id": AGENT_ID},
+        "payload": {"markdown": "never shown", "nested": nested},
+    }
+
+
+async def test_a_deeply_nested_agent_message_costs_one_refusal_and_the_next_is_delivered(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell: ShellClient = await connect_shell(nursery, runtime.shell_url)
+    agent = await agent_client(nursery, runtime.appserver_url)
+    for depth in (100, 900):  # both relayed by the AppServer; both far past the wire's limit
+        await agent.send(poison(depth), idempotency_key=f"poison-{depth}")
+    await agent.say(CONVERSATION, "after the poison", idempotency_key="good-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: texts(s, "agent") == ["after the poison"])
+    auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor,
+        lambda rows: len([r for r in rows if r.event == "transport.envelope_refused"]) == 2,
+        event_prefix="transport.",
+    )
+    assert {(r.code, r.subject_id) for r in rows if r.event == "transport.envelope_refused"} == {
+        ("envelope_too_deep", "poison-100"),
+        ("envelope_too_deep", "poison-900"),
+    }
+    assert all("never shown" not in str(r) for r in rows)
+    assert all(c.restarts == 0 for c in runtime.supervisor.status().children)
