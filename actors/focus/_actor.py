@@ -10,12 +10,12 @@ keeps a content's revision only while it is the current one), and the router is 
 
 *Instances.* Each change of an instance's state or of the stack is persisted before anyone is
 told, so after a restart focus rebuilds both from the store: instances caught `starting` or
-`stopping` come back `suspended`, never as done. After a restart of the whole runtime no
-MiniApp process runs, so every app instance left open is `suspended` (seed 004 §4.4): it keeps
-its tab, never the front, and is resumed when the user brings it forward or a call names it
-(its process starts, the app restores it from session data), or it is closed. An app's process runs while it has a live
-instance; focus asks the supervisor to start or stop it (the only program it may name is the
-SDK's host). Closing an instance restores the previous live instance (the recovery app is
+`stopping` come back `suspended`, never as done. After a restart of the whole runtime no MiniApp
+process runs, so every app instance left open is `suspended` (seed 004 §4.4): it keeps its tab,
+never the front, and is resumed when the user brings it forward or a call names it (its process
+starts, the app restores it from session data), or it is closed. An app's process runs while it
+has a live instance; focus asks the supervisor to start or stop it (the only program it may name
+is the SDK's host). Closing an instance restores the previous live instance (the recovery app is
 `chat`) and, once that is persisted, tells the router (`router.instance.event`), which converges
 the instance's unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
 Focus tells the router when it starts, too (`router.instance.recovered`): an `ended` event lost
@@ -275,7 +275,10 @@ class FocusActor(Actor):
             for tool in manifest.tools
         )
         return InventoryReply(
-            revision=self._revision, tools=tuple(self._tools()), disabled_tools=disabled
+            revision=self._revision,
+            tools=tuple(self._tools()),
+            disabled_tools=disabled,
+            installed=tuple(sorted({CHAT_SCOPE, *self._manifests})),
         )
 
     @handles(AppEnableRequest)

@@ -75,6 +75,7 @@ class InventoryReply(Message):
     revision: str
     tools: tuple[dict[str, Any], ...]  # ToolDescriptor JSON of every enabled app's tools
     disabled_tools: tuple[str, ...]  # tool ids of installed apps that are disabled
+    installed: tuple[str, ...] = ()  # every installed app_scope, enabled or not, chat included
 
 
 class LaunchRequest(Message):

@@ -122,6 +122,11 @@ class RouterActor(Actor):
             raise EnvelopeRejected(ErrorCode.TOOL_NOT_ADVERTISED, envelope.id)
         text_markdown(envelope)
         scope = envelope.scope
+        if scope.app_scope not in (await self.tools.inventory()).installed and (
+            scope.app_scope not in (await self.tools.inventory(fresh=True)).installed
+        ):
+            # Seed 004 §5.3: never stored in an inbox nobody would ever read.
+            raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
         reply = await self.bus.request(
             "store",
             ConversationReceiveRequest(
