@@ -34,6 +34,7 @@ class Expected:
     calls: tuple[str, ...]  # call ids the Agent posted
     user_messages: tuple[str, ...]  # message ids the user typed, in order
     escalation_asked: bool = False
+    poison: tuple[tuple[str, str], ...] = ()  # (message id, the code it must be refused with)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Evidence:
     instances: dict[str, str] = field(default_factory=dict)  # instance_id -> state
     stack: list[str] = field(default_factory=list)  # bottom first
     exit_code: int | None = None  # the runtime's, after SIGTERM
+    refused: dict[str, set[str]] = field(default_factory=dict)  # message id -> refusal codes
 
     @classmethod
     def read(cls, appserver_db: Path, store_db: Path, exit_code: int | None) -> Evidence:
@@ -75,6 +77,12 @@ class Evidence:
                 evidence.outbox_pending = int(pending)
             for instance_id, state in db.execute("SELECT instance_id, state FROM instances"):
                 evidence.instances[str(instance_id)] = str(state)
+            for subject_id, code in db.execute(
+                "SELECT subject_id, code FROM audit WHERE event IN"
+                " ('transport.envelope_refused', 'router.envelope_rejected')"
+                " AND subject_id IS NOT NULL"
+            ):
+                evidence.refused.setdefault(str(subject_id), set()).add(str(code))
             evidence.stack = [
                 str(i)
                 for (i,) in db.execute("SELECT instance_id FROM focus_stack ORDER BY position")
@@ -118,7 +126,25 @@ def check(expected: Expected, evidence: Evidence) -> list[Invariant]:
         _outbox_drained(evidence),
         _focus_stack(evidence),
         _no_escalation(expected, evidence),
+        _poison_refused(expected, evidence),
     ]
+
+
+def _poison_refused(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "poison_refused",
+        "every envelope the runtime must refuse is at the AppServer once, refused with its "
+        "code and audited, and never stored or delivered",
+    )
+    at_server = Counter(m for m, _, _ in evidence.to_client)
+    for message_id, code in expected.poison:
+        if at_server[message_id] != 1:
+            rule.breach(f"{message_id}: {at_server[message_id]} times at the AppServer")
+        elif evidence.inbound[message_id] or any(i == message_id for _, i in evidence.inbox):
+            rule.breach(f"{message_id}: stored or delivered")
+        elif code not in evidence.refused.get(message_id, set()):
+            rule.breach(f"{message_id}: not refused {code}")
+    return rule
 
 
 def _agent_messages(expected: Expected, evidence: Evidence) -> Invariant:

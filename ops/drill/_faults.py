@@ -3,12 +3,17 @@
 Theory of operation: `plan` turns `(seed, duration, count, kinds)` into a list of `Fault`s,
 spread evenly with jitter over the run, each with its kind, its target and how long it lasts;
 the same arguments always give the same list, so a seed replays a run's faults. Link faults
-(`cut`, `slow`, `5xx`) never overlap: each ends before the next begins. `Injector.run` fires
-them at their times. Process faults find their target's pid in the supervisor's status at the
-moment they fire: a MiniApp that is not running then (they start on demand) gives way to the
-next target that is, in the plan's own order, so the choice stays reproducible. A target is
-never killed more often than the supervisor's restart intensity allows (that would be asking
-for an escalation, which the drill checks never happens) and never while it is paused.
+(`cut`, `slow`, `5xx`, `garbage` — the link answering HTML, the wrong shape or a redirect
+instead of the AppServer) never overlap: each ends before the next begins. A `poison` fault
+has the load Agent post, through the real AppServer, one envelope the runtime must refuse
+(nested too deep, an integer past 2^53, no Markdown, an unknown type): the checks then
+require it refused and never delivered, and everything else delivered as before.
+`Injector.run` fires them at their times. Process faults find their target's pid in the
+supervisor's status at the moment they fire: a MiniApp that is not running then (they start on
+demand) gives way to the next target that is, in the plan's own order, so the choice stays
+reproducible. A target is never killed more often than the supervisor's restart intensity allows
+(that would be asking for an escalation, which the drill checks never happens) and never while
+it is paused.
 
 After each SIGKILL, `_recovery` reads the status every 2 ms until the supervisor reports a new
 process of that name `running` (it is so only once the actor answered its first health check):
@@ -23,7 +28,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -31,18 +36,20 @@ import trio
 
 from lineup.actors.kernel.control import ChildStatus
 
-from ._proxy import LinkProxy
+from ._proxy import GARBAGE, LinkProxy
+from ._workload import POISON_VARIANTS
 
 __all__ = ["KINDS", "TARGETS", "Fault", "Injected", "Injector", "plan"]
 
 log = logging.getLogger("lineup.drill")
 
-KINDS: Final = ("kill", "pause", "cut", "slow", "5xx")
+KINDS: Final = ("kill", "pause", "cut", "slow", "5xx", "garbage", "poison")
 # How often each kind is drawn, relative to the others: kills are what the drill is about.
 # Link faults are rarer and shorter: the outbox drains one message per round trip, so a link
 # that is bad most of the time leaves only a backlog to watch (the long drill showed it).
-WEIGHTS: Final = {"kill": 8, "pause": 3, "cut": 2, "slow": 1, "5xx": 2}
-LINK_KINDS: Final = frozenset({"cut", "slow", "5xx"})
+WEIGHTS: Final = {"kill": 8, "pause": 3, "cut": 2, "slow": 1, "5xx": 2, "garbage": 1, "poison": 2}
+LINK_KINDS: Final = frozenset({"cut", "slow", "5xx", "garbage"})
+GARBAGE_KINDS: Final = tuple(GARBAGE)  # a garbage fault's `level` indexes this
 # Every child of the embedded default: each actor, each MiniApp process, the AppServer.
 TARGETS: Final = (
     "store",
@@ -91,6 +98,11 @@ def plan(seed: int, duration: float, count: int, kinds: tuple[str, ...]) -> list
             faults.append(Fault(at, kind, "link", rng.uniform(0.3, 2.0)))
         elif kind == "slow":
             faults.append(Fault(at, kind, "link", rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.5)))
+        elif kind == "garbage":
+            level = float(rng.randrange(len(GARBAGE_KINDS)))
+            faults.append(Fault(at, kind, "link", rng.uniform(0.5, 2.0), level))
+        elif kind == "poison":
+            faults.append(Fault(at, kind, "agent", 0.0, float(rng.randrange(POISON_VARIANTS))))
         else:
             faults.append(Fault(at, kind, "link", rng.uniform(0.5, 2.0), rng.uniform(0.2, 0.6)))
     # A link fault ends before the next link fault begins (one switch set at a time).
@@ -128,6 +140,7 @@ class Injected:
 class Injector:
     status: Callable[[], list[ChildStatus]]  # blocking: runs on a worker thread
     proxy: LinkProxy
+    poison: Callable[[int], Awaitable[None]]  # the load Agent posts poison variant N
     max_kills: int  # of one child within `period` seconds: below the restart intensity
     period: float
     started: float = field(default_factory=time.monotonic)
@@ -144,6 +157,9 @@ class Injector:
                 await trio.sleep_until(trio.current_time() + max(0.0, fault.at - self.now()))
                 if fault.kind in LINK_KINDS:
                     nursery.start_soon(self._link, fault)
+                elif fault.kind == "poison":
+                    self.done.append(Injected(fault, self.now(), "agent"))
+                    nursery.start_soon(self.poison, int(fault.level))
                 else:
                     await self._process(nursery, fault)
 
@@ -153,6 +169,8 @@ class Injector:
             self.proxy.cut()
         elif fault.kind == "slow":
             self.proxy.slow(fault.level)
+        elif fault.kind == "garbage":
+            self.proxy.garbage(GARBAGE_KINDS[int(fault.level)])
         else:
             self.proxy.fail(fault.level)
         try:

@@ -11,6 +11,9 @@ link faults are switched on and off by the drill while traffic flows:
 - `fail(rate)`: a `rate` fraction of requests is answered 503 `unavailable` without reaching the
   AppServer, and as many again are forwarded but answered 502 (the AppServer stored it, the
   answer was lost), so the transport's retries must rely on its idempotency keys;
+- `garbage(kind)`: every request is answered, without reaching the AppServer, with something
+  that is not the AppServer's answer: `html` (a captive portal's `200 text/html` page),
+  `shape` (`200 application/json` of the wrong shape), `redirect` (a `302` to a login page);
 - `restore()` ends all of them.
 
 Nothing here logs or keeps a request's body.
@@ -28,7 +31,7 @@ import h11
 import httpx
 import trio
 
-__all__ = ["LinkProxy"]
+__all__ = ["GARBAGE", "LinkProxy"]
 
 log = logging.getLogger("lineup.drill.proxy")
 
@@ -46,6 +49,16 @@ _HOP_BY_HOP: Final = frozenset(
     }
 )
 _READ: Final = 64 * 1024
+_PORTAL: Final = (
+    b"<!doctype html><html><head><title>Welcome</title></head>"
+    b"<body><form action='/accept'>Accept the terms to use the Wi-Fi</form></body></html>"
+)
+# What a network answers instead of the AppServer (see `garbage`).
+GARBAGE: Final[dict[str, tuple[int, list[tuple[bytes, bytes]], bytes]]] = {
+    "html": (200, [(b"content-type", b"text/html; charset=utf-8")], _PORTAL),
+    "shape": (200, [(b"content-type", b"application/json")], b'{"hello": ["world"]}'),
+    "redirect": (302, [(b"location", b"http://portal.invalid/login")], b""),
+}
 _UPSTREAM_TIMEOUT_S: Final = 60.0  # above the longest long poll the transport asks for
 
 
@@ -56,6 +69,7 @@ class ProxyCounts:
     dropped_cut: int = 0
     failed_before: int = 0  # 503 without reaching the AppServer
     failed_after: int = 0  # 502 after the AppServer answered: a lost reply
+    garbage: int = 0  # answered with something that is not the AppServer's answer
     upstream_errors: int = 0
     by_second: dict[int, int] = field(default_factory=dict)
 
@@ -67,6 +81,7 @@ class LinkProxy:
         self._cut = False
         self._delay = 0.0
         self._fail_rate = 0.0
+        self._garbage: str | None = None
         self._connections: set[trio.SocketStream] = set()
         self._http: httpx.AsyncClient | None = None
         self.counts = ProxyCounts()
@@ -92,20 +107,31 @@ class LinkProxy:
     def fail(self, rate: float) -> None:
         self._fail_rate = rate
 
+    def garbage(self, kind: str) -> None:
+        if kind not in GARBAGE:
+            raise ValueError(f"unknown garbage kind {kind!r} (known: {', '.join(GARBAGE)})")
+        self._garbage = kind
+
     def restore(self) -> None:
-        self._cut, self._delay, self._fail_rate = False, 0.0, 0.0
+        self._cut, self._delay, self._fail_rate, self._garbage = False, 0.0, 0.0, None
 
     # ------------------------------------------------------------------ serving
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=16)
-        async with httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT_S, limits=limits) as http:
-            self._http = http
+        http = httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT_S, limits=limits)
+        self._http = http
+        try:
             listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
             self.port = listeners[0].socket.getsockname()[1]
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(trio.serve_listeners, self._connection, listeners)
                 task_status.started(self.port)
+        finally:
+            # Shielded: the proxy ends by cancellation, and a cancelled close would leave the
+            # upstream pool's sockets open for the garbage collector.
+            with trio.CancelScope(shield=True), trio.move_on_after(2.0):
+                await http.aclose()
 
     @property
     def url(self) -> str:
@@ -144,6 +170,9 @@ class LinkProxy:
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         if self._delay:
             await trio.sleep(self._delay)
+        if self._garbage is not None:
+            self.counts.garbage += 1
+            return GARBAGE[self._garbage]
         draw = self._rng.random()
         if draw < self._fail_rate:
             self.counts.failed_before += 1

@@ -122,6 +122,7 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         agent_texts=tuple(k for k, s in run.agent.sent.items() if s.kind == "text"),
         calls=tuple(run.agent.calls()),
         user_messages=tuple(run.user.user_ids()),
+        poison=tuple(run.agent.poisoned.items()),
     )
     invariants = check(expected, evidence)
     report = _report(run, invariants)
@@ -179,10 +180,14 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         return list(control_request(runtime_dir, StatusRequest(), StatusReply).children)
 
     intensity = Intensity()
-    run.injector = Injector(
-        status, run.proxy, max_kills=intensity.max_restarts // 2, period=intensity.period
-    )
     async with AgentClient(run.agent.url) as client, trio.open_nursery() as nursery:
+        run.injector = Injector(
+            status,
+            run.proxy,
+            lambda variant: run.agent.poison(client, variant),
+            max_kills=intensity.max_restarts // 2,
+            period=intensity.period,
+        )
 
         async def watch() -> None:
             await process.wait()

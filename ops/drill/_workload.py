@@ -56,6 +56,23 @@ class Sent:
     posted_at: float | None = None
 
 
+def _nested(depth: int) -> object:
+    value: object = "deep"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+# Envelopes the runtime must refuse, each with the code it must refuse it with.
+_POISON: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
+    ("envelope_too_deep", {"type": wire.TEXT, "payload": {"markdown": "x", "n": _nested(200)}}),
+    ("envelope_malformed", {"type": wire.TEXT, "payload": {"markdown": "x", "n": 2**60}}),
+    ("envelope_malformed", {"type": wire.TEXT, "payload": {"text": "no markdown"}}),
+    ("envelope_type_unknown", {"type": "lineup.v1.shell.exec", "payload": {}}),
+)
+POISON_VARIANTS: Final = len(_POISON)
+
+
 @dataclass
 class LoadAgent:
     url: str
@@ -70,6 +87,7 @@ class LoadAgent:
     # also runs the link proxy, which a scan of every message would slow down).
     unanswered: set[str] = field(default_factory=set)  # call ids with no terminal message yet
     texts_arrived: set[str] = field(default_factory=set)  # ids of texts the Agent received
+    poisoned: dict[str, str] = field(default_factory=dict)  # message id -> the code expected
     _inventory: trio.Event = field(default_factory=trio.Event)
     _n: int = 0
     _tasks: list[str] = field(default_factory=list)
@@ -101,6 +119,33 @@ class LoadAgent:
                 elif kind == "lineup.v1.client.inventory":
                     self.revision = str(message["payload"]["revision"])
                     self._inventory.set()
+
+    async def poison(self, client: AgentClient, variant: int) -> None:
+        """Post one envelope the runtime must refuse (retried until the AppServer has it)."""
+        code, fields = _POISON[variant]
+        message_id = f"poison-drill-{self.seed}-{len(self.poisoned)}"
+        envelope = {
+            "v": 1,
+            "id": message_id,
+            "conversation_id": CONVERSATION,
+            "sender": {"kind": "agent", "id": self.agent_id},
+            "timestamp": wire.utc_timestamp(),
+            **fields,
+        }
+        self.poisoned[message_id] = code
+        await self._post_until_taken(client, envelope, message_id)
+
+    async def _post_until_taken(
+        self, client: AgentClient, envelope: dict[str, Any], key: str
+    ) -> None:
+        while True:
+            try:
+                await client.send(envelope, key)
+                return
+            except AppServerError as exc:
+                if exc.status is not None and exc.status < 500:
+                    raise  # our own mistake: the drill is wrong, not the runtime
+                await trio.sleep(_RETRY_S)
 
     def calls(self) -> list[str]:
         return [key for key, sent in self.sent.items() if sent.kind != "text"]
@@ -179,14 +224,7 @@ class LoadAgent:
                 self.unanswered.add(key)
             if kind in LAUNCHES:
                 self._open.setdefault(kind, set()).add(key)
-            while True:
-                try:
-                    await client.send(envelope, message_id)
-                    break
-                except AppServerError as exc:
-                    if exc.status is not None and exc.status < 500:
-                        raise  # our own mistake: the drill is wrong, not the runtime
-                    await trio.sleep(_RETRY_S)
+            await self._post_until_taken(client, envelope, message_id)
             self.sent[key].posted_at = self.now()
         finally:
             limit.release_on_behalf_of(borrower)
