@@ -3,7 +3,8 @@
 Every tag is global (`REGISTRY`), so these carry a `kerneltest` marker that no real protocol
 and no other test module uses. The prefixes are chosen against the ACL table:
 
-- `router.sdk.*` may be sent by a MiniApp (and by focus) to the router;
+- `router.sdk.*` may be sent by a MiniApp to the router;
+- `router.inbound.*` by the transport, a trusted runtime peer (focus only tells the router);
 - `focus.*` may be sent by the router to focus, never by a MiniApp to the router.
 """
 
@@ -42,3 +43,16 @@ class FocusEchoRequest(Message):
 
     type: Literal["focus.kerneltest.echo"] = "focus.kerneltest.echo"
     text: str
+
+
+class PeerEchoRequest(Message):
+    """Allowed transport → router (a trusted peer); forbidden MiniApp → router."""
+
+    type: Literal["router.inbound.kerneltest_echo"] = "router.inbound.kerneltest_echo"
+    text: str
+
+
+class PeerNoteEvent(Message):
+    type: Literal["router.inbound.kerneltest_note"] = "router.inbound.kerneltest_note"
+    n: int
+    padding: str = ""

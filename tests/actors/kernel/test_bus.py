@@ -42,12 +42,22 @@ from lineup.actors.kernel import (
 from lineup.actors.kernel import bus as bus_module
 from lineup.actors.kernel.control import PeerMisbehavedEvent
 
-from ._messages import BlobRequest, EchoReply, EchoRequest, FocusEchoRequest, NoteEvent
+from ._messages import (
+    BlobRequest,
+    EchoReply,
+    EchoRequest,
+    FocusEchoRequest,
+    NoteEvent,
+    PeerEchoRequest,
+    PeerNoteEvent,
+)
 
 K = ActorKind
 MINIAPP = Identity(K.MINIAPP, "miniapp:kerneltest")
 ROUTER = Identity(K.ROUTER, "router")
 FOCUS = Identity(K.FOCUS, "focus")
+# A trusted peer that may send the router requests (`router.inbound.*`); focus only tells it.
+TRANSPORT = Identity(K.TRANSPORT, "transport")
 SUPERVISOR = Identity(K.SUPERVISOR, "supervisor")
 
 WAIT = 5  # seconds any single test step may take before it counts as hung
@@ -60,7 +70,7 @@ Behaviour = Callable[[Envelope], Awaitable[Message | None]]
 
 async def echo(env: Envelope) -> Message | None:
     body = env.body
-    if isinstance(body, EchoRequest | FocusEchoRequest):
+    if isinstance(body, EchoRequest | FocusEchoRequest | PeerEchoRequest):
         return EchoReply(text=body.text)
     if isinstance(body, BlobRequest):
         return EchoReply(text=str(len(body.data)))
@@ -435,24 +445,24 @@ async def test_an_unknown_message_type_is_refused_as_unknown_message_type(
     server = Server()
     audit = AuditLog()
     router = await start_bus(nursery, ROUTER, server, audit)
-    focus = attach_raw(router, FOCUS, raw_sockets)
+    transport = attach_raw(router, TRANSPORT, raw_sockets)
 
-    fid = await focus.send("q", {"type": "router.sdk.kerneltest_unregistered"})
-    reply = await focus.receive()
+    fid = await transport.send("q", {"type": "router.inbound.kerneltest_unregistered"})
+    reply = await transport.receive()
 
     assert (reply.kind, reply.reply_to) == ("x", fid)
     assert reply.body["code"] == ErrorCode.UNKNOWN_MESSAGE_TYPE.value
     record = await audit.first("bus.unknown_message_type")
-    assert record.message_type == "router.sdk.kerneltest_unregistered"
+    assert record.message_type == "router.inbound.kerneltest_unregistered"
     assert server.calls == []
 
 
 @pytest.mark.parametrize(
     "body",
     [
-        {"type": EchoRequest.TYPE, "text": 123},
-        {"type": EchoRequest.TYPE},
-        {"type": EchoRequest.TYPE, "text": "hi", "sender": "store"},
+        {"type": PeerEchoRequest.TYPE, "text": 123},
+        {"type": PeerEchoRequest.TYPE},
+        {"type": PeerEchoRequest.TYPE, "text": "hi", "sender": "store"},
     ],
     ids=["wrong-field-type", "missing-field", "extra-field"],
 )
@@ -462,19 +472,19 @@ async def test_a_body_that_fails_its_model_is_refused_as_frame_malformed(
     server = Server()
     audit = AuditLog()
     router = await start_bus(nursery, ROUTER, server, audit)
-    focus = attach_raw(router, FOCUS, raw_sockets)
+    transport = attach_raw(router, TRANSPORT, raw_sockets)
 
-    fid = await focus.send("q", body)
-    reply = await focus.receive()
+    fid = await transport.send("q", body)
+    reply = await transport.receive()
 
     assert (reply.kind, reply.reply_to) == ("x", fid)
     assert reply.body["code"] == ErrorCode.FRAME_MALFORMED.value
     record = await audit.first("bus.frame_malformed")
-    assert record.message_type == EchoRequest.TYPE
+    assert record.message_type == PeerEchoRequest.TYPE
     assert server.calls == []
     # A bad body is refused, not fatal: the channel still carries the next request.
-    fid = await focus.send("q", EchoRequest(text="ok").model_dump())
-    reply = await focus.receive()
+    fid = await transport.send("q", PeerEchoRequest(text="ok").model_dump())
+    reply = await transport.receive()
     assert (reply.kind, reply.reply_to, reply.body) == ("r", fid, EchoReply(text="ok").model_dump())
 
 
@@ -771,7 +781,7 @@ async def test_with_the_mailbox_full_the_reader_stops_reading_and_the_sender_blo
 
     server = Server(hold)
     # A trusted peer: a MiniApp's flood is refused by its rate limit before backpressure.
-    app = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
+    app = await start_bus(nursery, TRANSPORT)
     router = await start_bus(nursery, ROUTER, server)
     join(app, router)
     sent = 0
@@ -779,7 +789,7 @@ async def test_with_the_mailbox_full_the_reader_stops_reading_and_the_sender_blo
     async def flood() -> None:
         nonlocal sent
         for n in range(total):
-            await app.notify("router", NoteEvent(n=n, padding="p" * 1000), timeout=FOREVER)
+            await app.notify("router", PeerNoteEvent(n=n, padding="p" * 1000), timeout=FOREVER)
             sent += 1
 
     nursery.start_soon(flood)
@@ -814,18 +824,20 @@ async def test_a_handler_awaiting_its_callers_reply_is_not_starved_by_a_full_mai
     router: Bus
 
     async def router_behaviour(env: Envelope) -> Message | None:
-        assert isinstance(env.body, EchoRequest)
+        assert isinstance(env.body, PeerEchoRequest)
         return await router.request(
             "focus", FocusEchoRequest(text=env.body.text), expect=EchoReply, timeout=30.0
         )
 
     router = await start_bus(nursery, ROUTER, Server(router_behaviour))
     join(focus, router)
+    caller = await start_bus(nursery, TRANSPORT)  # focus never asks the router: it only tells
+    join(caller, router)
 
-    first = Later(nursery, ask(focus, "router", EchoRequest(text="one"), 30.0))
+    first = Later(nursery, ask(caller, "router", PeerEchoRequest(text="one"), 30.0))
     with trio.fail_after(WAIT):
         await asked.wait()  # the router's only handler slot now waits on focus
-    second = Later(nursery, ask(focus, "router", EchoRequest(text="two"), 30.0))
+    second = Later(nursery, ask(caller, "router", PeerEchoRequest(text="two"), 30.0))
     await trio.testing.wait_all_tasks_blocked()
     go.set()
 
@@ -878,13 +890,14 @@ async def test_a_miniapp_flooding_requests_is_refused_with_rate_limited_and_audi
 
 
 async def test_a_runtime_peer_is_not_rate_limited(nursery: trio.Nursery) -> None:
-    # Far beyond a MiniApp's burst, each of two kinds: requests the ACL grants focus (all are
-    # answered) and requests it does not (all are refused by the ACL). None is rate_limited.
-    allowed, forbidden = EchoRequest(text="x"), FocusEchoRequest(text="x")
-    assert message_allowed(K.FOCUS, K.ROUTER, allowed.TYPE)
-    assert not message_allowed(K.FOCUS, K.ROUTER, forbidden.TYPE)
+    # Far beyond a MiniApp's burst, each of two kinds: requests the ACL grants the transport
+    # (all are answered) and requests it does not (all are refused by the ACL). None is
+    # rate_limited.
+    allowed, forbidden = PeerEchoRequest(text="x"), FocusEchoRequest(text="x")
+    assert message_allowed(K.TRANSPORT, K.ROUTER, allowed.TYPE)
+    assert not message_allowed(K.TRANSPORT, K.ROUTER, forbidden.TYPE)
     router = await start_bus(nursery, LIMIT_ROUTER)
-    focus = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
+    focus = await start_bus(nursery, TRANSPORT)  # a runtime peer the router takes requests from
     join(router, focus)
     codes: dict[str, list[ErrorCode | None]] = {allowed.TYPE: [], forbidden.TYPE: []}
 
@@ -918,9 +931,9 @@ async def test_tell_answers_none_once_sent_and_the_code_when_the_peer_cannot_be_
 ) -> None:
     server = Server()
     router = await start_bus(nursery, LIMIT_ROUTER, server)
-    focus = await start_bus(nursery, Identity(ActorKind.FOCUS, "focus"))
+    focus = await start_bus(nursery, TRANSPORT)
     join(router, focus)
-    assert await focus.tell("router", NoteEvent(n=1)) is None
+    assert await focus.tell("router", PeerNoteEvent(n=1)) is None
     await server.wait_calls(1)
     # No channel to it and no supervisor to ask: refused, returned, not raised.
-    assert await focus.tell("gateway", NoteEvent(n=2), timeout=1) is ErrorCode.ACTOR_UNAVAILABLE
+    assert await focus.tell("gateway", PeerNoteEvent(n=2), timeout=1) is ErrorCode.ACTOR_UNAVAILABLE
