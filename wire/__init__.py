@@ -4,6 +4,7 @@ The one place that builds or parses a wire envelope: the router, the transport, 
 AppServer, the Agent client, the demo Agent, the drill and the bench all use it.
 """
 
+from ._body import OneShotBody, with_one_shot_body
 from ._envelopes import (
     AGENT_ENVELOPE,
     AGENT_TYPES,
@@ -97,6 +98,7 @@ __all__ = [
     "InventoryEnvelope",
     "InventoryPayload",
     "LoginAnswer",
+    "OneShotBody",
     "PageMalformed",
     "ProgressEnvelope",
     "ProgressPayload",
@@ -125,4 +127,5 @@ __all__ = [
     "envelope",
     "new_message_id",
     "utc_timestamp",
+    "with_one_shot_body",
 ]

@@ -37,6 +37,7 @@ from lineup.wire import (
     WireLimitError,
     decode_json,
     decode_sync_page,
+    with_one_shot_body,
 )
 
 __all__ = [
@@ -171,14 +172,19 @@ class AppServerClient:
             all_headers["Authorization"] = f"Bearer {token}"
         with trio.move_on_after(wait + self._deadline) as scope:
             try:
-                async with self._http.stream(
+                request = self._http.build_request(
                     method, path, json=json, params=params, headers=all_headers
-                ) as response:
+                )
+                response = await self._http.send(with_one_shot_body(request), stream=True)
+                try:
                     if response.headers.get("content-encoding", "identity") != "identity":
                         raise LinkFailure(ErrorCode.APPSERVER_PROTOCOL_ERROR, response.status_code)
                     body = await _read_bounded(response, max_bytes)
                     content_type = response.headers.get("content-type", "")
                     return _Answer(response.status_code, content_type, body)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await response.aclose()
             except httpx.TimeoutException as exc:
                 raise LinkFailure(ErrorCode.APPSERVER_TIMEOUT) from exc
             except httpx.HTTPError as exc:  # refused, reset, cut mid-answer, bad framing

@@ -213,12 +213,17 @@ class AgentClient:
             if attempt:
                 await trio.sleep(self._backoff(attempt - 1))
             try:
-                # In a context: cancelled mid-read (a caller giving up), the response is closed
-                # at once instead of being left to the garbage collector.
-                async with self._http.stream(
+                # The response is closed however the read ends (a caller giving up cancels it),
+                # and the body is no generator a failed send would leave to the collector.
+                request = self._http.build_request(
                     method, path, json=json, params=params, headers=all_headers, timeout=timeout
-                ) as response:
+                )
+                response = await self._http.send(wire.with_one_shot_body(request), stream=True)
+                try:
                     await response.aread()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await response.aclose()
             except httpx.TransportError as exc:
                 log.info("agent.retry path=%s error=%s", path, type(exc).__name__)
                 failure = AppServerError(UNREACHABLE)

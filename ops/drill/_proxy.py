@@ -31,6 +31,8 @@ import h11
 import httpx
 import trio
 
+from lineup import wire
+
 __all__ = ["GARBAGE", "LinkProxy"]
 
 log = logging.getLogger("lineup.drill.proxy")
@@ -182,13 +184,18 @@ class LinkProxy:
         try:
             # Streamed in a context so a cut (which cancels this mid-read) closes the response
             # at once, rather than leaving its stream to the garbage collector.
-            async with self._http.stream(
+            upstream = self._http.build_request(
                 request.method.decode(),
                 self._upstream + request.target.decode(),
                 headers=headers,
                 content=body,
-            ) as response:
+            )
+            response = await self._http.send(wire.with_one_shot_body(upstream), stream=True)
+            try:
                 await response.aread()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await response.aclose()
         except httpx.HTTPError:
             self.counts.upstream_errors += 1
             return _error(502, b"bad_gateway")

@@ -4,9 +4,11 @@ instance's calls converging on its end without a request from focus to the route
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import trio
 import trio.testing
@@ -18,6 +20,7 @@ from lineup.tests.e2e.test_tools import WAIT, foreground, scene
 from lineup.tests.support.tree import attach
 
 FINALS = ("lineup.v1.tool.result", "lineup.v1.tool.error")
+RECEIPT = "lineup.v1.tool.receipt"
 
 
 async def call_row(
@@ -113,3 +116,78 @@ async def test_a_tool_that_needs_the_front_is_refused_foreground_required_when_b
     await s.call("probe.front", {"mode": "ok"}, "front-ahead")
     answered = await s.agent.terminal("front-ahead")
     assert answered["payload"]["result"] == {"echoed": "front"}
+
+
+def zygote(s: Any) -> int:
+    """The pid of the tree's zygote: stopped, no MiniApp process can start."""
+    pid = s.runtime.supervisor.status().zygote_pid
+    assert isinstance(pid, int)
+    return pid
+
+
+async def held(bus: Bus, call_id: str) -> ToolCallRow:
+    """`call_id` once it is recorded, bound to its instance and waiting for it."""
+    row = await call_row(
+        bus, call_id, lambda r: r is not None and r.state == "routing" and bool(r.instance_id)
+    )
+    assert row is not None
+    return row
+
+
+async def test_calls_for_a_starting_instance_are_held_then_run_once_it_is_ready(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Seed 004 §7.3: an `app_ready` call for an instance still starting is persisted and held
+    (bound to the instance, not yet delivered), then run once the instance is ready."""
+    s = await scene(nursery, data_dir, probe=True)
+    watcher = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "watcher")
+    os.kill(zygote(s), signal.SIGSTOP)  # the probe's process cannot start
+    try:
+        await s.call("probe.run", {"mode": "hang"}, "launch-h")
+        await s.call("probe.echo", {"mode": "ok"}, "echo-1")
+        await s.call("probe.echo", {"mode": "cancel"}, "echo-2")  # echoed, not acted on
+        first, second = await held(watcher, "echo-1"), await held(watcher, "echo-2")
+        assert first.instance_id == second.instance_id
+        assert first.seq < second.seq  # recorded in arrival order
+        assert s.agent.of_call("echo-1", *FINALS) == []
+    finally:
+        os.kill(zygote(s), signal.SIGCONT)
+    results = [await s.agent.terminal(call_id) for call_id in ("echo-1", "echo-2")]
+    assert [r["payload"].get("result") for r in results] == [
+        {"echoed": "ok"},
+        {"echoed": "cancel"},
+    ]
+    receipts = [m["payload"]["status"] for m in s.agent.of_call("launch-h", RECEIPT)]
+    assert "activation_ready" in receipts
+
+
+async def test_calls_held_for_an_instance_closed_while_starting_end_activation_cancelled(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    watcher = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "watcher")
+    user = await attach(nursery, s.runtime.supervisor, ActorKind.HOSTBRIDGE, "user")
+    os.kill(zygote(s), signal.SIGSTOP)
+    try:
+        await s.call("task-dashboard.open", {"task_id": "t1", "title": "Closed"}, "open-c")
+        await s.call("task-dashboard.update", {"task_id": "t1", "progress": 10}, "upd-c")
+        row = await held(watcher, "upd-c")
+        assert row.instance_id is not None
+        await user.request(
+            "focus",
+            UiIntentRequest(intent="close", instance_id=row.instance_id),
+            expect=InstanceReply,
+        )
+        refused = await s.agent.terminal("upd-c")
+    finally:
+        os.kill(zygote(s), signal.SIGCONT)
+    assert refused["type"] == "lineup.v1.tool.error"
+    assert refused["payload"]["code"] == "activation_cancelled"
+    launch = await s.agent.terminal("open-c")
+    assert launch["type"] == "lineup.v1.tool.error"
+    receipts = [m["payload"]["status"] for m in s.agent.of_call("open-c", RECEIPT)]
+    assert "activation_cancelled" in receipts
+    assert "activation_ready" not in receipts
+    await s.agent.settle()
+    for call_id in ("upd-c", "open-c"):
+        assert len([m for m in s.agent.of_call(call_id) if m["type"] in FINALS]) == 1

@@ -126,6 +126,11 @@ class Probe(MiniApp):
         """Answers only while its instance is in front (the runtime refuses it otherwise)."""
         return ProbeOutput(echoed="front")
 
+    @tool("probe.echo", handling="direct", input=ProbeInput, output=ProbeOutput, timeout_ms=5_000)
+    async def echo(self, call: ToolCall[ProbeInput]) -> ProbeOutput:
+        """Needs the app ready (the default activation requirement), nothing else."""
+        return ProbeOutput(echoed=call.input.mode)
+
     async def _forge(self, mode: str, other_id: str) -> list[str]:
         """Name another app's instance (in a view, then a lifecycle request to close it) or
         acknowledge another app's delivery, straight on the channel as hostile code would.
