@@ -3,6 +3,7 @@ Agent relays stops the tree; the link shows why it is down and recovers by itsel
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0  # the transport backs off up to 5 s between tries
 PORTAL_WINDOW_S = 60.0  # the measure: the tree must ride out a minute of it
+FROZEN_NOTICED_S = 10.0  # the bound on noticing an AppServer that stopped answering
 
 
 def link_down_because(reason: str) -> object:
@@ -133,3 +135,26 @@ async def test_a_deeply_nested_agent_message_costs_one_refusal_and_the_next_is_d
     }
     assert all("never shown" not in str(r) for r in rows)
     assert all(c.restarts == 0 for c in runtime.supervisor.status().children)
+
+
+async def test_a_frozen_appserver_is_noticed_as_a_timeout_and_the_link_comes_back_when_it_thaws(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    port = free_port()
+    appserver = await nursery.start(devserver, port, data_dir / "appserver.db")
+    runtime = await start_runtime(nursery, data_dir / "rt", appserver=f"http://127.0.0.1:{port}")
+    shell = await connect_shell(nursery, runtime.shell_url)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: s.runtime_state == "online")
+    appserver.signal(signal.SIGSTOP)  # frozen, not closed: connections are accepted, never answered
+    try:
+        frozen_at = trio.current_time()
+        # A long poll is at most 6 s plus a 3.5 s deadline; the rest is scheduling slack.
+        with trio.fail_after(FROZEN_NOTICED_S + 5):
+            await shell.wait_until(link_down_because("appserver_timeout"))
+        noticed_s = trio.current_time() - frozen_at
+    finally:
+        appserver.signal(signal.SIGCONT)
+    assert noticed_s <= FROZEN_NOTICED_S + 5
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: s.runtime_state == "online")
