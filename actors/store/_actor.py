@@ -42,6 +42,8 @@ from .messages import (
     ConversationHistoryRequest,
     ConversationMessageReply,
     ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
     ConversationReceiveReply,
     ConversationReceiveRequest,
     ConversationSendReply,
@@ -150,6 +152,12 @@ class StoreActor(RecordHandlers, Actor):
         self, msg: ConversationReceiveRequest, env: Envelope
     ) -> ConversationReceiveReply:
         return await self._apply(c.conversation_receive, msg, write=WRITE)
+
+    @handles(ConversationReceiveManyRequest)
+    async def on_conversation_receive_many(
+        self, msg: ConversationReceiveManyRequest, env: Envelope
+    ) -> ConversationReceiveManyReply:
+        return await self._apply(c.conversation_receive_many, msg, write=WRITE)
 
     @handles(ConversationSendRequest)
     async def on_conversation_send(

@@ -19,6 +19,8 @@ __all__ = [
     "ConversationHistoryRequest",
     "ConversationMessageReply",
     "ConversationMessageRequest",
+    "ConversationReceiveManyReply",
+    "ConversationReceiveManyRequest",
     "ConversationReceiveReply",
     "ConversationReceiveRequest",
     "ConversationSendReply",
@@ -289,6 +291,28 @@ class ConversationReceiveReply(Message):
     message_id: Id
     seq: int
     created: bool
+
+
+class ConversationReceiveManyRequest(Message):
+    """Several Agent messages of one sync page, in ONE transaction: each is received exactly as
+    a `ConversationReceiveRequest` would be, in order (a repeat, even of an earlier message of
+    the same request, writes nothing and answers `created=False`).
+
+    All or nothing: if one message is refused (`invalid_arguments`, as its own request would
+    be), nothing of the request is written and the refusal is the request's answer.
+    """
+
+    type: Literal["store.conversation.receive_many"] = "store.conversation.receive_many"
+    messages: tuple[ConversationReceiveRequest, ...] = Field(min_length=1, max_length=500)
+
+
+class ConversationReceiveManyReply(Message):
+    """One reply per message, in the order of the request."""
+
+    type: Literal["store.conversation.receive_many.reply"] = (
+        "store.conversation.receive_many.reply"
+    )
+    replies: tuple[ConversationReceiveReply, ...]
 
 
 class ConversationSendRequest(Message):
