@@ -309,9 +309,7 @@ class ConversationReceiveManyRequest(Message):
 class ConversationReceiveManyReply(Message):
     """One reply per message, in the order of the request."""
 
-    type: Literal["store.conversation.receive_many.reply"] = (
-        "store.conversation.receive_many.reply"
-    )
+    type: Literal["store.conversation.receive_many.reply"] = "store.conversation.receive_many.reply"
     replies: tuple[ConversationReceiveReply, ...]
 
 
