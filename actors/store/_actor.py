@@ -235,6 +235,7 @@ class StoreActor(RecordHandlers, Actor):
             batches=stats.batches,
             max_batch=stats.max_batch,
             writes=stats.writes,
+            ops=stats.ops,
             schema_version=db.schema_version,
             synchronous=db.synchronous,
         )
