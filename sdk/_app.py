@@ -49,6 +49,7 @@ log = logging.getLogger("lineup.sdk")
 
 M = TypeVar("M", bound=Message)
 EVENT_QUEUE: Final = 1024
+DELIVERY_BURST: Final = 200  # deliveries handed to one `on_deliveries`
 CALL_TIMEOUT: Final = 15.0
 
 
@@ -218,6 +219,12 @@ class MiniApp:
     async def on_delivery(self, delivery: p.Delivery) -> None:
         """A delivery to this app's inbox; acknowledge it once handled."""
 
+    async def on_deliveries(self, deliveries: tuple[p.Delivery, ...]) -> None:
+        """Deliveries that were waiting together, in order (one or more). By default
+        `on_delivery` for each; override it to handle a burst at once (render once)."""
+        for delivery in deliveries:
+            await self.on_delivery(delivery)
+
     async def on_ui_event(self, event: p.UiEvent) -> None:
         """The user acted on one of this app's views."""
 
@@ -266,11 +273,42 @@ class MiniAppHost(Actor):
                 pending = await self.call("router", p.ToolPendingRequest(), p.ToolPendingReply)
                 for call in pending.calls:
                     self._start_tool(call)
-            async for event in self._events_out:
+            held: Message | None = None
+            while True:
+                if held is None:
+                    try:
+                        event = await self._events_out.receive()
+                    except trio.EndOfChannel:
+                        return
+                else:
+                    event, held = held, None
+                if isinstance(event, p.DeliveryEvent) and _takes_bursts(app):
+                    deliveries, held = self._waiting_deliveries(event)
+                    try:
+                        await app.on_deliveries(deliveries)
+                    except LineUpError as exc:
+                        log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+                    continue
                 try:
                     await _dispatch(app, event, self._context)
                 except LineUpError as exc:
                     log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+
+    def _waiting_deliveries(
+        self, first: p.DeliveryEvent
+    ) -> tuple[tuple[p.Delivery, ...], Message | None]:
+        """`first` and the deliveries queued right behind it, and the next other event, held
+        back so the queue's order holds."""
+        deliveries = [first.delivery]
+        while len(deliveries) < DELIVERY_BURST:
+            try:
+                event = self._events_out.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+            if not isinstance(event, p.DeliveryEvent):
+                return tuple(deliveries), event
+            deliveries.append(event.delivery)
+        return tuple(deliveries), None
 
     # ------------------------------------------------------------------ tools
 
@@ -366,6 +404,11 @@ class MiniAppHost(Actor):
     @handles(p.ViewRefreshEvent)
     def on_view_refresh(self, msg: p.ViewRefreshEvent, env: Envelope) -> None:
         self._enqueue(msg)
+
+
+def _takes_bursts(app: MiniApp) -> bool:
+    # An app that keeps the default gets one `on_delivery` per event, each refused alone.
+    return type(app).on_deliveries is not MiniApp.on_deliveries
 
 
 def _the_app_in(module: Any) -> type[MiniApp]:

@@ -32,6 +32,8 @@ from lineup.actors.store.messages import (
     ConversationHistoryRequest,
     ConversationMessageReply,
     ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
     ConversationReceiveReply,
     ConversationReceiveRequest,
     ConversationSendReply,
@@ -68,6 +70,9 @@ SESSION_CURSOR: Final = "transport.session"  # written by the transport after ea
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = wire.TEXT
 TOOL_CALL: Final = wire.TOOL_CALL
+# Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
+RECEIVE_BATCH: Final = 200
+RECEIVE_BATCH_BYTES: Final = 256 * 1024
 
 
 class RouterActor(Actor):
@@ -87,16 +92,22 @@ class RouterActor(Actor):
     async def on_inbound(
         self, msg: InboundEnvelopesRequest, env: Envelope
     ) -> InboundEnvelopesReply:
-        outcomes = []
+        outcomes: list[EnvelopeOutcome | None] = []
+        # Texts admitted but not yet persisted: a run of consecutive ones is written in one
+        # store request. A tool call persists the run before it, so the page's order holds.
+        texts: list[tuple[int, RuntimeEnvelope]] = []
         for raw in msg.envelopes:
             try:
                 envelope = admit(raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id)
                 if envelope.type == TOOL_CALL:
+                    await self._receive_texts(texts, outcomes)
                     explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
                     await self.tools.accept(envelope, explicit_scope)
                     outcomes.append(EnvelopeOutcome(message_id=envelope.id, status="accepted"))
                 else:
-                    outcomes.append(await self._accept(envelope))
+                    await self._check_text(envelope)
+                    texts.append((len(outcomes), envelope))
+                    outcomes.append(None)
             except EnvelopeRejected as rejected:
                 self.bus.audit(
                     AuditRecord(
@@ -113,9 +124,13 @@ class RouterActor(Actor):
                         message_id=rejected.message_id, status="rejected", code=rejected.code.value
                     )
                 )
-        return InboundEnvelopesReply(outcomes=tuple(outcomes))
+        await self._receive_texts(texts, outcomes)
+        done = tuple(o for o in outcomes if o is not None)
+        assert len(done) == len(outcomes)  # every pending text got its outcome
+        return InboundEnvelopesReply(outcomes=done)
 
-    async def _accept(self, envelope: RuntimeEnvelope) -> EnvelopeOutcome:
+    async def _check_text(self, envelope: RuntimeEnvelope) -> None:
+        """Raises `EnvelopeRejected` for an envelope that must not reach an inbox."""
         if envelope.type != TEXT:
             # Dismissals belong to the standard interactions (their own issue); until then
             # they are refused with a stable code, never silently dropped.
@@ -127,29 +142,60 @@ class RouterActor(Actor):
         ):
             # Seed 004 §5.3: never stored in an inbox nobody would ever read.
             raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
-        reply = await self.bus.request(
-            "store",
-            ConversationReceiveRequest(
-                message_id=envelope.id,
-                conversation_id=scope.conversation_id,
-                app_scope=scope.app_scope,
-                kind=envelope.type,
-                body=envelope.model_dump(mode="json"),
-                sender_kind="agent",
-                sender_id=envelope.sender.id,
-                remote_seq=envelope.correlation.sequence if envelope.correlation else None,
-            ),
-            expect=ConversationReceiveReply,
-        )
-        if not reply.created:
-            return EnvelopeOutcome(message_id=envelope.id, status="duplicate")
-        delivery = sdk.Delivery(
-            delivery_id=envelope.id, seq=reply.seq, envelope=envelope.model_dump(mode="json")
-        )
-        self._nursery.start_soon(
-            self._tell_app, scope.app_scope, sdk.DeliveryEvent(delivery=delivery)
-        )
-        return EnvelopeOutcome(message_id=envelope.id, status="accepted")
+
+    async def _receive_texts(
+        self, texts: list[tuple[int, RuntimeEnvelope]], outcomes: list[EnvelopeOutcome | None]
+    ) -> None:
+        """Persist the pending texts (one store request per frame-sized batch), fill in their
+        outcomes, then tell their apps. Empties `texts`."""
+        batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]] = []
+        size = 0
+        for index, envelope in texts:
+            request = _receive_request(envelope)
+            cost = wire.encoded_size(request.body)
+            if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
+                await self._receive_batch(batch, outcomes)
+                batch, size = [], 0
+            batch.append((index, envelope, request))
+            size += cost
+        if batch:
+            await self._receive_batch(batch, outcomes)
+        texts.clear()
+
+    async def _receive_batch(
+        self,
+        batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]],
+        outcomes: list[EnvelopeOutcome | None],
+    ) -> None:
+        requests = tuple(request for _, _, request in batch)
+        try:
+            replies = (
+                await self.bus.request(
+                    "store",
+                    ConversationReceiveManyRequest(messages=requests),
+                    expect=ConversationReceiveManyReply,
+                )
+            ).replies
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.INVALID_ARGUMENTS:
+                raise
+            # One message is refused and the batch wrote nothing: receive them one at a time,
+            # so those before it are kept and the refusal is raised where it was.
+            replies = tuple(
+                [
+                    await self.bus.request("store", request, expect=ConversationReceiveReply)
+                    for request in requests
+                ]
+            )
+        for (index, envelope, request), reply in zip(batch, replies, strict=True):
+            if not reply.created:
+                outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
+                continue
+            outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
+            delivery = sdk.Delivery(delivery_id=envelope.id, seq=reply.seq, envelope=request.body)
+            self._nursery.start_soon(
+                self._tell_app, request.app_scope, sdk.DeliveryEvent(delivery=delivery)
+            )
 
     async def _tell_app(self, app_scope: str, event: Message) -> None:
         # Not told: it finds the delivery in its inbox when it starts.
@@ -384,3 +430,17 @@ def _markdown_of(body: dict[str, Any]) -> str:
     if isinstance(payload, dict) and isinstance(payload.get("markdown"), str):
         return str(payload["markdown"])
     return ""
+
+
+def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
+    scope = envelope.scope
+    return ConversationReceiveRequest(
+        message_id=envelope.id,
+        conversation_id=scope.conversation_id,
+        app_scope=scope.app_scope,
+        kind=envelope.type,
+        body=envelope.model_dump(mode="json"),
+        sender_kind="agent",
+        sender_id=envelope.sender.id,
+        remote_seq=envelope.correlation.sequence if envelope.correlation else None,
+    )

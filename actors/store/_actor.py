@@ -42,6 +42,8 @@ from .messages import (
     ConversationHistoryRequest,
     ConversationMessageReply,
     ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
     ConversationReceiveReply,
     ConversationReceiveRequest,
     ConversationSendReply,
@@ -151,6 +153,12 @@ class StoreActor(RecordHandlers, Actor):
     ) -> ConversationReceiveReply:
         return await self._apply(c.conversation_receive, msg, write=WRITE)
 
+    @handles(ConversationReceiveManyRequest)
+    async def on_conversation_receive_many(
+        self, msg: ConversationReceiveManyRequest, env: Envelope
+    ) -> ConversationReceiveManyReply:
+        return await self._apply(c.conversation_receive_many, msg, write=WRITE)
+
     @handles(ConversationSendRequest)
     async def on_conversation_send(
         self, msg: ConversationSendRequest, env: Envelope
@@ -227,6 +235,7 @@ class StoreActor(RecordHandlers, Actor):
             batches=stats.batches,
             max_batch=stats.max_batch,
             writes=stats.writes,
+            ops=stats.ops,
             schema_version=db.schema_version,
             synchronous=db.synchronous,
         )

@@ -67,6 +67,7 @@ class CommitStats:
     batches: int = 0  # batches run, reads included, failed ones included
     max_batch: int = 0
     writes: int = 0  # write ops acknowledged after a commit
+    ops: int = 0  # every op run, reads and refused ones included: the store's requests
     failed_batches: int = 0
 
 
@@ -179,6 +180,7 @@ class Committer:
         stats = self.stats
         stats.batches += 1
         stats.max_batch = max(stats.max_batch, len(batch))
+        stats.ops += len(batch)
         writes = [job for job in batch if job.write]
         if not committed:
             stats.failed_batches += 1

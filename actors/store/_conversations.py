@@ -29,6 +29,8 @@ from .messages import (
     ConversationHistoryRequest,
     ConversationMessageReply,
     ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
     ConversationReceiveReply,
     ConversationReceiveRequest,
     ConversationSendReply,
@@ -49,6 +51,7 @@ __all__ = [
     "conversation_history",
     "conversation_message",
     "conversation_receive",
+    "conversation_receive_many",
     "conversation_send",
     "outbox_ack",
     "outbox_fail",
@@ -136,6 +139,15 @@ def conversation_receive(
         # undoes the message row written above.
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "delivery id already used in this inbox")
     return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=True)
+
+
+def conversation_receive_many(
+    conn: Connection, req: ConversationReceiveManyRequest, now: float
+) -> ConversationReceiveManyReply:
+    # The request's savepoint covers every message: a refusal of one undoes them all.
+    return ConversationReceiveManyReply(
+        replies=tuple(conversation_receive(conn, one, now) for one in req.messages)
+    )
 
 
 def conversation_send(

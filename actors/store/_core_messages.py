@@ -19,6 +19,8 @@ __all__ = [
     "ConversationHistoryRequest",
     "ConversationMessageReply",
     "ConversationMessageRequest",
+    "ConversationReceiveManyReply",
+    "ConversationReceiveManyRequest",
     "ConversationReceiveReply",
     "ConversationReceiveRequest",
     "ConversationSendReply",
@@ -291,6 +293,26 @@ class ConversationReceiveReply(Message):
     created: bool
 
 
+class ConversationReceiveManyRequest(Message):
+    """Several Agent messages of one sync page, in ONE transaction: each is received exactly as
+    a `ConversationReceiveRequest` would be, in order (a repeat, even of an earlier message of
+    the same request, writes nothing and answers `created=False`).
+
+    All or nothing: if one message is refused (`invalid_arguments`, as its own request would
+    be), nothing of the request is written and the refusal is the request's answer.
+    """
+
+    type: Literal["store.conversation.receive_many"] = "store.conversation.receive_many"
+    messages: tuple[ConversationReceiveRequest, ...] = Field(min_length=1, max_length=500)
+
+
+class ConversationReceiveManyReply(Message):
+    """One reply per message, in the order of the request."""
+
+    type: Literal["store.conversation.receive_many.reply"] = "store.conversation.receive_many.reply"
+    replies: tuple[ConversationReceiveReply, ...]
+
+
 class ConversationSendRequest(Message):
     """A message for the AppServer, in ONE transaction: the conversation is created or touched,
     the message is recorded (`outbound`, `pending`, `body` as the app sees it), and `wire` (the
@@ -407,12 +429,14 @@ class StoreStatsRequest(Message):
 class StoreStatsReply(Message):
     """Group-commit counters since the store started: `commits` write transactions committed,
     `batches` batches taken off the queue (reads included), `max_batch` the largest one,
-    `writes` write operations acknowledged."""
+    `writes` write operations acknowledged, `ops` every operation run (reads and refusals
+    included: the requests the store served, audit rows the bus sends included)."""
 
     type: Literal["store.stats.get.reply"] = "store.stats.get.reply"
     commits: int
     batches: int
     max_batch: int
     writes: int
+    ops: int = 0
     schema_version: int
     synchronous: Literal["normal", "full"]

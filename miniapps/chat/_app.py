@@ -65,10 +65,13 @@ class Chat(MiniApp):
             },
         )
 
-    async def on_delivery(self, delivery: p.Delivery) -> None:
-        self._take(delivery)
+    async def on_deliveries(self, deliveries: tuple[p.Delivery, ...]) -> None:
+        # A burst is shown in one render, then acknowledged: shown before it leaves the inbox.
+        for delivery in deliveries:
+            self._take(delivery)
         await self._render()
-        await self.app.inbox.acknowledge(delivery.delivery_id)
+        for delivery in deliveries:
+            await self.app.inbox.acknowledge(delivery.delivery_id)
 
     async def on_ui_event(self, event: p.UiEvent) -> None:
         kind = event.event.get("kind")

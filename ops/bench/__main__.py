@@ -150,7 +150,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     )
 
     # -------------------------------------------------------------------------------- tools
-    tool_latencies, tool_rate = trio.run(
+    tool_latencies, tool_rate, store_requests = trio.run(
         direct_calls, max(50, int(300 * scale)), max(100, int(1000 * scale)), CONCURRENCY
     )
     for label, q in (("p50", 0.5), ("p99", 0.99)):
@@ -162,6 +162,19 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
                 "ms",
                 f"bus request/reply round trip {label}",
                 pct(bus, q) * 1e3,
+            )
+        )
+    for handling in ("direct", "launch"):
+        figures.append(
+            Figure(
+                "tools",
+                f"store requests for one `{handling}` call (transport → result committed)",
+                store_requests[handling],
+                "",
+                "-",
+                None,
+                "one per transition",
+                note="counted on a quiet tree: every store operation, reads and audit included",
             )
         )
     figures.append(

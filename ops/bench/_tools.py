@@ -11,15 +11,21 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from lineup import wire
-from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
+from lineup.actors.kernel import ActorKind, Bus, Envelope, Identity, Message
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
-from lineup.actors.store.messages import CursorSetReply, CursorSetRequest
+from lineup.actors.store.messages import (
+    CursorSetReply,
+    CursorSetRequest,
+    StoreStatsReply,
+    StoreStatsRequest,
+)
 from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
@@ -46,24 +52,42 @@ def _call(call_id: str, tool: str, revision: str) -> dict[str, Any]:
     )
 
 
-async def direct_calls(samples: int, burst: int, concurrency: int = 8) -> tuple[list[float], float]:
-    """(latencies of calls made one at a time, calls/s with `concurrency` in flight)."""
+def _specs(tmp: Path) -> list[ChildSpec]:
+    manifest = tmp / "bench.json"
+    manifest.write_text(manifest_json(manifest_of(BenchApp)))
+    app = {
+        "app_scope": "bench",
+        "manifest": str(manifest),
+        "entry": "lineup.ops.bench._actors:BenchApp",
+        "title": "Bench",
+    }
+    return [
+        ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+        ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
+        ChildSpec(
+            "focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", config={"apps": [app]}
+        ),
+    ]
+
+
+async def _ops_for(bus: Bus, action: Callable[[], Awaitable[None]]) -> int:
+    """The store operations run while `action` runs (the tree is otherwise quiet)."""
+
+    async def ops() -> int:
+        return (await bus.request("store", StoreStatsRequest(), expect=StoreStatsReply)).ops
+
+    before = await ops()
+    await action()
+    return await ops() - before
+
+
+async def direct_calls(
+    samples: int, burst: int, concurrency: int = 8
+) -> tuple[list[float], float, dict[str, int]]:
+    """(latencies of calls made one at a time, calls/s with `concurrency` in flight, the store
+    requests one `launch` and one `direct` call cost until their result is committed)."""
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
-        manifest = Path(tmp) / "bench.json"
-        manifest.write_text(manifest_json(manifest_of(BenchApp)))
-        app = {
-            "app_scope": "bench",
-            "manifest": str(manifest),
-            "entry": "lineup.ops.bench._actors:BenchApp",
-            "title": "Bench",
-        }
-        specs = [
-            ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
-            ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
-            ChildSpec(
-                "focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", config={"apps": [app]}
-            ),
-        ]
+        specs = _specs(Path(tmp))
         supervisor = Supervisor(
             specs, data_dir=Path(tmp), preload=("lineup.ops.bench._actors", "lineup.sdk")
         )
@@ -106,8 +130,16 @@ async def direct_calls(samples: int, burst: int, concurrency: int = 8) -> tuple[
                     expect=InboundEnvelopesReply,
                 )
 
-            await send("open", "bench.open")  # an instance for the direct calls to go to
-            await until(4)  # accepted, starting, activation_ready, result
+            async def launch() -> None:  # an instance for the direct calls to go to
+                await send("open", "bench.open")
+                await until(4)  # accepted, starting, activation_ready, result
+
+            async def direct() -> None:
+                base = wakes
+                await send("count", "bench.echo")
+                await until(base + 2)
+
+            counts = {"launch": await _ops_for(bus, launch), "direct": await _ops_for(bus, direct)}
             for n in range(50):  # warm up
                 base = wakes
                 await send(f"w{n}", "bench.echo")
@@ -132,4 +164,4 @@ async def direct_calls(samples: int, burst: int, concurrency: int = 8) -> tuple[
             await until(base + 2 * burst)
             rate = burst / (time.perf_counter() - started)
             nursery.cancel_scope.cancel()
-        return latencies, rate
+        return latencies, rate, counts

@@ -28,6 +28,8 @@ from lineup.actors.store.messages import (
     ConversationHistoryRequest,
     ConversationMessageReply,
     ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
     ConversationReceiveReply,
     ConversationReceiveRequest,
     ConversationSendReply,
@@ -202,6 +204,55 @@ async def test_a_message_id_already_used_in_the_other_direction_is_refused(
     assert await refusal(store, send("in-1")) is ErrorCode.INVALID_ARGUMENTS
     assert await pending_ids(store) == ["out-1"]
     assert await inbox_ids(store) == ["in-1"]
+
+
+async def test_a_page_of_messages_is_received_in_order_in_one_commit(
+    store: StoreHarness,
+) -> None:
+    before = (await store.ask(StoreStatsRequest(), StoreStatsReply)).commits
+
+    reply = await store.ask(
+        ConversationReceiveManyRequest(messages=tuple(receive(f"m-{i}") for i in range(5))),
+        ConversationReceiveManyReply,
+    )
+
+    after = (await store.ask(StoreStatsRequest(), StoreStatsReply)).commits
+    assert [(r.message_id, r.created) for r in reply.replies] == [
+        (f"m-{i}", True) for i in range(5)
+    ]
+    seqs = [r.seq for r in reply.replies]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 5
+    assert await inbox_ids(store) == [f"m-{i}" for i in range(5)]
+    assert after - before == 1
+
+
+async def test_a_page_repeating_a_message_records_and_delivers_it_once(
+    store: StoreHarness,
+) -> None:
+    first = await store.ask(receive("m-1"), ConversationReceiveReply)
+
+    reply = await store.ask(
+        ConversationReceiveManyRequest(messages=(receive("m-1"), receive("m-2"), receive("m-2"))),
+        ConversationReceiveManyReply,
+    )
+
+    assert [(r.message_id, r.created) for r in reply.replies] == [
+        ("m-1", False), ("m-2", True), ("m-2", False),
+    ]  # fmt: skip
+    assert reply.replies[0].seq == first.seq
+    assert reply.replies[1].seq == reply.replies[2].seq
+    assert await inbox_ids(store) == ["m-1", "m-2"]
+    assert (count(store, "messages"), count(store, "app_inbox")) == (2, 2)
+
+
+async def test_a_page_with_one_refused_message_records_none_of_it(store: StoreHarness) -> None:
+    await store.ask(send("out-1"), ConversationSendReply)
+
+    page = ConversationReceiveManyRequest(messages=(receive("in-1"), receive("out-1")))
+
+    assert await refusal(store, page) is ErrorCode.INVALID_ARGUMENTS
+    assert await inbox_ids(store) == []
+    assert count(store, "messages") == 1  # only the outbound one
 
 
 # ---------------------------------------------------------------------------------- send

@@ -1,0 +1,182 @@
+"""The router's inbound path (`actors/router/_actor.py`, `on_inbound`) in a real tree, joined
+as the transport: a sync page's texts are persisted in order, a run of them in one store
+request, and a refusal from the store leaves the page where one-at-a-time would have."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from lineup import wire
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity, LineUpError
+from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
+from lineup.actors.store.messages import (
+    ConversationSendReply,
+    ConversationSendRequest,
+    CursorSetReply,
+    CursorSetRequest,
+    InboxListReply,
+    InboxListRequest,
+    StoreStatsReply,
+    StoreStatsRequest,
+)
+from lineup.sdk.manifest import manifest_json
+from lineup.sdk.tools import manifest_of
+from lineup.supervisor import ChildSpec
+from lineup.tests.support.probe_app import Probe
+from lineup.tests.support.tree import attach, start_tree
+
+CONVERSATION, AGENT = "conv-in", "agent-in"
+WAIT = 20.0
+
+
+def text(message_id: str) -> dict[str, Any]:
+    return wire.dump(
+        wire.envelope(
+            wire.TEXT,
+            wire.TextPayload(markdown=f"hello {message_id}"),
+            conversation_id=CONVERSATION,
+            sender_kind="agent",
+            sender_id=AGENT,
+            message_id=message_id,
+            app_scope="probe",
+        )
+    )
+
+
+def call(call_id: str, tool: str) -> dict[str, Any]:
+    return wire.dump(
+        wire.envelope(
+            wire.TOOL_CALL,
+            wire.ToolCallPayload(call_id=call_id, tool=tool, inventory_revision="1", input={}),
+            conversation_id=CONVERSATION,
+            sender_kind="agent",
+            sender_id=AGENT,
+            message_id=f"env-{call_id}",
+            app_scope="probe",
+        )
+    )
+
+
+async def tree(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus]:
+    """(the transport, a router-kind peer that reads the store) on store + router + focus."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    manifest = data_dir / "probe.json"
+    manifest.write_text(manifest_json(manifest_of(Probe)))
+    app = {
+        "app_scope": "probe",
+        "manifest": str(manifest),
+        "entry": "lineup.tests.support.probe_app:Probe",
+        "title": "Probe",
+    }
+    specs = [
+        ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+        ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
+        ChildSpec(
+            "focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", config={"apps": [app]}
+        ),
+    ]
+    (data_dir / "rt").mkdir()
+    supervisor = await start_tree(nursery, specs, data_dir / "rt")
+    # The router wakes the transport's outbox after a commit: nothing to send here.
+    transport: Bus = await nursery.start(
+        supervisor.attach, Identity(ActorKind.TRANSPORT, "transport"), lambda env: None
+    )
+    reader = await attach(nursery, supervisor, ActorKind.ROUTER, "reader")
+    session = {"user_id": "user-in", "agent_id": AGENT, "conversation_id": CONVERSATION}
+    await transport.request(
+        "store",
+        CursorSetRequest(name="transport.session", value=json.dumps(session)),
+        expect=CursorSetReply,
+    )
+    return transport, reader
+
+
+async def hand_over(transport: Bus, *envelopes: dict[str, Any]) -> list[tuple[str | None, str]]:
+    with trio.fail_after(WAIT):
+        reply = await transport.request(
+            "router",
+            InboundEnvelopesRequest(
+                conversation_id=CONVERSATION, agent_id=AGENT, envelopes=envelopes
+            ),
+            expect=InboundEnvelopesReply,
+        )
+    return [(o.message_id, o.status) for o in reply.outcomes]
+
+
+async def inbox(reader: Bus) -> list[str]:
+    listed = await reader.request(
+        "store", InboxListRequest(app_scope="probe"), expect=InboxListReply
+    )
+    return [row.delivery_id for row in listed.rows]
+
+
+async def commits(reader: Bus) -> int:
+    return (await reader.request("store", StoreStatsRequest(), expect=StoreStatsReply)).commits
+
+
+async def test_a_page_of_texts_is_persisted_in_order_in_fewer_commits_than_texts(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, reader = await tree(nursery, tmp_path)
+        await hand_over(transport, text("warm"))  # the inventory is read once, here
+        before = await commits(reader)
+
+        outcomes = await hand_over(transport, *(text(f"t{i}") for i in range(6)))
+
+        after = await commits(reader)
+        assert outcomes == [(f"t{i}", "accepted") for i in range(6)]
+        assert await inbox(reader) == ["warm", *(f"t{i}" for i in range(6))]
+        assert after - before < 6  # one at a time, each text was a commit of its own
+        nursery.cancel_scope.cancel()
+
+
+async def test_texts_around_a_tool_call_keep_the_pages_order_and_repeats_are_duplicates(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, reader = await tree(nursery, tmp_path)
+
+        outcomes = await hand_over(
+            transport, text("a"), text("b"), call("c1", "probe.nope"), text("c"), text("a")
+        )
+
+        assert outcomes == [
+            ("a", "accepted"), ("b", "accepted"), ("env-c1", "accepted"),
+            ("c", "accepted"), ("a", "duplicate"),
+        ]  # fmt: skip
+        assert await inbox(reader) == ["a", "b", "c"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_text_the_store_refuses_keeps_the_texts_before_it_and_fails_the_page(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, reader = await tree(nursery, tmp_path)
+        await reader.request(
+            "store",
+            ConversationSendRequest(
+                message_id="taken",
+                conversation_id=CONVERSATION,
+                app_scope="probe",
+                kind=wire.TEXT,
+                body={"markdown": "mine"},
+                wire={"id": "taken"},
+                sender_kind="user",
+                sender_id="user-in",
+            ),
+            expect=ConversationSendReply,
+        )
+
+        with pytest.raises(LineUpError) as refused:
+            await hand_over(transport, text("before"), text("taken"), text("after"))
+
+        assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+        assert await inbox(reader) == ["before"]
+        nursery.cancel_scope.cancel()
