@@ -43,6 +43,7 @@ async def test_a_captive_portal_answering_html_for_a_minute_never_stops_the_tree
     process = await LineupProcess.start(
         "run", "--data-dir", str(runtime_dir), "--appserver", portal.url, "--no-demo-agent"
     )
+    shell: ShellClient | None = None
     try:
         with trio.fail_after(30):
             line = await process.wait_for_line("lineup: open the Shell: ")
@@ -72,6 +73,8 @@ async def test_a_captive_portal_answering_html_for_a_minute_never_stops_the_tree
             await shell.wait_until(lambda s: texts(s, "agent") == ["the portal is gone"])
     finally:
         with trio.CancelScope(shield=True):
+            if shell is not None:  # closed first: trio-websocket leaves a socket the server
+                await shell.ws.aclose()  # closes under it to the garbage collector, unclosed
             process.kill()
             await process.wait()
 
