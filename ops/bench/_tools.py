@@ -61,7 +61,10 @@ async def direct_calls(samples: int, burst: int, concurrency: int = 8) -> tuple[
             ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
             ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
             ChildSpec(
-                "focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", config={"apps": [app]}
+                "focus",
+                ActorKind.FOCUS,
+                "lineup.actors.focus:FocusActor",
+                config={"apps": [app], "bundled_apps": False},  # the bench app alone
             ),
         ]
         supervisor = Supervisor(
