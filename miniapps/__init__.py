@@ -1,1 +1,2 @@
-"""Bundled MiniApps: chat (Interact), task_dashboard, whiteboard (DESIGN §10)."""
+"""Bundled MiniApps: chat (Interact), task_dashboard, whiteboard (DESIGN §10), and `catalogue`,
+which of them the registry offers (data only: importing it runs no app)."""

@@ -17,27 +17,12 @@ from urllib.parse import urlsplit
 
 from lineup._early import RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
+from lineup.miniapps import catalogue
 
 from ._spec import ChildSpec, Restart
 
 __all__ = ["RuntimeOptions", "RuntimePlan", "free_port", "plan_runtime", "shell_socket"]
 
-_MINIAPPS: Final = Path(__file__).resolve().parent.parent / "miniapps"
-# The bundled MiniApps: where focus finds each manifest, and what the SDK's host runs.
-BUNDLED: Final = (
-    {
-        "app_scope": "chat",
-        "manifest": "",  # the system app: no tools, no manifest to read
-        "entry": "lineup.miniapps.chat:Chat",
-        "title": "Interact",
-    },
-    {
-        "app_scope": "task-dashboard",
-        "manifest": str(_MINIAPPS / "task_dashboard" / "manifest.json"),
-        "entry": "lineup.miniapps.task_dashboard:TaskDashboard",
-        "title": "Task Dashboard",
-    },
-)
 PRELOAD: Final = RUNTIME_PRELOAD  # what the zygote imports for the runtime's children
 
 
@@ -54,7 +39,9 @@ class RuntimeOptions:
     demo_agent: bool = True
     shell_port: int = 0  # 0: any free port
     appserver_port: int = 0
-    extra_apps: tuple[dict[str, str], ...] = ()  # more apps like BUNDLED's (tests, dev)
+    # More apps for focus's registry, beside the bundled ones (tests, dev): entries shaped
+    # like `lineup.miniapps.catalogue.BundledApp.registry_entry()`.
+    extra_apps: tuple[dict[str, str], ...] = ()
     allow_weak_sandbox: bool = False  # run MiniApps even where a sandbox layer is missing
     dev_apps: tuple[Path, ...] = ()  # unsigned MiniApp packages loaded from folders
     # The transport reaches the AppServer through this URL instead (a drill's fault proxy).
@@ -176,7 +163,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "focus",
             ActorKind.FOCUS,
             "lineup.actors.focus:FocusActor",
-            {"apps": [*BUNDLED, *options.extra_apps, *dev_apps]},
+            {"apps": [*options.extra_apps, *dev_apps]},  # the bundled ones are focus's own
         ),
         child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
         child(
@@ -185,22 +172,28 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "lineup.hostbridge:HostbridgeActor",
             {"hostbridge": {"port": shell_port, "token": token}},
         ),
+    ]
+    # The apps whose process is part of the tree (the system app): MiniApps like any other,
+    # confined the same way (DESIGN §8), but always there, where focus starts the others on
+    # demand; restarted even after breaking their contract, so the IM never goes dark.
+    specs += [
         child(
-            "miniapp:chat",
+            f"miniapp:{app.app_scope}",
             ActorKind.MINIAPP,
             "lineup.sdk:MiniAppHost",
             {
-                "app": "lineup.miniapps.chat:Chat",
-                "instance_id": "chat",
-                # The chat is a MiniApp like any other: confined the same way (DESIGN §8).
+                "app": app.entry,
+                "instance_id": app.instance_id or app.app_scope,
                 "sandbox": {
                     "profile": "miniapp",
-                    "app_scope": "chat",
+                    "app_scope": app.app_scope,
                     "data_dir": str(options.data_dir),
                     "allow_weak": options.allow_weak_sandbox,
                 },
             },
-        ),
+            restart_after_misbehaving=True,
+        )
+        for app in catalogue.RESIDENT
     ]
     if embedded and options.demo_agent:
         specs.append(

@@ -31,6 +31,9 @@ class ChildSpec:
     restart: Restart = Restart.PERMANENT
     config: Mapping[str, Any] = field(default_factory=dict)
     shutdown_grace: float = 0.5  # seconds between closing its channel and SIGTERM
+    # A MiniApp that breaks its contract is stopped for good, unless this is set: then it is
+    # killed and restarted like a crashed child (whoever plans the tree decides which).
+    restart_after_misbehaving: bool = False
 
 
 @dataclass(frozen=True)

@@ -623,9 +623,11 @@ class Supervisor:
             return
         log.warning("supervisor.killing_misbehaving name=%s code=%s", event.peer, event.code)
         # A MiniApp that breaks its contract is stopped for good, as Chromium kills a renderer
-        # that sends a bad message: not restarted, its instances fail, focus goes back. The
-        # system app (chat, the recovery app) is restarted instead: the IM must not go dark.
-        stays_down = child.identity.kind is ActorKind.MINIAPP and event.peer != "miniapp:chat"
+        # that sends a bad message: not restarted, its instances fail, focus goes back. One
+        # whose spec says otherwise (the system app, which must not go dark) is restarted.
+        stays_down = child.identity.kind is ActorKind.MINIAPP and not (
+            child.spec is not None and child.spec.restart_after_misbehaving
+        )
         if stays_down:
             child.expected_exit = True
         _signal(child, signal.SIGKILL)

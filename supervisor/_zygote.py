@@ -48,12 +48,14 @@ PRELOAD: Final = (
     "pydantic",
     "apsw",
     "lineup.actors.kernel",
-    "lineup.actors.store",
-    "lineup.actors.transport",
-    "lineup.actors.router",
-    "lineup.actors.focus",
-    "lineup.actors.gateway",
-    "lineup.hostbridge",
+    # The actors' modules, not their packages: a package exports its actor lazily, so that
+    # importing its `messages` stays light, and importing the package alone would load nothing.
+    "lineup.actors.store._actor",
+    "lineup.actors.transport._actor",
+    "lineup.actors.router._actor",
+    "lineup.actors.focus._actor",
+    "lineup.actors.gateway._actor",
+    "lineup.hostbridge._actor",
 )
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -1,5 +1,22 @@
-"""The focus actor (DESIGN §1). Its public protocol is `messages`."""
+"""The focus actor (DESIGN §1). Its public protocol is `messages`.
 
-from ._actor import FocusActor
+The actor is exported lazily: importing `messages` (the protocol) runs this file, and must not
+load the actor or what the actor imports (apsw, httpx, hypercorn).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._actor import FocusActor
 
 __all__ = ["FocusActor"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "FocusActor":
+        from ._actor import FocusActor
+
+        return FocusActor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

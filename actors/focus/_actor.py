@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-*Registry.* The bundled MiniApps' manifests are read from their packages (the runtime never
+*Registry.* The bundled MiniApps (`lineup.miniapps.catalogue`) and any configured ones are
+what this runtime offers. Their manifests are read from their packages (the runtime never
 imports a MiniApp's code, only its manifest) and recorded in the store with their enabled
 flag. The inventory is every enabled app's tools; its revision changes exactly when that set
 does, to a new and higher one even when the content is one seen before (the store's counter
@@ -83,6 +84,7 @@ from lineup.actors.store.messages import (
     SessionDataReplaceRequest,
 )
 from lineup.hostbridge.messages import AppsUpdatedEvent, ViewUpdatedEvent
+from lineup.miniapps import catalogue
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, load_manifest
 
@@ -110,7 +112,7 @@ NOTIFY_TIMEOUT: Final = 5.0
 STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
-CHAT_SCOPE: Final = "chat"
+CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 
 
 class FocusActor(Actor):
@@ -118,10 +120,12 @@ class FocusActor(Actor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Apps this runtime offers: app_scope -> {"manifest" (its path), "entry", "title"}.
+        # Apps this runtime offers: app_scope -> {"manifest" (its path), "entry", "title"}:
+        # the bundled ones (unless a test or bench leaves them out), then the configured ones.
+        bundled = catalogue.registry_entries() if self.ctx.config.get("bundled_apps", True) else []
         self._bundled: dict[str, dict[str, str]] = {
             str(app["app_scope"]): {k: str(v) for k, v in app.items()}
-            for app in self.ctx.config.get("apps", [])
+            for app in [*bundled, *self.ctx.config.get("apps", [])]
         }
         self._manifests: dict[str, Manifest] = {}
         self._enabled: dict[str, bool] = {}

@@ -1,8 +1,24 @@
 """The store actor: the only process that opens the SQLite database (DESIGN §3).
 
 Its protocol is `lineup.actors.store.messages`; other actors import that module only.
+
+The actor is exported lazily: importing `messages` (the protocol) runs this file, and must not
+load the actor or what the actor imports (apsw, httpx, hypercorn).
 """
 
-from ._actor import StoreActor
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._actor import StoreActor
 
 __all__ = ["StoreActor"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "StoreActor":
+        from ._actor import StoreActor
+
+        return StoreActor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,22 @@
-"""The transport actor (DESIGN §1). Its public protocol is `messages`."""
+"""The transport actor (DESIGN §1). Its public protocol is `messages`.
 
-from ._actor import TransportActor
+The actor is exported lazily: importing `messages` (the protocol) runs this file, and must not
+load the actor or what the actor imports (apsw, httpx, hypercorn).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._actor import TransportActor
 
 __all__ = ["TransportActor"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "TransportActor":
+        from ._actor import TransportActor
+
+        return TransportActor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

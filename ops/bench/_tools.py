@@ -65,7 +65,10 @@ def _specs(tmp: Path) -> list[ChildSpec]:
         ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
         ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
         ChildSpec(
-            "focus", ActorKind.FOCUS, "lineup.actors.focus:FocusActor", config={"apps": [app]}
+            "focus",
+            ActorKind.FOCUS,
+            "lineup.actors.focus:FocusActor",
+            config={"apps": [app], "bundled_apps": False},  # the bench app alone
         ),
     ]
 

@@ -245,6 +245,28 @@ async def test_a_miniapp_sending_what_its_acl_forbids_is_refused_audited_and_sto
     assert (data_dir / "forbidden-store").read_text() == "acl_denied"
 
 
+async def test_a_miniapp_whose_spec_says_so_is_restarted_after_it_misbehaves(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # What the plan sets for the system app, so that the IM never goes dark.
+    specs = [
+        ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+        ChildSpec("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
+        spec(
+            "miniapp:bad",
+            "ForbiddenSenderActor",
+            kind=ActorKind.MINIAPP,
+            restart_after_misbehaving=True,
+        ),
+    ]
+    supervisor = await start_tree(nursery, specs, data_dir)
+    bad = supervisor.children["miniapp:bad"]
+    with trio.fail_after(10):
+        await supervisor.wait_until(lambda: bad.incarnation >= 2 and bad.is_up())
+    assert bad.state != "failed"
+    assert (data_dir / "forbidden-store").read_text() == "acl_denied"
+
+
 async def test_a_miniapp_gets_no_channel_to_the_store_and_no_health_from_the_router(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:

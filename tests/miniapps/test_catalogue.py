@@ -1,0 +1,59 @@
+"""The bundled apps' catalogue: what focus's registry offers and the tree keeps running."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+from lineup.actors.focus._stack import RECOVERY_INSTANCE
+from lineup.miniapps import catalogue
+
+SUBPROCESS_TIMEOUT = 60
+
+
+def test_importing_the_catalogue_imports_no_app_code_and_no_runtime() -> None:
+    code = (
+        "import json, sys\nimport lineup.miniapps.catalogue\nprint(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=SUBPROCESS_TIMEOUT,
+    )
+    loaded = {m for m in json.loads(done.stdout) if m.startswith("lineup.")}
+    assert loaded == {"lineup.miniapps", "lineup.miniapps.catalogue"}
+
+
+def test_every_bundled_app_names_an_entry_that_exists_and_its_own_manifest() -> None:
+    for app in catalogue.BUNDLED:
+        module, _, cls = app.entry.partition(":")
+        assert cls, app.app_scope
+        assert importlib.util.find_spec(module) is not None, app.entry
+        if app.manifest is not None:
+            manifest = json.loads(app.manifest.read_text())
+            assert manifest["app_scope"] == app.app_scope
+
+
+def test_the_system_app_is_focus_s_recovery_app_and_offers_no_tools() -> None:
+    assert catalogue.SYSTEM_APP in catalogue.BUNDLED
+    assert catalogue.SYSTEM_APP.manifest is None
+    assert catalogue.SYSTEM_APP.instance_id == RECOVERY_INSTANCE
+    assert catalogue.RESIDENT == (catalogue.SYSTEM_APP,)
+
+
+def test_the_registry_entries_are_those_the_runtime_has_always_offered() -> None:
+    entries = catalogue.registry_entries()
+    assert [e["app_scope"] for e in entries] == ["chat", "task-dashboard"]
+    assert entries[0] == {
+        "app_scope": "chat",
+        "manifest": "",
+        "entry": "lineup.miniapps.chat:Chat",
+        "title": "Interact",
+    }
+    assert entries[1]["entry"] == "lineup.miniapps.task_dashboard:TaskDashboard"
+    assert entries[1]["title"] == "Task Dashboard"
+    assert entries[1]["manifest"].endswith("task_dashboard/manifest.json")

@@ -1,0 +1,44 @@
+"""The tree `lineup run` plans: the supervisor passes the registry through, names no app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lineup.actors.kernel import ActorKind
+from lineup.miniapps import catalogue
+from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
+from lineup.supervisor._spec import Restart
+
+EXTRA = {"app_scope": "probe", "manifest": "/m.json", "entry": "probe:Probe", "title": "Probe"}
+
+
+def test_focus_is_given_only_the_apps_the_options_add(tmp_path: Path) -> None:
+    plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, extra_apps=(EXTRA,)))
+    focus = next(s for s in plan.specs if s.name == "focus")
+    # The bundled ones are the registry's own (`lineup.miniapps.catalogue`).
+    assert focus.config == {"apps": [EXTRA]}
+
+
+def test_the_system_app_runs_as_a_permanent_confined_child_that_misbehaving_does_not_stop(
+    tmp_path: Path,
+) -> None:
+    plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, allow_weak_sandbox=True))
+    miniapps = [s for s in plan.specs if s.kind is ActorKind.MINIAPP]
+    assert [s.name for s in miniapps] == ["miniapp:chat"]
+    (chat,) = miniapps
+    assert chat.target == "lineup.sdk:MiniAppHost"
+    assert chat.restart is Restart.PERMANENT
+    assert chat.restart_after_misbehaving
+    assert chat.config == {
+        "app": catalogue.SYSTEM_APP.entry,
+        "instance_id": "chat",
+        "sandbox": {
+            "profile": "miniapp",
+            "app_scope": "chat",
+            "data_dir": str(tmp_path),
+            "allow_weak": True,
+        },
+    }
+    # It starts after every runtime actor, as before.
+    names = [s.name for s in plan.specs]
+    assert names.index("miniapp:chat") > names.index("hostbridge")
