@@ -45,6 +45,8 @@ log = logging.getLogger("lineup.hostbridge")
 
 WEB: Final = Path(__file__).parent / "web"
 OUTBOX_PER_SHELL: Final = 256  # frames queued for one Shell before it is dropped as too slow
+# Close codes the Shell reads (shell.js FATAL_CLOSE_CODES: it stops reconnecting on either).
+CLOSE_TOKEN_REFUSED: Final = 4401  # a token from an earlier run (or none): open the new link
 CLOSE_POLICY: Final = 4403
 
 STATIC: Final = {"shell.js": "text/javascript", "shell.css": "text/css"}
@@ -140,17 +142,22 @@ def build_app(
     async def shell_socket(websocket: WebSocket) -> None:
         token = websocket.query_params.get("token", "")
         origin = websocket.headers.get("origin", "")
-        if (
-            not host_ok(websocket.headers)
-            or origin not in access.origins
-            or not hmac.compare_digest(token.encode(), access.token.encode())
-        ):
+        if not host_ok(websocket.headers) or origin not in access.origins:
+            # Refused at the handshake (HTTP 403): a foreign page learns nothing more.
             log.warning(
                 "hostbridge.shell_refused host_ok=%s origin_ok=%s",
                 host_ok(websocket.headers),
                 origin in access.origins,
             )
             await websocket.close(code=CLOSE_POLICY)
+            return
+        if not hmac.compare_digest(token.encode(), access.token.encode()):
+            # Our own page, with a token of an earlier run: a refused handshake reaches a
+            # browser only as 1006, the code of a runtime that is down, and the Shell would
+            # retry forever. Accepted, then closed with a code it can read, it stops and says so.
+            log.warning("hostbridge.shell_refused token_ok=False")
+            await websocket.accept()
+            await websocket.close(code=CLOSE_TOKEN_REFUSED, reason="token_refused")
             return
         await websocket.accept()
         send, receive = hub.join()

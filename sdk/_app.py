@@ -61,18 +61,31 @@ class RuntimeChannel(Protocol):
 
 
 class Inbox:
+    """The app's deliveries in the current conversation (seed 003 §3.1). An app sees one inbox
+    per instance it names, plus the conversation-level one (`instance_id=None`, e.g. the chat's)
+    for what the Agent addressed to no instance; `Delivery.instance_id` says which it is in."""
+
     def __init__(self, host: RuntimeChannel) -> None:
         self._host = host
 
-    async def list(self, after_seq: int = 0, limit: int = 100) -> tuple[p.Delivery, ...]:
+    async def list(
+        self, after_seq: int = 0, limit: int = 100, *, instance_id: str | None = None
+    ) -> tuple[p.Delivery, ...]:
         reply = await self._host.call(
-            "router", p.InboxListRequest(after_seq=after_seq, limit=limit), p.InboxListReply
+            "router",
+            p.InboxListRequest(instance_id=instance_id, after_seq=after_seq, limit=limit),
+            p.InboxListReply,
         )
         return reply.deliveries
 
-    async def acknowledge(self, delivery_id: str) -> p.CommandReceipt:
+    async def acknowledge(
+        self, delivery_id: str, *, instance_id: str | None = None
+    ) -> p.CommandReceipt:
+        """Remove a delivery once handled (`changed=False`: it was not in that inbox)."""
         return await self._host.call(
-            "router", p.InboxAckRequest(delivery_id=delivery_id), p.CommandReceipt
+            "router",
+            p.InboxAckRequest(delivery_id=delivery_id, instance_id=instance_id),
+            p.CommandReceipt,
         )
 
 

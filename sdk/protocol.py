@@ -71,6 +71,7 @@ class Delivery(Message):
     delivery_id: Id
     seq: int
     envelope: dict[str, Any]  # a RuntimeEnvelope (seed 004 §5.1) as JSON
+    instance_id: Id | None = None  # the instance it is for; None: the app's conversation
 
 
 class DeliveryEvent(Message):
@@ -81,7 +82,11 @@ class DeliveryEvent(Message):
 
 
 class InboxListRequest(Message):
+    """The app's deliveries in the current conversation for `instance_id` (seed 003 §3.1);
+    None lists those addressed to no instance (the app's conversation-level inbox)."""
+
     type: Literal["router.sdk.inbox.list"] = "router.sdk.inbox.list"
+    instance_id: Id | None = None
     after_seq: int = Field(default=0, ge=0)
     limit: int = Field(default=100, ge=1, le=500)
 
@@ -92,8 +97,12 @@ class InboxListReply(Message):
 
 
 class InboxAckRequest(Message):
+    """Remove a delivery of the inbox `instance_id` names (as for listing); a delivery of any
+    other inbox is left alone and the receipt says `changed=False`."""
+
     type: Literal["router.sdk.inbox.ack"] = "router.sdk.inbox.ack"
     delivery_id: Id
+    instance_id: Id | None = None
 
 
 # ---------------------------------------------------------------------------------- conversation

@@ -95,22 +95,39 @@ class FakeInbox:
         default_factory=lambda: itertools.count(1), init=False, repr=False
     )
 
-    def put(self, envelope: dict[str, Any], delivery_id: str | None = None) -> p.Delivery:
+    def put(
+        self,
+        envelope: dict[str, Any],
+        delivery_id: str | None = None,
+        *,
+        instance_id: str | None = None,
+    ) -> p.Delivery:
+        """A delivery for `instance_id` (None: the app's conversation-level inbox)."""
         delivery = p.Delivery(
-            delivery_id=delivery_id or str(uuid.uuid4()), seq=next(self._seq), envelope=envelope
+            delivery_id=delivery_id or str(uuid.uuid4()),
+            seq=next(self._seq),
+            envelope=envelope,
+            instance_id=instance_id,
         )
         self.pending[delivery.delivery_id] = delivery
         return delivery
 
     def _list(self, msg: p.InboxListRequest) -> p.InboxListReply:
         rows = sorted(
-            (d for d in self.pending.values() if d.seq > msg.after_seq), key=lambda d: d.seq
+            (
+                d
+                for d in self.pending.values()
+                if d.seq > msg.after_seq and d.instance_id == msg.instance_id
+            ),
+            key=lambda d: d.seq,
         )
         return p.InboxListReply(deliveries=tuple(rows[: msg.limit]))
 
     def _ack(self, msg: p.InboxAckRequest) -> p.CommandReceipt:
-        changed = self.pending.pop(msg.delivery_id, None) is not None
+        held = self.pending.get(msg.delivery_id)
+        changed = held is not None and held.instance_id == msg.instance_id
         if changed:
+            del self.pending[msg.delivery_id]
             self.acknowledged.append(msg.delivery_id)
         return p.CommandReceipt(id=msg.delivery_id, changed=changed)
 

@@ -86,7 +86,7 @@ from lineup.actors.store.messages import (
 from lineup.hostbridge.messages import AppsUpdatedEvent, ViewUpdatedEvent
 from lineup.miniapps import catalogue
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import Manifest, load_manifest
+from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
 from .messages import (
@@ -185,7 +185,7 @@ class FocusActor(Actor):
 
     async def _bump_inventory(self) -> bool:
         """Give the inventory's current content a revision (a new one only if it changed)."""
-        tools = self._tools()
+        tools = [tool.model_dump(mode="json") for tool in self._tools()]
         digest = hashlib.sha256(json.dumps(tools, sort_keys=True).encode()).hexdigest()[:32]
         reply = await self._store(
             InventoryRevisionBumpRequest(reason="inventory", bump_id=f"inv-{digest}"),
@@ -195,9 +195,9 @@ class FocusActor(Actor):
         self._revision = str(reply.revision)
         return changed
 
-    def _tools(self) -> list[dict[str, Any]]:
+    def _tools(self) -> list[ToolDescriptor]:
         return [
-            tool.model_dump(mode="json")
+            tool
             for scope, manifest in sorted(self._manifests.items())
             if self._enabled.get(scope, True)
             for tool in manifest.tools

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.sdk.manifest import ToolDescriptor
 
 __all__ = [
     "AppEnableRequest",
@@ -71,11 +72,18 @@ class InventoryRequest(Message):
 
 
 class InventoryReply(Message):
+    """The tools the Agent may call now, typed end to end: the wire's JSON is dumped from these
+    at the router's edge (`lineup.wire.InventoryPayload`), nowhere else."""
+
     type: Literal["focus.inventory.get.reply"] = "focus.inventory.get.reply"
     revision: str
-    tools: tuple[dict[str, Any], ...]  # ToolDescriptor JSON of every enabled app's tools
+    tools: tuple[ToolDescriptor, ...]  # every enabled app's tools
     disabled_tools: tuple[str, ...]  # tool ids of installed apps that are disabled
     installed: tuple[str, ...] = ()  # every installed app_scope, enabled or not, chat included
+
+    def tool(self, method: str) -> ToolDescriptor | None:
+        """The advertised tool named `method`, or None (not advertised, or disabled)."""
+        return next((t for t in self.tools if t.method == method), None)
 
 
 class LaunchRequest(Message):

@@ -192,7 +192,12 @@ class RouterActor(Actor):
                 outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
                 continue
             outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
-            delivery = sdk.Delivery(delivery_id=envelope.id, seq=reply.seq, envelope=request.body)
+            delivery = sdk.Delivery(
+                delivery_id=envelope.id,
+                seq=reply.seq,
+                envelope=request.body,
+                instance_id=request.instance_id,
+            )
             self._nursery.start_soon(
                 self._tell_app, request.app_scope, sdk.DeliveryEvent(delivery=delivery)
             )
@@ -205,17 +210,36 @@ class RouterActor(Actor):
 
     # ------------------------------------------------------------------ the MiniApp side
 
+    # An app's inbox is `app_scope + conversation_id + instance_id` (seed 003 §3.1): the scope
+    # comes from its channel and the conversation from the session, never from the app; the
+    # instance is the one it names. Naming an instance of another app finds nothing, since the
+    # scope is part of the key, so the name needs no check with focus.
+
     @handles(sdk.InboxListRequest)
     async def on_inbox_list(self, msg: sdk.InboxListRequest, env: Envelope) -> sdk.InboxListReply:
         scope = app_scope_of(env.sender)
+        conversation_id = await self._conversation_or_none()
+        if conversation_id is None:
+            return sdk.InboxListReply(deliveries=())  # never logged in: nothing was delivered
         page = await self.bus.request(
             "store",
-            StoreInboxList(app_scope=scope, after_seq=msg.after_seq, limit=msg.limit),
+            StoreInboxList(
+                app_scope=scope,
+                conversation_id=conversation_id,
+                instance_id=msg.instance_id,
+                after_seq=msg.after_seq,
+                limit=msg.limit,
+            ),
             expect=InboxListReply,
         )
         return sdk.InboxListReply(
             deliveries=tuple(
-                sdk.Delivery(delivery_id=row.delivery_id, seq=row.seq, envelope=row.body)
+                sdk.Delivery(
+                    delivery_id=row.delivery_id,
+                    seq=row.seq,
+                    envelope=row.body,
+                    instance_id=row.instance_id,
+                )
                 for row in page.rows
             )
         )
@@ -223,9 +247,17 @@ class RouterActor(Actor):
     @handles(sdk.InboxAckRequest)
     async def on_inbox_ack(self, msg: sdk.InboxAckRequest, env: Envelope) -> sdk.CommandReceipt:
         scope = app_scope_of(env.sender)
+        conversation_id = await self._conversation_or_none()
+        if conversation_id is None:
+            return sdk.CommandReceipt(id=msg.delivery_id, changed=False)
         reply = await self.bus.request(
             "store",
-            StoreInboxAck(app_scope=scope, delivery_id=msg.delivery_id),
+            StoreInboxAck(
+                app_scope=scope,
+                conversation_id=conversation_id,
+                instance_id=msg.instance_id,
+                delivery_id=msg.delivery_id,
+            ),
             expect=InboxAckReply,
         )
         if reply.foreign:  # the app learns only that nothing changed; the audit learns why
@@ -402,6 +434,14 @@ class RouterActor(Actor):
         assert isinstance(session, dict)
         return {str(k): str(v) for k, v in session.items()}
 
+    async def _conversation_or_none(self) -> str | None:
+        try:
+            return (await self._session())["conversation_id"]
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.NOT_CONNECTED:
+                raise
+            return None
+
     async def _own_message(self, message_id: str, scope: str) -> None:
         try:
             row = await self.bus.request(
@@ -438,6 +478,7 @@ def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
         message_id=envelope.id,
         conversation_id=scope.conversation_id,
         app_scope=scope.app_scope,
+        instance_id=scope.instance_id,
         kind=envelope.type,
         body=envelope.model_dump(mode="json"),
         sender_kind="agent",

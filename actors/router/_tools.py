@@ -71,6 +71,7 @@ from lineup.actors.store.messages import (
 )
 from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.schema import validate
 
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
@@ -117,9 +118,9 @@ _DECIDED: Final = FINAL_TOOL_CALL_STATES | {"submitted"}
 _UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
 
 
-def _needs_ready(descriptor: dict[str, Any]) -> bool:
+def _needs_ready(descriptor: ToolDescriptor) -> bool:
     """Whether a call of this tool waits for its instance to be ready (seed 004 §9)."""
-    return str(descriptor.get("activation_requirement", "app_ready")) != "activation_not_required"
+    return descriptor.activation_requirement != "activation_not_required"
 
 
 def _now() -> str:
@@ -183,7 +184,11 @@ class ToolPipeline:
         body = self._wire(
             session,
             wire.INVENTORY,
-            wire.InventoryPayload(revision=inventory.revision, tools=tuple(inventory.tools)),
+            # The wire's edge: the Agent gets the descriptors' JSON, as the manifest has them.
+            wire.InventoryPayload(
+                revision=inventory.revision,
+                tools=tuple(t.model_dump(mode="json") for t in inventory.tools),
+            ),
             outbox_id,
         )
         await self._store(
@@ -237,7 +242,7 @@ class ToolPipeline:
         except LineUpError as refused:
             await self._reject(session, call_id, tool, revision, call_input, envelope, refused.code)
             return
-        scope = descriptor["method"].split(".", 1)[0]
+        scope = descriptor.method.split(".", 1)[0]
         recorded = await self._store(
             ToolCallRecordRequest(
                 call_id=call_id,
@@ -246,9 +251,9 @@ class ToolPipeline:
                 app_scope=scope,
                 instance_id=envelope.scope.instance_id,
                 conversation_id=envelope.scope.conversation_id,
-                handling=descriptor["handling"],
+                handling=descriptor.handling,
                 input=call_input,
-                timeout_ms=int(descriptor.get("timeout_ms", 120_000)),
+                timeout_ms=descriptor.timeout_ms,
             ),
             ToolCallRecordReply,
         )
@@ -268,7 +273,7 @@ class ToolPipeline:
         raw_input: object,
         raw_scope: str | None,
         envelope: RuntimeEnvelope,
-    ) -> dict[str, Any]:
+    ) -> ToolDescriptor:
         if tool in INTERACTIONS:
             raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)
         inventory = await self.inventory()
@@ -278,13 +283,13 @@ class ToolPipeline:
                 raise LineUpError(ErrorCode.INVENTORY_REVISION_MISMATCH, revision)
         if tool in inventory.disabled_tools:
             raise LineUpError(ErrorCode.APP_DISABLED, tool)
-        descriptor = next((t for t in inventory.tools if t.get("method") == tool), None)
+        descriptor = inventory.tool(tool)
         if descriptor is None:
             raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)
         scope = tool.split(".", 1)[0]
         if raw_scope is not None and raw_scope != scope:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, raw_scope)
-        if not isinstance(raw_input, dict) or validate(descriptor["input_schema"], raw_input):
+        if not isinstance(raw_input, dict) or validate(descriptor.input_schema, raw_input):
             raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, tool)
         if envelope.scope.instance_id is not None:
             await self.bus.request(
@@ -365,7 +370,7 @@ class ToolPipeline:
         self,
         session: dict[str, str],
         call: ToolCallRow,
-        descriptor: dict[str, Any],
+        descriptor: ToolDescriptor,
         instance_id: str | None,
     ) -> None:
         """Bring up (or find) the instance the call goes to, then hand it over — or hold it
@@ -427,12 +432,12 @@ class ToolPipeline:
         await self._hand_over(call, instance, descriptor)
 
     async def _hand_over(
-        self, call: ToolCallRow, instance: InstanceReply, descriptor: dict[str, Any]
+        self, call: ToolCallRow, instance: InstanceReply, descriptor: ToolDescriptor
     ) -> None:
         """Bind the call to its instance and tell the app, unless the tool needs its instance
         in front and it is not (`foreground_required`, refused before the app took it)."""
         if (
-            descriptor.get("requires_foreground")
+            descriptor.requires_foreground
             and call.handling != "launch"
             and instance.state != "foreground"
         ):
@@ -467,9 +472,7 @@ class ToolPipeline:
                 return  # still starting: its `ready` event comes
             inventory = await self.inventory()
             for call in held:
-                descriptor = next(
-                    (t for t in inventory.tools if t.get("method") == call.tool), None
-                )
+                descriptor = inventory.tool(call.tool)
                 try:
                     if descriptor is None:  # disabled meanwhile
                         await self._finish(
@@ -542,10 +545,10 @@ class ToolPipeline:
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
         call = await self._own_call(sender, msg.call_id, msg.TYPE)
         inventory = await self.inventory()
-        descriptor = next((t for t in inventory.tools if t.get("method") == call.tool), None)
+        descriptor = inventory.tool(call.tool)
         if descriptor is None:
             raise LineUpError(ErrorCode.APP_DISABLED, call.tool)
-        if validate(descriptor["output_schema"], msg.result):
+        if validate(descriptor.output_schema, msg.result):
             self.bus.audit(
                 AuditRecord(
                     event="router.tool_output_refused",
@@ -760,7 +763,7 @@ class ToolPipeline:
                 await self._deliver(call)
                 return
             inventory = await self.inventory()
-            descriptor = next((t for t in inventory.tools if t.get("method") == call.tool), None)
+            descriptor = inventory.tool(call.tool)
             if descriptor is None:  # disabled or gone meanwhile: the checks would refuse it now
                 await self._finish(call.call_id, "failed", code=ErrorCode.APP_DISABLED.value)
                 return

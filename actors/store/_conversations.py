@@ -130,9 +130,10 @@ def conversation_receive(
     )  # fmt: skip
     delivered = int_or_none(
         conn,
-        "INSERT INTO app_inbox (app_scope, delivery_id, body, created_at) VALUES (?, ?, ?, ?)"
+        "INSERT INTO app_inbox (app_scope, conversation_id, instance_id, delivery_id, body,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
-        (req.app_scope, req.message_id, body, now),
+        (req.app_scope, req.conversation_id, req.instance_id, req.message_id, body, now),
     )
     if delivered is None:
         # Someone put this delivery without a message: the id is taken, and the savepoint

@@ -184,17 +184,23 @@ class InboxRow(Message):
     type: Literal["store.inbox.row"] = "store.inbox.row"
     seq: int
     app_scope: Name
+    conversation_id: Id
+    instance_id: Id | None  # None: the app's conversation-level inbox
     delivery_id: Id
     body: dict[str, Any]
     created_at: float
 
 
 class InboxPutRequest(Message):
-    """Persist a delivery to one app's inbox. Idempotent by `(app_scope, delivery_id)`, also
-    after the delivery has been acknowledged (it is then not delivered again)."""
+    """Persist a delivery to one inbox: `app_scope + conversation_id + instance_id` (seed 003
+    §3.1; no instance: the app's conversation-level inbox). Idempotent by
+    `(app_scope, delivery_id)`, also after the delivery has been acknowledged (it is then not
+    delivered again)."""
 
     type: Literal["store.inbox.put"] = "store.inbox.put"
     app_scope: Name
+    conversation_id: Id
+    instance_id: Id | None = None
     delivery_id: Id
     body: dict[str, Any]
 
@@ -207,10 +213,14 @@ class InboxPutReply(Message):
 
 
 class InboxListRequest(Message):
-    """Unacknowledged deliveries of one app in `seq` order, starting after `after_seq`."""
+    """Unacknowledged deliveries of one inbox in `seq` order, starting after `after_seq`: those
+    of `app_scope` in `conversation_id` addressed to `instance_id` exactly (None lists the
+    deliveries addressed to no instance, not every instance's)."""
 
     type: Literal["store.inbox.list"] = "store.inbox.list"
     app_scope: Name
+    conversation_id: Id
+    instance_id: Id | None = None
     limit: Limit = 100
     after_seq: Seq = 0
 
@@ -221,23 +231,26 @@ class InboxListReply(Message):
 
 
 class InboxAckRequest(Message):
-    """The app has the delivery: remove it from the inbox (its body is deleted)."""
+    """The app has the delivery: remove it from the inbox (its body is deleted). Only a delivery
+    of this exact inbox (`app_scope + conversation_id + instance_id`) is removed."""
 
     type: Literal["store.inbox.ack"] = "store.inbox.ack"
     app_scope: Name
+    conversation_id: Id
+    instance_id: Id | None = None
     delivery_id: Id
 
 
 class InboxAckReply(Message):
     """`acked` is True only for the request that removed the delivery; False when it was
-    already acknowledged, belongs to another scope, or never existed. `foreign` says which of
+    already acknowledged, belongs to another inbox, or never existed. `foreign` says which of
     those it was only to the (trusted) caller, which audits it: an app is told nothing more
-    than "nothing changed", so acknowledging is no oracle for other apps' deliveries."""
+    than "nothing changed", so acknowledging is no oracle for other inboxes' deliveries."""
 
     type: Literal["store.inbox.ack.reply"] = "store.inbox.ack.reply"
     delivery_id: Id
     acked: bool
-    foreign: bool = False  # the delivery is another scope's
+    foreign: bool = False  # the delivery is another inbox's (scope, conversation or instance)
 
 
 # ---------------------------------------------------------------------------------- conversations
@@ -265,8 +278,8 @@ class MessageRow(Message):
 
 class ConversationReceiveRequest(Message):
     """An Agent's message for an app, in ONE transaction: the conversation is created or
-    touched, the message is recorded (`inbound`, `received`), and `body` is put in `app_scope`'s
-    inbox with `delivery_id = message_id`.
+    touched, the message is recorded (`inbound`, `received`), and `body` is put in the inbox of
+    `app_scope + conversation_id + instance_id` with `delivery_id = message_id`.
 
     Idempotent by `message_id`: a repeat writes nothing and delivers nothing again, even after
     the first delivery was acknowledged. Refused with `invalid_arguments` if the id is already
@@ -277,6 +290,7 @@ class ConversationReceiveRequest(Message):
     message_id: Id
     conversation_id: Id
     app_scope: Name
+    instance_id: Id | None = None  # the instance the Agent addressed; None: conversation-level
     kind: Name
     body: dict[str, Any]
     sender_kind: Name

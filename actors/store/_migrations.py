@@ -400,8 +400,30 @@ CREATE UNIQUE INDEX tool_call_outbox_one_terminal ON tool_call_outbox (call_id)
     WHERE role = 'terminal';
 """
 
+# v6: an inbox delivery is scoped by `app_scope + conversation_id + instance_id` (seed 003
+# §3.1), not by scope alone: an app lists and acknowledges only its conversation's deliveries and
+# those of the instance it names (NULL: the conversation-level inbox, e.g. the chat's). Rows
+# from before keep working: their conversation and instance come from the message that put them
+# (its body is the delivered envelope), or else from the one session a v5 device had.
+_V6: Final = """
+ALTER TABLE app_inbox ADD COLUMN conversation_id TEXT;
+ALTER TABLE app_inbox ADD COLUMN instance_id TEXT;
+UPDATE app_inbox SET
+    conversation_id = coalesce(
+        (SELECT m.conversation_id FROM messages m WHERE m.message_id = app_inbox.delivery_id),
+        (SELECT json_extract(c.value, '$.conversation_id') FROM cursors c
+            WHERE c.name = 'transport.session' AND json_valid(c.value))),
+    instance_id = coalesce(
+        json_extract(app_inbox.body, '$.scope.instance_id'),
+        (SELECT json_extract(m.body, '$.scope.instance_id') FROM messages m
+            WHERE m.message_id = app_inbox.delivery_id));
+DROP INDEX app_inbox_pending;
+CREATE INDEX app_inbox_pending ON app_inbox (app_scope, conversation_id, instance_id, seq)
+    WHERE acked_at IS NULL;
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

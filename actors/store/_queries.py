@@ -151,10 +151,12 @@ def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> O
 def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutReply:
     seq = int_or_none(
         conn,
-        "INSERT INTO app_inbox (app_scope, delivery_id, body, created_at) VALUES (?, ?, ?, ?)"
+        "INSERT INTO app_inbox (app_scope, conversation_id, instance_id, delivery_id, body,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
-        (req.app_scope, req.delivery_id, json_text(req.body), now),
-    )
+        (req.app_scope, req.conversation_id, req.instance_id, req.delivery_id,
+         json_text(req.body), now),
+    )  # fmt: skip
     created = seq is not None
     if seq is None:
         seq = int_or_none(
@@ -166,17 +168,24 @@ def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutRep
     return InboxPutReply(delivery_id=req.delivery_id, seq=seq, created=created)
 
 
+# One inbox. `IS` matches NULL to NULL, so naming no instance lists the conversation-level
+# deliveries only, and `NOT (...)` below is never NULL; it still uses `app_inbox_pending`.
+_ONE_INBOX: Final = "app_scope = ? AND conversation_id IS ? AND instance_id IS ?"
+
+
 def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxListReply:
     rows: list[Any] = conn.execute(
-        "SELECT seq, delivery_id, body, created_at FROM app_inbox"
-        " WHERE app_scope = ? AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
-        (req.app_scope, req.after_seq, req.limit),
+        f"SELECT seq, delivery_id, body, created_at FROM app_inbox WHERE {_ONE_INBOX}"
+        " AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        (req.app_scope, req.conversation_id, req.instance_id, req.after_seq, req.limit),
     ).fetchall()
     return InboxListReply(
         rows=tuple(
             InboxRow(
                 seq=seq,
                 app_scope=req.app_scope,
+                conversation_id=req.conversation_id,
+                instance_id=req.instance_id,
                 delivery_id=delivery_id,
                 body=json.loads(body),
                 created_at=created_at,
@@ -187,17 +196,18 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
 
 
 def inbox_ack(conn: Connection, req: InboxAckRequest, now: float) -> InboxAckReply:
-    # The scope is part of the key: an app can only ever acknowledge its own deliveries.
+    # The whole inbox is the key: an app only ever acknowledges deliveries it may list.
+    key = (req.app_scope, req.conversation_id, req.instance_id)
     conn.execute(
-        "UPDATE app_inbox SET acked_at = ?, body = NULL"
-        " WHERE app_scope = ? AND delivery_id = ? AND acked_at IS NULL",
-        (now, req.app_scope, req.delivery_id),
+        f"UPDATE app_inbox SET acked_at = ?, body = NULL WHERE {_ONE_INBOX}"
+        " AND delivery_id = ? AND acked_at IS NULL",
+        (now, *key, req.delivery_id),
     )
     if conn.changes() == 1:
         return InboxAckReply(delivery_id=req.delivery_id, acked=True)
     foreign = conn.execute(
-        "SELECT 1 FROM app_inbox WHERE delivery_id = ? AND app_scope != ? LIMIT 1",
-        (req.delivery_id, req.app_scope),
+        f"SELECT 1 FROM app_inbox WHERE delivery_id = ? AND NOT ({_ONE_INBOX}) LIMIT 1",
+        (req.delivery_id, *key),
     ).fetchall()
     return InboxAckReply(delivery_id=req.delivery_id, acked=False, foreign=bool(foreign))
 

@@ -19,8 +19,16 @@
   const MAX_NOTICES = 5;
   const INFO_NOTICE_MS = 8000;
   const NEAR_BOTTOM_PX = 64;
-  // Close codes after which retrying cannot help: the token was refused.
-  const FATAL_CLOSE_CODES = new Set([4401, 4403]);
+  // Close codes after which retrying cannot help (hostbridge/_server.py): the token is from
+  // an earlier run (4401), or the page was refused (4403). The Shell stops and says why.
+  const FATAL_CLOSES = new Map([
+    [
+      4401,
+      "This tab's access token is from an earlier run of the runtime, and the runtime refused " +
+        "it. Open the new link that `lineup run` printed.",
+    ],
+    [4403, "The runtime refused this page. Open the link that `lineup run` printed."],
+  ]);
   const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
   const CONTAINER_TAGS = new Set(["p", "strong", "em", "del", "blockquote", "ul", "ol", "li"]);
   const HEADING_LEVELS = { h1: 1, h2: 2, h3: 3, h4: 4, h5: 5, h6: 6 };
@@ -169,12 +177,10 @@
       shell.connected = false;
       setRuntimeState("disconnected");
       updateComposer();
-      if (FATAL_CLOSE_CODES.has(event.code)) {
+      if (FATAL_CLOSES.has(event.code)) {
         shell.gaveUp = true;
-        showBanner(
-          "The runtime refused this page's access token. " +
-            "Open the address printed by `lineup run` again.",
-        );
+        showBanner(FATAL_CLOSES.get(event.code));
+        ui.banner.setAttribute("data-reason", "refused");
         return;
       }
       scheduleReconnect();
@@ -203,6 +209,7 @@
   }
 
   function showBanner(text) {
+    ui.banner.removeAttribute("data-reason");
     ui.banner.hidden = text === null;
     ui.banner.textContent = text ?? "";
     document.body.classList.toggle("is-disconnected", text !== null);
@@ -788,6 +795,26 @@
     if (event.altKey || event.ctrlKey || event.metaKey) return;
     event.preventDefault();
     submit();
+  });
+
+  // The new link opened in this same tab changes only the fragment, which reloads nothing:
+  // the Shell takes the new token itself and connects again, even after it gave up.
+  window.addEventListener("hashchange", () => {
+    if (!new URLSearchParams(window.location.hash.slice(1)).get("token")) return;
+    const token = readToken();
+    if (token === shell.token && !shell.gaveUp) return;
+    shell.token = token;
+    shell.gaveUp = false;
+    shell.attempt = 0;
+    if (shell.retryTimer !== null) {
+      window.clearTimeout(shell.retryTimer);
+      shell.retryTimer = null;
+    }
+    const previous = shell.socket;
+    shell.socket = null; // its close event is then ignored
+    shell.connected = false;
+    if (previous !== null) previous.close();
+    connect();
   });
 
   // ---------------------------------------------------------------- start

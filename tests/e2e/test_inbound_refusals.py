@@ -45,6 +45,8 @@ async def test_a_message_for_an_app_that_is_not_installed_is_refused_audited_and
         ("app_not_installed", "lineup.v1.text")
     ]
     inbox = await router.request(
-        "store", InboxListRequest(app_scope="not-installed"), expect=InboxListReply
+        "store",
+        InboxListRequest(app_scope="not-installed", conversation_id=CONVERSATION),
+        expect=InboxListReply,
     )
     assert inbox.rows == ()

@@ -35,7 +35,7 @@ async def test_disabling_and_re_enabling_an_app_tells_the_agent_two_new_higher_r
         "focus", AppEnableRequest(app_scope="task-dashboard", enabled=True), expect=InventoryReply
     )
     assert first < int(off.revision) < int(on.revision)
-    assert any(t["method"] == "task-dashboard.open" for t in on.tools)
+    assert any(t.method == "task-dashboard.open" for t in on.tools)
 
     told = await agent.pull(INVENTORY, lambda m: m["payload"]["revision"] == on.revision)
     assert {t["method"] for t in told["payload"]["tools"]} >= {"task-dashboard.open"}

@@ -31,7 +31,13 @@ from lineup.sdk.tools import manifest_of
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.process import wait_pid_gone
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.runtime import (
+    AGENT_ID,
+    CONVERSATION,
+    Runtime,
+    agent_client,
+    start_runtime,
+)
 from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 from lineup.tests.support.tree import attach, audit_rows
 
@@ -482,6 +488,42 @@ async def test_a_miniapp_acknowledging_another_apps_delivery_changes_nothing_and
     # And the chat was shown its own message, whatever the probe tried.
     texts = [tree_text(i["tree"]) for i in s.shell.timeline() if i["author"] == "agent"]
     assert "for the chat only" in texts
+
+
+async def test_a_delivery_for_one_instance_is_not_listed_or_acknowledged_by_another(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Seed 003 §3.1: an app lists and acknowledges only `app_scope + conversation_id +
+    instance_id`; what the Agent addressed to no instance is the app's conversation-level inbox."""
+    s = await scene(nursery, data_dir, probe=True)
+    await s.call("probe.run", {"mode": "ok"}, "p-a")  # instance probe:p-a
+    await s.agent.terminal("p-a")
+
+    def text(message_id: str, instance_id: str | None) -> dict[str, Any]:
+        return {
+            "v": 1, "id": message_id, "type": "lineup.v1.text", "conversation_id": CONVERSATION,
+            "app_scope": "probe", "instance_id": instance_id,
+            "sender": {"kind": "agent", "id": AGENT_ID}, "payload": {"markdown": message_id},
+        }  # fmt: skip
+
+    for message_id, instance_id in (("for-a", "probe:p-a"), ("for-b", "probe:p-b"),
+                                    ("for-app", None)):  # fmt: skip
+        await s.agent.client.send(text(message_id, instance_id), idempotency_key=message_id)
+    # The transport admits a conversation in order: once the chat shows this, the three are in.
+    await s.chat_still_answers("after the probe's three")
+
+    await s.call("probe.run", {"mode": "inbox", "other_id": "probe:p-a"}, "p-b")
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda sh: "inbox" in sh.views.get("probe:p-b", {}))
+    seen = s.shell.views["probe:p-b"]["inbox"]
+    assert seen["before"] == {"own": ["for-b"], "other": ["for-a"], "app": ["for-app"]}
+    assert seen["acks"] == {"for-a": False, "for-app": False, "for-b": True}
+    assert seen["after"] == {"own": [], "other": ["for-a"], "app": ["for-app"]}
+    denials = await s.scope_denials(2)
+    assert sorted((r.message_type, r.subject_id) for r in denials) == [
+        ("router.sdk.inbox.ack", "for-a"),
+        ("router.sdk.inbox.ack", "for-app"),
+    ]
 
 
 async def test_a_call_past_its_timeout_expires_once_and_its_handler_is_stopped(

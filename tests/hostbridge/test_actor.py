@@ -21,6 +21,7 @@ from lineup.actors.focus.messages import (
 from lineup.actors.kernel import ActorContext, ActorKind, AuditRecord, ErrorCode, Identity, Message
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.hostbridge import HostbridgeActor
+from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED
 from lineup.hostbridge.messages import RuntimeStateEvent
 from lineup.supervisor._runtime import free_port
 
@@ -143,3 +144,68 @@ async def test_an_intent_reaches_focus_typed_and_is_audited_by_kind(tmp_path: Pa
     assert [(a.event, a.message_type, a.subject_id) for a in bus.audits] == [
         ("ui.intent", "close", "task-1")
     ]
+
+
+async def handshake(
+    port: int, token: str, origin: str, *, then_frame: bool = False
+) -> tuple[bytes, bytes]:
+    """The HTTP status line the server answers a WebSocket handshake with and, `then_frame`,
+    the first (small) frame it sends after it. Raw: trio-websocket leaves a connection the
+    server closed to the garbage collector, and the suite fails on its ResourceWarning."""
+    request = (
+        f"GET /ws?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n"
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+
+    def complete(answer: bytes) -> bool:
+        _head, sep, frame = answer.partition(b"\r\n\r\n")
+        if not sep or not then_frame:
+            return bool(sep)
+        return len(frame) >= 2 and len(frame) >= 2 + (frame[1] & 0x7F)
+
+    with trio.fail_after(WAIT):
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            await stream.send_all(request.encode())
+            answer = b""
+            while not complete(answer):
+                chunk = await stream.receive_some(4096)
+                assert chunk, f"closed after {answer!r}"
+                answer += chunk
+    head, _, frame = answer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n", 1)[0], frame
+
+
+async def test_a_token_from_an_earlier_run_is_closed_with_a_code_the_shell_can_read(
+    tmp_path: Path,
+) -> None:
+    """A browser sees a refused handshake only as 1006, as if the runtime were down, and retries
+    forever; the stale token's socket is accepted and closed 4401, which the Shell stops on."""
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path)
+        status, frame = await handshake(
+            port, "earlier-run", f"http://127.0.0.1:{port}", then_frame=True
+        )
+        nursery.cancel_scope.cancel()
+    assert status.split()[1] == b"101"
+    opcode, length = frame[0] & 0x0F, frame[1] & 0x7F
+    assert opcode == 0x8  # the first frame closes the socket
+    assert int.from_bytes(frame[2:4], "big") == CLOSE_TOKEN_REFUSED == 4401
+    assert frame[4 : 2 + length] == b"token_refused"
+    assert bus.requests == []  # nothing of the runtime was asked for, or shown
+
+
+async def test_a_foreign_origin_is_refused_at_the_handshake_whatever_its_token(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path)
+        own, _ = await handshake(port, TOKEN, f"http://127.0.0.1:{port}")
+        foreign = [
+            (await handshake(port, token, "http://evil.example"))[0]
+            for token in (TOKEN, "earlier-run")
+        ]
+        nursery.cancel_scope.cancel()
+    assert own.split()[1] == b"101"  # the same handshake from the Shell's own origin passes
+    assert [status.split()[1] for status in foreign] == [b"403", b"403"]
+    assert not any(isinstance(r, UiEventRequest) for r in bus.requests)

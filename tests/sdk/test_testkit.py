@@ -154,6 +154,20 @@ async def test_the_fake_inbox_lists_in_order_and_forgets_what_was_acknowledged()
     assert runtime.inbox.acknowledged == [first.delivery_id]
 
 
+async def test_the_fake_inbox_keeps_each_instances_deliveries_to_that_instance() -> None:
+    runtime = FakeRuntime()
+    mine = runtime.inbox.put({"type": "lineup.v1.text"}, instance_id="board:1")
+    theirs = runtime.inbox.put({"type": "lineup.v1.text"}, instance_id="board:2")
+    app_level = runtime.inbox.put({"type": "lineup.v1.text"})
+    inbox = runtime.context().inbox
+
+    assert [d.delivery_id for d in await inbox.list(instance_id="board:1")] == [mine.delivery_id]
+    assert [d.delivery_id for d in await inbox.list()] == [app_level.delivery_id]
+    assert (await inbox.acknowledge(theirs.delivery_id, instance_id="board:1")).changed is False
+    assert (await inbox.acknowledge(theirs.delivery_id, instance_id="board:2")).changed is True
+    assert runtime.inbox.acknowledged == [theirs.delivery_id]
+
+
 async def test_retrying_a_message_the_app_never_sent_is_refused() -> None:
     runtime = FakeRuntime()
     with pytest.raises(LineUpError) as refused:

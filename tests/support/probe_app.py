@@ -32,6 +32,7 @@ class ProbeInput(_Model):
         "forge_instance",
         "ack_other",
         "session_of",
+        "inbox",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
     other_id: str | None = Field(default=None, max_length=200)  # another app's instance, delivery
@@ -102,11 +103,8 @@ class Probe(MiniApp):
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
-        if mode in ("forge_instance", "ack_other", "session_of") and call.input.other_id:
-            other = call.input.other_id
-            codes += await (
-                self._session_of(other) if mode == "session_of" else self._forge(mode, other)
-            )
+        if mode in ("forge_instance", "ack_other", "session_of", "inbox") and call.input.other_id:
+            codes += await self._with_other(call, call.input.other_id)
         if mode == "bad_output":
             await attempt(call.call_id, {"wrong": 1})
         if mode == "steal" and call.input.other_call_id:
@@ -114,7 +112,7 @@ class Probe(MiniApp):
         await attempt(call.call_id, {"echoed": mode})
         if mode == "complete_twice":
             await attempt(call.call_id, {"echoed": "again"})
-        if mode not in ("session", "navigate"):  # those views show what the test reads
+        if mode not in ("session", "navigate", "inbox"):  # those views show what the test reads
             await self._show(call, codes)
         return None
 
@@ -130,6 +128,15 @@ class Probe(MiniApp):
     async def echo(self, call: ToolCall[ProbeInput]) -> ProbeOutput:
         """Needs the app ready (the default activation requirement), nothing else."""
         return ProbeOutput(echoed=call.input.mode)
+
+    async def _with_other(self, call: ToolCall[ProbeInput], other_id: str) -> list[str]:
+        mode = call.input.mode
+        if mode == "session_of":
+            return await self._session_of(other_id)
+        if mode == "inbox":
+            await self._inbox(call, other_id)
+            return []
+        return await self._forge(mode, other_id)
 
     async def _forge(self, mode: str, other_id: str) -> list[str]:
         """Name another app's instance (in a view, then a lifecycle request to close it) or
@@ -154,6 +161,24 @@ class Probe(MiniApp):
             except LineUpError as exc:
                 codes.append(exc.code.value)
         return codes
+
+    async def _inbox(self, call: ToolCall[ProbeInput], other_instance: str) -> None:
+        """What this instance's inbox holds, what acknowledging every delivery of its app's
+        conversation from it changed, and what is left in each inbox afterwards."""
+        inbox, own = self.app.inbox, call.instance_id
+
+        async def ids(instance_id: str | None) -> list[str]:
+            return [d.delivery_id for d in await inbox.list(instance_id=instance_id)]
+
+        before = {"own": await ids(own), "other": await ids(other_instance), "app": await ids(None)}
+        acks = {
+            delivery_id: (await inbox.acknowledge(delivery_id, instance_id=own)).changed
+            for delivery_id in sorted({i for listed in before.values() for i in listed})
+        }
+        after = {"own": await ids(own), "other": await ids(other_instance), "app": await ids(None)}
+        await self.app.ui.render(
+            own, {"kind": "probe", "inbox": {"before": before, "acks": acks, "after": after}}
+        )
 
     async def _session_of(self, instance_id: str) -> list[str]:
         """Get, subscribe to and replace the session data of `instance_id` (one of its own,

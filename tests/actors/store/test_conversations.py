@@ -108,7 +108,9 @@ async def pending_ids(store: StoreHarness) -> list[str]:
 
 
 async def inbox_ids(store: StoreHarness, app_scope: str = "chat") -> list[str]:
-    listed = await store.ask(InboxListRequest(app_scope=app_scope), InboxListReply)
+    listed = await store.ask(
+        InboxListRequest(app_scope=app_scope, conversation_id="conv-1"), InboxListReply
+    )
     return [row.delivery_id for row in listed.rows]
 
 
@@ -131,7 +133,9 @@ async def test_a_received_message_is_recorded_and_its_body_delivered_to_the_apps
     reply = await store.ask(receive("m-1", app_scope="whiteboard"), ConversationReceiveReply)
 
     assert (reply.message_id, reply.created) == ("m-1", True)
-    listed = await store.ask(InboxListRequest(app_scope="whiteboard"), InboxListReply)
+    listed = await store.ask(
+        InboxListRequest(app_scope="whiteboard", conversation_id="conv-1"), InboxListReply
+    )
     assert [(row.delivery_id, row.body) for row in listed.rows] == [("m-1", {"markdown": "hi"})]
     row = await message(store, "m-1")
     assert (row.seq, row.conversation_id, row.direction, row.kind, row.app_scope, row.state) == (
@@ -141,6 +145,29 @@ async def test_a_received_message_is_recorded_and_its_body_delivered_to_the_apps
     assert independent_rows(store.db_path, "SELECT conversation_id FROM conversations") == [
         ("conv-1",)
     ]
+
+
+async def test_a_received_message_for_an_instance_is_in_that_instances_inbox_only(
+    store: StoreHarness,
+) -> None:
+    request = receive("m-1", app_scope="board").model_copy(update={"instance_id": "inst-a"})
+    await store.ask(request, ConversationReceiveReply)
+    await store.ask(receive("m-2", app_scope="board"), ConversationReceiveReply)
+
+    def listing(instance_id: str | None) -> InboxListRequest:
+        return InboxListRequest(
+            app_scope="board", conversation_id="conv-1", instance_id=instance_id
+        )
+
+    own = await store.ask(listing("inst-a"), InboxListReply)
+    other = await store.ask(listing("inst-b"), InboxListReply)
+    app_level = await store.ask(listing(None), InboxListReply)
+
+    assert [(r.delivery_id, r.conversation_id, r.instance_id) for r in own.rows] == [
+        ("m-1", "conv-1", "inst-a")
+    ]
+    assert other.rows == ()
+    assert [r.delivery_id for r in app_level.rows] == ["m-2"]
 
 
 async def test_receiving_the_same_message_twice_records_and_delivers_it_once(
@@ -159,7 +186,10 @@ async def test_a_receive_repeated_after_its_delivery_was_acknowledged_is_not_del
     store: StoreHarness,
 ) -> None:
     first = await store.ask(receive("m-1"), ConversationReceiveReply)
-    await store.ask(InboxAckRequest(app_scope="chat", delivery_id="m-1"), InboxAckReply)
+    await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="conv-1", delivery_id="m-1"),
+        InboxAckReply,
+    )
 
     again = await store.ask(receive("m-1"), ConversationReceiveReply)
 
@@ -172,7 +202,10 @@ async def test_a_receive_repeated_after_a_restart_is_not_delivered_again(tmp_pat
     async with trio.open_nursery() as nursery:
         store = await start_store(nursery, data_dir)
         first = await store.ask(receive("m-1"), ConversationReceiveReply)
-        await store.ask(InboxAckRequest(app_scope="chat", delivery_id="m-1"), InboxAckReply)
+        await store.ask(
+            InboxAckRequest(app_scope="chat", conversation_id="conv-1", delivery_id="m-1"),
+            InboxAckReply,
+        )
         nursery.cancel_scope.cancel()
 
     async with trio.open_nursery() as nursery:
@@ -188,7 +221,10 @@ async def test_a_receive_repeated_after_a_restart_is_not_delivered_again(tmp_pat
 async def test_a_receive_whose_delivery_id_is_taken_is_refused_and_records_nothing(
     store: StoreHarness,
 ) -> None:
-    await store.ask(InboxPutRequest(app_scope="chat", delivery_id="m-1", body={}), InboxPutReply)
+    await store.ask(
+        InboxPutRequest(app_scope="chat", conversation_id="conv-1", delivery_id="m-1", body={}),
+        InboxPutReply,
+    )
 
     assert await refusal(store, receive("m-1")) is ErrorCode.INVALID_ARGUMENTS
     assert (count(store, "messages"), count(store, "conversations")) == (0, 0)
@@ -570,7 +606,10 @@ async def test_no_message_text_reaches_the_audit_or_the_logs(
     await store.ask(OutboxFailRequest(outbox_id="out-1", code="x"), OutboxFailReply)
     await store.ask(OutboxRetryRequest(outbox_id="out-1"), OutboxRetryReply)
     await store.ask(OutboxAckRequest(outbox_id="out-1"), OutboxAckReply)
-    await store.ask(InboxPutRequest(app_scope="chat", delivery_id="in-2", body={}), InboxPutReply)
+    await store.ask(
+        InboxPutRequest(app_scope="chat", conversation_id="conv-1", delivery_id="in-2", body={}),
+        InboxPutReply,
+    )
     assert await refusal(store, receive("in-2", text=SECRET)) is ErrorCode.INVALID_ARGUMENTS
     # A request that fails validation at the store is refused and audited by its bus.
     malformed = ConversationReceiveRequest.model_construct(

@@ -55,7 +55,7 @@ def test_ids_longer_than_200_characters_are_refused() -> None:
     with pytest.raises(pydantic.ValidationError):
         OutboxAppendRequest(outbox_id="x" * 201, conversation_id="c", kind="k", body={})
     with pytest.raises(pydantic.ValidationError):
-        InboxPutRequest(app_scope="chat", delivery_id="", body={})
+        InboxPutRequest(app_scope="chat", conversation_id="c-1", delivery_id="", body={})
 
 
 def test_list_limits_are_bounded() -> None:

@@ -12,8 +12,14 @@ import pytest
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._db import DB_FILENAME, Database, migrate, open_database
 from lineup.actors.store._migrations import LATEST_VERSION, MIGRATIONS
+from lineup.actors.store._queries import inbox_ack, inbox_list
 from lineup.actors.store._tool_calls import tool_call_finish, tool_call_list
-from lineup.actors.store.messages import ToolCallFinishRequest, ToolCallListRequest
+from lineup.actors.store.messages import (
+    InboxAckRequest,
+    InboxListRequest,
+    ToolCallFinishRequest,
+    ToolCallListRequest,
+)
 from lineup.tests.actors.store._harness import in_savepoint
 
 REQUIRED_TABLES = {
@@ -397,3 +403,81 @@ def test_migration_3_inventory_revisions_are_never_reused(db: Database) -> None:
         "INSERT INTO inventory_bumps (reason, created_at) VALUES ('c', 0) RETURNING revision"
     ).fetchall()
     assert added == [(3,)]
+
+
+# ---------------------------------------------------------------------------------- migration 6
+
+
+def version_5_database(path: Path) -> None:
+    """A v5 device: inbox rows keyed by scope alone — one pending for an instance, one pending
+    and one acknowledged for the chat, and one put without a message."""
+    conn = apsw.Connection(str(path / DB_FILENAME))
+    try:
+        assert migrate(conn, MIGRATIONS[:5]) == 5
+        envelope = '{"scope": {"app_scope": "board", "instance_id": "inst-a"}}'
+        conn.execute(
+            "INSERT INTO conversations VALUES ('conv-1', NULL, 0, 0);"
+            "INSERT INTO cursors VALUES"
+            " ('transport.session', '{\"conversation_id\": \"conv-1\"}', 0);"
+            "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope, state,"
+            "                      body, created_at, updated_at)"
+            f" VALUES ('m-board', 'conv-1', 'inbound', 'lineup.v1.text', 'board', 'received',"
+            f"         '{envelope}', 1, 1),"
+            "        ('m-chat', 'conv-1', 'inbound', 'lineup.v1.text', 'chat', 'received',"
+            "         '{\"scope\": {}}', 2, 2),"
+            "        ('m-acked', 'conv-1', 'inbound', 'lineup.v1.text', 'board', 'received',"
+            f"         '{envelope}', 3, 3);"
+            "INSERT INTO app_inbox (app_scope, delivery_id, body, created_at, acked_at)"
+            f" VALUES ('board', 'm-board', '{envelope}', 1, NULL),"
+            "        ('chat', 'm-chat', '{\"scope\": {}}', 2, NULL),"
+            "        ('board', 'm-acked', NULL, 3, 4),"
+            "        ('chat', 'put-only', '{}', 5, NULL)"
+        )
+    finally:
+        conn.close()
+
+
+def test_migration_6_scopes_old_inbox_rows_by_their_conversation_and_instance(
+    tmp_path: Path,
+) -> None:
+    version_5_database(tmp_path)
+
+    db = open_database(tmp_path, {})
+    try:
+        rows = db.conn.execute(
+            "SELECT delivery_id, app_scope, conversation_id, instance_id FROM app_inbox"
+            " ORDER BY seq"
+        ).fetchall()
+        integrity = db.conn.execute("PRAGMA integrity_check").fetchall()
+    finally:
+        db.close()
+
+    assert rows == [
+        ("m-board", "board", "conv-1", "inst-a"),
+        ("m-chat", "chat", "conv-1", None),
+        ("m-acked", "board", "conv-1", "inst-a"),  # its body is gone: from its message
+        ("put-only", "chat", "conv-1", None),  # no message: the session's conversation
+    ]
+    assert integrity == [("ok",)]
+
+
+def test_old_inbox_rows_are_listed_and_acknowledged_in_their_scoped_inbox_after_migration_6(
+    tmp_path: Path,
+) -> None:
+    version_5_database(tmp_path)
+    board_a = InboxListRequest(app_scope="board", conversation_id="conv-1", instance_id="inst-a")
+    chat = InboxListRequest(app_scope="chat", conversation_id="conv-1")
+    ack = InboxAckRequest(
+        app_scope="board", conversation_id="conv-1", instance_id="inst-a", delivery_id="m-board"
+    )
+    db = open_database(tmp_path, {})
+    try:
+        board_rows = in_savepoint(db.conn, lambda conn: inbox_list(conn, board_a, 9.0)).rows
+        chat_rows = in_savepoint(db.conn, lambda conn: inbox_list(conn, chat, 9.0)).rows
+        acked = in_savepoint(db.conn, lambda conn: inbox_ack(conn, ack, 9.0))
+    finally:
+        db.close()
+
+    assert [row.delivery_id for row in board_rows] == ["m-board"]
+    assert [row.delivery_id for row in chat_rows] == ["m-chat", "put-only"]
+    assert acked.acked is True

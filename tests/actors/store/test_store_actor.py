@@ -58,7 +58,9 @@ def append(outbox_id: str, text: str = "hi") -> OutboxAppendRequest:
 
 
 def put(delivery_id: str, app_scope: str = "chat") -> InboxPutRequest:
-    return InboxPutRequest(app_scope=app_scope, delivery_id=delivery_id, body={"n": delivery_id})
+    return InboxPutRequest(
+        app_scope=app_scope, conversation_id="c-1", delivery_id=delivery_id, body={"n": delivery_id}
+    )
 
 
 # ---------------------------------------------------------------------------------- outbox
@@ -122,7 +124,9 @@ async def test_putting_the_same_delivery_twice_writes_one_row(store: StoreHarnes
     again = await store.ask(put("d-1"), InboxPutReply)
 
     assert (first.created, again.created, again.seq) == (True, False, first.seq)
-    listed = await store.ask(InboxListRequest(app_scope="chat", limit=10), InboxListReply)
+    listed = await store.ask(
+        InboxListRequest(app_scope="chat", conversation_id="c-1", limit=10), InboxListReply
+    )
     assert [row.delivery_id for row in listed.rows] == ["d-1"]
 
 
@@ -140,9 +144,15 @@ async def test_acknowledging_a_delivery_removes_it_and_a_second_ack_reports_noth
     for delivery_id in ("d-1", "d-2"):
         await store.ask(put(delivery_id), InboxPutReply)
 
-    first = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
-    again = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
-    listed = await store.ask(InboxListRequest(app_scope="chat", limit=10), InboxListReply)
+    first = await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="c-1", delivery_id="d-1"), InboxAckReply
+    )
+    again = await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="c-1", delivery_id="d-1"), InboxAckReply
+    )
+    listed = await store.ask(
+        InboxListRequest(app_scope="chat", conversation_id="c-1", limit=10), InboxListReply
+    )
 
     assert (first.acked, again.acked) == (True, False)
     assert [row.delivery_id for row in listed.rows] == ["d-2"]
@@ -154,10 +164,14 @@ async def test_a_delivery_put_again_after_its_ack_is_not_delivered_again(
     store: StoreHarness,
 ) -> None:
     first = await store.ask(put("d-1"), InboxPutReply)
-    await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
+    await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="c-1", delivery_id="d-1"), InboxAckReply
+    )
 
     retried = await store.ask(put("d-1"), InboxPutReply)
-    listed = await store.ask(InboxListRequest(app_scope="chat", limit=10), InboxListReply)
+    listed = await store.ask(
+        InboxListRequest(app_scope="chat", conversation_id="c-1", limit=10), InboxListReply
+    )
 
     assert (retried.created, retried.seq) == (False, first.seq)
     assert listed.rows == ()
@@ -169,9 +183,12 @@ async def test_acknowledging_another_scopes_delivery_acknowledges_nothing(
     await store.ask(put("d-1", "chat"), InboxPutReply)
 
     foreign = await store.ask(
-        InboxAckRequest(app_scope="whiteboard", delivery_id="d-1"), InboxAckReply
+        InboxAckRequest(app_scope="whiteboard", conversation_id="c-1", delivery_id="d-1"),
+        InboxAckReply,
     )
-    listed = await store.ask(InboxListRequest(app_scope="chat", limit=10), InboxListReply)
+    listed = await store.ask(
+        InboxListRequest(app_scope="chat", conversation_id="c-1", limit=10), InboxListReply
+    )
 
     assert foreign.acked is False
     assert foreign.foreign is True  # for the router's audit; the app is told only "unchanged"
@@ -182,13 +199,85 @@ async def test_an_unknown_or_already_acknowledged_delivery_is_not_called_foreign
     store: StoreHarness,
 ) -> None:
     await store.ask(put("d-1", "chat"), InboxPutReply)
-    first = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
-    again = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-1"), InboxAckReply)
-    unknown = await store.ask(InboxAckRequest(app_scope="chat", delivery_id="d-9"), InboxAckReply)
+    first = await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="c-1", delivery_id="d-1"), InboxAckReply
+    )
+    again = await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="c-1", delivery_id="d-1"), InboxAckReply
+    )
+    unknown = await store.ask(
+        InboxAckRequest(app_scope="chat", conversation_id="c-1", delivery_id="d-9"), InboxAckReply
+    )
 
     assert (first.acked, first.foreign) == (True, False)
     assert (again.acked, again.foreign) == (False, False)
     assert (unknown.acked, unknown.foreign) == (False, False)
+
+
+def put_in(delivery_id: str, conversation_id: str, instance_id: str | None) -> InboxPutRequest:
+    return InboxPutRequest(
+        app_scope="board",
+        conversation_id=conversation_id,
+        instance_id=instance_id,
+        delivery_id=delivery_id,
+        body={"n": delivery_id},
+    )
+
+
+async def listed_ids(
+    store: StoreHarness, conversation_id: str, instance_id: str | None
+) -> list[str]:
+    listed = await store.ask(
+        InboxListRequest(
+            app_scope="board", conversation_id=conversation_id, instance_id=instance_id
+        ),
+        InboxListReply,
+    )
+    return [row.delivery_id for row in listed.rows]
+
+
+async def test_an_inbox_is_one_scope_conversation_and_instance_and_lists_nothing_of_another(
+    store: StoreHarness,
+) -> None:
+    for request in (
+        put_in("to-a", "c-1", "inst-a"),
+        put_in("to-b", "c-1", "inst-b"),
+        put_in("to-app", "c-1", None),
+        put_in("elsewhere", "c-2", "inst-a"),
+    ):
+        await store.ask(request, InboxPutReply)
+
+    assert await listed_ids(store, "c-1", "inst-a") == ["to-a"]
+    assert await listed_ids(store, "c-1", "inst-b") == ["to-b"]
+    # Naming no instance is the conversation-level inbox, not every instance's deliveries.
+    assert await listed_ids(store, "c-1", None) == ["to-app"]
+    assert await listed_ids(store, "c-2", "inst-a") == ["elsewhere"]
+    assert await listed_ids(store, "c-2", None) == []
+
+
+async def test_a_delivery_is_acknowledged_only_from_its_own_conversation_and_instance(
+    store: StoreHarness,
+) -> None:
+    await store.ask(put_in("to-a", "c-1", "inst-a"), InboxPutReply)
+
+    def ack(conversation_id: str, instance_id: str | None) -> InboxAckRequest:
+        return InboxAckRequest(
+            app_scope="board",
+            conversation_id=conversation_id,
+            instance_id=instance_id,
+            delivery_id="to-a",
+        )
+
+    other_instance = await store.ask(ack("c-1", "inst-b"), InboxAckReply)
+    no_instance = await store.ask(ack("c-1", None), InboxAckReply)
+    other_conversation = await store.ask(ack("c-2", "inst-a"), InboxAckReply)
+    assert await listed_ids(store, "c-1", "inst-a") == ["to-a"]
+    own = await store.ask(ack("c-1", "inst-a"), InboxAckReply)
+
+    for refused in (other_instance, no_instance, other_conversation):
+        assert (refused.acked, refused.foreign) == (False, True)
+    assert (own.acked, own.foreign) == (True, False)
+    assert await listed_ids(store, "c-1", "inst-a") == []
 
 
 # ---------------------------------------------------------------------------------- cursors
@@ -320,7 +409,9 @@ async def test_reopening_the_database_keeps_every_acknowledged_write(tmp_path: P
     async with trio.open_nursery() as nursery:
         store = await start_store(nursery, data_dir)
         pending = await store.ask(OutboxPendingRequest(), OutboxPendingReply)
-        inbox = await store.ask(InboxListRequest(app_scope="chat"), InboxListReply)
+        inbox = await store.ask(
+            InboxListRequest(app_scope="chat", conversation_id="c-1"), InboxListReply
+        )
         cursor = await store.ask(CursorGetRequest(name="sync"), CursorGetReply)
         retried = await store.ask(append("out-1"), OutboxAppendReply)
         nursery.cancel_scope.cancel()
