@@ -110,7 +110,9 @@ async def hand_over(transport: Bus, *envelopes: dict[str, Any]) -> list[tuple[st
 
 async def inbox(reader: Bus) -> list[str]:
     listed = await reader.request(
-        "store", InboxListRequest(app_scope="probe"), expect=InboxListReply
+        "store",
+        InboxListRequest(app_scope="probe", conversation_id=CONVERSATION),
+        expect=InboxListReply,
     )
     return [row.delivery_id for row in listed.rows]
 
