@@ -3,13 +3,16 @@ Agent relays stops the tree; the link shows why it is down and recovers by itsel
 
 from __future__ import annotations
 
+import os
+import random
 import signal
 from pathlib import Path
 
 import pytest
 import trio
 
-from lineup.actors.kernel import ActorKind
+from lineup.actors.kernel import ActorKind, ErrorCode
+from lineup.ops.agent import AppServerError
 from lineup.ops.drill._proxy import LinkProxy
 from lineup.tests.e2e.test_im_link import devserver, free_port, texts
 from lineup.tests.support.process import LineupProcess, lineup_status
@@ -19,6 +22,7 @@ from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0  # the transport backs off up to 5 s between tries
 PORTAL_WINDOW_S = 60.0  # the issue's measure: the tree must ride out a minute of it
+FUZZ_DOCUMENTS = 80
 FROZEN_NOTICED_S = 10.0  # the issue's bound on noticing an AppServer that stopped answering
 
 
@@ -161,3 +165,89 @@ async def test_a_frozen_appserver_is_noticed_as_a_timeout_and_the_link_comes_bac
     assert noticed_s <= FROZEN_NOTICED_S + 5
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: s.runtime_state == "online")
+
+
+def fuzz_document(rng: random.Random, depth: int = 0) -> object:
+    """Any JSON an Agent could send: deep, wide, huge numbers, long or odd strings (bounded,
+    so that one document stays within what an AppServer relays)."""
+    draw = rng.random()
+    if depth > rng.choice((2, 6, 60)) or draw < 0.35:
+        return rng.choice(
+            [
+                None,
+                True,
+                rng.randint(-(2**70), 2**70),
+                rng.uniform(-1e300, 1e300),
+                "",
+                "x" * rng.choice((1, 1000, 300_000)),
+                "\u202e\x1b[31m\x00",
+                rng.randint(-10, 10),
+            ]
+        )
+    if draw < 0.45:
+        return [rng.randint(0, 9)] * rng.choice((0, 3, 12_000))  # wide
+    if draw < 0.55:
+        return {f"k{i}": i for i in range(rng.choice((1, 1_200)))}  # many keys
+    if draw < 0.8:
+        return [fuzz_document(rng, depth + 1)]  # a chain: depth grows fast
+    return {f"k{i}": fuzz_document(rng, depth + 1) for i in range(3)}
+
+
+def fuzz_envelope(rng: random.Random, n: int) -> dict[str, object]:
+    envelope: dict[str, object] = {
+        "v": 1,
+        "id": f"fuzz-{n}",
+        "type": "lineup.v1.text",
+        "conversation_id": CONVERSATION,
+        "sender": {"kind": "agent", "id": AGENT_ID},
+        "payload": {"markdown": f"fuzz {n}"},
+    }
+    where = rng.choice(("markdown", "payload", "extra", "correlation", "app_scope", "v"))
+    if where == "markdown":
+        envelope["payload"] = {"markdown": fuzz_document(rng)}
+    elif where == "payload":
+        envelope["payload"] = fuzz_document(rng)
+    elif where == "extra":
+        envelope["payload"] = {"markdown": f"fuzz {n}", "n": fuzz_document(rng)}
+    else:
+        envelope[where] = fuzz_document(rng)
+    return envelope
+
+
+async def test_any_json_an_agent_relays_is_delivered_or_refused_with_a_code_and_nothing_restarts(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Seeded documents of every shape, through the real AppServer into the real tree: each
+    one the AppServer relays is either shown by the chat or refused with a stable code and an
+    audit row, and no actor restarts. (The wire's own property tests run far more shapes.)"""
+    seed = int(os.environ.get("LINEUP_FUZZ_SEED", random.randrange(2**32)))
+    rng = random.Random(seed)
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = await agent_client(nursery, runtime.appserver_url)
+    relayed: list[str] = []
+    not_relayed: list[int | None] = []  # statuses of what the AppServer itself refused
+    for n in range(FUZZ_DOCUMENTS):
+        envelope = fuzz_envelope(rng, n)
+        try:
+            await agent.send(envelope, idempotency_key=str(envelope["id"]))
+        except AppServerError as refused:  # the AppServer's own limits: it relays nothing
+            not_relayed.append(refused.status)
+            continue
+        relayed.append(str(envelope["id"]))
+    assert all(s is not None and 400 <= s < 500 for s in not_relayed), seed
+    await agent.say(CONVERSATION, "after the fuzz", idempotency_key="good-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: "after the fuzz" in texts(s, "agent"))
+    shown = {i["id"] for i in shell.timeline()}
+    auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+    refusals = ("transport.envelope_refused", "router.envelope_rejected")
+    rows = await audit_rows(
+        auditor,
+        lambda rows: {r.subject_id for r in rows if r.event in refusals} | shown >= set(relayed),
+    )
+    refused = {r.subject_id: r.code for r in rows if r.event in refusals}
+    for message_id in relayed:
+        assert (message_id in shown) != (message_id in refused), (seed, message_id)
+    assert set(refused.values()) <= {code.value for code in ErrorCode}, seed
+    assert all(c.restarts == 0 for c in runtime.supervisor.status().children), seed
