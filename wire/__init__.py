@@ -64,7 +64,15 @@ from ._limits import (
     decode_json,
     encoded_size,
 )
-from ._page import MAX_CURSOR_CHARS, Admitted, PageMalformed, Refusal, SyncPage, decode_sync_page
+from ._page import (
+    MAX_CURSOR_CHARS,
+    Admitted,
+    PageMalformed,
+    Refusal,
+    SyncPage,
+    decode_sync_page,
+    message_id_of,
+)
 
 __all__ = [
     "AGENT_ENVELOPE",
@@ -125,6 +133,7 @@ __all__ = [
     "dump",
     "encoded_size",
     "envelope",
+    "message_id_of",
     "new_message_id",
     "utc_timestamp",
     "with_one_shot_body",

@@ -35,6 +35,7 @@ __all__ = [
     "Refusal",
     "SyncPage",
     "decode_sync_page",
+    "message_id_of",
 ]
 
 MAX_CURSOR_CHARS: Final = 200
@@ -71,7 +72,8 @@ class SyncPage:
     cursor: str
 
 
-def _message_id(document: object) -> str | None:
+def message_id_of(document: object) -> str | None:
+    """The `id` of a document that may be anything, if it is a sane id (for refusals)."""
     if isinstance(document, dict):
         candidate = document.get("id")
         if isinstance(candidate, str) and 0 < len(candidate) <= 200 and candidate.isprintable():
@@ -83,12 +85,12 @@ def _item(index: int, document: object) -> Admitted | Refusal:
     try:
         check_document(document)
     except WireLimitError as exc:
-        return Refusal(index, exc.code, _message_id(document))
+        return Refusal(index, exc.code, message_id_of(document))
     if not isinstance(document, dict):
         return Refusal(index, ErrorCode.ENVELOPE_MALFORMED, None)
     size = encoded_size(document)
     if size > MAX_ENVELOPE_BYTES:
-        return Refusal(index, ErrorCode.ENVELOPE_TOO_LARGE, _message_id(document))
+        return Refusal(index, ErrorCode.ENVELOPE_TOO_LARGE, message_id_of(document))
     return Admitted(index, document, size)
 
 

@@ -49,7 +49,7 @@ from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
-from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit, text_markdown
+from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit
 from ._tools import ToolPipeline
 from .messages import (
     EnvelopeOutcome,
@@ -135,7 +135,6 @@ class RouterActor(Actor):
             # Dismissals belong to the standard interactions (their own issue); until then
             # they are refused with a stable code, never silently dropped.
             raise EnvelopeRejected(ErrorCode.TOOL_NOT_ADVERTISED, envelope.id)
-        text_markdown(envelope)
         scope = envelope.scope
         if scope.app_scope not in (await self.tools.inventory()).installed and (
             scope.app_scope not in (await self.tools.inventory(fresh=True)).installed

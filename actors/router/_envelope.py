@@ -27,6 +27,7 @@ from lineup.wire import (
     WireLimitError,
     check_document,
     encoded_size,
+    message_id_of,
 )
 
 __all__ = [
@@ -95,14 +96,6 @@ class RuntimeEnvelope(_Model):
     payload: dict[str, Any]
 
 
-def _message_id(raw: object) -> str | None:
-    if isinstance(raw, dict):
-        candidate = raw.get("id")
-        if isinstance(candidate, str) and 0 < len(candidate) <= 200:
-            return candidate
-    return None
-
-
 def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelope:
     """Run the stateless filters over one wire envelope from the Agent.
 
@@ -112,7 +105,7 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
     unsupported_version, envelope_type_unknown, scope_missing, conversation_mismatch,
     sender_mismatch.
     """
-    message_id = _message_id(raw)
+    message_id = message_id_of(raw)
     if not isinstance(raw, dict):
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED)
     try:
@@ -166,11 +159,3 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
         )
     except ValidationError as exc:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, wire.id) from exc
-
-
-def text_markdown(envelope: RuntimeEnvelope) -> str:
-    """The Markdown of a `lineup.v1.text` (refused as malformed if it has none)."""
-    markdown = envelope.payload.get("markdown")
-    if not isinstance(markdown, str):
-        raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, envelope.id)
-    return markdown
