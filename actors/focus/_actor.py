@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import trio
 
@@ -66,15 +66,16 @@ from lineup.actors.store.messages import (
     AppRegistryPutRequest,
     FocusStackGetReply,
     FocusStackGetRequest,
-    FocusStackSetReply,
-    FocusStackSetRequest,
+    InstanceCommitReply,
+    InstanceCommitRequest,
     InstanceListReply,
     InstanceListRequest,
+    InstanceMove,
     InstanceRecoverReply,
     InstanceRecoverRequest,
+    InstanceState,
     InstanceTransitionReply,
     InstanceTransitionRequest,
-    InstanceUpsertReply,
     InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
@@ -212,6 +213,7 @@ class FocusActor(Actor):
             {row.instance_id: row.state for row in rows.instances}, list(stack.instance_ids)
         )
         changes: dict[str, str] = {}
+        born: InstanceUpsertRequest | None = None
         if self.ctx.incarnation == 1:
             # The runtime itself (re)started, so no MiniApp process runs: every app instance
             # left open is suspended until the user or a call resumes it. (A focus restarted
@@ -227,14 +229,11 @@ class FocusActor(Actor):
             self._stack.order = [i for i in self._stack.order if i != RECOVERY_INSTANCE]
             self._stack.order.insert(0, RECOVERY_INSTANCE)
             self._stack.states[RECOVERY_INSTANCE] = "starting"
-            await self._store(
-                InstanceUpsertRequest(
-                    instance_id=RECOVERY_INSTANCE,
-                    app_scope=CHAT_SCOPE,
-                    state="starting",
-                    app_session_id=RECOVERY_INSTANCE,
-                ),
-                InstanceUpsertReply,
+            born = InstanceUpsertRequest(
+                instance_id=RECOVERY_INSTANCE,
+                app_scope=CHAT_SCOPE,
+                state="starting",
+                app_session_id=RECOVERY_INSTANCE,
             )
         # The recovery app's process is part of the tree: it is always up.
         changes |= (
@@ -243,21 +242,27 @@ class FocusActor(Actor):
             else self._stack.resume(RECOVERY_INSTANCE, foreground=False)
         )
         changes |= self._stack.settle()
-        await self._persist(changes)
+        await self._persist(changes, born=born)
 
     # ------------------------------------------------------------------ persistence
 
-    async def _persist(self, changes: dict[str, str]) -> None:
-        """Write instance state changes, then the stack (each change in the store first)."""
-        for instance_id, state in changes.items():
-            await self._store(
-                InstanceTransitionRequest(instance_id=instance_id, to_state=state),
-                InstanceTransitionReply,
-            )
+    async def _persist(
+        self, changes: dict[str, str], *, born: InstanceUpsertRequest | None = None
+    ) -> None:
+        """Write one change of focus — the instance it creates, its state changes and the stack
+        after it — as ONE store request (one transaction), before anyone is told of it."""
         await self._store(
-            FocusStackSetRequest(instance_ids=tuple(self._stack.order)), FocusStackSetReply
+            InstanceCommitRequest(
+                born=born,
+                moves=tuple(
+                    InstanceMove(instance_id=i, to_state=cast(InstanceState, state))
+                    for i, state in changes.items()
+                ),
+                stack=tuple(self._stack.order),
+            ),
+            InstanceCommitReply,
         )
-        if changes:
+        if changes or born is not None:
             self._nursery_soon(self._push_apps)
 
     def _nursery_soon(self, fn: Any, *args: Any) -> None:
@@ -325,19 +330,23 @@ class FocusActor(Actor):
                         ErrorCode.LIFECYCLE_DENIED,
                         f"{MAX_FOCUS_STACK} instances are open; close one first",
                     )
-                await self._store(
-                    InstanceUpsertRequest(
-                        instance_id=instance_id,
-                        app_scope=msg.app_scope,
-                        state="starting",
-                        app_session_id=instance_id,
-                        created_by_call_id=msg.call_id,
-                    ),
-                    InstanceUpsertReply,
-                )
                 self._owners[instance_id] = msg.app_scope
                 self._stack.add(instance_id, foreground=msg.foreground)
-                await self._persist({})
+                born = InstanceUpsertRequest(
+                    instance_id=instance_id,
+                    app_scope=msg.app_scope,
+                    state="starting",
+                    app_session_id=instance_id,
+                    created_by_call_id=msg.call_id,
+                )
+                try:
+                    await self._persist({}, born=born)
+                except BaseException:
+                    # Not written: the instance exists nowhere, so not in memory either.
+                    self._stack.order.remove(instance_id)
+                    self._stack.states.pop(instance_id, None)
+                    self._owners.pop(instance_id, None)
+                    raise
         self._instance_event(instance_id, msg.app_scope, "started")
         try:
             await self._ensure_running(instance_id)
@@ -490,12 +499,8 @@ class FocusActor(Actor):
     ) -> list[str]:
         async with self._lock:
             changes = self._stack.remove(instance_id, state)
-            changes.pop(instance_id, None)
-            await self._store(
-                InstanceTransitionRequest(instance_id=instance_id, to_state=state),
-                InstanceTransitionReply,
-            )
-            await self._persist(changes)
+            # Its end first: the move that takes it off the stack comes before the others.
+            await self._persist({instance_id: changes.pop(instance_id)} | changes)
             self._views.pop(instance_id, None)
             self._subscribers.pop((scope, instance_id), None)
             self._session_locks.pop((scope, instance_id), None)

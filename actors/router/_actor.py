@@ -67,6 +67,7 @@ __all__ = ["SESSION_CURSOR", "RouterActor"]
 log = logging.getLogger("lineup.router")
 
 SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
+SESSION_TTL: Final = 1.0  # seconds a read of it is reused
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = wire.TEXT
 TOOL_CALL: Final = wire.TOOL_CALL
@@ -79,6 +80,7 @@ class RouterActor(Actor):
     kind = ActorKind.ROUTER
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._session_seen: tuple[float, dict[str, str]] | None = None
         self.tools = ToolPipeline(self.bus, self.ctx.identity, self._session)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -388,6 +390,7 @@ class RouterActor(Actor):
 
     @handles(SessionStartedEvent)
     async def on_session_started(self, msg: SessionStartedEvent, env: Envelope) -> None:
+        self._session_seen = None
         await self.tools.publish_inventory()
 
     @handles(InventoryChangedEvent)
@@ -424,14 +427,22 @@ class RouterActor(Actor):
     # ------------------------------------------------------------------ helpers
 
     async def _session(self) -> dict[str, str]:
+        """The AppServer session the transport last logged in to. Read from the store at most
+        once per `SESSION_TTL` (a call's every step needs it), and again after the transport
+        says it logged in anew; the TTL bounds how stale it is if that word is lost."""
+        now = trio.current_time()
+        if self._session_seen is not None and now - self._session_seen[0] < SESSION_TTL:
+            return self._session_seen[1]
         reply = await self.bus.request(
             "store", CursorGetRequest(name=SESSION_CURSOR), expect=CursorGetReply
         )
         if reply.value is None:
             raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
-        session = json.loads(reply.value)
-        assert isinstance(session, dict)
-        return {str(k): str(v) for k, v in session.items()}
+        raw = json.loads(reply.value)
+        assert isinstance(raw, dict)
+        session = {str(k): str(v) for k, v in raw.items()}
+        self._session_seen = (now, session)
+        return session
 
     async def _conversation_or_none(self) -> str | None:
         try:

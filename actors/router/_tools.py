@@ -2,20 +2,29 @@
 
 Theory of operation
 -------------------
+A call is a machine (`actors/store/tool_calls/machine.py`): each step is one event, sent to the
+store as ONE request whose transaction writes the call's new state, the outbox rows the event
+writes (receipts, the one terminal row) and its audit row. This object only decides which event
+comes next and carries out the step's effects once it has committed (`_step`): arm the call's
+deadline, tell the app, tell it to stop, release held calls, wake the transport.
+
 A `lineup.v1.tool.call` is checked, in the seed's order (seed 003 §4.4), against the inventory
 revision, the advertised tools, the app's enabled state, the envelope's scope, the input
-schema and the target instance; the first failed check is the call's stable code. A refused
-call is recorded `rejected` together with its `tool.error` in one transaction and never
-reaches a MiniApp. An accepted one is recorded, acknowledged (`accepted`), activated as its
-handling says (`launch` starts an instance: `starting`, then `activation_ready`), bound to an
-instance and delivered. The MiniApp reports progress and its result through the SDK; the
-result is checked against the output schema, and the terminal state, the result or error and
-its outbox row are written in one transaction — so one terminal message per call, whatever is
-retried or crashes in between. Calls past their `timeout_ms` expire; an instance that closes
-cancels its calls (`app_closed`); either way the MiniApp is told to stop working on them.
+schema and the target instance; the first failed check is the call's stable code, and the call
+is born `refuse`d (its `tool.error` in the same transaction) and never reaches a MiniApp. An
+accepted call is born with its `accepted` receipt, one of three ways: a `launch` call is
+`admit`ted and then activated (`activate`: `starting`; focus starts the instance; `activated`:
+`activation_ready`, and the app is told); any other call goes to a live instance, which focus
+finds (brought to the front for `foreground`), and is either `hand_over`ed to it at once, or,
+while the instance is still starting and the tool needs it ready, `hold`s (seed 004 §7.3) until
+the instance's `ready` event releases it. The MiniApp `take`s the call, reports progress, and
+`submit`s its result (checked against the output schema); the AppServer's acknowledgement of the
+result's row settles it `completed` in the store. Calls past their `timeout_ms` `expire`; an
+instance that ends `close`s its calls (`cancelled(app_closed)`; a held one is `reject`ed with
+`activation_cancelled` / `activation_failed`); a submitted result is still delivered.
 
-All state lives in the store; this object keeps only caches (the inventory, by revision) and
-the expiry timers, both rebuilt at start.
+All state lives in the store; this object keeps only caches (the inventory, by revision; the
+few immutable facts of calls it has seen) and the expiry timers, all rebuilt at start.
 """
 
 from __future__ import annotations
@@ -24,8 +33,8 @@ import heapq
 import logging
 import math
 import time
-from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from collections import OrderedDict
+from typing import Any, Final, NamedTuple, TypeVar
 
 import trio
 from pydantic import BaseModel
@@ -48,27 +57,24 @@ from lineup.actors.kernel import (
     app_scope_of,
 )
 from lineup.actors.store.messages import (
-    FINAL_TOOL_CALL_STATES,
     InstanceListReply,
     InstanceListRequest,
     OutboxAppendReply,
     OutboxAppendRequest,
-    ToolCallFinishReply,
-    ToolCallFinishRequest,
+    OutboxRowIn,
+    ToolCallFacts,
     ToolCallGetReply,
     ToolCallGetRequest,
     ToolCallListReply,
     ToolCallListRequest,
     ToolCallProgressReply,
     ToolCallProgressRequest,
-    ToolCallReceiptReply,
-    ToolCallReceiptRequest,
-    ToolCallRecordReply,
-    ToolCallRecordRequest,
     ToolCallRow,
-    ToolCallTransitionReply,
-    ToolCallTransitionRequest,
+    ToolCallStepReply,
+    ToolCallStepRequest,
 )
+from lineup.actors.store.tool_calls import machine
+from lineup.actors.store.tool_calls.machine import ToolCallEvent
 from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
@@ -97,7 +103,7 @@ INTERACTIONS: Final = frozenset(
 )
 
 
-# What focus may answer an activation with, meaning "no", not "broken".
+# What focus may answer an activation or a lookup with, meaning "no", not "broken".
 _ACTIVATION_REFUSALS: Final = frozenset(
     {
         ErrorCode.APP_INSTANCE_NOT_FOUND,
@@ -109,22 +115,27 @@ _ACTIVATION_REFUSALS: Final = frozenset(
     }
 )
 
-
-# A call whose outcome is decided: final, or submitted (its result waits only for the AppServer's
-# acknowledgement). Nothing the app, a close or a deadline does changes it any more.
-_DECIDED: Final = FINAL_TOOL_CALL_STATES | {"submitted"}
+# What the app is told when the runtime ends a call it may be working on.
+_STOP_CODES: Final[dict[ToolCallEvent, str]] = {"close": "app_closed", "expire": "expired"}
 
 # Recorded but not yet with its app: a router that died there left it to its successor.
 _UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
+_KNOWN_CALLS: Final = 10_000  # how many calls' facts the router remembers
+
+
+class _Known(NamedTuple):
+    """What does not change about a call once it is with an app (and whether it is decided,
+    which, once true, stays true): enough to answer the app without reading the store."""
+
+    app_scope: str
+    tool: str
+    instance_id: str | None
+    decided: bool
 
 
 def _needs_ready(descriptor: ToolDescriptor) -> bool:
     """Whether a call of this tool waits for its instance to be ready (seed 004 §9)."""
     return descriptor.activation_requirement != "activation_not_required"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 class ToolPipeline:
@@ -135,6 +146,7 @@ class ToolPipeline:
         self._inventory: InventoryReply | None = None
         # One release (or convergence) of an instance's held calls at a time: arrival order.
         self._instance_locks: dict[str, trio.Lock] = {}
+        self._known: OrderedDict[str, _Known] = OrderedDict()
         self._timers: list[tuple[float, str]] = []
         self._timer_wakeup = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -223,6 +235,100 @@ class ToolPipeline:
             )
         )
 
+    # ------------------------------------------------------------------ one step
+
+    def _rows(
+        self,
+        session: dict[str, str],
+        call_id: str,
+        event: ToolCallEvent,
+        result: dict[str, Any] | None,
+        code: str | None,
+    ) -> tuple[OutboxRowIn, ...]:
+        """The outbox rows `event` writes (`machine.ROWS`), as wire envelopes from the user."""
+        rows = []
+        for row in machine.ROWS[event]:
+            payload: BaseModel
+            if row == "terminal":
+                outbox_id, call_kind = f"final:{call_id}", wire.RESULT
+                if result is not None:
+                    payload = wire.ResultPayload(call_id=call_id, result=result)
+                else:
+                    call_kind = wire.TOOL_ERROR
+                    payload = wire.ToolErrorPayload(call_id=call_id, code=code or event)
+            else:
+                outbox_id, call_kind = f"receipt:{call_id}:{row}", wire.RECEIPT
+                failed = row in ("activation_failed", "activation_cancelled")
+                payload = wire.ReceiptPayload(
+                    call_id=call_id, status=row, code=code if failed else None
+                )
+            body = self._wire(session, call_kind, payload, outbox_id, call_id)
+            rows.append(OutboxRowIn(row=row, outbox_id=outbox_id, wire=body))
+        return tuple(rows)
+
+    async def _step(
+        self,
+        call_id: str,
+        event: ToolCallEvent,
+        *,
+        new: ToolCallFacts | None = None,
+        instance_id: str | None = None,
+        result: dict[str, Any] | None = None,
+        code: str | None = None,
+        expected_scope: str | None = None,
+    ) -> ToolCallStepReply:
+        """Move the call by `event` (one store request), then carry out the step's effects."""
+        session = await self._session()
+        reply = await self._store(
+            ToolCallStepRequest(
+                call_id=call_id,
+                event=event,
+                new=new,
+                instance_id=instance_id,
+                result=result,
+                code=code,
+                rows=self._rows(session, call_id, event, result, code),
+                expected_app_scope=expected_scope,
+            ),
+            ToolCallStepReply,
+        )
+        call = reply.call
+        self._remember(call)
+        if not reply.changed:
+            return reply
+        for effect in machine.move(reply.before, event).effects:
+            if effect == "arm_deadline":
+                self._arm(call)
+            elif effect == "tell_app":
+                await self._deliver(call)
+            elif effect == "tell_app_stop":
+                await self._tell_stop(call, _STOP_CODES[event])
+            elif effect == "release_held":
+                assert self._nursery is not None
+                assert call.instance_id is not None
+                self._nursery.start_soon(self.release, call.instance_id, call.app_scope)
+        if machine.ROWS[event]:
+            await self.wake_transport()
+        return reply
+
+    async def _end(self, call_id: str, event: ToolCallEvent, code: str) -> bool:
+        """The runtime ends a call (`event`, one of the machine's endings). False if the call was
+        decided already (an app's outcome, or another ending, got there first): that is fine."""
+        try:
+            reply = await self._step(call_id, event, code=code)
+        except LineUpError as exc:
+            if exc.code is ErrorCode.CALL_ALREADY_FINAL:
+                return False
+            raise
+        return reply.changed
+
+    def _remember(self, call: ToolCallRow) -> None:
+        known = self._known.pop(call.call_id, None)
+        decided = call.state in machine.DECIDED or (known is not None and known.decided)
+        self._known[call.call_id] = _Known(call.app_scope, call.tool, call.instance_id, decided)
+        if len(self._known) > _KNOWN_CALLS:
+            self._known.popitem(last=False)
+
     # ------------------------------------------------------------------ an Agent's call
 
     async def accept(self, envelope: RuntimeEnvelope, raw_scope: str | None) -> None:
@@ -232,7 +338,6 @@ class ToolPipeline:
         call_id = payload.get("call_id")
         if not isinstance(call_id, str) or not 0 < len(call_id) <= 200:
             raise EnvelopeRejected(ErrorCode.INVALID_ARGUMENTS, envelope.id)
-        session = await self._session()
         tool = str(payload.get("tool", ""))[:100]
         revision = str(payload.get("inventory_revision", ""))[:100]
         raw_input = payload.get("input")
@@ -240,31 +345,33 @@ class ToolPipeline:
         try:
             descriptor = await self._check(tool, revision, raw_input, raw_scope, envelope)
         except LineUpError as refused:
-            await self._reject(session, call_id, tool, revision, call_input, envelope, refused.code)
-            return
-        scope = descriptor.method.split(".", 1)[0]
-        recorded = await self._store(
-            ToolCallRecordRequest(
-                call_id=call_id,
-                tool=tool,
-                inventory_revision=revision,
-                app_scope=scope,
-                instance_id=envelope.scope.instance_id,
+            facts = ToolCallFacts(
+                tool=tool or "unknown",
+                inventory_revision=revision or "none",
+                app_scope=tool.split(".", 1)[0] or "unknown",
                 conversation_id=envelope.scope.conversation_id,
-                handling=descriptor.handling,
+                handling="direct",
                 input=call_input,
-                timeout_ms=descriptor.timeout_ms,
-            ),
-            ToolCallRecordReply,
+                timeout_ms=1,
+            )
+            await self._refuse(call_id, facts, refused.code)
+            return
+        facts = ToolCallFacts(
+            tool=tool,
+            inventory_revision=revision,
+            app_scope=descriptor.method.split(".", 1)[0],
+            conversation_id=envelope.scope.conversation_id,
+            handling=descriptor.handling,
+            input=call_input,
+            timeout_ms=descriptor.timeout_ms,
         )
-        if not recorded.created:
-            return  # the same call again (another envelope id): it is already under way
-        self._arm(recorded.call)
-        await self._receipt(session, call_id, "accepted")
-        assert self._nursery is not None
-        self._nursery.start_soon(
-            self._activate, session, recorded.call, descriptor, envelope.scope.instance_id
-        )
+        if descriptor.handling == "launch":
+            reply = await self._step(call_id, "admit", new=facts)
+            if reply.created:
+                assert self._nursery is not None
+                self._nursery.start_soon(self._launch, reply.call)
+            return
+        await self._route(call_id, facts, descriptor, envelope.scope.instance_id)
 
     async def _check(
         self,
@@ -291,165 +398,88 @@ class ToolPipeline:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, raw_scope)
         if not isinstance(raw_input, dict) or validate(descriptor.input_schema, raw_input):
             raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, tool)
-        if envelope.scope.instance_id is not None:
-            await self.bus.request(
-                "focus",
-                FindInstanceRequest(app_scope=scope, instance_id=envelope.scope.instance_id),
-                expect=InstanceReply,
-                timeout=STORE_TIMEOUT,
-                retry=True,
-            )
         return descriptor
 
-    async def _reject(
-        self,
-        session: dict[str, str],
-        call_id: str,
-        tool: str,
-        revision: str,
-        call_input: dict[str, Any],
-        envelope: RuntimeEnvelope,
-        code: ErrorCode,
-    ) -> None:
+    async def _refuse(self, call_id: str, facts: ToolCallFacts, code: ErrorCode) -> None:
+        """Record a call refused at the checks, with its `tool.error`: it never reaches an app."""
         self.bus.audit(
             AuditRecord(
                 event="router.tool_call_rejected",
                 actor=self.me.name,
                 code=code.value,
-                message_type=tool[:100] or None,
+                message_type=facts.tool[:100] or None,
                 subject_id=call_id,
             )
         )
-        outbox_id = f"error:{call_id}"
-        body = self._wire(
-            session,
-            wire.TOOL_ERROR,
-            wire.ToolErrorPayload(call_id=call_id, code=code.value),
-            outbox_id,
-            call_id,
-        )
-        await self._store(
-            ToolCallRecordRequest(
-                call_id=call_id,
-                tool=tool or "unknown",
-                inventory_revision=revision or "none",
-                app_scope=tool.split(".", 1)[0] or "unknown",
-                instance_id=None,
-                conversation_id=envelope.scope.conversation_id,
-                handling="direct",
-                input=call_input,
-                timeout_ms=1,
-                state="rejected",
-                code=code.value,
-                outbox_id=outbox_id,
-                wire=body,
-            ),
-            ToolCallRecordReply,
-        )
-        await self.wake_transport()
+        await self._step(call_id, "refuse", new=facts, code=code.value)
 
-    async def _receipt(
+    async def _route(
         self,
-        session: dict[str, str],
         call_id: str,
-        status: wire.ReceiptStatus,
-        code: str | None = None,
-    ) -> None:
-        outbox_id = f"receipt:{call_id}:{status}"
-        payload = wire.ReceiptPayload(call_id=call_id, status=status, code=code)
-        body = self._wire(session, wire.RECEIPT, payload, outbox_id, call_id)
-        await self._store(
-            ToolCallReceiptRequest(
-                call_id=call_id, status=status, code=code, outbox_id=outbox_id, wire=body
-            ),
-            ToolCallReceiptReply,
-        )
-        await self.wake_transport()
-
-    async def _activate(
-        self,
-        session: dict[str, str],
-        call: ToolCallRow,
+        facts: ToolCallFacts | None,
         descriptor: ToolDescriptor,
         instance_id: str | None,
     ) -> None:
-        """Bring up (or find) the instance the call goes to, then hand it over — or hold it
-        (persisted, `routing` and bound to the instance) while that instance is still starting
-        and the tool needs the app ready (seed 004 §7.3)."""
+        """Give a call that is not a launch to its live instance: at once, or held while that
+        instance is still starting and the tool needs it ready (seed 004 §7.3), or refused
+        (no such instance, `foreground_required`). `facts` is given for a call not yet recorded
+        (its birth); None for one recorded `received` by an earlier router."""
+        scope = descriptor.method.split(".", 1)[0]
+        try:
+            instance = await self.bus.request(
+                "focus",
+                FindInstanceRequest(
+                    app_scope=scope,
+                    instance_id=instance_id,
+                    foreground=descriptor.handling == "foreground",
+                ),
+                expect=InstanceReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
+        except LineUpError as exc:
+            code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
+            if facts is not None:
+                await self._refuse(call_id, facts, code)
+            else:
+                await self._end(call_id, "reject", code.value)
+            return
+        if instance.state == "starting" and _needs_ready(descriptor):
+            await self._step(call_id, "hold", new=facts, instance_id=instance.instance_id)
+            # It may have become ready while this was written: look again (under the lock).
+            await self.release(instance.instance_id, instance.app_scope)
+        elif descriptor.requires_foreground and instance.state != "foreground":
+            code = ErrorCode.FOREGROUND_REQUIRED
+            if facts is not None:
+                await self._refuse(call_id, facts, code)
+            else:
+                await self._end(call_id, "reject", code.value)
+        else:
+            await self._step(call_id, "hand_over", new=facts, instance_id=instance.instance_id)
+
+    async def _launch(self, call: ToolCallRow) -> None:
+        """Start the instance a `launch` call opens, then hand the call to it (`activated`,
+        which also releases the calls held for that instance). A start that fails or is
+        cancelled ends the call with the receipt of the same name."""
         try:
             if call.state == "received":
-                await self._store(
-                    ToolCallTransitionRequest(call_id=call.call_id, to_state="routing"),
-                    ToolCallTransitionReply,
-                )
-            if call.handling == "launch":
-                await self._receipt(session, call.call_id, "starting")
-                instance = await self.bus.request(
-                    "focus",
-                    LaunchRequest(app_scope=call.app_scope, call_id=call.call_id),
-                    expect=InstanceReply,
-                    timeout=LAUNCH_TIMEOUT,
-                    retry=True,
-                )
-                await self._receipt(session, call.call_id, "activation_ready")
-            else:
-                instance = await self.bus.request(
-                    "focus",
-                    FindInstanceRequest(
-                        app_scope=call.app_scope,
-                        instance_id=instance_id,
-                        foreground=call.handling == "foreground",
-                    ),
-                    expect=InstanceReply,
-                    timeout=STORE_TIMEOUT,
-                    retry=True,
-                )
+                await self._step(call.call_id, "activate")
+            instance = await self.bus.request(
+                "focus",
+                LaunchRequest(app_scope=call.app_scope, call_id=call.call_id),
+                expect=InstanceReply,
+                timeout=LAUNCH_TIMEOUT,
+                retry=True,
+            )
         except LineUpError as exc:
             # Focus's own refusals reach the Agent as they are; anything else went wrong inside.
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
-            ending = "cancelled" if code is ErrorCode.ACTIVATION_CANCELLED else "failed"
-            if call.handling == "launch":
-                status: wire.ReceiptStatus = (
-                    "activation_cancelled" if ending == "cancelled" else "activation_failed"
-                )
-                await self._receipt(session, call.call_id, status, code.value)
-            await self._finish(call.call_id, ending, code=code.value)
-            return
-        if call.handling == "launch":
-            await self._hand_over(call, instance, descriptor)
-            await self.release(instance.instance_id, instance.app_scope)  # it is ready now
-            return
-        if instance.state == "starting" and _needs_ready(descriptor):
-            await self._store(
-                ToolCallTransitionRequest(
-                    call_id=call.call_id, to_state="routing", instance_id=instance.instance_id
-                ),
-                ToolCallTransitionReply,
+            cancelled = code is ErrorCode.ACTIVATION_CANCELLED
+            await self._end(
+                call.call_id, "launch_cancelled" if cancelled else "launch_failed", code.value
             )
-            # It may have become ready while this was written: look again (under the lock).
-            await self.release(instance.instance_id, instance.app_scope)
             return
-        await self._hand_over(call, instance, descriptor)
-
-    async def _hand_over(
-        self, call: ToolCallRow, instance: InstanceReply, descriptor: ToolDescriptor
-    ) -> None:
-        """Bind the call to its instance and tell the app, unless the tool needs its instance
-        in front and it is not (`foreground_required`, refused before the app took it)."""
-        if (
-            descriptor.requires_foreground
-            and call.handling != "launch"
-            and instance.state != "foreground"
-        ):
-            await self._finish(call.call_id, "rejected", code=ErrorCode.FOREGROUND_REQUIRED.value)
-            return
-        row = await self._store(
-            ToolCallTransitionRequest(
-                call_id=call.call_id, to_state="waiting_for_app", instance_id=instance.instance_id
-            ),
-            ToolCallTransitionReply,
-        )
-        await self._deliver(row.call)
+        await self._step(call.call_id, "activated", instance_id=instance.instance_id)
 
     async def release(self, instance_id: str, app_scope: str) -> None:
         """Hand over the calls held for `instance_id`, in arrival order, if it is up now."""
@@ -475,11 +505,11 @@ class ToolPipeline:
                 descriptor = inventory.tool(call.tool)
                 try:
                     if descriptor is None:  # disabled meanwhile
-                        await self._finish(
-                            call.call_id, "failed", code=ErrorCode.APP_DISABLED.value
-                        )
+                        await self._end(call.call_id, "fail", ErrorCode.APP_DISABLED.value)
+                    elif descriptor.requires_foreground and instance.state != "foreground":
+                        await self._end(call.call_id, "reject", ErrorCode.FOREGROUND_REQUIRED.value)
                     else:
-                        await self._hand_over(call, instance, descriptor)
+                        await self._step(call.call_id, "hand_over", instance_id=instance_id)
                 except LineUpError as exc:  # e.g. it expired meanwhile
                     log.info("router.release_one_skipped code=%s", exc.code.value)
 
@@ -493,8 +523,8 @@ class ToolPipeline:
         return [c for c in reply.calls if c.state == "routing"]  # in `seq`: arrival order
 
     async def _deliver(self, call: ToolCallRow) -> None:
-        """Tell the app (a push it answers by accepting the call). An app that is not up lists
-        the call when it starts; nothing moves the call until the app accepts it."""
+        """Tell the app (a push it answers by taking the call). An app that is not up lists
+        the call when it starts; nothing moves the call until the app takes it."""
         assert call.instance_id is not None
         event = sdk.ToolCallEvent(
             call_id=call.call_id, tool=call.tool, instance_id=call.instance_id, input=call.input
@@ -505,49 +535,55 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------ the MiniApp's side
 
-    async def _own_call(self, sender: Identity, call_id: str, tag: str) -> ToolCallRow:
+    async def _own_call(self, sender: Identity, call_id: str, tag: str) -> _Known:
+        """What the router knows of `call_id`, if it is the sender's and not decided. From
+        memory when this router has seen the call, else from the store (once)."""
         scope = app_scope_of(sender)
-        reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
-        if reply.call is None:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
-        if reply.call.app_scope != scope:
+        known = self._known.get(call_id)
+        if known is None:
+            reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
+            if reply.call is None:
+                raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
+            self._remember(reply.call)
+            known = self._known[call_id]
+        if known.app_scope != scope:
             self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
-        if reply.call.state in _DECIDED:
+        if known.decided:
             raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
-        return reply.call
+        return known
 
     async def progress(self, sender: Identity, msg: sdk.ToolProgressRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id, msg.TYPE)
+        known = await self._own_call(sender, msg.call_id, msg.TYPE)
         session = await self._session()
-        outbox_id = f"progress:{call.call_id}:{time.time_ns()}"
+        outbox_id = f"progress:{msg.call_id}:{time.time_ns()}"
         body = self._wire(
             session,
             wire.PROGRESS,
-            wire.ProgressPayload(call_id=call.call_id, progress=msg.progress),
+            wire.ProgressPayload(call_id=msg.call_id, progress=msg.progress),
             outbox_id,
-            call.call_id,
+            msg.call_id,
         )
         await self._store(
             ToolCallProgressRequest(
-                call_id=call.call_id,
+                call_id=msg.call_id,
                 progress=msg.progress,
                 outbox_id=outbox_id,
                 wire=body,
-                expected_app_scope=call.app_scope,
-                expected_instance_id=call.instance_id or "",
+                expected_app_scope=known.app_scope,
+                expected_instance_id=known.instance_id or "",
             ),
             ToolCallProgressReply,
         )
         await self.wake_transport()
-        return sdk.CommandReceipt(id=call.call_id)
+        return sdk.CommandReceipt(id=msg.call_id)
 
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id, msg.TYPE)
+        known = await self._own_call(sender, msg.call_id, msg.TYPE)
         inventory = await self.inventory()
-        descriptor = inventory.tool(call.tool)
+        descriptor = inventory.tool(known.tool)
         if descriptor is None:
-            raise LineUpError(ErrorCode.APP_DISABLED, call.tool)
+            raise LineUpError(ErrorCode.APP_DISABLED, known.tool)
         if validate(descriptor.output_schema, msg.result):
             self.bus.audit(
                 AuditRecord(
@@ -555,44 +591,38 @@ class ToolPipeline:
                     actor=self.me.name,
                     peer=sender.name,
                     code=ErrorCode.TOOL_OUTPUT_INVALID.value,
-                    subject_id=call.call_id,
+                    subject_id=msg.call_id,
                 )
             )
-            raise LineUpError(ErrorCode.TOOL_OUTPUT_INVALID, call.tool)
+            raise LineUpError(ErrorCode.TOOL_OUTPUT_INVALID, known.tool)
         # `submitted`, not `completed`: the call is completed once the AppServer acknowledged
         # the result's outbox row (the store does that in the ack's transaction).
-        await self._finish(
-            call.call_id, "submitted", result=msg.result, expected_scope=call.app_scope
-        )
-        return sdk.CommandReceipt(id=call.call_id)
+        await self._step(msg.call_id, "submit", result=msg.result, expected_scope=known.app_scope)
+        return sdk.CommandReceipt(id=msg.call_id)
 
     async def fail(self, sender: Identity, msg: sdk.ToolFailRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id, msg.TYPE)
-        await self._finish(
-            call.call_id, "failed", code=msg.code[:100], expected_scope=call.app_scope
-        )
-        return sdk.CommandReceipt(id=call.call_id)
+        known = await self._own_call(sender, msg.call_id, msg.TYPE)
+        await self._step(msg.call_id, "fail", code=msg.code[:100], expected_scope=known.app_scope)
+        return sdk.CommandReceipt(id=msg.call_id)
 
     async def cancel(self, sender: Identity, msg: sdk.ToolCancelRequest) -> sdk.CommandReceipt:
-        call = await self._own_call(sender, msg.call_id, msg.TYPE)
-        await self._finish(
-            call.call_id, "cancelled", code=msg.reason, expected_scope=call.app_scope
-        )
-        return sdk.CommandReceipt(id=call.call_id)
+        known = await self._own_call(sender, msg.call_id, msg.TYPE)
+        await self._step(msg.call_id, "cancel", code=msg.reason, expected_scope=known.app_scope)
+        return sdk.CommandReceipt(id=msg.call_id)
 
     async def accept_call(self, sender: Identity, msg: sdk.ToolAcceptRequest) -> sdk.CommandReceipt:
         """The app takes a call handed to it: `running` from now on (a repeat changes nothing).
         Refused (and so not run) when decided, not the app's, or not handed over (held)."""
-        call = await self._own_call(sender, msg.call_id, msg.TYPE)
-        if call.instance_id is None or call.state not in ("waiting_for_app", "running"):
-            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "the call was not handed over")
-        reply = await self._store(
-            ToolCallTransitionRequest(
-                call_id=call.call_id, to_state="running", expected_app_scope=call.app_scope
-            ),
-            ToolCallTransitionReply,
-        )
-        return sdk.CommandReceipt(id=call.call_id, changed=reply.changed)
+        known = await self._own_call(sender, msg.call_id, msg.TYPE)
+        try:
+            reply = await self._step(msg.call_id, "take", expected_scope=known.app_scope)
+        except LineUpError as exc:
+            if exc.code is ErrorCode.INVALID_ARGUMENTS:
+                raise LineUpError(
+                    ErrorCode.INVALID_ARGUMENTS, "the call was not handed over"
+                ) from exc
+            raise
+        return sdk.CommandReceipt(id=msg.call_id, changed=reply.changed)
 
     async def pending(self, sender: Identity) -> sdk.ToolPendingReply:
         """The app's calls handed over and not decided, oldest first: read only."""
@@ -612,45 +642,6 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------ endings
 
-    async def _finish(
-        self,
-        call_id: str,
-        state: str,
-        *,
-        result: dict[str, Any] | None = None,
-        code: str | None = None,
-        expected_scope: str | None = None,
-    ) -> bool:
-        """Make the call final with its one terminal message. False if it already was."""
-        session = await self._session()
-        payload: BaseModel
-        if state in ("submitted", "completed"):
-            kind, payload = wire.RESULT, wire.ResultPayload(call_id=call_id, result=result or {})
-        else:
-            kind = wire.TOOL_ERROR
-            payload = wire.ToolErrorPayload(call_id=call_id, code=code or state)
-        outbox_id = f"final:{call_id}"
-        body = self._wire(session, kind, payload, outbox_id, call_id)
-        try:
-            await self._store(
-                ToolCallFinishRequest(
-                    call_id=call_id,
-                    to_state=state,
-                    result=result,
-                    code=code,
-                    expected_app_scope=expected_scope,
-                    wire=body,
-                    outbox_id=outbox_id,
-                ),
-                ToolCallFinishReply,
-            )
-        except LineUpError as exc:
-            if exc.code is ErrorCode.CALL_ALREADY_FINAL and expected_scope is None:
-                return False  # the runtime's own ending lost to the app's: that is fine
-            raise
-        await self.wake_transport()
-        return True
-
     async def converge(self, instance_id: str, app_scope: str, failed: bool) -> tuple[str, ...]:
         """The instance ended (closed, or `failed`): each of its calls not decided ends once —
         one held for its activation `rejected(activation_cancelled | activation_failed)`, any
@@ -667,28 +658,23 @@ class ToolPipeline:
             for call in reply.calls:
                 if call.state == "submitted":
                     continue  # its result is already decided: it is still delivered
-                held = call.state == "routing"
-                if held:
-                    state = "rejected"
-                    code = (
+                if call.state == "routing":  # held for its instance's activation
+                    refusal = (
                         ErrorCode.ACTIVATION_FAILED if failed else ErrorCode.ACTIVATION_CANCELLED
-                    ).value
+                    )
+                    event: ToolCallEvent = "reject"
+                    code = refusal.value
                 else:
-                    state, code = "cancelled", "app_closed"
+                    event, code = "close", "app_closed"
                 try:
-                    done = await self._finish(call.call_id, state, code=code)
+                    if await self._end(call.call_id, event, code):
+                        ended.append(call.call_id)
                 except LineUpError as exc:  # e.g. it became final meanwhile
                     log.info("router.converge_skipped code=%s", exc.code.value)
-                    continue
-                if done:
-                    ended.append(call.call_id)
-                    if not held:
-                        await self._tell_cancelled(call, code)
         self._instance_locks.pop(instance_id, None)
         return tuple(ended)
 
-    async def _tell_cancelled(self, call: ToolCallRow, code: str) -> None:
-        # Not told: it is not running, so there is nothing to stop.
+    async def _tell_stop(self, call: ToolCallRow, code: str) -> None:
         await self.bus.tell(
             f"miniapp:{call.app_scope}",
             sdk.ToolCancelledEvent(call_id=call.call_id, code=code),
@@ -754,21 +740,24 @@ class ToolPipeline:
                 log.warning("router.sweep_failed code=%s", exc.code.value)
 
     async def _resume(self, call: ToolCallRow) -> None:
-        """Route a recorded call again, from where it stood. Every step is idempotent: the
-        receipt by its outbox id, the launch by the call id, the app runs a call once; a
-        transport replaying the envelope finds it recorded and leaves it to this."""
+        """Route a recorded call again, from where it stood. Every step is idempotent (a step
+        already taken is a repeat, the launch is keyed by the call id, the app takes a call
+        once); a transport replaying the envelope finds the call recorded and leaves it."""
         try:
-            session = await self._session()
             if call.state == "waiting_for_app":
                 await self._deliver(call)
                 return
-            inventory = await self.inventory()
-            descriptor = inventory.tool(call.tool)
-            if descriptor is None:  # disabled or gone meanwhile: the checks would refuse it now
-                await self._finish(call.call_id, "failed", code=ErrorCode.APP_DISABLED.value)
+            if call.handling == "launch":
+                await self._launch(call)
                 return
-            await self._receipt(session, call.call_id, "accepted")
-            await self._activate(session, call, descriptor, call.instance_id)
+            if call.state == "routing" and call.instance_id is not None:
+                await self.release(call.instance_id, call.app_scope)  # held: released when ready
+                return
+            descriptor = (await self.inventory()).tool(call.tool)
+            if descriptor is None:  # disabled or gone meanwhile: the checks would refuse it now
+                await self._end(call.call_id, "fail", ErrorCode.APP_DISABLED.value)
+                return
+            await self._route(call.call_id, None, descriptor, call.instance_id)
         except LineUpError as exc:  # its deadline still ends it
             log.warning("router.resume_failed code=%s", exc.code.value)
 
@@ -784,12 +773,12 @@ class ToolPipeline:
                 await self._timer_wakeup.wait()
 
     async def _expire(self, call_id: str) -> None:
+        """A call past its deadline expires, unless decided: a submitted result is delivered
+        whatever its deadline."""
+        known = self._known.get(call_id)
+        if known is not None and known.decided:
+            return
         try:
-            reply = await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)
-            call = reply.call
-            if call is None or call.state in _DECIDED:
-                return  # a submitted result is delivered whatever its deadline
-            if await self._finish(call_id, "expired", code=ErrorCode.OPERATION_EXPIRED.value):
-                await self._tell_cancelled(call, "expired")
+            await self._end(call_id, "expire", ErrorCode.OPERATION_EXPIRED.value)
         except LineUpError as exc:
             log.warning("router.expire_failed code=%s", exc.code.value)

@@ -30,8 +30,11 @@ __all__ = [
     "FocusStackGetRequest",
     "FocusStackSetReply",
     "FocusStackSetRequest",
+    "InstanceCommitReply",
+    "InstanceCommitRequest",
     "InstanceListReply",
     "InstanceListRequest",
+    "InstanceMove",
     "InstanceRecoverReply",
     "InstanceRecoverRequest",
     "InstanceRow",
@@ -107,6 +110,34 @@ class InstanceTransitionRequest(Message):
 class InstanceTransitionReply(Message):
     type: Literal["store.instance.transition.reply"] = "store.instance.transition.reply"
     instance: InstanceRow
+    changed: bool
+
+
+class InstanceMove(Message):
+    type: Literal["store.instance.move"] = "store.instance.move"
+    instance_id: Id
+    to_state: InstanceState
+
+
+class InstanceCommitRequest(Message):
+    """One change of focus, in ONE transaction: the instance it creates (`born`, as a put),
+    the moves it makes (each as a transition, in order), and the whole focus stack after it (as a
+    stack set). Each part is checked as its own request would be, and any refusal writes
+    nothing of the whole. A retry of a commit that was applied writes nothing (`changed`
+    False)."""
+
+    type: Literal["store.instance.commit"] = "store.instance.commit"
+    born: InstanceUpsertRequest | None = None
+    moves: tuple[InstanceMove, ...] = Field(default=(), max_length=MAX_FOCUS_STACK + 1)
+    stack: tuple[Id, ...] = Field(max_length=MAX_FOCUS_STACK)
+
+
+class InstanceCommitReply(Message):
+    """The instances the commit created or moved, as they are now, and the stack's revision."""
+
+    type: Literal["store.instance.commit.reply"] = "store.instance.commit.reply"
+    instances: tuple[InstanceRow, ...]
+    revision: int
     changed: bool
 
 

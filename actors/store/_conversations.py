@@ -23,7 +23,6 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from ._db import Connection
 from ._queries import int_or_none, json_text, within_budget
 from ._states import TRANSITIONS, OutboxEvent, next_state
-from ._tool_calls import settle_terminal
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -46,6 +45,7 @@ from .messages import (
     OutboxRetryRequest,
     OutboxState,
 )
+from .tool_calls.operations import settle_terminal
 
 __all__ = [
     "conversation_history",

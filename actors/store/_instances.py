@@ -28,6 +28,8 @@ from .messages import (
     FocusStackGetRequest,
     FocusStackSetReply,
     FocusStackSetRequest,
+    InstanceCommitReply,
+    InstanceCommitRequest,
     InstanceListReply,
     InstanceListRequest,
     InstanceRecoverReply,
@@ -43,6 +45,7 @@ from .messages import (
 __all__ = [
     "focus_stack_get",
     "focus_stack_set",
+    "instance_commit",
     "instance_list",
     "instance_put",
     "instance_recover",
@@ -217,3 +220,29 @@ def focus_stack_set(conn: Connection, req: FocusStackSetRequest, now: float) -> 
 
 def focus_stack_get(conn: Connection, req: FocusStackGetRequest, now: float) -> FocusStackGetReply:
     return FocusStackGetReply(instance_ids=tuple(_stack(conn)), revision=_revision(conn))
+
+
+# ---------------------------------------------------------------------------------- one change
+
+
+def instance_commit(
+    conn: Connection, req: InstanceCommitRequest, now: float, *, actor: str = "store"
+) -> InstanceCommitReply:
+    """A put, the transitions and a stack set, in the one savepoint this runs in: a part that
+    raises undoes them all."""
+    changed, rows = False, []
+    if req.born is not None:
+        put = instance_put(conn, req.born, now, actor=actor)
+        changed |= put.changed
+        rows.append(put.instance)
+    for move in req.moves:
+        moved = instance_transition(
+            conn, InstanceTransitionRequest(instance_id=move.instance_id, to_state=move.to_state),
+            now, actor=actor,
+        )  # fmt: skip
+        changed |= moved.changed
+        rows.append(moved.instance)
+    stack = focus_stack_set(conn, FocusStackSetRequest(instance_ids=req.stack), now)
+    return InstanceCommitReply(
+        instances=tuple(rows), revision=stack.revision, changed=changed or stack.changed
+    )

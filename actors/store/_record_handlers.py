@@ -18,7 +18,6 @@ from lineup.actors.kernel.bus import Envelope
 
 from . import _app_data as d
 from . import _instances as i
-from . import _tool_calls as t
 from ._committer import Committer
 from ._db import Connection
 from .messages import (
@@ -32,6 +31,8 @@ from .messages import (
     FocusStackGetRequest,
     FocusStackSetReply,
     FocusStackSetRequest,
+    InstanceCommitReply,
+    InstanceCommitRequest,
     InstanceListReply,
     InstanceListRequest,
     InstanceRecoverReply,
@@ -48,21 +49,16 @@ from .messages import (
     SessionDataGetRequest,
     SessionDataReplaceReply,
     SessionDataReplaceRequest,
-    ToolCallFinishReply,
-    ToolCallFinishRequest,
     ToolCallGetReply,
     ToolCallGetRequest,
     ToolCallListReply,
     ToolCallListRequest,
     ToolCallProgressReply,
     ToolCallProgressRequest,
-    ToolCallReceiptReply,
-    ToolCallReceiptRequest,
-    ToolCallRecordReply,
-    ToolCallRecordRequest,
-    ToolCallTransitionReply,
-    ToolCallTransitionRequest,
+    ToolCallStepReply,
+    ToolCallStepRequest,
 )
+from .tool_calls import operations as t
 
 __all__ = ["RecordHandlers"]
 
@@ -95,35 +91,15 @@ class RecordHandlers:
 
     # ------------------------------------------------------------------ tool calls
 
-    @handles(ToolCallRecordRequest)
-    async def on_tool_call_record(
-        self, msg: ToolCallRecordRequest, env: Envelope
-    ) -> ToolCallRecordReply:
-        return await self._write_as(t.tool_call_record, msg, env)
-
-    @handles(ToolCallTransitionRequest)
-    async def on_tool_call_transition(
-        self, msg: ToolCallTransitionRequest, env: Envelope
-    ) -> ToolCallTransitionReply:
-        return await self._write_as(t.tool_call_transition, msg, env)
-
-    @handles(ToolCallFinishRequest)
-    async def on_tool_call_finish(
-        self, msg: ToolCallFinishRequest, env: Envelope
-    ) -> ToolCallFinishReply:
-        return await self._write_as(t.tool_call_finish, msg, env)
+    @handles(ToolCallStepRequest)
+    async def on_tool_call_step(self, msg: ToolCallStepRequest, env: Envelope) -> ToolCallStepReply:
+        return await self._write_as(t.tool_call_step, msg, env)
 
     @handles(ToolCallProgressRequest)
     async def on_tool_call_progress(
         self, msg: ToolCallProgressRequest, env: Envelope
     ) -> ToolCallProgressReply:
         return await self._write_as(t.tool_call_progress, msg, env)
-
-    @handles(ToolCallReceiptRequest)
-    async def on_tool_call_receipt(
-        self, msg: ToolCallReceiptRequest, env: Envelope
-    ) -> ToolCallReceiptReply:
-        return await self._write_as(t.tool_call_receipt, msg, env)
 
     @handles(ToolCallGetRequest)
     async def on_tool_call_get(self, msg: ToolCallGetRequest, env: Envelope) -> ToolCallGetReply:
@@ -146,6 +122,12 @@ class RecordHandlers:
         self, msg: InstanceTransitionRequest, env: Envelope
     ) -> InstanceTransitionReply:
         return await self._write_as(i.instance_transition, msg, env)
+
+    @handles(InstanceCommitRequest)
+    async def on_instance_commit(
+        self, msg: InstanceCommitRequest, env: Envelope
+    ) -> InstanceCommitReply:
+        return await self._write_as(i.instance_commit, msg, env)
 
     @handles(InstanceListRequest)
     async def on_instance_list(self, msg: InstanceListRequest, env: Envelope) -> InstanceListReply:

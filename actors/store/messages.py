@@ -16,7 +16,7 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 `after_seq`.
 
 The classes live in private modules by area (`_core_messages`: outbox, inboxes, conversations,
-cursors, audit, stats; `_tool_messages`: tool calls; `_app_messages`: instances and the focus
+cursors, audit, stats; `tool_calls.messages`: tool calls; `_app_messages`: instances and the focus
 stack, session data, registry, inventory); this module is the one to import. `__all__` names
 every message, the state literals (`ToolCallState`, `InstanceState`, …) the bounds a
 caller must respect before asking (`MAX_FOCUS_STACK`), and which tool call states are final
@@ -40,8 +40,11 @@ from ._app_messages import (
     FocusStackGetRequest,
     FocusStackSetReply,
     FocusStackSetRequest,
+    InstanceCommitReply,
+    InstanceCommitRequest,
     InstanceListReply,
     InstanceListRequest,
+    InstanceMove,
     InstanceRecoverReply,
     InstanceRecoverRequest,
     InstanceRow,
@@ -101,30 +104,22 @@ from ._core_messages import (
     StoreStatsReply,
     StoreStatsRequest,
 )
-from ._tool_messages import (
-    ReceiptStatus,
-    ToolCallFinalState,
-    ToolCallFinishReply,
-    ToolCallFinishRequest,
+from .tool_calls.machine import FINAL as FINAL_TOOL_CALL_STATES
+from .tool_calls.messages import (
+    OutboxRowIn,
+    ToolCallFacts,
     ToolCallGetReply,
     ToolCallGetRequest,
     ToolCallListReply,
     ToolCallListRequest,
-    ToolCallOutcome,
     ToolCallProgressReply,
     ToolCallProgressRequest,
-    ToolCallReceiptReply,
-    ToolCallReceiptRequest,
-    ToolCallRecordReply,
-    ToolCallRecordRequest,
     ToolCallRow,
     ToolCallState,
-    ToolCallStep,
-    ToolCallTransitionReply,
-    ToolCallTransitionRequest,
+    ToolCallStepReply,
+    ToolCallStepRequest,
     ToolHandling,
 )
-from ._tool_states import FINAL as FINAL_TOOL_CALL_STATES
 
 __all__ = [
     "FINAL_TOOL_CALL_STATES",
@@ -166,8 +161,11 @@ __all__ = [
     "InboxPutReply",
     "InboxPutRequest",
     "InboxRow",
+    "InstanceCommitReply",
+    "InstanceCommitRequest",
     "InstanceListReply",
     "InstanceListRequest",
+    "InstanceMove",
     "InstanceRecoverReply",
     "InstanceRecoverRequest",
     "InstanceRow",
@@ -194,32 +192,24 @@ __all__ = [
     "OutboxRetryReply",
     "OutboxRetryRequest",
     "OutboxRow",
+    "OutboxRowIn",
     "OutboxState",
-    "ReceiptStatus",
     "SessionDataGetReply",
     "SessionDataGetRequest",
     "SessionDataReplaceReply",
     "SessionDataReplaceRequest",
     "StoreStatsReply",
     "StoreStatsRequest",
-    "ToolCallFinalState",
-    "ToolCallFinishReply",
-    "ToolCallFinishRequest",
+    "ToolCallFacts",
     "ToolCallGetReply",
     "ToolCallGetRequest",
     "ToolCallListReply",
     "ToolCallListRequest",
-    "ToolCallOutcome",
     "ToolCallProgressReply",
     "ToolCallProgressRequest",
-    "ToolCallReceiptReply",
-    "ToolCallReceiptRequest",
-    "ToolCallRecordReply",
-    "ToolCallRecordRequest",
     "ToolCallRow",
     "ToolCallState",
-    "ToolCallStep",
-    "ToolCallTransitionReply",
-    "ToolCallTransitionRequest",
+    "ToolCallStepReply",
+    "ToolCallStepRequest",
     "ToolHandling",
 ]

@@ -11,12 +11,12 @@ import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
 from lineup.actors.store.messages import (
-    ToolCallFinishReply,
-    ToolCallFinishRequest,
+    OutboxRowIn,
+    ToolCallFacts,
     ToolCallGetReply,
     ToolCallGetRequest,
-    ToolCallRecordReply,
-    ToolCallRecordRequest,
+    ToolCallStepReply,
+    ToolCallStepRequest,
 )
 from lineup.supervisor import runtime_specs
 from lineup.tests.support.tree import attach, audit_rows, start_tree
@@ -24,26 +24,41 @@ from lineup.tests.support.tree import attach, audit_rows, start_tree
 WAIT = 10  # seconds a step against a freshly spawned store may take before it counts as hung
 
 CALL = "call-acl-1"
-RECORD = ToolCallRecordRequest(
+ADMIT = ToolCallStepRequest(
     call_id=CALL,
-    tool="task-dashboard.open",
-    inventory_revision="inv-1",
-    app_scope="task-dashboard",
-    conversation_id="conv-1",
-    handling="launch",
-    input={},
-    timeout_ms=60_000,
+    event="admit",
+    new=ToolCallFacts(
+        tool="task-dashboard.open",
+        inventory_revision="inv-1",
+        app_scope="task-dashboard",
+        conversation_id="conv-1",
+        handling="launch",
+        input={},
+        timeout_ms=60_000,
+    ),
+    rows=(
+        OutboxRowIn(
+            row="accepted",
+            outbox_id=f"receipt:{CALL}:accepted",
+            wire={"v": 1, "type": "lineup.v1.tool.receipt", "payload": {"call_id": CALL}},
+        ),
+    ),
 )
-FINISH = ToolCallFinishRequest(
+CLOSE = ToolCallStepRequest(
     call_id=CALL,
-    to_state="cancelled",
+    event="close",
     code="app_closed",
-    outbox_id=f"{CALL}/final",
-    wire={"v": 1, "type": "lineup.v1.tool.error", "payload": {"call_id": CALL}},
+    rows=(
+        OutboxRowIn(
+            row="terminal",
+            outbox_id=f"final:{CALL}",
+            wire={"v": 1, "type": "lineup.v1.tool.error", "payload": {"call_id": CALL}},
+        ),
+    ),
 )
 
 
-async def test_the_hostbridge_finishing_a_tool_call_is_refused_acl_denied_and_audited(
+async def test_the_hostbridge_ending_a_tool_call_is_refused_acl_denied_and_audited(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     store_only = [spec for spec in runtime_specs() if spec.name == "store"]
@@ -51,10 +66,10 @@ async def test_the_hostbridge_finishing_a_tool_call_is_refused_acl_denied_and_au
     router = await attach(nursery, supervisor, ActorKind.ROUTER, "probe-router")
     shell_side = await attach(nursery, supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
     with trio.fail_after(WAIT):
-        await router.request("store", RECORD, expect=ToolCallRecordReply)
+        await router.request("store", ADMIT, expect=ToolCallStepReply)
 
         with pytest.raises(LineUpError) as refused:
-            await shell_side.request("store", FINISH, expect=ToolCallFinishReply)
+            await shell_side.request("store", CLOSE, expect=ToolCallStepReply)
         assert refused.value.code is ErrorCode.ACL_DENIED
         # Refused unheard: the call is as the router left it.
         got = await router.request(
@@ -72,10 +87,10 @@ async def test_the_hostbridge_finishing_a_tool_call_is_refused_acl_denied_and_au
     assert (row.actor, row.code, row.message_type) == (
         "store",
         ErrorCode.ACL_DENIED.value,
-        FINISH.TYPE,
+        CLOSE.TYPE,
     )
 
     # The same request from the router, which owns tool calls, is served.
     with trio.fail_after(WAIT):
-        done = await router.request("store", FINISH, expect=ToolCallFinishReply)
+        done = await router.request("store", CLOSE, expect=ToolCallStepReply)
     assert (done.call.state, done.changed) == ("cancelled", True)

@@ -13,13 +13,14 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._db import DB_FILENAME, Database, migrate, open_database
 from lineup.actors.store._migrations import LATEST_VERSION, MIGRATIONS
 from lineup.actors.store._queries import inbox_ack, inbox_list
-from lineup.actors.store._tool_calls import tool_call_finish, tool_call_list
 from lineup.actors.store.messages import (
     InboxAckRequest,
     InboxListRequest,
-    ToolCallFinishRequest,
+    OutboxRowIn,
     ToolCallListRequest,
+    ToolCallStepRequest,
 )
+from lineup.actors.store.tool_calls.operations import tool_call_list, tool_call_step
 from lineup.tests.actors.store._harness import in_savepoint
 
 REQUIRED_TABLES = {
@@ -360,11 +361,10 @@ def test_tool_calls_kept_by_migration_3_can_be_read_and_ended(tmp_path: Path) ->
     db = open_database(tmp_path, {})
     try:
         listed = in_savepoint(db.conn, lambda c: tool_call_list(c, ToolCallListRequest(), 9.0))
-        cancel = ToolCallFinishRequest(
-            call_id="c-open", to_state="cancelled", code="app_closed", outbox_id="o-1",
-            wire={"type": "lineup.v1.tool.error"},
-        )  # fmt: skip
-        ended = in_savepoint(db.conn, lambda c: tool_call_finish(c, cancel, 9.0))
+        row = OutboxRowIn(row="terminal", outbox_id="o-1", wire={"type": "lineup.v1.tool.error"})
+        cancel = ToolCallStepRequest(call_id="c-open", event="close", code="app_closed",
+                                     rows=(row,))  # fmt: skip
+        ended = in_savepoint(db.conn, lambda c: tool_call_step(c, cancel, 9.0))
     finally:
         db.close()
 

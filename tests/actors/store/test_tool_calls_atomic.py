@@ -1,15 +1,17 @@
-"""Tool call operations run directly (`actors/store/_tool_calls.py`): every request is ONE
+"""Tool call operations run directly (`actors/store/tool_calls/operations.py`): every step is ONE
 transaction, and any sequence of requests leaves at most one terminal state and one terminal
 outbox row per call.
 
 The atomicity tests use the committer on a real database with a TEMP trigger that makes one
 statement fail in the middle of a request: SQLite itself refuses, nothing is mocked. The property
-test drives the operations on an in-memory database against a model built from the state table.
+test drives the operations on an in-memory database against a model built from the machine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import apsw
@@ -19,49 +21,64 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store import _tool_calls as t
-from lineup.actors.store import _tool_states as table
 from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Connection, Database
 from lineup.actors.store.messages import (
-    ToolCallFinalState,
-    ToolCallFinishRequest,
+    OutboxRowIn,
+    ToolCallFacts,
     ToolCallProgressRequest,
-    ToolCallRecordRequest,
     ToolCallState,
-    ToolCallStep,
-    ToolCallTransitionRequest,
+    ToolCallStepRequest,
 )
+from lineup.actors.store.tool_calls import machine
+from lineup.actors.store.tool_calls import operations as t
+from lineup.actors.store.tool_calls.machine import BIRTH, CODED, ROWS, TARGET, Row, ToolCallEvent
 from lineup.tests.actors.store._harness import WAIT, in_savepoint, memory_database
 
 T = TypeVar("T")
 
 SCOPE = "task-dashboard"
 INSTANCE = "td-1"
-STEPS: tuple[ToolCallStep, ...] = ("routing", "waiting_for_app", "running", "submitted")
-FINALS: tuple[ToolCallFinalState, ...] = ("completed", "failed", "cancelled", "expired", "rejected")
+BINDS: frozenset[ToolCallEvent] = frozenset({"hold", "hand_over", "activated"})
 
 
-def record(**fields: Any) -> ToolCallRecordRequest:
+def facts(**fields: Any) -> ToolCallFacts:
     values: dict[str, Any] = {
-        "call_id": "call-1", "tool": "task-dashboard.open", "inventory_revision": "inv-7",
-        "app_scope": SCOPE, "conversation_id": "conv-1", "handling": "launch",
-        "input": {"title": "plan"}, "timeout_ms": 60_000,
+        "tool": "task-dashboard.open", "inventory_revision": "inv-7", "app_scope": SCOPE,
+        "conversation_id": "conv-1", "handling": "launch", "input": {"title": "plan"},
+        "timeout_ms": 60_000,
     }  # fmt: skip
-    return ToolCallRecordRequest(**(values | fields))
+    return ToolCallFacts(**(values | fields))
 
 
-def transition(to_state: ToolCallStep) -> ToolCallTransitionRequest:
-    instance = INSTANCE if to_state == "running" else None
-    return ToolCallTransitionRequest(call_id="call-1", to_state=to_state, instance_id=instance)
+def row_id(row: Row, terminal: str) -> str:
+    return terminal if row == "terminal" else f"receipt:{row}"
 
 
-def finish(to_state: ToolCallFinalState, outbox_id: str) -> ToolCallFinishRequest:
-    outcome: dict[str, Any] = {"result": {"n": 1}} if to_state == "completed" else {"code": "x"}
-    return ToolCallFinishRequest(
-        call_id="call-1", to_state=to_state, outbox_id=outbox_id,
-        wire={"type": "lineup.v1.tool.result", "payload": {}}, **outcome,
-    )  # fmt: skip
+def step(
+    event: ToolCallEvent,
+    terminal: str = "final",
+    *,
+    born: bool = False,
+    instance: str = INSTANCE,
+    **fields: Any,
+) -> ToolCallStepRequest:
+    """A well-formed step of call-1; its terminal row (if any) is `terminal`, its receipts keep
+    one id each."""
+    values: dict[str, Any] = {}
+    if born:
+        values["new"] = facts()
+    if event in BINDS:
+        values["instance_id"] = instance
+    if event == "submit":
+        values["result"] = {"n": 1}
+    if event in CODED:
+        values["code"] = "x"
+    rows = tuple(
+        OutboxRowIn(row=row, outbox_id=row_id(row, terminal), wire={"type": f"lineup.v1.{row}"})
+        for row in ROWS[event]
+    )
+    return ToolCallStepRequest(call_id="call-1", event=event, rows=rows, **(values | fields))
 
 
 def progress(outbox_id: str) -> ToolCallProgressRequest:
@@ -85,10 +102,10 @@ async def query(committer: Committer, sql: str) -> list[tuple[object, ...]]:
         return await committer.submit(lambda conn: conn.execute(sql).fetchall(), write=False)
 
 
-async def refuse_writes_to(committer: Committer, table_name: str) -> None:
+async def refuse_writes_to(committer: Committer, table_name: str, when: str = "1") -> None:
     sql = (
         f"CREATE TEMP TRIGGER refuse_{table_name} BEFORE INSERT ON main.{table_name}"
-        " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        f" WHEN {when} BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
     )
     await run(committer, lambda conn: conn.execute(sql))
 
@@ -99,34 +116,74 @@ async def op_code(committer: Committer, op: Callable[[Connection], object]) -> E
     return caught.value.code
 
 
-async def running_call(committer: Committer) -> None:
-    await run(committer, lambda conn: t.tool_call_record(conn, record(), 1.0))
-    for request in (transition("routing"), transition("running")):
-        await run(committer, lambda conn, r=request: t.tool_call_transition(conn, r, 1.0))
+async def steps(committer: Committer, *requests: ToolCallStepRequest) -> None:
+    for request in requests:
+        await run(committer, partial(t.tool_call_step, req=request, now=1.0))
+
+
+async def counts(committer: Committer) -> list[list[tuple[object, ...]]]:
+    return [await query(committer, f"SELECT count(*) FROM {table}")
+            for table in ("outbox", "tool_call_outbox", "audit")]  # fmt: skip
 
 
 @pytest.mark.parametrize("table_name", ["outbox", "tool_call_outbox", "audit"])
-async def test_a_finish_whose_outbox_or_audit_insert_fails_leaves_the_call_running(
+async def test_a_submit_whose_outbox_or_audit_insert_fails_leaves_the_call_running(
     committer: Committer, table_name: str
 ) -> None:
-    await running_call(committer)
+    await steps(committer, step("hand_over", born=True), step("take"))
+    before = await counts(committer)
     await refuse_writes_to(committer, table_name)
 
-    done = finish("completed", "o-1")
-    code = await op_code(committer, lambda conn: t.tool_call_finish(conn, done, 2.0))
+    done = step("submit")
+    code = await op_code(committer, lambda conn: t.tool_call_step(conn, done, 2.0))
 
     assert code is ErrorCode.STORE_UNAVAILABLE
     assert await query(committer, "SELECT state, result, error_code FROM tool_calls") == [
         ("running", None, None)
     ]
-    assert await query(committer, "SELECT count(*) FROM outbox") == [(0,)]
-    assert await query(committer, "SELECT count(*) FROM tool_call_outbox") == [(0,)]
+    assert await counts(committer) == before
+
+
+@pytest.mark.parametrize("table_name", ["tool_calls", "outbox", "tool_call_outbox", "audit"])
+@pytest.mark.parametrize("event", ["hand_over", "refuse"])
+async def test_a_birth_whose_any_insert_fails_records_no_call_and_no_row(
+    committer: Committer, table_name: str, event: ToolCallEvent
+) -> None:
+    await refuse_writes_to(committer, table_name)
+
+    born = step(event, born=True)
+    code = await op_code(committer, lambda conn: t.tool_call_step(conn, born, 1.0))
+
+    assert code is ErrorCode.STORE_UNAVAILABLE
+    assert await query(committer, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert await counts(committer) == [[(0,)], [(0,)], [(0,)]]
+
+
+@pytest.mark.parametrize("table_name", ["outbox", "tool_call_outbox"])
+async def test_a_launch_failure_whose_terminal_row_fails_writes_not_even_its_receipt(
+    committer: Committer, table_name: str
+) -> None:
+    await steps(committer, step("admit", born=True), step("activate"))
+    before = await counts(committer)
+    # Only the second row of the step is refused: its first, the receipt, is written first.
+    column = "kind = 'lineup.v1.terminal'" if table_name == "outbox" else "role = 'terminal'"
+    await refuse_writes_to(committer, table_name, f"NEW.{column}")
+
+    ended = step("launch_failed")
+    code = await op_code(committer, lambda conn: t.tool_call_step(conn, ended, 2.0))
+
+    assert code is ErrorCode.STORE_UNAVAILABLE
+    assert await query(committer, "SELECT state, error_code FROM tool_calls") == [("routing", None)]
+    assert await counts(committer) == before
+    assert await query(committer, "SELECT outbox_id FROM outbox ORDER BY seq") == [
+        ("receipt:accepted",), ("receipt:starting",),
+    ]  # fmt: skip
 
 
 async def test_a_progress_whose_outbox_insert_fails_leaves_the_progress_as_it_was(
     committer: Committer,
 ) -> None:
-    await running_call(committer)
+    await steps(committer, step("hand_over", born=True), step("take"))
     await refuse_writes_to(committer, "outbox")
 
     code = await op_code(committer, lambda conn: t.tool_call_progress(conn, progress("p-1"), 2.0))
@@ -135,40 +192,45 @@ async def test_a_progress_whose_outbox_insert_fails_leaves_the_progress_as_it_wa
     assert await query(committer, "SELECT progress FROM tool_calls") == [(None,)]
 
 
-async def test_a_rejected_record_whose_outbox_insert_fails_records_no_call(
+async def test_an_ack_whose_settling_fails_leaves_the_call_submitted(
     committer: Committer,
 ) -> None:
-    await refuse_writes_to(committer, "outbox")
-    rejected = record(state="rejected", code="tool_not_advertised", outbox_id="r-1",
-                      wire={"type": "lineup.v1.tool.receipt"})  # fmt: skip
+    await steps(committer, step("hand_over", born=True), step("take"), step("submit"))
+    await refuse_writes_to(committer, "audit")
 
-    code = await op_code(committer, lambda conn: t.tool_call_record(conn, rejected, 1.0))
+    code = await op_code(
+        committer, lambda conn: t.settle_terminal(conn, "final", None, 3.0, actor="transport")
+    )
 
     assert code is ErrorCode.STORE_UNAVAILABLE
-    assert await query(committer, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert await query(committer, "SELECT state FROM tool_calls") == [("submitted",)]
+    links = "SELECT status FROM tool_call_outbox WHERE role = 'terminal'"
+    assert await query(committer, links) == [("submitted",)]
 
 
 async def test_values_that_are_not_strict_json_are_refused_before_anything_is_written(
     db: Database,
 ) -> None:
     conn = db.conn
+    nan = step("admit", born=True, new=facts(input={"x": float("nan")}))
     with pytest.raises(LineUpError) as caught:
-        in_savepoint(conn, lambda c: t.tool_call_record(c, record(input={"x": float("nan")}), 1.0))
+        in_savepoint(conn, lambda c: t.tool_call_step(c, nan, 1.0))
     assert caught.value.code is ErrorCode.INVALID_ARGUMENTS
+    assert conn.execute("SELECT count(*) FROM tool_calls").fetchall() == [(0,)]
 
-    in_savepoint(conn, lambda c: t.tool_call_record(c, record(), 1.0))
-    in_savepoint(conn, lambda c: t.tool_call_transition(c, transition("routing"), 1.0))
-    in_savepoint(conn, lambda c: t.tool_call_transition(c, transition("running"), 1.0))
-    bad = finish("completed", "o-1").model_copy(update={"result": {"x": float("inf")}})
+    for request in (step("hand_over", born=True), step("take")):
+        in_savepoint(conn, partial(t.tool_call_step, req=request, now=1.0))
+    bad = step("submit").model_copy(update={"result": {"x": float("inf")}})
     with pytest.raises(LineUpError) as caught:
-        in_savepoint(conn, lambda c: t.tool_call_finish(c, bad, 2.0))
+        in_savepoint(conn, lambda c: t.tool_call_step(c, bad, 2.0))
     assert caught.value.code is ErrorCode.INVALID_ARGUMENTS
     assert conn.execute("SELECT state FROM tool_calls").fetchall() == [("running",)]
+    assert conn.execute("SELECT count(*) FROM outbox").fetchall() == [(1,)]
 
 
 async def test_the_database_itself_refuses_a_second_terminal_row_for_a_call(db: Database) -> None:
     conn = db.conn
-    in_savepoint(conn, lambda c: t.tool_call_record(c, record(), 1.0))
+    in_savepoint(conn, lambda c: t.tool_call_step(c, step("admit", born=True), 1.0))
     conn.execute(
         "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at)"
         " VALUES ('a', 'conv-1', 'k', '{}', 1), ('b', 'conv-1', 'k', '{}', 1);"
@@ -180,98 +242,201 @@ async def test_the_database_itself_refuses_a_second_terminal_row_for_a_call(db: 
 
 # ---------------------------------------------------------------------------------- property
 
-Action = tuple[str, str, str]  # (kind, target state or "", outbox id)
+# The events a request may carry (the AppServer's word arrives by the outbox: `ack` below).
+EVENTS: tuple[ToolCallEvent, ...] = tuple(
+    e for e in TARGET if e not in ("settle", "settle_refused")
+)
+TERMINALS = ("t-1", "t-2")
+HAPPY: tuple[ToolCallEvent, ...] = ("admit", "activate", "activated", "take", "submit")
 
-_transitions = st.tuples(st.just("transition"), st.sampled_from(STEPS), st.just(""))
-_finishes = st.tuples(st.just("finish"), st.sampled_from(FINALS), st.sampled_from(["o-1", "o-2"]))
-_progress = st.tuples(st.just("progress"), st.just(""), st.sampled_from(["p-1", "p-2", "o-1"]))
-actions = st.one_of(_transitions, _transitions, _progress, _progress, _finishes)
+# (kind, event, terminal or progress id, with facts, instance)
+Action = tuple[str, ToolCallEvent, str, bool, str]
+
+_steps = st.tuples(
+    st.just("step"), st.sampled_from(EVENTS), st.sampled_from(TERMINALS), st.booleans(),
+    st.sampled_from([INSTANCE, INSTANCE, "td-2"]),
+)  # fmt: skip
+_progress = st.tuples(
+    st.just("progress"), st.just("take"), st.sampled_from(["p-1", "p-2", "t-1"]),
+    st.just(False), st.just(INSTANCE),
+)  # fmt: skip
+_acks = st.tuples(
+    st.sampled_from(["ack", "ack_refused"]), st.just("take"), st.sampled_from(TERMINALS),
+    st.just(False), st.just(INSTANCE),
+)  # fmt: skip
+actions = st.one_of(_steps, _steps, _steps, _progress, _acks)
 
 
-def apply(conn: Connection, action: Action) -> None:
-    kind, target, outbox_id = action
-    if kind == "transition":
-        request = transition(target)  # type: ignore[arg-type]
-        in_savepoint(conn, lambda c: t.tool_call_transition(c, request, 2.0))
-    elif kind == "finish":
-        done = finish(target, outbox_id)  # type: ignore[arg-type]
-        in_savepoint(conn, lambda c: t.tool_call_finish(c, done, 2.0))
-    else:
+def request_of(action: Action) -> ToolCallStepRequest | None:
+    """The step request `action` stands for, or None where the request model refuses it."""
+    _, event, terminal, born, instance = action
+    if born and event not in BIRTH:
+        return None
+    if not born and event in ("admit", "refuse"):
+        return None
+    return step(event, terminal, born=born, instance=instance)
+
+
+def apply(conn: Connection, action: Action) -> tuple[bool, bool]:
+    """Apply `action`: (whether it wrote anything, whether the reply said so)."""
+    kind, _, outbox_id, _, _ = action
+    if kind == "step":
+        request = request_of(action)
+        assert request is not None
+        reply = in_savepoint(conn, lambda c: t.tool_call_step(c, request, 2.0))
+        return reply.changed, reply.changed
+    if kind == "progress":
         reported = progress(outbox_id)
-        in_savepoint(conn, lambda c: t.tool_call_progress(c, reported, 2.0))
+        made = in_savepoint(conn, lambda c: t.tool_call_progress(c, reported, 2.0))
+        return made.created, made.created
+    code = None if kind == "ack" else "appserver_refused"
+    moved = in_savepoint(
+        conn, lambda c: t.settle_terminal(c, outbox_id, code, 3.0, actor="transport")
+    )
+    return moved is not None, moved is not None
 
 
-def attempt(conn: Connection, action: Action) -> ErrorCode | None:
-    """Apply `action`; the code it was refused with, or None."""
+@dataclass
+class Model:
+    """What the store should hold for call-1."""
+
+    state: ToolCallState | None = None
+    instance: str | None = None
+    links: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> role, status
+    audits: int = 0
+
+    def mine(self, outbox_id: str, role: str, status: str | None) -> bool | None:
+        """Whether `outbox_id` is already this row of the call (None: not used at all; raises
+        for an id used otherwise)."""
+        link = self.links.get(outbox_id)
+        if link is None:
+            return None
+        if link[0] != role or (role == "receipt" and link[1] != status):
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
+        return True
+
+    def step(self, action: Action) -> bool:
+        """Apply `action` to the model as the documented order of checks says; True if it
+        changes anything. Raises as the store should."""
+        _, event, terminal, born, instance = action
+        rows = [(row, row_id(row, terminal)) for row in ROWS[event]]
+        roles = [("terminal" if row == "terminal" else "receipt", row) for row in ROWS[event]]
+        if self.state is None:
+            if not born:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such tool call")
+        else:
+            if born:
+                return False  # another arrival of the same call
+            if event in BINDS and self.instance not in (None, instance):
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "another instance")
+            if self.state == TARGET[event]:
+                for (_, outbox_id), (role, status) in zip(rows, roles, strict=True):
+                    if not self.mine(outbox_id, role, status):
+                        break
+                else:
+                    return False  # a repeat
+        after = machine.move(self.state, event).to
+        new: dict[str, tuple[str, str | None]] = {}  # all or nothing
+        for (_, outbox_id), (role, status) in zip(rows, roles, strict=True):
+            if self.state is not None and self.mine(outbox_id, role, status):
+                continue  # a receipt an earlier step wrote
+            if outbox_id in self.links:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
+            new[outbox_id] = (role, after if role == "terminal" else status)
+        self.links |= new
+        self.state = after
+        if event in BINDS:
+            self.instance = instance
+        self.audits += 1
+        return True
+
+    def progress(self, outbox_id: str) -> bool:
+        if self.state is None:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such tool call")
+        if self.instance != INSTANCE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "not this instance's")
+        link = self.links.get(outbox_id)
+        if link is not None:
+            if link[0] != "progress":
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
+            return False
+        if self.state in machine.FINAL:
+            raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, "final")
+        self.links[outbox_id] = ("progress", None)
+        return True
+
+    def ack(self, outbox_id: str, refused: bool) -> bool:
+        if self.links.get(outbox_id, ("", None))[0] != "terminal" or self.state != "submitted":
+            return False
+        self.state = machine.move(self.state, "settle_refused" if refused else "settle").to
+        self.links[outbox_id] = ("terminal", self.state)
+        self.audits += 1
+        return True
+
+    def apply(self, action: Action) -> bool:
+        kind, _, outbox_id, _, _ = action
+        if kind == "step":
+            return self.step(action)
+        if kind == "progress":
+            return self.progress(outbox_id)
+        return self.ack(outbox_id, kind == "ack_refused")
+
+
+def outcome(run: Callable[[], tuple[bool, bool]]) -> tuple[bool, ErrorCode | None]:
     try:
-        apply(conn, action)
+        changed, _ = run()
     except LineUpError as exc:
-        return exc.code
-    return None
+        return False, exc.code
+    return changed, None
 
 
-def expected(
-    state: ToolCallState, bound: bool, action: Action, links: dict[str, tuple[str, Any]]
-) -> tuple[ToolCallState, ErrorCode | None]:
-    """What the model says: the state after `action`, and the code it is refused with (None
-    when it is accepted). `bound`: the call has its instance (it reached `running`)."""
-    kind, target, outbox_id = action
-    if kind == "transition":
-        try:
-            return table.step(state, target)[0], None  # type: ignore[arg-type]
-        except LineUpError as exc:
-            return state, exc.code
-    if kind == "finish":
-        if state in table.FINAL:
-            replay = state == target and links.get(outbox_id) == ("terminal", state)
-            return state, None if replay else ErrorCode.CALL_ALREADY_FINAL
-        try:
-            after = table.next_state(state, table.EVENT_TO[target])  # type: ignore[index]
-        except LineUpError as exc:
-            return state, exc.code
-        return state if outbox_id in links else after, (
-            ErrorCode.INVALID_ARGUMENTS if outbox_id in links else None
-        )
-    if not bound:  # progress names its instance, which the call has only once it ran
-        return state, ErrorCode.APP_INSTANCE_NOT_FOUND
-    if outbox_id in links:
-        return state, None if links[outbox_id][0] == "progress" else ErrorCode.INVALID_ARGUMENTS
-    return state, ErrorCode.CALL_ALREADY_FINAL if state in table.FINAL else None
+def stored(conn: Connection) -> tuple[object, ...]:
+    return (
+        conn.execute("SELECT state, instance_id FROM tool_calls").fetchall(),
+        sorted(conn.execute("SELECT outbox_id, role, status FROM tool_call_outbox").fetchall()),
+        conn.execute("SELECT count(*) FROM outbox").fetchall(),
+        conn.execute("SELECT count(*) FROM audit").fetchall(),
+    )
 
 
-@settings(deadline=None, max_examples=150)
-@given(ahead=st.integers(0, len(STEPS)), steps=st.lists(actions, max_size=25))
+@settings(deadline=None, max_examples=200)
+@given(ahead=st.integers(0, len(HAPPY)), later=st.lists(actions, max_size=25))
 def test_any_sequence_of_requests_ends_a_call_at_most_once_with_one_terminal_row(
-    ahead: int, steps: list[Action]
+    ahead: int, later: list[Action]
 ) -> None:
-    # `ahead` first moves the call that many steps along the happy path, so that every state is
-    # where the random requests start from about as often.
-    steps = [("transition", target, "") for target in STEPS[:ahead]] + steps
+    # `ahead` first moves the call that many steps along a launch's happy path, so that every
+    # state is where the random requests start from about as often.
+    happy: list[Action] = [("step", event, "t-1", event == "admit", INSTANCE)
+                           for event in HAPPY[:ahead]]  # fmt: skip
     conn = memory_database()
+    model = Model()
     try:
-        in_savepoint(conn, lambda c: t.tool_call_record(c, record(), 1.0))
-        state: ToolCallState = "received"
-        bound = False
-        links: dict[str, tuple[str, Any]] = {}  # outbox_id -> (role, status)
-        for action in steps:
-            after, code = expected(state, bound, action, links)
-            refused = attempt(conn, action)
-            assert refused is code, (state, action)
-            if code is None:
-                kind, _, outbox_id = action
-                if kind == "finish" and after != state:
-                    links[outbox_id] = ("terminal", after)
-                elif kind == "progress":
-                    links.setdefault(outbox_id, ("progress", None))
-            assert state not in table.FINAL or after == state  # a final call never moves
-            state = after
-            bound = bound or state == "running"
-            stored = conn.execute("SELECT state FROM tool_calls").fetchall()
-            assert stored == [(state,)]
+        for action in happy + later:
+            if action[0] == "step" and request_of(action) is None:
+                continue
+            before = stored(conn)
+            prior = model.state
+            expected = outcome(lambda: (model.apply(action), True))  # noqa: B023
+            got = outcome(lambda: apply(conn, action))  # noqa: B023
+            assert got == expected, (prior, action)
+            after = stored(conn)
+            if not got[0]:
+                assert after == before, (prior, action)  # a refusal, a repeat: nothing written
+            # A call only moves forward, and a final one never moves.
+            if prior is not None:
+                assert model.state is not None
+                order = list(machine.TABLE)
+                assert order.index(model.state) >= order.index(prior)
+                assert prior not in machine.FINAL or model.state == prior
+            state = model.state
+            assert after[0] == ([] if state is None else [(state, model.instance)])
+            assert after[1] == sorted((i, role, status) for i, (role, status) in
+                                      model.links.items())  # fmt: skip
+            assert after[2] == [(len(model.links),)]  # every outbox row is one of the call's
+            assert after[3] == [(model.audits,)]  # one audit row per change, none otherwise
         terminal = conn.execute(
             "SELECT count(*) FROM tool_call_outbox WHERE role = 'terminal'"
         ).fetchall()
-        assert terminal == [(1 if state in table.FINAL else 0,)]
-        assert conn.execute("SELECT count(*) FROM outbox").fetchall() == [(len(links),)]
+        assert terminal == [(1 if model.state in machine.DECIDED else 0,)]
     finally:
         conn.close()

@@ -6,11 +6,12 @@ its first write leaves nothing behind. Writes also take `actor` (the channel-bou
 the audit row they add in the same savepoint: ids, states and codes only, never an input,
 result or progress. (Progress itself is not audited: it is frequent and decides nothing.)
 
-Order of checks, the same in every write: the call exists (`invalid_arguments`), it belongs to
-the expected scope and instance (`app_scope_mismatch`, `app_instance_not_found`), the request
-is a repeat (answered from what is stored, nothing written), the move is legal (`_tool_states`),
-and only then anything is written. Ownership comes first so that a foreign caller learns
-nothing, not even that the call is final.
+A call moves only by `tool_call_step`, one event of `machine`. Its order of checks: the call
+exists, or is being born (`invalid_arguments`); it belongs to the expected scope and instance
+(`app_scope_mismatch`, `app_instance_not_found`); the step is a repeat (answered from what is
+stored, nothing written); the move is in the table (`machine.move`); every bound holds; and only
+then anything is written. Ownership comes first so that a foreign caller learns nothing, not
+even that the call is final.
 
 Every outbox row written for a call is linked to it in `tool_call_outbox` with its role
 (`receipt`, `progress`, `terminal`); a repeat is recognised by that link, and the table's partial
@@ -25,9 +26,8 @@ from typing import Any, Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from . import _tool_states as states
-from ._db import Connection
-from ._fields import (
+from .._db import Connection
+from .._fields import (
     MAX_INPUT_BYTES,
     MAX_PROGRESS_BYTES,
     MAX_RESULT_BYTES,
@@ -36,35 +36,29 @@ from ._fields import (
     bounded_json,
     wire_kind,
 )
-from ._queries import audit_append, int_or_none, within_budget
+from .._queries import audit_append, int_or_none, within_budget
+from ..messages import AuditRecord
+from . import machine
+from .machine import Row
 from .messages import (
-    AuditRecord,
-    ToolCallFinishReply,
-    ToolCallFinishRequest,
+    OutboxRowIn,
     ToolCallGetReply,
     ToolCallGetRequest,
     ToolCallListReply,
     ToolCallListRequest,
     ToolCallProgressReply,
     ToolCallProgressRequest,
-    ToolCallReceiptReply,
-    ToolCallReceiptRequest,
-    ToolCallRecordReply,
-    ToolCallRecordRequest,
     ToolCallRow,
-    ToolCallTransitionReply,
-    ToolCallTransitionRequest,
+    ToolCallStepReply,
+    ToolCallStepRequest,
 )
 
 __all__ = [
     "settle_terminal",
-    "tool_call_finish",
     "tool_call_get",
     "tool_call_list",
     "tool_call_progress",
-    "tool_call_receipt",
-    "tool_call_record",
-    "tool_call_transition",
+    "tool_call_step",
 ]
 
 Role = Literal["receipt", "progress", "terminal"]
@@ -114,7 +108,7 @@ def _audit(
     call: ToolCallRow,
     *,
     code: str | None = None,
-    wire: dict[str, Any] | None = None,
+    kind: str | None = None,
 ) -> None:
     """One audit row for a change of `call`: ids, states and codes, never a body."""
     record = AuditRecord(
@@ -122,7 +116,7 @@ def _audit(
         actor=actor,
         peer=call.app_scope,
         code=code,
-        message_type=wire_kind(wire) if wire is not None else None,
+        message_type=kind,
         subject_id=call.call_id,
         at=now,
     )
@@ -143,15 +137,6 @@ def _link(conn: Connection, outbox_id: str) -> tuple[str, str, str | None] | Non
     return call_id, role, status
 
 
-def _submitted_with_result(conn: Connection, call: ToolCallRow) -> bool:
-    if call.state != "submitted":
-        return False
-    rows = conn.execute(
-        "SELECT 1 FROM tool_call_outbox WHERE call_id = ? AND role = 'terminal'", (call.call_id,)
-    ).fetchall()
-    return bool(rows)
-
-
 def _wire_text(wire: dict[str, Any]) -> str:
     return bounded_json(wire, max_bytes=MAX_WIRE_BYTES, max_depth=MAX_WIRE_DEPTH, what="wire")
 
@@ -160,18 +145,19 @@ def _queue(
     conn: Connection,
     call: ToolCallRow,
     outbox_id: str,
-    wire: dict[str, Any],
+    text: str,
+    kind: str,
     role: Role,
     status: str | None,
     now: float,
 ) -> None:
-    """Append `wire` to the outbox as `outbox_id` and link it to the call. Callers check the
-    wire with `_wire_text` before their first write, so that a bad one refuses cleanly."""
+    """Append the wire envelope `text` (checked by `_wire_text` before the caller's first write,
+    so that a bad one refuses cleanly) to the outbox as `outbox_id`, linked to the call."""
     seq = int_or_none(
         conn,
         "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at, state)"
         " VALUES (?, ?, ?, ?, ?, 'pending') ON CONFLICT (outbox_id) DO NOTHING RETURNING seq",
-        (outbox_id, call.conversation_id, wire_kind(wire), _wire_text(wire), now),
+        (outbox_id, call.conversation_id, kind, text, now),
     )
     if seq is None:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
@@ -184,90 +170,76 @@ def _queue(
 # ---------------------------------------------------------------------------------- writes
 
 
-def tool_call_record(
-    conn: Connection, req: ToolCallRecordRequest, now: float, *, actor: str = "store"
-) -> ToolCallRecordReply:
-    found = _load(conn, req.call_id)
-    if found is not None:
-        return ToolCallRecordReply(call=found, created=False)
-    text = bounded_json(req.input, max_bytes=MAX_INPUT_BYTES, what="input")
-    if req.wire is not None:
-        _wire_text(req.wire)
-    conn.execute(
-        "INSERT INTO tool_calls (call_id, tool, inventory_revision, app_scope, instance_id,"
-        " conversation_id, handling, state, input, error_code, timeout_ms, created_at,"
-        " updated_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (req.call_id, req.tool, req.inventory_revision, req.app_scope, req.instance_id,
-         req.conversation_id, req.handling, req.state, text, req.code, req.timeout_ms, now, now,
-         now + req.timeout_ms / 1000),
-    )  # fmt: skip
-    call = _require(conn, req.call_id)
-    if req.outbox_id is not None and req.wire is not None:
-        _queue(conn, call, req.outbox_id, req.wire, "terminal", call.state, now)
-    _audit(conn, now, actor, f"tool_call.{call.state}", call, code=req.code, wire=req.wire)
-    return ToolCallRecordReply(call=call, created=True)
+def _role(row: Row) -> Role:
+    return "terminal" if row == "terminal" else "receipt"
 
 
-def tool_call_transition(
-    conn: Connection, req: ToolCallTransitionRequest, now: float, *, actor: str = "store"
-) -> ToolCallTransitionReply:
-    call = _require(conn, req.call_id)
-    _check_owner(call, req.expected_app_scope, req.expected_instance_id)
-    after, moved = states.step(call.state, req.to_state)
-    instance_id = call.instance_id
-    if req.instance_id is not None and req.instance_id != instance_id:
-        if instance_id is not None:
+def _written(conn: Connection, call_id: str, row: OutboxRowIn) -> bool:
+    """Whether `row` is already the call's (a replayed step); refused if its id is another's."""
+    link = _link(conn, row.outbox_id)
+    if link is None:
+        return False
+    if link[:2] != (call_id, _role(row.row)) or (row.row != "terminal" and link[2] != row.row):
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
+    return True
+
+
+def tool_call_step(
+    conn: Connection, req: ToolCallStepRequest, now: float, *, actor: str = "store"
+) -> ToolCallStepReply:
+    """One event of the machine on one call: checks first, then every write (state, rows, audit)
+    in this one savepoint."""
+    call = _load(conn, req.call_id)
+    if call is not None:  # first, even for a repeated birth: a foreign caller learns nothing
+        _check_owner(call, req.expected_app_scope, req.expected_instance_id)
+    if req.new is not None and call is not None:
+        return ToolCallStepReply(call=call, before=call.state, changed=False)
+    if call is not None:
+        bound = call.instance_id
+        if req.instance_id is not None and bound not in (None, req.instance_id):
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "the call has another instance")
-        instance_id = req.instance_id
-    progress = call.progress
-    if req.progress is not None and req.progress != call.progress:
-        progress = req.progress
-    changed = moved or instance_id != call.instance_id or progress != call.progress
-    if not changed:
-        return ToolCallTransitionReply(call=call, changed=False)
-    text = None
-    if progress is not None:
-        text = bounded_json(progress, max_bytes=MAX_PROGRESS_BYTES, what="progress")
-    conn.execute(
-        "UPDATE tool_calls SET state = ?, instance_id = ?, progress = ?, updated_at = ?"
-        " WHERE call_id = ?",
-        (after, instance_id, text, now, req.call_id),
-    )
-    updated = _require(conn, req.call_id)
-    if moved:
-        _audit(conn, now, actor, f"tool_call.{after}", updated, code=req.code)
-    return ToolCallTransitionReply(call=updated, changed=True)
-
-
-def tool_call_finish(
-    conn: Connection, req: ToolCallFinishRequest, now: float, *, actor: str = "store"
-) -> ToolCallFinishReply:
-    call = _require(conn, req.call_id)
-    _check_owner(call, req.expected_app_scope, req.expected_instance_id)
-    if states.is_final(call.state) or _submitted_with_result(conn, call):
-        # The finish that decided the call, retried: answer it again, write nothing. A submitted
-        # result's outcome is decided too: only its outbox row's fate moves it on (`settle_
-        # terminal`). (A call moved to `submitted` by `transition` has no row yet: the table
-        # decides for it.)
-        if call.state == req.to_state and _link(conn, req.outbox_id) == (
-            call.call_id, "terminal", call.state,
-        ):  # fmt: skip
-            return ToolCallFinishReply(call=call, changed=False)
-        raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, f"call is already {call.state}")
-    after = states.next_state(call.state, states.EVENT_TO[req.to_state])
+        if call.state == machine.TARGET[req.event] and all(
+            _written(conn, call.call_id, row) for row in req.rows
+        ):
+            return ToolCallStepReply(call=call, before=call.state, changed=False)
+    elif req.new is None:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such tool call")
+    before = None if call is None else call.state
+    after = machine.move(before, req.event).to
+    # Every bound is checked before the first write, so that a refusal leaves nothing behind.
+    texts = [_wire_text(row.wire) for row in req.rows]
     result = None
     if req.result is not None:
         result = bounded_json(req.result, max_bytes=MAX_RESULT_BYTES, what="result")
-    _wire_text(req.wire)
-    conn.execute(
-        "UPDATE tool_calls SET state = ?, result = ?, error_code = ?, updated_at = ?"
-        " WHERE call_id = ?",
-        (after, result, req.code, now, req.call_id),
-    )
-    _queue(conn, call, req.outbox_id, req.wire, "terminal", after, now)
+    if call is None:
+        assert req.new is not None
+        new = req.new
+        text = bounded_json(new.input, max_bytes=MAX_INPUT_BYTES, what="input")
+        conn.execute(
+            "INSERT INTO tool_calls (call_id, tool, inventory_revision, app_scope, instance_id,"
+            " conversation_id, handling, state, input, error_code, timeout_ms, created_at,"
+            " updated_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (req.call_id, new.tool, new.inventory_revision, new.app_scope, req.instance_id,
+             new.conversation_id, new.handling, after, text, req.code, new.timeout_ms, now, now,
+             now + new.timeout_ms / 1000),
+        )  # fmt: skip
+    else:
+        conn.execute(
+            "UPDATE tool_calls SET state = ?, instance_id = coalesce(?, instance_id),"
+            " result = coalesce(?, result), error_code = coalesce(?, error_code), updated_at = ?"
+            " WHERE call_id = ?",
+            (after, req.instance_id, result, req.code, now, req.call_id),
+        )
     updated = _require(conn, req.call_id)
-    _audit(conn, now, actor, f"tool_call.{after}", updated, code=req.code, wire=req.wire)
-    return ToolCallFinishReply(call=updated, changed=True)
+    kind = None
+    for row, text in zip(req.rows, texts, strict=True):
+        if call is not None and _written(conn, updated.call_id, row):
+            continue  # a receipt an earlier step wrote (a held call's `accepted`)
+        status = after if row.row == "terminal" else row.row
+        kind = wire_kind(row.wire)
+        _queue(conn, updated, row.outbox_id, text, kind, _role(row.row), status, now)
+    _audit(conn, now, actor, f"tool_call.{after}", updated, code=req.code, kind=kind)
+    return ToolCallStepReply(call=updated, before=before, changed=True, created=call is None)
 
 
 def tool_call_progress(
@@ -280,31 +252,16 @@ def tool_call_progress(
         if link[:2] != (call.call_id, "progress"):
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
         return ToolCallProgressReply(call_id=call.call_id, outbox_id=req.outbox_id, created=False)
-    if states.is_final(call.state):
+    if call.state in machine.FINAL:
         raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, f"call is already {call.state}")
     text = bounded_json(req.progress, max_bytes=MAX_PROGRESS_BYTES, what="progress")
-    _wire_text(req.wire)
+    wire = _wire_text(req.wire)
     conn.execute(
         "UPDATE tool_calls SET progress = ?, updated_at = ? WHERE call_id = ?",
         (text, now, req.call_id),
     )
-    _queue(conn, call, req.outbox_id, req.wire, "progress", None, now)
+    _queue(conn, call, req.outbox_id, wire, wire_kind(req.wire), "progress", None, now)
     return ToolCallProgressReply(call_id=call.call_id, outbox_id=req.outbox_id, created=True)
-
-
-def tool_call_receipt(
-    conn: Connection, req: ToolCallReceiptRequest, now: float, *, actor: str = "store"
-) -> ToolCallReceiptReply:
-    call = _require(conn, req.call_id)
-    link = _link(conn, req.outbox_id)
-    if link is not None:
-        if link != (call.call_id, "receipt", req.status):
-            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
-        return ToolCallReceiptReply(call_id=call.call_id, outbox_id=req.outbox_id, created=False)
-    _wire_text(req.wire)
-    _queue(conn, call, req.outbox_id, req.wire, "receipt", req.status, now)
-    _audit(conn, now, actor, f"tool_call.receipt.{req.status}", call, code=req.code, wire=req.wire)
-    return ToolCallReceiptReply(call_id=call.call_id, outbox_id=req.outbox_id, created=True)
 
 
 def settle_terminal(
@@ -323,7 +280,7 @@ def settle_terminal(
     call = _require(conn, link[0])
     if call.state != "submitted":
         return None
-    after = states.next_state(call.state, "complete" if code is None else "fail")
+    after = machine.move(call.state, "settle" if code is None else "settle_refused").to
     if after == "completed":
         conn.execute(
             "UPDATE tool_calls SET state = 'completed', updated_at = ? WHERE call_id = ?",
@@ -353,7 +310,7 @@ def _cost(values: Sequence[Any]) -> int:
 
 
 def tool_call_list(conn: Connection, req: ToolCallListRequest, now: float) -> ToolCallListReply:
-    final = ", ".join(f"'{state}'" for state in sorted(states.FINAL))
+    final = ", ".join(f"'{state}'" for state in sorted(machine.FINAL))
     rows = conn.execute(
         f"{_SELECT} WHERE seq > ?1 AND (?2 IS NULL OR app_scope = ?2)"
         f" AND (?3 IS NULL OR instance_id = ?3) AND (NOT ?4 OR state NOT IN ({final}))"
