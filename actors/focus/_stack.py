@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-An instance moves through a fixed table of states:
+An instance moves through the fixed table of states the store checks too
+(`actors/store/instances/machine.py`):
 
     starting → foreground | background | suspended
     foreground ↔ background, either → suspended, suspended → foreground | background
@@ -24,9 +25,11 @@ active) once its process runs again; or it is closed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.store.instances import machine
+from lineup.actors.store.instances.machine import LIVE, NOT_UP, TRANSITIONS, InstanceState
 
 __all__ = [
     "LIVE",
@@ -38,31 +41,12 @@ __all__ = [
     "transition",
 ]
 
-InstanceState = Literal[
-    "starting", "foreground", "background", "suspended", "stopping", "stopped", "failed"
-]
 RECOVERY_INSTANCE: Final = "chat"
-LIVE: Final = frozenset({"starting", "foreground", "background", "suspended"})
-NOT_UP: Final = frozenset({"starting", "suspended"})  # live, but without the front
-
-TRANSITIONS: Final[dict[str, frozenset[str]]] = {
-    "starting": frozenset({"foreground", "background", "suspended", "stopping", "failed"}),
-    "foreground": frozenset({"background", "suspended", "stopping", "failed"}),
-    "background": frozenset({"foreground", "suspended", "stopping", "failed"}),
-    "suspended": frozenset({"foreground", "background", "stopping", "failed"}),
-    "stopping": frozenset({"stopped", "failed"}),
-    "stopped": frozenset(),
-    "failed": frozenset(),
-}
 
 
 def transition(current: str, target: str) -> str:
     """The new state, or LineUpError(lifecycle_denied) for a move the table does not have."""
-    if current == target:
-        return current
-    if target not in TRANSITIONS.get(current, frozenset()):
-        raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"{current} -> {target}")
-    return target
+    return machine.step(cast(InstanceState, current), cast(InstanceState, target))[0]
 
 
 @dataclass

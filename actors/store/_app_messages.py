@@ -1,7 +1,7 @@
 """Instances and the focus stack, app session data, the app registry and the inventory revision.
 Re-exported by `messages`.
 
-Instances move by the table in `_instance_states` (DESIGN §5); an illegal move is refused with
+Instances move by the table in `instances.machine` (DESIGN §5); an illegal move is refused with
 `lifecycle_denied`, an unknown instance with `app_instance_not_found`. The focus stack is stored
 whole, with a revision that grows on every change. Session data is one JSON object per
 `(app_scope, app_session_id)` with a revision (seed 004 §6.3): a write names the revision it
@@ -17,6 +17,7 @@ from pydantic import Field
 from lineup.actors.kernel.messages import Message
 
 from ._fields import Id, Limit, Name, Revision
+from .instances.machine import InstanceState
 
 __all__ = [
     "AppEnabledSetReply",
@@ -53,9 +54,6 @@ __all__ = [
     "SessionDataReplaceRequest",
 ]
 
-InstanceState = Literal[
-    "starting", "foreground", "background", "suspended", "stopping", "stopped", "failed"
-]
 MAX_FOCUS_STACK = 256  # instances on the stack; far more than a device shows
 
 # ---------------------------------------------------------------------------------- instances

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from lineup.actors.kernel import ErrorCode
-from lineup.actors.store import _instance_states as table
+from lineup.actors.store.instances import machine as table
 from lineup.actors.store.messages import (
     AuditQueryReply,
     AuditQueryRequest,

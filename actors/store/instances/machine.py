@@ -12,7 +12,7 @@ restart, an instance caught half-way (`starting` or `stopping`) comes back `susp
 done, so the user (or the focus actor) decides what happens to it. Every illegal move, a move
 out of a final state included, raises `lifecycle_denied`; naming the state an instance is
 already in is a repeat, which `step` answers without a change. The table is the one the focus
-actor keeps in memory (`actors/focus/_stack.py`), plus `recover`.
+actor applies to its stack in memory (`actors/focus/_stack.py`, which imports it).
 """
 
 from __future__ import annotations
@@ -22,19 +22,23 @@ from typing import Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from ._app_messages import InstanceState
-
 __all__ = [
     "BIRTH_STATES",
     "EVENT_TO",
     "FINAL",
+    "LIVE",
+    "NOT_UP",
     "TRANSITIONS",
     "InstanceEvent",
+    "InstanceState",
     "is_final",
     "next_state",
     "step",
 ]
 
+InstanceState = Literal[
+    "starting", "foreground", "background", "suspended", "stopping", "stopped", "failed"
+]
 InstanceEvent = Literal["foreground", "background", "suspend", "stop", "exit", "fail", "recover"]
 
 TRANSITIONS: Final[Mapping[InstanceState, Mapping[InstanceEvent, InstanceState]]] = {
@@ -54,6 +58,12 @@ TRANSITIONS: Final[Mapping[InstanceState, Mapping[InstanceEvent, InstanceState]]
 FINAL: Final[frozenset[InstanceState]] = frozenset(
     state for state, moves in TRANSITIONS.items() if not moves
 )
+# Not ended: on the focus stack. `starting` and `suspended` ones are live but not up (no
+# process answering yet, or none at all): they never have the front.
+LIVE: Final[frozenset[InstanceState]] = frozenset(
+    {"starting", "foreground", "background", "suspended"}
+)
+NOT_UP: Final[frozenset[InstanceState]] = frozenset({"starting", "suspended"})
 
 # The event a request naming a target state stands for. `recover` is nobody's request.
 EVENT_TO: Final[Mapping[InstanceState, InstanceEvent]] = {

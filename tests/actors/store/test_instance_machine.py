@@ -1,4 +1,4 @@
-"""The instance lifecycle on its own (`actors/store/_instance_states.py`): no database."""
+"""The instance lifecycle on its own (`actors/store/instances/machine.py`): no database."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store._instance_states import (
+from lineup.actors.store.instances.machine import (
     BIRTH_STATES,
     EVENT_TO,
     FINAL,
