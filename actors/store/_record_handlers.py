@@ -17,9 +17,9 @@ from lineup.actors.kernel.actor import handles
 from lineup.actors.kernel.bus import Envelope
 
 from . import _app_data as d
-from . import _instances as i
 from ._committer import Committer
 from ._db import Connection
+from .instances import operations as i
 from .messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,

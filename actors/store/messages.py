@@ -15,12 +15,12 @@ JSON it keeps in records (tool input, result and progress, session data, manifes
 in `_fields`. List replies are bounded by `limit` and by a byte budget, and page with
 `after_seq`.
 
-The classes live in private modules by area (`_core_messages`: outbox, inboxes, conversations,
-cursors, audit, stats; `tool_calls.messages`: tool calls; `_app_messages`: instances and the focus
-stack, session data, registry, inventory); this module is the one to import. `__all__` names
-every message, the state literals (`ToolCallState`, `InstanceState`, …) the bounds a
-caller must respect before asking (`MAX_FOCUS_STACK`), and which tool call states are final
-(`FINAL_TOOL_CALL_STATES`).
+The classes live in modules by area (`_core_messages`: outbox, inboxes, conversations, cursors,
+audit, stats; `tool_calls.messages`: tool calls; `instances.messages`: instances and the focus
+stack; `_app_messages`: session data, registry, inventory); this module is the one to import.
+`__all__` names every message, the state literals (`ToolCallState`, `InstanceState`, …) the
+bounds a caller must respect before asking (`MAX_FOCUS_STACK`), and which tool call states are
+final (`FINAL_TOOL_CALL_STATES`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 from lineup.actors.kernel.audit import AuditAppendReply, AuditAppendRequest, AuditRecord
 
 from ._app_messages import (
-    MAX_FOCUS_STACK,
     AppEnabledSetReply,
     AppEnabledSetRequest,
     AppRegistryListReply,
@@ -36,23 +35,6 @@ from ._app_messages import (
     AppRegistryPutReply,
     AppRegistryPutRequest,
     AppRow,
-    FocusStackGetReply,
-    FocusStackGetRequest,
-    FocusStackSetReply,
-    FocusStackSetRequest,
-    InstanceCommitReply,
-    InstanceCommitRequest,
-    InstanceListReply,
-    InstanceListRequest,
-    InstanceMove,
-    InstanceRecoverReply,
-    InstanceRecoverRequest,
-    InstanceRow,
-    InstanceState,
-    InstanceTransitionReply,
-    InstanceTransitionRequest,
-    InstanceUpsertReply,
-    InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
     InventoryRevisionGetReply,
@@ -103,6 +85,26 @@ from ._core_messages import (
     OutboxState,
     StoreStatsReply,
     StoreStatsRequest,
+)
+from .instances.messages import (
+    MAX_FOCUS_STACK,
+    FocusStackGetReply,
+    FocusStackGetRequest,
+    FocusStackSetReply,
+    FocusStackSetRequest,
+    InstanceCommitReply,
+    InstanceCommitRequest,
+    InstanceListReply,
+    InstanceListRequest,
+    InstanceMove,
+    InstanceRecoverReply,
+    InstanceRecoverRequest,
+    InstanceRow,
+    InstanceState,
+    InstanceTransitionReply,
+    InstanceTransitionRequest,
+    InstanceUpsertReply,
+    InstanceUpsertRequest,
 )
 from .tool_calls.machine import FINAL as FINAL_TOOL_CALL_STATES
 from .tool_calls.messages import (

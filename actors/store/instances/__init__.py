@@ -1,3 +1,4 @@
-"""The store's instance area (`store.instance.*`, `store.focus_stack.*`): for now its machine
-(`machine`, pure, shared with focus); its messages and operations are `_app_messages` and
-`_instances`."""
+"""The store's instance area (`store.instance.*`, `store.focus_stack.*`): the machine
+(`machine`, pure, shared with focus), the protocol (`messages`, re-exported by
+`lineup.actors.store.messages`) and the operations the store runs in its transactions
+(`operations`)."""

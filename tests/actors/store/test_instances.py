@@ -1,5 +1,5 @@
 """Instances, recovery after a restart and the focus stack through the real bus
-(`actors/store/_instances.py`)."""
+(`actors/store/instances/operations.py`)."""
 
 from __future__ import annotations
 

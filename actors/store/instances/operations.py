@@ -2,7 +2,7 @@
 (`store.instance.*`, `store.focus_stack.*`).
 
 The same contract as `_queries`: one blocking function per request, run in its own savepoint.
-State changes follow `instances.machine` and add an audit row (ids and states only) in the same
+State changes follow `machine` and add an audit row (ids and states only) in the same
 savepoint; `actor` is the channel-bound sender.
 
 The focus stack is stored whole: `focus_stack` holds one row per position (0 is the bottom) and
@@ -19,11 +19,11 @@ from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from ._db import Connection
-from ._queries import audit_append, int_or_none
-from .instances import machine as states
+from .._db import Connection
+from .._queries import audit_append, int_or_none
+from ..messages import AuditRecord
+from . import machine as states
 from .messages import (
-    AuditRecord,
     FocusStackGetReply,
     FocusStackGetRequest,
     FocusStackSetReply,
