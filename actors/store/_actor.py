@@ -2,11 +2,11 @@
 
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
 the group committer, and only then reports itself started. Every handler is a thin shell: it
-turns its request into one operation (`_queries`, `_conversations`, and for the runtime's
-records `tool_calls.operations`, `instances.operations`, `_app_data` via `_record_handlers`) and
-awaits it through the committer, which answers only after the operation's transaction has
-committed — persist, then acknowledge. A request that arrives before the database is open simply
-waits in the committer's queue.
+turns its request into one operation (`_queries`, `_conversations`, and for the runtime's records
+the areas' `tool_calls.operations`, `instances.operations`, `apps.operations`, via
+`_record_handlers`) and awaits it through the committer, which answers only after the
+operation's transaction has committed — persist, then acknowledge. A request that arrives before
+the database is open simply waits in the committer's queue.
 
 The store writes audit rows itself: the bus calls `write_audit` with the rows it would otherwise
 send to the store, and other actors send `AuditAppendRequest`s. The row's `actor` is the

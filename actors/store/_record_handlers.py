@@ -16,9 +16,9 @@ from typing import Protocol, TypeVar
 from lineup.actors.kernel.actor import handles
 from lineup.actors.kernel.bus import Envelope
 
-from . import _app_data as d
 from ._committer import Committer
 from ._db import Connection
+from .apps import operations as d
 from .instances import operations as i
 from .messages import (
     AppEnabledSetReply,

@@ -17,7 +17,7 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 
 The classes live in modules by area (`_core_messages`: outbox, inboxes, conversations, cursors,
 audit, stats; `tool_calls.messages`: tool calls; `instances.messages`: instances and the focus
-stack; `_app_messages`: session data, registry, inventory); this module is the one to import.
+stack; `apps.messages`: session data, registry, inventory); this module is the one to import.
 `__all__` names every message, the state literals (`ToolCallState`, `InstanceState`, …) the
 bounds a caller must respect before asking (`MAX_FOCUS_STACK`), and which tool call states are
 final (`FINAL_TOOL_CALL_STATES`).
@@ -27,23 +27,6 @@ from __future__ import annotations
 
 from lineup.actors.kernel.audit import AuditAppendReply, AuditAppendRequest, AuditRecord
 
-from ._app_messages import (
-    AppEnabledSetReply,
-    AppEnabledSetRequest,
-    AppRegistryListReply,
-    AppRegistryListRequest,
-    AppRegistryPutReply,
-    AppRegistryPutRequest,
-    AppRow,
-    InventoryRevisionBumpReply,
-    InventoryRevisionBumpRequest,
-    InventoryRevisionGetReply,
-    InventoryRevisionGetRequest,
-    SessionDataGetReply,
-    SessionDataGetRequest,
-    SessionDataReplaceReply,
-    SessionDataReplaceRequest,
-)
 from ._core_messages import (
     AuditQueryReply,
     AuditQueryRequest,
@@ -85,6 +68,23 @@ from ._core_messages import (
     OutboxState,
     StoreStatsReply,
     StoreStatsRequest,
+)
+from .apps.messages import (
+    AppEnabledSetReply,
+    AppEnabledSetRequest,
+    AppRegistryListReply,
+    AppRegistryListRequest,
+    AppRegistryPutReply,
+    AppRegistryPutRequest,
+    AppRow,
+    InventoryRevisionBumpReply,
+    InventoryRevisionBumpRequest,
+    InventoryRevisionGetReply,
+    InventoryRevisionGetRequest,
+    SessionDataGetReply,
+    SessionDataGetRequest,
+    SessionDataReplaceReply,
+    SessionDataReplaceRequest,
 )
 from .instances.messages import (
     MAX_FOCUS_STACK,

@@ -1,5 +1,5 @@
 """Session data, the app registry and the inventory revision through the real bus
-(`actors/store/_app_data.py`), and the JSON quotas on their own (`_fields.py`)."""
+(`actors/store/apps/operations.py`), and the JSON quotas on their own (`_fields.py`)."""
 
 from __future__ import annotations
 

@@ -24,9 +24,10 @@ from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from ._db import Connection
-from ._fields import MAX_MANIFEST_BYTES, MAX_SESSION_DATA_BYTES, bounded_json
-from ._queries import audit_append, int_or_none
+from .._db import Connection
+from .._fields import MAX_MANIFEST_BYTES, MAX_SESSION_DATA_BYTES, bounded_json
+from .._queries import audit_append, int_or_none
+from ..messages import AuditRecord
 from .messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,
@@ -35,7 +36,6 @@ from .messages import (
     AppRegistryPutReply,
     AppRegistryPutRequest,
     AppRow,
-    AuditRecord,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
     InventoryRevisionGetReply,

@@ -1,4 +1,5 @@
-"""App session data, the app registry and the inventory revision. Re-exported by `messages`.
+"""App session data, the app registry and the inventory revision (`store.session_data.*`,
+`store.registry.*`, `store.inventory.*`). Re-exported by `lineup.actors.store.messages`.
 
 Session data is one JSON object per `(app_scope, app_session_id)` with a revision (seed 004
 §6.3): a write names the revision it read, and a stale one is refused with `stale_revision`,
@@ -11,7 +12,7 @@ from typing import Any, Literal
 
 from lineup.actors.kernel.messages import Message
 
-from ._fields import Id, Limit, Name, Revision
+from .._fields import Id, Limit, Name, Revision
 
 __all__ = [
     "AppEnabledSetReply",
