@@ -1,12 +1,13 @@
 """The store actor: the only process that opens the database (DESIGN §1, §3).
 
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
-the group committer, and only then reports itself started. Every handler is a thin shell: it
-turns its request into one operation (`_queries`, `_conversations`, and for the runtime's records
-the areas' `tool_calls.operations`, `instances.operations`, `apps.operations`, via
-`_record_handlers`) and awaits it through the committer, which answers only after the
-operation's transaction has committed — persist, then acknowledge. A request that arrives before
-the database is open simply waits in the committer's queue.
+the group committer, and only then reports itself started. What the store serves is `TABLE`, one
+row per request (`_table`): its operation (`_queries`, `_conversations`, and each area's
+`operations`: `tool_calls/`, `instances/`, `apps/`) and whether it reads, writes, or writes in the
+sender's name. Each row's handler awaits its operation through the committer, which answers only
+after the operation's transaction has committed — persist, then acknowledge. A request that
+arrives before the database is open simply waits in the committer's queue. Only the audit append
+and the stats have handlers of their own.
 
 The store writes audit rows itself: the bus calls `write_audit` with the rows it would otherwise
 send to the store, and other actors send `AuditAppendRequest`s. The row's `actor` is the
@@ -17,8 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final
 
 import trio
 
@@ -30,65 +30,76 @@ from lineup.actors.kernel.identity import ActorKind
 from . import _conversations as c
 from . import _queries as q
 from ._committer import Committer
-from ._db import Connection, Database, open_database
-from ._record_handlers import RecordHandlers
+from ._db import Database, open_database
+from ._table import Served, ServedByTable, read, write, write_as
+from .apps import operations as apps
+from .instances import operations as instances
 from .messages import (
     AuditAppendReply,
     AuditAppendRequest,
-    AuditQueryReply,
     AuditQueryRequest,
     AuditRecord,
-    ConversationHistoryReply,
     ConversationHistoryRequest,
-    ConversationMessageReply,
     ConversationMessageRequest,
-    ConversationReceiveManyReply,
     ConversationReceiveManyRequest,
-    ConversationReceiveReply,
     ConversationReceiveRequest,
-    ConversationSendReply,
     ConversationSendRequest,
-    CursorGetReply,
     CursorGetRequest,
-    CursorSetReply,
     CursorSetRequest,
-    InboxAckReply,
     InboxAckRequest,
-    InboxListReply,
     InboxListRequest,
-    InboxPutReply,
     InboxPutRequest,
-    OutboxAckReply,
     OutboxAckRequest,
-    OutboxAppendReply,
     OutboxAppendRequest,
-    OutboxFailReply,
     OutboxFailRequest,
-    OutboxPendingReply,
     OutboxPendingRequest,
-    OutboxRetryReply,
     OutboxRetryRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
+from .tool_calls import operations as tool_calls
 
 __all__ = ["StoreActor"]
 
 log = logging.getLogger("lineup.store")
 
-R = TypeVar("R")
-Q = TypeVar("Q")
+# Every request the store serves by one operation: request, operation, access.
+TABLE: Final[tuple[Served, ...]] = (
+    # outbox
+    write(OutboxAppendRequest, q.outbox_append),
+    read(OutboxPendingRequest, q.outbox_pending),
+    write_as(OutboxAckRequest, c.outbox_ack),  # may complete a tool call
+    write_as(OutboxFailRequest, c.outbox_fail),  # may fail a tool call
+    write(OutboxRetryRequest, c.outbox_retry),
+    # conversations
+    write(ConversationReceiveRequest, c.conversation_receive),
+    write(ConversationReceiveManyRequest, c.conversation_receive_many),
+    write(ConversationSendRequest, c.conversation_send),
+    read(ConversationHistoryRequest, c.conversation_history),
+    read(ConversationMessageRequest, c.conversation_message),
+    # app inboxes
+    write(InboxPutRequest, q.inbox_put),
+    read(InboxListRequest, q.inbox_list),
+    write(InboxAckRequest, q.inbox_ack),
+    # cursors
+    read(CursorGetRequest, q.cursor_get),
+    write(CursorSetRequest, q.cursor_set),
+    # audit (appends: `on_audit_append`)
+    read(AuditQueryRequest, q.audit_query),
+    # the areas
+    *tool_calls.HANDLERS,
+    *instances.HANDLERS,
+    *apps.HANDLERS,
+)
 
-READ: Final = False
-WRITE: Final = True
 
-
-class StoreActor(RecordHandlers, Actor):
-    """Serves the `store.*` protocol. Never replies before the data is committed. The handlers
-    for tool calls, instances, session data, registry and inventory are in `RecordHandlers`."""
+class StoreActor(ServedByTable, Actor):
+    """Serves the `store.*` protocol: `TABLE`, the audit append and the stats. Never replies
+    before the data is committed."""
 
     kind = ActorKind.STORE
     writes_own_audit = True
+    table = TABLE
 
     def __init__(self, ctx: ActorContext) -> None:
         super().__init__(ctx)
@@ -114,92 +125,10 @@ class StoreActor(RecordHandlers, Actor):
             except LineUpError:
                 log.warning("store.close_failed")
 
-    async def _apply(
-        self, query: Callable[[Connection, Q, float], R], request: Q, *, write: bool
-    ) -> R:
-        return await self._committer.submit(
-            lambda conn: query(conn, request, time.time()), write=write
+    async def _append_audit(self, records: list[AuditRecord]) -> None:
+        await self._committer.submit(
+            lambda conn: q.audit_append(conn, records, time.time()), write=True
         )
-
-    # ------------------------------------------------------------------ outbox
-
-    @handles(OutboxAppendRequest)
-    async def on_outbox_append(self, msg: OutboxAppendRequest, env: Envelope) -> OutboxAppendReply:
-        return await self._apply(q.outbox_append, msg, write=WRITE)
-
-    @handles(OutboxPendingRequest)
-    async def on_outbox_pending(
-        self, msg: OutboxPendingRequest, env: Envelope
-    ) -> OutboxPendingReply:
-        return await self._apply(q.outbox_pending, msg, write=READ)
-
-    @handles(OutboxAckRequest)
-    async def on_outbox_ack(self, msg: OutboxAckRequest, env: Envelope) -> OutboxAckReply:
-        return await self._write_as(c.outbox_ack, msg, env)  # may complete a tool call
-
-    @handles(OutboxFailRequest)
-    async def on_outbox_fail(self, msg: OutboxFailRequest, env: Envelope) -> OutboxFailReply:
-        return await self._write_as(c.outbox_fail, msg, env)  # may fail a tool call
-
-    @handles(OutboxRetryRequest)
-    async def on_outbox_retry(self, msg: OutboxRetryRequest, env: Envelope) -> OutboxRetryReply:
-        return await self._apply(c.outbox_retry, msg, write=WRITE)
-
-    # ------------------------------------------------------------------ conversations
-
-    @handles(ConversationReceiveRequest)
-    async def on_conversation_receive(
-        self, msg: ConversationReceiveRequest, env: Envelope
-    ) -> ConversationReceiveReply:
-        return await self._apply(c.conversation_receive, msg, write=WRITE)
-
-    @handles(ConversationReceiveManyRequest)
-    async def on_conversation_receive_many(
-        self, msg: ConversationReceiveManyRequest, env: Envelope
-    ) -> ConversationReceiveManyReply:
-        return await self._apply(c.conversation_receive_many, msg, write=WRITE)
-
-    @handles(ConversationSendRequest)
-    async def on_conversation_send(
-        self, msg: ConversationSendRequest, env: Envelope
-    ) -> ConversationSendReply:
-        return await self._apply(c.conversation_send, msg, write=WRITE)
-
-    @handles(ConversationHistoryRequest)
-    async def on_conversation_history(
-        self, msg: ConversationHistoryRequest, env: Envelope
-    ) -> ConversationHistoryReply:
-        return await self._apply(c.conversation_history, msg, write=READ)
-
-    @handles(ConversationMessageRequest)
-    async def on_conversation_message(
-        self, msg: ConversationMessageRequest, env: Envelope
-    ) -> ConversationMessageReply:
-        return await self._apply(c.conversation_message, msg, write=READ)
-
-    # ------------------------------------------------------------------ app inboxes
-
-    @handles(InboxPutRequest)
-    async def on_inbox_put(self, msg: InboxPutRequest, env: Envelope) -> InboxPutReply:
-        return await self._apply(q.inbox_put, msg, write=WRITE)
-
-    @handles(InboxListRequest)
-    async def on_inbox_list(self, msg: InboxListRequest, env: Envelope) -> InboxListReply:
-        return await self._apply(q.inbox_list, msg, write=READ)
-
-    @handles(InboxAckRequest)
-    async def on_inbox_ack(self, msg: InboxAckRequest, env: Envelope) -> InboxAckReply:
-        return await self._apply(q.inbox_ack, msg, write=WRITE)
-
-    # ------------------------------------------------------------------ cursors
-
-    @handles(CursorGetRequest)
-    async def on_cursor_get(self, msg: CursorGetRequest, env: Envelope) -> CursorGetReply:
-        return await self._apply(q.cursor_get, msg, write=READ)
-
-    @handles(CursorSetRequest)
-    async def on_cursor_set(self, msg: CursorSetRequest, env: Envelope) -> CursorSetReply:
-        return await self._apply(q.cursor_set, msg, write=WRITE)
 
     # ------------------------------------------------------------------ audit
 
@@ -207,17 +136,13 @@ class StoreActor(RecordHandlers, Actor):
     async def on_audit_append(self, msg: AuditAppendRequest, env: Envelope) -> AuditAppendReply:
         # Who wrote a row is the channel's bound identity, whatever the record says.
         records = [r.model_copy(update={"actor": env.sender.name}) for r in msg.records]
-        await self._apply(q.audit_append, records, write=WRITE)
+        await self._append_audit(records)
         return AuditAppendReply(count=len(records))
-
-    @handles(AuditQueryRequest)
-    async def on_audit_query(self, msg: AuditQueryRequest, env: Envelope) -> AuditQueryReply:
-        return await self._apply(q.audit_query, msg, write=READ)
 
     async def write_audit(self, records: list[AuditRecord]) -> None:
         """The bus's local audit sink. Never raises: a failure here must not stop the bus."""
         try:
-            await self._apply(q.audit_append, records, write=WRITE)
+            await self._append_audit(records)
         except LineUpError as exc:
             self.audit_lost += len(records)
             log.error("store.audit_lost count=%d code=%s", len(records), exc.code.value)

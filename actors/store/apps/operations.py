@@ -27,6 +27,7 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from .._db import Connection
 from .._fields import MAX_MANIFEST_BYTES, MAX_SESSION_DATA_BYTES, bounded_json
 from .._queries import audit_append, int_or_none
+from .._table import Served, read, write, write_as
 from ..messages import AuditRecord
 from .messages import (
     AppEnabledSetReply,
@@ -47,6 +48,7 @@ from .messages import (
 )
 
 __all__ = [
+    "HANDLERS",
     "app_enabled_set",
     "app_registry_list",
     "app_registry_put",
@@ -219,3 +221,15 @@ def inventory_revision_get(
     conn: Connection, req: InventoryRevisionGetRequest, now: float
 ) -> InventoryRevisionGetReply:
     return InventoryRevisionGetReply(revision=_current_revision(conn))
+
+
+# What the store serves from this area: request, operation, access (`_table`).
+HANDLERS: Final[tuple[Served, ...]] = (
+    read(SessionDataGetRequest, session_data_get),
+    write(SessionDataReplaceRequest, session_data_replace),
+    write_as(AppRegistryPutRequest, app_registry_put),
+    write_as(AppEnabledSetRequest, app_enabled_set),
+    read(AppRegistryListRequest, app_registry_list),
+    write(InventoryRevisionBumpRequest, inventory_revision_bump),
+    read(InventoryRevisionGetRequest, inventory_revision_get),
+)

@@ -21,6 +21,7 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .._db import Connection
 from .._queries import audit_append, int_or_none
+from .._table import Served, read, write, write_as
 from ..messages import AuditRecord
 from . import machine as states
 from .messages import (
@@ -43,6 +44,7 @@ from .messages import (
 )
 
 __all__ = [
+    "HANDLERS",
     "focus_stack_get",
     "focus_stack_set",
     "instance_commit",
@@ -246,3 +248,15 @@ def instance_commit(
     return InstanceCommitReply(
         instances=tuple(rows), revision=stack.revision, changed=changed or stack.changed
     )
+
+
+# What the store serves from this area: request, operation, access (`_table`).
+HANDLERS: Final[tuple[Served, ...]] = (
+    write_as(InstanceUpsertRequest, instance_put),
+    write_as(InstanceTransitionRequest, instance_transition),
+    write_as(InstanceCommitRequest, instance_commit),
+    read(InstanceListRequest, instance_list),
+    write_as(InstanceRecoverRequest, instance_recover),
+    write(FocusStackSetRequest, focus_stack_set),
+    read(FocusStackGetRequest, focus_stack_get),
+)

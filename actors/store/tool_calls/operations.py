@@ -37,6 +37,7 @@ from .._fields import (
     wire_kind,
 )
 from .._queries import audit_append, int_or_none, within_budget
+from .._table import Served, read, write_as
 from ..messages import AuditRecord
 from . import machine
 from .machine import Row
@@ -54,6 +55,7 @@ from .messages import (
 )
 
 __all__ = [
+    "HANDLERS",
     "settle_terminal",
     "tool_call_get",
     "tool_call_list",
@@ -318,3 +320,12 @@ def tool_call_list(conn: Connection, req: ToolCallListRequest, now: float) -> To
         (req.after_seq, req.app_scope, req.instance_id, req.non_final_only, req.limit),
     ).fetchall()
     return ToolCallListReply(calls=tuple(_row(values) for values in within_budget(rows, _cost)))
+
+
+# What the store serves from this area: request, operation, access (`_table`).
+HANDLERS: Final[tuple[Served, ...]] = (
+    write_as(ToolCallStepRequest, tool_call_step),
+    write_as(ToolCallProgressRequest, tool_call_progress),
+    read(ToolCallGetRequest, tool_call_get),
+    read(ToolCallListRequest, tool_call_list),
+)
