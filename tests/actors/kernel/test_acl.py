@@ -234,7 +234,7 @@ def test_the_store_protocol_is_what_this_file_expects() -> None:
     # Guards the lists above: a new store request must be placed in an area here (and granted
     # in the ACL) before it can be used, a read must still exist.
     assert {AUDIT_APPEND, *DIAGNOSTICS, *READS} <= STORE_REQUESTS
-    assert "store.tool_call.finish" in WRITES
+    assert "store.tool_call.step" in WRITES
 
 
 @pytest.mark.parametrize("tag", sorted(AREA_REQUESTS))
@@ -387,7 +387,7 @@ def test_prefix_patterns_match_only_on_dot_boundaries(
     ("sender", "receiver", "tag"),
     [
         (K.ROUTER, K.STORE, "store.tool_call.y"),
-        (K.ROUTER, K.STORE, "store.tool_call.finish.request"),
+        (K.ROUTER, K.STORE, "store.tool_call.step.request"),
         (K.MINIAPP, K.ROUTER, "router.sdk.call"),
         (K.MINIAPP, K.ROUTER, "router.sdk.a.b.c.d"),
         (K.SUPERVISOR, K.STORE, "store.audit.append"),
