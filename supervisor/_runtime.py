@@ -101,10 +101,22 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     shell_port = options.shell_port or free_port()
     token = secrets.token_urlsafe(32)
 
+    # The children start together, save what must wait for the embedded AppServer to listen
+    # (the transport would back off, the demo Agent is ready only once logged in): the rest
+    # wait for their peers where it matters already, as every introduction waits until the
+    # peer is ready.
+    needs_appserver = ("devserver",) if embedded else ()
+
     def child(
-        name: str, kind: ActorKind, target: str, config: dict[str, Any] | None = None, **kw: Any
+        name: str,
+        kind: ActorKind,
+        target: str,
+        config: dict[str, Any] | None = None,
+        *,
+        after: tuple[str, ...] = (),
+        **kw: Any,
     ) -> ChildSpec:
-        return ChildSpec(name, kind, target, config=config or {}, **kw)
+        return ChildSpec(name, kind, target, config=config or {}, after=after, **kw)
 
     specs = [
         child(
@@ -157,6 +169,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                     "password": options.password,
                 }
             },
+            after=needs_appserver,
         ),
         child("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
         child(
@@ -209,6 +222,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                     }
                 },
                 restart=Restart.PERMANENT,
+                after=needs_appserver,
             )
         )
     shell_url = f"http://127.0.0.1:{shell_port}/#token={token}"

@@ -3,8 +3,10 @@
 Theory of operation
 -------------------
 Children start in spec order, each one ready (its `ActorReadyEvent`) before the next begins, and
-stop in reverse order. Each child is forked by the zygote as the supervisor's own child, so the
-supervisor watches its pidfd and reaps it. A death that the supervisor did not cause goes through
+stop in reverse order. A spec that names the children it starts `after` waits for those alone,
+so independent children start together; the tree is ready once every child has settled. Each
+child is forked by the zygote as the supervisor's own child, so the supervisor watches its
+pidfd and reaps it. A death that the supervisor did not cause goes through
 the restart policy: the restart type says whether to restart, the strategy says what else to
 restart, the intensity says when to give up (escalate: stop everything, exit non-zero).
 
@@ -144,6 +146,9 @@ class Supervisor:
         for spec in specs:
             if spec.name in self.children or spec.name == "supervisor":
                 raise ValueError(f"duplicate child name {spec.name!r}")
+            unknown = set(spec.after or ()) - set(self.children)
+            if unknown:  # listed before it: no cycle, and it stops before what it needs
+                raise ValueError(f"{spec.name!r} starts after {sorted(unknown)}, not before it")
             self.children[spec.name] = _Child(Identity(spec.kind, spec.name), spec=spec)
         self._attached: dict[str, _Peer] = {}
         self._introduced: set[tuple[str, int, str, int]] = set()
@@ -193,8 +198,7 @@ class Supervisor:
                 self.state = "starting"
                 await self._zygote.start()
                 self._sandbox = sandbox_status()
-                for child in self.children.values():
-                    await self._start(child)
+                await self._start_all()
                 self.state = "running"
                 self._report(
                     f"ready in {time.monotonic() - self.started_at:.2f} s "
@@ -210,6 +214,36 @@ class Supervisor:
                     services.cancel()
         if escalation is not None:
             raise escalation
+
+    async def _start_all(self) -> None:
+        """Start every child, each once the children it starts after have settled. Returns
+        when all have settled; a child that died starting is left to the restart policy, as
+        one started alone would be. An error starting one (the zygote failing) is raised bare,
+        once the others' starts are cancelled."""
+        settled = {name: trio.Event() for name in self.children}
+        failure: Exception | None = None
+
+        async def start(child: _Child, after: list[str]) -> None:
+            nonlocal failure
+            try:
+                for name in after:
+                    await settled[name].wait()
+                await self._start(child)
+            except Exception as exc:
+                failure = failure or exc
+                starts.cancel_scope.cancel()
+            finally:
+                settled[child.identity.name].set()
+
+        async with trio.open_nursery() as starts:
+            earlier: list[str] = []
+            for name, child in self.children.items():
+                assert child.spec is not None
+                after = earlier[:] if child.spec.after is None else list(child.spec.after)
+                starts.start_soon(start, child, after)
+                earlier.append(name)
+        if failure is not None:
+            raise failure
 
     async def _services(
         self,
