@@ -20,6 +20,11 @@ __all__ = ["RUNTIME_PRELOAD", "launch_zygote", "take_zygote", "zygote_argv"]
 # Modules the zygote imports (besides its own list) before forking the runtime's children.
 RUNTIME_PRELOAD: Final = (
     "httpx",
+    # What an httpx client imports when it is first created, in the transport and the demo
+    # Agent: the connection pool (httpcore: h11, h2, anyio) and the CA bundle's locator.
+    "httpcore",
+    "certifi",
+    "encodings.idna",
     "hypercorn.trio",
     "starlette.applications",
     "markdown_it",

@@ -15,6 +15,12 @@ called around the raw syscall exactly as `os.fork` does.
 
 The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
 
+It says it is ready once it has what every actor needs (`BASE`); the rest of its preload it
+imports while nothing waits, and a spawn first imports the entries of its target's package
+(the store's modules before the store is forked, so each child still finds its code loaded).
+So the first children start while the last modules are still loading, on the core the
+supervisor's own start has left idle. Entries of no package a spawn names load in order.
+
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
 go to the supervisor alone), die with the supervisor, take its title (`lineup: router`), make
 the pipes that came with the request its stdout and stderr if any did (a MiniApp's: its output
@@ -31,6 +37,7 @@ import importlib
 import io
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -43,11 +50,9 @@ from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 from . import _sandbox, _title
 
 CONTROL_FD: Final = 3  # where a child finds its control channel
+BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")  # loaded before ready
 PRELOAD: Final = (
-    "trio",
-    "pydantic",
-    "apsw",
-    "lineup.actors.kernel",
+    *BASE,
     # The actors' modules, not their packages: a package exports its actor lazily, so that
     # importing its `messages` stays light, and importing the package alone would load nothing.
     "lineup.actors.store._actor",
@@ -125,10 +130,34 @@ def _child(
         os._exit(code)
 
 
-def serve(sock: socket.socket, supervisor_pid: int) -> None:
+def _import(module: str) -> None:
+    """Preload one module. A failure is not the zygote's: the child that needs the module
+    imports it again and fails with its own error, reported as any child's is."""
+    try:
+        importlib.import_module(module)
+    except Exception:
+        traceback.print_exc()
+
+
+def _import_for(target: str, pending: deque[str]) -> None:
+    """Import now the pending entries that belong to the package of `target` (`pkg:Attr`)."""
+    package = target.partition(":")[0]
+    wanted = [m for m in pending if m == package or m.startswith(package + ".")]
+    for module in wanted:
+        pending.remove(module)
+        _import(module)
+
+
+def serve(sock: socket.socket, supervisor_pid: int, pending: deque[str] | None = None) -> None:
+    """Fork a child for each spawn request until the supervisor closes `sock`; between
+    requests, import the `pending` modules one at a time."""
+    pending = deque() if pending is None else pending
     decoder = FrameDecoder()
     fds: deque[int] = deque()
     while True:
+        if pending and not select.select([sock], [], [], 0)[0]:
+            _import(pending.popleft())  # nothing asked meanwhile
+            continue
         data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
         for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -142,6 +171,7 @@ def serve(sock: socket.socket, supervisor_pid: int) -> None:
             control_fd = fds.popleft()
             # The child's stdout and stderr, when the supervisor sent them (after the channel).
             stdio = (fds.popleft(), fds.popleft()) if frame.body.get("stdio") else None
+            _import_for(str(frame.body["boot"].get("target", "")), pending)
             try:
                 pid = _clone_sibling()
                 if pid == 0:
@@ -167,14 +197,17 @@ def main() -> None:
     die_with(supervisor_pid)
     _title.set_title("zygote")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
-    for module in PRELOAD:
+    # httpx imports its command-line client when it can (rich, pygments and click, if they are
+    # installed: over 100 ms); no actor runs it, so its import fails and httpx does without.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    for module in BASE:
         importlib.import_module(module)
-    for extra in json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")):
-        importlib.import_module(extra)
+    extra = json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]"))
+    pending = deque(m for m in (*PRELOAD, *extra) if m not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
-    serve(sock, supervisor_pid)
+    serve(sock, supervisor_pid, pending)
 
 
 if __name__ == "__main__":
