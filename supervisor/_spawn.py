@@ -27,6 +27,7 @@ class Zygote:
         self._channel: Channel | None = None
         self._lock = trio.Lock()
         self._ids = 1
+        self._preload_all = False  # once the tree is ready: the zygote loads all it preloads
         self.pid: int | None = None
 
     async def start(self) -> None:
@@ -54,6 +55,26 @@ class Zygote:
         if not frames or parse_frame(frames[0]).body.get("type") != "zygote.ready":
             raise LineUpError(ErrorCode.INTERNAL_ERROR, "the zygote failed to start")
         self.pid = self._process.pid
+        if self._preload_all:  # a zygote restarted after the tree was ready
+            await self._send_preload()
+
+    async def preload_all(self) -> None:
+        """Have the zygote import the rest of its preload, between spawns (once the tree is
+        ready: until then it imports only what each spawn needs)."""
+        async with self._lock:
+            self._preload_all = True
+            if self._channel is not None:
+                await self._send_preload()
+
+    async def _send_preload(self) -> None:
+        assert self._channel is not None
+        self._ids += 1
+        frame = encode_frame("e", self._ids, {"type": "zygote.preload"})
+        try:
+            with trio.fail_after(SPAWN_TIMEOUT):
+                await self._channel.send(frame)
+        except (LineUpError, trio.TooSlowError):
+            pass  # it died meanwhile: the next spawn restarts it, and tells the new one
 
     async def spawn(
         self, boot: dict[str, Any], control: socket.socket, stdio: tuple[int, int] | None = None

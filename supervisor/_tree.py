@@ -205,6 +205,7 @@ class Supervisor:
                     f"({len(self.children)} actors)"
                 )
                 task_status.started()
+                await self._zygote.preload_all()
                 escalation = await self._supervise_and_restart()
             except Escalation as exc:
                 escalation = exc  # raised bare below, not wrapped in the nursery's group

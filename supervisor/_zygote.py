@@ -15,11 +15,13 @@ called around the raw syscall exactly as `os.fork` does.
 
 The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
 
-It says it is ready once it has what every actor needs (`BASE`); the rest of its preload it
-imports while nothing waits, and a spawn first imports the entries of its target's package
-(the store's modules before the store is forked, so each child still finds its code loaded).
-So the first children start while the last modules are still loading, on the core the
-supervisor's own start has left idle. Entries of no package a spawn names load in order.
+It says it is ready once it has what every actor needs (`BASE`), and imports the rest of its
+preload in order while the supervisor has asked for nothing yet. From the first spawn on, it
+imports only what a spawn needs, the preload entries of its target's package (the store's
+modules before the store is forked: each child still finds its code loaded), so the first
+children start while the last modules load, and a spawn never waits behind an import it does
+not need. Once the tree is ready the supervisor says `zygote.preload`, and the rest loads
+between spawns, so that every later fork (a restart) is cheap again.
 
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
 go to the supervisor alone), die with the supervisor, take its title (`lineup: router`), make
@@ -43,6 +45,7 @@ import socket
 import sys
 import traceback
 from collections import deque
+from collections.abc import Iterable
 from typing import Any, Final
 
 from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
@@ -139,24 +142,47 @@ def _import(module: str) -> None:
         traceback.print_exc()
 
 
-def _import_for(target: str, pending: deque[str]) -> None:
-    """Import now the pending entries that belong to the package of `target` (`pkg:Attr`)."""
-    package = target.partition(":")[0]
-    wanted = [m for m in pending if m == package or m.startswith(package + ".")]
-    for module in wanted:
-        pending.remove(module)
-        _import(module)
+class Preload:
+    """What the zygote imports, and when (no I/O: `serve` asks, then imports).
+
+    Before the first spawn and after `preload_all`, the zygote is `idling`: it imports the
+    `next` entry in order while no request waits. In between, it imports only what a spawn
+    needs, `for_spawn(target)`: the pending entries of the target's package (`pkg` of
+    `pkg:Attr`, as `pkg` itself and `pkg.*`).
+    """
+
+    def __init__(self, pending: Iterable[str]) -> None:
+        self.pending = deque(pending)
+        self._idle = True
+
+    @property
+    def idling(self) -> bool:
+        return self._idle and bool(self.pending)
+
+    def next(self) -> str:
+        return self.pending.popleft()
+
+    def for_spawn(self, target: str) -> list[str]:
+        self._idle = False  # children are starting: import only what each needs
+        package = target.partition(":")[0]
+        wanted = [m for m in self.pending if m == package or m.startswith(package + ".")]
+        for module in wanted:
+            self.pending.remove(module)
+        return wanted
+
+    def preload_all(self) -> None:
+        self._idle = True  # the tree is ready: load the rest
 
 
-def serve(sock: socket.socket, supervisor_pid: int, pending: deque[str] | None = None) -> None:
-    """Fork a child for each spawn request until the supervisor closes `sock`; between
-    requests, import the `pending` modules one at a time."""
-    pending = deque() if pending is None else pending
+def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = None) -> None:
+    """Fork a child for each spawn request until the supervisor closes `sock`, importing
+    what `preload` says: a spawn's own modules first, the rest while no request waits."""
+    preload = Preload(()) if preload is None else preload
     decoder = FrameDecoder()
     fds: deque[int] = deque()
     while True:
-        if pending and not select.select([sock], [], [], 0)[0]:
-            _import(pending.popleft())  # nothing asked meanwhile
+        if preload.idling and not select.select([sock], [], [], 0)[0]:
+            _import(preload.next())
             continue
         data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
         for level, kind, payload in anc:
@@ -168,10 +194,14 @@ def serve(sock: socket.socket, supervisor_pid: int, pending: deque[str] | None =
             return  # the supervisor closed us: exit
         for raw in decoder.feed(data):
             frame = parse_frame(raw)
+            if frame.body.get("type") == "zygote.preload":
+                preload.preload_all()
+                continue
             control_fd = fds.popleft()
             # The child's stdout and stderr, when the supervisor sent them (after the channel).
             stdio = (fds.popleft(), fds.popleft()) if frame.body.get("stdio") else None
-            _import_for(str(frame.body["boot"].get("target", "")), pending)
+            for module in preload.for_spawn(str(frame.body["boot"].get("target", ""))):
+                _import(module)
             try:
                 pid = _clone_sibling()
                 if pid == 0:
@@ -203,11 +233,11 @@ def main() -> None:
     for module in BASE:
         importlib.import_module(module)
     extra = json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]"))
-    pending = deque(m for m in (*PRELOAD, *extra) if m not in BASE)
+    preload = Preload(m for m in (*PRELOAD, *extra) if m not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
-    serve(sock, supervisor_pid, pending)
+    serve(sock, supervisor_pid, preload)
 
 
 if __name__ == "__main__":
