@@ -224,11 +224,13 @@ class Supervisor:
         settled = {name: trio.Event() for name in self.children}
         failure: Exception | None = None
 
-        async def start(child: _Child, after: list[str]) -> None:
+        async def start(child: _Child, after: list[str], turn: _Child | None) -> None:
             nonlocal failure
             try:
                 for name in after:
                     await settled[name].wait()
+                if turn is not None:  # its turn comes once that child has its pid
+                    await self.wait_until(lambda: turn.pid is not None)
                 await self._start(child)
             except Exception as exc:
                 failure = failure or exc
@@ -238,10 +240,16 @@ class Supervisor:
 
         async with trio.open_nursery() as starts:
             earlier: list[str] = []
+            # Those that wait for no one are spawned in spec order, one after the other (trio
+            # runs new tasks in no set order): so the zygote loads their modules in that order,
+            # and a child whose wait is over is spawned next, not behind all of them.
+            turn: _Child | None = None
             for name, child in self.children.items():
                 assert child.spec is not None
                 after = earlier[:] if child.spec.after is None else list(child.spec.after)
-                starts.start_soon(start, child, after)
+                starts.start_soon(start, child, after, None if after else turn)
+                if not after:
+                    turn = child
                 earlier.append(name)
         if failure is not None:
             raise failure
