@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import trio
 
-from lineup._early import take_zygote, zygote_argv
+from lineup._early import ZygoteProcess, take_zygote, zygote_argv
 from lineup.actors.kernel import Channel, ErrorCode, LineUpError, encode_frame, parse_frame
 
 __all__ = ["Zygote"]
@@ -22,7 +22,7 @@ SPAWN_TIMEOUT: Final = 5.0
 class Zygote:
     def __init__(self, preload: tuple[str, ...] = ()) -> None:
         self._preload = preload
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: ZygoteProcess | None = None
         self._pidfd: int | None = None
         self._channel: Channel | None = None
         self._lock = trio.Lock()
@@ -33,7 +33,7 @@ class Zygote:
     async def start(self) -> None:
         early = take_zygote(self._preload)
         if early is not None:
-            self._process, ours = early  # started before our imports: it preloaded meanwhile
+            self._process, ours = early  # forked before our imports: it preloaded meanwhile
         else:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             env = dict(os.environ, LINEUP_ZYGOTE_PRELOAD=json.dumps(list(self._preload)))
@@ -41,6 +41,7 @@ class Zygote:
             # the zygote and every child it forks (CLONE_PARENT) have this thread as parent,
             # and PR_SET_PDEATHSIG fires when the parent *thread* exits — an idle worker thread
             # retiring would SIGKILL the whole tree. Popen of a tiny argv costs a few ms, once.
+            # (Not a fork: trio is running here, and its loop must not be copied.)
             self._process = subprocess.Popen(  # noqa: ASYNC220
                 zygote_argv(theirs.fileno()),
                 pass_fds=(theirs.fileno(),),

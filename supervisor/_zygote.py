@@ -5,7 +5,9 @@ Theory of operation
 A fresh interpreter that imports trio, pydantic and the actors costs ~170 ms; a fork of one that
 already has them costs ~4 ms. So the supervisor starts this process once, it imports everything
 an actor needs, and then serves `spawn` requests over a Unix socket (the child's control channel
-end arrives with the request, by SCM_RIGHTS).
+end arrives with the request, by SCM_RIGHTS). `lineup run` forks it from its own process once
+both have imported `BASE` (see `lineup._early`); a zygote restarted later is a fresh interpreter
+(`main`), as a running trio loop must not be forked.
 
 Each child is created with `clone(CLONE_PARENT)`: its parent is the *supervisor*, not the zygote.
 So the supervisor reaps it and gets its exit status (pidfd + waitid), `PR_SET_PDEATHSIG` ties the
@@ -48,12 +50,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, Final
 
+from lineup._early import BASE
 from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 
 from . import _sandbox, _title
 
 CONTROL_FD: Final = 3  # where a child finds its control channel
-BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")  # loaded before ready
 PRELOAD: Final = (
     *BASE,
     # The actors' modules, not their packages: a package exports its actor lazily, so that
@@ -222,22 +224,28 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
             sock.sendall(reply)
 
 
-def main() -> None:
-    fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
+def run(fd: int, supervisor_pid: int, extra: Iterable[str] = ()) -> None:
+    """Be the zygote on `fd`, a socket to the supervisor `supervisor_pid` (our parent), until
+    the supervisor closes it; `extra` names modules to preload besides `PRELOAD`."""
     die_with(supervisor_pid)
     _title.set_title("zygote")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     # httpx imports its command-line client when it can (rich, pygments and click, if they are
     # installed: over 100 ms); no actor runs it, so its import fails and httpx does without.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    for module in BASE:
+    for module in BASE:  # already there if the zygote was forked from the supervisor
         importlib.import_module(module)
-    extra = json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]"))
     preload = Preload(m for m in (*PRELOAD, *extra) if m not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
     serve(sock, supervisor_pid, preload)
+
+
+def main() -> None:
+    """A zygote of its own (`python -m lineup.supervisor._zygote FD SUPERVISOR_PID`)."""
+    fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
+    run(fd, supervisor_pid, json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")))
 
 
 if __name__ == "__main__":
