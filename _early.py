@@ -19,10 +19,12 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Final, Protocol
 
 __all__ = [
     "BASE",
+    "RUNTIME_LANES",
     "RUNTIME_PRELOAD",
     "ZygoteProcess",
     "launch_zygote",
@@ -48,6 +50,25 @@ RUNTIME_PRELOAD: Final = (
     "lineup.miniapps.chat",
     "lineup.ops.devserver.actor",
     "lineup.ops.agent.demo",
+)
+
+# One more zygote for the HTTP side of `lineup run` (see `supervisor/_spawn.py`): it loads and
+# forks the embedded AppServer, its two clients and the hostbridge, while the first zygote
+# does the store, the router, focus, the gateway and the MiniApps. Each entry is loaded before
+# a child of its package forks; the rest only once the tree is ready.
+RUNTIME_LANES: Final = (
+    (
+        "lineup.ops.devserver.actor",
+        "lineup.actors.transport._actor",
+        "lineup.ops.agent.demo",
+        "lineup.hostbridge._actor",
+        "hypercorn.trio",
+        "starlette.applications",
+        "markdown_it",
+        "httpcore",
+        "certifi",
+        "encodings.idna",
+    ),
 )
 
 
@@ -95,35 +116,46 @@ def zygote_argv(fd: int) -> list[str]:
     return [sys.executable, "-m", "lineup.supervisor._zygote", str(fd), str(os.getpid())]
 
 
-def launch_zygote(preload: tuple[str, ...] = RUNTIME_PRELOAD) -> None:
-    """Import `BASE` here, then fork the zygote; `take_zygote` hands it to the supervisor."""
+def launch_zygote(
+    preload: tuple[str, ...] = RUNTIME_PRELOAD,
+    lanes: tuple[tuple[str, ...], ...] = RUNTIME_LANES,
+) -> None:
+    """Import `BASE` here, then fork the zygote and one more per lane; `take_zygote` hands
+    each to the supervisor."""
     for module in BASE:
         importlib.import_module(module)
+    from lineup.supervisor import _zygote  # with what it needs, and nothing of the tree's
+
     if len(os.listdir("/proc/self/task")) != 1:
-        return  # an import started a thread: no fork; the supervisor starts a fresh zygote
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        return  # an import started a thread: no fork; the supervisor starts fresh zygotes
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        _be_the_zygote(ours, theirs, parent, preload)
-    theirs.close()
-    _LAUNCHED.append((_Forked(pid), ours, preload))
+    for modules in _zygote.lane_preloads(preload, lanes):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            for _, other, _ in _LAUNCHED:
+                other.close()  # an earlier lane's: the supervisor's alone
+            _be_the_zygote(_zygote.run, ours, theirs, parent, modules)
+        theirs.close()
+        _LAUNCHED.append((_Forked(pid), ours, modules))
 
 
 def _be_the_zygote(
-    ours: socket.socket, theirs: socket.socket, parent: int, preload: tuple[str, ...]
+    run: Callable[[int, int, tuple[str, ...]], None],
+    ours: socket.socket,
+    theirs: socket.socket,
+    parent: int,
+    preload: tuple[str, ...],
 ) -> None:
     """The forked child: the zygote, until the supervisor closes its socket. Never returns."""
     code = 1
     try:
         ours.close()
-        devnull = os.open(os.devnull, os.O_RDONLY)  # as the Popen'ed zygote: no terminal input
+        devnull = os.open(os.devnull, os.O_RDONLY)  # as a Popen'ed zygote: no terminal input
         os.dup2(devnull, 0)
         os.close(devnull)
-        from lineup.supervisor._zygote import run
-
         run(theirs.detach(), parent, preload)
         code = 0
     except BaseException:
@@ -134,14 +166,16 @@ def _be_the_zygote(
         os._exit(code)
 
 
-def take_zygote(preload: tuple[str, ...]) -> tuple[ZygoteProcess, socket.socket] | None:
-    """The early zygote, if one was started with this preload (once)."""
-    if not _LAUNCHED:
-        return None
-    process, sock, its_preload = _LAUNCHED.pop()
-    if its_preload != preload:
+def take_zygote(modules: tuple[str, ...]) -> tuple[ZygoteProcess, socket.socket] | None:
+    """The early zygote that preloads `modules`, if one was started (once). The first call
+    also stops every early zygote that no one will take: another preload was asked for."""
+    for index, (process, sock, its_modules) in enumerate(_LAUNCHED):
+        if its_modules == modules:
+            del _LAUNCHED[index]
+            return process, sock
+    while _LAUNCHED:
+        process, sock, _ = _LAUNCHED.pop()
         process.kill()
         process.wait()
         sock.close()
-        return None
-    return process, sock
+    return None

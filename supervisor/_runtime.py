@@ -15,15 +15,24 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from lineup._early import RUNTIME_PRELOAD
+from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
 
 from ._spec import ChildSpec, Restart
 
-__all__ = ["RuntimeOptions", "RuntimePlan", "free_port", "plan_runtime", "shell_socket"]
+__all__ = [
+    "LANES",
+    "PRELOAD",
+    "RuntimeOptions",
+    "RuntimePlan",
+    "free_port",
+    "plan_runtime",
+    "shell_socket",
+]
 
 PRELOAD: Final = RUNTIME_PRELOAD  # what the zygote imports for the runtime's children
+LANES: Final = RUNTIME_LANES  # and the zygotes beside it (see `_spawn`)
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,7 @@ class Supervisor:
         intensity: Intensity | None = None,
         report: Reporter | None = None,
         preload: tuple[str, ...] = (),
+        lanes: tuple[tuple[str, ...], ...] = (),
         control_socket: bool = True,
     ) -> None:
         self.data_dir = data_dir
@@ -152,7 +153,7 @@ class Supervisor:
             self.children[spec.name] = _Child(Identity(spec.kind, spec.name), spec=spec)
         self._attached: dict[str, _Peer] = {}
         self._introduced: set[tuple[str, int, str, int]] = set()
-        self._zygote = Zygote(preload)
+        self._zygote = Zygote(preload, lanes)  # lanes: more zygotes, see `_spawn`
         self._control_socket = control_socket
         self._miniapp_lock = trio.Lock()
         self.allow_weak_sandbox = False
@@ -240,16 +241,17 @@ class Supervisor:
 
         async with trio.open_nursery() as starts:
             earlier: list[str] = []
-            # Those that wait for no one are spawned in spec order, one after the other (trio
-            # runs new tasks in no set order): so the zygote loads their modules in that order,
-            # and a child whose wait is over is spawned next, not behind all of them.
-            turn: _Child | None = None
+            # Those that wait for no one are spawned in spec order, one after the other in each
+            # zygote lane (trio runs new tasks in no set order): so a zygote loads their modules
+            # in that order, and a child whose wait is over is spawned next, not behind all.
+            turns: dict[int, _Child] = {}
             for name, child in self.children.items():
                 assert child.spec is not None
                 after = earlier[:] if child.spec.after is None else list(child.spec.after)
-                starts.start_soon(start, child, after, None if after else turn)
+                lane = self._zygote.lane_of(child.spec.target)
+                starts.start_soon(start, child, after, None if after else turns.get(lane))
                 if not after:
-                    turn = child
+                    turns[lane] = child
                 earlier.append(name)
         if failure is not None:
             raise failure

@@ -144,6 +144,23 @@ def _import(module: str) -> None:
         traceback.print_exc()
 
 
+def entries_for(modules: Iterable[str], target: str) -> list[str]:
+    """The entries of `modules` in the package of `target` (`pkg:Attr`: `pkg` and `pkg.*`)."""
+    package = target.partition(":")[0]
+    return [m for m in modules if m == package or m.startswith(package + ".")]
+
+
+def lane_preloads(
+    preload: Iterable[str], lanes: Iterable[tuple[str, ...]] = ()
+) -> tuple[tuple[str, ...], ...]:
+    """What each zygote of a tree preloads besides `BASE`: the first, `PRELOAD` and `preload`
+    but what a lane claims; each lane, its own modules (see `Zygote` in `_spawn`)."""
+    lanes = tuple(lanes)
+    claimed = {module for lane in lanes for module in lane}
+    first = dict.fromkeys(m for m in (*PRELOAD, *preload) if m not in BASE and m not in claimed)
+    return (tuple(first), *lanes)
+
+
 class Preload:
     """What the zygote imports, and when (no I/O: `serve` asks, then imports).
 
@@ -166,8 +183,7 @@ class Preload:
 
     def for_spawn(self, target: str) -> list[str]:
         self._idle = False  # children are starting: import only what each needs
-        package = target.partition(":")[0]
-        wanted = [m for m in self.pending if m == package or m.startswith(package + ".")]
+        wanted = entries_for(self.pending, target)
         for module in wanted:
             self.pending.remove(module)
         return wanted
@@ -224,9 +240,9 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
             sock.sendall(reply)
 
 
-def run(fd: int, supervisor_pid: int, extra: Iterable[str] = ()) -> None:
+def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
     """Be the zygote on `fd`, a socket to the supervisor `supervisor_pid` (our parent), until
-    the supervisor closes it; `extra` names modules to preload besides `PRELOAD`."""
+    the supervisor closes it; `modules` are what it preloads besides `BASE` (`lane_preloads`)."""
     die_with(supervisor_pid)
     _title.set_title("zygote")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
@@ -235,7 +251,7 @@ def run(fd: int, supervisor_pid: int, extra: Iterable[str] = ()) -> None:
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     for module in BASE:  # already there if the zygote was forked from the supervisor
         importlib.import_module(module)
-    preload = Preload(m for m in (*PRELOAD, *extra) if m not in BASE)
+    preload = Preload(m for m in modules if m not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
@@ -243,7 +259,8 @@ def run(fd: int, supervisor_pid: int, extra: Iterable[str] = ()) -> None:
 
 
 def main() -> None:
-    """A zygote of its own (`python -m lineup.supervisor._zygote FD SUPERVISOR_PID`)."""
+    """A zygote of its own (`python -m lineup.supervisor._zygote FD SUPERVISOR_PID`), which
+    preloads what `LINEUP_ZYGOTE_PRELOAD` lists (JSON)."""
     fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
     run(fd, supervisor_pid, json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")))
 

@@ -373,3 +373,23 @@ async def test_children_outlive_the_retirement_of_trios_worker_threads(
     assert [child.restarts for child in supervisor.children.values()] == [0, 0]
     for pid in pids.values():
         assert pid is not None and pid_alive(pid)
+
+
+async def test_a_lane_forks_the_children_it_names_and_a_dead_lane_is_restarted_alone(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    lanes = ((SUPPORT,),)  # one more zygote, for the test actors' module
+    supervisor = await start_tree(nursery, [spec("a", "HangActor")], data_dir, lanes=lanes)
+    zygotes = supervisor._zygote._lanes  # the first zygote, then the lane's
+    first, lane = zygotes[0].pid, zygotes[1].pid
+    assert first is not None and lane is not None and first != lane
+    assert supervisor.status().zygote_pid == first
+    bus = await attach(nursery, supervisor)
+    before = await echo_pid(bus, "a")
+    os.kill(lane, signal.SIGKILL)
+    await wait_pid_gone(lane)
+    supervisor.kill("a")
+    await wait_pid_gone(before)
+    assert await echo_pid(bus, "a") != before  # forked by a fresh lane zygote
+    assert zygotes[1].pid not in (None, lane)
+    assert zygotes[0].pid == first and pid_alive(first)

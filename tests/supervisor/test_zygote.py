@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from lineup._early import BASE, RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import load_target
+from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
+from lineup.supervisor._spawn import Zygote
 from lineup.supervisor._spec import runtime_specs
-from lineup.supervisor._zygote import PRELOAD, Preload, _import
+from lineup.supervisor._zygote import PRELOAD, Preload, _import, entries_for, lane_preloads
 
 
 def test_the_zygote_preloads_the_module_of_every_runtime_actor() -> None:
@@ -48,3 +53,28 @@ def test_a_preload_entry_that_fails_to_import_leaves_the_zygote_serving(
 ) -> None:
     _import("lineup.no_such_module")  # the child that needs it fails with its own error
     assert "ModuleNotFoundError" in capsys.readouterr().err
+
+
+def test_a_lane_preloads_its_own_modules_and_the_first_zygote_all_the_others() -> None:
+    lane = ("lineup.hostbridge._actor", "extra.two")
+    first, its = lane_preloads(("extra.one", "lineup.actors.store._actor", "extra.two"), (lane,))
+    assert its == lane
+    # Once each, in order, without BASE (already loaded) or what the lane claims.
+    own = [m for m in PRELOAD if m not in BASE and m not in lane]
+    assert first == (*own, "extra.one")
+
+
+def test_each_runtime_child_is_forked_by_the_zygote_that_preloads_its_module() -> None:
+    zygote = Zygote(RUNTIME_PRELOAD, RUNTIME_LANES)
+    modules = lane_preloads(RUNTIME_PRELOAD, RUNTIME_LANES)
+    lanes = {}
+    for spec in plan_runtime(RuntimeOptions(data_dir=Path("/nonexistent"))).specs:
+        lanes[spec.name] = zygote.lane_of(spec.target)
+        # It names an entry of the child's package: the spawn imports it, then forks.
+        assert entries_for(modules[lanes[spec.name]], spec.target), spec.name
+    assert {name for name, lane in lanes.items() if lane == 1} == {
+        "devserver",
+        "transport",
+        "hostbridge",
+        "demo-agent",
+    }
