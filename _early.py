@@ -1,25 +1,48 @@
-"""Start the zygote before anything heavy is imported (stdlib only, on purpose).
+"""Start the zygote as early as `lineup run` can: forked from the supervisor's own process once
+it has imported what both need, and nothing else yet.
 
-`lineup run` spends ~0.35 s importing the supervisor and ~0.7 s in the zygote's preload; started
-first, the zygote preloads while the supervisor imports. The supervisor adopts it (see
-`supervisor/_spawn.py`). Must be called from the main thread: PR_SET_PDEATHSIG follows the
-parent *thread* of the zygote and of every child it forks.
+The supervisor and the zygote both begin with the same imports (`BASE`: trio, pydantic, the
+kernel, ~0.3 s). Each in its own interpreter, they paid for them twice, side by side on the
+same cores; here they are paid once, and the zygote, forked then, goes on with its own preload
+while the supervisor imports the rest of itself. The supervisor adopts it (see
+`supervisor/_spawn.py`). Must be called from the main thread, before any other thread exists
+(forking a threaded process is unsafe; with a thread it starts no zygote, and the supervisor
+starts a fresh-interpreter one itself), and before anything is printed or any file opened.
+PR_SET_PDEATHSIG follows the parent *thread* of the zygote and of every child it forks.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
+import signal
 import socket
-import subprocess
 import sys
-from typing import Final
+import traceback
+from collections.abc import Callable
+from typing import Final, Protocol
 
-__all__ = ["RUNTIME_PRELOAD", "launch_zygote", "take_zygote", "zygote_argv"]
+__all__ = [
+    "BASE",
+    "RUNTIME_LANES",
+    "RUNTIME_PRELOAD",
+    "ZygoteProcess",
+    "launch_zygote",
+    "take_zygote",
+    "zygote_argv",
+]
+
+# What every actor needs, and the supervisor too: loaded before the zygote says it is ready.
+BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")
 
 # Modules the zygote imports (besides its own list) before forking the runtime's children.
 RUNTIME_PRELOAD: Final = (
     "httpx",
+    # What an httpx client imports when it is first created, in the transport and the demo
+    # Agent: the connection pool (httpcore: h11, h2, anyio) and the CA bundle's locator.
+    "httpcore",
+    "certifi",
+    "encodings.idna",
     "hypercorn.trio",
     "starlette.applications",
     "markdown_it",
@@ -29,35 +52,130 @@ RUNTIME_PRELOAD: Final = (
     "lineup.ops.agent.demo",
 )
 
+# One more zygote for the HTTP side of `lineup run` (see `supervisor/_spawn.py`): it loads and
+# forks the embedded AppServer, its two clients and the hostbridge, while the first zygote
+# does the store, the router, focus, the gateway and the MiniApps. Each entry is loaded before
+# a child of its package forks; the rest only once the tree is ready.
+RUNTIME_LANES: Final = (
+    (
+        "lineup.ops.devserver.actor",
+        "lineup.actors.transport._actor",
+        "lineup.ops.agent.demo",
+        "lineup.hostbridge._actor",
+        "hypercorn.trio",
+        "starlette.applications",
+        "markdown_it",
+        "httpcore",
+        "certifi",
+        "encodings.idna",
+    ),
+)
+
+
+class ZygoteProcess(Protocol):
+    """The zygote's process as the supervisor handles it (a `subprocess.Popen` is one)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self) -> int: ...
+
+
+class _Forked:
+    """The zygote forked here, handled as a `Popen` would be: this process is its parent."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)  # not reaped yet: the pid is still its own
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
 # At most one early zygote, waiting to be adopted.
-_LAUNCHED: list[tuple[subprocess.Popen[bytes], socket.socket, tuple[str, ...]]] = []
+_LAUNCHED: list[tuple[ZygoteProcess, socket.socket, tuple[str, ...]]] = []
 
 
 def zygote_argv(fd: int) -> list[str]:
     return [sys.executable, "-m", "lineup.supervisor._zygote", str(fd), str(os.getpid())]
 
 
-def launch_zygote(preload: tuple[str, ...] = RUNTIME_PRELOAD) -> None:
-    """Start the zygote now; `take_zygote` hands it to the supervisor later."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    env = dict(os.environ, LINEUP_ZYGOTE_PRELOAD=json.dumps(list(preload)))
-    process = subprocess.Popen(
-        zygote_argv(theirs.fileno()), pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL
-    )
-    theirs.close()
-    _LAUNCHED.append((process, ours, preload))
+def launch_zygote(
+    preload: tuple[str, ...] = RUNTIME_PRELOAD,
+    lanes: tuple[tuple[str, ...], ...] = RUNTIME_LANES,
+) -> None:
+    """Import `BASE` here, then fork the zygote and one more per lane; `take_zygote` hands
+    each to the supervisor."""
+    for module in BASE:
+        importlib.import_module(module)
+    from lineup.supervisor import _zygote  # with what it needs, and nothing of the tree's
+
+    if len(os.listdir("/proc/self/task")) != 1:
+        return  # an import started a thread: no fork; the supervisor starts fresh zygotes
+    parent = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for modules in _zygote.lane_preloads(preload, lanes):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            for _, other, _ in _LAUNCHED:
+                other.close()  # an earlier lane's: the supervisor's alone
+            _be_the_zygote(_zygote.run, ours, theirs, parent, modules)
+        theirs.close()
+        _LAUNCHED.append((_Forked(pid), ours, modules))
 
 
-def take_zygote(
+def _be_the_zygote(
+    run: Callable[[int, int, tuple[str, ...]], None],
+    ours: socket.socket,
+    theirs: socket.socket,
+    parent: int,
     preload: tuple[str, ...],
-) -> tuple[subprocess.Popen[bytes], socket.socket] | None:
-    """The early zygote, if one was started with this preload (once)."""
-    if not _LAUNCHED:
-        return None
-    process, sock, its_preload = _LAUNCHED.pop()
-    if its_preload != preload:
+) -> None:
+    """The forked child: the zygote, until the supervisor closes its socket. Never returns."""
+    code = 1
+    try:
+        ours.close()
+        devnull = os.open(os.devnull, os.O_RDONLY)  # as a Popen'ed zygote: no terminal input
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        run(theirs.detach(), parent, preload)
+        code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def take_zygote(modules: tuple[str, ...]) -> tuple[ZygoteProcess, socket.socket] | None:
+    """The early zygote that preloads `modules`, if one was started (once). The first call
+    also stops every early zygote that no one will take: another preload was asked for."""
+    for index, (process, sock, its_modules) in enumerate(_LAUNCHED):
+        if its_modules == modules:
+            del _LAUNCHED[index]
+            return process, sock
+    while _LAUNCHED:
+        process, sock, _ = _LAUNCHED.pop()
         process.kill()
         process.wait()
         sock.close()
-        return None
-    return process, sock
+    return None

@@ -1,7 +1,17 @@
-"""The supervisor: process tree, zygote spawn, the bus broker and ACL, restart policy, CLI."""
+"""The supervisor: process tree, zygote spawn, the bus broker and ACL, restart policy, CLI.
 
-from ._spec import ChildSpec, Intensity, Restart, Strategy, runtime_specs
-from ._tree import Escalation, Supervisor
+The public names are exported lazily: the zygote imports `lineup.supervisor._zygote` before it
+forks the runtime's children, and must not load the tree, the broker and the CLI with it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._spec import ChildSpec, Intensity, Restart, Strategy, runtime_specs
+    from ._tree import Escalation, Supervisor
 
 __all__ = [
     "ChildSpec",
@@ -12,3 +22,20 @@ __all__ = [
     "Supervisor",
     "runtime_specs",
 ]
+
+_HOMES = {
+    "ChildSpec": "._spec",
+    "Intensity": "._spec",
+    "Restart": "._spec",
+    "Strategy": "._spec",
+    "runtime_specs": "._spec",
+    "Escalation": "._tree",
+    "Supervisor": "._tree",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)

@@ -15,15 +15,24 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from lineup._early import RUNTIME_PRELOAD
+from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
 
 from ._spec import ChildSpec, Restart
 
-__all__ = ["RuntimeOptions", "RuntimePlan", "free_port", "plan_runtime", "shell_socket"]
+__all__ = [
+    "LANES",
+    "PRELOAD",
+    "RuntimeOptions",
+    "RuntimePlan",
+    "free_port",
+    "plan_runtime",
+    "shell_socket",
+]
 
 PRELOAD: Final = RUNTIME_PRELOAD  # what the zygote imports for the runtime's children
+LANES: Final = RUNTIME_LANES  # and the zygotes beside it (see `_spawn`)
 
 
 @dataclass(frozen=True)
@@ -101,10 +110,22 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     shell_port = options.shell_port or free_port()
     token = secrets.token_urlsafe(32)
 
+    # The children start together, save what must wait for the embedded AppServer to listen
+    # (the transport would back off, the demo Agent is ready only once logged in): the rest
+    # wait for their peers where it matters already, as every introduction waits until the
+    # peer is ready.
+    needs_appserver = ("devserver",) if embedded else ()
+
     def child(
-        name: str, kind: ActorKind, target: str, config: dict[str, Any] | None = None, **kw: Any
+        name: str,
+        kind: ActorKind,
+        target: str,
+        config: dict[str, Any] | None = None,
+        *,
+        after: tuple[str, ...] = (),
+        **kw: Any,
     ) -> ChildSpec:
-        return ChildSpec(name, kind, target, config=config or {}, **kw)
+        return ChildSpec(name, kind, target, config=config or {}, after=after, **kw)
 
     specs = [
         child(
@@ -157,6 +178,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                     "password": options.password,
                 }
             },
+            after=needs_appserver,
         ),
         child("router", ActorKind.ROUTER, "lineup.actors.router:RouterActor"),
         child(
@@ -209,6 +231,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                     }
                 },
                 restart=Restart.PERMANENT,
+                after=needs_appserver,
             )
         )
     shell_url = f"http://127.0.0.1:{shell_port}/#token={token}"

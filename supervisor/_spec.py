@@ -34,6 +34,9 @@ class ChildSpec:
     # A MiniApp that breaks its contract is stopped for good, unless this is set: then it is
     # killed and restarted like a crashed child (whoever plans the tree decides which).
     restart_after_misbehaving: bool = False
+    # The children that must have settled (be ready, or have died trying) before this one
+    # starts, all listed before it. None: every child listed before it (OTP's one at a time).
+    after: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 Theory of operation
 -------------------
 Children start in spec order, each one ready (its `ActorReadyEvent`) before the next begins, and
-stop in reverse order. Each child is forked by the zygote as the supervisor's own child, so the
-supervisor watches its pidfd and reaps it. A death that the supervisor did not cause goes through
+stop in reverse order. A spec that names the children it starts `after` waits for those alone,
+so independent children start together; the tree is ready once every child has settled. Each
+child is forked by the zygote as the supervisor's own child, so the supervisor watches its
+pidfd and reaps it. A death that the supervisor did not cause goes through
 the restart policy: the restart type says whether to restart, the strategy says what else to
 restart, the intensity says when to give up (escalate: stop everything, exit non-zero).
 
@@ -133,6 +135,7 @@ class Supervisor:
         intensity: Intensity | None = None,
         report: Reporter | None = None,
         preload: tuple[str, ...] = (),
+        lanes: tuple[tuple[str, ...], ...] = (),
         control_socket: bool = True,
     ) -> None:
         self.data_dir = data_dir
@@ -144,10 +147,13 @@ class Supervisor:
         for spec in specs:
             if spec.name in self.children or spec.name == "supervisor":
                 raise ValueError(f"duplicate child name {spec.name!r}")
+            unknown = set(spec.after or ()) - set(self.children)
+            if unknown:  # listed before it: no cycle, and it stops before what it needs
+                raise ValueError(f"{spec.name!r} starts after {sorted(unknown)}, not before it")
             self.children[spec.name] = _Child(Identity(spec.kind, spec.name), spec=spec)
         self._attached: dict[str, _Peer] = {}
         self._introduced: set[tuple[str, int, str, int]] = set()
-        self._zygote = Zygote(preload)
+        self._zygote = Zygote(preload, lanes)  # lanes: more zygotes, see `_spawn`
         self._control_socket = control_socket
         self._miniapp_lock = trio.Lock()
         self.allow_weak_sandbox = False
@@ -193,14 +199,14 @@ class Supervisor:
                 self.state = "starting"
                 await self._zygote.start()
                 self._sandbox = sandbox_status()
-                for child in self.children.values():
-                    await self._start(child)
+                await self._start_all()
                 self.state = "running"
                 self._report(
                     f"ready in {time.monotonic() - self.started_at:.2f} s "
                     f"({len(self.children)} actors)"
                 )
                 task_status.started()
+                await self._zygote.preload_all()
                 escalation = await self._supervise_and_restart()
             except Escalation as exc:
                 escalation = exc  # raised bare below, not wrapped in the nursery's group
@@ -210,6 +216,45 @@ class Supervisor:
                     services.cancel()
         if escalation is not None:
             raise escalation
+
+    async def _start_all(self) -> None:
+        """Start every child, each once the children it starts after have settled. Returns
+        when all have settled; a child that died starting is left to the restart policy, as
+        one started alone would be. An error starting one (the zygote failing) is raised bare,
+        once the others' starts are cancelled."""
+        settled = {name: trio.Event() for name in self.children}
+        failure: Exception | None = None
+
+        async def start(child: _Child, after: list[str], turn: _Child | None) -> None:
+            nonlocal failure
+            try:
+                for name in after:
+                    await settled[name].wait()
+                if turn is not None:  # its turn comes once that child has its pid
+                    await self.wait_until(lambda: turn.pid is not None)
+                await self._start(child)
+            except Exception as exc:
+                failure = failure or exc
+                starts.cancel_scope.cancel()
+            finally:
+                settled[child.identity.name].set()
+
+        async with trio.open_nursery() as starts:
+            earlier: list[str] = []
+            # Those that wait for no one are spawned in spec order, one after the other in each
+            # zygote lane (trio runs new tasks in no set order): so a zygote loads their modules
+            # in that order, and a child whose wait is over is spawned next, not behind all.
+            turns: dict[int, _Child] = {}
+            for name, child in self.children.items():
+                assert child.spec is not None
+                after = earlier[:] if child.spec.after is None else list(child.spec.after)
+                lane = self._zygote.lane_of(child.spec.target)
+                starts.start_soon(start, child, after, None if after else turns.get(lane))
+                if not after:
+                    turns[lane] = child
+                earlier.append(name)
+        if failure is not None:
+            raise failure
 
     async def _services(
         self,

@@ -5,7 +5,9 @@ Theory of operation
 A fresh interpreter that imports trio, pydantic and the actors costs ~170 ms; a fork of one that
 already has them costs ~4 ms. So the supervisor starts this process once, it imports everything
 an actor needs, and then serves `spawn` requests over a Unix socket (the child's control channel
-end arrives with the request, by SCM_RIGHTS).
+end arrives with the request, by SCM_RIGHTS). `lineup run` forks it from its own process once
+both have imported `BASE` (see `lineup._early`); a zygote restarted later is a fresh interpreter
+(`main`), as a running trio loop must not be forked.
 
 Each child is created with `clone(CLONE_PARENT)`: its parent is the *supervisor*, not the zygote.
 So the supervisor reaps it and gets its exit status (pidfd + waitid), `PR_SET_PDEATHSIG` ties the
@@ -14,6 +16,14 @@ bookkeeping (`PyOS_BeforeFork`/`AfterFork_*`, which also run `os.register_at_for
 called around the raw syscall exactly as `os.fork` does.
 
 The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
+
+It says it is ready once it has what every actor needs (`BASE`), and imports the rest of its
+preload in order while the supervisor has asked for nothing yet. From the first spawn on, it
+imports only what a spawn needs, the preload entries of its target's package (the store's
+modules before the store is forked: each child still finds its code loaded), so the first
+children start while the last modules load, and a spawn never waits behind an import it does
+not need. Once the tree is ready the supervisor says `zygote.preload`, and the rest loads
+between spawns, so that every later fork (a restart) is cheap again.
 
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
 go to the supervisor alone), die with the supervisor, take its title (`lineup: router`), make
@@ -31,23 +41,23 @@ import importlib
 import io
 import json
 import os
+import select
 import signal
 import socket
 import sys
 import traceback
 from collections import deque
+from collections.abc import Iterable
 from typing import Any, Final
 
+from lineup._early import BASE
 from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 
 from . import _sandbox, _title
 
 CONTROL_FD: Final = 3  # where a child finds its control channel
 PRELOAD: Final = (
-    "trio",
-    "pydantic",
-    "apsw",
-    "lineup.actors.kernel",
+    *BASE,
     # The actors' modules, not their packages: a package exports its actor lazily, so that
     # importing its `messages` stays light, and importing the package alone would load nothing.
     "lineup.actors.store._actor",
@@ -125,10 +135,73 @@ def _child(
         os._exit(code)
 
 
-def serve(sock: socket.socket, supervisor_pid: int) -> None:
+def _import(module: str) -> None:
+    """Preload one module. A failure is not the zygote's: the child that needs the module
+    imports it again and fails with its own error, reported as any child's is."""
+    try:
+        importlib.import_module(module)
+    except Exception:
+        traceback.print_exc()
+
+
+def entries_for(modules: Iterable[str], target: str) -> list[str]:
+    """The entries of `modules` in the package of `target` (`pkg:Attr`: `pkg` and `pkg.*`)."""
+    package = target.partition(":")[0]
+    return [m for m in modules if m == package or m.startswith(package + ".")]
+
+
+def lane_preloads(
+    preload: Iterable[str], lanes: Iterable[tuple[str, ...]] = ()
+) -> tuple[tuple[str, ...], ...]:
+    """What each zygote of a tree preloads besides `BASE`: the first, `PRELOAD` and `preload`
+    but what a lane claims; each lane, its own modules (see `Zygote` in `_spawn`)."""
+    lanes = tuple(lanes)
+    claimed = {module for lane in lanes for module in lane}
+    first = dict.fromkeys(m for m in (*PRELOAD, *preload) if m not in BASE and m not in claimed)
+    return (tuple(first), *lanes)
+
+
+class Preload:
+    """What the zygote imports, and when (no I/O: `serve` asks, then imports).
+
+    Before the first spawn and after `preload_all`, the zygote is `idling`: it imports the
+    `next` entry in order while no request waits. In between, it imports only what a spawn
+    needs, `for_spawn(target)`: the pending entries of the target's package (`pkg` of
+    `pkg:Attr`, as `pkg` itself and `pkg.*`).
+    """
+
+    def __init__(self, pending: Iterable[str]) -> None:
+        self.pending = deque(pending)
+        self._idle = True
+
+    @property
+    def idling(self) -> bool:
+        return self._idle and bool(self.pending)
+
+    def next(self) -> str:
+        return self.pending.popleft()
+
+    def for_spawn(self, target: str) -> list[str]:
+        self._idle = False  # children are starting: import only what each needs
+        wanted = entries_for(self.pending, target)
+        for module in wanted:
+            self.pending.remove(module)
+        return wanted
+
+    def preload_all(self) -> None:
+        self._idle = True  # the tree is ready: load the rest
+
+
+def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = None) -> None:
+    """Fork a child for each spawn request until the supervisor closes `sock`, importing
+    what `preload` says: a spawn's own modules first, the rest while no request waits."""
+    preload = Preload(()) if preload is None else preload
     decoder = FrameDecoder()
     fds: deque[int] = deque()
     while True:
+        if preload.idling and not select.select([sock], [], [], 0)[0]:
+            _import(preload.next())
+            continue
         data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
         for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -139,9 +212,14 @@ def serve(sock: socket.socket, supervisor_pid: int) -> None:
             return  # the supervisor closed us: exit
         for raw in decoder.feed(data):
             frame = parse_frame(raw)
+            if frame.body.get("type") == "zygote.preload":
+                preload.preload_all()
+                continue
             control_fd = fds.popleft()
             # The child's stdout and stderr, when the supervisor sent them (after the channel).
             stdio = (fds.popleft(), fds.popleft()) if frame.body.get("stdio") else None
+            for module in preload.for_spawn(str(frame.body["boot"].get("target", ""))):
+                _import(module)
             try:
                 pid = _clone_sibling()
                 if pid == 0:
@@ -162,19 +240,29 @@ def serve(sock: socket.socket, supervisor_pid: int) -> None:
             sock.sendall(reply)
 
 
-def main() -> None:
-    fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
+def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
+    """Be the zygote on `fd`, a socket to the supervisor `supervisor_pid` (our parent), until
+    the supervisor closes it; `modules` are what it preloads besides `BASE` (`lane_preloads`)."""
     die_with(supervisor_pid)
     _title.set_title("zygote")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
-    for module in PRELOAD:
+    # httpx imports its command-line client when it can (rich, pygments and click, if they are
+    # installed: over 100 ms); no actor runs it, so its import fails and httpx does without.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    for module in BASE:  # already there if the zygote was forked from the supervisor
         importlib.import_module(module)
-    for extra in json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")):
-        importlib.import_module(extra)
+    preload = Preload(m for m in modules if m not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
-    serve(sock, supervisor_pid)
+    serve(sock, supervisor_pid, preload)
+
+
+def main() -> None:
+    """A zygote of its own (`python -m lineup.supervisor._zygote FD SUPERVISOR_PID`), which
+    preloads what `LINEUP_ZYGOTE_PRELOAD` lists (JSON)."""
+    fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
+    run(fd, supervisor_pid, json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")))
 
 
 if __name__ == "__main__":

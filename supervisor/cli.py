@@ -25,7 +25,7 @@ from lineup.actors.kernel.control import (
 
 from ._applog import app_log_path, log_files
 from ._control import control_request
-from ._runtime import PRELOAD, RuntimeOptions, plan_runtime
+from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
 from ._spec import Intensity
 from ._title import set_title
@@ -226,6 +226,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         report=report,
         intensity=Intensity(max_restarts=args.max_restarts, period=args.restart_period),
         preload=PRELOAD,
+        lanes=LANES,
     )
     supervisor.info.update(plan.info)
     supervisor.allow_weak_sandbox = args.allow_weak_sandbox

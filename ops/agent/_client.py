@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import random
+import ssl
 from types import TracebackType
 from typing import Any, Final, Self
+from urllib.parse import urlsplit
 
 import httpx
 import trio
@@ -57,6 +59,15 @@ class AppServerError(Exception):
 _new_id = wire.new_message_id
 
 
+def _verify(base_url: str) -> ssl.SSLContext | bool:
+    """httpx's default (the CA bundle) for an https AppServer. A plain-http one (the loopback
+    reference AppServer) gets a context that trusts no certificate: loading the bundle costs
+    ~40 ms per client, and TLS to anywhere, were it ever attempted, fails verification."""
+    if urlsplit(base_url).scheme == "https":
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames; trusts no CA
+
+
 class AgentClient:
     """One agent's session with an AppServer. Use as `async with AgentClient(url) as client`.
 
@@ -76,7 +87,10 @@ class AgentClient:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
         self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), transport=transport, timeout=REQUEST_TIMEOUT_S
+            base_url=base_url.rstrip("/"),
+            transport=transport,
+            timeout=REQUEST_TIMEOUT_S,
+            verify=_verify(base_url),
         )
         self._attempts = attempts
         self._backoff_s = backoff_s

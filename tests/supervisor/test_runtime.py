@@ -39,6 +39,20 @@ def test_the_system_app_runs_as_a_permanent_confined_child_that_misbehaving_does
             "allow_weak": True,
         },
     }
-    # It starts after every runtime actor, as before.
+    # Listed after every runtime actor, so stopped before them; it starts with them, as its
+    # introductions wait until each peer is ready.
     names = [s.name for s in plan.specs]
     assert names.index("miniapp:chat") > names.index("hostbridge")
+    assert chat.after == ()
+
+
+def test_the_runtime_starts_together_but_the_appservers_clients_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    after = {s.name: s.after for s in plan_runtime(RuntimeOptions(data_dir=tmp_path)).specs}
+    waiting = {name: names for name, names in after.items() if names}
+    assert waiting == {"transport": ("devserver",), "demo-agent": ("devserver",)}
+    assert all(names is not None for names in after.values())  # none waits for all before it
+    # With a real AppServer there is nothing to wait for.
+    remote = plan_runtime(RuntimeOptions(data_dir=tmp_path, appserver="https://appserver.test"))
+    assert {s.after for s in remote.specs} == {()}

@@ -59,6 +59,63 @@ async def test_children_start_in_order_each_ready_before_the_next(
         assert child.pid is not None and pid_alive(child.pid)
 
 
+async def test_children_that_start_after_nothing_start_together_all_ready_before_the_tree(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # The waiter is ready only once its peer answers, and the peer is listed after it: one at
+    # a time, the tree could not be ready before the waiter's start timeout (10 s).
+    lines: list[str] = []
+    specs = [
+        spec("waiter", "ReadyAfterPeerActor", ActorKind.GATEWAY, config={"peer": "peer"}, after=()),
+        spec("peer", "HangActor", after=()),
+    ]
+    with trio.fail_after(5):
+        supervisor = await start_tree(nursery, specs, data_dir, report=lines.append)
+    ready = [line.split()[0] for line in lines if " ready (pid" in line]
+    assert sorted(ready) == ["peer", "waiter"]
+    assert lines[-1].startswith("ready in")
+    assert [(c.state, c.restarts) for c in supervisor.status().children] == [("running", 0)] * 2
+
+
+async def test_a_child_starts_only_once_those_it_starts_after_have_settled(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    specs = [
+        spec("first", "HangActor", after=()),
+        spec("other", "HangActor", after=()),
+        spec("second", "HangActor", after=("first",)),
+    ]
+    supervisor = await start_tree(nursery, specs, data_dir)
+    first, second = supervisor.children["first"], supervisor.children["second"]
+    assert first.started_at is not None
+    assert second.spawned_at >= first.started_at
+    assert [c.state for c in supervisor.status().children] == ["running"] * 3
+
+
+def test_a_child_may_start_only_after_children_listed_before_it(data_dir: Path) -> None:
+    for after in (("later",), ("nobody",), ("itself",)):
+        specs = [spec("itself", "HangActor", after=after), spec("later", "HangActor")]
+        with pytest.raises(ValueError, match="starts after"):
+            Supervisor(specs, data_dir=data_dir)
+
+
+async def test_a_child_crashing_while_the_others_start_together_still_escalates(
+    data_dir: Path,
+) -> None:
+    intensity = Intensity(max_restarts=3, period=30.0)
+    specs = [
+        spec("ok", "HangActor", after=()),
+        spec("loop", "CrashOnStartActor", kind=ActorKind.GATEWAY, after=()),
+    ]
+    supervisor = Supervisor(specs, data_dir=data_dir, intensity=intensity)
+    with trio.fail_after(20), pytest.raises(Escalation):
+        await supervisor.run()
+    assert supervisor.escalated == "loop"
+    assert supervisor.state == "stopped"
+    for child in supervisor.children.values():
+        assert child.pid is None or not pid_alive(child.pid)
+
+
 async def test_children_are_forked_as_children_of_the_supervisor(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
@@ -316,3 +373,23 @@ async def test_children_outlive_the_retirement_of_trios_worker_threads(
     assert [child.restarts for child in supervisor.children.values()] == [0, 0]
     for pid in pids.values():
         assert pid is not None and pid_alive(pid)
+
+
+async def test_a_lane_forks_the_children_it_names_and_a_dead_lane_is_restarted_alone(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    lanes = ((SUPPORT,),)  # one more zygote, for the test actors' module
+    supervisor = await start_tree(nursery, [spec("a", "HangActor")], data_dir, lanes=lanes)
+    zygotes = supervisor._zygote._lanes  # the first zygote, then the lane's
+    first, lane = zygotes[0].pid, zygotes[1].pid
+    assert first is not None and lane is not None and first != lane
+    assert supervisor.status().zygote_pid == first
+    bus = await attach(nursery, supervisor)
+    before = await echo_pid(bus, "a")
+    os.kill(lane, signal.SIGKILL)
+    await wait_pid_gone(lane)
+    supervisor.kill("a")
+    await wait_pid_gone(before)
+    assert await echo_pid(bus, "a") != before  # forked by a fresh lane zygote
+    assert zygotes[1].pid not in (None, lane)
+    assert zygotes[0].pid == first and pid_alive(first)

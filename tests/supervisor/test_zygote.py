@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from lineup._early import BASE, RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import load_target
+from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
+from lineup.supervisor._spawn import Zygote
 from lineup.supervisor._spec import runtime_specs
-from lineup.supervisor._zygote import PRELOAD
+from lineup.supervisor._zygote import PRELOAD, Preload, _import, entries_for, lane_preloads
 
 
 def test_the_zygote_preloads_the_module_of_every_runtime_actor() -> None:
@@ -12,3 +19,62 @@ def test_the_zygote_preloads_the_module_of_every_runtime_actor() -> None:
     # nothing and every child would import its actor after the fork.
     for spec in runtime_specs():
         assert load_target(spec.target).__module__ in PRELOAD, spec.name
+
+
+def test_before_the_first_spawn_the_zygote_imports_its_preload_in_order() -> None:
+    preload = Preload(["a", "b"])
+    assert preload.idling and preload.next() == "a"
+    assert preload.idling and preload.next() == "b"
+    assert not preload.idling
+
+
+def test_while_children_start_a_spawn_imports_its_targets_package_alone() -> None:
+    preload = Preload(
+        ["lineup.hostbridge._actor", "lineup.actors.store._actor", "lineup.actors.storefront"]
+    )
+    assert preload.for_spawn("lineup.actors.store:StoreActor") == ["lineup.actors.store._actor"]
+    # Nothing else loads meanwhile: a spawn would wait behind an import it does not need.
+    assert not preload.idling
+    assert preload.for_spawn("lineup.sdk:MiniAppHost") == []
+    # Another package's entries wait their turn; a name that only starts alike is no part.
+    assert list(preload.pending) == ["lineup.hostbridge._actor", "lineup.actors.storefront"]
+
+
+def test_once_the_tree_is_ready_the_zygote_imports_the_rest_in_order() -> None:
+    preload = Preload(["lineup.hostbridge._actor", "lineup.sdk", "lineup.ops.agent.demo"])
+    assert preload.for_spawn("lineup.sdk:MiniAppHost") == ["lineup.sdk"]
+    preload.preload_all()
+    assert [preload.next(), preload.next()] == ["lineup.hostbridge._actor", "lineup.ops.agent.demo"]
+    assert not preload.idling
+
+
+def test_a_preload_entry_that_fails_to_import_leaves_the_zygote_serving(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _import("lineup.no_such_module")  # the child that needs it fails with its own error
+    assert "ModuleNotFoundError" in capsys.readouterr().err
+
+
+def test_a_lane_preloads_its_own_modules_and_the_first_zygote_all_the_others() -> None:
+    lane = ("lineup.hostbridge._actor", "extra.two")
+    first, its = lane_preloads(("extra.one", "lineup.actors.store._actor", "extra.two"), (lane,))
+    assert its == lane
+    # Once each, in order, without BASE (already loaded) or what the lane claims.
+    own = [m for m in PRELOAD if m not in BASE and m not in lane]
+    assert first == (*own, "extra.one")
+
+
+def test_each_runtime_child_is_forked_by_the_zygote_that_preloads_its_module() -> None:
+    zygote = Zygote(RUNTIME_PRELOAD, RUNTIME_LANES)
+    modules = lane_preloads(RUNTIME_PRELOAD, RUNTIME_LANES)
+    lanes = {}
+    for spec in plan_runtime(RuntimeOptions(data_dir=Path("/nonexistent"))).specs:
+        lanes[spec.name] = zygote.lane_of(spec.target)
+        # It names an entry of the child's package: the spawn imports it, then forks.
+        assert entries_for(modules[lanes[spec.name]], spec.target), spec.name
+    assert {name for name, lane in lanes.items() if lane == 1} == {
+        "devserver",
+        "transport",
+        "hostbridge",
+        "demo-agent",
+    }

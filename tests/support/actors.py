@@ -68,6 +68,19 @@ class SlowRestartActor(HangActor):
         await trio.sleep_forever()
 
 
+class ReadyAfterPeerActor(Actor):
+    """Ready only once its peer (`config["peer"]`) has answered a health request: started
+    strictly before that peer, it could never be ready."""
+
+    kind = ActorKind.GATEWAY
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        peer = str(self.ctx.config["peer"])
+        await self.bus.request(peer, HealthRequest(), expect=HealthReply, timeout=30)
+        task_status.started()
+        await trio.sleep_forever()
+
+
 class CrashOnStartActor(Actor):
     """Dies before it is ready, every time: a crash loop."""
 
