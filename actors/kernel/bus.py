@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import pydantic
 import trio
@@ -55,7 +55,7 @@ from .errors import (
     RemoteProtocolError,
     describe_failure,
 )
-from .framing import MAX_DEADLINE_MS, Frame, encode_frame, parse_frame
+from .framing import MAX_DEADLINE_MS, encode_frame, parse_frame_fields
 from .identity import ActorKind, Identity
 from .messages import REGISTRY, Message, message_type
 
@@ -232,17 +232,21 @@ class Bus:
         timeout: float,
         idempotency_key: str | None,
     ) -> M:
-        deadline = trio.current_time() + timeout
-        conn = await self._reach(peer, deadline)
+        now = trio.current_time()
+        deadline = now + timeout
+        conn = self.connection(peer)
+        if conn is None:
+            conn = await self._reach(peer, deadline)
+            now = trio.current_time()
         fid = conn.next_id()
         slot = ReplySlot(deadline)
         conn.pending[fid] = slot
         try:
-            remaining_ms = min(MAX_DEADLINE_MS, max(0.0, (deadline - trio.current_time()) * 1000))
+            remaining_ms = min(MAX_DEADLINE_MS, max(0.0, (deadline - now) * 1000))
             frame = encode_frame(
                 "q",
                 fid,
-                body.model_dump_json(),
+                _to_json(body),
                 deadline_ms=round(remaining_ms, 3),
                 idempotency_key=idempotency_key,
                 max_frame=conn.channel.max_frame,
@@ -273,9 +277,7 @@ class Bus:
         """Send an event (no reply). Raises ActorRestarted if the channel is gone."""
         deadline = trio.current_time() + timeout
         conn = await self._reach(peer, deadline)
-        frame = encode_frame(
-            "e", conn.next_id(), body.model_dump_json(), max_frame=conn.channel.max_frame
-        )
+        frame = encode_frame("e", conn.next_id(), _to_json(body), max_frame=conn.channel.max_frame)
         await self._send(conn, frame, fds, deadline=deadline)
 
     async def tell(
@@ -342,10 +344,11 @@ class Bus:
     # ------------------------------------------------------------------ receiving
 
     async def _read(self, conn: Connection) -> None:
+        receive = conn.channel.receive
         try:
             while True:
                 try:
-                    payloads = await conn.channel.receive()
+                    payloads = await receive()
                 except RemoteProtocolError as exc:
                     await self._misbehaved(conn, exc.code, None)
                     return
@@ -353,57 +356,62 @@ class Bus:
                     return
                 for payload in payloads:
                     try:
-                        frame = parse_frame(payload)
+                        kind, fid, raw, reply_to, deadline_ms, ikey = parse_frame_fields(payload)
                     except RemoteProtocolError as exc:
                         await self._misbehaved(conn, exc.code, None)
                         return
-                    if frame.kind in ("r", "x"):
-                        self._resolve(conn, frame)
+                    if reply_to is not None:  # only replies ("r", "x") carry one
+                        self._resolve(conn, kind, reply_to, raw)
                     else:
-                        await self._accept(conn, frame)
+                        await self._accept(conn, kind, fid, raw, deadline_ms, ikey)
         finally:
             self._close(conn)
 
-    def _resolve(self, conn: Connection, frame: Frame) -> None:
-        assert frame.reply_to is not None
-        slot = conn.pending.get(frame.reply_to)
+    def _resolve(self, conn: Connection, kind: str, reply_to: int, raw: dict[str, Any]) -> None:
+        slot = conn.pending.get(reply_to)
         if slot is None or slot.done:
             return  # a late reply to a request that gave up
-        if frame.kind == "x":
-            slot.resolve(error=_refusal(frame.body))
+        if kind == "x":
+            slot.resolve(error=_refusal(raw))
             return
-        cls = REGISTRY.get(message_type(frame.body) or "")
+        cls = REGISTRY.get(message_type(raw) or "")
         try:
             if cls is None:
                 raise ValueError("unknown reply type")
-            slot.resolve(reply=cls.model_validate(frame.body))
+            slot.resolve(reply=cls.model_validate(raw))
         except (ValueError, pydantic.ValidationError):
             slot.resolve(error=RemoteProtocolError(ErrorCode.FRAME_MALFORMED, "bad reply body"))
 
-    async def _accept(self, conn: Connection, frame: Frame) -> None:
+    async def _accept(
+        self,
+        conn: Connection,
+        kind: str,
+        fid: int,
+        raw: dict[str, Any],
+        deadline_ms: float | None,
+        ikey: str | None,
+    ) -> None:
         sender = conn.identity
-        tag = message_type(frame.body) or ""
+        tag = message_type(raw) or ""
         if sender.kind is ActorKind.MINIAPP and not conn.take_token(time.monotonic()):
-            await self._rate_limited(conn, frame, tag)
+            await self._rate_limited(conn, kind, fid, tag)
             return
         if not message_allowed(sender.kind, self.me.kind, tag):
-            await self._refuse(conn, frame, ErrorCode.ACL_DENIED, tag)
+            await self._refuse(conn, kind, fid, ErrorCode.ACL_DENIED, tag)
             return
         cls = REGISTRY.get(tag)
         if cls is None:
-            await self._refuse(conn, frame, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
+            await self._refuse(conn, kind, fid, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
             return
         try:
-            body = cls.model_validate(frame.body)
+            body = cls.model_validate(raw)
         except pydantic.ValidationError:
-            await self._refuse(conn, frame, ErrorCode.FRAME_MALFORMED, tag)
+            await self._refuse(conn, kind, fid, ErrorCode.FRAME_MALFORMED, tag)
             return
         if isinstance(body, ChannelOpenedEvent):
             self._adopt(conn, body)
             return
-        env = Envelope(
-            sender, body, frame.id, frame.kind == "q", frame.idempotency_key, frame.deadline_ms
-        )
+        env = Envelope(sender, body, fid, kind == "q", ikey, deadline_ms)
         if not conn.backlogged:
             try:
                 self._mailbox.acquire_nowait()  # the hot path: no scheduler trip, no queue
@@ -441,7 +449,8 @@ class Bus:
             outcome: Outcome | Exception = self._handler(env)
         except Exception as exc:
             outcome = exc
-        if inspect.isawaitable(outcome):
+        # Replies and refusals first: `isawaitable` is an ABC check, costly on the hot path.
+        if not isinstance(outcome, Message | Exception) and inspect.isawaitable(outcome):
             assert self._nursery is not None
             self._nursery.start_soon(self._complete, conn, env, outcome)
             return
@@ -475,15 +484,17 @@ class Bus:
         # every wait is itself a bounded request. `env.deadline_ms` tells a handler that waits
         # on something else (a user, the network) how long its caller will wait.
         reply = self._reply_frame(conn, env, result)
-        with contextlib.suppress(LineUpError):  # the requester is gone: nobody waits for it
+        try:
             await conn.channel.send(reply)
+        except LineUpError:
+            pass  # the requester is gone: nobody waits for it
 
     def _reply_frame(self, conn: Connection, env: Envelope, result: object) -> bytes:
         if isinstance(result, Message):
             return encode_frame(
                 "r",
                 conn.next_id(),
-                result.model_dump_json(),
+                _to_json(result),
                 reply_to=env.frame_id,
                 max_frame=conn.channel.max_frame,
             )
@@ -503,7 +514,9 @@ class Bus:
             "x", conn.next_id(), {"code": code.value, "message": text[:500]}, reply_to=env.frame_id
         )
 
-    async def _refuse(self, conn: Connection, frame: Frame, code: ErrorCode, tag: str) -> None:
+    async def _refuse(
+        self, conn: Connection, kind: str, fid: int, code: ErrorCode, tag: str
+    ) -> None:
         self.audit(
             AuditRecord(
                 event=f"bus.{code.value}",
@@ -513,18 +526,18 @@ class Bus:
                 message_type=tag[:200] or None,
             )
         )
-        if frame.kind == "q":
+        if kind == "q":
             with contextlib.suppress(LineUpError):
                 await conn.channel.send(
                     encode_frame(
-                        "x", conn.next_id(), {"code": code.value, "message": ""}, reply_to=frame.id
+                        "x", conn.next_id(), {"code": code.value, "message": ""}, reply_to=fid
                     )
                 )
         if conn.identity.kind is ActorKind.MINIAPP:
             # Untrusted code that breaks its contract is stopped, not argued with.
             await self._report_misbehaviour(conn, code)
 
-    async def _rate_limited(self, conn: Connection, frame: Frame, tag: str) -> None:
+    async def _rate_limited(self, conn: Connection, kind: str, fid: int, tag: str) -> None:
         """Refuse what a MiniApp sends beyond its rate; audited once a second, not per frame
         (a flood must not become a flood of audit rows)."""
         now = time.monotonic()
@@ -539,14 +552,14 @@ class Bus:
                     message_type=tag[:200] or None,
                 )
             )
-        if frame.kind == "q":
+        if kind == "q":
             with contextlib.suppress(LineUpError):
                 await conn.channel.send(
                     encode_frame(
                         "x",
                         conn.next_id(),
                         {"code": ErrorCode.RATE_LIMITED.value, "message": ""},
-                        reply_to=frame.id,
+                        reply_to=fid,
                     )
                 )
 
@@ -628,6 +641,11 @@ class Bus:
                 continue
         self.audit_dropped += len(batch)
         log.error("bus.audit_lost count=%d pid=%d", len(batch), os.getpid())
+
+
+def _to_json(message: Message) -> bytes:
+    """`message.model_dump_json()`, as the UTF-8 bytes a frame carries, without the str trip."""
+    return message.__pydantic_serializer__.to_json(message)
 
 
 def _refusal(body: dict[str, object]) -> LineUpError:

@@ -2,7 +2,9 @@
 
 Most tests hold the database thread inside a *gate* operation, queue more operations behind it,
 then open the gate: what was queued while the gate ran must form the next batch. Waiting for
-the queue is `wait_all_tasks_blocked`, never a sleep.
+the queue is `wait_all_tasks_blocked`, never a sleep. A gate needs the thread, so those tests
+ask for it (`on_thread=True`); the inline mode (WAL, `synchronous=NORMAL`: the default) has its
+own tests at the end, which queue operations before the committer starts instead.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 
 @pytest.fixture
 async def committer(db: Database, nursery: trio.Nursery) -> Committer:
-    committer = Committer()
+    committer = Committer(on_thread=True)
     await nursery.start(committer.run, db.conn)
     return committer
 
@@ -194,7 +196,7 @@ async def test_a_failed_commit_fails_every_operation_of_its_batch_and_keeps_none
 async def test_a_batch_never_holds_more_than_max_batch_operations(
     db: Database, nursery: trio.Nursery
 ) -> None:
-    committer = Committer(max_batch=4)
+    committer = Committer(max_batch=4, on_thread=True)
     await nursery.start(committer.run, db.conn)
     gate = Gate()
 
@@ -224,7 +226,7 @@ async def test_a_batch_of_reads_only_is_not_counted_as_a_commit(committer: Commi
 async def test_a_full_queue_makes_submitters_wait_for_room(
     db: Database, nursery: trio.Nursery
 ) -> None:
-    committer = Committer(max_batch=1, queue_size=2)
+    committer = Committer(max_batch=1, queue_size=2, on_thread=True)
     await nursery.start(committer.run, db.conn)
     gate = Gate()
 
@@ -266,7 +268,7 @@ async def test_an_operation_whose_caller_gave_up_before_its_batch_is_never_run(
 async def test_a_running_batch_finishes_and_answers_when_the_committer_is_cancelled(
     db: Database,
 ) -> None:
-    committer = Committer()
+    committer = Committer(on_thread=True)
     gate = Gate()
     stop = trio.CancelScope()
     results: list[str] = []
@@ -293,7 +295,7 @@ async def test_a_running_batch_finishes_and_answers_when_the_committer_is_cancel
 async def test_a_batch_taken_but_not_started_when_the_committer_stops_fails_with_shutting_down(
     db: Database,
 ) -> None:
-    committer = Committer()
+    committer = Committer(on_thread=True)
     stop = trio.CancelScope()
     codes: list[ErrorCode] = []
 
@@ -348,3 +350,136 @@ async def test_operations_still_queued_when_the_committer_stops_fail_with_shutti
     assert codes == [ErrorCode.SHUTTING_DOWN] * 3
     assert late.value.code is ErrorCode.SHUTTING_DOWN
     assert cursor_names(db.path) == set()
+
+
+# ------------------------------------------------------------------------------ inline mode
+
+
+def wal_frames(path: Path) -> int:
+    """Frames in the WAL file as another connection would find them (0 once checkpointed and
+    reset, or absent)."""
+    wal = path.with_name(path.name + "-wal")
+    size = wal.stat().st_size if wal.exists() else 0
+    return max(0, (size - 32) // (4096 + 24))
+
+
+@pytest.mark.parametrize(
+    ("config", "on_thread"), [({}, False), ({"sqlite_synchronous": "full"}, True)]
+)
+async def test_a_batch_runs_on_the_thread_only_where_its_commit_waits_for_the_disk(
+    tmp_path: Path, nursery: trio.Nursery, config: dict[str, str], on_thread: bool
+) -> None:
+    database = open_database(tmp_path, config)
+    try:
+        committer = Committer()
+        scope = trio.CancelScope()
+
+        async def run(*, task_status: trio.TaskStatus[None]) -> None:
+            with scope:
+                await committer.run(database.conn, task_status=task_status)
+
+        await nursery.start(run)
+        assert committer.on_thread is on_thread
+        ran_on: list[int] = []
+
+        def op(conn: apsw.Connection) -> str:
+            ran_on.append(threading.get_ident())
+            return set_cursor("a")(conn)
+
+        with trio.fail_after(WAIT):
+            assert await committer.submit(op) == "a"
+        assert (ran_on[0] != threading.get_ident()) is on_thread
+        assert cursor_names(database.path) == {"a"}
+        scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+    finally:
+        database.close()
+
+
+async def test_inline_what_queued_while_the_committer_was_busy_shares_one_transaction(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer()
+    results: list[str] = []
+
+    async def append(name: str) -> None:
+        results.append(await committer.submit(set_cursor(name)))
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as inner:
+            for i in range(50):
+                inner.start_soon(append, f"c{i}")
+            await trio.testing.wait_all_tasks_blocked()
+            assert committer.queued == 50
+            await nursery.start(committer.run, db.conn)
+
+    assert committer.on_thread is False
+    assert sorted(results) == sorted(f"c{i}" for i in range(50))
+    assert (committer.stats.commits, committer.stats.max_batch) == (1, 50)
+    assert len(cursor_names(db.path)) == 50
+
+
+async def test_inline_a_failing_operation_or_commit_fails_what_it_must_and_nothing_more(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    db.conn.execute(
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+        "CREATE TABLE child (parent_id INTEGER"
+        " REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    committer = Committer()
+    outcomes: dict[str, object] = {}
+
+    def refused(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO cursors VALUES ('refused', 'v', 0)")
+        raise Refused(ErrorCode.INVALID_ARGUMENTS, "no")
+
+    def orphan(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO child VALUES (42)")  # fails the COMMIT, not the op
+        return "orphan"
+
+    async def run(name: str, op: Callable[[apsw.Connection], str]) -> None:
+        try:
+            outcomes[name] = await committer.submit(op)
+        except LineUpError as exc:
+            outcomes[name] = exc.code
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as inner:
+            inner.start_soon(run, "a", set_cursor("a"))
+            inner.start_soon(run, "refused", refused)
+            await trio.testing.wait_all_tasks_blocked()
+            await nursery.start(committer.run, db.conn)
+        assert outcomes == {"a": "a", "refused": ErrorCode.INVALID_ARGUMENTS}
+        async with trio.open_nursery() as inner:
+            inner.start_soon(run, "b", set_cursor("b"))
+            inner.start_soon(run, "orphan", orphan)
+        assert await committer.submit(set_cursor("c")) == "c"
+
+    assert outcomes["b"] is outcomes["orphan"] is ErrorCode.STORE_UNAVAILABLE
+    assert cursor_names(db.path) == {"a", "c"}
+    assert committer.stats.failed_batches >= 1
+
+
+async def test_inline_the_wal_is_checkpointed_by_the_committer_once_it_grows_past_its_limit(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer(checkpoint_pages=8)
+    await nursery.start(committer.run, db.conn)
+    blob = "x" * 3000  # about a page a row
+
+    def big(i: int) -> Callable[[apsw.Connection], None]:
+        def op(conn: apsw.Connection) -> None:
+            conn.execute("INSERT INTO cursors VALUES (?, ?, 0)", (f"r{i}", blob))
+
+        return op
+
+    before = wal_frames(db.path)  # the migrations' frames
+    with trio.fail_after(WAIT):
+        for i in range(40):
+            await committer.submit(big(i))
+    assert committer.stats.checkpoints >= 2
+    # SQLite's automatic checkpoint is off (the hook replaced it): only the committer's let
+    # the WAL start over, instead of growing by a frame or more for every row.
+    assert wal_frames(db.path) - before < 40
+    assert len(cursor_names(db.path)) == 40
