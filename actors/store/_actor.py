@@ -52,6 +52,8 @@ from .messages import (
     CursorGetRequest,
     CursorSetReply,
     CursorSetRequest,
+    InboxAckManyReply,
+    InboxAckManyRequest,
     InboxAckReply,
     InboxAckRequest,
     InboxListReply,
@@ -190,6 +192,10 @@ class StoreActor(RecordHandlers, Actor):
     @handles(InboxAckRequest)
     async def on_inbox_ack(self, msg: InboxAckRequest, env: Envelope) -> InboxAckReply:
         return await self._apply(q.inbox_ack, msg, write=WRITE)
+
+    @handles(InboxAckManyRequest)
+    async def on_inbox_ack_many(self, msg: InboxAckManyRequest, env: Envelope) -> InboxAckManyReply:
+        return await self._apply(q.inbox_ack_many, msg, write=WRITE)
 
     # ------------------------------------------------------------------ cursors
 
