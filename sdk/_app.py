@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Iterable
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
@@ -87,6 +88,29 @@ class Inbox:
             p.InboxAckRequest(delivery_id=delivery_id, instance_id=instance_id),
             p.CommandReceipt,
         )
+
+    async def acknowledge_many(self, deliveries: Iterable[p.Delivery]) -> frozenset[str]:
+        """Remove deliveries once handled, each from the inbox it is in: one request per inbox
+        (and per `protocol.MAX_BATCH` of them), however many there are. Returns the ids that
+        were removed; any other was not in its inbox (already acknowledged, or never)."""
+        by_inbox: dict[str | None, list[str]] = {}
+        for delivery in deliveries:
+            ids = by_inbox.setdefault(delivery.instance_id, [])
+            if delivery.delivery_id not in ids:
+                ids.append(delivery.delivery_id)
+        acked: set[str] = set()
+        for instance_id, ids in by_inbox.items():
+            for start in range(0, len(ids), p.MAX_BATCH):
+                reply = await self._host.call(
+                    "router",
+                    p.InboxAckManyRequest(
+                        delivery_ids=tuple(ids[start : start + p.MAX_BATCH]),
+                        instance_id=instance_id,
+                    ),
+                    p.InboxAckManyReply,
+                )
+                acked.update(reply.acked)
+        return frozenset(acked)
 
 
 class Conversation:
@@ -295,12 +319,23 @@ class MiniAppHost(Actor):
                         return
                 else:
                     event, held = held, None
-                if isinstance(event, p.DeliveryEvent) and _takes_bursts(app):
-                    deliveries, held = self._waiting_deliveries(event)
-                    try:
-                        await app.on_deliveries(deliveries)
-                    except LineUpError as exc:
-                        log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+                if isinstance(event, p.DeliveriesEvent | p.DeliveryEvent):
+                    if _takes_bursts(app):
+                        deliveries, held = self._waiting_deliveries(event)
+                        try:
+                            await app.on_deliveries(deliveries)
+                        except LineUpError as exc:
+                            log.warning(
+                                "sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value
+                            )
+                        continue
+                    for delivery in _deliveries_in(event):  # each refused alone
+                        try:
+                            await app.on_delivery(delivery)
+                        except LineUpError as exc:
+                            log.warning(
+                                "sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value
+                            )
                     continue
                 try:
                     await _dispatch(app, event, self._context)
@@ -308,19 +343,23 @@ class MiniAppHost(Actor):
                     log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
 
     def _waiting_deliveries(
-        self, first: p.DeliveryEvent
+        self, first: p.DeliveryEvent | p.DeliveriesEvent
     ) -> tuple[tuple[p.Delivery, ...], Message | None]:
-        """`first` and the deliveries queued right behind it, and the next other event, held
-        back so the queue's order holds."""
-        deliveries = [first.delivery]
+        """`first`'s deliveries and those queued right behind it (up to `DELIVERY_BURST`, an
+        event's deliveries never split), and the next event not taken, held back so the
+        queue's order holds."""
+        deliveries = list(_deliveries_in(first))
         while len(deliveries) < DELIVERY_BURST:
             try:
                 event = self._events_out.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel):
                 break
-            if not isinstance(event, p.DeliveryEvent):
+            if not isinstance(event, p.DeliveryEvent | p.DeliveriesEvent):
                 return tuple(deliveries), event
-            deliveries.append(event.delivery)
+            more = _deliveries_in(event)
+            if len(deliveries) + len(more) > DELIVERY_BURST:
+                return tuple(deliveries), event
+            deliveries.extend(more)
         return tuple(deliveries), None
 
     # ------------------------------------------------------------------ tools
@@ -406,6 +445,10 @@ class MiniAppHost(Actor):
     def on_delivery(self, msg: p.DeliveryEvent, env: Envelope) -> None:
         self._enqueue(msg)
 
+    @handles(p.DeliveriesEvent)
+    def on_delivery_batch(self, msg: p.DeliveriesEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
     @handles(p.UiEvent)
     def on_ui_event(self, msg: p.UiEvent, env: Envelope) -> None:
         self._enqueue(msg)
@@ -417,6 +460,10 @@ class MiniAppHost(Actor):
     @handles(p.ViewRefreshEvent)
     def on_view_refresh(self, msg: p.ViewRefreshEvent, env: Envelope) -> None:
         self._enqueue(msg)
+
+
+def _deliveries_in(event: p.DeliveryEvent | p.DeliveriesEvent) -> tuple[p.Delivery, ...]:
+    return (event.delivery,) if isinstance(event, p.DeliveryEvent) else event.deliveries
 
 
 def _takes_bursts(app: MiniApp) -> bool:
@@ -441,8 +488,6 @@ def _the_app_in(module: Any) -> type[MiniApp]:
 async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
     if isinstance(event, p.SessionDataEvent):
         await context.session_data._updated(event)
-    elif isinstance(event, p.DeliveryEvent):
-        await app.on_delivery(event.delivery)
     elif isinstance(event, p.UiEvent):
         await app.on_ui_event(event)
     elif isinstance(event, p.ConversationUpdatedEvent):

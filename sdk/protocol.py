@@ -23,8 +23,11 @@ __all__ = [
     "ConversationRetryRequest",
     "ConversationSendTextRequest",
     "ConversationUpdatedEvent",
+    "DeliveriesEvent",
     "Delivery",
     "DeliveryEvent",
+    "InboxAckManyReply",
+    "InboxAckManyRequest",
     "InboxAckRequest",
     "InboxListReply",
     "InboxListRequest",
@@ -50,6 +53,7 @@ __all__ = [
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 MAX_TEXT = 64 * 1024
+MAX_BATCH = 500  # deliveries in one event, ids in one acknowledgement
 
 
 class CommandReceipt(Message):
@@ -81,6 +85,14 @@ class DeliveryEvent(Message):
     delivery: Delivery
 
 
+class DeliveriesEvent(Message):
+    """Runtime → app: new deliveries are in your inbox, in `seq` order (one sync page's, or
+    several's): a burst costs one event. Acknowledge them when handled."""
+
+    type: Literal["miniapp.inbox.deliveries"] = "miniapp.inbox.deliveries"
+    deliveries: tuple[Delivery, ...] = Field(min_length=1, max_length=MAX_BATCH)
+
+
 class InboxListRequest(Message):
     """The app's deliveries in the current conversation for `instance_id` (seed 003 §3.1);
     None lists those addressed to no instance (the app's conversation-level inbox)."""
@@ -103,6 +115,23 @@ class InboxAckRequest(Message):
     type: Literal["router.sdk.inbox.ack"] = "router.sdk.inbox.ack"
     delivery_id: Id
     instance_id: Id | None = None
+
+
+class InboxAckManyRequest(Message):
+    """`InboxAckRequest` for several deliveries of one inbox, in one request and one
+    transaction (a burst handled together is acknowledged together)."""
+
+    type: Literal["router.sdk.inbox.ack_many"] = "router.sdk.inbox.ack_many"
+    delivery_ids: tuple[Id, ...] = Field(min_length=1, max_length=MAX_BATCH)
+    instance_id: Id | None = None
+
+
+class InboxAckManyReply(Message):
+    """The ids this request removed from the inbox (in request order); any other was not in
+    that inbox (already acknowledged, another inbox's, or never delivered)."""
+
+    type: Literal["router.sdk.inbox.ack_many.reply"] = "router.sdk.inbox.ack_many.reply"
+    acked: tuple[Id, ...]
 
 
 # ---------------------------------------------------------------------------------- conversation

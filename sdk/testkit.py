@@ -131,6 +131,16 @@ class FakeInbox:
             self.acknowledged.append(msg.delivery_id)
         return p.CommandReceipt(id=msg.delivery_id, changed=changed)
 
+    def _ack_many(self, msg: p.InboxAckManyRequest) -> p.InboxAckManyReply:
+        acked = [
+            delivery_id
+            for delivery_id in msg.delivery_ids
+            if self._ack(
+                p.InboxAckRequest(delivery_id=delivery_id, instance_id=msg.instance_id)
+            ).changed
+        ]
+        return p.InboxAckManyReply(acked=tuple(acked))
+
 
 @dataclass
 class FakeConversation:
@@ -316,6 +326,8 @@ class FakeRuntime:
             return self.inbox._list(request)
         if isinstance(request, p.InboxAckRequest):
             return self.inbox._ack(request)
+        if isinstance(request, p.InboxAckManyRequest):
+            return self.inbox._ack_many(request)
         if isinstance(request, p.ConversationSendTextRequest):
             return self.conversation._send(request)
         if isinstance(request, p.ConversationRetryRequest):

@@ -40,11 +40,13 @@ from lineup.actors.store.messages import (
     ConversationSendRequest,
     CursorGetReply,
     CursorGetRequest,
+    InboxAckManyReply,
     InboxAckReply,
     InboxListReply,
     OutboxRetryReply,
     OutboxRetryRequest,
 )
+from lineup.actors.store.messages import InboxAckManyRequest as StoreInboxAckMany
 from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
@@ -74,6 +76,9 @@ TOOL_CALL: Final = wire.TOOL_CALL
 # Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
 RECEIVE_BATCH: Final = 200
 RECEIVE_BATCH_BYTES: Final = 256 * 1024
+# Deliveries waiting to be told to one app. Past this the fast path gives up on the newest
+# (they stay in the inbox, which the app lists when it starts or refreshes).
+PENDING_TELLS: Final = 4 * sdk.MAX_BATCH
 
 
 class RouterActor(Actor):
@@ -81,6 +86,8 @@ class RouterActor(Actor):
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._session_seen: tuple[float, dict[str, str]] | None = None
+        # Per app: deliveries persisted but not yet told, and whether a teller is at work.
+        self._untold: dict[str, list[sdk.Delivery]] = {}
         self.tools = ToolPipeline(self.bus, self.ctx.identity, self._session)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -188,20 +195,45 @@ class RouterActor(Actor):
                     for request in requests
                 ]
             )
+        persisted: dict[str, list[sdk.Delivery]] = {}
         for (index, envelope, request), reply in zip(batch, replies, strict=True):
             if not reply.created:
                 outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
                 continue
             outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
-            delivery = sdk.Delivery(
-                delivery_id=envelope.id,
-                seq=reply.seq,
-                envelope=request.body,
-                instance_id=request.instance_id,
+            persisted.setdefault(request.app_scope, []).append(
+                sdk.Delivery(
+                    delivery_id=envelope.id,
+                    seq=reply.seq,
+                    envelope=request.body,
+                    instance_id=request.instance_id,
+                )
             )
-            self._nursery.start_soon(
-                self._tell_app, request.app_scope, sdk.DeliveryEvent(delivery=delivery)
-            )
+        for app_scope, deliveries in persisted.items():
+            self._tell_deliveries(app_scope, deliveries)
+
+    def _tell_deliveries(self, app_scope: str, deliveries: list[sdk.Delivery]) -> None:
+        """Queue persisted deliveries for their app. One teller per app tells them in order,
+        as few events as it can: whatever piled up while the last event was on its way goes
+        in the next one, so a burst costs an event per batch, not per message."""
+        untold = self._untold.get(app_scope)
+        if untold is None:
+            untold = self._untold[app_scope] = []
+            self._nursery.start_soon(self._teller, app_scope, untold)
+        room = PENDING_TELLS - len(untold)
+        if room < len(deliveries):
+            log.info("router.app_not_told app=%s code=%s", app_scope, ErrorCode.MAILBOX_FULL.value)
+        untold.extend(deliveries[: max(0, room)])
+
+    async def _teller(self, app_scope: str, untold: list[sdk.Delivery]) -> None:
+        try:
+            while untold:
+                batch = tuple(untold[: sdk.MAX_BATCH])
+                del untold[: len(batch)]
+                await self._tell_app(app_scope, sdk.DeliveriesEvent(deliveries=batch))
+        finally:
+            # Cancelled (shutting down): what is left is in the inbox all the same.
+            del self._untold[app_scope]
 
     async def _tell_app(self, app_scope: str, event: Message) -> None:
         # Not told: it finds the delivery in its inbox when it starts.
@@ -268,6 +300,32 @@ class RouterActor(Actor):
                 )
             )
         return sdk.CommandReceipt(id=msg.delivery_id, changed=reply.acked)
+
+    @handles(sdk.InboxAckManyRequest)
+    async def on_inbox_ack_many(
+        self, msg: sdk.InboxAckManyRequest, env: Envelope
+    ) -> sdk.InboxAckManyReply:
+        scope = app_scope_of(env.sender)
+        conversation_id = await self._conversation_or_none()
+        if conversation_id is None:
+            return sdk.InboxAckManyReply(acked=())
+        reply = await self.bus.request(
+            "store",
+            StoreInboxAckMany(
+                app_scope=scope,
+                conversation_id=conversation_id,
+                instance_id=msg.instance_id,
+                delivery_ids=msg.delivery_ids,
+            ),
+            expect=InboxAckManyReply,
+        )
+        for delivery_id in reply.foreign:  # as for one: the app learns only "not acked"
+            self.bus.audit(
+                AuditRecord.scope_denied(
+                    self.ctx.identity.name, env.sender.name, msg.TYPE, delivery_id
+                )
+            )
+        return sdk.InboxAckManyReply(acked=reply.acked)
 
     @handles(sdk.ConversationSendTextRequest)
     async def on_send_text(

@@ -46,6 +46,7 @@ from .messages import (
     ConversationSendRequest,
     CursorGetRequest,
     CursorSetRequest,
+    InboxAckManyRequest,
     InboxAckRequest,
     InboxListRequest,
     InboxPutRequest,
@@ -81,6 +82,7 @@ TABLE: Final[tuple[Served, ...]] = (
     write(InboxPutRequest, q.inbox_put),
     read(InboxListRequest, q.inbox_list),
     write(InboxAckRequest, q.inbox_ack),
+    write(InboxAckManyRequest, q.inbox_ack_many),
     # cursors
     read(CursorGetRequest, q.cursor_get),
     write(CursorSetRequest, q.cursor_set),

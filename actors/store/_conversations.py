@@ -119,11 +119,21 @@ def _insert_message(
 def conversation_receive(
     conn: Connection, req: ConversationReceiveRequest, now: float
 ) -> ConversationReceiveReply:
+    return _receive(conn, req, now, set())
+
+
+def _receive(
+    conn: Connection, req: ConversationReceiveRequest, now: float, touched: set[str]
+) -> ConversationReceiveReply:
+    """Receive one message; `touched` holds the conversations this transaction already
+    touched (with the same `now`), which need no second update."""
     seq = _repeat(conn, req.message_id, "inbound")
     if seq is not None:
         return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=False)
     body = json_text(req.body)
-    _touch_conversation(conn, req.conversation_id, now)
+    if req.conversation_id not in touched:
+        _touch_conversation(conn, req.conversation_id, now)
+        touched.add(req.conversation_id)
     seq = _insert_message(
         conn, req, direction="inbound", state="received", body=body, now=now,
         remote_seq=req.remote_seq,
@@ -146,8 +156,9 @@ def conversation_receive_many(
     conn: Connection, req: ConversationReceiveManyRequest, now: float
 ) -> ConversationReceiveManyReply:
     # The request's savepoint covers every message: a refusal of one undoes them all.
+    touched: set[str] = set()
     return ConversationReceiveManyReply(
-        replies=tuple(conversation_receive(conn, one, now) for one in req.messages)
+        replies=tuple(_receive(conn, one, now, touched) for one in req.messages)
     )
 
 

@@ -3,7 +3,7 @@ protocol. Re-exported, with the rest, by `messages` (read its docstring first)."
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -29,6 +29,8 @@ __all__ = [
     "CursorGetRequest",
     "CursorSetReply",
     "CursorSetRequest",
+    "InboxAckManyReply",
+    "InboxAckManyRequest",
     "InboxAckReply",
     "InboxAckRequest",
     "InboxListReply",
@@ -251,6 +253,30 @@ class InboxAckReply(Message):
     delivery_id: Id
     acked: bool
     foreign: bool = False  # the delivery is another inbox's (scope, conversation or instance)
+
+
+# An app acknowledges what it took together: one burst of deliveries, one request.
+MAX_ACK_MANY: Final = 500
+
+
+class InboxAckManyRequest(Message):
+    """`InboxAckRequest` for several deliveries of ONE inbox, in one transaction: each id is
+    removed exactly as its own request would remove it (a repeat in the list changes nothing)."""
+
+    type: Literal["store.inbox.ack_many"] = "store.inbox.ack_many"
+    app_scope: Name
+    conversation_id: Id
+    instance_id: Id | None = None
+    delivery_ids: tuple[Id, ...] = Field(min_length=1, max_length=MAX_ACK_MANY)
+
+
+class InboxAckManyReply(Message):
+    """`acked`: the ids this request removed, in request order; `foreign`: those that are
+    another inbox's (for the trusted caller's audit, as in `InboxAckReply`)."""
+
+    type: Literal["store.inbox.ack_many.reply"] = "store.inbox.ack_many.reply"
+    acked: tuple[Id, ...]
+    foreign: tuple[Id, ...] = ()
 
 
 # ---------------------------------------------------------------------------------- conversations

@@ -31,6 +31,8 @@ from .messages import (
     CursorGetRequest,
     CursorSetReply,
     CursorSetRequest,
+    InboxAckManyReply,
+    InboxAckManyRequest,
     InboxAckReply,
     InboxAckRequest,
     InboxListReply,
@@ -52,6 +54,7 @@ __all__ = [
     "cursor_get",
     "cursor_set",
     "inbox_ack",
+    "inbox_ack_many",
     "inbox_list",
     "inbox_put",
     "int_or_none",
@@ -195,21 +198,42 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
     )
 
 
-def inbox_ack(conn: Connection, req: InboxAckRequest, now: float) -> InboxAckReply:
+def _ack_one(
+    conn: Connection, key: tuple[str, str, str | None], delivery_id: str, now: float
+) -> tuple[bool, bool]:
+    """(acked, foreign) for one delivery of the inbox `key`."""
     # The whole inbox is the key: an app only ever acknowledges deliveries it may list.
-    key = (req.app_scope, req.conversation_id, req.instance_id)
     conn.execute(
         f"UPDATE app_inbox SET acked_at = ?, body = NULL WHERE {_ONE_INBOX}"
         " AND delivery_id = ? AND acked_at IS NULL",
-        (now, *key, req.delivery_id),
+        (now, *key, delivery_id),
     )
     if conn.changes() == 1:
-        return InboxAckReply(delivery_id=req.delivery_id, acked=True)
+        return True, False
     foreign = conn.execute(
         f"SELECT 1 FROM app_inbox WHERE delivery_id = ? AND NOT ({_ONE_INBOX}) LIMIT 1",
-        (req.delivery_id, *key),
+        (delivery_id, *key),
     ).fetchall()
-    return InboxAckReply(delivery_id=req.delivery_id, acked=False, foreign=bool(foreign))
+    return False, bool(foreign)
+
+
+def inbox_ack(conn: Connection, req: InboxAckRequest, now: float) -> InboxAckReply:
+    key = (req.app_scope, req.conversation_id, req.instance_id)
+    acked, foreign = _ack_one(conn, key, req.delivery_id, now)
+    return InboxAckReply(delivery_id=req.delivery_id, acked=acked, foreign=foreign)
+
+
+def inbox_ack_many(conn: Connection, req: InboxAckManyRequest, now: float) -> InboxAckManyReply:
+    key = (req.app_scope, req.conversation_id, req.instance_id)
+    acked: list[str] = []
+    foreign: list[str] = []
+    for delivery_id in req.delivery_ids:
+        removed, theirs = _ack_one(conn, key, delivery_id, now)
+        if removed:
+            acked.append(delivery_id)
+        elif theirs:
+            foreign.append(delivery_id)
+    return InboxAckManyReply(acked=tuple(acked), foreign=tuple(foreign))
 
 
 # ---------------------------------------------------------------------------------- cursors

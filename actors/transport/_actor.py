@@ -5,10 +5,12 @@ Theory of operation
 Two loops share one login. The *sync loop* long-polls `GET /v1/sync` from the cursor the store
 keeps, hands each page to the router, and advances the persisted cursor only once the router
 has persisted the page: a SIGKILL anywhere replays at most the last page, which the router
-dedupes by message id. The *outbox loop* drains the store's outbox in order, one row at a time,
-with the outbox id as `Idempotency-Key`: a row the AppServer already took is answered the same
-again and stored nothing, so a crash between its POST and the store's acknowledgement costs a
-repeat, never a duplicate. Failures back off exponentially with jitter, capped.
+dedupes by message id. The next page is fetched while one is persisted (never persisted
+before it), so a burst costs the AppServer's answers or the router's transactions, not both.
+The *outbox loop* drains the store's outbox in order, one row at a time, with the outbox id
+as `Idempotency-Key`: a row the AppServer already took is answered the same again and stored
+nothing, so a crash between its POST and the store's acknowledgement costs a repeat, never a
+duplicate. Failures back off exponentially with jitter, capped.
 
 Nothing the AppServer answers can stop this actor: the client (`_client.py`) turns every
 malformed answer into one `LinkFailure` with a reason code, shown beside the state. An
@@ -203,27 +205,42 @@ class TransportActor(Actor):
 
     async def _sync_loop(self) -> None:
         cursor = (await self._store(CursorGetRequest(name=SYNC_CURSOR), CursorGetReply)).value
-        while True:
-            token = self._token
-            # Until the link is known good, ask without waiting: "online" should not take a
-            # whole long poll to show when nothing is waiting.
-            wait_ms = LONG_POLL_MS if self.state == "online" else 0
-            try:
-                page = await self._client.sync(token or "", cursor or "", wait_ms)
-            except LinkFailure as failure:
-                if failure.code is ErrorCode.APPSERVER_UNAUTHORIZED:
-                    await self._relogin(token)
+        # One page is fetched while the one before it is persisted: the AppServer's answer
+        # and the router's transaction overlap, and the cursor still moves in page order,
+        # each step only once its page is persisted.
+        pages_in, pages_out = trio.open_memory_channel[SyncPage](0)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._fetch_pages, cursor, pages_in)
+            async with pages_out:
+                async for page in pages_out:
+                    await self._hand_over(page)
+                    if page.cursor != cursor:
+                        await self._store(
+                            CursorSetRequest(name=SYNC_CURSOR, value=page.cursor), CursorSetReply
+                        )
+                        cursor = page.cursor
+
+    async def _fetch_pages(
+        self, cursor: str | None, pages: trio.MemorySendChannel[SyncPage]
+    ) -> None:
+        async with pages:
+            while True:
+                token = self._token
+                # Until the link is known good, ask without waiting: "online" should not take
+                # a whole long poll to show when nothing is waiting.
+                wait_ms = LONG_POLL_MS if self.state == "online" else 0
+                try:
+                    page = await self._client.sync(token or "", cursor or "", wait_ms)
+                except LinkFailure as failure:
+                    if failure.code is ErrorCode.APPSERVER_UNAUTHORIZED:
+                        await self._relogin(token)
+                        continue
+                    log.warning("transport.sync_failed reason=%s", failure.code.value)
+                    self._link_failed(failure)
+                    await trio.sleep(backoff(self._failures))
                     continue
-                log.warning("transport.sync_failed reason=%s", failure.code.value)
-                self._link_failed(failure)
-                await trio.sleep(backoff(self._failures))
-                continue
-            self._link_ok()
-            await self._hand_over(page)
-            if page.cursor != cursor:
-                await self._store(
-                    CursorSetRequest(name=SYNC_CURSOR, value=page.cursor), CursorSetReply
-                )
+                self._link_ok()
+                await pages.send(page)
                 cursor = page.cursor
 
     async def _hand_over(self, page: SyncPage) -> None:

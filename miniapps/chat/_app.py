@@ -23,6 +23,7 @@ _CLIENT_ID: Final = re.compile(r"[A-Za-z0-9_-]{8,64}")
 
 SHOWN: Final = 200  # the timeline keeps the newest items; older ones stay in history
 MAX_TEXT: Final = 64 * 1024
+INBOX_PAGE: Final = 500  # deliveries listed per request when (re)loading
 
 
 class Chat(MiniApp):
@@ -43,10 +44,17 @@ class Chat(MiniApp):
                 "markdown": item.markdown,
                 "at": item.at,
             }
-        for delivery in await self.app.inbox.list():
+        # Everything waiting, a page at a time: shown in one render, then acknowledged.
+        waiting: list[p.Delivery] = []
+        after = 0
+        while page := await self.app.inbox.list(after_seq=after, limit=INBOX_PAGE):
+            waiting.extend(page)
+            after = page[-1].seq
+        for delivery in waiting:
             self._take(delivery)
-            await self.app.inbox.acknowledge(delivery.delivery_id)
         await self._render()
+        if waiting:
+            await self.app.inbox.acknowledge_many(waiting)
 
     def _take(self, delivery: p.Delivery) -> None:
         envelope = delivery.envelope
@@ -66,12 +74,12 @@ class Chat(MiniApp):
         )
 
     async def on_deliveries(self, deliveries: tuple[p.Delivery, ...]) -> None:
-        # A burst is shown in one render, then acknowledged: shown before it leaves the inbox.
+        # A burst is shown in one render, then acknowledged in one request: shown before it
+        # leaves the inbox, and a crash in between shows it again (once: `_take` is by id).
         for delivery in deliveries:
             self._take(delivery)
         await self._render()
-        for delivery in deliveries:
-            await self.app.inbox.acknowledge(delivery.delivery_id)
+        await self.app.inbox.acknowledge_many(deliveries)
 
     async def on_ui_event(self, event: p.UiEvent) -> None:
         kind = event.event.get("kind")
