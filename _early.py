@@ -52,22 +52,18 @@ RUNTIME_PRELOAD: Final = (
     "lineup.ops.agent.demo",
 )
 
-# One more zygote for the HTTP side of `lineup run` (see `supervisor/_spawn.py`): it loads and
-# forks the embedded AppServer, its two clients and the hostbridge, while the first zygote
-# does the store, the router, focus, the gateway and the MiniApps. Each entry is loaded before
-# a child of its package forks; the rest only once the tree is ready.
+# One more zygote for the HTTP servers of `lineup run` (see `supervisor/_spawn.py`): it loads
+# and forks the embedded AppServer and the hostbridge (hypercorn, starlette, markdown-it),
+# while the first zygote does all the others (whose modules overlap: the store's protocol, the
+# wire). Each entry is loaded before a child of its package forks; the rest once the tree is
+# ready.
 RUNTIME_LANES: Final = (
     (
         "lineup.ops.devserver.actor",
-        "lineup.actors.transport._actor",
-        "lineup.ops.agent.demo",
         "lineup.hostbridge._actor",
         "hypercorn.trio",
         "starlette.applications",
         "markdown_it",
-        "httpcore",
-        "certifi",
-        "encodings.idna",
     ),
 )
 

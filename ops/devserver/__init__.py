@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ._config import (
     DEFAULT_AGENT_ID,
     DEFAULT_AGENT_SECRET,
@@ -19,10 +22,32 @@ from ._config import (
     DevServerConfig,
     UserAccount,
 )
-from ._db import StoreError
-from ._protocol import MAX_ENVELOPE_BYTES, MAX_SYNC_BATCH, MAX_TIMEOUT_MS, WireErrorCode
-from ._serve import serve
-from .actor import DevServerActor
+
+if TYPE_CHECKING:
+    from ._db import StoreError
+    from ._protocol import MAX_ENVELOPE_BYTES, MAX_SYNC_BATCH, MAX_TIMEOUT_MS, WireErrorCode
+    from ._serve import serve
+    from .actor import DevServerActor
+
+# The server itself (hypercorn, starlette, the wire) is exported lazily: the demo Agent and its
+# tests take only the defaults above, and must not load an HTTP server with them.
+_LAZY = {
+    "StoreError": "._db",
+    "MAX_ENVELOPE_BYTES": "._protocol",
+    "MAX_SYNC_BATCH": "._protocol",
+    "MAX_TIMEOUT_MS": "._protocol",
+    "WireErrorCode": "._protocol",
+    "serve": "._serve",
+    "DevServerActor": ".actor",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)
+
 
 __all__ = [
     "DEFAULT_AGENT_ID",

@@ -72,9 +72,4 @@ def test_each_runtime_child_is_forked_by_the_zygote_that_preloads_its_module() -
         lanes[spec.name] = zygote.lane_of(spec.target)
         # It names an entry of the child's package: the spawn imports it, then forks.
         assert entries_for(modules[lanes[spec.name]], spec.target), spec.name
-    assert {name for name, lane in lanes.items() if lane == 1} == {
-        "devserver",
-        "transport",
-        "hostbridge",
-        "demo-agent",
-    }
+    assert {name for name, lane in lanes.items() if lane == 1} == {"devserver", "hostbridge"}

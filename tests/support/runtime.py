@@ -10,7 +10,7 @@ import trio
 
 from lineup.ops.agent import AgentClient
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 
 AGENT_ID = "demo-agent"
 AGENT_SECRET = "demo-secret"
@@ -32,6 +32,7 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
         plan.specs,
         data_dir=data_dir,
         preload=PRELOAD,
+        lanes=LANES,
         intensity=Intensity(max_restarts=50, period=10.0),
     )
     supervisor.info.update(plan.info)

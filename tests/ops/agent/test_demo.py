@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +104,15 @@ async def test_the_actor_runs_the_demo_agent_from_its_config(
         await nursery.start(actor.run)
     alice = await api.user_token("alice")
     assert [m["payload"]["markdown"] for m in await _until(api, alice, 1)] == [GREETING]
+
+
+def test_the_demo_agent_loads_no_http_server() -> None:
+    # The zygote that forks it loads no hypercorn or starlette (the devserver's lane does).
+    code = (
+        "import sys, lineup.ops.agent.demo\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'hypercorn', 'starlette'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
