@@ -57,7 +57,7 @@ from .errors import (
 )
 from .framing import MAX_DEADLINE_MS, encode_frame, parse_frame_fields
 from .identity import ActorKind, Identity
-from .messages import REGISTRY, Message, message_type
+from .messages import REGISTRY, Message
 
 __all__ = ["DEFAULT_TIMEOUT", "Bus", "Connection", "Envelope", "Handler", "Outcome"]
 
@@ -192,6 +192,10 @@ class Bus:
         self._nursery.start_soon(self._drain_backlog, conn)
         return conn
 
+    def set_handler(self, handler: Handler) -> None:
+        """Replace the handler (e.g. with the actor's own `dispatch`, once it exists)."""
+        self._handler = handler
+
     def connection(self, name: str) -> Connection | None:
         conn = self._conns.get(name)
         return conn if conn is not None and not conn.closed.is_set() else None
@@ -223,29 +227,19 @@ class Bus:
         now = trio.current_time()
         deadline = now + timeout
         while True:
+            conn = self._conns.get(peer)
             try:
-                return await self._request(peer, body, expect, now, deadline, idempotency_key)
+                if conn is None or conn.closed.is_set():
+                    return await self._reach_and_request(
+                        peer, body, expect, deadline, idempotency_key
+                    )
+                return await self._send_request(conn, body, expect, now, deadline, idempotency_key)
             except ActorRestarted:
                 if not retry:
                     raise
                 now = trio.current_time()
                 if now >= deadline:
                     raise
-
-    def _request(
-        self,
-        peer: str,
-        body: Message,
-        expect: type[M],
-        now: float,
-        deadline: float,
-        idempotency_key: str | None,
-    ) -> Awaitable[M]:
-        # A plain function returning the coroutine: the hot path has one coroutine, not two.
-        conn = self._conns.get(peer)
-        if conn is None or conn.closed.is_set():
-            return self._reach_and_request(peer, body, expect, deadline, idempotency_key)
-        return self._send_request(conn, body, expect, now, deadline, idempotency_key)
 
     async def _reach_and_request(
         self,
@@ -414,7 +408,8 @@ class Bus:
         if kind == "x":
             slot.resolve(error=_refusal(raw))
             return
-        cls = REGISTRY.get(message_type(raw) or "")
+        tag = raw.get("type")
+        cls = REGISTRY.get(tag) if type(tag) is str else None
         try:
             if cls is None:
                 raise ValueError("unknown reply type")

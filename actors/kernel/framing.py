@@ -166,8 +166,8 @@ def parse_frame_fields(payload: bytes) -> FrameFields:
         obj = from_json(payload)  # `_loads`, inline
     except ValueError:
         obj = _loads_stdlib(payload)
-    if type(obj) is not dict or not obj.keys() <= _KEYS:
-        raise _malformed("not a frame object, or unknown keys")
+    if type(obj) is not dict:
+        raise _malformed("not a frame object")
     kind = obj.get("k")
     fid = obj.get("id")
     body = obj.get("b")
@@ -179,7 +179,8 @@ def parse_frame_fields(payload: bytes) -> FrameFields:
         or type(body) is not dict
     ):
         raise _malformed("bad kind, id or body")
-    # The shapes the bus sends, checked in full without the general rules below.
+    # The shapes the bus sends, checked in full without the general rules below (their keys
+    # are all known: k, id and b, and at most the one more that was just checked).
     size = len(obj)
     if kind in ("r", "x"):
         if size == 4:  # k, id, b and one more known key, which must be a good `re`
@@ -192,6 +193,8 @@ def parse_frame_fields(payload: bytes) -> FrameFields:
         deadline = obj.get("dl")
         if type(deadline) is float and 0 <= deadline <= MAX_DEADLINE_MS:
             return "q", fid, body, None, deadline, None
+    if not obj.keys() <= _KEYS:
+        raise _malformed("unknown keys")
     reply_to = obj.get("re")
     deadline = obj.get("dl")
     ikey = obj.get("ik")
