@@ -186,6 +186,7 @@ async def _actor_main(boot: BootInfo, control_fd: int) -> None:
     bus = Bus(identity, dispatch, incarnation=boot.incarnation)
     ctx = ActorContext(identity, boot.incarnation, Path(boot.data_dir), boot.config, bus)
     actor = cls(ctx)
+    bus.set_handler(actor.dispatch)  # no trampoline through `dispatch` above on every frame
     if cls.writes_own_audit:
         bus.audit_locally = actor.write_audit
     async with trio.open_nursery() as nursery:

@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import pydantic
 import trio
@@ -57,7 +57,7 @@ from .errors import (
 )
 from .framing import MAX_DEADLINE_MS, encode_frame, parse_frame_fields
 from .identity import ActorKind, Identity
-from .messages import REGISTRY, Message, message_type
+from .messages import REGISTRY, Message
 
 __all__ = ["DEFAULT_TIMEOUT", "Bus", "Connection", "Envelope", "Handler", "Outcome"]
 
@@ -70,6 +70,7 @@ MAILBOX_LIMIT: Final = 256  # handlers in flight per process
 MINIAPP_MAX_FRAME: Final = 512 * 1024  # above the largest legitimate write (256 KiB of data)
 MINIAPP_RATE: Final = 500.0  # requests and events per second, sustained
 MINIAPP_BURST: Final = 1000.0
+ACL_CACHE_LIMIT: Final = 512  # tags whose ACL answer a connection remembers
 BACKLOG_LIMIT: Final = 64  # per channel: frames read while the mailbox is full, before
 #                            reading that channel pauses (replies behind them still get read)
 AUDIT_BUFFER: Final = 1024  # audit records waiting for the store before new ones are dropped
@@ -79,11 +80,12 @@ SUPERVISOR: Final = "supervisor"
 STORE: Final = "store"
 
 M = TypeVar("M", bound=Message)
+_SETTLED: Final = (Message, Exception, type(None))  # a handler's outcome that is not awaitable
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    """What a handler sees: the decoded body and facts the bus vouches for."""
+class Envelope(NamedTuple):
+    """What a handler sees: the decoded body and facts the bus vouches for. Immutable (a
+    named tuple: a third of a frozen dataclass's cost to build, once per request)."""
 
     sender: Identity  # bound to the channel, never read from the frame
     body: Message
@@ -91,6 +93,9 @@ class Envelope:
     is_request: bool
     idempotency_key: str | None = None
     deadline_ms: float | None = None
+
+
+_new_envelope: Final = tuple.__new__  # all six fields given: skips the generated __new__
 
 
 # A handler returns its reply (None for an event), or an awaitable of it. A plain function
@@ -111,6 +116,9 @@ class Connection:
     tokens: float = MINIAPP_BURST  # the rate budget left (MiniApp peers only)
     refilled_at: float = 0.0
     limited_audited_at: float = -math.inf
+    # The ACL's answers for this channel's sender, by tag: a dict lookup instead of hashing two
+    # enums and the tag on every frame. Bounded: a peer's tags beyond it are looked up each time.
+    allowed: dict[str, bool] = field(default_factory=dict)
     _ids: count[int] = field(default_factory=lambda: count(1))
 
     def take_token(self, now: float) -> bool:
@@ -184,6 +192,10 @@ class Bus:
         self._nursery.start_soon(self._drain_backlog, conn)
         return conn
 
+    def set_handler(self, handler: Handler) -> None:
+        """Replace the handler (e.g. with the actor's own `dispatch`, once it exists)."""
+        self._handler = handler
+
     def connection(self, name: str) -> Connection | None:
         conn = self._conns.get(name)
         return conn if conn is not None and not conn.closed.is_set() else None
@@ -212,42 +224,63 @@ class Bus:
         With `retry=True` an `actor_restarted` is retried at once, within the same deadline
         (only for requests whose handler is idempotent).
         """
-        if not retry:
-            return await self._request(peer, body, expect, timeout, idempotency_key)
-        deadline = trio.current_time() + timeout
+        now = trio.current_time()
+        deadline = now + timeout
         while True:
+            conn = self._conns.get(peer)
             try:
-                return await self._request(
-                    peer, body, expect, deadline - trio.current_time(), idempotency_key
-                )
+                if conn is None or conn.closed.is_set():
+                    return await self._reach_and_request(
+                        peer, body, expect, deadline, idempotency_key
+                    )
+                return await self._send_request(conn, body, expect, now, deadline, idempotency_key)
             except ActorRestarted:
-                if trio.current_time() >= deadline:
+                if not retry:
+                    raise
+                now = trio.current_time()
+                if now >= deadline:
                     raise
 
-    async def _request(
+    async def _reach_and_request(
         self,
         peer: str,
         body: Message,
         expect: type[M],
-        timeout: float,
+        deadline: float,
         idempotency_key: str | None,
     ) -> M:
-        now = trio.current_time()
-        deadline = now + timeout
-        conn = self.connection(peer)
-        if conn is None:
-            conn = await self._reach(peer, deadline)
-            now = trio.current_time()
+        conn = await self._reach(peer, deadline)
+        return await self._send_request(
+            conn, body, expect, trio.current_time(), deadline, idempotency_key
+        )
+
+    async def _send_request(
+        self,
+        conn: Connection,
+        body: Message,
+        expect: type[M],
+        now: float,
+        deadline: float,
+        idempotency_key: str | None,
+    ) -> M:
         fid = conn.next_id()
         slot = ReplySlot(deadline)
         conn.pending[fid] = slot
         try:
-            remaining_ms = min(MAX_DEADLINE_MS, max(0.0, (deadline - now) * 1000))
+            # Clamped to what the wire allows, floored to whole microseconds: a float whose
+            # JSON is short (an integer over 1000 is the float nearest that decimal).
+            remaining_ms = (deadline - now) * 1000
+            if remaining_ms >= MAX_DEADLINE_MS:
+                remaining_ms = MAX_DEADLINE_MS
+            elif remaining_ms > 0:
+                remaining_ms = int(remaining_ms * 1000) / 1000
+            else:
+                remaining_ms = 0.0
             frame = encode_frame(
                 "q",
                 fid,
                 _to_json(body),
-                deadline_ms=round(remaining_ms, 3),
+                deadline_ms=remaining_ms,
                 idempotency_key=idempotency_key,
                 max_frame=conn.channel.max_frame,
             )
@@ -262,7 +295,8 @@ class Bus:
             raise slot.error
         if not isinstance(slot.reply, expect):
             raise RemoteProtocolError(
-                ErrorCode.FRAME_MALFORMED, f"{peer} answered {type(slot.reply).__name__}"
+                ErrorCode.FRAME_MALFORMED,
+                f"{conn.identity.name} answered {type(slot.reply).__name__}",
             )
         return slot.reply
 
@@ -374,11 +408,12 @@ class Bus:
         if kind == "x":
             slot.resolve(error=_refusal(raw))
             return
-        cls = REGISTRY.get(message_type(raw) or "")
+        tag = raw.get("type")
+        cls = REGISTRY.get(tag) if type(tag) is str else None
         try:
             if cls is None:
                 raise ValueError("unknown reply type")
-            slot.resolve(reply=cls.model_validate(raw))
+            slot.resolve(reply=cls.__pydantic_validator__.validate_python(raw))
         except (ValueError, pydantic.ValidationError):
             slot.resolve(error=RemoteProtocolError(ErrorCode.FRAME_MALFORMED, "bad reply body"))
 
@@ -392,11 +427,18 @@ class Bus:
         ikey: str | None,
     ) -> None:
         sender = conn.identity
-        tag = message_type(raw) or ""
+        tag = raw.get("type")
+        if type(tag) is not str:
+            tag = ""
         if sender.kind is ActorKind.MINIAPP and not conn.take_token(time.monotonic()):
             await self._rate_limited(conn, kind, fid, tag)
             return
-        if not message_allowed(sender.kind, self.me.kind, tag):
+        allowed = conn.allowed.get(tag)
+        if allowed is None:
+            allowed = message_allowed(sender.kind, self.me.kind, tag)
+            if len(conn.allowed) < ACL_CACHE_LIMIT:
+                conn.allowed[tag] = allowed
+        if not allowed:
             await self._refuse(conn, kind, fid, ErrorCode.ACL_DENIED, tag)
             return
         cls = REGISTRY.get(tag)
@@ -404,14 +446,15 @@ class Bus:
             await self._refuse(conn, kind, fid, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
             return
         try:
-            body = cls.model_validate(raw)
+            # `model_validate`, minus its Python wrapper: the same validator, the same checks.
+            body = cls.__pydantic_validator__.validate_python(raw)
         except pydantic.ValidationError:
             await self._refuse(conn, kind, fid, ErrorCode.FRAME_MALFORMED, tag)
             return
         if isinstance(body, ChannelOpenedEvent):
             self._adopt(conn, body)
             return
-        env = Envelope(sender, body, fid, kind == "q", ikey, deadline_ms)
+        env: Envelope = _new_envelope(Envelope, (sender, body, fid, kind == "q", ikey, deadline_ms))
         if not conn.backlogged:
             try:
                 self._mailbox.acquire_nowait()  # the hot path: no scheduler trip, no queue
@@ -450,12 +493,19 @@ class Bus:
         except Exception as exc:
             outcome = exc
         # Replies and refusals first: `isawaitable` is an ABC check, costly on the hot path.
-        if not isinstance(outcome, Message | Exception) and inspect.isawaitable(outcome):
+        if not isinstance(outcome, _SETTLED) and inspect.isawaitable(outcome):
             assert self._nursery is not None
             self._nursery.start_soon(self._complete, conn, env, outcome)
             return
         try:
-            await self._finish(conn, env, outcome)
+            if env.is_request:  # `_finish`, inline: one coroutine fewer on the hot path
+                reply = self._reply_frame(conn, env, outcome)
+                try:
+                    await conn.channel.send(reply)
+                except LineUpError:
+                    pass  # the requester is gone: nobody waits for it
+            else:
+                self._event_handled(env, outcome)
         finally:
             self._mailbox.release()
 
@@ -473,12 +523,7 @@ class Bus:
 
     async def _finish(self, conn: Connection, env: Envelope, result: object) -> None:
         if not env.is_request:
-            if isinstance(result, Exception):
-                log.error(
-                    "bus.event_handler_failed type=%s error=%s",
-                    env.body.TYPE,
-                    describe_failure(result),
-                )
+            self._event_handled(env, result)
             return
         # No deadline is imposed on the handler: the caller enforces its own, and a handler's
         # every wait is itself a bounded request. `env.deadline_ms` tells a handler that waits
@@ -488,6 +533,15 @@ class Bus:
             await conn.channel.send(reply)
         except LineUpError:
             pass  # the requester is gone: nobody waits for it
+
+    @staticmethod
+    def _event_handled(env: Envelope, result: object) -> None:
+        if isinstance(result, Exception):
+            log.error(
+                "bus.event_handler_failed type=%s error=%s",
+                env.body.TYPE,
+                describe_failure(result),
+            )
 
     def _reply_frame(self, conn: Connection, env: Envelope, result: object) -> bytes:
         if isinstance(result, Message):
