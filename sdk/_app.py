@@ -345,22 +345,26 @@ class MiniAppHost(Actor):
     def _waiting_deliveries(
         self, first: p.DeliveryEvent | p.DeliveriesEvent
     ) -> tuple[tuple[p.Delivery, ...], Message | None]:
-        """`first`'s deliveries and those queued right behind it (up to `DELIVERY_BURST`, an
-        event's deliveries never split), and the next event not taken, held back so the
-        queue's order holds."""
-        deliveries = list(_deliveries_in(first))
-        while len(deliveries) < DELIVERY_BURST:
+        """`first`'s deliveries and those queued right behind it, at most `DELIVERY_BURST`,
+        and the next event not taken (what is left of a cut event, or another kind), held
+        back so the queue's order holds."""
+        deliveries: list[p.Delivery] = []
+        batch = first
+        while True:
+            more = _deliveries_in(batch)
+            room = DELIVERY_BURST - len(deliveries)
+            deliveries.extend(more[:room])
+            if len(more) > room:
+                return tuple(deliveries), p.DeliveriesEvent(deliveries=more[room:])
+            if len(deliveries) == DELIVERY_BURST:
+                return tuple(deliveries), None
             try:
                 event = self._events_out.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel):
-                break
+                return tuple(deliveries), None
             if not isinstance(event, p.DeliveryEvent | p.DeliveriesEvent):
                 return tuple(deliveries), event
-            more = _deliveries_in(event)
-            if len(deliveries) + len(more) > DELIVERY_BURST:
-                return tuple(deliveries), event
-            deliveries.extend(more)
-        return tuple(deliveries), None
+            batch = event
 
     # ------------------------------------------------------------------ tools
 

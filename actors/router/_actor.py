@@ -51,7 +51,7 @@ from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
-from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit
+from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._tools import ToolPipeline
 from .messages import (
     EnvelopeOutcome,
@@ -74,8 +74,10 @@ NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery 
 TEXT: Final = wire.TEXT
 TOOL_CALL: Final = wire.TOOL_CALL
 # Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
-RECEIVE_BATCH: Final = 200
+RECEIVE_BATCH: Final = 500
 RECEIVE_BATCH_BYTES: Final = 256 * 1024
+# Keys, punctuation and numbers a receive request adds to the envelope's own bytes.
+REQUEST_OVERHEAD: Final = 1024
 # Deliveries waiting to be told to one app. Past this the fast path gives up on the newest
 # (they stay in the inbox, which the app lists when it starts or refreshes).
 PENDING_TELLS: Final = 4 * sdk.MAX_BATCH
@@ -104,10 +106,12 @@ class RouterActor(Actor):
         outcomes: list[EnvelopeOutcome | None] = []
         # Texts admitted but not yet persisted: a run of consecutive ones is written in one
         # store request. A tool call persists the run before it, so the page's order holds.
-        texts: list[tuple[int, RuntimeEnvelope]] = []
+        texts: list[tuple[int, RuntimeEnvelope, int]] = []
         for raw in msg.envelopes:
             try:
-                envelope = admit(raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id)
+                envelope, size = admit_sized(
+                    raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id
+                )
                 if envelope.type == TOOL_CALL:
                     await self._receive_texts(texts, outcomes)
                     explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
@@ -115,7 +119,7 @@ class RouterActor(Actor):
                     outcomes.append(EnvelopeOutcome(message_id=envelope.id, status="accepted"))
                 else:
                     await self._check_text(envelope)
-                    texts.append((len(outcomes), envelope))
+                    texts.append((len(outcomes), envelope, size))
                     outcomes.append(None)
             except EnvelopeRejected as rejected:
                 self.bus.audit(
@@ -152,15 +156,17 @@ class RouterActor(Actor):
             raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
 
     async def _receive_texts(
-        self, texts: list[tuple[int, RuntimeEnvelope]], outcomes: list[EnvelopeOutcome | None]
+        self,
+        texts: list[tuple[int, RuntimeEnvelope, int]],
+        outcomes: list[EnvelopeOutcome | None],
     ) -> None:
         """Persist the pending texts (one store request per frame-sized batch), fill in their
         outcomes, then tell their apps. Empties `texts`."""
         batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]] = []
         size = 0
-        for index, envelope in texts:
+        for index, envelope, raw_size in texts:
             request = _receive_request(envelope)
-            cost = wire.encoded_size(request.body)
+            cost = _request_cost(envelope, raw_size)
             if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
                 await self._receive_batch(batch, outcomes)
                 batch, size = [], 0
@@ -553,3 +559,19 @@ def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
         sender_id=envelope.sender.id,
         remote_seq=envelope.correlation.sequence if envelope.correlation else None,
     )
+
+
+def _request_cost(envelope: RuntimeEnvelope, raw_size: int) -> int:
+    """Bytes of the envelope's receive request on the bus, at most, without encoding it again:
+    the raw envelope's, plus the ids the request and the normalised envelope repeat."""
+    scope = envelope.scope
+    repeated = (
+        envelope.id,
+        envelope.type,
+        envelope.sender.id,
+        scope.conversation_id,
+        scope.conversation_id,
+        *(scope.app_scope,) * 3,
+        *(scope.instance_id or "",) * 3,
+    )
+    return raw_size + REQUEST_OVERHEAD + sum(len(value.encode()) for value in repeated)

@@ -39,6 +39,7 @@ __all__ = [
     "Sender",
     "Target",
     "admit",
+    "admit_sized",
 ]
 
 LEGACY_SCOPE: Final = "chat"
@@ -97,13 +98,18 @@ class RuntimeEnvelope(_Model):
 
 
 def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelope:
+    """`admit_sized` without the size."""
+    return admit_sized(raw, conversation_id=conversation_id, agent_id=agent_id)[0]
+
+
+def admit_sized(raw: object, *, conversation_id: str, agent_id: str) -> tuple[RuntimeEnvelope, int]:
     """Run the stateless filters over one wire envelope from the Agent.
 
     `conversation_id` and `agent_id` are what the transport's login established: an envelope
     for another conversation, or from anybody but that agent, is refused. Raises
     EnvelopeRejected with one of: envelope_too_deep, envelope_too_large, envelope_malformed,
     unsupported_version, envelope_type_unknown, scope_missing, conversation_mismatch,
-    sender_mismatch.
+    sender_mismatch. Returns the envelope and the raw one's size as it travels (bytes).
     """
     message_id = message_id_of(raw)
     if not isinstance(raw, dict):
@@ -112,7 +118,8 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
         check_document(raw)
     except WireLimitError as exc:
         raise EnvelopeRejected(exc.code, message_id) from exc
-    if encoded_size(raw) > MAX_ENVELOPE_BYTES:
+    size = encoded_size(raw)
+    if size > MAX_ENVELOPE_BYTES:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_TOO_LARGE, message_id)
     if raw.get("v") != 1 or type(raw.get("v")) is not int:
         code = (
@@ -145,7 +152,7 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
             sequence=wire.seq,
         )
     try:
-        return RuntimeEnvelope(
+        envelope = RuntimeEnvelope(
             id=wire.id,
             type=wire.type,
             timestamp=wire.timestamp,
@@ -159,3 +166,4 @@ def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelop
         )
     except ValidationError as exc:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, wire.id) from exc
+    return envelope, size

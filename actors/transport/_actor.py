@@ -74,6 +74,7 @@ STORE_TIMEOUT: Final = 30.0  # store calls retry through restarts for this long
 # A batch of envelopes to the router stays well inside one bus frame (1 MiB).
 BATCH_BYTES: Final = 512 * 1024
 BATCH_ENVELOPES: Final = 500
+PAGES_AHEAD: Final = 4  # sync pages fetched and waiting to be persisted, at most
 
 
 def backoff(failures: int) -> float:
@@ -205,20 +206,29 @@ class TransportActor(Actor):
 
     async def _sync_loop(self) -> None:
         cursor = (await self._store(CursorGetRequest(name=SYNC_CURSOR), CursorGetReply)).value
-        # One page is fetched while the one before it is persisted: the AppServer's answer
-        # and the router's transaction overlap, and the cursor still moves in page order,
-        # each step only once its page is persisted.
-        pages_in, pages_out = trio.open_memory_channel[SyncPage](0)
+        # Pages are fetched while earlier ones are persisted, and whatever pages wait are
+        # persisted together (one router request, one transaction, one cursor write): a
+        # burst costs per batch, not per page. The cursor still moves in page order, and
+        # only past pages that are persisted.
+        pages_in, pages_out = trio.open_memory_channel[SyncPage](PAGES_AHEAD)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._fetch_pages, cursor, pages_in)
             async with pages_out:
-                async for page in pages_out:
-                    await self._hand_over(page)
-                    if page.cursor != cursor:
+                async for first in pages_out:
+                    pages = [first]
+                    waiting = len(first.items)
+                    while waiting < BATCH_ENVELOPES:
+                        try:
+                            pages.append(pages_out.receive_nowait())
+                        except trio.WouldBlock:
+                            break
+                        waiting += len(pages[-1].items)
+                    await self._hand_over(tuple(item for page in pages for item in page.items))
+                    if pages[-1].cursor != cursor:
+                        cursor = pages[-1].cursor
                         await self._store(
-                            CursorSetRequest(name=SYNC_CURSOR, value=page.cursor), CursorSetReply
+                            CursorSetRequest(name=SYNC_CURSOR, value=cursor), CursorSetReply
                         )
-                        cursor = page.cursor
 
     async def _fetch_pages(
         self, cursor: str | None, pages: trio.MemorySendChannel[SyncPage]
@@ -243,9 +253,10 @@ class TransportActor(Actor):
                 await pages.send(page)
                 cursor = page.cursor
 
-    async def _hand_over(self, page: SyncPage) -> None:
-        """Persist the page through the router (in frame-sized batches); audit its refusals."""
-        for item in page.items:
+    async def _hand_over(self, items: tuple[Admitted | Refusal, ...]) -> None:
+        """Persist pages' items through the router (in frame-sized batches); audit their
+        refusals."""
+        for item in items:
             if isinstance(item, Refusal):
                 log.warning("transport.envelope_refused code=%s", item.code.value)
                 self.bus.audit(
@@ -256,7 +267,7 @@ class TransportActor(Actor):
                         subject_id=item.message_id,
                     )
                 )
-        for batch in batches(page.items):
+        for batch in batches(items):
             await self.bus.request(
                 "router",
                 InboundEnvelopesRequest(

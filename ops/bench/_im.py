@@ -1,5 +1,16 @@
 """Agent message → shown by the chat, through the real runtime (AppServer, transport, router,
-store, chat, focus, hostbridge): what a user waits for, measured at the Shell's WebSocket."""
+store, chat, focus, hostbridge): what a user waits for, measured at the Shell's WebSocket.
+
+Latency: one message at a time, each sent once the one before it is shown.
+
+Burst: the Agent's messages reach the runtime as fast as the AppServer hands them out. They
+are posted while the transport's link is cut (the runtime runs behind the drill's link proxy),
+then the link is restored, and the rate is taken between the first and the last message shown
+(so neither the Agent's own POSTs nor the transport's reconnect backoff are counted; the first
+view's messages are left out, as the outbox drain leaves out its first page). Posting them
+live instead measures the bench's Agent client and the reference AppServer, which spend more
+CPU per message than the whole runtime: on two cores the runtime then waits for its producer.
+"""
 
 from __future__ import annotations
 
@@ -13,75 +24,126 @@ import trio
 from trio_websocket import open_websocket_url
 
 from lineup.ops.agent import AgentClient
+from lineup.ops.drill._proxy import LinkProxy
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime, shell_socket
+from lineup.supervisor._runtime import (
+    PRELOAD,
+    RuntimeOptions,
+    free_port,
+    plan_runtime,
+    shell_socket,
+)
+
+__all__ = ["im_delivery"]
 
 CONVERSATION = "conv-demo"
+SENDERS = 8  # concurrent POSTs while the link is cut
+WAIT = 60.0
 
 
-async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], float]:
-    """(per-message latencies sent one at a time, messages/s for a burst of `burst`)."""
+class _Chat:
+    """What the Shell's socket has shown of the chat: each item id, when first seen."""
+
+    def __init__(self, shell_url: str) -> None:
+        self.url, origin = shell_socket(shell_url)
+        self.headers = [(b"Origin", origin.encode())]
+        self.seen: dict[str, float] = {}
+        self.online = trio.Event()
+        self.changed = trio.Event()
+
+    async def watch(self, *, task_status: trio.TaskStatus[None]) -> None:
+        async with open_websocket_url(self.url, extra_headers=self.headers) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            task_status.started()
+            while True:
+                frame: dict[str, Any] = json.loads(await ws.get_message())
+                if "online" in (frame.get("state"), frame.get("runtime", {}).get("state")):
+                    self.online.set()
+                if frame.get("type") != "shell.view":
+                    continue
+                now = time.perf_counter()
+                for item in frame["view"].get("items", []):
+                    self.seen.setdefault(item["id"], now)
+                self.changed.set()
+                self.changed = trio.Event()
+
+    async def until_seen(self, ids: list[str]) -> None:
+        with trio.fail_after(WAIT):
+            while not all(i in self.seen for i in ids):
+                await self.changed.wait()
+
+
+async def _send(agent: AgentClient, n: int) -> str:
+    answer = await agent.say(CONVERSATION, f"bench {n}", idempotency_key=f"bench-{n}")
+    return str(answer["message_id"])
+
+
+async def _latencies(samples: int) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
         plan = plan_runtime(RuntimeOptions(data_dir=Path(tmp), demo_agent=False))
         supervisor = Supervisor(
             plan.specs, data_dir=Path(tmp), preload=PRELOAD, intensity=Intensity()
         )
-        url, origin = shell_socket(plan.shell_url)
+        chat = _Chat(plan.shell_url)
+        latencies = []
         async with trio.open_nursery() as nursery:
             await nursery.start(supervisor.run)
-            seen: dict[str, float] = {}
-            changed = trio.Event()
-
-            async def watch(*, task_status: trio.TaskStatus[None]) -> None:
-                nonlocal changed
-                headers = [(b"Origin", origin.encode())]
-                async with open_websocket_url(url, extra_headers=headers) as ws:
-                    await ws.send_message(json.dumps({"type": "shell.ready"}))
-                    task_status.started()
-                    while True:
-                        frame: dict[str, Any] = json.loads(await ws.get_message())
-                        if frame.get("type") != "shell.view":
-                            continue
-                        now = time.perf_counter()
-                        for item in frame["view"].get("items", []):
-                            seen.setdefault(item["id"], now)
-                        changed.set()
-                        changed = trio.Event()
-
-            await nursery.start(watch)
+            await nursery.start(chat.watch)
             async with AgentClient(plan.appserver_url) as agent:
                 await agent.login("demo-agent", "demo-secret")
-
-                async def send(n: int) -> tuple[str, float]:
+                for n in range(samples):
                     started = time.perf_counter()
-                    answer = await agent.say(
-                        CONVERSATION, f"bench {n}", idempotency_key=f"bench-{n}"
-                    )
-                    return str(answer["message_id"]), started
+                    message_id = await _send(agent, n)
+                    await chat.until_seen([message_id])
+                    latencies.append(chat.seen[message_id] - started)
+            nursery.cancel_scope.cancel()
+        return latencies
 
-                async def until_seen(ids: list[str]) -> None:
-                    with trio.fail_after(60):
-                        while not all(i in seen for i in ids):
-                            await changed.wait()
 
-                latencies = []
-                for n in range(latency_samples):
-                    message_id, started = await send(n)
-                    await until_seen([message_id])
-                    latencies.append(seen[message_id] - started)
-
+async def _burst_rate(burst: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
+        async with trio.open_nursery() as nursery:
+            appserver_port = free_port()
+            proxy = LinkProxy(f"http://127.0.0.1:{appserver_port}", seed=0)
+            await nursery.start(proxy.serve)
+            plan = plan_runtime(
+                RuntimeOptions(
+                    data_dir=Path(tmp),
+                    demo_agent=False,
+                    appserver_port=appserver_port,
+                    appserver_via=proxy.url,
+                )
+            )
+            supervisor = Supervisor(
+                plan.specs, data_dir=Path(tmp), preload=PRELOAD, intensity=Intensity()
+            )
+            await nursery.start(supervisor.run)
+            chat = _Chat(plan.shell_url)
+            await nursery.start(chat.watch)
+            with trio.fail_after(WAIT):
+                await chat.online.wait()  # logged in: the session a message needs
+            async with AgentClient(plan.appserver_url) as agent:  # not through the proxy
+                await agent.login("demo-agent", "demo-secret")
+                proxy.cut()
                 ids: list[str] = []
-                started = time.perf_counter()
 
                 async def sender(offset: int) -> None:
-                    for n in range(offset, burst, 8):
-                        message_id, _ = await send(latency_samples + n)
-                        ids.append(message_id)
+                    for n in range(offset, burst, SENDERS):
+                        ids.append(await _send(agent, n))
 
                 async with trio.open_nursery() as senders:
-                    for offset in range(8):
+                    for offset in range(SENDERS):
                         senders.start_soon(sender, offset)
-                await until_seen(ids)
-                rate = burst / (time.perf_counter() - started)
+                proxy.restore()
+                await chat.until_seen(ids)
             nursery.cancel_scope.cancel()
-        return latencies, rate
+        shown = sorted(chat.seen[i] for i in ids)
+        first = shown.count(shown[0])
+        if first == len(shown):  # all in one view: no rate to take between two
+            return float("inf")
+        return (len(shown) - first) / (shown[-1] - shown[0])
+
+
+async def im_delivery(latency_samples: int, burst: int) -> tuple[list[float], float]:
+    """(per-message latencies sent one at a time, messages/s of a burst of `burst`)."""
+    return await _latencies(latency_samples), await _burst_rate(burst)

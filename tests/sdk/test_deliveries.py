@@ -3,10 +3,12 @@ never moves another event across them (`sdk/_app.py`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 
 from lineup.actors.kernel import Message
-from lineup.sdk import _app
+from lineup.sdk import _app, testkit
 from lineup.sdk import protocol as p
 
 
@@ -53,3 +55,60 @@ def test_only_an_app_that_overrides_on_deliveries_gets_bursts() -> None:
             pass
 
     assert (_app._takes_bursts(Plain()), _app._takes_bursts(Bursty())) == (False, True)
+
+
+def deliveries(first: int, count: int) -> p.DeliveriesEvent:
+    return p.DeliveriesEvent(
+        deliveries=tuple(
+            p.Delivery(delivery_id=f"d{n}", seq=n, envelope={}) for n in range(first, first + count)
+        )
+    )
+
+
+def test_a_batch_event_is_taken_whole_with_the_single_ones_around_it() -> None:
+    refresh = p.ViewRefreshEvent()
+    host = host_with(deliveries(2, 3), delivery(5), refresh)
+
+    taken, held = host._waiting_deliveries(delivery(1))
+
+    assert [d.delivery_id for d in taken] == ["d1", "d2", "d3", "d4", "d5"]
+    assert held is refresh
+
+
+def test_a_batch_event_past_the_bound_is_cut_and_its_rest_handed_next_in_order() -> None:
+    host = host_with(deliveries(10, _app.DELIVERY_BURST))
+
+    taken, held = host._waiting_deliveries(deliveries(0, 10))
+
+    assert [d.seq for d in taken] == list(range(_app.DELIVERY_BURST))
+    assert isinstance(held, p.DeliveriesEvent)
+    assert [d.seq for d in held.deliveries] == list(
+        range(_app.DELIVERY_BURST, _app.DELIVERY_BURST + 10)
+    )
+
+
+async def test_acknowledging_many_sends_one_request_per_inbox_and_reports_what_was_removed() -> (
+    None
+):
+    runtime = testkit.FakeRuntime("probe", "i-1")
+    mine = [runtime.inbox.put({}, f"c{n}") for n in range(3)]
+    theirs = [runtime.inbox.put({}, f"i{n}", instance_id="i-1") for n in range(2)]
+    gone = p.Delivery(delivery_id="gone", seq=99, envelope={})
+    sent: list[p.InboxAckManyRequest] = []
+    call = runtime.call
+
+    async def recording(peer: str, request: Message, expect: type[Any]) -> Any:
+        if isinstance(request, p.InboxAckManyRequest):
+            sent.append(request)
+        return await call(peer, request, expect)
+
+    runtime.call = recording  # type: ignore[method-assign]
+
+    acked = await runtime.context().inbox.acknowledge_many([*mine, *theirs, mine[0], gone])
+
+    assert acked == {"c0", "c1", "c2", "i0", "i1"}
+    assert [(r.instance_id, r.delivery_ids) for r in sent] == [
+        (None, ("c0", "c1", "c2", "gone")),
+        ("i-1", ("i0", "i1")),
+    ]
+    assert runtime.inbox.pending == {}

@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from lineup import wire
 from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity, LineUpError
+from lineup.actors.router import RouterActor
+from lineup.actors.router._actor import _receive_request, _request_cost
+from lineup.actors.router._envelope import admit_sized
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
     ConversationSendReply,
@@ -24,6 +28,7 @@ from lineup.actors.store.messages import (
     StoreStatsReply,
     StoreStatsRequest,
 )
+from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
 from lineup.supervisor import ChildSpec
@@ -182,3 +187,64 @@ async def test_a_text_the_store_refuses_keeps_the_texts_before_it_and_fails_the_
         assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
         assert await inbox(reader) == ["before"]
         nursery.cancel_scope.cancel()
+
+
+class _SlowApp:
+    """A bus whose `tell` to the app waits until the test lets it through."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, list[str]]] = []
+        self.release = trio.Event()
+
+    async def tell(self, peer: str, event: Any, *, timeout: float) -> None:
+        await self.release.wait()
+        self.told.append((peer, [d.delivery_id for d in event.deliveries]))
+
+
+def delivered(*ids: str) -> list[sdk.Delivery]:
+    return [sdk.Delivery(delivery_id=i, seq=n, envelope={}) for n, i in enumerate(ids)]
+
+
+async def test_what_piles_up_while_an_app_is_told_goes_in_one_event_in_order() -> None:
+    router = RouterActor.__new__(RouterActor)  # only the tellers: no process, no store
+    bus = _SlowApp()
+    router.bus = bus  # type: ignore[assignment]
+    router._untold = {}
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:  # ends when every teller is done
+            router._nursery = nursery
+            router._tell_deliveries("probe", delivered("a1", "a2"))
+            await trio.testing.wait_all_tasks_blocked()  # the first event is on its way
+            router._tell_deliveries("probe", delivered("b1"))
+            router._tell_deliveries("probe", delivered("c1", "c2"))
+            router._tell_deliveries("other", delivered("x1"))
+            bus.release.set()
+    assert router._untold == {}
+
+    assert [ids for peer, ids in bus.told if peer == "miniapp:probe"] == [
+        ["a1", "a2"],
+        ["b1", "c1", "c2"],
+    ]
+    assert [ids for peer, ids in bus.told if peer == "miniapp:other"] == [["x1"]]
+
+
+@pytest.mark.parametrize("instance_id", [None, "inst-" + "é" * 190])
+def test_a_receive_requests_cost_bounds_its_size_on_the_bus(instance_id: str | None) -> None:
+    raw = wire.dump(
+        wire.envelope(
+            wire.TEXT,
+            wire.TextPayload(markdown="ü" * 1000),
+            conversation_id="c" * 200,
+            sender_kind="agent",
+            sender_id="a" * 200,
+            message_id="m" * 200,
+            app_scope="probe",
+        )
+    )
+    if instance_id is not None:
+        raw["instance_id"] = instance_id
+    envelope, size = admit_sized(raw, conversation_id="c" * 200, agent_id="a" * 200)
+
+    request = _receive_request(envelope)
+
+    assert len(request.model_dump_json().encode()) <= _request_cost(envelope, size)

@@ -34,6 +34,8 @@ from lineup.actors.store.messages import (
     ConversationReceiveRequest,
     ConversationSendReply,
     ConversationSendRequest,
+    InboxAckManyReply,
+    InboxAckManyRequest,
     InboxAckReply,
     InboxAckRequest,
     InboxListReply,
@@ -289,6 +291,52 @@ async def test_a_page_with_one_refused_message_records_none_of_it(store: StoreHa
     assert await refusal(store, page) is ErrorCode.INVALID_ARGUMENTS
     assert await inbox_ids(store) == []
     assert count(store, "messages") == 1  # only the outbound one
+
+
+async def test_a_burst_of_deliveries_is_acknowledged_in_one_commit(store: StoreHarness) -> None:
+    await store.ask(
+        ConversationReceiveManyRequest(messages=tuple(receive(f"m-{i}") for i in range(5))),
+        ConversationReceiveManyReply,
+    )
+    before = (await store.ask(StoreStatsRequest(), StoreStatsReply)).commits
+
+    reply = await store.ask(
+        InboxAckManyRequest(
+            app_scope="chat",
+            conversation_id="conv-1",
+            delivery_ids=("m-0", "m-1", "m-1", "m-2", "m-3", "never"),
+        ),
+        InboxAckManyReply,
+    )
+
+    after = (await store.ask(StoreStatsRequest(), StoreStatsReply)).commits
+    assert reply.acked == ("m-0", "m-1", "m-2", "m-3")  # the repeat and the unknown: not acked
+    assert reply.foreign == ()
+    assert await inbox_ids(store) == ["m-4"]
+    assert after - before == 1
+
+
+async def test_acknowledging_many_leaves_other_inboxes_alone_and_names_them_foreign(
+    store: StoreHarness,
+) -> None:
+    await store.ask(receive("mine"), ConversationReceiveReply)
+    await store.ask(receive("theirs", app_scope="other"), ConversationReceiveReply)
+    await store.ask(receive("elsewhere", conversation_id="conv-2"), ConversationReceiveReply)
+
+    reply = await store.ask(
+        InboxAckManyRequest(
+            app_scope="chat", conversation_id="conv-1", delivery_ids=("mine", "theirs", "elsewhere")
+        ),
+        InboxAckManyReply,
+    )
+
+    assert reply.acked == ("mine",)
+    assert reply.foreign == ("theirs", "elsewhere")
+    assert await inbox_ids(store) == []  # conv-1's chat inbox
+    others = await store.ask(
+        InboxListRequest(app_scope="other", conversation_id="conv-1"), InboxListReply
+    )
+    assert [row.delivery_id for row in others.rows] == ["theirs"]
 
 
 # ---------------------------------------------------------------------------------- send
