@@ -109,6 +109,7 @@ class TransportActor(Actor):
         self._token: str | None = None
         self._session: dict[str, str] = {}
         self._failures = 0
+        self._state_changed = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         appserver = self.ctx.config.get("appserver")
@@ -120,6 +121,7 @@ class TransportActor(Actor):
             self._client = client
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._announce_loop)
                 self._set_state("restoring")
                 task_status.started()
                 await self._login()
@@ -133,13 +135,33 @@ class TransportActor(Actor):
             return
         log.info("transport.state %s -> %s reason=%s", self.state, state, reason and reason.value)
         self.state, self.reason = state, reason
-        self._nursery.start_soon(self._announce, state, reason)
+        self._state_changed.set()
 
-    async def _announce(self, state: RuntimeState, reason: ErrorCode | None) -> None:
-        # Not told: the hostbridge asks for the state when a Shell connects.
-        why = reason.value if reason else None
-        await self.bus.tell("hostbridge", RuntimeStateEvent(state=state, reason=why), timeout=2.0)
-        await self.bus.tell("supervisor", RuntimeLinkEvent(state=state, reason=why), timeout=2.0)
+    async def _announce_loop(self) -> None:
+        """Tell the hostbridge and the supervisor the state, the latest one only and in order
+        (one task: separate ones could arrive in any order and leave an old state shown). A
+        tell that did not get through is tried again a second later, unless the state moved on
+        (the hostbridge also asks for the state when a Shell connects)."""
+        told: tuple[RuntimeState, ErrorCode | None] | None = None
+        while True:
+            if told == (self.state, self.reason):
+                await self._state_changed.wait()
+            self._state_changed = trio.Event()
+            state, reason = self.state, self.reason
+            why = reason.value if reason else None
+            codes = (
+                await self.bus.tell(
+                    "hostbridge", RuntimeStateEvent(state=state, reason=why), timeout=2.0
+                ),
+                await self.bus.tell(
+                    "supervisor", RuntimeLinkEvent(state=state, reason=why), timeout=2.0
+                ),
+            )
+            if codes == (None, None):
+                told = (state, reason)
+            else:
+                with trio.move_on_after(1.0):
+                    await self._state_changed.wait()
 
     def _link_failed(self, failure: LinkFailure) -> None:
         self._failures += 1
