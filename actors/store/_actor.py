@@ -33,11 +33,11 @@ from ._committer import Committer
 from ._db import Database, open_database
 from ._table import Served, ServedByTable, read, write, write_as
 from .apps import operations as apps
+from .audit import operations as audit
 from .instances import operations as instances
 from .messages import (
     AuditAppendReply,
     AuditAppendRequest,
-    AuditQueryRequest,
     AuditRecord,
     ConversationHistoryRequest,
     ConversationMessageRequest,
@@ -86,12 +86,11 @@ TABLE: Final[tuple[Served, ...]] = (
     # cursors
     read(CursorGetRequest, q.cursor_get),
     write(CursorSetRequest, q.cursor_set),
-    # audit (appends: `on_audit_append`)
-    read(AuditQueryRequest, q.audit_query),
     # the areas
     *tool_calls.HANDLERS,
     *instances.HANDLERS,
     *apps.HANDLERS,
+    *audit.HANDLERS,  # appends: `on_audit_append`
 )
 
 
@@ -129,7 +128,7 @@ class StoreActor(ServedByTable, Actor):
 
     async def _append_audit(self, records: list[AuditRecord]) -> None:
         await self._committer.submit(
-            lambda conn: q.audit_append(conn, records, time.time()), write=True
+            lambda conn: audit.audit_append(conn, records, time.time()), write=True
         )
 
     # ------------------------------------------------------------------ audit

@@ -21,7 +21,7 @@ from typing import Any, Final, cast
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from ._db import Connection
-from ._queries import int_or_none, json_text, within_budget
+from ._rows import int_or_none, json_text, within_budget
 from ._states import TRANSITIONS, OutboxEvent, next_state
 from .messages import (
     ConversationHistoryReply,

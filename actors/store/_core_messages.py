@@ -1,4 +1,4 @@
-"""Outbox, app inboxes, conversations, cursors, audit queries and stats: the store's first
+"""Outbox, app inboxes, conversations, cursors and stats: the store's first
 protocol. Re-exported, with the rest, by `messages` (read its docstring first)."""
 
 from __future__ import annotations
@@ -7,14 +7,11 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from lineup.actors.kernel.audit import AuditRecord
 from lineup.actors.kernel.messages import Message
 
 from ._fields import HistoryLimit, Id, Limit, Name, Seq
 
 __all__ = [
-    "AuditQueryReply",
-    "AuditQueryRequest",
     "ConversationHistoryReply",
     "ConversationHistoryRequest",
     "ConversationMessageReply",
@@ -440,23 +437,6 @@ class CursorSetReply(Message):
     type: Literal["store.cursor.set.reply"] = "store.cursor.set.reply"
     name: Name
     value: str
-
-
-# ---------------------------------------------------------------------------------- audit
-
-
-class AuditQueryRequest(Message):
-    """The newest `limit` audit rows matching the filters, returned oldest first."""
-
-    type: Literal["store.audit.query"] = "store.audit.query"
-    event_prefix: str | None = Field(default=None, max_length=100)
-    peer: Id | None = None
-    limit: Limit = 100
-
-
-class AuditQueryReply(Message):
-    type: Literal["store.audit.query.reply"] = "store.audit.query.reply"
-    records: tuple[AuditRecord, ...]
 
 
 # ---------------------------------------------------------------------------------- stats

@@ -15,18 +15,12 @@ delivery does not deliver it again. Conversation messages and the outbox's state
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
-
-from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from typing import Any, Final
 
 from ._db import Connection
+from ._rows import body_cost, int_or_none, json_text, within_budget
 from .messages import (
-    AuditQueryReply,
-    AuditQueryRequest,
-    AuditRecord,
     CursorGetReply,
     CursorGetRequest,
     CursorSetReply,
@@ -48,65 +42,15 @@ from .messages import (
 )
 
 __all__ = [
-    "REPLY_BODY_BUDGET",
-    "audit_append",
-    "audit_query",
     "cursor_get",
     "cursor_set",
     "inbox_ack",
     "inbox_ack_many",
     "inbox_list",
     "inbox_put",
-    "int_or_none",
-    "json_text",
     "outbox_append",
     "outbox_pending",
-    "within_budget",
 ]
-
-# Bodies per list reply, in bytes of stored JSON: comfortably below the 1 MiB frame limit, so
-# a reply of many rows never fails to encode. The first row is always included.
-REPLY_BODY_BUDGET: Final = 512 * 1024
-
-Row = TypeVar("Row")
-
-
-def json_text(body: dict[str, Any]) -> str:
-    """`body` as the compact JSON stored in a TEXT column. Raises `invalid_arguments` for a
-    value that is not strict JSON."""
-    try:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
-        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "body is not strict JSON") from exc
-
-
-def int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
-    """The first column of the first row, an integer, or None when there is no row."""
-    # fetchall, never fetchone: a statement left running would block RELEASE of the savepoint.
-    rows = conn.execute(sql, bindings).fetchall()
-    if not rows:
-        return None
-    value = rows[0][0]
-    assert isinstance(value, int)
-    return value
-
-
-def within_budget(rows: Sequence[Row], cost: Callable[[Row], int]) -> list[Row]:
-    """The longest prefix of `rows` whose total `cost` (bytes) fits `REPLY_BODY_BUDGET`,
-    never empty when `rows` is not."""
-    kept: list[Row] = []
-    used = 0
-    for row in rows:
-        used += cost(row)
-        if kept and used > REPLY_BODY_BUDGET:
-            break
-        kept.append(row)
-    return kept
-
-
-def _body_cost(index: int) -> Callable[[Sequence[Any]], int]:
-    return lambda row: len(row[index].encode())
-
 
 # ---------------------------------------------------------------------------------- outbox
 
@@ -142,7 +86,7 @@ def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> O
                 created_at=created_at,
             )
             for seq, outbox_id, conversation_id, kind, body, created_at in within_budget(
-                rows, _body_cost(4)
+                rows, body_cost(4)
             )
         )
     )
@@ -193,7 +137,7 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
                 body=json.loads(body),
                 created_at=created_at,
             )
-            for seq, delivery_id, body, created_at in within_budget(rows, _body_cost(2))
+            for seq, delivery_id, body, created_at in within_budget(rows, body_cost(2))
         )
     )
 
@@ -251,51 +195,3 @@ def cursor_set(conn: Connection, req: CursorSetRequest, now: float) -> CursorSet
         (req.name, req.value, now),
     )
     return CursorSetReply(name=req.name, value=req.value)
-
-
-# ---------------------------------------------------------------------------------- audit
-
-_AUDIT_COLUMNS: Final = ("at", "event", "actor", "peer", "code", "message_type", "subject_id")
-
-
-def _fingerprint(row: tuple[Any, ...]) -> bytes:
-    return hashlib.blake2b(json.dumps(row).encode(), digest_size=16).digest()
-
-
-def audit_append(conn: Connection, records: Sequence[AuditRecord], now: float) -> int:
-    """Insert audit rows; a record already present (same fields, same `at`) is not repeated.
-
-    Records arrive with `at` filled by the bus that saw the event; a missing one gets `now`.
-    Returns how many rows were new.
-    """
-    before = conn.total_changes()
-    for record in records:
-        row = (
-            record.at or now,
-            record.event,
-            record.actor,
-            record.peer,
-            record.code,
-            record.message_type,
-            record.subject_id,
-        )
-        conn.execute(
-            f"INSERT INTO audit ({', '.join(_AUDIT_COLUMNS)}, fingerprint)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fingerprint) DO NOTHING",
-            (*row, _fingerprint(row)),
-        )
-    return int(conn.total_changes() - before)
-
-
-def audit_query(conn: Connection, req: AuditQueryRequest, now: float) -> AuditQueryReply:
-    rows = conn.execute(
-        f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit"
-        " WHERE (?1 IS NULL OR substr(event, 1, length(?1)) = ?1) AND (?2 IS NULL OR peer = ?2)"
-        " ORDER BY id DESC LIMIT ?3",
-        (req.event_prefix, req.peer, req.limit),
-    ).fetchall()
-    return AuditQueryReply(
-        records=tuple(
-            AuditRecord(**dict(zip(_AUDIT_COLUMNS, row, strict=True))) for row in reversed(rows)
-        )
-    )

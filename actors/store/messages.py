@@ -25,11 +25,7 @@ final (`FINAL_TOOL_CALL_STATES`).
 
 from __future__ import annotations
 
-from lineup.actors.kernel.audit import AuditAppendReply, AuditAppendRequest, AuditRecord
-
 from ._core_messages import (
-    AuditQueryReply,
-    AuditQueryRequest,
     ConversationHistoryReply,
     ConversationHistoryRequest,
     ConversationMessageReply,
@@ -87,6 +83,13 @@ from .apps.messages import (
     SessionDataGetRequest,
     SessionDataReplaceReply,
     SessionDataReplaceRequest,
+)
+from .audit.messages import (
+    AuditAppendReply,
+    AuditAppendRequest,
+    AuditQueryReply,
+    AuditQueryRequest,
+    AuditRecord,
 )
 from .instances.messages import (
     MAX_FOCUS_STACK,

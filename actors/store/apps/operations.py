@@ -26,9 +26,10 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .._db import Connection
 from .._fields import MAX_MANIFEST_BYTES, MAX_SESSION_DATA_BYTES, bounded_json
-from .._queries import audit_append, int_or_none
+from .._rows import int_or_none
 from .._table import Served, read, write, write_as
-from ..messages import AuditRecord
+from ..audit.messages import AuditRecord
+from ..audit.operations import audit_append
 from .messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,

@@ -20,9 +20,10 @@ from typing import Any, Final
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .._db import Connection
-from .._queries import audit_append, int_or_none
+from .._rows import int_or_none
 from .._table import Served, read, write, write_as
-from ..messages import AuditRecord
+from ..audit.messages import AuditRecord
+from ..audit.operations import audit_append
 from . import machine as states
 from .messages import (
     FocusStackGetReply,

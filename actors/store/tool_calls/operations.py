@@ -36,9 +36,10 @@ from .._fields import (
     bounded_json,
     wire_kind,
 )
-from .._queries import audit_append, int_or_none, within_budget
+from .._rows import int_or_none, within_budget
 from .._table import Served, read, write_as
-from ..messages import AuditRecord
+from ..audit.messages import AuditRecord
+from ..audit.operations import audit_append
 from . import machine
 from .machine import Row
 from .messages import (
