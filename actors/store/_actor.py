@@ -31,7 +31,7 @@ from . import _conversations as c
 from . import _queries as q
 from ._committer import Committer
 from ._db import Database, open_database
-from ._table import Served, ServedByTable, read, write, write_as
+from ._table import Served, ServedByTable, read, write
 from .apps import operations as apps
 from .audit import operations as audit
 from .instances import operations as instances
@@ -50,14 +50,10 @@ from .messages import (
     InboxAckRequest,
     InboxListRequest,
     InboxPutRequest,
-    OutboxAckRequest,
-    OutboxAppendRequest,
-    OutboxFailRequest,
-    OutboxPendingRequest,
-    OutboxRetryRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
+from .outbox import operations as outbox
 from .tool_calls import operations as tool_calls
 
 __all__ = ["StoreActor"]
@@ -66,12 +62,6 @@ log = logging.getLogger("lineup.store")
 
 # Every request the store serves by one operation: request, operation, access.
 TABLE: Final[tuple[Served, ...]] = (
-    # outbox
-    write(OutboxAppendRequest, q.outbox_append),
-    read(OutboxPendingRequest, q.outbox_pending),
-    write_as(OutboxAckRequest, c.outbox_ack),  # may complete a tool call
-    write_as(OutboxFailRequest, c.outbox_fail),  # may fail a tool call
-    write(OutboxRetryRequest, c.outbox_retry),
     # conversations
     write(ConversationReceiveRequest, c.conversation_receive),
     write(ConversationReceiveManyRequest, c.conversation_receive_many),
@@ -87,6 +77,7 @@ TABLE: Final[tuple[Served, ...]] = (
     read(CursorGetRequest, q.cursor_get),
     write(CursorSetRequest, q.cursor_set),
     # the areas
+    *outbox.HANDLERS,
     *tool_calls.HANDLERS,
     *instances.HANDLERS,
     *apps.HANDLERS,

@@ -1,4 +1,4 @@
-"""Conversation messages, and the outbox state changes that move outbound ones along.
+"""Conversation messages (`store.conversation.*`).
 
 The same contract as `_queries`: one blocking function per request, `fn(conn, request, now)`,
 run inside its own savepoint of a group-committed transaction. Every request here writes more
@@ -8,21 +8,20 @@ first write (or a failing statement) rolls back everything the request wrote, an
 Idempotency is by `message_id`, checked before anything is written: a repeat finds the message
 row, writes nothing and answers `created=False` with the original `seq`. Because the message row
 outlives the inbox delivery (acknowledging a delivery clears only the inbox), a repeated receive
-never delivers again. State changes of an outbox row follow `_states.TRANSITIONS` and are copied
-to the message the row carries, in the same savepoint.
+never delivers again. An outbound message moves along with the outbox row that carries it
+(`outbox.operations`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from ._db import Connection
 from ._rows import int_or_none, json_text, within_budget
-from ._states import TRANSITIONS, OutboxEvent, next_state
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -37,15 +36,7 @@ from .messages import (
     MessageDirection,
     MessageRow,
     MessageState,
-    OutboxAckReply,
-    OutboxAckRequest,
-    OutboxFailReply,
-    OutboxFailRequest,
-    OutboxRetryReply,
-    OutboxRetryRequest,
-    OutboxState,
 )
-from .tool_calls.operations import settle_terminal
 
 __all__ = [
     "conversation_history",
@@ -53,9 +44,6 @@ __all__ = [
     "conversation_receive",
     "conversation_receive_many",
     "conversation_send",
-    "outbox_ack",
-    "outbox_fail",
-    "outbox_retry",
 ]
 
 _ROW_COLUMNS: Final = (
@@ -214,100 +202,3 @@ def conversation_message(
     if not rows:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such message")
     return ConversationMessageReply(row=_message_row(rows[0]))
-
-
-# ---------------------------------------------------------------------------------- outbox states
-
-
-def _outbox_row(conn: Connection, outbox_id: str) -> tuple[OutboxState, str | None] | None:
-    """The row's state and the id of the message it carries, or None for an unknown row."""
-    rows = conn.execute(
-        "SELECT o.state, m.message_id FROM outbox AS o"
-        " LEFT JOIN messages AS m ON m.outbox_id = o.outbox_id WHERE o.outbox_id = ?",
-        (outbox_id,),
-    ).fetchall()
-    if not rows:
-        return None
-    state, message_id = rows[0]
-    if state not in TRANSITIONS:
-        raise LineUpError(ErrorCode.INTERNAL_ERROR, "outbox row in an unknown state")
-    assert message_id is None or isinstance(message_id, str)
-    return cast(OutboxState, state), message_id
-
-
-def _transition(
-    conn: Connection, outbox_id: str, event: OutboxEvent
-) -> tuple[OutboxState, OutboxState, str | None]:
-    """`(before, after, message_id)` for `event` on a known row. Raises `invalid_arguments` for
-    an unknown row or an illegal transition."""
-    found = _outbox_row(conn, outbox_id)
-    if found is None:
-        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such outbox row")
-    before, message_id = found
-    return before, next_state(before, event), message_id
-
-
-def _set_state(
-    conn: Connection,
-    outbox_id: str,
-    message_id: str | None,
-    state: OutboxState,
-    failed_code: str | None,
-    now: float,
-) -> None:
-    conn.execute(
-        "UPDATE outbox SET state = ?, failed_code = ? WHERE outbox_id = ?",
-        (state, failed_code, outbox_id),
-    )
-    if message_id is not None:
-        conn.execute(
-            "UPDATE messages SET state = ?, failed_code = ?, updated_at = ? WHERE message_id = ?",
-            (state, failed_code, now, message_id),
-        )
-
-
-def outbox_ack(
-    conn: Connection, req: OutboxAckRequest, now: float, *, actor: str = "store"
-) -> OutboxAckReply:
-    found = _outbox_row(conn, req.outbox_id)
-    if found is None:
-        return OutboxAckReply(outbox_id=req.outbox_id, acked=False)
-    before, message_id = found
-    if next_state(before, "ack") == before:  # already sent: keep the first acknowledgement
-        return OutboxAckReply(outbox_id=req.outbox_id, acked=False, message_id=message_id)
-    conn.execute(
-        "UPDATE outbox SET state = 'sent', failed_code = NULL, acked_at = ?, remote_id = ?"
-        " WHERE outbox_id = ?",
-        (now, req.remote_id, req.outbox_id),
-    )
-    if message_id is not None:
-        conn.execute(
-            "UPDATE messages SET state = 'sent', failed_code = NULL,"
-            " remote_seq = coalesce(?, remote_seq), updated_at = ? WHERE message_id = ?",
-            (req.remote_seq, now, message_id),
-        )
-    # A call's result the AppServer now has: the call is completed in this same transaction.
-    settle_terminal(conn, req.outbox_id, None, now, actor=actor)
-    return OutboxAckReply(outbox_id=req.outbox_id, acked=True, message_id=message_id)
-
-
-def outbox_fail(
-    conn: Connection, req: OutboxFailRequest, now: float, *, actor: str = "store"
-) -> OutboxFailReply:
-    before, after, message_id = _transition(conn, req.outbox_id, "fail")
-    if after != before:
-        _set_state(conn, req.outbox_id, message_id, after, req.code, now)
-        # A call's result refused for good: the call fails with the refusal's code, here.
-        settle_terminal(conn, req.outbox_id, req.code, now, actor=actor)
-    return OutboxFailReply(
-        outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
-    )
-
-
-def outbox_retry(conn: Connection, req: OutboxRetryRequest, now: float) -> OutboxRetryReply:
-    before, after, message_id = _transition(conn, req.outbox_id, "retry")
-    if after != before:
-        _set_state(conn, req.outbox_id, message_id, after, None, now)
-    return OutboxRetryReply(
-        outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
-    )

@@ -34,11 +34,6 @@ from .messages import (
     InboxPutReply,
     InboxPutRequest,
     InboxRow,
-    OutboxAppendReply,
-    OutboxAppendRequest,
-    OutboxPendingReply,
-    OutboxPendingRequest,
-    OutboxRow,
 )
 
 __all__ = [
@@ -48,49 +43,7 @@ __all__ = [
     "inbox_ack_many",
     "inbox_list",
     "inbox_put",
-    "outbox_append",
-    "outbox_pending",
 ]
-
-# ---------------------------------------------------------------------------------- outbox
-
-
-def outbox_append(conn: Connection, req: OutboxAppendRequest, now: float) -> OutboxAppendReply:
-    seq = int_or_none(
-        conn,
-        "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (outbox_id) DO NOTHING RETURNING seq",
-        (req.outbox_id, req.conversation_id, req.kind, json_text(req.body), now),
-    )
-    created = seq is not None
-    if seq is None:
-        seq = int_or_none(conn, "SELECT seq FROM outbox WHERE outbox_id = ?", (req.outbox_id,))
-        assert seq is not None  # the conflict that stopped the insert is this row
-    return OutboxAppendReply(outbox_id=req.outbox_id, seq=seq, created=created)
-
-
-def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> OutboxPendingReply:
-    rows: list[Any] = conn.execute(
-        "SELECT seq, outbox_id, conversation_id, kind, body, created_at FROM outbox"
-        " WHERE state = 'pending' AND seq > ? ORDER BY seq LIMIT ?",
-        (req.after_seq, req.limit),
-    ).fetchall()
-    return OutboxPendingReply(
-        rows=tuple(
-            OutboxRow(
-                seq=seq,
-                outbox_id=outbox_id,
-                conversation_id=conversation_id,
-                kind=kind,
-                body=json.loads(body),
-                created_at=created_at,
-            )
-            for seq, outbox_id, conversation_id, kind, body, created_at in within_budget(
-                rows, body_cost(4)
-            )
-        )
-    )
-
 
 # ---------------------------------------------------------------------------------- app inboxes
 

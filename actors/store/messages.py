@@ -52,18 +52,6 @@ from ._core_messages import (
     MessageDirection,
     MessageRow,
     MessageState,
-    OutboxAckReply,
-    OutboxAckRequest,
-    OutboxAppendReply,
-    OutboxAppendRequest,
-    OutboxFailReply,
-    OutboxFailRequest,
-    OutboxPendingReply,
-    OutboxPendingRequest,
-    OutboxRetryReply,
-    OutboxRetryRequest,
-    OutboxRow,
-    OutboxState,
     StoreStatsReply,
     StoreStatsRequest,
 )
@@ -110,6 +98,20 @@ from .instances.messages import (
     InstanceTransitionRequest,
     InstanceUpsertReply,
     InstanceUpsertRequest,
+)
+from .outbox.messages import (
+    OutboxAckReply,
+    OutboxAckRequest,
+    OutboxAppendReply,
+    OutboxAppendRequest,
+    OutboxFailReply,
+    OutboxFailRequest,
+    OutboxPendingReply,
+    OutboxPendingRequest,
+    OutboxRetryReply,
+    OutboxRetryRequest,
+    OutboxRow,
+    OutboxState,
 )
 from .tool_calls.machine import FINAL as FINAL_TOOL_CALL_STATES
 from .tool_calls.messages import (

@@ -56,6 +56,7 @@ from lineup.actors.store.messages import (
     StoreStatsReply,
     StoreStatsRequest,
 )
+from lineup.actors.store.outbox import operations as o
 from lineup.tests.actors.store._harness import (
     WAIT,
     StoreHarness,
@@ -733,15 +734,15 @@ async def test_a_send_whose_outbox_insert_fails_leaves_no_message_and_no_convers
 
 
 def ack(conn: Connection) -> object:
-    return c.outbox_ack(conn, OutboxAckRequest(outbox_id="m-1", remote_seq=3), 2.0)
+    return o.outbox_ack(conn, OutboxAckRequest(outbox_id="m-1", remote_seq=3), 2.0)
 
 
 def fail(conn: Connection) -> object:
-    return c.outbox_fail(conn, OutboxFailRequest(outbox_id="m-1", code="x"), 2.0)
+    return o.outbox_fail(conn, OutboxFailRequest(outbox_id="m-1", code="x"), 2.0)
 
 
 def retry(conn: Connection) -> object:
-    return c.outbox_retry(conn, OutboxRetryRequest(outbox_id="m-1"), 2.0)
+    return o.outbox_retry(conn, OutboxRetryRequest(outbox_id="m-1"), 2.0)
 
 
 @pytest.mark.parametrize(("before", "change", "state"), [

@@ -16,10 +16,11 @@ from typing import Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from ._core_messages import OutboxState
+__all__ = ["TRANSITIONS", "OutboxEvent", "OutboxState", "next_state"]
 
-__all__ = ["TRANSITIONS", "OutboxEvent", "next_state"]
-
+# An outbox row (and the outbound message it carries) is pending until the AppServer accepts it
+# (sent) or the transport gives up on it (failed); a retry makes a failed row pending again.
+OutboxState = Literal["pending", "sent", "failed"]
 OutboxEvent = Literal["ack", "fail", "retry"]
 
 TRANSITIONS: Final[Mapping[OutboxState, Mapping[OutboxEvent, OutboxState]]] = {

@@ -1,4 +1,4 @@
-"""The outbox state machine on its own (`actors/store/_states.py`): no database."""
+"""The outbox state machine on its own (`actors/store/outbox/machine.py`): no database."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store._states import TRANSITIONS, OutboxEvent, next_state
 from lineup.actors.store.messages import OutboxState
+from lineup.actors.store.outbox.machine import TRANSITIONS, OutboxEvent, next_state
 
 STATES: tuple[OutboxState, ...] = get_args(OutboxState)
 EVENTS: tuple[OutboxEvent, ...] = get_args(OutboxEvent)
