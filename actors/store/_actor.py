@@ -34,6 +34,7 @@ from ._db import Database, open_database
 from ._table import Served, ServedByTable, read, write
 from .apps import operations as apps
 from .audit import operations as audit
+from .cursors import operations as cursors
 from .instances import operations as instances
 from .messages import (
     AuditAppendReply,
@@ -44,8 +45,6 @@ from .messages import (
     ConversationReceiveManyRequest,
     ConversationReceiveRequest,
     ConversationSendRequest,
-    CursorGetRequest,
-    CursorSetRequest,
     InboxAckManyRequest,
     InboxAckRequest,
     InboxListRequest,
@@ -73,11 +72,9 @@ TABLE: Final[tuple[Served, ...]] = (
     read(InboxListRequest, q.inbox_list),
     write(InboxAckRequest, q.inbox_ack),
     write(InboxAckManyRequest, q.inbox_ack_many),
-    # cursors
-    read(CursorGetRequest, q.cursor_get),
-    write(CursorSetRequest, q.cursor_set),
     # the areas
     *outbox.HANDLERS,
+    *cursors.HANDLERS,
     *tool_calls.HANDLERS,
     *instances.HANDLERS,
     *apps.HANDLERS,

@@ -1,4 +1,4 @@
-"""App inboxes, conversations, cursors and stats: the store's first
+"""App inboxes, conversations and stats: the store's first
 protocol. Re-exported, with the rest, by `messages` (read its docstring first)."""
 
 from __future__ import annotations
@@ -22,10 +22,6 @@ __all__ = [
     "ConversationReceiveRequest",
     "ConversationSendReply",
     "ConversationSendRequest",
-    "CursorGetReply",
-    "CursorGetRequest",
-    "CursorSetReply",
-    "CursorSetRequest",
     "InboxAckManyReply",
     "InboxAckManyRequest",
     "InboxAckReply",
@@ -277,36 +273,6 @@ class ConversationMessageRequest(Message):
 class ConversationMessageReply(Message):
     type: Literal["store.conversation.message.reply"] = "store.conversation.message.reply"
     row: MessageRow
-
-
-# ---------------------------------------------------------------------------------- cursors
-
-
-class CursorGetRequest(Message):
-    type: Literal["store.cursor.get"] = "store.cursor.get"
-    name: Name
-
-
-class CursorGetReply(Message):
-    """`value` is None for a cursor never set."""
-
-    type: Literal["store.cursor.get.reply"] = "store.cursor.get.reply"
-    name: Name
-    value: str | None
-
-
-class CursorSetRequest(Message):
-    """Set a named cursor (e.g. the AppServer sync cursor). Idempotent: last write wins."""
-
-    type: Literal["store.cursor.set"] = "store.cursor.set"
-    name: Name
-    value: str = Field(max_length=1000)
-
-
-class CursorSetReply(Message):
-    type: Literal["store.cursor.set.reply"] = "store.cursor.set.reply"
-    name: Name
-    value: str
 
 
 # ---------------------------------------------------------------------------------- stats

@@ -21,10 +21,6 @@ from typing import Any, Final
 from ._db import Connection
 from ._rows import body_cost, int_or_none, json_text, within_budget
 from .messages import (
-    CursorGetReply,
-    CursorGetRequest,
-    CursorSetReply,
-    CursorSetRequest,
     InboxAckManyReply,
     InboxAckManyRequest,
     InboxAckReply,
@@ -37,8 +33,6 @@ from .messages import (
 )
 
 __all__ = [
-    "cursor_get",
-    "cursor_set",
     "inbox_ack",
     "inbox_ack_many",
     "inbox_list",
@@ -131,20 +125,3 @@ def inbox_ack_many(conn: Connection, req: InboxAckManyRequest, now: float) -> In
         elif theirs:
             foreign.append(delivery_id)
     return InboxAckManyReply(acked=tuple(acked), foreign=tuple(foreign))
-
-
-# ---------------------------------------------------------------------------------- cursors
-
-
-def cursor_get(conn: Connection, req: CursorGetRequest, now: float) -> CursorGetReply:
-    rows = conn.execute("SELECT value FROM cursors WHERE name = ?", (req.name,)).fetchall()
-    return CursorGetReply(name=req.name, value=str(rows[0][0]) if rows else None)
-
-
-def cursor_set(conn: Connection, req: CursorSetRequest, now: float) -> CursorSetReply:
-    conn.execute(
-        "INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (name)"
-        " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (req.name, req.value, now),
-    )
-    return CursorSetReply(name=req.name, value=req.value)

@@ -36,10 +36,6 @@ from ._core_messages import (
     ConversationReceiveRequest,
     ConversationSendReply,
     ConversationSendRequest,
-    CursorGetReply,
-    CursorGetRequest,
-    CursorSetReply,
-    CursorSetRequest,
     InboxAckManyReply,
     InboxAckManyRequest,
     InboxAckReply,
@@ -79,6 +75,7 @@ from .audit.messages import (
     AuditQueryRequest,
     AuditRecord,
 )
+from .cursors.messages import CursorGetReply, CursorGetRequest, CursorSetReply, CursorSetRequest
 from .instances.messages import (
     MAX_FOCUS_STACK,
     FocusStackGetReply,
