@@ -28,13 +28,13 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from lineup.actors.kernel.identity import ActorKind
 
 from . import _conversations as c
-from . import _queries as q
 from ._committer import Committer
 from ._db import Database, open_database
 from ._table import Served, ServedByTable, read, write
 from .apps import operations as apps
 from .audit import operations as audit
 from .cursors import operations as cursors
+from .inbox import operations as inbox
 from .instances import operations as instances
 from .messages import (
     AuditAppendReply,
@@ -45,10 +45,6 @@ from .messages import (
     ConversationReceiveManyRequest,
     ConversationReceiveRequest,
     ConversationSendRequest,
-    InboxAckManyRequest,
-    InboxAckRequest,
-    InboxListRequest,
-    InboxPutRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
@@ -67,13 +63,9 @@ TABLE: Final[tuple[Served, ...]] = (
     write(ConversationSendRequest, c.conversation_send),
     read(ConversationHistoryRequest, c.conversation_history),
     read(ConversationMessageRequest, c.conversation_message),
-    # app inboxes
-    write(InboxPutRequest, q.inbox_put),
-    read(InboxListRequest, q.inbox_list),
-    write(InboxAckRequest, q.inbox_ack),
-    write(InboxAckManyRequest, q.inbox_ack_many),
     # the areas
     *outbox.HANDLERS,
+    *inbox.HANDLERS,
     *cursors.HANDLERS,
     *tool_calls.HANDLERS,
     *instances.HANDLERS,

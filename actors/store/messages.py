@@ -36,15 +36,6 @@ from ._core_messages import (
     ConversationReceiveRequest,
     ConversationSendReply,
     ConversationSendRequest,
-    InboxAckManyReply,
-    InboxAckManyRequest,
-    InboxAckReply,
-    InboxAckRequest,
-    InboxListReply,
-    InboxListRequest,
-    InboxPutReply,
-    InboxPutRequest,
-    InboxRow,
     MessageDirection,
     MessageRow,
     MessageState,
@@ -76,6 +67,17 @@ from .audit.messages import (
     AuditRecord,
 )
 from .cursors.messages import CursorGetReply, CursorGetRequest, CursorSetReply, CursorSetRequest
+from .inbox.messages import (
+    InboxAckManyReply,
+    InboxAckManyRequest,
+    InboxAckReply,
+    InboxAckRequest,
+    InboxListReply,
+    InboxListRequest,
+    InboxPutReply,
+    InboxPutRequest,
+    InboxRow,
+)
 from .instances.messages import (
     MAX_FOCUS_STACK,
     FocusStackGetReply,

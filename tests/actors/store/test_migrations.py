@@ -12,7 +12,7 @@ import pytest
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._db import DB_FILENAME, Database, migrate, open_database
 from lineup.actors.store._migrations import LATEST_VERSION, MIGRATIONS
-from lineup.actors.store._queries import inbox_ack, inbox_list
+from lineup.actors.store.inbox.operations import inbox_ack, inbox_list
 from lineup.actors.store.messages import (
     InboxAckRequest,
     InboxListRequest,

@@ -1,16 +1,10 @@
-"""The store's operations: one blocking function per request, `fn(conn, request, now) -> reply`.
+"""App inboxes (`store.inbox.*`): deliveries put, listed in order, and acknowledged.
 
-Each runs on the database thread inside its own savepoint of a group-committed transaction
-(see `_committer`), so it may read what earlier operations of the same batch wrote, and it must
-not commit or begin anything itself. A function that raises `LineUpError` refuses only its own
-request.
-
-Idempotency is in the SQL, not in memory, so it survives restarts: writes are
-`INSERT ... ON CONFLICT DO NOTHING` on the request's natural key, and acknowledgements are
-`UPDATE ... WHERE acked_at IS NULL`, whose change count tells the first acknowledgement from a
-repeat. An acknowledged inbox delivery keeps a body-less row so that a retried put of the same
-delivery does not deliver it again. Conversation messages and the outbox's state changes are in
-`_conversations`.
+The contract of every operation (`_rows`). A put is idempotent by `(app_scope, delivery_id)`; an
+acknowledged delivery keeps a body-less row so that a retried put of the same delivery does not
+deliver it again. An acknowledgement names the whole inbox, so an app only ever acknowledges
+deliveries it may list. Messages received from an Agent are put here by
+`conversations.operations`, in the transaction that records them.
 """
 
 from __future__ import annotations
@@ -18,8 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from ._db import Connection
-from ._rows import body_cost, int_or_none, json_text, within_budget
+from .._db import Connection
+from .._rows import body_cost, int_or_none, json_text, within_budget
+from .._table import Served, read, write
 from .messages import (
     InboxAckManyReply,
     InboxAckManyRequest,
@@ -33,13 +28,12 @@ from .messages import (
 )
 
 __all__ = [
+    "HANDLERS",
     "inbox_ack",
     "inbox_ack_many",
     "inbox_list",
     "inbox_put",
 ]
-
-# ---------------------------------------------------------------------------------- app inboxes
 
 
 def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutReply:
@@ -125,3 +119,11 @@ def inbox_ack_many(conn: Connection, req: InboxAckManyRequest, now: float) -> In
         elif theirs:
             foreign.append(delivery_id)
     return InboxAckManyReply(acked=tuple(acked), foreign=tuple(foreign))
+
+
+HANDLERS: Final[tuple[Served, ...]] = (
+    write(InboxPutRequest, inbox_put),
+    read(InboxListRequest, inbox_list),
+    write(InboxAckRequest, inbox_ack),
+    write(InboxAckManyRequest, inbox_ack_many),
+)
