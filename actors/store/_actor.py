@@ -2,12 +2,13 @@
 
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
 the group committer, and only then reports itself started. What the store serves is `TABLE`, one
-row per request (`_table`): its operation (`_queries`, `_conversations`, and each area's
-`operations`: `tool_calls/`, `instances/`, `apps/`) and whether it reads, writes, or writes in the
-sender's name. Each row's handler awaits its operation through the committer, which answers only
-after the operation's transaction has committed — persist, then acknowledge. A request that
-arrives before the database is open simply waits in the committer's queue. Only the audit append
-and the stats have handlers of their own.
+row per request (`_table`), assembled from each area's `operations.HANDLERS` (`outbox/`,
+`conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `instances/`, `apps/`): its
+operation and whether it reads, writes, or writes in the sender's name. Each row's handler
+awaits its operation through the committer, which answers only after the operation's transaction
+has committed — persist, then acknowledge. A request that arrives before the database is open
+simply waits in the committer's queue. Only the audit append and the stats have handlers of
+their own.
 
 The store writes audit rows itself: the bus calls `write_audit` with the rows it would otherwise
 send to the store, and other actors send `AuditAppendRequest`s. The row's `actor` is the
@@ -27,12 +28,12 @@ from lineup.actors.kernel.bus import Envelope
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from lineup.actors.kernel.identity import ActorKind
 
-from . import _conversations as c
 from ._committer import Committer
 from ._db import Database, open_database
-from ._table import Served, ServedByTable, read, write
+from ._table import Served, ServedByTable
 from .apps import operations as apps
 from .audit import operations as audit
+from .conversations import operations as conversations
 from .cursors import operations as cursors
 from .inbox import operations as inbox
 from .instances import operations as instances
@@ -40,11 +41,6 @@ from .messages import (
     AuditAppendReply,
     AuditAppendRequest,
     AuditRecord,
-    ConversationHistoryRequest,
-    ConversationMessageRequest,
-    ConversationReceiveManyRequest,
-    ConversationReceiveRequest,
-    ConversationSendRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
@@ -57,20 +53,14 @@ log = logging.getLogger("lineup.store")
 
 # Every request the store serves by one operation: request, operation, access.
 TABLE: Final[tuple[Served, ...]] = (
-    # conversations
-    write(ConversationReceiveRequest, c.conversation_receive),
-    write(ConversationReceiveManyRequest, c.conversation_receive_many),
-    write(ConversationSendRequest, c.conversation_send),
-    read(ConversationHistoryRequest, c.conversation_history),
-    read(ConversationMessageRequest, c.conversation_message),
-    # the areas
     *outbox.HANDLERS,
+    *conversations.HANDLERS,
     *inbox.HANDLERS,
     *cursors.HANDLERS,
+    *audit.HANDLERS,  # appends: `on_audit_append`
     *tool_calls.HANDLERS,
     *instances.HANDLERS,
     *apps.HANDLERS,
-    *audit.HANDLERS,  # appends: `on_audit_append`
 )
 
 

@@ -15,33 +15,17 @@ JSON it keeps in records (tool input, result and progress, session data, manifes
 in `_fields`. List replies are bounded by `limit` and by a byte budget, and page with
 `after_seq`.
 
-The classes live in modules by area (`_core_messages`: outbox, inboxes, conversations, cursors,
-audit, stats; `tool_calls.messages`: tool calls; `instances.messages`: instances and the focus
-stack; `apps.messages`: session data, registry, inventory); this module is the one to import.
-`__all__` names every message, the state literals (`ToolCallState`, `InstanceState`, …) the
-bounds a caller must respect before asking (`MAX_FOCUS_STACK`), and which tool call states are
-final (`FINAL_TOOL_CALL_STATES`).
+The classes live in modules by area, each area's in its `messages` (`outbox`, `inbox`,
+`conversations`, `cursors`, `audit`, `tool_calls`, `instances`: instances and the focus stack,
+`apps`: session data, registry, inventory), the stats in `_stats_messages`; this module is the
+one to import. `__all__` names every message, the state literals (`ToolCallState`,
+`InstanceState`, …) the bounds a caller must respect before asking (`MAX_FOCUS_STACK`), and which
+tool call states are final (`FINAL_TOOL_CALL_STATES`).
 """
 
 from __future__ import annotations
 
-from ._core_messages import (
-    ConversationHistoryReply,
-    ConversationHistoryRequest,
-    ConversationMessageReply,
-    ConversationMessageRequest,
-    ConversationReceiveManyReply,
-    ConversationReceiveManyRequest,
-    ConversationReceiveReply,
-    ConversationReceiveRequest,
-    ConversationSendReply,
-    ConversationSendRequest,
-    MessageDirection,
-    MessageRow,
-    MessageState,
-    StoreStatsReply,
-    StoreStatsRequest,
-)
+from ._stats_messages import StoreStatsReply, StoreStatsRequest
 from .apps.messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,
@@ -65,6 +49,21 @@ from .audit.messages import (
     AuditQueryReply,
     AuditQueryRequest,
     AuditRecord,
+)
+from .conversations.messages import (
+    ConversationHistoryReply,
+    ConversationHistoryRequest,
+    ConversationMessageReply,
+    ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
+    ConversationReceiveReply,
+    ConversationReceiveRequest,
+    ConversationSendReply,
+    ConversationSendRequest,
+    MessageDirection,
+    MessageRow,
+    MessageState,
 )
 from .cursors.messages import CursorGetReply, CursorGetRequest, CursorSetReply, CursorSetRequest
 from .inbox.messages import (

@@ -1,7 +1,8 @@
 """App session data, the app registry and the inventory revision (`store.session_data.*`,
 `store.registry.*`, `store.inventory.*`).
 
-The same contract as `_queries`: one blocking function per request, run in its own savepoint.
+The contract of every operation (`_rows`): one blocking function per request, run in its own
+savepoint.
 
 Session data (seed 004 §6.3) is one JSON object per `(app_scope, app_session_id)`; the store
 checks only that it is strict JSON within the size and depth quotas, never its business schema.

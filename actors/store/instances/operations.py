@@ -1,8 +1,8 @@
 """App instances, their lifecycle, recovery after a restart, and the focus stack
 (`store.instance.*`, `store.focus_stack.*`).
 
-The same contract as `_queries`: one blocking function per request, run in its own savepoint.
-State changes follow `machine` and add an audit row (ids and states only) in the same
+The contract of every operation (`_rows`): one blocking function per request, run in its own
+savepoint. State changes follow `machine` and add an audit row (ids and states only) in the same
 savepoint; `actor` is the channel-bound sender.
 
 The focus stack is stored whole: `focus_stack` holds one row per position (0 is the bottom) and

@@ -1,10 +1,11 @@
 """Tool call records and the outbox rows that speak for them (`store.tool_call.*`).
 
-The same contract as `_queries`: one blocking function per request, `fn(conn, request, now)`,
-run inside its own savepoint of a group-committed transaction, so a request that raises after
-its first write leaves nothing behind. Writes also take `actor` (the channel-bound sender) for
-the audit row they add in the same savepoint: ids, states and codes only, never an input,
-result or progress. (Progress itself is not audited: it is frequent and decides nothing.)
+The contract of every operation (`_rows`): one blocking function per request,
+`fn(conn, request, now)`, run inside its own savepoint of a group-committed transaction, so a
+request that raises after its first write leaves nothing behind. Writes also take `actor` (the
+channel-bound sender) for the audit row they add in the same savepoint: ids, states and codes
+only, never an input, result or progress. (Progress itself is not audited: it is frequent and
+decides nothing.)
 
 A call moves only by `tool_call_step`, one event of `machine`. Its order of checks: the call
 exists, or is being born (`invalid_arguments`); it belongs to the expected scope and instance

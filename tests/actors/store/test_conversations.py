@@ -1,4 +1,4 @@
-"""The store's conversation protocol (`actors/store/_conversations.py`): agent messages in, user
+"""The store's conversation protocol (`actors/store/conversations/`): agent messages in, user
 messages out, and the outbox states in between.
 
 Most tests go through the real bus (see `_harness`). The atomicity tests run the operations on
@@ -18,9 +18,9 @@ import trio
 import trio.testing
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
-from lineup.actors.store import _conversations as c
 from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Connection
+from lineup.actors.store.conversations import operations as c
 from lineup.actors.store.messages import (
     AuditQueryReply,
     AuditQueryRequest,

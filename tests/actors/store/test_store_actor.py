@@ -1,4 +1,5 @@
-"""The store actor through the real bus (`actors/store/_actor.py`, `_queries.py`)."""
+"""The store actor through the real bus (`actors/store/_actor.py`; outbox, inbox, cursor and audit
+operations)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
-"""Conversations and stats: the store's first
-protocol. Re-exported, with the rest, by `messages` (read its docstring first)."""
+"""Conversations (`store.conversation.*`): the messages an Agent and the apps exchange, as the
+store records them. Re-exported by `lineup.actors.store.messages`.
+
+A received message is recorded and put in its app's inbox (`inbox`) in one transaction; a sent
+one is recorded and appended to the outbox (`outbox`), whose row it then follows: its state is
+the row's (`outbox.machine`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from pydantic import Field
 
 from lineup.actors.kernel.messages import Message
 
-from ._fields import HistoryLimit, Id, Name, Seq
+from .._fields import HistoryLimit, Id, Name, Seq
 
 __all__ = [
     "ConversationHistoryReply",
@@ -25,15 +30,11 @@ __all__ = [
     "MessageDirection",
     "MessageRow",
     "MessageState",
-    "StoreStatsReply",
-    "StoreStatsRequest",
 ]
 
 # An inbound message is `received`; an outbound one has the state of its outbox row.
 MessageState = Literal["received", "pending", "sent", "failed"]
 MessageDirection = Literal["inbound", "outbound"]
-
-# ---------------------------------------------------------------------------------- conversations
 
 
 class MessageRow(Message):
@@ -164,26 +165,3 @@ class ConversationMessageRequest(Message):
 class ConversationMessageReply(Message):
     type: Literal["store.conversation.message.reply"] = "store.conversation.message.reply"
     row: MessageRow
-
-
-# ---------------------------------------------------------------------------------- stats
-
-
-class StoreStatsRequest(Message):
-    type: Literal["store.stats.get"] = "store.stats.get"
-
-
-class StoreStatsReply(Message):
-    """Group-commit counters since the store started: `commits` write transactions committed,
-    `batches` batches taken off the queue (reads included), `max_batch` the largest one,
-    `writes` write operations acknowledged, `ops` every operation run (reads and refusals
-    included: the requests the store served, audit rows the bus sends included)."""
-
-    type: Literal["store.stats.get.reply"] = "store.stats.get.reply"
-    commits: int
-    batches: int
-    max_batch: int
-    writes: int
-    ops: int = 0
-    schema_version: int
-    synchronous: Literal["normal", "full"]

@@ -1,9 +1,10 @@
 """Conversation messages (`store.conversation.*`).
 
-The same contract as `_queries`: one blocking function per request, `fn(conn, request, now)`,
-run inside its own savepoint of a group-committed transaction. Every request here writes more
-than one table, and the savepoint is what makes it ONE transaction: a refusal raised after the
-first write (or a failing statement) rolls back everything the request wrote, and nothing else.
+The contract of every operation (`_rows`): one blocking function per request,
+`fn(conn, request, now)`, run inside its own savepoint of a group-committed transaction. Every
+request here writes more than one table, and the savepoint is what makes it ONE transaction: a
+refusal raised after the first write (or a failing statement) rolls back everything the request
+wrote, and nothing else.
 
 Idempotency is by `message_id`, checked before anything is written: a repeat finds the message
 row, writes nothing and answers `created=False` with the original `seq`. Because the message row
@@ -20,8 +21,9 @@ from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from ._db import Connection
-from ._rows import int_or_none, json_text, within_budget
+from .._db import Connection
+from .._rows import int_or_none, json_text, within_budget
+from .._table import Served, read, write
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -39,6 +41,7 @@ from .messages import (
 )
 
 __all__ = [
+    "HANDLERS",
     "conversation_history",
     "conversation_message",
     "conversation_receive",
@@ -53,9 +56,6 @@ _ROW_COLUMNS: Final = (
 _SELECT_ROWS: Final = f"SELECT {', '.join(_ROW_COLUMNS)} FROM messages"
 # Bytes a row's keys and JSON punctuation add to a reply, on top of its values.
 _ROW_OVERHEAD: Final = 256
-
-
-# ---------------------------------------------------------------------------------- messages
 
 
 def _repeat(conn: Connection, message_id: str, direction: MessageDirection) -> int | None:
@@ -202,3 +202,12 @@ def conversation_message(
     if not rows:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such message")
     return ConversationMessageReply(row=_message_row(rows[0]))
+
+
+HANDLERS: Final[tuple[Served, ...]] = (
+    write(ConversationReceiveRequest, conversation_receive),
+    write(ConversationReceiveManyRequest, conversation_receive_many),
+    write(ConversationSendRequest, conversation_send),
+    read(ConversationHistoryRequest, conversation_history),
+    read(ConversationMessageRequest, conversation_message),
+)
