@@ -56,6 +56,7 @@ from lineup.actors.router.messages import (
     InstancesRecoveredEvent,
     InventoryChangedEvent,
 )
+from lineup.actors.store.instances import machine as instance_machine
 from lineup.actors.store.messages import (
     MAX_FOCUS_STACK,
     AppEnabledSetReply,
@@ -114,6 +115,13 @@ STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
+# The instance machine's announcements, as the router hears them.
+_ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
+    "announce_started": "started",
+    "announce_ready": "ready",
+    "announce_ended": "ended",
+    "announce_failed": "failed",
+}
 
 
 class FocusActor(Actor):
@@ -212,23 +220,19 @@ class FocusActor(Actor):
         self._stack.recover(
             {row.instance_id: row.state for row in rows.instances}, list(stack.instance_ids)
         )
-        changes: dict[str, str] = {}
         born: InstanceUpsertRequest | None = None
         if self.ctx.incarnation == 1:
             # The runtime itself (re)started, so no MiniApp process runs: every app instance
             # left open is suspended until the user or a call resumes it. (A focus restarted
             # alone finds the processes running and asks them for their views instead.)
             for instance_id in [i for i in self._stack.order if i != RECOVERY_INSTANCE]:
-                changes |= self._stack.suspend(instance_id)
+                self._stack.suspend(instance_id)
         if (
             RECOVERY_INSTANCE not in self._owners
             or self._stack.states.get(RECOVERY_INSTANCE) not in LIVE
         ):
             self._owners[RECOVERY_INSTANCE] = CHAT_SCOPE
-            self._stack.states.pop(RECOVERY_INSTANCE, None)
-            self._stack.order = [i for i in self._stack.order if i != RECOVERY_INSTANCE]
-            self._stack.order.insert(0, RECOVERY_INSTANCE)
-            self._stack.states[RECOVERY_INSTANCE] = "starting"
+            self._stack.place_recovery()
             born = InstanceUpsertRequest(
                 instance_id=RECOVERY_INSTANCE,
                 app_scope=CHAT_SCOPE,
@@ -236,33 +240,48 @@ class FocusActor(Actor):
                 app_session_id=RECOVERY_INSTANCE,
             )
         # The recovery app's process is part of the tree: it is always up.
-        changes |= (
+        if self._stack.states[RECOVERY_INSTANCE] == "starting":
             self._stack.ready(RECOVERY_INSTANCE)
-            if self._stack.states[RECOVERY_INSTANCE] == "starting"
-            else self._stack.resume(RECOVERY_INSTANCE, foreground=False)
-        )
-        changes |= self._stack.settle()
-        await self._persist(changes, born=born)
+        else:
+            self._stack.resume(RECOVERY_INSTANCE, foreground=False)
+        self._stack.settle()
+        await self._persist(born=born)
 
     # ------------------------------------------------------------------ persistence
 
-    async def _persist(
-        self, changes: dict[str, str], *, born: InstanceUpsertRequest | None = None
-    ) -> None:
-        """Write one change of focus — the instance it creates, its state changes and the stack
-        after it — as ONE store request (one transaction), before anyone is told of it."""
-        await self._store(
-            InstanceCommitRequest(
-                born=born,
-                moves=tuple(
-                    InstanceMove(instance_id=i, to_state=cast(InstanceState, state))
-                    for i, state in changes.items()
+    async def _persist(self, *, born: InstanceUpsertRequest | None = None) -> None:
+        """Write one change of focus — the instance it creates, the moves the stack made since
+        the last write, and the stack after it — as ONE store request (one transaction), then
+        carry out what the instance machine says those moves do (tell the router, ask an app
+        for its view, show the Shell). Nothing is told before it is written."""
+        moves = self._stack.take_moves()
+        try:
+            await self._store(
+                InstanceCommitRequest(
+                    born=born,
+                    moves=tuple(
+                        InstanceMove(instance_id=i, to_state=cast(InstanceState, after))
+                        for i, (_, after) in moves.items()
+                    ),
+                    stack=tuple(self._stack.order),
                 ),
-                stack=tuple(self._stack.order),
-            ),
-            InstanceCommitReply,
-        )
-        if changes or born is not None:
+                InstanceCommitReply,
+            )
+        except BaseException:
+            self._stack.restore_moves(moves)  # not written: they are still to be written
+            raise
+        for instance_id, (before, after) in moves.items():
+            scope = self._owners.get(instance_id)
+            if scope is None:
+                continue
+            for effect in instance_machine.effects_of(
+                cast(InstanceState | None, before), cast(InstanceState, after)
+            ):
+                if effect == "refresh_view":
+                    self._nursery_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
+                else:
+                    self._instance_event(instance_id, scope, _ANNOUNCED[effect])
+        if moves or born is not None:
             self._nursery_soon(self._push_apps)
 
     def _nursery_soon(self, fn: Any, *args: Any) -> None:
@@ -340,14 +359,12 @@ class FocusActor(Actor):
                     created_by_call_id=msg.call_id,
                 )
                 try:
-                    await self._persist({}, born=born)
+                    await self._persist(born=born)
                 except BaseException:
                     # Not written: the instance exists nowhere, so not in memory either.
-                    self._stack.order.remove(instance_id)
-                    self._stack.states.pop(instance_id, None)
+                    self._stack.forget(instance_id)
                     self._owners.pop(instance_id, None)
                     raise
-        self._instance_event(instance_id, msg.app_scope, "started")
         try:
             await self._ensure_running(instance_id)
         except (LineUpError, trio.TooSlowError) as exc:
@@ -362,12 +379,11 @@ class FocusActor(Actor):
                 # Closed while it was starting: the start is cancelled.
                 raise LineUpError(ErrorCode.ACTIVATION_CANCELLED, instance_id)
             if state == "starting":
-                await self._persist(self._stack.ready(instance_id))
+                self._stack.ready(instance_id)
+                await self._persist()
             elif state == "suspended" or msg.foreground:
-                await self._persist(self._stack.resume(instance_id, foreground=msg.foreground))
-        self._instance_event(instance_id, msg.app_scope, "ready")
-        if state == "suspended":
-            self._nursery_soon(self._tell_app, msg.app_scope, sdk.ViewRefreshEvent())
+                self._stack.resume(instance_id, foreground=msg.foreground)
+                await self._persist()
         return self._reply(instance_id)
 
     @handles(sdk.AppOpenRequest)
@@ -400,14 +416,11 @@ class FocusActor(Actor):
 
     async def _resume(self, instance_id: str, *, foreground: bool) -> None:
         """Run the instance's process, then put it back in play (on top with `foreground`).
-        A suspended one is asked for its view: the Shell has none."""
-        suspended = self._stack.states.get(instance_id) == "suspended"
+        A suspended one is asked for its view (the Shell has none): the machine's effect."""
         await self._ensure_running(instance_id)
         async with self._lock:
-            await self._persist(self._stack.resume(instance_id, foreground=foreground))
-        self._instance_event(instance_id, self._owners[instance_id], "ready")
-        if suspended:
-            self._nursery_soon(self._tell_app, self._owners[instance_id], sdk.ViewRefreshEvent())
+            self._stack.resume(instance_id, foreground=foreground)
+            await self._persist()
 
     def _reply(self, instance_id: str) -> InstanceReply:
         return InstanceReply(
@@ -484,9 +497,7 @@ class FocusActor(Actor):
         never waits on the router; a router that missed it converges the calls of every ended
         instance when it starts. Returns the scope's instances still live, read under the same
         lock as the removal."""
-        live = await self._remove(instance_id, scope, state)
-        self._instance_event(instance_id, scope, "ended" if state == "stopped" else "failed")
-        return live
+        return await self._remove(instance_id, scope, state)
 
     def _instance_event(self, instance_id: str, scope: str, event: InstanceEventKind) -> None:
         self._nursery_soon(
@@ -498,9 +509,8 @@ class FocusActor(Actor):
         self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
     ) -> list[str]:
         async with self._lock:
-            changes = self._stack.remove(instance_id, state)
-            # Its end first: the move that takes it off the stack comes before the others.
-            await self._persist({instance_id: changes.pop(instance_id)} | changes)
+            self._stack.remove(instance_id, state)
+            await self._persist()
             self._views.pop(instance_id, None)
             self._subscribers.pop((scope, instance_id), None)
             self._session_locks.pop((scope, instance_id), None)
@@ -535,12 +545,11 @@ class FocusActor(Actor):
             if action == "foreground":
                 return
         async with self._lock:
-            changes = (
+            if action == "foreground":
                 self._stack.bring_forward(instance_id)
-                if action == "foreground"
-                else self._stack.send_back(instance_id)
-            )
-            await self._persist(changes)
+            else:
+                self._stack.send_back(instance_id)
+            await self._persist()
 
     # ------------------------------------------------------------------ session data
 

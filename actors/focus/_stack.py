@@ -55,6 +55,40 @@ class FocusStack:
 
     states: dict[str, str] = field(default_factory=dict)  # instance_id -> state
     order: list[str] = field(default_factory=list)
+    # The moves not yet taken (`take_moves`): instance_id -> its state before the first of them
+    # (None: born since).
+    _before: dict[str, str | None] = field(default_factory=dict)
+
+    def _set(self, instance_id: str, state: str) -> None:
+        self._before.setdefault(instance_id, self.states.get(instance_id))
+        self.states[instance_id] = state
+
+    def take_moves(self) -> dict[str, tuple[str | None, str]]:
+        """The instances moved since the last call: `(state before, state now)` each, in the
+        order they first moved, a move that came back where it started left out."""
+        moves = {i: (before, self.states[i]) for i, before in self._before.items()}
+        self._before = {}
+        return {i: move for i, move in moves.items() if move[0] != move[1]}
+
+    def restore_moves(self, moves: dict[str, tuple[str | None, str]]) -> None:
+        """Put back moves taken but not written: they are still to be written."""
+        self._before = {i: before for i, (before, _) in moves.items()} | {
+            i: before for i, before in self._before.items() if i not in moves
+        }
+
+    def forget(self, instance_id: str) -> None:
+        """Undo `add`: the instance was never written, so it exists nowhere."""
+        self.order.remove(instance_id)
+        self.states.pop(instance_id, None)
+        self._before.pop(instance_id, None)
+
+    def place_recovery(self) -> None:
+        """The recovery app, (re)born `starting` at the bottom of the stack."""
+        self.states.pop(RECOVERY_INSTANCE, None)
+        self.order = [i for i in self.order if i != RECOVERY_INSTANCE]
+        self.order.insert(0, RECOVERY_INSTANCE)
+        self._before[RECOVERY_INSTANCE] = None
+        self.states[RECOVERY_INSTANCE] = "starting"
 
     @property
     def top(self) -> str | None:
@@ -64,6 +98,7 @@ class FocusStack:
         """A new instance (state `starting`); on top if it takes the foreground."""
         if instance_id in self.states and self.states[instance_id] in LIVE:
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"{instance_id} exists")
+        self._before[instance_id] = None
         self.states[instance_id] = "starting"
         if foreground:
             self.order.append(instance_id)
@@ -95,9 +130,8 @@ class FocusStack:
         self._require_live(instance_id)
         changes: dict[str, str] = {}
         if self.states[instance_id] != "suspended":
-            self.states[instance_id] = changes[instance_id] = transition(
-                self.states[instance_id], "suspended"
-            )
+            changes[instance_id] = transition(self.states[instance_id], "suspended")
+            self._set(instance_id, changes[instance_id])
         return changes | self._settle()
 
     def resume(self, instance_id: str, *, foreground: bool) -> dict[str, str]:
@@ -121,7 +155,7 @@ class FocusStack:
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
         self._require_live(instance_id)
         self.order.remove(instance_id)
-        self.states[instance_id] = final
+        self._set(instance_id, final)  # (the store has it `stopping` first: focus's `_close`)
         changes = {instance_id: final}
         if not self.order and RECOVERY_INSTANCE in self.states:
             self.order.append(RECOVERY_INSTANCE)
@@ -129,12 +163,14 @@ class FocusStack:
 
     def recover(self, states: dict[str, str], order: list[str]) -> dict[str, str]:
         """After a restart: instances caught starting or stopping come back suspended."""
+        self._before = {}
         self.states = dict(states)
         self.order = [i for i in order if self.states.get(i) in LIVE | {"stopping"}]
         changes: dict[str, str] = {}
         for instance_id, state in self.states.items():
             if state in ("starting", "stopping"):
-                self.states[instance_id] = changes[instance_id] = "suspended"
+                self._set(instance_id, "suspended")
+                changes[instance_id] = "suspended"
                 if instance_id not in self.order:
                     self.order.insert(0, instance_id)
         return changes
@@ -158,6 +194,6 @@ class FocusStack:
             state = self.states[instance_id]
             want = "foreground" if instance_id == front else "background"
             if state != want:
-                self.states[instance_id] = transition(state, want)
+                self._set(instance_id, transition(state, want))
                 changes[instance_id] = want
         return changes

@@ -18,19 +18,25 @@ actor applies to its stack in memory (`actors/focus/_stack.py`, which imports it
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 __all__ = [
+    "BIRTH",
     "BIRTH_STATES",
     "EVENT_TO",
     "FINAL",
     "LIVE",
     "NOT_UP",
+    "TABLE",
     "TRANSITIONS",
+    "InstanceEffect",
     "InstanceEvent",
     "InstanceState",
+    "Move",
+    "effects_of",
     "is_final",
     "next_state",
     "step",
@@ -41,19 +47,48 @@ InstanceState = Literal[
 ]
 InstanceEvent = Literal["foreground", "background", "suspend", "stop", "exit", "fail", "recover"]
 
-TRANSITIONS: Final[Mapping[InstanceState, Mapping[InstanceEvent, InstanceState]]] = {
-    "starting": {"foreground": "foreground", "background": "background", "suspend": "suspended",
-                 "stop": "stopping", "fail": "failed", "recover": "suspended"},
-    "foreground": {"background": "background", "suspend": "suspended", "stop": "stopping",
-                   "fail": "failed"},
-    "background": {"foreground": "foreground", "suspend": "suspended", "stop": "stopping",
-                   "fail": "failed"},
-    "suspended": {"foreground": "foreground", "background": "background", "stop": "stopping",
-                  "fail": "failed"},
-    "stopping": {"exit": "stopped", "fail": "failed", "recover": "suspended"},
+# What focus does once a move is committed: tell the router (it reacts: held calls released,
+# unfinished calls ended) and ask a suspended instance's app for its view, which the Shell lost.
+InstanceEffect = Literal[
+    "announce_started", "announce_ready", "announce_ended", "announce_failed", "refresh_view"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    to: InstanceState
+    effects: tuple[InstanceEffect, ...] = ()
+
+
+_UP_FROM_START: Final = ("announce_ready",)
+_UP_FROM_SUSPENDED: Final = ("announce_ready", "refresh_view")
+_FAIL: Final = Move("failed", ("announce_failed",))
+
+# (state, event) → Move(next state, effects): the one table, checked by the store's operations
+# and applied by focus's stack.
+TABLE: Final[Mapping[InstanceState, Mapping[InstanceEvent, Move]]] = {
+    "starting": {"foreground": Move("foreground", _UP_FROM_START),
+                 "background": Move("background", _UP_FROM_START),
+                 "suspend": Move("suspended"), "stop": Move("stopping"), "fail": _FAIL,
+                 "recover": Move("suspended")},
+    "foreground": {"background": Move("background"), "suspend": Move("suspended"),
+                   "stop": Move("stopping"), "fail": _FAIL},
+    "background": {"foreground": Move("foreground"), "suspend": Move("suspended"),
+                   "stop": Move("stopping"), "fail": _FAIL},
+    "suspended": {"foreground": Move("foreground", _UP_FROM_SUSPENDED),
+                  "background": Move("background", _UP_FROM_SUSPENDED),
+                  "stop": Move("stopping"), "fail": _FAIL},
+    "stopping": {"exit": Move("stopped", ("announce_ended",)), "fail": _FAIL,
+                 "recover": Move("suspended")},
     "stopped": {},
     "failed": {},
 }  # fmt: skip
+# How an instance is born, and what that makes focus do.
+BIRTH: Final = Move("starting", ("announce_started",))
+
+TRANSITIONS: Final[Mapping[InstanceState, Mapping[InstanceEvent, InstanceState]]] = {
+    state: {event: found.to for event, found in moves.items()} for state, moves in TABLE.items()
+}
 
 FINAL: Final[frozenset[InstanceState]] = frozenset(
     state for state, moves in TRANSITIONS.items() if not moves
@@ -99,3 +134,19 @@ def step(state: InstanceState, to_state: InstanceState) -> tuple[InstanceState, 
     if event is None:  # `starting`: nothing goes back to the start
         raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"cannot move a {state} instance back")
     return next_state(state, event), True
+
+
+def effects_of(before: InstanceState | None, after: InstanceState) -> tuple[InstanceEffect, ...]:
+    """The effects of the move from `before` (None: a new instance) to `after`; none for a
+    repeat. Raises as `step` for a move the table does not have."""
+    if before is None:
+        return BIRTH.effects if after == BIRTH.to else ()
+    if before == after:
+        return ()
+    if after in FINAL and before not in FINAL:
+        # However it got there: focus keeps no `stopping` in memory (the store has it).
+        return TABLE["stopping"]["exit" if after == "stopped" else "fail"].effects
+    found = next((move for move in TABLE[before].values() if move.to == after), None)
+    if found is None:
+        raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"cannot move a {before} instance to {after}")
+    return found.effects

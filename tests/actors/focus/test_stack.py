@@ -172,3 +172,50 @@ def test_whatever_happens_at_most_one_instance_is_in_the_foreground(
         for state in stack.states.values():
             assert state in TRANSITIONS
     assert stack.states["chat"] in LIVE  # the recovery app never goes away
+
+
+def test_the_moves_to_write_are_taken_once_each_with_the_state_it_left() -> None:
+    stack = FocusStack()
+    stack.add("chat", foreground=True)
+    stack.ready("chat")
+    assert stack.take_moves() == {"chat": (None, "foreground")}
+    assert stack.take_moves() == {}
+    stack.add("td-1", foreground=True)
+    stack.ready("td-1")
+    assert stack.take_moves() == {
+        "td-1": (None, "foreground"),
+        "chat": ("foreground", "background"),
+    }
+
+
+def test_a_move_that_came_back_where_it_started_is_nothing_to_write() -> None:
+    stack = with_chat()
+    stack.add("td-1", foreground=True)
+    stack.ready("td-1")
+    stack.take_moves()
+    stack.bring_forward("chat")
+    stack.bring_forward("td-1")
+    assert stack.take_moves() == {}
+
+
+def test_moves_not_written_are_put_back_oldest_state_first() -> None:
+    stack = with_chat()
+    stack.take_moves()
+    stack.add("td-1", foreground=True)
+    taken = stack.take_moves()
+    stack.ready("td-1")  # moved again before the first write was retried
+    stack.restore_moves(taken)
+    assert stack.take_moves() == {
+        "td-1": (None, "foreground"),
+        "chat": ("foreground", "background"),
+    }
+
+
+def test_an_instance_never_written_is_forgotten_entirely() -> None:
+    stack = with_chat()
+    stack.take_moves()
+    stack.add("td-1", foreground=True)
+    stack.forget("td-1")
+    assert "td-1" not in stack.states
+    assert stack.order == ["chat"]
+    assert stack.take_moves() == {}

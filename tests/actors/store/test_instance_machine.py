@@ -13,8 +13,10 @@ from lineup.actors.store.instances.machine import (
     BIRTH_STATES,
     EVENT_TO,
     FINAL,
+    TABLE,
     TRANSITIONS,
     InstanceEvent,
+    effects_of,
     next_state,
     step,
 )
@@ -101,3 +103,51 @@ def test_any_run_of_events_never_leaves_a_final_state(events: list[InstanceEvent
         assert state not in FINAL
         state = next_state(state, event)
         assert state in STATES
+
+
+# ---------------------------------------------------------------------------------- effects
+
+UP = {"foreground", "background"}
+
+
+@pytest.mark.parametrize(("state", "event"), sorted(LEGAL))
+def test_each_move_announces_exactly_what_the_router_and_the_shell_need(
+    state: InstanceState, event: InstanceEvent
+) -> None:
+    after = TABLE[state][event].to
+    effects = set(effects_of(state, after))
+    assert ("announce_ready" in effects) == (state in ("starting", "suspended") and after in UP)
+    assert ("refresh_view" in effects) == (state == "suspended" and after in UP)
+    assert ("announce_ended" in effects) == (after == "stopped")
+    assert ("announce_failed" in effects) == (after == "failed")
+    assert "announce_started" not in effects
+
+
+def test_only_a_birth_announces_a_start_and_a_repeat_does_nothing() -> None:
+    assert effects_of(None, "starting") == ("announce_started",)
+    for state in STATES:
+        assert effects_of(state, state) == ()
+
+
+def test_an_end_is_announced_however_focus_reached_it() -> None:
+    # Focus keeps no `stopping` in memory: the store has the instance `stopping` first.
+    assert effects_of("foreground", "stopped") == ("announce_ended",)
+    assert effects_of("background", "failed") == ("announce_failed",)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [("foreground", "starting"), ("stopped", "foreground"), ("failed", "stopped")],
+)
+def test_effects_of_a_move_the_table_lacks_are_refused(
+    before: InstanceState, after: InstanceState
+) -> None:
+    with pytest.raises(LineUpError) as refused:
+        effects_of(before, after)
+    assert refused.value.code is ErrorCode.LIFECYCLE_DENIED
+
+
+def test_the_transitions_are_the_table_without_its_effects() -> None:
+    assert {
+        state: {event: found.to for event, found in moves.items()} for state, moves in TABLE.items()
+    } == TRANSITIONS
