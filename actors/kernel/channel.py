@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Final
 
 import trio
+from trio.lowlevel import wait_readable
 
 from .errors import ChannelClosed, DeadlineExceeded, ErrorCode
 from .framing import DEFAULT_MAX_FRAME, FrameDecoder
@@ -39,6 +40,7 @@ class Channel:
     ) -> None:
         sock.setblocking(False)
         self._raw = sock
+        self._fd = sock.fileno()
         self._decoder = FrameDecoder(max_frame)
         self._send_max = max_frame
         self._send_lock = trio.Lock()
@@ -133,8 +135,10 @@ class Channel:
         while True:
             self._reads += 1
             if self._drained or self._reads % _FAIRNESS == 0:
+                if self.closed:  # the fd's number may already belong to another file
+                    return []
                 try:
-                    await trio.lowlevel.wait_readable(sock)
+                    await wait_readable(self._fd)  # the int: trio would call fileno() again
                 except trio.ClosedResourceError:
                     return []
             try:
