@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, NoReturn, TypeVar
 
 import pydantic
 import trio
@@ -284,7 +284,10 @@ class Bus:
                 idempotency_key=idempotency_key,
                 max_frame=conn.channel.max_frame,
             )
-            await self._send(conn, frame, deadline=deadline)
+            try:  # `_send`, inline: one coroutine fewer on the hot path
+                await conn.channel.send(frame, deadline=deadline)
+            except ChannelClosed as exc:
+                await self._gone(conn, exc)
             if not slot.done:
                 self._deadlines.add(slot)
                 await slot.wait()
@@ -346,14 +349,15 @@ class Bus:
         try:
             await conn.channel.send(data, fds, deadline=deadline)
         except ChannelClosed as exc:
-            # The reader may not have seen the EOF yet: close now, so that a retry
-            # re-introduces instead of finding the dead channel again; and yield, so that a
-            # retry loop cannot starve the scheduler (the send's fast path never yields).
-            self._close(conn)
-            await trio.lowlevel.checkpoint()
-            raise ActorRestarted(
-                ErrorCode.ACTOR_RESTARTED, f"{conn.identity.name} went away"
-            ) from exc
+            await self._gone(conn, exc)
+
+    async def _gone(self, conn: Connection, exc: ChannelClosed) -> NoReturn:
+        # The reader may not have seen the EOF yet: close now, so that a retry re-introduces
+        # instead of finding the dead channel again; and yield, so that a retry loop cannot
+        # starve the scheduler (the send's fast path never yields).
+        self._close(conn)
+        await trio.lowlevel.checkpoint()
+        raise ActorRestarted(ErrorCode.ACTOR_RESTARTED, f"{conn.identity.name} went away") from exc
 
     async def _connection(self, peer: str, deadline: float) -> Connection:
         conn = self.connection(peer)
