@@ -327,14 +327,15 @@ class Bus:
         finally:
             slot.abandon()
             conn.pending.pop(fid, None)
-        if slot.error is not None:
-            raise slot.error
-        if not isinstance(slot.reply, expect):
+        reply, error = slot.reply, slot.error
+        slot.reply = slot.error = None  # the slot may outlive the request (see Deadlines)
+        if error is not None:
+            raise error
+        if not isinstance(reply, expect):
             raise RemoteProtocolError(
-                ErrorCode.FRAME_MALFORMED,
-                f"{conn.identity.name} answered {type(slot.reply).__name__}",
+                ErrorCode.FRAME_MALFORMED, f"{conn.identity.name} answered {type(reply).__name__}"
             )
-        return slot.reply
+        return reply
 
     async def notify(
         self,
