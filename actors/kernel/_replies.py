@@ -79,6 +79,9 @@ class Deadlines:
         self._heap: list[tuple[float, int, ReplySlot]] = []  # the others
         self._order = count()
         self._wakeup = trio.Event()
+        # When `run` will next look. It is woken only for a deadline before that: dropping a
+        # finished front must not wake it on every request (it just looks once too early).
+        self._armed_at = math.inf
         self._fifo_limit = self._heap_limit = _COMPACT_FLOOR
 
     def add(self, slot: ReplySlot) -> None:
@@ -87,7 +90,6 @@ class Deadlines:
             fifo.popleft()
         while heap and heap[0][2].done:
             heapq.heappop(heap)
-        earliest = self._earliest()
         if not fifo or slot.deadline >= fifo[-1].deadline:
             fifo.append(slot)
             if len(fifo) > self._fifo_limit:
@@ -99,7 +101,8 @@ class Deadlines:
                 self._heap = [entry for entry in heap if not entry[2].done]
                 heapq.heapify(self._heap)
                 self._heap_limit = max(_COMPACT_FLOOR, 2 * len(self._heap))
-        if slot.deadline < earliest:
+        if slot.deadline < self._armed_at:
+            self._armed_at = slot.deadline
             self._wakeup.set()
 
     def __len__(self) -> int:
@@ -120,7 +123,8 @@ class Deadlines:
             while heap and (heap[0][2].done or heap[0][0] <= now):
                 _expire(heapq.heappop(heap)[2])
             self._wakeup = trio.Event()
-            with trio.move_on_at(self._earliest()):
+            self._armed_at = self._earliest()
+            with trio.move_on_at(self._armed_at):
                 await self._wakeup.wait()
 
 

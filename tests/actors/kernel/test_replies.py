@@ -57,9 +57,14 @@ async def test_finished_requests_are_not_kept_until_their_deadline(
 ) -> None:
     deadlines = Deadlines()
     nursery.start_soon(deadlines.run)
-    for _ in range(5000):  # one request after another, each answered long before its deadline
+    await trio.testing.wait_all_tasks_blocked()
+    for i in range(5000):  # one request after another, each answered long before its deadline
         slot = ReplySlot(trio.current_time() + 10)
         deadlines.add(slot)
+        if i == 0:
+            await trio.testing.wait_all_tasks_blocked()  # the timer is set for the first
+        else:
+            assert not deadlines._wakeup.is_set()  # nor woken again for any later one
         slot.resolve()
         slot.abandon()
     assert len(deadlines) <= 2
