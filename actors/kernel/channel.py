@@ -2,9 +2,9 @@
 
 Partial reads are handled by the sans-IO `FrameDecoder`; partial writes by looping under a send
 lock so concurrent senders never interleave bytes (a frame the kernel takes whole at once, with
-nobody else mid-frame, needs no lock: nothing can run between its start and its end). A control channel may also carry file
-descriptors (SCM_RIGHTS): they queue up in arrival order and are claimed by the frame that
-announced them.
+nobody else mid-frame, needs no lock: nothing can run between its start and its end). A control
+channel may also carry file descriptors (SCM_RIGHTS): they queue up in arrival order and are
+claimed by the frame that announced them.
 """
 
 from __future__ import annotations
