@@ -1,9 +1,10 @@
 """A channel: one connected Unix stream socket carrying length-prefixed frames (DESIGN §2).
 
 Partial reads are handled by the sans-IO `FrameDecoder`; partial writes by looping under a send
-lock so concurrent senders never interleave bytes. A control channel may also carry file
-descriptors (SCM_RIGHTS): they queue up in arrival order and are claimed by the frame that
-announced them.
+lock so concurrent senders never interleave bytes (a frame the kernel takes whole at once, with
+nobody else mid-frame, needs no lock: nothing can run between its start and its end). A control
+channel may also carry file descriptors (SCM_RIGHTS): they queue up in arrival order and are
+claimed by the frame that announced them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from typing import Final
 
 import trio
+from trio.lowlevel import wait_readable
 
 from .errors import ChannelClosed, DeadlineExceeded, ErrorCode
 from .framing import DEFAULT_MAX_FRAME, FrameDecoder
@@ -39,6 +41,7 @@ class Channel:
     ) -> None:
         sock.setblocking(False)
         self._raw = sock
+        self._fd = sock.fileno()
         self._decoder = FrameDecoder(max_frame)
         self._send_max = max_frame
         self._send_lock = trio.Lock()
@@ -133,8 +136,10 @@ class Channel:
         while True:
             self._reads += 1
             if self._drained or self._reads % _FAIRNESS == 0:
+                if self.closed:  # the fd's number may already belong to another file
+                    return []
                 try:
-                    await trio.lowlevel.wait_readable(sock)
+                    await wait_readable(self._fd)  # the int: trio would call fileno() again
                 except trio.ClosedResourceError:
                     return []
             try:

@@ -149,7 +149,12 @@ class Committer:
             raise LineUpError(ErrorCode.SHUTTING_DOWN, "store committer stopped")
         job: _Job[T] = _Job(op, write)
         try:
-            await self._send.send(job)
+            try:
+                # Room in the queue: no trip through the scheduler (`send` always takes one);
+                # the wait for the result below is this call's checkpoint.
+                self._send.send_nowait(job)
+            except trio.WouldBlock:
+                await self._send.send(job)  # full: wait for room (backpressure)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise LineUpError(ErrorCode.SHUTTING_DOWN, "store committer stopped") from exc
         try:

@@ -805,6 +805,33 @@ async def test_with_the_mailbox_full_the_reader_stops_reading_and_the_sender_blo
     assert sorted(env.body.n for env in server.calls) == list(range(total))  # type: ignore[attr-defined]
 
 
+async def test_a_freed_mailbox_slot_goes_to_the_longest_waiter_not_to_a_newcomer() -> None:
+    mailbox = bus_module._Mailbox(1)
+    order: list[str] = []
+
+    async def wait_for_slot(name: str) -> None:
+        await mailbox.acquire()
+        order.append(name)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            assert mailbox.try_acquire()
+            nursery.start_soon(wait_for_slot, "first")
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(wait_for_slot, "second")
+            await trio.testing.wait_all_tasks_blocked()
+            mailbox.release()  # handed to "first", not freed
+            assert not mailbox.try_acquire()  # so the hot path cannot jump the queue
+            await trio.testing.wait_all_tasks_blocked()
+            assert order == ["first"]
+            mailbox.release()
+            await trio.testing.wait_all_tasks_blocked()
+            assert order == ["first", "second"]
+            mailbox.release()
+    assert mailbox.try_acquire()  # every slot came back
+    assert not mailbox.try_acquire()
+
+
 async def test_a_handler_awaiting_its_callers_reply_is_not_starved_by_a_full_mailbox(
     nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -25,6 +25,7 @@ from lineup.actors.kernel import (
     LocalProtocolError,
     RemoteProtocolError,
     encode_frame,
+    framing,
     parse_frame,
 )
 from lineup.actors.kernel.framing import MAX_DEADLINE_MS
@@ -242,6 +243,57 @@ def test_non_frame_payloads_are_frame_malformed(payload: bytes) -> None:
     with pytest.raises(RemoteProtocolError) as info:
         parse_frame(payload)
     assert info.value.code is ErrorCode.FRAME_MALFORMED
+
+
+LONE_SURROGATE = b'{"k":"e","id":1,"b":{"t":"\\ud800"}}'
+DEEP = b'{"k":"e","id":1,"b":{"d":' + b"[" * 300 + b"]" * 300 + b"}}"
+
+
+def stdlib_reading(payload: bytes) -> str:
+    """What `json.loads` makes of `payload`, as a repr (NaN and -0.0 compare by spelling)."""
+    try:
+        return repr(json.loads(payload.decode()))
+    except (ValueError, RecursionError):
+        return "refused: frame_malformed"
+
+
+@settings(deadline=None, max_examples=500)
+@given(payload=frame_like_payloads | st.binary(max_size=200) | valid_frames().map(encode))
+@example(payload=LONE_SURROGATE)  # pydantic-core refuses it; the stdlib takes it
+@example(payload=DEEP)  # past pydantic-core's nesting limit, within the stdlib's
+@example(payload=b'{"k":"e","id":1,"b":{"a":1,"a":2}}')  # a repeated key: the last one counts
+@example(payload=b'{"k":"e","id":1,"b":{"n":NaN,"i":-Infinity,"z":-0.0,"x":1e400}}')
+@example(payload=b'{"k":"e","id":' + b"9" * 40 + b',"b":{}}')
+def test_a_frame_is_read_exactly_as_the_stdlib_json_reads_it(payload: bytes) -> None:
+    raw = payload[4:] if payload[:1] == b"\x00" else payload  # valid_frames() carry a header
+    try:
+        got = repr(framing._loads(raw))
+    except RemoteProtocolError as exc:
+        got = f"refused: {exc.code.value}"
+    assert got == stdlib_reading(raw)
+
+
+@pytest.mark.parametrize("payload", [LONE_SURROGATE, DEEP], ids=["lone-surrogate", "deep"])
+def test_json_the_fast_parser_refuses_but_the_stdlib_takes_is_still_a_frame(
+    payload: bytes,
+) -> None:
+    assert parse_frame(payload).body == json.loads(payload)["b"]
+
+
+@settings(deadline=None)
+@given(frame=valid_frames())
+def test_a_pre_serialised_body_gives_the_same_bytes_as_the_body_itself(frame: Frame) -> None:
+    body = json.dumps(frame.body, separators=(",", ":"))
+    as_dict = encode(frame)
+    for pre_serialised in (body, body.encode()):
+        assert as_dict == encode_frame(
+            frame.kind,
+            frame.id,
+            pre_serialised,
+            reply_to=frame.reply_to,
+            deadline_ms=frame.deadline_ms,
+            idempotency_key=frame.idempotency_key,
+        )
 
 
 # ---------------------------------------------------------------------- (c) oversize frames
