@@ -13,9 +13,18 @@ from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Final
 
-from .identity import RUNTIME_KINDS, ActorKind
+from .errors import ErrorCode
+from .identity import RUNTIME_KINDS, ActorKind, Identity
 
-__all__ = ["ACL", "AUDIT_APPEND", "STORE_GRANTS", "channel_allowed", "message_allowed"]
+__all__ = [
+    "ACL",
+    "AUDIT_APPEND",
+    "RESERVED",
+    "STORE_GRANTS",
+    "channel_allowed",
+    "message_allowed",
+    "refusal",
+]
 
 K = ActorKind
 
@@ -138,6 +147,13 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
 
 ACL: Final = _build()
 
+# Requests that a kind's grant covers but that belong to named senders alone; any other sender
+# of that kind is refused `permission_denied`. Only the chat speaks as the user (seed 003 §5.1:
+# `send_text` is a system-level extension of Interact, not an app's): one row.
+RESERVED: Final[Mapping[str, frozenset[str]]] = {
+    "router.sdk.conversation.send_text": frozenset({"miniapp:chat"}),
+}
+
 
 @cache
 def channel_allowed(a: ActorKind, b: ActorKind) -> bool:
@@ -154,6 +170,18 @@ def message_allowed(sender: ActorKind, receiver: ActorKind, message_type: str) -
     if len(message_type) > MAX_TYPE_LENGTH:
         return False
     return _allowed(sender, receiver, message_type)
+
+
+def refusal(sender: Identity, receiver: ActorKind, message_type: str) -> ErrorCode | None:
+    """Why `sender` may not send `message_type` to `receiver`: `acl_denied` (its kind has no
+    grant for it) or `permission_denied` (a request reserved for other senders); None if it
+    may."""
+    if not message_allowed(sender.kind, receiver, message_type):
+        return ErrorCode.ACL_DENIED
+    owners = RESERVED.get(message_type)
+    if owners is not None and sender.name not in owners:
+        return ErrorCode.PERMISSION_DENIED
+    return None
 
 
 @lru_cache(maxsize=4096)

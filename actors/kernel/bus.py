@@ -42,7 +42,7 @@ import pydantic
 import trio
 
 from ._replies import Deadlines, ReplySlot
-from .acl import message_allowed
+from .acl import refusal
 from .audit import AuditAppendRequest, AuditRecord
 from .channel import Channel
 from .control import ChannelOpenedEvent, IntroduceReply, IntroduceRequest, PeerMisbehavedEvent
@@ -118,7 +118,7 @@ class Connection:
     limited_audited_at: float = -math.inf
     # The ACL's answers for this channel's sender, by tag: a dict lookup instead of hashing two
     # enums and the tag on every frame. Bounded: a peer's tags beyond it are looked up each time.
-    allowed: dict[str, bool] = field(default_factory=dict)
+    allowed: dict[str, ErrorCode | None] = field(default_factory=dict)  # tag -> the ACL's refusal
     _ids: count[int] = field(default_factory=lambda: count(1))
 
     def take_token(self, now: float) -> bool:
@@ -471,13 +471,14 @@ class Bus:
         if conn.rate_limited and not conn.take_token(time.monotonic()):
             await self._rate_limited(conn, kind, fid, tag)
             return
-        allowed = conn.allowed.get(tag)
-        if allowed is None:
-            allowed = message_allowed(sender.kind, self.me.kind, tag)
+        try:
+            denied = conn.allowed[tag]
+        except KeyError:
+            denied = refusal(sender, self.me.kind, tag)
             if len(conn.allowed) < ACL_CACHE_LIMIT:
-                conn.allowed[tag] = allowed
-        if not allowed:
-            await self._refuse(conn, kind, fid, ErrorCode.ACL_DENIED, tag)
+                conn.allowed[tag] = denied
+        if denied is not None:
+            await self._refuse(conn, kind, fid, denied, tag)
             return
         cls = REGISTRY.get(tag)
         if cls is None:
@@ -620,8 +621,9 @@ class Bus:
                         "x", conn.next_id(), {"code": code.value, "message": ""}, reply_to=fid
                     )
                 )
-        if conn.identity.kind is ActorKind.MINIAPP:
-            # Untrusted code that breaks its contract is stopped, not argued with.
+        if conn.identity.kind is ActorKind.MINIAPP and code is not ErrorCode.PERMISSION_DENIED:
+            # Untrusted code that breaks its contract is stopped, not argued with. (A request
+            # its kind may make but it may not, `permission_denied`, is policy: only refused.)
             await self._report_misbehaviour(conn, code)
 
     async def _rate_limited(self, conn: Connection, kind: str, fid: int, tag: str) -> None:

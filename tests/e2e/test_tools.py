@@ -421,6 +421,34 @@ async def test_a_miniapp_cannot_complete_another_apps_call(
     await s.chat_still_answers("still here after the steal")
 
 
+async def test_only_the_chat_speaks_as_the_user_another_app_is_refused_and_keeps_running(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Seed 003 §5.1: `conversation.send_text` belongs to the chat. Another app's is refused
+    `permission_denied` by the bus (one ACL row), audited, never reaches the Agent, and costs
+    the app nothing else: it completes its call and is not stopped."""
+    s = await scene(nursery, data_dir, probe=True)
+    await s.call("probe.run", {"mode": "speak"}, "p-speak")
+    result = await s.agent.terminal("p-speak")
+    assert result["payload"]["result"] == {"echoed": "speak"}
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(
+            lambda sh: any(v.get("codes") == ["permission_denied", "ok"] for v in sh.views.values())
+        )
+    auditor = await attach_once(s)
+    rows = await audit_rows(
+        auditor, bool, event_prefix="bus.permission_denied", peer="miniapp:probe"
+    )
+    assert [(r.actor, r.code, r.message_type) for r in rows] == [
+        ("router", "permission_denied", "router.sdk.conversation.send_text")
+    ]
+    await s.chat_still_answers("the user's own words only")
+    await s.agent.settle()
+    assert not [m for m in s.agent.seen if "I am the user" in str(m.get("payload"))]
+    await s.call("probe.echo", {"mode": "ok"}, "p-after")  # the same process, still running
+    assert (await s.agent.terminal("p-after"))["payload"]["result"] == {"echoed": "ok"}
+
+
 async def test_a_miniapp_naming_another_apps_instance_is_refused_audited_and_changes_nothing(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:

@@ -33,6 +33,7 @@ class ProbeInput(_Model):
         "ack_other",
         "session_of",
         "inbox",
+        "speak",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
     other_id: str | None = Field(default=None, max_length=200)  # another app's instance, delivery
@@ -103,6 +104,7 @@ class Probe(MiniApp):
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
+        codes += [await self._speak(call.call_id)] if mode == "speak" else []
         if mode in ("forge_instance", "ack_other", "session_of", "inbox") and call.input.other_id:
             codes += await self._with_other(call, call.input.other_id)
         if mode == "bad_output":
@@ -128,6 +130,14 @@ class Probe(MiniApp):
     async def echo(self, call: ToolCall[ProbeInput]) -> ProbeOutput:
         """Needs the app ready (the default activation requirement), nothing else."""
         return ProbeOutput(echoed=call.input.mode)
+
+    async def _speak(self, call_id: str) -> str:
+        """Try to speak as the user, which only the chat may."""
+        try:
+            await self.app.conversation.send_text(f"speak-{call_id}", "I am the user.")
+        except LineUpError as exc:
+            return exc.code.value
+        return "ok"
 
     async def _with_other(self, call: ToolCall[ProbeInput], other_id: str) -> list[str]:
         mode = call.input.mode
