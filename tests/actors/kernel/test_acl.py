@@ -18,11 +18,14 @@ from lineup.actors.kernel import (
     ACL,
     RUNTIME_KINDS,
     ActorKind,
+    ErrorCode,
+    Identity,
     Message,
     channel_allowed,
     control,
     message_allowed,
 )
+from lineup.actors.kernel.acl import RESERVED, refusal
 from lineup.actors.router import messages as router_messages
 from lineup.actors.store import messages as store_messages
 from lineup.actors.transport import messages as transport_messages
@@ -472,3 +475,14 @@ def test_hostile_type_strings_do_not_pin_memory_in_the_decision_cache() -> None:
     finally:
         tracemalloc.stop()
     assert after - before < 2 * 1024 * 1024
+
+
+def test_a_reserved_request_is_its_owners_alone_and_another_sender_of_the_kind_is_refused() -> None:
+    send_text = "router.sdk.conversation.send_text"
+    assert set(RESERVED) == {send_text}  # one row: only the chat speaks as the user
+    chat = Identity(K.MINIAPP, "miniapp:chat")
+    other = Identity(K.MINIAPP, "miniapp:probe")
+    assert refusal(chat, K.ROUTER, send_text) is None
+    assert refusal(other, K.ROUTER, send_text) is ErrorCode.PERMISSION_DENIED
+    assert refusal(other, K.ROUTER, "router.sdk.tool.complete") is None
+    assert refusal(chat, K.STORE, "store.tool_call.step") is ErrorCode.ACL_DENIED
