@@ -14,7 +14,6 @@ from collections import OrderedDict
 from typing import Any, Final
 
 import hypercorn.config
-import hypercorn.trio
 import trio
 from pydantic import ValidationError
 
@@ -37,10 +36,12 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 
+from ._listener import serve
 from ._markdown import markdown_tree
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewUpdatedEvent
 from .shell_protocol import (
+    MAX_SHELL_FRAME_BYTES,
     RuntimeStatus,
     ShellApps,
     ShellHello,
@@ -62,6 +63,7 @@ INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a w
 TREE_CACHE: Final = 2048  # distinct texts remembered
 VIEW_QUEUE: Final = 256
 REFUSED: Final = "hostbridge.shell_frame_refused"
+REFUSALS_DROPPED: Final = "hostbridge.refusals_dropped"
 
 
 class TreeCache:
@@ -123,10 +125,12 @@ class HostbridgeActor(Actor):
         config.bind = [f"127.0.0.1:{access.port}"]
         config.accesslog = None  # URLs would carry the token
         config.errorlog = log
-        config.websocket_max_message_size = 1 << 20
+        # Enforced by wsproto as the bytes arrive: a larger message is refused (1009) once
+        # this much of it is read, never buffered whole.
+        config.websocket_max_message_size = MAX_SHELL_FRAME_BYTES
         app = build_app(access, self.hub, self._greeting, self._from_shell, self._refused)
         async with trio.open_nursery() as nursery:
-            await nursery.start(hypercorn.trio.serve, app, config)
+            await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
             task_status.started()
 
