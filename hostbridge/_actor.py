@@ -38,6 +38,7 @@ from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequ
 
 from ._listener import serve
 from ._markdown import markdown_tree
+from ._refusals import RefusalLedger
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewUpdatedEvent
 from .shell_protocol import (
@@ -114,6 +115,7 @@ class HostbridgeActor(Actor):
         self._trees = TreeCache()
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[ViewUpdatedEvent](VIEW_QUEUE)
+        self._refusals = RefusalLedger()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         settings = self.ctx.config.get("hostbridge")
@@ -132,6 +134,7 @@ class HostbridgeActor(Actor):
         async with trio.open_nursery() as nursery:
             await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
+            nursery.start_soon(self._report_dropped_refusals)
             task_status.started()
 
     # ------------------------------------------------------------------ runtime → Shell
@@ -252,8 +255,23 @@ class HostbridgeActor(Actor):
             self._error_notice(f"That action could not be delivered ({exc.code.value}).")
 
     def _refused(self, message_type: str | None) -> None:
-        """A Shell frame failed the protocol: refused, and recorded by type (never content)."""
-        self._audit_user(REFUSED, message_type, code=ErrorCode.INVALID_ARGUMENTS.value)
+        """A Shell frame failed the protocol: refused, and recorded by type (never content),
+        at a bounded rate (`RefusalLedger`): past it, only counted."""
+        now = trio.current_time()
+        self._report_dropped(now)
+        if self._refusals.admit(REFUSED, now):
+            self._audit_user(REFUSED, message_type, code=ErrorCode.INVALID_ARGUMENTS.value)
+
+    def _report_dropped(self, now: float) -> None:
+        for kind, dropped in self._refusals.due(now):
+            # The count rides in subject_id: an audit row has no number field.
+            self._audit_user(REFUSALS_DROPPED, kind, subject_id=str(dropped))
+
+    async def _report_dropped_refusals(self) -> None:
+        """Counter rows for windows that ended with drops, even if no refusal follows."""
+        while True:
+            await trio.sleep(self._refusals.window / 2)
+            self._report_dropped(trio.current_time())
 
 
 def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:

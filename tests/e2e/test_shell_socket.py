@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode
-from lineup.hostbridge._actor import REFUSED, REFUSALS_DROPPED
+from lineup.hostbridge._actor import REFUSALS_DROPPED, REFUSED
 from lineup.hostbridge.shell_protocol import MAX_SHELL_FRAME_BYTES
 from lineup.supervisor import Supervisor
 from lineup.tests.support.runtime import start_runtime
@@ -152,9 +152,16 @@ async def test_ten_thousand_refused_frames_write_a_bounded_number_of_audit_rows_
     port, token = _port_and_token(runtime.shell_url)
     flood = 10_000
     frame = bytes([0x81, 0x81, 0, 0, 0, 0]) + b"{"  # masked text frame "{": not JSON
-    await _send_and_drain(
-        port, _upgrade(port, token) + frame * flood + CLOSE_FRAME
-    )
+    with trio.fail_after(WAIT):
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            await stream.send_all(_upgrade(port, token))
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += await stream.receive_some(4096)
+            assert answer.split()[1] == b"101"
+            await stream.send_all(frame * flood + CLOSE_FRAME)
+            while await stream.receive_some(65536):
+                pass
     auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
 
     def accounted(rows: tuple[object, ...]) -> int:
