@@ -14,7 +14,6 @@ from collections import OrderedDict
 from typing import Any, Final
 
 import hypercorn.config
-import hypercorn.trio
 import trio
 from pydantic import ValidationError
 
@@ -37,10 +36,13 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 
+from ._listener import serve
 from ._markdown import markdown_tree
+from ._refusals import RefusalLedger
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewUpdatedEvent
 from .shell_protocol import (
+    MAX_SHELL_FRAME_BYTES,
     RuntimeStatus,
     ShellApps,
     ShellHello,
@@ -62,6 +64,7 @@ INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a w
 TREE_CACHE: Final = 2048  # distinct texts remembered
 VIEW_QUEUE: Final = 256
 REFUSED: Final = "hostbridge.shell_frame_refused"
+REFUSALS_DROPPED: Final = "hostbridge.refusals_dropped"
 
 
 class TreeCache:
@@ -112,6 +115,7 @@ class HostbridgeActor(Actor):
         self._trees = TreeCache()
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[ViewUpdatedEvent](VIEW_QUEUE)
+        self._refusals = RefusalLedger()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         settings = self.ctx.config.get("hostbridge")
@@ -123,11 +127,14 @@ class HostbridgeActor(Actor):
         config.bind = [f"127.0.0.1:{access.port}"]
         config.accesslog = None  # URLs would carry the token
         config.errorlog = log
-        config.websocket_max_message_size = 1 << 20
+        # Enforced by wsproto as the bytes arrive: a larger message is refused (1009) once
+        # this much of it is read, never buffered whole.
+        config.websocket_max_message_size = MAX_SHELL_FRAME_BYTES
         app = build_app(access, self.hub, self._greeting, self._from_shell, self._refused)
         async with trio.open_nursery() as nursery:
-            await nursery.start(hypercorn.trio.serve, app, config)
+            await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
+            nursery.start_soon(self._report_dropped_refusals)
             task_status.started()
 
     # ------------------------------------------------------------------ runtime → Shell
@@ -248,8 +255,23 @@ class HostbridgeActor(Actor):
             self._error_notice(f"That action could not be delivered ({exc.code.value}).")
 
     def _refused(self, message_type: str | None) -> None:
-        """A Shell frame failed the protocol: refused, and recorded by type (never content)."""
-        self._audit_user(REFUSED, message_type, code=ErrorCode.INVALID_ARGUMENTS.value)
+        """A Shell frame failed the protocol: refused, and recorded by type (never content),
+        at a bounded rate (`RefusalLedger`): past it, only counted."""
+        now = trio.current_time()
+        self._report_dropped(now)
+        if self._refusals.admit(REFUSED, now):
+            self._audit_user(REFUSED, message_type, code=ErrorCode.INVALID_ARGUMENTS.value)
+
+    def _report_dropped(self, now: float) -> None:
+        for kind, dropped in self._refusals.due(now):
+            # The count rides in subject_id: an audit row has no number field.
+            self._audit_user(REFUSALS_DROPPED, kind, subject_id=str(dropped))
+
+    async def _report_dropped_refusals(self) -> None:
+        """Counter rows for windows that ended with drops, even if no refusal follows."""
+        while True:
+            await trio.sleep(self._refusals.window / 2)
+            self._report_dropped(trio.current_time())
 
 
 def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:

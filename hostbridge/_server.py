@@ -24,7 +24,7 @@ import trio
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -137,7 +137,8 @@ def build_app(
         )
 
     async def healthz(request: Request) -> Response:
-        return PlainTextResponse("ok")
+        # For a local probe: no token, and nothing in it a foreign page could use.
+        return JSONResponse({"ok": True}, headers={"Cache-Control": "no-store"})
 
     async def shell_socket(websocket: WebSocket) -> None:
         token = websocket.query_params.get("token", "")
@@ -172,9 +173,9 @@ def build_app(
     return Starlette(
         routes=[
             Route("/", index),
+            Route("/healthz", healthz),  # before /{name}, which would answer it 404
             Route("/static/{name}", static),
             Route("/{name}", static),
-            Route("/healthz", healthz),
             WebSocketRoute("/ws", shell_socket),
         ]
     )

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 __all__ = [
     "MAX_ID",
     "MAX_SHELL_FRAME",
+    "MAX_SHELL_FRAME_BYTES",
     "RUNTIME_TO_SHELL",
     "SHELL_TO_RUNTIME",
     "UI_EVENT_KINDS",
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 MAX_SHELL_FRAME: Final = 64 * 1024  # characters in one Shell frame: user text, small intents
+# The most UTF-8 such a frame can take: the socket refuses a larger message as it reads it.
+MAX_SHELL_FRAME_BYTES: Final = 4 * MAX_SHELL_FRAME
 MAX_ID: Final = 200  # instance, message and client ids
 MAX_SCOPE: Final = 100  # an app_scope
 MAX_STATE: Final = 64  # a runtime or instance state, a reason code

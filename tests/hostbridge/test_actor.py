@@ -209,3 +209,20 @@ async def test_a_foreign_origin_is_refused_at_the_handshake_whatever_its_token(
     assert own.split()[1] == b"101"  # the same handshake from the Shell's own origin passes
     assert [status.split()[1] for status in foreign] == [b"403", b"403"]
     assert not any(isinstance(r, UiEventRequest) for r in bus.requests)
+
+
+async def test_healthz_answers_200_with_a_tiny_json_body_and_no_token(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        _actor, _bus, port = await start_hostbridge(nursery, tmp_path)
+        request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        answer = b""
+        with trio.fail_after(WAIT):
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                await stream.send_all(request.encode())
+                while chunk := await stream.receive_some(4096):
+                    answer += chunk
+        nursery.cancel_scope.cancel()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"200"
+    assert json.loads(body) == {"ok": True}
+    assert TOKEN.encode() not in answer
