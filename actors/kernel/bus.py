@@ -39,6 +39,7 @@ from itertools import count
 from typing import Any, Final, NamedTuple, NoReturn, TypeVar
 
 import pydantic
+import pydantic_core
 import trio
 
 from ._replies import Deadlines, ReplySlot
@@ -52,6 +53,7 @@ from .errors import (
     DeadlineExceeded,
     ErrorCode,
     LineUpError,
+    LocalProtocolError,
     RemoteProtocolError,
     describe_failure,
 )
@@ -579,13 +581,17 @@ class Bus:
 
     def _reply_frame(self, conn: Connection, env: Envelope, result: object) -> bytes:
         if isinstance(result, Message):
-            return encode_frame(
-                "r",
-                conn.next_id(),
-                _to_json(result),
-                reply_to=env.frame_id,
-                max_frame=conn.channel.max_frame,
-            )
+            try:
+                return encode_frame(
+                    "r",
+                    conn.next_id(),
+                    _to_json(result),
+                    reply_to=env.frame_id,
+                    max_frame=conn.channel.max_frame,
+                )
+            except LineUpError as exc:  # too large, too deep: the request fails, not the actor
+                log.error("bus.reply_refused type=%s code=%s", env.body.TYPE, exc.code.value)
+                result = LineUpError(ErrorCode.HANDLER_FAILED, "reply out of bounds")
         if isinstance(result, LineUpError):
             code, text = result.code, result.message
         else:
@@ -733,8 +739,13 @@ class Bus:
 
 
 def _to_json(message: Message) -> bytes:
-    """`message.model_dump_json()`, as the UTF-8 bytes a frame carries, without the str trip."""
-    return message.__pydantic_serializer__.to_json(message)
+    """`message.model_dump_json()`, as the UTF-8 bytes a frame carries, without the str trip.
+    Raises LocalProtocolError(frame_malformed) for a body JSON cannot hold (nested too deep for
+    the serialiser, say): the sender's mistake, refused like any other."""
+    try:
+        return message.__pydantic_serializer__.to_json(message)
+    except pydantic_core.PydanticSerializationError as exc:
+        raise LocalProtocolError(ErrorCode.FRAME_MALFORMED, "body cannot be serialised") from exc
 
 
 def _refusal(body: dict[str, object]) -> LineUpError:

@@ -10,7 +10,7 @@ and no other test module uses. The prefixes are chosen against the ACL table:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from lineup.actors.kernel import Message
 
@@ -23,6 +23,13 @@ class EchoRequest(Message):
 class EchoReply(Message):
     type: Literal["router.sdk.kerneltest_echo.reply"] = "router.sdk.kerneltest_echo.reply"
     text: str
+
+
+class TreeRequest(Message):
+    """A request carrying any JSON object (nested as deep as the caller likes)."""
+
+    type: Literal["router.sdk.kerneltest_tree"] = "router.sdk.kerneltest_tree"
+    tree: dict[str, Any]
 
 
 class BlobRequest(Message):

@@ -50,6 +50,7 @@ from ._messages import (
     NoteEvent,
     PeerEchoRequest,
     PeerNoteEvent,
+    TreeRequest,
 )
 
 K = ActorKind
@@ -349,6 +350,40 @@ async def test_a_handler_that_crashes_or_gives_no_reply_is_an_internal_error(
     with trio.fail_after(WAIT):  # the bus and the channel survive the handler's bug
         reply = await app.request("router", EchoRequest(text="fine"), expect=EchoReply)
     assert reply == EchoReply(text="fine")
+
+
+async def test_a_reply_too_large_for_a_frame_fails_that_request_and_the_actor_lives_on(
+    nursery: trio.Nursery,
+) -> None:
+    async def huge_on_big(env: Envelope) -> Message | None:
+        if isinstance(env.body, EchoRequest) and env.body.text == "big":
+            return EchoReply(text="x" * (2 << 20))  # over the 1 MiB frame
+        return await echo(env)
+
+    app = await start_bus(nursery, MINIAPP)
+    router = await start_bus(nursery, ROUTER, Server(huge_on_big))
+    join(app, router)
+
+    with trio.fail_after(WAIT), pytest.raises(LineUpError) as info:
+        await app.request("router", EchoRequest(text="big"), expect=EchoReply)
+    assert info.value.code is ErrorCode.HANDLER_FAILED
+    with trio.fail_after(WAIT):
+        reply = await app.request("router", EchoRequest(text="fine"), expect=EchoReply)
+    assert reply == EchoReply(text="fine")
+
+
+async def test_a_body_json_cannot_hold_is_refused_to_its_sender_with_a_code(
+    nursery: trio.Nursery,
+) -> None:
+    view: dict[str, Any] = {}
+    for _ in range(2000):
+        view = {"child": view}
+    app = await start_bus(nursery, MINIAPP)
+    router = await start_bus(nursery, ROUTER)
+    join(app, router)
+    with trio.fail_after(WAIT), pytest.raises(LineUpError) as info:
+        await app.request("router", TreeRequest(tree=view), expect=EchoReply)
+    assert info.value.code is ErrorCode.FRAME_MALFORMED
 
 
 # ---------------------------------------------------------------------------------- ACL
