@@ -89,6 +89,7 @@ from lineup.hostbridge.messages import AppsUpdatedEvent, ViewUpdatedEvent
 from lineup.miniapps import catalogue
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
+from lineup.wire._limits import check_document  # (not `lineup.wire`: that loads httpx)
 
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
 from .messages import (
@@ -114,6 +115,8 @@ NOTIFY_TIMEOUT: Final = 5.0
 STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
+# At most this many views a second per instance reach the Shell; the latest one wins.
+VIEWS_PER_SECOND: Final = 30
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
 _ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
@@ -142,6 +145,10 @@ class FocusActor(Actor):
         self._stack = FocusStack()
         self._owners: dict[str, str] = {}  # instance_id -> app_scope
         self._views: dict[str, AppView] = {}
+        self._views_unpushed: dict[
+            str, AppView
+        ] = {}  # the latest view of each instance not yet pushed
+        self._view_pushers: set[str] = set()
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
         self._session_locks: dict[tuple[str, str], trio.Lock] = {}
@@ -512,6 +519,7 @@ class FocusActor(Actor):
             self._stack.remove(instance_id, state)
             await self._persist()
             self._views.pop(instance_id, None)
+            self._views_unpushed.pop(instance_id, None)
             self._subscribers.pop((scope, instance_id), None)
             self._session_locks.pop((scope, instance_id), None)
             return self._live_of(scope)
@@ -668,15 +676,44 @@ class FocusActor(Actor):
 
     @handles(sdk.ViewUpdateRequest)
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
+        """An app's whole view, checked against the bounds every JSON document the runtime
+        passes on must keep (depth, items, numbers, strings: the wire's `check_document`) and
+        coalesced: the Shell gets the latest one, at most `VIEWS_PER_SECOND` a second."""
         scope = self._owned(env, msg.instance_id)
         if self._stack.states.get(msg.instance_id) not in LIVE:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
-        if len(msg.view) > MAX_VIEW_KEYS:
-            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too wide")
+        try:
+            if len(msg.view) > MAX_VIEW_KEYS:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too wide")
+            check_document(msg.view)
+        except LineUpError as refused:
+            self.bus.audit(
+                AuditRecord(
+                    event="focus.view_refused",
+                    actor=self.ctx.identity.name,
+                    peer=env.sender.name,
+                    code=refused.code.value,
+                    subject_id=msg.instance_id,
+                )
+            )
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view out of bounds") from refused
         view = AppView(app_scope=scope, instance_id=msg.instance_id, view=msg.view)
         self._views[msg.instance_id] = view
-        self._nursery_soon(self._push_view, view)
+        self._views_unpushed[msg.instance_id] = view
+        if msg.instance_id not in self._view_pushers:
+            self._view_pushers.add(msg.instance_id)
+            self._nursery_soon(self._push_views, msg.instance_id)
         return sdk.CommandReceipt(id=msg.instance_id)
+
+    async def _push_views(self, instance_id: str) -> None:
+        """Push the instance's latest view, then wait out its share of a second; views that
+        arrive meanwhile replace one another."""
+        try:
+            while (view := self._views_unpushed.pop(instance_id, None)) is not None:
+                await self._push_view(view)
+                await trio.sleep(1 / VIEWS_PER_SECOND)
+        finally:
+            self._view_pushers.discard(instance_id)
 
     async def _push_view(self, view: AppView) -> None:
         # Not told: the Shell asks for every view when it (re)connects.

@@ -449,6 +449,25 @@ async def test_only_the_chat_speaks_as_the_user_another_app_is_refused_and_keeps
     assert (await s.agent.terminal("p-after"))["payload"]["result"] == {"echoed": "ok"}
 
 
+async def test_a_view_nested_too_deep_is_refused_with_a_code_and_focus_keeps_serving(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Issue 11, finding 6: a deep view made focus fail until the tree gave up. Now it is
+    refused (`invalid_arguments`, audited with the bound it broke) and nothing restarts."""
+    s = await scene(nursery, data_dir, probe=True)
+    await s.call("probe.run", {"mode": "deep_view"}, "p-deep")
+    assert (await s.agent.terminal("p-deep"))["payload"]["result"] == {"echoed": "deep_view"}
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(
+            lambda sh: any(v.get("codes") == ["invalid_arguments", "ok"] for v in sh.views.values())
+        )
+    auditor = await attach_once(s)
+    [refused] = await audit_rows(auditor, bool, event_prefix="focus.view_refused")
+    assert (refused.peer, refused.code) == ("miniapp:probe", "envelope_too_deep")
+    await s.chat_still_answers("views have bounds")
+    assert all(c.restarts == 0 for c in s.runtime.supervisor.status().children)
+
+
 async def test_a_miniapp_naming_another_apps_instance_is_refused_audited_and_changes_nothing(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:

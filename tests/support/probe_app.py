@@ -34,6 +34,7 @@ class ProbeInput(_Model):
         "session_of",
         "inbox",
         "speak",
+        "deep_view",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
     other_id: str | None = Field(default=None, max_length=200)  # another app's instance, delivery
@@ -104,7 +105,7 @@ class Probe(MiniApp):
         if mode == "cancel":
             await call.cancel("gave_up")
             return None
-        codes += [await self._speak(call.call_id)] if mode == "speak" else []
+        codes += await self._policy(mode, call)
         if mode in ("forge_instance", "ack_other", "session_of", "inbox") and call.input.other_id:
             codes += await self._with_other(call, call.input.other_id)
         if mode == "bad_output":
@@ -130,6 +131,25 @@ class Probe(MiniApp):
     async def echo(self, call: ToolCall[ProbeInput]) -> ProbeOutput:
         """Needs the app ready (the default activation requirement), nothing else."""
         return ProbeOutput(echoed=call.input.mode)
+
+    async def _policy(self, mode: str, call: ToolCall[ProbeInput]) -> list[str]:
+        """The runtime's policies on what an app may send, tried (the codes it got)."""
+        if mode == "speak":
+            return [await self._speak(call.call_id)]
+        if mode == "deep_view":
+            return [await self._deep_view(call.instance_id)]
+        return []
+
+    async def _deep_view(self, instance_id: str) -> str:
+        """Render a view nested 100 levels deep: the bus carries it, focus's bound refuses it."""
+        view: dict[str, Any] = {"kind": "probe"}
+        for _ in range(100):
+            view = {"kind": "probe", "child": view}
+        try:
+            await self.app.ui.render(instance_id, view)
+        except LineUpError as exc:
+            return exc.code.value
+        return "ok"
 
     async def _speak(self, call_id: str) -> str:
         """Try to speak as the user, which only the chat may."""
