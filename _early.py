@@ -35,8 +35,17 @@ __all__ = [
 # What every actor needs, and the supervisor too: loaded before the zygote says it is ready.
 BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")
 
-# Modules the zygote imports (besides its own list) before forking the runtime's children.
+# What the zygote imports for `lineup run`'s children: each entry before a child of its
+# package forks, the rest once the tree is ready (see `supervisor/_zygote.py`).
 RUNTIME_PRELOAD: Final = (
+    # The actors' modules, not their packages: a package exports its actor lazily, so that
+    # importing its `messages` stays light, and importing the package alone would load nothing.
+    "lineup.actors.store._actor",
+    "lineup.actors.transport._actor",
+    "lineup.actors.router._actor",
+    "lineup.actors.focus._actor",
+    "lineup.actors.gateway._actor",
+    "lineup.hostbridge._actor",
     "httpx",
     # What an httpx client imports when it is first created, in the transport and the demo
     # Agent: the connection pool (httpcore: h11, h2, anyio) and the CA bundle's locator.

@@ -29,8 +29,8 @@ SPAWN_TIMEOUT: Final = 5.0
 
 
 class Zygote:
-    """The tree's zygote: `preload` names modules it loads besides the runtime actors' own,
-    each of `lanes` the modules of one more zygote (see the module's docstring)."""
+    """The tree's zygote: `preload` names the modules it loads for the tree's children, each of
+    `lanes` the modules of one more zygote (see the module's docstring)."""
 
     def __init__(
         self, preload: tuple[str, ...] = (), lanes: tuple[tuple[str, ...], ...] = ()

@@ -56,17 +56,6 @@ from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 from . import _sandbox, _title
 
 CONTROL_FD: Final = 3  # where a child finds its control channel
-PRELOAD: Final = (
-    *BASE,
-    # The actors' modules, not their packages: a package exports its actor lazily, so that
-    # importing its `messages` stays light, and importing the package alone would load nothing.
-    "lineup.actors.store._actor",
-    "lineup.actors.transport._actor",
-    "lineup.actors.router._actor",
-    "lineup.actors.focus._actor",
-    "lineup.actors.gateway._actor",
-    "lineup.hostbridge._actor",
-)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG: Final = 1
@@ -153,11 +142,13 @@ def entries_for(modules: Iterable[str], target: str) -> list[str]:
 def lane_preloads(
     preload: Iterable[str], lanes: Iterable[tuple[str, ...]] = ()
 ) -> tuple[tuple[str, ...], ...]:
-    """What each zygote of a tree preloads besides `BASE`: the first, `PRELOAD` and `preload`
-    but what a lane claims; each lane, its own modules (see `Zygote` in `_spawn`)."""
+    """What each zygote of a tree preloads besides `BASE`: the first, `preload` but what a lane
+    claims; each lane, its own modules (see `Zygote` in `_spawn`). A zygote loads nothing a
+    tree does not name: once the tree is ready it loads the rest of its list, and anything
+    more would only compete with the tree for the cores."""
     lanes = tuple(lanes)
     claimed = {module for lane in lanes for module in lane}
-    first = dict.fromkeys(m for m in (*PRELOAD, *preload) if m not in BASE and m not in claimed)
+    first = dict.fromkeys(m for m in preload if m not in BASE and m not in claimed)
     return (tuple(first), *lanes)
 
 
