@@ -35,21 +35,28 @@ __all__ = [
 # What every actor needs, and the supervisor too: loaded before the zygote says it is ready.
 BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")
 
-# Modules the zygote imports (besides its own list) before forking the runtime's children.
+# What the zygote imports for `lineup run`'s children: each entry before a child of its
+# package forks, the rest once the tree is ready (see `supervisor/_zygote.py`).
 RUNTIME_PRELOAD: Final = (
+    # The actors' modules, not their packages: a package exports its actor lazily, so that
+    # importing its `messages` stays light, and importing the package alone would load nothing.
+    # An entry may name more modules after the first: what that module imports only on first
+    # use, loaded with it before its child forks. httpx imports its connection pool (httpcore:
+    # h11, h2, anyio; ~60 ms) and the CA bundle's locator with its first client.
+    "lineup.actors.store._actor",
+    "lineup.actors.transport._actor httpcore certifi encodings.idna",
+    "lineup.actors.router._actor",
+    "lineup.actors.focus._actor",
+    "lineup.actors.gateway._actor",
+    "lineup.hostbridge._actor",
     "httpx",
-    # What an httpx client imports when it is first created, in the transport and the demo
-    # Agent: the connection pool (httpcore: h11, h2, anyio) and the CA bundle's locator.
-    "httpcore",
-    "certifi",
-    "encodings.idna",
     "hypercorn.trio",
     "starlette.applications",
     "markdown_it",
     "lineup.sdk",
     "lineup.miniapps.chat",
     "lineup.ops.devserver.actor",
-    "lineup.ops.agent.demo",
+    "lineup.ops.agent.demo httpcore certifi encodings.idna",
 )
 
 # One more zygote for the HTTP servers of `lineup run` (see `supervisor/_spawn.py`): it loads

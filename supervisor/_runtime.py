@@ -33,6 +33,10 @@ __all__ = [
 
 PRELOAD: Final = RUNTIME_PRELOAD  # what the zygote imports for the runtime's children
 LANES: Final = RUNTIME_LANES  # and the zygotes beside it (see `_spawn`)
+# With the AppServer embedded, the tree is ready once the transport's first login is answered
+# (milliseconds on loopback): a message sent at "ready" then finds the session. Bounded, as the
+# transport's own first start may fail.
+EMBEDDED_LINK_WAIT: Final = 5.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class RuntimePlan:
     shell_url: str
     appserver_url: str
     info: dict[str, str] = field(default_factory=dict)
+    link_wait: float = 0.0  # Supervisor(link_wait=…): see EMBEDDED_LINK_WAIT
 
 
 def shell_socket(shell_url: str) -> tuple[str, str]:
@@ -240,4 +245,5 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
         info["appserver_url"] = appserver_url
     if dev_apps:
         info["dev_apps"] = " ".join(app["app_scope"] for app in dev_apps)
-    return RuntimePlan(specs, shell_url, appserver_url, info)
+    link_wait = EMBEDDED_LINK_WAIT if embedded else 0.0
+    return RuntimePlan(specs, shell_url, appserver_url, info, link_wait)

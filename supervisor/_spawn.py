@@ -29,8 +29,8 @@ SPAWN_TIMEOUT: Final = 5.0
 
 
 class Zygote:
-    """The tree's zygote: `preload` names modules it loads besides the runtime actors' own,
-    each of `lanes` the modules of one more zygote (see the module's docstring)."""
+    """The tree's zygote: `preload` names the modules it loads for the tree's children, each of
+    `lanes` the modules of one more zygote (see the module's docstring)."""
 
     def __init__(
         self, preload: tuple[str, ...] = (), lanes: tuple[tuple[str, ...], ...] = ()
@@ -43,9 +43,10 @@ class Zygote:
         return self._lanes[0].pid
 
     async def start(self) -> None:
-        async with trio.open_nursery() as nursery:
-            for lane in self._lanes:
-                nursery.start_soon(lane.start)
+        for lane in self._lanes:  # all at once: each preloads while the others start
+            lane.launch()
+        for lane in self._lanes:
+            await lane.wait_ready()
 
     async def spawn(
         self, boot: dict[str, Any], control: socket.socket, stdio: tuple[int, int] | None = None
@@ -89,6 +90,11 @@ class _Lane:
         self.pid: int | None = None
 
     async def start(self) -> None:
+        self.launch()
+        await self.wait_ready()
+
+    def launch(self) -> None:
+        """Adopt the early zygote of these modules, or start a fresh one."""
         early = take_zygote(self.modules)
         if early is not None:
             self._process, ours = early  # forked before our imports: it preloaded meanwhile
@@ -100,7 +106,7 @@ class _Lane:
             # and PR_SET_PDEATHSIG fires when the parent *thread* exits — an idle worker thread
             # retiring would SIGKILL the whole tree. Popen of a tiny argv costs a few ms, once.
             # (Not a fork: trio is running here, and its loop must not be copied.)
-            self._process = subprocess.Popen(  # noqa: ASYNC220
+            self._process = subprocess.Popen(
                 zygote_argv(theirs.fileno()),
                 pass_fds=(theirs.fileno(),),
                 env=env,
@@ -108,8 +114,12 @@ class _Lane:
             )
             theirs.close()
         self._pidfd = os.pidfd_open(self._process.pid)
+        self._channel = Channel(ours)
+
+    async def wait_ready(self) -> None:
+        assert self._process is not None
+        assert self._channel is not None
         with trio.fail_after(ZYGOTE_START_TIMEOUT):
-            self._channel = Channel(ours)
             frames = await self._channel.receive()
         if not frames or parse_frame(frames[0]).body.get("type") != "zygote.ready":
             raise LineUpError(ErrorCode.INTERNAL_ERROR, "the zygote failed to start")

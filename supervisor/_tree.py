@@ -88,6 +88,8 @@ STOP_TERM_WAIT: Final = 0.5  # after SIGTERM, before SIGKILL
 STOP_KILL_WAIT: Final = 2.0
 INTRODUCE_WAIT: Final = 10.0  # how long an introduction waits for the peer to become ready
 DRAIN_WAIT: Final = 1.0  # after the last child stops, for the MiniApps' last output lines
+# The transport's link states before its first login has been answered (see `link_wait`).
+_BEFORE_LINK: Final = frozenset({"created", "restoring", "authenticating"})
 
 Reporter = Callable[[str], None]
 
@@ -137,8 +139,13 @@ class Supervisor:
         preload: tuple[str, ...] = (),
         lanes: tuple[tuple[str, ...], ...] = (),
         control_socket: bool = True,
+        link_wait: float = 0.0,
     ) -> None:
         self.data_dir = data_dir
+        # How long `run`, once every child is ready, waits for the transport's first login to
+        # be answered (the AppServer session stored, or the link failed) before the tree says
+        # ready: with an AppServer of its own, a message sent at "ready" finds the session.
+        self.link_wait = link_wait
         self.strategy = strategy
         self.intensity = intensity or Intensity()
         self._report = report or (lambda line: None)
@@ -200,6 +207,9 @@ class Supervisor:
                 await self._zygote.start()
                 self._sandbox = sandbox_status()
                 await self._start_all()
+                if self.link_wait > 0:
+                    with trio.move_on_after(self.link_wait):
+                        await self.wait_until(self._linked_once)
                 self.state = "running"
                 self._report(
                     f"ready in {time.monotonic() - self.started_at:.2f} s "
@@ -216,6 +226,9 @@ class Supervisor:
                     services.cancel()
         if escalation is not None:
             raise escalation
+
+    def _linked_once(self) -> bool:
+        return self._runtime is not None and self._runtime.state not in _BEFORE_LINK
 
     async def _start_all(self) -> None:
         """Start every child, each once the children it starts after have settled. Returns
@@ -538,6 +551,7 @@ class Supervisor:
         if isinstance(body, RuntimeLinkEvent):
             if env.sender.kind is ActorKind.TRANSPORT:
                 self._runtime = RuntimeLink(state=body.state, reason=body.reason)
+                self._notify_changed()
             return None
         if isinstance(body, ChildStartRequest):
             return await self._start_miniapp(body)

@@ -56,17 +56,6 @@ from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 from . import _sandbox, _title
 
 CONTROL_FD: Final = 3  # where a child finds its control channel
-PRELOAD: Final = (
-    *BASE,
-    # The actors' modules, not their packages: a package exports its actor lazily, so that
-    # importing its `messages` stays light, and importing the package alone would load nothing.
-    "lineup.actors.store._actor",
-    "lineup.actors.transport._actor",
-    "lineup.actors.router._actor",
-    "lineup.actors.focus._actor",
-    "lineup.actors.gateway._actor",
-    "lineup.hostbridge._actor",
-)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG: Final = 1
@@ -135,29 +124,39 @@ def _child(
         os._exit(code)
 
 
-def _import(module: str) -> None:
-    """Preload one module. A failure is not the zygote's: the child that needs the module
-    imports it again and fails with its own error, reported as any child's is."""
-    try:
-        importlib.import_module(module)
-    except Exception:
-        traceback.print_exc()
+def _import(entry: str) -> None:
+    """Preload one entry: a module, or a module then what it imports only on first use
+    (`"lineup.actors.transport._actor httpcore"`: httpx loads httpcore with its first client).
+    A failure is not the zygote's: the child that needs the module imports it again and
+    fails with its own error, reported as any child's is."""
+    for module in entry.split():
+        try:
+            importlib.import_module(module)
+        except Exception:
+            traceback.print_exc()
 
 
 def entries_for(modules: Iterable[str], target: str) -> list[str]:
-    """The entries of `modules` in the package of `target` (`pkg:Attr`: `pkg` and `pkg.*`)."""
+    """The entries of `modules` in the package of `target` (`pkg:Attr`: `pkg` and `pkg.*`),
+    by each entry's first module."""
     package = target.partition(":")[0]
-    return [m for m in modules if m == package or m.startswith(package + ".")]
+    return [m for m in modules if _first(m) == package or _first(m).startswith(package + ".")]
+
+
+def _first(entry: str) -> str:
+    return entry.split(maxsplit=1)[0] if entry.strip() else ""
 
 
 def lane_preloads(
     preload: Iterable[str], lanes: Iterable[tuple[str, ...]] = ()
 ) -> tuple[tuple[str, ...], ...]:
-    """What each zygote of a tree preloads besides `BASE`: the first, `PRELOAD` and `preload`
-    but what a lane claims; each lane, its own modules (see `Zygote` in `_spawn`)."""
+    """What each zygote of a tree preloads besides `BASE`: the first, `preload` but what a lane
+    claims; each lane, its own modules (see `Zygote` in `_spawn`). A zygote loads nothing a
+    tree does not name: once the tree is ready it loads the rest of its list, and anything
+    more would only compete with the tree for the cores."""
     lanes = tuple(lanes)
     claimed = {module for lane in lanes for module in lane}
-    first = dict.fromkeys(m for m in (*PRELOAD, *preload) if m not in BASE and m not in claimed)
+    first = dict.fromkeys(m for m in preload if _first(m) not in BASE and m not in claimed)
     return (tuple(first), *lanes)
 
 
@@ -251,7 +250,7 @@ def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     for module in BASE:  # already there if the zygote was forked from the supervisor
         importlib.import_module(module)
-    preload = Preload(m for m in modules if m not in BASE)
+    preload = Preload(m for m in modules if _first(m) not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))

@@ -227,6 +227,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         intensity=Intensity(max_restarts=args.max_restarts, period=args.restart_period),
         preload=PRELOAD,
         lanes=LANES,
+        link_wait=plan.link_wait,
     )
     supervisor.info.update(plan.info)
     supervisor.allow_weak_sandbox = args.allow_weak_sandbox

@@ -56,3 +56,11 @@ def test_the_runtime_starts_together_but_the_appservers_clients_wait_for_it(
     # With a real AppServer there is nothing to wait for.
     remote = plan_runtime(RuntimeOptions(data_dir=tmp_path, appserver="https://appserver.test"))
     assert {s.after for s in remote.specs} == {()}
+
+
+def test_only_a_tree_with_its_own_appserver_waits_for_the_transports_first_login(
+    tmp_path: Path,
+) -> None:
+    assert plan_runtime(RuntimeOptions(data_dir=tmp_path)).link_wait > 0
+    remote = RuntimeOptions(data_dir=tmp_path, appserver="https://appserver.test")
+    assert plan_runtime(remote).link_wait == 0

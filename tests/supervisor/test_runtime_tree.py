@@ -10,6 +10,7 @@ import trio
 from lineup.actors.kernel import ActorKind, HealthReply, HealthRequest
 from lineup.supervisor import runtime_specs
 from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.runtime import start_runtime
 from lineup.tests.support.tree import attach, start_tree, until_answered
 
 ACTORS = [spec.name for spec in runtime_specs()]
@@ -40,3 +41,14 @@ async def test_each_actor_killed_in_turn_is_restarted_alone_and_answers_health(
             assert after[name].pid == before[name].pid
     restarts = [c.restarts for c in supervisor.status().children]
     assert restarts == [int(name == victim) for name in ACTORS]
+
+
+async def test_with_its_own_appserver_the_tree_is_ready_once_the_transport_has_a_session(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # Ready before the transport's first login, a message sent at once found no AppServer
+    # session and was refused (`not_connected`): the tree waits for the login's answer.
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    link = runtime.supervisor.status().runtime
+    assert link is not None
+    assert link.state not in {"created", "restoring", "authenticating"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,15 @@ from lineup.actors.kernel import load_target
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.supervisor._spawn import Zygote
 from lineup.supervisor._spec import runtime_specs
-from lineup.supervisor._zygote import PRELOAD, Preload, _import, entries_for, lane_preloads
+from lineup.supervisor._zygote import Preload, _import, entries_for, lane_preloads
 
 
 def test_the_zygote_preloads_the_module_of_every_runtime_actor() -> None:
     # Actor packages export their actor lazily, so preloading a package alone would load
     # nothing and every child would import its actor after the fork.
     for spec in runtime_specs():
-        assert load_target(spec.target).__module__ in PRELOAD, spec.name
+        first_modules = {entry.split()[0] for entry in RUNTIME_PRELOAD}
+        assert load_target(spec.target).__module__ in first_modules, spec.name
 
 
 def test_before_the_first_spawn_the_zygote_imports_its_preload_in_order() -> None:
@@ -48,6 +50,14 @@ def test_once_the_tree_is_ready_the_zygote_imports_the_rest_in_order() -> None:
     assert not preload.idling
 
 
+def test_an_entry_names_what_its_module_imports_on_first_use_and_is_found_by_its_first() -> None:
+    entry = "lineup.actors.transport._actor httpcore certifi"
+    preload = Preload([entry, "lineup.actors.transporter"])
+    assert preload.for_spawn("lineup.actors.transport:TransportActor") == [entry]
+    _import("json email.utils")  # each module, in order
+    assert {"json", "email.utils"} <= set(sys.modules)
+
+
 def test_a_preload_entry_that_fails_to_import_leaves_the_zygote_serving(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -57,11 +67,14 @@ def test_a_preload_entry_that_fails_to_import_leaves_the_zygote_serving(
 
 def test_a_lane_preloads_its_own_modules_and_the_first_zygote_all_the_others() -> None:
     lane = ("lineup.hostbridge._actor", "extra.two")
-    first, its = lane_preloads(("extra.one", "lineup.actors.store._actor", "extra.two"), (lane,))
+    preload = ("extra.one", "trio", "extra.two", "lineup.actors.store._actor", "extra.one")
+    first, its = lane_preloads(preload, (lane,))
     assert its == lane
-    # Once each, in order, without BASE (already loaded) or what the lane claims.
-    own = [m for m in PRELOAD if m not in BASE and m not in lane]
-    assert first == (*own, "extra.one")
+    # Once each, in order, without BASE (already loaded) or what the lane claims: nothing
+    # the tree does not name.
+    assert first == ("extra.one", "lineup.actors.store._actor")
+    assert not set(BASE) & set(first)
+    assert lane_preloads(("extra.one",)) == (("extra.one",),)
 
 
 def test_each_runtime_child_is_forked_by_the_zygote_that_preloads_its_module() -> None:

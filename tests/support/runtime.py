@@ -34,6 +34,7 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
         preload=PRELOAD,
         lanes=LANES,
         intensity=Intensity(max_restarts=50, period=10.0),
+        link_wait=plan.link_wait,
     )
     supervisor.info.update(plan.info)
     await nursery.start(supervisor.run)
