@@ -26,13 +26,15 @@ from lineup.actors.store.messages import (
     CursorSetRequest,
     InboxListReply,
     InboxListRequest,
+    OutboxPendingReply,
+    OutboxPendingRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import ChildSpec
+from lineup.supervisor import ChildSpec, Supervisor
 from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.tree import attach, audit_rows, start_tree
 
@@ -70,6 +72,11 @@ def call(call_id: str, tool: str) -> dict[str, Any]:
 
 async def tree(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus]:
     """(the transport, a router-kind peer that reads the store) on store + router + focus."""
+    transport, reader, _ = await tree_and_supervisor(nursery, data_dir)
+    return transport, reader
+
+
+async def tree_and_supervisor(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus, Supervisor]:
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest = data_dir / "probe.json"
     manifest.write_text(manifest_json(manifest_of(Probe)))
@@ -99,7 +106,7 @@ async def tree(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus]:
         CursorSetRequest(name="transport.session", value=json.dumps(session)),
         expect=CursorSetReply,
     )
-    return transport, reader
+    return transport, reader, supervisor
 
 
 async def hand_over(transport: Bus, *envelopes: dict[str, Any]) -> list[tuple[str | None, str]]:
@@ -217,6 +224,37 @@ async def test_a_text_whose_id_is_in_the_runtimes_namespace_is_refused_before_th
             event_prefix="router.envelope_rejected",
         )
         assert [r.subject_id for r in rows][-2:] == [o for o, _ in outcomes[:2]]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_miniapp_naming_a_calls_outbox_rows_as_its_client_ids_cannot_block_them(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, _, supervisor = await tree_and_supervisor(nursery, tmp_path)
+        app = await attach(nursery, supervisor, ActorKind.MINIAPP, "miniapp:probe")
+        squats = ("final:c1", "receipt:c1:accepted", ids.terminal_id("c1"))
+        receipts = [
+            await app.request(
+                "router",
+                sdk.ConversationSendTextRequest(message_id=squat, markdown="squat"),
+                expect=sdk.CommandReceipt,
+            )
+            for squat in squats
+        ]
+
+        # A call the router refuses at birth writes its terminal row at once.
+        outcomes = await hand_over(transport, call("c1", "probe.nope"))
+
+        assert outcomes == [("env-c1", "accepted")]
+        assert [r.id for r in receipts] == list(squats)  # the app keeps its own ids
+        pending = await transport.request(
+            "store", OutboxPendingRequest(), expect=OutboxPendingReply
+        )
+        rows = [(row.outbox_id, row.kind) for row in pending.rows]
+        assert rows[-1] == (ids.terminal_id("c1"), wire.TOOL_ERROR)
+        assert all(ids.is_runtime(outbox_id) for outbox_id, _ in rows)
+        assert not any(squat == outbox_id for squat in squats for outbox_id, _ in rows[:-1])
         nursery.cancel_scope.cancel()
 
 
