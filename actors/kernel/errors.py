@@ -49,6 +49,9 @@ class ErrorCode(StrEnum):
     SCOPE_MISSING = "scope_missing"
     CONVERSATION_MISMATCH = "conversation_mismatch"
     SENDER_MISMATCH = "sender_mismatch"
+    # An id already names another message: one of the other direction, one in the runtime's own
+    # namespace, or an inbound one with other content. Refused, never a crash (issue 11).
+    MESSAGE_ID_CONFLICT = "message_id_conflict"
     NOT_CONNECTED = "not_connected"  # no AppServer session yet (never logged in)
     # --- the AppServer link: why the runtime is reconnecting / offline_degraded ------------
     APPSERVER_UNREACHABLE = "appserver_unreachable"  # no answer: refused, reset, DNS

@@ -5,6 +5,11 @@ Persist, then acknowledge, then deliver: an inbound envelope is written (message
 delivery, one transaction) before the transport may advance its cursor, and only then is the
 app told. Telling the app is the fast path and may fail (the app is down, restarting): the
 inbox is the reliable one, and the SDK lists it whenever the app starts.
+
+Ids (`_ids`): the runtime mints every outbound id; an app's `message_id` is its client id, which
+the app sees back (receipts, history, updates) and the Agent never does. An inbound envelope
+whose id is the runtime's, or already an outbound message, is refused `message_id_conflict`
+and audited: its outcome says so, the transport moves past it, and nothing restarts.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from lineup.actors.store.messages import (
     InboxAckManyReply,
     InboxAckReply,
     InboxListReply,
+    MessageRow,
     OutboxRetryReply,
     OutboxRetryRequest,
 )
@@ -51,6 +57,7 @@ from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
+from . import _ids as ids
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._tools import ToolPipeline
 from .messages import (
@@ -112,8 +119,10 @@ class RouterActor(Actor):
                 envelope, size = admit_sized(
                     raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id
                 )
+                if ids.is_runtime(envelope.id):  # only the runtime mints these
+                    raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
                 if envelope.type == TOOL_CALL:
-                    await self._receive_texts(texts, outcomes)
+                    await self._receive_texts(texts, outcomes, env)
                     explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
                     await self.tools.accept(envelope, explicit_scope)
                     outcomes.append(EnvelopeOutcome(message_id=envelope.id, status="accepted"))
@@ -122,25 +131,29 @@ class RouterActor(Actor):
                     texts.append((len(outcomes), envelope, size))
                     outcomes.append(None)
             except EnvelopeRejected as rejected:
-                self.bus.audit(
-                    AuditRecord(
-                        event="router.envelope_rejected",
-                        actor=self.ctx.identity.name,
-                        peer=env.sender.name,
-                        code=rejected.code.value,
-                        message_type=_type_of(raw),
-                        subject_id=rejected.message_id,
-                    )
-                )
                 outcomes.append(
-                    EnvelopeOutcome(
-                        message_id=rejected.message_id, status="rejected", code=rejected.code.value
-                    )
+                    self._rejected(env, rejected.code.value, _type_of(raw), rejected.message_id)
                 )
-        await self._receive_texts(texts, outcomes)
+        await self._receive_texts(texts, outcomes, env)
         done = tuple(o for o in outcomes if o is not None)
         assert len(done) == len(outcomes)  # every pending text got its outcome
         return InboundEnvelopesReply(outcomes=done)
+
+    def _rejected(
+        self, env: Envelope, code: str, message_type: str | None, message_id: str | None
+    ) -> EnvelopeOutcome:
+        """Audit one refused inbound envelope; its outcome for the transport."""
+        self.bus.audit(
+            AuditRecord(
+                event="router.envelope_rejected",
+                actor=self.ctx.identity.name,
+                peer=env.sender.name,
+                code=code,
+                message_type=message_type,
+                subject_id=message_id,
+            )
+        )
+        return EnvelopeOutcome(message_id=message_id, status="rejected", code=code)
 
     async def _check_text(self, envelope: RuntimeEnvelope) -> None:
         """Raises `EnvelopeRejected` for an envelope that must not reach an inbox."""
@@ -159,6 +172,7 @@ class RouterActor(Actor):
         self,
         texts: list[tuple[int, RuntimeEnvelope, int]],
         outcomes: list[EnvelopeOutcome | None],
+        env: Envelope,
     ) -> None:
         """Persist the pending texts (one store request per frame-sized batch), fill in their
         outcomes, then tell their apps. Empties `texts`."""
@@ -168,20 +182,24 @@ class RouterActor(Actor):
             request = _receive_request(envelope)
             cost = _request_cost(envelope, raw_size)
             if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
-                await self._receive_batch(batch, outcomes)
+                await self._receive_batch(batch, outcomes, env)
                 batch, size = [], 0
             batch.append((index, envelope, request))
             size += cost
         if batch:
-            await self._receive_batch(batch, outcomes)
+            await self._receive_batch(batch, outcomes, env)
         texts.clear()
 
     async def _receive_batch(
         self,
         batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]],
         outcomes: list[EnvelopeOutcome | None],
+        env: Envelope,
     ) -> None:
+        """Persist one batch. A message the store refuses (its id conflicts, or it is invalid)
+        is that message's `rejected` outcome, audited; the others are persisted all the same."""
         requests = tuple(request for _, _, request in batch)
+        replies: tuple[ConversationReceiveReply, ...]
         try:
             replies = (
                 await self.bus.request(
@@ -193,20 +211,19 @@ class RouterActor(Actor):
         except LineUpError as exc:
             if exc.code is not ErrorCode.INVALID_ARGUMENTS:
                 raise
-            # One message is refused and the batch wrote nothing: receive them one at a time,
-            # so those before it are kept and the refusal is raised where it was.
-            replies = tuple(
-                [
-                    await self.bus.request("store", request, expect=ConversationReceiveReply)
-                    for request in requests
-                ]
-            )
+            # One message is invalid and the batch wrote nothing: receive them one at a time,
+            # so the others are kept and the refusal is that one message's.
+            replies = tuple([await self._receive_one(request) for request in requests])
         persisted: dict[str, list[sdk.Delivery]] = {}
         for (index, envelope, request), reply in zip(batch, replies, strict=True):
+            if reply.refused is not None:
+                outcomes[index] = self._rejected(env, reply.refused, envelope.type, envelope.id)
+                continue
             if not reply.created:
                 outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
                 continue
             outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
+            assert reply.seq is not None  # a created message has its seq
             persisted.setdefault(request.app_scope, []).append(
                 sdk.Delivery(
                     delivery_id=envelope.id,
@@ -217,6 +234,16 @@ class RouterActor(Actor):
             )
         for app_scope, deliveries in persisted.items():
             self._tell_deliveries(app_scope, deliveries)
+
+    async def _receive_one(self, request: ConversationReceiveRequest) -> ConversationReceiveReply:
+        try:
+            return await self.bus.request("store", request, expect=ConversationReceiveReply)
+        except LineUpError as exc:
+            if exc.code not in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.MESSAGE_ID_CONFLICT):
+                raise
+            return ConversationReceiveReply(
+                message_id=request.message_id, seq=None, created=False, refused=exc.code.value
+            )
 
     def _tell_deliveries(self, app_scope: str, deliveries: list[sdk.Delivery]) -> None:
         """Queue persisted deliveries for their app. One teller per app tells them in order,
@@ -339,6 +366,9 @@ class RouterActor(Actor):
     ) -> sdk.CommandReceipt:
         scope = app_scope_of(env.sender)
         session = await self._session()
+        # The app's id is its client id: the message's own is the runtime's (a repeat of the
+        # client id finds the first one, and this fresh id is dropped with its envelope).
+        message_id = ids.message_id()
         body = wire.dump(
             wire.envelope(
                 wire.TEXT,
@@ -346,7 +376,7 @@ class RouterActor(Actor):
                 conversation_id=session["conversation_id"],
                 sender_kind="user",
                 sender_id=session["user_id"],
-                message_id=msg.message_id,
+                message_id=message_id,
                 # The legacy rule, backwards: chat's messages carry no scope.
                 app_scope=scope if scope != "chat" else None,
             )
@@ -354,7 +384,8 @@ class RouterActor(Actor):
         reply = await self.bus.request(
             "store",
             ConversationSendRequest(
-                message_id=msg.message_id,
+                message_id=message_id,
+                client_id=msg.message_id,
                 conversation_id=session["conversation_id"],
                 app_scope=scope,
                 kind=TEXT,
@@ -372,9 +403,9 @@ class RouterActor(Actor):
         self, msg: sdk.ConversationRetryRequest, env: Envelope
     ) -> sdk.CommandReceipt:
         scope = app_scope_of(env.sender)
-        await self._own_message(msg.message_id, scope)
+        outbox_id = await self._own_message(msg.message_id, scope)
         reply = await self.bus.request(
-            "store", OutboxRetryRequest(outbox_id=msg.message_id), expect=OutboxRetryReply
+            "store", OutboxRetryRequest(outbox_id=outbox_id), expect=OutboxRetryReply
         )
         await self.tools.wake_transport()
         return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
@@ -406,7 +437,7 @@ class RouterActor(Actor):
             markdown = _markdown_of(row.body)
             items.append(
                 sdk.ConversationItem(
-                    message_id=row.message_id,
+                    message_id=_app_id(row),
                     seq=row.seq,
                     author="agent" if row.direction == "inbound" else "user",
                     state=row.state,
@@ -485,7 +516,9 @@ class RouterActor(Actor):
             return  # an outbox row that carries no conversation message (a tool result)
         await self._tell_app(
             row.row.app_scope,
-            sdk.ConversationUpdatedEvent(message_id=msg.outbox_id, state=msg.state, code=msg.code),
+            sdk.ConversationUpdatedEvent(
+                message_id=_app_id(row.row), state=msg.state, code=msg.code
+            ),
         )
 
     # ------------------------------------------------------------------ helpers
@@ -516,17 +549,18 @@ class RouterActor(Actor):
                 raise
             return None
 
-    async def _own_message(self, message_id: str, scope: str) -> None:
+    async def _own_message(self, client_id: str, scope: str) -> str:
+        """The runtime's id of the message the app `scope` sent as `client_id`. Another app's
+        message is not found: a client id names a message in its own app only."""
         try:
             row = await self.bus.request(
                 "store",
-                ConversationMessageRequest(message_id=message_id),
+                ConversationMessageRequest(message_id=client_id, app_scope=scope),
                 expect=ConversationMessageReply,
             )
         except LineUpError as exc:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, message_id) from exc
-        if row.row.app_scope != scope:
-            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, message_id)
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, client_id) from exc
+        return row.row.message_id
 
 
 def _type_of(raw: object) -> str | None:
@@ -535,6 +569,11 @@ def _type_of(raw: object) -> str | None:
         if isinstance(value, str):
             return value[:100]
     return None
+
+
+def _app_id(row: MessageRow) -> str:
+    """A message's id as its app knows it: its client id for one the app sent, else its own."""
+    return row.client_id if row.client_id is not None else row.message_id
 
 
 def _markdown_of(body: dict[str, Any]) -> str:

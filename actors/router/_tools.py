@@ -80,6 +80,7 @@ from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.schema import validate
 
+from . import _ids as ids
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
 
 __all__ = ["ToolPipeline"]
@@ -192,7 +193,7 @@ class ToolPipeline:
         except LineUpError as exc:
             log.info("router.inventory_not_published code=%s", exc.code.value)
             return
-        outbox_id = f"inventory:{session['conversation_id']}:{inventory.revision}"
+        outbox_id = ids.inventory_id(session["conversation_id"], inventory.revision)
         body = self._wire(
             session,
             wire.INVENTORY,
@@ -250,14 +251,14 @@ class ToolPipeline:
         for row in machine.ROWS[event]:
             payload: BaseModel
             if row == "terminal":
-                outbox_id, call_kind = f"final:{call_id}", wire.RESULT
+                outbox_id, call_kind = ids.terminal_id(call_id), wire.RESULT
                 if result is not None:
                     payload = wire.ResultPayload(call_id=call_id, result=result)
                 else:
                     call_kind = wire.TOOL_ERROR
                     payload = wire.ToolErrorPayload(call_id=call_id, code=code or event)
             else:
-                outbox_id, call_kind = f"receipt:{call_id}:{row}", wire.RECEIPT
+                outbox_id, call_kind = ids.receipt_id(call_id, row), wire.RECEIPT
                 failed = row in ("activation_failed", "activation_cancelled")
                 payload = wire.ReceiptPayload(
                     call_id=call_id, status=row, code=code if failed else None
@@ -556,7 +557,7 @@ class ToolPipeline:
     async def progress(self, sender: Identity, msg: sdk.ToolProgressRequest) -> sdk.CommandReceipt:
         known = await self._own_call(sender, msg.call_id, msg.TYPE)
         session = await self._session()
-        outbox_id = f"progress:{msg.call_id}:{time.time_ns()}"
+        outbox_id = ids.progress_id(msg.call_id, time.time_ns())
         body = self._wire(
             session,
             wire.PROGRESS,

@@ -422,8 +422,19 @@ CREATE INDEX app_inbox_pending ON app_inbox (app_scope, conversation_id, instanc
     WHERE acked_at IS NULL;
 """
 
+# v7: the runtime mints every outbound message id (issue 11): what an app passes is only its
+# `client_id`, a deduplication key inside its own scope, so no app can name another message, an
+# Agent's, or an outbox row of a tool call. Messages from before keep their ids: theirs were the
+# app's, and are its client ids from now on.
+_V7: Final = """
+ALTER TABLE messages ADD COLUMN client_id TEXT;
+UPDATE messages SET client_id = message_id WHERE direction = 'outbound';
+CREATE UNIQUE INDEX messages_by_client_id ON messages (app_scope, client_id)
+    WHERE client_id IS NOT NULL;
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6),
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

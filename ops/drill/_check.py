@@ -55,12 +55,18 @@ class Evidence:
     @classmethod
     def read(cls, appserver_db: Path, store_db: Path, exit_code: int | None) -> Evidence:
         evidence = cls(exit_code=exit_code)
+        with _readonly(store_db) as db:
+            # The wire id of a user's message is the runtime's; the chat's is its client id.
+            client_of = dict(
+                db.execute("SELECT message_id, client_id FROM messages WHERE client_id IS NOT NULL")
+            )
         with _readonly(appserver_db) as db:
             for direction, message_id, envelope in db.execute(
                 "SELECT direction, message_id, envelope FROM messages ORDER BY position"
             ):
                 body = json.loads(envelope)
-                row = (str(message_id), str(body.get("type")), body.get("payload") or {})
+                known = str(client_of.get(message_id, message_id))
+                row = (known, str(body.get("type")), body.get("payload") or {})
                 (evidence.to_agent if direction == "to_agent" else evidence.to_client).append(row)
         with _readonly(store_db) as db:
             for (message_id,) in db.execute(

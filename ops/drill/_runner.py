@@ -225,12 +225,12 @@ async def _login(client: AgentClient) -> None:
 
 async def _quiesce(run: Run, runtime_dir: Path) -> None:
     """Until every call is answered, every typed message arrived, and the store is settled."""
-    user_ids = set(run.user.user_ids())
+    typed = set(run.user.user_texts())
     while True:
         await run.user.close_all()
         if (
             not run.agent.unanswered
-            and user_ids <= run.agent.texts_arrived
+            and typed <= run.agent.texts_arrived
             and await trio.to_thread.run_sync(_store_settled, runtime_dir / "lineup.db")
         ):
             return

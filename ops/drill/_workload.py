@@ -86,7 +86,9 @@ class LoadAgent:
     # Kept as pages arrive, so a check is O(1) however long the run: (the drill's own process
     # also runs the link proxy, which a scan of every message would slow down).
     unanswered: set[str] = field(default_factory=set)  # call ids with no terminal message yet
-    texts_arrived: set[str] = field(default_factory=set)  # ids of texts the Agent received
+    # The Markdown of the texts the Agent received: the wire id of a user's message is the
+    # runtime's own (issue 11), and each drill text is unique.
+    texts_arrived: set[str] = field(default_factory=set)
     poisoned: dict[str, str] = field(default_factory=dict)  # message id -> the code expected
     _inventory: trio.Event = field(default_factory=trio.Event)
     _n: int = 0
@@ -115,7 +117,7 @@ class LoadAgent:
                     for calls in self._open.values():
                         calls.discard(call_id)
                 elif kind == "lineup.v1.text":
-                    self.texts_arrived.add(str(message.get("id")))
+                    self.texts_arrived.add(str((message.get("payload") or {}).get("markdown")))
                 elif kind == "lineup.v1.client.inventory":
                     self.revision = str(message["payload"]["revision"])
                     self._inventory.set()
@@ -355,7 +357,11 @@ class ShellUser:
                     await self._changed.wait()
 
     def user_ids(self) -> list[str]:
+        """The chat's ids of the typed messages (their client ids in the store)."""
         return [f"user-{client_id}" for client_id, _ in self.messages]
+
+    def user_texts(self) -> list[str]:
+        return [text for _, text in self.messages]
 
     # ------------------------------------------------------------------ closing
 

@@ -226,7 +226,10 @@ async def test_a_submit_resent_under_its_client_id_after_a_chat_restart_is_one_m
         await shell.wait_until(lambda s: states(s) == ["sent", "sent"])
     agent = await agent_client(nursery, runtime.appserver_url)
     received = [(m["id"], m["payload"]["markdown"]) for m in await messages_at_agent(agent)]
-    assert received == [("user-client-id-0001", "hello"), ("user-client-id-0002", "hello again")]
+    assert [text for _, text in received] == ["hello", "hello again"]
+    # The wire carries the runtime's ids, never the client's (issue 11).
+    assert all(i.startswith("lu:msg:") and "client-id" not in i for i, _ in received)
+    assert len({i for i, _ in received}) == 2
 
 
 async def test_an_envelope_the_filters_refuse_is_audited_and_never_shown(

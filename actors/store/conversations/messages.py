@@ -55,6 +55,7 @@ class MessageRow(Message):
     remote_seq: int | None  # the AppServer's seq, once known
     failed_code: Name | None  # why the transport gave up, while `state` is failed
     created_at: float
+    client_id: Id | None = None  # outbound: the app's own id for it, unique in its scope
 
 
 class ConversationReceiveRequest(Message):
@@ -63,8 +64,9 @@ class ConversationReceiveRequest(Message):
     `app_scope + conversation_id + instance_id` with `delivery_id = message_id`.
 
     Idempotent by `message_id`: a repeat writes nothing and delivers nothing again, even after
-    the first delivery was acknowledged. Refused with `invalid_arguments` if the id is already
-    an outbound message, or already a delivery in that inbox that no message put there.
+    the first delivery was acknowledged (the first body stays). Refused with
+    `message_id_conflict`, writing nothing, if the id is already an outbound message, or a
+    delivery in that inbox that no message put there.
     """
 
     type: Literal["store.conversation.receive"] = "store.conversation.receive"
@@ -80,12 +82,15 @@ class ConversationReceiveRequest(Message):
 
 
 class ConversationReceiveReply(Message):
-    """`created` is False for a repeat: nothing was written and `seq` is the original one."""
+    """`created` is False for a repeat: nothing was written and `seq` is the original one.
+    In a `ConversationReceiveManyReply`, `refused` is the code of a message refused on its own
+    (`message_id_conflict`): nothing was written for it and `seq` is None."""
 
     type: Literal["store.conversation.receive.reply"] = "store.conversation.receive.reply"
     message_id: Id
-    seq: int
+    seq: int | None
     created: bool
+    refused: Name | None = None
 
 
 class ConversationReceiveManyRequest(Message):
@@ -93,8 +98,10 @@ class ConversationReceiveManyRequest(Message):
     a `ConversationReceiveRequest` would be, in order (a repeat, even of an earlier message of
     the same request, writes nothing and answers `created=False`).
 
-    All or nothing: if one message is refused (`invalid_arguments`, as its own request would
-    be), nothing of the request is written and the refusal is the request's answer.
+    A message whose id conflicts (`message_id_conflict`, as its own request would be refused)
+    is skipped: its reply says `refused`, and the others are written. Any other refusal
+    (`invalid_arguments`) is all or nothing: nothing of the request is written and the refusal
+    is the request's answer.
     """
 
     type: Literal["store.conversation.receive_many"] = "store.conversation.receive_many"
@@ -113,12 +120,16 @@ class ConversationSendRequest(Message):
     the message is recorded (`outbound`, `pending`, `body` as the app sees it), and `wire` (the
     full envelope) is appended to the outbox with `outbox_id = message_id` and `kind`.
 
-    Idempotent by `message_id`. Refused with `invalid_arguments` if the id is already an
-    inbound message, or already an outbox row that carries no message.
+    `message_id` is the runtime's (the router mints it); `client_id`, if given, is the app's own
+    id for the message, a deduplication key inside `app_scope` only. Idempotent by `client_id`
+    in `app_scope` when given, else by `message_id`: a repeat writes nothing and its reply names
+    the original message. Refused with `message_id_conflict` if the id is already an inbound
+    message, or already an outbox row that carries no message.
     """
 
     type: Literal["store.conversation.send"] = "store.conversation.send"
     message_id: Id
+    client_id: Id | None = None
     conversation_id: Id
     app_scope: Name
     kind: Name
@@ -156,10 +167,12 @@ class ConversationHistoryReply(Message):
 
 
 class ConversationMessageRequest(Message):
-    """One message by id. Refused with `invalid_arguments` if there is no such message."""
+    """One message by id, or, with `app_scope`, by the client id that app gave it (`message_id`
+    is then that client id). Refused with `invalid_arguments` if there is no such message."""
 
     type: Literal["store.conversation.message"] = "store.conversation.message"
     message_id: Id
+    app_scope: Name | None = None
 
 
 class ConversationMessageReply(Message):

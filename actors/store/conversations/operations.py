@@ -6,11 +6,16 @@ request here writes more than one table, and the savepoint is what makes it ONE 
 refusal raised after the first write (or a failing statement) rolls back everything the request
 wrote, and nothing else.
 
-Idempotency is by `message_id`, checked before anything is written: a repeat finds the message
-row, writes nothing and answers `created=False` with the original `seq`. Because the message row
-outlives the inbox delivery (acknowledging a delivery clears only the inbox), a repeated receive
-never delivers again. An outbound message moves along with the outbox row that carries it
-(`outbox.operations`).
+Idempotency is by `message_id` (a sent message's by the app's `client_id`, when it gave one),
+checked before anything is written: a repeat finds the message row, writes nothing and answers
+`created=False` with the original `seq`. Because the message row outlives the inbox delivery
+(acknowledging a delivery clears only the inbox), a repeated receive never delivers again.
+
+An id that names a message it cannot be a repeat of (the other direction, an inbox delivery or
+an outbox row that no message put there) is a conflict: refused with `message_id_conflict`
+before anything is written, never a crash. A page of received messages skips a conflicting one
+and keeps the rest (`conversation_receive_many`). An outbound message moves along with the
+outbox row that carries it (`outbox.operations`).
 """
 
 from __future__ import annotations
@@ -51,16 +56,21 @@ __all__ = [
 
 _ROW_COLUMNS: Final = (
     "seq", "message_id", "conversation_id", "direction", "kind", "app_scope", "state", "body",
-    "sender_kind", "sender_id", "remote_seq", "failed_code", "created_at",
+    "sender_kind", "sender_id", "remote_seq", "failed_code", "created_at", "client_id",
 )  # fmt: skip
 _SELECT_ROWS: Final = f"SELECT {', '.join(_ROW_COLUMNS)} FROM messages"
 # Bytes a row's keys and JSON punctuation add to a reply, on top of its values.
 _ROW_OVERHEAD: Final = 256
 
 
+def _conflict(what: str) -> LineUpError:
+    return LineUpError(ErrorCode.MESSAGE_ID_CONFLICT, what)
+
+
 def _repeat(conn: Connection, message_id: str, direction: MessageDirection) -> int | None:
     """The `seq` of the message already recorded under `message_id`, or None if there is none.
-    Refuses an id that names a message of the other direction: it is not a repeat."""
+    Refuses (`message_id_conflict`) an id that names a message of the other direction: it is
+    not a repeat. One of the same direction is, whatever its body: the first one stays."""
     rows = conn.execute(
         "SELECT seq, direction FROM messages WHERE message_id = ?", (message_id,)
     ).fetchall()
@@ -68,7 +78,7 @@ def _repeat(conn: Connection, message_id: str, direction: MessageDirection) -> i
         return None
     seq, found = rows[0]
     if found != direction:
-        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"message id is already {found}")
+        raise _conflict(f"message id is already {found}")
     assert isinstance(seq, int)
     return seq
 
@@ -95,10 +105,11 @@ def _insert_message(
     seq = int_or_none(
         conn,
         "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope,"
-        " sender_kind, sender_id, outbox_id, remote_seq, state, body, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        " sender_kind, sender_id, outbox_id, remote_seq, state, body, created_at, updated_at,"
+        " client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         (req.message_id, req.conversation_id, direction, req.kind, req.app_scope,
-         req.sender_kind, req.sender_id, outbox_id, remote_seq, state, body, now, now),
+         req.sender_kind, req.sender_id, outbox_id, remote_seq, state, body, now, now,
+         getattr(req, "client_id", None)),
     )  # fmt: skip
     assert seq is not None  # a plain INSERT either returns its row or raises
     return seq
@@ -114,11 +125,18 @@ def _receive(
     conn: Connection, req: ConversationReceiveRequest, now: float, touched: set[str]
 ) -> ConversationReceiveReply:
     """Receive one message; `touched` holds the conversations this transaction already
-    touched (with the same `now`), which need no second update."""
+    touched (with the same `now`), which need no second update. Every refusal comes before
+    the first write."""
+    body = json_text(req.body)
     seq = _repeat(conn, req.message_id, "inbound")
     if seq is not None:
         return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=False)
-    body = json_text(req.body)
+    taken = conn.execute(
+        "SELECT 1 FROM app_inbox WHERE app_scope = ? AND delivery_id = ?",
+        (req.app_scope, req.message_id),
+    ).fetchall()
+    if taken:  # a delivery that no message put there
+        raise _conflict("delivery id already used in this inbox")
     if req.conversation_id not in touched:
         _touch_conversation(conn, req.conversation_id, now)
         touched.add(req.conversation_id)
@@ -133,29 +151,55 @@ def _receive(
         " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
         (req.app_scope, req.conversation_id, req.instance_id, req.message_id, body, now),
     )
-    if delivered is None:
-        # Someone put this delivery without a message: the id is taken, and the savepoint
-        # undoes the message row written above.
-        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "delivery id already used in this inbox")
+    if delivered is None:  # checked above, within this transaction
+        raise _conflict("delivery id already used in this inbox")
     return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=True)
 
 
 def conversation_receive_many(
     conn: Connection, req: ConversationReceiveManyRequest, now: float
 ) -> ConversationReceiveManyReply:
-    # The request's savepoint covers every message: a refusal of one undoes them all.
+    # The request's savepoint covers every message: a refusal of one undoes them all, except
+    # a conflict, which `_receive` raises before it writes anything: that one is skipped.
     touched: set[str] = set()
-    return ConversationReceiveManyReply(
-        replies=tuple(_receive(conn, one, now, touched) for one in req.messages)
-    )
+    replies = []
+    for one in req.messages:
+        try:
+            replies.append(_receive(conn, one, now, touched))
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.MESSAGE_ID_CONFLICT:
+                raise
+            replies.append(
+                ConversationReceiveReply(
+                    message_id=one.message_id, seq=None, created=False, refused=exc.code.value
+                )
+            )
+    return ConversationReceiveManyReply(replies=tuple(replies))
+
+
+def _sent_before(conn: Connection, req: ConversationSendRequest) -> tuple[str, int] | None:
+    """`(message_id, seq)` of the message this send repeats: the one with the same client id
+    in the same app, or else the same message id. None if it is new."""
+    if req.client_id is not None:
+        rows = conn.execute(
+            "SELECT message_id, seq FROM messages WHERE app_scope = ? AND client_id = ?",
+            (req.app_scope, req.client_id),
+        ).fetchall()
+        if rows:
+            message_id, seq = rows[0]
+            assert isinstance(message_id, str)
+            assert isinstance(seq, int)
+            return message_id, seq
+    seq = _repeat(conn, req.message_id, "outbound")
+    return None if seq is None else (req.message_id, seq)
 
 
 def conversation_send(
     conn: Connection, req: ConversationSendRequest, now: float
 ) -> ConversationSendReply:
-    seq = _repeat(conn, req.message_id, "outbound")
-    if seq is not None:
-        return ConversationSendReply(message_id=req.message_id, seq=seq, created=False)
+    before = _sent_before(conn, req)
+    if before is not None:
+        return ConversationSendReply(message_id=before[0], seq=before[1], created=False)
     body, wire = json_text(req.body), json_text(req.wire)
     _touch_conversation(conn, req.conversation_id, now)
     seq = _insert_message(
@@ -168,8 +212,8 @@ def conversation_send(
         " VALUES (?, ?, ?, ?, ?, 'pending') ON CONFLICT (outbox_id) DO NOTHING RETURNING seq",
         (req.message_id, req.conversation_id, req.kind, wire, now),
     )
-    if queued is None:
-        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "outbox id already used")
+    if queued is None:  # the savepoint undoes the message row written above
+        raise _conflict("outbox id already used")
     return ConversationSendReply(message_id=req.message_id, seq=seq, created=True)
 
 
@@ -198,7 +242,13 @@ def conversation_history(
 def conversation_message(
     conn: Connection, req: ConversationMessageRequest, now: float
 ) -> ConversationMessageReply:
-    rows = conn.execute(f"{_SELECT_ROWS} WHERE message_id = ?", (req.message_id,)).fetchall()
+    if req.app_scope is None:
+        rows = conn.execute(f"{_SELECT_ROWS} WHERE message_id = ?", (req.message_id,)).fetchall()
+    else:
+        rows = conn.execute(
+            f"{_SELECT_ROWS} WHERE app_scope = ? AND client_id = ?",
+            (req.app_scope, req.message_id),
+        ).fetchall()
     if not rows:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such message")
     return ConversationMessageReply(row=_message_row(rows[0]))

@@ -13,8 +13,9 @@ import trio
 import trio.testing
 
 from lineup import wire
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity, LineUpError
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity
 from lineup.actors.router import RouterActor
+from lineup.actors.router import _ids as ids
 from lineup.actors.router._actor import _receive_request, _request_cost
 from lineup.actors.router._envelope import admit_sized
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
@@ -25,15 +26,17 @@ from lineup.actors.store.messages import (
     CursorSetRequest,
     InboxListReply,
     InboxListRequest,
+    OutboxPendingReply,
+    OutboxPendingRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import ChildSpec
+from lineup.supervisor import ChildSpec, Supervisor
 from lineup.tests.support.probe_app import Probe
-from lineup.tests.support.tree import attach, start_tree
+from lineup.tests.support.tree import attach, audit_rows, start_tree
 
 CONVERSATION, AGENT = "conv-in", "agent-in"
 WAIT = 20.0
@@ -69,6 +72,11 @@ def call(call_id: str, tool: str) -> dict[str, Any]:
 
 async def tree(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus]:
     """(the transport, a router-kind peer that reads the store) on store + router + focus."""
+    transport, reader, _ = await tree_and_supervisor(nursery, data_dir)
+    return transport, reader
+
+
+async def tree_and_supervisor(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus, Supervisor]:
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest = data_dir / "probe.json"
     manifest.write_text(manifest_json(manifest_of(Probe)))
@@ -98,7 +106,7 @@ async def tree(nursery: trio.Nursery, data_dir: Path) -> tuple[Bus, Bus]:
         CursorSetRequest(name="transport.session", value=json.dumps(session)),
         expect=CursorSetReply,
     )
-    return transport, reader
+    return transport, reader, supervisor
 
 
 async def hand_over(transport: Bus, *envelopes: dict[str, Any]) -> list[tuple[str | None, str]]:
@@ -161,7 +169,7 @@ async def test_texts_around_a_tool_call_keep_the_pages_order_and_repeats_are_dup
         nursery.cancel_scope.cancel()
 
 
-async def test_a_text_the_store_refuses_keeps_the_texts_before_it_and_fails_the_page(
+async def test_a_text_reusing_a_sent_messages_id_is_refused_audited_and_the_page_goes_on(
     tmp_path: Path,
 ) -> None:
     async with trio.open_nursery() as nursery:
@@ -181,11 +189,72 @@ async def test_a_text_the_store_refuses_keeps_the_texts_before_it_and_fails_the_
             expect=ConversationSendReply,
         )
 
-        with pytest.raises(LineUpError) as refused:
-            await hand_over(transport, text("before"), text("taken"), text("after"))
+        outcomes = await hand_over(transport, text("before"), text("taken"), text("after"))
+        again = await hand_over(transport, text("taken"))  # the replay of a restarted transport
 
-        assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
-        assert await inbox(reader) == ["before"]
+        assert outcomes == [("before", "accepted"), ("taken", "rejected"), ("after", "accepted")]
+        assert again == [("taken", "rejected")]
+        assert await inbox(reader) == ["before", "after"]
+        rows = await audit_rows(
+            reader,
+            lambda rows: len([r for r in rows if r.subject_id == "taken"]) == 2,
+            event_prefix="router.envelope_rejected",
+        )
+        assert {(r.code, r.message_type) for r in rows if r.subject_id == "taken"} == {
+            (ErrorCode.MESSAGE_ID_CONFLICT.value, wire.TEXT)
+        }
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_text_whose_id_is_in_the_runtimes_namespace_is_refused_before_the_store(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, reader = await tree(nursery, tmp_path)
+
+        outcomes = await hand_over(
+            transport, text(ids.terminal_id("c1")), text(ids.message_id()), text("fine")
+        )
+
+        assert [status for _, status in outcomes] == ["rejected", "rejected", "accepted"]
+        assert await inbox(reader) == ["fine"]
+        rows = await audit_rows(
+            reader,
+            lambda rows: len([r for r in rows if r.code == "message_id_conflict"]) == 2,
+            event_prefix="router.envelope_rejected",
+        )
+        assert [r.subject_id for r in rows][-2:] == [o for o, _ in outcomes[:2]]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_miniapp_naming_a_calls_outbox_rows_as_its_client_ids_cannot_block_them(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, _, supervisor = await tree_and_supervisor(nursery, tmp_path)
+        app = await attach(nursery, supervisor, ActorKind.MINIAPP, "miniapp:probe")
+        squats = ("final:c1", "receipt:c1:accepted", ids.terminal_id("c1"))
+        receipts = [
+            await app.request(
+                "router",
+                sdk.ConversationSendTextRequest(message_id=squat, markdown="squat"),
+                expect=sdk.CommandReceipt,
+            )
+            for squat in squats
+        ]
+
+        # A call the router refuses at birth writes its terminal row at once.
+        outcomes = await hand_over(transport, call("c1", "probe.nope"))
+
+        assert outcomes == [("env-c1", "accepted")]
+        assert [r.id for r in receipts] == list(squats)  # the app keeps its own ids
+        pending = await transport.request(
+            "store", OutboxPendingRequest(), expect=OutboxPendingReply
+        )
+        rows = [(row.outbox_id, row.kind) for row in pending.rows]
+        assert rows[-1] == (ids.terminal_id("c1"), wire.TOOL_ERROR)
+        assert all(ids.is_runtime(outbox_id) for outbox_id, _ in rows)
+        assert not any(squat == outbox_id for squat in squats for outbox_id, _ in rows[:-1])
         nursery.cancel_scope.cancel()
 
 

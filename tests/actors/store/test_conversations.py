@@ -229,18 +229,18 @@ async def test_a_receive_whose_delivery_id_is_taken_is_refused_and_records_nothi
         InboxPutReply,
     )
 
-    assert await refusal(store, receive("m-1")) is ErrorCode.INVALID_ARGUMENTS
+    assert await refusal(store, receive("m-1")) is ErrorCode.MESSAGE_ID_CONFLICT
     assert (count(store, "messages"), count(store, "conversations")) == (0, 0)
 
 
-async def test_a_message_id_already_used_in_the_other_direction_is_refused(
+async def test_a_message_id_already_used_in_the_other_direction_is_a_conflict(
     store: StoreHarness,
 ) -> None:
     await store.ask(send("out-1"), ConversationSendReply)
     await store.ask(receive("in-1"), ConversationReceiveReply)
 
-    assert await refusal(store, receive("out-1")) is ErrorCode.INVALID_ARGUMENTS
-    assert await refusal(store, send("in-1")) is ErrorCode.INVALID_ARGUMENTS
+    assert await refusal(store, receive("out-1")) is ErrorCode.MESSAGE_ID_CONFLICT
+    assert await refusal(store, send("in-1")) is ErrorCode.MESSAGE_ID_CONFLICT
     assert await pending_ids(store) == ["out-1"]
     assert await inbox_ids(store) == ["in-1"]
 
@@ -259,8 +259,8 @@ async def test_a_page_of_messages_is_received_in_order_in_one_commit(
     assert [(r.message_id, r.created) for r in reply.replies] == [
         (f"m-{i}", True) for i in range(5)
     ]
-    seqs = [r.seq for r in reply.replies]
-    assert seqs == sorted(seqs) and len(set(seqs)) == 5
+    seqs = [r.seq or 0 for r in reply.replies]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 5 and 0 not in seqs
     assert await inbox_ids(store) == [f"m-{i}" for i in range(5)]
     assert after - before == 1
 
@@ -284,14 +284,30 @@ async def test_a_page_repeating_a_message_records_and_delivers_it_once(
     assert (count(store, "messages"), count(store, "app_inbox")) == (2, 2)
 
 
-async def test_a_page_with_one_refused_message_records_none_of_it(store: StoreHarness) -> None:
+async def test_a_page_with_one_conflicting_message_skips_it_and_keeps_the_others(
+    store: StoreHarness,
+) -> None:
     await store.ask(send("out-1"), ConversationSendReply)
+    await store.ask(
+        InboxPutRequest(app_scope="chat", conversation_id="conv-1", delivery_id="put-1", body={}),
+        InboxPutReply,
+    )
 
-    page = ConversationReceiveManyRequest(messages=(receive("in-1"), receive("out-1")))
+    page = ConversationReceiveManyRequest(
+        messages=(receive("in-1"), receive("out-1"), receive("put-1"), receive("in-2"))
+    )
+    reply = await store.ask(page, ConversationReceiveManyReply)
 
-    assert await refusal(store, page) is ErrorCode.INVALID_ARGUMENTS
-    assert await inbox_ids(store) == []
-    assert count(store, "messages") == 1  # only the outbound one
+    assert [(r.message_id, r.created, r.refused) for r in reply.replies] == [
+        ("in-1", True, None),
+        ("out-1", False, "message_id_conflict"),
+        ("put-1", False, "message_id_conflict"),
+        ("in-2", True, None),
+    ]
+    assert [r.seq is None for r in reply.replies] == [False, True, True, False]
+    assert await inbox_ids(store) == ["put-1", "in-1", "in-2"]
+    assert count(store, "messages") == 3  # the outbound one and the two received
+    assert (await message(store, "out-1")).direction == "outbound"
 
 
 async def test_a_burst_of_deliveries_is_acknowledged_in_one_commit(store: StoreHarness) -> None:
@@ -361,6 +377,35 @@ async def test_a_sent_message_is_recorded_pending_and_its_wire_envelope_queued(
     assert (row.sender_kind, row.sender_id, row.failed_code) == ("user", "user-1", None)
 
 
+def send_as(client_id: str, message_id: str, app_scope: str = "chat") -> ConversationSendRequest:
+    return send(message_id, app_scope=app_scope).model_copy(update={"client_id": client_id})
+
+
+async def test_a_send_repeated_by_its_client_id_names_the_first_message_and_queues_nothing(
+    store: StoreHarness,
+) -> None:
+    first = await store.ask(send_as("c-1", "lu:msg:1"), ConversationSendReply)
+    again = await store.ask(send_as("c-1", "lu:msg:2"), ConversationSendReply)
+
+    assert (again.message_id, again.seq, again.created) == ("lu:msg:1", first.seq, False)
+    assert await pending_ids(store) == ["lu:msg:1"]
+    row = (await store.ask(
+        ConversationMessageRequest(message_id="c-1", app_scope="chat"), ConversationMessageReply
+    )).row  # fmt: skip
+    assert (row.message_id, row.client_id) == ("lu:msg:1", "c-1")
+
+
+async def test_a_client_id_names_a_message_in_its_own_app_only(store: StoreHarness) -> None:
+    await store.ask(send_as("c-1", "lu:msg:1", app_scope="chat"), ConversationSendReply)
+
+    other = await store.ask(send_as("c-1", "lu:msg:2", app_scope="board"), ConversationSendReply)
+
+    assert (other.message_id, other.created) == ("lu:msg:2", True)
+    assert await pending_ids(store) == ["lu:msg:1", "lu:msg:2"]
+    lookup = ConversationMessageRequest(message_id="c-1", app_scope="nobody")
+    assert await refusal(store, lookup) is ErrorCode.INVALID_ARGUMENTS
+
+
 async def test_sending_the_same_message_twice_records_and_queues_it_once(
     store: StoreHarness,
 ) -> None:
@@ -378,7 +423,7 @@ async def test_a_send_whose_outbox_id_is_taken_is_refused_and_records_nothing(
     taken = OutboxAppendRequest(outbox_id="m-1", conversation_id="conv-1", kind=TEXT, body={})
     await store.ask(taken, OutboxAppendReply)
 
-    assert await refusal(store, send("m-1")) is ErrorCode.INVALID_ARGUMENTS
+    assert await refusal(store, send("m-1")) is ErrorCode.MESSAGE_ID_CONFLICT
     assert (count(store, "messages"), count(store, "conversations")) == (0, 0)
 
 
@@ -659,7 +704,7 @@ async def test_no_message_text_reaches_the_audit_or_the_logs(
         InboxPutRequest(app_scope="chat", conversation_id="conv-1", delivery_id="in-2", body={}),
         InboxPutReply,
     )
-    assert await refusal(store, receive("in-2", text=SECRET)) is ErrorCode.INVALID_ARGUMENTS
+    assert await refusal(store, receive("in-2", text=SECRET)) is ErrorCode.MESSAGE_ID_CONFLICT
     # A request that fails validation at the store is refused and audited by its bus.
     malformed = ConversationReceiveRequest.model_construct(
         **{**receive("in-3", text=SECRET).__dict__, "kind": "k" * 101}
@@ -731,6 +776,20 @@ async def test_a_send_whose_outbox_insert_fails_leaves_no_message_and_no_convers
 
     assert code is ErrorCode.STORE_UNAVAILABLE
     assert await counts(committer, "messages", "conversations", "outbox") == [0, 0, 0]
+
+
+async def test_a_page_with_one_invalid_message_records_none_of_it(
+    committer: Committer,
+) -> None:
+    nan = ConversationReceiveRequest.model_construct(
+        **{**receive("in-2").__dict__, "body": {"x": float("nan")}}
+    )
+    page = ConversationReceiveManyRequest.model_construct(messages=(receive("in-1"), nan))
+
+    code = await op_code(committer, lambda conn: c.conversation_receive_many(conn, page, 1.0))
+
+    assert code is ErrorCode.INVALID_ARGUMENTS
+    assert await counts(committer, "messages", "conversations", "app_inbox") == [0, 0, 0]
 
 
 def ack(conn: Connection) -> object:

@@ -481,3 +481,37 @@ def test_old_inbox_rows_are_listed_and_acknowledged_in_their_scoped_inbox_after_
     assert [row.delivery_id for row in board_rows] == ["m-board"]
     assert [row.delivery_id for row in chat_rows] == ["m-chat", "put-only"]
     assert acked.acked is True
+
+
+# ---------------------------------------------------------------------------------- migration 7
+
+
+def test_migration_7_makes_old_outbound_ids_their_apps_client_ids(tmp_path: Path) -> None:
+    conn = apsw.Connection(str(tmp_path / DB_FILENAME))
+    try:
+        assert migrate(conn, MIGRATIONS[:6]) == 6
+        conn.execute(
+            "INSERT INTO conversations VALUES ('conv-1', NULL, 0, 0);"
+            "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope,"
+            "                      outbox_id, state, body, created_at, updated_at)"
+            " VALUES ('user-1', 'conv-1', 'outbound', 'lineup.v1.text', 'chat', 'user-1',"
+            "         'pending', '{}', 1, 1),"
+            "        ('agent-1', 'conv-1', 'inbound', 'lineup.v1.text', 'chat', NULL,"
+            "         'received', '{}', 2, 2)"
+        )
+    finally:
+        conn.close()
+
+    db = open_database(tmp_path, {})
+    try:
+        rows = db.conn.execute("SELECT message_id, client_id FROM messages ORDER BY seq").fetchall()
+        with pytest.raises(apsw.ConstraintError):  # one message per client id in an app
+            db.conn.execute(
+                "INSERT INTO messages (message_id, conversation_id, direction, kind, app_scope,"
+                " state, body, created_at, updated_at, client_id) VALUES ('lu:x', 'conv-1',"
+                " 'outbound', 'lineup.v1.text', 'chat', 'pending', '{}', 3, 3, 'user-1')"
+            )
+    finally:
+        db.close()
+
+    assert rows == [("user-1", "user-1"), ("agent-1", None)]
