@@ -227,12 +227,13 @@ async def test_a_text_whose_id_is_in_the_runtimes_namespace_is_refused_before_th
         nursery.cancel_scope.cancel()
 
 
-async def test_a_miniapp_naming_a_calls_outbox_rows_as_its_client_ids_cannot_block_them(
+async def test_the_chat_naming_a_calls_outbox_rows_as_its_client_ids_cannot_block_them(
     tmp_path: Path,
 ) -> None:
+    # The chat: the one MiniApp that may send text at all (the ACL's reserved row).
     async with trio.open_nursery() as nursery:
         transport, _, supervisor = await tree_and_supervisor(nursery, tmp_path)
-        app = await attach(nursery, supervisor, ActorKind.MINIAPP, "miniapp:probe")
+        app = await attach(nursery, supervisor, ActorKind.MINIAPP, "miniapp:chat")
         squats = ("final:c1", "receipt:c1:accepted", ids.terminal_id("c1"))
         receipts = [
             await app.request(
