@@ -115,8 +115,6 @@ NOTIFY_TIMEOUT: Final = 5.0
 STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
-# At most this many views a second per instance reach the Shell; the latest one wins.
-VIEWS_PER_SECOND: Final = 30
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
 _ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
@@ -678,7 +676,7 @@ class FocusActor(Actor):
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
         """An app's whole view, checked against the bounds every JSON document the runtime
         passes on must keep (depth, items, numbers, strings: the wire's `check_document`) and
-        coalesced: the Shell gets the latest one, at most `VIEWS_PER_SECOND` a second."""
+        coalesced: while one is on its way to the Shell, only the latest waits."""
         scope = self._owned(env, msg.instance_id)
         if self._stack.states.get(msg.instance_id) not in LIVE:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
@@ -706,12 +704,12 @@ class FocusActor(Actor):
         return sdk.CommandReceipt(id=msg.instance_id)
 
     async def _push_views(self, instance_id: str) -> None:
-        """Push the instance's latest view, then wait out its share of a second; views that
-        arrive meanwhile replace one another."""
+        """Push the instance's latest view; views that arrive while one is on its way replace
+        one another, so the hostbridge never gets more than it takes in (no timer: an update
+        on its own is shown at once)."""
         try:
             while (view := self._views_unpushed.pop(instance_id, None)) is not None:
                 await self._push_view(view)
-                await trio.sleep(1 / VIEWS_PER_SECOND)
         finally:
             self._view_pushers.discard(instance_id)
 
