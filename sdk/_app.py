@@ -52,6 +52,9 @@ M = TypeVar("M", bound=Message)
 EVENT_QUEUE: Final = 1024
 DELIVERY_BURST: Final = 200  # deliveries handed to one `on_deliveries`
 CALL_TIMEOUT: Final = 15.0
+# A `rate_limited` refusal asks the app to slow down: it waits this long, doubling up to a
+# second, and asks again (within CALL_TIMEOUT), instead of dropping what it was doing.
+RATE_PAUSE: Final = 0.01
 
 
 class RuntimeChannel(Protocol):
@@ -285,9 +288,21 @@ class MiniAppHost(Actor):
         self._events_in, self._events_out = trio.open_memory_channel[Message](EVENT_QUEUE)
 
     async def call(self, peer: str, request: Message, expect: type[M]) -> M:
-        return await self.bus.request(
-            peer, request, expect=expect, timeout=CALL_TIMEOUT, retry=True
-        )
+        deadline = trio.current_time() + CALL_TIMEOUT
+        pause = RATE_PAUSE
+        while True:
+            try:
+                return await self.bus.request(
+                    peer, request, expect=expect, timeout=deadline - trio.current_time(), retry=True
+                )
+            except LineUpError as exc:
+                if (
+                    exc.code is not ErrorCode.RATE_LIMITED
+                    or trio.current_time() + pause >= deadline
+                ):
+                    raise
+            await trio.sleep(pause)
+            pause = min(2 * pause, 1.0)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         from .tools import tools_of  # the authoring side imports this module

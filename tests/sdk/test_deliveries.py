@@ -1,13 +1,16 @@
 """The SDK hands an app the deliveries queued together in one `on_deliveries`, in order, and
-never moves another event across them (`sdk/_app.py`)."""
+never moves another event across them; a request the bus refuses `rate_limited` is asked again
+after a pause (`sdk/_app.py`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
+import trio.testing
 
-from lineup.actors.kernel import Message
+from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.sdk import _app, testkit
 from lineup.sdk import protocol as p
 
@@ -112,3 +115,44 @@ async def test_acknowledging_many_sends_one_request_per_inbox_and_reports_what_w
         ("i-1", ("i0", "i1")),
     ]
     assert runtime.inbox.pending == {}
+
+
+class _Throttling:
+    """A bus that refuses the first `refusals` requests `rate_limited`, then answers."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.asked = 0
+
+    async def request(self, peer: str, body: Message, **kwargs: Any) -> p.CommandReceipt:
+        self.asked += 1
+        if self.asked <= self.refusals:
+            raise LineUpError(ErrorCode.RATE_LIMITED, body.TYPE)
+        return p.CommandReceipt(id="c1")
+
+
+def host_on(bus: Any) -> _app.MiniAppHost:
+    host = _app.MiniAppHost.__new__(_app.MiniAppHost)
+    host.bus = bus
+    return host
+
+
+async def test_a_rate_limited_request_is_asked_again_after_a_pause_not_dropped(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Dropping it left a call taken (or handed over) and never completed, under load.
+    bus = _Throttling(refusals=3)
+    started = trio.current_time()
+    receipt = await host_on(bus).call("router", p.ToolAcceptRequest(call_id="c1"), p.CommandReceipt)
+    assert (receipt.id, bus.asked) == ("c1", 4)
+    assert trio.current_time() - started >= 0.07  # 10 + 20 + 40 ms of pauses
+
+
+async def test_a_rate_limit_that_outlasts_the_call_timeout_is_raised(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    bus = _Throttling(refusals=10_000)
+    with pytest.raises(LineUpError) as refused:
+        await host_on(bus).call("router", p.ToolAcceptRequest(call_id="c1"), p.CommandReceipt)
+    assert refused.value.code is ErrorCode.RATE_LIMITED
+    assert trio.current_time() <= _app.CALL_TIMEOUT
