@@ -108,13 +108,14 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
             "ms",
             "fresh interpreter importing trio+pydantic",
             fresh,
-            "≤ 1000 ms",
-            start <= 1.0,
+            "≤ 2.0× baseline",  # issue 10: a ratio, as absolute times differ 2–3× by machine
+            start * 1e3 <= 2.0 * fresh,
         )
     )
 
     # ----------------------------------------------------------------------------------- IM
-    latencies, rate = trio.run(im_delivery, max(20, int(100 * scale)), max(100, int(500 * scale)))
+    # A burst under ~500 reaches the chat in one view: no rate to take between two.
+    latencies, rate = trio.run(im_delivery, max(20, int(100 * scale)), 500)
     insert_rate = m.raw_apsw_commits(seconds)
     figures.append(
         Figure(
