@@ -24,15 +24,15 @@ import trio
 from trio_websocket import open_websocket_url
 
 from lineup.ops.agent import AgentClient
-from lineup.ops.drill._proxy import LinkProxy
 from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import (
     PRELOAD,
     RuntimeOptions,
-    free_port,
     plan_runtime,
     shell_socket,
 )
+
+from ._linked import start_behind_a_link
 
 __all__ = ["im_delivery"]
 
@@ -103,21 +103,7 @@ async def _latencies(samples: int) -> list[float]:
 async def _burst_rate(burst: int) -> float:
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
         async with trio.open_nursery() as nursery:
-            appserver_port = free_port()
-            proxy = LinkProxy(f"http://127.0.0.1:{appserver_port}", seed=0)
-            await nursery.start(proxy.serve)
-            plan = plan_runtime(
-                RuntimeOptions(
-                    data_dir=Path(tmp),
-                    demo_agent=False,
-                    appserver_port=appserver_port,
-                    appserver_via=proxy.url,
-                )
-            )
-            supervisor = Supervisor(
-                plan.specs, data_dir=Path(tmp), preload=PRELOAD, intensity=Intensity()
-            )
-            await nursery.start(supervisor.run)
+            plan, proxy = await start_behind_a_link(nursery, Path(tmp))
             chat = _Chat(plan.shell_url)
             await nursery.start(chat.watch)
             with trio.fail_after(WAIT):

@@ -28,14 +28,11 @@ from lineup.ops.devserver._app import DevServerState
 from lineup.ops.devserver._db import DevDatabase
 from lineup.ops.devserver._serve import serve_state
 from lineup.ops.drill._proxy import LinkProxy
-from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import (
-    PRELOAD,
-    RuntimeOptions,
-    free_port,
-    plan_runtime,
     shell_socket,
 )
+
+from ._linked import start_behind_a_link
 
 __all__ = ["outbox_drain", "sequential_posts"]
 
@@ -44,21 +41,7 @@ async def outbox_drain(n: int) -> float:
     """Messages/s at the Agent, from the first to the last of `n` queued messages."""
     with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
         async with trio.open_nursery() as nursery:
-            appserver_port = free_port()
-            proxy = LinkProxy(f"http://127.0.0.1:{appserver_port}", seed=0)
-            await nursery.start(proxy.serve)
-            plan = plan_runtime(
-                RuntimeOptions(
-                    data_dir=Path(tmp),
-                    demo_agent=False,
-                    appserver_port=appserver_port,
-                    appserver_via=proxy.url,
-                )
-            )
-            supervisor = Supervisor(
-                plan.specs, data_dir=Path(tmp), preload=PRELOAD, intensity=Intensity()
-            )
-            await nursery.start(supervisor.run)
+            plan, proxy = await start_behind_a_link(nursery, Path(tmp))
             shell = _Shell(plan.shell_url)
             async with shell.open() as ws, trio.open_nursery() as reading:
                 reading.start_soon(shell.watch, ws)
