@@ -22,6 +22,7 @@ that interval is the recovery time the report gives.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import os
@@ -90,21 +91,8 @@ def plan(seed: int, duration: float, count: int, kinds: tuple[str, ...]) -> list
     for i in range(count):
         at = (i + rng.uniform(0.1, 0.9)) * step
         kind = rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
-        if kind == "kill":
-            faults.append(Fault(at, kind, rounds["kill"].next(), 0.0))
-        elif kind == "pause":
-            faults.append(Fault(at, kind, rounds["pause"].next(), rng.uniform(0.1, 1.5)))
-        elif kind == "cut":
-            faults.append(Fault(at, kind, "link", rng.uniform(0.3, 2.0)))
-        elif kind == "slow":
-            faults.append(Fault(at, kind, "link", rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.5)))
-        elif kind == "garbage":
-            level = float(rng.randrange(len(GARBAGE_KINDS)))
-            faults.append(Fault(at, kind, "link", rng.uniform(0.5, 2.0), level))
-        elif kind == "poison":
-            faults.append(Fault(at, kind, "agent", 0.0, float(rng.randrange(POISON_VARIANTS))))
-        else:
-            faults.append(Fault(at, kind, "link", rng.uniform(0.5, 2.0), rng.uniform(0.2, 0.6)))
+        faults.append(_fault(rng, rounds, at, kind))
+    _every_kind(seed, faults, kinds, rounds)
     # A link fault ends before the next link fault begins (one switch set at a time).
     link = [i for i, f in enumerate(faults) if f.kind in LINK_KINDS]
     for here, after in itertools.pairwise(link):
@@ -112,6 +100,42 @@ def plan(seed: int, duration: float, count: int, kinds: tuple[str, ...]) -> list
         if fault.duration > gap * 0.9:
             faults[here] = Fault(fault.at, fault.kind, fault.target, gap * 0.9, fault.level)
     return faults
+
+
+def _fault(rng: random.Random, rounds: dict[str, _Rounds], at: float, kind: str) -> Fault:
+    if kind == "kill":
+        return Fault(at, kind, rounds["kill"].next(), 0.0)
+    if kind == "pause":
+        return Fault(at, kind, rounds["pause"].next(), rng.uniform(0.1, 1.5))
+    if kind == "cut":
+        return Fault(at, kind, "link", rng.uniform(0.3, 2.0))
+    if kind == "slow":
+        return Fault(at, kind, "link", rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.5))
+    if kind == "garbage":
+        level = float(rng.randrange(len(GARBAGE_KINDS)))
+        return Fault(at, kind, "link", rng.uniform(0.5, 2.0), level)
+    if kind == "poison":
+        return Fault(at, kind, "agent", 0.0, float(rng.randrange(POISON_VARIANTS)))
+    return Fault(at, kind, "link", rng.uniform(0.5, 2.0), rng.uniform(0.2, 0.6))
+
+
+def _every_kind(
+    seed: int, faults: list[Fault], kinds: tuple[str, ...], rounds: dict[str, _Rounds]
+) -> None:
+    """With at least one fault per kind, every kind occurs: a kind the draw left out takes the
+    place of a fault of the most frequent kind. (Its own generator: a schedule that has every
+    kind already is the one the draw made, so such seeds replay as before.)"""
+    counts = collections.Counter(f.kind for f in faults)
+    missing = [k for k in kinds if counts[k] == 0]
+    if not missing or len(faults) < len(kinds):
+        return
+    rng = random.Random(f"{seed}:every-kind")
+    for kind in missing:
+        common = counts.most_common(1)[0][0]
+        index = rng.choice([i for i, f in enumerate(faults) if f.kind == common])
+        faults[index] = _fault(rng, rounds, faults[index].at, kind)
+        counts[common] -= 1
+        counts[kind] += 1
 
 
 class _Rounds:

@@ -141,3 +141,13 @@ def test_an_escalated_runtime_and_an_undrained_outbox_are_caught() -> None:
     broken = _broken(expected, evidence)
     assert broken["supervisor_never_escalated"] == ["the runtime exited with 2"]
     assert broken["outbox_drained"] == ["3 outbox rows never acknowledged"]
+
+
+def test_with_a_fault_per_kind_every_kind_occurs_whatever_the_seed() -> None:
+    # Seed 153820 drew no `garbage` in 75 faults: the suite's short drill then failed its
+    # every-kind check though every invariant held.
+    for seed in (153820, *range(300)):
+        faults = plan(seed, 50, 75, KINDS)
+        assert {f.kind for f in faults} == set(KINDS), seed
+        assert len(faults) == 75
+    assert {f.kind for f in plan(5, 10, 3, KINDS)} <= set(KINDS)  # fewer faults than kinds
