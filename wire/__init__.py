@@ -73,6 +73,7 @@ from ._page import (
     decode_sync_page,
     message_id_of,
 )
+from ._tls import tls_verify
 
 __all__ = [
     "AGENT_ENVELOPE",
@@ -135,6 +136,7 @@ __all__ = [
     "envelope",
     "message_id_of",
     "new_message_id",
+    "tls_verify",
     "utc_timestamp",
     "with_one_shot_body",
 ]

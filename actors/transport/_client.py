@@ -37,6 +37,7 @@ from lineup.wire import (
     WireLimitError,
     decode_json,
     decode_sync_page,
+    tls_verify,
     with_one_shot_body,
 )
 
@@ -101,6 +102,7 @@ class AppServerClient:
             transport=transport,
             follow_redirects=False,  # a redirect is a protocol error, never followed
             timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),  # the deadline bounds reads
+            verify=tls_verify(base_url),
         )
 
     async def __aenter__(self) -> Self:

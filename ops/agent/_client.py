@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import logging
 import random
-import ssl
 from types import TracebackType
 from typing import Any, Final, Self
-from urllib.parse import urlsplit
 
 import httpx
 import trio
@@ -59,15 +57,6 @@ class AppServerError(Exception):
 _new_id = wire.new_message_id
 
 
-def _verify(base_url: str) -> ssl.SSLContext | bool:
-    """httpx's default (the CA bundle) for an https AppServer. A plain-http one (the loopback
-    reference AppServer) gets a context that trusts no certificate: loading the bundle costs
-    ~40 ms per client, and TLS to anywhere, were it ever attempted, fails verification."""
-    if urlsplit(base_url).scheme == "https":
-        return True
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames; trusts no CA
-
-
 class AgentClient:
     """One agent's session with an AppServer. Use as `async with AgentClient(url) as client`.
 
@@ -90,7 +79,7 @@ class AgentClient:
             base_url=base_url.rstrip("/"),
             transport=transport,
             timeout=REQUEST_TIMEOUT_S,
-            verify=_verify(base_url),
+            verify=wire.tls_verify(base_url),
         )
         self._attempts = attempts
         self._backoff_s = backoff_s

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 import socket
-import ssl
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -230,15 +229,3 @@ async def test_an_appserver_that_is_not_there_is_unreachable() -> None:
         with trio.fail_after(WAIT), pytest.raises(AppServerError) as caught:
             await agent.login("agent-1", "secret-1")
     assert caught.value.code == UNREACHABLE
-
-
-def test_a_plain_http_appserver_loads_no_ca_bundle_and_https_keeps_httpx_verifying() -> None:
-    from lineup.ops.agent._client import _verify
-
-    plain = _verify("http://127.0.0.1:8787")
-    assert isinstance(plain, ssl.SSLContext)
-    # It trusts no certificate, and still checks one: TLS, were it attempted, would fail.
-    assert plain.cert_store_stats()["x509_ca"] == 0
-    assert plain.verify_mode is ssl.CERT_REQUIRED and plain.check_hostname
-    assert _verify("https://appserver.example") is True
-    assert _verify("HTTPS://appserver.example") is True
