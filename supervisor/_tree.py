@@ -40,6 +40,7 @@ from lineup.actors.kernel import (
     AuditRecord,
     Bus,
     Channel,
+    Connection,
     Envelope,
     ErrorCode,
     Handler,
@@ -150,6 +151,7 @@ class Supervisor:
         self.intensity = intensity or Intensity()
         self._report = report or (lambda line: None)
         self.bus = Bus(Identity(ActorKind.SUPERVISOR, "supervisor"), self._dispatch)
+        self.bus.on_misbehaved = self._misbehaved_here
         self.children: dict[str, _Child] = {}
         for spec in specs:
             if spec.name in self.children or spec.name == "supervisor":
@@ -666,6 +668,15 @@ class Supervisor:
             for k in self._introduced
             if (k[0], k[1]) != (name, incarnation) and (k[2], k[3]) != (name, incarnation)
         }
+
+    async def _misbehaved_here(self, conn: Connection, code: ErrorCode) -> None:
+        """A child broke the protocol on its control channel, to the supervisor itself: it is
+        stopped as if another actor had reported it (killed before its channel is closed, so
+        it never gets to exit cleanly)."""
+        event = PeerMisbehavedEvent(
+            peer=conn.identity.name, incarnation=conn.incarnation, code=code.value
+        )
+        await self._stop_misbehaving(self.bus.me, event)
 
     async def _stop_misbehaving(self, reporter: Identity, event: PeerMisbehavedEvent) -> None:
         child = self.children.get(event.peer)

@@ -115,6 +115,9 @@ NOTIFY_TIMEOUT: Final = 5.0
 STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
 MAX_VIEW_KEYS: Final = 64
+# Live instances one MiniApp may hold open through `apps.open`: a loop of opens is refused
+# here, long before the focus stack (MAX_FOCUS_STACK) is full for the Agent's launches.
+MAX_OPENED_PER_APP: Final = 8
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
 _ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
@@ -342,11 +345,15 @@ class FocusActor(Actor):
     async def on_launch(self, msg: LaunchRequest, env: Envelope) -> InstanceReply:
         return await self._launch(msg)
 
-    async def _launch(self, msg: LaunchRequest) -> InstanceReply:
+    async def _launch(self, msg: LaunchRequest, *, opener: str | None = None) -> InstanceReply:
+        """Open (or find) the instance a launch names; `opener` is the MiniApp whose
+        `apps.open` asks, held to MAX_OPENED_PER_APP live instances (the Agent is not)."""
         self._require_enabled(msg.app_scope)
         instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
         async with self._lock:
             if self._stack.states.get(instance_id) not in LIVE:
+                if opener is not None:
+                    self._check_open_quota(opener)
                 if len(self._stack.order) >= MAX_FOCUS_STACK:
                     # Refused before anything changes: the stack the store keeps is bounded,
                     # and an instance only in memory would be half-launched.
@@ -391,14 +398,41 @@ class FocusActor(Actor):
                 await self._persist()
         return self._reply(instance_id)
 
+    def _check_open_quota(self, opener: str) -> None:
+        """Refuse (and audit) an `apps.open` from `opener` past its quota of live instances.
+        Counted from the instance ids (`<scope>:nav-<opener>-<request id>`), so the count
+        survives a restart of focus."""
+        mark = f"nav-{opener}-"
+        opened = sum(
+            1
+            for i, scope in self._owners.items()
+            if self._stack.states.get(i) in LIVE and i.startswith(mark, len(scope) + 1)
+        )
+        if opened < MAX_OPENED_PER_APP:
+            return
+        self.bus.audit(
+            AuditRecord(
+                event="focus.open_quota_exceeded",
+                actor=self.ctx.identity.name,
+                peer=f"miniapp:{opener}",
+                code=ErrorCode.QUOTA_EXCEEDED.value,
+                message_type=sdk.AppOpenRequest.TYPE,
+            )
+        )
+        raise LineUpError(
+            ErrorCode.QUOTA_EXCEEDED,
+            f"{MAX_OPENED_PER_APP} instances opened by this app are live; close one first",
+        )
+
     @handles(sdk.AppOpenRequest)
     async def on_app_open(self, msg: sdk.AppOpenRequest, env: Envelope) -> sdk.AppOpenReply:
         """A MiniApp's navigation request: the same decision and path as an Agent's launch,
         keyed by the asking app and its request id so a retry opens nothing new."""
         asker = app_scope_of(env.sender)
-        launched = await self._launch(
-            LaunchRequest(app_scope=msg.app_scope, call_id=f"nav-{asker}-{msg.request_id}"[:200])
+        launch = LaunchRequest(
+            app_scope=msg.app_scope, call_id=f"nav-{asker}-{msg.request_id}"[:200]
         )
+        launched = await self._launch(launch, opener=asker)
         return sdk.AppOpenReply(instance_id=launched.instance_id, app_scope=launched.app_scope)
 
     @handles(FindInstanceRequest)

@@ -15,7 +15,11 @@ supervisor.
 Inbound requests and events are checked against the ACL *before* their body is decoded; a denied
 one is answered with `acl_denied`, audited, and never reaches the actor's handler. A frame that
 breaks the protocol (malformed, oversize) closes the channel, is audited, and is reported to the
-supervisor, which stops the offender (as Chromium kills a renderer that sends a bad message).
+supervisor, which stops the offender (as Chromium kills a renderer that sends a bad message);
+on the supervisor's own bus (a MiniApp's control channel) the report is `on_misbehaved`. A MiniApp
+is reported once per channel. Refusals are audited per offender at a bounded rate (the audit
+module's `RefusalLedger`: a few rows a second, then one counter row); a MiniApp that keeps sending
+frames refused even as policy (`permission_denied`) is reported as well.
 
 Each request gets one reply slot, removed in `finally`: a late reply finds no slot and is
 dropped. When a channel dies, every slot on it fails at once with `actor_restarted`, so callers
@@ -44,7 +48,7 @@ import trio
 
 from ._replies import Deadlines, ReplySlot
 from .acl import refusal
-from .audit import AuditAppendRequest, AuditRecord
+from .audit import AuditAppendRequest, AuditRecord, RefusalLedger
 from .channel import Channel
 from .control import ChannelOpenedEvent, IntroduceReply, IntroduceRequest, PeerMisbehavedEvent
 from .errors import (
@@ -118,6 +122,7 @@ class Connection:
     tokens: float = MINIAPP_BURST  # the rate budget left (MiniApp peers only)
     refilled_at: float = 0.0
     limited_audited_at: float = -math.inf
+    reported: bool = False  # reported to the supervisor as misbehaving (once is enough)
     # The ACL's answers for this channel's sender, by tag: a dict lookup instead of hashing two
     # enums and the tag on every frame. Bounded: a peer's tags beyond it are looked up each time.
     allowed: dict[str, ErrorCode | None] = field(default_factory=dict)  # tag -> the ACL's refusal
@@ -197,6 +202,9 @@ class Bus:
         self.audit_dropped = 0
         # Called (synchronously) when a peer's connection ends; the supervisor hooks this.
         self.on_disconnect: Callable[[Connection], None] | None = None
+        # The supervisor's own bus has nobody to report a misbehaving peer to: it hooks this.
+        self.on_misbehaved: Callable[[Connection, ErrorCode], Awaitable[None]] | None = None
+        self._refusals = RefusalLedger()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -611,15 +619,7 @@ class Bus:
     async def _refuse(
         self, conn: Connection, kind: str, fid: int, code: ErrorCode, tag: str
     ) -> None:
-        self.audit(
-            AuditRecord(
-                event=f"bus.{code.value}",
-                actor=self.me.name,
-                peer=conn.identity.name,
-                code=code.value,
-                message_type=tag[:200] or None,
-            )
-        )
+        persistent = self._audit_refusal(conn, code, tag[:200] or None)
         if kind == "q":
             with contextlib.suppress(LineUpError):
                 await conn.channel.send(
@@ -627,10 +627,42 @@ class Bus:
                         "x", conn.next_id(), {"code": code.value, "message": ""}, reply_to=fid
                     )
                 )
-        if conn.identity.kind is ActorKind.MINIAPP and code is not ErrorCode.PERMISSION_DENIED:
+        if conn.identity.kind is ActorKind.MINIAPP and (
+            persistent or code is not ErrorCode.PERMISSION_DENIED
+        ):
             # Untrusted code that breaks its contract is stopped, not argued with. (A request
-            # its kind may make but it may not, `permission_denied`, is policy: only refused.)
+            # its kind may make but it may not, `permission_denied`, is policy: only refused,
+            # unless it keeps asking.)
             await self._report_misbehaviour(conn, code)
+
+    def _audit_refusal(self, conn: Connection, code: ErrorCode, tag: str | None) -> bool:
+        """Audit one refusal of `conn`'s peer, within the per-offender bound. Returns whether
+        the peer keeps sending refused frames."""
+        name = conn.identity.name
+        verdict = self._refusals.note(name, code.value, tag, time.monotonic())
+        if verdict.left_over is not None:
+            self.audit(verdict.left_over.record(self.me.name, name))
+        if verdict.write:
+            self.audit(
+                AuditRecord(
+                    event=f"bus.{code.value}",
+                    actor=self.me.name,
+                    peer=name,
+                    code=code.value,
+                    message_type=tag,
+                )
+            )
+        elif verdict.first_suppressed and self._nursery is not None:
+            self._nursery.start_soon(self._flush_refusals, name)
+        return verdict.persistent
+
+    async def _flush_refusals(self, name: str) -> None:
+        """At the end of the window, the counter row for what it left without rows (a peer
+        that stopped sending, or was stopped, writes no refusal that would carry it)."""
+        await trio.sleep(self._refusals.window)
+        left_over = self._refusals.take_suppressed(name)
+        if left_over is not None:
+            self.audit(left_over.record(self.me.name, name))
 
     async def _rate_limited(self, conn: Connection, kind: str, fid: int, tag: str) -> None:
         """Refuse what a MiniApp sends beyond its rate; audited once a second, not per frame
@@ -659,26 +691,25 @@ class Bus:
                 )
 
     async def _misbehaved(self, conn: Connection, code: ErrorCode, tag: str | None) -> None:
-        self.audit(
-            AuditRecord(
-                event=f"bus.{code.value}",
-                actor=self.me.name,
-                peer=conn.identity.name,
-                code=code.value,
-                message_type=tag,
-            )
-        )
+        self._audit_refusal(conn, code, tag)
         log.warning("bus.peer_misbehaved peer=%s code=%s", conn.identity.name, code.value)
         await self._report_misbehaviour(conn, code)
 
     async def _report_misbehaviour(self, conn: Connection, code: ErrorCode) -> None:
-        if self.me.kind is ActorKind.SUPERVISOR or conn.identity.kind is ActorKind.SUPERVISOR:
+        if conn.reported or conn.identity.kind is ActorKind.SUPERVISOR:
+            return
+        conn.reported = True
+        if self.me.kind is ActorKind.SUPERVISOR:
+            if self.on_misbehaved is not None:
+                await self.on_misbehaved(conn, code)
             return
         event = PeerMisbehavedEvent(
             peer=conn.identity.name, incarnation=conn.incarnation, code=code.value
         )
-        with contextlib.suppress(LineUpError):
+        try:
             await self.notify(SUPERVISOR, event, timeout=1.0)
+        except LineUpError:
+            conn.reported = False  # not heard: its next offence is reported again
 
     def _close(self, conn: Connection) -> None:
         if conn.closed.is_set():

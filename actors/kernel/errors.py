@@ -36,6 +36,7 @@ class ErrorCode(StrEnum):
     NO_HANDLER = "no_handler"  # a known type this actor does not serve
     MAILBOX_FULL = "mailbox_full"
     RATE_LIMITED = "rate_limited"
+    QUOTA_EXCEEDED = "quota_exceeded"  # a per-app bound (instances it opened, …) is reached
     INTERNAL_ERROR = "internal_error"
     STORE_UNAVAILABLE = "store_unavailable"
     SHUTTING_DOWN = "shutting_down"
