@@ -639,7 +639,7 @@ class Bus:
         """Audit one refusal of `conn`'s peer, within the per-offender bound. Returns whether
         the peer keeps sending refused frames."""
         name = conn.identity.name
-        verdict = self._refusals.note(name, code.value, tag, time.monotonic())
+        verdict = self._refusals.note(name, code.value, tag, trio.current_time())
         if verdict.left_over is not None:
             self.audit(verdict.left_over.record(self.me.name, name))
         if verdict.write:

@@ -19,9 +19,11 @@ finds (brought to the front for `foreground`), and is either `hand_over`ed to it
 while the instance is still starting and the tool needs it ready, `hold`s (seed 004 §7.3) until
 the instance's `ready` event releases it. The MiniApp `take`s the call, reports progress, and
 `submit`s its result (checked against the output schema); the AppServer's acknowledgement of the
-result's row settles it `completed` in the store. Calls past their `timeout_ms` `expire`; an
-instance that ends `close`s its calls (`cancelled(app_closed)`; a held one is `reject`ed with
-`activation_cancelled` / `activation_failed`); a submitted result is still delivered.
+result's row settles it `completed` in the store. Progress is coalesced (`_progress`): per call,
+the latest report wins and at most PROGRESS_RATE a second reach the outbox. Calls past their
+`timeout_ms` `expire`; an instance that ends `close`s its calls (`cancelled(app_closed)`; a held
+one is `reject`ed with `activation_cancelled` / `activation_failed`); a submitted result is still
+delivered.
 
 All state lives in the store; this object keeps only caches (the inventory, by revision; the
 few immutable facts of calls it has seen) and the expiry timers, all rebuilt at start.
@@ -82,6 +84,7 @@ from lineup.sdk.schema import validate
 
 from . import _ids as ids
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
+from ._progress import SEND_NOW, ProgressCoalescer
 
 __all__ = ["ToolPipeline"]
 
@@ -151,6 +154,10 @@ class ToolPipeline:
         self._timers: list[tuple[float, str]] = []
         self._timer_wakeup = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # Progress not yet written, per call: the latest report wins (see `_progress`).
+        self._progress: ProgressCoalescer[tuple[_Known, sdk.ToolProgressRequest]] = (
+            ProgressCoalescer()
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -295,6 +302,8 @@ class ToolPipeline:
         )
         call = reply.call
         self._remember(call)
+        if call.state in machine.DECIDED:
+            self._progress.drop(call_id)  # its outcome supersedes any progress still held
         if not reply.changed:
             return reply
         for effect in machine.move(reply.before, event).effects:
@@ -555,7 +564,29 @@ class ToolPipeline:
         return known
 
     async def progress(self, sender: Identity, msg: sdk.ToolProgressRequest) -> sdk.CommandReceipt:
+        """Take a progress report: written at once if its call's window is open, else held
+        (the latest wins) and written when the window ends. Its receipt means "taken"."""
         known = await self._own_call(sender, msg.call_id, msg.TYPE)
+        due = self._progress.offer(msg.call_id, (known, msg), trio.current_time())
+        if due == SEND_NOW:
+            await self._write_progress(known, msg)
+        elif due is not None and self._nursery is not None:
+            self._nursery.start_soon(self._flush_progress, msg.call_id, due)
+        return sdk.CommandReceipt(id=msg.call_id)
+
+    async def _flush_progress(self, call_id: str, due: float) -> None:
+        """At the end of the call's window, write the report it held (if it still holds one:
+        an outcome drops it)."""
+        await trio.sleep_until(due)
+        held = self._progress.take(call_id, trio.current_time())
+        if held is None:
+            return
+        try:
+            await self._write_progress(*held)
+        except LineUpError as exc:  # e.g. the call became final meanwhile
+            log.info("router.progress_not_written code=%s", exc.code.value)
+
+    async def _write_progress(self, known: _Known, msg: sdk.ToolProgressRequest) -> None:
         session = await self._session()
         outbox_id = ids.progress_id(msg.call_id, time.time_ns())
         body = self._wire(
@@ -577,7 +608,6 @@ class ToolPipeline:
             ToolCallProgressReply,
         )
         await self.wake_transport()
-        return sdk.CommandReceipt(id=msg.call_id)
 
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
         known = await self._own_call(sender, msg.call_id, msg.TYPE)
