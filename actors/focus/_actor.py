@@ -410,7 +410,7 @@ class FocusActor(Actor):
         )
         if opened < MAX_OPENED_PER_APP:
             return
-        self.bus.audit(
+        self.bus.audit_refusal(  # a loop of opens writes a few rows, then a counter row
             AuditRecord(
                 event="focus.open_quota_exceeded",
                 actor=self.ctx.identity.name,

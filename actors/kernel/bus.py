@@ -619,7 +619,7 @@ class Bus:
     async def _refuse(
         self, conn: Connection, kind: str, fid: int, code: ErrorCode, tag: str
     ) -> None:
-        persistent = self._audit_refusal(conn, code, tag[:200] or None)
+        persistent = self.audit_refusal(self._refusal_record(conn, code, tag[:200] or None))
         if kind == "q":
             with contextlib.suppress(LineUpError):
                 await conn.channel.send(
@@ -635,23 +635,26 @@ class Bus:
             # unless it keeps asking.)
             await self._report_misbehaviour(conn, code)
 
-    def _audit_refusal(self, conn: Connection, code: ErrorCode, tag: str | None) -> bool:
-        """Audit one refusal of `conn`'s peer, within the per-offender bound. Returns whether
-        the peer keeps sending refused frames."""
-        name = conn.identity.name
-        verdict = self._refusals.note(name, code.value, tag, trio.current_time())
+    def _refusal_record(self, conn: Connection, code: ErrorCode, tag: str | None) -> AuditRecord:
+        return AuditRecord(
+            event=f"bus.{code.value}",
+            actor=self.me.name,
+            peer=conn.identity.name,
+            code=code.value,
+            message_type=tag,
+        )
+
+    def audit_refusal(self, record: AuditRecord) -> bool:
+        """Audit a refusal of `record.peer`'s (the offender) within the per-offender bound: the
+        first few of a window as rows, the rest as one counter row at the window's end. Never
+        blocks. Returns whether the offender keeps being refused (past the bound in one window:
+        a MiniApp's bus then has it stopped)."""
+        name = record.peer or ""
+        verdict = self._refusals.note(name, record.code or "", record.message_type, _now())
         if verdict.left_over is not None:
             self.audit(verdict.left_over.record(self.me.name, name))
         if verdict.write:
-            self.audit(
-                AuditRecord(
-                    event=f"bus.{code.value}",
-                    actor=self.me.name,
-                    peer=name,
-                    code=code.value,
-                    message_type=tag,
-                )
-            )
+            self.audit(record)
         elif verdict.first_suppressed and self._nursery is not None:
             self._nursery.start_soon(self._flush_refusals, name)
         return verdict.persistent
@@ -691,7 +694,7 @@ class Bus:
                 )
 
     async def _misbehaved(self, conn: Connection, code: ErrorCode, tag: str | None) -> None:
-        self._audit_refusal(conn, code, tag)
+        self.audit_refusal(self._refusal_record(conn, code, tag))
         log.warning("bus.peer_misbehaved peer=%s code=%s", conn.identity.name, code.value)
         await self._report_misbehaviour(conn, code)
 
@@ -767,6 +770,14 @@ class Bus:
                 continue
         self.audit_dropped += len(batch)
         log.error("bus.audit_lost count=%d pid=%d", len(batch), os.getpid())
+
+
+def _now() -> float:
+    """The trio clock, or the monotonic one outside a trio run (a handler tested alone)."""
+    try:
+        return trio.current_time()
+    except RuntimeError:
+        return time.monotonic()
 
 
 def _to_json(message: Message) -> bytes:

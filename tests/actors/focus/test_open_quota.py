@@ -25,8 +25,9 @@ class AuditingBus:
     def __init__(self) -> None:
         self.records: list[AuditRecord] = []
 
-    def audit(self, record: AuditRecord) -> None:
+    def audit_refusal(self, record: AuditRecord) -> bool:
         self.records.append(record)
+        return False
 
 
 def focus_with(bus: AuditingBus) -> FocusActor:
