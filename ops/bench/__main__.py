@@ -20,6 +20,7 @@ from . import _measure as m
 from ._im import im_delivery
 from ._measure import median, pct
 from ._outbox import outbox_drain, sequential_posts
+from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
 from ._report import Figure, Peer, build_report, machine_info, render_table
 from ._sandbox import idle_pss, spawn_times
@@ -27,6 +28,37 @@ from ._tools import direct_calls
 
 CONCURRENCY = 8  # calls in flight for every calls/s figure, LineUp's and the peer's
 POLL_MS = round(POLL_INTERVAL * 1e3)
+
+
+def quota_figures(quick: bool) -> list[Figure]:
+    """The quotas' and bounds' cost on the hot path (issue 11): a couple of seconds."""
+    rounds, per_round = (11, 40) if quick else (31, 60)
+    tool_on, tool_off, view_on, view_off = trio.run(bounds_cost, rounds, per_round)
+    target = "≤ 1.10× baseline (noise)"
+    return [
+        Figure(
+            "quotas",
+            "MiniApp's side of a tool call (take, progress, complete), bounds checked",
+            tool_on,
+            "µs",
+            "the same frames and answers, unchecked (same run, interleaved)",
+            tool_off,
+            target,
+            tool_on <= 1.10 * tool_off,
+            note="rate bucket on each frame, progress coalescer",
+        ),
+        Figure(
+            "quotas",
+            "view update (~2 KiB view), bounds checked",
+            view_on,
+            "µs",
+            "the same frames and answers, unchecked (same run, interleaved)",
+            view_off,
+            target,
+            view_on <= 1.10 * view_off,
+            note="rate bucket, view keys and document limits",
+        ),
+    ]
 
 
 def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
@@ -189,6 +221,8 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
         )
     )
 
+    figures += quota_figures(quick)
+
     # ------------------------------------------------------------------------------ sandbox
     plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
     figures.append(
@@ -290,9 +324,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="lineup-bench")
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
+    parser.add_argument(
+        "--only", choices=("quotas",), help="only this section (a few seconds; no peer)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the restart figure SIGKILLs on purpose
-    figures, peers = run(args.quick)
+    peers: list[Peer] = []
+    if args.only == "quotas":
+        figures = quota_figures(args.quick)
+    else:
+        figures, peers = run(args.quick)
     print(render_table(figures, peers))
     report = build_report(figures, machine=machine_info(), peers=peers, quick=args.quick)
     args.out.parent.mkdir(parents=True, exist_ok=True)
