@@ -7,16 +7,20 @@ session and closed every descriptor but stdio and the control channel (fd 3). Ru
 are trusted and get nothing (`boot["config"]["sandbox"]` is None); a MiniApp's process gets the
 whole sandbox, in this order, each step needing the privileges the next ones take away:
 
-1. import what the host needs (trio's import runs `ldconfig`, impossible once inside; the
-   app's own module is *not* imported: it is MiniApp code and runs only inside), create the
-   private data directory `<data_dir>/apps/<app_scope>` and move into it, scrub the
-   environment, close any descriptor past fd 3, become non-dumpable;
+1. leave any terminal (stdin is /dev/null, stdout and stderr are never a tty, no controlling
+   terminal), join the app's pids cgroup if the supervisor made one (`_quota`), import what
+   the host needs (trio's import runs `ldconfig`, impossible once inside; the app's own
+   module is *not* imported: it is MiniApp code and runs only inside), create the private
+   data directory `<data_dir>/apps/<app_scope>` and move into it, scrub the environment,
+   close any descriptor past fd 3, become non-dumpable;
 2. a new network namespace: no interfaces but a down loopback, no abstract sockets shared
    with anyone (needs CAP_SYS_ADMIN, or an unprivileged user namespace);
-3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries and the
-   code, read-write to the data directory only, no TCP, no abstract Unix socket or signal
-   outside the process;
-4. rlimits: address space, open files, tasks, CPU seconds, no core dumps;
+3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries, the
+   runtime code a MiniApp imports (`RUNTIME_CODE`: the SDK and the kernel, no other actor's
+   code, no tests, no tooling, no `.git`) and the app's own package, read-write to its data
+   directory only, no TCP, no abstract Unix socket or signal outside the process;
+4. rlimits: address space, open files, tasks, CPU seconds, file size (`disk_mb`: a write past
+   it fails EFBIG, SIGXFSZ is ignored), no core dumps;
 5. drop every capability (a root runtime's child would otherwise keep CAP_SYS_ADMIN, and with
    it /proc/<pid>/environ of any process, and CAP_SYS_PTRACE...);
 6. seccomp last, since it forbids unshare and the other calls the steps above make;
@@ -42,9 +46,12 @@ import logging
 import os
 import posix
 import resource
+import signal
 import socket
 import sys
+import termios
 from collections.abc import Iterator, Mapping
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -58,11 +65,14 @@ from . import _landlock, _seccomp
 
 __all__ = [
     "LAYERS",
+    "RUNTIME_CODE",
     "SandboxPolicy",
     "SandboxPolicyInvalid",
     "SandboxUnavailable",
     "app_data_dir",
     "is_sandboxed",
+    "own_code",
+    "package_root",
     "prepare_child",
     "probe_layers",
     "receive_report",
@@ -88,6 +98,17 @@ _SYSTEM_READ: Final = (
     "/usr/share/zoneinfo",
 )
 _SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
+# The runtime's code a MiniApp's process imports, relative to the package root: the closure of
+# `lineup.sdk` and the actor kernel (tests/supervisor/test_sandbox.py recomputes it from a fresh
+# interpreter). A directory is granted with what is beneath it, a file alone: so the package
+# root, `actors/` and `miniapps/` are readable only file by file, never listed.
+RUNTIME_CODE: Final = (
+    "__init__.py",
+    "actors/__init__.py",
+    "actors/kernel",
+    "sdk",
+    "miniapps/__init__.py",
+)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNET: Final = 0x40000000
@@ -119,6 +140,12 @@ class SandboxPolicy(BaseModel):
     cpu_s: Annotated[int, Field(ge=1)] = 3600  # RLIMIT_CPU, per process lifetime
     files: Annotated[int, Field(ge=16, le=65536)] = 256  # RLIMIT_NOFILE
     tasks: Annotated[int, Field(ge=1)] = 1024  # RLIMIT_NPROC (every task of the uid; not root)
+    # Bytes in its data dir: RLIMIT_FSIZE for any one file, and the supervisor's measure of the
+    # whole directory (`_quota`), past which the app is stopped; and entries in it.
+    disk_mb: Annotated[int, Field(ge=1, le=1 << 20)] = 256
+    disk_entries: Annotated[int, Field(ge=16, le=1 << 20)] = 10_000
+    threads: Annotated[int, Field(ge=8, le=1 << 16)] = 128  # pids.max of its pids cgroup
+    pids_cgroup: str | None = None  # the cgroup the supervisor made for it (`_quota`), if any
     without: tuple[Layer, ...] = ()  # layers left off on purpose (tests, diagnosis)
 
 
@@ -265,6 +292,10 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     # Landlock binds the calling thread and its future threads only: there must be no other.
     if _status("Threads") != "1":
         raise RuntimeError("the sandbox must be applied before any thread starts")
+    _leave_terminal()
+    if policy.pids_cgroup is not None:
+        _join_cgroup(Path(policy.pids_cgroup))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past RLIMIT_FSIZE: EFBIG, not death
     _preload(str(boot["target"]))
     data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
     home = app_data_dir(data_dir, policy.app_scope)
@@ -288,7 +319,7 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
             log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
-        _landlock.restrict_self(_landlock_rules(data_dir, home, config))
+        _landlock.restrict_self(_landlock_rules(data_dir, home, config, str(boot["target"])))
     if "rlimits" in layers:
         _set_rlimits(policy)
     if "capabilities" in layers:
@@ -394,10 +425,13 @@ def _enter_netns(*, user_namespace: bool) -> None:
             os.close(fd)
 
 
-def _landlock_rules(data_dir: Path, home: Path, config: dict[str, Any]) -> list[_landlock.Rule]:
-    """Read: the interpreter, its libraries, the runtime's and the app's code. Write: `home`.
-    Nothing under `data_dir` but `home` (the database, the control socket, other apps)."""
-    trees: set[Path] = set(_code_paths(config))
+def _landlock_rules(
+    data_dir: Path, home: Path, config: dict[str, Any], target: str
+) -> list[_landlock.Rule]:
+    """Read: the interpreter, its libraries, the runtime code a MiniApp runs, the app's own
+    package. Write: `home`. Nothing under `data_dir` but `home` (the database, the control
+    socket, other apps)."""
+    trees: set[Path] = set(_code_paths(config, target))
     trees.update(Path(p) for p in _SYSTEM_READ)
     readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
     rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
@@ -407,7 +441,14 @@ def _landlock_rules(data_dir: Path, home: Path, config: dict[str, Any]) -> list[
     return rules
 
 
-def _code_paths(config: dict[str, Any]) -> Iterator[Path]:
+def package_root() -> Path:
+    """The directory of the `lineup` package (the repository its link points to)."""
+    lineup = sys.modules["lineup"].__file__
+    assert lineup is not None
+    return Path(lineup).resolve().parent
+
+
+def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
     prefixes = {
         Path(p).resolve()
         for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
@@ -418,18 +459,100 @@ def _code_paths(config: dict[str, Any]) -> Iterator[Path]:
         path = Path(entry).resolve() if entry else None
         if path is not None and any(path.is_relative_to(prefix) for prefix in prefixes):
             yield path
-    lineup = sys.modules["lineup"].__file__
-    assert lineup is not None
-    yield Path(lineup).resolve().parent  # the repository the `lineup` link points to
-    # The app's top-level package, located without being imported (importing runs its code).
-    top = str(config.get("app", "")).partition(":")[0].partition(".")[0]
+    root = package_root()
+    yield from (root / piece for piece in RUNTIME_CODE)
+    # The app's own code: its `app` (what the SDK's host imports inside), or, for a MiniApp
+    # that is its own host (the tests' hostile actor), its target's module.
+    own = str(config.get("app") or "") or target
+    yield from own_code(own.partition(":")[0], root)
+
+
+def own_code(module: str, root: Path) -> list[Path]:
+    """What of `module` its process may read: the directory of its package (its own, if it is
+    one), and the `__init__.py` of each package above it, which its import runs; located
+    without importing anything. The module's file alone where that directory would hold more
+    than the app (a `sys.path` entry, or the runtime's package root or a parent of it).
+    Nothing if it is not found (the host then fails to import it, inside, with a clear error)."""
+    spec = _locate(module) if module else None
+    if spec is None:
+        return []
+    parents = module.split(".")[:-1]
+    paths = []
+    for index in range(len(parents)):
+        parent = _locate(".".join(parents[: index + 1]))
+        if parent is not None and parent.origin is not None and parent.has_location:
+            paths.append(Path(parent.origin).resolve())
+    if spec.submodule_search_locations:
+        where = Path(next(iter(spec.submodule_search_locations))).resolve()
+        return [*paths, where] if not root.is_relative_to(where) else paths
+    if spec.origin is None or not spec.has_location:
+        return paths
+    origin = Path(spec.origin).resolve()
+    entries = {Path(entry).resolve() for entry in sys.path if entry}
+    if origin.parent in entries or root.is_relative_to(origin.parent):
+        return [*paths, origin]
+    return [*paths, origin.parent]
+
+
+def _locate(module: str) -> ModuleSpec | None:
+    """`module`'s spec, found part by part as the import system would, but running no package's
+    `__init__` (a MiniApp's is MiniApp code, which runs only inside)."""
+    spec: ModuleSpec | None = None
+    search: list[str] | None = None
+    for index, part in enumerate(module.split(".")):
+        if index and not search:
+            return None  # a plain module has no submodules
+        name = ".".join(module.split(".")[: index + 1])
+        loaded = sys.modules.get(name)
+        try:
+            spec = (
+                loaded.__spec__
+                if loaded is not None and loaded.__spec__ is not None
+                else PathFinder.find_spec(name, search)
+            )
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        locations = spec.submodule_search_locations
+        search = list(locations) if locations is not None else None
+    return spec
+
+
+def _leave_terminal() -> None:
+    """No terminal for a MiniApp: stdin from /dev/null, and any of stdout and stderr that is a
+    tty goes to /dev/null too (the supervisor gives them pipes; see `_applog`), and if the
+    process still has a controlling terminal (the zygote's `setsid` leaves none), it drops it."""
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
-        spec = importlib.util.find_spec(top) if top else None
-    except (ImportError, ValueError):
-        spec = None  # the host will fail to import it, inside, with a clear error
-    if spec is not None:
-        for location in spec.submodule_search_locations or ([spec.origin] if spec.origin else []):
-            yield Path(location).resolve()
+        os.dup2(null, 0)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return  # ENXIO: no controlling terminal
+    try:
+        _libc.ioctl(tty, termios.TIOCNOTTY)
+    finally:
+        os.close(tty)
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC))
+    except OSError:
+        return
+    raise RuntimeError("a sandboxed process must have no controlling terminal")
+
+
+def _join_cgroup(cgroup: Path) -> None:
+    """Move this process (single-threaded still) into its pids cgroup, made by the supervisor."""
+    fd = os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
 
 
 def _set_rlimits(policy: SandboxPolicy) -> None:
@@ -440,6 +563,7 @@ def _set_rlimits(policy: SandboxPolicy) -> None:
         resource.RLIMIT_NPROC: (policy.tasks,) * 2,
         # SIGXCPU at the soft limit, SIGKILL a second later if that is caught.
         resource.RLIMIT_CPU: (policy.cpu_s, policy.cpu_s + 1),
+        resource.RLIMIT_FSIZE: (policy.disk_mb << 20,) * 2,
         resource.RLIMIT_CORE: (0, 0),
     }
     for which, (soft, hard) in limits.items():

@@ -33,9 +33,12 @@ from lineup.supervisor import ChildSpec, Restart, Supervisor
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
 from lineup.supervisor._sandbox import (
     LAYERS,
+    RUNTIME_CODE,
     SandboxPolicyInvalid,
     SandboxUnavailable,
     app_data_dir,
+    own_code,
+    package_root,
     prepare_child,
     probe_layers,
 )
@@ -75,6 +78,25 @@ FULL_SANDBOX = {
     "stream_socketpair": "ok",  # what trio needs
     "thread": "ok",  # trio's worker threads (clone with CLONE_THREAD)
     "secret_in_environment": "False",  # scrubbed environment
+    # Read only what it runs (Landlock grants RUNTIME_CODE and its own package, not the root).
+    "read_git": "EACCES",
+    "list_root": "EACCES",
+    "list_tests": "EACCES",
+    "list_ops": "EACCES",
+    "read_ops": "EACCES",
+    "read_other_actor": "EACCES",
+    "read_supervisor": "EACCES",
+    "read_other_app": "EACCES",
+    "read_sdk": "ok",
+    "read_kernel": "ok",
+    "read_own_code": "ok",  # tests/support is the hostile app's own module directory
+    # No terminal: stdin is /dev/null, stdout and stderr are pipes, no controlling terminal.
+    "open_tty": "EACCES",  # Landlock; without it, ENXIO (no controlling terminal)
+    "tcgetattr_stdin": "ENOTTY",
+    "tcgetattr_stdout": "ENOTTY",
+    "tcgetattr_stderr": "ENOTTY",
+    "tcsetattr_stdout": "ENOTTY",
+    "isatty": "False,False,False",
 }
 
 # The attacks seccomp refuses, and the system call each audit row names. The others are
@@ -401,3 +423,37 @@ except PermissionError:
 """)
     assert got == f"confined {os.getuid()}"
     assert app_data_dir(data_dir, "userns").is_dir()
+
+
+def test_the_runtime_code_granted_is_what_a_miniapp_imports_and_nothing_more() -> None:
+    """RUNTIME_CODE is the closure of the SDK and the kernel, recomputed here from a fresh
+    interpreter that imports them and every bundled app, as the SDK's host does inside."""
+    from lineup.miniapps.catalogue import BUNDLED
+
+    apps = sorted({app.entry.partition(":")[0] for app in BUNDLED})
+    imported = json.loads(
+        run_python(f"""
+import json, sys
+import lineup, lineup.sdk, lineup.actors.kernel.actor
+for app in {apps!r}:
+    __import__(app)
+root = lineup.__path__[0]
+print(json.dumps(sorted(
+    m.__file__[len(root) + 1:] for m in list(sys.modules.values())
+    if getattr(m, "__file__", None) and m.__file__.startswith(root + "/")
+)))
+""")
+    )
+    root = package_root()
+    own = [own_code(app, root)[-1] for app in apps]
+    granted = [root / piece for piece in RUNTIME_CODE] + [
+        p for app in apps for p in own_code(app, root)
+    ]
+    for module in imported:
+        assert any((root / module).is_relative_to(path) for path in granted), module
+    # And nothing that a MiniApp never runs: no other actor, no supervisor, no tests or tools.
+    for piece in RUNTIME_CODE:
+        for forbidden in ("tests", "ops", "supervisor", "actors/store", "hostbridge", ".git"):
+            assert not (root / forbidden).is_relative_to(root / piece)
+    # A bundled app's own code is its package: never `miniapps/`, which holds the others.
+    assert {path.parent for path in own} == {root / "miniapps"}

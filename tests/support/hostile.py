@@ -21,6 +21,8 @@ import os
 import resource
 import socket
 import subprocess
+import termios
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +64,16 @@ def _outcome(attack: Callable[[], object]) -> str:
 
 def errno_name(number: int | None) -> str:
     return errno.errorcode.get(number or 0, str(number))
+
+
+def _termios(call: Callable[[], object]) -> Callable[[], object]:
+    def attempt() -> object:
+        try:
+            return call()
+        except termios.error as exc:  # not an OSError: its first argument is the errno
+            raise OSError(exc.args[0], str(exc.args[-1])) from None
+
+    return attempt
 
 
 def _libc_call(result: int) -> None:
@@ -170,9 +182,32 @@ class HostileActor(Actor):
             "memory": lambda: bytearray((memory_mb + 64) << 20),
             "write_home": write_home,
             "stream_socketpair": stream_socketpair,
+            # Finding 9: it reads what it runs, nothing else of the repository.
+            "read_git": read(lineup_root / ".git" / "config")
+            if (lineup_root / ".git").is_dir()
+            else read(lineup_root / ".git"),  # a worktree's .git is a file
+            "list_root": lambda: os.listdir(lineup_root),
+            "list_tests": lambda: os.listdir(lineup_root / "tests"),
+            "list_ops": lambda: os.listdir(lineup_root / "ops"),
+            "read_ops": read(lineup_root / "ops" / "__init__.py"),
+            "read_other_actor": read(lineup_root / "actors" / "store" / "_actor.py"),
+            "read_supervisor": read(lineup_root / "supervisor" / "_sandbox.py"),
+            "read_other_app": read(lineup_root / "miniapps" / "chat" / "__init__.py"),
+            "read_sdk": read(lineup_root / "sdk" / "__init__.py"),
+            "read_kernel": read(lineup_root / "actors" / "kernel" / "bus.py"),
+            "read_own_code": read(Path(__file__)),
+            # Finding 8: no terminal, whatever the runtime's own stdio is.
+            "open_tty": lambda: os.open("/dev/tty", os.O_RDWR),
+            "tcgetattr_stdin": _termios(lambda: termios.tcgetattr(0)),
+            "tcgetattr_stdout": _termios(lambda: termios.tcgetattr(1)),
+            "tcgetattr_stderr": _termios(lambda: termios.tcgetattr(2)),
+            "tcsetattr_stdout": _termios(
+                lambda: termios.tcsetattr(1, termios.TCSANOW, [0, 0, 0, 0, 0, 0, [b"\0"] * 32])
+            ),
         }
         outcomes = {name: _outcome(attack) for name, attack in attacks.items()}
         outcomes["secret_in_environment"] = str("LINEUP_TEST_SECRET" in os.environ)
+        outcomes["isatty"] = ",".join(str(os.isatty(fd)) for fd in (0, 1, 2))
         return outcomes
 
     def flood(self, count: int) -> dict[str, str]:
