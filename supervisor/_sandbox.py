@@ -499,10 +499,11 @@ def _locate(module: str) -> ModuleSpec | None:
     `__init__` (a MiniApp's is MiniApp code, which runs only inside)."""
     spec: ModuleSpec | None = None
     search: list[str] | None = None
-    for index, part in enumerate(module.split(".")):
+    parts = module.split(".")
+    for index in range(len(parts)):
         if index and not search:
             return None  # a plain module has no submodules
-        name = ".".join(module.split(".")[: index + 1])
+        name = ".".join(parts[: index + 1])
         loaded = sys.modules.get(name)
         try:
             spec = (

@@ -5,8 +5,11 @@ an errno name, or an exception class name) to `outcomes.json` in its private dat
 the one place it may write; the test reads that file once the actor is ready. The config says
 what to aim at: `target_pid` (the test's own process), `tcp_port` and `udp_port` (listeners the
 test opened on 127.0.0.1), `abstract` (an abstract Unix socket name the test listens on),
-`attack: "spin"` to burn CPU instead, until RLIMIT_CPU kills it, and `flood: N` to make N denied
-calls in a row instead (what each got, counted, and how long they took).
+`attack: "spin"` to burn CPU instead, until RLIMIT_CPU kills it, `flood: N` to make N denied
+calls in a row instead (what each got, counted, and how long they took), `attack: "fill"` to
+write one file as large as it can in its data dir (`fill`: what the write past the limit got,
+`fill_bytes`: how much it wrote), and `attack: "threads"` to start as many threads as it can,
+up to `threads` (`threads`: what the one past the limit got, `threads_started`: how many).
 
 Every attack is harmless if it succeeds (signal 0, reading a limit, a no-op renice...): the test
 fails on the outcome, not on damage.
@@ -96,7 +99,13 @@ class HostileActor(Actor):
             while True:  # pure CPU, never yields: only RLIMIT_CPU can end it
                 pass
         flood = self.ctx.config.get("flood")
-        outcomes = self.flood(int(flood)) if flood else self.attacks()
+        attack = self.ctx.config.get("attack")
+        if attack == "fill":
+            outcomes = self.fill()
+        elif attack == "threads":
+            outcomes = self.threads(int(self.ctx.config.get("threads", 3000)))
+        else:
+            outcomes = self.flood(int(flood)) if flood else self.attacks()
         try:
             await trio.to_thread.run_sync(lambda: None)
             outcomes["thread"] = "ok"
@@ -221,6 +230,35 @@ class HostileActor(Actor):
             "flood": ", ".join(f"{name} x{n}" for name, n in sorted(got.items())),
             "flood_seconds": f"{took:.3f}",
         }
+
+    def fill(self) -> dict[str, str]:
+        written = 0
+        chunk = b"x" * (1 << 20)
+        outcome = "ok"
+        try:
+            with open(self.home / "fill.bin", "wb", buffering=0) as file:
+                for _ in range(4096):  # 4 GiB, were nothing to stop it
+                    written += file.write(chunk) or 0
+        except OSError as exc:
+            outcome = errno_name(exc.errno)
+        return {"fill": outcome, "fill_bytes": str(written)}
+
+    def threads(self, count: int) -> dict[str, str]:
+        release = threading.Event()
+        started: list[threading.Thread] = []
+        outcome = "ok"
+        try:
+            for _ in range(count):
+                thread = threading.Thread(target=release.wait, daemon=True)
+                thread.start()
+                started.append(thread)
+        except RuntimeError as exc:  # "can't start new thread": clone() failed EAGAIN
+            outcome = type(exc).__name__
+        finally:
+            release.set()
+            for thread in started:
+                thread.join()
+        return {"threads": outcome, "threads_started": str(len(started))}
 
     @handles(SandboxedPingRequest)
     async def on_ping(self, msg: SandboxedPingRequest, env: Envelope) -> SandboxedPingReply:
