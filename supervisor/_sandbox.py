@@ -75,6 +75,7 @@ __all__ = [
     "package_root",
     "prepare_child",
     "probe_layers",
+    "quota_policy",
     "receive_report",
     "sandbox_status",
     "send_report",
@@ -249,6 +250,18 @@ def _can_enter_netns() -> bool:
 def is_sandboxed(config: Mapping[str, Any]) -> bool:
     """Whether a child with this config gets the sandbox (and so sends its report first)."""
     return config.get("sandbox") is not None
+
+
+def quota_policy(config: Mapping[str, Any]) -> SandboxPolicy | None:
+    """The policy in a child's config, for the supervisor's side of its quotas; None for a
+    child with none, or with one it will refuse itself (`prepare_child`)."""
+    raw = config.get("sandbox")
+    if raw is None:
+        return None
+    try:
+        return SandboxPolicy.model_validate(raw)
+    except ValidationError:
+        return None
 
 
 def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None:

@@ -31,6 +31,7 @@ import trio.testing
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, HealthReply, HealthRequest
 from lineup.supervisor import ChildSpec, Restart, Supervisor
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
+from lineup.supervisor._quota import QUOTA_EXCEEDED, find_pids_cgroup
 from lineup.supervisor._sandbox import (
     LAYERS,
     RUNTIME_CODE,
@@ -457,3 +458,73 @@ print(json.dumps(sorted(
             assert not (root / forbidden).is_relative_to(root / piece)
     # A bundled app's own code is its package: never `miniapps/`, which holds the others.
     assert {path.parent for path in own} == {root / "miniapps"}
+
+
+async def test_a_file_past_the_disk_quota_fails_efbig_and_the_app_is_stopped_and_audited(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 7: RLIMIT_FSIZE refuses the write past `disk_mb` (EFBIG, SIGXFSZ ignored: the
+    app lives to see it), and the supervisor's measure of its data dir stops it for good."""
+    config = {"sandbox": policy(data_dir, disk_mb=2), "attack": "fill", **targets.config()}
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
+    outcomes = json.loads((app_data_dir(data_dir, SCOPE) / OUTCOMES).read_text())
+    assert outcomes == {"fill": "EFBIG", "fill_bytes": str(2 << 20), "thread": "ok"}
+    child = supervisor.children[NAME]
+    with trio.fail_after(10):
+        await child.exited.wait()
+        await supervisor.wait_until(lambda: child.state == "failed")
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.event == QUOTA_EXCEEDED for r in rows), peer=NAME
+    )
+    assert [(r.actor, r.code) for r in rows if r.event == QUOTA_EXCEEDED] == [
+        ("supervisor", "disk")
+    ]
+    # Killed by the supervisor, not by SIGXFSZ: no other death is recorded.
+    assert not [r for r in rows if r.event == "supervisor.child_killed"]
+    # Stopped for good, and the runtime kept serving.
+    assert child.restarts == 0
+    with trio.fail_after(5):
+        await auditor.request("store", HealthRequest(), expect=HealthReply)
+    assert supervisor.children["store"].restarts == 0
+
+
+async def test_threads_past_the_pids_cgroup_fail_to_start_and_are_audited(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 7: RLIMIT_NPROC counts the user's every process; the app's own pids cgroup
+    (this kernel offers cgroup v1's pids hierarchy to root) bounds its threads alone."""
+    assert find_pids_cgroup() is not None  # what this machine offers (see the report)
+    config = {
+        "sandbox": policy(data_dir, threads=32),
+        "attack": "threads",
+        "threads": 3000,
+        **targets.config(),
+    }
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
+    outcomes = json.loads((app_data_dir(data_dir, SCOPE) / OUTCOMES).read_text())
+    assert outcomes["threads"] == "RuntimeError"  # "can't start new thread": EAGAIN
+    assert 0 < int(outcomes["threads_started"]) < 32
+    assert outcomes["thread"] == "ok"  # below the limit again, a thread starts
+    child = supervisor.children[NAME]
+    cgroup = Path(
+        next(
+            line.split(":", 2)[2]
+            for line in Path(f"/proc/{child.pid}/cgroup").read_text().splitlines()
+            if ":pids:" in line or line.startswith("0::")
+        )
+    )
+    assert cgroup.name == SCOPE
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.event == QUOTA_EXCEEDED for r in rows), peer=NAME
+    )
+    assert {(r.actor, r.code) for r in rows if r.event == QUOTA_EXCEEDED} == {
+        ("supervisor", "threads")
+    }
+    # Refused, not stopped: the app and the runtime keep serving.
+    with trio.fail_after(5):
+        reply = await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
+        await auditor.request("store", HealthRequest(), expect=HealthReply)
+    assert reply.pid == child.pid
+    assert child.state == "running"
