@@ -33,6 +33,8 @@ __all__ = [
     "CHECK_INTERVAL",
     "QUOTA_CODE",
     "QUOTA_EXCEEDED",
+    "STATUS_FSIZE",
+    "STATUS_PIDS",
     "PidsCgroups",
     "Usage",
     "find_pids_cgroup",
@@ -45,6 +47,9 @@ log = logging.getLogger("lineup.sandbox")
 QUOTA_EXCEEDED: Final = "sandbox.quota_exceeded"  # the audit event; its code names the quota
 QUOTA_CODE: Final = "quota_exceeded"  # why focus fails the instances of an app stopped for it
 CHECK_INTERVAL: Final = 2.0  # seconds between two measures of one app's data dir
+# `lineup status`'s keys (in StatusReply.info) for the quota layers in force.
+STATUS_FSIZE: Final = "sandbox_fsize"
+STATUS_PIDS: Final = "sandbox_pids_cgroup"
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,21 @@ class PidsCgroups:
         self.base = parent / f"lineup-{os.getpid()}"
         self._apps: dict[str, Path] = {}
         self._events: dict[str, int] = {}
+
+    def sweep(self) -> None:
+        """Remove what a supervisor that was killed left (`lineup-<pid>` of a dead pid, once
+        its processes are gone too). Never raises."""
+        with contextlib.suppress(OSError):
+            for stale in self.base.parent.glob("lineup-*"):
+                pid = stale.name.removeprefix("lineup-")
+                if not pid.isdigit() or int(pid) == os.getpid() or Path(f"/proc/{pid}").exists():
+                    continue
+                for app in stale.iterdir():
+                    if app.is_dir():
+                        with contextlib.suppress(OSError):
+                            app.rmdir()
+                with contextlib.suppress(OSError):
+                    stale.rmdir()
 
     def for_app(self, scope: str, threads: int) -> Path:
         """The cgroup of `scope`, made if need be, with `pids.max` = `threads`. Raises OSError."""

@@ -216,6 +216,8 @@ class Supervisor:
                 self._sandbox = sandbox_status()
                 found = _quota.find_pids_cgroup()
                 self._pids = _quota.PidsCgroups(*found) if found is not None else None
+                if self._pids is not None:
+                    self._pids.sweep()
                 await self._start_all()
                 if self.link_wait > 0:
                     with trio.move_on_after(self.link_wait):
@@ -804,7 +806,7 @@ class Supervisor:
             zygote_pid=self._zygote.pid,
             sandbox=self._sandbox,
             runtime=self._runtime,
-            info=dict(self.info),
+            info={**self.info, **self._quota_layers()},
             children=tuple(
                 ChildStatus(
                     name=c.identity.name,
@@ -819,6 +821,16 @@ class Supervisor:
                 for c in self.children.values()
             ),
         )
+
+    def _quota_layers(self) -> dict[str, str]:
+        """The quota layers in force for MiniApps (`lineup status`), once the tree has started."""
+        if self._sandbox is None:
+            return {}
+        pids = f"on (cgroup {self._pids.version})" if self._pids is not None else "MISSING"
+        return {
+            _quota.STATUS_FSIZE: f"on (data dir measured every {_quota.CHECK_INTERVAL:g} s)",
+            _quota.STATUS_PIDS: pids,
+        }
 
     async def attach(
         self,

@@ -25,6 +25,7 @@ from lineup.actors.kernel.control import (
 
 from ._applog import app_log_path, log_files
 from ._control import control_request
+from ._quota import STATUS_FSIZE, STATUS_PIDS
 from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
 from ._spec import Intensity
@@ -329,8 +330,13 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         out.write(f"zygote: pid {reply.zygote_pid}\n")
     if reply.sandbox is not None:
         out.write(f"sandbox: {_sandbox_line(reply.sandbox)}\n")
+    quotas = (STATUS_FSIZE, STATUS_PIDS)
+    if any(key in reply.info for key in quotas):
+        fsize, pids = (reply.info.get(key, "unknown") for key in quotas)
+        out.write(f"quotas: fsize {fsize}, pids cgroup {pids}\n")
     for key, value in sorted(reply.info.items()):
-        out.write(f"{key}: {value}\n")
+        if key not in quotas:
+            out.write(f"{key}: {value}\n")
     return 0
 
 

@@ -128,6 +128,9 @@ async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_
     assert isinstance(info, dict)
     assert all(type(value) is str for value in info.values())  # URLs and names, nothing typed
     assert "zygote_pid" not in info and "sandbox" not in info
+    # The quota layers in force: this kernel offers root cgroup v1's pids hierarchy.
+    assert info["sandbox_fsize"] == "on (data dir measured every 2 s)"
+    assert info["sandbox_pids_cgroup"] == "on (cgroup v1)"
 
 
 async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_dir: Path) -> None:
@@ -148,6 +151,8 @@ async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_
     sandbox = next(line for line in lines if line.startswith("sandbox: "))
     assert sandbox.startswith("sandbox: netns on, landlock on (abi ")
     assert sandbox.endswith("seccomp on (audit); missing: none")
+    quotas = next(line for line in lines if line.startswith("quotas: "))
+    assert quotas == "quotas: fsize on (data dir measured every 2 s), pids cgroup on (cgroup v1)"
 
 
 async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Path) -> None:
