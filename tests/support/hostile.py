@@ -37,6 +37,7 @@ from lineup.actors.kernel import Actor, ActorKind, Envelope, Message, handles
 from lineup.supervisor._sandbox import app_data_dir
 
 OUTCOMES = "outcomes.json"
+_NO_ECHO: list[int | list[int]] = [0, 0, 0, 0, 0, 0, [0] * 32]  # what it would set: echo off
 _libc = ctypes.CDLL(None, use_errno=True)
 _PTRACE_ATTACH = 16
 _SYS_IO_URING_SETUP = 425
@@ -211,7 +212,7 @@ class HostileActor(Actor):
             "tcgetattr_stdout": _termios(lambda: termios.tcgetattr(1)),
             "tcgetattr_stderr": _termios(lambda: termios.tcgetattr(2)),
             "tcsetattr_stdout": _termios(
-                lambda: termios.tcsetattr(1, termios.TCSANOW, [0, 0, 0, 0, 0, 0, [b"\0"] * 32])
+                lambda: termios.tcsetattr(1, termios.TCSANOW, _NO_ECHO)
             ),
         }
         outcomes = {name: _outcome(attack) for name, attack in attacks.items()}
