@@ -10,14 +10,17 @@ answers over the bus afterwards).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
 import os
+import pty
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ import trio.testing
 
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, HealthReply, HealthRequest
 from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.supervisor._applog import app_log_path
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
 from lineup.supervisor._quota import QUOTA_EXCEEDED, find_pids_cgroup
 from lineup.supervisor._sandbox import (
@@ -98,7 +102,9 @@ FULL_SANDBOX = {
     "tcgetattr_stderr": "ENOTTY",
     "tcsetattr_stdout": "ENOTTY",
     "isatty": "False,False,False",
+    "write_stdout": "ok",  # a forged `lineup:` line and a window title: to its own log
 }
+FORGED = b"lineup: forged by the app"
 
 # The attacks seccomp refuses, and the system call each audit row names. The others are
 # refused by Landlock, capabilities or rlimits, which report to no one but the app (see
@@ -528,3 +534,123 @@ async def test_threads_past_the_pids_cgroup_fail_to_start_and_are_audited(
         await auditor.request("store", HealthRequest(), expect=HealthReply)
     assert reply.pid == child.pid
     assert child.state == "running"
+
+
+# Runs the tree (a store and the hostile app, the whole sandbox) in a process whose stdin,
+# stdout, stderr and controlling terminal are a pty, as `lineup run` in a terminal is; with
+# "early", through the zygote forked from the supervisor's own process (`lineup._early`),
+# which starts with the supervisor's stdin. Writes what it saw to argv[2], as JSON.
+_TTY_TREE = """
+import json, os, sys
+early = sys.argv[1] == "early"
+if early:
+    from lineup._early import launch_zygote
+    launch_zygote((), ())
+from pathlib import Path
+import trio
+from lineup.actors.kernel import ActorKind, HealthReply, HealthRequest
+from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.supervisor._sandbox import app_data_dir
+from lineup.tests.support.tree import attach
+
+assert os.isatty(0) and os.isatty(1) and os.open("/dev/tty", os.O_RDWR) > 0
+data_dir = Path(sys.argv[3])
+config = {
+    "sandbox": {"profile": "miniapp", "app_scope": "hostile", "data_dir": str(data_dir)},
+    "target_pid": os.getpid(), "tcp_port": 9, "udp_port": 9, "abstract": "lineup-tty-none",
+}
+specs = [
+    ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+    ChildSpec("miniapp:hostile", ActorKind.MINIAPP, "lineup.tests.support.hostile:HostileActor",
+              restart=Restart.TEMPORARY, config=config),
+]
+
+async def main():
+    seen = {}
+    async with trio.open_nursery() as nursery:
+        supervisor = Supervisor(specs, data_dir=data_dir)
+        await nursery.start(supervisor.run)
+        child = supervisor.children["miniapp:hostile"]
+        seen["state"] = child.state
+        seen["outcomes"] = json.loads(
+            (app_data_dir(data_dir, "hostile") / "outcomes.json").read_text()
+        )
+        stat = open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()
+        seen["tty_nr"] = int(stat[4])  # field 7: the controlling terminal, 0 for none
+        seen["fds"] = [os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in (0, 1, 2)]
+        probe = await attach(nursery, supervisor, ActorKind.ROUTER, "probe")
+        with trio.fail_after(5):
+            await supervisor.bus.request("miniapp:hostile", HealthRequest(), expect=HealthReply)
+            await probe.request("store", HealthRequest(), expect=HealthReply)
+        seen["serving"] = True
+        nursery.cancel_scope.cancel()
+    with open(sys.argv[2], "w") as out:
+        json.dump(seen, out)
+
+trio.run(main)
+"""
+
+
+def _be_in_a_session_with_this_terminal() -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("zygote", ["fresh", "early"])
+def test_a_miniapp_of_a_tree_run_in_a_terminal_has_no_terminal(
+    data_dir: Path, tmp_path: Path, zygote: str
+) -> None:
+    """Finding 8: stdin is /dev/null, stdout and stderr are the supervisor's pipes, and it has
+    no controlling terminal, so it can neither write to the user's terminal nor change it."""
+    master, slave = pty.openpty()
+    try:
+        before = termios.tcgetattr(slave)
+        seen_path = tmp_path / "seen.json"
+        with subprocess.Popen(
+            [sys.executable, "-c", _TTY_TREE, zygote, str(seen_path), str(data_dir)],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=_be_in_a_session_with_this_terminal,  # noqa: PLW1509 - single-threaded
+        ) as tree:
+            os.close(slave)
+            slave = -1
+            output = bytearray()
+            while chunk := _read_pty(master):  # EIO once the tree and its children are gone
+                output += chunk
+            assert tree.wait(timeout=30) == 0, output.decode(errors="replace")
+        after = termios.tcgetattr(master)  # the terminal's settings (echo and the rest)
+        seen = json.loads(seen_path.read_text())
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    assert seen["state"] == "running" and seen["serving"] is True
+    outcomes = seen["outcomes"]
+    assert {k: outcomes[k] for k in TTY_ATTACKS} == {k: FULL_SANDBOX[k] for k in TTY_ATTACKS}
+    assert seen["tty_nr"] == 0  # no controlling terminal
+    assert seen["fds"][0] == "/dev/null"
+    assert all(fd.startswith("pipe:") for fd in seen["fds"][1:])
+    assert outcomes["write_stdout"] == "ok"  # written, to its log: not to the terminal
+    assert FORGED not in output
+    assert "out lineup: forged by the app\\x1b]0;owned\\x07" in (
+        app_log_path(data_dir, SCOPE).read_text()  # escaped, safe to print
+    )
+    assert before == after
+
+
+TTY_ATTACKS = (
+    "isatty",
+    "open_tty",
+    "tcgetattr_stdin",
+    "tcgetattr_stdout",
+    "tcgetattr_stderr",
+    "tcsetattr_stdout",
+)
+
+
+def _read_pty(master: int) -> bytes:
+    try:
+        return os.read(master, 65536)
+    except OSError:  # EIO: no process holds the other side any more
+        return b""

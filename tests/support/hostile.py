@@ -207,13 +207,12 @@ class HostileActor(Actor):
             "read_kernel": read(lineup_root / "actors" / "kernel" / "bus.py"),
             "read_own_code": read(Path(__file__)),
             # Finding 8: no terminal, whatever the runtime's own stdio is.
+            "write_stdout": lambda: os.write(1, b"lineup: forged by the app\x1b]0;owned\x07\n"),
             "open_tty": lambda: os.open("/dev/tty", os.O_RDWR),
             "tcgetattr_stdin": _termios(lambda: termios.tcgetattr(0)),
             "tcgetattr_stdout": _termios(lambda: termios.tcgetattr(1)),
             "tcgetattr_stderr": _termios(lambda: termios.tcgetattr(2)),
-            "tcsetattr_stdout": _termios(
-                lambda: termios.tcsetattr(1, termios.TCSANOW, _NO_ECHO)
-            ),
+            "tcsetattr_stdout": _termios(lambda: termios.tcsetattr(1, termios.TCSANOW, _NO_ECHO)),
         }
         outcomes = {name: _outcome(attack) for name, attack in attacks.items()}
         outcomes["secret_in_environment"] = str("LINEUP_TEST_SECRET" in os.environ)
