@@ -654,3 +654,37 @@ def _read_pty(master: int) -> bytes:
         return os.read(master, 65536)
     except OSError:  # EIO: no process holds the other side any more
         return b""
+
+
+READ_SCOPE = (
+    "read_git",
+    "list_root",
+    "list_tests",
+    "list_ops",
+    "read_ops",
+    "read_other_actor",
+    "read_supervisor",
+    "read_other_app",
+    "read_database",
+    "read_sdk",
+    "read_kernel",
+    "read_own_code",
+)
+
+
+async def test_a_miniapp_reads_only_the_code_it_runs_and_keeps_serving(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 9: no `.git`, no tests or tooling, no other actor's or app's code, no data but
+    its own; the SDK, the kernel and its own module directory (tests/support) it reads."""
+    supervisor, outcomes = await run_hostile(nursery, data_dir, targets)
+    assert {k: outcomes[k] for k in READ_SCOPE} == {
+        **dict.fromkeys(READ_SCOPE, "EACCES"),
+        "read_sdk": "ok",
+        "read_kernel": "ok",
+        "read_own_code": "ok",
+    }
+    # Landlock's refusals are the app's alone (see _sandbox): no audit row, and no kill.
+    with trio.fail_after(5):
+        await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
+    assert supervisor.children[NAME].state == "running"
