@@ -549,10 +549,13 @@ def _leave_terminal() -> None:
         tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return  # ENXIO: no controlling terminal
+    # A session leader that drops its terminal sends SIGHUP to its foreground group: itself.
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         _libc.ioctl(tty, termios.TIOCNOTTY)
     finally:
         os.close(tty)
+        signal.signal(signal.SIGHUP, hangup)
     try:
         os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC))
     except OSError:

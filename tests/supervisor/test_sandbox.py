@@ -10,6 +10,7 @@ answers over the bus afterwards).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -688,3 +689,43 @@ async def test_a_miniapp_reads_only_the_code_it_runs_and_keeps_serving(
     with trio.fail_after(5):
         await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
     assert supervisor.children[NAME].state == "running"
+
+
+def test_a_process_sandboxed_with_a_terminal_of_its_own_leaves_it_first(
+    data_dir: Path,
+) -> None:
+    """The sandbox's own guard, for a child that did not come through the zygote's `setsid`:
+    a tty on stdio is replaced by /dev/null and the controlling terminal is dropped."""
+    master, slave = pty.openpty()
+    script = f"""
+import os
+from lineup.supervisor import _sandbox
+assert os.isatty(1) and os.open("/dev/tty", os.O_RDWR) > 0
+_sandbox.prepare_child({{
+    "target": "lineup.tests.support.actors:HangActor",
+    "data_dir": {str(data_dir)!r},
+    "config": {{"sandbox": {{"profile": "miniapp", "app_scope": "tty", "without": ["landlock"]}}}},
+}})
+try:
+    os.open("/dev/tty", os.O_RDWR)
+    tty = "opened"
+except OSError as exc:
+    tty = os.strerror(exc.errno)
+stat = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+with open("seen.txt", "w") as out:  # the cwd is its data dir now
+    out.write(",".join(str(os.isatty(fd)) for fd in (0, 1, 2)) + f";{{tty}};{{stat[4]}}")
+"""
+    try:
+        with subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=_be_in_a_session_with_this_terminal,  # noqa: PLW1509 - single-threaded
+        ) as child:
+            assert child.wait(timeout=30) == 0
+    finally:
+        os.close(master)
+        os.close(slave)
+    seen = (app_data_dir(data_dir, "tty") / "seen.txt").read_text()
+    assert seen == f"False,False,False;{os.strerror(errno.ENXIO)};0"
