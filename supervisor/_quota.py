@@ -14,10 +14,12 @@ got EFBIG, and the measure records it.
 Threads. RLIMIT_NPROC counts every process of the user, so it cannot bound one app. Where the
 kernel offers a pids cgroup we may write (cgroup v1's `pids` hierarchy, or a cgroup v2 whose
 `cgroup.subtree_control` delegates `pids` to us), the supervisor makes one per MiniApp,
-`lineup-<supervisor pid>/<app_scope>`, with `pids.max` = the policy's `threads`; the child
-joins it before it runs any app code. A thread past it fails to start (EAGAIN); each time the
-cgroup's `max` event count rose since the last check, one `sandbox.quota_exceeded` row
-(code `threads`) is written. Where there is no such cgroup, `lineup status` says so.
+`lineup-<supervisor pid>/<app_scope>`, with `pids.max` = the policy's `threads`, and moves the
+child there while it applies its sandbox (a move waits for an RCU grace period, over 10 ms on
+cgroup v1); the child waits for the supervisor's word before it runs any app code. A thread
+past the limit fails to start (EAGAIN); each time the cgroup's `max` event count rose since
+the last check, one `sandbox.quota_exceeded` row (code `threads`) is written. Where there is
+no such cgroup, `lineup status` says so.
 """
 
 from __future__ import annotations
@@ -166,6 +168,21 @@ class PidsCgroups:
             self._apps[scope] = path
         (path / "pids.max").write_text(str(threads))
         return path
+
+    def move(self, pid: int, cgroup: Path) -> bool:
+        """Move process `pid` (all its threads) into `cgroup`. Blocking: it waits for an RCU
+        grace period, so run it in a worker thread. False if it failed (the process is gone)."""
+        try:
+            fd = os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            os.write(fd, str(pid).encode())
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return True
 
     def limit_hits(self, scope: str) -> int:
         """How many more times `scope` hit its limit since the last call (0 if unknown)."""

@@ -8,7 +8,7 @@ are trusted and get nothing (`boot["config"]["sandbox"]` is None); a MiniApp's p
 whole sandbox, in this order, each step needing the privileges the next ones take away:
 
 1. leave any terminal (stdin is /dev/null, stdout and stderr are never a tty, no controlling
-   terminal), join the app's pids cgroup if the supervisor made one (`_quota`), import what
+   terminal), import what
    the host needs (trio's import runs `ldconfig`, impossible once inside; the app's own
    module is *not* imported: it is MiniApp code and runs only inside), create the private
    data directory `<data_dir>/apps/<app_scope>` and move into it, scrub the environment,
@@ -26,7 +26,10 @@ whole sandbox, in this order, each step needing the privileges the next ones tak
 6. seccomp last, since it forbids unshare and the other calls the steps above make;
 7. hand the supervisor the sandbox's report on the control channel, before the channel carries
    anything else (`send_report`): one byte, with the seccomp listener attached, so that the
-   supervisor, not the untrusted app, audits every call the filter denies.
+   supervisor, not the untrusted app, audits every call the filter denies;
+8. if the policy names a pids cgroup, wait for the supervisor's one byte saying it has moved
+   this process there (`_quota`; it does so meanwhile, as the move is slow), before any app
+   code can start a thread.
 
 A layer the kernel lacks is an error unless the policy says `allow_weak`.
 
@@ -64,6 +67,7 @@ from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxSta
 from . import _landlock, _seccomp
 
 __all__ = [
+    "CGROUP_JOINED",
     "LAYERS",
     "RUNTIME_CODE",
     "SandboxPolicy",
@@ -306,8 +310,8 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     if _status("Threads") != "1":
         raise RuntimeError("the sandbox must be applied before any thread starts")
     _leave_terminal()
-    if policy.pids_cgroup is not None:
-        _join_cgroup(Path(policy.pids_cgroup))
+    if policy.pids_cgroup is not None and report_to is None:
+        _join_cgroup(Path(policy.pids_cgroup))  # else the supervisor moves it (see below)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past RLIMIT_FSIZE: EFBIG, not death
     _preload(str(boot["target"]))
     data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
@@ -337,10 +341,14 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
         _set_rlimits(policy)
     if "capabilities" in layers:
         _drop_capabilities()
-    _seccomp_and_report(seccomp="seccomp" in layers, report_to=report_to)
+    _seccomp_and_report(
+        seccomp="seccomp" in layers,
+        report_to=report_to,
+        wait_for_cgroup=policy.pids_cgroup is not None,
+    )
 
 
-def _seccomp_and_report(*, seccomp: bool, report_to: int | None) -> None:
+def _seccomp_and_report(*, seccomp: bool, report_to: int | None, wait_for_cgroup: bool) -> None:
     notify = report_to is not None and _seccomp.notify_available()
     listener = _seccomp.install(notify=notify) if seccomp else None
     if report_to is not None:
@@ -349,6 +357,21 @@ def _seccomp_and_report(*, seccomp: bool, report_to: int | None) -> None:
         finally:
             if listener is not None:
                 os.close(listener)  # never left to the app: see _seccomp
+        if wait_for_cgroup:
+            _wait_for_cgroup(report_to)
+
+
+def _wait_for_cgroup(channel_fd: int) -> None:
+    """Wait for the supervisor's word that this process is in its pids cgroup. Moving a
+    process between cgroups waits for an RCU grace period (over 10 ms on cgroup v1), so the
+    supervisor does it while this process applies its sandbox, and no app code runs before."""
+    with socket.socket(fileno=os.dup(channel_fd)) as channel:
+        channel.setblocking(True)
+        if channel.recv(1) != CGROUP_JOINED:
+            raise RuntimeError("the supervisor did not put this process in its pids cgroup")
+
+
+CGROUP_JOINED: Final = b"G"  # supervisor → child, after its report: it is in its pids cgroup
 
 
 _REPORT_LISTENER: Final = b"L"  # the seccomp listener is attached

@@ -76,6 +76,7 @@ from . import _applog, _quota
 from ._control import serve_control
 from ._denials import answer_denials
 from ._sandbox import (
+    CGROUP_JOINED,
     SandboxPolicy,
     app_data_dir,
     is_sandboxed,
@@ -438,10 +439,10 @@ class Supervisor:
         self._notify_changed()  # starting, with its new pid
         child.pidfd = os.pidfd_open(child.pid)
         self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
-        self._nursery.start_soon(self._watch_quotas, child, child.incarnation, quota)
+        joined = await self._nursery.start(self._watch_quotas, child, child.incarnation, quota)
         with trio.move_on_after(self.intensity.start_timeout):
             if sandboxed:
-                await self._take_report(child, ours)
+                await self._take_report(child, ours, joined)
             await child.settled.wait()
         if not child.ready.is_set() and not child.exited.is_set():
             log.error("supervisor.start_timeout name=%s", child.spec.name)
@@ -496,12 +497,31 @@ class Supervisor:
         return boot, policy
 
     async def _watch_quotas(
-        self, child: _Child, incarnation: int, policy: SandboxPolicy | None
+        self,
+        child: _Child,
+        incarnation: int,
+        policy: SandboxPolicy | None,
+        *,
+        task_status: trio.TaskStatus[trio.Event | None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Measure the app's data dir now and every CHECK_INTERVAL, and its pids cgroup's limit
-        events, while this incarnation lives (see `_quota`). Nothing without a policy."""
+        """Move the child into its pids cgroup, if it has one (the event it starts with is
+        set once it is there), then, once it is up and every CHECK_INTERVAL while this
+        incarnation lives, measure the app's data dir and read the cgroup's limit events (see
+        `_quota`). Nothing without a policy."""
+        joined = trio.Event() if policy is not None and policy.pids_cgroup else None
+        task_status.started(joined)
         if policy is None:
             return
+        if joined is not None and policy.pids_cgroup is not None and self._pids is not None:
+            assert child.pid is not None
+            cgroup = Path(policy.pids_cgroup)
+            if not await trio.to_thread.run_sync(self._pids.move, child.pid, cgroup):
+                log.warning("sandbox.pids_cgroup_failed name=%s", child.identity.name)
+                _signal(child, signal.SIGKILL)  # it waits for our word: it never runs
+                return
+            joined.set()
+            self._notify_changed()
+        await child.settled.wait()  # measured once it is up: not competing with its start
         home = app_data_dir(policy.data_dir or self.data_dir, policy.app_scope)
         max_bytes = policy.disk_mb << 20
         while child.incarnation == incarnation and not child.exited.is_set():
@@ -549,10 +569,16 @@ class Supervisor:
         except LineUpError:
             log.info("supervisor.focus_not_told app=%s", child.identity.name)
 
-    async def _take_report(self, child: _Child, channel: socket.socket) -> None:
+    async def _take_report(
+        self, child: _Child, channel: socket.socket, joined: trio.Event | None
+    ) -> None:
         incarnation = child.incarnation
         try:
             listener = await receive_report(channel)
+            if joined is not None:  # it waits, after its report, until it is in its cgroup
+                await self.wait_until(lambda: joined.is_set() or child.exited.is_set())
+                if joined.is_set():
+                    channel.send(CGROUP_JOINED)  # one byte into an empty socket: never blocks
         except BaseException:
             channel.close()
             raise
