@@ -729,3 +729,25 @@ with open("seen.txt", "w") as out:  # the cwd is its data dir now
         os.close(slave)
     seen = (app_data_dir(data_dir, "tty") / "seen.txt").read_text()
     assert seen == f"False,False,False;{os.strerror(errno.ENXIO)};0"
+
+
+async def test_an_app_whose_data_dir_is_already_past_its_quota_is_stopped_once_up(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 7, across runs: what an earlier run left past the quota stops the app at its
+    first measure, before it can add more, and the runtime goes on."""
+    home = app_data_dir(data_dir, SCOPE)
+    home.mkdir(parents=True)
+    (home / "left-over.bin").write_bytes(b"x" * (3 << 20))
+    config = {"sandbox": policy(data_dir, disk_mb=2), **targets.config()}
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
+    child = supervisor.children[NAME]
+    with trio.fail_after(10):
+        await supervisor.wait_until(lambda: child.state == "failed")
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.event == QUOTA_EXCEEDED for r in rows), peer=NAME
+    )
+    assert [r.code for r in rows if r.event == QUOTA_EXCEEDED] == ["disk"]
+    with trio.fail_after(5):
+        await auditor.request("store", HealthRequest(), expect=HealthReply)
