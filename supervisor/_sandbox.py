@@ -7,22 +7,29 @@ session and closed every descriptor but stdio and the control channel (fd 3). Ru
 are trusted and get nothing (`boot["config"]["sandbox"]` is None); a MiniApp's process gets the
 whole sandbox, in this order, each step needing the privileges the next ones take away:
 
-1. import what the host needs (trio's import runs `ldconfig`, impossible once inside; the
-   app's own module is *not* imported: it is MiniApp code and runs only inside), create the
-   private data directory `<data_dir>/apps/<app_scope>` and move into it, scrub the
-   environment, close any descriptor past fd 3, become non-dumpable;
+1. leave any terminal (stdin is /dev/null, stdout and stderr are never a tty, no controlling
+   terminal), import what
+   the host needs (trio's import runs `ldconfig`, impossible once inside; the app's own
+   module is *not* imported: it is MiniApp code and runs only inside), create the private
+   data directory `<data_dir>/apps/<app_scope>` and move into it, scrub the environment,
+   close any descriptor past fd 3, become non-dumpable;
 2. a new network namespace: no interfaces but a down loopback, no abstract sockets shared
    with anyone (needs CAP_SYS_ADMIN, or an unprivileged user namespace);
-3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries and the
-   code, read-write to the data directory only, no TCP, no abstract Unix socket or signal
-   outside the process;
-4. rlimits: address space, open files, tasks, CPU seconds, no core dumps;
+3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries, the
+   runtime code a MiniApp imports (`RUNTIME_CODE`: the SDK and the kernel, no other actor's
+   code, no tests, no tooling, no `.git`) and the app's own package, read-write to its data
+   directory only, no TCP, no abstract Unix socket or signal outside the process;
+4. rlimits: address space, open files, tasks, CPU seconds, file size (`disk_mb`: a write past
+   it fails EFBIG, SIGXFSZ is ignored), no core dumps;
 5. drop every capability (a root runtime's child would otherwise keep CAP_SYS_ADMIN, and with
    it /proc/<pid>/environ of any process, and CAP_SYS_PTRACE...);
 6. seccomp last, since it forbids unshare and the other calls the steps above make;
 7. hand the supervisor the sandbox's report on the control channel, before the channel carries
    anything else (`send_report`): one byte, with the seccomp listener attached, so that the
-   supervisor, not the untrusted app, audits every call the filter denies.
+   supervisor, not the untrusted app, audits every call the filter denies;
+8. if the policy names a pids cgroup, wait for the supervisor's one byte saying it has moved
+   this process there (`_quota`; it does so meanwhile, as the move is slow), before any app
+   code can start a thread.
 
 A layer the kernel lacks is an error unless the policy says `allow_weak`.
 
@@ -42,9 +49,12 @@ import logging
 import os
 import posix
 import resource
+import signal
 import socket
 import sys
+import termios
 from collections.abc import Iterator, Mapping
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -57,14 +67,19 @@ from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxSta
 from . import _landlock, _seccomp
 
 __all__ = [
+    "CGROUP_JOINED",
     "LAYERS",
+    "RUNTIME_CODE",
     "SandboxPolicy",
     "SandboxPolicyInvalid",
     "SandboxUnavailable",
     "app_data_dir",
     "is_sandboxed",
+    "own_code",
+    "package_root",
     "prepare_child",
     "probe_layers",
+    "quota_policy",
     "receive_report",
     "sandbox_status",
     "send_report",
@@ -88,6 +103,17 @@ _SYSTEM_READ: Final = (
     "/usr/share/zoneinfo",
 )
 _SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
+# The runtime's code a MiniApp's process imports, relative to the package root: the closure of
+# `lineup.sdk` and the actor kernel (tests/supervisor/test_sandbox.py recomputes it from a fresh
+# interpreter). A directory is granted with what is beneath it, a file alone: so the package
+# root, `actors/` and `miniapps/` are readable only file by file, never listed.
+RUNTIME_CODE: Final = (
+    "__init__.py",
+    "actors/__init__.py",
+    "actors/kernel",
+    "sdk",
+    "miniapps/__init__.py",
+)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNET: Final = 0x40000000
@@ -119,6 +145,12 @@ class SandboxPolicy(BaseModel):
     cpu_s: Annotated[int, Field(ge=1)] = 3600  # RLIMIT_CPU, per process lifetime
     files: Annotated[int, Field(ge=16, le=65536)] = 256  # RLIMIT_NOFILE
     tasks: Annotated[int, Field(ge=1)] = 1024  # RLIMIT_NPROC (every task of the uid; not root)
+    # Bytes in its data dir: RLIMIT_FSIZE for any one file, and the supervisor's measure of the
+    # whole directory (`_quota`), past which the app is stopped; and entries in it.
+    disk_mb: Annotated[int, Field(ge=1, le=1 << 20)] = 256
+    disk_entries: Annotated[int, Field(ge=16, le=1 << 20)] = 10_000
+    threads: Annotated[int, Field(ge=8, le=1 << 16)] = 128  # pids.max of its pids cgroup
+    pids_cgroup: str | None = None  # the cgroup the supervisor made for it (`_quota`), if any
     without: tuple[Layer, ...] = ()  # layers left off on purpose (tests, diagnosis)
 
 
@@ -224,6 +256,18 @@ def is_sandboxed(config: Mapping[str, Any]) -> bool:
     return config.get("sandbox") is not None
 
 
+def quota_policy(config: Mapping[str, Any]) -> SandboxPolicy | None:
+    """The policy in a child's config, for the supervisor's side of its quotas; None for a
+    child with none, or with one it will refuse itself (`prepare_child`)."""
+    raw = config.get("sandbox")
+    if raw is None:
+        return None
+    try:
+        return SandboxPolicy.model_validate(raw)
+    except ValidationError:
+        return None
+
+
 def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None:
     """Apply the sandbox named in the child's boot config, or nothing if it names none.
 
@@ -265,6 +309,10 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     # Landlock binds the calling thread and its future threads only: there must be no other.
     if _status("Threads") != "1":
         raise RuntimeError("the sandbox must be applied before any thread starts")
+    _leave_terminal()
+    if policy.pids_cgroup is not None and report_to is None:
+        _join_cgroup(Path(policy.pids_cgroup))  # else the supervisor moves it (see below)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past RLIMIT_FSIZE: EFBIG, not death
     _preload(str(boot["target"]))
     data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
     home = app_data_dir(data_dir, policy.app_scope)
@@ -288,15 +336,19 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
             log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
-        _landlock.restrict_self(_landlock_rules(data_dir, home, config))
+        _landlock.restrict_self(_landlock_rules(data_dir, home, config, str(boot["target"])))
     if "rlimits" in layers:
         _set_rlimits(policy)
     if "capabilities" in layers:
         _drop_capabilities()
-    _seccomp_and_report(seccomp="seccomp" in layers, report_to=report_to)
+    _seccomp_and_report(
+        seccomp="seccomp" in layers,
+        report_to=report_to,
+        wait_for_cgroup=policy.pids_cgroup is not None,
+    )
 
 
-def _seccomp_and_report(*, seccomp: bool, report_to: int | None) -> None:
+def _seccomp_and_report(*, seccomp: bool, report_to: int | None, wait_for_cgroup: bool) -> None:
     notify = report_to is not None and _seccomp.notify_available()
     listener = _seccomp.install(notify=notify) if seccomp else None
     if report_to is not None:
@@ -305,6 +357,21 @@ def _seccomp_and_report(*, seccomp: bool, report_to: int | None) -> None:
         finally:
             if listener is not None:
                 os.close(listener)  # never left to the app: see _seccomp
+        if wait_for_cgroup:
+            _wait_for_cgroup(report_to)
+
+
+def _wait_for_cgroup(channel_fd: int) -> None:
+    """Wait for the supervisor's word that this process is in its pids cgroup. Moving a
+    process between cgroups waits for an RCU grace period (over 10 ms on cgroup v1), so the
+    supervisor does it while this process applies its sandbox, and no app code runs before."""
+    with socket.socket(fileno=os.dup(channel_fd)) as channel:
+        channel.setblocking(True)
+        if channel.recv(1) != CGROUP_JOINED:
+            raise RuntimeError("the supervisor did not put this process in its pids cgroup")
+
+
+CGROUP_JOINED: Final = b"G"  # supervisor → child, after its report: it is in its pids cgroup
 
 
 _REPORT_LISTENER: Final = b"L"  # the seccomp listener is attached
@@ -394,10 +461,13 @@ def _enter_netns(*, user_namespace: bool) -> None:
             os.close(fd)
 
 
-def _landlock_rules(data_dir: Path, home: Path, config: dict[str, Any]) -> list[_landlock.Rule]:
-    """Read: the interpreter, its libraries, the runtime's and the app's code. Write: `home`.
-    Nothing under `data_dir` but `home` (the database, the control socket, other apps)."""
-    trees: set[Path] = set(_code_paths(config))
+def _landlock_rules(
+    data_dir: Path, home: Path, config: dict[str, Any], target: str
+) -> list[_landlock.Rule]:
+    """Read: the interpreter, its libraries, the runtime code a MiniApp runs, the app's own
+    package. Write: `home`. Nothing under `data_dir` but `home` (the database, the control
+    socket, other apps)."""
+    trees: set[Path] = set(_code_paths(config, target))
     trees.update(Path(p) for p in _SYSTEM_READ)
     readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
     rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
@@ -407,7 +477,14 @@ def _landlock_rules(data_dir: Path, home: Path, config: dict[str, Any]) -> list[
     return rules
 
 
-def _code_paths(config: dict[str, Any]) -> Iterator[Path]:
+def package_root() -> Path:
+    """The directory of the `lineup` package (the repository its link points to)."""
+    lineup = sys.modules["lineup"].__file__
+    assert lineup is not None
+    return Path(lineup).resolve().parent
+
+
+def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
     prefixes = {
         Path(p).resolve()
         for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
@@ -418,18 +495,104 @@ def _code_paths(config: dict[str, Any]) -> Iterator[Path]:
         path = Path(entry).resolve() if entry else None
         if path is not None and any(path.is_relative_to(prefix) for prefix in prefixes):
             yield path
-    lineup = sys.modules["lineup"].__file__
-    assert lineup is not None
-    yield Path(lineup).resolve().parent  # the repository the `lineup` link points to
-    # The app's top-level package, located without being imported (importing runs its code).
-    top = str(config.get("app", "")).partition(":")[0].partition(".")[0]
+    root = package_root()
+    yield from (root / piece for piece in RUNTIME_CODE)
+    # The app's own code: its `app` (what the SDK's host imports inside), or, for a MiniApp
+    # that is its own host (the tests' hostile actor), its target's module.
+    own = str(config.get("app") or "") or target
+    yield from own_code(own.partition(":")[0], root)
+
+
+def own_code(module: str, root: Path) -> list[Path]:
+    """What of `module` its process may read: the directory of its package (its own, if it is
+    one), and the `__init__.py` of each package above it, which its import runs; located
+    without importing anything. The module's file alone where that directory would hold more
+    than the app (a `sys.path` entry, or the runtime's package root or a parent of it).
+    Nothing if it is not found (the host then fails to import it, inside, with a clear error)."""
+    spec = _locate(module) if module else None
+    if spec is None:
+        return []
+    parents = module.split(".")[:-1]
+    paths = []
+    for index in range(len(parents)):
+        parent = _locate(".".join(parents[: index + 1]))
+        if parent is not None and parent.origin is not None and parent.has_location:
+            paths.append(Path(parent.origin).resolve())
+    if spec.submodule_search_locations:
+        where = Path(next(iter(spec.submodule_search_locations))).resolve()
+        return [*paths, where] if not root.is_relative_to(where) else paths
+    if spec.origin is None or not spec.has_location:
+        return paths
+    origin = Path(spec.origin).resolve()
+    entries = {Path(entry).resolve() for entry in sys.path if entry}
+    if origin.parent in entries or root.is_relative_to(origin.parent):
+        return [*paths, origin]
+    return [*paths, origin.parent]
+
+
+def _locate(module: str) -> ModuleSpec | None:
+    """`module`'s spec, found part by part as the import system would, but running no package's
+    `__init__` (a MiniApp's is MiniApp code, which runs only inside)."""
+    spec: ModuleSpec | None = None
+    search: list[str] | None = None
+    parts = module.split(".")
+    for index in range(len(parts)):
+        if index and not search:
+            return None  # a plain module has no submodules
+        name = ".".join(parts[: index + 1])
+        loaded = sys.modules.get(name)
+        try:
+            spec = (
+                loaded.__spec__
+                if loaded is not None and loaded.__spec__ is not None
+                else PathFinder.find_spec(name, search)
+            )
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        locations = spec.submodule_search_locations
+        search = list(locations) if locations is not None else None
+    return spec
+
+
+def _leave_terminal() -> None:
+    """No terminal for a MiniApp: stdin from /dev/null, and any of stdout and stderr that is a
+    tty goes to /dev/null too (the supervisor gives them pipes; see `_applog`), and if the
+    process still has a controlling terminal (the zygote's `setsid` leaves none), it drops it."""
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
-        spec = importlib.util.find_spec(top) if top else None
-    except (ImportError, ValueError):
-        spec = None  # the host will fail to import it, inside, with a clear error
-    if spec is not None:
-        for location in spec.submodule_search_locations or ([spec.origin] if spec.origin else []):
-            yield Path(location).resolve()
+        os.dup2(null, 0)
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return  # ENXIO: no controlling terminal
+    # A session leader that drops its terminal sends SIGHUP to its foreground group: itself.
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        _libc.ioctl(tty, termios.TIOCNOTTY)
+    finally:
+        os.close(tty)
+        signal.signal(signal.SIGHUP, hangup)
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC))
+    except OSError:
+        return
+    raise RuntimeError("a sandboxed process must have no controlling terminal")
+
+
+def _join_cgroup(cgroup: Path) -> None:
+    """Move this process (single-threaded still) into its pids cgroup, made by the supervisor."""
+    fd = os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
 
 
 def _set_rlimits(policy: SandboxPolicy) -> None:
@@ -440,6 +603,7 @@ def _set_rlimits(policy: SandboxPolicy) -> None:
         resource.RLIMIT_NPROC: (policy.tasks,) * 2,
         # SIGXCPU at the soft limit, SIGKILL a second later if that is caught.
         resource.RLIMIT_CPU: (policy.cpu_s, policy.cpu_s + 1),
+        resource.RLIMIT_FSIZE: (policy.disk_mb << 20,) * 2,
         resource.RLIMIT_CORE: (0, 0),
     }
     for which, (soft, hard) in limits.items():

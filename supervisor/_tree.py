@@ -73,10 +73,18 @@ from lineup.actors.kernel.control import (
     StatusRequest,
 )
 
-from . import _applog
+from . import _applog, _quota
 from ._control import serve_control
 from ._denials import answer_denials
-from ._sandbox import is_sandboxed, receive_report, sandbox_status
+from ._sandbox import (
+    CGROUP_JOINED,
+    SandboxPolicy,
+    app_data_dir,
+    is_sandboxed,
+    quota_policy,
+    receive_report,
+    sandbox_status,
+)
 from ._spawn import Zygote
 from ._spec import ChildSpec, Intensity, Restart, Strategy
 
@@ -178,6 +186,7 @@ class Supervisor:
         self.escalated: str | None = None
         self._changed = trio.Event()  # set and replaced whenever a child is ready or exits
         self._sandbox: SandboxStatus | None = None
+        self._pids: _quota.PidsCgroups | None = None  # per-MiniApp pids cgroups, if offered
 
     def _notify_changed(self) -> None:
         self._changed.set()
@@ -208,6 +217,10 @@ class Supervisor:
                 self.state = "starting"
                 await self._zygote.start()
                 self._sandbox = sandbox_status()
+                found = _quota.find_pids_cgroup()
+                self._pids = _quota.PidsCgroups(*found) if found is not None else None
+                if self._pids is not None:
+                    self._pids.sweep()
                 await self._start_all()
                 if self.link_wait > 0:
                     with trio.move_on_after(self.link_wait):
@@ -295,6 +308,8 @@ class Supervisor:
             with trio.move_on_after(DRAIN_WAIT):
                 await self.wait_until(lambda: self._captures == 0)
             await self._zygote.stop()
+            if self._pids is not None:
+                self._pids.close()
             self.state = "stopped"
 
     async def _supervise_and_restart(self) -> Escalation | None:
@@ -405,14 +420,7 @@ class Supervisor:
         sandboxed = is_sandboxed(child.spec.config)
         if not sandboxed:
             self.bus.connect(child.identity, child.incarnation, Channel(ours))
-        boot = BootInfo(
-            child.spec.name,
-            child.spec.kind.value,
-            child.incarnation,
-            child.spec.target,
-            str(self.data_dir),
-            dict(child.spec.config),
-        )
+        boot, quota = self._boot(child)
         child.spawned_at = time.monotonic()
         try:
             child.pid = await self._zygote.spawn(boot.to_json(), theirs, stdio)
@@ -433,9 +441,10 @@ class Supervisor:
         self._notify_changed()  # starting, with its new pid
         child.pidfd = os.pidfd_open(child.pid)
         self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
+        joined = await self._nursery.start(self._watch_quotas, child, child.incarnation, quota)
         with trio.move_on_after(self.intensity.start_timeout):
             if sandboxed:
-                await self._take_report(child, ours)
+                await self._take_report(child, ours, joined)
             await child.settled.wait()
         if not child.ready.is_set() and not child.exited.is_set():
             log.error("supervisor.start_timeout name=%s", child.spec.name)
@@ -460,10 +469,118 @@ class Supervisor:
             self._captures -= 1
             self._notify_changed()
 
-    async def _take_report(self, child: _Child, channel: socket.socket) -> None:
+    def _boot(self, child: _Child) -> tuple[BootInfo, SandboxPolicy | None]:
+        """What `child` boots with: for a sandboxed child, its pids cgroup (made here, if the
+        kernel offers one) is in its policy; and the policy whose quotas the supervisor
+        measures (None for any other child, or a policy the child itself will refuse)."""
+        assert child.spec is not None
+        config = dict(child.spec.config)
+        policy = quota_policy(config)
+        boot = BootInfo(
+            child.spec.name,
+            child.spec.kind.value,
+            child.incarnation,
+            child.spec.target,
+            str(self.data_dir),
+            config,
+        )
+        if policy is None:
+            return boot, None
+        if self._pids is not None and policy.pids_cgroup is None:
+            try:
+                cgroup = self._pids.for_app(policy.app_scope, policy.threads)
+            except OSError as exc:
+                log.warning(
+                    "sandbox.no_pids_cgroup app_scope=%s errno=%s", policy.app_scope, exc.errno
+                )
+            else:
+                policy = policy.model_copy(update={"pids_cgroup": str(cgroup)})
+                config["sandbox"] = {**config["sandbox"], "pids_cgroup": str(cgroup)}
+        return boot, policy
+
+    async def _watch_quotas(
+        self,
+        child: _Child,
+        incarnation: int,
+        policy: SandboxPolicy | None,
+        *,
+        task_status: trio.TaskStatus[trio.Event | None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Move the child into its pids cgroup, if it has one (the event it starts with is
+        set once it is there), then, once it is up and every CHECK_INTERVAL while this
+        incarnation lives, measure the app's data dir and read the cgroup's limit events (see
+        `_quota`). Nothing without a policy."""
+        joined = trio.Event() if policy is not None and policy.pids_cgroup else None
+        task_status.started(joined)
+        if policy is None:
+            return
+        if joined is not None and policy.pids_cgroup is not None and self._pids is not None:
+            assert child.pid is not None
+            cgroup = Path(policy.pids_cgroup)
+            if not await trio.to_thread.run_sync(self._pids.move, child.pid, cgroup):
+                log.warning("sandbox.pids_cgroup_failed name=%s", child.identity.name)
+                _signal(child, signal.SIGKILL)  # it waits for our word: it never runs
+                return
+            joined.set()
+            self._notify_changed()
+        await child.settled.wait()  # measured once it is up: not competing with its start
+        home = app_data_dir(policy.data_dir or self.data_dir, policy.app_scope)
+        max_bytes = policy.disk_mb << 20
+        while child.incarnation == incarnation and not child.exited.is_set():
+            usage = await trio.to_thread.run_sync(_quota.measure, home, policy.disk_entries)
+            if child.incarnation != incarnation or child.exited.is_set():
+                return
+            if self._pids is not None and self._pids.limit_hits(policy.app_scope):
+                self._audit_quota(child, "threads")
+            if _quota.over_quota(usage, max_bytes=max_bytes, max_entries=policy.disk_entries):
+                await self._stop_over_quota(child, "disk")
+                return
+            with trio.move_on_after(_quota.CHECK_INTERVAL):
+                await child.exited.wait()
+
+    def _audit_quota(self, child: _Child, quota: str) -> None:
+        log.warning("sandbox.quota_exceeded name=%s quota=%s", child.identity.name, quota)
+        self.bus.audit(
+            AuditRecord(
+                event=_quota.QUOTA_EXCEEDED,
+                actor="supervisor",
+                peer=child.identity.name,
+                code=quota,
+            )
+        )
+
+    async def _stop_over_quota(self, child: _Child, quota: str) -> None:
+        """Stop a MiniApp past its quota for good (as one that misbehaves: not restarted, its
+        instances fail), and audit it."""
+        self._audit_quota(child, quota)
+        child.expected_exit = True
+        _signal(child, signal.SIGKILL)
+        with trio.move_on_after(STOP_KILL_WAIT):
+            await child.exited.wait()
+        child.state = "failed"
+        self._notify_changed()
+        try:
+            await self.bus.notify(
+                "focus",
+                AppFailedEvent(
+                    app_scope=child.identity.name.removeprefix("miniapp:"),
+                    code=_quota.QUOTA_CODE,
+                ),
+                timeout=5.0,
+            )
+        except LineUpError:
+            log.info("supervisor.focus_not_told app=%s", child.identity.name)
+
+    async def _take_report(
+        self, child: _Child, channel: socket.socket, joined: trio.Event | None
+    ) -> None:
         incarnation = child.incarnation
         try:
             listener = await receive_report(channel)
+            if joined is not None:  # it waits, after its report, until it is in its cgroup
+                await self.wait_until(lambda: joined.is_set() or child.exited.is_set())
+                if joined.is_set():
+                    channel.send(CGROUP_JOINED)  # one byte into an empty socket: never blocks
         except BaseException:
             channel.close()
             raise
@@ -726,7 +843,7 @@ class Supervisor:
             zygote_pid=self._zygote.pid,
             sandbox=self._sandbox,
             runtime=self._runtime,
-            info=dict(self.info),
+            info={**self.info, **self._quota_layers()},
             children=tuple(
                 ChildStatus(
                     name=c.identity.name,
@@ -741,6 +858,16 @@ class Supervisor:
                 for c in self.children.values()
             ),
         )
+
+    def _quota_layers(self) -> dict[str, str]:
+        """The quota layers in force for MiniApps (`lineup status`), once the tree has started."""
+        if self._sandbox is None:
+            return {}
+        pids = f"on (cgroup {self._pids.version})" if self._pids is not None else "MISSING"
+        return {
+            _quota.STATUS_FSIZE: f"on (data dir measured every {_quota.CHECK_INTERVAL:g} s)",
+            _quota.STATUS_PIDS: pids,
+        }
 
     async def attach(
         self,

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import getpass
 import json
 import logging
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -25,6 +27,7 @@ from lineup.actors.kernel.control import (
 
 from ._applog import app_log_path, log_files
 from ._control import control_request
+from ._quota import STATUS_FSIZE, STATUS_PIDS
 from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
 from ._spec import Intensity
@@ -35,6 +38,11 @@ __all__ = ["default_data_dir", "main"]
 
 EXIT_ESCALATED = 2
 EXIT_USAGE = 64
+PASSWORD_ENV = "LINEUP_PASSWORD"
+
+
+class PasswordRefused(ValueError):
+    """No usable AppServer password: the message says which source, and what to do."""
 
 
 def default_data_dir() -> Path:
@@ -76,7 +84,17 @@ def _parser() -> argparse.ArgumentParser:
         "Agent start on loopback",
     )
     link.add_argument("--user", default=defaults.username, help="AppServer user name")
-    link.add_argument("--password", default=defaults.password, help="AppServer password")
+    link.add_argument(
+        "--password-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"the AppServer password, read from an owner-only file (mode 0600 or 0400); "
+        f"else ${PASSWORD_ENV}, else a prompt on a terminal (default for the embedded "
+        f"AppServer: {defaults.password})",
+    )
+    # Refused, never used: an argument is visible to every local user in /proc/PID/cmdline.
+    link.add_argument("--password", default=None, help=argparse.SUPPRESS)
     link.add_argument(
         "--agent-id", default=defaults.agent_id, help="the embedded AppServer's Agent id"
     )
@@ -199,13 +217,18 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         print(f"lineup: {line}", flush=True)
 
     try:
+        password = appserver_password(args, default=RuntimeOptions(data_dir=data_dir).password)
+    except PasswordRefused as exc:
+        print(f"lineup: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         plan = plan_runtime(
             RuntimeOptions(
                 data_dir=data_dir,
                 sqlite_synchronous=args.sqlite_synchronous,
                 appserver=args.appserver,
                 username=args.user,
-                password=args.password,
+                password=password,
                 agent_id=args.agent_id,
                 agent_secret=args.agent_secret,
                 conversation_id=args.conversation_id,
@@ -254,6 +277,57 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         return EXIT_ESCALATED
     report("stopped")
     return 0
+
+
+def appserver_password(args: argparse.Namespace, *, default: str) -> str:
+    """The AppServer password, from (in this order) `--password-file`, `$LINEUP_PASSWORD`
+    (removed from the environment once read, so no child inherits it), a prompt when stdin is
+    a terminal and a real AppServer is named, or `default` (the embedded AppServer's). Never
+    from argv. Raises PasswordRefused: `--password` given, a file that is not owner-only (or
+    not ours, or not a regular file), or a real AppServer with no password from anywhere."""
+    if args.password is not None:
+        raise PasswordRefused(
+            "--password is visible to every local user (in /proc/PID/cmdline); use "
+            f"--password-file PATH (mode 0600), ${PASSWORD_ENV}, or the prompt on a terminal"
+        )
+    if args.password_file is not None:
+        return _read_password_file(args.password_file)
+    from_env = os.environ.pop(PASSWORD_ENV, None)
+    if from_env:
+        return from_env
+    if args.appserver is None:
+        return default
+    if sys.stdin.isatty():
+        return getpass.getpass(f"AppServer password for {args.user}: ")
+    raise PasswordRefused(
+        f"no AppServer password: use --password-file PATH (mode 0600) or ${PASSWORD_ENV}"
+    )
+
+
+def _read_password_file(path: Path) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise PasswordRefused(f"--password-file {path}: {exc.strerror}") from None
+    with open(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise PasswordRefused(f"--password-file {path}: not a regular file")
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise PasswordRefused(
+                f"--password-file {path} must be owner-only (chmod 600); it is "
+                f"{stat.S_IMODE(info.st_mode):04o}, owned by uid {info.st_uid}"
+            )
+        raw = file.read(MAX_PASSWORD_FILE + 1)
+    if len(raw) > MAX_PASSWORD_FILE:
+        raise PasswordRefused(f"--password-file {path}: longer than {MAX_PASSWORD_FILE} bytes")
+    password = raw.decode("utf-8", "replace").rstrip("\r\n")
+    if not password:
+        raise PasswordRefused(f"--password-file {path} is empty")
+    return password
+
+
+MAX_PASSWORD_FILE = 4096
 
 
 async def _run_until_signal(supervisor: Supervisor, report: Any) -> Escalation | None:
@@ -329,8 +403,13 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         out.write(f"zygote: pid {reply.zygote_pid}\n")
     if reply.sandbox is not None:
         out.write(f"sandbox: {_sandbox_line(reply.sandbox)}\n")
+    quotas = (STATUS_FSIZE, STATUS_PIDS)
+    if any(key in reply.info for key in quotas):
+        fsize, pids = (reply.info.get(key, "unknown") for key in quotas)
+        out.write(f"quotas: fsize {fsize}, pids cgroup {pids}\n")
     for key, value in sorted(reply.info.items()):
-        out.write(f"{key}: {value}\n")
+        if key not in quotas:
+            out.write(f"{key}: {value}\n")
     return 0
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
+from lineup.supervisor.cli import EXIT_USAGE, PASSWORD_ENV
 from lineup.tests.support.process import LineupProcess, lineup_status, pid_alive, wait_pid_gone
 
 ACTORS = [
@@ -128,6 +132,9 @@ async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_
     assert isinstance(info, dict)
     assert all(type(value) is str for value in info.values())  # URLs and names, nothing typed
     assert "zygote_pid" not in info and "sandbox" not in info
+    # The quota layers in force: this kernel offers root cgroup v1's pids hierarchy.
+    assert info["sandbox_fsize"] == "on (data dir measured every 2 s)"
+    assert info["sandbox_pids_cgroup"] == "on (cgroup v1)"
 
 
 async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_dir: Path) -> None:
@@ -148,6 +155,8 @@ async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_
     sandbox = next(line for line in lines if line.startswith("sandbox: "))
     assert sandbox.startswith("sandbox: netns on, landlock on (abi ")
     assert sandbox.endswith("seccomp on (audit); missing: none")
+    quotas = next(line for line in lines if line.startswith("quotas: "))
+    assert quotas == "quotas: fsize on (data dir measured every 2 s), pids cgroup on (cgroup v1)"
 
 
 async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Path) -> None:
@@ -230,6 +239,76 @@ async def test_the_control_socket_and_data_dir_are_owner_only(data_dir: Path) ->
     try:
         assert stat.S_IMODE((data_dir / "control.sock").stat().st_mode) == 0o600
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def run_exit_code(data_dir: Path, *args: str) -> int:
+    """`lineup run` with `args`, stdin not a terminal: its exit status (it must exit)."""
+    with trio.fail_after(30):
+        result = await trio.run_process(
+            [sys.executable, "-m", "lineup", "run", "--data-dir", str(data_dir), *args],
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    return result.returncode
+
+
+async def test_a_password_in_argv_or_a_file_others_can_read_is_refused(data_dir: Path) -> None:
+    """Finding 12: `--password` would be in /proc/PID/cmdline for every local user to read."""
+    assert await run_exit_code(data_dir, "--password", "demo") == EXIT_USAGE
+    loose = data_dir.parent / f"{data_dir.name}-loose"
+    loose.write_text("demo\n")
+    loose.chmod(0o644)
+    assert await run_exit_code(data_dir, "--password-file", str(loose)) == EXIT_USAGE
+    link = data_dir.parent / f"{data_dir.name}-link"
+    tight = data_dir.parent / f"{data_dir.name}-tight"
+    tight.write_text("demo\n")
+    tight.chmod(0o600)
+    link.symlink_to(tight)  # followed, the check would be of another file
+    assert await run_exit_code(data_dir, "--password-file", str(link)) == EXIT_USAGE
+    # A real AppServer, nothing that names a password, and no terminal to ask on.
+    appserver = ("--appserver", "http://127.0.0.1:9")
+    assert await run_exit_code(data_dir, *appserver) == EXIT_USAGE
+    assert not (data_dir / "control.sock").exists()  # nothing was started
+
+
+@pytest.mark.parametrize("source", ["file", "environment"])
+async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cmdline(
+    data_dir: Path, source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    password = f"pw-{source}-{os.getpid()}"
+    args: list[str] = []
+    if source == "file":
+        path = data_dir.parent / f"{data_dir.name}-password"
+        path.write_text(password + "\n")
+        path.chmod(0o600)
+        args = ["--password-file", str(path)]
+    else:
+        monkeypatch.setenv(PASSWORD_ENV, password)
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir), *args)
+    try:
+        with trio.fail_after(30):
+            await process.wait_for_line("lineup: open the Shell: ")
+        document = lineup_status(data_dir)
+        pids = tree_pids(data_dir)
+        info = document["info"]
+        assert isinstance(info, dict)
+        # The embedded AppServer and the transport both have it: the link is up, and the
+        # AppServer takes this password, not the default.
+        runtime = document["runtime"]
+        assert isinstance(runtime, dict) and runtime["state"] == "online"
+        async with httpx.AsyncClient(base_url=info["appserver_url"]) as http:
+            logins = [
+                await http.post("/v1/auth/login", json={"username": "demo", "password": pw})
+                for pw in (password, "demo")
+            ]
+        assert [login.status_code for login in logins] == [200, 401]
+        for pid in pids:
+            assert password.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
     finally:
         process.kill()
         await process.wait()

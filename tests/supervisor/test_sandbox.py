@@ -10,14 +10,18 @@ answers over the bus afterwards).
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import logging
 import math
 import os
+import pty
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,12 +34,17 @@ import trio.testing
 
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, HealthReply, HealthRequest
 from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.supervisor._applog import app_log_path
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
+from lineup.supervisor._quota import QUOTA_EXCEEDED, find_pids_cgroup
 from lineup.supervisor._sandbox import (
     LAYERS,
+    RUNTIME_CODE,
     SandboxPolicyInvalid,
     SandboxUnavailable,
     app_data_dir,
+    own_code,
+    package_root,
     prepare_child,
     probe_layers,
 )
@@ -75,7 +84,28 @@ FULL_SANDBOX = {
     "stream_socketpair": "ok",  # what trio needs
     "thread": "ok",  # trio's worker threads (clone with CLONE_THREAD)
     "secret_in_environment": "False",  # scrubbed environment
+    # Read only what it runs (Landlock grants RUNTIME_CODE and its own package, not the root).
+    "read_git": "EACCES",
+    "list_root": "EACCES",
+    "list_tests": "EACCES",
+    "list_ops": "EACCES",
+    "read_ops": "EACCES",
+    "read_other_actor": "EACCES",
+    "read_supervisor": "EACCES",
+    "read_other_app": "EACCES",
+    "read_sdk": "ok",
+    "read_kernel": "ok",
+    "read_own_code": "ok",  # tests/support is the hostile app's own module directory
+    # No terminal: stdin is /dev/null, stdout and stderr are pipes, no controlling terminal.
+    "open_tty": "EACCES",  # Landlock; without it, ENXIO (no controlling terminal)
+    "tcgetattr_stdin": "ENOTTY",
+    "tcgetattr_stdout": "ENOTTY",
+    "tcgetattr_stderr": "ENOTTY",
+    "tcsetattr_stdout": "ENOTTY",
+    "isatty": "False,False,False",
+    "write_stdout": "ok",  # a forged `lineup:` line and a window title: to its own log
 }
+FORGED = b"lineup: forged by the app"
 
 # The attacks seccomp refuses, and the system call each audit row names. The others are
 # refused by Landlock, capabilities or rlimits, which report to no one but the app (see
@@ -401,3 +431,323 @@ except PermissionError:
 """)
     assert got == f"confined {os.getuid()}"
     assert app_data_dir(data_dir, "userns").is_dir()
+
+
+def test_the_runtime_code_granted_is_what_a_miniapp_imports_and_nothing_more() -> None:
+    """RUNTIME_CODE is the closure of the SDK and the kernel, recomputed here from a fresh
+    interpreter that imports them and every bundled app, as the SDK's host does inside."""
+    from lineup.miniapps.catalogue import BUNDLED
+
+    apps = sorted({app.entry.partition(":")[0] for app in BUNDLED})
+    imported = json.loads(
+        run_python(f"""
+import json, sys
+import lineup, lineup.sdk, lineup.actors.kernel.actor
+for app in {apps!r}:
+    __import__(app)
+root = lineup.__path__[0]
+print(json.dumps(sorted(
+    m.__file__[len(root) + 1:] for m in list(sys.modules.values())
+    if getattr(m, "__file__", None) and m.__file__.startswith(root + "/")
+)))
+""")
+    )
+    root = package_root()
+    own = [own_code(app, root)[-1] for app in apps]
+    granted = [root / piece for piece in RUNTIME_CODE] + [
+        p for app in apps for p in own_code(app, root)
+    ]
+    for module in imported:
+        assert any((root / module).is_relative_to(path) for path in granted), module
+    # And nothing that a MiniApp never runs: no other actor, no supervisor, no tests or tools.
+    for piece in RUNTIME_CODE:
+        for forbidden in ("tests", "ops", "supervisor", "actors/store", "hostbridge", ".git"):
+            assert not (root / forbidden).is_relative_to(root / piece)
+    # A bundled app's own code is its package: never `miniapps/`, which holds the others.
+    assert {path.parent for path in own} == {root / "miniapps"}
+
+
+async def test_a_file_past_the_disk_quota_fails_efbig_and_the_app_is_stopped_and_audited(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 7: RLIMIT_FSIZE refuses the write past `disk_mb` (EFBIG, SIGXFSZ ignored: the
+    app lives to see it), and the supervisor's measure of its data dir stops it for good."""
+    config = {"sandbox": policy(data_dir, disk_mb=2), "attack": "fill", **targets.config()}
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
+    outcomes = json.loads((app_data_dir(data_dir, SCOPE) / OUTCOMES).read_text())
+    assert outcomes == {"fill": "EFBIG", "fill_bytes": str(2 << 20), "thread": "ok"}
+    child = supervisor.children[NAME]
+    with trio.fail_after(10):
+        await child.exited.wait()
+        await supervisor.wait_until(lambda: child.state == "failed")
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.event == QUOTA_EXCEEDED for r in rows), peer=NAME
+    )
+    assert [(r.actor, r.code) for r in rows if r.event == QUOTA_EXCEEDED] == [
+        ("supervisor", "disk")
+    ]
+    # Killed by the supervisor, not by SIGXFSZ: no other death is recorded.
+    assert not [r for r in rows if r.event == "supervisor.child_killed"]
+    # Stopped for good, and the runtime kept serving.
+    assert child.restarts == 0
+    with trio.fail_after(5):
+        await auditor.request("store", HealthRequest(), expect=HealthReply)
+    assert supervisor.children["store"].restarts == 0
+
+
+async def test_threads_past_the_pids_cgroup_fail_to_start_and_are_audited(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 7: RLIMIT_NPROC counts the user's every process; the app's own pids cgroup
+    (this kernel offers cgroup v1's pids hierarchy to root) bounds its threads alone."""
+    assert find_pids_cgroup() is not None  # what this machine offers (see the report)
+    config = {
+        "sandbox": policy(data_dir, threads=32),
+        "attack": "threads",
+        "threads": 3000,
+        **targets.config(),
+    }
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
+    outcomes = json.loads((app_data_dir(data_dir, SCOPE) / OUTCOMES).read_text())
+    assert outcomes["threads"] == "RuntimeError"  # "can't start new thread": EAGAIN
+    assert 0 < int(outcomes["threads_started"]) < 32
+    assert outcomes["thread"] == "ok"  # below the limit again, a thread starts
+    child = supervisor.children[NAME]
+    cgroup = Path(
+        next(
+            line.split(":", 2)[2]
+            for line in Path(f"/proc/{child.pid}/cgroup").read_text().splitlines()
+            if ":pids:" in line or line.startswith("0::")
+        )
+    )
+    assert cgroup.name == SCOPE
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.event == QUOTA_EXCEEDED for r in rows), peer=NAME
+    )
+    assert {(r.actor, r.code) for r in rows if r.event == QUOTA_EXCEEDED} == {
+        ("supervisor", "threads")
+    }
+    # Refused, not stopped: the app and the runtime keep serving.
+    with trio.fail_after(5):
+        reply = await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
+        await auditor.request("store", HealthRequest(), expect=HealthReply)
+    assert reply.pid == child.pid
+    assert child.state == "running"
+
+
+# Runs the tree (a store and the hostile app, the whole sandbox) in a process whose stdin,
+# stdout, stderr and controlling terminal are a pty, as `lineup run` in a terminal is; with
+# "early", through the zygote forked from the supervisor's own process (`lineup._early`),
+# which starts with the supervisor's stdin. Writes what it saw to argv[2], as JSON.
+_TTY_TREE = """
+import json, os, sys
+early = sys.argv[1] == "early"
+if early:
+    from lineup._early import launch_zygote
+    launch_zygote((), ())
+from pathlib import Path
+import trio
+from lineup.actors.kernel import ActorKind, HealthReply, HealthRequest
+from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.supervisor._sandbox import app_data_dir
+from lineup.tests.support.tree import attach
+
+assert os.isatty(0) and os.isatty(1) and os.open("/dev/tty", os.O_RDWR) > 0
+data_dir = Path(sys.argv[3])
+config = {
+    "sandbox": {"profile": "miniapp", "app_scope": "hostile", "data_dir": str(data_dir)},
+    "target_pid": os.getpid(), "tcp_port": 9, "udp_port": 9, "abstract": "lineup-tty-none",
+}
+specs = [
+    ChildSpec("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
+    ChildSpec("miniapp:hostile", ActorKind.MINIAPP, "lineup.tests.support.hostile:HostileActor",
+              restart=Restart.TEMPORARY, config=config),
+]
+
+async def main():
+    seen = {}
+    async with trio.open_nursery() as nursery:
+        supervisor = Supervisor(specs, data_dir=data_dir)
+        await nursery.start(supervisor.run)
+        child = supervisor.children["miniapp:hostile"]
+        seen["state"] = child.state
+        seen["outcomes"] = json.loads(
+            (app_data_dir(data_dir, "hostile") / "outcomes.json").read_text()
+        )
+        stat = open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()
+        seen["tty_nr"] = int(stat[4])  # field 7: the controlling terminal, 0 for none
+        seen["fds"] = [os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in (0, 1, 2)]
+        probe = await attach(nursery, supervisor, ActorKind.ROUTER, "probe")
+        with trio.fail_after(5):
+            await supervisor.bus.request("miniapp:hostile", HealthRequest(), expect=HealthReply)
+            await probe.request("store", HealthRequest(), expect=HealthReply)
+        seen["serving"] = True
+        nursery.cancel_scope.cancel()
+    with open(sys.argv[2], "w") as out:
+        json.dump(seen, out)
+
+trio.run(main)
+"""
+
+
+def _be_in_a_session_with_this_terminal() -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("zygote", ["fresh", "early"])
+def test_a_miniapp_of_a_tree_run_in_a_terminal_has_no_terminal(
+    data_dir: Path, tmp_path: Path, zygote: str
+) -> None:
+    """Finding 8: stdin is /dev/null, stdout and stderr are the supervisor's pipes, and it has
+    no controlling terminal, so it can neither write to the user's terminal nor change it."""
+    master, slave = pty.openpty()
+    try:
+        before = termios.tcgetattr(slave)
+        seen_path = tmp_path / "seen.json"
+        with subprocess.Popen(
+            [sys.executable, "-c", _TTY_TREE, zygote, str(seen_path), str(data_dir)],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=_be_in_a_session_with_this_terminal,  # noqa: PLW1509 - single-threaded
+        ) as tree:
+            os.close(slave)
+            slave = -1
+            output = bytearray()
+            while chunk := _read_pty(master):  # EIO once the tree and its children are gone
+                output += chunk
+            assert tree.wait(timeout=30) == 0, output.decode(errors="replace")
+        after = termios.tcgetattr(master)  # the terminal's settings (echo and the rest)
+        seen = json.loads(seen_path.read_text())
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    assert seen["state"] == "running" and seen["serving"] is True
+    outcomes = seen["outcomes"]
+    assert {k: outcomes[k] for k in TTY_ATTACKS} == {k: FULL_SANDBOX[k] for k in TTY_ATTACKS}
+    assert seen["tty_nr"] == 0  # no controlling terminal
+    assert seen["fds"][0] == "/dev/null"
+    assert all(fd.startswith("pipe:") for fd in seen["fds"][1:])
+    assert outcomes["write_stdout"] == "ok"  # written, to its log: not to the terminal
+    assert FORGED not in output
+    assert "out lineup: forged by the app\\x1b]0;owned\\x07" in (
+        app_log_path(data_dir, SCOPE).read_text()  # escaped, safe to print
+    )
+    assert before == after
+
+
+TTY_ATTACKS = (
+    "isatty",
+    "open_tty",
+    "tcgetattr_stdin",
+    "tcgetattr_stdout",
+    "tcgetattr_stderr",
+    "tcsetattr_stdout",
+)
+
+
+def _read_pty(master: int) -> bytes:
+    try:
+        return os.read(master, 65536)
+    except OSError:  # EIO: no process holds the other side any more
+        return b""
+
+
+READ_SCOPE = (
+    "read_git",
+    "list_root",
+    "list_tests",
+    "list_ops",
+    "read_ops",
+    "read_other_actor",
+    "read_supervisor",
+    "read_other_app",
+    "read_database",
+    "read_sdk",
+    "read_kernel",
+    "read_own_code",
+)
+
+
+async def test_a_miniapp_reads_only_the_code_it_runs_and_keeps_serving(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 9: no `.git`, no tests or tooling, no other actor's or app's code, no data but
+    its own; the SDK, the kernel and its own module directory (tests/support) it reads."""
+    supervisor, outcomes = await run_hostile(nursery, data_dir, targets)
+    assert {k: outcomes[k] for k in READ_SCOPE} == {
+        **dict.fromkeys(READ_SCOPE, "EACCES"),
+        "read_sdk": "ok",
+        "read_kernel": "ok",
+        "read_own_code": "ok",
+    }
+    # Landlock's refusals are the app's alone (see _sandbox): no audit row, and no kill.
+    with trio.fail_after(5):
+        await supervisor.bus.request(NAME, HealthRequest(), expect=HealthReply)
+    assert supervisor.children[NAME].state == "running"
+
+
+def test_a_process_sandboxed_with_a_terminal_of_its_own_leaves_it_first(
+    data_dir: Path,
+) -> None:
+    """The sandbox's own guard, for a child that did not come through the zygote's `setsid`:
+    a tty on stdio is replaced by /dev/null and the controlling terminal is dropped."""
+    master, slave = pty.openpty()
+    script = f"""
+import os
+from lineup.supervisor import _sandbox
+assert os.isatty(1) and os.open("/dev/tty", os.O_RDWR) > 0
+_sandbox.prepare_child({{
+    "target": "lineup.tests.support.actors:HangActor",
+    "data_dir": {str(data_dir)!r},
+    "config": {{"sandbox": {{"profile": "miniapp", "app_scope": "tty", "without": ["landlock"]}}}},
+}})
+try:
+    os.open("/dev/tty", os.O_RDWR)
+    tty = "opened"
+except OSError as exc:
+    tty = os.strerror(exc.errno)
+stat = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+with open("seen.txt", "w") as out:  # the cwd is its data dir now
+    out.write(",".join(str(os.isatty(fd)) for fd in (0, 1, 2)) + f";{{tty}};{{stat[4]}}")
+"""
+    try:
+        with subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=_be_in_a_session_with_this_terminal,  # noqa: PLW1509 - single-threaded
+        ) as child:
+            assert child.wait(timeout=30) == 0
+    finally:
+        os.close(master)
+        os.close(slave)
+    seen = (app_data_dir(data_dir, "tty") / "seen.txt").read_text()
+    assert seen == f"False,False,False;{os.strerror(errno.ENXIO)};0"
+
+
+async def test_an_app_whose_data_dir_is_already_past_its_quota_is_stopped_once_up(
+    nursery: trio.Nursery, data_dir: Path, targets: Targets
+) -> None:
+    """Finding 7, across runs: what an earlier run left past the quota stops the app at its
+    first measure, before it can add more, and the runtime goes on."""
+    home = app_data_dir(data_dir, SCOPE)
+    home.mkdir(parents=True)
+    (home / "left-over.bin").write_bytes(b"x" * (3 << 20))
+    config = {"sandbox": policy(data_dir, disk_mb=2), **targets.config()}
+    supervisor = await start_tree(nursery, [STORE, hostile_spec(config)], data_dir)
+    child = supervisor.children[NAME]
+    with trio.fail_after(10):
+        await supervisor.wait_until(lambda: child.state == "failed")
+    auditor = await attach(nursery, supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor, lambda rows: any(r.event == QUOTA_EXCEEDED for r in rows), peer=NAME
+    )
+    assert [r.code for r in rows if r.event == QUOTA_EXCEEDED] == ["disk"]
+    with trio.fail_after(5):
+        await auditor.request("store", HealthRequest(), expect=HealthReply)

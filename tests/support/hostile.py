@@ -5,8 +5,11 @@ an errno name, or an exception class name) to `outcomes.json` in its private dat
 the one place it may write; the test reads that file once the actor is ready. The config says
 what to aim at: `target_pid` (the test's own process), `tcp_port` and `udp_port` (listeners the
 test opened on 127.0.0.1), `abstract` (an abstract Unix socket name the test listens on),
-`attack: "spin"` to burn CPU instead, until RLIMIT_CPU kills it, and `flood: N` to make N denied
-calls in a row instead (what each got, counted, and how long they took).
+`attack: "spin"` to burn CPU instead, until RLIMIT_CPU kills it, `flood: N` to make N denied
+calls in a row instead (what each got, counted, and how long they took), `attack: "fill"` to
+write one file as large as it can in its data dir (`fill`: what the write past the limit got,
+`fill_bytes`: how much it wrote), and `attack: "threads"` to start as many threads as it can,
+up to `threads` (`threads`: what the one past the limit got, `threads_started`: how many).
 
 Every attack is harmless if it succeeds (signal 0, reading a limit, a no-op renice...): the test
 fails on the outcome, not on damage.
@@ -21,6 +24,8 @@ import os
 import resource
 import socket
 import subprocess
+import termios
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +37,7 @@ from lineup.actors.kernel import Actor, ActorKind, Envelope, Message, handles
 from lineup.supervisor._sandbox import app_data_dir
 
 OUTCOMES = "outcomes.json"
+_NO_ECHO: list[int | list[int]] = [0, 0, 0, 0, 0, 0, [0] * 32]  # what it would set: echo off
 _libc = ctypes.CDLL(None, use_errno=True)
 _PTRACE_ATTACH = 16
 _SYS_IO_URING_SETUP = 425
@@ -64,6 +70,16 @@ def errno_name(number: int | None) -> str:
     return errno.errorcode.get(number or 0, str(number))
 
 
+def _termios(call: Callable[[], object]) -> Callable[[], object]:
+    def attempt() -> object:
+        try:
+            return call()
+        except termios.error as exc:  # not an OSError: its first argument is the errno
+            raise OSError(exc.args[0], str(exc.args[-1])) from None
+
+    return attempt
+
+
 def _libc_call(result: int) -> None:
     if result < 0:
         number = ctypes.get_errno()
@@ -84,7 +100,13 @@ class HostileActor(Actor):
             while True:  # pure CPU, never yields: only RLIMIT_CPU can end it
                 pass
         flood = self.ctx.config.get("flood")
-        outcomes = self.flood(int(flood)) if flood else self.attacks()
+        attack = self.ctx.config.get("attack")
+        if attack == "fill":
+            outcomes = self.fill()
+        elif attack == "threads":
+            outcomes = self.threads(int(self.ctx.config.get("threads", 3000)))
+        else:
+            outcomes = self.flood(int(flood)) if flood else self.attacks()
         try:
             await trio.to_thread.run_sync(lambda: None)
             outcomes["thread"] = "ok"
@@ -170,9 +192,31 @@ class HostileActor(Actor):
             "memory": lambda: bytearray((memory_mb + 64) << 20),
             "write_home": write_home,
             "stream_socketpair": stream_socketpair,
+            # Finding 9: it reads what it runs, nothing else of the repository.
+            "read_git": read(lineup_root / ".git" / "config")
+            if (lineup_root / ".git").is_dir()
+            else read(lineup_root / ".git"),  # a worktree's .git is a file
+            "list_root": lambda: os.listdir(lineup_root),
+            "list_tests": lambda: os.listdir(lineup_root / "tests"),
+            "list_ops": lambda: os.listdir(lineup_root / "ops"),
+            "read_ops": read(lineup_root / "ops" / "__init__.py"),
+            "read_other_actor": read(lineup_root / "actors" / "store" / "_actor.py"),
+            "read_supervisor": read(lineup_root / "supervisor" / "_sandbox.py"),
+            "read_other_app": read(lineup_root / "miniapps" / "chat" / "__init__.py"),
+            "read_sdk": read(lineup_root / "sdk" / "__init__.py"),
+            "read_kernel": read(lineup_root / "actors" / "kernel" / "bus.py"),
+            "read_own_code": read(Path(__file__)),
+            # Finding 8: no terminal, whatever the runtime's own stdio is.
+            "write_stdout": lambda: os.write(1, b"lineup: forged by the app\x1b]0;owned\x07\n"),
+            "open_tty": lambda: os.open("/dev/tty", os.O_RDWR),
+            "tcgetattr_stdin": _termios(lambda: termios.tcgetattr(0)),
+            "tcgetattr_stdout": _termios(lambda: termios.tcgetattr(1)),
+            "tcgetattr_stderr": _termios(lambda: termios.tcgetattr(2)),
+            "tcsetattr_stdout": _termios(lambda: termios.tcsetattr(1, termios.TCSANOW, _NO_ECHO)),
         }
         outcomes = {name: _outcome(attack) for name, attack in attacks.items()}
         outcomes["secret_in_environment"] = str("LINEUP_TEST_SECRET" in os.environ)
+        outcomes["isatty"] = ",".join(str(os.isatty(fd)) for fd in (0, 1, 2))
         return outcomes
 
     def flood(self, count: int) -> dict[str, str]:
@@ -186,6 +230,35 @@ class HostileActor(Actor):
             "flood": ", ".join(f"{name} x{n}" for name, n in sorted(got.items())),
             "flood_seconds": f"{took:.3f}",
         }
+
+    def fill(self) -> dict[str, str]:
+        written = 0
+        chunk = b"x" * (1 << 20)
+        outcome = "ok"
+        try:
+            with open(self.home / "fill.bin", "wb", buffering=0) as file:
+                for _ in range(4096):  # 4 GiB, were nothing to stop it
+                    written += file.write(chunk) or 0
+        except OSError as exc:
+            outcome = errno_name(exc.errno)
+        return {"fill": outcome, "fill_bytes": str(written)}
+
+    def threads(self, count: int) -> dict[str, str]:
+        release = threading.Event()
+        started: list[threading.Thread] = []
+        outcome = "ok"
+        try:
+            for _ in range(count):
+                thread = threading.Thread(target=release.wait, daemon=True)
+                thread.start()
+                started.append(thread)
+        except RuntimeError as exc:  # "can't start new thread": clone() failed EAGAIN
+            outcome = type(exc).__name__
+        finally:
+            release.set()
+            for thread in started:
+                thread.join()
+        return {"threads": outcome, "threads_started": str(len(started))}
 
     @handles(SandboxedPingRequest)
     async def on_ping(self, msg: SandboxedPingRequest, env: Envelope) -> SandboxedPingReply:
