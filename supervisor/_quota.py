@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lineup.actors.kernel.errors import ErrorCode
+
 __all__ = [
     "CHECK_INTERVAL",
     "QUOTA_CODE",
@@ -47,7 +49,9 @@ __all__ = [
 log = logging.getLogger("lineup.sandbox")
 
 QUOTA_EXCEEDED: Final = "sandbox.quota_exceeded"  # the audit event; its code names the quota
-QUOTA_CODE: Final = "quota_exceeded"  # why focus fails the instances of an app stopped for it
+QUOTA_CODE: Final = (
+    ErrorCode.QUOTA_EXCEEDED
+)  # why focus fails the instances of an app stopped for it
 CHECK_INTERVAL: Final = 2.0  # seconds between two measures of one app's data dir
 # `lineup status`'s keys (in StatusReply.info) for the quota layers in force.
 STATUS_FSIZE: Final = "sandbox_fsize"
