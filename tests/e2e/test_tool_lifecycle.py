@@ -10,12 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ActorKind, Bus
 from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest, ToolCallRow
+from lineup.supervisor import _spawn
 from lineup.tests.e2e.test_tools import WAIT, foreground, scene
 from lineup.tests.support.tree import attach
 
@@ -118,8 +120,11 @@ async def test_a_tool_that_needs_the_front_is_refused_foreground_required_when_b
     assert answered["payload"]["result"] == {"echoed": "front"}
 
 
-def zygote(s: Any) -> int:
-    """The pid of the tree's zygote: stopped, no MiniApp process can start."""
+def zygote(s: Any, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The pid of the tree's zygote: stopped, no MiniApp process can start. The supervisor's
+    spawn waits for it as long as the test needs (its own 5 s bound would otherwise fail the
+    start, by the clock, while a loaded machine is still between two steps of the test)."""
+    monkeypatch.setattr(_spawn, "SPAWN_TIMEOUT", WAIT)
     pid = s.runtime.supervisor.status().zygote_pid
     assert isinstance(pid, int)
     return pid
@@ -135,13 +140,13 @@ async def held(bus: Bus, call_id: str) -> ToolCallRow:
 
 
 async def test_calls_for_a_starting_instance_are_held_then_run_once_it_is_ready(
-    nursery: trio.Nursery, data_dir: Path
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seed 004 §7.3: an `app_ready` call for an instance still starting is persisted and held
     (bound to the instance, not yet delivered), then run once the instance is ready."""
     s = await scene(nursery, data_dir, probe=True)
     watcher = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "watcher")
-    os.kill(zygote(s), signal.SIGSTOP)  # the probe's process cannot start
+    os.kill(zygote(s, monkeypatch), signal.SIGSTOP)  # the probe's process cannot start
     try:
         await s.call("probe.run", {"mode": "hang"}, "launch-h")
         await s.call("probe.echo", {"mode": "ok"}, "echo-1")
@@ -151,7 +156,7 @@ async def test_calls_for_a_starting_instance_are_held_then_run_once_it_is_ready(
         assert first.seq < second.seq  # recorded in arrival order
         assert s.agent.of_call("echo-1", *FINALS) == []
     finally:
-        os.kill(zygote(s), signal.SIGCONT)
+        os.kill(zygote(s, monkeypatch), signal.SIGCONT)
     results = [await s.agent.terminal(call_id) for call_id in ("echo-1", "echo-2")]
     assert [r["payload"].get("result") for r in results] == [
         {"echoed": "ok"},
@@ -162,12 +167,12 @@ async def test_calls_for_a_starting_instance_are_held_then_run_once_it_is_ready(
 
 
 async def test_calls_held_for_an_instance_closed_while_starting_end_activation_cancelled(
-    nursery: trio.Nursery, data_dir: Path
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = await scene(nursery, data_dir)
     watcher = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "watcher")
     user = await attach(nursery, s.runtime.supervisor, ActorKind.HOSTBRIDGE, "user")
-    os.kill(zygote(s), signal.SIGSTOP)
+    os.kill(zygote(s, monkeypatch), signal.SIGSTOP)
     try:
         await s.call("task-dashboard.open", {"task_id": "t1", "title": "Closed"}, "open-c")
         await s.call("task-dashboard.update", {"task_id": "t1", "progress": 10}, "upd-c")
@@ -180,7 +185,7 @@ async def test_calls_held_for_an_instance_closed_while_starting_end_activation_c
         )
         refused = await s.agent.terminal("upd-c")
     finally:
-        os.kill(zygote(s), signal.SIGCONT)
+        os.kill(zygote(s, monkeypatch), signal.SIGCONT)
     assert refused["type"] == "lineup.v1.tool.error"
     assert refused["payload"]["code"] == "activation_cancelled"
     launch = await s.agent.terminal("open-c")
