@@ -36,9 +36,11 @@ def json_text(body: dict[str, Any]) -> str:
     """`body` as the compact JSON stored in a TEXT column. Raises `invalid_arguments` for a
     value that is not strict JSON."""
     try:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text.encode()  # a lone surrogate: no UTF-8 for it, in the database or anywhere
     except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "body is not strict JSON") from exc
+    return text
 
 
 def int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
