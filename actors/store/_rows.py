@@ -19,11 +19,20 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
+from pydantic_core import from_json
+
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from ._db import Connection
 
-__all__ = ["REPLY_BODY_BUDGET", "body_cost", "int_or_none", "json_text", "within_budget"]
+__all__ = [
+    "REPLY_BODY_BUDGET",
+    "body_cost",
+    "int_or_none",
+    "json_text",
+    "stored_object",
+    "within_budget",
+]
 
 # Bodies per list reply, in bytes of stored JSON: comfortably below the 1 MiB frame limit, so
 # a reply of many rows never fails to encode. The first row is always included.
@@ -41,6 +50,22 @@ def json_text(body: dict[str, Any]) -> str:
     except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "body is not strict JSON") from exc
     return text
+
+
+def stored_object(raw: object, *, max_bytes: int = REPLY_BODY_BUDGET) -> dict[str, Any] | None:
+    """The JSON object a body column holds, or None when it holds anything else: not text, not
+    UTF-8, not strict JSON (NaN, a lone surrogate escape, which SQLite's `json_valid` takes),
+    nesting past the parser's limit, not an object, or more than `max_bytes`. Never raises: a
+    reader skips such a row (`dead_letters` quarantines it), so one bad row costs only itself.
+    Select the column `CAST(… AS BLOB)`: a TEXT value that is not UTF-8 would otherwise fail the
+    whole fetch."""
+    if not isinstance(raw, bytes | str) or len(raw) > max_bytes:
+        return None
+    try:
+        value = from_json(raw, allow_inf_nan=False)
+    except ValueError:
+        return None
+    return value if type(value) is dict else None
 
 
 def int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
