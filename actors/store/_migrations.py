@@ -440,7 +440,7 @@ CREATE UNIQUE INDEX messages_by_client_id ON messages (app_scope, client_id)
 _V8: Final = """
 CREATE TABLE dead_letters (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    source     TEXT NOT NULL,  -- where it was: inbox, outbox, instance, cursor, message, inbound
+    source     TEXT NOT NULL,  -- where: inbound, inbox, outbox, instance, tool_call, cursor
     item_id    TEXT NOT NULL,  -- its key there
     kind       TEXT,           -- its message type, when one could be read
     code       TEXT NOT NULL,  -- why it is here

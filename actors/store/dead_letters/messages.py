@@ -32,7 +32,7 @@ __all__ = [
 # (which talks to the supervisor only). Counts and kinds, never a body.
 QUARANTINE_SUMMARY_FILE: Final = "quarantine.json"
 
-DeadLetterSource = Literal["inbound", "inbox", "outbox", "instance", "cursor", "message"]
+DeadLetterSource = Literal["inbound", "inbox", "outbox", "instance", "tool_call", "cursor"]
 DEAD_LETTER_SOURCES: Final[frozenset[str]] = frozenset(get_args(DeadLetterSource))
 
 

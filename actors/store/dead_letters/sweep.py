@@ -3,14 +3,17 @@ reads it, so `lineup run` comes up on any data dir a hostile message has touched
 
 Theory of operation: the store runs `sweep` once, in one write transaction, right after opening
 the database. It reads what the other actors read when they start — pending inbox deliveries
-(every app lists its inbox), pending outbox rows (the transport), live instances (focus), the
-transport's session and sync cursors (the router, the transport) — each column as bytes, since a
-TEXT value that is not UTF-8 would fail a whole fetch. A row its reader would refuse is copied
+(every app lists its inbox), pending outbox rows (the transport), live instances (focus), open
+tool calls (the router), the transport's session and sync cursors (the router, the transport) —
+each column as bytes where it can, since a TEXT value that is not UTF-8 would fail a whole fetch
+(a tool call is read row by row, for the same reason). A row its reader would refuse is copied
 verbatim into `dead_letters` with an audit row, then taken out of the reader's way as that table
 allows: a delivery is marked delivered, an outbox row failed (its message and call settle as for
-any refusal), an instance failed and off the focus stack, a cursor forgotten (the transport logs
-in and syncs again; message ids dedupe the replay). The readers also skip such rows, for one
-written after the sweep. It runs before the committer starts, so before any request is served.
+any refusal), an instance failed and off the focus stack, a tool call failed, a cursor forgotten
+(the transport logs in and syncs again; message ids dedupe the replay). A conversation message
+is only skipped by the history that reads it (no start-up depends on one). The readers also skip
+such rows, for one written after the sweep. It runs before the committer starts, so before any
+request is served.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from ..instances import machine as instance_states
 from ..instances.operations import instance_row
 from ..outbox.messages import OutboxFailRequest, OutboxRow
 from ..outbox.operations import outbox_fail
+from ..tool_calls import machine as call_states
+from ..tool_calls.operations import _COLUMNS as _CALL_COLUMNS
+from ..tool_calls.operations import _row as tool_call_row
 from .operations import OUT_OF_BOUNDS, UNDECODABLE, quarantine, summary
 
 __all__ = ["SESSION_CURSOR", "SYNC_CURSOR", "sweep", "sweep_at_start", "text_of"]
@@ -179,6 +185,41 @@ def _instances(conn: Connection, now: float) -> int:
     return len(bad)
 
 
+def _tool_calls(conn: Connection, now: float) -> int:
+    """Open calls the router reads back at start (to converge them with their instances)."""
+    final = ", ".join(f"'{state}'" for state in sorted(call_states.FINAL))
+    rowids = [
+        rowid
+        for (rowid,) in conn.execute(f"SELECT rowid FROM tool_calls WHERE state NOT IN ({final})")
+    ]
+    bad = []
+    for rowid in rowids:
+        try:
+            rows = conn.execute(
+                f"SELECT {', '.join(_CALL_COLUMNS)} FROM tool_calls WHERE rowid = ?", (rowid,)
+            ).fetchall()
+            # Read, and also sent: a lone surrogate escape reads as JSON but cannot be framed.
+            tool_call_row(rows[0]).model_dump_json()
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, or out of the model's bounds
+            bad.append(rowid)
+    for rowid in bad:
+        quarantine(
+            conn, source="tool_call", item_id=str(rowid), code=UNDECODABLE, now=now, actor=ACTOR,
+            copy_from=(
+                "SELECT json_object('call_id', quote(call_id), 'tool', quote(tool), 'state',"
+                " state) FROM tool_calls WHERE rowid = ?",
+                (rowid,),
+            ),
+        )  # fmt: skip
+        # Ended, as the router would end a call it could not read: it never reads it again.
+        conn.execute(
+            "UPDATE tool_calls SET state = 'failed', error_code = ?, updated_at = ?"
+            " WHERE rowid = ?",
+            (UNDECODABLE, now, rowid),
+        )
+    return len(bad)
+
+
 def _session_ok(raw: object) -> bool:
     value = stored_object(raw)
     return value is not None and all(type(v) is str for v in value.values())
@@ -213,6 +254,7 @@ def sweep(conn: Connection, now: float) -> dict[str, int]:
         "inbox": _inbox(conn, now),
         "outbox": _outbox(conn, now),
         "instance": _instances(conn, now),
+        "tool_call": _tool_calls(conn, now),
         "cursor": _cursors(conn, now),
     }
     found = {source: count for source, count in found.items() if count}

@@ -35,6 +35,8 @@ from lineup.actors.store.messages import (
     InstanceListRequest,
     OutboxPendingReply,
     OutboxPendingRequest,
+    ToolCallListReply,
+    ToolCallListRequest,
 )
 from lineup.tests.actors.store._harness import independent_rows, start_store
 
@@ -79,6 +81,14 @@ def poison(data_dir: Path) -> None:
         conn.execute(
             "INSERT INTO cursors (name, value, updated_at) VALUES ('transport.session', '[1]', 1.0)"
         )
+        for call_id, tool_input in (("c-bad", LONE_SURROGATE), ("c-good", '{"n":1}')):
+            conn.execute(
+                "INSERT INTO tool_calls (call_id, tool, inventory_revision, app_scope,"
+                " conversation_id, handling, state, input, timeout_ms, created_at, updated_at,"
+                " deadline_at) VALUES (?, 'probe.run', '1', 'probe', 'c-1', 'direct',"
+                " 'running', ?, 1000, 1.0, 1.0, 9e9)",
+                (call_id, tool_input),
+            )
     finally:
         conn.close()
 
@@ -106,19 +116,22 @@ async def test_a_store_comes_up_on_poisoned_rows_and_quarantines_each_once_with_
     assert session.value is None  # forgotten: the transport logs in again
 
     summary = await store.ask(DeadLetterSummaryRequest(), DeadLetterSummaryReply)
-    assert summary.count == 6
+    assert summary.count == 7
     assert summary.kinds == {
         "cursor:envelope_malformed": 1,
         "inbox:envelope_malformed": 3,
         "instance:invalid_arguments": 1,
         "outbox:envelope_malformed": 1,
+        "tool_call:envelope_malformed": 1,
     }
+    calls = await store.ask(ToolCallListRequest(non_final_only=True), ToolCallListReply)
+    assert [call.call_id for call in calls.calls] == ["c-good"]  # the router reads it whole
     listed = await store.ask(DeadLetterListRequest(), DeadLetterListReply)
     assert sorted(row.source for row in listed.rows) == [
-        "cursor", "inbox", "inbox", "inbox", "instance", "outbox",
+        "cursor", "inbox", "inbox", "inbox", "instance", "outbox", "tool_call",
     ]  # fmt: skip
     audit = await store.ask(AuditQueryRequest(event_prefix="store.dead_lettered"), AuditQueryReply)
-    assert len(audit.records) == 6
+    assert len(audit.records) == 7
     assert {r.subject_id for r in audit.records} == {
         f"{row.source}:{row.item_id}" for row in listed.rows
     }
@@ -130,7 +143,7 @@ async def test_a_store_comes_up_on_poisoned_rows_and_quarantines_each_once_with_
     )
     assert outbox_state == [("failed", ErrorCode.ENVELOPE_MALFORMED.value)]
     document = json.loads((data_dir / QUARANTINE_SUMMARY_FILE).read_text())
-    assert document == {"count": 6, "kinds": summary.kinds}
+    assert document == {"count": 7, "kinds": summary.kinds}
 
 
 async def test_a_second_start_quarantines_nothing_again(
@@ -144,9 +157,9 @@ async def test_a_second_start_quarantines_nothing_again(
         first.cancel_scope.cancel()
     store = await start_store(nursery, data_dir)
     summary = await store.ask(DeadLetterSummaryRequest(), DeadLetterSummaryReply)
-    assert summary.count == 6
+    assert summary.count == 7
     audit = await store.ask(AuditQueryRequest(event_prefix="store.dead_lettered"), AuditQueryReply)
-    assert len(audit.records) == 6
+    assert len(audit.records) == 7
 
 
 async def test_a_row_written_after_the_sweep_is_skipped_by_its_reader(
