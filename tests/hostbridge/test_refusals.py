@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import Any, cast
 
 import hypercorn.config
 import pytest
 import trio
+from starlette.websockets import WebSocketDisconnect
 
 from lineup.hostbridge._listener import serve
 from lineup.hostbridge._refusals import RefusalLedger, RefusalLog
-from lineup.hostbridge._server import HANDSHAKE_REFUSED, ShellAccess, ShellHub, build_app
+from lineup.hostbridge._server import HANDSHAKE_REFUSED, ShellAccess, ShellHub, _listen, build_app
 from lineup.hostbridge.shell_protocol import ShellOutbound, UiEventFrame, UiIntentFrame
 
 
@@ -141,3 +143,38 @@ async def test_refused_handshakes_and_h11_errors_are_audited_by_kind_and_logged_
     assert any("check=ws.token" in line for line in lines)
     assert all(r.exc_info is None for r in caplog.records), "no traceback in the log"
     assert "the-token" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type":"ui.event","instance_id":"chat","event":{"kind":"composer.submit",'
+        '"text":"\\ud800"}}',
+        '{"type":"ui.event","instance_id":"chat","event":{"kind":"composer.submit",'
+        '"text":"x","client_id":NaN}}',
+        '{"type":"shell.ready","n":Infinity}',
+    ],
+    ids=["lone-surrogate", "nan", "infinity"],
+)
+async def test_a_shell_frame_that_is_not_json_is_refused_and_the_socket_reads_on(text: str) -> None:
+    """JSON is JSON at the Shell too (issue 11): such a frame is refused, never handed on."""
+    refused: list[str | None] = []
+    send, receive = trio.open_memory_channel[str](1)
+    with send, receive:
+        await _listen(cast(Any, _Socket(text)), send, _no_greeting, _no_inbound, refused.append)
+    assert len(refused) == 1
+
+
+class _Socket:
+    """The frames a Shell sends, then it goes away."""
+
+    def __init__(self, *texts: str) -> None:
+        self._texts = list(texts)
+
+    async def receive_text(self) -> str:
+        if self._texts:
+            return self._texts.pop(0)
+        raise WebSocketDisconnect(1000)
+
+    async def close(self, code: int) -> None:
+        raise AssertionError("closed")
