@@ -93,5 +93,11 @@ def within_budget(rows: Sequence[Row], cost: Callable[[Row], int]) -> list[Row]:
 
 
 def body_cost(index: int) -> Callable[[Sequence[Any]], int]:
-    """The cost, for `within_budget`, of a row whose stored JSON body is column `index`."""
-    return lambda row: len(row[index].encode())
+    """The cost, for `within_budget`, of a row whose stored JSON body is column `index` (text,
+    or bytes when selected `CAST(… AS BLOB)`)."""
+
+    def cost(row: Sequence[Any]) -> int:
+        body = row[index]
+        return len(body) if isinstance(body, bytes) else len(body.encode())
+
+    return cost

@@ -13,7 +13,7 @@ import logging
 from typing import Any, Final
 
 from .._db import Connection
-from .._rows import int_or_none, json_text, stored_object, within_budget
+from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write
 from .messages import (
     InboxAckManyReply,
@@ -27,8 +27,6 @@ from .messages import (
     InboxRow,
 )
 
-log = logging.getLogger("lineup.store")
-
 __all__ = [
     "HANDLERS",
     "inbox_ack",
@@ -36,6 +34,8 @@ __all__ = [
     "inbox_list",
     "inbox_put",
 ]
+
+log = logging.getLogger("lineup.store")
 
 
 def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutReply:
@@ -71,7 +71,7 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
         (req.app_scope, req.conversation_id, req.instance_id, req.after_seq, req.limit),
     ).fetchall()
     listed = []
-    for seq, delivery_id, raw, created_at in within_budget(rows, _raw_cost):
+    for seq, delivery_id, raw, created_at in within_budget(rows, body_cost(2)):
         body = stored_object(raw)
         if body is None or not isinstance(delivery_id, str) or not 1 <= len(delivery_id) <= 200:
             # Poison: never listed, so the app moves past it; the start-up sweep quarantines it.
@@ -89,10 +89,6 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
             )
         )
     return InboxListReply(rows=tuple(listed))
-
-
-def _raw_cost(row: Any) -> int:
-    return len(row[2])
 
 
 def _ack_one(

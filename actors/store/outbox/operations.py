@@ -16,7 +16,7 @@ from typing import Any, Final, cast
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .._db import Connection
-from .._rows import int_or_none, json_text, stored_object, within_budget
+from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write, write_as
 from ..tool_calls.operations import settle_terminal
 from .machine import TRANSITIONS, OutboxEvent, OutboxState, next_state
@@ -68,7 +68,7 @@ def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> O
         (req.after_seq, req.limit),
     ).fetchall()
     pending = []
-    for seq, outbox_id, conversation_id, kind, raw, created_at in within_budget(rows, _raw_cost):
+    for seq, outbox_id, conversation_id, kind, raw, created_at in within_budget(rows, body_cost(4)):
         body = stored_object(raw)
         try:
             if body is None:
@@ -88,10 +88,6 @@ def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> O
             # quarantines it and fails it for good.
             log.warning("store.row_skipped table=outbox seq=%d", seq)
     return OutboxPendingReply(rows=tuple(pending))
-
-
-def _raw_cost(row: Any) -> int:
-    return len(row[4])
 
 
 # ---------------------------------------------------------------------------------- states
