@@ -247,19 +247,33 @@ def _cursors(conn: Connection, now: float) -> int:
     return forgotten
 
 
+_SOURCES: Final[tuple[tuple[str, Callable[[Connection, float], int]], ...]] = (
+    ("inbox", _inbox),
+    ("outbox", _outbox),
+    ("instance", _instances),
+    ("tool_call", _tool_calls),
+    ("cursor", _cursors),
+)
+
+
 def sweep(conn: Connection, now: float) -> dict[str, int]:
     """Quarantine every row a start-up reader could not decode; how many, per source (only the
-    sources that had any). Runs in the caller's transaction."""
-    found = {
-        "inbox": _inbox(conn, now),
-        "outbox": _outbox(conn, now),
-        "instance": _instances(conn, now),
-        "tool_call": _tool_calls(conn, now),
-        "cursor": _cursors(conn, now),
-    }
-    found = {source: count for source, count in found.items() if count}
-    for source, count in found.items():
-        log.warning("store.quarantined source=%s count=%d", source, count)
+    sources that had any). Runs in the caller's transaction, each source in a savepoint of its
+    own: one that fails is undone and logged, and the others are swept all the same."""
+    found: dict[str, int] = {}
+    for source, sweep_one in _SOURCES:
+        conn.execute("SAVEPOINT sweep")
+        try:
+            count = sweep_one(conn, now)
+        except Exception as exc:
+            conn.execute("ROLLBACK TO sweep")
+            log.error("store.sweep_failed source=%s error=%s", source, type(exc).__name__)
+            count = 0
+        finally:
+            conn.execute("RELEASE sweep")
+        if count:
+            found[source] = count
+            log.warning("store.quarantined source=%s count=%d", source, count)
     return found
 
 

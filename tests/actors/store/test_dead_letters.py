@@ -11,8 +11,9 @@ import pytest
 import trio
 
 from lineup.actors.kernel import ErrorCode
-from lineup.actors.store._db import open_database
+from lineup.actors.store._db import Connection, open_database
 from lineup.actors.store._rows import stored_object
+from lineup.actors.store.dead_letters import sweep as sweep_module
 from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
 from lineup.actors.store.messages import (
     AuditQueryReply,
@@ -38,7 +39,7 @@ from lineup.actors.store.messages import (
     ToolCallListReply,
     ToolCallListRequest,
 )
-from lineup.tests.actors.store._harness import independent_rows, start_store
+from lineup.tests.actors.store._harness import independent_rows, memory_database, start_store
 
 LONE_SURROGATE = '{"id":"m-bad","t":"\\ud800"}'  # SQLite's json_valid takes the escape
 INBOX = "INSERT INTO app_inbox (app_scope, conversation_id, instance_id, delivery_id, body," \
@@ -227,3 +228,22 @@ async def test_a_dead_letter_put_is_kept_once_audited_once_and_counted(
 )  # fmt: skip
 def test_a_stored_body_is_an_object_of_strict_json_or_nothing(raw: object, decoded: object) -> None:
     assert stored_object(raw) == decoded
+
+
+def test_a_source_whose_sweep_fails_is_undone_and_the_others_are_swept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conn = memory_database()
+    conn.execute(INBOX, ("d-array", "[1]"))
+
+    def broken(conn: Connection, now: float) -> int:
+        conn.execute("DELETE FROM app_inbox")  # undone with its savepoint
+        raise RuntimeError("a bug in one source's sweep")
+
+    monkeypatch.setattr(sweep_module, "_SOURCES", (("outbox", broken), *sweep_module._SOURCES))
+    try:
+        count, kinds = sweep_module.sweep_at_start(conn, 2.0)
+        assert (count, kinds) == (1, {"inbox:envelope_malformed": 1})
+        assert conn.execute("SELECT count(*) FROM app_inbox").fetchall() == [(1,)]
+    finally:
+        conn.close()
