@@ -254,13 +254,19 @@ class HostbridgeActor(Actor):
         except LineUpError as exc:
             self._error_notice(f"That action could not be delivered ({exc.code.value}).")
 
-    def _refused(self, message_type: str | None) -> None:
-        """A Shell frame failed the protocol: refused, and recorded by type (never content),
-        at a bounded rate (`RefusalLedger`): past it, only counted."""
+    def _refused(
+        self,
+        message_type: str | None,
+        event: str = REFUSED,
+        code: str = ErrorCode.INVALID_ARGUMENTS.value,
+    ) -> None:
+        """A Shell frame failed the protocol (or a handshake a check, `event`): refused, and
+        recorded by type (never content), at a bounded rate per event (`RefusalLedger`): past
+        it, only counted."""
         now = trio.current_time()
         self._report_dropped(now)
-        if self._refusals.admit(REFUSED, now):
-            self._audit_user(REFUSED, message_type, code=ErrorCode.INVALID_ARGUMENTS.value)
+        if self._refusals.admit(event, now):
+            self._audit_user(event, message_type, code=code)
 
     def _report_dropped(self, now: float) -> None:
         for kind, dropped in self._refusals.due(now):

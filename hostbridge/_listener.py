@@ -8,20 +8,29 @@ and h11's `LocalProtocolError` escapes (issue 11, finding 3). So the listening l
 the same `TCPServer` hypercorn uses per connection, each wrapped so that whatever it raises
 ends that connection only, and is logged by class, never by content.
 
+Logged at a bounded rate, and without tracebacks (`RefusalLog`): a client that repeats such
+bytes in a loop would otherwise write two lines and a traceback per connection. That covers
+hypercorn's own "Error in ASGI Framework" (the app raising on a connection h11 has given up),
+which goes through this module's logger class rather than `logging.exception`.
+
 No lifespan protocol: the Shell's app has no startup or shutdown hooks.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any, Final
 
 import hypercorn.config
+import hypercorn.logging
 import trio
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 from hypercorn.utils import wrap_app
+
+from ._refusals import RefusalLog
 
 __all__ = ["serve"]
 
@@ -37,7 +46,16 @@ async def serve(
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on `config.bind` (plain TCP) and serve `app` until cancelled. A connection whose
-    handling raises is closed and logged; it never stops the others or the listener."""
+    handling raises is closed and logged (by class, at a bounded rate); it never stops the
+    others or the listener. Sets `config.logger_class`: hypercorn's errors are logged alike."""
+    quiet = RefusalLog(log)
+
+    class QuietLogger(hypercorn.logging.Logger):
+        async def exception(self, message: str, *args: Any, **kwargs: Any) -> None:
+            error = sys.exc_info()[1]
+            quiet.refused("hostbridge.asgi_failed", error=type(error).__name__)
+
+    config.logger_class = QuietLogger
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     context = WorkerContext(None)
     sockets = config.create_sockets()
@@ -53,7 +71,7 @@ async def serve(
             leaf: BaseException = group
             while isinstance(leaf, BaseExceptionGroup):
                 leaf = leaf.exceptions[0]
-            log.warning("hostbridge.connection_failed error=%s", type(leaf).__name__)
+            quiet.refused("hostbridge.connection_failed", error=type(leaf).__name__)
         finally:
             with trio.move_on_after(CLOSE_TIMEOUT, shield=True):
                 await stream.aclose()

@@ -5,6 +5,10 @@ DNS rebinding; the WebSocket also needs the per-run token and an `Origin` of thi
 page from any other origin cannot drive the runtime even from the same machine. The token is
 compared in constant time and never logged.
 
+A refused handshake (no token or a wrong one, a foreign `Origin` or `Host`) is reported to the
+actor's `refused`, which audits it at a bounded rate, and logged by which check failed, one line
+per kind per window (`RefusalLog`): any local process can try as often as it likes.
+
 What the Shell sends is a *user* action: each frame is parsed once here, against the Shell
 protocol (`shell_protocol.SHELL_TO_RUNTIME`); a frame that fails is refused and reported by its
 type (never its content), and the socket stays open. What passes is handed on as a typed model,
@@ -18,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import trio
 from pydantic import ValidationError
@@ -28,6 +32,9 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from lineup.actors.kernel.errors import ErrorCode
+
+from ._refusals import RefusalLog
 from .shell_protocol import (
     MAX_SHELL_FRAME,
     SHELL_TO_RUNTIME,
@@ -39,7 +46,7 @@ from .shell_protocol import (
     refused_type,
 )
 
-__all__ = ["MAX_SHELL_FRAME", "ShellHub", "build_app"]
+__all__ = ["HANDSHAKE_REFUSED", "MAX_SHELL_FRAME", "ShellHub", "build_app"]
 
 log = logging.getLogger("lineup.hostbridge")
 
@@ -50,6 +57,11 @@ CLOSE_TOKEN_REFUSED: Final = 4401  # a token from an earlier run (or none): open
 CLOSE_POLICY: Final = 4403
 
 STATIC: Final = {"shell.js": "text/javascript", "shell.css": "text/css"}
+HANDSHAKE_REFUSED: Final = "hostbridge.shell_handshake_refused"  # its audit event
+# The check a refused handshake failed, as its audit row's `message_type`.
+FAILED_HOST: Final = "ws.host"
+FAILED_ORIGIN: Final = "ws.origin"
+FAILED_TOKEN: Final = "ws.token"
 
 
 @dataclass(frozen=True)
@@ -105,7 +117,14 @@ class ShellHub:
 # What the hostbridge actor provides to the server.
 Greeting = Callable[[], Awaitable[list[ShellOutbound]]]
 Inbound = Callable[[UiEventFrame | UiIntentFrame], Awaitable[None]]
-Refused = Callable[[str | None], None]  # a frame failed the protocol; its type, if any
+FrameRefused = Callable[[str | None], None]  # a frame failed the protocol; its type, if any
+
+
+class Refused(Protocol):
+    """A refusal to audit: by default, a frame that failed the protocol (its type, if any);
+    a handshake is `HANDSHAKE_REFUSED`, with the check it failed as `message_type`."""
+
+    def __call__(self, message_type: str | None, event: str = ..., code: str = ...) -> None: ...
 
 
 def build_app(
@@ -140,23 +159,25 @@ def build_app(
         # For a local probe: no token, and nothing in it a foreign page could use.
         return JSONResponse({"ok": True}, headers={"Cache-Control": "no-store"})
 
+    quiet = RefusalLog(log)
+
+    def handshake_refused(failed: str) -> None:
+        refused(failed, HANDSHAKE_REFUSED, ErrorCode.PERMISSION_DENIED.value)
+        quiet.refused(HANDSHAKE_REFUSED, check=failed)
+
     async def shell_socket(websocket: WebSocket) -> None:
         token = websocket.query_params.get("token", "")
         origin = websocket.headers.get("origin", "")
         if not host_ok(websocket.headers) or origin not in access.origins:
             # Refused at the handshake (HTTP 403): a foreign page learns nothing more.
-            log.warning(
-                "hostbridge.shell_refused host_ok=%s origin_ok=%s",
-                host_ok(websocket.headers),
-                origin in access.origins,
-            )
+            handshake_refused(FAILED_HOST if not host_ok(websocket.headers) else FAILED_ORIGIN)
             await websocket.close(code=CLOSE_POLICY)
             return
         if not hmac.compare_digest(token.encode(), access.token.encode()):
             # Our own page, with a token of an earlier run: a refused handshake reaches a
             # browser only as 1006, the code of a runtime that is down, and the Shell would
             # retry forever. Accepted, then closed with a code it can read, it stops and says so.
-            log.warning("hostbridge.shell_refused token_ok=False")
+            handshake_refused(FAILED_TOKEN)
             await websocket.accept()
             await websocket.close(code=CLOSE_TOKEN_REFUSED, reason="token_refused")
             return
@@ -186,7 +207,7 @@ async def _listen(
     send: trio.MemorySendChannel[str],
     greeting: Greeting,
     inbound: Inbound,
-    refused: Refused,
+    refused: FrameRefused,
 ) -> None:
     """Read the Shell's frames until it goes away (or sends one too large). Each is parsed
     once; one that fails the protocol is reported to `refused` and skipped."""

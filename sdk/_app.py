@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
+import re
 from collections.abc import Iterable
 from typing import Any, Final, Literal, Protocol, TypeVar
 
@@ -55,6 +57,7 @@ CALL_TIMEOUT: Final = 15.0
 # A `rate_limited` refusal asks the app to slow down: it waits this long, doubling up to a
 # second, and asks again (within CALL_TIMEOUT), instead of dropping what it was doing.
 RATE_PAUSE: Final = 0.01
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 class RuntimeChannel(Protocol):
@@ -206,7 +209,10 @@ class SessionData:
 
     async def replace(self, instance_id: str, data: dict[str, Any], expected_revision: int) -> int:
         """Write the whole value; returns the new revision. Refused with `stale_revision`
-        when another write came first: re-read, merge as the app sees fit, try again."""
+        when another write came first: re-read, merge as the app sees fit, try again. Refused
+        with `invalid_arguments`, before anything is sent, when `data` is not strict JSON (NaN,
+        Infinity, a lone surrogate): the bus would otherwise carry NaN as null."""
+        _check_strict_json(data)
         receipt = await self._host.call(
             "focus",
             p.SessionDataReplaceRequest(
@@ -234,6 +240,26 @@ class SessionData:
         )
         for handler in self._handlers.get(event.instance_id, []):
             await handler(snapshot)
+
+
+def _check_strict_json(data: dict[str, Any]) -> None:
+    """Raise `LineUpError(invalid_arguments)` unless every number in `data` is finite and no
+    string (key or value) holds a lone surrogate. Iterative: depth costs no stack (the store
+    bounds depth and size itself)."""
+    stack: list[object] = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "session data is not strict JSON")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "session data is not strict JSON")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
 
 
 class AppContext:

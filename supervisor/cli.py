@@ -24,6 +24,7 @@ from lineup.actors.kernel.control import (
     StatusReply,
     StatusRequest,
 )
+from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
 
 from ._applog import app_log_path, log_files
 from ._control import control_request
@@ -376,8 +377,10 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         else:
             out.write(f"lineup: not running (data dir {data_dir})\n")
         return 1
+    quarantine = _quarantine(Path(reply.data_dir))
     if as_json:
         document = {"running": True, **reply.model_dump(mode="json", exclude={"type"})}
+        document["quarantine"] = quarantine
         for child in document["children"]:
             child.pop("type", None)
         if document.get("runtime"):
@@ -410,7 +413,23 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
     for key, value in sorted(reply.info.items()):
         if key not in quotas:
             out.write(f"{key}: {value}\n")
+    if quarantine["count"]:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in quarantine["kinds"].items())
+        out.write(f"quarantined: {quarantine['count']} ({kinds})\n")
     return 0
+
+
+def _quarantine(data_dir: Path) -> dict[str, Any]:
+    """What the store quarantined (its dead letters: a count and kinds, never content), from
+    the summary it keeps in the data dir; nothing when there is none or it cannot be read."""
+    try:
+        raw = json.loads((data_dir / QUARANTINE_SUMMARY_FILE).read_text())
+        count, kinds = raw["count"], raw["kinds"]
+        if type(count) is int and all(type(n) is int for n in kinds.values()):
+            return {"count": count, "kinds": {str(k): n for k, n in sorted(kinds.items())}}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return {"count": 0, "kinds": {}}
 
 
 def _sandbox_line(sandbox: SandboxStatus) -> str:

@@ -53,6 +53,7 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
         "store.outbox.append",
         "store.outbox.retry",
         "store.cursor.get",
+        "store.dead_letter.*",  # an inbound item that failed twice is quarantined (issue 11)
     ),
     # Focus owns the apps' lifecycle: instances and the focus stack, the registry, session
     # data and inventory revisions.

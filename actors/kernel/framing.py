@@ -14,11 +14,17 @@ object. The object is a *frame*:
 
 There is deliberately no sender field: who sent a frame is a property of the channel it arrived
 on, and a frame that tries to say otherwise is malformed (extra keys are refused).
+
+JSON is JSON (issue 11): `NaN`, `Infinity` and a lone surrogate escape are not, whatever
+Python's `json` takes; a frame holding one is malformed, and a dict body holding one is not
+sent. (A number too large for a double, `1e400`, is valid JSON and reads as infinity: the
+store's strict-JSON check refuses it where it would be kept.)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
@@ -44,6 +50,7 @@ MAX_DEADLINE_MS: Final = 1e9 - 1  # about 11.5 days: longer waits are clamped by
 _HEADER: Final = struct.Struct(">I")
 _KINDS: Final = frozenset("qrex")
 _KEYS: Final = frozenset(("k", "id", "re", "dl", "ik", "b"))
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 FrameKind = Literal["q", "r", "e", "x"]
 
@@ -78,10 +85,16 @@ def _dumps(
         head += f',"dl":{float(deadline_ms)!r}'
     if idempotency_key is not None:
         head += ',"ik":' + json.dumps(idempotency_key)
-    if isinstance(body, dict):
-        body = json.dumps(body, separators=(",", ":"))
-    if isinstance(body, str):
-        body = body.encode()
+    try:
+        if isinstance(body, dict):
+            # ASCII escapes would carry a lone surrogate through as `\\ud800`: look first.
+            if _has_lone_surrogate(body):
+                raise ValueError("lone surrogate")
+            body = json.dumps(body, separators=(",", ":"), allow_nan=False)
+        if isinstance(body, str):
+            body = body.encode()
+    except ValueError as exc:  # NaN / Infinity; UnicodeEncodeError: a lone surrogate
+        raise LocalProtocolError(ErrorCode.FRAME_MALFORMED, "body is not JSON") from exc
     return b"".join((head.encode(), b',"b":', body, b"}"))
 
 
@@ -133,23 +146,51 @@ def _malformed(why: str) -> RemoteProtocolError:
 
 
 def _loads(payload: bytes) -> Any:
-    """The JSON value of `payload`, exactly as `json.loads` reads it.
+    """The JSON value of `payload`, as `json.loads` reads strict JSON: no NaN, no Infinity, no
+    lone surrogate (each is `frame_malformed`).
 
-    pydantic-core's parser is several times faster than the stdlib's on a frame, but it refuses
-    some JSON the stdlib takes (nesting past 200 levels, a lone surrogate escape); whatever it
-    refuses is read again by the stdlib, so what is accepted, and how, does not change.
+    pydantic-core's parser is several times faster than the stdlib's on a frame, and refuses
+    those three itself (`allow_inf_nan=False`; a lone surrogate escape always), but it also
+    refuses nesting past 200 levels, which is JSON: whatever it refuses is read again by the
+    stdlib, held to the same rules, so what is accepted, and how, does not depend on the parser.
     """
     try:
-        return from_json(payload)
+        return from_json(payload, allow_inf_nan=False)
     except ValueError:
         return _loads_stdlib(payload)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(name)  # NaN, Infinity, -Infinity
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a string anywhere in `value` holds a surrogate code point (the UTF-8 text of a
+    frame cannot: only a `\\u` escape puts one there, and a valid pair decodes to one code
+    point). Iterative: the value may nest as deep as the stdlib parser went."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif type(item) is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return False
+
+
 def _loads_stdlib(payload: bytes) -> Any:
     try:
-        return json.loads(payload.decode())  # str: skips json's encoding sniffing
+        # str: skips json's encoding sniffing
+        value = json.loads(payload.decode(), parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise _malformed("not JSON") from exc
+    if _has_lone_surrogate(value):
+        raise _malformed("not JSON")
+    return value
 
 
 def parse_frame(payload: bytes) -> Frame:
@@ -163,7 +204,7 @@ FrameFields = tuple[FrameKind, int, dict[str, Any], int | None, float | None, st
 def parse_frame_fields(payload: bytes) -> FrameFields:
     """`parse_frame` as a plain tuple (the bus's hot path: no object to build)."""
     try:
-        obj = from_json(payload)  # `_loads`, inline
+        obj = from_json(payload, allow_inf_nan=False)  # `_loads`, inline
     except ValueError:
         obj = _loads_stdlib(payload)
     if type(obj) is not dict:

@@ -10,13 +10,22 @@ Ids (`_ids`): the runtime mints every outbound id; an app's `message_id` is its 
 the app sees back (receipts, history, updates) and the Agent never does. An inbound envelope
 whose id is the runtime's, or already an outbound message, is refused `message_id_conflict`
 and audited: its outcome says so, the transport moves past it, and nothing restarts.
+
+Poison is quarantined (issue 11): each inbound envelope is handled in its own blast radius. One
+whose handling fails (a bug it triggers here, or a store refusal that is about it, not about the
+store being down) is tried again once; failing twice, it is put in the store's dead letters
+(with an audit row) and answered `rejected` with `handler_failed`, so the transport moves past
+it and the rest of the page is kept. Only a failure of the runtime itself (the store down or
+restarting, a deadline) fails the batch, which the transport then retries whole.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -45,6 +54,8 @@ from lineup.actors.store.messages import (
     ConversationSendRequest,
     CursorGetReply,
     CursorGetRequest,
+    DeadLetterPutReply,
+    DeadLetterPutRequest,
     InboxAckManyReply,
     InboxAckReply,
     InboxListReply,
@@ -74,6 +85,7 @@ from .messages import (
 __all__ = ["SESSION_CURSOR", "RouterActor"]
 
 log = logging.getLogger("lineup.router")
+T = TypeVar("T")
 
 SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
 SESSION_TTL: Final = 1.0  # seconds a read of it is reused
@@ -115,29 +127,97 @@ class RouterActor(Actor):
         # store request. A tool call persists the run before it, so the page's order holds.
         texts: list[tuple[int, RuntimeEnvelope, int]] = []
         for raw in msg.envelopes:
-            try:
+
+            async def admit(raw: Any = raw) -> tuple[RuntimeEnvelope, int]:
                 envelope, size = admit_sized(
                     raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id
                 )
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
-                if envelope.type == TOOL_CALL:
-                    await self._receive_texts(texts, outcomes, env)
-                    explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
-                    await self.tools.accept(envelope, explicit_scope)
-                    outcomes.append(EnvelopeOutcome(message_id=envelope.id, status="accepted"))
-                else:
+                if envelope.type != TOOL_CALL:
                     await self._check_text(envelope)
-                    texts.append((len(outcomes), envelope, size))
-                    outcomes.append(None)
-            except EnvelopeRejected as rejected:
-                outcomes.append(
-                    self._rejected(env, rejected.code.value, _type_of(raw), rejected.message_id)
-                )
+                return envelope, size
+
+            admitted = await self._guarded(env, raw, admit)
+            if isinstance(admitted, EnvelopeOutcome):
+                outcomes.append(admitted)
+                continue
+            envelope, size = admitted
+            if envelope.type != TOOL_CALL:
+                texts.append((len(outcomes), envelope, size))
+                outcomes.append(None)
+                continue
+            await self._receive_texts(texts, outcomes, env)
+
+            async def accept(raw: Any = raw, envelope: RuntimeEnvelope = envelope) -> None:
+                explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
+                await self.tools.accept(envelope, explicit_scope)
+
+            accepted = await self._guarded(env, raw, accept)
+            outcomes.append(
+                accepted
+                if isinstance(accepted, EnvelopeOutcome)
+                else EnvelopeOutcome(message_id=envelope.id, status="accepted")
+            )
         await self._receive_texts(texts, outcomes, env)
         done = tuple(o for o in outcomes if o is not None)
         assert len(done) == len(outcomes)  # every pending text got its outcome
         return InboundEnvelopesReply(outcomes=done)
+
+    async def _guarded(
+        self, env: Envelope, raw: object, work: Callable[[], Awaitable[T]]
+    ) -> T | EnvelopeOutcome:
+        """`await work()` for one inbound envelope, in its own blast radius: its refusal is its
+        `rejected` outcome (audited); a failure that is the envelope's (`_items_fault`) is tried
+        once more, then quarantined (`_dead_letter`). A failure of the runtime propagates."""
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return await work()
+            except EnvelopeRejected as rejected:
+                return self._rejected(env, rejected.code.value, _type_of(raw), rejected.message_id)
+            except Exception as exc:
+                if not _items_fault(exc):
+                    raise
+                log.warning(
+                    "router.inbound_failed attempt=%d error=%s", attempt, _failure_name(exc)
+                )
+        return await self._dead_letter(env, raw, ATTEMPTS)
+
+    async def _dead_letter(self, env: Envelope, raw: object, attempts: int) -> EnvelopeOutcome:
+        """Quarantine one inbound envelope that failed `attempts` times, and answer it
+        `rejected` (`handler_failed`), so the transport moves past it."""
+        message_id = wire.message_id_of(raw)
+        item_id = (
+            message_id
+            or "sha:"
+            + hashlib.blake2b(repr(raw).encode(errors="replace"), digest_size=16).hexdigest()
+        )
+        body = raw if isinstance(raw, dict) else None
+        await self._quarantine(item_id, _type_of(raw), body, attempts)
+        return self._rejected(env, ErrorCode.HANDLER_FAILED.value, _type_of(raw), message_id)
+
+    async def _quarantine(
+        self, item_id: str, kind: str | None, body: dict[str, Any] | None, attempts: int
+    ) -> None:
+        """Put one inbound item in the store's dead letters (which audits it)."""
+        put = DeadLetterPutRequest(
+            source="inbound",
+            item_id=item_id,
+            kind=kind,
+            code=ErrorCode.HANDLER_FAILED.value,
+            attempts=attempts,
+            body=body,
+        )
+        try:
+            await self.bus.request("store", put, expect=DeadLetterPutReply)
+        except LineUpError as exc:
+            if not _items_fault(exc):
+                raise
+            # The body itself is what fails (it cannot be framed, or stored): keep the record.
+            await self.bus.request(
+                "store", put.model_copy(update={"body": None}), expect=DeadLetterPutReply
+            )
+        log.warning("router.inbound_quarantined type=%s", kind)
 
     def _rejected(
         self, env: Envelope, code: str, message_type: str | None, message_id: str | None
@@ -209,11 +289,14 @@ class RouterActor(Actor):
                 )
             ).replies
         except LineUpError as exc:
-            if exc.code is not ErrorCode.INVALID_ARGUMENTS:
+            if exc.code is not ErrorCode.INVALID_ARGUMENTS and not _items_fault(exc):
                 raise
-            # One message is invalid and the batch wrote nothing: receive them one at a time,
-            # so the others are kept and the refusal is that one message's.
-            replies = tuple([await self._receive_one(request) for request in requests])
+            # One message is invalid (or its handling fails) and the batch wrote nothing:
+            # receive them one at a time, so the others are kept and the refusal is that one
+            # message's.
+            replies = tuple(
+                [await self._receive_one(request, envelope) for (_, envelope, request) in batch]
+            )
         persisted: dict[str, list[sdk.Delivery]] = {}
         for (index, envelope, request), reply in zip(batch, replies, strict=True):
             if reply.refused is not None:
@@ -235,15 +318,28 @@ class RouterActor(Actor):
         for app_scope, deliveries in persisted.items():
             self._tell_deliveries(app_scope, deliveries)
 
-    async def _receive_one(self, request: ConversationReceiveRequest) -> ConversationReceiveReply:
-        try:
-            return await self.bus.request("store", request, expect=ConversationReceiveReply)
-        except LineUpError as exc:
-            if exc.code not in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.MESSAGE_ID_CONFLICT):
-                raise
-            return ConversationReceiveReply(
-                message_id=request.message_id, seq=None, created=False, refused=exc.code.value
-            )
+    async def _receive_one(
+        self, request: ConversationReceiveRequest, envelope: RuntimeEnvelope
+    ) -> ConversationReceiveReply:
+        """Persist one text; a refusal is its reply's `refused`. One whose persisting fails
+        twice (`_items_fault`) is quarantined, and refused `handler_failed`."""
+        for _ in range(ATTEMPTS):
+            try:
+                return await self.bus.request("store", request, expect=ConversationReceiveReply)
+            except LineUpError as exc:
+                if exc.code in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.MESSAGE_ID_CONFLICT):
+                    refused = exc.code.value
+                    break
+                if not _items_fault(exc):
+                    raise
+                log.warning("router.inbound_failed error=%s", _failure_name(exc))
+        else:
+            body = envelope.model_dump(mode="json")
+            await self._quarantine(envelope.id, envelope.type, body, ATTEMPTS)
+            refused = ErrorCode.HANDLER_FAILED.value
+        return ConversationReceiveReply(
+            message_id=request.message_id, seq=None, created=False, refused=refused
+        )
 
     def _tell_deliveries(self, app_scope: str, deliveries: list[sdk.Delivery]) -> None:
         """Queue persisted deliveries for their app. One teller per app tells them in order,
@@ -535,9 +631,12 @@ class RouterActor(Actor):
         )
         if reply.value is None:
             raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
-        raw = json.loads(reply.value)
-        assert isinstance(raw, dict)
-        session = {str(k): str(v) for k, v in raw.items()}
+        session = _session_of(reply.value)
+        if session is None:
+            # Not what the transport writes: as good as none, until it logs in again (the
+            # store's start-up sweep quarantines such a value).
+            log.warning("router.session_undecodable")
+            raise LineUpError(ErrorCode.NOT_CONNECTED, "no usable AppServer session")
         self._session_seen = (now, session)
         return session
 
@@ -561,6 +660,48 @@ class RouterActor(Actor):
         except LineUpError as exc:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, client_id) from exc
         return row.row.message_id
+
+
+# An inbound item that fails this many times is quarantined (issue 11: "fails twice").
+ATTEMPTS: Final = 2
+# Failures that are the item's, not the runtime's: its handling raised here (any exception that
+# is not a `LineUpError`), or the store or the bus refused it as one (an operation that raised,
+# a body that cannot be framed). Anything else (the store down or restarting, a deadline, a
+# full mailbox) fails the batch, which the transport retries whole.
+_ITEM_FAULTS: Final = frozenset(
+    {
+        ErrorCode.INTERNAL_ERROR,
+        ErrorCode.HANDLER_FAILED,
+        ErrorCode.FRAME_MALFORMED,
+        ErrorCode.FRAME_TOO_LARGE,
+    }
+)
+
+
+def _items_fault(exc: Exception) -> bool:
+    if isinstance(exc, LineUpError):
+        return exc.code in _ITEM_FAULTS
+    return True
+
+
+def _failure_name(exc: Exception) -> str:
+    """For the log: the code of a refusal, the class of anything else (never its message)."""
+    return exc.code.value if isinstance(exc, LineUpError) else type(exc).__name__
+
+
+def _session_of(value: str) -> dict[str, str] | None:
+    """The session the transport wrote (a JSON object of strings), or None for anything else."""
+    try:
+        raw = json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(raw, dict)
+        or not all(isinstance(v, str) for v in raw.values())
+        or "conversation_id" not in raw
+    ):
+        return None
+    return {str(k): v for k, v in raw.items()}
 
 
 def _type_of(raw: object) -> str | None:

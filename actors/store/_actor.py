@@ -3,12 +3,17 @@
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
 the group committer, and only then reports itself started. What the store serves is `TABLE`, one
 row per request (`_table`), assembled from each area's `operations.HANDLERS` (`outbox/`,
-`conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `instances/`, `apps/`): its
-operation and whether it reads, writes, or writes in the sender's name. Each row's handler
-awaits its operation through the committer, which answers only after the operation's transaction
-has committed — persist, then acknowledge. A request that arrives before the database is open
-simply waits in the committer's queue. Only the audit append and the stats have handlers of
-their own.
+`conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `instances/`, `apps/`,
+`dead_letters/`): its operation and whether it reads, writes, or writes in the sender's name.
+Each row's handler awaits its operation through the committer, which answers only after the
+operation's transaction has committed — persist, then acknowledge. A request that arrives before
+the database is open simply waits in the committer's queue. Only the audit append, the stats and
+the dead-letter put have handlers of their own.
+
+Poison is quarantined (issue 11): the first transaction after opening is the start-up sweep
+(`dead_letters.sweep`), which moves every row a start-up reader could not decode into the
+dead letters, so one bad row never stops the runtime from coming up. The dead letters' summary
+(counts by kind, never a body) is kept in `<data_dir>/quarantine.json` for `lineup status`.
 
 The store writes audit rows itself: the bus calls `write_audit` with the rows it would otherwise
 send to the store, and other actors send `AuditAppendRequest`s. The row's `actor` is the
@@ -17,8 +22,11 @@ channel-bound sender, never what the record claims.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Final
 
 import trio
@@ -35,12 +43,17 @@ from .apps import operations as apps
 from .audit import operations as audit
 from .conversations import operations as conversations
 from .cursors import operations as cursors
+from .dead_letters import operations as dead_letters
+from .dead_letters.messages import QUARANTINE_SUMMARY_FILE
+from .dead_letters.sweep import sweep_at_start
 from .inbox import operations as inbox
 from .instances import operations as instances
 from .messages import (
     AuditAppendReply,
     AuditAppendRequest,
     AuditRecord,
+    DeadLetterPutReply,
+    DeadLetterPutRequest,
     StoreStatsReply,
     StoreStatsRequest,
 )
@@ -61,6 +74,7 @@ TABLE: Final[tuple[Served, ...]] = (
     *tool_calls.HANDLERS,
     *instances.HANDLERS,
     *apps.HANDLERS,
+    *dead_letters.HANDLERS,  # puts: `on_dead_letter_put`
 )
 
 
@@ -84,6 +98,9 @@ class StoreActor(ServedByTable, Actor):
         db = await trio.to_thread.run_sync(open_database, self.ctx.data_dir, self.ctx.config)
         self._db = db
         try:
+            # Before the committer runs: no request is served from a row the sweep would move.
+            count, kinds = await trio.to_thread.run_sync(sweep_at_start, db.conn, time.time())
+            await self._write_summary(count, kinds)
             async with trio.open_nursery() as nursery:
                 await nursery.start(self._committer.run, db.conn)
                 task_status.started()
@@ -118,6 +135,33 @@ class StoreActor(ServedByTable, Actor):
             self.audit_lost += len(records)
             log.error("store.audit_lost count=%d code=%s", len(records), exc.code.value)
 
+    # ------------------------------------------------------------------ dead letters
+
+    @handles(DeadLetterPutRequest)
+    async def on_dead_letter_put(
+        self, msg: DeadLetterPutRequest, env: Envelope
+    ) -> DeadLetterPutReply:
+        actor = env.sender.name
+        reply = await self._committer.submit(
+            lambda conn: dead_letters.dead_letter_put(conn, msg, time.time(), actor=actor),
+            write=True,
+        )
+        if reply.created:
+            await self._write_summary(
+                *await self._committer.submit(dead_letters.summary, write=False)
+            )
+        return reply
+
+    async def _write_summary(self, count: int, kinds: dict[str, int]) -> None:
+        """`quarantine.json` (atomically: a reader sees the old one or the new one). Never
+        raises: `lineup status` then shows the previous summary."""
+        document = json.dumps({"count": count, "kinds": kinds}, sort_keys=True)
+        path = Path(self.ctx.data_dir) / QUARANTINE_SUMMARY_FILE
+        try:
+            await trio.to_thread.run_sync(_replace_file, path, document)
+        except OSError as exc:
+            log.warning("store.summary_not_written error=%s", type(exc).__name__)
+
     # ------------------------------------------------------------------ stats
 
     @handles(StoreStatsRequest)
@@ -135,3 +179,9 @@ class StoreActor(ServedByTable, Actor):
             schema_version=db.schema_version,
             synchronous=db.synchronous,
         )
+
+
+def _replace_file(path: Path, text: str) -> None:
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text(text + "\n")
+    os.replace(scratch, path)

@@ -77,14 +77,16 @@ def bounded_json(
     value: object, *, max_bytes: int, what: str, max_depth: int = MAX_JSON_DEPTH
 ) -> str:
     """`value` as compact JSON text. Raises `LineUpError(invalid_arguments)` when it is not strict
-    JSON (NaN, Infinity), nests deeper than `max_depth`, or takes more than `max_bytes` bytes."""
+    JSON (NaN, Infinity, a lone surrogate), nests deeper than `max_depth`, or takes more than
+    `max_bytes` bytes."""
     if json_depth(value) > max_depth:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{what} nests deeper than {max_depth}")
     try:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
+        size = len(text.encode())
+    except ValueError as exc:  # NaN/Infinity: valid for Python's json; a lone surrogate
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{what} is not strict JSON") from exc
-    if len(text.encode()) > max_bytes:
+    if size > max_bytes:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{what} is larger than {max_bytes} bytes")
     return text
 

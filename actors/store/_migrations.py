@@ -433,8 +433,26 @@ CREATE UNIQUE INDEX messages_by_client_id ON messages (app_scope, client_id)
     WHERE client_id IS NOT NULL;
 """
 
+# v8: poison is quarantined (issue 11). A row the runtime cannot decode, or an inbound item that
+# failed twice, is moved here with an audit row, and processing moves past it: its `body` is
+# kept verbatim for a person to inspect (never logged, never shown by `lineup status`, which
+# counts rows by `source`). An item is quarantined once: `(source, item_id)` is its key.
+_V8: Final = """
+CREATE TABLE dead_letters (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    source     TEXT NOT NULL,  -- where: inbound, inbox, outbox, instance, tool_call, cursor
+    item_id    TEXT NOT NULL,  -- its key there
+    kind       TEXT,           -- its message type, when one could be read
+    code       TEXT NOT NULL,  -- why it is here
+    attempts   INTEGER NOT NULL,
+    body       ANY,            -- what it held, verbatim (it may not even be text)
+    created_at REAL NOT NULL,
+    UNIQUE (source, item_id)
+) STRICT;
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7),
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

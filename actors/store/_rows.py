@@ -19,11 +19,20 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
+from pydantic_core import from_json
+
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from ._db import Connection
 
-__all__ = ["REPLY_BODY_BUDGET", "body_cost", "int_or_none", "json_text", "within_budget"]
+__all__ = [
+    "REPLY_BODY_BUDGET",
+    "body_cost",
+    "int_or_none",
+    "json_text",
+    "stored_object",
+    "within_budget",
+]
 
 # Bodies per list reply, in bytes of stored JSON: comfortably below the 1 MiB frame limit, so
 # a reply of many rows never fails to encode. The first row is always included.
@@ -36,9 +45,27 @@ def json_text(body: dict[str, Any]) -> str:
     """`body` as the compact JSON stored in a TEXT column. Raises `invalid_arguments` for a
     value that is not strict JSON."""
     try:
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text.encode()  # a lone surrogate: no UTF-8 for it, in the database or anywhere
     except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for anyone else
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "body is not strict JSON") from exc
+    return text
+
+
+def stored_object(raw: object, *, max_bytes: int = REPLY_BODY_BUDGET) -> dict[str, Any] | None:
+    """The JSON object a body column holds, or None when it holds anything else: not text, not
+    UTF-8, not strict JSON (NaN, a lone surrogate escape, which SQLite's `json_valid` takes),
+    nesting past the parser's limit, not an object, or more than `max_bytes`. Never raises: a
+    reader skips such a row (`dead_letters` quarantines it), so one bad row costs only itself.
+    Select the column `CAST(… AS BLOB)`: a TEXT value that is not UTF-8 would otherwise fail the
+    whole fetch."""
+    if not isinstance(raw, bytes | str) or len(raw) > max_bytes:
+        return None
+    try:
+        value = from_json(raw, allow_inf_nan=False)
+    except ValueError:
+        return None
+    return value if type(value) is dict else None
 
 
 def int_or_none(conn: Connection, sql: str, bindings: tuple[object, ...]) -> int | None:
@@ -66,5 +93,11 @@ def within_budget(rows: Sequence[Row], cost: Callable[[Row], int]) -> list[Row]:
 
 
 def body_cost(index: int) -> Callable[[Sequence[Any]], int]:
-    """The cost, for `within_budget`, of a row whose stored JSON body is column `index`."""
-    return lambda row: len(row[index].encode())
+    """The cost, for `within_budget`, of a row whose stored JSON body is column `index` (text,
+    or bytes when selected `CAST(… AS BLOB)`)."""
+
+    def cost(row: Sequence[Any]) -> int:
+        body = row[index]
+        return len(body) if isinstance(body, bytes) else len(body.encode())
+
+    return cost

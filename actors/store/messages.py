@@ -17,10 +17,10 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 
 The classes live in modules by area, each area's in its `messages` (`outbox`, `inbox`,
 `conversations`, `cursors`, `audit`, `tool_calls`, `instances`: instances and the focus stack,
-`apps`: session data, registry, inventory), the stats in `_stats_messages`; this module is the
-one to import. `__all__` names every message, the state literals (`ToolCallState`,
-`InstanceState`, …) the bounds a caller must respect before asking (`MAX_FOCUS_STACK`), and which
-tool call states are final (`FINAL_TOOL_CALL_STATES`).
+`apps`: session data, registry, inventory, `dead_letters`: what was quarantined), the stats in
+`_stats_messages`; this module is the one to import. `__all__` names every message, the state
+literals (`ToolCallState`, `InstanceState`, …) the bounds a caller must respect before asking
+(`MAX_FOCUS_STACK`), and which tool call states are final (`FINAL_TOOL_CALL_STATES`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,16 @@ from .conversations.messages import (
     MessageState,
 )
 from .cursors.messages import CursorGetReply, CursorGetRequest, CursorSetReply, CursorSetRequest
+from .dead_letters.messages import (
+    DEAD_LETTER_SOURCES,
+    DeadLetterListReply,
+    DeadLetterListRequest,
+    DeadLetterPutReply,
+    DeadLetterPutRequest,
+    DeadLetterRow,
+    DeadLetterSummaryReply,
+    DeadLetterSummaryRequest,
+)
 from .inbox.messages import (
     InboxAckManyReply,
     InboxAckManyRequest,
@@ -129,6 +139,7 @@ from .tool_calls.messages import (
 )
 
 __all__ = [
+    "DEAD_LETTER_SOURCES",
     "FINAL_TOOL_CALL_STATES",
     "MAX_FOCUS_STACK",
     "AppEnabledSetReply",
@@ -157,6 +168,13 @@ __all__ = [
     "CursorGetRequest",
     "CursorSetReply",
     "CursorSetRequest",
+    "DeadLetterListReply",
+    "DeadLetterListRequest",
+    "DeadLetterPutReply",
+    "DeadLetterPutRequest",
+    "DeadLetterRow",
+    "DeadLetterSummaryReply",
+    "DeadLetterSummaryRequest",
     "FocusStackGetReply",
     "FocusStackGetRequest",
     "FocusStackSetReply",

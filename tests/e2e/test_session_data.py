@@ -11,11 +11,13 @@ from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
+from lineup.tests.e2e.test_im_link import texts
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 from lineup.tests.support.shell import connect_shell
-from lineup.tests.support.tree import attach
+from lineup.tests.support.strict_json_app import StrictJson
+from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0
 
@@ -97,3 +99,62 @@ async def test_a_live_instance_reads_and_writes_its_own_session_data(
         )
     codes = next(v["codes"] for v in shell.views.values() if v.get("call_id") == "p-peer")
     assert codes == ["ok", "ok", "ok", "ok"]
+
+
+async def runtime_with_strict_app(nursery: trio.Nursery, data_dir: Path) -> Runtime:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    manifest = data_dir / "strict.json"
+    manifest.write_text(manifest_json(manifest_of(StrictJson)))
+    app = {
+        "app_scope": "strict",
+        "manifest": str(manifest),
+        "entry": "lineup.tests.support.strict_json_app:StrictJson",
+        "title": "Strict",
+    }
+    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+
+
+async def test_session_data_with_nan_infinity_or_a_lone_surrogate_is_refused_never_stored_as_null(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await runtime_with_strict_app(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION, "strict.run", {"mode": "session"}, revision, call_id="s-1"
+    )
+    await agent.terminal("s-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda sh: any(v.get("call_id") == "s-1" and v.get("codes") for v in sh.views.values())
+        )
+    view = next(v for v in shell.views.values() if v.get("call_id") == "s-1")
+    refused = ErrorCode.INVALID_ARGUMENTS.value
+    assert view["codes"] == ["ok", refused, refused, refused]
+    assert view["current"] == [{"n": 1}, 1]  # the strict write stands; nothing became null
+
+
+async def test_a_raw_bus_frame_with_nan_is_frame_malformed_and_the_runtime_serves_on(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await runtime_with_strict_app(nursery, data_dir)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(
+        CONVERSATION, "strict.run", {"mode": "raw_frame"}, revision, call_id="s-raw"
+    )
+    auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+    rows = await audit_rows(
+        auditor,
+        lambda rows: any(r.event == "bus.frame_malformed" for r in rows),
+        event_prefix="bus.frame_malformed",
+    )
+    assert {(r.peer, r.code) for r in rows} == {("miniapp:strict", "frame_malformed")}
+    # The runtime itself is untouched: the chat answers, no actor restarted.
+    await agent.client.say(CONVERSATION, "still here", idempotency_key="still-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda sh: texts(sh, "agent") == ["still here"])
+    children = runtime.supervisor.children
+    assert {c.restarts for name, c in children.items() if not name.startswith("miniapp:")} == {0}

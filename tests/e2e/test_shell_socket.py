@@ -14,6 +14,7 @@ import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.hostbridge._actor import REFUSALS_DROPPED, REFUSED
+from lineup.hostbridge._server import HANDSHAKE_REFUSED
 from lineup.hostbridge.shell_protocol import MAX_SHELL_FRAME_BYTES
 from lineup.supervisor import Supervisor
 from lineup.tests.support.runtime import start_runtime
@@ -77,6 +78,42 @@ async def test_tokenless_upgrades_pipelined_with_a_close_frame_or_a_get_cost_onl
     await _still_serves_a_shell(nursery, runtime.shell_url)
     assert _hostbridge(runtime.supervisor) == before
     assert before[1] == 0
+
+
+async def test_refused_handshakes_are_audited_at_a_bounded_rate_and_every_one_is_counted(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    port, token = _port_and_token(runtime.shell_url)
+    foreign = _upgrade(port, token).replace(
+        f"Origin: http://127.0.0.1:{port}".encode(), b"Origin: http://evil.example"
+    )
+    for n in range(ATTACKS):
+        await _send_and_drain(port, _upgrade(port, None if n % 2 else "not-the-token"))
+        await _send_and_drain(port, foreign)
+    auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+
+    def accounted(rows: tuple[object, ...]) -> int:
+        written = [r for r in rows if getattr(r, "event", None) == HANDSHAKE_REFUSED]
+        dropped = [
+            r
+            for r in rows
+            if getattr(r, "event", None) == REFUSALS_DROPPED
+            and getattr(r, "message_type", None) == HANDSHAKE_REFUSED
+        ]
+        return len(written) + sum(int(getattr(r, "subject_id", 0) or 0) for r in dropped)
+
+    rows = await audit_rows(
+        auditor, lambda rows: accounted(rows) >= 2 * ATTACKS, event_prefix="hostbridge."
+    )
+    assert accounted(rows) == 2 * ATTACKS
+    written = [r for r in rows if r.event == HANDSHAKE_REFUSED]
+    assert 1 <= len(written) < 2 * ATTACKS  # bounded: not one row each
+    assert {r.message_type for r in written} <= {"ws.token", "ws.origin"}
+    assert {r.code for r in written} == {ErrorCode.PERMISSION_DENIED.value}
+    assert all(token not in str(r) for r in rows)
+    await _still_serves_a_shell(nursery, runtime.shell_url)
+    assert _hostbridge(runtime.supervisor)[1] == 0
 
 
 async def _refuse_a_huge_frame(port: int, token: str, size: int) -> tuple[int | None, int]:

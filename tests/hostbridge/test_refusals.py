@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from lineup.hostbridge._refusals import RefusalLedger
+import logging
+import socket
+from typing import Any, cast
+
+import hypercorn.config
+import pytest
+import trio
+from starlette.websockets import WebSocketDisconnect
+
+from lineup.hostbridge._listener import serve
+from lineup.hostbridge._refusals import RefusalLedger, RefusalLog
+from lineup.hostbridge._server import HANDSHAKE_REFUSED, ShellAccess, ShellHub, _listen, build_app
+from lineup.hostbridge.shell_protocol import ShellOutbound, UiEventFrame, UiIntentFrame
 
 
 def test_past_the_rows_of_a_window_refusals_are_counted_and_reported_once_it_is_over() -> None:
@@ -26,3 +38,143 @@ def test_every_refusal_is_either_a_row_or_counted_in_exactly_one_report() -> Non
     dropped += sum(count for _kind, count in ledger.due(1e9))
     assert rows + dropped == 10_000
     assert rows == 5 * 10  # ten windows of a second
+
+
+# ---------------------------------------------------------------------- the log
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_log_gets_one_line_per_kind_per_window_and_then_how_many_it_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = _Clock()
+    quiet = RefusalLog(logging.getLogger("lineup.test.refusals"), window=10.0, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="lineup.test.refusals"):
+        for n in range(1000):
+            clock.now = n * 0.001
+            quiet.refused("hostbridge.connection_failed", error="LocalProtocolError")
+            quiet.refused("hostbridge.shell_handshake_refused", check="ws.token")
+        clock.now = 10.0
+        quiet.refused("hostbridge.connection_failed", error="LocalProtocolError")
+    assert [r.getMessage() for r in caplog.records] == [
+        "hostbridge.connection_failed error=LocalProtocolError",
+        "hostbridge.shell_handshake_refused check=ws.token",
+        "hostbridge.connection_failed error=LocalProtocolError suppressed=999",
+        "hostbridge.shell_handshake_refused check=ws.token suppressed=999",
+        "hostbridge.connection_failed error=LocalProtocolError",
+    ]
+    assert all(r.exc_info is None for r in caplog.records)
+
+
+# ---------------------------------------------------------------------- a real server
+
+
+UPGRADE = (
+    "GET /ws{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n"
+    "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+)
+CLOSE_FRAME = bytes.fromhex("88820000000003e8")
+
+
+async def _no_greeting() -> list[ShellOutbound]:
+    return []
+
+
+async def _no_inbound(frame: UiEventFrame | UiIntentFrame) -> None:
+    raise AssertionError("nothing should get through")
+
+
+async def _send_and_drain(port: int, data: bytes) -> None:
+    with trio.fail_after(10):
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            await stream.send_all(data)
+            try:
+                while await stream.receive_some(65536):
+                    pass
+            except trio.BrokenResourceError:
+                pass
+
+
+async def test_refused_handshakes_and_h11_errors_are_audited_by_kind_and_logged_without_spam(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    access = ShellAccess(port=port, token="the-token")
+    refusals: list[tuple[str | None, str, str]] = []
+
+    def refused(
+        message_type: str | None, event: str = "frame", code: str = "invalid_arguments"
+    ) -> None:
+        refusals.append((message_type, event, code))
+
+    app = build_app(access, ShellHub(), _no_greeting, _no_inbound, refused)
+    config = hypercorn.config.Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("lineup.hostbridge")
+    attacks = 40
+    with caplog.at_level(logging.DEBUG, logger="lineup.hostbridge"):
+        await nursery.start(serve, app, config)
+        ours, foreign = f"http://127.0.0.1:{port}", "http://evil.example"
+        for n in range(attacks):
+            # Without a token, pipelined with a close frame or a GET: h11 raises on each.
+            tail = (CLOSE_FRAME, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            upgrade = UPGRADE.format(query="", port=port, origin=ours).encode()
+            await _send_and_drain(port, upgrade + tail[n % 2])
+            bad_origin = UPGRADE.format(query="?token=the-token", port=port, origin=foreign)
+            await _send_and_drain(port, bad_origin.encode())
+        nursery.cancel_scope.cancel()
+
+    assert refusals.count(("ws.token", HANDSHAKE_REFUSED, "permission_denied")) == attacks
+    assert refusals.count(("ws.origin", HANDSHAKE_REFUSED, "permission_denied")) == attacks
+    assert len(refusals) == 2 * attacks
+    lines = [r.getMessage() for r in caplog.records if r.name == "lineup.hostbridge"]
+    assert len(lines) <= 4, lines  # one per kind: the token, the origin, h11's error (twice)
+    assert any("check=ws.token" in line for line in lines)
+    assert all(r.exc_info is None for r in caplog.records), "no traceback in the log"
+    assert "the-token" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type":"ui.event","instance_id":"chat","event":{"kind":"composer.submit",'
+        '"text":"\\ud800"}}',
+        '{"type":"ui.event","instance_id":"chat","event":{"kind":"composer.submit",'
+        '"text":"x","client_id":NaN}}',
+        '{"type":"shell.ready","n":Infinity}',
+    ],
+    ids=["lone-surrogate", "nan", "infinity"],
+)
+async def test_a_shell_frame_that_is_not_json_is_refused_and_the_socket_reads_on(text: str) -> None:
+    """JSON is JSON at the Shell too (issue 11): such a frame is refused, never handed on."""
+    refused: list[str | None] = []
+    send, receive = trio.open_memory_channel[str](1)
+    with send, receive:
+        await _listen(cast(Any, _Socket(text)), send, _no_greeting, _no_inbound, refused.append)
+    assert len(refused) == 1
+
+
+class _Socket:
+    """The frames a Shell sends, then it goes away."""
+
+    def __init__(self, *texts: str) -> None:
+        self._texts = list(texts)
+
+    async def receive_text(self) -> str:
+        if self._texts:
+            return self._texts.pop(0)
+        raise WebSocketDisconnect(1000)
+
+    async def close(self, code: int) -> None:
+        raise AssertionError("closed")

@@ -97,7 +97,9 @@ async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_
         "sandbox",
         "runtime",
         "info",
+        "quarantine",
     }
+    assert document["quarantine"] == {"count": 0, "kinds": {}}  # a fresh data dir: nothing
     runtime = document["runtime"]  # null only until the transport has first spoken
     assert runtime is None or (
         isinstance(runtime, dict)

@@ -92,3 +92,29 @@ def test_any_bytes_are_a_page_or_malformed_never_another_exception(body: bytes) 
         decode_sync_page(body)
     except PageMalformed:
         pass
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        '{"v": 1, "id": "poison", "payload": {"n": NaN}}',
+        '{"v": 1, "id": "poison", "payload": {"n": [Infinity]}}',
+        '{"v": 1, "id": "poison", "payload": {"n": -Infinity}}',
+        '{"v": 1, "id": "poison", "payload": {"markdown": "\\ud800"}}',
+        '{"v": 1, "id": "poison", "payload": {"\\udfff": 1}}',
+    ],
+    ids=["nan", "infinity", "minus-infinity", "lone-surrogate", "surrogate-key"],
+)
+@pytest.mark.parametrize("deep_neighbour", [False, True], ids=["fast-path", "scan-path"])
+def test_json_that_is_not_json_costs_only_its_envelope_on_either_path(
+    poison: str, deep_neighbour: bool
+) -> None:
+    # A neighbour too deep for the stdlib parser sends the whole page down the slow scan.
+    extra = (deep(100_000),) if deep_neighbour else ()
+    body = page(json.dumps(good(1)), poison, *extra, json.dumps(good(2)), cursor="c-9")
+    result = decode_sync_page(body)
+    assert result.cursor == "c-9"
+    first, refused, *_, last = result.items
+    assert isinstance(first, Admitted) and isinstance(last, Admitted)
+    assert isinstance(refused, Refusal)
+    assert refused.code is ErrorCode.ENVELOPE_MALFORMED

@@ -20,14 +20,14 @@ outbox row that carries it (`outbox.operations`).
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Sequence
 from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .._db import Connection
-from .._rows import int_or_none, json_text, within_budget
+from .._rows import int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write
 from .messages import (
     ConversationHistoryReply,
@@ -54,11 +54,18 @@ __all__ = [
     "conversation_send",
 ]
 
+log = logging.getLogger("lineup.store")
+
 _ROW_COLUMNS: Final = (
     "seq", "message_id", "conversation_id", "direction", "kind", "app_scope", "state", "body",
     "sender_kind", "sender_id", "remote_seq", "failed_code", "created_at", "client_id",
 )  # fmt: skip
-_SELECT_ROWS: Final = f"SELECT {', '.join(_ROW_COLUMNS)} FROM messages"
+# The body as bytes: one that is not UTF-8 must cost only its own row.
+_SELECT_ROWS: Final = (
+    "SELECT "
+    + ", ".join("CAST(body AS BLOB)" if name == "body" else name for name in _ROW_COLUMNS)
+    + " FROM messages"
+)
 # Bytes a row's keys and JSON punctuation add to a reply, on top of its values.
 _ROW_OVERHEAD: Final = 256
 
@@ -217,14 +224,23 @@ def conversation_send(
     return ConversationSendReply(message_id=req.message_id, seq=seq, created=True)
 
 
-def _message_row(row: Sequence[Any]) -> MessageRow:
+def _message_row(row: Sequence[Any]) -> MessageRow | None:
+    """The row as its model, or None for one that does not decode (a reader skips it)."""
     fields = dict(zip(_ROW_COLUMNS, row, strict=True))
-    fields["body"] = json.loads(fields["body"])
-    return MessageRow.model_validate(fields)
+    fields["body"] = stored_object(fields["body"])
+    try:
+        if fields["body"] is None:
+            raise ValueError("undecodable body")
+        return MessageRow.model_validate(fields)
+    except ValueError:  # a ValidationError too
+        log.warning("store.row_skipped table=messages seq=%s", fields["seq"])
+        return None
 
 
 def _row_cost(row: Sequence[Any]) -> int:
-    return _ROW_OVERHEAD + sum(len(str(value).encode()) for value in row)
+    return _ROW_OVERHEAD + sum(
+        len(value) if isinstance(value, bytes) else len(str(value).encode()) for value in row
+    )
 
 
 def conversation_history(
@@ -234,9 +250,8 @@ def conversation_history(
         f"{_SELECT_ROWS} WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         (req.conversation_id, req.after_seq, req.limit),
     ).fetchall()
-    return ConversationHistoryReply(
-        rows=tuple(_message_row(row) for row in within_budget(rows, _row_cost))
-    )
+    decoded = (_message_row(row) for row in within_budget(rows, _row_cost))
+    return ConversationHistoryReply(rows=tuple(row for row in decoded if row is not None))
 
 
 def conversation_message(
@@ -249,9 +264,10 @@ def conversation_message(
             f"{_SELECT_ROWS} WHERE app_scope = ? AND client_id = ?",
             (req.app_scope, req.message_id),
         ).fetchall()
-    if not rows:
+    row = _message_row(rows[0]) if rows else None
+    if row is None:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such message")
-    return ConversationMessageReply(row=_message_row(rows[0]))
+    return ConversationMessageReply(row=row)
 
 
 HANDLERS: Final[tuple[Served, ...]] = (

@@ -9,11 +9,11 @@ deliveries it may list. Messages received from an Agent are put here by
 
 from __future__ import annotations
 
-import json
+import logging
 from typing import Any, Final
 
 from .._db import Connection
-from .._rows import body_cost, int_or_none, json_text, within_budget
+from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write
 from .messages import (
     InboxAckManyReply,
@@ -34,6 +34,8 @@ __all__ = [
     "inbox_list",
     "inbox_put",
 ]
+
+log = logging.getLogger("lineup.store")
 
 
 def inbox_put(conn: Connection, req: InboxPutRequest, now: float) -> InboxPutReply:
@@ -62,25 +64,31 @@ _ONE_INBOX: Final = "app_scope = ? AND conversation_id IS ? AND instance_id IS ?
 
 
 def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxListReply:
+    # Bodies as bytes: one that is not UTF-8 must cost only its own row (skipped below).
     rows: list[Any] = conn.execute(
-        f"SELECT seq, delivery_id, body, created_at FROM app_inbox WHERE {_ONE_INBOX}"
-        " AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        f"SELECT seq, delivery_id, CAST(body AS BLOB), created_at FROM app_inbox WHERE"
+        f" {_ONE_INBOX} AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
         (req.app_scope, req.conversation_id, req.instance_id, req.after_seq, req.limit),
     ).fetchall()
-    return InboxListReply(
-        rows=tuple(
+    listed = []
+    for seq, delivery_id, raw, created_at in within_budget(rows, body_cost(2)):
+        body = stored_object(raw)
+        if body is None or not isinstance(delivery_id, str) or not 1 <= len(delivery_id) <= 200:
+            # Poison: never listed, so the app moves past it; the start-up sweep quarantines it.
+            log.warning("store.row_skipped table=app_inbox seq=%d", seq)
+            continue
+        listed.append(
             InboxRow(
                 seq=seq,
                 app_scope=req.app_scope,
                 conversation_id=req.conversation_id,
                 instance_id=req.instance_id,
                 delivery_id=delivery_id,
-                body=json.loads(body),
+                body=body,
                 created_at=created_at,
             )
-            for seq, delivery_id, body, created_at in within_budget(rows, body_cost(2))
         )
-    )
+    return InboxListReply(rows=tuple(listed))
 
 
 def _ack_one(

@@ -14,8 +14,11 @@ naming an ended or unknown instance is refused.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Final
+
+from pydantic import ValidationError
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
@@ -52,8 +55,11 @@ __all__ = [
     "instance_list",
     "instance_put",
     "instance_recover",
+    "instance_row",
     "instance_transition",
 ]
+
+log = logging.getLogger("lineup.store")
 
 _COLUMNS: Final = (
     "instance_id", "app_scope", "state", "app_session_id", "created_by_call_id", "created_at",
@@ -63,8 +69,24 @@ _SELECT: Final = f"SELECT {', '.join(_COLUMNS)} FROM instances"
 _ENDED: Final = ", ".join(f"'{state}'" for state in sorted(states.FINAL))
 
 
-def _row(values: Sequence[Any]) -> InstanceRow:
+def instance_row(values: Sequence[Any]) -> InstanceRow:
+    """One row of `_SELECT` as its model. Raises `ValidationError` for a row out of the model's
+    bounds (the start-up sweep quarantines such a row: `dead_letters.sweep`)."""
     return InstanceRow.model_validate(dict(zip(_COLUMNS, values, strict=True)))
+
+
+_row = instance_row
+
+
+def _rows(rows: Sequence[Sequence[Any]]) -> list[InstanceRow]:
+    """The rows that decode: a listing skips one that does not, rather than fail whole."""
+    decoded = []
+    for values in rows:
+        try:
+            decoded.append(instance_row(values))
+        except ValidationError:
+            log.warning("store.row_skipped table=instances")
+    return decoded
 
 
 def _load(conn: Connection, instance_id: str) -> InstanceRow | None:
@@ -155,18 +177,17 @@ def instance_list(conn: Connection, req: InstanceListRequest, now: float) -> Ins
         " ORDER BY created_at, instance_id LIMIT ?2",
         (req.app_scope, req.limit),
     ).fetchall()
-    return InstanceListReply(instances=tuple(_row(values) for values in rows))
+    return InstanceListReply(instances=tuple(_rows(rows)))
 
 
 def instance_recover(
     conn: Connection, req: InstanceRecoverRequest, now: float, *, actor: str = "store"
 ) -> InstanceRecoverReply:
-    caught = [
-        _row(values)
-        for values in conn.execute(
+    caught = _rows(
+        conn.execute(
             f"{_SELECT} WHERE state IN ('starting', 'stopping') ORDER BY created_at, instance_id"
         ).fetchall()
-    ]
+    )
     recovered = [
         _move(conn, instance, states.next_state(instance.state, "recover"), now, actor)
         for instance in caught

@@ -10,13 +10,13 @@ call there too (`tool_calls.operations.settle_terminal`), with an audit row in t
 
 from __future__ import annotations
 
-import json
+import logging
 from typing import Any, Final, cast
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .._db import Connection
-from .._rows import body_cost, int_or_none, json_text, within_budget
+from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write, write_as
 from ..tool_calls.operations import settle_terminal
 from .machine import TRANSITIONS, OutboxEvent, OutboxState, next_state
@@ -43,6 +43,8 @@ __all__ = [
     "outbox_retry",
 ]
 
+log = logging.getLogger("lineup.store")
+
 
 def outbox_append(conn: Connection, req: OutboxAppendRequest, now: float) -> OutboxAppendReply:
     seq = int_or_none(
@@ -59,26 +61,33 @@ def outbox_append(conn: Connection, req: OutboxAppendRequest, now: float) -> Out
 
 
 def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> OutboxPendingReply:
+    # Bodies as bytes: one that is not UTF-8 must cost only its own row (skipped below).
     rows: list[Any] = conn.execute(
-        "SELECT seq, outbox_id, conversation_id, kind, body, created_at FROM outbox"
+        "SELECT seq, outbox_id, conversation_id, kind, CAST(body AS BLOB), created_at FROM outbox"
         " WHERE state = 'pending' AND seq > ? ORDER BY seq LIMIT ?",
         (req.after_seq, req.limit),
     ).fetchall()
-    return OutboxPendingReply(
-        rows=tuple(
-            OutboxRow(
-                seq=seq,
-                outbox_id=outbox_id,
-                conversation_id=conversation_id,
-                kind=kind,
-                body=json.loads(body),
-                created_at=created_at,
+    pending = []
+    for seq, outbox_id, conversation_id, kind, raw, created_at in within_budget(rows, body_cost(4)):
+        body = stored_object(raw)
+        try:
+            if body is None:
+                raise ValueError("undecodable body")
+            pending.append(
+                OutboxRow(
+                    seq=seq,
+                    outbox_id=outbox_id,
+                    conversation_id=conversation_id,
+                    kind=kind,
+                    body=body,
+                    created_at=created_at,
+                )
             )
-            for seq, outbox_id, conversation_id, kind, body, created_at in within_budget(
-                rows, body_cost(4)
-            )
-        )
-    )
+        except ValueError:  # a ValidationError too
+            # Poison: never sent, so the transport moves past it; the start-up sweep
+            # quarantines it and fails it for good.
+            log.warning("store.row_skipped table=outbox seq=%d", seq)
+    return OutboxPendingReply(rows=tuple(pending))
 
 
 # ---------------------------------------------------------------------------------- states

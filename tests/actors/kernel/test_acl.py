@@ -170,6 +170,7 @@ AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
     "registry": (K.FOCUS, ("store.registry.",)),
     "session data": (K.FOCUS, ("store.session_data.",)),
     "inventory revisions": (K.FOCUS, ("store.inventory.",)),
+    "dead letters": (K.ROUTER, ("store.dead_letter.",)),
 }
 # The requests that change nothing, listed by hand (not read from the ACL), so that this file is
 # a second opinion on which requests write. Every other store request writes.
@@ -187,6 +188,8 @@ READS = frozenset(
         "store.registry.list",
         "store.session_data.get",
         "store.inventory.revision.get",
+        "store.dead_letter.list",
+        "store.dead_letter.summary",
     }
 )
 # Reads of an area granted beyond its owner, each because that actor uses it.

@@ -763,6 +763,12 @@ def framed(payload: bytes) -> bytes:
         (framed(b'{"k":"q","id":0,"b":{}}'), ErrorCode.FRAME_MALFORMED),
         (framed(b'{"k":"q","id":1,"b":{},"sender":"focus"}'), ErrorCode.FRAME_MALFORMED),
         (framed(b'{"k":[],"id":1,"b":{}}'), ErrorCode.FRAME_MALFORMED),
+        (
+            framed(b'{"k":"q","id":1,"b":{"type":"echo.request","text":NaN}}'),
+            ErrorCode.FRAME_MALFORMED,
+        ),
+        (framed(b'{"k":"e","id":1,"b":{"type":"x","v":[Infinity]}}'), ErrorCode.FRAME_MALFORMED),
+        (framed(b'{"k":"e","id":1,"b":{"type":"x","t":"\\ud800"}}'), ErrorCode.FRAME_MALFORMED),
         ((1 << 20 | 1).to_bytes(4, "big"), ErrorCode.FRAME_TOO_LARGE),
     ],
     ids=[
@@ -772,6 +778,9 @@ def framed(payload: bytes) -> bytes:
         "zero-id",
         "claims-a-sender",
         "kind-not-a-string",
+        "nan",
+        "infinity",
+        "lone-surrogate",
         "oversize",
     ],
 )

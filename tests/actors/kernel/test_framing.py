@@ -249,20 +249,30 @@ LONE_SURROGATE = b'{"k":"e","id":1,"b":{"t":"\\ud800"}}'
 DEEP = b'{"k":"e","id":1,"b":{"d":' + b"[" * 300 + b"]" * 300 + b"}}"
 
 
+def _refuse(name: str) -> object:
+    raise ValueError(name)
+
+
 def stdlib_reading(payload: bytes) -> str:
-    """What `json.loads` makes of `payload`, as a repr (NaN and -0.0 compare by spelling)."""
+    """What `json.loads` makes of `payload` held to strict JSON (no NaN, no Infinity, no lone
+    surrogate), as a repr (-0.0 compares by spelling)."""
     try:
-        return repr(json.loads(payload.decode()))
+        value = json.loads(payload.decode(), parse_constant=_refuse)
+        # A lone surrogate cannot be re-encoded as UTF-8; a valid pair can.
+        json.dumps(value, ensure_ascii=False).encode()
+        return repr(value)
     except (ValueError, RecursionError):
         return "refused: frame_malformed"
 
 
 @settings(deadline=None, max_examples=500)
 @given(payload=frame_like_payloads | st.binary(max_size=200) | valid_frames().map(encode))
-@example(payload=LONE_SURROGATE)  # pydantic-core refuses it; the stdlib takes it
+@example(payload=LONE_SURROGATE)  # refused by both parsers
 @example(payload=DEEP)  # past pydantic-core's nesting limit, within the stdlib's
 @example(payload=b'{"k":"e","id":1,"b":{"a":1,"a":2}}')  # a repeated key: the last one counts
 @example(payload=b'{"k":"e","id":1,"b":{"n":NaN,"i":-Infinity,"z":-0.0,"x":1e400}}')
+@example(payload=b'{"k":"e","id":1,"b":{"z":-0.0,"x":1e400,"p":"\\ud83d\\ude00"}}')
+@example(payload=b'{"k":"e","id":1,"b":{"d":' + b"[" * 300 + b"NaN" + b"]" * 300 + b"}}")
 @example(payload=b'{"k":"e","id":' + b"9" * 40 + b',"b":{}}')
 def test_a_frame_is_read_exactly_as_the_stdlib_json_reads_it(payload: bytes) -> None:
     raw = payload[4:] if payload[:1] == b"\x00" else payload  # valid_frames() carry a header
@@ -273,11 +283,46 @@ def test_a_frame_is_read_exactly_as_the_stdlib_json_reads_it(payload: bytes) -> 
     assert got == stdlib_reading(raw)
 
 
-@pytest.mark.parametrize("payload", [LONE_SURROGATE, DEEP], ids=["lone-surrogate", "deep"])
-def test_json_the_fast_parser_refuses_but_the_stdlib_takes_is_still_a_frame(
-    payload: bytes,
-) -> None:
-    assert parse_frame(payload).body == json.loads(payload)["b"]
+def test_json_the_fast_parser_refuses_but_the_stdlib_takes_is_still_a_frame() -> None:
+    assert parse_frame(DEEP).body == json.loads(DEEP)["b"]
+
+
+DEEP_SURROGATE = b'{"k":"e","id":1,"b":{"d":' + b"[" * 300 + b'"\\udc00"' + b"]" * 300 + b"}}"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"k":"e","id":1,"b":{"n":NaN}}',
+        b'{"k":"e","id":1,"b":{"n":Infinity}}',
+        b'{"k":"q","id":1,"b":{"n":[-Infinity]}}',
+        b'{"k":"e","id":1,"b":{"type":"x","data":{"v":NaN}}}',
+        LONE_SURROGATE,
+        b'{"k":"e","id":1,"b":{"\\udfff":1}}',
+        b'{"k":"e","id":1,"b":{"d":' + b"[" * 300 + b"NaN" + b"]" * 300 + b"}}",
+        DEEP_SURROGATE,
+    ],
+    ids=["nan", "infinity", "minus-infinity", "nested-nan", "lone-surrogate", "surrogate-key",
+         "deep-nan", "deep-surrogate"],
+)  # fmt: skip
+def test_nan_infinity_and_lone_surrogates_are_frame_malformed(payload: bytes) -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        parse_frame(payload)
+    assert info.value.code is ErrorCode.FRAME_MALFORMED
+
+
+@pytest.mark.parametrize(
+    "body", [{"n": math.nan}, {"n": [math.inf]}, {"t": "\ud800"}, {"\udc00": 1}],
+    ids=["nan", "infinity", "lone-surrogate", "surrogate-key"],
+)  # fmt: skip
+def test_a_body_that_is_not_json_is_never_encoded(body: dict[str, object]) -> None:
+    with pytest.raises(LocalProtocolError) as info:
+        encode_frame("e", 1, body)
+    assert info.value.code is ErrorCode.FRAME_MALFORMED
+
+
+def test_a_valid_surrogate_pair_is_one_character() -> None:
+    assert parse_frame(b'{"k":"e","id":1,"b":{"t":"\\ud83d\\ude00"}}').body == {"t": "\U0001f600"}
 
 
 @settings(deadline=None)

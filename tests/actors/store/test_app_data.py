@@ -72,6 +72,7 @@ def test_json_depth_counts_nested_containers() -> None:
 
 @pytest.mark.parametrize("value", [
     nested(33), {"x": "y" * MAX_SESSION_DATA_BYTES}, {"x": float("nan")}, {"x": float("inf")},
+    {"x": "\ud800"}, {"\udfff": 1}, {"x": [1e400]},
 ])  # fmt: skip
 def test_json_that_is_too_deep_too_large_or_not_strict_is_refused(value: dict[str, Any]) -> None:
     with pytest.raises(LineUpError) as caught:

@@ -64,11 +64,16 @@ def test_the_store_serves_every_request_of_its_protocol_and_nothing_else() -> No
     assert set(StoreActor._handlers) - {HealthRequest} == REQUESTS
 
 
-def test_the_table_names_each_request_once_and_leaves_only_two_handlers_by_hand() -> None:
+def test_the_table_names_each_request_once_and_leaves_only_three_handlers_by_hand() -> None:
     served = [row.request for row in TABLE]
     assert len(served) == len(set(served))
     by_hand = REQUESTS - set(served)
-    assert {cls.__name__ for cls in by_hand} == {"AuditAppendRequest", "StoreStatsRequest"}
+    # The dead-letter put also refreshes the quarantine summary `lineup status` reads.
+    assert {cls.__name__ for cls in by_hand} == {
+        "AuditAppendRequest",
+        "StoreStatsRequest",
+        "DeadLetterPutRequest",
+    }
 
 
 def test_every_row_becomes_an_async_handler_named_after_its_tag() -> None:
