@@ -782,12 +782,25 @@ def _now() -> float:
 
 def _to_json(message: Message) -> bytes:
     """`message.model_dump_json()`, as the UTF-8 bytes a frame carries, without the str trip.
-    Raises LocalProtocolError(frame_malformed) for a body JSON cannot hold (nested too deep for
-    the serialiser, say): the sender's mistake, refused like any other."""
+    Raises LocalProtocolError(frame_malformed) for a body JSON cannot hold (a NaN or an
+    infinity, nested too deep for the serialiser): the sender's mistake, refused like any
+    other, never sent changed."""
     try:
-        return message.__pydantic_serializer__.to_json(message)
+        data = message.__pydantic_serializer__.to_json(message)
     except pydantic_core.PydanticSerializationError as exc:
         raise LocalProtocolError(ErrorCode.FRAME_MALFORMED, "body cannot be serialised") from exc
+    if (b"NaN" in data or b"Infinity" in data) and not _strict_json(data):
+        # A NaN or an infinity (the words alone may be in any string: then it is JSON).
+        raise LocalProtocolError(ErrorCode.FRAME_MALFORMED, "body holds a non-finite number")
+    return data
+
+
+def _strict_json(data: bytes) -> bool:
+    try:
+        pydantic_core.from_json(data, allow_inf_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _refusal(body: dict[str, object]) -> LineUpError:

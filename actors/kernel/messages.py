@@ -19,7 +19,9 @@ REGISTRY: dict[str, type[Message]] = {}
 class Message(BaseModel):
     """Base of every message on every channel. Subclasses declare `type: Literal["..."]`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # A float that JSON cannot hold is written as itself (`NaN`, not pydantic's silent `null`),
+    # so that the bus refuses it at the sender (`bus._to_json`) instead of changing it.
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
     TYPE: ClassVar[str] = ""
 

@@ -6,6 +6,7 @@ by hand with the sans-IO framing functions, so it can send what no `Bus` would.
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 from collections import deque
@@ -384,6 +385,28 @@ async def test_a_body_json_cannot_hold_is_refused_to_its_sender_with_a_code(
     with trio.fail_after(WAIT), pytest.raises(LineUpError) as info:
         await app.request("router", TreeRequest(tree=view), expect=EchoReply)
     assert info.value.code is ErrorCode.FRAME_MALFORMED
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+async def test_a_non_finite_number_is_refused_to_its_sender_never_sent_as_null(
+    nursery: trio.Nursery, number: float
+) -> None:
+    server = Server()
+    app = await start_bus(nursery, MINIAPP)
+    router = await start_bus(nursery, ROUTER, server)
+    join(app, router)
+    with trio.fail_after(WAIT), pytest.raises(LineUpError) as info:
+        await app.request("router", TreeRequest(tree={"n": [1.5, number]}), expect=EchoReply)
+    assert info.value.code is ErrorCode.FRAME_MALFORMED
+    assert server.calls == []
+    # The words themselves are text like any other.
+    with trio.fail_after(WAIT):
+        await app.request("router", EchoRequest(text="NaN Infinity"), expect=EchoReply)
+
+
+def test_the_words_nan_and_infinity_in_a_string_are_json_and_pass() -> None:
+    data = bus_module._to_json(TreeRequest(tree={"NaN": "-Infinity", "x": 1.0}))
+    assert json.loads(data)["tree"] == {"NaN": "-Infinity", "x": 1.0}
 
 
 # ---------------------------------------------------------------------------------- ACL
