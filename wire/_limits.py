@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
@@ -66,37 +67,67 @@ def _check_string(value: str) -> None:
 
 
 def check_document(document: object) -> None:
-    """Raise `WireLimitError` unless `document` (parsed JSON) is within every limit."""
-    stack: list[tuple[object, int]] = [(document, 1)]
+    """Raise `WireLimitError` unless `document` (parsed JSON) is within every limit.
+
+    Only containers go on the stack; a scalar is checked where it is found, by its exact type
+    first (what a JSON parser makes), so the walk costs a few type tests per value."""
+    if not isinstance(document, dict | list):
+        _check_scalar(document)
+        return
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(document, 1)]
     while stack:
-        value, depth = stack.pop()
-        if isinstance(value, str):
-            _check_string(value)
-        elif isinstance(value, bool) or value is None:
-            continue
-        elif isinstance(value, int):
-            if abs(value) > MAX_SAFE_INTEGER:
-                raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "integer")
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "number")
-        elif isinstance(value, dict | list):
-            if depth > MAX_DEPTH:
-                raise WireLimitError(ErrorCode.ENVELOPE_TOO_DEEP, "depth")
-            if isinstance(value, dict):
-                if len(value) > MAX_OBJECT_KEYS:
-                    raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "keys")
-                for key, item in value.items():
-                    if not isinstance(key, str):
-                        raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "key")
+        container, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise WireLimitError(ErrorCode.ENVELOPE_TOO_DEEP, "depth")
+        items: Iterable[Any]  # parsed JSON: checked below, by type
+        if isinstance(container, dict):
+            if len(container) > MAX_OBJECT_KEYS:
+                raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "keys")
+            for key in container:
+                if type(key) is not str and not isinstance(key, str):
+                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "key")
+                if len(key) > MAX_STRING_CHARS or not key.isascii():
                     _check_string(key)
-                    stack.append((item, depth + 1))
-            else:
-                if len(value) > MAX_ARRAY_ITEMS:
-                    raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "items")
-                stack.extend((item, depth + 1) for item in value)
+            items = container.values()
         else:
-            raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, type(value).__name__)
+            if len(container) > MAX_ARRAY_ITEMS:
+                raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "items")
+            items = container
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                if len(item) > MAX_STRING_CHARS or not item.isascii():
+                    _check_string(item)
+            elif kind is dict or kind is list:
+                stack.append((item, depth + 1))
+            elif kind is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "integer")
+            elif kind is float:
+                if item - item != 0.0:  # NaN and ±inf alone
+                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "number")
+            elif item is None or kind is bool:
+                continue
+            elif isinstance(item, dict | list):
+                stack.append((item, depth + 1))
+            else:
+                _check_scalar(item)
+
+
+def _check_scalar(value: object) -> None:
+    """A value that is not a container, of any type (subclasses included)."""
+    if isinstance(value, str):
+        _check_string(value)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "integer")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "number")
+    else:
+        raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, type(value).__name__)
 
 
 def _refuse_constant(name: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 
 import pytest
@@ -59,9 +60,40 @@ def test_nesting_deeper_than_the_parser_can_recurse_is_too_deep_not_a_crash() ->
     ],
 )
 def test_each_limit_has_its_code(document: object, code: ErrorCode) -> None:
+    # Alone, in an array, in an object, and deeper down: every place a value can be found.
+    for wrapped in (document, [1, document], {"k": document}, {"a": [{"b": document}]}):
+        with pytest.raises(WireLimitError) as caught:
+            check_document(wrapped)
+        assert caught.value.code is code
+
+
+def test_objects_nest_to_the_depth_limit_as_arrays_do() -> None:
+    document: object = {}
+    for _ in range(MAX_DEPTH - 1):
+        document = {"k": document}
+    check_document(document)
     with pytest.raises(WireLimitError) as caught:
-        check_document(document)
-    assert caught.value.code is code
+        check_document({"k": document})
+    assert caught.value.code is ErrorCode.ENVELOPE_TOO_DEEP
+
+
+class Word(enum.StrEnum):
+    A = "a"
+
+
+class Tree(dict[str, object]):
+    pass
+
+
+def test_subclasses_of_json_types_are_checked_as_their_base() -> None:
+    check_document({Word.A: [Word.A, True, False, None, -MAX_SAFE_INTEGER, 0.5]})
+    check_document(Tree(k=Tree(v=1)))
+    with pytest.raises(WireLimitError) as caught:
+        check_document([Tree(v=float("nan"))])
+    assert caught.value.code is ErrorCode.ENVELOPE_MALFORMED
+    with pytest.raises(WireLimitError) as caught:
+        check_document({"k": object()})
+    assert caught.value.code is ErrorCode.ENVELOPE_MALFORMED
 
 
 @pytest.mark.parametrize(
