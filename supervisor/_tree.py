@@ -342,6 +342,9 @@ class Supervisor:
                     )
                 )
             if not _should_restart(child.spec, status):
+                if child.identity.kind is ActorKind.MINIAPP:
+                    assert self._restarts is not None
+                    self._restarts.start_soon(self._miniapp_ended, child)
                 continue
             recent = self._note_restart(child)
             if recent > self.intensity.max_restarts:
@@ -375,6 +378,30 @@ class Supervisor:
                 # come back (or backing off) holds up no other child's restart.
                 assert self._restarts is not None
                 self._restarts.start_soon(self._restart, [child], recent)
+
+    async def _miniapp_ended(self, child: _Child) -> None:
+        """A MiniApp's host runs until it is stopped; one that ended by itself (exit 0) left its
+        instances without a process. They fail and their calls end now, not at their deadlines;
+        a later launch starts the app again."""
+        self.bus.audit(
+            AuditRecord(
+                event="supervisor.miniapp_exited",
+                actor="supervisor",
+                peer=child.identity.name,
+                code=ErrorCode.APP_EXITED.value,
+            )
+        )
+        try:
+            await self.bus.notify(
+                "focus",
+                AppFailedEvent(
+                    app_scope=child.identity.name.removeprefix("miniapp:"),
+                    code=ErrorCode.APP_EXITED.value,
+                ),
+                timeout=5.0,
+            )
+        except LineUpError:
+            log.info("supervisor.focus_not_told app=%s", child.identity.name)
 
     async def _restart(self, group: list[_Child], recent: int) -> None:
         """Restart `group[0]`, which died (the `recent`th time in the period), then the rest."""

@@ -187,8 +187,8 @@ class ChildStopReply(Message):
 
 
 class AppFailedEvent(Message):
-    """supervisor → focus: a MiniApp's process was stopped for breaking its contract; its
-    instances are failed (it is not restarted)."""
+    """supervisor → focus: a MiniApp's process was stopped for breaking its contract, or
+    ended by itself; its instances are failed (it is not restarted)."""
 
     type: Literal["focus.app.failed"] = "focus.app.failed"
     app_scope: str

@@ -66,6 +66,7 @@ class ErrorCode(StrEnum):
     TOOL_INPUT_INVALID = "tool_input_invalid"
     TOOL_OUTPUT_INVALID = "tool_output_invalid"
     APP_DISABLED = "app_disabled"
+    APP_EXITED = "app_exited"  # a MiniApp's process ended by itself; its instances failed
     APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
     APP_SCOPE_MISMATCH = "app_scope_mismatch"
     LIFECYCLE_DENIED = "lifecycle_denied"

@@ -176,3 +176,20 @@ async def test_a_malformed_frame_on_the_control_channel_stops_the_app_and_ends_i
     assert ("bus.frame_malformed", "supervisor", "frame_malformed") in events
     assert ("supervisor.peer_misbehaved", "supervisor", "frame_malformed") in events
     await kept_serving(s, "f-bad-frame")
+
+
+async def test_a_miniapp_that_exits_by_itself_ends_its_call_now_and_starts_again_on_launch(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await flood_scene(nursery, data_dir)
+    await s.call("flood.run", {"mode": "exit"}, "f-exit")
+    error = await s.agent.terminal("f-exit")  # within WAIT: the call's own deadline is 60 s
+    assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", "app_closed")
+    rows = await rows_of(
+        s, lambda rows: any(r.event == "supervisor.miniapp_exited" for r in rows), peer=FLOODER
+    )
+    assert ("supervisor.miniapp_exited", "app_exited") in [(r.event, r.code) for r in rows]
+    await s.call("flood.run", {"mode": "progress", "reports": 0}, "f-again")
+    again = await s.agent.terminal("f-again")
+    assert again["type"] == "lineup.v1.tool.result"
+    await kept_serving(s, "f-exit")

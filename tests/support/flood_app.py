@@ -2,13 +2,14 @@
 
 An SDK app whose one tool, by mode, exhausts what a hostile app could: `apps.open` in a loop,
 progress reports as fast as the bus lets it, frames its ACL denies on its control channel, or a
-frame that breaks the framing there. The last two go around the SDK, straight onto the channel's
-socket, as hostile code would. What it was answered it shows in its view, which the test reads
-at the Shell.
+frame that breaks the framing there (those two go around the SDK, straight onto the channel's
+socket, as hostile code would); or it exits, status 0, in the middle of its call. What it was
+answered it shows in its view, which the test reads at the Shell.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 import trio
@@ -28,7 +29,7 @@ class _Model(BaseModel):
 
 
 class FloodInput(_Model):
-    mode: Literal["open_loop", "progress", "deny_loop", "policy_loop", "malformed"]
+    mode: Literal["open_loop", "progress", "deny_loop", "policy_loop", "malformed", "exit"]
     reports: int = Field(default=0, ge=0, le=100_000)
 
 
@@ -60,6 +61,8 @@ class Flood(MiniApp):
                 await call.progress({"n": n})
             await trio.sleep(QUIET)  # the last report is flushed in this quiet, not lost
             return FloodOutput(sent=call.input.reports)
+        if mode == "exit":
+            os._exit(0)  # ends by itself, mid-call, as if all were well
         await self.app.ui.render(call.instance_id, {"kind": "flood", "flooding": mode})
         try:
             await self._flood(mode)
