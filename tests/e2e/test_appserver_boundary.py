@@ -45,7 +45,13 @@ async def test_a_captive_portal_answering_html_for_a_minute_never_stops_the_tree
     portal.garbage("html")
     runtime_dir = data_dir / "rt"
     process = await LineupProcess.start(
-        "run", "--data-dir", str(runtime_dir), "--appserver", portal.url, "--no-demo-agent"
+        "run",
+        "--data-dir",
+        str(runtime_dir),
+        "--appserver",
+        portal.url,
+        "--no-demo-agent",
+        env={"LINEUP_PASSWORD": "demo"},  # the devserver's user; never on the command line
     )
     shell: ShellClient | None = None
     try:

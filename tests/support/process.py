@@ -21,8 +21,8 @@ class LineupProcess:
         self.lines: list[str] = []
 
     @classmethod
-    async def start(cls, *args: str) -> LineupProcess:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+    async def start(cls, *args: str, env: dict[str, str] | None = None) -> LineupProcess:
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "lineup", *args],
             stdout=subprocess.PIPE,
