@@ -26,7 +26,7 @@ from typing import Any, Final
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.miniapps import catalogue
 from lineup.sdk import protocol as sdk
-from lineup.wire._limits import check_document, encoded_size
+from lineup.wire._limits import WireLimitError, check_document, encoded_size
 
 from .messages import AppView
 
@@ -85,7 +85,7 @@ class ViewBook:
         trusted kind this app may not use)."""
         if len(view) > MAX_VIEW_KEYS:
             raise ViewRefused(ErrorCode.INVALID_ARGUMENTS, "view too wide")
-        check_document(view)
+        _check(view)
         if encoded_size(view) > sdk.MAX_VIEW_BYTES:
             raise ViewRefused(ErrorCode.ENVELOPE_TOO_LARGE, "view bytes")
         if not self.may_show(app_scope, view.get("kind")):
@@ -106,7 +106,7 @@ class ViewBook:
             raise ViewRefused(ErrorCode.PERMISSION_DENIED, "items")
         sizes = []
         for item in items:
-            check_document(item.fields)
+            _check(item.fields)
             size = len(item.model_dump_json().encode())
             if size > sdk.MAX_VIEW_ITEM_BYTES:
                 raise ViewRefused(ErrorCode.ENVELOPE_TOO_LARGE, "item bytes")
@@ -177,6 +177,13 @@ class ViewBook:
         if entry is None or entry.app_scope != app_scope:
             entry = self._instances[instance_id] = _Instance(app_scope)
         return entry
+
+
+def _check(document: dict[str, Any]) -> None:
+    try:
+        check_document(document)
+    except WireLimitError as exc:
+        raise ViewRefused(exc.code, "document bounds") from exc
 
 
 def _ordered(items: Any) -> list[sdk.ViewItem]:
