@@ -4,7 +4,8 @@ Views and items arrive from focus and runtime states from the transport, as even
 pushed to every connected Shell as `shell_protocol` frames, an item per frame, and a Shell that
 (re)connects gets the views and the newest page of each instance's items (older pages when it
 asks). Markdown in an item is turned into a safe token tree *here*, in trusted code: a
-MiniApp's view never carries markup the Shell would render as such. What a Shell sends arrives already parsed against the protocol (`_server`); a frame that
+MiniApp's view never carries markup the Shell would render as such.
+What a Shell sends arrives already parsed against the protocol (`_server`); a frame that
 failed it is audited here, by type.
 """
 
@@ -228,9 +229,7 @@ class HostbridgeActor(Actor):
                 log.warning("hostbridge.frame_unbuildable type=shell.item")
         return frames
 
-    async def _page(
-        self, instance_id: str, before: tuple[int, str] | None
-    ) -> list[ShellOutbound]:
+    async def _page(self, instance_id: str, before: tuple[int, str] | None) -> list[ShellOutbound]:
         """One page of the instance's items (the newest before `before`) as frames: an item
         each, then `shell.page`. Empty if focus could not say."""
         try:

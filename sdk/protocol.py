@@ -14,6 +14,11 @@ from pydantic import Field
 from lineup.actors.kernel import Message
 
 __all__ = [
+    "MAX_ITEM_ORDER",
+    "MAX_VIEW_BYTES",
+    "MAX_VIEW_ITEMS",
+    "MAX_VIEW_ITEMS_PUT_BYTES",
+    "MAX_VIEW_ITEM_BYTES",
     "AppOpenReply",
     "AppOpenRequest",
     "CommandReceipt",
@@ -47,11 +52,6 @@ __all__ = [
     "ToolPendingRequest",
     "ToolProgressRequest",
     "UiEvent",
-    "MAX_ITEM_ORDER",
-    "MAX_VIEW_BYTES",
-    "MAX_VIEW_ITEMS",
-    "MAX_VIEW_ITEM_BYTES",
-    "MAX_VIEW_ITEMS_PUT_BYTES",
     "ViewItem",
     "ViewItemsPutRequest",
     "ViewRefreshEvent",

@@ -255,18 +255,20 @@ async def test_an_update_on_its_own_is_pushed_at_once() -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_refused_view_is_audited_with_the_bound_it_broke_and_answered_by_who_is_at_fault() -> (
-    None
-):
+async def test_a_refused_view_is_audited_with_its_bound_and_answered_by_who_is_at_fault() -> None:
     bus = CountingBus()
     focus = focus_with_chat(bus)
     focus._owners["probe:1"] = "probe"
     focus._stack.add("probe:1", foreground=False)
     focus._stack.ready("probe:1")
-    cases = [
-        (p.ViewUpdateRequest(instance_id="probe:1", view={"pad": "a" * 70_000}), "envelope_too_large", "invalid_arguments"),  # fmt: skip
-        (p.ViewUpdateRequest(instance_id="probe:1", view={"kind": "task.dashboard"}), "permission_denied", "permission_denied"),  # fmt: skip
-        (p.ViewItemsPutRequest(instance_id="probe:1", items=(item(1),)), "permission_denied", "permission_denied"),  # fmt: skip
+    large = p.ViewUpdateRequest(instance_id="probe:1", view={"pad": "a" * 70_000})
+    trusted = p.ViewUpdateRequest(instance_id="probe:1", view={"kind": "task.dashboard"})
+    items = p.ViewItemsPutRequest(instance_id="probe:1", items=(item(1),))
+    denied = "permission_denied"
+    cases: list[tuple[Message, str, str]] = [
+        (large, "envelope_too_large", "invalid_arguments"),
+        (trusted, denied, denied),
+        (items, denied, denied),
     ]
     for request, audited, answered in cases:
         handler = (

@@ -147,9 +147,7 @@ async def test_a_state_change_puts_only_the_message_that_changed() -> None:
     puts = runtime.ui.puts
     sent = counting(runtime)
 
-    await chat.on_conversation_updated(
-        p.ConversationUpdatedEvent(message_id=mine.id, state="sent")
-    )
+    await chat.on_conversation_updated(p.ConversationUpdatedEvent(message_id=mine.id, state="sent"))
 
     assert sent == [p.ViewItemsPutRequest.TYPE] and runtime.ui.puts == puts + 1
     assert runtime.ui.items["chat"][mine.id].fields["state"] == "sent"
