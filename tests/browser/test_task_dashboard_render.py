@@ -27,23 +27,32 @@ AT: Final = 1_760_000_000.0
 Frame = dict[str, Any]
 
 
-def chat_view(*texts: str) -> Frame:
+def chat_view(*texts: str) -> list[Frame]:
+    """The chat's view, then one `shell.item` per message, then the page end (as the
+    hostbridge sends a timeline)."""
     items = [
         {
-            "id": f"m{index}",
-            "author": "agent" if index % 2 else "user",
-            "state": "received" if index % 2 else "sent",
-            "tree": markdown_tree(text),
-            "at": AT,
+            "type": "shell.item",
+            "app_scope": "chat",
+            "instance_id": CHAT,
+            "item": {
+                "id": f"m{index}",
+                "order": index,
+                "author": "agent" if index % 2 else "user",
+                "state": "received" if index % 2 else "sent",
+                "tree": markdown_tree(text),
+                "at": AT,
+            },
         }
         for index, text in enumerate(texts, start=1)
     ]
-    return {
+    view = {
         "type": "shell.view",
         "app_scope": "chat",
         "instance_id": CHAT,
-        "view": {"kind": "chat.timeline", "items": items, "composer": {"enabled": True}},
+        "view": {"kind": "chat.timeline", "composer": {"enabled": True}},
     }
+    return [view, *items, {"type": "shell.page", "instance_id": CHAT, "more": False}]
 
 
 def task_view(
@@ -102,7 +111,7 @@ def intent(name: str, instance_id: str) -> Frame:
 
 
 async def open_shell(
-    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame
+    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame | list[Frame]
 ) -> ShellConnection:
     """Load the Shell; return its connection once it said shell.ready (and got `snapshot`)."""
     hostbridge.on_ready = list(snapshot)
