@@ -59,11 +59,9 @@ class _Chat:
                 frame: dict[str, Any] = json.loads(await ws.get_message())
                 if "online" in (frame.get("state"), frame.get("runtime", {}).get("state")):
                     self.online.set()
-                if frame.get("type") != "shell.view":
+                if frame.get("type") != "shell.item":  # the timeline: one message a frame
                     continue
-                now = time.perf_counter()
-                for item in frame["view"].get("items", []):
-                    self.seen.setdefault(item["id"], now)
+                self.seen.setdefault(frame["item"]["id"], time.perf_counter())
                 self.changed.set()
                 self.changed = trio.Event()
 

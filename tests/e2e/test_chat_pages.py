@@ -93,9 +93,7 @@ async def test_a_configured_app_drawing_with_trusted_components_is_refused_and_a
     or installed app is) may not draw the Task Dashboard's card or the chat's timeline."""
     s = await scene(nursery, data_dir, probe=True)
     await s.call("probe.run", {"mode": "trusted_view"}, "p-trusted")
-    assert (await s.agent.terminal("p-trusted"))["payload"]["result"] == {
-        "echoed": "trusted_view"
-    }
+    assert (await s.agent.terminal("p-trusted"))["payload"]["result"] == {"echoed": "trusted_view"}
     denied = "permission_denied"
     with trio.fail_after(WAIT):
         await s.shell.wait_until(
