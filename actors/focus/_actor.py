@@ -154,7 +154,8 @@ class FocusActor(Actor):
         shipped = {str(app["app_scope"]) for app in bundled} - configured
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
         self._view_pushers: set[str] = set()
-        self._last_push: dict[str, float] = {}  # instance → when its last push went
+        self._last_push: dict[str, float] = {}  # instance → when its last view went
+        self._naps: dict[str, trio.CancelScope] = {}  # pushers waiting for a view's turn
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
         self._session_locks: dict[tuple[str, str], trio.Lock] = {}
@@ -703,7 +704,7 @@ class FocusActor(Actor):
         except LineUpError as refused:
             raise self._view_refused(env, msg.instance_id, refused) from refused
         if changed:
-            self._schedule_push(msg.instance_id)
+            self._schedule_push(msg.instance_id, items=True)
         return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
 
     def _live_owned(self, env: Envelope, instance_id: str) -> str:
@@ -729,25 +730,35 @@ class FocusActor(Actor):
             return LineUpError(ErrorCode.PERMISSION_DENIED, "not this app's component")
         return LineUpError(ErrorCode.INVALID_ARGUMENTS, "view out of bounds")
 
-    def _schedule_push(self, instance_id: str) -> None:
+    def _schedule_push(self, instance_id: str, *, items: bool = False) -> None:
         if instance_id not in self._view_pushers:
             self._view_pushers.add(instance_id)
             self._nursery_soon(self._push_views, instance_id)
+        elif items and (nap := self._naps.get(instance_id)) is not None:
+            nap.cancel()  # items do not wait for the next view's turn
 
     async def _push_views(self, instance_id: str) -> None:
-        """Push what changed of the instance, at most `VIEW_PUSH_RATE` times a second; what
-        arrives meanwhile coalesces (the latest view, the latest version of each item), so
-        the hostbridge never gets more than it takes in. An update on its own goes at once."""
+        """Push what changed of the instance; what arrives meanwhile coalesces (the latest
+        view, the latest version of each item), so the hostbridge never gets more than it
+        takes in. Views go at most `VIEW_PUSH_RATE` times a second (an update on its own at
+        once); items go as they come, each a message to show."""
         try:
             while True:
                 due = self._last_push.get(instance_id, -math.inf) + 1 / VIEW_PUSH_RATE
-                await trio.sleep_until(due)
-                change = self._views.take(instance_id)
+                now = trio.current_time()
+                change = self._views.take(instance_id, with_view=now >= due)
                 if change is None:
-                    return
-                self._last_push[instance_id] = trio.current_time()
+                    if not self._views.view_waiting(instance_id):
+                        return
+                    # Until the view is due, or items come (`_schedule_push` wakes it).
+                    with trio.CancelScope(deadline=due) as nap:
+                        self._naps[instance_id] = nap
+                        await trio.sleep_forever()
+                    self._naps.pop(instance_id, None)
+                    continue
                 view, items = change
                 if view is not None:
+                    self._last_push[instance_id] = now
                     await self._tell_hostbridge(
                         ViewUpdatedEvent(
                             app_scope=view.app_scope, instance_id=instance_id, view=view.view
@@ -763,6 +774,7 @@ class FocusActor(Actor):
                     )
         finally:
             self._view_pushers.discard(instance_id)
+            self._naps.pop(instance_id, None)
 
     async def _tell_hostbridge(self, event: Message) -> None:
         # Not told: the Shell asks for every view and page when it (re)connects.

@@ -15,7 +15,9 @@ or bundled), never a configured, development or installed app of the same scope;
 only such a component shows, likewise.
 
 Pushes coalesce: while one is on its way, the latest view and the latest version of each
-changed item wait (`take`), never a queue of them. No I/O here: the actor does the telling.
+changed item wait (`take`), never a queue of them; the actor paces views (a view may take any
+rate an app likes to send), not items, which are each a message to show and come only from
+trusted apps. No I/O here: the actor does the telling.
 """
 
 from __future__ import annotations
@@ -130,15 +132,25 @@ class ViewBook:
 
     # ------------------------------------------------------------------ to the Shell
 
-    def take(self, instance_id: str) -> tuple[AppView | None, list[sdk.ViewItem]] | None:
-        """What is still to go of the instance (its latest view, if new, and its changed
-        items in order), now marked gone; None when nothing is."""
+    def take(
+        self, instance_id: str, *, with_view: bool = True
+    ) -> tuple[AppView | None, list[sdk.ViewItem]] | None:
+        """What is still to go of the instance (its latest view, if new and `with_view`, and
+        its changed items in order), now marked gone; None when nothing is."""
         entry = self._instances.get(instance_id)
-        if entry is None or (entry.unpushed_view is None and not entry.unpushed_items):
+        view = None if entry is None or not with_view else entry.unpushed_view
+        if entry is None or (view is None and not entry.unpushed_items):
             return None
-        view, items = entry.unpushed_view, _ordered(entry.unpushed_items.values())
-        entry.unpushed_view, entry.unpushed_items = None, {}
+        items = _ordered(entry.unpushed_items.values())
+        entry.unpushed_items = {}
+        if view is not None:
+            entry.unpushed_view = None
         return view, items
+
+    def view_waiting(self, instance_id: str) -> bool:
+        """Whether a view of the instance is still to go."""
+        entry = self._instances.get(instance_id)
+        return entry is not None and entry.unpushed_view is not None
 
     def view(self, instance_id: str) -> AppView | None:
         entry = self._instances.get(instance_id)

@@ -189,11 +189,19 @@ class CountingBus:
     def __init__(self) -> None:
         self.told: list[Message] = []
         self.audits: list[AuditRecord] = []
+        self.changed = trio.Event()
 
     async def tell(self, peer: str, body: Message, **kwargs: Any) -> None:
         assert peer == "hostbridge"
         self.told.append(body)
+        self.changed.set()
+        self.changed = trio.Event()
         await trio.lowlevel.checkpoint()
+
+    async def until_told(self, count: int) -> None:
+        with trio.fail_after(5):
+            while len(self.told) < count:
+                await self.changed.wait()
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
@@ -236,6 +244,31 @@ async def test_views_rendered_without_pause_reach_the_hostbridge_at_most_30_time
     assert 2 * VIEW_PUSH_RATE - 2 <= len(pushed) <= 2 * VIEW_PUSH_RATE + 1
     assert pushed[-1].view["n"] == n - 1  # coalesced: the latest is what stays shown
     assert n > 1000
+
+
+async def test_items_are_not_held_back_by_the_pace_of_views(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    bus = CountingBus()
+    focus = focus_with_chat(bus)
+    async with trio.open_nursery() as nursery:
+        focus._nursery = nursery
+        for n in range(2):  # the second view must wait 1/30 s
+            request = p.ViewUpdateRequest(
+                instance_id="chat", view={"kind": "chat.timeline", "n": n}
+            )
+            focus.on_view_update(request, envelope("chat", request))
+            await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        items = p.ViewItemsPutRequest(instance_id="chat", items=(item(1),))
+        focus.on_view_items(items, envelope("chat", items))
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() == start  # no time passed: the item went at once
+        assert [type(m) for m in bus.told] == [ViewUpdatedEvent, ViewItemsUpdatedEvent]
+        await bus.until_told(3)
+        assert isinstance(bus.told[2], ViewUpdatedEvent) and bus.told[2].view["n"] == 1
+        assert trio.current_time() - start <= 1 / VIEW_PUSH_RATE  # on its turn, not later
+        nursery.cancel_scope.cancel()
 
 
 async def test_an_update_on_its_own_is_pushed_at_once() -> None:
