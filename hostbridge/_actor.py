@@ -49,12 +49,13 @@ from ._refusals import RefusalLedger
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
 from .shell_protocol import (
+    MAX_ITEMS_FRAME_BYTES,
     MAX_SHELL_FRAME_BYTES,
     RuntimeStatus,
     ShellApps,
     ShellHello,
     ShellInstance,
-    ShellItem,
+    ShellItems,
     ShellNotice,
     ShellOutbound,
     ShellPage,
@@ -93,10 +94,13 @@ class TreeCache:
         self._used = 0
 
     async def tree(self, markdown: str) -> list[dict[str, object]]:
+        return (await self._sized_tree(markdown))[0]
+
+    async def _sized_tree(self, markdown: str) -> tuple[list[dict[str, object]], int]:
         cached = self._trees.get(markdown)
         if cached is not None:
             self._trees.move_to_end(markdown)
-            return cached[0]
+            return cached
         if len(markdown) > INLINE_PARSE_LIMIT:
             tree, size = await trio.to_thread.run_sync(_bounded_tree, markdown)
         else:
@@ -106,20 +110,18 @@ class TreeCache:
         while self._used > self._budget and len(self._trees) > 1:
             _, (_, dropped) = self._trees.popitem(last=False)
             self._used -= dropped
-        return tree
+        return tree, size
 
-    async def shell_item(self, app_scope: str, instance_id: str, item: ViewItem) -> ShellItem:
-        """The `shell.item` frame for an item, its Markdown (if any) turned into a token tree.
-        Raises ValidationError if the ids are not the protocol's."""
+    async def shown(self, item: ViewItem) -> tuple[dict[str, Any], int]:
+        """An item as the Shell gets it, its Markdown (if any) turned into a token tree, and
+        about how many bytes it takes in a frame."""
         shown: dict[str, Any] = {k: v for k, v in item.fields.items() if k not in _RESERVED}
+        size = len(item.model_dump_json().encode())
         markdown = item.fields.get("markdown")
         if isinstance(markdown, str):
-            shown["tree"] = await self.tree(markdown)
-        return ShellItem(
-            app_scope=app_scope,
-            instance_id=instance_id,
-            item={**shown, "id": item.id, "order": item.order},
-        )
+            shown["tree"], tree_size = await self._sized_tree(markdown)
+            size += tree_size - len(markdown.encode())
+        return {**shown, "id": item.id, "order": item.order}, size
 
 
 def _bounded_tree(markdown: str) -> tuple[list[dict[str, object]], int]:
@@ -200,11 +202,9 @@ class HostbridgeActor(Actor):
                     continue
                 self.hub.broadcast(view)
                 continue
-            for item in msg.items:
-                if self._seen(msg.instance_id, item):
-                    continue
-                for frame in await self._item_frames(msg.app_scope, msg.instance_id, (item,)):
-                    self.hub.broadcast(frame)
+            fresh = tuple(i for i in msg.items if not self._seen(msg.instance_id, i))
+            for frame in await self._item_frames(msg.app_scope, msg.instance_id, fresh):
+                self.hub.broadcast(frame)
 
     def _seen(self, instance_id: str, item: ViewItem) -> bool:
         """True if the Shells were sent this very version of the item last; else remember it."""
@@ -221,12 +221,24 @@ class HostbridgeActor(Actor):
     async def _item_frames(
         self, app_scope: str, instance_id: str, items: tuple[ViewItem, ...]
     ) -> list[ShellOutbound]:
-        frames: list[ShellOutbound] = []
+        """`items` as `shell.items` frames of at most `MAX_ITEMS_FRAME_BYTES` (or one item)."""
+        batches: list[list[dict[str, Any]]] = []
+        used = 0
         for item in items:
+            shown, size = await self._trees.shown(item)
+            if not batches or used + size > MAX_ITEMS_FRAME_BYTES:
+                batches.append([])
+                used = 0
+            batches[-1].append(shown)
+            used += size
+        frames: list[ShellOutbound] = []
+        for batch in batches:
             try:
-                frames.append(await self._trees.shell_item(app_scope, instance_id, item))
+                frames.append(
+                    ShellItems(app_scope=app_scope, instance_id=instance_id, items=tuple(batch))
+                )
             except ValidationError:
-                log.warning("hostbridge.frame_unbuildable type=shell.item")
+                log.warning("hostbridge.frame_unbuildable type=shell.items")
         return frames
 
     async def _page(self, instance_id: str, before: tuple[int, str] | None) -> list[ShellOutbound]:

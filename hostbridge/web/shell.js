@@ -3,8 +3,8 @@
 // Theory of operation: one WebSocket to `/ws?token=…` on the page's own host. The server sends
 // whole snapshots (runtime state, the app list, one view per instance); the Shell keeps the
 // latest of each and re-renders from them, so a reconnect or a reload needs nothing but the
-// next snapshot. The chat's messages come as items, one per frame (`shell.item`, kept by id,
-// shown by order), the newest page at a greeting and older pages when the user asks
+// next snapshot. The chat's messages come as items (`shell.items`, a bounded batch a frame, kept
+// by id, shown by order), the newest page at a greeting and older pages when the user asks
 // (`shell.page` says whether there are more), so no frame grows with the timeline. Every DOM node is built with createElement/textContent/setAttribute: no
 // innerHTML, no inline script or style, no eval, no external load, so a strict CSP holds and
 // nothing in a message can become markup. Markdown arrives as hostbridge's token tree
@@ -251,8 +251,8 @@
       case "shell.view":
         onView(frame);
         break;
-      case "shell.item":
-        onItem(frame);
+      case "shell.items":
+        onItems(frame);
         break;
       case "shell.page":
         onPage(frame);
@@ -293,17 +293,20 @@
   const isOrder = (value) => Number.isSafeInteger(value) && value >= 0;
   const itemBefore = (a, b) => a.order < b.order || (a.order === b.order && a.id < b.id);
 
-  function onItem(frame) {
-    if (!isId(frame.instance_id) || frame.app_scope !== "chat" || !isObject(frame.item)) return;
-    const item = frame.item;
-    if (!isId(item.id) || !isOrder(item.order)) return;
+  function onItems(frame) {
+    if (!isId(frame.instance_id) || frame.app_scope !== "chat") return;
+    if (!Array.isArray(frame.items)) return;
     if (shell.chatInstance === null) shell.chatInstance = frame.instance_id;
     if (frame.instance_id !== shell.chatInstance) return;
-    shell.itemsVersion += 1;
-    shell.items.set(item.id, { item, version: shell.itemsVersion });
+    for (const item of frame.items) {
+      if (!isObject(item) || !isId(item.id) || !isOrder(item.order)) continue;
+      shell.itemsVersion += 1;
+      shell.items.set(item.id, { item, version: shell.itemsVersion });
+    }
     if (shell.items.size > MAX_ITEMS) {
-      const oldest = sortedItems()[0];
-      shell.items.delete(oldest.id);
+      for (const oldest of sortedItems().slice(0, shell.items.size - MAX_ITEMS)) {
+        shell.items.delete(oldest.id);
+      }
       shell.moreItems = true;
     }
     render();

@@ -59,9 +59,11 @@ class _Chat:
                 frame: dict[str, Any] = json.loads(await ws.get_message())
                 if "online" in (frame.get("state"), frame.get("runtime", {}).get("state")):
                     self.online.set()
-                if frame.get("type") != "shell.item":  # the timeline: one message a frame
+                if frame.get("type") != "shell.items":  # the timeline's new messages
                     continue
-                self.seen.setdefault(frame["item"]["id"], time.perf_counter())
+                now = time.perf_counter()
+                for item in frame["items"]:
+                    self.seen.setdefault(item["id"], now)
                 self.changed.set()
                 self.changed = trio.Event()
 

@@ -84,9 +84,9 @@ class _Shell:
             frame: dict[str, Any] = json.loads(await ws.get_message())
             if "online" in (frame.get("state"), frame.get("runtime", {}).get("state")):
                 self.online.set()
-            if frame.get("type") == "shell.item" and frame["instance_id"] == "chat":
-                item = frame["item"]  # the timeline comes one message per frame
-                self.states[item["id"]] = item["state"]
+            if frame.get("type") == "shell.items" and frame["instance_id"] == "chat":
+                for item in frame["items"]:  # the timeline's new or changed messages
+                    self.states[item["id"]] = item["state"]
                 self.changed.set()
                 self.changed = trio.Event()
 

@@ -291,9 +291,9 @@ class ShellUser:
                 nursery.cancel_scope.cancel()
 
     def _take(self, frame: dict[str, Any]) -> None:
-        if frame.get("type") == "shell.item" and frame.get("instance_id") == "chat":
-            item = frame.get("item") or {}  # the timeline comes one message per frame
-            self._items[str(item.get("id"))] = str(item.get("state"))
+        if frame.get("type") == "shell.items" and frame.get("instance_id") == "chat":
+            for item in frame.get("items") or []:  # the timeline's new or changed messages
+                self._items[str(item.get("id"))] = str(item.get("state"))
         elif frame.get("type") == "shell.apps":
             self._instances = list(frame.get("instances") or [])
         self._wake()

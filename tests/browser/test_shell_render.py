@@ -38,8 +38,8 @@ def message(
 
 
 def chat_view(*items: Frame, enabled: bool = True, more: bool = False) -> list[Frame]:
-    """The chat's view, then each item in its own frame (in this order), then the page end:
-    what the hostbridge sends a Shell for a timeline."""
+    """The chat's view, then its items (in this order), then the page end: what the
+    hostbridge sends a Shell for a timeline."""
     view = {
         "type": "shell.view",
         "app_scope": "chat",
@@ -50,15 +50,11 @@ def chat_view(*items: Frame, enabled: bool = True, more: bool = False) -> list[F
 
 
 def item_frames(*items: Frame, first: int = 1) -> list[Frame]:
-    return [
-        {
-            "type": "shell.item",
-            "app_scope": "chat",
-            "instance_id": CHAT,
-            "item": {"order": item.get("order", first + n), **item},
-        }
-        for n, item in enumerate(items)
-    ]
+    """`items` as the hostbridge batches them: one `shell.items` frame (none for no items)."""
+    if not items:
+        return []
+    ordered = [{"order": item.get("order", first + n), **item} for n, item in enumerate(items)]
+    return [{"type": "shell.items", "app_scope": "chat", "instance_id": CHAT, "items": ordered}]
 
 
 def apps(foreground: str = CHAT, *, board: bool = False) -> Frame:

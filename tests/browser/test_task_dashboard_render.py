@@ -28,24 +28,24 @@ Frame = dict[str, Any]
 
 
 def chat_view(*texts: str) -> list[Frame]:
-    """The chat's view, then one `shell.item` per message, then the page end (as the
+    """The chat's view, then its messages (`shell.items`), then the page end (as the
     hostbridge sends a timeline)."""
-    items = [
+    shown = [
         {
-            "type": "shell.item",
-            "app_scope": "chat",
-            "instance_id": CHAT,
-            "item": {
-                "id": f"m{index}",
-                "order": index,
-                "author": "agent" if index % 2 else "user",
-                "state": "received" if index % 2 else "sent",
-                "tree": markdown_tree(text),
-                "at": AT,
-            },
+            "id": f"m{index}",
+            "order": index,
+            "author": "agent" if index % 2 else "user",
+            "state": "received" if index % 2 else "sent",
+            "tree": markdown_tree(text),
+            "at": AT,
         }
         for index, text in enumerate(texts, start=1)
     ]
+    items = (
+        [{"type": "shell.items", "app_scope": "chat", "instance_id": CHAT, "items": shown}]
+        if shown
+        else []
+    )
     view = {
         "type": "shell.view",
         "app_scope": "chat",

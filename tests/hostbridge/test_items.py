@@ -1,6 +1,6 @@
-"""The hostbridge and a view's items: a Shell gets them one per frame, the newest page at its
-greeting and older pages when it asks; an item put again unchanged is not sent again; a tree
-too large for a frame still shows the whole text."""
+"""The hostbridge and a view's items: a Shell gets them in byte-bounded frames, the newest page
+at its greeting and older pages when it asks; an item put again unchanged is not sent again; a
+tree too large for a frame still shows the whole text."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from lineup.hostbridge import HostbridgeActor
 from lineup.hostbridge._actor import MAX_TREE_BYTES, TreeCache
 from lineup.hostbridge._markdown import markdown_tree
 from lineup.hostbridge.messages import RuntimeStateEvent, ViewItemsUpdatedEvent
+from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
 from lineup.supervisor._runtime import free_port
 from lineup.tests.support.shell import tree_text
@@ -87,10 +88,20 @@ async def frames_until(ws: WebSocketConnection, last: str) -> list[dict[str, Any
             return frames
 
 
-async def test_a_shell_gets_the_newest_page_item_by_item_then_older_pages_when_it_asks(
+def items_of(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items of the `shell.items` frames, in order; each frame within its bound."""
+    out = []
+    for frame in frames:
+        if frame["type"] == "shell.items":
+            assert len(frame["items"]) == 1 or len(json.dumps(frame)) <= MAX_ITEMS_FRAME_BYTES
+            out += frame["items"]
+    return out
+
+
+async def test_a_shell_gets_the_newest_page_in_bounded_frames_then_older_pages_when_it_asks(
     tmp_path: Path,
 ) -> None:
-    newest = [item(3, BIG), item(4, BIG), item(5, "short")]
+    newest = [item(n, BIG) for n in range(3, 8)] + [item(8, "short")]
     bus = PagingBus({None: page(newest, more=True), (3, "m3"): page([item(1), item(2)], False)})
     async with trio.open_nursery() as nursery:
         _, port = await start(nursery, tmp_path, bus)
@@ -99,18 +110,13 @@ async def test_a_shell_gets_the_newest_page_item_by_item_then_older_pages_when_i
         async with open_websocket_url(url, extra_headers=origin, max_message_size=2**24) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             greeting = await frames_until(ws, "shell.page")
-            assert [f["type"] for f in greeting] == [
-                "shell.hello",
-                "shell.apps",
-                "shell.view",
-                "shell.item",
-                "shell.item",
-                "shell.item",
-                "shell.page",
-            ]
-            items = [f["item"] for f in greeting if f["type"] == "shell.item"]
-            assert [i["id"] for i in items] == ["m3", "m4", "m5"]
-            assert [tree_text(i["tree"]) for i in items] == [BIG, BIG, "short"]  # whole
+            types = [f["type"] for f in greeting]
+            assert types[:3] == ["shell.hello", "shell.apps", "shell.view"]
+            assert types[-1] == "shell.page"
+            assert 2 <= types.count("shell.items") == len(types) - 4  # 1.25 MB: two frames
+            items = items_of(greeting)
+            assert [i["id"] for i in items] == [f"m{n}" for n in range(3, 9)]
+            assert [tree_text(i["tree"]) for i in items] == [BIG] * 5 + ["short"]  # whole
             assert "markdown" not in items[0]
             assert greeting[-1] == {"type": "shell.page", "instance_id": "chat", "more": True}
 
@@ -119,14 +125,14 @@ async def test_a_shell_gets_the_newest_page_item_by_item_then_older_pages_when_i
                 json.dumps({"type": "ui.event", "instance_id": "chat", "event": earlier})
             )
             older = await frames_until(ws, "shell.page")
-            assert [f["item"]["id"] for f in older if f["type"] == "shell.item"] == ["m1", "m2"]
+            assert [i["id"] for i in items_of(older)] == ["m1", "m2"]
             assert older[-1]["more"] is False
         nursery.cancel_scope.cancel()
     # Answered from focus's pages: the app was never asked.
     assert not any(isinstance(r, UiEventRequest) for r in bus.requests)
 
 
-async def test_an_item_is_pushed_in_its_own_frame_and_not_again_while_unchanged(
+async def test_changed_items_are_pushed_and_an_unchanged_one_is_not_sent_again(
     tmp_path: Path,
 ) -> None:
     bus = PagingBus({None: page([item(1)], more=False)})
@@ -144,12 +150,12 @@ async def test_an_item_is_pushed_in_its_own_frame_and_not_again_while_unchanged(
 
             put(item(2, BIG), item(3))
             put(item(2, BIG), item(3, state="sent"))  # m2 as it was (its app restarted)
-            sent = [(await next_frame(ws))["item"] for _ in range(3)]
-            assert [(i["id"], i["state"]) for i in sent] == [
+            first, second = await next_frame(ws), await next_frame(ws)
+            assert [(i["id"], i["state"]) for i in items_of([first])] == [
                 ("m2", "received"),
                 ("m3", "received"),
-                ("m3", "sent"),
             ]
+            assert [(i["id"], i["state"]) for i in items_of([second])] == [("m3", "sent")]
             # Nothing more is on its way: the next frame is the one this test sends for.
             actor.on_runtime_state(RuntimeStateEvent(state="online"), None)  # type: ignore[arg-type]
             assert (await next_frame(ws))["type"] == "shell.runtime"

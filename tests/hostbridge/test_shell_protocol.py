@@ -23,7 +23,7 @@ from lineup.hostbridge.shell_protocol import (
     ShellHello,
     ShellInbound,
     ShellInstance,
-    ShellItem,
+    ShellItems,
     ShellNotice,
     ShellOutbound,
     ShellPage,
@@ -204,10 +204,10 @@ OUTBOUND: list[ShellOutbound] = [
         ),
     ),
     ShellView(app_scope="chat", instance_id="chat", view={"kind": "chat.timeline"}),
-    ShellItem(
+    ShellItems(
         app_scope="chat",
         instance_id="chat",
-        item={"id": "m1", "order": 1, "author": "agent", "tree": [{"t": "text", "v": "hi"}]},
+        items=({"id": "m1", "order": 1, "author": "agent", "tree": [{"t": "text", "v": "hi"}]},),
     ),
     ShellPage(instance_id="chat", more=True),
     ShellNotice(level="error", text="That could not be done (actor_restarted)."),

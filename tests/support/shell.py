@@ -22,7 +22,7 @@ class ShellClient:
         self.runtime_state: str | None = None
         self.runtime_reason: str | None = None  # why the link is down, an appserver_* code
         self.views: dict[str, dict[str, Any]] = {}
-        # Each instance's items (`shell.item`), by id, and whether older ones remain.
+        # Each instance's items (`shell.items`), by id, and whether older ones remain.
         self.items: dict[str, dict[str, dict[str, Any]]] = {}
         self.more: dict[str, bool] = {}
         self.frames: list[Frame] = []
@@ -40,9 +40,9 @@ class ShellClient:
                 self.runtime_reason = frame.get("reason")
             elif frame.get("type") == "shell.view":
                 self.views[frame["instance_id"]] = frame["view"]
-            elif frame.get("type") == "shell.item":
-                item = frame["item"]
-                self.items.setdefault(frame["instance_id"], {})[item["id"]] = item
+            elif frame.get("type") == "shell.items":
+                for item in frame["items"]:
+                    self.items.setdefault(frame["instance_id"], {})[item["id"]] = item
             elif frame.get("type") == "shell.page":
                 self.more[frame["instance_id"]] = frame["more"]
             self._changed.set()
