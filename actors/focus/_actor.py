@@ -119,7 +119,7 @@ log = logging.getLogger("lineup.focus")
 NOTIFY_TIMEOUT: Final = 5.0
 STORE_TIMEOUT: Final = 30.0
 START_TIMEOUT: Final = 20.0
-VIEW_PUSH_RATE: Final = 30  # pushes a second per instance, at most
+VIEW_PUSH_RATE: Final = 30  # views pushed a second per instance, at most (items: as they come)
 VIEWS_REPLY_BYTES: Final = 512 * 1024  # views in one reply to the hostbridge (at least one)
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
