@@ -13,6 +13,7 @@ import trio.testing
 from lineup.actors.focus import FocusActor
 from lineup.actors.focus._actor import VIEW_PUSH_RATE
 from lineup.actors.focus._views import PAGE_BYTES, ViewBook, ViewRefused
+from lineup.actors.focus.messages import ViewsRequest
 from lineup.actors.kernel import (
     ActorContext,
     ActorKind,
@@ -322,3 +323,23 @@ async def test_a_refused_view_is_audited_with_its_bound_and_answered_by_who_is_a
         )
     assert focus._views.view("probe:1") is None
     assert bus.told == []
+
+
+def test_the_views_a_reconnecting_shell_gets_come_in_replies_of_bounded_size() -> None:
+    bus = CountingBus()
+    focus = focus_with_chat(bus)
+    for n in range(20):  # 20 views of 60 KiB: 1.2 MiB, more than one reply may hold
+        instance = f"probe:{n}"
+        focus._owners[instance] = "probe"
+        focus._stack.add(instance, foreground=False)
+        focus._stack.ready(instance)
+        request = p.ViewUpdateRequest(instance_id=instance, view={"pad": "v" * 60_000})
+        focus.on_view_update(request, envelope("probe", request))
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        reply = focus.on_views(ViewsRequest(offset=offset), envelope("probe", ViewsRequest()))
+        assert sum(len(v.model_dump_json()) for v in reply.views) <= 600_000
+        seen += [v.instance_id for v in reply.views]
+        offset = reply.next_offset
+    assert sorted(seen) == sorted(f"probe:{n}" for n in range(20))

@@ -151,3 +151,18 @@ async def test_a_state_change_puts_only_the_message_that_changed() -> None:
 
     assert sent == [p.ViewItemsPutRequest.TYPE] and runtime.ui.puts == puts + 1
     assert runtime.ui.items["chat"][mine.id].fields["state"] == "sent"
+
+
+async def test_a_refresh_puts_every_message_again_for_a_focus_that_lost_them() -> None:
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    await chat.on_deliveries(tuple(runtime.inbox.put(text(n), f"d{n}") for n in range(3)))
+    for delivery_id in ("d0", "d1", "d2"):  # acknowledged: now they are history
+        runtime.conversation.add(f"hello {delivery_id[1]}", message_id=delivery_id)
+    runtime.ui.items.clear()  # focus restarted
+    renders = len(runtime.ui.renders)
+
+    await chat.on_view_refresh()
+
+    assert shown(runtime) == ["d0", "d1", "d2"]
+    assert len(runtime.ui.renders) == renders + 1  # the view too
