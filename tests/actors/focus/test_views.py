@@ -13,7 +13,7 @@ import trio.testing
 from lineup.actors.focus import FocusActor
 from lineup.actors.focus._actor import VIEW_PUSH_RATE
 from lineup.actors.focus._views import PAGE_BYTES, ViewBook, ViewRefused
-from lineup.actors.focus.messages import ViewsRequest
+from lineup.actors.focus.messages import ViewsReply, ViewsRequest
 from lineup.actors.kernel import (
     ActorContext,
     ActorKind,
@@ -339,6 +339,7 @@ def test_the_views_a_reconnecting_shell_gets_come_in_replies_of_bounded_size() -
     offset: int | None = 0
     while offset is not None:
         reply = focus.on_views(ViewsRequest(offset=offset), envelope("probe", ViewsRequest()))
+        assert isinstance(reply, ViewsReply)
         assert sum(len(v.model_dump_json()) for v in reply.views) <= 600_000
         seen += [v.instance_id for v in reply.views]
         offset = reply.next_offset
