@@ -11,7 +11,6 @@ failed it is audited here, by type.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections import OrderedDict
@@ -74,9 +73,8 @@ ASK_TIMEOUT: Final = 3.0
 INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a worker thread
 TREE_CACHE_BYTES: Final = 64 * 1024 * 1024  # token trees remembered, compact JSON
 MAX_TREE_BYTES: Final = 2 * 1024 * 1024  # one message's tree (a Shell frame holds 4 Mi chars)
-SHOWN_ITEMS: Final = 8192  # (instance, item) versions remembered as on the Shells already
 VIEW_QUEUE: Final = 256
-_RESERVED: Final = frozenset({"id", "order", "markdown", "tree"})
+_RESERVED: Final = frozenset({"id", "order", "rev", "markdown", "tree"})
 REFUSED: Final = "hostbridge.shell_frame_refused"
 REFUSALS_DROPPED: Final = "hostbridge.refusals_dropped"
 
@@ -121,7 +119,7 @@ class TreeCache:
         if isinstance(markdown, str):
             shown["tree"], tree_size = await self._sized_tree(markdown)
             size += tree_size - len(markdown.encode())
-        return {**shown, "id": item.id, "order": item.order}, size
+        return {**shown, "id": item.id, "order": item.order, "rev": item.rev}, size
 
 
 def _bounded_tree(markdown: str) -> tuple[list[dict[str, object]], int]:
@@ -147,9 +145,6 @@ class HostbridgeActor(Actor):
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
         ](VIEW_QUEUE)
-        # What the Shells were last sent of each item (a digest): an item put again unchanged
-        # (its app or focus restarted) is not converted or sent again.
-        self._shown: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._refusals = RefusalLedger()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -202,21 +197,9 @@ class HostbridgeActor(Actor):
                     continue
                 self.hub.broadcast(view)
                 continue
-            fresh = tuple(i for i in msg.items if not self._seen(msg.instance_id, i))
-            for frame in await self._item_frames(msg.app_scope, msg.instance_id, fresh):
+            # Only changed items come (focus drops a put of one as it was).
+            for frame in await self._item_frames(msg.app_scope, msg.instance_id, msg.items):
                 self.hub.broadcast(frame)
-
-    def _seen(self, instance_id: str, item: ViewItem) -> bool:
-        """True if the Shells were sent this very version of the item last; else remember it."""
-        key = (instance_id, item.id)
-        digest = hashlib.sha256(item.model_dump_json().encode()).hexdigest()
-        if self._shown.get(key) == digest:
-            return True
-        self._shown[key] = digest
-        self._shown.move_to_end(key)
-        while len(self._shown) > SHOWN_ITEMS:
-            self._shown.popitem(last=False)
-        return False
 
     async def _item_frames(
         self, app_scope: str, instance_id: str, items: tuple[ViewItem, ...]

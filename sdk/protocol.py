@@ -219,6 +219,9 @@ class ViewItem(Message):
     id: Id
     order: int = Field(ge=0, le=MAX_ITEM_ORDER)
     fields: dict[str, Any]
+    # The runtime's stamp of this version (focus sets it; an app's is ignored): a Shell keeps
+    # the version with the highest, whatever order versions reach it in.
+    rev: int = Field(default=0, ge=0, le=MAX_ITEM_ORDER)
 
 
 class ViewItemsPutRequest(Message):

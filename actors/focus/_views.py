@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 An instance's *view* is one small document (at most `MAX_VIEW_BYTES`), replaced whole. What
 grows — a timeline's messages — is its *items*: kept by id, shown by `(order, id)`, each put
-on its own, the newest `MAX_VIEW_ITEMS` kept. So no frame between an app and the Shell grows
+on its own, the newest `MAX_VIEW_ITEMS` kept, each version stamped (`rev`) so a Shell keeps
+the newest whatever order versions reach it in. So no frame between an app and the Shell grows
 with the number of items: a put carries a bounded batch, a push to the hostbridge the view and
 the items that changed since the last push, and the Shell gets items a bounded page at a time
 (`page`), newest first, older ones when it asks.
@@ -22,6 +23,7 @@ trusted apps. No I/O here: the actor does the telling.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -72,6 +74,9 @@ class ViewBook:
     def __init__(self, trusted: frozenset[str]) -> None:
         self._trusted = trusted
         self._instances: dict[str, _Instance] = {}
+        # Each changed item gets the next stamp. Started from the clock (µs), so the stamps
+        # of a restarted focus, or runtime, are above those a Shell holds from before.
+        self._rev = time.time_ns() // 1000
 
     # ------------------------------------------------------------------ from the apps
 
@@ -116,9 +121,12 @@ class ViewBook:
         entry = self._entry(app_scope, instance_id)
         changed = 0
         for item, size in zip(items, sizes, strict=True):
-            if entry.items.get(item.id) == item:
+            held = entry.items.get(item.id)
+            if held is not None and (held.order, held.fields) == (item.order, item.fields):
                 continue  # put again as it was (the app restarted): nothing to show anew
-            entry.items[item.id] = entry.unpushed_items[item.id] = item
+            self._rev += 1
+            stamped = item.model_copy(update={"rev": self._rev})
+            entry.items[item.id] = entry.unpushed_items[item.id] = stamped
             entry.sizes[item.id] = size
             changed += 1
         if len(entry.items) > sdk.MAX_VIEW_ITEMS:

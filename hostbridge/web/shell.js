@@ -239,8 +239,8 @@
     if (!isObject(frame)) return;
     switch (frame.type) {
       case "shell.hello":
-        // A greeting follows: its page of items replaces what this Shell held.
-        shell.items.clear();
+        // A greeting follows; its page of items merges into what this Shell holds (an item
+        // frame sent meanwhile may be newer than the page: `rev` decides).
         shell.moreItems = false;
         shell.itemsVersion += 1;
         if (isObject(frame.runtime)) setRuntimeState(frame.runtime.state, frame.runtime.reason);
@@ -299,7 +299,9 @@
     if (shell.chatInstance === null) shell.chatInstance = frame.instance_id;
     if (frame.instance_id !== shell.chatInstance) return;
     for (const item of frame.items) {
-      if (!isObject(item) || !isId(item.id) || !isOrder(item.order)) continue;
+      if (!isObject(item) || !isId(item.id) || !isOrder(item.order) || !isOrder(item.rev)) continue;
+      const held = shell.items.get(item.id);
+      if (held !== undefined && held.item.rev > item.rev) continue; // an older version
       shell.itemsVersion += 1;
       shell.items.set(item.id, { item, version: shell.itemsVersion });
     }
@@ -874,6 +876,8 @@
     if (token === shell.token && !shell.gaveUp) return;
     shell.token = token;
     shell.gaveUp = false;
+    shell.items.clear(); // another run's link: its messages are its own
+    shell.itemsVersion += 1;
     shell.attempt = 0;
     if (shell.retryTimer !== null) {
       window.clearTimeout(shell.retryTimer);

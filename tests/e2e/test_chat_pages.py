@@ -16,6 +16,7 @@ import trio
 
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
 from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 from lineup.tests.support.tree import audit_rows
@@ -67,6 +68,39 @@ async def test_three_large_agent_messages_and_a_short_one_all_show_in_full_also_
         again = await connect_shell(run, runtime.shell_url)
         await shows(again, texts)
         run.cancel_scope.cancel()
+
+
+async def test_large_messages_show_in_full_after_the_chat_focus_or_hostbridge_restarts(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    texts = [large(0), large(1), large(2), "and a short one"]
+    for text in texts:
+        await agent.client.say(CONVERSATION, text)
+    await shows_and_leaves(nursery, runtime.shell_url, texts)
+    for victim in ("miniapp:chat", "focus", "hostbridge"):
+        child = runtime.supervisor.children[victim]
+        pid, incarnation = child.pid, child.incarnation
+        assert pid is not None
+        runtime.supervisor.kill(victim)
+        await wait_pid_gone(pid)
+        with trio.fail_after(WAIT):
+            await runtime.supervisor.wait_until(
+                lambda c=child, i=incarnation: c.incarnation > i and c.state == "running"
+            )
+        texts.append(f"after {victim} restarted")
+        await agent.client.say(CONVERSATION, texts[-1])
+        # A Shell that (re)connects now sees everything, each message whole.
+        await shows_and_leaves(nursery, runtime.shell_url, texts)
+
+
+async def shows_and_leaves(nursery: trio.Nursery, shell_url: str, texts: list[str]) -> None:
+    """A Shell connects, sees `texts`, and closes its socket (before a hostbridge is killed
+    under it, which would leave the socket to the collector)."""
+    shell = await connect_shell(nursery, shell_url)
+    await shows(shell, texts)
+    await shell.ws.aclose()
 
 
 async def test_a_view_over_64_kib_is_refused_audited_and_the_runtime_keeps_serving(

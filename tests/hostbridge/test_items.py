@@ -23,7 +23,7 @@ from lineup.actors.kernel import ActorContext, ActorKind, Identity, Message
 from lineup.hostbridge import HostbridgeActor
 from lineup.hostbridge._actor import MAX_TREE_BYTES, TreeCache
 from lineup.hostbridge._markdown import markdown_tree
-from lineup.hostbridge.messages import RuntimeStateEvent, ViewItemsUpdatedEvent
+from lineup.hostbridge.messages import ViewItemsUpdatedEvent
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
 from lineup.supervisor._runtime import free_port
@@ -132,7 +132,7 @@ async def test_a_shell_gets_the_newest_page_in_bounded_frames_then_older_pages_w
     assert not any(isinstance(r, UiEventRequest) for r in bus.requests)
 
 
-async def test_changed_items_are_pushed_and_an_unchanged_one_is_not_sent_again(
+async def test_changed_items_go_on_with_their_stamps_in_the_order_they_came(
     tmp_path: Path,
 ) -> None:
     bus = PagingBus({None: page([item(1)], more=False)})
@@ -148,18 +148,21 @@ async def test_changed_items_are_pushed_and_an_unchanged_one_is_not_sent_again(
                 event = ViewItemsUpdatedEvent(app_scope="chat", instance_id="chat", items=items)
                 actor.on_view_items(event, None)  # type: ignore[arg-type]
 
-            put(item(2, BIG), item(3))
-            put(item(2, BIG), item(3, state="sent"))  # m2 as it was (its app restarted)
+            put(stamped(item(2, BIG), 7), stamped(item(3), 8))
+            put(stamped(item(3, state="sent"), 9))
             first, second = await next_frame(ws), await next_frame(ws)
-            assert [(i["id"], i["state"]) for i in items_of([first])] == [
-                ("m2", "received"),
-                ("m3", "received"),
+            assert [(i["id"], i["state"], i["rev"]) for i in items_of([first])] == [
+                ("m2", "received", 7),
+                ("m3", "received", 8),
             ]
-            assert [(i["id"], i["state"]) for i in items_of([second])] == [("m3", "sent")]
-            # Nothing more is on its way: the next frame is the one this test sends for.
-            actor.on_runtime_state(RuntimeStateEvent(state="online"), None)  # type: ignore[arg-type]
-            assert (await next_frame(ws))["type"] == "shell.runtime"
+            assert [(i["id"], i["state"], i["rev"]) for i in items_of([second])] == [
+                ("m3", "sent", 9)
+            ]
         nursery.cancel_scope.cancel()
+
+
+def stamped(view_item: ViewItem, rev: int) -> ViewItem:
+    return view_item.model_copy(update={"rev": rev})
 
 
 async def test_a_tree_too_large_for_a_frame_shows_the_whole_text_as_one_paragraph() -> None:

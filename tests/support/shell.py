@@ -32,7 +32,6 @@ class ShellClient:
         async for frame in _frames(self.ws):
             self.frames.append(frame)
             if frame.get("type") == "shell.hello":
-                self.items.clear()  # a greeting's page replaces what was held
                 self.runtime_state = frame["runtime"]["state"]
                 self.runtime_reason = frame["runtime"].get("reason")
             elif frame.get("type") == "shell.runtime":
@@ -41,8 +40,10 @@ class ShellClient:
             elif frame.get("type") == "shell.view":
                 self.views[frame["instance_id"]] = frame["view"]
             elif frame.get("type") == "shell.items":
+                held = self.items.setdefault(frame["instance_id"], {})
                 for item in frame["items"]:
-                    self.items.setdefault(frame["instance_id"], {})[item["id"]] = item
+                    if item["id"] not in held or held[item["id"]]["rev"] <= item["rev"]:
+                        held[item["id"]] = item  # the newest version, as the Shell keeps
             elif frame.get("type") == "shell.page":
                 self.more[frame["instance_id"]] = frame["more"]
             self._changed.set()

@@ -344,3 +344,17 @@ def test_the_views_a_reconnecting_shell_gets_come_in_replies_of_bounded_size() -
         seen += [v.instance_id for v in reply.views]
         offset = reply.next_offset
     assert sorted(seen) == sorted(f"probe:{n}" for n in range(20))
+
+
+def test_each_change_gets_a_higher_stamp_also_in_a_focus_that_started_later() -> None:
+    book = book_with(item(1), item(2))
+    first = {i.id: i.rev for i in book.page("chat")[0]}
+    book.put_items("chat", "chat", (item(1, state="sent"), item(2)))  # m2 as it was
+    second = {i.id: i.rev for i in book.page("chat")[0]}
+    assert second["m001"] > first["m001"] and second["m002"] == first["m002"]
+    restarted = book_with(item(1, state="sent"))  # a new focus: the same content again
+    assert restarted.page("chat")[0][0].rev > second["m001"]  # the Shell takes it
+    # What an app sends as a stamp is not what counts.
+    forged = ViewBook(TRUSTED)
+    forged.put_items("chat", "chat", (item(1).model_copy(update={"rev": p.MAX_ITEM_ORDER}),))
+    assert forged.page("chat")[0][0].rev < p.MAX_ITEM_ORDER
