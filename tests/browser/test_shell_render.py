@@ -6,6 +6,7 @@ Set LINEUP_SHELL_SCREENSHOT=/path.png to save a picture of a rendered timeline.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from typing import Any
@@ -23,6 +24,7 @@ BOARD = "inst-board-7"
 AT = 1_760_000_000.0
 
 Frame = dict[str, Any]
+REVS = itertools.count(1)  # focus's stamps: each frame's items are newer than the last's
 
 
 def message(
@@ -53,7 +55,10 @@ def item_frames(*items: Frame, first: int = 1) -> list[Frame]:
     """`items` as the hostbridge batches them: one `shell.items` frame (none for no items)."""
     if not items:
         return []
-    ordered = [{"order": item.get("order", first + n), **item} for n, item in enumerate(items)]
+    ordered = [
+        {"order": item.get("order", first + n), "rev": next(REVS), **item}
+        for n, item in enumerate(items)
+    ]
     return [{"type": "shell.items", "app_scope": "chat", "instance_id": CHAT, "items": ordered}]
 
 
@@ -140,6 +145,23 @@ async def test_an_item_frame_changes_its_message_in_place_and_the_others_stay(
         expect(messages.nth(0)).to_have_attribute("data-message-id", "m1")
         expect(messages.nth(1)).to_have_attribute("data-state", "sent")
         expect(p.get_by_test_id("message-status")).to_have_count(0)
+
+    await page.run(check)
+
+
+async def test_an_older_version_of_a_message_arriving_late_does_not_replace_the_newer(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    connection = await open_shell(page, hostbridge, chat_view())
+    newer = {**message("m1", "user", "sent", "hi"), "order": 1, "rev": 20}
+    older = {**message("m1", "user", "pending", "hi"), "order": 1, "rev": 10}
+    await connection.send(item_frames(newer))
+    await connection.send(item_frames(older))  # e.g. a greeting's page built before the change
+    await connection.send({"type": "shell.notice", "level": "info", "text": "after"})
+
+    def check(p: Page) -> None:
+        expect(p.get_by_test_id("notice")).to_have_count(1)  # every frame above was read
+        expect(p.get_by_test_id("message")).to_have_attribute("data-state", "sent")
 
     await page.run(check)
 

@@ -8,6 +8,7 @@ Set LINEUP_TASK_DASHBOARD_SCREENSHOT=/path.png to save a picture of the dashboar
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any, Final
 
@@ -25,6 +26,7 @@ TASK_SCOPE: Final = "task-dashboard"
 AT: Final = 1_760_000_000.0
 
 Frame = dict[str, Any]
+REVS = itertools.count(1)  # focus's stamps: each timeline sent is newer than the last
 
 
 def chat_view(*texts: str) -> list[Frame]:
@@ -34,6 +36,7 @@ def chat_view(*texts: str) -> list[Frame]:
         {
             "id": f"m{index}",
             "order": index,
+            "rev": next(REVS),
             "author": "agent" if index % 2 else "user",
             "state": "received" if index % 2 else "sent",
             "tree": markdown_tree(text),
