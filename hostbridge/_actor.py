@@ -1,14 +1,17 @@
 """The hostbridge actor: serves the Shell and relays between it and the runtime.
 
-Views arrive from focus and runtime states from the transport, as events; they are pushed to
-every connected Shell as `shell_protocol` frames. Markdown in a view is turned into a safe token
-tree *here*, in trusted code: a MiniApp's view never carries markup the Shell would render as
-such. What a Shell sends arrives already parsed against the protocol (`_server`); a frame that
+Views and items arrive from focus and runtime states from the transport, as events; they are
+pushed to every connected Shell as `shell_protocol` frames, an item per frame, and a Shell that
+(re)connects gets the views and the newest page of each instance's items (older pages when it
+asks). Markdown in an item is turned into a safe token tree *here*, in trusted code: a
+MiniApp's view never carries markup the Shell would render as such.
+What a Shell sends arrives already parsed against the protocol (`_server`); a frame that
 failed it is audited here, by type.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import OrderedDict
 from typing import Any, Final
@@ -22,6 +25,8 @@ from lineup.actors.focus.messages import (
     UiEventAccepted,
     UiEventRequest,
     UiIntentRequest,
+    ViewItemsPageReply,
+    ViewItemsPageRequest,
     ViewsReply,
     ViewsRequest,
 )
@@ -35,22 +40,27 @@ from lineup.actors.kernel import (
     handles,
 )
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
+from lineup.sdk.protocol import ViewItem
 
 from ._listener import serve
 from ._markdown import markdown_tree
 from ._refusals import RefusalLedger
 from ._server import ShellAccess, ShellHub, build_app
-from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewUpdatedEvent
+from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
 from .shell_protocol import (
+    MAX_ITEMS_FRAME_BYTES,
     MAX_SHELL_FRAME_BYTES,
     RuntimeStatus,
     ShellApps,
     ShellHello,
     ShellInstance,
+    ShellItems,
     ShellNotice,
     ShellOutbound,
+    ShellPage,
     ShellRuntime,
     ShellView,
+    TimelineEarlier,
     UiEventFrame,
     UiIntentFrame,
 )
@@ -61,47 +71,65 @@ log = logging.getLogger("lineup.hostbridge")
 
 ASK_TIMEOUT: Final = 3.0
 INLINE_PARSE_LIMIT: Final = 2048  # characters; longer Markdown is parsed on a worker thread
-TREE_CACHE: Final = 2048  # distinct texts remembered
+TREE_CACHE_BYTES: Final = 64 * 1024 * 1024  # token trees remembered, compact JSON
+MAX_TREE_BYTES: Final = 2 * 1024 * 1024  # one message's tree (a Shell frame holds 4 Mi chars)
 VIEW_QUEUE: Final = 256
+_RESERVED: Final = frozenset({"id", "order", "rev", "markdown", "tree"})
 REFUSED: Final = "hostbridge.shell_frame_refused"
 REFUSALS_DROPPED: Final = "hostbridge.refusals_dropped"
 
 
 class TreeCache:
-    """Markdown → token tree, remembered: a view update re-sends every item, but only new
-    text is parsed, and long text is parsed on a worker thread (a hostile 64 KiB message can
-    take seconds), never on the event loop that serves the Shells."""
+    """Markdown → token tree, remembered up to `TREE_CACHE_BYTES` of trees: an item is
+    parsed once whatever the number of Shells and reconnects, and long text is parsed on a
+    worker thread (a hostile 256 KiB message can take seconds), never on the event loop that
+    serves the Shells. A tree larger than `MAX_TREE_BYTES` is replaced by the text as one
+    paragraph: the message is shown whole, only unformatted."""
 
-    def __init__(self) -> None:
-        self._trees: OrderedDict[str, list[dict[str, object]]] = OrderedDict()
+    def __init__(self, budget: int = TREE_CACHE_BYTES) -> None:
+        self._trees: OrderedDict[str, tuple[list[dict[str, object]], int]] = OrderedDict()
+        self._budget = budget
+        self._used = 0
 
     async def tree(self, markdown: str) -> list[dict[str, object]]:
-        tree = self._trees.get(markdown)
-        if tree is None:
-            if len(markdown) > INLINE_PARSE_LIMIT:
-                tree = await trio.to_thread.run_sync(markdown_tree, markdown)
-            else:
-                tree = markdown_tree(markdown)
-            self._trees[markdown] = tree
-            if len(self._trees) > TREE_CACHE:
-                self._trees.popitem(last=False)
-        else:
-            self._trees.move_to_end(markdown)
-        return tree
+        return (await self._sized_tree(markdown))[0]
 
-    async def shell_view(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> ShellView:
-        """The `shell.view` frame for a view, its Markdown turned into token trees.
-        Raises ValidationError if the ids are not the protocol's."""
-        safe = dict(view)
-        items = view.get("items")
-        if view.get("kind") == "chat.timeline" and isinstance(items, list):
-            safe["items"] = [
-                {key: value for key, value in item.items() if key != "markdown"}
-                | {"tree": await self.tree(str(item.get("markdown", "")))}
-                for item in items
-                if isinstance(item, dict)
-            ]
-        return ShellView(app_scope=app_scope, instance_id=instance_id, view=safe)
+    async def _sized_tree(self, markdown: str) -> tuple[list[dict[str, object]], int]:
+        cached = self._trees.get(markdown)
+        if cached is not None:
+            self._trees.move_to_end(markdown)
+            return cached
+        if len(markdown) > INLINE_PARSE_LIMIT:
+            tree, size = await trio.to_thread.run_sync(_bounded_tree, markdown)
+        else:
+            tree, size = _bounded_tree(markdown)
+        self._trees[markdown] = (tree, size)
+        self._used += size
+        while self._used > self._budget and len(self._trees) > 1:
+            _, (_, dropped) = self._trees.popitem(last=False)
+            self._used -= dropped
+        return tree, size
+
+    async def shown(self, item: ViewItem) -> tuple[dict[str, Any], int]:
+        """An item as the Shell gets it, its Markdown (if any) turned into a token tree, and
+        about how many bytes it takes in a frame."""
+        shown: dict[str, Any] = {k: v for k, v in item.fields.items() if k not in _RESERVED}
+        size = len(item.model_dump_json().encode())
+        markdown = item.fields.get("markdown")
+        if isinstance(markdown, str):
+            shown["tree"], tree_size = await self._sized_tree(markdown)
+            size += tree_size - len(markdown.encode())
+        return {**shown, "id": item.id, "order": item.order, "rev": item.rev}, size
+
+
+def _bounded_tree(markdown: str) -> tuple[list[dict[str, object]], int]:
+    """The tree of `markdown` and its size (compact JSON), within `MAX_TREE_BYTES`."""
+    tree = markdown_tree(markdown)
+    size = len(json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_TREE_BYTES:
+        tree = [{"t": "p", "c": [{"t": "text", "v": markdown}]}]
+        size = len(markdown.encode()) + 32
+    return tree, size
 
 
 class HostbridgeActor(Actor):
@@ -114,7 +142,9 @@ class HostbridgeActor(Actor):
         self._reason: str | None = None  # why the link is down, an appserver_* code
         self._trees = TreeCache()
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
-        self._views_in, self._views_out = trio.open_memory_channel[ViewUpdatedEvent](VIEW_QUEUE)
+        self._views_in, self._views_out = trio.open_memory_channel[
+            ViewUpdatedEvent | ViewItemsUpdatedEvent
+        ](VIEW_QUEUE)
         self._refusals = RefusalLedger()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -141,6 +171,13 @@ class HostbridgeActor(Actor):
 
     @handles(ViewUpdatedEvent)
     def on_view(self, msg: ViewUpdatedEvent, env: Envelope) -> None:
+        self._queue_view(msg)
+
+    @handles(ViewItemsUpdatedEvent)
+    def on_view_items(self, msg: ViewItemsUpdatedEvent, env: Envelope) -> None:
+        self._queue_view(msg)
+
+    def _queue_view(self, msg: ViewUpdatedEvent | ViewItemsUpdatedEvent) -> None:
         try:
             self._views_in.send_nowait(msg)
         except trio.WouldBlock:
@@ -148,13 +185,67 @@ class HostbridgeActor(Actor):
 
     async def _push_views(self) -> None:
         async for msg in self._views_out:
-            if len(self.hub):
+            if not len(self.hub):
+                continue
+            if isinstance(msg, ViewUpdatedEvent):
                 try:
-                    frame = await self._trees.shell_view(msg.app_scope, msg.instance_id, msg.view)
+                    view = ShellView(
+                        app_scope=msg.app_scope, instance_id=msg.instance_id, view=msg.view
+                    )
                 except ValidationError:
                     log.warning("hostbridge.frame_unbuildable type=shell.view")
                     continue
+                self.hub.broadcast(view)
+                continue
+            # Only changed items come (focus drops a put of one as it was).
+            for frame in await self._item_frames(msg.app_scope, msg.instance_id, msg.items):
                 self.hub.broadcast(frame)
+
+    async def _item_frames(
+        self, app_scope: str, instance_id: str, items: tuple[ViewItem, ...]
+    ) -> list[ShellOutbound]:
+        """`items` as `shell.items` frames of at most `MAX_ITEMS_FRAME_BYTES` (or one item)."""
+        batches: list[list[dict[str, Any]]] = []
+        used = 0
+        for item in items:
+            shown, size = await self._trees.shown(item)
+            if not batches or used + size > MAX_ITEMS_FRAME_BYTES:
+                batches.append([])
+                used = 0
+            batches[-1].append(shown)
+            used += size
+        frames: list[ShellOutbound] = []
+        for batch in batches:
+            try:
+                frames.append(
+                    ShellItems(app_scope=app_scope, instance_id=instance_id, items=tuple(batch))
+                )
+            except ValidationError:
+                log.warning("hostbridge.frame_unbuildable type=shell.items")
+        return frames
+
+    async def _page(self, instance_id: str, before: tuple[int, str] | None) -> list[ShellOutbound]:
+        """One page of the instance's items (the newest before `before`) as frames: an item
+        each, then `shell.page`. Empty if focus could not say."""
+        try:
+            page = await self.bus.request(
+                "focus",
+                ViewItemsPageRequest(
+                    instance_id=instance_id,
+                    before_order=None if before is None else before[0],
+                    before_id=None if before is None else before[1],
+                ),
+                expect=ViewItemsPageReply,
+                timeout=ASK_TIMEOUT,
+            )
+        except LineUpError:
+            return []
+        frames = await self._item_frames(page.app_scope, instance_id, page.items)
+        try:
+            frames.append(ShellPage(instance_id=instance_id, more=page.more))
+        except ValidationError:
+            log.warning("hostbridge.frame_unbuildable type=shell.page")
+        return frames
 
     @handles(AppsUpdatedEvent)
     def on_apps(self, msg: AppsUpdatedEvent, env: Envelope) -> None:
@@ -215,20 +306,29 @@ class HostbridgeActor(Actor):
             pass
         runtime = RuntimeStatus(state=self._state, reason=self._reason)
         frames: list[ShellOutbound] = [ShellHello(runtime=runtime)]
-        try:
-            views = await self.bus.request(
-                "focus", ViewsRequest(), expect=ViewsReply, timeout=ASK_TIMEOUT
-            )
-        except LineUpError:
-            return frames
-        apps = _apps_frame(views.foreground, views.instances)
-        if apps is not None:
-            frames.append(apps)
-        for v in views.views:
+        offset: int | None = 0
+        while offset is not None:
             try:
-                frames.append(await self._trees.shell_view(v.app_scope, v.instance_id, v.view))
-            except ValidationError:
-                log.warning("hostbridge.frame_unbuildable type=shell.view")
+                views = await self.bus.request(
+                    "focus", ViewsRequest(offset=offset), expect=ViewsReply, timeout=ASK_TIMEOUT
+                )
+            except LineUpError:
+                return frames
+            if offset == 0:
+                apps = _apps_frame(views.foreground, views.instances)
+                if apps is not None:
+                    frames.append(apps)
+            for v in views.views:
+                try:
+                    frames.append(
+                        ShellView(app_scope=v.app_scope, instance_id=v.instance_id, view=v.view)
+                    )
+                except ValidationError:
+                    log.warning("hostbridge.frame_unbuildable type=shell.view")
+                    continue
+                if v.items:
+                    frames.extend(await self._page(v.instance_id, None))
+            offset = views.next_offset if views.views else None
         return frames
 
     # ------------------------------------------------------------------ Shell → runtime
@@ -240,6 +340,14 @@ class HostbridgeActor(Actor):
             return
         event = frame.event
         self._audit_user("ui.event", event.kind, subject_id=frame.instance_id)
+        if isinstance(event, TimelineEarlier):
+            # Older items, from what focus keeps: no app is asked. Every Shell gets them (the
+            # hub does not say which asked); each keeps a bounded number.
+            for page_frame in await self._page(
+                frame.instance_id, (event.before_order, event.before_id)
+            ):
+                self.hub.broadcast(page_frame)
+            return
         try:
             await self.bus.request(
                 "focus",

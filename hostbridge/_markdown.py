@@ -44,7 +44,9 @@ __all__ = [
     "markdown_tree",
 ]
 
-MAX_INPUT_BYTES = 64 * 1024
+# The wire's envelope limit (`lineup.wire._limits.MAX_ENVELOPE_BYTES`): no message is longer,
+# so every message is parsed whole; the cut only bounds what a caller could pass besides.
+MAX_INPUT_BYTES = 256 * 1024
 MAX_DEPTH = 12
 TRUNCATION_NOTE = "… (message truncated)"
 ALLOWED_HREF_SCHEMES = ("http:", "https:", "mailto:")

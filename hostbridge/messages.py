@@ -9,12 +9,14 @@ from typing import Any, Literal
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.sdk.protocol import ViewItem
 
 __all__ = [
     "AppsUpdatedEvent",
     "HealthReply",
     "HealthRequest",
     "RuntimeStateEvent",
+    "ViewItemsUpdatedEvent",
     "ViewUpdatedEvent",
 ]
 
@@ -26,6 +28,16 @@ class ViewUpdatedEvent(Message):
     app_scope: str
     instance_id: str
     view: dict[str, Any]
+
+
+class ViewItemsUpdatedEvent(Message):
+    """focus → hostbridge: items of an instance that are new or changed (a bounded batch);
+    each goes to every connected Shell as its own frame."""
+
+    type: Literal["hostbridge.view.items.updated"] = "hostbridge.view.items.updated"
+    app_scope: str
+    instance_id: str
+    items: tuple[ViewItem, ...]
 
 
 class RuntimeStateEvent(Message):

@@ -2,10 +2,14 @@
 
 Theory of operation: one WebSocket per Shell, one JSON object per text frame, tagged by
 `type`. The Shell speaks first (`shell.ready`) and is answered with a greeting: `shell.hello`,
-`shell.apps` and one `shell.view` per live instance. From then on the runtime pushes whole
-snapshots (`shell.runtime`, `shell.apps`, `shell.view`) and notices (`shell.notice`), and the
-Shell sends the user's actions: `ui.intent` (switch to or close an instance) and `ui.event` (an
-action on an instance's view, handed to the app that owns it).
+`shell.apps`, one `shell.view` per live instance and, for an instance with items (a chat's
+messages), its newest page: `shell.items` frames, then a `shell.page` saying whether older ones
+remain. From then on the runtime pushes whole snapshots (`shell.runtime`, `shell.apps`,
+`shell.view`), new or changed items as `shell.items` (each frame a batch of at most
+`MAX_ITEMS_FRAME_BYTES`, or one item: no frame grows with the timeline), and notices
+(`shell.notice`); the Shell sends the user's actions: `ui.intent` (switch to or close an
+instance) and `ui.event` (an action on an instance's view, handed to the app that owns it;
+`timeline.earlier`, the next older page, the hostbridge answers itself).
 
 Each direction is one discriminated union with one module-level `TypeAdapter`. What the Shell
 sends is untrusted: every model refuses unknown fields and bounds its sizes, and the hostbridge
@@ -25,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
     "MAX_ID",
+    "MAX_ITEMS_FRAME_BYTES",
     "MAX_SHELL_FRAME",
     "MAX_SHELL_FRAME_BYTES",
     "RUNTIME_TO_SHELL",
@@ -38,13 +43,16 @@ __all__ = [
     "ShellHello",
     "ShellInbound",
     "ShellInstance",
+    "ShellItems",
     "ShellNotice",
     "ShellOutbound",
+    "ShellPage",
     "ShellReady",
     "ShellRuntime",
     "ShellView",
     "TaskClose",
     "TaskFinish",
+    "TimelineEarlier",
     "UiEventBody",
     "UiEventFrame",
     "UiIntentFrame",
@@ -60,6 +68,9 @@ MAX_SCOPE: Final = 100  # an app_scope
 MAX_STATE: Final = 64  # a runtime or instance state, a reason code
 MAX_TITLE: Final = 200
 MAX_NOTICE: Final = 2000  # the Shell shows no more of a notice
+# Items in one `shell.items` frame (or a single item, whatever its size: at most a message's tree).
+MAX_ITEMS_FRAME_BYTES: Final = 1024 * 1024
+MAX_ORDER: Final = 2**53 - 1  # an item's order (what a JavaScript Shell reads back exactly)
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Scope = Annotated[str, Field(min_length=1, max_length=MAX_SCOPE)]
@@ -105,8 +116,17 @@ class TaskClose(ShellFrame):
     kind: Literal["task.close"] = "task.close"
 
 
+class TimelineEarlier(ShellFrame):
+    """The page of items shown before the given one (the oldest the Shell has)."""
+
+    kind: Literal["timeline.earlier"] = "timeline.earlier"
+    before_order: int = Field(ge=0, le=MAX_ORDER)
+    before_id: Id
+
+
 UiEventBody = Annotated[
-    ComposerSubmit | MessageRetry | TaskFinish | TaskClose, Field(discriminator="kind")
+    ComposerSubmit | MessageRetry | TaskFinish | TaskClose | TimelineEarlier,
+    Field(discriminator="kind"),
 ]
 UI_EVENT_KINDS: Final = frozenset(
     model.model_fields["kind"].default for model in get_args(get_args(UiEventBody)[0])
@@ -202,6 +222,25 @@ class ShellView(ShellFrame):
     view: dict[str, Any]
 
 
+class ShellItems(ShellFrame):
+    """Items of an instance's list, new or changed, in order: each holds its `id`, `order`
+    and fields (for a chat message, Markdown already turned into a token tree, `tree`)."""
+
+    type: Literal["shell.items"] = "shell.items"
+    app_scope: Scope
+    instance_id: Id
+    items: tuple[dict[str, Any], ...] = Field(min_length=1)
+
+
+class ShellPage(ShellFrame):
+    """The end of a page of items (the greeting's, or one asked for): `more` when older ones
+    remain (the Shell offers to show them)."""
+
+    type: Literal["shell.page"] = "shell.page"
+    instance_id: Id
+    more: bool
+
+
 class ShellNotice(ShellFrame):
     type: Literal["shell.notice"] = "shell.notice"
     level: Literal["info", "error"]
@@ -209,7 +248,7 @@ class ShellNotice(ShellFrame):
 
 
 ShellOutbound = Annotated[
-    ShellHello | ShellRuntime | ShellApps | ShellView | ShellNotice,
+    ShellHello | ShellRuntime | ShellApps | ShellView | ShellItems | ShellPage | ShellNotice,
     Field(discriminator="type"),
 ]
 RUNTIME_TO_SHELL: Final[TypeAdapter[ShellOutbound]] = TypeAdapter(ShellOutbound)

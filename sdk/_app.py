@@ -150,9 +150,36 @@ class Ui:
         self._host = host
 
     async def render(self, instance_id: str, view: dict[str, Any]) -> None:
-        """Replace the instance's whole view state (the Shell renders it with trusted parts)."""
+        """Replace the instance's whole view state (the Shell renders it with trusted parts).
+        A view is small (`p.MAX_VIEW_BYTES`); what grows goes in items (`put_items`)."""
         await self._host.call(
             "focus", p.ViewUpdateRequest(instance_id=instance_id, view=view), p.CommandReceipt
+        )
+
+    async def put_items(self, instance_id: str, items: Iterable[p.ViewItem]) -> None:
+        """Add or replace items of the instance's list, in as many requests as their size
+        takes (each within `p.MAX_VIEW_ITEMS_PUT_BYTES`). Raises `LineUpError` as focus
+        refuses: `invalid_arguments` for an item over `p.MAX_VIEW_ITEM_BYTES`,
+        `permission_denied` for an app not trusted with a component that shows items."""
+        batch: list[p.ViewItem] = []
+        used = 0
+        for item in items:
+            size = len(item.model_dump_json().encode())
+            if batch and (
+                used + size > p.MAX_VIEW_ITEMS_PUT_BYTES or len(batch) >= p.MAX_VIEW_ITEMS
+            ):
+                await self._put(instance_id, batch)
+                batch, used = [], 0
+            batch.append(item)
+            used += size
+        if batch:
+            await self._put(instance_id, batch)
+
+    async def _put(self, instance_id: str, batch: list[p.ViewItem]) -> None:
+        await self._host.call(
+            "focus",
+            p.ViewItemsPutRequest(instance_id=instance_id, items=tuple(batch)),
+            p.CommandReceipt,
         )
 
 

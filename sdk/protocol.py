@@ -14,6 +14,11 @@ from pydantic import Field
 from lineup.actors.kernel import Message
 
 __all__ = [
+    "MAX_ITEM_ORDER",
+    "MAX_VIEW_BYTES",
+    "MAX_VIEW_ITEMS",
+    "MAX_VIEW_ITEMS_PUT_BYTES",
+    "MAX_VIEW_ITEM_BYTES",
     "AppOpenReply",
     "AppOpenRequest",
     "CommandReceipt",
@@ -47,6 +52,8 @@ __all__ = [
     "ToolPendingRequest",
     "ToolProgressRequest",
     "UiEvent",
+    "ViewItem",
+    "ViewItemsPutRequest",
     "ViewRefreshEvent",
     "ViewUpdateRequest",
 ]
@@ -185,12 +192,45 @@ class ConversationUpdatedEvent(Message):
 # ---------------------------------------------------------------------------------- ui
 
 
+# A view is small and replaced whole; what grows (a timeline's messages) travels as items, each
+# on its own, so no frame on the way to the Shell grows with their number.
+MAX_VIEW_BYTES = 64 * 1024  # a view document, compact UTF-8 JSON
+# One item: a wire message's text (the wire's 256 KiB envelope limit) and the fields around it.
+MAX_VIEW_ITEM_BYTES = 256 * 1024 + 8 * 1024
+MAX_VIEW_ITEMS_PUT_BYTES = 384 * 1024  # the items of one put: well inside a MiniApp's frame
+MAX_VIEW_ITEMS = 256  # items focus keeps per instance (the newest by order)
+MAX_ITEM_ORDER = 2**53 - 1  # an order a JavaScript Shell reads back exactly
+
+
 class ViewUpdateRequest(Message):
-    """The app's whole view state for the Shell's trusted components (replace, never merge)."""
+    """The app's whole view state for the Shell's trusted components (replace, never merge).
+    Bounded: at most `MAX_VIEW_BYTES` (focus refuses a larger one, `invalid_arguments`)."""
 
     type: Literal["focus.sdk.view.update"] = "focus.sdk.view.update"
     instance_id: Id
     view: dict[str, Any]
+
+
+class ViewItem(Message):
+    """One entry of an instance's item list (a chat message): kept by id, shown by `order`
+    (then id), replaced whole when put again. `fields` is what the trusted component shows."""
+
+    type: Literal["focus.view.item"] = "focus.view.item"
+    id: Id
+    order: int = Field(ge=0, le=MAX_ITEM_ORDER)
+    fields: dict[str, Any]
+    # The runtime's stamp of this version (focus sets it; an app's is ignored): a Shell keeps
+    # the version with the highest, whatever order versions reach it in.
+    rev: int = Field(default=0, ge=0, le=MAX_ITEM_ORDER)
+
+
+class ViewItemsPutRequest(Message):
+    """Add or replace items of the instance's list (only an app trusted with a component
+    that shows items may). At most `MAX_VIEW_ITEMS_PUT_BYTES` in all; `Ui.put_items` splits."""
+
+    type: Literal["focus.sdk.view.items.put"] = "focus.sdk.view.items.put"
+    instance_id: Id
+    items: tuple[ViewItem, ...] = Field(min_length=1, max_length=MAX_VIEW_ITEMS)
 
 
 class ViewRefreshEvent(Message):

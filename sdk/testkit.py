@@ -48,6 +48,7 @@ __all__ = [
 
 M = TypeVar("M", bound=Message)
 MAX_VIEW_KEYS: Final = 64  # as focus enforces
+HISTORY_REPLY_BYTES: Final = 512 * 1024  # a history page's budget, as the store's
 MAX_SESSION_DATA_BYTES: Final = 256 * 1024  # compact UTF-8 JSON, as the store enforces
 MAX_JSON_DEPTH: Final = 32  # nested objects and arrays, as the store enforces
 MAX_SETTLE_EVENTS: Final = 10_000  # an app that answers every update with a write never settles
@@ -194,18 +195,41 @@ class FakeConversation:
         rows = sorted(
             (i for i in self.items.values() if i.seq > msg.after_seq), key=lambda i: i.seq
         )
-        return p.ConversationHistoryReply(items=tuple(rows[: msg.limit]))
+        # As the runtime does: a page ends where its text would pass the reply budget.
+        page: list[p.ConversationItem] = []
+        used = 0
+        for row in rows[: msg.limit]:
+            used += len(row.markdown.encode())
+            if page and used > HISTORY_REPLY_BYTES:
+                break
+            page.append(row)
+        return p.ConversationHistoryReply(items=tuple(page))
 
 
 @dataclass
 class FakeUi:
-    """Every view the app rendered, in order, as `(instance_id, view)`."""
+    """Every view the app rendered, in order, as `(instance_id, view)`, and each instance's
+    items as focus keeps them (`items[instance_id][item_id]`); `puts` counts item requests."""
 
     renders: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    items: dict[str, dict[str, p.ViewItem]] = field(default_factory=dict)
+    puts: int = 0
 
     @property
     def last(self) -> dict[str, Any] | None:
-        return self.renders[-1][1] if self.renders else None
+        """The last view, as the Shell shows it: with the instance's items, in order, under
+        `items` (each its fields and `id`) when it has any."""
+        if not self.renders:
+            return None
+        instance_id, view = self.renders[-1]
+        items = self.ordered(instance_id)
+        if not items:
+            return view
+        return {**view, "items": [{"id": i.id, **i.fields} for i in items]}
+
+    def ordered(self, instance_id: str) -> list[p.ViewItem]:
+        """The instance's items in the order the Shell shows them."""
+        return sorted(self.items.get(instance_id, {}).values(), key=lambda i: (i.order, i.id))
 
 
 @dataclass
@@ -339,7 +363,21 @@ class FakeRuntime:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
             if len(request.view) > MAX_VIEW_KEYS:
                 raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too wide")
+            compact = json.dumps(request.view, separators=(",", ":"), ensure_ascii=False)
+            if len(compact.encode()) > p.MAX_VIEW_BYTES:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view too large")
             self.ui.renders.append((request.instance_id, request.view))
+            return p.CommandReceipt(id=request.instance_id)
+        if isinstance(request, p.ViewItemsPutRequest):
+            if request.instance_id not in self.instances:
+                raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+            if len(request.model_dump_json().encode()) > p.MAX_VIEW_ITEMS_PUT_BYTES + 1024:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "items too large")
+            self.ui.puts += 1
+            kept = self.ui.items.setdefault(request.instance_id, {})
+            kept.update((item.id, item) for item in request.items)
+            for item in sorted(kept.values(), key=lambda i: (i.order, i.id))[: -p.MAX_VIEW_ITEMS]:
+                del kept[item.id]
             return p.CommandReceipt(id=request.instance_id)
         if isinstance(request, p.LifecycleRequest):
             return self._lifecycle(request)

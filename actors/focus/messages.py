@@ -13,6 +13,7 @@ from pydantic import Field
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.sdk.manifest import ToolDescriptor
+from lineup.sdk.protocol import MAX_ITEM_ORDER, ViewItem
 
 __all__ = [
     "AppEnableRequest",
@@ -27,6 +28,8 @@ __all__ = [
     "UiEventAccepted",
     "UiEventRequest",
     "UiIntentRequest",
+    "ViewItemsPageReply",
+    "ViewItemsPageRequest",
     "ViewsReply",
     "ViewsRequest",
 ]
@@ -37,12 +40,15 @@ class AppView(Message):
     app_scope: str
     instance_id: str
     view: dict[str, Any]
+    items: int = 0  # how many items focus keeps for the instance (ask for them by page)
 
 
 class ViewsRequest(Message):
-    """The latest view of every live instance (the Shell (re)connected)."""
+    """The latest view of every live instance (the Shell (re)connected), a bounded page at a
+    time: from the `offset`-th on."""
 
     type: Literal["focus.ui.views.get"] = "focus.ui.views.get"
+    offset: int = Field(default=0, ge=0)
 
 
 class ViewsReply(Message):
@@ -50,6 +56,25 @@ class ViewsReply(Message):
     views: tuple[AppView, ...]
     foreground: str = "chat"
     instances: tuple[dict[str, Any], ...] = ()
+    next_offset: int | None = None  # ask again from here: more views than one reply holds
+
+
+class ViewItemsPageRequest(Message):
+    """The newest items of an instance shown before `(before_order, before_id)` (the newest
+    of all without them), as many as one bounded page holds."""
+
+    type: Literal["focus.ui.view.items.page"] = "focus.ui.view.items.page"
+    instance_id: str = Field(min_length=1, max_length=200)
+    before_order: int | None = Field(default=None, ge=0, le=MAX_ITEM_ORDER)
+    before_id: str | None = Field(default=None, max_length=200)
+
+
+class ViewItemsPageReply(Message):
+    type: Literal["focus.ui.view.items.page.reply"] = "focus.ui.view.items.page.reply"
+    app_scope: str
+    instance_id: str
+    items: tuple[ViewItem, ...]  # oldest first
+    more: bool  # older items remain
 
 
 class UiEventRequest(Message):

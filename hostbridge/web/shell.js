@@ -3,7 +3,9 @@
 // Theory of operation: one WebSocket to `/ws?token=…` on the page's own host. The server sends
 // whole snapshots (runtime state, the app list, one view per instance); the Shell keeps the
 // latest of each and re-renders from them, so a reconnect or a reload needs nothing but the
-// next snapshot. Every DOM node is built with createElement/textContent/setAttribute: no
+// next snapshot. The chat's messages come as items (`shell.items`, a bounded batch a frame, kept
+// by id, shown by order), the newest page at a greeting and older pages when the user asks
+// (`shell.page` says whether there are more), so no frame grows with the timeline. Every DOM node is built with createElement/textContent/setAttribute: no
 // innerHTML, no inline script or style, no eval, no external load, so a strict CSP holds and
 // nothing in a message can become markup. Markdown arrives as hostbridge's token tree
 // (hostbridge/_markdown.py documents its shapes); this file re-checks it anyway.
@@ -17,6 +19,7 @@
   const MAX_SEND_BYTES = 60 * 1024; // hostbridge closes the socket on a Shell frame over 64 KiB
   const MAX_RENDER_DEPTH = 32;
   const MAX_NOTICES = 5;
+  const MAX_ITEMS = 1000; // timeline items kept; the oldest go first (they can be asked again)
   const INFO_NOTICE_MS = 8000;
   const NEAR_BOTTOM_PX = 64;
   // Close codes after which retrying cannot help (hostbridge/_server.py): the token is from
@@ -80,6 +83,7 @@
     appList: document.querySelector(".app-list"),
     chat: byTestId("chat"),
     timeline: byTestId("timeline"),
+    earlier: byTestId("timeline-earlier"),
     empty: byTestId("timeline-empty"),
     composer: byTestId("composer"),
     input: byTestId("composer-input"),
@@ -103,6 +107,10 @@
     chatInstance: null, // the chat instance whose view the timeline shows
     composerEnabled: false,
     rendered: new Map(), // message id → {key, element}, to keep unchanged DOM nodes
+    items: new Map(), // message id → {item, version}: the chat's timeline items
+    itemsVersion: 0, // bumped by every item frame, so the timeline re-renders
+    moreItems: false, // older items than the oldest held remain (the last shell.page said)
+    renderedItems: -1, // the itemsVersion the timeline shows
     chatView: undefined, // the chat view the timeline shows
     chatScroll: null, // {top, atBottom} of the timeline when another app came in front
     dashboard: null, // the Task Dashboard on screen: {instanceId, appScope, root, …parts}
@@ -231,6 +239,10 @@
     if (!isObject(frame)) return;
     switch (frame.type) {
       case "shell.hello":
+        // A greeting follows; its page of items merges into what this Shell holds (an item
+        // frame sent meanwhile may be newer than the page: `rev` decides).
+        shell.moreItems = false;
+        shell.itemsVersion += 1;
         if (isObject(frame.runtime)) setRuntimeState(frame.runtime.state, frame.runtime.reason);
         break;
       case "shell.runtime":
@@ -238,6 +250,12 @@
         break;
       case "shell.view":
         onView(frame);
+        break;
+      case "shell.items":
+        onItems(frame);
+        break;
+      case "shell.page":
+        onPage(frame);
         break;
       case "shell.apps":
         onApps(frame);
@@ -269,6 +287,55 @@
     shell.resuming.delete(frame.instance_id);
     if (frame.app_scope === "chat") shell.chatInstance = frame.instance_id;
     render();
+  }
+
+  // Items belong to the chat's timeline (the only trusted component that shows them).
+  const isOrder = (value) => Number.isSafeInteger(value) && value >= 0;
+  const itemBefore = (a, b) => a.order < b.order || (a.order === b.order && a.id < b.id);
+
+  function onItems(frame) {
+    if (!isId(frame.instance_id) || frame.app_scope !== "chat") return;
+    if (!Array.isArray(frame.items)) return;
+    if (shell.chatInstance === null) shell.chatInstance = frame.instance_id;
+    if (frame.instance_id !== shell.chatInstance) return;
+    for (const item of frame.items) {
+      if (!isObject(item) || !isId(item.id) || !isOrder(item.order) || !isOrder(item.rev)) continue;
+      const held = shell.items.get(item.id);
+      if (held !== undefined && held.item.rev > item.rev) continue; // an older version
+      shell.itemsVersion += 1;
+      shell.items.set(item.id, { item, version: shell.itemsVersion });
+    }
+    if (shell.items.size > MAX_ITEMS) {
+      for (const oldest of sortedItems().slice(0, shell.items.size - MAX_ITEMS)) {
+        shell.items.delete(oldest.id);
+      }
+      shell.moreItems = true;
+    }
+    render();
+  }
+
+  function onPage(frame) {
+    if (!isId(frame.instance_id) || frame.instance_id !== shell.chatInstance) return;
+    shell.moreItems = frame.more === true;
+    shell.itemsVersion += 1;
+    render();
+  }
+
+  function sortedItems() {
+    const items = [...shell.items.values()].map((entry) => entry.item);
+    return items.sort((a, b) => (itemBefore(a, b) ? -1 : itemBefore(b, a) ? 1 : 0));
+  }
+
+  function askEarlier() {
+    const oldest = sortedItems()[0];
+    if (shell.chatInstance === null || oldest === undefined) return;
+    const sent = send({
+      type: "ui.event",
+      app_scope: "chat",
+      instance_id: shell.chatInstance,
+      event: { kind: "timeline.earlier", before_order: oldest.order, before_id: oldest.id },
+    });
+    if (sent) ui.earlier.disabled = true; // until the page arrives
   }
 
   function onApps(frame) {
@@ -328,9 +395,10 @@
 
     const chat = shell.chatInstance === null ? undefined : shell.views.get(shell.chatInstance);
     const chatView = chat && chat.view.kind === "chat.timeline" ? chat.view : null;
-    // Only a new chat snapshot re-renders the timeline (and re-enables its Retry buttons).
-    if (chatView !== shell.chatView) {
+    // Only a new chat snapshot or item re-renders the timeline (and re-enables Retry).
+    if (chatView !== shell.chatView || shell.renderedItems !== shell.itemsVersion) {
       shell.chatView = chatView;
+      shell.renderedItems = shell.itemsVersion;
       renderChat(chatView);
     }
     if (!chatWasShown && chatInFront) restoreTimelineScroll();
@@ -366,7 +434,7 @@
   }
 
   function renderChat(view) {
-    const items = view && Array.isArray(view.items) ? view.items.filter(isObject) : [];
+    const items = view ? sortedItems() : [];
     const timeline = ui.timeline;
     const distance = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight;
     const stickToBottom = distance < NEAR_BOTTOM_PX;
@@ -375,7 +443,7 @@
     const elements = [];
     for (const item of items) {
       if (!isId(item.id) || next.has(item.id)) continue;
-      const key = JSON.stringify(item);
+      const key = shell.items.get(item.id).version;
       const old = shell.rendered.get(item.id);
       const element = old && old.key === key ? old.element : renderMessage(item);
       const retry = element.querySelector('[data-testid="retry"]');
@@ -399,6 +467,8 @@
     }
     shell.rendered = next;
     ui.empty.hidden = elements.length > 0;
+    ui.earlier.hidden = !(view && shell.moreItems && elements.length > 0);
+    ui.earlier.disabled = false;
     shell.composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
     updateComposer();
     if (stickToBottom) timeline.scrollTop = timeline.scrollHeight;
@@ -786,6 +856,7 @@
     }
   }
 
+  ui.earlier.addEventListener("click", askEarlier);
   ui.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     submit();
@@ -805,6 +876,8 @@
     if (token === shell.token && !shell.gaveUp) return;
     shell.token = token;
     shell.gaveUp = false;
+    shell.items.clear(); // another run's link: its messages are its own
+    shell.itemsVersion += 1;
     shell.attempt = 0;
     if (shell.retryTimer !== null) {
       window.clearTimeout(shell.retryTimer);

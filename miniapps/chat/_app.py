@@ -1,14 +1,16 @@
 """The chat: keeps the IM timeline and shows it through the Shell's trusted components.
 
 The timeline is rebuilt from the runtime (history + inbox) at start and on every refresh, so
-nothing that matters lives only in this process. A user message shows as `pending` (the local
+nothing that matters lives only in this process. It reaches the Shell as a small view (the
+composer) and one item per message: a render puts only the messages that changed since the
+last one, so no request grows with the timeline, and a message as large as the wire allows
+is shown whole however many large ones came before it. A user message shows as `pending` (the local
 echo) as soon as the runtime has stored it, becomes `sent` when the AppServer has taken it, or
 `failed` (with a retry) when it refused it for good.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 import uuid
@@ -24,26 +26,39 @@ _CLIENT_ID: Final = re.compile(r"[A-Za-z0-9_-]{8,64}")
 SHOWN: Final = 200  # the timeline keeps the newest items; older ones stay in history
 MAX_TEXT: Final = 64 * 1024
 INBOX_PAGE: Final = 500  # deliveries listed per request when (re)loading
+HISTORY_PAGE: Final = 500  # history rows asked for per request (the runtime may send fewer)
+_FIELDS: Final = ("author", "state", "markdown", "at")
 
 
 class Chat(MiniApp):
     def __init__(self) -> None:
         self._items: dict[str, dict[str, Any]] = {}
+        self._put: dict[str, dict[str, Any]] = {}  # what focus holds of each item, as last put
+        self._view: dict[str, Any] | None = None  # the view focus holds, as last rendered
 
     async def start(self, app: AppContext) -> None:
         self.app = app
         await self._reload()
 
     async def _reload(self) -> None:
-        for item in await self.app.conversation.history(limit=500):
-            self._items[item.message_id] = {
-                "id": item.message_id,
-                "seq": item.seq,
-                "author": item.author,
-                "state": item.state,
-                "markdown": item.markdown,
-                "at": item.at,
-            }
+        # Focus may have lost what it held (it restarted): everything is put again.
+        self._put.clear()
+        self._view = None
+        # The whole history, a page at a time (a page is cut to the runtime's reply budget, so
+        # large messages make short pages), keeping the newest `SHOWN`.
+        after = 0
+        while history := await self.app.conversation.history(after_seq=after, limit=HISTORY_PAGE):
+            for item in history:
+                self._items[item.message_id] = {
+                    "id": item.message_id,
+                    "seq": item.seq,
+                    "author": item.author,
+                    "state": item.state,
+                    "markdown": item.markdown,
+                    "at": item.at,
+                }
+            after = history[-1].seq
+            self._trim()
         # Everything waiting, a page at a time: shown in one render, then acknowledged.
         waiting: list[p.Delivery] = []
         after = 0
@@ -135,21 +150,36 @@ class Chat(MiniApp):
     async def on_view_refresh(self) -> None:
         await self._reload()
 
+    def _ordered(self) -> list[dict[str, Any]]:
+        return sorted(self._items.values(), key=lambda i: (_order(i), i["id"]))
+
+    def _trim(self) -> None:
+        for item in self._ordered()[:-SHOWN]:
+            del self._items[item["id"]]
+            self._put.pop(item["id"], None)
+
     async def _render(self) -> None:
-        ordered = sorted(
-            self._items.values(), key=lambda i: i["seq"] if i["seq"] is not None else math.inf
-        )
-        shown = ordered[-SHOWN:]
-        await self.app.ui.render(
-            self.app.instance_id,
-            {
-                "kind": "chat.timeline",
-                "items": [
-                    {k: i[k] for k in ("id", "author", "state", "markdown", "at")} for i in shown
-                ],
-                "composer": {"enabled": True},
-            },
-        )
+        """Show what changed: the view if it did, and each message that is new or changed
+        since it was last put (focus keeps the newest; the Shell pages through them)."""
+        self._trim()
+        view = {"kind": "chat.timeline", "composer": {"enabled": True}}
+        if view != self._view:
+            await self.app.ui.render(self.app.instance_id, view)
+            self._view = view
+        changed = [
+            p.ViewItem(id=i["id"], order=_order(i), fields={k: i[k] for k in _FIELDS})
+            for i in self._ordered()
+            if self._put.get(i["id"]) != {k: i[k] for k in _FIELDS}
+        ]
+        if changed:
+            await self.app.ui.put_items(self.app.instance_id, changed)
+            self._put.update((item.id, item.fields) for item in changed)
+
+
+def _order(item: dict[str, Any]) -> int:
+    """Where a message shows: by its runtime sequence; one never queued (no seq) last."""
+    seq = item["seq"]
+    return p.MAX_ITEM_ORDER if seq is None else int(seq)
 
 
 def _client_id(raw: object) -> str:

@@ -59,10 +59,10 @@ class _Chat:
                 frame: dict[str, Any] = json.loads(await ws.get_message())
                 if "online" in (frame.get("state"), frame.get("runtime", {}).get("state")):
                     self.online.set()
-                if frame.get("type") != "shell.view":
+                if frame.get("type") != "shell.items":  # the timeline's new messages
                     continue
                 now = time.perf_counter()
-                for item in frame["view"].get("items", []):
+                for item in frame["items"]:
                     self.seen.setdefault(item["id"], now)
                 self.changed.set()
                 self.changed = trio.Event()

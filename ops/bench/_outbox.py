@@ -84,8 +84,8 @@ class _Shell:
             frame: dict[str, Any] = json.loads(await ws.get_message())
             if "online" in (frame.get("state"), frame.get("runtime", {}).get("state")):
                 self.online.set()
-            if frame.get("type") == "shell.view" and frame["instance_id"] == "chat":
-                for item in frame["view"].get("items", []):
+            if frame.get("type") == "shell.items" and frame["instance_id"] == "chat":
+                for item in frame["items"]:  # the timeline's new or changed messages
                     self.states[item["id"]] = item["state"]
                 self.changed.set()
                 self.changed = trio.Event()

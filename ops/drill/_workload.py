@@ -291,8 +291,8 @@ class ShellUser:
                 nursery.cancel_scope.cancel()
 
     def _take(self, frame: dict[str, Any]) -> None:
-        if frame.get("type") == "shell.view" and frame.get("instance_id") == "chat":
-            for item in frame["view"].get("items") or []:
+        if frame.get("type") == "shell.items" and frame.get("instance_id") == "chat":
+            for item in frame.get("items") or []:  # the timeline's new or changed messages
                 self._items[str(item.get("id"))] = str(item.get("state"))
         elif frame.get("type") == "shell.apps":
             self._instances = list(frame.get("instances") or [])

@@ -53,8 +53,10 @@ class ShellConnection:
         self._frames_in, self._frames_out = trio.open_memory_channel[Frame](math.inf)
         self.closed = trio.Event()
 
-    async def send(self, frame: Frame) -> None:
-        await self._websocket.send_text(json.dumps(frame))
+    async def send(self, frame: Frame | list[Frame]) -> None:
+        """Send a frame, or several in order (a view with its items)."""
+        for one in frame if isinstance(frame, list) else [frame]:
+            await self._websocket.send_text(json.dumps(one))
 
     async def receive(self) -> Frame:
         """The next frame the Shell sent; fails after FRAME_TIMEOUT_S."""
@@ -87,7 +89,7 @@ class FakeHostbridge:
     def __init__(self, token: str, runtime_state: str = "online") -> None:
         self.token = token
         self.runtime_state = runtime_state
-        self.on_ready: list[Frame] = []
+        self.on_ready: list[Frame | list[Frame]] = []
         self.url = ""
         self.refused: list[int] = []  # close codes of refused connections
         self.http_paths: list[str] = []
@@ -141,7 +143,8 @@ class FakeHostbridge:
                 assert isinstance(frame, dict), frame
                 if frame.get("type") == "shell.ready":
                     for snapshot in self.on_ready:
-                        await websocket.send_text(json.dumps(snapshot))
+                        for one in snapshot if isinstance(snapshot, list) else [snapshot]:
+                            await websocket.send_text(json.dumps(one))
                 connection._deliver(frame)
         except WebSocketDisconnect:
             pass

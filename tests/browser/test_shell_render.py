@@ -6,6 +6,7 @@ Set LINEUP_SHELL_SCREENSHOT=/path.png to save a picture of a rendered timeline.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from typing import Any
@@ -23,6 +24,7 @@ BOARD = "inst-board-7"
 AT = 1_760_000_000.0
 
 Frame = dict[str, Any]
+REVS = itertools.count(1)  # focus's stamps: each frame's items are newer than the last's
 
 
 def message(
@@ -37,13 +39,27 @@ def message(
     }
 
 
-def chat_view(*items: Frame, enabled: bool = True) -> Frame:
-    return {
+def chat_view(*items: Frame, enabled: bool = True, more: bool = False) -> list[Frame]:
+    """The chat's view, then its items (in this order), then the page end: what the
+    hostbridge sends a Shell for a timeline."""
+    view = {
         "type": "shell.view",
         "app_scope": "chat",
         "instance_id": CHAT,
-        "view": {"kind": "chat.timeline", "items": list(items), "composer": {"enabled": enabled}},
+        "view": {"kind": "chat.timeline", "composer": {"enabled": enabled}},
     }
+    return [view, *item_frames(*items), {"type": "shell.page", "instance_id": CHAT, "more": more}]
+
+
+def item_frames(*items: Frame, first: int = 1) -> list[Frame]:
+    """`items` as the hostbridge batches them: one `shell.items` frame (none for no items)."""
+    if not items:
+        return []
+    ordered = [
+        {"order": item.get("order", first + n), "rev": next(REVS), **item}
+        for n, item in enumerate(items)
+    ]
+    return [{"type": "shell.items", "app_scope": "chat", "instance_id": CHAT, "items": ordered}]
 
 
 def apps(foreground: str = CHAT, *, board: bool = False) -> Frame:
@@ -57,7 +73,7 @@ def apps(foreground: str = CHAT, *, board: bool = False) -> Frame:
 
 
 async def open_shell(
-    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame
+    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame | list[Frame]
 ) -> ShellConnection:
     """Load the Shell with the token in the fragment; return its connection after shell.ready."""
     hostbridge.on_ready = list(snapshot)
@@ -112,7 +128,7 @@ async def test_the_timeline_renders_agent_and_user_messages_with_their_states(
         await page.run(lambda p: p.screenshot(path=path))
 
 
-async def test_a_new_snapshot_replaces_the_timeline(
+async def test_an_item_frame_changes_its_message_in_place_and_the_others_stay(
     page: ShellPage, hostbridge: FakeHostbridge
 ) -> None:
     connection = await open_shell(
@@ -121,12 +137,77 @@ async def test_a_new_snapshot_replaces_the_timeline(
         chat_view(message("m1", "agent", "received", "one"), message("m2", "user", "pending", "x")),
     )
     await page.run(lambda p: expect(p.get_by_test_id("message")).to_have_count(2))
-    await connection.send(chat_view(message("m2", "user", "sent", "x")))
+    await connection.send(item_frames(message("m2", "user", "sent", "x"), first=2))
 
     def check(p: Page) -> None:
-        expect(p.get_by_test_id("message")).to_have_count(1)
-        expect(p.get_by_test_id("message")).to_have_attribute("data-state", "sent")
+        messages = p.get_by_test_id("message")
+        expect(messages).to_have_count(2)
+        expect(messages.nth(0)).to_have_attribute("data-message-id", "m1")
+        expect(messages.nth(1)).to_have_attribute("data-state", "sent")
         expect(p.get_by_test_id("message-status")).to_have_count(0)
+
+    await page.run(check)
+
+
+async def test_an_older_version_of_a_message_arriving_late_does_not_replace_the_newer(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    connection = await open_shell(page, hostbridge, chat_view())
+    newer = {**message("m1", "user", "sent", "hi"), "order": 1, "rev": 20}
+    older = {**message("m1", "user", "pending", "hi"), "order": 1, "rev": 10}
+    await connection.send(item_frames(newer))
+    await connection.send(item_frames(older))  # e.g. a greeting's page built before the change
+    await connection.send({"type": "shell.notice", "level": "info", "text": "after"})
+
+    def check(p: Page) -> None:
+        expect(p.get_by_test_id("notice")).to_have_count(1)  # every frame above was read
+        expect(p.get_by_test_id("message")).to_have_attribute("data-state", "sent")
+
+    await page.run(check)
+
+
+async def test_items_show_by_their_order_whatever_order_their_frames_came_in(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    connection = await open_shell(page, hostbridge, chat_view())
+    late = {**message("m3", "agent", "received", "third"), "order": 30}
+    early = {**message("m1", "agent", "received", "first"), "order": 10}
+    middle = {**message("m2", "agent", "received", "second"), "order": 20}
+    await connection.send(item_frames(late, early, middle))
+
+    def check(p: Page) -> None:
+        expect(p.get_by_test_id("message-body")).to_have_text(["first", "second", "third"])
+
+    await page.run(check)
+
+
+async def test_show_earlier_asks_for_the_page_before_the_oldest_message_and_shows_it_on_top(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    newest = [
+        {**message("m5", "agent", "received", "five"), "order": 5},
+        {**message("m6", "agent", "received", "six"), "order": 6},
+    ]
+    connection = await open_shell(page, hostbridge, apps(), chat_view(*newest, more=True))
+    await page.run(lambda p: p.get_by_test_id("timeline-earlier").click())
+    frame = await connection.expect("ui.event")
+    assert frame == {
+        "type": "ui.event",
+        "app_scope": "chat",
+        "instance_id": CHAT,
+        "event": {"kind": "timeline.earlier", "before_order": 5, "before_id": "m5"},
+    }
+    older = [
+        {**message("m3", "agent", "received", "three"), "order": 3},
+        {**message("m4", "agent", "received", "four"), "order": 4},
+    ]
+    await connection.send(
+        [*item_frames(*older), {"type": "shell.page", "instance_id": CHAT, "more": False}]
+    )
+
+    def check(p: Page) -> None:
+        expect(p.get_by_test_id("message-body")).to_have_text(["three", "four", "five", "six"])
+        expect(p.get_by_test_id("timeline-earlier")).to_be_hidden()
 
     await page.run(check)
 

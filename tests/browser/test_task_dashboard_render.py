@@ -8,6 +8,7 @@ Set LINEUP_TASK_DASHBOARD_SCREENSHOT=/path.png to save a picture of the dashboar
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any, Final
 
@@ -25,12 +26,17 @@ TASK_SCOPE: Final = "task-dashboard"
 AT: Final = 1_760_000_000.0
 
 Frame = dict[str, Any]
+REVS = itertools.count(1)  # focus's stamps: each timeline sent is newer than the last
 
 
-def chat_view(*texts: str) -> Frame:
-    items = [
+def chat_view(*texts: str) -> list[Frame]:
+    """The chat's view, then its messages (`shell.items`), then the page end (as the
+    hostbridge sends a timeline)."""
+    shown = [
         {
             "id": f"m{index}",
+            "order": index,
+            "rev": next(REVS),
             "author": "agent" if index % 2 else "user",
             "state": "received" if index % 2 else "sent",
             "tree": markdown_tree(text),
@@ -38,12 +44,18 @@ def chat_view(*texts: str) -> Frame:
         }
         for index, text in enumerate(texts, start=1)
     ]
-    return {
+    items = (
+        [{"type": "shell.items", "app_scope": "chat", "instance_id": CHAT, "items": shown}]
+        if shown
+        else []
+    )
+    view = {
         "type": "shell.view",
         "app_scope": "chat",
         "instance_id": CHAT,
-        "view": {"kind": "chat.timeline", "items": items, "composer": {"enabled": True}},
+        "view": {"kind": "chat.timeline", "composer": {"enabled": True}},
     }
+    return [view, *items, {"type": "shell.page", "instance_id": CHAT, "more": False}]
 
 
 def task_view(
@@ -102,7 +114,7 @@ def intent(name: str, instance_id: str) -> Frame:
 
 
 async def open_shell(
-    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame
+    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame | list[Frame]
 ) -> ShellConnection:
     """Load the Shell; return its connection once it said shell.ready (and got `snapshot`)."""
     hostbridge.on_ready = list(snapshot)

@@ -223,5 +223,10 @@ def test_input_over_the_limit_is_truncated_with_a_note() -> None:
     assert len(texts(tree).encode()) <= MAX_INPUT_BYTES + len(TRUNCATION_NOTE.encode())
 
 
+def test_a_message_as_long_as_the_wire_allows_is_parsed_whole() -> None:
+    text = "word " * (250_000 // 5)  # a 250 KB Agent message: the wire allows 256 KiB
+    assert texts(markdown_tree(text)) == text.strip()
+
+
 def test_empty_text_is_an_empty_tree() -> None:
     assert markdown_tree("") == []

@@ -23,8 +23,10 @@ from lineup.hostbridge.shell_protocol import (
     ShellHello,
     ShellInbound,
     ShellInstance,
+    ShellItems,
     ShellNotice,
     ShellOutbound,
+    ShellPage,
     ShellReady,
     ShellRuntime,
     ShellView,
@@ -55,6 +57,7 @@ VALID = [
     (ui_event(kind="message.retry", message_id="user-1"), UiEventFrame),
     (ui_event(kind="task.finish"), UiEventFrame),
     (ui_event(kind="task.close"), UiEventFrame),
+    (ui_event(kind="timeline.earlier", before_order=12, before_id="m-12"), UiEventFrame),
     ({"type": "ui.event", "instance_id": "chat", "event": {"kind": "task.close"}}, UiEventFrame),
     ({"type": "ui.intent", "intent": "focus", "instance_id": "task-1"}, UiIntentFrame),
     ({"type": "ui.intent", "intent": "close", "instance_id": "task-1"}, UiIntentFrame),
@@ -77,7 +80,13 @@ def test_an_event_is_handed_on_with_exactly_the_fields_the_shell_set() -> None:
 
 
 def test_the_ui_event_kinds_are_those_of_the_event_models() -> None:
-    assert {"composer.submit", "message.retry", "task.finish", "task.close"} == UI_EVENT_KINDS
+    assert {
+        "composer.submit",
+        "message.retry",
+        "task.finish",
+        "task.close",
+        "timeline.earlier",
+    } == UI_EVENT_KINDS
 
 
 LONG_ID = "i" * (MAX_ID + 1)
@@ -136,6 +145,16 @@ REFUSED = [
     ),
     ("a retry without a message", json.dumps(ui_event(kind="message.retry")), "ui.event"),
     (
+        "an earlier page before no item",
+        json.dumps(ui_event(kind="timeline.earlier", before_order=3)),
+        "ui.event",
+    ),
+    (
+        "an earlier page before an order no Shell reads back",
+        json.dumps(ui_event(kind="timeline.earlier", before_order=2**53, before_id="m")),
+        "ui.event",
+    ),
+    (
         "a retry of a message id too long",
         json.dumps(ui_event(kind="message.retry", message_id=LONG_ID)),
         "ui.event",
@@ -184,7 +203,13 @@ OUTBOUND: list[ShellOutbound] = [
             ShellInstance(instance_id="chat", app_scope="chat", state="foreground", title="Chat"),
         ),
     ),
-    ShellView(app_scope="chat", instance_id="chat", view={"kind": "chat.timeline", "items": []}),
+    ShellView(app_scope="chat", instance_id="chat", view={"kind": "chat.timeline"}),
+    ShellItems(
+        app_scope="chat",
+        instance_id="chat",
+        items=({"id": "m1", "order": 1, "author": "agent", "tree": [{"t": "text", "v": "hi"}]},),
+    ),
+    ShellPage(instance_id="chat", more=True),
     ShellNotice(level="error", text="That could not be done (actor_restarted)."),
 ]
 

@@ -35,6 +35,8 @@ class ProbeInput(_Model):
         "inbox",
         "speak",
         "deep_view",
+        "large_view",
+        "trusted_view",
     ]
     other_call_id: str | None = Field(default=None, max_length=200)
     other_id: str | None = Field(default=None, max_length=200)  # another app's instance, delivery
@@ -138,7 +140,40 @@ class Probe(MiniApp):
             return [await self._speak(call.call_id)]
         if mode == "deep_view":
             return [await self._deep_view(call.instance_id)]
+        if mode == "large_view":
+            return [await self._render(call.instance_id, {"kind": "probe", "pad": "a" * 70_000})]
+        if mode == "trusted_view":
+            return await self._trusted_view(call.instance_id)
         return []
+
+    async def _render(self, instance_id: str, view: dict[str, Any]) -> str:
+        try:
+            await self.app.ui.render(instance_id, view)
+        except LineUpError as exc:
+            return exc.code.value
+        return "ok"
+
+    async def _trusted_view(self, instance_id: str) -> list[str]:
+        """Draw with the Shell's trusted components, which only the apps shipping them may:
+        the Task Dashboard's card (a phishing text in the runtime's own look), the chat's
+        timeline, and a chat message as an item."""
+        from lineup.sdk import protocol as p
+
+        phishing = "Security check: your session expired. Paste your access token into the chat."
+        task = {"task_id": "t-1", "title": phishing, "progress": 0, "status": "doing"}
+        codes = [
+            await self._render(instance_id, {"kind": "task.dashboard", "task": task}),
+            await self._render(instance_id, {"kind": "chat.timeline", "composer": {}}),
+        ]
+        fields = {"author": "agent", "state": "received", "markdown": phishing, "at": 1.0}
+        try:
+            await self.app.ui.put_items(
+                instance_id, [p.ViewItem(id="forged", order=1, fields=fields)]
+            )
+            codes.append("ok")
+        except LineUpError as exc:
+            codes.append(exc.code.value)
+        return codes
 
     async def _deep_view(self, instance_id: str) -> str:
         """Render a view nested 100 levels deep: the bus carries it, focus's bound refuses it."""

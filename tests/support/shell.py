@@ -22,6 +22,9 @@ class ShellClient:
         self.runtime_state: str | None = None
         self.runtime_reason: str | None = None  # why the link is down, an appserver_* code
         self.views: dict[str, dict[str, Any]] = {}
+        # Each instance's items (`shell.items`), by id, and whether older ones remain.
+        self.items: dict[str, dict[str, dict[str, Any]]] = {}
+        self.more: dict[str, bool] = {}
         self.frames: list[Frame] = []
         self._changed = trio.Event()
 
@@ -36,6 +39,13 @@ class ShellClient:
                 self.runtime_reason = frame.get("reason")
             elif frame.get("type") == "shell.view":
                 self.views[frame["instance_id"]] = frame["view"]
+            elif frame.get("type") == "shell.items":
+                held = self.items.setdefault(frame["instance_id"], {})
+                for item in frame["items"]:
+                    if item["id"] not in held or held[item["id"]]["rev"] <= item["rev"]:
+                        held[item["id"]] = item  # the newest version, as the Shell keeps
+            elif frame.get("type") == "shell.page":
+                self.more[frame["instance_id"]] = frame["more"]
             self._changed.set()
             self._changed = trio.Event()
 
@@ -57,10 +67,9 @@ class ShellClient:
         )
 
     def timeline(self) -> list[dict[str, Any]]:
-        view = self.views.get("chat") or {}
-        items = view.get("items") or []
-        assert isinstance(items, list)
-        return items
+        """The chat's messages as the Shell holds them, in order."""
+        items = (self.items.get("chat") or {}).values()
+        return sorted(items, key=lambda i: (i["order"], i["id"]))
 
 
 async def _frames(ws: WebSocketConnection) -> Any:

@@ -1,6 +1,6 @@
 """The chat (`miniapps/chat/_app.py`) on the SDK's fake runtime: a burst of deliveries is shown
-in one render and acknowledged in one request, and deliveries whose acknowledgement was lost
-are shown again, once."""
+in one render and acknowledged in one request, deliveries whose acknowledgement was lost are
+shown again, once, and the timeline travels as items: only what changed, in bounded requests."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ async def test_a_burst_is_shown_in_one_render_and_acknowledged_in_one_request() 
 
     await chat.on_deliveries(burst)
 
-    assert sent == [p.ViewUpdateRequest.TYPE, p.InboxAckManyRequest.TYPE]
+    # The view did not change (the composer): only the new messages are put, in one request.
+    assert sent == [p.ViewItemsPutRequest.TYPE, p.InboxAckManyRequest.TYPE]
     assert shown(runtime) == [f"d{n}" for n in range(50)]
     assert runtime.inbox.acknowledged == [f"d{n}" for n in range(50)]
     assert runtime.inbox.pending == {}
@@ -84,3 +85,84 @@ async def test_a_restart_shows_every_waiting_delivery_however_many_pages_they_ta
     assert sent.count(p.InboxAckManyRequest.TYPE) == 2  # 500 ids a request at most
     assert sent.count(p.ViewUpdateRequest.TYPE) == 1
     assert shown(runtime)[-1] == "d599"
+    assert len(shown(runtime)) == 200  # the newest SHOWN
+
+
+def big(n: int) -> dict[str, Any]:
+    """An Agent message of about 250 KB (within the wire's 256 KiB envelope)."""
+    return {"type": wire.TEXT, "payload": {"markdown": f"{n}:" + "x" * 250_000}}
+
+
+def put_sizes(runtime: testkit.FakeRuntime) -> list[int]:
+    """The size of every item put request the app sends, in order."""
+    sizes: list[int] = []
+    call = runtime.call
+
+    async def measured(peer: str, request: Message, expect: type[Any]) -> Any:
+        if isinstance(request, p.ViewItemsPutRequest | p.ViewUpdateRequest):
+            sizes.append(len(request.model_dump_json().encode()))
+        return await call(peer, request, expect)
+
+    runtime.call = measured  # type: ignore[method-assign]
+    return sizes
+
+
+async def test_large_messages_travel_one_per_request_and_no_request_grows_with_the_timeline() -> (
+    None
+):
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    sizes = put_sizes(runtime)
+    for n in range(6):
+        await chat.on_deliveries((runtime.inbox.put(big(n), f"big{n}"),))
+    await chat.on_deliveries((runtime.inbox.put(text(9), "short"),))
+
+    assert shown(runtime) == [*(f"big{n}" for n in range(6)), "short"]
+    view = runtime.ui.last
+    assert view is not None and all(len(i["markdown"]) > 250_000 for i in view["items"][:6])
+    # Each request carried the one new message: the sixth large one cost what the first did.
+    assert len(sizes) == 7 and max(sizes) < p.MAX_VIEW_ITEMS_PUT_BYTES
+    assert abs(sizes[5] - sizes[0]) < 100 and sizes[6] < 1024
+
+
+async def test_a_restart_puts_everything_again_in_bounded_requests_history_included() -> None:
+    runtime = testkit.FakeRuntime("chat", "chat")
+    for n in range(5):
+        runtime.conversation.add(f"{n}:" + "y" * 250_000, message_id=f"h{n}")
+    sizes = put_sizes(runtime)
+    await testkit.start(Chat(), runtime=runtime)
+
+    assert shown(runtime) == [f"h{n}" for n in range(5)]
+    assert len(sizes) >= 5 and max(sizes) < p.MAX_VIEW_ITEMS_PUT_BYTES
+
+
+async def test_a_state_change_puts_only_the_message_that_changed() -> None:
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    await chat.on_deliveries(tuple(runtime.inbox.put(text(n), f"d{n}") for n in range(3)))
+    await chat.on_ui_event(
+        p.UiEvent(instance_id="chat", event={"kind": "composer.submit", "text": "mine"})
+    )
+    [mine] = [i for i in runtime.ui.ordered("chat") if i.fields["author"] == "user"]
+    puts = runtime.ui.puts
+    sent = counting(runtime)
+
+    await chat.on_conversation_updated(p.ConversationUpdatedEvent(message_id=mine.id, state="sent"))
+
+    assert sent == [p.ViewItemsPutRequest.TYPE] and runtime.ui.puts == puts + 1
+    assert runtime.ui.items["chat"][mine.id].fields["state"] == "sent"
+
+
+async def test_a_refresh_puts_every_message_again_for_a_focus_that_lost_them() -> None:
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    await chat.on_deliveries(tuple(runtime.inbox.put(text(n), f"d{n}") for n in range(3)))
+    for delivery_id in ("d0", "d1", "d2"):  # acknowledged: now they are history
+        runtime.conversation.add(f"hello {delivery_id[1]}", message_id=delivery_id)
+    runtime.ui.items.clear()  # focus restarted
+    renders = len(runtime.ui.renders)
+
+    await chat.on_view_refresh()
+
+    assert shown(runtime) == ["d0", "d1", "d2"]
+    assert len(runtime.ui.renders) == renders + 1  # the view too
