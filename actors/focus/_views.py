@@ -86,10 +86,18 @@ class ViewBook:
         return owner is None or (owner == app_scope and app_scope in self._trusted)
 
     def set_view(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> None:
-        """Take the instance's new view. Raises `ViewRefused` past a bound (the view is then
-        not taken): `invalid_arguments` (too many keys), `envelope_too_large` (bytes, a
-        string, …), `envelope_too_deep`, `envelope_malformed`, or `permission_denied` (a
-        trusted kind this app may not use)."""
+        """Take the instance's new view, once `check_view` passes it (else it is not taken)."""
+        self.check_view(app_scope, view)
+        entry = self._entry(app_scope, instance_id)
+        shown = AppView(
+            app_scope=app_scope, instance_id=instance_id, view=view, items=len(entry.items)
+        )
+        entry.view = entry.unpushed_view = shown
+
+    def check_view(self, app_scope: str, view: dict[str, Any]) -> None:
+        """Every bound a view must keep. Raises `ViewRefused`: `invalid_arguments` (too many
+        keys), `envelope_too_large` (bytes, a string, …), `envelope_too_deep`,
+        `envelope_malformed`, or `permission_denied` (a trusted kind this app may not use)."""
         if len(view) > MAX_VIEW_KEYS:
             raise ViewRefused(ErrorCode.INVALID_ARGUMENTS, "view too wide")
         _check(view)
@@ -97,11 +105,6 @@ class ViewBook:
             raise ViewRefused(ErrorCode.ENVELOPE_TOO_LARGE, "view bytes")
         if not self.may_show(app_scope, view.get("kind")):
             raise ViewRefused(ErrorCode.PERMISSION_DENIED, "trusted component")
-        entry = self._entry(app_scope, instance_id)
-        shown = AppView(
-            app_scope=app_scope, instance_id=instance_id, view=view, items=len(entry.items)
-        )
-        entry.view = entry.unpushed_view = shown
 
     def put_items(self, app_scope: str, instance_id: str, items: tuple[sdk.ViewItem, ...]) -> int:
         """Add or replace items; returns how many changed. Raises `ViewRefused` (nothing is

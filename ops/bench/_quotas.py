@@ -4,9 +4,10 @@ A MiniApp's bus and the router's and focus's buses, in one process, joined by re
 pairs: one tool call is what the SDK sends for it (take, one progress report, complete), one view
 update is a `focus.sdk.view.update` of a ~2 KiB view. With the bounds, the router's and
 focus's channels from the app run the MiniApp rate bucket on every frame, the router passes each
-progress report through the coalescer (`_progress`), and focus checks the view's keys and
-document limits; without them, the same frames get the same answers unchecked. Rounds of each
-are interleaved, and the figure is the median time per operation: the ratio is the cost.
+progress report through the coalescer (`_progress`), and focus checks the view as it does
+(`ViewBook.check_view`: keys, document limits, bytes, trust); without them, the same frames get
+the same answers unchecked. Rounds of each are interleaved, and the figure is the median time
+per operation: the ratio is the cost.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Final
 
 import trio
 
-from lineup.actors.focus._actor import MAX_VIEW_KEYS
+from lineup.actors.focus._views import ViewBook
 from lineup.actors.kernel import (
     ActorKind,
     Bus,
@@ -33,7 +34,6 @@ from lineup.actors.kernel import (
 from lineup.actors.kernel.bus import MINIAPP_BURST
 from lineup.actors.router._progress import ProgressCoalescer
 from lineup.sdk import protocol as sdk
-from lineup.wire._limits import check_document
 
 __all__ = ["bounds_cost"]
 
@@ -56,6 +56,7 @@ class _Side:
     def __init__(self) -> None:
         self.bounded = True
         self.progress: ProgressCoalescer[sdk.ToolProgressRequest] = ProgressCoalescer()
+        self.views = ViewBook(trusted=frozenset())  # focus's own checks of a view
 
     def router(self, env: Envelope) -> Message:
         body = env.body
@@ -73,9 +74,7 @@ class _Side:
         body = env.body
         if isinstance(body, sdk.ViewUpdateRequest):
             if self.bounded:
-                if len(body.view) > MAX_VIEW_KEYS:
-                    raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "view")
-                check_document(body.view)
+                self.views.check_view(APP.name.removeprefix("miniapp:"), body.view)
             return sdk.CommandReceipt(id=body.instance_id)
         raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
 
