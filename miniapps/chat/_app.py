@@ -11,6 +11,7 @@ echo) as soon as the runtime has stored it, becomes `sent` when the AppServer ha
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import uuid
@@ -28,6 +29,7 @@ MAX_TEXT: Final = 64 * 1024
 INBOX_PAGE: Final = 500  # deliveries listed per request when (re)loading
 HISTORY_PAGE: Final = 500  # history rows asked for per request (the runtime may send fewer)
 _FIELDS: Final = ("author", "state", "markdown", "at")
+MAX_ITEM_ID: Final = 200  # an item id's length (`sdk.protocol.Id`)
 
 
 class Chat(MiniApp):
@@ -49,8 +51,10 @@ class Chat(MiniApp):
         after = 0
         while history := await self.app.conversation.history(after_seq=after, limit=HISTORY_PAGE):
             for item in history:
-                self._items[item.message_id] = {
-                    "id": item.message_id,
+                key = _key(item.author, item.message_id)
+                self._items[key] = {
+                    "id": key,
+                    "message_id": item.message_id,
                     "seq": item.seq,
                     "author": item.author,
                     "state": item.state,
@@ -76,10 +80,12 @@ class Chat(MiniApp):
         if envelope.get("type") != "lineup.v1.text":
             return
         payload = envelope.get("payload") or {}
+        key = _key("agent", delivery.delivery_id)
         self._items.setdefault(
-            delivery.delivery_id,
+            key,
             {
-                "id": delivery.delivery_id,
+                "id": key,
+                "message_id": delivery.delivery_id,
                 "seq": delivery.seq,
                 "author": "agent",
                 "state": "received",
@@ -101,7 +107,7 @@ class Chat(MiniApp):
         if kind == "composer.submit":
             text = event.event.get("text")
             message_id = _client_id(event.event.get("client_id"))
-            if message_id in self._items:
+            if _key("user", message_id) in self._items:
                 # The Shell resubmitted after a reconnect: this message is already ours.
                 await self._render()
             # Blank text is not sent; other text is sent as typed (indentation is Markdown).
@@ -111,26 +117,28 @@ class Chat(MiniApp):
             retried = event.event.get("message_id")
             item = self._items.get(retried) if isinstance(retried, str) else None
             if item is not None and item["state"] == "failed" and item["seq"] is None:
-                await self._send(item["id"], item["markdown"])  # it was never queued
+                await self._send(item["message_id"], item["markdown"])  # it was never queued
             elif item is not None and item["state"] == "failed":
                 item["state"] = "pending"
                 await self._render()
                 try:
-                    await self.app.conversation.retry(item["id"])
+                    await self.app.conversation.retry(item["message_id"])
                 except LineUpError:
                     item["state"] = "failed"
                     await self._render()
 
     async def _send(self, message_id: str, markdown: str) -> None:
+        key = _key("user", message_id)
         item = {
-            "id": message_id,
+            "id": key,
+            "message_id": message_id,
             "seq": None,
             "author": "user",
             "state": "pending",
             "markdown": markdown,
             "at": time.time(),
         }
-        self._items[message_id] = item
+        self._items[key] = item
         try:
             receipt = await self.app.conversation.send_text(message_id, markdown)
             item["seq"] = receipt.seq
@@ -142,7 +150,7 @@ class Chat(MiniApp):
         await self._render()
 
     async def on_conversation_updated(self, event: p.ConversationUpdatedEvent) -> None:
-        item = self._items.get(event.message_id)
+        item = self._items.get(_key("user", event.message_id))
         if item is not None:
             item["state"] = event.state
             await self._render()
@@ -174,6 +182,18 @@ class Chat(MiniApp):
         if changed:
             await self.app.ui.put_items(self.app.instance_id, changed)
             self._put.update((item.id, item.fields) for item in changed)
+
+
+def _key(author: str, message_id: str) -> str:
+    """An item's id: the user's messages (the chat's own ids) and the Agent's (ids the Agent
+    chose) are two namespaces, so an id in one never hides a message of the other. An Agent's
+    id too long for an item id with its prefix is named by its digest."""
+    if author == "user":
+        return f"user:{message_id}"
+    key = f"agent:{message_id}"
+    if len(key) <= MAX_ITEM_ID:
+        return key
+    return "agent#" + hashlib.blake2b(message_id.encode(), digest_size=16).hexdigest()
 
 
 def _order(item: dict[str, Any]) -> int:

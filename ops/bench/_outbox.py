@@ -59,7 +59,7 @@ async def outbox_drain(n: int) -> float:
                     await ws.send_message(
                         json.dumps({"type": "ui.event", "instance_id": "chat", "event": event})
                     )
-                await shell.until_all(ids, "pending")
+                await shell.until_all([f"user:{i}" for i in ids], "pending")  # their items
                 arrived = await _arrivals(plan.appserver_url, proxy, n)
                 reading.cancel_scope.cancel()
             nursery.cancel_scope.cancel()

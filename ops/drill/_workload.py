@@ -336,7 +336,7 @@ class ShellUser:
         """Submit until the message shows in one of `states`. A resubmit (after a drop, or
         when nothing showed for a while) carries the same client id: the same message."""
         text = self._texts[client_id]
-        message_id = f"user-{client_id}"
+        message_id = f"user:user-{client_id}"  # its item at the Shell: the chat's user namespace
         event = {"kind": "composer.submit", "text": text, "client_id": client_id}
         frame = {"type": "ui.event", "app_scope": "chat", "instance_id": "chat", "event": event}
         attempts = 0

@@ -110,3 +110,25 @@ async def test_an_agent_text_reusing_a_users_message_id_is_refused_and_the_runti
         event_prefix="router.envelope_rejected",
     )
     assert set(restarts(runtime).values()) == {0}
+
+
+async def test_an_id_a_miniapp_chose_never_blocks_an_agent_message_that_uses_it_later(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # Finding 2: the chat's own id for a message (its retry key, `user-<client id>`) is the id
+    # an Agent uses next. The wire id was the runtime's, so the two never meet.
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    await submit(shell, "hello", "msg-0042-chosen")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: user_states(s) == ["sent"])
+    agent = await agent_client(nursery, runtime.appserver_url)
+    [sent] = await messages_at_agent(agent)
+    assert sent["id"].startswith("lu:")
+    assert "msg-0042-chosen" not in sent["id"]
+
+    await agent.send(agent_text("user-msg-0042-chosen", "an Agent's own message"), "own-1")
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: texts(s, "agent") == ["an Agent's own message"])
+    assert texts(shell, "user") == ["hello"]
+    assert set(restarts(runtime).values()) == {0}

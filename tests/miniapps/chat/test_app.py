@@ -35,7 +35,7 @@ def counting(runtime: testkit.FakeRuntime) -> list[str]:
 def shown(runtime: testkit.FakeRuntime) -> list[str]:
     view = runtime.ui.last
     assert view is not None
-    return [item["id"] for item in view["items"]]
+    return [item["id"].split(":", 1)[1] for item in view["items"]]  # without "agent:"/"user:"
 
 
 async def test_a_burst_is_shown_in_one_render_and_acknowledged_in_one_request() -> None:
@@ -147,7 +147,10 @@ async def test_a_state_change_puts_only_the_message_that_changed() -> None:
     puts = runtime.ui.puts
     sent = counting(runtime)
 
-    await chat.on_conversation_updated(p.ConversationUpdatedEvent(message_id=mine.id, state="sent"))
+    message_id = mine.id.removeprefix("user:")  # the chat's own id for it, as the runtime says
+    await chat.on_conversation_updated(
+        p.ConversationUpdatedEvent(message_id=message_id, state="sent")
+    )
 
     assert sent == [p.ViewItemsPutRequest.TYPE] and runtime.ui.puts == puts + 1
     assert runtime.ui.items["chat"][mine.id].fields["state"] == "sent"
@@ -166,3 +169,27 @@ async def test_a_refresh_puts_every_message_again_for_a_focus_that_lost_them() -
 
     assert shown(runtime) == ["d0", "d1", "d2"]
     assert len(runtime.ui.renders) == renders + 1  # the view too
+
+
+async def test_an_agent_message_whose_id_is_the_users_message_id_shows_beside_it() -> None:
+    # The Agent chose the id the chat gave a user's message (`user-<client id>`): two messages.
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    submit = {"kind": "composer.submit", "text": "mine", "client_id": "chosen-0001"}
+    await chat.on_ui_event(p.UiEvent(instance_id="chat", event=submit))
+    await chat.on_deliveries((runtime.inbox.put(text(1), "user-chosen-0001"),))
+
+    items = runtime.ui.ordered("chat")
+    assert sorted(i.fields["author"] for i in items) == ["agent", "user"]
+    assert len({i.id for i in items}) == 2
+
+
+async def test_an_agent_message_id_as_long_as_the_wire_allows_is_shown() -> None:
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    long_ids = ["x" * 200, "y" * 200]
+    await chat.on_deliveries(tuple(runtime.inbox.put(text(n), i) for n, i in enumerate(long_ids)))
+
+    items = runtime.ui.ordered("chat")
+    assert len(items) == 2 and len({i.id for i in items}) == 2
+    assert all(len(i.id) <= 200 for i in items)
