@@ -6,6 +6,29 @@ config; it tries every attack in turn, writes what each got to its private data 
 only then reports ready. Each attack must fail with the errno of the layer that stops it, each
 seccomp denial must leave the supervisor's audit row, and the process itself keeps running (it
 answers over the bus afterwards).
+
+The hostile-input suite (issue 11), one real-process test per finding, each asserting the
+stable code, the audit row and that the runtime kept serving. Those that need the whole tree
+(an Agent, the Shell, the SDK) live beside the tests of their path:
+1. an Agent text reusing a user message's id, then a restart on the same data dir:
+   `tests/e2e/test_message_ids.py::test_an_agent_text_reusing_a_users_message_id_…`;
+2. an id a MiniApp chose, used by the Agent later: `test_message_ids.py::test_an_id_a_miniapp_…`
+   (the runtime mints every outbound id: `tests/actors/router/test_ids.py`);
+3. the Shell's socket, any client: `tests/e2e/test_shell_socket.py` (pipelined close frames and
+   GETs, handshake refusals, a frame over the limit, ten thousand refused frames);
+4. large Agent messages, shown in full before and after restarts: `tests/e2e/test_chat_pages.py`
+   and in Chromium `tests/browser/test_chat_pages_e2e.py`;
+5. only the chat speaks as the user: `tests/e2e/test_tools.py::test_only_the_chat_speaks_…`;
+6. a view nested too deep, or over 64 KiB: `test_tools.py::test_a_view_nested_too_deep_…`,
+   `test_chat_pages.py::test_a_view_over_64_kib_…`;
+7. quotas: `apps.open`, progress, denied and malformed frames, a MiniApp that exits:
+   `tests/e2e/test_quotas.py`; disk and threads: here (`…_disk_quota_…`, `…_pids_cgroup_…`);
+8. no terminal: here (`test_a_miniapp_of_a_tree_run_in_a_terminal_has_no_terminal`);
+9. read only what it runs: here (`test_a_miniapp_reads_only_the_code_it_runs_…`);
+10. NaN and Infinity: `tests/e2e/test_session_data.py` (session data, a raw bus frame);
+11. trusted components: `test_chat_pages.py::test_a_configured_app_drawing_with_trusted_…`;
+12. the password: `tests/supervisor/test_cli.py::test_the_appserver_password_…`;
+and poison at rest, a data dir with undecodable rows: `tests/e2e/test_dead_letters.py`.
 """
 
 from __future__ import annotations
