@@ -44,7 +44,6 @@ from lineup.sdk.protocol import ViewItem
 
 from ._listener import serve
 from ._markdown import markdown_tree
-from ._refusals import RefusalLedger
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
 from .shell_protocol import (
@@ -76,7 +75,6 @@ MAX_TREE_BYTES: Final = 2 * 1024 * 1024  # one message's tree (a Shell frame hol
 VIEW_QUEUE: Final = 256
 _RESERVED: Final = frozenset({"id", "order", "rev", "markdown", "tree"})
 REFUSED: Final = "hostbridge.shell_frame_refused"
-REFUSALS_DROPPED: Final = "hostbridge.refusals_dropped"
 
 
 class TreeCache:
@@ -145,7 +143,6 @@ class HostbridgeActor(Actor):
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
         ](VIEW_QUEUE)
-        self._refusals = RefusalLedger()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         settings = self.ctx.config.get("hostbridge")
@@ -164,7 +161,6 @@ class HostbridgeActor(Actor):
         async with trio.open_nursery() as nursery:
             await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
-            nursery.start_soon(self._report_dropped_refusals)
             task_status.started()
 
     # ------------------------------------------------------------------ runtime → Shell
@@ -369,23 +365,17 @@ class HostbridgeActor(Actor):
         code: str = ErrorCode.INVALID_ARGUMENTS.value,
     ) -> None:
         """A Shell frame failed the protocol (or a handshake a check, `event`): refused, and
-        recorded by type (never content), at a bounded rate per event (`RefusalLedger`): past
-        it, only counted."""
-        now = trio.current_time()
-        self._report_dropped(now)
-        if self._refusals.admit(event, now):
-            self._audit_user(event, message_type, code=code)
-
-    def _report_dropped(self, now: float) -> None:
-        for kind, dropped in self._refusals.due(now):
-            # The count rides in subject_id: an audit row has no number field.
-            self._audit_user(REFUSALS_DROPPED, kind, subject_id=str(dropped))
-
-    async def _report_dropped_refusals(self) -> None:
-        """Counter rows for windows that ended with drops, even if no refusal follows."""
-        while True:
-            await trio.sleep(self._refusals.window / 2)
-            self._report_dropped(trio.current_time())
+        recorded by type (never content), within the bus's bound per offender: past it, only
+        counted (`audit.suppressed`)."""
+        self.bus.audit_refusal(
+            AuditRecord(
+                event=event,
+                actor="hostbridge",
+                peer="user",
+                code=code,
+                message_type=None if message_type is None else message_type[:100],
+            )
+        )
 
 
 def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:

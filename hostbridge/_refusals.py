@@ -1,59 +1,26 @@
-"""Which refusals at the Shell's socket become audit rows, and log lines: a bounded number per
-window.
+"""Which refusals at the Shell's socket become log lines: one per kind per window.
 
 Any local process can reach the socket and send what the server refuses (frames outside the
-protocol, handshakes without the token, bytes h11 cannot parse), as fast as it likes; one row or
-one log line each would let it flood the audit table or the log. Per kind of refusal (its audit
-event), the first `max_rows` of a window become rows and the rest are only counted; once a
-window with drops is over, one counter row says how many were dropped (`RefusalLedger`, no I/O:
-the caller passes the time). The log gets one line per kind per `LOG_WINDOW`, never a traceback,
-and the count of the lines it left out with the next one (`RefusalLog`).
+protocol, handshakes without the token, bytes h11 cannot parse), as fast as it likes; one log
+line each would let it flood the log. The log gets one line per kind per `LOG_WINDOW`, never a
+traceback, and the count of the lines it left out with that kind's next line, by the kernel's
+`RefusalLedger` (the one that bounds every actor's refusal rows in the audit: the hostbridge's
+go through `Bus.audit_refusal`, offender `user`).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["LOG_WINDOW", "RefusalLedger", "RefusalLog"]
+from lineup.actors.kernel.audit import RefusalLedger
 
-WINDOW: Final = 2.0  # seconds
-MAX_ROWS_PER_WINDOW: Final = 20  # per kind of refusal
+__all__ = ["LOG_WINDOW", "RefusalLog"]
+
 LOG_WINDOW: Final = 10.0  # seconds per log line of one kind
-
-
-@dataclass
-class RefusalLedger:
-    window: float = WINDOW
-    max_rows: int = MAX_ROWS_PER_WINDOW
-    _opened: dict[str, float] = field(default_factory=dict)
-    _rows: dict[str, int] = field(default_factory=dict)
-    _dropped: dict[str, int] = field(default_factory=dict)
-
-    def admit(self, kind: str, now: float) -> bool:
-        """One refusal of `kind` at `now`: True if it gets its own row. Call `due` first, so
-        a window that is over is reported before a new one opens."""
-        if kind not in self._opened:
-            self._opened[kind], self._rows[kind], self._dropped[kind] = now, 0, 0
-        if self._rows[kind] < self.max_rows:
-            self._rows[kind] += 1
-            return True
-        self._dropped[kind] += 1
-        return False
-
-    def due(self, now: float) -> list[tuple[str, int]]:
-        """The windows that are over, forgotten: (kind, refusals dropped) for each that dropped
-        any, for its counter row."""
-        out: list[tuple[str, int]] = []
-        for kind, opened in list(self._opened.items()):
-            if now - opened >= self.window:
-                if self._dropped[kind]:
-                    out.append((kind, self._dropped[kind]))
-                del self._opened[kind], self._rows[kind], self._dropped[kind]
-        return out
 
 
 class RefusalLog:
@@ -70,12 +37,12 @@ class RefusalLog:
     ) -> None:
         self._logger = logger
         self._clock = clock
-        self._ledger = RefusalLedger(window=window, max_rows=1)
+        self._ledger = RefusalLedger(window=window, rows=1, stop_after=sys.maxsize)
 
     def refused(self, event: str, **fields: object) -> None:
-        now = self._clock()
-        for kind, dropped in self._ledger.due(now):
-            self._logger.warning("%s suppressed=%d", kind, dropped)
         kind = " ".join([event, *(f"{name}={value}" for name, value in fields.items())])
-        if self._ledger.admit(kind, now):
+        verdict = self._ledger.note(kind, "", None, self._clock())
+        if verdict.left_over is not None:
+            self._logger.warning("%s suppressed=%d", kind, verdict.left_over.count)
+        if verdict.write:
             self._logger.warning("%s", kind)

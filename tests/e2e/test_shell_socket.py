@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode
-from lineup.hostbridge._actor import REFUSALS_DROPPED, REFUSED
+from lineup.actors.kernel.audit import SUPPRESSED
+from lineup.hostbridge._actor import REFUSED
 from lineup.hostbridge._server import HANDSHAKE_REFUSED
 from lineup.hostbridge.shell_protocol import MAX_SHELL_FRAME_BYTES
 from lineup.supervisor import Supervisor
@@ -95,17 +96,10 @@ async def test_refused_handshakes_are_audited_at_a_bounded_rate_and_every_one_is
 
     def accounted(rows: tuple[object, ...]) -> int:
         written = [r for r in rows if getattr(r, "event", None) == HANDSHAKE_REFUSED]
-        dropped = [
-            r
-            for r in rows
-            if getattr(r, "event", None) == REFUSALS_DROPPED
-            and getattr(r, "message_type", None) == HANDSHAKE_REFUSED
-        ]
+        dropped = [r for r in rows if getattr(r, "event", None) == SUPPRESSED]
         return len(written) + sum(int(getattr(r, "subject_id", 0) or 0) for r in dropped)
 
-    rows = await audit_rows(
-        auditor, lambda rows: accounted(rows) >= 2 * ATTACKS, event_prefix="hostbridge."
-    )
+    rows = await audit_rows(auditor, lambda rows: accounted(rows) >= 2 * ATTACKS, peer="user")
     assert accounted(rows) == 2 * ATTACKS
     written = [r for r in rows if r.event == HANDSHAKE_REFUSED]
     assert 1 <= len(written) < 2 * ATTACKS  # bounded: not one row each
@@ -225,17 +219,17 @@ async def test_ten_thousand_refused_frames_write_a_bounded_number_of_audit_rows_
 
     def accounted(rows: tuple[object, ...]) -> int:
         written = [r for r in rows if getattr(r, "event", None) == REFUSED]
-        dropped = [r for r in rows if getattr(r, "event", None) == REFUSALS_DROPPED]
+        dropped = [r for r in rows if getattr(r, "event", None) == SUPPRESSED]
         return len(written) + sum(int(getattr(r, "subject_id", 0) or 0) for r in dropped)
 
-    rows = await audit_rows(
-        auditor, lambda rows: accounted(rows) >= flood, event_prefix="hostbridge."
-    )
+    rows = await audit_rows(auditor, lambda rows: accounted(rows) >= flood, peer="user")
     written = [r for r in rows if r.event == REFUSED]
-    dropped = [r for r in rows if r.event == REFUSALS_DROPPED]
+    dropped = [r for r in rows if r.event == SUPPRESSED]
     assert accounted(rows) == flood
     assert 1 <= len(written) <= 100
     assert {(r.code, r.message_type) for r in written} == {
         (ErrorCode.INVALID_ARGUMENTS.value, None)
     }
-    assert dropped and all(r.message_type == REFUSED for r in dropped)
+    assert dropped and {(r.actor, r.code) for r in dropped} == {
+        ("hostbridge", ErrorCode.INVALID_ARGUMENTS.value)
+    }

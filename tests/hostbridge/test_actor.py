@@ -39,6 +39,11 @@ class FakeBus:
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
+
+    def audit_refusal(self, record: AuditRecord) -> bool:
+        """Every refusal kept (the real bus bounds them per offender: its own tests)."""
+        self.audits.append(record)
+        return False
         self.changed.set()
 
     async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
