@@ -39,12 +39,12 @@ class FakeBus:
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
+        self.changed.set()
 
     def audit_refusal(self, record: AuditRecord) -> bool:
         """Every refusal kept (the real bus bounds them per offender: its own tests)."""
-        self.audits.append(record)
+        self.audit(record)
         return False
-        self.changed.set()
 
     async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
         self.requests.append(body)
