@@ -245,7 +245,7 @@ async def test_any_json_an_agent_relays_is_delivered_or_refused_with_a_code_and_
     await agent.say(CONVERSATION, "after the fuzz", idempotency_key="good-1")
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: "after the fuzz" in texts(s, "agent"))
-    shown = {i["id"] for i in shell.timeline()}
+    shown = shell.agent_message_ids()
     auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
     refusals = ("transport.envelope_refused", "router.envelope_rejected")
     rows = await audit_rows(

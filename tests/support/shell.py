@@ -71,6 +71,10 @@ class ShellClient:
         items = (self.items.get("chat") or {}).values()
         return sorted(items, key=lambda i: (i["order"], i["id"]))
 
+    def agent_message_ids(self) -> set[str]:
+        """The ids of the Agent's messages the chat shows (its items are `agent:<id>`)."""
+        return {i["id"].removeprefix("agent:") for i in self.timeline() if i["author"] == "agent"}
+
 
 async def _frames(ws: WebSocketConnection) -> Any:
     from trio_websocket import ConnectionClosed
