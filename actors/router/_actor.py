@@ -591,7 +591,9 @@ class RouterActor(Actor):
     @handles(InstanceEvent)
     async def on_instance_event(self, msg: InstanceEvent, env: Envelope) -> None:
         # Focus tells, never asks: the reaction runs here, and focus has already moved on.
-        if msg.event == "ready":
+        if msg.event == "started":
+            self.tools.instance_started(msg.app_scope)
+        elif msg.event == "ready":
             self._nursery.start_soon(self.tools.release, msg.instance_id, msg.app_scope)
         elif msg.event in ("ended", "failed"):
             self._nursery.start_soon(

@@ -35,7 +35,7 @@ import heapq
 import logging
 import math
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any, Final, NamedTuple, TypeVar
 
 import trio
@@ -158,6 +158,11 @@ class ToolPipeline:
         self._progress: ProgressCoalescer[tuple[_Known, sdk.ToolProgressRequest]] = (
             ProgressCoalescer()
         )
+        # Launches whose instance focus has not announced yet, by app, in admission order: a
+        # call after one, for that app's instance, is for the instance it opens (the Agent's
+        # order), so it waits for it rather than find none (`_find`).
+        self._unannounced: dict[str, deque[str]] = {}
+        self._announced = trio.Event()  # set, and replaced, whenever one of them moves on
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -379,6 +384,7 @@ class ToolPipeline:
             reply = await self._step(call_id, "admit", new=facts)
             if reply.created:
                 assert self._nursery is not None
+                self._unannounced.setdefault(facts.app_scope, deque()).append(call_id)
                 self._nursery.start_soon(self._launch, reply.call)
             return
         await self._route(call_id, facts, descriptor, envelope.scope.instance_id)
@@ -435,18 +441,11 @@ class ToolPipeline:
         (no such instance, `foreground_required`). `facts` is given for a call not yet recorded
         (its birth); None for one recorded `received` by an earlier router."""
         scope = descriptor.method.split(".", 1)[0]
+        request = FindInstanceRequest(
+            app_scope=scope, instance_id=instance_id, foreground=descriptor.handling == "foreground"
+        )
         try:
-            instance = await self.bus.request(
-                "focus",
-                FindInstanceRequest(
-                    app_scope=scope,
-                    instance_id=instance_id,
-                    foreground=descriptor.handling == "foreground",
-                ),
-                expect=InstanceReply,
-                timeout=STORE_TIMEOUT,
-                retry=True,
-            )
+            instance = await self._find(request)
         except LineUpError as exc:
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
             if facts is not None:
@@ -467,10 +466,58 @@ class ToolPipeline:
         else:
             await self._step(call_id, "hand_over", new=facts, instance_id=instance.instance_id)
 
+    async def _find(self, request: FindInstanceRequest) -> InstanceReply:
+        """Focus's instance for a call. None yet, while a launch of that app admitted before
+        the call has not made its own: wait until it has (announced `started`) or failed, and
+        look once more."""
+        try:
+            return await self._ask_focus(request)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND or request.instance_id:
+                raise
+            if not self._unannounced.get(request.app_scope):
+                raise
+        with trio.move_on_after(STORE_TIMEOUT):
+            while self._unannounced.get(request.app_scope):
+                await self._announced.wait()
+        return await self._ask_focus(request)
+
+    async def _ask_focus(self, request: FindInstanceRequest) -> InstanceReply:
+        return await self.bus.request(
+            "focus", request, expect=InstanceReply, timeout=STORE_TIMEOUT, retry=True
+        )
+
+    def instance_started(self, app_scope: str) -> None:
+        """Focus announced a new instance of `app_scope`: the oldest launch of it waiting to be
+        announced has its instance (one instance per launch, announced in the order focus
+        made them)."""
+        waiting = self._unannounced.get(app_scope)
+        if waiting:
+            waiting.popleft()
+            self._settle_announced(app_scope)
+
+    def _launch_over(self, app_scope: str, call_id: str) -> None:
+        waiting = self._unannounced.get(app_scope)
+        if waiting and call_id in waiting:
+            waiting.remove(call_id)  # it ended before focus made its instance
+            self._settle_announced(app_scope)
+
+    def _settle_announced(self, app_scope: str) -> None:
+        if not self._unannounced.get(app_scope):
+            self._unannounced.pop(app_scope, None)
+        self._announced.set()
+        self._announced = trio.Event()
+
     async def _launch(self, call: ToolCallRow) -> None:
         """Start the instance a `launch` call opens, then hand the call to it (`activated`,
         which also releases the calls held for that instance). A start that fails or is
         cancelled ends the call with the receipt of the same name."""
+        try:
+            await self._launch_and_hand_over(call)
+        finally:
+            self._launch_over(call.app_scope, call.call_id)
+
+    async def _launch_and_hand_over(self, call: ToolCallRow) -> None:
         try:
             if call.state == "received":
                 await self._step(call.call_id, "activate")
