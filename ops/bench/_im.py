@@ -62,8 +62,8 @@ class _Chat:
                 if frame.get("type") != "shell.items":  # the timeline's new messages
                     continue
                 now = time.perf_counter()
-                for item in frame["items"]:
-                    self.seen.setdefault(item["id"], now)
+                for item in frame["items"]:  # an Agent message's item is `agent:<its id>`
+                    self.seen.setdefault(str(item["id"]).removeprefix("agent:"), now)
                 self.changed.set()
                 self.changed = trio.Event()
 
