@@ -277,16 +277,7 @@ class HostbridgeActor(Actor):
         subject_id: str | None = None,
     ) -> None:
         """A row for what the user did at the Shell (its kind and target, never its text)."""
-        self.bus.audit(
-            AuditRecord(
-                event=event,
-                actor="hostbridge",
-                peer="user",
-                code=code,
-                message_type=None if message_type is None else message_type[:100],
-                subject_id=None if subject_id is None else subject_id[:200],
-            )
-        )
+        self.bus.audit(_user_record(event, message_type, code=code, subject_id=subject_id))
 
     def _error_notice(self, text: str) -> None:
         self.hub.broadcast(ShellNotice(level="error", text=text))
@@ -367,15 +358,21 @@ class HostbridgeActor(Actor):
         """A Shell frame failed the protocol (or a handshake a check, `event`): refused, and
         recorded by type (never content), within the bus's bound per offender: past it, only
         counted (`audit.suppressed`)."""
-        self.bus.audit_refusal(
-            AuditRecord(
-                event=event,
-                actor="hostbridge",
-                peer="user",
-                code=code,
-                message_type=None if message_type is None else message_type[:100],
-            )
-        )
+        self.bus.audit_refusal(_user_record(event, message_type, code=code))
+
+
+def _user_record(
+    event: str, message_type: str | None, *, code: str | None, subject_id: str | None = None
+) -> AuditRecord:
+    """An audit row about the user at the Shell: kinds and ids only, cut to the row's bounds."""
+    return AuditRecord(
+        event=event,
+        actor="hostbridge",
+        peer="user",
+        code=code,
+        message_type=None if message_type is None else message_type[:100],
+        subject_id=None if subject_id is None else subject_id[:200],
+    )
 
 
 def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:
