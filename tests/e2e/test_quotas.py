@@ -16,11 +16,9 @@ from lineup.actors.focus._actor import MAX_OPENED_PER_APP
 from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.actors.kernel.audit import REFUSAL_ROWS_PER_WINDOW, SUPPRESSED
 from lineup.actors.router._progress import PROGRESS_RATE
-from lineup.sdk.manifest import manifest_json
-from lineup.sdk.tools import manifest_of
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.flood_app import OPENS, Flood
-from lineup.tests.support.runtime import agent_client, start_runtime
+from lineup.tests.support.runtime import agent_client, start_runtime_with_app
 from lineup.tests.support.shell import connect_shell
 from lineup.tests.support.tree import attach, audit_rows
 
@@ -30,16 +28,7 @@ FLOODER = "miniapp:flood"
 
 
 async def flood_scene(nursery: trio.Nursery, data_dir: Path) -> Scene:
-    manifest = data_dir / "flood.json"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(manifest_json(manifest_of(Flood)))
-    app = {
-        "app_scope": "flood",
-        "manifest": str(manifest),
-        "entry": "lineup.tests.support.flood_app:Flood",
-        "title": "Flood",
-    }
-    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+    runtime = await start_runtime_with_app(nursery, data_dir, Flood, title="Flood")
     shell = await connect_shell(nursery, runtime.shell_url)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
     return Scene(runtime, shell, agent, await agent.inventory(), nursery)

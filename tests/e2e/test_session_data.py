@@ -9,12 +9,15 @@ import trio
 
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ActorKind, ErrorCode
-from lineup.sdk.manifest import manifest_json
-from lineup.sdk.tools import manifest_of
 from lineup.tests.e2e.test_im_link import texts
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.probe_app import Probe
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    Runtime,
+    agent_client,
+    start_runtime_with_app,
+)
 from lineup.tests.support.shell import connect_shell
 from lineup.tests.support.strict_json_app import StrictJson
 from lineup.tests.support.tree import attach, audit_rows
@@ -23,16 +26,7 @@ WAIT = 20.0
 
 
 async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    manifest = data_dir / "probe.json"
-    manifest.write_text(manifest_json(manifest_of(Probe)))
-    app = {
-        "app_scope": "probe",
-        "manifest": str(manifest),
-        "entry": "lineup.tests.support.probe_app:Probe",
-        "title": "Probe",
-    }
-    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+    return await start_runtime_with_app(nursery, data_dir, Probe, title="Probe")
 
 
 async def test_the_session_data_of_an_ended_instance_is_not_found_for_get_subscribe_or_replace(
@@ -102,16 +96,7 @@ async def test_a_live_instance_reads_and_writes_its_own_session_data(
 
 
 async def runtime_with_strict_app(nursery: trio.Nursery, data_dir: Path) -> Runtime:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    manifest = data_dir / "strict.json"
-    manifest.write_text(manifest_json(manifest_of(StrictJson)))
-    app = {
-        "app_scope": "strict",
-        "manifest": str(manifest),
-        "entry": "lineup.tests.support.strict_json_app:StrictJson",
-        "title": "Strict",
-    }
-    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+    return await start_runtime_with_app(nursery, data_dir, StrictJson, title="Strict")
 
 
 async def test_session_data_with_nan_infinity_or_a_lone_surrogate_is_refused_never_stored_as_null(

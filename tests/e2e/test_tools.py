@@ -26,8 +26,6 @@ from lineup.actors.store.messages import (
     ToolCallGetReply,
     ToolCallGetRequest,
 )
-from lineup.sdk.manifest import manifest_json
-from lineup.sdk.tools import manifest_of
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.process import wait_pid_gone
@@ -37,6 +35,7 @@ from lineup.tests.support.runtime import (
     Runtime,
     agent_client,
     start_runtime,
+    start_runtime_with_app,
 )
 from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 from lineup.tests.support.tree import attach, audit_rows
@@ -45,16 +44,7 @@ WAIT = 20.0
 
 
 async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
-    manifest = data_dir / "probe.json"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(manifest_json(manifest_of(Probe)))
-    app = {
-        "app_scope": "probe",
-        "manifest": str(manifest),
-        "entry": "lineup.tests.support.probe_app:Probe",
-        "title": "Probe",
-    }
-    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(app,))
+    return await start_runtime_with_app(nursery, data_dir, Probe, title="Probe")
 
 
 @dataclass

@@ -9,6 +9,9 @@ from typing import Any
 import trio
 
 from lineup.ops.agent import AgentClient
+from lineup.sdk import MiniApp
+from lineup.sdk.manifest import manifest_json
+from lineup.sdk.tools import manifest_of
 from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 
@@ -66,3 +69,21 @@ async def messages_at_agent(
         if not page or next_cursor == cursor:
             return out
         cursor = next_cursor
+
+
+async def start_runtime_with_app(
+    nursery: trio.Nursery, data_dir: Path, app: type[MiniApp], *, title: str
+) -> Runtime:
+    """The runtime (no demo Agent) in `data_dir / "rt"` with one configured SDK app beside the
+    catalogue's, as `--dev-app` would add it: its manifest generated into `data_dir`."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    scope = app.app_info.app_scope
+    manifest = data_dir / f"{scope}.json"
+    manifest.write_text(manifest_json(manifest_of(app)))
+    config = {
+        "app_scope": scope,
+        "manifest": str(manifest),
+        "entry": f"{app.__module__}:{app.__qualname__}",
+        "title": title,
+    }
+    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
