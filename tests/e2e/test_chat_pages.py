@@ -16,8 +16,12 @@ import trio
 
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.process import wait_pid_gone
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    agent_client,
+    kill_and_wait_restarted,
+    start_runtime,
+)
 from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 from lineup.tests.support.tree import audit_rows
 
@@ -80,24 +84,11 @@ async def test_large_messages_show_in_full_after_the_chat_focus_or_hostbridge_re
         await agent.client.say(CONVERSATION, text)
     await shows_and_leaves(nursery, runtime.shell_url, texts)
     for victim in ("miniapp:chat", "focus", "hostbridge"):
-        await restart(runtime, victim)
+        await kill_and_wait_restarted(runtime, victim, wait=WAIT)
         texts.append(f"after {victim} restarted")
         await agent.client.say(CONVERSATION, texts[-1])
         # A Shell that (re)connects now sees everything, each message whole.
         await shows_and_leaves(nursery, runtime.shell_url, texts)
-
-
-async def restart(runtime: Runtime, victim: str) -> None:
-    """SIGKILL `victim` and wait until the supervisor runs it again."""
-    child = runtime.supervisor.children[victim]
-    pid, incarnation = child.pid, child.incarnation
-    assert pid is not None
-    runtime.supervisor.kill(victim)
-    await wait_pid_gone(pid)
-    with trio.fail_after(WAIT):
-        await runtime.supervisor.wait_until(
-            lambda: child.incarnation > incarnation and child.state == "running"
-        )
 
 
 async def shows_and_leaves(nursery: trio.Nursery, shell_url: str, texts: list[str]) -> None:

@@ -11,7 +11,6 @@ from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.tests.e2e.test_im_link import texts
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.probe_app import Probe
 from lineup.tests.support.runtime import (
     CONVERSATION,
     Runtime,
@@ -22,11 +21,9 @@ from lineup.tests.support.shell import connect_shell
 from lineup.tests.support.strict_json_app import StrictJson
 from lineup.tests.support.tree import attach, audit_rows
 
+from .test_tools import runtime_with_probe
+
 WAIT = 20.0
-
-
-async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
-    return await start_runtime_with_app(nursery, data_dir, Probe, title="Probe")
 
 
 async def test_the_session_data_of_an_ended_instance_is_not_found_for_get_subscribe_or_replace(

@@ -34,6 +34,7 @@ from lineup.tests.support.runtime import (
     CONVERSATION,
     Runtime,
     agent_client,
+    kill_and_wait_restarted,
     start_runtime,
     start_runtime_with_app,
 )
@@ -591,17 +592,10 @@ async def test_a_sigkill_in_the_middle_of_a_call_still_ends_it_exactly_once(
     s = await scene(nursery, data_dir)
     runtime, shell, agent = s.runtime, s.shell, s.agent
     await s.open_dashboard("k-1", "t1", "Survive")
-    child = runtime.supervisor.children[victim]
-    pid, incarnation = child.pid, child.incarnation
-    assert pid is not None
-    runtime.supervisor.kill(victim)
-    await wait_pid_gone(pid)
+    await kill_and_wait_restarted(runtime, victim, wait=WAIT)
     # The dashboard is shown again (re-delivered to a restarted app, or re-sent after a
     # restart of the runtime side), and the user closes it.
     with trio.fail_after(WAIT):
-        await runtime.supervisor.wait_until(
-            lambda: child.incarnation > incarnation and child.state == "running"
-        )
         shell.views.clear()
         await shell.send({"type": "shell.ready"})
         await shell.wait_until(

@@ -67,9 +67,9 @@ class FakeBus:
 
 
 async def start_hostbridge(
-    nursery: trio.Nursery, tmp_path: Path
+    nursery: trio.Nursery, tmp_path: Path, bus: FakeBus | None = None
 ) -> tuple[HostbridgeActor, FakeBus, int]:
-    bus = FakeBus()
+    bus = bus if bus is not None else FakeBus()
     port = free_port()
     ctx = ActorContext(
         identity=Identity(ActorKind.HOSTBRIDGE, "hostbridge"),

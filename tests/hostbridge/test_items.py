@@ -19,17 +19,15 @@ from lineup.actors.focus.messages import (
     ViewsReply,
     ViewsRequest,
 )
-from lineup.actors.kernel import ActorContext, ActorKind, Identity, Message
-from lineup.hostbridge import HostbridgeActor
+from lineup.actors.kernel import Message
 from lineup.hostbridge._actor import MAX_TREE_BYTES, TreeCache
 from lineup.hostbridge._markdown import markdown_tree
 from lineup.hostbridge.messages import ViewItemsUpdatedEvent
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
-from lineup.supervisor._runtime import free_port
 from lineup.tests.support.shell import tree_text
 
-from .test_actor import TOKEN, FakeBus, next_frame
+from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
 
 BIG = "x" * 250_000
 
@@ -65,20 +63,6 @@ def page(items: list[ViewItem], more: bool) -> ViewItemsPageReply:
     return ViewItemsPageReply(app_scope="chat", instance_id="chat", items=tuple(items), more=more)
 
 
-async def start(nursery: trio.Nursery, tmp_path: Path, bus: FakeBus) -> tuple[HostbridgeActor, int]:
-    port = free_port()
-    ctx = ActorContext(
-        identity=Identity(ActorKind.HOSTBRIDGE, "hostbridge"),
-        incarnation=1,
-        data_dir=tmp_path,
-        config={"hostbridge": {"port": port, "token": TOKEN}},
-        bus=bus,  # type: ignore[arg-type]
-    )
-    actor = HostbridgeActor(ctx)
-    await nursery.start(actor.run)
-    return actor, port
-
-
 async def frames_until(ws: WebSocketConnection, last: str) -> list[dict[str, Any]]:
     frames = []
     while True:
@@ -104,7 +88,7 @@ async def test_a_shell_gets_the_newest_page_in_bounded_frames_then_older_pages_w
     newest = [item(n, BIG) for n in range(3, 8)] + [item(8, "short")]
     bus = PagingBus({None: page(newest, more=True), (3, "m3"): page([item(1), item(2)], False)})
     async with trio.open_nursery() as nursery:
-        _, port = await start(nursery, tmp_path, bus)
+        _, _, port = await start_hostbridge(nursery, tmp_path, bus)
         url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
         origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
         async with open_websocket_url(url, extra_headers=origin, max_message_size=2**24) as ws:
@@ -137,7 +121,7 @@ async def test_changed_items_go_on_with_their_stamps_in_the_order_they_came(
 ) -> None:
     bus = PagingBus({None: page([item(1)], more=False)})
     async with trio.open_nursery() as nursery:
-        actor, port = await start(nursery, tmp_path, bus)
+        actor, _, port = await start_hostbridge(nursery, tmp_path, bus)
         url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
         origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
         async with open_websocket_url(url, extra_headers=origin, max_message_size=2**24) as ws:

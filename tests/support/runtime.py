@@ -14,6 +14,7 @@ from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
 from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+from lineup.tests.support.process import wait_pid_gone
 
 AGENT_ID = "demo-agent"
 AGENT_SECRET = "demo-secret"
@@ -87,3 +88,16 @@ async def start_runtime_with_app(
         "title": title,
     }
     return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
+
+
+async def kill_and_wait_restarted(runtime: Runtime, victim: str, *, wait: float = 20.0) -> None:
+    """SIGKILL the child `victim` and wait until the supervisor runs its next incarnation."""
+    child = runtime.supervisor.children[victim]
+    pid, incarnation = child.pid, child.incarnation
+    assert pid is not None
+    runtime.supervisor.kill(victim)
+    await wait_pid_gone(pid)
+    with trio.fail_after(wait):
+        await runtime.supervisor.wait_until(
+            lambda: child.incarnation > incarnation and child.state == "running"
+        )
