@@ -7,14 +7,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.sdk.protocol import ViewItem
 
 __all__ = [
+    "AppSessionView",
+    "AppSessionsUpdatedEvent",
     "AppsUpdatedEvent",
     "HealthReply",
     "HealthRequest",
+    "InteractionView",
+    "InteractionsUpdatedEvent",
     "RuntimeStateEvent",
     "ViewItemsUpdatedEvent",
     "ViewUpdatedEvent",
@@ -54,3 +60,67 @@ class AppsUpdatedEvent(Message):
     type: Literal["hostbridge.apps.updated"] = "hostbridge.apps.updated"
     foreground: str
     instances: tuple[dict[str, Any], ...]
+
+
+# ---------------------------------------------------------------- standard interactions (issue 12)
+
+InteractionKind = Literal["notice", "choice", "confirm", "input"]
+InteractionState = Literal[
+    "pending", "presented", "submitted", "completed", "cancelled", "expired", "failed"
+]  # fmt: skip
+
+
+class InteractionView(Message):
+    """One standard interaction as the Shell shows it: its card, and where the card goes.
+
+    `request` is the request as the runtime checked it (`lineup.sdk.interactions`), all of its
+    text from the Agent or the app, shown as text only. `result` is the answer that won (set
+    from `submitted` on); `terminal_code` the code of a cancelled, expired or failed one.
+    Placement: `source` `agent_tool` is the main IM's, or with `app_session_id` that sub-session's
+    (its group in the IM, and the overlay above its instance while that is in front);
+    `miniapp` is the card of the app `owner_scope` / `instance_id` asked, shown in that app's
+    own container. The Shell sends back only `interaction_id` and the answer."""
+
+    type: Literal["hostbridge.interaction"] = "hostbridge.interaction"
+    interaction_id: str = Field(min_length=1, max_length=200)
+    kind: InteractionKind
+    state: InteractionState
+    request: dict[str, Any]
+    result: dict[str, Any] | None = None
+    terminal_code: str | None = None
+    source: Literal["agent_tool", "miniapp"]
+    owner_scope: str = Field(min_length=1, max_length=100)
+    instance_id: str | None = None
+    app_session_id: str | None = None
+    call_id: str | None = None  # the Agent's tool call, for `agent_tool`
+    created_at: float
+    expires_at: float | None = None  # None: never (a notice)
+
+
+class AppSessionView(Message):
+    """One app sub-session: the folded group of an instance in the main IM."""
+
+    type: Literal["hostbridge.app_session"] = "hostbridge.app_session"
+    app_session_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    instance_id: str = Field(min_length=1, max_length=200)
+    state: Literal["open", "closed"]
+    opened_at: float
+    closed_at: float | None = None
+    previous_app_session_id: str | None = None  # "Continue" of an ended one references it
+
+
+class InteractionsUpdatedEvent(Message):
+    """router → hostbridge: interactions that are new or whose state changed (upsert by id),
+    pushed to every connected Shell as `shell.interactions`."""
+
+    type: Literal["hostbridge.interactions.updated"] = "hostbridge.interactions.updated"
+    interactions: tuple[InteractionView, ...]
+
+
+class AppSessionsUpdatedEvent(Message):
+    """router → hostbridge: app sub-sessions opened or closed (upsert by id), pushed to every
+    connected Shell as `shell.app_sessions`."""
+
+    type: Literal["hostbridge.app_sessions.updated"] = "hostbridge.app_sessions.updated"
+    sessions: tuple[AppSessionView, ...]

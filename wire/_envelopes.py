@@ -69,6 +69,8 @@ RECEIPT: Final = "lineup.v1.tool.receipt"
 PROGRESS: Final = "lineup.v1.tool.progress"
 RESULT: Final = "lineup.v1.tool.result"
 TOOL_ERROR: Final = "lineup.v1.tool.error"
+APP_SESSION_OPENED: Final = "lineup.v1.app_session.opened"
+APP_SESSION_CLOSED: Final = "lineup.v1.app_session.closed"
 AGENT_TYPES: Final = frozenset({TEXT, TOOL_CALL, DISMISS})
 
 _Id = Annotated[str, Field(min_length=1, max_length=200)]
@@ -168,6 +170,19 @@ class ToolErrorPayload(_Model):
     message: str | None = None
 
 
+class AppSessionPayload(_Model):
+    """An app sub-session opened or closed (seed 000 §7.3). `pending_interaction_call_ids`, on
+    `closed` only: the Agent's questions of that sub-session still waiting, which stay open."""
+
+    agent_id: str
+    conversation_id: _Id
+    app_session_id: _Id
+    app_scope: str
+    instance_id: _Id
+    previous_app_session_id: _Id | None = None
+    pending_interaction_call_ids: tuple[_Id, ...] | None = None
+
+
 # ---------------------------------------------------------------------------- envelopes
 
 
@@ -211,6 +226,16 @@ class ToolErrorEnvelope(_Header):
     payload: ToolErrorPayload
 
 
+class AppSessionOpenedEnvelope(_Header):
+    type: Literal["lineup.v1.app_session.opened"] = APP_SESSION_OPENED
+    payload: AppSessionPayload
+
+
+class AppSessionClosedEnvelope(_Header):
+    type: Literal["lineup.v1.app_session.closed"] = APP_SESSION_CLOSED
+    payload: AppSessionPayload
+
+
 AgentEnvelope = Annotated[
     TextEnvelope | ToolCallEnvelope | DismissEnvelope, Field(discriminator="type")
 ]
@@ -220,7 +245,9 @@ ClientEnvelope = Annotated[
     | ReceiptEnvelope
     | ProgressEnvelope
     | ResultEnvelope
-    | ToolErrorEnvelope,
+    | ToolErrorEnvelope
+    | AppSessionOpenedEnvelope
+    | AppSessionClosedEnvelope,
     Field(discriminator="type"),
 ]
 AGENT_ENVELOPE: Final[TypeAdapter[AgentEnvelope]] = TypeAdapter(AgentEnvelope)
@@ -237,6 +264,8 @@ _BY_TYPE: Final[dict[str, type[_Header]]] = {
         ProgressEnvelope,
         ResultEnvelope,
         ToolErrorEnvelope,
+        AppSessionOpenedEnvelope,
+        AppSessionClosedEnvelope,
     )
 }
 

@@ -85,6 +85,12 @@ class ErrorCode(StrEnum):
     ACTIVATION_CANCELLED = "activation_cancelled"  # ... its start was cancelled (closed first)
     OPERATION_EXPIRED = "operation_expired"
     HANDLER_FAILED = "handler_failed"
+    # Standard interactions and app sub-sessions (seed 000 §7.3, seed 003 §3.4).
+    INTERACTION_NOT_FOUND = "interaction_not_found"  # no such interaction, or not the caller's
+    INTERACTION_FINAL = "interaction_final"  # it has its terminal state: nothing changes it
+    ANSWER_INVALID = "answer_invalid"  # not an answer to that request (unknown action, bounds…)
+    INTERACTION_DISMISSED = "interaction_dismissed"  # the Agent withdrew the question
+    APP_SESSION_INVALID = "app_session_invalid"  # not a sub-session of this Agent and conversation
 
 
 class LineUpError(Exception):

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.hostbridge.messages import AppSessionView, InteractionView
 
 __all__ = [
     "EnvelopeOutcome",
@@ -23,6 +24,10 @@ __all__ = [
     "InstanceEvent",
     "InstanceEventKind",
     "InstancesRecoveredEvent",
+    "InteractionAnswerReply",
+    "InteractionAnswerRequest",
+    "InteractionsListReply",
+    "InteractionsListRequest",
     "InventoryChangedEvent",
     "OutboxSettledEvent",
     "SessionStartedEvent",
@@ -101,3 +106,42 @@ class InstancesRecoveredEvent(Message):
     `ended` event lost with a focus that died just after persisting the end is made up here."""
 
     type: Literal["router.instance.recovered"] = "router.instance.recovered"
+
+
+# ------------------------------------------------------------ the Shell's interactions (issue 12)
+# hostbridge → router (`router.ui.*`): what the user does with a standard interaction's card.
+# The views are the hostbridge's protocol types: the router fills them, the Shell shows them.
+
+
+class InteractionsListRequest(Message):
+    """hostbridge → router, when it (re)starts or a Shell connects: every interaction that is
+    not final, the newest `recent` final ones, and the app sub-sessions (open ones, and the
+    newest closed)."""
+
+    type: Literal["router.ui.interactions.list"] = "router.ui.interactions.list"
+    recent: int = Field(default=100, ge=0, le=500)
+
+
+class InteractionsListReply(Message):
+    type: Literal["router.ui.interactions.list.reply"] = "router.ui.interactions.list.reply"
+    interactions: tuple[InteractionView, ...]
+    sessions: tuple[AppSessionView, ...]
+
+
+class InteractionAnswerRequest(Message):
+    """hostbridge → router: the user answered (sender kind `user`). Only the id and the answer:
+    the runtime takes everything else from the stored record. `answer` is one of
+    `{"acknowledged": true}`, `{"action_ids": [...]}`, `{"approved": bool}`,
+    `{"values": {field_id: value}}`, or `{"cancelled": true}` (an input's or a choice's cancel
+    button). Refused with `interaction_not_found`, `answer_invalid`; an answer to a final
+    interaction is answered with that interaction as it is (`changed` False), writing nothing."""
+
+    type: Literal["router.ui.interaction.answer"] = "router.ui.interaction.answer"
+    interaction_id: str = Field(min_length=1, max_length=200)
+    answer: dict[str, Any]
+
+
+class InteractionAnswerReply(Message):
+    type: Literal["router.ui.interaction.answer.reply"] = "router.ui.interaction.answer.reply"
+    interaction: InteractionView
+    changed: bool
