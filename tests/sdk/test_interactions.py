@@ -236,7 +236,7 @@ def _code(call: Any, *args: Any) -> ErrorCode:
 
 CHOICE = {"title": "t", "prompt": "p", "mode": "single-choice",
           "actions": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]}  # fmt: skip
-INPUT = {
+INPUT: dict[str, Any] = {
     "title": "t", "prompt": "p",
     "fields": [
         {"id": "name", "label": "Name", "type": "text", "required": True, "max_length": 5},
@@ -278,7 +278,7 @@ BAD_INPUTS: list[tuple[str, dict[str, Any]]] = [
     ("choice", choice_of(20, label=WIDE * 80, description=WIDE * 400) | {"prompt": WIDE * 8192}),
     ("confirm", {"title": "t", "prompt": "p", "approve_label": "x" * 41}),
     ("input", INPUT | {"fields": []}),
-    ("input", INPUT | {"fields": INPUT["fields"][:1] * 2}),
+    ("input", INPUT | {"fields": [INPUT["fields"][0]] * 2}),
     (
         "input",
         INPUT | {"fields": [{"id": f"f{i}", "label": "F", "type": "text"} for i in range(13)]},
@@ -371,7 +371,8 @@ def test_a_choice_result_is_deduplicated_in_the_requests_order() -> None:
 
 def test_a_cancel_is_recognised_and_is_no_result() -> None:
     assert is_cancel({"cancelled": True})
-    for other in ({"cancelled": False}, {"cancelled": 1}, {"cancelled": True, "x": 1}, [], None):
+    others: list[object] = [{"cancelled": False}, {"cancelled": 1}, {"cancelled": True, "x": 1}, []]
+    for other in (*others, None):
         assert not is_cancel(other)
     request = _request("interaction.input", INPUT)
     assert _code(result_of, request, {"cancelled": True}) is ErrorCode.ANSWER_INVALID

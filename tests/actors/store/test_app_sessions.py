@@ -78,7 +78,7 @@ def counts(conn: Connection) -> tuple[int, int, int]:
     )
 
 
-def outbox_kinds(conn: Connection) -> list[tuple[str, str]]:
+def outbox_kinds(conn: Connection) -> list[tuple[object, ...]]:
     return conn.execute("SELECT outbox_id, kind FROM outbox ORDER BY seq").fetchall()
 
 
@@ -154,7 +154,8 @@ def test_get_finds_a_session_by_id_or_instance(conn: Connection) -> None:
     ):
         assert ops.app_session_get(conn, request, 1.0).session == made
     assert ops.app_session_get(conn, AppSessionGetRequest(instance_id="x"), 1.0).session is None
-    for fields in ({}, {"app_session_id": "a", "instance_id": "b"}):
+    keys: list[dict[str, Any]] = [{}, {"app_session_id": "a", "instance_id": "b"}]
+    for fields in keys:
         with pytest.raises(pydantic.ValidationError):
             AppSessionGetRequest(**fields)
 

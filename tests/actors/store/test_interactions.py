@@ -117,7 +117,7 @@ def code_of(conn: Connection, request: InteractionStepRequest) -> ErrorCode:
 
 def counts(conn: Connection) -> dict[str, int]:
     tables = ("interactions", "tool_calls", "outbox", "tool_call_outbox", "audit")
-    return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
+    return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in tables}  # type: ignore[arg-type]
 
 
 def asked(conn: Connection) -> InteractionStepReply:
@@ -266,7 +266,7 @@ def test_a_present_after_the_answer_is_refused(conn: Connection) -> None:
     [{"expected_owner_scope": "task-dashboard"}, {"expected_instance_id": "td-1"}],
 )
 def test_another_owner_learns_nothing_not_even_that_it_is_final(
-    conn: Connection, expected: dict[str, str]
+    conn: Connection, expected: dict[str, Any]
 ) -> None:
     asked(conn)
     before = counts(conn)
@@ -421,7 +421,8 @@ def test_a_malformed_step_is_refused_by_its_model(fields: dict[str, Any]) -> Non
 
 
 def test_get_names_one_key() -> None:
-    for fields in ({}, {"interaction_id": ITEM, "call_id": CALL}):
+    keys: list[dict[str, Any]] = [{}, {"interaction_id": ITEM, "call_id": CALL}]
+    for fields in keys:
         with pytest.raises(pydantic.ValidationError):
             InteractionGetRequest(**fields)
 
