@@ -15,7 +15,8 @@ import pytest
 import trio
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store._db import Connection
+from lineup.actors.store._committer import Committer
+from lineup.actors.store._db import Connection, Database
 from lineup.actors.store.interactions import operations as ops
 from lineup.actors.store.interactions.machine import CODED, InteractionEvent
 from lineup.actors.store.messages import (
@@ -443,3 +444,22 @@ async def test_the_router_steps_and_reads_interactions_through_the_store(
     with trio.fail_after(5):
         late = await store.ask(step("present"), InteractionStepReply)
     assert late.interaction.state == "presented"
+
+
+async def test_through_the_committer_a_refused_call_step_commits_nothing_of_the_step(
+    committer: Committer, db: Database
+) -> None:
+    # The production path: the step is one op in one savepoint of a group-committed batch.
+    db.conn.execute(
+        "INSERT INTO outbox (outbox_id, conversation_id, kind, body, created_at)"
+        f" VALUES ('receipt:{CALL}:accepted', 'conv-1', 'k', '{{}}', 0)"
+    )
+    request = step("ask", call="ask")
+    with pytest.raises(LineUpError) as caught, trio.fail_after(5):
+        await committer.submit(lambda c: ops.interaction_step(c, request, 1.0, actor="router"))
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENTS
+    with trio.fail_after(5):
+        left = await committer.submit(
+            lambda c: [counts(c)["interactions"], counts(c)["tool_calls"]], write=False
+        )
+    assert left == [0, 0]
