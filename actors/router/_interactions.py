@@ -40,7 +40,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import trio
 
@@ -67,6 +67,7 @@ from lineup.actors.store.messages import (
     AppSessionRow,
     InstanceListReply,
     InstanceListRequest,
+    InteractionEvent,
     InteractionFacts,
     InteractionGetReply,
     InteractionGetRequest,
@@ -81,6 +82,7 @@ from lineup.actors.store.messages import (
     ToolCallStepRequest,
 )
 from lineup.actors.store.tool_calls import machine as call_machine
+from lineup.actors.store.tool_calls.machine import ToolCallEvent
 from lineup.hostbridge.messages import (
     AppSessionsUpdatedEvent,
     AppSessionView,
@@ -115,6 +117,13 @@ INTERACTION_SCOPE: Final = "interaction"
 IM_SCOPE: Final = "chat"
 OPEN: Final = frozenset({"pending", "presented"})
 FINAL: Final = frozenset({"completed", "cancelled", "expired", "failed"})
+# How the runtime ends an open interaction, and its Agent's call with it (the same code).
+Ending = Literal["cancel", "expire", "fail"]
+_CALL_ENDING: Final[dict[Ending, ToolCallEvent]] = {
+    "cancel": "cancel",
+    "expire": "expire",
+    "fail": "fail",
+}
 APP_CLOSED: Final = "app_closed"  # the code a closed instance's calls end with, too
 
 
@@ -155,11 +164,11 @@ class InteractionService:
     async def _step(
         self,
         interaction: InteractionRow | InteractionFacts,
-        event: str,
+        event: InteractionEvent,
         *,
         result: dict[str, Any] | None = None,
         code: str | None = None,
-        call_event: str | None = None,
+        call_event: ToolCallEvent | None = None,
         call_facts: ToolCallFacts | None = None,
         expected_owner: tuple[str, str | None] | None = None,
     ) -> InteractionStepReply:
@@ -171,17 +180,16 @@ class InteractionService:
             call_step = self._tools.call_step(
                 await self._session(),
                 call_id,
-                call_event,  # type: ignore[arg-type]
+                call_event,
                 new=call_facts,
                 result=result if call_event == "submit" else None,
                 code=code if call_event != "submit" else None,
             )
-        is_new = isinstance(interaction, InteractionFacts)
         reply = await self._store(
             InteractionStepRequest(
                 interaction_id=interaction.interaction_id,
-                event=event,  # type: ignore[arg-type]
-                new=interaction if is_new else None,  # type: ignore[arg-type]
+                event=event,
+                new=interaction if isinstance(interaction, InteractionFacts) else None,
                 result=result if event == "answer" else None,
                 code=code if event in ("cancel", "expire", "fail") else None,
                 call_step=call_step,
@@ -208,7 +216,7 @@ class InteractionService:
     async def _end(
         self,
         row: InteractionRow,
-        event: str,
+        event: Ending,
         code: str,
         *,
         expected_owner: tuple[str, str | None] | None = None,
@@ -223,7 +231,7 @@ class InteractionService:
                 row,
                 event,
                 code=code,
-                call_event=event if row.source == "agent_tool" else None,
+                call_event=_CALL_ENDING[event] if row.source == "agent_tool" else None,
                 expected_owner=expected_owner,
             )
         except LineUpError as exc:
