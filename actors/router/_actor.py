@@ -70,8 +70,9 @@ from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
+from ._app_sessions import IM_SCOPE, AppSessions
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
-from ._interactions import IM_SCOPE, InteractionService
+from ._interactions import InteractionService
 from ._tools import ToolPipeline
 from .messages import (
     EnvelopeOutcome,
@@ -123,10 +124,12 @@ class RouterActor(Actor):
             self.bus, self.ctx.identity, self._session, self.tools
         )
         self.tools.interactive = self.interactions.ask
+        self.sessions = AppSessions(self.bus, self._session, self.tools, self.interactions)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.tools.run)
             await nursery.start(self.interactions.run)
+            nursery.start_soon(self.sessions.sweep)  # what a lost event left undone
             task_status.started()
             await trio.sleep_forever()
 
@@ -588,7 +591,7 @@ class RouterActor(Actor):
     @handles(InstancesRecoveredEvent)
     async def on_instances_recovered(self, msg: InstancesRecoveredEvent, env: Envelope) -> None:
         self._nursery.start_soon(self.tools.sweep_ended)
-        self._nursery.start_soon(self.interactions.sweep_sessions)
+        self._nursery.start_soon(self.sessions.sweep)
 
     @handles(sdk.ToolAcceptRequest)
     async def on_tool_accept(self, msg: sdk.ToolAcceptRequest, env: Envelope) -> sdk.CommandReceipt:
@@ -605,7 +608,7 @@ class RouterActor(Actor):
         self._session_seen = None
         await self.tools.publish_inventory()
         # Instances started while never logged in have no sub-session yet.
-        self._nursery.start_soon(self.interactions.sweep_sessions)
+        self._nursery.start_soon(self.sessions.sweep)
 
     @handles(InventoryChangedEvent)
     async def on_inventory_changed(self, msg: InventoryChangedEvent, env: Envelope) -> None:
@@ -616,14 +619,14 @@ class RouterActor(Actor):
         # Focus tells, never asks: the reaction runs here, and focus has already moved on.
         if msg.event == "started":
             self.tools.instance_started(msg.app_scope)
-            self._nursery.start_soon(self._guarded_event, self.interactions.instance_started, msg)
+            self._nursery.start_soon(self._guarded_event, self.sessions.opened, msg)
         elif msg.event == "ready":
             self._nursery.start_soon(self.tools.release, msg.instance_id, msg.app_scope)
         elif msg.event in ("ended", "failed"):
             self._nursery.start_soon(
                 self.tools.converge, msg.instance_id, msg.app_scope, msg.event == "failed"
             )
-            self._nursery.start_soon(self._guarded_event, self.interactions.instance_ended, msg)
+            self._nursery.start_soon(self._guarded_event, self.sessions.closed, msg)
 
     async def _guarded_event(
         self, work: Callable[[str, str], Awaitable[None]], msg: InstanceEvent

@@ -1,5 +1,5 @@
-"""The standard interactions and the app sub-sessions (seed 000 §7.3, seed 003 §3.4, DESIGN §13
-flow 4): the router's side of a question put to the user.
+"""The standard interactions (seed 000 §7.3, seed 003 §3.4, DESIGN §13 flow 4): the router's
+side of a question put to the user.
 
 Theory of operation
 -------------------
@@ -22,13 +22,8 @@ owner app of a MiniApp's question (`miniapp.interaction.updated`, then `settle`)
 - Expiry: a timer per interaction at its `expires_at`, rebuilt from the store at start. The
   interactive call's own deadline is the same instant and is never armed by the tool pipeline:
   the interaction's `expire` ends both in one step.
-- App sub-sessions: one per instance of any app but the chat, opened when focus announces the
-  instance `started` (id `lu:app_session:<instance>`, so a retry is a repeat) and closed when it
-  `ended` / `failed`, each with its `lineup.v1.app_session.*` outbox row in the same
-  transaction. Closing lists the Agent's questions of the session still pending (they stay
-  open: the main IM keeps them); the MiniApp's own questions of that instance are cancelled
-  `app_closed`. At start the store is the truth: sessions of ended instances are closed, live
-  instances without one get one.
+- An instance that ends: its app's own questions are cancelled `app_closed`; the Agent's of its
+  sub-session stay open (`_app_sessions` names them in the sub-session's closing row).
 
 All state lives in the store; this object keeps only the timers.
 """
@@ -56,17 +51,11 @@ from lineup.actors.kernel import (
     app_scope_of,
 )
 from lineup.actors.store.messages import (
-    AppSessionCloseReply,
-    AppSessionCloseRequest,
     AppSessionGetReply,
     AppSessionGetRequest,
     AppSessionListReply,
     AppSessionListRequest,
-    AppSessionOpenReply,
-    AppSessionOpenRequest,
     AppSessionRow,
-    InstanceListReply,
-    InstanceListRequest,
     InteractionEvent,
     InteractionFacts,
     InteractionGetReply,
@@ -84,14 +73,13 @@ from lineup.actors.store.messages import (
 from lineup.actors.store.tool_calls import machine as call_machine
 from lineup.actors.store.tool_calls.machine import ToolCallEvent
 from lineup.hostbridge.messages import (
-    AppSessionsUpdatedEvent,
-    AppSessionView,
     InteractionsUpdatedEvent,
     InteractionView,
 )
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
 
+from . import _app_sessions
 from . import _ids as ids
 from ._envelope import RuntimeEnvelope
 from .messages import (
@@ -113,8 +101,6 @@ STORE_TIMEOUT: Final = 30.0
 TELL_TIMEOUT: Final = 1.0  # the hostbridge and the owner app are told best effort
 # The app scope of an interactive call: the runtime's own component, never an app's.
 INTERACTION_SCOPE: Final = "interaction"
-# The chat: the main IM, which has no sub-session of its own.
-IM_SCOPE: Final = "chat"
 OPEN: Final = frozenset({"pending", "presented"})
 FINAL: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 # How the runtime ends an open interaction, and its Agent's call with it (the same code).
@@ -144,8 +130,6 @@ class InteractionService:
         self._timers: list[tuple[float, str]] = []
         self._timer_wakeup = trio.Event()
         self._nursery: trio.Nursery | None = None
-        # One open / close of an instance's sub-session at a time (events may come twice).
-        self._session_lock = trio.Lock()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -516,7 +500,7 @@ class InteractionService:
         )
         return InteractionsListReply(
             interactions=tuple(view_of(row) for row in interactions.interactions),
-            sessions=tuple(session_view_of(row) for row in sessions.sessions),
+            sessions=tuple(_app_sessions.view_of(row) for row in sessions.sessions),
         )
 
     async def _push(self, row: InteractionRow) -> None:
@@ -528,89 +512,10 @@ class InteractionService:
         if code is not None:
             log.info("router.interaction_not_shown code=%s", code.value)
 
-    async def _push_session(self, row: AppSessionRow) -> None:
-        code = await self.bus.tell(
-            "hostbridge", AppSessionsUpdatedEvent(sessions=(session_view_of(row),)), timeout=1.0
-        )
-        if code is not None:
-            log.info("router.app_session_not_shown code=%s", code.value)
+    # ------------------------------------------------------------------ an instance ended
 
-    # ------------------------------------------------------------------ app sub-sessions
-
-    async def instance_started(self, instance_id: str, app_scope: str) -> None:
-        """Open the instance's sub-session (with its `app_session.opened` row): a repeat, if
-        it is open already, writes nothing."""
-        if app_scope == IM_SCOPE:
-            return
-        try:
-            session = await self._session()
-        except LineUpError as exc:  # never logged in: the sweep after the login opens it
-            log.info("router.app_session_not_opened code=%s", exc.code.value)
-            return
-        async with self._session_lock:
-            outbox_id = ids.app_session_row_id(instance_id, "opened")
-            session_id = ids.app_session_id(instance_id)
-            payload = wire.AppSessionPayload(
-                agent_id=session.get("agent_id", ""),
-                conversation_id=session["conversation_id"],
-                app_session_id=session_id,
-                app_scope=app_scope,
-                instance_id=instance_id,
-            )
-            reply = await self._store(
-                AppSessionOpenRequest(
-                    app_session_id=session_id,
-                    app_scope=app_scope,
-                    instance_id=instance_id,
-                    agent_id=payload.agent_id,
-                    conversation_id=payload.conversation_id,
-                    outbox_id=outbox_id,
-                    wire=self._tools.wire_of(session, wire.APP_SESSION_OPENED, payload, outbox_id),
-                ),
-                AppSessionOpenReply,
-            )
-        if reply.created:
-            await self._tools.wake_transport()
-            await self._push_session(reply.session)
-
-    async def instance_ended(self, instance_id: str, app_scope: str) -> None:
-        """Close the instance's sub-session: its `app_session.closed` row lists the Agent's
-        questions of it still pending, which stay open (the main IM keeps them). The app's own
-        questions of that instance end `cancelled(app_closed)`."""
-        await self._cancel_app_owned(instance_id)
-        if app_scope == IM_SCOPE:
-            return
-        async with self._session_lock:
-            found = (
-                await self._store(AppSessionGetRequest(instance_id=instance_id), AppSessionGetReply)
-            ).session
-            if found is None or found.state != "open":
-                return
-            session = await self._session()
-            pending = await self._pending_of(found.app_session_id)
-            outbox_id = ids.app_session_row_id(instance_id, "closed")
-            payload = wire.AppSessionPayload(
-                agent_id=found.agent_id or "",
-                conversation_id=found.conversation_id,
-                app_session_id=found.app_session_id,
-                app_scope=found.app_scope,
-                instance_id=found.instance_id,
-                previous_app_session_id=found.previous_app_session_id,
-                pending_interaction_call_ids=pending,
-            )
-            reply = await self._store(
-                AppSessionCloseRequest(
-                    app_session_id=found.app_session_id,
-                    outbox_id=outbox_id,
-                    wire=self._tools.wire_of(session, wire.APP_SESSION_CLOSED, payload, outbox_id),
-                ),
-                AppSessionCloseReply,
-            )
-        if reply.changed:
-            await self._tools.wake_transport()
-            await self._push_session(reply.session)
-
-    async def _pending_of(self, app_session_id: str) -> tuple[str, ...]:
+    async def pending_of(self, app_session_id: str) -> tuple[str, ...]:
+        """The call ids of the Agent's questions of a sub-session still waiting for an answer."""
         reply = await self._store(
             InteractionListRequest(open_only=True, recent=0, app_session_id=app_session_id),
             InteractionListReply,
@@ -621,7 +526,9 @@ class InteractionService:
             if row.source == "agent_tool" and row.state in OPEN and row.call_id is not None
         )
 
-    async def _cancel_app_owned(self, instance_id: str) -> None:
+    async def cancel_app_owned(self, instance_id: str) -> None:
+        """The instance ended: its app's own questions still open end `cancelled(app_closed)`
+        (the Agent's stay: the main IM keeps them)."""
         reply = await self._store(
             InteractionListRequest(open_only=True, recent=0, instance_id=instance_id),
             InteractionListReply,
@@ -632,32 +539,6 @@ class InteractionService:
                     await self._end(row, "cancel", APP_CLOSED)
                 except LineUpError as exc:
                     log.info("router.interaction_cancel_skipped code=%s", exc.code.value)
-
-    async def sweep_sessions(self) -> None:
-        """The store is the truth: every live instance (but the chat) has an open sub-session,
-        every open sub-session a live instance; what a lost event left undone is done here."""
-        try:
-            live = await self._store(InstanceListRequest(), InstanceListReply)
-            sessions = await self._store(
-                AppSessionListRequest(open_only=True, recent=1), AppSessionListReply
-            )
-        except LineUpError as exc:
-            log.warning("router.app_session_sweep_failed code=%s", exc.code.value)
-            return
-        alive = {row.instance_id: row.app_scope for row in live.instances}
-        opened = {row.instance_id for row in sessions.sessions if row.state == "open"}
-        for row in sessions.sessions:
-            if row.state == "open" and row.instance_id not in alive:
-                await self._guard(self.instance_ended(row.instance_id, row.app_scope))
-        for instance_id, app_scope in alive.items():
-            if app_scope != IM_SCOPE and instance_id not in opened:
-                await self._guard(self.instance_started(instance_id, app_scope))
-
-    async def _guard(self, work: Awaitable[None]) -> None:
-        try:
-            await work
-        except LineUpError as exc:
-            log.warning("router.app_session_sweep_skipped code=%s", exc.code.value)
 
     # ------------------------------------------------------------------ start, expiry
 
@@ -678,7 +559,6 @@ class InteractionService:
                 await self._advance(row)
             except LineUpError as exc:
                 log.info("router.interaction_resume_failed code=%s", exc.code.value)
-        await self.sweep_sessions()
 
     def _arm(self, row: InteractionRow) -> None:
         if row.expires_at is None:
@@ -743,16 +623,4 @@ def record_of(row: InteractionRow) -> sdk.InteractionRecord:
         presentation=row.presentation,
         created_at=row.created_at,
         expires_at=row.expires_at,
-    )
-
-
-def session_view_of(row: AppSessionRow) -> AppSessionView:
-    return AppSessionView(
-        app_session_id=row.app_session_id,
-        app_scope=row.app_scope,
-        instance_id=row.instance_id,
-        state=row.state,
-        opened_at=row.opened_at,
-        closed_at=row.closed_at,
-        previous_app_session_id=row.previous_app_session_id,
     )

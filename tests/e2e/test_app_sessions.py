@@ -12,7 +12,7 @@ import trio
 
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ErrorCode
-from lineup.tests.e2e.test_interactions import CONFIRM, POLL, WAIT, Scene, scene
+from lineup.tests.support.interactions import CONFIRM, POLL, WAIT, Scene, scene
 from lineup.tests.support.runtime import AGENT_ID, CONVERSATION
 
 OPENED = "lineup.v1.app_session.opened"
@@ -20,7 +20,8 @@ CLOSED = "lineup.v1.app_session.closed"
 
 
 async def open_dashboard(s: Scene, call_id: str) -> dict[str, Any]:
-    """`task-dashboard.open`; returns the `app_session.opened` of the instance it started."""
+    """`task-dashboard.open`; returns the `app_session.opened` of the instance it started, once
+    the dashboard shows the task (it reported its progress)."""
     await s.agent.client.call_tool(
         CONVERSATION,
         "task-dashboard.open",
@@ -29,6 +30,7 @@ async def open_dashboard(s: Scene, call_id: str) -> dict[str, Any]:
         call_id=call_id,
     )
     instance = f"task-dashboard:{call_id}"
+    await s.agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == call_id)
     return await s.agent.pull(OPENED, lambda m: m["payload"]["instance_id"] == instance)
 
 

@@ -5,7 +5,6 @@ questions, and a router killed with a question pending."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,111 +12,24 @@ import pytest
 import trio
 
 from lineup.actors.focus.messages import UiEventAccepted, UiEventRequest
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
-from lineup.actors.router.messages import (
-    InteractionAnswerReply,
-    InteractionAnswerRequest,
-    InteractionsListReply,
-    InteractionsListRequest,
-)
-from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest
-from lineup.hostbridge.messages import InteractionView
-from lineup.tests.support.agent_view import AgentView
+from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.tests.support.asker_app import Asker
+from lineup.tests.support.interactions import (
+    CHOICE,
+    CONFIRM,
+    INPUT,
+    POLL,
+    WAIT,
+    scene,
+    scene_on,
+)
 from lineup.tests.support.runtime import (
     CONVERSATION,
-    Runtime,
-    agent_client,
     kill_and_wait_restarted,
-    start_runtime,
     start_runtime_with_app,
 )
 from lineup.tests.support.shell import ShellClient, connect_shell
-from lineup.tests.support.tree import attach, audit_rows
-
-WAIT = 20.0
-POLL = 0.05  # between two looks at another process's state, inside a bounded wait
-RECEIPT = "lineup.v1.tool.receipt"
-CHOICE = {
-    "title": "Lunch",
-    "prompt": "What shall we eat?",
-    "mode": "single-choice",
-    "actions": [{"id": "soup", "label": "Soup"}, {"id": "salad", "label": "Salad"}],
-}
-CONFIRM = {"title": "Deploy", "prompt": "Deploy now?"}
-INPUT = {
-    "title": "Name",
-    "prompt": "Your name?",
-    "fields": [{"id": "name", "label": "Name", "type": "text", "required": True}],
-}
-
-
-@dataclass
-class Scene:
-    """A running runtime, the Agent (with the current revision), the hostbridge's side of the
-    router (`ui`, a probe of that kind) and a reader of the store (`reader`)."""
-
-    runtime: Runtime
-    agent: AgentView
-    revision: str
-    ui: Bus
-    reader: Bus
-
-    async def ask(self, tool: str, arguments: dict[str, Any], call_id: str) -> InteractionView:
-        """The Agent asks; returns the interaction once recorded (its `accepted` receipt is
-        written in the same transaction)."""
-        await self.agent.client.call_tool(
-            CONVERSATION, tool, arguments, self.revision, call_id=call_id
-        )
-        receipt = await self.agent.pull(RECEIPT, lambda m: m["payload"]["call_id"] == call_id)
-        assert receipt["payload"]["status"] == "accepted"
-        return await self.interaction(call_id)
-
-    async def listed(self) -> InteractionsListReply:
-        return await self.ui.request(
-            "router", InteractionsListRequest(), expect=InteractionsListReply
-        )
-
-    async def interaction(
-        self, call_id: str, state: str | tuple[str, ...] | None = None
-    ) -> InteractionView:
-        """The interaction of the Agent's `call_id`, once it is in `state` (any, by default)."""
-        wanted = (state,) if isinstance(state, str) else state
-        with trio.fail_after(WAIT):
-            while True:
-                for view in (await self.listed()).interactions:
-                    if view.call_id == call_id and (wanted is None or view.state in wanted):
-                        return view
-                await trio.sleep(POLL)
-
-    async def answer(self, interaction_id: str, answer: dict[str, Any]) -> InteractionAnswerReply:
-        return await self.ui.request(
-            "router",
-            InteractionAnswerRequest(interaction_id=interaction_id, answer=answer),
-            expect=InteractionAnswerReply,
-        )
-
-    async def finals_of(self, call_id: str) -> list[dict[str, Any]]:
-        """Every terminal message the Agent got for `call_id`, once it went quiet."""
-        await self.agent.settle()
-        return self.agent.of_call(call_id, "lineup.v1.tool.result", "lineup.v1.tool.error")
-
-    async def call_row(self, call_id: str) -> Any:
-        reply = await self.reader.request(
-            "store", ToolCallGetRequest(call_id=call_id), expect=ToolCallGetReply
-        )
-        return reply.call
-
-
-async def scene_on(nursery: trio.Nursery, runtime: Runtime) -> Scene:
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT)
-    ui = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
-    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
-    return Scene(runtime, agent, await agent.inventory(), ui, reader)
-
-
-async def scene(nursery: trio.Nursery, data_dir: Path) -> Scene:
-    return await scene_on(nursery, await start_runtime(nursery, data_dir, demo_agent=False))
+from lineup.tests.support.tree import audit_rows
 
 
 async def test_the_standard_tools_are_advertised_and_an_answer_reaches_the_agent_once(
@@ -195,7 +107,7 @@ async def test_legacy_names_map_a_notice_is_answered_at_once_and_bad_requests_ar
     error = await s.agent.terminal("c-input")
     assert error["payload"]["code"] == ErrorCode.CANCELLED_BY_USER.value
 
-    bad = {
+    bad: dict[str, tuple[str, dict[str, Any]]] = {
         "c-short": ("interaction.choice", {**CHOICE, "expires_in_ms": 59_999}),
         "c-long": ("interaction.confirm", {**CONFIRM, "expires_in_ms": 86_400_001}),
         "c-note-exp": (
@@ -261,12 +173,13 @@ async def test_a_dismiss_ends_the_question_once_and_a_replay_writes_nothing(
     assert final == {"approved": False}
 
 
-async def test_the_router_killed_with_a_question_pending_answers_it_once_after_recovery(
-    nursery: trio.Nursery, data_dir: Path
+@pytest.mark.parametrize("victim", ["router", "miniapp:chat", "hostbridge"])
+async def test_a_sigkill_with_a_question_pending_is_answered_once_after_recovery(
+    nursery: trio.Nursery, data_dir: Path, victim: str
 ) -> None:
     s = await scene(nursery, data_dir)
     asked = await s.ask("interaction.choice", CHOICE, "c-crash")
-    await kill_and_wait_restarted(s.runtime, "router")
+    await kill_and_wait_restarted(s.runtime, victim)
     recovered = await s.interaction("c-crash", "presented")
     assert recovered.interaction_id == asked.interaction_id
     first = await s.answer(asked.interaction_id, {"action_ids": ["soup"]})
@@ -289,6 +202,7 @@ async def test_a_runtime_restart_restores_pending_questions_and_open_sub_session
             s.revision,
             call_id="open-1",
         )
+        await s.agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
         opened = await s.agent.pull("lineup.v1.app_session.opened")
         session_id = opened["payload"]["app_session_id"]
         asked = await s.ask(

@@ -5,7 +5,7 @@ view, which the test reads at the Shell."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,7 +34,7 @@ class Asker(MiniApp):
 
     async def start(self, app: AppContext) -> None:
         self.app = app
-        self.answers: dict[str, list[dict[str, object]]] = {}  # instance_id -> what it was told
+        self.answers: dict[str, list[dict[str, Any]]] = {}  # instance_id -> what it was told
 
     @tool("asker.run", handling="launch", input=AskInput, output=AskOutput, timeout_ms=60_000)
     async def run(self, call: ToolCall[AskInput]) -> AskOutput:
@@ -75,7 +75,11 @@ class Asker(MiniApp):
     async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
         if record.instance_id is None:
             return
-        told = {"id": record.interaction_id, "state": record.state, "result": record.result}
+        told: dict[str, Any] = {
+            "id": record.interaction_id,
+            "state": record.state,
+            "result": record.result,
+        }
         self.answers.setdefault(record.instance_id, []).append(told)
         await self._show(record.instance_id)
 

@@ -17,6 +17,7 @@ from lineup.actors.kernel import ActorKind, AuditRecord, Bus, ErrorCode, Identit
 from lineup.actors.kernel import Message as Msg
 from lineup.actors.router import _ids as ids
 from lineup.actors.router import _interactions
+from lineup.actors.router._app_sessions import AppSessions
 from lineup.actors.router._envelope import RuntimeEnvelope, Scope, Sender, Target
 from lineup.actors.router._interactions import InteractionService
 from lineup.actors.router._tools import ToolPipeline
@@ -92,6 +93,7 @@ class FakeBus:
 @dataclass
 class Router:
     service: InteractionService
+    sessions: AppSessions
     tools: ToolPipeline
     bus: FakeBus
     harness: StoreHarness  # reads what the router may not (the outbox, as the transport)
@@ -164,7 +166,9 @@ def make_router(harness: StoreHarness) -> Router:
     tools = ToolPipeline(cast(Bus, bus), me, session)
     service = InteractionService(cast(Bus, bus), me, session, tools)
     tools.interactive = service.ask
-    return Router(service, tools, bus, harness)
+    return Router(
+        service, AppSessions(cast(Bus, bus), session, tools, service), tools, bus, harness
+    )
 
 
 @pytest.fixture
@@ -265,7 +269,7 @@ async def test_a_timer_rebuilt_at_start_expires_a_question_once(
 async def test_an_app_session_context_of_another_agent_is_refused_and_asks_nothing(
     router: Router,
 ) -> None:
-    await router.service.instance_started(INSTANCE, "task-dashboard")
+    await router.sessions.opened(INSTANCE, "task-dashboard")
     session_id = ids.app_session_id(INSTANCE)
     await router.ask(
         "c1",
@@ -287,8 +291,8 @@ async def test_an_app_session_context_of_another_agent_is_refused_and_asks_nothi
 async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps_own(
     router: Router,
 ) -> None:
-    await router.service.instance_started(INSTANCE, "task-dashboard")
-    await router.service.instance_started(INSTANCE, "task-dashboard")  # told twice: one session
+    await router.sessions.opened(INSTANCE, "task-dashboard")
+    await router.sessions.opened(INSTANCE, "task-dashboard")  # told twice: one session
     session_id = ids.app_session_id(INSTANCE)
     await router.ask("c1", "interaction.confirm", CONFIRM, context={"app_session_id": session_id})
     own = await router.service.request(
@@ -297,8 +301,8 @@ async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps
             instance_id=INSTANCE, request_id="r1", request={"kind": "confirm", **CONFIRM}
         ),
     )
-    await router.service.instance_ended(INSTANCE, "task-dashboard")
-    await router.service.instance_ended(INSTANCE, "task-dashboard")  # a repeat: nothing more
+    await router.sessions.closed(INSTANCE, "task-dashboard")
+    await router.sessions.closed(INSTANCE, "task-dashboard")  # a repeat: nothing more
 
     session = await router.bus.store.request(
         "store", AppSessionGetRequest(app_session_id=session_id), expect=AppSessionGetReply

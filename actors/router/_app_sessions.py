@@ -1,0 +1,203 @@
+"""App sub-sessions (seed 000 §7.3): the folded group of an instance's questions in the main IM,
+and the Agent's word that it began and ended.
+
+Theory of operation
+-------------------
+One sub-session per instance of any app but the chat, opened when focus announces the instance
+`started` (id `lu:app_session:<instance>`: deterministic, so an event told twice, or a sweep
+after it, is a repeat) and closed when it `ended` / `failed`; each with its
+`lineup.v1.app_session.opened|closed` outbox row in the same transaction (the store's
+`AppSessionOpenRequest` / `AppSessionCloseRequest`), so the Agent hears of each once each way.
+Going behind, or a tool of it finishing, changes nothing: only the instance's end closes it.
+The closing row lists the Agent's questions of the sub-session still pending, which stay open
+(the main IM keeps them); the app's own questions of that instance are cancelled `app_closed`.
+A closed sub-session is history: an Agent may still name it, and nothing revives it; a new
+instance ("Continue") has a new one.
+
+Events can be lost (a router or focus that died in between): `sweep` makes the store's truth
+hold — every live instance but the chat has an open sub-session, every open one a live
+instance. It runs at start, when focus recovers, and after each login (an instance started
+while the runtime was never logged in could not name its Agent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import trio
+
+from lineup import wire
+from lineup.actors.kernel import Bus, LineUpError, Message
+from lineup.actors.store.messages import (
+    AppSessionCloseReply,
+    AppSessionCloseRequest,
+    AppSessionGetReply,
+    AppSessionGetRequest,
+    AppSessionListReply,
+    AppSessionListRequest,
+    AppSessionOpenReply,
+    AppSessionOpenRequest,
+    AppSessionRow,
+    InstanceListReply,
+    InstanceListRequest,
+)
+from lineup.hostbridge.messages import AppSessionsUpdatedEvent, AppSessionView
+
+from . import _ids as ids
+
+if TYPE_CHECKING:
+    from ._interactions import InteractionService
+    from ._tools import ToolPipeline
+
+__all__ = ["IM_SCOPE", "AppSessions", "view_of"]
+
+log = logging.getLogger("lineup.router.app_sessions")
+M = TypeVar("M", bound=Message)
+
+STORE_TIMEOUT: Final = 30.0
+TELL_TIMEOUT: Final = 1.0  # the hostbridge is told best effort: the Shell lists on connect
+IM_SCOPE: Final = "chat"  # the main IM itself: it has no sub-session
+
+
+class AppSessions:
+    """The sub-sessions of one router (see the module's docstring)."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        session: Callable[[], Awaitable[dict[str, str]]],
+        tools: ToolPipeline,
+        interactions: InteractionService,
+    ) -> None:
+        self.bus = bus
+        self._session = session
+        self._tools = tools
+        self._interactions = interactions
+        # One open / close at a time: an event and a sweep may race for the same instance.
+        self._lock = trio.Lock()
+
+    async def _store(self, request: Message, expect: type[M]) -> M:
+        return await self.bus.request(
+            "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
+        )
+
+    async def opened(self, instance_id: str, app_scope: str) -> None:
+        """Open the instance's sub-session (with its `app_session.opened` row): a repeat, if
+        it is open already, writes nothing."""
+        if app_scope == IM_SCOPE:
+            return
+        try:
+            session = await self._session()
+        except LineUpError as exc:  # never logged in: the sweep after the login opens it
+            log.info("router.app_session_not_opened code=%s", exc.code.value)
+            return
+        async with self._lock:
+            outbox_id = ids.app_session_row_id(instance_id, "opened")
+            session_id = ids.app_session_id(instance_id)
+            payload = wire.AppSessionPayload(
+                agent_id=session.get("agent_id", ""),
+                conversation_id=session["conversation_id"],
+                app_session_id=session_id,
+                app_scope=app_scope,
+                instance_id=instance_id,
+            )
+            reply = await self._store(
+                AppSessionOpenRequest(
+                    app_session_id=session_id,
+                    app_scope=app_scope,
+                    instance_id=instance_id,
+                    agent_id=payload.agent_id,
+                    conversation_id=payload.conversation_id,
+                    outbox_id=outbox_id,
+                    wire=self._tools.wire_of(session, wire.APP_SESSION_OPENED, payload, outbox_id),
+                ),
+                AppSessionOpenReply,
+            )
+        if reply.created:
+            await self._tools.wake_transport()
+            await self._push(reply.session)
+
+    async def closed(self, instance_id: str, app_scope: str) -> None:
+        """Close the instance's sub-session: its `app_session.closed` row lists the Agent's
+        questions of it still pending, which stay open (the main IM keeps them). The app's own
+        questions of that instance end `cancelled(app_closed)`."""
+        await self._interactions.cancel_app_owned(instance_id)
+        if app_scope == IM_SCOPE:
+            return
+        async with self._lock:
+            found = (
+                await self._store(AppSessionGetRequest(instance_id=instance_id), AppSessionGetReply)
+            ).session
+            if found is None or found.state != "open":
+                return
+            session = await self._session()
+            pending = await self._interactions.pending_of(found.app_session_id)
+            outbox_id = ids.app_session_row_id(instance_id, "closed")
+            payload = wire.AppSessionPayload(
+                agent_id=found.agent_id or "",
+                conversation_id=found.conversation_id,
+                app_session_id=found.app_session_id,
+                app_scope=found.app_scope,
+                instance_id=found.instance_id,
+                previous_app_session_id=found.previous_app_session_id,
+                pending_interaction_call_ids=pending,
+            )
+            reply = await self._store(
+                AppSessionCloseRequest(
+                    app_session_id=found.app_session_id,
+                    outbox_id=outbox_id,
+                    wire=self._tools.wire_of(session, wire.APP_SESSION_CLOSED, payload, outbox_id),
+                ),
+                AppSessionCloseReply,
+            )
+        if reply.changed:
+            await self._tools.wake_transport()
+            await self._push(reply.session)
+
+    async def sweep(self) -> None:
+        """The store is the truth: every live instance (but the chat) has an open sub-session,
+        every open sub-session a live instance; what a lost event left undone is done here."""
+        try:
+            live = await self._store(InstanceListRequest(), InstanceListReply)
+            sessions = await self._store(
+                AppSessionListRequest(open_only=True, recent=1), AppSessionListReply
+            )
+        except LineUpError as exc:
+            log.warning("router.app_session_sweep_failed code=%s", exc.code.value)
+            return
+        alive = {row.instance_id: row.app_scope for row in live.instances}
+        opened = {row.instance_id for row in sessions.sessions if row.state == "open"}
+        for row in sessions.sessions:
+            if row.state == "open" and row.instance_id not in alive:
+                await self._guard(self.closed(row.instance_id, row.app_scope))
+        for instance_id, app_scope in alive.items():
+            if app_scope != IM_SCOPE and instance_id not in opened:
+                await self._guard(self.opened(instance_id, app_scope))
+
+    async def _guard(self, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except LineUpError as exc:
+            log.warning("router.app_session_sweep_skipped code=%s", exc.code.value)
+
+    async def _push(self, row: AppSessionRow) -> None:
+        code = await self.bus.tell(
+            "hostbridge", AppSessionsUpdatedEvent(sessions=(view_of(row),)), timeout=TELL_TIMEOUT
+        )
+        if code is not None:
+            log.info("router.app_session_not_shown code=%s", code.value)
+
+
+def view_of(row: AppSessionRow) -> AppSessionView:
+    """A sub-session as the Shell shows it (its folded group)."""
+    return AppSessionView(
+        app_session_id=row.app_session_id,
+        app_scope=row.app_scope,
+        instance_id=row.instance_id,
+        state=row.state,
+        opened_at=row.opened_at,
+        closed_at=row.closed_at,
+        previous_app_session_id=row.previous_app_session_id,
+    )
