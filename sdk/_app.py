@@ -240,10 +240,11 @@ class Ui:
                         self._waiters.pop(interaction_id, None)
 
     def _updated(self, record: p.InteractionRecord) -> None:
-        if _answered(record):
-            self._records[record.interaction_id] = record
-            while len(self._records) > MAX_KEPT_RECORDS:
-                self._records.pop(next(iter(self._records)))
+        if not _answered(record):
+            return  # nothing a waiter waits for
+        self._records[record.interaction_id] = record
+        while len(self._records) > MAX_KEPT_RECORDS:
+            self._records.pop(next(iter(self._records)))
         for ready in self._waiters.get(record.interaction_id, []):
             ready.set()
 

@@ -262,7 +262,8 @@ async def test_a_miniapps_question_is_answered_to_it_alone_and_others_are_out_of
         m for m in s.agent.seen if "action_ids" in str(m["payload"].get("result", ""))
     ]  # never to the Agent
 
-    # The Agent's question, and a call that is not this instance's, are out of its reach.
+    # The Agent's question, and its call, are out of its reach: it can neither read, end nor
+    # complete them.
     agents = await s.ask("interaction.confirm", CONFIRM, "c-agent")
     await s.agent.client.call_tool(
         CONVERSATION,
@@ -273,9 +274,10 @@ async def test_a_miniapps_question_is_answered_to_it_alone_and_others_are_out_of
     )
     reached = await s.agent.terminal("reach-1")
     assert reached["payload"]["result"]["codes"] == [
-        ErrorCode.INTERACTION_NOT_FOUND.value,
-        ErrorCode.INTERACTION_NOT_FOUND.value,
-        ErrorCode.APP_SCOPE_MISMATCH.value,
+        ErrorCode.INTERACTION_NOT_FOUND.value,  # get
+        ErrorCode.INTERACTION_NOT_FOUND.value,  # cancel
+        ErrorCode.APP_SCOPE_MISMATCH.value,  # as the parent of its own question
+        ErrorCode.APP_SCOPE_MISMATCH.value,  # complete the Agent's call itself
     ]
     assert (await s.interaction("c-agent")).state == "presented"  # untouched
     rows = await audit_rows(

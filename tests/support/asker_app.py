@@ -55,18 +55,24 @@ class Asker(MiniApp):
             return AskOutput(interaction_id=record.interaction_id)
         codes: list[str] = []
         other = call.input.other_id or "none"
-        for attempt in ("get", "cancel", "parent"):
+        other_call = call.input.other_call_id or "none"
+        # (Answering as the user is not even sendable: `router.ui.*` is the hostbridge's alone,
+        # and a MiniApp that sends it is stopped for misbehaving; the ACL's tests prove it.)
+        for attempt in ("get", "cancel", "parent", "complete"):
             try:
                 if attempt == "get":
                     await self.app.ui.get(other)
                 elif attempt == "cancel":
                     await self.app.ui.cancel(other)
-                else:
+                elif attempt == "parent":
                     await self.app.ui.request(
                         {"kind": "notice", "title": "t", "message": "m"},
                         instance_id=call.instance_id,
-                        parent_call_id=call.input.other_call_id or "none",
+                        parent_call_id=other_call,
                     )
+                else:  # the Agent's interactive call is the runtime's, never an app's
+                    sink: Any = call._sink
+                    await sink.complete(other_call, {"approved": True})
                 codes.append("ok")
             except LineUpError as exc:
                 codes.append(exc.code.value)

@@ -13,7 +13,15 @@ import pytest
 import trio
 
 from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
-from lineup.actors.kernel import ActorKind, AuditRecord, Bus, ErrorCode, Identity, LineUpError
+from lineup.actors.kernel import (
+    ActorKind,
+    AuditRecord,
+    Bus,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    message_allowed,
+)
 from lineup.actors.kernel import Message as Msg
 from lineup.actors.router import _ids as ids
 from lineup.actors.router import _interactions
@@ -182,11 +190,12 @@ async def test_an_ask_records_the_question_and_its_call_in_one_step_then_present
     await router.ask("c1", "interaction.confirm", CONFIRM)
     row = await router.interaction("c1")
     assert row is not None
-    assert (row.state, row.source, row.owner_scope, row.agent_id) == (
+    assert (row.state, row.source, row.owner_scope, row.agent_id, row.conversation_id) == (
         "presented",
         "agent_tool",
         "interaction",
         "agent-1",
+        "conv-1",
     )
     call = await router.call("c1")
     assert (call.state, call.handling, call.app_scope, call.timeout_ms) == (
@@ -419,3 +428,13 @@ def test_ids_are_deterministic_and_a_terminal_row_names_its_call() -> None:
     assert ids.call_of_terminal(ids.terminal_id("c1")) == "c1"
     assert ids.call_of_terminal(ids.terminal_id("x" * 300)) is None  # hashed: names no call
     assert ids.call_of_terminal(ids.receipt_id("c1", "accepted")) is None
+
+
+def test_only_the_hostbridge_may_answer_and_only_an_app_may_ask_its_own() -> None:
+    answer = InteractionAnswerRequest.model_fields["type"].default
+    assert message_allowed(ActorKind.HOSTBRIDGE, ActorKind.ROUTER, answer)
+    for kind in (ActorKind.MINIAPP, ActorKind.TRANSPORT, ActorKind.FOCUS):
+        assert not message_allowed(kind, ActorKind.ROUTER, answer), kind
+    ask = sdk.InteractionAskRequest.model_fields["type"].default
+    assert message_allowed(ActorKind.MINIAPP, ActorKind.ROUTER, ask)
+    assert not message_allowed(ActorKind.HOSTBRIDGE, ActorKind.ROUTER, ask)
