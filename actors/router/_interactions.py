@@ -296,7 +296,12 @@ class InteractionService:
         one is presented; a presented notice answered; a MiniApp's answered one told to its
         app and settled."""
         if row.state == "pending":
-            row = (await self._step(row, "present")).interaction
+            try:
+                row = (await self._step(row, "present")).interaction
+            except LineUpError as exc:  # answered or ended while it was being shown: fine
+                if exc.code not in (ErrorCode.INTERACTION_FINAL, ErrorCode.INVALID_ARGUMENTS):
+                    raise
+                row = await self._get(interaction_id=row.interaction_id) or row
         if row.state == "presented" and row.kind == "notice":
             await self._answer(row, {"acknowledged": False})
         elif row.state == "submitted" and row.source == "miniapp":
