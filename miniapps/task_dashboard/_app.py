@@ -63,7 +63,6 @@ class TaskDashboard(MiniApp):
         self.open_calls: dict[str, ToolCall[OpenInput]] = {}  # instance_id -> its open call
         self.ended: set[str] = set()  # instances the runtime closed: never restored again
         self.confirming: dict[str, str] = {}  # instance_id -> its close confirmation asked
-        self.asked = 0  # close confirmations asked by this process (their request ids)
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -133,14 +132,28 @@ class TaskDashboard(MiniApp):
         elif kind == "task.close":
             if task["status"] == "done":
                 await self._close(event.instance_id, task)
-            elif event.instance_id not in self.confirming:
+            else:
                 await self._confirm_close(event.instance_id, task)
 
     async def _confirm_close(self, instance_id: str, task: dict[str, Any]) -> None:
         """Ask before closing a task that is not done; `on_interaction_updated` closes it
-        once approved (and only then)."""
+        once approved (and only then). A click while the question is open asks nothing more;
+        one after an answer this process was not told of acts on that answer first."""
+        asked = self.confirming.get(instance_id)
+        if asked is not None:
+            try:
+                record = await self.app.ui.get(asked)
+            except LineUpError as exc:
+                if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
+                    raise
+                self.confirming.pop(instance_id, None)
+            else:
+                if record.state in ("pending", "presented"):
+                    return  # still asking
+                await self.on_interaction_updated(record)
+                if _approved(record):
+                    return
         call = self.open_calls.get(instance_id)
-        self.asked += 1
         record = await self.app.ui.request(
             ConfirmRequest(
                 kind="confirm",
@@ -151,7 +164,6 @@ class TaskDashboard(MiniApp):
             ),
             instance_id=instance_id,
             parent_call_id=call.call_id if call is not None and not call.final else None,
-            request_id=f"close:{instance_id}:{self.asked}",
         )
         self.confirming[instance_id] = record.interaction_id
 
@@ -162,7 +174,7 @@ class TaskDashboard(MiniApp):
         if self.confirming.get(instance_id) == record.interaction_id:
             del self.confirming[instance_id]
         # Stateless on purpose: an approval told to a restarted process still closes the task.
-        if record.result is not None and record.result.get("approved") is True:
+        if _approved(record):
             task = await self._task(instance_id)
             if task is not None:
                 await self._close(instance_id, task)
@@ -237,6 +249,10 @@ class TaskDashboard(MiniApp):
                 "actions": ["finish", "close"] if task["status"] != "done" else ["close"],
             },
         )
+
+
+def _approved(record: p.InteractionRecord) -> bool:
+    return record.result is not None and record.result.get("approved") is True
 
 
 def _settled(task: dict[str, Any]) -> dict[str, Any]:

@@ -263,3 +263,17 @@ async def test_opening_another_task_on_the_instance_shows_it_fresh() -> None:
     fresh = {"task_id": "t2", "title": "Another", "progress": 0, "status": "todo"}
     assert runtime.ui.last == view(fresh, ["finish", "close"])
     assert runtime.session_data.get(INSTANCE) == (fresh, 3)
+
+
+async def test_a_click_after_an_answer_it_was_not_told_of_acts_on_that_answer() -> None:
+    app, runtime, record = await opened()
+    await app.on_ui_event(ui_event("task.close"))
+    asked = runtime.interactions.last
+    assert asked is not None
+    runtime.interactions.answer(asked.interaction_id, {"approved": True})
+    runtime.interactions.untold.clear()  # the word of it was lost on the way
+    await app.on_ui_event(ui_event("task.close"))
+    await runtime.settle()
+    assert (record.status, record.result) == ("completed", {"status": "cancelled"})
+    assert runtime.lifecycle.requests == [(INSTANCE, "close")]
+    assert len(runtime.interactions.asked) == 1  # nothing asked twice
