@@ -70,11 +70,13 @@ from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
-from ._app_sessions import IM_SCOPE, AppSessions
+from ._app_sessions import IM_SCOPE, AppSessions, view_of
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._interactions import InteractionService
 from ._tools import ToolPipeline
 from .messages import (
+    AppSessionContinueReply,
+    AppSessionContinueRequest,
     EnvelopeOutcome,
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
@@ -651,6 +653,13 @@ class RouterActor(Actor):
         self, msg: InteractionAnswerRequest, env: Envelope
     ) -> InteractionAnswerReply:
         return await self.interactions.answer(msg)
+
+    @handles(AppSessionContinueRequest)
+    async def on_app_session_continue(
+        self, msg: AppSessionContinueRequest, env: Envelope
+    ) -> AppSessionContinueReply:
+        row = await self.sessions.continue_(msg.app_session_id)
+        return AppSessionContinueReply(session=view_of(row))
 
     @handles(sdk.InteractionAskRequest)
     async def on_ui_request(

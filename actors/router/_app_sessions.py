@@ -11,8 +11,10 @@ after it, is a repeat) and closed when it `ended` / `failed`; each with its
 Going behind, or a tool of it finishing, changes nothing: only the instance's end closes it.
 The closing row lists the Agent's questions of the sub-session still pending, which stay open
 (the main IM keeps them); the app's own questions of that instance are cancelled `app_closed`.
-A closed sub-session is history: an Agent may still name it, and nothing revives it; a new
-instance ("Continue") has a new one.
+A closed sub-session is history: an Agent may still name it, and nothing revives it. The
+user's "Continue" (`continue_`) launches a new instance of its app, whose new sub-session names
+the old one as `previous_app_session_id`: the link is registered by app before the launch, so
+the instance's `started` event, which may arrive before the launch's answer, opens it linked.
 
 Events can be lost (a router or focus that died in between): `sweep` makes the store's truth
 hold — every live instance but the chat has an open sub-session, every open one a live
@@ -23,13 +25,16 @@ while the runtime was never logged in could not name its Agent).
 from __future__ import annotations
 
 import logging
+import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import trio
 
 from lineup import wire
-from lineup.actors.kernel import Bus, LineUpError, Message
+from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply, LaunchRequest
+from lineup.actors.kernel import Bus, ErrorCode, LineUpError, Message
 from lineup.actors.store.messages import (
     AppSessionCloseReply,
     AppSessionCloseRequest,
@@ -77,6 +82,9 @@ class AppSessions:
         self._interactions = interactions
         # One open / close at a time: an event and a sweep may race for the same instance.
         self._lock = trio.Lock()
+        # "Continue"s under way, by app: the old sub-session each new instance references.
+        self._continuing: dict[str, deque[str]] = {}
+        self._continue_lock = trio.Lock()
 
     async def _store(self, request: Message, expect: type[M]) -> M:
         return await self.bus.request(
@@ -96,12 +104,15 @@ class AppSessions:
         async with self._lock:
             outbox_id = ids.app_session_row_id(instance_id, "opened")
             session_id = ids.app_session_id(instance_id)
+            waiting = self._continuing.get(app_scope)
+            previous = waiting.popleft() if waiting else None
             payload = wire.AppSessionPayload(
                 agent_id=session.get("agent_id", ""),
                 conversation_id=session["conversation_id"],
                 app_session_id=session_id,
                 app_scope=app_scope,
                 instance_id=instance_id,
+                previous_app_session_id=previous,
             )
             reply = await self._store(
                 AppSessionOpenRequest(
@@ -110,6 +121,7 @@ class AppSessions:
                     instance_id=instance_id,
                     agent_id=payload.agent_id,
                     conversation_id=payload.conversation_id,
+                    previous_app_session_id=previous,
                     outbox_id=outbox_id,
                     wire=self._tools.wire_of(session, wire.APP_SESSION_OPENED, payload, outbox_id),
                 ),
@@ -118,6 +130,55 @@ class AppSessions:
         if reply.created:
             await self._tools.wake_transport()
             await self._push(reply.session)
+
+    async def continue_(self, app_session_id: str) -> AppSessionRow:
+        """The user's "Continue" of an ended sub-session: a new instance of its app, with a new
+        sub-session that references the old one. Refused `app_session_invalid` for an unknown
+        or open one; while a continuation of it is open, that one (brought forward)."""
+        old = (
+            await self._store(
+                AppSessionGetRequest(app_session_id=app_session_id), AppSessionGetReply
+            )
+        ).session
+        if old is None or old.state != "closed":
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, app_session_id)
+        async with self._continue_lock:  # a double click continues once
+            for row in (
+                await self._store(AppSessionListRequest(open_only=True), AppSessionListReply)
+            ).sessions:
+                if row.state == "open" and row.previous_app_session_id == app_session_id:
+                    await self.bus.request(
+                        "focus",
+                        FindInstanceRequest(
+                            app_scope=row.app_scope, instance_id=row.instance_id, foreground=True
+                        ),
+                        expect=InstanceReply,
+                        timeout=STORE_TIMEOUT,
+                    )
+                    return row
+            waiting = self._continuing.setdefault(old.app_scope, deque())
+            waiting.append(app_session_id)
+            try:
+                instance = await self.bus.request(
+                    "focus",
+                    LaunchRequest(
+                        app_scope=old.app_scope, call_id=ids.continue_id(uuid.uuid4().hex)
+                    ),
+                    expect=InstanceReply,
+                    timeout=STORE_TIMEOUT,
+                )
+            finally:
+                if app_session_id in waiting:  # never started: the link is not for another
+                    waiting.remove(app_session_id)
+            await self.opened(instance.instance_id, instance.app_scope)  # a repeat, if it is
+            found = (
+                await self._store(
+                    AppSessionGetRequest(instance_id=instance.instance_id), AppSessionGetReply
+                )
+            ).session
+        if found is None:  # not logged in yet: the sweep after the login opens it, unlinked
+            raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
+        return found
 
     async def closed(self, instance_id: str, app_scope: str) -> None:
         """Close the instance's sub-session: its `app_session.closed` row lists the Agent's

@@ -101,6 +101,11 @@ def app_session_id(instance_id: str) -> str:
     return _id("app_session", instance_id)
 
 
+def continue_id(nonce: str) -> str:
+    """The launch id of the user's "Continue" of an ended sub-session (a fresh instance)."""
+    return f"{RUNTIME_PREFIX}continue:{nonce}"
+
+
 def app_session_row_id(instance_id: str, event: str) -> str:
     """The outbox id of a sub-session's `opened` / `closed` row."""
     return _id("app_session", instance_id, event)

@@ -16,6 +16,8 @@ from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.hostbridge.messages import AppSessionView, InteractionView
 
 __all__ = [
+    "AppSessionContinueReply",
+    "AppSessionContinueRequest",
     "EnvelopeOutcome",
     "HealthReply",
     "HealthRequest",
@@ -145,3 +147,19 @@ class InteractionAnswerReply(Message):
     type: Literal["router.ui.interaction.answer.reply"] = "router.ui.interaction.answer.reply"
     interaction: InteractionView
     changed: bool
+
+
+class AppSessionContinueRequest(Message):
+    """hostbridge → router: the user chose "Continue" on an ended sub-session. A new instance of
+    its app starts with a new sub-session that references the old one (seed 000 §7.3); the old
+    one stays closed and nothing is appended to it. A second "Continue" of the same old one
+    while its continuation is still open answers that continuation (and brings it forward).
+    Refused `app_session_invalid` for an unknown or still open sub-session."""
+
+    type: Literal["router.ui.app_session.continue"] = "router.ui.app_session.continue"
+    app_session_id: str = Field(min_length=1, max_length=200)
+
+
+class AppSessionContinueReply(Message):
+    type: Literal["router.ui.app_session.continue.reply"] = "router.ui.app_session.continue.reply"
+    session: AppSessionView  # the new sub-session

@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
-from lineup.actors.kernel import ErrorCode
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.router.messages import AppSessionContinueReply, AppSessionContinueRequest
 from lineup.tests.support.interactions import CONFIRM, POLL, WAIT, Scene, scene
 from lineup.tests.support.runtime import AGENT_ID, CONVERSATION
 
@@ -141,3 +143,53 @@ async def test_an_app_session_context_that_is_not_this_agents_sub_session_is_ref
     # Without a context, the question is the main IM's, whatever app is in front.
     main = await s.ask("interaction.confirm", CONFIRM, "c-main")
     assert (main.app_session_id, main.instance_id) == (None, None)
+
+
+async def test_continue_starts_a_new_instance_whose_sub_session_references_the_ended_one(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    opened = await open_dashboard(s, "open-1")
+    old = opened["payload"]["app_session_id"]
+    instance = opened["payload"]["instance_id"]
+
+    # An open sub-session cannot be "continued": it is still going on.
+    with pytest.raises(LineUpError) as still_open:
+        await s.ui.request(
+            "router", AppSessionContinueRequest(app_session_id=old), expect=AppSessionContinueReply
+        )
+    assert still_open.value.code is ErrorCode.APP_SESSION_INVALID
+
+    await s.ui.request(
+        "focus", UiIntentRequest(intent="close", instance_id=instance), expect=InstanceReply
+    )
+    await until_session(s, old, "closed")
+
+    # "Continue", twice (a double click): one new instance, one new sub-session naming the old.
+    first, second = [
+        await s.ui.request(
+            "router", AppSessionContinueRequest(app_session_id=old), expect=AppSessionContinueReply
+        )
+        for _ in range(2)
+    ]
+    new = first.session
+    assert second.session.app_session_id == new.app_session_id
+    assert (new.state, new.app_scope, new.previous_app_session_id) == (
+        "open",
+        "task-dashboard",
+        old,
+    )
+    assert new.instance_id != instance
+    told = await s.agent.pull(
+        OPENED, lambda m: m["payload"]["app_session_id"] == new.app_session_id
+    )
+    assert told["payload"]["previous_app_session_id"] == old
+    assert await session_state(s, old) == "closed"  # the old one is not revived
+
+    with pytest.raises(LineUpError) as unknown:
+        await s.ui.request(
+            "router",
+            AppSessionContinueRequest(app_session_id="lu:app_session:nope"),
+            expect=AppSessionContinueReply,
+        )
+    assert unknown.value.code is ErrorCode.APP_SESSION_INVALID
