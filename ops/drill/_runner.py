@@ -3,11 +3,12 @@
 Theory of operation: the runtime is the real `lineup run` in its own process, with the
 embedded reference AppServer, a scratch data dir, the drill's MiniApp as a dev app, and the
 transport sent through the drill's `LinkProxy`. The load Agent talks to the AppServer directly
-and the Shell user to the hostbridge's real WebSocket. For `duration` seconds the load runs
-while the `Injector` fires the seeded faults; then everything is resumed and restored, the
-user closes every open instance, and the drill waits for quiescence: every call answered at
-the Agent, every typed message at the Agent, and in the store (read-only) no unacknowledged
-delivery, no unsent outbox row, no open call. Then the runtime is stopped with SIGTERM (its
+and the Shell user to the hostbridge's real WebSocket; the Agent's standard interactions are
+answered (or not) by that user, per `_asking`. For `duration` seconds the load runs while the
+`Injector` fires the seeded faults; then everything is resumed and restored, the user closes
+every open instance, and the drill waits for quiescence: every call answered at the Agent,
+every typed message at the Agent, and in the store (read-only) no unacknowledged delivery, no
+unsent outbox row, no open call or interaction. Then the runtime is stopped with SIGTERM (its
 exit status says whether the supervisor ever escalated), and the invariants are checked from
 the two databases. If the runtime dies on its own, the load stops at once and the checks run.
 """
@@ -260,7 +261,9 @@ def _store_settled(path: Path) -> bool:
             "SELECT (SELECT count(*) FROM app_inbox WHERE acked_at IS NULL)"
             " + (SELECT count(*) FROM outbox WHERE acked_at IS NULL)"
             " + (SELECT count(*) FROM tool_calls WHERE state NOT IN"
-            f" ({', '.join('?' * len(final))}))",
+            f" ({', '.join('?' * len(final))}))"
+            " + (SELECT count(*) FROM interactions WHERE state IN"
+            " ('pending', 'presented', 'submitted'))",
             final,
         ).fetchall()
     finally:
