@@ -6,14 +6,16 @@ seeded mix — text messages for the chat, `drill.echo` (direct), `drill.work` (
 `task-dashboard.update` (operation) to the bundled one. Every post keeps its idempotency key
 and is retried until the AppServer takes it, whatever is down; a bounded number are in flight,
 so a stalled runtime slows the load instead of piling it up. `LoadAgent.read` long-polls
-everything the runtime sends the Agent and keeps it, with its arrival time.
+everything the runtime sends the Agent and keeps it, with its arrival time, and the app
+sub-sessions it is told of (the questions of `_asking` may name them).
 
 `ShellUser` is a person at the Shell: it types a numbered message, waits until the chat shows
 it (the chat shows a message once the runtime has stored it), and types the next. If the
 socket drops (the hostbridge was killed) it reconnects, and if its message does not show it
 submits it again under the same client id, which the chat turns into the same message id, so
 a resubmit is never a second message. Every few seconds it closes a drill or dashboard
-instance (often with calls still running); at the end it closes them all.
+instance (often with calls still running); at the end it closes them all. It also keeps the
+interactions the Shell shows (`shell.interactions`), which `_asking.Answerer` answers.
 """
 
 from __future__ import annotations
