@@ -259,10 +259,10 @@ class Tour:
         self.tasks.pop(str(payload.get("instance_id")), None)
         if payload.get("app_scope") != DASHBOARD_SCOPE or not isinstance(session, str):
             return []
-        waiting = payload.get("pending_interaction_call_ids") or []
-        text = "The Task Dashboard's sub-session ended."
-        if waiting:
-            text += " Its question stays open in the chat: you can still answer it there."
+        # The launch call's own ending says the dashboard closed; this says only what is left.
+        if not payload.get("pending_interaction_call_ids"):
+            return []
+        text = "The Task Dashboard closed, but its question stays open: answer it here."
         return [Say(conversation_id, text, f"closed:{session}")]
 
     # --------------------------------------------------------------------------- moves

@@ -156,7 +156,7 @@ def test_the_dashboard_gets_a_question_in_its_sub_session_that_moves_its_progres
     assert menu.tool == CHOICE and menu.app_session_id is None
     assert tour.take(_result(update.call_id, {"progress": 60})) == []  # said already
     closed = {**opened, "pending_interaction_call_ids": []}
-    assert len(_says(tour.take(_message(wire.APP_SESSION_CLOSED, closed)))) == 1
+    assert tour.take(_message(wire.APP_SESSION_CLOSED, closed)) == []
     assert _says(tour.take(_result(launch.call_id, {"status": "cancelled"}))) == [
         "The Task Dashboard closed: the task was **cancelled**."
     ]
@@ -171,3 +171,14 @@ def test_a_sub_session_the_tour_did_not_launch_gets_no_question() -> None:
 
 def test_markdown_text_escapes_what_could_be_markup() -> None:
     assert markdown_text("[a](b)\n`c`") == "\\[a\\]\\(b\\) \\`c\\`"
+
+
+def test_a_sub_session_closed_with_its_question_open_says_where_to_answer_it() -> None:
+    tour = Tour()
+    _choose(tour, _menu(tour), "dashboard")
+    opened = {"app_session_id": "s", "app_scope": "task-dashboard", "instance_id": "i"}
+    (progress,) = _asks(tour.take(_message(wire.APP_SESSION_OPENED, opened)))
+    closed = {**opened, "pending_interaction_call_ids": [progress.call_id]}
+    (said,) = _says(tour.take(_message(wire.APP_SESSION_CLOSED, closed)))
+    assert "stays open" in said
+    assert _says(tour.take(_message(wire.APP_SESSION_CLOSED, closed))) == [said]  # same key
