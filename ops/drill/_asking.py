@@ -24,16 +24,25 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import trio
 
 from lineup import wire
 
 if TYPE_CHECKING:
-    from ._workload import LoadAgent, ShellUser
+    from ._workload import LoadAgent
 
-__all__ = ["EXPIRY_MS", "OPEN_STATES", "Answerer", "Asker", "Plan", "answer_for"]
+__all__ = [
+    "EXPIRY_MS",
+    "KINDS",
+    "OPEN_STATES",
+    "Answerer",
+    "Asker",
+    "Plan",
+    "answer_for",
+    "request_for",
+]
 
 KINDS: Final = ("notice", "choice", "confirm", "input")
 EXPIRY_MS: Final = 60_000  # the shortest expiry the runtime accepts
@@ -42,6 +51,17 @@ OPEN_STATES: Final = frozenset({"pending", "presented"})
 BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
 _THINK_S: Final = 2.0
 _RETRY_S: Final = 3.0  # an answer not reflected by then is sent again (same answer)
+
+
+class ShellSocket(Protocol):
+    """What the answerer needs of the user's Shell connection (`ShellUser` is one)."""
+
+    interactions: dict[str, dict[str, Any]]  # id -> the newest view the Shell got
+
+    async def changed(self) -> None: ...  # until the next frame, or the socket drops
+
+    async def send(self, frame: dict[str, Any]) -> bool: ...  # False: not connected
+
 
 Script = Literal["answer", "double", "cancel", "dismiss", "race", "expire", "expire_race"]
 
@@ -188,7 +208,7 @@ class Asker:
 class Answerer:
     """The user's side of the interactions, through `ShellUser`'s socket."""
 
-    user: ShellUser
+    user: ShellSocket
     plans: dict[str, Plan]
     seed: int
     answered: int = 0
