@@ -186,11 +186,18 @@ class AgentClient:
         answer = await self.send(envelope, idempotency_key or envelope["id"])
         return {**answer, "call_id": call_id}
 
-    async def dismiss(self, conversation_id: str, control_id: str, call_id: str) -> dict[str, Any]:
-        """Send a `lineup.v1.interaction.dismiss` for an open interaction."""
+    async def dismiss(
+        self,
+        conversation_id: str,
+        control_id: str,
+        call_id: str,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Send a `lineup.v1.interaction.dismiss` for an open interaction (the key defaults
+        to the new envelope's id)."""
         payload = wire.DismissPayload(control_id=control_id, call_id=call_id)
         envelope = self._envelope(conversation_id, wire.DISMISS, payload)
-        return await self.send(envelope, envelope["id"])
+        return await self.send(envelope, idempotency_key or envelope["id"])
 
     # ----------------------------------------------------------------------------- helpers
 

@@ -12,7 +12,8 @@ answer it asks a question of that kind (or launches the dashboard), says in Mark
 user answered, and asks the menu again. A dashboard's app sub-session gets a question of its
 own (shown above the dashboard while it is in front): how far along the task is, which moves
 the dashboard's progress. A cancelled, dismissed or expired menu is not asked again until the
-user writes "menu"; every other user text is echoed back, as before.
+user writes "menu"; every other user text is echoed back, as before. A new menu withdraws
+(`interaction.dismiss`) any older one still open in that conversation.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "MENU_ACTIONS",
     "MENU_WORD",
     "Ask",
+    "Dismiss",
     "Move",
     "Say",
     "Tour",
@@ -90,7 +92,17 @@ class Ask:
     instance_id: str | None = None
 
 
-Move = Say | Ask
+@dataclass(frozen=True)
+class Dismiss:
+    conversation_id: str
+    call_id: str  # the question withdrawn; `dismiss:<call_id>` is the key
+
+    @property
+    def key(self) -> str:
+        return f"dismiss:{self.call_id}"
+
+
+Move = Say | Ask | Dismiss
 
 
 @dataclass
@@ -295,7 +307,16 @@ class Tour:
             "mode": "button",
             "actions": actions,
         }
-        return [self._ask(call_id, _Question("menu", conversation_id, CHOICE, menu))]
+        # An older menu still open is withdrawn: one menu card waits at a time. Its error
+        # (`interaction_dismissed`) then finds no question and says nothing.
+        older = [
+            Dismiss(conversation_id, old)
+            for old, q in self.questions.items()
+            if q.purpose == "menu" and q.conversation_id == conversation_id
+        ]
+        for move in older:
+            del self.questions[move.call_id]
+        return [*older, self._ask(call_id, _Question("menu", conversation_id, CHOICE, menu))]
 
     def _dashboard(self, conversation_id: str) -> bool:
         return self._offers(conversation_id, DASHBOARD_OPEN)

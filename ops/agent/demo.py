@@ -23,7 +23,7 @@ from lineup.actors.kernel.identity import ActorKind
 from lineup.ops.devserver import DEFAULT_AGENT_ID, DEFAULT_AGENT_SECRET
 
 from ._client import AgentClient
-from ._tour import MAX_ECHO_CHARS, MENU_WORD, Ask, Move, Say, Tour, echo
+from ._tour import MAX_ECHO_CHARS, MENU_WORD, Dismiss, Move, Say, Tour, echo
 
 __all__ = [
     "DEFAULT_APPSERVER_URL",
@@ -100,7 +100,12 @@ class DemoAgent:
                     message.get("id"),
                 )
             return
-        assert isinstance(move, Ask)
+        if isinstance(move, Dismiss):
+            await client.dismiss(move.conversation_id, move.key, move.call_id, move.key)
+            log.info(
+                "demo.dismissed conversation_id=%s call_id=%s", move.conversation_id, move.call_id
+            )
+            return
         await client.call_tool(
             move.conversation_id,
             move.tool,

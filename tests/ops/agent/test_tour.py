@@ -3,7 +3,17 @@ from __future__ import annotations
 from typing import Any
 
 from lineup import wire
-from lineup.ops.agent._tour import CHOICE, MENU_ACTIONS, Ask, Move, Say, Tour, echo, markdown_text
+from lineup.ops.agent._tour import (
+    CHOICE,
+    MENU_ACTIONS,
+    Ask,
+    Dismiss,
+    Move,
+    Say,
+    Tour,
+    echo,
+    markdown_text,
+)
 
 CONV = "conv-a"
 TOOLS = [
@@ -182,3 +192,16 @@ def test_a_sub_session_closed_with_its_question_open_says_where_to_answer_it() -
     (said,) = _says(tour.take(_message(wire.APP_SESSION_CLOSED, closed)))
     assert "stays open" in said
     assert _says(tour.take(_message(wire.APP_SESSION_CLOSED, closed))) == [said]  # same key
+
+
+def test_a_new_menu_withdraws_the_older_one_still_open_and_its_ending_says_nothing() -> None:
+    tour = Tour()
+    first = _menu(tour)
+    text = _message(wire.TEXT, {"markdown": "menu"}, id="u-1", sender={"kind": "user"})
+    withdrawn, second = tour.take(text)
+    assert withdrawn == Dismiss(CONV, first.call_id)
+    assert withdrawn.key == f"dismiss:{first.call_id}"
+    assert isinstance(second, Ask) and second.call_id != first.call_id
+    assert tour.take(_error(first.call_id, "interaction_dismissed")) == []
+    (again,) = _asks(tour.take(_result(second.call_id, {"action_ids": ["confirm"]})))
+    assert again.tool == "interaction.confirm"
