@@ -141,6 +141,7 @@ class Asker:
     async def drive(self, seconds: float, rate: float, client: Any) -> None:
         rng = random.Random(self.seed + 2)
         deadline = trio.current_time() + seconds
+        await self.agent.inventory_known()
         tick = trio.current_time()
         async with trio.open_nursery() as nursery:
             while trio.current_time() < deadline:
@@ -238,7 +239,8 @@ class Answerer:
         elif plan is not None and plan.script != "race":
             await trio.sleep(rng.uniform(0, _THINK_S))
         elif plan is not None:
-            await trio.sleep(_THINK_S / 2 + rng.uniform(-0.05, 0.05))  # with the dismiss
+            # With the dismiss, which has the AppServer's round trip to make: either may win.
+            await trio.sleep(_THINK_S / 2 + rng.uniform(0, 0.3))
         if plan is not None and plan.script == "cancel":
             answers = [{"cancelled": True}]
         elif plan is not None and plan.script == "double":

@@ -30,6 +30,7 @@ ANSWERED_STATES: Final = frozenset({"completed", "submitted"})  # the Agent got 
 # The error codes the Agent may get for an interaction, by the interaction's final state.
 CANCEL_CODES: Final = frozenset({"cancelled_by_user", "interaction_dismissed", "app_closed"})
 EXPIRY_CODES: Final = frozenset({"operation_expired", "expired"})
+STALE: Final = "inventory_revision_mismatch"  # the Agent asked with an old revision
 # What only one side acts on ends one way; the races may end either way.
 SCRIPTED_END: Final = {
     "answer": "completed",
@@ -213,6 +214,9 @@ def _interactions(expected: Expected, evidence: Evidence) -> Invariant:
             if records or codes != ["app_session_invalid"]:
                 rule.breach(f"{call_id}: a bogus sub-session gave {len(records)} rows, {codes}")
             continue
+        codes = [p.get("code") for k, p in got if k == "lineup.v1.tool.error"]
+        if not records and codes == [STALE]:
+            continue  # refused at the checks, before any interaction: the Agent's own race
         if len(records) != 1:
             rule.breach(f"{call_id}: {len(records)} interactions")
             continue

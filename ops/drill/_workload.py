@@ -176,6 +176,11 @@ class LoadAgent:
         await self.post_until_taken(client, envelope, f"msg-{call_id}")
         self.sent[call_id].posted_at = self.now()
 
+    async def inventory_known(self) -> None:
+        """Until the first inventory arrived (a call needs its revision)."""
+        with trio.fail_after(60):
+            await self._inventory.wait()
+
     def calls(self) -> list[str]:
         return [key for key, sent in self.sent.items() if sent.kind != "text"]
 
@@ -184,8 +189,7 @@ class LoadAgent:
     async def drive(self, client: AgentClient, seconds: float, rate: float) -> None:
         """Post the mix for `seconds`; returns once every post was taken by the AppServer."""
         rng = random.Random(self.seed)
-        with trio.fail_after(60):
-            await self._inventory.wait()
+        await self.inventory_known()
         limit = trio.CapacityLimiter(_IN_FLIGHT)
         async with trio.open_nursery() as nursery:
             deadline = trio.current_time() + seconds

@@ -127,3 +127,12 @@ def test_a_question_only_one_side_acted_on_must_end_as_scripted_but_a_notice_nee
     evidence.to_agent[1] = ("r2", RESULT, {"call_id": "q2", "result": {"approved": True}})
     answered = _with(evidence, 1, state="completed", result={"approved": True})
     assert _examples(expected, answered) == ["q2: scripted dismiss but ended completed"]
+
+
+def test_a_question_refused_for_its_stale_revision_needs_no_interaction() -> None:
+    expected, evidence = _healthy()
+    evidence.to_agent[0] = ("r1", ERROR, {"call_id": "q1", "code": "inventory_revision_mismatch"})
+    stale = replace(evidence, interactions=evidence.interactions[1:])
+    assert _examples(expected, stale) == []
+    evidence.to_agent[0] = ("r1", ERROR, {"call_id": "q1", "code": "tool_input_invalid"})
+    assert _examples(expected, stale) == ["q1: 0 interactions"]
