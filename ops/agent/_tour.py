@@ -240,7 +240,7 @@ class Tour:
             "tool_not_advertised": "This runtime offers no standard interactions.",
         }.get(code, f"The question could not be asked (`{markdown_text(code)}`).")
         if question.purpose == "menu":
-            return [Say(conv, f"{text} Write **{MENU_WORD}** to see what I can show you.", key)]
+            return [Say(conv, f"{text} Write `{MENU_WORD}` to see what I can show you.", key)]
         return [Say(conv, text, key), *self._menu(conv, f"demo-menu-{_digest(call_id)}")]
 
     def _opened(self, conversation_id: str, payload: dict[str, Any]) -> list[Move]:

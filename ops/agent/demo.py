@@ -44,7 +44,7 @@ GREETING: Final = (
     "**Welcome to LineUp!** I am the demo agent.\n"
     "\n"
     "- A card will ask what you would like to try: a question of each kind, or a MiniApp.\n"
-    f"- Write **{MENU_WORD}** to see that card again; anything else I echo back.\n"
+    f"- Write `{MENU_WORD}` to see that card again; anything else I echo back.\n"
     "- MiniApps will show up here as tools are advertised.\n"
     "\n"
     "Markdown works both ways: see the [CommonMark help](https://commonmark.org/help/)."

@@ -165,3 +165,8 @@ async def test_it_tours_the_interactions_through_a_real_appserver_and_never_asks
 
 
 _RESULT, _ERROR = "lineup.v1.tool.result", "lineup.v1.tool.error"
+
+
+def test_the_greeting_bolds_only_its_welcome() -> None:
+    # The Shell's first test finds the welcome as the greeting's one <strong>.
+    assert GREETING.count("**") == 2
