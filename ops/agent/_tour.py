@@ -24,6 +24,19 @@ from typing import Any, Final, Literal
 
 from lineup import wire
 
+from ._questions import (
+    CHOICE,
+    MAX_ECHO_CHARS,
+    MENU_ACTIONS,
+    PROGRESS,
+    QUESTIONS,
+    answer_text,
+    echo,
+    markdown_text,
+    menu_request,
+    progress_request,
+)
+
 __all__ = [
     "CHOICE",
     "MAX_ECHO_CHARS",
@@ -38,38 +51,12 @@ __all__ = [
     "markdown_text",
 ]
 
-MAX_ECHO_CHARS: Final = 2_000
 MENU_WORD: Final = "menu"
-NOTICE, CHOICE, CONFIRM, INPUT = (
-    "interaction.notice",
-    "interaction.choice",
-    "interaction.confirm",
-    "interaction.input",
-)
 DASHBOARD_SCOPE: Final = "task-dashboard"
 DASHBOARD_OPEN: Final = "task-dashboard.open"
 DASHBOARD_UPDATE: Final = "task-dashboard.update"
 MAX_REVISION_RETRIES: Final = 3
 MAX_OPEN_QUESTIONS: Final = 256  # what the Agent remembers asking; the oldest is forgotten
-
-MENU_ACTIONS: Final = (
-    ("notice", "A notice", "Something to read, with one button."),
-    ("choice", "A choice", "Pick one or more of a few options."),
-    ("confirm", "A confirmation", "Yes or no."),
-    ("input", "A form", "A few fields to fill in."),
-    ("dashboard", "The Task Dashboard", "A MiniApp, with a question of its own."),
-)
-_PROGRESS: Final = (
-    ("p25", "A quarter done", 25),
-    ("p60", "More than half", 60),
-    ("p100", "Finished", 100),
-)
-_FRUITS: Final = (
-    ("apple", "Apple"),
-    ("banana", "Banana"),
-    ("cherry", "Cherry"),
-    ("durian", "Durian"),
-)
 
 Purpose = Literal["menu", "notice", "choice", "confirm", "input", "dashboard", "progress"]
 
@@ -118,22 +105,6 @@ class _Question:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
-
-
-def markdown_text(text: str) -> str:
-    """`text` as literal Markdown inline text: every punctuation mark that could start markup
-    escaped, line breaks as spaces (it goes into a table cell or a sentence)."""
-    out = []
-    for char in " ".join(text.split()):
-        out.append("\\" + char if char in "\\`*_{}[]()<>#+-.!|~&" else char)
-    return "".join(out)
-
-
-def echo(markdown: str) -> str:
-    """The demo's answer to one user message: the text quoted back, shortened if long."""
-    text = markdown if len(markdown) <= MAX_ECHO_CHARS else markdown[:MAX_ECHO_CHARS] + "…"
-    quoted = "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
-    return f"You said:\n\n{quoted}"
 
 
 @dataclass
@@ -213,7 +184,7 @@ class Tour:
             status = markdown_text(str(result.get("status", "closed")))
             return [Say(conv, f"The Task Dashboard closed: the task was **{status}**.", key)]
         return [
-            Say(conv, _answer_text(question.purpose, question.input, result), key),
+            Say(conv, answer_text(question.purpose, question.input, result), key),
             *self._menu(conv, then),
         ]
 
@@ -255,12 +226,7 @@ class Tour:
             "progress",
             conversation_id,
             CHOICE,
-            {
-                "title": "Task progress",
-                "prompt": "How far along is the task? I will move the dashboard to match.",
-                "mode": "single-choice",
-                "actions": [{"id": i, "label": label} for i, label, _ in _PROGRESS],
-            },
+            progress_request(),
             app_session_id=session,
             instance_id=instance,
         )
@@ -298,15 +264,7 @@ class Tour:
         )
 
     def _menu(self, conversation_id: str, call_id: str) -> list[Move]:
-        actions = [{"id": i, "label": label, "description": d} for i, label, d in MENU_ACTIONS]
-        if not self._dashboard(conversation_id):
-            actions = actions[:-1]
-        menu = {
-            "title": "Try LineUp",
-            "prompt": "What would you like to try?",
-            "mode": "button",
-            "actions": actions,
-        }
+        menu = menu_request(with_dashboard=self._dashboard(conversation_id))
         # An older menu still open is withdrawn: one menu card waits at a time. Its error
         # (`interaction_dismissed`) then finds no question and says nothing.
         older = [
@@ -323,68 +281,8 @@ class Tour:
 
     def _try(self, conv: str, choice: str, call_id: str) -> list[Move]:
         then = f"demo-{choice}-{_digest(call_id)}"
-        inputs: dict[str, tuple[str, dict[str, Any]]] = {
-            "notice": (
-                NOTICE,
-                {
-                    "title": "A notice",
-                    "message": "This is a **notice**: the Agent tells you something, and it "
-                    "needs no answer.",
-                    "acknowledge_label": "Got it",
-                },
-            ),
-            "choice": (
-                CHOICE,
-                {
-                    "title": "A choice",
-                    "prompt": "Which fruits do you like? Pick as many as you want.",
-                    "mode": "multi-choice",
-                    "actions": [{"id": i, "label": label} for i, label in _FRUITS],
-                },
-            ),
-            "confirm": (
-                CONFIRM,
-                {
-                    "title": "A confirmation",
-                    "prompt": "Do you like what you have seen so far?",
-                    "approve_label": "Yes",
-                    "cancel_label": "Not yet",
-                },
-            ),
-            "input": (
-                INPUT,
-                {
-                    "title": "A form",
-                    "prompt": "Tell me a little about yourself. Only the name is required.",
-                    "fields": [
-                        {
-                            "id": "name",
-                            "label": "Your name",
-                            "type": "text",
-                            "required": True,
-                            "max_length": 80,
-                            "placeholder": "Ada",
-                        },
-                        {
-                            "id": "cups",
-                            "label": "Cups of tea a day",
-                            "type": "number",
-                            "minimum": 0,
-                            "maximum": 50,
-                        },
-                        {
-                            "id": "note",
-                            "label": "Anything else?",
-                            "type": "textarea",
-                            "max_length": 1000,
-                        },
-                    ],
-                    "submit_label": "Send",
-                },
-            ),
-        }
-        if choice in inputs:
-            tool, tool_input = inputs[choice]
+        if choice in QUESTIONS:
+            tool, tool_input = QUESTIONS[choice]
             purpose: Purpose = choice  # type: ignore[assignment]
             return [self._ask(then, _Question(purpose, conv, tool, tool_input))]
         if choice == "dashboard" and self._dashboard(conv):
@@ -404,7 +302,7 @@ class Tour:
     def _progress(self, question: _Question, result: dict[str, Any], call_id: str) -> list[Move]:
         conv = question.conversation_id
         chosen = (result.get("action_ids") or [""])[0]
-        percent = next((p for i, _, p in _PROGRESS if i == chosen), None)
+        percent = next((p for i, _, p in PROGRESS if i == chosen), None)
         task_id = self.tasks.get(question.instance_id or "")
         moves: list[Move] = []
         if percent is not None and task_id is not None:
@@ -427,24 +325,3 @@ class Tour:
                 )
             )
         return [*moves, *self._menu(conv, f"demo-menu-{_digest(call_id)}")]
-
-
-def _answer_text(purpose: Purpose, request: dict[str, Any], result: dict[str, Any]) -> str:
-    if purpose == "notice":
-        seen = "and you acknowledged it" if result.get("acknowledged") else "in the chat"
-        return f"The notice was shown {seen}."
-    if purpose == "choice":
-        labels = {str(a["id"]): str(a["label"]) for a in request.get("actions", [])}
-        chosen = [labels.get(str(i), str(i)) for i in result.get("action_ids") or []]
-        picked = ", ".join(f"**{markdown_text(label)}**" for label in chosen) or "nothing"
-        return f"You picked {picked}."
-    if purpose == "confirm":
-        return "You answered **yes**." if result.get("approved") else "You answered **no**."
-    values = result.get("values")
-    values = values if isinstance(values, dict) else {}
-    rows = ["| Field | Your answer |", "| --- | --- |"]
-    for spec in request.get("fields", []):
-        value = values.get(spec["id"])
-        shown = "—" if value is None or value == "" else markdown_text(str(value))
-        rows.append(f"| {markdown_text(str(spec['label']))} | {shown} |")
-    return "Here is what you filled in:\n\n" + "\n".join(rows)
