@@ -160,22 +160,44 @@ class AgentClient:
         input: dict[str, Any],
         inventory_revision: str | int,
         call_id: str | None = None,
+        *,
+        app_session_context: str | None = None,
+        instance_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Send a `lineup.v1.tool.call`; returns `{"message_id", "seq", "call_id"}` (the
-        call_id is generated when not given)."""
+        call_id is generated when not given). `app_session_context` names the app sub-session
+        a standard interaction belongs to; `instance_id` the instance an operation is for. The
+        key defaults to the new envelope's id."""
         call_id = call_id or _new_id("call")
+        extra: dict[str, Any] = {}
+        if app_session_context is not None:
+            extra["app_session_context"] = {"app_session_id": app_session_context}
         payload = wire.ToolCallPayload(
-            call_id=call_id, tool=tool, inventory_revision=str(inventory_revision), input=input
+            call_id=call_id,
+            tool=tool,
+            inventory_revision=str(inventory_revision),
+            input=input,
+            **extra,
         )
         envelope = self._envelope(conversation_id, wire.TOOL_CALL, payload)
-        answer = await self.send(envelope, envelope["id"])
+        if instance_id is not None:
+            envelope["instance_id"] = instance_id
+        answer = await self.send(envelope, idempotency_key or envelope["id"])
         return {**answer, "call_id": call_id}
 
-    async def dismiss(self, conversation_id: str, control_id: str, call_id: str) -> dict[str, Any]:
-        """Send a `lineup.v1.interaction.dismiss` for an open interaction."""
+    async def dismiss(
+        self,
+        conversation_id: str,
+        control_id: str,
+        call_id: str,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Send a `lineup.v1.interaction.dismiss` for an open interaction (the key defaults
+        to the new envelope's id)."""
         payload = wire.DismissPayload(control_id=control_id, call_id=call_id)
         envelope = self._envelope(conversation_id, wire.DISMISS, payload)
-        return await self.send(envelope, envelope["id"])
+        return await self.send(envelope, idempotency_key or envelope["id"])
 
     # ----------------------------------------------------------------------------- helpers
 

@@ -21,9 +21,12 @@ Interactive commands:
 
 `--script FILE` replays JSON lines instead (blank lines and `#` comments are skipped):
     {"say": "markdown"}
-    {"call": {"tool": ..., "input": {...}, "inventory_revision": ..., "call_id"?: ...}}
+    {"call": {"tool": ..., "input": {...}, "inventory_revision": ..., "call_id"?: ...,
+              "app_session_context"?: "<app_session_id>"}}   e.g. an `interaction.choice`
     {"dismiss": {"control_id": ..., "call_id": ...}}
     {"wait": {"type": "lineup.v1.text", "timeout": 10}}   the next client message of that type
+                                          (also `lineup.v1.tool.result`, `…tool.error`,
+                                          `lineup.v1.app_session.opened|closed`)
     {"expect_text": "substring"}                          in the message the last wait matched
 
 Exit status: 0 when the script (or session) ends, 1 when a step fails (a wait timed out, an
@@ -127,15 +130,20 @@ class Session:
         answer = await self.client.say(self.conversation_id, markdown)
         _note(f"sent lineup.v1.text seq={answer.get('seq')}")
 
-    async def call(self, tool: Any, tool_input: Any, revision: Any, call_id: Any = None) -> None:
+    async def call(
+        self, tool: Any, tool_input: Any, revision: Any, call_id: Any = None, session: Any = None
+    ) -> None:
         if not isinstance(tool, str) or not isinstance(tool_input, dict):
             raise StepFailed("call needs a tool name and a JSON object as input")
+        if session is not None and not isinstance(session, str):
+            raise StepFailed("app_session_context is the sub-session's id")
         answer = await self.client.call_tool(
             self.conversation_id,
             tool,
             tool_input,
             self._revision(revision),
             call_id=str(call_id) if call_id is not None else None,
+            app_session_context=session,
         )
         _note(f"sent lineup.v1.tool.call seq={answer.get('seq')} call_id={answer['call_id']}")
 
@@ -171,7 +179,11 @@ async def _run_step(session: Session, step: Any) -> None:
         await session.say(arg)
     elif verb == "call" and isinstance(arg, dict):
         await session.call(
-            arg.get("tool"), arg.get("input", {}), arg.get("inventory_revision"), arg.get("call_id")
+            arg.get("tool"),
+            arg.get("input", {}),
+            arg.get("inventory_revision"),
+            arg.get("call_id"),
+            arg.get("app_session_context"),
         )
     elif verb == "dismiss" and isinstance(arg, dict):
         await session.dismiss(arg.get("control_id"), arg.get("call_id"))

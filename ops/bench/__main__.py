@@ -18,6 +18,7 @@ import trio
 
 from . import _measure as m
 from ._im import im_delivery
+from ._interactions import answer_latencies
 from ._measure import median, pct
 from ._outbox import outbox_drain, sequential_posts
 from ._quotas import bounds_cost
@@ -58,6 +59,26 @@ def quota_figures(quick: bool) -> list[Figure]:
             view_on <= 1.10 * view_off,
             note="rate bucket, view keys and document limits",
         ),
+    ]
+
+
+def interaction_figures(quick: bool, bus: list[float] | None = None) -> list[Figure]:
+    """A standard interaction's answer (issue 12), beside the bus round trip of the same run
+    (measured here when not given)."""
+    if bus is None:
+        bus = trio.run(m.bus_roundtrip, 1000 if quick else 5000)
+    answers = trio.run(answer_latencies, 30 if quick else 150)
+    return [
+        Figure(
+            "interactions",
+            f"answer clicked (Shell frame in) → the call's result committed in the outbox {label}",
+            pct(answers, q) * 1e3,
+            "ms",
+            f"bus request/reply round trip {label}",
+            pct(bus, q) * 1e3,
+            note="one interaction at a time: hostbridge → router → store, one transaction",
+        )
+        for label, q in (("p50", 0.5), ("p99", 0.99))
     ]
 
 
@@ -222,6 +243,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     )
 
     figures += quota_figures(quick)
+    figures += interaction_figures(quick, bus)
 
     # ------------------------------------------------------------------------------ sandbox
     plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
@@ -325,13 +347,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
-        "--only", choices=("quotas",), help="only this section (a few seconds; no peer)"
+        "--only",
+        choices=("quotas", "interactions"),
+        help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the restart figure SIGKILLs on purpose
     peers: list[Peer] = []
     if args.only == "quotas":
         figures = quota_figures(args.quick)
+    elif args.only == "interactions":
+        figures = interaction_figures(args.quick)
     else:
         figures, peers = run(args.quick)
     print(render_table(figures, peers))

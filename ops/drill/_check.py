@@ -25,6 +25,20 @@ __all__ = ["Evidence", "Expected", "Invariant", "check"]
 TERMINAL_STATES: Final = FINAL_TOOL_CALL_STATES
 TERMINAL_TYPES: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
 LIVE_INSTANCE_STATES: Final = frozenset({"starting", "foreground", "background", "suspended"})
+FINAL_INTERACTION_STATES: Final = frozenset({"completed", "cancelled", "expired", "failed"})
+ANSWERED_STATES: Final = frozenset({"completed", "submitted"})  # the Agent got the result
+# The error codes the Agent may get for an interaction, by the interaction's final state.
+CANCEL_CODES: Final = frozenset({"cancelled_by_user", "interaction_dismissed", "app_closed"})
+EXPIRY_CODES: Final = frozenset({"operation_expired", "expired"})
+STALE: Final = "inventory_revision_mismatch"  # the Agent asked with an old revision
+# What only one side acts on ends one way; the races may end either way.
+SCRIPTED_END: Final = {
+    "answer": "completed",
+    "double": "completed",
+    "cancel": "cancelled",
+    "dismiss": "cancelled",
+    "expire": "expired",
+}
 _EXAMPLES: Final = 5
 
 
@@ -35,6 +49,17 @@ class Expected:
     user_messages: tuple[str, ...]  # message ids the user typed, in order
     escalation_asked: bool = False
     poison: tuple[tuple[str, str], ...] = ()  # (message id, the code it must be refused with)
+    # The Agent's questions: (call id, kind, the drill's script, names no real sub-session)
+    interactions: tuple[tuple[str, str, str, bool], ...] = ()
+
+
+@dataclass(frozen=True)
+class InteractionRecord:
+    interaction_id: str
+    call_id: str | None
+    state: str
+    terminal_code: str | None = None
+    result: Any = None
 
 
 @dataclass
@@ -51,6 +76,7 @@ class Evidence:
     stack: list[str] = field(default_factory=list)  # bottom first
     exit_code: int | None = None  # the runtime's, after SIGTERM
     refused: dict[str, set[str]] = field(default_factory=dict)  # message id -> refusal codes
+    interactions: list[InteractionRecord] = field(default_factory=list)
 
     @classmethod
     def read(cls, appserver_db: Path, store_db: Path, exit_code: int | None) -> Evidence:
@@ -89,6 +115,20 @@ class Evidence:
                 " AND subject_id IS NOT NULL"
             ):
                 evidence.refused.setdefault(str(subject_id), set()).add(str(code))
+            cursor = db.execute("SELECT * FROM interactions")
+            for row in cursor:
+                names = [d[0] for d in cursor.getdescription()]
+                record = dict(zip(names, row, strict=True))
+                result = record.get("result", record.get("answer"))
+                evidence.interactions.append(
+                    InteractionRecord(
+                        str(record["interaction_id"]),
+                        None if record.get("call_id") is None else str(record["call_id"]),
+                        str(record["state"]),
+                        record.get("terminal_code"),
+                        json.loads(result) if isinstance(result, str) else result,
+                    )
+                )
             evidence.stack = [
                 str(i)
                 for (i,) in db.execute("SELECT instance_id FROM focus_stack ORDER BY position")
@@ -133,7 +173,70 @@ def check(expected: Expected, evidence: Evidence) -> list[Invariant]:
         _focus_stack(evidence),
         _no_escalation(expected, evidence),
         _poison_refused(expected, evidence),
+        _interactions(expected, evidence),
     ]
+
+
+def _state_of(code: str) -> str:
+    if code in CANCEL_CODES:
+        return "cancelled"
+    return "expired" if code in EXPIRY_CODES else "failed"
+
+
+def _interactions(expected: Expected, evidence: Evidence) -> Invariant:
+    rule = Invariant(
+        "interactions_one_terminal_state",
+        "every interaction has exactly one final state in the store; the Agent got at most one "
+        "terminal message per question, agreeing with it (a result: completed or submitted, "
+        "with the stored result; an error: cancelled, expired or failed, by its code); a "
+        "question naming no real sub-session created none",
+    )
+    by_call: dict[str, list[InteractionRecord]] = {}
+    for record in evidence.interactions:
+        if record.state not in FINAL_INTERACTION_STATES:
+            rule.breach(f"{record.interaction_id}: {record.state}")
+        if record.call_id is not None:
+            by_call.setdefault(record.call_id, []).append(record)
+    terminals: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for _, kind, payload in evidence.to_agent:
+        if kind in TERMINAL_TYPES:
+            terminals.setdefault(str(payload.get("call_id")), []).append((kind, payload))
+    asked = {call_id for call_id, _, _, _ in expected.interactions}
+    for call_id in by_call.keys() - asked:
+        rule.breach(f"{call_id}: an interaction for a question nobody asked")
+    for call_id, kind, script, bogus in expected.interactions:
+        records, got = by_call.get(call_id, []), terminals.get(call_id, [])
+        if len(got) > 1:
+            rule.breach(f"{call_id}: {len(got)} terminal messages at the Agent")
+            continue
+        if bogus:
+            codes = [p.get("code") for k, p in got if k == "lineup.v1.tool.error"]
+            if records or codes != ["app_session_invalid"]:
+                rule.breach(f"{call_id}: a bogus sub-session gave {len(records)} rows, {codes}")
+            continue
+        codes = [p.get("code") for k, p in got if k == "lineup.v1.tool.error"]
+        if not records and codes == [STALE]:
+            continue  # refused at the checks, before any interaction: the Agent's own race
+        if len(records) != 1:
+            rule.breach(f"{call_id}: {len(records)} interactions")
+            continue
+        (record,) = records
+        if got:
+            message_type, payload = got[0]
+            if message_type == "lineup.v1.tool.result":
+                if record.state not in ANSWERED_STATES:
+                    rule.breach(f"{call_id}: the Agent got a result, the store {record.state}")
+                elif record.result is not None and payload.get("result") != record.result:
+                    rule.breach(f"{call_id}: the Agent's result is not the stored one")
+            elif _state_of(str(payload.get("code"))) != record.state:
+                rule.breach(
+                    f"{call_id}: the Agent got {payload.get('code')}, the store {record.state}"
+                )
+        # A notice is answered by the runtime itself as soon as it is shown: no script.
+        end = SCRIPTED_END.get(script) if kind != "notice" else None
+        if end is not None and record.state != end:
+            rule.breach(f"{call_id}: scripted {script} but ended {record.state}")
+    return rule
 
 
 def _poison_refused(expected: Expected, evidence: Evidence) -> Invariant:

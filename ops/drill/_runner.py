@@ -3,11 +3,12 @@
 Theory of operation: the runtime is the real `lineup run` in its own process, with the
 embedded reference AppServer, a scratch data dir, the drill's MiniApp as a dev app, and the
 transport sent through the drill's `LinkProxy`. The load Agent talks to the AppServer directly
-and the Shell user to the hostbridge's real WebSocket. For `duration` seconds the load runs
-while the `Injector` fires the seeded faults; then everything is resumed and restored, the
-user closes every open instance, and the drill waits for quiescence: every call answered at
-the Agent, every typed message at the Agent, and in the store (read-only) no unacknowledged
-delivery, no unsent outbox row, no open call. Then the runtime is stopped with SIGTERM (its
+and the Shell user to the hostbridge's real WebSocket; the Agent's standard interactions are
+answered (or not) by that user, per `_asking`. For `duration` seconds the load runs while the
+`Injector` fires the seeded faults; then everything is resumed and restored, the user closes
+every open instance, and the drill waits for quiescence: every call answered at the Agent,
+every typed message at the Agent, and in the store (read-only) no unacknowledged delivery, no
+unsent outbox row, no open call or interaction. Then the runtime is stopped with SIGTERM (its
 exit status says whether the supervisor ever escalated), and the invariants are checked from
 the two databases. If the runtime dies on its own, the load stops at once and the checks run.
 """
@@ -36,6 +37,7 @@ from lineup.supervisor._control import control_request
 from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
 
+from ._asking import Answerer, Asker
 from ._check import TERMINAL_STATES, TERMINAL_TYPES, Evidence, Expected, Invariant, check
 from ._faults import KINDS, Fault, Injector, plan
 from ._proxy import LinkProxy
@@ -62,6 +64,7 @@ class DrillOptions:
     rate: float = 25.0  # Agent operations a second
     user_rate: float = 2.0  # at most this many typed messages a second
     close_every: float = 4.0  # the user closes an instance about this often (seconds)
+    ask_rate: float = 1.0  # standard interactions the Agent asks a second
     quiesce_timeout: float = 120.0
     data_dir: Path | None = None  # None: a scratch directory, removed after a passing run
     report: Path | None = None
@@ -70,7 +73,8 @@ class DrillOptions:
     def replay(self) -> str:
         return (
             f"lineup drill --seed {self.seed} --duration {self.duration:g} "
-            f"--faults {self.faults} --kinds {','.join(self.kinds)} --rate {self.rate:g}"
+            f"--faults {self.faults} --kinds {','.join(self.kinds)} --rate {self.rate:g} "
+            f"--ask-rate {self.ask_rate:g}"
         )
 
 
@@ -83,6 +87,8 @@ class Run:
     agent: LoadAgent
     user: ShellUser
     injector: Injector | None = None
+    asker: Asker | None = None
+    answerer: Answerer | None = None
     exit_code: int | None = None
     died_early: bool = False
     quiescence_s: float = 0.0
@@ -105,6 +111,8 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         LoadAgent(appserver_url, AGENT_ID, AGENT_SECRET, options.seed),
         ShellUser("", options.seed),
     )
+    run.asker = Asker(run.agent, options.seed)
+    run.answerer = Answerer(run.user, run.asker.plans, options.seed)
     async with trio.open_nursery() as nursery:
         await nursery.start(run.proxy.serve)
         process = await _start_runtime(run, runtime_dir, appserver_port)
@@ -123,6 +131,9 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         calls=tuple(run.agent.calls()),
         user_messages=tuple(run.user.user_ids()),
         poison=tuple(run.agent.poisoned.items()),
+        interactions=tuple(
+            (p.call_id, p.kind, p.script, p.bogus) for p in run.asker.plans.values()
+        ),
     )
     invariants = check(expected, evidence)
     report = _report(run, invariants)
@@ -198,9 +209,14 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         await _login(client)
         nursery.start_soon(run.agent.read, client)
         nursery.start_soon(run.user.connect_forever)
+        assert run.asker is not None
+        assert run.answerer is not None
+        nursery.start_soon(run.answerer.run)
         run.agent.started = run.user.started = run.injector.started = time.monotonic()
         async with trio.open_nursery() as load:
             load.start_soon(run.agent.drive, client, options.duration, options.rate)
+            if options.ask_rate > 0:
+                load.start_soon(run.asker.drive, options.duration, options.ask_rate, client)
             load.start_soon(run.user.type_messages, options.duration, options.user_rate)
             load.start_soon(run.user.close_now_and_then, options.duration, options.close_every)
             load.start_soon(run.injector.run, run.faults)
@@ -245,7 +261,9 @@ def _store_settled(path: Path) -> bool:
             "SELECT (SELECT count(*) FROM app_inbox WHERE acked_at IS NULL)"
             " + (SELECT count(*) FROM outbox WHERE acked_at IS NULL)"
             " + (SELECT count(*) FROM tool_calls WHERE state NOT IN"
-            f" ({', '.join('?' * len(final))}))",
+            f" ({', '.join('?' * len(final))}))"
+            " + (SELECT count(*) FROM interactions WHERE state IN"
+            " ('pending', 'presented', 'submitted'))",
             final,
         ).fetchall()
     finally:
@@ -327,6 +345,7 @@ def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
                 for _, m in run.agent.received
                 if m.get("type") in TERMINAL_TYPES
             ),
+            "interactions": _interactions(run),
             "proxy": {k: v for k, v in vars(run.proxy.counts).items() if k != "by_second"},
         },
         "recovery_ms": {
@@ -348,6 +367,22 @@ def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
     path.with_suffix(".svg").write_text(timeline_svg(report, finished))
     report["report_path"] = str(path)
     return report
+
+
+def _interactions(run: Run) -> dict[str, Any]:
+    assert run.asker is not None
+    assert run.answerer is not None
+    plans = run.asker.plans.values()
+    return {
+        "asked": len(run.asker.plans),
+        "by_kind": _count(p.kind for p in plans),
+        "by_script": _count(p.script for p in plans),
+        "in_sub_session": sum(1 for p in plans if p.app_session_id and not p.bogus),
+        "bogus_sub_session": sum(1 for p in plans if p.bogus),
+        "dismisses": len(run.asker.dismissed),
+        "answered_by_user": run.answerer.answered,
+        "sub_sessions_seen": len(run.agent.sessions),
+    }
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -6,14 +6,16 @@ seeded mix — text messages for the chat, `drill.echo` (direct), `drill.work` (
 `task-dashboard.update` (operation) to the bundled one. Every post keeps its idempotency key
 and is retried until the AppServer takes it, whatever is down; a bounded number are in flight,
 so a stalled runtime slows the load instead of piling it up. `LoadAgent.read` long-polls
-everything the runtime sends the Agent and keeps it, with its arrival time.
+everything the runtime sends the Agent and keeps it, with its arrival time, and the app
+sub-sessions it is told of (the questions of `_asking` may name them).
 
 `ShellUser` is a person at the Shell: it types a numbered message, waits until the chat shows
 it (the chat shows a message once the runtime has stored it), and types the next. If the
 socket drops (the hostbridge was killed) it reconnects, and if its message does not show it
 submits it again under the same client id, which the chat turns into the same message id, so
 a resubmit is never a second message. Every few seconds it closes a drill or dashboard
-instance (often with calls still running); at the end it closes them all.
+instance (often with calls still running); at the end it closes them all. It also keeps the
+interactions the Shell shows (`shell.interactions`), which `_asking.Answerer` answers.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ class LoadAgent:
     # runtime's own (issue 11), and each drill text is unique.
     texts_arrived: set[str] = field(default_factory=set)
     poisoned: dict[str, str] = field(default_factory=dict)  # message id -> the code expected
+    sessions: dict[str, str] = field(default_factory=dict)  # app_session_id -> open | closed
+    conversation: str = CONVERSATION
     _inventory: trio.Event = field(default_factory=trio.Event)
     _n: int = 0
     _tasks: list[str] = field(default_factory=list)
@@ -121,6 +125,10 @@ class LoadAgent:
                 elif kind == "lineup.v1.client.inventory":
                     self.revision = str(message["payload"]["revision"])
                     self._inventory.set()
+                elif kind in (wire.APP_SESSION_OPENED, wire.APP_SESSION_CLOSED):
+                    session = str((message.get("payload") or {}).get("app_session_id"))
+                    closed = kind == wire.APP_SESSION_CLOSED or self.sessions.get(session)
+                    self.sessions[session] = "closed" if closed else "open"
 
     async def poison(self, client: AgentClient, variant: int) -> None:
         """Post one envelope the runtime must refuse (retried until the AppServer has it)."""
@@ -135,9 +143,9 @@ class LoadAgent:
             **fields,
         }
         self.poisoned[message_id] = code
-        await self._post_until_taken(client, envelope, message_id)
+        await self.post_until_taken(client, envelope, message_id)
 
-    async def _post_until_taken(
+    async def post_until_taken(
         self, client: AgentClient, envelope: dict[str, Any], key: str
     ) -> None:
         while True:
@@ -149,6 +157,30 @@ class LoadAgent:
                     raise  # our own mistake: the drill is wrong, not the runtime
                 await trio.sleep(_RETRY_S)
 
+    async def post_call(
+        self, client: AgentClient, call_id: str, tool: str, payload: wire.ToolCallPayload
+    ) -> None:
+        """Post one tool call built elsewhere (an interaction), counted like the mix's."""
+        envelope = wire.dump(
+            wire.envelope(
+                wire.TOOL_CALL,
+                payload,
+                conversation_id=CONVERSATION,
+                sender_kind="agent",
+                sender_id=self.agent_id,
+                message_id=f"msg-{call_id}",
+            )
+        )
+        self.sent[call_id] = Sent(tool, self.now())
+        self.unanswered.add(call_id)
+        await self.post_until_taken(client, envelope, f"msg-{call_id}")
+        self.sent[call_id].posted_at = self.now()
+
+    async def inventory_known(self) -> None:
+        """Until the first inventory arrived (a call needs its revision)."""
+        with trio.fail_after(60):
+            await self._inventory.wait()
+
     def calls(self) -> list[str]:
         return [key for key, sent in self.sent.items() if sent.kind != "text"]
 
@@ -157,8 +189,7 @@ class LoadAgent:
     async def drive(self, client: AgentClient, seconds: float, rate: float) -> None:
         """Post the mix for `seconds`; returns once every post was taken by the AppServer."""
         rng = random.Random(self.seed)
-        with trio.fail_after(60):
-            await self._inventory.wait()
+        await self.inventory_known()
         limit = trio.CapacityLimiter(_IN_FLIGHT)
         async with trio.open_nursery() as nursery:
             deadline = trio.current_time() + seconds
@@ -208,7 +239,7 @@ class LoadAgent:
             else:
                 key = f"call-drill-{self.seed}-{borrower}"
                 payload = wire.ToolCallPayload(
-                    call_id=key, tool=kind, inventory_revision=self.revision, input=body
+                    call_id=key, tool=kind, inventory_revision=self.revision or "", input=body
                 )
                 envelope_type = wire.TOOL_CALL
             envelope = wire.dump(
@@ -226,7 +257,7 @@ class LoadAgent:
                 self.unanswered.add(key)
             if kind in LAUNCHES:
                 self._open.setdefault(kind, set()).add(key)
-            await self._post_until_taken(client, envelope, message_id)
+            await self.post_until_taken(client, envelope, message_id)
             self.sent[key].posted_at = self.now()
         finally:
             limit.release_on_behalf_of(borrower)
@@ -245,6 +276,7 @@ class ShellUser:
     _items: dict[str, str] = field(default_factory=dict)  # message id -> state
     _texts: dict[str, str] = field(default_factory=dict)  # client id -> text
     _instances: list[dict[str, Any]] = field(default_factory=list)
+    interactions: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> its view
     _changed: trio.Event = field(default_factory=trio.Event)
     _ws: Any = None
 
@@ -296,11 +328,21 @@ class ShellUser:
                 self._items[str(item.get("id"))] = str(item.get("state"))
         elif frame.get("type") == "shell.apps":
             self._instances = list(frame.get("instances") or [])
+        elif frame.get("type") == "shell.interactions":
+            for view in frame.get("interactions") or []:  # upserts, the whole list on connect
+                self.interactions[str(view.get("interaction_id"))] = view
         self._wake()
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
+
+    async def changed(self) -> None:
+        """Until the next frame arrives or the socket drops."""
+        await self._changed.wait()
+
+    async def send(self, frame: dict[str, Any]) -> bool:
+        return await self._send(frame)
 
     async def _send(self, frame: dict[str, Any]) -> bool:
         if self._ws is None:

@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
         help=f"comma-separated fault kinds (default: all of {','.join(KINDS)})",
     )
     p.add_argument("--rate", type=float, default=25.0, help="Agent operations per second")
+    p.add_argument(
+        "--ask-rate", type=float, default=1.0, help="standard interactions asked per second"
+    )
     p.add_argument("--report", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--data-dir", type=Path, default=None, help="keep the runtime's files here")
     p.add_argument("--quiesce-timeout", type=float, default=120.0)
@@ -57,6 +60,7 @@ def main(argv: list[str]) -> int:
         faults=args.faults,
         kinds=args.kinds,
         rate=args.rate,
+        ask_rate=args.ask_rate,
         quiesce_timeout=args.quiesce_timeout,
         data_dir=args.data_dir,
         report=args.report,

@@ -63,6 +63,14 @@ async def test_a_script_says_waits_for_the_client_calls_and_dismisses(
         {"wait": {"type": "lineup.v1.client.inventory"}},
         {"call": {"tool": "interaction.notice", "input": {"text": "hi"}, "call_id": "call-1"}},
         {"dismiss": {"control_id": "ctl-1", "call_id": "call-1"}},
+        {
+            "call": {
+                "tool": "interaction.confirm",
+                "input": {},
+                "call_id": "call-2",
+                "app_session_context": "lu:app_session:i-1",
+            }
+        },
     )
     alice = await api.user_token("alice")
     results: list[subprocess.CompletedProcess[bytes]] = []
@@ -89,7 +97,7 @@ async def test_a_script_says_waits_for_the_client_calls_and_dismisses(
     assert result.returncode == 0, result.stderr
     printed = [json.loads(line) for line in result.stdout.decode().splitlines()]
     assert [m["id"] for m in printed] == ["u-1", "inv-4"]
-    _, call, dismiss = await _user_stream(api, alice, 3)
+    _, call, dismiss, in_session = await _user_stream(api, alice, 4)
     assert call["type"] == "lineup.v1.tool.call"
     assert call["payload"] == {
         "call_id": "call-1",
@@ -100,6 +108,7 @@ async def test_a_script_says_waits_for_the_client_calls_and_dismisses(
     assert call["sender"] == {"kind": "agent", "id": "agent-1"}
     assert dismiss["type"] == "lineup.v1.interaction.dismiss"
     assert dismiss["payload"] == {"control_id": "ctl-1", "call_id": "call-1"}
+    assert in_session["payload"]["app_session_context"] == {"app_session_id": "lu:app_session:i-1"}
 
 
 async def test_a_wait_that_times_out_exits_1(server: RunningServer, tmp_path: Path) -> None:

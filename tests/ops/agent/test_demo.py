@@ -116,3 +116,57 @@ def test_the_demo_agent_loads_no_http_server() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+_TOOLS = [{"method": m} for m in ("interaction.choice", "interaction.confirm")]
+
+
+async def test_it_tours_the_interactions_through_a_real_appserver_and_never_asks_twice(
+    server: RunningServer, api: Api
+) -> None:
+    """The test plays the runtime: it posts the client's envelopes as the user's client does."""
+    alice = await api.user_token("alice")
+    inventory = envelope(
+        "conv-a", type="lineup.v1.client.inventory", payload={"revision": "3", "tools": _TOOLS}
+    )
+
+    async def agent_run(steps: int) -> list[dict[str, Any]]:
+        async with trio.open_nursery() as run:
+            agent = DemoAgent(server.url, "agent-1", "secret-1", sync_timeout_ms=1_000)
+            with trio.fail_after(WAIT):
+                await run.start(agent.run)
+            messages = await _until(api, alice, steps)
+            run.cancel_scope.cancel()
+        return messages
+
+    await api.post("/v1/messages", alice, inventory, "inv")
+    greeting, menu = await agent_run(2)
+    assert greeting["payload"]["markdown"] == GREETING
+    assert menu["type"] == "lineup.v1.tool.call"
+    assert menu["payload"]["tool"] == "interaction.choice"
+    assert menu["payload"]["inventory_revision"] == "3"
+    menu_id = menu["payload"]["call_id"]
+    answer = {"call_id": menu_id, "result": {"action_ids": ["confirm"]}}
+    await api.post("/v1/messages", alice, envelope("conv-a", type=_RESULT, payload=answer), "r1")
+    *_, confirm = await agent_run(3)
+    assert confirm["payload"]["tool"] == "interaction.confirm"
+    yes = {"call_id": confirm["payload"]["call_id"], "result": {"approved": True}}
+    await api.post("/v1/messages", alice, envelope("conv-a", type=_RESULT, payload=yes), "r2")
+    *_, said, again = await agent_run(5)
+    assert said["payload"]["markdown"] == "You answered **yes**."
+    assert again["payload"]["tool"] == "interaction.choice"
+    assert again["payload"]["call_id"] not in (menu_id, confirm["payload"]["call_id"])
+    expired = {"call_id": again["payload"]["call_id"], "code": "operation_expired"}
+    await api.post("/v1/messages", alice, envelope("conv-a", type=_ERROR, payload=expired), "e1")
+    *_, told = await agent_run(6)
+    assert "expired" in told["payload"]["markdown"]
+    # Three restarts replayed the whole history: the Agent's 6 moves are each stored once.
+    assert server.db.count_messages("conv-a") == 6 + 4
+
+
+_RESULT, _ERROR = "lineup.v1.tool.result", "lineup.v1.tool.error"
+
+
+def test_the_greeting_bolds_only_its_welcome() -> None:
+    # The Shell's first test finds the welcome as the greeting's one <strong>.
+    assert GREETING.count("**") == 2

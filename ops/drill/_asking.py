@@ -1,0 +1,267 @@
+"""The drill's standard interactions: the Agent asks, a scripted user answers at the Shell.
+
+Theory of operation: `Asker.drive` asks one question every `1/rate` seconds, of a seeded kind
+(notice, choice, confirm, input), a third of them in the sub-session of a real instance (open,
+or already closed: a closed one is history, still valid), and a few naming a sub-session that
+does not exist (the runtime must refuse those `app_session_invalid` and create nothing). Each
+question gets a seeded `Plan` that both sides read by call id:
+
+    answer       the user answers once (after a short think)
+    double       the user answers twice, two different answers back to back: one wins
+    cancel       the user cancels (choice and input)
+    dismiss      the Agent withdraws it; nobody answers
+    race         the Agent withdraws it while the user answers: either may win
+    expire       the shortest expiry (1 min), and nobody answers
+    expire_race  the shortest expiry, and the user answers right at the deadline
+
+`Answerer` is the user's side: it reads the `shell.interactions` frames and, for each open
+interaction, answers per its plan through the real socket, again after a reconnect until the
+interaction is no longer open (an answer sent to a killed hostbridge is lost). An interaction
+the drill did not ask (a MiniApp's own) is answered at once, so nothing waits on it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+
+import trio
+
+from lineup import wire
+
+if TYPE_CHECKING:
+    from ._workload import LoadAgent
+
+__all__ = [
+    "EXPIRY_MS",
+    "KINDS",
+    "OPEN_STATES",
+    "Answerer",
+    "Asker",
+    "Plan",
+    "answer_for",
+    "request_for",
+]
+
+KINDS: Final = ("notice", "choice", "confirm", "input")
+EXPIRY_MS: Final = 60_000  # the shortest expiry the runtime accepts
+EXPIRY_SLACK_S: Final = 15.0  # an expiring question is asked only this long before the load ends
+OPEN_STATES: Final = frozenset({"pending", "presented"})
+BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
+_THINK_S: Final = 2.0
+_RETRY_S: Final = 3.0  # an answer not reflected by then is sent again (same answer)
+
+
+class ShellSocket(Protocol):
+    """What the answerer needs of the user's Shell connection (`ShellUser` is one)."""
+
+    interactions: dict[str, dict[str, Any]]  # id -> the newest view the Shell got
+
+    async def changed(self) -> None: ...  # until the next frame, or the socket drops
+
+    async def send(self, frame: dict[str, Any]) -> bool: ...  # False: not connected
+
+
+Script = Literal["answer", "double", "cancel", "dismiss", "race", "expire", "expire_race"]
+
+
+@dataclass
+class Plan:
+    call_id: str
+    kind: str
+    script: Script
+    asked_at: float  # trio.current_time() when posted
+    app_session_id: str | None = None
+    bogus: bool = False  # names no real sub-session: the runtime must refuse it
+    answers: list[dict[str, Any]] = field(default_factory=list)  # what the user sent
+
+
+def request_for(kind: str, n: int) -> dict[str, Any]:
+    """The tool input of a drill question of `kind` (the contract's request shapes)."""
+    if kind == "notice":
+        return {
+            "title": f"Drill notice {n}",
+            "message": "Nothing to do.",
+            "acknowledge_label": "OK",
+        }
+    if kind == "choice":
+        mode = ("single-choice", "multi-choice", "button")[n % 3]
+        actions = [{"id": f"a{i}", "label": f"Action {i}"} for i in range(4)]
+        return {"title": f"Drill choice {n}", "prompt": "Pick.", "mode": mode, "actions": actions}
+    if kind == "confirm":
+        return {"title": f"Drill confirm {n}", "prompt": "Sure?"}
+    return {
+        "title": f"Drill input {n}",
+        "prompt": "Fill in.",
+        "fields": [
+            {"id": "name", "label": "Name", "type": "text", "required": True, "max_length": 40},
+            {"id": "count", "label": "Count", "type": "number", "minimum": 0, "maximum": 10},
+            {"id": "note", "label": "Note", "type": "textarea"},
+        ],
+    }
+
+
+def answer_for(view: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A valid answer, as the user's client sends it, to the interaction the Shell shows."""
+    request = view.get("request") or {}
+    kind = view.get("kind")
+    if kind == "notice":
+        return {"acknowledged": True}
+    if kind == "confirm":
+        return {"approved": rng.random() < 0.5}
+    if kind == "choice":
+        ids = [str(a["id"]) for a in request.get("actions") or []]
+        if request.get("mode") == "multi-choice":
+            return {"action_ids": rng.sample(ids, rng.randrange(1, len(ids) + 1))}
+        return {"action_ids": [rng.choice(ids)]}
+    values: dict[str, Any] = {}
+    for spec in request.get("fields") or []:
+        if not spec.get("required") and rng.random() < 0.5:
+            continue
+        if spec.get("type") == "number":
+            low, high = spec.get("minimum", 0), spec.get("maximum", 100)
+            values[spec["id"]] = rng.randint(int(low), int(high))
+        else:
+            text = f"drill {rng.randrange(1000)}"
+            values[spec["id"]] = text[: int(spec.get("max_length") or len(text))]
+    return {"values": values}
+
+
+@dataclass
+class Asker:
+    """The Agent's questions: posted through the real AppServer like every drill operation."""
+
+    agent: LoadAgent
+    seed: int
+    plans: dict[str, Plan] = field(default_factory=dict)  # call id -> its plan
+    dismissed: list[str] = field(default_factory=list)
+    _n: int = 0
+
+    async def drive(self, seconds: float, rate: float, client: Any) -> None:
+        rng = random.Random(self.seed + 2)
+        deadline = trio.current_time() + seconds
+        await self.agent.inventory_known()
+        tick = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            while trio.current_time() < deadline:
+                nursery.start_soon(self._ask, client, rng, deadline - trio.current_time())
+                tick += 1 / rate
+                await trio.sleep_until(tick)
+
+    def _script(self, rng: random.Random, kind: str, left: float) -> Script:
+        scripts: list[Script] = ["answer", "answer", "double", "dismiss", "race"]
+        if kind in ("choice", "input"):
+            scripts.append("cancel")
+        if left > EXPIRY_MS / 1000 + EXPIRY_SLACK_S and kind != "notice":
+            scripts += ["expire", "expire_race"]
+        return rng.choice(scripts)
+
+    async def _ask(self, client: Any, rng: random.Random, left: float) -> None:
+        n, self._n = self._n, self._n + 1
+        kind = KINDS[rng.randrange(len(KINDS))]
+        script = self._script(rng, kind, left)
+        call_id = f"call-drill-{self.seed}-ask{n}"
+        tool_input = request_for(kind, n)
+        if kind != "notice":
+            short = script in ("expire", "expire_race")
+            tool_input["expires_in_ms"] = EXPIRY_MS if short else 15 * 60_000
+        plan = Plan(call_id, kind, script, trio.current_time())
+        draw = rng.random()
+        sessions = sorted(self.agent.sessions)
+        if draw < 0.05:
+            plan.app_session_id, plan.bogus = BOGUS_SESSION, True
+        elif draw < 0.35 and sessions:
+            plan.app_session_id = sessions[rng.randrange(len(sessions))]
+        extra = {}
+        if plan.app_session_id is not None:
+            extra["app_session_context"] = {"app_session_id": plan.app_session_id}
+        payload = wire.ToolCallPayload(
+            call_id=call_id,
+            tool=f"interaction.{kind}",
+            inventory_revision=self.agent.revision or "",
+            input=tool_input,
+            **extra,
+        )
+        self.plans[call_id] = plan
+        await self.agent.post_call(client, call_id, f"interaction.{kind}", payload)
+        if script in ("dismiss", "race"):
+            await trio.sleep(rng.uniform(0.2, _THINK_S) if script == "dismiss" else _THINK_S / 2)
+            await self._dismiss(client, call_id, n)
+
+    async def _dismiss(self, client: Any, call_id: str, n: int) -> None:
+        message_id = f"msg-drill-{self.seed}-dismiss{n}"
+        envelope = wire.dump(
+            wire.envelope(
+                wire.DISMISS,
+                wire.DismissPayload(control_id=f"dismiss-{n}", call_id=call_id),
+                conversation_id=self.agent.conversation,
+                sender_kind="agent",
+                sender_id=self.agent.agent_id,
+                message_id=message_id,
+            )
+        )
+        self.dismissed.append(call_id)
+        await self.agent.post_until_taken(client, envelope, message_id)
+
+
+@dataclass
+class Answerer:
+    """The user's side of the interactions, through `ShellUser`'s socket."""
+
+    user: ShellSocket
+    plans: dict[str, Plan]
+    seed: int
+    answered: int = 0
+    _busy: set[str] = field(default_factory=set)  # interaction ids being answered
+
+    async def run(self) -> None:
+        rng = random.Random(self.seed + 3)
+        async with trio.open_nursery() as nursery:
+            while True:
+                for interaction_id, view in list(self.user.interactions.items()):
+                    if view.get("state") in OPEN_STATES and interaction_id not in self._busy:
+                        plan = self.plans.get(str(view.get("call_id")))
+                        if plan is None or plan.script not in ("dismiss", "expire"):
+                            self._busy.add(interaction_id)
+                            seed = rng.randrange(2**32)
+                            nursery.start_soon(self._answer, interaction_id, plan, seed)
+                await self.user.changed()
+
+    def _open(self, interaction_id: str) -> bool:
+        return self.user.interactions.get(interaction_id, {}).get("state") in OPEN_STATES
+
+    async def _answer(self, interaction_id: str, plan: Plan | None, seed: int) -> None:
+        rng = random.Random(seed)
+        view = self.user.interactions[interaction_id]
+        if plan is not None and plan.script == "expire_race":
+            await trio.sleep_until(plan.asked_at + EXPIRY_MS / 1000 + rng.uniform(-0.3, 0.3))
+        elif plan is not None and plan.script != "race":
+            await trio.sleep(rng.uniform(0, _THINK_S))
+        elif plan is not None:
+            # With the dismiss, which has the AppServer's round trip to make: either may win.
+            await trio.sleep(_THINK_S / 2 + rng.uniform(0, 0.3))
+        if plan is not None and plan.script == "cancel":
+            answers = [{"cancelled": True}]
+        elif plan is not None and plan.script == "double":
+            answers = [answer_for(view, rng), answer_for(view, rng)]
+        else:
+            answers = [answer_for(view, rng)]
+        # Sent again (the same answers) until the Shell shows it is no longer open: a frame
+        # sent to a killed hostbridge is lost. A repeat is the double click the runtime must
+        # answer with the same receipt.
+        while self._open(interaction_id):
+            for answer in answers:
+                sent = await self.user.send(
+                    {
+                        "type": "interaction.answer",
+                        "interaction_id": interaction_id,
+                        "answer": answer,
+                    }
+                )
+                if sent and plan is not None:
+                    plan.answers.append(answer)
+            with trio.move_on_after(_RETRY_S):
+                while self._open(interaction_id):
+                    await self.user.changed()
+        self.answered += 1
