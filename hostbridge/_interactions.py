@@ -53,9 +53,13 @@ class InteractionMirror:
         return self._interactions.get(interaction_id)
 
     def upsert(self, views: Iterable[InteractionView]) -> list[InteractionView]:
-        """Take the newer views; returns them. A final one's draft is dropped."""
+        """Take the newer views; returns them. A final one's draft is dropped. A final view is
+        never replaced by one that is not (a list the router built before it, arriving after)."""
         taken = []
         for view in views:
+            held = self._interactions.get(view.interaction_id)
+            if held is not None and held.state in FINAL_STATES and view.state not in FINAL_STATES:
+                continue
             self._interactions[view.interaction_id] = view
             self._interactions.move_to_end(view.interaction_id)
             if view.state in FINAL_STATES:
