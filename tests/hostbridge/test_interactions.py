@@ -129,7 +129,7 @@ async def test_a_router_that_is_not_up_yet_is_asked_again_and_the_shell_then_get
 
 async def test_updates_reach_every_shell_and_a_greeting_holds_them(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
-        actor, bus, port = await start_hostbridge(nursery, tmp_path)
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path)
         async with await shell(port) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             await frame_of(ws, "shell.apps")
