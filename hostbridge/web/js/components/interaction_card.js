@@ -49,7 +49,8 @@ const OUTCOME_TEXT = {
 export function cardKey(state, view, now, readOnly) {
   const end = outcome(view, now, readOnly);
   if (end !== null) return `${end}|${JSON.stringify(view.result ?? null)}`;
-  return state.answering.has(view.interaction_id) ? "answering" : "open";
+  if (state.answering.has(view.interaction_id)) return "answering";
+  return `open|${state.draftStamps.get(view.interaction_id) ?? 0}`;
 }
 
 export function buildCard(view, { state, ctx, now, place, readOnly = false, headingLevel = 3 }) {

@@ -16,6 +16,7 @@ const MAX_SESSIONS = 500;
 const ENDED_STATES = new Set(["stopping", "stopped", "failed"]);
 export const FINAL_STATES = new Set(["completed", "cancelled", "expired", "failed"]);
 const INTERACTION_KINDS = new Set(["notice", "choice", "confirm", "input"]);
+const TOAST_RECENT_S = 60;
 
 export function createState() {
   return {
@@ -37,7 +38,7 @@ export function createState() {
     answering: new Set(), // interactions answered from this Shell, until their next view
     notices: [], // {level, text} to show, drained by the notices component
     toasts: [], // interaction views to toast (a notice), drained likewise
-    greeted: false, // the first greeting's frames are not toasted
+    draftStamps: new Map(), // interaction_id → n: drafts the runtime sent (its card is rebuilt)
   };
 }
 
@@ -189,8 +190,13 @@ function onInteractions(state, frame) {
     }
     state.interactions.set(view.interaction_id, view);
     state.answering.delete(view.interaction_id); // the runtime said what became of it
-    if (FINAL_STATES.has(view.state)) state.drafts.delete(view.interaction_id);
-    if (view.kind === "notice" && held === undefined && state.greeted) state.toasts.push(view);
+    if (FINAL_STATES.has(view.state)) {
+      state.drafts.delete(view.interaction_id);
+      state.draftStamps.delete(view.interaction_id);
+    }
+    // A notice new to this Shell, and recent (not one from long ago a greeting lists), toasts.
+    const recent = Date.now() / 1000 - view.created_at < TOAST_RECENT_S;
+    if (view.kind === "notice" && held === undefined && recent) state.toasts.push(view);
   }
   if (state.interactions.size > MAX_INTERACTIONS) {
     const finals = [...state.interactions.values()]
@@ -227,6 +233,7 @@ function onDrafts(state, frame) {
     // What was typed here since wins over what the runtime kept from before.
     if (!isId(id) || !isObject(values) || state.drafts.has(id)) continue;
     state.drafts.set(id, { ...values });
+    state.draftStamps.set(id, (state.draftStamps.get(id) ?? 0) + 1);
   }
   state.interactionsVersion += 1;
   return true;
