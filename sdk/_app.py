@@ -18,10 +18,12 @@ import importlib
 import logging
 import math
 import re
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
+from pydantic import BaseModel
 
 from lineup.actors.kernel import (
     Actor,
@@ -58,6 +60,8 @@ CALL_TIMEOUT: Final = 15.0
 # second, and asks again (within CALL_TIMEOUT), instead of dropping what it was doing.
 RATE_PAUSE: Final = 0.01
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+MAX_KEPT_RECORDS: Final = 256  # answered interactions the app's `Ui.wait` remembers
+FINAL_INTERACTION: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 
 
 class RuntimeChannel(Protocol):
@@ -146,8 +150,102 @@ class Conversation:
 
 
 class Ui:
-    def __init__(self, host: RuntimeChannel) -> None:
+    """The app's view, and the standard interactions it asks the user (seed 003 §3.4)."""
+
+    def __init__(self, host: RuntimeChannel, instance_id: str = "") -> None:
         self._host = host
+        self._instance_id = instance_id
+        # Waiters for an interaction's answer, by id: resolved by the host as the runtime's
+        # word arrives, not through the event queue (a hook may be the one waiting).
+        self._waiters: dict[str, list[trio.Event]] = {}
+        self._records: dict[str, p.InteractionRecord] = {}
+
+    async def request(
+        self,
+        request: BaseModel | Mapping[str, Any],
+        *,
+        instance_id: str | None = None,
+        parent_call_id: str | None = None,
+        presentation: p.Presentation = "default",
+        expires_in_ms: int | None = None,
+        request_id: str | None = None,
+    ) -> p.InteractionRecord:
+        """Ask the user a standard interaction (`lineup.sdk.interactions`' requests: notice,
+        choice, confirm, input), shown in this app's own container. The runtime injects the
+        owner (this app and `instance_id`, one of its live instances): nothing here names
+        another. `parent_call_id` ties it to one of that instance's calls still running;
+        `request_id` is the idempotency key (a retry asks nothing new; a fresh one by default).
+        Returns the record as recorded; the answer comes as `on_interaction_updated`, or
+        through `wait`. Raises `LineUpError`: `tool_input_invalid` (not a standard request, or
+        an expiry outside 1 min..24 h), `app_instance_not_found`, `app_scope_mismatch`,
+        `call_already_final`."""
+        body = (
+            request.model_dump(mode="json", exclude_none=True)
+            if isinstance(request, BaseModel)
+            else dict(request)
+        )
+        reply = await self._host.call(
+            "router",
+            p.InteractionAskRequest(
+                instance_id=instance_id or self._instance_id,
+                request_id=request_id or uuid.uuid4().hex,
+                request=body,
+                parent_call_id=parent_call_id,
+                presentation=presentation,
+                expires_in_ms=expires_in_ms,
+            ),
+            p.InteractionReceipt,
+        )
+        self._updated(reply.interaction)
+        return reply.interaction
+
+    async def get(self, interaction_id: str) -> p.InteractionRecord:
+        """One of this app's interactions as the runtime holds it (`interaction_not_found`
+        for any other)."""
+        reply = await self._host.call(
+            "router", p.InteractionGetRequest(interaction_id=interaction_id), p.InteractionReceipt
+        )
+        self._updated(reply.interaction)
+        return reply.interaction
+
+    async def cancel(
+        self, interaction_id: str, reason: str = "cancelled_by_app"
+    ) -> p.InteractionReceipt:
+        """Withdraw a question not answered yet (`changed` False: it had its end already)."""
+        reply = await self._host.call(
+            "router",
+            p.InteractionCancelRequest(interaction_id=interaction_id, reason=reason),
+            p.InteractionReceipt,
+        )
+        self._updated(reply.interaction)
+        return reply
+
+    async def wait(self, interaction_id: str, *, timeout: float) -> p.InteractionRecord:
+        """The interaction once it has its answer or its end (a `result`, or a terminal
+        state). Raises `trio.TooSlowError` after `timeout` seconds."""
+        with trio.fail_after(timeout):
+            while True:
+                ready = trio.Event()
+                self._waiters.setdefault(interaction_id, []).append(ready)
+                try:
+                    record = self._records.get(interaction_id) or await self.get(interaction_id)
+                    if _answered(record):
+                        return record
+                    await ready.wait()
+                finally:
+                    waiting = self._waiters.get(interaction_id, [])
+                    if ready in waiting:
+                        waiting.remove(ready)
+                    if not waiting:
+                        self._waiters.pop(interaction_id, None)
+
+    def _updated(self, record: p.InteractionRecord) -> None:
+        if _answered(record):
+            self._records[record.interaction_id] = record
+            while len(self._records) > MAX_KEPT_RECORDS:
+                self._records.pop(next(iter(self._records)))
+        for ready in self._waiters.get(record.interaction_id, []):
+            ready.set()
 
     async def render(self, instance_id: str, view: dict[str, Any]) -> None:
         """Replace the instance's whole view state (the Shell renders it with trusted parts).
@@ -269,6 +367,10 @@ class SessionData:
             await handler(snapshot)
 
 
+def _answered(record: p.InteractionRecord) -> bool:
+    return record.result is not None or record.state in FINAL_INTERACTION
+
+
 def _check_strict_json(data: dict[str, Any]) -> None:
     """Raise `LineUpError(invalid_arguments)` unless every number in `data` is finite and no
     string (key or value) holds a lone surrogate. Iterative: depth costs no stack (the store
@@ -290,17 +392,48 @@ def _check_strict_json(data: dict[str, Any]) -> None:
 
 
 class AppContext:
-    """What the runtime gives one MiniApp process. Read-only facts plus the SDK's services."""
+    """What the runtime gives one MiniApp process (seed 003 §3 `MiniAppContext`): read-only
+    facts the runtime injects — `app_scope` (from the channel), `instance_id` (the instance
+    the process was started for), `conversation_id`, `app_version`, `state` of that instance,
+    and `mode` (`im` for the chat) — plus the SDK's services. The app can neither pass nor
+    change them: `refresh` reads them again from the runtime."""
 
-    def __init__(self, host: RuntimeChannel, app_scope: str, instance_id: str) -> None:
+    def __init__(
+        self,
+        host: RuntimeChannel,
+        app_scope: str,
+        instance_id: str,
+        *,
+        app_version: str = "",
+        conversation_id: str | None = None,
+        state: str = "starting",
+    ) -> None:
+        self._host = host
         self.app_scope = app_scope
         self.instance_id = instance_id
+        self.app_version = app_version
+        self.conversation_id = conversation_id
+        self.state = state
+        self.mode: Literal["im", "app"] = "im" if app_scope == "chat" else "app"
         self.inbox = Inbox(host)
         self.conversation = Conversation(host)
-        self.ui = Ui(host)
+        self.ui = Ui(host, instance_id)
         self.lifecycle = Lifecycle(host)
         self.session_data = SessionData(host)
         self.apps = Apps(host)
+
+    async def refresh(self, instance_id: str | None = None) -> p.ContextReply:
+        """The runtime's facts about `instance_id` (one of this app's; default: the process's
+        own, whose fields here are updated). Raises `app_instance_not_found` for any other."""
+        reply = await self._host.call(
+            "router",
+            p.ContextRequest(instance_id=instance_id or self.instance_id),
+            p.ContextReply,
+        )
+        if reply.instance_id == self.instance_id:
+            self.conversation_id = reply.conversation_id
+            self.state = reply.state
+        return reply
 
 
 class MiniApp:
@@ -329,6 +462,10 @@ class MiniApp:
 
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
         """A call of this app expired, was cancelled, or its instance closed: stop on it."""
+
+    async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
+        """One of this app's interactions has its answer (`record.result`) or ended
+        (cancelled, expired, failed: `record.terminal_code`). Told at least once."""
 
 
 class MiniAppHost(Actor):
@@ -369,11 +506,17 @@ class MiniAppHost(Actor):
         self._running: dict[str, trio.CancelScope] = {}
         self._cancelled: dict[str, p.ToolCancelledEvent] = {}
         scope = self.ctx.identity.name.removeprefix("miniapp:")
-        self._context = AppContext(self, scope, str(self.ctx.config.get("instance_id", scope)))
+        self._context = AppContext(
+            self,
+            scope,
+            str(self.ctx.config.get("instance_id", scope)),
+            app_version=str(self.ctx.config.get("app_version", "")),
+        )
         await app.start(self._context)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
+            nursery.start_soon(self._refresh_context)
             if self._tools:  # calls handed over while the app was down, or before a crash
                 pending = await self.call("router", p.ToolPendingRequest(), p.ToolPendingReply)
                 for call in pending.calls:
@@ -433,6 +576,14 @@ class MiniAppHost(Actor):
             if not isinstance(event, p.DeliveryEvent | p.DeliveriesEvent):
                 return tuple(deliveries), event
             batch = event
+
+    async def _refresh_context(self) -> None:
+        """The facts focus could not give at the spawn (the conversation, the state): asked
+        once the process is up, so the start never waits on the router."""
+        try:
+            await self._context.refresh()
+        except LineUpError as exc:
+            log.info("sdk.context_not_refreshed code=%s", exc.code.value)
 
     # ------------------------------------------------------------------ tools
 
@@ -533,6 +684,11 @@ class MiniAppHost(Actor):
     def on_view_refresh(self, msg: p.ViewRefreshEvent, env: Envelope) -> None:
         self._enqueue(msg)
 
+    @handles(p.InteractionUpdatedEvent)
+    def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
+        self._context.ui._updated(msg.interaction)  # a `wait` (maybe in a hook) goes on now
+        self._enqueue(msg)
+
 
 def _deliveries_in(event: p.DeliveryEvent | p.DeliveriesEvent) -> tuple[p.Delivery, ...]:
     return (event.delivery,) if isinstance(event, p.DeliveryEvent) else event.deliveries
@@ -568,3 +724,5 @@ async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
         await app.on_view_refresh()
     elif isinstance(event, p.ToolCancelledEvent):
         await app.on_tool_cancelled(event.call_id, event.code)
+    elif isinstance(event, p.InteractionUpdatedEvent):
+        await app.on_interaction_updated(event.interaction)

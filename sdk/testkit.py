@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 
+from . import interactions as std
 from . import protocol as p
 from ._app import AppContext, MiniApp
 from .schema import validate
@@ -38,6 +40,7 @@ __all__ = [
     "CallRecord",
     "FakeConversation",
     "FakeInbox",
+    "FakeInteractions",
     "FakeLifecycle",
     "FakeRuntime",
     "FakeSessionData",
@@ -291,6 +294,81 @@ class FakeSessionData:
         return p.CommandReceipt(id=msg.instance_id, seq=revision + 1)
 
 
+@dataclass
+class FakeInteractions:
+    """The interactions the app asked, by id (`records`), in the order asked (`asked`). A test
+    plays the user with `answer` (the answer as the Shell sends it, checked as the runtime
+    checks it) or ends one with `end`; the app hears of it at the next `settle`, as the router
+    tells only the owner app."""
+
+    records: dict[str, p.InteractionRecord] = field(default_factory=dict)
+    asked: list[str] = field(default_factory=list)
+    untold: list[p.InteractionRecord] = field(default_factory=list)
+
+    @property
+    def last(self) -> p.InteractionRecord | None:
+        return self.records[self.asked[-1]] if self.asked else None
+
+    def answer(self, interaction_id: str, answer: dict[str, Any]) -> p.InteractionRecord:
+        """The user answers: `answer_invalid` as the runtime refuses a bad one; a second
+        answer changes nothing (the first wins) and returns the record as it is."""
+        record = self.records[interaction_id]
+        if record.state not in ("pending", "presented"):
+            return record
+        if std.is_cancel(answer):
+            return self.end(interaction_id, "cancelled", "cancelled_by_user")
+        result = std.result_of(std.REQUEST.validate_python(record.request), answer)
+        return self._moved(record.model_copy(update={"state": "submitted", "result": result}))
+
+    def end(self, interaction_id: str, state: str, code: str) -> p.InteractionRecord:
+        """End an open interaction (`cancelled`, `expired`, `failed`) with `code`."""
+        record = self.records[interaction_id]
+        if record.state not in ("pending", "presented"):
+            return record
+        return self._moved(record.model_copy(update={"state": state, "terminal_code": code}))
+
+    def _moved(self, record: p.InteractionRecord) -> p.InteractionRecord:
+        record = p.InteractionRecord.model_validate(record.model_dump())
+        self.records[record.interaction_id] = record
+        self.untold.append(record)
+        return record
+
+    def _ask(self, msg: p.InteractionAskRequest, app_scope: str) -> p.InteractionReceipt:
+        interaction_id = f"ix:{app_scope}:{msg.instance_id}:{msg.request_id}"
+        if interaction_id in self.records:
+            return p.InteractionReceipt(interaction=self.records[interaction_id], changed=False)
+        kind = msg.request.get("kind")
+        tool_input = {k: v for k, v in msg.request.items() if k != "kind"}
+        if msg.expires_in_ms is not None and kind != "notice":
+            tool_input["expires_in_ms"] = msg.expires_in_ms
+        request, expires_in_ms = std.request_of(f"interaction.{kind}", tool_input)
+        now = time.time()
+        record = p.InteractionRecord(
+            interaction_id=interaction_id,
+            kind=request.kind,
+            state="presented",
+            request=request.model_dump(mode="json"),
+            instance_id=msg.instance_id,
+            parent_call_id=msg.parent_call_id,
+            presentation=msg.presentation,
+            created_at=now,
+            expires_at=now + expires_in_ms / 1000 if expires_in_ms is not None else None,
+        )
+        self.records[interaction_id] = record
+        self.asked.append(interaction_id)
+        if record.kind == "notice":  # handed on: answered at once, as the runtime does
+            record = self._moved(
+                record.model_copy(update={"state": "submitted", "result": {"acknowledged": False}})
+            )
+        return p.InteractionReceipt(interaction=record)
+
+    def _own(self, interaction_id: str) -> p.InteractionRecord:
+        record = self.records.get(interaction_id)
+        if record is None:
+            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, interaction_id)
+        return record
+
+
 class FakeRuntime:
     """The runtime side of one MiniApp's channel, in memory: a `RuntimeChannel` for the
     `AppContext` services and a `ToolSink` for tool calls."""
@@ -304,6 +382,9 @@ class FakeRuntime:
         self.ui = FakeUi()
         self.lifecycle = FakeLifecycle()
         self.session_data = FakeSessionData()
+        self.interactions = FakeInteractions()
+        self.conversation_id: str | None = "conv-test"
+        self.app: MiniApp | None = None  # the app `start` started, told of its interactions
         self.closed: set[str] = set()
         self.calls: dict[str, CallRecord] = {}
         self._refusals: dict[type[Message], list[ErrorCode]] = {}
@@ -316,11 +397,19 @@ class FakeRuntime:
         return self._context
 
     async def settle(self) -> None:
-        """Tell the app what the runtime has told its process by now: the session data updates
-        of the instances it subscribed to, one at a time in revision order, through its
-        context's `SessionData` (which calls the app's handlers). Raises `RuntimeError` if the
+        """Tell the app what the runtime has told its process by now: its interactions' answers
+        and ends (`on_interaction_updated`), and the session data updates of the instances it
+        subscribed to, one at a time in revision order, through its context's `SessionData`
+        (which calls the app's handlers). Raises `RuntimeError` if the
         app's handlers keep writing without end."""
         for _ in range(MAX_SETTLE_EVENTS):
+            if self.interactions.untold:
+                record = self.interactions.untold.pop(0)
+                if self._context is not None:
+                    self._context.ui._updated(record)
+                if self.app is not None:
+                    await self.app.on_interaction_updated(record)
+                continue
             if not self.session_data.pending:
                 return
             event = self.session_data.pending.pop(0)
@@ -390,6 +479,34 @@ class FakeRuntime:
         if isinstance(request, p.SessionDataSubscribeRequest):
             self._owned(request.instance_id)
             return self.session_data._subscribe(request)
+        if isinstance(request, p.InteractionAskRequest):
+            if request.instance_id not in self.instances:
+                raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+            if request.parent_call_id is not None:
+                parent = self.calls.get(request.parent_call_id)
+                if parent is None or parent.instance_id != request.instance_id:
+                    raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.parent_call_id)
+                if parent.final:
+                    raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, request.parent_call_id)
+            return self.interactions._ask(request, self.app_scope)
+        if isinstance(request, p.InteractionGetRequest):
+            return p.InteractionReceipt(
+                interaction=self.interactions._own(request.interaction_id), changed=False
+            )
+        if isinstance(request, p.InteractionCancelRequest):
+            before = self.interactions._own(request.interaction_id)
+            after = self.interactions.end(request.interaction_id, "cancelled", request.reason)
+            return p.InteractionReceipt(interaction=after, changed=after is not before)
+        if isinstance(request, p.ContextRequest):
+            if request.instance_id not in self.instances:
+                raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+            return p.ContextReply(
+                app_scope=self.app_scope,
+                instance_id=request.instance_id,
+                conversation_id=self.conversation_id,
+                state="foreground",
+                mode="im" if self.app_scope == "chat" else "app",
+            )
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
 
     def _owned(self, instance_id: str) -> None:
@@ -451,6 +568,7 @@ async def start(
     if runtime is None:
         runtime = FakeRuntime(app_scope or _scope_of(app), instance_id)
     _RUNTIMES[app] = runtime
+    runtime.app = app
     await app.start(runtime.context())
     await runtime.settle()
     return runtime

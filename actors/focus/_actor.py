@@ -89,6 +89,7 @@ from lineup.actors.store.messages import (
 )
 from lineup.hostbridge.messages import AppsUpdatedEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
 from lineup.miniapps import catalogue
+from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
@@ -222,11 +223,15 @@ class FocusActor(Actor):
         return changed
 
     def _tools(self) -> list[ToolDescriptor]:
+        # The standard interactions are the runtime's own components: in every inventory.
         return [
-            tool
-            for scope, manifest in sorted(self._manifests.items())
-            if self._enabled.get(scope, True)
-            for tool in manifest.tools
+            *interactions.TOOLS,
+            *(
+                tool
+                for scope, manifest in sorted(self._manifests.items())
+                if self._enabled.get(scope, True)
+                for tool in manifest.tools
+            ),
         ]
 
     async def _recover(self) -> None:
@@ -488,6 +493,7 @@ class FocusActor(Actor):
         if scope == CHAT_SCOPE:
             return
         app = self._bundled[scope]
+        manifest = self._manifests.get(scope)
         with trio.fail_after(START_TIMEOUT):
             await self.bus.request(
                 "supervisor",
@@ -496,6 +502,7 @@ class FocusActor(Actor):
                     config={
                         "app": app["entry"],
                         "instance_id": instance_id,
+                        "app_version": manifest.version if manifest else "",  # its SDK context's
                         "app_path": app.get("app_path", ""),  # a development app's folder
                     },
                 ),

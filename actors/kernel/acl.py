@@ -47,6 +47,8 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
     # (`transport.session`) to learn which AppServer session it is in.
     K.ROUTER: (
         "store.tool_call.*",
+        "store.interaction.*",  # a step carries its call's step: one transaction
+        "store.app_session.*",  # opened and closed with their outbox rows
         "store.instance.list",  # read: at start, the calls of instances that ended meanwhile
         "store.conversation.*",
         "store.inbox.*",

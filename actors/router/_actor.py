@@ -30,6 +30,7 @@ from typing import Any, Final, TypeVar
 import trio
 
 from lineup import wire
+from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
@@ -70,6 +71,7 @@ from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
+from ._interactions import IM_SCOPE, InteractionService
 from ._tools import ToolPipeline
 from .messages import (
     EnvelopeOutcome,
@@ -77,6 +79,10 @@ from .messages import (
     InboundEnvelopesRequest,
     InstanceEvent,
     InstancesRecoveredEvent,
+    InteractionAnswerReply,
+    InteractionAnswerRequest,
+    InteractionsListReply,
+    InteractionsListRequest,
     InventoryChangedEvent,
     OutboxSettledEvent,
     SessionStartedEvent,
@@ -92,6 +98,9 @@ SESSION_TTL: Final = 1.0  # seconds a read of it is reused
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = wire.TEXT
 TOOL_CALL: Final = wire.TOOL_CALL
+DISMISS: Final = wire.DISMISS
+# What the router itself handles, in the page's order, rather than put in an inbox.
+HANDLED: Final = frozenset({TOOL_CALL, DISMISS})
 # Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
 RECEIVE_BATCH: Final = 500
 RECEIVE_BATCH_BYTES: Final = 256 * 1024
@@ -110,9 +119,14 @@ class RouterActor(Actor):
         # Per app: deliveries persisted but not yet told, and whether a teller is at work.
         self._untold: dict[str, list[sdk.Delivery]] = {}
         self.tools = ToolPipeline(self.bus, self.ctx.identity, self._session)
+        self.interactions = InteractionService(
+            self.bus, self.ctx.identity, self._session, self.tools
+        )
+        self.tools.interactive = self.interactions.ask
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.tools.run)
+            await nursery.start(self.interactions.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -134,7 +148,7 @@ class RouterActor(Actor):
                 )
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
-                if envelope.type != TOOL_CALL:
+                if envelope.type not in HANDLED:
                     await self._check_text(envelope)
                 return envelope, size
 
@@ -143,13 +157,21 @@ class RouterActor(Actor):
                 outcomes.append(admitted)
                 continue
             envelope, size = admitted
-            if envelope.type != TOOL_CALL:
+            if envelope.type not in HANDLED:
                 texts.append((len(outcomes), envelope, size))
                 outcomes.append(None)
                 continue
             await self._receive_texts(texts, outcomes, env)
 
             async def accept(raw: Any = raw, envelope: RuntimeEnvelope = envelope) -> None:
+                if envelope.type == DISMISS:
+                    try:
+                        await self.interactions.dismiss(envelope, env.sender.name)
+                    except LineUpError as exc:
+                        if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
+                            raise
+                        raise EnvelopeRejected(exc.code, envelope.id) from exc
+                    return
                 explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
                 await self.tools.accept(envelope, explicit_scope)
 
@@ -237,10 +259,8 @@ class RouterActor(Actor):
 
     async def _check_text(self, envelope: RuntimeEnvelope) -> None:
         """Raises `EnvelopeRejected` for an envelope that must not reach an inbox."""
-        if envelope.type != TEXT:
-            # Dismissals belong to the standard interactions (their own issue); until then
-            # they are refused with a stable code, never silently dropped.
-            raise EnvelopeRejected(ErrorCode.TOOL_NOT_ADVERTISED, envelope.id)
+        if envelope.type != TEXT:  # the wire admits no other: never silently dropped
+            raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, envelope.id)
         scope = envelope.scope
         if scope.app_scope not in (await self.tools.inventory()).installed and (
             scope.app_scope not in (await self.tools.inventory(fresh=True)).installed
@@ -568,6 +588,7 @@ class RouterActor(Actor):
     @handles(InstancesRecoveredEvent)
     async def on_instances_recovered(self, msg: InstancesRecoveredEvent, env: Envelope) -> None:
         self._nursery.start_soon(self.tools.sweep_ended)
+        self._nursery.start_soon(self.interactions.sweep_sessions)
 
     @handles(sdk.ToolAcceptRequest)
     async def on_tool_accept(self, msg: sdk.ToolAcceptRequest, env: Envelope) -> sdk.CommandReceipt:
@@ -583,6 +604,8 @@ class RouterActor(Actor):
     async def on_session_started(self, msg: SessionStartedEvent, env: Envelope) -> None:
         self._session_seen = None
         await self.tools.publish_inventory()
+        # Instances started while never logged in have no sub-session yet.
+        self._nursery.start_soon(self.interactions.sweep_sessions)
 
     @handles(InventoryChangedEvent)
     async def on_inventory_changed(self, msg: InventoryChangedEvent, env: Envelope) -> None:
@@ -593,17 +616,86 @@ class RouterActor(Actor):
         # Focus tells, never asks: the reaction runs here, and focus has already moved on.
         if msg.event == "started":
             self.tools.instance_started(msg.app_scope)
+            self._nursery.start_soon(self._guarded_event, self.interactions.instance_started, msg)
         elif msg.event == "ready":
             self._nursery.start_soon(self.tools.release, msg.instance_id, msg.app_scope)
         elif msg.event in ("ended", "failed"):
             self._nursery.start_soon(
                 self.tools.converge, msg.instance_id, msg.app_scope, msg.event == "failed"
             )
+            self._nursery.start_soon(self._guarded_event, self.interactions.instance_ended, msg)
+
+    async def _guarded_event(
+        self, work: Callable[[str, str], Awaitable[None]], msg: InstanceEvent
+    ) -> None:
+        """A reaction to an instance event that failed is made up by the next sweep (at start,
+        on focus's recovery, after a login): logged, never fatal."""
+        try:
+            await work(msg.instance_id, msg.app_scope)
+        except LineUpError as exc:
+            log.warning("router.instance_event_failed event=%s code=%s", msg.event, exc.code.value)
+
+    # ------------------------------------------------------------------ interactions
+
+    @handles(InteractionsListRequest)
+    async def on_interactions_list(
+        self, msg: InteractionsListRequest, env: Envelope
+    ) -> InteractionsListReply:
+        return await self.interactions.list(msg)
+
+    @handles(InteractionAnswerRequest)
+    async def on_interaction_answer(
+        self, msg: InteractionAnswerRequest, env: Envelope
+    ) -> InteractionAnswerReply:
+        return await self.interactions.answer(msg)
+
+    @handles(sdk.InteractionAskRequest)
+    async def on_ui_request(
+        self, msg: sdk.InteractionAskRequest, env: Envelope
+    ) -> sdk.InteractionReceipt:
+        return await self.interactions.request(env.sender, msg)
+
+    @handles(sdk.InteractionGetRequest)
+    async def on_ui_get(
+        self, msg: sdk.InteractionGetRequest, env: Envelope
+    ) -> sdk.InteractionReceipt:
+        return await self.interactions.get(env.sender, msg)
+
+    @handles(sdk.InteractionCancelRequest)
+    async def on_ui_cancel(
+        self, msg: sdk.InteractionCancelRequest, env: Envelope
+    ) -> sdk.InteractionReceipt:
+        return await self.interactions.cancel(env.sender, msg)
+
+    @handles(sdk.ContextRequest)
+    async def on_context(self, msg: sdk.ContextRequest, env: Envelope) -> sdk.ContextReply:
+        """The runtime's facts about one of the sender's instances: its scope from the channel,
+        the state from focus, the conversation from the session (none before a login)."""
+        scope = app_scope_of(env.sender)
+        instance = await self.bus.request(
+            "focus",
+            FindInstanceRequest(app_scope=scope, instance_id=msg.instance_id),
+            expect=InstanceReply,
+            timeout=NOTIFY_TIMEOUT,
+            retry=True,
+        )
+        return sdk.ContextReply(
+            app_scope=scope,
+            instance_id=instance.instance_id,
+            conversation_id=await self._conversation_or_none(),
+            state=instance.state,
+            mode="im" if scope == IM_SCOPE else "app",
+        )
 
     # ------------------------------------------------------------------ outbound results
 
     @handles(OutboxSettledEvent)
     async def on_outbox_settled(self, msg: OutboxSettledEvent, env: Envelope) -> None:
+        call_id = ids.call_of_terminal(msg.outbox_id)
+        if call_id is not None:
+            # A call's result: if it answered a question, the store settled it with the row.
+            await self.interactions.settled(call_id)
+            return
         try:
             row = await self.bus.request(
                 "store",

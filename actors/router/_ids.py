@@ -10,7 +10,8 @@ made here, never taken from an app or the Agent:
   (the store keeps it beside the runtime's id: `messages.client_id`), and it never leaves the
   runtime;
 - a tool call's rows: `lu:receipt:<call id>:<status>`, `lu:final:<call id>`,
-  `lu:progress:<call id>:<ns>`; the inventory's: `lu:inventory:<conversation>:<revision>`. A
+  `lu:progress:<call id>:<ns>`; the inventory's: `lu:inventory:<conversation>:<revision>`;
+  an app sub-session's rows: `lu:app_session:<instance id>:opened|closed`. A
   part that would make the id longer than the wire allows is replaced by `#` + its SHA-256
   (a readable call id never starts with `#`, so the two forms never meet).
 
@@ -27,6 +28,11 @@ from typing import Final
 
 __all__ = [
     "RUNTIME_PREFIX",
+    "app_interaction_id",
+    "app_session_id",
+    "app_session_row_id",
+    "call_of_terminal",
+    "interaction_id",
     "inventory_id",
     "is_runtime",
     "message_id",
@@ -75,3 +81,35 @@ def progress_id(call_id: str, stamp_ns: int) -> str:
 def inventory_id(conversation_id: str, revision: int | str) -> str:
     """The outbox id of the inventory snapshot of `revision` (one per revision)."""
     return _id("inventory", conversation_id, str(revision))
+
+
+def interaction_id(call_id: str) -> str:
+    """The interaction an Agent's interactive call asks: one per call, so an envelope of the
+    same call again is a repeat of its `ask`."""
+    return _id("interaction", call_id)
+
+
+def app_interaction_id(app_scope: str, instance_id: str, request_id: str) -> str:
+    """The interaction a MiniApp's instance asks by its own `request_id`: a retry of the same
+    request is a repeat (the app's key is scoped to its app and instance, never shared)."""
+    digest = hashlib.sha256("\0".join((app_scope, instance_id, request_id)).encode()).hexdigest()
+    return f"{RUNTIME_PREFIX}interaction:app:{digest[:40]}"
+
+
+def app_session_id(instance_id: str) -> str:
+    """The sub-session of one instance (deterministic: opening it again is a repeat)."""
+    return _id("app_session", instance_id)
+
+
+def app_session_row_id(instance_id: str, event: str) -> str:
+    """The outbox id of a sub-session's `opened` / `closed` row."""
+    return _id("app_session", instance_id, event)
+
+
+def call_of_terminal(outbox_id: str) -> str | None:
+    """The call whose terminal row `outbox_id` is, when it is one in the readable form (a
+    hashed one names no call it can be read back from); else None."""
+    prefix = f"{RUNTIME_PREFIX}final:"
+    if not outbox_id.startswith(prefix) or outbox_id.startswith(f"{prefix}#"):
+        return None
+    return outbox_id.removeprefix(prefix) or None

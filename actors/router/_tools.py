@@ -9,21 +9,23 @@ comes next and carries out the step's effects once it has committed (`_step`): a
 deadline, tell the app, tell it to stop, release held calls, wake the transport.
 
 A `lineup.v1.tool.call` is checked, in the seed's order (seed 003 §4.4), against the inventory
-revision, the advertised tools, the app's enabled state, the envelope's scope, the input
-schema and the target instance; the first failed check is the call's stable code, and the call
-is born `refuse`d (its `tool.error` in the same transaction) and never reaches a MiniApp. An
-accepted call is born with its `accepted` receipt, one of three ways: a `launch` call is
-`admit`ted and then activated (`activate`: `starting`; focus starts the instance; `activated`:
-`activation_ready`, and the app is told); any other call goes to a live instance, which focus
-finds (brought to the front for `foreground`), and is either `hand_over`ed to it at once, or,
-while the instance is still starting and the tool needs it ready, `hold`s (seed 004 §7.3) until
-the instance's `ready` event releases it. The MiniApp `take`s the call, reports progress, and
-`submit`s its result (checked against the output schema); the AppServer's acknowledgement of the
-result's row settles it `completed` in the store. Progress is coalesced (`_progress`): per call,
-the latest report wins and at most PROGRESS_RATE a second reach the outbox. Calls past their
-`timeout_ms` `expire`; an instance that ends `close`s its calls (`cancelled(app_closed)`; a held
-one is `reject`ed with `activation_cancelled` / `activation_failed`); a submitted result is still
-delivered.
+revision, the advertised tools, the app's enabled state, the envelope's scope, the input schema
+and the target instance; the first failed check is the call's stable code, and the call is born
+`refuse`d (its `tool.error` in the same transaction) and never reaches a MiniApp. A call of a
+standard interaction (`interaction.*`, the legacy `choice` / `confirm` / `input` mapped first)
+is the runtime's own: once checked it goes to `_interactions`, which runs it with its
+interaction (one step for both). Any other accepted call is born with its `accepted` receipt,
+one of three ways: a `launch` call is `admit`ted and then activated (`activate`: `starting`;
+focus starts the instance; `activated`: `activation_ready`, and the app is told); any other call
+goes to a live instance, which focus finds (brought to the front for `foreground`), and is
+either `hand_over`ed to it at once, or, while the instance is still starting and the tool needs
+it ready, `hold`s (seed 004 §7.3) until the instance's `ready` event releases it. The MiniApp
+`take`s the call, reports progress, and `submit`s its result (checked against the output
+schema); the AppServer's acknowledgement of the result's row settles it `completed` in the
+store. Progress is coalesced (`_progress`): per call, the latest report wins and at most
+PROGRESS_RATE a second reach the outbox. Calls past their `timeout_ms` `expire`; an instance
+that ends `close`s its calls (`cancelled(app_closed)`; a held one is `reject`ed with
+`activation_cancelled` / `activation_failed`); a submitted result is still delivered.
 
 All state lives in the store; this object keeps only caches (the inventory, by revision; the
 few immutable facts of calls it has seen) and the expiry timers, all rebuilt at start.
@@ -36,6 +38,7 @@ import logging
 import math
 import time
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, NamedTuple, TypeVar
 
 import trio
@@ -78,35 +81,25 @@ from lineup.actors.store.messages import (
 from lineup.actors.store.tool_calls import machine
 from lineup.actors.store.tool_calls.machine import ToolCallEvent
 from lineup.actors.transport.messages import OutboxWakeEvent
+from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.schema import validate
 
 from . import _ids as ids
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
+from ._interactions import INTERACTION_SCOPE
 from ._progress import SEND_NOW, ProgressCoalescer
 
 __all__ = ["ToolPipeline"]
 
 log = logging.getLogger("lineup.router.tools")
 M = TypeVar("M", bound=Message)
+# Who runs an interactive call (`_interactions.InteractionService.ask`): the runtime itself.
+Interactive = Callable[[str, ToolCallFacts, RuntimeEnvelope, object], Awaitable[None]]
 
 STORE_TIMEOUT: Final = 30.0
 LAUNCH_TIMEOUT: Final = 30.0
-# The standard interactions are tools of the runtime itself (the interactions issue).
-INTERACTIONS: Final = frozenset(
-    {
-        "interaction.notice",
-        "interaction.choice",
-        "interaction.confirm",
-        "interaction.input",
-        "choice",
-        "confirm",
-        "input",
-    }
-)
-
-
 # What focus may answer an activation or a lookup with, meaning "no", not "broken".
 _ACTIVATION_REFUSALS: Final = frozenset(
     {
@@ -163,6 +156,7 @@ class ToolPipeline:
         # order), so it waits for it rather than find none (`_find`).
         self._unannounced: dict[str, deque[str]] = {}
         self._announced = trio.Event()  # set, and replaced, whenever one of them moves on
+        self.interactive: Interactive | None = None  # set by the router (its interactions)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -206,7 +200,7 @@ class ToolPipeline:
             log.info("router.inventory_not_published code=%s", exc.code.value)
             return
         outbox_id = ids.inventory_id(session["conversation_id"], inventory.revision)
-        body = self._wire(
+        body = self.wire_of(
             session,
             wire.INVENTORY,
             # The wire's edge: the Agent gets the descriptors' JSON, as the manifest has them.
@@ -227,7 +221,7 @@ class ToolPipeline:
         )
         await self.wake_transport()
 
-    def _wire(
+    def wire_of(
         self,
         session: dict[str, str],
         kind: str,
@@ -275,9 +269,30 @@ class ToolPipeline:
                 payload = wire.ReceiptPayload(
                     call_id=call_id, status=row, code=code if failed else None
                 )
-            body = self._wire(session, call_kind, payload, outbox_id, call_id)
+            body = self.wire_of(session, call_kind, payload, outbox_id, call_id)
             rows.append(OutboxRowIn(row=row, outbox_id=outbox_id, wire=body))
         return tuple(rows)
+
+    def call_step(
+        self,
+        session: dict[str, str],
+        call_id: str,
+        event: ToolCallEvent,
+        *,
+        new: ToolCallFacts | None = None,
+        result: dict[str, Any] | None = None,
+        code: str | None = None,
+    ) -> ToolCallStepRequest:
+        """The store request of one step of a call the runtime itself runs (an interactive
+        one: `_interactions` sends it inside its interaction's step), with the step's rows."""
+        return ToolCallStepRequest(
+            call_id=call_id,
+            event=event,
+            new=new,
+            result=result,
+            code=code,
+            rows=self._rows(session, call_id, event, result, code),
+        )
 
     async def _step(
         self,
@@ -312,6 +327,8 @@ class ToolPipeline:
         if not reply.changed:
             return reply
         for effect in machine.move(reply.before, event).effects:
+            if call.app_scope == INTERACTION_SCOPE and effect != "arm_deadline":
+                continue  # the runtime's own call: no app to tell
             if effect == "arm_deadline":
                 self._arm(call)
             elif effect == "tell_app":
@@ -354,6 +371,7 @@ class ToolPipeline:
         if not isinstance(call_id, str) or not 0 < len(call_id) <= 200:
             raise EnvelopeRejected(ErrorCode.INVALID_ARGUMENTS, envelope.id)
         tool = str(payload.get("tool", ""))[:100]
+        tool = std.LEGACY.get(tool, tool)  # `choice`, `confirm`, `input`: the standard ones
         revision = str(payload.get("inventory_revision", ""))[:100]
         raw_input = payload.get("input")
         call_input = raw_input if isinstance(raw_input, dict) else {}
@@ -369,7 +387,7 @@ class ToolPipeline:
                 input=call_input,
                 timeout_ms=1,
             )
-            await self._refuse(call_id, facts, refused.code)
+            await self.refuse(call_id, facts, refused.code)
             return
         facts = ToolCallFacts(
             tool=tool,
@@ -380,6 +398,11 @@ class ToolPipeline:
             input=call_input,
             timeout_ms=descriptor.timeout_ms,
         )
+        if descriptor.handling == "interactive" and facts.app_scope == INTERACTION_SCOPE:
+            assert self.interactive is not None
+            context = payload.get("app_session_context", call_input.get("app_session_context"))
+            await self.interactive(call_id, facts, envelope, context)
+            return
         if descriptor.handling == "launch":
             reply = await self._step(call_id, "admit", new=facts)
             if reply.created:
@@ -397,8 +420,6 @@ class ToolPipeline:
         raw_scope: str | None,
         envelope: RuntimeEnvelope,
     ) -> ToolDescriptor:
-        if tool in INTERACTIONS:
-            raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)
         inventory = await self.inventory()
         if revision != inventory.revision:
             inventory = await self.inventory(fresh=True)  # ours may be the stale one
@@ -416,7 +437,7 @@ class ToolPipeline:
             raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, tool)
         return descriptor
 
-    async def _refuse(self, call_id: str, facts: ToolCallFacts, code: ErrorCode) -> None:
+    async def refuse(self, call_id: str, facts: ToolCallFacts, code: ErrorCode) -> None:
         """Record a call refused at the checks, with its `tool.error`: it never reaches an app."""
         self.bus.audit(
             AuditRecord(
@@ -449,7 +470,7 @@ class ToolPipeline:
         except LineUpError as exc:
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
             if facts is not None:
-                await self._refuse(call_id, facts, code)
+                await self.refuse(call_id, facts, code)
             else:
                 await self._end(call_id, "reject", code.value)
             return
@@ -460,7 +481,7 @@ class ToolPipeline:
         elif descriptor.requires_foreground and instance.state != "foreground":
             code = ErrorCode.FOREGROUND_REQUIRED
             if facts is not None:
-                await self._refuse(call_id, facts, code)
+                await self.refuse(call_id, facts, code)
             else:
                 await self._end(call_id, "reject", code.value)
         else:
@@ -603,7 +624,7 @@ class ToolPipeline:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
             self._remember(reply.call)
             known = self._known[call_id]
-        if known.app_scope != scope:
+        if known.app_scope != scope or known.app_scope == INTERACTION_SCOPE:
             self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
         if known.decided:
@@ -636,7 +657,7 @@ class ToolPipeline:
     async def _write_progress(self, known: _Known, msg: sdk.ToolProgressRequest) -> None:
         session = await self._session()
         outbox_id = ids.progress_id(msg.call_id, time.time_ns())
-        body = self._wire(
+        body = self.wire_of(
             session,
             wire.PROGRESS,
             wire.ProgressPayload(call_id=msg.call_id, progress=msg.progress),
@@ -778,6 +799,8 @@ class ToolPipeline:
                 ToolCallListReply,
             )
             for call in reply.calls:
+                if call.app_scope == INTERACTION_SCOPE:
+                    continue  # its interaction's expiry ends it (`_interactions`), in one step
                 self._arm(call)
                 ended = call.instance_id is not None and call.instance_id not in alive
                 if not ended and call.state in _UNROUTED and self._nursery is not None:

@@ -3,8 +3,9 @@
 Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker thread, starts
 the group committer, and only then reports itself started. What the store serves is `TABLE`, one
 row per request (`_table`), assembled from each area's `operations.HANDLERS` (`outbox/`,
-`conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `instances/`, `apps/`,
-`dead_letters/`): its operation and whether it reads, writes, or writes in the sender's name.
+`conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `interactions/`,
+`app_sessions/`, `instances/`, `apps/`, `dead_letters/`): its operation and whether it reads,
+writes, or writes in the sender's name.
 Each row's handler awaits its operation through the committer, which answers only after the
 operation's transaction has committed — persist, then acknowledge. A request that arrives before
 the database is open simply waits in the committer's queue. Only the audit append, the stats and
@@ -39,6 +40,7 @@ from lineup.actors.kernel.identity import ActorKind
 from ._committer import Committer
 from ._db import Database, open_database
 from ._table import Served, ServedByTable
+from .app_sessions import operations as app_sessions
 from .apps import operations as apps
 from .audit import operations as audit
 from .conversations import operations as conversations
@@ -48,6 +50,7 @@ from .dead_letters.messages import QUARANTINE_SUMMARY_FILE
 from .dead_letters.sweep import sweep_at_start
 from .inbox import operations as inbox
 from .instances import operations as instances
+from .interactions import operations as interactions
 from .messages import (
     AuditAppendReply,
     AuditAppendRequest,
@@ -72,6 +75,8 @@ TABLE: Final[tuple[Served, ...]] = (
     *cursors.HANDLERS,
     *audit.HANDLERS,  # appends: `on_audit_append`
     *tool_calls.HANDLERS,
+    *interactions.HANDLERS,  # a step may carry its call's step: one transaction
+    *app_sessions.HANDLERS,
     *instances.HANDLERS,
     *apps.HANDLERS,
     *dead_letters.HANDLERS,  # puts: `on_dead_letter_put`

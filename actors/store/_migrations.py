@@ -451,8 +451,29 @@ CREATE TABLE dead_letters (
 ) STRICT;
 """
 
+# v9: standard interactions and app sub-sessions are written (issue 12). An interaction says who
+# asked it (`source`: the Agent's tool call, or a MiniApp with its `parent_call_id`), where it is
+# shown (`surface_id`, `presentation`); its `answer` column holds the result that won. An app
+# sub-session may continue an ended one (`previous_app_session_id`), and an instance has at most
+# one sub-session. No release wrote either table, so the new constraints hold for what is there.
+_V9: Final = """
+ALTER TABLE interactions ADD COLUMN source TEXT NOT NULL DEFAULT 'agent_tool'
+    CHECK (source IN ('agent_tool', 'miniapp'));
+ALTER TABLE interactions ADD COLUMN parent_call_id TEXT;
+ALTER TABLE interactions ADD COLUMN surface_id TEXT;
+ALTER TABLE interactions ADD COLUMN presentation TEXT NOT NULL DEFAULT 'default'
+    CHECK (presentation IN ('default', 'inline', 'modal'));
+CREATE INDEX interactions_by_instance ON interactions (instance_id, created_at);
+CREATE INDEX interactions_by_app_session ON interactions (app_session_id, created_at);
+CREATE INDEX interactions_by_state ON interactions (state, updated_at);
+
+ALTER TABLE app_sessions ADD COLUMN previous_app_session_id TEXT;
+CREATE UNIQUE INDEX app_sessions_by_instance ON app_sessions (instance_id);
+CREATE INDEX app_sessions_by_state ON app_sessions (state, opened_at);
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8),
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

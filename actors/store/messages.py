@@ -16,16 +16,30 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 `after_seq`.
 
 The classes live in modules by area, each area's in its `messages` (`outbox`, `inbox`,
-`conversations`, `cursors`, `audit`, `tool_calls`, `instances`: instances and the focus stack,
+`conversations`, `cursors`, `audit`, `tool_calls`, `interactions`: the standard interactions,
+`app_sessions`: app sub-sessions, `instances`: instances and the focus stack,
 `apps`: session data, registry, inventory, `dead_letters`: what was quarantined), the stats in
 `_stats_messages`; this module is the one to import. `__all__` names every message, the state
 literals (`ToolCallState`, `InstanceState`, …) the bounds a caller must respect before asking
-(`MAX_FOCUS_STACK`), and which tool call states are final (`FINAL_TOOL_CALL_STATES`).
+(`MAX_FOCUS_STACK`), and which tool call and interaction states are final
+(`FINAL_TOOL_CALL_STATES`, `FINAL_INTERACTION_STATES`).
 """
 
 from __future__ import annotations
 
 from ._stats_messages import StoreStatsReply, StoreStatsRequest
+from .app_sessions.messages import (
+    AppSessionCloseReply,
+    AppSessionCloseRequest,
+    AppSessionGetReply,
+    AppSessionGetRequest,
+    AppSessionListReply,
+    AppSessionListRequest,
+    AppSessionOpenReply,
+    AppSessionOpenRequest,
+    AppSessionRow,
+    AppSessionState,
+)
 from .apps.messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,
@@ -107,6 +121,22 @@ from .instances.messages import (
     InstanceUpsertReply,
     InstanceUpsertRequest,
 )
+from .interactions.machine import FINAL as FINAL_INTERACTION_STATES
+from .interactions.messages import (
+    InteractionEvent,
+    InteractionFacts,
+    InteractionGetReply,
+    InteractionGetRequest,
+    InteractionKind,
+    InteractionListReply,
+    InteractionListRequest,
+    InteractionRow,
+    InteractionSource,
+    InteractionState,
+    InteractionStepReply,
+    InteractionStepRequest,
+    Presentation,
+)
 from .outbox.messages import (
     OutboxAckReply,
     OutboxAckRequest,
@@ -140,6 +170,7 @@ from .tool_calls.messages import (
 
 __all__ = [
     "DEAD_LETTER_SOURCES",
+    "FINAL_INTERACTION_STATES",
     "FINAL_TOOL_CALL_STATES",
     "MAX_FOCUS_STACK",
     "AppEnabledSetReply",
@@ -149,6 +180,16 @@ __all__ = [
     "AppRegistryPutReply",
     "AppRegistryPutRequest",
     "AppRow",
+    "AppSessionCloseReply",
+    "AppSessionCloseRequest",
+    "AppSessionGetReply",
+    "AppSessionGetRequest",
+    "AppSessionListReply",
+    "AppSessionListRequest",
+    "AppSessionOpenReply",
+    "AppSessionOpenRequest",
+    "AppSessionRow",
+    "AppSessionState",
     "AuditAppendReply",
     "AuditAppendRequest",
     "AuditQueryReply",
@@ -201,6 +242,18 @@ __all__ = [
     "InstanceTransitionRequest",
     "InstanceUpsertReply",
     "InstanceUpsertRequest",
+    "InteractionEvent",
+    "InteractionFacts",
+    "InteractionGetReply",
+    "InteractionGetRequest",
+    "InteractionKind",
+    "InteractionListReply",
+    "InteractionListRequest",
+    "InteractionRow",
+    "InteractionSource",
+    "InteractionState",
+    "InteractionStepReply",
+    "InteractionStepRequest",
     "InventoryRevisionBumpReply",
     "InventoryRevisionBumpRequest",
     "InventoryRevisionGetReply",
@@ -221,6 +274,7 @@ __all__ = [
     "OutboxRow",
     "OutboxRowIn",
     "OutboxState",
+    "Presentation",
     "SessionDataGetReply",
     "SessionDataGetRequest",
     "SessionDataReplaceReply",

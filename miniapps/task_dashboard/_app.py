@@ -3,9 +3,12 @@
 `task-dashboard.open` (handling `launch`) opens an instance for one task and completes when the
 user is done with it: `completed` if the task was finished, `cancelled` if the user closed it
 early. `task-dashboard.update` (handling `operation`) moves the task's progress or state and
-answers the task's summary. Everything goes through the SDK: progress and results are reported
-to the runtime, which alone talks to the Agent; the view is rendered by the Shell's trusted
-component from the state sent here.
+answers the task's summary; the state follows the progress (`_settled`: never "To do" once
+begun, "Done" at 100 %). Closing a task that is not done first asks the user to `confirm`
+(`sdk.ui.request`, tied to the open call); only an approval closes it. The view's top-level
+`label` (the task's title) names the instance's tab. Everything goes through the SDK: progress
+and results are reported to the runtime, which alone talks to the Agent; the view is rendered
+by the Shell's trusted component from the state sent here.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, tool
 from lineup.sdk import protocol as p
+from lineup.sdk.interactions import ConfirmRequest
 
 __all__ = ["TaskDashboard"]
 
 Status = Literal["todo", "doing", "done"]
+LABEL_MAX = 80  # the Shell's longest tab label
 
 
 class _Model(BaseModel):
@@ -57,6 +62,8 @@ class TaskDashboard(MiniApp):
         self.revisions: dict[str, int] = {}  # instance_id -> session data revision we wrote
         self.open_calls: dict[str, ToolCall[OpenInput]] = {}  # instance_id -> its open call
         self.ended: set[str] = set()  # instances the runtime closed: never restored again
+        self.confirming: dict[str, str] = {}  # instance_id -> its close confirmation asked
+        self.asked = 0  # close confirmations asked by this process (their request ids)
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -75,12 +82,14 @@ class TaskDashboard(MiniApp):
         # call) shows it as it was, not as new.
         task = await self._task(call.instance_id)
         if task is None or task["task_id"] != call.input.task_id:
-            task = {
-                "task_id": call.input.task_id,
-                "title": call.input.title,
-                "progress": 0,
-                "status": call.input.status or "todo",
-            }
+            task = _settled(
+                {
+                    "task_id": call.input.task_id,
+                    "title": call.input.title,
+                    "progress": 0,
+                    "status": call.input.status or "todo",
+                }
+            )
             self.tasks[call.instance_id] = task
             await self._save(call.instance_id, task)
         self.open_calls[call.instance_id] = call
@@ -105,8 +114,7 @@ class TaskDashboard(MiniApp):
             task["progress"] = call.input.progress
         if call.input.status is not None:
             task["status"] = call.input.status
-        if task["status"] == "done":
-            task["progress"] = 100
+        task.update(_settled(task))
         await self._save(call.instance_id, task)
         await self._render(call.instance_id)
         return TaskSummary(**task)
@@ -123,11 +131,48 @@ class TaskDashboard(MiniApp):
             await self._save(event.instance_id, task)
             await self._render(event.instance_id)
         elif kind == "task.close":
-            call = self.open_calls.pop(event.instance_id, None)
-            if call is not None and not call.final:
-                done = task["status"] == "done"
-                await call.complete(OpenOutput(status="completed" if done else "cancelled"))
-            await self.app.lifecycle.request_close(event.instance_id)
+            if task["status"] == "done":
+                await self._close(event.instance_id, task)
+            elif event.instance_id not in self.confirming:
+                await self._confirm_close(event.instance_id, task)
+
+    async def _confirm_close(self, instance_id: str, task: dict[str, Any]) -> None:
+        """Ask before closing a task that is not done; `on_interaction_updated` closes it
+        once approved (and only then)."""
+        call = self.open_calls.get(instance_id)
+        self.asked += 1
+        record = await self.app.ui.request(
+            ConfirmRequest(
+                kind="confirm",
+                title="Close this task?",
+                prompt=f"“{task['title']}” is not done yet. Close it anyway?",
+                approve_label="Close task",
+                cancel_label="Keep it open",
+            ),
+            instance_id=instance_id,
+            parent_call_id=call.call_id if call is not None and not call.final else None,
+            request_id=f"close:{instance_id}:{self.asked}",
+        )
+        self.confirming[instance_id] = record.interaction_id
+
+    async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
+        instance_id = record.instance_id
+        if record.kind != "confirm" or instance_id is None:
+            return
+        if self.confirming.get(instance_id) == record.interaction_id:
+            del self.confirming[instance_id]
+        # Stateless on purpose: an approval told to a restarted process still closes the task.
+        if record.result is not None and record.result.get("approved") is True:
+            task = await self._task(instance_id)
+            if task is not None:
+                await self._close(instance_id, task)
+
+    async def _close(self, instance_id: str, task: dict[str, Any]) -> None:
+        call = self.open_calls.pop(instance_id, None)
+        if call is not None and not call.final:
+            done = task["status"] == "done"
+            await call.complete(OpenOutput(status="completed" if done else "cancelled"))
+        await self.app.lifecycle.request_close(instance_id)
 
     async def on_view_refresh(self) -> None:
         for instance_id in list(self.tasks):
@@ -187,7 +232,19 @@ class TaskDashboard(MiniApp):
             instance_id,
             {
                 "kind": "task.dashboard",
+                "label": str(task["title"])[:LABEL_MAX],
                 "task": dict(task),
                 "actions": ["finish", "close"] if task["status"] != "done" else ["close"],
             },
         )
+
+
+def _settled(task: dict[str, Any]) -> dict[str, Any]:
+    """The task with its state following its progress: done is 100 % (and 100 % is done), any
+    progress begun is "doing" (never "To do" at 60 %), none is what was said (todo or doing)."""
+    progress, status = int(task["progress"]), task["status"]
+    if status == "done" or progress >= 100:
+        return {**task, "status": "done", "progress": 100}
+    if progress > 0:
+        return {**task, "status": "doing"}
+    return {**task, "status": status}

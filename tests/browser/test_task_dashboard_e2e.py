@@ -144,7 +144,7 @@ async def test_the_agent_opens_updates_and_the_user_finishes_and_closes_the_task
         "task_id": "t1",
         "title": TITLE,
         "progress": 60,
-        "status": "todo",
+        "status": "doing",  # the status follows the progress
     }
     assert page.off_loopback() == [], "a request left 127.0.0.1"
     assert page.console_errors == []

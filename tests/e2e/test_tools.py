@@ -42,6 +42,7 @@ from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0
+STANDARD = ("interaction.notice", "interaction.choice", "interaction.confirm", "interaction.input")
 
 
 async def runtime_with_probe(nursery: trio.Nursery, data_dir: Path) -> Runtime:
@@ -244,11 +245,12 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
         "focus", AppEnableRequest(app_scope="task-dashboard", enabled=False), expect=InventoryReply
     )
     assert inventory.revision != revision
-    assert inventory.tools == ()
+    # Only the runtime's own standard interactions are left.
+    assert {t.method for t in inventory.tools} == set(STANDARD)
     newest = await agent.pull(
         "lineup.v1.client.inventory", lambda m: m["payload"]["revision"] == inventory.revision
     )
-    assert newest["payload"]["tools"] == []
+    assert {t["method"] for t in newest["payload"]["tools"]} == set(STANDARD)
     await agent.client.call_tool(
         CONVERSATION, "task-dashboard.open", good, inventory.revision, call_id="c-off"
     )
@@ -605,17 +607,19 @@ async def test_a_sigkill_in_the_middle_of_a_call_still_ends_it_exactly_once(
     final = None
     with trio.fail_after(WAIT):
         while final is None:
-            await shell.send(
-                {
-                    "type": "ui.event",
-                    "app_scope": "task-dashboard",
-                    "instance_id": instance,
-                    "event": {"kind": "task.close"},
-                }
-            )
+            # Finished first: a task not done asks the user to confirm its close.
+            for kind in ("task.finish", "task.close"):
+                await shell.send(
+                    {
+                        "type": "ui.event",
+                        "app_scope": "task-dashboard",
+                        "instance_id": instance,
+                        "event": {"kind": kind},
+                    }
+                )
             with trio.move_on_after(2):
                 final = await agent.terminal("k-1")
-    assert final["payload"]["result"] == {"status": "cancelled"}
+    assert final["payload"]["result"] == {"status": "completed"}
     await agent.settle()
     finals = [
         m

@@ -4,8 +4,9 @@ order, and the state changes that move them (and the messages they carry) along.
 The contract of every operation (`_rows`). A row is idempotent by `outbox_id`. Its state changes
 follow `machine.TRANSITIONS` and are copied to the conversation message the row carries, in the
 same savepoint; acknowledging or failing the row that carries a tool call's result settles the
-call there too (`tool_calls.operations.settle_terminal`), with an audit row in the name of
-`actor`, the channel-bound sender.
+call there too (`tool_calls.operations.settle_terminal`), and the interaction that call
+answered (`interactions.operations.settle_for_call`), with audit rows in the name of `actor`,
+the channel-bound sender.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from .._db import Connection
 from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write, write_as
+from ..interactions.operations import settle_for_call
 from ..tool_calls.operations import settle_terminal
 from .machine import TRANSITIONS, OutboxEvent, OutboxState, next_state
 from .messages import (
@@ -160,8 +162,11 @@ def outbox_ack(
             " remote_seq = coalesce(?, remote_seq), updated_at = ? WHERE message_id = ?",
             (req.remote_seq, now, message_id),
         )
-    # A call's result the AppServer now has: the call is completed in this same transaction.
-    settle_terminal(conn, req.outbox_id, None, now, actor=actor)
+    # A call's result the AppServer now has: the call is completed in this same transaction,
+    # and the interaction it answered with it.
+    call = settle_terminal(conn, req.outbox_id, None, now, actor=actor)
+    if call is not None:
+        settle_for_call(conn, call, None, now, actor=actor)
     return OutboxAckReply(outbox_id=req.outbox_id, acked=True, message_id=message_id)
 
 
@@ -171,8 +176,11 @@ def outbox_fail(
     before, after, message_id = _transition(conn, req.outbox_id, "fail")
     if after != before:
         _set_state(conn, req.outbox_id, message_id, after, req.code, now)
-        # A call's result refused for good: the call fails with the refusal's code, here.
-        settle_terminal(conn, req.outbox_id, req.code, now, actor=actor)
+        # A call's result refused for good: the call fails with the refusal's code, here, and
+        # the interaction it answered with it.
+        call = settle_terminal(conn, req.outbox_id, req.code, now, actor=actor)
+        if call is not None:
+            settle_for_call(conn, call, req.code, now, actor=actor)
     return OutboxFailReply(
         outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
     )

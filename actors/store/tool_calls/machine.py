@@ -4,12 +4,14 @@ router carries out once it has committed. No I/O. The store checks every step ag
 table inside the step's transaction (`operations.step`); the router reads the same table to know
 which rows a step needs and what to do after it (`actors/router/_tools.py`).
 
-Theory of operation: a call is born by one of four events, each with its `accepted` receipt
+Theory of operation: a call is born by one of five events, each with its `accepted` receipt
 (or, refused, its `tool.error`) in the same transaction:
 
     admit      → received          a `launch` call: its activation is still to come
     hold       → routing           its instance is starting and the tool needs it ready
     hand_over  → waiting_for_app   given to its (live) instance: the app is told
+    ask        → running           an interactive call: the runtime itself runs it (it asks the
+                                   person, `interactions.machine`), so no app takes it
     refuse     → rejected          a failed check (seed 003 §4.4); the Agent gets the code
 
 and then only ever moves forward:
@@ -64,7 +66,7 @@ ToolCallState = Literal[
 ]  # fmt: skip
 
 ToolCallEvent = Literal[
-    "admit", "hold", "hand_over", "refuse",           # birth (hold, hand_over also later)
+    "admit", "hold", "hand_over", "ask", "refuse",    # birth (hold, hand_over also later)
     "activate", "activated", "launch_failed", "launch_cancelled",   # a launch's activation
     "take", "submit", "settle", "settle_refused",     # the app's part, the AppServer's word
     "fail", "cancel", "close", "expire", "reject",    # endings before the outcome is decided
@@ -97,7 +99,7 @@ class Move:
 
 ROWS: Final[Mapping[ToolCallEvent, tuple[Row, ...]]] = {
     "admit": ("accepted",), "hold": ("accepted",), "hand_over": ("accepted",),
-    "refuse": ("terminal",),
+    "ask": ("accepted",), "refuse": ("terminal",),
     "activate": ("starting",), "activated": ("activation_ready",),
     "launch_failed": ("activation_failed", "terminal"),
     "launch_cancelled": ("activation_cancelled", "terminal"),
@@ -126,6 +128,7 @@ BIRTH: Final[Mapping[ToolCallEvent, Move]] = {
     "admit": Move("received", ("arm_deadline",)),
     "hold": Move("routing", ("arm_deadline",)),
     "hand_over": Move("waiting_for_app", ("arm_deadline", "tell_app")),
+    "ask": Move("running", ("arm_deadline",)),
     "refuse": Move("rejected"),
 }
 

@@ -40,7 +40,8 @@ ToolHandling = Literal["direct", "interactive", "launch", "foreground", "operati
 
 Wire = dict[str, Any]
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
-# The births no recorded call can take (`admit`, `refuse`): without the facts they mean nothing.
+# The births no recorded call can take (`admit`, `ask`, `refuse`): without the facts they mean
+# nothing.
 _BIRTH_ONLY = frozenset(e for e in BIRTH if not any(e in moves for moves in TABLE.values()))
 
 
@@ -104,7 +105,7 @@ class ToolCallStepRequest(Message):
     `code` of an ending), the outbox rows the event writes (`rows`, exactly `ROWS[event]` in
     that order; each written once) and one audit row (ids, states and codes, never a body).
 
-    A birth event (`admit`, `hold`, `hand_over`, `refuse`) carries the call's facts in `new`;
+    A birth event (`admit`, `hold`, `hand_over`, `ask`, `refuse`) carries the call's facts in `new`;
     for a call already recorded it is a repeat of its arrival (another envelope of the same call)
     and writes nothing (`created` False), whatever its event. Without `new` the call must exist.
 

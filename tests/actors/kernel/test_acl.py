@@ -157,6 +157,8 @@ def test_the_cli_patterns_are_exactly_status_and_health() -> None:
 # and their delivery, which the transport settles with the AppServer's answer.
 AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
     "tool calls": (K.ROUTER, ("store.tool_call.",)),
+    "interactions": (K.ROUTER, ("store.interaction.",)),
+    "app sub-sessions": (K.ROUTER, ("store.app_session.",)),
     "conversations": (K.ROUTER, ("store.conversation.",)),
     "app inboxes": (K.ROUTER, ("store.inbox.",)),
     "outbox rows": (K.ROUTER, ("store.outbox.append", "store.outbox.retry")),
@@ -178,6 +180,10 @@ READS = frozenset(
     {
         "store.tool_call.get",
         "store.tool_call.list",
+        "store.interaction.get",
+        "store.interaction.list",
+        "store.app_session.get",
+        "store.app_session.list",
         "store.conversation.history",
         "store.conversation.message",
         "store.inbox.list",

@@ -515,3 +515,42 @@ def test_migration_7_makes_old_outbound_ids_their_apps_client_ids(tmp_path: Path
         db.close()
 
     assert rows == [("user-1", "user-1"), ("agent-1", None)]
+
+
+# ---------------------------------------------------------------------------------- migration 9
+
+
+def test_migration_9_gives_old_interactions_their_source_and_sessions_one_per_instance(
+    tmp_path: Path,
+) -> None:
+    conn = apsw.Connection(str(tmp_path / DB_FILENAME))
+    try:
+        assert migrate(conn, MIGRATIONS[:8]) == 8
+        conn.execute(
+            "INSERT INTO interactions (interaction_id, call_id, owner_scope, kind, state,"
+            " request, created_at, updated_at) VALUES ('ia-1', 'c-1', 'interaction', 'confirm',"
+            " 'pending', '{}', 1, 1);"
+            "INSERT INTO app_sessions (app_session_id, app_scope, instance_id, state, opened_at)"
+            " VALUES ('s-1', 'board', 'inst-a', 'open', 1)"
+        )
+    finally:
+        conn.close()
+
+    db = open_database(tmp_path, {})
+    try:
+        interaction = db.conn.execute(
+            "SELECT source, parent_call_id, surface_id, presentation FROM interactions"
+        ).fetchall()
+        session = db.conn.execute("SELECT previous_app_session_id FROM app_sessions").fetchall()
+        with pytest.raises(apsw.ConstraintError):
+            db.conn.execute(
+                "INSERT INTO app_sessions (app_session_id, app_scope, instance_id, state,"
+                " opened_at) VALUES ('s-2', 'board', 'inst-a', 'open', 2)"
+            )
+        with pytest.raises(apsw.ConstraintError):
+            db.conn.execute("UPDATE interactions SET presentation = 'popup'")
+    finally:
+        db.close()
+
+    assert interaction == [("agent_tool", None, None, "default")]
+    assert session == [(None,)]

@@ -227,3 +227,16 @@ def test_any_run_of_events_moves_forward_and_reaches_at_most_one_final_state(
         state = after
     assert len(finals) <= 1
     assert finals == ([state] if state in FINAL else [])
+
+
+# ---------------------------------------------------------------------------------- interactive
+
+
+def test_an_interactive_call_is_born_asked_running_with_its_receipt_and_its_deadline() -> None:
+    # The runtime itself runs it: no app is told, no app takes it.
+    assert move(None, "ask") == Move("running", ("arm_deadline",))
+    assert ROWS["ask"] == ("accepted",)
+    for state in STATES:
+        with pytest.raises(LineUpError):
+            move(state, "ask")  # only a birth: a recorded call is never asked again
+    assert {"submit", "fail", "cancel", "expire"} <= set(TABLE["running"])

@@ -272,7 +272,7 @@ def request_of(action: Action) -> ToolCallStepRequest | None:
     _, event, terminal, born, instance = action
     if born and event not in BIRTH:
         return None
-    if not born and event in ("admit", "refuse"):
+    if not born and event in ("admit", "ask", "refuse"):  # births only
         return None
     return step(event, terminal, born=born, instance=instance)
 

@@ -22,8 +22,9 @@ def ui_event(kind: str) -> p.UiEvent:
 
 
 def view(task: dict[str, Any], actions: list[str]) -> dict[str, Any]:
-    """The view as the Shell's `task.dashboard` component expects it."""
-    return {"kind": "task.dashboard", "task": task, "actions": actions}
+    """The view as the Shell's `task.dashboard` component expects it: its tab's label is the
+    task's title."""
+    return {"kind": "task.dashboard", "label": task["title"], "task": task, "actions": actions}
 
 
 async def opened(
@@ -54,13 +55,35 @@ async def test_open_shows_the_status_it_was_given() -> None:
 async def test_update_moves_progress_and_status_and_answers_the_summary() -> None:
     app, runtime, _ = await opened()
     update = await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 60})
-    summary = {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "todo"}
+    summary = {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "doing"}
     assert (update.status, update.result) == ("completed", summary)
     assert runtime.ui.last == view(summary, ["finish", "close"])
 
-    update = await testkit.call_tool(app, UPDATE, {"task_id": "t1", "status": "doing"})
-    assert update.result == {**summary, "status": "doing"}
-    assert runtime.session_data.get(INSTANCE) == ({**summary, "status": "doing"}, 3)
+    update = await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 80})
+    assert update.result == {**summary, "progress": 80}
+    assert runtime.session_data.get(INSTANCE) == ({**summary, "progress": 80}, 3)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "progress"),
+    [
+        ({"progress": 60}, "doing", 60),  # never "To do" at 60 %
+        ({"progress": 60, "status": "todo"}, "doing", 60),
+        ({"progress": 100}, "done", 100),
+        ({"status": "done"}, "done", 100),
+        ({"progress": 0, "status": "doing"}, "doing", 0),
+        ({"progress": 0}, "todo", 0),
+    ],
+)
+async def test_the_status_follows_the_progress(
+    arguments: dict[str, Any], status: str, progress: int
+) -> None:
+    app, runtime, _ = await opened()
+    update = await testkit.call_tool(app, UPDATE, {"task_id": "t1", **arguments})
+    assert update.result is not None
+    assert (update.result["status"], update.result["progress"]) == (status, progress)
+    assert runtime.ui.last is not None
+    assert runtime.ui.last["task"]["status"] == status
 
 
 async def test_an_update_to_done_fills_the_bar_and_leaves_only_close() -> None:
@@ -128,13 +151,49 @@ async def test_finish_then_close_completes_the_open_call_and_closes_the_instance
     assert runtime.instances == set()
 
 
-async def test_close_without_finishing_completes_the_open_call_as_cancelled() -> None:
+async def test_close_without_finishing_asks_to_confirm_and_closes_once_approved() -> None:
     app, runtime, record = await opened()
     await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 60})
     await app.on_ui_event(ui_event("task.close"))
     await runtime.settle()
+    asked = runtime.interactions.last
+    assert asked is not None
+    assert (asked.kind, asked.instance_id, asked.parent_call_id) == (
+        "confirm",
+        INSTANCE,
+        record.call_id,
+    )
+    assert (record.status, runtime.lifecycle.requests) == ("running", [])  # not yet
+
+    await app.on_ui_event(ui_event("task.close"))  # a second click asks nothing more
+    await runtime.settle()
+    assert len(runtime.interactions.asked) == 1
+
+    runtime.interactions.answer(asked.interaction_id, {"approved": True})
+    await runtime.settle()
     assert (record.status, record.result) == ("completed", {"status": "cancelled"})
     assert runtime.lifecycle.requests == [(INSTANCE, "close")]
+
+
+@pytest.mark.parametrize("answer", [{"approved": False}, None], ids=["declined", "expired"])
+async def test_a_close_not_approved_keeps_the_task_open_and_can_be_asked_again(
+    answer: dict[str, Any] | None,
+) -> None:
+    app, runtime, record = await opened()
+    await app.on_ui_event(ui_event("task.close"))
+    await runtime.settle()
+    asked = runtime.interactions.last
+    assert asked is not None
+    if answer is None:
+        runtime.interactions.end(asked.interaction_id, "expired", "operation_expired")
+    else:
+        runtime.interactions.answer(asked.interaction_id, answer)
+    await runtime.settle()
+    assert (record.status, runtime.lifecycle.requests) == ("running", [])
+
+    await app.on_ui_event(ui_event("task.close"))
+    await runtime.settle()
+    assert len(runtime.interactions.asked) == 2  # asked afresh
 
 
 async def test_an_instance_closed_by_the_runtime_is_no_longer_rendered() -> None:
@@ -153,7 +212,7 @@ async def test_an_update_after_a_restart_restores_the_task_from_session_data_fir
     app = TaskDashboard()  # the old process is gone; a new one serves the same runtime
     await testkit.start(app, runtime=runtime)
     moved = await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 60})
-    summary = {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "todo"}
+    summary = {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "doing"}
     assert (moved.status, moved.result) == ("completed", summary)
     assert runtime.session_data.get(INSTANCE) == (summary, 2)
     other = await testkit.call_tool(app, UPDATE, {"task_id": "t9", "progress": 1})

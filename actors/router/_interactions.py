@@ -1,0 +1,758 @@
+"""The standard interactions and the app sub-sessions (seed 000 §7.3, seed 003 §3.4, DESIGN §13
+flow 4): the router's side of a question put to the user.
+
+Theory of operation
+-------------------
+An interaction is a third machine on the call path (`actors/store/interactions/machine.py`).
+Each step is ONE store request (`InteractionStepRequest`): the interaction's event and, for an
+Agent's question, its tool call's event in the same transaction — both or nothing. The store
+decides every race (the user's answer, the Agent's dismiss, the expiry, a failure): the first
+committed write wins, and a later one is refused or a repeat, writing nothing. This object only
+decides which step comes next and, once it has committed, tells whoever must know: the
+hostbridge (`hostbridge.interactions.updated`, best effort: the Shell lists on connect), the
+owner app of a MiniApp's question (`miniapp.interaction.updated`, then `settle`), the transport.
+
+- An Agent's interactive call (`ask`): the call is born `ask`ed with its `accepted` receipt, the
+  interaction `pending`; it is `present`ed once the hostbridge was told. A notice is answered
+  `{"acknowledged": false}` at once (its card is persisted and handed on: the Agent need not
+  wait). The answer's `submit` writes the call's one result row; the AppServer's
+  acknowledgement of that row settles both (in the store).
+- A MiniApp's question (`router.sdk.interaction.request`): the owner is the channel's app and
+  one of its live instances, never a field the app fills in; the result goes to that app only.
+- Expiry: a timer per interaction at its `expires_at`, rebuilt from the store at start. The
+  interactive call's own deadline is the same instant and is never armed by the tool pipeline:
+  the interaction's `expire` ends both in one step.
+- App sub-sessions: one per instance of any app but the chat, opened when focus announces the
+  instance `started` (id `lu:app_session:<instance>`, so a retry is a repeat) and closed when it
+  `ended` / `failed`, each with its `lineup.v1.app_session.*` outbox row in the same
+  transaction. Closing lists the Agent's questions of the session still pending (they stay
+  open: the main IM keeps them); the MiniApp's own questions of that instance are cancelled
+  `app_closed`. At start the store is the truth: sessions of ended instances are closed, live
+  instances without one get one.
+
+All state lives in the store; this object keeps only the timers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+
+import trio
+
+from lineup import wire
+from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
+from lineup.actors.kernel import (
+    AuditRecord,
+    Bus,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+    app_scope_of,
+)
+from lineup.actors.store.messages import (
+    AppSessionCloseReply,
+    AppSessionCloseRequest,
+    AppSessionGetReply,
+    AppSessionGetRequest,
+    AppSessionListReply,
+    AppSessionListRequest,
+    AppSessionOpenReply,
+    AppSessionOpenRequest,
+    AppSessionRow,
+    InstanceListReply,
+    InstanceListRequest,
+    InteractionEvent,
+    InteractionFacts,
+    InteractionGetReply,
+    InteractionGetRequest,
+    InteractionListReply,
+    InteractionListRequest,
+    InteractionRow,
+    InteractionStepReply,
+    InteractionStepRequest,
+    ToolCallFacts,
+    ToolCallGetReply,
+    ToolCallGetRequest,
+    ToolCallStepRequest,
+)
+from lineup.actors.store.tool_calls import machine as call_machine
+from lineup.actors.store.tool_calls.machine import ToolCallEvent
+from lineup.hostbridge.messages import (
+    AppSessionsUpdatedEvent,
+    AppSessionView,
+    InteractionsUpdatedEvent,
+    InteractionView,
+)
+from lineup.sdk import interactions as std
+from lineup.sdk import protocol as sdk
+
+from . import _ids as ids
+from ._envelope import RuntimeEnvelope
+from .messages import (
+    InteractionAnswerReply,
+    InteractionAnswerRequest,
+    InteractionsListReply,
+    InteractionsListRequest,
+)
+
+if TYPE_CHECKING:
+    from ._tools import ToolPipeline
+
+__all__ = ["INTERACTION_SCOPE", "InteractionService"]
+
+log = logging.getLogger("lineup.router.interactions")
+M = TypeVar("M", bound=Message)
+
+STORE_TIMEOUT: Final = 30.0
+TELL_TIMEOUT: Final = 1.0  # the hostbridge and the owner app are told best effort
+# The app scope of an interactive call: the runtime's own component, never an app's.
+INTERACTION_SCOPE: Final = "interaction"
+# The chat: the main IM, which has no sub-session of its own.
+IM_SCOPE: Final = "chat"
+OPEN: Final = frozenset({"pending", "presented"})
+FINAL: Final = frozenset({"completed", "cancelled", "expired", "failed"})
+# How the runtime ends an open interaction, and its Agent's call with it (the same code).
+Ending = Literal["cancel", "expire", "fail"]
+_CALL_ENDING: Final[dict[Ending, ToolCallEvent]] = {
+    "cancel": "cancel",
+    "expire": "expire",
+    "fail": "fail",
+}
+APP_CLOSED: Final = "app_closed"  # the code a closed instance's calls end with, too
+
+
+class InteractionService:
+    """The interactions and sub-sessions of one router (see the module's docstring)."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        me: Identity,
+        session: Callable[[], Awaitable[dict[str, str]]],
+        tools: ToolPipeline,
+    ) -> None:
+        self.bus = bus
+        self.me = me
+        self._session = session
+        self._tools = tools
+        self._timers: list[tuple[float, str]] = []
+        self._timer_wakeup = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        # One open / close of an instance's sub-session at a time (events may come twice).
+        self._session_lock = trio.Lock()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._expire_loop)
+            task_status.started()
+            nursery.start_soon(self._recover)
+
+    async def _store(self, request: Message, expect: type[M]) -> M:
+        return await self.bus.request(
+            "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
+        )
+
+    # ------------------------------------------------------------------ one step
+
+    async def _step(
+        self,
+        interaction: InteractionRow | InteractionFacts,
+        event: InteractionEvent,
+        *,
+        result: dict[str, Any] | None = None,
+        code: str | None = None,
+        call_event: ToolCallEvent | None = None,
+        call_facts: ToolCallFacts | None = None,
+        expected_owner: tuple[str, str | None] | None = None,
+    ) -> InteractionStepReply:
+        """Move the interaction by `event` and, with `call_event`, its Agent's call in the same
+        transaction; then tell the hostbridge (and wake the transport for the call's rows)."""
+        call_step: ToolCallStepRequest | None = None
+        call_id = interaction.call_id
+        if call_event is not None and call_id is not None:
+            call_step = self._tools.call_step(
+                await self._session(),
+                call_id,
+                call_event,
+                new=call_facts,
+                result=result if call_event == "submit" else None,
+                code=code if call_event != "submit" else None,
+            )
+        reply = await self._store(
+            InteractionStepRequest(
+                interaction_id=interaction.interaction_id,
+                event=event,
+                new=interaction if isinstance(interaction, InteractionFacts) else None,
+                result=result if event == "answer" else None,
+                code=code if event in ("cancel", "expire", "fail") else None,
+                call_step=call_step,
+                expected_owner_scope=expected_owner[0] if expected_owner else None,
+                expected_instance_id=expected_owner[1] if expected_owner else None,
+            ),
+            InteractionStepReply,
+        )
+        if reply.changed:
+            await self._push(reply.interaction)
+            if call_step is not None and call_step.rows:
+                await self._tools.wake_transport()
+        return reply
+
+    async def _get(
+        self, *, interaction_id: str | None = None, call_id: str | None = None
+    ) -> InteractionRow | None:
+        reply = await self._store(
+            InteractionGetRequest(interaction_id=interaction_id, call_id=call_id),
+            InteractionGetReply,
+        )
+        return reply.interaction
+
+    async def _end(
+        self,
+        row: InteractionRow,
+        event: Ending,
+        code: str,
+        *,
+        expected_owner: tuple[str, str | None] | None = None,
+    ) -> tuple[InteractionRow, bool]:
+        """End an open interaction (`cancel`, `expire`, `fail`) and its call with the same code.
+        Whatever got there first (an answer, another ending) wins: then nothing is written and
+        the interaction is returned as it is, `changed` False."""
+        if row.state not in OPEN:
+            return row, False
+        try:
+            reply = await self._step(
+                row,
+                event,
+                code=code,
+                call_event=_CALL_ENDING[event] if row.source == "agent_tool" else None,
+                expected_owner=expected_owner,
+            )
+        except LineUpError as exc:
+            if exc.code not in (ErrorCode.INTERACTION_FINAL, ErrorCode.INVALID_ARGUMENTS):
+                raise
+            again = await self._get(interaction_id=row.interaction_id)
+            return (again or row), False
+        if reply.changed and row.source == "miniapp":
+            await self._tell_owner(reply.interaction)
+        return reply.interaction, reply.changed
+
+    # ------------------------------------------------------------------ the Agent's question
+
+    async def ask(
+        self,
+        call_id: str,
+        facts: ToolCallFacts,
+        envelope: RuntimeEnvelope,
+        context: object,
+    ) -> None:
+        """An Agent's interactive call that passed the tool checks: record the interaction and
+        the call (one step), present it, and answer a notice at once. A bad request, a bad
+        expiry or an `app_session_context` that is not a sub-session of this Agent and
+        conversation is refused like any failed check: the call's `tool.error`, no
+        interaction."""
+        try:
+            request, expires_in_ms = std.request_of(facts.tool, dict(facts.input))
+            session_row = await self._session_context(context, envelope)
+        except LineUpError as refused:
+            await self._tools.refuse(call_id, facts, refused.code)
+            return
+        session = await self._session()
+        now = time.time()
+        timeout_ms = expires_in_ms if expires_in_ms is not None else std.DEFAULT_EXPIRES_IN_MS
+        call_facts = facts.model_copy(update={"timeout_ms": timeout_ms})
+        new = InteractionFacts(
+            interaction_id=ids.interaction_id(call_id),
+            kind=request.kind,
+            request=request.model_dump(mode="json", exclude_none=True),
+            source="agent_tool",
+            owner_scope=INTERACTION_SCOPE,  # the runtime's: the main IM, never an app
+            instance_id=session_row.instance_id if session_row else None,
+            agent_id=envelope.sender.id,
+            conversation_id=envelope.scope.conversation_id or session["conversation_id"],
+            app_session_id=session_row.app_session_id if session_row else None,
+            call_id=call_id,
+            expires_at=now + expires_in_ms / 1000 if expires_in_ms is not None else None,
+        )
+        reply = await self._step(new, "ask", call_event="ask", call_facts=call_facts)
+        if reply.created:
+            self._arm(reply.interaction)
+        await self._advance(reply.interaction)
+
+    async def _session_context(
+        self, context: object, envelope: RuntimeEnvelope
+    ) -> AppSessionRow | None:
+        """The sub-session an Agent's question names, or None (the main IM: never guessed from
+        the foreground app). One that is not this Agent's and conversation's, or no session at
+        all, is refused `app_session_invalid`; a closed one is history, and revives nothing."""
+        if context is None:
+            return None
+        session_id = context.get("app_session_id") if isinstance(context, dict) else None
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, "no app_session_id")
+        found = (
+            await self._store(AppSessionGetRequest(app_session_id=session_id), AppSessionGetReply)
+        ).session
+        if (
+            found is None
+            or found.agent_id != envelope.sender.id
+            or found.conversation_id != envelope.scope.conversation_id
+        ):
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
+        return found
+
+    async def _advance(self, row: InteractionRow) -> None:
+        """Carry an interaction on from where it stands (after `ask`, or at start): a pending
+        one is presented; a presented notice answered; a MiniApp's answered one told to its
+        app and settled."""
+        if row.state == "pending":
+            row = (await self._step(row, "present")).interaction
+        if row.state == "presented" and row.kind == "notice":
+            await self._answer(row, {"acknowledged": False})
+        elif row.state == "submitted" and row.source == "miniapp":
+            await self._settle_with_owner(row)
+
+    # ------------------------------------------------------------------ the user's answer
+
+    async def answer(self, msg: InteractionAnswerRequest) -> InteractionAnswerReply:
+        """The user's answer from the Shell. The first committed write wins: an answer to an
+        interaction that has one (or ended) writes nothing and gets it as it is. Raises
+        `interaction_not_found`, `answer_invalid` (nothing recorded)."""
+        row = await self._get(interaction_id=msg.interaction_id)
+        if row is None:
+            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, msg.interaction_id)
+        if row.state not in OPEN:
+            return InteractionAnswerReply(interaction=view_of(row), changed=False)
+        if std.is_cancel(msg.answer):
+            if row.kind not in ("choice", "input"):
+                raise LineUpError(ErrorCode.ANSWER_INVALID, "this kind has no cancel")
+            ended, changed = await self._end(row, "cancel", ErrorCode.CANCELLED_BY_USER.value)
+            return InteractionAnswerReply(interaction=view_of(ended), changed=changed)
+        result = std.result_of(std.REQUEST.validate_python(row.request), msg.answer)
+        answered, changed = await self._answer(row, result)
+        return InteractionAnswerReply(interaction=view_of(answered), changed=changed)
+
+    async def _answer(
+        self, row: InteractionRow, result: dict[str, Any]
+    ) -> tuple[InteractionRow, bool]:
+        try:
+            reply = await self._step(
+                row,
+                "answer",
+                result=result,
+                call_event="submit" if row.source == "agent_tool" else None,
+            )
+        except LineUpError as exc:
+            if exc.code not in (ErrorCode.INTERACTION_FINAL, ErrorCode.INVALID_ARGUMENTS):
+                raise
+            again = await self._get(interaction_id=row.interaction_id)
+            return (again or row), False
+        if reply.changed and row.source == "miniapp":
+            await self._settle_with_owner(reply.interaction)
+        return reply.interaction, reply.changed
+
+    async def settled(self, call_id: str) -> None:
+        """The transport's word on a call's terminal row: if the call asked a question, the
+        store settled (or failed) the interaction with it; show that."""
+        row = await self._get(call_id=call_id)
+        if row is not None:
+            await self._push(row)
+
+    # ------------------------------------------------------------------ the Agent's dismiss
+
+    async def dismiss(self, envelope: RuntimeEnvelope, peer: str) -> None:
+        """`lineup.v1.interaction.dismiss`: the Agent and its conversation are the
+        authenticated envelope's; the interaction is found by `call_id`. One already ended (or
+        answered), and a replay, get the same receipt: audited, nothing written. Raises
+        `interaction_not_found` for a call that asked nothing of this Agent."""
+        call_id = envelope.payload.get("call_id")
+        row = await self._get(call_id=call_id) if isinstance(call_id, str) else None
+        if (
+            row is None
+            or row.source != "agent_tool"
+            or row.agent_id != envelope.sender.id
+            or row.conversation_id != envelope.scope.conversation_id
+        ):
+            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, str(call_id)[:200])
+        _, changed = await self._end(row, "cancel", ErrorCode.INTERACTION_DISMISSED.value)
+        self.bus.audit(
+            AuditRecord(
+                event="router.interaction_dismissed" if changed else "router.dismiss_repeated",
+                actor=self.me.name,
+                peer=peer,
+                message_type=wire.DISMISS,
+                subject_id=row.interaction_id,
+            )
+        )
+
+    # ------------------------------------------------------------------ a MiniApp's question
+
+    async def request(
+        self, sender: Identity, msg: sdk.InteractionAskRequest
+    ) -> sdk.InteractionReceipt:
+        """`sdk.ui.request`: the owner is the sender's app and one of its live instances."""
+        scope = app_scope_of(sender)
+        instance = await self._own_instance(sender, msg.instance_id)
+        if msg.parent_call_id is not None:
+            await self._own_parent(sender, msg.parent_call_id, instance.instance_id, msg.TYPE)
+        kind = msg.request.get("kind")
+        tool_input = {k: v for k, v in msg.request.items() if k != "kind"}
+        if msg.expires_in_ms is not None and kind != "notice":
+            tool_input["expires_in_ms"] = msg.expires_in_ms
+        try:
+            request, expires_in_ms = std.request_of(f"interaction.{kind}", tool_input)
+        except LineUpError as exc:
+            raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, "not a standard request") from exc
+        session = await self._session()
+        new = InteractionFacts(
+            interaction_id=ids.app_interaction_id(scope, instance.instance_id, msg.request_id),
+            kind=request.kind,
+            request=request.model_dump(mode="json", exclude_none=True),
+            source="miniapp",
+            owner_scope=scope,
+            instance_id=instance.instance_id,
+            agent_id=session.get("agent_id"),
+            conversation_id=session["conversation_id"],
+            parent_call_id=msg.parent_call_id,
+            presentation=msg.presentation,
+            expires_at=time.time() + expires_in_ms / 1000 if expires_in_ms is not None else None,
+        )
+        reply = await self._step(new, "ask")
+        if reply.created:
+            self._arm(reply.interaction)
+        await self._advance(reply.interaction)
+        current = await self._get(interaction_id=new.interaction_id) or reply.interaction
+        return sdk.InteractionReceipt(interaction=record_of(current), changed=reply.created)
+
+    async def get(self, sender: Identity, msg: sdk.InteractionGetRequest) -> sdk.InteractionReceipt:
+        row = await self._own_interaction(sender, msg.interaction_id, msg.TYPE)
+        return sdk.InteractionReceipt(interaction=record_of(row), changed=False)
+
+    async def cancel(
+        self, sender: Identity, msg: sdk.InteractionCancelRequest
+    ) -> sdk.InteractionReceipt:
+        row = await self._own_interaction(sender, msg.interaction_id, msg.TYPE)
+        ended, changed = await self._end(
+            row, "cancel", msg.reason, expected_owner=(row.owner_scope, row.instance_id)
+        )
+        return sdk.InteractionReceipt(interaction=record_of(ended), changed=changed)
+
+    async def _own_interaction(
+        self, sender: Identity, interaction_id: str, tag: str
+    ) -> InteractionRow:
+        """The sender app's own interaction. Any other (the Agent's, another app's, none) is
+        `interaction_not_found`, and audited when it exists: the app learns nothing of it."""
+        row = await self._get(interaction_id=interaction_id)
+        if row is None or row.source != "miniapp" or row.owner_scope != app_scope_of(sender):
+            if row is not None:
+                self.bus.audit(
+                    AuditRecord(
+                        event="router.interaction_denied",
+                        actor=self.me.name,
+                        peer=sender.name,
+                        code=ErrorCode.INTERACTION_NOT_FOUND.value,
+                        message_type=tag,
+                        subject_id=interaction_id,
+                    )
+                )
+            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, interaction_id)
+        return row
+
+    async def _own_instance(self, sender: Identity, instance_id: str) -> InstanceReply:
+        """One of the sender app's live instances (focus's word), else `app_instance_not_found`."""
+        return await self.bus.request(
+            "focus",
+            FindInstanceRequest(app_scope=app_scope_of(sender), instance_id=instance_id),
+            expect=InstanceReply,
+            timeout=STORE_TIMEOUT,
+            retry=True,
+        )
+
+    async def _own_parent(self, sender: Identity, call_id: str, instance_id: str, tag: str) -> None:
+        """A `parent_call_id` must be a call of this very instance that is not decided."""
+        call = (await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)).call
+        if call is None or call.app_scope != app_scope_of(sender):
+            if call is not None:
+                self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
+            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
+        if call.instance_id != instance_id:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
+        if call.state in call_machine.DECIDED:
+            raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
+
+    async def _settle_with_owner(self, row: InteractionRow) -> None:
+        """A MiniApp's answered question: tell its app, then settle it (told means delivered;
+        an app that is down hears of it when it next asks or the router restarts)."""
+        if await self._tell_owner(row):
+            try:
+                await self._step(row, "settle")
+            except LineUpError as exc:
+                log.info("router.interaction_settle_skipped code=%s", exc.code.value)
+
+    async def _tell_owner(self, row: InteractionRow) -> bool:
+        code = await self.bus.tell(
+            f"miniapp:{row.owner_scope}",
+            sdk.InteractionUpdatedEvent(interaction=record_of(row)),
+            timeout=TELL_TIMEOUT,
+        )
+        if code is not None:
+            log.info("router.interaction_not_told code=%s", code.value)
+        return code is None
+
+    # ------------------------------------------------------------------ the Shell's list
+
+    async def list(self, msg: InteractionsListRequest) -> InteractionsListReply:
+        interactions = await self._store(
+            InteractionListRequest(recent=msg.recent), InteractionListReply
+        )
+        sessions = await self._store(
+            AppSessionListRequest(recent=max(1, msg.recent)), AppSessionListReply
+        )
+        return InteractionsListReply(
+            interactions=tuple(view_of(row) for row in interactions.interactions),
+            sessions=tuple(session_view_of(row) for row in sessions.sessions),
+        )
+
+    async def _push(self, row: InteractionRow) -> None:
+        code = await self.bus.tell(
+            "hostbridge",
+            InteractionsUpdatedEvent(interactions=(view_of(row),)),
+            timeout=TELL_TIMEOUT,
+        )
+        if code is not None:
+            log.info("router.interaction_not_shown code=%s", code.value)
+
+    async def _push_session(self, row: AppSessionRow) -> None:
+        code = await self.bus.tell(
+            "hostbridge", AppSessionsUpdatedEvent(sessions=(session_view_of(row),)), timeout=1.0
+        )
+        if code is not None:
+            log.info("router.app_session_not_shown code=%s", code.value)
+
+    # ------------------------------------------------------------------ app sub-sessions
+
+    async def instance_started(self, instance_id: str, app_scope: str) -> None:
+        """Open the instance's sub-session (with its `app_session.opened` row): a repeat, if
+        it is open already, writes nothing."""
+        if app_scope == IM_SCOPE:
+            return
+        try:
+            session = await self._session()
+        except LineUpError as exc:  # never logged in: the sweep after the login opens it
+            log.info("router.app_session_not_opened code=%s", exc.code.value)
+            return
+        async with self._session_lock:
+            outbox_id = ids.app_session_row_id(instance_id, "opened")
+            session_id = ids.app_session_id(instance_id)
+            payload = wire.AppSessionPayload(
+                agent_id=session.get("agent_id", ""),
+                conversation_id=session["conversation_id"],
+                app_session_id=session_id,
+                app_scope=app_scope,
+                instance_id=instance_id,
+            )
+            reply = await self._store(
+                AppSessionOpenRequest(
+                    app_session_id=session_id,
+                    app_scope=app_scope,
+                    instance_id=instance_id,
+                    agent_id=payload.agent_id,
+                    conversation_id=payload.conversation_id,
+                    outbox_id=outbox_id,
+                    wire=self._tools.wire_of(session, wire.APP_SESSION_OPENED, payload, outbox_id),
+                ),
+                AppSessionOpenReply,
+            )
+        if reply.created:
+            await self._tools.wake_transport()
+            await self._push_session(reply.session)
+
+    async def instance_ended(self, instance_id: str, app_scope: str) -> None:
+        """Close the instance's sub-session: its `app_session.closed` row lists the Agent's
+        questions of it still pending, which stay open (the main IM keeps them). The app's own
+        questions of that instance end `cancelled(app_closed)`."""
+        await self._cancel_app_owned(instance_id)
+        if app_scope == IM_SCOPE:
+            return
+        async with self._session_lock:
+            found = (
+                await self._store(AppSessionGetRequest(instance_id=instance_id), AppSessionGetReply)
+            ).session
+            if found is None or found.state != "open":
+                return
+            session = await self._session()
+            pending = await self._pending_of(found.app_session_id)
+            outbox_id = ids.app_session_row_id(instance_id, "closed")
+            payload = wire.AppSessionPayload(
+                agent_id=found.agent_id or "",
+                conversation_id=found.conversation_id,
+                app_session_id=found.app_session_id,
+                app_scope=found.app_scope,
+                instance_id=found.instance_id,
+                previous_app_session_id=found.previous_app_session_id,
+                pending_interaction_call_ids=pending,
+            )
+            reply = await self._store(
+                AppSessionCloseRequest(
+                    app_session_id=found.app_session_id,
+                    outbox_id=outbox_id,
+                    wire=self._tools.wire_of(session, wire.APP_SESSION_CLOSED, payload, outbox_id),
+                ),
+                AppSessionCloseReply,
+            )
+        if reply.changed:
+            await self._tools.wake_transport()
+            await self._push_session(reply.session)
+
+    async def _pending_of(self, app_session_id: str) -> tuple[str, ...]:
+        reply = await self._store(
+            InteractionListRequest(open_only=True, recent=0, app_session_id=app_session_id),
+            InteractionListReply,
+        )
+        return tuple(
+            row.call_id
+            for row in reply.interactions
+            if row.source == "agent_tool" and row.state in OPEN and row.call_id is not None
+        )
+
+    async def _cancel_app_owned(self, instance_id: str) -> None:
+        reply = await self._store(
+            InteractionListRequest(open_only=True, recent=0, instance_id=instance_id),
+            InteractionListReply,
+        )
+        for row in reply.interactions:
+            if row.source == "miniapp" and row.state in OPEN:
+                try:
+                    await self._end(row, "cancel", APP_CLOSED)
+                except LineUpError as exc:
+                    log.info("router.interaction_cancel_skipped code=%s", exc.code.value)
+
+    async def sweep_sessions(self) -> None:
+        """The store is the truth: every live instance (but the chat) has an open sub-session,
+        every open sub-session a live instance; what a lost event left undone is done here."""
+        try:
+            live = await self._store(InstanceListRequest(), InstanceListReply)
+            sessions = await self._store(
+                AppSessionListRequest(open_only=True, recent=1), AppSessionListReply
+            )
+        except LineUpError as exc:
+            log.warning("router.app_session_sweep_failed code=%s", exc.code.value)
+            return
+        alive = {row.instance_id: row.app_scope for row in live.instances}
+        opened = {row.instance_id for row in sessions.sessions if row.state == "open"}
+        for row in sessions.sessions:
+            if row.state == "open" and row.instance_id not in alive:
+                await self._guard(self.instance_ended(row.instance_id, row.app_scope))
+        for instance_id, app_scope in alive.items():
+            if app_scope != IM_SCOPE and instance_id not in opened:
+                await self._guard(self.instance_started(instance_id, app_scope))
+
+    async def _guard(self, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except LineUpError as exc:
+            log.warning("router.app_session_sweep_skipped code=%s", exc.code.value)
+
+    # ------------------------------------------------------------------ start, expiry
+
+    async def _recover(self) -> None:
+        """At start: every open interaction gets its timer again and goes on from where the
+        previous router left it; the sub-sessions are swept."""
+        try:
+            reply = await self._store(
+                InteractionListRequest(open_only=True, recent=0), InteractionListReply
+            )
+        except LineUpError as exc:
+            log.warning("router.interactions_not_recovered code=%s", exc.code.value)
+            return
+        for row in reply.interactions:
+            if row.state in OPEN:
+                self._arm(row)
+            try:
+                await self._advance(row)
+            except LineUpError as exc:
+                log.info("router.interaction_resume_failed code=%s", exc.code.value)
+        await self.sweep_sessions()
+
+    def _arm(self, row: InteractionRow) -> None:
+        if row.expires_at is None:
+            return
+        earliest = self._timers[0][0] if self._timers else math.inf
+        heapq.heappush(self._timers, (row.expires_at, row.interaction_id))
+        if row.expires_at < earliest:
+            self._timer_wakeup.set()
+
+    async def _expire_loop(self) -> None:
+        while True:
+            now = time.time()
+            while self._timers and self._timers[0][0] <= now:
+                _, interaction_id = heapq.heappop(self._timers)
+                await self._expire(interaction_id)
+            self._timer_wakeup = trio.Event()
+            wait = self._timers[0][0] - time.time() if self._timers else math.inf
+            with trio.move_on_after(max(0.0, wait)):
+                await self._timer_wakeup.wait()
+
+    async def _expire(self, interaction_id: str) -> None:
+        """An interaction past its `expires_at` expires with its call, in one step, unless it
+        was answered or ended first."""
+        try:
+            row = await self._get(interaction_id=interaction_id)
+            if row is not None:
+                await self._end(row, "expire", ErrorCode.OPERATION_EXPIRED.value)
+        except LineUpError as exc:
+            log.warning("router.interaction_expire_failed code=%s", exc.code.value)
+
+
+def view_of(row: InteractionRow) -> InteractionView:
+    """An interaction as the Shell shows it."""
+    return InteractionView(
+        interaction_id=row.interaction_id,
+        kind=row.kind,
+        state=row.state,
+        request=row.request,
+        result=row.result,
+        terminal_code=row.terminal_code,
+        source=row.source,
+        owner_scope=row.owner_scope,
+        instance_id=row.instance_id,
+        app_session_id=row.app_session_id,
+        call_id=row.call_id,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )
+
+
+def record_of(row: InteractionRow) -> sdk.InteractionRecord:
+    """A MiniApp's interaction as its app sees it (nothing of the Agent's or the user's)."""
+    return sdk.InteractionRecord(
+        interaction_id=row.interaction_id,
+        kind=row.kind,
+        state=row.state,
+        request=row.request,
+        result=row.result,
+        terminal_code=row.terminal_code,
+        instance_id=row.instance_id,
+        parent_call_id=row.parent_call_id,
+        presentation=row.presentation,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )
+
+
+def session_view_of(row: AppSessionRow) -> AppSessionView:
+    return AppSessionView(
+        app_session_id=row.app_session_id,
+        app_scope=row.app_scope,
+        instance_id=row.instance_id,
+        state=row.state,
+        opened_at=row.opened_at,
+        closed_at=row.closed_at,
+        previous_app_session_id=row.previous_app_session_id,
+    )

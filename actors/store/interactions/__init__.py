@@ -1,0 +1,1 @@
+"""Standard interactions (`store.interaction.*`): the record and its machine."""

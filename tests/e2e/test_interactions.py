@@ -1,0 +1,410 @@
+"""Standard interactions through the real runtime (seed 000 §11): the Agent asks, the user
+answers as the hostbridge would (`router.ui.interaction.answer` from a probe of kind
+hostbridge), and the Agent gets its one result; dismiss, expiry bounds, a MiniApp's own
+questions, and a router killed with a question pending."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from lineup.actors.focus.messages import UiEventAccepted, UiEventRequest
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
+from lineup.actors.router.messages import (
+    InteractionAnswerReply,
+    InteractionAnswerRequest,
+    InteractionsListReply,
+    InteractionsListRequest,
+)
+from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest
+from lineup.hostbridge.messages import InteractionView
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.asker_app import Asker
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    Runtime,
+    agent_client,
+    kill_and_wait_restarted,
+    start_runtime,
+    start_runtime_with_app,
+)
+from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.tree import attach, audit_rows
+
+WAIT = 20.0
+POLL = 0.05  # between two looks at another process's state, inside a bounded wait
+RECEIPT = "lineup.v1.tool.receipt"
+CHOICE = {
+    "title": "Lunch",
+    "prompt": "What shall we eat?",
+    "mode": "single-choice",
+    "actions": [{"id": "soup", "label": "Soup"}, {"id": "salad", "label": "Salad"}],
+}
+CONFIRM = {"title": "Deploy", "prompt": "Deploy now?"}
+INPUT = {
+    "title": "Name",
+    "prompt": "Your name?",
+    "fields": [{"id": "name", "label": "Name", "type": "text", "required": True}],
+}
+
+
+@dataclass
+class Scene:
+    """A running runtime, the Agent (with the current revision), the hostbridge's side of the
+    router (`ui`, a probe of that kind) and a reader of the store (`reader`)."""
+
+    runtime: Runtime
+    agent: AgentView
+    revision: str
+    ui: Bus
+    reader: Bus
+
+    async def ask(self, tool: str, arguments: dict[str, Any], call_id: str) -> InteractionView:
+        """The Agent asks; returns the interaction once recorded (its `accepted` receipt is
+        written in the same transaction)."""
+        await self.agent.client.call_tool(
+            CONVERSATION, tool, arguments, self.revision, call_id=call_id
+        )
+        receipt = await self.agent.pull(RECEIPT, lambda m: m["payload"]["call_id"] == call_id)
+        assert receipt["payload"]["status"] == "accepted"
+        return await self.interaction(call_id)
+
+    async def listed(self) -> InteractionsListReply:
+        return await self.ui.request(
+            "router", InteractionsListRequest(), expect=InteractionsListReply
+        )
+
+    async def interaction(
+        self, call_id: str, state: str | tuple[str, ...] | None = None
+    ) -> InteractionView:
+        """The interaction of the Agent's `call_id`, once it is in `state` (any, by default)."""
+        wanted = (state,) if isinstance(state, str) else state
+        with trio.fail_after(WAIT):
+            while True:
+                for view in (await self.listed()).interactions:
+                    if view.call_id == call_id and (wanted is None or view.state in wanted):
+                        return view
+                await trio.sleep(POLL)
+
+    async def answer(self, interaction_id: str, answer: dict[str, Any]) -> InteractionAnswerReply:
+        return await self.ui.request(
+            "router",
+            InteractionAnswerRequest(interaction_id=interaction_id, answer=answer),
+            expect=InteractionAnswerReply,
+        )
+
+    async def finals_of(self, call_id: str) -> list[dict[str, Any]]:
+        """Every terminal message the Agent got for `call_id`, once it went quiet."""
+        await self.agent.settle()
+        return self.agent.of_call(call_id, "lineup.v1.tool.result", "lineup.v1.tool.error")
+
+    async def call_row(self, call_id: str) -> Any:
+        reply = await self.reader.request(
+            "store", ToolCallGetRequest(call_id=call_id), expect=ToolCallGetReply
+        )
+        return reply.call
+
+
+async def scene_on(nursery: trio.Nursery, runtime: Runtime) -> Scene:
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT)
+    ui = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe-ui")
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
+    return Scene(runtime, agent, await agent.inventory(), ui, reader)
+
+
+async def scene(nursery: trio.Nursery, data_dir: Path) -> Scene:
+    return await scene_on(nursery, await start_runtime(nursery, data_dir, demo_agent=False))
+
+
+async def test_the_standard_tools_are_advertised_and_an_answer_reaches_the_agent_once(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    inventory = [m for m in s.agent.seen if m["type"] == "lineup.v1.client.inventory"][-1]
+    methods = {t["method"]: t for t in inventory["payload"]["tools"]}
+    for name in ("notice", "choice", "confirm", "input"):
+        assert methods[f"interaction.{name}"]["handling"] == "interactive"
+
+    asked = await s.ask("interaction.choice", CHOICE, "c-choice")
+    assert (asked.kind, asked.source, asked.app_session_id) == ("choice", "agent_tool", None)
+    assert asked.state in ("pending", "presented")
+    # The default expiry: 15 minutes, and the call waits exactly as long.
+    assert asked.expires_at is not None
+    assert asked.expires_at - asked.created_at == pytest.approx(900.0, abs=2.0)
+    assert (await s.call_row("c-choice")).timeout_ms == 900_000
+
+    with pytest.raises(LineUpError) as refused:  # not one of its actions: nothing recorded
+        await s.answer(asked.interaction_id, {"action_ids": ["steak"]})
+    assert refused.value.code is ErrorCode.ANSWER_INVALID
+    assert (await s.interaction("c-choice")).state in ("pending", "presented")
+
+    first = await s.answer(asked.interaction_id, {"action_ids": ["salad"]})
+    assert first.changed
+    assert (first.interaction.state, first.interaction.result) == (
+        "submitted",
+        {"action_ids": ["salad"]},
+    )
+    replay = await s.answer(asked.interaction_id, {"action_ids": ["salad"]})
+    other = await s.answer(asked.interaction_id, {"action_ids": ["soup"]})
+    assert (replay.changed, other.changed) == (False, False)  # the first answer won
+    assert other.interaction.result == {"action_ids": ["salad"]}
+
+    result = await s.agent.terminal("c-choice")
+    assert (result["type"], result["payload"]["result"]) == (
+        "lineup.v1.tool.result",
+        {"action_ids": ["salad"]},
+    )
+    settled = await s.interaction("c-choice", "completed")  # the AppServer has the result
+    assert settled.result == {"action_ids": ["salad"]}
+    assert len(await s.finals_of("c-choice")) == 1
+
+    with pytest.raises(LineUpError) as unknown:
+        await s.answer("lu:interaction:nobody", {"approved": True})
+    assert unknown.value.code is ErrorCode.INTERACTION_NOT_FOUND
+
+
+async def test_legacy_names_map_a_notice_is_answered_at_once_and_bad_requests_are_refused(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    confirm = await s.ask("confirm", {**CONFIRM, "expires_in_ms": 60_000}, "c-legacy")
+    assert confirm.kind == "confirm"
+    assert (await s.call_row("c-legacy")).tool == "interaction.confirm"
+    assert (await s.call_row("c-legacy")).timeout_ms == 60_000
+    await s.answer(confirm.interaction_id, {"approved": True})
+    result = await s.agent.terminal("c-legacy")
+    assert result["payload"]["result"] == {"approved": True}
+
+    notice = await s.ask("interaction.notice", {"title": "FYI", "message": "Done."}, "c-note")
+    assert notice.expires_at is None  # a notice takes no expiry
+    result = await s.agent.terminal("c-note")  # nobody answered: handed on is enough
+    assert result["payload"]["result"] == {"acknowledged": False}
+    late = await s.answer(notice.interaction_id, {"acknowledged": True})
+    assert not late.changed
+
+    user_input = await s.ask("input", INPUT, "c-input")
+    with pytest.raises(LineUpError) as missing:
+        await s.answer(user_input.interaction_id, {"values": {}})
+    assert missing.value.code is ErrorCode.ANSWER_INVALID
+    cancelled = await s.answer(user_input.interaction_id, {"cancelled": True})
+    assert (cancelled.changed, cancelled.interaction.state) == (True, "cancelled")
+    error = await s.agent.terminal("c-input")
+    assert error["payload"]["code"] == ErrorCode.CANCELLED_BY_USER.value
+
+    bad = {
+        "c-short": ("interaction.choice", {**CHOICE, "expires_in_ms": 59_999}),
+        "c-long": ("interaction.confirm", {**CONFIRM, "expires_in_ms": 86_400_001}),
+        "c-note-exp": (
+            "interaction.notice",
+            {"title": "t", "message": "m", "expires_in_ms": 60_000},
+        ),
+        "c-secret": (
+            "interaction.input",
+            {**INPUT, "fields": [{"id": "pw", "label": "Password", "type": "password"}]},
+        ),
+        "c-dup": (
+            "interaction.choice",
+            {**CHOICE, "actions": [{"id": "a", "label": "A"}, {"id": "a", "label": "B"}]},
+        ),
+    }
+    for call_id, (tool, arguments) in bad.items():
+        await s.agent.client.call_tool(CONVERSATION, tool, arguments, s.revision, call_id=call_id)
+    for call_id in bad:
+        error = await s.agent.terminal(call_id)
+        assert (error["type"], error["payload"]["code"]) == (
+            "lineup.v1.tool.error",
+            ErrorCode.TOOL_INPUT_INVALID.value,
+        ), call_id
+    listed = {v.call_id for v in (await s.listed()).interactions}
+    assert not listed & set(bad)  # no interaction was created for any of them
+
+
+async def test_a_dismiss_ends_the_question_once_and_a_replay_writes_nothing(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    asked = await s.ask("interaction.input", INPUT, "c-dismiss")
+    await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss")
+    error = await s.agent.terminal("c-dismiss")
+    assert error["payload"]["code"] == ErrorCode.INTERACTION_DISMISSED.value
+    ended = await s.interaction("c-dismiss", "cancelled")
+    assert ended.terminal_code == ErrorCode.INTERACTION_DISMISSED.value
+
+    await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss")  # a replay
+    late = await s.answer(asked.interaction_id, {"values": {"name": "Ann"}})
+    assert (late.changed, late.interaction.state) == (False, "cancelled")
+
+    answered = await s.ask("interaction.confirm", CONFIRM, "c-answered")
+    await s.answer(answered.interaction_id, {"approved": False})
+    await s.agent.terminal("c-answered")
+    await s.agent.client.dismiss(CONVERSATION, "ctl-2", "c-answered")  # too late: no effect
+    await s.agent.client.dismiss(CONVERSATION, "ctl-3", "never-asked")
+
+    rows = await audit_rows(
+        s.reader,
+        lambda rows: (
+            len([r for r in rows if r.event == "router.dismiss_repeated"]) >= 2
+            and any(r.code == ErrorCode.INTERACTION_NOT_FOUND.value for r in rows)
+        ),
+        event_prefix="router.",
+    )
+    assert [r.subject_id for r in rows if r.event == "router.interaction_dismissed"] == [
+        asked.interaction_id
+    ]
+    assert len(await s.finals_of("c-dismiss")) == 1
+    assert len(await s.finals_of("c-answered")) == 1
+    final = (await s.interaction("c-answered", "completed")).result
+    assert final == {"approved": False}
+
+
+async def test_the_router_killed_with_a_question_pending_answers_it_once_after_recovery(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    asked = await s.ask("interaction.choice", CHOICE, "c-crash")
+    await kill_and_wait_restarted(s.runtime, "router")
+    recovered = await s.interaction("c-crash", "presented")
+    assert recovered.interaction_id == asked.interaction_id
+    first = await s.answer(asked.interaction_id, {"action_ids": ["soup"]})
+    again = await s.answer(asked.interaction_id, {"action_ids": ["salad"]})
+    assert (first.changed, again.changed) == (True, False)
+    result = await s.agent.terminal("c-crash")
+    assert result["payload"]["result"] == {"action_ids": ["soup"]}
+    assert len(await s.finals_of("c-crash")) == 1
+
+
+async def test_a_runtime_restart_restores_pending_questions_and_open_sub_sessions(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as first:
+        s = await scene(first, data_dir)
+        await s.agent.client.call_tool(
+            CONVERSATION,
+            "task-dashboard.open",
+            {"task_id": "t1", "title": "Keep me"},
+            s.revision,
+            call_id="open-1",
+        )
+        opened = await s.agent.pull("lineup.v1.app_session.opened")
+        session_id = opened["payload"]["app_session_id"]
+        asked = await s.ask(
+            "interaction.confirm",
+            {**CONFIRM, "app_session_context": {"app_session_id": session_id}},
+            "c-kept",
+        )
+        first.cancel_scope.cancel()
+
+    async with trio.open_nursery() as second:
+        s = await scene(second, data_dir)
+        listed = await s.listed()
+        kept = [v for v in listed.interactions if v.call_id == "c-kept"]
+        assert [(v.interaction_id, v.state, v.app_session_id) for v in kept] == [
+            (asked.interaction_id, "presented", session_id)
+        ]
+        assert [x.state for x in listed.sessions if x.app_session_id == session_id] == ["open"]
+        await s.answer(asked.interaction_id, {"approved": True})
+        result = await s.agent.terminal("c-kept")
+        assert result["payload"]["result"] == {"approved": True}
+        assert len(await s.finals_of("c-kept")) == 1
+        second.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------------ a MiniApp's own questions
+
+
+async def test_a_miniapps_question_is_answered_to_it_alone_and_others_are_out_of_its_reach(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Asker, title="Asker")
+    s = await scene_on(nursery, runtime)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    await s.agent.client.call_tool(
+        CONVERSATION, "asker.run", {"mode": "ask"}, s.revision, call_id="ask-1"
+    )
+    done = await s.agent.terminal("ask-1")
+    interaction_id = done["payload"]["result"]["interaction_id"]
+    view = next(v for v in (await s.listed()).interactions if v.interaction_id == interaction_id)
+    assert (view.source, view.owner_scope, view.instance_id, view.call_id) == (
+        "miniapp",
+        "asker",
+        "asker:ask-1",
+        None,
+    )
+    answered = await s.answer(interaction_id, {"action_ids": ["blue"]})
+    assert answered.changed
+
+    def told(sh: ShellClient) -> list[Any]:
+        return list(sh.views.get("asker:ask-1", {}).get("told", []))
+
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda sh: any(t["result"] for t in told(sh)))
+    assert told(shell)[-1]["result"] == {"action_ids": ["blue"]}
+    await s.agent.settle()
+    assert not [
+        m for m in s.agent.seen if "action_ids" in str(m["payload"].get("result", ""))
+    ]  # never to the Agent
+
+    # The Agent's question, and a call that is not this instance's, are out of its reach.
+    agents = await s.ask("interaction.confirm", CONFIRM, "c-agent")
+    await s.agent.client.call_tool(
+        CONVERSATION,
+        "asker.run",
+        {"mode": "reach", "other_id": agents.interaction_id, "other_call_id": "c-agent"},
+        s.revision,
+        call_id="reach-1",
+    )
+    reached = await s.agent.terminal("reach-1")
+    assert reached["payload"]["result"]["codes"] == [
+        ErrorCode.INTERACTION_NOT_FOUND.value,
+        ErrorCode.INTERACTION_NOT_FOUND.value,
+        ErrorCode.APP_SCOPE_MISMATCH.value,
+    ]
+    assert (await s.interaction("c-agent")).state == "presented"  # untouched
+    rows = await audit_rows(
+        s.reader,
+        lambda rows: len([r for r in rows if r.event == "router.interaction_denied"]) >= 2,
+        peer="miniapp:asker",
+    )
+    assert {r.subject_id for r in rows if r.event == "router.interaction_denied"} == {
+        agents.interaction_id
+    }
+
+
+async def test_the_task_dashboard_asks_before_closing_a_task_not_done(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    await s.agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.open",
+        {"task_id": "t1", "title": "Write it"},
+        s.revision,
+        call_id="open-1",
+    )
+    await s.agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
+    instance = "task-dashboard:open-1"
+    await s.ui.request(
+        "focus",
+        UiEventRequest(instance_id=instance, event={"kind": "task.close"}),
+        expect=UiEventAccepted,
+    )
+    with trio.fail_after(WAIT):
+        while True:
+            asked = [
+                v
+                for v in (await s.listed()).interactions
+                if v.source == "miniapp" and v.instance_id == instance and v.kind == "confirm"
+            ]
+            if asked:
+                break
+            await trio.sleep(POLL)
+    assert (await s.call_row("open-1")).state == "running"  # not closed before the answer
+    await s.answer(asked[0].interaction_id, {"approved": True})
+    result = await s.agent.terminal("open-1")
+    assert result["payload"]["result"] == {"status": "cancelled"}
+    closed = await s.agent.pull("lineup.v1.app_session.closed")
+    assert closed["payload"]["instance_id"] == instance
