@@ -35,6 +35,7 @@ const ui = {
   skipLink: document.querySelector(".skip-link"),
 };
 let expiryTimer = null;
+let askedKey = ""; // the foreground app's own questions and their states, as last rendered
 
 const ctx = {
   state,
@@ -206,6 +207,9 @@ function render() {
   // An app's own questions: in its container, shown while it is in front, focus untouched.
   const asked = chatInFront ? [] : (places.byApp.get(front.instance_id) ?? []);
   const shown = asked.sort(byCreation).slice(-MAX_APP_CARDS);
+  const key = asked.map((v) => `${v.interaction_id}:${v.state}`).join(" ");
+  if (key !== askedKey && mounted) stage.poke();
+  askedKey = key;
   ui.appCards.hidden = shown.length === 0;
   replaceKeeping(
     appCardList,

@@ -107,4 +107,16 @@ function actionButton(dash, name) {
 
 function unmount() {}
 
-export const taskDashboard = { mount, update, unmount, focus: (dash) => dash.heading.focus() };
+// A question the app asked (its close confirmation) changed: whatever was clicked has had its
+// answer, though the app's view stayed the same. The buttons work again.
+function release(dash) {
+  for (const button of dash.actions.children) button.removeAttribute("aria-disabled");
+}
+
+export const taskDashboard = {
+  mount,
+  update,
+  unmount,
+  release,
+  focus: (dash) => dash.heading.focus(),
+};

@@ -1,7 +1,7 @@
 // The trusted components that render an instance's view, keyed by the view's `kind`.
 //
 // A component is {mount(container, ctx, instanceId) → handle, update(handle, entry),
-// unmount(handle)}: mounted once per instance when it comes in front, updated in place from
+// unmount(handle), and optionally focus(handle) and release(handle)}: mounted once per instance when it comes in front, updated in place from
 // each new snapshot (so a progress update neither rebuilds its buttons nor moves focus), and
 // unmounted when another instance takes the stage. A view of a kind nobody registered keeps
 // the placeholder: a MiniApp's view never becomes markup of its own.
@@ -38,5 +38,11 @@ export function createStage(container, ctx) {
     container.replaceChildren();
   }
 
-  return { show, clear, focus: () => mounted?.component.focus?.(mounted.handle) };
+  // Something of the instance's changed besides its view (a question it asked was answered):
+  // a component that holds its controls until the next snapshot lets them go.
+  function poke() {
+    if (mounted !== null) mounted.component.release?.(mounted.handle);
+  }
+
+  return { show, clear, poke, focus: () => mounted?.component.focus?.(mounted.handle) };
 }
