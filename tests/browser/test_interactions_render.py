@@ -165,7 +165,7 @@ async def test_each_card_has_its_requests_own_labels_and_a_notice_is_read_only_w
     page: ShellPage, hostbridge: FakeHostbridge
 ) -> None:
     hello = chat_view(message("m1", "agent", "received", "Hello"))
-    await open_shell(page, hostbridge, apps(CHAT, task=False), hello, FOUR)
+    connection = await open_shell(page, hostbridge, apps(CHAT, task=False), hello, FOUR)
 
     def notice_and_labels(p: Page) -> None:
         notice = card(p, "n1")
@@ -187,6 +187,15 @@ async def test_each_card_has_its_requests_own_labels_and_a_notice_is_read_only_w
         )
 
     await page.run(notice_and_labels)
+    # A notice not yet answered by the runtime is read-only too: nothing to answer on its card.
+    await connection.send(interactions(interaction("n2", {**NOTICE, "title": "Second"})))
+
+    def pending_notice(p: Page) -> None:
+        expect(card(p, "n2").get_by_test_id("interaction-title")).to_have_text("Second")
+        expect(card(p, "n2").locator("button, input")).to_have_count(0)
+        expect(p.get_by_test_id("toast")).to_have_count(2)
+
+    await page.run(pending_notice)
 
 
 async def test_the_choice_confirm_and_input_cards_are_answered_by_keyboard_alone(

@@ -1,5 +1,5 @@
 // The card of one standard interaction (hostbridge/messages.py InteractionView; the request
-// shapes are lineup/sdk/interactions.py's): a notice (read-only), a choice (single, multi or
+// shapes are lineup/sdk/interactions.py's): a notice (read-only, never answered here), a choice (single, multi or
 // buttons), a confirm, an input (text, textarea, number). Every text in it is the Agent's or
 // the app's, shown as text only; buttons carry the request's own labels, or plain defaults.
 //
@@ -84,6 +84,9 @@ export function buildCard(view, { state, ctx, now, place, readOnly = false, head
     return card;
   }
   card.setAttribute("data-outcome", "open");
+  // A notice is read-only: its toast carries its acknowledge label (components/notices.js),
+  // and the runtime answers it as soon as it is handed to the Shell.
+  if (view.kind === "notice") return card;
   const answering = state.answering.has(id);
   const answer = (value) => !answering && ctx.answer(id, value);
   const controls = controlsFor(view, request, { state, ctx, answer, answering });
@@ -137,19 +140,9 @@ function button(textContent, tone, testId, onClick, answering) {
 }
 
 function controlsFor(view, request, env) {
-  if (view.kind === "notice") return noticeControls(request, env);
   if (view.kind === "confirm") return confirmControls(request, env);
   if (view.kind === "choice") return choiceControls(view, request, env);
   return inputControls(view, request, env);
-}
-
-function noticeControls(request, { answer, answering }) {
-  const row = el("div", "interaction-actions");
-  row.append(
-    button(label(request.acknowledge_label, "OK"), "primary", "interaction-acknowledge", () =>
-      answer({ acknowledged: true }), answering),
-  );
-  return row;
 }
 
 function confirmControls(request, { answer, answering }) {
