@@ -57,6 +57,7 @@ from lineup.sdk.protocol import ViewItem
 from ._interactions import InteractionMirror, interaction_frames, session_frames
 from ._listener import serve
 from ._markdown import markdown_tree
+from ._refusals import RefusalLog
 from ._server import ShellAccess, ShellHub, build_app
 from .messages import (
     AppSessionsUpdatedEvent,
@@ -168,6 +169,7 @@ class HostbridgeActor(Actor):
         self._mirror = InteractionMirror()
         self._listed = trio.Event()  # the router answered a list once
         self._relisting = False
+        self._quiet = RefusalLog(log)  # a router not up yet is asked every few seconds
         self._nursery: trio.Nursery | None = None
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
@@ -306,7 +308,7 @@ class HostbridgeActor(Actor):
                 "router", InteractionsListRequest(), expect=InteractionsListReply, timeout=timeout
             )
         except LineUpError as exc:
-            log.info("hostbridge.interactions_unlisted code=%s", exc.code.value)
+            self._quiet.refused("hostbridge.interactions_unlisted", code=exc.code.value)
             return False
         self._mirror.upsert(reply.interactions)
         self._mirror.upsert_sessions(reply.sessions)
