@@ -369,7 +369,7 @@ class HostbridgeActor(Actor):
     def _draft(self, frame: InteractionDraftFrame) -> None:
         # Not audited: a draft is typing, not an action (and comes often).
         if not self._mirror.draft(frame.interaction_id, frame.values):
-            log.info("hostbridge.draft_dropped")
+            self._quiet.refused("hostbridge.draft_dropped")
 
     async def _intent(self, frame: UiIntentFrame) -> None:
         """The user switches to, or closes, an instance (the app switcher)."""

@@ -46,6 +46,8 @@ from .shell_protocol import (
     HEARTBEAT_S,
     MAX_SHELL_FRAME,
     SHELL_TO_RUNTIME,
+    InteractionAnswerFrame,
+    InteractionDraftFrame,
     ShellAction,
     ShellHeartbeat,
     ShellOutbound,
@@ -81,6 +83,8 @@ CONTENT_TYPES: Final = {
 _SEGMENT: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 MAX_WEB_PATH: Final = 200
 HEARTBEAT: Final = encode(ShellHeartbeat())
+INTERACTION_FRAMES_PER_S: Final = 10.0  # answers and drafts one Shell may send, sustained
+INTERACTION_FRAMES_BURST: Final = 30
 HANDSHAKE_REFUSED: Final = "hostbridge.shell_handshake_refused"  # its audit event
 # The check a refused handshake failed, as its audit row's `message_type`.
 FAILED_HOST: Final = "ws.host"
@@ -252,7 +256,9 @@ async def _listen(
     refused: FrameRefused,
 ) -> None:
     """Read the Shell's frames until it goes away (or sends one too large). Each is parsed
-    once; one that fails the protocol is reported to `refused` and skipped."""
+    once; one that fails the protocol is reported to `refused` and skipped, and so is an
+    interaction frame past its rate (`_Budget`)."""
+    budget = _Budget()
     while True:
         try:
             text = await websocket.receive_text()
@@ -272,7 +278,30 @@ async def _listen(
             for hello in await greeting():
                 await send.send(encode(hello))
             continue
+        if isinstance(frame, InteractionAnswerFrame | InteractionDraftFrame) and not budget.take():
+            refused(frame.type)  # past its rate: refused, audited by type like any refusal
+            continue
         await inbound(frame)
+
+
+class _Budget:
+    """A token bucket: `INTERACTION_FRAMES_PER_S` sustained, `INTERACTION_FRAMES_BURST` at once.
+    A draft is saved a few times a second while typing and an answer once per card: a Shell
+    past this is not a person typing."""
+
+    def __init__(self) -> None:
+        self._tokens = float(INTERACTION_FRAMES_BURST)
+        self._at = trio.current_time()
+
+    def take(self) -> bool:
+        now = trio.current_time()
+        refill = (now - self._at) * INTERACTION_FRAMES_PER_S
+        self._tokens = min(float(INTERACTION_FRAMES_BURST), self._tokens + refill)
+        self._at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
 
 
 async def _heartbeat(queue: trio.MemorySendChannel[str]) -> None:

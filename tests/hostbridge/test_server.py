@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from lineup.hostbridge._server import (
+    INTERACTION_FRAMES_BURST,
     OUTBOX_PER_SHELL,
     WEB,
     ShellAccess,
@@ -221,3 +222,32 @@ async def test_every_response_carries_the_one_csp_and_nosniff_and_the_page_has_n
     assert "content-security-policy" not in page
     assert '<script type="module" src="js/main.js">' in page and 'rel="icon"' in page
     assert traversal[0] == 404 and foreign[0] == 403
+
+
+async def test_interaction_frames_past_their_rate_are_refused_and_the_others_still_pass() -> None:
+    draft = {"type": "interaction.draft", "interaction_id": "i", "values": {"a": "x"}}
+    texts = [json.dumps(draft)] * (INTERACTION_FRAMES_BURST * 3)
+    close = {"type": "ui.event", "instance_id": "t", "event": {"kind": "task.close"}}
+    texts.append(json.dumps(close))
+    passed: list[str] = []
+    refused: list[str | None] = []
+    done = trio.Event()
+
+    async def inbound(frame: Any) -> None:
+        passed.append(frame.type)
+        if frame.type == "ui.event":
+            done.set()
+
+    send, _receive = ShellHub().join()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                _listen, _Socket(*texts), send, _no_greeting, inbound, refused.append
+            )
+            await done.wait()
+            nursery.cancel_scope.cancel()
+    drafts = passed.count("interaction.draft")
+    # The burst, and what the rate refilled meanwhile (the frames take milliseconds).
+    assert INTERACTION_FRAMES_BURST <= drafts <= INTERACTION_FRAMES_BURST + 2
+    assert refused == ["interaction.draft"] * (len(texts) - 1 - drafts)
+    assert passed[-1] == "ui.event"  # a frame of another kind is not held back
