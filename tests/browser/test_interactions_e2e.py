@@ -7,6 +7,7 @@ other processes run under `fail_after`, polling at most as the e2e tests do."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -260,7 +261,8 @@ async def test_a_stopped_hostbridge_is_shown_disconnected_within_five_seconds(
             )
         )
     finally:
-        os.kill(pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # the supervisor may have replaced it
+            os.kill(pid, signal.SIGCONT)
     await page.run(
         lambda p: expect(p.get_by_test_id("runtime-state")).to_have_attribute(
             "data-state", "online", timeout=WAIT_MS

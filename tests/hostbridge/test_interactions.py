@@ -244,7 +244,7 @@ async def test_every_shell_gets_a_heartbeat_every_interval_without_asking(tmp_pa
             took = trio.current_time() - start
         nursery.cancel_scope.cancel()
     assert beats == [{"type": "shell.heartbeat"}] * 2
-    assert HEARTBEAT_S * 2 - 0.5 <= took < HEARTBEAT_S * 2 + 1.0
+    assert HEARTBEAT_S * 2 - 0.5 <= took < HEARTBEAT_S * 2 + 3.0  # about every interval
 
 
 def test_a_final_interaction_is_never_reopened_by_an_older_view_of_it() -> None:
