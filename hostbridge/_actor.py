@@ -7,6 +7,12 @@ asks). Markdown in an item is turned into a safe token tree *here*, in trusted c
 MiniApp's view never carries markup the Shell would render as such.
 What a Shell sends arrives already parsed against the protocol (`_server`); a frame that
 failed it is audited here, by type.
+
+Standard interactions and app sub-sessions come from the router (`router.ui.interactions.list`,
+asked at start until the router answers, with a capped backoff, and again whenever a Shell
+connects; then its `…updated` events) and are kept in an `InteractionMirror` with the input
+drafts; the user's answers go to the router as `router.ui.interaction.answer`, and a refusal
+comes back to the Shell as a notice with its code (and is audited as a refusal).
 """
 
 from __future__ import annotations
@@ -39,17 +45,35 @@ from lineup.actors.kernel import (
     LineUpError,
     handles,
 )
+from lineup.actors.router.messages import (
+    InteractionAnswerReply,
+    InteractionAnswerRequest,
+    InteractionsListReply,
+    InteractionsListRequest,
+)
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.sdk.protocol import ViewItem
 
+from ._interactions import InteractionMirror, interaction_frames, session_frames
 from ._listener import serve
 from ._markdown import markdown_tree
+from ._refusals import RefusalLog
 from ._server import ShellAccess, ShellHub, build_app
-from .messages import AppsUpdatedEvent, RuntimeStateEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
+from .messages import (
+    AppSessionsUpdatedEvent,
+    AppsUpdatedEvent,
+    InteractionsUpdatedEvent,
+    RuntimeStateEvent,
+    ViewItemsUpdatedEvent,
+    ViewUpdatedEvent,
+)
 from .shell_protocol import (
     MAX_ITEMS_FRAME_BYTES,
     MAX_SHELL_FRAME_BYTES,
+    InteractionAnswerFrame,
+    InteractionDraftFrame,
     RuntimeStatus,
+    ShellAction,
     ShellApps,
     ShellHello,
     ShellInstance,
@@ -60,7 +84,6 @@ from .shell_protocol import (
     ShellRuntime,
     ShellView,
     TimelineEarlier,
-    UiEventFrame,
     UiIntentFrame,
 )
 
@@ -75,6 +98,10 @@ MAX_TREE_BYTES: Final = 2 * 1024 * 1024  # one message's tree (a Shell frame hol
 VIEW_QUEUE: Final = 256
 _RESERVED: Final = frozenset({"id", "order", "rev", "markdown", "tree"})
 REFUSED: Final = "hostbridge.shell_frame_refused"
+ANSWER_REFUSED: Final = "hostbridge.interaction_answer_refused"
+ANSWER_TIMEOUT: Final = ASK_TIMEOUT * 5
+LIST_BACKOFF_MIN: Final = 0.25  # seconds before asking a router that did not answer again
+LIST_BACKOFF_MAX: Final = 5.0
 
 
 class TreeCache:
@@ -139,6 +166,11 @@ class HostbridgeActor(Actor):
         self._state = "created"
         self._reason: str | None = None  # why the link is down, an appserver_* code
         self._trees = TreeCache()
+        self._mirror = InteractionMirror()
+        self._listed = trio.Event()  # the router answered a list once
+        self._relisting = False
+        self._quiet = RefusalLog(log)  # a router not up yet is asked every few seconds
+        self._nursery: trio.Nursery | None = None
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
@@ -161,6 +193,8 @@ class HostbridgeActor(Actor):
         async with trio.open_nursery() as nursery:
             await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
+            nursery.start_soon(self._list_until_answered)
+            self._nursery = nursery
             task_status.started()
 
     # ------------------------------------------------------------------ runtime → Shell
@@ -254,6 +288,89 @@ class HostbridgeActor(Actor):
         self._state, self._reason = msg.state, msg.reason
         self.hub.broadcast(ShellRuntime(state=msg.state, reason=msg.reason))
 
+    # ------------------------------------------------------------------ interactions
+
+    @handles(InteractionsUpdatedEvent)
+    def on_interactions(self, msg: InteractionsUpdatedEvent, env: Envelope) -> None:
+        for frame in interaction_frames(self._mirror.upsert(msg.interactions)):
+            self.hub.broadcast(frame)
+
+    @handles(AppSessionsUpdatedEvent)
+    def on_app_sessions(self, msg: AppSessionsUpdatedEvent, env: Envelope) -> None:
+        for frame in session_frames(self._mirror.upsert_sessions(msg.sessions)):
+            self.hub.broadcast(frame)
+
+    async def _list_interactions(self, timeout: float = ASK_TIMEOUT) -> bool:
+        """Ask the router for every interaction and sub-session it shows; False if it could
+        not say (not up yet, or refusing): what the mirror holds then stays."""
+        try:
+            reply = await self.bus.request(
+                "router", InteractionsListRequest(), expect=InteractionsListReply, timeout=timeout
+            )
+        except LineUpError as exc:
+            self._quiet.refused("hostbridge.interactions_unlisted", code=exc.code.value)
+            return False
+        self._mirror.upsert(reply.interactions)
+        self._mirror.upsert_sessions(reply.sessions)
+        self._listed.set()
+        return True
+
+    async def _list_until_answered(self) -> None:
+        """At start: ask until the router answers (it may start after us), then push what it
+        said to the Shells already connected."""
+        delay = LIST_BACKOFF_MIN
+        while not self._listed.is_set():
+            if await self._list_interactions():
+                for frame in self._mirror.frames():
+                    self.hub.broadcast(frame)
+                return
+            await trio.sleep(delay)
+            delay = min(delay * 2, LIST_BACKOFF_MAX)
+
+    def _relist(self) -> None:
+        """A Shell connected: ask the router again, in the background (the greeting does not
+        wait for it), and push what it says to every Shell. One at a time."""
+        if self._relisting or self._nursery is None or not self._listed.is_set():
+            return  # before the first answer, `_list_until_answered` is already asking
+        self._relisting = True
+
+        async def relist() -> None:
+            try:
+                if await self._list_interactions():
+                    for frame in self._mirror.frames():
+                        self.hub.broadcast(frame)
+            finally:
+                self._relisting = False
+
+        self._nursery.start_soon(relist)
+
+    async def _answer(self, frame: InteractionAnswerFrame) -> None:
+        """The user answered a card: to the router, which checks it against the record."""
+        self._audit_user("ui.interaction.answer", frame.type, subject_id=frame.interaction_id)
+        try:
+            reply = await self.bus.request(
+                "router",
+                InteractionAnswerRequest(interaction_id=frame.interaction_id, answer=frame.answer),
+                expect=InteractionAnswerReply,
+                timeout=ANSWER_TIMEOUT,
+                retry=True,  # the router keeps the first answer: a repeat changes nothing
+            )
+        except LineUpError as exc:
+            self._refused(frame.type, ANSWER_REFUSED, exc.code.value)
+            self._error_notice(f"That answer was not taken ({exc.code.value}).")
+            # The card was disabled when sent: the view as it is makes it answerable again.
+            held = self._mirror.get(frame.interaction_id)
+            for again in interaction_frames([held] if held is not None else []):
+                self.hub.broadcast(again)
+            return
+        for update in interaction_frames(self._mirror.upsert((reply.interaction,))):
+            self.hub.broadcast(update)
+
+    def _draft(self, frame: InteractionDraftFrame) -> None:
+        # Not audited: a draft is typing, not an action (and comes often).
+        if not self._mirror.draft(frame.interaction_id, frame.values):
+            self._quiet.refused("hostbridge.draft_dropped")
+
     async def _intent(self, frame: UiIntentFrame) -> None:
         """The user switches to, or closes, an instance (the app switcher)."""
         self._audit_user("ui.intent", frame.intent, subject_id=frame.instance_id)
@@ -300,6 +417,8 @@ class HostbridgeActor(Actor):
                     "focus", ViewsRequest(offset=offset), expect=ViewsReply, timeout=ASK_TIMEOUT
                 )
             except LineUpError:
+                frames.extend(self._mirror.frames())
+                self._relist()
                 return frames
             if offset == 0:
                 apps = _apps_frame(views.foreground, views.instances)
@@ -316,14 +435,22 @@ class HostbridgeActor(Actor):
                 if v.items:
                     frames.extend(await self._page(v.instance_id, None))
             offset = views.next_offset if views.views else None
+        frames.extend(self._mirror.frames())
+        self._relist()
         return frames
 
     # ------------------------------------------------------------------ Shell → runtime
 
-    async def _from_shell(self, frame: UiEventFrame | UiIntentFrame) -> None:
+    async def _from_shell(self, frame: ShellAction) -> None:
         """A user action from the Shell, already checked against the protocol."""
         if isinstance(frame, UiIntentFrame):
             await self._intent(frame)
+            return
+        if isinstance(frame, InteractionAnswerFrame):
+            await self._answer(frame)
+            return
+        if isinstance(frame, InteractionDraftFrame):
+            self._draft(frame)
             return
         event = frame.event
         self._audit_user("ui.event", event.kind, subject_id=frame.instance_id)

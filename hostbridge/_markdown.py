@@ -1,13 +1,14 @@
 """Markdown → a small JSON token tree the Shell turns into DOM nodes without innerHTML.
 
 Theory of operation: markdown-it-py (CommonMark preset, raw HTML *off*, linkify off,
-strikethrough on) parses the text into its flat token stream; we fold that stream into nested
-nodes with an explicit stack (no recursion, so hostile nesting cannot exhaust the Python stack),
-keep only the node types below, and drop every link whose scheme is not allowed. The Shell only
-ever calls createElement/textContent/setAttribute on what it receives, so nothing in a message
-can become markup, a script or a remote load.
+strikethrough and GFM tables on) parses the text into its flat token stream; we fold that
+stream into nested nodes with an explicit stack (no recursion, so hostile nesting cannot exhaust
+the Python stack), keep only the node types below, and drop every link whose scheme is not
+allowed. The Shell only ever calls createElement/textContent/setAttribute on what it receives,
+so nothing in a message can become markup, a script or a remote load.
 
-The node shapes are a stable interface between `hostbridge` and the Shell (`web/shell.js`):
+The node shapes are a stable interface between `hostbridge` and the Shell
+(`web/js/components/markdown.js`):
 
     {"t": "text", "v": str}                       literal text (raw HTML stays here, as text)
     {"t": T, "c": [node, ...]}                    T in p, strong, em, del, blockquote, ul, li,
@@ -19,6 +20,9 @@ The node shapes are a stable interface between `hostbridge` and the Shell (`web/
                                                   link is replaced by its children
     {"t": "br"}                                   a line break (hard *and* soft: this is chat)
     {"t": "hr"}
+    {"t": T, "c": [...]}                          T in table, thead, tbody, tr (a GFM table)
+    {"t": T, "c": [...], "align": A}              T in th, td; "align" (left, center, right)
+                                                  only when the column's delimiter row says
 
 There is no image node: `![alt](src)` becomes the text `[image: alt]`, wrapped in an `a` to
 its src when that src is an allowed http(s) URL, so nothing loads unless the user clicks.
@@ -54,6 +58,7 @@ NODE_TYPES = frozenset(
     {
         "text", "p", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li",
         "h1", "h2", "h3", "h4", "h5", "h6", "a", "br", "hr",
+        "table", "thead", "tbody", "tr", "th", "td",
     }
 )  # fmt: skip
 
@@ -69,7 +74,14 @@ _CONTAINERS = {
     "bullet_list": "ul",
     "ordered_list": "ol",
     "list_item": "li",
+    "table": "table",
+    "thead": "thead",
+    "tbody": "tbody",
+    "tr": "tr",
+    "th": "th",
+    "td": "td",
 }
+_ALIGN = re.compile(r"^text-align:(left|center|right)$")
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 # A scheme is letters, digits, + - . before the first colon (RFC 3986 §3.1).
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*:)", re.IGNORECASE)
@@ -79,7 +91,7 @@ _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*:)", re.IGNORECASE)
 _md = MarkdownIt(
     "commonmark", {"html": False, "linkify": False, "typographer": False, "maxNesting": 64}
 )
-_md.enable("strikethrough")
+_md.enable(["strikethrough", "table"])
 
 
 def markdown_tree(text: str) -> list[Node]:
@@ -154,6 +166,9 @@ class _TreeBuilder:
             start = token.attrs.get("start")
             if kind == "ol" and isinstance(start, int) and start != 1:
                 node["start"] = start
+            align = _ALIGN.match(str(token.attrs.get("style", "")))
+            if kind in ("th", "td") and align is not None:
+                node["align"] = align.group(1)
         if node is None or self._depth >= MAX_DEPTH:
             self._stack.append((self._children, None))  # flatten: children go to the parent
             return

@@ -13,12 +13,19 @@ What the Shell sends is a *user* action: each frame is parsed once here, against
 protocol (`shell_protocol.SHELL_TO_RUNTIME`); a frame that fails is refused and reported by its
 type (never its content), and the socket stays open. What passes is handed on as a typed model,
 to focus through the actor; it never becomes an Agent tool call.
+
+The Shell's files are `web/` served as a directory, under one CSP set by HTTP header on every
+response (the page carries none of its own): a path is served only if every segment is a plain
+name (no `..`, no hidden file, no backslash), its extension is one of `CONTENT_TYPES` and it
+resolves to a file inside `web/`; anything else is 404. Every connected Shell also gets
+`shell.heartbeat` every `HEARTBEAT_S`, so a Shell can tell a silent hostbridge from a quiet one.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,27 +43,48 @@ from lineup.actors.kernel.errors import ErrorCode
 
 from ._refusals import RefusalLog
 from .shell_protocol import (
+    HEARTBEAT_S,
     MAX_SHELL_FRAME,
     SHELL_TO_RUNTIME,
+    InteractionAnswerFrame,
+    InteractionDraftFrame,
+    ShellAction,
+    ShellHeartbeat,
     ShellOutbound,
     ShellReady,
-    UiEventFrame,
-    UiIntentFrame,
     encode,
     refused_type,
 )
 
-__all__ = ["HANDSHAKE_REFUSED", "MAX_SHELL_FRAME", "ShellHub", "build_app"]
+__all__ = [
+    "CONTENT_TYPES",
+    "HANDSHAKE_REFUSED",
+    "MAX_SHELL_FRAME",
+    "ShellHub",
+    "build_app",
+    "web_file",
+]
 
 log = logging.getLogger("lineup.hostbridge")
 
 WEB: Final = Path(__file__).parent / "web"
 OUTBOX_PER_SHELL: Final = 256  # frames queued for one Shell before it is dropped as too slow
-# Close codes the Shell reads (shell.js FATAL_CLOSE_CODES: it stops reconnecting on either).
+# Close codes the Shell reads (web/js/core/connection.js FATAL_CLOSES: it stops on either).
 CLOSE_TOKEN_REFUSED: Final = 4401  # a token from an earlier run (or none): open the new link
 CLOSE_POLICY: Final = 4403
 
-STATIC: Final = {"shell.js": "text/javascript", "shell.css": "text/css"}
+# The only files served from `web/`, by extension, each with its one content type.
+CONTENT_TYPES: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+_SEGMENT: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+MAX_WEB_PATH: Final = 200
+HEARTBEAT: Final = encode(ShellHeartbeat())
+INTERACTION_FRAMES_PER_S: Final = 10.0  # answers and drafts one Shell may send, sustained
+INTERACTION_FRAMES_BURST: Final = 30
 HANDSHAKE_REFUSED: Final = "hostbridge.shell_handshake_refused"  # its audit event
 # The check a refused handshake failed, as its audit row's `message_type`.
 FAILED_HOST: Final = "ws.host"
@@ -114,9 +142,27 @@ class ShellHub:
         return len(self._shells)
 
 
+def web_file(path: str) -> tuple[Path, str] | None:
+    """The file of `web/` that the URL path `path` (without its leading `/`) names, and its
+    content type; None for anything that is not plainly one of them."""
+    if not path or len(path) > MAX_WEB_PATH:
+        return None
+    segments = path.split("/")
+    if any(not _SEGMENT.fullmatch(s) or ".." in s for s in segments):
+        return None
+    content_type = CONTENT_TYPES.get(Path(segments[-1]).suffix)
+    if content_type is None:
+        return None
+    root = WEB.resolve()
+    file = (root / path).resolve()
+    if not file.is_relative_to(root) or not file.is_file():
+        return None
+    return file, content_type
+
+
 # What the hostbridge actor provides to the server.
 Greeting = Callable[[], Awaitable[list[ShellOutbound]]]
-Inbound = Callable[[UiEventFrame | UiIntentFrame], Awaitable[None]]
+Inbound = Callable[[ShellAction], Awaitable[None]]
 FrameRefused = Callable[[str | None], None]  # a frame failed the protocol; its type, if any
 
 
@@ -133,27 +179,27 @@ def build_app(
     def host_ok(headers: Any) -> bool:
         return headers.get("host", "") in access.hosts
 
+    # One policy for every response, the page's and each module's alike.
+    headers = {
+        "Content-Security-Policy": access.csp(),
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+    def serve_file(path: str, host: bool) -> Response:
+        found = web_file(path) if host else None
+        if found is None:
+            status, text = (404, "not found") if host else (403, "unknown host")
+            return PlainTextResponse(text, status_code=status, headers=headers)
+        file, content_type = found
+        return FileResponse(file, media_type=content_type, headers=headers)
+
     async def index(request: Request) -> Response:
-        if not host_ok(request.headers):
-            return PlainTextResponse("unknown host", status_code=403)
-        return FileResponse(
-            WEB / "index.html",
-            media_type="text/html",
-            headers={
-                "Content-Security-Policy": access.csp(),
-                "Cache-Control": "no-store",
-                "X-Content-Type-Options": "nosniff",
-                "Referrer-Policy": "no-referrer",
-            },
-        )
+        return serve_file("index.html", host_ok(request.headers))
 
     async def static(request: Request) -> Response:
-        name = request.path_params["name"]
-        if not host_ok(request.headers) or name not in STATIC:
-            return PlainTextResponse("not found", status_code=404)
-        return FileResponse(
-            WEB / name, media_type=STATIC[name], headers={"X-Content-Type-Options": "nosniff"}
-        )
+        return serve_file(str(request.path_params["path"]), host_ok(request.headers))
 
     async def healthz(request: Request) -> Response:
         # For a local probe: no token, and nothing in it a foreign page could use.
@@ -186,6 +232,7 @@ def build_app(
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
+                nursery.start_soon(_heartbeat, send)
                 await _listen(websocket, send, greeting, inbound, refused)
                 nursery.cancel_scope.cancel()
         finally:
@@ -195,8 +242,7 @@ def build_app(
         routes=[
             Route("/", index),
             Route("/healthz", healthz),  # before /{name}, which would answer it 404
-            Route("/static/{name}", static),
-            Route("/{name}", static),
+            Route("/{path:path}", static),
             WebSocketRoute("/ws", shell_socket),
         ]
     )
@@ -210,7 +256,9 @@ async def _listen(
     refused: FrameRefused,
 ) -> None:
     """Read the Shell's frames until it goes away (or sends one too large). Each is parsed
-    once; one that fails the protocol is reported to `refused` and skipped."""
+    once; one that fails the protocol is reported to `refused` and skipped, and so is an
+    interaction frame past its rate (`_Budget`)."""
+    budget = _Budget()
     while True:
         try:
             text = await websocket.receive_text()
@@ -230,7 +278,43 @@ async def _listen(
             for hello in await greeting():
                 await send.send(encode(hello))
             continue
+        if isinstance(frame, InteractionAnswerFrame | InteractionDraftFrame) and not budget.take():
+            refused(frame.type)  # past its rate: refused, audited by type like any refusal
+            continue
         await inbound(frame)
+
+
+class _Budget:
+    """A token bucket: `INTERACTION_FRAMES_PER_S` sustained, `INTERACTION_FRAMES_BURST` at once.
+    A draft is saved a few times a second while typing and an answer once per card: a Shell
+    past this is not a person typing."""
+
+    def __init__(self) -> None:
+        self._tokens = float(INTERACTION_FRAMES_BURST)
+        self._at = trio.current_time()
+
+    def take(self) -> bool:
+        now = trio.current_time()
+        refill = (now - self._at) * INTERACTION_FRAMES_PER_S
+        self._tokens = min(float(INTERACTION_FRAMES_BURST), self._tokens + refill)
+        self._at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+
+async def _heartbeat(queue: trio.MemorySendChannel[str]) -> None:
+    """`shell.heartbeat` into the Shell's queue every `HEARTBEAT_S`. A full queue skips one:
+    the Shell is being sent frames anyway (and the hub drops one that stays too slow)."""
+    while True:
+        await trio.sleep(HEARTBEAT_S)
+        try:
+            queue.send_nowait(HEARTBEAT)
+        except trio.WouldBlock:
+            continue
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
 
 
 async def _pump(

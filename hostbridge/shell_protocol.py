@@ -11,11 +11,20 @@ remain. From then on the runtime pushes whole snapshots (`shell.runtime`, `shell
 instance) and `ui.event` (an action on an instance's view, handed to the app that owns it;
 `timeline.earlier`, the next older page, the hostbridge answers itself).
 
+Standard interactions (issue 12): the greeting also holds `shell.interactions` and
+`shell.app_sessions` (every view the hostbridge knows, upserted by id; later ones on every
+change) and `shell.drafts` (what the user typed into a pending input's fields, kept in the
+hostbridge's memory only). The Shell answers with `interaction.answer` (the id and the answer,
+nothing else: the runtime takes the rest from its record) and saves a draft with
+`interaction.draft`. `shell.heartbeat` comes every `HEARTBEAT_S`, whatever else is sent: a
+Shell that hears nothing for `SILENCE_S` shows itself disconnected and reconnects.
+
 Each direction is one discriminated union with one module-level `TypeAdapter`. What the Shell
 sends is untrusted: every model refuses unknown fields and bounds its sizes, and the hostbridge
 parses each frame once, with `SHELL_TO_RUNTIME`, before anything else looks at it. What the
 runtime sends is built from the `RUNTIME_TO_SHELL` models and serialised once per broadcast.
-`shell.js` speaks exactly these tags (tests/hostbridge/test_shell_protocol.py checks both ways).
+The Shell (`web/js/`) speaks exactly these tags (tests/hostbridge/test_shell_protocol.py checks
+both ways).
 
 No I/O here: this module imports pydantic only.
 """
@@ -28,21 +37,31 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
+    "HEARTBEAT_S",
+    "MAX_DRAFT_FIELDS",
     "MAX_ID",
     "MAX_ITEMS_FRAME_BYTES",
     "MAX_SHELL_FRAME",
     "MAX_SHELL_FRAME_BYTES",
     "RUNTIME_TO_SHELL",
     "SHELL_TO_RUNTIME",
+    "SILENCE_S",
     "UI_EVENT_KINDS",
     "ComposerSubmit",
+    "InteractionAnswerFrame",
+    "InteractionDraftFrame",
     "MessageRetry",
     "RuntimeStatus",
+    "ShellAction",
+    "ShellAppSessions",
     "ShellApps",
+    "ShellDrafts",
     "ShellFrame",
+    "ShellHeartbeat",
     "ShellHello",
     "ShellInbound",
     "ShellInstance",
+    "ShellInteractions",
     "ShellItems",
     "ShellNotice",
     "ShellOutbound",
@@ -71,6 +90,11 @@ MAX_NOTICE: Final = 2000  # the Shell shows no more of a notice
 # Items in one `shell.items` frame (or a single item, whatever its size: at most a message's tree).
 MAX_ITEMS_FRAME_BYTES: Final = 1024 * 1024
 MAX_ORDER: Final = 2**53 - 1  # an item's order (what a JavaScript Shell reads back exactly)
+HEARTBEAT_S: Final = 1.5  # the hostbridge sends `shell.heartbeat` this often to every Shell
+SILENCE_S: Final = 4.0  # the Shell (web/js/core/connection.js) gives the socket up after this
+MAX_DRAFT_FIELDS: Final = 12  # an input has at most 12 fields (lineup.sdk.interactions)
+MAX_FIELD_ID: Final = 64
+MAX_DRAFT_TEXT: Final = 16384  # a textarea's longest value
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Scope = Annotated[str, Field(min_length=1, max_length=MAX_SCOPE)]
@@ -151,7 +175,35 @@ class UiIntentFrame(ShellFrame):
     instance_id: Id
 
 
-ShellInbound = Annotated[ShellReady | UiEventFrame | UiIntentFrame, Field(discriminator="type")]
+class InteractionAnswerFrame(ShellFrame):
+    """The user answered a standard interaction's card. Only the id and the answer: the
+    runtime checks the answer against the stored request (`lineup.sdk.interactions`)."""
+
+    type: Literal["interaction.answer"] = "interaction.answer"
+    interaction_id: Id
+    answer: dict[Annotated[str, Field(max_length=MAX_FIELD_ID)], Any] = Field(max_length=4)
+
+
+FieldId = Annotated[str, Field(min_length=1, max_length=MAX_FIELD_ID)]
+DraftValue = (
+    Annotated[str, Field(max_length=MAX_DRAFT_TEXT)] | Annotated[float, Field(allow_inf_nan=False)]
+)
+
+
+class InteractionDraftFrame(ShellFrame):
+    """What the user has typed so far into a pending input's fields (kept in memory only)."""
+
+    type: Literal["interaction.draft"] = "interaction.draft"
+    interaction_id: Id
+    values: dict[FieldId, DraftValue] = Field(max_length=MAX_DRAFT_FIELDS)
+
+
+ShellInbound = Annotated[
+    ShellReady | UiEventFrame | UiIntentFrame | InteractionAnswerFrame | InteractionDraftFrame,
+    Field(discriminator="type"),
+]
+# What the hostbridge hands on after the greeting: every Shell frame but `shell.ready`.
+ShellAction = UiEventFrame | UiIntentFrame | InteractionAnswerFrame | InteractionDraftFrame
 SHELL_TO_RUNTIME: Final[TypeAdapter[ShellInbound]] = TypeAdapter(ShellInbound)
 
 _TAG: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
@@ -247,8 +299,48 @@ class ShellNotice(ShellFrame):
     text: str = Field(min_length=1, max_length=MAX_NOTICE)
 
 
+class ShellInteractions(ShellFrame):
+    """Standard interactions, new or changed (upsert by `interaction_id`): each is a
+    `hostbridge.messages.InteractionView` as JSON. Its text is the Agent's or the app's: the
+    Shell shows it as text only."""
+
+    type: Literal["shell.interactions"] = "shell.interactions"
+    interactions: tuple[dict[str, Any], ...]
+
+
+class ShellAppSessions(ShellFrame):
+    """App sub-sessions, new or changed (upsert by `app_session_id`): each an
+    `AppSessionView` as JSON."""
+
+    type: Literal["shell.app_sessions"] = "shell.app_sessions"
+    sessions: tuple[dict[str, Any], ...]
+
+
+class ShellDrafts(ShellFrame):
+    """The drafts the hostbridge holds, by interaction id, then by field id (at a greeting)."""
+
+    type: Literal["shell.drafts"] = "shell.drafts"
+    drafts: dict[str, dict[str, str | float]]
+
+
+class ShellHeartbeat(ShellFrame):
+    """The hostbridge is alive: sent every `HEARTBEAT_S`."""
+
+    type: Literal["shell.heartbeat"] = "shell.heartbeat"
+
+
 ShellOutbound = Annotated[
-    ShellHello | ShellRuntime | ShellApps | ShellView | ShellItems | ShellPage | ShellNotice,
+    ShellHello
+    | ShellRuntime
+    | ShellApps
+    | ShellView
+    | ShellItems
+    | ShellPage
+    | ShellNotice
+    | ShellInteractions
+    | ShellAppSessions
+    | ShellDrafts
+    | ShellHeartbeat,
     Field(discriminator="type"),
 ]
 RUNTIME_TO_SHELL: Final[TypeAdapter[ShellOutbound]] = TypeAdapter(ShellOutbound)

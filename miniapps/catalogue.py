@@ -1,7 +1,7 @@
 """The bundled MiniApps as the registry knows them: data only, no app code imported.
 
 Focus reads this to build its registry (which apps this runtime offers, where each manifest
-is, what the SDK's host runs for it). The system app (Interact, `chat`) is the recovery app:
+is, what the SDK's host runs for it). The system app (Chat, `chat`) is the recovery app:
 it has no tools and no manifest to read, its one instance is always there, and its process is
 part of the tree, started with it and restarted whatever happens, so the IM never goes dark.
 The supervisor takes that app's child from here and knows no app by name.
@@ -39,7 +39,7 @@ class BundledApp:
 SYSTEM_APP: Final = BundledApp(
     app_scope="chat",
     entry="lineup.miniapps.chat:Chat",
-    title="Interact",
+    title="Chat",
     manifest=None,
     instance_id="chat",
 )

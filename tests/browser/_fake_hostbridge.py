@@ -3,8 +3,10 @@
 It serves the real `hostbridge/web/` assets with a strict CSP and one scripted `/ws` endpoint
 that speaks the Shell protocol: it checks the token (and the Origin, as the real one must),
 greets with `shell.hello`, answers every `shell.ready` with `on_ready` (the current snapshot,
-which a test may swap between connections), and hands each accepted connection to the test,
-which then sends frames and reads what the Shell sent.
+which a test may swap between connections), sends `shell.heartbeat` every `HEARTBEAT_S` as the
+real one does (until a test sets `frozen`: then it is silent, as a stopped process would be),
+and hands each accepted connection to the test, which then sends frames and reads what the
+Shell sent.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 import lineup.hostbridge
+from lineup.hostbridge.shell_protocol import HEARTBEAT_S
 
 WEB_DIR = Path(lineup.hostbridge.__file__).resolve().parent / "web"
 # What the real hostbridge should send too: the Shell must work under it unchanged.
@@ -33,6 +36,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+HEARTBEAT = json.dumps({"type": "shell.heartbeat"})
 FRAME_TIMEOUT_S = 10.0
 TOKEN_REFUSED = 4401
 ORIGIN_REFUSED = 4403
@@ -93,6 +97,8 @@ class FakeHostbridge:
         self.url = ""
         self.refused: list[int] = []  # close codes of refused connections
         self.http_paths: list[str] = []
+        self.frozen = False  # `freeze()`: no frame at all, heartbeat included, reaches a Shell
+        self._thawed = trio.Event()
         self._connections_in, self._connections_out = trio.open_memory_channel[ShellConnection](
             math.inf
         )
@@ -121,7 +127,18 @@ class FakeHostbridge:
     def shell_url(self, *, token: str | None = None) -> str:
         return f"{self.url}/#token={self.token if token is None else token}"
 
+    def freeze(self) -> None:
+        """Silent from now on, as a SIGSTOPped process: no frame is sent, no socket opens."""
+        self.frozen = True
+        self._thawed = trio.Event()
+
+    def thaw(self) -> None:
+        self.frozen = False
+        self._thawed.set()
+
     async def _shell_socket(self, websocket: WebSocket) -> None:
+        if self.frozen:
+            await self._thawed.wait()  # the handshake hangs, as with a stopped process
         await websocket.accept()
         token = websocket.query_params.get("token", "")
         if websocket.headers.get("origin") != self.url:
@@ -138,6 +155,15 @@ class FakeHostbridge:
         )
         self._connections_in.send_nowait(connection)
         try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._heartbeat, websocket)
+                await self._read(websocket, connection)
+                nursery.cancel_scope.cancel()
+        finally:
+            connection.closed.set()
+
+    async def _read(self, websocket: WebSocket, connection: ShellConnection) -> None:
+        try:
             while True:
                 frame = json.loads(await websocket.receive_text())
                 assert isinstance(frame, dict), frame
@@ -148,8 +174,15 @@ class FakeHostbridge:
                 connection._deliver(frame)
         except WebSocketDisconnect:
             pass
-        finally:
-            connection.closed.set()
+
+    async def _heartbeat(self, websocket: WebSocket) -> None:
+        try:
+            while True:
+                await trio.sleep(HEARTBEAT_S)
+                if not self.frozen:
+                    await websocket.send_text(HEARTBEAT)
+        except (WebSocketDisconnect, RuntimeError):
+            return  # the socket closed under it
 
     def _with_headers(self, app: ASGIApp) -> ASGIApp:
         async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:

@@ -59,7 +59,8 @@ def expect_dashboard_in_front(p: Page) -> None:
     expect(p.get_by_test_id("chat")).to_be_hidden(timeout=WAIT_MS)
     expect(p.get_by_test_id("composer")).to_be_hidden(timeout=WAIT_MS)
     # The switcher lists the stack bottom first and marks the dashboard as the one in front.
-    expect(tabs(p)).to_have_text(["Interact", "Task Dashboard"], timeout=WAIT_MS)
+    # The tab is labelled by what it holds (the view's `label`: the task's title).
+    expect(tabs(p)).to_have_text(["Chat", TITLE], timeout=WAIT_MS)
     chat_tab, task_tab = tabs(p).nth(0), tabs(p).nth(1)
     expect(task_tab).to_have_attribute("aria-current", "page", timeout=WAIT_MS)
     expect(task_tab).to_have_attribute("data-state", "foreground", timeout=WAIT_MS)

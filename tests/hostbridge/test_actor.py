@@ -18,7 +18,21 @@ from lineup.actors.focus.messages import (
     ViewsReply,
     ViewsRequest,
 )
-from lineup.actors.kernel import ActorContext, ActorKind, AuditRecord, ErrorCode, Identity, Message
+from lineup.actors.kernel import (
+    ActorContext,
+    ActorKind,
+    AuditRecord,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+)
+from lineup.actors.router.messages import (
+    InteractionAnswerReply,
+    InteractionAnswerRequest,
+    InteractionsListReply,
+    InteractionsListRequest,
+)
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.hostbridge import HostbridgeActor
 from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED
@@ -36,6 +50,11 @@ class FakeBus:
         self.requests: list[Message] = []
         self.audits: list[AuditRecord] = []
         self.changed = trio.Event()
+        # The router: what it lists, how many times it refuses first, how it answers.
+        self.listed = InteractionsListReply(interactions=(), sessions=())
+        self.list_refusals = 0
+        self.lists = 0
+        self.answer: Any = None  # InteractionAnswerRequest → InteractionAnswerReply (or raises)
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
@@ -47,6 +66,14 @@ class FakeBus:
         return False
 
     async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
+        if isinstance(body, InteractionsListRequest):
+            # Kept apart: the hostbridge asks at start and at each greeting, whatever a test does.
+            self.lists += 1
+            self.changed.set()
+            if self.list_refusals > 0:
+                self.list_refusals -= 1
+                raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, "router not up")
+            return self.listed
         self.requests.append(body)
         self.changed.set()
         if isinstance(body, RuntimeStateRequest):
@@ -57,6 +84,9 @@ class FakeBus:
             return UiEventAccepted(instance_id=body.instance_id)
         if isinstance(body, UiIntentRequest):
             return InstanceReply(instance_id=body.instance_id, app_scope="x", state="background")
+        if isinstance(body, InteractionAnswerRequest) and self.answer is not None:
+            reply: InteractionAnswerReply = self.answer(body)
+            return reply
         raise AssertionError(f"unexpected request {body.TYPE}")
 
     async def until(self, done: Any) -> None:
@@ -84,9 +114,12 @@ async def start_hostbridge(
 
 
 async def next_frame(ws: WebSocketConnection) -> dict[str, Any]:
+    """The next frame but heartbeats (tests/hostbridge/test_interactions.py checks those)."""
     with trio.fail_after(WAIT):
-        frame: dict[str, Any] = json.loads(await ws.get_message())
-        return frame
+        while True:
+            frame: dict[str, Any] = json.loads(await ws.get_message())
+            if frame["type"] != "shell.heartbeat":
+                return frame
 
 
 async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_serves(

@@ -27,6 +27,8 @@ SHAPES: dict[str, set[str]] = {
     "a": {"href", "c"},
     "br": set(),
     "hr": set(),
+    "th": {"c", "align"},
+    "td": {"c", "align"},
     "ol": {"c", "start"},
 }
 CONTAINER_SHAPE = {"c"}
@@ -57,7 +59,7 @@ FRAGMENTS = st.sampled_from(
         "> ", "# ", "    ", "javascript:", "JaVaScRiPt:", "data:text/html,", "vbscript:",
         "file:///", "http://a.test/", "https://b.test", "mailto:x@y.test", "ftp://c", "//d.test",
         "<script>", "</script>", "<img src=x onerror=alert(1)>", "&lt;", "&#x6a;", "\x00",
-        "\u202e", " ", "a", "x y",
+        "\u202e", " ", "a", "x y", "| ", " |", "|---|", "|:-:|", "|--:|\n",
     ]
 )  # fmt: skip
 MARKDOWNISH = st.lists(st.one_of(FRAGMENTS, st.text(max_size=8)), max_size=40).map("".join)
@@ -75,6 +77,8 @@ def test_any_string_yields_only_allowed_nodes_and_safe_hrefs(text: str) -> None:
         assert depth <= MAX_DEPTH + 1  # containers are capped; their leaves sit one below
         if kind in ("text", "code", "pre"):
             assert isinstance(node["v"], str)
+        if "align" in node:
+            assert node["align"] in ("left", "center", "right")
         if kind == "a":
             href = node["href"]
             assert isinstance(href, str)
@@ -230,3 +234,63 @@ def test_a_message_as_long_as_the_wire_allows_is_parsed_whole() -> None:
 
 def test_empty_text_is_an_empty_tree() -> None:
     assert markdown_tree("") == []
+
+
+def test_a_gfm_table_keeps_its_rows_cells_and_column_alignment() -> None:
+    tree = markdown_tree("| Task | Done |\n|:-----|-----:|\n| Report | **60%** |\n| Plan |  |\n")
+    assert tree == [
+        {
+            "t": "table",
+            "c": [
+                {
+                    "t": "thead",
+                    "c": [
+                        {
+                            "t": "tr",
+                            "c": [
+                                {"t": "th", "c": [{"t": "text", "v": "Task"}], "align": "left"},
+                                {"t": "th", "c": [{"t": "text", "v": "Done"}], "align": "right"},
+                            ],
+                        }
+                    ],
+                },
+                {
+                    "t": "tbody",
+                    "c": [
+                        {
+                            "t": "tr",
+                            "c": [
+                                {"t": "td", "c": [{"t": "text", "v": "Report"}], "align": "left"},
+                                {
+                                    "t": "td",
+                                    "c": [{"t": "strong", "c": [{"t": "text", "v": "60%"}]}],
+                                    "align": "right",
+                                },
+                            ],
+                        },
+                        {
+                            "t": "tr",
+                            "c": [
+                                {"t": "td", "c": [{"t": "text", "v": "Plan"}], "align": "left"},
+                                {"t": "td", "c": [], "align": "right"},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        }
+    ]
+
+
+def test_a_table_without_alignment_has_none_and_html_in_a_cell_stays_text() -> None:
+    tree = markdown_tree("| a |\n|---|\n| <b onclick=x>hi</b> |\n")
+    cell = tree[0]["c"][1]["c"][0]["c"][0]  # type: ignore[index]
+    assert cell == {"t": "td", "c": [{"t": "text", "v": "<b onclick=x>hi</b>"}]}
+    head = tree[0]["c"][0]["c"][0]["c"][0]  # type: ignore[index]
+    assert "align" not in head
+
+
+def test_an_alignment_is_only_ever_one_of_three_words() -> None:
+    for delimiter, align in [(":--", "left"), (":-:", "center"), ("--:", "right")]:
+        tree = markdown_tree(f"| a |\n|{delimiter}|\n| b |\n")
+        assert tree[0]["c"][0]["c"][0]["c"][0]["align"] == align  # type: ignore[index]

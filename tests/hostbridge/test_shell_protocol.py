@@ -1,5 +1,5 @@
-"""The Shell protocol's models: what they accept, what they refuse, and that shell.js speaks
-exactly their tags."""
+"""The Shell protocol's models: what they accept, what they refuse, and that the Shell's modules
+(web/js/) speak exactly their tags."""
 
 from __future__ import annotations
 
@@ -13,16 +13,23 @@ from pydantic import ValidationError
 
 import lineup.hostbridge
 from lineup.hostbridge.shell_protocol import (
+    MAX_DRAFT_FIELDS,
     MAX_ID,
     MAX_SHELL_FRAME,
     RUNTIME_TO_SHELL,
     SHELL_TO_RUNTIME,
     UI_EVENT_KINDS,
+    InteractionAnswerFrame,
+    InteractionDraftFrame,
     RuntimeStatus,
     ShellApps,
+    ShellAppSessions,
+    ShellDrafts,
+    ShellHeartbeat,
     ShellHello,
     ShellInbound,
     ShellInstance,
+    ShellInteractions,
     ShellItems,
     ShellNotice,
     ShellOutbound,
@@ -36,7 +43,8 @@ from lineup.hostbridge.shell_protocol import (
     refused_type,
 )
 
-SHELL_JS = (Path(lineup.hostbridge.__file__).parent / "web" / "shell.js").read_text()
+WEB_JS = Path(lineup.hostbridge.__file__).parent / "web" / "js"
+SHELL_JS = "\n".join(p.read_text() for p in sorted(WEB_JS.rglob("*.js")))
 
 
 def tags(union: Any) -> set[str]:
@@ -49,7 +57,7 @@ def ui_event(**event: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- Shell → runtime
 
-# Every frame shell.js, the drill and the bench send, as they send it.
+# Every frame the Shell, the drill and the bench send, as they send it.
 VALID = [
     ({"type": "shell.ready"}, ShellReady),
     (ui_event(kind="composer.submit", text="hi", client_id="3f2b-…"), UiEventFrame),
@@ -61,6 +69,18 @@ VALID = [
     ({"type": "ui.event", "instance_id": "chat", "event": {"kind": "task.close"}}, UiEventFrame),
     ({"type": "ui.intent", "intent": "focus", "instance_id": "task-1"}, UiIntentFrame),
     ({"type": "ui.intent", "intent": "close", "instance_id": "task-1"}, UiIntentFrame),
+    (
+        {"type": "interaction.answer", "interaction_id": "i-1", "answer": {"approved": True}},
+        InteractionAnswerFrame,
+    ),
+    (
+        {"type": "interaction.answer", "interaction_id": "i-1", "answer": {"values": {"n": 3}}},
+        InteractionAnswerFrame,
+    ),
+    (
+        {"type": "interaction.draft", "interaction_id": "i-1", "values": {"a": "x", "n": "4"}},
+        InteractionDraftFrame,
+    ),
 ]
 
 
@@ -174,6 +194,34 @@ REFUSED = [
         json.dumps({"type": "ui.intent", "intent": "close", "instance_id": "t", "all": True}),
         "ui.intent",
     ),
+    (
+        "an answer naming more than the interaction",
+        json.dumps(
+            {"type": "interaction.answer", "interaction_id": "i", "answer": {}, "call_id": "c"}
+        ),
+        "interaction.answer",
+    ),
+    (
+        "an answer without an interaction",
+        json.dumps({"type": "interaction.answer", "answer": {"approved": True}}),
+        "interaction.answer",
+    ),
+    (
+        "a draft with more fields than an input has",
+        json.dumps(
+            {
+                "type": "interaction.draft",
+                "interaction_id": "i",
+                "values": {f"f{n}": "x" for n in range(MAX_DRAFT_FIELDS + 1)},
+            }
+        ),
+        "interaction.draft",
+    ),
+    (
+        "a draft value that is neither text nor a number",
+        json.dumps({"type": "interaction.draft", "interaction_id": "i", "values": {"a": [1]}}),
+        "interaction.draft",
+    ),
 ]
 
 
@@ -211,6 +259,10 @@ OUTBOUND: list[ShellOutbound] = [
     ),
     ShellPage(instance_id="chat", more=True),
     ShellNotice(level="error", text="That could not be done (actor_restarted)."),
+    ShellInteractions(interactions=({"interaction_id": "i-1", "kind": "confirm"},)),
+    ShellAppSessions(sessions=({"app_session_id": "lu:app_session:t", "state": "open"},)),
+    ShellDrafts(drafts={"i-1": {"name": "Ada", "n": 3.0}}),
+    ShellHeartbeat(),
 ]
 
 
@@ -248,7 +300,7 @@ def test_a_runtime_frame_outside_the_protocol_cannot_be_built(build: Any) -> Non
         build()
 
 
-# ---------------------------------------------------------------------- shell.js
+# ---------------------------------------------------------------------- the Shell's modules
 
 
 def _frame_switch(js: str) -> str:

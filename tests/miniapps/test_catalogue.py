@@ -52,7 +52,7 @@ def test_the_registry_entries_are_those_the_runtime_has_always_offered() -> None
         "app_scope": "chat",
         "manifest": "",
         "entry": "lineup.miniapps.chat:Chat",
-        "title": "Interact",
+        "title": "Chat",
     }
     assert entries[1]["entry"] == "lineup.miniapps.task_dashboard:TaskDashboard"
     assert entries[1]["title"] == "Task Dashboard"

@@ -1,0 +1,66 @@
+// An app sub-session's folded group in the main IM (contract §4): the Agent's questions asked
+// inside that app, the user's answers and their results, never the app's own operations. It
+// sits in the timeline at its `opened_at`, folded; a button (Enter or Space) unfolds it. While
+// one of its questions is open and its instance is not in front, it says "waiting for your
+// answer", and the question can be answered from here. An ended sub-session unfolds read-only;
+// a question of it still open goes back to the main IM (main.js placement), never revived here.
+
+import { isOpen } from "../core/state.js";
+import { el, replaceKeeping, uniqueId } from "../core/util.js";
+import { CardCache } from "./interaction_card.js";
+
+export function createGroup(session) {
+  const li = el("li", "app-session-group", "app-session-group");
+  li.setAttribute("data-app-session-id", session.app_session_id);
+  const bodyId = uniqueId("app-session");
+  const toggle = el("button", "app-session-toggle", "app-session-toggle");
+  toggle.type = "button";
+  toggle.setAttribute("aria-expanded", "false");
+  toggle.setAttribute("aria-controls", bodyId);
+  const title = el("span", "app-session-title", "app-session-title");
+  const status = el("span", "app-session-status", "app-session-status");
+  const waiting = el("span", "app-session-waiting", "app-session-waiting", "waiting for your answer");
+  waiting.hidden = true;
+  toggle.append(title, status, waiting);
+  const body = el("div", "app-session-body", "app-session-body");
+  body.id = bodyId;
+  body.hidden = true;
+  body.setAttribute("role", "group");
+  const note = el("p", "app-session-note", "app-session-note");
+  const list = el("div", "app-session-cards");
+  body.append(note, list);
+  li.append(toggle, body);
+  const group = { li, toggle, title, status, waiting, body, note, list, open: false };
+  group.cards = new CardCache("group", { headingLevel: 4 });
+  toggle.addEventListener("click", () => {
+    group.open = !group.open;
+    toggle.setAttribute("aria-expanded", String(group.open));
+    body.hidden = !group.open;
+  });
+  return group;
+}
+
+// `views`: the session's interactions, oldest first; `inFront`: its instance is in front.
+export function updateGroup(group, session, views, { state, ctx, now, appTitle, inFront }) {
+  const ended = session.state === "closed";
+  group.li.setAttribute("data-state", session.state);
+  group.title.textContent = appTitle;
+  group.status.textContent = ended ? " · ended" : inFront ? " · in front" : " · open";
+  const open = !ended && views.some((v) => isOpen(v, now));
+  const waiting = open && !inFront;
+  group.waiting.hidden = !waiting;
+  group.li.setAttribute("data-waiting", String(waiting));
+  group.toggle.setAttribute(
+    "aria-label",
+    `${appTitle}, ${ended ? "ended" : "open"}${waiting ? ", waiting for your answer" : ""}`,
+  );
+  group.note.textContent = ended
+    ? "This app has ended: what was asked in it is shown read-only."
+    : views.length === 0
+      ? "No questions from the Agent in this app yet."
+      : "";
+  group.note.hidden = group.note.textContent === "";
+  const elements = views.map((v) => group.cards.element(v, state, ctx, now, ended));
+  group.cards.keep(new Set(views.map((v) => v.interaction_id)));
+  replaceKeeping(group.list, elements);
+}

@@ -1,0 +1,247 @@
+// The chat (view kind `chat.timeline`, the system app's): its timeline, the composer, and
+// "Show earlier messages". It is the one component always mounted: hidden when another app is
+// in front, never cleared, so its timeline, scroll position and draft are as they were when it
+// comes back. The timeline interleaves the messages (by order) with the main IM's interaction
+// cards (at their `created_at`) and the app sub-sessions' folded groups (at their `opened_at`).
+
+import { byTestId, el, isId, isObject, replaceKeeping } from "../core/util.js";
+import { sortedItems } from "../core/state.js";
+import { CardCache } from "./interaction_card.js";
+import { createGroup, updateGroup } from "./app_session_group.js";
+import { renderNodes } from "./markdown.js";
+
+const NEAR_BOTTOM_PX = 64;
+const AUTHORS = { agent: "Agent", user: "You" };
+const MESSAGE_STATES = ["received", "pending", "sent", "failed"];
+
+export function createTimeline(ctx) {
+  const ui = {
+    chat: byTestId("chat"),
+    timeline: byTestId("timeline"),
+    earlier: byTestId("timeline-earlier"),
+    empty: byTestId("timeline-empty"),
+    composer: byTestId("composer"),
+    input: byTestId("composer-input"),
+    send: byTestId("composer-send"),
+  };
+  let rendered = new Map(); // message id → {key, element}, to keep unchanged DOM nodes
+  const cardRows = new Map(); // interaction id → its <li>
+  const groups = new Map(); // app_session_id → its group
+  const cards = new CardCache("timeline");
+  let shownItems = -1;
+  let shownView;
+  let composerEnabled = false;
+  let scroll = null; // {top, atBottom} when another app came in front
+
+  const canSend = () => ctx.isConnected() && composerEnabled && ctx.state.chatInstance !== null;
+
+  function updateComposer() {
+    // The text stays editable while the socket is down (a draft survives a reconnect); the
+    // chat app's own "composer.enabled: false" disables it outright.
+    ui.input.disabled = !composerEnabled;
+    ui.send.disabled = !canSend();
+  }
+
+  function submit() {
+    const text = ui.input.value;
+    if (!text.trim() || !canSend()) return;
+    const sent = ctx.send({
+      type: "ui.event",
+      app_scope: "chat",
+      instance_id: ctx.state.chatInstance,
+      // The id makes a resubmit after a lost connection harmless: the chat keeps one message.
+      event: { kind: "composer.submit", text, client_id: crypto.randomUUID() },
+    });
+    if (sent) {
+      ui.input.value = "";
+      ui.input.focus();
+    }
+  }
+
+  function askEarlier() {
+    const state = ctx.state;
+    const oldest = sortedItems(state)[0];
+    if (state.chatInstance === null || oldest === undefined) return;
+    const sent = ctx.send({
+      type: "ui.event",
+      app_scope: "chat",
+      instance_id: state.chatInstance,
+      event: { kind: "timeline.earlier", before_order: oldest.order, before_id: oldest.id },
+    });
+    if (sent) ui.earlier.disabled = true; // until the page arrives
+  }
+
+  ui.earlier.addEventListener("click", askEarlier);
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+  ui.input.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    submit();
+  });
+
+  function retryButton(item) {
+    const retry = el("button", "retry", "retry", "Retry");
+    retry.type = "button";
+    retry.setAttribute("aria-label", "Retry sending this message");
+    retry.addEventListener("click", () => {
+      const instanceId = ctx.state.chatInstance;
+      if (instanceId === null) return;
+      const sent = ctx.send({
+        type: "ui.event",
+        app_scope: "chat",
+        instance_id: instanceId,
+        event: { kind: "message.retry", message_id: item.id },
+      });
+      if (sent) retry.disabled = true; // until the next snapshot says what became of it
+    });
+    return retry;
+  }
+
+  function renderMessage(item) {
+    const author = item.author === "user" ? "user" : "agent";
+    const state = MESSAGE_STATES.includes(item.state) ? item.state : "received";
+    const li = el("li", `message from-${author}`, "message");
+    li.setAttribute("data-author", author);
+    li.setAttribute("data-state", state);
+    li.setAttribute("data-message-id", item.id);
+    li.append(el("span", "visually-hidden", "", `${AUTHORS[author]}: `));
+
+    const bubble = el("div", "bubble", "message-body");
+    renderNodes(item.tree, bubble, 0);
+    li.append(bubble);
+
+    const meta = el("div", "meta");
+    const at = Number(item.at);
+    if (Number.isFinite(at) && at > 0) {
+      const date = new Date(at * 1000);
+      const time = el(
+        "time",
+        "",
+        "",
+        date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }),
+      );
+      time.setAttribute("datetime", date.toISOString());
+      time.setAttribute("title", date.toLocaleString());
+      meta.append(time);
+    }
+    if (state === "pending") {
+      meta.append(el("span", "status status-pending", "message-status", "sending…"));
+    } else if (state === "sent" && author === "user") {
+      // The AppServer has it: a quiet mark, said in words to assistive technology.
+      const mark = el("span", "status status-sent", "message-sent", "✓ Sent");
+      mark.setAttribute("title", "The AppServer has this message");
+      meta.append(mark);
+    } else if (state === "failed") {
+      meta.append(el("span", "status status-failed", "message-status", "Not sent"), retryButton(item));
+    }
+    li.append(meta);
+    return li;
+  }
+
+  function cardRow(view, state, now) {
+    const card = cards.element(view, state, ctx, now);
+    let row = cardRows.get(view.interaction_id);
+    if (row === undefined) {
+      row = el("li", "timeline-card", "timeline-card");
+      row.setAttribute("data-interaction-id", view.interaction_id);
+      cardRows.set(view.interaction_id, row);
+    }
+    if (row.firstChild !== card) row.replaceChildren(card);
+    return row;
+  }
+
+  function groupRow(entry, state, now) {
+    const session = entry.session;
+    let group = groups.get(session.app_session_id);
+    if (group === undefined) {
+      group = createGroup(session);
+      groups.set(session.app_session_id, group);
+    }
+    updateGroup(group, session, entry.views, { state, ctx, now, ...entry });
+    return group.li;
+  }
+
+  // `extras`: {cards: [InteractionView], groups: [{session, views, appTitle, inFront}], now}.
+  function render(state, view, extras) {
+    const items = view ? sortedItems(state) : [];
+    const timeline = ui.timeline;
+    const distance = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight;
+    const stickToBottom = distance < NEAR_BOTTOM_PX;
+    // Only a new chat snapshot or item re-enables Retry.
+    const fresh = view !== shownView || shownItems !== state.itemsVersion;
+    shownView = view;
+    shownItems = state.itemsVersion;
+
+    const timed = [
+      ...(view ? extras.cards : []).map((v) => ({ at: v.created_at, card: v })),
+      ...(view ? extras.groups : []).map((g) => ({ at: g.session.opened_at, group: g })),
+    ].sort((a, b) => a.at - b.at);
+    const next = new Map();
+    const elements = [];
+    const usedCards = new Set();
+    const usedGroups = new Set();
+    let k = 0;
+    const flush = (until) => {
+      while (k < timed.length && (until === null || timed[k].at < until)) {
+        const entry = timed[k++];
+        if (entry.card) {
+          usedCards.add(entry.card.interaction_id);
+          elements.push(cardRow(entry.card, state, extras.now));
+        } else {
+          usedGroups.add(entry.group.session.app_session_id);
+          elements.push(groupRow(entry.group, state, extras.now));
+        }
+      }
+    };
+    for (const item of items) {
+      if (!isId(item.id) || next.has(item.id)) continue;
+      const at = Number(item.at);
+      if (Number.isFinite(at) && at > 0) flush(at);
+      const key = state.items.get(item.id).version;
+      const old = rendered.get(item.id);
+      const element = old && old.key === key ? old.element : renderMessage(item);
+      if (fresh) {
+        const retry = element.querySelector('[data-testid="retry"]');
+        if (retry) retry.disabled = false;
+      }
+      next.set(item.id, { key, element });
+      elements.push(element);
+    }
+    flush(null);
+    for (const id of cardRows.keys()) if (!usedCards.has(id)) cardRows.delete(id);
+    for (const id of groups.keys()) if (!usedGroups.has(id)) groups.delete(id);
+    cards.keep(usedCards);
+    // Move only what changed, so unchanged messages are not re-announced by the live region.
+    replaceKeeping(timeline, elements);
+    rendered = next;
+    ui.empty.hidden = elements.length > 0;
+    ui.earlier.hidden = !(view && state.moreItems && items.length > 0);
+    if (fresh) ui.earlier.disabled = false;
+    composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
+    updateComposer();
+    if (stickToBottom) timeline.scrollTop = timeline.scrollHeight;
+  }
+
+  function saveScroll() {
+    const t = ui.timeline;
+    const atBottom = t.scrollHeight - t.scrollTop - t.clientHeight < NEAR_BOTTOM_PX;
+    scroll = { top: t.scrollTop, atBottom };
+  }
+
+  function restoreScroll() {
+    const saved = scroll;
+    scroll = null;
+    const t = ui.timeline;
+    t.scrollTop = saved === null || saved.atBottom ? t.scrollHeight : saved.top;
+  }
+
+  function focus() {
+    (ui.input.disabled ? ui.timeline : ui.input).focus();
+  }
+
+  return { render, saveScroll, restoreScroll, updateComposer, focus, section: ui.chat };
+}

@@ -1,0 +1,241 @@
+// The LineUp Shell: the browser side of hostbridge (DESIGN §7). Plain ES modules, no build.
+//
+// Theory of operation: core/connection.js keeps one WebSocket to `/ws?token=…` (with a
+// heartbeat watchdog); every frame goes through the one reducer (core/state.js) into `state`;
+// then `render()` lets each component read the state: the runtime badge, notices and toasts,
+// the app switcher, the stage (the chat, always mounted, or the component registered for the
+// foreground view's kind, core/registry.js), the interaction overlay above it, the cards an app
+// asked for in its own container, and the chat's timeline with its cards and sub-session groups.
+// Every DOM node is built with createElement/textContent/setAttribute: no innerHTML, no inline
+// script or style, no eval, no external load, so the one CSP the server sets holds and nothing
+// in a message can become markup.
+
+import { createConnection } from "./core/connection.js";
+import { createStage, register } from "./core/registry.js";
+import { FINAL_STATES, createState, isOpen, receive, sessionOf } from "./core/state.js";
+import { byTestId, el, isShown, replaceKeeping } from "./core/util.js";
+import { CardCache } from "./components/interaction_card.js";
+import { createNotices } from "./components/notices.js";
+import { createOverlay } from "./components/overlay.js";
+import { createStatus } from "./components/status.js";
+import { createSwitcher, instanceTitle } from "./components/switcher.js";
+import { taskDashboard } from "./components/task_dashboard.js";
+import { createTimeline } from "./components/timeline.js";
+
+const MAX_APP_CARDS = 5; // an app's own container shows its newest few cards
+const MAX_TICK_MS = 60 * 60 * 1000;
+
+register("task.dashboard", taskDashboard);
+
+const state = createState();
+const ui = {
+  appView: byTestId("app-view"),
+  placeholder: byTestId("app-placeholder"),
+  appCards: byTestId("app-interactions"),
+  skipLink: document.querySelector(".skip-link"),
+};
+let expiryTimer = null;
+let askedKey = ""; // the foreground app's own questions and their states, as last rendered
+
+const ctx = {
+  state,
+  send: (frame) => connection.send(frame),
+  isConnected: () => connection.isConnected(),
+  rerender: () => render(),
+  // One answer per interaction from this Shell: the first click sends, the rest do nothing
+  // until the runtime's next view of it (core/state.js clears `answering` then).
+  answer(interactionId, answer) {
+    if (state.answering.has(interactionId)) return false;
+    const sent = connection.send({
+      type: "interaction.answer",
+      interaction_id: interactionId,
+      answer,
+    });
+    if (sent) {
+      state.answering.add(interactionId);
+      render();
+    }
+    return sent;
+  },
+  draft(interactionId, values) {
+    connection.send({ type: "interaction.draft", interaction_id: interactionId, values });
+  },
+  waitingInstances: (s) => waitingInstances(s, Date.now() / 1000),
+};
+
+const notices = createNotices();
+const status = createStatus();
+const switcher = createSwitcher(ctx);
+const timeline = createTimeline(ctx);
+const overlay = createOverlay(ctx);
+const stage = createStage(ui.appView, ctx);
+const appCards = new CardCache("app");
+const appCardList = el("div", "app-interactions-cards");
+ui.appCards.append(appCardList);
+
+const connection = createConnection({
+  onFrame(data) {
+    if (receive(state, data)) render();
+  },
+  onStatus(link) {
+    state.link = link;
+    if (!link.connected) state.runtime = { state: "disconnected", reason: null };
+    state.answering.clear(); // what was sent on a dead socket may never have arrived
+    render();
+  },
+  onOpen: () => render(),
+  onTooLong: () => notices.add("error", "This message is too long to send. Please shorten it."),
+  onNewRun() {
+    // Another run's link: its messages and questions are its own.
+    state.items.clear();
+    state.itemsVersion += 1;
+    state.interactions.clear();
+    state.sessions.clear();
+    state.drafts.clear();
+    state.interactionsVersion += 1;
+  },
+});
+
+// ---------------------------------------------------------------- where cards go
+
+const byCreation = (a, b) => a.created_at - b.created_at;
+
+// The main IM's cards, each open sub-session group with its questions, and (per instance) the
+// cards an app asked for itself.
+function placement(s, now) {
+  const main = [];
+  const grouped = new Map(); // app_session_id → views
+  const byApp = new Map(); // instance_id → views
+  for (const view of s.interactions.values()) {
+    if (view.source === "miniapp") {
+      if (!byApp.has(view.instance_id)) byApp.set(view.instance_id, []);
+      byApp.get(view.instance_id).push(view);
+      continue;
+    }
+    const session = sessionOf(s, view);
+    // No sub-session (or one this Shell was not told of): the main IM's. A question still open
+    // when its app ended stays with the main IM; the ended group keeps the rest, read-only.
+    if (session === null || (session.state === "closed" && isOpen(view, now))) {
+      main.push(view);
+      continue;
+    }
+    if (!grouped.has(session.app_session_id)) grouped.set(session.app_session_id, []);
+    grouped.get(session.app_session_id).push(view);
+  }
+  const groups = [...s.sessions.values()].map((session) => {
+    const instance = s.instances.find((i) => i.instance_id === session.instance_id);
+    return {
+      session,
+      views: (grouped.get(session.app_session_id) ?? []).sort(byCreation),
+      appTitle: instance ? instanceTitle(s, instance) : appName(session.app_scope),
+      inFront: session.state === "open" && session.instance_id === s.foreground,
+    };
+  });
+  return { main: main.sort(byCreation), groups, byApp };
+}
+
+const appName = (scope) =>
+  String(scope)
+    .split(/[-_.]/)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join(" ");
+
+function waitingInstances(s, now) {
+  const waiting = new Set();
+  for (const view of s.interactions.values()) {
+    const session = sessionOf(s, view);
+    if (session === null || session.state !== "open" || !isOpen(view, now)) continue;
+    if (session.instance_id !== s.foreground) waiting.add(session.instance_id);
+  }
+  return waiting;
+}
+
+// Re-render when the next open card passes its expiry, so it shows as expired on time.
+function armExpiry(now) {
+  window.clearTimeout(expiryTimer);
+  let next = Infinity;
+  for (const view of state.interactions.values()) {
+    if (FINAL_STATES.has(view.state) || !Number.isFinite(view.expires_at)) continue;
+    if (view.expires_at > now) next = Math.min(next, view.expires_at);
+  }
+  if (next === Infinity) return;
+  const delay = Math.min(MAX_TICK_MS, Math.max(0, (next - now) * 1000) + 50);
+  expiryTimer = window.setTimeout(render, delay);
+}
+
+// ---------------------------------------------------------------- rendering
+
+function render() {
+  const now = Date.now() / 1000;
+  status.render(state);
+  notices.render(state);
+  switcher.render(state);
+
+  const front = state.instances.find((i) => i.instance_id === state.foreground);
+  const chatInFront = !front || front.app_scope === "chat";
+  const entry = chatInFront ? undefined : state.views.get(front.instance_id);
+  const focused = document.activeElement;
+  const chatWasShown = !timeline.section.hidden;
+
+  if (chatWasShown && !chatInFront) timeline.saveScroll();
+  timeline.section.hidden = !chatInFront;
+  ui.skipLink.hidden = !chatInFront;
+  const mounted = !chatInFront && stage.show(front.instance_id, entry);
+  if (!mounted) stage.clear();
+  ui.appView.hidden = !mounted;
+  ui.placeholder.hidden = chatInFront || mounted;
+  if (!chatInFront && !mounted) {
+    const title = instanceTitle(state, front);
+    ui.placeholder.querySelector("p").textContent =
+      entry === undefined && state.resuming.has(front.instance_id)
+        ? `Resuming ${title}…`
+        : entry === undefined && front.state === "starting"
+          ? `Opening ${title}…`
+          : `${title} is in front. This Shell cannot show its view yet; ` +
+            "switch back to the conversation with the bar above.";
+  }
+
+  const places = placement(state, now);
+  // The overlay: the open questions of the foreground app's own sub-session.
+  const frontGroup = chatInFront ? undefined : places.groups.find((g) => g.inFront);
+  overlay.render(
+    state,
+    chatInFront ? null : front.instance_id,
+    frontGroup ? frontGroup.views.filter((v) => isOpen(v, now)) : [],
+    now,
+  );
+  // An app's own questions: in its container, shown while it is in front, focus untouched.
+  const asked = chatInFront ? [] : (places.byApp.get(front.instance_id) ?? []);
+  const shown = asked.sort(byCreation).slice(-MAX_APP_CARDS);
+  const key = asked.map((v) => `${v.interaction_id}:${v.state}`).join(" ");
+  if (key !== askedKey && mounted) stage.poke();
+  askedKey = key;
+  ui.appCards.hidden = shown.length === 0;
+  replaceKeeping(
+    appCardList,
+    shown.map((v) => appCards.element(v, state, ctx, now)),
+  );
+  appCards.keep(new Set(shown.map((v) => v.interaction_id)));
+
+  const chat = state.chatInstance === null ? undefined : state.views.get(state.chatInstance);
+  const chatView = chat && chat.view.kind === "chat.timeline" ? chat.view : null;
+  timeline.render(state, chatView, { cards: places.main, groups: places.groups, now });
+  if (!chatWasShown && chatInFront) timeline.restoreScroll();
+
+  // Focus that was on something now hidden or gone moves to what took its place.
+  const current = document.activeElement;
+  if (
+    focused &&
+    focused !== document.body &&
+    (!current || current === document.body || !isShown(current))
+  ) {
+    if (chatInFront) timeline.focus();
+    else if (mounted) stage.focus();
+  }
+  armExpiry(now);
+}
+
+// ---------------------------------------------------------------- start
+
+render();
+connection.start();
