@@ -46,6 +46,8 @@ from lineup.actors.kernel import (
     handles,
 )
 from lineup.actors.router.messages import (
+    AppSessionContinueReply,
+    AppSessionContinueRequest,
     InteractionAnswerReply,
     InteractionAnswerRequest,
     InteractionsListReply,
@@ -70,6 +72,7 @@ from .messages import (
 from .shell_protocol import (
     MAX_ITEMS_FRAME_BYTES,
     MAX_SHELL_FRAME_BYTES,
+    AppSessionContinueFrame,
     InteractionAnswerFrame,
     InteractionDraftFrame,
     RuntimeStatus,
@@ -99,6 +102,7 @@ VIEW_QUEUE: Final = 256
 _RESERVED: Final = frozenset({"id", "order", "rev", "markdown", "tree"})
 REFUSED: Final = "hostbridge.shell_frame_refused"
 ANSWER_REFUSED: Final = "hostbridge.interaction_answer_refused"
+CONTINUE_REFUSED: Final = "hostbridge.app_session_continue_refused"
 ANSWER_TIMEOUT: Final = ASK_TIMEOUT * 5
 LIST_BACKOFF_MIN: Final = 0.25  # seconds before asking a router that did not answer again
 LIST_BACKOFF_MAX: Final = 5.0
@@ -366,6 +370,24 @@ class HostbridgeActor(Actor):
         for update in interaction_frames(self._mirror.upsert((reply.interaction,))):
             self.hub.broadcast(update)
 
+    async def _continue(self, frame: AppSessionContinueFrame) -> None:
+        """The user continues an ended sub-session's work: the router starts a new instance."""
+        self._audit_user("ui.app_session.continue", frame.type, subject_id=frame.app_session_id)
+        try:
+            reply = await self.bus.request(
+                "router",
+                AppSessionContinueRequest(app_session_id=frame.app_session_id),
+                expect=AppSessionContinueReply,
+                timeout=ANSWER_TIMEOUT,
+                retry=True,  # a repeat answers the continuation already started
+            )
+        except LineUpError as exc:
+            self._refused(frame.type, CONTINUE_REFUSED, exc.code.value)
+            self._error_notice(f"That could not be continued ({exc.code.value}).")
+            return
+        for update in session_frames(self._mirror.upsert_sessions((reply.session,))):
+            self.hub.broadcast(update)
+
     def _draft(self, frame: InteractionDraftFrame) -> None:
         # Not audited: a draft is typing, not an action (and comes often).
         if not self._mirror.draft(frame.interaction_id, frame.values):
@@ -451,6 +473,9 @@ class HostbridgeActor(Actor):
             return
         if isinstance(frame, InteractionDraftFrame):
             self._draft(frame)
+            return
+        if isinstance(frame, AppSessionContinueFrame):
+            await self._continue(frame)
             return
         event = frame.event
         self._audit_user("ui.event", event.kind, subject_id=frame.instance_id)

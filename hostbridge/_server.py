@@ -46,6 +46,7 @@ from .shell_protocol import (
     HEARTBEAT_S,
     MAX_SHELL_FRAME,
     SHELL_TO_RUNTIME,
+    AppSessionContinueFrame,
     InteractionAnswerFrame,
     InteractionDraftFrame,
     ShellAction,
@@ -278,10 +279,19 @@ async def _listen(
             for hello in await greeting():
                 await send.send(encode(hello))
             continue
-        if isinstance(frame, InteractionAnswerFrame | InteractionDraftFrame) and not budget.take():
+        if (
+            isinstance(
+                frame, InteractionAnswerFrame | InteractionDraftFrame | AppSessionContinueFrame
+            )
+            and not budget.take()
+        ):
             refused(frame.type)  # past its rate: refused, audited by type like any refusal
             continue
         await inbound(frame)
+
+
+# The frames that act on the runtime's records: each Shell gets a bounded rate of them.
+_BUDGETED: Final = (InteractionAnswerFrame, InteractionDraftFrame, AppSessionContinueFrame)
 
 
 class _Budget:

@@ -47,6 +47,7 @@ __all__ = [
     "SHELL_TO_RUNTIME",
     "SILENCE_S",
     "UI_EVENT_KINDS",
+    "AppSessionContinueFrame",
     "ComposerSubmit",
     "InteractionAnswerFrame",
     "InteractionDraftFrame",
@@ -198,12 +199,31 @@ class InteractionDraftFrame(ShellFrame):
     values: dict[FieldId, DraftValue] = Field(max_length=MAX_DRAFT_FIELDS)
 
 
+class AppSessionContinueFrame(ShellFrame):
+    """The user chose "Continue" on an ended sub-session: a new instance of its app, with a new
+    sub-session that references the old one (seed 000 §7.3)."""
+
+    type: Literal["app_session.continue"] = "app_session.continue"
+    app_session_id: Id
+
+
 ShellInbound = Annotated[
-    ShellReady | UiEventFrame | UiIntentFrame | InteractionAnswerFrame | InteractionDraftFrame,
+    ShellReady
+    | UiEventFrame
+    | UiIntentFrame
+    | InteractionAnswerFrame
+    | InteractionDraftFrame
+    | AppSessionContinueFrame,
     Field(discriminator="type"),
 ]
 # What the hostbridge hands on after the greeting: every Shell frame but `shell.ready`.
-ShellAction = UiEventFrame | UiIntentFrame | InteractionAnswerFrame | InteractionDraftFrame
+ShellAction = (
+    UiEventFrame
+    | UiIntentFrame
+    | InteractionAnswerFrame
+    | InteractionDraftFrame
+    | AppSessionContinueFrame
+)
 SHELL_TO_RUNTIME: Final[TypeAdapter[ShellInbound]] = TypeAdapter(ShellInbound)
 
 _TAG: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")

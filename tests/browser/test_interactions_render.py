@@ -153,19 +153,22 @@ async def answers(connection: ShellConnection, page_sync: Any) -> list[Frame]:
     return [f for f in connection.pending() if f.get("type") == "interaction.answer"]
 
 
-FOUR = interactions(
-    interaction("n1", NOTICE, "completed", result={"acknowledged": False}),
-    interaction("c1", CHOICE),
-    interaction("k1", CONFIRM),
-    interaction("i1", INPUT),
-)
+def four() -> Frame:
+    """One card of each kind, created now (a notice toasts only while it is recent: a frame
+    built when the module was imported would be minutes old later in a long run)."""
+    return interactions(
+        interaction("n1", NOTICE, "completed", result={"acknowledged": False}),
+        interaction("c1", CHOICE),
+        interaction("k1", CONFIRM),
+        interaction("i1", INPUT),
+    )
 
 
 async def test_each_card_has_its_requests_own_labels_and_a_notice_is_read_only_with_a_toast(
     page: ShellPage, hostbridge: FakeHostbridge
 ) -> None:
     hello = chat_view(message("m1", "agent", "received", "Hello"))
-    connection = await open_shell(page, hostbridge, apps(CHAT, task=False), hello, FOUR)
+    connection = await open_shell(page, hostbridge, apps(CHAT, task=False), hello, four())
 
     def notice_and_labels(p: Page) -> None:
         notice = card(p, "n1")
@@ -201,7 +204,7 @@ async def test_each_card_has_its_requests_own_labels_and_a_notice_is_read_only_w
 async def test_the_choice_confirm_and_input_cards_are_answered_by_keyboard_alone(
     page: ShellPage, hostbridge: FakeHostbridge
 ) -> None:
-    connection = await open_shell(page, hostbridge, apps(CHAT, task=False), chat_view(), FOUR)
+    connection = await open_shell(page, hostbridge, apps(CHAT, task=False), chat_view(), four())
 
     def choose_by_keyboard(p: Page) -> None:
         choice = card(p, "c1")
@@ -442,9 +445,54 @@ async def test_an_ended_sub_session_unfolds_read_only_and_its_open_question_stay
         expect(card(p, "k1", "group").get_by_test_id("interaction-outcome")).to_have_text(
             "You chose: Yes, close it"
         )
-        expect(group.locator("button:not(.app-session-toggle), input")).to_have_count(0)
+        # Nothing in it answers anything: its only other button continues in a new instance.
+        expect(
+            group.locator("button:not(.app-session-toggle, .app-session-continue), input")
+        ).to_have_count(0)
         expect(card(p, "i1", "group")).to_have_count(0)
         expect(card(p, "i1").get_by_test_id("interaction-submit")).to_be_enabled()
+
+    await page.run(check)
+
+
+async def test_continue_on_an_ended_sub_session_is_asked_once_by_keyboard(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    connection = await open_shell(
+        page, hostbridge, apps(CHAT, task=False), chat_view(), session("closed")
+    )
+
+    def continue_twice(p: Page) -> None:
+        group = p.get_by_test_id("app-session-group")
+        expect(group.get_by_test_id("app-session-continue")).to_be_hidden()  # folded
+        group.get_by_test_id("app-session-toggle").focus()
+        p.keyboard.press("Enter")
+        button = group.get_by_test_id("app-session-continue")
+        expect(button).to_be_visible()
+        p.keyboard.press("Tab")
+        expect(button).to_be_focused()
+        p.keyboard.press("Enter")
+        p.keyboard.press("Enter")
+        expect(button).to_be_disabled()
+
+    await page.run(continue_twice)
+    frame = await connection.expect("app_session.continue")
+    assert frame == {"type": "app_session.continue", "app_session_id": SESSION}
+    await connection.send({"type": "shell.notice", "level": "info", "text": "sync"})
+    await page.run(lambda p: expect(p.get_by_text("sync")).to_be_visible())
+    assert [f for f in connection.pending() if f.get("type") == "app_session.continue"] == []
+
+
+async def test_an_open_sub_session_offers_no_continue(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    await open_shell(page, hostbridge, apps(CHAT), chat_view(), task_view(), session("open"))
+
+    def check(p: Page) -> None:
+        group = p.get_by_test_id("app-session-group")
+        group.get_by_test_id("app-session-toggle").click()
+        expect(group.get_by_test_id("app-session-body")).to_be_visible()
+        expect(group.get_by_test_id("app-session-continue")).to_be_hidden()
 
     await page.run(check)
 

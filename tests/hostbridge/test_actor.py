@@ -28,6 +28,8 @@ from lineup.actors.kernel import (
     Message,
 )
 from lineup.actors.router.messages import (
+    AppSessionContinueReply,
+    AppSessionContinueRequest,
     InteractionAnswerReply,
     InteractionAnswerRequest,
     InteractionsListReply,
@@ -55,6 +57,7 @@ class FakeBus:
         self.list_refusals = 0
         self.lists = 0
         self.answer: Any = None  # InteractionAnswerRequest → InteractionAnswerReply (or raises)
+        self.resume: Any = None  # AppSessionContinueRequest → AppSessionContinueReply (or raises)
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
@@ -87,6 +90,9 @@ class FakeBus:
         if isinstance(body, InteractionAnswerRequest) and self.answer is not None:
             reply: InteractionAnswerReply = self.answer(body)
             return reply
+        if isinstance(body, AppSessionContinueRequest) and self.resume is not None:
+            resumed: AppSessionContinueReply = self.resume(body)
+            return resumed
         raise AssertionError(f"unexpected request {body.TYPE}")
 
     async def until(self, done: Any) -> None:

@@ -13,6 +13,8 @@ from trio_websocket import WebSocketConnection, open_websocket_url
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.router.messages import (
+    AppSessionContinueReply,
+    AppSessionContinueRequest,
     InteractionAnswerReply,
     InteractionAnswerRequest,
     InteractionsListReply,
@@ -169,6 +171,55 @@ async def test_an_answer_goes_to_the_router_with_only_the_id_and_the_answer_and_
     assert [(a.peer, a.message_type, a.subject_id, a.code) for a in rows] == [
         ("user", "interaction.answer", "i1", None)
     ]
+
+
+async def test_continue_goes_to_the_router_and_every_shell_gets_the_new_sub_session(
+    tmp_path: Path,
+) -> None:
+    bus = FakeBus()
+    new = SESSION.model_copy(
+        update={
+            "app_session_id": "lu:app_session:task-dashboard:c2",
+            "instance_id": "task-dashboard:c2",
+            "previous_app_session_id": SESSION.app_session_id,
+        }
+    )
+    bus.resume = lambda request: AppSessionContinueReply(session=new)
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with await shell(port) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            await frame_of(ws, "shell.apps")
+            frame = {"type": "app_session.continue", "app_session_id": SESSION.app_session_id}
+            await ws.send_message(json.dumps(frame))
+            update = await frame_of(ws, "shell.app_sessions")
+        nursery.cancel_scope.cancel()
+    sent = [r for r in bus.requests if isinstance(r, AppSessionContinueRequest)]
+    assert sent == [AppSessionContinueRequest(app_session_id=SESSION.app_session_id)]
+    assert update["sessions"] == [new.model_dump(mode="json")]
+    rows = [a for a in bus.audits if a.event == "ui.app_session.continue"]
+    assert [(a.peer, a.subject_id) for a in rows] == [("user", SESSION.app_session_id)]
+
+
+async def test_a_refused_continue_is_a_notice_with_its_code_and_audited(tmp_path: Path) -> None:
+    bus = FakeBus()
+
+    def refuse(request: AppSessionContinueRequest) -> AppSessionContinueReply:
+        raise LineUpError(ErrorCode.APP_SESSION_INVALID, "still open")
+
+    bus.resume = refuse
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with await shell(port) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            await frame_of(ws, "shell.apps")
+            frame = {"type": "app_session.continue", "app_session_id": SESSION.app_session_id}
+            await ws.send_message(json.dumps(frame))
+            notice = await frame_of(ws, "shell.notice")
+        nursery.cancel_scope.cancel()
+    assert notice["level"] == "error" and ErrorCode.APP_SESSION_INVALID.value in notice["text"]
+    refused = [a for a in bus.audits if a.event == "hostbridge.app_session_continue_refused"]
+    assert [(a.peer, a.code) for a in refused] == [("user", ErrorCode.APP_SESSION_INVALID.value)]
 
 
 async def test_a_refused_answer_comes_back_as_a_notice_with_its_code_and_the_card_as_it_was(

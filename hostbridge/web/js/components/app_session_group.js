@@ -4,6 +4,8 @@
 // one of its questions is open and its instance is not in front, it says "waiting for your
 // answer", and the question can be answered from here. An ended sub-session unfolds read-only;
 // a question of it still open goes back to the main IM (main.js placement), never revived here.
+// Its "Continue" button asks the runtime for a new instance of the app, whose new sub-session
+// references this one (`app_session.continue`); nothing is appended to the ended one.
 
 import { isOpen } from "../core/state.js";
 import { el, replaceKeeping, uniqueId } from "../core/util.js";
@@ -28,10 +30,22 @@ export function createGroup(session) {
   body.setAttribute("role", "group");
   const note = el("p", "app-session-note", "app-session-note");
   const list = el("div", "app-session-cards");
-  body.append(note, list);
+  const resume = el("button", "interaction-button app-session-continue", "app-session-continue", "Continue");
+  resume.type = "button";
+  resume.hidden = true;
+  body.append(note, list, resume);
   li.append(toggle, body);
-  const group = { li, toggle, title, status, waiting, body, note, list, open: false };
+  const group = { li, toggle, title, status, waiting, body, note, list, resume, open: false };
+  group.continueSent = false;
   group.cards = new CardCache("group", { headingLevel: 4 });
+  resume.addEventListener("click", () => {
+    if (group.continueSent || !group.ctx) return; // a double click continues once
+    group.continueSent = group.ctx.send({
+      type: "app_session.continue",
+      app_session_id: session.app_session_id,
+    });
+    resume.disabled = group.continueSent;
+  });
   toggle.addEventListener("click", () => {
     group.open = !group.open;
     toggle.setAttribute("aria-expanded", String(group.open));
@@ -43,7 +57,10 @@ export function createGroup(session) {
 // `views`: the session's interactions, oldest first; `inFront`: its instance is in front.
 export function updateGroup(group, session, views, { state, ctx, now, appTitle, inFront }) {
   const ended = session.state === "closed";
+  group.ctx = ctx;
   group.li.setAttribute("data-state", session.state);
+  group.resume.hidden = !ended;
+  group.resume.setAttribute("aria-label", `Continue in a new ${appTitle}`);
   group.title.textContent = appTitle;
   group.status.textContent = ended ? " · ended" : inFront ? " · in front" : " · open";
   const open = !ended && views.some((v) => isOpen(v, now));
