@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import lineup
 from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
@@ -211,6 +212,8 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             {
                 "app": app.entry,
                 "instance_id": app.instance_id or app.app_scope,
+                # A resident app ships with the runtime: its version is the runtime's.
+                "app_version": lineup.__version__,
                 "sandbox": {
                     "profile": "miniapp",
                     "app_scope": app.app_scope,

@@ -33,7 +33,7 @@ NOTICE, CHOICE, CONFIRM, INPUT = (
 )
 MENU_PROMPT: Final = "What would you like to try?"
 MENU_ACTIONS: Final = (
-    ("notice", "A notice", "Something to read, with one button."),
+    ("notice", "A notice", "Something to read."),
     ("choice", "A choice", "Pick one or more of a few options."),
     ("confirm", "A confirmation", "Yes or no."),
     ("input", "A form", "A few fields to fill in."),

@@ -56,8 +56,9 @@ async def test_the_shell_socket_is_refused_without_the_token_or_from_a_foreign_o
     ]
     for path, headers in attempts:
         assert await http_status(port, path, upgrade | headers) == 403, (path, headers)
-    assert await http_status(port, "/", rebound) == 403
-    assert await http_status(port, "/shell.js", rebound) == 404
+    for path in ("/", "/js/main.js", "/no-such-file.js"):  # the Host is checked first
+        assert await http_status(port, path, rebound) == 403, path
+    assert await http_status(port, "/js/main.js", {}) == 200
     assert await http_status(port, "/", {}) == 200
     # The real Shell, with the token and its own origin, gets in.
     shell = await connect_shell(nursery, runtime.shell_url)

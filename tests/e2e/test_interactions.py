@@ -324,3 +324,22 @@ async def test_the_task_dashboard_asks_before_closing_a_task_not_done(
     assert result["payload"]["result"] == {"status": "cancelled"}
     closed = await s.agent.pull("lineup.v1.app_session.closed")
     assert closed["payload"]["instance_id"] == instance
+
+
+async def test_a_miniapps_context_is_the_runtimes_word_on_its_scope_instance_and_conversation(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Asker, title="Asker")
+    s = await scene_on(nursery, runtime)
+    await s.agent.client.call_tool(
+        CONVERSATION, "asker.run", {"mode": "context"}, s.revision, call_id="ctx-1"
+    )
+    done = await s.agent.terminal("ctx-1")
+    assert done["payload"]["result"]["context"] == {
+        "app_scope": "asker",
+        "instance_id": "asker:ctx-1",
+        "conversation_id": CONVERSATION,
+        "state": "foreground",  # a launch brings it forward
+        "mode": "app",
+        "app_version": "1.0.0",  # its manifest's
+    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lineup
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
@@ -32,6 +33,7 @@ def test_the_system_app_runs_as_a_permanent_confined_child_that_misbehaving_does
     assert chat.config == {
         "app": catalogue.SYSTEM_APP.entry,
         "instance_id": "chat",
+        "app_version": lineup.__version__,  # it ships with the runtime
         "sandbox": {
             "profile": "miniapp",
             "app_scope": "chat",

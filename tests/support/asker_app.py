@@ -19,14 +19,26 @@ class _Model(BaseModel):
 
 
 class AskInput(_Model):
-    mode: Literal["ask", "reach"]
+    mode: Literal["ask", "reach", "context"]
     other_id: str | None = Field(default=None, max_length=200)  # another owner's interaction
     other_call_id: str | None = Field(default=None, max_length=200)  # a call not this instance's
+
+
+class Context(_Model):
+    """What the runtime says this app and instance are (seed 003 §3 `MiniAppContext`)."""
+
+    app_scope: str = Field(max_length=100)
+    instance_id: str = Field(max_length=200)
+    conversation_id: str = Field(max_length=200)
+    state: str = Field(max_length=40)
+    mode: str = Field(max_length=10)
+    app_version: str = Field(max_length=64)
 
 
 class AskOutput(_Model):
     interaction_id: str | None = Field(default=None, max_length=200)
     codes: tuple[str, ...] = ()
+    context: Context | None = None
 
 
 class Asker(MiniApp):
@@ -53,6 +65,18 @@ class Asker(MiniApp):
             )
             await self._show(call.instance_id)
             return AskOutput(interaction_id=record.interaction_id)
+        if call.input.mode == "context":
+            facts = await self.app.refresh(call.instance_id)
+            return AskOutput(
+                context=Context(
+                    app_scope=facts.app_scope,
+                    instance_id=facts.instance_id,
+                    conversation_id=facts.conversation_id or "",
+                    state=facts.state,
+                    mode=facts.mode,
+                    app_version=self.app.app_version,
+                )
+            )
         codes: list[str] = []
         other = call.input.other_id or "none"
         other_call = call.input.other_call_id or "none"
