@@ -523,6 +523,24 @@ async def test_an_apps_own_question_shows_in_its_container_without_moving_focus(
     assert [f for f in connection.pending() if f.get("type") == "ui.intent"] == []
 
 
+async def test_an_apps_own_question_asked_while_it_is_behind_marks_its_tab_as_waiting(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    connection = await open_shell(page, hostbridge, apps(CHAT), chat_view(), task_view())
+    own = interaction(
+        "m1", CONFIRM, source="miniapp", owner_scope="task-dashboard", instance_id=TASK
+    )
+    await connection.send(interactions(own))
+
+    def waiting(p: Page) -> None:
+        expect(p.get_by_test_id("app-tab-waiting")).to_have_count(1)
+        expect(card(p, "m1", "timeline")).to_have_count(0)  # it is the app's, not the IM's
+
+    await page.run(waiting)
+    await connection.send(interactions({**own, "state": "submitted", "result": {"approved": True}}))
+    await page.run(lambda p: expect(p.get_by_test_id("app-tab-waiting")).to_have_count(0))
+
+
 async def test_a_reload_keeps_a_pending_card_and_what_was_typed_into_it(
     page: ShellPage, hostbridge: FakeHostbridge
 ) -> None:

@@ -140,9 +140,17 @@ const appName = (scope) =>
     .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
     .join(" ");
 
+// The instances behind the front with a question open: an Agent's question of their open
+// sub-session, or one the app asked itself (its card is in the app's own container).
 function waitingInstances(s, now) {
   const waiting = new Set();
   for (const view of s.interactions.values()) {
+    if (view.source === "miniapp") {
+      if (isOpen(view, now) && view.instance_id && view.instance_id !== s.foreground) {
+        waiting.add(view.instance_id);
+      }
+      continue;
+    }
     const session = sessionOf(s, view);
     if (session === null || session.state !== "open" || !isOpen(view, now)) continue;
     if (session.instance_id !== s.foreground) waiting.add(session.instance_id);
