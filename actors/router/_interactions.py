@@ -56,6 +56,8 @@ from lineup.actors.store.messages import (
     AppSessionListReply,
     AppSessionListRequest,
     AppSessionRow,
+    InteractionCountReply,
+    InteractionCountRequest,
     InteractionEvent,
     InteractionFacts,
     InteractionGetReply,
@@ -111,6 +113,10 @@ _CALL_ENDING: Final[dict[Ending, ToolCallEvent]] = {
     "fail": "fail",
 }
 APP_CLOSED: Final = "app_closed"  # the code a closed instance's calls end with, too
+# Questions open at once (quota_exceeded past them): every open one is a card the Shell holds
+# and lists on each connect, so neither the Agent nor an app may pile them up without end.
+MAX_OPEN_AGENT: Final = 64  # the Agent's (one Agent in the MVP)
+MAX_OPEN_PER_APP: Final = 16  # one MiniApp's own, all its instances together
 
 
 class InteractionService:
@@ -130,6 +136,8 @@ class InteractionService:
         self._timers: list[tuple[float, str]] = []
         self._timer_wakeup = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # One new question at a time, so that its quota's count and its birth agree.
+        self._asking = trio.Lock()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -187,6 +195,14 @@ class InteractionService:
             if call_step is not None and call_step.rows:
                 await self._tools.wake_transport()
         return reply
+
+    async def _over_quota(self, source: Literal["agent_tool", "miniapp"], scope: str = "") -> bool:
+        """Whether a new question of the Agent (or of app `scope`) would pass its quota."""
+        count = await self._store(
+            InteractionCountRequest(source=source, owner_scope=scope or None),
+            InteractionCountReply,
+        )
+        return count.open >= (MAX_OPEN_AGENT if source == "agent_tool" else MAX_OPEN_PER_APP)
 
     async def _get(
         self, *, interaction_id: str | None = None, call_id: str | None = None
@@ -247,6 +263,21 @@ class InteractionService:
         except LineUpError as refused:
             await self._tools.refuse(call_id, facts, refused.code)
             return
+        async with self._asking:
+            if await self._get(call_id=call_id) is None and await self._over_quota("agent_tool"):
+                await self._tools.refuse(call_id, facts, ErrorCode.QUOTA_EXCEEDED)
+                return
+            await self._ask(call_id, facts, envelope, request, expires_in_ms, session_row)
+
+    async def _ask(
+        self,
+        call_id: str,
+        facts: ToolCallFacts,
+        envelope: RuntimeEnvelope,
+        request: std.StandardInteractionRequest,
+        expires_in_ms: int | None,
+        session_row: AppSessionRow | None,
+    ) -> None:
         session = await self._session()
         now = time.time()
         timeout_ms = expires_in_ms if expires_in_ms is not None else std.DEFAULT_EXPIRES_IN_MS
@@ -412,7 +443,24 @@ class InteractionService:
             presentation=msg.presentation,
             expires_at=time.time() + expires_in_ms / 1000 if expires_in_ms is not None else None,
         )
-        reply = await self._step(new, "ask")
+        async with self._asking:
+            if await self._get(interaction_id=new.interaction_id) is None and (
+                await self._over_quota("miniapp", scope)
+            ):
+                self.bus.audit(
+                    AuditRecord(
+                        event="router.interaction_refused",
+                        actor=self.me.name,
+                        peer=sender.name,
+                        code=ErrorCode.QUOTA_EXCEEDED.value,
+                        message_type=msg.TYPE,
+                        subject_id=instance.instance_id,
+                    )
+                )
+                raise LineUpError(
+                    ErrorCode.QUOTA_EXCEEDED, f"{MAX_OPEN_PER_APP} questions are open"
+                )
+            reply = await self._step(new, "ask")
         if reply.created:
             self._arm(reply.interaction)
         await self._advance(reply.interaction)

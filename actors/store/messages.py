@@ -123,6 +123,8 @@ from .instances.messages import (
 )
 from .interactions.machine import FINAL as FINAL_INTERACTION_STATES
 from .interactions.messages import (
+    InteractionCountReply,
+    InteractionCountRequest,
     InteractionEvent,
     InteractionFacts,
     InteractionGetReply,
@@ -242,6 +244,8 @@ __all__ = [
     "InstanceTransitionRequest",
     "InstanceUpsertReply",
     "InstanceUpsertRequest",
+    "InteractionCountReply",
+    "InteractionCountRequest",
     "InteractionEvent",
     "InteractionFacts",
     "InteractionGetReply",

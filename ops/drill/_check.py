@@ -31,6 +31,7 @@ ANSWERED_STATES: Final = frozenset({"completed", "submitted"})  # the Agent got 
 CANCEL_CODES: Final = frozenset({"cancelled_by_user", "interaction_dismissed", "app_closed"})
 EXPIRY_CODES: Final = frozenset({"operation_expired", "expired"})
 STALE: Final = "inventory_revision_mismatch"  # the Agent asked with an old revision
+QUOTA: Final = "quota_exceeded"  # the Agent had as many questions open as it may
 # What only one side acts on ends one way; the races may end either way.
 SCRIPTED_END: Final = {
     "answer": "completed",
@@ -215,8 +216,8 @@ def _interactions(expected: Expected, evidence: Evidence) -> Invariant:
                 rule.breach(f"{call_id}: a bogus sub-session gave {len(records)} rows, {codes}")
             continue
         codes = [p.get("code") for k, p in got if k == "lineup.v1.tool.error"]
-        if not records and codes == [STALE]:
-            continue  # refused at the checks, before any interaction: the Agent's own race
+        if not records and codes in ([STALE], [QUOTA]):
+            continue  # refused at the checks, before any interaction: the Agent's own doing
         if len(records) != 1:
             rule.breach(f"{call_id}: {len(records)} interactions")
             continue

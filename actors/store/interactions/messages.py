@@ -26,6 +26,8 @@ from .machine import CODED, InteractionEvent, InteractionState
 __all__ = [
     "MAX_REQUEST_BYTES",
     "MAX_RESULT_BYTES",
+    "InteractionCountReply",
+    "InteractionCountRequest",
     "InteractionEvent",
     "InteractionFacts",
     "InteractionGetReply",
@@ -186,3 +188,18 @@ class InteractionListReply(Message):
 
     type: Literal["store.interaction.list.reply"] = "store.interaction.list.reply"
     interactions: tuple[InteractionRow, ...]
+
+
+class InteractionCountRequest(Message):
+    """How many interactions still wait for their answer (pending or presented) of one
+    `source`, and, for `miniapp`, of one owner app: what the router bounds (a quota), without
+    reading their rows. An answered one (`submitted`) no longer counts."""
+
+    type: Literal["store.interaction.count"] = "store.interaction.count"
+    source: InteractionSource
+    owner_scope: Name | None = None
+
+
+class InteractionCountReply(Message):
+    type: Literal["store.interaction.count.reply"] = "store.interaction.count.reply"
+    open: int

@@ -38,6 +38,8 @@ from . import machine
 from .messages import (
     MAX_REQUEST_BYTES,
     MAX_RESULT_BYTES,
+    InteractionCountReply,
+    InteractionCountRequest,
     InteractionGetReply,
     InteractionGetRequest,
     InteractionListReply,
@@ -49,6 +51,7 @@ from .messages import (
 
 __all__ = [
     "HANDLERS",
+    "interaction_count",
     "interaction_get",
     "interaction_list",
     "interaction_step",
@@ -231,9 +234,21 @@ def interaction_list(
     return InteractionListReply(interactions=tuple(_row(values) for values in kept))
 
 
+def interaction_count(
+    conn: Connection, req: InteractionCountRequest, now: float
+) -> InteractionCountReply:
+    row = conn.execute(
+        "SELECT count(*) FROM interactions WHERE source = ?1"
+        " AND (?2 IS NULL OR owner_scope = ?2) AND state IN ('pending', 'presented')",
+        (req.source, req.owner_scope),
+    ).fetchone()
+    return InteractionCountReply(open=int(row[0]) if row is not None else 0)
+
+
 # What the store serves from this area: request, operation, access (`_table`).
 HANDLERS: Final[tuple[Served, ...]] = (
     write_as(InteractionStepRequest, interaction_step),
     read(InteractionGetRequest, interaction_get),
     read(InteractionListRequest, interaction_list),
+    read(InteractionCountRequest, interaction_count),
 )

@@ -27,7 +27,11 @@ from lineup.actors.router import _ids as ids
 from lineup.actors.router import _interactions
 from lineup.actors.router._app_sessions import AppSessions
 from lineup.actors.router._envelope import RuntimeEnvelope, Scope, Sender, Target
-from lineup.actors.router._interactions import InteractionService
+from lineup.actors.router._interactions import (
+    MAX_OPEN_AGENT,
+    MAX_OPEN_PER_APP,
+    InteractionService,
+)
 from lineup.actors.router._tools import ToolPipeline
 from lineup.actors.router.messages import InteractionAnswerRequest
 from lineup.actors.store.messages import (
@@ -382,6 +386,45 @@ async def test_a_miniapps_answer_goes_to_it_alone_and_another_app_cannot_reach_i
     )
     assert settled.interaction.state == "completed"  # told: delivered
     assert [p for p, _ in router.bus.told if p.startswith("miniapp:")] == ["miniapp:task-dashboard"]
+
+
+async def test_the_agents_open_questions_are_bounded_and_a_repeat_of_one_still_answers(
+    router: Router,
+) -> None:
+    for n in range(MAX_OPEN_AGENT):
+        await router.ask(f"c{n}", "interaction.confirm", CONFIRM)
+    await router.ask("c-over", "interaction.confirm", CONFIRM)
+    over = await router.call("c-over")
+    assert (over.state, over.error_code) == ("rejected", ErrorCode.QUOTA_EXCEEDED.value)
+    assert await router.interaction("c-over") is None  # nothing was asked
+    await router.ask("c0", "interaction.confirm", CONFIRM)  # a repeat of an open one: no quota
+    assert (await router.interaction("c0")) is not None
+    first = await router.interaction("c0")
+    assert first is not None
+    await router.answer(first.interaction_id, {"approved": True})  # one closes: room again
+    await router.ask("c-room", "interaction.confirm", CONFIRM)
+    assert (await router.call("c-room")).state == "running"
+
+
+async def test_a_miniapps_open_questions_are_bounded_and_refused_past_it_audited(
+    router: Router,
+) -> None:
+    def ask(request_id: str) -> sdk.InteractionAskRequest:
+        return sdk.InteractionAskRequest(
+            instance_id=INSTANCE, request_id=request_id, request={"kind": "confirm", **CONFIRM}
+        )
+
+    for n in range(MAX_OPEN_PER_APP):
+        await router.service.request(APP, ask(f"r{n}"))
+    with pytest.raises(LineUpError) as refused:
+        await router.service.request(APP, ask("r-over"))
+    assert refused.value.code is ErrorCode.QUOTA_EXCEEDED
+    again = await router.service.request(APP, ask("r0"))  # a retry of an open one answers
+    assert again.changed is False
+    rows = [a for a in router.bus.audits if a.event == "router.interaction_refused"]
+    assert [(a.peer, a.code) for a in rows] == [(APP.name, ErrorCode.QUOTA_EXCEEDED.value)]
+    await router.ask("agent-still", "interaction.confirm", CONFIRM)  # the Agent's are apart
+    assert (await router.call("agent-still")).state == "running"
 
 
 async def test_a_parent_call_must_be_one_of_the_instances_own_open_calls(router: Router) -> None:
