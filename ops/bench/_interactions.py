@@ -18,6 +18,7 @@ the bench reads the revision from that outbox row.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -42,6 +43,7 @@ from lineup.actors.transport.messages import (
     RuntimeStateReply,
     RuntimeStateRequest,
 )
+from lineup.hostbridge._server import INTERACTION_FRAMES_PER_S
 from lineup.supervisor import Supervisor
 from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime, shell_socket
 
@@ -223,10 +225,16 @@ async def answer_latencies(samples: int) -> list[float]:
             await peer.ack_all()
             shell = _Shell(plan.shell_url)
             await nursery.start(shell.watch)
+            answered_at = -math.inf
             for n in range(WARM_UP + samples):
                 call_id = f"ask-{n}"
                 await peer.ask(call_id, revision)
                 view = await shell.shown(call_id)
+                # A person's pace: one Shell may send INTERACTION_FRAMES_PER_S answers a second
+                # (past its burst the hostbridge refuses more), so answers are spaced to it,
+                # outside the clock.
+                await trio.sleep_until(answered_at + 1 / INTERACTION_FRAMES_PER_S)
+                answered_at = trio.current_time()
                 seen = len(peer.wakes)
                 started = time.perf_counter()
                 await shell.answer(str(view["interaction_id"]), {"action_ids": ["yes"]})
