@@ -30,9 +30,7 @@ All state lives in the store; this object keeps only the timers.
 
 from __future__ import annotations
 
-import heapq
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
@@ -83,6 +81,7 @@ from lineup.sdk import protocol as sdk
 
 from . import _app_sessions
 from . import _ids as ids
+from ._deadlines import Deadlines
 from ._envelope import RuntimeEnvelope
 from .messages import (
     InteractionAnswerReply,
@@ -133,8 +132,7 @@ class InteractionService:
         self.me = me
         self._session = session
         self._tools = tools
-        self._timers: list[tuple[float, str]] = []
-        self._timer_wakeup = trio.Event()
+        self._deadlines = Deadlines()
         self._nursery: trio.Nursery | None = None
         # One new question at a time, so that its quota's count and its birth agree.
         self._asking = trio.Lock()
@@ -142,7 +140,7 @@ class InteractionService:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._expire_loop)
+            nursery.start_soon(self._deadlines.run, self._expire)
             task_status.started()
             nursery.start_soon(self._recover)
 
@@ -447,15 +445,12 @@ class InteractionService:
             if await self._get(interaction_id=new.interaction_id) is None and (
                 await self._over_quota("miniapp", scope)
             ):
-                self.bus.audit(
-                    AuditRecord(
-                        event="router.interaction_refused",
-                        actor=self.me.name,
-                        peer=sender.name,
-                        code=ErrorCode.QUOTA_EXCEEDED.value,
-                        message_type=msg.TYPE,
-                        subject_id=instance.instance_id,
-                    )
+                self._audit_app(
+                    "router.interaction_refused",
+                    sender,
+                    ErrorCode.QUOTA_EXCEEDED,
+                    msg.TYPE,
+                    instance.instance_id,
                 )
                 raise LineUpError(
                     ErrorCode.QUOTA_EXCEEDED, f"{MAX_OPEN_PER_APP} questions are open"
@@ -480,6 +475,21 @@ class InteractionService:
         )
         return sdk.InteractionReceipt(interaction=record_of(ended), changed=changed)
 
+    def _audit_app(
+        self, event: str, sender: Identity, code: ErrorCode, tag: str, subject_id: str
+    ) -> None:
+        """A MiniApp's request refused: ids and the code, never what it asked."""
+        self.bus.audit(
+            AuditRecord(
+                event=event,
+                actor=self.me.name,
+                peer=sender.name,
+                code=code.value,
+                message_type=tag,
+                subject_id=subject_id,
+            )
+        )
+
     async def _own_interaction(
         self, sender: Identity, interaction_id: str, tag: str
     ) -> InteractionRow:
@@ -488,15 +498,12 @@ class InteractionService:
         row = await self._get(interaction_id=interaction_id)
         if row is None or row.source != "miniapp" or row.owner_scope != app_scope_of(sender):
             if row is not None:
-                self.bus.audit(
-                    AuditRecord(
-                        event="router.interaction_denied",
-                        actor=self.me.name,
-                        peer=sender.name,
-                        code=ErrorCode.INTERACTION_NOT_FOUND.value,
-                        message_type=tag,
-                        subject_id=interaction_id,
-                    )
+                self._audit_app(
+                    "router.interaction_denied",
+                    sender,
+                    ErrorCode.INTERACTION_NOT_FOUND,
+                    tag,
+                    interaction_id,
                 )
             raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, interaction_id)
         return row
@@ -616,21 +623,7 @@ class InteractionService:
     def _arm(self, row: InteractionRow) -> None:
         if row.expires_at is None:
             return
-        earliest = self._timers[0][0] if self._timers else math.inf
-        heapq.heappush(self._timers, (row.expires_at, row.interaction_id))
-        if row.expires_at < earliest:
-            self._timer_wakeup.set()
-
-    async def _expire_loop(self) -> None:
-        while True:
-            now = time.time()
-            while self._timers and self._timers[0][0] <= now:
-                _, interaction_id = heapq.heappop(self._timers)
-                await self._expire(interaction_id)
-            self._timer_wakeup = trio.Event()
-            wait = self._timers[0][0] - time.time() if self._timers else math.inf
-            with trio.move_on_after(max(0.0, wait)):
-                await self._timer_wakeup.wait()
+        self._deadlines.arm(row.expires_at, row.interaction_id)
 
     async def _expire(self, interaction_id: str) -> None:
         """An interaction past its `expires_at` expires with its call, in one step, unless it

@@ -33,9 +33,7 @@ few immutable facts of calls it has seen) and the expiry timers, all rebuilt at 
 
 from __future__ import annotations
 
-import heapq
 import logging
-import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
@@ -87,6 +85,7 @@ from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.schema import validate
 
 from . import _ids as ids
+from ._deadlines import Deadlines
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
 from ._interactions import INTERACTION_SCOPE
 from ._progress import SEND_NOW, ProgressCoalescer
@@ -144,8 +143,7 @@ class ToolPipeline:
         # One release (or convergence) of an instance's held calls at a time: arrival order.
         self._instance_locks: dict[str, trio.Lock] = {}
         self._known: OrderedDict[str, _Known] = OrderedDict()
-        self._timers: list[tuple[float, str]] = []
-        self._timer_wakeup = trio.Event()
+        self._deadlines = Deadlines()
         self._nursery: trio.Nursery | None = None
         # Progress not yet written, per call: the latest report wins (see `_progress`).
         self._progress: ProgressCoalescer[tuple[_Known, sdk.ToolProgressRequest]] = (
@@ -163,7 +161,7 @@ class ToolPipeline:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._expire_loop)
+            nursery.start_soon(self._deadlines.run, self._expire)
             task_status.started()
             nursery.start_soon(self._rearm_timers)
             nursery.start_soon(self.publish_inventory)
@@ -783,10 +781,7 @@ class ToolPipeline:
     # ------------------------------------------------------------------ expiry
 
     def _arm(self, call: ToolCallRow) -> None:
-        earliest = self._timers[0][0] if self._timers else math.inf
-        heapq.heappush(self._timers, (call.deadline_at, call.call_id))
-        if call.deadline_at < earliest:
-            self._timer_wakeup.set()
+        self._deadlines.arm(call.deadline_at, call.call_id)
 
     async def _rearm_timers(self) -> None:
         """At start: every unfinished call gets its deadline again, and one the previous router
@@ -861,17 +856,6 @@ class ToolPipeline:
             await self._route(call.call_id, None, descriptor, call.instance_id)
         except LineUpError as exc:  # its deadline still ends it
             log.warning("router.resume_failed code=%s", exc.code.value)
-
-    async def _expire_loop(self) -> None:
-        while True:
-            now = time.time()
-            while self._timers and self._timers[0][0] <= now:
-                _, call_id = heapq.heappop(self._timers)
-                await self._expire(call_id)
-            self._timer_wakeup = trio.Event()
-            wait = self._timers[0][0] - time.time() if self._timers else math.inf
-            with trio.move_on_after(max(0.0, wait)):
-                await self._timer_wakeup.wait()
 
     async def _expire(self, call_id: str) -> None:
         """A call past its deadline expires, unless decided: a submitted result is delivered

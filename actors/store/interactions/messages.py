@@ -51,14 +51,13 @@ InteractionSource = Literal["agent_tool", "miniapp"]
 Presentation = Literal["default", "inline", "modal"]
 
 
-class InteractionFacts(Message):
+class _InteractionFacts(Message):
     """What an interaction is, as it is asked (`InteractionStepRequest.new`): its request as the
     router checked it, who owns it (`owner_scope`, `instance_id`: the Agent's interactions are
     `interaction`'s, a MiniApp's its own), where it belongs (`agent_id`, `conversation_id`,
     `app_session_id`), the Agent's `call_id` or the MiniApp's `parent_call_id`, and when it
     expires (None: never, a notice)."""
 
-    type: Literal["store.interaction.facts"] = "store.interaction.facts"
     interaction_id: Id
     kind: InteractionKind
     request: dict[str, Any]
@@ -75,25 +74,17 @@ class InteractionFacts(Message):
     expires_at: float | None = None
 
 
-class InteractionRow(Message):
+class InteractionFacts(_InteractionFacts):
+    """The facts a birth (`ask`) records."""
+
+    type: Literal["store.interaction.facts"] = "store.interaction.facts"
+
+
+class InteractionRow(_InteractionFacts):
     """One interaction as recorded: its facts, its `state`, the `result` that won (from
     `submitted` on) and the `terminal_code` of a cancelled, expired or failed one."""
 
     type: Literal["store.interaction.row"] = "store.interaction.row"
-    interaction_id: Id
-    kind: InteractionKind
-    request: dict[str, Any]
-    source: InteractionSource
-    owner_scope: Name
-    instance_id: Id | None = None
-    agent_id: Id | None = None
-    conversation_id: Id | None = None
-    app_session_id: Id | None = None
-    call_id: Id | None = None
-    parent_call_id: Id | None = None
-    surface_id: Id | None = None
-    presentation: Presentation = "default"
-    expires_at: float | None = None
     state: InteractionState
     result: dict[str, Any] | None = None
     terminal_code: Name | None = None

@@ -23,8 +23,8 @@ from lineup.actors.kernel import (
     message_allowed,
 )
 from lineup.actors.kernel import Message as Msg
+from lineup.actors.router import _deadlines
 from lineup.actors.router import _ids as ids
-from lineup.actors.router import _interactions
 from lineup.actors.router._app_sessions import AppSessions
 from lineup.actors.router._envelope import RuntimeEnvelope, Scope, Sender, Target
 from lineup.actors.router._interactions import (
@@ -268,7 +268,7 @@ async def test_a_timer_rebuilt_at_start_expires_a_question_once(
         def time() -> float:
             return time.time() + 61
 
-    monkeypatch.setattr(_interactions, "time", Later)
+    monkeypatch.setattr(_deadlines, "time", Later)  # the clock the deadlines read
     successor = make_router(router.harness)
     await nursery.start(successor.service.run)
     with trio.fail_after(5):
