@@ -13,8 +13,9 @@ by the Shell's trusted component from the state sent here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, tool
@@ -25,6 +26,10 @@ __all__ = ["TaskDashboard"]
 
 Status = Literal["todo", "doing", "done"]
 LABEL_MAX = 80  # the Shell's longest tab label
+# An update that finds no task yet waits this long for its instance's open to show one: the
+# runtime hands over the open first, but the two handlers run concurrently, and the open reads
+# the instance's session data before it shows the task.
+OPEN_WAIT_S: Final = 5.0
 
 
 class _Model(BaseModel):
@@ -63,6 +68,7 @@ class TaskDashboard(MiniApp):
         self.open_calls: dict[str, ToolCall[OpenInput]] = {}  # instance_id -> its open call
         self.ended: set[str] = set()  # instances the runtime closed: never restored again
         self.confirming: dict[str, str] = {}  # instance_id -> its close confirmation asked
+        self.shown: dict[str, trio.Event] = {}  # instance_id -> set once its open shows a task
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -91,6 +97,7 @@ class TaskDashboard(MiniApp):
             )
             self.tasks[call.instance_id] = task
             await self._save(call.instance_id, task)
+        self.shown.setdefault(call.instance_id, trio.Event()).set()
         self.open_calls[call.instance_id] = call
         await call.progress({"opened": call.input.task_id})
         await self._render(call.instance_id)
@@ -106,6 +113,10 @@ class TaskDashboard(MiniApp):
     )
     async def update(self, call: ToolCall[UpdateInput]) -> TaskSummary | None:
         task = await self._task(call.instance_id)
+        if task is None:  # its open may still be on its way to showing it
+            with trio.move_on_after(OPEN_WAIT_S):
+                await self.shown.setdefault(call.instance_id, trio.Event()).wait()
+            task = await self._task(call.instance_id)
         if task is None or task["task_id"] != call.input.task_id:
             await call.fail("app_instance_not_found", "no such task shown")
             return None
@@ -196,6 +207,7 @@ class TaskDashboard(MiniApp):
                 del self.open_calls[instance_id]
                 if code == "app_closed":  # its instance is gone: nothing left to show there
                     self.ended.add(instance_id)
+                    self.shown.pop(instance_id, None)
                     self.tasks.pop(instance_id, None)
                     self.revisions.pop(instance_id, None)
 

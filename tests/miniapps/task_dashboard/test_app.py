@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from lineup.miniapps.task_dashboard import TaskDashboard
+from lineup.miniapps.task_dashboard._app import OPEN_WAIT_S
 from lineup.sdk import protocol as p
 from lineup.sdk import testkit
 from lineup.sdk.testkit import CallRecord, FakeRuntime
@@ -128,11 +131,38 @@ async def test_an_update_of_a_task_that_is_not_shown_fails_with_app_instance_not
     }
 
 
-async def test_an_update_before_any_open_fails_with_app_instance_not_found() -> None:
+async def test_an_update_before_any_open_fails_with_app_instance_not_found(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     app = TaskDashboard()
     await testkit.start(app)
+    started = trio.current_time()
     update = await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 10})
     assert update.error_code == "app_instance_not_found"
+    assert trio.current_time() - started == pytest.approx(OPEN_WAIT_S)  # it waited, bounded
+
+
+async def test_an_update_that_arrives_before_its_open_shows_the_task_waits_for_it() -> None:
+    """The runtime hands the open over first, but the two handlers run concurrently: the
+    update must not fail because it ran before the open had shown the task."""
+    app = TaskDashboard()
+    runtime = await testkit.start(app)
+    done: list[CallRecord] = []
+
+    async def update() -> None:
+        done.append(await testkit.call_tool(app, UPDATE, {"task_id": "t1", "progress": 60}))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(update)
+        await trio.testing.wait_all_tasks_blocked()  # the update is waiting for a task
+        assert done == []
+        await testkit.call_tool(app, OPEN, TASK)
+    [record] = done
+    assert (record.status, record.result) == (
+        "completed",
+        {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "doing"},
+    )
+    assert runtime.session_data.get(INSTANCE)[0]["progress"] == 60
 
 
 async def test_finish_then_close_completes_the_open_call_and_closes_the_instance() -> None:
