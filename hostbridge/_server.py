@@ -86,6 +86,8 @@ MAX_WEB_PATH: Final = 200
 HEARTBEAT: Final = encode(ShellHeartbeat())
 INTERACTION_FRAMES_PER_S: Final = 10.0  # answers and drafts one Shell may send, sustained
 INTERACTION_FRAMES_BURST: Final = 30
+# The frames that act on the runtime's records: each Shell gets them at the bounded rate above.
+_BUDGETED: Final = (InteractionAnswerFrame, InteractionDraftFrame, AppSessionContinueFrame)
 HANDSHAKE_REFUSED: Final = "hostbridge.shell_handshake_refused"  # its audit event
 # The check a refused handshake failed, as its audit row's `message_type`.
 FAILED_HOST: Final = "ws.host"
@@ -288,10 +290,6 @@ async def _listen(
             refused(frame.type)  # past its rate: refused, audited by type like any refusal
             continue
         await inbound(frame)
-
-
-# The frames that act on the runtime's records: each Shell gets a bounded rate of them.
-_BUDGETED: Final = (InteractionAnswerFrame, InteractionDraftFrame, AppSessionContinueFrame)
 
 
 class _Budget:

@@ -131,9 +131,8 @@ def interaction_step(
     before = None if found is None else found.state
     after = machine.move(before, req.event)
     # Every bound is checked before the first write, so that a refusal leaves nothing behind.
-    call_id = req.new.call_id if found is None and req.new is not None else None
-    if found is not None:
-        call_id = found.call_id
+    facts = found if found is not None else req.new
+    call_id = facts.call_id if facts is not None else None
     if req.call_step is not None and req.call_step.call_id != call_id:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "the call step is another call's")
     result = None
