@@ -29,6 +29,11 @@ from .shell_protocol import (
 __all__ = ["FINAL_STATES", "MAX_DRAFTS", "MAX_DRAFT_BYTES", "InteractionMirror"]
 
 FINAL_STATES: Final = frozenset({"completed", "cancelled", "expired", "failed"})
+# How far along its machine a state is: an interaction only ever moves forward, so a view of a
+# lower rank than the one held is older (a list the router built before a step, arriving after
+# the step's push) and is not taken. The same for a sub-session: `open`, then `closed`.
+_RANK: Final = {"pending": 0, "presented": 1, "submitted": 2, **dict.fromkeys(FINAL_STATES, 3)}
+_SESSION_RANK: Final = {"open": 0, "closed": 1}
 MAX_DRAFT_BYTES: Final = 64 * 1024  # one draft, as compact JSON
 MAX_DRAFTS: Final = 256
 MAX_KEPT_FINAL: Final = 500  # final interactions remembered for a greeting (the router has all)
@@ -53,12 +58,12 @@ class InteractionMirror:
         return self._interactions.get(interaction_id)
 
     def upsert(self, views: Iterable[InteractionView]) -> list[InteractionView]:
-        """Take the newer views; returns them. A final one's draft is dropped. A final view is
-        never replaced by one that is not (a list the router built before it, arriving after)."""
+        """Take the views not older than the ones held (`_RANK`); returns them. A final one's
+        draft is dropped."""
         taken = []
         for view in views:
             held = self._interactions.get(view.interaction_id)
-            if held is not None and held.state in FINAL_STATES and view.state not in FINAL_STATES:
+            if held is not None and _RANK[view.state] < _RANK[held.state]:
                 continue
             self._interactions[view.interaction_id] = view
             self._interactions.move_to_end(view.interaction_id)
@@ -71,8 +76,12 @@ class InteractionMirror:
         return taken
 
     def upsert_sessions(self, sessions: Iterable[AppSessionView]) -> list[AppSessionView]:
+        """Take the sessions not older than the ones held (`_SESSION_RANK`); returns them."""
         taken = []
         for session in sessions:
+            held = self._sessions.get(session.app_session_id)
+            if held is not None and _SESSION_RANK[session.state] < _SESSION_RANK[held.state]:
+                continue
             self._sessions[session.app_session_id] = session
             self._sessions.move_to_end(session.app_session_id)
             taken.append(session)

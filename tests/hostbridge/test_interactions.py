@@ -304,3 +304,24 @@ def test_a_final_interaction_is_never_reopened_by_an_older_view_of_it() -> None:
     assert mirror.upsert([view("i1", "presented")]) == []
     held = mirror.get("i1")
     assert held is not None and held.state == "expired"
+
+
+def test_a_view_is_never_replaced_by_one_from_earlier_in_its_machine() -> None:
+    # A Shell connecting lists again; the router's list, built before the question was
+    # presented, can arrive after the push that said so. The card must stay `presented`.
+    mirror = InteractionMirror()
+    mirror.upsert([view("i1", "presented")])
+    assert mirror.upsert([view("i1", "pending")]) == []
+    mirror.upsert([view("i1", "submitted", result={"values": {"name": "Ada"}})])
+    assert mirror.upsert([view("i1", "presented")]) == []
+    held = mirror.get("i1")
+    assert held is not None and held.state == "submitted"
+    assert [v.state for v in mirror.upsert([view("i1", "completed")])] == ["completed"]
+
+
+def test_a_closed_sub_session_is_never_reopened_by_an_older_view_of_it() -> None:
+    mirror = InteractionMirror()
+    closed = SESSION.model_copy(update={"state": "closed", "closed_at": 1_760_000_100.0})
+    mirror.upsert_sessions([closed])
+    assert mirror.upsert_sessions([SESSION]) == []
+    assert mirror.upsert_sessions([closed]) == [closed]
