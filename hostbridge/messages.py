@@ -11,17 +11,19 @@ from pydantic import Field
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
-from lineup.sdk.protocol import ViewItem
+from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
 __all__ = [
     "AppSessionView",
     "AppSessionsUpdatedEvent",
     "AppsUpdatedEvent",
+    "ArtifactCreatedEvent",
     "HealthReply",
     "HealthRequest",
     "InteractionView",
     "InteractionsUpdatedEvent",
     "RuntimeStateEvent",
+    "SessionDataUpdatedEvent",
     "ViewItemsUpdatedEvent",
     "ViewUpdatedEvent",
 ]
@@ -124,3 +126,24 @@ class AppSessionsUpdatedEvent(Message):
 
     type: Literal["hostbridge.app_sessions.updated"] = "hostbridge.app_sessions.updated"
     sessions: tuple[AppSessionView, ...]
+
+
+# ---------------------------------------------------------------- surfaces and artifacts (issue 13)
+
+
+class SessionDataUpdatedEvent(Message):
+    """focus → hostbridge: a newer revision of an instance's session data that a Surface
+    subscribed to (`focus.ui.surface.session_data`, op `subscribe`). Revisions only go up."""
+
+    type: Literal["hostbridge.session_data.updated"] = "hostbridge.session_data.updated"
+    instance_id: str
+    surface_id: str
+    data: dict[str, Any] | None
+    revision: int
+
+
+class ArtifactCreatedEvent(Message):
+    """gateway → hostbridge: an app made an artifact; its card goes to every Shell."""
+
+    type: Literal["hostbridge.artifact.created"] = "hostbridge.artifact.created"
+    artifact: ArtifactInfo

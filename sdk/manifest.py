@@ -37,6 +37,8 @@ from .schema import SchemaUnsupported, check_subset
 __all__ = [
     "FORMAT",
     "MAX_MANIFEST_BYTES",
+    "SURFACE_KIND",
+    "SURFACE_VERSIONS",
     "AgentSubscription",
     "Entrypoint",
     "Host",
@@ -117,10 +119,29 @@ class RuntimeSdk(_Model):
     optional_features: tuple[Name, ...] = ()
 
 
+SURFACE_KIND: Final = "surface"
+SURFACE_VERSIONS: Final = frozenset({1})  # the Surface bridge versions this host runs
+DocumentPath = Annotated[
+    str, Field(pattern=r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*\.html$", max_length=200)
+]
+EventName = Annotated[
+    str, Field(pattern=r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$", max_length=128)
+]
+
+
 class Entrypoint(_Model):
+    """A way into the app. One of kind `surface` is its Surface (seed 003 §3.5): `document` is
+    the HTML file under the app package's `web/` folder that the Shell frames, `surface_version`
+    the bridge version it speaks (a host runs `SURFACE_VERSIONS`; another is declared fine and
+    refused at open, `surface_unavailable`), and `events` the app events (`lineup/event`
+    names) the Surface may send, every other name being refused."""
+
     id: Name
     kind: Name
     default_eligible: StrictBool = False
+    document: DocumentPath = "index.html"
+    surface_version: StrictInt = Field(default=1, ge=1, le=1000)
+    events: tuple[EventName, ...] = Field(default=(), max_length=64)
 
 
 class AgentSubscription(_Model):

@@ -14,13 +14,23 @@ from pydantic import Field
 from lineup.actors.kernel import Message
 
 __all__ = [
+    "ARTIFACT_MEDIA_TYPES",
+    "MAX_ARTIFACT_BYTES",
     "MAX_ITEM_ORDER",
+    "MAX_SURFACE_EVENT_BYTES",
+    "MAX_SURFACE_STATE_BYTES",
     "MAX_VIEW_BYTES",
     "MAX_VIEW_ITEMS",
     "MAX_VIEW_ITEMS_PUT_BYTES",
     "MAX_VIEW_ITEM_BYTES",
     "AppOpenReply",
     "AppOpenRequest",
+    "ArtifactContent",
+    "ArtifactCreateRequest",
+    "ArtifactInfo",
+    "ArtifactListReply",
+    "ArtifactListRequest",
+    "ArtifactReadRequest",
     "CommandReceipt",
     "ContextReply",
     "ContextRequest",
@@ -50,6 +60,12 @@ __all__ = [
     "SessionDataReplaceRequest",
     "SessionDataSnapshot",
     "SessionDataSubscribeRequest",
+    "SurfaceCloseRequest",
+    "SurfaceClosedEvent",
+    "SurfaceEvent",
+    "SurfaceOpenRequest",
+    "SurfaceReply",
+    "SurfaceUpdateRequest",
     "ToolAcceptRequest",
     "ToolCallEvent",
     "ToolCancelRequest",
@@ -494,3 +510,144 @@ class InteractionUpdatedEvent(Message):
 
     type: Literal["miniapp.interaction.updated"] = "miniapp.interaction.updated"
     interaction: InteractionRecord
+
+
+# ---------------------------------------------------------------------------------- surfaces
+#
+# A Surface is an instance's UI in a sandboxed iframe of the Shell (seed 003 §3.5, §5.3): the
+# app's own web assets, declared by a `surface` entrypoint of its manifest. The runtime decides
+# whether one opens, names it (`surface_id`), and carries everything between it and the app:
+# the app sends the Surface its `state` (JSON merge patches, RFC 7396); the Surface sends the
+# app the events its entrypoint declares. One Surface per instance at most.
+
+MAX_SURFACE_STATE_BYTES = 64 * 1024  # the Surface's state, as compact UTF-8 JSON
+MAX_SURFACE_EVENT_BYTES = 64 * 1024  # one event's `data`, likewise
+
+
+class SurfaceOpenRequest(Message):
+    """Open the instance's Surface (or get the one already open: idempotent). `entrypoint` is a
+    `surface` entrypoint's id (None: the manifest's first). `state` is what the Surface is shown
+    first; `tool_input` what its `ui/notifications/tool-input` carries. Refused with
+    `surface_unavailable` (no such entrypoint, or its `surface_version` is not one this host
+    runs), `app_instance_not_found` (not a live instance of the sender's),
+    `envelope_too_large` (state over `MAX_SURFACE_STATE_BYTES`)."""
+
+    type: Literal["focus.sdk.surface.open"] = "focus.sdk.surface.open"
+    instance_id: Id
+    entrypoint: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    state: dict[str, Any] = Field(default_factory=dict)
+    tool_input: dict[str, Any] | None = None
+
+
+class SurfaceUpdateRequest(Message):
+    """Merge `patch` (RFC 7396) into the Surface's state; the Surface gets the new state as
+    `lineup/notifications/state` with its revision. `tool_result`, if set, reaches it as
+    `ui/notifications/tool-result`. Refused with `surface_not_found`, `envelope_too_large`."""
+
+    type: Literal["focus.sdk.surface.update"] = "focus.sdk.surface.update"
+    surface_id: Id
+    patch: dict[str, Any] = Field(default_factory=dict)
+    tool_result: dict[str, Any] | None = None
+
+
+class SurfaceCloseRequest(Message):
+    """Close the Surface (the Shell tears it down: `ui/resource-teardown`). A repeat is a
+    receipt with `changed` False. Refused with `surface_not_found` for another app's."""
+
+    type: Literal["focus.sdk.surface.close"] = "focus.sdk.surface.close"
+    surface_id: Id
+
+
+class SurfaceReply(Message):
+    type: Literal["focus.sdk.surface.reply"] = "focus.sdk.surface.reply"
+    surface_id: Id
+    instance_id: Id
+    entrypoint: str
+    state_revision: int = Field(ge=0)
+    open: bool = True
+    changed: bool = True
+
+
+class SurfaceEvent(Message):
+    """Runtime → app: the Surface sent one of its entrypoint's declared events (`name`), its
+    `data` checked for size by the Shell, the hostbridge and focus."""
+
+    type: Literal["miniapp.surface.event"] = "miniapp.surface.event"
+    instance_id: Id
+    surface_id: Id
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class SurfaceClosedEvent(Message):
+    """Runtime → app: the Surface is gone (`reason`: `closed` by the app, `instance_ended`)."""
+
+    type: Literal["miniapp.surface.closed"] = "miniapp.surface.closed"
+    instance_id: Id
+    surface_id: Id
+    reason: Literal["closed", "instance_ended"]
+
+
+# ---------------------------------------------------------------------------------- artifacts
+#
+# Runtime-owned files an app makes (seed 004 §6.3): the gateway writes the bytes under the data
+# dir and the store keeps the metadata; an app reads only its own. Content travels base64.
+
+MAX_ARTIFACT_BYTES = 512 * 1024  # one artifact's content (its base64 fits a 1 MiB frame)
+ARTIFACT_MEDIA_TYPES = frozenset(
+    {"image/png", "application/json", "text/plain", "text/markdown", "text/csv"}
+)
+
+
+class ArtifactInfo(Message):
+    type: Literal["gateway.sdk.artifact.info"] = "gateway.sdk.artifact.info"
+    artifact_id: Id
+    app_scope: str
+    instance_id: Id | None = None
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    media_type: str
+    size: int = Field(ge=0)
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    created_at: float
+
+
+class ArtifactCreateRequest(Message):
+    """Make an artifact of `content_b64` (at most `MAX_ARTIFACT_BYTES` decoded), owned by the
+    sender's app and `instance_id`. Idempotent by `request_id` (the app chooses it). Refused
+    with `artifact_invalid` (media type not in `ARTIFACT_MEDIA_TYPES`, name with a path
+    separator or a control character, not base64), `artifact_too_large`, `quota_exceeded` (the
+    app's total), `app_instance_not_found`."""
+
+    type: Literal["gateway.sdk.artifact.create"] = "gateway.sdk.artifact.create"
+    request_id: Id
+    instance_id: Id
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    media_type: Annotated[str, Field(min_length=1, max_length=100)]
+    content_b64: str = Field(max_length=(MAX_ARTIFACT_BYTES * 4) // 3 + 4)
+
+
+class ArtifactReadRequest(Message):
+    """One of the sender's own artifacts, with its content. Another app's is
+    `artifact_not_found`, exactly as a missing one."""
+
+    type: Literal["gateway.sdk.artifact.read"] = "gateway.sdk.artifact.read"
+    artifact_id: Id
+
+
+class ArtifactContent(Message):
+    type: Literal["gateway.sdk.artifact.content"] = "gateway.sdk.artifact.content"
+    info: ArtifactInfo
+    content_b64: str
+
+
+class ArtifactListRequest(Message):
+    """The sender's artifacts, newest first (of one instance, or all of the app's)."""
+
+    type: Literal["gateway.sdk.artifact.list"] = "gateway.sdk.artifact.list"
+    instance_id: Id | None = None
+    limit: int = Field(default=100, ge=1, le=500)
+
+
+class ArtifactListReply(Message):
+    type: Literal["gateway.sdk.artifact.list.reply"] = "gateway.sdk.artifact.list.reply"
+    artifacts: tuple[ArtifactInfo, ...]

@@ -25,6 +25,11 @@ __all__ = [
     "InventoryReply",
     "InventoryRequest",
     "LaunchRequest",
+    "SurfaceAccepted",
+    "SurfaceAssetsReply",
+    "SurfaceAssetsRequest",
+    "SurfaceEventRequest",
+    "SurfaceSessionDataRequest",
     "UiEventAccepted",
     "UiEventRequest",
     "UiIntentRequest",
@@ -152,3 +157,63 @@ class AppEnableRequest(Message):
     type: Literal["focus.ui.app.enable"] = "focus.ui.app.enable"
     app_scope: str = Field(min_length=1, max_length=100)
     enabled: bool
+
+
+# ---------------------------------------------------------------------------------- surfaces
+#
+# From the hostbridge, on behalf of a Surface (the Shell checked the message first, the
+# hostbridge second; focus checks it a third time against the manifest). Each names the
+# instance and its `surface_id`; one that is not that instance's open Surface is refused
+# `surface_not_found`, an instance that is not live `app_instance_not_found`.
+
+
+class SurfaceAssetsRequest(Message):
+    """Where the hostbridge serves an open Surface's files from: its app's `web/` folder."""
+
+    type: Literal["focus.ui.surface.assets"] = "focus.ui.surface.assets"
+    instance_id: str = Field(min_length=1, max_length=200)
+
+
+class SurfaceAssetsReply(Message):
+    type: Literal["focus.ui.surface.assets.reply"] = "focus.ui.surface.assets.reply"
+    instance_id: str
+    surface_id: str
+    web_root: str  # an absolute folder path: the hostbridge's alone, never sent to a Shell
+    document: str  # the entry document, relative to `web_root` (`index.html`)
+
+
+class SurfaceEventRequest(Message):
+    """The Surface sent an app event (`lineup/event`); `name` must be one its entrypoint
+    declares (`bridge_method_unknown`), `data` within `MAX_SURFACE_EVENT_BYTES`
+    (`bridge_message_too_large`). Handed to the app as `miniapp.surface.event`."""
+
+    type: Literal["focus.ui.surface.event"] = "focus.ui.surface.event"
+    instance_id: str = Field(min_length=1, max_length=200)
+    surface_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=128)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class SurfaceSessionDataRequest(Message):
+    """The Surface reads, replaces or subscribes to its instance's session data, as the app
+    does (`focus.sdk.session_data.*`): `replace` needs `data` and `expected_revision` and is
+    refused `stale_revision` after a newer write. A subscription makes the hostbridge a
+    subscriber: it is sent `hostbridge.session_data.updated` on every newer revision."""
+
+    type: Literal["focus.ui.surface.session_data"] = "focus.ui.surface.session_data"
+    instance_id: str = Field(min_length=1, max_length=200)
+    surface_id: str = Field(min_length=1, max_length=200)
+    op: Literal["get", "replace", "subscribe"]
+    data: dict[str, Any] | None = None
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class SurfaceAccepted(Message):
+    """Reply to an event or a session data request: the data and revision as they now are
+    (for an event, `revision` is the session data's, `data` omitted)."""
+
+    type: Literal["focus.ui.surface.accepted"] = "focus.ui.surface.accepted"
+    instance_id: str
+    surface_id: str
+    revision: int = 0
+    data: dict[str, Any] | None = None

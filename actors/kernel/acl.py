@@ -133,6 +133,9 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     allow(K.HOSTBRIDGE, K.ROUTER, "router.ui.*")
     allow(K.HOSTBRIDGE, K.FOCUS, "focus.ui.*")
     allow(K.HOSTBRIDGE, K.GATEWAY, "gateway.ui.*")
+    # The gateway asks focus whose an instance is (an artifact's owner); focus never asks the
+    # gateway, so no request cycle.
+    allow(K.GATEWAY, K.FOCUS, "focus.instance.find")
     allow(K.ROUTER, K.HOSTBRIDGE, "hostbridge.*")
     allow(K.FOCUS, K.HOSTBRIDGE, "hostbridge.*")
     allow(K.GATEWAY, K.HOSTBRIDGE, "hostbridge.*")

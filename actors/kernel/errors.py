@@ -91,6 +91,18 @@ class ErrorCode(StrEnum):
     ANSWER_INVALID = "answer_invalid"  # not an answer to that request (unknown action, bounds…)
     INTERACTION_DISMISSED = "interaction_dismissed"  # the Agent withdrew the question
     APP_SESSION_INVALID = "app_session_invalid"  # not a sub-session of this Agent and conversation
+    # Surfaces, their bridge, and artifacts (seed 003 §3.5, §5.3; seed 004 §6.3).
+    SURFACE_UNAVAILABLE = "surface_unavailable"  # no surface entrypoint, or an unknown version
+    SURFACE_NOT_FOUND = "surface_not_found"  # no such open Surface, or not the caller's
+    BRIDGE_SOURCE_INVALID = "bridge_source_invalid"  # a message not from that Surface's own frame
+    BRIDGE_NOT_INITIALIZED = "bridge_not_initialized"  # before the `ui/initialize` handshake
+    BRIDGE_METHOD_UNKNOWN = "bridge_method_unknown"  # not a declared bridge method or app event
+    BRIDGE_PARAMS_INVALID = "bridge_params_invalid"  # params or envelope fail their schema
+    BRIDGE_MESSAGE_TOO_LARGE = "bridge_message_too_large"  # over the bridge's size cap
+    BRIDGE_RATE_LIMITED = "bridge_rate_limited"  # a Surface sending faster than the bridge takes
+    ARTIFACT_NOT_FOUND = "artifact_not_found"  # no such artifact, or not the caller's
+    ARTIFACT_INVALID = "artifact_invalid"  # a media type not allowed, a bad name, bad bytes
+    ARTIFACT_TOO_LARGE = "artifact_too_large"  # one artifact over MAX_ARTIFACT_BYTES
 
 
 class LineUpError(Exception):
