@@ -52,7 +52,8 @@ def _usage(conn: Connection, app_scope: str) -> tuple[int, int]:
         "SELECT coalesce(sum(size), 0), count(*) FROM artifacts WHERE app_scope = ?",
         (app_scope,),
     ).fetchall()
-    assert isinstance(total, int) and isinstance(count, int)
+    assert isinstance(total, int)
+    assert isinstance(count, int)
     return total, count
 
 
