@@ -260,6 +260,7 @@ async def test_an_appserver_restarted_during_a_call_leaves_it_completed_exactly_
             with trio.fail_after(WAIT):
                 await done.wait()
         assert results[0].structured_content == {"approved": True}
+        assert asked.call_id is not None
         assert len(await s.finals_of(asked.call_id)) == 1
 
 

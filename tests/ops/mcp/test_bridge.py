@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -21,7 +22,7 @@ TOOL = {
 }
 
 
-def _inventory(revision: str, *tools: dict[str, object]) -> dict[str, object]:
+def _inventory(revision: str, *tools: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": wire.INVENTORY,
         "conversation_id": "c",
@@ -29,21 +30,21 @@ def _inventory(revision: str, *tools: dict[str, object]) -> dict[str, object]:
     }
 
 
-def _final(kind: str, call_id: str, **payload: object) -> dict[str, object]:
+def _final(kind: str, call_id: str, **payload: object) -> dict[str, Any]:
     return {"type": kind, "conversation_id": "c", "payload": {"call_id": call_id, **payload}}
 
 
 def test_the_tools_are_the_inventory_in_method_order_then_the_conversations() -> None:
-    inventory = Inventory.of(_inventory("2", TOOL, {**TOOL, "method": "a.tool"})["payload"])  # type: ignore[arg-type]
+    inventory = Inventory.of(_inventory("2", TOOL, {**TOOL, "method": "a.tool"})["payload"])
     names = [t.name for t in mcp_tools(inventory)]
     assert names == ["a.tool", "b.tool", "conversation.say", "conversation.next_message"]
     assert mcp_tools(inventory)[1].description == "B"
 
 
 def test_a_tool_is_unchanged_only_when_equal_in_both_revisions() -> None:
-    old = Inventory.of(_inventory("1", TOOL)["payload"])  # type: ignore[arg-type]
-    same = Inventory.of(_inventory("2", TOOL)["payload"])  # type: ignore[arg-type]
-    other = Inventory.of(_inventory("3", {**TOOL, "description": "new"})["payload"])  # type: ignore[arg-type]
+    old = Inventory.of(_inventory("1", TOOL)["payload"])
+    same = Inventory.of(_inventory("2", TOOL)["payload"])
+    other = Inventory.of(_inventory("3", {**TOOL, "description": "new"})["payload"])
     assert same.unchanged(old, "b.tool")
     assert not other.unchanged(old, "b.tool")
     assert not same.unchanged(old, "gone.tool")
