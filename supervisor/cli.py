@@ -159,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
     sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
+    sub.add_parser("mcp", help="serve the Agent's side to an MCP client", add_help=False)
     sub.add_parser(
         "drill",
         help="crash-recovery drill: faults on a seeded schedule, then invariants",
@@ -187,6 +188,10 @@ def main(argv: list[str] | None = None) -> None:
         from lineup.ops.agent.console import main as agent_main
 
         sys.exit(agent_main(argv[1:]))
+    if argv[:1] == ["mcp"]:
+        from lineup.ops.mcp.cli import main as mcp_main
+
+        sys.exit(mcp_main(argv[1:]))
     args = _parser().parse_args(argv)
     data_dir: Path = (args.data_dir or default_data_dir()).absolute()
     if args.command == "run":

@@ -19,6 +19,7 @@ import trio
 from . import _measure as m
 from ._im import im_delivery
 from ._interactions import answer_latencies
+from ._mcp import mcp_vs_agent
 from ._measure import median, pct
 from ._outbox import outbox_drain, sequential_posts
 from ._quotas import bounds_cost
@@ -79,6 +80,23 @@ def interaction_figures(quick: bool, bus: list[float] | None = None) -> list[Fig
             note="one interaction at a time: hostbridge → router → store, one transaction",
         )
         for label, q in (("p50", 0.5), ("p99", 0.99))
+    ]
+
+
+def mcp_figures(quick: bool) -> list[Figure]:
+    """An MCP tools/call of a `direct` tool end to end (issue 16), beside the same call made
+    with the plain Agent client in the same run: the bridge's own cost."""
+    through_mcp, plain = trio.run(mcp_vs_agent, 30 if quick else 150)
+    return [
+        Figure(
+            "mcp",
+            "MCP tools/call of a direct tool, client → lineup mcp → AppServer → MiniApp → back p50",
+            pct(through_mcp, 0.5) * 1e3,
+            "ms",
+            "the same call with the plain Agent client (AgentClient), same run, alternated p50",
+            pct(plain, 0.5) * 1e3,
+            note="stdio to the bridge; both over the embedded AppServer's long poll",
+        )
     ]
 
 
@@ -244,6 +262,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
 
     figures += quota_figures(quick)
     figures += interaction_figures(quick, bus)
+    figures += mcp_figures(quick)
 
     # ------------------------------------------------------------------------------ sandbox
     plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
@@ -348,7 +367,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=("quotas", "interactions"),
+        choices=("quotas", "interactions", "mcp"),
         help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
@@ -358,6 +377,8 @@ def main() -> None:
         figures = quota_figures(args.quick)
     elif args.only == "interactions":
         figures = interaction_figures(args.quick)
+    elif args.only == "mcp":
+        figures = mcp_figures(args.quick)
     else:
         figures, peers = run(args.quick)
     print(render_table(figures, peers))

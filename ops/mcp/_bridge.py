@@ -1,0 +1,316 @@
+"""What `lineup mcp` knows, without MCP I/O: the inventory as MCP tools, the Agent's calls in
+flight, the conversation, and the translation of the runtime's answers into MCP results.
+
+Theory of operation
+-------------------
+One sync loop (in `_server`) reads everything the runtime sends the Agent and hands it here:
+an inventory replaces `Bridge.inventory` (a full snapshot, never merged) and wakes whoever
+waits for a newer revision; a receipt, progress, result or error goes to the one call in
+flight with that `call_id` (`CallTable`: one bounded slot per call, opened before the call is
+sent and removed in `finally`, so a late or foreign answer is dropped, never leaked); a text is
+the user's, kept (bounded) in `Conversation`. The first terminal message of a call is its only
+one: the slot closes on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import mcp_types as types
+import trio
+
+from lineup import wire
+
+__all__ = [
+    "CONVERSATION_TOOLS",
+    "MESSAGES_URI",
+    "NEXT_MESSAGE",
+    "SAY",
+    "Bridge",
+    "CallSlot",
+    "CallTable",
+    "Conversation",
+    "Inventory",
+    "error_result",
+    "mcp_tools",
+    "progress_line",
+    "result_of",
+]
+
+SAY: Final = "conversation.say"
+NEXT_MESSAGE: Final = "conversation.next_message"
+MESSAGES_URI: Final = "lineup://conversation/messages"
+FINALS: Final = frozenset({wire.RESULT, wire.TOOL_ERROR})
+CALL_KINDS: Final = frozenset({wire.RECEIPT, wire.PROGRESS, *FINALS})
+CALL_SLOT_SIZE: Final = 64  # receipts and progress of one call not yet forwarded
+MAX_CALLS: Final = 256  # calls in flight at once
+MAX_MESSAGES: Final = 200  # the conversation's newest messages kept (and served)
+MAX_TEXT_CHARS: Final = 200  # of a result's short text content
+MAX_WAIT_S: Final = 300.0  # the longest `conversation.next_message` wait
+
+_SAY_TOOL: Final = types.Tool(
+    name=SAY,
+    description="Say something to the user in the LineUp chat (Markdown).",
+    input_schema={
+        "type": "object",
+        "properties": {"markdown": {"type": "string", "minLength": 1, "maxLength": 16_000}},
+        "required": ["markdown"],
+        "additionalProperties": False,
+    },
+    output_schema={
+        "type": "object",
+        "properties": {"message_id": {"type": "string"}},
+        "required": ["message_id"],
+    },
+)
+_NEXT_TOOL: Final = types.Tool(
+    name=NEXT_MESSAGE,
+    description=(
+        "Wait for the user's next message in the LineUp chat and return it (at most "
+        f"timeout_s seconds, default 60, up to {MAX_WAIT_S:g}); `timed_out` when none came. "
+        "Each message is returned once."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S}},
+        "additionalProperties": False,
+    },
+    output_schema={
+        "type": "object",
+        "properties": {
+            "timed_out": {"type": "boolean"},
+            "message_id": {"type": "string"},
+            "markdown": {"type": "string"},
+            "timestamp": {"type": "string"},
+        },
+        "required": ["timed_out"],
+    },
+)
+CONVERSATION_TOOLS: Final = (_SAY_TOOL, _NEXT_TOOL)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """One revision of the tools the Agent may call, by method."""
+
+    revision: str
+    tools: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> Inventory:
+        tools = payload.get("tools")
+        methods = {
+            str(t["method"]): t
+            for t in (tools if isinstance(tools, list) else [])
+            if isinstance(t, dict) and isinstance(t.get("method"), str)
+        }
+        return cls(str(payload.get("revision", "")), methods)
+
+    def unchanged(self, other: Inventory, method: str) -> bool:
+        """Whether `method` is the same tool in both revisions (and in both at all)."""
+        mine, theirs = self.tools.get(method), other.tools.get(method)
+        return mine is not None and mine == theirs
+
+
+def mcp_tools(inventory: Inventory | None) -> list[types.Tool]:
+    """The MCP tools of `inventory`, in a deterministic order (by name), then the conversation's
+    own two. Each name is the method; the schemas and description are the manifest's."""
+    tools = [
+        types.Tool(
+            name=method,
+            description=descriptor.get("description") or None,
+            input_schema=descriptor.get("input_schema") or {"type": "object"},
+            output_schema=descriptor.get("output_schema") or None,
+        )
+        for method, descriptor in sorted((inventory.tools if inventory else {}).items())
+        if method not in (SAY, NEXT_MESSAGE)
+    ]
+    return [*tools, *CONVERSATION_TOOLS]
+
+
+def _short(document: Any) -> str:
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
+
+
+def error_result(code: str, message: str | None = None) -> types.CallToolResult:
+    """A refusal or failure: `isError`, with the stable code in `structuredContent`."""
+    content: dict[str, Any] = {"code": code}
+    if message:
+        content["message"] = message
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"error: {code}")],
+        structured_content=content,
+        is_error=True,
+    )
+
+
+def result_of(final: dict[str, Any]) -> types.CallToolResult:
+    """The MCP result of a call's one terminal message (`tool.result` or `tool.error`)."""
+    payload = final.get("payload") or {}
+    if final.get("type") == wire.RESULT:
+        result = payload.get("result")
+        result = result if isinstance(result, dict) else {}
+        return types.CallToolResult(
+            content=[types.TextContent(text=_short(result))], structured_content=result
+        )
+    message = payload.get("message")
+    return error_result(str(payload.get("code", "unknown")), message if message else None)
+
+
+def progress_line(message: dict[str, Any]) -> str:
+    """What one receipt or progress message says, for an MCP progress notification."""
+    payload = message.get("payload") or {}
+    if message.get("type") == wire.RECEIPT:
+        code = payload.get("code")
+        return f"{payload.get('status')}" + (f" ({code})" if code else "")
+    progress = payload.get("progress")
+    if isinstance(progress, dict) and isinstance(progress.get("message"), str):
+        return str(progress["message"])
+    return _short(progress)
+
+
+class CallSlot:
+    """What the runtime said of one call, not yet taken: its steps (bounded; the oldest go
+    first when it overflows) and its one terminal message."""
+
+    def __init__(self) -> None:
+        self.steps: deque[dict[str, Any]] = deque(maxlen=CALL_SLOT_SIZE)
+        self.final: dict[str, Any] | None = None
+        self._wake = trio.Event()
+
+    def put(self, message: dict[str, Any]) -> None:
+        if message.get("type") in FINALS:
+            self.final = message
+        else:
+            self.steps.append(message)
+        self._wake.set()
+
+    async def next(self) -> dict[str, Any]:
+        """The next step, else the terminal message (waits for one, unbounded)."""
+        while not self.steps and self.final is None:
+            await self._wake.wait()
+            self._wake = trio.Event()
+        if self.steps:
+            return self.steps.popleft()
+        assert self.final is not None
+        return self.final
+
+
+class CallTable:
+    """One slot per call in flight, by `call_id`."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, CallSlot] = {}
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @contextmanager
+    def open(self, call_id: str) -> Iterator[CallSlot]:
+        """The slot of `call_id`, open for the `with` block only. Raises `OverflowError` when
+        too many calls are in flight, `KeyError` when that call has a slot already."""
+        if call_id in self._slots:
+            raise KeyError(call_id)
+        if len(self._slots) >= MAX_CALLS:
+            raise OverflowError("too many calls in flight")
+        slot = self._slots[call_id] = CallSlot()
+        try:
+            yield slot
+        finally:
+            del self._slots[call_id]
+
+    def deliver(self, message: dict[str, Any]) -> bool:
+        """Hand a receipt, progress, result or error to its call; False when no call of ours
+        waits for it (an old one, another Agent program's) or it has its terminal message
+        already (a replay: the first one is the only one)."""
+        payload = message.get("payload")
+        call_id = payload.get("call_id") if isinstance(payload, dict) else None
+        slot = self._slots.get(call_id) if isinstance(call_id, str) else None
+        if slot is None or slot.final is not None:
+            return False
+        slot.put(message)
+        return True
+
+
+@dataclass
+class Conversation:
+    """The conversation's newest messages (the user's, and what the bridge said), and the
+    user's not yet returned by `conversation.next_message`."""
+
+    messages: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_MESSAGES))
+    unread: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_MESSAGES))
+    changed: trio.Event = field(default_factory=trio.Event)
+
+    def add(self, entry: dict[str, Any], *, unread: bool) -> None:
+        self.messages.append(entry)
+        if unread:
+            self.unread.append(entry)
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def document(self) -> str:
+        return json.dumps({"messages": list(self.messages)}, ensure_ascii=False)
+
+
+def text_entry(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The conversation entry of a `lineup.v1.text`, or None for anything else."""
+    payload = message.get("payload")
+    if message.get("type") != wire.TEXT or not isinstance(payload, dict):
+        return None
+    sender = message.get("sender")
+    sender = sender if isinstance(sender, dict) else {}
+    return {
+        "message_id": str(message.get("id", "")),
+        "from": str(sender.get("kind", "user")),
+        "markdown": str(payload.get("markdown", "")),
+        "timestamp": str(message.get("timestamp", "")),
+    }
+
+
+@dataclass
+class Bridge:
+    """The shared state of one `lineup mcp`: the inventory, the calls, the conversation."""
+
+    conversation_id: str
+    inventory: Inventory | None = None
+    calls: CallTable = field(default_factory=CallTable)
+    conversation: Conversation = field(default_factory=Conversation)
+    caught_up: bool = False  # the first sync has read all that was there before us
+    _new_inventory: trio.Event = field(default_factory=trio.Event)
+
+    def take(self, message: dict[str, Any]) -> str | None:
+        """Take one message the runtime sent the Agent; returns `"inventory"` when it was a new
+        revision, `"text"` for a new message of the conversation, None otherwise."""
+        if message.get("conversation_id") != self.conversation_id:
+            return None
+        kind = message.get("type")
+        payload = message.get("payload")
+        if kind == wire.INVENTORY and isinstance(payload, dict):
+            inventory = Inventory.of(payload)
+            if self.inventory is not None and inventory.revision == self.inventory.revision:
+                return None
+            self.inventory = inventory
+            self._new_inventory.set()
+            self._new_inventory = trio.Event()
+            return "inventory"
+        if kind in CALL_KINDS:
+            self.calls.deliver(message)
+            return None
+        entry = text_entry(message)
+        if entry is not None:
+            self.conversation.add(entry, unread=self.caught_up)
+            return "text"
+        return None
+
+    async def inventory_other_than(self, revision: str | None) -> Inventory:
+        """The current inventory once its revision is not `revision` (waits, unbounded: the
+        caller bounds it)."""
+        while self.inventory is None or self.inventory.revision == revision:
+            await self._new_inventory.wait()
+        return self.inventory

@@ -1,0 +1,87 @@
+"""The bridge's state without MCP I/O: the inventory as tools, one terminal message per call,
+the retry rule's "unchanged", the results' shape, the desktop config."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from lineup import wire
+from lineup.ops.mcp import config_snippet
+from lineup.ops.mcp._bridge import Bridge, Inventory, mcp_tools, result_of
+
+TOOL = {
+    "method": "b.tool",
+    "description": "B",
+    "handling": "direct",
+    "input_schema": {"type": "object"},
+    "output_schema": {"type": "object"},
+}
+
+
+def _inventory(revision: str, *tools: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": wire.INVENTORY,
+        "conversation_id": "c",
+        "payload": {"revision": revision, "tools": list(tools)},
+    }
+
+
+def _final(kind: str, call_id: str, **payload: object) -> dict[str, Any]:
+    return {"type": kind, "conversation_id": "c", "payload": {"call_id": call_id, **payload}}
+
+
+def test_the_tools_are_the_inventory_in_method_order_then_the_conversations() -> None:
+    inventory = Inventory.of(_inventory("2", TOOL, {**TOOL, "method": "a.tool"})["payload"])
+    names = [t.name for t in mcp_tools(inventory)]
+    assert names == ["a.tool", "b.tool", "conversation.say", "conversation.next_message"]
+    assert mcp_tools(inventory)[1].description == "B"
+
+
+def test_a_tool_is_unchanged_only_when_equal_in_both_revisions() -> None:
+    old = Inventory.of(_inventory("1", TOOL)["payload"])
+    same = Inventory.of(_inventory("2", TOOL)["payload"])
+    other = Inventory.of(_inventory("3", {**TOOL, "description": "new"})["payload"])
+    assert same.unchanged(old, "b.tool")
+    assert not other.unchanged(old, "b.tool")
+    assert not same.unchanged(old, "gone.tool")
+
+
+async def test_a_call_gets_its_first_terminal_message_only_and_a_foreign_one_is_dropped() -> None:
+    bridge = Bridge(conversation_id="c")
+    assert bridge.take(_inventory("1", TOOL)) == "inventory"
+    assert bridge.take(_inventory("1", TOOL)) is None  # the same revision again
+    assert not bridge.calls.deliver(_final(wire.RESULT, "nobody", result={}))
+    with bridge.calls.open("c1") as slot:
+        bridge.take(_final(wire.RECEIPT, "c1", status="accepted"))
+        bridge.take(_final(wire.RESULT, "c1", result={"ok": True}))
+        assert not bridge.calls.deliver(_final(wire.TOOL_ERROR, "c1", code="late"))
+        with trio.fail_after(1):
+            assert (await slot.next())["type"] == wire.RECEIPT
+            assert (await slot.next())["payload"]["result"] == {"ok": True}
+    assert len(bridge.calls) == 0
+
+
+def test_a_result_is_structured_and_an_error_carries_its_code() -> None:
+    ok = result_of(_final(wire.RESULT, "c1", result={"approved": True}))
+    assert (ok.is_error, ok.structured_content) == (False, {"approved": True})
+    refused = result_of(_final(wire.TOOL_ERROR, "c1", code="tool_input_invalid"))
+    assert (refused.is_error, refused.structured_content) == (True, {"code": "tool_input_invalid"})
+
+
+def test_the_desktop_config_names_this_interpreter_and_keeps_a_secret_out_of_argv() -> None:
+    args = argparse.Namespace(
+        appserver=None,
+        data_dir=Path("/d"),
+        agent_id="demo-agent",
+        agent_secret=None,
+        conversation_id=None,
+    )
+    server = config_snippet(args, python="/py")["mcpServers"]["lineup"]  # type: ignore[index]
+    assert server == {"command": "/py", "args": ["-m", "lineup", "mcp", "--data-dir", "/d"]}
+    args.agent_secret = "s3cret"
+    server = config_snippet(args, python="/py")["mcpServers"]["lineup"]  # type: ignore[index]
+    assert "s3cret" not in server["args"] and server["env"] == {"LINEUP_AGENT_SECRET": "s3cret"}
