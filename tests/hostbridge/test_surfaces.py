@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+from pydantic import ValidationError
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 from lineup.actors.focus.messages import (
@@ -29,7 +30,17 @@ from lineup.hostbridge.messages import (
     SessionDataUpdatedEvent,
     ViewUpdatedEvent,
 )
-from lineup.hostbridge.shell_protocol import SurfaceRequestFrame
+from lineup.hostbridge.shell_protocol import (
+    RUNTIME_TO_SHELL,
+    SHELL_TO_RUNTIME,
+    ShellArtifacts,
+    ShellOutbound,
+    ShellSessionData,
+    ShellSurfaceReply,
+    SurfaceError,
+    SurfaceRequestFrame,
+    encode,
+)
 
 from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
 from .test_server import _get, _never_refused, _no_greeting, _Socket
@@ -499,3 +510,70 @@ async def test_session_data_of_a_surface_no_longer_shown_is_not_pushed(tmp_path:
             frame = await next_frame(ws)
         nursery.cancel_scope.cancel()
     assert (frame["surface_id"], frame["revision"]) == (SURFACE, 2)
+
+
+# ---------------------------------------------------------------------- the frames
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        ShellSurfaceReply(
+            request_id="s1-1", instance_id=INSTANCE, surface_id=SURFACE, result={"revision": 2}
+        ),
+        ShellSurfaceReply(
+            request_id="s1-2",
+            instance_id=INSTANCE,
+            surface_id=SURFACE,
+            error=SurfaceError(code="stale_revision"),
+        ),
+        ShellSessionData(instance_id=INSTANCE, surface_id=SURFACE, data={"n": 1}, revision=3),
+        ShellArtifacts(artifacts=({"artifact_id": "art_1", "ticket": "ab"},)),
+    ],
+    ids=["result", "error", "session-data", "artifacts"],
+)
+def test_every_surface_frame_encodes_to_what_the_union_reads_back(frame: ShellOutbound) -> None:
+    assert RUNTIME_TO_SHELL.validate_json(encode(frame)) == frame
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {
+            "type": "surface.request",
+            "request_id": "x" * 65,
+            "instance_id": "i",
+            "surface_id": "s",
+            "method": "m",
+        },
+        {
+            "type": "surface.request",
+            "request_id": "r",
+            "instance_id": "i",
+            "surface_id": "s",
+            "method": "",
+        },
+        {
+            "type": "surface.request",
+            "request_id": "r",
+            "instance_id": "i",
+            "surface_id": "s",
+            "method": "m",
+            "extra": 1,
+        },
+        {"type": "surface.rejected", "code": "bridge_source_invalid", "count": 0},
+        {"type": "surface.rejected", "code": "x" * 65, "count": 1},
+        {"type": "surface.unavailable", "instance_id": "i"},
+    ],
+    ids=[
+        "long-request-id",
+        "empty-method",
+        "unknown-field",
+        "zero-count",
+        "long-code",
+        "no-surface",
+    ],
+)
+def test_a_surface_frame_outside_the_protocol_is_refused(frame: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        SHELL_TO_RUNTIME.validate_json(json.dumps(frame))

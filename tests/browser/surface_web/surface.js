@@ -39,8 +39,9 @@
       pending.get(message.id)(message);
       pending.delete(message.id);
     }
-    if (message && message.method === "ui/resource-teardown" && !window.__holdTeardown) {
-      window.post({ jsonrpc: "2.0", id: message.id, result: {} });
+    if (message && message.method === "ui/resource-teardown") {
+      console.log("surface-teardown:" + message.params.reason); // the test reads the console
+      if (!window.__holdTeardown) window.post({ jsonrpc: "2.0", id: message.id, result: {} });
     }
   });
   document.addEventListener("DOMContentLoaded", function () {
