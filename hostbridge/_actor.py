@@ -56,6 +56,7 @@ from lineup.actors.router.messages import (
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.sdk.protocol import ViewItem
 
+from ._artifacts import ArtifactServer
 from ._interactions import InteractionMirror, interaction_frames, session_frames
 from ._listener import serve
 from ._markdown import markdown_tree
@@ -65,6 +66,7 @@ from ._surfaces import SurfaceBook, SurfaceRelay
 from .messages import (
     AppSessionsUpdatedEvent,
     AppsUpdatedEvent,
+    ArtifactCreatedEvent,
     InteractionsUpdatedEvent,
     RuntimeStateEvent,
     SessionDataUpdatedEvent,
@@ -185,6 +187,7 @@ class HostbridgeActor(Actor):
         self._quiet = RefusalLog(log)  # a router not up yet is asked every few seconds
         self._nursery: trio.Nursery | None = None
         self._book = SurfaceBook()  # each live instance's Surface, from its views
+        self._artifacts: ArtifactServer | None = None  # once the server runs (it has the token)
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
@@ -204,8 +207,15 @@ class HostbridgeActor(Actor):
         # this much of it is read, never buffered whole.
         config.websocket_max_message_size = MAX_SHELL_FRAME_BYTES
         relay = SurfaceRelay(self.bus, self._book, access.port, self._refused_about)
+        self._artifacts = ArtifactServer(self.bus, access.token, self._refused_artifact)
         app = build_app(
-            access, self.hub, self._greeting, self._from_shell, self._refused, surfaces=relay
+            access,
+            self.hub,
+            self._greeting,
+            self._from_shell,
+            self._refused,
+            surfaces=relay,
+            artifacts=self._artifacts,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(serve, app, config)
@@ -326,6 +336,16 @@ class HostbridgeActor(Actor):
             log.warning("hostbridge.frame_unbuildable type=shell.session_data")
             return
         self.hub.broadcast(frame)
+
+    @handles(ArtifactCreatedEvent)
+    def on_artifact(self, msg: ArtifactCreatedEvent, env: Envelope) -> None:
+        """A new artifact: its card to every Shell."""
+        if self._artifacts is not None:
+            for frame in self._artifacts.created(msg.artifact):
+                self.hub.broadcast(frame)
+
+    def _refused_artifact(self, event: str, code: str, artifact_id: str | None) -> None:
+        self._refused_about("artifact.get", event, code, artifact_id)
 
     def _surface_report(self, frame: SurfaceRejectedFrame | SurfaceUnavailableFrame) -> None:
         """What a Shell's bridge dropped (the bridge rejection counter: `subject_id` is
@@ -485,6 +505,7 @@ class HostbridgeActor(Actor):
                 )
             except LineUpError:
                 frames.extend(self._mirror.frames())
+                frames.extend(await self._artifact_cards())
                 self._relist()
                 return frames
             if offset == 0:
@@ -505,8 +526,12 @@ class HostbridgeActor(Actor):
                     frames.extend(await self._page(v.instance_id, None))
             offset = views.next_offset if views.views else None
         frames.extend(self._mirror.frames())
+        frames.extend(await self._artifact_cards())
         self._relist()
         return frames
+
+    async def _artifact_cards(self) -> list[ShellOutbound]:
+        return [] if self._artifacts is None else await self._artifacts.listed()
 
     # ------------------------------------------------------------------ Shell → runtime
 
