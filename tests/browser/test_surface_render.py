@@ -373,6 +373,8 @@ async def test_every_escape_from_the_sandboxed_frame_fails(
     assert served.seen.count("websocket /ws") == 1
     for path in ("/beacon.png", "/healthz", "/navigated", "/popup"):
         assert not [s for s in served.seen if path in s], path
+    # Chromium names a CSP-blocked image to Playwright as a request, but says it blocked it.
+    assert any("img-src data: blob:" in e and "blocked" in e for e in page.console_errors)
 
 
 # ---------------------------------------------------------------------- versions, teardown

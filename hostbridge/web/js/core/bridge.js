@@ -250,9 +250,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (typeof name !== "string" || (data.id !== undefined && id === undefined)) {
       return bridge.reject(CODES.params, id);
     }
-    if (!("params" in data) || isObject(data.params)) {
-      // fine: absent, or an object (checked by the method's validator)
-    } else {
+    // Params absent (or undefined) or an object, which the method's validator checks.
+    if (data.params !== undefined && !isObject(data.params)) {
       return bridge.reject(CODES.params, id, RPC_PARAMS);
     }
     const allowed =
