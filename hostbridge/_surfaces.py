@@ -5,7 +5,11 @@ open): the Shell frames `/surfaces/{instance_id}/index.html` in a sandboxed ifra
 hostbridge serves those files from the app package's `web/` folder, which it asks focus for
 (`focus.ui.surface.assets`) and remembers while that instance's view is that Surface. Every
 surface response carries `surface_headers`: a CSP of its own (scripts and styles only from that
-instance's asset path, no connection of any kind, framed by the Shell only).
+instance's asset path, no connection of any kind, framed by the Shell only). The frame's origin
+is opaque (no `allow-same-origin`), so its own files are cross-origin loads: they are served
+`Cross-Origin-Resource-Policy: cross-origin` (`same-origin` would block every one of them),
+and a Surface's scripts must be classic `<script src>` ones: a module script is a CORS load
+from origin `null`, which nothing here answers (and nothing should).
 
 The bridge's requests that need the runtime come as `surface.request` frames; `SurfaceBook`
 says whether one names a live instance whose current view is that Surface, and `METHODS` holds

@@ -195,8 +195,18 @@ async def test_the_handshake_state_tool_input_and_session_data_round_trip(
         frame.evaluate("() => window.notify('ui/notifications/size-changed', {height: 3})")
         expect(p.locator(FRAME)).to_have_css("height", "120px", timeout=WAIT_MS)
         rejections(p, 0)
+        p.locator(FRAME).focus()  # the keyboard reaches it
+        expect(p.locator(FRAME)).to_be_focused()
 
     await page.run(sizes)
+    # Opened anew (focus restarted, the app opened it again): its revision starts over; the
+    # Surface is told the state, and the bridge renews its subscription.
+    served.show(surface_view(state={"step": 0}, state_revision=0))
+    states = await received(page, "lineup/notifications/state", 2)
+    assert states[-1]["params"] == {"state": {"step": 0}, "revision": 0}
+    await served.bus.until(
+        lambda: [getattr(r, "op", None) for r in served.bus.requests].count("subscribe") == 2
+    )
     names = [r.name for r in served.bus.requests if r.type == "focus.ui.surface.event"]  # type: ignore[attr-defined]
     assert names == ["go"]
     # The frame's own files loaded under its CSP: its style applied (only its own file has it).

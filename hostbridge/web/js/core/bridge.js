@@ -323,6 +323,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     fail(id, RPC_RUNTIME, "capability_denied");
   }
 
+  // `id` null: the bridge's own request (a subscription renewed), answered to nobody.
   function relay(name, id, params) {
     bridge.nextCall += 1;
     const requestId = `${bridge.prefix}-${bridge.nextCall}`;
@@ -335,7 +336,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       params,
     };
     if (utf8Length(JSON.stringify(frame)) > MAX_FORWARD_BYTES) {
-      return bridge.reject(CODES.tooLarge, id);
+      return id === null ? undefined : bridge.reject(CODES.tooLarge, id);
     }
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), REPLY_TIMEOUT_MS);
     function settle(reply) {
@@ -344,7 +345,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.calls.delete(requestId);
       if (isObject(reply.error)) {
         const code = typeof reply.error.code === "string" ? reply.error.code : "internal_error";
-        return fail(id, RPC_RUNTIME, code);
+        if (id !== null) fail(id, RPC_RUNTIME, code);
+        return;
       }
       const result = isObject(reply.result) ? reply.result : {};
       if (name === "lineup/session-data/subscribe") {
@@ -353,7 +355,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
           bridge.sessionRevision = Math.max(bridge.sessionRevision, result.revision);
         }
       }
-      answer(id, result);
+      if (id !== null) answer(id, result);
       if (name === "lineup/session-data/subscribe") forwardSessionData();
     }
     ctx.state.surfaceCalls.set(requestId, settle);
@@ -409,8 +411,15 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
   }
 
   // The Shell re-rendered: the instance's latest view, and its latest session data.
+  // A state revision lower than the one given: the Surface was opened anew (focus restarted
+  // and the app opened it again): the runtime forgot its subscription, which is renewed.
   bridge.update = (nextView) => {
+    const reopened = bridge.phase === "ready" && stateRevision(nextView) < bridge.stateRevision;
     bridge.view = nextView;
+    if (reopened) {
+      bridge.stateRevision = -1;
+      if (bridge.subscribed) relay("lineup/session-data/subscribe", null, {});
+    }
     notifyView();
     forwardSessionData();
   };
