@@ -18,6 +18,7 @@ from lineup.actors.focus.messages import (
     ViewsReply,
     ViewsRequest,
 )
+from lineup.actors.gateway.messages import ArtifactInfo, ArtifactsListReply, ArtifactsListRequest
 from lineup.actors.kernel import (
     ActorContext,
     ActorKind,
@@ -58,6 +59,7 @@ class FakeBus:
         self.lists = 0
         self.answer: Any = None  # InteractionAnswerRequest → InteractionAnswerReply (or raises)
         self.resume: Any = None  # AppSessionContinueRequest → AppSessionContinueReply (or raises)
+        self.artifacts: tuple[ArtifactInfo, ...] = ()  # what the gateway lists, newest first
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
@@ -77,6 +79,8 @@ class FakeBus:
                 self.list_refusals -= 1
                 raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, "router not up")
             return self.listed
+        if isinstance(body, ArtifactsListRequest):
+            return ArtifactsListReply(artifacts=self.artifacts)  # at each greeting, likewise
         self.requests.append(body)
         self.changed.set()
         if isinstance(body, RuntimeStateRequest):

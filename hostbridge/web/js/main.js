@@ -18,6 +18,7 @@ import { CardCache } from "./components/interaction_card.js";
 import { createNotices } from "./components/notices.js";
 import { createOverlay } from "./components/overlay.js";
 import { createStatus } from "./components/status.js";
+import { surface } from "./components/surface.js";
 import { createSwitcher, instanceTitle } from "./components/switcher.js";
 import { taskDashboard } from "./components/task_dashboard.js";
 import { createTimeline } from "./components/timeline.js";
@@ -26,6 +27,7 @@ const MAX_APP_CARDS = 5; // an app's own container shows its newest few cards
 const MAX_TICK_MS = 60 * 60 * 1000;
 
 register("task.dashboard", taskDashboard);
+register("lineup.surface", surface);
 
 const state = createState();
 const ui = {
@@ -93,6 +95,9 @@ const connection = createConnection({
     state.sessions.clear();
     state.drafts.clear();
     state.interactionsVersion += 1;
+    state.sessionData.clear();
+    state.artifacts.clear();
+    state.artifactsVersion += 1;
   },
 });
 
@@ -101,7 +106,8 @@ const connection = createConnection({
 const byCreation = (a, b) => a.created_at - b.created_at;
 
 // The main IM's cards, each open sub-session group with its questions, and (per instance) the
-// cards an app asked for itself.
+// cards an app asked for itself. An artifact's card goes to its instance's sub-session group if
+// this Shell knows one, else to the main IM (at its `created_at`).
 function placement(s, now) {
   const main = [];
   const grouped = new Map(); // app_session_id → views
@@ -122,16 +128,32 @@ function placement(s, now) {
     if (!grouped.has(session.app_session_id)) grouped.set(session.app_session_id, []);
     grouped.get(session.app_session_id).push(view);
   }
+  const sessionOfInstance = new Map();
+  for (const session of s.sessions.values()) {
+    sessionOfInstance.set(session.instance_id, session.app_session_id); // the latest wins
+  }
+  const mainArtifacts = [];
+  const groupArtifacts = new Map(); // app_session_id → artifacts
+  for (const artifact of s.artifacts.values()) {
+    const sessionId = artifact.instance_id ? sessionOfInstance.get(artifact.instance_id) : undefined;
+    if (sessionId === undefined) {
+      mainArtifacts.push(artifact);
+      continue;
+    }
+    if (!groupArtifacts.has(sessionId)) groupArtifacts.set(sessionId, []);
+    groupArtifacts.get(sessionId).push(artifact);
+  }
   const groups = [...s.sessions.values()].map((session) => {
     const instance = s.instances.find((i) => i.instance_id === session.instance_id);
     return {
       session,
       views: (grouped.get(session.app_session_id) ?? []).sort(byCreation),
+      artifacts: (groupArtifacts.get(session.app_session_id) ?? []).sort(byCreation),
       appTitle: instance ? instanceTitle(s, instance) : appName(session.app_scope),
       inFront: session.state === "open" && session.instance_id === s.foreground,
     };
   });
-  return { main: main.sort(byCreation), groups, byApp };
+  return { main: main.sort(byCreation), groups, byApp, artifacts: mainArtifacts.sort(byCreation) };
 }
 
 const appName = (scope) =>
@@ -227,7 +249,12 @@ function render() {
 
   const chat = state.chatInstance === null ? undefined : state.views.get(state.chatInstance);
   const chatView = chat && chat.view.kind === "chat.timeline" ? chat.view : null;
-  timeline.render(state, chatView, { cards: places.main, groups: places.groups, now });
+  timeline.render(state, chatView, {
+    cards: places.main,
+    groups: places.groups,
+    artifacts: places.artifacts,
+    now,
+  });
   if (!chatWasShown && chatInFront) timeline.restoreScroll();
 
   // Focus that was on something now hidden or gone moves to what took its place.

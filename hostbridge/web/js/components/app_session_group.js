@@ -9,6 +9,7 @@
 
 import { isOpen } from "../core/state.js";
 import { el, replaceKeeping, uniqueId } from "../core/util.js";
+import { ArtifactCards } from "./artifact_card.js";
 import { CardCache } from "./interaction_card.js";
 
 export function createGroup(session) {
@@ -33,9 +34,12 @@ export function createGroup(session) {
   const resume = el("button", "interaction-button app-session-continue", "app-session-continue", "Continue");
   resume.type = "button";
   resume.hidden = true;
-  body.append(note, list, resume);
+  const artifactList = el("div", "app-session-artifacts", "app-session-artifacts");
+  body.append(note, list, artifactList, resume);
   li.append(toggle, body);
   const group = { li, toggle, title, status, waiting, body, note, list, resume, open: false };
+  group.artifactList = artifactList;
+  group.artifactCards = new ArtifactCards(4);
   group.continueSent = false;
   group.cards = new CardCache("group", { headingLevel: 4 });
   resume.addEventListener("click", () => {
@@ -54,8 +58,14 @@ export function createGroup(session) {
   return group;
 }
 
-// `views`: the session's interactions, oldest first; `inFront`: its instance is in front.
-export function updateGroup(group, session, views, { state, ctx, now, appTitle, inFront }) {
+// `views`: the session's interactions, oldest first; `inFront`: its instance is in front;
+// `artifacts`: what its instance made, oldest first.
+export function updateGroup(
+  group,
+  session,
+  views,
+  { state, ctx, now, appTitle, inFront, artifacts = [] },
+) {
   const ended = session.state === "closed";
   group.ctx = ctx;
   group.li.setAttribute("data-state", session.state);
@@ -80,4 +90,10 @@ export function updateGroup(group, session, views, { state, ctx, now, appTitle, 
   const elements = views.map((v) => group.cards.element(v, state, ctx, now, ended));
   group.cards.keep(new Set(views.map((v) => v.interaction_id)));
   replaceKeeping(group.list, elements);
+  replaceKeeping(
+    group.artifactList,
+    artifacts.map((a) => group.artifactCards.element(a)),
+  );
+  group.artifactCards.keep(new Set(artifacts.map((a) => a.artifact_id)));
+  group.artifactList.hidden = artifacts.length === 0;
 }

@@ -6,6 +6,7 @@
 
 import { byTestId, el, isId, isObject, replaceKeeping } from "../core/util.js";
 import { sortedItems } from "../core/state.js";
+import { ArtifactCards } from "./artifact_card.js";
 import { CardCache } from "./interaction_card.js";
 import { createGroup, updateGroup } from "./app_session_group.js";
 import { renderNodes } from "./markdown.js";
@@ -28,6 +29,8 @@ export function createTimeline(ctx) {
   const cardRows = new Map(); // interaction id → its <li>
   const groups = new Map(); // app_session_id → its group
   const cards = new CardCache("timeline");
+  const artifactCards = new ArtifactCards();
+  const artifactRows = new Map(); // artifact id → its <li>
   let shownItems = -1;
   let shownView;
   let composerEnabled = false;
@@ -154,6 +157,17 @@ export function createTimeline(ctx) {
     return row;
   }
 
+  function artifactRow(artifact) {
+    let row = artifactRows.get(artifact.artifact_id);
+    if (row === undefined) {
+      row = el("li", "timeline-card timeline-artifact", "timeline-artifact");
+      row.setAttribute("data-artifact-id", artifact.artifact_id);
+      row.append(artifactCards.element(artifact));
+      artifactRows.set(artifact.artifact_id, row);
+    }
+    return row;
+  }
+
   function groupRow(entry, state, now) {
     const session = entry.session;
     let group = groups.get(session.app_session_id);
@@ -165,7 +179,8 @@ export function createTimeline(ctx) {
     return group.li;
   }
 
-  // `extras`: {cards: [InteractionView], groups: [{session, views, appTitle, inFront}], now}.
+  // `extras`: {cards: [InteractionView], groups: [{session, views, artifacts, appTitle,
+  // inFront}], artifacts: [artifact card], now}.
   function render(state, view, extras) {
     const items = view ? sortedItems(state) : [];
     const timeline = ui.timeline;
@@ -179,11 +194,13 @@ export function createTimeline(ctx) {
     const timed = [
       ...(view ? extras.cards : []).map((v) => ({ at: v.created_at, card: v })),
       ...(view ? extras.groups : []).map((g) => ({ at: g.session.opened_at, group: g })),
+      ...(view ? extras.artifacts : []).map((a) => ({ at: a.created_at, artifact: a })),
     ].sort((a, b) => a.at - b.at);
     const next = new Map();
     const elements = [];
     const usedCards = new Set();
     const usedGroups = new Set();
+    const usedArtifacts = new Set();
     let k = 0;
     const flush = (until) => {
       while (k < timed.length && (until === null || timed[k].at < until)) {
@@ -191,6 +208,9 @@ export function createTimeline(ctx) {
         if (entry.card) {
           usedCards.add(entry.card.interaction_id);
           elements.push(cardRow(entry.card, state, extras.now));
+        } else if (entry.artifact) {
+          usedArtifacts.add(entry.artifact.artifact_id);
+          elements.push(artifactRow(entry.artifact));
         } else {
           usedGroups.add(entry.group.session.app_session_id);
           elements.push(groupRow(entry.group, state, extras.now));
@@ -214,6 +234,8 @@ export function createTimeline(ctx) {
     flush(null);
     for (const id of cardRows.keys()) if (!usedCards.has(id)) cardRows.delete(id);
     for (const id of groups.keys()) if (!usedGroups.has(id)) groups.delete(id);
+    for (const id of artifactRows.keys()) if (!usedArtifacts.has(id)) artifactRows.delete(id);
+    artifactCards.keep(usedArtifacts);
     cards.keep(usedCards);
     // Move only what changed, so unchanged messages are not re-announced by the live region.
     replaceKeeping(timeline, elements);
