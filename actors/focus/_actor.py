@@ -29,7 +29,9 @@ import hashlib
 import json
 import logging
 import math
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import trio
@@ -87,7 +89,12 @@ from lineup.actors.store.messages import (
     SessionDataReplaceReply,
     SessionDataReplaceRequest,
 )
-from lineup.hostbridge.messages import AppsUpdatedEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
+from lineup.hostbridge.messages import (
+    AppsUpdatedEvent,
+    SessionDataUpdatedEvent,
+    ViewItemsUpdatedEvent,
+    ViewUpdatedEvent,
+)
 from lineup.miniapps import catalogue
 from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
@@ -95,7 +102,8 @@ from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
 
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
-from ._views import ViewBook
+from ._surfaces import PLACEHOLDER_VIEW, Surface, SurfaceBook, surface_entrypoint
+from ._views import TRUSTED_KINDS, ViewBook
 from .messages import (
     AppEnableRequest,
     AppView,
@@ -104,6 +112,11 @@ from .messages import (
     InventoryReply,
     InventoryRequest,
     LaunchRequest,
+    SurfaceAccepted,
+    SurfaceAssetsReply,
+    SurfaceAssetsRequest,
+    SurfaceEventRequest,
+    SurfaceSessionDataRequest,
     UiEventAccepted,
     UiEventRequest,
     UiIntentRequest,
@@ -164,6 +177,12 @@ class FocusActor(Actor):
         self._inventory_lock = trio.Lock()
         self._session_locks: dict[tuple[str, str], trio.Lock] = {}
         self._subscribers: dict[tuple[str, str], set[str]] = {}
+        # Surfaces (one per instance at most), the hostbridges that subscribed to a Surface's
+        # session data, and the view an app drew while its Surface covers it (shown again
+        # when the Surface closes).
+        self._surfaces = SurfaceBook()
+        self._watchers: dict[tuple[str, str], set[str]] = {}
+        self._beneath: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ start-up
 
@@ -569,7 +588,15 @@ class FocusActor(Actor):
             self._views.drop(instance_id)
             self._last_push.pop(instance_id, None)
             self._subscribers.pop((scope, instance_id), None)
+            self._watchers.pop((scope, instance_id), None)
             self._session_locks.pop((scope, instance_id), None)
+            self._beneath.pop(instance_id, None)
+            surface = self._surfaces.drop(instance_id)
+            if surface is not None:
+                closed = sdk.SurfaceClosedEvent(
+                    instance_id=instance_id, surface_id=surface.surface_id, reason="instance_ended"
+                )
+                self._nursery_soon(self._tell_app, scope, closed)
             return self._live_of(scope)
 
     @handles(sdk.LifecycleRequest)
@@ -674,24 +701,45 @@ class FocusActor(Actor):
         key = self._session_of(env, msg.instance_id)
         async with self._session_lock(key):
             self._session_of(env, msg.instance_id)  # it may have ended while this waited
-            reply = await self._store(
-                SessionDataReplaceRequest(
-                    app_scope=key[0],
-                    app_session_id=key[1],
-                    data=msg.data,
-                    expected_revision=msg.expected_revision,
-                ),
-                SessionDataReplaceReply,
-            )
-            if reply.changed:
-                event = sdk.SessionDataEvent(
-                    instance_id=msg.instance_id, data=msg.data, revision=reply.revision
-                )
-                for subscriber in sorted(self._subscribers.get(key, ())):
-                    # In order, under the lock: revisions arrive strictly increasing.
-                    if await self.bus.tell(subscriber, event, timeout=NOTIFY_TIMEOUT):
-                        self._subscribers.get(key, set()).discard(subscriber)
+            reply = await self._replace(key, msg.data, msg.expected_revision)
         return sdk.CommandReceipt(id=msg.instance_id, seq=reply.revision, changed=reply.changed)
+
+    async def _replace(
+        self, key: tuple[str, str], data: dict[str, Any], expected_revision: int
+    ) -> SessionDataReplaceReply:
+        """Write a session's data (the caller holds its lock) and tell every subscriber of a
+        newer revision: the apps (`miniapp.session_data.updated`) and the hostbridges of its
+        open Surface (`hostbridge.session_data.updated`), whichever writer wrote. Raises
+        `stale_revision` after a newer write."""
+        scope, instance_id = key
+        reply: SessionDataReplaceReply = await self._store(
+            SessionDataReplaceRequest(
+                app_scope=scope,
+                app_session_id=instance_id,
+                data=data,
+                expected_revision=expected_revision,
+            ),
+            SessionDataReplaceReply,
+        )
+        if not reply.changed:
+            return reply
+        event = sdk.SessionDataEvent(instance_id=instance_id, data=data, revision=reply.revision)
+        for subscriber in sorted(self._subscribers.get(key, ())):
+            # In order, under the lock: revisions arrive strictly increasing.
+            if await self.bus.tell(subscriber, event, timeout=NOTIFY_TIMEOUT):
+                self._subscribers.get(key, set()).discard(subscriber)
+        surface = self._surfaces.of(instance_id)
+        if surface is not None:
+            updated = SessionDataUpdatedEvent(
+                instance_id=instance_id,
+                surface_id=surface.surface_id,
+                data=data,
+                revision=reply.revision,
+            )
+            for watcher in sorted(self._watchers.get(key, ())):
+                if await self.bus.tell(watcher, updated, timeout=NOTIFY_TIMEOUT):
+                    self._watchers.get(key, set()).discard(watcher)
+        return reply
 
     # ------------------------------------------------------------------ views and the Shell
 
@@ -728,7 +776,22 @@ class FocusActor(Actor):
         passes on must keep (depth, items, numbers, strings: the wire's `check_document`),
         `MAX_VIEW_BYTES`, and the trust its kind needs; then coalesced (`_push_views`)."""
         scope = self._live_owned(env, msg.instance_id)
+        manifest = self._manifests.get(scope)
+        if (
+            manifest is not None
+            and manifest.host.surface_required
+            and msg.view.get("kind") in TRUSTED_KINDS
+        ):
+            # An app that needs a Surface draws nothing with the Shell's own components.
+            refused = LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "surface required")
+            raise self._surface_refused(env, msg.instance_id, refused)
         try:
+            if self._surfaces.of(msg.instance_id) is not None:
+                # The Surface covers the instance: the app's view is kept, not shown, until
+                # the Surface closes.
+                self._views.check_view(scope, msg.view)
+                self._beneath[msg.instance_id] = msg.view
+                return sdk.CommandReceipt(id=msg.instance_id, changed=False)
             self._views.set_view(scope, msg.instance_id, msg.view)
         except LineUpError as refused:
             raise self._view_refused(env, msg.instance_id, refused) from refused
@@ -747,6 +810,183 @@ class FocusActor(Actor):
         if changed:
             self._schedule_push(msg.instance_id, items=True)
         return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+
+    # ------------------------------------------------------------------ surfaces
+
+    def _surface_refused(self, env: Envelope, subject: str, refused: LineUpError) -> LineUpError:
+        """Audit a refused Surface request by its type and code (rate-bounded per sender: a
+        Surface's messages are the user's iframe's, as many as it likes), and return it."""
+        self.bus.audit_refusal(
+            AuditRecord(
+                event="focus.surface_refused",
+                actor=self.ctx.identity.name,
+                peer=env.sender.name,
+                code=refused.code.value,
+                message_type=env.body.TYPE,
+                subject_id=subject[:200],
+            )
+        )
+        return refused
+
+    def _show_surface(self, surface: Surface) -> None:
+        self._views.show(surface.app_scope, surface.instance_id, surface.view())
+        self._schedule_push(surface.instance_id)
+
+    @handles(sdk.SurfaceOpenRequest)
+    def on_surface_open(self, msg: sdk.SurfaceOpenRequest, env: Envelope) -> sdk.SurfaceReply:
+        """Open one of the sender's live instances' Surface from a `surface` entrypoint of its
+        manifest (idempotent: the open one again, `changed` False, its state kept); its view
+        becomes the Surface's. Refused `app_instance_not_found` (not the sender's live
+        instance, another app's audited as well), `surface_unavailable`, a bound's code."""
+        try:
+            scope = self._live_owned(env, msg.instance_id)
+        except LineUpError as refused:
+            missing = LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
+            raise self._surface_refused(env, msg.instance_id, missing) from refused
+        try:
+            entrypoint = surface_entrypoint(self._manifests.get(scope), msg.entrypoint)
+            surface, changed = self._surfaces.open(
+                scope,
+                msg.instance_id,
+                entrypoint,
+                label=self._bundled.get(scope, {}).get("title", scope),
+                state=msg.state,
+                tool_input=msg.tool_input,
+            )
+        except LineUpError as refused:
+            raise self._surface_refused(env, msg.instance_id, refused) from refused
+        if changed:
+            self._show_surface(surface)
+        return surface.reply(changed=changed)
+
+    @handles(sdk.SurfaceUpdateRequest)
+    def on_surface_update(self, msg: sdk.SurfaceUpdateRequest, env: Envelope) -> sdk.SurfaceReply:
+        """Merge a patch into the sender's open Surface's state (one revision on) and show it.
+        Refused `surface_not_found` (none open, or another app's), a bound's code."""
+        try:
+            surface = self._surfaces.update(
+                app_scope_of(env.sender), msg.surface_id, msg.patch, msg.tool_result
+            )
+        except LineUpError as refused:
+            raise self._surface_refused(env, msg.surface_id, refused) from refused
+        self._show_surface(surface)
+        return surface.reply()
+
+    @handles(sdk.SurfaceCloseRequest)
+    def on_surface_close(self, msg: sdk.SurfaceCloseRequest, env: Envelope) -> sdk.SurfaceReply:
+        """Close the sender's Surface: the instance shows the view its app drew (or a
+        placeholder), and the app is told (`closed`). A repeat is `changed` False."""
+        scope = app_scope_of(env.sender)
+        try:
+            surface, changed = self._surfaces.close(scope, msg.surface_id)
+        except LineUpError as refused:
+            raise self._surface_refused(env, msg.surface_id, refused) from refused
+        if changed:
+            self._watchers.pop((scope, surface.instance_id), None)
+            if self._stack.states.get(surface.instance_id) in LIVE:
+                view = self._beneath.pop(surface.instance_id, None) or PLACEHOLDER_VIEW
+                self._views.show(scope, surface.instance_id, view)
+                self._schedule_push(surface.instance_id)
+            closed = sdk.SurfaceClosedEvent(
+                instance_id=surface.instance_id, surface_id=surface.surface_id, reason="closed"
+            )
+            self._nursery_soon(self._tell_app, scope, closed)
+        return surface.reply(open=False, changed=changed)
+
+    def _open_surface(self, env: Envelope, instance_id: str, surface_id: str | None) -> Surface:
+        """The live instance's open Surface (that one, if `surface_id`), for the hostbridge.
+        Raises `app_instance_not_found`, `surface_not_found`."""
+        if self._owners.get(instance_id) is None or self._stack.states.get(instance_id) not in LIVE:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+        surface = self._surfaces.of(instance_id)
+        if surface is None:
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, instance_id)
+        if surface_id is not None:
+            surface = self._surfaces.named(instance_id, surface_id)
+        return surface
+
+    @handles(SurfaceAssetsRequest)
+    def on_surface_assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
+        """Where an open Surface's files are: the `web/` folder beside its app's manifest."""
+        try:
+            surface = self._open_surface(env, msg.instance_id, None)
+        except LineUpError as refused:
+            raise self._surface_refused(env, msg.instance_id, refused) from refused
+        manifest = self._bundled.get(surface.app_scope, {}).get("manifest", "")
+        web_root = Path(os.path.abspath(manifest)).parent / "web"  # no I/O: the hostbridge resolves
+        return SurfaceAssetsReply(
+            instance_id=msg.instance_id,
+            surface_id=surface.surface_id,
+            web_root=str(web_root),
+            document=surface.entrypoint.document,
+        )
+
+    @handles(SurfaceEventRequest)
+    async def on_surface_event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:
+        """An event the Surface sent, checked against its entrypoint, handed to the app as
+        `miniapp.surface.event`. An app that is down is the code its channel gives
+        (`actor_restarted`, `actor_unavailable`): the Surface retries."""
+        try:
+            surface = self._open_surface(env, msg.instance_id, msg.surface_id)
+            surface.check_event(msg.name, msg.data)
+            try:
+                await self.bus.notify(
+                    f"miniapp:{surface.app_scope}",
+                    sdk.SurfaceEvent(
+                        instance_id=msg.instance_id,
+                        surface_id=surface.surface_id,
+                        name=msg.name,
+                        data=msg.data,
+                    ),
+                    timeout=NOTIFY_TIMEOUT,
+                )
+            except LineUpError as down:
+                raise LineUpError(down.code, "the app is not there") from down
+        except LineUpError as refused:
+            raise self._surface_refused(env, msg.instance_id, refused) from refused
+        return SurfaceAccepted(instance_id=msg.instance_id, surface_id=surface.surface_id)
+
+    @handles(SurfaceSessionDataRequest)
+    async def on_surface_session_data(
+        self, msg: SurfaceSessionDataRequest, env: Envelope
+    ) -> SurfaceAccepted:
+        """The Surface's way to its instance's session data: the app's own path (the same
+        store requests, under the same lock, `stale_revision` alike). `subscribe` makes the
+        sender (the hostbridge) a subscriber of that session while the Surface is open."""
+        try:
+            return await self._surface_session_data(msg, env)
+        except LineUpError as refused:
+            raise self._surface_refused(env, msg.instance_id, refused) from refused
+
+    async def _surface_session_data(
+        self, msg: SurfaceSessionDataRequest, env: Envelope
+    ) -> SurfaceAccepted:
+        surface = self._open_surface(env, msg.instance_id, msg.surface_id)
+        key = (surface.app_scope, msg.instance_id)
+        async with self._session_lock(key):
+            surface = self._open_surface(env, msg.instance_id, msg.surface_id)  # still open?
+            if msg.op == "replace":
+                if msg.data is None or msg.expected_revision is None:
+                    raise LineUpError(ErrorCode.BRIDGE_PARAMS_INVALID, "replace needs data")
+                reply = await self._replace(key, msg.data, msg.expected_revision)
+                return SurfaceAccepted(
+                    instance_id=msg.instance_id,
+                    surface_id=surface.surface_id,
+                    revision=reply.revision,
+                    data=msg.data,
+                )
+            got = await self._store(
+                SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
+            )
+            if msg.op == "subscribe":
+                # Under the session's lock: a write lands in this snapshot or comes next.
+                self._watchers.setdefault(key, set()).add(env.sender.name)
+            return SurfaceAccepted(
+                instance_id=msg.instance_id,
+                surface_id=surface.surface_id,
+                revision=got.revision,
+                data=got.data,
+            )
 
     def _live_owned(self, env: Envelope, instance_id: str) -> str:
         scope = self._owned(env, instance_id)

@@ -13,7 +13,8 @@ the items that changed since the last push, and the Shell gets items a bounded p
 A view of a *trusted kind* (one the Shell draws with the runtime's own components) is accepted
 only from the app that ships that component, and only if the app is the catalogue's own (system
 or bundled), never a configured, development or installed app of the same scope; items, which
-only such a component shows, likewise.
+only such a component shows, likewise. A kind under `lineup.` is the runtime's own (focus
+makes the `lineup.surface` view of an open Surface, `show`): no app draws one.
 
 Pushes coalesce: while one is on its way, the latest view and the latest version of each
 changed item wait (`take`), never a queue of them; the actor paces views (a view may take any
@@ -49,6 +50,7 @@ TRUSTED_KINDS: Final[dict[str, str]] = {
     "chat.timeline": catalogue.SYSTEM_APP.app_scope,
     "task.dashboard": "task-dashboard",
 }
+RUNTIME_KINDS_PREFIX: Final = "lineup."  # views focus makes itself (`show`), never an app
 ITEM_COMPONENTS: Final = frozenset({"chat.timeline"})  # the trusted components that show items
 # Items in one page for the Shell (at least one): a reply and its frame stay within 1 MiB.
 PAGE_BYTES: Final = 768 * 1024
@@ -81,13 +83,25 @@ class ViewBook:
     # ------------------------------------------------------------------ from the apps
 
     def may_show(self, app_scope: str, kind: object) -> bool:
-        """Whether `app_scope` may have a view of `kind` drawn (only its own trusted kinds)."""
+        """Whether `app_scope` may have a view of `kind` drawn (only its own trusted kinds, and
+        none of the runtime's own)."""
+        if isinstance(kind, str) and kind.startswith(RUNTIME_KINDS_PREFIX):
+            return False
         owner = TRUSTED_KINDS.get(kind) if isinstance(kind, str) else None
         return owner is None or (owner == app_scope and app_scope in self._trusted)
 
     def set_view(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> None:
         """Take the instance's new view, once `check_view` passes it (else it is not taken)."""
         self.check_view(app_scope, view)
+        entry = self._entry(app_scope, instance_id)
+        shown = AppView(
+            app_scope=app_scope, instance_id=instance_id, view=view, items=len(entry.items)
+        )
+        entry.view = entry.unpushed_view = shown
+
+    def show(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> None:
+        """Take a view focus made itself (a Surface's), unchecked: its parts are bounded where
+        they are made."""
         entry = self._entry(app_scope, instance_id)
         shown = AppView(
             app_scope=app_scope, instance_id=instance_id, view=view, items=len(entry.items)
