@@ -39,7 +39,7 @@ def item_ids(runtime: FakeRuntime) -> list[str]:
 
 
 async def opened(
-    runtime: FakeRuntime | None = None, **board: Any
+    board: dict[str, Any] | None = None, runtime: FakeRuntime | None = None
 ) -> tuple[Whiteboard, FakeRuntime, CallRecord]:
     app = Whiteboard()
     runtime = await testkit.start(app, runtime=runtime)
@@ -76,7 +76,7 @@ async def test_open_draws_the_initial_board_it_is_given() -> None:
         "strokes": [{"colour": PALETTE[1], "width": 6, "points": [0, 0, 10, 10]}],
         "text_boxes": [{"x": 5, "y": 5, "text": "title"}],
     }
-    _, runtime, _ = await opened(**BOARD, initial=initial)
+    _, runtime, _ = await opened({**BOARD, "initial": initial})
     items = document(runtime)[0]["board"]["items"]
     assert [(i["kind"], i.get("colour")) for i in items] == [
         ("stroke", PALETTE[1]),
@@ -96,7 +96,7 @@ async def test_open_draws_the_initial_board_it_is_given() -> None:
     ],
 )
 async def test_an_initial_board_out_of_bounds_is_refused(initial: dict[str, Any]) -> None:
-    _, runtime, record = await opened(**BOARD, initial=initial)
+    _, runtime, record = await opened({**BOARD, "initial": initial})
     assert (record.status, record.error_code) == ("failed", "tool_input_invalid")
     assert runtime.surfaces.of(INSTANCE) is None
 
@@ -235,7 +235,7 @@ async def test_an_approved_submit_makes_the_png_and_json_completes_the_open_and_
     assert runtime.lifecycle.requests[-1] == (INSTANCE, "close")
 
 
-@pytest.mark.parametrize("answer", [{"approved": False}, {"action": "cancel"}])
+@pytest.mark.parametrize("answer", [{"approved": False}, {"cancelled": True}])
 async def test_a_declined_submit_fails_cancelled_by_user_and_the_board_stays(
     answer: dict[str, Any],
 ) -> None:

@@ -94,7 +94,7 @@ def test_an_undo_of_nothing_is_applied_so_the_surface_stops_sending_it() -> None
         stroke("x", width=0),
         stroke("x", colour="#000000"),  # not a palette colour
         stroke("x", mode="spray"),
-        stroke("x", points=["1", "2"]),  # strings are not coordinates
+        {**stroke("x"), "points": ["1", "2"]},  # strings are not coordinates
         text("x", "t" * 501),
         text("x", ""),
         {"op_id": "x", "kind": "fill"},
