@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
+from lineup.miniapps import whiteboard as whiteboard_package
 from lineup.miniapps.whiteboard import Whiteboard
 from lineup.miniapps.whiteboard._board import MAX_POINTS, PALETTE
 from lineup.sdk import ErrorCode, LineUpError, testkit
 from lineup.sdk import protocol as p
+from lineup.sdk.manifest import load_manifest, manifest_json
 from lineup.sdk.testkit import CallRecord, FakeRuntime
+from lineup.sdk.tools import manifest_of
 
 from ._png_decode import decode
 
@@ -314,3 +319,36 @@ async def test_events_after_the_instance_closed_do_nothing() -> None:
     )
     await app.on_surface_event(event)
     assert item_ids(runtime) == []
+
+
+def test_the_shipped_manifest_is_the_one_the_code_declares() -> None:
+    shipped = Path(whiteboard_package.__file__).parent / "manifest.json"
+    assert shipped.read_text() == manifest_json(manifest_of(Whiteboard))
+    manifest = load_manifest(shipped.read_text())
+    assert manifest.host.surface_required is True
+    assert [
+        (e.id, e.kind, e.document, e.surface_version, e.events) for e in manifest.entrypoints
+    ] == [("board", "surface", "index.html", 1, ("board.patch", "board.submit"))]
+    assert [t.method for t in manifest.tools] == [OPEN, SUBMIT]
+    web = shipped.parent / "web"
+    assert sorted(f.name for f in web.iterdir()) == [
+        "board.css",
+        "board.js",
+        "bridge.js",
+        "index.html",
+    ]
+
+
+def test_the_surface_document_has_no_inline_script_or_style_and_loads_nothing_external() -> None:
+    web = Path(whiteboard_package.__file__).parent / "web"
+    html = (web / "index.html").read_text()
+    assert re.findall(r"<script\b[^>]*>", html) == [
+        '<script src="bridge.js">',
+        '<script src="board.js">',
+    ]
+    assert "<style" not in html and " style=" not in html
+    assert not re.search(r"\son[a-z]+=", html)  # no inline event handlers
+    for name in ("index.html", "board.js", "bridge.js", "board.css"):
+        text = (web / name).read_text()
+        assert "http://" not in text and "https://" not in text and "//cdn" not in text, name
+        assert "@import" not in text and "url(" not in text, name
