@@ -14,6 +14,8 @@ runtime asks for a refresh) and events are the fast one, so hooks must be idempo
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib
 import logging
 import math
@@ -40,6 +42,7 @@ from . import protocol as p
 __all__ = [
     "AppContext",
     "Apps",
+    "Artifacts",
     "Conversation",
     "Inbox",
     "Lifecycle",
@@ -368,6 +371,63 @@ class SessionData:
             await handler(snapshot)
 
 
+class Artifacts:
+    """Runtime-owned files this app makes (seed 004 §6.3): the runtime writes the bytes under
+    its data dir and keeps their metadata; the app reads back only its own. An artifact's id
+    (and metadata, never the bytes) is what a tool result hands the Agent."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+
+    async def create(
+        self,
+        instance_id: str,
+        media_type: str,
+        data: bytes,
+        name: str,
+        *,
+        request_id: str | None = None,
+    ) -> p.ArtifactInfo:
+        """Make an artifact of `data` (`media_type` in `ARTIFACT_MEDIA_TYPES`), owned by this
+        app and `instance_id`. Idempotent by `request_id` (None: derived from the instance,
+        name, type and bytes, so a retry of the same content is the same artifact). Raises
+        `LineUpError` with `artifact_too_large` (before anything is sent: over
+        `MAX_ARTIFACT_BYTES`), `artifact_invalid`, `quota_exceeded`, `app_instance_not_found`."""
+        if len(data) > p.MAX_ARTIFACT_BYTES:
+            raise LineUpError(ErrorCode.ARTIFACT_TOO_LARGE, f"over {p.MAX_ARTIFACT_BYTES} bytes")
+        if request_id is None:
+            key = hashlib.sha256()
+            for part in (instance_id, media_type, name):
+                key.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+            key.update(data)
+            request_id = "auto-" + key.hexdigest()[:40]
+        return await self._host.call(
+            "gateway",
+            p.ArtifactCreateRequest(
+                request_id=request_id,
+                instance_id=instance_id,
+                name=name,
+                media_type=media_type,
+                content_b64=base64.b64encode(data).decode("ascii"),
+            ),
+            p.ArtifactInfo,
+        )
+
+    async def read(self, artifact_id: str) -> tuple[p.ArtifactInfo, bytes]:
+        """One of this app's artifacts and its bytes; another app's is `artifact_not_found`."""
+        got = await self._host.call(
+            "gateway", p.ArtifactReadRequest(artifact_id=artifact_id), p.ArtifactContent
+        )
+        return got.info, base64.b64decode(got.content_b64)
+
+    async def list(self, instance_id: str | None = None) -> tuple[p.ArtifactInfo, ...]:
+        """This app's artifacts (of one instance, or all), newest first."""
+        reply = await self._host.call(
+            "gateway", p.ArtifactListRequest(instance_id=instance_id), p.ArtifactListReply
+        )
+        return reply.artifacts
+
+
 def _answered(record: p.InteractionRecord) -> bool:
     return record.result is not None or record.state in FINAL_INTERACTION
 
@@ -421,6 +481,7 @@ class AppContext:
         self.ui = Ui(host, instance_id)
         self.lifecycle = Lifecycle(host)
         self.session_data = SessionData(host)
+        self.artifacts = Artifacts(host)
         self.apps = Apps(host)
 
     async def refresh(self, instance_id: str | None = None) -> p.ContextReply:

@@ -593,7 +593,7 @@ class SurfaceClosedEvent(Message):
 # Runtime-owned files an app makes (seed 004 §6.3): the gateway writes the bytes under the data
 # dir and the store keeps the metadata; an app reads only its own. Content travels base64.
 
-MAX_ARTIFACT_BYTES = 512 * 1024  # one artifact's content (its base64 fits a 1 MiB frame)
+MAX_ARTIFACT_BYTES = 256 * 1024  # one artifact's content: its base64 fits a MiniApp's frame
 ARTIFACT_MEDIA_TYPES = frozenset(
     {"image/png", "application/json", "text/plain", "text/markdown", "text/csv"}
 )

@@ -75,8 +75,9 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
         "store.outbox.ack",
         "store.outbox.fail",
     ),
-    # The gateway keeps nothing in the store yet.
-    K.GATEWAY: (),
+    # The gateway owns the artifacts: it writes their content under the data dir, then their
+    # rows here, and reads them back for the apps and the Shell.
+    K.GATEWAY: ("store.artifact.*",),
     # The hostbridge faces the browser: it neither writes nor reads the store. What the user
     # does in the Shell reaches the store only through the actor that owns that area.
     K.HOSTBRIDGE: (),

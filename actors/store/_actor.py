@@ -4,8 +4,8 @@ Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker
 the group committer, and only then reports itself started. What the store serves is `TABLE`, one
 row per request (`_table`), assembled from each area's `operations.HANDLERS` (`outbox/`,
 `conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `interactions/`,
-`app_sessions/`, `instances/`, `apps/`, `dead_letters/`): its operation and whether it reads,
-writes, or writes in the sender's name.
+`app_sessions/`, `instances/`, `apps/`, `dead_letters/`, `artifacts/`): its operation and
+whether it reads, writes, or writes in the sender's name.
 Each row's handler awaits its operation through the committer, which answers only after the
 operation's transaction has committed — persist, then acknowledge. A request that arrives before
 the database is open simply waits in the committer's queue. Only the audit append, the stats and
@@ -42,6 +42,7 @@ from ._db import Database, open_database
 from ._table import Served, ServedByTable
 from .app_sessions import operations as app_sessions
 from .apps import operations as apps
+from .artifacts import operations as artifacts
 from .audit import operations as audit
 from .conversations import operations as conversations
 from .cursors import operations as cursors
@@ -80,6 +81,7 @@ TABLE: Final[tuple[Served, ...]] = (
     *instances.HANDLERS,
     *apps.HANDLERS,
     *dead_letters.HANDLERS,  # puts: `on_dead_letter_put`
+    *artifacts.HANDLERS,
 )
 
 

@@ -18,7 +18,8 @@ in `_fields`. List replies are bounded by `limit` and by a byte budget, and page
 The classes live in modules by area, each area's in its `messages` (`outbox`, `inbox`,
 `conversations`, `cursors`, `audit`, `tool_calls`, `interactions`: the standard interactions,
 `app_sessions`: app sub-sessions, `instances`: instances and the focus stack,
-`apps`: session data, registry, inventory, `dead_letters`: what was quarantined), the stats in
+`apps`: session data, registry, inventory, `dead_letters`: what was quarantined,
+`artifacts`: the metadata of the files the gateway keeps), the stats in
 `_stats_messages`; this module is the one to import. `__all__` names every message, the state
 literals (`ToolCallState`, `InstanceState`, …) the bounds a caller must respect before asking
 (`MAX_FOCUS_STACK`), and which tool call and interaction states are final
@@ -56,6 +57,17 @@ from .apps.messages import (
     SessionDataGetRequest,
     SessionDataReplaceReply,
     SessionDataReplaceRequest,
+)
+from .artifacts.messages import (
+    ArtifactCreateReply,
+    ArtifactCreateRequest,
+    ArtifactGetReply,
+    ArtifactGetRequest,
+    ArtifactListReply,
+    ArtifactListRequest,
+    ArtifactRow,
+    ArtifactUsageReply,
+    ArtifactUsageRequest,
 )
 from .audit.messages import (
     AuditAppendReply,
@@ -192,6 +204,15 @@ __all__ = [
     "AppSessionOpenRequest",
     "AppSessionRow",
     "AppSessionState",
+    "ArtifactCreateReply",
+    "ArtifactCreateRequest",
+    "ArtifactGetReply",
+    "ArtifactGetRequest",
+    "ArtifactListReply",
+    "ArtifactListRequest",
+    "ArtifactRow",
+    "ArtifactUsageReply",
+    "ArtifactUsageRequest",
     "AuditAppendReply",
     "AuditAppendRequest",
     "AuditQueryReply",

@@ -173,6 +173,7 @@ AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
     "session data": (K.FOCUS, ("store.session_data.",)),
     "inventory revisions": (K.FOCUS, ("store.inventory.",)),
     "dead letters": (K.ROUTER, ("store.dead_letter.",)),
+    "artifacts": (K.GATEWAY, ("store.artifact.",)),
 }
 # The requests that change nothing, listed by hand (not read from the ACL), so that this file is
 # a second opinion on which requests write. Every other store request writes.
@@ -196,6 +197,9 @@ READS = frozenset(
         "store.inventory.revision.get",
         "store.dead_letter.list",
         "store.dead_letter.summary",
+        "store.artifact.get",
+        "store.artifact.list",
+        "store.artifact.usage",
     }
 )
 # Reads of an area granted beyond its owner, each because that actor uses it.

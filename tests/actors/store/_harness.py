@@ -115,7 +115,7 @@ async def start_store(
     store_bus.audit_locally = actor.write_audit  # as actor_main does
     await nursery.start(store_bus.run)
     peers: dict[ActorKind, Bus] = {}
-    for kind in (ActorKind.ROUTER, ActorKind.FOCUS, ActorKind.TRANSPORT):
+    for kind in (ActorKind.ROUTER, ActorKind.FOCUS, ActorKind.TRANSPORT, ActorKind.GATEWAY):
         peer = peers[kind] = Bus(Identity(kind, kind.value), _nothing)
         await nursery.start(peer.run)
         to_store, to_peer = channel_pair()
