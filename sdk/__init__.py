@@ -15,6 +15,7 @@ from ._app import (
     MiniAppHost,
     RuntimeChannel,
     SessionData,
+    Surfaces,
     Ui,
 )
 from .manifest import Manifest, ManifestInvalid, ToolDescriptor, load_manifest
@@ -46,6 +47,7 @@ __all__ = [
     "RuntimeChannel",
     "SchemaUnsupported",
     "SessionData",
+    "Surfaces",
     "ToolCall",
     "ToolDescriptor",
     "ToolOutputInvalid",

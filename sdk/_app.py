@@ -50,6 +50,7 @@ __all__ = [
     "MiniAppHost",
     "RuntimeChannel",
     "SessionData",
+    "Surfaces",
     "Ui",
 ]
 
@@ -428,6 +429,66 @@ class Artifacts:
         return reply.artifacts
 
 
+class Surfaces:
+    """An instance's Surface: its UI in a sandboxed iframe of the Shell, from the app's own
+    web assets (seed 003 §3.5). The runtime decides whether one opens and names it; the app
+    sends it state (JSON merge patches) and hears its declared events (`on_surface_event`)
+    and its end (`on_surface_closed`). Its session data is the instance's (`session_data`).
+    After `on_view_refresh` (the runtime restarted its focus) the app opens it again."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+
+    async def request_open(
+        self,
+        instance_id: str,
+        *,
+        entrypoint: str | None = None,
+        state: dict[str, Any] | None = None,
+        tool_input: dict[str, Any] | None = None,
+    ) -> p.SurfaceReply:
+        """Open the instance's Surface from the manifest's `surface` entrypoint `entrypoint`
+        (None: the first), showing `state` first; an open one is returned as it is (`changed`
+        False, its state kept). Raises `LineUpError`: `surface_unavailable` (no such
+        entrypoint, or a `surface_version` this host does not run), `app_instance_not_found`,
+        `envelope_too_large` (state over `protocol.MAX_SURFACE_STATE_BYTES`)."""
+        return await self._host.call(
+            "focus",
+            p.SurfaceOpenRequest(
+                instance_id=instance_id,
+                entrypoint=entrypoint,
+                state=state or {},
+                tool_input=tool_input,
+            ),
+            p.SurfaceReply,
+        )
+
+    async def update(
+        self,
+        surface_id: str,
+        patch: dict[str, Any] | None = None,
+        *,
+        tool_result: dict[str, Any] | None = None,
+    ) -> p.SurfaceReply:
+        """Merge `patch` (RFC 7396: a null removes a key) into the Surface's state, one
+        revision on; `tool_result` reaches it as the tool result. Raises `surface_not_found`
+        (closed, or never this app's), `envelope_too_large`."""
+        return await self._host.call(
+            "focus",
+            p.SurfaceUpdateRequest(
+                surface_id=surface_id, patch=patch or {}, tool_result=tool_result
+            ),
+            p.SurfaceReply,
+        )
+
+    async def request_close(self, surface_id: str) -> p.SurfaceReply:
+        """Close the Surface (`changed` False if it was closed already). Raises
+        `surface_not_found` for one that is not this app's."""
+        return await self._host.call(
+            "focus", p.SurfaceCloseRequest(surface_id=surface_id), p.SurfaceReply
+        )
+
+
 def _answered(record: p.InteractionRecord) -> bool:
     return record.result is not None or record.state in FINAL_INTERACTION
 
@@ -483,6 +544,7 @@ class AppContext:
         self.session_data = SessionData(host)
         self.artifacts = Artifacts(host)
         self.apps = Apps(host)
+        self.surfaces = Surfaces(host)
 
     async def refresh(self, instance_id: str | None = None) -> p.ContextReply:
         """The runtime's facts about `instance_id` (one of this app's; default: the process's
@@ -528,6 +590,13 @@ class MiniApp:
     async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
         """One of this app's interactions has its answer (`record.result`) or ended
         (cancelled, expired, failed: `record.terminal_code`). Told at least once."""
+
+    async def on_surface_event(self, event: p.SurfaceEvent) -> None:
+        """One of this app's Surfaces sent an event its entrypoint declares (`event.name`).
+        Not retried by the runtime: a Surface re-sends what it needs acknowledged."""
+
+    async def on_surface_closed(self, event: p.SurfaceClosedEvent) -> None:
+        """One of this app's Surfaces is gone: `closed` (the app asked) or `instance_ended`."""
 
 
 class MiniAppHost(Actor):
@@ -746,6 +815,14 @@ class MiniAppHost(Actor):
     def on_view_refresh(self, msg: p.ViewRefreshEvent, env: Envelope) -> None:
         self._enqueue(msg)
 
+    @handles(p.SurfaceEvent)
+    def on_surface_event(self, msg: p.SurfaceEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
+    @handles(p.SurfaceClosedEvent)
+    def on_surface_closed(self, msg: p.SurfaceClosedEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
     @handles(p.InteractionUpdatedEvent)
     def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
         self._context.ui._updated(msg.interaction)  # a `wait` (maybe in a hook) goes on now
@@ -788,3 +865,7 @@ async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
         await app.on_tool_cancelled(event.call_id, event.code)
     elif isinstance(event, p.InteractionUpdatedEvent):
         await app.on_interaction_updated(event.interaction)
+    elif isinstance(event, p.SurfaceEvent):
+        await app.on_surface_event(event)
+    elif isinstance(event, p.SurfaceClosedEvent):
+        await app.on_surface_closed(event)

@@ -37,6 +37,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from . import interactions as std
 from . import protocol as p
 from ._app import AppContext, MiniApp
+from .manifest import SURFACE_KIND, SURFACE_VERSIONS
 from .schema import validate
 from .tools import AppInfo, ToolSpec, dispatch_tool, tools_of
 
@@ -48,6 +49,8 @@ __all__ = [
     "FakeLifecycle",
     "FakeRuntime",
     "FakeSessionData",
+    "FakeSurface",
+    "FakeSurfaces",
     "FakeUi",
     "call_tool",
     "start",
@@ -373,6 +376,138 @@ class FakeInteractions:
         return record
 
 
+@dataclass
+class FakeSurface:
+    """One instance's Surface as focus keeps it; `view` is what the Shell would mount."""
+
+    instance_id: str
+    entrypoint: str
+    surface_version: int
+    events: tuple[str, ...]
+    state: dict[str, Any]
+    state_revision: int = 0
+    tool_input: dict[str, Any] | None = None
+    tool_result: dict[str, Any] | None = None
+    open: bool = True
+
+    @property
+    def surface_id(self) -> str:
+        return SURFACE_PREFIX + self.instance_id
+
+    @property
+    def view(self) -> dict[str, Any]:
+        view: dict[str, Any] = {
+            "kind": "lineup.surface",
+            "surface_id": self.surface_id,
+            "entrypoint": self.entrypoint,
+            "surface_version": self.surface_version,
+            "state": self.state,
+            "state_revision": self.state_revision,
+        }
+        if self.tool_input is not None:
+            view["tool_input"] = self.tool_input
+        if self.tool_result is not None:
+            view["tool_result"] = self.tool_result
+        return view
+
+    def reply(self, *, changed: bool = True) -> p.SurfaceReply:
+        return p.SurfaceReply(
+            surface_id=self.surface_id,
+            instance_id=self.instance_id,
+            entrypoint=self.entrypoint,
+            state_revision=self.state_revision,
+            open=self.open,
+            changed=changed,
+        )
+
+
+@dataclass
+class FakeSurfaces:
+    """The app's Surfaces by instance (open, or closed until the instance ends), as focus
+    keeps them: opened from the app's `surface` entrypoints (`app_info.entrypoints`), patched
+    by RFC 7396, closed once. `untold` holds the ends the app hears of at the next `settle`;
+    a test plays the Surface with `FakeRuntime.send_surface_event` and, for its session data
+    writes, `FakeRuntime.session_data.put`."""
+
+    by_instance: dict[str, FakeSurface] = field(default_factory=dict)
+    updates: list[p.SurfaceUpdateRequest] = field(default_factory=list)
+    untold: list[p.SurfaceClosedEvent] = field(default_factory=list)
+
+    def of(self, instance_id: str) -> FakeSurface | None:
+        """The instance's open Surface, if any."""
+        surface = self.by_instance.get(instance_id)
+        return surface if surface is not None and surface.open else None
+
+    def _open(self, msg: p.SurfaceOpenRequest, entrypoints: tuple[Any, ...]) -> p.SurfaceReply:
+        held = self.by_instance.get(msg.instance_id)
+        if held is not None and held.open:
+            return held.reply(changed=False)
+        chosen = next(
+            (
+                e
+                for e in entrypoints
+                if e.kind == SURFACE_KIND and (msg.entrypoint is None or e.id == msg.entrypoint)
+            ),
+            None,
+        )
+        if chosen is None or chosen.surface_version not in SURFACE_VERSIONS:
+            raise LineUpError(ErrorCode.SURFACE_UNAVAILABLE, msg.entrypoint or "")
+        _bounded_surface(msg.state)
+        if msg.tool_input is not None:
+            _bounded_surface(msg.tool_input)
+        surface = self.by_instance[msg.instance_id] = FakeSurface(
+            instance_id=msg.instance_id,
+            entrypoint=chosen.id,
+            surface_version=chosen.surface_version,
+            events=tuple(chosen.events),
+            state=msg.state,
+            state_revision=0 if held is None else held.state_revision + 1,
+            tool_input=msg.tool_input,
+        )
+        return surface.reply()
+
+    def _owned(self, surface_id: str) -> FakeSurface:
+        surface = self.by_instance.get(surface_id.removeprefix(SURFACE_PREFIX))
+        if surface is None or not surface_id.startswith(SURFACE_PREFIX):
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, surface_id)
+        return surface
+
+    def _update(self, msg: p.SurfaceUpdateRequest) -> p.SurfaceReply:
+        surface = self._owned(msg.surface_id)
+        if not surface.open:
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, msg.surface_id)
+        state = _merge_patch(surface.state, msg.patch)
+        _bounded_surface(state)
+        if msg.tool_result is not None:
+            _bounded_surface(msg.tool_result)
+            surface.tool_result = msg.tool_result
+        surface.state = state
+        surface.state_revision += 1
+        self.updates.append(msg)
+        return surface.reply()
+
+    def _close(self, msg: p.SurfaceCloseRequest) -> p.SurfaceReply:
+        surface = self._owned(msg.surface_id)
+        if not surface.open:
+            return surface.reply(changed=False)
+        surface.open = False
+        self.untold.append(
+            p.SurfaceClosedEvent(
+                instance_id=surface.instance_id, surface_id=surface.surface_id, reason="closed"
+            )
+        )
+        return surface.reply()
+
+    def _ended(self, instance_id: str) -> None:
+        surface = self.by_instance.pop(instance_id, None)
+        if surface is not None and surface.open:
+            self.untold.append(
+                p.SurfaceClosedEvent(
+                    instance_id=instance_id, surface_id=surface.surface_id, reason="instance_ended"
+                )
+            )
+
+
 class FakeRuntime:
     """The runtime side of one MiniApp's channel, in memory: a `RuntimeChannel` for the
     `AppContext` services and a `ToolSink` for tool calls."""
@@ -387,6 +522,7 @@ class FakeRuntime:
         self.lifecycle = FakeLifecycle()
         self.session_data = FakeSessionData()
         self.interactions = FakeInteractions()
+        self.surfaces = FakeSurfaces()
         self.conversation_id: str | None = "conv-test"
         self.artifacts = FakeArtifacts()
         self.app: MiniApp | None = None  # the app `start` started, told of its interactions
@@ -408,6 +544,11 @@ class FakeRuntime:
         (which calls the app's handlers). Raises `RuntimeError` if the
         app's handlers keep writing without end."""
         for _ in range(MAX_SETTLE_EVENTS):
+            if self.surfaces.untold:
+                closed = self.surfaces.untold.pop(0)
+                if self.app is not None:
+                    await self.app.on_surface_closed(closed)
+                continue
             if self.interactions.untold:
                 record = self.interactions.untold.pop(0)
                 if self._context is not None:
@@ -421,6 +562,30 @@ class FakeRuntime:
             if self._context is not None:
                 await self._context.session_data._updated(event)
         raise RuntimeError("session data updates never settled: a handler writes on every update")
+
+    async def send_surface_event(
+        self, name: str, data: dict[str, Any] | None = None, *, instance_id: str | None = None
+    ) -> None:
+        """The instance's open Surface sends the app an event (`on_surface_event`), checked as
+        focus checks it: `surface_not_found` (none open), `bridge_method_unknown` (a name its
+        entrypoint does not declare), `bridge_message_too_large`. Settles afterwards."""
+        surface = self.surfaces.of(instance_id or self.instance_id)
+        if surface is None:
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, instance_id or self.instance_id)
+        if name not in surface.events:
+            raise LineUpError(ErrorCode.BRIDGE_METHOD_UNKNOWN, name)
+        data = data or {}
+        if len(_compact(data).encode()) > p.MAX_SURFACE_EVENT_BYTES:
+            raise LineUpError(ErrorCode.BRIDGE_MESSAGE_TOO_LARGE, name)
+        event = p.SurfaceEvent(
+            instance_id=surface.instance_id, surface_id=surface.surface_id, name=name, data=data
+        )
+        if self.app is not None:
+            # As the bus carries it: JSON, never the test's own objects.
+            await self.app.on_surface_event(
+                p.SurfaceEvent.model_validate_json(event.model_dump_json())
+            )
+        await self.settle()
 
     def refuse(self, request: type[Message], code: ErrorCode, times: int = 1) -> None:
         """Refuse the next `times` requests of this type with `code`."""
@@ -505,6 +670,10 @@ class FakeRuntime:
             before = self.interactions._own(request.interaction_id)
             after = self.interactions.end(request.interaction_id, "cancelled", request.reason)
             return p.InteractionReceipt(interaction=after, changed=after is not before)
+        if isinstance(
+            request, p.SurfaceOpenRequest | p.SurfaceUpdateRequest | p.SurfaceCloseRequest
+        ):
+            return self._surface(request)
         if isinstance(request, p.ContextRequest):
             if request.instance_id not in self.instances:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
@@ -516,6 +685,18 @@ class FakeRuntime:
                 mode="im" if self.app_scope == "chat" else "app",
             )
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
+
+    def _surface(
+        self, request: p.SurfaceOpenRequest | p.SurfaceUpdateRequest | p.SurfaceCloseRequest
+    ) -> p.SurfaceReply:
+        if isinstance(request, p.SurfaceUpdateRequest):
+            return self.surfaces._update(request)
+        if isinstance(request, p.SurfaceCloseRequest):
+            return self.surfaces._close(request)
+        if request.instance_id not in self.instances:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+        info = getattr(type(self.app), "app_info", None)
+        return self.surfaces._open(request, info.entrypoints if isinstance(info, AppInfo) else ())
 
     def _owned(self, instance_id: str) -> None:
         """Focus answers only for the app's own instances, open or closed."""
@@ -529,6 +710,7 @@ class FakeRuntime:
         if request.action == "close":
             self.instances.discard(request.instance_id)
             self.closed.add(request.instance_id)
+            self.surfaces._ended(request.instance_id)
         self.lifecycle.requests.append((request.instance_id, request.action))
         return p.CommandReceipt(id=request.instance_id)
 
@@ -629,6 +811,31 @@ def _bounded_json(value: dict[str, Any]) -> str:
     if len(text.encode()) > MAX_SESSION_DATA_BYTES:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "session data is too large")
     return text
+
+
+SURFACE_PREFIX: Final = "lu:surface:"  # a Surface is named after its instance, as focus does
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _bounded_surface(document: dict[str, Any]) -> None:
+    if len(_compact(document).encode()) > p.MAX_SURFACE_STATE_BYTES:
+        raise LineUpError(ErrorCode.ENVELOPE_TOO_LARGE, "surface document bytes")
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396, as focus applies it."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge_patch(result.get(key), value)
+    return result
 
 
 def _scope_of(app: MiniApp) -> str:
