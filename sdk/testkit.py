@@ -605,9 +605,12 @@ class FakeRuntime:
         return reply
 
     def _answer(self, request: Message) -> Message:
-        artifact = self.artifacts.answer(request, self.app_scope, self.instances)
-        if artifact is not None:
-            return artifact
+        # The gateway's and the Surfaces' requests first (None: not one of theirs).
+        answered = self.artifacts.answer(request, self.app_scope, self.instances) or self._surface(
+            request
+        )
+        if answered is not None:
+            return answered
         if isinstance(request, p.InboxListRequest):
             return self.inbox._list(request)
         if isinstance(request, p.InboxAckRequest):
@@ -670,10 +673,6 @@ class FakeRuntime:
             before = self.interactions._own(request.interaction_id)
             after = self.interactions.end(request.interaction_id, "cancelled", request.reason)
             return p.InteractionReceipt(interaction=after, changed=after is not before)
-        if isinstance(
-            request, p.SurfaceOpenRequest | p.SurfaceUpdateRequest | p.SurfaceCloseRequest
-        ):
-            return self._surface(request)
         if isinstance(request, p.ContextRequest):
             if request.instance_id not in self.instances:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
@@ -686,9 +685,11 @@ class FakeRuntime:
             )
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
 
-    def _surface(
-        self, request: p.SurfaceOpenRequest | p.SurfaceUpdateRequest | p.SurfaceCloseRequest
-    ) -> p.SurfaceReply:
+    def _surface(self, request: Message) -> p.SurfaceReply | None:
+        if not isinstance(
+            request, p.SurfaceOpenRequest | p.SurfaceUpdateRequest | p.SurfaceCloseRequest
+        ):
+            return None
         if isinstance(request, p.SurfaceUpdateRequest):
             return self.surfaces._update(request)
         if isinstance(request, p.SurfaceCloseRequest):
