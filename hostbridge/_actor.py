@@ -61,11 +61,13 @@ from ._listener import serve
 from ._markdown import markdown_tree
 from ._refusals import RefusalLog
 from ._server import ShellAccess, ShellHub, build_app
+from ._surfaces import SurfaceBook, SurfaceRelay
 from .messages import (
     AppSessionsUpdatedEvent,
     AppsUpdatedEvent,
     InteractionsUpdatedEvent,
     RuntimeStateEvent,
+    SessionDataUpdatedEvent,
     ViewItemsUpdatedEvent,
     ViewUpdatedEvent,
 )
@@ -85,7 +87,10 @@ from .shell_protocol import (
     ShellOutbound,
     ShellPage,
     ShellRuntime,
+    ShellSessionData,
     ShellView,
+    SurfaceRejectedFrame,
+    SurfaceUnavailableFrame,
     TimelineEarlier,
     UiIntentFrame,
 )
@@ -103,6 +108,10 @@ _RESERVED: Final = frozenset({"id", "order", "rev", "markdown", "tree"})
 REFUSED: Final = "hostbridge.shell_frame_refused"
 ANSWER_REFUSED: Final = "hostbridge.interaction_answer_refused"
 CONTINUE_REFUSED: Final = "hostbridge.app_session_continue_refused"
+SURFACE_REJECTED: Final = "hostbridge.surface_rejected"  # a Shell's bridge dropped messages
+SURFACE_UNAVAILABLE: Final = "hostbridge.surface_unavailable"  # a Shell could not mount one
+# Instance states that are gone or going (the Shell's ENDED_STATES, web/js/core/state.js).
+ENDED_STATES: Final = frozenset({"stopping", "stopped", "failed"})
 ANSWER_TIMEOUT: Final = ASK_TIMEOUT * 5
 LIST_BACKOFF_MIN: Final = 0.25  # seconds before asking a router that did not answer again
 LIST_BACKOFF_MAX: Final = 5.0
@@ -175,6 +184,7 @@ class HostbridgeActor(Actor):
         self._relisting = False
         self._quiet = RefusalLog(log)  # a router not up yet is asked every few seconds
         self._nursery: trio.Nursery | None = None
+        self._book = SurfaceBook()  # each live instance's Surface, from its views
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
@@ -193,7 +203,10 @@ class HostbridgeActor(Actor):
         # Enforced by wsproto as the bytes arrive: a larger message is refused (1009) once
         # this much of it is read, never buffered whole.
         config.websocket_max_message_size = MAX_SHELL_FRAME_BYTES
-        app = build_app(access, self.hub, self._greeting, self._from_shell, self._refused)
+        relay = SurfaceRelay(self.bus, self._book, access.port, self._refused_about)
+        app = build_app(
+            access, self.hub, self._greeting, self._from_shell, self._refused, surfaces=relay
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
@@ -205,6 +218,7 @@ class HostbridgeActor(Actor):
 
     @handles(ViewUpdatedEvent)
     def on_view(self, msg: ViewUpdatedEvent, env: Envelope) -> None:
+        self._book.view(msg.instance_id, msg.view)
         self._queue_view(msg)
 
     @handles(ViewItemsUpdatedEvent)
@@ -283,6 +297,7 @@ class HostbridgeActor(Actor):
 
     @handles(AppsUpdatedEvent)
     def on_apps(self, msg: AppsUpdatedEvent, env: Envelope) -> None:
+        self._book.live(_live_ids(msg.instances))
         frame = _apps_frame(msg.foreground, msg.instances)
         if frame is not None:
             self.hub.broadcast(frame)
@@ -291,6 +306,36 @@ class HostbridgeActor(Actor):
     def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
         self._state, self._reason = msg.state, msg.reason
         self.hub.broadcast(ShellRuntime(state=msg.state, reason=msg.reason))
+
+    # ------------------------------------------------------------------ surfaces
+
+    @handles(SessionDataUpdatedEvent)
+    def on_session_data(self, msg: SessionDataUpdatedEvent, env: Envelope) -> None:
+        """A newer revision of a Surface's session data: to every Shell (each forwards it to
+        its iframe only if that subscribed), while it is that instance's Surface."""
+        if self._book.check(msg.instance_id, msg.surface_id) is not None:
+            return
+        try:
+            frame = ShellSessionData(
+                instance_id=msg.instance_id,
+                surface_id=msg.surface_id,
+                data=msg.data,
+                revision=msg.revision,
+            )
+        except ValidationError:
+            log.warning("hostbridge.frame_unbuildable type=shell.session_data")
+            return
+        self.hub.broadcast(frame)
+
+    def _surface_report(self, frame: SurfaceRejectedFrame | SurfaceUnavailableFrame) -> None:
+        """What a Shell's bridge dropped (the bridge rejection counter: `subject_id` is
+        "<count>:<instance_id>"), or a Surface it could not mount: audited, by code."""
+        if isinstance(frame, SurfaceUnavailableFrame):
+            code = ErrorCode.SURFACE_UNAVAILABLE.value
+            self._refused_about(frame.type, SURFACE_UNAVAILABLE, code, frame.instance_id)
+            return
+        about = f"{frame.count}:{frame.instance_id or ''}"
+        self._refused_about(frame.type, SURFACE_REJECTED, frame.code, about)
 
     # ------------------------------------------------------------------ interactions
 
@@ -443,10 +488,12 @@ class HostbridgeActor(Actor):
                 self._relist()
                 return frames
             if offset == 0:
+                self._book.live(_live_ids(views.instances))
                 apps = _apps_frame(views.foreground, views.instances)
                 if apps is not None:
                     frames.append(apps)
             for v in views.views:
+                self._book.view(v.instance_id, v.view)
                 try:
                     frames.append(
                         ShellView(app_scope=v.app_scope, instance_id=v.instance_id, view=v.view)
@@ -476,6 +523,9 @@ class HostbridgeActor(Actor):
             return
         if isinstance(frame, AppSessionContinueFrame):
             await self._continue(frame)
+            return
+        if isinstance(frame, SurfaceRejectedFrame | SurfaceUnavailableFrame):
+            self._surface_report(frame)
             return
         event = frame.event
         self._audit_user("ui.event", event.kind, subject_id=frame.instance_id)
@@ -512,6 +562,13 @@ class HostbridgeActor(Actor):
         counted (`audit.suppressed`)."""
         self.bus.audit_refusal(_user_record(event, message_type, code=code))
 
+    def _refused_about(
+        self, message_type: str, event: str, code: str, subject_id: str | None
+    ) -> None:
+        """As `_refused`, with what the refusal was about (an instance)."""
+        record = _user_record(event, message_type, code=code, subject_id=subject_id)
+        self.bus.audit_refusal(record)
+
 
 def _user_record(
     event: str, message_type: str | None, *, code: str | None, subject_id: str | None = None
@@ -525,6 +582,14 @@ def _user_record(
         message_type=None if message_type is None else message_type[:100],
         subject_id=None if subject_id is None else subject_id[:200],
     )
+
+
+def _live_ids(instances: tuple[dict[str, Any], ...]) -> set[str]:
+    return {
+        str(i.get("instance_id"))
+        for i in instances
+        if isinstance(i, dict) and i.get("state") not in ENDED_STATES
+    }
 
 
 def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:

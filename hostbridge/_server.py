@@ -26,7 +26,7 @@ from __future__ import annotations
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -53,6 +53,9 @@ from .shell_protocol import (
     ShellHeartbeat,
     ShellOutbound,
     ShellReady,
+    SurfaceRejectedFrame,
+    SurfaceRequestFrame,
+    SurfaceUnavailableFrame,
     encode,
     refused_type,
 )
@@ -61,8 +64,11 @@ __all__ = [
     "CONTENT_TYPES",
     "HANDSHAKE_REFUSED",
     "MAX_SHELL_FRAME",
+    "ArtifactHost",
     "ShellHub",
+    "SurfaceHost",
     "build_app",
+    "safe_file",
     "web_file",
 ]
 
@@ -81,13 +87,23 @@ CONTENT_TYPES: Final = {
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-_SEGMENT: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+SEGMENT: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 MAX_WEB_PATH: Final = 200
 HEARTBEAT: Final = encode(ShellHeartbeat())
 INTERACTION_FRAMES_PER_S: Final = 10.0  # answers and drafts one Shell may send, sustained
 INTERACTION_FRAMES_BURST: Final = 30
-# The frames that act on the runtime's records: each Shell gets them at the bounded rate above.
-_BUDGETED: Final = (InteractionAnswerFrame, InteractionDraftFrame, AppSessionContinueFrame)
+# The frames that act on the runtime's records (and a Shell's reports of what its bridge
+# dropped, at most one a second): each Shell gets them at the bounded rate above.
+_BUDGETED: Final = (
+    InteractionAnswerFrame,
+    InteractionDraftFrame,
+    AppSessionContinueFrame,
+    SurfaceRejectedFrame,
+    SurfaceUnavailableFrame,
+)
+# A Surface's bridge requests (web/js/core/bridge.js lets 60/s through per Surface, burst 120).
+SURFACE_REQUESTS_PER_S: Final = 60.0
+SURFACE_REQUESTS_BURST: Final = 120
 HANDSHAKE_REFUSED: Final = "hostbridge.shell_handshake_refused"  # its audit event
 # The check a refused handshake failed, as its audit row's `message_type`.
 FAILED_HOST: Final = "ws.host"
@@ -112,8 +128,8 @@ class ShellAccess:
         sockets = " ".join(f"ws://{host}" for host in sorted(self.hosts))
         return (
             f"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            f"connect-src 'self' {sockets}; base-uri 'none'; form-action 'none'; "
-            f"frame-ancestors 'none'"
+            f"connect-src 'self' {sockets}; frame-src 'self'; base-uri 'none'; "
+            f"form-action 'none'; frame-ancestors 'none'"
         )
 
 
@@ -148,17 +164,26 @@ class ShellHub:
 def web_file(path: str) -> tuple[Path, str] | None:
     """The file of `web/` that the URL path `path` (without its leading `/`) names, and its
     content type; None for anything that is not plainly one of them."""
+    return safe_file(WEB, path, CONTENT_TYPES)
+
+
+def safe_file(root: Path, path: str, types: Mapping[str, str]) -> tuple[Path, str] | None:
+    """The file under `root` that `path` names, and its content type from `types` by its
+    extension: every segment a plain name, resolving to a file inside `root`; else None."""
     if not path or len(path) > MAX_WEB_PATH:
         return None
     segments = path.split("/")
-    if any(not _SEGMENT.fullmatch(s) or ".." in s for s in segments):
+    if any(not SEGMENT.fullmatch(s) or ".." in s for s in segments):
         return None
-    content_type = CONTENT_TYPES.get(Path(segments[-1]).suffix)
+    content_type = types.get(Path(segments[-1]).suffix)
     if content_type is None:
         return None
-    root = WEB.resolve()
-    file = (root / path).resolve()
-    if not file.is_relative_to(root) or not file.is_file():
+    try:
+        base = root.resolve(strict=True)
+        file = (base / path).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not file.is_relative_to(base) or not file.is_file():
         return None
     return file, content_type
 
@@ -167,6 +192,29 @@ def web_file(path: str) -> tuple[Path, str] | None:
 Greeting = Callable[[], Awaitable[list[ShellOutbound]]]
 Inbound = Callable[[ShellAction], Awaitable[None]]
 FrameRefused = Callable[[str | None], None]  # a frame failed the protocol; its type, if any
+Reply = Callable[[ShellOutbound], None]  # a frame to the one Shell that sent the request
+
+
+class SurfaceHost(Protocol):
+    """The actor's side of Surfaces (`_actor`, `_surfaces`)."""
+
+    async def file(self, instance_id: str, path: str) -> tuple[Path, str] | None:
+        """An open Surface's file and its content type; None: not one (404)."""
+        ...
+
+    def headers(self, instance_id: str) -> dict[str, str]:
+        """The headers of every response under `/surfaces/{instance_id}/`."""
+        ...
+
+    async def request(self, frame: SurfaceRequestFrame, reply: Reply, *, limited: bool) -> None:
+        """A bridge request (`limited`: past the Shell's rate); answered through `reply`."""
+        ...
+
+
+class ArtifactHost(Protocol):
+    """The actor's side of artifacts (`_artifacts`)."""
+
+    async def respond(self, artifact_id: str, ticket: str, download: bool) -> Response: ...
 
 
 class Refused(Protocol):
@@ -177,7 +225,13 @@ class Refused(Protocol):
 
 
 def build_app(
-    access: ShellAccess, hub: ShellHub, greeting: Greeting, inbound: Inbound, refused: Refused
+    access: ShellAccess,
+    hub: ShellHub,
+    greeting: Greeting,
+    inbound: Inbound,
+    refused: Refused,
+    surfaces: SurfaceHost | None = None,
+    artifacts: ArtifactHost | None = None,
 ) -> Starlette:
     def host_ok(headers: Any) -> bool:
         return headers.get("host", "") in access.hosts
@@ -203,6 +257,31 @@ def build_app(
 
     async def static(request: Request) -> Response:
         return serve_file(str(request.path_params["path"]), host_ok(request.headers))
+
+    async def surface(request: Request) -> Response:
+        # The app's public files, no token: but only of an instance whose Surface is open.
+        if not host_ok(request.headers):
+            return PlainTextResponse("unknown host", status_code=403, headers=headers)
+        instance_id = str(request.path_params["instance_id"])
+        if surfaces is None:
+            return PlainTextResponse("not found", status_code=404, headers=headers)
+        own = surfaces.headers(instance_id)
+        found = await surfaces.file(instance_id, str(request.path_params["path"]))
+        if found is None:
+            return PlainTextResponse("not found", status_code=404, headers=own)
+        file, content_type = found
+        return FileResponse(file, media_type=content_type, headers=own)
+
+    async def artifact(request: Request) -> Response:
+        if not host_ok(request.headers):
+            return PlainTextResponse("unknown host", status_code=403, headers=headers)
+        if artifacts is None:
+            return PlainTextResponse("not found", status_code=404, headers=headers)
+        return await artifacts.respond(
+            str(request.path_params["artifact_id"]),
+            request.query_params.get("ticket", ""),
+            request.query_params.get("download") == "1",
+        )
 
     async def healthz(request: Request) -> Response:
         # For a local probe: no token, and nothing in it a foreign page could use.
@@ -236,7 +315,7 @@ def build_app(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
                 nursery.start_soon(_heartbeat, send)
-                await _listen(websocket, send, greeting, inbound, refused)
+                await _listen(websocket, send, greeting, inbound, refused, surfaces)
                 nursery.cancel_scope.cancel()
         finally:
             hub.leave(send)
@@ -245,6 +324,8 @@ def build_app(
         routes=[
             Route("/", index),
             Route("/healthz", healthz),  # before /{name}, which would answer it 404
+            Route("/surfaces/{instance_id}/{path:path}", surface),
+            Route("/artifacts/{artifact_id}", artifact),
             Route("/{path:path}", static),
             WebSocketRoute("/ws", shell_socket),
         ]
@@ -257,11 +338,21 @@ async def _listen(
     greeting: Greeting,
     inbound: Inbound,
     refused: FrameRefused,
+    surfaces: SurfaceHost | None = None,
 ) -> None:
     """Read the Shell's frames until it goes away (or sends one too large). Each is parsed
     once; one that fails the protocol is reported to `refused` and skipped, and so is an
-    interaction frame past its rate (`_Budget`)."""
+    interaction frame past its rate (`_Budget`). A Surface's request is answered to this
+    Shell alone (one past its own rate too, with `bridge_rate_limited`)."""
     budget = _Budget()
+    surface_budget = _Budget(SURFACE_REQUESTS_PER_S, SURFACE_REQUESTS_BURST)
+
+    def reply(frame: ShellOutbound) -> None:
+        try:
+            send.send_nowait(encode(frame))
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            log.warning("hostbridge.reply_dropped type=%s", frame.type)
+
     while True:
         try:
             text = await websocket.receive_text()
@@ -281,12 +372,13 @@ async def _listen(
             for hello in await greeting():
                 await send.send(encode(hello))
             continue
-        if (
-            isinstance(
-                frame, InteractionAnswerFrame | InteractionDraftFrame | AppSessionContinueFrame
-            )
-            and not budget.take()
-        ):
+        if isinstance(frame, SurfaceRequestFrame):
+            if surfaces is None:
+                refused(frame.type)
+                continue
+            await surfaces.request(frame, reply, limited=not surface_budget.take())
+            continue
+        if isinstance(frame, _BUDGETED) and not budget.take():
             refused(frame.type)  # past its rate: refused, audited by type like any refusal
             continue
         await inbound(frame)
@@ -297,14 +389,18 @@ class _Budget:
     A draft is saved a few times a second while typing and an answer once per card: a Shell
     past this is not a person typing."""
 
-    def __init__(self) -> None:
-        self._tokens = float(INTERACTION_FRAMES_BURST)
+    def __init__(
+        self, rate: float = INTERACTION_FRAMES_PER_S, burst: int = INTERACTION_FRAMES_BURST
+    ) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = self._burst
         self._at = trio.current_time()
 
     def take(self) -> bool:
         now = trio.current_time()
-        refill = (now - self._at) * INTERACTION_FRAMES_PER_S
-        self._tokens = min(float(INTERACTION_FRAMES_BURST), self._tokens + refill)
+        refill = (now - self._at) * self._rate
+        self._tokens = min(self._burst, self._tokens + refill)
         self._at = now
         if self._tokens < 1.0:
             return False

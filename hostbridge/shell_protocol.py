@@ -43,6 +43,7 @@ __all__ = [
     "MAX_ITEMS_FRAME_BYTES",
     "MAX_SHELL_FRAME",
     "MAX_SHELL_FRAME_BYTES",
+    "MAX_SURFACE_REQUEST_ID",
     "RUNTIME_TO_SHELL",
     "SHELL_TO_RUNTIME",
     "SILENCE_S",
@@ -56,6 +57,7 @@ __all__ = [
     "ShellAction",
     "ShellAppSessions",
     "ShellApps",
+    "ShellArtifacts",
     "ShellDrafts",
     "ShellFrame",
     "ShellHeartbeat",
@@ -69,7 +71,13 @@ __all__ = [
     "ShellPage",
     "ShellReady",
     "ShellRuntime",
+    "ShellSessionData",
+    "ShellSurfaceReply",
     "ShellView",
+    "SurfaceError",
+    "SurfaceRejectedFrame",
+    "SurfaceRequestFrame",
+    "SurfaceUnavailableFrame",
     "TaskClose",
     "TaskFinish",
     "TimelineEarlier",
@@ -207,22 +215,68 @@ class AppSessionContinueFrame(ShellFrame):
     app_session_id: Id
 
 
+# Surfaces (issue 13). The Shell's bridge (web/js/core/bridge.js) answers most of a Surface's
+# messages itself; what needs the runtime comes as `surface.request`, which the hostbridge
+# checks again (a live instance whose view is that Surface, a method of `_surfaces.METHODS`,
+# its params, its size) before focus checks it a third time. `method` and `params` are plain
+# here so that a wrong one is answered (`shell.surface.reply` with its code), not just dropped.
+
+MAX_SURFACE_REQUEST_ID: Final = 64
+Code = Annotated[str, Field(min_length=1, max_length=MAX_STATE, pattern=r"^[a-z0-9_]+$")]
+
+
+class SurfaceRequestFrame(ShellFrame):
+    """A bridge request of a mounted Surface that needs the runtime, answered to this Shell
+    only with `shell.surface.reply` of the same `request_id`."""
+
+    type: Literal["surface.request"] = "surface.request"
+    request_id: Annotated[str, Field(min_length=1, max_length=MAX_SURFACE_REQUEST_ID)]
+    instance_id: Id
+    surface_id: Id
+    method: Annotated[str, Field(min_length=1, max_length=64)]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class SurfaceRejectedFrame(ShellFrame):
+    """The Shell's bridge dropped `count` messages with `code` since it last said (at most once
+    a second): the bridge rejection counter. `instance_id` None: a window that is no Surface."""
+
+    type: Literal["surface.rejected"] = "surface.rejected"
+    instance_id: Id | None = None
+    code: Code
+    count: int = Field(ge=1, le=1_000_000)
+
+
+class SurfaceUnavailableFrame(ShellFrame):
+    """The Shell did not mount a Surface (its `surface_version` is not one it runs)."""
+
+    type: Literal["surface.unavailable"] = "surface.unavailable"
+    instance_id: Id
+    surface_id: Id
+
+
 ShellInbound = Annotated[
     ShellReady
     | UiEventFrame
     | UiIntentFrame
     | InteractionAnswerFrame
     | InteractionDraftFrame
-    | AppSessionContinueFrame,
+    | AppSessionContinueFrame
+    | SurfaceRequestFrame
+    | SurfaceRejectedFrame
+    | SurfaceUnavailableFrame,
     Field(discriminator="type"),
 ]
-# What the hostbridge hands on after the greeting: every Shell frame but `shell.ready`.
+# What the hostbridge hands on after the greeting: every Shell frame but `shell.ready` (and
+# `surface.request`, which is answered to the one Shell that sent it: `_server.SurfaceHost`).
 ShellAction = (
     UiEventFrame
     | UiIntentFrame
     | InteractionAnswerFrame
     | InteractionDraftFrame
     | AppSessionContinueFrame
+    | SurfaceRejectedFrame
+    | SurfaceUnavailableFrame
 )
 SHELL_TO_RUNTIME: Final[TypeAdapter[ShellInbound]] = TypeAdapter(ShellInbound)
 
@@ -349,6 +403,41 @@ class ShellHeartbeat(ShellFrame):
     type: Literal["shell.heartbeat"] = "shell.heartbeat"
 
 
+class SurfaceError(ShellFrame):
+    code: Code
+
+
+class ShellSurfaceReply(ShellFrame):
+    """The answer to one `surface.request`: its `result`, or the `error` code (the hostbridge's
+    refusal or the runtime's), to the Shell that asked only."""
+
+    type: Literal["shell.surface.reply"] = "shell.surface.reply"
+    request_id: Annotated[str, Field(min_length=1, max_length=MAX_SURFACE_REQUEST_ID)]
+    instance_id: Id
+    surface_id: Id
+    result: dict[str, Any] | None = None
+    error: SurfaceError | None = None
+
+
+class ShellSessionData(ShellFrame):
+    """A newer revision of a Surface's session data (it subscribed): to every Shell, each
+    forwarding it to its iframe if that subscribed."""
+
+    type: Literal["shell.session_data"] = "shell.session_data"
+    instance_id: Id
+    surface_id: Id
+    data: dict[str, Any] | None
+    revision: int = Field(ge=0)
+
+
+class ShellArtifacts(ShellFrame):
+    """Artifact cards, new or listed (upsert by `artifact_id`): each an `ArtifactInfo` as JSON
+    plus the `ticket` that opens it at `/artifacts/{artifact_id}?ticket=` (never the token)."""
+
+    type: Literal["shell.artifacts"] = "shell.artifacts"
+    artifacts: tuple[dict[str, Any], ...]
+
+
 ShellOutbound = Annotated[
     ShellHello
     | ShellRuntime
@@ -360,7 +449,10 @@ ShellOutbound = Annotated[
     | ShellInteractions
     | ShellAppSessions
     | ShellDrafts
-    | ShellHeartbeat,
+    | ShellHeartbeat
+    | ShellSurfaceReply
+    | ShellSessionData
+    | ShellArtifacts,
     Field(discriminator="type"),
 ]
 RUNTIME_TO_SHELL: Final[TypeAdapter[ShellOutbound]] = TypeAdapter(ShellOutbound)

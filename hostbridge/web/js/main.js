@@ -18,6 +18,7 @@ import { CardCache } from "./components/interaction_card.js";
 import { createNotices } from "./components/notices.js";
 import { createOverlay } from "./components/overlay.js";
 import { createStatus } from "./components/status.js";
+import { surface } from "./components/surface.js";
 import { createSwitcher, instanceTitle } from "./components/switcher.js";
 import { taskDashboard } from "./components/task_dashboard.js";
 import { createTimeline } from "./components/timeline.js";
@@ -26,6 +27,7 @@ const MAX_APP_CARDS = 5; // an app's own container shows its newest few cards
 const MAX_TICK_MS = 60 * 60 * 1000;
 
 register("task.dashboard", taskDashboard);
+register("lineup.surface", surface);
 
 const state = createState();
 const ui = {
@@ -93,6 +95,9 @@ const connection = createConnection({
     state.sessions.clear();
     state.drafts.clear();
     state.interactionsVersion += 1;
+    state.sessionData.clear();
+    state.artifacts.clear();
+    state.artifactsVersion += 1;
   },
 });
 

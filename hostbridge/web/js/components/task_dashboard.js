@@ -43,7 +43,7 @@ function mount(container, ctx, instanceId) {
   actions.setAttribute("aria-label", "Task actions");
 
   root.append(header, heading, progress, actions);
-  container.replaceChildren(root);
+  container.append(root);
   const parts = { root, heading, status, bar, percent, actions };
   return { ctx, instanceId, appScope: "", view: null, actionsKey: null, ...parts };
 }

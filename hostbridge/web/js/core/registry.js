@@ -1,10 +1,12 @@
 // The trusted components that render an instance's view, keyed by the view's `kind`.
 //
 // A component is {mount(container, ctx, instanceId) → handle, update(handle, entry),
-// unmount(handle), and optionally focus(handle) and release(handle)}: mounted once per instance when it comes in front, updated in place from
+// unmount(handle), and optionally focus(handle) and release(handle)}: mounted (appending its
+// node to the container) once per instance when it comes in front, updated in place from
 // each new snapshot (so a progress update neither rebuilds its buttons nor moves focus), and
 // unmounted when another instance takes the stage. A view of a kind nobody registered keeps
-// the placeholder: a MiniApp's view never becomes markup of its own.
+// the placeholder: a MiniApp's view never becomes markup of its own. `unmount` may return a
+// node of its own that must stay a moment (a Surface answering its teardown): it removes it.
 
 const components = new Map();
 
@@ -33,9 +35,9 @@ export function createStage(container, ctx) {
 
   function clear() {
     if (mounted === null) return;
-    mounted.component.unmount(mounted.handle);
+    const leaving = mounted.component.unmount(mounted.handle);
     mounted = null;
-    container.replaceChildren();
+    for (const child of [...container.children]) if (child !== leaving) child.remove();
   }
 
   // Something of the instance's changed besides its view (a question it asked was answered):

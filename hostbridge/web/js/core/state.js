@@ -39,6 +39,10 @@ export function createState() {
     notices: [], // {level, text} to show, drained by the notices component
     toasts: [], // interaction views to toast (a notice), drained likewise
     draftStamps: new Map(), // interaction_id → n: drafts the runtime sent (its card is rebuilt)
+    surfaceCalls: new Map(), // request_id → settle(reply): a Surface's requests (core/bridge.js)
+    sessionData: new Map(), // instance_id → {surface_id, data, revision}: the newest heard
+    artifacts: new Map(), // artifact_id → ArtifactInfo JSON with its `ticket`
+    artifactsVersion: 0,
   };
 }
 
@@ -95,6 +99,12 @@ export function reduce(state, frame) {
       return onDrafts(state, frame);
     case "shell.heartbeat":
       return false; // the connection's watchdog saw it; nothing to show
+    case "shell.surface.reply":
+      return onSurfaceReply(state, frame);
+    case "shell.session_data":
+      return onSessionData(state, frame);
+    case "shell.artifacts":
+      return onArtifacts(state, frame);
     default:
       return false; // a newer runtime may send more; ignoring keeps this Shell working
   }
@@ -159,6 +169,7 @@ function onApps(state, frame) {
   for (const id of state.firstSeen.keys()) if (!live.has(id)) state.firstSeen.delete(id);
   for (const id of state.views.keys()) if (!live.has(id)) state.views.delete(id);
   for (const id of state.resuming) if (!live.has(id)) state.resuming.delete(id);
+  for (const id of state.sessionData.keys()) if (!live.has(id)) state.sessionData.delete(id);
   if (state.chatInstance !== null && !live.has(state.chatInstance)) state.chatInstance = null;
   const chat = state.instances.find((i) => i.app_scope === "chat");
   if (state.chatInstance === null && chat) state.chatInstance = chat.instance_id;
@@ -236,6 +247,47 @@ function onDrafts(state, frame) {
     state.draftStamps.set(id, (state.draftStamps.get(id) ?? 0) + 1);
   }
   state.interactionsVersion += 1;
+  return true;
+}
+
+// A Surface's request answered: to the bridge that asked (nothing to render).
+function onSurfaceReply(state, frame) {
+  if (!isId(frame.request_id)) return false;
+  const settle = state.surfaceCalls.get(frame.request_id);
+  if (settle === undefined) return false; // its Surface is gone, or it timed out
+  settle({ result: frame.result, error: frame.error });
+  return false;
+}
+
+function onSessionData(state, frame) {
+  if (!isId(frame.instance_id) || !isId(frame.surface_id) || !isOrder(frame.revision)) return false;
+  const held = state.sessionData.get(frame.instance_id);
+  if (held !== undefined && held.surface_id === frame.surface_id && held.revision >= frame.revision) {
+    return false; // revisions only go up
+  }
+  const data = isObject(frame.data) ? frame.data : null;
+  state.sessionData.set(frame.instance_id, {
+    surface_id: frame.surface_id,
+    data,
+    revision: frame.revision,
+  });
+  return true;
+}
+
+const MAX_ARTIFACTS = 500;
+
+function onArtifacts(state, frame) {
+  if (!Array.isArray(frame.artifacts)) return false;
+  for (const a of frame.artifacts) {
+    if (!isObject(a) || !isId(a.artifact_id) || typeof a.ticket !== "string") continue;
+    if (typeof a.name !== "string" || typeof a.media_type !== "string") continue;
+    if (!isOrder(a.size) || !isTime(a.created_at)) continue;
+    state.artifacts.set(a.artifact_id, a);
+  }
+  while (state.artifacts.size > MAX_ARTIFACTS) {
+    state.artifacts.delete(state.artifacts.keys().next().value);
+  }
+  state.artifactsVersion += 1;
   return true;
 }
 

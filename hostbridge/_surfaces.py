@@ -1,0 +1,305 @@
+"""What the hostbridge knows of the Surfaces the Shells mount (issue 13), and how it checks them.
+
+A Surface is an instance's view of kind `lineup.surface` (focus makes it while the app has one
+open): the Shell frames `/surfaces/{instance_id}/index.html` in a sandboxed iframe, and the
+hostbridge serves those files from the app package's `web/` folder, which it asks focus for
+(`focus.ui.surface.assets`) and remembers while that instance's view is that Surface. Every
+surface response carries `surface_headers`: a CSP of its own (scripts and styles only from that
+instance's asset path, no connection of any kind, framed by the Shell only).
+
+The bridge's requests that need the runtime come as `surface.request` frames; `SurfaceBook`
+says whether one names a live instance whose current view is that Surface, and `METHODS` holds
+the params model of each method the hostbridge relays; `SurfaceRelay` (the server's
+`SurfaceHost`) checks each and asks focus. Every refusal is answered with its code, to the Shell
+that asked only, and audited by type and code (never the params).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+from urllib.parse import quote
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from lineup.actors.focus.messages import (
+    SurfaceAccepted,
+    SurfaceAssetsReply,
+    SurfaceAssetsRequest,
+    SurfaceEventRequest,
+    SurfaceSessionDataRequest,
+)
+from lineup.actors.kernel import Bus, ErrorCode, LineUpError
+from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
+
+from ._server import CONTENT_TYPES, Reply, safe_file
+from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
+
+__all__ = [
+    "METHODS",
+    "SURFACE_KIND",
+    "SURFACE_REQUEST_REFUSED",
+    "SurfaceBook",
+    "SurfaceFiles",
+    "SurfaceRelay",
+    "params_size",
+    "surface_file",
+    "surface_headers",
+]
+
+SURFACE_KIND: Final = "lineup.surface"  # the view kind focus makes for an open Surface
+MAX_SURFACE_PARAMS_BYTES: Final = MAX_SURFACE_EVENT_BYTES  # a request's params, compact JSON
+SURFACE_REQUEST_REFUSED: Final = "hostbridge.surface_request_refused"  # its audit event
+ASK_TIMEOUT: Final = 3.0
+# The files a Surface may have: the Shell's own kinds and the images a page may show.
+SURFACE_CONTENT_TYPES: Final = {
+    **CONTENT_TYPES,
+    ".png": "image/png",
+    ".json": "application/json",
+}
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NoParams(_Params):
+    pass
+
+
+class ReplaceParams(_Params):
+    data: dict[str, Any]
+    expected_revision: StrictInt = Field(ge=0)
+
+
+class EventParams(_Params):
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+# The bridge methods the hostbridge relays to focus (web/js/core/bridge.js answers the rest).
+METHODS: Final[dict[str, type[_Params]]] = {
+    "lineup/session-data/get": NoParams,
+    "lineup/session-data/replace": ReplaceParams,
+    "lineup/session-data/subscribe": NoParams,
+    "lineup/event": EventParams,
+}
+
+
+def params_size(params: dict[str, Any]) -> int:
+    return len(json.dumps(params, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@dataclass(frozen=True)
+class SurfaceFiles:
+    """Where an open Surface's files are: the hostbridge's alone, never sent to a Shell."""
+
+    surface_id: str
+    web_root: Path
+    document: str
+
+
+def surface_file(root: Path, path: str) -> tuple[Path, str] | None:
+    """The file under `root` that `path` names, and its content type, by the rules of
+    `_server.web_file`: plain segments, a known extension, resolving inside `root`."""
+    return safe_file(root, path, SURFACE_CONTENT_TYPES)
+
+
+def surface_headers(port: int, instance_id: str) -> dict[str, str]:
+    """The headers of every response under `/surfaces/{instance_id}/`."""
+    hosts = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
+    own = " ".join(f"{h}/surfaces/{quote(instance_id, safe='')}/" for h in hosts)
+    csp = (
+        f"default-src 'none'; script-src {own}; style-src {own}; img-src data: blob:; "
+        "connect-src 'none'; font-src 'none'; media-src 'none'; object-src 'none'; "
+        "frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; "
+        f"base-uri 'none'; form-action 'none'; frame-ancestors {' '.join(hosts)}"
+    )
+    return {
+        "Content-Security-Policy": csp,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        # The iframe's origin is opaque: its own scripts and styles are cross-origin loads, which
+        # `same-origin` would block. They are the app's public files; the Host check stands.
+        "Cross-Origin-Resource-Policy": "cross-origin",
+        "Cache-Control": "no-store",
+    }
+
+
+class SurfaceBook:
+    """The live instances, the current Surface of each that has one (from its views), and the
+    files of those whose assets focus gave (forgotten as soon as the view is another)."""
+
+    def __init__(self) -> None:
+        self._live: set[str] | None = None  # None: no instance list yet (all are live)
+        self._surfaces: dict[str, dict[str, Any]] = {}  # instance_id → its lineup.surface view
+        self._files: dict[str, SurfaceFiles] = {}
+
+    def view(self, instance_id: str, view: dict[str, Any]) -> None:
+        if view.get("kind") == SURFACE_KIND and isinstance(view.get("surface_id"), str):
+            held = self._surfaces.get(instance_id)
+            if held is not None and held.get("surface_id") != view["surface_id"]:
+                self._files.pop(instance_id, None)
+            self._surfaces[instance_id] = view
+            return
+        self._surfaces.pop(instance_id, None)
+        self._files.pop(instance_id, None)
+
+    def live(self, instance_ids: set[str]) -> None:
+        self._live = set(instance_ids)
+        for gone in [i for i in self._surfaces if i not in instance_ids]:
+            self._surfaces.pop(gone, None)
+            self._files.pop(gone, None)
+
+    def surface(self, instance_id: str) -> dict[str, Any] | None:
+        """The instance's Surface view, if it is live and its view is one."""
+        if self._live is not None and instance_id not in self._live:
+            return None
+        return self._surfaces.get(instance_id)
+
+    def check(self, instance_id: str, surface_id: str) -> ErrorCode | None:
+        """None if `surface_id` is the live instance's current Surface, else the code."""
+        if self._live is not None and instance_id not in self._live:
+            return ErrorCode.APP_INSTANCE_NOT_FOUND
+        view = self._surfaces.get(instance_id)
+        if view is None or view.get("surface_id") != surface_id:
+            return ErrorCode.SURFACE_NOT_FOUND
+        return None
+
+    def files(self, instance_id: str) -> SurfaceFiles | None:
+        return self._files.get(instance_id)
+
+    def remember(self, instance_id: str, files: SurfaceFiles) -> bool:
+        """Keep what focus said if it is still the instance's Surface; False if not."""
+        view = self.surface(instance_id)
+        if view is None or view.get("surface_id") != files.surface_id:
+            return False
+        self._files[instance_id] = files
+        return True
+
+
+# A refusal to audit: the frame's type, its audit event, the code, and what it is about.
+Refuse = Callable[[str, str, str, str | None], None]
+
+
+class SurfaceRelay:
+    """The server's `SurfaceHost`: files of open Surfaces, and the bridge requests for focus."""
+
+    def __init__(self, bus: Bus, book: SurfaceBook, port: int, refuse: Refuse) -> None:
+        self._bus = bus
+        self.book = book
+        self._port = port
+        self._refuse = refuse
+
+    def headers(self, instance_id: str) -> dict[str, str]:
+        return surface_headers(self._port, instance_id)
+
+    async def file(self, instance_id: str, path: str) -> tuple[Path, str] | None:
+        files = self.book.files(instance_id)
+        if files is None:
+            files = await self._ask_files(instance_id)
+        if files is None:
+            return None
+        return surface_file(files.web_root, path)
+
+    async def _ask_files(self, instance_id: str) -> SurfaceFiles | None:
+        if self.book.surface(instance_id) is None:
+            return None  # no open Surface of a live instance: focus is not even asked
+        try:
+            reply = await self._bus.request(
+                "focus",
+                SurfaceAssetsRequest(instance_id=instance_id),
+                expect=SurfaceAssetsReply,
+                timeout=ASK_TIMEOUT,
+                retry=True,
+            )
+        except LineUpError:
+            return None
+        files = SurfaceFiles(reply.surface_id, Path(reply.web_root), reply.document)
+        return files if self.book.remember(instance_id, files) else None
+
+    async def request(self, frame: SurfaceRequestFrame, reply: Reply, *, limited: bool) -> None:
+        code, params = self._check(frame, limited)
+        if code is not None:
+            self._refuse(frame.type, SURFACE_REQUEST_REFUSED, code.value, frame.instance_id)
+            reply(_answer(frame, error=code.value))
+            return
+        assert params is not None
+        try:
+            result = await self._relay(frame, params)
+        except LineUpError as exc:
+            reply(_answer(frame, error=exc.code.value))  # focus audits its own refusals
+            return
+        reply(_answer(frame, result=result))
+
+    def _check(
+        self, frame: SurfaceRequestFrame, limited: bool
+    ) -> tuple[ErrorCode | None, _Params | None]:
+        if limited:
+            return ErrorCode.BRIDGE_RATE_LIMITED, None
+        wrong = self.book.check(frame.instance_id, frame.surface_id)
+        if wrong is not None:
+            return wrong, None
+        model = METHODS.get(frame.method)
+        if model is None:
+            return ErrorCode.BRIDGE_METHOD_UNKNOWN, None
+        if params_size(frame.params) > MAX_SURFACE_PARAMS_BYTES:
+            return ErrorCode.BRIDGE_MESSAGE_TOO_LARGE, None
+        try:
+            return None, model.model_validate(frame.params)
+        except ValidationError:
+            return ErrorCode.BRIDGE_PARAMS_INVALID, None
+
+    async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
+        instance_id, surface_id = frame.instance_id, frame.surface_id
+        if isinstance(params, EventParams):
+            await self._bus.request(
+                "focus",
+                SurfaceEventRequest(
+                    instance_id=instance_id,
+                    surface_id=surface_id,
+                    name=params.name,
+                    data=params.data,
+                ),
+                expect=SurfaceAccepted,
+                timeout=ASK_TIMEOUT,
+            )
+            return {}
+        if isinstance(params, ReplaceParams):
+            body = SurfaceSessionDataRequest(
+                instance_id=instance_id,
+                surface_id=surface_id,
+                op="replace",
+                data=params.data,
+                expected_revision=params.expected_revision,
+            )
+            done = await self._bus.request(
+                "focus", body, expect=SurfaceAccepted, timeout=ASK_TIMEOUT
+            )
+            return {"revision": done.revision}
+        op: Literal["get", "subscribe"] = (
+            "subscribe" if frame.method.endswith("/subscribe") else "get"
+        )
+        got = await self._bus.request(
+            "focus",
+            SurfaceSessionDataRequest(instance_id=instance_id, surface_id=surface_id, op=op),
+            expect=SurfaceAccepted,
+            timeout=ASK_TIMEOUT,
+            retry=True,  # reading (and subscribing again) changes nothing
+        )
+        return {"data": got.data, "revision": got.revision}
+
+
+def _answer(
+    frame: SurfaceRequestFrame, *, result: dict[str, Any] | None = None, error: str | None = None
+) -> ShellSurfaceReply:
+    return ShellSurfaceReply(
+        request_id=frame.request_id,
+        instance_id=frame.instance_id,
+        surface_id=frame.surface_id,
+        result=result if error is None else None,
+        error=None if error is None else SurfaceError(code=error),
+    )

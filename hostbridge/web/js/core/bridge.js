@@ -1,0 +1,449 @@
+// The Surface bridge: JSON-RPC 2.0 over postMessage between the Shell and a Surface's sandboxed
+// iframe (issue 13), in the MCP Apps dialect (SEP-1865, "2026-01-26") where the meaning is the
+// same, LineUp's own methods under `lineup/`.
+//
+// Theory of operation: one window "message" listener for every mounted Surface. A message is
+// taken only if its `source` is the very window of a mounted Surface's iframe (the origin
+// string of a sandboxed frame is "null" and proves nothing), its instance is live, it is within
+// the rate (60/s, burst 120) and the size cap (64 KiB of UTF-8 JSON), it is JSON-RPC 2.0, the
+// handshake allows it (`ui/initialize`, then `ui/notifications/initialized`, nothing else
+// before), its method is in `METHODS` and its params pass that method's validator. Anything
+// else is dropped and counted: per Surface on its container (`data-bridge-rejections`), and
+// reported to the runtime at most once a second (`surface.rejected`, audited there). A rejected
+// request with an `id` gets a JSON-RPC error, except from a foreign window, never answered.
+// What needs the runtime goes as `surface.request` and comes back as `shell.surface.reply`
+// (the hostbridge checks it again, focus a third time). Host → View is always
+// `contentWindow.postMessage(msg, "*")`: an opaque origin can only be addressed as "*", and a
+// message holds only that Surface's own data. Nothing a Surface sends is ever used as a URL,
+// markup, style or script.
+
+import { isObject } from "./util.js";
+
+export const SURFACE_VERSIONS = [1]; // the bridge versions this Shell runs (sdk/manifest.py)
+export const PROTOCOL_VERSION = "2026-01-26";
+const HOST_VERSION = "0.13";
+export const MAX_MESSAGE_BYTES = 64 * 1024;
+const RATE_PER_S = 60;
+const RATE_BURST = 120;
+const REPORT_MS = 1000; // `surface.rejected` at most this often
+const REPLY_TIMEOUT_MS = 15000; // a `surface.request` the runtime never answered
+const MAX_FORWARD_BYTES = 60 * 1024; // a Shell frame (core/connection.js MAX_SEND_BYTES)
+const MIN_HEIGHT = 120;
+const MAX_HEIGHT = 4000;
+export const TEARDOWN_MS = 500;
+const MAX_NAME = 128;
+
+export const CODES = {
+  source: "bridge_source_invalid",
+  notInitialized: "bridge_not_initialized",
+  method: "bridge_method_unknown",
+  params: "bridge_params_invalid",
+  tooLarge: "bridge_message_too_large",
+  rate: "bridge_rate_limited",
+};
+const RPC_INVALID = -32600;
+const RPC_METHOD = -32601;
+const RPC_PARAMS = -32602;
+const RPC_RUNTIME = -32000;
+
+// ---------------------------------------------------------------- params validators
+
+const keysWithin = (params, allowed) => Object.keys(params).every((k) => allowed.includes(k));
+const optObject = (value) => value === undefined || isObject(value);
+const isName = (value) => typeof value === "string" && value.length > 0 && value.length <= MAX_NAME;
+const isSize = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
+const none = (params) => params === undefined || (isObject(params) && keysWithin(params, []));
+
+// Each method: `form` (a request expects an answer; a notification must not carry an id), its
+// validator, and whether the runtime answers it (`relay`).
+const METHODS = {
+  "ui/initialize": {
+    form: "request",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["protocolVersion", "appInfo", "appCapabilities"]) &&
+      typeof p.protocolVersion === "string" &&
+      p.protocolVersion.length <= 64 &&
+      optObject(p.appInfo) &&
+      optObject(p.appCapabilities),
+  },
+  "ui/notifications/initialized": { form: "notification", valid: (p) => optObject(p) },
+  "ui/notifications/size-changed": {
+    form: "notification",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["width", "height"]) &&
+      isSize(p.height) &&
+      (p.width === undefined || isSize(p.width)),
+  },
+  ping: { form: "request", valid: none },
+  "lineup/session-data/get": { form: "request", valid: none, relay: true },
+  "lineup/session-data/subscribe": { form: "request", valid: none, relay: true },
+  "lineup/session-data/replace": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["data", "expected_revision"]) &&
+      isObject(p.data) &&
+      Number.isSafeInteger(p.expected_revision) &&
+      p.expected_revision >= 0,
+  },
+  "lineup/event": {
+    form: "request",
+    relay: true,
+    valid: (p) => isObject(p) && keysWithin(p, ["name", "data"]) && isName(p.name) && optObject(p.data),
+  },
+  "lineup/ui/request": {
+    form: "request",
+    valid: (p) => isObject(p) && keysWithin(p, ["request"]) && isObject(p.request),
+  },
+  "lineup/capabilities/request": {
+    form: "request",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["capability", "purpose", "input"]) &&
+      isName(p.capability) &&
+      typeof p.purpose === "string" &&
+      p.purpose.length <= 500 &&
+      optObject(p.input),
+  },
+};
+export const METHOD_NAMES = Object.keys(METHODS);
+
+const isRpcId = (id) =>
+  (typeof id === "string" && id.length > 0 && id.length <= MAX_NAME) || Number.isSafeInteger(id);
+
+// ---------------------------------------------------------------- rejections, reported
+
+const reports = new Map(); // "instance\0code" → {instance, code, count}
+let reportTimer = null;
+let lastReport = 0;
+let reporter = null; // the Shell's `ctx`, from the first bridge made
+
+function report(instanceId, code) {
+  const key = `${instanceId ?? ""}\u0000${code}`;
+  const held = reports.get(key);
+  if (held) held.count += 1;
+  else reports.set(key, { instanceId, code, count: 1 });
+  if (reportTimer !== null) return;
+  const delay = Math.max(0, lastReport + REPORT_MS - Date.now());
+  reportTimer = window.setTimeout(flushReports, delay);
+}
+
+function flushReports() {
+  reportTimer = null;
+  lastReport = Date.now();
+  if (reporter === null) return;
+  for (const [key, r] of reports) {
+    const sent = reporter.send({
+      type: "surface.rejected",
+      instance_id: r.instanceId,
+      code: r.code,
+      count: Math.min(r.count, 1000000),
+    });
+    if (sent) reports.delete(key); // else kept: sent with the next report once connected
+  }
+  if (reports.size > 0) reportTimer = window.setTimeout(flushReports, REPORT_MS);
+}
+
+// ---------------------------------------------------------------- the one listener
+
+const bridges = new Set();
+let listening = false;
+let serial = 0;
+
+function onMessage(event) {
+  const source = event.source;
+  if (source !== null) {
+    for (const bridge of bridges) {
+      if (bridge.iframe.contentWindow === source) {
+        bridge.receive(event.data);
+        return;
+      }
+    }
+  }
+  // Not a Surface's own window (another frame, the Shell itself): dropped, never answered.
+  if (bridges.size === 0) report(null, CODES.source);
+  for (const bridge of bridges) bridge.reject(CODES.source, undefined);
+}
+
+const utf8Length = (text) => new TextEncoder().encode(text).length;
+
+// One Surface's end of the bridge. `view` is its instance's `lineup.surface` view; `onSize`
+// gets a clamped height; `onRejected(count)` whenever the count grows.
+export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected }) {
+  if (!listening) {
+    window.addEventListener("message", onMessage);
+    listening = true;
+  }
+  if (reporter === null) reporter = ctx;
+  serial += 1;
+  const bridge = {
+    iframe,
+    instanceId,
+    view,
+    phase: "new", // "new" → (ui/initialize answered) "initializing" → "ready"
+    tokens: RATE_BURST,
+    at: performance.now(),
+    rejections: 0,
+    stateRevision: -1, // the state revision the Surface was last given
+    toolResultKey: null,
+    subscribed: false,
+    sessionRevision: -1,
+    nextCall: 0,
+    calls: new Set(), // request ids of this bridge awaiting the runtime
+    hostRequests: new Map(), // Host → View request id → resolve
+    closed: false,
+    prefix: `s${serial}`,
+  };
+
+  function post(message) {
+    const target = bridge.closed ? null : iframe.contentWindow;
+    if (target) target.postMessage(message, "*");
+  }
+
+  const answer = (id, result) => post({ jsonrpc: "2.0", id, result });
+  const fail = (id, rpcCode, code) =>
+    post({ jsonrpc: "2.0", id, error: { code: rpcCode, message: code, data: { code } } });
+
+  // Dropped: counted, shown on the container, reported; a request with an id is answered
+  // with the error (unless it came from a window that is not this Surface's).
+  bridge.reject = (code, id, rpcCode = RPC_INVALID) => {
+    bridge.rejections += 1;
+    onRejected(bridge.rejections);
+    report(instanceId, code);
+    if (code !== CODES.source && isRpcId(id)) fail(id, rpcCode, code);
+  };
+
+  function withinRate() {
+    const now = performance.now();
+    bridge.tokens = Math.min(RATE_BURST, bridge.tokens + ((now - bridge.at) / 1000) * RATE_PER_S);
+    bridge.at = now;
+    if (bridge.tokens < 1) return false;
+    bridge.tokens -= 1;
+    return true;
+  }
+
+  bridge.receive = (data) => {
+    if (bridge.closed) return;
+    if (!ctx.state.instances.some((i) => i.instance_id === instanceId)) {
+      bridge.reject(CODES.source, undefined); // its instance is gone: nobody to answer for
+      return;
+    }
+    const id = isObject(data) && isRpcId(data.id) ? data.id : undefined;
+    if (!withinRate()) return bridge.reject(CODES.rate, id);
+    let text;
+    try {
+      text = JSON.stringify(data);
+    } catch {
+      return bridge.reject(CODES.params, id);
+    }
+    if (typeof text !== "string") return bridge.reject(CODES.params, id);
+    // A UTF-8 byte per character at least: a longer text is over without encoding it.
+    if (text.length > MAX_MESSAGE_BYTES || utf8Length(text) > MAX_MESSAGE_BYTES) {
+      return bridge.reject(CODES.tooLarge, id);
+    }
+    if (!isObject(data) || data.jsonrpc !== "2.0") return bridge.reject(CODES.params, id);
+    if (!("method" in data)) return onResponse(data);
+    const name = data.method;
+    if (typeof name !== "string" || (data.id !== undefined && id === undefined)) {
+      return bridge.reject(CODES.params, id);
+    }
+    if (!("params" in data) || isObject(data.params)) {
+      // fine: absent, or an object (checked by the method's validator)
+    } else {
+      return bridge.reject(CODES.params, id, RPC_PARAMS);
+    }
+    const allowed =
+      name === "ui/initialize" ||
+      bridge.phase === "ready" ||
+      (bridge.phase === "initializing" && name === "ui/notifications/initialized");
+    if (!allowed) return bridge.reject(CODES.notInitialized, id);
+    const method = Object.hasOwn(METHODS, name) ? METHODS[name] : null;
+    if (method === null) return bridge.reject(CODES.method, id, RPC_METHOD);
+    if ((method.form === "request") !== (id !== undefined)) return bridge.reject(CODES.params, id);
+    if (!method.valid(data.params)) return bridge.reject(CODES.params, id, RPC_PARAMS);
+    handle(name, method, id, data.params ?? {});
+  };
+
+  function onResponse(data) {
+    const done = isRpcId(data.id) ? bridge.hostRequests.get(data.id) : undefined;
+    if (done === undefined || ("result" in data) === ("error" in data)) {
+      return bridge.reject(CODES.params, undefined); // an answer to nothing asked
+    }
+    bridge.hostRequests.delete(data.id);
+    done();
+  }
+
+  function handle(name, method, id, params) {
+    if (method.relay) return relay(name, id, params);
+    if (name === "ui/initialize") {
+      const v = bridge.view;
+      bridge.phase = "initializing";
+      bridge.subscribed = false;
+      bridge.sessionRevision = -1;
+      bridge.stateRevision = stateRevision(v);
+      bridge.toolResultKey = null;
+      return answer(id, {
+        protocolVersion: PROTOCOL_VERSION,
+        hostInfo: { name: "lineup", version: HOST_VERSION },
+        hostCapabilities: { lineup: { methods: METHOD_NAMES } },
+        hostContext: {
+          displayMode: "inline",
+          theme: "light",
+          lineup: {
+            surface_id: v.surface_id,
+            surface_version: v.surface_version,
+            state: isObject(v.state) ? v.state : {},
+            state_revision: bridge.stateRevision,
+          },
+        },
+      });
+    }
+    if (name === "ui/notifications/initialized") {
+      if (bridge.phase === "ready") return;
+      bridge.phase = "ready";
+      if (isObject(bridge.view.tool_input)) {
+        post({
+          jsonrpc: "2.0",
+          method: "ui/notifications/tool-input",
+          params: { arguments: bridge.view.tool_input },
+        });
+      }
+      notifyView();
+      return;
+    }
+    if (name === "ui/notifications/size-changed") {
+      onSize(Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, params.height))));
+      return;
+    }
+    if (name === "ping") return answer(id, {});
+    // Declared, not served by this host yet: capabilities are issue 14's, and a Surface's own
+    // standard interactions are not routed (its app asks through `sdk.ui`).
+    fail(id, RPC_RUNTIME, "capability_denied");
+  }
+
+  function relay(name, id, params) {
+    bridge.nextCall += 1;
+    const requestId = `${bridge.prefix}-${bridge.nextCall}`;
+    const frame = {
+      type: "surface.request",
+      request_id: requestId,
+      instance_id: instanceId,
+      surface_id: bridge.view.surface_id,
+      method: name,
+      params,
+    };
+    if (utf8Length(JSON.stringify(frame)) > MAX_FORWARD_BYTES) {
+      return bridge.reject(CODES.tooLarge, id);
+    }
+    const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), REPLY_TIMEOUT_MS);
+    function settle(reply) {
+      window.clearTimeout(timer);
+      ctx.state.surfaceCalls.delete(requestId);
+      bridge.calls.delete(requestId);
+      if (isObject(reply.error)) {
+        const code = typeof reply.error.code === "string" ? reply.error.code : "internal_error";
+        return fail(id, RPC_RUNTIME, code);
+      }
+      const result = isObject(reply.result) ? reply.result : {};
+      if (name === "lineup/session-data/subscribe") {
+        bridge.subscribed = true;
+        if (Number.isSafeInteger(result.revision)) {
+          bridge.sessionRevision = Math.max(bridge.sessionRevision, result.revision);
+        }
+      }
+      answer(id, result);
+      if (name === "lineup/session-data/subscribe") forwardSessionData();
+    }
+    ctx.state.surfaceCalls.set(requestId, settle);
+    bridge.calls.add(requestId);
+    const sent = ctx.send({
+      type: "surface.request",
+      request_id: frame.request_id,
+      instance_id: frame.instance_id,
+      surface_id: frame.surface_id,
+      method: frame.method,
+      params: frame.params,
+    });
+    if (!sent) settle({ error: { code: "actor_unavailable" } }); // no link: the Surface retries
+  }
+
+  // What changed in the view reaches a Surface past its handshake: a newer state, a new tool
+  // result.
+  function notifyView() {
+    if (bridge.phase !== "ready") return;
+    const v = bridge.view;
+    const revision = stateRevision(v);
+    if (revision > bridge.stateRevision) {
+      bridge.stateRevision = revision;
+      post({
+        jsonrpc: "2.0",
+        method: "lineup/notifications/state",
+        params: { state: isObject(v.state) ? v.state : {}, revision },
+      });
+    }
+    if (isObject(v.tool_result)) {
+      const key = JSON.stringify(v.tool_result);
+      if (key !== bridge.toolResultKey) {
+        bridge.toolResultKey = key;
+        post({
+          jsonrpc: "2.0",
+          method: "ui/notifications/tool-result",
+          params: { structuredContent: v.tool_result },
+        });
+      }
+    }
+  }
+
+  function forwardSessionData() {
+    const held = ctx.state.sessionData.get(instanceId);
+    if (!bridge.subscribed || held === undefined) return;
+    if (held.surface_id !== bridge.view.surface_id || held.revision <= bridge.sessionRevision) return;
+    bridge.sessionRevision = held.revision;
+    post({
+      jsonrpc: "2.0",
+      method: "lineup/notifications/session-data",
+      params: { data: held.data, revision: held.revision },
+    });
+  }
+
+  // The Shell re-rendered: the instance's latest view, and its latest session data.
+  bridge.update = (nextView) => {
+    bridge.view = nextView;
+    notifyView();
+    forwardSessionData();
+  };
+
+  // `ui/resource-teardown`, then resolves on the Surface's answer or after TEARDOWN_MS.
+  bridge.teardown = (reason) =>
+    new Promise((resolve) => {
+      if (bridge.phase === "new" || bridge.closed) return resolve();
+      const id = `${bridge.prefix}-teardown`;
+      const timer = window.setTimeout(done, TEARDOWN_MS);
+      function done() {
+        window.clearTimeout(timer);
+        bridge.hostRequests.delete(id);
+        resolve();
+      }
+      bridge.hostRequests.set(id, done);
+      post({ jsonrpc: "2.0", id, method: "ui/resource-teardown", params: { reason } });
+    });
+
+  bridge.close = () => {
+    bridge.closed = true;
+    bridges.delete(bridge);
+    for (const requestId of bridge.calls) ctx.state.surfaceCalls.delete(requestId);
+    bridge.calls.clear();
+  };
+
+  bridges.add(bridge);
+  return bridge;
+}
+
+function stateRevision(view) {
+  return Number.isSafeInteger(view.state_revision) && view.state_revision >= 0
+    ? view.state_revision
+    : 0;
+}
