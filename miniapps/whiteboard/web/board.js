@@ -352,7 +352,11 @@
       placeText(point);
       return;
     }
-    canvas.setPointerCapture(event.pointerId);
+    try {
+      canvas.setPointerCapture(event.pointerId);
+    } catch (err) {
+      // A pointer the browser does not know (a synthetic event): draw without capture.
+    }
     beginStroke(point);
     redraw();
   });
