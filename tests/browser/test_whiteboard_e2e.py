@@ -219,3 +219,73 @@ async def test_the_user_draws_a_board_that_survives_reload_and_a_crash_and_submi
     assert str(result["artifact_id"]).startswith("art_")
     assert page.off_loopback() == [], "a request left 127.0.0.1"
     assert page.errors == []
+
+
+def keyboard_text_box_then_undo(p: Page) -> None:
+    body = board_body(p)
+    body.locator("#canvas").focus()
+    p.keyboard.press("e")
+    expect(body.locator('[data-tool="erase"]')).to_have_attribute("aria-pressed", "true")
+    p.keyboard.press("p")
+    expect(body.locator('[data-tool="pen"]')).to_have_attribute("aria-pressed", "true")
+    p.keyboard.press("t")
+    expect(body.locator("#text-input")).to_be_focused()
+    p.keyboard.type("fridge here")
+    p.keyboard.press("Enter")
+    expect_saved(p, 1)
+    body.locator("#canvas").focus()
+    p.keyboard.press("Control+z")
+    expect_saved(p, 0)
+    p.keyboard.press("t")
+    p.keyboard.type("sink")
+    p.keyboard.press("Enter")
+    expect_saved(p, 1)
+    # Every control is a button or a field the Tab key reaches, named for assistive tools.
+    for control in body.locator("button").all():
+        assert control.get_attribute("aria-label"), control
+        assert control.get_attribute("tabindex") in (None, "0")
+
+
+def keep_drawing(p: Page) -> None:
+    asked = card(p, "app")
+    expect(asked.get_by_test_id("interaction-cancel")).to_have_text("Keep drawing", timeout=WAIT_MS)
+    asked.get_by_test_id("interaction-cancel").click(timeout=WAIT_MS)
+    expect(board_body(p)).to_have_attribute("data-phase", "drawing", timeout=WAIT_MS)
+    expect_saved(p, 1)
+
+
+async def test_the_board_is_usable_by_keyboard_and_a_declined_agent_submit_keeps_it(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
+    with trio.fail_after(WAIT_S):
+        await agent.client.say(CONVERSATION, GREETING)
+    await page.run(open_shell(runtime.shell_url))
+    revision = await agent.inventory()
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION,
+            "whiteboard.open",
+            {"board_id": "kitchen", "title": TITLE},
+            revision,
+            call_id="open-1",
+        )
+    await page.run(in_front)
+    await page.run(keyboard_text_box_then_undo)
+
+    # The Agent submits; the user keeps drawing: the call fails, the board stays open.
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION, "whiteboard.submit", {"board_id": "kitchen"}, revision, call_id="sub-1"
+        )
+    await page.run(keep_drawing)
+    declined = await agent.terminal("sub-1")
+    assert (declined["type"], declined["payload"]["code"]) == (
+        "lineup.v1.tool.error",
+        "cancelled_by_user",
+    )
+    await page.run(in_front)
+    await agent.settle()
+    assert agent.of_call("open-1", *FINALS) == []  # the open call still runs
+    assert page.errors == []
