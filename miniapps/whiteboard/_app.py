@@ -132,7 +132,10 @@ class Whiteboard(MiniApp):
         self.open_calls: dict[str, ToolCall[OpenInput]] = {}
         self.surfaces: dict[str, str] = {}  # instance_id -> its open Surface
         self.confirming: dict[str, str] = {}  # instance_id -> its submit confirmation asked
-        self.awaited: set[str] = set()  # confirmations a submit call waits on itself
+        # Confirmations a submit call asked or waits on (interaction -> instance): that call
+        # acts on the answer, never the hook, which hears of it too (maybe while the call is
+        # still making the artifacts: closing the instance then would end the call).
+        self.awaited: dict[str, str] = {}
         self.submitted: dict[str, SubmitOutput] = {}
         self.ended: set[str] = set()  # instances closed: never restored again
         self.subscribed: set[str] = set()
@@ -199,15 +202,13 @@ class Whiteboard(MiniApp):
             await call.fail("app_instance_not_found", "no such board open")
             return None
         interaction_id = await self._ask_confirm(instance_id, board)
-        self.awaited.add(interaction_id)
+        self.awaited[interaction_id] = instance_id
         try:
             record = await self.app.ui.wait(interaction_id, timeout=CONFIRM_WAIT_S)
         except trio.TooSlowError:
             await self.app.ui.cancel(interaction_id, "deadline_exceeded")
             await call.fail("deadline_exceeded", "no answer")
             return None
-        finally:
-            self.awaited.discard(interaction_id)
         self.confirming.pop(instance_id, None)
         if not _approved(record):
             await self._set_phase(instance_id, "drawing")
@@ -457,6 +458,9 @@ class Whiteboard(MiniApp):
         for kept in (self.boards, self.revisions, self.surfaces, self.confirming):
             kept.pop(instance_id, None)
         self.open_calls.pop(instance_id, None)
+        for interaction_id, owner in list(self.awaited.items()):
+            if owner == instance_id:
+                del self.awaited[interaction_id]
 
     def _lock(self, instance_id: str) -> trio.Lock:
         return self._locks.setdefault(instance_id, trio.Lock())
