@@ -51,6 +51,12 @@ BUNDLED: Final = (
         title="Task Dashboard",
         manifest=_HERE / "task_dashboard" / "manifest.json",
     ),
+    BundledApp(
+        app_scope="whiteboard",
+        entry="lineup.miniapps.whiteboard:Whiteboard",
+        title="Whiteboard",
+        manifest=_HERE / "whiteboard" / "manifest.json",
+    ),
 )
 # The apps whose process is part of the tree rather than started by focus on demand.
 RESIDENT: Final = (SYSTEM_APP,)

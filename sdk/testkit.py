@@ -604,7 +604,7 @@ class FakeRuntime:
             raise LineUpError(ErrorCode.FRAME_MALFORMED, f"{request.TYPE} does not answer {expect}")
         return reply
 
-    def _answer(self, request: Message) -> Message:  # noqa: PLR0915 - one branch per request
+    def _answer(self, request: Message) -> Message:
         artifact = self.artifacts.answer(request, self.app_scope, self.instances)
         if artifact is not None:
             return artifact

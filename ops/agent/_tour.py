@@ -55,10 +55,13 @@ MENU_WORD: Final = "menu"
 DASHBOARD_SCOPE: Final = "task-dashboard"
 DASHBOARD_OPEN: Final = "task-dashboard.open"
 DASHBOARD_UPDATE: Final = "task-dashboard.update"
+WHITEBOARD_OPEN: Final = "whiteboard.open"
 MAX_REVISION_RETRIES: Final = 3
 MAX_OPEN_QUESTIONS: Final = 256  # what the Agent remembers asking; the oldest is forgotten
 
-Purpose = Literal["menu", "notice", "choice", "confirm", "input", "dashboard", "progress"]
+Purpose = Literal[
+    "menu", "notice", "choice", "confirm", "input", "dashboard", "progress", "whiteboard"
+]
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,14 @@ class Tour:
             return self._progress(question, result, str(call_id))
         if question.purpose == "dashboard":
             status = markdown_text(str(result.get("status", "closed")))
-            return [Say(conv, f"The Task Dashboard closed: the task was **{status}**.", key)]
+            return [
+                Say(conv, f"The Task Dashboard closed: the task was **{status}**.", key),
+                *self._whiteboard(conv, str(call_id)),
+            ]
+        if question.purpose == "whiteboard":
+            artifact = markdown_text(str(result.get("artifact_id", "")))
+            text = f"Thank you for the board: I have it as a picture (`{artifact}`)."
+            return [Say(conv, text, key), *self._menu(conv, then)]
         return [
             Say(conv, answer_text(question.purpose, question.input, result), key),
             *self._menu(conv, then),
@@ -201,6 +211,8 @@ class Tour:
             return [self._ask(f"demo-retry-{_digest(call_id)}", question)]
         if question.purpose == "dashboard":
             return [Say(conv, f"The Task Dashboard ended (`{code}`).", key)]
+        if question.purpose == "whiteboard":
+            return [Say(conv, f"The Whiteboard ended (`{markdown_text(code)}`).", key)]
         if question.purpose == "progress":
             return [Say(conv, f"The dashboard's question ended unanswered (`{code}`).", key)]
         text = {
@@ -298,6 +310,24 @@ class Tour:
                 self._ask(then, _Question("dashboard", conv, DASHBOARD_OPEN, opening)),
             ]
         return []
+
+    def _whiteboard(self, conv: str, call_id: str) -> list[Move]:
+        """The tour's last step, where the runtime offers it: a board to draw on."""
+        if not self._offers(conv, WHITEBOARD_OPEN):
+            return []
+        digest = _digest(call_id)
+        opening = {"board_id": f"demo-{digest[:12]}", "title": "Try the Whiteboard"}
+        text = (
+            "One more: a **Whiteboard**. Draw with the pen, the colours, the eraser and text "
+            "boxes (P, E, T; Ctrl+Z undoes), then press **Submit** and confirm: I get the "
+            "board as a picture."
+        )
+        return [
+            Say(conv, text, f"whiteboard:{call_id}"),
+            self._ask(
+                f"demo-whiteboard-{digest}", _Question("whiteboard", conv, WHITEBOARD_OPEN, opening)
+            ),
+        ]
 
     def _progress(self, question: _Question, result: dict[str, Any], call_id: str) -> list[Move]:
         conv = question.conversation_id

@@ -245,12 +245,13 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
         "focus", AppEnableRequest(app_scope="task-dashboard", enabled=False), expect=InventoryReply
     )
     assert inventory.revision != revision
-    # Only the runtime's own standard interactions are left.
-    assert {t.method for t in inventory.tools} == set(STANDARD)
+    # Only the runtime's own standard interactions and the other bundled app's tools are left.
+    left = {*STANDARD, "whiteboard.open", "whiteboard.submit"}
+    assert {t.method for t in inventory.tools} == left
     newest = await agent.pull(
         "lineup.v1.client.inventory", lambda m: m["payload"]["revision"] == inventory.revision
     )
-    assert {t["method"] for t in newest["payload"]["tools"]} == set(STANDARD)
+    assert {t["method"] for t in newest["payload"]["tools"]} == left
     await agent.client.call_tool(
         CONVERSATION, "task-dashboard.open", good, inventory.revision, call_id="c-off"
     )
