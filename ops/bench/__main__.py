@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 from functools import partial
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
 from ._report import Figure, Peer, build_report, machine_info, render_table
 from ._sandbox import idle_pss, spawn_times
+from ._surfaces import CHROMIUM, surface_latencies
 from ._tools import direct_calls
 
 CONCURRENCY = 8  # calls in flight for every calls/s figure, LineUp's and the peer's
@@ -97,6 +99,76 @@ def mcp_figures(quick: bool) -> list[Figure]:
             pct(plain, 0.5) * 1e3,
             note="stdio to the bridge; both over the embedded AppServer's long poll",
         )
+    ]
+
+
+def surface_figures(quick: bool, bus: list[float] | None = None) -> list[Figure]:
+    """The Whiteboard's Surface in Chromium (issue 13): opened → its iframe initialized, and a
+    patch's round trip to the applied session data, beside the bus round trip of the same run
+    (measured here when not given)."""
+    if bus is None:
+        bus = trio.run(m.bus_roundtrip, 1000 if quick else 5000)
+    bus_ms = {q: pct(bus, q) * 1e3 for q in (0.5, 0.99)}
+    names = [
+        (
+            "Surface opened (a new Whiteboard): iframe inserted → ui/notifications/initialized p50",
+            "opened",
+            0.5,
+        ),
+        (
+            "Surface mounted again (the kept board back in front): iframe inserted → initialized"
+            " p50",
+            "refronted",
+            0.5,
+        ),
+        (
+            "Agent's whiteboard.open sent → the Surface's ui/notifications/initialized p50",
+            "from_call",
+            0.5,
+        ),
+        (
+            "board.patch of a stroke: iframe → app process → its session data applied → iframe p50",
+            "patches",
+            0.5,
+        ),
+        (
+            "board.patch of a stroke: iframe → app process → its session data applied → iframe p99",
+            "patches",
+            0.99,
+        ),
+    ]
+    if not CHROMIUM.exists():
+        return [
+            Figure(
+                "surfaces",
+                name,
+                math.nan,
+                "ms",
+                "bus request/reply round trip",
+                None,
+                note=f"not measured: {CHROMIUM} is missing (ops/install_dev.py installs it)",
+            )
+            for name, _, _ in names
+        ]
+    opens, patches = (8, 60) if quick else (30, 300)
+    times = trio.run(surface_latencies, opens, patches)
+    notes = {
+        "opened": f"{opens} instances, one at a time; times in the Shell page (performance.now)",
+        "refronted": "after each of those instances closed from its tab",
+        "from_call": "AgentClient → embedded AppServer → transport → router → app → focus → Shell",
+        "patches": f"{patches} patches, one at a time; timed in the Surface's frame",
+    }
+    return [
+        Figure(
+            "surfaces",
+            name,
+            pct(getattr(times, key), q) * 1e3,
+            "ms",
+            f"bus request/reply round trip {'p50' if q == 0.5 else 'p99'}",
+            bus_ms[q],
+            note=notes[key],
+        )
+        for name, key, q in names
     ]
 
 
@@ -263,6 +335,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     figures += quota_figures(quick)
     figures += interaction_figures(quick, bus)
     figures += mcp_figures(quick)
+    figures += surface_figures(quick, bus)
 
     # ------------------------------------------------------------------------------ sandbox
     plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
@@ -367,7 +440,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=("quotas", "interactions", "mcp"),
+        choices=("quotas", "interactions", "mcp", "surfaces"),
         help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
@@ -379,6 +452,8 @@ def main() -> None:
         figures = interaction_figures(args.quick)
     elif args.only == "mcp":
         figures = mcp_figures(args.quick)
+    elif args.only == "surfaces":
+        figures = surface_figures(args.quick)
     else:
         figures, peers = run(args.quick)
     print(render_table(figures, peers))

@@ -16,7 +16,8 @@ the Shell as the board's script would (`PATCHES`).
   listener, when that iframe's `ui/notifications/initialized` arrives (`performance.now()`
   both). The Agent's call sent → initialized falls out of the same samples (wall clocks: the
   page's `timeOrigin + now()` against `time.time()`, one machine). The instance is then closed
-  from its tab, outside the clock.
+  from its tab, outside the clock; the kept board comes back to the front, its Surface mounted
+  again (a new iframe, a new handshake): timed the same way, a third figure.
 - patch round trip: in the kept board's frame, a `lineup/event` `board.patch` of one two-point
   stroke with a fresh op id, timed until the frame hears `lineup/notifications/session-data`
   whose `applied` holds that op id; one at a time, spaced to stay inside the bridge's rate
@@ -105,6 +106,10 @@ NEWEST_INSTANCE: Final = """(known) => {
   const f = (window.__benchFrames || []).filter((x) => !known.includes(x.instance)).at(-1);
   return f && f.initialized !== null ? f.instance : null;
 }"""
+# The handshakes of `instance`'s Surface mounted again (every iframe of it but the first), ms.
+REMOUNTS: Final = """(instance) => (window.__benchFrames || [])
+  .filter((f) => f.instance === instance && f.initialized !== null)
+  .slice(1).map((f) => f.initialized - f.inserted)"""
 # Every Surface iframe still in the page has done its handshake (nothing mounting).
 SETTLED: Final = """() => (window.__benchFrames || []).every(
   (f) => !f.iframe.isConnected || f.initialized !== null)"""
@@ -158,6 +163,9 @@ class SurfaceTimes:
 
     opened: list[float] = field(default_factory=list)  # iframe inserted → initialized
     from_call: list[float] = field(default_factory=list)  # Agent call sent → initialized
+    # The kept board's Surface mounted again (in front once more after another closed) →
+    # initialized.
+    refronted: list[float] = field(default_factory=list)
     patches: list[float] = field(default_factory=list)  # patch posted → applied revision
 
 
@@ -255,6 +263,7 @@ def _in_browser(shell_url: str, agent: _Agent, opens: int, patches: int) -> Surf
                 times.from_call.append((origin + initialized) / 1e3 - sent)
                 known.append(instance)
                 _close(page, instance)
+            times.refronted = [t / 1e3 for t in page.evaluate(REMOUNTS, kept)]
             context.close()
         finally:
             browser.close()
@@ -301,7 +310,5 @@ def _close(page: Any, instance: str) -> None:
     its tab gone, and any Surface brought back to the front initialized."""
     tabs = page.locator(TABS).count()
     page.locator(f'[data-testid="app-close"][data-instance-id="{instance}"]').click()
-    page.wait_for_function(
-        f"(n) => document.querySelectorAll('{TABS}').length === n", arg=tabs - 1
-    )
+    page.wait_for_function(f"(n) => document.querySelectorAll('{TABS}').length === n", arg=tabs - 1)
     page.wait_for_function(SETTLED)
