@@ -150,13 +150,14 @@ def surface_figures(quick: bool, bus: list[float] | None = None) -> list[Figure]
             )
             for name, _, _ in names
         ]
-    opens, patches = (8, 60) if quick else (30, 300)
+    opens, patches = (8, 50) if quick else (25, 200)
     times = trio.run(surface_latencies, opens, patches)
     notes = {
         "opened": f"{opens} instances, one at a time; times in the Shell page (performance.now)",
         "refronted": "after each of those instances closed from its tab",
         "from_call": "AgentClient → embedded AppServer → transport → router → app → focus → Shell",
-        "patches": f"{patches} patches, one at a time; timed in the Surface's frame",
+        "patches": f"{patches} strokes one at a time, each undone after (a near-empty board);"
+        " timed in the Surface's frame",
     }
     return [
         Figure(

@@ -21,7 +21,10 @@ the Shell as the board's script would (`PATCHES`).
 - patch round trip: in the kept board's frame, a `lineup/event` `board.patch` of one two-point
   stroke with a fresh op id, timed until the frame hears `lineup/notifications/session-data`
   whose `applied` holds that op id; one at a time, spaced to stay inside the bridge's rate
-  limit (60 messages/s a Surface) outside the clock.
+  limit (60 messages/s a Surface) outside the clock. Each stroke is undone after its sample
+  (untimed): the app rewrites, and the Surface receives, the whole board on each revision, so
+  the round trip grows with the board (about 2.5× from 10 to 300 strokes on one run here);
+  the figure is that of a near-empty board.
 """
 
 from __future__ import annotations
@@ -114,20 +117,16 @@ REMOUNTS: Final = """(instance) => (window.__benchFrames || [])
 SETTLED: Final = """() => (window.__benchFrames || []).every(
   (f) => !f.iframe.isConnected || f.initialized !== null)"""
 # In the Surface's frame: `count` patches one at a time, each timed (ms) from the post to the
-# session data revision that lists its op id in `applied`.
+# session data revision that lists its op id in `applied`. Each stroke is then undone (its
+# own patch, outside the clock), so every sample meets the same, near-empty board.
 PATCHES: Final = """async ({prefix, count, spacing}) => {
-  const times = [];
   let last = -Infinity;
-  for (let n = 0; n < count; n++) {
+  const patch = async (op) => {
     const wait = last + spacing - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const opId = `${prefix}-${n}`;
-    const x = 100 + (n % 50) * 20, y = 100 + Math.floor(n / 50) * 20;
-    const op = {op_id: opId, kind: "stroke", mode: "pen", colour: "#1f2328", width: 4,
-                points: [x, y, x + 10, y + 10]};
-    const id = `bench-${opId}`;
-    const took = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => done(reject, new Error(`no revision for ${opId}`)), 10000);
+    const id = `bench-${op.op_id}`;
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => done(reject, new Error(`no revision for ${op.op_id}`)), 10000);
       const on = (event) => {
         if (event.source !== window.parent) return;
         const m = event.data;
@@ -136,7 +135,7 @@ PATCHES: Final = """async ({prefix, count, spacing}) => {
           done(reject, new Error(`refused: ${JSON.stringify(m.error.data || m.error)}`));
         } else if (m.method === "lineup/notifications/session-data"
             && m.params && m.params.data && Array.isArray(m.params.data.applied)
-            && m.params.data.applied.includes(opId)) {
+            && m.params.data.applied.includes(op.op_id)) {
           done(resolve, performance.now() - started);
         }
       };
@@ -151,7 +150,14 @@ PATCHES: Final = """async ({prefix, count, spacing}) => {
       window.parent.postMessage({jsonrpc: "2.0", id, method: "lineup/event",
         params: {name: "board.patch", data: {ops: [op]}}}, "*");
     });
-    times.push(took);
+  };
+  const times = [];
+  for (let n = 0; n < count; n++) {
+    const opId = `${prefix}-${n}`;
+    const x = 100 + (n % 50) * 20, y = 100 + (Math.floor(n / 50) % 40) * 20;
+    times.push(await patch({op_id: opId, kind: "stroke", mode: "pen", colour: "#1f2328",
+                            width: 4, points: [x, y, x + 10, y + 10]}));
+    await patch({op_id: `${opId}-u`, kind: "undo", target: opId});
   }
   return times;
 }"""
