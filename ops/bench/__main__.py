@@ -150,7 +150,7 @@ def surface_figures(quick: bool, bus: list[float] | None = None) -> list[Figure]
             )
             for name, _, _ in names
         ]
-    opens, patches = (8, 50) if quick else (25, 200)
+    opens, patches = (8, 50) if quick else (20, 200)
     times = trio.run(surface_latencies, opens, patches)
     notes = {
         "opened": f"{opens} instances, one at a time; times in the Shell page (performance.now)",
