@@ -6,13 +6,17 @@ app as batched patches and come back as session data revisions. A reload of the 
 the board back; an old revision written from the Surface is refused; a SIGKILL of the
 whiteboard's process while a stroke is being drawn loses nothing. The Submit button asks the
 user to confirm in the Shell; the approval makes the PNG, the Agent's open call completes with
-its artifact id, and the instance closes: the chat is back with the sub-session folded.
+its artifact id and the metadata of the PNG and the JSON (the bytes the user downloads from
+their cards), and the instance closes: the chat is back with the sub-session folded. A runtime
+stopped and started again on the same data brings the board back once the user resumes its
+suspended tab, and so does a reload of the frame's document alone.
 Browser waits are Playwright's auto-waiting `expect`; waits on the AppServer run under
 `fail_after`. No sleeps.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -150,6 +154,36 @@ def submit_and_approve(p: Page) -> None:
     asked.get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
 
 
+def told_as_stored(shell_url: str, result: dict[str, Any]) -> Callable[[Page], None]:
+    """The Agent's result names the PNG and the JSON with their metadata, and each is what the
+    user gets from its card in the sub-session's group: the same name, type, size and SHA-256
+    as the bytes served."""
+
+    def check(p: Page) -> None:
+        told = result["artifacts"]
+        assert [a["media_type"] for a in told] == ["image/png", "application/json"]
+        assert [a["name"] for a in told] == ["kitchen.png", "kitchen.json"]
+        assert told[0]["artifact_id"] == result["artifact_id"]
+        base = shell_url.split("/#", maxsplit=1)[0]
+        for meta in told:
+            card = p.locator(
+                f'[data-testid="artifact-card"][data-artifact-id="{meta["artifact_id"]}"]'
+            )
+            expect(card).to_have_count(1, timeout=WAIT_MS)
+            href = card.get_by_test_id("artifact-open").get_attribute("href", timeout=WAIT_MS)
+            assert href is not None
+            served = p.context.request.get(base + href)
+            body = served.body()
+            assert served.status == 200
+            assert served.headers["content-type"].split(";")[0] == meta["media_type"]
+            disposition = served.headers["content-disposition"]
+            assert disposition.endswith(f'; filename="{meta["name"]}"'), disposition
+            assert (len(body), hashlib.sha256(body).hexdigest()) == (meta["size"], meta["sha256"])
+        assert told[0]["size"] > 0 and told[1]["size"] > 0
+
+    return check
+
+
 def chat_back_with_the_sub_session_folded(p: Page) -> None:
     expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
     expect(p.get_by_test_id("composer")).to_be_visible(timeout=WAIT_MS)
@@ -217,6 +251,7 @@ async def test_the_user_draws_a_board_that_survives_reload_and_a_crash_and_submi
     result = opened["payload"]["result"]
     assert result["status"] == "completed"
     assert str(result["artifact_id"]).startswith("art_")
+    await page.run(told_as_stored(runtime.shell_url, result))
     assert page.off_loopback() == [], "a request left 127.0.0.1"
     assert page.errors == []
 
@@ -407,5 +442,6 @@ async def test_the_board_survives_a_runtime_restart_and_a_reload_of_its_frame(
     assert result["status"] == "completed"
     assert str(result["artifact_id"]).startswith("art_")
     await page.run(chat_back_with_the_sub_session_folded)
+    await page.run(told_as_stored(runtime.shell_url, result))
     assert page.console_errors == []
     assert page.errors == []
