@@ -2,8 +2,9 @@
 
 `whiteboard.open` (handling `launch`) opens the instance's Surface (`web/`: the canvas, its
 tools and a Submit button) on a board kept in the instance's session data, and completes when
-the board is submitted: `{status: completed, artifact_id}` (the PNG). `whiteboard.submit`
-(handling `operation`) submits it from the Agent's side and answers the artifacts and a
+the board is submitted: `{status: completed, artifact_id}` (the PNG) and `artifacts`, the
+metadata of the PNG and the JSON (id, name, media type, size, SHA-256). `whiteboard.submit`
+(handling `operation`) submits it from the Agent's side and answers the same artifacts and a
 summary. Either way the user first `confirm`s (`sdk.ui.request`, tied to the open call); an
 approval renders the PNG (`_png`), makes the PNG and JSON artifacts, completes the open call,
 and closes the Surface and the instance (the chat is back, the sub-session folded); a refusal
@@ -85,9 +86,22 @@ class OpenInput(_Model):
     initial: InitialBoard | None = None
 
 
+class ArtifactMeta(_Model):
+    """An artifact the board was submitted as, as the Agent is told of it (never its content)."""
+
+    artifact_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=128)
+    media_type: Literal["image/png", "application/json"]
+    size: int = Field(ge=0)
+    sha256: str = Field(min_length=64, max_length=64, description="hex")
+
+
 class OpenOutput(_Model):
     status: Literal["completed", "cancelled", "failed"]
     artifact_id: str | None = Field(default=None, max_length=200)
+    artifacts: list[ArtifactMeta] = Field(
+        default_factory=list, max_length=2, description="the PNG, then the JSON"
+    )
 
 
 class SubmitInput(_Model):
@@ -106,6 +120,7 @@ class SubmitOutput(_Model):
     artifact_id: str = Field(min_length=1, max_length=200)
     json_artifact_id: str = Field(min_length=1, max_length=200)
     summary: BoardSummary
+    artifacts: list[ArtifactMeta] = Field(max_length=2, description="the PNG, then the JSON")
 
 
 class Whiteboard(MiniApp):
@@ -155,7 +170,8 @@ class Whiteboard(MiniApp):
         requires_foreground=True,
         description=(
             "Open a whiteboard for the user to draw on (pen, colours, eraser, text boxes, "
-            "undo). Completes when the board is submitted, with the PNG's artifact id."
+            "undo). Completes when the board is submitted, with the PNG's artifact id and "
+            "the metadata of the PNG and JSON artifacts."
         ),
     )
     async def open(self, call: ToolCall[OpenInput]) -> OpenOutput | None:
@@ -189,7 +205,7 @@ class Whiteboard(MiniApp):
         timeout_ms=SUBMIT_TIMEOUT_MS,
         description=(
             "Submit the open board (the user confirms first): answers the PNG's and the "
-            "JSON's artifact ids and a summary of the board."
+            "JSON's artifact ids, their metadata and a summary of the board."
         ),
     )
     async def submit(self, call: ToolCall[SubmitInput]) -> SubmitOutput | None:
@@ -436,6 +452,7 @@ class Whiteboard(MiniApp):
                 artifact_id=png_info.artifact_id,
                 json_artifact_id=json_info.artifact_id,
                 summary=BoardSummary(**board.summary()),
+                artifacts=[_meta(png_info), _meta(json_info)],
             )
             self.submitted[instance_id] = done
             return done
@@ -443,7 +460,13 @@ class Whiteboard(MiniApp):
     async def _finish(self, instance_id: str, output: SubmitOutput) -> None:
         call = self.open_calls.pop(instance_id, None)
         if call is not None and not call.final:
-            await call.complete(OpenOutput(status="completed", artifact_id=output.artifact_id))
+            await call.complete(
+                OpenOutput(
+                    status="completed",
+                    artifact_id=output.artifact_id,
+                    artifacts=output.artifacts,
+                )
+            )
         surface_id = self.surfaces.pop(instance_id, None)
         if surface_id is not None:
             closing = self.app.surfaces.request_close(surface_id)
@@ -471,6 +494,12 @@ def _render(items: list[dict[str, Any]]) -> bytes:
     if len(png) > p.MAX_ARTIFACT_BYTES:  # a very busy board: half the size in each direction
         png = render_png(items, scale=2)
     return png
+
+
+def _meta(info: p.ArtifactInfo) -> ArtifactMeta:
+    return ArtifactMeta.model_validate(
+        info.model_dump(include={"artifact_id", "name", "media_type", "size", "sha256"})
+    )
 
 
 def _initial_items(initial: InitialBoard | None) -> list[dict[str, Any]]:

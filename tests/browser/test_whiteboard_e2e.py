@@ -6,13 +6,17 @@ app as batched patches and come back as session data revisions. A reload of the 
 the board back; an old revision written from the Surface is refused; a SIGKILL of the
 whiteboard's process while a stroke is being drawn loses nothing. The Submit button asks the
 user to confirm in the Shell; the approval makes the PNG, the Agent's open call completes with
-its artifact id, and the instance closes: the chat is back with the sub-session folded.
+its artifact id and the metadata of the PNG and the JSON (the bytes the user downloads from
+their cards), and the instance closes: the chat is back with the sub-session folded. A runtime
+stopped and started again on the same data brings the board back once the user resumes its
+suspended tab, and so does a reload of the frame's document alone.
 Browser waits are Playwright's auto-waiting `expect`; waits on the AppServer run under
 `fail_after`. No sleeps.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -150,6 +154,36 @@ def submit_and_approve(p: Page) -> None:
     asked.get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
 
 
+def told_as_stored(shell_url: str, result: dict[str, Any]) -> Callable[[Page], None]:
+    """The Agent's result names the PNG and the JSON with their metadata, and each is what the
+    user gets from its card in the sub-session's group: the same name, type, size and SHA-256
+    as the bytes served."""
+
+    def check(p: Page) -> None:
+        told = result["artifacts"]
+        assert [a["media_type"] for a in told] == ["image/png", "application/json"]
+        assert [a["name"] for a in told] == ["kitchen.png", "kitchen.json"]
+        assert told[0]["artifact_id"] == result["artifact_id"]
+        base = shell_url.split("/#", maxsplit=1)[0]
+        for meta in told:
+            card = p.locator(
+                f'[data-testid="artifact-card"][data-artifact-id="{meta["artifact_id"]}"]'
+            )
+            expect(card).to_have_count(1, timeout=WAIT_MS)
+            href = card.get_by_test_id("artifact-open").get_attribute("href", timeout=WAIT_MS)
+            assert href is not None
+            served = p.context.request.get(base + href)
+            body = served.body()
+            assert served.status == 200
+            assert served.headers["content-type"].split(";")[0] == meta["media_type"]
+            disposition = served.headers["content-disposition"]
+            assert disposition.endswith(f'; filename="{meta["name"]}"'), disposition
+            assert (len(body), hashlib.sha256(body).hexdigest()) == (meta["size"], meta["sha256"])
+        assert told[0]["size"] > 0 and told[1]["size"] > 0
+
+    return check
+
+
 def chat_back_with_the_sub_session_folded(p: Page) -> None:
     expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
     expect(p.get_by_test_id("composer")).to_be_visible(timeout=WAIT_MS)
@@ -217,6 +251,7 @@ async def test_the_user_draws_a_board_that_survives_reload_and_a_crash_and_submi
     result = opened["payload"]["result"]
     assert result["status"] == "completed"
     assert str(result["artifact_id"]).startswith("art_")
+    await page.run(told_as_stored(runtime.shell_url, result))
     assert page.off_loopback() == [], "a request left 127.0.0.1"
     assert page.errors == []
 
@@ -288,4 +323,125 @@ async def test_the_board_is_usable_by_keyboard_and_a_declined_agent_submit_keeps
     await page.run(in_front)
     await agent.settle()
     assert agent.of_call("open-1", *FINALS) == []  # the open call still runs
+    assert page.errors == []
+
+
+def whiteboard_tab(p: Page) -> Locator:
+    return tabs(p).and_(p.locator('[data-app-scope="whiteboard"]'))
+
+
+async def first_run_with_one_stroke(data_dir: Path, page: ShellPage) -> int:
+    """One `lineup run`: the Agent opens a board, the user draws a stroke and sees it saved;
+    then the runtime is stopped. Answers the revision the stroke was saved at."""
+    async with trio.open_nursery() as run:
+        runtime = await start_runtime(run, data_dir, demo_agent=False)
+        agent = AgentView(await agent_client(run, runtime.appserver_url), wait_s=WAIT_S)
+        with trio.fail_after(WAIT_S):
+            await agent.client.say(CONVERSATION, GREETING)
+        await page.run(open_shell(runtime.shell_url))
+        revision = await agent.inventory()
+        with trio.fail_after(WAIT_S):
+            await agent.client.call_tool(
+                CONVERSATION,
+                "whiteboard.open",
+                {"board_id": "kitchen", "title": TITLE},
+                revision,
+                call_id="open-1",
+            )
+        await page.run(in_front)
+        await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
+        await page.run(lambda p: expect_saved(p, 1))
+        drawn: int = await page.run(revision_of)
+        run.cancel_scope.cancel()
+    return drawn
+
+
+def suspended_after_restart(url: str, page: ShellPage) -> Callable[[Page], None]:
+    def load(p: Page) -> None:
+        p.goto(url)
+        page.console_errors.clear()  # the old page's reconnects to the stopped runtime
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+            "data-state", "online", timeout=WAIT_MS
+        )
+        expect(tabs(p)).to_have_count(2, timeout=WAIT_MS)
+        expect(whiteboard_tab(p)).to_have_attribute("data-state", "suspended", timeout=WAIT_MS)
+        expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
+        expect(p.locator(FRAME)).to_have_count(0, timeout=WAIT_MS)
+
+    return load
+
+
+def resume_by_its_tab(p: Page) -> None:
+    whiteboard_tab(p).press("Enter")  # a keyboard user; a click does the same
+    expect(whiteboard_tab(p)).to_have_attribute("data-state", "foreground", timeout=WAIT_MS)
+    in_front(p)
+
+
+def board_pixel(p: Page, x: int, y: int) -> list[int]:
+    """The canvas's RGBA at board point (x, y), read inside the frame."""
+    value: list[int] = board_frame(p).evaluate(
+        """([x, y]) => {
+          const canvas = document.getElementById("canvas");
+          const px = Math.round((x / 1600) * canvas.width);
+          const py = Math.round((y / 1000) * canvas.height);
+          return Array.from(canvas.getContext("2d").getImageData(px, py, 1, 1).data);
+        }""",
+        [x, y],
+    )
+    return value
+
+
+def reload_only_the_frame(p: Page) -> None:
+    """The frame's own document reloads (the Shell stays as it is): a new handshake, a new
+    subscription, the board drawn again from session data."""
+    frame = board_frame(p)
+    frame.evaluate("() => { window.__beforeReload = true; location.reload(); }")
+    expect(board_body(p)).to_have_attribute("data-state", "ready", timeout=WAIT_MS)
+    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
+    reloaded = handle.content_frame()
+    assert reloaded is not None
+    reloaded.wait_for_function("() => window.__beforeReload === undefined", timeout=WAIT_MS)
+    reloaded.wait_for_selector('body[data-state="ready"]', timeout=WAIT_MS)
+    expect_saved(p, 1)
+
+
+async def test_the_board_survives_a_runtime_restart_and_a_reload_of_its_frame(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    drawn = await first_run_with_one_stroke(data_dir, page)
+
+    # The runtime started again on the same data: the board's tab says it is suspended and no
+    # process runs for it; the user brings it to the front, which resumes the instance.
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    await page.run(suspended_after_restart(runtime.shell_url, page))
+    assert APP not in runtime.supervisor.children
+    await page.run(resume_by_its_tab)
+    assert runtime.supervisor.children[APP].state == "running"
+
+    # A new document with nothing pending of its own: the stroke is the session data's, at
+    # the revision it was saved at, and it is on the canvas.
+    await page.run(lambda p: expect_saved(p, 1))
+    assert await page.run(revision_of) >= drawn
+    stroke_at: list[int] = await page.run(lambda p: board_pixel(p, 200, 230))
+    blank_at: list[int] = await page.run(lambda p: board_pixel(p, 1200, 800))
+    assert stroke_at != blank_at, (stroke_at, blank_at)
+
+    # Reloading just the frame's document brings the board back as well.
+    await page.run(reload_only_the_frame)
+    assert await page.run(lambda p: board_pixel(p, 200, 230)) == stroke_at
+
+    # Live again: a new stroke is saved, and the Agent's open call (from before the restart)
+    # completes on submit with the PNG and the JSON and their metadata.
+    await page.run(draw([(700, 300), (760, 360), (820, 420)]))
+    await page.run(lambda p: expect_saved(p, 2))
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
+    await page.run(submit_and_approve)
+    opened = await agent.terminal("open-1")
+    assert opened["type"] == RESULT
+    result = opened["payload"]["result"]
+    assert result["status"] == "completed"
+    assert str(result["artifact_id"]).startswith("art_")
+    await page.run(chat_back_with_the_sub_session_folded)
+    await page.run(told_as_stored(runtime.shell_url, result))
+    assert page.console_errors == []
     assert page.errors == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -234,8 +235,35 @@ async def test_an_approved_submit_makes_the_png_and_json_completes_the_open_and_
     board = json.loads(runtime.artifacts.contents[json_id])
     assert [i["id"] for i in board["items"]] == ["a", "b"]
     assert runtime.artifacts.infos[json_id].media_type == "application/json"
-    # The open call completes with the PNG, the Surface closes, the instance closes.
-    assert open_call.result == {"status": "completed", "artifact_id": png_id}
+    # The Agent is told each artifact's metadata, the PNG first: what the runtime recorded,
+    # the size and SHA-256 of the very bytes stored.
+    artifacts = [
+        {
+            "artifact_id": png_id,
+            "name": "b1.png",
+            "media_type": "image/png",
+            "size": len(runtime.artifacts.contents[png_id]),
+            "sha256": hashlib.sha256(runtime.artifacts.contents[png_id]).hexdigest(),
+        },
+        {
+            "artifact_id": json_id,
+            "name": "b1.json",
+            "media_type": "application/json",
+            "size": len(runtime.artifacts.contents[json_id]),
+            "sha256": hashlib.sha256(runtime.artifacts.contents[json_id]).hexdigest(),
+        },
+    ]
+    assert record.result["artifacts"] == artifacts
+    assert [runtime.artifacts.infos[a["artifact_id"]].sha256 for a in artifacts] == [
+        a["sha256"] for a in artifacts
+    ]
+    # The open call completes with the PNG and the same metadata, the Surface closes, the
+    # instance closes.
+    assert open_call.result == {
+        "status": "completed",
+        "artifact_id": png_id,
+        "artifacts": artifacts,
+    }
     assert runtime.surfaces.of(INSTANCE) is None
     assert runtime.lifecycle.requests[-1] == (INSTANCE, "close")
 
@@ -277,6 +305,15 @@ async def test_the_surface_s_submit_asks_once_and_an_approval_submits() -> None:
     assert open_call.status == "completed" and open_call.result is not None
     png = runtime.artifacts.contents[open_call.result["artifact_id"]]
     assert decode(png).pixel(200, 100) == PALETTE[0]
+    told = open_call.result["artifacts"]
+    assert [(a["media_type"], a["name"]) for a in told] == [
+        ("image/png", "b1.png"),
+        ("application/json", "b1.json"),
+    ]
+    assert told[0]["artifact_id"] == open_call.result["artifact_id"]
+    assert [
+        runtime.artifacts.infos[a["artifact_id"]].model_dump(include=set(a)) for a in told
+    ] == told
     assert runtime.surfaces.of(INSTANCE) is None
     assert runtime.lifecycle.requests == [(INSTANCE, "close")]
 
