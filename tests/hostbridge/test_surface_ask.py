@@ -59,7 +59,8 @@ async def test_a_surfaces_question_goes_to_the_router_as_its_apps_and_its_id_com
     tmp_path: Path,
 ) -> None:
     async with trio.open_nursery() as nursery:
-        _actor, bus, port = await start_hostbridge(nursery, tmp_path, AskBus())
+        bus = AskBus()
+        _actor, _, port = await start_hostbridge(nursery, tmp_path, bus)
         async with await connect(port) as ws:
             await greet(ws)
             await ws.send_message(
@@ -109,7 +110,8 @@ async def test_a_question_that_is_no_standard_request_is_refused_before_the_rout
     tmp_path: Path, params: dict[str, Any]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        _actor, bus, port = await start_hostbridge(nursery, tmp_path, AskBus())
+        bus = AskBus()
+        _actor, _, port = await start_hostbridge(nursery, tmp_path, bus)
         async with await connect(port) as ws:
             await greet(ws)
             await ws.send_message(request("lineup/ui/request", params))
@@ -126,7 +128,8 @@ async def test_a_question_that_is_no_standard_request_is_refused_before_the_rout
 
 async def test_a_question_of_a_surface_no_longer_shown_is_refused(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
-        _actor, bus, port = await start_hostbridge(nursery, tmp_path, AskBus())
+        bus = AskBus()
+        _actor, _, port = await start_hostbridge(nursery, tmp_path, bus)
         async with await connect(port) as ws:
             await greet(ws)
             await ws.send_message(
