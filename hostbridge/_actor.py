@@ -228,7 +228,7 @@ class HostbridgeActor(Actor):
 
     @handles(ViewUpdatedEvent)
     def on_view(self, msg: ViewUpdatedEvent, env: Envelope) -> None:
-        self._book.view(msg.instance_id, msg.view)
+        self._book.view(msg.instance_id, msg.view, msg.app_scope)
         self._queue_view(msg)
 
     @handles(ViewItemsUpdatedEvent)
@@ -514,7 +514,7 @@ class HostbridgeActor(Actor):
                 if apps is not None:
                     frames.append(apps)
             for v in views.views:
-                self._book.view(v.instance_id, v.view)
+                self._book.view(v.instance_id, v.view, v.app_scope)
                 try:
                     frames.append(
                         ShellView(app_scope=v.app_scope, instance_id=v.instance_id, view=v.view)

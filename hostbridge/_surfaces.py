@@ -37,6 +37,8 @@ from lineup.actors.focus.messages import (
     SurfaceSessionDataRequest,
 )
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
+from lineup.actors.router.messages import SurfaceAskReply, SurfaceAskRequest
+from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._server import CONTENT_TYPES, Reply, safe_file
@@ -58,6 +60,7 @@ SURFACE_KIND: Final = "lineup.surface"  # the view kind focus makes for an open 
 MAX_SURFACE_PARAMS_BYTES: Final = MAX_SURFACE_EVENT_BYTES  # a request's params, compact JSON
 SURFACE_REQUEST_REFUSED: Final = "hostbridge.surface_request_refused"  # its audit event
 ASK_TIMEOUT: Final = 3.0
+QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a few steps
 # The files a Surface may have: the Shell's own kinds and the images a page may show.
 SURFACE_CONTENT_TYPES: Final = {
     **CONTENT_TYPES,
@@ -84,12 +87,21 @@ class EventParams(_Params):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-# The bridge methods the hostbridge relays to focus (web/js/core/bridge.js answers the rest).
+class UiRequestParams(_Params):
+    """A standard interaction request (`lineup.sdk.interactions`: notice, choice, confirm,
+    input), checked whole here; the router checks it again as it records it."""
+
+    request: StandardInteractionRequest
+
+
+# The bridge methods the hostbridge relays: to focus, and a Surface's question to the router
+# (web/js/core/bridge.js answers the rest).
 METHODS: Final[dict[str, type[_Params]]] = {
     "lineup/session-data/get": NoParams,
     "lineup/session-data/replace": ReplaceParams,
     "lineup/session-data/subscribe": NoParams,
     "lineup/event": EventParams,
+    "lineup/ui/request": UiRequestParams,
 }
 
 
@@ -140,23 +152,32 @@ class SurfaceBook:
     def __init__(self) -> None:
         self._live: set[str] | None = None  # None: no instance list yet (all are live)
         self._surfaces: dict[str, dict[str, Any]] = {}  # instance_id → its lineup.surface view
+        self._scopes: dict[str, str] = {}  # instance_id → the app whose view that is
         self._files: dict[str, SurfaceFiles] = {}
 
-    def view(self, instance_id: str, view: dict[str, Any]) -> None:
+    def view(self, instance_id: str, view: dict[str, Any], app_scope: str) -> None:
         if view.get("kind") == SURFACE_KIND and isinstance(view.get("surface_id"), str):
             held = self._surfaces.get(instance_id)
             if held is not None and held.get("surface_id") != view["surface_id"]:
                 self._files.pop(instance_id, None)
             self._surfaces[instance_id] = view
+            self._scopes[instance_id] = app_scope
             return
-        self._surfaces.pop(instance_id, None)
-        self._files.pop(instance_id, None)
+        self._forget(instance_id)
 
     def live(self, instance_ids: set[str]) -> None:
         self._live = set(instance_ids)
         for gone in [i for i in self._surfaces if i not in instance_ids]:
-            self._surfaces.pop(gone, None)
-            self._files.pop(gone, None)
+            self._forget(gone)
+
+    def _forget(self, instance_id: str) -> None:
+        self._surfaces.pop(instance_id, None)
+        self._scopes.pop(instance_id, None)
+        self._files.pop(instance_id, None)
+
+    def app_scope(self, instance_id: str) -> str | None:
+        """The app of the instance's current Surface (the view focus relayed says), if any."""
+        return self._scopes.get(instance_id) if self.surface(instance_id) is not None else None
 
     def surface(self, instance_id: str) -> dict[str, Any] | None:
         """The instance's Surface view, if it is live and its view is one."""
@@ -259,6 +280,8 @@ class SurfaceRelay:
 
     async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id
+        if isinstance(params, UiRequestParams):
+            return await self._ask_user(frame, params)
         if isinstance(params, EventParams):
             await self._bus.request(
                 "focus",
@@ -295,6 +318,29 @@ class SurfaceRelay:
             retry=True,  # reading (and subscribing again) changes nothing
         )
         return {"data": got.data, "revision": got.revision}
+
+    async def _ask_user(
+        self, frame: SurfaceRequestFrame, params: UiRequestParams
+    ) -> dict[str, Any]:
+        """A Surface's question: recorded by the router as its app's own (its card shows where
+        that app's questions do); the Shell's bridge tells the Surface its end."""
+        app_scope = self.book.app_scope(frame.instance_id)
+        if app_scope is None:  # checked just before: only a view gone meanwhile
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, "no open Surface")
+        asked = await self._bus.request(
+            "router",
+            SurfaceAskRequest(
+                instance_id=frame.instance_id,
+                app_scope=app_scope,
+                surface_id=frame.surface_id,
+                request=params.request.model_dump(mode="json", exclude_none=True),
+                request_id=frame.request_id,
+            ),
+            expect=SurfaceAskReply,
+            timeout=QUESTION_TIMEOUT,
+            retry=True,  # idempotent by (instance, request_id): a retry asks nothing new
+        )
+        return {"interaction_id": asked.interaction.interaction_id}
 
 
 def _answer(

@@ -89,6 +89,8 @@ from .messages import (
     InventoryChangedEvent,
     OutboxSettledEvent,
     SessionStartedEvent,
+    SurfaceAskReply,
+    SurfaceAskRequest,
 )
 
 __all__ = ["SESSION_CURSOR", "RouterActor"]
@@ -660,6 +662,10 @@ class RouterActor(Actor):
     ) -> AppSessionContinueReply:
         row = await self.sessions.continue_(msg.app_session_id)
         return AppSessionContinueReply(session=view_of(row))
+
+    @handles(SurfaceAskRequest)
+    async def on_surface_ask(self, msg: SurfaceAskRequest, env: Envelope) -> SurfaceAskReply:
+        return await self.interactions.surface_ask(msg, env.sender.name)
 
     @handles(sdk.InteractionAskRequest)
     async def on_ui_request(

@@ -38,6 +38,7 @@ __all__ = [
     "message_id",
     "progress_id",
     "receipt_id",
+    "surface_interaction_id",
     "terminal_id",
 ]
 
@@ -94,6 +95,14 @@ def app_interaction_id(app_scope: str, instance_id: str, request_id: str) -> str
     request is a repeat (the app's key is scoped to its app and instance, never shared)."""
     digest = hashlib.sha256("\0".join((app_scope, instance_id, request_id)).encode()).hexdigest()
     return f"{RUNTIME_PREFIX}interaction:app:{digest[:40]}"
+
+
+def surface_interaction_id(app_scope: str, instance_id: str, request_id: str) -> str:
+    """The interaction an instance's Surface asks by its `request_id`: as the app's own, in a
+    space of its own (a Surface's key never names one its app asked, nor the reverse)."""
+    key = "\0".join(("surface", app_scope, instance_id, request_id))
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return f"{RUNTIME_PREFIX}interaction:surface:{digest[:40]}"
 
 
 def app_session_id(instance_id: str) -> str:

@@ -88,6 +88,8 @@ from .messages import (
     InteractionAnswerRequest,
     InteractionsListReply,
     InteractionsListRequest,
+    SurfaceAskReply,
+    SurfaceAskRequest,
 )
 
 if TYPE_CHECKING:
@@ -419,39 +421,96 @@ class InteractionService:
         instance = await self._own_instance(sender, msg.instance_id)
         if msg.parent_call_id is not None:
             await self._own_parent(sender, msg.parent_call_id, instance.instance_id, msg.TYPE)
-        kind = msg.request.get("kind")
-        tool_input = {k: v for k, v in msg.request.items() if k != "kind"}
-        if msg.expires_in_ms is not None and kind != "notice":
-            tool_input["expires_in_ms"] = msg.expires_in_ms
+        current, created = await self._ask_app(
+            scope,
+            instance.instance_id,
+            ids.app_interaction_id(scope, instance.instance_id, msg.request_id),
+            msg.request,
+            expires_in_ms=msg.expires_in_ms,
+            parent_call_id=msg.parent_call_id,
+            presentation=msg.presentation,
+            refused=lambda code: self._audit_app(
+                "router.interaction_refused", sender, code, msg.TYPE, instance.instance_id
+            ),
+        )
+        return sdk.InteractionReceipt(interaction=record_of(current), changed=created)
+
+    async def surface_ask(self, msg: SurfaceAskRequest, peer: str) -> SurfaceAskReply:
+        """A Surface's `lineup/ui/request`, relayed by the hostbridge: recorded as its app's own
+        question of that instance (focus says the instance is live and the app's), under the
+        app's quota, idempotent by (instance, request id). Refusals audited by type and code."""
+
         try:
-            request, expires_in_ms = std.request_of(f"interaction.{kind}", tool_input)
+            instance = await self.bus.request(
+                "focus",
+                FindInstanceRequest(app_scope=msg.app_scope, instance_id=msg.instance_id),
+                expect=InstanceReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
+            current, created = await self._ask_app(
+                msg.app_scope,
+                instance.instance_id,
+                ids.surface_interaction_id(msg.app_scope, instance.instance_id, msg.request_id),
+                msg.request,
+                refused=lambda code: None,  # audited below, as every other refusal
+            )
+        except LineUpError as exc:
+            self.bus.audit(
+                AuditRecord(
+                    event="router.interaction_refused",
+                    actor=self.me.name,
+                    peer=peer,
+                    code=exc.code.value,
+                    message_type=msg.TYPE,
+                    subject_id=msg.instance_id,
+                )
+            )
+            raise
+        return SurfaceAskReply(interaction=view_of(current), changed=created)
+
+    async def _ask_app(
+        self,
+        scope: str,
+        instance_id: str,
+        interaction_id: str,
+        asked: dict[str, Any],
+        *,
+        refused: Callable[[ErrorCode], None],
+        expires_in_ms: int | None = None,
+        parent_call_id: str | None = None,
+        presentation: sdk.Presentation = "default",
+    ) -> tuple[InteractionRow, bool]:
+        """Record (or find again) app `scope`'s question of `instance_id`: the standard
+        request `asked` (its `kind` and fields), within the app's quota; then carry it on.
+        Returns the interaction as it stands, and whether this asked it."""
+        kind = asked.get("kind")
+        tool_input = {k: v for k, v in asked.items() if k != "kind"}
+        if expires_in_ms is not None and kind != "notice":
+            tool_input["expires_in_ms"] = expires_in_ms
+        try:
+            request, expires = std.request_of(f"interaction.{kind}", tool_input)
         except LineUpError as exc:
             raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, "not a standard request") from exc
         session = await self._session()
         new = InteractionFacts(
-            interaction_id=ids.app_interaction_id(scope, instance.instance_id, msg.request_id),
+            interaction_id=interaction_id,
             kind=request.kind,
             request=request.model_dump(mode="json", exclude_none=True),
             source="miniapp",
             owner_scope=scope,
-            instance_id=instance.instance_id,
+            instance_id=instance_id,
             agent_id=session.get("agent_id"),
             conversation_id=session["conversation_id"],
-            parent_call_id=msg.parent_call_id,
-            presentation=msg.presentation,
-            expires_at=time.time() + expires_in_ms / 1000 if expires_in_ms is not None else None,
+            parent_call_id=parent_call_id,
+            presentation=presentation,
+            expires_at=time.time() + expires / 1000 if expires is not None else None,
         )
         async with self._asking:
             if await self._get(interaction_id=new.interaction_id) is None and (
                 await self._over_quota("miniapp", scope)
             ):
-                self._audit_app(
-                    "router.interaction_refused",
-                    sender,
-                    ErrorCode.QUOTA_EXCEEDED,
-                    msg.TYPE,
-                    instance.instance_id,
-                )
+                refused(ErrorCode.QUOTA_EXCEEDED)
                 raise LineUpError(
                     ErrorCode.QUOTA_EXCEEDED, f"{MAX_OPEN_PER_APP} questions are open"
                 )
@@ -460,7 +519,7 @@ class InteractionService:
             self._arm(reply.interaction)
         await self._advance(reply.interaction)
         current = await self._get(interaction_id=new.interaction_id) or reply.interaction
-        return sdk.InteractionReceipt(interaction=record_of(current), changed=reply.created)
+        return current, reply.created
 
     async def get(self, sender: Identity, msg: sdk.InteractionGetRequest) -> sdk.InteractionReceipt:
         row = await self._own_interaction(sender, msg.interaction_id, msg.TYPE)

@@ -33,6 +33,8 @@ __all__ = [
     "InventoryChangedEvent",
     "OutboxSettledEvent",
     "SessionStartedEvent",
+    "SurfaceAskReply",
+    "SurfaceAskRequest",
 ]
 
 
@@ -163,3 +165,27 @@ class AppSessionContinueRequest(Message):
 class AppSessionContinueReply(Message):
     type: Literal["router.ui.app_session.continue.reply"] = "router.ui.app_session.continue.reply"
     session: AppSessionView  # the new sub-session
+
+
+class SurfaceAskRequest(Message):
+    """hostbridge → router: a Surface asks the user a standard interaction (the bridge's
+    `lineup/ui/request`). `app_scope` is the app whose view the hostbridge relays for
+    `instance_id` (focus confirms the instance is live and that app's); `surface_id` is the
+    Surface that asked (the hostbridge checked it is that instance's open one). Recorded as
+    that app's own question (`source` "miniapp", owned by the app and instance, no parent
+    call), under the same per-app quota (`quota_exceeded`), and idempotent by (instance,
+    `request_id`): a retry asks nothing new. Refused `tool_input_invalid` (not a standard
+    request), `app_instance_not_found`, `quota_exceeded`."""
+
+    type: Literal["router.ui.surface.ask"] = "router.ui.surface.ask"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    surface_id: str = Field(min_length=1, max_length=250)
+    request: dict[str, Any]
+    request_id: str = Field(min_length=1, max_length=64)
+
+
+class SurfaceAskReply(Message):
+    type: Literal["router.ui.surface.ask.reply"] = "router.ui.surface.ask.reply"
+    interaction: InteractionView
+    changed: bool  # False: a repeat of a request already recorded

@@ -12,11 +12,16 @@
 // reported to the runtime at most once a second (`surface.rejected`, audited there). A rejected
 // request with an `id` gets a JSON-RPC error, except from a foreign window, never answered.
 // What needs the runtime goes as `surface.request` and comes back as `shell.surface.reply`
-// (the hostbridge checks it again, focus a third time). Host → View is always
+// (the hostbridge checks it again, focus a third time). A Surface's standard interaction
+// (`lineup/ui/request`) goes the same way to the router, which records it as its app's own
+// question (its card shows where that app's questions do); the reply names it, and once the
+// Shell's state (`shell.interactions`) shows it final, that Surface alone is told
+// (`lineup/notifications/interaction`). Host → View is always
 // `contentWindow.postMessage(msg, "*")`: an opaque origin can only be addressed as "*", and a
 // message holds only that Surface's own data. Nothing a Surface sends is ever used as a URL,
 // markup, style or script.
 
+import { FINAL_STATES } from "./state.js";
 import { isObject } from "./util.js";
 
 export const SURFACE_VERSIONS = [1]; // the bridge versions this Shell runs (sdk/manifest.py)
@@ -32,6 +37,8 @@ const MIN_HEIGHT = 120;
 const MAX_HEIGHT = 4000;
 export const TEARDOWN_MS = 500;
 const MAX_NAME = 128;
+const MAX_ASKED = 64; // a Surface's questions awaiting their end (the router caps open ones)
+const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
 
 export const CODES = {
   source: "bridge_source_invalid",
@@ -94,9 +101,15 @@ const METHODS = {
     relay: true,
     valid: (p) => isObject(p) && keysWithin(p, ["name", "data"]) && isName(p.name) && optObject(p.data),
   },
+  // The request's shape is the hostbridge's to check whole (lineup.sdk.interactions).
   "lineup/ui/request": {
     form: "request",
-    valid: (p) => isObject(p) && keysWithin(p, ["request"]) && isObject(p.request),
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["request"]) &&
+      isObject(p.request) &&
+      INTERACTION_KINDS.includes(p.request.kind),
   },
   "lineup/capabilities/request": {
     form: "request",
@@ -152,6 +165,11 @@ function flushReports() {
 const bridges = new Set();
 let listening = false;
 let serial = 0;
+// Request ids are this page's own: the router keys a Surface's question by its request id, and
+// two Shells (or a reloaded one) must never name the same.
+const PAGE = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) =>
+  b.toString(16).padStart(2, "0"),
+).join("");
 
 function onMessage(event) {
   const source = event.source;
@@ -193,9 +211,10 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     sessionRevision: -1,
     nextCall: 0,
     calls: new Set(), // request ids of this bridge awaiting the runtime
+    asked: new Set(), // interaction ids this Surface asked, until it is told their end
     hostRequests: new Map(), // Host → View request id → resolve
     closed: false,
-    prefix: `s${serial}`,
+    prefix: `s${serial}-${PAGE}`,
   };
 
   function post(message) {
@@ -318,8 +337,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       return;
     }
     if (name === "ping") return answer(id, {});
-    // Declared, not served by this host yet: capabilities are issue 14's, and a Surface's own
-    // standard interactions are not routed (its app asks through `sdk.ui`).
+    // Declared, not served by this host yet: capabilities are issue 14's.
     fail(id, RPC_RUNTIME, "capability_denied");
   }
 
@@ -355,8 +373,13 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
           bridge.sessionRevision = Math.max(bridge.sessionRevision, result.revision);
         }
       }
+      if (name === "lineup/ui/request" && typeof result.interaction_id === "string") {
+        bridge.asked.add(result.interaction_id);
+        if (bridge.asked.size > MAX_ASKED) bridge.asked.delete(bridge.asked.values().next().value);
+      }
       if (id !== null) answer(id, result);
       if (name === "lineup/session-data/subscribe") forwardSessionData();
+      if (name === "lineup/ui/request") forwardInteractions(); // it may have ended already
     }
     ctx.state.surfaceCalls.set(requestId, settle);
     bridge.calls.add(requestId);
@@ -410,6 +433,19 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     });
   }
 
+  // The questions this Surface asked that the Shell's state shows final: each told once.
+  function forwardInteractions() {
+    for (const interactionId of bridge.asked) {
+      const view = ctx.state.interactions.get(interactionId);
+      if (view === undefined || !FINAL_STATES.has(view.state)) continue;
+      bridge.asked.delete(interactionId);
+      const params = { interaction_id: interactionId, state: view.state };
+      if (isObject(view.result)) params.result = view.result;
+      if (typeof view.terminal_code === "string") params.terminal_code = view.terminal_code;
+      post({ jsonrpc: "2.0", method: "lineup/notifications/interaction", params });
+    }
+  }
+
   // The Shell re-rendered: the instance's latest view, and its latest session data.
   // A state revision lower than the one given: the Surface was opened anew (focus restarted
   // and the app opened it again): the runtime forgot its subscription, which is renewed.
@@ -422,6 +458,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     }
     notifyView();
     forwardSessionData();
+    forwardInteractions();
   };
 
   // `ui/resource-teardown`, then resolves on the Surface's answer or after TEARDOWN_MS.
@@ -444,6 +481,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     bridges.delete(bridge);
     for (const requestId of bridge.calls) ctx.state.surfaceCalls.delete(requestId);
     bridge.calls.clear();
+    bridge.asked.clear();
   };
 
   bridges.add(bridge);
