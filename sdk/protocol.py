@@ -448,7 +448,9 @@ Presentation = Literal["default", "inline", "modal"]
 class InteractionRecord(Message):
     """One standard interaction the app asked (seed 003 §3.4 `StandardInteractionRecord`), as
     the runtime holds it: `result` is the user's checked answer (from `submitted` on), or
-    None; `terminal_code` the code of a cancelled, expired or failed one."""
+    None; `terminal_code` the code of a cancelled, expired or failed one. `asked_by` says
+    whether the app's process asked it or its Surface did (`lineup/ui/request`): an app acts
+    on the answers to its own questions only."""
 
     type: Literal["miniapp.interaction.record"] = "miniapp.interaction.record"
     interaction_id: Id
@@ -464,6 +466,7 @@ class InteractionRecord(Message):
     presentation: Presentation = "default"
     created_at: float
     expires_at: float | None = None
+    asked_by: Literal["app", "surface"] = "app"
 
 
 class InteractionAskRequest(Message):

@@ -35,6 +35,7 @@ __all__ = [
     "interaction_id",
     "inventory_id",
     "is_runtime",
+    "is_surface_interaction",
     "message_id",
     "progress_id",
     "receipt_id",
@@ -95,6 +96,11 @@ def app_interaction_id(app_scope: str, instance_id: str, request_id: str) -> str
     request is a repeat (the app's key is scoped to its app and instance, never shared)."""
     digest = hashlib.sha256("\0".join((app_scope, instance_id, request_id)).encode()).hexdigest()
     return f"{RUNTIME_PREFIX}interaction:app:{digest[:40]}"
+
+
+def is_surface_interaction(interaction_id: str) -> bool:
+    """Whether a Surface asked this interaction (`surface_interaction_id`)."""
+    return interaction_id.startswith(f"{RUNTIME_PREFIX}interaction:surface:")
 
 
 def surface_interaction_id(app_scope: str, instance_id: str, request_id: str) -> str:

@@ -728,4 +728,5 @@ def record_of(row: InteractionRow) -> sdk.InteractionRecord:
         presentation=row.presentation,
         created_at=row.created_at,
         expires_at=row.expires_at,
+        asked_by="surface" if ids.is_surface_interaction(row.interaction_id) else "app",
     )

@@ -250,8 +250,8 @@ class Whiteboard(MiniApp):
 
     async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
         instance_id = record.instance_id
-        if record.kind != "confirm" or instance_id is None:
-            return
+        if record.kind != "confirm" or instance_id is None or record.asked_by != "app":
+            return  # only the app's own submit confirmation submits (never its Surface's)
         if record.interaction_id in self.awaited:
             return  # the submit call that asked it acts on the answer
         if self.confirming.get(instance_id) == record.interaction_id:

@@ -348,6 +348,27 @@ async def test_an_approval_heard_by_a_restarted_process_still_submits() -> None:
     assert open_call.status == "running"  # the old process's call: the runtime ends it
 
 
+async def test_an_approved_confirm_its_surface_asked_submits_nothing() -> None:
+    # A Surface may ask its own questions (`lineup/ui/request`); only the app's own submit
+    # confirmation submits the board.
+    app, runtime, open_call = await opened()
+    await patch(runtime, stroke("a"))
+    asked_by_surface = p.InteractionRecord(
+        interaction_id="lu:interaction:surface:1",
+        kind="confirm",
+        state="completed",
+        request={"kind": "confirm", "title": "Clear?", "prompt": "Clear the board?"},
+        result={"approved": True},
+        instance_id=INSTANCE,
+        created_at=1.0,
+        asked_by="surface",
+    )
+    await app.on_interaction_updated(asked_by_surface)
+    await runtime.settle()
+    assert runtime.artifacts.infos == {}
+    assert open_call.status == "running" and runtime.lifecycle.requests == []
+
+
 async def test_events_after_the_instance_closed_do_nothing() -> None:
     app, runtime, _ = await opened()
     await app.on_tool_cancelled(runtime.calls[next(iter(runtime.calls))].call_id, "app_closed")

@@ -72,6 +72,7 @@ async def test_a_surfaces_question_is_its_apps_own_and_its_answer_is_told_to_tha
     assert [(p, e.interaction.interaction_id, e.interaction.result) for p, e in told] == [
         (f"miniapp:{SCOPE}", view.interaction_id, {"approved": True})
     ]
+    assert told[0][1].interaction.asked_by == "surface"  # the app knows it did not ask it
     final = [
         v
         for p, e in router.bus.told
