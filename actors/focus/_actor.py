@@ -29,9 +29,7 @@ import hashlib
 import json
 import logging
 import math
-import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import trio
@@ -84,14 +82,9 @@ from lineup.actors.store.messages import (
     InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
-    SessionDataGetReply,
-    SessionDataGetRequest,
-    SessionDataReplaceReply,
-    SessionDataReplaceRequest,
 )
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
-    SessionDataUpdatedEvent,
     ViewItemsUpdatedEvent,
     ViewUpdatedEvent,
 )
@@ -101,8 +94,10 @@ from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
 
+from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
-from ._surfaces import PLACEHOLDER_VIEW, Surface, SurfaceBook, surface_entrypoint
+from ._surface_service import SurfaceService
+from ._surfaces import SurfaceBook
 from ._views import TRUSTED_KINDS, ViewBook
 from .messages import (
     AppEnableRequest,
@@ -175,14 +170,23 @@ class FocusActor(Actor):
         self._naps: dict[str, trio.CancelScope] = {}  # pushers waiting for a view's turn
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
-        self._session_locks: dict[tuple[str, str], trio.Lock] = {}
-        self._subscribers: dict[tuple[str, str], set[str]] = {}
-        # Surfaces (one per instance at most), the hostbridges that subscribed to a Surface's
-        # session data, and the view an app drew while its Surface covers it (shown again
-        # when the Surface closes).
+        # Surfaces (one per instance at most) and session data, whose one write path both the
+        # app and its Surface take: services of their own, which the handlers delegate to.
         self._surfaces = SurfaceBook()
-        self._watchers: dict[tuple[str, str], set[str]] = {}
-        self._beneath: dict[str, dict[str, Any]] = {}
+        self.sessions = SessionData(self.bus, self._surfaces, self._session_of)
+        self.surfaces = SurfaceService(
+            self.bus,
+            self.ctx.identity,
+            self._surfaces,
+            self.sessions,
+            live_owned=self._live_owned,
+            live_scope=self._live_scope,
+            manifests=self._manifests,
+            apps=self._bundled,
+            show=self._show,
+            soon=self._nursery_soon,
+            tell_app=self._tell_app,
+        )
 
     # ------------------------------------------------------------------ start-up
 
@@ -587,16 +591,7 @@ class FocusActor(Actor):
             await self._persist()
             self._views.drop(instance_id)
             self._last_push.pop(instance_id, None)
-            self._subscribers.pop((scope, instance_id), None)
-            self._watchers.pop((scope, instance_id), None)
-            self._session_locks.pop((scope, instance_id), None)
-            self._beneath.pop(instance_id, None)
-            surface = self._surfaces.drop(instance_id)
-            if surface is not None:
-                closed = sdk.SurfaceClosedEvent(
-                    instance_id=instance_id, surface_id=surface.surface_id, reason="instance_ended"
-                )
-                self._nursery_soon(self._tell_app, scope, closed)
+            self.surfaces.drop(scope, instance_id)
             return self._live_of(scope)
 
     @handles(sdk.LifecycleRequest)
@@ -662,84 +657,28 @@ class FocusActor(Actor):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         return scope, instance_id
 
-    def _session_lock(self, key: tuple[str, str]) -> trio.Lock:
-        return self._session_locks.setdefault(key, trio.Lock())
+    def _live_scope(self, instance_id: str) -> str | None:
+        """The scope of a live instance (whoever asks), None if it is not live."""
+        scope = self._owners.get(instance_id)
+        return scope if self._stack.states.get(instance_id) in LIVE else None
 
     @handles(sdk.SessionDataGetRequest)
     async def on_session_get(
         self, msg: sdk.SessionDataGetRequest, env: Envelope
     ) -> sdk.SessionDataSnapshot:
-        scope, session = self._session_of(env, msg.instance_id)
-        reply = await self._store(
-            SessionDataGetRequest(app_scope=scope, app_session_id=session), SessionDataGetReply
-        )
-        return sdk.SessionDataSnapshot(
-            instance_id=msg.instance_id, data=reply.data, revision=reply.revision
-        )
+        return await self.sessions.get(msg, env)
 
     @handles(sdk.SessionDataSubscribeRequest)
     async def on_session_subscribe(
         self, msg: sdk.SessionDataSubscribeRequest, env: Envelope
     ) -> sdk.SessionDataSnapshot:
-        key = self._session_of(env, msg.instance_id)
-        # Registered under the session's lock: a write either lands in this snapshot or
-        # arrives as the next event, never lost between the two.
-        async with self._session_lock(key):
-            self._session_of(env, msg.instance_id)  # it may have ended while this waited
-            reply = await self._store(
-                SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
-            )
-            self._subscribers.setdefault(key, set()).add(env.sender.name)
-        return sdk.SessionDataSnapshot(
-            instance_id=msg.instance_id, data=reply.data, revision=reply.revision
-        )
+        return await self.sessions.subscribe(msg, env)
 
     @handles(sdk.SessionDataReplaceRequest)
     async def on_session_replace(
         self, msg: sdk.SessionDataReplaceRequest, env: Envelope
     ) -> sdk.CommandReceipt:
-        key = self._session_of(env, msg.instance_id)
-        async with self._session_lock(key):
-            self._session_of(env, msg.instance_id)  # it may have ended while this waited
-            reply = await self._replace(key, msg.data, msg.expected_revision)
-        return sdk.CommandReceipt(id=msg.instance_id, seq=reply.revision, changed=reply.changed)
-
-    async def _replace(
-        self, key: tuple[str, str], data: dict[str, Any], expected_revision: int
-    ) -> SessionDataReplaceReply:
-        """Write a session's data (the caller holds its lock) and tell every subscriber of a
-        newer revision: the apps (`miniapp.session_data.updated`) and the hostbridges of its
-        open Surface (`hostbridge.session_data.updated`), whichever writer wrote. Raises
-        `stale_revision` after a newer write."""
-        scope, instance_id = key
-        reply: SessionDataReplaceReply = await self._store(
-            SessionDataReplaceRequest(
-                app_scope=scope,
-                app_session_id=instance_id,
-                data=data,
-                expected_revision=expected_revision,
-            ),
-            SessionDataReplaceReply,
-        )
-        if not reply.changed:
-            return reply
-        event = sdk.SessionDataEvent(instance_id=instance_id, data=data, revision=reply.revision)
-        for subscriber in sorted(self._subscribers.get(key, ())):
-            # In order, under the lock: revisions arrive strictly increasing.
-            if await self.bus.tell(subscriber, event, timeout=NOTIFY_TIMEOUT):
-                self._subscribers.get(key, set()).discard(subscriber)
-        surface = self._surfaces.of(instance_id)
-        if surface is not None:
-            updated = SessionDataUpdatedEvent(
-                instance_id=instance_id,
-                surface_id=surface.surface_id,
-                data=data,
-                revision=reply.revision,
-            )
-            for watcher in sorted(self._watchers.get(key, ())):
-                if await self.bus.tell(watcher, updated, timeout=NOTIFY_TIMEOUT):
-                    self._watchers.get(key, set()).discard(watcher)
-        return reply
+        return await self.sessions.replace(msg, env)
 
     # ------------------------------------------------------------------ views and the Shell
 
@@ -784,13 +723,13 @@ class FocusActor(Actor):
         ):
             # An app that needs a Surface draws nothing with the Shell's own components.
             refused = LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "surface required")
-            raise self._surface_refused(env, msg.instance_id, refused)
+            raise self.surfaces.refused(env, msg.instance_id, refused)
         try:
-            if self._surfaces.of(msg.instance_id) is not None:
+            if self.surfaces.covers(msg.instance_id):
                 # The Surface covers the instance: the app's view is kept, not shown, until
                 # the Surface closes.
                 self._views.check_view(scope, msg.view)
-                self._beneath[msg.instance_id] = msg.view
+                self.surfaces.keep_beneath(msg.instance_id, msg.view)
                 return sdk.CommandReceipt(id=msg.instance_id, changed=False)
             self._views.set_view(scope, msg.instance_id, msg.view)
         except LineUpError as refused:
@@ -813,180 +752,33 @@ class FocusActor(Actor):
 
     # ------------------------------------------------------------------ surfaces
 
-    def _surface_refused(self, env: Envelope, subject: str, refused: LineUpError) -> LineUpError:
-        """Audit a refused Surface request by its type and code (rate-bounded per sender: a
-        Surface's messages are the user's iframe's, as many as it likes), and return it."""
-        self.bus.audit_refusal(
-            AuditRecord(
-                event="focus.surface_refused",
-                actor=self.ctx.identity.name,
-                peer=env.sender.name,
-                code=refused.code.value,
-                message_type=env.body.TYPE,
-                subject_id=subject[:200],
-            )
-        )
-        return refused
-
-    def _show_surface(self, surface: Surface) -> None:
-        self._views.show(surface.app_scope, surface.instance_id, surface.view())
-        self._schedule_push(surface.instance_id)
-
     @handles(sdk.SurfaceOpenRequest)
     def on_surface_open(self, msg: sdk.SurfaceOpenRequest, env: Envelope) -> sdk.SurfaceReply:
-        """Open one of the sender's live instances' Surface from a `surface` entrypoint of its
-        manifest (idempotent: the open one again, `changed` False, its state kept); its view
-        becomes the Surface's. Refused `app_instance_not_found` (not the sender's live
-        instance, another app's audited as well), `surface_unavailable`, a bound's code."""
-        try:
-            scope = self._live_owned(env, msg.instance_id)
-        except LineUpError as refused:
-            missing = LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
-            raise self._surface_refused(env, msg.instance_id, missing) from refused
-        try:
-            entrypoint = surface_entrypoint(self._manifests.get(scope), msg.entrypoint)
-            surface, changed = self._surfaces.open(
-                scope,
-                msg.instance_id,
-                entrypoint,
-                label=self._bundled.get(scope, {}).get("title", scope),
-                state=msg.state,
-                tool_input=msg.tool_input,
-            )
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
-        if changed:
-            self._show_surface(surface)
-        return surface.reply(changed=changed)
+        return self.surfaces.open(msg, env)
 
     @handles(sdk.SurfaceUpdateRequest)
     def on_surface_update(self, msg: sdk.SurfaceUpdateRequest, env: Envelope) -> sdk.SurfaceReply:
-        """Merge a patch into the sender's open Surface's state (one revision on) and show it.
-        Refused `surface_not_found` (none open, or another app's), a bound's code."""
-        try:
-            surface = self._surfaces.update(
-                app_scope_of(env.sender), msg.surface_id, msg.patch, msg.tool_result
-            )
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.surface_id, refused) from refused
-        self._show_surface(surface)
-        return surface.reply()
+        return self.surfaces.update(msg, env)
 
     @handles(sdk.SurfaceCloseRequest)
     def on_surface_close(self, msg: sdk.SurfaceCloseRequest, env: Envelope) -> sdk.SurfaceReply:
-        """Close the sender's Surface: the instance shows the view its app drew (or a
-        placeholder), and the app is told (`closed`). A repeat is `changed` False."""
-        scope = app_scope_of(env.sender)
-        try:
-            surface, changed = self._surfaces.close(scope, msg.surface_id)
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.surface_id, refused) from refused
-        if changed:
-            self._watchers.pop((scope, surface.instance_id), None)
-            if self._stack.states.get(surface.instance_id) in LIVE:
-                view = self._beneath.pop(surface.instance_id, None) or PLACEHOLDER_VIEW
-                self._views.show(scope, surface.instance_id, view)
-                self._schedule_push(surface.instance_id)
-            closed = sdk.SurfaceClosedEvent(
-                instance_id=surface.instance_id, surface_id=surface.surface_id, reason="closed"
-            )
-            self._nursery_soon(self._tell_app, scope, closed)
-        return surface.reply(open=False, changed=changed)
-
-    def _open_surface(self, env: Envelope, instance_id: str, surface_id: str | None) -> Surface:
-        """The live instance's open Surface (that one, if `surface_id`), for the hostbridge.
-        Raises `app_instance_not_found`, `surface_not_found`."""
-        if self._owners.get(instance_id) is None or self._stack.states.get(instance_id) not in LIVE:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
-        surface = self._surfaces.of(instance_id)
-        if surface is None:
-            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, instance_id)
-        if surface_id is not None:
-            surface = self._surfaces.named(instance_id, surface_id)
-        return surface
+        return self.surfaces.close(msg, env)
 
     @handles(SurfaceAssetsRequest)
     def on_surface_assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
-        """Where an open Surface's files are: the `web/` folder beside its app's manifest."""
-        try:
-            surface = self._open_surface(env, msg.instance_id, None)
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
-        manifest = self._bundled.get(surface.app_scope, {}).get("manifest", "")
-        web_root = Path(os.path.abspath(manifest)).parent / "web"  # no I/O: the hostbridge resolves
-        return SurfaceAssetsReply(
-            instance_id=msg.instance_id,
-            surface_id=surface.surface_id,
-            web_root=str(web_root),
-            document=surface.entrypoint.document,
-        )
+        return self.surfaces.assets(msg, env)
 
     @handles(SurfaceEventRequest)
     async def on_surface_event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:
-        """An event the Surface sent, checked against its entrypoint, handed to the app as
-        `miniapp.surface.event`. An app that is down is the code its channel gives
-        (`actor_restarted`, `actor_unavailable`): the Surface retries."""
-        try:
-            surface = self._open_surface(env, msg.instance_id, msg.surface_id)
-            surface.check_event(msg.name, msg.data)
-            try:
-                await self.bus.notify(
-                    f"miniapp:{surface.app_scope}",
-                    sdk.SurfaceEvent(
-                        instance_id=msg.instance_id,
-                        surface_id=surface.surface_id,
-                        name=msg.name,
-                        data=msg.data,
-                    ),
-                    timeout=NOTIFY_TIMEOUT,
-                )
-            except LineUpError as down:
-                raise LineUpError(down.code, "the app is not there") from down
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
-        return SurfaceAccepted(instance_id=msg.instance_id, surface_id=surface.surface_id)
+        return await self.surfaces.event(msg, env)
 
     @handles(SurfaceSessionDataRequest)
     async def on_surface_session_data(
         self, msg: SurfaceSessionDataRequest, env: Envelope
     ) -> SurfaceAccepted:
-        """The Surface's way to its instance's session data: the app's own path (the same
-        store requests, under the same lock, `stale_revision` alike). `subscribe` makes the
-        sender (the hostbridge) a subscriber of that session while the Surface is open."""
-        try:
-            return await self._surface_session_data(msg, env)
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
+        return await self.surfaces.session_data(msg, env)
 
-    async def _surface_session_data(
-        self, msg: SurfaceSessionDataRequest, env: Envelope
-    ) -> SurfaceAccepted:
-        surface = self._open_surface(env, msg.instance_id, msg.surface_id)
-        key = (surface.app_scope, msg.instance_id)
-        async with self._session_lock(key):
-            surface = self._open_surface(env, msg.instance_id, msg.surface_id)  # still open?
-            if msg.op == "replace":
-                if msg.data is None or msg.expected_revision is None:
-                    raise LineUpError(ErrorCode.BRIDGE_PARAMS_INVALID, "replace needs data")
-                reply = await self._replace(key, msg.data, msg.expected_revision)
-                return SurfaceAccepted(
-                    instance_id=msg.instance_id,
-                    surface_id=surface.surface_id,
-                    revision=reply.revision,
-                    data=msg.data,
-                )
-            got = await self._store(
-                SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
-            )
-            if msg.op == "subscribe":
-                # Under the session's lock: a write lands in this snapshot or comes next.
-                self._watchers.setdefault(key, set()).add(env.sender.name)
-            return SurfaceAccepted(
-                instance_id=msg.instance_id,
-                surface_id=surface.surface_id,
-                revision=got.revision,
-                data=got.data,
-            )
+    # ------------------------------------------------------------------ views and the Shell
 
     def _live_owned(self, env: Envelope, instance_id: str) -> str:
         scope = self._owned(env, instance_id)
@@ -1010,6 +802,11 @@ class FocusActor(Actor):
         if refused.code is ErrorCode.PERMISSION_DENIED:
             return LineUpError(ErrorCode.PERMISSION_DENIED, "not this app's component")
         return LineUpError(ErrorCode.INVALID_ARGUMENTS, "view out of bounds")
+
+    def _show(self, scope: str, instance_id: str, view: dict[str, Any]) -> None:
+        """Make `view` the instance's (a Surface's, or its app's again) and push it."""
+        self._views.show(scope, instance_id, view)
+        self._schedule_push(instance_id)
 
     def _schedule_push(self, instance_id: str, *, items: bool = False) -> None:
         if instance_id not in self._view_pushers:
