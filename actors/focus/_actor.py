@@ -28,8 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
-from collections.abc import Iterable
 from typing import Any, Final, Literal, cast
 
 import trio
@@ -85,23 +83,20 @@ from lineup.actors.store.messages import (
 )
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
-    ViewItemsUpdatedEvent,
-    ViewUpdatedEvent,
 )
 from lineup.miniapps import catalogue
 from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
-from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
 
 from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
 from ._surface_service import SurfaceService
 from ._surfaces import SurfaceBook
-from ._views import TRUSTED_KINDS, ViewBook
+from ._view_service import ViewService
+from ._views import ViewBook
 from .messages import (
     AppEnableRequest,
-    AppView,
     FindInstanceRequest,
     InstanceReply,
     InventoryReply,
@@ -131,8 +126,6 @@ START_TIMEOUT: Final = 20.0
 # Live instances one MiniApp may hold open through `apps.open`: a loop of opens is refused
 # here, long before the focus stack (MAX_FOCUS_STACK) is full for the Agent's launches.
 MAX_OPENED_PER_APP: Final = 8
-VIEW_PUSH_RATE: Final = 30  # views pushed a second per instance, at most (items: as they come)
-VIEWS_REPLY_BYTES: Final = 512 * 1024  # views in one reply to the hostbridge (at least one)
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
 _ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
@@ -165,9 +158,6 @@ class FocusActor(Actor):
         configured = {str(app["app_scope"]) for app in self.ctx.config.get("apps", [])}
         shipped = {str(app["app_scope"]) for app in bundled} - configured
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
-        self._view_pushers: set[str] = set()
-        self._last_push: dict[str, float] = {}  # instance → when its last view went
-        self._naps: dict[str, trio.CancelScope] = {}  # pushers waiting for a view's turn
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
         # Surfaces (one per instance at most) and session data, whose one write path both the
@@ -184,6 +174,19 @@ class FocusActor(Actor):
             manifests=self._manifests,
             apps=self._bundled,
             show=self._show,
+            soon=self._nursery_soon,
+            tell_app=self._tell_app,
+        )
+        self.views = ViewService(
+            self.bus,
+            self.ctx.identity,
+            self._views,
+            self.surfaces,
+            manifests=self._manifests,
+            owners=lambda: self._owners,  # (replaced when focus recovers)
+            live_owned=self._live_owned,
+            shown=self._shown,
+            apps=self._apps,
             soon=self._nursery_soon,
             tell_app=self._tell_app,
         )
@@ -589,8 +592,7 @@ class FocusActor(Actor):
         async with self._lock:
             self._stack.remove(instance_id, state)
             await self._persist()
-            self._views.drop(instance_id)
-            self._last_push.pop(instance_id, None)
+            self.views.drop(instance_id)
             self.surfaces.drop(scope, instance_id)
             return self._live_of(scope)
 
@@ -711,44 +713,11 @@ class FocusActor(Actor):
 
     @handles(sdk.ViewUpdateRequest)
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
-        """An app's whole view, checked against the bounds every JSON document the runtime
-        passes on must keep (depth, items, numbers, strings: the wire's `check_document`),
-        `MAX_VIEW_BYTES`, and the trust its kind needs; then coalesced (`_push_views`)."""
-        scope = self._live_owned(env, msg.instance_id)
-        manifest = self._manifests.get(scope)
-        if (
-            manifest is not None
-            and manifest.host.surface_required
-            and msg.view.get("kind") in TRUSTED_KINDS
-        ):
-            # An app that needs a Surface draws nothing with the Shell's own components.
-            refused = LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "surface required")
-            raise self.surfaces.refused(env, msg.instance_id, refused)
-        try:
-            if self.surfaces.covers(msg.instance_id):
-                # The Surface covers the instance: the app's view is kept, not shown, until
-                # the Surface closes.
-                self._views.check_view(scope, msg.view)
-                self.surfaces.keep_beneath(msg.instance_id, msg.view)
-                return sdk.CommandReceipt(id=msg.instance_id, changed=False)
-            self._views.set_view(scope, msg.instance_id, msg.view)
-        except LineUpError as refused:
-            raise self._view_refused(env, msg.instance_id, refused) from refused
-        self._schedule_push(msg.instance_id)
-        return sdk.CommandReceipt(id=msg.instance_id)
+        return self.views.update(msg, env)
 
     @handles(sdk.ViewItemsPutRequest)
     def on_view_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
-        """Items of the instance's list, new or changed (`ViewBook.put_items`), coalesced with
-        its view: only what changed goes on to the Shell."""
-        scope = self._live_owned(env, msg.instance_id)
-        try:
-            changed = self._views.put_items(scope, msg.instance_id, msg.items)
-        except LineUpError as refused:
-            raise self._view_refused(env, msg.instance_id, refused) from refused
-        if changed:
-            self._schedule_push(msg.instance_id, items=True)
-        return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+        return self.views.put_items(msg, env)
 
     # ------------------------------------------------------------------ surfaces
 
@@ -786,122 +755,20 @@ class FocusActor(Actor):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         return scope
 
-    def _view_refused(self, env: Envelope, instance_id: str, refused: LineUpError) -> LineUpError:
-        """Audit a refused view or items (with the bound or rule it broke) and say why to the
-        app: `permission_denied` for trust, `invalid_arguments` for a bound."""
-        self.bus.audit(
-            AuditRecord(
-                event="focus.view_refused",
-                actor=self.ctx.identity.name,
-                peer=env.sender.name,
-                code=refused.code.value,
-                message_type=env.body.TYPE,
-                subject_id=instance_id,
-            )
-        )
-        if refused.code is ErrorCode.PERMISSION_DENIED:
-            return LineUpError(ErrorCode.PERMISSION_DENIED, "not this app's component")
-        return LineUpError(ErrorCode.INVALID_ARGUMENTS, "view out of bounds")
-
     def _show(self, scope: str, instance_id: str, view: dict[str, Any]) -> None:
-        """Make `view` the instance's (a Surface's, or its app's again) and push it."""
-        self._views.show(scope, instance_id, view)
-        self._schedule_push(instance_id)
-
-    def _schedule_push(self, instance_id: str, *, items: bool = False) -> None:
-        if instance_id not in self._view_pushers:
-            self._view_pushers.add(instance_id)
-            self._nursery_soon(self._push_views, instance_id)
-        elif items and (nap := self._naps.get(instance_id)) is not None:
-            nap.cancel()  # items do not wait for the next view's turn
-
-    async def _push_views(self, instance_id: str) -> None:
-        """Push what changed of the instance; what arrives meanwhile coalesces (the latest
-        view, the latest version of each item), so the hostbridge never gets more than it
-        takes in. Views go at most `VIEW_PUSH_RATE` times a second (an update on its own at
-        once); items go as they come, each a message to show."""
-        try:
-            while True:
-                due = self._last_push.get(instance_id, -math.inf) + 1 / VIEW_PUSH_RATE
-                now = trio.current_time()
-                change = self._views.take(instance_id, with_view=now >= due)
-                if change is None:
-                    if not self._views.view_waiting(instance_id):
-                        return
-                    # Until the view is due, or items come (`_schedule_push` wakes it).
-                    with trio.CancelScope(deadline=due) as nap:
-                        self._naps[instance_id] = nap
-                        await trio.sleep_forever()
-                    self._naps.pop(instance_id, None)
-                    continue
-                view, items = change
-                if view is not None:
-                    self._last_push[instance_id] = now
-                    await self._tell_hostbridge(
-                        ViewUpdatedEvent(
-                            app_scope=view.app_scope, instance_id=instance_id, view=view.view
-                        )
-                    )
-                for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
-                    await self._tell_hostbridge(
-                        ViewItemsUpdatedEvent(
-                            app_scope=self._owners.get(instance_id, ""),
-                            instance_id=instance_id,
-                            items=tuple(batch),
-                        )
-                    )
-        finally:
-            self._view_pushers.discard(instance_id)
-            self._naps.pop(instance_id, None)
-
-    async def _tell_hostbridge(self, event: Message) -> None:
-        # Not told: the Shell asks for every view and page when it (re)connects.
-        await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
+        # The Surfaces' way to the views (made after them, so looked up when called).
+        self.views.show(scope, instance_id, view)
 
     def _shown(self) -> set[str]:
         return {i for i, s in self._stack.states.items() if s in LIVE - {"suspended"}}
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:
-        """The live views from `msg.offset` on, as many as `VIEWS_REPLY_BYTES` hold (at least
-        one); an app whose view focus lacks is asked for it."""
-        live = self._shown()
-        views = self._views.views()
-        if msg.offset == 0:
-            for scope in {self._owners[i] for i in live if i not in views}:
-                self._nursery_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
-        shown = [v for i, v in views.items() if i in live][msg.offset :]
-        page: list[AppView] = []
-        used = 0
-        for view in shown:
-            size = encoded_size(view.view)
-            if page and used + size > VIEWS_REPLY_BYTES:
-                break
-            page.append(view)
-            used += size
-        apps = self._apps()
-        return ViewsReply(
-            views=tuple(page),
-            foreground=apps.foreground,
-            instances=apps.instances,
-            next_offset=msg.offset + len(page) if len(page) < len(shown) else None,
-        )
+        return self.views.views(msg)
 
     @handles(ViewItemsPageRequest)
     def on_view_items_page(self, msg: ViewItemsPageRequest, env: Envelope) -> ViewItemsPageReply:
-        """A bounded page of a live instance's items, for a Shell."""
-        scope = self._owners.get(msg.instance_id)
-        if scope is None or msg.instance_id not in self._shown():
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
-        before = (
-            None
-            if msg.before_order is None or msg.before_id is None
-            else (msg.before_order, msg.before_id)
-        )
-        items, more = self._views.page(msg.instance_id, before)
-        return ViewItemsPageReply(
-            app_scope=scope, instance_id=msg.instance_id, items=tuple(items), more=more
-        )
+        return self.views.items_page(msg)
 
     @handles(UiEventRequest)
     async def on_ui_event(self, msg: UiEventRequest, env: Envelope) -> UiEventAccepted:
@@ -914,18 +781,3 @@ class FocusActor(Actor):
             timeout=NOTIFY_TIMEOUT,
         )
         return UiEventAccepted(instance_id=msg.instance_id)
-
-
-def _batches(items: Iterable[sdk.ViewItem], budget: int) -> Iterable[list[sdk.ViewItem]]:
-    """`items` in order, in lists of at most `budget` bytes each (one item may fill one)."""
-    batch: list[sdk.ViewItem] = []
-    used = 0
-    for item in items:
-        size = len(item.model_dump_json().encode())
-        if batch and used + size > budget:
-            yield batch
-            batch, used = [], 0
-        batch.append(item)
-        used += size
-    if batch:
-        yield batch
