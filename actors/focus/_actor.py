@@ -21,6 +21,10 @@ is the SDK's host). Closing an instance restores the previous live instance (the
 the instance's unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
 Focus tells the router when it starts, too (`router.instance.recovered`): an `ended` event lost
 with a focus that died right after persisting is then made up by the router's sweep.
+
+*Views, Surfaces, session data* are services of their own (`_view_service`,
+`_surface_service`, `_session_data`): the handlers stay here and delegate; instances, the
+stack and the nursery stay here, and the services reach them through the callables they get.
 """
 
 from __future__ import annotations
@@ -160,8 +164,9 @@ class FocusActor(Actor):
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
-        # Surfaces (one per instance at most) and session data, whose one write path both the
-        # app and its Surface take: services of their own, which the handlers delegate to.
+        # Surfaces (one per instance at most), session data (one write path, whoever writes)
+        # and views: services of their own, which the handlers delegate to. `_surfaces` and
+        # `_views` are their pure books, `surfaces` and `views` the services.
         self._surfaces = SurfaceBook()
         self.sessions = SessionData(self.bus, self._surfaces, self._session_of)
         self.surfaces = SurfaceService(
