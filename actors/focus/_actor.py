@@ -21,6 +21,10 @@ is the SDK's host). Closing an instance restores the previous live instance (the
 the instance's unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
 Focus tells the router when it starts, too (`router.instance.recovered`): an `ended` event lost
 with a focus that died right after persisting is then made up by the router's sweep.
+
+*Views, Surfaces, session data* are services of their own (`_view_service`,
+`_surface_service`, `_session_data`): the handlers stay here and delegate; instances, the
+stack and the nursery stay here, and the services reach them through the callables they get.
 """
 
 from __future__ import annotations
@@ -28,10 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
-import os
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import trio
@@ -84,29 +84,23 @@ from lineup.actors.store.messages import (
     InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
-    SessionDataGetReply,
-    SessionDataGetRequest,
-    SessionDataReplaceReply,
-    SessionDataReplaceRequest,
 )
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
-    SessionDataUpdatedEvent,
-    ViewItemsUpdatedEvent,
-    ViewUpdatedEvent,
 )
 from lineup.miniapps import catalogue
 from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
-from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
 
+from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
-from ._surfaces import PLACEHOLDER_VIEW, Surface, SurfaceBook, surface_entrypoint
-from ._views import TRUSTED_KINDS, ViewBook
+from ._surface_service import SurfaceService
+from ._surfaces import SurfaceBook
+from ._view_service import ViewService
+from ._views import ViewBook
 from .messages import (
     AppEnableRequest,
-    AppView,
     FindInstanceRequest,
     InstanceReply,
     InventoryReply,
@@ -136,8 +130,6 @@ START_TIMEOUT: Final = 20.0
 # Live instances one MiniApp may hold open through `apps.open`: a loop of opens is refused
 # here, long before the focus stack (MAX_FOCUS_STACK) is full for the Agent's launches.
 MAX_OPENED_PER_APP: Final = 8
-VIEW_PUSH_RATE: Final = 30  # views pushed a second per instance, at most (items: as they come)
-VIEWS_REPLY_BYTES: Final = 512 * 1024  # views in one reply to the hostbridge (at least one)
 CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
 _ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
@@ -170,19 +162,39 @@ class FocusActor(Actor):
         configured = {str(app["app_scope"]) for app in self.ctx.config.get("apps", [])}
         shipped = {str(app["app_scope"]) for app in bundled} - configured
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
-        self._view_pushers: set[str] = set()
-        self._last_push: dict[str, float] = {}  # instance → when its last view went
-        self._naps: dict[str, trio.CancelScope] = {}  # pushers waiting for a view's turn
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
-        self._session_locks: dict[tuple[str, str], trio.Lock] = {}
-        self._subscribers: dict[tuple[str, str], set[str]] = {}
-        # Surfaces (one per instance at most), the hostbridges that subscribed to a Surface's
-        # session data, and the view an app drew while its Surface covers it (shown again
-        # when the Surface closes).
+        # Surfaces (one per instance at most), session data (one write path, whoever writes)
+        # and views: services of their own, which the handlers delegate to. `_surfaces` and
+        # `_views` are their pure books, `surfaces` and `views` the services.
         self._surfaces = SurfaceBook()
-        self._watchers: dict[tuple[str, str], set[str]] = {}
-        self._beneath: dict[str, dict[str, Any]] = {}
+        self.sessions = SessionData(self.bus, self._surfaces, self._session_of)
+        self.surfaces = SurfaceService(
+            self.bus,
+            self.ctx.identity,
+            self._surfaces,
+            self.sessions,
+            live_owned=self._live_owned,
+            live_scope=self._live_scope,
+            manifests=self._manifests,
+            apps=self._bundled,
+            show=self._show,
+            soon=self._nursery_soon,
+            tell_app=self._tell_app,
+        )
+        self.views = ViewService(
+            self.bus,
+            self.ctx.identity,
+            self._views,
+            self.surfaces,
+            manifests=self._manifests,
+            owners=lambda: self._owners,  # (replaced when focus recovers)
+            live_owned=self._live_owned,
+            shown=self._shown,
+            apps=self._apps,
+            soon=self._nursery_soon,
+            tell_app=self._tell_app,
+        )
 
     # ------------------------------------------------------------------ start-up
 
@@ -585,18 +597,8 @@ class FocusActor(Actor):
         async with self._lock:
             self._stack.remove(instance_id, state)
             await self._persist()
-            self._views.drop(instance_id)
-            self._last_push.pop(instance_id, None)
-            self._subscribers.pop((scope, instance_id), None)
-            self._watchers.pop((scope, instance_id), None)
-            self._session_locks.pop((scope, instance_id), None)
-            self._beneath.pop(instance_id, None)
-            surface = self._surfaces.drop(instance_id)
-            if surface is not None:
-                closed = sdk.SurfaceClosedEvent(
-                    instance_id=instance_id, surface_id=surface.surface_id, reason="instance_ended"
-                )
-                self._nursery_soon(self._tell_app, scope, closed)
+            self.views.drop(instance_id)
+            self.surfaces.drop(scope, instance_id)
             return self._live_of(scope)
 
     @handles(sdk.LifecycleRequest)
@@ -662,84 +664,28 @@ class FocusActor(Actor):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         return scope, instance_id
 
-    def _session_lock(self, key: tuple[str, str]) -> trio.Lock:
-        return self._session_locks.setdefault(key, trio.Lock())
+    def _live_scope(self, instance_id: str) -> str | None:
+        """The scope of a live instance (whoever asks), None if it is not live."""
+        scope = self._owners.get(instance_id)
+        return scope if self._stack.states.get(instance_id) in LIVE else None
 
     @handles(sdk.SessionDataGetRequest)
     async def on_session_get(
         self, msg: sdk.SessionDataGetRequest, env: Envelope
     ) -> sdk.SessionDataSnapshot:
-        scope, session = self._session_of(env, msg.instance_id)
-        reply = await self._store(
-            SessionDataGetRequest(app_scope=scope, app_session_id=session), SessionDataGetReply
-        )
-        return sdk.SessionDataSnapshot(
-            instance_id=msg.instance_id, data=reply.data, revision=reply.revision
-        )
+        return await self.sessions.get(msg, env)
 
     @handles(sdk.SessionDataSubscribeRequest)
     async def on_session_subscribe(
         self, msg: sdk.SessionDataSubscribeRequest, env: Envelope
     ) -> sdk.SessionDataSnapshot:
-        key = self._session_of(env, msg.instance_id)
-        # Registered under the session's lock: a write either lands in this snapshot or
-        # arrives as the next event, never lost between the two.
-        async with self._session_lock(key):
-            self._session_of(env, msg.instance_id)  # it may have ended while this waited
-            reply = await self._store(
-                SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
-            )
-            self._subscribers.setdefault(key, set()).add(env.sender.name)
-        return sdk.SessionDataSnapshot(
-            instance_id=msg.instance_id, data=reply.data, revision=reply.revision
-        )
+        return await self.sessions.subscribe(msg, env)
 
     @handles(sdk.SessionDataReplaceRequest)
     async def on_session_replace(
         self, msg: sdk.SessionDataReplaceRequest, env: Envelope
     ) -> sdk.CommandReceipt:
-        key = self._session_of(env, msg.instance_id)
-        async with self._session_lock(key):
-            self._session_of(env, msg.instance_id)  # it may have ended while this waited
-            reply = await self._replace(key, msg.data, msg.expected_revision)
-        return sdk.CommandReceipt(id=msg.instance_id, seq=reply.revision, changed=reply.changed)
-
-    async def _replace(
-        self, key: tuple[str, str], data: dict[str, Any], expected_revision: int
-    ) -> SessionDataReplaceReply:
-        """Write a session's data (the caller holds its lock) and tell every subscriber of a
-        newer revision: the apps (`miniapp.session_data.updated`) and the hostbridges of its
-        open Surface (`hostbridge.session_data.updated`), whichever writer wrote. Raises
-        `stale_revision` after a newer write."""
-        scope, instance_id = key
-        reply: SessionDataReplaceReply = await self._store(
-            SessionDataReplaceRequest(
-                app_scope=scope,
-                app_session_id=instance_id,
-                data=data,
-                expected_revision=expected_revision,
-            ),
-            SessionDataReplaceReply,
-        )
-        if not reply.changed:
-            return reply
-        event = sdk.SessionDataEvent(instance_id=instance_id, data=data, revision=reply.revision)
-        for subscriber in sorted(self._subscribers.get(key, ())):
-            # In order, under the lock: revisions arrive strictly increasing.
-            if await self.bus.tell(subscriber, event, timeout=NOTIFY_TIMEOUT):
-                self._subscribers.get(key, set()).discard(subscriber)
-        surface = self._surfaces.of(instance_id)
-        if surface is not None:
-            updated = SessionDataUpdatedEvent(
-                instance_id=instance_id,
-                surface_id=surface.surface_id,
-                data=data,
-                revision=reply.revision,
-            )
-            for watcher in sorted(self._watchers.get(key, ())):
-                if await self.bus.tell(watcher, updated, timeout=NOTIFY_TIMEOUT):
-                    self._watchers.get(key, set()).discard(watcher)
-        return reply
+        return await self.sessions.replace(msg, env)
 
     # ------------------------------------------------------------------ views and the Shell
 
@@ -772,221 +718,41 @@ class FocusActor(Actor):
 
     @handles(sdk.ViewUpdateRequest)
     def on_view_update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
-        """An app's whole view, checked against the bounds every JSON document the runtime
-        passes on must keep (depth, items, numbers, strings: the wire's `check_document`),
-        `MAX_VIEW_BYTES`, and the trust its kind needs; then coalesced (`_push_views`)."""
-        scope = self._live_owned(env, msg.instance_id)
-        manifest = self._manifests.get(scope)
-        if (
-            manifest is not None
-            and manifest.host.surface_required
-            and msg.view.get("kind") in TRUSTED_KINDS
-        ):
-            # An app that needs a Surface draws nothing with the Shell's own components.
-            refused = LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "surface required")
-            raise self._surface_refused(env, msg.instance_id, refused)
-        try:
-            if self._surfaces.of(msg.instance_id) is not None:
-                # The Surface covers the instance: the app's view is kept, not shown, until
-                # the Surface closes.
-                self._views.check_view(scope, msg.view)
-                self._beneath[msg.instance_id] = msg.view
-                return sdk.CommandReceipt(id=msg.instance_id, changed=False)
-            self._views.set_view(scope, msg.instance_id, msg.view)
-        except LineUpError as refused:
-            raise self._view_refused(env, msg.instance_id, refused) from refused
-        self._schedule_push(msg.instance_id)
-        return sdk.CommandReceipt(id=msg.instance_id)
+        return self.views.update(msg, env)
 
     @handles(sdk.ViewItemsPutRequest)
     def on_view_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
-        """Items of the instance's list, new or changed (`ViewBook.put_items`), coalesced with
-        its view: only what changed goes on to the Shell."""
-        scope = self._live_owned(env, msg.instance_id)
-        try:
-            changed = self._views.put_items(scope, msg.instance_id, msg.items)
-        except LineUpError as refused:
-            raise self._view_refused(env, msg.instance_id, refused) from refused
-        if changed:
-            self._schedule_push(msg.instance_id, items=True)
-        return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+        return self.views.put_items(msg, env)
 
     # ------------------------------------------------------------------ surfaces
 
-    def _surface_refused(self, env: Envelope, subject: str, refused: LineUpError) -> LineUpError:
-        """Audit a refused Surface request by its type and code (rate-bounded per sender: a
-        Surface's messages are the user's iframe's, as many as it likes), and return it."""
-        self.bus.audit_refusal(
-            AuditRecord(
-                event="focus.surface_refused",
-                actor=self.ctx.identity.name,
-                peer=env.sender.name,
-                code=refused.code.value,
-                message_type=env.body.TYPE,
-                subject_id=subject[:200],
-            )
-        )
-        return refused
-
-    def _show_surface(self, surface: Surface) -> None:
-        self._views.show(surface.app_scope, surface.instance_id, surface.view())
-        self._schedule_push(surface.instance_id)
-
     @handles(sdk.SurfaceOpenRequest)
     def on_surface_open(self, msg: sdk.SurfaceOpenRequest, env: Envelope) -> sdk.SurfaceReply:
-        """Open one of the sender's live instances' Surface from a `surface` entrypoint of its
-        manifest (idempotent: the open one again, `changed` False, its state kept); its view
-        becomes the Surface's. Refused `app_instance_not_found` (not the sender's live
-        instance, another app's audited as well), `surface_unavailable`, a bound's code."""
-        try:
-            scope = self._live_owned(env, msg.instance_id)
-        except LineUpError as refused:
-            missing = LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
-            raise self._surface_refused(env, msg.instance_id, missing) from refused
-        try:
-            entrypoint = surface_entrypoint(self._manifests.get(scope), msg.entrypoint)
-            surface, changed = self._surfaces.open(
-                scope,
-                msg.instance_id,
-                entrypoint,
-                label=self._bundled.get(scope, {}).get("title", scope),
-                state=msg.state,
-                tool_input=msg.tool_input,
-            )
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
-        if changed:
-            self._show_surface(surface)
-        return surface.reply(changed=changed)
+        return self.surfaces.open(msg, env)
 
     @handles(sdk.SurfaceUpdateRequest)
     def on_surface_update(self, msg: sdk.SurfaceUpdateRequest, env: Envelope) -> sdk.SurfaceReply:
-        """Merge a patch into the sender's open Surface's state (one revision on) and show it.
-        Refused `surface_not_found` (none open, or another app's), a bound's code."""
-        try:
-            surface = self._surfaces.update(
-                app_scope_of(env.sender), msg.surface_id, msg.patch, msg.tool_result
-            )
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.surface_id, refused) from refused
-        self._show_surface(surface)
-        return surface.reply()
+        return self.surfaces.update(msg, env)
 
     @handles(sdk.SurfaceCloseRequest)
     def on_surface_close(self, msg: sdk.SurfaceCloseRequest, env: Envelope) -> sdk.SurfaceReply:
-        """Close the sender's Surface: the instance shows the view its app drew (or a
-        placeholder), and the app is told (`closed`). A repeat is `changed` False."""
-        scope = app_scope_of(env.sender)
-        try:
-            surface, changed = self._surfaces.close(scope, msg.surface_id)
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.surface_id, refused) from refused
-        if changed:
-            self._watchers.pop((scope, surface.instance_id), None)
-            if self._stack.states.get(surface.instance_id) in LIVE:
-                view = self._beneath.pop(surface.instance_id, None) or PLACEHOLDER_VIEW
-                self._views.show(scope, surface.instance_id, view)
-                self._schedule_push(surface.instance_id)
-            closed = sdk.SurfaceClosedEvent(
-                instance_id=surface.instance_id, surface_id=surface.surface_id, reason="closed"
-            )
-            self._nursery_soon(self._tell_app, scope, closed)
-        return surface.reply(open=False, changed=changed)
-
-    def _open_surface(self, env: Envelope, instance_id: str, surface_id: str | None) -> Surface:
-        """The live instance's open Surface (that one, if `surface_id`), for the hostbridge.
-        Raises `app_instance_not_found`, `surface_not_found`."""
-        if self._owners.get(instance_id) is None or self._stack.states.get(instance_id) not in LIVE:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
-        surface = self._surfaces.of(instance_id)
-        if surface is None:
-            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, instance_id)
-        if surface_id is not None:
-            surface = self._surfaces.named(instance_id, surface_id)
-        return surface
+        return self.surfaces.close(msg, env)
 
     @handles(SurfaceAssetsRequest)
     def on_surface_assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
-        """Where an open Surface's files are: the `web/` folder beside its app's manifest."""
-        try:
-            surface = self._open_surface(env, msg.instance_id, None)
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
-        manifest = self._bundled.get(surface.app_scope, {}).get("manifest", "")
-        web_root = Path(os.path.abspath(manifest)).parent / "web"  # no I/O: the hostbridge resolves
-        return SurfaceAssetsReply(
-            instance_id=msg.instance_id,
-            surface_id=surface.surface_id,
-            web_root=str(web_root),
-            document=surface.entrypoint.document,
-        )
+        return self.surfaces.assets(msg, env)
 
     @handles(SurfaceEventRequest)
     async def on_surface_event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:
-        """An event the Surface sent, checked against its entrypoint, handed to the app as
-        `miniapp.surface.event`. An app that is down is the code its channel gives
-        (`actor_restarted`, `actor_unavailable`): the Surface retries."""
-        try:
-            surface = self._open_surface(env, msg.instance_id, msg.surface_id)
-            surface.check_event(msg.name, msg.data)
-            try:
-                await self.bus.notify(
-                    f"miniapp:{surface.app_scope}",
-                    sdk.SurfaceEvent(
-                        instance_id=msg.instance_id,
-                        surface_id=surface.surface_id,
-                        name=msg.name,
-                        data=msg.data,
-                    ),
-                    timeout=NOTIFY_TIMEOUT,
-                )
-            except LineUpError as down:
-                raise LineUpError(down.code, "the app is not there") from down
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
-        return SurfaceAccepted(instance_id=msg.instance_id, surface_id=surface.surface_id)
+        return await self.surfaces.event(msg, env)
 
     @handles(SurfaceSessionDataRequest)
     async def on_surface_session_data(
         self, msg: SurfaceSessionDataRequest, env: Envelope
     ) -> SurfaceAccepted:
-        """The Surface's way to its instance's session data: the app's own path (the same
-        store requests, under the same lock, `stale_revision` alike). `subscribe` makes the
-        sender (the hostbridge) a subscriber of that session while the Surface is open."""
-        try:
-            return await self._surface_session_data(msg, env)
-        except LineUpError as refused:
-            raise self._surface_refused(env, msg.instance_id, refused) from refused
+        return await self.surfaces.session_data(msg, env)
 
-    async def _surface_session_data(
-        self, msg: SurfaceSessionDataRequest, env: Envelope
-    ) -> SurfaceAccepted:
-        surface = self._open_surface(env, msg.instance_id, msg.surface_id)
-        key = (surface.app_scope, msg.instance_id)
-        async with self._session_lock(key):
-            surface = self._open_surface(env, msg.instance_id, msg.surface_id)  # still open?
-            if msg.op == "replace":
-                if msg.data is None or msg.expected_revision is None:
-                    raise LineUpError(ErrorCode.BRIDGE_PARAMS_INVALID, "replace needs data")
-                reply = await self._replace(key, msg.data, msg.expected_revision)
-                return SurfaceAccepted(
-                    instance_id=msg.instance_id,
-                    surface_id=surface.surface_id,
-                    revision=reply.revision,
-                    data=msg.data,
-                )
-            got = await self._store(
-                SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
-            )
-            if msg.op == "subscribe":
-                # Under the session's lock: a write lands in this snapshot or comes next.
-                self._watchers.setdefault(key, set()).add(env.sender.name)
-            return SurfaceAccepted(
-                instance_id=msg.instance_id,
-                surface_id=surface.surface_id,
-                revision=got.revision,
-                data=got.data,
-            )
+    # ------------------------------------------------------------------ views and the Shell
 
     def _live_owned(self, env: Envelope, instance_id: str) -> str:
         scope = self._owned(env, instance_id)
@@ -994,117 +760,20 @@ class FocusActor(Actor):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         return scope
 
-    def _view_refused(self, env: Envelope, instance_id: str, refused: LineUpError) -> LineUpError:
-        """Audit a refused view or items (with the bound or rule it broke) and say why to the
-        app: `permission_denied` for trust, `invalid_arguments` for a bound."""
-        self.bus.audit(
-            AuditRecord(
-                event="focus.view_refused",
-                actor=self.ctx.identity.name,
-                peer=env.sender.name,
-                code=refused.code.value,
-                message_type=env.body.TYPE,
-                subject_id=instance_id,
-            )
-        )
-        if refused.code is ErrorCode.PERMISSION_DENIED:
-            return LineUpError(ErrorCode.PERMISSION_DENIED, "not this app's component")
-        return LineUpError(ErrorCode.INVALID_ARGUMENTS, "view out of bounds")
-
-    def _schedule_push(self, instance_id: str, *, items: bool = False) -> None:
-        if instance_id not in self._view_pushers:
-            self._view_pushers.add(instance_id)
-            self._nursery_soon(self._push_views, instance_id)
-        elif items and (nap := self._naps.get(instance_id)) is not None:
-            nap.cancel()  # items do not wait for the next view's turn
-
-    async def _push_views(self, instance_id: str) -> None:
-        """Push what changed of the instance; what arrives meanwhile coalesces (the latest
-        view, the latest version of each item), so the hostbridge never gets more than it
-        takes in. Views go at most `VIEW_PUSH_RATE` times a second (an update on its own at
-        once); items go as they come, each a message to show."""
-        try:
-            while True:
-                due = self._last_push.get(instance_id, -math.inf) + 1 / VIEW_PUSH_RATE
-                now = trio.current_time()
-                change = self._views.take(instance_id, with_view=now >= due)
-                if change is None:
-                    if not self._views.view_waiting(instance_id):
-                        return
-                    # Until the view is due, or items come (`_schedule_push` wakes it).
-                    with trio.CancelScope(deadline=due) as nap:
-                        self._naps[instance_id] = nap
-                        await trio.sleep_forever()
-                    self._naps.pop(instance_id, None)
-                    continue
-                view, items = change
-                if view is not None:
-                    self._last_push[instance_id] = now
-                    await self._tell_hostbridge(
-                        ViewUpdatedEvent(
-                            app_scope=view.app_scope, instance_id=instance_id, view=view.view
-                        )
-                    )
-                for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
-                    await self._tell_hostbridge(
-                        ViewItemsUpdatedEvent(
-                            app_scope=self._owners.get(instance_id, ""),
-                            instance_id=instance_id,
-                            items=tuple(batch),
-                        )
-                    )
-        finally:
-            self._view_pushers.discard(instance_id)
-            self._naps.pop(instance_id, None)
-
-    async def _tell_hostbridge(self, event: Message) -> None:
-        # Not told: the Shell asks for every view and page when it (re)connects.
-        await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
+    def _show(self, scope: str, instance_id: str, view: dict[str, Any]) -> None:
+        # The Surfaces' way to the views (made after them, so looked up when called).
+        self.views.show(scope, instance_id, view)
 
     def _shown(self) -> set[str]:
         return {i for i, s in self._stack.states.items() if s in LIVE - {"suspended"}}
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:
-        """The live views from `msg.offset` on, as many as `VIEWS_REPLY_BYTES` hold (at least
-        one); an app whose view focus lacks is asked for it."""
-        live = self._shown()
-        views = self._views.views()
-        if msg.offset == 0:
-            for scope in {self._owners[i] for i in live if i not in views}:
-                self._nursery_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
-        shown = [v for i, v in views.items() if i in live][msg.offset :]
-        page: list[AppView] = []
-        used = 0
-        for view in shown:
-            size = encoded_size(view.view)
-            if page and used + size > VIEWS_REPLY_BYTES:
-                break
-            page.append(view)
-            used += size
-        apps = self._apps()
-        return ViewsReply(
-            views=tuple(page),
-            foreground=apps.foreground,
-            instances=apps.instances,
-            next_offset=msg.offset + len(page) if len(page) < len(shown) else None,
-        )
+        return self.views.views(msg)
 
     @handles(ViewItemsPageRequest)
     def on_view_items_page(self, msg: ViewItemsPageRequest, env: Envelope) -> ViewItemsPageReply:
-        """A bounded page of a live instance's items, for a Shell."""
-        scope = self._owners.get(msg.instance_id)
-        if scope is None or msg.instance_id not in self._shown():
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
-        before = (
-            None
-            if msg.before_order is None or msg.before_id is None
-            else (msg.before_order, msg.before_id)
-        )
-        items, more = self._views.page(msg.instance_id, before)
-        return ViewItemsPageReply(
-            app_scope=scope, instance_id=msg.instance_id, items=tuple(items), more=more
-        )
+        return self.views.items_page(msg)
 
     @handles(UiEventRequest)
     async def on_ui_event(self, msg: UiEventRequest, env: Envelope) -> UiEventAccepted:
@@ -1117,18 +786,3 @@ class FocusActor(Actor):
             timeout=NOTIFY_TIMEOUT,
         )
         return UiEventAccepted(instance_id=msg.instance_id)
-
-
-def _batches(items: Iterable[sdk.ViewItem], budget: int) -> Iterable[list[sdk.ViewItem]]:
-    """`items` in order, in lists of at most `budget` bytes each (one item may fill one)."""
-    batch: list[sdk.ViewItem] = []
-    used = 0
-    for item in items:
-        size = len(item.model_dump_json().encode())
-        if batch and used + size > budget:
-            yield batch
-            batch, used = [], 0
-        batch.append(item)
-        used += size
-    if batch:
-        yield batch

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from lineup.actors.focus import FocusActor
-from lineup.actors.focus._actor import VIEW_PUSH_RATE
+from lineup.actors.focus._view_service import VIEW_PUSH_RATE
 from lineup.actors.focus._views import PAGE_BYTES, ViewBook, ViewRefused
 from lineup.actors.focus.messages import ViewsReply, ViewsRequest
 from lineup.actors.kernel import (

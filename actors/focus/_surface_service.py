@@ -1,0 +1,282 @@
+"""Focus's side of Surfaces (seed 003 §3.5): the app's `focus.sdk.surface.*` requests and the
+hostbridge's `focus.ui.surface.*` ones, on the book `_surfaces` keeps.
+
+Theory of operation
+-------------------
+The app opens, updates and closes its instances' Surfaces; while one is open, the instance's
+view is the Surface's (`Surface.view`) and the view the app draws meanwhile is kept beneath,
+shown again when the Surface closes (or a placeholder, if it drew none). The hostbridge asks
+where an open Surface's files are, hands on the events the Surface sends (checked against its
+entrypoint, then told to the app as `miniapp.surface.event`), and reads, writes or subscribes
+to its instance's session data: on the app's own path (`_session_data`), under the same lock,
+`stale_revision` alike. A hostbridge that subscribed is told of every write while the Surface
+is open.
+
+Every refusal is audited by its type and code (`focus.surface_refused`, rate-bounded per
+sender: a Surface's messages are the user's iframe's, as many as it likes). The handlers stay
+on the actor (`@handles`), which delegates here; instances, views and the nursery stay the
+actor's, reached through the callables it hands this object.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from lineup.actors.kernel import (
+    AuditRecord,
+    Bus,
+    Envelope,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+    app_scope_of,
+)
+from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import Manifest
+
+from ._session_data import SessionData
+from ._surfaces import PLACEHOLDER_VIEW, Surface, SurfaceBook, surface_entrypoint
+from .messages import (
+    SurfaceAccepted,
+    SurfaceAssetsReply,
+    SurfaceAssetsRequest,
+    SurfaceEventRequest,
+    SurfaceSessionDataRequest,
+)
+
+__all__ = ["SurfaceService"]
+
+NOTIFY_TIMEOUT: Final = 5.0
+
+
+class SurfaceService:
+    """The Surfaces of one focus (see the module's docstring). What it needs of the actor:
+
+    - `live_owned(env, instance_id)`: the sender's scope, if the instance is its live one
+      (else raises, another app's audited);
+    - `live_scope(instance_id)`: the scope of a live instance, None if it is not live;
+    - `manifests`, `apps`: the installed apps' manifests and registry entries (the actor's
+      own mappings, which it fills; read, never written, here);
+    - `show(scope, instance_id, view)`: make that the instance's view and push it;
+    - `soon(fn, *args)`: run `fn` in the actor's nursery; `tell_app(scope, event)`: tell it.
+    """
+
+    def __init__(
+        self,
+        bus: Bus,
+        me: Identity,
+        surfaces: SurfaceBook,
+        sessions: SessionData,
+        *,
+        live_owned: Callable[[Envelope, str], str],
+        live_scope: Callable[[str], str | None],
+        manifests: Mapping[str, Manifest],
+        apps: Mapping[str, Mapping[str, str]],
+        show: Callable[[str, str, dict[str, Any]], None],
+        soon: Callable[..., None],
+        tell_app: Callable[[str, Message], Awaitable[None]],
+    ) -> None:
+        self.bus = bus
+        self.me = me
+        self._surfaces = surfaces
+        self._sessions = sessions
+        self._live_owned = live_owned
+        self._live_scope = live_scope
+        self._manifests = manifests
+        self._apps = apps
+        self._show = show
+        self._soon = soon
+        self._tell_app = tell_app
+        # The view an app drew while its Surface covers the instance (shown when it closes).
+        self._beneath: dict[str, dict[str, Any]] = {}
+
+    def refused(self, env: Envelope, subject: str, refused: LineUpError) -> LineUpError:
+        """Audit a refused Surface request by its type and code (rate-bounded per sender: a
+        Surface's messages are the user's iframe's, as many as it likes), and return it."""
+        self.bus.audit_refusal(
+            AuditRecord(
+                event="focus.surface_refused",
+                actor=self.me.name,
+                peer=env.sender.name,
+                code=refused.code.value,
+                message_type=env.body.TYPE,
+                subject_id=subject[:200],
+            )
+        )
+        return refused
+
+    def _show_surface(self, surface: Surface) -> None:
+        self._show(surface.app_scope, surface.instance_id, surface.view())
+
+    # ------------------------------------------------------------------ the app's views
+
+    def covers(self, instance_id: str) -> bool:
+        """Whether a Surface covers the instance (its app's view is then kept, not shown)."""
+        return self._surfaces.of(instance_id) is not None
+
+    def keep_beneath(self, instance_id: str, view: dict[str, Any]) -> None:
+        """Keep the (checked) view the app drew under its Surface, to show when it closes."""
+        self._beneath[instance_id] = view
+
+    def drop(self, scope: str, instance_id: str) -> None:
+        """The instance ended: its Surface goes (the app is told `instance_ended`), with its
+        session's subscribers."""
+        self._sessions.forget((scope, instance_id))
+        self._beneath.pop(instance_id, None)
+        surface = self._surfaces.drop(instance_id)
+        if surface is not None:
+            closed = sdk.SurfaceClosedEvent(
+                instance_id=instance_id, surface_id=surface.surface_id, reason="instance_ended"
+            )
+            self._soon(self._tell_app, scope, closed)
+
+    # ------------------------------------------------------------------ the app's requests
+
+    def open(self, msg: sdk.SurfaceOpenRequest, env: Envelope) -> sdk.SurfaceReply:
+        """Open one of the sender's live instances' Surface from a `surface` entrypoint of its
+        manifest (idempotent: the open one again, `changed` False, its state kept); its view
+        becomes the Surface's. Refused `app_instance_not_found` (not the sender's live
+        instance, another app's audited as well), `surface_unavailable`, a bound's code."""
+        try:
+            scope = self._live_owned(env, msg.instance_id)
+        except LineUpError as refused:
+            missing = LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
+            raise self.refused(env, msg.instance_id, missing) from refused
+        try:
+            entrypoint = surface_entrypoint(self._manifests.get(scope), msg.entrypoint)
+            surface, changed = self._surfaces.open(
+                scope,
+                msg.instance_id,
+                entrypoint,
+                label=self._apps.get(scope, {}).get("title", scope),
+                state=msg.state,
+                tool_input=msg.tool_input,
+            )
+        except LineUpError as refused:
+            raise self.refused(env, msg.instance_id, refused) from refused
+        if changed:
+            self._show_surface(surface)
+        return surface.reply(changed=changed)
+
+    def update(self, msg: sdk.SurfaceUpdateRequest, env: Envelope) -> sdk.SurfaceReply:
+        """Merge a patch into the sender's open Surface's state (one revision on) and show it.
+        Refused `surface_not_found` (none open, or another app's), a bound's code."""
+        try:
+            surface = self._surfaces.update(
+                app_scope_of(env.sender), msg.surface_id, msg.patch, msg.tool_result
+            )
+        except LineUpError as refused:
+            raise self.refused(env, msg.surface_id, refused) from refused
+        self._show_surface(surface)
+        return surface.reply()
+
+    def close(self, msg: sdk.SurfaceCloseRequest, env: Envelope) -> sdk.SurfaceReply:
+        """Close the sender's Surface: the instance shows the view its app drew (or a
+        placeholder), and the app is told (`closed`). A repeat is `changed` False."""
+        scope = app_scope_of(env.sender)
+        try:
+            surface, changed = self._surfaces.close(scope, msg.surface_id)
+        except LineUpError as refused:
+            raise self.refused(env, msg.surface_id, refused) from refused
+        if changed:
+            self._sessions.unwatch((scope, surface.instance_id))
+            if self._live_scope(surface.instance_id) is not None:
+                view = self._beneath.pop(surface.instance_id, None) or PLACEHOLDER_VIEW
+                self._show(scope, surface.instance_id, view)
+            closed = sdk.SurfaceClosedEvent(
+                instance_id=surface.instance_id, surface_id=surface.surface_id, reason="closed"
+            )
+            self._soon(self._tell_app, scope, closed)
+        return surface.reply(open=False, changed=changed)
+
+    # ------------------------------------------------------------------ the hostbridge's
+
+    def _open_surface(self, instance_id: str, surface_id: str | None) -> Surface:
+        """The live instance's open Surface (that one, if `surface_id`), for the hostbridge.
+        Raises `app_instance_not_found`, `surface_not_found`."""
+        if self._live_scope(instance_id) is None:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+        surface = self._surfaces.of(instance_id)
+        if surface is None:
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, instance_id)
+        if surface_id is not None:
+            surface = self._surfaces.named(instance_id, surface_id)
+        return surface
+
+    def assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
+        """Where an open Surface's files are: the `web/` folder beside its app's manifest."""
+        try:
+            surface = self._open_surface(msg.instance_id, None)
+        except LineUpError as refused:
+            raise self.refused(env, msg.instance_id, refused) from refused
+        manifest = self._apps.get(surface.app_scope, {}).get("manifest", "")
+        web_root = Path(os.path.abspath(manifest)).parent / "web"  # no I/O: the hostbridge resolves
+        return SurfaceAssetsReply(
+            instance_id=msg.instance_id,
+            surface_id=surface.surface_id,
+            web_root=str(web_root),
+            document=surface.entrypoint.document,
+        )
+
+    async def event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:
+        """An event the Surface sent, checked against its entrypoint, handed to the app as
+        `miniapp.surface.event`. An app that is down is the code its channel gives
+        (`actor_restarted`, `actor_unavailable`): the Surface retries."""
+        try:
+            surface = self._open_surface(msg.instance_id, msg.surface_id)
+            surface.check_event(msg.name, msg.data)
+            try:
+                await self.bus.notify(
+                    f"miniapp:{surface.app_scope}",
+                    sdk.SurfaceEvent(
+                        instance_id=msg.instance_id,
+                        surface_id=surface.surface_id,
+                        name=msg.name,
+                        data=msg.data,
+                    ),
+                    timeout=NOTIFY_TIMEOUT,
+                )
+            except LineUpError as down:
+                raise LineUpError(down.code, "the app is not there") from down
+        except LineUpError as refused:
+            raise self.refused(env, msg.instance_id, refused) from refused
+        return SurfaceAccepted(instance_id=msg.instance_id, surface_id=surface.surface_id)
+
+    async def session_data(self, msg: SurfaceSessionDataRequest, env: Envelope) -> SurfaceAccepted:
+        """The Surface's way to its instance's session data: the app's own path (the same
+        store requests, under the same lock, `stale_revision` alike). `subscribe` makes the
+        sender (the hostbridge) a subscriber of that session while the Surface is open."""
+        try:
+            return await self._session_data(msg, env)
+        except LineUpError as refused:
+            raise self.refused(env, msg.instance_id, refused) from refused
+
+    async def _session_data(self, msg: SurfaceSessionDataRequest, env: Envelope) -> SurfaceAccepted:
+        surface = self._open_surface(msg.instance_id, msg.surface_id)
+        key = (surface.app_scope, msg.instance_id)
+        async with self._sessions.lock(key):
+            surface = self._open_surface(msg.instance_id, msg.surface_id)  # still open?
+            if msg.op == "replace":
+                if msg.data is None or msg.expected_revision is None:
+                    raise LineUpError(ErrorCode.BRIDGE_PARAMS_INVALID, "replace needs data")
+                reply = await self._sessions.write(key, msg.data, msg.expected_revision)
+                return SurfaceAccepted(
+                    instance_id=msg.instance_id,
+                    surface_id=surface.surface_id,
+                    revision=reply.revision,
+                    data=msg.data,
+                )
+            got = await self._sessions.read(key)
+            if msg.op == "subscribe":
+                # Under the session's lock: a write lands in this snapshot or comes next.
+                self._sessions.watch(key, env.sender.name)
+            return SurfaceAccepted(
+                instance_id=msg.instance_id,
+                surface_id=surface.surface_id,
+                revision=got.revision,
+                data=got.data,
+            )

@@ -1,0 +1,280 @@
+"""Focus's side of the Shell's views (DESIGN §5): the apps' views and items in, the hostbridge
+told what changed, and the pages a Shell asks for, on the book `_views` keeps.
+
+Theory of operation
+-------------------
+An app's view or items are checked (`ViewBook`: bounds, trust), refused with an audit row
+(`focus.view_refused`), else kept and pushed. One pusher per instance at a time takes what
+changed (`ViewBook.take`), so what arrives meanwhile coalesces and the hostbridge never gets
+more than it takes in: views at most `VIEW_PUSH_RATE` times a second (an update on its own at
+once), items as they come, in batches no bigger than an app's own put. While a Surface covers
+an instance (`_surface_service`), the view its app draws is checked and kept beneath, not
+shown; an app whose manifest requires a Surface draws nothing with the Shell's own components.
+The hostbridge is told best effort: the Shell asks for every view and page when it
+(re)connects (`views`, `items_page`).
+
+The handlers stay on the actor (`@handles`), which delegates here; instances and the nursery
+stay the actor's, reached through the callables it hands this object.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final
+
+import trio
+
+from lineup.actors.kernel import (
+    AuditRecord,
+    Bus,
+    Envelope,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+)
+from lineup.hostbridge.messages import (
+    AppsUpdatedEvent,
+    ViewItemsUpdatedEvent,
+    ViewUpdatedEvent,
+)
+from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import Manifest
+from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
+
+from ._surface_service import SurfaceService
+from ._views import TRUSTED_KINDS, ViewBook
+from .messages import (
+    AppView,
+    ViewItemsPageReply,
+    ViewItemsPageRequest,
+    ViewsReply,
+    ViewsRequest,
+)
+
+__all__ = ["VIEWS_REPLY_BYTES", "VIEW_PUSH_RATE", "ViewService"]
+
+NOTIFY_TIMEOUT: Final = 5.0
+VIEW_PUSH_RATE: Final = 30  # views pushed a second per instance, at most (items: as they come)
+VIEWS_REPLY_BYTES: Final = 512 * 1024  # views in one reply to the hostbridge (at least one)
+
+
+class ViewService:
+    """The views of one focus (see the module's docstring). What it needs of the actor:
+
+    - `manifests`: the installed apps' manifests (the actor's own mapping, read here);
+    - `owners()`: instance → app scope, as the actor has it now;
+    - `live_owned(env, instance_id)`: the sender's scope, if the instance is its live one;
+    - `shown()`: the instances the Shell shows (live, not suspended);
+    - `apps()`: the live instances and the foreground, as the Shell lists them;
+    - `soon(fn, *args)`: run `fn` in the actor's nursery; `tell_app(scope, event)`: tell it.
+    """
+
+    def __init__(
+        self,
+        bus: Bus,
+        me: Identity,
+        views: ViewBook,
+        surfaces: SurfaceService,
+        *,
+        manifests: Mapping[str, Manifest],
+        owners: Callable[[], Mapping[str, str]],
+        live_owned: Callable[[Envelope, str], str],
+        shown: Callable[[], set[str]],
+        apps: Callable[[], AppsUpdatedEvent],
+        soon: Callable[..., None],
+        tell_app: Callable[[str, Message], Awaitable[None]],
+    ) -> None:
+        self.bus = bus
+        self.me = me
+        self._views = views
+        self._surfaces = surfaces
+        self._manifests = manifests
+        self._owners = owners
+        self._live_owned = live_owned
+        self._shown = shown
+        self._apps = apps
+        self._soon = soon
+        self._tell_app = tell_app
+        self._view_pushers: set[str] = set()
+        self._last_push: dict[str, float] = {}  # instance → when its last view went
+        self._naps: dict[str, trio.CancelScope] = {}  # pushers waiting for a view's turn
+
+    # ------------------------------------------------------------------ the apps' views
+
+    def update(self, msg: sdk.ViewUpdateRequest, env: Envelope) -> sdk.CommandReceipt:
+        """An app's whole view, checked against the bounds every JSON document the runtime
+        passes on must keep (depth, items, numbers, strings: the wire's `check_document`),
+        `MAX_VIEW_BYTES`, and the trust its kind needs; then coalesced (`_push_views`)."""
+        scope = self._live_owned(env, msg.instance_id)
+        manifest = self._manifests.get(scope)
+        if (
+            manifest is not None
+            and manifest.host.surface_required
+            and msg.view.get("kind") in TRUSTED_KINDS
+        ):
+            # An app that needs a Surface draws nothing with the Shell's own components.
+            refused = LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "surface required")
+            raise self._surfaces.refused(env, msg.instance_id, refused)
+        try:
+            if self._surfaces.covers(msg.instance_id):
+                # The Surface covers the instance: the app's view is kept, not shown, until
+                # the Surface closes.
+                self._views.check_view(scope, msg.view)
+                self._surfaces.keep_beneath(msg.instance_id, msg.view)
+                return sdk.CommandReceipt(id=msg.instance_id, changed=False)
+            self._views.set_view(scope, msg.instance_id, msg.view)
+        except LineUpError as refused:
+            raise self.refused(env, msg.instance_id, refused) from refused
+        self.schedule_push(msg.instance_id)
+        return sdk.CommandReceipt(id=msg.instance_id)
+
+    def put_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
+        """Items of the instance's list, new or changed (`ViewBook.put_items`), coalesced with
+        its view: only what changed goes on to the Shell."""
+        scope = self._live_owned(env, msg.instance_id)
+        try:
+            changed = self._views.put_items(scope, msg.instance_id, msg.items)
+        except LineUpError as refused:
+            raise self.refused(env, msg.instance_id, refused) from refused
+        if changed:
+            self.schedule_push(msg.instance_id, items=True)
+        return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+
+    def refused(self, env: Envelope, instance_id: str, refused: LineUpError) -> LineUpError:
+        """Audit a refused view or items (with the bound or rule it broke) and say why to the
+        app: `permission_denied` for trust, `invalid_arguments` for a bound."""
+        self.bus.audit(
+            AuditRecord(
+                event="focus.view_refused",
+                actor=self.me.name,
+                peer=env.sender.name,
+                code=refused.code.value,
+                message_type=env.body.TYPE,
+                subject_id=instance_id,
+            )
+        )
+        if refused.code is ErrorCode.PERMISSION_DENIED:
+            return LineUpError(ErrorCode.PERMISSION_DENIED, "not this app's component")
+        return LineUpError(ErrorCode.INVALID_ARGUMENTS, "view out of bounds")
+
+    def show(self, scope: str, instance_id: str, view: dict[str, Any]) -> None:
+        """Make `view` the instance's (a Surface's, or its app's again) and push it."""
+        self._views.show(scope, instance_id, view)
+        self.schedule_push(instance_id)
+
+    def drop(self, instance_id: str) -> None:
+        """The instance ended: its view and items go, and its pace with them."""
+        self._views.drop(instance_id)
+        self._last_push.pop(instance_id, None)
+
+    # ------------------------------------------------------------------ pushes
+
+    def schedule_push(self, instance_id: str, *, items: bool = False) -> None:
+        if instance_id not in self._view_pushers:
+            self._view_pushers.add(instance_id)
+            self._soon(self._push_views, instance_id)
+        elif items and (nap := self._naps.get(instance_id)) is not None:
+            nap.cancel()  # items do not wait for the next view's turn
+
+    async def _push_views(self, instance_id: str) -> None:
+        """Push what changed of the instance; what arrives meanwhile coalesces (the latest
+        view, the latest version of each item), so the hostbridge never gets more than it
+        takes in. Views go at most `VIEW_PUSH_RATE` times a second (an update on its own at
+        once); items go as they come, each a message to show."""
+        try:
+            while True:
+                due = self._last_push.get(instance_id, -math.inf) + 1 / VIEW_PUSH_RATE
+                now = trio.current_time()
+                change = self._views.take(instance_id, with_view=now >= due)
+                if change is None:
+                    if not self._views.view_waiting(instance_id):
+                        return
+                    # Until the view is due, or items come (`schedule_push` wakes it).
+                    with trio.CancelScope(deadline=due) as nap:
+                        self._naps[instance_id] = nap
+                        await trio.sleep_forever()
+                    self._naps.pop(instance_id, None)
+                    continue
+                view, items = change
+                if view is not None:
+                    self._last_push[instance_id] = now
+                    await self._tell_hostbridge(
+                        ViewUpdatedEvent(
+                            app_scope=view.app_scope, instance_id=instance_id, view=view.view
+                        )
+                    )
+                for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
+                    await self._tell_hostbridge(
+                        ViewItemsUpdatedEvent(
+                            app_scope=self._owners().get(instance_id, ""),
+                            instance_id=instance_id,
+                            items=tuple(batch),
+                        )
+                    )
+        finally:
+            self._view_pushers.discard(instance_id)
+            self._naps.pop(instance_id, None)
+
+    async def _tell_hostbridge(self, event: Message) -> None:
+        # Not told: the Shell asks for every view and page when it (re)connects.
+        await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
+
+    # ------------------------------------------------------------------ the Shell's pages
+
+    def views(self, msg: ViewsRequest) -> ViewsReply:
+        """The live views from `msg.offset` on, as many as `VIEWS_REPLY_BYTES` hold (at least
+        one); an app whose view focus lacks is asked for it."""
+        live = self._shown()
+        views = self._views.views()
+        if msg.offset == 0:
+            owners = self._owners()
+            for scope in {owners[i] for i in live if i not in views}:
+                self._soon(self._tell_app, scope, sdk.ViewRefreshEvent())
+        shown = [v for i, v in views.items() if i in live][msg.offset :]
+        page: list[AppView] = []
+        used = 0
+        for view in shown:
+            size = encoded_size(view.view)
+            if page and used + size > VIEWS_REPLY_BYTES:
+                break
+            page.append(view)
+            used += size
+        apps = self._apps()
+        return ViewsReply(
+            views=tuple(page),
+            foreground=apps.foreground,
+            instances=apps.instances,
+            next_offset=msg.offset + len(page) if len(page) < len(shown) else None,
+        )
+
+    def items_page(self, msg: ViewItemsPageRequest) -> ViewItemsPageReply:
+        """A bounded page of a live instance's items, for a Shell."""
+        scope = self._owners().get(msg.instance_id)
+        if scope is None or msg.instance_id not in self._shown():
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
+        before = (
+            None
+            if msg.before_order is None or msg.before_id is None
+            else (msg.before_order, msg.before_id)
+        )
+        items, more = self._views.page(msg.instance_id, before)
+        return ViewItemsPageReply(
+            app_scope=scope, instance_id=msg.instance_id, items=tuple(items), more=more
+        )
+
+
+def _batches(items: Iterable[sdk.ViewItem], budget: int) -> Iterable[list[sdk.ViewItem]]:
+    """`items` in order, in lists of at most `budget` bytes each (one item may fill one)."""
+    batch: list[sdk.ViewItem] = []
+    used = 0
+    for item in items:
+        size = len(item.model_dump_json().encode())
+        if batch and used + size > budget:
+            yield batch
+            batch, used = [], 0
+        batch.append(item)
+        used += size
+    if batch:
+        yield batch
