@@ -80,6 +80,7 @@ __all__ = [
     "ViewItemsPutRequest",
     "ViewRefreshEvent",
     "ViewUpdateRequest",
+    "merge_patch",
 ]
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
@@ -525,6 +526,20 @@ class InteractionUpdatedEvent(Message):
 
 MAX_SURFACE_STATE_BYTES = 64 * 1024  # the Surface's state, as compact UTF-8 JSON
 MAX_SURFACE_EVENT_BYTES = 64 * 1024  # one event's `data`, likewise
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396, as the runtime applies a `SurfaceUpdateRequest`'s patch: `patch` applied to
+    `target` (neither is changed; the result is new)."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
 
 
 class SurfaceOpenRequest(Message):

@@ -476,7 +476,7 @@ class FakeSurfaces:
         surface = self._owned(msg.surface_id)
         if not surface.open:
             raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, msg.surface_id)
-        state = _merge_patch(surface.state, msg.patch)
+        state = p.merge_patch(surface.state, msg.patch)
         _bounded_surface(state)
         if msg.tool_result is not None:
             _bounded_surface(msg.tool_result)
@@ -826,19 +826,6 @@ def _compact(value: Any) -> str:
 def _bounded_surface(document: dict[str, Any]) -> None:
     if len(_compact(document).encode()) > p.MAX_SURFACE_STATE_BYTES:
         raise LineUpError(ErrorCode.ENVELOPE_TOO_LARGE, "surface document bytes")
-
-
-def _merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7396, as focus applies it."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge_patch(result.get(key), value)
-    return result
 
 
 def _scope_of(app: MiniApp) -> str:

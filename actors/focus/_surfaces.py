@@ -31,6 +31,7 @@ from typing import Any, Final
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import SURFACE_KIND, SURFACE_VERSIONS, Entrypoint, Manifest
+from lineup.sdk.protocol import merge_patch
 from lineup.wire._limits import WireLimitError, check_document, encoded_size
 
 __all__ = [
@@ -52,19 +53,6 @@ PLACEHOLDER_VIEW: Final[dict[str, Any]] = {"kind": "lineup.placeholder"}
 
 def surface_id_of(instance_id: str) -> str:
     return SURFACE_PREFIX + instance_id
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7396: `patch` applied to `target` (neither is changed; the result is new)."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def check_bounded(document: dict[str, Any]) -> None:

@@ -25,10 +25,9 @@ from lineup import wire
 from lineup.ops.agent import AgentClient
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 
 from ._actors import BenchApp
+from ._linked import start_embedded
 
 __all__ = ["mcp_vs_agent"]
 
@@ -61,18 +60,8 @@ async def mcp_vs_agent(rounds: int) -> tuple[list[float], list[float]]:
             "entry": "lineup.ops.bench._actors:BenchApp",
             "title": "Bench",
         }
-        plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False, extra_apps=(app,)))
-        supervisor = Supervisor(
-            plan.specs,
-            data_dir=data_dir,
-            preload=PRELOAD,
-            lanes=LANES,
-            intensity=Intensity(max_restarts=50, period=10.0),
-            link_wait=plan.link_wait,
-        )
-        supervisor.info.update(plan.info)
         async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
+            plan = await start_embedded(nursery, data_dir, (app,))
             try:
                 return await _measure(plan.appserver_url, data_dir, rounds)
             finally:

@@ -39,8 +39,8 @@ import trio
 
 from lineup import wire
 from lineup.ops.agent import AgentClient
-from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+
+from ._linked import start_embedded
 
 __all__ = ["CHROMIUM", "SurfaceTimes", "surface_latencies"]
 
@@ -180,18 +180,8 @@ async def surface_latencies(opens: int, patches: int) -> SurfaceTimes:
     with tempfile.TemporaryDirectory(prefix="lineup-bench-surfaces-") as tmp:
         data_dir = Path(tmp) / "rt"
         data_dir.mkdir(mode=0o700)
-        plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False))
-        supervisor = Supervisor(
-            plan.specs,
-            data_dir=data_dir,
-            preload=PRELOAD,
-            lanes=LANES,
-            intensity=Intensity(max_restarts=50, period=10.0),
-            link_wait=plan.link_wait,
-        )
-        supervisor.info.update(plan.info)
         async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
+            plan = await start_embedded(nursery, data_dir)
             try:
                 async with AgentClient(plan.appserver_url) as client:
                     await client.login(AGENT, SECRET)
