@@ -66,6 +66,7 @@ log = logging.getLogger("lineup.transport")
 
 SESSION_CURSOR: Final = "transport.session"
 SYNC_CURSOR: Final = "transport.sync.cursor"
+ANNOUNCED_TO: Final = ("supervisor", "hostbridge")  # told every change of the link's state
 BACKOFF_BASE: Final = 0.1
 BACKOFF_CAP: Final = 5.0
 DEGRADED_AFTER: Final = 3  # consecutive failures before "reconnecting" becomes "offline_degraded"
@@ -121,7 +122,8 @@ class TransportActor(Actor):
             self._client = client
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._announce_loop)
+                for peer in ANNOUNCED_TO:
+                    nursery.start_soon(self._announce_loop, peer)
                 self._set_state("restoring")
                 task_status.started()
                 await self._login()
@@ -136,32 +138,33 @@ class TransportActor(Actor):
         log.info("transport.state %s -> %s reason=%s", self.state, state, reason and reason.value)
         self.state, self.reason = state, reason
         self._state_changed.set()
+        self._state_changed = trio.Event()
 
-    async def _announce_loop(self) -> None:
-        """Tell the hostbridge and the supervisor the state, the latest one only and in order
-        (one task: separate ones could arrive in any order and leave an old state shown). A
-        tell that did not get through is tried again a second later, unless the state moved on
-        (the hostbridge also asks for the state when a Shell connects)."""
+    async def _announce_loop(self, peer: str) -> None:
+        """Tell `peer` the state, the latest one only and in order (one task per peer: tells to
+        one peer could otherwise arrive in any order and leave an old state shown). Each peer
+        has its own task, so one that is not up yet (the hostbridge starts after us, and a tell
+        to it waits for its channel) never holds up the other: the supervisor's `ready` waits
+        for the link. A tell that did not get through is tried again a second later, unless the
+        state moved on (the hostbridge also asks for the state when a Shell connects)."""
         told: tuple[RuntimeState, ErrorCode | None] | None = None
         while True:
-            if told == (self.state, self.reason):
-                await self._state_changed.wait()
-            self._state_changed = trio.Event()
+            changed = self._state_changed  # taken first: a change from here on sets it
             state, reason = self.state, self.reason
+            if told == (state, reason):
+                await changed.wait()
+                continue
             why = reason.value if reason else None
-            codes = (
-                await self.bus.tell(
-                    "hostbridge", RuntimeStateEvent(state=state, reason=why), timeout=2.0
-                ),
-                await self.bus.tell(
-                    "supervisor", RuntimeLinkEvent(state=state, reason=why), timeout=2.0
-                ),
+            event = (
+                RuntimeLinkEvent(state=state, reason=why)
+                if peer == "supervisor"
+                else RuntimeStateEvent(state=state, reason=why)
             )
-            if codes == (None, None):
+            if await self.bus.tell(peer, event, timeout=2.0) is None:
                 told = (state, reason)
             else:
                 with trio.move_on_after(1.0):
-                    await self._state_changed.wait()
+                    await changed.wait()
 
     def _link_failed(self, failure: LinkFailure) -> None:
         self._failures += 1

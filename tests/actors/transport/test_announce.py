@@ -1,0 +1,73 @@
+"""The transport tells each peer of the link's state on its own: a hostbridge that is not up
+yet (a tell to it waits for its channel) never holds up what the supervisor is told, which the
+tree's `ready` waits for. The bus is a fake; the announce loops are the transport's own."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import trio
+
+from lineup.actors.kernel import ErrorCode, Message
+from lineup.actors.kernel.control import RuntimeLinkEvent
+from lineup.actors.transport._actor import ANNOUNCED_TO, TransportActor
+from lineup.hostbridge.messages import RuntimeStateEvent
+
+
+class Bus:
+    """The supervisor takes every tell at once; the hostbridge's tells wait out their timeout
+    until `hostbridge_up` is set (its channel is not there yet), then are taken."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+        self.hostbridge_up = trio.Event()
+        self.changed = trio.Event()
+
+    async def tell(self, peer: str, body: Message, *, timeout: float) -> ErrorCode | None:
+        if peer == "hostbridge":
+            with trio.move_on_after(timeout):
+                await self.hostbridge_up.wait()
+            if not self.hostbridge_up.is_set():
+                return ErrorCode.DEADLINE_EXCEEDED
+        state = body.state  # type: ignore[attr-defined]
+        assert isinstance(body, RuntimeLinkEvent if peer == "supervisor" else RuntimeStateEvent)
+        self.told.append((peer, state))
+        self.changed.set()
+        self.changed = trio.Event()
+        return None
+
+    async def until(self, peer: str, state: str) -> None:
+        while (peer, state) not in self.told:
+            await self.changed.wait()
+
+
+def transport(bus: Bus) -> Any:
+    return TransportActor(SimpleNamespace(bus=bus, config={}))  # type: ignore[arg-type]
+
+
+async def test_the_supervisor_hears_the_link_online_while_the_hostbridge_is_not_up(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    bus = Bus()
+    actor = transport(bus)
+    async with trio.open_nursery() as nursery:
+        for peer in ANNOUNCED_TO:
+            nursery.start_soon(actor._announce_loop, peer)
+        actor._set_state("restoring")
+        actor._set_state("authenticating")
+        actor._set_state("online")
+        with trio.fail_after(0.5):  # well before one hostbridge tell has timed out (2 s)
+            await bus.until("supervisor", "online")
+        assert not [s for p, s in bus.told if p == "hostbridge"]
+        bus.hostbridge_up.set()
+        with trio.fail_after(5):
+            await bus.until("hostbridge", "online")
+        nursery.cancel_scope.cancel()
+    # Each peer heard the states in the order they came (the latest only, when it was late),
+    # and the last it heard is the one the link is in.
+    order = ["restoring", "authenticating", "online"]
+    for peer in ANNOUNCED_TO:
+        states = [s for p, s in bus.told if p == peer]
+        assert states[-1] == "online"
+        assert [order.index(s) for s in states] == sorted({order.index(s) for s in states})
