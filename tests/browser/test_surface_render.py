@@ -130,6 +130,21 @@ def rejections(p: Page, count: int) -> None:
 # ---------------------------------------------------------------------- the bridge
 
 
+async def test_the_frame_takes_the_stages_width(
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage, recorded: list[str]
+) -> None:
+    # Not an iframe's default 300 px: the app's page gets the stage (up to 1000 px).
+    served = await serve(nursery, tmp_path, recorded, surface_view())
+    await open_surface(page, served)
+    frame_width, stage_width = await page.run(
+        lambda p: (
+            p.locator(FRAME).bounding_box()["width"],  # type: ignore[index]
+            p.locator(".app-view").first.bounding_box()["width"],  # type: ignore[index]
+        )
+    )
+    assert frame_width >= min(1000, stage_width - 32) - 2
+
+
 async def test_the_handshake_state_tool_input_and_session_data_round_trip(
     nursery: trio.Nursery, tmp_path: Path, page: ShellPage, recorded: list[str]
 ) -> None:
