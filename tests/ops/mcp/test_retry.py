@@ -13,21 +13,7 @@ import mcp_types as types
 from lineup import wire
 from lineup.ops.mcp._server import Link, McpBridge
 
-TOOL = {
-    "method": "b.tool",
-    "description": "B",
-    "handling": "direct",
-    "input_schema": {"type": "object"},
-    "output_schema": {"type": "object"},
-}
-
-
-def _inventory(revision: str, *tools: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": wire.INVENTORY,
-        "conversation_id": "c",
-        "payload": {"revision": revision, "tools": list(tools)},
-    }
+from .test_bridge import TOOL, _final, _inventory
 
 
 class FakeAppServer:
@@ -55,10 +41,6 @@ class FakeAppServer:
             take(_final(wire.TOOL_ERROR, call_id, code="inventory_revision_mismatch"))
         else:
             take(_final(wire.RESULT, call_id, result={"ok": True}))
-
-
-def _final(kind: str, call_id: str, **payload: object) -> dict[str, Any]:
-    return {"type": kind, "conversation_id": "c", "payload": {"call_id": call_id, **payload}}
 
 
 class _Session:
