@@ -18,10 +18,16 @@ __all__ = [
     "AppSessionsUpdatedEvent",
     "AppsUpdatedEvent",
     "ArtifactCreatedEvent",
+    "CapabilityEndedEvent",
+    "CapabilityPromptEvent",
+    "CapabilityPromptView",
+    "GrantsChangedEvent",
     "HealthReply",
     "HealthRequest",
     "InteractionView",
     "InteractionsUpdatedEvent",
+    "ProviderRunEvent",
+    "ProviderRunView",
     "RuntimeStateEvent",
     "SessionDataUpdatedEvent",
     "ViewItemsUpdatedEvent",
@@ -147,3 +153,71 @@ class ArtifactCreatedEvent(Message):
 
     type: Literal["hostbridge.artifact.created"] = "hostbridge.artifact.created"
     artifact: ArtifactInfo
+
+
+# ---------------------------------------------------------------------------------- capabilities
+#
+# The gateway tells; the hostbridge shows the Shells and sends the user's answers back as
+# `gateway.ui.*` requests. A hostbridge that (re)starts, or a Shell that connects, gets what
+# is pending from `gateway.ui.capability.pending`.
+
+
+class CapabilityPromptView(Message):
+    """The runtime's own permission prompt (not a standard interaction): the app, the
+    capability and the app's stated purpose, each shown as text and never as markup, with
+    Allow once / Always allow (only where `rememberable`) / Deny, until `expires_at`.
+    `detail` is the runtime's own line about what will happen (e.g. the bundle an
+    `app.install` would install), never the app's."""
+
+    type: Literal["hostbridge.capability.prompt.view"] = "hostbridge.capability.prompt.view"
+    prompt_id: str
+    app_scope: str
+    app_title: str
+    instance_id: str
+    capability: str
+    purpose: str
+    detail: str = ""
+    rememberable: bool
+    expires_at: float  # wall clock seconds
+
+
+class ProviderRunView(Message):
+    """A host provider the Shell runs, after the gateway's decision: `notification.show`
+    (`input` is its `NotificationShow`), `artifact.save` (`artifact` is the app's artifact to
+    download), `file.open` (`input` is its `FileOpen`: the Shell shows its picker). The Shell
+    answers with `gateway.ui.provider.done` before `expires_at`, or the run fails."""
+
+    type: Literal["hostbridge.capability.run.view"] = "hostbridge.capability.run.view"
+    run_id: str
+    app_scope: str
+    app_title: str
+    instance_id: str
+    capability: str
+    input: dict[str, Any]
+    artifact: ArtifactInfo | None = None
+    expires_at: float
+
+
+class CapabilityPromptEvent(Message):
+    type: Literal["hostbridge.capability.prompt"] = "hostbridge.capability.prompt"
+    prompt: CapabilityPromptView
+
+
+class ProviderRunEvent(Message):
+    type: Literal["hostbridge.capability.run"] = "hostbridge.capability.run"
+    run: ProviderRunView
+
+
+class CapabilityEndedEvent(Message):
+    """A prompt or a run (`id`: its prompt_id or run_id) is over, answered here or elsewhere,
+    or expired: every Shell takes it down."""
+
+    type: Literal["hostbridge.capability.ended"] = "hostbridge.capability.ended"
+    id: str
+    outcome: str  # the decision or the status, for the Shell's own display
+
+
+class GrantsChangedEvent(Message):
+    """A grant was made or revoked: Shells showing the permissions page read it again."""
+
+    type: Literal["hostbridge.capability.grants.changed"] = "hostbridge.capability.grants.changed"

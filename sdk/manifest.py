@@ -36,7 +36,9 @@ from .schema import SchemaUnsupported, check_subset
 
 __all__ = [
     "FORMAT",
+    "HOST_FEATURES",
     "MAX_MANIFEST_BYTES",
+    "SDK_API_VERSIONS",
     "SURFACE_KIND",
     "SURFACE_VERSIONS",
     "AgentSubscription",
@@ -46,6 +48,7 @@ __all__ = [
     "ManifestInvalid",
     "RuntimeSdk",
     "ToolDescriptor",
+    "incompatibility",
     "load_manifest",
     "manifest_json",
 ]
@@ -61,7 +64,7 @@ ToolId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9_-]*)+$",
 Name = Annotated[str, Field(min_length=1, max_length=128)]
 Handling = Literal["direct", "interactive", "launch", "foreground", "operation"]
 Activation = Literal["app_ready", "foreground_required", "activation_not_required"]
-Kind = Literal["system", "bundled-reference", "installed"]
+Kind = Literal["system", "core", "bundled-reference", "installed"]
 
 
 class ManifestInvalid(LineUpError):
@@ -114,9 +117,29 @@ class ToolDescriptor(_Model):
 
 
 class RuntimeSdk(_Model):
-    api_version: Literal["1"] = "1"
+    """The SDK an app was written against. Any version and feature name parses; whether this
+    host can run it is `incompatibility`'s, checked at install, enable and launch."""
+
+    api_version: Annotated[str, Field(pattern=r"^[0-9]{1,4}$")] = "1"
     required_features: tuple[Name, ...] = ()
     optional_features: tuple[Name, ...] = ()
+
+
+SDK_API_VERSIONS: Final = frozenset({"1"})  # the runtime_sdk api versions this host runs
+# What `runtime_sdk.required_features` may ask of this host.
+HOST_FEATURES: Final = frozenset(
+    f"app.{name}.v1"
+    for name in (
+        "tools",
+        "inbox",
+        "interactions",
+        "app_sessions",
+        "surfaces",
+        "session_data",
+        "artifacts",
+        "capabilities",
+    )
+)
 
 
 SURFACE_KIND: Final = "surface"
@@ -196,6 +219,15 @@ class Manifest(_Model):
                 raise ManifestInvalid("duplicate_tool", tool.method, path=f"/tools/{i}/method")
             seen.add(tool.method)
         return self
+
+
+def incompatibility(manifest: Manifest) -> ErrorCode | None:
+    """`app_version_mismatch` when this host cannot run the app (its `runtime_sdk` asks an
+    api version or a required feature the host does not have), None when it can."""
+    sdk = manifest.runtime_sdk
+    if sdk.api_version not in SDK_API_VERSIONS or not set(sdk.required_features) <= HOST_FEATURES:
+        return ErrorCode.APP_VERSION_MISMATCH
+    return None
 
 
 def load_manifest(data: dict[str, Any] | str | bytes) -> Manifest:

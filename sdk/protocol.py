@@ -25,12 +25,15 @@ __all__ = [
     "MAX_VIEW_ITEM_BYTES",
     "AppOpenReply",
     "AppOpenRequest",
+    "AppOperationInfo",
     "ArtifactContent",
     "ArtifactCreateRequest",
     "ArtifactInfo",
     "ArtifactListReply",
     "ArtifactListRequest",
     "ArtifactReadRequest",
+    "CapabilityRequest",
+    "CapabilityResult",
     "CommandReceipt",
     "ContextReply",
     "ContextRequest",
@@ -55,6 +58,9 @@ __all__ = [
     "InteractionRecord",
     "InteractionUpdatedEvent",
     "LifecycleRequest",
+    "RegistryAppInfo",
+    "RegistryListReply",
+    "RegistryListRequest",
     "SessionDataEvent",
     "SessionDataGetRequest",
     "SessionDataReplaceRequest",
@@ -669,3 +675,104 @@ class ArtifactListRequest(Message):
 class ArtifactListReply(Message):
     type: Literal["gateway.sdk.artifact.list.reply"] = "gateway.sdk.artifact.list.reply"
     artifacts: tuple[ArtifactInfo, ...]
+
+
+# ---------------------------------------------------------------------------------- capabilities
+#
+# A system power asked for by purpose and input (seed 004 §6.3). The catalog, the input shapes
+# and the order of the gateway's checks are in `lineup.sdk.capabilities`.
+
+CapabilityStatusValue = Literal[
+    "completed",
+    "cancelled_by_user",
+    "permission_denied",
+    "unsupported_on_host",
+    "policy_denied",
+    "expired",
+    "failed",
+]
+
+
+class CapabilityRequest(Message):
+    """Ask for `capability` for `instance_id` (one of the sender's live instances), saying why
+    (`purpose`: shown to the user as text, never audited) with `input` (the capability's input
+    model; at most `MAX_CAPABILITY_INPUT_BYTES` as JSON). `request_id` (the app's) names the
+    request in the audit and makes a repeat of a decided request answer the same result. The
+    reply is always a `CapabilityResult`; only a malformed message is refused
+    (`invalid_arguments`, `frame_malformed`)."""
+
+    type: Literal["gateway.sdk.capability.request"] = "gateway.sdk.capability.request"
+    request_id: Id
+    instance_id: Id
+    capability: Annotated[
+        str, Field(pattern=r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+$", max_length=100)
+    ]
+    purpose: Annotated[str, Field(min_length=1, max_length=300)]
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class CapabilityResult(Message):
+    """The one outcome of a capability request. `code` says why for every status but
+    `completed` (an `ErrorCode` value: `capability_denied`, `app_disabled`,
+    `foreground_required`, `rate_limited`, `provider_failed`, `invalid_arguments`, …);
+    `output` is the provider's, for `completed` only, and holds no path."""
+
+    type: Literal["gateway.sdk.capability.result"] = "gateway.sdk.capability.result"
+    request_id: Id
+    capability: str
+    status: CapabilityStatusValue
+    code: str | None = None
+    output: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------------- registry
+#
+# What the App Registry MiniApp reads (`focus.sdk.registry.list`, reserved to it by the ACL).
+# It changes the registry only through capabilities (`app.install`, `app.manage`), which the
+# user confirms in the runtime's own prompt.
+
+
+class AppOperationInfo(Message):
+    """One operation on the registry, as it moves: requested → running → completed | failed
+    (`code` then says why)."""
+
+    type: Literal["focus.sdk.registry.operation"] = "focus.sdk.registry.operation"
+    operation_id: Id
+    app_scope: str
+    kind: Literal[
+        "install", "update", "enable", "disable", "rollback", "revoke", "remove", "set_default"
+    ]
+    state: Literal["requested", "running", "completed", "failed"]
+    version: str | None = None  # the version it installs, rolls back to, or revokes
+    from_version: str | None = None
+    code: str | None = None
+    created_at: float
+    updated_at: float
+
+
+class RegistryAppInfo(Message):
+    type: Literal["focus.sdk.registry.app"] = "focus.sdk.registry.app"
+    app_scope: str
+    title: str
+    version: str
+    kind: str  # the manifest's kind: system, core, bundled-reference, installed
+    source: Literal["system", "bundled", "dev", "installed"]
+    enabled: bool
+    # active: runs; unavailable: revoked with no predecessor, or its cache does not verify;
+    # incompatible: its runtime_sdk asks what this host does not have.
+    state: Literal["active", "unavailable", "incompatible"]
+    predecessor: str | None = None  # the verified version a rollback goes back to
+    key_id: str | None = None  # the signer's, for an installed app
+    removable: bool
+    operation: AppOperationInfo | None = None  # the latest one on this app
+
+
+class RegistryListRequest(Message):
+    type: Literal["focus.sdk.registry.list"] = "focus.sdk.registry.list"
+
+
+class RegistryListReply(Message):
+    type: Literal["focus.sdk.registry.list.reply"] = "focus.sdk.registry.list.reply"
+    apps: tuple[RegistryAppInfo, ...]
+    default_app: str  # the user's default app; `chat` when none is chosen
+    operations: tuple[AppOperationInfo, ...] = ()  # the newest first

@@ -13,11 +13,24 @@ from pydantic import Field
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.sdk.manifest import ToolDescriptor
-from lineup.sdk.protocol import MAX_ITEM_ORDER, ViewItem
+from lineup.sdk.protocol import (
+    MAX_ITEM_ORDER,
+    AppOperationInfo,
+    RegistryAppInfo,
+    RegistryListReply,
+    ViewItem,
+)
+
+MAX_BUNDLE_BYTES = 16 * 1024 * 1024  # one bundle file, read whole into memory to verify
 
 __all__ = [
+    "MAX_BUNDLE_BYTES",
     "AppEnableRequest",
+    "AppOperationInfo",
     "AppView",
+    "CapabilitiesChangedEvent",
+    "CapabilityContextReply",
+    "CapabilityContextRequest",
     "FindInstanceRequest",
     "HealthReply",
     "HealthRequest",
@@ -25,6 +38,13 @@ __all__ = [
     "InventoryReply",
     "InventoryRequest",
     "LaunchRequest",
+    "RegistryAppInfo",
+    "RegistryInspectReply",
+    "RegistryInspectRequest",
+    "RegistryInstallRequest",
+    "RegistryListReply",
+    "RegistryListRequest",
+    "RegistryOperateRequest",
     "SurfaceAccepted",
     "SurfaceAssetsReply",
     "SurfaceAssetsRequest",
@@ -217,3 +237,105 @@ class SurfaceAccepted(Message):
     surface_id: str
     revision: int = 0
     data: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------------- capabilities
+#
+# From the gateway, which decides capability requests: what it must know of the app and the
+# instance (focus owns both), and that a grant changed (the inventory may change with it).
+
+
+class CapabilityContextRequest(Message):
+    """What the gateway checks before a capability runs. With `app_scope` (a MiniApp's own
+    request), the instance must be that app's (`app_instance_not_found` otherwise, exactly as
+    a missing one); without (a Surface's request, from the hostbridge), the owner is found."""
+
+    type: Literal["focus.capability.context"] = "focus.capability.context"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str | None = Field(default=None, max_length=100)
+
+
+class CapabilityContextReply(Message):
+    type: Literal["focus.capability.context.reply"] = "focus.capability.context.reply"
+    app_scope: str
+    app_title: str
+    instance_id: str
+    enabled: bool
+    live: bool  # starting, foreground or background (suspended is not live for this)
+    foreground: bool  # the instance is the top of the focus stack
+    declared: tuple[str, ...]  # the manifest's requested_capabilities
+
+
+class CapabilitiesChangedEvent(Message):
+    """gateway → focus: a grant was made, changed or revoked. Focus reads the grants again
+    (`store.capability_grant.list`) and publishes a new inventory revision if the tools it
+    leaves out (those whose `permissions` name a capability their app cannot use) changed."""
+
+    type: Literal["focus.capabilities.changed"] = "focus.capabilities.changed"
+
+
+# ---------------------------------------------------------------------------------- registry
+#
+# App delivery (seed 004 §4.3, §8.3, seed 000 §9). From the supervisor (the `lineup app` CLI on
+# the control socket: the user at the terminal) and from the gateway (the App Registry's
+# `app.install` / `app.manage`, after the user confirmed it in the runtime's prompt). Never from
+# the router: there is no Agent tool for any of it. Every request is one `AppOperation`,
+# recorded as it moves (requested → running → completed | failed) and audited; the reply is the
+# operation as it ended (a failure is `state` failed with its `code`, not an error), except for
+# a malformed request (`invalid_arguments`).
+
+
+class RegistryInstallRequest(Message):
+    """Install a signed bundle, or update an installed app to it (the active version becomes
+    the predecessor). Exactly one of `path` (a file the CLI's user named), `url` (HTTPS; HTTP
+    to loopback only when the runtime runs in development) or `bundle_b64` (the App Registry's
+    artifact, read by the gateway). Everything is verified in memory before a byte is written;
+    a failure leaves the cache and the active version as they were, and starts nothing:
+    `bundle_malformed`, `signature_invalid`, `unknown_key`, `size_mismatch`,
+    `digest_mismatch`, `host_version_unsupported`, `app_version_mismatch`, `revoked`,
+    `url_not_allowed`, `download_failed`. Idempotent by `operation_id`."""
+
+    type: Literal["focus.registry.install"] = "focus.registry.install"
+    operation_id: str = Field(min_length=1, max_length=200)
+    path: str | None = Field(default=None, max_length=4096)
+    url: str | None = Field(default=None, max_length=4096)
+    bundle_b64: str | None = Field(default=None, max_length=(MAX_BUNDLE_BYTES * 4) // 3 + 4)
+
+
+class RegistryInspectRequest(Message):
+    """What a bundle is, and whether it would install (`code` None) or why not, without
+    installing it: the gateway's prompt names the app, version and signer from it."""
+
+    type: Literal["focus.registry.inspect"] = "focus.registry.inspect"
+    bundle_b64: str = Field(max_length=(MAX_BUNDLE_BYTES * 4) // 3 + 4)
+
+
+class RegistryInspectReply(Message):
+    type: Literal["focus.registry.inspect.reply"] = "focus.registry.inspect.reply"
+    app_scope: str | None
+    version: str | None
+    key_id: str | None
+    size: int
+    code: str | None  # None: it would install (or update) now
+
+
+class RegistryOperateRequest(Message):
+    """Enable, disable (new calls stop; the live instances wind down as on a close), roll back
+    (only to the verified predecessor: `no_predecessor`), revoke `version` (an active one rolls
+    back, or the app becomes `unavailable` with no predecessor), remove (the instances are
+    closed first; then the bundle, the app's private data dir and its session data are
+    cleared) or make the default app. `chat` can be neither disabled nor removed
+    (`app_protected`); an unknown app is `app_not_installed`. Idempotent by `operation_id`."""
+
+    type: Literal["focus.registry.operate"] = "focus.registry.operate"
+    operation_id: str = Field(min_length=1, max_length=200)
+    kind: Literal["enable", "disable", "rollback", "revoke", "remove", "set_default"]
+    app_scope: str = Field(min_length=1, max_length=100)
+    version: str | None = Field(default=None, max_length=64)  # for revoke
+
+
+class RegistryListRequest(Message):
+    """The registry as the App Registry and `lineup app list --json` show it; the reply is
+    `lineup.sdk.protocol.RegistryListReply`."""
+
+    type: Literal["focus.registry.list"] = "focus.registry.list"

@@ -65,6 +65,7 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
         "store.registry.*",
         "store.session_data.*",
         "store.inventory.*",
+        "store.capability_grant.list",  # a tool whose app cannot use a capability is left out
     ),
     # The transport owns the link: the sync cursor, and settling outbox rows with the
     # AppServer's answer (it reads the pending rows, marks each sent or failed). It never
@@ -77,7 +78,8 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
     ),
     # The gateway owns the artifacts: it writes their content under the data dir, then their
     # rows here, and reads them back for the apps and the Shell.
-    K.GATEWAY: ("store.artifact.*",),
+    # And the user's capability grants, which only its decisions and the permissions page make.
+    K.GATEWAY: ("store.artifact.*", "store.capability_grant.*"),
     # The hostbridge faces the browser: it neither writes nor reads the store. What the user
     # does in the Shell reaches the store only through the actor that owns that area.
     K.HOSTBRIDGE: (),
@@ -99,6 +101,10 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
         allow(kind, K.SUPERVISOR, "supervisor.peer.misbehaved")
     allow(K.FOCUS, K.SUPERVISOR, "supervisor.child.start", "supervisor.child.stop")
     allow(K.SUPERVISOR, K.FOCUS, "focus.app.failed")
+    # The `lineup app` CLI's registry commands (the user at the terminal): the supervisor
+    # relays them to focus, which owns the registry.
+    allow(K.CLI, K.SUPERVISOR, "supervisor.registry.*")
+    allow(K.SUPERVISOR, K.FOCUS, "focus.registry.*")
     allow(K.TRANSPORT, K.SUPERVISOR, "supervisor.runtime.state")  # for `lineup status`
     allow(K.CLI, K.SUPERVISOR, "supervisor.status.request", _HEALTH)
 
@@ -134,9 +140,12 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     allow(K.HOSTBRIDGE, K.ROUTER, "router.ui.*")
     allow(K.HOSTBRIDGE, K.FOCUS, "focus.ui.*")
     allow(K.HOSTBRIDGE, K.GATEWAY, "gateway.ui.*")
-    # The gateway asks focus whose an instance is (an artifact's owner); focus never asks the
-    # gateway, so no request cycle.
-    allow(K.GATEWAY, K.FOCUS, "focus.instance.find")
+    # The gateway asks focus whose an instance is (an artifact's owner), what a capability
+    # request must be checked against, and, once the user confirmed the App Registry's request,
+    # to carry out a registry operation; it tells focus that a grant changed. Focus never asks
+    # the gateway, so no request cycle.
+    allow(K.GATEWAY, K.FOCUS, "focus.instance.find", "focus.capability.context",
+          "focus.capabilities.changed", "focus.registry.*")  # fmt: skip
     allow(K.ROUTER, K.HOSTBRIDGE, "hostbridge.*")
     allow(K.FOCUS, K.HOSTBRIDGE, "hostbridge.*")
     allow(K.GATEWAY, K.HOSTBRIDGE, "hostbridge.*")
@@ -159,6 +168,8 @@ ACL: Final = _build()
 # `send_text` is a system-level extension of Interact, not an app's): one row.
 RESERVED: Final[Mapping[str, frozenset[str]]] = {
     "router.sdk.conversation.send_text": frozenset({"miniapp:chat"}),
+    # Only the App Registry reads the registry; it changes it only through capabilities.
+    "focus.sdk.registry.list": frozenset({"miniapp:app-registry"}),
 }
 
 

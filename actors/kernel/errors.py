@@ -103,6 +103,26 @@ class ErrorCode(StrEnum):
     ARTIFACT_NOT_FOUND = "artifact_not_found"  # no such artifact, or not the caller's
     ARTIFACT_INVALID = "artifact_invalid"  # a media type not allowed, a bad name, bad bytes
     ARTIFACT_TOO_LARGE = "artifact_too_large"  # one artifact over MAX_ARTIFACT_BYTES
+    # The capability gateway (seed 004 §6.3): a request's result is one of the statuses of
+    # `lineup.sdk.capabilities.CapabilityStatus`; these are the codes those results carry.
+    POLICY_DENIED = "policy_denied"  # the host's or the user's policy says deny
+    UNSUPPORTED_ON_HOST = "unsupported_on_host"  # no provider for it here (or switched off)
+    PROVIDER_FAILED = "provider_failed"  # the host provider ran and failed (controlled)
+    PROMPT_NOT_FOUND = "prompt_not_found"  # no such pending permission prompt or provider run
+    # App delivery (seed 000 §9, seed 004 §4.3, §8.3): why a bundle does not install, or an
+    # operation on the registry is refused.
+    BUNDLE_MALFORMED = "bundle_malformed"  # not a bundle, or an unsafe or oversize entry
+    SIGNATURE_INVALID = "signature_invalid"  # the signed manifest's signature does not verify
+    UNKNOWN_KEY = "unknown_key"  # signed by a key this runtime does not trust
+    SIZE_MISMATCH = "size_mismatch"  # the payload's byte size is not the signed one
+    DIGEST_MISMATCH = "digest_mismatch"  # the payload's SHA-256 is not the signed one
+    HOST_VERSION_UNSUPPORTED = "host_version_unsupported"  # min_host_version above ours
+    REVOKED = "revoked"  # that app version (or its key) is revoked
+    URL_NOT_ALLOWED = "url_not_allowed"  # an install URL that is not HTTPS (or loopback in dev)
+    DOWNLOAD_FAILED = "download_failed"  # the bundle could not be fetched whole
+    NO_PREDECESSOR = "no_predecessor"  # a rollback with no verified predecessor to go back to
+    APP_PROTECTED = "app_protected"  # `chat` can be neither disabled nor removed
+    APP_UNAVAILABLE = "app_unavailable"  # revoked with no predecessor, or its cache is broken
 
 
 class LineUpError(Exception):

@@ -472,8 +472,64 @@ CREATE UNIQUE INDEX app_sessions_by_instance ON app_sessions (instance_id);
 CREATE INDEX app_sessions_by_state ON app_sessions (state, opened_at);
 """
 
+# v10: capabilities and app delivery (issues 14, 15). A capability grant is the user's standing
+# decision for one app and capability ("Always allow", or a block from the permissions page),
+# with an expiry; none means the host's policy or the catalog's default, which ask. The registry
+# says where an app comes from (`source`), whether it can run (`state`), who signed it
+# (`key_id`); `bundle_sha256` and `revoked` are written at last. Every install, update, enable,
+# disable, rollback, revocation and removal is an `app_operations` row that moves requested →
+# running → completed | failed. `settings` holds the user's choices (the default app).
+_V10: Final = """
+CREATE TABLE capability_grants (
+    app_scope  TEXT NOT NULL,
+    capability TEXT NOT NULL,
+    policy     TEXT NOT NULL CHECK (policy IN ('allow', 'deny')),
+    granted_at REAL NOT NULL,
+    expires_at REAL,  -- NULL: until revoked
+    PRIMARY KEY (app_scope, capability)
+) STRICT;
+
+ALTER TABLE registry ADD COLUMN source TEXT NOT NULL DEFAULT 'bundled'
+    CHECK (source IN ('bundled', 'dev', 'installed'));
+ALTER TABLE registry ADD COLUMN state TEXT NOT NULL DEFAULT 'active'
+    CHECK (state IN ('active', 'unavailable', 'incompatible'));
+ALTER TABLE registry ADD COLUMN key_id TEXT;
+ALTER TABLE registry ADD COLUMN previous_manifest TEXT
+    CHECK (previous_manifest IS NULL OR json_valid(previous_manifest));
+ALTER TABLE registry ADD COLUMN previous_bundle_sha256 TEXT;
+
+CREATE TABLE revocations (
+    app_scope  TEXT NOT NULL,
+    version    TEXT NOT NULL,
+    revoked_at REAL NOT NULL,
+    PRIMARY KEY (app_scope, version)
+) STRICT;
+
+CREATE TABLE app_operations (
+    operation_id TEXT PRIMARY KEY,
+    app_scope    TEXT NOT NULL,
+    kind         TEXT NOT NULL CHECK (kind IN ('install', 'update', 'enable', 'disable',
+                     'rollback', 'revoke', 'remove', 'set_default')),
+    state        TEXT NOT NULL CHECK (state IN ('requested', 'running', 'completed', 'failed')),
+    version      TEXT,
+    from_version TEXT,
+    code         TEXT,
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL
+) STRICT;
+CREATE INDEX app_operations_by_app ON app_operations (app_scope, created_at);
+CREATE INDEX app_operations_open ON app_operations (state) WHERE state IN ('requested', 'running');
+
+CREATE TABLE settings (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL CHECK (json_valid(value)),
+    updated_at REAL NOT NULL
+) STRICT;
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
+    (10, _V10),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -149,7 +149,7 @@ def _malformed(change: str) -> dict[str, Any]:
     elif change == "bad scope":
         data["app_scope"] = "White Board"
     elif change == "bad api version":
-        data["runtime_sdk"]["api_version"] = "2"
+        data["runtime_sdk"]["api_version"] = "one"
     elif change == "bad subscription scope":
         data["agent_subscriptions"][0]["scope"] = "global"
     elif change == "tools not a list":

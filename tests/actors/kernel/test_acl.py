@@ -492,7 +492,13 @@ def test_hostile_type_strings_do_not_pin_memory_in_the_decision_cache() -> None:
 
 def test_a_reserved_request_is_its_owners_alone_and_another_sender_of_the_kind_is_refused() -> None:
     send_text = "router.sdk.conversation.send_text"
-    assert set(RESERVED) == {send_text}  # one row: only the chat speaks as the user
+    registry = "focus.sdk.registry.list"
+    # Two rows: only the chat speaks as the user, only the App Registry reads the registry.
+    assert set(RESERVED) == {send_text, registry}
+    assert refusal(Identity(K.MINIAPP, "miniapp:app-registry"), K.FOCUS, registry) is None
+    assert refusal(Identity(K.MINIAPP, "miniapp:chat"), K.FOCUS, registry) is (
+        ErrorCode.PERMISSION_DENIED
+    )
     chat = Identity(K.MINIAPP, "miniapp:chat")
     other = Identity(K.MINIAPP, "miniapp:probe")
     assert refusal(chat, K.ROUTER, send_text) is None
