@@ -113,6 +113,12 @@ def _num(x: float | None) -> str:
     return f"{x:.2f}"
 
 
+def _with_unit(x: float | None, unit: str) -> str:
+    """`12.5ms`, or `n/a` alone for a figure not measured (never `n/ams`)."""
+    text = _num(x)
+    return text if text == "n/a" else f"{text}{unit}"
+
+
 def render_table(figures: Iterable[Figure], peers: Iterable[Peer] = ()) -> str:
     """The printed table: one section per group, each figure with its baseline's name below."""
     figures = list(figures)
@@ -126,8 +132,8 @@ def render_table(figures: Iterable[Figure], peers: Iterable[Peer] = ()) -> str:
             lines.append(f"── {headings.get(group, group)}")
         ratio = "n/a" if f.ratio is None else f"{f.ratio:.2f}"
         verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
-        value = f"{_num(f.value)}{f.unit}"
-        baseline = f"{_num(f.baseline)}{f.unit if f.baseline is not None else ''}"
+        value = _with_unit(f.value, f.unit)
+        baseline = _with_unit(f.baseline, f.unit)
         lines.append(
             f"{f.name:<{width}}  {value:>10}  {baseline:>10}  {ratio:>6}  {f.target}{verdict}"
         )

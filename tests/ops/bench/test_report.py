@@ -62,6 +62,14 @@ def test_a_baseline_not_measured_has_no_ratio_and_the_table_says_so() -> None:
     assert report["peers"]["ray"]["available"] is False
     assert "NOT MEASURED" in table
     assert "n/a" in table
+    assert "n/aµs" not in table  # a figure not measured has no unit
+
+
+def test_a_value_not_measured_is_printed_without_its_unit() -> None:
+    table = render_table([kernel(math.nan, 2.0)])
+
+    assert "n/ams" not in table and "n/aµs" not in table
+    assert "n/a" in table
 
 
 def test_the_report_is_strict_json_even_with_non_finite_numbers() -> None:
