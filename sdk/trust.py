@@ -8,7 +8,7 @@ shape (bad JSON, a key whose id is not its own, a key of the wrong length, a dup
 nothing either — `keys()` raises `LineUpError(invalid_arguments)` rather than guess which
 entries are sound. Focus reads it at every install, so a key added while the runtime runs counts
 at once. Writes are atomic (a temporary file in the same folder, fsync, rename, fsync of the
-folder), mode 0600. No trio, no database.
+folder), mode 0600, and serialised by a lock on the folder. No trio, no database.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import fcntl
 import json
 import os
 import secrets
@@ -71,16 +72,23 @@ class TrustStore:
         """Trust `key`; False when it already was (the file is then left as it is). Raises as
         `keys()` when the present file is corrupt (it is never overwritten then), or
         `OSError` when the folder is not writable."""
-        present = self.list()
-        if any(entry.key_id == key.key_id for entry in present):
-            return False
-        added_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        entries = [*present, TrustedKey(key.key_id, key.key, added_at)]
-        self._write(_dumps(entries))
-        return True
-
-    def _write(self, text: str) -> None:
         self.data_dir.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+        # Two `lineup app trust` at once: each reads and rewrites the whole file, so the second
+        # waits for the first (a lock on the folder, held only here) and keeps its key.
+        dir_fd = os.open(self.data_dir, os.O_RDONLY)
+        try:
+            fcntl.flock(dir_fd, fcntl.LOCK_EX)
+            present = self.list()
+            if any(entry.key_id == key.key_id for entry in present):
+                return False
+            added_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            entries = [*present, TrustedKey(key.key_id, key.key, added_at)]
+            self._write(_dumps(entries), dir_fd)
+            return True
+        finally:
+            os.close(dir_fd)  # and the lock with it
+
+    def _write(self, text: str, dir_fd: int) -> None:
         tmp = self.data_dir / f".{TRUSTED_KEYS_FILE}.{secrets.token_hex(8)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
         try:
@@ -92,11 +100,7 @@ class TrustStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        dir_fd = os.open(self.data_dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        os.fsync(dir_fd)
 
 
 def _parse(data: bytes) -> list[TrustedKey]:

@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,21 @@ def test_a_key_file_round_trips_into_the_store(tmp_path: Path) -> None:
     key = PublicKey.loads(SigningKey.generate().public.dumps())
     TrustStore(tmp_path).add(key)
     assert TrustStore(tmp_path).keys()[key.key_id] == key.key
+
+
+def test_keys_added_at_once_from_several_stores_are_all_kept(tmp_path: Path) -> None:
+    keys = [SigningKey.generate().public for _ in range(40)]
+    start = threading.Barrier(8)
+
+    def add(mine: list[PublicKey]) -> None:
+        store = TrustStore(tmp_path)  # as separate `lineup app trust` commands would
+        start.wait(timeout=5)
+        for key in mine:
+            store.add(key)
+
+    threads = [threading.Thread(target=add, args=(keys[i::8],)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert set(TrustStore(tmp_path).keys()) == {key.key_id for key in keys}
