@@ -18,15 +18,19 @@ else: no URL, HTML, CSS, JS or source.
 
 `verify_bundle` checks, in memory and in this order, and the first failure is the refusal:
 
-    bundle_malformed          not a bundle: the magic, the header, its JSON or its fields
+    bundle_malformed          not a bundle: the magic, the header, its JSON (which must be
+                              the canonical form `pack` writes) or its fields (`version` is
+                              one plain folder name: it names the verified cache's folder)
     unknown_key               `key_id` is not one of the trusted keys
-    signature_invalid         the signature does not verify with that key
+    signature_invalid         the signature does not verify with that key (or is not
+                              canonical base64)
     size_mismatch             the payload's length is not `size`
     digest_mismatch           the payload's SHA-256 is not `sha256`
     revoked                   that app_scope + version is revoked
     host_version_unsupported  `min_host_version` is above this host's
-    bundle_malformed          the payload is not a safe ZIP (paths, links, sizes, counts), or
-                              has no manifest or no single package
+    bundle_malformed          the payload is not a safe ZIP (paths, links, sizes, counts,
+                              encryption, compression, a file that is also a folder), or has
+                              no manifest, not one package or an invalid manifest
     app_version_mismatch      the inner manifest is not the signed app_scope, version and
                               permissions, is not `installed`, or asks an SDK this host lacks
 
@@ -44,6 +48,7 @@ import json
 import re
 import stat
 import zipfile
+import zlib
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +60,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
-from .manifest import Manifest, ManifestInvalid, incompatibility, load_manifest, manifest_json
+from .manifest import (
+    MAX_MANIFEST_BYTES,
+    Manifest,
+    ManifestInvalid,
+    incompatibility,
+    load_manifest,
+    manifest_json,
+)
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -87,6 +99,10 @@ _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)  # packing is reproducible: no clock in
 _PATH: Final = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 _PACKAGE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VERSION: Final = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
+# An app version names a folder of the verified cache (`bundles/<scope>/<version>/`): one plain
+# path component, never "." or "..", no separator.
+_APP_VERSION: Final = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,63}$")
+_COMPRESSIONS: Final = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules"})
 _SKIPPED_SUFFIXES: Final = (".pyc", ".pyo", ".lineup")
 
@@ -182,7 +198,7 @@ class SignedManifest(BaseModel):
 
     format: Literal["lineup.bundle.v1"]
     app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
-    version: Annotated[str, Field(min_length=1, max_length=64)]
+    version: Annotated[str, Field(pattern=_APP_VERSION.pattern)]
     artifact_id: Annotated[str, Field(min_length=1, max_length=200)]
     size: Annotated[int, Field(ge=0)]
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -216,6 +232,10 @@ def read_header(data: bytes) -> tuple[SignedManifest, bytes]:
         raise BundleRefused(
             ErrorCode.BUNDLE_MALFORMED, "the signed manifest is malformed"
         ) from None
+    # One bundle has one byte form: a header re-spaced, re-escaped or with a duplicate key is
+    # not one `pack` wrote.
+    if header != _canonical(signed.model_dump(mode="json")):
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the header is not canonical JSON")
     return signed, data[at + 4 + length :]
 
 
@@ -251,8 +271,12 @@ def verify_bundle(
     public = trusted.get(signed.key_id)
     if public is None:
         raise BundleRefused(ErrorCode.UNKNOWN_KEY, "signed by a key this runtime does not trust")
+    signature = _b64(signed.signature)
+    if base64.b64encode(signature).decode() != signed.signature:
+        # base64 ignores a final character's unused bits: another text, the same signature
+        raise BundleRefused(ErrorCode.SIGNATURE_INVALID, "the signature is not canonical base64")
     try:
-        nacl.signing.VerifyKey(public).verify(signed.signed_bytes(), _b64(signed.signature))
+        nacl.signing.VerifyKey(public).verify(signed.signed_bytes(), signature)
     except (nacl.exceptions.BadSignatureError, nacl.exceptions.ValueError, ValueError):
         raise BundleRefused(ErrorCode.SIGNATURE_INVALID, "the signature does not verify") from None
     if len(payload) != signed.size:
@@ -267,6 +291,20 @@ def verify_bundle(
     text = entries.pop("manifest.json", None)
     if text is None:
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "no manifest.json")
+    packages = {name.split("/")[1] for name in entries if name.startswith("app/")}
+    if (
+        len(packages) != 1
+        or any(not name.startswith("app/") for name in entries)
+        or not _PACKAGE.match(next(iter(packages)))
+    ):
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the payload holds not one package")
+    package = next(iter(packages))
+    prefix = f"app/{package}/"
+    if any(not name.startswith(prefix) for name in entries):
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "a file beside the package")
+    files = {name.removeprefix(prefix): body for name, body in entries.items()}
+    if "__init__.py" not in files:
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the package has no __init__.py")
     try:
         manifest = load_manifest(text)
     except ManifestInvalid:
@@ -279,18 +317,6 @@ def verify_bundle(
         or incompatibility(manifest) is not None
     ):
         raise BundleRefused(ErrorCode.APP_VERSION_MISMATCH, "not the app the header signs")
-    packages = {name.split("/")[1] for name in entries if name.startswith("app/")}
-    if (
-        len(packages) != 1
-        or any(not name.startswith("app/") for name in entries)
-        or not _PACKAGE.match(next(iter(packages)))
-    ):
-        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the payload holds not one package")
-    package = next(iter(packages))
-    prefix = f"app/{package}/"
-    files = {name.removeprefix(prefix): body for name, body in entries.items()}
-    if "__init__.py" not in files:
-        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the package has no __init__.py")
     return VerifiedBundle(signed, manifest, package, files, text.decode())
 
 
@@ -301,7 +327,7 @@ def _unzip(payload: bytes) -> dict[str, bytes]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(payload))
         infos = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError):
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the payload is not a ZIP") from None
     if len(infos) > MAX_BUNDLE_FILES:
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "too many files")
@@ -317,6 +343,7 @@ def _unzip(payload: bytes) -> dict[str, bytes]:
             or any(part in {".", ".."} for part in name.split("/"))
             or (mode and not stat.S_ISREG(mode))
             or info.flag_bits & 0x1  # encrypted
+            or info.compress_type not in _COMPRESSIONS
             or name in files
             or info.file_size > MAX_BUNDLE_FILE_BYTES
         ):
@@ -324,12 +351,27 @@ def _unzip(payload: bytes) -> dict[str, bytes]:
         try:
             with archive.open(info) as entry:
                 body = entry.read(MAX_BUNDLE_FILE_BYTES + 1)
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError):
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            ValueError,
+            OSError,
+            EOFError,
+            NotImplementedError,
+            RuntimeError,
+        ):
             raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "an unreadable entry") from None
         total += len(body)
         if len(body) != info.file_size or total > MAX_BUNDLE_UNPACKED_BYTES:
             raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "an entry larger than it says")
         files[name] = body
+    # A path that is also another's folder (`a` and `a/b`) cannot be unpacked.
+    folders: set[str] = set()
+    for name in files:
+        parts = name.split("/")
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    if folders & files.keys():
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "a file is also a folder")
     return files
 
 
@@ -349,7 +391,11 @@ def pack(
     runtime would refuse (not `installed`, bad names, too big)."""
     if manifest.kind != "installed":
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "only an `installed` app is bundled")
-    if not _PACKAGE.match(package_dir.name) or not _VERSION.match(min_host_version):
+    if (
+        not _PACKAGE.match(package_dir.name)
+        or not _VERSION.match(min_host_version)
+        or not _APP_VERSION.match(manifest.version)
+    ):
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "a package or version name is invalid")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -386,8 +432,13 @@ def _package_files(package_dir: Path) -> list[Path]:
             if not _PATH.match(path.relative_to(package_dir).as_posix()):
                 raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"a file name it refuses: {path}")
             found.append(path)
-    if len(found) > MAX_BUNDLE_FILES:
+    if len(found) + 1 > MAX_BUNDLE_FILES:  # and the manifest
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "too many files")
+    sizes = [path.stat().st_size for path in found]
+    if any(size > MAX_BUNDLE_FILE_BYTES for size in sizes) or sum(sizes) > (
+        MAX_BUNDLE_UNPACKED_BYTES - MAX_MANIFEST_BYTES
+    ):
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "a file or the package is too large")
     return found
 
 

@@ -1,10 +1,12 @@
-"""`lineup app manifest PATH [--out FILE] [--class module:Class]`: a MiniApp's manifest as JSON.
+"""`lineup app manifest PATH [--out FILE] [--class module:Class]`: a MiniApp's manifest as JSON;
+and the bundle commands `keygen`, `pack`, `verify` and `trust` (`lineup.sdk._bundle_cli`).
 
 PATH is a MiniApp package folder inside an importable package (`miniapps/task_dashboard`), a
 module file, or a dotted module name (`lineup.miniapps.task_dashboard`). The command imports
 it, takes the one `MiniApp` subclass with an `app_info` (or the one `--class` names), and prints
 its `lineup.app.v1` manifest (sorted keys, 2-space indent) or writes it to `--out`. A refusal is
-one line on stderr, `lineup app manifest: <reason> ...`, and exit status 1.
+one line on stderr, `lineup app manifest: <reason> ...`, and exit status 1 (the same for the
+other commands, with their name).
 
 `main(argv)` takes the arguments after `lineup app`; `python -m lineup.sdk.cli manifest PATH`
 runs it too.
@@ -58,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="module:Class",
         help="the MiniApp class, when PATH holds several (or none) with an app_info",
     )
+    from . import _bundle_cli  # here, not at the top: it imports this module's helpers
+
+    _bundle_cli.add_commands(sub)
     return parser
 
 
@@ -67,6 +72,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 2
+    if args.command != "manifest":
+        from . import _bundle_cli
+
+        try:
+            return _bundle_cli.run(args)
+        except _Refused as exc:
+            return _report(exc.reason, exc.detail, command=args.command)
+        except ManifestInvalid as exc:
+            return _report(exc.reason, exc.path, command=args.command)
+        except SchemaUnsupported as exc:
+            return _report(exc.reason, exc.path, command=args.command)
     try:
         app_class = _app_class(args.path, args.app_class)
         text = manifest_json(manifest_of(app_class))
@@ -86,8 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _report(reason: str, detail: str) -> int:
-    line = f"{PROG} manifest: {reason}" + (f" {detail}" if detail else "")
+def _report(reason: str, detail: str, *, command: str = "manifest") -> int:
+    line = f"{PROG} {command}: {reason}" + (f" {detail}" if detail else "")
     print(line.replace("\n", " "), file=sys.stderr)
     return EXIT_REFUSED
 
@@ -190,4 +206,8 @@ def _on_sys_path(folder: Path) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # Through the package's module, not this `__main__` copy: `_bundle_cli` raises that
+    # module's `_Refused`.
+    from lineup.sdk.cli import main as _main
+
+    sys.exit(_main(sys.argv[1:]))
