@@ -397,6 +397,9 @@ async def _listen(
             frame = SHELL_TO_RUNTIME.validate_json(text)
         except ValidationError as exc:
             refused(refused_type(exc))
+            if long:  # past a Shell frame's size, and not the one frame that may be
+                await websocket.close(code=1009)
+                return
             continue
         if long and not isinstance(frame, CapabilityDoneFrame):
             await websocket.close(code=1009)  # a second `type` key, say: not what it said
