@@ -5,8 +5,7 @@ the app does not declare, an input the catalog's model refuses, and answers what
 
 from __future__ import annotations
 
-from lineup.sdk import AppContext, AppInfo, MiniApp
-from lineup.sdk import testkit
+from lineup.sdk import AppContext, AppInfo, MiniApp, testkit
 from lineup.sdk.testkit import DEFAULT_INSTANCE
 
 
