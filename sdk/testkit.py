@@ -952,7 +952,7 @@ class FakeCapabilities:
     capability the app does not declare (once `start` read its `app_info`) is
     `permission_denied` (`capability_denied`), one whose input the catalog's model refuses is
     `failed` (`invalid_arguments`), an instance not the app's `failed`
-    (`app_instance_not_found`); otherwise the result `set` for the capability (default:
+    (`app_instance_not_found`); otherwise the result `set_result` gave the capability (default:
     `completed` with output `{}`). A repeated request id gets its first result, as the
     gateway answers a repeat."""
 
@@ -962,7 +962,7 @@ class FakeCapabilities:
         self._set: dict[str, tuple[str, str | None, dict[str, Any] | None]] = {}
         self._given: dict[str, p.CapabilityResult] = {}
 
-    def set(
+    def set_result(
         self,
         capability: str,
         status: str = "completed",

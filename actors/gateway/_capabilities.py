@@ -201,8 +201,9 @@ class CapabilityGate:
         scope = asked.scope
         output: dict[str, Any] | None = None
         try:
-            facts = await self._checked(asked)
-            scope = facts.context.app_scope
+            context = await self._context(asked)
+            scope = context.app_scope  # a Surface's request is its app's from here on
+            facts = await self._checked(asked, context)
             output = await self._confirmed_and_run(facts)
             status: caps.CapabilityStatus = "completed"
             code: ErrorCode | None = None
@@ -225,9 +226,8 @@ class CapabilityGate:
         )
         return result, keep
 
-    async def _checked(self, asked: Asked) -> _Facts:
+    async def _checked(self, asked: Asked, context: CapabilityContextReply) -> _Facts:
         """Steps 1–5 (`decide`), the input, and what it names: raises `_Ended` for a refusal."""
-        context = await self._context(asked)
         self._learn(context)
         grant = await self._grant(context.app_scope, asked.capability)
         decision = caps.decide(

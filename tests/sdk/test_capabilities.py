@@ -24,7 +24,7 @@ class Notifier(MiniApp):
 async def test_a_request_names_the_instance_and_gets_the_result_the_test_set() -> None:
     app = Notifier()
     runtime = await testkit.start(app)
-    runtime.capabilities.set("file.open", "cancelled_by_user", "cancelled_by_user")
+    runtime.capabilities.set_result("file.open", "cancelled_by_user", "cancelled_by_user")
     shown = await app.app.capabilities.request(
         "notification.show", "Tell you the task finished", {"title": "Done"}
     )
@@ -47,7 +47,7 @@ async def test_a_repeated_request_id_gets_its_first_result() -> None:
     first = await app.app.capabilities.request(
         "notification.show", "Ping", {"title": "A"}, request_id="r-1"
     )
-    runtime.capabilities.set("notification.show", "policy_denied", "policy_denied")
+    runtime.capabilities.set_result("notification.show", "policy_denied", "policy_denied")
     again = await app.app.capabilities.request(
         "notification.show", "Ping", {"title": "A"}, request_id="r-1"
     )
