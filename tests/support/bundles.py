@@ -4,19 +4,16 @@ made trusted in a data dir's `trusted-keys.json`."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import importlib.util
-import json
-import os
 import sys
-import time
 from pathlib import Path
 
 from lineup.sdk import MiniApp
 from lineup.sdk.bundle import PublicKey, SigningKey, pack
 from lineup.sdk.manifest import Manifest
 from lineup.sdk.tools import manifest_of
+from lineup.sdk.trust import TrustStore
 
 PACKAGE = "deliverapp"
 
@@ -97,21 +94,9 @@ def build_bundle(
 
 
 def trust(data_dir: Path, key: PublicKey) -> None:
-    """Add `key` to the data dir's trusted keys (the file `lineup app trust` writes)."""
-    path = data_dir / "trusted-keys.json"
-    keys = json.loads(path.read_text())["keys"] if path.exists() else []
-    keys.append(
-        {
-            "key_id": key.key_id,
-            "public_key": base64.b64encode(key.key).decode(),
-            "added_at": time.time(),
-        }
-    )
+    """Add `key` to the data dir's trusted keys (what `lineup app trust` does)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"keys": keys}))
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    TrustStore(data_dir).add(key)
 
 
 def tree_digest(root: Path) -> str:

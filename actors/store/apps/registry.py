@@ -451,7 +451,11 @@ def app_operation_recover(
 
 def setting_get(conn: Connection, req: SettingGetRequest, now: float) -> SettingGetReply:
     rows = conn.execute("SELECT value FROM settings WHERE name = ?", (req.name,)).fetchall()
-    return SettingGetReply(value=json.loads(rows[0][0]) if rows else None)
+    if not rows:
+        return SettingGetReply(value=None)
+    text = rows[0][0]
+    assert isinstance(text, str)
+    return SettingGetReply(value=json.loads(text))
 
 
 def setting_put(
