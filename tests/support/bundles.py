@@ -52,14 +52,22 @@ class Deliver(MiniApp):
         if call.input.hang:
             await trio.sleep_forever()
         return EchoOutput(text=call.input.text, version=VERSION)
+{extra}'''
+
+# A tool only later versions have: an update (and a rollback) changes the inventory.
+_EXTRA = '''
+    @tool("{scope}.shout", handling="launch", input=EchoInput, output=EchoOutput, timeout_ms=5_000)
+    async def shout(self, call: ToolCall[EchoInput]) -> EchoOutput:
+        return EchoOutput(text=call.input.text.upper(), version=VERSION)
 '''
 
 
-def write_package(folder: Path, *, scope: str, version: str) -> Path:
-    """The app's package `folder/deliverapp/` for `version`."""
+def write_package(folder: Path, *, scope: str, version: str, shout: bool = False) -> Path:
+    """The app's package `folder/deliverapp/` for `version` (with a second tool, `shout`)."""
     package = folder / PACKAGE
     package.mkdir(parents=True, exist_ok=True)
-    (package / "__init__.py").write_text(_SOURCE.format(scope=scope, version=version))
+    extra = _EXTRA.format(scope=scope) if shout else ""
+    (package / "__init__.py").write_text(_SOURCE.format(scope=scope, version=version, extra=extra))
     return package
 
 
@@ -87,8 +95,11 @@ def build_bundle(
     scope: str = "deliver",
     version: str = "1.0",
     min_host_version: str = "0.1",
+    shout: bool = False,
 ) -> bytes:
-    package = write_package(folder / f"{scope}-{version}", scope=scope, version=version)
+    package = write_package(
+        folder / f"{scope}-{version}", scope=scope, version=version, shout=shout
+    )
     manifest = manifest_for(package)
     return pack(package, manifest, key, min_host_version=min_host_version)
 
