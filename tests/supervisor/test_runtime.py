@@ -17,7 +17,15 @@ def test_focus_is_given_only_the_apps_the_options_add(tmp_path: Path) -> None:
     plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, extra_apps=(EXTRA,)))
     focus = next(s for s in plan.specs if s.name == "focus")
     # The bundled ones are the registry's own (`lineup.miniapps.catalogue`).
-    assert focus.config == {"apps": [EXTRA]}
+    assert focus.config == {"apps": [EXTRA], "capabilities": {}}
+
+
+def test_the_capability_configuration_goes_to_the_gateway_and_to_focus(tmp_path: Path) -> None:
+    conf = {"unsupported": ["file.open"], "policy": {"whiteboard": {"artifact.save": "allow"}}}
+    plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, capabilities=conf))
+    by_name = {s.name: s for s in plan.specs}
+    assert by_name["gateway"].config == {"capabilities": conf}
+    assert by_name["focus"].config["capabilities"] == conf
 
 
 def test_the_system_app_runs_as_a_permanent_confined_child_that_misbehaving_does_not_stop(
