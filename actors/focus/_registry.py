@@ -209,7 +209,7 @@ class RegistryService:
             reply = await self._store(
                 AppStateSetRequest(
                     app_scope=row.app_scope,
-                    state=state,  # type: ignore[arg-type]
+                    state=state,
                     code=code.value if code else None,
                 ),
                 AppStateSetReply,
@@ -341,9 +341,9 @@ class RegistryService:
             title=self.apps.get(scope, {}).get("title", scope),
             version=installed.row.version if installed else (manifest.version if manifest else ""),
             kind=manifest.kind if manifest else "installed",
-            source=source if source in ("bundled", "dev", "installed") else "bundled",  # type: ignore[arg-type]
+            source=source if source in ("bundled", "dev", "installed") else "bundled",
             enabled=self.enabled.get(scope, True),
-            state=state,  # type: ignore[arg-type]
+            state=state,
             predecessor=installed.row.previous_version if installed else None,
             key_id=installed.row.key_id if installed else None,
             removable=installed is not None,
@@ -676,7 +676,7 @@ class RegistryService:
             AppOperationPutRequest(
                 operation_id=op.operation_id,
                 app_scope=op.app_scope,
-                kind=op.kind,  # type: ignore[arg-type]
+                kind=op.kind,
                 state=op.state,
                 version=version,
                 from_version=from_version,

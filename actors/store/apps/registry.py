@@ -419,9 +419,8 @@ def _applied(conn: Connection, op: AppOperationRow) -> bool:
             ).fetchall()
         ) and (app is None or app.version != op.version or app.state == "unavailable")
     if op.kind == "set_default":
-        return setting_get(conn, SettingGetRequest(name="default_app"), now=0).value == (
-            op.app_scope
-        )
+        value: object = setting_get(conn, SettingGetRequest(name="default_app"), now=0).value
+        return value == op.app_scope
     return False
 
 
