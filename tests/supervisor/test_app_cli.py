@@ -4,12 +4,16 @@ real subprocesses against the real `lineup run`."""
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
 from pydantic import ValidationError
 
 from lineup.actors.kernel.control import (
@@ -17,17 +21,23 @@ from lineup.actors.kernel.control import (
     ListRelayRequest,
     OperateRelayRequest,
 )
+from lineup.sdk.bundle import SigningKey
 from lineup.sdk.protocol import AppOperationInfo
 from lineup.supervisor._app_cli import EXIT_USAGE, main, outcome_line
+from lineup.tests.support.bundles import build_bundle, trust
+from lineup.tests.support.process import LineupProcess
 
 
-def lineup_app(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+def lineup_app(
+    *args: str, data_dir: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lineup", "app", *args, "--data-dir", str(data_dir)],
         capture_output=True,
         text=True,
         timeout=150,
         stdin=subprocess.DEVNULL,
+        cwd=cwd,
         check=False,
     )
 
@@ -142,3 +152,159 @@ def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert '"app_scope": "task-dashboard"' in result.stdout
+
+
+# ------------------------------------------------------------------------------ a real runtime
+
+
+async def start_runtime(data_dir: Path) -> LineupProcess:
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    with trio.fail_after(30):
+        await process.wait_for_line("lineup: open the Shell: ")
+    return process
+
+
+async def run_app(
+    *args: str, data_dir: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    call = functools.partial(lineup_app, *args, data_dir=data_dir, cwd=cwd)
+    return await trio.to_thread.run_sync(call)
+
+
+async def list_json(data_dir: Path) -> dict[str, Any]:
+    result = await run_app("list", "--json", data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def app_of(document: dict[str, Any], scope: str) -> dict[str, Any] | None:
+    return next((app for app in document["apps"] if app["app_scope"] == scope), None)
+
+
+APP_KEYS = {
+    "app_scope",
+    "title",
+    "version",
+    "kind",
+    "source",
+    "enabled",
+    "state",
+    "predecessor",
+    "key_id",
+    "removable",
+    "operation",
+}
+OPERATION_KEYS = {
+    "operation_id",
+    "app_scope",
+    "kind",
+    "state",
+    "version",
+    "from_version",
+    "code",
+    "created_at",
+    "updated_at",
+}
+
+
+def check_list_shape(document: dict[str, Any]) -> None:
+    """The stable document of `lineup app list --json`: RegistryListReply, no message tags."""
+    assert set(document) == {"apps", "default_app", "operations"}
+    for app in document["apps"]:
+        assert set(app) == APP_KEYS
+        assert app["operation"] is None or set(app["operation"]) == OPERATION_KEYS
+    for op in document["operations"]:
+        assert set(op) == OPERATION_KEYS
+
+
+async def check_table(data_dir: Path) -> None:
+    """`lineup app list` without --json: a header, then a row per app."""
+    table = await run_app("list", data_dir=data_dir)
+    assert table.returncode == 0
+    header, *rows = table.stdout.splitlines()
+    assert header.split() == [
+        "SCOPE", "VERSION", "KIND", "SOURCE", "ENABLED", "STATE", "PREDECESSOR", "OPERATION"
+    ]  # fmt: skip
+    deliver = ["deliver", "1.0", "installed", "installed", "yes", "active", "-"]
+    assert any(row.split()[:7] == deliver for row in rows), rows
+
+
+async def check_refusals(data_dir: Path) -> None:
+    """Each refused operation: its code in the one line, exit 1."""
+    for args, line in [
+        (("disable", "chat"), "disable chat: failed (app_protected)\n"),
+        (("remove", "chat", "--yes"), "remove chat: failed (app_protected)\n"),
+        (("rollback", "deliver"), "rollback deliver: failed (no_predecessor)\n"),
+        (("enable", "nosuch"), "enable nosuch: failed (app_not_installed)\n"),
+    ]:
+        result = await run_app(*args, data_dir=data_dir)
+        assert (result.returncode, result.stdout) == (1, line), result
+
+
+async def test_install_list_default_disable_and_remove_through_the_cli(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    key, stranger = SigningKey.generate(), SigningKey.generate()
+    trust(data_dir, key.public)
+    good = tmp_path / "deliver-1.0.lineup"
+    good.write_bytes(build_bundle(tmp_path / "good", key, scope="deliver", version="1.0"))
+    untrusted = tmp_path / "deliver-untrusted.lineup"
+    untrusted.write_bytes(build_bundle(tmp_path / "bad", stranger, scope="deliver", version="1.0"))
+    process = await start_runtime(data_dir)
+    try:
+        refused = await run_app("install", str(untrusted), data_dir=data_dir)
+        assert refused.returncode == 1
+        assert refused.stdout.endswith(": failed (unknown_key)\n"), refused.stdout
+        assert not (data_dir / "bundles" / "deliver").exists()
+
+        # A relative FILE is resolved here: focus never sees the CLI's working directory.
+        installed = await run_app("install", good.name, data_dir=data_dir, cwd=tmp_path)
+        assert installed.returncode == 0, installed.stderr
+        assert installed.stdout == "install deliver 1.0: completed\n"
+
+        document = await list_json(data_dir)
+        check_list_shape(document)
+        deliver = app_of(document, "deliver")
+        assert deliver is not None
+        assert {k: deliver[k] for k in ("version", "source", "enabled", "state", "removable")} == {
+            "version": "1.0",
+            "source": "installed",
+            "enabled": True,
+            "state": "active",
+            "removable": True,
+        }
+        assert deliver["key_id"] == key.key_id and deliver["predecessor"] is None
+        assert deliver["operation"]["kind"] == "install"
+        assert deliver["operation"]["state"] == "completed"
+        chat = app_of(document, "chat")
+        assert chat is not None and chat["removable"] is False
+
+        await check_table(data_dir)
+
+        await check_refusals(data_dir)
+
+        made_default = await run_app("default", "deliver", data_dir=data_dir)
+        assert made_default.returncode == 0, made_default.stdout
+        assert (await list_json(data_dir))["default_app"] == "deliver"
+
+        disabled = await run_app("disable", "deliver", data_dir=data_dir)
+        assert (disabled.returncode, disabled.stdout) == (0, "disable deliver: completed\n")
+        deliver = app_of(await list_json(data_dir), "deliver")
+        assert deliver is not None and deliver["enabled"] is False
+
+        removed = await run_app("remove", "deliver", "--yes", "--json", data_dir=data_dir)
+        assert removed.returncode == 0, removed.stdout
+        operation = json.loads(removed.stdout)
+        assert set(operation) == OPERATION_KEYS and operation["state"] == "completed"
+        assert app_of(await list_json(data_dir), "deliver") is None
+        assert not (data_dir / "bundles" / "deliver").exists()
+        assert not (data_dir / "apps" / "deliver").exists()
+
+        gone = await run_app("revoke", "deliver", "1.0", data_dir=data_dir)
+        assert gone.returncode == 1
+        assert gone.stdout.endswith(": failed (app_not_installed)\n"), gone.stdout
+    finally:
+        process.kill()
+        await process.wait()
