@@ -327,10 +327,19 @@ class Supervisor:
                         reason=link.reason if link is not None else None,
                     )
                     if await self.bus.tell(told[0], event, timeout=TELL_WAIT) is None:
+                        await self._passed_on(told[0])
                         self._phase_told = told
                         self._notify_changed()
                         continue
             await changed.wait()
+
+    async def _passed_on(self, name: str) -> None:
+        """Wait until `name` has handled what it was told and had a turn to pass it on: its
+        answer to a health probe sent after it (one channel, read in order) comes once the
+        event's handler ran and its Shell senders were runnable. Shutdown may stop the
+        hostbridge right after `stopping`, and a frame still queued then would be lost."""
+        with contextlib.suppress(LineUpError):
+            await self.bus.request(name, HealthRequest(), expect=HealthReply, timeout=TELL_WAIT)
 
     def _linked_once(self) -> bool:
         return self._runtime is not None and self._runtime.state not in _BEFORE_LINK
