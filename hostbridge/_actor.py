@@ -119,6 +119,9 @@ SURFACE_REJECTED: Final = "hostbridge.surface_rejected"  # a Shell's bridge drop
 SURFACE_UNAVAILABLE: Final = "hostbridge.surface_unavailable"  # a Shell could not mount one
 # Instance states that are gone or going (the Shell's ENDED_STATES, web/js/core/state.js).
 ENDED_STATES: Final = frozenset({"stopping", "stopped", "failed"})
+# What the supervisor tells of the lifecycle over the link's states; any other state it tells
+# ends its part (the link's, from the transport, shows again).
+_SUPERVISOR_PHASES: Final = frozenset({"restoring", "stopping", "stopped"})
 ANSWER_TIMEOUT: Final = ASK_TIMEOUT * 5
 LIST_BACKOFF_MIN: Final = 0.25  # seconds before asking a router that did not answer again
 LIST_BACKOFF_MAX: Final = 5.0
@@ -185,6 +188,8 @@ class HostbridgeActor(Actor):
         self.hub = ShellHub()
         self._state = "created"
         self._reason: str | None = None  # why the link is down, an appserver_* code
+        # The supervisor's part of the lifecycle (restoring, stopping), shown over the link's.
+        self._phase: str | None = None
         self._trees = TreeCache()
         self._mirror = InteractionMirror()
         self._listed = trio.Event()  # the router answered a list once
@@ -324,8 +329,17 @@ class HostbridgeActor(Actor):
 
     @handles(RuntimeStateEvent)
     def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
-        self._state, self._reason = msg.state, msg.reason
-        self.hub.broadcast(ShellRuntime(state=msg.state, reason=msg.reason))
+        if env.sender.kind is ActorKind.SUPERVISOR:
+            self._phase = msg.state if msg.state in _SUPERVISOR_PHASES else None
+        else:
+            self._state, self._reason = msg.state, msg.reason
+        state, reason = self._runtime_shown()
+        self.hub.broadcast(ShellRuntime(state=state, reason=reason))
+
+    def _runtime_shown(self) -> tuple[str, str | None]:
+        if self._phase is not None:
+            return self._phase, None
+        return self._state, self._reason
 
     # ------------------------------------------------------------------ surfaces
 
@@ -523,7 +537,8 @@ class HostbridgeActor(Actor):
             self._state, self._reason = reply.state, reply.reason
         except LineUpError:
             pass
-        runtime = RuntimeStatus(state=self._state, reason=self._reason)
+        state, reason = self._runtime_shown()
+        runtime = RuntimeStatus(state=state, reason=reason)
         frames: list[ShellOutbound] = [ShellHello(runtime=runtime)]
         offset: int | None = 0
         while offset is not None:

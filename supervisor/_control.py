@@ -1,16 +1,23 @@
 """The control socket: `<data dir>/control.sock`, owner-only, for the `lineup` CLI.
 
 A connection on it is a peer of kind `cli`: the ACL lets it ask the supervisor for status and
-health, nothing else. The client side is synchronous and tiny, so `lineup status` starts fast.
+health, and for the registry commands the supervisor relays to focus (`relay_registry`), nothing
+else. The client side is synchronous and tiny, so `lineup status` starts fast.
+
+`<data dir>/runtime-state.json` says how the last run ended (`stopped`), for a `lineup status`
+that finds no supervisor to ask; a run removes it when it starts.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import os
 import socket
+import time
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -19,6 +26,7 @@ from lineup.actors.kernel import (
     ActorKind,
     Bus,
     Channel,
+    Envelope,
     ErrorCode,
     FrameDecoder,
     Identity,
@@ -28,11 +36,30 @@ from lineup.actors.kernel import (
     parse_frame,
 )
 
-__all__ = ["CONTROL_SOCKET", "control_request", "serve_control"]
+__all__ = [
+    "CONTROL_SOCKET",
+    "STATE_FILE",
+    "NotRunning",
+    "clear_state_file",
+    "control_request",
+    "read_state_file",
+    "relay_registry",
+    "serve_control",
+    "write_state_file",
+]
 
 CONTROL_SOCKET: Final = "control.sock"
+STATE_FILE: Final = "runtime-state.json"
 CLIENT_TIMEOUT: Final = 5.0
+# The supervisor gives up on focus this long before the CLI gives up on the supervisor, so the
+# CLI reads a `deadline_exceeded` rather than its own socket timeout.
+RELAY_MARGIN: Final = 1.0
+MAX_STATE_FILE: Final = 4096
 M = TypeVar("M", bound=Message)
+
+
+class NotRunning(LineUpError):
+    """No supervisor listens on the data dir's control socket (`actor_unavailable`)."""
 
 
 async def serve_control(
@@ -63,22 +90,27 @@ async def serve_control(
         path.unlink(missing_ok=True)
 
 
-def control_request(data_dir: Path, body: Message, expect: type[M]) -> M:
-    """One request to a running supervisor. Raises LineUpError(actor_unavailable) if none."""
+def control_request(
+    data_dir: Path, body: Message, expect: type[M], *, timeout: float = CLIENT_TIMEOUT
+) -> M:
+    """One request to a running supervisor, answered within `timeout` seconds. Raises
+    NotRunning (a LineUpError, actor_unavailable) if none runs, the refusal's code if it
+    refused, and LineUpError(deadline_exceeded) if it did not answer in time."""
     path = data_dir / CONTROL_SOCKET
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(CLIENT_TIMEOUT)
+    sock.settimeout(timeout)
     try:
         try:
             sock.connect(str(path))
         except OSError as exc:
-            raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, f"no supervisor at {path}") from exc
-        sock.sendall(
-            encode_frame("q", 1, body.model_dump_json(), deadline_ms=CLIENT_TIMEOUT * 1000)
-        )
+            raise NotRunning(ErrorCode.ACTOR_UNAVAILABLE, f"no supervisor at {path}") from exc
+        sock.sendall(encode_frame("q", 1, body.model_dump_json(), deadline_ms=timeout * 1000))
         decoder = FrameDecoder()
         while True:
-            data = sock.recv(65536)
+            try:
+                data = sock.recv(65536)
+            except TimeoutError as exc:
+                raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "no answer in time") from exc
             if not data:
                 raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, "the supervisor closed")
             for payload in decoder.feed(data):
@@ -94,3 +126,84 @@ def control_request(data_dir: Path, body: Message, expect: type[M]) -> M:
                 return reply
     finally:
         sock.close()
+
+
+async def relay_registry(bus: Bus, env: Envelope) -> Message:
+    """Hand a `supervisor.registry.*` request to focus (`focus.registry.*`) and return focus's
+    reply as it is, within the CLI's deadline. No logic of its own: the request's shape was
+    checked when it was decoded; what it means is focus's to decide."""
+    # Imported here: `lineup status` loads this module and needs none of it.
+    from lineup.actors.focus.messages import (
+        RegistryInstallRequest,
+        RegistryListRequest,
+        RegistryOperateRequest,
+    )
+    from lineup.actors.kernel.control import (
+        REGISTRY_RELAY_TIMEOUT,
+        InstallRelayRequest,
+        ListRelayRequest,
+        OperateRelayRequest,
+    )
+    from lineup.sdk.protocol import AppOperationInfo, RegistryListReply
+
+    caller = env.deadline_ms / 1000 if env.deadline_ms is not None else math.inf
+    budget = min(REGISTRY_RELAY_TIMEOUT, caller - RELAY_MARGIN)
+    if budget <= 0:
+        raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "no time left to ask focus")
+    body = env.body
+    if isinstance(body, InstallRelayRequest):
+        install = RegistryInstallRequest(
+            operation_id=body.operation_id, path=body.path, url=body.url
+        )
+        return await bus.request("focus", install, expect=AppOperationInfo, timeout=budget)
+    if isinstance(body, OperateRelayRequest):
+        operate = RegistryOperateRequest(
+            operation_id=body.operation_id,
+            kind=body.kind,
+            app_scope=body.app_scope,
+            version=body.version,
+        )
+        return await bus.request("focus", operate, expect=AppOperationInfo, timeout=budget)
+    if isinstance(body, ListRelayRequest):
+        return await bus.request(
+            "focus", RegistryListRequest(), expect=RegistryListReply, timeout=budget
+        )
+    raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
+
+
+def write_state_file(data_dir: Path, state: str, **facts: Any) -> None:
+    """Write `<data dir>/runtime-state.json` atomically (a temporary file, fsynced, renamed,
+    the folder fsynced): a reader sees the old document or the new one, never a part."""
+    document = {"state": state, "at": round(time.time(), 3), **facts}
+    path = data_dir / STATE_FILE
+    tmp = data_dir / f".{STATE_FILE}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, json.dumps(document).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    folder = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def clear_state_file(data_dir: Path) -> None:
+    """A run begins: what the last one said of its end is no longer true."""
+    (data_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def read_state_file(data_dir: Path) -> dict[str, Any] | None:
+    """The last run's word on its end, or None (no file, or not one this runtime wrote)."""
+    try:
+        with open(data_dir / STATE_FILE, "rb") as file:
+            raw = file.read(MAX_STATE_FILE + 1)
+        document = json.loads(raw) if len(raw) <= MAX_STATE_FILE else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("state"), str):
+        return None
+    return document

@@ -14,6 +14,15 @@ The supervisor is also the bus's broker: a child asks to be introduced to a peer
 checks the ACL table, waits until that peer is ready, and hands each side one end of a new
 socketpair with the other side's identity. It keeps no business state.
 
+The runtime's lifecycle (seed 004 §3.3) is the supervisor's to tell, in part: `restoring` from
+the start until every child is ready (focus is ready once it has recovered the registry and the
+instances, the store once its database is open), then the link's states as the transport
+reports them (authenticating → synchronizing → online, reconnecting, offline_degraded), then
+`stopping` once shutdown begins and `stopped` at its end (written to the data dir, see
+`_control.write_state_file`, for a `lineup status` that finds nobody to ask). The hostbridge is
+told when the supervisor's own part begins or ends, so the Shell's badge shows it over the
+link's state.
+
 `attach` lets a test or a benchmark join the tree as a peer of any kind, through exactly the same
 channels and checks a child gets.
 """
@@ -63,8 +72,11 @@ from lineup.actors.kernel.control import (
     ChildStatus,
     ChildStopReply,
     ChildStopRequest,
+    InstallRelayRequest,
     IntroduceReply,
     IntroduceRequest,
+    ListRelayRequest,
+    OperateRelayRequest,
     PeerMisbehavedEvent,
     RuntimeLink,
     RuntimeLinkEvent,
@@ -74,7 +86,7 @@ from lineup.actors.kernel.control import (
 )
 
 from . import _applog, _quota
-from ._control import serve_control
+from ._control import clear_state_file, relay_registry, serve_control, write_state_file
 from ._denials import answer_denials
 from ._sandbox import (
     CGROUP_JOINED,
@@ -99,6 +111,12 @@ INTRODUCE_WAIT: Final = 10.0  # how long an introduction waits for the peer to b
 DRAIN_WAIT: Final = 1.0  # after the last child stops, for the MiniApps' last output lines
 # The transport's link states before its first login has been answered (see `link_wait`).
 _BEFORE_LINK: Final = frozenset({"created", "restoring", "authenticating"})
+# The lifecycle states that are the supervisor's, not the link's (see the module's docstring).
+RESTORING: Final = "restoring"
+STOPPING: Final = "stopping"
+STOPPED: Final = "stopped"
+TELL_WAIT: Final = 2.0  # a lifecycle state told to the hostbridge, before it is given up
+STOPPING_TOLD_WAIT: Final = 1.0  # how long shutdown waits for the Shell to be told `stopping`
 
 Reporter = Callable[[str], None]
 
@@ -181,6 +199,8 @@ class Supervisor:
         self.started_at = time.monotonic()
         self.info: dict[str, str] = {}  # extra facts for `lineup status` (URLs, flags)
         self._runtime: RuntimeLink | None = None  # the transport's state, for `lineup status`
+        self._restored = False  # every child was ready once: the lifecycle is the link's now
+        self._phase_told: tuple[str, int, str] | None = None  # (hostbridge, incarnation, phase)
         self._app_logs: dict[str, _applog.AppLog] = {}
         self._captures = 0  # MiniApp output streams still being read
         self.escalated: str | None = None
@@ -211,10 +231,13 @@ class Supervisor:
         # cancelled they must keep working while the children are stopped, and end only then.
         services = trio.CancelScope(shield=True)
         escalation: Escalation | None = None
+        if self._control_socket:
+            clear_state_file(self.data_dir)
         async with trio.open_nursery() as outer:
             await outer.start(self._services, services)
             try:
                 self.state = "starting"
+                self._notify_changed()
                 await self._zygote.start()
                 self._sandbox = sandbox_status()
                 found = _quota.find_pids_cgroup()
@@ -222,6 +245,8 @@ class Supervisor:
                 if self._pids is not None:
                     self._pids.sweep()
                 await self._start_all()
+                self._restored = True
+                self._notify_changed()
                 if self.link_wait > 0:
                     with trio.move_on_after(self.link_wait):
                         await self.wait_until(self._linked_once)
@@ -237,10 +262,84 @@ class Supervisor:
                 escalation = exc  # raised bare below, not wrapped in the nursery's group
             finally:
                 with trio.CancelScope(shield=True):
+                    self.state = STOPPING
+                    self._notify_changed()
+                    with trio.move_on_after(STOPPING_TOLD_WAIT):
+                        await self.wait_until(self._stopping_told)
                     await self.stop_all()
+                    if self._control_socket:
+                        self._write_stopped(escalated=escalation is not None)
                     services.cancel()
         if escalation is not None:
             raise escalation
+
+    def _write_stopped(self, *, escalated: bool) -> None:
+        try:
+            write_state_file(self.data_dir, STOPPED, pid=os.getpid(), escalated=escalated)
+        except OSError as exc:
+            log.error("supervisor.state_file_unwritten errno=%s", exc.errno)
+
+    def lifecycle(self) -> RuntimeLink | None:
+        """The runtime's lifecycle state now: the supervisor's own (`restoring`, `stopping`,
+        `stopped`) or else the link's, as the transport last said it (None if it never spoke:
+        a tree without a transport)."""
+        if self.state in (STOPPING, STOPPED):
+            return RuntimeLink(state=self.state)
+        if not self._restored:
+            return RuntimeLink(state=RESTORING)
+        return self._runtime
+
+    def _phase(self) -> str:
+        """The supervisor's part of the lifecycle: restoring, stopping, or `link` (the
+        transport's states are shown)."""
+        if self.state in (STOPPING, STOPPED):
+            return STOPPING
+        return "link" if self._restored else RESTORING
+
+    def _hostbridge(self) -> _Child | None:
+        return next(
+            (c for c in self.children.values() if c.identity.kind is ActorKind.HOSTBRIDGE), None
+        )
+
+    def _stopping_told(self) -> bool:
+        hostbridge = self._hostbridge()
+        if hostbridge is None or not hostbridge.is_up():
+            return True  # no Shell to tell
+        told = self._phase_told
+        return told is not None and told[1:] == (hostbridge.incarnation, STOPPING)
+
+    async def _announce_phase(self) -> None:
+        """Tell the hostbridge each change of the supervisor's part of the lifecycle (one task:
+        in order, the latest only), and again to each new incarnation. A tell that does not
+        get through is tried again on the next change (a child ready or gone, a state)."""
+        from lineup.hostbridge.messages import RuntimeStateEvent  # not for `lineup status`
+
+        while True:
+            changed = self._changed  # taken first: a change from here on sets it
+            hostbridge = self._hostbridge()
+            if hostbridge is not None and hostbridge.is_up():
+                phase = self._phase()
+                told = (hostbridge.identity.name, hostbridge.incarnation, phase)
+                if told != self._phase_told:
+                    link = self._runtime if phase == "link" else None
+                    event = RuntimeStateEvent(
+                        state=_link_state(link) if phase == "link" else phase,
+                        reason=link.reason if link is not None else None,
+                    )
+                    if await self.bus.tell(told[0], event, timeout=TELL_WAIT) is None:
+                        await self._passed_on(told[0])
+                        self._phase_told = told
+                        self._notify_changed()
+                        continue
+            await changed.wait()
+
+    async def _passed_on(self, name: str) -> None:
+        """Wait until `name` has handled what it was told and had a turn to pass it on: its
+        answer to a health probe sent after it (one channel, read in order) comes once the
+        event's handler ran and its Shell senders were runnable. Shutdown may stop the
+        hostbridge right after `stopping`, and a frame still queued then would be lost."""
+        with contextlib.suppress(LineUpError):
+            await self.bus.request(name, HealthRequest(), expect=HealthReply, timeout=TELL_WAIT)
 
     def _linked_once(self) -> bool:
         return self._runtime is not None and self._runtime.state not in _BEFORE_LINK
@@ -296,6 +395,7 @@ class Supervisor:
                 await nursery.start(self.bus.run)
                 if self._control_socket:
                     await nursery.start(serve_control, self.bus, self.data_dir)
+                nursery.start_soon(self._announce_phase)
                 task_status.started()
                 await trio.sleep_forever()
 
@@ -705,6 +805,8 @@ class Supervisor:
             return await self._stop_miniapp(body)
         if isinstance(body, StatusRequest):
             return self.status()
+        if isinstance(body, InstallRelayRequest | OperateRelayRequest | ListRelayRequest):
+            return await relay_registry(self.bus, env)
         if isinstance(body, HealthRequest):
             return HealthReply(
                 name="supervisor",
@@ -872,7 +974,7 @@ class Supervisor:
             uptime_s=round(now - self.started_at, 3),
             zygote_pid=self._zygote.pid,
             sandbox=self._sandbox,
-            runtime=self._runtime,
+            runtime=self.lifecycle(),
             info={**self.info, **self._quota_layers()},
             children=tuple(
                 ChildStatus(
@@ -941,6 +1043,12 @@ class Supervisor:
             del self._attached[identity.name]
             self.bus.disconnect(identity.name)
             self._forget_introductions(identity.name, 1)
+
+
+def _link_state(link: RuntimeLink | None) -> str:
+    """What the hostbridge is told when the supervisor's part ends: the link's state (it shows
+    the transport's own, which may be newer; this one only ends the supervisor's)."""
+    return link.state if link is not None else "created"
 
 
 def _should_restart(spec: ChildSpec | None, status: int) -> bool:

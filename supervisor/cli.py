@@ -27,7 +27,7 @@ from lineup.actors.kernel.control import (
 from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
 
 from ._applog import app_log_path, log_files
-from ._control import control_request
+from ._control import control_request, read_state_file
 from ._quota import STATUS_FSIZE, STATUS_PIDS
 from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
@@ -165,7 +165,13 @@ def _parser() -> argparse.ArgumentParser:
         help="crash-recovery drill: faults on a seeded schedule, then invariants",
         add_help=False,
     )
-    sub.add_parser("app", help="MiniApp tools: `lineup app manifest PATH`", add_help=False)
+    sub.add_parser(
+        "app",
+        help="MiniApp tools (`lineup app manifest|keygen|pack|verify|trust`) and the running "
+        "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
+        "default`)",
+        add_help=False,
+    )
     return parser
 
 
@@ -177,7 +183,13 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(devserver_main(argv[1:]))
     if argv[:1] == ["app"]:
-        from lineup.sdk.cli import main as app_main
+        from ._app_cli import COMMANDS
+
+        if argv[1:2] and argv[1] in COMMANDS:  # the registry of a running runtime
+            from ._app_cli import main as registry_main
+
+            sys.exit(registry_main(argv[1:], data_dir_default=default_data_dir()))
+        from lineup.sdk.cli import main as app_main  # the authoring tools: no runtime
 
         sys.exit(app_main(argv[1:]))
     if argv[:1] == ["drill"]:
@@ -377,8 +389,14 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
     except LineUpError as exc:
         if exc.code is not ErrorCode.ACTOR_UNAVAILABLE:
             raise
+        # How the last run ended, if it ended cleanly enough to say (None after a SIGKILL).
+        ended = read_state_file(data_dir)
         if as_json:
-            out.write(json.dumps({"running": False, "data_dir": str(data_dir)}) + "\n")
+            document: dict[str, Any] = {"running": False, "data_dir": str(data_dir)}
+            document["state"] = ended["state"] if ended is not None else None
+            if ended is not None and isinstance(ended.get("at"), int | float):
+                document["stopped_at"] = ended["at"]
+            out.write(json.dumps(document) + "\n")
         else:
             out.write(f"lineup: not running (data dir {data_dir})\n")
         return 1
@@ -406,7 +424,7 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
         )
     if reply.runtime is not None:
         why = f" ({reply.runtime.reason})" if reply.runtime.reason else ""
-        out.write(f"link: {reply.runtime.state}{why}\n")
+        out.write(f"runtime: {reply.runtime.state}{why}\n")
     if reply.zygote_pid is not None:
         out.write(f"zygote: pid {reply.zygote_pid}\n")
     if reply.sandbox is not None:

@@ -106,6 +106,8 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     allow(K.CLI, K.SUPERVISOR, "supervisor.registry.*")
     allow(K.SUPERVISOR, K.FOCUS, "focus.registry.*")
     allow(K.TRANSPORT, K.SUPERVISOR, "supervisor.runtime.state")  # for `lineup status`
+    # The lifecycle's own part (restoring, stopping), for the Shell's badge.
+    allow(K.SUPERVISOR, K.HOSTBRIDGE, "hostbridge.runtime.state")
     allow(K.CLI, K.SUPERVISOR, "supervisor.status.request", _HEALTH)
 
     # Runtime actors may ask each other for health, which the kernel's `Actor` base answers.

@@ -29,6 +29,7 @@ from lineup.actors.kernel import (
     ActorContext,
     ActorKind,
     AuditRecord,
+    Envelope,
     ErrorCode,
     Identity,
     LineUpError,
@@ -131,6 +132,12 @@ async def start_hostbridge(
     return actor, bus, port
 
 
+def told(sender: str, *, state: str, reason: str | None = None) -> tuple[Message, Envelope]:
+    """A `hostbridge.runtime.state` as the bus hands it over, from `sender` (its kind too)."""
+    event = RuntimeStateEvent(state=state, reason=reason)
+    return event, Envelope(Identity(ActorKind(sender), sender), event, 1, False)
+
+
 async def next_frame(ws: WebSocketConnection) -> dict[str, Any]:
     """The next frame but heartbeats (tests/hostbridge/test_interactions.py checks those)."""
     with trio.fail_after(WAIT):
@@ -161,7 +168,7 @@ async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_ser
             await bus.until(lambda: any(isinstance(r, UiEventRequest) for r in bus.requests))
 
             # The runtime still reaches this Shell over the same socket.
-            actor.on_runtime_state(RuntimeStateEvent(state="reconnecting", reason="x"), None)  # type: ignore[arg-type]
+            actor.on_runtime_state(*told("transport", state="reconnecting", reason="x"))
             assert await next_frame(ws) == {
                 "type": "shell.runtime",
                 "state": "reconnecting",
@@ -282,3 +289,38 @@ async def test_healthz_answers_200_with_a_tiny_json_body_and_no_token(tmp_path: 
     assert head.split()[1] == b"200"
     assert json.loads(body) == {"ok": True}
     assert TOKEN.encode() not in answer
+
+
+async def test_the_supervisors_restoring_and_stopping_show_over_the_links_state(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path)
+        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
+        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
+        actor.on_runtime_state(*told("supervisor", state="restoring"))
+        async with open_websocket_url(url, extra_headers=origin) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            hello = await next_frame(ws)  # the transport answers online; restoring is shown
+            assert hello["runtime"] == {"state": "restoring", "reason": None}
+            await next_frame(ws)  # shell.apps
+
+            shown = []
+            for sender, state, reason in [
+                ("transport", "synchronizing", None),  # while restoring: not shown over it
+                ("supervisor", "synchronizing", None),  # restored: the link's own state shows
+                ("transport", "reconnecting", "appserver_timeout"),
+                ("supervisor", "stopping", None),
+                ("transport", "online", None),  # the link while stopping: stopping stays
+            ]:
+                actor.on_runtime_state(*told(sender, state=state, reason=reason))
+                frame = await next_frame(ws)
+                shown.append((frame["state"], frame.get("reason")))
+            assert shown == [
+                ("restoring", None),
+                ("synchronizing", None),
+                ("reconnecting", "appserver_timeout"),
+                ("stopping", None),
+                ("stopping", None),
+            ]
+        nursery.cancel_scope.cancel()

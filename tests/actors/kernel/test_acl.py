@@ -145,8 +145,20 @@ def test_the_cli_may_ask_the_supervisor_for_nothing_else(tag: str) -> None:
     assert not message_allowed(K.CLI, K.SUPERVISOR, tag)
 
 
-def test_the_cli_patterns_are_exactly_status_and_health() -> None:
-    assert ACL[(K.CLI, K.SUPERVISOR)] == {"supervisor.status.request", HEALTH}
+def test_the_cli_patterns_are_exactly_status_health_and_the_registry_relay() -> None:
+    assert ACL[(K.CLI, K.SUPERVISOR)] == {
+        "supervisor.status.request",
+        HEALTH,
+        "supervisor.registry.*",
+    }
+
+
+def test_the_supervisor_tells_the_hostbridge_the_lifecycle_and_nothing_else() -> None:
+    assert ACL[(K.SUPERVISOR, K.HOSTBRIDGE)] == {
+        HEALTH,
+        "supervisor.channel.opened",
+        "hostbridge.runtime.state",
+    }
 
 
 # ------------------------------------------------------------------ the store, by area

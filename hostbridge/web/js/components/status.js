@@ -7,7 +7,7 @@ const RUNTIME_STATES = {
   created: { label: "Starting…", tone: "busy" },
   restoring: { label: "Restoring…", tone: "busy" },
   authenticating: { label: "Signing in…", tone: "busy" },
-  synchronizing: { label: "Syncing…", tone: "busy" },
+  synchronizing: { label: "Synchronizing…", tone: "busy" },
   online: { label: "Online", tone: "ok" },
   reconnecting: {
     label: "Reconnecting — messages will be sent when the connection returns",

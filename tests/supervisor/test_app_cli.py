@@ -1,0 +1,310 @@
+"""`lineup app install|list|enable|disable|rollback|revoke|remove|default`: the registry of a
+running runtime through its control socket (the supervisor relays to focus), as a user runs it:
+real subprocesses against the real `lineup run`."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from pydantic import ValidationError
+
+from lineup.actors.kernel.control import (
+    InstallRelayRequest,
+    ListRelayRequest,
+    OperateRelayRequest,
+)
+from lineup.sdk.bundle import SigningKey
+from lineup.sdk.protocol import AppOperationInfo
+from lineup.supervisor._app_cli import EXIT_USAGE, main, outcome_line
+from lineup.tests.support.bundles import build_bundle, trust
+from lineup.tests.support.process import LineupProcess
+
+
+def lineup_app(
+    *args: str, data_dir: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lineup", "app", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        check=False,
+    )
+
+
+# ---------------------------------------------------------------------------------- requests
+
+
+def test_an_install_request_names_exactly_one_source_and_a_path_only_absolute() -> None:
+    InstallRelayRequest(operation_id="op", path="/tmp/a.lineup")
+    InstallRelayRequest(operation_id="op", url="https://example.org/a.lineup")
+    for bad in (
+        {},
+        {"path": "/tmp/a.lineup", "url": "https://example.org/a.lineup"},
+        {"path": "a.lineup"},
+    ):
+        with pytest.raises(ValidationError):
+            InstallRelayRequest(operation_id="op", **bad)
+
+
+def test_an_operation_carries_a_version_for_revoke_and_only_for_revoke() -> None:
+    OperateRelayRequest(operation_id="op", kind="revoke", app_scope="x", version="1.0.0")
+    OperateRelayRequest(operation_id="op", kind="disable", app_scope="x")
+    with pytest.raises(ValidationError):
+        OperateRelayRequest(operation_id="op", kind="revoke", app_scope="x")
+    with pytest.raises(ValidationError):
+        OperateRelayRequest(operation_id="op", kind="enable", app_scope="x", version="1.0.0")
+    with pytest.raises(ValidationError):
+        OperateRelayRequest(operation_id="op", kind="upgrade", app_scope="x")  # type: ignore[arg-type]
+    assert ListRelayRequest().type == "supervisor.registry.list"
+
+
+def test_the_outcome_line_names_the_operation_and_a_failures_code() -> None:
+    def op(**fields: object) -> AppOperationInfo:
+        base: dict[str, object] = {
+            "operation_id": "op-1",
+            "app_scope": "draw-and-guess",
+            "kind": "install",
+            "state": "completed",
+            "version": "1.0.0",
+            "created_at": 1.0,
+            "updated_at": 2.0,
+        }
+        return AppOperationInfo.model_validate({**base, **fields})
+
+    assert outcome_line(op()) == "install draw-and-guess 1.0.0: completed"
+    failed = op(state="failed", code="digest_mismatch")
+    assert outcome_line(failed) == "install draw-and-guess 1.0.0: failed (digest_mismatch)"
+    assert outcome_line(op(kind="disable", version=None)) == "disable draw-and-guess: completed"
+
+
+# ------------------------------------------------------------------------------ without a runtime
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("list",), ("list", "--json"), ("enable", "whiteboard"), ("revoke", "x", "1.0.0")],
+)
+def test_without_a_runtime_each_command_says_not_running_and_exits_1(
+    data_dir: Path, args: tuple[str, ...]
+) -> None:
+    result = lineup_app(*args, data_dir=data_dir)
+    assert result.returncode == 1
+    assert result.stderr == f"lineup: not running (data dir {data_dir})\n"
+    assert result.stdout == ""
+
+
+def test_remove_off_a_terminal_without_yes_is_refused_before_anything_is_sent(
+    data_dir: Path,
+) -> None:
+    # No runtime runs: had it been sent, the answer would be "not running" (exit 1).
+    result = lineup_app("remove", "whiteboard", data_dir=data_dir)
+    assert result.returncode == EXIT_USAGE
+    assert "--yes" in result.stderr and "Traceback" not in result.stderr
+    assert "Remove whiteboard" not in result.stdout
+
+
+def test_remove_asks_the_user_and_a_no_sends_nothing(data_dir: Path) -> None:
+    asked: list[str] = []
+    err = io.StringIO()
+
+    def answer(question: str) -> bool:
+        asked.append(question)
+        return False
+
+    code = main(
+        ["remove", "whiteboard", "--data-dir", str(data_dir)],
+        data_dir_default=data_dir,
+        out=io.StringIO(),
+        err=err,
+        confirm=answer,
+    )
+    assert asked == ["Remove whiteboard and its data? [y/N] "]
+    assert code == 1
+    assert "not confirmed" in err.getvalue() and "not running" not in err.getvalue()
+
+
+@pytest.mark.parametrize("source", ["missing.lineup", "ftp://example.org/a.lineup"])
+def test_install_of_no_file_or_another_scheme_is_a_usage_error(data_dir: Path, source: str) -> None:
+    result = lineup_app("install", source, data_dir=data_dir)
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr.startswith("lineup app install: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lineup", "app", "manifest", "lineup.miniapps.task_dashboard"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"app_scope": "task-dashboard"' in result.stdout
+
+
+# ------------------------------------------------------------------------------ a real runtime
+
+
+async def start_runtime(data_dir: Path) -> LineupProcess:
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    with trio.fail_after(30):
+        await process.wait_for_line("lineup: open the Shell: ")
+    return process
+
+
+async def run_app(
+    *args: str, data_dir: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    call = functools.partial(lineup_app, *args, data_dir=data_dir, cwd=cwd)
+    return await trio.to_thread.run_sync(call)
+
+
+async def list_json(data_dir: Path) -> dict[str, Any]:
+    result = await run_app("list", "--json", data_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def app_of(document: dict[str, Any], scope: str) -> dict[str, Any] | None:
+    return next((app for app in document["apps"] if app["app_scope"] == scope), None)
+
+
+APP_KEYS = {
+    "app_scope",
+    "title",
+    "version",
+    "kind",
+    "source",
+    "enabled",
+    "state",
+    "predecessor",
+    "key_id",
+    "removable",
+    "operation",
+}
+OPERATION_KEYS = {
+    "operation_id",
+    "app_scope",
+    "kind",
+    "state",
+    "version",
+    "from_version",
+    "code",
+    "created_at",
+    "updated_at",
+}
+
+
+def check_list_shape(document: dict[str, Any]) -> None:
+    """The stable document of `lineup app list --json`: RegistryListReply, no message tags."""
+    assert set(document) == {"apps", "default_app", "operations"}
+    for app in document["apps"]:
+        assert set(app) == APP_KEYS
+        assert app["operation"] is None or set(app["operation"]) == OPERATION_KEYS
+    for op in document["operations"]:
+        assert set(op) == OPERATION_KEYS
+
+
+async def check_table(data_dir: Path) -> None:
+    """`lineup app list` without --json: a header, then a row per app."""
+    table = await run_app("list", data_dir=data_dir)
+    assert table.returncode == 0
+    header, *rows = table.stdout.splitlines()
+    assert header.split() == [
+        "SCOPE", "VERSION", "KIND", "SOURCE", "ENABLED", "STATE", "PREDECESSOR", "OPERATION"
+    ]  # fmt: skip
+    deliver = ["deliver", "1.0", "installed", "installed", "yes", "active", "-"]
+    assert any(row.split()[:7] == deliver for row in rows), rows
+
+
+async def check_refusals(data_dir: Path) -> None:
+    """Each refused operation: its code in the one line, exit 1."""
+    for args, line in [
+        (("disable", "chat"), "disable chat: failed (app_protected)\n"),
+        (("remove", "chat", "--yes"), "remove chat: failed (app_protected)\n"),
+        (("rollback", "deliver"), "rollback deliver: failed (no_predecessor)\n"),
+        (("enable", "nosuch"), "enable nosuch: failed (app_not_installed)\n"),
+    ]:
+        result = await run_app(*args, data_dir=data_dir)
+        assert (result.returncode, result.stdout) == (1, line), result
+
+
+async def test_install_list_default_disable_and_remove_through_the_cli(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    key, stranger = SigningKey.generate(), SigningKey.generate()
+    trust(data_dir, key.public)
+    good = tmp_path / "deliver-1.0.lineup"
+    good.write_bytes(build_bundle(tmp_path / "good", key, scope="deliver", version="1.0"))
+    untrusted = tmp_path / "deliver-untrusted.lineup"
+    untrusted.write_bytes(build_bundle(tmp_path / "bad", stranger, scope="deliver", version="1.0"))
+    process = await start_runtime(data_dir)
+    try:
+        refused = await run_app("install", str(untrusted), data_dir=data_dir)
+        assert refused.returncode == 1
+        assert refused.stdout.endswith(": failed (unknown_key)\n"), refused.stdout
+        assert not (data_dir / "bundles" / "deliver").exists()
+
+        # A relative FILE is resolved here: focus never sees the CLI's working directory.
+        installed = await run_app("install", good.name, data_dir=data_dir, cwd=tmp_path)
+        assert installed.returncode == 0, installed.stderr
+        assert installed.stdout == "install deliver 1.0: completed\n"
+
+        document = await list_json(data_dir)
+        check_list_shape(document)
+        deliver = app_of(document, "deliver")
+        assert deliver is not None
+        assert {k: deliver[k] for k in ("version", "source", "enabled", "state", "removable")} == {
+            "version": "1.0",
+            "source": "installed",
+            "enabled": True,
+            "state": "active",
+            "removable": True,
+        }
+        assert deliver["key_id"] == key.key_id and deliver["predecessor"] is None
+        assert deliver["operation"]["kind"] == "install"
+        assert deliver["operation"]["state"] == "completed"
+        chat = app_of(document, "chat")
+        assert chat is not None and chat["removable"] is False
+
+        await check_table(data_dir)
+
+        await check_refusals(data_dir)
+
+        made_default = await run_app("default", "deliver", data_dir=data_dir)
+        assert made_default.returncode == 0, made_default.stdout
+        assert (await list_json(data_dir))["default_app"] == "deliver"
+
+        disabled = await run_app("disable", "deliver", data_dir=data_dir)
+        assert (disabled.returncode, disabled.stdout) == (0, "disable deliver: completed\n")
+        deliver = app_of(await list_json(data_dir), "deliver")
+        assert deliver is not None and deliver["enabled"] is False
+
+        removed = await run_app("remove", "deliver", "--yes", "--json", data_dir=data_dir)
+        assert removed.returncode == 0, removed.stdout
+        operation = json.loads(removed.stdout)
+        assert set(operation) == OPERATION_KEYS and operation["state"] == "completed"
+        assert app_of(await list_json(data_dir), "deliver") is None
+        assert not (data_dir / "bundles" / "deliver").exists()
+        assert not (data_dir / "apps" / "deliver").exists()
+
+        gone = await run_app("revoke", "deliver", "1.0", data_dir=data_dir)
+        assert gone.returncode == 1
+        assert gone.stdout.endswith(": failed (app_not_installed)\n"), gone.stdout
+    finally:
+        process.kill()
+        await process.wait()

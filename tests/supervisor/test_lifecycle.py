@@ -1,0 +1,93 @@
+"""The runtime's lifecycle (seed 004 §3.3) as `lineup status --json` sees it, against the real
+`lineup run`: restoring until every child is ready, the link's states up to online, stopped once
+it has shut down. The Shell's side: tests/browser/test_lifecycle_e2e.py."""
+
+from __future__ import annotations
+
+import signal
+import stat
+from pathlib import Path
+
+import trio
+
+from lineup.actors.kernel.control import StatusReply, StatusRequest
+from lineup.supervisor._control import STATE_FILE, NotRunning, control_request
+from lineup.tests.support.process import LineupProcess, lineup_status
+
+SHELL_LINE = "lineup: open the Shell: "
+# The link's states on the way up, in the order the transport goes through them.
+RISING = ("restoring", "authenticating", "synchronizing", "online")
+
+
+def _status(data_dir: Path) -> StatusReply | None:
+    try:
+        return control_request(data_dir, StatusRequest(), StatusReply)
+    except NotRunning:
+        return None
+
+
+async def test_status_says_restoring_until_every_child_is_ready_then_the_links_states_to_online(
+    data_dir: Path,
+) -> None:
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    seen: list[tuple[str, bool]] = []  # (runtime.state, every child running), each change once
+    try:
+        with trio.fail_after(30):
+            while True:
+                reply = await trio.to_thread.run_sync(_status, data_dir)
+                if reply is None or reply.runtime is None:
+                    await trio.lowlevel.checkpoint()
+                    continue
+                observed = (
+                    reply.runtime.state,
+                    all(child.state == "running" for child in reply.children),
+                )
+                if not seen or seen[-1] != observed:
+                    seen.append(observed)
+                if reply.runtime.state == "online":
+                    break
+            await process.wait_for_line(SHELL_LINE)
+    finally:
+        process.kill()
+        await process.wait()
+    states = [state for state, _ in seen]
+    # The control socket answers from the start, before any child is ready: restoring first,
+    # while a child was still starting; never again once the link's states began.
+    assert seen[0] == ("restoring", False), seen
+    assert states[-1] == "online"
+    assert all(state in RISING for state in states), seen
+    ranks = [RISING.index(state) for state in states]
+    assert ranks == sorted(ranks), seen
+    assert all(every for state, every in seen if state != "restoring"), seen
+
+
+async def test_a_sigtermed_run_says_stopped_and_a_killed_one_leaves_no_stale_word(
+    data_dir: Path,
+) -> None:
+    first = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    with trio.fail_after(30):
+        await first.wait_for_line(SHELL_LINE)
+    first.signal(signal.SIGTERM)
+    with trio.fail_after(10):
+        assert await first.wait() == 0
+    document = lineup_status(data_dir)
+    assert document["running"] is False
+    assert document["state"] == "stopped"
+    assert type(document["stopped_at"]) is float
+    mode = (data_dir / STATE_FILE).stat().st_mode
+    assert stat.S_IMODE(mode) == 0o600
+
+    # A new run clears the old word at once; killed, it has said nothing of its end.
+    second = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    try:
+        with trio.fail_after(30):
+            await second.wait_for_line(SHELL_LINE)
+        running = lineup_status(data_dir)
+        assert running["running"] is True
+        assert isinstance(running["runtime"], dict)
+        assert running["runtime"]["state"] != "stopped"
+    finally:
+        second.kill()
+        await second.wait()
+    document = lineup_status(data_dir)
+    assert document == {"running": False, "data_dir": str(data_dir), "state": None}
