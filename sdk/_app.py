@@ -48,6 +48,7 @@ __all__ = [
     "Lifecycle",
     "MiniApp",
     "MiniAppHost",
+    "Registry",
     "RuntimeChannel",
     "SessionData",
     "Surfaces",
@@ -489,6 +490,22 @@ class Artifacts:
         return reply.artifacts
 
 
+class Registry:
+    """The runtime's registry of apps, read-only: what the App Registry MiniApp lists. The
+    runtime answers `focus.sdk.registry.list` to `miniapp:app-registry` alone (any other app
+    is refused `permission_denied`); a change to the registry is never a call here but a
+    capability the user confirms (`app.install`, `app.manage`)."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+
+    async def list(self) -> p.RegistryListReply:
+        """Every app the runtime offers (version, kind, source, enabled, state, predecessor,
+        latest operation), the default app and the newest operations. Raises `LineUpError`
+        `permission_denied` for any app but the App Registry."""
+        return await self._host.call("focus", p.RegistryListRequest(), p.RegistryListReply)
+
+
 def _answered(record: p.InteractionRecord) -> bool:
     return record.result is not None or record.state in FINAL_INTERACTION
 
@@ -545,6 +562,7 @@ class AppContext:
         self.artifacts = Artifacts(host)
         self.apps = Apps(host)
         self.surfaces = Surfaces(host)
+        self.registry = Registry(host)  # answered to the App Registry alone
 
     async def refresh(self, instance_id: str | None = None) -> p.ContextReply:
         """The runtime's facts about `instance_id` (one of this app's; default: the process's
