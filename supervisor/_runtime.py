@@ -60,6 +60,11 @@ class RuntimeOptions:
     dev_apps: tuple[Path, ...] = ()  # unsigned MiniApp packages loaded from folders
     # The transport reaches the AppServer through this URL instead (a drill's fault proxy).
     appserver_via: str | None = None
+    # The host's capability configuration (`lineup.actors.gateway._capability_state`):
+    # {"unsupported": [names], "policy": {app_scope: {capability: allow|deny|ask}},
+    #  "prompt_timeout_s": float, "run_timeout_s": float, "rate_per_minute": {capability: n}};
+    # the gateway decides by it, focus leaves out the tools it makes unusable.
+    capabilities: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,9 +196,15 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "focus",
             ActorKind.FOCUS,
             "lineup.actors.focus:FocusActor",
-            {"apps": [*options.extra_apps, *dev_apps]},  # the bundled ones are focus's own
+            # The bundled apps are focus's own.
+            {"apps": [*options.extra_apps, *dev_apps], "capabilities": options.capabilities},
         ),
-        child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
+        child(
+            "gateway",
+            ActorKind.GATEWAY,
+            "lineup.actors.gateway:GatewayActor",
+            {"capabilities": options.capabilities},
+        ),
         child(
             "hostbridge",
             ActorKind.HOSTBRIDGE,

@@ -69,6 +69,8 @@ from lineup.actors.store.messages import (
     AppRegistryListRequest,
     AppRegistryPutReply,
     AppRegistryPutRequest,
+    CapabilityGrantListReply,
+    CapabilityGrantListRequest,
     FocusStackGetReply,
     FocusStackGetRequest,
     InstanceCommitReply,
@@ -93,6 +95,7 @@ from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
+from ._capability_context import CapabilityFacts, context_of
 from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
 from ._surface_service import SurfaceService
@@ -101,6 +104,9 @@ from ._view_service import ViewService
 from ._views import ViewBook
 from .messages import (
     AppEnableRequest,
+    CapabilitiesChangedEvent,
+    CapabilityContextReply,
+    CapabilityContextRequest,
     FindInstanceRequest,
     InstanceReply,
     InventoryReply,
@@ -164,6 +170,8 @@ class FocusActor(Actor):
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
+        # The capabilities: a tool whose app cannot use one it declares is not published.
+        self._capabilities = CapabilityFacts(self.ctx.config.get("capabilities"))
         # Surfaces (one per instance at most), session data (one write path, whoever writes)
         # and views: services of their own, which the handlers delegate to. `_surfaces` and
         # `_views` are their pure books, `surfaces` and `views` the services.
@@ -239,6 +247,9 @@ class FocusActor(Actor):
             )
         rows = await self._store(AppRegistryListRequest(), AppRegistryListReply)
         self._enabled = {row.app_scope: row.enabled for row in rows.apps}
+        self._capabilities.read(
+            await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
+        )
         await self._bump_inventory()
 
     async def _bump_inventory(self) -> bool:
@@ -262,6 +273,7 @@ class FocusActor(Actor):
                 for scope, manifest in sorted(self._manifests.items())
                 if self._enabled.get(scope, True)
                 for tool in manifest.tools
+                if self._capabilities.visible(scope, manifest, tool)
             ),
         ]
 
@@ -379,6 +391,29 @@ class FocusActor(Actor):
                 event = InventoryChangedEvent(revision=self._revision)
                 self._nursery_soon(self._tell_router, event)
         return self._inventory()
+
+    @handles(CapabilityContextRequest)
+    def on_capability_context(
+        self, msg: CapabilityContextRequest, env: Envelope
+    ) -> CapabilityContextReply:
+        return context_of(
+            msg,
+            owners=self._owners,
+            stack=self._stack,
+            manifests=self._manifests,
+            enabled=self._enabled,
+            titles=self._bundled,
+        )
+
+    @handles(CapabilitiesChangedEvent)
+    async def on_capabilities_changed(self, msg: CapabilitiesChangedEvent, env: Envelope) -> None:
+        async with self._inventory_lock:
+            self._capabilities.read(
+                await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
+            )
+            if await self._bump_inventory():
+                event = InventoryChangedEvent(revision=self._revision)
+                self._nursery_soon(self._tell_router, event)
 
     async def _tell_router(self, event: Message) -> None:
         # Not told: the router publishes the inventory when it starts.
