@@ -196,8 +196,13 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "focus",
             ActorKind.FOCUS,
             "lineup.actors.focus:FocusActor",
-            # The bundled apps are focus's own.
-            {"apps": [*options.extra_apps, *dev_apps], "capabilities": options.capabilities},
+            # The bundled apps are focus's own. `dev`: the embedded AppServer, development,
+            # where an install URL may be loopback HTTP.
+            {
+                "apps": [*options.extra_apps, *dev_apps],
+                "capabilities": options.capabilities,
+                "dev": embedded,
+            },
         ),
         child(
             "gateway",
