@@ -40,7 +40,6 @@ from lineup.sdk import protocol as p
 from lineup.sdk.manifest import Entrypoint
 
 from . import _view
-from ._capability import request_capability
 
 __all__ = ["AppRegistry"]
 
@@ -236,8 +235,8 @@ class AppRegistry(MiniApp):
     ) -> p.CapabilityResult:
         request_id = _request_id(action_id, capability)
         try:
-            return await request_capability(
-                self.app, instance_id, capability, purpose, data, request_id=request_id
+            return await self.app.capabilities.request(
+                capability, purpose, data, instance_id=instance_id, request_id=request_id
             )
         except LineUpError as exc:
             # The request never got its answer (the runtime restarting, a deadline): a

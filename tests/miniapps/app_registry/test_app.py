@@ -14,7 +14,7 @@ import pytest
 
 from lineup.miniapps import app_registry as registry_package
 from lineup.miniapps.app_registry import AppRegistry
-from lineup.sdk import ErrorCode, LineUpError, testkit
+from lineup.sdk import ErrorCode, LineUpError, capabilities, testkit
 from lineup.sdk import protocol as p
 from lineup.sdk.manifest import load_manifest, manifest_json
 from lineup.sdk.testkit import FakeRuntime
@@ -86,6 +86,9 @@ class Runtime(FakeRuntime):
 
     def _answer(self, request: Any) -> Any:
         if isinstance(request, p.CapabilityRequest):
+            # The input is one the gateway takes (the catalog's model), or the test fails.
+            capabilities.parse_input(request.capability, request.input)
+            assert request.capability in AppRegistry.app_info.requested_capabilities
             self.asked.append(request)
             surface = self.surfaces.of(INSTANCE)
             self.busy_when_asked.append(None if surface is None else surface.state.get("busy"))
