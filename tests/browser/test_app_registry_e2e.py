@@ -145,7 +145,7 @@ async def test_the_user_installs_disables_and_removes_an_app_in_the_app_registry
     key = SigningKey.generate()
     bundle = tmp_path / f"{SCOPE}-1.0.lineup"
     bundle.write_bytes(build_bundle(tmp_path / "src", key, scope=SCOPE, version="1.0"))
-    trust(data_dir, key.public())
+    trust(data_dir, key.public)
 
     runtime = await start_runtime(nursery, data_dir, demo_agent=False)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
