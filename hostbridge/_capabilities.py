@@ -42,7 +42,7 @@ from lineup.actors.gateway.messages import (
     UiAccepted,
 )
 from lineup.actors.kernel import AuditRecord, Bus, ErrorCode, LineUpError
-from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, MAX_ARTIFACT_BYTES
+from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, BUNDLE_MEDIA_TYPE, MAX_ARTIFACT_BYTES
 
 from ._artifacts import ticket
 from ._refusals import RefusalLog
@@ -98,6 +98,7 @@ _BY_EXTENSION: Final = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
     ".csv": "text/csv",
+    ".lineup": BUNDLE_MEDIA_TYPE,  # a signed app bundle, for the App Registry's install
 }
 
 

@@ -57,6 +57,14 @@ BUNDLED: Final = (
         title="Whiteboard",
         manifest=_HERE / "whiteboard" / "manifest.json",
     ),
+    # The user's list of apps (kind core: never disabled or removed), where they install and
+    # manage apps through capabilities they confirm. One instance at a time: see its module.
+    BundledApp(
+        app_scope="app-registry",
+        entry="lineup.miniapps.app_registry:AppRegistry",
+        title="App Registry",
+        manifest=_HERE / "app_registry" / "manifest.json",
+    ),
 )
 # The apps whose process is part of the tree rather than started by focus on demand.
 RESIDENT: Final = (SYSTEM_APP,)

@@ -49,6 +49,7 @@ __all__ = [
     "Lifecycle",
     "MiniApp",
     "MiniAppHost",
+    "Registry",
     "RuntimeChannel",
     "SessionData",
     "Surfaces",
@@ -494,6 +495,22 @@ class Artifacts:
         return reply.artifacts
 
 
+class Registry:
+    """The runtime's registry of apps, read-only: what the App Registry MiniApp lists. The
+    runtime answers `focus.sdk.registry.list` to `miniapp:app-registry` alone (any other app
+    is refused `permission_denied`); a change to the registry is never a call here but a
+    capability the user confirms (`app.install`, `app.manage`)."""
+
+    def __init__(self, host: RuntimeChannel) -> None:
+        self._host = host
+
+    async def list(self) -> p.RegistryListReply:
+        """Every app the runtime offers (version, kind, source, enabled, state, predecessor,
+        latest operation), the default app and the newest operations. Raises `LineUpError`
+        `permission_denied` for any app but the App Registry."""
+        return await self._host.call("focus", p.RegistryListRequest(), p.RegistryListReply)
+
+
 class Capabilities:
     """System powers the runtime grants case by case (seed 004 §6.3; the catalog, inputs and
     the order of the checks are `lineup.sdk.capabilities`). Only a capability the manifest
@@ -589,6 +606,7 @@ class AppContext:
         self.capabilities = Capabilities(host, instance_id)
         self.apps = Apps(host)
         self.surfaces = Surfaces(host)
+        self.registry = Registry(host)  # answered to the App Registry alone
 
     async def refresh(self, instance_id: str | None = None) -> p.ContextReply:
         """The runtime's facts about `instance_id` (one of this app's; default: the process's

@@ -15,6 +15,7 @@ from lineup.actors.kernel import Message
 
 __all__ = [
     "ARTIFACT_MEDIA_TYPES",
+    "BUNDLE_MEDIA_TYPE",
     "MAX_ARTIFACT_BYTES",
     "MAX_ITEM_ORDER",
     "MAX_SURFACE_EVENT_BYTES",
@@ -618,8 +619,9 @@ class SurfaceClosedEvent(Message):
 # dir and the store keeps the metadata; an app reads only its own. Content travels base64.
 
 MAX_ARTIFACT_BYTES = 256 * 1024  # one artifact's content: its base64 fits a MiniApp's frame
+BUNDLE_MEDIA_TYPE = "application/vnd.lineup.bundle"  # a signed `.lineup` app bundle (binary)
 ARTIFACT_MEDIA_TYPES = frozenset(
-    {"image/png", "application/json", "text/plain", "text/markdown", "text/csv"}
+    {"image/png", "application/json", "text/plain", "text/markdown", "text/csv", BUNDLE_MEDIA_TYPE}
 )
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "FakeInbox",
     "FakeInteractions",
     "FakeLifecycle",
+    "FakeRegistry",
     "FakeRuntime",
     "FakeSessionData",
     "FakeSurface",
@@ -65,6 +66,7 @@ MAX_SESSION_DATA_BYTES: Final = 256 * 1024  # compact UTF-8 JSON, as the store e
 MAX_JSON_DEPTH: Final = 32  # nested objects and arrays, as the store enforces
 MAX_SETTLE_EVENTS: Final = 10_000  # an app that answers every update with a write never settles
 DEFAULT_INSTANCE: Final = "instance-1"
+REGISTRY_APP: Final = "app-registry"  # the one app `focus.sdk.registry.list` answers
 
 Action = Literal["foreground", "background", "close"]
 
@@ -510,6 +512,29 @@ class FakeSurfaces:
             )
 
 
+@dataclass
+class FakeRegistry:
+    """The runtime's registry as `focus.sdk.registry.list` answers it: set `apps`,
+    `default_app` and `operations` as the test's runtime stands; `lists` counts the reads.
+    Answered to the App Registry (`app-registry`) alone, as the ACL does: any other app is
+    refused `permission_denied`."""
+
+    apps: list[p.RegistryAppInfo] = field(default_factory=list)
+    default_app: str = "chat"
+    operations: list[p.AppOperationInfo] = field(default_factory=list)
+    lists: int = 0
+
+    def _list(self, app_scope: str) -> p.RegistryListReply:
+        if app_scope != REGISTRY_APP:
+            raise LineUpError(ErrorCode.PERMISSION_DENIED, p.RegistryListRequest.TYPE)
+        self.lists += 1
+        return p.RegistryListReply(
+            apps=tuple(self.apps),
+            default_app=self.default_app,
+            operations=tuple(self.operations),
+        )
+
+
 class FakeRuntime:
     """The runtime side of one MiniApp's channel, in memory: a `RuntimeChannel` for the
     `AppContext` services and a `ToolSink` for tool calls."""
@@ -527,6 +552,7 @@ class FakeRuntime:
         self.surfaces = FakeSurfaces()
         self.conversation_id: str | None = "conv-test"
         self.artifacts = FakeArtifacts()
+        self.registry = FakeRegistry()
         self.capabilities = FakeCapabilities()
         self.app: MiniApp | None = None  # the app `start` started, told of its interactions
         self.closed: set[str] = set()
@@ -660,6 +686,8 @@ class FakeRuntime:
             request, p.SurfaceOpenRequest | p.SurfaceUpdateRequest | p.SurfaceCloseRequest
         ):
             return self._surface(request)
+        if isinstance(request, p.RegistryListRequest):
+            return self.registry._list(self.app_scope)
         if isinstance(request, p.ContextRequest):
             if request.instance_id not in self.instances:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)

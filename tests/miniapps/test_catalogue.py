@@ -47,7 +47,12 @@ def test_the_system_app_is_focus_s_recovery_app_and_offers_no_tools() -> None:
 
 def test_the_registry_entries_are_those_the_runtime_has_always_offered() -> None:
     entries = catalogue.registry_entries()
-    assert [e["app_scope"] for e in entries] == ["chat", "task-dashboard", "whiteboard"]
+    assert [e["app_scope"] for e in entries] == [
+        "chat",
+        "task-dashboard",
+        "whiteboard",
+        "app-registry",
+    ]
     assert entries[0] == {
         "app_scope": "chat",
         "manifest": "",
@@ -59,3 +64,5 @@ def test_the_registry_entries_are_those_the_runtime_has_always_offered() -> None
     assert entries[1]["manifest"].endswith("task_dashboard/manifest.json")
     assert entries[2]["entry"] == "lineup.miniapps.whiteboard:Whiteboard"
     assert entries[2]["manifest"].endswith("whiteboard/manifest.json")
+    assert entries[3]["entry"] == "lineup.miniapps.app_registry:AppRegistry"
+    assert entries[3]["manifest"].endswith("app_registry/manifest.json")

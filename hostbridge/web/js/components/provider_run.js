@@ -24,6 +24,7 @@ const ACCEPT = {
   "text/plain": [".txt"],
   "text/markdown": [".md", ".markdown"],
   "text/csv": [".csv"],
+  "application/vnd.lineup.bundle": [".lineup"], // lineup.sdk.protocol BUNDLE_MEDIA_TYPE
 };
 const TYPE_NAMES = {
   "image/png": "PNG image",
@@ -31,6 +32,7 @@ const TYPE_NAMES = {
   "text/plain": "Text",
   "text/markdown": "Markdown",
   "text/csv": "CSV",
+  "application/vnd.lineup.bundle": "LineUp app bundle",
 };
 
 const clip = (text, max) => String(text).slice(0, max);

@@ -1,0 +1,121 @@
+// A small JSON-RPC 2.0 client of the LineUp Surface bridge (the MCP Apps dialect, SEP-1865).
+// The Host is the Shell: it is this frame's parent, and only a message whose `source` is that
+// window is taken. We post with target "*" because our own origin is opaque (the frame is
+// sandboxed without allow-same-origin); nothing here is secret to the Shell.
+(function () {
+  "use strict";
+
+  const PROTOCOL_VERSION = "2026-01-26";
+  const REQUEST_TIMEOUT_MS = 10000;
+  let nextId = 1;
+  const pending = new Map(); // id -> {resolve, reject, timer}
+  const handlers = new Map(); // method -> function(params) (notifications and Host requests)
+
+  function post(message) {
+    window.parent.postMessage(message, "*");
+  }
+
+  function bridgeError(error) {
+    const data = error && typeof error === "object" ? error.data : null;
+    const err = new Error(
+      (error && typeof error.message === "string" && error.message) || "bridge error"
+    );
+    err.code =
+      (data && typeof data.code === "string" && data.code) ||
+      (error && typeof error.code === "string" ? error.code : "internal_error");
+    return err;
+  }
+
+  function request(method, params, timeoutMs) {
+    const id = nextId++;
+    return new Promise(function (resolve, reject) {
+      const timer = setTimeout(function () {
+        pending.delete(id);
+        const err = new Error("no answer");
+        err.code = "deadline_exceeded";
+        reject(err);
+      }, timeoutMs || REQUEST_TIMEOUT_MS);
+      pending.set(id, { resolve: resolve, reject: reject, timer: timer });
+      post({ jsonrpc: "2.0", id: id, method: method, params: params || {} });
+    });
+  }
+
+  function notify(method, params) {
+    post({ jsonrpc: "2.0", method: method, params: params || {} });
+  }
+
+  function on(method, handler) {
+    handlers.set(method, handler);
+  }
+
+  function answer(id, result) {
+    post({ jsonrpc: "2.0", id: id, result: result || {} });
+  }
+
+  window.addEventListener("message", function (event) {
+    if (event.source !== window.parent) return; // only the Host speaks to us
+    const msg = event.data;
+    if (!msg || typeof msg !== "object" || msg.jsonrpc !== "2.0") return;
+    const hasId = typeof msg.id === "number" || typeof msg.id === "string";
+    if (hasId && typeof msg.method !== "string") {
+      const slot = pending.get(msg.id);
+      if (!slot) return;
+      pending.delete(msg.id);
+      clearTimeout(slot.timer);
+      if (msg.error) slot.reject(bridgeError(msg.error));
+      else slot.resolve(msg.result || {});
+      return;
+    }
+    if (typeof msg.method !== "string") return;
+    const handler = handlers.get(msg.method);
+    const params = msg.params && typeof msg.params === "object" ? msg.params : {};
+    if (!hasId) {
+      if (handler) handler(params);
+      return;
+    }
+    if (msg.method === "ping") {
+      answer(msg.id, {});
+      return;
+    }
+    if (!handler) {
+      post({
+        jsonrpc: "2.0",
+        id: msg.id,
+        error: { code: -32601, message: "method not found", data: { code: "bridge_method_unknown" } },
+      });
+      return;
+    }
+    Promise.resolve()
+      .then(function () {
+        return handler(params);
+      })
+      .then(
+        function (result) {
+          answer(msg.id, result);
+        },
+        function () {
+          answer(msg.id, {});
+        }
+      );
+  });
+
+  // The handshake: `ui/initialize`, then `ui/notifications/initialized`; the Host takes
+  // nothing else before it. Resolves with the Host's `ui/initialize` result.
+  async function initialize(appInfo) {
+    const result = await request("ui/initialize", {
+      protocolVersion: PROTOCOL_VERSION,
+      appInfo: appInfo,
+      appCapabilities: {},
+    });
+    notify("ui/notifications/initialized", {});
+    return result;
+  }
+
+  window.LineUpBridge = Object.freeze({
+    PROTOCOL_VERSION: PROTOCOL_VERSION,
+    initialize: initialize,
+    request: request,
+    notify: notify,
+    on: on,
+  });
+})();

@@ -1,0 +1,202 @@
+// The App Registry's table. The app sends the state (`apps`, each with the `actions` that
+// apply to it, `default_app`, `busy`, `status`); this frame draws it with text only
+// (textContent, never markup) and sends the user's clicks as app events, each with a random
+// `action_id` so that a re-sent click is the same request. While the app waits on the user's
+// answer in the runtime's prompt (`busy`), every button is disabled.
+(function () {
+  "use strict";
+
+  const bridge = window.LineUpBridge;
+  const LABELS = {
+    enable: "Enable",
+    disable: "Disable",
+    rollback: "Roll back",
+    remove: "Remove",
+    set_default: "Make default",
+  };
+  const OPERATIONS = {
+    install: "install",
+    update: "update",
+    enable: "enable",
+    disable: "disable",
+    rollback: "roll back",
+    revoke: "revoke",
+    remove: "remove",
+    set_default: "make default",
+  };
+
+  const rowsBody = document.getElementById("rows");
+  const statusLine = document.getElementById("status");
+  const installButton = document.getElementById("install");
+  const refreshButton = document.getElementById("refresh");
+
+  let state = { apps: [], default_app: "chat", busy: null, status: null, listed: 0 };
+  let sending = false; // an event on its way to the app
+
+  function actionId() {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, function (b) {
+      return b.toString(16).padStart(2, "0");
+    }).join("");
+  }
+
+  function text(tag, value, className) {
+    const node = document.createElement(tag);
+    node.textContent = value == null ? "" : String(value);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function operationText(op) {
+    if (!op || typeof op !== "object") return "—";
+    let line = (OPERATIONS[op.kind] || String(op.kind)) + ": " + String(op.state);
+    if (op.version) line += " (" + String(op.version) + ")";
+    if (op.code) line += " — " + String(op.code);
+    return line;
+  }
+
+  function busy() {
+    return sending || state.busy != null;
+  }
+
+  function render() {
+    // Keep the keyboard where it was: the same button, if it is still drawn.
+    const active = document.activeElement;
+    const keep = active && active.dataset ? active.dataset.key : null;
+    rowsBody.replaceChildren();
+    const apps = Array.isArray(state.apps) ? state.apps : [];
+    apps.forEach(function (app) {
+      if (!app || typeof app !== "object") return;
+      const title = String(app.title || app.app_scope);
+      const row = document.createElement("tr");
+      row.dataset.app = String(app.app_scope);
+      row.dataset.enabled = String(app.enabled === true);
+      row.dataset.state = String(app.state);
+      const name = document.createElement("th");
+      name.scope = "row";
+      name.append(text("span", title));
+      if (app.default) name.append(text("span", "Default", "badge"));
+      name.append(text("span", app.app_scope, "scope"));
+      row.append(name);
+      row.append(text("td", app.version));
+      row.append(text("td", app.kind));
+      row.append(text("td", app.source));
+      row.append(text("td", app.enabled ? "Enabled" : "Disabled"));
+      row.append(text("td", app.state));
+      row.append(text("td", operationText(app.operation)));
+      row.append(text("td", app.predecessor || "—"));
+      const cell = document.createElement("td");
+      const group = document.createElement("div");
+      group.className = "actions";
+      group.setAttribute("role", "group");
+      group.setAttribute("aria-label", "Actions for " + title);
+      (Array.isArray(app.actions) ? app.actions : []).forEach(function (action) {
+        if (!Object.prototype.hasOwnProperty.call(LABELS, action)) return;
+        const button = text("button", LABELS[action], action === "remove" ? "danger" : "");
+        button.type = "button";
+        button.setAttribute("aria-label", LABELS[action] + " " + title);
+        button.dataset.action = action;
+        button.dataset.key = action + ":" + app.app_scope;
+        button.disabled = busy();
+        button.addEventListener("click", function () {
+          send("registry.manage", { operation: action, app_scope: String(app.app_scope) });
+        });
+        group.append(button);
+      });
+      cell.append(group);
+      row.append(cell);
+      rowsBody.append(row);
+    });
+    installButton.disabled = busy();
+    refreshButton.disabled = sending;
+    const status = state.status && typeof state.status === "object" ? state.status : null;
+    if (state.busy != null) {
+      statusLine.dataset.tone = "info";
+      statusLine.textContent = "Waiting for your answer in LineUp's prompt…";
+    } else if (status) {
+      statusLine.dataset.tone = String(status.tone || "info");
+      statusLine.textContent = String(status.text || "");
+    } else {
+      statusLine.dataset.tone = "info";
+      statusLine.textContent = "";
+    }
+    if (keep) {
+      const again = rowsBody.querySelector('button[data-key="' + CSS.escape(keep) + '"]');
+      if (again && !again.disabled) again.focus();
+    }
+    publish();
+  }
+
+  function publish() {
+    // For tests and assistive tools: plain facts, never content.
+    document.body.dataset.listed = String(state.listed || 0);
+    document.body.dataset.busy = String(busy());
+    document.body.dataset.apps = String(Array.isArray(state.apps) ? state.apps.length : 0);
+  }
+
+  function send(name, data) {
+    if (busy() && name !== "registry.refresh") return;
+    sending = true;
+    render();
+    const body = Object.assign({ action_id: actionId() }, data || {});
+    bridge
+      .request("lineup/event", { name: name, data: body })
+      .catch(function (err) {
+        statusLine.dataset.tone = "error";
+        statusLine.textContent =
+          "Could not reach the App Registry (" + (err.code || "error") + "); try again.";
+      })
+      .finally(function () {
+        sending = false;
+        render();
+      });
+  }
+
+  function takeState(next) {
+    if (!next || typeof next !== "object") return;
+    state = next;
+    render();
+  }
+
+  installButton.addEventListener("click", function () {
+    send("registry.install", {});
+  });
+  refreshButton.addEventListener("click", function () {
+    send("registry.refresh", {});
+  });
+
+  bridge.on("lineup/notifications/state", function (params) {
+    takeState(params.state);
+  });
+  bridge.on("ui/notifications/tool-input", function () {});
+  bridge.on("ui/notifications/tool-result", function () {});
+  bridge.on("ui/resource-teardown", function () {
+    return {};
+  });
+
+  function reportSize() {
+    bridge.notify("ui/notifications/size-changed", {
+      width: document.documentElement.scrollWidth,
+      height: document.documentElement.scrollHeight,
+    });
+  }
+
+  async function start() {
+    render();
+    try {
+      const init = await bridge.initialize({ name: "lineup-app-registry", version: "1.0.0" });
+      const context = (init.hostContext && init.hostContext.lineup) || {};
+      takeState(context.state);
+      document.body.dataset.state = "ready";
+      send("registry.refresh", {}); // what changed while this frame was not shown
+      reportSize();
+      if (typeof ResizeObserver === "function") new ResizeObserver(reportSize).observe(document.body);
+    } catch (err) {
+      document.body.dataset.state = "failed";
+      statusLine.textContent = "The App Registry could not connect (" + (err.code || "error") + ").";
+    }
+  }
+
+  start();
+})();
