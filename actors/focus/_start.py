@@ -23,8 +23,9 @@ no default. An explicit target that arrives while the default is still to be ope
 default is not opened then.
 
 Opening an app, for an explicit target or the default, brings its topmost live instance
-forward (resuming it if it is suspended); with none it launches a new instance in front and
-tells its app (`miniapp.ui.event` of kind `app.opened`), since no tool call comes for it.
+forward (resuming it if it is suspended), or with none launches a new instance in front; then
+its app is told (`miniapp.ui.event` of kind `app.opened`), since no tool call may come to show
+it (an app's handling of it must be idempotent: the same instance may be opened again).
 """
 
 from __future__ import annotations
@@ -116,13 +117,16 @@ class StartTargets:
         self._require_enabled(app_scope)
         instance_id = self._topmost(app_scope)
         if instance_id is not None:
-            return await self._foreground(instance_id)
-        launched = await self._launch(app_scope, f"open-{secrets.token_hex(8)}")
+            reply = await self._foreground(instance_id)
+        else:
+            reply = await self._launch(app_scope, f"open-{secrets.token_hex(8)}")
+        # Told every time: a new instance has no call that would show it, and one resumed in
+        # a new process may have none either (the app shows what its session data holds).
         self._tell_app(
             app_scope,
-            sdk.UiEvent(instance_id=launched.instance_id, event={"kind": sdk.UI_APP_OPENED}),
+            sdk.UiEvent(instance_id=reply.instance_id, event={"kind": sdk.UI_APP_OPENED}),
         )
-        return launched
+        return reply
 
     async def at_start(
         self,

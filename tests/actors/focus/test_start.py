@@ -139,7 +139,10 @@ async def test_opening_an_app_with_a_live_instance_brings_that_one_forward() -> 
     )
     reply = await fake.starts().open("whiteboard")
     assert reply.instance_id == "whiteboard:c1" and fake.stack[-1] == "whiteboard:c1"
-    assert fake.suspended == set() and fake.launched == [] and fake.told == []
+    assert fake.suspended == set() and fake.launched == []
+    assert fake.told == [
+        ("whiteboard", sdk.UiEvent(instance_id="whiteboard:c1", event={"kind": "app.opened"}))
+    ]
 
 
 @pytest.mark.parametrize(
