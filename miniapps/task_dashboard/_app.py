@@ -146,10 +146,10 @@ class TaskDashboard(MiniApp):
         if was_done or task["status"] != "done":
             return TaskSummary(**task)
         await call.complete(TaskSummary(**task))  # the Agent is answered before anyone is asked
-        await self._announce_done(call.instance_id, task)
+        await self._announce_done(call.instance_id, call.call_id, task)
         return None
 
-    async def _announce_done(self, instance_id: str, task: dict[str, Any]) -> None:
+    async def _announce_done(self, instance_id: str, call_id: str, task: dict[str, Any]) -> None:
         """A notification that the task is done, if its dashboard is in the background."""
         try:
             context = await self.app.refresh(instance_id)
@@ -160,6 +160,8 @@ class TaskDashboard(MiniApp):
                 NOTIFY_PURPOSE,
                 {"title": "Task done", "body": str(task["title"])},
                 instance_id=instance_id,
+                # One announcement per update: a re-delivered call asks nothing new.
+                request_id=f"done-{call_id}"[:200],
             )
         except LineUpError as exc:
             log.info("task_dashboard.not_announced code=%s", exc.code.value)

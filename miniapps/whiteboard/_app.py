@@ -450,6 +450,7 @@ class Whiteboard(MiniApp):
             EXPORT_PURPOSE,
             {"artifact_id": info.artifact_id},
             instance_id=instance_id,
+            request_id=_request_id(f"save\x00{instance_id}", export_id),
         )
         outcome = {
             "export_id": export_id,
