@@ -312,6 +312,10 @@
     document.body.dataset.export = outcome.status;
     if (typeof outcome.code === "string") document.body.dataset.exportCode = outcome.code;
     else delete document.body.dataset.exportCode;
+    // For tests and assistive tools: the artifact saved (an id, never content).
+    if (typeof outcome.artifact_id === "string") {
+      document.body.dataset.exportArtifact = outcome.artifact_id;
+    }
     const text = EXPORT_TEXT[outcome.status];
     setStatus(text || "The export failed (" + (outcome.code || "error") + ").");
     if (outcome.export_id === exporting && outcome.status !== "saving") exporting = null;
