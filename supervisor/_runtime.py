@@ -191,7 +191,9 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "focus",
             ActorKind.FOCUS,
             "lineup.actors.focus:FocusActor",
-            {"apps": [*options.extra_apps, *dev_apps]},  # the bundled ones are focus's own
+            # The bundled apps are focus's own. `dev`: the embedded AppServer, development,
+            # where an install URL may be loopback HTTP.
+            {"apps": [*options.extra_apps, *dev_apps], "dev": embedded},
         ),
         child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
         child(

@@ -470,6 +470,10 @@ def _landlock_rules(
     trees: set[Path] = set(_code_paths(config, target))
     trees.update(Path(p) for p in _SYSTEM_READ)
     readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
+    # An installed app's code is in the verified cache under `data_dir`: its own version
+    # directory alone (`bundles/<its scope>/…`), never another app's or anything else there.
+    bundles = data_dir / "bundles" / home.name
+    readable.update(tree for tree in trees if tree.is_relative_to(bundles) and tree != bundles)
     rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
     rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
     rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))

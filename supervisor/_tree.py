@@ -723,18 +723,21 @@ class Supervisor:
         ):
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, request.name)
         child = self.children.get(request.name)
+        spec = ChildSpec(
+            request.name,
+            ActorKind.MINIAPP,
+            MINIAPP_HOST,
+            restart=Restart.TRANSIENT,
+            # The sandbox is the supervisor's to set, after focus's config: a request can
+            # name an app, never weaken its confinement.
+            config={**request.config, "sandbox": self.sandbox_policy(request.name)},
+        )
         if child is None:
-            spec = ChildSpec(
-                request.name,
-                ActorKind.MINIAPP,
-                MINIAPP_HOST,
-                restart=Restart.TRANSIENT,
-                # The sandbox is the supervisor's to set, after focus's config: a request can
-                # name an app, never weaken its confinement.
-                config={**request.config, "sandbox": self.sandbox_policy(request.name)},
-            )
             child = _Child(Identity(ActorKind.MINIAPP, request.name), spec=spec)
             self.children[request.name] = child
+        elif not child.is_up():
+            # What focus names now runs (an installed app updated or rolled back since).
+            child.spec = spec
         if not child.is_up():
             async with self._miniapp_lock:
                 if not child.is_up() and not await self._start(child):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 from typing import Any, Final, Literal, cast
 
 import trio
@@ -63,8 +64,6 @@ from lineup.actors.router.messages import (
 from lineup.actors.store.instances import machine as instance_machine
 from lineup.actors.store.messages import (
     MAX_FOCUS_STACK,
-    AppEnabledSetReply,
-    AppEnabledSetRequest,
     AppRegistryListReply,
     AppRegistryListRequest,
     AppRegistryPutReply,
@@ -84,6 +83,8 @@ from lineup.actors.store.messages import (
     InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
+    SettingGetReply,
+    SettingGetRequest,
 )
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
@@ -93,6 +94,7 @@ from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
+from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
 from ._start import StartTargets
@@ -102,11 +104,18 @@ from ._view_service import ViewService
 from ._views import ViewBook
 from .messages import (
     AppEnableRequest,
+    AppOperationInfo,
     FindInstanceRequest,
     InstanceReply,
     InventoryReply,
     InventoryRequest,
     LaunchRequest,
+    RegistryInspectReply,
+    RegistryInspectRequest,
+    RegistryInstallRequest,
+    RegistryListReply,
+    RegistryListRequest,
+    RegistryOperateRequest,
     SurfaceAccepted,
     SurfaceAssetsReply,
     SurfaceAssetsRequest,
@@ -197,6 +206,19 @@ class FocusActor(Actor):
             soon=self._nursery_soon,
             tell_app=self._tell_app,
         )
+        # Installs and every operation on an app (`_registry`): it keeps the installed apps
+        # in the same books (`_manifests`, `_enabled`, `_bundled`) the handlers read.
+        self.registry = RegistryService(
+            self.ctx.data_dir,
+            self.ctx.config,
+            store=self._store,
+            manifests=self._manifests,
+            enabled=self._enabled,
+            apps=self._bundled,
+            live_of=self._live_of,
+            close=self._close,
+            publish=self._publish_inventory,
+        )
         # The start target (seed 004 §4.3): the user's deep link, else what can be restored,
         # else the default app, else the chat.
         self.starts = StartTargets(
@@ -248,7 +270,8 @@ class FocusActor(Actor):
         )
 
     async def _default_app(self) -> str | None:
-        return None  # TODO(D): the `default_app` setting
+        reply = await self._store(SettingGetRequest(name=DEFAULT_APP), SettingGetReply)
+        return reply.value if isinstance(reply.value, str) else None
 
     async def _store(self, request: Message, expect: type[Any]) -> Any:
         return await self.bus.request(
@@ -256,23 +279,33 @@ class FocusActor(Actor):
         )
 
     async def _load_registry(self) -> None:
-        for scope, app in self._bundled.items():
+        for scope, app in list(self._bundled.items()):
             if scope == CHAT_SCOPE:
                 continue
             raw = await trio.Path(app["manifest"]).read_bytes()
             manifest = load_manifest(raw)
+            try:
+                await self._store(
+                    AppRegistryPutRequest(
+                        app_scope=scope,
+                        version=manifest.version,
+                        kind=manifest.kind,
+                        manifest=manifest.model_dump(mode="json"),
+                        source="dev" if app.get("dev") == "true" else "bundled",
+                    ),
+                    AppRegistryPutReply,
+                )
+            except LineUpError as exc:
+                if exc.code is not ErrorCode.APP_PROTECTED:
+                    raise
+                # An installed app has this scope: its verified bundle wins.
+                log.warning("focus.app_shadowed app=%s", scope)
+                del self._bundled[scope]
+                continue
             self._manifests[scope] = manifest
-            await self._store(
-                AppRegistryPutRequest(
-                    app_scope=scope,
-                    version=manifest.version,
-                    kind=manifest.kind,
-                    manifest=manifest.model_dump(mode="json"),
-                ),
-                AppRegistryPutReply,
-            )
         rows = await self._store(AppRegistryListRequest(), AppRegistryListReply)
-        self._enabled = {row.app_scope: row.enabled for row in rows.apps}
+        self._enabled.update({row.app_scope: row.enabled for row in rows.apps})
+        await self.registry.load()  # the installed apps, from their verified cache
         await self._bump_inventory()
 
     async def _bump_inventory(self) -> bool:
@@ -389,30 +422,67 @@ class FocusActor(Actor):
             if not self._enabled.get(scope, True)
             for tool in manifest.tools
         )
+        hidden = tuple(
+            tool.method for manifest in self.registry.hidden.values() for tool in manifest.tools
+        )
         return InventoryReply(
             revision=self._revision,
             tools=tuple(self._tools()),
             disabled_tools=disabled,
             installed=tuple(sorted({CHAT_SCOPE, *self._manifests})),
+            hidden_tools=hidden,
         )
 
     @handles(AppEnableRequest)
     async def on_app_enable(self, msg: AppEnableRequest, env: Envelope) -> InventoryReply:
-        if msg.app_scope not in self._manifests:
+        """The Shell's switch: an enable or disable operation like any other (`_registry`)."""
+        if msg.app_scope not in self._manifests and self.registry.refusal(msg.app_scope) is None:
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, msg.app_scope)
-        await self._store(
-            AppEnabledSetRequest(app_scope=msg.app_scope, enabled=msg.enabled), AppEnabledSetReply
+        done = await self.registry.operate(
+            RegistryOperateRequest(
+                operation_id=f"ui-{secrets.token_hex(8)}",
+                kind="enable" if msg.enabled else "disable",
+                app_scope=msg.app_scope,
+            )
         )
-        self._enabled[msg.app_scope] = msg.enabled
-        if not msg.enabled:
-            for instance_id in self._live_of(msg.app_scope):
-                await self._close(instance_id)
+        if done.state == "failed":
+            raise LineUpError(ErrorCode(done.code or ErrorCode.INTERNAL_ERROR.value), msg.app_scope)
+        return self._inventory()
+
+    async def _publish_inventory(self) -> None:
         # One bump at a time: the revision last set is then the one for the content last seen.
         async with self._inventory_lock:
             if await self._bump_inventory():
                 event = InventoryChangedEvent(revision=self._revision)
                 self._nursery_soon(self._tell_router, event)
-        return self._inventory()
+
+    @handles(RegistryInstallRequest)
+    async def on_registry_install(
+        self, msg: RegistryInstallRequest, env: Envelope
+    ) -> AppOperationInfo:
+        return await self.registry.install(msg)
+
+    @handles(RegistryInspectRequest)
+    async def on_registry_inspect(
+        self, msg: RegistryInspectRequest, env: Envelope
+    ) -> RegistryInspectReply:
+        return await self.registry.inspect(msg)
+
+    @handles(RegistryOperateRequest)
+    async def on_registry_operate(
+        self, msg: RegistryOperateRequest, env: Envelope
+    ) -> AppOperationInfo:
+        return await self.registry.operate(msg)
+
+    @handles(RegistryListRequest)
+    async def on_registry_list(self, msg: RegistryListRequest, env: Envelope) -> RegistryListReply:
+        return await self.registry.list()
+
+    @handles(sdk.RegistryListRequest)
+    async def on_sdk_registry_list(
+        self, msg: sdk.RegistryListRequest, env: Envelope
+    ) -> RegistryListReply:
+        return await self.registry.list()  # the App Registry's (the ACL reserves it to it)
 
     async def _tell_router(self, event: Message) -> None:
         # Not told: the router publishes the inventory when it starts.
@@ -548,6 +618,9 @@ class FocusActor(Actor):
         )
 
     def _require_enabled(self, app_scope: str) -> None:
+        refused = self.registry.refusal(app_scope)  # incompatible, unavailable
+        if refused is not None:
+            raise LineUpError(refused, app_scope)
         if app_scope not in self._manifests:
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, app_scope)
         if not self._enabled.get(app_scope, True):
@@ -557,6 +630,7 @@ class FocusActor(Actor):
         scope = self._owners[instance_id]
         if scope == CHAT_SCOPE:
             return
+        await self.registry.check_launch(scope)  # an installed app's cache verifies again
         app = self._bundled[scope]
         manifest = self._manifests.get(scope)
         with trio.fail_after(START_TIMEOUT):

@@ -131,6 +131,9 @@ class InventoryReply(Message):
     tools: tuple[ToolDescriptor, ...]  # every enabled app's tools
     disabled_tools: tuple[str, ...]  # tool ids of installed apps that are disabled
     installed: tuple[str, ...] = ()  # every installed app_scope, enabled or not, chat included
+    # Tools of apps in the registry that cannot run here (incompatible, unavailable): a call
+    # naming one is refused `tool_not_visible`.
+    hidden_tools: tuple[str, ...] = ()
 
     def tool(self, method: str) -> ToolDescriptor | None:
         """The advertised tool named `method`, or None (not advertised, or disabled)."""

@@ -425,6 +425,8 @@ class ToolPipeline:
                 raise LineUpError(ErrorCode.INVENTORY_REVISION_MISMATCH, revision)
         if tool in inventory.disabled_tools:
             raise LineUpError(ErrorCode.APP_DISABLED, tool)
+        if tool in inventory.hidden_tools:
+            raise LineUpError(ErrorCode.TOOL_NOT_VISIBLE, tool)
         descriptor = inventory.tool(tool)
         if descriptor is None:
             raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)

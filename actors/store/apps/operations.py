@@ -20,8 +20,7 @@ of every change, and its outbox row is keyed by the revision).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
@@ -31,23 +30,36 @@ from .._rows import int_or_none
 from .._table import Served, read, write, write_as
 from ..audit.messages import AuditRecord
 from ..audit.operations import audit_append
+from . import registry
 from .messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,
+    AppInstallRecordRequest,
+    AppOperationListRequest,
+    AppOperationPutRequest,
+    AppOperationRecoverRequest,
+    AppRegistryGetRequest,
     AppRegistryListReply,
     AppRegistryListRequest,
     AppRegistryPutReply,
     AppRegistryPutRequest,
-    AppRow,
+    AppRemoveRequest,
+    AppRollbackRequest,
+    AppStateSetRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
     InventoryRevisionGetReply,
     InventoryRevisionGetRequest,
+    RevocationAddRequest,
+    RevocationListRequest,
     SessionDataGetReply,
     SessionDataGetRequest,
     SessionDataReplaceReply,
     SessionDataReplaceRequest,
+    SettingGetRequest,
+    SettingPutRequest,
 )
+from .registry import APP_COLUMNS, app_row, complete_operation, load_app
 
 __all__ = [
     "HANDLERS",
@@ -104,27 +116,9 @@ def session_data_replace(
 
 # ---------------------------------------------------------------------------------- registry
 
-_APP_COLUMNS: Final = ("app_scope", "enabled", "version", "kind", "updated_at")
-_SELECT_APPS: Final = f"SELECT {', '.join(_APP_COLUMNS)} FROM registry"
-
-
-def _app(values: Sequence[Any]) -> AppRow:
-    fields = dict(zip(_APP_COLUMNS, values, strict=True))
-    fields["enabled"] = bool(fields["enabled"])
-    return AppRow.model_validate(fields)
-
-
-def _load_app(conn: Connection, app_scope: str) -> tuple[AppRow, str] | None:
-    """The app's row and its stored manifest text, or None if it is not installed."""
-    rows = conn.execute(
-        f"SELECT {', '.join(_APP_COLUMNS)}, manifest FROM registry WHERE app_scope = ?",
-        (app_scope,),
-    ).fetchall()
-    if not rows:
-        return None
-    *values, manifest = rows[0]
-    assert isinstance(manifest, str)
-    return _app(values), manifest
+_SELECT_APPS: Final = f"SELECT {', '.join(APP_COLUMNS)} FROM registry"
+_app = app_row
+_load_app = load_app
 
 
 def app_registry_put(
@@ -134,19 +128,27 @@ def app_registry_put(
     found = _load_app(conn, req.app_scope)
     if found is None:
         conn.execute(
-            "INSERT INTO registry (app_scope, version, kind, manifest, installed_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (req.app_scope, req.version, req.kind, manifest, now, now),
+            "INSERT INTO registry (app_scope, version, kind, manifest, source, installed_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (req.app_scope, req.version, req.kind, manifest, req.source, now, now),
         )
     else:
         app, stored = found
-        if (app.version, app.kind, stored) == (req.version, req.kind, manifest):
+        if app.source == "installed":
+            # A bundled or dev app never replaces an installed one's verified row.
+            raise LineUpError(ErrorCode.APP_PROTECTED, "an installed app has this scope")
+        if (app.version, app.kind, stored, app.source) == (
+            req.version,
+            req.kind,
+            manifest,
+            req.source,
+        ):
             return AppRegistryPutReply(app=app, created=False, changed=False)
         conn.execute(
             "UPDATE registry SET previous_version = CASE WHEN version = ?1 THEN previous_version"
-            " ELSE version END, version = ?1, kind = ?2, manifest = ?3, updated_at = ?4"
-            " WHERE app_scope = ?5",
-            (req.version, req.kind, manifest, now, req.app_scope),
+            " ELSE version END, version = ?1, kind = ?2, manifest = ?3, updated_at = ?4,"
+            " source = ?6 WHERE app_scope = ?5",
+            (req.version, req.kind, manifest, now, req.app_scope, req.source),
         )
     loaded = _load_app(conn, req.app_scope)
     assert loaded is not None
@@ -162,12 +164,14 @@ def app_enabled_set(
         raise LineUpError(ErrorCode.APP_NOT_INSTALLED, "no such app")
     app = found[0]
     if app.enabled == req.enabled:
+        complete_operation(conn, req.operation_id, now, actor)
         return AppEnabledSetReply(app=app, changed=False)
     conn.execute(
         "UPDATE registry SET enabled = ?, updated_at = ? WHERE app_scope = ?",
         (int(req.enabled), now, req.app_scope),
     )
     _audit_app(conn, now, actor, "app.enabled" if req.enabled else "app.disabled", req.app_scope)
+    complete_operation(conn, req.operation_id, now, actor)
     loaded = _load_app(conn, req.app_scope)
     assert loaded is not None
     return AppEnabledSetReply(app=loaded[0], changed=True)
@@ -232,6 +236,18 @@ HANDLERS: Final[tuple[Served, ...]] = (
     write_as(AppRegistryPutRequest, app_registry_put),
     write_as(AppEnabledSetRequest, app_enabled_set),
     read(AppRegistryListRequest, app_registry_list),
+    read(AppRegistryGetRequest, registry.app_registry_get),
+    write_as(AppInstallRecordRequest, registry.app_install_record),
+    write_as(AppRollbackRequest, registry.app_rollback),
+    write_as(AppStateSetRequest, registry.app_state_set),
+    write_as(AppRemoveRequest, registry.app_remove),
+    write_as(RevocationAddRequest, registry.revocation_add),
+    read(RevocationListRequest, registry.revocation_list),
+    write_as(AppOperationPutRequest, registry.app_operation_put),
+    read(AppOperationListRequest, registry.app_operation_list),
+    write_as(AppOperationRecoverRequest, registry.app_operation_recover),
+    read(SettingGetRequest, registry.setting_get),
+    write_as(SettingPutRequest, registry.setting_put),
     write(InventoryRevisionBumpRequest, inventory_revision_bump),
     read(InventoryRevisionGetRequest, inventory_revision_get),
 )

@@ -1,0 +1,753 @@
+"""Focus's app registry service: installs, updates and every operation on an app (issue 15).
+
+Theory of operation
+-------------------
+Every request is one `AppOperation` (`_operations`), recorded in the store as it moves
+(requested → running → completed | failed) and answered with the operation as it ended; a
+registry change names its operation, so the store completes it in the change's own
+transaction. One operation runs at a time (`_lock`), and an `operation_id` seen before is
+answered with the operation it names.
+
+*Install / update.* The bytes (a path, a URL or base64) are read whole and bounded, then
+verified in memory by `sdk.bundle.verify_bundle` against the trusted keys (read at every
+install), the revocations and this host's version. Only then is anything written: the verified
+cache (`_cache`), then — after an update closed the live instances, which run the old code —
+the registry row (the old version becomes the predecessor), then the inventory. A failure at
+any step before the row leaves the active version as it was; a new cache directory that no
+row names is removed (or swept at the next start).
+
+*At start* (`load`) the operations a dead focus left unfinished are ended by the store, the
+installed rows are read, and each app's state is decided again from facts: a revoked active
+version or a cache that does not verify is `unavailable`, a manifest this host cannot run is
+`incompatible`; neither joins the inventory, gets an instance or a call. The cache is then
+swept of crash leftovers and versions no row names.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import logging
+import os
+import shutil
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import httpx
+import trio
+
+import lineup
+from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.actors.store.messages import (
+    AppEnabledSetReply,
+    AppEnabledSetRequest,
+    AppInstallRecordReply,
+    AppInstallRecordRequest,
+    AppOperationKind,
+    AppOperationListReply,
+    AppOperationListRequest,
+    AppOperationPutReply,
+    AppOperationPutRequest,
+    AppOperationRecoverReply,
+    AppOperationRecoverRequest,
+    AppOperationRow,
+    AppRegistryGetReply,
+    AppRegistryGetRequest,
+    AppRegistryListReply,
+    AppRegistryListRequest,
+    AppRemoveReply,
+    AppRemoveRequest,
+    AppRollbackReply,
+    AppRollbackRequest,
+    AppRow,
+    AppStateSetReply,
+    AppStateSetRequest,
+    RevocationAddReply,
+    RevocationAddRequest,
+    RevocationListReply,
+    RevocationListRequest,
+    SettingGetReply,
+    SettingGetRequest,
+    SettingPutReply,
+    SettingPutRequest,
+)
+from lineup.sdk.bundle import (
+    BundleRefused,
+    VerifiedBundle,
+    compare_versions,
+    read_header,
+    verify_bundle,
+)
+from lineup.sdk.manifest import Manifest, ManifestInvalid, incompatibility, load_manifest
+from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListReply
+from lineup.sdk.trust import TrustStore
+
+from ._cache import BundleCache
+from ._operations import Operation
+from .messages import (
+    MAX_BUNDLE_BYTES,
+    RegistryInspectReply,
+    RegistryInspectRequest,
+    RegistryInstallRequest,
+    RegistryOperateRequest,
+)
+
+__all__ = ["CHAT_SCOPE", "DEFAULT_APP", "RegistryService"]
+
+log = logging.getLogger("lineup.focus.registry")
+
+CHAT_SCOPE: Final = "chat"
+DEFAULT_APP: Final = "default_app"  # the settings row (store.registry.setting.*)
+DOWNLOAD_TIMEOUT: Final = 30.0  # one whole bundle download
+CONNECT_TIMEOUT: Final = 10.0
+UNKNOWN_SCOPE: Final = "unknown"  # an install refused before its bundle named an app
+_LOOPBACK_NAMES: Final = frozenset({"localhost"})
+# Test-only crash points (focus config `registry_crash_at`): focus SIGKILLs itself there, so
+# the tests prove what a crash in the middle of an install leaves.
+CRASH_POINTS: Final = frozenset({"cache_renamed", "row_written"})
+
+Store = Callable[[Message, type[Any]], Awaitable[Any]]
+
+
+@dataclass
+class Installed:
+    """An installed app as focus runs it: its row and where its code is."""
+
+    row: AppRow
+    manifest: Manifest | None
+    package: str | None
+
+
+class RegistryService:
+    def __init__(
+        self,
+        data_dir: Path,
+        config: dict[str, Any],
+        *,
+        store: Store,
+        manifests: dict[str, Manifest],
+        enabled: dict[str, bool],
+        apps: dict[str, dict[str, str]],
+        live_of: Callable[[str], list[str]],
+        close: Callable[[str], Awaitable[None]],
+        publish: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.data_dir = data_dir
+        self.dev = bool(config.get("dev", False))
+        self.crash_at = str(config.get("registry_crash_at", ""))
+        self.cache = BundleCache(data_dir)
+        self._store = store
+        self.manifests = manifests  # the usable apps' manifests: the actor's own dict
+        self.enabled = enabled
+        self.apps = apps  # registry entries (entry, app_path, title): the actor's own dict
+        self._live_of = live_of
+        self._close = close
+        self._publish = publish
+        self.sources: dict[str, str] = {}
+        self.installed: dict[str, Installed] = {}
+        # Apps in the registry that cannot run here, with the code a launch gets, and their
+        # manifests (their tools are `tool_not_visible`).
+        self.unusable: dict[str, ErrorCode] = {}
+        self.hidden: dict[str, Manifest] = {}
+        self._lock = trio.Lock()
+
+    # ------------------------------------------------------------------ start
+
+    async def load(self) -> None:
+        """Recover unfinished operations, then load every installed app (see the module)."""
+        recovered = await self._store(AppOperationRecoverRequest(), AppOperationRecoverReply)
+        if recovered.failed or recovered.completed:
+            log.info(
+                "registry.recovered completed=%d failed=%d",
+                len(recovered.completed),
+                len(recovered.failed),
+            )
+        rows = await self._store(AppRegistryListRequest(), AppRegistryListReply)
+        revoked = await self._revoked()
+        keep: set[tuple[str, str]] = set()
+        for row in rows.apps:
+            self.sources[row.app_scope] = row.source
+            if row.source != "installed":
+                continue
+            keep.add((row.app_scope, row.version))
+            if row.previous_version is not None:
+                keep.add((row.app_scope, row.previous_version))
+            record = await self._store(
+                AppRegistryGetRequest(app_scope=row.app_scope), AppRegistryGetReply
+            )
+            if record.record is None:
+                continue
+            await self._take(row, record.record.manifest, revoked)
+        swept = await self.cache.sweep(keep)
+        if swept:
+            log.info("registry.swept entries=%d", len(swept))
+
+    async def _take(self, row: AppRow, raw: dict[str, Any], revoked: set[tuple[str, str]]) -> None:
+        """Decide an installed app's state from facts, record it if it changed, and put the
+        app where focus looks for it (usable or not)."""
+        try:
+            manifest: Manifest | None = load_manifest(raw)
+        except ManifestInvalid:
+            manifest = None
+        package = await self._package(row.app_scope, row.version)
+        if (row.app_scope, row.version) in revoked:
+            state, code = "unavailable", ErrorCode.APP_UNAVAILABLE
+        elif manifest is None or incompatibility(manifest) is not None:
+            state, code = "incompatible", ErrorCode.APP_VERSION_MISMATCH
+        elif package is None or not await self.cache.verify(
+            row.app_scope, row.version, row.bundle_sha256 or ""
+        ):
+            state, code = "unavailable", ErrorCode.APP_UNAVAILABLE
+        else:
+            state, code = "active", None
+        if state != row.state:
+            reply = await self._store(
+                AppStateSetRequest(
+                    app_scope=row.app_scope,
+                    state=state,  # type: ignore[arg-type]
+                    code=code.value if code else None,
+                ),
+                AppStateSetReply,
+            )
+            row = reply.app
+        self._place(row, manifest, package, code)
+
+    def _place(
+        self, row: AppRow, manifest: Manifest | None, package: str | None, code: ErrorCode | None
+    ) -> None:
+        scope = row.app_scope
+        self.sources[scope] = "installed"
+        self.installed[scope] = Installed(row, manifest, package)
+        self.enabled[scope] = row.enabled
+        self.apps[scope] = {
+            "app_scope": scope,
+            "manifest": "",
+            "entry": f"{package}:" if package else "",
+            "app_path": str(self.cache.app_dir(scope, row.version)),
+            "title": scope,
+            "kind": "installed",
+        }
+        if code is None and manifest is not None:
+            self.manifests[scope] = manifest
+            self.unusable.pop(scope, None)
+            self.hidden.pop(scope, None)
+        else:
+            self.manifests.pop(scope, None)
+            self.unusable[scope] = code or ErrorCode.APP_UNAVAILABLE
+            if manifest is not None:
+                self.hidden[scope] = manifest
+
+    def _forget(self, scope: str) -> None:
+        for book in (self.manifests, self.enabled, self.apps, self.unusable, self.hidden):
+            book.pop(scope, None)
+        self.installed.pop(scope, None)
+        self.sources.pop(scope, None)
+
+    async def _package(self, scope: str, version: str) -> str | None:
+        def find() -> str | None:
+            try:
+                names = os.listdir(self.cache.app_dir(scope, version))
+            except OSError:
+                return None
+            return names[0] if len(names) == 1 else None
+
+        return await trio.to_thread.run_sync(find)
+
+    async def _revoked(self) -> set[tuple[str, str]]:
+        reply = await self._store(RevocationListRequest(), RevocationListReply)
+        return {(scope, version) for scope, version in reply.revoked}
+
+    # ------------------------------------------------------------------ launch
+
+    def refusal(self, scope: str) -> ErrorCode | None:
+        """Why an app in the registry cannot get an instance or a call now, or None."""
+        return self.unusable.get(scope)
+
+    async def check_launch(self, scope: str) -> None:
+        """An installed app's cache is verified again before its process starts: a broken
+        one makes the app `unavailable` (audited) and raises `app_unavailable`."""
+        app = self.installed.get(scope)
+        if app is None:
+            return
+        if app.package is not None and await self.cache.verify(
+            scope, app.row.version, app.row.bundle_sha256 or ""
+        ):
+            return
+        await self._mark_unavailable(scope, ErrorCode.APP_UNAVAILABLE)
+        raise LineUpError(ErrorCode.APP_UNAVAILABLE, scope)
+
+    async def _mark_unavailable(
+        self, scope: str, code: ErrorCode, operation_id: str | None = None
+    ) -> None:
+        reply = await self._store(
+            AppStateSetRequest(
+                app_scope=scope, state="unavailable", code=code.value, operation_id=operation_id
+            ),
+            AppStateSetReply,
+        )
+        app = self.installed[scope]
+        self._place(reply.app, app.manifest, app.package, ErrorCode.APP_UNAVAILABLE)
+        await self._publish()
+
+    # ------------------------------------------------------------------ list
+
+    async def list(self) -> RegistryListReply:
+        ops = await self._store(AppOperationListRequest(limit=100), AppOperationListReply)
+        infos = [_info(op) for op in ops.operations]
+        latest: dict[str, AppOperationInfo] = {}
+        for info in infos:
+            latest.setdefault(info.app_scope, info)
+        default = await self._store(SettingGetRequest(name=DEFAULT_APP), SettingGetReply)
+        apps = [
+            RegistryAppInfo(
+                app_scope=CHAT_SCOPE,
+                title=self.apps.get(CHAT_SCOPE, {}).get("title", "Chat"),
+                version=lineup.__version__,
+                kind="system",
+                source="system",
+                enabled=True,
+                state="active",
+                removable=False,
+                operation=latest.get(CHAT_SCOPE),
+            )
+        ]
+        for scope in sorted({*self.manifests, *self.hidden, *self.installed} - {CHAT_SCOPE}):
+            apps.append(self._app_info(scope, latest.get(scope)))
+        return RegistryListReply(
+            apps=tuple(apps),
+            default_app=default.value if isinstance(default.value, str) else CHAT_SCOPE,
+            operations=tuple(infos[:20]),
+        )
+
+    def _app_info(self, scope: str, operation: AppOperationInfo | None) -> RegistryAppInfo:
+        manifest = self.manifests.get(scope) or self.hidden.get(scope)
+        installed = self.installed.get(scope)
+        code = self.unusable.get(scope)
+        state = (
+            "active"
+            if code is None
+            else "incompatible"
+            if code is ErrorCode.APP_VERSION_MISMATCH
+            else "unavailable"
+        )
+        source = self.sources.get(scope, "bundled")
+        return RegistryAppInfo(
+            app_scope=scope,
+            title=self.apps.get(scope, {}).get("title", scope),
+            version=installed.row.version if installed else (manifest.version if manifest else ""),
+            kind=manifest.kind if manifest else "installed",
+            source=source if source in ("bundled", "dev", "installed") else "bundled",  # type: ignore[arg-type]
+            enabled=self.enabled.get(scope, True),
+            state=state,  # type: ignore[arg-type]
+            predecessor=installed.row.previous_version if installed else None,
+            key_id=installed.row.key_id if installed else None,
+            removable=installed is not None,
+            operation=operation,
+        )
+
+    # ------------------------------------------------------------------ inspect
+
+    async def inspect(self, msg: RegistryInspectRequest) -> RegistryInspectReply:
+        try:
+            data = _decode(msg.bundle_b64)
+            signed, _ = read_header(data)
+        except LineUpError as exc:
+            return RegistryInspectReply(
+                app_scope=None, version=None, key_id=None, size=0, code=exc.code.value
+            )
+        code: str | None = None
+        try:
+            await self._verify(data)
+            self._check_target(signed.app_scope, signed.version)
+        except LineUpError as exc:
+            code = exc.code.value
+        return RegistryInspectReply(
+            app_scope=signed.app_scope,
+            version=signed.version,
+            key_id=signed.key_id,
+            size=len(data),
+            code=code,
+        )
+
+    # ------------------------------------------------------------------ install
+
+    async def install(self, msg: RegistryInstallRequest) -> AppOperationInfo:
+        async with self._lock:
+            seen = await self._seen(msg.operation_id)
+            if seen is not None:
+                return seen
+            try:
+                data = await self._read(msg)
+                signed, _ = read_header(data)
+            except LineUpError as exc:
+                return await self._refused(msg.operation_id, UNKNOWN_SCOPE, "install", exc.code)
+            scope = signed.app_scope
+            current = self.installed.get(scope)
+            kind: AppOperationKind = "update" if current is not None else "install"
+            op = Operation(msg.operation_id, scope, kind)
+            await self._put(op, version=signed.version, from_version=_version(current))
+            op = op.start()
+            await self._put(op)
+            try:
+                self._check_target(scope, signed.version)
+                bundle = await self._verify(data)
+                await self.cache.write(bundle, data)
+                self._crash("cache_renamed")
+                try:
+                    if current is not None:
+                        await self._close_all(scope)  # they run the old code
+                    reply = await self._store(
+                        AppInstallRecordRequest(
+                            app_scope=scope,
+                            version=signed.version,
+                            kind=bundle.manifest.kind,
+                            manifest=bundle.manifest.model_dump(mode="json"),
+                            bundle_sha256=signed.sha256,
+                            key_id=signed.key_id,
+                            operation_id=op.operation_id,
+                        ),
+                        AppInstallRecordReply,
+                    )
+                except BaseException:
+                    if current is None or signed.version not in (
+                        current.row.version,
+                        current.row.previous_version,
+                    ):
+                        with trio.CancelScope(shield=True):
+                            await self.cache.remove(scope, signed.version)
+                    raise
+                self._crash("row_written")
+                old = current.row.previous_version if current is not None else None
+                self._place(reply.app, bundle.manifest, bundle.package, None)
+                if old is not None and old not in (signed.version, reply.app.previous_version):
+                    await self.cache.remove(scope, old)  # the predecessor it replaced
+            except LineUpError as exc:
+                return await self._failed(op, exc.code)
+            await self._publish()
+            return await self._result(op.operation_id)
+
+    def _check_target(self, scope: str, version: str) -> None:
+        """The bundle may take `scope` at `version`: not another kind of app's scope, and
+        above the active version of an installed one (never sideways or back)."""
+        if scope == CHAT_SCOPE or (scope in self.sources and self.sources[scope] != "installed"):
+            raise LineUpError(ErrorCode.APP_PROTECTED, scope)
+        current = self.installed.get(scope)
+        if current is not None and compare_versions(version, current.row.version) <= 0:
+            raise LineUpError(ErrorCode.APP_VERSION_MISMATCH, version)
+
+    async def _verify(self, data: bytes) -> VerifiedBundle:
+        trusted = await trio.to_thread.run_sync(TrustStore(self.data_dir).keys)
+        revoked = await self._revoked()
+        return await trio.to_thread.run_sync(
+            lambda: verify_bundle(
+                data, trusted=trusted, host_version=lineup.__version__, revoked=revoked
+            )
+        )
+
+    async def _read(self, msg: RegistryInstallRequest) -> bytes:
+        given = [v for v in (msg.path, msg.url, msg.bundle_b64) if v is not None]
+        if len(given) != 1:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "one of path, url, bundle_b64")
+        if msg.bundle_b64 is not None:
+            return _decode(msg.bundle_b64)
+        if msg.path is not None:
+            return await trio.to_thread.run_sync(_read_path, Path(msg.path))
+        assert msg.url is not None
+        return await self._download(msg.url)
+
+    async def _download(self, url: str) -> bytes:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        allowed = (parts.scheme == "https" and bool(host)) or (
+            parts.scheme == "http" and self.dev and _is_loopback(host)
+        )
+        if not allowed:
+            raise LineUpError(ErrorCode.URL_NOT_ALLOWED, parts.scheme)
+        timeout = httpx.Timeout(DOWNLOAD_TIMEOUT, connect=CONNECT_TIMEOUT)
+        try:
+            with trio.fail_after(DOWNLOAD_TIMEOUT):
+                async with (
+                    httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
+                    client.stream("GET", url) as response,
+                ):
+                    if response.status_code != 200:
+                        raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(response.status_code))
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > MAX_BUNDLE_BYTES:
+                            raise LineUpError(ErrorCode.DOWNLOAD_FAILED, "too large")
+                    return bytes(body)
+        except (httpx.HTTPError, trio.TooSlowError, OSError) as exc:
+            raise LineUpError(ErrorCode.DOWNLOAD_FAILED, type(exc).__name__) from None
+
+    def _crash(self, point: str) -> None:
+        if self.crash_at == point and point in CRASH_POINTS:
+            log.warning("registry.crash_point point=%s", point)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    # ------------------------------------------------------------------ operate
+
+    async def operate(self, msg: RegistryOperateRequest) -> AppOperationInfo:
+        async with self._lock:
+            seen = await self._seen(msg.operation_id)
+            if seen is not None:
+                return seen
+            scope = msg.app_scope
+            installed = self.installed.get(scope)
+            op = Operation(msg.operation_id, scope, msg.kind)
+            await self._put(
+                op,
+                version=msg.version if msg.kind == "revoke" else None,
+                from_version=_version(installed),
+            )
+            op = op.start()
+            await self._put(op)
+            try:
+                await self._run(op, msg)
+            except LineUpError as exc:
+                return await self._failed(op, exc.code)
+            return await self._result(op.operation_id)
+
+    async def _run(self, op: Operation, msg: RegistryOperateRequest) -> None:
+        scope = msg.app_scope
+        known = scope == CHAT_SCOPE or scope in self.sources or scope in self.manifests
+        if not known:
+            raise LineUpError(ErrorCode.APP_NOT_INSTALLED, scope)
+        protected = scope == CHAT_SCOPE or self._kind(scope) in ("system", "core")
+        if msg.kind == "set_default":
+            if self.refusal(scope) is not None or not self.enabled.get(scope, True):
+                raise LineUpError(self.refusal(scope) or ErrorCode.APP_DISABLED, scope)
+            await self._store(
+                SettingPutRequest(name=DEFAULT_APP, value=scope, operation_id=op.operation_id),
+                SettingPutReply,
+            )
+            return
+        if msg.kind == "enable":
+            await self._enable(op, scope)
+            return
+        if protected and msg.kind in ("disable", "remove"):
+            raise LineUpError(ErrorCode.APP_PROTECTED, scope)
+        if msg.kind == "disable":
+            await self._store(
+                AppEnabledSetRequest(app_scope=scope, enabled=False), AppEnabledSetReply
+            )
+            self.enabled[scope] = False
+            await self._close_all(scope)
+            await self._complete(op)
+            await self._publish()
+            return
+        installed = self.installed.get(scope)
+        if installed is None:
+            raise LineUpError(ErrorCode.APP_PROTECTED, scope)  # bundled, dev: not ours to touch
+        if msg.kind == "rollback":
+            await self._rollback(op, installed)
+        elif msg.kind == "revoke":
+            await self._revoke(op, installed, msg.version)
+        elif msg.kind == "remove":
+            await self._remove(op, scope)
+
+    def _kind(self, scope: str) -> str | None:
+        manifest = self.manifests.get(scope) or self.hidden.get(scope)
+        return manifest.kind if manifest else None
+
+    async def _enable(self, op: Operation, scope: str) -> None:
+        if scope == CHAT_SCOPE:
+            await self._complete(op)
+            return
+        installed = self.installed.get(scope)
+        if installed is not None:
+            # Checked again: the cache, the manifest, the revocations.
+            record = await self._store(AppRegistryGetRequest(app_scope=scope), AppRegistryGetReply)
+            if record.record is not None:
+                await self._take(installed.row, record.record.manifest, await self._revoked())
+        code = self.refusal(scope)
+        if code is not None:
+            raise LineUpError(code, scope)
+        reply = await self._store(
+            AppEnabledSetRequest(app_scope=scope, enabled=True, operation_id=op.operation_id),
+            AppEnabledSetReply,
+        )
+        self.enabled[scope] = True
+        if installed is not None:
+            self.installed[scope].row = reply.app
+        await self._publish()
+
+    async def _predecessor(self, installed: Installed) -> tuple[Manifest, str] | None:
+        """The verified predecessor (its manifest and package), or None."""
+        row = installed.row
+        if row.previous_version is None:
+            return None
+        if (row.app_scope, row.previous_version) in await self._revoked():
+            return None
+        record = await self._store(
+            AppRegistryGetRequest(app_scope=row.app_scope), AppRegistryGetReply
+        )
+        if record.record is None or record.record.previous_manifest is None:
+            return None
+        try:
+            manifest = load_manifest(record.record.previous_manifest)
+        except ManifestInvalid:
+            return None
+        package = await self._package(row.app_scope, row.previous_version)
+        if (
+            incompatibility(manifest) is not None
+            or package is None
+            or not await self.cache.verify(
+                row.app_scope, row.previous_version, record.record.previous_bundle_sha256 or ""
+            )
+        ):
+            return None
+        return manifest, package
+
+    async def _rollback(self, op: Operation, installed: Installed) -> None:
+        previous = await self._predecessor(installed)
+        if previous is None:
+            raise LineUpError(ErrorCode.NO_PREDECESSOR, installed.row.app_scope)
+        await self._swap(op, installed, *previous)
+
+    async def _swap(
+        self, op: Operation, installed: Installed, manifest: Manifest, package: str
+    ) -> None:
+        scope = installed.row.app_scope
+        await self._close_all(scope)  # they run the version rolled back from
+        reply = await self._store(
+            AppRollbackRequest(
+                app_scope=scope, from_version=installed.row.version, operation_id=op.operation_id
+            ),
+            AppRollbackReply,
+        )
+        self._place(reply.app, manifest, package, None)
+        await self._publish()
+
+    async def _revoke(self, op: Operation, installed: Installed, version: str | None) -> None:
+        if version is None:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "revoke names a version")
+        scope = installed.row.app_scope
+        await self._store(
+            RevocationAddRequest(app_scope=scope, version=version), RevocationAddReply
+        )
+        if version != installed.row.version:
+            await self._complete(op)  # the predecessor, or a version never installed
+            return
+        previous = await self._predecessor(installed)
+        if previous is not None:
+            await self._swap(op, installed, *previous)
+            return
+        await self._close_all(scope)
+        await self._mark_unavailable(scope, ErrorCode.REVOKED, op.operation_id)
+
+    async def _remove(self, op: Operation, scope: str) -> None:
+        await self._close_all(scope)
+        await self.cache.remove(scope)
+        # The app's private data dir (the sandbox's `app_data_dir`: <data_dir>/apps/<scope>).
+        home = self.data_dir / "apps" / scope
+        await trio.to_thread.run_sync(lambda: shutil.rmtree(home, ignore_errors=True))
+        await self._store(
+            AppRemoveRequest(app_scope=scope, operation_id=op.operation_id), AppRemoveReply
+        )
+        self._forget(scope)
+        await self._publish()
+
+    async def _close_all(self, scope: str) -> None:
+        """Close the app's live instances, as a close does: calls converge, focus goes back."""
+        for instance_id in self._live_of(scope):
+            try:
+                await self._close(instance_id)
+            except LineUpError as exc:
+                if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:  # ended meanwhile
+                    raise
+
+    # ------------------------------------------------------------------ operation rows
+
+    async def _put(
+        self,
+        op: Operation,
+        *,
+        version: str | None = None,
+        from_version: str | None = None,
+    ) -> AppOperationRow:
+        reply = await self._store(
+            AppOperationPutRequest(
+                operation_id=op.operation_id,
+                app_scope=op.app_scope,
+                kind=op.kind,  # type: ignore[arg-type]
+                state=op.state,
+                version=version,
+                from_version=from_version,
+                code=op.code,
+            ),
+            AppOperationPutReply,
+        )
+        row: AppOperationRow = reply.operation
+        return row
+
+    async def _complete(self, op: Operation) -> None:
+        await self._put(op.complete())
+
+    async def _failed(self, op: Operation, code: ErrorCode) -> AppOperationInfo:
+        log.info("registry.failed kind=%s code=%s", op.kind, code.value)
+        return _info(await self._put(op.fail(code)))
+
+    async def _refused(
+        self, operation_id: str, scope: str, kind: AppOperationKind, code: ErrorCode
+    ) -> AppOperationInfo:
+        """An install refused before it named an app: recorded, then failed."""
+        op = Operation(operation_id, scope, kind)
+        await self._put(op)
+        return await self._failed(op, code)
+
+    async def _seen(self, operation_id: str) -> AppOperationInfo | None:
+        reply = await self._store(
+            AppOperationListRequest(operation_id=operation_id, limit=1), AppOperationListReply
+        )
+        return _info(reply.operations[0]) if reply.operations else None
+
+    async def _result(self, operation_id: str) -> AppOperationInfo:
+        found = await self._seen(operation_id)
+        assert found is not None
+        return found
+
+
+def _info(op: AppOperationRow) -> AppOperationInfo:
+    return AppOperationInfo.model_validate(op.model_dump(exclude={"type"}))
+
+
+def _version(installed: Installed | None) -> str | None:
+    return installed.row.version if installed is not None else None
+
+
+def _decode(text: str) -> bytes:
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "not base64") from None
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "larger than a bundle may be")
+    return data
+
+
+def _read_path(path: Path) -> bytes:
+    """The file, read whole but bounded (a larger one is refused, never read on)."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_BUNDLE_BYTES + 1)
+    except OSError:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "the bundle file cannot be read") from None
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "larger than a bundle may be")
+    return data
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
