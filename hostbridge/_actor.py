@@ -57,6 +57,7 @@ from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequ
 from lineup.sdk.protocol import ViewItem
 
 from ._artifacts import ArtifactServer
+from ._capabilities import CapabilityDesk
 from ._interactions import InteractionMirror, interaction_frames, session_frames
 from ._listener import serve
 from ._markdown import markdown_tree
@@ -68,7 +69,11 @@ from .messages import (
     AppSessionsUpdatedEvent,
     AppsUpdatedEvent,
     ArtifactCreatedEvent,
+    CapabilityEndedEvent,
+    CapabilityPromptEvent,
+    GrantsChangedEvent,
     InteractionsUpdatedEvent,
+    ProviderRunEvent,
     RuntimeStateEvent,
     SessionDataUpdatedEvent,
     ViewItemsUpdatedEvent,
@@ -76,7 +81,7 @@ from .messages import (
 )
 from .shell_protocol import (
     MAX_ITEMS_FRAME_BYTES,
-    MAX_SHELL_FRAME_BYTES,
+    MAX_SOCKET_MESSAGE_BYTES,
     AppSessionContinueFrame,
     InteractionAnswerFrame,
     InteractionDraftFrame,
@@ -190,6 +195,7 @@ class HostbridgeActor(Actor):
         self._nursery: trio.Nursery | None = None
         self._book = SurfaceBook()  # each live instance's Surface, from its views
         self._artifacts: ArtifactServer | None = None  # once the server runs (it has the token)
+        self._caps = CapabilityDesk(self.bus, self.hub, self.bus.audit_refusal)
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
@@ -206,8 +212,9 @@ class HostbridgeActor(Actor):
         config.accesslog = None  # URLs would carry the token
         config.errorlog = log
         # Enforced by wsproto as the bytes arrive: a larger message is refused (1009) once
-        # this much of it is read, never buffered whole.
-        config.websocket_max_message_size = MAX_SHELL_FRAME_BYTES
+        # this much of it is read, never buffered whole (`_server._listen` then holds every
+        # frame but a picked file's to `MAX_SHELL_FRAME`).
+        config.websocket_max_message_size = MAX_SOCKET_MESSAGE_BYTES
         relay = SurfaceRelay(self.bus, self._book, access.port, self._refused_about)
         self._artifacts = ArtifactServer(self.bus, access.token, self._refused_artifact)
         app = build_app(
@@ -218,11 +225,14 @@ class HostbridgeActor(Actor):
             self._refused,
             surfaces=relay,
             artifacts=self._artifacts,
+            capabilities=self._caps,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(serve, app, config)
             nursery.start_soon(self._push_views)
             nursery.start_soon(self._list_until_answered)
+            self._caps.start(access.token, nursery.start_soon)
+            relay.spawn = nursery.start_soon
             self._nursery = nursery
             task_status.started()
 
@@ -358,6 +368,24 @@ class HostbridgeActor(Actor):
             return
         about = f"{frame.count}:{frame.instance_id or ''}"
         self._refused_about(frame.type, SURFACE_REJECTED, frame.code, about)
+
+    # ------------------------------------------------------------------ capabilities
+
+    @handles(CapabilityPromptEvent)
+    def on_capability_prompt(self, msg: CapabilityPromptEvent, env: Envelope) -> None:
+        self._caps.prompt(msg.prompt)
+
+    @handles(ProviderRunEvent)
+    def on_capability_run(self, msg: ProviderRunEvent, env: Envelope) -> None:
+        self._caps.run(msg.run)
+
+    @handles(CapabilityEndedEvent)
+    def on_capability_ended(self, msg: CapabilityEndedEvent, env: Envelope) -> None:
+        self._caps.ended(msg.id, msg.outcome)
+
+    @handles(GrantsChangedEvent)
+    def on_grants_changed(self, msg: GrantsChangedEvent, env: Envelope) -> None:
+        self._caps.grants_changed()
 
     # ------------------------------------------------------------------ interactions
 
@@ -508,6 +536,7 @@ class HostbridgeActor(Actor):
             except LineUpError:
                 frames.extend(self._mirror.frames())
                 frames.extend(await self._artifact_cards())
+                frames.extend(await self._caps.greeting())
                 self._relist()
                 return frames
             if offset == 0:
@@ -529,6 +558,7 @@ class HostbridgeActor(Actor):
             offset = views.next_offset if views.views else None
         frames.extend(self._mirror.frames())
         frames.extend(await self._artifact_cards())
+        frames.extend(await self._caps.greeting())
         self._relist()
         return frames
 

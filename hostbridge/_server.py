@@ -44,9 +44,15 @@ from lineup.actors.kernel.errors import ErrorCode
 from ._refusals import RefusalLog
 from .shell_protocol import (
     HEARTBEAT_S,
+    MAX_CAPABILITY_DONE_FRAME,
     MAX_SHELL_FRAME,
     SHELL_TO_RUNTIME,
     AppSessionContinueFrame,
+    CapabilityAnswerFrame,
+    CapabilityDoneFrame,
+    CapabilityFrame,
+    GrantSetFrame,
+    GrantsListFrame,
     InteractionAnswerFrame,
     InteractionDraftFrame,
     ShellAction,
@@ -65,6 +71,7 @@ __all__ = [
     "HANDSHAKE_REFUSED",
     "MAX_SHELL_FRAME",
     "ArtifactHost",
+    "CapabilityHost",
     "ShellHub",
     "SurfaceHost",
     "build_app",
@@ -100,7 +107,20 @@ _BUDGETED: Final = (
     AppSessionContinueFrame,
     SurfaceRejectedFrame,
     SurfaceUnavailableFrame,
+    CapabilityAnswerFrame,
+    CapabilityDoneFrame,
+    GrantsListFrame,
+    GrantSetFrame,
 )
+_CAPABILITY_FRAMES: Final = (
+    CapabilityAnswerFrame,
+    CapabilityDoneFrame,
+    GrantsListFrame,
+    GrantSetFrame,
+)
+# The one frame that may be longer than `MAX_SHELL_FRAME` (a picked file), told by its start:
+# the Shell writes `type` first (web/js/components/provider_run.js).
+_LONG_FRAME: Final = re.compile(r'\s*\{\s*"type"\s*:\s*"capability\.done"')
 # A Surface's bridge requests (web/js/core/bridge.js lets 60/s through per Surface, burst 120).
 SURFACE_REQUESTS_PER_S: Final = 60.0
 SURFACE_REQUESTS_BURST: Final = 120
@@ -211,6 +231,13 @@ class SurfaceHost(Protocol):
         ...
 
 
+class CapabilityHost(Protocol):
+    """The actor's side of capabilities (`_capabilities`): the user's answers and the
+    permissions page, each answered (a refusal as a notice) to the Shell that sent it."""
+
+    async def frame(self, frame: CapabilityFrame, reply: Reply) -> None: ...
+
+
 class ArtifactHost(Protocol):
     """The actor's side of artifacts (`_artifacts`)."""
 
@@ -232,6 +259,7 @@ def build_app(
     refused: Refused,
     surfaces: SurfaceHost | None = None,
     artifacts: ArtifactHost | None = None,
+    capabilities: CapabilityHost | None = None,
 ) -> Starlette:
     def host_ok(headers: Any) -> bool:
         return headers.get("host", "") in access.hosts
@@ -315,7 +343,7 @@ def build_app(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
                 nursery.start_soon(_heartbeat, send)
-                await _listen(websocket, send, greeting, inbound, refused, surfaces)
+                await _listen(websocket, send, greeting, inbound, refused, surfaces, capabilities)
                 nursery.cancel_scope.cancel()
         finally:
             hub.leave(send)
@@ -339,11 +367,14 @@ async def _listen(
     inbound: Inbound,
     refused: FrameRefused,
     surfaces: SurfaceHost | None = None,
+    capabilities: CapabilityHost | None = None,
 ) -> None:
     """Read the Shell's frames until it goes away (or sends one too large). Each is parsed
     once; one that fails the protocol is reported to `refused` and skipped, and so is an
     interaction frame past its rate (`_Budget`). A Surface's request is answered to this
-    Shell alone (one past its own rate too, with `bridge_rate_limited`)."""
+    Shell alone (one past its own rate too, with `bridge_rate_limited`), and so are the
+    capability frames (at the interactions' rate). Only a `capability.done` may be longer than
+    `MAX_SHELL_FRAME` (a picked file), up to `MAX_CAPABILITY_DONE_FRAME`."""
     budget = _Budget()
     surface_budget = _Budget(SURFACE_REQUESTS_PER_S, SURFACE_REQUESTS_BURST)
 
@@ -358,14 +389,21 @@ async def _listen(
             text = await websocket.receive_text()
         except WebSocketDisconnect:
             return
-        if len(text) > MAX_SHELL_FRAME:
+        long = len(text) > MAX_SHELL_FRAME
+        if long and (len(text) > MAX_CAPABILITY_DONE_FRAME or not _LONG_FRAME.match(text, 0, 64)):
             await websocket.close(code=1009)
             return
         try:
             frame = SHELL_TO_RUNTIME.validate_json(text)
         except ValidationError as exc:
             refused(refused_type(exc))
+            if long:  # past a Shell frame's size, and not the one frame that may be
+                await websocket.close(code=1009)
+                return
             continue
+        if long and not isinstance(frame, CapabilityDoneFrame):
+            await websocket.close(code=1009)  # a second `type` key, say: not what it said
+            return
         if isinstance(frame, ShellReady):
             # Waits for the pump rather than overflowing: a greeting can hold more frames
             # (one view per open instance) than the queue does.
@@ -380,6 +418,12 @@ async def _listen(
             continue
         if isinstance(frame, _BUDGETED) and not budget.take():
             refused(frame.type)  # past its rate: refused, audited by type like any refusal
+            continue
+        if isinstance(frame, _CAPABILITY_FRAMES):
+            if capabilities is None:
+                refused(frame.type)
+                continue
+            await capabilities.frame(frame, reply)
             continue
         await inbound(frame)
 

@@ -16,12 +16,18 @@ says whether one names a live instance whose current view is that Surface, and `
 the params model of each method the hostbridge relays; `SurfaceRelay` (the server's
 `SurfaceHost`) checks each and asks focus. Every refusal is answered with its code, to the Shell
 that asked only, and audited by type and code (never the params).
+
+A Surface's `lineup/capabilities/request` goes to the gateway (`gateway.ui.surface.capability`,
+decided as its app's own request would be), which may wait on the user's permission prompt for
+a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS` at once), so
+the Shell's socket goes on reading (the user's answer to that very prompt comes on it). The
+reply's result is the `CapabilityResult` (its fields, without the bus tag).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -36,8 +42,10 @@ from lineup.actors.focus.messages import (
     SurfaceEventRequest,
     SurfaceSessionDataRequest,
 )
+from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.actors.router.messages import SurfaceAskReply, SurfaceAskRequest
+from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
@@ -61,6 +69,10 @@ MAX_SURFACE_PARAMS_BYTES: Final = MAX_SURFACE_EVENT_BYTES  # a request's params,
 SURFACE_REQUEST_REFUSED: Final = "hostbridge.surface_request_refused"  # its audit event
 ASK_TIMEOUT: Final = 3.0
 QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a few steps
+# A capability request may wait on the prompt (a minute by default) and then on a provider the
+# user runs (a file picker): the gateway ends both by its own deadlines well before this.
+CAPABILITY_TIMEOUT: Final = 300.0
+MAX_CAPABILITY_REQUESTS: Final = 16  # relayed at once, from every Shell
 # The files a Surface may have: the Shell's own kinds and the images a page may show.
 SURFACE_CONTENT_TYPES: Final = {
     **CONTENT_TYPES,
@@ -94,6 +106,15 @@ class UiRequestParams(_Params):
     request: StandardInteractionRequest
 
 
+class CapabilityParams(_Params):
+    """A Surface's capability request (`lineup.sdk.capabilities`): the gateway checks the
+    capability's name and its input."""
+
+    capability: Annotated[str, Field(min_length=1, max_length=100)]
+    purpose: Annotated[str, Field(min_length=1, max_length=MAX_PURPOSE_CHARS)]
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
 # The bridge methods the hostbridge relays: to focus, and a Surface's question to the router
 # (web/js/core/bridge.js answers the rest).
 METHODS: Final[dict[str, type[_Params]]] = {
@@ -102,6 +123,7 @@ METHODS: Final[dict[str, type[_Params]]] = {
     "lineup/session-data/subscribe": NoParams,
     "lineup/event": EventParams,
     "lineup/ui/request": UiRequestParams,
+    "lineup/capabilities/request": CapabilityParams,
 }
 
 
@@ -218,6 +240,9 @@ class SurfaceRelay:
         self.book = book
         self._port = port
         self._refuse = refuse
+        # Where a capability request waits (the actor's nursery, once it runs).
+        self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+        self._capability_requests = 0
 
     def headers(self, instance_id: str) -> dict[str, str]:
         return surface_headers(self._port, instance_id)
@@ -253,6 +278,9 @@ class SurfaceRelay:
             reply(_answer(frame, error=code.value))
             return
         assert params is not None
+        if isinstance(params, CapabilityParams):
+            self._capability(frame, params, reply)
+            return
         try:
             result = await self._relay(frame, params)
         except LineUpError as exc:
@@ -277,6 +305,40 @@ class SurfaceRelay:
             return None, model.model_validate(frame.params)
         except ValidationError:
             return ErrorCode.BRIDGE_PARAMS_INVALID, None
+
+    def _capability(
+        self, frame: SurfaceRequestFrame, params: CapabilityParams, reply: Reply
+    ) -> None:
+        if self.spawn is None or self._capability_requests >= MAX_CAPABILITY_REQUESTS:
+            code = ErrorCode.BRIDGE_RATE_LIMITED.value
+            self._refuse(frame.type, SURFACE_REQUEST_REFUSED, code, frame.instance_id)
+            reply(_answer(frame, error=code))
+            return
+        self._capability_requests += 1
+
+        async def relay() -> None:
+            try:
+                result = await self._bus.request(
+                    "gateway",
+                    SurfaceCapabilityRequest(
+                        request_id=frame.request_id,
+                        instance_id=frame.instance_id,
+                        capability=params.capability,
+                        purpose=params.purpose,
+                        input=params.input,
+                    ),
+                    expect=CapabilityResult,
+                    timeout=CAPABILITY_TIMEOUT,
+                    retry=True,  # the same request_id again: the same result, nothing new
+                )
+            except LineUpError as exc:
+                reply(_answer(frame, error=exc.code.value))
+                return
+            finally:
+                self._capability_requests -= 1
+            reply(_answer(frame, result=result.model_dump(mode="json", exclude={"type"})))
+
+        self.spawn(relay)
 
     async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id

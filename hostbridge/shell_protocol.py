@@ -20,6 +20,13 @@ nothing else: the runtime takes the rest from its record) and saves a draft with
 `interaction.draft`. `shell.heartbeat` comes every `HEARTBEAT_S`, whatever else is sent: a
 Shell that hears nothing for `SILENCE_S` shows itself disconnected and reconnects.
 
+Capabilities (issue 14): the runtime's own permission prompt and the host providers the Shell
+runs come as `shell.capability.prompt` / `shell.capability.run` (upsert by id) until
+`shell.capability.ended`; the Shell answers with `capability.answer` and `capability.done` (a
+picked file's bytes in it, base64: the one frame allowed past `MAX_SHELL_FRAME`, up to
+`MAX_CAPABILITY_DONE_FRAME`). The permissions page asks `grants.list`, changes one with
+`grant.set`, and is sent `shell.grants` (to the Shell that asked, and to all on a change).
+
 Each direction is one discriminated union with one module-level `TypeAdapter`. What the Shell
 sends is untrusted: every model refuses unknown fields and bounds its sizes, and the hostbridge
 parses each frame once, with `SHELL_TO_RUNTIME`, before anything else looks at it. What the
@@ -39,28 +46,41 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
     "HEARTBEAT_S",
+    "MAX_CAPABILITY_DONE_FRAME",
     "MAX_DRAFT_FIELDS",
     "MAX_ID",
     "MAX_ITEMS_FRAME_BYTES",
+    "MAX_PICKED_B64",
     "MAX_SHELL_FRAME",
     "MAX_SHELL_FRAME_BYTES",
+    "MAX_SOCKET_MESSAGE_BYTES",
     "MAX_SURFACE_REQUEST_ID",
     "RUNTIME_TO_SHELL",
     "SHELL_TO_RUNTIME",
     "SILENCE_S",
     "UI_EVENT_KINDS",
     "AppSessionContinueFrame",
+    "CapabilityAnswerFrame",
+    "CapabilityDoneFrame",
+    "CapabilityFrame",
     "ComposerSubmit",
+    "GrantSetFrame",
+    "GrantsListFrame",
     "InteractionAnswerFrame",
     "InteractionDraftFrame",
     "MessageRetry",
+    "PickedFileFrame",
     "RuntimeStatus",
     "ShellAction",
     "ShellAppSessions",
     "ShellApps",
     "ShellArtifacts",
+    "ShellCapabilityEnded",
+    "ShellCapabilityPrompt",
+    "ShellCapabilityRun",
     "ShellDrafts",
     "ShellFrame",
+    "ShellGrants",
     "ShellHeartbeat",
     "ShellHello",
     "ShellInbound",
@@ -106,6 +126,13 @@ SILENCE_S: Final = 4.0  # the Shell (web/js/core/connection.js) gives the socket
 MAX_DRAFT_FIELDS: Final = 12  # an input has at most 12 fields (lineup.sdk.interactions)
 MAX_FIELD_ID: Final = 64
 MAX_DRAFT_TEXT: Final = 16384  # a textarea's longest value
+# A picked file (`capability.done`): at most an artifact's bytes (lineup.sdk.protocol
+# MAX_ARTIFACT_BYTES, 256 KiB), base64; its frame may be this much longer than a user's.
+MAX_PICKED_B64: Final = (256 * 1024 * 4) // 3 + 4
+MAX_CAPABILITY_DONE_FRAME: Final = MAX_PICKED_B64 + 2048
+MAX_PICKED_NAME: Final = 1024  # as the browser says it; the hostbridge keeps the base name
+# What the socket reads of one message before it refuses it (base64 is ASCII: a char a byte).
+MAX_SOCKET_MESSAGE_BYTES: Final = max(MAX_SHELL_FRAME_BYTES, MAX_CAPABILITY_DONE_FRAME)
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Scope = Annotated[str, Field(min_length=1, max_length=MAX_SCOPE)]
@@ -267,6 +294,57 @@ class SurfaceUnavailableFrame(ShellFrame):
     surface_id: Id
 
 
+# Capabilities (issue 14): the user's answer to the runtime's permission prompt, the end of a
+# host provider the Shell ran, and the permissions page. Each answered to the Shell that sent it
+# (a refusal as a notice with its code): `_server.CapabilityHost`.
+
+Decision = Literal["allow_once", "allow_always", "deny", "cancel"]  # sdk.capabilities
+
+
+class CapabilityAnswerFrame(ShellFrame):
+    """The user's answer to the permission prompt `prompt_id` (Escape: `cancel`)."""
+
+    type: Literal["capability.answer"] = "capability.answer"
+    prompt_id: Id
+    decision: Decision
+
+
+class PickedFileFrame(ShellFrame):
+    """The file picked for `file.open`, as the browser gave it: its name (the hostbridge keeps
+    only the base name), its media type (possibly empty) and its bytes, base64."""
+
+    name: str = Field(min_length=1, max_length=MAX_PICKED_NAME)
+    media_type: str = Field(max_length=MAX_STATE * 2)
+    content_b64: str = Field(max_length=MAX_PICKED_B64)
+
+
+class CapabilityDoneFrame(ShellFrame):
+    """A host provider the Shell ran ended: `completed` (for `file.open`, with `file`), the
+    user closed it (`cancelled_by_user`), or the Shell could not do it (`failed`)."""
+
+    type: Literal["capability.done"] = "capability.done"
+    run_id: Id
+    status: Literal["completed", "cancelled_by_user", "failed"]
+    file: PickedFileFrame | None = None
+
+
+class GrantsListFrame(ShellFrame):
+    """The permissions page wants the grants (`shell.grants`, to this Shell)."""
+
+    type: Literal["grants.list"] = "grants.list"
+
+
+class GrantSetFrame(ShellFrame):
+    """The user on the permissions page: `ask` revokes, `deny` blocks, `allow` grants."""
+
+    type: Literal["grant.set"] = "grant.set"
+    app_scope: Scope
+    capability: Annotated[str, Field(min_length=1, max_length=MAX_SCOPE)]
+    policy: Literal["allow", "deny", "ask"]
+
+
+CapabilityFrame = CapabilityAnswerFrame | CapabilityDoneFrame | GrantsListFrame | GrantSetFrame
+
 ShellInbound = Annotated[
     ShellReady
     | UiEventFrame
@@ -277,11 +355,16 @@ ShellInbound = Annotated[
     | AppSessionContinueFrame
     | SurfaceRequestFrame
     | SurfaceRejectedFrame
-    | SurfaceUnavailableFrame,
+    | SurfaceUnavailableFrame
+    | CapabilityAnswerFrame
+    | CapabilityDoneFrame
+    | GrantsListFrame
+    | GrantSetFrame,
     Field(discriminator="type"),
 ]
 # What the hostbridge hands on after the greeting: every Shell frame but `shell.ready` (and
-# `surface.request`, which is answered to the one Shell that sent it: `_server.SurfaceHost`).
+# `surface.request` and the capability frames, answered to the one Shell that sent each:
+# `_server.SurfaceHost`, `_server.CapabilityHost`).
 ShellAction = (
     UiEventFrame
     | UiIntentFrame
@@ -452,6 +535,38 @@ class ShellArtifacts(ShellFrame):
     artifacts: tuple[dict[str, Any], ...]
 
 
+class ShellCapabilityPrompt(ShellFrame):
+    """The runtime's own permission prompt (upsert by `prompt_id`): a
+    `hostbridge.messages.CapabilityPromptView` as JSON. Its app title and purpose are the
+    app's: the Shell shows them as text only, in a dialog of its own DOM."""
+
+    type: Literal["shell.capability.prompt"] = "shell.capability.prompt"
+    prompt: dict[str, Any]
+
+
+class ShellCapabilityRun(ShellFrame):
+    """A host provider for the Shell to run (upsert by `run_id`): a `ProviderRunView` as JSON;
+    for `artifact.save` its `artifact` carries the `ticket` that downloads it."""
+
+    type: Literal["shell.capability.run"] = "shell.capability.run"
+    run: dict[str, Any]
+
+
+class ShellCapabilityEnded(ShellFrame):
+    """A prompt or a run (`id`) is over: every Shell takes it down."""
+
+    type: Literal["shell.capability.ended"] = "shell.capability.ended"
+    id: Id
+    outcome: State
+
+
+class ShellGrants(ShellFrame):
+    """What each app may do, for the permissions page: each a `GrantView` as JSON."""
+
+    type: Literal["shell.grants"] = "shell.grants"
+    grants: tuple[dict[str, Any], ...]
+
+
 ShellOutbound = Annotated[
     ShellHello
     | ShellRuntime
@@ -466,7 +581,11 @@ ShellOutbound = Annotated[
     | ShellHeartbeat
     | ShellSurfaceReply
     | ShellSessionData
-    | ShellArtifacts,
+    | ShellArtifacts
+    | ShellCapabilityPrompt
+    | ShellCapabilityRun
+    | ShellCapabilityEnded
+    | ShellGrants,
     Field(discriminator="type"),
 ]
 RUNTIME_TO_SHELL: Final[TypeAdapter[ShellOutbound]] = TypeAdapter(ShellOutbound)

@@ -201,7 +201,11 @@ async def test_the_handshake_state_tool_input_and_session_data_round_trip(
         page,
         "() => window.rpc('lineup/capabilities/request', {capability: 'net', purpose: 'x'})",
     )
-    assert denied["error"]["data"] == {"code": "capability_denied"}
+    # Relayed to the gateway (issue 14), whose refusal is a result, not an error.
+    assert (denied["result"]["status"], denied["result"]["code"]) == (
+        "permission_denied",
+        "capability_denied",
+    )
 
     def sizes(p: Page) -> None:
         frame = surface_frame(p)

@@ -18,7 +18,13 @@ from lineup.actors.focus.messages import (
     ViewsReply,
     ViewsRequest,
 )
-from lineup.actors.gateway.messages import ArtifactInfo, ArtifactsListReply, ArtifactsListRequest
+from lineup.actors.gateway.messages import (
+    ArtifactInfo,
+    ArtifactsListReply,
+    ArtifactsListRequest,
+    CapabilityPendingReply,
+    CapabilityPendingRequest,
+)
 from lineup.actors.kernel import (
     ActorContext,
     ActorKind,
@@ -81,6 +87,8 @@ class FakeBus:
             return self.listed
         if isinstance(body, ArtifactsListRequest):
             return ArtifactsListReply(artifacts=self.artifacts)  # at each greeting, likewise
+        if isinstance(body, CapabilityPendingRequest):
+            return CapabilityPendingReply(prompts=(), runs=())  # at start and each greeting
         self.requests.append(body)
         self.changed.set()
         if isinstance(body, RuntimeStateRequest):

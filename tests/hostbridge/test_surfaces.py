@@ -22,6 +22,7 @@ from lineup.actors.focus.messages import (
     ViewsReply,
     ViewsRequest,
 )
+from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.hostbridge._server import SURFACE_REQUESTS_BURST, ShellAccess, ShellHub, _listen
 from lineup.hostbridge._surfaces import surface_file
@@ -124,6 +125,17 @@ class SurfaceBus(FakeBus):
                 surface_id=body.surface_id,
                 revision=self.revision,
                 data=None if body.op == "replace" else self.data,
+            )
+        if isinstance(body, SurfaceCapabilityRequest):
+            # The gateway of an app that declares no capability (tests/hostbridge/
+            # test_capabilities.py has one that asks the user).
+            self.requests.append(body)
+            self.changed.set()
+            return CapabilityResult(
+                request_id=body.request_id,
+                capability=body.capability,
+                status="permission_denied",
+                code=ErrorCode.CAPABILITY_DENIED.value,
             )
         return await super().request(peer, body, **kwargs)
 

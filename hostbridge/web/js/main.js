@@ -17,6 +17,9 @@ import { byTestId, el, isShown, replaceKeeping } from "./core/util.js";
 import { CardCache } from "./components/interaction_card.js";
 import { createNotices } from "./components/notices.js";
 import { createOverlay } from "./components/overlay.js";
+import { createPermissionPrompt } from "./components/permission_prompt.js";
+import { createPermissionsPage } from "./components/permissions_page.js";
+import { createProviderRuns } from "./components/provider_run.js";
 import { createStatus } from "./components/status.js";
 import { surface } from "./components/surface.js";
 import { createSwitcher, instanceTitle } from "./components/switcher.js";
@@ -71,6 +74,9 @@ const switcher = createSwitcher(ctx);
 const timeline = createTimeline(ctx);
 const overlay = createOverlay(ctx);
 const stage = createStage(ui.appView, ctx);
+const permissionPrompt = createPermissionPrompt(ctx);
+const providerRuns = createProviderRuns(ctx, notices);
+const permissionsPage = createPermissionsPage(ctx);
 const appCards = new CardCache("app");
 const appCardList = el("div", "app-interactions-cards");
 ui.appCards.append(appCardList);
@@ -83,6 +89,7 @@ const connection = createConnection({
     state.link = link;
     if (!link.connected) state.runtime = { state: "disconnected", reason: null };
     state.answering.clear(); // what was sent on a dead socket may never have arrived
+    state.answered.clear();
     render();
   },
   onOpen() {
@@ -101,6 +108,10 @@ const connection = createConnection({
     state.sessionData.clear();
     state.artifacts.clear();
     state.artifactsVersion += 1;
+    state.prompts.clear();
+    state.runs.clear();
+    state.grants = null;
+    state.grantsVersion += 1;
   },
 });
 
@@ -238,6 +249,7 @@ function render() {
   status.render(state);
   notices.render(state);
   switcher.render(state);
+  permissionsPage.render(state);
 
   const front = state.instances.find((i) => i.instance_id === state.foreground);
   const chatInFront = !front || front.app_scope === "chat";
@@ -305,6 +317,9 @@ function render() {
     if (chatInFront) timeline.focus();
     else if (mounted) stage.focus();
   }
+  // The runtime's own dialogs last: nothing the stage does moves focus out of them.
+  providerRuns.render(state);
+  permissionPrompt.render(state);
   armExpiry(now);
 }
 

@@ -16,7 +16,9 @@
 // (`lineup/ui/request`) goes the same way to the router, which records it as its app's own
 // question (its card shows where that app's questions do); the reply names it, and once the
 // Shell's state (`shell.interactions`) shows it final, that Surface alone is told
-// (`lineup/notifications/interaction`). Host → View is always
+// (`lineup/notifications/interaction`). A capability request (`lineup/capabilities/request`)
+// goes the same way to the gateway; its JSON-RPC result is the CapabilityResult, whatever the
+// status (a refusal is a result, not an error). Host → View is always
 // `contentWindow.postMessage(msg, "*")`: an opaque origin can only be addressed as "*", and a
 // message holds only that Surface's own data. Nothing a Surface sends is ever used as a URL,
 // markup, style or script.
@@ -32,6 +34,10 @@ const RATE_PER_S = 60;
 const RATE_BURST = 120;
 const REPORT_MS = 1000; // `surface.rejected` at most this often
 const REPLY_TIMEOUT_MS = 15000; // a `surface.request` the runtime never answered
+// A capability request may wait on the user (the prompt, then a file picker): the runtime ends
+// it by its own deadlines first (hostbridge/_surfaces.py CAPABILITY_TIMEOUT).
+const CAPABILITY_TIMEOUT_MS = 305000;
+const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
 const MAX_FORWARD_BYTES = 60 * 1024; // a Shell frame (core/connection.js MAX_SEND_BYTES)
 const MIN_HEIGHT = 120;
 const MAX_HEIGHT = 4000;
@@ -111,14 +117,20 @@ const METHODS = {
       isObject(p.request) &&
       INTERACTION_KINDS.includes(p.request.kind),
   },
+  // To the gateway (issue 14), decided as the app's own request: the result is the
+  // CapabilityResult ({request_id, capability, status, code, output}).
   "lineup/capabilities/request": {
     form: "request",
+    relay: true,
     valid: (p) =>
       isObject(p) &&
       keysWithin(p, ["capability", "purpose", "input"]) &&
-      isName(p.capability) &&
+      typeof p.capability === "string" &&
+      p.capability.length > 0 &&
+      p.capability.length <= 100 &&
       typeof p.purpose === "string" &&
-      p.purpose.length <= 500 &&
+      p.purpose.length > 0 &&
+      p.purpose.length <= MAX_PURPOSE &&
       optObject(p.input),
   },
 };
@@ -337,8 +349,6 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       return;
     }
     if (name === "ping") return answer(id, {});
-    // Declared, not served by this host yet: capabilities are issue 14's.
-    fail(id, RPC_RUNTIME, "capability_denied");
   }
 
   // `id` null: the bridge's own request (a subscription renewed), answered to nobody.
@@ -356,7 +366,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (utf8Length(JSON.stringify(frame)) > MAX_FORWARD_BYTES) {
       return id === null ? undefined : bridge.reject(CODES.tooLarge, id);
     }
-    const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), REPLY_TIMEOUT_MS);
+    const wait = name === "lineup/capabilities/request" ? CAPABILITY_TIMEOUT_MS : REPLY_TIMEOUT_MS;
+    const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), wait);
     function settle(reply) {
       window.clearTimeout(timer);
       ctx.state.surfaceCalls.delete(requestId);

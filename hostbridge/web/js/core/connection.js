@@ -11,6 +11,9 @@ const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 export const SILENCE_MS = 4000; // shell_protocol.SILENCE_S
 const MAX_SEND_BYTES = 60 * 1024; // hostbridge closes the socket on a Shell frame over 64 KiB
+// The one longer frame: `capability.done` with a picked file (shell_protocol
+// MAX_CAPABILITY_DONE_FRAME: 256 KiB base64, and its fields).
+export const MAX_FILE_FRAME_BYTES = Math.floor((256 * 1024 * 4) / 3) + 4 + 1024;
 // Close codes after which retrying cannot help (hostbridge/_server.py): the token is from
 // an earlier run (4401), or the page was refused (4403). The Shell stops and says why.
 const FATAL_CLOSES = new Map([
@@ -134,7 +137,8 @@ export function createConnection({ onFrame, onStatus, onOpen, onTooLong, onNewRu
     const socket = link.socket;
     if (!link.connected || socket === null || socket.readyState !== WebSocket.OPEN) return false;
     const text = JSON.stringify(frame);
-    if (new Blob([text]).size > MAX_SEND_BYTES) {
+    const limit = frame.type === "capability.done" ? MAX_FILE_FRAME_BYTES : MAX_SEND_BYTES;
+    if (new Blob([text]).size > limit) {
       onTooLong();
       return false;
     }

@@ -43,6 +43,15 @@ export function createState() {
     sessionData: new Map(), // instance_id → {surface_id, data, revision}: the newest heard
     artifacts: new Map(), // artifact_id → ArtifactInfo JSON with its `ticket`
     artifactsVersion: 0,
+    // Capabilities (issue 14): the runtime's own permission prompts and the host providers for
+    // this Shell to run, by id, until the runtime says they ended; ids ended (a late frame of
+    // one never reopens it); and the permissions page's grants (null: not listed yet).
+    prompts: new Map(), // prompt_id → CapabilityPromptView JSON
+    runs: new Map(), // run_id → ProviderRunView JSON
+    capabilityEnded: new Set(),
+    answered: new Set(), // prompts and runs this Shell answered, until they end
+    grants: null,
+    grantsVersion: 0,
   };
 }
 
@@ -105,6 +114,14 @@ export function reduce(state, frame) {
       return onSessionData(state, frame);
     case "shell.artifacts":
       return onArtifacts(state, frame);
+    case "shell.capability.prompt":
+      return onPrompt(state, frame);
+    case "shell.capability.run":
+      return onRun(state, frame);
+    case "shell.capability.ended":
+      return onCapabilityEnded(state, frame);
+    case "shell.grants":
+      return onGrants(state, frame);
     default:
       return false; // a newer runtime may send more; ignoring keeps this Shell working
   }
@@ -288,6 +305,53 @@ function onArtifacts(state, frame) {
     state.artifacts.delete(state.artifacts.keys().next().value);
   }
   state.artifactsVersion += 1;
+  return true;
+}
+
+const MAX_PENDING = 64; // prompts (and runs) held, as the hostbridge holds
+const MAX_ENDED = 1000;
+
+function hold(map, key, value) {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > MAX_PENDING) map.delete(map.keys().next().value);
+}
+
+function onPrompt(state, frame) {
+  const p = frame.prompt;
+  if (!isObject(p) || !isId(p.prompt_id) || state.capabilityEnded.has(p.prompt_id)) return false;
+  if (typeof p.capability !== "string" || typeof p.purpose !== "string") return false;
+  if (typeof p.app_title !== "string" || !isTime(p.expires_at)) return false;
+  hold(state.prompts, p.prompt_id, p);
+  return true;
+}
+
+function onRun(state, frame) {
+  const r = frame.run;
+  if (!isObject(r) || !isId(r.run_id) || state.capabilityEnded.has(r.run_id)) return false;
+  if (typeof r.capability !== "string" || !isObject(r.input) || !isTime(r.expires_at)) return false;
+  hold(state.runs, r.run_id, r);
+  return true;
+}
+
+function onCapabilityEnded(state, frame) {
+  if (!isId(frame.id)) return false;
+  state.prompts.delete(frame.id);
+  state.runs.delete(frame.id);
+  state.answered.delete(frame.id);
+  state.capabilityEnded.add(frame.id);
+  while (state.capabilityEnded.size > MAX_ENDED) {
+    state.capabilityEnded.delete(state.capabilityEnded.values().next().value);
+  }
+  return true;
+}
+
+function onGrants(state, frame) {
+  if (!Array.isArray(frame.grants)) return false;
+  state.grants = frame.grants.filter(
+    (g) => isObject(g) && isId(g.app_scope) && isId(g.capability) && typeof g.policy === "string",
+  );
+  state.grantsVersion += 1;
   return true;
 }
 

@@ -1,0 +1,136 @@
+// The runtime's own permission prompt (issue 14): not a standard interaction, and not an app's.
+// A `<dialog>` of the Shell's own DOM opened with showModal(): it is in the top layer, so
+// nothing in a Surface's iframe can draw over it or click it, and the page behind it is inert.
+// Its text is text only (textContent): the app's title, the capability (a human label and its
+// name), what the app says it is for, and the runtime's own `detail` line. Buttons: Deny (where
+// focus starts: the safe default), Allow once, and Always allow where the runtime lets the
+// answer be remembered. Escape is Cancel. It shows the time left, and goes on its own when the
+// runtime says it ended or it expires. Several pending prompts come one at a time, oldest first.
+
+import { el, uniqueId } from "../core/util.js";
+
+export const CAPABILITY_LABELS = {
+  "notification.show": "Show notifications",
+  "artifact.save": "Save a file",
+  "file.open": "Open a file",
+  "app.install": "Install an app",
+  "app.manage": "Manage apps",
+};
+const MAX_TEXT = 300;
+const TICK_MS = 1000;
+
+export const capabilityLabel = (name) =>
+  Object.hasOwn(CAPABILITY_LABELS, name) ? CAPABILITY_LABELS[name] : "Use a system feature";
+
+const clip = (text, max = MAX_TEXT) => String(text).slice(0, max);
+
+export function createPermissionPrompt(ctx) {
+  const dialog = el("dialog", "permission-prompt", "permission-prompt");
+  dialog.setAttribute("role", "alertdialog");
+  const headingId = uniqueId("permission-heading");
+  const purposeId = uniqueId("permission-purpose");
+  dialog.setAttribute("aria-labelledby", headingId);
+  dialog.setAttribute("aria-describedby", purposeId);
+  const eyebrow = el("p", "permission-eyebrow", "", "LineUp permission");
+  const heading = el("h2", "permission-heading", "permission-heading");
+  heading.id = headingId;
+  const capability = el("p", "permission-capability", "permission-capability");
+  const purpose = el("p", "permission-purpose", "permission-purpose");
+  purpose.id = purposeId;
+  const detail = el("p", "permission-detail", "permission-detail");
+  const expiry = el("p", "permission-expiry", "permission-expiry");
+  expiry.setAttribute("aria-live", "off");
+  const deny = button("Deny", "permission-deny", "deny");
+  const once = button("Allow once", "permission-allow-once", "allow_once");
+  const always = button("Always allow", "permission-allow-always", "allow_always");
+  const actions = el("div", "permission-actions");
+  actions.append(deny, once, always);
+  dialog.append(eyebrow, heading, capability, purpose, detail, expiry, actions);
+  document.body.append(dialog);
+
+  let shown = null; // the prompt view on screen
+  let ticker = null;
+
+  function button(text, testId, decision) {
+    const b = el("button", `permission-button permission-${decision}`, testId, text);
+    b.type = "button";
+    b.addEventListener("click", () => answer(decision));
+    return b;
+  }
+
+  function answer(decision) {
+    if (shown === null) return;
+    const promptId = shown.prompt_id;
+    if (ctx.send({ type: "capability.answer", prompt_id: promptId, decision })) {
+      ctx.state.answered.add(promptId);
+    }
+    hide();
+    ctx.rerender(); // the next prompt, if one waits
+  }
+
+  // Escape (the dialog's cancel) dismisses: the runtime's `cancelled_by_user`. A close that is
+  // not ours (the browser closed it on a close request without a cancel event) is one too.
+  dialog.addEventListener("cancel", (event) => {
+    event.preventDefault();
+    answer("cancel");
+  });
+  dialog.addEventListener("close", () => {
+    // Our own close() of an earlier prompt is told after the next one opened: not an answer.
+    if (shown !== null && !dialog.open) answer("cancel");
+  });
+
+  function hide() {
+    shown = null;
+    window.clearInterval(ticker);
+    ticker = null;
+    if (dialog.open) dialog.close();
+    dialog.removeAttribute("data-prompt-id");
+  }
+
+  function tick() {
+    if (shown === null) return;
+    const left = Math.ceil(shown.expires_at - Date.now() / 1000);
+    if (left <= 0) {
+      // Expired: the runtime says so too (`expired`); nothing to answer.
+      ctx.state.answered.add(shown.prompt_id);
+      hide();
+      ctx.rerender();
+      return;
+    }
+    expiry.textContent = left === 1 ? "Expires in 1 second" : `Expires in ${left} seconds`;
+  }
+
+  function show(view) {
+    shown = view;
+    const title = clip(view.app_title || view.app_scope || "An app", 200);
+    const label = capabilityLabel(view.capability);
+    heading.textContent = `${title} asks to: ${label}`;
+    capability.textContent = `Permission: ${label} (${clip(view.capability, 100)})`;
+    purpose.textContent = `${title} says: “${clip(view.purpose)}”`;
+    const extra = typeof view.detail === "string" ? clip(view.detail) : "";
+    detail.textContent = extra;
+    detail.hidden = extra === "";
+    always.hidden = view.rememberable !== true;
+    dialog.setAttribute("data-prompt-id", view.prompt_id);
+    dialog.setAttribute("data-capability", clip(view.capability, 100));
+    tick();
+    if (shown === null) return; // expired already
+    if (!dialog.open) dialog.showModal();
+    deny.focus();
+    window.clearInterval(ticker);
+    ticker = window.setInterval(tick, TICK_MS);
+  }
+
+  function render(state) {
+    const now = Date.now() / 1000;
+    if (shown !== null && !state.prompts.has(shown.prompt_id)) hide(); // ended elsewhere
+    if (shown !== null) return; // one at a time
+    for (const view of state.prompts.values()) {
+      if (state.answered.has(view.prompt_id) || view.expires_at <= now) continue;
+      show(view);
+      return;
+    }
+  }
+
+  return { render, element: dialog };
+}

@@ -1,0 +1,306 @@
+"""The capability gateway's Shell side through the whole runtime in real Chromium (issue 14).
+
+The test app (tests/support/capability_surface_app) opens its Surface; from inside the frame
+its own page asks for capabilities over the bridge (`window.requestCapability`), and the
+runtime's own permission prompt comes up in the Shell's DOM. The prompt is answered by keyboard
+(Tab/Enter, and Escape); a Surface that covers the page, reaches for the Shell's DOM and posts
+forged answers while it is up changes nothing (the dialog is on top, and the answer is the
+user's click); `file.open` gives the app a new artifact of the picked file's bytes and never a
+path; and revoking an "Always allow" on the permissions page makes the next request prompt
+again. Browser waits are Playwright's `expect`/`wait_for_function`; no sleeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from playwright.sync_api import Frame, Page, expect
+
+from lineup.actors.kernel import ActorKind, AuditRecord
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.capability_surface_app import CapabilitySurfaceApp
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.tree import attach, audit_rows
+
+from .conftest import ShellPage
+
+WAIT_MS: Final = 10_000
+APP: Final = Path(__file__).parents[1] / "support" / "capability_surface_app"
+TITLE: Final = "Cap Tester"
+FRAME: Final = '[data-testid="surface-frame"]'
+PURPOSE: Final = "<b>Tell you</b> when your board is saved"
+BUTTONS: Final = ("permission-deny", "permission-allow-once", "permission-allow-always")
+
+
+async def open_app(nursery: trio.Nursery, data_dir: Path, page: ShellPage) -> Runtime:
+    """The runtime with the test app, the Shell loaded, and the app's Surface in front."""
+    config = {
+        "app_scope": CapabilitySurfaceApp.app_info.app_scope,
+        "manifest": str(APP / "manifest.json"),
+        "entry": f"{CapabilitySurfaceApp.__module__}:{CapabilitySurfaceApp.__qualname__}",
+        "title": TITLE,
+    }
+    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+
+    def load(p: Page) -> None:
+        p.goto(runtime.shell_url)
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+            "data-state", "online", timeout=WAIT_MS
+        )
+
+    await page.run(load)
+    await agent.client.call_tool(CONVERSATION, "capsurface.open", {}, revision, call_id="c-open")
+    with trio.fail_after(WAIT_MS / 1000):
+        await agent.terminal("c-open")
+    await page.run(surface_frame)
+    return runtime
+
+
+def surface_frame(p: Page) -> Frame:
+    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
+    frame = handle.content_frame()
+    assert frame is not None
+    frame.wait_for_selector('body[data-ready="1"]', timeout=WAIT_MS)
+    return frame
+
+
+async def ask(page: ShellPage, capability: str, input_: dict[str, Any] | None = None) -> None:
+    """The Surface's own page asks (its reply lands in the frame's `__results`)."""
+    await page.run(
+        lambda p: surface_frame(p).evaluate(
+            "([c, why, i]) => window.requestCapability(c, why, i)", [capability, PURPOSE, input_]
+        )
+    )
+
+
+async def result(page: ShellPage, n: int) -> dict[str, Any]:
+    """The Surface's `n`th capability result (the JSON-RPC result: a CapabilityResult)."""
+
+    def wait(p: Page) -> dict[str, Any]:
+        frame = surface_frame(p)
+        frame.wait_for_function("(n) => window.__results.length >= n", arg=n, timeout=WAIT_MS)
+        reply: dict[str, Any] = frame.evaluate("(n) => window.__results[n - 1]", n)
+        return reply
+
+    reply = await page.run(wait)
+    assert "error" not in reply, reply
+    got: dict[str, Any] = reply["result"]
+    return got
+
+
+def prompt_up(p: Page, capability: str) -> None:
+    dialog = p.get_by_test_id("permission-prompt")
+    expect(dialog).to_be_visible(timeout=WAIT_MS)
+    expect(dialog).to_have_attribute("data-capability", capability)
+
+
+async def test_the_prompt_is_answered_by_keyboard_and_escape_cancels(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await open_app(nursery, data_dir, page)
+    await ask(page, "notification.show", {"title": "Board saved", "body": "All good"})
+
+    def allow_by_keyboard(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(dialog).to_have_attribute("role", "alertdialog")
+        heading = p.get_by_test_id("permission-heading")
+        expect(heading).to_have_text(f"{TITLE} asks to: Show notifications")
+        assert dialog.get_attribute("aria-labelledby") == heading.get_attribute("id")
+        expect(p.get_by_test_id("permission-capability")).to_contain_text("notification.show")
+        # The app's purpose is text: its markup is shown, never made.
+        expect(p.get_by_test_id("permission-purpose")).to_have_text(f"{TITLE} says: “{PURPOSE}”")
+        assert dialog.locator("b").count() == 0
+        expect(p.get_by_test_id("permission-expiry")).to_contain_text("Expires in")
+        expect(p.get_by_test_id("permission-allow-always")).to_be_visible()
+        expect(p.get_by_test_id("permission-deny")).to_be_focused()  # the safe default
+        p.keyboard.press("Tab")
+        expect(p.get_by_test_id("permission-allow-once")).to_be_focused()
+        p.keyboard.press("Enter")
+        expect(dialog).to_be_hidden()
+
+    await page.run(allow_by_keyboard)
+    first = await result(page, 1)
+    assert (first["status"], first["capability"], first["output"]) == (
+        "completed", "notification.show", {}
+    )  # fmt: skip
+
+    def toasted(p: Page) -> None:
+        toast = p.get_by_test_id("capability-notification")
+        expect(toast).to_contain_text("Board saved — All good", timeout=WAIT_MS)
+
+    await page.run(toasted)
+
+    await ask(page, "notification.show", {"title": "Again"})
+
+    def escape(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        expect(p.get_by_test_id("permission-deny")).to_be_focused()
+        p.keyboard.press("Escape")
+        expect(p.get_by_test_id("permission-prompt")).to_be_hidden()
+
+    await page.run(escape)
+    second = await result(page, 2)
+    assert (second["status"], second["code"]) == ("cancelled_by_user", "cancelled_by_user")
+
+
+async def test_a_surface_cannot_cover_click_or_answer_the_prompt(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await open_app(nursery, data_dir, page)
+    await ask(page, "notification.show", {"title": "Hi"})
+    await page.run(lambda p: prompt_up(p, "notification.show"))
+    outcome = await page.run(lambda p: surface_frame(p).evaluate("() => window.attack()"))
+    assert outcome["cover"] == "drawn"
+    assert outcome["parentDom"] == "blocked:SecurityError"
+    assert outcome["click"] == "blocked:SecurityError"
+
+    def still_the_users(p: Page) -> None:
+        # The forged posts were dropped by the bridge and counted on the Surface.
+        expect(p.get_by_test_id("surface")).to_have_attribute("data-bridge-rejections", "2")
+        expect(p.get_by_test_id("permission-prompt")).to_be_visible()
+        # The dialog is on top: at each of its buttons the top document hits that button.
+        for test_id in BUTTONS:
+            box = p.get_by_test_id(test_id).bounding_box()
+            assert box is not None
+            point = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
+            hit = p.evaluate(
+                "([x, y]) => document.elementFromPoint(x, y)?.getAttribute('data-testid')",
+                point,
+            )
+            assert hit == test_id
+        # Nothing answered it: the Surface has no result yet.
+        assert surface_frame(p).evaluate("() => window.__results.length") == 0
+        p.get_by_test_id("permission-deny").click()
+        expect(p.get_by_test_id("permission-prompt")).to_be_hidden()
+
+    await page.run(still_the_users)
+    denied = await result(page, 1)
+    assert (denied["status"], denied["code"]) == ("permission_denied", "permission_denied")
+
+
+async def test_file_open_gives_the_app_an_artifact_and_no_path(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime = await open_app(nursery, data_dir, page)
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
+    folder = data_dir / "private-folder-4711"
+    folder.mkdir()
+    picked = folder / "my-notes.txt"
+    content = b"line one\nline two\n"
+    picked.write_bytes(content)
+
+    # Too large for what the app takes: the Shell says so and keeps the picker open.
+    await ask(page, "file.open", {"media_types": ["text/plain"], "max_bytes": 4})
+
+    def too_large_then_cancel(p: Page) -> None:
+        prompt_up(p, "file.open")
+        p.get_by_test_id("permission-allow-once").click()
+        dialog = p.get_by_test_id("file-open")
+        expect(dialog).to_be_visible(timeout=WAIT_MS)
+        expect(p.get_by_test_id("file-open-choose")).to_be_focused()
+        p.set_input_files('[data-testid="file-open-input"]', str(picked))
+        expect(p.get_by_test_id("file-open-error")).to_be_visible()
+        expect(dialog).to_be_visible()
+        p.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+
+    await page.run(too_large_then_cancel)
+    cancelled = await result(page, 1)
+    assert cancelled["status"] == "cancelled_by_user"
+
+    await ask(page, "file.open", {"media_types": ["text/plain"]})
+
+    def pick(p: Page) -> None:
+        prompt_up(p, "file.open")
+        p.get_by_test_id("permission-allow-once").click()
+        expect(p.get_by_test_id("file-open")).to_be_visible(timeout=WAIT_MS)
+        accept = p.get_by_test_id("file-open-input").get_attribute("accept") or ""
+        assert accept.split(",") == ["text/plain", ".txt"]
+        p.set_input_files('[data-testid="file-open-input"]', str(picked))
+        expect(p.get_by_test_id("file-open")).to_be_hidden()
+
+    await page.run(pick)
+    opened = await result(page, 2)
+    assert opened["status"] == "completed", opened
+    got = opened["output"]["artifact"]
+    assert got["sha256"] == hashlib.sha256(content).hexdigest()
+    assert (got["name"], got["media_type"], got["size"]) == ("my-notes.txt", "text/plain", 18)
+    assert got["app_scope"] == "capsurface"
+    text = json.dumps(opened)
+    assert folder.name not in text and str(data_dir) not in text and "fakepath" not in text
+
+    # The audit has the decisions by id, and no path, name or content.
+    def decided(rows: tuple[AuditRecord, ...]) -> bool:
+        return any(
+            r.subject_id == opened["request_id"] and r.event == "gateway.capability.completed"
+            for r in rows
+        )
+
+    rows = await audit_rows(reader, decided, event_prefix="gateway.capability")
+    dumped = json.dumps([r.model_dump(mode="json") for r in rows])
+    for secret in (folder.name, "my-notes", str(data_dir), "line one", "Tell you"):
+        assert secret not in dumped
+
+
+async def test_revoking_a_grant_on_the_permissions_page_makes_the_next_request_prompt(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await open_app(nursery, data_dir, page)
+    await ask(page, "notification.show", {"title": "One"})
+
+    def always(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        p.get_by_test_id("permission-allow-always").click()
+        expect(p.get_by_test_id("permission-prompt")).to_be_hidden()
+        # From now on, count every time the prompt opens.
+        p.evaluate(
+            """() => {
+              window.__opens = 0;
+              const d = document.querySelector('[data-testid="permission-prompt"]');
+              new MutationObserver(() => { if (d.open) window.__opens += 1; })
+                .observe(d, {attributes: true, attributeFilter: ["open"]});
+            }"""
+        )
+
+    await page.run(always)
+    assert (await result(page, 1))["status"] == "completed"
+    await ask(page, "notification.show", {"title": "Two"})
+    assert (await result(page, 2))["status"] == "completed"  # remembered: no prompt
+    assert await page.run(lambda p: p.evaluate("() => window.__opens")) == 0
+
+    def revoke(p: Page) -> None:
+        p.get_by_test_id("permissions-button").focus()
+        p.keyboard.press("Enter")  # keyboard reachable
+        expect(p.get_by_test_id("permissions-page")).to_be_visible()
+        expect(p.get_by_test_id("permissions-button")).to_have_attribute("aria-expanded", "true")
+        row = p.locator(
+            '[data-testid="grant-row"][data-app-scope="capsurface"]'
+            '[data-capability="notification.show"]'
+        )
+        expect(row).to_have_attribute("data-policy", "allow", timeout=WAIT_MS)
+        expect(row.get_by_test_id("grant-origin")).to_contain_text("Set by you")
+        expect(p.get_by_test_id("grant-app-title").first).to_have_text(TITLE)
+        row.get_by_test_id("grant-revoke").click()
+        expect(row).to_have_attribute("data-policy", "ask", timeout=WAIT_MS)
+        expect(row.get_by_test_id("grant-revoke")).to_have_count(0)
+        p.keyboard.press("Escape")
+        expect(p.get_by_test_id("permissions-page")).to_be_hidden()
+
+    await page.run(revoke)
+    await ask(page, "notification.show", {"title": "Three"})
+
+    def prompts_again(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        assert p.evaluate("() => window.__opens") == 1
+        p.get_by_test_id("permission-deny").click()
+
+    await page.run(prompts_again)
+    third = await result(page, 3)
+    assert (third["status"], third["code"]) == ("permission_denied", "permission_denied")

@@ -1,0 +1,117 @@
+"""The Shell's capability components in real Chromium against the real hostbridge actor and a
+fake gateway (tests/hostbridge/test_capabilities.py `CapabilityBus`): the prompt's answers by
+keyboard reach the gateway as the user gave them, prompts queue one at a time and go when the
+runtime ends them, `file.open` sends the picked file's bytes, and the permissions page sets a
+grant. (The whole runtime: test_capabilities_e2e.py.)"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Final
+
+import trio
+from playwright.sync_api import Page, expect
+
+from lineup.actors.gateway.messages import (
+    GrantSetRequest,
+    PromptAnswerRequest,
+    ProviderDoneRequest,
+)
+from lineup.hostbridge.messages import (
+    CapabilityEndedEvent,
+    CapabilityPromptEvent,
+    ProviderRunEvent,
+)
+from lineup.tests.hostbridge.test_actor import TOKEN, start_hostbridge
+from lineup.tests.hostbridge.test_capabilities import (
+    CapabilityBus,
+    no_env,
+    prompt_view,
+    run_view,
+)
+
+from .conftest import ShellPage
+
+WAIT_MS: Final = 5_000
+
+
+async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway(  # noqa: PLR0915
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage
+) -> None:
+    bus = CapabilityBus()
+    actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+
+    def load(p: Page) -> None:
+        p.goto(f"http://127.0.0.1:{port}/#token={TOKEN}")
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute("data-state", "online")
+
+    await page.run(load)
+    actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p1")), no_env())
+    actor.on_capability_prompt(
+        CapabilityPromptEvent(prompt=prompt_view("p2", rememberable=False, detail="Runtime says")),
+        no_env(),
+    )
+
+    def first(p: Page) -> None:
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(dialog).to_have_attribute("data-prompt-id", "p1")
+        expect(p.get_by_test_id("permission-deny")).to_be_focused()
+        expect(p.get_by_test_id("permission-detail")).to_be_hidden()
+        p.keyboard.press("Tab")
+        p.keyboard.press("Tab")
+        expect(p.get_by_test_id("permission-allow-always")).to_be_focused()
+        p.keyboard.press("Enter")
+        # The next one, at once: not rememberable, with the runtime's line.
+        expect(dialog).to_have_attribute("data-prompt-id", "p2")
+        expect(p.get_by_test_id("permission-allow-always")).to_be_hidden()
+        expect(p.get_by_test_id("permission-detail")).to_have_text("Runtime says")
+        expect(p.get_by_test_id("permission-deny")).to_be_focused()
+
+    await page.run(first)
+    await bus.until(lambda: any(isinstance(r, PromptAnswerRequest) for r in bus.requests))
+    # The runtime ends p2 elsewhere (another Shell answered): the dialog goes.
+    actor.on_capability_ended(CapabilityEndedEvent(id="p2", outcome="deny"), no_env())
+    await page.run(lambda p: expect(p.get_by_test_id("permission-prompt")).to_be_hidden())
+
+    run = run_view("r1", "file.open", input={"media_types": ["text/csv"]})
+    actor.on_capability_run(ProviderRunEvent(run=run), no_env())
+    picked = tmp_path / "table.csv"
+    picked.write_bytes(b"a,b\n1,2\n")
+
+    def pick(p: Page) -> None:
+        expect(p.get_by_test_id("file-open")).to_be_visible()
+        expect(p.get_by_test_id("file-open-heading")).to_have_text(
+            "Test Surface asks you to open a file"
+        )
+        p.set_input_files('[data-testid="file-open-input"]', str(picked))
+        expect(p.get_by_test_id("file-open")).to_be_hidden()
+
+    await page.run(pick)
+    await bus.until(lambda: any(isinstance(r, ProviderDoneRequest) for r in bus.requests))
+
+    def permissions(p: Page) -> None:
+        p.get_by_test_id("permissions-button").click()
+        expect(p.get_by_test_id("permissions-heading")).to_be_focused()
+        row = p.get_by_test_id("grant-row")
+        expect(row).to_have_attribute("data-policy", "ask")
+        expect(row.get_by_test_id("grant-revoke")).to_have_count(0)  # nothing granted
+        row.get_by_test_id("grant-block").click()
+        expect(row).to_have_attribute("data-policy", "deny")
+        p.keyboard.press("Escape")
+        expect(p.get_by_test_id("permissions-page")).to_be_hidden()
+        expect(p.get_by_test_id("permissions-button")).to_be_focused()
+
+    await page.run(permissions)
+    answers = [
+        (r.prompt_id, r.decision) for r in bus.requests if isinstance(r, PromptAnswerRequest)
+    ]
+    assert answers == [("p1", "allow_always")]
+    [done] = [r for r in bus.requests if isinstance(r, ProviderDoneRequest)]
+    assert done.run_id == "r1" and done.status == "completed" and done.file is not None
+    assert (done.file.name, done.file.media_type) == ("table.csv", "text/csv")
+    assert base64.b64decode(done.file.content_b64) == b"a,b\n1,2\n"
+    [grant] = [r for r in bus.requests if isinstance(r, GrantSetRequest)]
+    assert (grant.app_scope, grant.capability, grant.policy) == (
+        "surfacetest", "notification.show", "deny"
+    )  # fmt: skip
