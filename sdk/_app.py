@@ -43,6 +43,7 @@ __all__ = [
     "AppContext",
     "Apps",
     "Artifacts",
+    "Capabilities",
     "Conversation",
     "Inbox",
     "Lifecycle",
@@ -60,6 +61,10 @@ M = TypeVar("M", bound=Message)
 EVENT_QUEUE: Final = 1024
 DELIVERY_BURST: Final = 200  # deliveries handed to one `on_deliveries`
 CALL_TIMEOUT: Final = 15.0
+# A capability request may wait for the user (the permission prompt, then a file picker): the
+# gateway answers within the caller's deadline, so it may be longer than the default prompt
+# and provider timeouts together.
+CAPABILITY_TIMEOUT: Final = 300.0
 # A `rate_limited` refusal asks the app to slow down: it waits this long, doubling up to a
 # second, and asks again (within CALL_TIMEOUT), instead of dropping what it was doing.
 RATE_PAUSE: Final = 0.01
@@ -489,6 +494,44 @@ class Artifacts:
         return reply.artifacts
 
 
+class Capabilities:
+    """System powers the runtime grants case by case (seed 004 §6.3; the catalog, inputs and
+    the order of the checks are `lineup.sdk.capabilities`). Only a capability the manifest
+    declares in `requested_capabilities` can ever run; the runtime may ask the user first."""
+
+    def __init__(self, host: RuntimeChannel, instance_id: str) -> None:
+        self._host = host
+        self._instance_id = instance_id
+
+    async def request(
+        self,
+        capability: str,
+        purpose: str,
+        input: Mapping[str, Any] | None = None,
+        *,
+        instance_id: str | None = None,
+        request_id: str | None = None,
+    ) -> p.CapabilityResult:
+        """Ask for `capability` for `instance_id` (default: the process's own instance),
+        saying why (`purpose`, shown to the user as text). Returns the one result, whatever
+        the decision: its `status` (`completed` with `output`, `cancelled_by_user`,
+        `permission_denied`, `unsupported_on_host`, `policy_denied`, `expired`, `failed`)
+        and `code`. Never raises for a refusal; raises `LineUpError` only when the runtime
+        cannot be reached or the request is malformed. Repeating `request_id` (default: a
+        new one) gets the same result while the runtime keeps it, without asking again."""
+        return await self._host.call(
+            "gateway",
+            p.CapabilityRequest(
+                request_id=request_id or f"cap-{uuid.uuid4().hex}",
+                instance_id=instance_id or self._instance_id,
+                capability=capability,
+                purpose=purpose,
+                input=dict(input or {}),
+            ),
+            p.CapabilityResult,
+        )
+
+
 def _answered(record: p.InteractionRecord) -> bool:
     return record.result is not None or record.state in FINAL_INTERACTION
 
@@ -543,6 +586,7 @@ class AppContext:
         self.lifecycle = Lifecycle(host)
         self.session_data = SessionData(host)
         self.artifacts = Artifacts(host)
+        self.capabilities = Capabilities(host, instance_id)
         self.apps = Apps(host)
         self.surfaces = Surfaces(host)
 
@@ -609,7 +653,8 @@ class MiniAppHost(Actor):
         self._events_in, self._events_out = trio.open_memory_channel[Message](EVENT_QUEUE)
 
     async def call(self, peer: str, request: Message, expect: type[M]) -> M:
-        deadline = trio.current_time() + CALL_TIMEOUT
+        wait = CAPABILITY_TIMEOUT if isinstance(request, p.CapabilityRequest) else CALL_TIMEOUT
+        deadline = trio.current_time() + wait
         pause = RATE_PAUSE
         while True:
             try:

@@ -37,12 +37,14 @@ from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from . import interactions as std
 from . import protocol as p
 from ._app import AppContext, MiniApp
+from .capabilities import CATALOG, parse_input
 from .manifest import SURFACE_KIND, SURFACE_VERSIONS
 from .schema import validate
 from .tools import AppInfo, ToolSpec, dispatch_tool, tools_of
 
 __all__ = [
     "CallRecord",
+    "FakeCapabilities",
     "FakeConversation",
     "FakeInbox",
     "FakeInteractions",
@@ -525,6 +527,7 @@ class FakeRuntime:
         self.surfaces = FakeSurfaces()
         self.conversation_id: str | None = "conv-test"
         self.artifacts = FakeArtifacts()
+        self.capabilities = FakeCapabilities()
         self.app: MiniApp | None = None  # the app `start` started, told of its interactions
         self.closed: set[str] = set()
         self.calls: dict[str, CallRecord] = {}
@@ -608,6 +611,8 @@ class FakeRuntime:
         artifact = self.artifacts.answer(request, self.app_scope, self.instances)
         if artifact is not None:
             return artifact
+        if isinstance(request, p.CapabilityRequest):
+            return self.capabilities._answer(request, self.instances)
         if isinstance(request, p.InboxListRequest):
             return self.inbox._list(request)
         if isinstance(request, p.InboxAckRequest):
@@ -762,6 +767,9 @@ async def start(
         runtime = FakeRuntime(app_scope or _scope_of(app), instance_id)
     _RUNTIMES[app] = runtime
     runtime.app = app
+    info = getattr(type(app), "app_info", None)
+    if info is not None and runtime.capabilities.declared is None:
+        runtime.capabilities.declared = frozenset(info.requested_capabilities)
     await app.start(runtime.context())
     await runtime.settle()
     return runtime
@@ -937,3 +945,68 @@ class FakeArtifacts:
         if isinstance(request, p.ArtifactListRequest):
             return self._list(request, app_scope)
         return None
+
+
+class FakeCapabilities:
+    """The capability gateway, in memory: every request is recorded (`requests`); one for a
+    capability the app does not declare (once `start` read its `app_info`) is
+    `permission_denied` (`capability_denied`), one whose input the catalog's model refuses is
+    `failed` (`invalid_arguments`), an instance not the app's `failed`
+    (`app_instance_not_found`); otherwise the result `set_result` gave the capability (default:
+    `completed` with output `{}`). A repeated request id gets its first result, as the
+    gateway answers a repeat."""
+
+    def __init__(self) -> None:
+        self.requests: list[p.CapabilityRequest] = []
+        self.declared: frozenset[str] | None = None  # None: not known, nothing refused for it
+        self._set: dict[str, tuple[str, str | None, dict[str, Any] | None]] = {}
+        self._given: dict[str, p.CapabilityResult] = {}
+
+    def set_result(
+        self,
+        capability: str,
+        status: str = "completed",
+        code: str | None = None,
+        output: dict[str, Any] | None = None,
+    ) -> None:
+        """The result of the next requests for `capability` (the user's and host's answer)."""
+        self._set[capability] = (status, code, output)
+
+    def last(self, capability: str | None = None) -> p.CapabilityRequest | None:
+        return next(
+            (r for r in reversed(self.requests) if capability in (None, r.capability)), None
+        )
+
+    def _answer(self, msg: p.CapabilityRequest, instances: set[str]) -> p.CapabilityResult:
+        self.requests.append(msg)
+        given = self._given.get(msg.request_id)
+        if given is not None:
+            return given
+        status, code, output = self._decide(msg, instances)
+        result = p.CapabilityResult.model_validate(
+            {
+                "request_id": msg.request_id,
+                "capability": msg.capability,
+                "status": status,
+                "code": code,
+                "output": output if status == "completed" else None,
+            }
+        )
+        self._given[msg.request_id] = result
+        return result
+
+    def _decide(
+        self, msg: p.CapabilityRequest, instances: set[str]
+    ) -> tuple[str, str | None, dict[str, Any] | None]:
+        if self.declared is not None and msg.capability not in self.declared:
+            return "permission_denied", ErrorCode.CAPABILITY_DENIED.value, None
+        if msg.instance_id not in instances:
+            return "failed", ErrorCode.APP_INSTANCE_NOT_FOUND.value, None
+        if msg.capability not in CATALOG:
+            return "unsupported_on_host", ErrorCode.UNSUPPORTED_ON_HOST.value, None
+        try:
+            parse_input(msg.capability, msg.input)
+        except ValueError:  # pydantic's ValidationError is one
+            return "failed", ErrorCode.INVALID_ARGUMENTS.value, None
+        status, code, output = self._set.get(msg.capability, ("completed", None, {}))
+        return status, code, output if output is not None else {}

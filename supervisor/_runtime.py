@@ -60,6 +60,11 @@ class RuntimeOptions:
     dev_apps: tuple[Path, ...] = ()  # unsigned MiniApp packages loaded from folders
     # The transport reaches the AppServer through this URL instead (a drill's fault proxy).
     appserver_via: str | None = None
+    # The host's capability configuration (`lineup.actors.gateway._capability_state`):
+    # {"unsupported": [names], "policy": {app_scope: {capability: allow|deny|ask}},
+    #  "prompt_timeout_s": float, "run_timeout_s": float, "rate_per_minute": {capability: n}};
+    # the gateway decides by it, focus leaves out the tools it makes unusable.
+    capabilities: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -193,9 +198,18 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "lineup.actors.focus:FocusActor",
             # The bundled apps are focus's own. `dev`: the embedded AppServer, development,
             # where an install URL may be loopback HTTP.
-            {"apps": [*options.extra_apps, *dev_apps], "dev": embedded},
+            {
+                "apps": [*options.extra_apps, *dev_apps],
+                "dev": embedded,
+                "capabilities": options.capabilities,
+            },
         ),
-        child("gateway", ActorKind.GATEWAY, "lineup.actors.gateway:GatewayActor"),
+        child(
+            "gateway",
+            ActorKind.GATEWAY,
+            "lineup.actors.gateway:GatewayActor",
+            {"capabilities": options.capabilities},
+        ),
         child(
             "hostbridge",
             ActorKind.HOSTBRIDGE,

@@ -68,6 +68,8 @@ from lineup.actors.store.messages import (
     AppRegistryListRequest,
     AppRegistryPutReply,
     AppRegistryPutRequest,
+    CapabilityGrantListReply,
+    CapabilityGrantListRequest,
     FocusStackGetReply,
     FocusStackGetRequest,
     InstanceCommitReply,
@@ -94,6 +96,7 @@ from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
+from ._capability_context import CapabilityFacts, context_of
 from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
@@ -105,6 +108,9 @@ from ._views import ViewBook
 from .messages import (
     AppEnableRequest,
     AppOperationInfo,
+    CapabilitiesChangedEvent,
+    CapabilityContextReply,
+    CapabilityContextRequest,
     FindInstanceRequest,
     InstanceReply,
     InventoryReply,
@@ -175,6 +181,8 @@ class FocusActor(Actor):
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
+        # The capabilities: a tool whose app cannot use one it declares is not published.
+        self._capabilities = CapabilityFacts(self.ctx.config.get("capabilities"))
         # Surfaces (one per instance at most), session data (one write path, whoever writes)
         # and views: services of their own, which the handlers delegate to. `_surfaces` and
         # `_views` are their pure books, `surfaces` and `views` the services.
@@ -306,6 +314,9 @@ class FocusActor(Actor):
         rows = await self._store(AppRegistryListRequest(), AppRegistryListReply)
         self._enabled.update({row.app_scope: row.enabled for row in rows.apps})
         await self.registry.load()  # the installed apps, from their verified cache
+        self._capabilities.read(
+            await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
+        )
         await self._bump_inventory()
 
     async def _bump_inventory(self) -> bool:
@@ -329,6 +340,7 @@ class FocusActor(Actor):
                 for scope, manifest in sorted(self._manifests.items())
                 if self._enabled.get(scope, True)
                 for tool in manifest.tools
+                if self._capabilities.visible(scope, manifest, tool)
             ),
         ]
 
@@ -483,6 +495,29 @@ class FocusActor(Actor):
         self, msg: sdk.RegistryListRequest, env: Envelope
     ) -> RegistryListReply:
         return await self.registry.list()  # the App Registry's (the ACL reserves it to it)
+
+    @handles(CapabilityContextRequest)
+    def on_capability_context(
+        self, msg: CapabilityContextRequest, env: Envelope
+    ) -> CapabilityContextReply:
+        return context_of(
+            msg,
+            owners=self._owners,
+            stack=self._stack,
+            manifests=self._manifests,
+            enabled=self._enabled,
+            titles=self._bundled,
+        )
+
+    @handles(CapabilitiesChangedEvent)
+    async def on_capabilities_changed(self, msg: CapabilitiesChangedEvent, env: Envelope) -> None:
+        async with self._inventory_lock:
+            self._capabilities.read(
+                await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
+            )
+            if await self._bump_inventory():
+                event = InventoryChangedEvent(revision=self._revision)
+                self._nursery_soon(self._tell_router, event)
 
     async def _tell_router(self, event: Message) -> None:
         # Not told: the router publishes the inventory when it starts.

@@ -1,4 +1,5 @@
-"""The gateway actor: runtime-owned artifacts (seed 004 §6.3, DESIGN §4).
+"""The gateway actor: runtime-owned artifacts and the capability gateway (seed 004 §6.3,
+DESIGN §4). The capabilities are `_capabilities` (the handlers here only delegate).
 
 Theory of operation. An app asks `gateway.sdk.artifact.create` with its bytes (base64); the
 gateway checks the media type, the name, the bytes and their size, names the artifact from the
@@ -45,7 +46,22 @@ from ._artifacts import (
     decode_content,
     digest,
 )
-from .messages import ArtifactsListReply, ArtifactsListRequest, UiArtifactReadRequest
+from ._capabilities import Asked, CapabilityGate
+from ._capability_state import CapabilityConfig
+from .messages import (
+    ArtifactsListReply,
+    ArtifactsListRequest,
+    CapabilityPendingReply,
+    CapabilityPendingRequest,
+    GrantSetRequest,
+    GrantsListReply,
+    GrantsListRequest,
+    PromptAnswerRequest,
+    ProviderDoneRequest,
+    SurfaceCapabilityRequest,
+    UiAccepted,
+    UiArtifactReadRequest,
+)
 
 __all__ = ["GatewayActor"]
 
@@ -55,6 +71,8 @@ STORE_TIMEOUT: Final = 10.0
 FOCUS_TIMEOUT: Final = 10.0
 NOTIFY_TIMEOUT: Final = 2.0
 LOCK_STRIPES: Final = 64  # creates of the same id wait for each other; others rarely do
+# A request without a deadline (never from the bus, which always sends one) waits at most this.
+DEFAULT_CALLER_WAIT_S: Final = 300.0
 # Focus's answers that are not about the instance: the caller may retry.
 _TRANSIENT: Final = frozenset(
     {ErrorCode.ACTOR_RESTARTED, ErrorCode.ACTOR_UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED}
@@ -86,13 +104,27 @@ class GatewayActor(Actor):
         self._max_app_bytes = int(conf.get("max_app_bytes", MAX_APP_ARTIFACT_BYTES))
         self._max_app_count = int(conf.get("max_app_count", MAX_APP_ARTIFACTS))
         self._locks = [trio.Lock() for _ in range(LOCK_STRIPES)]
+        self._nursery: trio.Nursery | None = None
+        self.capabilities = CapabilityGate(
+            self.bus,
+            ctx.identity.name,
+            CapabilityConfig.from_config(ctx.config.get("capabilities")),
+            self,
+            self._soon,
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         removed = await trio.to_thread.run_sync(files.sweep_temporary, self._root)
         if removed:
             log.info("gateway.artifacts_swept count=%d", removed)
-        task_status.started()
-        await trio.sleep_forever()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    def _soon(self, fn: Any) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(fn)
 
     # ------------------------------------------------------------------ helpers
 
@@ -132,7 +164,8 @@ class GatewayActor(Actor):
                 raise
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "not a live instance") from exc
 
-    async def _content(self, env: Envelope, row: store.ArtifactRow) -> sdk.ArtifactContent:
+    async def content(self, row: store.ArtifactRow, message_type: str) -> sdk.ArtifactContent:
+        """The artifact's bytes, checked against their recorded size and sha256."""
         data = await trio.to_thread.run_sync(
             files.read_content, self._root, row.artifact_id, MAX_ARTIFACT_BYTES
         )
@@ -143,7 +176,7 @@ class GatewayActor(Actor):
                     actor=self.ctx.identity.name,
                     peer=row.app_scope,
                     code=ErrorCode.INTERNAL_ERROR.value,
-                    message_type=env.body.TYPE,
+                    message_type=message_type,
                     subject_id=row.artifact_id,
                 )
             )
@@ -151,7 +184,7 @@ class GatewayActor(Actor):
             raise LineUpError(ErrorCode.INTERNAL_ERROR, "the artifact's content does not match")
         return sdk.ArtifactContent(info=_info(row), content_b64=base64.b64encode(data).decode())
 
-    async def _row(self, artifact_id: str) -> store.ArtifactRow | None:
+    async def row(self, artifact_id: str) -> store.ArtifactRow | None:
         reply: store.ArtifactGetReply = await self._store(
             store.ArtifactGetRequest(artifact_id=artifact_id), store.ArtifactGetReply
         )
@@ -163,19 +196,21 @@ class GatewayActor(Actor):
     async def on_create(self, msg: sdk.ArtifactCreateRequest, env: Envelope) -> sdk.ArtifactInfo:
         scope = app_scope_of(env.sender)
         try:
-            return await self._create(scope, msg)
+            return await self.create(scope, msg)
         except LineUpError as exc:
             if exc.code not in _TRANSIENT:
                 self._refused(env, exc.code)
             raise
 
-    async def _create(self, scope: str, msg: sdk.ArtifactCreateRequest) -> sdk.ArtifactInfo:
+    async def create(self, scope: str, msg: sdk.ArtifactCreateRequest) -> sdk.ArtifactInfo:
+        """Make (or find, for a repeat of its request id) an artifact of `scope`'s: an app's
+        `gateway.sdk.artifact.create`, and the file a user picked for `file.open`."""
         check_media_type(msg.media_type)
         check_name(msg.name)
         data = decode_content(msg.content_b64)
         artifact_id = artifact_id_of(scope, msg.request_id)
         async with self._lock(artifact_id):
-            found = await self._row(artifact_id)
+            found = await self.row(artifact_id)
             if found is not None:
                 return _info(found)  # a retry: the content is on disk since its row is
             await self._check_instance(scope, msg.instance_id)
@@ -220,12 +255,12 @@ class GatewayActor(Actor):
     @handles(sdk.ArtifactReadRequest)
     async def on_read(self, msg: sdk.ArtifactReadRequest, env: Envelope) -> sdk.ArtifactContent:
         scope = app_scope_of(env.sender)
-        row = await self._row(msg.artifact_id)
+        row = await self.row(msg.artifact_id)
         if row is None or row.app_scope != scope:
             # Another app's is answered exactly as a missing one.
             self._refused(env, ErrorCode.ARTIFACT_NOT_FOUND, msg.artifact_id)
             raise LineUpError(ErrorCode.ARTIFACT_NOT_FOUND, "no such artifact")
-        return await self._content(env, row)
+        return await self.content(row, env.body.TYPE)
 
     @handles(sdk.ArtifactListRequest)
     async def on_list(self, msg: sdk.ArtifactListRequest, env: Envelope) -> sdk.ArtifactListReply:
@@ -242,10 +277,10 @@ class GatewayActor(Actor):
 
     @handles(UiArtifactReadRequest)
     async def on_ui_read(self, msg: UiArtifactReadRequest, env: Envelope) -> sdk.ArtifactContent:
-        row = await self._row(msg.artifact_id)
+        row = await self.row(msg.artifact_id)
         if row is None:
             raise LineUpError(ErrorCode.ARTIFACT_NOT_FOUND, "no such artifact")
-        return await self._content(env, row)
+        return await self.content(row, env.body.TYPE)
 
     @handles(ArtifactsListRequest)
     async def on_ui_list(self, msg: ArtifactsListRequest, env: Envelope) -> ArtifactsListReply:
@@ -255,3 +290,60 @@ class GatewayActor(Actor):
             store.ArtifactListRequest(limit=msg.recent), store.ArtifactListReply
         )
         return ArtifactsListReply(artifacts=tuple(_info(row) for row in reply.artifacts))
+
+    # ------------------------------------------------------------------ capabilities
+
+    def _asked(
+        self,
+        env: Envelope,
+        msg: sdk.CapabilityRequest | SurfaceCapabilityRequest,
+        scope: str | None,
+        key: str,
+    ) -> Asked:
+        wait = env.deadline_ms / 1000 if env.deadline_ms is not None else DEFAULT_CALLER_WAIT_S
+        return Asked(
+            key=(key, msg.request_id),
+            scope=scope,
+            request_id=msg.request_id,
+            instance_id=msg.instance_id,
+            capability=msg.capability,
+            purpose=msg.purpose,
+            input=msg.input,
+            deadline=trio.current_time() + wait,
+        )
+
+    @handles(sdk.CapabilityRequest)
+    async def on_capability(
+        self, msg: sdk.CapabilityRequest, env: Envelope
+    ) -> sdk.CapabilityResult:
+        scope = app_scope_of(env.sender)
+        return await self.capabilities.request(self._asked(env, msg, scope, f"app:{scope}"))
+
+    @handles(SurfaceCapabilityRequest)
+    async def on_surface_capability(
+        self, msg: SurfaceCapabilityRequest, env: Envelope
+    ) -> sdk.CapabilityResult:
+        # The owner of the instance is the app it is decided for: focus says which.
+        return await self.capabilities.request(self._asked(env, msg, None, "surface"))
+
+    @handles(PromptAnswerRequest)
+    def on_prompt_answer(self, msg: PromptAnswerRequest, env: Envelope) -> UiAccepted:
+        return self.capabilities.answer(msg)
+
+    @handles(ProviderDoneRequest)
+    def on_provider_done(self, msg: ProviderDoneRequest, env: Envelope) -> UiAccepted:
+        return self.capabilities.provider_done(msg)
+
+    @handles(CapabilityPendingRequest)
+    def on_capability_pending(
+        self, msg: CapabilityPendingRequest, env: Envelope
+    ) -> CapabilityPendingReply:
+        return self.capabilities.pending()
+
+    @handles(GrantsListRequest)
+    async def on_grants_list(self, msg: GrantsListRequest, env: Envelope) -> GrantsListReply:
+        return await self.capabilities.grants()
+
+    @handles(GrantSetRequest)
+    async def on_grant_set(self, msg: GrantSetRequest, env: Envelope) -> GrantsListReply:
+        return await self.capabilities.set_grant(msg)

@@ -4,8 +4,8 @@ Theory of operation: `run` opens and migrates `<data_dir>/lineup.db` on a worker
 the group committer, and only then reports itself started. What the store serves is `TABLE`, one
 row per request (`_table`), assembled from each area's `operations.HANDLERS` (`outbox/`,
 `conversations/`, `inbox/`, `cursors/`, `audit/`, `tool_calls/`, `interactions/`,
-`app_sessions/`, `instances/`, `apps/`, `dead_letters/`, `artifacts/`): its operation and
-whether it reads, writes, or writes in the sender's name.
+`app_sessions/`, `instances/`, `apps/`, `dead_letters/`, `artifacts/`, `capabilities/`): its
+operation and whether it reads, writes, or writes in the sender's name.
 Each row's handler awaits its operation through the committer, which answers only after the
 operation's transaction has committed — persist, then acknowledge. A request that arrives before
 the database is open simply waits in the committer's queue. Only the audit append, the stats and
@@ -44,6 +44,7 @@ from .app_sessions import operations as app_sessions
 from .apps import operations as apps
 from .artifacts import operations as artifacts
 from .audit import operations as audit
+from .capabilities import operations as capabilities
 from .conversations import operations as conversations
 from .cursors import operations as cursors
 from .dead_letters import operations as dead_letters
@@ -82,6 +83,7 @@ TABLE: Final[tuple[Served, ...]] = (
     *apps.HANDLERS,
     *dead_letters.HANDLERS,  # puts: `on_dead_letter_put`
     *artifacts.HANDLERS,
+    *capabilities.HANDLERS,
 )
 
 

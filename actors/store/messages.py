@@ -19,7 +19,8 @@ The classes live in modules by area, each area's in its `messages` (`outbox`, `i
 `conversations`, `cursors`, `audit`, `tool_calls`, `interactions`: the standard interactions,
 `app_sessions`: app sub-sessions, `instances`: instances and the focus stack,
 `apps`: session data, registry, inventory, `dead_letters`: what was quarantined,
-`artifacts`: the metadata of the files the gateway keeps), the stats in
+`artifacts`: the metadata of the files the gateway keeps, `capabilities`: the user's capability
+grants), the stats in
 `_stats_messages`; this module is the one to import. `__all__` names every message, the state
 literals (`ToolCallState`, `InstanceState`, …) the bounds a caller must respect before asking
 (`MAX_FOCUS_STACK`), and which tool call and interaction states are final
@@ -105,6 +106,15 @@ from .audit.messages import (
     AuditQueryReply,
     AuditQueryRequest,
     AuditRecord,
+)
+from .capabilities.messages import (
+    CapabilityGrantDeleteReply,
+    CapabilityGrantDeleteRequest,
+    CapabilityGrantListReply,
+    CapabilityGrantListRequest,
+    CapabilityGrantPutReply,
+    CapabilityGrantPutRequest,
+    CapabilityGrantRow,
 )
 from .conversations.messages import (
     ConversationHistoryReply,
@@ -270,6 +280,13 @@ __all__ = [
     "AuditQueryReply",
     "AuditQueryRequest",
     "AuditRecord",
+    "CapabilityGrantDeleteReply",
+    "CapabilityGrantDeleteRequest",
+    "CapabilityGrantListReply",
+    "CapabilityGrantListRequest",
+    "CapabilityGrantPutReply",
+    "CapabilityGrantPutRequest",
+    "CapabilityGrantRow",
     "ConversationHistoryReply",
     "ConversationHistoryRequest",
     "ConversationMessageReply",

@@ -174,6 +174,7 @@ AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
     "inventory revisions": (K.FOCUS, ("store.inventory.",)),
     "dead letters": (K.ROUTER, ("store.dead_letter.",)),
     "artifacts": (K.GATEWAY, ("store.artifact.",)),
+    "capability grants": (K.GATEWAY, ("store.capability_grant.",)),
 }
 # The requests that change nothing, listed by hand (not read from the ACL), so that this file is
 # a second opinion on which requests write. Every other store request writes.
@@ -200,12 +201,14 @@ READS = frozenset(
         "store.artifact.get",
         "store.artifact.list",
         "store.artifact.usage",
+        "store.capability_grant.list",
     }
 )
 # Reads of an area granted beyond its owner, each because that actor uses it.
 READ_BY: dict[str, set[ActorKind]] = {
     "store.cursor.get": {K.ROUTER},  # the AppServer session a call arrived in
     "store.instance.list": {K.ROUTER},  # at start: the calls of instances that ended meanwhile
+    "store.capability_grant.list": {K.FOCUS},  # a tool whose app cannot use one leaves
 }
 # The kernel's, not an area's: every bus writes the refusals it makes, and any trusted actor
 # may read the audit log and the store's counters back; never the hostbridge.

@@ -1,0 +1,590 @@
+"""The capability gateway (seed 004 §6.3, seed 000 §7.3): a MiniApp's (or its Surface's) request
+for a system power, decided, confirmed by the user where the policy asks, rate limited, and run
+by a host provider.
+
+Theory of operation. `CapabilityGate.request` runs one request through, in order: what focus
+knows of the app and the instance (`focus.capability.context`), the user's grant (the store),
+`lineup.sdk.capabilities.decide` (declared, enabled and live, supported here, in front where
+needed, the policy), then the capability's input, the checks of what it names (an artifact to
+save or install must be the app's), the runtime's own permission prompt where the policy says
+ask (told to the hostbridge; the user's answer comes back as `gateway.ui.prompt.answer`), the
+rate limit, and the provider (the Shell, told through the hostbridge, answering with
+`gateway.ui.provider.done`; or focus, for the registry). Every wait is bounded: by the
+configured timeouts and by the caller's own deadline (`Envelope.deadline_ms`). A prompt or run
+is registered before the Shells are told and removed in `finally`, so an answer that comes after
+its end is `prompt_not_found`, never a leak.
+
+Each request ends in ONE `CapabilityResult`, kept (by who asked and the request id) so that a
+repeat is answered the same without asking the user again; a transient failure (a peer
+restarting) is not kept, so its retry decides afresh. Every step is audited by ids (the app,
+the request id, the capability, the decision or code), never the purpose, the input, the output
+or a file's name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+import trio
+from pydantic import BaseModel, ValidationError
+
+from lineup.actors.focus.messages import (
+    AppOperationInfo,
+    CapabilitiesChangedEvent,
+    CapabilityContextReply,
+    CapabilityContextRequest,
+    RegistryInspectReply,
+    RegistryInspectRequest,
+    RegistryInstallRequest,
+    RegistryOperateRequest,
+)
+from lineup.actors.kernel import Bus
+from lineup.actors.kernel.audit import AuditRecord
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.actors.store import messages as store
+from lineup.hostbridge.messages import (
+    CapabilityEndedEvent,
+    CapabilityPromptEvent,
+    CapabilityPromptView,
+    GrantsChangedEvent,
+    ProviderRunEvent,
+    ProviderRunView,
+)
+from lineup.sdk import capabilities as caps
+from lineup.sdk import protocol as sdk
+from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, CapabilityResult
+
+from ._artifacts import check_name, decode_content
+from ._capability_state import CapabilityConfig, PendingBook, RateLimiter, ResultCache
+from .messages import (
+    CapabilityPendingReply,
+    GrantSetRequest,
+    GrantsListReply,
+    GrantView,
+    PickedFile,
+    PromptAnswerRequest,
+    ProviderDoneRequest,
+    UiAccepted,
+)
+
+__all__ = ["ArtifactAccess", "Asked", "CapabilityGate"]
+
+log = logging.getLogger("lineup.gateway")
+
+STORE_TIMEOUT: Final = 10.0
+FOCUS_TIMEOUT: Final = 10.0
+REGISTRY_TIMEOUT: Final = 60.0  # verifying and unpacking a bundle
+NOTIFY_TIMEOUT: Final = 2.0
+CALLER_MARGIN_S: Final = 0.5  # answered this long before the caller stops waiting
+MAX_KNOWN_APPS: Final = 1000  # apps whose declared capabilities the permissions page lists
+TRANSIENT: Final = frozenset(
+    {
+        ErrorCode.ACTOR_RESTARTED,
+        ErrorCode.ACTOR_UNAVAILABLE,
+        ErrorCode.DEADLINE_EXCEEDED,
+        ErrorCode.STORE_UNAVAILABLE,
+    }
+)
+_MANAGE_LINE: Final = {
+    "enable": "Enable",
+    "disable": "Disable",
+    "rollback": "Roll back",
+    "remove": "Remove",
+    "set_default": "Make default:",
+}
+
+
+class ArtifactAccess(Protocol):
+    """The gateway's artifact code, which the capabilities share with `gateway.sdk.artifact.*`."""
+
+    async def create(self, scope: str, msg: sdk.ArtifactCreateRequest) -> sdk.ArtifactInfo: ...
+
+    async def row(self, artifact_id: str) -> store.ArtifactRow | None: ...
+
+    async def content(self, row: store.ArtifactRow, message_type: str) -> sdk.ArtifactContent: ...
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One request as the gateway got it. `scope` is the asking app's (None: a Surface's, the
+    owner is found); `key` names it for repeats (who asked, their request id)."""
+
+    key: tuple[str, str]
+    scope: str | None
+    request_id: str
+    instance_id: str
+    capability: str
+    purpose: str
+    input: dict[str, Any]
+    deadline: float  # trio clock: the caller stops waiting then
+
+
+class _Ended(Exception):
+    """The request's outcome, raised from deep in the pipeline (never leaves this module)."""
+
+    def __init__(self, status: caps.CapabilityStatus, code: ErrorCode | None, event: str) -> None:
+        super().__init__(status)
+        self.status, self.code, self.event = status, code, event
+
+
+@dataclass
+class _Flight:
+    done: trio.Event = field(default_factory=trio.Event)
+    result: CapabilityResult | None = None
+
+
+@dataclass
+class _Facts:
+    """What the pipeline learnt of one request on its way."""
+
+    asked: Asked
+    context: CapabilityContextReply
+    parsed: BaseModel | None = None
+    artifact: sdk.ArtifactInfo | None = None  # artifact.save's
+    bundle_b64: str | None = None  # app.install's
+    detail: str = ""
+    ask: bool = False  # the policy asks the user first
+
+
+class CapabilityGate:
+    def __init__(
+        self,
+        bus: Bus,
+        actor: str,
+        config: CapabilityConfig,
+        artifacts: ArtifactAccess,
+        soon: Callable[[Callable[[], Awaitable[None]]], None],
+    ) -> None:
+        self.bus = bus
+        self._actor = actor
+        self.config = config
+        self._artifacts = artifacts
+        self._soon = soon  # runs a fast-path tell in the background
+        self._results = ResultCache()
+        self._inflight: dict[tuple[str, str], _Flight] = {}
+        self._pending = PendingBook()
+        self._rate = RateLimiter()
+        self._known: dict[str, tuple[str, tuple[str, ...]]] = {}  # scope -> (title, declared)
+
+    # ------------------------------------------------------------------ a request
+
+    async def request(self, asked: Asked) -> CapabilityResult:
+        """The one result of `asked` (the same again for a repeat of its key while kept)."""
+        while True:
+            kept = self._results.get(asked.key)
+            if kept is not None:
+                return kept
+            flight = self._inflight.get(asked.key)
+            if flight is None:
+                break
+            await flight.done.wait()  # bounded: the first one's every wait is
+            if flight.result is not None:
+                return flight.result
+        flight = self._inflight[asked.key] = _Flight()
+        try:
+            result, keep = await self._decided(asked)
+            flight.result = result
+            if keep:
+                self._results.put(asked.key, result)
+            return result
+        finally:
+            del self._inflight[asked.key]
+            flight.done.set()
+
+    async def _decided(self, asked: Asked) -> tuple[CapabilityResult, bool]:
+        scope = asked.scope
+        output: dict[str, Any] | None = None
+        try:
+            context = await self._context(asked)
+            scope = context.app_scope  # a Surface's request is its app's from here on
+            facts = await self._checked(asked, context)
+            output = await self._confirmed_and_run(facts)
+            status: caps.CapabilityStatus = "completed"
+            code: ErrorCode | None = None
+            event = "completed"
+        except _Ended as ended:
+            status, code, event = ended.status, ended.code, ended.event
+        except LineUpError as exc:  # a peer's refusal on the way: a controlled failure
+            status, code, event = "failed", exc.code, "failed"
+        keep = code not in TRANSIENT
+        if keep:
+            self._audit(f"gateway.capability.{event}", scope, asked, code.value if code else status)
+        else:
+            log.info("gateway.capability_transient code=%s", code.value if code else "")
+        result = CapabilityResult(
+            request_id=asked.request_id,
+            capability=asked.capability,
+            status=status,
+            code=code.value if code else None,
+            output=output if status == "completed" else None,
+        )
+        return result, keep
+
+    async def _checked(self, asked: Asked, context: CapabilityContextReply) -> _Facts:
+        """Steps 1–5 (`decide`), the input, and what it names: raises `_Ended` for a refusal."""
+        self._learn(context)
+        grant = await self._grant(context.app_scope, asked.capability)
+        decision = caps.decide(
+            asked.capability,
+            declared=context.declared,
+            enabled=context.enabled,
+            live=context.live,
+            foreground=context.foreground,
+            unsupported=self.config.unsupported,
+            host_policy=self.config.host_policy(context.app_scope),
+            grant=grant,
+        )
+        if decision.action == "refuse":
+            assert decision.status is not None
+            raise _Ended(decision.status, decision.code, "refused")
+        facts = _Facts(asked, context)
+        try:
+            if len(json.dumps(asked.input)) > caps.MAX_CAPABILITY_INPUT_BYTES:
+                raise ValueError("input too large")
+            facts.parsed = caps.parse_input(asked.capability, asked.input)
+        except (ValidationError, ValueError, TypeError):
+            raise _Ended("failed", ErrorCode.INVALID_ARGUMENTS, "refused") from None
+        await self._named(facts)
+        facts.ask = decision.action == "ask"
+        return facts
+
+    async def _context(self, asked: Asked) -> CapabilityContextReply:
+        try:
+            reply: CapabilityContextReply = await self.bus.request(
+                "focus",
+                CapabilityContextRequest(instance_id=asked.instance_id, app_scope=asked.scope),
+                expect=CapabilityContextReply,
+                timeout=FOCUS_TIMEOUT,
+                retry=True,
+            )
+        except LineUpError as exc:
+            if exc.code in TRANSIENT:
+                raise
+            raise _Ended("failed", ErrorCode.APP_INSTANCE_NOT_FOUND, "refused") from None
+        return reply
+
+    def _learn(self, context: CapabilityContextReply) -> None:
+        if context.app_scope in self._known or len(self._known) < MAX_KNOWN_APPS:
+            self._known[context.app_scope] = (context.app_title, context.declared)
+
+    async def _grant(self, scope: str, capability: str) -> caps.Policy | None:
+        reply: store.CapabilityGrantListReply = await self.bus.request(
+            "store",
+            store.CapabilityGrantListRequest(app_scope=scope),
+            expect=store.CapabilityGrantListReply,
+            timeout=STORE_TIMEOUT,
+            retry=True,
+        )
+        return next((g.policy for g in reply.grants if g.capability == capability), None)
+
+    async def _own_artifact(self, facts: _Facts, artifact_id: str) -> store.ArtifactRow:
+        row = await self._artifacts.row(artifact_id)
+        if row is None or row.app_scope != facts.context.app_scope:
+            # Another app's is answered exactly as a missing one.
+            raise _Ended("failed", ErrorCode.ARTIFACT_NOT_FOUND, "refused")
+        return row
+
+    async def _named(self, facts: _Facts) -> None:
+        """Check what the input names before the user is asked anything about it."""
+        parsed = facts.parsed
+        if isinstance(parsed, caps.ArtifactSave):
+            row = await self._own_artifact(facts, parsed.artifact_id)
+            content = await self._artifacts.content(row, sdk.CapabilityRequest.TYPE)
+            facts.artifact = content.info
+        elif isinstance(parsed, caps.AppInstall):
+            row = await self._own_artifact(facts, parsed.artifact_id)
+            content = await self._artifacts.content(row, sdk.CapabilityRequest.TYPE)
+            inspected: RegistryInspectReply = await self.bus.request(
+                "focus",
+                RegistryInspectRequest(bundle_b64=content.content_b64),
+                expect=RegistryInspectReply,
+                timeout=REGISTRY_TIMEOUT,
+            )
+            if inspected.code is not None:
+                raise _Ended("failed", _code(inspected.code), "refused")
+            facts.bundle_b64 = content.content_b64
+            facts.detail = (
+                f"{inspected.app_scope} {inspected.version}, signed by {inspected.key_id}"
+            )
+        elif isinstance(parsed, caps.AppManage):
+            facts.detail = f"{_MANAGE_LINE[parsed.operation]} {parsed.app_scope}"
+
+    # ------------------------------------------------------------------ the user, the provider
+
+    async def _confirmed_and_run(self, facts: _Facts) -> dict[str, Any]:
+        asked, scope = facts.asked, facts.context.app_scope
+        if facts.ask:
+            await self._prompt(facts)
+        if not self._rate.take(
+            scope, asked.capability, self.config.rate_of(asked.capability), trio.current_time()
+        ):
+            raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
+        spec = caps.CATALOG[asked.capability]
+        if spec.provider == "focus":
+            return await self._registry(facts)
+        return await self._host_run(facts)
+
+    def _wait_for(self, timeout: float, deadline: float) -> float:
+        """How long a wait on the user may last: its timeout, within the caller's patience."""
+        return max(0.0, min(timeout, deadline - CALLER_MARGIN_S - trio.current_time()))
+
+    async def _prompt(self, facts: _Facts) -> None:
+        asked, ctx = facts.asked, facts.context
+        spec = caps.CATALOG[asked.capability]
+        if self._pending.full():
+            raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
+        wait = self._wait_for(self.config.prompt_timeout_s, asked.deadline)
+        prompt_id = f"prm-{uuid.uuid4().hex}"
+        view = CapabilityPromptView(
+            prompt_id=prompt_id,
+            app_scope=ctx.app_scope,
+            app_title=ctx.app_title,
+            instance_id=ctx.instance_id,
+            capability=asked.capability,
+            purpose=asked.purpose,
+            detail=facts.detail,
+            rememberable=spec.rememberable,
+            expires_at=time.time() + wait,
+        )
+        entry = self._pending.add(prompt_id, view)
+        self._audit("gateway.capability.asked", ctx.app_scope, asked, "ask")
+        try:
+            self._tell("hostbridge", CapabilityPromptEvent(prompt=view))
+            with trio.move_on_after(wait):
+                await entry.answered.wait()
+        finally:
+            self._pending.remove(prompt_id)
+            outcome = entry.decision or "expired"
+            self._tell("hostbridge", CapabilityEndedEvent(id=prompt_id, outcome=outcome))
+        self._audit("gateway.capability.answered", ctx.app_scope, asked, outcome)
+        if entry.decision is None:
+            raise _Ended("expired", ErrorCode.OPERATION_EXPIRED, "refused")
+        if entry.decision == "deny":
+            raise _Ended("permission_denied", ErrorCode.PERMISSION_DENIED, "refused")
+        if entry.decision == "cancel":
+            raise _Ended("cancelled_by_user", ErrorCode.CANCELLED_BY_USER, "refused")
+        if entry.decision == "allow_always":
+            await self._put_grant(ctx.app_scope, asked.capability, "allow")
+
+    async def _host_run(self, facts: _Facts) -> dict[str, Any]:
+        asked, ctx = facts.asked, facts.context
+        assert facts.parsed is not None
+        if self._pending.full():
+            raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
+        wait = self._wait_for(self.config.run_timeout_s, asked.deadline)
+        run_id = f"run-{uuid.uuid4().hex}"
+        view = ProviderRunView(
+            run_id=run_id,
+            app_scope=ctx.app_scope,
+            app_title=ctx.app_title,
+            instance_id=ctx.instance_id,
+            capability=asked.capability,
+            input=facts.parsed.model_dump(mode="json"),
+            artifact=facts.artifact,
+            expires_at=time.time() + wait,
+        )
+        entry = self._pending.add(run_id, view)
+        self._audit("gateway.capability.run", ctx.app_scope, asked, "run")
+        done: ProviderDoneRequest | None = None
+        try:
+            self._tell("hostbridge", ProviderRunEvent(run=view))
+            with trio.move_on_after(wait):
+                await entry.answered.wait()
+            done = entry.outcome
+        finally:
+            self._pending.remove(run_id)
+            status = done.status if done is not None else "failed"
+            self._tell("hostbridge", CapabilityEndedEvent(id=run_id, outcome=status))
+        if done is None or done.status == "failed":
+            raise _Ended("failed", ErrorCode.PROVIDER_FAILED, "failed")
+        if done.status == "cancelled_by_user":
+            raise _Ended("cancelled_by_user", ErrorCode.CANCELLED_BY_USER, "cancelled")
+        if isinstance(facts.parsed, caps.FileOpen):
+            return await self._picked(facts, facts.parsed, done.file)
+        return {}
+
+    async def _picked(
+        self, facts: _Facts, wanted: caps.FileOpen, picked: PickedFile | None
+    ) -> dict[str, Any]:
+        """The user's file as a new artifact of the app's (its base name only, never a path)."""
+        if picked is None:
+            raise _Ended("failed", ErrorCode.PROVIDER_FAILED, "failed")
+        allowed = wanted.media_types or ARTIFACT_MEDIA_TYPES
+        if picked.media_type not in allowed:
+            raise _Ended("failed", ErrorCode.ARTIFACT_INVALID, "failed")
+        name = picked.name.replace("\\", "/").rsplit("/", 1)[-1]
+        try:
+            if len(decode_content(picked.content_b64)) > wanted.max_bytes:
+                raise LineUpError(ErrorCode.ARTIFACT_TOO_LARGE, "over the request's max_bytes")
+            check_name(name)
+        except LineUpError as exc:
+            raise _Ended("failed", exc.code, "failed") from None
+        info = await self._artifacts.create(
+            facts.context.app_scope,
+            sdk.ArtifactCreateRequest(
+                request_id=f"cap-{facts.asked.request_id}"[:200],
+                instance_id=facts.context.instance_id,
+                name=name,
+                media_type=picked.media_type,
+                content_b64=picked.content_b64,
+            ),
+        )
+        return {"artifact": info.model_dump(mode="json")}
+
+    async def _registry(self, facts: _Facts) -> dict[str, Any]:
+        """app.install / app.manage: focus carries the operation out (the user confirmed it)."""
+        scope = facts.context.app_scope
+        operation_id = f"cap-{scope}-{facts.asked.request_id}"[:200]
+        request: RegistryInstallRequest | RegistryOperateRequest
+        if isinstance(facts.parsed, caps.AppInstall):
+            request = RegistryInstallRequest(operation_id=operation_id, bundle_b64=facts.bundle_b64)
+        else:
+            assert isinstance(facts.parsed, caps.AppManage)
+            request = RegistryOperateRequest(
+                operation_id=operation_id,
+                kind=facts.parsed.operation,
+                app_scope=facts.parsed.app_scope,
+            )
+        operation: AppOperationInfo = await self.bus.request(
+            "focus", request, expect=AppOperationInfo, timeout=REGISTRY_TIMEOUT, retry=True
+        )
+        output = {"operation": operation.model_dump(mode="json")}
+        if operation.state != "completed":
+            raise _Ended("failed", _code(operation.code or "provider_failed"), "failed")
+        return output
+
+    # ------------------------------------------------------------------ the Shell's answers
+
+    def answer(self, msg: PromptAnswerRequest) -> UiAccepted:
+        entry = self._pending.waiting(msg.prompt_id)
+        if entry is None or not isinstance(entry.view, CapabilityPromptView):
+            raise LineUpError(ErrorCode.PROMPT_NOT_FOUND, "no such prompt waiting")
+        if msg.decision == "allow_always" and not entry.view.rememberable:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "this prompt cannot be remembered")
+        entry.decision = msg.decision
+        entry.answered.set()
+        return UiAccepted(id=msg.prompt_id)
+
+    def provider_done(self, msg: ProviderDoneRequest) -> UiAccepted:
+        entry = self._pending.waiting(msg.run_id)
+        if entry is None or not isinstance(entry.view, ProviderRunView):
+            raise LineUpError(ErrorCode.PROMPT_NOT_FOUND, "no such provider run waiting")
+        entry.outcome = msg
+        entry.answered.set()
+        return UiAccepted(id=msg.run_id)
+
+    def pending(self) -> CapabilityPendingReply:
+        return CapabilityPendingReply(prompts=self._pending.prompts(), runs=self._pending.runs())
+
+    # ------------------------------------------------------------------ grants
+
+    async def grants(self) -> GrantsListReply:
+        reply: store.CapabilityGrantListReply = await self.bus.request(
+            "store",
+            store.CapabilityGrantListRequest(),
+            expect=store.CapabilityGrantListReply,
+            timeout=STORE_TIMEOUT,
+            retry=True,
+        )
+        granted = {(g.app_scope, g.capability): g for g in reply.grants}
+        pairs = set(granted)
+        pairs |= {(s, c) for s, (_, declared) in self._known.items() for c in declared}
+        pairs |= {(s, c) for s, per_cap in self.config.policy.items() for c in per_cap}
+        views = []
+        for scope, capability in sorted(pairs):
+            spec = caps.CATALOG.get(capability)
+            if spec is None:
+                continue
+            grant = granted.get((scope, capability))
+            views.append(
+                GrantView(
+                    app_scope=scope,
+                    app_title=self._known.get(scope, (scope, ()))[0],
+                    capability=capability,
+                    policy=grant.policy
+                    if grant
+                    else self.config.host_policy(scope).get(capability, spec.default_policy),
+                    granted=grant is not None,
+                    granted_at=grant.granted_at if grant else None,
+                    expires_at=grant.expires_at if grant else None,
+                    supported=capability not in self.config.unsupported,
+                )
+            )
+        return GrantsListReply(grants=tuple(views))
+
+    async def set_grant(self, msg: GrantSetRequest) -> GrantsListReply:
+        if msg.capability not in caps.CATALOG:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "not a capability of the catalog")
+        if msg.policy == "ask":
+            reply: store.CapabilityGrantDeleteReply = await self.bus.request(
+                "store",
+                store.CapabilityGrantDeleteRequest(
+                    app_scope=msg.app_scope, capability=msg.capability
+                ),
+                expect=store.CapabilityGrantDeleteReply,
+                timeout=STORE_TIMEOUT,
+                retry=True,
+            )
+            if reply.changed:
+                self._grants_changed()
+        else:
+            await self._put_grant(msg.app_scope, msg.capability, msg.policy)
+        return await self.grants()
+
+    async def _put_grant(self, scope: str, capability: str, policy: caps.Policy) -> None:
+        # An "allow" is remembered for a while; a block stands until the user lifts it.
+        expires = time.time() + caps.DEFAULT_GRANT_TTL_S if policy == "allow" else None
+        reply: store.CapabilityGrantPutReply = await self.bus.request(
+            "store",
+            store.CapabilityGrantPutRequest(
+                app_scope=scope,
+                capability=capability,
+                policy="allow" if policy == "allow" else "deny",
+                expires_at=expires,
+            ),
+            expect=store.CapabilityGrantPutReply,
+            timeout=STORE_TIMEOUT,
+            retry=True,
+        )
+        if reply.changed:
+            self._grants_changed()
+
+    def _grants_changed(self) -> None:
+        # Fast paths: focus reads the grants when it starts, a Shell when it shows the page.
+        self._tell("focus", CapabilitiesChangedEvent())
+        self._tell("hostbridge", GrantsChangedEvent())
+
+    # ------------------------------------------------------------------ helpers
+
+    def _tell(self, peer: str, event: Any) -> None:
+        async def tell() -> None:
+            code = await self.bus.tell(peer, event, timeout=NOTIFY_TIMEOUT)
+            if code is not None:
+                log.info("gateway.capability_untold peer=%s code=%s", peer, code.value)
+
+        self._soon(tell)
+
+    def _audit(self, event: str, scope: str | None, asked: Asked, code: str) -> None:
+        self.bus.audit(
+            AuditRecord(
+                event=event,
+                actor=self._actor,
+                peer=scope,
+                subject_id=asked.request_id,
+                message_type=asked.capability,
+                code=code,
+            )
+        )
+
+
+def _code(value: str) -> ErrorCode:
+    try:
+        return ErrorCode(value)
+    except ValueError:
+        return ErrorCode.PROVIDER_FAILED

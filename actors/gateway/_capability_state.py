@@ -1,0 +1,171 @@
+"""The capability gateway's bookkeeping, without I/O: its configuration, the rate limit, the
+results it keeps for repeats, and the prompts and provider runs waiting on the user.
+
+Everything here is bounded: the results kept (an LRU), the windows of the rate limit (one deque
+per app and capability, at most its limit long, the pairs themselves bounded by the apps and the
+catalog), and the pending prompts and runs (`MAX_PENDING`: a request beyond it is refused before
+it asks anything, so a loop of requests cannot pile up prompts or hold the mailbox).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+import trio
+
+from lineup.hostbridge.messages import CapabilityPromptView, ProviderRunView
+from lineup.sdk.capabilities import CATALOG, DEFAULT_PROMPT_TIMEOUT_S, Policy, PromptDecision
+from lineup.sdk.protocol import CapabilityResult
+
+__all__ = [
+    "DEFAULT_RUN_TIMEOUT_S",
+    "KEPT_RESULTS",
+    "MAX_PENDING",
+    "CapabilityConfig",
+    "Pending",
+    "PendingBook",
+    "RateLimiter",
+    "ResultCache",
+]
+
+DEFAULT_RUN_TIMEOUT_S: Final = 120.0  # a provider run in the Shell (a file picker) ends by then
+KEPT_RESULTS: Final = 1024  # decided results a repeated request id is answered from
+MAX_PENDING: Final = 32  # prompts and runs waiting on the user at once, all apps together
+RATE_WINDOW_S: Final = 60.0
+_POLICIES: Final = frozenset({"allow", "deny", "ask"})
+
+
+@dataclass(frozen=True)
+class CapabilityConfig:
+    """The host's capability configuration (`RuntimeOptions.capabilities`): capabilities
+    switched off here, the host's policy per app and capability, the prompt's and a run's
+    timeouts, and per-capability rate limits replacing the catalog's."""
+
+    unsupported: frozenset[str] = frozenset()
+    policy: Mapping[str, Mapping[str, Policy]] = field(default_factory=dict)
+    prompt_timeout_s: float = DEFAULT_PROMPT_TIMEOUT_S
+    run_timeout_s: float = DEFAULT_RUN_TIMEOUT_S
+    rate_per_minute: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, raw: Mapping[str, Any] | None) -> CapabilityConfig:
+        """Read the child config's `capabilities` (missing: the catalog's defaults). A value
+        of the wrong shape raises ValueError: a host misconfigured fails at start, loudly."""
+        conf = dict(raw or {})
+        policy: dict[str, dict[str, Policy]] = {}
+        for scope, per_cap in dict(conf.get("policy") or {}).items():
+            policy[str(scope)] = {}
+            for cap, value in dict(per_cap).items():
+                if value not in _POLICIES:
+                    raise ValueError(f"capability policy {value!r} is not allow, deny or ask")
+                policy[str(scope)][str(cap)] = cast(Policy, value)
+        prompt = float(conf.get("prompt_timeout_s", DEFAULT_PROMPT_TIMEOUT_S))
+        run = float(conf.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S))
+        if not (0 < prompt <= 3600 and 0 < run <= 3600):
+            raise ValueError("capability timeouts must be within (0, 3600] seconds")
+        rates = {str(k): int(v) for k, v in dict(conf.get("rate_per_minute") or {}).items()}
+        if any(v < 0 for v in rates.values()):
+            raise ValueError("a rate limit is never negative")
+        return cls(
+            unsupported=frozenset(str(c) for c in conf.get("unsupported") or ()),
+            policy=policy,
+            prompt_timeout_s=prompt,
+            run_timeout_s=run,
+            rate_per_minute=rates,
+        )
+
+    def host_policy(self, app_scope: str) -> Mapping[str, Policy]:
+        return self.policy.get(app_scope, {})
+
+    def rate_of(self, capability: str) -> int:
+        spec = CATALOG.get(capability)
+        return self.rate_per_minute.get(capability, spec.rate_per_minute if spec else 0)
+
+
+class RateLimiter:
+    """At most `limit` runs per app and capability in any sliding minute."""
+
+    def __init__(self) -> None:
+        self._windows: dict[tuple[str, str], deque[float]] = {}
+
+    def take(self, app_scope: str, capability: str, limit: int, now: float) -> bool:
+        """Count one run at `now` if the window has room; False (nothing counted) if not."""
+        window = self._windows.setdefault((app_scope, capability), deque())
+        while window and window[0] <= now - RATE_WINDOW_S:
+            window.popleft()
+        if len(window) >= limit:
+            return False
+        window.append(now)
+        return True
+
+
+class ResultCache:
+    """The results decided lately, by (who asked, request id): a repeat gets the same one."""
+
+    def __init__(self, size: int = KEPT_RESULTS) -> None:
+        self._size = size
+        self._results: OrderedDict[tuple[str, str], CapabilityResult] = OrderedDict()
+
+    def get(self, key: tuple[str, str]) -> CapabilityResult | None:
+        found = self._results.get(key)
+        if found is not None:
+            self._results.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, str], result: CapabilityResult) -> None:
+        self._results[key] = result
+        self._results.move_to_end(key)
+        while len(self._results) > self._size:
+            self._results.popitem(last=False)
+
+
+@dataclass
+class Pending:
+    """One prompt or provider run waiting on the user: its view (what the Shells show) and
+    the answer, set once (the first wins)."""
+
+    view: CapabilityPromptView | ProviderRunView
+    answered: trio.Event = field(default_factory=trio.Event)
+    decision: PromptDecision | None = None  # a prompt's
+    outcome: Any = None  # a run's `ProviderDoneRequest`
+
+
+class PendingBook:
+    """The prompts and runs waiting now, by id. An entry is added before the Shells are told
+    and removed in the waiter's `finally`, so an answer after the end finds nothing."""
+
+    def __init__(self, limit: int = MAX_PENDING) -> None:
+        self._limit = limit
+        self._pending: dict[str, Pending] = {}
+
+    def full(self) -> bool:
+        return len(self._pending) >= self._limit
+
+    def add(self, key: str, view: CapabilityPromptView | ProviderRunView) -> Pending:
+        entry = self._pending[key] = Pending(view)
+        return entry
+
+    def remove(self, key: str) -> None:
+        self._pending.pop(key, None)
+
+    def waiting(self, key: str) -> Pending | None:
+        """The entry if it is still waiting for its answer (None: unknown, ended, answered)."""
+        entry = self._pending.get(key)
+        return entry if entry is not None and not entry.answered.is_set() else None
+
+    def prompts(self) -> tuple[CapabilityPromptView, ...]:
+        return tuple(
+            e.view
+            for e in self._pending.values()
+            if isinstance(e.view, CapabilityPromptView) and not e.answered.is_set()
+        )
+
+    def runs(self) -> tuple[ProviderRunView, ...]:
+        return tuple(
+            e.view
+            for e in self._pending.values()
+            if isinstance(e.view, ProviderRunView) and not e.answered.is_set()
+        )
