@@ -436,7 +436,9 @@ class Whiteboard(MiniApp):
         board = await self._board(instance_id)
         if board is None:
             return
-        await self._set_export(instance_id, {"export_id": export_id, "status": "saving"})
+        # (A state patch merges: None takes away what an earlier export left.)
+        saving = {"status": "saving", "code": None, "artifact_id": None, "sha256": None}
+        await self._set_export(instance_id, {"export_id": export_id, **saving})
         png = await trio.to_thread.run_sync(_render, list(board.items.values()))
         info = await self.app.artifacts.create(
             instance_id,
