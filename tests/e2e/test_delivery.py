@@ -107,7 +107,7 @@ async def call(agent: AgentView, revision: int, call_id: str, **input: Any) -> N
     )
 
 
-async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_agent(
+async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_agent(  # noqa: PLR0915
     nursery: trio.Nursery, data_dir: Path, tmp_path: Path
 ) -> None:
     trust(data_dir, KEY.public)

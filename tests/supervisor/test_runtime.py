@@ -16,8 +16,11 @@ EXTRA = {"app_scope": "probe", "manifest": "/m.json", "entry": "probe:Probe", "t
 def test_focus_is_given_only_the_apps_the_options_add(tmp_path: Path) -> None:
     plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, extra_apps=(EXTRA,)))
     focus = next(s for s in plan.specs if s.name == "focus")
-    # The bundled ones are the registry's own (`lineup.miniapps.catalogue`).
-    assert focus.config == {"apps": [EXTRA]}
+    # The bundled ones are the registry's own (`lineup.miniapps.catalogue`). With the
+    # embedded AppServer the runtime runs in development (`dev`: loopback install URLs).
+    assert focus.config == {"apps": [EXTRA], "dev": True}
+    external = plan_runtime(RuntimeOptions(data_dir=tmp_path, appserver="https://as.example"))
+    assert next(s for s in external.specs if s.name == "focus").config["dev"] is False
 
 
 def test_the_system_app_runs_as_a_permanent_confined_child_that_misbehaving_does_not_stop(

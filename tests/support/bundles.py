@@ -55,11 +55,11 @@ class Deliver(MiniApp):
 {extra}'''
 
 # A tool only later versions have: an update (and a rollback) changes the inventory.
-_EXTRA = '''
+_EXTRA = """
     @tool("{scope}.shout", handling="launch", input=EchoInput, output=EchoOutput, timeout_ms=5_000)
     async def shout(self, call: ToolCall[EchoInput]) -> EchoOutput:
         return EchoOutput(text=call.input.text.upper(), version=VERSION)
-'''
+"""
 
 
 def write_package(folder: Path, *, scope: str, version: str, shout: bool = False) -> Path:

@@ -12,6 +12,7 @@ from lineup.actors.focus._operations import (
     IllegalOperationMove,
     Operation,
     OperationEvent,
+    OperationState,
     next_state,
 )
 from lineup.actors.kernel import ErrorCode
@@ -36,7 +37,7 @@ def test_a_requested_operation_cannot_complete_without_running() -> None:
 def test_every_sequence_moves_only_along_the_table_and_finals_never_change(
     events: list[OperationEvent],
 ) -> None:
-    state = "requested"
+    state: OperationState = "requested"
     for event in events:
         allowed = TRANSITIONS[state]
         if event in allowed:

@@ -12,6 +12,7 @@ from lineup.actors.store.messages import (
     AppEnabledSetRequest,
     AppInstallRecordReply,
     AppInstallRecordRequest,
+    AppOperationKind,
     AppOperationListReply,
     AppOperationListRequest,
     AppOperationPutReply,
@@ -60,13 +61,12 @@ def install(version: str, sha: str, operation_id: str | None = None) -> AppInsta
     )
 
 
-async def operation(store: StoreHarness, operation_id: str, kind: str = "install") -> None:
+async def operation(
+    store: StoreHarness, operation_id: str, kind: AppOperationKind = "install"
+) -> None:
     await store.ask(
         AppOperationPutRequest(
-            operation_id=operation_id,
-            app_scope="notes",
-            kind=kind,
-            state="running",  # type: ignore[arg-type]
+            operation_id=operation_id, app_scope="notes", kind=kind, state="running"
         ),
         AppOperationPutReply,
     )
