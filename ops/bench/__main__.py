@@ -18,6 +18,7 @@ from pathlib import Path
 import trio
 
 from . import _measure as m
+from ._capabilities import capability_latencies
 from ._im import im_delivery
 from ._interactions import answer_latencies
 from ._mcp import mcp_vs_agent
@@ -80,6 +81,29 @@ def interaction_figures(quick: bool, bus: list[float] | None = None) -> list[Fig
             f"bus request/reply round trip {label}",
             pct(bus, q) * 1e3,
             note="one interaction at a time: hostbridge → router → store, one transaction",
+        )
+        for label, q in (("p50", 0.5), ("p99", 0.99))
+    ]
+
+
+def capability_figures(quick: bool, bus: list[float] | None = None) -> list[Figure]:
+    """A capability request under an "allow" policy (issue 14), request → completed, beside the
+    bus round trip of the same run (measured here when not given)."""
+    if bus is None:
+        bus = trio.run(m.bus_roundtrip, 1000 if quick else 5000)
+    n = 100 if quick else 500
+    times = trio.run(capability_latencies, n)
+    return [
+        Figure(
+            "capabilities",
+            f"capability request, allow policy: app's request → completed {label}",
+            pct(times, q) * 1e3,
+            "ms",
+            f"bus request/reply round trip {label}",
+            pct(bus, q) * 1e3,
+            note=f"{n} notification.show one at a time, timed in the app's process: app →"
+            " gateway → focus (context) + store (grant) → hostbridge run → done → app;"
+            " the hostbridge is the bench's peer answering at once (no Shell)",
         )
         for label, q in (("p50", 0.5), ("p99", 0.99))
     ]
@@ -337,6 +361,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     figures += interaction_figures(quick, bus)
     figures += mcp_figures(quick)
     figures += surface_figures(quick, bus)
+    figures += capability_figures(quick, bus)
 
     # ------------------------------------------------------------------------------ sandbox
     plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
@@ -441,7 +466,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=("quotas", "interactions", "mcp", "surfaces"),
+        choices=("quotas", "interactions", "mcp", "surfaces", "capabilities"),
         help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
@@ -455,6 +480,8 @@ def main() -> None:
         figures = mcp_figures(args.quick)
     elif args.only == "surfaces":
         figures = surface_figures(args.quick)
+    elif args.only == "capabilities":
+        figures = capability_figures(args.quick)
     else:
         figures, peers = run(args.quick)
     print(render_table(figures, peers))

@@ -18,9 +18,17 @@ def test_focus_is_given_only_the_apps_the_options_add(tmp_path: Path) -> None:
     focus = next(s for s in plan.specs if s.name == "focus")
     # The bundled ones are the registry's own (`lineup.miniapps.catalogue`). With the
     # embedded AppServer the runtime runs in development (`dev`: loopback install URLs).
-    assert focus.config == {"apps": [EXTRA], "dev": True}
+    assert focus.config == {"apps": [EXTRA], "dev": True, "capabilities": {}}
     external = plan_runtime(RuntimeOptions(data_dir=tmp_path, appserver="https://as.example"))
     assert next(s for s in external.specs if s.name == "focus").config["dev"] is False
+
+
+def test_the_capability_configuration_goes_to_the_gateway_and_to_focus(tmp_path: Path) -> None:
+    conf = {"unsupported": ["file.open"], "policy": {"whiteboard": {"artifact.save": "allow"}}}
+    plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, capabilities=conf))
+    by_name = {s.name: s for s in plan.specs}
+    assert by_name["gateway"].config == {"capabilities": conf}
+    assert by_name["focus"].config["capabilities"] == conf
 
 
 def test_the_system_app_runs_as_a_permanent_confined_child_that_misbehaving_does_not_stop(

@@ -1,0 +1,72 @@
+"""The capability gateway's bookkeeping (`actors/gateway/_capability_state.py`): the host's
+configuration read strictly, the sliding-minute rate limit, the LRU of results kept for
+repeats, and the pending book that forgets what ended."""
+
+from __future__ import annotations
+
+import pytest
+
+from lineup.actors.gateway._capability_state import (
+    CapabilityConfig,
+    PendingBook,
+    RateLimiter,
+    ResultCache,
+)
+from lineup.hostbridge.messages import CapabilityPromptView
+from lineup.sdk.capabilities import CATALOG, DEFAULT_PROMPT_TIMEOUT_S
+from lineup.sdk.protocol import CapabilityResult
+
+
+def test_the_configuration_defaults_to_the_catalog_and_refuses_a_wrong_shape() -> None:
+    default = CapabilityConfig.from_config(None)
+    assert default.prompt_timeout_s == DEFAULT_PROMPT_TIMEOUT_S
+    assert default.rate_of("file.open") == CATALOG["file.open"].rate_per_minute
+    conf = CapabilityConfig.from_config(
+        {"unsupported": ["file.open"], "policy": {"a": {"notification.show": "deny"}},
+         "rate_per_minute": {"notification.show": 1}}
+    )  # fmt: skip
+    assert conf.unsupported == {"file.open"}
+    assert conf.host_policy("a") == {"notification.show": "deny"} and conf.host_policy("b") == {}
+    assert conf.rate_of("notification.show") == 1
+    bad: list[dict[str, object]] = [
+        {"policy": {"a": {"x.y": "maybe"}}},
+        {"prompt_timeout_s": 0},
+        {"rate_per_minute": {"x.y": -1}},
+    ]
+    for wrong in bad:
+        with pytest.raises(ValueError, match=r"policy|timeouts|rate"):
+            CapabilityConfig.from_config(wrong)
+
+
+def test_the_rate_limit_is_a_sliding_minute_per_app_and_capability() -> None:
+    rate = RateLimiter()
+    assert rate.take("a", "c.x", 2, 0.0) and rate.take("a", "c.x", 2, 30.0)
+    assert not rate.take("a", "c.x", 2, 59.0)  # a refusal counts nothing
+    assert rate.take("b", "c.x", 2, 59.0) and rate.take("a", "c.y", 2, 59.0)
+    assert rate.take("a", "c.x", 2, 60.0)  # the first left the window
+    assert not rate.take("a", "c.x", 0, 0.0)
+
+
+def test_results_are_kept_up_to_their_bound_the_least_recently_used_leaving() -> None:
+    cache = ResultCache(size=2)
+    result = CapabilityResult(request_id="r", capability="c.x", status="completed", output={})
+    cache.put(("a", "1"), result)
+    cache.put(("a", "2"), result)
+    assert cache.get(("a", "1")) == result  # used: kept
+    cache.put(("a", "3"), result)
+    assert cache.get(("a", "2")) is None and cache.get(("a", "1")) == result
+
+
+def test_a_pending_prompt_is_answerable_once_and_is_gone_once_removed() -> None:
+    book = PendingBook(limit=1)
+    view = CapabilityPromptView(
+        prompt_id="p", app_scope="a", app_title="A", instance_id="i", capability="c.x",
+        purpose="why", rememberable=True, expires_at=1.0,
+    )  # fmt: skip
+    entry = book.add("p", view)
+    assert book.full() and book.prompts() == (view,) and book.runs() == ()
+    assert book.waiting("p") is entry
+    entry.answered.set()
+    assert book.waiting("p") is None and book.prompts() == ()
+    book.remove("p")
+    assert not book.full() and book.waiting("p") is None
