@@ -61,6 +61,7 @@ from ._capabilities import CapabilityDesk
 from ._interactions import InteractionMirror, interaction_frames, session_frames
 from ._listener import serve
 from ._markdown import markdown_tree
+from ._open import open_app
 from ._refusals import RefusalLog
 from ._server import ShellAccess, ShellHub, build_app
 from ._surfaces import SurfaceBook, SurfaceRelay
@@ -100,6 +101,7 @@ from .shell_protocol import (
     SurfaceUnavailableFrame,
     TimelineEarlier,
     UiIntentFrame,
+    UiOpenFrame,
 )
 
 __all__ = ["HostbridgeActor", "TreeCache"]
@@ -584,6 +586,9 @@ class HostbridgeActor(Actor):
         """A user action from the Shell, already checked against the protocol."""
         if isinstance(frame, UiIntentFrame):
             await self._intent(frame)
+            return
+        if isinstance(frame, UiOpenFrame):
+            await open_app(self.bus, frame, audit=self._audit_user, notice=self._error_notice)
             return
         if isinstance(frame, InteractionAnswerFrame):
             await self._answer(frame)

@@ -8,8 +8,9 @@ remain. From then on the runtime pushes whole snapshots (`shell.runtime`, `shell
 `shell.view`), new or changed items as `shell.items` (each frame a batch of at most
 `MAX_ITEMS_FRAME_BYTES`, or one item: no frame grows with the timeline), and notices
 (`shell.notice`); the Shell sends the user's actions: `ui.intent` (switch to or close an
-instance) and `ui.event` (an action on an instance's view, handed to the app that owns it;
-`timeline.earlier`, the next older page, the hostbridge answers itself).
+instance), `ui.open` (open an app: the deep link `#open=<app_scope>`) and `ui.event` (an
+action on an instance's view, handed to the app that owns it; `timeline.earlier`, the next
+older page, the hostbridge answers itself).
 
 Standard interactions (issue 12): the greeting also holds `shell.interactions` and
 `shell.app_sessions` (every view the hostbridge knows, upserted by id; later ones on every
@@ -104,6 +105,7 @@ __all__ = [
     "UiEventBody",
     "UiEventFrame",
     "UiIntentFrame",
+    "UiOpenFrame",
     "encode",
     "refused_type",
 ]
@@ -209,6 +211,16 @@ class UiIntentFrame(ShellFrame):
     type: Literal["ui.intent"] = "ui.intent"
     intent: Literal["focus", "close"]
     instance_id: Id
+
+
+class UiOpenFrame(ShellFrame):
+    """The user names an app to open: the Shell's deep link `#open=<app_scope>` (also with
+    the token, `#token=<token>&open=<app_scope>`: the fragment is URL-encoded parameters). Its
+    topmost live instance comes to the front, else a new one opens (focus's `focus.ui.open`);
+    a refusal is a `shell.notice` with its code, and the front stays as it was."""
+
+    type: Literal["ui.open"] = "ui.open"
+    app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
 
 
 class InteractionAnswerFrame(ShellFrame):
@@ -337,6 +349,7 @@ ShellInbound = Annotated[
     ShellReady
     | UiEventFrame
     | UiIntentFrame
+    | UiOpenFrame
     | InteractionAnswerFrame
     | InteractionDraftFrame
     | AppSessionContinueFrame
@@ -355,6 +368,7 @@ ShellInbound = Annotated[
 ShellAction = (
     UiEventFrame
     | UiIntentFrame
+    | UiOpenFrame
     | InteractionAnswerFrame
     | InteractionDraftFrame
     | AppSessionContinueFrame

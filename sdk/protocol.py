@@ -24,6 +24,7 @@ __all__ = [
     "MAX_VIEW_ITEMS",
     "MAX_VIEW_ITEMS_PUT_BYTES",
     "MAX_VIEW_ITEM_BYTES",
+    "UI_APP_OPENED",
     "AppOpenReply",
     "AppOpenRequest",
     "AppOperationInfo",
@@ -277,6 +278,12 @@ class UiEvent(Message):
     type: Literal["miniapp.ui.event"] = "miniapp.ui.event"
     instance_id: Id
     event: dict[str, Any]
+
+
+# The `UiEvent` focus sends an app for an instance the user opened from the Shell (a deep link
+# `#open=<app_scope>`, or the default app at start): `{"kind": "app.opened"}`. No tool call
+# comes for that instance, so the app shows what it offers without one (or nothing).
+UI_APP_OPENED = "app.opened"
 
 
 # ---------------------------------------------------------------------------------- tools

@@ -554,6 +554,9 @@ class FakeRuntime:
         self.artifacts = FakeArtifacts()
         self.registry = FakeRegistry()
         self.capabilities = FakeCapabilities()
+        # Each instance's state as focus reports it (`app.refresh`): `foreground` unless set,
+        # e.g. `states[instance] = "background"` while the user looks at another app.
+        self.states: dict[str, str] = {}
         self.app: MiniApp | None = None  # the app `start` started, told of its interactions
         self.closed: set[str] = set()
         self.calls: dict[str, CallRecord] = {}
@@ -695,7 +698,7 @@ class FakeRuntime:
                 app_scope=self.app_scope,
                 instance_id=request.instance_id,
                 conversation_id=self.conversation_id,
-                state="foreground",
+                state=self.states.get(request.instance_id, "foreground"),
                 mode="im" if self.app_scope == "chat" else "app",
             )
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)

@@ -85,6 +85,8 @@ from lineup.actors.store.messages import (
     InstanceUpsertRequest,
     InventoryRevisionBumpReply,
     InventoryRevisionBumpRequest,
+    SettingGetReply,
+    SettingGetRequest,
 )
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
@@ -95,9 +97,10 @@ from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
 from ._capability_context import CapabilityFacts, context_of
-from ._registry import RegistryService
+from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
+from ._start import StartTargets
 from ._surface_service import SurfaceService
 from ._surfaces import SurfaceBook
 from ._view_service import ViewService
@@ -127,6 +130,7 @@ from .messages import (
     UiEventAccepted,
     UiEventRequest,
     UiIntentRequest,
+    UiOpenRequest,
     ViewItemsPageReply,
     ViewItemsPageRequest,
     ViewsReply,
@@ -223,6 +227,26 @@ class FocusActor(Actor):
             close=self._close,
             publish=self._publish_inventory,
         )
+        # The start target (seed 004 §4.3): the user's deep link, else what can be restored,
+        # else the default app, else the chat.
+        self.starts = StartTargets(
+            recovery_scope=CHAT_SCOPE,
+            recovery_instance=RECOVERY_INSTANCE,
+            topmost=lambda scope: next(
+                (
+                    i
+                    for i in reversed(self._stack.order)
+                    if self._owners.get(i) == scope and self._stack.states.get(i) in LIVE
+                ),
+                None,
+            ),
+            require_enabled=self._require_enabled,
+            foreground=self._bring_forward,
+            launch=lambda scope, call_id: self._launch(
+                LaunchRequest(app_scope=scope, call_id=call_id)
+            ),
+            tell_app=lambda scope, event: self._nursery_soon(self._tell_app, scope, event),
+        )
 
     # ------------------------------------------------------------------ start-up
 
@@ -242,7 +266,20 @@ class FocusActor(Actor):
                 nursery.start_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
             nursery.start_soon(self._push_apps)
             nursery.start_soon(self._tell_router, InstancesRecoveredEvent())
+            nursery.start_soon(self._apply_start_target)
             await trio.sleep_forever()
+
+    async def _apply_start_target(self) -> None:
+        front = next((i for i in self._stack.order if self._stack.states[i] == "foreground"), None)
+        await self.starts.at_start(
+            focus_restarted=self.ctx.incarnation > 1,
+            front=None if front is None else (front, self._owners[front]),
+            default=self._default_app,
+        )
+
+    async def _default_app(self) -> str | None:
+        reply = await self._store(SettingGetRequest(name=DEFAULT_APP), SettingGetReply)
+        return reply.value if isinstance(reply.value, str) else None
 
     async def _store(self, request: Message, expect: type[Any]) -> Any:
         return await self.bus.request(
@@ -712,6 +749,14 @@ class FocusActor(Actor):
         self._owned(env, msg.instance_id)
         await self._change(msg.instance_id, msg.action)
         return sdk.CommandReceipt(id=msg.instance_id)
+
+    @handles(UiOpenRequest)
+    async def on_ui_open(self, msg: UiOpenRequest, env: Envelope) -> InstanceReply:
+        return await self.starts.open(msg.app_scope)
+
+    async def _bring_forward(self, instance_id: str) -> InstanceReply:
+        await self._change(instance_id, "foreground")
+        return self._reply(instance_id)
 
     @handles(UiIntentRequest)
     async def on_ui_intent(self, msg: UiIntentRequest, env: Envelope) -> InstanceReply:

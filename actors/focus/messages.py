@@ -53,6 +53,7 @@ __all__ = [
     "UiEventAccepted",
     "UiEventRequest",
     "UiIntentRequest",
+    "UiOpenRequest",
     "ViewItemsPageReply",
     "ViewItemsPageRequest",
     "ViewsReply",
@@ -342,3 +343,19 @@ class RegistryListRequest(Message):
     `lineup.sdk.protocol.RegistryListReply`."""
 
     type: Literal["focus.registry.list"] = "focus.registry.list"
+
+
+# ---------------------------------------------------------------------------------- start target
+
+
+class UiOpenRequest(Message):
+    """Shell → focus (through the hostbridge): the user names an app to open, the explicit
+    start target of seed 004 §4.3 (the Shell's deep link `#open=<app_scope>`). Its topmost
+    live instance comes to the front (resumed first if it is suspended), else a new instance
+    is launched in front; either way its app is told (`miniapp.ui.event` of kind `app.opened`:
+    no tool call may come to show it). `chat` brings the recovery app forward. Refused
+    `app_not_installed`, `app_disabled` (or whatever else the registry says of the app) and
+    `activation_failed`: what is in front stays. The reply is `InstanceReply`."""
+
+    type: Literal["focus.ui.open"] = "focus.ui.open"
+    app_scope: str = Field(min_length=1, max_length=100)

@@ -9,10 +9,17 @@ begun, "Done" at 100 %). Closing a task that is not done first asks the user to 
 `label` (the task's title) names the instance's tab. Everything goes through the SDK: progress
 and results are reported to the runtime, which alone talks to the Agent; the view is rendered
 by the Shell's trusted component from the state sent here.
+
+A task that becomes done while its dashboard is in the background (the user is looking at
+another app) is announced with the `notification.show` capability: the runtime asks the user
+the first time (Always allow remembers it), then the Shell shows a toast (and the browser's
+notification, if the user allowed the Shell those). The update is answered first, so the
+Agent never waits on the user's answer; an outcome other than `completed` changes nothing.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final, Literal
 
 import trio
@@ -24,12 +31,15 @@ from lineup.sdk.interactions import ConfirmRequest
 
 __all__ = ["TaskDashboard"]
 
+log = logging.getLogger("lineup.task_dashboard")
+
 Status = Literal["todo", "doing", "done"]
 LABEL_MAX = 80  # the Shell's longest tab label
 # An update that finds no task yet waits this long for its instance's open to show one: the
 # runtime hands over the open first, but the two handlers run concurrently, and the open reads
 # the instance's session data before it shows the task.
 OPEN_WAIT_S: Final = 5.0
+NOTIFY_PURPOSE: Final = "Tell you when a task finishes while you are in another app."
 
 
 class _Model(BaseModel):
@@ -60,7 +70,12 @@ class TaskSummary(_Model):
 
 
 class TaskDashboard(MiniApp):
-    app_info = AppInfo(app_scope="task-dashboard", version="1.0.0", kind="bundled-reference")
+    app_info = AppInfo(
+        app_scope="task-dashboard",
+        version="1.0.0",
+        kind="bundled-reference",
+        requested_capabilities=("notification.show",),
+    )
 
     def __init__(self) -> None:
         self.tasks: dict[str, dict[str, Any]] = {}  # instance_id -> task
@@ -120,6 +135,7 @@ class TaskDashboard(MiniApp):
         if task is None or task["task_id"] != call.input.task_id:
             await call.fail("app_instance_not_found", "no such task shown")
             return None
+        was_done = task["status"] == "done"
         if call.input.progress is not None:
             task["progress"] = call.input.progress
         if call.input.status is not None:
@@ -127,7 +143,31 @@ class TaskDashboard(MiniApp):
         task.update(_settled(task))
         await self._save(call.instance_id, task)
         await self._render(call.instance_id)
-        return TaskSummary(**task)
+        if was_done or task["status"] != "done":
+            return TaskSummary(**task)
+        await call.complete(TaskSummary(**task))  # the Agent is answered before anyone is asked
+        await self._announce_done(call.instance_id, call.call_id, task)
+        return None
+
+    async def _announce_done(self, instance_id: str, call_id: str, task: dict[str, Any]) -> None:
+        """A notification that the task is done, if its dashboard is in the background."""
+        try:
+            context = await self.app.refresh(instance_id)
+            if context.state != "background":
+                return  # in front: the user sees it; gone: nobody to tell
+            result = await self.app.capabilities.request(
+                "notification.show",
+                NOTIFY_PURPOSE,
+                {"title": "Task done", "body": str(task["title"])},
+                instance_id=instance_id,
+                # One announcement per update: a re-delivered call asks nothing new.
+                request_id=f"done-{call_id}"[:200],
+            )
+        except LineUpError as exc:
+            log.info("task_dashboard.not_announced code=%s", exc.code.value)
+            return
+        if result.status != "completed":
+            log.info("task_dashboard.not_announced status=%s code=%s", result.status, result.code)
 
     async def on_ui_event(self, event: p.UiEvent) -> None:
         kind = event.event.get("kind")

@@ -10,6 +10,14 @@ approval renders the PNG (`_png`), makes the PNG and JSON artifacts, completes t
 and closes the Surface and the instance (the chat is back, the sub-session folded); a refusal
 leaves the board as it is (the submit fails `cancelled_by_user`).
 
+The Surface's Export button saves the board as a PNG file through the runtime: a
+`board.export` event (with an id the Surface made, so a repeat makes nothing new) renders the
+PNG as an artifact and asks for the `artifact.save` capability (the runtime asks the user, then
+the Shell downloads the artifact); the outcome (`completed`, `cancelled_by_user`,
+`permission_denied`, … and its code) goes back to the Surface as its state's `export`. An
+instance the user opened from the Shell (`#open=whiteboard`: no tool call comes for it) is told
+`app.opened` and gets a board of its own, drawn and exported the same way.
+
 The Surface draws at pointer rate on its own and sends batched `board.patch` events; each op
 is applied here once (`_board`: dedupe by op id) and written with the revision last read, a
 `stale_revision` being answered by re-reading and applying again. The Surface learns what was
@@ -50,11 +58,15 @@ __all__ = ["Whiteboard"]
 ENTRYPOINT: Final = "board"
 PATCH_EVENT: Final = "board.patch"
 SUBMIT_EVENT: Final = "board.submit"
+EXPORT_EVENT: Final = "board.export"
+EXPORT_PURPOSE: Final = "Save the board as a PNG file on your computer."
+OPENED_TITLE: Final = "Whiteboard"
 SAVE_ATTEMPTS: Final = 3  # a write that meets a newer revision re-reads and applies again
 CONFIRM_WAIT_S: Final = 590.0  # the submit call waits this long for the user's answer
 SUBMIT_TIMEOUT_MS: Final = 600_000
 LABEL_MAX: Final = 80
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_EXPORT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class _Model(BaseModel):
@@ -136,9 +148,10 @@ class Whiteboard(MiniApp):
                 default_eligible=True,
                 document="index.html",
                 surface_version=1,
-                events=(PATCH_EVENT, SUBMIT_EVENT),
+                events=(PATCH_EVENT, SUBMIT_EVENT, EXPORT_EVENT),
             ),
         ),
+        requested_capabilities=("artifact.save",),
     )
 
     def __init__(self) -> None:
@@ -154,6 +167,7 @@ class Whiteboard(MiniApp):
         self.submitted: dict[str, SubmitOutput] = {}
         self.ended: set[str] = set()  # instances closed: never restored again
         self.subscribed: set[str] = set()
+        self.exports: dict[tuple[str, str], dict[str, Any]] = {}  # (instance, export id) -> outcome
         self._locks: dict[str, trio.Lock] = {}
 
     async def start(self, app: AppContext) -> None:
@@ -247,6 +261,26 @@ class Whiteboard(MiniApp):
             board = await self._board(instance_id)
             if board is not None:
                 await self._ask_confirm(instance_id, board)
+        elif event.name == EXPORT_EVENT:
+            await self._export(instance_id, event.data.get("export_id"))
+
+    async def on_ui_event(self, event: p.UiEvent) -> None:
+        if event.event.get("kind") != p.UI_APP_OPENED:
+            return
+        # The user opened the Whiteboard from the Shell: a board of the instance's own (or
+        # the one its session data holds), in a Surface. Opened again: the same board.
+        instance_id = event.instance_id
+        if instance_id in self.ended or instance_id in self.submitted:
+            return
+        async with self._lock(instance_id):
+            board = await self._load(instance_id)
+            if board is None:
+                board_id = "board-" + hashlib.sha256(instance_id.encode()).hexdigest()[:12]
+                board, _ = Board.initial(board_id, OPENED_TITLE, [])
+                self.revisions.setdefault(instance_id, 0)
+                await self._write(instance_id, board)
+        await self._subscribe(instance_id)
+        await self._open_surface(instance_id, board)
 
     async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
         instance_id = record.instance_id
@@ -387,6 +421,60 @@ class Whiteboard(MiniApp):
                 raise
             self.surfaces.pop(instance_id, None)
 
+    # ------------------------------------------------------------------ exporting
+
+    async def _export(self, instance_id: str, export_id: Any) -> None:
+        """Render the board as a PNG artifact and ask the runtime to save it (`artifact.save`:
+        the user confirms in the runtime's own prompt, then downloads it); the outcome goes to
+        the Surface. An export id seen before answers its outcome again and makes nothing."""
+        if not isinstance(export_id, str) or not _EXPORT_ID.fullmatch(export_id):
+            return
+        done = self.exports.get((instance_id, export_id))
+        if done is not None:
+            await self._set_export(instance_id, done)
+            return
+        board = await self._board(instance_id)
+        if board is None:
+            return
+        # (A state patch merges: None takes away what an earlier export left.)
+        saving = {"status": "saving", "code": None, "artifact_id": None, "sha256": None}
+        await self._set_export(instance_id, {"export_id": export_id, **saving})
+        png = await trio.to_thread.run_sync(_render, list(board.items.values()))
+        info = await self.app.artifacts.create(
+            instance_id,
+            "image/png",
+            png,
+            _file_name(board.board_id) + ".png",
+            request_id=_request_id(f"export\x00{instance_id}", export_id),
+        )
+        result = await self.app.capabilities.request(
+            "artifact.save",
+            EXPORT_PURPOSE,
+            {"artifact_id": info.artifact_id},
+            instance_id=instance_id,
+            request_id=_request_id(f"save\x00{instance_id}", export_id),
+        )
+        outcome = {
+            "export_id": export_id,
+            "status": result.status,
+            "code": result.code,
+            "artifact_id": info.artifact_id,
+            "sha256": info.sha256,
+        }
+        self.exports[(instance_id, export_id)] = outcome
+        await self._set_export(instance_id, outcome)
+
+    async def _set_export(self, instance_id: str, outcome: dict[str, Any]) -> None:
+        surface_id = self.surfaces.get(instance_id)
+        if surface_id is None:
+            return
+        try:
+            await self.app.surfaces.update(surface_id, {"export": outcome})
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.SURFACE_NOT_FOUND:
+                raise
+            self.surfaces.pop(instance_id, None)
+
     # ------------------------------------------------------------------ submitting
 
     async def _ask_confirm(self, instance_id: str, board: Board) -> str:
@@ -480,6 +568,8 @@ class Whiteboard(MiniApp):
         self.ended.add(instance_id)
         for kept in (self.boards, self.revisions, self.surfaces, self.confirming):
             kept.pop(instance_id, None)
+        for key in [k for k in self.exports if k[0] == instance_id]:
+            del self.exports[key]
         self.open_calls.pop(instance_id, None)
         for interaction_id, owner in list(self.awaited.items()):
             if owner == instance_id:

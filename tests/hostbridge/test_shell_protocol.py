@@ -39,6 +39,7 @@ from lineup.hostbridge.shell_protocol import (
     ShellView,
     UiEventFrame,
     UiIntentFrame,
+    UiOpenFrame,
     encode,
     refused_type,
 )
@@ -69,6 +70,7 @@ VALID = [
     ({"type": "ui.event", "instance_id": "chat", "event": {"kind": "task.close"}}, UiEventFrame),
     ({"type": "ui.intent", "intent": "focus", "instance_id": "task-1"}, UiIntentFrame),
     ({"type": "ui.intent", "intent": "close", "instance_id": "task-1"}, UiIntentFrame),
+    ({"type": "ui.open", "app_scope": "whiteboard"}, UiOpenFrame),
     (
         {"type": "interaction.answer", "interaction_id": "i-1", "answer": {"approved": True}},
         InteractionAnswerFrame,
@@ -129,6 +131,8 @@ REFUSED = [
     ),
     ("an unknown field in an event", json.dumps(ui_event(kind="task.close", x=1)), "ui.event"),
     ("an unknown event kind", json.dumps(ui_event(kind="task.progress")), "ui.event"),
+    ("an app scope that is no scope", '{"type": "ui.open", "app_scope": "<b>"}', "ui.open"),
+    ("an open without an app", '{"type": "ui.open"}', "ui.open"),
     ("an event without a kind", json.dumps(ui_event(text="hi")), "ui.event"),
     ("an event that is not an object", json.dumps({**ui_event(), "event": "x"}), "ui.event"),
     ("no instance", json.dumps({"type": "ui.event", "event": {"kind": "task.close"}}), "ui.event"),

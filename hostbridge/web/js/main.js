@@ -92,7 +92,10 @@ const connection = createConnection({
     state.answered.clear();
     render();
   },
-  onOpen: () => render(),
+  onOpen() {
+    sendDeepLink();
+    render();
+  },
   onTooLong: () => notices.add("error", "This message is too long to send. Please shorten it."),
   onNewRun() {
     // Another run's link: its messages and questions are its own.
@@ -111,6 +114,41 @@ const connection = createConnection({
     state.grantsVersion += 1;
   },
 });
+
+// ---------------------------------------------------------------- the deep link
+
+// `#open=<app_scope>` asks the runtime to open that app (seed 004 §4.3: an explicit target is
+// the start target). The fragment is URL-encoded parameters, so with the token it reads
+// `#token=<token>&open=<app_scope>`; core/connection.js takes the token and leaves the rest.
+// Taken from the address bar once (a reload does not open it again), sent once connected; the
+// runtime brings the app's instance forward or opens one, and a refusal (an unknown or
+// disabled app) comes back as a notice naming its code, the chat staying in front.
+const APP_SCOPE = /^[a-z][a-z0-9-]{0,62}$/;
+let deepLink = null; // the app to open, until it is sent
+
+function takeDeepLink() {
+  const params = new URLSearchParams(window.location.hash.slice(1));
+  const scope = params.get("open");
+  if (scope === null) return;
+  params.delete("open");
+  const rest = params.toString();
+  const url = window.location.pathname + window.location.search + (rest ? `#${rest}` : "");
+  window.history.replaceState(window.history.state, "", url);
+  if (!APP_SCOPE.test(scope)) {
+    notices.add("error", "That app could not be opened (app_not_installed).");
+    return;
+  }
+  deepLink = scope;
+  sendDeepLink();
+}
+
+function sendDeepLink() {
+  if (deepLink !== null && connection.send({ type: "ui.open", app_scope: deepLink })) {
+    deepLink = null;
+  }
+}
+
+window.addEventListener("hashchange", takeDeepLink);
 
 // ---------------------------------------------------------------- where cards go
 
@@ -289,3 +327,4 @@ function render() {
 
 render();
 connection.start();
+takeDeepLink();

@@ -25,10 +25,12 @@
   const textInput = document.getElementById("text-input");
   const undoButton = document.getElementById("undo");
   const submitButton = document.getElementById("submit");
+  const exportButton = document.getElementById("export");
 
   let items = []; // the board's items as the newest revision holds them
   let revision = -1;
   let phase = "drawing";
+  let exporting = null; // the id of the export this frame asked for, until its outcome comes
   const pending = new Map(); // op_id -> {op, sentAt} (insertion order: the order drawn)
   let queue = []; // op ids drawn but not sent yet
   let lastPatchAt = 0;
@@ -286,9 +288,38 @@
     if (typeof state.title === "string") titleLine.textContent = state.title;
     if (typeof state.phase === "string") phase = state.phase;
     submitButton.disabled = phase !== "drawing";
+    exportButton.disabled = exporting !== null || phase !== "drawing";
     if (phase === "confirming") setStatus("Waiting for your confirmation…");
     else if (phase === "submitting") setStatus("Submitting…");
+    takeExport(state.export);
     publish();
+  }
+
+  // The outcome of an export, as the app reports it in the state (`export`): the runtime
+  // asked the user and the Shell saved the download, or said why not (a code, shown as text).
+  const EXPORT_TEXT = {
+    saving: "Exporting…",
+    completed: "Exported: the PNG was saved as a download.",
+    cancelled_by_user: "Export cancelled.",
+    permission_denied: "Export not allowed.",
+    policy_denied: "Export is blocked for this app.",
+    unsupported_on_host: "This host cannot save files.",
+    expired: "The export was not confirmed in time.",
+  };
+
+  function takeExport(outcome) {
+    if (!outcome || typeof outcome !== "object" || typeof outcome.status !== "string") return;
+    document.body.dataset.export = outcome.status;
+    if (typeof outcome.code === "string") document.body.dataset.exportCode = outcome.code;
+    else delete document.body.dataset.exportCode;
+    // For tests and assistive tools: the artifact saved (an id, never content).
+    if (typeof outcome.artifact_id === "string") {
+      document.body.dataset.exportArtifact = outcome.artifact_id;
+    }
+    const text = EXPORT_TEXT[outcome.status];
+    setStatus(text || "The export failed (" + (outcome.code || "error") + ").");
+    if (outcome.export_id === exporting && outcome.status !== "saving") exporting = null;
+    exportButton.disabled = exporting !== null || phase !== "drawing";
   }
 
   bridge.on("lineup/notifications/session-data", takeSessionData);
@@ -334,6 +365,18 @@
       submitButton.disabled = phase !== "drawing";
       setStatus("Could not submit yet; try again.");
     });
+  });
+  exportButton.addEventListener("click", function () {
+    flush();
+    exporting = randomId();
+    exportButton.disabled = true;
+    bridge
+      .request("lineup/event", { name: "board.export", data: { export_id: exporting } })
+      .catch(function () {
+        exporting = null;
+        exportButton.disabled = phase !== "drawing";
+        setStatus("Could not export yet; try again.");
+      });
   });
   textInput.addEventListener("keydown", function (event) {
     if (event.key === "Enter") {
