@@ -119,8 +119,14 @@ class GatewayActor(Actor):
             log.info("gateway.artifacts_swept count=%d", removed)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            task_status.started()
-            await trio.sleep_forever()
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                # Shutting down: a request still being answered may end a prompt, and its
+                # fast-path tell has nowhere to run. Dropping it is right: the hostbridge
+                # stops too, and a new one asks what is pending.
+                self._nursery = None
 
     def _soon(self, fn: Any) -> None:
         if self._nursery is not None:
