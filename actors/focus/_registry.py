@@ -229,6 +229,10 @@ class RegistryService:
             "manifest": "",
             "entry": f"{package}:" if package else "",
             "app_path": str(self.cache.app_dir(scope, row.version)),
+            # Its Surface's files: the verified cache's (it has no manifest file to be beside).
+            "web_root": str(self.cache.app_dir(scope, row.version) / package / "web")
+            if package
+            else "",
             "title": scope,
             "kind": "installed",
         }
