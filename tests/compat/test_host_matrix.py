@@ -384,7 +384,9 @@ async def test_row6_a_revoked_active_bundle_rolls_back_and_without_a_predecessor
     reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
     revision = int(await agent.inventory())
     for version in golden["installed"]:
-        data = build_bundle(tmp_path / "src", KEY, version=version)
+        # Each later version has one tool more: each install changes the inventory.
+        shout = version != golden["installed"][0]
+        data = build_bundle(tmp_path / "src", KEY, version=version, shout=shout)
         assert (await install(cli, f"op-{version}", data)).state == "completed"
         revision = int((await inventory_after(agent, revision))["revision"])
     ran = await call_tool(agent, revision, "deliver.echo", "c-newest")
@@ -403,7 +405,10 @@ async def test_row6_a_revoked_active_bundle_rolls_back_and_without_a_predecessor
         event_prefix="app.",
     )
     assert step["audit"] in {r.event for r in rows if r.subject_id == "op-revoke-active"}
-    rolled = await call_tool(agent, revision, "deliver.echo", "c-rolled")  # the same tools
+    told = await inventory_after(agent, revision)  # the predecessor's tools again
+    assert "deliver.echo" in tools_of(told) and "deliver.shout" not in tools_of(told)
+    revision = int(told["revision"])
+    rolled = await call_tool(agent, revision, "deliver.echo", "c-rolled")
     assert rolled["payload"]["result"]["version"] == step["active"]
     assert await BundleCache(data_dir).verify(
         "deliver",
