@@ -482,10 +482,20 @@ class RegistryService:
                     if response.status_code != 200:
                         raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(response.status_code))
                     body = bytearray()
+                    size = 0
+                    # Past the bound the stream is closed underneath the loop, which then ends
+                    # inside httpx's generators (as the transport's `_read_bounded` does):
+                    # raising out of it would leave them to the collector (a ResourceWarning).
                     async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > MAX_BUNDLE_BYTES:
+                            if response.is_closed:
+                                break
+                            await response.aclose()
+                            continue
                         body += chunk
-                        if len(body) > MAX_BUNDLE_BYTES:
-                            raise LineUpError(ErrorCode.DOWNLOAD_FAILED, "too large")
+                    if size > MAX_BUNDLE_BYTES:
+                        raise LineUpError(ErrorCode.DOWNLOAD_FAILED, "too large")
                     return bytes(body)
         except (httpx.HTTPError, trio.TooSlowError, OSError) as exc:
             raise LineUpError(ErrorCode.DOWNLOAD_FAILED, type(exc).__name__) from None
