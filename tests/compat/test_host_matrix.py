@@ -1,22 +1,24 @@
 """The host compatibility matrix of seed 000 §9.1, one test per row, each driven by a golden
-fixture in `fixtures/` (what the host gets, and what it must do with it).
+fixture in `fixtures/` (what the host gets, and what it must do with it). Rows 4 (its mount
+side), 5, 6 and 8 are claims about the runtime: they run it, with real processes.
 
 Rows and where they are proven:
 
     1 an unknown `lineup.v1.*` type falls back safely   unknown_lineup_types.json
     2 old plain text is shown as Markdown only          legacy_plain_text.json
     3 an unsupported Surface version is not mounted     surface_versions.json
-    4 only verified bytes are mounted                   verified_bundle.json (the bundle's side;
-                                                        the verified cache's mount: issue 15)
+    4 only verified bytes are mounted                   verified_bundle.json (the bundle's
+                                                        side); registry_rows.json "row4" (the
+                                                        mount: an altered cache never runs, an
+                                                        intact one is served from its path)
+    5 a failed candidate keeps the active version       registry_rows.json "row5"
+    6 a revoked active bundle rolls back                registry_rows.json "row6"
     7 a bridge message from another frame is dropped    bridge_foreign_frame.json (the runtime's
                                                         side; the browser's:
                                                         tests/browser/test_surface_render.py::
                                                         test_rejected_messages_are_dropped_
                                                         counted_answered_and_audited)
-
-Rows 5 (a failed candidate keeps the active version), 6 (a revoked active bundle rolls back)
-and 8 (a catalog change gives a new minimal inventory) need the registry and the inventory's
-capability filter of issues 14–15 and are added with them.
+    8 a catalog change gives a new minimal inventory    catalog_change.json
 """
 
 from __future__ import annotations
