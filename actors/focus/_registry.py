@@ -108,7 +108,9 @@ CONNECT_TIMEOUT: Final = 10.0
 UNKNOWN_SCOPE: Final = "unknown"  # an install refused before its bundle named an app
 _LOOPBACK_NAMES: Final = frozenset({"localhost"})
 # Test-only crash points (focus config `registry_crash_at`): focus SIGKILLs itself there, so
-# the tests prove what a crash in the middle of an install leaves.
+# the tests prove what a crash in the middle of an install leaves. At a pause point (config
+# `registry_pause_at`) it logs the point and waits forever instead: the test kills the whole
+# runtime there.
 CRASH_POINTS: Final = frozenset({"cache_renamed", "row_written"})
 
 Store = Callable[[Message, type[Any]], Awaitable[Any]]
@@ -140,6 +142,7 @@ class RegistryService:
         self.data_dir = data_dir
         self.dev = bool(config.get("dev", False))
         self.crash_at = str(config.get("registry_crash_at", ""))
+        self.pause_at = str(config.get("registry_pause_at", ""))
         self.cache = BundleCache(data_dir)
         self._store = store
         self.manifests = manifests  # the usable apps' manifests: the actor's own dict
@@ -229,6 +232,10 @@ class RegistryService:
             "manifest": "",
             "entry": f"{package}:" if package else "",
             "app_path": str(self.cache.app_dir(scope, row.version)),
+            # Its Surface's files: the verified cache's (it has no manifest file to be beside).
+            "web_root": str(self.cache.app_dir(scope, row.version) / package / "web")
+            if package
+            else "",
             "title": scope,
             "kind": "installed",
         }
@@ -397,7 +404,7 @@ class RegistryService:
                 self._check_target(scope, signed.version)
                 bundle = await self._verify(data)
                 await self.cache.write(bundle, data)
-                self._crash("cache_renamed")
+                await self._crash("cache_renamed")
                 try:
                     if current is not None:
                         await self._close_all(scope)  # they run the old code
@@ -421,7 +428,7 @@ class RegistryService:
                         with trio.CancelScope(shield=True):
                             await self.cache.remove(scope, signed.version)
                     raise
-                self._crash("row_written")
+                await self._crash("row_written")
                 old = current.row.previous_version if current is not None else None
                 self._place(reply.app, bundle.manifest, bundle.package, None)
                 if old is not None and old not in (signed.version, reply.app.previous_version):
@@ -478,18 +485,31 @@ class RegistryService:
                     if response.status_code != 200:
                         raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(response.status_code))
                     body = bytearray()
+                    size = 0
+                    # Past the bound the stream is closed underneath the loop, which then ends
+                    # inside httpx's generators (as the transport's `_read_bounded` does):
+                    # raising out of it would leave them to the collector (a ResourceWarning).
                     async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > MAX_BUNDLE_BYTES:
+                            if response.is_closed:
+                                break
+                            await response.aclose()
+                            continue
                         body += chunk
-                        if len(body) > MAX_BUNDLE_BYTES:
-                            raise LineUpError(ErrorCode.DOWNLOAD_FAILED, "too large")
+                    if size > MAX_BUNDLE_BYTES:
+                        raise LineUpError(ErrorCode.DOWNLOAD_FAILED, "too large")
                     return bytes(body)
         except (httpx.HTTPError, trio.TooSlowError, OSError) as exc:
             raise LineUpError(ErrorCode.DOWNLOAD_FAILED, type(exc).__name__) from None
 
-    def _crash(self, point: str) -> None:
+    async def _crash(self, point: str) -> None:
         if self.crash_at == point and point in CRASH_POINTS:
             log.warning("registry.crash_point point=%s", point)
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.pause_at == point and point in CRASH_POINTS:
+            log.warning("registry.pause_point point=%s", point)
+            await trio.sleep_forever()
 
     # ------------------------------------------------------------------ operate
 

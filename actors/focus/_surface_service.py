@@ -208,13 +208,16 @@ class SurfaceService:
         return surface
 
     def assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
-        """Where an open Surface's files are: the `web/` folder beside its app's manifest."""
+        """Where an open Surface's files are: the `web/` folder beside its app's manifest, or
+        an installed app's `web_root` (in its verified cache)."""
         try:
             surface = self._open_surface(msg.instance_id, None)
         except LineUpError as refused:
             raise self.refused(env, msg.instance_id, refused) from refused
-        manifest = self._apps.get(surface.app_scope, {}).get("manifest", "")
-        web_root = Path(os.path.abspath(manifest)).parent / "web"  # no I/O: the hostbridge resolves
+        app = self._apps.get(surface.app_scope, {})
+        manifest = app.get("manifest", "")
+        # No I/O: the hostbridge resolves.
+        web_root = Path(app.get("web_root") or Path(os.path.abspath(manifest)).parent / "web")
         return SurfaceAssetsReply(
             instance_id=msg.instance_id,
             surface_id=surface.surface_id,

@@ -1,21 +1,41 @@
 """Signed bundles built by the tests: a tiny installed MiniApp package written to a folder,
 its manifest generated from its code, packed with `lineup.sdk.bundle.pack`, and the signer
-made trusted in a data dir's `trusted-keys.json`."""
+made trusted in a data dir's `trusted-keys.json`. Options add a second tool (`shout`), a
+Surface (`surface`: the `board` entrypoint, `web/index.html`, and `<scope>.open` that opens it)
+and capabilities (`permissions`: requested, and declared by `<scope>.notify`)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Final
 
+import trio
+
+from lineup.actors.focus.messages import (
+    AppOperationInfo,
+    RegistryInstallRequest,
+    RegistryListReply,
+    RegistryListRequest,
+    RegistryOperateRequest,
+)
+from lineup.actors.kernel import Bus
 from lineup.sdk import MiniApp
 from lineup.sdk.bundle import PublicKey, SigningKey, pack
 from lineup.sdk.manifest import Manifest
 from lineup.sdk.tools import manifest_of
 from lineup.sdk.trust import TrustStore
+from lineup.supervisor import Intensity, Supervisor
+from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+from lineup.tests.support.runtime import Runtime
+from lineup.tests.support.tree import until_answered
 
 PACKAGE = "deliverapp"
+WAIT: Final = 30.0
 
 _SOURCE = '''"""A tiny installed MiniApp: one launch tool that answers with its own version."""
 
@@ -25,6 +45,7 @@ import trio
 from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
+from lineup.sdk.manifest import Entrypoint
 
 VERSION = "{version}"
 
@@ -42,7 +63,13 @@ class EchoOutput(BaseModel):
 
 
 class Deliver(MiniApp):
-    app_info = AppInfo(app_scope="{scope}", version=VERSION, kind="installed")
+    app_info = AppInfo(
+        app_scope="{scope}",
+        version=VERSION,
+        kind="installed",
+        entrypoints={entrypoints},
+        requested_capabilities={permissions},
+    )
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -61,13 +88,58 @@ _EXTRA = """
         return EchoOutput(text=call.input.text.upper(), version=VERSION)
 """
 
+# A Surface: `open` opens the instance's `board` (its id is the answer's text).
+_ENTRYPOINTS = '(Entrypoint(id="board", kind="surface", document="index.html"),)'
+_OPEN = """
+    @tool("{scope}.open", handling="launch", input=EchoInput, output=EchoOutput, timeout_ms=20_000)
+    async def open(self, call: ToolCall[EchoInput]) -> EchoOutput:
+        reply = await self.app.surfaces.request_open(call.instance_id)
+        return EchoOutput(text=reply.surface_id[:100], version=VERSION)
+"""
+SURFACE_DOCUMENT = "<!doctype html><title>deliver {version}</title><p>board {version}</p>\n"
 
-def write_package(folder: Path, *, scope: str, version: str, shout: bool = False) -> Path:
-    """The app's package `folder/deliverapp/` for `version` (with a second tool, `shout`)."""
+# A tool that declares the capabilities the app requests (the inventory's filter).
+_NOTIFY = """
+    @tool(
+        "{scope}.notify",
+        handling="launch",
+        input=EchoInput,
+        output=EchoOutput,
+        timeout_ms=5_000,
+        permissions={permissions},
+    )
+    async def notify(self, call: ToolCall[EchoInput]) -> EchoOutput:
+        return EchoOutput(text=call.input.text, version=VERSION)
+"""
+
+
+def write_package(
+    folder: Path,
+    *,
+    scope: str,
+    version: str,
+    shout: bool = False,
+    surface: bool = False,
+    permissions: tuple[str, ...] = (),
+) -> Path:
+    """The app's package `folder/deliverapp/` for `version` (see the module for the options)."""
     package = folder / PACKAGE
     package.mkdir(parents=True, exist_ok=True)
     extra = _EXTRA.format(scope=scope) if shout else ""
-    (package / "__init__.py").write_text(_SOURCE.format(scope=scope, version=version, extra=extra))
+    if surface:
+        extra += _OPEN.format(scope=scope)
+        (package / "web").mkdir(exist_ok=True)
+        (package / "web" / "index.html").write_text(SURFACE_DOCUMENT.format(version=version))
+    if permissions:
+        extra += _NOTIFY.format(scope=scope, permissions=repr(tuple(permissions)))
+    source = _SOURCE.format(
+        scope=scope,
+        version=version,
+        extra=extra,
+        entrypoints=_ENTRYPOINTS if surface else "()",
+        permissions=repr(tuple(permissions)),
+    )
+    (package / "__init__.py").write_text(source)
     return package
 
 
@@ -96,9 +168,16 @@ def build_bundle(
     version: str = "1.0",
     min_host_version: str = "0.1",
     shout: bool = False,
+    surface: bool = False,
+    permissions: tuple[str, ...] = (),
 ) -> bytes:
     package = write_package(
-        folder / f"{scope}-{version}", scope=scope, version=version, shout=shout
+        folder / f"{scope}-{version}",
+        scope=scope,
+        version=version,
+        shout=shout,
+        surface=surface,
+        permissions=permissions,
     )
     manifest = manifest_for(package)
     return pack(package, manifest, key, min_host_version=min_host_version)
@@ -120,3 +199,54 @@ def tree_digest(root: Path) -> str:
         if path.is_file():
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+# ------------------------------------------------------------------ a runtime to install into
+
+
+async def start_delivery(nursery: trio.Nursery, data_dir: Path, **focus: Any) -> Runtime:
+    """The runtime without the demo Agent; `focus` is added to focus's config (`dev`, crash
+    and pause points)."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False))
+    specs = [
+        replace(spec, config={**spec.config, **focus}) if spec.name == "focus" else spec
+        for spec in plan.specs
+    ]
+    supervisor = Supervisor(
+        specs,
+        data_dir=data_dir,
+        preload=PRELOAD,
+        lanes=LANES,
+        intensity=Intensity(max_restarts=50, period=10.0),
+        link_wait=plan.link_wait,
+    )
+    supervisor.info.update(plan.info)
+    await nursery.start(supervisor.run)
+    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
+
+
+async def install(bus: Bus, operation_id: str, data: bytes | None = None, **source: str) -> Any:
+    """focus.registry.install of `data` (base64) or of `source` (`url=`, `path=`)."""
+    if data is not None:
+        source = {"bundle_b64": base64.b64encode(data).decode()}
+    request = RegistryInstallRequest(operation_id=operation_id, **source)
+    with trio.fail_after(WAIT):
+        return await bus.request("focus", request, expect=AppOperationInfo, timeout=WAIT)
+
+
+async def operate(bus: Bus, operation_id: str, kind: str, scope: str, **kw: Any) -> Any:
+    request = RegistryOperateRequest(operation_id=operation_id, kind=kind, app_scope=scope, **kw)  # type: ignore[arg-type]
+    with trio.fail_after(WAIT):
+        return await bus.request("focus", request, expect=AppOperationInfo, timeout=WAIT)
+
+
+async def listing(bus: Bus) -> RegistryListReply:
+    reply: RegistryListReply = await until_answered(
+        lambda: bus.request("focus", RegistryListRequest(), expect=RegistryListReply)
+    )
+    return reply
+
+
+def app_of(reply: RegistryListReply, scope: str) -> Any:
+    return next((a for a in reply.apps if a.app_scope == scope), None)
