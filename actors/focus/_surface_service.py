@@ -215,9 +215,17 @@ class SurfaceService:
         except LineUpError as refused:
             raise self.refused(env, msg.instance_id, refused) from refused
         app = self._apps.get(surface.app_scope, {})
-        manifest = app.get("manifest", "")
+        manifest, root = app.get("manifest", ""), app.get("web_root", "")
+        if not root and not manifest:
+            # No folder of its own (an installed app whose package is gone): never one
+            # derived from the working directory.
+            raise self.refused(
+                env,
+                msg.instance_id,
+                LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "no web folder"),
+            )
         # No I/O: the hostbridge resolves.
-        web_root = Path(app.get("web_root") or Path(os.path.abspath(manifest)).parent / "web")
+        web_root = Path(root or Path(os.path.abspath(manifest)).parent / "web")
         return SurfaceAssetsReply(
             instance_id=msg.instance_id,
             surface_id=surface.surface_id,

@@ -340,6 +340,23 @@ async def test_assets_are_the_web_folder_beside_the_manifest_only_while_open(
     )
 
 
+async def test_an_app_with_no_folder_of_its_own_has_no_assets_never_one_from_the_cwd(
+    world: tuple[FocusActor, FakeBus],
+) -> None:
+    focus, _ = world
+    focus.on_surface_open(open_request(), from_app(open_request()))
+    ask = SurfaceAssetsRequest(instance_id=INSTANCE)
+    # An installed app's entry names its cache's `web_root`, and no manifest file.
+    focus._bundled[SCOPE] = {"manifest": "", "web_root": "/cache/surf/1.0/app/surf/web"}
+    assert focus.on_surface_assets(ask, from_bridge(ask)).web_root == (
+        "/cache/surf/1.0/app/surf/web"
+    )
+    focus._bundled[SCOPE] = {"manifest": "", "web_root": ""}  # its package is gone
+    assert await code_of(lambda: focus.on_surface_assets(ask, from_bridge(ask))) is (
+        ErrorCode.SURFACE_UNAVAILABLE
+    )
+
+
 async def test_a_declared_event_reaches_the_app_and_anything_else_is_refused(
     world: tuple[FocusActor, FakeBus],
 ) -> None:
