@@ -32,6 +32,7 @@ export function createPermissionsPage(ctx) {
   top.append(heading, close);
   page.append(top, system, empty, list);
   let version = -1;
+  let appsKey = null; // the launcher's apps as last seen: a change (an install) asks again
 
   function setOpen(open) {
     page.hidden = !open;
@@ -101,6 +102,9 @@ export function createPermissionsPage(ctx) {
   function render(state) {
     const notifications = "Notification" in window ? window.Notification.permission : "denied";
     system.hidden = notifications !== "default";
+    const apps = JSON.stringify(state.launchable ?? []);
+    if (!page.hidden && appsKey !== null && apps !== appsKey) ctx.send({ type: "grants.list" });
+    appsKey = apps;
     if (page.hidden || state.grantsVersion === version) return;
     version = state.grantsVersion;
     const grants = state.grants ?? [];
