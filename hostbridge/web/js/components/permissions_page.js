@@ -20,7 +20,7 @@ export function createPermissionsPage(ctx) {
   const toggle = byTestId("permissions-button");
   const page = byTestId("permissions-page");
   const list = el("div", "permissions-list", "permissions-list");
-  const empty = el("p", "permissions-empty", "permissions-empty", "No app has asked for anything yet.");
+  const empty = el("p", "permissions-empty", "permissions-empty", "No installed app asks for any permission.");
   const heading = el("h2", "permissions-heading", "permissions-heading", "Permissions");
   heading.id = "permissions-heading";
   heading.tabIndex = -1;
@@ -109,7 +109,7 @@ export function createPermissionsPage(ctx) {
     version = state.grantsVersion;
     const grants = state.grants ?? [];
     empty.hidden = grants.length > 0;
-    empty.textContent = state.grants === null ? "Loading…" : "No app has asked for anything yet.";
+    empty.textContent = state.grants === null ? "Loading…" : "No installed app asks for any permission.";
     const byApp = new Map();
     for (const grant of grants) {
       if (!byApp.has(grant.app_scope)) byApp.set(grant.app_scope, []);
