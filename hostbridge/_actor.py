@@ -81,6 +81,7 @@ from .messages import (
 )
 from .shell_protocol import (
     MAX_ITEMS_FRAME_BYTES,
+    MAX_LAUNCHABLE,
     MAX_SOCKET_MESSAGE_BYTES,
     AppSessionContinueFrame,
     InteractionAnswerFrame,
@@ -91,6 +92,7 @@ from .shell_protocol import (
     ShellHello,
     ShellInstance,
     ShellItems,
+    ShellLaunchable,
     ShellNotice,
     ShellOutbound,
     ShellPage,
@@ -325,7 +327,7 @@ class HostbridgeActor(Actor):
     @handles(AppsUpdatedEvent)
     def on_apps(self, msg: AppsUpdatedEvent, env: Envelope) -> None:
         self._book.live(_live_ids(msg.instances))
-        frame = _apps_frame(msg.foreground, msg.instances)
+        frame = _apps_frame(msg.foreground, msg.instances, msg.launchable)
         if frame is not None:
             self.hub.broadcast(frame)
 
@@ -556,7 +558,7 @@ class HostbridgeActor(Actor):
                 return frames
             if offset == 0:
                 self._book.live(_live_ids(views.instances))
-                apps = _apps_frame(views.foreground, views.instances)
+                apps = _apps_frame(views.foreground, views.instances, views.launchable)
                 if apps is not None:
                     frames.append(apps)
             for v in views.views:
@@ -667,13 +669,25 @@ def _live_ids(instances: tuple[dict[str, Any], ...]) -> set[str]:
     }
 
 
-def _apps_frame(foreground: str, instances: tuple[dict[str, Any], ...]) -> ShellApps | None:
+def _apps_frame(
+    foreground: str,
+    instances: tuple[dict[str, Any], ...],
+    launchable: tuple[dict[str, Any], ...] = (),
+) -> ShellApps | None:
     """The `shell.apps` frame for focus's instance list, or None (logged) if it is not the
-    protocol's: a peer's mistake must not take the Shell's socket down."""
+    protocol's: a peer's mistake must not take the Shell's socket down. The launcher's apps
+    are only offered: one that is not the protocol's is left out, and the rest kept."""
+    offered: list[ShellLaunchable] = []
+    for app in launchable[:MAX_LAUNCHABLE]:
+        try:
+            offered.append(ShellLaunchable.model_validate(app))
+        except ValidationError:
+            log.warning("hostbridge.launchable_dropped")
     try:
         return ShellApps(
             foreground=foreground,
             instances=tuple(ShellInstance.model_validate(i) for i in instances),
+            launchable=tuple(offered),
         )
     except ValidationError:
         log.warning("hostbridge.frame_unbuildable type=shell.apps")

@@ -63,11 +63,15 @@ class RuntimeStateEvent(Message):
 
 
 class AppsUpdatedEvent(Message):
-    """focus → hostbridge: the live instances, in stack order, and which one is in front."""
+    """focus → hostbridge: the live instances, in stack order, and which one is in front;
+    and the apps the user may open from the Shell's launcher (`launchable`: each enabled,
+    active app but the chat, `{"app_scope", "title"}`, by title), told again whenever the
+    registry changes."""
 
     type: Literal["hostbridge.apps.updated"] = "hostbridge.apps.updated"
     foreground: str
     instances: tuple[dict[str, Any], ...]
+    launchable: tuple[dict[str, Any], ...] = ()
 
 
 # ---------------------------------------------------------------- standard interactions (issue 12)

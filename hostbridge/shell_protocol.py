@@ -87,6 +87,7 @@ __all__ = [
     "ShellInstance",
     "ShellInteractions",
     "ShellItems",
+    "ShellLaunchable",
     "ShellNotice",
     "ShellOutbound",
     "ShellPage",
@@ -117,6 +118,7 @@ MAX_ID: Final = 200  # instance, message and client ids
 MAX_SCOPE: Final = 100  # an app_scope
 MAX_STATE: Final = 64  # a runtime or instance state, a reason code
 MAX_TITLE: Final = 200
+MAX_LAUNCHABLE: Final = 500  # apps in the launcher's menu
 MAX_NOTICE: Final = 2000  # the Shell shows no more of a notice
 # Items in one `shell.items` frame (or a single item, whatever its size: at most a message's tree).
 MAX_ITEMS_FRAME_BYTES: Final = 1024 * 1024
@@ -137,6 +139,8 @@ MAX_SOCKET_MESSAGE_BYTES: Final = max(MAX_SHELL_FRAME_BYTES, MAX_CAPABILITY_DONE
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Scope = Annotated[str, Field(min_length=1, max_length=MAX_SCOPE)]
 State = Annotated[str, Field(min_length=1, max_length=MAX_STATE)]
+# An app_scope the user can name to open (`ui.open`), and the launcher offers.
+Openable = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
 
 
 class ShellFrame(BaseModel):
@@ -220,7 +224,7 @@ class UiOpenFrame(ShellFrame):
     a refusal is a `shell.notice` with its code, and the front stays as it was."""
 
     type: Literal["ui.open"] = "ui.open"
-    app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+    app_scope: Openable
 
 
 class InteractionAnswerFrame(ShellFrame):
@@ -427,12 +431,20 @@ class ShellInstance(ShellFrame):
     title: str = Field(max_length=MAX_TITLE)
 
 
+class ShellLaunchable(ShellFrame):
+    app_scope: Openable
+    title: str = Field(max_length=MAX_TITLE)
+
+
 class ShellApps(ShellFrame):
-    """The live instances, bottom of the focus stack first, and which one is in front."""
+    """The live instances, bottom of the focus stack first, and which one is in front; and
+    the apps the Shell's launcher offers (enabled and active, the chat aside), by title: the
+    user's choice is a `ui.open`."""
 
     type: Literal["shell.apps"] = "shell.apps"
     foreground: Id
     instances: tuple[ShellInstance, ...]
+    launchable: tuple[ShellLaunchable, ...] = Field(default=(), max_length=MAX_LAUNCHABLE)
 
 
 class ShellView(ShellFrame):

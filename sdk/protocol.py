@@ -774,6 +774,7 @@ class RegistryAppInfo(Message):
     key_id: str | None = None  # the signer's, for an installed app
     removable: bool
     operation: AppOperationInfo | None = None  # the latest one on this app
+    capabilities: tuple[str, ...] = ()  # the manifest's requested_capabilities
 
 
 class RegistryListRequest(Message):

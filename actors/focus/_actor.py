@@ -462,6 +462,10 @@ class FocusActor(Actor):
         return self._inventory()
 
     async def _publish_inventory(self) -> None:
+        """After every change of the registry (`_registry`: install, enable, disable, update,
+        rollback, revoke, remove): a new inventory revision if the tools changed, and the
+        Shells' launcher again (an app without tools changes only that)."""
+        self._nursery_soon(self._push_apps)
         # One bump at a time: the revision last set is then the one for the content last seen.
         async with self._inventory_lock:
             if await self._bump_inventory():
@@ -861,7 +865,23 @@ class FocusActor(Actor):
                 }
                 for i in live
             ),
+            launchable=tuple(self._launchable()),
         )
+
+    def _launchable(self) -> list[dict[str, str]]:
+        """The apps the Shell's launcher offers: each that an open would start now (usable,
+        enabled; not the chat, which is always there), by title, then scope."""
+        titled = [
+            (self._bundled.get(scope, {}).get("title", scope), scope)
+            for scope in self._manifests
+            if scope != CHAT_SCOPE
+            and self.registry.refusal(scope) is None
+            and self._enabled.get(scope, True)
+        ]
+        return [
+            {"app_scope": scope, "title": title}
+            for title, scope in sorted(titled, key=lambda t: (t[0].casefold(), t[1]))
+        ]
 
     async def _push_apps(self) -> None:
         # Not told: the Shell asks when it (re)connects.

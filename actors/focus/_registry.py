@@ -355,6 +355,7 @@ class RegistryService:
             key_id=installed.row.key_id if installed else None,
             removable=installed is not None,
             operation=operation,
+            capabilities=manifest.requested_capabilities if manifest else (),
         )
 
     # ------------------------------------------------------------------ inspect

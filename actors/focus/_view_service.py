@@ -246,6 +246,7 @@ class ViewService:
             views=tuple(page),
             foreground=apps.foreground,
             instances=apps.instances,
+            launchable=apps.launchable,
             next_offset=msg.offset + len(page) if len(page) < len(shown) else None,
         )
 

@@ -83,6 +83,7 @@ class ViewsReply(Message):
     foreground: str = "chat"
     instances: tuple[dict[str, Any], ...] = ()
     next_offset: int | None = None  # ask again from here: more views than one reply holds
+    launchable: tuple[dict[str, Any], ...] = ()  # as in hostbridge.apps.updated
 
 
 class ViewItemsPageRequest(Message):

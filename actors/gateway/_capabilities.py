@@ -27,7 +27,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -42,6 +42,7 @@ from lineup.actors.focus.messages import (
     RegistryInspectReply,
     RegistryInspectRequest,
     RegistryInstallRequest,
+    RegistryListRequest,
     RegistryOperateRequest,
 )
 from lineup.actors.kernel import Bus
@@ -73,13 +74,14 @@ from .messages import (
     UiAccepted,
 )
 
-__all__ = ["ArtifactAccess", "Asked", "CapabilityGate"]
+__all__ = ["ArtifactAccess", "Asked", "CapabilityGate", "grant_views"]
 
 log = logging.getLogger("lineup.gateway")
 
 STORE_TIMEOUT: Final = 10.0
 FOCUS_TIMEOUT: Final = 10.0
 REGISTRY_TIMEOUT: Final = 60.0  # verifying and unpacking a bundle
+REGISTRY_LIST_TIMEOUT: Final = 2.0  # within the Shell's patience for the permissions page
 NOTIFY_TIMEOUT: Final = 2.0
 CALLER_MARGIN_S: Final = 0.5  # answered this long before the caller stops waiting
 MAX_KNOWN_APPS: Final = 1000  # apps whose declared capabilities the permissions page lists
@@ -170,7 +172,9 @@ class CapabilityGate:
         self._inflight: dict[tuple[str, str], _Flight] = {}
         self._pending = PendingBook()
         self._rate = RateLimiter()
-        self._known: dict[str, tuple[str, tuple[str, ...]]] = {}  # scope -> (title, declared)
+        # scope -> (title, declared): the registry as focus last listed it, and every app seen
+        # asking since; the permissions page falls back on it while focus cannot say.
+        self._known: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ a request
 
@@ -485,6 +489,8 @@ class CapabilityGate:
     # ------------------------------------------------------------------ grants
 
     async def grants(self) -> GrantsListReply:
+        """The permissions page: every app in the registry with each capability its manifest
+        declares, beside the user's grants and the host's policy (`grant_views`)."""
         reply: store.CapabilityGrantListReply = await self.bus.request(
             "store",
             store.CapabilityGrantListRequest(),
@@ -492,31 +498,30 @@ class CapabilityGate:
             timeout=STORE_TIMEOUT,
             retry=True,
         )
-        granted = {(g.app_scope, g.capability): g for g in reply.grants}
-        pairs = set(granted)
-        pairs |= {(s, c) for s, (_, declared) in self._known.items() for c in declared}
-        pairs |= {(s, c) for s, per_cap in self.config.policy.items() for c in per_cap}
-        views = []
-        for scope, capability in sorted(pairs):
-            spec = caps.CATALOG.get(capability)
-            if spec is None:
-                continue
-            grant = granted.get((scope, capability))
-            views.append(
-                GrantView(
-                    app_scope=scope,
-                    app_title=self._known.get(scope, (scope, ()))[0],
-                    capability=capability,
-                    policy=grant.policy
-                    if grant
-                    else self.config.host_policy(scope).get(capability, spec.default_policy),
-                    granted=grant is not None,
-                    granted_at=grant.granted_at if grant else None,
-                    expires_at=grant.expires_at if grant else None,
-                    supported=capability not in self.config.unsupported,
-                )
+        return GrantsListReply(
+            grants=grant_views(reply.grants, await self._declared(), self.config)
+        )
+
+    async def _declared(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Each installed app (enabled or not) with its title and declared capabilities, from
+        focus's registry; while focus cannot say (restarting), what this gateway has seen."""
+        try:
+            listed: sdk.RegistryListReply = await self.bus.request(
+                "focus",
+                RegistryListRequest(),
+                expect=sdk.RegistryListReply,
+                timeout=REGISTRY_LIST_TIMEOUT,
+                retry=True,
             )
-        return GrantsListReply(grants=tuple(views))
+        except LineUpError as exc:
+            if exc.code not in TRANSIENT:
+                raise
+            log.info("gateway.registry_unlisted code=%s", exc.code.value)
+            return dict(self._known)
+        self._known = {
+            app.app_scope: (app.title, app.capabilities) for app in listed.apps[:MAX_KNOWN_APPS]
+        }
+        return dict(self._known)
 
     async def set_grant(self, msg: GrantSetRequest) -> GrantsListReply:
         if msg.capability not in caps.CATALOG:
@@ -588,3 +593,39 @@ def _code(value: str) -> ErrorCode:
         return ErrorCode(value)
     except ValueError:
         return ErrorCode.PROVIDER_FAILED
+
+
+def grant_views(
+    grants: Iterable[store.CapabilityGrantRow],
+    apps: Mapping[str, tuple[str, tuple[str, ...]]],
+    config: CapabilityConfig,
+) -> tuple[GrantView, ...]:
+    """The permissions page's rows, by app then capability: one for each capability an app
+    declares (`apps`: scope -> (title, declared)), each the user granted (an app since removed
+    included, so it can still be revoked), and each the host's policy names; only the
+    catalog's. What applies is the user's grant, else the host's policy, else the default."""
+    granted = {(g.app_scope, g.capability): g for g in grants}
+    pairs = set(granted)
+    pairs |= {(s, c) for s, (_, declared) in apps.items() for c in declared}
+    pairs |= {(s, c) for s, per_cap in config.policy.items() for c in per_cap}
+    views = []
+    for scope, capability in sorted(pairs):
+        spec = caps.CATALOG.get(capability)
+        if spec is None:
+            continue
+        grant = granted.get((scope, capability))
+        views.append(
+            GrantView(
+                app_scope=scope,
+                app_title=apps.get(scope, (scope, ()))[0] or scope,
+                capability=capability,
+                policy=grant.policy
+                if grant
+                else config.host_policy(scope).get(capability, spec.default_policy),
+                granted=grant is not None,
+                granted_at=grant.granted_at if grant else None,
+                expires_at=grant.expires_at if grant else None,
+                supported=capability not in config.unsupported,
+            )
+        )
+    return tuple(views)

@@ -286,7 +286,9 @@ async def test_revoking_a_grant_on_the_permissions_page_makes_the_next_request_p
         )
         expect(row).to_have_attribute("data-policy", "allow", timeout=WAIT_MS)
         expect(row.get_by_test_id("grant-origin")).to_contain_text("Set by you")
-        expect(p.get_by_test_id("grant-app-title").first).to_have_text(TITLE)
+        # Every installed app has its section (what it declares): this one titled by its app.
+        section = p.locator('[data-testid="grant-app"][data-app-scope="capsurface"]')
+        expect(section.get_by_test_id("grant-app-title")).to_have_text(TITLE)
         row.get_by_test_id("grant-revoke").click()
         expect(row).to_have_attribute("data-policy", "ask", timeout=WAIT_MS)
         expect(row.get_by_test_id("grant-revoke")).to_have_count(0)

@@ -3,7 +3,7 @@
 // Theory of operation: core/connection.js keeps one WebSocket to `/ws?token=…` (with a
 // heartbeat watchdog); every frame goes through the one reducer (core/state.js) into `state`;
 // then `render()` lets each component read the state: the runtime badge, notices and toasts,
-// the app switcher, the stage (the chat, always mounted, or the component registered for the
+// the app switcher and the Apps launcher, the stage (the chat, always mounted, or the component registered for the
 // foreground view's kind, core/registry.js), the interaction overlay above it, the cards an app
 // asked for in its own container, and the chat's timeline with its cards and sub-session groups.
 // Every DOM node is built with createElement/textContent/setAttribute: no innerHTML, no inline
@@ -15,6 +15,7 @@ import { createStage, register } from "./core/registry.js";
 import { FINAL_STATES, createState, isOpen, receive, sessionOf } from "./core/state.js";
 import { byTestId, el, isShown, replaceKeeping } from "./core/util.js";
 import { CardCache } from "./components/interaction_card.js";
+import { createLauncher } from "./components/launcher.js";
 import { createNotices } from "./components/notices.js";
 import { createOverlay } from "./components/overlay.js";
 import { createPermissionPrompt } from "./components/permission_prompt.js";
@@ -77,6 +78,7 @@ const stage = createStage(ui.appView, ctx);
 const permissionPrompt = createPermissionPrompt(ctx);
 const providerRuns = createProviderRuns(ctx, notices);
 const permissionsPage = createPermissionsPage(ctx);
+const launcher = createLauncher(ctx);
 const appCards = new CardCache("app");
 const appCardList = el("div", "app-interactions-cards");
 ui.appCards.append(appCardList);
@@ -249,6 +251,7 @@ function render() {
   status.render(state);
   notices.render(state);
   switcher.render(state);
+  launcher.render(state);
   permissionsPage.render(state);
 
   const front = state.instances.find((i) => i.instance_id === state.foreground);

@@ -1,4 +1,5 @@
-"""Focus's registry: which apps it offers, from the catalogue and from its configuration."""
+"""Focus's registry: which apps it offers, from the catalogue and from its configuration, and
+which the Shell's launcher offers the user."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from lineup.actors.focus import FocusActor
-from lineup.actors.kernel import ActorContext, ActorKind, Bus, Identity
+from lineup.actors.kernel import ActorContext, ActorKind, Bus, ErrorCode, Identity
 from lineup.miniapps import catalogue
+from lineup.sdk.manifest import load_manifest
 
 PROBE = {"app_scope": "probe", "manifest": "/m.json", "entry": "probe:Probe", "title": "Probe"}
 
@@ -34,3 +36,21 @@ def test_a_configured_app_replaces_a_bundled_one_of_the_same_scope() -> None:
 
 def test_focus_told_to_leave_the_bundled_apps_out_offers_only_the_configured_ones() -> None:
     assert list(focus({"apps": [PROBE], "bundled_apps": False})._bundled) == ["probe"]
+
+
+def test_the_launcher_offers_each_enabled_usable_app_but_the_chat_by_title() -> None:
+    actor = focus({})
+    for entry in catalogue.registry_entries():
+        if entry["app_scope"] != "chat":
+            actor._manifests[entry["app_scope"]] = load_manifest(
+                Path(entry["manifest"]).read_bytes()
+            )
+    offered = actor._apps().launchable
+    assert offered == (
+        {"app_scope": "app-registry", "title": "App Registry"},
+        {"app_scope": "task-dashboard", "title": "Task Dashboard"},
+        {"app_scope": "whiteboard", "title": "Whiteboard"},
+    )
+    actor._enabled["task-dashboard"] = False  # disabled: not offered
+    actor.registry.unusable["app-registry"] = ErrorCode.APP_UNAVAILABLE  # cannot run here
+    assert actor._apps().launchable == ({"app_scope": "whiteboard", "title": "Whiteboard"},)

@@ -20,7 +20,7 @@ export function createPermissionsPage(ctx) {
   const toggle = byTestId("permissions-button");
   const page = byTestId("permissions-page");
   const list = el("div", "permissions-list", "permissions-list");
-  const empty = el("p", "permissions-empty", "permissions-empty", "No app has asked for anything yet.");
+  const empty = el("p", "permissions-empty", "permissions-empty", "No installed app asks for any permission.");
   const heading = el("h2", "permissions-heading", "permissions-heading", "Permissions");
   heading.id = "permissions-heading";
   heading.tabIndex = -1;
@@ -32,6 +32,7 @@ export function createPermissionsPage(ctx) {
   top.append(heading, close);
   page.append(top, system, empty, list);
   let version = -1;
+  let appsKey = null; // the launcher's apps as last seen: a change (an install) asks again
 
   function setOpen(open) {
     page.hidden = !open;
@@ -101,11 +102,14 @@ export function createPermissionsPage(ctx) {
   function render(state) {
     const notifications = "Notification" in window ? window.Notification.permission : "denied";
     system.hidden = notifications !== "default";
+    const apps = JSON.stringify(state.launchable ?? []);
+    if (!page.hidden && appsKey !== null && apps !== appsKey) ctx.send({ type: "grants.list" });
+    appsKey = apps;
     if (page.hidden || state.grantsVersion === version) return;
     version = state.grantsVersion;
     const grants = state.grants ?? [];
     empty.hidden = grants.length > 0;
-    empty.textContent = state.grants === null ? "Loading…" : "No app has asked for anything yet.";
+    empty.textContent = state.grants === null ? "Loading…" : "No installed app asks for any permission.";
     const byApp = new Map();
     for (const grant of grants) {
       if (!byApp.has(grant.app_scope)) byApp.set(grant.app_scope, []);

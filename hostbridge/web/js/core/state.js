@@ -14,6 +14,7 @@ const MAX_INTERACTIONS = 1000;
 const MAX_SESSIONS = 500;
 // Instance states that are gone or going: such an instance gets no switcher button.
 const ENDED_STATES = new Set(["stopping", "stopped", "failed"]);
+const APP_SCOPE = /^[a-z][a-z0-9-]{0,62}$/; // an app the launcher may offer (`ui.open`)
 export const FINAL_STATES = new Set(["completed", "cancelled", "expired", "failed"]);
 const INTERACTION_KINDS = new Set(["notice", "choice", "confirm", "input"]);
 const TOAST_RECENT_S = 60;
@@ -24,6 +25,7 @@ export function createState() {
     runtime: { state: "unknown", reason: null },
     foreground: null, // instance_id from the last shell.apps
     instances: [], // from the last shell.apps, live ones only
+    launchable: [], // {app_scope, title} the launcher offers, from the last shell.apps
     firstSeen: new Map(), // instance_id → [seconds, stack index]: when this Shell first saw it
     views: new Map(), // instance_id → {appScope, view}: the last snapshot of each
     chatInstance: null, // the chat instance whose view the timeline shows
@@ -178,6 +180,10 @@ function onApps(state, frame) {
     (i) => isObject(i) && isId(i.instance_id) && !ENDED_STATES.has(i.state),
   );
   state.foreground = isId(frame.foreground) ? frame.foreground : null;
+  const offered = Array.isArray(frame.launchable) ? frame.launchable : [];
+  state.launchable = offered.filter(
+    (a) => isObject(a) && APP_SCOPE.test(a.app_scope) && typeof a.title === "string",
+  );
   const live = new Set(state.instances.map((i) => i.instance_id));
   const now = Date.now() / 1000;
   state.instances.forEach((i, index) => {
