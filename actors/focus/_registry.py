@@ -323,17 +323,23 @@ class RegistryService:
                 operation=latest.get(CHAT_SCOPE),
             )
         ]
+        revoked = await self._revoked()
         for scope in sorted({*self.manifests, *self.hidden, *self.installed} - {CHAT_SCOPE}):
-            apps.append(self._app_info(scope, latest.get(scope)))
+            apps.append(self._app_info(scope, latest.get(scope), revoked))
         return RegistryListReply(
             apps=tuple(apps),
             default_app=default.value if isinstance(default.value, str) else CHAT_SCOPE,
             operations=tuple(infos[:20]),
         )
 
-    def _app_info(self, scope: str, operation: AppOperationInfo | None) -> RegistryAppInfo:
+    def _app_info(
+        self, scope: str, operation: AppOperationInfo | None, revoked: set[tuple[str, str]]
+    ) -> RegistryAppInfo:
         manifest = self.manifests.get(scope) or self.hidden.get(scope)
         installed = self.installed.get(scope)
+        previous = installed.row.previous_version if installed else None
+        if (scope, previous) in revoked:
+            previous = None  # a rollback cannot go there: it is no predecessor
         code = self.unusable.get(scope)
         state = (
             "active"
@@ -351,7 +357,7 @@ class RegistryService:
             source=source if source in ("bundled", "dev", "installed") else "bundled",
             enabled=self.enabled.get(scope, True),
             state=state,
-            predecessor=installed.row.previous_version if installed else None,
+            predecessor=previous,
             key_id=installed.row.key_id if installed else None,
             removable=installed is not None,
             operation=operation,

@@ -399,7 +399,8 @@ async def test_row6_a_revoked_active_bundle_rolls_back_and_without_a_predecessor
     assert (done.state, done.kind, done.version) == (step["operation"], "revoke", step["version"])
     listed = await listing(cli)
     app = app_of(listed, "deliver")
-    assert (app.version, app.state) == (step["active"], "active")
+    # The revoked version it rolled back from is no predecessor: a rollback cannot go there.
+    assert (app.version, app.state, app.predecessor) == (step["active"], "active", None)
     assert app.operation.operation_id == "op-revoke-active"
     rows = await audit_rows(
         reader,
