@@ -179,6 +179,7 @@ class FocusActor(Actor):
         configured = {str(app["app_scope"]) for app in self.ctx.config.get("apps", [])}
         shipped = {str(app["app_scope"]) for app in bundled} - configured
         self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
+        self._nursery: trio.Nursery | None = None  # while `run` runs
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
         # The capabilities: a tool whose app cannot use one it declares is not published.
@@ -267,7 +268,12 @@ class FocusActor(Actor):
             nursery.start_soon(self._push_apps)
             nursery.start_soon(self._tell_router, InstancesRecoveredEvent())
             nursery.start_soon(self._apply_start_target)
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                # Shutting down: what a request still being answered would start in the
+                # background (a push, a tell) has nowhere to run, and is dropped.
+                self._nursery = None
 
     async def _apply_start_target(self) -> None:
         front = next((i for i in self._stack.order if self._stack.states[i] == "foreground"), None)
@@ -417,7 +423,7 @@ class FocusActor(Actor):
             self._nursery_soon(self._push_apps)
 
     def _nursery_soon(self, fn: Any, *args: Any) -> None:
-        nursery = getattr(self, "_nursery", None)
+        nursery = self._nursery
         if nursery is not None:
             nursery.start_soon(fn, *args)
 
