@@ -5,90 +5,34 @@ nothing; a SIGKILL in the middle of an install or update leaves one whole versio
 
 from __future__ import annotations
 
-import base64
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from lineup.actors.focus.messages import (
-    AppOperationInfo,
-    RegistryInstallRequest,
-    RegistryListReply,
-    RegistryListRequest,
-    RegistryOperateRequest,
-)
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
+from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
 from lineup.sdk.bundle import SigningKey
-from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.bundles import build_bundle, tree_digest, trust
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
-from lineup.tests.support.tree import attach, until_answered
+from lineup.tests.support.bundles import (
+    app_of,
+    build_bundle,
+    install,
+    listing,
+    operate,
+    start_delivery,
+    tree_digest,
+    trust,
+)
+from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.tree import attach
 
 SCOPE = "deliver"
 TOOL = f"{SCOPE}.echo"
 INVENTORY = "lineup.v1.client.inventory"
 KEY = SigningKey(b"\x05" * 32)
 WAIT = 30.0
-
-
-async def start(nursery: trio.Nursery, data_dir: Path, **focus: Any) -> Runtime:
-    """The runtime without the demo Agent; `focus` is added to focus's config (crash points)."""
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not focus:
-        return await start_runtime(nursery, data_dir, demo_agent=False)
-    plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False))
-    specs = [
-        replace(spec, config={**spec.config, **focus}) if spec.name == "focus" else spec
-        for spec in plan.specs
-    ]
-    supervisor = Supervisor(
-        specs,
-        data_dir=data_dir,
-        preload=PRELOAD,
-        lanes=LANES,
-        intensity=Intensity(max_restarts=50, period=10.0),
-        link_wait=plan.link_wait,
-    )
-    supervisor.info.update(plan.info)
-    await nursery.start(supervisor.run)
-    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
-
-
-async def install(cli: Bus, data: bytes, operation_id: str) -> AppOperationInfo:
-    request = RegistryInstallRequest(
-        operation_id=operation_id, bundle_b64=base64.b64encode(data).decode()
-    )
-    with trio.fail_after(WAIT):
-        reply: AppOperationInfo = await cli.request(
-            "focus", request, expect=AppOperationInfo, timeout=WAIT
-        )
-    return reply
-
-
-async def operate(cli: Bus, operation_id: str, kind: str, **kw: Any) -> AppOperationInfo:
-    request = RegistryOperateRequest(operation_id=operation_id, kind=kind, app_scope=SCOPE, **kw)  # type: ignore[arg-type]
-    with trio.fail_after(WAIT):
-        reply: AppOperationInfo = await cli.request(
-            "focus", request, expect=AppOperationInfo, timeout=WAIT
-        )
-    return reply
-
-
-async def listing(cli: Bus) -> RegistryListReply:
-    reply: RegistryListReply = await until_answered(
-        lambda: cli.request("focus", RegistryListRequest(), expect=RegistryListReply)
-    )
-    return reply
-
-
-def app_of(reply: RegistryListReply) -> Any:
-    return next((a for a in reply.apps if a.app_scope == SCOPE), None)
 
 
 async def inventory_at(agent: AgentView, revision_above: int) -> dict[str, Any]:
@@ -113,12 +57,12 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
     trust(data_dir, KEY.public)
     v1 = build_bundle(tmp_path / "src", KEY, version="1.0")
     v2 = build_bundle(tmp_path / "src", KEY, version="2.0", shout=True)
-    runtime = await start(nursery, data_dir)
+    runtime = await start_delivery(nursery, data_dir)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
     first = int(await agent.inventory())
 
-    done = await install(cli, v1, "op-install")
+    done = await install(cli, "op-install", v1)
     assert (done.state, done.kind, done.version) == ("completed", "install", "1.0")
     told = await inventory_at(agent, first)
     assert TOOL in tools_of(told)
@@ -132,15 +76,15 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
     assert (cache / "1.0" / "bundle.lineup").read_bytes() == v1
 
     # Update: the instance running 1.0 is closed, the next call runs 2.0.
-    done = await install(cli, v2, "op-update")
+    done = await install(cli, "op-update", v2)
     assert (done.state, done.kind, done.from_version) == ("completed", "update", "1.0")
-    assert (await install(cli, v1, "op-down")).code == ErrorCode.APP_VERSION_MISMATCH.value
+    assert (await install(cli, "op-down", v1)).code == ErrorCode.APP_VERSION_MISMATCH.value
     told = await inventory_at(agent, rev1)  # 2.0 has one tool more
     assert {TOOL, f"{SCOPE}.shout"} <= tools_of(told)
     rev2 = int(told["revision"])
     await call(agent, rev2, "c-2")
     assert (await agent.terminal("c-2"))["payload"]["result"]["version"] == "2.0"
-    app = app_of(await listing(cli))
+    app = app_of(await listing(cli), SCOPE)
     assert (app.version, app.predecessor, app.source, app.state) == (
         "2.0",
         "1.0",
@@ -148,14 +92,14 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
         "active",
     )
 
-    done = await operate(cli, "op-rollback", "rollback")
+    done = await operate(cli, "op-rollback", "rollback", SCOPE)
     assert (done.state, done.kind) == ("completed", "rollback")
     told = await inventory_at(agent, rev2)
     assert TOOL in tools_of(told) and f"{SCOPE}.shout" not in tools_of(told)
     rev3 = int(told["revision"])
     await call(agent, rev3, "c-3")
     assert (await agent.terminal("c-3"))["payload"]["result"]["version"] == "1.0"
-    assert app_of(await listing(cli)).version == "1.0"
+    assert app_of(await listing(cli), SCOPE).version == "1.0"
 
     # Disable while a call runs: the tools leave, the instance winds down, the call ends.
     await call(agent, rev3, "c-hang", hang=True)
@@ -165,7 +109,7 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
             m["payload"]["call_id"] == "c-hang" and m["payload"]["status"] == "activation_ready"
         ),
     )
-    done = await operate(cli, "op-disable", "disable")
+    done = await operate(cli, "op-disable", "disable", SCOPE)
     assert done.state == "completed"
     off = await inventory_at(agent, rev3)
     assert TOOL not in tools_of(off)
@@ -176,7 +120,7 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
             lambda: not runtime.supervisor.children[f"miniapp:{SCOPE}"].is_up()
         )
 
-    done = await operate(cli, "op-enable", "enable")
+    done = await operate(cli, "op-enable", "enable", SCOPE)
     assert done.state == "completed"
     on = await inventory_at(agent, int(off["revision"]))
     assert TOOL in tools_of(on)
@@ -184,12 +128,12 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
     # Remove: its bundle, its private data dir and its row are gone, and so are its tools.
     home = data_dir / "apps" / SCOPE
     assert home.is_dir()  # its process ran, in its own data dir
-    done = await operate(cli, "op-remove", "remove")
+    done = await operate(cli, "op-remove", "remove", SCOPE)
     assert done.state == "completed"
     gone = await inventory_at(agent, int(on["revision"]))
     assert TOOL not in tools_of(gone)
     assert not cache.exists() and not home.exists()
-    assert app_of(await listing(cli)) is None
+    assert app_of(await listing(cli), SCOPE) is None
     revisions = [int(m["payload"]["revision"]) for m in agent.seen if m["type"] == INVENTORY]
     assert revisions == sorted(set(revisions))
     # Each operation is recorded with its outcome, the newest first.
@@ -212,9 +156,9 @@ async def test_a_tampered_bundle_is_refused_and_changes_nothing(
 ) -> None:
     trust(data_dir, KEY.public)
     v1 = build_bundle(tmp_path / "src", KEY, version="1.0")
-    runtime = await start(nursery, data_dir)
+    runtime = await start_delivery(nursery, data_dir)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
-    assert (await install(cli, v1, "op-v1")).state == "completed"
+    assert (await install(cli, "op-v1", v1)).state == "completed"
     before = tree_digest(data_dir / "bundles")
     expected = {
         "flipped_byte": ErrorCode.DIGEST_MISMATCH,
@@ -233,11 +177,13 @@ async def test_a_tampered_bundle_is_refused_and_changes_nothing(
         bad = build_bundle(tmp_path / "src", KEY, version="2.0", min_host_version="99.0")
     else:
         bad = build_bundle(tmp_path / "src", KEY, version="2.0")
-        assert (await operate(cli, "op-revoke", "revoke", version="2.0")).state == "completed"
-    done = await install(cli, bad, "op-bad")
+        assert (
+            await operate(cli, "op-revoke", "revoke", SCOPE, version="2.0")
+        ).state == "completed"
+    done = await install(cli, "op-bad", bad)
     assert (done.state, done.code) == ("failed", expected.value)
     assert tree_digest(data_dir / "bundles") == before
-    app = app_of(await listing(cli))
+    app = app_of(await listing(cli), SCOPE)
     assert (app.version, app.state) == ("1.0", "active")
     # The app was installed but never called: no process of it ever started.
     assert f"miniapp:{SCOPE}" not in runtime.supervisor.children
@@ -249,17 +195,17 @@ async def test_an_app_with_a_broken_cache_is_unavailable_after_a_restart(
     trust(data_dir, KEY.public)
     v1 = build_bundle(tmp_path / "src", KEY, version="1.0")
     async with trio.open_nursery() as first_run:
-        runtime = await start(first_run, data_dir)
+        runtime = await start_delivery(first_run, data_dir)
         cli = await attach(first_run, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
-        assert (await install(cli, v1, "op-v1")).state == "completed"
+        assert (await install(cli, "op-v1", v1)).state == "completed"
         first_run.cancel_scope.cancel()
     source = data_dir / "bundles" / SCOPE / "1.0" / "app" / "deliverapp" / "__init__.py"
     source.write_text(source.read_text() + "\n# changed\n")
 
-    runtime = await start(nursery, data_dir)
+    runtime = await start_delivery(nursery, data_dir)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
-    app = app_of(await listing(cli))
+    app = app_of(await listing(cli), SCOPE)
     assert app.state == "unavailable"
     revision = int(await agent.inventory())
     told = [m for m in agent.seen if m["type"] == INVENTORY][-1]
@@ -267,7 +213,9 @@ async def test_an_app_with_a_broken_cache_is_unavailable_after_a_restart(
     await call(agent, revision, "c-broken")
     error = await agent.terminal("c-broken")
     assert error["payload"]["code"] == ErrorCode.TOOL_NOT_VISIBLE.value
-    assert (await operate(cli, "op-enable", "enable")).code == ErrorCode.APP_UNAVAILABLE.value
+    assert (
+        await operate(cli, "op-enable", "enable", SCOPE)
+    ).code == ErrorCode.APP_UNAVAILABLE.value
     assert f"miniapp:{SCOPE}" not in runtime.supervisor.children
 
 
@@ -278,17 +226,17 @@ async def test_a_sigkill_in_the_middle_of_an_update_leaves_one_whole_version(
     trust(data_dir, KEY.public)
     v1 = build_bundle(tmp_path / "src", KEY, version="1.0")
     v2 = build_bundle(tmp_path / "src", KEY, version="2.0")
-    runtime = await start(nursery, data_dir, registry_crash_at=crash_at)
+    runtime = await start_delivery(nursery, data_dir, registry_crash_at=crash_at)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
     focus = runtime.supervisor.children["focus"]
     # The first install crashes too (the crash point is the same): it is the install case.
     with pytest.raises(LineUpError):  # focus dies with the request in flight
-        await install(cli, v1, "op-v1")
+        await install(cli, "op-v1", v1)
     with trio.fail_after(WAIT):
         await runtime.supervisor.wait_until(lambda: focus.incarnation > 1 and focus.is_up())
     listed = await listing(cli)
     ops = {op.operation_id: (op.state, op.code) for op in listed.operations}
-    app = app_of(listed)
+    app = app_of(listed, SCOPE)
     if crash_at == "cache_renamed":
         assert app is None
         assert ops["op-v1"] == ("failed", ErrorCode.ACTOR_RESTARTED.value)
@@ -301,12 +249,12 @@ async def test_a_sigkill_in_the_middle_of_an_update_leaves_one_whole_version(
     if crash_at == "row_written":
         incarnation = focus.incarnation
         with pytest.raises(LineUpError):
-            await install(cli, v2, "op-v2")
+            await install(cli, "op-v2", v2)
         with trio.fail_after(WAIT):
             await runtime.supervisor.wait_until(
                 lambda: focus.incarnation > incarnation and focus.is_up()
             )
-        app = app_of(await listing(cli))
+        app = app_of(await listing(cli), SCOPE)
         assert (app.version, app.predecessor, app.state) == ("2.0", "1.0", "active")
         # Whole versions only: each directory is exactly its bundle.
         for version in ("1.0", "2.0"):

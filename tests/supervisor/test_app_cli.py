@@ -184,6 +184,7 @@ def app_of(document: dict[str, Any], scope: str) -> dict[str, Any] | None:
 
 
 APP_KEYS = {
+    "capabilities",
     "app_scope",
     "title",
     "version",
