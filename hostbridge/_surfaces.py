@@ -47,6 +47,7 @@ from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.actors.router.messages import SurfaceAskReply, SurfaceAskRequest
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
+from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._server import CONTENT_TYPES, Reply, safe_file
@@ -138,6 +139,9 @@ class SurfaceFiles:
     surface_id: str
     web_root: Path
     document: str
+
+
+RESERVED_PREFIX: Final = SURFACE_CLIENT_URL.split("/")[0] + "/"  # `_lineup/`: the runtime's
 
 
 def surface_file(root: Path, path: str) -> tuple[Path, str] | None:
@@ -253,6 +257,9 @@ class SurfaceRelay:
             files = await self._ask_files(instance_id)
         if files is None:
             return None
+        if path.startswith(RESERVED_PREFIX):
+            # The runtime's own files, never the app's: its bridge client alone.
+            return (SURFACE_CLIENT, "text/javascript") if path == SURFACE_CLIENT_URL else None
         return surface_file(files.web_root, path)
 
     async def _ask_files(self, instance_id: str) -> SurfaceFiles | None:

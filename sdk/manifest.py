@@ -18,6 +18,7 @@ the refusal into `ManifestInvalid` with a stable `reason`:
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -39,6 +40,8 @@ __all__ = [
     "HOST_FEATURES",
     "MAX_MANIFEST_BYTES",
     "SDK_API_VERSIONS",
+    "SURFACE_CLIENT",
+    "SURFACE_CLIENT_URL",
     "SURFACE_KIND",
     "SURFACE_VERSIONS",
     "AgentSubscription",
@@ -144,6 +147,10 @@ HOST_FEATURES: Final = frozenset(
 
 SURFACE_KIND: Final = "surface"
 SURFACE_VERSIONS: Final = frozenset({1})  # the Surface bridge versions this host runs
+# The Surface bridge's client (a classic script): the hostbridge serves it to every open
+# Surface at SURFACE_CLIENT_URL, under the Surface's own path, so no app ships a copy.
+SURFACE_CLIENT: Final = Path(__file__).resolve().parent / "web" / "surface-bridge.js"
+SURFACE_CLIENT_URL: Final = "_lineup/bridge.js"
 DocumentPath = Annotated[
     str, Field(pattern=r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*\.html$", max_length=200)
 ]

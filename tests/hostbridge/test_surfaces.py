@@ -42,6 +42,7 @@ from lineup.hostbridge.shell_protocol import (
     SurfaceRequestFrame,
     encode,
 )
+from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
 
 from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
 from .test_server import _get, _never_refused, _no_greeting, _Socket
@@ -203,6 +204,25 @@ async def test_an_open_surfaces_files_are_served_under_its_own_csp_and_asked_for
     assert shell[1]["content-security-policy"] == ShellAccess(port=port, token="t").csp()
     assert "frame-src 'self';" in shell[1]["content-security-policy"]
     assert "frame-ancestors 'none'" in shell[1]["content-security-policy"]
+
+
+async def test_every_open_surface_gets_the_runtimes_bridge_client_and_no_other_reserved_file(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        actor, _, port = await start_hostbridge(nursery, tmp_path, SurfaceBus())
+        base = f"/surfaces/{INSTANCE}"
+        before = await _get(port, f"{base}/{SURFACE_CLIENT_URL}")  # no Surface open yet
+        show_surface(actor)
+        client = await _get(port, f"{base}/{SURFACE_CLIENT_URL}")
+        reserved = [await _get(port, f"{base}/_lineup/{p}") for p in ("x.js", "index.html")]
+        nursery.cancel_scope.cancel()
+    assert before[0] == 404
+    status, headers, body = client
+    assert status == 200 and body == SURFACE_CLIENT.read_bytes()
+    assert headers["content-type"].startswith("text/javascript")
+    assert headers["content-security-policy"] == expected_csp(port)
+    assert [r[0] for r in reserved] == [404, 404]  # `_lineup/` is the runtime's, never the app's
 
 
 async def test_files_are_served_only_while_the_instance_is_live_and_its_view_that_surface(

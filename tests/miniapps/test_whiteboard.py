@@ -393,21 +393,20 @@ def test_the_shipped_manifest_is_the_one_the_code_declares() -> None:
     assert sorted(f.name for f in web.iterdir()) == [
         "board.css",
         "board.js",
-        "bridge.js",
         "index.html",
-    ]
+    ]  # the bridge client is the runtime's (`_lineup/bridge.js`), not a copy of the app's
 
 
 def test_the_surface_document_has_no_inline_script_or_style_and_loads_nothing_external() -> None:
     web = Path(whiteboard_package.__file__).parent / "web"
     html = (web / "index.html").read_text()
     assert re.findall(r"<script\b[^>]*>", html) == [
-        '<script src="bridge.js">',
+        '<script src="_lineup/bridge.js">',
         '<script src="board.js">',
     ]
     assert "<style" not in html and " style=" not in html
     assert not re.search(r"\son[a-z]+=", html)  # no inline event handlers
-    for name in ("index.html", "board.js", "bridge.js", "board.css"):
+    for name in ("index.html", "board.js", "board.css"):
         text = (web / name).read_text()
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, name
         assert "@import" not in text and "url(" not in text, name
