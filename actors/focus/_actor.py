@@ -472,11 +472,15 @@ class FocusActor(Actor):
         rollback, revoke, remove): a new inventory revision if the tools changed, and the
         Shells' launcher again (an app without tools changes only that)."""
         self._nursery_soon(self._push_apps)
-        # One bump at a time: the revision last set is then the one for the content last seen.
         async with self._inventory_lock:
-            if await self._bump_inventory():
-                event = InventoryChangedEvent(revision=self._revision)
-                self._nursery_soon(self._tell_router, event)
+            await self._republish()
+
+    async def _republish(self) -> None:
+        """A new inventory revision if the tools changed, and the router told. The caller
+        holds `_inventory_lock`: one bump at a time, so the revision last set is the one for
+        the content last seen."""
+        if await self._bump_inventory():
+            self._nursery_soon(self._tell_router, InventoryChangedEvent(revision=self._revision))
 
     @handles(RegistryInstallRequest)
     async def on_registry_install(
@@ -521,13 +525,11 @@ class FocusActor(Actor):
 
     @handles(CapabilitiesChangedEvent)
     async def on_capabilities_changed(self, msg: CapabilitiesChangedEvent, env: Envelope) -> None:
-        async with self._inventory_lock:
+        async with self._inventory_lock:  # the grants read and the bump in one order
             self._capabilities.read(
                 await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
             )
-            if await self._bump_inventory():
-                event = InventoryChangedEvent(revision=self._revision)
-                self._nursery_soon(self._tell_router, event)
+            await self._republish()
 
     async def _tell_router(self, event: Message) -> None:
         # Not told: the router publishes the inventory when it starts.
