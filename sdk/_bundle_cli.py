@@ -34,7 +34,7 @@ from .bundle import BundleRefused, PublicKey, SigningKey, pack, read_header, ver
 from .cli import _app_class, _refuse, _Refused
 from .manifest import Manifest
 from .tools import manifest_of
-from .trust import TrustStore
+from .trust import TrustStore, default_data_dir
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
@@ -51,13 +51,6 @@ _VERIFY_NOTE = (
     "and SDK. It does not consult the revocation list of a runtime: a version revoked there "
     "still verifies here."
 )
-
-
-def default_data_dir() -> Path:
-    """`lineup run`'s default data dir. The SDK may not import the supervisor (import-linter),
-    so this repeats `lineup.supervisor.cli.default_data_dir`; a test keeps the two equal."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "lineup"
 
 
 def add_commands(sub: Any) -> None:

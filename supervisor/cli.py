@@ -25,6 +25,7 @@ from lineup.actors.kernel.control import (
     StatusRequest,
 )
 from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
+from lineup.sdk.trust import default_data_dir
 
 from ._applog import app_log_path, log_files
 from ._control import control_request, read_state_file
@@ -44,11 +45,6 @@ PASSWORD_ENV = "LINEUP_PASSWORD"
 
 class PasswordRefused(ValueError):
     """No usable AppServer password: the message says which source, and what to do."""
-
-
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "lineup"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lineup.sdk._bundle_cli import default_data_dir
 from lineup.sdk.bundle import PublicKey, SigningKey, read_header
-from lineup.sdk.trust import TRUSTED_KEYS_FILE, TrustStore
+from lineup.sdk.trust import TRUSTED_KEYS_FILE, TrustStore, default_data_dir
 from lineup.supervisor.cli import default_data_dir as runtime_default_data_dir
 
 APP = """
@@ -163,6 +162,7 @@ def test_verify_reads_the_runtimes_default_data_dir(work: Path) -> None:
 
 
 def test_the_default_data_dir_is_the_runtimes() -> None:
+    assert runtime_default_data_dir is default_data_dir  # one definition, not a copy
     assert default_data_dir() == runtime_default_data_dir()
 
 
