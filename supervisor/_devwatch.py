@@ -199,7 +199,7 @@ class DevWatch:
         try:
             reply = await self.bus.request(
                 "focus",
-                DevAppReloadRequest(app_scope=app.app_scope, folder=str(app.folder)),
+                DevAppReloadRequest(app_scope=app.app_scope),
                 expect=DevAppReloadReply,
                 timeout=RELOAD_TIMEOUT,
             )

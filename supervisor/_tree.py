@@ -23,6 +23,9 @@ reports them (authenticating → synchronizing → online, reconnecting, offline
 told when the supervisor's own part begins or ends, so the Shell's badge shows it over the
 link's state.
 
+With development apps in the plan (`lineup run --dev-app`), the supervisor also watches their
+folders while the tree runs and has focus reload an app whose code changed (`_devwatch`).
+
 `attach` lets a test or a benchmark join the tree as a peer of any kind, through exactly the same
 channels and checks a child gets.
 """

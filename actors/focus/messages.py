@@ -376,12 +376,12 @@ class DevAppReloadRequest(Message):
     registry entry's `manifest`, which focus reads again) is the new one: reload the app (its
     registry entry, its live instances' process, the inventory if its tools changed) and tell
     the Shell. Refused `app_not_installed` (no development app of that scope) and
-    `app_scope_mismatch` (the new manifest names another scope: a restart of lineup takes it),
-    with the Shell told the refusal; what ran keeps running."""
+    `app_scope_mismatch` (the new manifest names another scope: a restart of lineup takes it)
+    and `invalid_arguments` (it does not load), having changed nothing: what ran keeps
+    running, and the supervisor prints the refusal and tells it back for the Shell."""
 
     type: Literal["focus.supervisor.dev_app.reload"] = "focus.supervisor.dev_app.reload"
     app_scope: str = Field(min_length=1, max_length=100)
-    folder: str = Field(min_length=1, max_length=4096)  # for the refusal's line, as typed
 
 
 class DevAppReloadReply(Message):

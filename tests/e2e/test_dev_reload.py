@@ -1,7 +1,8 @@
 """Reload on save, through a real `lineup run --dev-app PATH` (its own process, the embedded
 AppServer, the sandboxed app process) and a real Agent: an edit of the app's code restarts the
 app's process, a tool added reaches the Agent as a new inventory revision, and a broken edit is
-one line in the terminal while the version before keeps answering. The waits are on what the
+one line in the terminal while the version before keeps answering. Focus reloads only a
+development app, of the scope it runs, asked by the supervisor alone. The waits are on what the
 runtime prints and what the Agent is sent, each bounded; no sleeps."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 import trio
 
+from lineup.actors.focus.messages import DevAppReloadReply, DevAppReloadRequest
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.process import LineupProcess, lineup_status
 from lineup.tests.support.reload_app import (
@@ -26,7 +29,8 @@ from lineup.tests.support.reload_app import (
     WITH_WAVE,
     write_dev_app,
 )
-from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.tree import attach
 
 WAIT = 30.0
 INVENTORY = "lineup.v1.client.inventory"
@@ -151,3 +155,32 @@ async def test_a_broken_edit_is_printed_with_its_place_and_the_old_version_keeps
         "text": "hello cy"
     }
     assert await s.agent.inventory() == revision
+
+
+async def test_focus_reloads_only_a_dev_app_of_the_same_scope_and_only_for_the_supervisor(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    folder = write_dev_app(data_dir / "apps" / "hello_dev")
+    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, dev_apps=(folder,))
+    supervisor = runtime.supervisor.bus
+
+    async def refusal(bus: Bus, scope: str) -> ErrorCode:
+        with pytest.raises(LineUpError) as refused:
+            await bus.request(
+                "focus", DevAppReloadRequest(app_scope=scope), expect=DevAppReloadReply
+            )
+        return refused.value.code
+
+    assert await refusal(supervisor, "whiteboard") is ErrorCode.APP_NOT_INSTALLED  # not a dev app
+    # A manifest naming another scope (written by hand: the watcher refuses it before focus).
+    manifest = folder / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"hello', '"other'))
+    assert await refusal(supervisor, SCOPE) is ErrorCode.APP_SCOPE_MISMATCH
+    manifest.write_text("{")
+    assert await refusal(supervisor, SCOPE) is ErrorCode.INVALID_ARGUMENTS
+    probe = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe")
+    assert await refusal(probe, SCOPE) is ErrorCode.ACL_DENIED  # the supervisor's alone
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await agent.client.call_tool(CONVERSATION, "hello.greet", {"name": "a"}, revision, call_id="1")
+    assert (await agent.terminal("1"))["payload"]["result"] == {"text": "hello a"}
