@@ -6,10 +6,11 @@ from . import DrawAndGuess
 
 
 @pytest.mark.trio
-async def test_hello_opens_the_surface_which_can_wave_back() -> None:
+async def test_a_round_is_won_by_guessing_the_word_the_surface_shows() -> None:
     app = DrawAndGuess()
     runtime = await testkit.start(app)
-    record = await testkit.call_tool(app, "draw-and-guess.hello", {"name": "Ada"})
-    assert record.result == {"greeting": "Hello, Ada!"}
-    await runtime.send_surface_event("wave")  # refused unless the Surface is open
-    assert runtime.surfaces.by_instance[runtime.instance_id].state["waved"] is True
+    game = await testkit.call_tool(app, "draw-and-guess.start_round", {})
+    word = runtime.surfaces.by_instance[runtime.instance_id].state["word"]
+    guess = await testkit.call_tool(app, "draw-and-guess.guess", {"word": word})
+    assert guess.result == {"correct": True, "tries_left": 5, "outcome": "won"}
+    assert game.result == {"word": word, "guesses": [word], "outcome": "won"}
