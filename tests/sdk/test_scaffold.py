@@ -19,6 +19,7 @@ import pytest
 
 from lineup import __version__
 from lineup.sdk.bundle import PublicKey, verify_bundle
+from lineup.sdk.cli import main
 from lineup.sdk.manifest import SURFACE_CLIENT_URL
 
 from .test_bundle_cli import lineup_app
@@ -40,6 +41,15 @@ FILES: Final = {
 }
 RUFF: Final = Path(sys.executable).with_name("ruff")
 REPO: Final = Path(__file__).resolve().parents[2]
+
+
+def refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """`lineup app new ...` in this process: its one line on stderr, once it exited 1."""
+    assert main(["new", *args]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    return err
 
 
 def run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -135,31 +145,40 @@ def test_a_surface_loads_the_bridge_client_the_runtime_serves_before_its_own_scr
     "name", ["Hello", "hello_world", "9lives", "a.b", "hello world", "é", "x" * 64, "class", ""]
 )
 def test_a_name_that_is_no_app_scope_is_refused_in_one_line_writing_nothing(
-    tmp_path: Path, name: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:
-    result = lineup_app(tmp_path, "new", name)
-    assert result.returncode == 1
-    assert result.stderr.startswith("lineup app new: name_invalid ")
-    assert result.stderr.count("\n") == 1
+    err = refused(capsys, name, "--dir", str(tmp_path))
+    assert err.startswith("lineup app new: name_invalid ")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_name_that_would_shadow_a_module_is_refused(tmp_path: Path) -> None:
-    for name in ("json", "lineup", "pytest"):
-        result = lineup_app(tmp_path, "new", name)
-        assert result.returncode == 1
-        assert result.stderr.startswith("lineup app new: name_taken ")
+@pytest.mark.parametrize("name", ["json", "lineup", "pytest"])
+def test_a_name_that_would_shadow_a_module_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    err = refused(capsys, name, "--dir", str(tmp_path))
+    assert err.startswith("lineup app new: name_taken ")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_folder_that_is_there_already_is_refused_and_kept_as_it_was(tmp_path: Path) -> None:
+def test_a_folder_that_is_there_already_is_refused_and_kept_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / PACKAGE).mkdir()
     (tmp_path / PACKAGE / "mine.txt").write_text("mine")
-    result = lineup_app(tmp_path, "new", NAME, "--dir", str(tmp_path))
-    assert result.returncode == 1
-    assert result.stderr.startswith("lineup app new: exists ")
-    assert result.stderr.count("\n") == 1
+    err = refused(capsys, NAME, "--dir", str(tmp_path))
+    assert err.startswith("lineup app new: exists ")
     assert [p.name for p in (tmp_path / PACKAGE).iterdir()] == ["mine.txt"]
+
+
+def test_a_package_that_cannot_be_written_leaves_nothing_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "apps").write_text("a file, not a folder")
+    for where in ("apps", "apps/deeper"):
+        err = refused(capsys, NAME, "--dir", str(tmp_path / where))
+        assert err.startswith("lineup app new: output_not_written ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["apps"]
 
 
 def test_the_templates_are_no_code_for_pytest_ruff_or_mypy_to_find() -> None:
@@ -167,3 +186,18 @@ def test_the_templates_are_no_code_for_pytest_ruff_or_mypy_to_find() -> None:
     found = [p for p in templates.rglob("*") if p.is_file()]
     assert found
     assert all(p.suffix == ".tmpl" for p in found)
+
+
+def test_two_packages_of_one_name_made_in_one_process_each_get_their_own_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["new", NAME, "--dir", str(tmp_path / "a")]) == 0
+    assert main(["new", NAME, "--surface", "--dir", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    card_app, surface_app = (
+        json.loads((tmp_path / where / PACKAGE / "manifest.json").read_text())
+        for where in ("a", "b")
+    )
+    assert card_app["entrypoints"] == []
+    assert [e["kind"] for e in surface_app["entrypoints"]] == ["surface"]
+    assert PACKAGE not in sys.modules  # loaded under a private name, never as `hello_world`
