@@ -20,6 +20,7 @@ import argparse
 import importlib.util
 import keyword
 import re
+import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -88,7 +89,7 @@ def scaffold(name: str, parent: Path, *, surface: bool = False) -> list[Path]:
     """Write the package of `name` into `parent / <package>`; return the files written, the
     package's `__init__.py` first. Refuses `name_invalid` (see `names_of`), `exists` (that
     folder is there), `name_taken` (the package would shadow an importable module: `json`,
-    `lineup`), `output_not_written` (it could not be written)."""
+    `lineup`), `output_not_written` (it could not be written: then nothing of it stays)."""
     keys = names_of(name)
     variant = "surface" if surface else "card"
     keys["view_sentence"] = _VIEW_SENTENCE[variant]
@@ -105,14 +106,28 @@ def scaffold(name: str, parent: Path, *, surface: bool = False) -> list[Path]:
     }
     files[folder / "README.md"] = TEMPLATES / ("README.md" + SUFFIX)
     written = sorted(files, key=lambda path: (path.name != "__init__.py", path))
+    manifest = folder / "manifest.json"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _refuse("output_not_written", f"{exc.filename or parent}: {exc.strerror}")
+    try:
+        folder.mkdir()  # exclusive: a folder made meanwhile by someone else is never used
+    except FileExistsError:
+        _refuse("exists", f"{folder}: choose another NAME or --dir")
+    except OSError as exc:
+        _refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
     try:
         for path in written:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(_render(files[path].read_text(encoding="utf-8"), keys), "utf-8")
-        manifest = folder / "manifest.json"
         manifest.write_text(_manifest_text(folder), encoding="utf-8")
-    except OSError as exc:
-        _refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
+    except BaseException as exc:
+        # The folder is this call's own (it was not there): no half-made package stays.
+        shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, OSError):
+            _refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
+        raise
     return [*written, manifest]
 
 
