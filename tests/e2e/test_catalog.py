@@ -16,6 +16,7 @@ import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.sdk.bundle import SigningKey
+from lineup.sdk.protocol import CatalogEntry, RegistryListReply
 from lineup.sdk.trust import TRUSTED_KEYS_FILE
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.tests.support.bundles import (
@@ -36,8 +37,10 @@ KEY = SigningKey(b"\x07" * 32)
 FILE = f"{SCOPE}-1.0.lineup"
 
 
-def entry_of(reply: object, name: str) -> object:
-    return next((e for e in reply.catalog if e.file == name), None)  # type: ignore[attr-defined]
+def entry_of(reply: RegistryListReply, name: str) -> CatalogEntry:
+    found = next((e for e in reply.catalog if e.file == name), None)
+    assert found is not None, name
+    return found
 
 
 def test_the_catalog_s_keys_are_trusted_only_with_the_embedded_appserver(tmp_path: Path) -> None:
@@ -63,8 +66,7 @@ async def test_a_catalog_bundle_is_listed_installed_by_name_and_then_listed_as_i
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
 
     offered = entry_of(await listing(cli), FILE)
-    assert offered is not None
-    assert (offered.app_scope, offered.version, offered.key_id, offered.size, offered.code) == (  # type: ignore[attr-defined]
+    assert (offered.app_scope, offered.version, offered.key_id, offered.size, offered.code) == (
         SCOPE,
         "1.0",
         KEY.key_id,
@@ -78,7 +80,7 @@ async def test_a_catalog_bundle_is_listed_installed_by_name_and_then_listed_as_i
     assert (data_dir / "bundles" / SCOPE / "1.0" / "bundle.lineup").read_bytes() == data
     after = await listing(cli)
     assert (app_of(after, SCOPE).state, app_of(after, SCOPE).key_id) == ("active", KEY.key_id)
-    assert entry_of(after, FILE).code == ErrorCode.APP_VERSION_MISMATCH.value  # type: ignore[attr-defined]
+    assert entry_of(after, FILE).code == ErrorCode.APP_VERSION_MISMATCH.value
     # The catalog's key counts beside trusted-keys.json, never written into it.
     assert not (data_dir / TRUSTED_KEYS_FILE).exists()
 
@@ -90,12 +92,12 @@ async def test_the_bundle_tampered_in_one_byte_is_listed_with_its_code_and_refus
     folder = write_catalog(tmp_path / "catalog", KEY, {FILE: data})
     runtime = await start_delivery(nursery, data_dir, catalog=folder)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
-    assert entry_of(await listing(cli), FILE).code is None  # type: ignore[attr-defined]
+    assert entry_of(await listing(cli), FILE).code is None
 
     # Flipped in place: same size, a new mtime. The listing verifies it again.
     (folder / FILE).write_bytes(flip_byte(data))
     listed = entry_of(await listing(cli), FILE)
-    assert listed.code == ErrorCode.DIGEST_MISMATCH.value  # type: ignore[attr-defined]
+    assert listed.code == ErrorCode.DIGEST_MISMATCH.value
     done = await install(cli, "op-bad", catalog_file=FILE)
     assert (done.state, done.code) == ("failed", ErrorCode.DIGEST_MISMATCH.value)
     assert tree_digest(data_dir / "bundles") == ""
@@ -110,13 +112,13 @@ async def test_with_an_external_appserver_the_catalog_is_refused_unknown_key_unt
     # As `plan_runtime` configures focus with --appserver: the catalog's keys are not trusted.
     runtime = await start_delivery(nursery, data_dir, catalog=folder, catalog_trusted=False)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
-    assert entry_of(await listing(cli), FILE).code == ErrorCode.UNKNOWN_KEY.value  # type: ignore[attr-defined]
+    assert entry_of(await listing(cli), FILE).code == ErrorCode.UNKNOWN_KEY.value
     done = await install(cli, "op-untrusted", catalog_file=FILE)
     assert (done.state, done.code) == ("failed", ErrorCode.UNKNOWN_KEY.value)
     assert tree_digest(data_dir / "bundles") == ""
 
     trust(data_dir, KEY.public)  # `lineup app trust`: counts at once
-    assert entry_of(await listing(cli), FILE).code is None  # type: ignore[attr-defined]
+    assert entry_of(await listing(cli), FILE).code is None
     assert (await install(cli, "op-trusted", catalog_file=FILE)).state == "completed"
 
 
