@@ -122,7 +122,7 @@ def schema_summary(schema: object, depth: int = 0) -> str:
         ]
         return "{" + ", ".join(fields) + "}"
     if kind == "array":
-        return f"[{schema_summary(schema.get('items'), depth + 1)}]"
+        return f"[{schema_summary(schema.get('items'), depth)}]"  # an array is no nesting level
     low = schema.get("minLength", schema.get("minimum"))
     high = schema.get("maxLength", schema.get("maximum"))
     bounds = f"({'' if low is None else low}..{'' if high is None else high})"
