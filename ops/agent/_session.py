@@ -143,6 +143,8 @@ class Output(Protocol):
 
     def show(self, message: dict[str, Any]) -> None: ...
 
+    def line(self, text: str) -> None: ...
+
 
 class AgentMoves(Protocol):
     """What a session sends (an `AgentClient` does it)."""
@@ -188,7 +190,8 @@ class Session:
         self, tool: Any, tool_input: Any, revision: Any, call_id: Any = None, session: Any = None
     ) -> str:
         """Send a tool call (waiting for a first inventory when no revision is given); returns
-        its call id."""
+        its call id, by default `call-` and 12 random hex digits: short enough to read in a
+        line, unique enough for one conversation."""
         if not isinstance(tool, str) or not isinstance(tool_input, dict):
             raise StepFailed("call needs a tool name and a JSON object as input")
         if session is not None and not isinstance(session, str):
@@ -198,7 +201,7 @@ class Session:
             tool,
             tool_input,
             await self.revision(revision),
-            call_id=str(call_id) if call_id is not None else None,
+            call_id=str(call_id) if call_id is not None else wire.new_message_id("call")[:17],
             app_session_context=session,
         )
         self._note(f"sent tool.call {tool} call_id={answer['call_id']} seq={answer.get('seq')}")

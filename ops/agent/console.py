@@ -92,6 +92,10 @@ class Console:
         line = json.dumps(message, sort_keys=True) if self.as_json else describe(message)
         self.terminal.out(line)
 
+    def line(self, text: str) -> None:
+        """Output asked for (the `tools` list), on stdout with the messages."""
+        self.terminal.out(text)
+
     def note(self, line: str) -> None:
         self.terminal.note(line)
 
@@ -162,7 +166,7 @@ async def _command(session: Session, line: str) -> bool:
     elif verb == "tools" and len(rest.split()) <= 1:
         for text in tool_lines(session.inbox.latest_inventory(), rest or None):
             if out is not None:
-                out.note(text)
+                out.line(text)
     elif verb == "show" and (not rest or rest.isdigit()):
         messages = session.inbox.messages
         for message in messages[-int(rest) :] if rest else messages:
@@ -210,7 +214,7 @@ async def _console(
         revision = session.inbox.latest_revision()
         console.note(
             f"lineup agent: {args.agent_id} in {conversation_id} at {appserver}; "
-            f"{session.inbox.history} earlier messages (show lists them)"
+            f"{_count(session.inbox.history, 'earlier message')} (show lists them)"
             + (f"; inventory revision {revision}" if revision is not None else "")
         )
         async with trio.open_nursery() as nursery:
@@ -220,6 +224,10 @@ async def _console(
             else:
                 await Script(session).run(script)
             nursery.cancel_scope.cancel()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class NotFound(Exception):
@@ -256,13 +264,28 @@ def _parser() -> argparse.ArgumentParser:
         prog="lineup agent", description="Play the Remote Agent against an AppServer."
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--appserver", default=None, metavar="URL")
-    where.add_argument("--data-dir", type=Path, default=None, metavar="DIR")
+    where.add_argument("--appserver", default=None, metavar="URL", help="the AppServer's URL")
+    where.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the embedded AppServer of the `lineup run` on DIR (without either option: the "
+        "default data dir's, else http://127.0.0.1:8787)",
+    )
     parser.add_argument("--agent-id", default=DEFAULT_AGENT_ID)
     parser.add_argument("--agent-secret", default=DEFAULT_AGENT_SECRET)
     parser.add_argument("--conversation-id", default=None)
-    parser.add_argument("--script", type=Path, default=None, metavar="FILE")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S")
+    parser.add_argument(
+        "--script", type=Path, default=None, metavar="FILE", help="replay these JSON lines"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help="seconds for logging in, a wait step, the first inventory (default: 10)",
+    )
     parser.add_argument("--json", action="store_true", help="show each message as raw JSON")
     return parser
 

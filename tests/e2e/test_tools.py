@@ -216,6 +216,14 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
             ErrorCode.TOOL_INPUT_INVALID,
         ),
         (
+            "c-long",
+            "task-dashboard.open",
+            {**good, "x" * 300: 1},
+            revision,
+            {},
+            ErrorCode.TOOL_INPUT_INVALID,
+        ),  # a pointer past the wire's 200 characters: its nearest ancestor that fits
+        (
             "c-scope",
             "task-dashboard.open",
             good,
@@ -248,7 +256,7 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
         }
         await agent.client.send(envelope, idempotency_key=f"env-{call_id}")
     # A refused input names its first offending field (a path, not content); nothing else does.
-    pointers = {"c-in": "/title", "c-in2": "/extra", "c-in3": "/fields/0"}
+    pointers = {"c-in": "/title", "c-in2": "/extra", "c-in3": "/fields/0", "c-long": ""}
     for call_id, *_, code in calls:
         error = await agent.terminal(call_id)
         assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", code.value)

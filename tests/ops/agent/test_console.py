@@ -160,7 +160,7 @@ async def test_a_wait_never_matches_what_was_there_before_the_script(
     result = await _console(server, "--conversation-id", "conv-a", "--script", script)
     assert result.returncode == 1
     assert "timed out after 0.5 s waiting for text" in result.stderr.decode()
-    assert "1 earlier messages" in result.stderr.decode()
+    assert "1 earlier message (show lists them)" in result.stderr.decode()
     assert result.stdout == b""  # history is counted, not shown
 
 
