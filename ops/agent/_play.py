@@ -92,7 +92,19 @@ class _Round:
 class _Pending:
     purpose: Literal["start", "draw", "guess"]
     start_call: str
+    conversation_id: str
     word: str = ""
+
+
+def _answer(word: str, payload: dict[str, Any]) -> str:
+    """What a guess's result says."""
+    result = payload.get("result")
+    result = result if isinstance(result, dict) else {}
+    if result.get("correct"):
+        return f"**{markdown_text(word)}** is right!"
+    left = result.get("tries_left")
+    tries = "try" if left == 1 else "tries"
+    return f"Not **{markdown_text(word)}**: {markdown_text(str(left))} {tries} left."
 
 
 @dataclass
@@ -122,7 +134,7 @@ class Game:
             return [Say(conversation_id, text, key)]
         start_call = f"demo-play-{digest(message_id)}"
         self.rounds[start_call] = _Round(conversation_id, start_call)
-        self._remember(start_call, _Pending("start", start_call))
+        self._remember(start_call, _Pending("start", start_call, conversation_id))
         text = "Starting a round of **Draw-and-Guess**: draw the word the game shows you."
         return [
             Say(conversation_id, text, key),
@@ -147,11 +159,15 @@ class Game:
         pending = self.calls.get(call_id)
         if pending is None:
             return None
-        round_ = self.rounds.get(pending.start_call)
-        if round_ is None:
-            return []
         if kind in (wire.RESULT, wire.TOOL_ERROR):
             del self.calls[call_id]
+        round_ = self.rounds.get(pending.start_call)
+        if round_ is None:
+            # The game may end the round before it answers the guess that ended it.
+            if pending.purpose != "guess" or kind != wire.RESULT:
+                return []
+            text = _answer(pending.word, payload)
+            return [Say(pending.conversation_id, text, f"result:{call_id}")]
         if pending.purpose == "start":
             return self._started(round_, kind, payload)
         if kind not in (wire.RESULT, wire.TOOL_ERROR):
@@ -178,7 +194,7 @@ class Game:
             return [Say(conv, text, f"watched:{round_.start_call}")]
         round_.polls += 1
         call_id = f"demo-draw-{digest(after)}"
-        self._remember(call_id, _Pending("draw", round_.start_call))
+        self._remember(call_id, _Pending("draw", round_.start_call, conv))
         round_.next_call = call_id
         return [Tick(conv, call_id, self.poll_s)]
 
@@ -224,7 +240,7 @@ class Game:
         word = WORDS[len(round_.guessed)]
         round_.guessed.append(word)
         guess_call = f"demo-guess-{digest(call_id)}"
-        self._remember(guess_call, _Pending("guess", round_.start_call, word))
+        self._remember(guess_call, _Pending("guess", round_.start_call, conv, word))
         noun = "stroke" if strokes == 1 else "strokes"
         return [
             Say(conv, f"I see {strokes} {noun}: I guess **{word}**.", f"guess:{call_id}"),
@@ -243,14 +259,8 @@ class Game:
             text = f"My guess **{word}** was refused: `{markdown_text(code)}`."
             return [Say(conv, text, key), *self._watch(round_, call_id)]
         result = payload.get("result")
-        result = result if isinstance(result, dict) else {}
-        if result.get("correct"):
-            text = f"**{word}** is right!"
-        else:
-            left = result.get("tries_left")
-            tries = "try" if left == 1 else "tries"
-            text = f"Not **{word}**: {markdown_text(str(left))} {tries} left."
-        if result.get("outcome", "playing") != "playing":
+        text = _answer(word, payload)
+        if not isinstance(result, dict) or result.get("outcome", "playing") != "playing":
             round_.watching = False
             return [Say(conv, text, key)]
         return [Say(conv, text, key), *self._watch(round_, call_id)]

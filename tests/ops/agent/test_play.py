@@ -175,3 +175,15 @@ def test_the_same_messages_give_the_same_calls_under_the_same_keys() -> None:
     first, again = run(), run()
     assert first == again
     assert len({m.call_id for m in first if isinstance(m, Ask | Tick)}) == 3
+
+
+def test_a_guess_answered_after_the_round_ended_is_still_said_once() -> None:
+    commands = _commands()
+    moves = _play(commands)
+    guess = _only(_look(commands, _only(moves, Tick), strokes=1), Ask)
+    outcome = {"word": WORDS[0], "guesses": [WORDS[0]], "outcome": "won"}
+    start = _only(moves, Ask).call_id
+    commands.take(_message(wire.RESULT, {"call_id": start, "result": outcome}))
+    right = _answer(commands, guess, correct=True, tries_left=4, outcome="won")
+    assert _says(right) == [f"**{WORDS[0]}** is right!"]
+    assert _answer(commands, guess, correct=True, tries_left=4, outcome="won") == []
