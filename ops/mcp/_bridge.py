@@ -149,13 +149,20 @@ def _short(document: Any) -> str:
     return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
 
-def error_result(code: str, message: str | None = None) -> types.CallToolResult:
-    """A refusal or failure: `isError`, with the stable code in `structuredContent`."""
+def error_result(
+    code: str, message: str | None = None, *, pointer: str | None = None
+) -> types.CallToolResult:
+    """A refusal or failure: `isError`, with the stable code in `structuredContent`, and for
+    `tool_input_invalid` the JSON pointer of the offending field, so a model can mend it."""
     content: dict[str, Any] = {"code": code}
     if message:
         content["message"] = message
+    where = ""
+    if pointer is not None:
+        content["pointer"] = pointer
+        where = f" at {pointer or '(the whole input)'}"
     return types.CallToolResult(
-        content=[types.TextContent(text=f"error: {code}")],
+        content=[types.TextContent(text=f"error: {code}{where}")],
         structured_content=content,
         is_error=True,
     )
@@ -194,8 +201,12 @@ def result_of(final: dict[str, Any]) -> types.CallToolResult:
             ],
             structured_content=result,
         )
-    message = payload.get("message")
-    return error_result(str(payload.get("code", "unknown")), message if message else None)
+    message, pointer = payload.get("message"), payload.get("pointer")
+    return error_result(
+        str(payload.get("code", "unknown")),
+        message if message else None,
+        pointer=pointer if isinstance(pointer, str) else None,
+    )
 
 
 def progress_line(message: dict[str, Any]) -> str:

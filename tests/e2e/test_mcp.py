@@ -150,7 +150,7 @@ async def list_open_update_refuse(session: ClientSession) -> None:
                 "task-dashboard.update", {"task_id": "t1", "bogus": 1}
             )
         assert refused.is_error
-        assert refused.structured_content == {"code": "tool_input_invalid"}
+        assert refused.structured_content == {"code": "tool_input_invalid", "pointer": "/bogus"}
         # The open waits for the user to close the task: the client gives up on it.
         calls.cancel_scope.cancel()
     assert opened == []
