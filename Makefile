@@ -5,10 +5,19 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test lint fmt typecheck layering pytest bench clean
+.PHONY: run catalog test lint fmt typecheck layering pytest bench clean
 
-run: $(STAMP)
-	$(VENV)/bin/lineup run $(ARGS)
+# The embedded default offers the examples (examples/) in the App Registry from a local catalog,
+# signed with a development key made once (build/dev-key/, git-ignored) that only the embedded
+# default trusts. Rebuilt at each `make run`; a no-op when nothing changed. `make test` does not
+# need it.
+CATALOG := build/catalog
+
+run: $(STAMP) catalog
+	$(VENV)/bin/lineup run --catalog $(CATALOG) $(ARGS)
+
+catalog: $(STAMP)
+	$(PY) -m lineup.ops.catalog build --out $(CATALOG) --key build/dev-key/lineup-dev
 
 test: $(STAMP) lint typecheck layering pytest
 

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lineup.actors.kernel.errors import ErrorCode
 
@@ -44,6 +44,7 @@ from .protocol import ARTIFACT_MEDIA_TYPES, MAX_ARTIFACT_BYTES
 
 __all__ = [
     "CATALOG",
+    "CATALOG_FILE_PATTERN",
     "DEFAULT_GRANT_TTL_S",
     "DEFAULT_PROMPT_TIMEOUT_S",
     "MAX_CAPABILITY_INPUT_BYTES",
@@ -79,6 +80,9 @@ PROMPT_DECISIONS: Final = ("allow_once", "allow_always", "deny", "cancel")
 
 MAX_PURPOSE_CHARS: Final = 300
 MAX_CAPABILITY_INPUT_BYTES: Final = 16 * 1024
+# A bundle of the local catalog, by its plain file name: dot-separated parts of letters,
+# digits, `_`, `+`, `-`, ending `.lineup` — so never a folder, a hidden file or `..`.
+CATALOG_FILE_PATTERN: Final = r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*\.lineup$"
 DEFAULT_PROMPT_TIMEOUT_S: Final = 60.0  # a permission prompt left unanswered expires
 DEFAULT_GRANT_TTL_S: Final = 30 * 24 * 3600.0  # "Always allow" is remembered this long
 
@@ -121,11 +125,23 @@ class FileOpen(_Input):
 
 
 class AppInstall(_Input):
-    """Install (or update to) the signed bundle in one of the app's artifacts (the user picked
-    it with `file.open`). The App Registry's alone. Output: the operation
-    (`{"operation": AppOperationView}` as `lineup.actors.focus.messages` shapes it)."""
+    """Install (or update to) a signed bundle: exactly one of `artifact_id`, one of the app's
+    artifacts (the user picked it with `file.open`), or `catalog_file`, the plain name of a
+    bundle in the runtime's local catalog folder (`CATALOG_FILE_PATTERN`: no folder, no `..`;
+    one the catalog does not hold fails `catalog_entry_not_found`). The App Registry's alone.
+    Output: the operation (`{"operation": AppOperationView}` as
+    `lineup.actors.focus.messages` shapes it)."""
 
-    artifact_id: Annotated[str, Field(min_length=1, max_length=200)]
+    artifact_id: Annotated[str | None, Field(default=None, min_length=1, max_length=200)]
+    catalog_file: Annotated[
+        str | None, Field(default=None, max_length=200, pattern=CATALOG_FILE_PATTERN)
+    ]
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> AppInstall:
+        if (self.artifact_id is None) == (self.catalog_file is None):
+            raise ValueError("exactly one of artifact_id, catalog_file")
+        return self
 
 
 class AppManage(_Input):

@@ -36,6 +36,7 @@ __all__ = [
     "ArtifactReadRequest",
     "CapabilityRequest",
     "CapabilityResult",
+    "CatalogEntry",
     "CommandReceipt",
     "ContextReply",
     "ContextRequest",
@@ -777,6 +778,23 @@ class RegistryAppInfo(Message):
     capabilities: tuple[str, ...] = ()  # the manifest's requested_capabilities
 
 
+class CatalogEntry(Message):
+    """One bundle of the local catalog folder (`lineup run --catalog DIR`), as the App
+    Registry offers it: `file` is its plain name in the folder (what `app.install
+    {catalog_file}` names). `code` None: it would install now; else why not — the
+    verification's refusal (`signature_invalid`, `digest_mismatch`, `unknown_key`, …) or
+    `app_version_mismatch` when that version (or a newer one) is installed. A file whose
+    header cannot be read has no app_scope, version or key_id."""
+
+    type: Literal["focus.sdk.registry.catalog_entry"] = "focus.sdk.registry.catalog_entry"
+    file: str
+    app_scope: str | None
+    version: str | None
+    key_id: str | None
+    size: int
+    code: str | None
+
+
 class RegistryListRequest(Message):
     type: Literal["focus.sdk.registry.list"] = "focus.sdk.registry.list"
 
@@ -786,3 +804,4 @@ class RegistryListReply(Message):
     apps: tuple[RegistryAppInfo, ...]
     default_app: str  # the user's default app; `chat` when none is chosen
     operations: tuple[AppOperationInfo, ...] = ()  # the newest first
+    catalog: tuple[CatalogEntry, ...] = ()  # the local catalog's bundles, by file name

@@ -515,13 +515,15 @@ class FakeSurfaces:
 @dataclass
 class FakeRegistry:
     """The runtime's registry as `focus.sdk.registry.list` answers it: set `apps`,
-    `default_app` and `operations` as the test's runtime stands; `lists` counts the reads.
+    `default_app`, `operations` and `catalog` (the local catalog's entries) as the test's
+    runtime stands; `lists` counts the reads.
     Answered to the App Registry (`app-registry`) alone, as the ACL does: any other app is
     refused `permission_denied`."""
 
     apps: list[p.RegistryAppInfo] = field(default_factory=list)
     default_app: str = "chat"
     operations: list[p.AppOperationInfo] = field(default_factory=list)
+    catalog: list[p.CatalogEntry] = field(default_factory=list)
     lists: int = 0
 
     def _list(self, app_scope: str) -> p.RegistryListReply:
@@ -532,6 +534,7 @@ class FakeRegistry:
             apps=tuple(self.apps),
             default_app=self.default_app,
             operations=tuple(self.operations),
+            catalog=tuple(self.catalog),
         )
 
 

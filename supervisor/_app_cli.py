@@ -188,6 +188,8 @@ def _list_json(reply: RegistryListReply) -> str:
             app["operation"].pop("type", None)
     for op in document["operations"]:
         op.pop("type", None)
+    for entry in document["catalog"]:  # the local catalog's bundles (`lineup run --catalog`)
+        entry.pop("type", None)
     return json.dumps(document, indent=2) + "\n"
 
 

@@ -58,6 +58,9 @@ class RuntimeOptions:
     extra_apps: tuple[dict[str, str], ...] = ()
     allow_weak_sandbox: bool = False  # run MiniApps even where a sandbox layer is missing
     dev_apps: tuple[Path, ...] = ()  # unsigned MiniApp packages loaded from folders
+    # The local catalog folder (`--catalog`): its bundles are offered in the App Registry; its
+    # `.pub` keys are trusted only with the embedded AppServer (see `focus._catalog`).
+    catalog: Path | None = None
     # The transport reaches the AppServer through this URL instead (a drill's fault proxy).
     appserver_via: str | None = None
     # The host's capability configuration (`lineup.actors.gateway._capability_state`):
@@ -202,6 +205,11 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                 "apps": [*options.extra_apps, *dev_apps],
                 "capabilities": options.capabilities,
                 "dev": embedded,
+                **(
+                    {"catalog": str(options.catalog.absolute()), "catalog_trusted": embedded}
+                    if options.catalog is not None
+                    else {}
+                ),
             },
         ),
         child(
@@ -262,6 +270,8 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     info = {"shell_url": shell_url}
     if embedded:
         info["appserver_url"] = appserver_url
+    if options.catalog is not None:
+        info["catalog"] = str(options.catalog.absolute())
     if dev_apps:
         info["dev_apps"] = " ".join(app["app_scope"] for app in dev_apps)
     link_wait = EMBEDDED_LINK_WAIT if embedded else 0.0

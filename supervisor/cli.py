@@ -138,6 +138,14 @@ def _parser() -> argparse.ArgumentParser:
         "sandboxed and marked as a dev app; repeatable",
     )
     run.add_argument(
+        "--catalog",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="offer the signed bundles of DIR (*.lineup) in the App Registry; its keys "
+        "(*.pub) are trusted only with the embedded AppServer (what `make run` uses)",
+    )
+    run.add_argument(
         "--allow-weak-sandbox",
         action="store_true",
         help="run MiniApps even where this kernel lacks a sandbox layer (unsafe)",
@@ -251,6 +259,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
                 appserver_port=args.appserver_port,
                 allow_weak_sandbox=args.allow_weak_sandbox,
                 dev_apps=tuple(args.dev_app),
+                catalog=args.catalog,
                 appserver_via=args.appserver_via,
             )
         )
@@ -373,6 +382,8 @@ async def _run_until_signal(supervisor: Supervisor, report: Any) -> Escalation |
             report(f"open the Shell: {supervisor.info['shell_url']}")
             if "appserver_url" in supervisor.info:
                 report(f"reference AppServer: {supervisor.info['appserver_url']}")
+            if "catalog" in supervisor.info:
+                report(f"catalog: {supervisor.info['catalog']} (in the App Registry)")
     return escalation
 
 

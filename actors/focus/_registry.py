@@ -16,6 +16,13 @@ the registry row (the old version becomes the predecessor), then the inventory. 
 any step before the row leaves the active version as it was; a new cache directory that no
 row names is removed (or swept at the next start).
 
+*The local catalog* (`_catalog`, focus config `catalog` and `catalog_trusted`): its bundles
+are listed with the code each would get (`list`), and installed by name (`catalog_file`) like
+any other bundle. The trusted keys are one set (`_trusted`): `trusted-keys.json`, and the
+catalog's keys when the runtime trusts them (the embedded default). The same set decides an
+install and, at each start and launch, whether an installed app's signer is still trusted (an
+app whose key is not is `unavailable`, with `unknown_key`).
+
 *At start* (`load`) the operations a dead focus left unfinished are ended by the store, the
 installed rows are read, and each app's state is decided again from facts: a revoked active
 version or a cache that does not verify is `unavailable`, a manifest this host cannot run is
@@ -84,10 +91,16 @@ from lineup.sdk.bundle import (
     verify_bundle,
 )
 from lineup.sdk.manifest import Manifest, ManifestInvalid, incompatibility, load_manifest
-from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListReply
+from lineup.sdk.protocol import (
+    AppOperationInfo,
+    CatalogEntry,
+    RegistryAppInfo,
+    RegistryListReply,
+)
 from lineup.sdk.trust import TrustStore
 
 from ._cache import BundleCache
+from ._catalog import Catalog, basis_of
 from ._operations import Operation
 from .messages import (
     MAX_BUNDLE_BYTES,
@@ -144,6 +157,12 @@ class RegistryService:
         self.crash_at = str(config.get("registry_crash_at", ""))
         self.pause_at = str(config.get("registry_pause_at", ""))
         self.cache = BundleCache(data_dir)
+        folder = config.get("catalog")
+        self.catalog: Catalog | None = (
+            Catalog(Path(folder), trusted=bool(config.get("catalog_trusted", False)))
+            if isinstance(folder, str) and folder
+            else None
+        )
         self._store = store
         self.manifests = manifests  # the usable apps' manifests: the actor's own dict
         self.enabled = enabled
@@ -202,6 +221,8 @@ class RegistryService:
             state, code = "unavailable", ErrorCode.APP_UNAVAILABLE
         elif manifest is None or incompatibility(manifest) is not None:
             state, code = "incompatible", ErrorCode.APP_VERSION_MISMATCH
+        elif not await self._signer_trusted(row):
+            state, code = "unavailable", ErrorCode.UNKNOWN_KEY
         elif package is None or not await self.cache.verify(
             row.app_scope, row.version, row.bundle_sha256 or ""
         ):
@@ -281,12 +302,25 @@ class RegistryService:
         app = self.installed.get(scope)
         if app is None:
             return
+        if not await self._signer_trusted(app.row):
+            await self._mark_unavailable(scope, ErrorCode.UNKNOWN_KEY)
+            raise LineUpError(ErrorCode.UNKNOWN_KEY, scope)
         if app.package is not None and await self.cache.verify(
             scope, app.row.version, app.row.bundle_sha256 or ""
         ):
             return
         await self._mark_unavailable(scope, ErrorCode.APP_UNAVAILABLE)
         raise LineUpError(ErrorCode.APP_UNAVAILABLE, scope)
+
+    async def _signer_trusted(self, row: AppRow) -> bool:
+        """The installed version's signer is in the trusted set now (a corrupt
+        trusted-keys.json trusts nothing). A row without a key predates signing: kept."""
+        if row.key_id is None:
+            return True
+        try:
+            return row.key_id in await self._trusted()
+        except LineUpError:
+            return False
 
     async def _mark_unavailable(
         self, scope: str, code: ErrorCode, operation_id: str | None = None
@@ -298,7 +332,8 @@ class RegistryService:
             AppStateSetReply,
         )
         app = self.installed[scope]
-        self._place(reply.app, app.manifest, app.package, ErrorCode.APP_UNAVAILABLE)
+        usable = code if code is ErrorCode.UNKNOWN_KEY else ErrorCode.APP_UNAVAILABLE
+        self._place(reply.app, app.manifest, app.package, usable)
         await self._publish()
 
     # ------------------------------------------------------------------ list
@@ -330,7 +365,48 @@ class RegistryService:
             apps=tuple(apps),
             default_app=default.value if isinstance(default.value, str) else CHAT_SCOPE,
             operations=tuple(infos[:20]),
+            catalog=await self._catalog_entries(revoked),
         )
+
+    async def _catalog_entries(self, revoked: set[tuple[str, str]]) -> tuple[CatalogEntry, ...]:
+        """The catalog's bundles, each with the code an install of it would get now."""
+        catalog = self.catalog
+        if catalog is None:
+            return ()
+        try:
+            trusted = await self._trusted()
+        except LineUpError:
+            trusted = await trio.to_thread.run_sync(catalog.keys)  # a corrupt trusted-keys.json
+
+        def verify(data: bytes) -> ErrorCode | None:
+            try:
+                verify_bundle(
+                    data, trusted=trusted, host_version=lineup.__version__, revoked=revoked
+                )
+            except LineUpError as exc:
+                return exc.code
+            return None
+
+        found = await trio.to_thread.run_sync(catalog.entries, verify, basis_of(trusted, revoked))
+        entries: list[CatalogEntry] = []
+        for entry in found:
+            code = entry.code
+            if code is None and entry.app_scope is not None and entry.version is not None:
+                try:
+                    self._check_target(entry.app_scope, entry.version)
+                except LineUpError as exc:
+                    code = exc.code.value
+            entries.append(
+                CatalogEntry(
+                    file=entry.file,
+                    app_scope=entry.app_scope,
+                    version=entry.version,
+                    key_id=entry.key_id,
+                    size=entry.size,
+                    code=code,
+                )
+            )
+        return tuple(entries)
 
     def _app_info(
         self, scope: str, operation: AppOperationInfo | None, revoked: set[tuple[str, str]]
@@ -368,7 +444,13 @@ class RegistryService:
 
     async def inspect(self, msg: RegistryInspectRequest) -> RegistryInspectReply:
         try:
-            data = _decode(msg.bundle_b64)
+            if (msg.bundle_b64 is None) == (msg.catalog_file is None):
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "one of bundle_b64, catalog_file")
+            if msg.catalog_file is not None:
+                data = await self._from_catalog(msg.catalog_file)
+            else:
+                assert msg.bundle_b64 is not None
+                data = _decode(msg.bundle_b64)
             signed, _ = read_header(data)
         except LineUpError as exc:
             return RegistryInspectReply(
@@ -454,8 +536,17 @@ class RegistryService:
         if current is not None and compare_versions(version, current.row.version) <= 0:
             raise LineUpError(ErrorCode.APP_VERSION_MISMATCH, version)
 
-    async def _verify(self, data: bytes) -> VerifiedBundle:
+    async def _trusted(self) -> dict[str, bytes]:
+        """The one trusted set: trusted-keys.json (read each time: a key added while the
+        runtime runs counts at once), and the catalog's keys when the runtime trusts them.
+        Raises `invalid_arguments` for a corrupt trusted-keys.json."""
         trusted = await trio.to_thread.run_sync(TrustStore(self.data_dir).keys)
+        if self.catalog is not None:
+            trusted.update(await trio.to_thread.run_sync(self.catalog.keys))
+        return trusted
+
+    async def _verify(self, data: bytes) -> VerifiedBundle:
+        trusted = await self._trusted()
         revoked = await self._revoked()
         return await trio.to_thread.run_sync(
             lambda: verify_bundle(
@@ -464,15 +555,24 @@ class RegistryService:
         )
 
     async def _read(self, msg: RegistryInstallRequest) -> bytes:
-        given = [v for v in (msg.path, msg.url, msg.bundle_b64) if v is not None]
+        given = [v for v in (msg.path, msg.url, msg.bundle_b64, msg.catalog_file) if v is not None]
         if len(given) != 1:
-            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "one of path, url, bundle_b64")
+            raise LineUpError(
+                ErrorCode.INVALID_ARGUMENTS, "one of path, url, bundle_b64, catalog_file"
+            )
         if msg.bundle_b64 is not None:
             return _decode(msg.bundle_b64)
+        if msg.catalog_file is not None:
+            return await self._from_catalog(msg.catalog_file)
         if msg.path is not None:
             return await trio.to_thread.run_sync(_read_path, Path(msg.path))
         assert msg.url is not None
         return await self._download(msg.url)
+
+    async def _from_catalog(self, name: str) -> bytes:
+        if self.catalog is None:
+            raise LineUpError(ErrorCode.CATALOG_ENTRY_NOT_FOUND, "no catalog")
+        return await trio.to_thread.run_sync(self.catalog.read, name)
 
     async def _download(self, url: str) -> bytes:
         parts = urlsplit(url)

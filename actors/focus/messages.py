@@ -296,26 +296,31 @@ class CapabilitiesChangedEvent(Message):
 class RegistryInstallRequest(Message):
     """Install a signed bundle, or update an installed app to it (the active version becomes
     the predecessor). Exactly one of `path` (a file the CLI's user named), `url` (HTTPS; HTTP
-    to loopback only when the runtime runs in development) or `bundle_b64` (the App Registry's
-    artifact, read by the gateway). Everything is verified in memory before a byte is written;
-    a failure leaves the cache and the active version as they were, and starts nothing:
-    `bundle_malformed`, `signature_invalid`, `unknown_key`, `size_mismatch`,
-    `digest_mismatch`, `host_version_unsupported`, `app_version_mismatch`, `revoked`,
-    `url_not_allowed`, `download_failed`. Idempotent by `operation_id`."""
+    to loopback only when the runtime runs in development), `bundle_b64` (the App Registry's
+    artifact, read by the gateway) or `catalog_file` (a plain file name of the local catalog
+    folder: `catalog_entry_not_found` when it holds none such). Everything is verified in
+    memory before a byte is written; a failure leaves the cache and the active version as they
+    were, and starts nothing: `bundle_malformed`, `signature_invalid`, `unknown_key`,
+    `size_mismatch`, `digest_mismatch`, `host_version_unsupported`, `app_version_mismatch`,
+    `revoked`, `url_not_allowed`, `download_failed`, `catalog_entry_not_found`. Idempotent by
+    `operation_id`."""
 
     type: Literal["focus.registry.install"] = "focus.registry.install"
     operation_id: str = Field(min_length=1, max_length=200)
     path: str | None = Field(default=None, max_length=4096)
     url: str | None = Field(default=None, max_length=4096)
     bundle_b64: str | None = Field(default=None, max_length=(MAX_BUNDLE_BYTES * 4) // 3 + 4)
+    catalog_file: str | None = Field(default=None, max_length=200)
 
 
 class RegistryInspectRequest(Message):
     """What a bundle is, and whether it would install (`code` None) or why not, without
-    installing it: the gateway's prompt names the app, version and signer from it."""
+    installing it: the gateway's prompt names the app, version and signer from it. Exactly
+    one of `bundle_b64` and `catalog_file` (as in `RegistryInstallRequest`)."""
 
     type: Literal["focus.registry.inspect"] = "focus.registry.inspect"
-    bundle_b64: str = Field(max_length=(MAX_BUNDLE_BYTES * 4) // 3 + 4)
+    bundle_b64: str | None = Field(default=None, max_length=(MAX_BUNDLE_BYTES * 4) // 3 + 4)
+    catalog_file: str | None = Field(default=None, max_length=200)
 
 
 class RegistryInspectReply(Message):

@@ -302,17 +302,19 @@ class CapabilityGate:
             content = await self._artifacts.content(row, sdk.CapabilityRequest.TYPE)
             facts.artifact = content.info
         elif isinstance(parsed, caps.AppInstall):
-            row = await self._own_artifact(facts, parsed.artifact_id)
-            content = await self._artifacts.content(row, sdk.CapabilityRequest.TYPE)
+            # The bundle is one of the app's artifacts, or one of the local catalog's by name.
+            if parsed.artifact_id is not None:
+                row = await self._own_artifact(facts, parsed.artifact_id)
+                content = await self._artifacts.content(row, sdk.CapabilityRequest.TYPE)
+                facts.bundle_b64 = content.content_b64
+                inspect = RegistryInspectRequest(bundle_b64=facts.bundle_b64)
+            else:
+                inspect = RegistryInspectRequest(catalog_file=parsed.catalog_file)
             inspected: RegistryInspectReply = await self.bus.request(
-                "focus",
-                RegistryInspectRequest(bundle_b64=content.content_b64),
-                expect=RegistryInspectReply,
-                timeout=REGISTRY_TIMEOUT,
+                "focus", inspect, expect=RegistryInspectReply, timeout=REGISTRY_TIMEOUT
             )
             if inspected.code is not None:
                 raise _Ended("failed", _code(inspected.code), "refused")
-            facts.bundle_b64 = content.content_b64
             facts.detail = (
                 f"{inspected.app_scope} {inspected.version}, signed by {inspected.key_id}"
             )
@@ -447,7 +449,11 @@ class CapabilityGate:
         operation_id = f"cap-{scope}-{facts.asked.request_id}"[:200]
         request: RegistryInstallRequest | RegistryOperateRequest
         if isinstance(facts.parsed, caps.AppInstall):
-            request = RegistryInstallRequest(operation_id=operation_id, bundle_b64=facts.bundle_b64)
+            request = RegistryInstallRequest(
+                operation_id=operation_id,
+                bundle_b64=facts.bundle_b64,
+                catalog_file=facts.parsed.catalog_file,
+            )
         else:
             assert isinstance(facts.parsed, caps.AppManage)
             request = RegistryOperateRequest(

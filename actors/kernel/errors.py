@@ -123,6 +123,7 @@ class ErrorCode(StrEnum):
     NO_PREDECESSOR = "no_predecessor"  # a rollback with no verified predecessor to go back to
     APP_PROTECTED = "app_protected"  # `chat` can be neither disabled nor removed
     APP_UNAVAILABLE = "app_unavailable"  # revoked with no predecessor, or its cache is broken
+    CATALOG_ENTRY_NOT_FOUND = "catalog_entry_not_found"  # no such bundle in the local catalog
 
 
 class LineUpError(Exception):

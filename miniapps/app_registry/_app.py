@@ -7,6 +7,9 @@ action that applies to a row, and "Install from file…". This app changes nothi
 
 * Install from file: `file.open` (the user picks a `.lineup` bundle in the Shell; the app gets
   it as a read-only artifact of its own, never a path), then `app.install {artifact_id}`.
+* Available: the runtime's local catalog (`lineup run --catalog`, what `make run` builds),
+  listed with each bundle's app, version, signer and whether it would install; Install asks
+  `app.install {catalog_file}` (the same `registry.install` event, naming the entry).
 * Enable / Disable / Roll back / Remove / Make default: `app.manage {operation, app_scope}`.
 
 Each is a capability request the runtime decides and the user confirms in the runtime's own
@@ -35,7 +38,16 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, tool
+from lineup.sdk import (
+    AppContext,
+    AppInfo,
+    ErrorCode,
+    LineUpError,
+    MiniApp,
+    ToolCall,
+    capabilities,
+    tool,
+)
 from lineup.sdk import protocol as p
 from lineup.sdk.manifest import Entrypoint
 
@@ -53,10 +65,12 @@ MANAGE_EVENT: Final = "registry.manage"
 MAX_REMEMBERED: Final = 64  # action ids already handled, newest kept
 _ACTION_ID: Final = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 _SCOPE: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_CATALOG_FILE: Final = re.compile(capabilities.CATALOG_FILE_PATTERN)
 
 PURPOSES: Final[dict[str, str]] = {
     "file": "Choose the app bundle (.lineup file) to install.",
     "install": "Install the app bundle you chose.",
+    "catalog": "Install {scope} {version} from this LineUp's local catalog.",
     "enable": "Enable {scope}.",
     "disable": "Disable {scope}: its tools leave the Agent's list and its open windows close.",
     "rollback": "Roll {scope} back to its previous version.",
@@ -100,6 +114,7 @@ class AppRegistry(MiniApp):
         self.surfaces: dict[str, str] = {}  # instance_id -> its open Surface
         self.state: dict[str, Any] = {
             "apps": [],
+            "available": [],
             "default_app": "chat",
             "busy": None,
             "status": None,
@@ -157,7 +172,11 @@ class AppRegistry(MiniApp):
             return
         self._remember(action_id)
         if event.name == INSTALL_EVENT:
-            await self._install(event.instance_id, action_id)
+            name = event.data.get("catalog_file")
+            if name is None:
+                await self._install(event.instance_id, action_id)
+            elif isinstance(name, str) and len(name) <= 200 and _CATALOG_FILE.match(name):
+                await self._install_from_catalog(event.instance_id, action_id, name)
         elif event.name == MANAGE_EVENT:
             operation = event.data.get("operation")
             scope = event.data.get("app_scope")
@@ -204,6 +223,23 @@ class AppRegistry(MiniApp):
                 "app.install",
                 PURPOSES["install"],
                 {"artifact_id": artifact},
+            )
+            await self._set(status=_view.status_of("install", installed))
+        finally:
+            await self._set(busy=None)
+            await self._refresh()
+
+    async def _install_from_catalog(self, instance_id: str, action_id: str, name: str) -> None:
+        entry = next((e for e in self.state["available"] if e.get("file") == name), None)
+        purpose = (
+            PURPOSES["catalog"].format(scope=entry["app_scope"], version=entry["version"])
+            if entry and entry.get("app_scope")
+            else PURPOSES["install"]
+        )
+        await self._set(busy="install", status=None)
+        try:
+            installed = await self._ask(
+                instance_id, action_id, "app.install", purpose, {"catalog_file": name}
             )
             await self._set(status=_view.status_of("install", installed))
         finally:
@@ -264,6 +300,7 @@ class AppRegistry(MiniApp):
             return
         await self._set(
             apps=_view.rows(listing),
+            available=_view.available(listing),
             default_app=listing.default_app,
             listed=int(self.state["listed"]) + 1,
         )

@@ -1,10 +1,13 @@
 """What the App Registry's Surface shows, as pure functions of the runtime's answers.
 
 `rows` turns the registry's listing into the table's rows, each with the actions that apply to
-it (and only those: the Surface draws a button per action it is given). `status_of` turns a
+it (and only those: the Surface draws a button per action it is given); `available` turns the
+local catalog's entries into the "Available" list, each installable or not with the reason in
+words. `status_of` turns a
 capability's result into the one-line status the user reads: the operation and the app it was
 on, or why nothing happened, by code. Nothing here does I/O, and no line ever holds a path, a
-file name or anything the user typed: only app scopes, versions and codes the runtime chose.
+file name or anything the user typed: only app scopes, versions and codes the runtime chose
+(an "Available" entry keeps the catalog's file name, the runtime's own, to name it back).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ __all__ = [
     "MAX_ROWS",
     "Action",
     "actions_for",
+    "available",
     "listing_failed",
     "rows",
     "status_of",
@@ -55,6 +59,13 @@ _REASONS: Final[dict[str, str]] = {
     "operation_expired": "the question was not answered in time",
     "provider_failed": "the runtime could not do it",
     "deadline_exceeded": "the runtime did not answer in time",
+    "catalog_entry_not_found": "the catalog no longer holds that bundle",
+}
+# What an entry of the local catalog that cannot be installed now means, where it differs.
+_CATALOG_REASONS: Final[dict[str, str]] = {
+    "app_version_mismatch": "installed already (this version or a newer one)",
+    "app_protected": "an app of this LineUp has that name",
+    "bundle_malformed": "not an app bundle",
 }
 _DONE: Final[dict[str, str]] = {
     "install": "Installed",
@@ -123,6 +134,26 @@ def rows(listing: p.RegistryListReply) -> list[dict[str, Any]]:
                     "code": operation.code,
                 },
                 "actions": list(actions_for(app, listing.default_app)),
+            }
+        )
+    return out
+
+
+def available(listing: p.RegistryListReply) -> list[dict[str, Any]]:
+    """The "Available" list (JSON): the local catalog's bundles, in its order, at most
+    `MAX_ROWS`, each `installable` (its `code` None) or with the reason in words."""
+    out: list[dict[str, Any]] = []
+    for entry in listing.catalog[:MAX_ROWS]:
+        code = entry.code
+        out.append(
+            {
+                "file": entry.file,
+                "app_scope": entry.app_scope or "",
+                "version": entry.version or "",
+                "key_id": entry.key_id or "",
+                "installable": code is None,
+                "code": code or "",
+                "reason": "" if code is None else _CATALOG_REASONS.get(code, _reason(code)),
             }
         )
     return out

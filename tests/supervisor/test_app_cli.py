@@ -212,7 +212,8 @@ OPERATION_KEYS = {
 
 def check_list_shape(document: dict[str, Any]) -> None:
     """The stable document of `lineup app list --json`: RegistryListReply, no message tags."""
-    assert set(document) == {"apps", "default_app", "operations"}
+    assert set(document) == {"apps", "default_app", "operations", "catalog"}
+    assert document["catalog"] == []  # no --catalog
     for app in document["apps"]:
         assert set(app) == APP_KEYS
         assert app["operation"] is None or set(app["operation"]) == OPERATION_KEYS

@@ -189,6 +189,22 @@ def trust(data_dir: Path, key: PublicKey) -> None:
     TrustStore(data_dir).add(key)
 
 
+def write_catalog(folder: Path, key: SigningKey, bundles: dict[str, bytes]) -> Path:
+    """A local catalog folder (`lineup run --catalog`): `bundles` by file name, and the
+    signer's public key as `make run`'s builder leaves it (`<name>.pub`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "lineup-dev.pub").write_text(key.public.dumps())
+    for name, data in bundles.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def flip_byte(data: bytes) -> bytes:
+    """`data` with one bit of one byte of its payload flipped (a digest mismatch)."""
+    at = len(data) - 100
+    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :]
+
+
 def tree_digest(root: Path) -> str:
     """One digest of every path and byte under `root` ("" if it does not exist)."""
     if not root.exists():
@@ -204,11 +220,13 @@ def tree_digest(root: Path) -> str:
 # ------------------------------------------------------------------ a runtime to install into
 
 
-async def start_delivery(nursery: trio.Nursery, data_dir: Path, **focus: Any) -> Runtime:
-    """The runtime without the demo Agent; `focus` is added to focus's config (`dev`, crash
-    and pause points)."""
+async def start_delivery(
+    nursery: trio.Nursery, data_dir: Path, *, catalog: Path | None = None, **focus: Any
+) -> Runtime:
+    """The runtime without the demo Agent, offering the local `catalog` folder if given;
+    `focus` is added to focus's config (`dev`, crash and pause points, `catalog_trusted`)."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False))
+    plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False, catalog=catalog))
     specs = [
         replace(spec, config={**spec.config, **focus}) if spec.name == "focus" else spec
         for spec in plan.specs

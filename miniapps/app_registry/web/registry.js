@@ -1,5 +1,6 @@
 // The App Registry's table. The app sends the state (`apps`, each with the `actions` that
-// apply to it, `default_app`, `busy`, `status`); this frame draws it with text only
+// apply to it, `available`: the local catalog's bundles, each installable or with its reason,
+// `default_app`, `busy`, `status`); this frame draws it with text only
 // (textContent, never markup) and sends the user's clicks as app events, each with a random
 // `action_id` so that a re-sent click is the same request. While the app waits on the user's
 // answer in the runtime's prompt (`busy`), every button is disabled.
@@ -26,11 +27,13 @@
   };
 
   const rowsBody = document.getElementById("rows");
+  const availableBody = document.getElementById("available");
+  const availableSection = document.getElementById("available-section");
   const statusLine = document.getElementById("status");
   const installButton = document.getElementById("install");
   const refreshButton = document.getElementById("refresh");
 
-  let state = { apps: [], default_app: "chat", busy: null, status: null, listed: 0 };
+  let state = { apps: [], available: [], default_app: "chat", busy: null, status: null, listed: 0 };
   let sending = false; // an event on its way to the app
 
   function actionId() {
@@ -108,6 +111,7 @@
       row.append(cell);
       rowsBody.append(row);
     });
+    renderAvailable();
     installButton.disabled = busy();
     refreshButton.disabled = sending;
     const status = state.status && typeof state.status === "object" ? state.status : null;
@@ -122,10 +126,49 @@
       statusLine.textContent = "";
     }
     if (keep) {
-      const again = rowsBody.querySelector('button[data-key="' + CSS.escape(keep) + '"]');
+      const again = document.querySelector('button[data-key="' + CSS.escape(keep) + '"]');
       if (again && !again.disabled) again.focus();
     }
     publish();
+  }
+
+  function renderAvailable() {
+    availableBody.replaceChildren();
+    const entries = Array.isArray(state.available) ? state.available : [];
+    availableSection.hidden = entries.length === 0;
+    entries.forEach(function (entry) {
+      if (!entry || typeof entry !== "object") return;
+      const scope = String(entry.app_scope || "");
+      const version = String(entry.version || "");
+      const row = document.createElement("tr");
+      row.dataset.file = String(entry.file);
+      row.dataset.catalogApp = scope;
+      row.dataset.code = String(entry.code || "");
+      const name = document.createElement("th");
+      name.scope = "row";
+      name.append(text("span", scope || "(not a readable bundle)"));
+      row.append(name);
+      row.append(text("td", version || "—"));
+      row.append(text("td", entry.key_id || "—", "key"));
+      const cell = document.createElement("td");
+      if (entry.installable === true) {
+        const button = text("button", "Install", "primary");
+        button.type = "button";
+        button.setAttribute("aria-label", "Install " + scope + " " + version);
+        button.dataset.key = "catalog:" + String(entry.file);
+        button.disabled = busy();
+        button.addEventListener("click", function () {
+          send("registry.install", { catalog_file: String(entry.file) });
+        });
+        cell.append(button);
+      } else {
+        const reason = text("span", String(entry.reason || "cannot be installed"), "reason");
+        cell.append(reason);
+        if (entry.code) cell.append(text("span", String(entry.code), "code"));
+      }
+      row.append(cell);
+      availableBody.append(row);
+    });
   }
 
   function publish() {
@@ -133,6 +176,9 @@
     document.body.dataset.listed = String(state.listed || 0);
     document.body.dataset.busy = String(busy());
     document.body.dataset.apps = String(Array.isArray(state.apps) ? state.apps.length : 0);
+    document.body.dataset.available = String(
+      Array.isArray(state.available) ? state.available.length : 0
+    );
   }
 
   function send(name, data) {

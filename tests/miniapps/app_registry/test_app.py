@@ -487,3 +487,86 @@ def test_the_shipped_manifest_is_the_one_the_code_declares() -> None:
     assert [(t.method, t.handling, t.permissions) for t in manifest.tools] == [
         ("app-registry.open", "launch", ())
     ]
+
+
+# ---------------------------------------------------------------------------------- available
+
+
+def catalog_entry(name: str, scope: str, code: str | None = None) -> p.CatalogEntry:
+    return p.CatalogEntry(
+        file=name, app_scope=scope, version="1.0.0", key_id="ed25519:00aa", size=900, code=code
+    )
+
+
+async def test_the_local_catalog_is_listed_as_available_with_each_entry_s_status() -> None:
+    app = AppRegistry()
+    runtime = Runtime()
+    runtime.registry.catalog = [
+        catalog_entry("probe-1.0.0.lineup", "probe"),
+        catalog_entry("bad-1.0.0.lineup", "bad", "digest_mismatch"),
+        catalog_entry("old-1.0.0.lineup", "old", "app_version_mismatch"),
+    ]
+    await testkit.start(app, runtime=runtime)
+    shown = state(runtime)["available"]
+    assert [(e["app_scope"], e["installable"], e["code"]) for e in shown] == [
+        ("probe", True, ""),
+        ("bad", False, "digest_mismatch"),
+        ("old", False, "app_version_mismatch"),
+    ]
+    assert shown[0]["key_id"] == "ed25519:00aa" and shown[0]["version"] == "1.0.0"
+    assert shown[1]["reason"] == "the bundle's content is not the one it was signed with"
+    assert shown[2]["reason"] == "installed already (this version or a newer one)"
+
+
+async def test_install_from_the_catalog_asks_app_install_of_that_catalog_file() -> None:
+    app = AppRegistry()
+    runtime = Runtime()
+    runtime.registry.catalog = [catalog_entry("probe-1.0.0.lineup", "probe")]
+    await testkit.start(app, runtime=runtime)
+
+    def install(request: p.CapabilityRequest) -> p.CapabilityResult:
+        runtime.registry.apps.append(app_info("probe"))
+        runtime.registry.catalog = [
+            catalog_entry("probe-1.0.0.lineup", "probe", "app_version_mismatch")
+        ]
+        return result(request, output={"operation": operation("install", "probe", version="1.0.0")})
+
+    runtime.scripts = {"app.install": install}
+    await runtime.send_surface_event(
+        "registry.install", {"action_id": "click-0001", "catalog_file": "probe-1.0.0.lineup"}
+    )
+    (asked,) = runtime.asked  # no file picker
+    assert (asked.capability, asked.input) == (
+        "app.install",
+        {"catalog_file": "probe-1.0.0.lineup"},
+    )
+    assert "probe 1.0.0" in asked.purpose
+    assert runtime.busy_when_asked == ["install"]
+    assert status(runtime) == {"tone": "ok", "text": "Installed probe 1.0.0.", "code": ""}
+    assert state(runtime)["available"][0]["installable"] is False
+
+
+async def test_a_catalog_install_refused_is_shown_with_its_code() -> None:
+    _, runtime = await started()
+    runtime.scripts = {
+        "app.install": lambda request: result(request, "failed", "digest_mismatch"),
+    }
+    await runtime.send_surface_event(
+        "registry.install", {"action_id": "click-0001", "catalog_file": "probe-1.0.0.lineup"}
+    )
+    assert status(runtime)["tone"] == "error"
+    assert status(runtime)["code"] == "digest_mismatch"
+
+
+@pytest.mark.parametrize(
+    "name", ["../probe-1.0.0.lineup", "a/probe.lineup", "probe.pub", "", 7, "x" * 250 + ".lineup"]
+)
+async def test_a_catalog_file_that_is_not_a_plain_catalog_name_asks_for_nothing(
+    name: object,
+) -> None:
+    _, runtime = await started()
+    runtime.scripts = {"app.install": result}
+    await runtime.send_surface_event(
+        "registry.install", {"action_id": "click-0001", "catalog_file": name}
+    )
+    assert runtime.asked == []

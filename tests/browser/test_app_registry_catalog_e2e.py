@@ -1,0 +1,137 @@
+"""The App Registry's "Available" section in real Chromium against the real runtime, started as
+`make run` starts it (`lineup run --catalog DIR`, the embedded default, whose catalog key is
+trusted without being in trusted-keys.json).
+
+The catalog holds two bundles signed by the test's key. Both are listed with their app, version
+and signer, each with an Install button. One is then tampered in one byte on disk: Install on it
+is refused by the runtime with its code (`digest_mismatch`) before the user is asked anything,
+the status line says why, the entry is listed with its code and no button, and nothing is
+installed. The other is installed with the keyboard alone (focus, Enter), allowed in the
+runtime's prompt (which names the app, the version and the signer): it joins the apps and the
+Agent's inventory, and its entry says it is installed already.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import trio
+from playwright.sync_api import Locator, Page, expect
+
+from lineup.sdk.bundle import SigningKey
+from lineup.sdk.trust import TRUSTED_KEYS_FILE
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.bundles import build_bundle, flip_byte, write_catalog
+from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+
+from .conftest import ShellPage
+from .test_app_registry_e2e import (
+    GREETING,
+    WAIT_MS,
+    WAIT_S,
+    open_shell,
+    registry,
+    registry_in_front,
+    row,
+    tools_at,
+)
+
+KEY: Final = SigningKey(b"\x0b" * 32)
+GOOD: Final = "deliver-1.0.lineup"
+TAMPERED: Final = "spoiled-1.0.lineup"
+
+
+def available(p: Page, name: str) -> Locator:
+    return registry(p).locator(f'#available tr[data-file="{name}"]')
+
+
+def both_offered(p: Page) -> None:
+    section = registry(p).get_by_role("table", name="Available")
+    expect(section).to_be_visible(timeout=WAIT_MS)
+    for name, scope in ((GOOD, "deliver"), (TAMPERED, "spoiled")):
+        entry = available(p, name)
+        expect(entry).to_contain_text(scope, timeout=WAIT_MS)
+        expect(entry).to_contain_text("1.0")
+        expect(entry).to_contain_text(KEY.key_id)
+        expect(entry.get_by_role("button", name=f"Install {scope} 1.0")).to_be_enabled()
+
+
+def tampered_refused(p: Page) -> None:
+    available(p, TAMPERED).get_by_role("button", name="Install spoiled 1.0").click(timeout=WAIT_MS)
+    status = registry(p).locator("#status")
+    expect(status).to_have_text(
+        "Install failed: the bundle's content is not the one it was signed with.",
+        timeout=WAIT_MS,
+    )
+    expect(p.get_by_test_id("permission-prompt")).to_be_hidden()  # never asked
+    entry = available(p, TAMPERED)
+    expect(entry).to_have_attribute("data-code", "digest_mismatch", timeout=WAIT_MS)
+    expect(entry).to_contain_text("digest_mismatch")
+    expect(entry.get_by_role("button")).to_have_count(0)
+    expect(row(p, "spoiled")).to_have_count(0)
+
+
+def installed_with_the_keyboard(p: Page) -> None:
+    button = available(p, GOOD).get_by_role("button", name="Install deliver 1.0")
+    button.focus(timeout=WAIT_MS)
+    expect(button).to_be_focused()
+    p.keyboard.press("Enter")
+    prompt = p.get_by_test_id("permission-prompt")
+    expect(prompt).to_be_visible(timeout=WAIT_MS)
+    expect(prompt.get_by_test_id("permission-capability")).to_contain_text("app.install")
+    expect(prompt.get_by_test_id("permission-detail")).to_contain_text(
+        f"deliver 1.0, signed by {KEY.key_id}"
+    )
+    # Deny has the focus (the safe default); Tab reaches Allow once, Enter takes it.
+    expect(prompt.get_by_test_id("permission-deny")).to_be_focused(timeout=WAIT_MS)
+    p.keyboard.press("Tab")
+    expect(prompt.get_by_test_id("permission-allow-once")).to_be_focused()
+    p.keyboard.press("Enter")
+    expect(prompt).to_be_hidden(timeout=WAIT_MS)
+    status = registry(p).locator("#status")
+    expect(status).to_have_text("Installed deliver 1.0.", timeout=WAIT_MS)
+    expect(row(p, "deliver")).to_have_attribute("data-enabled", "true", timeout=WAIT_MS)
+    entry = available(p, GOOD)
+    expect(entry).to_have_attribute("data-code", "app_version_mismatch", timeout=WAIT_MS)
+    expect(entry).to_contain_text("installed already")
+    expect(entry.get_by_role("button")).to_have_count(0)
+
+
+def clean(p: Page) -> None:
+    assert p.evaluate("window.__cspViolations") == []
+
+
+async def test_the_app_registry_installs_from_the_catalog_and_refuses_a_tampered_bundle(
+    nursery: trio.Nursery, data_dir: Path, tmp_path: Path, page: ShellPage
+) -> None:
+    good = build_bundle(tmp_path / "src", KEY, scope="deliver", version="1.0")
+    spoiled = build_bundle(tmp_path / "src", KEY, scope="spoiled", version="1.0")
+    folder = write_catalog(tmp_path / "catalog", KEY, {GOOD: good, TAMPERED: spoiled})
+
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False, catalog=folder)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
+    with trio.fail_after(WAIT_S):
+        await agent.client.say(CONVERSATION, GREETING)
+    await page.run(open_shell(runtime.shell_url))
+    revision = await agent.inventory()
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"
+        )
+    await agent.terminal("open-1")
+    await page.run(registry_in_front)
+    await page.run(both_offered)
+
+    # One byte of the second bundle flipped on disk, after it was listed installable.
+    (folder / TAMPERED).write_bytes(flip_byte(spoiled))
+    await page.run(tampered_refused)
+    assert not (data_dir / "bundles" / "spoiled").exists()
+
+    await page.run(installed_with_the_keyboard)
+    assert await tools_at(agent, present=True) != revision
+    assert (data_dir / "bundles" / "deliver" / "1.0" / "bundle.lineup").read_bytes() == good
+    assert not (data_dir / TRUSTED_KEYS_FILE).exists()  # the catalog's key is never written
+    await page.run(clean)
+    assert page.off_loopback() == [], "a request left 127.0.0.1"
+    assert page.errors == []
