@@ -155,6 +155,10 @@ def game_in_front(p: Page) -> str:
     expect(body).to_have_attribute("data-tries-left", "5", timeout=WAIT_MS)
     expect(body).to_have_attribute("data-guesses", "0")
     expect(game(p).locator("#tries")).to_have_text("Tries left: 5 of 5")
+    # The frame is as tall as the game's document asks: all of it shown, nothing to scroll.
+    game_frame(p).wait_for_function(
+        "() => document.documentElement.scrollHeight <= innerHeight", timeout=WAIT_MS
+    )
     word = game(p).locator("#word").text_content(timeout=WAIT_MS)
     assert word, "the Surface shows no word"
     return word
