@@ -58,10 +58,10 @@ WRONG: Final = "definitely not it"
 DRAW: Final = """
 (points) => {
   const canvas = document.getElementById("canvas");
-  const box = canvas.getBoundingClientRect();
+  const box = canvas.getBoundingClientRect();  // its content box is inside its border
   const at = ([x, y]) => ({
-    clientX: box.left + (x / 800) * box.width,
-    clientY: box.top + (y / 600) * box.height,
+    clientX: box.left + canvas.clientLeft + (x / 800) * canvas.clientWidth,
+    clientY: box.top + canvas.clientTop + (y / 600) * canvas.clientHeight,
     pointerId: 3, pointerType: "mouse", isPrimary: true, button: 0, buttons: 1,
     bubbles: true, cancelable: true,
   });
@@ -213,6 +213,21 @@ def drawing_is_an_artifact_of_the_round(artifact_id: str, png: bytes) -> Callabl
     return check
 
 
+def fits_a_narrower_shell(p: Page) -> None:
+    """The Shell narrows: the canvas (4:3) gets shorter, and so does the frame, to the page."""
+    before = p.locator(GAME).bounding_box(timeout=WAIT_MS)
+    assert before is not None
+    p.set_viewport_size({"width": 640, "height": 640})
+    game_frame(p).wait_for_function(
+        "() => Math.abs(innerHeight - document.documentElement.getBoundingClientRect().height)"
+        " <= 1 && innerHeight < 600",
+        timeout=WAIT_MS,
+    )
+    after = p.locator(GAME).bounding_box(timeout=WAIT_MS)
+    assert after is not None and after["height"] < before["height"]
+    p.set_viewport_size({"width": 900, "height": 640})
+
+
 def give_up_with_the_keyboard(p: Page) -> None:
     """From the canvas, Tab reaches Clear and then Give up; Enter gives up."""
     game(p).locator("#canvas").focus(timeout=WAIT_MS)
@@ -306,6 +321,7 @@ async def test_draw_and_guess_installed_from_the_catalog_won_then_given_up(
     with trio.fail_after(WAIT_S):
         await agent.client.call_tool(CONVERSATION, START, {}, revision, call_id="round-2")
     second = await page.run(game_in_front)
+    await page.run(fits_a_narrower_shell)
     await page.run(give_up_with_the_keyboard)
     gave_up = await agent.terminal("round-2")
     assert gave_up["type"] == RESULT, gave_up["payload"]
