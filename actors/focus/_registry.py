@@ -468,6 +468,7 @@ class RegistryService:
             key_id=signed.key_id,
             size=len(data),
             code=code,
+            sha256=signed.sha256,
         )
 
     # ------------------------------------------------------------------ install
@@ -490,6 +491,8 @@ class RegistryService:
             op = op.start()
             await self._put(op)
             try:
+                if msg.sha256 is not None and msg.sha256 != signed.sha256:
+                    raise LineUpError(ErrorCode.DIGEST_MISMATCH, "not the bundle inspected")
                 self._check_target(scope, signed.version)
                 bundle = await self._verify(data)
                 await self.cache.write(bundle, data)

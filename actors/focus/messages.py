@@ -311,6 +311,9 @@ class RegistryInstallRequest(Message):
     url: str | None = Field(default=None, max_length=4096)
     bundle_b64: str | None = Field(default=None, max_length=(MAX_BUNDLE_BYTES * 4) // 3 + 4)
     catalog_file: str | None = Field(default=None, max_length=200)
+    # The signed digest the user was shown (the gateway's prompt, from `inspect`): a bundle
+    # that is another by the time it is read (a catalog file replaced) is `digest_mismatch`.
+    sha256: str | None = Field(default=None, max_length=64)
 
 
 class RegistryInspectRequest(Message):
@@ -330,6 +333,7 @@ class RegistryInspectReply(Message):
     key_id: str | None
     size: int
     code: str | None  # None: it would install (or update) now
+    sha256: str | None = None  # the signed payload digest (pin the install to it)
 
 
 class RegistryOperateRequest(Message):

@@ -150,6 +150,7 @@ class _Facts:
     parsed: BaseModel | None = None
     artifact: sdk.ArtifactInfo | None = None  # artifact.save's
     bundle_b64: str | None = None  # app.install's
+    bundle_sha256: str | None = None  # app.install's: the digest the user is shown
     detail: str = ""
     ask: bool = False  # the policy asks the user first
 
@@ -315,6 +316,7 @@ class CapabilityGate:
             )
             if inspected.code is not None:
                 raise _Ended("failed", _code(inspected.code), "refused")
+            facts.bundle_sha256 = inspected.sha256
             facts.detail = (
                 f"{inspected.app_scope} {inspected.version}, signed by {inspected.key_id}"
             )
@@ -453,6 +455,7 @@ class CapabilityGate:
                 operation_id=operation_id,
                 bundle_b64=facts.bundle_b64,
                 catalog_file=facts.parsed.catalog_file,
+                sha256=facts.bundle_sha256,  # the bundle the user allowed, and no other
             )
         else:
             assert isinstance(facts.parsed, caps.AppManage)

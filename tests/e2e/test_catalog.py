@@ -160,3 +160,17 @@ async def test_an_app_from_the_catalog_is_unavailable_where_its_key_is_not_trust
     app = app_of(await listing(cli), SCOPE)
     assert app.state == "unavailable"
     assert f"miniapp:{SCOPE}" not in runtime.supervisor.children
+
+
+async def test_an_install_pinned_to_another_digest_than_the_file_s_is_refused(
+    nursery: trio.Nursery, data_dir: Path, tmp_path: Path
+) -> None:
+    # The gateway pins the install to the digest the user was shown: a catalog file replaced
+    # between the prompt and the install (by another validly signed bundle) installs nothing.
+    v1 = build_bundle(tmp_path / "src", KEY, scope=SCOPE, version="1.0")
+    folder = write_catalog(tmp_path / "catalog", KEY, {FILE: v1})
+    runtime = await start_delivery(nursery, data_dir, catalog=folder)
+    cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
+    done = await install(cli, "op-pinned", catalog_file=FILE, sha256="0" * 64)
+    assert (done.state, done.code) == ("failed", ErrorCode.DIGEST_MISMATCH.value)
+    assert tree_digest(data_dir / "bundles") == ""

@@ -5,7 +5,10 @@ the app does not declare, an input the catalog's model refuses, and answers what
 
 from __future__ import annotations
 
-from lineup.sdk import AppContext, AppInfo, MiniApp, testkit
+import pytest
+from pydantic import ValidationError
+
+from lineup.sdk import AppContext, AppInfo, MiniApp, capabilities, testkit
 from lineup.sdk.testkit import DEFAULT_INSTANCE
 
 
@@ -66,3 +69,36 @@ async def test_the_fake_refuses_the_undeclared_an_invalid_input_and_another_inst
     assert (invalid.status, invalid.code) == ("failed", "invalid_arguments")
     elsewhere = await ask("notification.show", "Ping", {"title": "A"}, instance_id="other")
     assert (elsewhere.status, elsewhere.code) == ("failed", "app_instance_not_found")
+
+
+# ---------------------------------------------------------------------------------- app.install
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"artifact_id": "art-1"},
+        {"catalog_file": "draw-and-guess-1.0.0.lineup"},
+    ],
+)
+def test_app_install_takes_an_artifact_or_a_plain_catalog_file_name(raw: dict[str, str]) -> None:
+    parsed = capabilities.parse_input("app.install", raw)
+    assert parsed.model_dump(exclude_none=True) == raw
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {},
+        {"artifact_id": "art-1", "catalog_file": "x.lineup"},
+        {"catalog_file": "../x.lineup"},
+        {"catalog_file": "/etc/x.lineup"},
+        {"catalog_file": "sub/x.lineup"},
+        {"catalog_file": "..lineup"},
+        {"catalog_file": "x.pub"},
+        {"catalog_file": "x" * 200 + ".lineup"},
+    ],
+)
+def test_app_install_refuses_anything_but_exactly_one_plain_name(raw: dict[str, str]) -> None:
+    with pytest.raises(ValidationError):
+        capabilities.parse_input("app.install", raw)
