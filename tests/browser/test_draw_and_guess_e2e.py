@@ -13,6 +13,7 @@ PNG inline), guesses wrong (the Surface shows the guess and one try less), then 
 start_round call gets its one result, the word, the guesses and `won`, and the chat is back
 in front. A second round on the same runtime ends with the user giving up, reaching the
 Surface's Give up with Tab and taking it with Enter: `gave_up`, the chat in front again.
+The game's frame is as tall as its page, never scrolled, and shrinks with a narrower Shell.
 
 Browser waits are Playwright's auto-waiting `expect`; waits on the AppServer run under
 `fail_after`. No sleeps.
