@@ -124,10 +124,13 @@
   }
 
   function canvasPoint(event) {
-    // Client pixels to the canvas's own, clamped to it (the app clamps again).
+    // Client pixels to the canvas's own, clamped to it (the app clamps again). The drawing is
+    // the canvas's content box: its border (clientLeft/clientTop) is outside it.
     const rect = canvas.getBoundingClientRect();
-    const x = Math.round(((event.clientX - rect.left) / rect.width) * WIDTH);
-    const y = Math.round(((event.clientY - rect.top) / rect.height) * HEIGHT);
+    const left = rect.left + canvas.clientLeft;
+    const top = rect.top + canvas.clientTop;
+    const x = Math.round(((event.clientX - left) / canvas.clientWidth) * WIDTH);
+    const y = Math.round(((event.clientY - top) / canvas.clientHeight) * HEIGHT);
     return [Math.min(WIDTH, Math.max(0, x)), Math.min(HEIGHT, Math.max(0, y))];
   }
 
@@ -314,9 +317,13 @@
   canvas.addEventListener("pointercancel", endStroke);
 
   function reportSize() {
+    // The page's own height, not the document's scrollHeight: that one is never less than the
+    // frame's height, so the frame could grow but never shrink (a narrower Shell, a shorter
+    // canvas).
+    const box = document.documentElement.getBoundingClientRect();
     bridge.notify("ui/notifications/size-changed", {
-      width: document.documentElement.scrollWidth,
-      height: document.documentElement.scrollHeight,
+      width: Math.ceil(box.width),
+      height: Math.ceil(box.height),
     });
   }
 

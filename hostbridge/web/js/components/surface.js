@@ -64,7 +64,9 @@ function build(handle, view) {
     iframe,
     view,
     onSize: (height) => {
-      iframe.style.height = `${height}px`;
+      // `height` is the document's: the frame's border (border-box) comes on top of it, or
+      // every Surface would scroll by the border's width.
+      iframe.style.height = `${height + iframe.offsetHeight - iframe.clientHeight}px`;
     },
     onRejected: (count) => root.setAttribute("data-bridge-rejections", String(count)),
   });
