@@ -18,7 +18,8 @@ from ._app import (
     Surfaces,
     Ui,
 )
-from .manifest import Manifest, ManifestInvalid, ToolDescriptor, load_manifest
+from ._card import card
+from .manifest import Entrypoint, Manifest, ManifestInvalid, ToolDescriptor, load_manifest
 from .schema import SchemaUnsupported
 from .tools import (
     AppInfo,
@@ -36,6 +37,7 @@ __all__ = [
     "AppContext",
     "AppInfo",
     "Conversation",
+    "Entrypoint",
     "ErrorCode",
     "Inbox",
     "Lifecycle",
@@ -54,6 +56,7 @@ __all__ = [
     "ToolSink",
     "ToolSpec",
     "Ui",
+    "card",
     "dispatch_tool",
     "load_manifest",
     "manifest_of",

@@ -1,5 +1,6 @@
 """`lineup app manifest PATH [--out FILE] [--class module:Class]`: a MiniApp's manifest as JSON;
-and the bundle commands `keygen`, `pack`, `verify` and `trust` (`lineup.sdk._bundle_cli`).
+the bundle commands `keygen`, `pack`, `verify` and `trust` (`lineup.sdk._bundle_cli`); and
+`new NAME [--surface] [--dir DIR]`, a new MiniApp package (`lineup.sdk._scaffold`).
 
 PATH is a MiniApp package folder inside an importable package (`miniapps/task_dashboard`), a
 module file, or a dotted module name (`lineup.miniapps.task_dashboard`). The command imports
@@ -60,9 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="module:Class",
         help="the MiniApp class, when PATH holds several (or none) with an app_info",
     )
-    from . import _bundle_cli  # here, not at the top: it imports this module's helpers
+    # Here, not at the top: they import this module's helpers.
+    from . import _bundle_cli, _scaffold
 
     _bundle_cli.add_commands(sub)
+    _scaffold.add_command(sub)
     return parser
 
 
@@ -73,10 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 2
     if args.command != "manifest":
-        from . import _bundle_cli
+        from . import _bundle_cli, _scaffold
 
         try:
-            return _bundle_cli.run(args)
+            return _scaffold.run(args) if args.command == "new" else _bundle_cli.run(args)
         except _Refused as exc:
             return _report(exc.reason, exc.detail, command=args.command)
         except ManifestInvalid as exc:
@@ -110,7 +113,11 @@ def _report(reason: str, detail: str, *, command: str = "manifest") -> int:
 
 def _app_class(target: str, class_option: str | None) -> type[MiniApp]:
     module_name, _, class_name = (class_option or "").rpartition(":")
-    module = _import(module_name or _module_name(target))
+    return _app_class_of(_import(module_name or _module_name(target)), class_name)
+
+
+def _app_class_of(module: ModuleType, class_name: str = "") -> type[MiniApp]:
+    """The MiniApp class `class_name` of `module`, or its one class with an `app_info`."""
     if class_name:
         found = getattr(module, class_name, None)
         if not (isinstance(found, type) and issubclass(found, MiniApp)):

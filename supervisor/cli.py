@@ -173,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser(
         "app",
-        help="MiniApp tools (`lineup app manifest|keygen|pack|verify|trust`) and the running "
+        help="MiniApp tools (`lineup app new|manifest|keygen|pack|verify|trust`) and the running "
         "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
         "default`)",
         add_help=False,

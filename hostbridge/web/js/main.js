@@ -14,6 +14,7 @@ import { createConnection } from "./core/connection.js";
 import { createStage, register } from "./core/registry.js";
 import { FINAL_STATES, createState, isOpen, receive, sessionOf } from "./core/state.js";
 import { byTestId, el, isShown, replaceKeeping } from "./core/util.js";
+import { card } from "./components/card.js";
 import { CardCache } from "./components/interaction_card.js";
 import { createLauncher } from "./components/launcher.js";
 import { createNotices } from "./components/notices.js";
@@ -31,6 +32,7 @@ const MAX_APP_CARDS = 5; // an app's own container shows its newest few cards
 const MAX_TICK_MS = 60 * 60 * 1000;
 
 register("task.dashboard", taskDashboard);
+register("card", card); // the generic card any app may show (lineup.sdk.card)
 register("lineup.surface", surface);
 
 const state = createState();

@@ -71,6 +71,8 @@ def test_a_view_over_64_kib_is_refused_envelope_too_large_and_one_just_under_is_
         ("probe", "task.dashboard", False),  # configured / dev / installed
         ("probe", "chat.timeline", False),
         ("probe", "probe", True),  # not a trusted kind: the Shell draws no component for it
+        ("probe", "card", True),  # the Shell's generic card, any app's (lineup.sdk.card)
+        ("task-dashboard", "card", True),
         ("probe", None, True),
     ],
 )

@@ -1,0 +1,80 @@
+// The generic card (view kind `card`): the runtime's own component, so any app may show one
+// (`lineup.sdk.card`), a development or installed app included. The view is
+//   {kind: "card", title: str, text: str, fields: [{label: str, value: str}], progress?: 0..1}
+// Built once per instance, then updated in place from each snapshot (focus stays where it
+// was). Every part is text (textContent), cut to a bound here as well; anything of the wrong
+// shape is left out, never shown as something else.
+
+import { el, isObject } from "../core/util.js";
+
+const MAX_TITLE = 200;
+const MAX_TEXT = 4000;
+const MAX_FIELDS = 20;
+const MAX_LABEL = 100;
+const MAX_VALUE = 1000;
+
+const textOf = (value, max) => (typeof value === "string" ? value.slice(0, max) : "");
+
+function mount(container, ctx, instanceId) {
+  const root = el("article", "card-view", "card-view");
+  root.setAttribute("data-instance-id", instanceId);
+  root.setAttribute("aria-labelledby", "card-view-title");
+
+  const heading = el("h2", "card-view-title", "card-view-title");
+  heading.id = "card-view-title";
+  heading.setAttribute("tabindex", "-1"); // where focus goes when the card comes in front
+
+  const text = el("p", "card-view-text", "card-view-text");
+
+  const fields = el("dl", "card-view-fields", "card-view-fields");
+
+  const progress = el("div", "card-view-progress");
+  const labels = el("div", "task-progress-labels");
+  const label = el("span", "task-progress-label", "", "Progress");
+  label.id = "card-view-progress-label";
+  const percent = el("span", "task-progress-value", "card-view-progress-value");
+  percent.setAttribute("aria-hidden", "true"); // the bar itself tells assistive technology
+  labels.append(label, percent);
+  const bar = el("progress", "task-progress-bar", "card-view-progress");
+  bar.setAttribute("max", "100");
+  bar.setAttribute("aria-labelledby", "card-view-progress-label");
+  progress.append(labels, bar);
+
+  root.append(heading, text, fields, progress);
+  container.append(root);
+  return { view: null, root, heading, text, fields, progress, bar, percent };
+}
+
+function update(card, entry) {
+  const view = entry.view;
+  if (card.view === view) return; // not a new snapshot: nothing to update
+  card.view = view;
+  card.heading.textContent = textOf(view.title, MAX_TITLE).trim() || "Untitled";
+
+  const text = textOf(view.text, MAX_TEXT);
+  card.text.textContent = text;
+  card.text.hidden = text === "";
+
+  const rows = [];
+  for (const field of Array.isArray(view.fields) ? view.fields.slice(0, MAX_FIELDS) : []) {
+    if (!isObject(field)) continue;
+    const term = el("dt", "card-view-label", "card-view-label", textOf(field.label, MAX_LABEL));
+    const value = el("dd", "card-view-value", "card-view-value", textOf(field.value, MAX_VALUE));
+    const row = el("div", "card-view-field", "card-view-field");
+    row.append(term, value);
+    rows.push(row);
+  }
+  card.fields.replaceChildren(...rows);
+  card.fields.hidden = rows.length === 0;
+
+  const shown = Number.isFinite(view.progress);
+  card.progress.hidden = !shown;
+  const percent = shown ? Math.round(Math.min(1, Math.max(0, view.progress)) * 100) : 0;
+  card.bar.setAttribute("value", String(percent));
+  card.bar.setAttribute("data-progress", shown ? String(percent) : "");
+  card.percent.textContent = `${percent}%`;
+}
+
+function unmount() {}
+
+export const card = { mount, update, unmount, focus: (handle) => handle.heading.focus() };

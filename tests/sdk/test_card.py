@@ -1,0 +1,43 @@
+"""`lineup.sdk.card`: the view of the Shell's generic card, as focus takes it from any app."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lineup.actors.focus._views import ViewBook
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.sdk import card
+
+
+def test_a_card_is_its_title_text_and_fields_in_order_without_progress_unless_given() -> None:
+    assert card(title="Hi", text="Body", fields={"b": "2", "a": "1"}) == {
+        "kind": "card",
+        "title": "Hi",
+        "text": "Body",
+        "fields": [{"label": "b", "value": "2"}, {"label": "a", "value": "1"}],
+    }
+    assert card(title="Hi") == {"kind": "card", "title": "Hi", "text": "", "fields": []}
+
+
+@pytest.mark.parametrize("progress", [0, 0.0, 0.25, 1])
+def test_a_progress_within_0_and_1_is_kept_as_a_float(progress: float) -> None:
+    view = card(title="Hi", progress=progress)
+    assert view["progress"] == progress
+    assert isinstance(view["progress"], float)
+
+
+@pytest.mark.parametrize("progress", [-0.01, 1.01, 100, math.nan, math.inf])
+def test_a_progress_outside_0_and_1_is_refused_invalid_arguments(progress: float) -> None:
+    with pytest.raises(LineUpError) as refused:
+        card(title="Hi", progress=progress)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+
+
+def test_focus_takes_a_card_from_a_development_or_installed_app() -> None:
+    book = ViewBook(frozenset({"chat"}))  # "hello" is none of the catalogue's own apps
+    book.set_view("hello", "hello:1", card(title="Hi", fields={"Name": "Ada"}, progress=0.5))
+    shown = book.view("hello:1")
+    assert shown is not None
+    assert shown.view["kind"] == "card"
