@@ -48,6 +48,7 @@ from pydantic import (
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 from .manifest import ToolDescriptor
+from .schema import InputInvalid, pointer_of
 
 __all__ = [
     "DEFAULT_EXPIRES_IN_MS",
@@ -349,6 +350,10 @@ def _refuse(code: ErrorCode, why: str) -> LineUpError:
     return LineUpError(code, why)
 
 
+def _bad_input(pointer: str, why: str) -> LineUpError:
+    return InputInvalid(pointer, why)  # `tool_input_invalid`, naming the field
+
+
 def request_of(
     tool: str, tool_input: Mapping[str, Any]
 ) -> tuple[StandardInteractionRequest, int | None]:
@@ -362,30 +367,31 @@ def request_of(
     if kind is None:
         raise _refuse(ErrorCode.INVALID_ARGUMENTS, "not an interaction tool")
     if not isinstance(tool_input, Mapping):
-        raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "the input is not an object")
+        raise _bad_input("", "the input is not an object")
     fields = {
         k: v for k, v in tool_input.items() if k not in ("expires_in_ms", "app_session_context")
     }
     if "kind" in fields:
-        raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "the tool names the kind")
+        raise _bad_input("/kind", "the tool names the kind")
     expires: int | None = None
     if kind == "notice":
         if "expires_in_ms" in tool_input:
-            raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "a notice takes no expiry")
+            raise _bad_input("/expires_in_ms", "a notice takes no expiry")
     else:
         raw = tool_input.get("expires_in_ms", DEFAULT_EXPIRES_IN_MS)
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
         if not isinstance(raw, int) or isinstance(raw, bool):
-            raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "expires_in_ms is not an integer")
+            raise _bad_input("/expires_in_ms", "expires_in_ms is not an integer")
         if not MIN_EXPIRES_IN_MS <= raw <= MAX_EXPIRES_IN_MS:
-            raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "expires_in_ms is out of bounds")
+            raise _bad_input("/expires_in_ms", "expires_in_ms is out of bounds")
         expires = raw
     app_session_of(tool_input)
     try:
         request = REQUEST.validate_python({**fields, "kind": kind})
     except ValidationError as exc:
-        raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "not a valid request") from exc
+        where = exc.errors()[0]["loc"][1:]  # the first token is the union's tag (the kind)
+        raise _bad_input(pointer_of(where), "not a valid request") from exc
     return request, expires
 
 
@@ -396,10 +402,10 @@ def app_session_of(tool_input: Mapping[str, Any]) -> str | None:
     if context is None and "app_session_context" not in tool_input:
         return None
     if not isinstance(context, dict) or set(context) != {"app_session_id"}:
-        raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "app_session_context is malformed")
+        raise _bad_input("/app_session_context", "app_session_context is malformed")
     value = context["app_session_id"]
     if not isinstance(value, str) or not 1 <= len(value) <= 200:
-        raise _refuse(ErrorCode.TOOL_INPUT_INVALID, "app_session_context is malformed")
+        raise _bad_input("/app_session_context/app_session_id", "app_session_context is malformed")
     return value
 
 

@@ -43,8 +43,10 @@ __all__ = [
     "MAX_ENUM",
     "MAX_NODES",
     "MAX_PROPERTIES",
+    "InputInvalid",
     "SchemaUnsupported",
     "check_subset",
+    "pointer_of",
     "schema_of",
     "validate",
 ]
@@ -87,8 +89,28 @@ class SchemaUnsupported(LineUpError):
         super().__init__(ErrorCode.INVALID_ARGUMENTS, f"{reason} at {path or '/'}")
 
 
+class InputInvalid(LineUpError):
+    """A tool input that breaks its tool's schema (`tool_input_invalid`). `pointer` is the
+    JSON pointer of the first offending field (`""`: the input as a whole): a path, never a
+    value, so the refusal may carry it to the Agent (and nothing writes it into a log)."""
+
+    default_code = ErrorCode.TOOL_INPUT_INVALID
+
+    def __init__(self, pointer: str, message: str = "") -> None:
+        self.pointer = pointer
+        super().__init__(ErrorCode.TOOL_INPUT_INVALID, message)
+
+
 def _pointer(path: str, token: str | int) -> str:
     return f"{path}/{str(token).replace('~', '~0').replace('/', '~1')}"
+
+
+def pointer_of(tokens: Sequence[str | int]) -> str:
+    """The RFC 6901 pointer of a location given as its tokens (`()` is `""`, the root)."""
+    path = ""
+    for token in tokens:
+        path = _pointer(path, token)
+    return path
 
 
 def _is_number(value: object) -> bool:

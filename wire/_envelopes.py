@@ -28,6 +28,7 @@ __all__ = [
     "CLIENT_ENVELOPE",
     "DISMISS",
     "INVENTORY",
+    "MAX_POINTER",
     "PROGRESS",
     "RECEIPT",
     "RESULT",
@@ -92,6 +93,9 @@ def utc_timestamp() -> str:
 
 def new_message_id(prefix: str = "msg") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
+
+
+MAX_POINTER: Final = 200  # characters of a refusal's JSON pointer
 
 
 class _Model(BaseModel):
@@ -165,9 +169,14 @@ class ResultPayload(_Model):
 
 
 class ToolErrorPayload(_Model):
+    """A call's failure. `pointer`, for `tool_input_invalid`: the RFC 6901 JSON pointer of the
+    first offending field of the input (`""`: the input as a whole). A path is not content, so
+    it travels to the Agent; it is never written into an audit row or a log."""
+
     call_id: _Id
     code: str
     message: str | None = None
+    pointer: Annotated[str, Field(max_length=MAX_POINTER)] | None = None
 
 
 class AppSessionPayload(_Model):

@@ -78,6 +78,7 @@ from lineup.hostbridge.messages import (
 )
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
+from lineup.sdk.schema import InputInvalid
 
 from . import _app_sessions
 from . import _ids as ids
@@ -261,7 +262,8 @@ class InteractionService:
             request, expires_in_ms = std.request_of(facts.tool, dict(facts.input))
             session_row = await self._session_context(context, envelope)
         except LineUpError as refused:
-            await self._tools.refuse(call_id, facts, refused.code)
+            pointer = refused.pointer if isinstance(refused, InputInvalid) else None
+            await self._tools.refuse(call_id, facts, refused.code, pointer=pointer)
             return
         async with self._asking:
             if await self._get(call_id=call_id) is None and await self._over_quota("agent_tool"):

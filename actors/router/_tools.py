@@ -82,7 +82,7 @@ from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
-from lineup.sdk.schema import validate
+from lineup.sdk.schema import InputInvalid, validate
 
 from . import _ids as ids
 from ._deadlines import Deadlines
@@ -117,6 +117,14 @@ _STOP_CODES: Final[dict[ToolCallEvent, str]] = {"close": "app_closed", "expire":
 # Recorded but not yet with its app: a router that died there left it to its successor.
 _UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
 _KNOWN_CALLS: Final = 10_000  # how many calls' facts the router remembers
+
+
+def _bounded(pointer: str | None) -> str | None:
+    """`pointer` if it fits the wire's bound, else its nearest ancestor that does (whole
+    tokens cut from the end: still a pointer, to the field's container)."""
+    while pointer is not None and len(pointer) > wire.MAX_POINTER:
+        pointer = pointer[: pointer.rindex("/")]
+    return pointer
 
 
 class _Known(NamedTuple):
@@ -249,8 +257,11 @@ class ToolPipeline:
         event: ToolCallEvent,
         result: dict[str, Any] | None,
         code: str | None,
+        pointer: str | None = None,
     ) -> tuple[OutboxRowIn, ...]:
-        """The outbox rows `event` writes (`machine.ROWS`), as wire envelopes from the user."""
+        """The outbox rows `event` writes (`machine.ROWS`), as wire envelopes from the user.
+        `pointer` (a refusal's offending field) goes into the `tool.error` only: the outbox row
+        is the message to the Agent, never an audit row."""
         rows = []
         for row in machine.ROWS[event]:
             payload: BaseModel
@@ -260,7 +271,9 @@ class ToolPipeline:
                     payload = wire.ResultPayload(call_id=call_id, result=result)
                 else:
                     call_kind = wire.TOOL_ERROR
-                    payload = wire.ToolErrorPayload(call_id=call_id, code=code or event)
+                    payload = wire.ToolErrorPayload(
+                        call_id=call_id, code=code or event, pointer=_bounded(pointer)
+                    )
             else:
                 outbox_id, call_kind = ids.receipt_id(call_id, row), wire.RECEIPT
                 failed = row in ("activation_failed", "activation_cancelled")
@@ -302,6 +315,7 @@ class ToolPipeline:
         result: dict[str, Any] | None = None,
         code: str | None = None,
         expected_scope: str | None = None,
+        pointer: str | None = None,
     ) -> ToolCallStepReply:
         """Move the call by `event` (one store request), then carry out the step's effects."""
         session = await self._session()
@@ -313,7 +327,7 @@ class ToolPipeline:
                 instance_id=instance_id,
                 result=result,
                 code=code,
-                rows=self._rows(session, call_id, event, result, code),
+                rows=self._rows(session, call_id, event, result, code, pointer),
                 expected_app_scope=expected_scope,
             ),
             ToolCallStepReply,
@@ -385,7 +399,8 @@ class ToolPipeline:
                 input=call_input,
                 timeout_ms=1,
             )
-            await self.refuse(call_id, facts, refused.code)
+            pointer = refused.pointer if isinstance(refused, InputInvalid) else None
+            await self.refuse(call_id, facts, refused.code, pointer=pointer)
             return
         facts = ToolCallFacts(
             tool=tool,
@@ -433,12 +448,19 @@ class ToolPipeline:
         scope = tool.split(".", 1)[0]
         if raw_scope is not None and raw_scope != scope:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, raw_scope)
-        if not isinstance(raw_input, dict) or validate(descriptor.input_schema, raw_input):
-            raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, tool)
+        if not isinstance(raw_input, dict):
+            raise InputInvalid("", tool)
+        violations = validate(descriptor.input_schema, raw_input)
+        if violations:
+            raise InputInvalid(violations[0], tool)
         return descriptor
 
-    async def refuse(self, call_id: str, facts: ToolCallFacts, code: ErrorCode) -> None:
-        """Record a call refused at the checks, with its `tool.error`: it never reaches an app."""
+    async def refuse(
+        self, call_id: str, facts: ToolCallFacts, code: ErrorCode, *, pointer: str | None = None
+    ) -> None:
+        """Record a call refused at the checks, with its `tool.error`: it never reaches an app.
+        `pointer` names the offending field of a `tool_input_invalid`, for the Agent only: the
+        audit row keeps the code and the ids."""
         self.bus.audit(
             AuditRecord(
                 event="router.tool_call_rejected",
@@ -448,7 +470,7 @@ class ToolPipeline:
                 subject_id=call_id,
             )
         )
-        await self._step(call_id, "refuse", new=facts, code=code.value)
+        await self._step(call_id, "refuse", new=facts, code=code.value, pointer=pointer)
 
     async def _route(
         self,

@@ -204,6 +204,26 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
             ErrorCode.TOOL_INPUT_INVALID,
         ),
         (
+            "c-in3",
+            "interaction.input",
+            {
+                "title": "t",
+                "prompt": "p",
+                "fields": [{"id": "n", "label": "N", "type": "number", "max_length": 3}],
+            },
+            revision,
+            {},
+            ErrorCode.TOOL_INPUT_INVALID,
+        ),
+        (
+            "c-long",
+            "task-dashboard.open",
+            {**good, "x" * 300: 1},
+            revision,
+            {},
+            ErrorCode.TOOL_INPUT_INVALID,
+        ),  # a pointer past the wire's 200 characters: its nearest ancestor that fits
+        (
             "c-scope",
             "task-dashboard.open",
             good,
@@ -235,9 +255,20 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
             },
         }
         await agent.client.send(envelope, idempotency_key=f"env-{call_id}")
+    # A refused input names its first offending field (a path, not content); nothing else does.
+    pointers = {"c-in": "/title", "c-in2": "/extra", "c-in3": "/fields/0", "c-long": ""}
     for call_id, *_, code in calls:
         error = await agent.terminal(call_id)
         assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", code.value)
+        assert error["payload"].get("pointer") == pointers.get(call_id)
+    auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+    rejected = await audit_rows(
+        auditor,
+        lambda rows: len([r for r in rows if r.subject_id in pointers]) == len(pointers),
+        event_prefix="router.tool_call_rejected",
+    )
+    for row in rejected:  # the audit keeps the code and the ids, never the pointer
+        assert not any(p in row.model_dump_json() for p in ("/title", "/extra", "/fields/0"))
 
     # Disable the app: its tools leave the inventory; a call with the new revision is refused.
     shell_side = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe-ui")

@@ -34,7 +34,7 @@ from lineup.sdk.interactions import (
     result_of,
 )
 from lineup.sdk.manifest import ToolDescriptor
-from lineup.sdk.schema import check_subset, validate
+from lineup.sdk.schema import InputInvalid, check_subset, validate
 
 TOOL_OF = {tool.method.removeprefix("interaction."): tool for tool in TOOLS}
 
@@ -300,6 +300,35 @@ BAD_INPUTS: list[tuple[str, dict[str, Any]]] = [
 @pytest.mark.parametrize(("kind", "body"), BAD_INPUTS)
 def test_a_bad_input_is_refused_tool_input_invalid(kind: str, body: dict[str, Any]) -> None:
     assert _code(request_of, f"interaction.{kind}", body) is ErrorCode.TOOL_INPUT_INVALID
+
+
+@pytest.mark.parametrize(
+    ("kind", "body", "pointer"),
+    [
+        ("choice", CHOICE | {"kind": "confirm"}, "/kind"),
+        (
+            "notice",
+            {"title": "t", "message": "m", "expires_in_ms": MIN_EXPIRES_IN_MS},
+            "/expires_in_ms",
+        ),
+        ("choice", CHOICE | {"expires_in_ms": MAX_EXPIRES_IN_MS + 1}, "/expires_in_ms"),
+        ("choice", CHOICE | {"app_session_context": "s-1"}, "/app_session_context"),
+        (
+            "choice",
+            CHOICE | {"app_session_context": {"app_session_id": ""}},
+            "/app_session_context/app_session_id",
+        ),
+        ("input", one_field(type="number", max_length=3), "/fields/0"),
+        ("input", INPUT | {"fields": [INPUT["fields"][0]] * 2}, ""),  # the request's own check
+        ("choice", {"title": "t", "prompt": "p", "mode": "single-choice"}, "/actions"),
+    ],
+)
+def test_a_bad_input_names_the_offending_field_by_its_json_pointer(
+    kind: str, body: dict[str, Any], pointer: str
+) -> None:
+    with pytest.raises(InputInvalid) as caught:
+        request_of(f"interaction.{kind}", body)
+    assert (caught.value.code, caught.value.pointer) == (ErrorCode.TOOL_INPUT_INVALID, pointer)
 
 
 def test_a_tool_that_is_no_interaction_is_a_misuse() -> None:

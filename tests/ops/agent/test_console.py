@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from lineup.ops.agent import AgentClient
-from lineup.ops.agent.console import Inbox, Session, StepFailed, _command
+from lineup.ops.agent._terminal import Terminal
+from lineup.ops.agent.console import Console, Inbox, Session, _command
 from lineup.tests.ops._devserver import WAIT, Api, RunningServer, envelope
 
 PROCESS_WAIT = 30.0  # a child interpreter's start-up plus the script
@@ -76,7 +77,9 @@ async def test_a_script_says_waits_for_the_client_calls_and_dismisses(
     results: list[subprocess.CompletedProcess[bytes]] = []
 
     async def run_console() -> None:
-        results.append(await _console(server, "--conversation-id", "conv-a", "--script", script))
+        results.append(
+            await _console(server, "--conversation-id", "conv-a", "--script", script, "--json")
+        )
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run_console)
@@ -92,11 +95,18 @@ async def test_a_script_says_waits_for_the_client_calls_and_dismisses(
             envelope("conv-a", id="inv-4", type="lineup.v1.client.inventory", payload=inventory),
             "2",
         )
+        # The client answers each call with its receipt: a script ends once its calls are.
+        await _user_stream(api, alice, 4)
+        for n in (1, 2):
+            receipt = {"call_id": f"call-{n}", "status": "accepted"}
+            kind = "lineup.v1.tool.receipt"
+            body = envelope("conv-a", id=f"r-{n}", type=kind, payload=receipt)
+            await api.post("/v1/messages", alice, body, f"r{n}")
 
     [result] = results
     assert result.returncode == 0, result.stderr
     printed = [json.loads(line) for line in result.stdout.decode().splitlines()]
-    assert [m["id"] for m in printed] == ["u-1", "inv-4"]
+    assert [m["id"] for m in printed] == ["u-1", "inv-4", "r-1", "r-2"]
     _, call, dismiss, in_session = await _user_stream(api, alice, 4)
     assert call["type"] == "lineup.v1.tool.call"
     assert call["payload"] == {
@@ -118,14 +128,40 @@ async def test_a_wait_that_times_out_exits_1(server: RunningServer, tmp_path: Pa
     assert result.stderr.decode().splitlines()[-1].startswith("lineup agent: script line 3:")
 
 
-async def test_a_failed_expectation_exits_1(
+async def test_a_failed_expectation_exits_1_naming_the_step(
     server: RunningServer, api: Api, tmp_path: Path
 ) -> None:
     alice = await api.user_token("alice")
-    await api.post("/v1/messages", alice, envelope("conv-a", payload={"markdown": "nope"}), "1")
-    script = _script(tmp_path, {"wait": {"type": "lineup.v1.text"}}, {"expect_text": "yes"})
+    script = _script(tmp_path, {"say": "ready"}, {"wait": {"type": "text"}}, {"expect_text": "yes"})
+    results: list[subprocess.CompletedProcess[bytes]] = []
+
+    async def run_console() -> None:
+        results.append(await _console(server, "--conversation-id", "conv-a", "--script", script))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_console)
+        await _user_stream(api, alice, 1)  # the script is under way
+        body = envelope("conv-a", id="u-no", payload={"markdown": "nope"})
+        await api.post("/v1/messages", alice, body, "1")
+    [result] = results
+    assert result.returncode == 1
+    last = result.stderr.decode().splitlines()[-1]
+    assert last.startswith('lineup agent: script line 5: {"expect_text": "yes"}: ')
+    assert "text  u-no" not in last  # the failure names the step, the message line is stdout
+    assert 'text               "nope"' in result.stdout.decode()
+
+
+async def test_a_wait_never_matches_what_was_there_before_the_script(
+    server: RunningServer, api: Api, tmp_path: Path
+) -> None:
+    alice = await api.user_token("alice")
+    await api.post("/v1/messages", alice, envelope("conv-a", payload={"markdown": "old"}), "1")
+    script = _script(tmp_path, {"wait": {"type": "text", "timeout": 0.5}})
     result = await _console(server, "--conversation-id", "conv-a", "--script", script)
     assert result.returncode == 1
+    assert "timed out after 0.5 s waiting for text" in result.stderr.decode()
+    assert "1 earlier message (show lists them)" in result.stderr.decode()
+    assert result.stdout == b""  # history is counted, not shown
 
 
 @pytest.mark.parametrize(
@@ -161,45 +197,21 @@ async def test_interactive_commands_send_as_the_agent_until_quit(
     assert dismiss["payload"] == {"control_id": "ctl-9", "call_id": "call-9"}
 
 
+@pytest.mark.parametrize("as_json", [False, True])
 async def test_show_prints_what_the_client_sent_so_far(
-    server: RunningServer, capsys: pytest.CaptureFixture[str]
+    server: RunningServer, capsys: pytest.CaptureFixture[str], as_json: bool
 ) -> None:
     inbox = Inbox()
-    inbox.add({"id": "u-1", "type": "lineup.v1.text"})
+    inbox.add({"id": "u-1", "type": "lineup.v1.text", "payload": {"markdown": "hi"}})
     inbox.add({"id": "u-2", "type": "lineup.v1.client.inventory", "payload": {"revision": 2}})
     async with AgentClient(server.url) as client:
-        session = Session(client, "conv-a", inbox, WAIT)
+        session = Session(client, "conv-a", inbox, WAIT, Console(Terminal(), as_json=as_json))
         assert await _command(session, "show")
+        assert await _command(session, "show 1")
         assert not await _command(session, "quit")
     lines = capsys.readouterr().out.splitlines()
-    assert [json.loads(line)["id"] for line in lines] == ["u-1", "u-2"]
+    if as_json:
+        assert [json.loads(line)["id"] for line in lines] == ["u-1", "u-2", "u-2"]
+    else:
+        assert lines == ['text               "hi"', *2 * ["client.inventory   revision 2, 0 tools"]]
     assert inbox.latest_revision() == 2
-
-
-async def test_a_call_without_any_inventory_needs_an_explicit_revision(
-    server: RunningServer,
-) -> None:
-    async with AgentClient(server.url) as client:
-        session = Session(client, "conv-a", Inbox(), WAIT)
-        with pytest.raises(StepFailed):
-            await _command(session, 'call notes.add {"a": 1}')
-
-
-async def test_a_wait_matches_each_message_once_and_in_order() -> None:
-    inbox = Inbox()
-    inbox.add({"id": "t-1", "type": "lineup.v1.text"})
-    inbox.add({"id": "x-1", "type": "other"})
-    inbox.add({"id": "t-2", "type": "lineup.v1.text"})
-    with trio.fail_after(WAIT):
-        assert (await inbox.wait_for("lineup.v1.text", 1))["id"] == "t-1"
-        assert (await inbox.wait_for("lineup.v1.text", 1))["id"] == "t-2"
-
-    async def arrive_later() -> None:
-        inbox.add({"id": "t-3", "type": "lineup.v1.text"})
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(arrive_later)
-        with trio.fail_after(WAIT):
-            assert (await inbox.wait_for("lineup.v1.text", WAIT))["id"] == "t-3"
-    with pytest.raises(StepFailed):
-        await inbox.wait_for("lineup.v1.text", 0)
