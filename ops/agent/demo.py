@@ -1,5 +1,6 @@
 """A demo Remote Agent: greets each conversation once, tours the standard interactions, and
-echoes what the user writes.
+echoes what the user writes; answers the chat commands `/tools`, `/call TOOL {json}` and
+`/play draw-and-guess` (`_commands.py`, `_play.py`).
 
 It is the smallest agent that exercises the whole chat path: Markdown out (a greeting with
 **bold**, a list and a link), user text in, one answer per user message; and, once the
@@ -8,7 +9,9 @@ runtime's inventory advertises the standard interactions, the tour of `_tour.py`
 its sub-session. Everything is safe to replay: the greeting's Idempotency-Key is
 `greeting:<conversation_id>`, and every other move's key derives from the message it answers
 (`reply:<message_id>`, a call id from the call it follows), so a restart never greets twice and
-a replayed sync never answers or asks twice.
+a replayed sync never answers or asks twice. Each message goes to the commands first (they
+keep the inventory, answer a command and follow the calls they made) and then, unless they
+took it, to the tour. A `Tick` of `/play` runs `delay_s` later in the Agent's own nursery.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from lineup.actors.kernel.identity import ActorKind
 from lineup.ops.devserver import DEFAULT_AGENT_ID, DEFAULT_AGENT_SECRET
 
 from ._client import AgentClient
-from ._tour import MAX_ECHO_CHARS, MENU_WORD, Dismiss, Move, Say, Tour, echo
+from ._commands import Commands
+from ._play import POLL_S, Game, Step, Tick
+from ._tour import MAX_ECHO_CHARS, MENU_WORD, Dismiss, Say, Tour, echo
 
 __all__ = [
     "DEFAULT_APPSERVER_URL",
@@ -45,7 +50,10 @@ GREETING: Final = (
     "\n"
     "- A card will ask what you would like to try: a question of each kind, or a MiniApp.\n"
     f"- Write `{MENU_WORD}` to see that card again; anything else I echo back.\n"
-    "- MiniApps will show up here as tools are advertised.\n"
+    "- Write `/tools` for the tools I can call, and `/call TOOL {json}` to have me call one "
+    "(yours too): you see its receipts and its result here.\n"
+    "- Write `/play draw-and-guess` to draw while I guess (install the game from the App "
+    "Registry first).\n"
     "\n"
     "Markdown works both ways: see the [CommonMark help](https://commonmark.org/help/)."
 )
@@ -65,6 +73,7 @@ class DemoAgent:
         agent_secret: str,
         *,
         sync_timeout_ms: int = SYNC_TIMEOUT_MS,
+        poll_s: float = POLL_S,
     ) -> None:
         self.appserver_url = appserver_url
         self.agent_id = agent_id
@@ -73,9 +82,10 @@ class DemoAgent:
         self.answered = 0  # user messages answered (or found already answered) in this run
         self.asked = 0  # tool calls posted (or found already posted) in this run
         self.tour = Tour()
+        self.commands = Commands(game=Game(poll_s=poll_s))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with AgentClient(self.appserver_url) as client:
+        async with AgentClient(self.appserver_url) as client, trio.open_nursery() as later:
             conversations = await client.login(self.agent_id, self._secret)
             for conversation_id in conversations:
                 await client.say(conversation_id, GREETING, f"greeting:{conversation_id}")
@@ -86,10 +96,16 @@ class DemoAgent:
             while True:
                 messages, cursor = await client.sync(cursor, self.sync_timeout_ms)
                 for message in messages:
-                    for move in self.tour.take(message):
-                        await self._make(client, move, message)
+                    moves = self.commands.take(message)
+                    for move in self.tour.take(message) if moves is None else moves:
+                        await self._make(client, move, message, later)
 
-    async def _make(self, client: AgentClient, move: Move, message: dict[str, Any]) -> None:
+    async def _make(
+        self, client: AgentClient, move: Step, message: dict[str, Any], later: trio.Nursery
+    ) -> None:
+        if isinstance(move, Tick):
+            later.start_soon(self._tick, client, move, later)
+            return
         if isinstance(move, Say):
             await client.say(move.conversation_id, move.markdown, move.key)
             if move.key.startswith("reply:"):
@@ -123,6 +139,11 @@ class DemoAgent:
             move.tool,
             move.call_id,
         )
+
+    async def _tick(self, client: AgentClient, tick: Tick, later: trio.Nursery) -> None:
+        await trio.sleep(tick.delay_s)  # a game's pace, not a synchronisation
+        for move in self.commands.tick(tick):
+            await self._make(client, move, {}, later)
 
 
 class DemoAgentActor(Actor):

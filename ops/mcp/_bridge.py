@@ -10,10 +10,17 @@ flight with that `call_id` (`CallTable`: one bounded slot per call, opened befor
 sent and removed in `finally`, so a late or foreign answer is dropped, never leaked); a text is
 the user's, kept (bounded) in `Conversation`. The first terminal message of a call is its only
 one: the slot closes on it.
+
+A result that holds a PNG inline (`png_base64`, as `draw-and-guess.get_drawing` answers, and
+checked: valid base64, the PNG signature, bounded) is also MCP image content, so a model sees
+the picture; the JSON beside it, as text, names the image instead of repeating its base64. The
+structured content is the result, unchanged.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections import deque
 from collections.abc import Iterator
@@ -37,6 +44,7 @@ __all__ = [
     "Conversation",
     "Inventory",
     "error_result",
+    "inline_png",
     "mcp_tools",
     "progress_line",
     "result_of",
@@ -52,6 +60,9 @@ MAX_CALLS: Final = 256  # calls in flight at once
 MAX_MESSAGES: Final = 200  # the conversation's newest messages kept (and served)
 MAX_TEXT_CHARS: Final = 200  # of a result's short text content
 MAX_WAIT_S: Final = 300.0  # the longest `conversation.next_message` wait
+INLINE_PNG_KEY: Final = "png_base64"
+PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
+MAX_INLINE_PNG_CHARS: Final = 256 * 1024  # of base64: beyond it, the result stays text only
 
 _SAY_TOOL: Final = types.Tool(
     name=SAY,
@@ -150,14 +161,38 @@ def error_result(code: str, message: str | None = None) -> types.CallToolResult:
     )
 
 
+def inline_png(result: dict[str, Any]) -> tuple[str, int] | None:
+    """The result's inline PNG (its base64 and its size in bytes), or None when it holds none:
+    no `png_base64` string, not base64, not a PNG, or too long."""
+    data = result.get(INLINE_PNG_KEY)
+    if not isinstance(data, str) or len(data) > MAX_INLINE_PNG_CHARS:
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return (data, len(raw)) if raw.startswith(PNG_SIGNATURE) else None
+
+
 def result_of(final: dict[str, Any]) -> types.CallToolResult:
-    """The MCP result of a call's one terminal message (`tool.result` or `tool.error`)."""
+    """The MCP result of a call's one terminal message (`tool.result` or `tool.error`); a PNG
+    inline is image content too."""
     payload = final.get("payload") or {}
     if final.get("type") == wire.RESULT:
         result = payload.get("result")
         result = result if isinstance(result, dict) else {}
+        png = inline_png(result)
+        if png is None:
+            return types.CallToolResult(
+                content=[types.TextContent(text=_short(result))], structured_content=result
+            )
+        named = {**result, INLINE_PNG_KEY: f"(image/png, {png[1]} bytes: the image content)"}
         return types.CallToolResult(
-            content=[types.TextContent(text=_short(result))], structured_content=result
+            content=[
+                types.TextContent(text=_short(named)),
+                types.ImageContent(data=png[0], mime_type="image/png"),
+            ],
+            structured_content=result,
         )
     message = payload.get("message")
     return error_result(str(payload.get("code", "unknown")), message if message else None)

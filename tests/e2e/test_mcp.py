@@ -5,6 +5,7 @@ runtime's embedded AppServer (no demo Agent), found through `--data-dir`."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -23,8 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from lineup.actors.focus.messages import AppEnableRequest, InventoryReply
 from lineup.supervisor._runtime import free_port
 from lineup.tests.support.agent_view import FINALS
-from lineup.tests.support.interactions import CONFIRM, POLL, Scene, scene
-from lineup.tests.support.runtime import kill_and_wait_restarted
+from lineup.tests.support.interactions import CONFIRM, POLL, Scene, scene, scene_on
+from lineup.tests.support.picture_app import Picture
+from lineup.tests.support.runtime import kill_and_wait_restarted, start_runtime_with_app
 
 pytestmark = pytest.mark.slow
 
@@ -277,3 +279,23 @@ async def test_the_conversation_is_two_tools_and_a_resource(
         assert waited.structured_content == {"timed_out": True}
         resource = await session.read_resource("lineup://conversation/messages")
         assert "Hello **there**" in resource.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_a_png_inline_in_a_result_reaches_the_model_as_image_content(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """As `draw-and-guess.get_drawing` answers its drawing: the tool's `png_base64` is MCP
+    image content (a real PNG), beside the JSON as text; the structured result is unchanged."""
+    runtime = await start_runtime_with_app(nursery, data_dir, Picture, title="Picture")
+    s = await scene_on(nursery, runtime)
+    async with mcp_session(_data_dir(s)) as (session, _seen):
+        with trio.fail_after(WAIT):
+            drawn = await session.call_tool("picture.draw", {"title": "Hi"})
+    assert not drawn.is_error
+    text, image = drawn.content
+    assert isinstance(text, types.TextContent) and isinstance(image, types.ImageContent)
+    assert image.mime_type == "image/png"
+    assert base64.b64decode(image.data).startswith(b"\x89PNG\r\n\x1a\n")
+    assert drawn.structured_content is not None
+    assert drawn.structured_content["png_base64"] == image.data
+    assert image.data not in text.text  # the text names the image, it does not repeat it

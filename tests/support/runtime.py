@@ -73,10 +73,11 @@ async def messages_at_agent(
 
 
 async def start_runtime_with_app(
-    nursery: trio.Nursery, data_dir: Path, app: type[MiniApp], *, title: str
+    nursery: trio.Nursery, data_dir: Path, app: type[MiniApp], *, title: str, **options: Any
 ) -> Runtime:
-    """The runtime (no demo Agent) in `data_dir / "rt"` with one configured SDK app beside the
-    catalogue's, as `--dev-app` would add it: its manifest generated into `data_dir`."""
+    """The runtime (no demo Agent, unless `demo_agent=True`; other `options` as for
+    `RuntimeOptions`) in `data_dir / "rt"` with one configured SDK app beside the catalogue's,
+    as `--dev-app` would add it: its manifest generated into `data_dir`."""
     data_dir.mkdir(parents=True, exist_ok=True)
     scope = app.app_info.app_scope
     manifest = data_dir / f"{scope}.json"
@@ -87,7 +88,8 @@ async def start_runtime_with_app(
         "entry": f"{app.__module__}:{app.__qualname__}",
         "title": title,
     }
-    return await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
+    options.setdefault("demo_agent", False)
+    return await start_runtime(nursery, data_dir / "rt", extra_apps=(config,), **options)
 
 
 async def kill_and_wait_restarted(runtime: Runtime, victim: str, *, wait: float = 20.0) -> None:

@@ -4,14 +4,18 @@ the retry rule's "unchanged", the results' shape, the desktop config."""
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import trio
 
 from lineup import wire
 from lineup.ops.mcp import config_snippet
-from lineup.ops.mcp._bridge import Bridge, Inventory, mcp_tools, result_of
+from lineup.ops.mcp._bridge import Bridge, Inventory, inline_png, mcp_tools, result_of
+from lineup.tests.support.picture_app import grey_png
 
 TOOL = {
     "method": "b.tool",
@@ -70,6 +74,30 @@ def test_a_result_is_structured_and_an_error_carries_its_code() -> None:
     assert (ok.is_error, ok.structured_content) == (False, {"approved": True})
     refused = result_of(_final(wire.TOOL_ERROR, "c1", code="tool_input_invalid"))
     assert (refused.is_error, refused.structured_content) == (True, {"code": "tool_input_invalid"})
+
+
+def test_a_png_inline_is_image_content_beside_the_json_and_the_structure_is_unchanged() -> None:
+    png = base64.b64encode(grey_png()).decode("ascii")
+    result = {"artifact_id": "art-1", "png_base64": png, "width": 4, "height": 4, "strokes": 2}
+    answer = result_of(_final(wire.RESULT, "c1", result=result))
+    assert answer.structured_content == result
+    text, image = answer.content
+    assert isinstance(text, types.TextContent) and isinstance(image, types.ImageContent)
+    assert (image.data, image.mime_type) == (png, "image/png")
+    named = json.loads(text.text)
+    assert named["png_base64"] == f"(image/png, {len(grey_png())} bytes: the image content)"
+    assert (named["artifact_id"], named["strokes"]) == ("art-1", 2)
+
+
+def test_only_a_real_png_in_base64_becomes_an_image() -> None:
+    not_png = base64.b64encode(b"GIF89a" + b"\0" * 20).decode("ascii")
+    for value in (not_png, "not base64!", 42, base64.b64encode(grey_png())[:-2].decode()):
+        result = {"png_base64": value}
+        assert inline_png(result) is None
+        (only,) = result_of(_final(wire.RESULT, "c1", result=result)).content
+        assert isinstance(only, types.TextContent)
+    too_long = base64.b64encode(grey_png() + b"\0" * 300_000).decode("ascii")
+    assert inline_png({"png_base64": too_long}) is None
 
 
 def test_the_desktop_config_names_this_interpreter_and_keeps_a_secret_out_of_argv() -> None:
