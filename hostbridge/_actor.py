@@ -73,6 +73,7 @@ from .messages import (
     CapabilityPromptEvent,
     GrantsChangedEvent,
     InteractionsUpdatedEvent,
+    NoticeEvent,
     ProviderRunEvent,
     RuntimeStateEvent,
     SessionDataUpdatedEvent,
@@ -339,6 +340,10 @@ class HostbridgeActor(Actor):
             self._state, self._reason = msg.state, msg.reason
         state, reason = self._runtime_shown()
         self.hub.broadcast(ShellRuntime(state=state, reason=reason))
+
+    @handles(NoticeEvent)
+    def on_notice(self, msg: NoticeEvent, env: Envelope) -> None:
+        self.hub.broadcast(ShellNotice(level=msg.level, text=msg.text))
 
     def _runtime_shown(self) -> tuple[str, str | None]:
         if self._phase is not None:

@@ -26,6 +26,7 @@ __all__ = [
     "HealthRequest",
     "InteractionView",
     "InteractionsUpdatedEvent",
+    "NoticeEvent",
     "ProviderRunEvent",
     "ProviderRunView",
     "RuntimeStateEvent",
@@ -60,6 +61,15 @@ class RuntimeStateEvent(Message):
     type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
     state: str
     reason: str | None = None  # an appserver_* code while reconnecting / offline_degraded
+
+
+class NoticeEvent(Message):
+    """focus → hostbridge: a notice for every Shell (`shell.notice`), e.g. a development app
+    reloaded (`info`) or its new version refused (`error`). Shown as text only."""
+
+    type: Literal["hostbridge.notice"] = "hostbridge.notice"
+    level: Literal["info", "error"]
+    text: str = Field(min_length=1, max_length=2000)
 
 
 class AppsUpdatedEvent(Message):

@@ -23,6 +23,9 @@ reports them (authenticating → synchronizing → online, reconnecting, offline
 told when the supervisor's own part begins or ends, so the Shell's badge shows it over the
 link's state.
 
+With development apps in the plan (`lineup run --dev-app`), the supervisor also watches their
+folders while the tree runs and has focus reload an app whose code changed (`_devwatch`).
+
 `attach` lets a test or a benchmark join the tree as a peer of any kind, through exactly the same
 channels and checks a child gets.
 """
@@ -88,6 +91,7 @@ from lineup.actors.kernel.control import (
 from . import _applog, _quota
 from ._control import clear_state_file, relay_registry, serve_control, write_state_file
 from ._denials import answer_denials
+from ._devwatch import DevWatch, dev_apps_of
 from ._sandbox import (
     CGROUP_JOINED,
     SandboxPolicy,
@@ -211,6 +215,9 @@ class Supervisor:
         self._changed = trio.Event()  # set and replaced whenever a child is ready or exits
         self._sandbox: SandboxStatus | None = None
         self._pids: _quota.PidsCgroups | None = None  # per-MiniApp pids cgroups, if offered
+        # `lineup run --dev-app`: each development app's folder is watched (`_devwatch`).
+        dev_apps = dev_apps_of(specs)
+        self.dev_watch = DevWatch(self.bus, dev_apps, self._report) if dev_apps else None
 
     def _notify_changed(self) -> None:
         self._changed.set()
@@ -422,6 +429,8 @@ class Supervisor:
         which ends (cancelled) before the tree is stopped."""
         async with trio.open_nursery() as restarts:
             self._restarts = restarts
+            if self.dev_watch is not None:  # while the tree runs, stopped before it stops
+                await restarts.start(self.dev_watch.run)
             try:
                 await self._supervise()
             except Escalation as exc:

@@ -97,6 +97,7 @@ from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
 from ._capability_context import CapabilityFacts, context_of
+from ._dev_reload import DevReload
 from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
 from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
@@ -111,6 +112,9 @@ from .messages import (
     CapabilitiesChangedEvent,
     CapabilityContextReply,
     CapabilityContextRequest,
+    DevAppRefusedEvent,
+    DevAppReloadReply,
+    DevAppReloadRequest,
     FindInstanceRequest,
     InstanceReply,
     InventoryReply,
@@ -227,6 +231,23 @@ class FocusActor(Actor):
             live_of=self._live_of,
             close=self._close,
             publish=self._publish_inventory,
+        )
+        # Reload on save of the development apps (`lineup run --dev-app`).
+        self.dev_reload = DevReload(
+            self.bus,
+            apps=self._bundled,
+            manifests=self._manifests,
+            store=self._store,
+            running=lambda scope: [
+                i
+                for i in reversed(self._stack.order)
+                if self._owners.get(i) == scope
+                and self._stack.states.get(i) in LIVE - {"suspended"}
+            ],
+            start=self._ensure_running,
+            publish=self._publish_inventory,
+            revision=lambda: self._revision,
+            tell_app=self._tell_app,
         )
         # The start target (seed 004 §4.3): the user's deep link, else what can be restored,
         # else the default app, else the chat.
@@ -481,6 +502,14 @@ class FocusActor(Actor):
         the content last seen."""
         if await self._bump_inventory():
             self._nursery_soon(self._tell_router, InventoryChangedEvent(revision=self._revision))
+
+    @handles(DevAppReloadRequest)
+    async def on_dev_app_reload(self, msg: DevAppReloadRequest, env: Envelope) -> DevAppReloadReply:
+        return await self.dev_reload.reload(msg)
+
+    @handles(DevAppRefusedEvent)
+    async def on_dev_app_refused(self, msg: DevAppRefusedEvent, env: Envelope) -> None:
+        await self.dev_reload.refused(msg)
 
     @handles(RegistryInstallRequest)
     async def on_registry_install(

@@ -31,6 +31,9 @@ __all__ = [
     "CapabilitiesChangedEvent",
     "CapabilityContextReply",
     "CapabilityContextRequest",
+    "DevAppRefusedEvent",
+    "DevAppReloadReply",
+    "DevAppReloadRequest",
     "FindInstanceRequest",
     "HealthReply",
     "HealthRequest",
@@ -360,3 +363,43 @@ class UiOpenRequest(Message):
 
     type: Literal["focus.ui.open"] = "focus.ui.open"
     app_scope: str = Field(min_length=1, max_length=100)
+
+
+# ---------------------------------------------------------------------------------- dev reload
+#
+# From the supervisor, which watches each `lineup run --dev-app` folder (`supervisor._devwatch`)
+# and regenerates its manifest when a file in it changes (`_dev_reload` has the theory).
+
+
+class DevAppReloadRequest(Message):
+    """supervisor → focus: the development app `app_scope` changed, and its manifest file (the
+    registry entry's `manifest`, which focus reads again) is the new one: reload the app (its
+    registry entry, its live instances' process, the inventory if its tools changed) and tell
+    the Shell. Refused `app_not_installed` (no development app of that scope) and
+    `app_scope_mismatch` (the new manifest names another scope: a restart of lineup takes it)
+    and `invalid_arguments` (it does not load), having changed nothing: what ran keeps
+    running, and the supervisor prints the refusal and tells it back for the Shell."""
+
+    type: Literal["focus.supervisor.dev_app.reload"] = "focus.supervisor.dev_app.reload"
+    app_scope: str = Field(min_length=1, max_length=100)
+
+
+class DevAppReloadReply(Message):
+    """The app reloaded: the inventory `revision` now (new if `tools_changed`), and how many
+    live instances had their process restarted."""
+
+    type: Literal["focus.supervisor.dev_app.reloaded"] = "focus.supervisor.dev_app.reloaded"
+    app_scope: str
+    revision: str
+    tools_changed: bool
+    restarted: int = Field(ge=0)
+
+
+class DevAppRefusedEvent(Message):
+    """supervisor → focus: the development app's new version was refused before focus saw it
+    (its manifest could not be generated): `line` is what the terminal printed, for the Shell
+    to show as an error notice. Nothing else changes."""
+
+    type: Literal["focus.supervisor.dev_app.refused"] = "focus.supervisor.dev_app.refused"
+    app_scope: str = Field(min_length=1, max_length=100)
+    line: str = Field(min_length=1, max_length=2000)

@@ -105,6 +105,8 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     # relays them to focus, which owns the registry.
     allow(K.CLI, K.SUPERVISOR, "supervisor.registry.*")
     allow(K.SUPERVISOR, K.FOCUS, "focus.registry.*")
+    # `lineup run --dev-app`: the supervisor watches the folder, focus reloads the app.
+    allow(K.SUPERVISOR, K.FOCUS, "focus.supervisor.dev_app.*")
     allow(K.TRANSPORT, K.SUPERVISOR, "supervisor.runtime.state")  # for `lineup status`
     # The lifecycle's own part (restoring, stopping), for the Shell's badge.
     allow(K.SUPERVISOR, K.HOSTBRIDGE, "hostbridge.runtime.state")

@@ -1,0 +1,175 @@
+"""Reload on save for the development apps of `lineup run --dev-app PATH` (focus's side).
+
+Theory of operation
+-------------------
+The supervisor watches each development app's folder (`lineup.supervisor._devwatch`). When a
+file in it changes, it regenerates the manifest in a subprocess of its own (the developer's
+code never runs in a runtime process), writes it over the registry entry's `manifest` file and
+asks focus to reload the app (`focus.supervisor.dev_app.reload`). Focus then, one reload at a
+time:
+
+1. reads that manifest again, as it reads every manifest (`load_manifest`, its code never);
+   a manifest that does not load, or names another app_scope (the registry entry, the store's
+   row, the instances are all keyed by it: a restart of lineup takes the new one), is refused
+   and nothing changes;
+2. records the new version in the store (`store.registry.put`, source `dev`) and replaces the
+   manifest focus serves the app's tools, views and Surfaces from;
+3. restarts the app's process if it runs (a live instance that is not suspended): stopped,
+   then started again for its topmost live instance, as after a crash. Its instances stay what
+   they were, the user's foreground one in front; each is asked for its view again
+   (`miniapp.view.refresh`), which the new code draws. A suspended instance has no process:
+   the new code runs when it is resumed;
+4. publishes the inventory (a new revision only if the tools changed; the Shells' launcher in
+   any case);
+5. tells every Shell `<title> reloaded` (a `shell.notice`).
+
+A refusal, focus's own (its reply) or the supervisor's (the manifest could not be generated),
+is printed by the supervisor in the terminal, `lineup: dev app PATH: <reason> <where>`, and
+that line is told to focus (`focus.supervisor.dev_app.refused`), which shows it to every Shell
+as an error notice. The previous version keeps running.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, Final
+
+import trio
+
+from lineup.actors.kernel import Bus, ErrorCode, LineUpError, Message
+from lineup.actors.kernel.control import ChildStopReply, ChildStopRequest
+from lineup.actors.store.messages import AppRegistryPutReply, AppRegistryPutRequest
+from lineup.hostbridge.messages import NoticeEvent
+from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import Manifest, ManifestInvalid, load_manifest
+
+from .messages import DevAppRefusedEvent, DevAppReloadReply, DevAppReloadRequest
+
+__all__ = ["DevReload"]
+
+log = logging.getLogger("lineup.focus")
+
+NOTIFY_TIMEOUT: Final = 5.0
+STOP_TIMEOUT: Final = 20.0
+MAX_MANIFEST_FILE: Final = 1 << 20  # a generated manifest is a few KiB
+
+
+class DevReload:
+    """Focus's reloads of its development apps (see the module's docstring). What it needs of
+    the actor:
+
+    - `apps`, `manifests`: the registry entries and the manifests served (the actor's own
+      mappings; a reload replaces the app's manifest in `manifests`);
+    - `store(request, expect)`: a store request; `bus`: to stop the app's process and tell
+      the Shells;
+    - `running(scope)`: the app's live instances that are not suspended, topmost first;
+    - `start(instance_id)`: start the app's process for that instance (idempotent);
+    - `publish()`: publish the inventory; `revision()`: the inventory revision now;
+    - `tell_app(scope, event)`: tell the app's process.
+    """
+
+    def __init__(
+        self,
+        bus: Bus,
+        *,
+        apps: Mapping[str, Mapping[str, str]],
+        manifests: MutableMapping[str, Manifest],
+        store: Callable[[Message, type[Any]], Awaitable[Any]],
+        running: Callable[[str], list[str]],
+        start: Callable[[str], Awaitable[None]],
+        publish: Callable[[], Awaitable[None]],
+        revision: Callable[[], str],
+        tell_app: Callable[[str, Message], Awaitable[None]],
+    ) -> None:
+        self.bus = bus
+        self._apps = apps
+        self._manifests = manifests
+        self._store = store
+        self._running = running
+        self._start = start
+        self._publish = publish
+        self._revision = revision
+        self._tell_app = tell_app
+        self._lock = trio.Lock()  # one reload at a time, in the order asked
+
+    async def reload(self, msg: DevAppReloadRequest) -> DevAppReloadReply:
+        """Reload the development app `msg.app_scope`. Raises LineUpError
+        (`app_not_installed`, `app_scope_mismatch`, `invalid_arguments`) having changed
+        nothing: the supervisor prints it, and tells focus its line for the Shell."""
+        async with self._lock:
+            manifest = await self._read(msg)
+            scope = msg.app_scope
+            await self._store(
+                AppRegistryPutRequest(
+                    app_scope=scope,
+                    version=manifest.version,
+                    kind=manifest.kind,
+                    manifest=manifest.model_dump(mode="json"),
+                    source="dev",
+                ),
+                AppRegistryPutReply,
+            )
+            self._manifests[scope] = manifest
+            restarted = await self._restart(scope)
+            revision = self._revision()
+            await self._publish()  # a new revision only if the tools changed
+            title = self._apps[scope].get("title", scope)
+            log.info("focus.dev_app_reloaded app=%s restarted=%d", scope, restarted)
+            await self._notice("info", f"{title} reloaded")
+            return DevAppReloadReply(
+                app_scope=scope,
+                revision=self._revision(),
+                tools_changed=self._revision() != revision,
+                restarted=restarted,
+            )
+
+    async def refused(self, msg: DevAppRefusedEvent) -> None:
+        """The supervisor refused the app's new version: every Shell is shown its line."""
+        log.info("focus.dev_app_refused app=%s", msg.app_scope)
+        await self._notice("error", msg.line)
+
+    async def _read(self, msg: DevAppReloadRequest) -> Manifest:
+        app = self._apps.get(msg.app_scope)
+        if app is None or app.get("dev") != "true":
+            raise LineUpError(ErrorCode.APP_NOT_INSTALLED, "no development app of that scope")
+        try:
+            async with await trio.open_file(app["manifest"], "rb") as file:
+                raw = await file.read(MAX_MANIFEST_FILE + 1)
+            if len(raw) > MAX_MANIFEST_FILE:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "manifest.json is too large")
+            manifest = load_manifest(raw)
+        except OSError as exc:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"manifest: {exc.strerror}") from exc
+        except ManifestInvalid as exc:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{exc.reason} {exc.path}") from exc
+        if manifest.app_scope != msg.app_scope:
+            raise LineUpError(
+                ErrorCode.APP_SCOPE_MISMATCH,
+                f"app_scope changed from {msg.app_scope} to {manifest.app_scope}: "
+                "restart lineup to run it",
+            )
+        return manifest
+
+    async def _restart(self, scope: str) -> int:
+        """Restart the app's process if it runs; returns how many instances it serves."""
+        running = self._running(scope)
+        if not running:
+            return 0
+        await self.bus.request(
+            "supervisor",
+            # Stopped by the runtime: no instance fails, as none would for a crash.
+            ChildStopRequest(name=f"miniapp:{scope}"),
+            expect=ChildStopReply,
+            timeout=STOP_TIMEOUT,
+        )
+        await self._start(running[0])
+        # Its views are drawn again, by the new code (one refresh: the app draws them all).
+        await self._tell_app(scope, sdk.ViewRefreshEvent())
+        return len(running)
+
+    async def _notice(self, level: str, text: str) -> None:
+        event = NoticeEvent(level="error" if level == "error" else "info", text=text)
+        code = await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
+        if code is not None:
+            log.info("focus.notice_not_told code=%s", code.value)
