@@ -30,6 +30,8 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 from hypercorn.utils import wrap_app
 
+from lineup.actors.kernel.actor import CannotStart
+
 from ._refusals import RefusalLog
 
 __all__ = ["serve"]
@@ -45,7 +47,8 @@ async def serve(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on `config.bind` (plain TCP) and serve `app` until cancelled. A connection whose
+    """Listen on `config.bind` (plain TCP) and serve `app` until cancelled (CannotStart if the
+    address cannot be bound). A connection whose
     handling raises is closed and logged (by class, at a bounded rate); it never stops the
     others or the listener. Sets `config.logger_class`: hypercorn's errors are logged alike."""
     quiet = RefusalLog(log)
@@ -58,7 +61,11 @@ async def serve(
     config.logger_class = QuietLogger
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     context = WorkerContext(None)
-    sockets = config.create_sockets()
+    try:
+        sockets = config.create_sockets()
+    except OSError as exc:  # taken since `lineup run` checked it: the tree stops, in one line
+        where = ", ".join(config.bind)
+        raise CannotStart(f"the Shell cannot listen on {where}: {exc.strerror}") from None
     listeners = []
     for sock in sockets.insecure_sockets:
         sock.listen(config.backlog)

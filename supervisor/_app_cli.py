@@ -2,9 +2,10 @@
 running runtime, through its control socket.
 
 Each command is one request to the supervisor (`supervisor.registry.*`), which relays it to
-focus; each change is one `AppOperation`, whose outcome is printed in one line
-(`install draw-and-guess 1.0.0: completed`, `enable x: failed (app_not_installed)`). Exit 0 when
-the operation completed; 1 when it failed, when the runtime refused the request, or when no
+focus; each change is one `AppOperation`, whose outcome is printed in one line: on stdout when
+it completed (`install draw-and-guess 1.0.0: completed`), on stderr when it failed
+(`lineup: error: enable x: failed (app_not_installed)`). Exit 0 when the operation completed;
+1 when it failed, when SCOPE is no app_scope, when the runtime refused the request, or when no
 runtime runs; EXIT_USAGE for a command that cannot be sent as given. Never a traceback.
 
 The authoring commands (`manifest`, `keygen`, `pack`, `verify`, `trust`) are `lineup.sdk.cli`'s:
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -54,6 +56,7 @@ _KINDS: Final[dict[str, OperateKind]] = {
 }
 
 Confirm = Callable[[str], bool]
+_APP_SCOPE: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")  # the manifest's rule
 
 
 def _parser(data_dir_default: Path) -> argparse.ArgumentParser:
@@ -103,6 +106,10 @@ def main(
     err = err or sys.stderr
     args = _parser(data_dir_default).parse_args(argv)
     data_dir: Path = (args.data_dir or data_dir_default).absolute()
+    scope = getattr(args, "app_scope", None)
+    if scope is not None and not _APP_SCOPE.match(scope):
+        err.write(f"lineup: error: {scope!r} is not an app_scope\n")
+        return EXIT_FAILED
     try:
         body = _request(args)
     except (ValueError, ValidationError) as exc:
@@ -135,8 +142,10 @@ def main(
     assert isinstance(reply, AppOperationInfo)
     if args.json:
         out.write(json.dumps(reply.model_dump(mode="json", exclude={"type"}), indent=2) + "\n")
-    else:
+    elif reply.state == "completed":
         out.write(outcome_line(reply) + "\n")
+    else:
+        err.write(f"lineup: error: {outcome_line(reply)}\n")
     return 0 if reply.state == "completed" else EXIT_FAILED
 
 

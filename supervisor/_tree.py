@@ -65,7 +65,7 @@ from lineup.actors.kernel import (
     channel_allowed,
     channel_pair,
 )
-from lineup.actors.kernel.actor import BootInfo
+from lineup.actors.kernel.actor import EXIT_CANNOT_START, BootInfo
 from lineup.actors.kernel.control import (
     ActorReadyEvent,
     AppFailedEvent,
@@ -126,7 +126,10 @@ Reporter = Callable[[str], None]
 
 
 class Escalation(LineUpError):
-    """A child exceeded the restart intensity; the tree was stopped."""
+    """A child exceeded the restart intensity, or cannot start as configured (`reported`:
+    it said why itself, in one line on stderr); the tree was stopped."""
+
+    reported: bool = False
 
 
 @dataclass(eq=False)
@@ -153,6 +156,7 @@ class _Child(_Peer):
     settled: trio.Event = field(default_factory=trio.Event)  # ready, or dead before ready
     expected_exit: bool = False
     signalled: set[int] = field(default_factory=set)  # what this incarnation was sent by us
+    exit_status: int | None = None  # the last incarnation's, once it exited
 
     def is_up(self) -> bool:
         return self.state == "running"
@@ -367,6 +371,7 @@ class Supervisor:
                 if turn is not None:  # its turn comes once that child has its pid
                     await self.wait_until(lambda: turn.pid is not None)
                 await self._start(child)
+                self._check_can_start(child, child.exit_status)  # the others' starts end
             except Exception as exc:
                 failure = failure or exc
                 starts.cancel_scope.cancel()
@@ -438,6 +443,7 @@ class Supervisor:
             child = self.children[name]
             if incarnation != child.incarnation or child.expected_exit:
                 continue
+            self._check_can_start(child, status)
             log.warning("supervisor.child_exited name=%s pid=%s status=%s", name, child.pid, status)
             if status < 0 and -status not in child.signalled:
                 # A signal the runtime did not send: the sandbox's limits (SIGXCPU from
@@ -519,6 +525,26 @@ class Supervisor:
             member.state = "restarting"
             member.restarts += member is group[0]
             await self._start(member)
+
+    def _check_can_start(self, child: _Child, status: int | None) -> None:
+        """Raise Escalation, without a restart, for a runtime child that exited because it
+        cannot start as configured (its port is taken): it said why; a restart would fail the
+        same way. During the tree's start, the other children's starts end at once."""
+        if status != EXIT_CANNOT_START or child.identity.kind is ActorKind.MINIAPP:
+            return
+        self.bus.audit(
+            AuditRecord(
+                event="supervisor.escalated",
+                actor="supervisor",
+                peer=child.identity.name,
+                code=ErrorCode.SUPERVISOR_ESCALATED.value,
+            )
+        )
+        escalation = Escalation(
+            ErrorCode.SUPERVISOR_ESCALATED, f"{child.identity.name} cannot start as configured"
+        )
+        escalation.reported = True
+        raise escalation
 
     def _note_restart(self, child: _Child) -> int:
         now = time.monotonic()
@@ -746,6 +772,7 @@ class Supervisor:
         status = _exit_status(result)
         if child.incarnation == incarnation:
             child.state = "failed" if status != 0 else "stopped"
+            child.exit_status = status
             child.pidfd = None
             child.exited.set()
             child.settled.set()

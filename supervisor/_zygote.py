@@ -201,7 +201,10 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
         if preload.idling and not select.select([sock], [], [], 0)[0]:
             _import(preload.next())
             continue
-        data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
+        except ConnectionResetError:
+            return  # the supervisor closed us before reading our ready frame: exit
         for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 received = array.array("i")
@@ -236,7 +239,10 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
             finally:
                 for fd in (control_fd, *(stdio or ())):
                     os.close(fd)
-            sock.sendall(reply)
+            try:
+                sock.sendall(reply)
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the supervisor stopped waiting for this spawn and closed us: exit
 
 
 def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:

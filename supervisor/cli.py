@@ -1,15 +1,24 @@
 """The `lineup` command: `run` starts the supervised tree, `status` asks a running one, `logs`
-prints what one MiniApp wrote to its stdout and stderr."""
+prints what one MiniApp wrote to its stdout and stderr.
+
+What the user got wrong (a data dir that is no directory or is not writable, a port that is
+taken, a name that is no app_scope) is one line on stderr, `lineup: error: <what>`, and exit
+status 1, never a traceback. A port is checked before the tree starts; one taken between that
+check and the child's bind ends the same way: the child says so in one line and exits
+`EXIT_CANNOT_START`, and the supervisor stops the tree instead of restarting it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import fcntl
 import getpass
 import json
 import logging
 import os
 import signal
+import socket
 import stat
 import sys
 from pathlib import Path
@@ -28,7 +37,7 @@ from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
 from lineup.sdk.trust import default_data_dir
 
 from ._applog import app_log_path, log_files
-from ._control import control_request, read_state_file
+from ._control import CONTROL_SOCKET, control_request, read_state_file
 from ._quota import STATUS_FSIZE, STATUS_PIDS
 from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
@@ -38,6 +47,7 @@ from ._tree import Escalation, Supervisor
 
 __all__ = ["default_data_dir", "main"]
 
+EXIT_REFUSED = 1
 EXIT_ESCALATED = 2
 EXIT_USAGE = 64
 PASSWORD_ENV = "LINEUP_PASSWORD"
@@ -112,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     link.add_argument(
         "--appserver-port",
-        type=int,
+        type=_port,
         default=0,
         help="port of the embedded AppServer (default: any free one)",
     )
@@ -124,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--shell-port",
-        type=int,
+        type=_port,
         default=0,
         help="port of the Shell on 127.0.0.1 (default: any free one)",
     )
@@ -179,6 +189,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0..65535)")
+    return port
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     # The development tools parse their own flags (ops/ is imported only here, by the CLI).
@@ -226,9 +243,11 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         level=os.environ.get("LINEUP_LOG", "WARNING"),
         format="%(levelname)s supervisor %(name)s: %(message)s",
     )
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data_dir.chmod(0o700)
-    lock = open(data_dir / "lineup.lock", "w")  # noqa: SIM115 - held for the whole run
+    try:
+        lock = _open_data_dir(data_dir)
+    except _Refused as exc:
+        print(f"lineup: error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -266,6 +285,14 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     except ValueError as exc:  # a --dev-app folder that is not a MiniApp package
         print(f"lineup: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    ports = {"--shell-port": args.shell_port}
+    if args.appserver is None:  # the embedded AppServer listens on it
+        ports["--appserver-port"] = args.appserver_port
+    for flag, port in ports.items():
+        taken = _port_taken(port) if port else None
+        if taken is not None:
+            print(f"lineup: error: {flag} {port}: 127.0.0.1:{port} {taken}", file=sys.stderr)
+            return EXIT_REFUSED
     supervisor = Supervisor(
         plan.specs,
         data_dir=data_dir,
@@ -295,11 +322,56 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         escalation = trio.run(_run_until_signal, supervisor, report)
     finally:
         lock.close()
+    if escalation is not None and escalation.reported:
+        return EXIT_REFUSED  # the child that cannot start said why, in one line
     if escalation is not None:
         print(f"lineup: error: {escalation.message}", file=sys.stderr, flush=True)
         return EXIT_ESCALATED
     report("stopped")
     return 0
+
+
+MAX_UNIX_PATH = 107  # sun_path's 108 bytes, with the NUL
+
+
+class _Refused(Exception):
+    """What the user must fix before the runtime can start, in words (one line)."""
+
+
+def _open_data_dir(data_dir: Path) -> BinaryIO:
+    """Create `data_dir` (0700) if need be and open its lock file, to hold for the run.
+    Raises _Refused: not a directory, cannot be created, made private or written."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise _Refused(f"--data-dir {data_dir}: not a directory")
+    if len(os.fsencode(data_dir / CONTROL_SOCKET)) > MAX_UNIX_PATH:
+        raise _Refused(
+            f"--data-dir {data_dir}: too long for its control socket "
+            f"(a Unix socket path has at most {MAX_UNIX_PATH} bytes)"
+        )
+    step = "cannot create it"
+    try:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        step = "cannot make it owner-only (chmod 700)"
+        data_dir.chmod(0o700)
+        step = "cannot write in it"
+        return open(data_dir / "lineup.lock", "wb")  # held for the whole run
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != data_dir else ""
+        raise _Refused(f"--data-dir {data_dir}: {step}: {exc.strerror}{where}") from None
+
+
+def _port_taken(port: int) -> str | None:
+    """Why 127.0.0.1:`port` cannot be listened on now (None: it can). Bound as hypercorn
+    binds (SO_REUSEADDR), so a port in TIME_WAIT is not called taken."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "is taken by another program"
+            return f"cannot be listened on ({exc.strerror})"
+    return None
 
 
 def appserver_password(args: argparse.Namespace, *, default: str) -> str:
@@ -494,7 +566,10 @@ def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
         path = app_log_path(data_dir, app_scope)
     except LineUpError:
         print(f"lineup: error: {app_scope!r} is not an app_scope", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_REFUSED
+    if data_dir.exists() and not data_dir.is_dir():
+        print(f"lineup: error: --data-dir {data_dir}: not a directory", file=sys.stderr)
+        return EXIT_REFUSED
     found = False
     try:
         for part in log_files(path):
@@ -503,8 +578,11 @@ def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
                     found = True
                     while chunk := file.read(65536):
                         out.write(chunk)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 continue
+            except OSError as exc:
+                print(f"lineup: error: {part}: {exc.strerror}", file=sys.stderr)
+                return EXIT_REFUSED
         out.flush()
     except BrokenPipeError:  # `lineup logs x | head`: quietly, even at exit's flush
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

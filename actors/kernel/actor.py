@@ -23,11 +23,12 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import trio
 
@@ -39,7 +40,27 @@ from .errors import ErrorCode, LineUpError
 from .identity import ActorKind, Identity
 from .messages import Message
 
-__all__ = ["Actor", "ActorContext", "BootInfo", "actor_main", "handles", "load_target"]
+__all__ = [
+    "EXIT_CANNOT_START",
+    "Actor",
+    "ActorContext",
+    "BootInfo",
+    "CannotStart",
+    "actor_main",
+    "handles",
+    "load_target",
+]
+
+# sysexits' EX_CONFIG: as configured, this child cannot run, and a restart would not help.
+EXIT_CANNOT_START: Final = 78
+
+
+class CannotStart(Exception):
+    """Raised by an actor's `run`, before it is ready, when its configuration cannot work (the
+    port it must listen on is taken). `actor_main` prints the reason as one line on stderr
+    (`lineup: error: <reason>`) and exits `EXIT_CANNOT_START`; the supervisor stops the tree
+    instead of restarting the child. The reason must name no user data."""
+
 
 log = logging.getLogger("lineup.actor")
 
@@ -171,7 +192,23 @@ def actor_main(boot: BootInfo, control_fd: int) -> int:
         trio.run(_actor_main, boot, control_fd)
     except KeyboardInterrupt:
         return 130
+    except BaseException as exc:
+        refused = _cannot_start(exc)
+        if refused is None:
+            raise
+        print(f"lineup: error: {refused}", file=sys.stderr, flush=True)
+        return EXIT_CANNOT_START
     return 0
+
+
+def _cannot_start(exc: BaseException) -> CannotStart | None:
+    """The CannotStart that `exc` is, or that its nurseries' groups hold."""
+    while isinstance(exc, BaseExceptionGroup):
+        found = exc.subgroup(CannotStart)
+        if found is None:
+            return None
+        exc = found.exceptions[0]
+    return exc if isinstance(exc, CannotStart) else None
 
 
 async def _actor_main(boot: BootInfo, control_fd: int) -> None:
@@ -197,6 +234,11 @@ async def _actor_main(boot: BootInfo, control_fd: int) -> None:
             Channel.from_fd(control_fd, carries_fds=True),
         )
         await nursery.start(actor.run)
-        await bus.notify(SUPERVISOR, ActorReadyEvent(pid=os.getpid()))
+        try:
+            await bus.notify(SUPERVISOR, ActorReadyEvent(pid=os.getpid()))
+        except LineUpError:
+            if not control.closed.is_set():
+                raise
+            # The supervisor stopped us before we were ready (the tree is stopping): quietly.
         await control.closed.wait()  # the supervisor stopped us, or died
         nursery.cancel_scope.cancel()

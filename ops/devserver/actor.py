@@ -6,7 +6,7 @@ import logging
 
 import trio
 
-from lineup.actors.kernel.actor import Actor
+from lineup.actors.kernel.actor import Actor, CannotStart
 from lineup.actors.kernel.identity import ActorKind
 
 from ._config import DevServerConfig
@@ -28,5 +28,25 @@ class DevServerActor(Actor):
         raw = self.ctx.config.get("devserver") or {}
         config = DevServerConfig.from_mapping(raw, base_dir=self.ctx.data_dir)
         async with trio.open_nursery() as nursery:
-            self.url = await nursery.start(serve, config)
+            try:
+                self.url = await nursery.start(serve, config)
+            except (OSError, ExceptionGroup) as exc:  # from hypercorn's own nurseries
+                refused = _bind_error(exc)
+                if refused is None:
+                    raise
+                # Its port, taken since `lineup run` checked it: the tree stops, in one line.
+                where = f"{config.host}:{config.port}"
+                raise CannotStart(
+                    f"the reference AppServer cannot listen on {where}: {refused.strerror}"
+                ) from None
             task_status.started()
+
+
+def _bind_error(exc: BaseException) -> OSError | None:
+    """The OSError that `exc` is or holds (the bind hypercorn tried), if any."""
+    while isinstance(exc, BaseExceptionGroup):
+        found = exc.subgroup(OSError)
+        if found is None:
+            return None
+        exc = found.exceptions[0]
+    return exc if isinstance(exc, OSError) else None

@@ -234,15 +234,28 @@ async def check_table(data_dir: Path) -> None:
 
 
 async def check_refusals(data_dir: Path) -> None:
-    """Each refused operation: its code in the one line, exit 1."""
+    """Each refused operation: its code in the one line on stderr, exit 1; an unknown scope
+    (`nosuch`) for every command that names one, and a name that is no app_scope."""
     for args, line in [
-        (("disable", "chat"), "disable chat: failed (app_protected)\n"),
-        (("remove", "chat", "--yes"), "remove chat: failed (app_protected)\n"),
-        (("rollback", "deliver"), "rollback deliver: failed (no_predecessor)\n"),
-        (("enable", "nosuch"), "enable nosuch: failed (app_not_installed)\n"),
+        (("disable", "chat"), "disable chat: failed (app_protected)"),
+        (("remove", "chat", "--yes"), "remove chat: failed (app_protected)"),
+        (("rollback", "deliver"), "rollback deliver: failed (no_predecessor)"),
+        *(
+            ((command, "nosuch"), f"{kind} nosuch: failed (app_not_installed)")
+            for command, kind in [
+                ("enable", "enable"),
+                ("disable", "disable"),
+                ("rollback", "rollback"),
+                ("default", "set_default"),
+            ]
+        ),
+        (("revoke", "nosuch", "1.0"), "revoke nosuch 1.0: failed (app_not_installed)"),
+        (("remove", "nosuch", "--yes"), "remove nosuch: failed (app_not_installed)"),
+        (("enable", "No/Such"), "'No/Such' is not an app_scope"),
     ]:
         result = await run_app(*args, data_dir=data_dir)
-        assert (result.returncode, result.stdout) == (1, line), result
+        assert (result.returncode, result.stdout) == (1, ""), result
+        assert result.stderr == f"lineup: error: {line}\n", result
 
 
 async def test_install_list_default_disable_and_remove_through_the_cli(
@@ -258,7 +271,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
     try:
         refused = await run_app("install", str(untrusted), data_dir=data_dir)
         assert refused.returncode == 1
-        assert refused.stdout.endswith(": failed (unknown_key)\n"), refused.stdout
+        assert refused.stderr.endswith(": failed (unknown_key)\n"), refused.stderr
         assert not (data_dir / "bundles" / "deliver").exists()
 
         # A relative FILE is resolved here: focus never sees the CLI's working directory.
@@ -306,7 +319,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
 
         gone = await run_app("revoke", "deliver", "1.0", data_dir=data_dir)
         assert gone.returncode == 1
-        assert gone.stdout.endswith(": failed (app_not_installed)\n"), gone.stdout
+        assert gone.stderr.endswith(": failed (app_not_installed)\n"), gone.stderr
     finally:
         process.kill()
         await process.wait()

@@ -237,6 +237,8 @@ def test_lineup_logs_refuses_a_name_that_is_no_app_scope_and_says_when_there_is_
         command = [sys.executable, "-m", "lineup", "logs", scope, "--data-dir", str(data_dir)]
         return subprocess.run(command, capture_output=True, timeout=30, check=False)
 
-    assert logs("../lineup").returncode == 64
+    refused = logs("../lineup")
+    assert refused.returncode == 1
+    assert refused.stderr == b"lineup: error: '../lineup' is not an app_scope\n"
     missing = logs("task-dashboard")
     assert missing.returncode == 1 and missing.stdout == b""

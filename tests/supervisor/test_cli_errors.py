@@ -1,0 +1,136 @@
+"""What the user got wrong ends `lineup` in one line on stderr, `lineup: error: ...`, and exit
+status 1, never a traceback: the real CLI in a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+RUN_TIMEOUT = 60  # seconds: each command must end by itself, well within this
+
+
+def lineup(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m lineup ARGS`, or `python -c CODE ARGS` (CODE calls the CLI's main)."""
+    head = ["-c", code] if code is not None else ["-m", "lineup"]
+    return subprocess.run(
+        [sys.executable, *head, *args],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess[str], *starts: str) -> str:
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(("lineup: error: ", *starts)), lines
+    return lines[0]
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that another program listens on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_data_dir_that_is_a_file_or_under_one_is_refused_in_one_line(tmp_path: Path) -> None:
+    file = tmp_path / "plain-file"
+    file.write_text("")
+    line = assert_one_error_line(lineup("run", "--data-dir", str(file)))
+    assert line == f"lineup: error: --data-dir {file}: not a directory"
+    line = assert_one_error_line(lineup("run", "--data-dir", str(file / "below")))
+    assert line.startswith(f"lineup: error: --data-dir {file / 'below'}: cannot create it: ")
+
+
+def test_a_data_dir_that_cannot_be_written_or_created_is_refused_in_one_line() -> None:
+    # /proc: a directory no one (not even root) can make owner-only or write a file in.
+    line = assert_one_error_line(lineup("run", "--data-dir", "/proc"))
+    assert line.startswith("lineup: error: --data-dir /proc: cannot ")
+    line = assert_one_error_line(lineup("run", "--data-dir", "/proc/lineup-nowhere"))
+    assert line.startswith("lineup: error: --data-dir /proc/lineup-nowhere: cannot create it: ")
+
+
+def test_a_data_dir_too_long_for_its_control_socket_is_refused_before_it_is_made(
+    tmp_path: Path,
+) -> None:
+    long = tmp_path / ("d" * 120)
+    line = assert_one_error_line(lineup("run", "--data-dir", str(long)))
+    assert "too long for its control socket" in line
+    assert not long.exists()
+
+
+@pytest.mark.parametrize("flag", ["--shell-port", "--appserver-port"])
+def test_a_port_that_is_taken_is_refused_before_the_tree_starts(
+    flag: str, taken_port: int, data_dir: Path
+) -> None:
+    result = lineup("run", "--data-dir", str(data_dir), flag, str(taken_port))
+    line = assert_one_error_line(result)
+    assert line == (
+        f"lineup: error: {flag} {taken_port}: 127.0.0.1:{taken_port} is taken by another program"
+    )
+    assert "starting" not in result.stdout  # refused before the tree
+
+
+# The CLI as a user runs it, but its check of the ports says "free": the port is taken between
+# that check and the child's bind, as another program could take it.
+RACED = (
+    "import sys; import lineup.supervisor.cli as cli; "
+    "cli._port_taken = lambda port: None; cli.main(sys.argv[1:])"
+)
+
+
+@pytest.mark.parametrize(
+    ("flag", "who"),
+    [("--shell-port", "the Shell"), ("--appserver-port", "the reference AppServer")],
+)
+def test_a_port_taken_after_the_check_stops_the_tree_at_once_saying_why_first(
+    flag: str, who: str, taken_port: int, data_dir: Path
+) -> None:
+    args = ("run", "--data-dir", str(data_dir), flag, str(taken_port))
+    result = lineup(*args, code=RACED)
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr, result.stderr
+    # The reason first, once; the children stopped half-started may log a warning each.
+    lines = result.stderr.splitlines()
+    reason = f"lineup: error: {who} cannot listen on 127.0.0.1:{taken_port}: "
+    assert lines and lines[0].startswith(reason), result
+    assert [line for line in lines if line.startswith("lineup: ")] == lines[:1], lines
+    assert "open the Shell" not in result.stdout  # the tree never said it was ready
+
+
+def test_logs_refuses_a_name_that_is_no_app_scope_and_a_data_dir_that_is_a_file(
+    tmp_path: Path,
+) -> None:
+    line = assert_one_error_line(lineup("logs", "Not/A-Scope", "--data-dir", str(tmp_path)))
+    assert line == "lineup: error: 'Not/A-Scope' is not an app_scope"
+    file = tmp_path / "plain-file"
+    file.write_text("")
+    line = assert_one_error_line(lineup("logs", "task-dashboard", "--data-dir", str(file)))
+    assert line == f"lineup: error: --data-dir {file}: not a directory"
+
+
+@pytest.mark.parametrize("command", ["enable", "disable", "rollback", "default", "remove"])
+def test_a_registry_command_refuses_a_name_that_is_no_app_scope_before_asking(
+    command: str, data_dir: Path
+) -> None:
+    confirm = ["--yes"] if command == "remove" else []
+    result = lineup("app", command, "Bad_Scope", *confirm, "--data-dir", str(data_dir))
+    line = assert_one_error_line(result)
+    assert line == "lineup: error: 'Bad_Scope' is not an app_scope"
+
+
+def test_manifest_of_an_unknown_app_is_one_line() -> None:
+    result = lineup("app", "manifest", "no-such-app")
+    assert_one_error_line(result, "lineup app manifest: app_not_found ")
