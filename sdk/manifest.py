@@ -1,9 +1,13 @@
 """The non-executable MiniApp manifest, `lineup.app.v1` (seed 004 §9, seed 003 §4.1–4.2).
 
-The runtime never imports a MiniApp's code: what it knows of an app (its scope, version, kind,
-features, subscriptions, capabilities and tools) is this document. A `Manifest` object is always
-valid: constructing one runs every check, so `load_manifest` is only parsing plus translation of
-the refusal into `ManifestInvalid` with a stable `reason`:
+The runtime never imports a MiniApp's code: what it knows of an app (its scope, its title,
+version, kind, features, subscriptions, capabilities and tools) is this document. The `title`
+is optional, the name the Shell and the App Registry show (else the scope): plain text of
+1..MAX_TITLE characters, no control, format or line-separator character, no surrounding space.
+It is written only when set, so a manifest without one is what it was before titles existed.
+
+A `Manifest` object is always valid: constructing one runs every check, so `load_manifest` is
+only parsing plus translation of the refusal into `ManifestInvalid` with a stable `reason`:
 
     manifest_not_json       bytes/str that are not one JSON object (or too large, or NaN, or a
                             duplicate key)
@@ -18,18 +22,23 @@ the refusal into `ManifestInvalid` with a stable `reason`:
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StrictBool,
     StrictInt,
     ValidationError,
+    model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 
@@ -39,12 +48,14 @@ __all__ = [
     "FORMAT",
     "HOST_FEATURES",
     "MAX_MANIFEST_BYTES",
+    "MAX_TITLE",
     "SDK_API_VERSIONS",
     "SURFACE_CLIENT",
     "SURFACE_CLIENT_URL",
     "SURFACE_KIND",
     "SURFACE_VERSIONS",
     "AgentSubscription",
+    "AppTitle",
     "Entrypoint",
     "Host",
     "Manifest",
@@ -61,6 +72,9 @@ MAX_MANIFEST_BYTES: Final = 1024 * 1024
 MIN_TIMEOUT_MS: Final = 1_000
 MAX_TIMEOUT_MS: Final = 24 * 60 * 60 * 1_000
 DEFAULT_TIMEOUT_MS: Final = 120_000
+MAX_TITLE: Final = 80
+# Control, format (zero-width, bidi), surrogate and line/paragraph-separator characters.
+_NOT_PLAIN: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 AppScope = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
 ToolId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9_-]*)+$", max_length=128)]
@@ -68,6 +82,17 @@ Name = Annotated[str, Field(min_length=1, max_length=128)]
 Handling = Literal["direct", "interactive", "launch", "foreground", "operation"]
 Activation = Literal["app_ready", "foreground_required", "activation_not_required"]
 Kind = Literal["system", "core", "bundled-reference", "installed"]
+
+
+def _plain_text(value: str) -> str:
+    if value != value.strip() or any(unicodedata.category(c) in _NOT_PLAIN for c in value):
+        raise PydanticCustomError(
+            "title_not_plain_text", "a title is plain text, without surrounding space"
+        )
+    return value
+
+
+AppTitle = Annotated[str, Field(min_length=1, max_length=MAX_TITLE), AfterValidator(_plain_text)]
 
 
 class ManifestInvalid(LineUpError):
@@ -190,6 +215,7 @@ class Manifest(_Model):
 
     format: Literal["lineup.app.v1"]
     app_scope: AppScope
+    title: AppTitle | None = None
     version: Annotated[str, Field(min_length=1, max_length=64)]
     kind: Kind
     runtime_sdk: RuntimeSdk = RuntimeSdk()
@@ -214,6 +240,14 @@ class Manifest(_Model):
                     for key in ("input_schema", "output_schema"):
                         if key in tool:
                             _check_tool_schema(tool[key], f"/tools/{i}/{key}")
+        return data
+
+    @model_serializer(mode="wrap")
+    def _title_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Never `"title": null`: a manifest without a title dumps as it did before titles.
+        data: dict[str, Any] = handler(self)
+        if self.title is None:
+            data.pop("title", None)
         return data
 
     @model_validator(mode="after")

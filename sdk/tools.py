@@ -41,6 +41,7 @@ from .manifest import (
     Activation,
     AgentSubscription,
     AppScope,
+    AppTitle,
     Entrypoint,
     Handling,
     Host,
@@ -96,11 +97,13 @@ class ToolOutputInvalid(LineUpError):
 
 
 class AppInfo(BaseModel):
-    """The manifest facts of a MiniApp class, set as its `app_info` class attribute."""
+    """The manifest facts of a MiniApp class, set as its `app_info` class attribute. `title`
+    (optional) is the name the Shell shows for the app; without one it shows `app_scope`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     app_scope: AppScope
+    title: AppTitle | None = None
     version: str = Field(min_length=1, max_length=64)
     kind: Kind
     requested_capabilities: tuple[Name, ...] = ()
@@ -293,6 +296,7 @@ def manifest_of(app_class: type[MiniApp]) -> Manifest:
     return Manifest(
         format="lineup.app.v1",
         app_scope=info.app_scope,
+        title=info.title,
         version=info.version,
         kind=info.kind,
         runtime_sdk=RuntimeSdk(

@@ -7,7 +7,6 @@ goes to the hostbridge alone.
 
 from __future__ import annotations
 
-import json
 import secrets
 import socket
 from dataclasses import dataclass, field
@@ -105,13 +104,20 @@ def dev_app(folder: Path) -> dict[str, str]:
             f"{folder}: not a MiniApp package with a manifest.json "
             f"(write one with: lineup app manifest {folder} --out {manifest})"
         )
-    scope = str(json.loads(manifest.read_text())["app_scope"])
+    # Checked here, not only by focus: a bad manifest is one line now, and its title is text.
+    from lineup.sdk.manifest import ManifestInvalid, load_manifest
+
+    try:
+        checked = load_manifest(manifest.read_bytes())
+    except ManifestInvalid as exc:
+        raise ValueError(f"{manifest}: {exc.reason} {exc.path}".rstrip()) from None
+    scope = checked.app_scope
     return {
         "app_scope": scope,
         "manifest": str(manifest),
         "entry": f"{folder.name}:",
         "app_path": str(folder.parent),
-        "title": f"{scope} (dev)",
+        "title": f"{checked.title or scope} (dev)",
         "dev": "true",
     }
 

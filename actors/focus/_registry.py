@@ -257,7 +257,8 @@ class RegistryService:
             "web_root": str(self.cache.app_dir(scope, row.version) / package / "web")
             if package
             else "",
-            "title": scope,
+            # Its manifest's title, else its scope (a manifest that does not load has none).
+            "title": manifest.title if manifest is not None and manifest.title else scope,
             "kind": "installed",
         }
         if code is None and manifest is not None:

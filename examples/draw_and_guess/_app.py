@@ -117,6 +117,7 @@ class GuessOutput(_Model):
 class DrawAndGuess(MiniApp):
     app_info = AppInfo(
         app_scope="draw-and-guess",
+        title="Draw and Guess",
         version="1.0.0",
         kind="installed",
         surface_required=True,

@@ -47,6 +47,7 @@ from .test_app_registry_e2e import (
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 BUNDLE: Final = "draw-and-guess-1.0.0.lineup"
 SCOPE: Final = "draw-and-guess"
+TITLE: Final = "Draw and Guess"  # its manifest's: what the Shell and the App Registry show
 START: Final = "draw-and-guess.start_round"
 RESULT: Final = "lineup.v1.tool.result"
 INVENTORY: Final = "lineup.v1.client.inventory"
@@ -135,6 +136,7 @@ def install_from_the_catalog(p: Page) -> None:
     expect(registry(p).locator(f'tr[data-app="{SCOPE}"]')).to_have_attribute(
         "data-enabled", "true", timeout=WAIT_MS
     )
+    expect(registry(p).locator(f'tr[data-app="{SCOPE}"]')).to_contain_text(TITLE)
 
 
 def close_the_registry(p: Page) -> None:
@@ -153,6 +155,7 @@ def game_in_front(p: Page) -> str:
     expect(p.locator(GAME)).to_be_visible()
     expect(p.get_by_test_id("chat")).to_be_hidden(timeout=WAIT_MS)
     expect(tabs(p)).to_have_count(2, timeout=WAIT_MS)
+    expect(tabs(p).and_(p.locator(f'[data-app-scope="{SCOPE}"]'))).to_have_text(TITLE)
     expect(body).to_have_attribute("data-tries-left", "5", timeout=WAIT_MS)
     expect(body).to_have_attribute("data-guesses", "0")
     expect(game(p).locator("#tries")).to_have_text("Tries left: 5 of 5")

@@ -60,7 +60,7 @@ def test_the_catalog_s_keys_are_trusted_only_with_the_embedded_appserver(tmp_pat
 async def test_a_catalog_bundle_is_listed_installed_by_name_and_then_listed_as_installed(
     nursery: trio.Nursery, data_dir: Path, tmp_path: Path
 ) -> None:
-    data = build_bundle(tmp_path / "src", KEY, scope=SCOPE, version="1.0")
+    data = build_bundle(tmp_path / "src", KEY, scope=SCOPE, version="1.0", title="Delivery Probe")
     folder = write_catalog(tmp_path / "catalog", KEY, {FILE: data})
     runtime = await start_delivery(nursery, data_dir, catalog=folder)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
@@ -80,6 +80,7 @@ async def test_a_catalog_bundle_is_listed_installed_by_name_and_then_listed_as_i
     assert (data_dir / "bundles" / SCOPE / "1.0" / "bundle.lineup").read_bytes() == data
     after = await listing(cli)
     assert (app_of(after, SCOPE).state, app_of(after, SCOPE).key_id) == ("active", KEY.key_id)
+    assert app_of(after, SCOPE).title == "Delivery Probe"  # its manifest's, not its scope
     assert entry_of(after, FILE).code == ErrorCode.APP_VERSION_MISMATCH.value
     # The catalog's key counts beside trusted-keys.json, never written into it.
     assert not (data_dir / TRUSTED_KEYS_FILE).exists()

@@ -56,7 +56,7 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
 ) -> None:
     trust(data_dir, KEY.public)
     v1 = build_bundle(tmp_path / "src", KEY, version="1.0")
-    v2 = build_bundle(tmp_path / "src", KEY, version="2.0", shout=True)
+    v2 = build_bundle(tmp_path / "src", KEY, version="2.0", shout=True, title="Deliver Two")
     runtime = await start_delivery(nursery, data_dir)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT)
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
@@ -85,11 +85,12 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
     await call(agent, rev2, "c-2")
     assert (await agent.terminal("c-2"))["payload"]["result"]["version"] == "2.0"
     app = app_of(await listing(cli), SCOPE)
-    assert (app.version, app.predecessor, app.source, app.state) == (
+    assert (app.version, app.predecessor, app.source, app.state, app.title) == (
         "2.0",
         "1.0",
         "installed",
         "active",
+        "Deliver Two",  # its manifest's title
     )
 
     done = await operate(cli, "op-rollback", "rollback", SCOPE)
@@ -99,7 +100,8 @@ async def test_install_call_update_rollback_disable_enable_remove_each_tell_the_
     rev3 = int(told["revision"])
     await call(agent, rev3, "c-3")
     assert (await agent.terminal("c-3"))["payload"]["result"]["version"] == "1.0"
-    assert app_of(await listing(cli), SCOPE).version == "1.0"
+    app = app_of(await listing(cli), SCOPE)
+    assert (app.version, app.title) == ("1.0", SCOPE)  # 1.0 has no title: its scope
 
     # Disable while a call runs: the tools leave, the instance winds down, the call ends.
     await call(agent, rev3, "c-hang", hang=True)

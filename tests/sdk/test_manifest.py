@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from lineup.actors.kernel import ErrorCode
 from lineup.sdk.manifest import (
     MAX_MANIFEST_BYTES,
+    MAX_TITLE,
     Manifest,
     ManifestInvalid,
     ToolDescriptor,
@@ -110,6 +111,48 @@ def test_a_manifest_without_tools_loads() -> None:
     data = whiteboard()
     del data["tools"]
     assert load_manifest(data).tools == ()
+
+
+@pytest.mark.parametrize("title", ["Draw and Guess", "É", "x" * MAX_TITLE, "Tâches · 任务 ✓"])
+def test_a_title_is_kept_and_written(title: str) -> None:
+    manifest = load_manifest({**whiteboard(), "title": title})
+    assert manifest.title == title
+    assert json.loads(manifest_json(manifest))["title"] == title
+    assert load_manifest(manifest_json(manifest)) == manifest
+
+
+def test_a_manifest_without_a_title_is_written_without_one() -> None:
+    manifest = load_manifest(whiteboard())
+    assert manifest.title is None
+    for dumped in (manifest.model_dump(mode="json"), json.loads(manifest.model_dump_json())):
+        assert "title" not in dumped  # never `"title": null`, wherever the manifest goes
+    assert "title" not in manifest_json(manifest)
+    assert "title" not in manifest_json(load_manifest({**whiteboard(), "title": None}))
+
+
+@pytest.mark.parametrize(
+    ("title", "kind"),
+    [
+        ("", "string_too_short"),
+        ("x" * (MAX_TITLE + 1), "string_too_long"),
+        ("Draw\nGuess", "title_not_plain_text"),
+        ("Draw\x00", "title_not_plain_text"),
+        ("Draw\u200bGuess", "title_not_plain_text"),  # zero-width space (a format character)
+        ("\u202eDraw", "title_not_plain_text"),  # right-to-left override
+        ("Draw\u2028Guess", "title_not_plain_text"),  # line separator
+        (" Draw", "title_not_plain_text"),
+        ("   ", "title_not_plain_text"),
+        (7, "string_type"),
+    ],
+)
+def test_a_title_out_of_bounds_or_not_plain_text_is_refused_with_its_path(
+    title: object, kind: str
+) -> None:
+    refused = refusal({**whiteboard(), "title": title})
+    assert (refused.reason, refused.path) == ("manifest_malformed", "/title")
+    assert kind in str(refused)
+    with pytest.raises(ValidationError):  # built in code, checked the same
+        Manifest.model_validate({**whiteboard(), "title": title})
 
 
 @pytest.mark.parametrize(

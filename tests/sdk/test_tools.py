@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import trio
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.sdk import (
@@ -174,6 +174,16 @@ def test_an_app_without_tools_has_a_manifest_without_the_tools_feature() -> None
     manifest = manifest_of(Quiet)
     assert manifest.tools == ()
     assert manifest.runtime_sdk.required_features == ()
+
+
+def test_an_apps_title_is_its_manifests_and_is_checked_when_the_class_is_declared() -> None:
+    class Titled(MiniApp):
+        app_info = AppInfo(app_scope="quiet", title="Quiet Corner", version="1", kind="system")
+
+    assert manifest_of(Titled).title == "Quiet Corner"
+    assert '"title": "Quiet Corner"' in manifest_json(manifest_of(Titled))
+    with pytest.raises(ValidationError):
+        AppInfo(app_scope="quiet", title="Quiet\tCorner", version="1", kind="system")
 
 
 def test_a_subclass_inherits_tools_and_an_undecorated_override_removes_one() -> None:

@@ -76,7 +76,10 @@ def test_a_walk_is_bounded_and_a_missing_folder_is_empty(tmp_path: Path) -> None
 
 def test_the_watched_apps_are_the_plans_development_apps(tmp_path: Path) -> None:
     folder = app_folder(tmp_path)
-    (folder / "manifest.json").write_text('{"app_scope": "hello"}')
+    (folder / "manifest.json").write_text(
+        '{"format": "lineup.app.v1", "app_scope": "hello", "version": "1", "kind": "installed",'
+        ' "host": {"min_version": "0.1.0"}}'
+    )
     plan = plan_runtime(RuntimeOptions(data_dir=tmp_path / "rt", dev_apps=(folder,)))
     assert dev_apps_of(plan.specs) == [DevApp("hello", folder.resolve())]
     assert dev_apps_of(plan_runtime(RuntimeOptions(data_dir=tmp_path / "rt")).specs) == []

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 import lineup
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
-from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
+from lineup.supervisor._runtime import RuntimeOptions, dev_app, plan_runtime
 from lineup.supervisor._spec import Restart
 
 EXTRA = {"app_scope": "probe", "manifest": "/m.json", "entry": "probe:Probe", "title": "Probe"}
@@ -21,6 +24,32 @@ def test_focus_is_given_only_the_apps_the_options_add(tmp_path: Path) -> None:
     assert focus.config == {"apps": [EXTRA], "capabilities": {}, "dev": True}
     external = plan_runtime(RuntimeOptions(data_dir=tmp_path, appserver="https://as.example"))
     assert next(s for s in external.specs if s.name == "focus").config["dev"] is False
+
+
+MANIFEST = {
+    "format": "lineup.app.v1",
+    "app_scope": "hello",
+    "version": "1",
+    "kind": "installed",
+    "host": {"min_version": "0.1.0"},
+}
+
+
+def dev_folder(tmp_path: Path, manifest: dict[str, object]) -> Path:
+    folder = tmp_path / "hello_dev"
+    folder.mkdir(exist_ok=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_a_dev_app_is_named_by_its_manifests_title_else_its_scope(tmp_path: Path) -> None:
+    assert dev_app(dev_folder(tmp_path, MANIFEST))["title"] == "hello (dev)"
+    titled = dev_app(dev_folder(tmp_path, {**MANIFEST, "title": "Hello World"}))
+    assert (titled["app_scope"], titled["title"]) == ("hello", "Hello World (dev)")
+    # A manifest the runtime would refuse is one line at start, not a title of any text.
+    with pytest.raises(ValueError, match=r"manifest_malformed /title$"):
+        dev_app(dev_folder(tmp_path, {**MANIFEST, "title": "Hello\nWorld"}))
 
 
 def test_the_capability_configuration_goes_to_the_gateway_and_to_focus(tmp_path: Path) -> None:

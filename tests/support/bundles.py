@@ -1,8 +1,8 @@
 """Signed bundles built by the tests: a tiny installed MiniApp package written to a folder,
 its manifest generated from its code, packed with `lineup.sdk.bundle.pack`, and the signer
 made trusted in a data dir's `trusted-keys.json`. Options add a second tool (`shout`), a
-Surface (`surface`: the `board` entrypoint, `web/index.html`, and `<scope>.open` that opens it)
-and capabilities (`permissions`: requested, and declared by `<scope>.notify`)."""
+Surface (`surface`: the `board` entrypoint, `web/index.html`, and `<scope>.open` that opens it),
+capabilities (`permissions`: requested, and declared by `<scope>.notify`) and a `title`."""
 
 from __future__ import annotations
 
@@ -65,6 +65,7 @@ class EchoOutput(BaseModel):
 class Deliver(MiniApp):
     app_info = AppInfo(
         app_scope="{scope}",
+        title={title},
         version=VERSION,
         kind="installed",
         entrypoints={entrypoints},
@@ -121,6 +122,7 @@ def write_package(
     shout: bool = False,
     surface: bool = False,
     permissions: tuple[str, ...] = (),
+    title: str | None = None,
 ) -> Path:
     """The app's package `folder/deliverapp/` for `version` (see the module for the options)."""
     package = folder / PACKAGE
@@ -138,6 +140,7 @@ def write_package(
         extra=extra,
         entrypoints=_ENTRYPOINTS if surface else "()",
         permissions=repr(tuple(permissions)),
+        title=repr(title),
     )
     (package / "__init__.py").write_text(source)
     return package
@@ -170,6 +173,7 @@ def build_bundle(
     shout: bool = False,
     surface: bool = False,
     permissions: tuple[str, ...] = (),
+    title: str | None = None,
 ) -> bytes:
     package = write_package(
         folder / f"{scope}-{version}",
@@ -178,6 +182,7 @@ def build_bundle(
         shout=shout,
         surface=surface,
         permissions=permissions,
+        title=title,
     )
     manifest = manifest_for(package)
     return pack(package, manifest, key, min_host_version=min_host_version)
