@@ -2,6 +2,13 @@
 // The Host is the Shell: it is this frame's parent, and only a message whose `source` is that
 // window is taken. We post with target "*" because our own origin is opaque (the frame is
 // sandboxed without allow-same-origin); nothing here is secret to the Shell.
+//
+// `trackSize()` keeps the Shell told the page's own size (`ui/notifications/size-changed`),
+// so the Shell can make the frame exactly as tall as the page: once when called, then on
+// every change a ResizeObserver sees, coalesced to one report an animation frame, and only a
+// size not already reported. The page's own size is its document element's box, not its
+// scrollHeight: that one never drops below the frame's height, so the frame could grow but
+// never shrink (a narrower Shell, less content).
 (function () {
   "use strict";
 
@@ -111,11 +118,41 @@
     return result;
   }
 
+  let tracking = false;
+  let reported = ""; // the size last told, "width×height"
+  let scheduled = false;
+
+  function reportSize() {
+    scheduled = false;
+    const box = document.documentElement.getBoundingClientRect();
+    const size = { width: Math.ceil(box.width), height: Math.ceil(box.height) };
+    const key = size.width + "×" + size.height;
+    if (key === reported) return;
+    reported = key;
+    notify("ui/notifications/size-changed", size);
+  }
+
+  // Call it once the handshake is done (the Host takes nothing before it); again is a no-op.
+  function trackSize() {
+    if (tracking) return;
+    tracking = true;
+    reportSize();
+    if (typeof ResizeObserver !== "function") return;
+    const observer = new ResizeObserver(function () {
+      if (scheduled) return;
+      scheduled = true;
+      window.requestAnimationFrame(reportSize);
+    });
+    observer.observe(document.documentElement);
+    if (document.body) observer.observe(document.body);
+  }
+
   window.LineUpBridge = Object.freeze({
     PROTOCOL_VERSION: PROTOCOL_VERSION,
     initialize: initialize,
     request: request,
     notify: notify,
     on: on,
+    trackSize: trackSize,
   });
 })();

@@ -3,9 +3,10 @@
 The real hostbridge actor serves the real Shell, with a fake bus (tests/hostbridge/
 test_surfaces.py `SurfaceBus`) whose focus has one instance in front with an open Surface, its
 files the tiny test page `tests/browser/surface_web/` (a JSON-RPC client the test drives from
-inside the frame with `frame.evaluate`). Every request the server sees is recorded, so "the
-server saw no request" is checked where it matters. Browser waits are Playwright's `expect`,
-trio waits `bus.until`; no sleeps.
+inside the frame with `frame.evaluate`), or `tests/browser/tracked_web/` (a page on the
+runtime's own bridge client, `_lineup/bridge.js`, for its `trackSize()`). Every request the
+server sees is recorded, so "the server saw no request" is checked where it matters. Browser
+waits are Playwright's `expect`, trio waits `bus.until`; no sleeps.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lineup.tests.hostbridge.test_surfaces import (
     INSTANCE,
     SCOPE,
     SURFACE,
+    SURFACE_WEB,
     SurfaceBus,
     surface_view,
 )
@@ -34,6 +36,7 @@ from .conftest import ShellPage
 
 WAIT_MS: Final = 5_000
 FRAME: Final = '[data-testid="surface-frame"]'
+TRACKED_WEB: Final = Path(__file__).resolve().parent / "tracked_web"
 
 
 @dataclass
@@ -75,9 +78,13 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def serve(
-    nursery: trio.Nursery, tmp_path: Path, seen: list[str], view: dict[str, Any] | None = None
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    seen: list[str],
+    view: dict[str, Any] | None = None,
+    web_root: Path = SURFACE_WEB,
 ) -> Served:
-    bus = SurfaceBus(view=view)
+    bus = SurfaceBus(web_root=web_root, view=view)
     actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
     return Served(actor, bus, port, seen)
 
@@ -232,6 +239,75 @@ async def test_the_handshake_state_tool_input_and_session_data_round_trip(
     # The frame's own files loaded under its CSP: its style applied (only its own file has it).
     color = await in_frame(page, "() => getComputedStyle(document.querySelector('h1')).color")
     assert color == "rgb(1, 2, 3)"
+
+
+# The Shell's window records every size a Surface reports (an init script: it is in place
+# before the frame can post anything).
+RECORD_SIZES: Final = """
+if (window === window.top) {
+  window.__sizes = [];
+  window.addEventListener("message", (event) => {
+    const m = event.data;
+    if (m && m.method === "ui/notifications/size-changed") window.__sizes.push(m.params);
+  });
+}
+"""
+
+
+async def test_track_size_reports_the_pages_size_at_start_and_on_each_change_only(
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage, recorded: list[str]
+) -> None:
+    served = await serve(nursery, tmp_path, recorded, surface_view(), TRACKED_WEB)
+    await page.run(lambda p: p.add_init_script(RECORD_SIZES))
+    await open_surface(page, served)
+    await in_frame(page, "() => window.start()")
+    width = await in_frame(
+        page, "() => Math.ceil(document.documentElement.getBoundingClientRect().width)"
+    )
+
+    def sizes(p: Page, count: int) -> list[dict[str, int]]:
+        p.wait_for_function("(n) => window.__sizes.length >= n", arg=count, timeout=WAIT_MS)
+        got: list[dict[str, int]] = p.evaluate("() => window.__sizes")
+        return got
+
+    def frame_is(p: Page, height: int) -> None:
+        surface_frame(p).wait_for_function("(h) => innerHeight === h", arg=height, timeout=WAIT_MS)
+
+    # Once at the start (the observer's first look at the same size is not a second report),
+    # and the frame is the page's height.
+    assert await page.run(lambda p: sizes(p, 1)) == [{"width": width, "height": 200}]
+    await page.run(lambda p: frame_is(p, 200))
+    # No change of the page's size: the body narrower inside it, a second trackSize(). Then
+    # frames for a report to be posted, before the change that must be the next report.
+    await in_frame(
+        page,
+        """async () => {
+          document.body.style.width = "50%";
+          window.LineUpBridge.trackSize();
+          await window.afterFrames(3);
+        }""",
+    )
+    await in_frame(page, "() => { document.getElementById('box').style.height = '300px'; }")
+    assert await page.run(lambda p: sizes(p, 2)) == [
+        {"width": width, "height": 200},
+        {"width": width, "height": 300},
+    ]
+    await page.run(lambda p: frame_is(p, 300))
+    # Two changes in one task are one report, of the last; the frame shrinks to it.
+    await in_frame(
+        page,
+        """() => {
+          const box = document.getElementById('box');
+          box.style.height = '500px';
+          void document.documentElement.getBoundingClientRect();
+          box.style.height = '150px';
+        }""",
+    )
+    await page.run(lambda p: frame_is(p, 150))
+    assert (await page.run(lambda p: sizes(p, 3)))[2:] == [{"width": width, "height": 150}]
+    await in_frame(page, "() => window.afterFrames(3)")
+    assert len(await page.run(lambda p: sizes(p, 3))) == 3
+    await page.run(lambda p: rejections(p, 0))
 
 
 async def test_rejected_messages_are_dropped_counted_answered_and_audited(

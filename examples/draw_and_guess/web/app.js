@@ -316,17 +316,6 @@
   canvas.addEventListener("pointerup", endStroke);
   canvas.addEventListener("pointercancel", endStroke);
 
-  function reportSize() {
-    // The page's own height, not the document's scrollHeight: that one is never less than the
-    // frame's height, so the frame could grow but never shrink (a narrower Shell, a shorter
-    // canvas).
-    const box = document.documentElement.getBoundingClientRect();
-    bridge.notify("ui/notifications/size-changed", {
-      width: Math.ceil(box.width),
-      height: Math.ceil(box.height),
-    });
-  }
-
   // ------------------------------------------------------------------ start
 
   async function start() {
@@ -337,8 +326,7 @@
       takeState(context.state);
       takeSessionData(await bridge.request("lineup/session-data/subscribe", {}));
       document.body.dataset.state = "ready";
-      reportSize();
-      if (typeof ResizeObserver === "function") new ResizeObserver(reportSize).observe(document.body);
+      bridge.trackSize(); // the frame follows the page's height
     } catch (err) {
       document.body.dataset.state = "failed";
       setStatus("The game could not connect (" + (err.code || "error") + ").");

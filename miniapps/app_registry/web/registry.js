@@ -221,13 +221,6 @@
     return {};
   });
 
-  function reportSize() {
-    bridge.notify("ui/notifications/size-changed", {
-      width: document.documentElement.scrollWidth,
-      height: document.documentElement.scrollHeight,
-    });
-  }
-
   async function start() {
     render();
     try {
@@ -236,8 +229,7 @@
       takeState(context.state);
       document.body.dataset.state = "ready";
       send("registry.refresh", {}); // what changed while this frame was not shown
-      reportSize();
-      if (typeof ResizeObserver === "function") new ResizeObserver(reportSize).observe(document.body);
+      bridge.trackSize(); // the frame follows the page's height
     } catch (err) {
       document.body.dataset.state = "failed";
       statusLine.textContent = "The App Registry could not connect (" + (err.code || "error") + ").";

@@ -427,13 +427,6 @@
     }
   });
 
-  function reportSize() {
-    bridge.notify("ui/notifications/size-changed", {
-      width: document.documentElement.scrollWidth,
-      height: document.documentElement.scrollHeight,
-    });
-  }
-
   // ------------------------------------------------------------------ start
 
   async function start() {
@@ -444,8 +437,7 @@
       takeState(context.state);
       takeSessionData(await bridge.request("lineup/session-data/subscribe", {}));
       document.body.dataset.state = "ready";
-      reportSize();
-      if (typeof ResizeObserver === "function") new ResizeObserver(reportSize).observe(document.body);
+      bridge.trackSize(); // the frame follows the page's height
     } catch (err) {
       document.body.dataset.state = "failed";
       setStatus("The board could not connect (" + (err.code || "error") + ").");
