@@ -233,12 +233,13 @@ async def _actor_main(boot: BootInfo, control_fd: int) -> None:
             0,
             Channel.from_fd(control_fd, carries_fds=True),
         )
-        await nursery.start(actor.run)
         try:
+            await nursery.start(actor.run)
             await bus.notify(SUPERVISOR, ActorReadyEvent(pid=os.getpid()))
         except LineUpError:
             if not control.closed.is_set():
                 raise
-            # The supervisor stopped us before we were ready (the tree is stopping): quietly.
+            # The supervisor stopped us before we were ready (the tree is stopping): quietly,
+            # whether the start itself needed it (a peer introduced through it) or the notice.
         await control.closed.wait()  # the supervisor stopped us, or died
         nursery.cancel_scope.cancel()

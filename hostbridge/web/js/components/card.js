@@ -1,6 +1,7 @@
 // The generic card (view kind `card`): the runtime's own component, so any app may show one
 // (`lineup.sdk.card`), a development or installed app included. The view is
-//   {kind: "card", title: str, text: str, fields: [{label: str, value: str}], progress?: 0..1}
+//   {"kind": "card", "title": str, "text": str, "fields": [{"label": str, "value": str}],
+//    "progress"?: 0..1}
 // Built once per instance, then updated in place from each snapshot (focus stays where it
 // was). Every part is text (textContent), cut to a bound here as well; anything of the wrong
 // shape is left out, never shown as something else.
