@@ -22,6 +22,12 @@ if its content changed, and focus is asked to reload the app (`focus.supervisor.
 reload`, see `lineup.actors.focus._dev_reload`), which restarts its process even when the
 manifest is the same (its code changed). What focus answers is printed too.
 
+A development app whose scope an installed app of this data dir holds is not loaded (focus
+logs `focus.app_shadowed`: the verified bundle wins). Once the tree is ready, the watcher asks
+focus for its registry (`focus.registry.list`) and prints one line for each such app, `lineup:
+dev app PATH: SCOPE is not loaded: ...`, naming the command that frees the scope; it watches
+only the others.
+
 The watcher runs in the supervisor's supervision nursery: it ends, its subprocess killed, when
 the tree stops.
 """
@@ -46,7 +52,7 @@ from lineup.actors.kernel import ActorKind, Bus, LineUpError
 
 from ._spec import ChildSpec
 
-__all__ = ["DevApp", "DevWatch", "dev_apps_of", "refusal_line", "snapshot"]
+__all__ = ["DevApp", "DevWatch", "dev_apps_of", "refusal_line", "shadowed_line", "snapshot"]
 
 log = logging.getLogger("lineup.supervisor")
 
@@ -55,6 +61,7 @@ QUIET: Final = 0.3  # a change is acted on once the folder stayed the same this 
 MANIFEST_TIMEOUT: Final = 30.0  # the manifest subprocess, then killed
 RELOAD_TIMEOUT: Final = 60.0  # focus's reload: a store write, a stop and a start of the app
 TELL_TIMEOUT: Final = 5.0
+LIST_TIMEOUT: Final = 30.0  # focus's registry (it verifies the catalog's bundles to list them)
 MAX_FILES: Final = 5000  # a walk stops counting here (a folder this big is not an app's)
 MAX_DEPTH: Final = 16
 MAX_STDERR: Final = 64 * 1024  # what is kept of the subprocess's stderr (its last line counts)
@@ -96,6 +103,15 @@ def refusal_line(folder: Path, reason: str, where: str = "") -> str:
     """The one line a refused reload prints in the terminal and shows in the Shell."""
     line = f"lineup: dev app {folder}: {reason}" + (f" {where}" if where else "")
     return line.replace("\n", " ")[:2000]
+
+
+def shadowed_line(app: DevApp, version: str) -> str:
+    """The line (after `lineup: `) for a development app an installed one shadows."""
+    return (
+        f"dev app {app.folder}: {app.app_scope} is not loaded: the installed {app.app_scope}"
+        f" {version} of this data dir has its scope (lineup app remove {app.app_scope}, then"
+        " restart, to run the dev app)"
+    )
 
 
 def _ignored(name: str, *, top: bool) -> bool:
@@ -164,9 +180,33 @@ class DevWatch:
         from lineup.actors.focus import messages  # noqa: F401
 
         async with trio.open_nursery() as nursery:
-            for app in self.apps:
-                await nursery.start(self._watch, app)
             task_status.started()
+            shadowed = await self._shadowed()
+            for app in self.apps:
+                if app.app_scope in shadowed:
+                    self._report(shadowed_line(app, shadowed[app.app_scope]))
+                    continue
+                await nursery.start(self._watch, app)
+
+    async def _shadowed(self) -> dict[str, str]:
+        """The development apps an installed app shadows, with its version (none if focus
+        cannot say: then every app is watched, and a reload of a shadowed one is refused)."""
+        from lineup.actors.focus.messages import RegistryListRequest
+        from lineup.sdk.protocol import RegistryListReply
+
+        try:
+            reply = await self.bus.request(
+                "focus", RegistryListRequest(), expect=RegistryListReply, timeout=LIST_TIMEOUT
+            )
+        except LineUpError as exc:
+            log.info("supervisor.dev_apps_unchecked code=%s", exc.code.value)
+            return {}
+        scopes = {app.app_scope for app in self.apps}
+        return {
+            app.app_scope: app.version
+            for app in reply.apps
+            if app.app_scope in scopes and app.source == "installed"
+        }
 
     async def _watch(self, app: DevApp, *, task_status: trio.TaskStatus[None]) -> None:
         seen = self._seen[app]

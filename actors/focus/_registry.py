@@ -23,6 +23,13 @@ catalog's keys when the runtime trusts them (the embedded default). The same set
 install and, at each start and launch, whether an installed app's signer is still trusted (an
 app whose key is not is `unavailable`, with `unknown_key`).
 
+*Leftovers.* A `dev` row whose app this run does not configure (a past `lineup run
+--dev-app` of this data dir) is no app: it is not listed, and an install may take its scope,
+saying so to the store (`replaces="dev"`), which replaces the row as by a fresh install
+(enabled, no predecessor; the dev code's session data and grants deleted, and focus removes
+its private folder). A dev app of this run, a bundled app and the chat keep their scope
+(`app_protected`).
+
 *At start* (`load`) the operations a dead focus left unfinished are ended by the store, the
 installed rows are read, and each app's state is decided again from facts: a revoked active
 version or a cache that does not verify is `unavailable`, a manifest this host cannot run is
@@ -171,6 +178,9 @@ class RegistryService:
         self._close = close
         self._publish = publish
         self.sources: dict[str, str] = {}
+        # Scopes whose store row is a dev app this run does not configure: an install may
+        # take them (`_check_target`), nothing else sees them.
+        self.leftovers: set[str] = set()
         self.installed: dict[str, Installed] = {}
         # Apps in the registry that cannot run here, with the code a launch gets, and their
         # manifests (their tools are `tool_not_visible`).
@@ -193,6 +203,10 @@ class RegistryService:
         revoked = await self._revoked()
         keep: set[tuple[str, str]] = set()
         for row in rows.apps:
+            if row.source == "dev" and self.apps.get(row.app_scope, {}).get("dev") != "true":
+                # A past `--dev-app` of this data dir: a leftover, not an app of this run.
+                self.leftovers.add(row.app_scope)
+                continue
             self.sources[row.app_scope] = row.source
             if row.source != "installed":
                 continue
@@ -510,6 +524,7 @@ class RegistryService:
                             bundle_sha256=signed.sha256,
                             key_id=signed.key_id,
                             operation_id=op.operation_id,
+                            replaces="dev" if scope in self.leftovers else None,
                         ),
                         AppInstallRecordReply,
                     )
@@ -522,6 +537,11 @@ class RegistryService:
                             await self.cache.remove(scope, signed.version)
                     raise
                 await self._crash("row_written")
+                if reply.replaced is not None:
+                    # The dev code's private folder goes with its row (as on a remove).
+                    self.leftovers.discard(scope)
+                    log.info("registry.leftover_replaced source=%s", reply.replaced)
+                    await self._remove_home(scope)
                 old = current.row.previous_version if current is not None else None
                 self._place(reply.app, bundle.manifest, bundle.package, None)
                 if old is not None and old not in (signed.version, reply.app.previous_version):
@@ -532,8 +552,9 @@ class RegistryService:
             return await self._result(op.operation_id)
 
     def _check_target(self, scope: str, version: str) -> None:
-        """The bundle may take `scope` at `version`: not another kind of app's scope, and
-        above the active version of an installed one (never sideways or back)."""
+        """The bundle may take `scope` at `version`: not another kind of app's scope (the
+        chat, a bundled app, a dev app of this run; a leftover dev row is no app: see
+        `load`), and above the active version of an installed one (never sideways or back)."""
         if scope == CHAT_SCOPE or (scope in self.sources and self.sources[scope] != "installed"):
             raise LineUpError(ErrorCode.APP_PROTECTED, scope)
         current = self.installed.get(scope)
@@ -776,14 +797,17 @@ class RegistryService:
     async def _remove(self, op: Operation, scope: str) -> None:
         await self._close_all(scope)
         await self.cache.remove(scope)
-        # The app's private data dir (the sandbox's `app_data_dir`: <data_dir>/apps/<scope>).
-        home = self.data_dir / "apps" / scope
-        await trio.to_thread.run_sync(lambda: shutil.rmtree(home, ignore_errors=True))
+        await self._remove_home(scope)
         await self._store(
             AppRemoveRequest(app_scope=scope, operation_id=op.operation_id), AppRemoveReply
         )
         self._forget(scope)
         await self._publish()
+
+    async def _remove_home(self, scope: str) -> None:
+        """The app's private data dir (the sandbox's `app_data_dir`: <data_dir>/apps/<scope>)."""
+        home = self.data_dir / "apps" / scope
+        await trio.to_thread.run_sync(lambda: shutil.rmtree(home, ignore_errors=True))
 
     async def _close_all(self, scope: str) -> None:
         """Close the app's live instances, as a close does: calls converge, focus goes back."""

@@ -214,7 +214,14 @@ class AppInstallRecordRequest(Message):
     predecessor: `previous_version`, `previous_manifest`, `previous_bundle_sha256`) and keeps
     its enabled flag. Refused `app_protected` for a scope that is not an installed app
     (bundled, dev), `app_version_mismatch` unless `version` is above the active one. The same
-    version and digest again change nothing (a retry). Completes `operation_id`."""
+    version and digest again change nothing (a retry). Completes `operation_id`.
+
+    `replaces` is the one non-installed source the install may take the scope of, said by
+    focus only for a leftover: a `dev` row whose app this run does not configure (a past
+    `lineup run --dev-app`). Such a row is replaced as by a fresh install, in the same
+    transaction: the new row is enabled, has no predecessor, and the scope's session data
+    and capability grants (the dev code's) are deleted. Without it, or for a row of another
+    source (a bundled app's is never replaced), the install is `app_protected`."""
 
     type: Literal["store.registry.install"] = "store.registry.install"
     app_scope: Name
@@ -224,6 +231,7 @@ class AppInstallRecordRequest(Message):
     bundle_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     key_id: Name
     operation_id: Id | None = None
+    replaces: Literal["dev"] | None = None
 
 
 class AppInstallRecordReply(Message):
@@ -231,6 +239,7 @@ class AppInstallRecordReply(Message):
     app: AppRow
     created: bool
     changed: bool
+    replaced: AppSource | None = None  # the source of the leftover row it replaced
 
 
 class AppRollbackRequest(Message):

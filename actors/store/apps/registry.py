@@ -41,6 +41,7 @@ from .messages import (
     AppRollbackReply,
     AppRollbackRequest,
     AppRow,
+    AppSource,
     AppStateSetReply,
     AppStateSetRequest,
     RevocationAddReply,
@@ -176,6 +177,13 @@ def app_install_record(
 ) -> AppInstallRecordReply:
     manifest = bounded_json(req.manifest, max_bytes=MAX_MANIFEST_BYTES, what="manifest")
     found = load_app(conn, req.app_scope)
+    replaced: AppSource | None = None
+    if found is not None and found[0].source != "installed":
+        if req.replaces is None or found[0].source != req.replaces:
+            raise LineUpError(ErrorCode.APP_PROTECTED, "not an installed app")
+        replaced = found[0].source
+        _drop_leftover(conn, req.app_scope, now, actor, req.operation_id)
+        found = None
     if found is None:
         conn.execute(
             "INSERT INTO registry (app_scope, version, kind, manifest, bundle_sha256, key_id,"
@@ -187,11 +195,9 @@ def app_install_record(
         audit_app(conn, now, actor, "app.installed", req.app_scope, subject_id=req.operation_id)
         complete_operation(conn, req.operation_id, now, actor)
         return AppInstallRecordReply(
-            app=_must_load(conn, req.app_scope), created=True, changed=True
+            app=_must_load(conn, req.app_scope), created=True, changed=True, replaced=replaced
         )
     app, _ = found
-    if app.source != "installed":
-        raise LineUpError(ErrorCode.APP_PROTECTED, "not an installed app")
     if (app.version, app.bundle_sha256) == (req.version, req.bundle_sha256):
         complete_operation(conn, req.operation_id, now, actor)
         return AppInstallRecordReply(app=app, created=False, changed=False)
@@ -208,6 +214,17 @@ def app_install_record(
     audit_app(conn, now, actor, "app.updated", req.app_scope, subject_id=req.operation_id)
     complete_operation(conn, req.operation_id, now, actor)
     return AppInstallRecordReply(app=_must_load(conn, req.app_scope), created=False, changed=True)
+
+
+def _drop_leftover(
+    conn: Connection, app_scope: str, now: float, actor: str, operation_id: str | None
+) -> None:
+    """Delete a leftover row (see `AppInstallRecordRequest.replaces`) with what its code left
+    in the store: its session data and capability grants. Audited; the caller inserts."""
+    conn.execute("DELETE FROM session_data WHERE app_scope = ?", (app_scope,))
+    conn.execute("DELETE FROM capability_grants WHERE app_scope = ?", (app_scope,))
+    conn.execute("DELETE FROM registry WHERE app_scope = ?", (app_scope,))
+    audit_app(conn, now, actor, "app.leftover_replaced", app_scope, subject_id=operation_id)
 
 
 def app_rollback(

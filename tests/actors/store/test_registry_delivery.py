@@ -134,6 +134,59 @@ async def test_a_bundled_app_is_never_replaced_rolled_back_or_removed(
     )
 
 
+def dev_put() -> AppRegistryPutRequest:
+    return AppRegistryPutRequest(
+        app_scope="notes", version="0.0.1", kind="installed", manifest={}, source="dev"
+    )
+
+
+async def test_an_install_that_replaces_a_leftover_dev_row_is_a_fresh_install(
+    store: StoreHarness,
+) -> None:
+    await store.ask(dev_put(), AppRegistryPutReply)
+    await store.ask(AppEnabledSetRequest(app_scope="notes", enabled=False), AppEnabledSetReply)
+    for scope in ("notes", "other"):
+        await store.ask(
+            SessionDataReplaceRequest(
+                app_scope=scope, app_session_id="s1", data={"a": 1}, expected_revision=0
+            ),
+            SessionDataReplaceReply,
+        )
+    await operation(store, "op-1")
+    request = install("1.0", SHA1, "op-1").model_copy(update={"replaces": "dev"})
+    reply = await store.ask(request, AppInstallRecordReply)
+    assert (reply.created, reply.changed, reply.replaced) == (True, True, "dev")
+    app = reply.app
+    assert (app.source, app.version, app.enabled, app.state) == ("installed", "1.0", True, "active")
+    assert (app.previous_version, app.bundle_sha256) == (None, SHA1)
+    # The dev code's session data went with its row; another app's stays.
+    assert independent_rows(store.db_path, "SELECT app_scope FROM session_data") == [("other",)]
+    assert await state_of(store, "op-1") == ("completed", None)
+    rows = independent_rows(
+        store.db_path, "SELECT event, subject_id FROM audit WHERE peer = 'notes' ORDER BY id"
+    )
+    assert ("app.leftover_replaced", "op-1") in rows and ("app.installed", "op-1") in rows
+    # Installed now: a repeat is a retry, and `replaces` no longer matters.
+    again = await store.ask(request, AppInstallRecordReply)
+    assert (again.changed, again.replaced) == (False, None)
+
+
+async def test_an_install_over_a_dev_row_it_does_not_name_or_a_bundled_row_is_protected(
+    store: StoreHarness,
+) -> None:
+    await store.ask(dev_put(), AppRegistryPutReply)
+    # A dev app of the running tree: focus does not say `replaces`.
+    assert await refusal(store, install("1.0", SHA1)) == ErrorCode.APP_PROTECTED
+    bundled = AppRegistryPutRequest(
+        app_scope="notes", version="1", kind="bundled-reference", manifest={}
+    )
+    await store.ask(bundled, AppRegistryPutReply)
+    leftover = install("1.0", SHA1).model_copy(update={"replaces": "dev"})
+    assert await refusal(store, leftover) == ErrorCode.APP_PROTECTED  # a bundled app's, never
+    record = (await store.ask(AppRegistryGetRequest(app_scope="notes"), AppRegistryGetReply)).record
+    assert record is not None and record.app.source == "bundled"
+
+
 async def test_an_installed_app_is_never_overwritten_by_a_bundled_put(store: StoreHarness) -> None:
     await store.ask(install("1.0", SHA1), AppInstallRecordReply)
     put = AppRegistryPutRequest(app_scope="notes", version="1", kind="bundled", manifest={})
