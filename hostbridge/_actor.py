@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
+from functools import partial
 from typing import Any, Final
 
 import hypercorn.config
@@ -236,7 +237,9 @@ class HostbridgeActor(Actor):
             capabilities=self._caps,
         )
         async with trio.open_nursery() as nursery:
-            await nursery.start(serve, app, config)
+            await nursery.start(
+                partial(serve, app, config, pinned=bool(settings.get("pinned", True)))
+            )
             nursery.start_soon(self._push_views)
             nursery.start_soon(self._list_until_answered)
             self._caps.start(access.token, nursery.start_soon)

@@ -19,6 +19,7 @@ No lifespan protocol: the Shell's app has no startup or shutdown hooks.
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from typing import Any, Final
 
@@ -45,10 +46,13 @@ async def serve(
     app: Any,
     config: hypercorn.config.Config,
     *,
+    pinned: bool = True,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on `config.bind` (plain TCP) and serve `app` until cancelled (CannotStart if the
-    address cannot be bound). A connection whose
+    """Listen on `config.bind` (plain TCP) and serve `app` until cancelled. If the address
+    cannot be bound: CannotStart when the port is the user's (`pinned`: the tree stops, saying
+    why), else the OSError (a port the runtime picked, taken meanwhile: a restart may find it
+    free again). A connection whose
     handling raises is closed and logged (by class, at a bounded rate); it never stops the
     others or the listener. Sets `config.logger_class`: hypercorn's errors are logged alike."""
     quiet = RefusalLog(log)
@@ -62,12 +66,15 @@ async def serve(
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     context = WorkerContext(None)
     try:
-        sockets = config.create_sockets()
-    except OSError as exc:  # taken since `lineup run` checked it: the tree stops, in one line
+        bound = [_bound(address) for address in config.bind]
+    except OSError as exc:
+        if not pinned:
+            raise
+        # The user's port, taken since `lineup run` checked it: the tree stops, in one line.
         where = ", ".join(config.bind)
         raise CannotStart(f"the Shell cannot listen on {where}: {exc.strerror}") from None
     listeners = []
-    for sock in sockets.insecure_sockets:
+    for sock in bound:
         sock.listen(config.backlog)
         listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(sock)))
 
@@ -90,3 +97,17 @@ async def serve(
     finally:
         with trio.CancelScope(shield=True):
             await context.terminated.set()
+
+
+def _bound(address: str) -> socket.socket:
+    """A TCP socket bound to `address` (`host:port`, IPv4), as hypercorn binds one
+    (SO_REUSEADDR), but closed when the bind fails instead of left to the garbage collector."""
+    host, _, port = address.rpartition(":")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port)))
+    except BaseException:
+        sock.close()
+        raise
+    return sock

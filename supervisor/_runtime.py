@@ -162,6 +162,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                 ActorKind.DEV,
                 "lineup.ops.devserver.actor:DevServerActor",
                 {
+                    "port_pinned": bool(options.appserver_port),
                     "devserver": {
                         "host": "127.0.0.1",
                         "port": appserver_port,
@@ -182,7 +183,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                                 "conversation_ids": [options.conversation_id],
                             }
                         ],
-                    }
+                    },
                 },
             )
         )
@@ -228,7 +229,15 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             "hostbridge",
             ActorKind.HOSTBRIDGE,
             "lineup.hostbridge:HostbridgeActor",
-            {"hostbridge": {"port": shell_port, "token": token}},
+            # `pinned`: the user named the port, so a bind failure stops the tree at once; a
+            # port picked here and taken meanwhile is a child's failure a restart may mend.
+            {
+                "hostbridge": {
+                    "port": shell_port,
+                    "token": token,
+                    "pinned": bool(options.shell_port),
+                }
+            },
         ),
     ]
     # The apps whose process is part of the tree (the system app): MiniApps like any other,

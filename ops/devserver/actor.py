@@ -32,9 +32,10 @@ class DevServerActor(Actor):
                 self.url = await nursery.start(serve, config)
             except (OSError, ExceptionGroup) as exc:  # from hypercorn's own nurseries
                 refused = _bind_error(exc)
-                if refused is None:
-                    raise
-                # Its port, taken since `lineup run` checked it: the tree stops, in one line.
+                if refused is None or not self.ctx.config.get("port_pinned", True):
+                    raise  # a port the runtime picked, taken meanwhile: a restart may do
+                # The user's port, taken since `lineup run` checked it: the tree stops, in one
+                # line.
                 where = f"{config.host}:{config.port}"
                 raise CannotStart(
                     f"the reference AppServer cannot listen on {where}: {refused.strerror}"

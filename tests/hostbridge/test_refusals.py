@@ -157,3 +157,27 @@ class _Socket:
 
     async def close(self, code: int) -> None:
         raise AssertionError("closed")
+
+
+# ---------------------------------------------------------------------- a port taken
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+async def test_a_taken_port_stops_the_tree_only_when_the_user_named_it(pinned: bool) -> None:
+    """The user's port: CannotStart (the tree stops, saying why). A port the runtime picked
+    and someone took meanwhile: the OSError, a child's failure its restart may mend."""
+    from lineup.actors.kernel.actor import CannotStart
+
+    app = build_app(
+        ShellAccess(port=1, token="t"), ShellHub(), _no_greeting, _no_inbound, lambda *a: None
+    )
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        config = hypercorn.config.Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        expected: type[Exception] = CannotStart if pinned else OSError
+        with pytest.raises(expected) as raised:
+            await serve(app, config, pinned=pinned)  # fails at the bind, before serving
+        assert isinstance(raised.value, CannotStart) is pinned

@@ -106,3 +106,15 @@ def test_only_a_tree_with_its_own_appserver_waits_for_the_transports_first_login
     assert plan_runtime(RuntimeOptions(data_dir=tmp_path)).link_wait > 0
     remote = RuntimeOptions(data_dir=tmp_path, appserver="https://appserver.test")
     assert plan_runtime(remote).link_wait == 0
+
+
+@pytest.mark.parametrize(("shell_port", "appserver_port"), [(0, 0), (40001, 40002)])
+def test_a_port_is_pinned_for_its_child_only_when_the_user_named_it(
+    tmp_path: Path, shell_port: int, appserver_port: int
+) -> None:
+    plan = plan_runtime(
+        RuntimeOptions(data_dir=tmp_path, shell_port=shell_port, appserver_port=appserver_port)
+    )
+    specs = {spec.name: spec for spec in plan.specs}
+    assert specs["hostbridge"].config["hostbridge"]["pinned"] is bool(shell_port)
+    assert specs["devserver"].config["port_pinned"] is bool(appserver_port)
