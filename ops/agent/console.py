@@ -63,6 +63,7 @@ from lineup.ops.devserver import DEFAULT_AGENT_ID, DEFAULT_AGENT_SECRET
 
 from ._client import UNREACHABLE, AgentClient, AppServerError
 from ._render import describe, tool_lines
+from ._runtime import RuntimeUnreachable, embedded_appserver_url
 from ._session import Inbox, Script, Session, StepFailed
 from ._terminal import Terminal
 from .demo import DEFAULT_APPSERVER_URL
@@ -235,28 +236,18 @@ class NotFound(Exception):
 
 
 def _appserver_url(args: argparse.Namespace) -> str:
-    """`--appserver`, else the embedded AppServer of the `lineup run` on the data dir."""
+    """`--appserver`, else the embedded AppServer of the `lineup run` on the data dir (with no
+    `--data-dir` and nothing running on the default one: a devserver's default address)."""
     if args.appserver is not None:
         return str(args.appserver)
-    # Imported here: only this path needs the runtime's control client.
-    from lineup.actors.kernel import LineUpError
-    from lineup.actors.kernel.control import StatusReply, StatusRequest
     from lineup.sdk.trust import default_data_dir
-    from lineup.supervisor._control import NotRunning, control_request
 
-    data_dir = (args.data_dir or default_data_dir()).absolute()
     try:
-        reply = control_request(data_dir, StatusRequest(), StatusReply)
-    except NotRunning:
-        if args.data_dir is None:
-            return DEFAULT_APPSERVER_URL  # no runtime on the default data dir: a devserver
-        raise NotFound(f"no lineup runs with data dir {data_dir}") from None
-    except LineUpError as exc:
-        raise NotFound(f"the lineup at {data_dir} did not answer ({exc.code.value})") from None
-    url = reply.info.get("appserver_url")
-    if not url:
-        raise NotFound(f"the lineup at {data_dir} has no embedded AppServer: give --appserver")
-    return url
+        return embedded_appserver_url((args.data_dir or default_data_dir()).absolute())
+    except RuntimeUnreachable as exc:
+        if args.data_dir is None and not exc.running:
+            return DEFAULT_APPSERVER_URL
+        raise NotFound(str(exc)) from None
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -28,6 +28,7 @@ from typing import Final
 import trio
 
 from lineup.ops.agent import AgentClient, AppServerError
+from lineup.ops.agent._runtime import RuntimeUnreachable, embedded_appserver_url
 
 from ._server import Link, McpBridge
 
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 def _data_dir(args: argparse.Namespace) -> Path:
     if args.data_dir is not None:
         return Path(args.data_dir).absolute()
-    from lineup.supervisor.cli import default_data_dir
+    from lineup.sdk.trust import default_data_dir
 
     return default_data_dir()
 
@@ -99,21 +100,10 @@ def _secret(args: argparse.Namespace) -> str:
 def _appserver_url(args: argparse.Namespace) -> str:
     if args.appserver is not None:
         return str(args.appserver)
-    from lineup.actors.kernel import LineUpError
-    from lineup.actors.kernel.control import StatusReply, StatusRequest
-    from lineup.supervisor._control import control_request
-
-    data_dir = _data_dir(args)
     try:
-        reply = control_request(data_dir, StatusRequest(), StatusReply)
-    except LineUpError as exc:
-        raise NotFound(f"no running lineup with data dir {data_dir} ({exc.code.value})") from None
-    url = reply.info.get("appserver_url")
-    if not url:
-        raise NotFound(
-            f"the lineup with data dir {data_dir} has no embedded AppServer: --appserver"
-        )
-    return url
+        return embedded_appserver_url(_data_dir(args))
+    except RuntimeUnreachable as exc:
+        raise NotFound(str(exc)) from None
 
 
 async def _serve(link: Link, http_port: int | None) -> None:
