@@ -7,8 +7,10 @@ goes to the hostbridge alone.
 
 from __future__ import annotations
 
+import atexit
 import secrets
 import socket
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -87,11 +89,38 @@ def shell_socket(shell_url: str) -> tuple[str, str]:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    """A TCP port on 127.0.0.1 that nothing listens on, and that stays free for whoever this
+    process hands it to (a child that listens on it with SO_REUSEADDR, as hypercorn and trio
+    do).
+
+    A port probed and closed is free only until someone else takes it: another program's
+    `bind(0)`, or any outgoing connection's local port. So the probe stays open, bound but not
+    listening, with SO_REUSEADDR: on Linux the kernel then never picks that port for anyone's
+    `bind(0)` or `connect()`, while a listener with SO_REUSEADDR may still bind it. The
+    newest RESERVED_PORTS probes are kept (the rest closed, their listeners long since up),
+    all closed at exit."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    except BaseException:
+        probe.close()
+        raise
+    port: int = probe.getsockname()[1]
+    _reserved.append(probe)
+    while len(_reserved) > RESERVED_PORTS:
+        _reserved.popleft().close()
+    return port
+
+
+RESERVED_PORTS: Final = 64
+_reserved: deque[socket.socket] = deque()
+
+
+@atexit.register
+def _release_ports() -> None:
+    while _reserved:
+        _reserved.popleft().close()
 
 
 def dev_app(folder: Path) -> dict[str, str]:

@@ -10,7 +10,7 @@ import pytest
 import lineup
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
-from lineup.supervisor._runtime import RuntimeOptions, dev_app, plan_runtime
+from lineup.supervisor._runtime import RuntimeOptions, dev_app, free_port, plan_runtime
 from lineup.supervisor._spec import Restart
 
 EXTRA = {"app_scope": "probe", "manifest": "/m.json", "entry": "probe:Probe", "title": "Probe"}
@@ -118,3 +118,21 @@ def test_a_port_is_pinned_for_its_child_only_when_the_user_named_it(
     specs = {spec.name: spec for spec in plan.specs}
     assert specs["hostbridge"].config["hostbridge"]["pinned"] is bool(shell_port)
     assert specs["devserver"].config["port_pinned"] is bool(appserver_port)
+
+
+def test_a_free_port_stays_reserved_for_the_listener_it_was_picked_for() -> None:
+    """The probe stays bound: nobody else can take the port (not even a plain bind), yet the
+    child's listener, with SO_REUSEADDR as hypercorn and trio set it, binds and listens."""
+    import errno
+    import socket
+
+    port = free_port()
+    with socket.socket() as other:
+        with pytest.raises(OSError, match="in use") as taken:
+            other.bind(("127.0.0.1", port))
+        assert taken.value.errno == errno.EADDRINUSE
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+    assert free_port() != port
