@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import signal
 import socket
@@ -120,6 +121,7 @@ RESTORING: Final = "restoring"
 STOPPING: Final = "stopping"
 STOPPED: Final = "stopped"
 TELL_WAIT: Final = 2.0  # a lifecycle state told to the hostbridge, before it is given up
+PHASE_RETRY: Final = 0.5  # then it is told again this much later, unless the tree moved on
 STOPPING_TOLD_WAIT: Final = 1.0  # how long shutdown waits for the Shell to be told `stopping`
 
 Reporter = Callable[[str], None]
@@ -322,9 +324,12 @@ class Supervisor:
     async def _announce_phase(self) -> None:
         """Tell the hostbridge each change of the supervisor's part of the lifecycle (one task:
         in order, the latest only), and again to each new incarnation. A tell that does not
-        get through is tried again on the next change (a child ready or gone, a state)."""
+        get through is tried again on the next change (a child ready or gone, a state), or
+        after PHASE_RETRY at the latest: the tree may well not change again (a busy machine
+        made the tell of `restoring`'s end time out, and the Shell said Restoring… for good)."""
         from lineup.hostbridge.messages import RuntimeStateEvent  # not for `lineup status`
 
+        retry = math.inf  # nothing to try again
         while True:
             changed = self._changed  # taken first: a change from here on sets it
             hostbridge = self._hostbridge()
@@ -341,8 +346,11 @@ class Supervisor:
                         await self._passed_on(told[0])
                         self._phase_told = told
                         self._notify_changed()
+                        retry = math.inf
                         continue
-            await changed.wait()
+                    retry = PHASE_RETRY
+            with trio.move_on_after(retry):
+                await changed.wait()
 
     async def _passed_on(self, name: str) -> None:
         """Wait until `name` has handled what it was told and had a turn to pass it on: its

@@ -8,6 +8,7 @@ import signal
 import stat
 from pathlib import Path
 
+import pytest
 import trio
 
 from lineup.actors.kernel.control import StatusReply, StatusRequest
@@ -91,3 +92,35 @@ async def test_a_sigtermed_run_says_stopped_and_a_killed_one_leaves_no_stale_wor
         await second.wait()
     document = lineup_status(data_dir)
     assert document == {"running": False, "data_dir": str(data_dir), "state": None}
+
+
+async def test_a_phase_the_hostbridge_was_not_told_is_told_again_though_nothing_changes(
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy machine the tell that ends `restoring` may time out; the tree may then never
+    change again, so the supervisor tries again by itself (else the Shell says Restoring… for
+    good)."""
+    from lineup.actors.kernel import ActorKind, ErrorCode, Message
+    from lineup.hostbridge.messages import RuntimeStateEvent
+    from lineup.supervisor import ChildSpec, Supervisor
+
+    hostbridge = ChildSpec("hostbridge", ActorKind.HOSTBRIDGE, "lineup.hostbridge:HostbridgeActor")
+    supervisor = Supervisor([hostbridge], data_dir=data_dir)
+    real, refused = supervisor.bus.tell, []
+
+    async def tell(peer: str, body: Message, *, timeout: float = 5.0) -> ErrorCode | None:
+        if isinstance(body, RuntimeStateEvent) and body.state != "restoring" and not refused:
+            refused.append(body.state)  # the first tell of the link's phase does not get through
+            return ErrorCode.DEADLINE_EXCEEDED
+        return await real(peer, body, timeout=timeout)
+
+    monkeypatch.setattr(supervisor.bus, "tell", tell)
+    await nursery.start(supervisor.run)
+
+    def told_the_link() -> bool:
+        told = supervisor._phase_told
+        return told is not None and told[2] == "link"
+
+    with trio.fail_after(10):
+        await supervisor.wait_until(told_the_link)
+    assert refused == ["created"]  # this tree has no transport: the link never spoke
