@@ -7,6 +7,7 @@
 // shape is left out, never shown as something else.
 
 import { el, isObject } from "../core/util.js";
+import { progressBar } from "./progress_bar.js";
 
 const MAX_TITLE = 200;
 const MAX_TEXT = 4000;
@@ -29,21 +30,11 @@ function mount(container, ctx, instanceId) {
 
   const fields = el("dl", "card-view-fields", "card-view-fields");
 
-  const progress = el("div", "card-view-progress");
-  const labels = el("div", "task-progress-labels");
-  const label = el("span", "task-progress-label", "", "Progress");
-  label.id = "card-view-progress-label";
-  const percent = el("span", "task-progress-value", "card-view-progress-value");
-  percent.setAttribute("aria-hidden", "true"); // the bar itself tells assistive technology
-  labels.append(label, percent);
-  const bar = el("progress", "task-progress-bar", "card-view-progress");
-  bar.setAttribute("max", "100");
-  bar.setAttribute("aria-labelledby", "card-view-progress-label");
-  progress.append(labels, bar);
+  const progress = progressBar("card-view-progress");
 
-  root.append(heading, text, fields, progress);
+  root.append(heading, text, fields, progress.node);
   container.append(root);
-  return { view: null, root, heading, text, fields, progress, bar, percent };
+  return { view: null, root, heading, text, fields, progress };
 }
 
 function update(card, entry) {
@@ -69,11 +60,9 @@ function update(card, entry) {
   card.fields.hidden = rows.length === 0;
 
   const shown = Number.isFinite(view.progress);
-  card.progress.hidden = !shown;
+  card.progress.node.hidden = !shown;
   const percent = shown ? Math.round(Math.min(1, Math.max(0, view.progress)) * 100) : 0;
-  card.bar.setAttribute("value", String(percent));
-  card.bar.setAttribute("data-progress", shown ? String(percent) : "");
-  card.percent.textContent = `${percent}%`;
+  card.progress.set(percent, shown);
 }
 
 function unmount() {}

@@ -3,6 +3,7 @@
 // the buttons nor moves focus. Its status is the app's (`task.status`); this only shows it.
 
 import { el, isId, isObject } from "../core/util.js";
+import { progressBar } from "./progress_bar.js";
 
 const TASK_STATUSES = { todo: "To do", doing: "In progress", done: "Done" };
 // The Task Dashboard's actions, by the name its view lists them under.
@@ -26,25 +27,15 @@ function mount(container, ctx, instanceId) {
   heading.id = "task-title";
   heading.setAttribute("tabindex", "-1");
 
-  const progress = el("div", "task-progress");
-  const labels = el("div", "task-progress-labels");
-  const label = el("span", "task-progress-label", "", "Progress");
-  label.id = "task-progress-label";
-  const percent = el("span", "task-progress-value", "task-progress-value");
-  percent.setAttribute("aria-hidden", "true"); // the bar itself tells assistive technology
-  labels.append(label, percent);
-  const bar = el("progress", "task-progress-bar", "task-progress");
-  bar.setAttribute("max", "100");
-  bar.setAttribute("aria-labelledby", "task-progress-label");
-  progress.append(labels, bar);
+  const progress = progressBar("task-progress");
 
   const actions = el("div", "task-actions");
   actions.setAttribute("role", "group");
   actions.setAttribute("aria-label", "Task actions");
 
-  root.append(header, heading, progress, actions);
+  root.append(header, heading, progress.node, actions);
   container.append(root);
-  const parts = { root, heading, status, bar, percent, actions };
+  const parts = { root, heading, status, progress, actions };
   return { ctx, instanceId, appScope: "", view: null, actionsKey: null, ...parts };
 }
 
@@ -61,9 +52,7 @@ function update(dash, entry) {
   const progress = Number.isFinite(task.progress)
     ? Math.min(100, Math.max(0, Math.round(task.progress)))
     : 0;
-  dash.bar.setAttribute("value", String(progress));
-  dash.bar.setAttribute("data-progress", String(progress));
-  dash.percent.textContent = `${progress}%`;
+  dash.progress.set(progress);
 
   const status = Object.hasOwn(TASK_STATUSES, task.status) ? task.status : "unknown";
   dash.root.setAttribute("data-status", status);
