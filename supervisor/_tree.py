@@ -575,14 +575,7 @@ class Supervisor:
         child.signalled = set()
         child.state = "starting"
         child.started_at = None
-        # A MiniApp's stdout and stderr are its own, never the runtime's: two pipes, read here.
         applog = self._app_log(child) if child.identity.kind is ActorKind.MINIAPP else None
-        readers: tuple[int, int] | None = None
-        stdio: tuple[int, int] | None = None
-        if applog is not None:
-            out_read, out_write = os.pipe2(os.O_CLOEXEC)
-            err_read, err_write = os.pipe2(os.O_CLOEXEC)
-            readers, stdio = (out_read, err_read), (out_write, err_write)
         ours, theirs = channel_pair()
         # A sandboxed child's first byte is its sandbox's report (the seccomp listener rides on
         # it), read here before the bus gets the channel: the bus takes no descriptor from a
@@ -590,36 +583,61 @@ class Supervisor:
         sandboxed = is_sandboxed(child.spec.config)
         if not sandboxed:
             self.bus.connect(child.identity, child.incarnation, Channel(ours))
-        boot, quota = self._boot(child)
-        child.spawned_at = time.monotonic()
+        # Until `_take_report` has it, a sandboxed child's channel is this function's to close,
+        # on every way out: the tree stopping mid-start cancels any of the waits below, and a
+        # socket left to the garbage collector is a leak (and a ResourceWarning much later).
+        unclaimed = ours if sandboxed else None
         try:
-            child.pid = await self._zygote.spawn(boot.to_json(), theirs, stdio)
+            quota = await self._fork(child, theirs, applog)
+            self._notify_changed()  # starting, with its new pid
+            assert child.pid is not None
+            child.pidfd = os.pidfd_open(child.pid)
+            self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
+            joined = await self._nursery.start(self._watch_quotas, child, child.incarnation, quota)
+            with trio.move_on_after(self.intensity.start_timeout):
+                if unclaimed is not None:
+                    channel, unclaimed = unclaimed, None
+                    await self._take_report(child, channel, joined)  # closes it or hands it on
+                await child.settled.wait()
+        finally:
+            if unclaimed is not None:
+                unclaimed.close()
+        if not child.ready.is_set() and not child.exited.is_set():
+            log.error("supervisor.start_timeout name=%s", child.spec.name)
+            _signal(child, signal.SIGKILL)
+        return child.ready.is_set()
+
+    async def _fork(
+        self, child: _Child, channel: socket.socket, applog: _applog.AppLog | None
+    ) -> SandboxPolicy | None:
+        """Have the zygote fork `child` with `channel` as its control channel (closed here: it
+        is the child's now) and, given its app's log, its stdout and stderr captured into it
+        (a MiniApp's streams are its own, never the runtime's: two pipes, read here). Sets its
+        pid; returns its quota policy."""
+        assert self._nursery is not None
+        readers: tuple[int, int] | None = None
+        stdio: tuple[int, int] | None = None
+        try:
+            if applog is not None:
+                out_read, out_write = os.pipe2(os.O_CLOEXEC)
+                err_read, err_write = os.pipe2(os.O_CLOEXEC)
+                readers, stdio = (out_read, err_read), (out_write, err_write)
+            boot, quota = self._boot(child)
+            child.spawned_at = time.monotonic()
+            child.pid = await self._zygote.spawn(boot.to_json(), channel, stdio)
         except BaseException:
-            if sandboxed:
-                ours.close()  # not the bus's yet
             for read_end in readers or ():
                 os.close(read_end)
             raise
         finally:
-            theirs.close()
+            channel.close()
             for write_end in stdio or ():
                 os.close(write_end)  # the child's now: EOF when it (and only it) has exited
         if applog is not None and readers is not None:
             self._captures += 2
             self._nursery.start_soon(self._capture, readers[0], "out", applog)
             self._nursery.start_soon(self._capture, readers[1], "err", applog)
-        self._notify_changed()  # starting, with its new pid
-        child.pidfd = os.pidfd_open(child.pid)
-        self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
-        joined = await self._nursery.start(self._watch_quotas, child, child.incarnation, quota)
-        with trio.move_on_after(self.intensity.start_timeout):
-            if sandboxed:
-                await self._take_report(child, ours, joined)
-            await child.settled.wait()
-        if not child.ready.is_set() and not child.exited.is_set():
-            log.error("supervisor.start_timeout name=%s", child.spec.name)
-            _signal(child, signal.SIGKILL)
-        return child.ready.is_set()
+        return quota
 
     def _app_log(self, child: _Child) -> _applog.AppLog:
         """The log of this MiniApp's app_scope, shared by its streams and its restarts.

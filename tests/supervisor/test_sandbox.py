@@ -56,7 +56,8 @@ import trio
 import trio.testing
 
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, HealthReply, HealthRequest
-from lineup.supervisor import ChildSpec, Restart, Supervisor
+from lineup.actors.kernel.channel import channel_pair
+from lineup.supervisor import ChildSpec, Restart, Supervisor, _tree
 from lineup.supervisor._applog import app_log_path
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
 from lineup.supervisor._quota import QUOTA_EXCEEDED, find_pids_cgroup
@@ -774,3 +775,28 @@ async def test_an_app_whose_data_dir_is_already_past_its_quota_is_stopped_once_u
     assert [r.code for r in rows if r.event == QUOTA_EXCEEDED] == ["disk"]
     with trio.fail_after(5):
         await auditor.request("store", HealthRequest(), expect=HealthReply)
+
+
+async def test_a_start_that_fails_after_the_fork_leaves_no_channel_to_the_garbage_collector(
+    data_dir: Path, targets: Targets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sandboxed child's channel is the supervisor's until its report is read. The tree
+    # stopping mid-start (here: the quota watcher failing to start) must close it, not leave
+    # it to a later collection and its ResourceWarning (seen in CI, far from its cause).
+    pairs: list[tuple[socket.socket, socket.socket]] = []
+
+    def recorded_pair() -> tuple[socket.socket, socket.socket]:
+        pairs.append(channel_pair())
+        return pairs[-1]
+
+    async def failing_watcher(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(_tree, "channel_pair", recorded_pair)
+    monkeypatch.setattr(Supervisor, "_watch_quotas", failing_watcher)
+    config = {"sandbox": policy(data_dir), **targets.config()}
+    with pytest.RaisesGroup(RuntimeError, flatten_subgroups=True, allow_unwrapped=True):
+        async with trio.open_nursery() as nursery:
+            await start_tree(nursery, [hostile_spec(config)], data_dir)
+    assert pairs
+    assert [(ours.fileno(), theirs.fileno()) for ours, theirs in pairs] == [(-1, -1)] * len(pairs)
