@@ -41,7 +41,15 @@ from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
 
 from ._asking import Answerer, Asker
-from ._check import TERMINAL_STATES, TERMINAL_TYPES, Evidence, Expected, Invariant, check
+from ._check import (
+    TERMINAL_STATES,
+    TERMINAL_TYPES,
+    Evidence,
+    Expected,
+    Invariant,
+    check,
+    interaction_endings,
+)
 from ._faults import KINDS, Fault, Injector, plan
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
@@ -96,6 +104,7 @@ class Run:
     died_early: bool = False
     quiescence_s: float = 0.0
     expiry_wait_s: float = 0.0  # from the load's end to the last expiry due (bound extended)
+    endings: dict[str, dict[str, int]] = field(default_factory=dict)  # interaction_endings
     quiet: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -140,6 +149,7 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         ),
     )
     invariants = check(expected, evidence)
+    run.endings = interaction_endings(expected, evidence)
     report = _report(run, invariants)
     return report, invariants
 
@@ -389,6 +399,7 @@ def _interactions(run: Run) -> dict[str, Any]:
         "bogus_sub_session": sum(1 for p in plans if p.bogus),
         "dismisses": len(run.asker.dismissed),
         "answered_by_user": run.answerer.answered,
+        "ended_by_script": run.endings,
         "sub_sessions_seen": len(run.agent.sessions),
     }
 
