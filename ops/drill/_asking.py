@@ -14,6 +14,12 @@ question gets a seeded `Plan` that both sides read by call id:
     expire       the shortest expiry (1 min), and nobody answers
     expire_race  the shortest expiry, and the user answers right at the deadline
 
+Every run opens with one question of each script (`OPENING`), the two expiring ones first, so
+that even a drill shorter than the runtime's shortest expiry (1 min) sees every ending: those
+two expire (or race their expiry) about a minute after the load began, and the drill's
+quiescence waits for them (`Asker.expiries_due`). After the opening the scripts are drawn, an
+expiring one only while its expiry still falls within the load.
+
 `Answerer` is the user's side: it reads the `shell.interactions` frames and, for each open
 interaction, answers per its plan through the real socket, again after a reconnect until the
 interaction is no longer open (an answer sent to a killed hostbridge is lost). An interaction
@@ -36,7 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "EXPIRY_MS",
     "KINDS",
+    "OPENING",
     "OPEN_STATES",
+    "SCRIPTS",
     "Answerer",
     "Asker",
     "Plan",
@@ -46,7 +54,7 @@ __all__ = [
 
 KINDS: Final = ("notice", "choice", "confirm", "input")
 EXPIRY_MS: Final = 60_000  # the shortest expiry the runtime accepts
-EXPIRY_SLACK_S: Final = 15.0  # an expiring question is asked only this long before the load ends
+EXPIRY_SLACK_S: Final = 15.0  # a drawn expiring question expires this long before the load ends
 OPEN_STATES: Final = frozenset({"pending", "presented"})
 BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
 _THINK_S: Final = 2.0
@@ -64,6 +72,28 @@ class ShellSocket(Protocol):
 
 
 Script = Literal["answer", "double", "cancel", "dismiss", "race", "expire", "expire_race"]
+SCRIPTS: Final[tuple[Script, ...]] = (
+    "answer",
+    "double",
+    "cancel",
+    "dismiss",
+    "race",
+    "expire",
+    "expire_race",
+)
+# The first questions of every run, in this order: each script once, the expiring ones first
+# (they take a minute to end), none of them a notice (a notice ends as soon as it is shown)
+# nor naming a bogus sub-session (refused: it would end no way the script says).
+OPENING: Final[tuple[Script, ...]] = (
+    "expire",
+    "expire_race",
+    "answer",
+    "double",
+    "cancel",
+    "dismiss",
+    "race",
+)
+EXPIRING: Final = frozenset({"expire", "expire_race"})
 
 
 @dataclass
@@ -149,27 +179,38 @@ class Asker:
                 tick += 1 / rate
                 await trio.sleep_until(tick)
 
-    def _script(self, rng: random.Random, kind: str, left: float) -> Script:
+    def expiries_due(self) -> float:
+        """When (trio's clock) the last question asked with the shortest expiry is due to
+        expire, as the drill reckons from its post; 0.0 if none was."""
+        due = [p.asked_at + EXPIRY_MS / 1000 for p in self.plans.values() if p.script in EXPIRING]
+        return max(due, default=0.0)
+
+    def _draw(self, rng: random.Random, n: int, left: float) -> tuple[str, Script]:
+        """The kind and the script of question `n`, asked with `left` seconds of load to go."""
+        if n < len(OPENING):
+            script = OPENING[n]
+            kinds = ("choice", "input") if script == "cancel" else KINDS[1:]
+            return kinds[rng.randrange(len(kinds))], script
+        kind = KINDS[rng.randrange(len(KINDS))]
         scripts: list[Script] = ["answer", "answer", "double", "dismiss", "race"]
         if kind in ("choice", "input"):
             scripts.append("cancel")
         if left > EXPIRY_MS / 1000 + EXPIRY_SLACK_S and kind != "notice":
             scripts += ["expire", "expire_race"]
-        return rng.choice(scripts)
+        return kind, rng.choice(scripts)
 
     async def _ask(self, client: Any, rng: random.Random, left: float) -> None:
         n, self._n = self._n, self._n + 1
-        kind = KINDS[rng.randrange(len(KINDS))]
-        script = self._script(rng, kind, left)
+        kind, script = self._draw(rng, n, left)
         call_id = f"call-drill-{self.seed}-ask{n}"
         tool_input = request_for(kind, n)
         if kind != "notice":
-            short = script in ("expire", "expire_race")
+            short = script in EXPIRING
             tool_input["expires_in_ms"] = EXPIRY_MS if short else 15 * 60_000
         plan = Plan(call_id, kind, script, trio.current_time())
         draw = rng.random()
         sessions = sorted(self.agent.sessions)
-        if draw < 0.05:
+        if draw < 0.05 and n >= len(OPENING):
             plan.app_session_id, plan.bogus = BOGUS_SESSION, True
         elif draw < 0.35 and sessions:
             plan.app_session_id = sessions[rng.randrange(len(sessions))]

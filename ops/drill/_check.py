@@ -20,7 +20,7 @@ import apsw
 
 from lineup.actors.store.messages import FINAL_TOOL_CALL_STATES
 
-__all__ = ["Evidence", "Expected", "Invariant", "check"]
+__all__ = ["ENDINGS", "Evidence", "Expected", "Invariant", "check", "interaction_endings"]
 
 TERMINAL_STATES: Final = FINAL_TOOL_CALL_STATES
 TERMINAL_TYPES: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
@@ -32,13 +32,16 @@ CANCEL_CODES: Final = frozenset({"cancelled_by_user", "interaction_dismissed", "
 EXPIRY_CODES: Final = frozenset({"operation_expired", "expired"})
 STALE: Final = "inventory_revision_mismatch"  # the Agent asked with an old revision
 QUOTA: Final = "quota_exceeded"  # the Agent had as many questions open as it may
-# What only one side acts on ends one way; the races may end either way.
-SCRIPTED_END: Final = {
-    "answer": "completed",
-    "double": "completed",
-    "cancel": "cancelled",
-    "dismiss": "cancelled",
-    "expire": "expired",
+# How each of the drill's scripts may end (`_asking`): what only one side acts on ends one
+# way; a race ends the way of one of its two sides, never a third.
+ENDINGS: Final[dict[str, frozenset[str]]] = {
+    "answer": frozenset({"completed"}),
+    "double": frozenset({"completed"}),
+    "cancel": frozenset({"cancelled"}),
+    "dismiss": frozenset({"cancelled"}),
+    "expire": frozenset({"expired"}),
+    "race": frozenset({"completed", "cancelled"}),  # the user's answer, or the Agent's dismiss
+    "expire_race": frozenset({"completed", "expired"}),  # the user's answer, or the expiry
 }
 _EXAMPLES: Final = 5
 
@@ -234,10 +237,33 @@ def _interactions(expected: Expected, evidence: Evidence) -> Invariant:
                     f"{call_id}: the Agent got {payload.get('code')}, the store {record.state}"
                 )
         # A notice is answered by the runtime itself as soon as it is shown: no script.
-        end = SCRIPTED_END.get(script) if kind != "notice" else None
-        if end is not None and record.state != end:
+        ends = ENDINGS.get(script) if kind != "notice" else None
+        if ends is not None and record.state not in ends:
             rule.breach(f"{call_id}: scripted {script} but ended {record.state}")
     return rule
+
+
+def interaction_endings(expected: Expected, evidence: Evidence) -> dict[str, dict[str, int]]:
+    """How the Agent's questions ended, by script (`notice` and `bogus_sub_session` apart: no
+    script decides their end): the store's state of each one's interaction, `refused:CODE`
+    when none was created, `open` when the Agent got nothing and the store has no row."""
+    state_of: dict[str, str] = {}
+    for record in evidence.interactions:
+        if record.call_id is not None:
+            state_of[record.call_id] = record.state
+    refused: dict[str, str] = {}
+    for _, kind, payload in evidence.to_agent:
+        if kind == "lineup.v1.tool.error":
+            refused.setdefault(str(payload.get("call_id")), str(payload.get("code")))
+    endings: dict[str, Counter[str]] = {}
+    for call_id, kind, script, bogus in expected.interactions:
+        group = "bogus_sub_session" if bogus else "notice" if kind == "notice" else script
+        if call_id in state_of:
+            ending = state_of[call_id]
+        else:
+            ending = f"refused:{refused[call_id]}" if call_id in refused else "open"
+        endings.setdefault(group, Counter())[ending] += 1
+    return {group: dict(sorted(c.items())) for group, c in sorted(endings.items())}
 
 
 def _poison_refused(expected: Expected, evidence: Evidence) -> Invariant:

@@ -33,6 +33,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
     ops, rec = report["operations"], report["recovery_ms"]
+    asked = ops["interactions"]
     faults = ", ".join(f"{k} {v}" for k, v in sorted(report["faults"]["by_kind"].items()))
     lines = [
         f"drill seed {report['seed']}: {report['duration_s']:.0f} s of load, "
@@ -42,7 +43,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"{ops['shell_reconnects']} Shell reconnects",
         f"  recovery after SIGKILL (to the replacement running): p50 {_ms(rec['p50'])}, "
         f"p99 {_ms(rec['p99'])}, max {_ms(rec['max'])} over {rec['count']} kills",
-        f"  quiescence after the last fault: {report['quiescence_s']:.1f} s",
+        f"  quiescence after the last fault: {report['quiescence_s']:.1f} s{_waited(report)}",
+        f"  interactions: {asked['asked']} asked, ended {_endings(asked['ended_by_script'])}",
     ]
     for rule in report["invariants"]:
         mark = "PASS" if rule["passed"] else "FAIL"
@@ -50,6 +52,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         detail += "; ".join(rule["examples"][:3]) if not rule["passed"] else ""
         lines.append(f"  [{mark}] {rule['name']}{detail}")
     return lines
+
+
+def _waited(report: dict[str, Any]) -> str:
+    wait = report.get("expiry_wait_s") or 0.0
+    return f" (the last expiry was due {wait:.1f} s after the load)" if wait > 0 else ""
+
+
+def _endings(endings: dict[str, dict[str, int]]) -> str:
+    """`expire: expired 1; race: cancelled 2, completed 1; …`, by script."""
+    return "; ".join(
+        f"{group}: " + ", ".join(f"{state} {n}" for state, n in states.items())
+        for group, states in endings.items()
+    )
 
 
 def _label(at: float, text: str) -> str:

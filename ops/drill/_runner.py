@@ -8,9 +8,12 @@ answered (or not) by that user, per `_asking`. For `duration` seconds the load r
 `Injector` fires the seeded faults; then everything is resumed and restored, the user closes
 every open instance, and the drill waits for quiescence: every call answered at the Agent,
 every typed message at the Agent, and in the store (read-only) no unacknowledged delivery, no
-unsent outbox row, no open call or interaction. Then the runtime is stopped with SIGTERM (its
-exit status says whether the supervisor ever escalated), and the invariants are checked from
-the two databases. If the runtime dies on its own, the load stops at once and the checks run.
+unsent outbox row, no open call or interaction; its bound (`quiesce_timeout`) counts from the
+later of the load's end and the last expiry due (every run asks questions of the shortest
+expiry, a minute, at its start: a shorter run waits for them). Then the runtime is stopped
+with SIGTERM (its exit status says whether the supervisor ever escalated), and the invariants
+are checked from the two databases. If the runtime dies on its own, the load stops at once and
+the checks run.
 """
 
 from __future__ import annotations
@@ -38,7 +41,15 @@ from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
 
 from ._asking import Answerer, Asker
-from ._check import TERMINAL_STATES, TERMINAL_TYPES, Evidence, Expected, Invariant, check
+from ._check import (
+    TERMINAL_STATES,
+    TERMINAL_TYPES,
+    Evidence,
+    Expected,
+    Invariant,
+    check,
+    interaction_endings,
+)
 from ._faults import KINDS, Fault, Injector, plan
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
@@ -92,6 +103,8 @@ class Run:
     exit_code: int | None = None
     died_early: bool = False
     quiescence_s: float = 0.0
+    expiry_wait_s: float = 0.0  # from the load's end to the last expiry due (bound extended)
+    endings: dict[str, dict[str, int]] = field(default_factory=dict)  # interaction_endings
     quiet: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -136,6 +149,7 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         ),
     )
     invariants = check(expected, evidence)
+    run.endings = interaction_endings(expected, evidence)
     report = _report(run, invariants)
     return report, invariants
 
@@ -222,7 +236,10 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
             load.start_soon(run.injector.run, run.faults)
         run.injector.resume_all()
         quiet_from = time.monotonic()
-        with trio.move_on_after(options.quiesce_timeout):
+        # Questions of the shortest expiry asked near the start of a short run are due after
+        # the load: the bound on quiescence counts from when the last of them is.
+        run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
+        with trio.move_on_after(options.quiesce_timeout + run.expiry_wait_s):
             await _quiesce(run, runtime_dir)
             run.quiet = True
         run.quiescence_s = time.monotonic() - quiet_from
@@ -302,6 +319,7 @@ def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
         "passed": all(rule.passed for rule in invariants),
         "duration_s": options.duration,
         "quiescence_s": run.quiescence_s,
+        "expiry_wait_s": run.expiry_wait_s,
         "quiesced": run.quiet,
         "runtime_died_early": run.died_early,
         "runtime_exit_code": run.exit_code,
@@ -381,6 +399,7 @@ def _interactions(run: Run) -> dict[str, Any]:
         "bogus_sub_session": sum(1 for p in plans if p.bogus),
         "dismisses": len(run.asker.dismissed),
         "answered_by_user": run.answerer.answered,
+        "ended_by_script": run.endings,
         "sub_sessions_seen": len(run.agent.sessions),
     }
 

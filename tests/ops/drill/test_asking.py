@@ -1,12 +1,29 @@
 """The drill's questions are valid requests of every kind, and its scripted user's answers
 valid answers to them, by the runtime's own rules (`lineup.sdk.interactions`): a drill that
-asked or answered wrongly would test refusals, not races."""
+asked or answered wrongly would test refusals, not races. Every run, however short, opens
+with a question of each script, the expiring ones first."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
+from typing import Any
 
-from lineup.ops.drill._asking import EXPIRY_MS, KINDS, answer_for, request_for
+import pytest
+import trio
+import trio.testing
+
+from lineup import wire
+from lineup.ops.drill._asking import (
+    EXPIRY_MS,
+    EXPIRY_SLACK_S,
+    KINDS,
+    OPENING,
+    SCRIPTS,
+    Asker,
+    answer_for,
+    request_for,
+)
 from lineup.sdk import interactions as std
 from lineup.sdk.schema import validate
 
@@ -25,3 +42,69 @@ def test_every_drill_question_is_a_valid_request_and_every_answer_a_valid_answer
             view = {"kind": kind, "request": request.model_dump(mode="json")}
             for seed in range(40):
                 std.result_of(request, answer_for(view, random.Random(seed)))
+
+
+@dataclass
+class FakeAgent:
+    """What the Asker needs of `LoadAgent`: it records the posts instead of making them."""
+
+    sessions: dict[str, str] = field(default_factory=dict)
+    revision: str = "rev-1"
+    conversation: str = "conv-demo"
+    agent_id: str = "demo-agent"
+    posted: list[tuple[float, wire.ToolCallPayload]] = field(default_factory=list)
+    dismissed: list[str] = field(default_factory=list)
+
+    async def inventory_known(self) -> None:
+        pass
+
+    async def post_call(
+        self, client: object, call_id: str, tool: str, payload: wire.ToolCallPayload
+    ) -> None:
+        assert tool == payload.tool and call_id == payload.call_id
+        self.posted.append((trio.current_time(), payload))
+
+    async def post_until_taken(self, client: object, envelope: dict[str, Any], key: str) -> None:
+        self.dismissed.append(str(envelope["payload"]["call_id"]))
+
+
+async def _asked(seconds: float, seed: int) -> tuple[Asker, FakeAgent, float]:
+    agent = FakeAgent()
+    asker = Asker(agent, seed)  # type: ignore[arg-type]
+    start = trio.current_time()
+    await asker.drive(seconds, 1.0, client=None)
+    return asker, agent, start
+
+
+@pytest.mark.parametrize("seed", [1, 7, 42])
+async def test_even_a_run_shorter_than_an_expiry_opens_with_every_script_expiring_ones_first(
+    mock_clock: trio.testing.MockClock, seed: int
+) -> None:
+    mock_clock.autojump_threshold = 0
+    asker, agent, start = await _asked(10, seed)
+    plans = list(asker.plans.values())
+    assert [p.script for p in plans[: len(OPENING)]] == list(OPENING)
+    assert set(OPENING) == set(SCRIPTS)
+    by_call = {payload.call_id: payload for _, payload in agent.posted}
+    for plan in plans[: len(OPENING)]:
+        assert plan.kind != "notice" and not plan.bogus
+        assert plan.script != "cancel" or plan.kind in ("choice", "input")
+        expiry = by_call[plan.call_id].input["expires_in_ms"]
+        assert expiry == (EXPIRY_MS if plan.script in ("expire", "expire_race") else 15 * 60_000)
+    # Ten seconds of load: no drawn question may expire (it would end long after the load).
+    assert [p.script for p in plans[len(OPENING) :] if p.script.startswith("expire")] == []
+    assert asker.expiries_due() == start + 1 + EXPIRY_MS / 1000  # the second question's
+    dismissed = [p.call_id for p in plans if p.script in ("dismiss", "race")]
+    assert sorted(agent.dismissed) == sorted(dismissed)
+
+
+async def test_a_long_run_draws_expiring_questions_while_they_expire_within_the_load(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    asker, _, start = await _asked(300, seed=3)
+    drawn = list(asker.plans.values())[len(OPENING) :]
+    expiring = [p for p in drawn if p.script in ("expire", "expire_race")]
+    assert {p.script for p in expiring} == {"expire", "expire_race"}
+    assert all(p.asked_at + EXPIRY_MS / 1000 + EXPIRY_SLACK_S < start + 300 for p in expiring)
+    assert asker.expiries_due() < start + 300

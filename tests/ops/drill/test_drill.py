@@ -1,6 +1,7 @@
 """A short drill in the suite: the real runtime under dozens of seeded faults of every kind
 (SIGKILL and SIGSTOP of every child, the AppServer's included; the link cut, slowed and
-failing), then every invariant checked from the AppServer's record and the store.
+failing), with the Agent's questions answered, dismissed and left to expire, then every
+invariant checked from the AppServer's record and the store.
 
 The seed is random unless LINEUP_DRILL_SEED is set; a failure prints it and the command that
 replays the run.
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from lineup.ops.drill import KINDS, TARGETS, DrillOptions, run_drill
+from lineup.ops.drill._asking import SCRIPTS
+from lineup.ops.drill._check import ENDINGS
 
 
 @pytest.mark.timeout(300)
@@ -41,3 +44,15 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert report["operations"]["tool_calls"] > 500, f"seed {seed}"
     assert report["operations"]["user_messages"] > 10, f"seed {seed}"
     assert (tmp_path / "report.svg").read_text().startswith("<svg")
+
+    # The Agent asked, and every ending its script plans happened at least once, the expiries
+    # too (asked first, they end after this short load, and quiescence waits for them).
+    (rule,) = (r for r in invariants if r.name == "interactions_one_terminal_state")
+    assert rule.passed, f"seed {seed}: {rule.examples}"
+    asked = report["operations"]["interactions"]
+    assert asked["asked"] >= len(SCRIPTS), f"seed {seed}: {asked}"
+    assert set(asked["by_script"]) == set(SCRIPTS), f"seed {seed}: {asked['by_script']}"
+    ended = asked["ended_by_script"]
+    for script, endings in ENDINGS.items():
+        assert set(ended.get(script, ())) & endings, f"seed {seed}: {script} ended {ended}"
+    assert report["expiry_wait_s"] > 0, f"seed {seed}"  # the load is shorter than an expiry

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 
 from lineup.ops.drill import Evidence, Expected, check
-from lineup.ops.drill._check import InteractionRecord
+from lineup.ops.drill._check import InteractionRecord, interaction_endings
 
 RULE = "interactions_one_terminal_state"
 RESULT, ERROR = "lineup.v1.tool.result", "lineup.v1.tool.error"
@@ -136,3 +136,29 @@ def test_a_question_refused_for_its_stale_revision_needs_no_interaction() -> Non
     assert _examples(expected, stale) == []
     evidence.to_agent[0] = ("r1", ERROR, {"call_id": "q1", "code": "tool_input_invalid"})
     assert _examples(expected, stale) == ["q1: 0 interactions"]
+
+
+def test_a_race_must_end_the_way_of_one_of_its_two_sides() -> None:
+    expected, evidence = _healthy()
+    evidence.to_agent[4] = ("r5", ERROR, {"call_id": "q5", "code": "operation_expired"})
+    expired = _with(evidence, 4, state="expired", terminal_code="operation_expired")
+    assert _examples(expected, expired) == ["q5: scripted race but ended expired"]
+
+
+def test_the_endings_are_counted_by_script_with_notices_and_bogus_sessions_apart() -> None:
+    expected, evidence = _healthy()
+    assert interaction_endings(expected, evidence) == {
+        "answer": {"completed": 1},
+        "bogus_sub_session": {"refused:app_session_invalid": 1},
+        "dismiss": {"cancelled": 1},
+        "expire": {"expired": 1},
+        "notice": {"completed": 1},
+        "race": {"cancelled": 1},
+    }
+    evidence.to_agent[0] = ("r1", ERROR, {"call_id": "q1", "code": "inventory_revision_mismatch"})
+    stale = replace(evidence, interactions=evidence.interactions[1:])
+    assert interaction_endings(expected, stale)["answer"] == {
+        "refused:inventory_revision_mismatch": 1
+    }
+    silent = replace(stale, to_agent=stale.to_agent[1:])
+    assert interaction_endings(expected, silent)["answer"] == {"open": 1}
