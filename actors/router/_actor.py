@@ -627,10 +627,12 @@ class RouterActor(Actor):
         elif msg.event == "ready":
             self._nursery.start_soon(self.tools.release, msg.instance_id, msg.app_scope)
         elif msg.event in ("ended", "failed"):
+            # One task, in order: the calls converge, then the sub-session closes (seed 000
+            # §7.3). A converge that fails takes the router down, as it always did: its start
+            # sweeps both.
             self._nursery.start_soon(
-                self.tools.converge, msg.instance_id, msg.app_scope, msg.event == "failed"
+                self.sessions.ended, msg.instance_id, msg.app_scope, msg.event == "failed"
             )
-            self._nursery.start_soon(self._guarded_event, self.sessions.closed, msg)
 
     async def _guarded_event(
         self, work: Callable[[str, str], Awaitable[None]], msg: InstanceEvent

@@ -5,9 +5,10 @@ Theory of operation
 -------------------
 One sub-session per instance of any app but the chat, opened when focus announces the instance
 `started` (id `lu:app_session:<instance>`: deterministic, so an event told twice, or a sweep
-after it, is a repeat) and closed when it `ended` / `failed`; each with its
-`lineup.v1.app_session.opened|closed` outbox row in the same transaction (the store's
-`AppSessionOpenRequest` / `AppSessionCloseRequest`), so the Agent hears of each once each way.
+after it, is a repeat) and closed when it `ended` / `failed`, once its calls have converged;
+each with its `lineup.v1.app_session.opened|closed` outbox row in the same transaction (the
+store's `AppSessionOpenRequest` / `AppSessionCloseRequest`), so the Agent hears of each once
+each way.
 Going behind, or a tool of it finishing, changes nothing: only the instance's end closes it.
 The closing row lists the Agent's questions of the sub-session still pending, which stay open
 (the main IM keeps them); the app's own questions of that instance are cancelled `app_closed`.
@@ -180,6 +181,19 @@ class AppSessions:
             raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
         return found
 
+    async def ended(self, instance_id: str, app_scope: str, failed: bool = False) -> None:
+        """The instance ended (stopped, or `failed`), in seed 000 §7.3's order: its calls not
+        decided converge by the app_closed rule first, then its sub-session closes, so the Agent
+        hears their errors before `app_session.closed`. Nothing is held between the two: a
+        router that dies there leaves the sub-session open, and the sweep at its start does
+        both again, in this order (each a repeat where it was done). A converge that fails is
+        raised (no close before it); a close that fails is made up by the next sweep."""
+        await self._tools.converge(instance_id, app_scope, failed)
+        try:
+            await self.closed(instance_id, app_scope)
+        except LineUpError as exc:
+            log.warning("router.app_session_not_closed code=%s", exc.code.value)
+
     async def closed(self, instance_id: str, app_scope: str) -> None:
         """Close the instance's sub-session: its `app_session.closed` row lists the Agent's
         questions of it still pending, which stay open (the main IM keeps them). The app's own
@@ -232,7 +246,7 @@ class AppSessions:
         opened = {row.instance_id for row in sessions.sessions if row.state == "open"}
         for row in sessions.sessions:
             if row.state == "open" and row.instance_id not in alive:
-                await self._guard(self.closed(row.instance_id, row.app_scope))
+                await self._guard(self.ended(row.instance_id, row.app_scope))
         for instance_id, app_scope in alive.items():
             if app_scope != IM_SCOPE and instance_id not in opened:
                 await self._guard(self.opened(instance_id, app_scope))

@@ -418,9 +418,18 @@ class InteractionService:
     async def request(
         self, sender: Identity, msg: sdk.InteractionAskRequest
     ) -> sdk.InteractionReceipt:
-        """`sdk.ui.request`: the owner is the sender's app and one of its live instances."""
+        """`sdk.ui.request`: the owner is the sender's app and one of its live instances.
+        Naming any other instance (another app's, or none live) is refused
+        `app_instance_not_found` and audited, as the quota's refusal is."""
         scope = app_scope_of(sender)
-        instance = await self._own_instance(sender, msg.instance_id)
+        try:
+            instance = await self._own_instance(sender, msg.instance_id)
+        except LineUpError as exc:
+            if exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND:
+                self._audit_app(
+                    "router.interaction_refused", sender, exc.code, msg.TYPE, msg.instance_id
+                )
+            raise
         if msg.parent_call_id is not None:
             await self._own_parent(sender, msg.parent_call_id, instance.instance_id, msg.TYPE)
         current, created = await self._ask_app(

@@ -1,7 +1,8 @@
 """App sub-sessions through the real runtime (seed 000 §7.3, §11): opened when an instance
-starts, kept while it is behind, closed only when it ends (listing the Agent's questions still
-pending, which stay open), a new one for a new instance; and `app_session_context` accepted
-only for a real sub-session of this Agent and conversation."""
+starts, kept while it is behind, closed only when it ends or fails (after its calls' errors,
+listing the Agent's questions still pending, which stay open), a new one for a new instance;
+and `app_session_context` accepted only for a real sub-session of this Agent and
+conversation."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import trio
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.router.messages import AppSessionContinueReply, AppSessionContinueRequest
-from lineup.tests.support.interactions import CONFIRM, POLL, WAIT, Scene, scene
-from lineup.tests.support.runtime import AGENT_ID, CONVERSATION
+from lineup.actors.store._db import DB_FILENAME
+from lineup.tests.actors.store._harness import independent_rows
+from lineup.tests.support.interactions import CONFIRM, POLL, WAIT, Scene, scene, scene_on
+from lineup.tests.support.probe_app import Probe
+from lineup.tests.support.runtime import AGENT_ID, CONVERSATION, start_runtime_with_app
 
 OPENED = "lineup.v1.app_session.opened"
 CLOSED = "lineup.v1.app_session.closed"
@@ -93,6 +97,10 @@ async def test_a_sub_session_lives_from_the_start_to_the_close_of_its_instance(
     closed = await s.agent.pull(CLOSED, lambda m: m["payload"]["app_session_id"] == session_id)
     assert closed["payload"]["pending_interaction_call_ids"] == ["c-sub"]
     assert closed["payload"]["instance_id"] == instance
+    # Its open call converged first (seed 000 §7.3): the Agent heard that before the close.
+    error = await s.agent.terminal("open-1")
+    assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", "app_closed")
+    assert s.agent.seen.index(error) < s.agent.seen.index(closed)
     await until_session(s, session_id, "closed")
     still = await s.interaction("c-sub")
     assert still.state == "presented"  # not cancelled: the main IM keeps it
@@ -193,3 +201,46 @@ async def test_continue_starts_a_new_instance_whose_sub_session_references_the_e
             expect=AppSessionContinueReply,
         )
     assert unknown.value.code is ErrorCode.APP_SESSION_INVALID
+
+
+async def test_an_instance_that_fails_leaves_the_stack_and_closes_its_sub_session(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Probe, title="Probe")
+    s = await scene_on(nursery, runtime)
+    await s.agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "ok"}, s.revision, call_id="p-ok"
+    )
+    assert (await s.agent.terminal("p-ok"))["type"] == "lineup.v1.tool.result"
+    opened = await s.agent.pull(OPENED, lambda m: m["payload"]["instance_id"] == "probe:p-ok")
+    first = opened["payload"]["app_session_id"]
+    asked = await s.ask("interaction.confirm", in_session(first), "c-sub")
+    assert asked.app_session_id == first
+
+    # Another launch of the same app breaks its ACL: the app is stopped for good, and each of
+    # its instances fails — the one with the running call and the one with the question.
+    await s.agent.client.call_tool(
+        CONVERSATION, "probe.run", {"mode": "misbehave"}, s.revision, call_id="p-bad"
+    )
+    error = await s.agent.terminal("p-bad")
+    assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", "app_closed")
+    closed = {
+        instance: await s.agent.pull(CLOSED, lambda m, i=instance: m["payload"]["instance_id"] == i)
+        for instance in ("probe:p-ok", "probe:p-bad")
+    }
+    assert closed["probe:p-ok"]["payload"]["pending_interaction_call_ids"] == ["c-sub"]
+    assert closed["probe:p-bad"]["payload"]["pending_interaction_call_ids"] == []
+    assert s.agent.seen.index(error) < s.agent.seen.index(closed["probe:p-bad"])
+    await until_session(s, first, "closed")
+
+    db = s.runtime.supervisor.data_dir / DB_FILENAME
+    states = independent_rows(
+        db, "SELECT instance_id, state FROM instances WHERE app_scope = 'probe' ORDER BY 1"
+    )
+    assert states == [("probe:p-bad", "failed"), ("probe:p-ok", "failed")]
+    stack = {row[0] for row in independent_rows(db, "SELECT instance_id FROM focus_stack")}
+    assert not {"probe:p-ok", "probe:p-bad"} & stack
+    still = await s.interaction("c-sub")
+    assert still.state == "presented"  # the main IM keeps it
+    await s.agent.settle()
+    assert len([m for m in s.agent.seen if m["type"] == CLOSED]) == 2  # each told once

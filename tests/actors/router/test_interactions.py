@@ -51,6 +51,7 @@ from lineup.actors.store.messages import (
 from lineup.hostbridge.messages import AppSessionsUpdatedEvent, InteractionsUpdatedEvent
 from lineup.sdk import protocol as sdk
 from lineup.tests.actors.store._harness import StoreHarness, start_store
+from lineup.tests.support.tree import audit_rows
 
 SESSION = {"conversation_id": "conv-1", "user_id": "user-1", "agent_id": "agent-1"}
 INSTANCE = "task-dashboard:open-1"
@@ -90,6 +91,7 @@ class FakeBus:
 
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
+        self.store.audit(record)  # written as a real bus writes it: read back by `audit_rows`
 
     def shown(self, interaction_id: str) -> list[str]:
         """The states the hostbridge was told of the interaction, in order."""
@@ -386,6 +388,39 @@ async def test_a_miniapps_answer_goes_to_it_alone_and_another_app_cannot_reach_i
     )
     assert settled.interaction.state == "completed"  # told: delivered
     assert [p for p, _ in router.bus.told if p.startswith("miniapp:")] == ["miniapp:task-dashboard"]
+
+
+async def test_a_miniapp_naming_an_instance_not_its_own_is_refused_and_audited_by_ids_only(
+    router: Router,
+) -> None:
+    asked = sdk.InteractionAskRequest(
+        instance_id=INSTANCE, request_id="r1", request={"kind": "confirm", **CONFIRM}
+    )
+    with pytest.raises(LineUpError) as refused:  # INSTANCE is live, and the dashboard's
+        await router.service.request(OTHER_APP, asked)
+    assert refused.value.code is ErrorCode.APP_INSTANCE_NOT_FOUND
+    rows = await audit_rows(
+        router.bus.store,
+        lambda rows: any(r.event == "router.interaction_refused" for r in rows),
+        event_prefix="router.interaction_",
+        peer=OTHER_APP.name,
+    )
+    assert [(r.event, r.actor, r.code, r.message_type, r.subject_id) for r in rows] == [
+        (
+            "router.interaction_refused",
+            "router",
+            ErrorCode.APP_INSTANCE_NOT_FOUND.value,
+            asked.TYPE,
+            INSTANCE,
+        )
+    ]
+    assert CONFIRM["prompt"] not in rows[0].model_dump_json()  # ids and the code, never text
+    nothing = await router.bus.store.request(
+        "store",
+        InteractionGetRequest(interaction_id=ids.app_interaction_id("other", INSTANCE, "r1")),
+        expect=InteractionGetReply,
+    )
+    assert nothing.interaction is None  # no question was created
 
 
 async def test_the_agents_open_questions_are_bounded_and_a_repeat_of_one_still_answers(

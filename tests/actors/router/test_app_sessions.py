@@ -1,0 +1,89 @@
+"""App sub-sessions (actors/router/_app_sessions.py) on the real store, in one process, with the
+in-memory fake of the router's bus of `test_interactions`: an instance's end converges its calls
+by the app_closed rule before its sub-session closes (seed 000 §7.3), whether told by focus or
+found by the sweep of a router started after one that died in between."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from lineup.actors.router import _ids as ids
+from lineup.actors.store.messages import AppSessionGetReply, AppSessionGetRequest, ToolCallFacts
+from lineup.tests.actors.store._harness import start_store
+
+from .test_interactions import CONFIRM, INSTANCE, Router, make_router
+
+SCOPE = "task-dashboard"
+CLOSED = "lineup.v1.app_session.closed"
+SESSION_ID = ids.app_session_id(INSTANCE)
+
+
+@pytest.fixture
+async def router(nursery: trio.Nursery, tmp_path: Path) -> Router:
+    return make_router(await start_store(nursery, tmp_path / "data"))
+
+
+async def open_call(router: Router, call_id: str) -> None:
+    """A call of the dashboard handed to INSTANCE, not decided yet."""
+    facts = ToolCallFacts(
+        tool="task-dashboard.update",
+        inventory_revision="1",
+        app_scope=SCOPE,
+        conversation_id="conv-1",
+        handling="direct",
+        input={"task_id": "t1", "progress": 10},
+        timeout_ms=60_000,
+    )
+    await router.tools._step(call_id, "hand_over", new=facts, instance_id=INSTANCE)
+    assert (await router.call(call_id)).state == "waiting_for_app"
+
+
+async def with_a_call_and_a_question(router: Router) -> None:
+    await router.sessions.opened(INSTANCE, SCOPE)
+    await router.ask("q1", "interaction.confirm", CONFIRM, context={"app_session_id": SESSION_ID})
+    await open_call(router, "d1")
+
+
+async def assert_closed_after_the_calls(router: Router) -> None:
+    call = await router.call("d1")
+    assert (call.state, call.error_code) == ("cancelled", "app_closed")
+    rows = await router.outbox()
+    order = [r.outbox_id for r in rows]
+    closed = [r for r in rows if r.kind == CLOSED]
+    assert len(closed) == 1
+    assert order.index(ids.terminal_id("d1")) < order.index(closed[0].outbox_id)
+    assert closed[0].body["payload"]["pending_interaction_call_ids"] == ["q1"]
+    session = await router.bus.store.request(
+        "store", AppSessionGetRequest(app_session_id=SESSION_ID), expect=AppSessionGetReply
+    )
+    assert session.session is not None and session.session.state == "closed"
+    question = await router.interaction("q1")
+    assert question is not None and question.state == "presented"  # the main IM keeps it
+
+
+async def test_an_instances_end_writes_its_calls_errors_before_its_sub_sessions_close(
+    router: Router,
+) -> None:
+    await with_a_call_and_a_question(router)
+
+    await router.sessions.ended(INSTANCE, SCOPE, failed=True)
+    await router.sessions.ended(INSTANCE, SCOPE)  # told twice: nothing more
+
+    await assert_closed_after_the_calls(router)
+
+
+async def test_the_sweep_of_a_router_started_after_a_lost_end_converges_before_it_closes(
+    router: Router,
+) -> None:
+    # The instance ended (no live instance in the store) and the router that was told died
+    # before it did anything: its successor's sweep finds the open sub-session.
+    await with_a_call_and_a_question(router)
+
+    successor = make_router(router.harness)
+    await successor.sessions.sweep()
+    await successor.sessions.sweep()  # again (focus's recovery, a login): a repeat
+
+    await assert_closed_after_the_calls(router)
