@@ -25,7 +25,10 @@ from ._zygote import entries_for, lane_preloads
 __all__ = ["Zygote"]
 
 ZYGOTE_START_TIMEOUT: Final = 15.0
-SPAWN_TIMEOUT: Final = 5.0
+# A fork answers in milliseconds, but while the tree starts a spawn also imports its target's
+# package, which on a loaded machine takes seconds: the bound is for a hung zygote, not a slow
+# one (a dead one is seen at once, as EOF).
+SPAWN_TIMEOUT: Final = 15.0
 
 
 class Zygote:
@@ -164,9 +167,15 @@ class _Lane:
         self._ids += 1
         body = {"type": "zygote.spawn", "boot": boot, "stdio": stdio is not None}
         request = encode_frame("q", self._ids, body)
-        with trio.fail_after(SPAWN_TIMEOUT):
-            await self._channel.send(request, fds=(control.fileno(), *(stdio or ())))
-            frames = await self._channel.receive()
+        try:
+            with trio.fail_after(SPAWN_TIMEOUT):
+                await self._channel.send(request, fds=(control.fileno(), *(stdio or ())))
+                frames = await self._channel.receive()
+        except trio.TooSlowError:
+            # Its answer may still come, and would be taken for the next spawn's (the pid of
+            # another child): this zygote is done with; the next spawn starts a fresh one.
+            await self.stop()
+            raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "the zygote did not answer") from None
         if not frames:
             raise LineUpError(ErrorCode.ACTOR_RESTARTED, "zygote closed")
         reply = parse_frame(frames[0])

@@ -21,7 +21,17 @@ from lineup.actors.kernel import (
     LineUpError,
     Message,
 )
-from lineup.supervisor import ChildSpec, Escalation, Intensity, Restart, Strategy, Supervisor
+from lineup.actors.kernel.actor import BootInfo
+from lineup.actors.kernel.channel import channel_pair
+from lineup.supervisor import (
+    ChildSpec,
+    Escalation,
+    Intensity,
+    Restart,
+    Strategy,
+    Supervisor,
+    _spawn,
+)
 from lineup.tests.support.actors import EchoReply, EchoRequest, HangRequest
 from lineup.tests.support.process import pid_alive, wait_pid_gone
 from lineup.tests.support.tree import attach, start_tree
@@ -393,3 +403,33 @@ async def test_a_lane_forks_the_children_it_names_and_a_dead_lane_is_restarted_a
     assert await echo_pid(bus, "a") != before  # forked by a fresh lane zygote
     assert zygotes[1].pid not in (None, lane)
     assert zygotes[0].pid == first and pid_alive(first)
+
+
+async def test_a_zygote_that_does_not_answer_a_spawn_in_time_is_replaced(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A late answer would be taken for the next spawn's (another child's pid): a zygote that
+    # misses its bound is stopped, the spawn refused deadline_exceeded, the next one forked
+    # by a fresh zygote.
+    monkeypatch.setattr(_spawn, "SPAWN_TIMEOUT", 0.5)
+    lane = _spawn._Lane(())
+    await lane.start()
+    hung = lane.pid
+    assert hung is not None
+    os.kill(hung, signal.SIGSTOP)
+    boot = BootInfo("a", ActorKind.ROUTER.value, 1, f"{SUPPORT}:HangActor", str(data_dir))
+    ours, theirs = channel_pair()
+    with ours, theirs, pytest.raises(LineUpError) as refused:
+        await lane.spawn(boot.to_json(), theirs)
+    assert refused.value.code is ErrorCode.DEADLINE_EXCEEDED
+    assert not pid_alive(hung)
+    ours, theirs = channel_pair()
+    with ours, theirs:
+        child = await lane.spawn(boot.to_json(), theirs)
+    try:
+        assert lane.pid not in (None, hung)
+        assert child not in (hung, lane.pid) and pid_alive(child)
+    finally:
+        os.kill(child, signal.SIGKILL)
+        await trio.to_thread.run_sync(os.waitpid, child, 0)  # ours: forked with CLONE_PARENT
+        await lane.stop()
