@@ -8,28 +8,34 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 import trio
 
+from lineup import wire
 from lineup.actors.focus.messages import UiEventAccepted, UiEventRequest
-from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, LineUpError
+from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
+from lineup.actors.store._db import DB_FILENAME
 from lineup.tests.support.asker_app import Asker
 from lineup.tests.support.interactions import (
     CHOICE,
     CONFIRM,
     INPUT,
     POLL,
+    RECEIPT,
     WAIT,
     scene,
     scene_on,
 )
 from lineup.tests.support.runtime import (
+    AGENT_ID,
     CONVERSATION,
     kill_and_wait_restarted,
     start_runtime_with_app,
 )
 from lineup.tests.support.shell import ShellClient, connect_shell
-from lineup.tests.support.tree import audit_rows
+from lineup.tests.support.tree import attach, audit_rows
 
 
 async def test_the_standard_tools_are_advertised_and_an_answer_reaches_the_agent_once(
@@ -135,42 +141,115 @@ async def test_legacy_names_map_a_notice_is_answered_at_once_and_bad_requests_ar
     assert not listed & set(bad)  # no interaction was created for any of them
 
 
-async def test_a_dismiss_ends_the_question_once_and_a_replay_writes_nothing(
+async def test_a_dismiss_its_replay_and_a_late_one_get_the_same_receipt_and_one_terminal(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     s = await scene(nursery, data_dir)
     asked = await s.ask("interaction.input", INPUT, "c-dismiss")
-    await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss")
+    answered = await s.ask("interaction.confirm", CONFIRM, "c-answered")
+    await s.answer(answered.interaction_id, {"approved": False})
+    await s.agent.terminal("c-answered")
+
+    first = await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss", "dismiss-1")
     error = await s.agent.terminal("c-dismiss")
     assert error["payload"]["code"] == ErrorCode.INTERACTION_DISMISSED.value
     ended = await s.interaction("c-dismiss", "cancelled")
     assert ended.terminal_code == ErrorCode.INTERACTION_DISMISSED.value
+    # The same POST again (its answer lost): the AppServer's receipt, and nothing stored twice.
+    assert await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss", "dismiss-1") == first
+    replay = await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss")  # sent again
+    late = await s.agent.client.dismiss(CONVERSATION, "ctl-2", "c-answered")  # too late
+    never = await s.agent.client.dismiss(CONVERSATION, "ctl-3", "never-asked")
+    # All the Agent is answered is the AppServer's: each dismiss a message of its own there.
+    sent = (first, replay, late, never)
+    assert all(set(receipt) == {"message_id", "seq"} for receipt in sent)
+    assert len({receipt["message_id"] for receipt in sent}) == len(sent)
 
-    await s.agent.client.dismiss(CONVERSATION, "ctl-1", "c-dismiss")  # a replay
-    late = await s.answer(asked.interaction_id, {"values": {"name": "Ann"}})
-    assert (late.changed, late.interaction.state) == (False, "cancelled")
+    def handled(rows: tuple[AuditRecord, ...]) -> bool:  # the last one sent: all were
+        return any(
+            r.subject_id == never["message_id"] for r in events(rows, "router.envelope_rejected")
+        )
 
-    answered = await s.ask("interaction.confirm", CONFIRM, "c-answered")
-    await s.answer(answered.interaction_id, {"approved": False})
-    await s.agent.terminal("c-answered")
-    await s.agent.client.dismiss(CONVERSATION, "ctl-2", "c-answered")  # too late: no effect
-    await s.agent.client.dismiss(CONVERSATION, "ctl-3", "never-asked")
-
-    rows = await audit_rows(
-        s.reader,
-        lambda rows: (
-            len([r for r in rows if r.event == "router.dismiss_repeated"]) >= 2
-            and any(r.code == ErrorCode.INTERACTION_NOT_FOUND.value for r in rows)
-        ),
-        event_prefix="router.",
-    )
-    assert [r.subject_id for r in rows if r.event == "router.interaction_dismissed"] == [
+    rows = await audit_rows(s.reader, handled, event_prefix="router.")
+    assert [r.subject_id for r in events(rows, "router.interaction_dismissed")] == [
         asked.interaction_id
     ]
-    assert len(await s.finals_of("c-dismiss")) == 1
-    assert len(await s.finals_of("c-answered")) == 1
-    final = (await s.interaction("c-answered", "completed")).result
-    assert final == {"approved": False}
+    assert sorted(r.subject_id or "" for r in events(rows, "router.dismiss_repeated")) == sorted(
+        [asked.interaction_id, answered.interaction_id]
+    )
+    assert [r.code for r in events(rows, "router.envelope_rejected")] == [
+        ErrorCode.INTERACTION_NOT_FOUND.value
+    ]
+
+    # The runtime's receipt is the router's outcome for each envelope, which only the
+    # transport sees. Handed the same four again, as the transport would after a crash before
+    # its cursor moved: the first, its replay and the late one are `accepted` alike.
+    link = await attach(nursery, s.runtime.supervisor, ActorKind.TRANSPORT, "probe-link")
+    again = await link.request(
+        "router",
+        InboundEnvelopesRequest(
+            conversation_id=CONVERSATION,
+            agent_id=AGENT_ID,
+            envelopes=tuple(
+                dismissal(receipt, control_id, call_id)
+                for receipt, control_id, call_id in (
+                    (first, "ctl-1", "c-dismiss"),
+                    (replay, "ctl-1", "c-dismiss"),
+                    (late, "ctl-2", "c-answered"),
+                    (never, "ctl-3", "never-asked"),
+                )
+            ),
+        ),
+        expect=InboundEnvelopesReply,
+    )
+    assert [(o.message_id, o.status, o.code) for o in again.outcomes] == [
+        (first["message_id"], "accepted", None),
+        (replay["message_id"], "accepted", None),
+        (late["message_id"], "accepted", None),
+        (never["message_id"], "rejected", ErrorCode.INTERACTION_NOT_FOUND.value),
+    ]
+
+    late_answer = await s.answer(asked.interaction_id, {"values": {"name": "Ann"}})
+    assert (late_answer.changed, late_answer.interaction.state) == (False, "cancelled")
+    assert (await s.interaction("c-answered", "completed")).result == {"approved": False}
+    # Only the first dismiss wrote a row: each call has its one receipt and one terminal
+    # message in the outbox, and that is all the Agent got about it.
+    assert outbox_kinds(data_dir, "c-dismiss") == [RECEIPT, wire.TOOL_ERROR]
+    assert outbox_kinds(data_dir, "c-answered") == [RECEIPT, wire.RESULT]
+    await s.agent.settle()
+    assert [m["type"] for m in s.agent.of_call("c-dismiss")] == [RECEIPT, wire.TOOL_ERROR]
+    assert [m["type"] for m in s.agent.of_call("c-answered")] == [RECEIPT, wire.RESULT]
+
+
+def events(rows: tuple[AuditRecord, ...], event: str) -> list[AuditRecord]:
+    return [r for r in rows if r.event == event]
+
+
+def dismissal(receipt: dict[str, Any], control_id: str, call_id: str) -> dict[str, Any]:
+    """The dismiss the AppServer answered with `receipt`, as its sync relays it."""
+    envelope = wire.envelope(
+        wire.DISMISS,
+        wire.DismissPayload(control_id=control_id, call_id=call_id),
+        conversation_id=CONVERSATION,
+        sender_kind="agent",
+        sender_id=AGENT_ID,
+        message_id=receipt["message_id"],
+    )
+    return {**wire.dump(envelope), "seq": receipt["seq"]}
+
+
+def outbox_kinds(data_dir: Path, call_id: str) -> list[str]:
+    """The kinds of the outbox rows about `call_id`, in order, read beside the store."""
+    conn = apsw.Connection(str(data_dir / DB_FILENAME), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = conn.execute(
+            "SELECT kind FROM outbox WHERE json_extract(body, '$.payload.call_id') = ?"
+            " ORDER BY seq",
+            (call_id,),
+        ).fetchall()
+    finally:
+        conn.close()
+    return [str(kind) for (kind,) in rows]
 
 
 @pytest.mark.parametrize("victim", ["router", "miniapp:chat", "hostbridge"])
