@@ -25,8 +25,12 @@ from lineup.tests.support.interactions import (
     POLL,
     RECEIPT,
     WAIT,
+    card_in,
+    drafts_sent,
+    greeted_again,
     scene,
     scene_on,
+    shell_card,
 )
 from lineup.tests.support.runtime import (
     AGENT_ID,
@@ -289,20 +293,53 @@ async def test_a_runtime_restart_restores_pending_questions_and_open_sub_session
             {**CONFIRM, "app_session_context": {"app_session_id": session_id}},
             "c-kept",
         )
+        typed = await s.ask("interaction.input", INPUT, "c-typed")
+        # The user starts typing an answer: the hostbridge keeps the draft, and a Shell that
+        # reconnects gets it back.
+        shell = await connect_shell(first, s.runtime.shell_url)
+        with trio.fail_after(WAIT):
+            await shell.wait_until(card_in(typed.interaction_id, "presented"))
+        await shell.send(
+            {
+                "type": "interaction.draft",
+                "interaction_id": typed.interaction_id,
+                "values": {"name": "Ad"},
+            }
+        )
+        await greeted_again(shell)  # the draft was handled before this greeting was built
+        reconnected = await connect_shell(first, s.runtime.shell_url)
+        await greeted_again(reconnected)
+        drafts = drafts_sent(reconnected, typed.interaction_id)  # one per greeting
+        assert drafts and all(draft == {"name": "Ad"} for draft in drafts)
+        for socket in (shell, reconnected):
+            await socket.ws.aclose()
         first.cancel_scope.cancel()
 
     async with trio.open_nursery() as second:
         s = await scene(second, data_dir)
         listed = await s.listed()
-        kept = [v for v in listed.interactions if v.call_id == "c-kept"]
-        assert [(v.interaction_id, v.state, v.app_session_id) for v in kept] == [
-            (asked.interaction_id, "presented", session_id)
-        ]
+        kept = [v for v in listed.interactions if v.call_id in ("c-kept", "c-typed")]
+        assert sorted((v.interaction_id, v.state, v.app_session_id) for v in kept) == sorted(
+            [
+                (asked.interaction_id, "presented", session_id),
+                (typed.interaction_id, "presented", None),
+            ]
+        )
         assert [x.state for x in listed.sessions if x.app_session_id == session_id] == ["open"]
+        # The question is back, still waiting; what was typed into it is not (it lived in the
+        # old runtime's memory only), in a greeting sent once the hostbridge knew the question.
+        shell = await connect_shell(second, s.runtime.shell_url)
+        with trio.fail_after(WAIT):
+            await shell.wait_until(card_in(typed.interaction_id, "presented"))
+        await greeted_again(shell)
+        assert drafts_sent(shell, typed.interaction_id) == []
+        assert (shell_card(shell, typed.interaction_id) or {}).get("state") == "presented"
+
         await s.answer(asked.interaction_id, {"approved": True})
         result = await s.agent.terminal("c-kept")
         assert result["payload"]["result"] == {"approved": True}
         assert len(await s.finals_of("c-kept")) == 1
+        await shell.ws.aclose()
         second.cancel_scope.cancel()
 
 
