@@ -1,7 +1,8 @@
 """Standard interactions through the real runtime (seed 000 §11): the Agent asks, the user
 answers as the hostbridge would (`router.ui.interaction.answer` from a probe of kind
 hostbridge), and the Agent gets its one result; dismiss, expiry bounds, a MiniApp's own
-questions, and a router killed with a question pending."""
+questions, and the router, the chat or the hostbridge killed with a question pending (a
+restarted hostbridge is answered through a real Shell socket)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from lineup.tests.support.interactions import (
     POLL,
     RECEIPT,
     WAIT,
+    answer_frame,
     card_in,
     drafts_sent,
     greeted_again,
@@ -256,7 +258,7 @@ def outbox_kinds(data_dir: Path, call_id: str) -> list[str]:
     return [str(kind) for (kind,) in rows]
 
 
-@pytest.mark.parametrize("victim", ["router", "miniapp:chat", "hostbridge"])
+@pytest.mark.parametrize("victim", ["router", "miniapp:chat"])
 async def test_a_sigkill_with_a_question_pending_is_answered_once_after_recovery(
     nursery: trio.Nursery, data_dir: Path, victim: str
 ) -> None:
@@ -271,6 +273,42 @@ async def test_a_sigkill_with_a_question_pending_is_answered_once_after_recovery
     result = await s.agent.terminal("c-crash")
     assert result["payload"]["result"] == {"action_ids": ["soup"]}
     assert len(await s.finals_of("c-crash")) == 1
+
+
+async def test_a_sigkilled_hostbridge_relays_the_pending_card_to_a_shell_and_one_answer(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    asked = await s.ask("interaction.choice", CHOICE, "c-crash")
+    await kill_and_wait_restarted(s.runtime, "hostbridge")
+    # The restarted hostbridge has only what the router tells it: the card reaches a Shell
+    # that connects to it, and the user's answers go back through it.
+    shell = await connect_shell(nursery, s.runtime.shell_url)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(card_in(asked.interaction_id, "presented"))
+    card = shell_card(shell, asked.interaction_id) or {}
+    assert (card["call_id"], card["kind"], card["request"]["actions"]) == (
+        "c-crash",
+        "choice",
+        CHOICE["actions"],
+    )
+    await shell.send(answer_frame(asked.interaction_id, {"action_ids": ["soup"]}))
+    # A second click, on another action: forwarded too, and it changes nothing.
+    await shell.send(answer_frame(asked.interaction_id, {"action_ids": ["salad"]}))
+    result = await s.agent.terminal("c-crash")
+    assert result["payload"]["result"] == {"action_ids": ["soup"]}
+    with trio.fail_after(WAIT):
+        await shell.wait_until(card_in(asked.interaction_id, "completed"))
+    assert (shell_card(shell, asked.interaction_id) or {})["result"] == {"action_ids": ["soup"]}
+    rows = await audit_rows(  # both answers reached the hostbridge, audited by kind
+        s.reader, lambda rows: len(events(rows, "ui.interaction.answer")) >= 2, peer="user"
+    )
+    assert [r.subject_id for r in events(rows, "ui.interaction.answer")] == [
+        asked.interaction_id
+    ] * 2
+    assert (await s.interaction("c-crash")).result == {"action_ids": ["soup"]}
+    assert len(await s.finals_of("c-crash")) == 1
+    await shell.ws.aclose()
 
 
 async def test_a_runtime_restart_restores_pending_questions_and_open_sub_sessions(
