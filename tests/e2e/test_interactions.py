@@ -180,12 +180,14 @@ async def test_a_dismiss_its_replay_and_a_late_one_get_the_same_receipt_and_one_
     assert [r.subject_id for r in events(rows, "router.interaction_dismissed")] == [
         asked.interaction_id
     ]
-    assert sorted(r.subject_id or "" for r in events(rows, "router.dismiss_repeated")) == sorted(
-        [asked.interaction_id, answered.interaction_id]
-    )
-    assert [r.code for r in events(rows, "router.envelope_rejected")] == [
+    # (Sets: a page the transport hands over again repeats its rows, and changes nothing.)
+    assert {r.subject_id for r in events(rows, "router.dismiss_repeated")} == {
+        asked.interaction_id,
+        answered.interaction_id,
+    }
+    assert {r.code for r in events(rows, "router.envelope_rejected")} == {
         ErrorCode.INTERACTION_NOT_FOUND.value
-    ]
+    }
 
     # The runtime's receipt is the router's outcome for each envelope, which only the
     # transport sees. Handed the same four again, as the transport would after a crash before
