@@ -4,6 +4,7 @@ from a probe of that kind), and the store is read by a probe of the router's kin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest
 from lineup.hostbridge.messages import InteractionView
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.shell import ShellClient
 from lineup.tests.support.tree import attach
 
 WAIT = 20.0
@@ -106,3 +108,53 @@ async def scene_on(nursery: trio.Nursery, runtime: Runtime) -> Scene:
 
 async def scene(nursery: trio.Nursery, data_dir: Path) -> Scene:
     return await scene_on(nursery, await start_runtime(nursery, data_dir, demo_agent=False))
+
+
+# ------------------------------------------------------------------ as a Shell sees them
+
+
+def shell_card(shell: ShellClient, interaction_id: str) -> dict[str, Any] | None:
+    """The newest view of the interaction's card the Shell was sent (None: none yet)."""
+    found = None
+    for frame in shell.frames:
+        if frame.get("type") == "shell.interactions":
+            for view in frame["interactions"]:
+                if view.get("interaction_id") == interaction_id:
+                    found = view
+    return found
+
+
+def card_in(interaction_id: str, *states: str) -> Callable[[ShellClient], bool]:
+    """For `ShellClient.wait_until`: the Shell shows the card in one of `states`."""
+    return lambda shell: (shell_card(shell, interaction_id) or {}).get("state") in states
+
+
+def drafts_sent(shell: ShellClient, interaction_id: str) -> list[dict[str, Any]]:
+    """Every draft of the interaction the Shell was sent (`shell.drafts`), in order."""
+    return [
+        frame["drafts"][interaction_id]
+        for frame in shell.frames
+        if frame.get("type") == "shell.drafts" and interaction_id in frame["drafts"]
+    ]
+
+
+def greetings(shell: ShellClient) -> int:
+    """How many greetings (`shell.hello`, each the first of its frames) the Shell was sent."""
+    return sum(1 for frame in shell.frames if frame.get("type") == "shell.hello")
+
+
+async def greeted_again(shell: ShellClient) -> None:
+    """Ask for a greeting and wait until all of it has come. The hostbridge reads a socket's
+    frames in order and queues what it sends in order: the greeting holds what it had once
+    every frame sent before was handled, and the hello of a second one asked right after comes
+    only after all of it."""
+    seen = greetings(shell)
+    await shell.send({"type": "shell.ready"})
+    await shell.send({"type": "shell.ready"})
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda sh: greetings(sh) >= seen + 2)
+
+
+def answer_frame(interaction_id: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """The frame a card sends when the user answers it."""
+    return {"type": "interaction.answer", "interaction_id": interaction_id, "answer": answer}
