@@ -77,8 +77,10 @@ class PlaywrightThread:
         """For sync fixtures: run `fn` on the Playwright thread and wait for it."""
         return self._executor.submit(fn).result(timeout=CALL_TIMEOUT_S)
 
-    async def run(self, fn: Callable[[], T]) -> T:
-        """For trio tests: run `fn` on the Playwright thread without blocking the trio loop."""
+    async def run(self, fn: Callable[[], T], timeout_s: float = CALL_TIMEOUT_S) -> T:
+        """For trio tests: run `fn` on the Playwright thread without blocking the trio loop.
+        `timeout_s` bounds the wait; a step whose own `expect` waits longer than the default
+        (a test with one deadline for many steps) passes its own."""
         future = self._executor.submit(fn)
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
@@ -88,7 +90,7 @@ class PlaywrightThread:
                 token.run_sync_soon(done.set)
 
         future.add_done_callback(wake)
-        with trio.fail_after(CALL_TIMEOUT_S):
+        with trio.fail_after(timeout_s):
             await done.wait()
         return future.result()
 
@@ -108,9 +110,9 @@ class ShellPage:
     errors: list[str] = field(default_factory=list)  # uncaught exceptions in the page
     console_errors: list[str] = field(default_factory=list)  # e.g. a refused WebSocket
 
-    async def run(self, fn: Callable[[Page], T]) -> T:
+    async def run(self, fn: Callable[[Page], T], timeout_s: float = CALL_TIMEOUT_S) -> T:
         """Run `fn(page)` on the Playwright thread."""
-        return await self.thread.run(lambda: fn(self.page))
+        return await self.thread.run(lambda: fn(self.page), timeout_s)
 
     def off_loopback(self) -> list[str]:
         return [
