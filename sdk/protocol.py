@@ -179,7 +179,8 @@ class InboxAckManyReply(Message):
 
 
 class ConversationItem(Message):
-    """One message of the app's conversation, as the IM shows it."""
+    """One message of the app's conversation, as the IM shows it. `app_session_id`: the app
+    sub-session an Agent's text is a short result of (the runtime checked it was open then)."""
 
     type: Literal["miniapp.conversation.item"] = "miniapp.conversation.item"
     message_id: Id
@@ -188,6 +189,7 @@ class ConversationItem(Message):
     state: Literal["received", "pending", "sent", "failed"]
     markdown: str
     at: float
+    app_session_id: Id | None = None
 
 
 class ConversationSendTextRequest(Message):

@@ -175,6 +175,7 @@ class FakeConversation:
         author: Literal["agent", "user"] = "agent",
         state: Literal["received", "pending", "sent", "failed"] = "received",
         message_id: str | None = None,
+        app_session_id: str | None = None,
     ) -> p.ConversationItem:
         item = p.ConversationItem(
             message_id=message_id or str(uuid.uuid4()),
@@ -183,6 +184,7 @@ class FakeConversation:
             state=state,
             markdown=markdown,
             at=0.0,
+            app_session_id=app_session_id,
         )
         self.items[item.message_id] = item
         return item

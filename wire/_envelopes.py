@@ -130,7 +130,14 @@ class _Header(_Model):
 
 
 class TextPayload(_Model):
+    """A text. `app_session_context` (`{"app_session_id": str}`, the shape a tool call's is),
+    from the Agent only: the text is a short result of that app sub-session, shown in its
+    folded group in the main IM. Whatever JSON the Agent sent, as for a tool call's: the router
+    says `app_session_invalid` of anything but an open sub-session of its own. Left out of the
+    body when absent, so a plain text travels and is stored as before."""
+
     markdown: str
+    app_session_context: Any = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class ToolCallPayload(_Model):

@@ -156,7 +156,7 @@ class RouterActor(Actor):
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
                 if envelope.type not in HANDLED:
-                    await self._check_text(envelope)
+                    envelope = await self._check_text(envelope)
                 return envelope, size
 
             admitted = await self._guarded(env, raw, admit)
@@ -264,8 +264,9 @@ class RouterActor(Actor):
         )
         return EnvelopeOutcome(message_id=message_id, status="rejected", code=code)
 
-    async def _check_text(self, envelope: RuntimeEnvelope) -> None:
-        """Raises `EnvelopeRejected` for an envelope that must not reach an inbox."""
+    async def _check_text(self, envelope: RuntimeEnvelope) -> RuntimeEnvelope:
+        """The text as it is stored; raises `EnvelopeRejected` for one that must not reach an
+        inbox. One naming an app sub-session keeps only its `app_session_id` (checked)."""
         if envelope.type != TEXT:  # the wire admits no other: never silently dropped
             raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, envelope.id)
         scope = envelope.scope
@@ -274,6 +275,34 @@ class RouterActor(Actor):
         ):
             # Seed 004 §5.3: never stored in an inbox nobody would ever read.
             raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
+        if "app_session_context" not in envelope.payload:
+            return envelope
+        try:
+            session_id = await self.sessions.of_text(envelope)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.APP_SESSION_INVALID:
+                raise
+            if not await self._stored(envelope.id):
+                raise EnvelopeRejected(exc.code, envelope.id) from exc
+            # A repeat of a text taken before its sub-session closed: the store says so.
+            return envelope
+        context = {"app_session_id": session_id}
+        return envelope.model_copy(
+            update={"payload": {**envelope.payload, "app_session_context": context}}
+        )
+
+    async def _stored(self, message_id: str) -> bool:
+        try:
+            await self.bus.request(
+                "store",
+                ConversationMessageRequest(message_id=message_id),
+                expect=ConversationMessageReply,
+            )
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.INVALID_ARGUMENTS:
+                raise
+            return False
+        return True
 
     async def _receive_texts(
         self,
@@ -566,6 +595,7 @@ class RouterActor(Actor):
                     state=row.state,
                     markdown=markdown,
                     at=row.created_at,
+                    app_session_id=_app_session_of(row) if row.direction == "inbound" else None,
                 )
             )
         return sdk.ConversationHistoryReply(items=tuple(items))
@@ -838,6 +868,14 @@ def _markdown_of(body: dict[str, Any]) -> str:
     if isinstance(payload, dict) and isinstance(payload.get("markdown"), str):
         return str(payload["markdown"])
     return ""
+
+
+def _app_session_of(row: MessageRow) -> str | None:
+    """The sub-session an Agent's text was taken for (checked then, stored in its payload)."""
+    payload = row.body.get("payload")
+    context = payload.get("app_session_context") if isinstance(payload, dict) else None
+    session_id = context.get("app_session_id") if isinstance(context, dict) else None
+    return session_id if isinstance(session_id, str) and 0 < len(session_id) <= 200 else None
 
 
 def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:

@@ -21,6 +21,9 @@ Events can be lost (a router or focus that died in between): `sweep` makes the s
 hold — every live instance but the chat has an open sub-session, every open one a live
 instance. It runs at start, when focus recovers, and after each login (an instance started
 while the runtime was never logged in could not name its Agent).
+
+An Agent's text may name an open sub-session of its own (`of_text`): it is a short result of
+that sub-session, stored in the chat's inbox like any text and shown in the group.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from lineup.hostbridge.messages import AppSessionsUpdatedEvent, AppSessionView
 from . import _ids as ids
 
 if TYPE_CHECKING:
+    from ._envelope import RuntimeEnvelope
     from ._interactions import InteractionService
     from ._tools import ToolPipeline
 
@@ -263,6 +267,32 @@ class AppSessions:
         )
         if code is not None:
             log.info("router.app_session_not_shown code=%s", code.value)
+
+    async def of_text(self, envelope: RuntimeEnvelope) -> str | None:
+        """The sub-session an Agent's text is a short result of (its `app_session_context`),
+        or None: without one it is the main IM's, as any text. Raises `app_session_invalid`
+        for a text with one that is not for the main IM (the chat), or that names anything
+        but an open sub-session of this Agent and conversation: unlike a question, a text
+        never goes to a closed one, which takes no new records (seed 000 §7.3)."""
+        context = envelope.payload.get("app_session_context")
+        if context is None:
+            return None
+        session_id = context.get("app_session_id") if isinstance(context, dict) else None
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, "no app_session_id")
+        if envelope.scope.app_scope != IM_SCOPE:
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
+        found = (
+            await self._store(AppSessionGetRequest(app_session_id=session_id), AppSessionGetReply)
+        ).session
+        if (
+            found is None
+            or found.state != "open"
+            or found.agent_id != envelope.sender.id
+            or found.conversation_id != envelope.scope.conversation_id
+        ):
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
+        return found.app_session_id
 
 
 def view_of(row: AppSessionRow) -> AppSessionView:

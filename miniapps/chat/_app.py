@@ -6,7 +6,9 @@ composer) and one item per message: a render puts only the messages that changed
 last one, so no request grows with the timeline, and a message as large as the wire allows
 is shown whole however many large ones came before it. A user message shows as `pending` (the local
 echo) as soon as the runtime has stored it, becomes `sent` when the AppServer has taken it, or
-`failed` (with a retry) when it refused it for good.
+`failed` (with a retry) when it refused it for good. An Agent's text that is a short result of
+an app sub-session carries that sub-session's id (`app_session_id`), which the runtime checked
+and stored with it: the Shell shows it in the sub-session's folded group.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Chat(MiniApp):
                     "state": item.state,
                     "markdown": item.markdown,
                     "at": item.at,
+                    "app_session_id": item.app_session_id,
                 }
             after = history[-1].seq
             self._trim()
@@ -91,6 +94,7 @@ class Chat(MiniApp):
                 "state": "received",
                 "markdown": str(payload.get("markdown", "")),
                 "at": time.time(),
+                "app_session_id": _app_session_of(payload),
             },
         )
 
@@ -175,13 +179,28 @@ class Chat(MiniApp):
             await self.app.ui.render(self.app.instance_id, view)
             self._view = view
         changed = [
-            p.ViewItem(id=i["id"], order=_order(i), fields={k: i[k] for k in _FIELDS})
+            p.ViewItem(id=i["id"], order=_order(i), fields=_fields(i))
             for i in self._ordered()
-            if self._put.get(i["id"]) != {k: i[k] for k in _FIELDS}
+            if self._put.get(i["id"]) != _fields(i)
         ]
         if changed:
             await self.app.ui.put_items(self.app.instance_id, changed)
             self._put.update((item.id, item.fields) for item in changed)
+
+
+def _fields(item: dict[str, Any]) -> dict[str, Any]:
+    """What the Shell gets of an item: `app_session_id` only on a sub-session's text."""
+    fields = {k: item[k] for k in _FIELDS}
+    if item.get("app_session_id") is not None:
+        fields["app_session_id"] = item["app_session_id"]
+    return fields
+
+
+def _app_session_of(payload: dict[str, Any]) -> str | None:
+    """The sub-session a delivered text names (the runtime took it only for an open one)."""
+    context = payload.get("app_session_context")
+    session_id = context.get("app_session_id") if isinstance(context, dict) else None
+    return session_id if isinstance(session_id, str) and session_id else None
 
 
 def _key(author: str, message_id: str) -> str:

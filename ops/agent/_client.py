@@ -147,10 +147,19 @@ class AgentClient:
         )
 
     async def say(
-        self, conversation_id: str, markdown: str, idempotency_key: str | None = None
+        self,
+        conversation_id: str,
+        markdown: str,
+        idempotency_key: str | None = None,
+        *,
+        app_session_context: str | None = None,
     ) -> dict[str, Any]:
-        """Send a `lineup.v1.text`. The key defaults to the new envelope's id."""
-        envelope = self._envelope(conversation_id, wire.TEXT, wire.TextPayload(markdown=markdown))
+        """Send a `lineup.v1.text`. `app_session_context` names the open app sub-session the
+        text is a short result of (shown in its group; the runtime refuses any other). The key
+        defaults to the new envelope's id."""
+        context = None if app_session_context is None else {"app_session_id": app_session_context}
+        payload = wire.TextPayload(markdown=markdown, app_session_context=context)
+        envelope = self._envelope(conversation_id, wire.TEXT, payload)
         return await self.send(envelope, idempotency_key or envelope["id"])
 
     async def call_tool(

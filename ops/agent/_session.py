@@ -149,7 +149,9 @@ class Output(Protocol):
 class AgentMoves(Protocol):
     """What a session sends (an `AgentClient` does it)."""
 
-    async def say(self, conversation_id: str, markdown: str) -> dict[str, Any]: ...
+    async def say(
+        self, conversation_id: str, markdown: str, *, app_session_context: str | None = None
+    ) -> dict[str, Any]: ...
 
     async def call_tool(
         self,
@@ -182,8 +184,13 @@ class Session:
     async def revision(self, given: Any) -> Any:
         return given if given is not None else await self.inbox.first_revision(self.timeout_s)
 
-    async def say(self, markdown: str) -> None:
-        answer = await self.client.say(self.conversation_id, markdown)
+    async def say(self, markdown: Any, session: Any = None) -> None:
+        """Send a text; with `session`, as a short result of that app sub-session."""
+        if not isinstance(markdown, str) or not markdown:
+            raise StepFailed("say needs a string")
+        if session is not None and not isinstance(session, str):
+            raise StepFailed("app_session_context is the sub-session's id")
+        answer = await self.client.say(self.conversation_id, markdown, app_session_context=session)
         self._note(f"sent text seq={answer.get('seq')}")
 
     async def call(
@@ -270,7 +277,9 @@ class Script:
         ((verb, arg),) = step.items()
         if verb in ("say", "call", "dismiss"):
             self.mark = len(session.inbox.messages)
-        if verb == "say":
+        if verb == "say" and isinstance(arg, dict):
+            await session.say(arg.get("markdown"), arg.get("app_session_context"))
+        elif verb == "say":
             if not isinstance(arg, str):
                 raise StepFailed("say needs a string")
             await session.say(arg)

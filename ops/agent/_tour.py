@@ -11,9 +11,11 @@ would you like to try?"): a notice, a choice, a confirm, an input, or the Task D
 answer it asks a question of that kind (or launches the dashboard), says in Markdown what the
 user answered, and asks the menu again. A dashboard's app sub-session gets a question of its
 own (shown above the dashboard while it is in front): how far along the task is, which moves
-the dashboard's progress. A cancelled, dismissed or expired menu is not asked again until the
-user writes "menu"; every other user text is echoed back, as before. A new menu withdraws
-(`interaction.dismiss`) any older one still open in that conversation.
+the dashboard's progress; its answer gets a one-line short result said into that sub-session
+(a text with `app_session_context`, shown in its group). A cancelled, dismissed or expired menu
+is not asked again until the user writes "menu"; every other user text is echoed back, as
+before. A new menu withdraws (`interaction.dismiss`) any older one still open in that
+conversation.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Say:
     conversation_id: str
     markdown: str
     key: str
+    app_session_id: str | None = None  # a short result of that sub-session, shown in its group
 
 
 @dataclass(frozen=True)
@@ -346,12 +349,13 @@ class Tour:
             ask = self._ask(f"demo-update-{_digest(call_id)}", update)
             self.questions.pop(ask.call_id)  # its answer needs no words
             moves.append(ask)
+            # The answer's short result, in the sub-session the question was asked in.
             moves.append(
                 Say(
                     conv,
-                    f"You said the task is **{percent} %** done: the dashboard shows it "
-                    "now. Close it from its tab whenever you like.",
+                    f"Progress set to **{percent} %**: the dashboard shows it now.",
                     f"answered:{call_id}",
+                    app_session_id=question.app_session_id,
                 )
             )
         return [*moves, *self._menu(conv, f"demo-menu-{_digest(call_id)}")]

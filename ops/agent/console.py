@@ -21,6 +21,8 @@ and Tab completion, and messages are written above it. Commands:
     tools [TOOL]                          the inventory: each tool and its input; one tool's
                                           whole input schema
     say <markdown>                        a `lineup.v1.text` (`\\n` in the text is a newline)
+    say --app-session <id> <markdown>     a text that is a short result of that open app
+                                          sub-session (`app_session_context`), in its group
     call <tool> [<json-input>] [revision] a `lineup.v1.tool.call` (input defaults to {}, the
                                           revision to the latest inventory, waited for)
     dismiss <control_id> <call_id>        a `lineup.v1.interaction.dismiss`
@@ -29,6 +31,7 @@ and Tab completion, and messages are written above it. Commands:
 
 `--script FILE` replays JSON lines instead (blank lines and `#` comments are skipped):
     {"say": "markdown"}
+    {"say": {"markdown": ..., "app_session_context": "<app_session_id>"}}
     {"call": {"tool": ..., "input": {...}, "inventory_revision"?: ..., "call_id"?: ...,
               "app_session_context"?: "<app_session_id>"}}   e.g. an `interaction.choice`
     {"dismiss": {"control_id": ..., "call_id": ...}}
@@ -76,9 +79,11 @@ HISTORY_PAGES: Final = 1000  # pages of history read at the start, at most
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 COMMANDS: Final = ("tools", "say", "call", "dismiss", "show", "help", "quit")
+APP_SESSION_FLAG: Final = "--app-session"  # `say --app-session <id> <markdown>`
 HELP: Final = (
-    "tools [TOOL] | say <markdown> | call <tool> [<json-input>] [revision] |",
-    "dismiss <control_id> <call_id> | show [N] | help | quit",
+    "tools [TOOL] | say [--app-session <id>] <markdown> |",
+    "call <tool> [<json-input>] [revision] | dismiss <control_id> <call_id> | show [N] |",
+    "help | quit",
 )
 
 
@@ -158,7 +163,11 @@ async def _command(session: Session, line: str) -> bool:
     if verb in ("quit", "exit"):
         return False
     if verb == "say" and rest:
-        await session.say(rest.replace("\\n", "\n"))
+        session_id = None
+        if rest.startswith(f"{APP_SESSION_FLAG} "):
+            session_id, _, rest = rest.removeprefix(APP_SESSION_FLAG).strip().partition(" ")
+            rest = rest.strip()
+        await session.say(rest.replace("\\n", "\n"), session_id)
     elif verb == "call" and rest:
         await session.call(*_parse_call(rest))
     elif verb == "dismiss" and len(rest.split()) == 2:

@@ -107,7 +107,12 @@ class DemoAgent:
             later.start_soon(self._tick, client, move, later)
             return
         if isinstance(move, Say):
-            await client.say(move.conversation_id, move.markdown, move.key)
+            await client.say(
+                move.conversation_id,
+                move.markdown,
+                move.key,
+                app_session_context=move.app_session_id,
+            )
             if move.key.startswith("reply:"):
                 self.answered += 1
                 log.info(

@@ -66,10 +66,17 @@ MAX_INLINE_PNG_CHARS: Final = 256 * 1024  # of base64: beyond it, the result sta
 
 _SAY_TOOL: Final = types.Tool(
     name=SAY,
-    description="Say something to the user in the LineUp chat (Markdown).",
+    description=(
+        "Say something to the user in the LineUp chat (Markdown). With `app_session_id` (an "
+        "open app sub-session's, as `lineup.v1.app_session.opened` named it), it is a short "
+        "result of that app, shown in its group; the runtime refuses any other."
+    ),
     input_schema={
         "type": "object",
-        "properties": {"markdown": {"type": "string", "minLength": 1, "maxLength": 16_000}},
+        "properties": {
+            "markdown": {"type": "string", "minLength": 1, "maxLength": 16_000},
+            "app_session_id": {"type": "string", "minLength": 1, "maxLength": 200},
+        },
         "required": ["markdown"],
         "additionalProperties": False,
     },

@@ -278,10 +278,14 @@ class McpBridge:
                 pass
 
     async def _say(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        markdown = arguments.get("markdown")
+        markdown, session = arguments.get("markdown"), arguments.get("app_session_id")
         if not isinstance(markdown, str) or not markdown:
             return error_result("tool_input_invalid")
-        answer = await self.client.say(self.bridge.conversation_id, markdown)
+        if session is not None and (not isinstance(session, str) or not 0 < len(session) <= 200):
+            return error_result("tool_input_invalid")
+        answer = await self.client.say(
+            self.bridge.conversation_id, markdown, app_session_context=session
+        )
         message_id = str(answer.get("message_id", ""))
         self.bridge.conversation.add(
             {

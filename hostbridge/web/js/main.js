@@ -12,7 +12,14 @@
 
 import { createConnection } from "./core/connection.js";
 import { createStage, register } from "./core/registry.js";
-import { FINAL_STATES, createState, isOpen, receive, sessionOf } from "./core/state.js";
+import {
+  FINAL_STATES,
+  createState,
+  isOpen,
+  receive,
+  sessionOf,
+  sortedItems,
+} from "./core/state.js";
 import { byTestId, el, isShown, replaceKeeping } from "./core/util.js";
 import { card } from "./components/card.js";
 import { CardCache } from "./components/interaction_card.js";
@@ -160,7 +167,9 @@ const byCreation = (a, b) => a.created_at - b.created_at;
 
 // The main IM's cards, each open sub-session group with its questions, and (per instance) the
 // cards an app asked for itself. An artifact's card goes to its instance's sub-session group if
-// this Shell knows one, else to the main IM (at its `created_at`).
+// this Shell knows one, else to the main IM (at its `created_at`). An Agent's text naming a
+// sub-session this Shell knows (its `app_session_id`) is a short result in that group, not a
+// message of the main timeline; naming one it does not know, it stays in the timeline.
 function placement(s, now) {
   const main = [];
   const grouped = new Map(); // app_session_id → views
@@ -196,17 +205,32 @@ function placement(s, now) {
     if (!groupArtifacts.has(sessionId)) groupArtifacts.set(sessionId, []);
     groupArtifacts.get(sessionId).push(artifact);
   }
+  const groupTexts = new Map(); // app_session_id → the Agent's items, in timeline order
+  const groupedItems = new Set(); // their ids, which the main timeline leaves out
+  for (const item of sortedItems(s)) {
+    if (item.author !== "agent" || !s.sessions.has(item.app_session_id)) continue;
+    if (!groupTexts.has(item.app_session_id)) groupTexts.set(item.app_session_id, []);
+    groupTexts.get(item.app_session_id).push(item);
+    groupedItems.add(item.id);
+  }
   const groups = [...s.sessions.values()].map((session) => {
     const instance = s.instances.find((i) => i.instance_id === session.instance_id);
     return {
       session,
       views: (grouped.get(session.app_session_id) ?? []).sort(byCreation),
       artifacts: (groupArtifacts.get(session.app_session_id) ?? []).sort(byCreation),
+      texts: groupTexts.get(session.app_session_id) ?? [],
       appTitle: instance ? instanceTitle(s, instance) : appName(session.app_scope),
       inFront: session.state === "open" && session.instance_id === s.foreground,
     };
   });
-  return { main: main.sort(byCreation), groups, byApp, artifacts: mainArtifacts.sort(byCreation) };
+  return {
+    main: main.sort(byCreation),
+    groups,
+    byApp,
+    artifacts: mainArtifacts.sort(byCreation),
+    groupedItems,
+  };
 }
 
 const appName = (scope) =>
@@ -308,6 +332,7 @@ function render() {
     cards: places.main,
     groups: places.groups,
     artifacts: places.artifacts,
+    grouped: places.groupedItems,
     now,
   });
   if (!chatWasShown && chatInFront) timeline.restoreScroll();

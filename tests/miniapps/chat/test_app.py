@@ -193,3 +193,30 @@ async def test_an_agent_message_id_as_long_as_the_wire_allows_is_shown() -> None
     items = runtime.ui.ordered("chat")
     assert len(items) == 2 and len({i.id for i in items}) == 2
     assert all(len(i.id) <= 200 for i in items)
+
+
+async def test_a_sub_sessions_short_result_carries_its_app_session_id_and_others_none() -> None:
+    # The runtime took the text for an open sub-session and stored the context with it: the
+    # chat hands the id on to the Shell (which shows it in the group), delivered or history.
+    session = "lu:app_session:task-dashboard:open-1"
+    runtime = testkit.FakeRuntime("chat", "chat")
+    runtime.conversation.add("earlier result", message_id="h1", app_session_id=session)
+    runtime.conversation.add("earlier plain", message_id="h2")
+    chat = Chat()
+    await testkit.start(chat, runtime=runtime)
+    result = {
+        **text(1),
+        "payload": {"markdown": "60 %", "app_session_context": {"app_session_id": session}},
+    }
+    await chat.on_deliveries((runtime.inbox.put(result, "d1"), runtime.inbox.put(text(2), "d2")))
+
+    fields = {i.id: i.fields for i in runtime.ui.ordered("chat")}
+    assert {k: f.get("app_session_id") for k, f in fields.items()} == {
+        "agent:h1": session,
+        "agent:h2": None,
+        "agent:d1": session,
+        "agent:d2": None,
+    }
+    # A text of no sub-session travels as before: no key for it.
+    assert "app_session_id" not in fields["agent:d2"]
+    assert fields["agent:d1"]["markdown"] == "60 %"

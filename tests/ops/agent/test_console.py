@@ -197,6 +197,19 @@ async def test_interactive_commands_send_as_the_agent_until_quit(
     assert dismiss["payload"] == {"control_id": "ctl-9", "call_id": "call-9"}
 
 
+async def test_say_may_name_the_app_sub_session_its_text_is_a_short_result_of(
+    server: RunningServer, api: Api
+) -> None:
+    commands = b"say --app-session lu:app_session:task-dashboard:t-1 at **60 %**\nquit\n"
+    result = await _console(server, "--conversation-id", "conv-b", stdin=commands)
+    assert result.returncode == 0, result.stderr
+    (text,) = await _user_stream(api, await api.user_token("bob"), 1)
+    assert text["payload"] == {
+        "markdown": "at **60 %**",
+        "app_session_context": {"app_session_id": "lu:app_session:task-dashboard:t-1"},
+    }
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 async def test_show_prints_what_the_client_sent_so_far(
     server: RunningServer, capsys: pytest.CaptureFixture[str], as_json: bool

@@ -120,4 +120,13 @@ async def test_the_dashboard_asks_in_its_sub_session_and_the_answer_moves_its_pr
 
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: 60 in progress(s))
+    # The answer's short result, in the sub-session: the chat's item names it (for the group).
+    session = question.app_session_id
+
+    def results(s: ShellClient) -> list[str]:
+        return [tree_text(i["tree"]) for i in s.timeline() if i.get("app_session_id") == session]
+
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: bool(results(s)))
+    assert results(shell) == ["Progress set to 60 %: the dashboard shows it now."]
     await ui.menu()  # and the menu again, in the main IM

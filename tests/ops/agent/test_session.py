@@ -49,8 +49,11 @@ class FakeAgent:
         self.inbox, self.nursery, self.answer = inbox, nursery, answer
         self.moves: list[tuple[str, Any]] = []
 
-    async def say(self, conversation_id: str, markdown: str) -> dict[str, Any]:
-        self.moves.append(("say", markdown))
+    async def say(
+        self, conversation_id: str, markdown: str, *, app_session_context: str | None = None
+    ) -> dict[str, Any]:
+        said = markdown if app_session_context is None else (markdown, app_session_context)
+        self.moves.append(("say", said))
         return {"seq": len(self.moves)}
 
     async def call_tool(
@@ -244,5 +247,29 @@ async def test_a_call_waits_for_the_first_inventory_and_uses_its_revision(
     ],
 )
 async def test_a_malformed_wait_fails_naming_the_step(nursery: trio.Nursery, step: Any) -> None:
+    message = await failure(nursery, [step])
+    assert message.startswith(f"script line 1: {json.dumps(step)}: ")
+
+
+async def test_a_say_may_name_the_app_sub_session_it_is_a_short_result_of(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    steps = [
+        {"say": "plain"},
+        {"say": {"markdown": "60 %", "app_session_context": "lu:app_session:task-dashboard:x"}},
+    ]
+    agent = await run(nursery, steps)
+    assert agent.moves == [("say", "plain"), ("say", ("60 %", "lu:app_session:task-dashboard:x"))]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"say": {"markdown": 3}},
+        {"say": {"markdown": ""}},
+        {"say": {"markdown": "x", "app_session_context": 7}},
+    ],
+)
+async def test_a_malformed_say_fails_naming_the_step(nursery: trio.Nursery, step: Any) -> None:
     message = await failure(nursery, [step])
     assert message.startswith(f"script line 1: {json.dumps(step)}: ")

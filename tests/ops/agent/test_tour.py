@@ -161,6 +161,11 @@ def test_the_dashboard_gets_a_question_in_its_sub_session_that_moves_its_progres
     assert (progress.tool, progress.app_session_id) == (CHOICE, "lu:app_session:i-1")
     moves = tour.take(_result(progress.call_id, {"action_ids": ["p60"]}))
     update, menu = _asks(moves)
+    # The answer's one-line short result goes into the sub-session (its group), keyed by it.
+    (said,) = [m for m in moves if isinstance(m, Say)]
+    assert (said.app_session_id, said.key) == ("lu:app_session:i-1", f"answered:{progress.call_id}")
+    assert said.markdown == "Progress set to **60 %**: the dashboard shows it now."
+    assert "\n" not in said.markdown
     assert update.tool == "task-dashboard.update" and update.instance_id == "i-1"
     assert update.input == {"task_id": launch.input["task_id"], "progress": 60}
     assert menu.tool == CHOICE and menu.app_session_id is None

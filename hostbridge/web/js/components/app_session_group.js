@@ -1,5 +1,7 @@
 // An app sub-session's folded group in the main IM (contract §4): the Agent's questions asked
-// inside that app, the user's answers and their results, never the app's own operations. It
+// inside that app, the user's answers and their results, and the Agent's short results (its
+// texts that name the sub-session, shown as text with the timeline's safe Markdown), in the
+// order they came; never the app's own operations (its own questions stay in its container). It
 // sits in the timeline at its `opened_at`, folded; a button (Enter or Space) unfolds it. While
 // one of its questions is open and its instance is not in front, it says "waiting for your
 // answer", and the question can be answered from here. An ended sub-session unfolds read-only;
@@ -11,6 +13,7 @@ import { isOpen } from "../core/state.js";
 import { el, replaceKeeping, uniqueId } from "../core/util.js";
 import { ArtifactCards } from "./artifact_card.js";
 import { CardCache } from "./interaction_card.js";
+import { renderNodes } from "./markdown.js";
 
 export function createGroup(session) {
   const li = el("li", "app-session-group", "app-session-group");
@@ -24,7 +27,9 @@ export function createGroup(session) {
   const status = el("span", "app-session-status", "app-session-status");
   const waiting = el("span", "app-session-waiting", "app-session-waiting", "waiting for your answer");
   waiting.hidden = true;
-  toggle.append(title, status, waiting);
+  const count = el("span", "app-session-status app-session-count", "app-session-count");
+  count.hidden = true;
+  toggle.append(title, status, count, waiting);
   const body = el("div", "app-session-body", "app-session-body");
   body.id = bodyId;
   body.hidden = true;
@@ -38,10 +43,12 @@ export function createGroup(session) {
   body.append(note, list, artifactList, resume);
   li.append(toggle, body);
   const group = { li, toggle, title, status, waiting, body, note, list, resume, open: false };
+  group.count = count;
   group.artifactList = artifactList;
   group.artifactCards = new ArtifactCards(4);
   group.continueSent = false;
   group.cards = new CardCache("group", { headingLevel: 4 });
+  group.texts = new Map(); // message id → {version, element}: the Agent's short results
   resume.addEventListener("click", () => {
     if (group.continueSent || !group.ctx) return; // a double click continues once
     group.continueSent = group.ctx.send({
@@ -58,13 +65,28 @@ export function createGroup(session) {
   return group;
 }
 
+// One short result of the Agent, as text: the item's token tree, as the timeline renders it.
+function textElement(group, item, version) {
+  const held = group.texts.get(item.id);
+  if (held !== undefined && held.version === version) return held.element;
+  const element = el("div", "message from-agent app-session-text", "app-session-text");
+  element.setAttribute("data-message-id", item.id);
+  element.append(el("span", "visually-hidden", "", "Agent: "));
+  const bubble = el("div", "bubble", "app-session-text-body");
+  renderNodes(item.tree, bubble, 0);
+  element.append(bubble);
+  group.texts.set(item.id, { version, element });
+  return element;
+}
+
 // `views`: the session's interactions, oldest first; `inFront`: its instance is in front;
-// `artifacts`: what its instance made, oldest first.
+// `artifacts`: what its instance made, oldest first; `texts`: the Agent's short results in it
+// (timeline items), oldest first.
 export function updateGroup(
   group,
   session,
   views,
-  { state, ctx, now, appTitle, inFront, artifacts = [] },
+  { state, ctx, now, appTitle, inFront, artifacts = [], texts = [] },
 ) {
   const ended = session.state === "closed";
   group.ctx = ctx;
@@ -77,18 +99,34 @@ export function updateGroup(
   const waiting = open && !inFront;
   group.waiting.hidden = !waiting;
   group.li.setAttribute("data-waiting", String(waiting));
+  // Folded, the group still says how many short results the Agent left in it.
+  const results = texts.length === 1 ? "1 result" : `${texts.length} results`;
+  group.count.textContent = ` · ${results}`;
+  group.count.hidden = texts.length === 0;
   group.toggle.setAttribute(
     "aria-label",
-    `${appTitle}, ${ended ? "ended" : "open"}${waiting ? ", waiting for your answer" : ""}`,
+    `${appTitle}, ${ended ? "ended" : "open"}${texts.length ? `, ${results}` : ""}` +
+      `${waiting ? ", waiting for your answer" : ""}`,
   );
   group.note.textContent = ended
     ? "This app has ended: what was asked in it is shown read-only."
-    : views.length === 0
+    : views.length === 0 && texts.length === 0
       ? "No questions from the Agent in this app yet."
       : "";
   group.note.hidden = group.note.textContent === "";
-  const elements = views.map((v) => group.cards.element(v, state, ctx, now, ended));
+  // Cards at their `created_at`, texts at their `at`: in the order they came.
+  const entries = [
+    ...views.map((v) => ({ at: v.created_at, view: v })),
+    ...texts.map((t) => ({ at: Number(t.at) || 0, text: t })),
+  ].sort((a, b) => a.at - b.at);
+  const elements = entries.map((e) =>
+    e.view
+      ? group.cards.element(e.view, state, ctx, now, ended)
+      : textElement(group, e.text, state.items.get(e.text.id)?.version),
+  );
   group.cards.keep(new Set(views.map((v) => v.interaction_id)));
+  const shownTexts = new Set(texts.map((t) => t.id));
+  for (const id of group.texts.keys()) if (!shownTexts.has(id)) group.texts.delete(id);
   replaceKeeping(group.list, elements);
   replaceKeeping(
     group.artifactList,

@@ -2,7 +2,8 @@
 // "Show earlier messages". It is the one component always mounted: hidden when another app is
 // in front, never cleared, so its timeline, scroll position and draft are as they were when it
 // comes back. The timeline interleaves the messages (by order) with the main IM's interaction
-// cards (at their `created_at`) and the app sub-sessions' folded groups (at their `opened_at`).
+// cards (at their `created_at`) and the app sub-sessions' folded groups (at their `opened_at`);
+// an Agent's text that is a short result of a group shows in that group instead.
 
 import { byTestId, el, isId, isObject, replaceKeeping } from "../core/util.js";
 import { sortedItems } from "../core/state.js";
@@ -179,8 +180,8 @@ export function createTimeline(ctx) {
     return group.li;
   }
 
-  // `extras`: {cards: [InteractionView], groups: [{session, views, artifacts, appTitle,
-  // inFront}], artifacts: [artifact card], now}.
+  // `extras`: {cards: [InteractionView], groups: [{session, views, artifacts, texts, appTitle,
+  // inFront}], artifacts: [artifact card], grouped: Set of the item ids shown in a group, now}.
   function render(state, view, extras) {
     const items = view ? sortedItems(state) : [];
     const timeline = ui.timeline;
@@ -218,7 +219,7 @@ export function createTimeline(ctx) {
       }
     };
     for (const item of items) {
-      if (!isId(item.id) || next.has(item.id)) continue;
+      if (!isId(item.id) || next.has(item.id) || extras.grouped?.has(item.id)) continue;
       const at = Number(item.at);
       if (Number.isFinite(at) && at > 0) flush(at);
       const key = state.items.get(item.id).version;
