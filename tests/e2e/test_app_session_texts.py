@@ -14,14 +14,13 @@ import trio
 
 from lineup import wire
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
-from lineup.actors.store.messages import ConversationMessageReply, ConversationMessageRequest
+from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.ops.agent import AgentClient
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.interactions import POLL, WAIT, Scene, scene
 from lineup.tests.support.runtime import AGENT_ID, CONVERSATION, agent_client, start_runtime
 from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
-from lineup.tests.support.tree import attach, audit_rows
+from lineup.tests.support.tree import attach, audit_rows, stored
 
 INSTANCE: Final = "task-dashboard:open-1"
 SESSION: Final = f"lu:app_session:{INSTANCE}"
@@ -54,20 +53,6 @@ def results(shell: ShellClient) -> list[tuple[str, str | None, str]]:
 async def shown(shell: ShellClient, message_id: str) -> None:
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: message_id in s.agent_message_ids())
-
-
-async def stored(reader: Bus, message_id: str) -> bool:
-    try:
-        await reader.request(
-            "store",
-            ConversationMessageRequest(message_id=message_id),
-            expect=ConversationMessageReply,
-        )
-    except LineUpError as exc:
-        if exc.code is not ErrorCode.INVALID_ARGUMENTS:  # the store's "no such message"
-            raise
-        return False
-    return True
 
 
 def text(

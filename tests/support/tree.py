@@ -9,8 +9,22 @@ from typing import Any, TypeVar
 import trio
 import trio.testing
 
-from lineup.actors.kernel import ActorKind, ActorRestarted, AuditRecord, Bus, Identity, Message
-from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
+from lineup.actors.kernel import (
+    ActorKind,
+    ActorRestarted,
+    AuditRecord,
+    Bus,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+)
+from lineup.actors.store.messages import (
+    AuditQueryReply,
+    AuditQueryRequest,
+    ConversationMessageReply,
+    ConversationMessageRequest,
+)
 from lineup.supervisor import ChildSpec, Supervisor
 
 M = TypeVar("M", bound=Message)
@@ -61,3 +75,18 @@ async def audit_rows(
             if until(reply.records):
                 return reply.records
             await trio.testing.wait_all_tasks_blocked()
+
+
+async def stored(reader: Bus, message_id: str) -> bool:
+    """Whether the store holds a conversation message with this id."""
+    try:
+        await reader.request(
+            "store",
+            ConversationMessageRequest(message_id=message_id),
+            expect=ConversationMessageReply,
+        )
+    except LineUpError as exc:
+        if exc.code is not ErrorCode.INVALID_ARGUMENTS:  # the store's "no such message"
+            raise
+        return False
+    return True

@@ -13,20 +13,18 @@ import trio
 
 from lineup import wire
 from lineup.actors.focus.messages import InstanceReply, LaunchRequest, UiIntentRequest
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode
 from lineup.actors.router import _ids as ids
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
     AppSessionGetReply,
     AppSessionGetRequest,
-    ConversationMessageReply,
-    ConversationMessageRequest,
     InboxListReply,
     InboxListRequest,
 )
 from lineup.sdk import protocol as sdk
 from lineup.supervisor import Supervisor
-from lineup.tests.support.tree import attach, audit_rows
+from lineup.tests.support.tree import attach, audit_rows, stored
 
 from .test_inbound import AGENT, CONVERSATION, WAIT, tree_and_supervisor
 
@@ -115,20 +113,6 @@ async def chat_inbox(reader: Bus) -> list[tuple[str, Any]]:
     return [
         (row.delivery_id, row.body["payload"].get("app_session_context")) for row in listed.rows
     ]
-
-
-async def stored(reader: Bus, message_id: str) -> bool:
-    try:
-        await reader.request(
-            "store",
-            ConversationMessageRequest(message_id=message_id),
-            expect=ConversationMessageReply,
-        )
-    except LineUpError as exc:
-        if exc.code is not ErrorCode.INVALID_ARGUMENTS:  # the store's "no such message"
-            raise
-        return False
-    return True
 
 
 async def refused_audited(reader: Bus, message_ids: list[str]) -> None:
