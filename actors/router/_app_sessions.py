@@ -274,25 +274,36 @@ class AppSessions:
         for a text with one that is not for the main IM (the chat), or that names anything
         but an open sub-session of this Agent and conversation: unlike a question, a text
         never goes to a closed one, which takes no new records (seed 000 §7.3)."""
-        context = envelope.payload.get("app_session_context")
-        if context is None:
+        found = await named(self._store, envelope.payload.get("app_session_context"), envelope)
+        if found is None:
             return None
-        session_id = context.get("app_session_id") if isinstance(context, dict) else None
-        if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
-            raise LineUpError(ErrorCode.APP_SESSION_INVALID, "no app_session_id")
-        if envelope.scope.app_scope != IM_SCOPE:
-            raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
-        found = (
-            await self._store(AppSessionGetRequest(app_session_id=session_id), AppSessionGetReply)
-        ).session
-        if (
-            found is None
-            or found.state != "open"
-            or found.agent_id != envelope.sender.id
-            or found.conversation_id != envelope.scope.conversation_id
-        ):
-            raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
+        if envelope.scope.app_scope != IM_SCOPE or found.state != "open":
+            raise LineUpError(ErrorCode.APP_SESSION_INVALID, found.app_session_id)
         return found.app_session_id
+
+
+async def named(
+    store: Callable[[Message, type[AppSessionGetReply]], Awaitable[AppSessionGetReply]],
+    context: object,
+    envelope: RuntimeEnvelope,
+) -> AppSessionRow | None:
+    """The sub-session an Agent's `app_session_context` names (open or closed), or None for
+    no context. Raises `app_session_invalid` for a malformed one, or one that is no
+    sub-session of the envelope's Agent and conversation."""
+    if context is None:
+        return None
+    session_id = context.get("app_session_id") if isinstance(context, dict) else None
+    if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
+        raise LineUpError(ErrorCode.APP_SESSION_INVALID, "no app_session_id")
+    reply = await store(AppSessionGetRequest(app_session_id=session_id), AppSessionGetReply)
+    found = reply.session
+    if (
+        found is None
+        or found.agent_id != envelope.sender.id
+        or found.conversation_id != envelope.scope.conversation_id
+    ):
+        raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
+    return found
 
 
 def view_of(row: AppSessionRow) -> AppSessionView:

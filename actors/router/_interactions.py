@@ -49,8 +49,6 @@ from lineup.actors.kernel import (
     app_scope_of,
 )
 from lineup.actors.store.messages import (
-    AppSessionGetReply,
-    AppSessionGetRequest,
     AppSessionListReply,
     AppSessionListRequest,
     AppSessionRow,
@@ -308,21 +306,7 @@ class InteractionService:
         """The sub-session an Agent's question names, or None (the main IM: never guessed from
         the foreground app). One that is not this Agent's and conversation's, or no session at
         all, is refused `app_session_invalid`; a closed one is history, and revives nothing."""
-        if context is None:
-            return None
-        session_id = context.get("app_session_id") if isinstance(context, dict) else None
-        if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
-            raise LineUpError(ErrorCode.APP_SESSION_INVALID, "no app_session_id")
-        found = (
-            await self._store(AppSessionGetRequest(app_session_id=session_id), AppSessionGetReply)
-        ).session
-        if (
-            found is None
-            or found.agent_id != envelope.sender.id
-            or found.conversation_id != envelope.scope.conversation_id
-        ):
-            raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
-        return found
+        return await _app_sessions.named(self._store, context, envelope)
 
     async def _advance(self, row: InteractionRow) -> None:
         """Carry an interaction on from where it stands (after `ask`, or at start): a pending
