@@ -5,7 +5,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run catalog test lint fmt typecheck layering pytest bench clean
+.PHONY: run catalog test test-stress lint fmt typecheck layering pytest bench clean
+
+# Some machines set PYTHONDONTWRITEBYTECODE for every shell. Under it no `.pyc` is ever written,
+# so every process of the tree, every zygote, every test worker and every `lineup run` a test
+# starts compiled LineUp's ~250 modules from source again: about 0.45 s of CPU each time, most
+# of a start. The project's own commands always write (and so reuse) bytecode.
+unexport PYTHONDONTWRITEBYTECODE
 
 # The embedded default offers the examples (examples/) in the App Registry from a local catalog,
 # signed with a development key made once (build/dev-key/, git-ignored) that only the embedded
@@ -37,9 +43,15 @@ layering: $(STAMP)
 
 # Two workers (pytest-xdist), as CI has two cores: the suite's tests are mostly real processes
 # waiting on one another, so two runs side by side take little more than half the time of one.
+# Every run ends with its 30 slowest tests, so a test that grows slow is seen where it lands.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
+
+# The whole suite twice oversubscribed (4 workers on CI's 2 cores): a test that waits on a
+# deadline guessed for a quiet machine, instead of on the event it means, fails here first.
+test-stress: $(STAMP)
+	$(MAKE) pytest PYTEST_WORKERS=4
 
 bench: $(BENCH_STAMP)
 	$(PY) -m lineup.ops.bench $(ARGS)
