@@ -231,27 +231,6 @@ async def restart_latency(kills: int) -> list[float]:
     return result
 
 
-def startup_times(runs: int) -> list[float]:
-    """`lineup run` process start → its "ready" line."""
-    samples = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
-            t0 = time.perf_counter()
-            process = subprocess.Popen(
-                [sys.executable, "-m", "lineup", "run", "--data-dir", tmp],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            assert process.stdout is not None
-            for line in process.stdout:
-                if line.startswith("lineup: ready in"):
-                    break
-            samples.append(time.perf_counter() - t0)
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=10)
-    return samples
-
-
 def fresh_interpreter_times(runs: int) -> list[float]:
     """A fresh interpreter importing trio and pydantic: what a spawn costs without a zygote."""
     samples = []

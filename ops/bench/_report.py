@@ -126,9 +126,10 @@ def render_table(figures: Iterable[Figure], peers: Iterable[Peer] = ()) -> str:
     width = max([len("figure"), *(len(f.name) for f in figures)])
     lines = [f"{'figure':<{width}}  {'value':>10}  {'baseline':>10}  {'ratio':>6}  target"]
     group = None
+    said = ""  # the last "baseline:" line: figures in a row on one baseline say it once
     for f in figures:
         if f.group != group:
-            group = f.group
+            group, said = f.group, ""
             lines.append(f"── {headings.get(group, group)}")
         ratio = "n/a" if f.ratio is None else f"{f.ratio:.2f}"
         verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
@@ -140,7 +141,9 @@ def render_table(figures: Iterable[Figure], peers: Iterable[Peer] = ()) -> str:
         below = f"baseline: {f.baseline_name}"
         if f.note:
             below += f" — {f.note}"
-        lines.append(f"{'':<{width}}  {below}")
+        if below != said:
+            lines.append(f"{'':<{width}}  {below}")
+            said = below
     return "\n".join(lines)
 
 

@@ -1,0 +1,130 @@
+"""Where `lineup run`'s start goes, and what a test that needs a tree pays for one.
+
+`lineup run` says `starting` once its own imports are done, `<child> ready (pid P) in X ms` as
+each child is ready (X counted from the child's spawn), and `ready in …` at the end; each line
+is flushed as it happens. Read with the time each line arrives, they give the start's timeline
+without a probe inside the runtime: the interpreter and the supervisor's imports (process start
+→ `starting`), each child's wait for its turn and its zygote's imports (`starting` → spawned),
+its own start (spawned → ready), and the wait for the transport's first login (the last child
+ready → `ready`).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+__all__ = ["StartTimeline", "fixture_times", "median_phases", "parse_timeline", "start_timelines"]
+
+_CHILD = re.compile(r"^lineup: (?P<name>\S+) ready \(pid \d+\) in (?P<ms>[0-9.]+) ms$")
+
+
+@dataclass
+class StartTimeline:
+    """One `lineup run` start, in seconds from the process's spawn."""
+
+    total: float = 0.0  # → the `ready in` line
+    imports: float = 0.0  # → the `starting` line: interpreter and supervisor imports
+    spawned: dict[str, float] = field(default_factory=dict)  # child → its spawn
+    ready: dict[str, float] = field(default_factory=dict)  # child → its ready line
+
+    @property
+    def link_wait(self) -> float:
+        """The last child ready → the tree's `ready`: the wait for the first login."""
+        return self.total - max(self.ready.values(), default=self.imports)
+
+
+def parse_timeline(lines: Sequence[tuple[float, str]]) -> StartTimeline:
+    """The timeline of `(arrival in s, line)` pairs, up to the `ready in` line."""
+    timeline = StartTimeline()
+    for at, line in lines:
+        if line.startswith("lineup: starting"):
+            timeline.imports = at
+        elif line.startswith("lineup: ready in"):
+            timeline.total = at
+            break
+        elif (child := _CHILD.match(line)) is not None:
+            name = child["name"]
+            timeline.ready[name] = at
+            timeline.spawned[name] = at - float(child["ms"]) / 1e3
+    return timeline
+
+
+def _lines_until_ready(process: subprocess.Popen[str], t0: float) -> Iterator[tuple[float, str]]:
+    assert process.stdout is not None
+    for line in process.stdout:
+        yield time.perf_counter() - t0, line.rstrip("\n")
+        if line.startswith("lineup: ready in"):
+            return
+
+
+def start_timelines(runs: int, args: Sequence[str] = ()) -> list[StartTimeline]:
+    """`lineup run` (the embedded default, each on a new data dir) started `runs` times."""
+    timelines = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
+            t0 = time.perf_counter()
+            with subprocess.Popen(
+                [sys.executable, "-m", "lineup", "run", "--data-dir", tmp, *args],
+                stdout=subprocess.PIPE,
+                text=True,
+            ) as process:
+                try:
+                    timelines.append(parse_timeline(list(_lines_until_ready(process, t0))))
+                finally:
+                    process.send_signal(signal.SIGTERM)
+                    process.communicate(timeout=10)  # reads the rest: it says `stopped`
+    return timelines
+
+
+def median_phases(timelines: Sequence[StartTimeline]) -> list[tuple[str, float]]:
+    """The start's phases, each the median over `timelines` in seconds, in start order: the
+    imports, each child's queue (`starting` → spawned) and own start (spawned → ready), the
+    link wait."""
+    first = timelines[0]
+    imports = [t.imports for t in timelines]
+    phases = [("interpreter + supervisor imports (spawn → `starting`)", imports)]
+    for name in sorted(first.ready, key=first.spawned.__getitem__):
+        ok = [t for t in timelines if name in t.ready]
+        phases.append((f"{name}: `starting` → spawned", [t.spawned[name] - t.imports for t in ok]))
+        phases.append((f"{name}: spawned → ready", [t.ready[name] - t.spawned[name] for t in ok]))
+    phases.append(("last child ready → `ready` (first login)", [t.link_wait for t in timelines]))
+    return [(label, statistics.median(values)) for label, values in phases]
+
+
+async def _tree_once(data_dir: Path) -> float:
+    """A tree as the tests start one (`tests/support/runtime.start_runtime`: in the caller's
+    trio loop, zygotes started fresh), started until ready and stopped: seconds."""
+    from lineup.supervisor import Supervisor
+    from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+
+    t0 = time.perf_counter()
+    plan = plan_runtime(RuntimeOptions(data_dir=data_dir))
+    supervisor = Supervisor(
+        plan.specs, data_dir=data_dir, preload=PRELOAD, lanes=LANES, link_wait=plan.link_wait
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.run)
+        nursery.cancel_scope.cancel()
+    return time.perf_counter() - t0
+
+
+def fixture_times(runs: int) -> list[float]:
+    """What a real-process test pays for its tree: start → ready → stopped, `runs` times."""
+    samples = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
+            data_dir = Path(tmp) / "rt"
+            data_dir.mkdir(mode=0o700)
+            samples.append(trio.run(_tree_once, data_dir))
+    return samples

@@ -1,0 +1,57 @@
+"""The start's breakdown in `make bench`: read from what `lineup run` prints, as it prints it."""
+
+from __future__ import annotations
+
+import pytest
+
+from lineup.ops.bench._start import median_phases, parse_timeline, start_timelines
+
+LINES = [
+    (0.30, "lineup: starting (pid 7, data dir /tmp/x)"),
+    (0.35, "lineup: store ready (pid 8) in 40.0 ms"),
+    (0.50, "lineup: router ready (pid 9) in 100.0 ms"),
+    (0.52, "lineup: ready in 0.22 s (2 actors)"),
+    (0.60, "lineup: open the Shell: http://127.0.0.1:1/#token=t"),
+]
+
+
+def test_a_timeline_places_each_child_between_its_spawn_and_its_ready_line() -> None:
+    timeline = parse_timeline(LINES)
+    assert timeline.imports == 0.30
+    assert timeline.total == 0.52  # the lines after `ready` are not the start's
+    assert timeline.ready == {"store": 0.35, "router": 0.50}
+    assert timeline.spawned == pytest.approx({"store": 0.31, "router": 0.40})
+    assert timeline.link_wait == pytest.approx(0.02)
+
+
+def test_the_phases_are_medians_in_spawn_order_and_add_up_per_child() -> None:
+    slow = parse_timeline([(at * 2, line) for at, line in LINES])
+    phases = dict(median_phases([parse_timeline(LINES), slow, parse_timeline(LINES)]))
+    assert list(phases) == [
+        "interpreter + supervisor imports (spawn → `starting`)",
+        "store: `starting` → spawned",
+        "store: spawned → ready",
+        "router: `starting` → spawned",
+        "router: spawned → ready",
+        "last child ready → `ready` (first login)",
+    ]
+    assert phases["store: spawned → ready"] == pytest.approx(0.04)
+    assert phases["router: `starting` → spawned"] == pytest.approx(0.10)
+
+
+@pytest.mark.slow
+def test_a_real_start_names_every_child_of_the_embedded_default() -> None:
+    (timeline,) = start_timelines(1)
+    assert set(timeline.ready) == {
+        "store",
+        "devserver",
+        "transport",
+        "router",
+        "focus",
+        "gateway",
+        "hostbridge",
+        "miniapp:chat",
+        "demo-agent",
+    }
+    assert 0 < timeline.imports < min(timeline.spawned.values())
+    assert all(timeline.spawned[n] < timeline.ready[n] <= timeline.total for n in timeline.ready)
