@@ -66,6 +66,7 @@ from lineup.hostbridge.shell_protocol import (
     ShellGrants,
     ShellOutbound,
 )
+from lineup.sdk.capabilities import Policy
 from lineup.sdk.protocol import MAX_ARTIFACT_BYTES, ArtifactInfo
 
 from .test_actor import TOKEN, next_frame, start_hostbridge
@@ -119,12 +120,12 @@ def run_view(
     )
 
 
-def grant(policy: str = "allow", granted: bool = True) -> GrantView:
+def grant(policy: Policy = "allow", granted: bool = True) -> GrantView:
     return GrantView(
         app_scope="surfacetest",
         app_title="Test Surface",
         capability="notification.show",
-        policy=policy,  # type: ignore[arg-type]
+        policy=policy,
         granted=granted,
         granted_at=10.0 if granted else None,
     )

@@ -27,7 +27,7 @@ from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
 from lineup.tests.support.shell import tree_text
 
-from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
+from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
 
 BIG = "x" * 250_000
 
@@ -130,7 +130,7 @@ async def test_changed_items_go_on_with_their_stamps_in_the_order_they_came(
 
             def put(*items: ViewItem) -> None:
                 event = ViewItemsUpdatedEvent(app_scope="chat", instance_id="chat", items=items)
-                actor.on_view_items(event, None)  # type: ignore[arg-type]
+                actor.on_view_items(*from_peer("focus", event))
 
             put(stamped(item(2, BIG), 7), stamped(item(3), 8))
             put(stamped(item(3, state="sent"), 9))
