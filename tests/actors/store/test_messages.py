@@ -40,8 +40,10 @@ def test_every_store_message_is_tagged_under_store_and_registered() -> None:
 
 
 def test_every_request_has_a_reply_tagged_after_it() -> None:
-    tags = {cls.TYPE for cls in PROTOCOL}
-    requests = [cls for cls in PROTOCOL if cls.__name__.endswith("Request")]
+    classes = [cls for cls in PROTOCOL if issubclass(cls, Message)]
+    assert classes == PROTOCOL  # every exported class is a message, with its tag
+    tags = {cls.TYPE for cls in classes}
+    requests = [cls for cls in classes if cls.__name__.endswith("Request")]
     assert requests
     for cls in requests:
         assert f"{cls.TYPE}.reply" in tags, cls
