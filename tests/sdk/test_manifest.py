@@ -293,7 +293,7 @@ def test_a_manifest_built_in_code_is_checked_like_a_loaded_one() -> None:
             app_scope="whiteboard",
             version="1",
             kind="installed",
-            host={"min_version": "0.1.0"},  # type: ignore[arg-type]
+            host={"min_version": "0.1.0"},
             tools=(tool,),
         )
     assert refused.value.reason == "tool_id_not_scoped"

@@ -50,6 +50,9 @@ class Recorder:
     async def fail(self, call_id: str, code: str, message: str = "") -> None:
         self._take("fail", call_id, code)
 
+    async def cancel(self, call_id: str, reason: str) -> None:
+        self._take("cancel", call_id, reason)
+
     @property
     def terminals(self) -> list[tuple[str, Any]]:
         return [(kind, body) for kind, _, body in self.events if kind != "progress"]
