@@ -76,7 +76,9 @@ def test_a_result_is_structured_and_an_error_carries_its_code() -> None:
     assert (refused.is_error, refused.structured_content) == (True, {"code": "tool_input_invalid"})
     pointed = result_of(_final(wire.TOOL_ERROR, "c1", code="tool_input_invalid", pointer="/a/0"))
     assert pointed.structured_content == {"code": "tool_input_invalid", "pointer": "/a/0"}
-    assert pointed.content[0].text == "error: tool_input_invalid at /a/0"
+    said = pointed.content[0]
+    assert isinstance(said, types.TextContent)
+    assert said.text == "error: tool_input_invalid at /a/0"
 
 
 def test_a_png_inline_is_image_content_beside_the_json_and_the_structure_is_unchanged() -> None:
