@@ -463,7 +463,7 @@ async def test_a_picked_file_reaches_the_gateway_with_its_base_name_and_its_byte
         _actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
         async with await connect(port) as ws:
             await greet(ws)
-            done = {
+            done: dict[str, Any] = {  # a frame as the Shell sends it (JSON)
                 "type": "capability.done",
                 "run_id": "r9",
                 "status": "completed",
@@ -475,7 +475,7 @@ async def test_a_picked_file_reaches_the_gateway_with_its_base_name_and_its_byte
             }
             await ws.send_message(json.dumps(done))
             await bus.until(lambda: any(isinstance(r, ProviderDoneRequest) for r in bus.requests))
-            bad = {**done, "file": {**done["file"], "content_b64": "%%%"}}  # type: ignore[dict-item]
+            bad = {**done, "file": {**done["file"], "content_b64": "%%%"}}
             await ws.send_message(json.dumps(bad))
             notice = await next_frame(ws)
             assert notice["type"] == "shell.notice" and "(artifact_invalid)" in notice["text"]

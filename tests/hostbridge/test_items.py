@@ -40,7 +40,7 @@ def item(n: int, markdown: str = "", state: str = "received") -> ViewItem:
 class PagingBus(FakeBus):
     """Focus with one chat view and `items`, paged as focus pages (`pages[before]`)."""
 
-    def __init__(self, pages: dict[tuple[int, str] | None, ViewItemsPageReply]) -> None:
+    def __init__(self, pages: dict[tuple[int, str | None] | None, ViewItemsPageReply]) -> None:
         super().__init__()
         self.pages = pages
 
@@ -55,7 +55,7 @@ class PagingBus(FakeBus):
             self.requests.append(body)
             self.changed.set()
             before = None if body.before_order is None else (body.before_order, body.before_id)
-            return self.pages[before]  # type: ignore[index]
+            return self.pages[before]
         return await super().request(peer, body, **kwargs)
 
 
