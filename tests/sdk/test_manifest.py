@@ -104,7 +104,7 @@ def test_the_written_form_has_sorted_keys_and_two_space_indent() -> None:
 def test_a_manifest_is_frozen() -> None:
     manifest = load_manifest(whiteboard())
     with pytest.raises(ValidationError):
-        manifest.version = "2.0.0"  # type: ignore[misc]
+        manifest.version = "2.0.0"  # type: ignore[misc]  # frozen: the refusal under test
 
 
 def test_a_manifest_without_tools_loads() -> None:

@@ -947,9 +947,9 @@ LIMIT_ROUTER = Identity(ActorKind.ROUTER, "router")
 FLOODER = Identity(ActorKind.MINIAPP, "miniapp:flood")
 
 
-async def limited_refusal(bus: Bus, body: object) -> ErrorCode | None:
+async def limited_refusal(bus: Bus, body: Message) -> ErrorCode | None:
     try:
-        await bus.request("router", body, expect=EchoReply, timeout=WAIT)  # type: ignore[arg-type]
+        await bus.request("router", body, expect=EchoReply, timeout=WAIT)
     except LineUpError as exc:
         return exc.code
     return None

@@ -72,7 +72,7 @@ def test_unknown_fields_are_refused_and_messages_are_frozen() -> None:
         OutboxPendingRequest.model_validate({"type": "store.outbox.pending", "sender": "router"})
     request = OutboxPendingRequest()
     with pytest.raises(pydantic.ValidationError):
-        request.limit = 5  # type: ignore[misc]
+        request.limit = 5  # type: ignore[misc]  # frozen: the refusal under test
 
 
 def test_history_pages_are_bounded_at_500_messages() -> None:
