@@ -40,7 +40,7 @@ from lineup.hostbridge._capabilities import (
     base_name,
     picked_file,
 )
-from lineup.hostbridge._server import ShellHub, _listen
+from lineup.hostbridge._server import Reply, ShellHub, _listen
 from lineup.hostbridge.messages import (
     CapabilityEndedEvent,
     CapabilityPromptEvent,
@@ -57,9 +57,11 @@ from lineup.hostbridge.shell_protocol import (
     SHELL_TO_RUNTIME,
     CapabilityAnswerFrame,
     CapabilityDoneFrame,
+    CapabilityFrame,
     GrantSetFrame,
     GrantsListFrame,
     PickedFileFrame,
+    ShellAction,
     ShellCapabilityEnded,
     ShellCapabilityPrompt,
     ShellCapabilityRun,
@@ -343,19 +345,19 @@ async def test_only_a_capability_done_may_be_longer_than_a_shell_frame() -> None
             "file": {"name": "a.txt", "media_type": "text/plain", "content_b64": content},
         }
     )
-    handed: list[Any] = []
+    handed: list[CapabilityFrame] = []
     got = trio.Event()
 
     class Host:
-        async def frame(self, frame: Any, reply: Any) -> None:
+        async def frame(self, frame: CapabilityFrame, reply: Reply) -> None:
             handed.append(frame)
             got.set()
 
-    async def inbound(frame: Any) -> None:
+    async def inbound(frame: ShellAction) -> None:
         raise AssertionError("handed on as an action")
 
     send, _receive = ShellHub().join()
-    socket: Any = _Socket(done)
+    socket = _Socket(done)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_listen, socket, send, _no_greeting, inbound, print, None, Host())

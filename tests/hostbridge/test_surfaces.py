@@ -25,7 +25,13 @@ from lineup.actors.focus.messages import (
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.hostbridge import HostbridgeActor
-from lineup.hostbridge._server import SURFACE_REQUESTS_BURST, ShellAccess, ShellHub, _listen
+from lineup.hostbridge._server import (
+    SURFACE_REQUESTS_BURST,
+    Reply,
+    ShellAccess,
+    ShellHub,
+    _listen,
+)
 from lineup.hostbridge._surfaces import surface_file
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
@@ -35,6 +41,7 @@ from lineup.hostbridge.messages import (
 from lineup.hostbridge.shell_protocol import (
     RUNTIME_TO_SHELL,
     SHELL_TO_RUNTIME,
+    ShellAction,
     ShellArtifacts,
     ShellOutbound,
     ShellSessionData,
@@ -480,10 +487,10 @@ async def test_bridge_requests_past_the_shells_rate_are_refused_and_others_still
         def headers(self, instance_id: str) -> dict[str, str]:
             raise AssertionError
 
-        async def request(self, frame: SurfaceRequestFrame, reply: Any, *, limited: bool) -> None:
+        async def request(self, frame: SurfaceRequestFrame, reply: Reply, *, limited: bool) -> None:
             flags.append(limited)
 
-    async def inbound(frame: Any) -> None:
+    async def inbound(frame: ShellAction) -> None:
         done.set()
 
     send, _receive = ShellHub().join()
