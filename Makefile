@@ -35,6 +35,7 @@ fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The package and its tests (lineup.tests), strict, by pyproject's [tool.mypy].
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy -p lineup
 

@@ -73,6 +73,7 @@ __all__ = [
     "ArtifactHost",
     "CapabilityHost",
     "ShellHub",
+    "ShellSocket",
     "SurfaceHost",
     "build_app",
     "safe_file",
@@ -238,6 +239,14 @@ class CapabilityHost(Protocol):
     async def frame(self, frame: CapabilityFrame, reply: Reply) -> None: ...
 
 
+class ShellSocket(Protocol):
+    """What `_listen` reads a Shell's frames from: the accepted WebSocket (a test's fake)."""
+
+    async def receive_text(self) -> str: ...
+
+    async def close(self, code: int) -> None: ...
+
+
 class ArtifactHost(Protocol):
     """The actor's side of artifacts (`_artifacts`)."""
 
@@ -361,7 +370,7 @@ def build_app(
 
 
 async def _listen(
-    websocket: WebSocket,
+    websocket: ShellSocket,
     send: trio.MemorySendChannel[str],
     greeting: Greeting,
     inbound: Inbound,

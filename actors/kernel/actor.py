@@ -66,16 +66,19 @@ log = logging.getLogger("lineup.actor")
 
 M = TypeVar("M", bound=Message)
 _HandlerFn = Callable[[Any, Any, Envelope], Message | Awaitable[Message | None] | None]
+# `handles` keeps the method's own type, so a caller (a test calling it directly) sees its real
+# reply type.
+_H = TypeVar("_H", bound=_HandlerFn)
 
 
-def handles(message: type[Message]) -> Callable[[_HandlerFn], _HandlerFn]:
+def handles(message: type[Message]) -> Callable[[_H], _H]:
     """Mark an actor method as the handler of one message type.
 
     A plain `def` handler runs inline in the channel reader (it cannot block, so it cannot stall
     the channel); an `async def` handler runs in a task of its own.
     """
 
-    def mark(fn: _HandlerFn) -> _HandlerFn:
+    def mark(fn: _H) -> _H:
         fn.__lineup_handles__ = message  # type: ignore[attr-defined]
         return fn
 

@@ -115,7 +115,10 @@ class FakeHostbridge:
         config.errorlog = None
         config.graceful_timeout = 0.5
         async with trio.open_nursery() as nursery:
-            binds: list[str] = await nursery.start(partial(serve, self.app, config))  # type: ignore[arg-type]
+            # hypercorn types an ASGI app by its own scope TypedDicts, starlette by mappings:
+            # the same ASGI callable, which neither library's types admit for the other.
+            serving = partial(serve, self.app, config)  # type: ignore[arg-type]
+            binds: list[str] = await nursery.start(serving)
             self.url = binds[0]
             task_status.started(self)
 

@@ -20,7 +20,7 @@ from lineup.actors.kernel import Message
 from lineup.actors.router.messages import InteractionsListReply
 from lineup.hostbridge._artifacts import ticket
 from lineup.hostbridge.messages import AppSessionView, ArtifactCreatedEvent
-from lineup.tests.hostbridge.test_actor import TOKEN, start_hostbridge
+from lineup.tests.hostbridge.test_actor import TOKEN, from_peer, start_hostbridge
 from lineup.tests.hostbridge.test_artifacts import BOARD, PNG, TEXT, ArtifactBus, info
 
 from .conftest import ShellPage
@@ -113,7 +113,7 @@ async def test_artifact_cards_sit_in_their_group_or_at_the_end_and_open_and_down
     await page.run(grouped)
     made = info("art_" + "5" * 32, PNG, "image/png", "elsewhere.png", time.time())
     made = made.model_copy(update={"instance_id": "no-session-1"})
-    actor.on_artifact(ArtifactCreatedEvent(artifact=made), None)  # type: ignore[arg-type]
+    actor.on_artifact(*from_peer("gateway", ArtifactCreatedEvent(artifact=made)))
 
     def at_the_end(p: Page) -> None:
         rows = p.get_by_test_id("timeline").locator(":scope > li")

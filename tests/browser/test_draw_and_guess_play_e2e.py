@@ -23,8 +23,8 @@ from lineup.ops.agent._play import WORDS
 from lineup.tests.support.runtime import start_runtime
 
 from .conftest import ShellPage
+from .test_app_registry_e2e import WAIT_MS
 from .test_draw_and_guess_e2e import (
-    WAIT_MS,
     catalog,
     chat_in_front,
     close_the_registry,

@@ -17,7 +17,6 @@ from playwright.sync_api import Locator, Page, expect
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
 from .test_interactions_render import (
-    CHAT,
     CONFIRM,
     NOTICE,
     apps,
@@ -26,7 +25,7 @@ from .test_interactions_render import (
     interactions,
     task_view,
 )
-from .test_shell_render import chat_view, open_shell
+from .test_shell_render import CHAT, chat_view, open_shell
 
 MAX_TABS: Final = 40  # more than every focusable element of these pages
 # What the browser draws around an element: the outline (with its computed width and colour)

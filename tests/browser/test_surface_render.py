@@ -17,12 +17,14 @@ from typing import Any, Final
 
 import pytest
 import trio
-from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import Frame, Locator, Page, expect
 
 import lineup.hostbridge._actor as actor_module
+from lineup.actors.focus.messages import SurfaceEventRequest
 from lineup.hostbridge import HostbridgeActor
+from lineup.hostbridge._server import build_app
 from lineup.hostbridge.messages import SessionDataUpdatedEvent, ViewUpdatedEvent
-from lineup.tests.hostbridge.test_actor import TOKEN, start_hostbridge
+from lineup.tests.hostbridge.test_actor import TOKEN, from_peer, start_hostbridge
 from lineup.tests.hostbridge.test_surfaces import (
     INSTANCE,
     SCOPE,
@@ -52,8 +54,7 @@ class Served:
 
     def show(self, view: dict[str, Any]) -> None:
         self.actor.on_view(
-            ViewUpdatedEvent(app_scope=SCOPE, instance_id=INSTANCE, view=view),
-            None,  # type: ignore[arg-type]
+            *from_peer("focus", ViewUpdatedEvent(app_scope=SCOPE, instance_id=INSTANCE, view=view))
         )
 
 
@@ -61,7 +62,7 @@ class Served:
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every request the hostbridge's server is asked, whatever the browser says it sent."""
     seen: list[str] = []
-    real = actor_module.build_app
+    real = build_app  # the server's, which the actor calls by this name
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         app = real(*args, **kwargs)
@@ -137,6 +138,12 @@ def rejections(p: Page, count: int) -> None:
 # ---------------------------------------------------------------------- the bridge
 
 
+def _width(element: Locator) -> float:
+    box = element.bounding_box()
+    assert box is not None, "not visible"
+    return box["width"]
+
+
 async def test_the_frame_takes_the_stages_width(
     nursery: trio.Nursery, tmp_path: Path, page: ShellPage, recorded: list[str]
 ) -> None:
@@ -145,8 +152,8 @@ async def test_the_frame_takes_the_stages_width(
     await open_surface(page, served)
     frame_width, stage_width = await page.run(
         lambda p: (
-            p.locator(FRAME).bounding_box()["width"],  # type: ignore[index]
-            p.locator(".app-view").first.bounding_box()["width"],  # type: ignore[index]
+            _width(p.locator(FRAME)),
+            _width(p.locator(".app-view").first),
         )
     )
     assert frame_width >= min(1000, stage_width - 32) - 2
@@ -186,10 +193,12 @@ async def test_the_handshake_state_tool_input_and_session_data_round_trip(
     )
     assert replaced["result"] == {"revision": 1}
     served.actor.on_session_data(
-        SessionDataUpdatedEvent(
-            instance_id=INSTANCE, surface_id=SURFACE, data={"n": 1}, revision=1
-        ),
-        None,  # type: ignore[arg-type]
+        *from_peer(
+            "focus",
+            SessionDataUpdatedEvent(
+                instance_id=INSTANCE, surface_id=SURFACE, data={"n": 1}, revision=1
+            ),
+        )
     )
     [pushed] = await received(page, "lineup/notifications/session-data")
     assert pushed["params"] == {"data": {"n": 1}, "revision": 1}
@@ -234,7 +243,7 @@ async def test_the_handshake_state_tool_input_and_session_data_round_trip(
     await served.bus.until(
         lambda: [getattr(r, "op", None) for r in served.bus.requests].count("subscribe") == 2
     )
-    names = [r.name for r in served.bus.requests if r.type == "focus.ui.surface.event"]  # type: ignore[attr-defined]
+    names = [r.name for r in served.bus.requests if isinstance(r, SurfaceEventRequest)]
     assert names == ["go"]
     # The frame's own files loaded under its CSP: its style applied (only its own file has it).
     color = await in_frame(page, "() => getComputedStyle(document.querySelector('h1')).color")
@@ -380,7 +389,7 @@ async def test_rejected_messages_are_dropped_counted_answered_and_audited(
 
     await served.bus.until(lambda: reported() == expected)
     # Nothing of a rejected message reached the runtime.
-    assert not [r for r in served.bus.requests if r.type == "focus.ui.surface.event"]
+    assert not [r for r in served.bus.requests if isinstance(r, SurfaceEventRequest)]
 
 
 async def test_a_surface_past_its_rate_is_refused_with_its_code(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 import trio
-from playwright.sync_api import Frame, Page
+from playwright.sync_api import Frame, Page, ViewportSize
 
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
@@ -30,8 +30,8 @@ from .conftest import ShellPage
 WAIT_MS: Final = whiteboard_e2e.WAIT_MS
 WAIT_S: Final = whiteboard_e2e.WAIT_S
 FRAME: Final = '[data-testid="surface-frame"]'
-WIDE: Final = {"width": 900, "height": 640}  # the page fixture's
-NARROW: Final = {"width": 640, "height": 640}
+WIDE: Final[ViewportSize] = {"width": 900, "height": 640}  # the page fixture's
+NARROW: Final[ViewportSize] = {"width": 640, "height": 640}
 EXTRA_PX: Final = 900  # content added to a page, then taken away
 
 FITS: Final = "Math.abs(innerHeight - document.documentElement.getBoundingClientRect().height) <= 1"

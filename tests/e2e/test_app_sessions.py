@@ -6,6 +6,7 @@ conversation."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -224,8 +225,12 @@ async def test_an_instance_that_fails_leaves_the_stack_and_closes_its_sub_sessio
     )
     error = await s.agent.terminal("p-bad")
     assert (error["type"], error["payload"]["code"]) == ("lineup.v1.tool.error", "app_closed")
+
+    def about(instance: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda m: m["payload"]["instance_id"] == instance
+
     closed = {
-        instance: await s.agent.pull(CLOSED, lambda m, i=instance: m["payload"]["instance_id"] == i)
+        instance: await s.agent.pull(CLOSED, about(instance))
         for instance in ("probe:p-ok", "probe:p-bad")
     }
     assert closed["probe:p-ok"]["payload"]["pending_interaction_call_ids"] == ["c-sub"]

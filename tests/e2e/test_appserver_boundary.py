@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ FUZZ_DOCUMENTS = 80
 FROZEN_NOTICED_S = 10.0  # the bound on noticing an AppServer that stopped answering
 
 
-def link_down_because(reason: str) -> object:
+def link_down_because(reason: str) -> Callable[[ShellClient], bool]:
     return lambda s: (
         s.runtime_state in {"reconnecting", "offline_degraded"} and s.runtime_reason == reason
     )
@@ -237,8 +238,8 @@ async def test_any_json_an_agent_relays_is_delivered_or_refused_with_a_code_and_
         envelope = fuzz_envelope(rng, n)
         try:
             await agent.send(envelope, idempotency_key=str(envelope["id"]))
-        except AppServerError as refused:  # the AppServer's own limits: it relays nothing
-            not_relayed.append(refused.status)
+        except AppServerError as error:  # the AppServer's own limits: it relays nothing
+            not_relayed.append(error.status)
             continue
         relayed.append(str(envelope["id"]))
     assert all(s is not None and 400 <= s < 500 for s in not_relayed), seed

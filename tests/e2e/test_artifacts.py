@@ -37,9 +37,10 @@ async def start(nursery: trio.Nursery, data_dir: Path, *apps: type[MiniApp]) -> 
     data_dir.mkdir(parents=True, exist_ok=True)
     configs = []
     for app in apps:
-        scope = app.app_info.app_scope
+        built = manifest_of(app)  # from the class's `app_info`
+        scope = built.app_scope
         manifest = data_dir / f"{scope}.json"
-        manifest.write_text(manifest_json(manifest_of(app)))
+        manifest.write_text(manifest_json(built))
         configs.append(
             {
                 "app_scope": scope,

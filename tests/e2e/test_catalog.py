@@ -9,6 +9,7 @@ next start."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -44,9 +45,9 @@ def entry_of(reply: RegistryListReply, name: str) -> CatalogEntry:
 
 
 def test_the_catalog_s_keys_are_trusted_only_with_the_embedded_appserver(tmp_path: Path) -> None:
-    def focus_of(**options: object) -> dict[str, object]:
-        plan = plan_runtime(RuntimeOptions(data_dir=tmp_path, catalog=tmp_path / "c", **options))  # type: ignore[arg-type]
-        return next(s.config for s in plan.specs if s.name == "focus")
+    def focus_of(appserver: str | None = None) -> Mapping[str, object]:
+        options = RuntimeOptions(data_dir=tmp_path, catalog=tmp_path / "c", appserver=appserver)
+        return next(s.config for s in plan_runtime(options).specs if s.name == "focus")
 
     embedded = focus_of()
     assert (embedded["catalog"], embedded["catalog_trusted"]) == (str(tmp_path / "c"), True)

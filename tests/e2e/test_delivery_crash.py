@@ -219,6 +219,7 @@ async def test_a_sigkill_of_the_whole_runtime_mid_install_leaves_one_whole_versi
             assert again.returncode == 0, again.stdout
             survivor = target
         else:
+            assert app is not None
             assert (app["version"], app["state"]) == (survivor, "active")
             kept = sorted(os.listdir(cache.root / SCOPE))
             expected = ["1.0", "2.0"] if survivor == "2.0" else ["1.0"]

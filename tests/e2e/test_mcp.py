@@ -278,7 +278,9 @@ async def test_the_conversation_is_two_tools_and_a_resource(
             waited = await session.call_tool("conversation.next_message", {"timeout_s": 0.2})
         assert waited.structured_content == {"timed_out": True}
         resource = await session.read_resource("lineup://conversation/messages")
-        assert "Hello **there**" in resource.contents[0].text  # type: ignore[union-attr]
+        shown = resource.contents[0]
+        assert isinstance(shown, types.TextResourceContents)
+        assert "Hello **there**" in shown.text
 
 
 async def test_a_png_inline_in_a_result_reaches_the_model_as_image_content(

@@ -49,6 +49,7 @@ async def test_the_logged_in_agent_is_stored_with_every_interaction_and_sub_sess
     assert opened["payload"]["agent_id"] == appserver_agent
     db = data_dir / "rt" / DB_FILENAME
     [(cursor,)] = independent_rows(db, "SELECT value FROM cursors WHERE name = 'transport.session'")
+    assert isinstance(cursor, str)  # a JSON text
     assert json.loads(cursor)["agent_id"] == appserver_agent  # the session the runtime holds
     interactions = independent_rows(
         db,

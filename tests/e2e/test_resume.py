@@ -28,7 +28,8 @@ def states(shell: ShellClient) -> dict[str, str]:
 
 
 def progress_shown(shell: ShellClient, progress: int) -> bool:
-    return shell.views.get(INSTANCE, {}).get("task", {}).get("progress") == progress
+    shown: object = shell.views.get(INSTANCE, {}).get("task", {}).get("progress")
+    return shown == progress
 
 
 async def run_and_stop_with_a_dashboard_open(data_dir: Path) -> None:

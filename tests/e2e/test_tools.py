@@ -126,6 +126,7 @@ async def test_open_update_and_close_go_round_trip_with_receipts_and_one_result_
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: (foreground(s) or "").startswith("task-dashboard:"))
     instance = foreground(shell)
+    assert instance is not None
     apps = [f for f in shell.frames if f.get("type") == "shell.apps"][-1]
     states = {i["instance_id"]: i["state"] for i in apps["instances"]}
     assert states == {"chat": "background", instance: "foreground"}  # chat went behind
@@ -292,7 +293,7 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
     # None of them ever reached a MiniApp: the dashboard's process was never even started.
     assert "miniapp:task-dashboard" not in runtime.supervisor.children
     await agent.settle()
-    for call_id, *_ in [*calls, ("c-off",)]:
+    for call_id in [*(call[0] for call in calls), "c-off"]:
         assert len(agent.of_call(call_id)) == 1  # the error, and no receipt or result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
@@ -115,9 +115,22 @@ class FakeBus:
                 await self.changed.wait()
 
 
+B = TypeVar("B", bound=FakeBus)
+M = TypeVar("M", bound=Message)
+
+
+@overload
+async def start_hostbridge(
+    nursery: trio.Nursery, tmp_path: Path
+) -> tuple[HostbridgeActor, FakeBus, int]: ...
+@overload
+async def start_hostbridge(
+    nursery: trio.Nursery, tmp_path: Path, bus: B
+) -> tuple[HostbridgeActor, B, int]: ...
 async def start_hostbridge(
     nursery: trio.Nursery, tmp_path: Path, bus: FakeBus | None = None
 ) -> tuple[HostbridgeActor, FakeBus, int]:
+    """The hostbridge on a free port, started, with `bus` (its type kept for the test)."""
     bus = bus if bus is not None else FakeBus()
     port = free_port()
     ctx = ActorContext(
@@ -132,10 +145,16 @@ async def start_hostbridge(
     return actor, bus, port
 
 
-def told(sender: str, *, state: str, reason: str | None = None) -> tuple[Message, Envelope]:
-    """A `hostbridge.runtime.state` as the bus hands it over, from `sender` (its kind too)."""
-    event = RuntimeStateEvent(state=state, reason=reason)
+def from_peer(sender: str, event: M) -> tuple[M, Envelope]:
+    """`event` as the bus hands it over, from `sender` (its kind too)."""
     return event, Envelope(Identity(ActorKind(sender), sender), event, 1, False)
+
+
+def told(
+    sender: str, *, state: str, reason: str | None = None
+) -> tuple[RuntimeStateEvent, Envelope]:
+    """A `hostbridge.runtime.state` as the bus hands it over, from `sender` (its kind too)."""
+    return from_peer(sender, RuntimeStateEvent(state=state, reason=reason))
 
 
 async def next_frame(ws: WebSocketConnection) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.hostbridge._artifacts import content_disposition, ticket
 from lineup.hostbridge.messages import ArtifactCreatedEvent
 
-from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
+from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
 from .test_server import _get
 from .test_surfaces import connect
 
@@ -152,7 +152,7 @@ async def test_a_greeting_lists_the_cards_oldest_first_and_a_new_one_goes_to_eve
                 frame = await next_frame(ws)
             listed = frame
             made = info("art_" + "4" * 32, PNG, "image/png", "new.png", 300.0)
-            actor.on_artifact(ArtifactCreatedEvent(artifact=made), None)  # type: ignore[arg-type]
+            actor.on_artifact(*from_peer("gateway", ArtifactCreatedEvent(artifact=made)))
             pushed = await next_frame(ws)
         nursery.cancel_scope.cancel()
 

@@ -40,7 +40,7 @@ from lineup.hostbridge._capabilities import (
     base_name,
     picked_file,
 )
-from lineup.hostbridge._server import ShellHub, _listen
+from lineup.hostbridge._server import Reply, ShellHub, _listen
 from lineup.hostbridge.messages import (
     CapabilityEndedEvent,
     CapabilityPromptEvent,
@@ -57,15 +57,18 @@ from lineup.hostbridge.shell_protocol import (
     SHELL_TO_RUNTIME,
     CapabilityAnswerFrame,
     CapabilityDoneFrame,
+    CapabilityFrame,
     GrantSetFrame,
     GrantsListFrame,
     PickedFileFrame,
+    ShellAction,
     ShellCapabilityEnded,
     ShellCapabilityPrompt,
     ShellCapabilityRun,
     ShellGrants,
     ShellOutbound,
 )
+from lineup.sdk.capabilities import Policy
 from lineup.sdk.protocol import MAX_ARTIFACT_BYTES, ArtifactInfo
 
 from .test_actor import TOKEN, next_frame, start_hostbridge
@@ -119,12 +122,12 @@ def run_view(
     )
 
 
-def grant(policy: str = "allow", granted: bool = True) -> GrantView:
+def grant(policy: Policy = "allow", granted: bool = True) -> GrantView:
     return GrantView(
         app_scope="surfacetest",
         app_title="Test Surface",
         capability="notification.show",
-        policy=policy,  # type: ignore[arg-type]
+        policy=policy,
         granted=granted,
         granted_at=10.0 if granted else None,
     )
@@ -342,19 +345,19 @@ async def test_only_a_capability_done_may_be_longer_than_a_shell_frame() -> None
             "file": {"name": "a.txt", "media_type": "text/plain", "content_b64": content},
         }
     )
-    handed: list[Any] = []
+    handed: list[CapabilityFrame] = []
     got = trio.Event()
 
     class Host:
-        async def frame(self, frame: Any, reply: Any) -> None:
+        async def frame(self, frame: CapabilityFrame, reply: Reply) -> None:
             handed.append(frame)
             got.set()
 
-    async def inbound(frame: Any) -> None:
+    async def inbound(frame: ShellAction) -> None:
         raise AssertionError("handed on as an action")
 
     send, _receive = ShellHub().join()
-    socket: Any = _Socket(done)
+    socket = _Socket(done)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_listen, socket, send, _no_greeting, inbound, print, None, Host())
@@ -462,7 +465,7 @@ async def test_a_picked_file_reaches_the_gateway_with_its_base_name_and_its_byte
         _actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
         async with await connect(port) as ws:
             await greet(ws)
-            done = {
+            done: dict[str, Any] = {  # a frame as the Shell sends it (JSON)
                 "type": "capability.done",
                 "run_id": "r9",
                 "status": "completed",
@@ -474,7 +477,7 @@ async def test_a_picked_file_reaches_the_gateway_with_its_base_name_and_its_byte
             }
             await ws.send_message(json.dumps(done))
             await bus.until(lambda: any(isinstance(r, ProviderDoneRequest) for r in bus.requests))
-            bad = {**done, "file": {**done["file"], "content_b64": "%%%"}}  # type: ignore[dict-item]
+            bad = {**done, "file": {**done["file"], "content_b64": "%%%"}}
             await ws.send_message(json.dumps(bad))
             notice = await next_frame(ws)
             assert notice["type"] == "shell.notice" and "(artifact_invalid)" in notice["text"]

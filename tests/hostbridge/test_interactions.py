@@ -28,7 +28,7 @@ from lineup.hostbridge.messages import (
 )
 from lineup.hostbridge.shell_protocol import HEARTBEAT_S
 
-from .test_actor import TOKEN, WAIT, FakeBus, start_hostbridge
+from .test_actor import TOKEN, WAIT, FakeBus, from_peer, start_hostbridge
 
 CONFIRM = {"kind": "confirm", "title": "Close?", "prompt": "Close the task?"}
 INPUT = {
@@ -135,9 +135,13 @@ async def test_updates_reach_every_shell_and_a_greeting_holds_them(tmp_path: Pat
         async with await shell(port) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             await frame_of(ws, "shell.apps")
-            actor.on_interactions(InteractionsUpdatedEvent(interactions=(view("i1"),)), None)  # type: ignore[arg-type]
+            actor.on_interactions(
+                *from_peer("router", InteractionsUpdatedEvent(interactions=(view("i1"),)))
+            )
             pushed = await frame_of(ws, "shell.interactions")
-            actor.on_app_sessions(AppSessionsUpdatedEvent(sessions=(SESSION,)), None)  # type: ignore[arg-type]
+            actor.on_app_sessions(
+                *from_peer("router", AppSessionsUpdatedEvent(sessions=(SESSION,)))
+            )
             pushed_sessions = await frame_of(ws, "shell.app_sessions")
         async with await shell(port) as again:
             await again.send_message(json.dumps({"type": "shell.ready"}))
@@ -271,7 +275,9 @@ async def test_a_draft_reaches_the_next_shell_to_connect_and_is_gone_once_answer
             await reloaded.send_message(json.dumps({"type": "shell.ready"}))
             kept = await frame_of(reloaded, "shell.drafts")
             done = view("i1", "completed", result={"values": {"name": "Ada"}})
-            actor.on_interactions(InteractionsUpdatedEvent(interactions=(done,)), None)  # type: ignore[arg-type]
+            actor.on_interactions(
+                *from_peer("router", InteractionsUpdatedEvent(interactions=(done,)))
+            )
             await frame_of(reloaded, "shell.interactions")
         async with await shell(port) as later:
             await later.send_message(json.dumps({"type": "shell.ready"}))

@@ -27,7 +27,7 @@ from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
 from lineup.tests.support.shell import tree_text
 
-from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
+from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
 
 BIG = "x" * 250_000
 
@@ -40,7 +40,7 @@ def item(n: int, markdown: str = "", state: str = "received") -> ViewItem:
 class PagingBus(FakeBus):
     """Focus with one chat view and `items`, paged as focus pages (`pages[before]`)."""
 
-    def __init__(self, pages: dict[tuple[int, str] | None, ViewItemsPageReply]) -> None:
+    def __init__(self, pages: dict[tuple[int, str | None] | None, ViewItemsPageReply]) -> None:
         super().__init__()
         self.pages = pages
 
@@ -55,7 +55,7 @@ class PagingBus(FakeBus):
             self.requests.append(body)
             self.changed.set()
             before = None if body.before_order is None else (body.before_order, body.before_id)
-            return self.pages[before]  # type: ignore[index]
+            return self.pages[before]
         return await super().request(peer, body, **kwargs)
 
 
@@ -130,7 +130,7 @@ async def test_changed_items_go_on_with_their_stamps_in_the_order_they_came(
 
             def put(*items: ViewItem) -> None:
                 event = ViewItemsUpdatedEvent(app_scope="chat", instance_id="chat", items=items)
-                actor.on_view_items(event, None)  # type: ignore[arg-type]
+                actor.on_view_items(*from_peer("focus", event))
 
             put(stamped(item(2, BIG), 7), stamped(item(3), 8))
             put(stamped(item(3, state="sent"), 9))

@@ -282,15 +282,25 @@ def test_a_gfm_table_keeps_its_rows_cells_and_column_alignment() -> None:
     ]
 
 
+def descend(tree: list[Node], first: int, *path: int) -> Node:
+    """`tree[first]`, then its child (`"c"`) at each index of `path` in turn."""
+    node = tree[first]
+    for index in path:
+        children = node["c"]
+        assert isinstance(children, list)
+        node = children[index]
+    return node
+
+
 def test_a_table_without_alignment_has_none_and_html_in_a_cell_stays_text() -> None:
     tree = markdown_tree("| a |\n|---|\n| <b onclick=x>hi</b> |\n")
-    cell = tree[0]["c"][1]["c"][0]["c"][0]  # type: ignore[index]
+    cell = descend(tree, 0, 1, 0, 0)
     assert cell == {"t": "td", "c": [{"t": "text", "v": "<b onclick=x>hi</b>"}]}
-    head = tree[0]["c"][0]["c"][0]["c"][0]  # type: ignore[index]
+    head = descend(tree, 0, 0, 0, 0)
     assert "align" not in head
 
 
 def test_an_alignment_is_only_ever_one_of_three_words() -> None:
     for delimiter, align in [(":--", "left"), (":-:", "center"), ("--:", "right")]:
         tree = markdown_tree(f"| a |\n|{delimiter}|\n| b |\n")
-        assert tree[0]["c"][0]["c"][0]["c"][0]["align"] == align  # type: ignore[index]
+        assert descend(tree, 0, 0, 0, 0)["align"] == align

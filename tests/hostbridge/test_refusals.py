@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import Any, cast
 
 import hypercorn.config
 import pytest
@@ -14,7 +13,7 @@ from starlette.websockets import WebSocketDisconnect
 from lineup.hostbridge._listener import serve
 from lineup.hostbridge._refusals import RefusalLog
 from lineup.hostbridge._server import HANDSHAKE_REFUSED, ShellAccess, ShellHub, _listen, build_app
-from lineup.hostbridge.shell_protocol import ShellOutbound, UiEventFrame, UiIntentFrame
+from lineup.hostbridge.shell_protocol import ShellAction, ShellOutbound
 
 # ---------------------------------------------------------------------- the log
 
@@ -67,7 +66,7 @@ async def _no_greeting() -> list[ShellOutbound]:
     return []
 
 
-async def _no_inbound(frame: UiEventFrame | UiIntentFrame) -> None:
+async def _no_inbound(frame: ShellAction) -> None:
     raise AssertionError("nothing should get through")
 
 
@@ -140,7 +139,7 @@ async def test_a_shell_frame_that_is_not_json_is_refused_and_the_socket_reads_on
     refused: list[str | None] = []
     send, receive = trio.open_memory_channel[str](1)
     with send, receive:
-        await _listen(cast(Any, _Socket(text)), send, _no_greeting, _no_inbound, refused.append)
+        await _listen(_Socket(text), send, _no_greeting, _no_inbound, refused.append)
     assert len(refused) == 1
 
 

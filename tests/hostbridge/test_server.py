@@ -20,11 +20,11 @@ from lineup.hostbridge._server import (
     web_file,
 )
 from lineup.hostbridge.shell_protocol import (
+    ShellAction,
     ShellOutbound,
     ShellView,
     TaskClose,
     UiEventFrame,
-    UiIntentFrame,
 )
 
 from .test_actor import start_hostbridge
@@ -67,11 +67,11 @@ async def test_a_greeting_longer_than_the_shell_queue_reaches_the_shell_whole() 
     async def greeting() -> list[ShellOutbound]:
         return frames
 
-    async def inbound(frame: UiEventFrame | UiIntentFrame) -> None:
+    async def inbound(frame: ShellAction) -> None:
         raise AssertionError("nothing but shell.ready was sent")
 
     send, receive = ShellHub().join()
-    socket: Any = _Socket(json.dumps({"type": "shell.ready"}))
+    socket = _Socket(json.dumps({"type": "shell.ready"}))
     got: list[dict[str, Any]] = []
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -89,7 +89,7 @@ async def test_frames_outside_the_protocol_are_refused_by_type_and_the_next_one_
     """Each refused frame is reported once, by its type when it has a tag-like one, never
     handed on; the connection stays open and the valid frame after them arrives typed."""
     close = {"type": "ui.event", "instance_id": "task-1", "event": {"kind": "task.close"}}
-    socket: Any = _Socket(
+    socket = _Socket(
         "{not json",
         json.dumps({**close, "event": {"kind": "task.close", "extra": 1}}),
         json.dumps({"type": "ui.intent", "intent": "kill", "instance_id": "task-1"}),
@@ -97,10 +97,10 @@ async def test_frames_outside_the_protocol_are_refused_by_type_and_the_next_one_
         json.dumps(close),
     )
     refused: list[str | None] = []
-    handled: list[UiEventFrame | UiIntentFrame] = []
+    handled: list[ShellAction] = []
     done = trio.Event()
 
-    async def inbound(frame: UiEventFrame | UiIntentFrame) -> None:
+    async def inbound(frame: ShellAction) -> None:
         handled.append(frame)
         done.set()
 
@@ -116,10 +116,10 @@ async def test_frames_outside_the_protocol_are_refused_by_type_and_the_next_one_
 
 
 async def test_a_frame_over_the_size_limit_closes_the_socket_unread() -> None:
-    socket: Any = _Socket(json.dumps({"type": "shell.ready", "pad": "x" * 70_000}))
+    socket = _Socket(json.dumps({"type": "shell.ready", "pad": "x" * 70_000}))
     send, _receive = ShellHub().join()
 
-    async def inbound(frame: UiEventFrame | UiIntentFrame) -> None:
+    async def inbound(frame: ShellAction) -> None:
         raise AssertionError("an oversized frame was handed on")
 
     with trio.fail_after(5):
@@ -233,7 +233,7 @@ async def test_interaction_frames_past_their_rate_are_refused_and_the_others_sti
     refused: list[str | None] = []
     done = trio.Event()
 
-    async def inbound(frame: Any) -> None:
+    async def inbound(frame: ShellAction) -> None:
         passed.append(frame.type)
         if frame.type == "ui.event":
             done.set()

@@ -241,7 +241,7 @@ def test_a_frame_outside_the_protocol_is_refused_and_named_only_by_a_short_type(
 def test_shell_frames_are_immutable() -> None:
     frame = UiIntentFrame(intent="focus", instance_id="t")
     with pytest.raises(ValidationError):
-        frame.instance_id = "other"  # type: ignore[misc]
+        frame.instance_id = "other"  # type: ignore[misc]  # frozen: the refusal under test
 
 
 # ---------------------------------------------------------------------- runtime → Shell

@@ -24,7 +24,14 @@ from lineup.actors.focus.messages import (
 )
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
-from lineup.hostbridge._server import SURFACE_REQUESTS_BURST, ShellAccess, ShellHub, _listen
+from lineup.hostbridge import HostbridgeActor
+from lineup.hostbridge._server import (
+    SURFACE_REQUESTS_BURST,
+    Reply,
+    ShellAccess,
+    ShellHub,
+    _listen,
+)
 from lineup.hostbridge._surfaces import surface_file
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
@@ -34,6 +41,7 @@ from lineup.hostbridge.messages import (
 from lineup.hostbridge.shell_protocol import (
     RUNTIME_TO_SHELL,
     SHELL_TO_RUNTIME,
+    ShellAction,
     ShellArtifacts,
     ShellOutbound,
     ShellSessionData,
@@ -44,7 +52,7 @@ from lineup.hostbridge.shell_protocol import (
 )
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
 
-from .test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
+from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
 from .test_server import _get, _never_refused, _no_greeting, _Socket
 
 SURFACE_WEB = Path(__file__).resolve().parents[1] / "browser" / "surface_web"
@@ -141,11 +149,16 @@ class SurfaceBus(FakeBus):
         return await super().request(peer, body, **kwargs)
 
 
-def show_surface(actor: Any, view: dict[str, Any] | None = None) -> None:
+def show_surface(actor: HostbridgeActor, view: dict[str, Any] | None = None) -> None:
     """focus's events for the instance: live and in front, its view the Surface."""
-    actor.on_apps(AppsUpdatedEvent(foreground=INSTANCE, instances=instances(INSTANCE)), None)
+    actor.on_apps(
+        *from_peer("focus", AppsUpdatedEvent(foreground=INSTANCE, instances=instances(INSTANCE)))
+    )
     actor.on_view(
-        ViewUpdatedEvent(app_scope=SCOPE, instance_id=INSTANCE, view=view or surface_view()), None
+        *from_peer(
+            "focus",
+            ViewUpdatedEvent(app_scope=SCOPE, instance_id=INSTANCE, view=view or surface_view()),
+        )
     )
 
 
@@ -235,20 +248,24 @@ async def test_files_are_served_only_while_the_instance_is_live_and_its_view_tha
         show_surface(actor)
         shown = await _get(port, url)
         actor.on_view(
-            ViewUpdatedEvent(app_scope=SCOPE, instance_id=INSTANCE, view={"kind": "x"}), None
+            *from_peer(
+                "focus", ViewUpdatedEvent(app_scope=SCOPE, instance_id=INSTANCE, view={"kind": "x"})
+            )
         )
         closed = await _get(port, url)
         show_surface(actor)
         again = await _get(port, url)
-        actor.on_apps(AppsUpdatedEvent(foreground="chat", instances=()), None)
+        actor.on_apps(*from_peer("focus", AppsUpdatedEvent(foreground="chat", instances=())))
         gone = await _get(port, url)
         show_surface(actor)
         bus.open = {}  # focus says none is open (the view saying so is on its way)
         actor.on_view(
-            ViewUpdatedEvent(
-                app_scope=SCOPE, instance_id=INSTANCE, view=surface_view(surface_id="lu:other")
-            ),
-            None,
+            *from_peer(
+                "focus",
+                ViewUpdatedEvent(
+                    app_scope=SCOPE, instance_id=INSTANCE, view=surface_view(surface_id="lu:other")
+                ),
+            )
         )
         refused = await _get(port, url)
         nursery.cancel_scope.cancel()
@@ -352,10 +369,12 @@ async def test_bridge_requests_are_relayed_to_focus_and_answered_to_the_shell_th
             restarted = await next_frame(ws)
             # The other Shell got none of those replies: its next frame is the next broadcast.
             actor.on_session_data(
-                SessionDataUpdatedEvent(
-                    instance_id=INSTANCE, surface_id=SURFACE, data={"n": 1}, revision=1
-                ),
-                None,
+                *from_peer(
+                    "focus",
+                    SessionDataUpdatedEvent(
+                        instance_id=INSTANCE, surface_id=SURFACE, data={"n": 1}, revision=1
+                    ),
+                )
             )
             assert await next_frame(other) == {
                 "type": "shell.session_data",
@@ -468,10 +487,10 @@ async def test_bridge_requests_past_the_shells_rate_are_refused_and_others_still
         def headers(self, instance_id: str) -> dict[str, str]:
             raise AssertionError
 
-        async def request(self, frame: SurfaceRequestFrame, reply: Any, *, limited: bool) -> None:
+        async def request(self, frame: SurfaceRequestFrame, reply: Reply, *, limited: bool) -> None:
             flags.append(limited)
 
-    async def inbound(frame: Any) -> None:
+    async def inbound(frame: ShellAction) -> None:
         done.set()
 
     send, _receive = ShellHub().join()
@@ -534,10 +553,15 @@ async def test_session_data_of_a_surface_no_longer_shown_is_not_pushed(tmp_path:
             await greet(ws)
             for surface_id, revision in [("lu:surface:old", 5), (SURFACE, 2)]:
                 actor.on_session_data(
-                    SessionDataUpdatedEvent(
-                        instance_id=INSTANCE, surface_id=surface_id, data=None, revision=revision
-                    ),
-                    None,
+                    *from_peer(
+                        "focus",
+                        SessionDataUpdatedEvent(
+                            instance_id=INSTANCE,
+                            surface_id=surface_id,
+                            data=None,
+                            revision=revision,
+                        ),
+                    )
                 )
             frame = await next_frame(ws)
         nursery.cancel_scope.cancel()

@@ -104,7 +104,7 @@ def test_the_written_form_has_sorted_keys_and_two_space_indent() -> None:
 def test_a_manifest_is_frozen() -> None:
     manifest = load_manifest(whiteboard())
     with pytest.raises(ValidationError):
-        manifest.version = "2.0.0"  # type: ignore[misc]
+        manifest.version = "2.0.0"  # type: ignore[misc]  # frozen: the refusal under test
 
 
 def test_a_manifest_without_tools_loads() -> None:
@@ -293,7 +293,7 @@ def test_a_manifest_built_in_code_is_checked_like_a_loaded_one() -> None:
             app_scope="whiteboard",
             version="1",
             kind="installed",
-            host={"min_version": "0.1.0"},  # type: ignore[arg-type]
+            host={"min_version": "0.1.0"},
             tools=(tool,),
         )
     assert refused.value.reason == "tool_id_not_scoped"

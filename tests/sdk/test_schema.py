@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from types import GenericAlias
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -489,12 +490,16 @@ def _field_types() -> st.SearchStrategy[Any]:
         ),
     )
 
+    # `GenericAlias(list, (t,))` is `list[t]`, spelled so for a `t` drawn at run time (which
+    # a type checker cannot read in a type expression).
     def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         return st.one_of(
-            children.map(lambda t: list[t]),
-            children.map(lambda t: tuple[t, ...]),
+            children.map(lambda t: GenericAlias(list, (t,))),
+            children.map(lambda t: GenericAlias(tuple, (t, ...))),
             st.builds(
-                lambda t, n: Annotated[list[t], Field(max_length=n)], children, st.integers(0, 3)
+                lambda t, n: Annotated[GenericAlias(list, (t,)), Field(max_length=n)],
+                children,
+                st.integers(0, 3),
             ),
             st.dictionaries(
                 st.sampled_from(["a", "b", "c"]), st.tuples(children, st.booleans()), max_size=3
@@ -508,7 +513,8 @@ _model_numbers = itertools.count(1)
 
 
 def _model_of(fields: dict[str, tuple[Any, bool]]) -> type[BaseModel]:
-    definitions = {
+    # `create_model`'s field definitions, (type, default) each, for its `**field_definitions`.
+    definitions: dict[str, Any] = {
         name: (kind | None, None) if optional else (kind, ...)
         for name, (kind, optional) in fields.items()
     }

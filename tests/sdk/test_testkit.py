@@ -40,8 +40,7 @@ async def test_a_launch_tool_stays_running_until_the_user_closes_the_task() -> N
     assert runtime.ui.last["tasks"][0]["title"] == "Write"
 
     await app.on_ui_event(close("t1"))
-    assert record.status == "completed"
-    assert record.result == {"status": "cancelled"}
+    assert (record.status, record.result) == ("completed", {"status": "cancelled"})
     assert runtime.calls[record.call_id] is record
 
 

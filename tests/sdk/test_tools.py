@@ -50,6 +50,9 @@ class Recorder:
     async def fail(self, call_id: str, code: str, message: str = "") -> None:
         self._take("fail", call_id, code)
 
+    async def cancel(self, call_id: str, reason: str) -> None:
+        self._take("cancel", call_id, reason)
+
     @property
     def terminals(self) -> list[tuple[str, Any]]:
         return [(kind, body) for kind, _, body in self.events if kind != "progress"]
@@ -90,7 +93,7 @@ class Behaviour(MiniApp):
 
     @tool("probe.wrong_model", handling="direct", input=Empty, output=Echo)
     async def wrong_model(self, call: ToolCall[Empty]) -> Echo | None:
-        return Empty()  # type: ignore[return-value]
+        return Empty()  # type: ignore[return-value]  # the wrong model, on purpose
 
     @tool("probe.bad_output", handling="direct", input=Empty, output=Echo)
     async def bad_output(self, call: ToolCall[Empty]) -> Echo | None:
@@ -238,7 +241,7 @@ def test_a_tool_declaration_outside_the_contract_is_refused_when_the_class_is_de
 def test_a_synchronous_handler_is_refused() -> None:
     with pytest.raises(ManifestInvalid) as refused:
         tool("probe.x", handling="direct", input=Empty, output=Empty)(
-            lambda self, call: None  # type: ignore[arg-type, return-value]
+            lambda self, call: None  # type: ignore[arg-type, return-value]  # not async, on purpose
         )
     assert refused.value.reason == "tool_declaration_invalid"
 

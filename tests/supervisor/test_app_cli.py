@@ -65,7 +65,7 @@ def test_an_operation_carries_a_version_for_revoke_and_only_for_revoke() -> None
     with pytest.raises(ValidationError):
         OperateRelayRequest(operation_id="op", kind="enable", app_scope="x", version="1.0.0")
     with pytest.raises(ValidationError):
-        OperateRelayRequest(operation_id="op", kind="upgrade", app_scope="x")  # type: ignore[arg-type]
+        OperateRelayRequest(operation_id="op", kind="upgrade", app_scope="x")
     assert ListRelayRequest().type == "supervisor.registry.list"
 
 

@@ -36,11 +36,18 @@ async def start_runtime(data_dir: Path) -> LineupProcess:
     return process
 
 
+def pid_of(document: dict[str, object], key: str) -> int:
+    """A pid `lineup status --json` names (JSON: checked, not assumed)."""
+    pid = document[key]
+    assert isinstance(pid, int), key
+    return pid
+
+
 def tree_pids(data_dir: Path) -> list[int]:
     document = lineup_status(data_dir)
     children = document["children"]
     assert isinstance(children, list)
-    return [int(document["pid"]), int(document["zygote_pid"]), *(c["pid"] for c in children)]
+    return [pid_of(document, "pid"), pid_of(document, "zygote_pid"), *(c["pid"] for c in children)]
 
 
 def title(pid: int) -> str:
@@ -168,7 +175,8 @@ async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Pat
         children = document["children"]
         assert isinstance(children, list)
         titles = {child["name"]: title(child["pid"]) for child in children}
-        supervisor, zygote = title(int(document["pid"])), title(int(document["zygote_pid"]))
+        supervisor = title(pid_of(document, "pid"))
+        zygote = title(pid_of(document, "zygote_pid"))
     finally:
         process.kill()
         await process.wait()

@@ -106,7 +106,8 @@ async def test_a_phase_the_hostbridge_was_not_told_is_told_again_though_nothing_
 
     hostbridge = ChildSpec("hostbridge", ActorKind.HOSTBRIDGE, "lineup.hostbridge:HostbridgeActor")
     supervisor = Supervisor([hostbridge], data_dir=data_dir)
-    real, refused = supervisor.bus.tell, []
+    real = supervisor.bus.tell
+    refused: list[str] = []
 
     async def tell(peer: str, body: Message, *, timeout: float = 5.0) -> ErrorCode | None:
         if isinstance(body, RuntimeStateEvent) and body.state != "restoring" and not refused:

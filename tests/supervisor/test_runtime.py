@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ MANIFEST = {
 }
 
 
-def dev_folder(tmp_path: Path, manifest: dict[str, object]) -> Path:
+def dev_folder(tmp_path: Path, manifest: Mapping[str, object]) -> Path:
     folder = tmp_path / "hello_dev"
     folder.mkdir(exist_ok=True)
     (folder / "__init__.py").write_text("")

@@ -334,6 +334,14 @@ async def test_without_the_netns_landlock_scopes_abstract_sockets(
     assert outcomes["tcp_connect"] == "EACCES"
 
 
+def _exit_status(record: logging.LogRecord) -> int:
+    """The status a `supervisor.child_exited` line logs (its third argument)."""
+    assert isinstance(record.args, tuple)
+    status = record.args[2]
+    assert isinstance(status, int)
+    return status
+
+
 async def test_a_sandboxed_app_that_spins_past_its_cpu_limit_is_killed_and_recorded(
     nursery: trio.Nursery, data_dir: Path, targets: Targets, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -346,7 +354,7 @@ async def test_a_sandboxed_app_that_spins_past_its_cpu_limit_is_killed_and_recor
     await trio.testing.wait_all_tasks_blocked()  # the exit has gone through the supervisor
     assert child.state == "failed"
     statuses = {
-        record.args[2]  # type: ignore[index]
+        _exit_status(record)
         for record in caplog.records
         if record.msg.startswith("supervisor.child_exited")
     }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 import pytest
 import trio
@@ -39,8 +41,19 @@ from lineup.tests.support.tree import attach, start_tree
 SUPPORT = "lineup.tests.support.actors"
 
 
-def spec(name: str, target: str, kind: ActorKind = ActorKind.ROUTER, **kw: object) -> ChildSpec:
-    return ChildSpec(name, kind, f"{SUPPORT}:{target}", **kw)  # type: ignore[arg-type]
+class _SpecFields(TypedDict, total=False):
+    """The ChildSpec fields a test sets beside its name, target and kind."""
+
+    restart: Restart
+    config: Mapping[str, Any]
+    after: tuple[str, ...] | None
+    restart_after_misbehaving: bool
+
+
+def spec(
+    name: str, target: str, kind: ActorKind = ActorKind.ROUTER, **kw: Unpack[_SpecFields]
+) -> ChildSpec:
+    return ChildSpec(name, kind, f"{SUPPORT}:{target}", **kw)
 
 
 async def echo_pid(bus: Bus, peer: str) -> int:

@@ -259,7 +259,7 @@ async def install(bus: Bus, operation_id: str, data: bytes | None = None, **sour
 
 
 async def operate(bus: Bus, operation_id: str, kind: str, scope: str, **kw: Any) -> Any:
-    request = RegistryOperateRequest(operation_id=operation_id, kind=kind, app_scope=scope, **kw)  # type: ignore[arg-type]
+    request = RegistryOperateRequest(operation_id=operation_id, kind=kind, app_scope=scope, **kw)
     with trio.fail_after(WAIT):
         return await bus.request("focus", request, expect=AppOperationInfo, timeout=WAIT)
 

@@ -6,9 +6,10 @@ Shell would, with `gateway.ui.*` requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -35,6 +36,7 @@ from lineup.tests.support.capability_app import CapAllow, CapApp, CapDeny
 from lineup.tests.support.runtime import Runtime
 
 WAIT: Final = 20.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -47,7 +49,7 @@ class User:
     runs: list[ProviderRunView] = field(default_factory=list)
     ended: dict[str, str] = field(default_factory=dict)  # id -> outcome
 
-    async def _until(self, found: Any) -> Any:
+    async def _until(self, found: Callable[[], T | None]) -> T:
         with trio.fail_after(WAIT):
             while (hit := found()) is None:
                 event = await self.events.receive()
@@ -61,17 +63,17 @@ class User:
 
     async def prompt(self, capability: str, seen: int) -> CapabilityPromptView:
         """The next prompt for `capability` after the first `seen` prompts."""
-        return await self._until(  # type: ignore[no-any-return]
+        return await self._until(
             lambda: next((p for p in self.prompts[seen:] if p.capability == capability), None)
         )
 
     async def run(self, capability: str, seen: int) -> ProviderRunView:
-        return await self._until(  # type: ignore[no-any-return]
+        return await self._until(
             lambda: next((r for r in self.runs[seen:] if r.capability == capability), None)
         )
 
     async def end_of(self, some_id: str) -> str:
-        return await self._until(lambda: self.ended.get(some_id))  # type: ignore[no-any-return]
+        return await self._until(lambda: self.ended.get(some_id))
 
     async def answer(self, prompt_id: str, decision: str) -> UiAccepted:
         request = PromptAnswerRequest.model_validate({"prompt_id": prompt_id, "decision": decision})

@@ -9,13 +9,14 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from lineup.tests.support.bundles import start_delivery
 
 
-async def main(data_dir: Path, focus: dict[str, object]) -> None:
+async def main(data_dir: Path, focus: dict[str, Any]) -> None:  # JSON from the command line
     async with trio.open_nursery() as nursery:
         runtime = await start_delivery(nursery, data_dir, **focus)
         print("ready", runtime.appserver_url, flush=True)

@@ -79,9 +79,10 @@ async def start_runtime_with_app(
     `RuntimeOptions`) in `data_dir / "rt"` with one configured SDK app beside the catalogue's,
     as `--dev-app` would add it: its manifest generated into `data_dir`."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    scope = app.app_info.app_scope
+    built = manifest_of(app)  # from the class's `app_info`
+    scope = built.app_scope
     manifest = data_dir / f"{scope}.json"
-    manifest.write_text(manifest_json(manifest_of(app)))
+    manifest.write_text(manifest_json(built))
     config = {
         "app_scope": scope,
         "manifest": str(manifest),

@@ -100,7 +100,7 @@ async def connect_shell(nursery: trio.Nursery, shell_url: str) -> ShellClient:
 
 
 async def _open(url: str, origin: str, *, task_status: trio.TaskStatus[Any]) -> None:
-    async with open_websocket_url(url, extra_headers=[("Origin", origin)]) as ws:
+    async with open_websocket_url(url, extra_headers=[(b"Origin", origin.encode())]) as ws:
         task_status.started(ws)
         await trio.sleep_forever()
 

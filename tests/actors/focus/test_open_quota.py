@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Literal, cast
 
 import pytest
 
@@ -44,7 +44,7 @@ def opened(actor: FocusActor, scope: str, opener: str, n: int) -> str:
     return instance_id
 
 
-def refusal(actor: FocusActor, opener: str) -> Any:
+def refusal(actor: FocusActor, opener: str) -> ErrorCode | None:
     try:
         actor._check_open_quota(opener)
     except LineUpError as exc:
@@ -78,11 +78,13 @@ def test_the_agents_launches_and_other_apps_opens_do_not_count() -> None:
 
 
 @pytest.mark.parametrize("final", ["stopped", "failed"])
-def test_an_instance_that_ended_frees_its_place_in_the_quota(final: str) -> None:
+def test_an_instance_that_ended_frees_its_place_in_the_quota(
+    final: Literal["stopped", "failed"],
+) -> None:
     actor = focus_with(AuditingBus())
     first = opened(actor, "task-dashboard", "probe", 0)
     for n in range(1, MAX_OPENED_PER_APP):
         opened(actor, "task-dashboard", "probe", n)
     assert refusal(actor, "probe") is ErrorCode.QUOTA_EXCEEDED
-    actor._stack.remove(first, cast(Any, final))
+    actor._stack.remove(first, final)
     assert refusal(actor, "probe") is None

@@ -141,6 +141,7 @@ def test_whatever_happens_at_most_one_instance_is_in_the_foreground(
 ) -> None:
     stack = with_chat()
     for op, name in ops:
+        code: ErrorCode | None
         try:
             if op == "add":
                 stack.add(name, foreground=True)

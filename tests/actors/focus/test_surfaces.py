@@ -66,7 +66,7 @@ class FakeBus:
             return SessionDataGetReply(data=data, revision=revision)
         if isinstance(body, SessionDataReplaceRequest):
             key = (body.app_scope, body.app_session_id)
-            _, revision = self.sessions.get(key, (None, 0))
+            revision = self.sessions.get(key, (None, 0))[1]
             if revision != body.expected_revision:
                 raise LineUpError(ErrorCode.STALE_REVISION, "")
             self.sessions[key] = (body.data, revision + 1)

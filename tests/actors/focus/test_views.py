@@ -267,7 +267,7 @@ async def test_items_are_not_held_back_by_the_pace_of_views(
         focus.on_view_items(items, envelope("chat", items))
         await trio.testing.wait_all_tasks_blocked()
         assert trio.current_time() == start  # no time passed: the item went at once
-        assert [type(m) for m in bus.told] == [ViewUpdatedEvent, ViewItemsUpdatedEvent]
+        assert tuple(type(m) for m in bus.told) == (ViewUpdatedEvent, ViewItemsUpdatedEvent)
         await bus.until_told(3)
         assert isinstance(bus.told[2], ViewUpdatedEvent) and bus.told[2].view["n"] == 1
         assert trio.current_time() - start <= 1 / VIEW_PUSH_RATE  # on its turn, not later
@@ -284,7 +284,7 @@ async def test_an_update_on_its_own_is_pushed_at_once() -> None:
         items = p.ViewItemsPutRequest(instance_id="chat", items=(item(1), item(2)))
         focus.on_view_items(items, envelope("chat", items))
         await trio.testing.wait_all_tasks_blocked()
-        assert [type(m) for m in bus.told] == [ViewUpdatedEvent, ViewItemsUpdatedEvent]
+        assert tuple(type(m) for m in bus.told) == (ViewUpdatedEvent, ViewItemsUpdatedEvent)
         pushed = bus.told[1]
         assert isinstance(pushed, ViewItemsUpdatedEvent)
         assert [i.id for i in pushed.items] == ["m001", "m002"]
@@ -301,19 +301,21 @@ async def test_a_refused_view_is_audited_with_its_bound_and_answered_by_who_is_a
     trusted = p.ViewUpdateRequest(instance_id="probe:1", view={"kind": "task.dashboard"})
     items = p.ViewItemsPutRequest(instance_id="probe:1", items=(item(1),))
     denied = "permission_denied"
-    cases: list[tuple[Message, str, str]] = [
+    cases: list[tuple[p.ViewUpdateRequest | p.ViewItemsPutRequest, str, str]] = [
         (large, "envelope_too_large", "invalid_arguments"),
         (trusted, denied, denied),
         (items, denied, denied),
     ]
+
+    def send(request: p.ViewUpdateRequest | p.ViewItemsPutRequest) -> None:
+        if isinstance(request, p.ViewUpdateRequest):
+            focus.on_view_update(request, envelope("probe", request))
+        else:
+            focus.on_view_items(request, envelope("probe", request))
+
     for request, audited, answered in cases:
-        handler = (
-            focus.on_view_update
-            if isinstance(request, p.ViewUpdateRequest)
-            else focus.on_view_items
-        )
         with pytest.raises(LineUpError) as refused:
-            handler(request, envelope("probe", request))  # type: ignore[arg-type]
+            send(request)
         assert refused.value.code.value == answered
         row = bus.audits[-1]
         assert (row.event, row.code, row.peer, row.subject_id, row.message_type) == (

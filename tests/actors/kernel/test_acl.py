@@ -308,11 +308,13 @@ def test_the_store_sends_itself_nothing() -> None:
     assert (K.STORE, K.STORE) not in ACL
 
 
-@pytest.mark.parametrize(
-    ("sender", "receiver"),
-    # Sorted: the ACL's order is a hash's, and every pytest-xdist worker must collect the same.
-    sorted((pair for pair in ACL if pair[1] is K.STORE), key=lambda pair: pair[0].value),
+# Sorted: the ACL's order is a hash's, and every pytest-xdist worker must collect the same.
+STORE_GRANTS: list[tuple[ActorKind, ActorKind]] = sorted(
+    (pair for pair in ACL if pair[1] is K.STORE), key=lambda pair: pair[0].value
 )
+
+
+@pytest.mark.parametrize(("sender", "receiver"), STORE_GRANTS)
 def test_every_store_grant_names_requests_the_store_serves(
     sender: ActorKind, receiver: ActorKind
 ) -> None:

@@ -14,13 +14,13 @@ from lineup.actors.kernel import Connection, ErrorCode, Identity
 from lineup.actors.kernel.audit import REFUSAL_ROWS_PER_WINDOW, STOP_AFTER_REFUSALS, SUPPRESSED
 from lineup.actors.kernel.control import PeerMisbehavedEvent
 
+from ._messages import EchoRequest
 from .test_bus import (
     MINIAPP,
     ROUTER,
     SUPERVISOR,
     WAIT,
     AuditLog,
-    EchoRequest,
     Server,
     attach_raw,
     join,

@@ -28,7 +28,7 @@ from lineup.actors.kernel import (
     framing,
     parse_frame,
 )
-from lineup.actors.kernel.framing import MAX_DEADLINE_MS
+from lineup.actors.kernel.framing import MAX_DEADLINE_MS, FrameKind
 
 HEADER = struct.Struct(">I")
 
@@ -54,7 +54,7 @@ frame_ids = st.integers(min_value=1, max_value=2**63)
 
 @st.composite
 def valid_frames(draw: st.DrawFn) -> Frame:
-    kind = draw(st.sampled_from(["q", "r", "e", "x"]))
+    kind: FrameKind = draw(st.sampled_from(["q", "r", "e", "x"]))
     reply_to = draw(frame_ids) if kind in ("r", "x") else None
     deadline = idem = None
     if kind == "q":

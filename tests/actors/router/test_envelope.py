@@ -110,6 +110,7 @@ def test_any_mutation_of_a_field_is_admitted_whole_or_refused_with_a_code(
 ) -> None:
     raw = copy.deepcopy(text())
     raw[key] = value
+    code: ErrorCode | None
     try:
         envelope = admit(raw, conversation_id=CONVERSATION, agent_id=AGENT)
     except EnvelopeRejected as rejected:

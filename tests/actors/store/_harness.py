@@ -50,7 +50,7 @@ class StoreHarness:
 
     async def ask(self, request: Message, expect: type[M]) -> M:
         allowed = [
-            b for k, b in self.peers.items() if message_allowed(k, ActorKind.STORE, request.type)
+            b for k, b in self.peers.items() if message_allowed(k, ActorKind.STORE, request.TYPE)
         ]
         with trio.fail_after(WAIT):
             return await (allowed or [self.router])[0].request("store", request, expect=expect)

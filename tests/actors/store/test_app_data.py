@@ -64,9 +64,8 @@ async def read(store: StoreHarness, session: str = "s-1", scope: str = SCOPE) ->
 
 
 def test_json_depth_counts_nested_containers() -> None:
-    assert [json_depth(v) for v in (1, "x", None, {}, [], {"a": [1, {"b": []}]})] == [
-        0, 0, 0, 1, 1, 4,
-    ]  # fmt: skip
+    values: list[object] = [1, "x", None, {}, [], {"a": [1, {"b": []}]}]
+    assert [json_depth(v) for v in values] == [0, 0, 0, 1, 1, 4]
     assert json_depth(nested(32)) == 32
 
 

@@ -71,11 +71,14 @@ def close(
     return in_savepoint(conn, lambda c: ops.app_session_close(c, request, now, actor="router"))
 
 
+def count(conn: Connection, table: str) -> int:
+    [(rows,)] = conn.execute(f"SELECT count(*) FROM {table}").fetchall()
+    assert isinstance(rows, int)
+    return rows
+
+
 def counts(conn: Connection) -> tuple[int, int, int]:
-    return tuple(  # type: ignore[return-value]
-        conn.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-        for table in ("app_sessions", "outbox", "audit")
-    )
+    return count(conn, "app_sessions"), count(conn, "outbox"), count(conn, "audit")
 
 
 def outbox_kinds(conn: Connection) -> list[tuple[object, ...]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -39,7 +40,7 @@ async def all_rows(nursery: trio.Nursery, supervisor: Supervisor) -> list[tuple[
     while True:
         request = OutboxPendingRequest(limit=1000, after_seq=after)
         page = await until_answered(
-            lambda r=request: bus.request("store", r, expect=OutboxPendingReply)  # type: ignore[misc]
+            partial(bus.request, "store", request, expect=OutboxPendingReply)
         )
         if not page.rows:
             return rows

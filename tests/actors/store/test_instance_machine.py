@@ -25,7 +25,7 @@ from lineup.actors.store.messages import InstanceState
 STATES: tuple[InstanceState, ...] = get_args(InstanceState)
 EVENTS: tuple[InstanceEvent, ...] = get_args(InstanceEvent)
 LEGAL = {(state, event) for state, moves in TRANSITIONS.items() for event in moves}
-LIVE = {"starting", "foreground", "background", "suspended"}
+LIVE: set[InstanceState] = {"starting", "foreground", "background", "suspended"}
 
 
 def test_the_table_names_every_state_and_only_known_events() -> None:

@@ -21,7 +21,6 @@ from lineup.actors.store.interactions.machine import (
     InteractionState,
     move,
 )
-from lineup.actors.store.messages import FINAL_INTERACTION_STATES
 
 STATES: tuple[InteractionState, ...] = get_args(InteractionState)
 EVENTS: tuple[InteractionEvent, ...] = get_args(InteractionEvent)
@@ -45,9 +44,9 @@ def _expected(source: Source) -> ErrorCode:
 def test_the_table_names_every_state_and_uses_every_event() -> None:
     assert tuple(TABLE) == STATES
     assert {event for _, event, _ in MOVES} == set(EVENTS) == set(TARGET)
-    assert {"completed", "cancelled", "expired", "failed"} == FINAL == FINAL_INTERACTION_STATES
+    assert {"completed", "cancelled", "expired", "failed"} == FINAL
     assert {"pending", "presented", "submitted"} == OPEN
-    assert FINAL | {"submitted"} == DECIDED
+    assert {"submitted", "completed", "cancelled", "expired", "failed"} == DECIDED
     assert {"cancel", "expire", "fail"} == CODED
 
 

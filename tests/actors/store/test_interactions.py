@@ -118,7 +118,12 @@ def code_of(conn: Connection, request: InteractionStepRequest) -> ErrorCode:
 
 def counts(conn: Connection) -> dict[str, int]:
     tables = ("interactions", "tool_calls", "outbox", "tool_call_outbox", "audit")
-    return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in tables}  # type: ignore[arg-type]
+    found: dict[str, int] = {}
+    for table in tables:
+        [(count,)] = conn.execute(f"SELECT count(*) FROM {table}").fetchall()
+        assert isinstance(count, int)
+        found[table] = count
+    return found
 
 
 def asked(conn: Connection) -> InteractionStepReply:

@@ -4,7 +4,7 @@ served once, and each row runs its operation with the access it names."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import pytest
@@ -104,7 +104,9 @@ async def test_a_row_runs_its_operation_with_its_access(
     committer = FakeCommitter()
     actor_ = object.__new__(Probe)
     actor_._committer = committer  # type: ignore[assignment]
-    reply = await actor_.dispatch(envelope(TableProbeRequest(n=7)))  # type: ignore[misc]
+    outcome = actor_.dispatch(envelope(TableProbeRequest(n=7)))
+    assert isinstance(outcome, Awaitable)  # a row's handler runs in a task of its own
+    reply = await outcome
     assert reply == TableProbeReply(n=7, actor=actor)
     assert committer.writes == [writes]
 

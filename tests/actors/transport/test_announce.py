@@ -5,7 +5,6 @@ tree's `ready` waits for. The bus is a fake; the announce loops are the transpor
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import trio
 
@@ -30,8 +29,8 @@ class Bus:
                 await self.hostbridge_up.wait()
             if not self.hostbridge_up.is_set():
                 return ErrorCode.DEADLINE_EXCEEDED
-        state = body.state  # type: ignore[attr-defined]
         assert isinstance(body, RuntimeLinkEvent if peer == "supervisor" else RuntimeStateEvent)
+        state = body.state
         self.told.append((peer, state))
         self.changed.set()
         self.changed = trio.Event()
@@ -42,8 +41,9 @@ class Bus:
             await self.changed.wait()
 
 
-def transport(bus: Bus) -> Any:
-    return TransportActor(SimpleNamespace(bus=bus, config={}))  # type: ignore[arg-type]
+def transport(bus: Bus) -> TransportActor:
+    # Only `bus` and `config` of its context are read by the announce loops.
+    return TransportActor(SimpleNamespace(bus=bus, config={}))
 
 
 async def test_the_supervisor_hears_the_link_online_while_the_hostbridge_is_not_up(

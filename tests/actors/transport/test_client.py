@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 import httpx
 import pytest
@@ -19,7 +20,7 @@ from lineup.actors.transport._client import (
 )
 from lineup.wire import MAX_PAGE_BYTES, Admitted, Refusal
 
-Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
+Handler = Callable[[httpx.Request], Coroutine[Any, Any, httpx.Response]]
 LOGIN = {"token": "t", "user_id": "u", "agent_id": "a", "conversation_id": "c"}
 HTML = b"<!doctype html><title>Welcome! Accept the terms to use the Wi-Fi</title>"
 

@@ -46,8 +46,8 @@ def operation(kind: str, scope: str, state: str = "completed", **extra: Any) -> 
     info = p.AppOperationInfo(
         operation_id=f"op-{kind}-{scope}",
         app_scope=scope,
-        kind=kind,  # type: ignore[arg-type]
-        state=state,  # type: ignore[arg-type]
+        kind=kind,
+        state=state,
         created_at=1.0,
         updated_at=2.0,
         **extra,

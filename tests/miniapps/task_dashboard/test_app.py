@@ -162,7 +162,9 @@ async def test_an_update_that_arrives_before_its_open_shows_the_task_waits_for_i
         "completed",
         {"task_id": "t1", "title": "Write the report", "progress": 60, "status": "doing"},
     )
-    assert runtime.session_data.get(INSTANCE)[0]["progress"] == 60
+    data, _ = runtime.session_data.get(INSTANCE)
+    assert data is not None
+    assert data["progress"] == 60
 
 
 async def test_finish_then_close_completes_the_open_call_and_closes_the_instance() -> None:

@@ -5,6 +5,7 @@ import socket
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
+from typing import TypedDict
 
 import httpx
 import pytest
@@ -14,7 +15,15 @@ from lineup.ops.agent import UNREACHABLE, AgentClient, AppServerError
 from lineup.ops.devserver import WireErrorCode
 from lineup.tests.ops._devserver import WAIT, Api, RunningServer, envelope, start_devserver
 
-FAST = {"backoff_s": 0.001, "backoff_cap_s": 0.01}
+
+class Backoff(TypedDict):
+    """AgentClient's backoff keywords."""
+
+    backoff_s: float
+    backoff_cap_s: float
+
+
+FAST: Backoff = {"backoff_s": 0.001, "backoff_cap_s": 0.01}
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from lineup.ops.agent._play import Step
 from lineup.ops.agent._tour import Ask, Say
 
 CONV = "conv-a"
-OPEN = {
+OPEN: dict[str, Any] = {  # tool descriptors as the inventory carries them (JSON)
     "method": "task-dashboard.open",
     "handling": "launch",
     "description": "Show a task to the user\nuntil they finish or close it.",
@@ -33,7 +33,7 @@ OPEN = {
         "required": ["title", "task_id"],
     },
 }
-NOTE = {
+NOTE: dict[str, Any] = {
     "method": "notes.add",
     "handling": "direct",
     "description": "",

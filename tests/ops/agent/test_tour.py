@@ -87,7 +87,7 @@ def test_the_same_messages_give_the_same_moves_under_the_same_keys() -> None:
 
 
 def test_each_kind_is_asked_and_its_answer_said_then_the_menu_again() -> None:
-    answers = {
+    answers: dict[str, tuple[dict[str, Any], str]] = {
         "notice": ({"acknowledged": False}, "The notice was shown in the chat."),
         "choice": ({"action_ids": ["apple", "cherry"]}, "You picked **Apple**, **Cherry**."),
         "confirm": ({"approved": False}, "You answered **no**."),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
@@ -14,7 +15,7 @@ async def _nothing(env: Envelope) -> Message | None:
     return None
 
 
-def _context(data_dir: Path, config: dict[str, object]) -> ActorContext:
+def _context(data_dir: Path, config: dict[str, Any]) -> ActorContext:
     identity = Identity(ActorKind.DEV, "devserver")
     return ActorContext(identity, 0, data_dir, config, Bus(identity, _nothing))
 

@@ -10,7 +10,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from lineup.ops.drill._asking import EXPIRY_MS, Answerer, Plan
+from lineup.ops.drill._asking import EXPIRY_MS, Answerer, Plan, Script
 
 
 @dataclass
@@ -61,15 +61,15 @@ async def _run(shell: FakeShell, plans: dict[str, Plan], until: float) -> None:
         nursery.cancel_scope.cancel()
 
 
-def _plan(n: int, script: str, asked_at: float = 0.0) -> Plan:
-    return Plan(f"c{n}", "confirm", script, asked_at)  # type: ignore[arg-type]
+def _plan(n: int, script: Script, asked_at: float = 0.0) -> Plan:
+    return Plan(f"c{n}", "confirm", script, asked_at)
 
 
 async def test_each_plan_is_acted_on_by_whom_it_says_and_nobody_else(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     mock_clock.autojump_threshold = 0
-    scripts = ["answer", "double", "dismiss", "expire", "expire_race", "race"]
+    scripts: list[Script] = ["answer", "double", "dismiss", "expire", "expire_race", "race"]
     start = trio.current_time()
     plans = {f"c{n}": _plan(n, s, start) for n, s in enumerate(scripts)}
     shell = FakeShell()

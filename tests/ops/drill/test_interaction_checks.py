@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import Any, TypedDict, Unpack
 
 from lineup.ops.drill import Evidence, Expected, check
 from lineup.ops.drill._check import InteractionRecord, interaction_endings
@@ -61,9 +62,17 @@ def _examples(expected: Expected, evidence: Evidence) -> list[str]:
     return rule.examples
 
 
-def _with(evidence: Evidence, index: int, **changes: object) -> Evidence:
+class _Changes(TypedDict, total=False):
+    """The fields of an InteractionRecord a test changes."""
+
+    state: str
+    terminal_code: str | None
+    result: Any
+
+
+def _with(evidence: Evidence, index: int, **changes: Unpack[_Changes]) -> Evidence:
     records = list(evidence.interactions)
-    records[index] = replace(records[index], **changes)  # type: ignore[arg-type]
+    records[index] = replace(records[index], **changes)
     return replace(evidence, interactions=records)
 
 

@@ -91,7 +91,9 @@ async def test_a_cut_drops_open_connections_and_refuses_new_ones_until_restored(
 def _stored(path: Path) -> int:
     db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return int(db.execute("SELECT count(*) FROM messages").fetchall()[0][0])
+        [(count,)] = db.execute("SELECT count(*) FROM messages").fetchall()
+        assert isinstance(count, int)
+        return count
     finally:
         db.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -111,14 +112,16 @@ def test_an_agent_message_received_twice_or_never_acknowledged_is_caught() -> No
 
 
 def test_a_lost_duplicated_or_reordered_user_message_is_caught() -> None:
-    for to_agent, example in (
+    # What the Agent got, as `Evidence.to_agent` keeps it (id, kind, payload); what is caught.
+    cases: list[tuple[list[tuple[str, str, dict[str, Any]]], str]] = [
         ([("u1", "lineup.v1.text", {}), ("u3", "lineup.v1.text", {})], "u2: 0 times"),
         ([("u1", "lineup.v1.text", {})] * 2, "u1: 2 times"),
         (
             [("u2", "lineup.v1.text", {}), ("u1", "lineup.v1.text", {})],
             "out of order from u1 (arrived u2 there)",
         ),
-    ):
+    ]
+    for to_agent, example in cases:
         expected, evidence = _healthy()
         evidence.to_agent = [m for m in evidence.to_agent if m[1] != "lineup.v1.text"]
         evidence.to_agent += to_agent

@@ -76,7 +76,9 @@ def test_a_result_is_structured_and_an_error_carries_its_code() -> None:
     assert (refused.is_error, refused.structured_content) == (True, {"code": "tool_input_invalid"})
     pointed = result_of(_final(wire.TOOL_ERROR, "c1", code="tool_input_invalid", pointer="/a/0"))
     assert pointed.structured_content == {"code": "tool_input_invalid", "pointer": "/a/0"}
-    assert pointed.content[0].text == "error: tool_input_invalid at /a/0"
+    said = pointed.content[0]
+    assert isinstance(said, types.TextContent)
+    assert said.text == "error: tool_input_invalid at /a/0"
 
 
 def test_a_png_inline_is_image_content_beside_the_json_and_the_structure_is_unchanged() -> None:
@@ -103,6 +105,15 @@ def test_only_a_real_png_in_base64_becomes_an_image() -> None:
     assert inline_png({"png_base64": too_long}) is None
 
 
+def _lineup_server(args: argparse.Namespace) -> dict[str, Any]:
+    """The `lineup` entry of the snippet's `mcpServers` (JSON: checked, not assumed)."""
+    servers = config_snippet(args, python="/py")["mcpServers"]
+    assert isinstance(servers, dict)
+    server = servers["lineup"]
+    assert isinstance(server, dict)
+    return server
+
+
 def test_the_desktop_config_names_this_interpreter_and_keeps_a_secret_out_of_argv() -> None:
     args = argparse.Namespace(
         appserver=None,
@@ -111,8 +122,8 @@ def test_the_desktop_config_names_this_interpreter_and_keeps_a_secret_out_of_arg
         agent_secret=None,
         conversation_id=None,
     )
-    server = config_snippet(args, python="/py")["mcpServers"]["lineup"]  # type: ignore[index]
+    server = _lineup_server(args)
     assert server == {"command": "/py", "args": ["-m", "lineup", "mcp", "--data-dir", "/d"]}
     args.agent_secret = "s3cret"
-    server = config_snippet(args, python="/py")["mcpServers"]["lineup"]  # type: ignore[index]
+    server = _lineup_server(args)
     assert "s3cret" not in server["args"] and server["env"] == {"LINEUP_AGENT_SECRET": "s3cret"}
