@@ -68,7 +68,13 @@ def made(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     folder = root / "apps" / PACKAGE
     assert f"wrote {Path('apps') / PACKAGE / '__init__.py'}" in result.stdout
     assert f"lineup run --dev-app {PACKAGE}" in result.stdout
-    written = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+    # `lineup app new` imports the package it wrote to make its manifest: Python's bytecode
+    # cache (written unless PYTHONDONTWRITEBYTECODE is set) is not among what it wrote.
+    written = {
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     assert written == FILES[request.param]
     return folder
 
