@@ -308,6 +308,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                 },
                 restart=Restart.PERMANENT,
                 after=needs_appserver,
+                before_ready=False,  # a peer of the runtime's, not a part: the tree is ready first
             )
         )
     shell_url = f"http://127.0.0.1:{shell_port}/#token={token}"

@@ -37,6 +37,9 @@ class ChildSpec:
     # The children that must have settled (be ready, or have died trying) before this one
     # starts, all listed before it. None: every child listed before it (OTP's one at a time).
     after: tuple[str, ...] | None = None
+    # False: a child nothing of the runtime waits for (the demo Agent), started once the tree
+    # is ready, so that it takes nothing from the start's critical path.
+    before_ready: bool = True
 
 
 @dataclass(frozen=True)

@@ -257,7 +257,7 @@ class Supervisor:
                 self._pids = _quota.PidsCgroups(*found) if found is not None else None
                 if self._pids is not None:
                     self._pids.sweep()
-                await self._start_all()
+                await self._start_all(before_ready=True)
                 self._restored = True
                 self._notify_changed()
                 if self.link_wait > 0:
@@ -269,6 +269,7 @@ class Supervisor:
                     f"({len(self.children)} actors)"
                 )
                 task_status.started()
+                await self._start_all(before_ready=False)
                 await self._zygote.preload_all()
                 escalation = await self._supervise_and_restart()
             except Escalation as exc:
@@ -363,12 +364,21 @@ class Supervisor:
     def _linked_once(self) -> bool:
         return self._runtime is not None and self._runtime.state not in _BEFORE_LINK
 
-    async def _start_all(self) -> None:
-        """Start every child, each once the children it starts after have settled. Returns
-        when all have settled; a child that died starting is left to the restart policy, as
-        one started alone would be. An error starting one (the zygote failing) is raised bare,
-        once the others' starts are cancelled."""
+    async def _start_all(self, *, before_ready: bool) -> None:
+        """Start the children whose spec's `before_ready` is this, each once the children it
+        starts after have settled (the others have: they were started before, or will be
+        after). Returns when all have settled; a child that died starting is left to the
+        restart policy, as one started alone would be. An error starting one (the zygote
+        failing) is raised bare, once the others' starts are cancelled."""
+        children = {
+            name: child
+            for name, child in self.children.items()
+            if child.spec is not None and child.spec.before_ready is before_ready
+        }
         settled = {name: trio.Event() for name in self.children}
+        for name, event in settled.items():
+            if name not in children:
+                event.set()
         failure: Exception | None = None
 
         async def start(child: _Child, after: list[str], turn: _Child | None) -> None:
@@ -392,7 +402,7 @@ class Supervisor:
             # zygote lane (trio runs new tasks in no set order): so a zygote loads their modules
             # in that order, and a child whose wait is over is spawned next, not behind all.
             turns: dict[int, _Child] = {}
-            for name, child in self.children.items():
+            for name, child in children.items():
                 assert child.spec is not None
                 after = earlier[:] if child.spec.after is None else list(child.spec.after)
                 lane = self._zygote.lane_of(child.spec.target)
