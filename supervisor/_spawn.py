@@ -46,9 +46,12 @@ class Zygote:
         return self._lanes[0].pid
 
     async def start(self) -> None:
-        for lane in self._lanes:  # all at once: each preloads while the others start
+        """Start every zygote not already running (one may serve tree after tree: see
+        `Supervisor(zygote=…)`)."""
+        starting = [lane for lane in self._lanes if not lane.running]
+        for lane in starting:  # all at once: each preloads while the others start
             lane.launch()
-        for lane in self._lanes:
+        for lane in starting:
             await lane.wait_ready()
 
     async def spawn(
@@ -91,6 +94,10 @@ class _Lane:
         self._ids = 1
         self._preload_all = False  # once the tree is ready: the zygote loads all it preloads
         self.pid: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
     async def start(self) -> None:
         self.launch()

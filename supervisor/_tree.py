@@ -177,6 +177,7 @@ class Supervisor:
         lanes: tuple[tuple[str, ...], ...] = (),
         control_socket: bool = True,
         link_wait: float = 0.0,
+        zygote: Zygote | None = None,
     ) -> None:
         self.data_dir = data_dir
         # How long `run`, once every child is ready, waits for the transport's first login to
@@ -198,7 +199,11 @@ class Supervisor:
             self.children[spec.name] = _Child(Identity(spec.kind, spec.name), spec=spec)
         self._attached: dict[str, _Peer] = {}
         self._introduced: set[tuple[str, int, str, int]] = set()
-        self._zygote = Zygote(preload, lanes)  # lanes: more zygotes, see `_spawn`
+        # lanes: more zygotes, see `_spawn`. A zygote given is the caller's, kept running for
+        # the next tree (a test worker's trees, each of which would otherwise pay a fresh
+        # interpreter and every import again); one made here is stopped with the tree.
+        self._owns_zygote = zygote is None
+        self._zygote = Zygote(preload, lanes) if zygote is None else zygote
         self._control_socket = control_socket
         self._miniapp_lock = trio.Lock()
         self.allow_weak_sandbox = False
@@ -437,7 +442,8 @@ class Supervisor:
                 await self._stop(child)
             with trio.move_on_after(DRAIN_WAIT):
                 await self.wait_until(lambda: self._captures == 0)
-            await self._zygote.stop()
+            if self._owns_zygote:
+                await self._zygote.stop()
             if self._pids is not None:
                 self._pids.close()
             self.state = "stopped"

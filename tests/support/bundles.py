@@ -30,8 +30,8 @@ from lineup.sdk.manifest import Manifest
 from lineup.sdk.tools import manifest_of
 from lineup.sdk.trust import TrustStore
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
-from lineup.tests.support.runtime import Runtime
+from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
+from lineup.tests.support.runtime import Runtime, shared_zygote
 from lineup.tests.support.tree import until_answered
 
 PACKAGE = "deliverapp"
@@ -239,8 +239,7 @@ async def start_delivery(
     supervisor = Supervisor(
         specs,
         data_dir=data_dir,
-        preload=PRELOAD,
-        lanes=LANES,
+        zygote=shared_zygote(),
         intensity=Intensity(max_restarts=50, period=10.0),
         link_wait=plan.link_wait,
     )

@@ -31,9 +31,9 @@ from lineup.sdk import MiniApp
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
 from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.tests.support.capability_app import CapAllow, CapApp, CapDeny
-from lineup.tests.support.runtime import Runtime
+from lineup.tests.support.runtime import Runtime, shared_zygote
 
 WAIT: Final = 20.0
 T = TypeVar("T")
@@ -120,8 +120,7 @@ async def start_with_user(
     supervisor = Supervisor(
         specs,
         data_dir=rt,
-        preload=PRELOAD,
-        lanes=LANES,
+        zygote=shared_zygote(),
         intensity=Intensity(max_restarts=50, period=10.0),
         link_wait=plan.link_wait,
     )

@@ -14,6 +14,7 @@ from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
 from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor._spawn import Zygote
 from lineup.tests.support.process import wait_pid_gone
 
 AGENT_ID = "demo-agent"
@@ -28,6 +29,27 @@ class Runtime:
     appserver_url: str
 
 
+_zygotes: list[Zygote] = []  # this test process's, once made
+
+
+def shared_zygote() -> Zygote:
+    """This test process's zygotes for the runtime's trees, kept running from one test's tree
+    to the next: a tree then forks its children from a zygote that has every module loaded,
+    instead of paying a fresh interpreter and all the imports again (about a second of CPU
+    per test). A zygote is stateless between spawns (each child gets its whole boot with the
+    request), and one that dies is started again by the next spawn, as in any tree. Stopped
+    at the end of the session (`tests/conftest.py`); the tests *about* the zygote make their
+    own trees."""
+    if not _zygotes:
+        _zygotes.append(Zygote(PRELOAD, LANES))
+    return _zygotes[0]
+
+
+async def stop_shared_zygote() -> None:
+    while _zygotes:
+        await _zygotes.pop().stop()
+
+
 async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -> Runtime:
     """Start the tree (embedded AppServer unless `appserver=` is given) and wait until ready."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -35,10 +57,9 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
     supervisor = Supervisor(
         plan.specs,
         data_dir=data_dir,
-        preload=PRELOAD,
-        lanes=LANES,
         intensity=Intensity(max_restarts=50, period=10.0),
         link_wait=plan.link_wait,
+        zygote=shared_zygote(),
     )
     supervisor.info.update(plan.info)
     await nursery.start(supervisor.run)
