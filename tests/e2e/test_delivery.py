@@ -41,6 +41,10 @@ async def inventory_at(agent: AgentView, revision_above: int) -> dict[str, Any]:
     return payload
 
 
+def revision_of(inventory: dict[str, Any]) -> int:
+    return int(inventory["payload"]["revision"])
+
+
 def tools_of(payload: dict[str, Any]) -> set[str]:
     return {t["method"] for t in payload["tools"]}
 
@@ -209,9 +213,12 @@ async def test_an_app_with_a_broken_cache_is_unavailable_after_a_restart(
     cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
     app = app_of(await listing(cli), SCOPE)
     assert app.state == "unavailable"
-    revision = int(await agent.inventory())
-    told = [m for m in agent.seen if m["type"] == INVENTORY][-1]
+    # The Agent's history holds the first run's inventories too, the install's with the tool:
+    # this run's is the revision after it, whenever it comes.
+    installed = await agent.pull(INVENTORY, lambda m: TOOL in tools_of(m["payload"]))
+    told = await agent.pull(INVENTORY, lambda m: revision_of(m) > revision_of(installed))
     assert TOOL not in tools_of(told["payload"])
+    revision = revision_of(told)
     await call(agent, revision, "c-broken")
     error = await agent.terminal("c-broken")
     assert error["payload"]["code"] == ErrorCode.TOOL_NOT_VISIBLE.value
