@@ -10,7 +10,7 @@ own tests at the end, which queue operations before the committer starts instead
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
@@ -23,13 +23,6 @@ from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Database, open_database
 
 WAIT = 5.0  # seconds any single wait in these tests may take before it counts as a hang
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = open_database(tmp_path, {})
-    yield database
-    database.close()
 
 
 @pytest.fixture

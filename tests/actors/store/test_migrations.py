@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
@@ -43,13 +42,6 @@ REQUIRED_TABLES = {
     "focus_stack_revision",
     "inventory_bumps",
 }
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_database(tmp_path, {})
-    yield database
-    database.close()
 
 
 def tables(conn: apsw.Connection) -> set[str]:
