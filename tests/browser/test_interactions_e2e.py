@@ -20,12 +20,13 @@ from playwright.sync_api import Locator, Page, expect
 from lineup.actors.kernel import ActorKind
 from lineup.hostbridge.shell_protocol import HEARTBEAT_S
 from lineup.tests.support.agent_view import FINALS, AgentView
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.runtime import CONVERSATION, Runtime
 from lineup.tests.support.shell import connect_shell
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
-from .test_task_dashboard_e2e import GREETING, WAIT_MS, WAIT_S, open_shell, tabs
+from .test_task_dashboard_e2e import GREETING, WAIT_MS, WAIT_S, tabs
 
 RESULT: Final = "lineup.v1.tool.result"
 CHOICE: Final = {
@@ -54,12 +55,9 @@ def card(p: Page, place: str = "timeline") -> Locator:
 async def started(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> tuple[Runtime, AgentView, str]:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
-    return runtime, agent, await agent.inventory()
+    return await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, chat_alone=True
+    )
 
 
 async def ask(

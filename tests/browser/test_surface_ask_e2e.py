@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 
 from lineup.tests.e2e.test_surfaces import runtime_with_surface_app
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 
 from .conftest import ShellPage
@@ -29,13 +30,7 @@ async def test_a_surface_asks_a_confirm_its_card_is_answered_in_the_shell_and_it
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
     revision = await agent.inventory()
 
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     await agent.client.call_tool(
         CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
     )

@@ -20,6 +20,7 @@ from playwright.sync_api import Frame, Page, expect
 
 from lineup.tests.e2e.test_surfaces import INSTANCE, SID, runtime_with_surface_app
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.browser import load_shell, ready_frame
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 
 from .conftest import ShellPage
@@ -52,10 +53,7 @@ CLIENT: Final = """() => {
 
 
 def surface_frame(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector("#surface", timeout=WAIT_MS)
+    frame = ready_frame(p, ready="#surface", wait_ms=WAIT_MS)
     frame.evaluate(CLIENT)
     return frame
 
@@ -85,13 +83,7 @@ async def test_a_surface_runs_its_bridge_against_the_real_runtime_and_stays_in_i
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
     revision = await agent.inventory()
 
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     await agent.client.call_tool(
         CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
     )
