@@ -83,15 +83,7 @@ async def test_the_whiteboards_frame_shrinks_with_a_narrower_shell_and_less_cont
     _, agent, revision = await greeted_in_the_shell(
         nursery, data_dir, page, whiteboard_e2e.GREETING, wait_ms=whiteboard_e2e.WAIT_MS
     )
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION,
-            "whiteboard.open",
-            {"board_id": "sizes", "title": whiteboard_e2e.TITLE},
-            revision,
-            call_id="open-1",
-        )
-    await page.run(whiteboard_e2e.in_front)
+    await whiteboard_e2e.open_board(agent, revision, page, board_id="sizes")
     await page.run(shrinks_with_a_narrower_shell)
     await page.run(follows_its_content)
     assert page.off_loopback() == [], "a request left 127.0.0.1"

@@ -124,6 +124,30 @@ def in_front(p: Page) -> None:
     expect(board_body(p).locator("#board-title")).to_have_text(TITLE, timeout=WAIT_MS)
 
 
+async def open_board(
+    agent: AgentView, revision: str, page: ShellPage, board_id: str = "kitchen"
+) -> None:
+    """The Agent opens a board (call `open-1`, which runs until the board ends); the Shell shows
+    it in front."""
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION,
+            "whiteboard.open",
+            {"board_id": board_id, "title": TITLE},
+            revision,
+            call_id="open-1",
+        )
+    await page.run(in_front)
+
+
+async def draw_a_stroke(page: ShellPage) -> int:
+    """The user draws a stroke and sees it saved; answers the revision it was saved at."""
+    await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
+    await page.run(lambda p: expect_saved(p, 1))
+    drawn: int = await page.run(revision_of)
+    return drawn
+
+
 def reload_restores(p: Page) -> None:
     p.reload()
     expect(p.get_by_test_id("runtime-state")).to_have_attribute(
@@ -191,20 +215,10 @@ async def test_the_user_draws_a_board_that_survives_reload_and_a_crash_and_submi
     runtime, agent, revision = await greeted_in_the_shell(
         nursery, data_dir, page, GREETING, wait_ms=WAIT_MS
     )
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION,
-            "whiteboard.open",
-            {"board_id": "kitchen", "title": TITLE},
-            revision,
-            call_id="open-1",
-        )
-    await page.run(in_front)
+    await open_board(agent, revision, page)
 
     # Draw: the stroke is drawn in the frame at once and acknowledged by a revision.
-    await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
-    await page.run(lambda p: expect_saved(p, 1))
-    drawn: int = await page.run(revision_of)
+    drawn = await draw_a_stroke(page)
     assert drawn >= 2  # the open wrote the empty board, a patch the stroke
 
     # A reload of the Shell mounts the Surface again on the board as it was.
@@ -277,15 +291,7 @@ async def test_the_board_is_usable_by_keyboard_and_a_declined_agent_submit_keeps
     _, agent, revision = await greeted_in_the_shell(
         nursery, data_dir, page, GREETING, wait_ms=WAIT_MS
     )
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION,
-            "whiteboard.open",
-            {"board_id": "kitchen", "title": TITLE},
-            revision,
-            call_id="open-1",
-        )
-    await page.run(in_front)
+    await open_board(agent, revision, page)
     await page.run(keyboard_text_box_then_undo)
 
     # The Agent submits; the user keeps drawing: the call fails, the board stays open.
@@ -316,18 +322,8 @@ async def first_run_with_one_stroke(data_dir: Path, page: ShellPage) -> int:
         _, agent, revision = await greeted_in_the_shell(
             run, data_dir, page, GREETING, wait_ms=WAIT_MS
         )
-        with trio.fail_after(WAIT_S):
-            await agent.client.call_tool(
-                CONVERSATION,
-                "whiteboard.open",
-                {"board_id": "kitchen", "title": TITLE},
-                revision,
-                call_id="open-1",
-            )
-        await page.run(in_front)
-        await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
-        await page.run(lambda p: expect_saved(p, 1))
-        drawn: int = await page.run(revision_of)
+        await open_board(agent, revision, page)
+        drawn = await draw_a_stroke(page)
         run.cancel_scope.cancel()
     return drawn
 
