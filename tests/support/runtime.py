@@ -15,7 +15,9 @@ from lineup.sdk.tools import manifest_of
 from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from lineup.supervisor._spawn import Zygote
+from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.shell import ShellClient, connect_shell
 
 AGENT_ID = "demo-agent"
 AGENT_SECRET = "demo-secret"
@@ -77,6 +79,16 @@ async def _client(appserver_url: str, *, task_status: trio.TaskStatus[AgentClien
         await client.login(AGENT_ID, AGENT_SECRET)
         task_status.started(client)
         await trio.sleep_forever()
+
+
+async def shell_and_agent(
+    nursery: trio.Nursery, runtime: Runtime
+) -> tuple[ShellClient, AgentView, str]:
+    """A Shell connected to `runtime`, then an Agent logged in to its AppServer, and the
+    inventory revision that Agent has read (what its tool calls name)."""
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    return shell, agent, await agent.inventory()
 
 
 async def messages_at_agent(
