@@ -91,6 +91,30 @@ async def shell_and_agent(
     return shell, agent, await agent.inventory()
 
 
+async def task_moved_to(
+    agent: AgentView, revision: str, title: str, progress: int
+) -> dict[str, Any]:
+    """The Agent opens task `t1` as `title` (call `open-1`), waits until the dashboard reports
+    that call's progress, then moves the task to `progress` (call `update-1`); answers the
+    update's terminal message."""
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.open",
+        {"task_id": "t1", "title": title},
+        revision,
+        call_id="open-1",
+    )
+    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.update",
+        {"task_id": "t1", "progress": progress},
+        revision,
+        call_id="update-1",
+    )
+    return await agent.terminal("update-1")
+
+
 async def messages_at_agent(
     client: AgentClient, kind: str = "lineup.v1.text"
 ) -> list[dict[str, Any]]:
