@@ -12,8 +12,8 @@ from lineup.ops.agent import AgentClient
 from lineup.sdk import MiniApp
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor import ChildSpec, Intensity, Supervisor
+from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, RuntimePlan, plan_runtime
 from lineup.supervisor._spawn import Zygote
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.process import wait_pid_gone
@@ -56,8 +56,21 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
     """Start the tree (embedded AppServer unless `appserver=` is given) and wait until ready."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     plan = plan_runtime(RuntimeOptions(data_dir=data_dir, **options))
+    supervisor = await supervise(nursery, plan, data_dir)
+    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
+
+
+async def supervise(
+    nursery: trio.Nursery,
+    plan: RuntimePlan,
+    data_dir: Path,
+    specs: list[ChildSpec] | None = None,
+) -> Supervisor:
+    """Run `specs` (the plan's own, unless a test changed them) under a supervisor as `lineup
+    run` builds it, but forking from the shared zygote and with room for the restarts tests
+    cause; returns once it is ready."""
     supervisor = Supervisor(
-        plan.specs,
+        plan.specs if specs is None else specs,
         data_dir=data_dir,
         intensity=Intensity(max_restarts=50, period=10.0),
         link_wait=plan.link_wait,
@@ -65,7 +78,7 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
     )
     supervisor.info.update(plan.info)
     await nursery.start(supervisor.run)
-    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
+    return supervisor
 
 
 async def agent_client(nursery: trio.Nursery, appserver_url: str) -> AgentClient:
