@@ -21,7 +21,7 @@ from playwright.sync_api import Frame, Page, expect
 from lineup.tests.e2e.test_surfaces import INSTANCE, SID, runtime_with_surface_app
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell, ready_frame
-from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client
 
 from .conftest import ShellPage
 from .test_surface_render import ESCAPES
@@ -58,6 +58,22 @@ def surface_frame(p: Page) -> Frame:
     return frame
 
 
+async def surfacer_opened(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> tuple[Runtime, AgentView]:
+    """The runtime with the Surface test app, the Shell loaded, and the Agent's `surfacer.open`
+    (call `s-open`) sent."""
+    runtime = await runtime_with_surface_app(nursery, data_dir)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
+    await agent.client.call_tool(
+        CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
+    )
+    return runtime, agent
+
+
 async def in_frame(page: ShellPage, script: str, arg: Any = None) -> Any:
     return await page.run(lambda p: surface_frame(p).evaluate(script, arg))
 
@@ -76,17 +92,10 @@ async def notified(page: ShellPage, method: str, test: str) -> dict[str, Any]:
     return await page.run(wait)
 
 
-async def test_a_surface_runs_its_bridge_against_the_real_runtime_and_stays_in_its_sandbox(  # noqa: PLR0915
+async def test_a_surface_runs_its_bridge_against_the_real_runtime_and_stays_in_its_sandbox(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await runtime_with_surface_app(nursery, data_dir)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(
-        CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
-    )
+    runtime, agent = await surfacer_opened(nursery, data_dir, page)
 
     def mounted(p: Page) -> None:
         surface = p.get_by_test_id("surface")
