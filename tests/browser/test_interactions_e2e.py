@@ -179,14 +179,19 @@ async def open_task(agent: AgentView, revision: str, call_id: str = "open-1") ->
     )
 
 
-async def test_a_question_in_the_apps_sub_session_overlays_it_and_is_answered_from_the_im(
-    nursery: trio.Nursery, data_dir: Path, page: ShellPage
-) -> None:
-    _runtime, agent, revision = await started(nursery, data_dir, page)
+async def task_shown(agent: AgentView, revision: str, page: ShellPage) -> None:
+    """`open_task`, then the Shell shows the Task Dashboard."""
     await open_task(agent, revision)
     await page.run(
         lambda p: expect(p.get_by_test_id("task-dashboard")).to_be_visible(timeout=WAIT_MS)
     )
+
+
+async def test_a_question_in_the_apps_sub_session_overlays_it_and_is_answered_from_the_im(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    _runtime, agent, revision = await started(nursery, data_dir, page)
+    await task_shown(agent, revision, page)
     context = {"app_session_id": "lu:app_session:task-dashboard:open-1"}
     await ask(
         agent, revision, "interaction.confirm", {**CONFIRM, "app_session_context": context}, "c-in"
