@@ -102,6 +102,19 @@ async def run_app(
     return await trio.to_thread.run_sync(call)
 
 
+def modules_after(statement: str) -> set[str]:
+    """The names in `sys.modules` after a fresh interpreter runs `statement` (within 60 s)."""
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout))
+
+
 def lineup_status(data_dir: Path) -> dict[str, object]:
     out = subprocess.run(
         [sys.executable, "-m", "lineup", "status", "--json", "--data-dir", str(data_dir)],
