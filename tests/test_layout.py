@@ -5,11 +5,9 @@ Each check runs in a fresh interpreter, since this one has long since imported e
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+
+from lineup.tests.support.process import modules_after
 
 PROTOCOLS = (
     "lineup.actors.store.messages",
@@ -31,20 +29,6 @@ ACTOR_MODULES = (
     "lineup.hostbridge._actor",
     "lineup.hostbridge._server",
 )
-SUBPROCESS_TIMEOUT = 60
-
-
-def modules_after(statement: str) -> set[str]:
-    """The names in `sys.modules` after a fresh interpreter runs `statement`."""
-    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=SUBPROCESS_TIMEOUT,
-    )
-    return set(json.loads(done.stdout))
 
 
 def heavy(modules: set[str]) -> set[str]:

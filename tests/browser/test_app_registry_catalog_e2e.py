@@ -21,16 +21,15 @@ from playwright.sync_api import Locator, Page, expect
 
 from lineup.sdk.bundle import SigningKey
 from lineup.sdk.trust import TRUSTED_KEYS_FILE
-from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.bundles import build_bundle, flip_byte, write_catalog
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import (
     GREETING,
     WAIT_MS,
     WAIT_S,
-    open_shell,
     registry,
     registry_in_front,
     row,
@@ -109,12 +108,9 @@ async def test_the_app_registry_installs_from_the_catalog_and_refuses_a_tampered
     spoiled = build_bundle(tmp_path / "src", KEY, scope="spoiled", version="1.0")
     folder = write_catalog(tmp_path / "catalog", KEY, {GOOD: good, TAMPERED: spoiled})
 
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False, catalog=folder)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
-    revision = await agent.inventory()
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=folder
+    )
     with trio.fail_after(WAIT_S):
         await agent.client.call_tool(
             CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"

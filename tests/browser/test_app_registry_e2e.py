@@ -25,8 +25,9 @@ from playwright.sync_api import FrameLocator, Locator, Page, expect
 from lineup.sdk.bundle import SigningKey
 from lineup.supervisor._sandbox import app_data_dir
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.bundles import build_bundle, trust
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 
@@ -45,17 +46,6 @@ def registry(p: Page) -> FrameLocator:
 
 def row(p: Page, scope: str) -> Locator:
     return registry(p).locator(f'tr[data-app="{scope}"]')
-
-
-def open_shell(url: str) -> Callable[[Page], None]:
-    def load(p: Page) -> None:
-        p.goto(url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-        expect(p.get_by_test_id("message-body")).to_have_text(GREETING, timeout=WAIT_MS)
-
-    return load
 
 
 def registry_in_front(p: Page) -> None:
@@ -147,14 +137,11 @@ async def test_the_user_installs_disables_and_removes_an_app_in_the_app_registry
     bundle.write_bytes(build_bundle(tmp_path / "src", key, scope=SCOPE, version="1.0"))
     trust(data_dir, key.public)
 
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS
+    )
 
     # The Agent opens the App Registry; it can change nothing itself (no such tool).
-    revision = await agent.inventory()
     first = agent.seen[-1]
     tools = {t["method"] for t in first["payload"]["tools"]}
     assert "app-registry.open" in tools

@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
-from .test_interactions_e2e import card, open_task, started
+from .test_interactions_e2e import card, started, task_shown
 from .test_task_dashboard_e2e import GREETING, WAIT_MS, WAIT_S, tabs
 
 SESSION: Final = "lu:app_session:task-dashboard:open-1"
@@ -33,10 +33,7 @@ async def test_a_short_result_shows_in_its_group_and_the_apps_own_question_never
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     _runtime, agent, revision = await started(nursery, data_dir, page)
-    await open_task(agent, revision)
-    await page.run(
-        lambda p: expect(p.get_by_test_id("task-dashboard")).to_be_visible(timeout=WAIT_MS)
-    )
+    await task_shown(agent, revision, page)
     with trio.fail_after(WAIT_S):
         await agent.client.say(
             CONVERSATION, "The task is at **60 %**.", "r-1", app_session_context=SESSION

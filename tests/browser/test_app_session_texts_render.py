@@ -11,6 +11,8 @@ import time
 
 from playwright.sync_api import Page, expect
 
+from lineup.tests.support.browser import open_shell
+
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
 from .test_interactions_render import (
@@ -24,7 +26,7 @@ from .test_interactions_render import (
     session,
     task_view,
 )
-from .test_shell_render import chat_view, item_frames, message, open_shell
+from .test_shell_render import chat_view, item_frames, message
 
 
 def result(message_id: str, markdown: str, at: float, app_session_id: str) -> dict[str, object]:

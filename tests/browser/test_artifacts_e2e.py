@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 from lineup.tests.e2e.test_artifacts import start
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.artifact_app import ArtMaker
+from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 
 from .conftest import ShellPage
@@ -31,13 +32,7 @@ async def test_an_apps_artifact_is_shown_in_its_group_and_opens_and_downloads(
     revision = await agent.inventory()
     base = runtime.shell_url.split("/#")[0]
 
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     arguments = {"mode": "create", "name": NAME, "text": CONTENT, "request_id": "r-1"}
     await agent.client.call_tool(CONVERSATION, "artmaker.run", arguments, revision, call_id="c1")
     with trio.fail_after(WAIT_MS / 1000):

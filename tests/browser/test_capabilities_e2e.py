@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import trio
-from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import Page, expect
 
 from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.browser import load_shell, ready_frame
 from lineup.tests.support.capability_surface_app import CapabilitySurfaceApp
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 from lineup.tests.support.tree import attach, audit_rows
@@ -31,7 +33,6 @@ from .conftest import ShellPage
 WAIT_MS: Final = 10_000
 APP: Final = Path(__file__).parents[1] / "support" / "capability_surface_app"
 TITLE: Final = "Cap Tester"
-FRAME: Final = '[data-testid="surface-frame"]'
 PURPOSE: Final = "<b>Tell you</b> when your board is saved"
 BUTTONS: Final = ("permission-deny", "permission-allow-once", "permission-allow-always")
 
@@ -48,13 +49,7 @@ async def open_app(nursery: trio.Nursery, data_dir: Path, page: ShellPage) -> Ru
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
     revision = await agent.inventory()
 
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     await agent.client.call_tool(CONVERSATION, "capsurface.open", {}, revision, call_id="c-open")
     with trio.fail_after(WAIT_MS / 1000):
         await agent.terminal("c-open")
@@ -62,12 +57,7 @@ async def open_app(nursery: trio.Nursery, data_dir: Path, page: ShellPage) -> Ru
     return runtime
 
 
-def surface_frame(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector('body[data-ready="1"]', timeout=WAIT_MS)
-    return frame
+surface_frame = partial(ready_frame, ready='body[data-ready="1"]', wait_ms=WAIT_MS)
 
 
 async def ask(page: ShellPage, capability: str, input_: dict[str, Any] | None = None) -> None:

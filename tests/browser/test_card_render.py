@@ -14,8 +14,9 @@ from typing import Any, Final
 from playwright.sync_api import Page, expect
 
 from lineup.sdk import card
+from lineup.tests.support.browser import open_shell
 
-from ._fake_hostbridge import FakeHostbridge, ShellConnection
+from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
 
 WAIT_MS: Final = 5_000
@@ -38,16 +39,6 @@ def apps(foreground: str) -> Frame:
     if foreground == CHAT:
         instances[0]["state"], instances[1]["state"] = "foreground", "background"
     return {"type": "shell.apps", "foreground": foreground, "instances": instances}
-
-
-async def open_shell(
-    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame
-) -> ShellConnection:
-    hostbridge.on_ready = list(snapshot)
-    await page.run(lambda p: p.goto(hostbridge.shell_url()))
-    connection = await hostbridge.next_connection()
-    await connection.expect("shell.ready")
-    return connection
 
 
 GREETING = card(

@@ -33,14 +33,14 @@ from playwright.sync_api import Frame, FrameLocator, Locator, Page, expect
 
 from lineup.ops.catalog import build
 from lineup.tests.support.agent_view import FINALS, AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import (
     GREETING,
     WAIT_MS,
     WAIT_S,
-    open_shell,
     registry,
 )
 
@@ -275,14 +275,11 @@ async def call(
 async def test_draw_and_guess_installed_from_the_catalog_won_then_given_up(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False, catalog=catalog)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=catalog
+    )
 
     # Installed from the catalog, through the App Registry and the runtime's prompt.
-    revision = await agent.inventory()
     await call(agent, revision, "app-registry.open", {}, "open-1")
     await page.run(install_from_the_catalog)
     await page.run(close_the_registry)

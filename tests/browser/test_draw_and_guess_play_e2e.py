@@ -20,6 +20,7 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.ops.agent._play import WORDS
+from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import start_runtime
 
 from .conftest import ShellPage
@@ -40,13 +41,7 @@ __all__ = ["catalog"]  # the module's catalog fixture, built once here too
 
 
 def open_the_registry_at_start(url: str) -> Callable[[Page], None]:
-    def load(p: Page) -> None:
-        p.goto(f"{url}&open=app-registry")
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    return load
+    return load_shell(f"{url}&open=app-registry", wait_ms=WAIT_MS)
 
 
 def ask_to_play(p: Page) -> None:

@@ -18,7 +18,7 @@ from lineup.actors.kernel import ActorKind
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
-from .test_interactions_e2e import CONFIRM, RESULT, ask, card, finals, open_task, started
+from .test_interactions_e2e import CONFIRM, RESULT, ask, card, finals, started, task_shown
 from .test_interactions_keyboard_render import assert_focus_ring, tab_to
 from .test_task_dashboard_e2e import WAIT_MS, tabs
 
@@ -29,10 +29,7 @@ async def test_a_question_in_the_apps_sub_session_is_answered_once_in_the_overla
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     runtime, agent, revision = await started(nursery, data_dir, page)
-    await open_task(agent, revision)
-    await page.run(
-        lambda p: expect(p.get_by_test_id("task-dashboard")).to_be_visible(timeout=WAIT_MS)
-    )
+    await task_shown(agent, revision, page)
     context = {"app_session_id": SESSION}
     await ask(
         agent, revision, "interaction.confirm", {**CONFIRM, "app_session_context": context}, "c-in"

@@ -20,12 +20,13 @@ from playwright.sync_api import Locator, Page, expect
 from lineup.actors.kernel import ActorKind
 from lineup.hostbridge.shell_protocol import HEARTBEAT_S
 from lineup.tests.support.agent_view import FINALS, AgentView
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.runtime import CONVERSATION, Runtime
 from lineup.tests.support.shell import connect_shell
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
-from .test_task_dashboard_e2e import GREETING, WAIT_MS, WAIT_S, open_shell, tabs
+from .test_task_dashboard_e2e import GREETING, WAIT_MS, WAIT_S, tabs
 
 RESULT: Final = "lineup.v1.tool.result"
 CHOICE: Final = {
@@ -54,12 +55,9 @@ def card(p: Page, place: str = "timeline") -> Locator:
 async def started(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> tuple[Runtime, AgentView, str]:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
-    return runtime, agent, await agent.inventory()
+    return await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, chat_alone=True
+    )
 
 
 async def ask(
@@ -181,14 +179,19 @@ async def open_task(agent: AgentView, revision: str, call_id: str = "open-1") ->
     )
 
 
-async def test_a_question_in_the_apps_sub_session_overlays_it_and_is_answered_from_the_im(
-    nursery: trio.Nursery, data_dir: Path, page: ShellPage
-) -> None:
-    _runtime, agent, revision = await started(nursery, data_dir, page)
+async def task_shown(agent: AgentView, revision: str, page: ShellPage) -> None:
+    """`open_task`, then the Shell shows the Task Dashboard."""
     await open_task(agent, revision)
     await page.run(
         lambda p: expect(p.get_by_test_id("task-dashboard")).to_be_visible(timeout=WAIT_MS)
     )
+
+
+async def test_a_question_in_the_apps_sub_session_overlays_it_and_is_answered_from_the_im(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    _runtime, agent, revision = await started(nursery, data_dir, page)
+    await task_shown(agent, revision, page)
     context = {"app_session_id": "lu:app_session:task-dashboard:open-1"}
     await ask(
         agent, revision, "interaction.confirm", {**CONFIRM, "app_session_context": context}, "c-in"

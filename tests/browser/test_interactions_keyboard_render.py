@@ -14,6 +14,8 @@ from typing import Any, Final
 
 from playwright.sync_api import Locator, Page, expect
 
+from lineup.tests.support.browser import open_shell
+
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
 from .test_interactions_render import (
@@ -25,7 +27,7 @@ from .test_interactions_render import (
     interactions,
     task_view,
 )
-from .test_shell_render import CHAT, chat_view, open_shell
+from .test_shell_render import CHAT, chat_view
 
 MAX_TABS: Final = 40  # more than every focusable element of these pages
 # What the browser draws around an element: the outline (with its computed width and colour)

@@ -12,9 +12,11 @@ from typing import Any
 import trio
 from playwright.sync_api import Locator, Page, expect
 
+from lineup.tests.support.browser import open_shell
+
 from ._fake_hostbridge import FakeHostbridge, ShellConnection
 from .conftest import ShellPage
-from .test_shell_render import CHAT, chat_view, message, open_shell
+from .test_shell_render import CHAT, chat_view, message
 
 TASK = "task-dashboard:call-1"
 SESSION = f"lu:app_session:{TASK}"

@@ -16,7 +16,12 @@ import trio
 from playwright.sync_api import Locator, Page, expect
 
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.runtime import (
+    Runtime,
+    agent_client,
+    start_runtime,
+    task_moved_to,
+)
 
 from .conftest import ShellPage
 
@@ -51,22 +56,7 @@ async def first_run_with_the_dashboard_at_60(data_dir: Path, page: ShellPage) ->
         agent = AgentView(await agent_client(run, runtime.appserver_url), wait_s=WAIT_S)
         revision = await agent.inventory()
         await page.run(lambda p: p.goto(runtime.shell_url))
-        await agent.client.call_tool(
-            CONVERSATION,
-            "task-dashboard.open",
-            {"task_id": "t1", "title": TITLE},
-            revision,
-            call_id="open-1",
-        )
-        await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
-        await agent.client.call_tool(
-            CONVERSATION,
-            "task-dashboard.update",
-            {"task_id": "t1", "progress": 60},
-            revision,
-            call_id="update-1",
-        )
-        updated = await agent.terminal("update-1")
+        updated = await task_moved_to(agent, revision, TITLE, 60)
         assert updated["type"] == "lineup.v1.tool.result"
         await page.run(lambda p: expect_progress(p, 60))
         run.cancel_scope.cancel()

@@ -14,6 +14,7 @@ from playwright.sync_api import FrameLocator, Page, expect
 
 from lineup.sdk._scaffold import scaffold
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
 
 from .conftest import ShellPage
@@ -34,13 +35,7 @@ async def test_a_scaffolded_surface_does_the_handshake_shows_its_state_and_sends
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
     revision = await agent.inventory()
 
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     await agent.client.call_tool(
         CONVERSATION, "hello-world.hello", {"name": "Ada"}, revision, call_id="hello-1"
     )

@@ -15,6 +15,7 @@ import trio
 from playwright.sync_api import Locator, Page, expect
 
 from lineup.ops.agent import AgentClient
+from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import (
     CONVERSATION,
     Runtime,
@@ -48,10 +49,7 @@ async def open_shell(page: ShellPage, runtime: Runtime, *, greeted: bool = True)
     """Open the printed URL; wait until the runtime is online and the chat can be used."""
 
     def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
+        load_shell(runtime.shell_url, wait_ms=WAIT_MS)(p)
         expect(p.get_by_test_id("composer-input")).to_be_enabled(timeout=WAIT_MS)
         if greeted:
             greeting = messages(p, "agent").filter(has_text=GREETING)

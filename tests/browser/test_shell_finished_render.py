@@ -10,10 +10,11 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from lineup.hostbridge._markdown import markdown_tree
+from lineup.tests.support.browser import open_shell
 
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
-from .test_shell_render import CHAT, chat_view, message, open_shell
+from .test_shell_render import CHAT, chat_view, message
 
 Frame = dict[str, Any]
 TASKS = ("task-dashboard:call-1", "task-dashboard:call-2")

@@ -15,8 +15,9 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.hostbridge._markdown import markdown_tree
+from lineup.tests.support.browser import open_shell
 
-from ._fake_hostbridge import FRAME_TIMEOUT_S, TOKEN_REFUSED, FakeHostbridge, ShellConnection
+from ._fake_hostbridge import FRAME_TIMEOUT_S, TOKEN_REFUSED, FakeHostbridge
 from .conftest import ShellPage
 
 CHAT = "inst-chat-1"
@@ -70,17 +71,6 @@ def apps(foreground: str = CHAT, *, board: bool = False) -> Frame:
             {"instance_id": BOARD, "app_scope": "whiteboard", "title": "Whiteboard", "state": state}
         )
     return {"type": "shell.apps", "foreground": foreground, "instances": instances}
-
-
-async def open_shell(
-    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame | list[Frame]
-) -> ShellConnection:
-    """Load the Shell with the token in the fragment; return its connection after shell.ready."""
-    hostbridge.on_ready = list(snapshot)
-    await page.run(lambda p: p.goto(hostbridge.shell_url()))
-    connection = await hostbridge.next_connection()
-    await connection.expect("shell.ready")
-    return connection
 
 
 async def test_the_timeline_renders_agent_and_user_messages_with_their_states(

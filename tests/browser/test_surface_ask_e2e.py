@@ -12,12 +12,8 @@ from pathlib import Path
 import trio
 from playwright.sync_api import Page, expect
 
-from lineup.tests.e2e.test_surfaces import runtime_with_surface_app
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client
-
 from .conftest import ShellPage
-from .test_surfaces_e2e import WAIT_MS, in_frame, notified
+from .test_surfaces_e2e import WAIT_MS, in_frame, notified, surfacer_opened
 
 APP_CARD = '[data-testid="interaction-card"][data-place="app"]'
 
@@ -25,20 +21,7 @@ APP_CARD = '[data-testid="interaction-card"][data-place="app"]'
 async def test_a_surface_asks_a_confirm_its_card_is_answered_in_the_shell_and_it_hears_the_answer(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await runtime_with_surface_app(nursery, data_dir)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
-    await agent.client.call_tool(
-        CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
-    )
+    _, agent = await surfacer_opened(nursery, data_dir, page)
     with trio.fail_after(WAIT_MS / 1000):
         await agent.terminal("s-open")
     await in_frame(page, "() => window.rpc('ui/initialize', {protocolVersion: '2026-01-26'})")

@@ -12,12 +12,13 @@ waits are Playwright's `expect`, trio waits `bus.until`; no sleeps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import trio
-from playwright.sync_api import Frame, Locator, Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 import lineup.hostbridge._actor as actor_module
 from lineup.actors.focus.messages import SurfaceEventRequest
@@ -33,6 +34,7 @@ from lineup.tests.hostbridge.test_surfaces import (
     SurfaceBus,
     surface_view,
 )
+from lineup.tests.support.browser import ready_frame
 
 from .conftest import ShellPage
 
@@ -90,12 +92,7 @@ async def serve(
     return Served(actor, bus, port, seen)
 
 
-def surface_frame(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector('body[data-ready="1"]', timeout=WAIT_MS)
-    return frame
+surface_frame = partial(ready_frame, ready='body[data-ready="1"]', wait_ms=WAIT_MS)
 
 
 async def open_surface(page: ShellPage, served: Served) -> None:

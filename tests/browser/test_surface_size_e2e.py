@@ -14,14 +14,15 @@ under `fail_after`. No sleeps.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 import trio
 from playwright.sync_api import Frame, Page, ViewportSize
 
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.browser import greeted_in_the_shell, ready_frame
+from lineup.tests.support.runtime import CONVERSATION
 
 from . import test_app_registry_e2e as registry_e2e
 from . import test_whiteboard_e2e as whiteboard_e2e
@@ -29,7 +30,6 @@ from .conftest import ShellPage
 
 WAIT_MS: Final = whiteboard_e2e.WAIT_MS
 WAIT_S: Final = whiteboard_e2e.WAIT_S
-FRAME: Final = '[data-testid="surface-frame"]'
 WIDE: Final[ViewportSize] = {"width": 900, "height": 640}  # the page fixture's
 NARROW: Final[ViewportSize] = {"width": 640, "height": 640}
 EXTRA_PX: Final = 900  # content added to a page, then taken away
@@ -37,12 +37,7 @@ EXTRA_PX: Final = 900  # content added to a page, then taken away
 FITS: Final = "Math.abs(innerHeight - document.documentElement.getBoundingClientRect().height) <= 1"
 
 
-def surface_frame(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector('body[data-state="ready"]', timeout=WAIT_MS)
-    return frame
+surface_frame = partial(ready_frame, ready='body[data-state="ready"]', wait_ms=WAIT_MS)
 
 
 def fits(frame: Frame, condition: str = "true", height: float = 0) -> float:
@@ -85,21 +80,10 @@ def shrinks_with_a_narrower_shell(p: Page) -> None:
 async def test_the_whiteboards_frame_shrinks_with_a_narrower_shell_and_less_content(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, whiteboard_e2e.GREETING)
-    await page.run(whiteboard_e2e.open_shell(runtime.shell_url))
-    revision = await agent.inventory()
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION,
-            "whiteboard.open",
-            {"board_id": "sizes", "title": whiteboard_e2e.TITLE},
-            revision,
-            call_id="open-1",
-        )
-    await page.run(whiteboard_e2e.in_front)
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, whiteboard_e2e.GREETING, wait_ms=whiteboard_e2e.WAIT_MS
+    )
+    await whiteboard_e2e.open_board(agent, revision, page, board_id="sizes")
     await page.run(shrinks_with_a_narrower_shell)
     await page.run(follows_its_content)
     assert page.off_loopback() == [], "a request left 127.0.0.1"
@@ -109,12 +93,9 @@ async def test_the_whiteboards_frame_shrinks_with_a_narrower_shell_and_less_cont
 async def test_the_app_registrys_frame_shrinks_with_less_content(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, registry_e2e.GREETING)
-    await page.run(registry_e2e.open_shell(runtime.shell_url))
-    revision = await agent.inventory()
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, registry_e2e.GREETING, wait_ms=registry_e2e.WAIT_MS
+    )
     with trio.fail_after(WAIT_S):
         await agent.client.call_tool(
             CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"

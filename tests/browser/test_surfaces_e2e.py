@@ -20,7 +20,8 @@ from playwright.sync_api import Frame, Page, expect
 
 from lineup.tests.e2e.test_surfaces import INSTANCE, SID, runtime_with_surface_app
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.browser import load_shell, ready_frame
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client
 
 from .conftest import ShellPage
 from .test_surface_render import ESCAPES
@@ -52,12 +53,25 @@ CLIENT: Final = """() => {
 
 
 def surface_frame(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector("#surface", timeout=WAIT_MS)
+    frame = ready_frame(p, ready="#surface", wait_ms=WAIT_MS)
     frame.evaluate(CLIENT)
     return frame
+
+
+async def surfacer_opened(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> tuple[Runtime, AgentView]:
+    """The runtime with the Surface test app, the Shell loaded, and the Agent's `surfacer.open`
+    (call `s-open`) sent."""
+    runtime = await runtime_with_surface_app(nursery, data_dir)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
+    await agent.client.call_tool(
+        CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
+    )
+    return runtime, agent
 
 
 async def in_frame(page: ShellPage, script: str, arg: Any = None) -> Any:
@@ -78,23 +92,10 @@ async def notified(page: ShellPage, method: str, test: str) -> dict[str, Any]:
     return await page.run(wait)
 
 
-async def test_a_surface_runs_its_bridge_against_the_real_runtime_and_stays_in_its_sandbox(  # noqa: PLR0915
+async def test_a_surface_runs_its_bridge_against_the_real_runtime_and_stays_in_its_sandbox(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await runtime_with_surface_app(nursery, data_dir)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-
-    def load(p: Page) -> None:
-        p.goto(runtime.shell_url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-
-    await page.run(load)
-    await agent.client.call_tool(
-        CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
-    )
+    runtime, agent = await surfacer_opened(nursery, data_dir, page)
 
     def mounted(p: Page) -> None:
         surface = p.get_by_test_id("surface")

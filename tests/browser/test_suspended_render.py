@@ -8,9 +8,11 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from lineup.tests.support.browser import open_shell
+
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
-from .test_shell_render import CHAT, chat_view, open_shell
+from .test_shell_render import CHAT, chat_view
 
 TASK = "task-dashboard:open-1"
 

@@ -8,15 +8,15 @@ AppServer run under `fail_after(WAIT_S)`. No sleeps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 import trio
 from playwright.sync_api import Locator, Page, expect
 
-from lineup.tests.support.agent_view import FINALS, AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.agent_view import FINALS
+from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 
@@ -29,21 +29,6 @@ RESULT: Final = "lineup.v1.tool.result"
 
 def tabs(p: Page) -> Locator:
     return p.get_by_test_id("app-switcher").get_by_test_id("app-tab")
-
-
-def open_shell(url: str) -> Callable[[Page], None]:
-    """Load the printed URL; wait until the runtime is online and the chat shows the greeting."""
-
-    def load(p: Page) -> None:
-        p.goto(url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-        expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
-        expect(p.get_by_test_id("message")).to_have_count(1, timeout=WAIT_MS)
-        expect(p.get_by_test_id("message-body")).to_have_text(GREETING, timeout=WAIT_MS)
-
-    return load
 
 
 def expect_dashboard_in_front(p: Page) -> None:
@@ -101,13 +86,9 @@ def expect_chat_back_with_its_timeline(p: Page) -> None:
 async def test_the_agent_opens_updates_and_the_user_finishes_and_closes_the_task_dashboard(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
-
-    revision = await agent.inventory()
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, chat_alone=True
+    )
     with trio.fail_after(WAIT_S):
         await agent.client.call_tool(
             CONVERSATION,

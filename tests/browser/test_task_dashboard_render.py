@@ -15,8 +15,9 @@ from typing import Any, Final
 from playwright.sync_api import Page, expect
 
 from lineup.hostbridge._markdown import markdown_tree
+from lineup.tests.support.browser import open_shell
 
-from ._fake_hostbridge import FakeHostbridge, ShellConnection
+from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
 
 WAIT_MS: Final = 5_000
@@ -111,17 +112,6 @@ def ui_event(kind: str) -> Frame:
 
 def intent(name: str, instance_id: str) -> Frame:
     return {"type": "ui.intent", "intent": name, "instance_id": instance_id}
-
-
-async def open_shell(
-    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: Frame | list[Frame]
-) -> ShellConnection:
-    """Load the Shell; return its connection once it said shell.ready (and got `snapshot`)."""
-    hostbridge.on_ready = list(snapshot)
-    await page.run(lambda p: p.goto(hostbridge.shell_url()))
-    connection = await hostbridge.next_connection()
-    await connection.expect("shell.ready")
-    return connection
 
 
 def assert_no_csp_violations(p: Page) -> None:

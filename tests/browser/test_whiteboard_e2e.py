@@ -25,6 +25,7 @@ import trio
 from playwright.sync_api import Frame, Locator, Page, expect
 
 from lineup.tests.support.agent_view import FINALS, AgentView
+from lineup.tests.support.browser import greeted_in_the_shell, ready_frame
 from lineup.tests.support.runtime import (
     CONVERSATION,
     agent_client,
@@ -88,11 +89,7 @@ def card(p: Page, place: str) -> Locator:
 def board_frame(p: Page) -> Frame:
     """The Surface's frame once its board is connected (handshake and subscription done)."""
     expect(p.locator(FRAME)).to_have_count(1, timeout=WAIT_MS)
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector('body[data-state="ready"]', timeout=WAIT_MS)
-    return frame
+    return ready_frame(p, ready='body[data-state="ready"]', wait_ms=WAIT_MS)
 
 
 def board_body(p: Page) -> Locator:
@@ -104,17 +101,6 @@ def expect_saved(p: Page, items: int) -> None:
     body = board_body(p)
     expect(body).to_have_attribute("data-items", str(items), timeout=WAIT_MS)
     expect(body).to_have_attribute("data-pending", "0", timeout=WAIT_MS)
-
-
-def open_shell(url: str) -> Callable[[Page], None]:
-    def load(p: Page) -> None:
-        p.goto(url)
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
-            "data-state", "online", timeout=WAIT_MS
-        )
-        expect(p.get_by_test_id("message-body")).to_have_text(GREETING, timeout=WAIT_MS)
-
-    return load
 
 
 def draw(points: list[tuple[int, int]], *, up: bool = True) -> Callable[[Page], None]:
@@ -136,6 +122,30 @@ def in_front(p: Page) -> None:
     # The tab is the instance's (the app's title); the board's title is in the Surface.
     expect(tabs(p)).to_have_text(["Chat", "Whiteboard"], timeout=WAIT_MS)
     expect(board_body(p).locator("#board-title")).to_have_text(TITLE, timeout=WAIT_MS)
+
+
+async def open_board(
+    agent: AgentView, revision: str, page: ShellPage, board_id: str = "kitchen"
+) -> None:
+    """The Agent opens a board (call `open-1`, which runs until the board ends); the Shell shows
+    it in front."""
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION,
+            "whiteboard.open",
+            {"board_id": board_id, "title": TITLE},
+            revision,
+            call_id="open-1",
+        )
+    await page.run(in_front)
+
+
+async def draw_a_stroke(page: ShellPage) -> int:
+    """The user draws a stroke and sees it saved; answers the revision it was saved at."""
+    await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
+    await page.run(lambda p: expect_saved(p, 1))
+    drawn: int = await page.run(revision_of)
+    return drawn
 
 
 def reload_restores(p: Page) -> None:
@@ -202,27 +212,13 @@ def chat_back_with_the_sub_session_folded(p: Page) -> None:
 async def test_the_user_draws_a_board_that_survives_reload_and_a_crash_and_submits_it(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
-
-    revision = await agent.inventory()
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION,
-            "whiteboard.open",
-            {"board_id": "kitchen", "title": TITLE},
-            revision,
-            call_id="open-1",
-        )
-    await page.run(in_front)
+    runtime, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS
+    )
+    await open_board(agent, revision, page)
 
     # Draw: the stroke is drawn in the frame at once and acknowledged by a revision.
-    await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
-    await page.run(lambda p: expect_saved(p, 1))
-    drawn: int = await page.run(revision_of)
+    drawn = await draw_a_stroke(page)
     assert drawn >= 2  # the open wrote the empty board, a patch the stroke
 
     # A reload of the Shell mounts the Surface again on the board as it was.
@@ -292,21 +288,10 @@ def keep_drawing(p: Page) -> None:
 async def test_the_board_is_usable_by_keyboard_and_a_declined_agent_submit_keeps_it(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_S)
-    with trio.fail_after(WAIT_S):
-        await agent.client.say(CONVERSATION, GREETING)
-    await page.run(open_shell(runtime.shell_url))
-    revision = await agent.inventory()
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION,
-            "whiteboard.open",
-            {"board_id": "kitchen", "title": TITLE},
-            revision,
-            call_id="open-1",
-        )
-    await page.run(in_front)
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS
+    )
+    await open_board(agent, revision, page)
     await page.run(keyboard_text_box_then_undo)
 
     # The Agent submits; the user keeps drawing: the call fails, the board stays open.
@@ -334,24 +319,11 @@ async def first_run_with_one_stroke(data_dir: Path, page: ShellPage) -> int:
     """One `lineup run`: the Agent opens a board, the user draws a stroke and sees it saved;
     then the runtime is stopped. Answers the revision the stroke was saved at."""
     async with trio.open_nursery() as run:
-        runtime = await start_runtime(run, data_dir, demo_agent=False)
-        agent = AgentView(await agent_client(run, runtime.appserver_url), wait_s=WAIT_S)
-        with trio.fail_after(WAIT_S):
-            await agent.client.say(CONVERSATION, GREETING)
-        await page.run(open_shell(runtime.shell_url))
-        revision = await agent.inventory()
-        with trio.fail_after(WAIT_S):
-            await agent.client.call_tool(
-                CONVERSATION,
-                "whiteboard.open",
-                {"board_id": "kitchen", "title": TITLE},
-                revision,
-                call_id="open-1",
-            )
-        await page.run(in_front)
-        await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
-        await page.run(lambda p: expect_saved(p, 1))
-        drawn: int = await page.run(revision_of)
+        _, agent, revision = await greeted_in_the_shell(
+            run, data_dir, page, GREETING, wait_ms=WAIT_MS
+        )
+        await open_board(agent, revision, page)
+        drawn = await draw_a_stroke(page)
         run.cancel_scope.cancel()
     return drawn
 

@@ -12,13 +12,15 @@ Surface shows the outcome. Browser waits are Playwright's auto-waiting `expect` 
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 import apsw
 import trio
-from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import Page, expect
 
+from lineup.tests.support.browser import ready_frame
 from lineup.tests.support.runtime import start_runtime
 
 from .conftest import ShellPage
@@ -46,12 +48,7 @@ DRAW: Final = """
 """
 
 
-def board_frame(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    frame.wait_for_selector('body[data-state="ready"]', timeout=WAIT_MS)
-    return frame
+board_frame = partial(ready_frame, ready='body[data-state="ready"]', wait_ms=WAIT_MS)
 
 
 def stored_artifact(data_dir: Path, artifact_id: str) -> tuple[str, int, str, str]:

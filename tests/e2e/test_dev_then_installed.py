@@ -7,11 +7,8 @@ runtime prints, each bounded; no sleeps."""
 
 from __future__ import annotations
 
-import functools
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,26 +16,11 @@ import trio
 
 from lineup.sdk.bundle import SigningKey
 from lineup.tests.support.bundles import build_bundle, trust
-from lineup.tests.support.process import LineupProcess
+from lineup.tests.support.process import LineupProcess, run_app
 from lineup.tests.support.reload_app import SCOPE, write_dev_app
 
 KEY = SigningKey(b"\x0d" * 32)
 WAIT = 30.0
-
-
-def lineup_app(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lineup", "app", *args, "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-
-
-async def run_app(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return await trio.to_thread.run_sync(functools.partial(lineup_app, *args, data_dir=data_dir))
 
 
 async def listed(data_dir: Path) -> dict[str, Any] | None:

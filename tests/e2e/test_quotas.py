@@ -16,10 +16,8 @@ from lineup.actors.focus._actor import MAX_OPENED_PER_APP
 from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.actors.kernel.audit import REFUSAL_ROWS_PER_WINDOW, SUPPRESSED
 from lineup.actors.router._progress import PROGRESS_RATE
-from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.flood_app import OPENS, Flood
-from lineup.tests.support.runtime import agent_client, start_runtime_with_app
-from lineup.tests.support.shell import connect_shell
+from lineup.tests.support.runtime import shell_and_agent, start_runtime_with_app
 from lineup.tests.support.tree import attach, audit_rows
 
 from .test_tools import WAIT, Scene
@@ -29,9 +27,8 @@ FLOODER = "miniapp:flood"
 
 async def flood_scene(nursery: trio.Nursery, data_dir: Path) -> Scene:
     runtime = await start_runtime_with_app(nursery, data_dir, Flood, title="Flood")
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    return Scene(runtime, shell, agent, await agent.inventory(), nursery)
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
+    return Scene(runtime, shell, agent, revision, nursery)
 
 
 async def kept_serving(s: Scene, call_id: str) -> None:

@@ -10,7 +10,13 @@ from typing import Any
 import trio
 
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    Runtime,
+    agent_client,
+    start_runtime,
+    task_moved_to,
+)
 from lineup.tests.support.shell import ShellClient, connect_shell
 
 WAIT = 20.0
@@ -38,22 +44,7 @@ async def run_and_stop_with_a_dashboard_open(data_dir: Path) -> None:
         runtime = await start_runtime(first, data_dir, demo_agent=False)
         agent = AgentView(await agent_client(first, runtime.appserver_url))
         revision = await agent.inventory()
-        await agent.client.call_tool(
-            CONVERSATION,
-            "task-dashboard.open",
-            {"task_id": "t1", "title": "Survive a restart"},
-            revision,
-            call_id="open-1",
-        )
-        await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
-        await agent.client.call_tool(
-            CONVERSATION,
-            "task-dashboard.update",
-            {"task_id": "t1", "progress": 40},
-            revision,
-            call_id="update-1",
-        )
-        await agent.terminal("update-1")
+        await task_moved_to(agent, revision, "Survive a restart", 40)
         first.cancel_scope.cancel()
 
 

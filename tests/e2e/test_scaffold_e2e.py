@@ -10,9 +10,7 @@ import trio
 
 from lineup.sdk import card
 from lineup.sdk._scaffold import scaffold
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
-from lineup.tests.support.shell import connect_shell
+from lineup.tests.support.runtime import CONVERSATION, shell_and_agent, start_runtime
 
 WAIT = 20.0
 
@@ -23,9 +21,7 @@ async def test_a_scaffolded_dev_app_answers_the_agent_and_shows_its_card_in_the_
     folder = scaffold("hello-world", data_dir / "apps")[0].parent
     runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, dev_apps=(folder,))
     assert runtime.supervisor.info["dev_apps"] == "hello-world"
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(
         CONVERSATION, "hello-world.hello", {"name": "Ada"}, revision, call_id="hello-1"
     )

@@ -10,14 +10,12 @@ import trio
 from lineup.actors.focus.messages import InstanceReply, UiIntentRequest
 from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.tests.e2e.test_im_link import texts
-from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import (
     CONVERSATION,
     Runtime,
-    agent_client,
+    shell_and_agent,
     start_runtime_with_app,
 )
-from lineup.tests.support.shell import connect_shell
 from lineup.tests.support.strict_json_app import StrictJson
 from lineup.tests.support.tree import attach, audit_rows
 
@@ -30,9 +28,7 @@ async def test_the_session_data_of_an_ended_instance_is_not_found_for_get_subscr
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     runtime = await runtime_with_probe(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
 
     async def run(call_id: str, **arguments: str) -> None:
         await agent.client.call_tool(
@@ -67,9 +63,7 @@ async def test_a_live_instance_reads_and_writes_its_own_session_data(
     """The refusal above is about ending, not about naming: the same requests for a live
     instance of the app are answered."""
     runtime = await runtime_with_probe(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(
         CONVERSATION, "probe.run", {"mode": "ok"}, revision, call_id="p-open"
     )
@@ -100,9 +94,7 @@ async def test_session_data_with_nan_infinity_or_a_lone_surrogate_is_refused_nev
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     runtime = await runtime_with_strict_app(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(
         CONVERSATION, "strict.run", {"mode": "session"}, revision, call_id="s-1"
     )
@@ -121,9 +113,7 @@ async def test_a_raw_bus_frame_with_nan_is_frame_malformed_and_the_runtime_serve
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     runtime = await runtime_with_strict_app(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(
         CONVERSATION, "strict.run", {"mode": "raw_frame"}, revision, call_id="s-raw"
     )

@@ -19,7 +19,7 @@ from lineup.hostbridge._server import HANDSHAKE_REFUSED
 from lineup.hostbridge.shell_protocol import MAX_SHELL_FRAME_BYTES
 from lineup.supervisor import Supervisor
 from lineup.tests.support.runtime import start_runtime
-from lineup.tests.support.shell import connect_shell
+from lineup.tests.support.shell import connect_shell, send_and_drain
 from lineup.tests.support.tree import attach, audit_rows
 
 WAIT: Final = 15.0
@@ -40,18 +40,6 @@ def _upgrade(port: int, token: str | None) -> bytes:
         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
     ).encode()
-
-
-async def _send_and_drain(port: int, data: bytes) -> None:
-    """One write, then read until the server closes the connection."""
-    with trio.fail_after(WAIT):
-        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
-            await stream.send_all(data)
-            try:
-                while await stream.receive_some(65536):
-                    pass
-            except trio.BrokenResourceError:
-                pass  # reset by the server: just as closed
 
 
 def _hostbridge(supervisor: Supervisor) -> tuple[int | None, int]:
@@ -75,7 +63,7 @@ async def test_tokenless_upgrades_pipelined_with_a_close_frame_or_a_get_cost_onl
     before = _hostbridge(runtime.supervisor)
     pipelined_get = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
     for n in range(ATTACKS):
-        await _send_and_drain(port, _upgrade(port, None) + (CLOSE_FRAME, pipelined_get)[n % 2])
+        await send_and_drain(port, _upgrade(port, None) + (CLOSE_FRAME, pipelined_get)[n % 2], WAIT)
     await _still_serves_a_shell(nursery, runtime.shell_url)
     assert _hostbridge(runtime.supervisor) == before
     assert before[1] == 0
@@ -90,8 +78,8 @@ async def test_refused_handshakes_are_audited_at_a_bounded_rate_and_every_one_is
         f"Origin: http://127.0.0.1:{port}".encode(), b"Origin: http://evil.example"
     )
     for n in range(ATTACKS):
-        await _send_and_drain(port, _upgrade(port, None if n % 2 else "not-the-token"))
-        await _send_and_drain(port, foreign)
+        await send_and_drain(port, _upgrade(port, None if n % 2 else "not-the-token"), WAIT)
+        await send_and_drain(port, foreign, WAIT)
     auditor = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
 
     def accounted(rows: tuple[object, ...]) -> int:

@@ -10,9 +10,8 @@ from typing import Any
 
 import trio
 
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client
-from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.runtime import CONVERSATION, shell_and_agent
+from lineup.tests.support.shell import ShellClient
 
 from .test_surfaces import INSTANCE, SID, WAIT, runtime_with_surface_app, wait_view
 
@@ -72,9 +71,7 @@ async def test_a_surfaces_question_is_its_apps_own_answered_in_the_shell_and_tol
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     runtime = await runtime_with_surface_app(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(
         CONVERSATION, "surfacer.open", {"mode": "open"}, revision, call_id="s-open"
     )

@@ -20,15 +20,14 @@ from lineup.actors.focus.messages import (
 )
 from lineup.actors.kernel import ActorKind, Bus, Envelope, ErrorCode, Identity, LineUpError
 from lineup.hostbridge.messages import SessionDataUpdatedEvent
-from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import (
     CONVERSATION,
     Runtime,
-    agent_client,
     kill_and_wait_restarted,
+    shell_and_agent,
     start_runtime,
 )
-from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.shell import ShellClient
 from lineup.tests.support.surface_app import SurfaceApp
 
 WAIT = 20.0
@@ -97,9 +96,7 @@ async def test_a_surface_carries_events_and_session_data_both_ways_and_outlives_
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     runtime = await runtime_with_surface_app(nursery, data_dir)
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
 
     async def call(call_id: str, **arguments: str) -> dict[str, Any]:
         await agent.client.call_tool(

@@ -35,10 +35,11 @@ from lineup.tests.support.runtime import (
     Runtime,
     agent_client,
     kill_and_wait_restarted,
+    shell_and_agent,
     start_runtime,
     start_runtime_with_app,
 )
-from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
+from lineup.tests.support.shell import ShellClient, tree_text
 from lineup.tests.support.tree import attach, audit_rows
 
 WAIT = 20.0
@@ -107,9 +108,8 @@ async def scene(nursery: trio.Nursery, data_dir: Path, *, probe: bool = False) -
         if probe
         else await start_runtime(nursery, data_dir, demo_agent=False)
     )
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    return Scene(runtime, shell, agent, await agent.inventory(), nursery)
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
+    return Scene(runtime, shell, agent, revision, nursery)
 
 
 def foreground(shell: ShellClient) -> str | None:
@@ -815,9 +815,7 @@ async def test_a_dev_app_from_a_folder_runs_sandboxed_and_is_marked_as_dev(
     assert app_cli(["manifest", str(folder), "--out", str(folder / "manifest.json")]) == 0
     runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, dev_apps=(folder,))
     assert runtime.supervisor.info["dev_apps"] == "hello"
-    shell = await connect_shell(nursery, runtime.shell_url)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(
         CONVERSATION, "hello.greet", {"name": "dev"}, revision, call_id="h-1"
     )

@@ -14,6 +14,7 @@ from lineup.hostbridge._listener import serve
 from lineup.hostbridge._refusals import RefusalLog
 from lineup.hostbridge._server import HANDSHAKE_REFUSED, ShellAccess, ShellHub, _listen, build_app
 from lineup.hostbridge.shell_protocol import ShellAction, ShellOutbound
+from lineup.tests.support.shell import send_and_drain
 
 # ---------------------------------------------------------------------- the log
 
@@ -70,17 +71,6 @@ async def _no_inbound(frame: ShellAction) -> None:
     raise AssertionError("nothing should get through")
 
 
-async def _send_and_drain(port: int, data: bytes) -> None:
-    with trio.fail_after(10):
-        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
-            await stream.send_all(data)
-            try:
-                while await stream.receive_some(65536):
-                    pass
-            except trio.BrokenResourceError:
-                pass
-
-
 async def test_refused_handshakes_and_h11_errors_are_audited_by_kind_and_logged_without_spam(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -108,9 +98,9 @@ async def test_refused_handshakes_and_h11_errors_are_audited_by_kind_and_logged_
             # Without a token, pipelined with a close frame or a GET: h11 raises on each.
             tail = (CLOSE_FRAME, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
             upgrade = UPGRADE.format(query="", port=port, origin=ours).encode()
-            await _send_and_drain(port, upgrade + tail[n % 2])
+            await send_and_drain(port, upgrade + tail[n % 2], 10)
             bad_origin = UPGRADE.format(query="?token=the-token", port=port, origin=foreign)
-            await _send_and_drain(port, bad_origin.encode())
+            await send_and_drain(port, bad_origin.encode(), 10)
         nursery.cancel_scope.cancel()
 
     assert refusals.count(("ws.token", HANDSHAKE_REFUSED, "permission_denied")) == attacks

@@ -4,27 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 
 from lineup.actors.focus._stack import RECOVERY_INSTANCE
 from lineup.miniapps import catalogue
-
-SUBPROCESS_TIMEOUT = 60
+from lineup.tests.support.process import modules_after
 
 
 def test_importing_the_catalogue_imports_no_app_code_and_no_runtime() -> None:
-    code = (
-        "import json, sys\nimport lineup.miniapps.catalogue\nprint(json.dumps(sorted(sys.modules)))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=SUBPROCESS_TIMEOUT,
-    )
-    loaded = {m for m in json.loads(done.stdout) if m.startswith("lineup.")}
+    loaded = {
+        m for m in modules_after("import lineup.miniapps.catalogue") if m.startswith("lineup.")
+    }
     assert loaded == {"lineup.miniapps", "lineup.miniapps.catalogue"}
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from lineup.sdk.bundle import PublicKey, SigningKey, read_header
 from lineup.sdk.trust import TRUSTED_KEYS_FILE, TrustStore, default_data_dir
 from lineup.supervisor.cli import default_data_dir as runtime_default_data_dir
+from lineup.tests.support import process
 
 APP = """
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,15 +39,7 @@ class Pinger(MiniApp):
 def lineup_app(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "lineup", "app", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    result = process.lineup_app(*args, cwd=cwd, env=env, timeout=30)
     assert "Traceback" not in result.stderr
     return result
 

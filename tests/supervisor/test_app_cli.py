@@ -4,16 +4,12 @@ real subprocesses against the real `lineup run`."""
 
 from __future__ import annotations
 
-import functools
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 from pydantic import ValidationError
 
 from lineup.actors.kernel.control import (
@@ -25,22 +21,7 @@ from lineup.sdk.bundle import SigningKey
 from lineup.sdk.protocol import AppOperationInfo
 from lineup.supervisor._app_cli import EXIT_USAGE, main, outcome_line
 from lineup.tests.support.bundles import build_bundle, trust
-from lineup.tests.support.process import LineupProcess
-
-
-def lineup_app(
-    *args: str, data_dir: Path, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lineup", "app", *args, "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        check=False,
-    )
-
+from lineup.tests.support.process import lineup_app, run_app, start_lineup_run
 
 # ---------------------------------------------------------------------------------- requests
 
@@ -143,32 +124,12 @@ def test_install_of_no_file_or_another_scheme_is_a_usage_error(data_dir: Path, s
 
 
 def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "lineup", "app", "manifest", "lineup.miniapps.task_dashboard"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = lineup_app("manifest", "lineup.miniapps.task_dashboard", timeout=60)
     assert result.returncode == 0, result.stderr
     assert '"app_scope": "task-dashboard"' in result.stdout
 
 
 # ------------------------------------------------------------------------------ a real runtime
-
-
-async def start_runtime(data_dir: Path) -> LineupProcess:
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
-    with trio.fail_after(30):
-        await process.wait_for_line("lineup: open the Shell: ")
-    return process
-
-
-async def run_app(
-    *args: str, data_dir: Path, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    call = functools.partial(lineup_app, *args, data_dir=data_dir, cwd=cwd)
-    return await trio.to_thread.run_sync(call)
 
 
 async def list_json(data_dir: Path) -> dict[str, Any]:
@@ -267,7 +228,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
     good.write_bytes(build_bundle(tmp_path / "good", key, scope="deliver", version="1.0"))
     untrusted = tmp_path / "deliver-untrusted.lineup"
     untrusted.write_bytes(build_bundle(tmp_path / "bad", stranger, scope="deliver", version="1.0"))
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     try:
         refused = await run_app("install", str(untrusted), data_dir=data_dir)
         assert refused.returncode == 1

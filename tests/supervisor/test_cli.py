@@ -14,7 +14,13 @@ import pytest
 import trio
 
 from lineup.supervisor.cli import EXIT_USAGE, PASSWORD_ENV
-from lineup.tests.support.process import LineupProcess, lineup_status, pid_alive, wait_pid_gone
+from lineup.tests.support.process import (
+    LineupProcess,
+    lineup_status,
+    pid_alive,
+    start_lineup_run,
+    wait_pid_gone,
+)
 
 ACTORS = [
     "store",
@@ -30,17 +36,6 @@ ACTORS = [
 
 
 AFTER_READY = "demo-agent"  # started once the tree is ready: nothing of the runtime waits for it
-
-
-async def start_runtime(data_dir: Path) -> LineupProcess:
-    """`lineup run`, once it is ready and its demo Agent too."""
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
-    with trio.fail_after(30):
-        await process.wait_for_line("lineup: open the Shell: ")
-        agent = f"lineup: {AFTER_READY} ready "
-        if not any(line.startswith(agent) for line in process.lines):
-            await process.wait_for_line(agent)
-    return process
 
 
 def pid_of(document: dict[str, object], key: str) -> int:
@@ -63,7 +58,7 @@ def title(pid: int) -> str:
 
 
 async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data_dir: Path) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     try:
         # Each child once, all but the demo Agent before the tree's own line, in any order, as
         # most start together; the demo Agent after it.
@@ -96,7 +91,7 @@ async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data
 async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_an_object(
     data_dir: Path,
 ) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     try:
         document = lineup_status(data_dir)
     finally:
@@ -156,7 +151,7 @@ async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_
 
 
 async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_dir: Path) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     try:
         result = await trio.run_process(
             [sys.executable, "-m", "lineup", "status", "--data-dir", str(data_dir)],
@@ -178,7 +173,7 @@ async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_
 
 
 async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Path) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     try:
         document = lineup_status(data_dir)
         children = document["children"]
@@ -208,7 +203,7 @@ async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Pat
 async def test_a_stop_signal_shuts_the_tree_down_cleanly_and_leaves_no_process(
     data_dir: Path, sig: int
 ) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     pids = tree_pids(data_dir)
     process.signal(sig)
     with trio.fail_after(2):  # the issue's bound for a clean shutdown
@@ -220,7 +215,7 @@ async def test_a_stop_signal_shuts_the_tree_down_cleanly_and_leaves_no_process(
 
 
 async def test_a_sigkill_of_the_supervisor_leaves_no_process_of_the_tree(data_dir: Path) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     pids = tree_pids(data_dir)
     process.kill()
     await process.wait()
@@ -232,7 +227,7 @@ async def test_a_sigkill_of_the_supervisor_leaves_no_process_of_the_tree(data_di
 
 
 async def test_a_second_run_on_the_same_data_dir_is_refused(data_dir: Path) -> None:
-    first = await start_runtime(data_dir)
+    first = await start_lineup_run(data_dir)
     try:
         second = await LineupProcess.start("run", "--data-dir", str(data_dir))
         with trio.fail_after(30):
@@ -254,7 +249,7 @@ async def test_status_says_not_running_with_exit_code_1(data_dir: Path) -> None:
 
 
 async def test_the_control_socket_and_data_dir_are_owner_only(data_dir: Path) -> None:
-    process = await start_runtime(data_dir)
+    process = await start_lineup_run(data_dir)
     try:
         assert stat.S_IMODE((data_dir / "control.sock").stat().st_mode) == 0o600
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700

@@ -29,9 +29,8 @@ from lineup.sdk.bundle import PublicKey, SigningKey, pack
 from lineup.sdk.manifest import Manifest
 from lineup.sdk.tools import manifest_of
 from lineup.sdk.trust import TrustStore
-from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
-from lineup.tests.support.runtime import Runtime, shared_zygote
+from lineup.tests.support.runtime import Runtime, supervise
 from lineup.tests.support.tree import until_answered
 
 PACKAGE = "deliverapp"
@@ -236,15 +235,7 @@ async def start_delivery(
         replace(spec, config={**spec.config, **focus}) if spec.name == "focus" else spec
         for spec in plan.specs
     ]
-    supervisor = Supervisor(
-        specs,
-        data_dir=data_dir,
-        zygote=shared_zygote(),
-        intensity=Intensity(max_restarts=50, period=10.0),
-        link_wait=plan.link_wait,
-    )
-    supervisor.info.update(plan.info)
-    await nursery.start(supervisor.run)
+    supervisor = await supervise(nursery, plan, data_dir, specs)
     return Runtime(supervisor, plan.shell_url, plan.appserver_url)
 
 

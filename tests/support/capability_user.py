@@ -30,10 +30,9 @@ from lineup.hostbridge.messages import (
 from lineup.sdk import MiniApp
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.tests.support.capability_app import CapAllow, CapApp, CapDeny
-from lineup.tests.support.runtime import Runtime, shared_zygote
+from lineup.tests.support.runtime import Runtime, supervise
 
 WAIT: Final = 20.0
 T = TypeVar("T")
@@ -117,15 +116,7 @@ async def start_with_user(
     )
     plan = plan_runtime(options)
     specs = [spec for spec in plan.specs if spec.name != "hostbridge"]
-    supervisor = Supervisor(
-        specs,
-        data_dir=rt,
-        zygote=shared_zygote(),
-        intensity=Intensity(max_restarts=50, period=10.0),
-        link_wait=plan.link_wait,
-    )
-    supervisor.info.update(plan.info)
-    await nursery.start(supervisor.run)
+    supervisor = await supervise(nursery, plan, rt, specs)
     send, receive = trio.open_memory_channel[Message](1000)
 
     def told(env: Envelope) -> Outcome:

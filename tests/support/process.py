@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -60,6 +61,61 @@ class LineupProcess:
     def kill(self) -> None:
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGKILL)
+
+
+async def start_lineup_run(data_dir: Path) -> LineupProcess:
+    """`lineup run --data-dir DATA_DIR`, once it has printed the Shell's URL (the tree is ready)
+    and its demo Agent, started after that, is ready too; fails after 30 s."""
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    with trio.fail_after(30):
+        await process.wait_for_line("lineup: open the Shell: ")
+        agent = "lineup: demo-agent ready "
+        if not any(line.startswith(agent) for line in process.lines):
+            await process.wait_for_line(agent)
+    return process
+
+
+def lineup_app(
+    *args: str,
+    data_dir: Path | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 150,
+) -> subprocess.CompletedProcess[str]:
+    """`lineup app ARGS` as a user runs it (with `--data-dir` when given, `env` added to this
+    process's environment, no stdin), whatever its exit code; raises only past `timeout` s."""
+    data = ["--data-dir", str(data_dir)] if data_dir is not None else []
+    return subprocess.run(
+        [sys.executable, "-m", "lineup", "app", *args, *data],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=None if env is None else {**os.environ, **env},
+        check=False,
+    )
+
+
+async def run_app(
+    *args: str, data_dir: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`lineup_app` on a worker thread, for trio tests (the runtime it talks to runs meanwhile)."""
+    call = functools.partial(lineup_app, *args, data_dir=data_dir, cwd=cwd)
+    return await trio.to_thread.run_sync(call)
+
+
+def modules_after(statement: str) -> set[str]:
+    """The names in `sys.modules` after a fresh interpreter runs `statement` (within 60 s)."""
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout))
 
 
 def lineup_status(data_dir: Path) -> dict[str, object]:

@@ -12,10 +12,12 @@ from lineup.ops.agent import AgentClient
 from lineup.sdk import MiniApp
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import Intensity, Supervisor
-from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
+from lineup.supervisor import ChildSpec, Intensity, Supervisor
+from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, RuntimePlan, plan_runtime
 from lineup.supervisor._spawn import Zygote
+from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.shell import ShellClient, connect_shell
 
 AGENT_ID = "demo-agent"
 AGENT_SECRET = "demo-secret"
@@ -54,8 +56,21 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
     """Start the tree (embedded AppServer unless `appserver=` is given) and wait until ready."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     plan = plan_runtime(RuntimeOptions(data_dir=data_dir, **options))
+    supervisor = await supervise(nursery, plan, data_dir)
+    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
+
+
+async def supervise(
+    nursery: trio.Nursery,
+    plan: RuntimePlan,
+    data_dir: Path,
+    specs: list[ChildSpec] | None = None,
+) -> Supervisor:
+    """Run `specs` (the plan's own, unless a test changed them) under a supervisor as `lineup
+    run` builds it, but forking from the shared zygote and with room for the restarts tests
+    cause; returns once it is ready."""
     supervisor = Supervisor(
-        plan.specs,
+        plan.specs if specs is None else specs,
         data_dir=data_dir,
         intensity=Intensity(max_restarts=50, period=10.0),
         link_wait=plan.link_wait,
@@ -63,7 +78,7 @@ async def start_runtime(nursery: trio.Nursery, data_dir: Path, **options: Any) -
     )
     supervisor.info.update(plan.info)
     await nursery.start(supervisor.run)
-    return Runtime(supervisor, plan.shell_url, plan.appserver_url)
+    return supervisor
 
 
 async def agent_client(nursery: trio.Nursery, appserver_url: str) -> AgentClient:
@@ -77,6 +92,40 @@ async def _client(appserver_url: str, *, task_status: trio.TaskStatus[AgentClien
         await client.login(AGENT_ID, AGENT_SECRET)
         task_status.started(client)
         await trio.sleep_forever()
+
+
+async def shell_and_agent(
+    nursery: trio.Nursery, runtime: Runtime
+) -> tuple[ShellClient, AgentView, str]:
+    """A Shell connected to `runtime`, then an Agent logged in to its AppServer, and the
+    inventory revision that Agent has read (what its tool calls name)."""
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    return shell, agent, await agent.inventory()
+
+
+async def task_moved_to(
+    agent: AgentView, revision: str, title: str, progress: int
+) -> dict[str, Any]:
+    """The Agent opens task `t1` as `title` (call `open-1`), waits until the dashboard reports
+    that call's progress, then moves the task to `progress` (call `update-1`); answers the
+    update's terminal message."""
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.open",
+        {"task_id": "t1", "title": title},
+        revision,
+        call_id="open-1",
+    )
+    await agent.pull("lineup.v1.tool.progress", lambda m: m["payload"]["call_id"] == "open-1")
+    await agent.client.call_tool(
+        CONVERSATION,
+        "task-dashboard.update",
+        {"task_id": "t1", "progress": progress},
+        revision,
+        call_id="update-1",
+    )
+    return await agent.terminal("update-1")
 
 
 async def messages_at_agent(

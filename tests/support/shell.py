@@ -76,6 +76,19 @@ class ShellClient:
         return {i["id"].removeprefix("agent:") for i in self.timeline() if i["author"] == "agent"}
 
 
+async def send_and_drain(port: int, data: bytes, wait: float) -> None:
+    """Raw bytes to the Shell's socket on 127.0.0.1:`port` in one write, then read until the
+    server closes the connection; fails after `wait` seconds."""
+    with trio.fail_after(wait):
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            await stream.send_all(data)
+            try:
+                while await stream.receive_some(65536):
+                    pass
+            except trio.BrokenResourceError:
+                pass  # reset by the server: just as closed
+
+
 async def _frames(ws: WebSocketConnection) -> Any:
     from trio_websocket import ConnectionClosed
 

@@ -4,7 +4,6 @@ row in one transaction, idempotent, one per instance."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pydantic
@@ -25,19 +24,11 @@ from lineup.actors.store.messages import (
 from lineup.tests.actors.store._harness import (
     StoreHarness,
     in_savepoint,
-    memory_database,
     refusal,
 )
 
 OPENED = "lineup.v1.app_session.opened"
 CLOSED = "lineup.v1.app_session.closed"
-
-
-@pytest.fixture
-def conn() -> Iterator[Connection]:
-    connection = memory_database()
-    yield connection
-    connection.close()
 
 
 def opening(instance: str = "td-1", **fields: Any) -> AppSessionOpenRequest:

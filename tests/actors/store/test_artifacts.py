@@ -5,7 +5,6 @@ nor anything of its content."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,18 +25,10 @@ from lineup.actors.store.messages import (
 from lineup.tests.actors.store._harness import (
     StoreHarness,
     in_savepoint,
-    memory_database,
     refusal,
 )
 
 SHA = "ab" * 32
-
-
-@pytest.fixture
-def conn() -> Iterator[Connection]:
-    connection = memory_database()
-    yield connection
-    connection.close()
 
 
 def making(artifact_id: str = "art_1", **fields: Any) -> ArtifactCreateRequest:

@@ -6,8 +6,6 @@ policy only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import trio
 
@@ -22,14 +20,7 @@ from lineup.actors.store.messages import (
     CapabilityGrantPutReply,
     CapabilityGrantPutRequest,
 )
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, in_savepoint, memory_database
-
-
-@pytest.fixture
-def conn() -> Iterator[Connection]:
-    connection = memory_database()
-    yield connection
-    connection.close()
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, in_savepoint
 
 
 def put(

@@ -10,7 +10,8 @@ own tests at the end, which queue operations before the committer starts instead
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import apsw
@@ -23,13 +24,6 @@ from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Database, open_database
 
 WAIT = 5.0  # seconds any single wait in these tests may take before it counts as a hang
-
-
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = open_database(tmp_path, {})
-    yield database
-    database.close()
 
 
 @pytest.fixture
@@ -80,6 +74,37 @@ class Refused(LineUpError):
     pass
 
 
+# A deferred foreign key is only checked by COMMIT: the one way to make COMMIT itself fail.
+DEFERRED_FOREIGN_KEY = (
+    "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+    "CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+)
+
+
+def orphan(conn: apsw.Connection) -> str:
+    """Runs, but fails the COMMIT of its batch (under DEFERRED_FOREIGN_KEY)."""
+    conn.execute("INSERT INTO child VALUES (42)")
+    return "orphan"
+
+
+def refused_after_writing(conn: apsw.Connection) -> str:
+    conn.execute("INSERT INTO cursors VALUES ('refused', 'v', 0)")
+    raise Refused(ErrorCode.INVALID_ARGUMENTS, "no")
+
+
+async def record(
+    outcomes: dict[str, object],
+    committer: Committer,
+    name: str,
+    op: Callable[[apsw.Connection], str],
+) -> None:
+    """Submit `op`; keep what it answered under `name`: its result, or its error's code."""
+    try:
+        outcomes[name] = await committer.submit(op)
+    except LineUpError as exc:
+        outcomes[name] = exc.code
+
+
 async def test_an_operation_returns_its_result_once_committed(
     committer: Committer, db: Database
 ) -> None:
@@ -120,20 +145,12 @@ async def test_a_failing_operation_fails_only_its_own_request(
     gate = Gate()
     outcomes: dict[str, object] = {}
 
-    def refused_after_writing(conn: apsw.Connection) -> str:
-        conn.execute("INSERT INTO cursors VALUES ('refused', 'v', 0)")
-        raise Refused(ErrorCode.INVALID_ARGUMENTS, "no")
-
     def broken_sql(conn: apsw.Connection) -> str:
         conn.execute("INSERT INTO cursors VALUES ('broken', 'v', 0)")
         conn.execute("INSERT INTO cursors VALUES ('broken', 'again', 0)")  # primary key clash
         return "unreachable"
 
-    async def run(name: str, op: Callable[[apsw.Connection], str]) -> None:
-        try:
-            outcomes[name] = await committer.submit(op)
-        except LineUpError as exc:
-            outcomes[name] = exc.code
+    run = partial(record, outcomes, committer)
 
     with trio.fail_after(WAIT):
         async with trio.open_nursery() as nursery:
@@ -159,18 +176,9 @@ async def test_a_failing_operation_fails_only_its_own_request(
 async def test_a_failed_commit_fails_every_operation_of_its_batch_and_keeps_none_of_them(
     committer: Committer, db: Database
 ) -> None:
-    # A deferred foreign key is only checked by COMMIT: the one way to make COMMIT itself fail.
-    db.conn.execute(
-        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
-        "CREATE TABLE child (parent_id INTEGER"
-        " REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
-    )
+    db.conn.execute(DEFERRED_FOREIGN_KEY)
     gate = Gate()
     codes: list[ErrorCode] = []
-
-    def orphan(conn: apsw.Connection) -> str:
-        conn.execute("INSERT INTO child VALUES (42)")
-        return "orphan"
 
     async def run(op: Callable[[apsw.Connection], str]) -> None:
         with pytest.raises(LineUpError) as caught:
@@ -422,32 +430,16 @@ async def test_inline_what_queued_while_the_committer_was_busy_shares_one_transa
 async def test_inline_a_failing_operation_or_commit_fails_what_it_must_and_nothing_more(
     db: Database, nursery: trio.Nursery
 ) -> None:
-    db.conn.execute(
-        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
-        "CREATE TABLE child (parent_id INTEGER"
-        " REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
-    )
+    db.conn.execute(DEFERRED_FOREIGN_KEY)
     committer = Committer()
     outcomes: dict[str, object] = {}
 
-    def refused(conn: apsw.Connection) -> str:
-        conn.execute("INSERT INTO cursors VALUES ('refused', 'v', 0)")
-        raise Refused(ErrorCode.INVALID_ARGUMENTS, "no")
-
-    def orphan(conn: apsw.Connection) -> str:
-        conn.execute("INSERT INTO child VALUES (42)")  # fails the COMMIT, not the op
-        return "orphan"
-
-    async def run(name: str, op: Callable[[apsw.Connection], str]) -> None:
-        try:
-            outcomes[name] = await committer.submit(op)
-        except LineUpError as exc:
-            outcomes[name] = exc.code
+    run = partial(record, outcomes, committer)
 
     with trio.fail_after(WAIT):
         async with trio.open_nursery() as inner:
             inner.start_soon(run, "a", set_cursor("a"))
-            inner.start_soon(run, "refused", refused)
+            inner.start_soon(run, "refused", refused_after_writing)
             await trio.testing.wait_all_tasks_blocked()
             await nursery.start(committer.run, db.conn)
         assert outcomes == {"a": "a", "refused": ErrorCode.INVALID_ARGUMENTS}

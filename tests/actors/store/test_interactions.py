@@ -6,7 +6,6 @@ outbox's acknowledgement of the call's result settles the interaction in its own
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import apsw
@@ -38,7 +37,6 @@ from lineup.actors.store.tool_calls.machine import ROWS, ToolCallEvent
 from lineup.tests.actors.store._harness import (
     StoreHarness,
     in_savepoint,
-    memory_database,
     refusal,
 )
 
@@ -46,14 +44,6 @@ SECRET = "hunter2-the-question"
 ANSWER_SECRET = "hunter2-the-answer"
 CALL = "call-1"
 ITEM = "ia-1"
-
-
-@pytest.fixture
-def conn() -> Iterator[Connection]:
-    """A migrated in-memory database, each request run in a savepoint as the committer does."""
-    connection = memory_database()
-    yield connection
-    connection.close()
 
 
 def call_step(event: ToolCallEvent, call_id: str = CALL, **fields: Any) -> ToolCallStepRequest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import apsw
@@ -45,13 +45,6 @@ REQUIRED_TABLES = {
 }
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_database(tmp_path, {})
-    yield database
-    database.close()
-
-
 def tables(conn: apsw.Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'").fetchall()
     return {str(name) for (name,) in rows}
@@ -84,14 +77,11 @@ def test_opening_a_migrated_database_again_changes_nothing(tmp_path: Path) -> No
     before = schema(first.conn)
     first.close()
 
-    second = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as second:
         assert schema(second.conn) == before
         assert user_version(second.conn) == LATEST_VERSION
         assert second.conn.execute("SELECT value FROM cursors").fetchall() == [("c1",)]
         assert migrate(second.conn) == LATEST_VERSION  # and once more, explicitly
-    finally:
-        second.close()
 
 
 def test_a_failing_migration_leaves_the_database_at_the_previous_version(db: Database) -> None:
@@ -139,12 +129,9 @@ def test_the_database_runs_in_wal_mode_with_foreign_keys_enforced(db: Database) 
 def test_synchronous_is_normal_unless_the_config_asks_for_full(
     tmp_path: Path, config: dict[str, str], mode: str, pragma: int
 ) -> None:
-    db = open_database(tmp_path, config)
-    try:
+    with closing(open_database(tmp_path, config)) as db:
         assert db.synchronous == mode
         assert db.conn.execute("PRAGMA synchronous").fetchall() == [(pragma,)]
-    finally:
-        db.close()
 
 
 def test_an_unknown_synchronous_setting_is_refused_rather_than_weakened(tmp_path: Path) -> None:
@@ -182,8 +169,7 @@ def test_a_data_dir_that_cannot_hold_a_database_is_reported_as_store_unavailable
 
 def version_1_database(path: Path) -> None:
     """A database as the first release left it: schema 1, with conversation data in it."""
-    conn = apsw.Connection(str(path / DB_FILENAME))
-    try:
+    with closing(apsw.Connection(str(path / DB_FILENAME))) as conn:
         assert migrate(conn, MIGRATIONS[:1]) == 1
         conn.execute(
             "INSERT INTO conversations VALUES ('conv-1', NULL, 0, 0);"
@@ -203,8 +189,6 @@ def version_1_database(path: Path) -> None:
             "        ('m-a', 'conv-1', 'outbound', 'lineup.v1.text', 'chat', 'o-a', NULL,"
             "         'pending', '{\"n\":1}', 1)"
         )
-    finally:
-        conn.close()
 
 
 def test_migration_2_gives_old_messages_seqs_in_time_order_and_the_states_of_their_rows(
@@ -212,8 +196,7 @@ def test_migration_2_gives_old_messages_seqs_in_time_order_and_the_states_of_the
 ) -> None:
     version_1_database(tmp_path)
 
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         assert db.schema_version == LATEST_VERSION >= 2
         rows = db.conn.execute(
             "SELECT seq, message_id, direction, kind, app_scope, state, remote_seq, body"
@@ -221,8 +204,6 @@ def test_migration_2_gives_old_messages_seqs_in_time_order_and_the_states_of_the
         ).fetchall()
         outbox = db.conn.execute("SELECT outbox_id, state FROM outbox ORDER BY seq").fetchall()
         pending = db.conn.execute("SELECT outbox_id FROM outbox WHERE state = 'pending'").fetchall()
-    finally:
-        db.close()
 
     assert [row[1] for row in rows] == ["m-a", "m-b", "m-c"]  # ORDER BY seq: time order
     assert [(row[1], row[4], row[5]) for row in rows] == [
@@ -238,8 +219,7 @@ def test_a_message_added_after_migration_2_gets_a_seq_after_every_old_one(
     tmp_path: Path,
 ) -> None:
     version_1_database(tmp_path)
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         newest_old = db.conn.execute("SELECT max(seq) FROM messages").fetchall()[0][0]
         db.conn.execute("DELETE FROM messages WHERE message_id = 'm-c'")
         added = db.conn.execute(
@@ -248,8 +228,6 @@ def test_a_message_added_after_migration_2_gets_a_seq_after_every_old_one(
             " VALUES ('m-d', 'conv-1', 'inbound', 'lineup.v1.text', 'chat', 'received', '{}',"
             " 9, 9) RETURNING seq"
         ).fetchall()[0][0]
-    finally:
-        db.close()
 
     assert isinstance(newest_old, int)
     assert isinstance(added, int)
@@ -260,8 +238,7 @@ def test_migration_2_leaves_a_consistent_schema_and_no_trace_of_the_rebuild(
     tmp_path: Path,
 ) -> None:
     version_1_database(tmp_path)
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         assert "messages_v2" not in tables(db.conn)
         assert db.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == []
@@ -272,8 +249,6 @@ def test_migration_2_leaves_a_consistent_schema_and_no_trace_of_the_rebuild(
             ).fetchall()
         }
         assert {"messages_by_conversation", "outbox_pending"} <= indexes
-    finally:
-        db.close()
 
 
 @pytest.mark.parametrize(
@@ -292,12 +267,8 @@ def test_migration_2_leaves_a_consistent_schema_and_no_trace_of_the_rebuild(
 )
 def test_migration_2_constraints_refuse_inconsistent_states(tmp_path: Path, sql: str) -> None:
     version_1_database(tmp_path)
-    db = open_database(tmp_path, {})
-    try:
-        with pytest.raises(apsw.ConstraintError):
-            db.conn.execute(sql)
-    finally:
-        db.close()
+    with closing(open_database(tmp_path, {})) as db, pytest.raises(apsw.ConstraintError):
+        db.conn.execute(sql)
 
 
 # ---------------------------------------------------------------------------------- migration 3
@@ -306,8 +277,7 @@ def test_migration_2_constraints_refuse_inconsistent_states(tmp_path: Path, sql:
 def version_2_database(path: Path) -> None:
     """A database as schema 2 left it, with tool calls and an instance in it (no release wrote
     them, but a migration must not lose what is there)."""
-    conn = apsw.Connection(str(path / DB_FILENAME))
-    try:
+    with closing(apsw.Connection(str(path / DB_FILENAME))) as conn:
         assert migrate(conn, MIGRATIONS[:2]) == 2
         conn.execute(
             "INSERT INTO tool_calls (call_id, app_scope, instance_id, conversation_id, tool,"
@@ -323,8 +293,6 @@ def version_2_database(path: Path) -> None:
             "INSERT INTO registry (app_scope, version, manifest, installed_at, updated_at)"
             " VALUES ('task', '1.0.0', '{}', 1, 1)"
         )
-    finally:
-        conn.close()
 
 
 def test_migration_3_keeps_old_tool_calls_in_time_order_with_neutral_values_for_new_fields(
@@ -332,8 +300,7 @@ def test_migration_3_keeps_old_tool_calls_in_time_order_with_neutral_values_for_
 ) -> None:
     version_2_database(tmp_path)
 
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         assert db.schema_version == LATEST_VERSION >= 3
         calls = db.conn.execute(
             "SELECT call_id, conversation_id, inventory_revision, handling, state, input, result,"
@@ -343,8 +310,6 @@ def test_migration_3_keeps_old_tool_calls_in_time_order_with_neutral_values_for_
         registry = db.conn.execute("SELECT kind, enabled FROM registry").fetchall()
         assert db.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == []
-    finally:
-        db.close()
 
     assert calls == [
         ("c-early", "", "", "direct", "failed", "{}", None, "handler_failed", 0, 2.0),
@@ -358,15 +323,12 @@ def test_migration_3_keeps_old_tool_calls_in_time_order_with_neutral_values_for_
 
 def test_tool_calls_kept_by_migration_3_can_be_read_and_ended(tmp_path: Path) -> None:
     version_2_database(tmp_path)
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         listed = in_savepoint(db.conn, lambda c: tool_call_list(c, ToolCallListRequest(), 9.0))
         row = OutboxRowIn(row="terminal", outbox_id="o-1", wire={"type": "lineup.v1.tool.error"})
         cancel = ToolCallStepRequest(call_id="c-open", event="close", code="app_closed",
                                      rows=(row,))  # fmt: skip
         ended = in_savepoint(db.conn, lambda c: tool_call_step(c, cancel, 9.0))
-    finally:
-        db.close()
 
     assert [(call.call_id, call.conversation_id) for call in listed.calls] == [
         ("c-early", ""), ("c-open", "conv-1"), ("c-late", "conv-1"),
@@ -388,12 +350,8 @@ def test_tool_calls_kept_by_migration_3_can_be_read_and_ended(tmp_path: Path) ->
 )
 def test_migration_3_constraints_refuse_inconsistent_tool_calls(tmp_path: Path, sql: str) -> None:
     version_2_database(tmp_path)
-    db = open_database(tmp_path, {})
-    try:
-        with pytest.raises(apsw.ConstraintError):
-            db.conn.execute(sql)
-    finally:
-        db.close()
+    with closing(open_database(tmp_path, {})) as db, pytest.raises(apsw.ConstraintError):
+        db.conn.execute(sql)
 
 
 def test_migration_3_inventory_revisions_are_never_reused(db: Database) -> None:
@@ -411,8 +369,7 @@ def test_migration_3_inventory_revisions_are_never_reused(db: Database) -> None:
 def version_5_database(path: Path) -> None:
     """A v5 device: inbox rows keyed by scope alone — one pending for an instance, one pending
     and one acknowledged for the chat, and one put without a message."""
-    conn = apsw.Connection(str(path / DB_FILENAME))
-    try:
+    with closing(apsw.Connection(str(path / DB_FILENAME))) as conn:
         assert migrate(conn, MIGRATIONS[:5]) == 5
         envelope = '{"scope": {"app_scope": "board", "instance_id": "inst-a"}}'
         conn.execute(
@@ -433,8 +390,6 @@ def version_5_database(path: Path) -> None:
             "        ('board', 'm-acked', NULL, 3, 4),"
             "        ('chat', 'put-only', '{}', 5, NULL)"
         )
-    finally:
-        conn.close()
 
 
 def test_migration_6_scopes_old_inbox_rows_by_their_conversation_and_instance(
@@ -442,15 +397,12 @@ def test_migration_6_scopes_old_inbox_rows_by_their_conversation_and_instance(
 ) -> None:
     version_5_database(tmp_path)
 
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         rows = db.conn.execute(
             "SELECT delivery_id, app_scope, conversation_id, instance_id FROM app_inbox"
             " ORDER BY seq"
         ).fetchall()
         integrity = db.conn.execute("PRAGMA integrity_check").fetchall()
-    finally:
-        db.close()
 
     assert rows == [
         ("m-board", "board", "conv-1", "inst-a"),
@@ -470,13 +422,10 @@ def test_old_inbox_rows_are_listed_and_acknowledged_in_their_scoped_inbox_after_
     ack = InboxAckRequest(
         app_scope="board", conversation_id="conv-1", instance_id="inst-a", delivery_id="m-board"
     )
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         board_rows = in_savepoint(db.conn, lambda conn: inbox_list(conn, board_a, 9.0)).rows
         chat_rows = in_savepoint(db.conn, lambda conn: inbox_list(conn, chat, 9.0)).rows
         acked = in_savepoint(db.conn, lambda conn: inbox_ack(conn, ack, 9.0))
-    finally:
-        db.close()
 
     assert [row.delivery_id for row in board_rows] == ["m-board"]
     assert [row.delivery_id for row in chat_rows] == ["m-chat", "put-only"]
@@ -487,8 +436,7 @@ def test_old_inbox_rows_are_listed_and_acknowledged_in_their_scoped_inbox_after_
 
 
 def test_migration_7_makes_old_outbound_ids_their_apps_client_ids(tmp_path: Path) -> None:
-    conn = apsw.Connection(str(tmp_path / DB_FILENAME))
-    try:
+    with closing(apsw.Connection(str(tmp_path / DB_FILENAME))) as conn:
         assert migrate(conn, MIGRATIONS[:6]) == 6
         conn.execute(
             "INSERT INTO conversations VALUES ('conv-1', NULL, 0, 0);"
@@ -499,11 +447,8 @@ def test_migration_7_makes_old_outbound_ids_their_apps_client_ids(tmp_path: Path
             "        ('agent-1', 'conv-1', 'inbound', 'lineup.v1.text', 'chat', NULL,"
             "         'received', '{}', 2, 2)"
         )
-    finally:
-        conn.close()
 
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         rows = db.conn.execute("SELECT message_id, client_id FROM messages ORDER BY seq").fetchall()
         with pytest.raises(apsw.ConstraintError):  # one message per client id in an app
             db.conn.execute(
@@ -511,8 +456,6 @@ def test_migration_7_makes_old_outbound_ids_their_apps_client_ids(tmp_path: Path
                 " state, body, created_at, updated_at, client_id) VALUES ('lu:x', 'conv-1',"
                 " 'outbound', 'lineup.v1.text', 'chat', 'pending', '{}', 3, 3, 'user-1')"
             )
-    finally:
-        db.close()
 
     assert rows == [("user-1", "user-1"), ("agent-1", None)]
 
@@ -523,8 +466,7 @@ def test_migration_7_makes_old_outbound_ids_their_apps_client_ids(tmp_path: Path
 def test_migration_9_gives_old_interactions_their_source_and_sessions_one_per_instance(
     tmp_path: Path,
 ) -> None:
-    conn = apsw.Connection(str(tmp_path / DB_FILENAME))
-    try:
+    with closing(apsw.Connection(str(tmp_path / DB_FILENAME))) as conn:
         assert migrate(conn, MIGRATIONS[:8]) == 8
         conn.execute(
             "INSERT INTO interactions (interaction_id, call_id, owner_scope, kind, state,"
@@ -533,11 +475,8 @@ def test_migration_9_gives_old_interactions_their_source_and_sessions_one_per_in
             "INSERT INTO app_sessions (app_session_id, app_scope, instance_id, state, opened_at)"
             " VALUES ('s-1', 'board', 'inst-a', 'open', 1)"
         )
-    finally:
-        conn.close()
 
-    db = open_database(tmp_path, {})
-    try:
+    with closing(open_database(tmp_path, {})) as db:
         interaction = db.conn.execute(
             "SELECT source, parent_call_id, surface_id, presentation FROM interactions"
         ).fetchall()
@@ -549,8 +488,6 @@ def test_migration_9_gives_old_interactions_their_source_and_sessions_one_per_in
             )
         with pytest.raises(apsw.ConstraintError):
             db.conn.execute("UPDATE interactions SET presentation = 'popup'")
-    finally:
-        db.close()
 
     assert interaction == [("agent_tool", None, None, "default")]
     assert session == [(None,)]

@@ -25,7 +25,6 @@ from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Connection, Database
 from lineup.actors.store.messages import (
     OutboxRowIn,
-    ToolCallFacts,
     ToolCallProgressRequest,
     ToolCallState,
     ToolCallStepRequest,
@@ -34,21 +33,9 @@ from lineup.actors.store.tool_calls import machine
 from lineup.actors.store.tool_calls import operations as t
 from lineup.actors.store.tool_calls.machine import BIRTH, CODED, ROWS, TARGET, Row, ToolCallEvent
 from lineup.tests.actors.store._harness import WAIT, in_savepoint, memory_database
+from lineup.tests.actors.store.test_tool_calls import BINDS, INSTANCE, SCOPE, facts
 
 T = TypeVar("T")
-
-SCOPE = "task-dashboard"
-INSTANCE = "td-1"
-BINDS: frozenset[ToolCallEvent] = frozenset({"hold", "hand_over", "activated"})
-
-
-def facts(**fields: Any) -> ToolCallFacts:
-    values: dict[str, Any] = {
-        "tool": "task-dashboard.open", "inventory_revision": "inv-7", "app_scope": SCOPE,
-        "conversation_id": "conv-1", "handling": "launch", "input": {"title": "plan"},
-        "timeout_ms": 60_000,
-    }  # fmt: skip
-    return ToolCallFacts(**(values | fields))
 
 
 def row_id(row: Row, terminal: str) -> str:

@@ -1,0 +1,99 @@
+"""Steps the real-Chromium tests (tests/browser) share: loading the Shell, against the fake
+hostbridge or the real runtime's printed URL, and reaching into a Surface's frame.
+
+A step that waits in the page takes its bound from the caller (`wait_ms`), never a default of
+its own: each test file states how long its runtime may take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import trio
+from playwright.sync_api import Frame, Page, expect
+
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+
+if TYPE_CHECKING:  # the browser tests' own modules, imported by them (and pytest) at run time
+    from lineup.tests.browser._fake_hostbridge import FakeHostbridge, ShellConnection
+    from lineup.tests.browser.conftest import ShellPage
+
+SURFACE_FRAME = '[data-testid="surface-frame"]'
+
+ShellFrame = dict[str, Any]  # a frame of the Shell protocol, as the fake hostbridge sends it
+
+
+async def open_shell(
+    page: ShellPage, hostbridge: FakeHostbridge, *snapshot: ShellFrame | list[ShellFrame]
+) -> ShellConnection:
+    """Load the Shell from the fake hostbridge (the token in the fragment); return its connection
+    once it said shell.ready, which the fake answers with `snapshot`."""
+    hostbridge.on_ready = list(snapshot)
+    await page.run(lambda p: p.goto(hostbridge.shell_url()))
+    connection = await hostbridge.next_connection()
+    await connection.expect("shell.ready")
+    return connection
+
+
+def load_shell(
+    url: str, *, wait_ms: float, greeting: str | None = None, chat_alone: bool = False
+) -> Callable[[Page], None]:
+    """A step that loads the runtime's printed `url` and waits until the runtime is online;
+    with `chat_alone`, until the chat is in front with one message; with a `greeting`, until
+    the chat's one message body is that text."""
+
+    def load(p: Page) -> None:
+        p.goto(url)
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+            "data-state", "online", timeout=wait_ms
+        )
+        if chat_alone:
+            expect(p.get_by_test_id("chat")).to_be_visible(timeout=wait_ms)
+            expect(p.get_by_test_id("message")).to_have_count(1, timeout=wait_ms)
+        if greeting is not None:
+            expect(p.get_by_test_id("message-body")).to_have_text(greeting, timeout=wait_ms)
+
+    return load
+
+
+class Greeted(NamedTuple):
+    runtime: Runtime
+    agent: AgentView
+    revision: str  # the inventory revision the Agent calls tools at
+
+
+async def greeted_in_the_shell(
+    nursery: trio.Nursery,
+    data_dir: Path,
+    page: ShellPage,
+    greeting: str,
+    *,
+    wait_ms: float,
+    chat_alone: bool = False,
+    **options: Any,
+) -> Greeted:
+    """The scenario most real-runtime browser tests start from: the runtime without the demo
+    Agent (`options` as `start_runtime` takes them), an Agent that said `greeting`, the Shell
+    loaded and showing it (`load_shell`), and the Agent's inventory read."""
+    wait_s = wait_ms / 1000
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False, **options)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=wait_s)
+    with trio.fail_after(wait_s):
+        await agent.client.say(CONVERSATION, greeting)
+    await page.run(
+        load_shell(runtime.shell_url, wait_ms=wait_ms, greeting=greeting, chat_alone=chat_alone)
+    )
+    return Greeted(runtime, agent, await agent.inventory())
+
+
+def ready_frame(p: Page, *, ready: str, wait_ms: float, selector: str = SURFACE_FRAME) -> Frame:
+    """The document inside the iframe `selector` once the selector `ready` matches in it (each
+    Surface marks its own readiness)."""
+    handle = p.locator(selector).element_handle(timeout=wait_ms)
+    frame = handle.content_frame()
+    assert frame is not None
+    frame.wait_for_selector(ready, timeout=wait_ms)
+    return frame
