@@ -289,6 +289,8 @@ def test_a_diff_applies_by_its_context_and_refuses_what_is_not_there(tmp_path: P
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_guide_runs_from_an_empty_folder_to_an_installed_app(tmp_path: Path) -> None:
+    """Every command of the guide, run as a reader runs it: each `lineup` command a process of
+    its own, and a real runtime for the app. Its time is the guide's own length."""
     folder = tmp_path / "guide"
     folder.mkdir()
     reader = Reader(folder)

@@ -38,6 +38,8 @@ def link_down_because(reason: str) -> Callable[[ShellClient], bool]:
 async def test_a_captive_portal_answering_html_for_a_minute_never_stops_the_tree(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
+    """A minute of HTML where the AppServer should be: the issue's measure, and long past the
+    transport's backoff cap, so only that time proves the tree rides it out."""
     port = free_port()
     await nursery.start(devserver, port, data_dir / "appserver.db")
     upstream = f"http://127.0.0.1:{port}"
@@ -154,6 +156,8 @@ async def test_a_deeply_nested_agent_message_costs_one_refusal_and_the_next_is_d
 async def test_a_frozen_appserver_is_noticed_as_a_timeout_and_the_link_comes_back_when_it_thaws(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
+    """Takes over FROZEN_NOTICED_S: an AppServer that stopped answering is noticed by the
+    transport's own timeout, and the bound on noticing it is what is measured."""
     port = free_port()
     appserver = await nursery.start(devserver, port, data_dir / "appserver.db")
     runtime = await start_runtime(nursery, data_dir / "rt", appserver=f"http://127.0.0.1:{port}")

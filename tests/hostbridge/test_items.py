@@ -151,8 +151,14 @@ def stamped(view_item: ViewItem, rev: int) -> ViewItem:
 
 async def test_a_tree_too_large_for_a_frame_shows_the_whole_text_as_one_paragraph() -> None:
     # About 9 bytes of tree per 4 bytes of text: within the wire's limit, past the tree's.
-    hostile = "*a* " * ((MAX_VIEW_ITEM_BYTES - 8192) // 4)
-    assert len(json.dumps(markdown_tree(hostile))) > MAX_TREE_BYTES
+    units = (MAX_VIEW_ITEM_BYTES - 8192) // 4
+    hostile = "*a* " * units
+    # The tree grows by the same bytes with each unit: a thousand tell the whole's size,
+    # without parsing a megabyte twice.
+    per_thousand = len(json.dumps(markdown_tree("*a* " * 1001))) - len(
+        json.dumps(markdown_tree("*a* "))
+    )
+    assert per_thousand * (units // 1000) > MAX_TREE_BYTES
     tree = await TreeCache().tree(hostile)
     assert tree == [{"t": "p", "c": [{"t": "text", "v": hostile}]}]
 

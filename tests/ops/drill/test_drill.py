@@ -22,6 +22,8 @@ from lineup.ops.drill._check import ENDINGS
 
 @pytest.mark.timeout(300)
 async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
+    """Over a minute by design: a question's expiry is at least one minute (seed 000), and the
+    drill asks expiring questions and waits for them to expire, beside the 50 s of faults."""
     seed = int(os.environ.get("LINEUP_DRILL_SEED") or random.SystemRandom().randrange(10**6))
     options = DrillOptions(
         seed=seed,
