@@ -67,6 +67,7 @@ from ._refusals import RefusalLog
 from ._server import ShellAccess, ShellHub, build_app
 from ._surfaces import SurfaceBook, SurfaceRelay
 from .messages import (
+    SUPERVISOR_PHASES,
     AppSessionsUpdatedEvent,
     AppsUpdatedEvent,
     ArtifactCreatedEvent,
@@ -127,7 +128,6 @@ SURFACE_UNAVAILABLE: Final = "hostbridge.surface_unavailable"  # a Shell could n
 ENDED_STATES: Final = frozenset({"stopping", "stopped", "failed"})
 # What the supervisor tells of the lifecycle over the link's states; any other state it tells
 # ends its part (the link's, from the transport, shows again).
-_SUPERVISOR_PHASES: Final = frozenset({"restoring", "stopping", "stopped"})
 ANSWER_TIMEOUT: Final = ASK_TIMEOUT * 5
 LIST_BACKOFF_MIN: Final = 0.25  # seconds before asking a router that did not answer again
 LIST_BACKOFF_MAX: Final = 5.0
@@ -338,7 +338,7 @@ class HostbridgeActor(Actor):
     @handles(RuntimeStateEvent)
     def on_runtime_state(self, msg: RuntimeStateEvent, env: Envelope) -> None:
         if env.sender.kind is ActorKind.SUPERVISOR:
-            self._phase = msg.state if msg.state in _SUPERVISOR_PHASES else None
+            self._phase = msg.state if msg.state in SUPERVISOR_PHASES else None
         else:
             self._state, self._reason = msg.state, msg.reason
         state, reason = self._runtime_shown()

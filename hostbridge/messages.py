@@ -5,7 +5,7 @@ Besides these the actor answers the kernel's `kernel.health.request`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -14,6 +14,7 @@ from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
 __all__ = [
+    "SUPERVISOR_PHASES",
     "AppSessionView",
     "AppSessionsUpdatedEvent",
     "AppsUpdatedEvent",
@@ -55,8 +56,15 @@ class ViewItemsUpdatedEvent(Message):
     items: tuple[ViewItem, ...]
 
 
+# The supervisor's own part of the lifecycle. A RuntimeStateEvent from the supervisor naming one
+# of these is shown over the link's states until the supervisor tells any other state, which
+# only ends its part (the link's own state comes from the transport).
+SUPERVISOR_PHASES: Final = frozenset({"restoring", "stopping", "stopped"})
+
+
 class RuntimeStateEvent(Message):
-    """transport → hostbridge: the runtime's lifecycle state changed (DESIGN §5)."""
+    """transport → hostbridge: the runtime's lifecycle state changed (DESIGN §5); supervisor →
+    hostbridge: its own part began or ended (`SUPERVISOR_PHASES`)."""
 
     type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
     state: str

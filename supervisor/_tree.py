@@ -333,7 +333,10 @@ class Supervisor:
         get through is tried again on the next change (a child ready or gone, a state), or
         after PHASE_RETRY at the latest: the tree may well not change again (a busy machine
         made the tell of `restoring`'s end time out, and the Shell said Restoring… for good)."""
-        from lineup.hostbridge.messages import RuntimeStateEvent  # not for `lineup status`
+        from lineup.hostbridge.messages import (  # not for `lineup status`
+            SUPERVISOR_PHASES,
+            RuntimeStateEvent,
+        )
 
         retry = math.inf  # nothing to try again
         while True:
@@ -345,7 +348,7 @@ class Supervisor:
                 if told != self._phase_told:
                     link = self._runtime if phase == "link" else None
                     event = RuntimeStateEvent(
-                        state=_link_state(link) if phase == "link" else phase,
+                        state=_link_state(link, SUPERVISOR_PHASES) if phase == "link" else phase,
                         reason=link.reason if link is not None else None,
                     )
                     if await self.bus.tell(told[0], event, timeout=TELL_WAIT) is None:
@@ -1123,10 +1126,16 @@ class Supervisor:
             self._forget_introductions(identity.name, 1)
 
 
-def _link_state(link: RuntimeLink | None) -> str:
+def _link_state(link: RuntimeLink | None, phases: frozenset[str]) -> str:
     """What the hostbridge is told when the supervisor's part ends: the link's state (it shows
-    the transport's own, which may be newer; this one only ends the supervisor's)."""
-    return link.state if link is not None else "created"
+    the transport's own, which may be newer; this one only ends the supervisor's) — never a
+    word of the supervisor's `phases`. The transport's first state, `restoring`, is one: told
+    as the link's, it began the supervisor's part again, and the Shell said Restoring… until
+    the tree changed (seen once the tree started fast enough for the transport to be still
+    `restoring` when every child was ready)."""
+    if link is None or link.state in phases:
+        return "created"
+    return link.state
 
 
 def _should_restart(spec: ChildSpec | None, status: int) -> bool:

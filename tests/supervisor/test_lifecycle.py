@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from lineup.actors.kernel.control import StatusReply, StatusRequest
+from lineup.actors.kernel.control import RuntimeLink, StatusReply, StatusRequest
+from lineup.hostbridge.messages import SUPERVISOR_PHASES
 from lineup.supervisor._control import STATE_FILE, NotRunning, control_request
+from lineup.supervisor._tree import _link_state
 from lineup.tests.support.process import LineupProcess, lineup_status
 
 SHELL_LINE = "lineup: open the Shell: "
@@ -131,3 +133,15 @@ async def test_a_phase_the_hostbridge_was_not_told_is_told_again_though_nothing_
     with trio.fail_after(10):
         await supervisor.wait_until(told_the_link)
     assert refused == ["created"]  # this tree has no transport: the link never spoke
+
+
+@pytest.mark.parametrize("link", [None, *sorted(SUPERVISOR_PHASES), "authenticating", "online"])
+def test_the_end_of_the_supervisors_part_is_never_told_as_one_of_its_phases(
+    link: str | None,
+) -> None:
+    """The transport's first state, `restoring`, is also a word of the supervisor's: told as the
+    link's when every child was ready, it began the supervisor's part again in the hostbridge,
+    and the Shell said Restoring… for good."""
+    told = _link_state(None if link is None else RuntimeLink(state=link), SUPERVISOR_PHASES)
+    assert told not in SUPERVISOR_PHASES
+    assert told == (link if link in {"authenticating", "online"} else "created")
