@@ -156,16 +156,23 @@ async def test_sigkills_during_an_agent_stream_lose_nothing_and_show_each_messag
     for n, text in enumerate(sent):
         await agent.say(CONVERSATION, text, idempotency_key=f"stream-{n}")
         if n % every == every - 1:
-            victim = victims[kills % len(victims)]
-            pid = runtime.supervisor.children[victim].pid
+            child = runtime.supervisor.children[victims[kills % len(victims)]]
+            # A running incarnation: on a loaded machine the stream can outpace a restart,
+            # and a kill of the one already dead would be no kill at all.
+            with trio.fail_after(WAIT):
+                await runtime.supervisor.wait_until(child.is_up)
+            pid = child.pid
             assert pid is not None
-            runtime.supervisor.kill(victim)
+            runtime.supervisor.kill(child.identity.name)
             await wait_pid_gone(pid)
             kills += 1
     with trio.fail_after(WAIT):
         await shell.wait_until(lambda s: sorted(texts(s, "agent")) == sorted(sent))
     assert texts(shell, "agent") == sent  # once each, and in the order the Agent sent them
     assert kills == total // every
+    children = runtime.supervisor.children
+    with trio.fail_after(WAIT):  # the last ones killed are back (each restart is counted)
+        await runtime.supervisor.wait_until(lambda: all(children[v].is_up() for v in victims))
     restarts = {c.name: c.restarts for c in runtime.supervisor.status().children}
     for victim in victims:
         assert restarts[victim] >= 2
