@@ -26,9 +26,9 @@ catalog: $(STAMP)
 	$(PY) -m lineup.ops.catalog build --out $(CATALOG) --key build/dev-key/lineup-dev
 
 # The static checks run beside pytest, whose real processes leave the cores idle much of the
-# time; each line of output is printed whole.
+# time (their few lines may land between pytest's).
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j4 --output-sync=line lint typecheck layering pytest
+	$(MAKE) --no-print-directory -j4 lint typecheck layering pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

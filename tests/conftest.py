@@ -21,3 +21,14 @@ def _shared_zygote() -> Iterator[None]:
     """The runtime trees' zygotes this test process shares (`support.runtime`), stopped last."""
     yield
     trio.run(stop_shared_zygote)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that declare a longer timeout than the suite's start first, the longest first:
+    a minute-long test started last would finish the run alone on one worker."""
+
+    def declared(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("timeout")
+        return float(marker.args[0]) if marker is not None and marker.args else 0.0
+
+    items.sort(key=declared, reverse=True)  # stable: the rest keep their order
