@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lineup.ops.bench._start import median_phases, parse_timeline, start_timelines
+from lineup.tests.supervisor.test_cli import ACTORS, AFTER_READY
 
 LINES = [
     (0.30, "lineup: starting (pid 7, data dir /tmp/x)"),
@@ -42,15 +43,7 @@ def test_the_phases_are_medians_in_spawn_order_and_add_up_per_child() -> None:
 @pytest.mark.slow
 def test_a_real_start_names_every_child_the_ready_of_the_embedded_default_waits_for() -> None:
     (timeline,) = start_timelines(1)
-    assert set(timeline.ready) == {  # the demo Agent is started once the tree is ready
-        "store",
-        "devserver",
-        "transport",
-        "router",
-        "focus",
-        "gateway",
-        "hostbridge",
-        "miniapp:chat",
-    }
+    # Every child of the embedded default, but the demo Agent: it starts once the tree is ready.
+    assert set(timeline.ready) == set(ACTORS) - {AFTER_READY}
     assert 0 < timeline.imports < min(timeline.spawned.values())
     assert all(timeline.spawned[n] < timeline.ready[n] <= timeline.total for n in timeline.ready)
