@@ -23,9 +23,13 @@ it ready, `hold`s (seed 004 §7.3) until the instance's `ready` event releases i
 `take`s the call, reports progress, and `submit`s its result (checked against the output
 schema); the AppServer's acknowledgement of the result's row settles it `completed` in the
 store. Progress is coalesced (`_progress`): per call, the latest report wins and at most
-PROGRESS_RATE a second reach the outbox. Calls past their `timeout_ms` `expire`; an instance
-that ends `close`s its calls (`cancelled(app_closed)`; a held one is `reject`ed with
-`activation_cancelled` / `activation_failed`); a submitted result is still delivered.
+PROGRESS_RATE a second reach the outbox. Calls past their `timeout_ms` `expire` (an expiry the
+store did not take is tried again); an instance that ends `close`s its calls
+(`cancelled(app_closed)`; a held one is `reject`ed with `activation_cancelled` /
+`activation_failed`); a submitted result is still delivered. The store gives a call only to an
+instance whose end is not recorded, so none is left open on an instance that ended as the call
+reached it: a launch closed as it became ready is `launch_cancelled`, any other call turned
+away `app_instance_not_found`.
 
 All state lives in the store; this object keeps only caches (the inventory, by revision; the
 few immutable facts of calls it has seen) and the expiry timers, all rebuilt at start.
@@ -99,6 +103,9 @@ Interactive = Callable[[str, ToolCallFacts, RuntimeEnvelope, object], Awaitable[
 
 STORE_TIMEOUT: Final = 30.0
 LAUNCH_TIMEOUT: Final = 30.0
+# A call's expiry the store did not take (it was down, or paused) is tried again this much later:
+# a deadline is never dropped while its call may still be open.
+EXPIRY_RETRY_S: Final = 1.0
 # What focus may answer an activation or a lookup with, meaning "no", not "broken".
 _ACTIVATION_REFUSALS: Final = frozenset(
     {
@@ -491,23 +498,29 @@ class ToolPipeline:
             instance = await self._find(request)
         except LineUpError as exc:
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
-            if facts is not None:
-                await self.refuse(call_id, facts, code)
-            else:
-                await self._end(call_id, "reject", code.value)
+            await self._turn_away(call_id, facts, code)
             return
-        if instance.state == "starting" and _needs_ready(descriptor):
-            await self._step(call_id, "hold", new=facts, instance_id=instance.instance_id)
-            # It may have become ready while this was written: look again (under the lock).
-            await self.release(instance.instance_id, instance.app_scope)
-        elif descriptor.requires_foreground and instance.state != "foreground":
-            code = ErrorCode.FOREGROUND_REQUIRED
-            if facts is not None:
-                await self.refuse(call_id, facts, code)
+        try:
+            if instance.state == "starting" and _needs_ready(descriptor):
+                await self._step(call_id, "hold", new=facts, instance_id=instance.instance_id)
+                # It may have become ready while this was written: look again (under the lock).
+                await self.release(instance.instance_id, instance.app_scope)
+            elif descriptor.requires_foreground and instance.state != "foreground":
+                await self._turn_away(call_id, facts, ErrorCode.FOREGROUND_REQUIRED)
             else:
-                await self._end(call_id, "reject", code.value)
+                await self._step(call_id, "hand_over", new=facts, instance_id=instance.instance_id)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:
+                raise
+            # Its instance ended after focus found it: the store refused to give it the call.
+            await self._turn_away(call_id, facts, exc.code)
+
+    async def _turn_away(self, call_id: str, facts: ToolCallFacts | None, code: ErrorCode) -> None:
+        """End a call no instance can take: refused at its birth (`facts`), else rejected."""
+        if facts is not None:
+            await self.refuse(call_id, facts, code)
         else:
-            await self._step(call_id, "hand_over", new=facts, instance_id=instance.instance_id)
+            await self._end(call_id, "reject", code.value)
 
     async def _find(self, request: FindInstanceRequest) -> InstanceReply:
         """Focus's instance for a call. None yet, while a launch of that app admitted before
@@ -579,7 +592,14 @@ class ToolPipeline:
                 call.call_id, "launch_cancelled" if cancelled else "launch_failed", code.value
             )
             return
-        await self._step(call.call_id, "activated", instance_id=instance.instance_id)
+        try:
+            await self._step(call.call_id, "activated", instance_id=instance.instance_id)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:
+                raise
+            # Closed as soon as it was ready, before the call was its: the launch was cancelled.
+            code = ErrorCode.ACTIVATION_CANCELLED
+            await self._end(call.call_id, "launch_cancelled", code.value)
 
     async def release(self, instance_id: str, app_scope: str) -> None:
         """Hand over the calls held for `instance_id`, in arrival order, if it is up now."""
@@ -891,3 +911,5 @@ class ToolPipeline:
             await self._end(call_id, "expire", ErrorCode.OPERATION_EXPIRED.value)
         except LineUpError as exc:
             log.warning("router.expire_failed code=%s", exc.code.value)
+            if exc.code is not ErrorCode.INVALID_ARGUMENTS:  # the store did not answer: again
+                self._deadlines.arm(time.time() + EXPIRY_RETRY_S, call_id)

@@ -44,6 +44,7 @@ from typing import Final, Literal
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 __all__ = [
+    "BINDS",
     "BIRTH",
     "CODED",
     "DECIDED",
@@ -107,6 +108,11 @@ ROWS: Final[Mapping[ToolCallEvent, tuple[Row, ...]]] = {
     "fail": ("terminal",), "cancel": ("terminal",), "close": ("terminal",),
     "expire": ("terminal",), "reject": ("terminal",),
 }  # fmt: skip
+
+# The events that give a call to an instance: the store refuses each once that instance has
+# ended (in the step's own transaction), so no call is ever handed to an instance whose end was
+# already recorded, and the instance's end (which closes its calls) always comes after.
+BINDS: Final[frozenset[ToolCallEvent]] = frozenset({"hold", "hand_over", "activated"})
 
 # The events that end a call before its outcome was decided, and all that carry a code.
 ENDINGS: Final[frozenset[ToolCallEvent]] = frozenset(

@@ -41,6 +41,7 @@ from .._rows import int_or_none, within_budget
 from .._table import Served, read, write_as
 from ..audit.messages import AuditRecord
 from ..audit.operations import audit_append
+from ..instances.machine import FINAL as ENDED_INSTANCE
 from . import machine
 from .machine import Row
 from .messages import (
@@ -102,6 +103,17 @@ def _check_owner(call: ToolCallRow, app_scope: str | None, instance_id: str | No
         raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, "the call belongs to another app")
     if instance_id is not None and call.instance_id != instance_id:
         raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "the call is not this instance's")
+
+
+def _check_instance_live(conn: Connection, instance_id: str) -> None:
+    """A call goes only to an instance whose end is not recorded. Focus records an end before
+    it tells the router, which then closes the instance's calls: a step that binds a call to
+    an instance after that would leave it open on nobody (a launch's `activated` racing the
+    user's close, say) until its deadline."""
+    rows = conn.execute("SELECT state FROM instances WHERE instance_id = ?", (instance_id,))
+    found = rows.fetchall()
+    if not found or found[0][0] in ENDED_INSTANCE:
+        raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "the instance has ended")
 
 
 def _audit(
@@ -210,6 +222,8 @@ def tool_call_step(
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such tool call")
     before = None if call is None else call.state
     after = machine.move(before, req.event).to
+    if req.event in machine.BINDS and req.instance_id is not None:
+        _check_instance_live(conn, req.instance_id)
     # Every bound is checked before the first write, so that a refusal leaves nothing behind.
     texts = [_wire_text(row.wire) for row in req.rows]
     result = None

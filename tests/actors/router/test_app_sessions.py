@@ -42,6 +42,7 @@ async def open_call(router: Router, call_id: str) -> None:
 
 
 async def with_a_call_and_a_question(router: Router) -> None:
+    await router.harness.put_live_instances(SCOPE, INSTANCE)
     await router.sessions.opened(INSTANCE, SCOPE)
     await router.ask("q1", "interaction.confirm", CONFIRM, context={"app_session_id": SESSION_ID})
     await open_call(router, "d1")
@@ -68,6 +69,7 @@ async def test_an_instances_end_writes_its_calls_errors_before_its_sub_sessions_
     router: Router,
 ) -> None:
     await with_a_call_and_a_question(router)
+    await router.harness.end_instance(SCOPE, INSTANCE)  # focus records an end, then tells
 
     await router.sessions.ended(INSTANCE, SCOPE, failed=True)
     await router.sessions.ended(INSTANCE, SCOPE)  # told twice: nothing more
@@ -81,6 +83,7 @@ async def test_the_sweep_of_a_router_started_after_a_lost_end_converges_before_i
     # The instance ended (no live instance in the store) and the router that was told died
     # before it did anything: its successor's sweep finds the open sub-session.
     await with_a_call_and_a_question(router)
+    await router.harness.end_instance(SCOPE, INSTANCE)
 
     successor = make_router(router.harness)
     await successor.sessions.sweep()

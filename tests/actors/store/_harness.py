@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,8 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.store import StoreActor
 from lineup.actors.store._db import Connection, migrate
+from lineup.actors.store.instances.operations import instance_put
+from lineup.actors.store.messages import InstanceUpsertReply, InstanceUpsertRequest
 
 WAIT = 5.0  # seconds any single wait may take before the test counts it as a hang
 
@@ -55,6 +58,17 @@ class StoreHarness:
         with trio.fail_after(WAIT):
             return await (allowed or [self.router])[0].request("store", request, expect=expect)
 
+    async def put_live_instances(self, app_scope: str, *instance_ids: str) -> None:
+        """`put_live_instances`, through the store as focus does it."""
+        for instance_id in instance_ids:
+            await self.ask(_live(app_scope, instance_id), InstanceUpsertReply)
+
+    async def end_instance(self, app_scope: str, instance_id: str) -> None:
+        """Record a live instance's end (`stopped`), as focus does before it tells the router."""
+        live = _live(app_scope, instance_id)
+        for state in ("stopping", "stopped"):
+            await self.ask(live.model_copy(update={"state": state}), InstanceUpsertReply)
+
 
 StartStore = Callable[..., Awaitable[StoreHarness]]
 T = TypeVar("T")
@@ -73,6 +87,20 @@ def memory_database() -> Connection:
     conn.execute("PRAGMA foreign_keys=ON")
     migrate(conn)
     return conn
+
+
+def put_live_instances(conn: Connection, app_scope: str, *instance_ids: str) -> None:
+    """Record each instance live (`foreground`), as focus does before it gives one a call: the
+    store binds a call only to an instance whose end is not recorded."""
+    for instance_id in instance_ids:
+        in_savepoint(conn, partial(instance_put, req=_live(app_scope, instance_id), now=0.0))
+
+
+def _live(app_scope: str, instance_id: str) -> InstanceUpsertRequest:
+    return InstanceUpsertRequest(
+        instance_id=instance_id, app_scope=app_scope, state="foreground",
+        app_session_id=f"session-{instance_id}",
+    )  # fmt: skip
 
 
 def in_savepoint(conn: Connection, op: Callable[[Connection], T]) -> T:

@@ -54,6 +54,13 @@ RECEIPT = "lineup.v1.tool.receipt"
 BINDS: frozenset[ToolCallEvent] = frozenset({"hold", "hand_over", "activated"})
 
 
+@pytest.fixture
+async def store(store: StoreHarness) -> StoreHarness:
+    """The store, with the instances these tests give calls to recorded live."""
+    await store.put_live_instances(SCOPE, INSTANCE, "td-2")
+    return store
+
+
 def facts(**fields: Any) -> ToolCallFacts:
     values: dict[str, Any] = {
         "tool": "task-dashboard.open", "inventory_revision": "inv-7", "app_scope": SCOPE,
@@ -434,6 +441,41 @@ async def test_a_step_binds_the_call_to_its_instance_once(store: StoreHarness) -
     assert await written(store) == before
 
 
+@pytest.mark.parametrize(("events", "event"), [
+    ((), "hand_over"), ((), "hold"), (("admit", "activate"), "activated"),
+    (("admit",), "hand_over"),
+])  # fmt: skip
+@pytest.mark.parametrize("instance", ["ended", "unknown"])
+async def test_no_call_is_given_to_an_instance_whose_end_is_recorded(
+    store: StoreHarness, events: tuple[ToolCallEvent, ...], event: ToolCallEvent, instance: str
+) -> None:
+    """A launch's `activated` (or a call's `hand_over`) that comes after its instance's end was
+    recorded would leave the call open on nobody: the router has already closed that
+    instance's calls, and no instance will ever take it."""
+    await store.put_live_instances(SCOPE, "ended")
+    await store.end_instance(SCOPE, "ended")
+    if events:
+        await walk(store, "call-1", *events)
+    before = await written(store)
+
+    request = step(event, instance_id=instance)
+    if not events:
+        request = request.model_copy(update={"new": facts()})
+
+    assert await refusal(store, request) is ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert await written(store) == before
+
+
+async def test_a_repeated_step_is_answered_after_its_instance_ended(store: StoreHarness) -> None:
+    await store.put_live_instances(SCOPE, "ended")
+    bound = await store.ask(birth("hand_over", instance_id="ended"), ToolCallStepReply)
+    await store.end_instance(SCOPE, "ended")
+
+    again = await store.ask(birth("hand_over", instance_id="ended"), ToolCallStepReply)
+
+    assert (again.changed, again.call) == (False, bound.call)
+
+
 async def test_a_held_call_is_handed_over_only_to_its_own_instance(store: StoreHarness) -> None:
     await walk(store, "call-1", "hold")
     before = await written(store)
@@ -663,6 +705,7 @@ async def test_a_repeat_is_answered_after_a_restart_and_a_second_ending_still_re
     data_dir = tmp_path / "data"
     async with trio.open_nursery() as nursery:
         store = await start_store(nursery, data_dir)
+        await store.put_live_instances(SCOPE, INSTANCE)
         await running(store)
         first = await store.ask(step("submit"), ToolCallStepReply)
         nursery.cancel_scope.cancel()

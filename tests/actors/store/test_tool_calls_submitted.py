@@ -5,6 +5,8 @@ refusal of the row fails the call with the refusal's code. Nothing else moves a 
 
 from __future__ import annotations
 
+import pytest
+
 from lineup.actors.kernel import ErrorCode
 from lineup.actors.store.messages import (
     AuditQueryReply,
@@ -18,6 +20,7 @@ from lineup.actors.store.messages import (
 from lineup.actors.store.tool_calls.machine import ROWS
 from lineup.tests.actors.store._harness import StoreHarness, independent_rows, refusal
 from lineup.tests.actors.store.test_tool_calls import (
+    INSTANCE,
     LATER,
     RECEIPT,
     RESULT,
@@ -32,6 +35,12 @@ from lineup.tests.actors.store.test_tool_calls import (
 )
 
 FINAL_ROW = row_id("terminal")
+
+
+@pytest.fixture
+async def store(store: StoreHarness) -> StoreHarness:
+    await store.put_live_instances(SCOPE, INSTANCE)
+    return store
 
 
 async def test_a_result_makes_the_call_submitted_with_its_result_and_one_terminal_row(

@@ -1,0 +1,172 @@
+"""A call never stays open on nobody (seed 003 §3.2): the router's tool pipeline over a real
+store, with focus scripted so that the instance ends in the one window a real tree leaves open
+by chance — after focus found or launched it, before the call is given to it. (The short drill
+hit it: a launch the user closed as it became ready stayed `waiting_for_app` until its
+two-minute deadline.) The store refuses to give a call to an instance whose end is recorded, and
+the router ends the call at once, with the code the Agent would get had it come a moment
+earlier. And a deadline is never dropped: an expiry the store did not take is tried again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final, cast
+
+import trio
+
+from lineup import wire
+from lineup.actors.focus.messages import (
+    FindInstanceRequest,
+    InstanceReply,
+    InventoryReply,
+    InventoryRequest,
+    LaunchRequest,
+)
+from lineup.actors.kernel import (
+    ActorKind,
+    Bus,
+    Channel,
+    Envelope,
+    ErrorCode,
+    Identity,
+    LineUpError,
+    Message,
+    channel_pair,
+)
+from lineup.actors.router._envelope import admit
+from lineup.actors.router._tools import ToolPipeline
+from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest, ToolCallStepRequest
+from lineup.sdk.manifest import MIN_TIMEOUT_MS, ToolDescriptor
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+
+SCOPE: Final = "probe"
+INSTANCE: Final = "probe:1"
+POLL: Final = 0.02  # between two looks at the store, inside a bounded wait
+OBJECT: Final = {"type": "object", "properties": {}, "additionalProperties": False}
+INVENTORY: Final = InventoryReply(
+    revision="inv-1",
+    tools=(
+        ToolDescriptor(
+            method=f"{SCOPE}.launch", handling="launch", input_schema=OBJECT, output_schema=OBJECT
+        ),
+        ToolDescriptor(
+            method=f"{SCOPE}.direct", handling="direct", input_schema=OBJECT, output_schema=OBJECT
+        ),
+        ToolDescriptor(
+            method=f"{SCOPE}.brief",
+            handling="direct",
+            input_schema=OBJECT,
+            output_schema=OBJECT,
+            timeout_ms=MIN_TIMEOUT_MS,
+        ),
+    ),
+    disabled_tools=(),
+)
+
+
+async def _session() -> dict[str, str]:
+    return {"conversation_id": "conv-1", "user_id": "user-1"}
+
+
+async def store_and_focus(
+    nursery: trio.Nursery, tmp_path: Path, *, ends: bool = True
+) -> StoreHarness:
+    """A store with a live instance, and a focus beside it which, asked for that instance
+    (launched, or found), records the instance's end before it answers, if it `ends`."""
+    store = await start_store(nursery, tmp_path / "data")
+    await store.put_live_instances(SCOPE, INSTANCE)
+
+    async def focus(env: Envelope) -> Message | None:
+        if isinstance(env.body, LaunchRequest | FindInstanceRequest):
+            if ends:
+                await store.end_instance(SCOPE, INSTANCE)  # the user closed it meanwhile
+            return InstanceReply(instance_id=INSTANCE, app_scope=SCOPE, state="foreground")
+        if isinstance(env.body, InventoryRequest):
+            return INVENTORY
+        return None
+
+    focus_bus = Bus(Identity(ActorKind.FOCUS, "focus"), focus)
+    await nursery.start(focus_bus.run)
+    to_focus, to_router = channel_pair()
+    store.router.connect(focus_bus.me, 0, Channel(to_focus))
+    focus_bus.connect(store.router.me, 0, Channel(to_router))
+    return store
+
+
+async def agent_calls(pipeline: ToolPipeline, tool: str) -> None:
+    """The Agent's `tool.call` of `tool`, as the router hands it to the pipeline."""
+    payload = wire.ToolCallPayload(
+        call_id="call-1", tool=tool, inventory_revision="inv-1", input={}
+    )
+    envelope = wire.envelope(
+        wire.TOOL_CALL, payload, conversation_id="conv-1", sender_kind="agent",
+        sender_id="agent-1", message_id="m-1",
+    )  # fmt: skip
+    raw = wire.dump(envelope)
+    await pipeline.accept(admit(raw, conversation_id="conv-1", agent_id="agent-1"), None)
+
+
+async def ended(store: StoreHarness) -> tuple[str, str | None]:
+    with trio.fail_after(WAIT):
+        while True:
+            call = (await store.ask(ToolCallGetRequest(call_id="call-1"), ToolCallGetReply)).call
+            assert call is not None
+            if call.state not in ("received", "routing", "waiting_for_app"):
+                return call.state, call.error_code
+            await trio.sleep(POLL)
+
+
+async def test_a_launch_closed_as_it_became_ready_is_cancelled_at_once(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    store = await store_and_focus(nursery, tmp_path)
+    pipeline = ToolPipeline(store.router, store.router.me, _session)
+    await nursery.start(pipeline.run)
+
+    await agent_calls(pipeline, f"{SCOPE}.launch")
+
+    assert await ended(store) == ("cancelled", "activation_cancelled")
+
+
+async def test_a_call_whose_instance_ended_as_it_was_found_is_rejected_at_once(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    store = await store_and_focus(nursery, tmp_path)
+    pipeline = ToolPipeline(store.router, store.router.me, _session)
+    await nursery.start(pipeline.run)
+
+    await agent_calls(pipeline, f"{SCOPE}.direct")
+
+    assert await ended(store) == ("rejected", "app_instance_not_found")
+
+
+class StoreDownOnce:
+    """The router's bus, but the first expiry it sends the store fails as if the store were
+    down (killed, or paused by SIGSTOP, as the drill does): `store_unavailable`."""
+
+    def __init__(self, bus: Bus) -> None:
+        self._bus = bus
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bus, name)
+
+    async def request(self, peer: str, body: Message, **options: Any) -> Any:
+        if isinstance(body, ToolCallStepRequest) and body.event == "expire" and not self.refused:
+            self.refused += 1
+            raise LineUpError(ErrorCode.STORE_UNAVAILABLE, "the store is down")
+        return await self._bus.request(peer, body, **options)
+
+
+async def test_an_expiry_the_store_did_not_take_is_tried_again(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    store = await store_and_focus(nursery, tmp_path, ends=False)
+    bus = StoreDownOnce(store.router)
+    pipeline = ToolPipeline(cast(Bus, bus), store.router.me, _session)
+    await nursery.start(pipeline.run)
+
+    await agent_calls(pipeline, f"{SCOPE}.brief")
+
+    assert await ended(store) == ("expired", "operation_expired")
+    assert bus.refused == 1
