@@ -667,12 +667,14 @@ class RouterActor(Actor):
     async def _guarded_event(
         self, work: Callable[[str, str], Awaitable[None]], msg: InstanceEvent
     ) -> None:
-        """A reaction to an instance event that failed is made up by the next sweep (at start,
-        on focus's recovery, after a login): logged, never fatal."""
+        """A reaction to an instance event that failed (the store did not answer in time) is made
+        up by a sweep, run at once: logged, never fatal. (A sweep also runs at start, on focus's
+        recovery and after a login, for events that never arrived.)"""
         try:
             await work(msg.instance_id, msg.app_scope)
         except LineUpError as exc:
             log.warning("router.instance_event_failed event=%s code=%s", msg.event, exc.code.value)
+            await self.sessions.sweep()
 
     # ------------------------------------------------------------------ interactions
 

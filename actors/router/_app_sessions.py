@@ -103,7 +103,10 @@ class AppSessions:
             return
         try:
             session = await self._session()
-        except LineUpError as exc:  # never logged in: the sweep after the login opens it
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.NOT_CONNECTED:
+                raise  # the store did not answer: the caller sweeps again
+            # Never logged in: the sweep after the login opens it.
             log.info("router.app_session_not_opened code=%s", exc.code.value)
             return
         async with self._lock:

@@ -6,11 +6,14 @@ found by the sweep of a router started after one that died in between."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
 
+from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.actors.router import _ids as ids
+from lineup.actors.router._app_sessions import AppSessions
 from lineup.actors.store.messages import AppSessionGetReply, AppSessionGetRequest, ToolCallFacts
 from lineup.tests.actors.store._harness import start_store
 
@@ -90,3 +93,29 @@ async def test_the_sweep_of_a_router_started_after_a_lost_end_converges_before_i
     await successor.sessions.sweep()  # again (focus's recovery, a login): a repeat
 
     await assert_closed_after_the_calls(router)
+
+
+async def test_an_open_the_store_did_not_answer_is_an_error_not_a_quiet_skip(
+    router: Router,
+) -> None:
+    """Only "never logged in" waits quietly for the sweep after the login; a session read that
+    timed out is raised, so that the router sweeps again at once (`_guarded_event`) instead of
+    leaving the sub-session unopened until a login that may never come."""
+
+    async def timed_out() -> dict[str, str]:
+        raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "the store did not answer")
+
+    async def never_logged_in() -> dict[str, str]:
+        raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
+
+    slow = AppSessions(cast(Bus, router.bus), timed_out, router.tools, router.service)
+    with pytest.raises(LineUpError) as raised:
+        await slow.opened(INSTANCE, SCOPE)
+    assert raised.value.code is ErrorCode.DEADLINE_EXCEEDED
+
+    offline = AppSessions(cast(Bus, router.bus), never_logged_in, router.tools, router.service)
+    await offline.opened(INSTANCE, SCOPE)
+    session = await router.bus.store.request(
+        "store", AppSessionGetRequest(app_session_id=SESSION_ID), expect=AppSessionGetReply
+    )
+    assert session.session is None
