@@ -83,7 +83,7 @@ SURFACE_CONTENT_TYPES: Final = {
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class NoParams(_Params):

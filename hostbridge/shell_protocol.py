@@ -146,7 +146,7 @@ Openable = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
 class ShellFrame(BaseModel):
     """Base of every frame, both ways: immutable, and an unknown field is refused."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # ---------------------------------------------------------------------- Shell → runtime

@@ -194,7 +194,7 @@ class SigningKey:
 
 
 class SignedManifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     format: Literal["lineup.bundle.v1"]
     app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]

@@ -88,7 +88,7 @@ DEFAULT_GRANT_TTL_S: Final = 30 * 24 * 3600.0  # "Always allow" is remembered th
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class NotificationShow(_Input):

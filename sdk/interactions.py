@@ -98,7 +98,7 @@ Bound = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 class _Model(BaseModel):
     # Scalars are strict: the tool input is JSON the Agent wrote; "3" is not a number, 1 is not
     # `true`. (Arrays may come as lists or tuples.)
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class _Request(_Model):

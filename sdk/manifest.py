@@ -109,7 +109,7 @@ class ManifestInvalid(LineUpError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def _check_tool_schema(schema: Any, path: str) -> None:

@@ -100,7 +100,7 @@ class AppInfo(BaseModel):
     """The manifest facts of a MiniApp class, set as its `app_info` class attribute. `title`
     (optional) is the name the Shell shows for the app; without one it shows `app_scope`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     app_scope: AppScope
     title: AppTitle | None = None

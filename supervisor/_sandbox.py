@@ -135,7 +135,7 @@ _M_ARENA_MAX: Final = -8
 class SandboxPolicy(BaseModel):
     """`boot["config"]["sandbox"]`: the confinement of one MiniApp process."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     profile: Literal["miniapp"]
     app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]  # the manifest's rule

@@ -23,7 +23,8 @@ imports only what a spawn needs, the preload entries of its target's package (th
 modules before the store is forked: each child still finds its code loaded), so the first
 children start while the last modules load, and a spawn never waits behind an import it does
 not need. Once the tree is ready the supervisor says `zygote.preload`, and the rest loads
-between spawns, so that every later fork (a restart) is cheap again.
+between spawns, then every message's validator is built (messages defer that to their first
+use), so that every later fork (a restart) is cheap again.
 
 In the child, in this order: leave the zygote's socket, new session (`setsid`: terminal signals
 go to the supervisor alone), die with the supervisor, take its title (`lineup: router`), make
@@ -47,11 +48,14 @@ import socket
 import sys
 import traceback
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
+
+from pydantic import BaseModel
 
 from lineup._early import BASE
 from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
+from lineup.actors.kernel.messages import REGISTRY
 
 from . import _sandbox, _title
 
@@ -190,6 +194,29 @@ class Preload:
     def preload_all(self) -> None:
         self._idle = True  # the tree is ready: load the rest
 
+    @property
+    def done(self) -> bool:
+        """Everything imported, and no spawn of the start under way."""
+        return self._idle and not self.pending
+
+
+def unbuilt_messages() -> Iterator[type[BaseModel]]:
+    """The messages whose validators are still to build. Their classes defer it to their first
+    use (`defer_build`), so that an import costs what a command needs and no more; a zygote
+    builds them all once it has nothing else to do, so that a child forked after that (a
+    restart, a MiniApp) finds them built, as it finds its modules imported."""
+    for cls in list(REGISTRY.values()):
+        if not cls.__pydantic_complete__:
+            yield cls
+
+
+def _build(cls: type[BaseModel]) -> None:
+    """Build one message's validator; a failure is the child's that uses it, as in `_import`."""
+    try:
+        cls.model_rebuild(force=True)
+    except Exception:
+        traceback.print_exc()
+
 
 def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = None) -> None:
     """Fork a child for each spawn request until the supervisor closes `sock`, importing
@@ -197,10 +224,17 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
     preload = Preload(()) if preload is None else preload
     decoder = FrameDecoder()
     fds: deque[int] = deque()
+    unbuilt: Iterator[type[BaseModel]] | None = None
     while True:
-        if preload.idling and not select.select([sock], [], [], 0)[0]:
-            _import(preload.next())
-            continue
+        if (preload.idling or preload.done) and not select.select([sock], [], [], 0)[0]:
+            if preload.idling:
+                _import(preload.next())
+                continue
+            unbuilt = unbuilt_messages() if unbuilt is None else unbuilt
+            cls = next(unbuilt, None)
+            if cls is not None:
+                _build(cls)
+                continue
         try:
             data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
         except ConnectionResetError:

@@ -99,7 +99,7 @@ MAX_POINTER: Final = 200  # characters of a refusal's JSON pointer
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Sender(_Model):

@@ -45,7 +45,7 @@ class WireErrorCode(StrEnum):
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
 
 class LoginAnswer(_Answer):

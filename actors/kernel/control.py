@@ -122,7 +122,7 @@ class StatusRequest(Message):
 class SandboxLayer(BaseModel):
     """One layer of the MiniApp sandbox, as this kernel offers it (DESIGN §8)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     available: bool
 
@@ -138,7 +138,7 @@ class SeccompLayer(SandboxLayer):
 
 
 class SandboxStatus(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     netns: SandboxLayer
     landlock: LandlockLayer

@@ -21,7 +21,9 @@ class Message(BaseModel):
 
     # A float that JSON cannot hold is written as itself (`NaN`, not pydantic's silent `null`),
     # so that the bus refuses it at the sender (`bus._to_json`) instead of changing it.
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", ser_json_inf_nan="constants", defer_build=True
+    )
 
     TYPE: ClassVar[str] = ""
 

@@ -55,7 +55,7 @@ class EnvelopeRejected(LineUpError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Sender(_Model):

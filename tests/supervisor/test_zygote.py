@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from lineup._early import BASE, RUNTIME_LANES, RUNTIME_PRELOAD
-from lineup.actors.kernel import load_target
+from lineup.actors.kernel import Message, load_target
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.supervisor._spawn import Zygote
 from lineup.supervisor._spec import runtime_specs
-from lineup.supervisor._zygote import Preload, _import, entries_for, lane_preloads
+from lineup.supervisor._zygote import (
+    Preload,
+    _build,
+    _import,
+    entries_for,
+    lane_preloads,
+    unbuilt_messages,
+)
 
 
 def test_the_zygote_preloads_the_module_of_every_runtime_actor() -> None:
@@ -48,6 +56,31 @@ def test_once_the_tree_is_ready_the_zygote_imports_the_rest_in_order() -> None:
     preload.preload_all()
     assert [preload.next(), preload.next()] == ["lineup.hostbridge._actor", "lineup.ops.agent.demo"]
     assert not preload.idling
+
+
+class Deferred(Message):
+    """A message no test validates: its validator is built by the zygote's idle time alone."""
+
+    type: Literal["test.zygote.deferred"] = "test.zygote.deferred"
+    n: int
+
+
+def test_once_all_is_imported_the_zygote_builds_each_message_it_has_not_yet() -> None:
+    preload = Preload(["lineup.hostbridge._actor"])
+    assert not preload.done  # its imports come first
+    preload.next()
+    assert preload.done
+    preload.for_spawn("lineup.sdk:MiniAppHost")
+    assert not preload.done  # the start's spawns come first
+
+    assert not Deferred.__pydantic_complete__  # messages defer it to their first use
+    unbuilt = list(unbuilt_messages())
+    assert Deferred in unbuilt
+    for cls in unbuilt:
+        _build(cls)
+    assert Deferred.__pydantic_complete__
+    assert list(unbuilt_messages()) == []
+    assert Deferred.model_validate({"n": 1}).n == 1
 
 
 def test_an_entry_names_what_its_module_imports_on_first_use_and_is_found_by_its_first() -> None:
