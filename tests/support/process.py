@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal
@@ -75,6 +74,11 @@ async def start_lineup_run(data_dir: Path) -> LineupProcess:
     return process
 
 
+def _app_argv(args: tuple[str, ...], data_dir: Path | None) -> list[str]:
+    data = ["--data-dir", str(data_dir)] if data_dir is not None else []
+    return [sys.executable, "-m", "lineup", "app", *args, *data]
+
+
 def lineup_app(
     *args: str,
     data_dir: Path | None = None,
@@ -84,9 +88,8 @@ def lineup_app(
 ) -> subprocess.CompletedProcess[str]:
     """`lineup app ARGS` as a user runs it (with `--data-dir` when given, `env` added to this
     process's environment, no stdin), whatever its exit code; raises only past `timeout` s."""
-    data = ["--data-dir", str(data_dir)] if data_dir is not None else []
     return subprocess.run(
-        [sys.executable, "-m", "lineup", "app", *args, *data],
+        _app_argv(args, data_dir),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -100,9 +103,19 @@ def lineup_app(
 async def run_app(
     *args: str, data_dir: Path, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`lineup_app` on a worker thread, for trio tests (the runtime it talks to runs meanwhile)."""
-    call = functools.partial(lineup_app, *args, data_dir=data_dir, cwd=cwd)
-    return await trio.to_thread.run_sync(call)
+    """`lineup_app`, for trio tests (the runtime it talks to runs meanwhile): a child of trio's,
+    so that the test's own deadline cancels it (and kills it) like any other wait."""
+    done = await trio.run_process(
+        _app_argv(args, data_dir),
+        capture_stdout=True,
+        capture_stderr=True,
+        stdin=b"",
+        cwd=cwd,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
 
 
 def modules_after(statement: str) -> set[str]:
