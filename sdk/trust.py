@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from lineup._paths import default_data_dir
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 from .bundle import PublicKey, key_id_of
@@ -32,14 +33,6 @@ __all__ = ["TRUSTED_KEYS_FILE", "TrustStore", "TrustedKey", "default_data_dir"]
 
 TRUSTED_KEYS_FILE: Final = "trusted-keys.json"
 MAX_TRUST_FILE_BYTES: Final = 1024 * 1024
-
-
-def default_data_dir() -> Path:
-    """Where `lineup run` keeps its data (and so its trusted keys) when no `--data-dir` is
-    given: `$XDG_DATA_HOME/lineup`, else `~/.local/share/lineup`. The one definition: the
-    runtime's CLI and the authoring CLI both use it."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "lineup"
 
 
 _FILE_MODE: Final = 0o600

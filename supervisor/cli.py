@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, TextIO
 
 import trio
 
+from lineup._paths import default_data_dir
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import (
     SandboxLayer,
@@ -34,7 +35,6 @@ from lineup.actors.kernel.control import (
     StatusRequest,
 )
 from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
-from lineup.sdk.trust import default_data_dir
 
 from ._applog import app_log_path, log_files
 from ._control import CONTROL_SOCKET, control_request, read_state_file

@@ -65,3 +65,16 @@ def test_an_actor_package_refuses_a_name_it_does_not_export() -> None:
 
     with pytest.raises(AttributeError):
         focus.NoSuchActor  # noqa: B018
+
+
+def test_the_supervisors_cli_loads_no_sdk_and_builds_no_message() -> None:
+    # `lineup run` waits for these imports before it starts a child: the SDK (an author's
+    # package, ~0.1 s) is none of the supervisor's business, and a message's validator is built
+    # on its first use (or by a zygote with nothing else to do), never by an import.
+    loaded = modules_after(
+        "import lineup.supervisor.cli\n"
+        "from lineup.actors.kernel.messages import REGISTRY\n"
+        "assert not [t for t, c in REGISTRY.items() if c.__pydantic_complete__], 'built'"
+    )
+    assert "lineup.supervisor.cli" in loaded
+    assert {m for m in loaded if m == "lineup.sdk" or m.startswith("lineup.sdk.")} == set()

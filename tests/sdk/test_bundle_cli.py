@@ -54,9 +54,12 @@ def write_app(root: Path, name: str = "pingapp", kind: str = "installed") -> Pat
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    """A folder with a key pair `key`/`key.pub` and the app package `pingapp`."""
-    result = lineup_app(tmp_path, "keygen", "--out", "key")
-    assert result.returncode == 0, result.stderr
+    """A folder with a key pair `key`/`key.pub` as `keygen` writes it (its own tests run it)
+    and the app package `pingapp`."""
+    key = SigningKey.generate()
+    (tmp_path / "key").write_text(key.dumps())
+    (tmp_path / "key").chmod(0o600)
+    (tmp_path / "key.pub").write_text(key.public.dumps())
     write_app(tmp_path)
     return tmp_path
 
