@@ -609,11 +609,10 @@ class RegistryService:
             raise LineUpError(ErrorCode.URL_NOT_ALLOWED, parts.scheme)
         timeout = httpx.Timeout(DOWNLOAD_TIMEOUT, connect=CONNECT_TIMEOUT)
         try:
+            # The bound is the network's: the client (its TLS context, a CPU's work) comes first.
+            client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
             with trio.fail_after(DOWNLOAD_TIMEOUT):
-                async with (
-                    httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
-                    client.stream("GET", url) as response,
-                ):
+                async with client, client.stream("GET", url) as response:
                     if response.status_code != 200:
                         raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(response.status_code))
                     body = bytearray()
