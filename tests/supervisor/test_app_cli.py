@@ -4,12 +4,14 @@ real subprocesses against the real `lineup run`."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from pydantic import ValidationError
 
 from lineup.actors.kernel.control import (
@@ -196,8 +198,18 @@ async def check_table(data_dir: Path) -> None:
 
 async def check_refusals(data_dir: Path) -> None:
     """Each refused operation: its code in the one line on stderr, exit 1; an unknown scope
-    (`nosuch`) for every command that names one, and a name that is no app_scope."""
-    for args, line in [
+    (`nosuch`) for every command that names one, and a name that is no app_scope. Through the
+    CLI's own `main`, against the running runtime: the test's other steps run `lineup app` as a
+    process, and eleven more interpreters were most of its half a minute on a loaded machine."""
+
+    async def refused(args: tuple[str, ...], line: str) -> None:
+        out, err = io.StringIO(), io.StringIO()
+        run = functools.partial(main, list(args), data_dir_default=data_dir, out=out, err=err)
+        code = await trio.to_thread.run_sync(run)
+        assert (code, out.getvalue()) == (1, ""), (args, err.getvalue())
+        assert err.getvalue() == f"lineup: error: {line}\n", args
+
+    refusals: list[tuple[tuple[str, ...], str]] = [
         (("disable", "chat"), "disable chat: failed (app_protected)"),
         (("remove", "chat", "--yes"), "remove chat: failed (app_protected)"),
         (("rollback", "deliver"), "rollback deliver: failed (no_predecessor)"),
@@ -213,10 +225,10 @@ async def check_refusals(data_dir: Path) -> None:
         (("revoke", "nosuch", "1.0"), "revoke nosuch 1.0: failed (app_not_installed)"),
         (("remove", "nosuch", "--yes"), "remove nosuch: failed (app_not_installed)"),
         (("enable", "No/Such"), "'No/Such' is not an app_scope"),
-    ]:
-        result = await run_app(*args, data_dir=data_dir)
-        assert (result.returncode, result.stdout) == (1, ""), result
-        assert result.stderr == f"lineup: error: {line}\n", result
+    ]
+    async with trio.open_nursery() as nursery:
+        for args, line in refusals:
+            nursery.start_soon(refused, args, line)
 
 
 async def test_install_list_default_disable_and_remove_through_the_cli(
@@ -257,9 +269,9 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
         chat = app_of(document, "chat")
         assert chat is not None and chat["removable"] is False
 
-        await check_table(data_dir)
-
-        await check_refusals(data_dir)
+        async with trio.open_nursery() as nursery:  # both only read
+            nursery.start_soon(check_table, data_dir)
+            nursery.start_soon(check_refusals, data_dir)
 
         made_default = await run_app("default", "deliver", data_dir=data_dir)
         assert made_default.returncode == 0, made_default.stdout
