@@ -177,6 +177,9 @@ async def test_a_sigkill_of_the_whole_runtime_mid_install_leaves_one_whole_versi
     nursery: trio.Nursery, data_dir: Path, tmp_path: Path, kind: str, point: str,
     survivor: str | None,
 ) -> None:  # fmt: skip
+    """Over ten seconds on a loaded machine, by what it is about: what a SIGKILL of every
+    process of the runtime leaves on disk, so two or three whole trees start one after another
+    (one installs 1.0, one is killed at the crash point, one recovers and answers a call)."""
     trust(data_dir, KEY.public)
     bundles, files = write_bundles(tmp_path)
     digests = {v: read_header(data)[0].sha256 for v, data in bundles.items()}

@@ -60,6 +60,8 @@ class Run:
 async def test_a_past_dev_app_leaves_its_scope_to_the_installed_bundle_of_the_same_app(
     data_dir: Path, tmp_path: Path
 ) -> None:
+    """About ten seconds, by what it is about: three `lineup run`s one after another on one data
+    dir (what each leaves is what the next finds), with `lineup app` run as a user runs it."""
     data = data_dir / "rt"
     trust(data, KEY.public)
     folder = write_dev_app(tmp_path / "src" / "hello_dev")
