@@ -23,7 +23,7 @@ from lineup.actors.focus._cache import BundleCache
 from lineup.sdk.bundle import SigningKey, read_header
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import build_bundle, trust
-from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.process import run_app, wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 
 KEY = SigningKey(b"\x05" * 32)
@@ -125,17 +125,8 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-async def lineup_app(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return await trio.run_process(
-        [sys.executable, "-m", "lineup", "app", *args, "--data-dir", str(data_dir)],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-
-
 async def listed(data_dir: Path) -> dict[str, Any]:
-    result = await lineup_app(data_dir, "list", "--json")
+    result = await run_app("list", "--json", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     document: dict[str, Any] = json.loads(result.stdout)
     return document
@@ -186,16 +177,16 @@ async def test_a_sigkill_of_the_whole_runtime_mid_install_leaves_one_whole_versi
     if kind == "update":
         async with trio.open_nursery() as first:
             tree = await Tree.start(first, data_dir)
-            assert (await lineup_app(data_dir, "install", str(files["1.0"]))).returncode == 0
+            assert (await run_app("install", str(files["1.0"]), data_dir=data_dir)).returncode == 0
             await tree.kill_all()
     target = "2.0" if kind == "update" else "1.0"
 
     async with trio.open_nursery() as second:
         tree = await Tree.start(second, data_dir, registry_pause_at=point)
-        outcome: list[subprocess.CompletedProcess[bytes]] = []
+        outcome: list[subprocess.CompletedProcess[str]] = []
 
         async def request() -> None:
-            outcome.append(await lineup_app(data_dir, "install", str(files[target])))
+            outcome.append(await run_app("install", str(files[target]), data_dir=data_dir))
 
         second.start_soon(request)
         await tree.paused()
@@ -218,7 +209,7 @@ async def test_a_sigkill_of_the_whole_runtime_mid_install_leaves_one_whole_versi
             assert app is None and not (cache.root / SCOPE).exists()
             assert interrupted["code"] == "actor_restarted"
             # Nothing half-installed is in the way: the same install goes through now.
-            again = await lineup_app(data_dir, "install", str(files[target]))
+            again = await run_app("install", str(files[target]), data_dir=data_dir)
             assert again.returncode == 0, again.stdout
             survivor = target
         else:
