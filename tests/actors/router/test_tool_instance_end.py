@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, cast
 
+import pytest
 import trio
 
 from lineup import wire
@@ -116,28 +117,23 @@ async def ended(store: StoreHarness) -> tuple[str, str | None]:
             await trio.sleep(POLL)
 
 
-async def test_a_launch_closed_as_it_became_ready_is_cancelled_at_once(
-    nursery: trio.Nursery, tmp_path: Path
+@pytest.mark.parametrize(
+    ("tool", "ending"),
+    [
+        ("launch", ("cancelled", "activation_cancelled")),  # closed as it became ready
+        ("direct", ("rejected", "app_instance_not_found")),  # ended as focus found it
+    ],
+)
+async def test_a_call_whose_instance_ended_before_it_was_given_ends_at_once(
+    nursery: trio.Nursery, tmp_path: Path, tool: str, ending: tuple[str, str]
 ) -> None:
     store = await store_and_focus(nursery, tmp_path)
     pipeline = ToolPipeline(store.router, store.router.me, _session)
     await nursery.start(pipeline.run)
 
-    await agent_calls(pipeline, f"{SCOPE}.launch")
+    await agent_calls(pipeline, f"{SCOPE}.{tool}")
 
-    assert await ended(store) == ("cancelled", "activation_cancelled")
-
-
-async def test_a_call_whose_instance_ended_as_it_was_found_is_rejected_at_once(
-    nursery: trio.Nursery, tmp_path: Path
-) -> None:
-    store = await store_and_focus(nursery, tmp_path)
-    pipeline = ToolPipeline(store.router, store.router.me, _session)
-    await nursery.start(pipeline.run)
-
-    await agent_calls(pipeline, f"{SCOPE}.direct")
-
-    assert await ended(store) == ("rejected", "app_instance_not_found")
+    assert await ended(store) == ending
 
 
 class StoreDownOnce:
