@@ -73,6 +73,9 @@ async def test_status_says_restoring_until_every_child_is_ready_then_the_links_s
 async def test_a_sigtermed_run_says_stopped_and_a_killed_one_leaves_no_stale_word(
     data_dir: Path,
 ) -> None:
+    """Up to ten seconds or more on a loaded machine, by what it is about: two whole `lineup
+    run`s one after another on one data dir, the first ended by SIGTERM, the second by
+    SIGKILL, each read by what it leaves."""
     first = await LineupProcess.start("run", "--data-dir", str(data_dir))
     with trio.fail_after(30):
         await first.wait_for_line(SHELL_LINE)

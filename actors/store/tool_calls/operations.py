@@ -109,10 +109,11 @@ def _check_instance_live(conn: Connection, instance_id: str) -> None:
     """A call goes only to an instance whose end is not recorded. Focus records an end before
     it tells the router, which then closes the instance's calls: a step that binds a call to
     an instance after that would leave it open on nobody (a launch's `activated` racing the
-    user's close, say) until its deadline."""
+    user's close, say) until its deadline. An instance with no row yet is let through: focus
+    answers for a new instance while its birth is being written."""
     rows = conn.execute("SELECT state FROM instances WHERE instance_id = ?", (instance_id,))
     found = rows.fetchall()
-    if not found or found[0][0] in ENDED_INSTANCE:
+    if found and found[0][0] in ENDED_INSTANCE:
         raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "the instance has ended")
 
 
