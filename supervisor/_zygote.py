@@ -224,15 +224,13 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
     preload = Preload(()) if preload is None else preload
     decoder = FrameDecoder()
     fds: deque[int] = deque()
-    unbuilt: Iterator[type[BaseModel]] | None = None
+    unbuilt = unbuilt_messages()  # reads the registry at its first `next`: all is imported then
     while True:
         if (preload.idling or preload.done) and not select.select([sock], [], [], 0)[0]:
             if preload.idling:
                 _import(preload.next())
                 continue
-            unbuilt = unbuilt_messages() if unbuilt is None else unbuilt
-            cls = next(unbuilt, None)
-            if cls is not None:
+            if (cls := next(unbuilt, None)) is not None:
                 _build(cls)
                 continue
         try:

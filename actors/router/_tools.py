@@ -500,20 +500,21 @@ class ToolPipeline:
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
             await self._turn_away(call_id, facts, code)
             return
+        held = instance.state == "starting" and _needs_ready(descriptor)
+        if not held and descriptor.requires_foreground and instance.state != "foreground":
+            await self._turn_away(call_id, facts, ErrorCode.FOREGROUND_REQUIRED)
+            return
         try:
-            if instance.state == "starting" and _needs_ready(descriptor):
-                await self._step(call_id, "hold", new=facts, instance_id=instance.instance_id)
-                # It may have become ready while this was written: look again (under the lock).
-                await self.release(instance.instance_id, instance.app_scope)
-            elif descriptor.requires_foreground and instance.state != "foreground":
-                await self._turn_away(call_id, facts, ErrorCode.FOREGROUND_REQUIRED)
-            else:
-                await self._step(call_id, "hand_over", new=facts, instance_id=instance.instance_id)
+            event: ToolCallEvent = "hold" if held else "hand_over"
+            await self._step(call_id, event, new=facts, instance_id=instance.instance_id)
         except LineUpError as exc:
             if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:
                 raise
             # Its instance ended after focus found it: the store refused to give it the call.
             await self._turn_away(call_id, facts, exc.code)
+            return
+        if held:  # it may have become ready while this was written: look again (under the lock)
+            await self.release(instance.instance_id, instance.app_scope)
 
     async def _turn_away(self, call_id: str, facts: ToolCallFacts | None, code: ErrorCode) -> None:
         """End a call no instance can take: refused at its birth (`facts`), else rejected."""
