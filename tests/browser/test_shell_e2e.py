@@ -89,8 +89,12 @@ async def send_from_composer(page: ShellPage, text: str) -> None:
         expect(mine).to_have_count(1, timeout=WAIT_MS)
         expect(mine).to_have_attribute("data-state", "sent", timeout=WAIT_MS)
         expect(mine.get_by_test_id("message-status")).to_have_count(0, timeout=WAIT_MS)
-        # The local echo: shown as `pending` before the AppServer took it, then `sent`.
-        assert p.evaluate("window.__states") == ["pending", "sent"]
+        # The local echo, `pending` until the AppServer took it, then `sent`, and nothing
+        # else. The echo may never be painted when the AppServer takes the message before the
+        # Shell's next render (views are snapshots: a newer one replaces one not yet shown),
+        # so `pending` is not required here: test_im_link proves a message stays `pending`
+        # while the AppServer is down, and test_shell_render how a `pending` one looks.
+        assert p.evaluate("window.__states") in (["pending", "sent"], ["sent"])
 
     await page.run(type_and_send)
 
