@@ -562,7 +562,9 @@ class FocusActor(Actor):
 
     async def _tell_router(self, event: Message) -> None:
         # Not told: the router publishes the inventory when it starts.
-        await self.bus.tell("router", event, timeout=NOTIFY_TIMEOUT)
+        code = await self.bus.tell("router", event, timeout=NOTIFY_TIMEOUT)
+        if code is not None:
+            log.warning("focus.router_not_told type=%s code=%s", event.TYPE, code.value)
 
     # ------------------------------------------------------------------ instances
 

@@ -366,9 +366,15 @@ class Bus:
     ) -> ErrorCode | None:
         """`notify`, for an event that is a fast path only (the peer also learns it another
         way, e.g. from the store when it starts): None once sent, else the refusal's code.
-        Never raises LineUpError."""
+        Never raises LineUpError. A channel found dead is tried once more, at once: the
+        event reached no one, and the peer's new process (one that started before the event
+        was written, so never listed what it says) gets it on a new channel."""
+        deadline = trio.current_time() + timeout
         try:
-            await self.notify(peer, body, timeout=timeout)
+            try:
+                await self.notify(peer, body, timeout=timeout)
+            except ActorRestarted:
+                await self.notify(peer, body, timeout=max(0.0, deadline - trio.current_time()))
         except LineUpError as exc:
             return exc.code
         return None
