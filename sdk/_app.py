@@ -21,7 +21,7 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 import trio
@@ -70,6 +70,12 @@ CAPABILITY_TIMEOUT: Final = 300.0
 # second, and asks again (within CALL_TIMEOUT), instead of dropping what it was doing.
 RATE_PAUSE: Final = 0.01
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# A delivery whose hook was refused (the app raised, or its acknowledgement did not reach
+# the store) is still in the inbox: it is offered again after each of these pauses, read from
+# the inbox (what was acknowledged meanwhile is not), about a minute in all; after that it
+# waits for the app's next start or refresh.
+REOFFER_PAUSES: Final = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+INBOX_PAGE: Final = 100
 MAX_KEPT_RECORDS: Final = 256  # answered interactions the app's `Ui.wait` remembers
 FINAL_INTERACTION: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 
@@ -669,6 +675,7 @@ class MiniAppHost(Actor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._events_in, self._events_out = trio.open_memory_channel[Message](EVENT_QUEUE)
+        self._offers: dict[str, int] = {}  # refused deliveries: times offered again
 
     async def call(self, peer: str, request: Message, expect: type[M]) -> M:
         wait = CAPABILITY_TIMEOUT if isinstance(request, p.CapabilityRequest) else CALL_TIMEOUT
@@ -727,25 +734,70 @@ class MiniAppHost(Actor):
                 if isinstance(event, p.DeliveriesEvent | p.DeliveryEvent):
                     if _takes_bursts(app):
                         deliveries, held = self._waiting_deliveries(event)
-                        try:
-                            await app.on_deliveries(deliveries)
-                        except LineUpError as exc:
-                            log.warning(
-                                "sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value
-                            )
+                        await self._hand(app.on_deliveries(deliveries), deliveries, event.TYPE)
                         continue
                     for delivery in _deliveries_in(event):  # each refused alone
-                        try:
-                            await app.on_delivery(delivery)
-                        except LineUpError as exc:
-                            log.warning(
-                                "sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value
-                            )
+                        await self._hand(app.on_delivery(delivery), (delivery,), event.TYPE)
                     continue
                 try:
                     await _dispatch(app, event, self._context)
                 except LineUpError as exc:
                     log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+
+    async def _hand(
+        self, hook: Awaitable[None], deliveries: tuple[p.Delivery, ...], kind: str
+    ) -> None:
+        """Run a delivery hook; if it is refused, its deliveries are offered again later."""
+        try:
+            await hook
+        except LineUpError as exc:
+            log.warning("sdk.hook_refused type=%s code=%s", kind, exc.code.value)
+            self._offer_again(deliveries)
+            return
+        for delivery in deliveries:
+            self._offers.pop(delivery.delivery_id, None)
+
+    def _offer_again(self, deliveries: tuple[p.Delivery, ...]) -> None:
+        offered = max(self._offers.get(d.delivery_id, 0) for d in deliveries)
+        if offered == len(REOFFER_PAUSES):
+            for delivery in deliveries:
+                self._offers.pop(delivery.delivery_id, None)
+            log.warning("sdk.deliveries_left_in_inbox count=%d", len(deliveries))
+            return
+        self._offers.update((d.delivery_id, offered + 1) for d in deliveries)
+        self._nursery.start_soon(self._reoffer, deliveries, REOFFER_PAUSES[offered])
+
+    async def _reoffer(self, deliveries: tuple[p.Delivery, ...], pause: float) -> None:
+        await trio.sleep(pause)
+        try:
+            waiting = await self._still_in_inbox(deliveries)
+            if waiting:
+                self._enqueue(p.DeliveriesEvent(deliveries=waiting))
+        except LineUpError as exc:  # not read, or not queued: again after the next pause
+            log.info("sdk.deliveries_not_reoffered code=%s", exc.code.value)
+            self._offer_again(deliveries)
+            return
+        taken = {d.delivery_id for d in waiting}
+        for delivery in deliveries:
+            if delivery.delivery_id not in taken:  # acknowledged meanwhile
+                self._offers.pop(delivery.delivery_id, None)
+
+    async def _still_in_inbox(self, deliveries: tuple[p.Delivery, ...]) -> tuple[p.Delivery, ...]:
+        """Those of `deliveries` their inboxes still hold, as the inboxes hold them."""
+        wanted = {d.delivery_id for d in deliveries}
+        found: list[p.Delivery] = []
+        for instance_id in dict.fromkeys(d.instance_id for d in deliveries):
+            seqs = [d.seq for d in deliveries if d.instance_id == instance_id]
+            after, last = max(0, min(seqs) - 1), max(seqs)
+            while after < last:
+                page = await self._context.inbox.list(
+                    after_seq=after, limit=INBOX_PAGE, instance_id=instance_id
+                )
+                if not page:
+                    break
+                found.extend(d for d in page if d.delivery_id in wanted)
+                after = page[-1].seq
+        return tuple(found)
 
     def _waiting_deliveries(
         self, first: p.DeliveryEvent | p.DeliveriesEvent

@@ -1,16 +1,19 @@
 """The SDK hands an app the deliveries queued together in one `on_deliveries`, in order, and
-never moves another event across them; a request the bus refuses `rate_limited` is asked again
-after a pause (`sdk/_app.py`)."""
+never moves another event across them; a delivery whose hook was refused is offered again from
+the inbox; a request the bus refuses `rate_limited` is asked again after a pause
+(`sdk/_app.py`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.actors.kernel import ActorKind, ErrorCode, Identity, LineUpError, Message
+from lineup.actors.kernel.actor import ActorContext
 from lineup.sdk import _app, testkit
 from lineup.sdk import protocol as p
 
@@ -156,3 +159,85 @@ async def test_a_rate_limit_that_outlasts_the_call_timeout_is_raised(
         await host_on(bus).call("router", p.ToolAcceptRequest(call_id="c1"), p.CommandReceipt)
     assert refused.value.code is ErrorCode.RATE_LIMITED
     assert trio.current_time() <= _app.CALL_TIMEOUT
+
+
+class Acknowledging(_app.MiniApp):
+    """Shows each delivery once (by id) and acknowledges what it was handed."""
+
+    handed: list[list[str]] = []
+
+    async def start(self, app: _app.AppContext) -> None:
+        self.app = app
+
+    async def on_deliveries(self, deliveries: tuple[p.Delivery, ...]) -> None:
+        type(self).handed.append([d.delivery_id for d in deliveries])
+        await self.app.inbox.acknowledge_many(deliveries)
+
+
+class _RuntimeBus:
+    """The host's bus, answered by a `FakeRuntime`."""
+
+    def __init__(self, runtime: testkit.FakeRuntime) -> None:
+        self.runtime = runtime
+
+    async def request(self, peer: str, body: Message, *, expect: type[Any], **kw: Any) -> Any:
+        return await self.runtime.call(peer, body, expect)
+
+
+async def hosted(
+    nursery: trio.Nursery, runtime: testkit.FakeRuntime, tmp_path: Path
+) -> _app.MiniAppHost:
+    Acknowledging.handed = []
+    ctx = ActorContext(
+        identity=Identity(ActorKind.MINIAPP, f"miniapp:{runtime.app_scope}"),
+        incarnation=1,
+        data_dir=tmp_path,
+        config={"app": f"{__name__}:Acknowledging", "instance_id": runtime.instance_id},
+        bus=_RuntimeBus(runtime),  # type: ignore[arg-type]
+    )
+    host = _app.MiniAppHost(ctx)
+    await nursery.start(host.run)
+    return host
+
+
+@pytest.mark.parametrize("code", [ErrorCode.DEADLINE_EXCEEDED, ErrorCode.ACTOR_RESTARTED])
+async def test_a_delivery_whose_acknowledgement_failed_is_offered_again_until_it_is_taken(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    tmp_path: Path,
+    code: ErrorCode,
+) -> None:
+    # The store or the router was down when the app acknowledged: nothing else would ever hand
+    # the delivery to the running app again, and it stayed in its inbox (a drill's breach).
+    runtime = testkit.FakeRuntime("probe", "i-1")
+    host = await hosted(nursery, runtime, tmp_path)
+    first, second = runtime.inbox.put({}, "m1"), runtime.inbox.put({}, "m2")
+    runtime.refuse(p.InboxAckManyRequest, code, times=2)
+
+    host.on_delivery_batch(p.DeliveriesEvent(deliveries=(first, second)), None)  # type: ignore[arg-type]
+    # The clock is virtual: after the first two pauses, the third offer has been taken.
+    await trio.sleep(sum(_app.REOFFER_PAUSES[:2]) + 0.1)
+
+    assert Acknowledging.handed == [["m1", "m2"]] * 3
+    assert runtime.inbox.pending == {}
+    assert host._offers == {}
+
+
+async def test_only_what_is_still_in_the_inbox_is_offered_again_and_a_refusal_ends_in_time(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    runtime = testkit.FakeRuntime("probe", "i-1")
+    host = await hosted(nursery, runtime, tmp_path)
+    first, second = runtime.inbox.put({}, "m1"), runtime.inbox.put({}, "m2")
+    runtime.refuse(p.InboxAckManyRequest, ErrorCode.DEADLINE_EXCEEDED, times=10_000)
+
+    host.on_delivery_batch(p.DeliveriesEvent(deliveries=(first, second)), None)  # type: ignore[arg-type]
+    await trio.sleep(0.1)
+    runtime.inbox.pending.pop("m1")  # acknowledged meanwhile (a refresh re-read the inbox)
+    await trio.sleep(sum(_app.REOFFER_PAUSES) + 1)
+
+    # Offered once at first, then again after each pause, and then left in the inbox for the
+    # app's next start: never a busy loop.
+    assert Acknowledging.handed == [["m1", "m2"]] + [["m2"]] * len(_app.REOFFER_PAUSES)
+    assert host._offers == {}
+    assert list(runtime.inbox.pending) == ["m2"]
