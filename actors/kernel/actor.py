@@ -204,6 +204,13 @@ def actor_main(boot: BootInfo, control_fd: int) -> int:
     return 0
 
 
+def _leaves(group: BaseExceptionGroup[LineUpError]) -> list[LineUpError]:
+    leaves: list[LineUpError] = []
+    for exc in group.exceptions:
+        leaves.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return leaves
+
+
 def _cannot_start(exc: BaseException) -> CannotStart | None:
     """The CannotStart that `exc` is, or that its nurseries' groups hold."""
     while isinstance(exc, BaseExceptionGroup):
@@ -229,20 +236,24 @@ async def _actor_main(boot: BootInfo, control_fd: int) -> None:
     bus.set_handler(actor.dispatch)  # no trampoline through `dispatch` above on every frame
     if cls.writes_own_audit:
         bus.audit_locally = actor.write_audit
-    async with trio.open_nursery() as nursery:
-        await nursery.start(bus.run)
-        control = bus.connect(
-            Identity(ActorKind.SUPERVISOR, SUPERVISOR),
-            0,
-            Channel.from_fd(control_fd, carries_fds=True),
-        )
-        try:
+    stopped = trio.Event()  # the control channel closed: the supervisor stopped us, or died
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(bus.run)
+            control = bus.connect(
+                Identity(ActorKind.SUPERVISOR, SUPERVISOR),
+                0,
+                Channel.from_fd(control_fd, carries_fds=True),
+            )
+            stopped = control.closed
             await nursery.start(actor.run)
             await bus.notify(SUPERVISOR, ActorReadyEvent(pid=os.getpid()))
-        except LineUpError:
-            if not control.closed.is_set():
-                raise
-            # The supervisor stopped us before we were ready (the tree is stopping): quietly,
-            # whether the start itself needed it (a peer introduced through it) or the notice.
-        await control.closed.wait()  # the supervisor stopped us, or died
-        nursery.cancel_scope.cancel()
+            await stopped.wait()
+            nursery.cancel_scope.cancel()
+    except* LineUpError as refused:
+        if not stopped.is_set():
+            raise
+        # The tree is stopping: work that needed a peer (one introduced through the
+        # supervisor, or the supervisor itself) found none. Ending now is what was asked.
+        codes = sorted({e.code.value for e in _leaves(refused)})
+        log.info("actor.stopped_mid_work codes=%s", ",".join(codes))
