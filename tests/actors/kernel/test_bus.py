@@ -1033,3 +1033,18 @@ async def test_tell_answers_none_once_sent_and_the_code_when_the_peer_cannot_be_
     await server.wait_calls(1)
     # No channel to it and no supervisor to ask: refused, returned, not raised.
     assert await focus.tell("gateway", PeerNoteEvent(n=2), timeout=1) is ErrorCode.ACTOR_UNAVAILABLE
+
+
+async def test_a_tell_on_a_channel_found_dead_is_sent_again_on_a_new_one(
+    nursery: trio.Nursery, raw_sockets: list[socket.socket]
+) -> None:
+    # The peer restarted and this bus has not read the EOF yet: the event reached no one. It
+    # is sent again at once, on the channel the supervisor would introduce; here there is no
+    # supervisor, so the second try says `actor_unavailable`, not the first's `actor_restarted`.
+    app = await start_bus(nursery, MINIAPP)
+    router = attach_raw(app, ROUTER, raw_sockets)
+    router.sock.close()
+
+    code = await app.tell("router", PeerNoteEvent(n=1), timeout=WAIT)
+
+    assert code is ErrorCode.ACTOR_UNAVAILABLE
