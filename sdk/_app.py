@@ -9,7 +9,8 @@ and handed to the app's hooks one at a time, so app code never races with itself
 the app makes is a request the runtime may refuse with a stable `ErrorCode`.
 
 Deliveries are at-least-once: the inbox is the reliable path (listed at start and whenever the
-runtime asks for a refresh) and events are the fast one, so hooks must be idempotent by id.
+runtime asks for a refresh, and read again for a delivery whose hook was refused, which is
+offered again after a pause) and events are the fast one, so hooks must be idempotent by id.
 """
 
 from __future__ import annotations
