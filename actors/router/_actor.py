@@ -100,6 +100,7 @@ T = TypeVar("T")
 
 SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
 SESSION_TTL: Final = 1.0  # seconds a read of it is reused
+RECONCILE_S: Final = 5.0  # between two looks for an instance event that never arrived
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = wire.TEXT
 TOOL_CALL: Final = wire.TOOL_CALL
@@ -134,8 +135,23 @@ class RouterActor(Actor):
             await nursery.start(self.tools.run)
             await nursery.start(self.interactions.run)
             nursery.start_soon(self.sessions.sweep)  # what a lost event left undone
+            nursery.start_soon(self._reconcile)
             task_status.started()
             await trio.sleep_forever()
+
+    async def _reconcile(self) -> None:
+        """Focus's instance events are a fast path: one lost while both processes run (a tell
+        that found no channel in time) is made up here, within two rounds. A call's instance
+        counts as ended only when it was missing from the live ones in two rounds in a row:
+        focus may bind a call to an instance a moment before that instance's row commits."""
+        missing: set[str] = set()
+        while True:
+            await trio.sleep(RECONCILE_S)
+            await self.sessions.sweep()
+            try:
+                missing = await self.tools.sweep_ended(confirmed=missing)
+            except LineUpError as exc:
+                log.warning("router.reconcile_failed code=%s", exc.code.value)
 
     # ------------------------------------------------------------------ inbound (from the Agent)
 

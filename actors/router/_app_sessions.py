@@ -241,11 +241,13 @@ class AppSessions:
     async def sweep(self) -> None:
         """The store is the truth: every live instance (but the chat) has an open sub-session,
         every open sub-session a live instance; what a lost event left undone is done here."""
+        # The sessions first: one opened after this read is not closed below for want of an
+        # instance read before it was born (its `started` is told after its row commits).
         try:
-            live = await self._store(InstanceListRequest(), InstanceListReply)
             sessions = await self._store(
                 AppSessionListRequest(open_only=True, recent=1), AppSessionListReply
             )
+            live = await self._store(InstanceListRequest(), InstanceListReply)
         except LineUpError as exc:
             log.warning("router.app_session_sweep_failed code=%s", exc.code.value)
             return

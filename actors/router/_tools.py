@@ -854,11 +854,15 @@ class ToolPipeline:
         live = await self._store(InstanceListRequest(), InstanceListReply)
         return {row.instance_id for row in live.instances}
 
-    async def sweep_ended(self, alive: set[str] | None = None) -> None:
+    async def sweep_ended(
+        self, alive: set[str] | None = None, *, confirmed: set[str] | None = None
+    ) -> set[str]:
         """Converge the calls of every instance that has ended: its `ended` / `failed` event
         may have been lost (a router or a focus that died in between). Focus persists an end
         before it tells, so the store's live instances are the truth here. (Which of the two
-        it was is not kept with the call: a held call of one is ended `activation_cancelled`.)"""
+        it was is not kept with the call: a held call of one is ended `activation_cancelled`.)
+        With `confirmed`, only the instances in it are converged (those found missing by the
+        last sweep). Returns the instances with open calls that are not live."""
         if alive is None:
             alive = await self._alive()
         gone: dict[str, str] = {}
@@ -875,10 +879,13 @@ class ToolPipeline:
                 break
             after = reply.calls[-1].seq
         for instance_id, app_scope in gone.items():
+            if confirmed is not None and instance_id not in confirmed:
+                continue
             try:
                 await self.converge(instance_id, app_scope, failed=False)
             except LineUpError as exc:
                 log.warning("router.sweep_failed code=%s", exc.code.value)
+        return set(gone)
 
     async def _resume(self, call: ToolCallRow) -> None:
         """Route a recorded call again, from where it stood. Every step is idempotent (a step

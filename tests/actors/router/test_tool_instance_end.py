@@ -166,3 +166,31 @@ async def test_an_expiry_the_store_did_not_take_is_tried_again(
 
     assert await ended(store) == ("expired", "operation_expired")
     assert bus.refused == 1
+
+
+async def call_state(store: StoreHarness) -> tuple[str, str | None]:
+    call = (await store.ask(ToolCallGetRequest(call_id="call-1"), ToolCallGetReply)).call
+    assert call is not None
+    return call.state, call.error_code
+
+
+async def test_a_lost_end_is_made_up_by_the_second_sweep_that_finds_the_instance_gone(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    # Focus recorded the end but its `ended` never reached the router (a tell that found no
+    # channel in time): the router's periodic sweep ends the call. Only once the instance was
+    # missing from the live ones twice: focus may bind a call a moment before the row commits.
+    store = await store_and_focus(nursery, tmp_path, ends=False)
+    pipeline = ToolPipeline(store.router, store.router.me, _session)
+    await nursery.start(pipeline.run)
+    await agent_calls(pipeline, f"{SCOPE}.direct")  # given to the instance; its app is not up
+    assert await call_state(store) == ("waiting_for_app", None)
+
+    assert await pipeline.sweep_ended(confirmed=set()) == set()  # live: nothing to do
+    await store.end_instance(SCOPE, INSTANCE)  # and nobody tells the router
+    first = await pipeline.sweep_ended(confirmed=set())
+    assert first == {INSTANCE}
+    assert await call_state(store) == ("waiting_for_app", None)  # not on one look
+    await pipeline.sweep_ended(confirmed=first)
+
+    assert await call_state(store) == ("cancelled", "app_closed")
