@@ -73,6 +73,7 @@ from . import _ids as ids
 from ._app_sessions import IM_SCOPE, AppSessions, view_of
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._interactions import InteractionService
+from ._redelivery import Redelivery
 from ._tools import ToolPipeline
 from .messages import (
     AppSessionContinueReply,
@@ -130,6 +131,7 @@ class RouterActor(Actor):
         )
         self.tools.interactive = self.interactions.ask
         self.sessions = AppSessions(self.bus, self._session, self.tools, self.interactions)
+        self.redelivery = Redelivery(self.bus, self._conversation_or_none, self._tell_deliveries)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.tools.run)
@@ -140,14 +142,17 @@ class RouterActor(Actor):
             await trio.sleep_forever()
 
     async def _reconcile(self) -> None:
-        """Focus's instance events are a fast path: one lost while both processes run (a tell
-        that found no channel in time) is made up here, within two rounds. A call's instance
-        counts as ended only when it was missing from the live ones in two rounds in a row:
-        focus may bind a call to an instance a moment before that instance's row commits."""
+        """Events are a fast path; this makes up for one lost while both processes run (a tell
+        that found no channel in time, a router killed before it told). Focus's instance
+        events, within two rounds: a call's instance counts as ended only when it was missing
+        from the live ones in two rounds in a row, since focus may bind a call to an instance
+        a moment before that instance's row commits. And deliveries an app has not taken
+        (`_redelivery`)."""
         missing: set[str] = set()
         while True:
             await trio.sleep(RECONCILE_S)
             await self.sessions.sweep()
+            await self.redelivery.round()
             try:
                 missing = await self.tools.sweep_ended(confirmed=missing)
             except LineUpError as exc:

@@ -9,10 +9,19 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
+from lineup import wire
 from lineup.actors.kernel import ActorKind
-from lineup.actors.store.messages import AuditQueryReply, AuditQueryRequest
+from lineup.actors.store.messages import (
+    AuditQueryReply,
+    AuditQueryRequest,
+    InboxListReply,
+    InboxListRequest,
+    InboxPutReply,
+    InboxPutRequest,
+)
 from lineup.tests.support.process import LineupProcess, wait_pid_gone
 from lineup.tests.support.runtime import (
+    AGENT_ID,
     CONVERSATION,
     agent_client,
     messages_at_agent,
@@ -269,3 +278,40 @@ async def test_an_envelope_the_filters_refuse_is_audited_and_never_shown(
         "lineup.v1.shell.exec",
     ) in rows
     assert all("should never show" not in str(r) for r in reply.records)
+
+
+async def test_a_delivery_stored_but_never_told_reaches_the_running_chat_and_is_taken(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # A router killed between its commit and its tell leaves a delivery in the inbox of a
+    # chat that is running and will not list its inbox again; the transport's replay of the
+    # page is then a duplicate, told to no one. Here the row is written as that router did,
+    # and nobody tells the chat: the router's reconcile round does.
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: s.runtime_state == "online")
+    router = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "dead-router")
+    envelope = wire.envelope(
+        wire.TEXT, wire.TextPayload(markdown="told at last"), conversation_id=CONVERSATION,
+        sender_kind="agent", sender_id=AGENT_ID, message_id="m-untold",
+    )  # fmt: skip
+    put = InboxPutRequest(
+        app_scope="chat",
+        conversation_id=CONVERSATION,
+        delivery_id="m-untold",
+        body=wire.dump(envelope),
+    )
+    await router.request("store", put, expect=InboxPutReply)
+
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: texts(s, "agent") == ["told at last"])
+        while True:  # the chat acknowledges right after it renders
+            waiting = await router.request(
+                "store",
+                InboxListRequest(app_scope="chat", conversation_id=CONVERSATION),
+                expect=InboxListReply,
+            )
+            if not waiting.rows:
+                break
+            await trio.sleep(0.1)
