@@ -134,14 +134,10 @@ async def listed(data_dir: Path) -> dict[str, Any]:
 
 async def call_echo(nursery: trio.Nursery, appserver_url: str, version: str) -> None:
     agent = AgentView(await agent_client(nursery, appserver_url), wait_s=WAIT)
-    revision = await agent.pull(
-        "lineup.v1.client.inventory",
-        lambda m: f"{SCOPE}.echo" in {t["method"] for t in m["payload"]["tools"]},
-    )
+    revision = await agent.revision_with(f"{SCOPE}.echo")
     await agent.client.call_tool(
-        CONVERSATION, f"{SCOPE}.echo", {"text": "after"}, revision["payload"]["revision"],
-        call_id="c-after",
-    )  # fmt: skip
+        CONVERSATION, f"{SCOPE}.echo", {"text": "after"}, revision, call_id="c-after"
+    )
     done = await agent.terminal("c-after")
     assert done["type"] == "lineup.v1.tool.result", done
     assert done["payload"]["result"]["version"] == version

@@ -159,11 +159,13 @@ async def test_a_loopback_url_installs_in_development_and_bad_servers_change_not
     app = app_of(await listing(cli), "deliver")
     assert (app.version, app.state, app.source) == ("1.0", "active", "installed")
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT)
-    revision = await agent.inventory()
+    revision = await agent.revision_with("deliver.echo")
     await agent.client.call_tool(
         CONVERSATION, "deliver.echo", {"text": "hi"}, revision, call_id="c-url"
     )
-    assert (await agent.terminal("c-url"))["payload"]["result"]["version"] == "1.0"
+    done = await agent.terminal("c-url")
+    assert done["type"] == "lineup.v1.tool.result", done
+    assert done["payload"]["result"]["version"] == "1.0"
 
 
 async def test_loopback_http_outside_development_is_not_allowed(

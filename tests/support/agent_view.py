@@ -50,6 +50,15 @@ class AgentView:
         latest = [m for m in self.seen if m["type"] == "lineup.v1.client.inventory"][-1]
         return str(latest["payload"]["revision"])
 
+    async def revision_with(self, method: str) -> str:
+        """The first inventory revision that lists `method` (an app just installed or enabled
+        reaches the Agent in an inventory published after the operation's end)."""
+        inventory = await self.pull(
+            "lineup.v1.client.inventory",
+            lambda m: method in {t["method"] for t in m["payload"]["tools"]},
+        )
+        return str(inventory["payload"]["revision"])
+
     async def terminal(self, call_id: str) -> Message:
         return await self.pull(FINALS, lambda m: m["payload"].get("call_id") == call_id)
 

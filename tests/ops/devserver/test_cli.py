@@ -21,6 +21,9 @@ from lineup.tests.ops._devserver import WAIT
 from lineup.tests.support.process import LineupProcess
 
 PREFIX = "lineup devserver: listening on "
+# A fresh interpreter importing the server (hypercorn, starlette, pydantic) before it listens:
+# about a second on a quiet machine, many more with the suite oversubscribing the cores.
+START_WAIT = 30.0
 DEVSERVER = (sys.executable, "-m", "lineup.ops.devserver")
 
 
@@ -45,7 +48,7 @@ async def _devserver(*args: str) -> AsyncIterator[LineupProcess]:
 
 
 async def _url(server: LineupProcess) -> str:
-    with trio.fail_after(WAIT * 2):
+    with trio.fail_after(START_WAIT):
         line = await server.wait_for_line(PREFIX)
     return line.removeprefix(PREFIX)
 
