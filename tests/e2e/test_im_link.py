@@ -283,6 +283,8 @@ async def test_an_envelope_the_filters_refuse_is_audited_and_never_shown(
 async def test_a_delivery_stored_but_never_told_reaches_the_running_chat_and_is_taken(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
+    """Up to ten seconds: a delivery is told again once it has waited 5 s, by a round that
+    comes every 5 s (`router/_redelivery.py`); only that wait proves the round runs."""
     # A router killed between its commit and its tell leaves a delivery in the inbox of a
     # chat that is running and will not list its inbox again; the transport's replay of the
     # page is then a duplicate, told to no one. Here the row is written as that router did,
