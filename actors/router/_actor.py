@@ -73,7 +73,7 @@ from . import _ids as ids
 from ._app_sessions import IM_SCOPE, AppSessions, view_of
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._interactions import InteractionService
-from ._redelivery import Redelivery
+from ._redelivery import Redelivery, delivery_of
 from ._tools import ToolPipeline
 from .messages import (
     AppSessionContinueReply,
@@ -471,17 +471,7 @@ class RouterActor(Actor):
             ),
             expect=InboxListReply,
         )
-        return sdk.InboxListReply(
-            deliveries=tuple(
-                sdk.Delivery(
-                    delivery_id=row.delivery_id,
-                    seq=row.seq,
-                    envelope=row.body,
-                    instance_id=row.instance_id,
-                )
-                for row in page.rows
-            )
-        )
+        return sdk.InboxListReply(deliveries=tuple(delivery_of(row) for row in page.rows))
 
     @handles(sdk.InboxAckRequest)
     async def on_inbox_ack(self, msg: sdk.InboxAckRequest, env: Envelope) -> sdk.CommandReceipt:

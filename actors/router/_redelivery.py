@@ -27,7 +27,7 @@ from lineup.actors.store.messages import (
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
-__all__ = ["Redelivery"]
+__all__ = ["Redelivery", "delivery_of"]
 
 log = logging.getLogger("lineup.router.redelivery")
 
@@ -91,14 +91,14 @@ class Redelivery:
             if row.created_at > stale_before or self._told[row.delivery_id] >= MAX_TELLS:
                 continue
             self._told[row.delivery_id] += 1
-            by_app.setdefault(row.app_scope, []).append(
-                sdk.Delivery(
-                    delivery_id=row.delivery_id,
-                    seq=row.seq,
-                    envelope=row.body,
-                    instance_id=row.instance_id,
-                )
-            )
+            by_app.setdefault(row.app_scope, []).append(delivery_of(row))
         for app_scope, deliveries in by_app.items():
             log.info("router.told_again app=%s count=%d", app_scope, len(deliveries))
             self._tell(app_scope, deliveries)
+
+
+def delivery_of(row: InboxRow) -> sdk.Delivery:
+    """An inbox row as its app sees it (never the store's row)."""
+    return sdk.Delivery(
+        delivery_id=row.delivery_id, seq=row.seq, envelope=row.body, instance_id=row.instance_id
+    )
