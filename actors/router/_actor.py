@@ -151,10 +151,12 @@ class RouterActor(Actor):
         missing: set[str] = set()
         while True:
             await trio.sleep(RECONCILE_S)
-            await self.sessions.sweep()
-            await self.redelivery.round()
+            await self.sessions.sweep()  # reads the sessions before the live instances
             try:
-                missing = await self.tools.sweep_ended(confirmed=missing)
+                live = await self.tools.live()
+                await self.redelivery.round(live)
+                alive = {row.instance_id for row in live}
+                missing = await self.tools.sweep_ended(alive, confirmed=missing)
             except LineUpError as exc:
                 log.warning("router.reconcile_failed code=%s", exc.code.value)
 

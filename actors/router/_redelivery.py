@@ -18,12 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from lineup.actors.kernel import Bus, LineUpError
-from lineup.actors.store.messages import (
-    InboxListReply,
-    InboxRow,
-    InstanceListReply,
-    InstanceListRequest,
-)
+from lineup.actors.store.messages import InboxListReply, InboxRow, InstanceRow
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
 from lineup.sdk import protocol as sdk
 
@@ -54,17 +49,15 @@ class Redelivery:
         self._stale_s = stale_s
         self._told: dict[str, int] = {}  # delivery id -> times told again
 
-    async def round(self) -> None:
+    async def round(self, live: tuple[InstanceRow, ...]) -> None:
+        """Tell the apps of the `live` instances (as the store has them) what waits for them."""
         try:
             conversation_id = await self._conversation()
             if conversation_id is None:
                 return  # never logged in: nothing was delivered
-            live = await self._bus.request(
-                "store", InstanceListRequest(), expect=InstanceListReply, timeout=STORE_TIMEOUT
-            )
             inboxes = sorted(
-                {(row.app_scope, None) for row in live.instances}
-                | {(row.app_scope, row.instance_id) for row in live.instances},
+                {(row.app_scope, None) for row in live}
+                | {(row.app_scope, row.instance_id) for row in live},
                 key=lambda inbox: (inbox[0], inbox[1] or ""),
             )
             waiting: list[InboxRow] = []

@@ -66,6 +66,7 @@ from lineup.actors.kernel import (
 from lineup.actors.store.messages import (
     InstanceListReply,
     InstanceListRequest,
+    InstanceRow,
     OutboxAppendReply,
     OutboxAppendRequest,
     OutboxRowIn,
@@ -831,7 +832,7 @@ class ToolPipeline:
     async def _rearm_timers(self) -> None:
         """At start: every unfinished call gets its deadline again, and one the previous router
         left half-routed (it died between recording it and handing it to the app) goes on."""
-        alive = await self._alive()
+        alive = {row.instance_id for row in await self.live()}
         after = 0
         while True:
             reply = await self._store(
@@ -850,9 +851,9 @@ class ToolPipeline:
             after = reply.calls[-1].seq
         await self.sweep_ended(alive)
 
-    async def _alive(self) -> set[str]:
-        live = await self._store(InstanceListRequest(), InstanceListReply)
-        return {row.instance_id for row in live.instances}
+    async def live(self) -> tuple[InstanceRow, ...]:
+        """The instances not ended, as the store has them."""
+        return (await self._store(InstanceListRequest(), InstanceListReply)).instances
 
     async def sweep_ended(
         self, alive: set[str] | None = None, *, confirmed: set[str] | None = None
@@ -864,7 +865,7 @@ class ToolPipeline:
         With `confirmed`, only the instances in it are converged (those found missing by the
         last sweep). Returns the instances with open calls that are not live."""
         if alive is None:
-            alive = await self._alive()
+            alive = {row.instance_id for row in await self.live()}
         gone: dict[str, str] = {}
         after = 0
         while True:

@@ -15,6 +15,9 @@ from lineup.actors.store.messages import (
     InboxAckRequest,
     InboxPutReply,
     InboxPutRequest,
+    InstanceListReply,
+    InstanceListRequest,
+    InstanceRow,
 )
 from lineup.sdk import protocol as sdk
 from lineup.tests.actors.store._harness import StoreHarness, start_store
@@ -49,6 +52,11 @@ async def put(store: StoreHarness, app_scope: str, delivery_id: str, instance: s
     await store.ask(request, InboxPutReply)
 
 
+async def live(store: StoreHarness) -> tuple[InstanceRow, ...]:
+    """The live instances, as the router reads them for a round."""
+    return (await store.ask(InstanceListRequest(), InstanceListReply)).instances
+
+
 async def inboxes(nursery: trio.Nursery, tmp_path: Path) -> StoreHarness:
     """The chat and a whiteboard instance live; a delivery waiting in each of their inboxes,
     one acknowledged, and one for an app with no live instance."""
@@ -72,7 +80,7 @@ async def test_what_a_live_apps_inbox_still_holds_is_told_again_at_most_max_tell
     redelivery = Redelivery(store.router, logged_in, told, stale_s=0.0)
 
     for _ in range(MAX_TELLS + 2):
-        await redelivery.round()
+        await redelivery.round(await live(store))
 
     once = [("chat", [("m-1", None)]), ("whiteboard", [("w-1", "whiteboard:1")])]
     assert told.events == once * MAX_TELLS
@@ -84,7 +92,8 @@ async def test_a_fresh_delivery_is_left_to_the_tell_already_on_its_way(
     store = await inboxes(nursery, tmp_path)
     told = Told()
 
-    await Redelivery(store.router, logged_in, told).round()  # stored just now: not stale
+    # Stored just now: not stale.
+    await Redelivery(store.router, logged_in, told).round(await live(store))
 
     assert told.events == []
 
@@ -95,6 +104,6 @@ async def test_nothing_is_told_before_the_first_login(
     store = await inboxes(nursery, tmp_path)
     told = Told()
 
-    await Redelivery(store.router, never_logged_in, told, stale_s=0.0).round()
+    await Redelivery(store.router, never_logged_in, told, stale_s=0.0).round(await live(store))
 
     assert told.events == []

@@ -107,13 +107,18 @@ async def agent_calls(pipeline: ToolPipeline, tool: str) -> None:
     await pipeline.accept(admit(raw, conversation_id="conv-1", agent_id="agent-1"), None)
 
 
+async def call_state(store: StoreHarness) -> tuple[str, str | None]:
+    call = (await store.ask(ToolCallGetRequest(call_id="call-1"), ToolCallGetReply)).call
+    assert call is not None
+    return call.state, call.error_code
+
+
 async def ended(store: StoreHarness) -> tuple[str, str | None]:
     with trio.fail_after(WAIT):
         while True:
-            call = (await store.ask(ToolCallGetRequest(call_id="call-1"), ToolCallGetReply)).call
-            assert call is not None
-            if call.state not in ("received", "routing", "waiting_for_app"):
-                return call.state, call.error_code
+            state, code = await call_state(store)
+            if state not in ("received", "routing", "waiting_for_app"):
+                return state, code
             await trio.sleep(POLL)
 
 
@@ -166,12 +171,6 @@ async def test_an_expiry_the_store_did_not_take_is_tried_again(
 
     assert await ended(store) == ("expired", "operation_expired")
     assert bus.refused == 1
-
-
-async def call_state(store: StoreHarness) -> tuple[str, str | None]:
-    call = (await store.ask(ToolCallGetRequest(call_id="call-1"), ToolCallGetReply)).call
-    assert call is not None
-    return call.state, call.error_code
 
 
 async def test_a_lost_end_is_made_up_by_the_second_sweep_that_finds_the_instance_gone(
