@@ -651,7 +651,8 @@ class MiniApp:
         """One of this app's outgoing messages changed state."""
 
     async def on_view_refresh(self) -> None:
-        """The runtime lost its copy of the view: render again (and re-read the inbox)."""
+        """The runtime lost its copy of the view, or the conversation changed (a first login
+        after the history was read): render again, re-reading the history and the inbox."""
 
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
         """A call of this app expired, was cancelled, or its instance closed: stop on it."""

@@ -270,7 +270,8 @@ class ViewItemsPutRequest(Message):
 
 
 class ViewRefreshEvent(Message):
-    """Runtime → app: send your whole view again (the runtime side lost its copy)."""
+    """Runtime → app: send your whole view again, from what the runtime holds now (its side
+    lost its copy, or the conversation your history was read from changed)."""
 
     type: Literal["miniapp.view.refresh"] = "miniapp.view.refresh"
 

@@ -123,6 +123,8 @@ class RouterActor(Actor):
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._session_seen: tuple[float, dict[str, str]] | None = None
+        # Per app: the conversation its last history read was of (None: there was no session).
+        self._history_of: dict[str, str | None] = {}
         # Per app: deliveries persisted but not yet told, and whether a teller is at work.
         self._untold: dict[str, list[sdk.Delivery]] = {}
         self.tools = ToolPipeline(self.bus, self.ctx.identity, self._session)
@@ -585,9 +587,12 @@ class RouterActor(Actor):
         except LineUpError as exc:
             if exc.code is not ErrorCode.NOT_CONNECTED:
                 raise
-            # Never logged in (the AppServer has been unreachable since the first start):
-            # there is no conversation yet, so its history is empty, not an error.
+            # Never logged in (the AppServer has been unreachable since the first start, or
+            # the session's record was quarantined): no conversation yet, so its history is
+            # empty, not an error. The app is told to read again once there is one.
+            self._history_of[scope] = None
             return sdk.ConversationHistoryReply(items=())
+        self._history_of[scope] = session["conversation_id"]
         page = await self.bus.request(
             "store",
             ConversationHistoryRequest(
@@ -654,6 +659,7 @@ class RouterActor(Actor):
     async def on_session_started(self, msg: SessionStartedEvent, env: Envelope) -> None:
         self._session_seen = None
         await self.tools.publish_inventory()
+        self._nursery.start_soon(self._refresh_stale_histories)
         # Instances started while never logged in have no sub-session yet.
         self._nursery.start_soon(self.sessions.sweep)
 
@@ -676,6 +682,20 @@ class RouterActor(Actor):
             self._nursery.start_soon(
                 self.sessions.ended, msg.instance_id, msg.app_scope, msg.event == "failed"
             )
+
+    async def _refresh_stale_histories(self) -> None:
+        """Each app whose last history read was of another conversation than the session's
+        (or of none: read before the first login) is told to read again, so a timeline
+        rebuilt while the session was unknown does not stay empty."""
+        try:
+            conversation = await self._conversation_or_none()
+        except LineUpError as exc:  # the store busy or restarting: the next login tries again
+            log.info("router.histories_not_checked code=%s", exc.code.value)
+            return
+        stale = [s for s, read in self._history_of.items() if read != conversation]
+        for scope in stale:
+            self._history_of.pop(scope, None)
+            await self._tell_app(scope, sdk.ViewRefreshEvent())
 
     async def _guarded_event(
         self, work: Callable[[str, str], Awaitable[None]], msg: InstanceEvent

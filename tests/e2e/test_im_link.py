@@ -6,11 +6,13 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import apsw
 import pytest
 import trio
 
 from lineup import wire
 from lineup.actors.kernel import ActorKind
+from lineup.actors.store._db import DB_FILENAME
 from lineup.actors.store.messages import (
     AuditQueryReply,
     AuditQueryRequest,
@@ -150,6 +152,42 @@ async def test_with_the_appserver_down_messages_stay_pending_then_arrive_once_in
     agent = await agent_client(nursery, url)
     received = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
     assert received == ["one", "two", "three"]  # each exactly once, in order
+
+
+async def test_a_chat_started_before_its_session_is_known_shows_the_history_once_logged_in(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """The session's record lost (quarantined, say) and the AppServer down at the start: the
+    chat reads an empty history, and the history shows once the transport logs in."""
+    port = free_port()
+    db = data_dir / "appserver.db"
+    url = f"http://127.0.0.1:{port}"
+    async with trio.open_nursery() as first:
+        await first.start(devserver, port, db)
+        runtime = await start_runtime(first, data_dir / "rt", appserver=url)
+        shell = await connect_shell(first, runtime.shell_url)
+        agent = await agent_client(first, url)
+        await agent.say(CONVERSATION, "before", idempotency_key="before-1")
+        with trio.fail_after(WAIT):
+            await shell.wait_until(lambda s: texts(s, "agent") == ["before"])
+        first.cancel_scope.cancel()
+    conn = apsw.Connection(str(data_dir / "rt" / DB_FILENAME))
+    try:
+        conn.execute("DELETE FROM cursors WHERE name = 'transport.session'")
+        assert conn.changes() == 1
+    finally:
+        conn.close()
+
+    runtime = await start_runtime(nursery, data_dir / "rt", appserver=url)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    with trio.fail_after(WAIT):  # the chat has drawn itself, from no history
+        await shell.wait_until(lambda s: "chat" in s.views and s.runtime_state != "online")
+    assert texts(shell, "agent") == []
+    await nursery.start(devserver, port, db)
+    with trio.fail_after(WAIT):
+        await shell.wait_until(
+            lambda s: s.runtime_state == "online" and texts(s, "agent") == ["before"]
+        )
 
 
 @pytest.mark.parametrize("victims", [("transport", "router", "store", "miniapp:chat")])
