@@ -78,3 +78,19 @@ def test_the_supervisors_cli_loads_no_sdk_and_builds_no_message() -> None:
     )
     assert "lineup.supervisor.cli" in loaded
     assert {m for m in loaded if m == "lineup.sdk" or m.startswith("lineup.sdk.")} == set()
+
+
+def test_the_wire_and_the_reference_appserver_load_no_http_client() -> None:
+    # The AppServer's actor serves HTTP; a client (httpx, ~0.15 s) is the senders' alone, who
+    # import `lineup.wire.body`.
+    loaded = modules_after("import lineup.wire\nimport lineup.ops.devserver.actor")
+    assert "lineup.ops.devserver.actor" in loaded
+    assert {m for m in loaded if m.partition(".")[0] == "httpx"} == set()
+
+
+def test_httpx_comes_without_its_command_line_client() -> None:
+    # httpx loads its CLI (click, pygments, rich: ~0.1 s) whenever they are installed, as the
+    # dev tools install them; no process of LineUp runs it.
+    loaded = modules_after("import lineup\nimport httpx\nassert httpx.AsyncClient")
+    assert "httpx" in loaded
+    assert {m.partition(".")[0] for m in loaded} & {"click", "rich", "pygments"} == set()

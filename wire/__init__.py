@@ -1,10 +1,11 @@
 """The AppServer protocol (DESIGN §12) without I/O: envelopes, answers, limits, builders.
+What sends a request body with httpx imports `lineup.wire.body`, which loads httpx; this
+package does not, so the reference AppServer and the router pay nothing for it.
 
 The one place that builds or parses a wire envelope: the router, the transport, the reference
 AppServer, the Agent client, the demo Agent, the drill and the bench all use it.
 """
 
-from ._body import OneShotBody, with_one_shot_body
 from ._envelopes import (
     AGENT_ENVELOPE,
     AGENT_TYPES,
@@ -119,7 +120,6 @@ __all__ = [
     "InventoryEnvelope",
     "InventoryPayload",
     "LoginAnswer",
-    "OneShotBody",
     "PageMalformed",
     "ProgressEnvelope",
     "ProgressPayload",
@@ -150,5 +150,4 @@ __all__ = [
     "new_message_id",
     "tls_verify",
     "utc_timestamp",
-    "with_one_shot_body",
 ]

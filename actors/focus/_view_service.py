@@ -41,7 +41,7 @@ from lineup.hostbridge.messages import (
 )
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest
-from lineup.wire._limits import encoded_size  # (not `lineup.wire`: that loads httpx)
+from lineup.wire._limits import encoded_size  # (not `lineup.wire`: its envelope models)
 
 from ._surface_service import SurfaceService
 from ._views import TRUSTED_KINDS, ViewBook

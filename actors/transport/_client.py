@@ -38,8 +38,8 @@ from lineup.wire import (
     decode_json,
     decode_sync_page,
     tls_verify,
-    with_one_shot_body,
 )
+from lineup.wire.body import with_one_shot_body
 
 __all__ = [
     "LONG_POLL_MS",

@@ -20,6 +20,7 @@ import trio
 from pydantic import BaseModel
 
 from lineup import wire
+from lineup.wire.body import with_one_shot_body
 
 __all__ = [
     "REQUEST_TIMEOUT_S",
@@ -252,7 +253,7 @@ class AgentClient:
                 request = self._http.build_request(
                     method, path, json=json, params=params, headers=all_headers, timeout=timeout
                 )
-                response = await self._http.send(wire.with_one_shot_body(request), stream=True)
+                response = await self._http.send(with_one_shot_body(request), stream=True)
                 try:
                     await response.aread()
                 finally:

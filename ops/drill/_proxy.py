@@ -31,7 +31,7 @@ import h11
 import httpx
 import trio
 
-from lineup import wire
+from lineup.wire.body import with_one_shot_body
 
 __all__ = ["GARBAGE", "LinkProxy"]
 
@@ -190,7 +190,7 @@ class LinkProxy:
                 headers=headers,
                 content=body,
             )
-            response = await self._http.send(wire.with_one_shot_body(upstream), stream=True)
+            response = await self._http.send(with_one_shot_body(upstream), stream=True)
             try:
                 await response.aread()
             finally:

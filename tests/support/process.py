@@ -119,8 +119,12 @@ async def run_app(
 
 
 def modules_after(statement: str) -> set[str]:
-    """The names in `sys.modules` after a fresh interpreter runs `statement` (within 60 s)."""
-    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    """The modules loaded after a fresh interpreter runs `statement` (within 60 s): the names in
+    `sys.modules` but those set to None, which blocks an import (`lineup` blocks one)."""
+    code = (
+        f"import json, sys\n{statement}\n"
+        "print(json.dumps(sorted(n for n, m in sys.modules.items() if m is not None)))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
