@@ -48,16 +48,19 @@ typecheck: $(STAMP)
 layering: $(STAMP)
 	$(NICE) $(VENV)/bin/lint-imports
 
-# Three workers (pytest-xdist) on CI's two cores: the suite's tests are mostly real processes
-# waiting on one another, so a third worker fills the time the other two wait (measured on two
-# cores: 10 min 5 s on two workers, 7 min 22 s on four). Every run ends with its 30 slowest
-# tests, so a test that grows slow is seen where it lands.
-PYTEST_WORKERS ?= 3
+# Four workers (pytest-xdist) on CI's two cores: the suite's tests are mostly real processes
+# waiting on one another, so the cores stay busy only with more workers than cores. Measured on
+# fresh clones on two cores: pytest took 10 min 5 s on two workers; `make test` 9 min 22 s to
+# 12 min 56 s on three, where the same suite on four (`make test-stress`) took 7 min 35 s to
+# 10 min 29 s. Every run ends with its 30 slowest tests, so a test that grows slow is seen where
+# it lands.
+PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
-# The whole suite twice oversubscribed (4 workers on CI's 2 cores): a test that waits on a
-# deadline guessed for a quiet machine, instead of on the event it means, fails here first.
+# The whole suite twice oversubscribed (4 workers on CI's 2 cores), without the static checks:
+# a test that waits on a deadline guessed for a quiet machine, instead of on the event it means,
+# fails here too. `make test` runs the same workers with the checks beside them.
 test-stress: $(STAMP)
 	$(MAKE) pytest PYTEST_WORKERS=4
 
