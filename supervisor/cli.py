@@ -15,7 +15,6 @@ import errno
 import fcntl
 import getpass
 import json
-import logging
 import os
 import signal
 import socket
@@ -26,6 +25,7 @@ from typing import Any, BinaryIO, TextIO
 
 import trio
 
+from lineup._logs import configure_logs
 from lineup._paths import default_data_dir
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import (
@@ -239,10 +239,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(data_dir: Path, args: argparse.Namespace) -> int:
     set_title("supervisor")
-    logging.basicConfig(
-        level=os.environ.get("LINEUP_LOG", "WARNING"),
-        format="%(levelname)s supervisor %(name)s: %(message)s",
-    )
+    configure_logs("supervisor")
     try:
         lock = _open_data_dir(data_dir)
     except _Refused as exc:

@@ -32,6 +32,8 @@ from typing import Any, ClassVar, Final, TypeVar
 
 import trio
 
+from lineup._logs import configure_logs
+
 from .audit import AuditRecord
 from .bus import SUPERVISOR, Bus, Envelope, Outcome
 from .channel import Channel
@@ -187,10 +189,7 @@ def load_target(target: str) -> type[Actor]:
 
 def actor_main(boot: BootInfo, control_fd: int) -> int:
     """Run one actor until its control channel closes. Returns the process exit code."""
-    logging.basicConfig(
-        level=os.environ.get("LINEUP_LOG", "WARNING"),
-        format=f"%(levelname)s {boot.name}[%(process)d] %(name)s: %(message)s",
-    )
+    configure_logs(f"{boot.name}[%(process)d]")
     try:
         trio.run(_actor_main, boot, control_fd)
     except KeyboardInterrupt:

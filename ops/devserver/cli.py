@@ -23,7 +23,6 @@ with 503 `{"error":"unavailable"}` before anything is stored (a PRNG seeded with
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -31,6 +30,8 @@ from functools import partial
 from pathlib import Path
 
 import trio
+
+from lineup._logs import configure_logs
 
 from ._config import (
     DEFAULT_AGENT_ID,
@@ -156,10 +157,7 @@ async def _run(config: DevServerConfig) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run `lineup devserver` with `argv` (default: `sys.argv[1:]`); returns the exit status."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("LINEUP_LOG", "WARNING"),
-        format="%(levelname)s devserver %(name)s: %(message)s",
-    )
+    configure_logs("devserver")
     config = config_from_args(args)
     try:
         trio.run(_run, config)

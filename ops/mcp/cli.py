@@ -27,6 +27,7 @@ from typing import Final
 
 import trio
 
+from lineup._logs import configure_logs
 from lineup.ops.agent import AgentClient, AppServerError
 from lineup.ops.agent._runtime import RuntimeUnreachable, embedded_appserver_url
 
@@ -142,11 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(config_snippet(args), indent=2))
         return 0
     # stdout is the MCP channel on stdio: everything else goes to stderr.
-    logging.basicConfig(
-        level=os.environ.get("LINEUP_LOG", "WARNING"),
-        format="%(levelname)s mcp %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logs("mcp", stream=sys.stderr)
     if args.http is not None and not 0 <= args.http <= 65535:
         print("lineup mcp: error: --http takes a port", file=sys.stderr)
         return EXIT_USAGE

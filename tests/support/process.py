@@ -62,10 +62,11 @@ class LineupProcess:
             self.process.send_signal(signal.SIGKILL)
 
 
-async def start_lineup_run(data_dir: Path) -> LineupProcess:
-    """`lineup run --data-dir DATA_DIR`, once it has printed the Shell's URL (the tree is ready)
-    and its demo Agent, started after that, is ready too; fails after 30 s."""
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+async def start_lineup_run(data_dir: Path, env: dict[str, str] | None = None) -> LineupProcess:
+    """`lineup run --data-dir DATA_DIR` (with `env` added to this process's environment), once
+    it has printed the Shell's URL (the tree is ready) and its demo Agent, started after that,
+    is ready too; fails after 30 s."""
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir), env=env)
     with trio.fail_after(30):
         await process.wait_for_line("lineup: open the Shell: ")
         agent = "lineup: demo-agent ready "
