@@ -234,6 +234,9 @@ async def check_refusals(data_dir: Path) -> None:
 async def test_install_list_default_disable_and_remove_through_the_cli(
     data_dir: Path, tmp_path: Path
 ) -> None:
+    """Over ten seconds on a loaded machine, by what it is about: a real `lineup run` and a
+    dozen `lineup app` commands beside it, each a process of its own as a user runs it (its
+    interpreter, imports and connection to the running tree are what is tested)."""
     key, stranger = SigningKey.generate(), SigningKey.generate()
     trust(data_dir, key.public)
     good = tmp_path / "deliver-1.0.lineup"
