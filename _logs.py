@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from typing import Final, TextIO
+from typing import Final
 
 __all__ = ["DEFAULT_LEVEL", "configure_logs", "log_level"]
 
@@ -27,15 +26,15 @@ def log_level(raw: str | None) -> int | None:
     return logging.getLevelNamesMapping().get(text.upper())
 
 
-def configure_logs(prefix: str, stream: TextIO | None = None) -> None:
+def configure_logs(prefix: str) -> None:
     """`logging.basicConfig` at `LINEUP_LOG`'s level, each line led by its level and `prefix`
-    (the process: `supervisor`, `router[pid]`), to `stream` (default: stderr)."""
+    (the process: `supervisor`, `router[pid]`), to stderr (never stdout: `lineup mcp`'s is
+    its MCP channel)."""
     raw = os.environ.get("LINEUP_LOG")
     level = log_level(raw)
     logging.basicConfig(
         level=DEFAULT_LEVEL if level is None else level,
         format=f"%(levelname)s {prefix} %(name)s: %(message)s",
-        stream=sys.stderr if stream is None else stream,
     )
     if level is None and raw is not None and raw.strip():
         logging.getLogger("lineup").warning("logs.level_unknown: LINEUP_LOG names no level")

@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         print(json.dumps(config_snippet(args), indent=2))
         return 0
-    # stdout is the MCP channel on stdio: everything else goes to stderr.
-    configure_logs("mcp", stream=sys.stderr)
+    # stdout is the MCP channel on stdio: the logs go to stderr.
+    configure_logs("mcp")
     if args.http is not None and not 0 <= args.http <= 65535:
         print("lineup mcp: error: --http takes a port", file=sys.stderr)
         return EXIT_USAGE
