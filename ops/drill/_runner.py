@@ -8,9 +8,11 @@ answered (or not) by that user, per `_asking`. For `duration` seconds the load r
 `Injector` fires the seeded faults; then everything is resumed and restored, the user closes
 every open instance, and the drill waits for quiescence: every call answered at the Agent,
 every typed message at the Agent, and in the store (read-only) no unacknowledged delivery, no
-unsent outbox row, no open call or interaction; its bound (`quiesce_timeout`) counts from the
-later of the load's end and the last expiry due (every run asks questions of the shortest
-expiry, a minute, at its start: a shorter run waits for them). Then the runtime is stopped
+unsent outbox row, no open call or interaction. Its bound is on progress, not on time: the
+drill gives up once `quiesce_timeout` seconds pass with no new low in what is left (the backlog
+a loaded machine drains slowly still drains; work that is stuck or lost stops draining), counted
+from the later of the load's end and the last expiry due (every run asks questions of the
+shortest expiry, a minute, at its start: a shorter run waits for them). Then the runtime is stopped
 with SIGTERM (its exit status says whether the supervisor ever escalated), and the invariants
 are checked from the two databases. If the runtime dies on its own, the load stops at once and
 the checks run.
@@ -76,7 +78,7 @@ class DrillOptions:
     user_rate: float = 2.0  # at most this many typed messages a second
     close_every: float = 4.0  # the user closes an instance about this often (seconds)
     ask_rate: float = 1.0  # standard interactions the Agent asks a second
-    quiesce_timeout: float = 120.0
+    quiesce_timeout: float = 60.0  # seconds without progress towards quiet (see above)
     data_dir: Path | None = None  # None: a scratch directory, removed after a passing run
     report: Path | None = None
     keep: bool = False
@@ -239,9 +241,9 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         # Questions of the shortest expiry asked near the start of a short run are due after
         # the load: the bound on quiescence counts from when the last of them is.
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
-        with trio.move_on_after(options.quiesce_timeout + run.expiry_wait_s):
-            await _quiesce(run, runtime_dir)
-            run.quiet = True
+        run.quiet = await _quiesce(
+            run, runtime_dir, trio.current_time() + run.expiry_wait_s, options.quiesce_timeout
+        )
         run.quiescence_s = time.monotonic() - quiet_from
         nursery.cancel_scope.cancel()
 
@@ -256,21 +258,32 @@ async def _login(client: AgentClient) -> None:
                 await trio.sleep(0.05)
 
 
-async def _quiesce(run: Run, runtime_dir: Path) -> None:
-    """Until every call is answered, every typed message arrived, and the store is settled."""
+async def _quiesce(run: Run, runtime_dir: Path, stall_from: float, stall_s: float) -> bool:
+    """Wait until every call is answered, every typed message arrived, and the store is settled
+    (True), or until `stall_s` pass after `stall_from` with no new low in what is left (False)."""
     typed = set(run.user.user_texts())
+    fewest: int | None = None
+    progressed = trio.current_time()
     while True:
         await run.user.close_all()
-        if (
-            not run.agent.unanswered
-            and typed <= run.agent.texts_arrived
-            and await trio.to_thread.run_sync(_store_settled, runtime_dir / "lineup.db")
-        ):
-            return
+        left = (
+            len(run.agent.unanswered)
+            + len(typed - run.agent.texts_arrived)
+            + await trio.to_thread.run_sync(_store_busy, runtime_dir / "lineup.db")
+        )
+        if left == 0:
+            return True
+        now = trio.current_time()
+        if fewest is None or left < fewest:
+            fewest, progressed = left, now
+        elif now - max(progressed, stall_from) > stall_s:
+            log.warning("drill.quiesce_stalled left=%d", left)
+            return False
         await trio.sleep(0.25)  # a check a quarter second: cheap, and quiet is not a race
 
 
-def _store_settled(path: Path) -> bool:
+def _store_busy(path: Path) -> int:
+    """Deliveries, outbox rows, calls and interactions the store has not settled yet."""
     connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         final = sorted(TERMINAL_STATES)
@@ -285,7 +298,8 @@ def _store_settled(path: Path) -> bool:
         ).fetchall()
     finally:
         connection.close()
-    return busy == 0
+    assert isinstance(busy, int)  # a sum of counts
+    return busy
 
 
 async def _stop(process: trio.Process) -> int | None:

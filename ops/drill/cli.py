@@ -45,7 +45,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--report", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--data-dir", type=Path, default=None, help="keep the runtime's files here")
-    p.add_argument("--quiesce-timeout", type=float, default=120.0)
+    p.add_argument(
+        "--quiesce-timeout",
+        type=float,
+        default=60.0,
+        help="give up once this many seconds pass with no progress towards quiet",
+    )
     p.add_argument("--json", action="store_true", help="print the JSON report, not the summary")
     return p
 
