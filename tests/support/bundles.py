@@ -10,7 +10,6 @@ import base64
 import hashlib
 import importlib.util
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,7 +28,7 @@ from lineup.sdk.bundle import PublicKey, SigningKey, pack
 from lineup.sdk.manifest import Manifest
 from lineup.sdk.tools import manifest_of
 from lineup.sdk.trust import TrustStore
-from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
+from lineup.tests.support.delivery_runtime import delivery_specs
 from lineup.tests.support.runtime import Runtime, supervise
 from lineup.tests.support.tree import until_answered
 
@@ -227,14 +226,9 @@ def tree_digest(root: Path) -> str:
 async def start_delivery(
     nursery: trio.Nursery, data_dir: Path, *, catalog: Path | None = None, **focus: Any
 ) -> Runtime:
-    """The runtime without the demo Agent, offering the local `catalog` folder if given;
-    `focus` is added to focus's config (`dev`, crash and pause points, `catalog_trusted`)."""
+    """The runtime of `delivery_specs` in this process, forking from the shared zygote."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    plan = plan_runtime(RuntimeOptions(data_dir=data_dir, demo_agent=False, catalog=catalog))
-    specs = [
-        replace(spec, config={**spec.config, **focus}) if spec.name == "focus" else spec
-        for spec in plan.specs
-    ]
+    plan, specs = delivery_specs(data_dir, catalog=catalog, **focus)
     supervisor = await supervise(nursery, plan, data_dir, specs)
     return Runtime(supervisor, plan.shell_url, plan.appserver_url)
 

@@ -12,10 +12,11 @@ from lineup.ops.agent import AgentClient
 from lineup.sdk import MiniApp
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
-from lineup.supervisor import ChildSpec, Intensity, Supervisor
+from lineup.supervisor import ChildSpec, Supervisor
 from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, RuntimePlan, plan_runtime
 from lineup.supervisor._spawn import Zygote
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.delivery_runtime import TEST_INTENSITY
 from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.shell import ShellClient, connect_shell
 
@@ -72,7 +73,7 @@ async def supervise(
     supervisor = Supervisor(
         plan.specs if specs is None else specs,
         data_dir=data_dir,
-        intensity=Intensity(max_restarts=50, period=10.0),
+        intensity=TEST_INTENSITY,
         link_wait=plan.link_wait,
         zygote=shared_zygote(),
     )
