@@ -5,12 +5,17 @@ Besides these the actor answers the kernel's `kernel.health.request`.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from lineup.actors.kernel import Message
-from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.actors.kernel.control import (
+    SUPERVISOR_PHASES,
+    HealthReply,
+    HealthRequest,
+    RuntimeStateEvent,
+)
 from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
 __all__ = [
@@ -59,18 +64,6 @@ class ViewItemsUpdatedEvent(Message):
 # The supervisor's own part of the lifecycle. A RuntimeStateEvent from the supervisor naming one
 # of these is shown over the link's states until the supervisor tells any other state, which
 # only ends its part (the link's own state comes from the transport).
-SUPERVISOR_PHASES: Final = frozenset({"restoring", "stopping", "stopped"})
-
-
-class RuntimeStateEvent(Message):
-    """transport → hostbridge: the runtime's lifecycle state changed (DESIGN §5); supervisor →
-    hostbridge: its own part began or ended (`SUPERVISOR_PHASES`)."""
-
-    type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
-    state: str
-    reason: str | None = None  # an appserver_* code while reconnecting / offline_degraded
-
-
 class NoticeEvent(Message):
     """focus → hostbridge: a notice for every Shell (`shell.notice`), e.g. a development app
     reloaded (`info`) or its new version refused (`error`). Shown as text only."""

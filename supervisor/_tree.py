@@ -68,6 +68,7 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.kernel.actor import EXIT_CANNOT_START, BootInfo
 from lineup.actors.kernel.control import (
+    SUPERVISOR_PHASES,
     ActorReadyEvent,
     AppFailedEvent,
     ChannelOpenedEvent,
@@ -84,6 +85,7 @@ from lineup.actors.kernel.control import (
     PeerMisbehavedEvent,
     RuntimeLink,
     RuntimeLinkEvent,
+    RuntimeStateEvent,
     SandboxStatus,
     StatusReply,
     StatusRequest,
@@ -333,11 +335,6 @@ class Supervisor:
         get through is tried again on the next change (a child ready or gone, a state), or
         after PHASE_RETRY at the latest: the tree may well not change again (a busy machine
         made the tell of `restoring`'s end time out, and the Shell said Restoring… for good)."""
-        from lineup.hostbridge.messages import (  # not for `lineup status`
-            SUPERVISOR_PHASES,
-            RuntimeStateEvent,
-        )
-
         retry = math.inf  # nothing to try again
         while True:
             changed = self._changed  # taken first: a change from here on sets it

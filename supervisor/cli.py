@@ -34,7 +34,6 @@ from lineup.actors.kernel.control import (
     StatusReply,
     StatusRequest,
 )
-from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
 
 from ._applog import app_log_path, log_files
 from ._control import CONTROL_SOCKET, control_request, read_state_file
@@ -521,6 +520,9 @@ def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
 def _quarantine(data_dir: Path) -> dict[str, Any]:
     """What the store quarantined (its dead letters: a count and kinds, never content), from
     the summary it keeps in the data dir; nothing when there is none or it cannot be read."""
+    # Here, not at the top: the module is the store's messages, which `lineup run` never needs.
+    from lineup.actors.store.dead_letters.messages import QUARANTINE_SUMMARY_FILE
+
     try:
         raw = json.loads((data_dir / QUARANTINE_SUMMARY_FILE).read_text())
         count, kinds = raw["count"], raw["kinds"]

@@ -94,3 +94,33 @@ def test_httpx_comes_without_its_command_line_client() -> None:
     loaded = modules_after("import lineup\nimport httpx\nassert httpx.AsyncClient")
     assert "httpx" in loaded
     assert {m.partition(".")[0] for m in loaded} & {"click", "rich", "pygments"} == set()
+
+
+def test_a_supervisor_starts_the_whole_runtime_without_any_actors_protocol() -> None:
+    # Not its imports alone: what it loads while it starts and runs the tree, up to ready and
+    # through its stop (the phases it tells the hostbridge are kernel messages). Each actor's
+    # protocol, the SDK's with the hostbridge's, cost the supervisor ~0.1 s of CPU at the very
+    # time the zygotes need both cores for the children's modules.
+    loaded = modules_after(
+        "import tempfile, pathlib, trio\n"
+        "from lineup.supervisor import Supervisor\n"
+        "from lineup.supervisor._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime\n"
+        "async def main(data_dir):\n"
+        "    plan = plan_runtime(RuntimeOptions(data_dir=data_dir))\n"
+        "    supervisor = Supervisor(plan.specs, data_dir=data_dir, preload=PRELOAD,\n"
+        "                            lanes=LANES, link_wait=plan.link_wait)\n"
+        "    async with trio.open_nursery() as nursery:\n"
+        "        await nursery.start(supervisor.run)\n"
+        "        assert supervisor.state == 'running'\n"
+        "        nursery.cancel_scope.cancel()\n"
+        "with tempfile.TemporaryDirectory() as tmp:\n"
+        "    trio.run(main, pathlib.Path(tmp))\n"
+    )
+    assert "lineup.supervisor._tree" in loaded
+    protocols = {
+        m
+        for m in loaded
+        if m.startswith(("lineup.sdk", "lineup.hostbridge.", "lineup.wire"))
+        or (m.startswith("lineup.actors.") and m.endswith("messages") and ".kernel." not in m)
+    }
+    assert protocols == set()

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .messages import Message
 
 __all__ = [
+    "SUPERVISOR_PHASES",
     "ActorReadyEvent",
     "AppFailedEvent",
     "ChannelOpenedEvent",
@@ -31,6 +32,7 @@ __all__ = [
     "PeerMisbehavedEvent",
     "RuntimeLink",
     "RuntimeLinkEvent",
+    "RuntimeStateEvent",
     "SandboxLayer",
     "SandboxStatus",
     "SeccompLayer",
@@ -88,6 +90,21 @@ class PeerMisbehavedEvent(Message):
     peer: str
     incarnation: int
     code: str
+
+
+# The supervisor's own parts of the lifecycle (DESIGN §5), told to the hostbridge as states.
+SUPERVISOR_PHASES: Final = frozenset({"restoring", "stopping", "stopped"})
+
+
+class RuntimeStateEvent(Message):
+    """transport → hostbridge: the runtime's lifecycle state changed (DESIGN §5); supervisor →
+    hostbridge: its own part began or ended (`SUPERVISOR_PHASES`). Here, not among the
+    hostbridge's messages: the supervisor sends it, and imports nothing of the Shell's protocol
+    (the SDK's messages with it) to do so."""
+
+    type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
+    state: str
+    reason: str | None = None  # an appserver_* code while reconnecting / offline_degraded
 
 
 class RuntimeLinkEvent(Message):

@@ -34,7 +34,7 @@ from typing import Any, Final
 import trio
 
 from lineup.actors.kernel import Actor, ActorKind, AuditRecord, Envelope, ErrorCode, handles
-from lineup.actors.kernel.control import RuntimeLinkEvent
+from lineup.actors.kernel.control import RuntimeLinkEvent, RuntimeStateEvent
 from lineup.actors.router.messages import (
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
@@ -54,7 +54,6 @@ from lineup.actors.store.messages import (
     OutboxPendingRequest,
     OutboxRow,
 )
-from lineup.hostbridge.messages import RuntimeStateEvent
 from lineup.wire import Admitted, Refusal, SyncPage
 
 from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused
