@@ -29,7 +29,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -241,8 +243,12 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         # Questions of the shortest expiry asked near the start of a short run are due after
         # the load: the bound on quiescence counts from when the last of them is.
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
+        db = runtime_dir / "lineup.db"
         run.quiet = await _quiesce(
-            run, runtime_dir, trio.current_time() + run.expiry_wait_s, options.quiesce_timeout
+            run,
+            partial(trio.to_thread.run_sync, _store_busy, db),
+            trio.current_time() + run.expiry_wait_s,
+            options.quiesce_timeout,
         )
         run.quiescence_s = time.monotonic() - quiet_from
         nursery.cancel_scope.cancel()
@@ -258,19 +264,21 @@ async def _login(client: AgentClient) -> None:
                 await trio.sleep(0.05)
 
 
-async def _quiesce(run: Run, runtime_dir: Path, stall_from: float, stall_s: float) -> bool:
+async def _quiesce(
+    run: Run, store_busy: Callable[[], Awaitable[int]], stall_from: float, stall_s: float
+) -> bool:
     """Wait until every call is answered, every typed message arrived, and the store is settled
-    (True), or until `stall_s` pass after `stall_from` with no new low in what is left (False)."""
+    (True), or until `stall_s` pass after `stall_from` with no new low in what is left (False).
+    `store_busy` reads what the store has not settled (`_store_busy`, in a thread)."""
     typed = set(run.user.user_texts())
     fewest: int | None = None
     progressed = trio.current_time()
     while True:
         await run.user.close_all()
-        left = (
-            len(run.agent.unanswered)
-            + len(typed - run.agent.texts_arrived)
-            + await trio.to_thread.run_sync(_store_busy, runtime_dir / "lineup.db")
-        )
+        # The store first: its read may take a while on a busy machine, and what is left is
+        # counted as of `now`, after it (a count taken before the read would be stale by then).
+        busy = await store_busy()
+        left = busy + len(run.agent.unanswered) + len(typed - run.agent.texts_arrived)
         if left == 0:
             return True
         now = trio.current_time()
