@@ -41,34 +41,52 @@ def _store_reads(*seconds: float) -> Callable[[], Awaitable[int]]:
     return read
 
 
-async def _drain(calls: set[str], every: float, keep: int = 0) -> None:
-    while len(calls) > keep:
-        await trio.sleep(every)
-        calls.pop()
+async def _quiesce_while_draining(
+    calls: set[str], *, keep: int = 0, reads: tuple[float, ...] = ()
+) -> tuple[bool, float]:
+    """`_quiesce` (bound 5 s) while the Agent's `calls` are answered one a second until `keep`
+    are left: whether it was quiet, and after how many seconds."""
+
+    async def drain() -> None:
+        while len(calls) > keep:
+            await trio.sleep(1.0)
+            calls.pop()
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain)
+        quiet = await _quiesce(_run(calls), _store_reads(*reads), start, stall_s=5.0)
+    return quiet, trio.current_time() - start
 
 
 async def test_a_backlog_that_keeps_draining_is_waited_for_past_the_bound(
     autojump_clock: Any,
 ) -> None:
-    calls = {f"c{i}" for i in range(40)}
-    start = trio.current_time()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_drain, calls, 1.0)  # one a second: 40 s in all
-        assert await _quiesce(_run(calls), _store_reads(), start, stall_s=5.0)
-    assert trio.current_time() - start >= 40.0
+    quiet, took = await _quiesce_while_draining({f"c{i}" for i in range(40)})
+    assert quiet
+    assert took >= 40.0  # one a second, eight times the bound
 
 
 async def test_work_that_stops_draining_ends_the_wait_once_the_bound_passes(
     autojump_clock: Any,
 ) -> None:
     calls = {"stuck", "c1", "c2"}
-    start = trio.current_time()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_drain, calls, 1.0, 1)  # two, then nothing
-        assert not await _quiesce(_run(calls), _store_reads(), start, stall_s=5.0)
+    quiet, took = await _quiesce_while_draining(calls, keep=1)
+    assert not quiet
     # The last new low was at 2 s: the wait ends 5 s later, not 5 s after the start.
     assert len(calls) == 1
-    assert 7.0 < trio.current_time() - start < 7.5
+    assert 7.0 < took < 7.5
+
+
+async def test_what_is_left_is_counted_as_of_the_end_of_a_slow_store_read(
+    autojump_clock: Any,
+) -> None:
+    # A loaded machine: one read is quick, the next take longer than the bound, and the drain
+    # goes on meanwhile. Counted before the read, the Agent's calls would look stuck.
+    calls = {f"c{i}" for i in range(20)}
+    quiet, _ = await _quiesce_while_draining(calls, reads=(0.0, 6.0))
+    assert quiet
+    assert not calls
 
 
 async def test_the_bound_counts_from_the_last_expiry_due(autojump_clock: Any) -> None:
@@ -82,19 +100,6 @@ async def test_a_typed_message_not_yet_arrived_is_waited_for(autojump_clock: Any
     start = trio.current_time()
     assert not await _quiesce(_run(set(), frozenset()), _store_reads(), start, stall_s=2.0)
     assert await _quiesce(_run(set()), _store_reads(), start, stall_s=2.0)
-
-
-async def test_what_is_left_is_counted_as_of_the_end_of_a_slow_store_read(
-    autojump_clock: Any,
-) -> None:
-    # A loaded machine: one read is quick, the next take longer than the bound, and the drain
-    # goes on meanwhile. Counted before the read, the Agent's calls would look stuck.
-    calls = {f"c{i}" for i in range(20)}
-    start = trio.current_time()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_drain, calls, 1.0)
-        assert await _quiesce(_run(calls), _store_reads(0.0, 6.0), start, stall_s=5.0)
-    assert not calls
 
 
 def test_the_stores_unsettled_rows_are_counted(tmp_path: Path) -> None:
