@@ -37,6 +37,7 @@ class StartTimeline:
     imports: float = 0.0  # → the `starting` line: interpreter and supervisor imports
     spawned: dict[str, float] = field(default_factory=dict)  # child → its spawn
     ready: dict[str, float] = field(default_factory=dict)  # child → its ready line
+    stop: float = 0.0  # SIGTERM → the process's exit, every child stopped
 
     @property
     def link_wait(self) -> float:
@@ -80,10 +81,13 @@ def start_timelines(runs: int, args: Sequence[str] = ()) -> list[StartTimeline]:
                 text=True,
             ) as process:
                 try:
-                    timelines.append(parse_timeline(list(_lines_until_ready(process, t0))))
+                    timeline = parse_timeline(list(_lines_until_ready(process, t0)))
                 finally:
+                    stopping = time.perf_counter()
                     process.send_signal(signal.SIGTERM)
-                    process.communicate(timeout=10)  # reads the rest: it says `stopped`
+                    process.communicate(timeout=30)  # reads the rest: it says `stopped`
+                timeline.stop = time.perf_counter() - stopping
+                timelines.append(timeline)
     return timelines
 
 

@@ -206,7 +206,9 @@ async def test_a_stop_signal_shuts_the_tree_down_cleanly_and_leaves_no_process(
     process = await start_lineup_run(data_dir)
     pids = tree_pids(data_dir)
     process.signal(sig)
-    with trio.fail_after(2):  # the bound for a clean shutdown
+    # A hang guard, not the 2 s a clean stop takes on a quiet machine (`make bench` measures
+    # that): the stop path's own bound is ~1 s plus ~3 s a child, one child after another.
+    with trio.fail_after(30):
         code = await process.wait()
     assert code == 0
     for pid in pids:

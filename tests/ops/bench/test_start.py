@@ -47,3 +47,4 @@ def test_a_real_start_names_every_child_the_ready_of_the_embedded_default_waits_
     assert set(timeline.ready) == set(ACTORS) - {AFTER_READY}
     assert 0 < timeline.imports < min(timeline.spawned.values())
     assert all(timeline.spawned[n] < timeline.ready[n] <= timeline.total for n in timeline.ready)
+    assert timeline.stop > 0  # its stop is timed too: SIGTERM → exited
