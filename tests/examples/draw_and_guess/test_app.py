@@ -4,6 +4,7 @@ a PNG, idempotent Surface events, a restarted process and a second round refused
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 from lineup.examples.draw_and_guess import DrawAndGuess
@@ -62,13 +63,31 @@ async def redeliver(app: DrawAndGuess, runtime: FakeRuntime, record: CallRecord)
 # ------------------------------------------------------------------ the round
 
 
+def words_of(value: Any) -> set[str]:
+    """Every whole word in a JSON value's strings: "star" is not a word of "started"."""
+    if isinstance(value, dict):
+        return set().union(*(words_of(k) | words_of(v) for k, v in value.items()))
+    if isinstance(value, list):
+        return set().union(*(words_of(v) for v in value))
+    return set(re.findall(r"[a-z]+", value.lower())) if isinstance(value, str) else set()
+
+
 async def test_start_round_shows_a_word_of_its_list_in_the_surface_and_stays_running() -> None:
     _, runtime, record = await started()
     assert record.status == "running"
     shown = state(runtime)
     assert shown["word"] in WORDS
     assert (shown["phase"], shown["tries_left"], shown["guesses"]) == ("playing", 5, [])
-    assert all(shown["word"] not in str(progress) for progress in record.progress)
+    assert record.progress and shown["word"] not in words_of(record.progress)
+
+
+async def test_no_word_of_the_list_is_given_away_by_start_rounds_progress() -> None:
+    for word in WORDS:
+        pinned = type("Pinned", (DrawAndGuess,), {"words": (word,)})()
+        runtime = await testkit.start(pinned)
+        record = await testkit.call_tool(pinned, START, {})
+        assert state(runtime)["word"] == word
+        assert record.progress and word not in words_of(record.progress)
     data, _ = document(runtime)
     assert data["round"]["call_id"] == record.call_id
 
