@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 import trio
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Frame, Locator, Page, expect
 
 from lineup.sdk.bundle import SigningKey
 from lineup.sdk.trust import TRUSTED_KEYS_FILE
@@ -27,6 +27,7 @@ from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import (
+    FRAME,
     GREETING,
     WAIT_MS,
     WAIT_S,
@@ -39,6 +40,12 @@ from .test_app_registry_e2e import (
 KEY: Final = SigningKey(b"\x0b" * 32)
 GOOD: Final = "deliver-1.0.lineup"
 TAMPERED: Final = "spoiled-1.0.lineup"
+
+
+def registry_frame(p: Page) -> Frame:
+    frame = p.locator(FRAME).element_handle(timeout=WAIT_MS).content_frame()
+    assert frame is not None
+    return frame
 
 
 def available(p: Page, name: str) -> Locator:
@@ -54,6 +61,36 @@ def both_offered(p: Page) -> None:
         expect(entry).to_contain_text("1.0")
         expect(entry).to_contain_text(KEY.key_id)
         expect(entry.get_by_role("button", name=f"Install {scope} 1.0")).to_be_enabled()
+
+
+# Counts every button the registry draws disabled from now on (it redraws its rows on each state).
+WATCH_DISABLED: Final = """() => {
+  window.disabledDrawn = 0;
+  new MutationObserver((changes) => {
+    for (const change of changes) for (const node of change.addedNodes)
+      if (node.querySelectorAll) window.disabledDrawn +=
+        node.querySelectorAll("#available button:disabled, #rows button:disabled").length;
+  }).observe(document.body, { subtree: true, childList: true });
+}"""
+
+
+def a_refresh_leaves_the_keyboard_where_it_is(p: Page) -> None:
+    """A refresh only reads: while it is on its way, the buttons stay usable and the one the
+    keyboard is on keeps the focus (it used to be drawn disabled, which dropped the focus)."""
+    frame = registry_frame(p)
+    button = available(p, GOOD).get_by_role("button", name="Install deliver 1.0")
+    expect(button).to_be_enabled(timeout=WAIT_MS)
+    button.focus()
+    expect(button).to_be_focused()
+    frame.evaluate(WATCH_DISABLED)
+    listed = int(frame.evaluate("document.body.dataset.listed"))
+    frame.evaluate('document.getElementById("refresh").click()')  # a click keeps the focus
+    expect(registry(p).locator("body")).not_to_have_attribute(
+        "data-listed", str(listed), timeout=WAIT_MS
+    )
+    expect(registry(p).locator("#refresh")).to_be_enabled(timeout=WAIT_MS)
+    expect(button).to_be_focused()
+    assert frame.evaluate("window.disabledDrawn") == 0
 
 
 def tampered_refused(p: Page) -> None:
@@ -118,6 +155,7 @@ async def test_the_app_registry_installs_from_the_catalog_and_refuses_a_tampered
     await agent.terminal("open-1")
     await page.run(registry_in_front)
     await page.run(both_offered)
+    await page.run(a_refresh_leaves_the_keyboard_where_it_is)
 
     # One byte of the second bundle flipped on disk, after it was listed installable.
     (folder / TAMPERED).write_bytes(flip_byte(spoiled))

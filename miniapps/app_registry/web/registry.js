@@ -34,7 +34,10 @@
   const refreshButton = document.getElementById("refresh");
 
   let state = { apps: [], available: [], default_app: "chat", busy: null, status: null, listed: 0 };
-  let sending = false; // an event on its way to the app
+  let sending = false; // a change (an install, a manage) on its way to the app
+  // A refresh only reads: while it is on its way, its own button waits and every other button
+  // stays usable, so the keyboard is never pushed off the button it is on.
+  let refreshing = false;
 
   function actionId() {
     const bytes = new Uint8Array(12);
@@ -113,7 +116,7 @@
     });
     renderAvailable();
     installButton.disabled = busy();
-    refreshButton.disabled = sending;
+    refreshButton.disabled = refreshing;
     const status = state.status && typeof state.status === "object" ? state.status : null;
     if (state.busy != null) {
       statusLine.dataset.tone = "info";
@@ -182,8 +185,10 @@
   }
 
   function send(name, data) {
-    if (busy() && name !== "registry.refresh") return;
-    sending = true;
+    const refresh = name === "registry.refresh";
+    if (refresh ? refreshing : busy()) return;
+    if (refresh) refreshing = true;
+    else sending = true;
     render();
     const body = Object.assign({ action_id: actionId() }, data || {});
     bridge
@@ -194,7 +199,8 @@
           "Could not reach the App Registry (" + (err.code || "error") + "); try again.";
       })
       .finally(function () {
-        sending = false;
+        if (refresh) refreshing = false;
+        else sending = false;
         render();
       });
   }
