@@ -853,38 +853,23 @@ class Supervisor:
     def _peer(self, name: str) -> _Peer | None:
         return self.children.get(name) or self._attached.get(name)
 
-    async def _dispatch(self, env: Envelope) -> Message | None:
+    def _dispatch(self, env: Envelope) -> Outcome:
+        """Events and what needs no wait are handled here, at once, in the order they arrive
+        (the bus runs a handler inline unless it returns an awaitable). An async handler would
+        make each event a task of its own, and trio runs the tasks of one batch in either
+        order: the transport's `synchronizing` then `online`, told a moment apart, were applied
+        the other way round, and the status said synchronizing for good."""
         body = env.body
         if isinstance(body, ActorReadyEvent):
-            child = self.children.get(env.sender.name)
-            # Not after its exit: a ready event read late must not revive a dead child's state.
-            if child is not None and not child.ready.is_set() and not child.exited.is_set():
-                child.state = "running"
-                child.started_at = time.monotonic()
-                child.ready.set()
-                child.settled.set()
-                self._notify_changed()
-                elapsed = (child.started_at - child.spawned_at) * 1000
-                self._report(f"{child.identity.name} ready (pid {body.pid}) in {elapsed:.1f} ms")
-            return None
-        if isinstance(body, IntroduceRequest):
-            return await self._introduce(env.sender, body.peer)
-        if isinstance(body, PeerMisbehavedEvent):
-            await self._stop_misbehaving(env.sender, body)
+            self._child_ready(env.sender, body)
             return None
         if isinstance(body, RuntimeLinkEvent):
             if env.sender.kind is ActorKind.TRANSPORT:
                 self._runtime = RuntimeLink(state=body.state, reason=body.reason)
                 self._notify_changed()
             return None
-        if isinstance(body, ChildStartRequest):
-            return await self._start_miniapp(body)
-        if isinstance(body, ChildStopRequest):
-            return await self._stop_miniapp(body)
         if isinstance(body, StatusRequest):
             return self.status()
-        if isinstance(body, InstallRelayRequest | OperateRelayRequest | ListRelayRequest):
-            return await relay_registry(self.bus, env)
         if isinstance(body, HealthRequest):
             return HealthReply(
                 name="supervisor",
@@ -892,7 +877,36 @@ class Supervisor:
                 incarnation=0,
                 uptime_s=time.monotonic() - self.started_at,
             )
+        return self._dispatch_waiting(env)
+
+    async def _dispatch_waiting(self, env: Envelope) -> Message | None:
+        """What waits on another process: an introduction, a MiniApp's start or stop, a
+        registry relay, a misbehaving peer's stop."""
+        body = env.body
+        if isinstance(body, IntroduceRequest):
+            return await self._introduce(env.sender, body.peer)
+        if isinstance(body, PeerMisbehavedEvent):
+            await self._stop_misbehaving(env.sender, body)
+            return None
+        if isinstance(body, ChildStartRequest):
+            return await self._start_miniapp(body)
+        if isinstance(body, ChildStopRequest):
+            return await self._stop_miniapp(body)
+        if isinstance(body, InstallRelayRequest | OperateRelayRequest | ListRelayRequest):
+            return await relay_registry(self.bus, env)
         raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
+
+    def _child_ready(self, sender: Identity, body: ActorReadyEvent) -> None:
+        child = self.children.get(sender.name)
+        # Not after its exit: a ready event read late must not revive a dead child's state.
+        if child is not None and not child.ready.is_set() and not child.exited.is_set():
+            child.state = "running"
+            child.started_at = time.monotonic()
+            child.ready.set()
+            child.settled.set()
+            self._notify_changed()
+            elapsed = (child.started_at - child.spawned_at) * 1000
+            self._report(f"{child.identity.name} ready (pid {body.pid}) in {elapsed:.1f} ms")
 
     async def _start_miniapp(self, request: ChildStartRequest) -> ChildStartReply:
         """Start one MiniApp's process (idempotent). Only `miniapp:<scope>` names, only the
