@@ -668,8 +668,11 @@ class RouterActor(Actor):
         await self.tools.publish_inventory()
 
     @handles(InstanceEvent)
-    async def on_instance_event(self, msg: InstanceEvent, env: Envelope) -> None:
+    def on_instance_event(self, msg: InstanceEvent, env: Envelope) -> None:
         # Focus tells, never asks: the reaction runs here, and focus has already moved on.
+        # Not async: a synchronous handler runs as its event arrives, so an instance's events
+        # are taken in the order focus told them (an async one would be a task each, run in
+        # either order by trio).
         if msg.event == "started":
             self.tools.instance_started(msg.app_scope)
             self._nursery.start_soon(self._guarded_event, self.sessions.opened, msg)
