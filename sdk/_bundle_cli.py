@@ -30,8 +30,8 @@ from typing import Any, Final
 from lineup import __version__
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
+from ._cli_support import Refused, app_class, refuse
 from .bundle import BundleRefused, PublicKey, SigningKey, pack, read_header, verify_bundle
-from .cli import _app_class, _refuse, _Refused
 from .manifest import Manifest
 from .tools import manifest_of
 from .trust import TrustStore, default_data_dir
@@ -98,7 +98,7 @@ def add_commands(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one of `COMMANDS`; `_Refused` propagates to `lineup.sdk.cli.main`."""
+    """Run one of `COMMANDS`; `Refused` propagates to `lineup.sdk.cli.main`."""
     if args.command == "keygen":
         return _keygen(args.out)
     if args.command == "pack":
@@ -115,12 +115,12 @@ def _keygen(out: Path) -> int:
     public_path = out.with_name(out.name + PUBLIC_SUFFIX)
     for path in (out, public_path):
         if os.path.lexists(path):
-            _refuse("output_exists", str(path))
+            refuse("output_exists", str(path))
     key = SigningKey.generate()
     _create(out, key.dumps().encode(), _KEY_MODE)
     try:
         _create(public_path, key.public.dumps().encode(), _PUBLIC_MODE)
-    except _Refused:
+    except Refused:
         out.unlink(missing_ok=True)  # never leave half a pair
         raise
     print(key.key_id)
@@ -132,9 +132,9 @@ def _create(path: Path, body: bytes, mode: int) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:
-        _refuse("output_exists", str(path))
+        refuse("output_exists", str(path))
     except OSError as exc:
-        _refuse("output_not_written", f"{path}: {exc.strerror}")
+        refuse("output_not_written", f"{path}: {exc.strerror}")
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(body)
@@ -142,7 +142,7 @@ def _create(path: Path, body: bytes, mode: int) -> None:
             os.fsync(file.fileno())
     except OSError as exc:
         path.unlink(missing_ok=True)
-        _refuse("output_not_written", f"{path}: {exc.strerror}")
+        refuse("output_not_written", f"{path}: {exc.strerror}")
 
 
 # ---------------------------------------------------------------------------------- pack
@@ -151,15 +151,15 @@ def _create(path: Path, body: bytes, mode: int) -> None:
 def _pack(args: argparse.Namespace) -> int:
     folder: Path = args.path
     if not folder.is_dir():
-        _refuse("app_not_found", f"{folder}: not a package folder")
+        refuse("app_not_found", f"{folder}: not a package folder")
     key = _signing_key(args.key)
-    manifest: Manifest = manifest_of(_app_class(str(folder), args.app_class))
+    manifest: Manifest = manifest_of(app_class(str(folder), args.app_class))
     if manifest.kind != "installed":
-        _refuse("app_not_installable", f"kind is {manifest.kind!r}: only 'installed' is packed")
+        refuse("app_not_installable", f"kind is {manifest.kind!r}: only 'installed' is packed")
     try:
         data = pack(folder.resolve(), manifest, key, min_host_version=args.min_host_version)
     except BundleRefused as exc:
-        _refuse(exc.code.value, exc.message)
+        refuse(exc.code.value, exc.message)
     _replace(args.out, data)
     print(_describe(data))
     return 0
@@ -169,11 +169,11 @@ def _signing_key(path: Path) -> SigningKey:
     try:
         text = path.read_bytes()
     except OSError as exc:
-        _refuse("key_not_found", f"{path}: {exc.strerror}")
+        refuse("key_not_found", f"{path}: {exc.strerror}")
     try:
         return SigningKey.loads(text)
     except BundleRefused:
-        _refuse("key_invalid", f"{path}: not a lineup private key")
+        refuse("key_invalid", f"{path}: not a lineup private key")
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -196,7 +196,7 @@ def _replace(path: Path, data: bytes) -> None:
         finally:
             os.close(dir_fd)
     except OSError as exc:
-        _refuse("output_not_written", f"{path}: {exc.strerror}")
+        refuse("output_not_written", f"{path}: {exc.strerror}")
 
 
 def _describe(data: bytes) -> str:
@@ -221,7 +221,7 @@ def _verify(args: argparse.Namespace) -> int:
         with open(args.file, "rb") as file:
             data = file.read(MAX_BUNDLE_READ + 1)
     except OSError as exc:
-        _refuse("file_not_found", f"{args.file}: {exc.strerror}")
+        refuse("file_not_found", f"{args.file}: {exc.strerror}")
     try:
         if len(data) > MAX_BUNDLE_READ:
             raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "too large")
@@ -237,11 +237,11 @@ def _public_key(path: Path) -> PublicKey:
     try:
         text = path.read_bytes()
     except OSError as exc:
-        _refuse("key_not_found", f"{path}: {exc.strerror}")
+        refuse("key_not_found", f"{path}: {exc.strerror}")
     try:
         return PublicKey.loads(text)
     except BundleRefused:
-        _refuse("key_invalid", f"{path}: not a lineup public key")
+        refuse("key_invalid", f"{path}: not a lineup public key")
 
 
 def _store(data_dir: Path | None) -> TrustStore:
@@ -255,7 +255,7 @@ def _trusted_keys(store: TrustStore) -> dict[str, bytes]:
     try:
         return store.keys()
     except LineUpError as exc:  # a corrupt file: nothing in it is trusted
-        _refuse("trusted_keys_corrupt", exc.message)
+        refuse("trusted_keys_corrupt", exc.message)
 
 
 def _trust(args: argparse.Namespace) -> int:
@@ -267,7 +267,7 @@ def _trust(args: argparse.Namespace) -> int:
         try:
             entries = store.list()
         except LineUpError as exc:
-            _refuse("trusted_keys_corrupt", exc.message)
+            refuse("trusted_keys_corrupt", exc.message)
         if args.json:
             body = [{"key_id": e.key_id, "added_at": e.added_at} for e in entries]
             print(json.dumps({"keys": body}, sort_keys=True))
@@ -279,8 +279,8 @@ def _trust(args: argparse.Namespace) -> int:
     try:
         added = store.add(key)
     except LineUpError as exc:
-        _refuse("trusted_keys_corrupt", exc.message)
+        refuse("trusted_keys_corrupt", exc.message)
     except OSError as exc:
-        _refuse("output_not_written", f"{store.path}: {exc.strerror}")
+        refuse("output_not_written", f"{store.path}: {exc.strerror}")
     print(key.key_id if added else f"{key.key_id} already trusted")
     return 0

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Final
 
-from .cli import _app_class_of, _refuse
+from ._cli_support import app_class_of, refuse
 from .manifest import manifest_json
 from .tools import manifest_of
 
@@ -75,7 +75,7 @@ def names_of(name: str) -> dict[str, str]:
     app_scope, `^[a-z][a-z0-9-]*$` (at most 63 characters), or a Python keyword."""
     package = name.replace("-", "_")
     if not NAME.match(name) or keyword.iskeyword(package):
-        _refuse("name_invalid", f"{name!r}: an app_scope is lowercase letters, digits and '-'")
+        refuse("name_invalid", f"{name!r}: an app_scope is lowercase letters, digits and '-'")
     words = name.split("-")
     return {
         "app_scope": name,
@@ -95,10 +95,10 @@ def scaffold(name: str, parent: Path, *, surface: bool = False) -> list[Path]:
     keys["view_sentence"] = _VIEW_SENTENCE[variant]
     folder = parent / keys["package"]
     if folder.exists() or folder.is_symlink():
-        _refuse("exists", f"{folder}: choose another NAME or --dir")
+        refuse("exists", f"{folder}: choose another NAME or --dir")
     package = keys["package"]
     if package in sys.stdlib_module_names or importlib.util.find_spec(package) is not None:
-        _refuse("name_taken", f"{package}: a module of that name exists, and would be shadowed")
+        refuse("name_taken", f"{package}: a module of that name exists, and would be shadowed")
     sources = sorted((TEMPLATES / variant).rglob("*" + SUFFIX))
     files = {
         folder / source.relative_to(TEMPLATES / variant).with_suffix(""): source
@@ -110,13 +110,13 @@ def scaffold(name: str, parent: Path, *, surface: bool = False) -> list[Path]:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        _refuse("output_not_written", f"{exc.filename or parent}: {exc.strerror}")
+        refuse("output_not_written", f"{exc.filename or parent}: {exc.strerror}")
     try:
         folder.mkdir()  # exclusive: a folder made meanwhile by someone else is never used
     except FileExistsError:
-        _refuse("exists", f"{folder}: choose another NAME or --dir")
+        refuse("exists", f"{folder}: choose another NAME or --dir")
     except OSError as exc:
-        _refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
+        refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
     try:
         for path in written:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ def scaffold(name: str, parent: Path, *, surface: bool = False) -> list[Path]:
         # The folder is this call's own (it was not there): no half-made package stays.
         shutil.rmtree(folder, ignore_errors=True)
         if isinstance(exc, OSError):
-            _refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
+            refuse("output_not_written", f"{exc.filename or folder}: {exc.strerror}")
         raise
     return [*written, manifest]
 
@@ -142,11 +142,11 @@ def _manifest_text(folder: Path) -> str:
         name, folder / "__init__.py", submodule_search_locations=[str(folder)]
     )
     if spec is None or spec.loader is None:  # never, for a .py file
-        _refuse("app_import_failed", f"{folder}: not loadable")
+        refuse("app_import_failed", f"{folder}: not loadable")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # pydantic resolves the models' annotations through it
     try:
         spec.loader.exec_module(module)
-        return manifest_json(manifest_of(_app_class_of(module)))
+        return manifest_json(manifest_of(app_class_of(module)))
     finally:
         sys.modules.pop(name, None)
