@@ -7,6 +7,9 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Final, NoReturn
@@ -61,12 +64,28 @@ def app_class_of(module: ModuleType, class_name: str = "") -> type[MiniApp]:
 
 def _import(name: str) -> ModuleType:
     try:
-        return importlib.import_module(name)
+        with _from_source():
+            return importlib.import_module(name)
     except (ManifestInvalid, SchemaUnsupported):
         raise  # a tool declaration refused while the module defined its class
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
         refuse("app_import_failed", f"{name}: {type(exc).__name__} {first}".rstrip())
+
+
+@contextmanager
+def _from_source() -> Iterator[None]:
+    """Imports compile the app from its source as it is now, never from a cached `.pyc`, and
+    write none. CPython trusts a `.pyc` whose recorded source mtime (in whole seconds) and size
+    match: a file edited within the second it was last imported, to the same size (a version
+    "1.0" made "1.1"), would give the old code's manifest, and the old version packed."""
+    prefix, dont_write = sys.pycache_prefix, sys.dont_write_bytecode
+    with tempfile.TemporaryDirectory(prefix="lineup-app-") as empty:
+        sys.pycache_prefix, sys.dont_write_bytecode = empty, True
+        try:
+            yield
+        finally:
+            sys.pycache_prefix, sys.dont_write_bytecode = prefix, dont_write
 
 
 def _module_name(target: str) -> str:

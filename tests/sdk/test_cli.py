@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import py_compile
 import sys
 import textwrap
 import uuid
@@ -191,3 +193,24 @@ def test_a_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["manifest"]) == 2
     assert main(["publish", "x"]) == 2
     capsys.readouterr()
+
+
+def test_the_manifest_is_of_the_source_as_it_is_now_never_of_a_stale_compilation(
+    packages: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # CPython trusts a .pyc whose recorded source mtime (whole seconds) and size match. An edit
+    # within the second of the last import, to the same size (2.0.0 -> 2.0.1), is such a case:
+    # made certain here by putting the source's times back. The catalog's build packed the old
+    # version that way (fcN3's make test).
+    _, folder = write_package(packages, {"__init__.py": APP.format(name="Pinger", scope="pinger")})
+    source = folder / "__init__.py"
+    py_compile.compile(str(source), doraise=True)
+    cached = {p: p.stat().st_mtime_ns for p in folder.rglob("*.pyc")}
+    times = os.stat(source)
+    source.write_text(source.read_text().replace('version="2.0.0"', 'version="2.0.1"'))
+    os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert os.stat(source).st_size == times.st_size
+
+    assert main(["manifest", str(folder)]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == "2.0.1"
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*.pyc")} == cached  # none written
