@@ -1,10 +1,10 @@
 """Start the zygote as early as `lineup run` can: forked from the supervisor's own process once
 it has imported what both need, and nothing else yet.
 
-The supervisor and the zygote both begin with the same imports (`BASE`: trio, pydantic, the
-kernel, ~0.3 s). Each in its own interpreter, they paid for them twice, side by side on the
-same cores; here they are paid once, and the zygote, forked then, goes on with its own preload
-while the supervisor imports the rest of itself. The supervisor adopts it (see
+The supervisor and the zygote both begin with the same imports (the zygote's `BASE`: trio,
+pydantic, the kernel, ~0.3 s). Each in its own interpreter, they paid for them twice, side by
+side on the same cores; here they are paid once, and the zygote, forked then, goes on with its
+own preload while the supervisor imports the rest of itself. The supervisor adopts it (see
 `supervisor/_spawn.py`). Must be called from the main thread, before any other thread exists
 (forking a threaded process is unsafe; with a thread it starts no zygote, and the supervisor
 starts a fresh-interpreter one itself), and before anything is printed or any file opened.
@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Final, Protocol
 
 __all__ = [
-    "BASE",
     "RUNTIME_LANES",
     "RUNTIME_PRELOAD",
     "ZygoteProcess",
@@ -31,9 +30,6 @@ __all__ = [
     "take_zygote",
     "zygote_argv",
 ]
-
-# What every actor needs, and the supervisor too: loaded before the zygote says it is ready.
-BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")
 
 # What the zygote imports for `lineup run`'s children: each entry before a child of its
 # package forks, the rest once the tree is ready (see `supervisor/_zygote.py`).
@@ -123,11 +119,12 @@ def launch_zygote(
     preload: tuple[str, ...] = RUNTIME_PRELOAD,
     lanes: tuple[tuple[str, ...], ...] = RUNTIME_LANES,
 ) -> None:
-    """Import `BASE` here, then fork the zygote and one more per lane; `take_zygote` hands
-    each to the supervisor."""
-    for module in BASE:
-        importlib.import_module(module)
+    """Import the zygote's `BASE` here, then fork the zygote and one more per lane;
+    `take_zygote` hands each to the supervisor."""
     from lineup.supervisor import _zygote  # with what it needs, and nothing of the tree's
+
+    for module in _zygote.BASE:
+        importlib.import_module(module)
 
     if len(os.listdir("/proc/self/task")) != 1:
         return  # an import started a thread: no fork; the supervisor starts fresh zygotes

@@ -53,12 +53,13 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from lineup._early import BASE
 from lineup.actors.kernel.framing import FrameDecoder, encode_frame, parse_frame
 from lineup.actors.kernel.messages import REGISTRY
 
 from . import _sandbox, _title
 
+# What every actor needs, and the supervisor too: loaded before the zygote says it is ready.
+BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")
 CONTROL_FD: Final = 3  # where a child finds its control channel
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -8,12 +8,13 @@ from typing import Literal
 
 import pytest
 
-from lineup._early import BASE, RUNTIME_LANES, RUNTIME_PRELOAD
+from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import Message, load_target
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.supervisor._spawn import Zygote
 from lineup.supervisor._spec import runtime_specs
 from lineup.supervisor._zygote import (
+    BASE,
     Preload,
     _build,
     _import,
