@@ -6,19 +6,10 @@ A MiniApp imports `lineup.sdk` and nothing else of LineUp (import-linter enforce
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 from . import protocol
-from ._app import (
-    AppContext,
-    Conversation,
-    Inbox,
-    Lifecycle,
-    MiniApp,
-    MiniAppHost,
-    RuntimeChannel,
-    SessionData,
-    Surfaces,
-    Ui,
-)
+from ._app import AppContext, MiniApp
 from ._card import card
+from ._host import MiniAppHost
+from ._services import Conversation, Inbox, Lifecycle, RuntimeChannel, SessionData, Surfaces, Ui
 from .manifest import Entrypoint, Manifest, ManifestInvalid, ToolDescriptor, load_manifest
 from .schema import SchemaUnsupported
 from .tools import (

@@ -1,7 +1,7 @@
 """The SDK hands an app the deliveries queued together in one `on_deliveries`, in order, and
 never moves another event across them; a delivery whose hook was refused is offered again from
 the inbox; a request the bus refuses `rate_limited` is asked again after a pause
-(`sdk/_app.py`)."""
+(`sdk/_host.py`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 import trio
 import trio.testing
 
+from lineup import sdk
 from lineup.actors.kernel import ActorKind, ErrorCode, Identity, LineUpError, Message
 from lineup.actors.kernel.actor import ActorContext
-from lineup.sdk import _app, testkit
+from lineup.sdk import _host, testkit
 from lineup.sdk import protocol as p
 
 
@@ -22,9 +23,9 @@ def delivery(n: int) -> p.DeliveryEvent:
     return p.DeliveryEvent(delivery=p.Delivery(delivery_id=f"d{n}", seq=n, envelope={}))
 
 
-def host_with(*events: Message) -> _app.MiniAppHost:
+def host_with(*events: Message) -> _host.MiniAppHost:
     # Only the event queue is used here: no process, no bus.
-    host = _app.MiniAppHost.__new__(_app.MiniAppHost)
+    host = _host.MiniAppHost.__new__(_host.MiniAppHost)
     host._events_in, host._events_out = trio.open_memory_channel[Message](len(events) + 1)
     for event in events:
         host._events_in.send_nowait(event)
@@ -43,24 +44,24 @@ def test_deliveries_queued_together_are_taken_at_once_up_to_the_next_other_event
 
 
 def test_a_burst_is_cut_at_its_bound_and_the_rest_stays_queued() -> None:
-    host = host_with(*(delivery(n) for n in range(1, _app.DELIVERY_BURST + 5)))
+    host = host_with(*(delivery(n) for n in range(1, _host.DELIVERY_BURST + 5)))
 
     deliveries, held = host._waiting_deliveries(delivery(0))
 
-    assert len(deliveries) == _app.DELIVERY_BURST
+    assert len(deliveries) == _host.DELIVERY_BURST
     assert held is None
-    assert host._events_out.receive_nowait() == delivery(_app.DELIVERY_BURST)
+    assert host._events_out.receive_nowait() == delivery(_host.DELIVERY_BURST)
 
 
 def test_only_an_app_that_overrides_on_deliveries_gets_bursts() -> None:
-    class Plain(_app.MiniApp):
+    class Plain(sdk.MiniApp):
         pass
 
-    class Bursty(_app.MiniApp):
+    class Bursty(sdk.MiniApp):
         async def on_deliveries(self, deliveries: tuple[p.Delivery, ...]) -> None:
             pass
 
-    assert (_app._takes_bursts(Plain()), _app._takes_bursts(Bursty())) == (False, True)
+    assert (_host._takes_bursts(Plain()), _host._takes_bursts(Bursty())) == (False, True)
 
 
 def deliveries(first: int, count: int) -> p.DeliveriesEvent:
@@ -82,14 +83,14 @@ def test_a_batch_event_is_taken_whole_with_the_single_ones_around_it() -> None:
 
 
 def test_a_batch_event_past_the_bound_is_cut_and_its_rest_handed_next_in_order() -> None:
-    host = host_with(deliveries(10, _app.DELIVERY_BURST))
+    host = host_with(deliveries(10, _host.DELIVERY_BURST))
 
     taken, held = host._waiting_deliveries(deliveries(0, 10))
 
-    assert [d.seq for d in taken] == list(range(_app.DELIVERY_BURST))
+    assert [d.seq for d in taken] == list(range(_host.DELIVERY_BURST))
     assert isinstance(held, p.DeliveriesEvent)
     assert [d.seq for d in held.deliveries] == list(
-        range(_app.DELIVERY_BURST, _app.DELIVERY_BURST + 10)
+        range(_host.DELIVERY_BURST, _host.DELIVERY_BURST + 10)
     )
 
 
@@ -134,8 +135,8 @@ class _Throttling:
         return p.CommandReceipt(id="c1")
 
 
-def host_on(bus: Any) -> _app.MiniAppHost:
-    host = _app.MiniAppHost.__new__(_app.MiniAppHost)
+def host_on(bus: Any) -> _host.MiniAppHost:
+    host = _host.MiniAppHost.__new__(_host.MiniAppHost)
     host.bus = bus
     return host
 
@@ -158,15 +159,15 @@ async def test_a_rate_limit_that_outlasts_the_call_timeout_is_raised(
     with pytest.raises(LineUpError) as refused:
         await host_on(bus).call("router", p.ToolAcceptRequest(call_id="c1"), p.CommandReceipt)
     assert refused.value.code is ErrorCode.RATE_LIMITED
-    assert trio.current_time() <= _app.CALL_TIMEOUT
+    assert trio.current_time() <= _host.CALL_TIMEOUT
 
 
-class Acknowledging(_app.MiniApp):
+class Acknowledging(sdk.MiniApp):
     """Shows each delivery once (by id) and acknowledges what it was handed."""
 
     handed: list[list[str]] = []
 
-    async def start(self, app: _app.AppContext) -> None:
+    async def start(self, app: sdk.AppContext) -> None:
         self.app = app
 
     async def on_deliveries(self, deliveries: tuple[p.Delivery, ...]) -> None:
@@ -186,7 +187,7 @@ class _RuntimeBus:
 
 async def hosted(
     nursery: trio.Nursery, runtime: testkit.FakeRuntime, tmp_path: Path
-) -> _app.MiniAppHost:
+) -> _host.MiniAppHost:
     Acknowledging.handed = []
     ctx = ActorContext(
         identity=Identity(ActorKind.MINIAPP, f"miniapp:{runtime.app_scope}"),
@@ -195,7 +196,7 @@ async def hosted(
         config={"app": f"{__name__}:Acknowledging", "instance_id": runtime.instance_id},
         bus=_RuntimeBus(runtime),  # type: ignore[arg-type]
     )
-    host = _app.MiniAppHost(ctx)
+    host = _host.MiniAppHost(ctx)
     await nursery.start(host.run)
     return host
 
@@ -216,7 +217,7 @@ async def test_a_delivery_whose_acknowledgement_failed_is_offered_again_until_it
 
     host.on_delivery_batch(p.DeliveriesEvent(deliveries=(first, second)), None)  # type: ignore[arg-type]
     # The clock is virtual: after the first two pauses, the third offer has been taken.
-    await trio.sleep(sum(_app.REOFFER_PAUSES[:2]) + 0.1)
+    await trio.sleep(sum(_host.REOFFER_PAUSES[:2]) + 0.1)
 
     assert Acknowledging.handed == [["m1", "m2"]] * 3
     assert runtime.inbox.pending == {}
@@ -234,10 +235,10 @@ async def test_only_what_is_still_in_the_inbox_is_offered_again_and_a_refusal_en
     host.on_delivery_batch(p.DeliveriesEvent(deliveries=(first, second)), None)  # type: ignore[arg-type]
     await trio.sleep(0.1)
     runtime.inbox.pending.pop("m1")  # acknowledged meanwhile (a refresh re-read the inbox)
-    await trio.sleep(sum(_app.REOFFER_PAUSES) + 1)
+    await trio.sleep(sum(_host.REOFFER_PAUSES) + 1)
 
     # Offered once at first, then again after each pause, and then left in the inbox for the
     # app's next start: never a busy loop.
-    assert Acknowledging.handed == [["m1", "m2"]] + [["m2"]] * len(_app.REOFFER_PAUSES)
+    assert Acknowledging.handed == [["m1", "m2"]] + [["m2"]] * len(_host.REOFFER_PAUSES)
     assert host._offers == {}
     assert list(runtime.inbox.pending) == ["m2"]

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
-from lineup.sdk import _app
+from lineup.sdk import _services
 from lineup.sdk import protocol as p
 
 
@@ -40,7 +40,7 @@ def test_session_data_that_is_not_strict_json_is_refused_before_it_is_sent(
     data: dict[str, Any],
 ) -> None:
     host = Host()
-    session = _app.SessionData(host)
+    session = _services.SessionData(host)
 
     async def main() -> None:
         with pytest.raises(LineUpError) as info:
@@ -53,7 +53,7 @@ def test_session_data_that_is_not_strict_json_is_refused_before_it_is_sent(
 
 def test_strict_json_session_data_is_sent_as_it_is() -> None:
     host = Host()
-    session = _app.SessionData(host)
+    session = _services.SessionData(host)
     data = {"n": 1.5, "e": "\U0001f600", "l": [None, True, "é"], "t": (1, 2)}
 
     async def main() -> int:
