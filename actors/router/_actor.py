@@ -73,6 +73,8 @@ from . import _ids as ids
 from ._app_sessions import IM_SCOPE, AppSessions, view_of
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._interactions import InteractionService
+from ._lifecycle import InstanceLifecycle
+from ._outbox import Outbox, envelope_of
 from ._redelivery import Redelivery, delivery_of
 from ._tools import ToolPipeline
 from .messages import (
@@ -127,18 +129,19 @@ class RouterActor(Actor):
         self._history_of: dict[str, str | None] = {}
         # Per app: deliveries persisted but not yet told, and whether a teller is at work.
         self._untold: dict[str, list[sdk.Delivery]] = {}
-        self.tools = ToolPipeline(self.bus, self.ctx.identity, self._session)
-        self.interactions = InteractionService(
-            self.bus, self.ctx.identity, self._session, self.tools
+        self.interactions = InteractionService(self.bus, self.ctx.identity, self._session)
+        self.tools = ToolPipeline(
+            self.bus, self.ctx.identity, self._session, interactive=self.interactions.ask
         )
-        self.tools.interactive = self.interactions.ask
-        self.sessions = AppSessions(self.bus, self._session, self.tools, self.interactions)
+        self.sessions = AppSessions(self.bus, self._session)
+        self.lifecycle = InstanceLifecycle(self.bus, self.tools, self.interactions, self.sessions)
+        self.outbox = Outbox(self.bus)
         self.redelivery = Redelivery(self.bus, self._conversation_or_none, self._tell_deliveries)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.tools.run)
             await nursery.start(self.interactions.run)
-            nursery.start_soon(self.sessions.sweep)  # what a lost event left undone
+            nursery.start_soon(self.lifecycle.sweep)  # what a lost event left undone
             nursery.start_soon(self._reconcile)
             task_status.started()
             await trio.sleep_forever()
@@ -153,7 +156,7 @@ class RouterActor(Actor):
         missing: set[str] = set()
         while True:
             await trio.sleep(RECONCILE_S)
-            await self.sessions.sweep()  # reads the sessions before the live instances
+            await self.lifecycle.sweep()  # reads the sessions before the live instances
             try:
                 live = await self.tools.live()
                 await self.redelivery.round(live)
@@ -536,17 +539,13 @@ class RouterActor(Actor):
         # The app's id is its client id: the message's own is the runtime's (a repeat of the
         # client id finds the first one, and this fresh id is dropped with its envelope).
         message_id = ids.message_id()
-        body = wire.dump(
-            wire.envelope(
-                wire.TEXT,
-                wire.TextPayload(markdown=msg.markdown),
-                conversation_id=session["conversation_id"],
-                sender_kind="user",
-                sender_id=session["user_id"],
-                message_id=message_id,
-                # The legacy rule, backwards: chat's messages carry no scope.
-                app_scope=scope if scope != "chat" else None,
-            )
+        body = envelope_of(
+            session,
+            wire.TEXT,
+            wire.TextPayload(markdown=msg.markdown),
+            message_id,
+            # The legacy rule, backwards: chat's messages carry no scope.
+            app_scope=scope if scope != "chat" else None,
         )
         reply = await self.bus.request(
             "store",
@@ -562,7 +561,7 @@ class RouterActor(Actor):
             expect=ConversationSendReply,
             idempotency_key=msg.message_id,
         )
-        await self.tools.wake_transport()
+        await self.outbox.wake()
         return sdk.CommandReceipt(id=msg.message_id, seq=reply.seq, changed=reply.created)
 
     @handles(sdk.ConversationRetryRequest)
@@ -574,7 +573,7 @@ class RouterActor(Actor):
         reply = await self.bus.request(
             "store", OutboxRetryRequest(outbox_id=outbox_id), expect=OutboxRetryReply
         )
-        await self.tools.wake_transport()
+        await self.outbox.wake()
         return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
 
     @handles(sdk.ConversationHistoryRequest)
@@ -643,7 +642,7 @@ class RouterActor(Actor):
     @handles(InstancesRecoveredEvent)
     async def on_instances_recovered(self, msg: InstancesRecoveredEvent, env: Envelope) -> None:
         self._nursery.start_soon(self.tools.sweep_ended)
-        self._nursery.start_soon(self.sessions.sweep)
+        self._nursery.start_soon(self.lifecycle.sweep)
 
     @handles(sdk.ToolAcceptRequest)
     async def on_tool_accept(self, msg: sdk.ToolAcceptRequest, env: Envelope) -> sdk.CommandReceipt:
@@ -661,7 +660,7 @@ class RouterActor(Actor):
         await self.tools.publish_inventory()
         self._nursery.start_soon(self._refresh_stale_histories)
         # Instances started while never logged in have no sub-session yet.
-        self._nursery.start_soon(self.sessions.sweep)
+        self._nursery.start_soon(self.lifecycle.sweep)
 
     @handles(InventoryChangedEvent)
     async def on_inventory_changed(self, msg: InventoryChangedEvent, env: Envelope) -> None:
@@ -683,7 +682,7 @@ class RouterActor(Actor):
             # §7.3). A converge that fails takes the router down, as it always did: its start
             # sweeps both.
             self._nursery.start_soon(
-                self.sessions.ended, msg.instance_id, msg.app_scope, msg.event == "failed"
+                self.lifecycle.ended, msg.instance_id, msg.app_scope, msg.event == "failed"
             )
 
     async def _refresh_stale_histories(self) -> None:
@@ -710,7 +709,7 @@ class RouterActor(Actor):
             await work(msg.instance_id, msg.app_scope)
         except LineUpError as exc:
             log.warning("router.instance_event_failed event=%s code=%s", msg.event, exc.code.value)
-            await self.sessions.sweep()
+            await self.lifecycle.sweep()
 
     # ------------------------------------------------------------------ interactions
 

@@ -5,22 +5,17 @@ Theory of operation
 -------------------
 One sub-session per instance of any app but the chat, opened when focus announces the instance
 `started` (id `lu:app_session:<instance>`: deterministic, so an event told twice, or a sweep
-after it, is a repeat) and closed when it `ended` / `failed`, once its calls have converged;
-each with its `lineup.v1.app_session.opened|closed` outbox row in the same transaction (the
-store's `AppSessionOpenRequest` / `AppSessionCloseRequest`), so the Agent hears of each once
-each way.
+after it, is a repeat) and closed when it `ended` / `failed`, once its calls have converged
+(`_lifecycle` keeps that order); each with its `lineup.v1.app_session.opened|closed` outbox row
+in the same transaction (the store's `AppSessionOpenRequest` / `AppSessionCloseRequest`), so
+the Agent hears of each once each way.
 Going behind, or a tool of it finishing, changes nothing: only the instance's end closes it.
 The closing row lists the Agent's questions of the sub-session still pending, which stay open
-(the main IM keeps them); the app's own questions of that instance are cancelled `app_closed`.
+(the main IM keeps them).
 A closed sub-session is history: an Agent may still name it, and nothing revives it. The
 user's "Continue" (`continue_`) launches a new instance of its app, whose new sub-session names
 the old one as `previous_app_session_id`: the link is registered by app before the launch, so
 the instance's `started` event, which may arrive before the launch's answer, opens it linked.
-
-Events can be lost (a router or focus that died in between): `sweep` makes the store's truth
-hold — every live instance but the chat has an open sub-session, every open one a live
-instance. It runs at start, when focus recovers, and after each login (an instance started
-while the runtime was never logged in could not name its Agent).
 
 An Agent's text may name an open sub-session of its own (`of_text`): it is a short result of
 that sub-session, stored in the chat's inbox like any text and shown in the group.
@@ -49,19 +44,16 @@ from lineup.actors.store.messages import (
     AppSessionOpenReply,
     AppSessionOpenRequest,
     AppSessionRow,
-    InstanceListReply,
-    InstanceListRequest,
 )
 from lineup.hostbridge.messages import AppSessionsUpdatedEvent, AppSessionView
 
 from . import _ids as ids
+from ._outbox import Outbox, envelope_of
 
 if TYPE_CHECKING:
     from ._envelope import RuntimeEnvelope
-    from ._interactions import InteractionService
-    from ._tools import ToolPipeline
 
-__all__ = ["IM_SCOPE", "AppSessions", "view_of"]
+__all__ = ["IM_SCOPE", "AppSessions", "PendingOf", "named", "view_of"]
 
 log = logging.getLogger("lineup.router.app_sessions")
 M = TypeVar("M", bound=Message)
@@ -69,6 +61,8 @@ M = TypeVar("M", bound=Message)
 STORE_TIMEOUT: Final = 30.0
 TELL_TIMEOUT: Final = 1.0  # the hostbridge is told best effort: the Shell lists on connect
 IM_SCOPE: Final = "chat"  # the main IM itself: it has no sub-session
+# The call ids of the Agent's questions of a sub-session still pending (by its id).
+PendingOf = Callable[[str], Awaitable[tuple[str, ...]]]
 
 
 class AppSessions:
@@ -78,13 +72,10 @@ class AppSessions:
         self,
         bus: Bus,
         session: Callable[[], Awaitable[dict[str, str]]],
-        tools: ToolPipeline,
-        interactions: InteractionService,
     ) -> None:
         self.bus = bus
         self._session = session
-        self._tools = tools
-        self._interactions = interactions
+        self._outbox = Outbox(bus)
         # One open / close at a time: an event and a sweep may race for the same instance.
         self._lock = trio.Lock()
         # "Continue"s under way, by app: the old sub-session each new instance references.
@@ -131,12 +122,12 @@ class AppSessions:
                     conversation_id=payload.conversation_id,
                     previous_app_session_id=previous,
                     outbox_id=outbox_id,
-                    wire=self._tools.wire_of(session, wire.APP_SESSION_OPENED, payload, outbox_id),
+                    wire=envelope_of(session, wire.APP_SESSION_OPENED, payload, outbox_id),
                 ),
                 AppSessionOpenReply,
             )
         if reply.created:
-            await self._tools.wake_transport()
+            await self._outbox.wake()
             await self._push(reply.session)
 
     async def continue_(self, app_session_id: str) -> AppSessionRow:
@@ -188,24 +179,10 @@ class AppSessions:
             raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
         return found
 
-    async def ended(self, instance_id: str, app_scope: str, failed: bool = False) -> None:
-        """The instance ended (stopped, or `failed`), in seed 000 §7.3's order: its calls not
-        decided converge by the app_closed rule first, then its sub-session closes, so the Agent
-        hears their errors before `app_session.closed`. Nothing is held between the two: a
-        router that dies there leaves the sub-session open, and the sweep at its start does
-        both again, in this order (each a repeat where it was done). A converge that fails is
-        raised (no close before it); a close that fails is made up by the next sweep."""
-        await self._tools.converge(instance_id, app_scope, failed)
-        try:
-            await self.closed(instance_id, app_scope)
-        except LineUpError as exc:
-            log.warning("router.app_session_not_closed code=%s", exc.code.value)
-
-    async def closed(self, instance_id: str, app_scope: str) -> None:
+    async def closed(self, instance_id: str, app_scope: str, pending_of: PendingOf) -> None:
         """Close the instance's sub-session: its `app_session.closed` row lists the Agent's
-        questions of it still pending, which stay open (the main IM keeps them). The app's own
-        questions of that instance end `cancelled(app_closed)`."""
-        await self._interactions.cancel_app_owned(instance_id)
+        questions of it still pending (`pending_of` the sub-session's id), which stay open
+        (the main IM keeps them)."""
         if app_scope == IM_SCOPE:
             return
         async with self._lock:
@@ -215,7 +192,7 @@ class AppSessions:
             if found is None or found.state != "open":
                 return
             session = await self._session()
-            pending = await self._interactions.pending_of(found.app_session_id)
+            pending = await pending_of(found.app_session_id)
             outbox_id = ids.app_session_row_id(instance_id, "closed")
             payload = wire.AppSessionPayload(
                 agent_id=found.agent_id or "",
@@ -230,41 +207,13 @@ class AppSessions:
                 AppSessionCloseRequest(
                     app_session_id=found.app_session_id,
                     outbox_id=outbox_id,
-                    wire=self._tools.wire_of(session, wire.APP_SESSION_CLOSED, payload, outbox_id),
+                    wire=envelope_of(session, wire.APP_SESSION_CLOSED, payload, outbox_id),
                 ),
                 AppSessionCloseReply,
             )
         if reply.changed:
-            await self._tools.wake_transport()
+            await self._outbox.wake()
             await self._push(reply.session)
-
-    async def sweep(self) -> None:
-        """The store is the truth: every live instance (but the chat) has an open sub-session,
-        every open sub-session a live instance; what a lost event left undone is done here."""
-        # The sessions first: one opened after this read is not closed below for want of an
-        # instance read before it was born (its `started` is told after its row commits).
-        try:
-            sessions = await self._store(
-                AppSessionListRequest(open_only=True, recent=1), AppSessionListReply
-            )
-            live = await self._store(InstanceListRequest(), InstanceListReply)
-        except LineUpError as exc:
-            log.warning("router.app_session_sweep_failed code=%s", exc.code.value)
-            return
-        alive = {row.instance_id: row.app_scope for row in live.instances}
-        opened = {row.instance_id for row in sessions.sessions if row.state == "open"}
-        for row in sessions.sessions:
-            if row.state == "open" and row.instance_id not in alive:
-                await self._guard(self.ended(row.instance_id, row.app_scope))
-        for instance_id, app_scope in alive.items():
-            if app_scope != IM_SCOPE and instance_id not in opened:
-                await self._guard(self.opened(instance_id, app_scope))
-
-    async def _guard(self, work: Awaitable[None]) -> None:
-        try:
-            await work
-        except LineUpError as exc:
-            log.warning("router.app_session_sweep_skipped code=%s", exc.code.value)
 
     async def _push(self, row: AppSessionRow) -> None:
         code = await self.bus.tell(

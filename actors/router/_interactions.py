@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import trio
 
@@ -76,12 +76,13 @@ from lineup.hostbridge.messages import (
 )
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
-from lineup.sdk.schema import InputInvalid
 
 from . import _app_sessions
 from . import _ids as ids
+from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._envelope import RuntimeEnvelope
+from ._outbox import Outbox
 from .messages import (
     InteractionAnswerReply,
     InteractionAnswerRequest,
@@ -90,9 +91,6 @@ from .messages import (
     SurfaceAskReply,
     SurfaceAskRequest,
 )
-
-if TYPE_CHECKING:
-    from ._tools import ToolPipeline
 
 __all__ = ["INTERACTION_SCOPE", "InteractionService"]
 
@@ -127,12 +125,11 @@ class InteractionService:
         bus: Bus,
         me: Identity,
         session: Callable[[], Awaitable[dict[str, str]]],
-        tools: ToolPipeline,
     ) -> None:
         self.bus = bus
         self.me = me
         self._session = session
-        self._tools = tools
+        self._outbox = Outbox(bus)
         self._deadlines = Deadlines()
         self._nursery: trio.Nursery | None = None
         # One new question at a time, so that its quota's count and its birth agree.
@@ -168,7 +165,7 @@ class InteractionService:
         call_step: ToolCallStepRequest | None = None
         call_id = interaction.call_id
         if call_event is not None and call_id is not None:
-            call_step = self._tools.call_step(
+            call_step = outbox.call_step(
                 await self._session(),
                 call_id,
                 call_event,
@@ -192,7 +189,7 @@ class InteractionService:
         if reply.changed:
             await self._push(reply.interaction)
             if call_step is not None and call_step.rows:
-                await self._tools.wake_transport()
+                await self._outbox.wake()
         return reply
 
     async def _over_quota(self, source: Literal["agent_tool", "miniapp"], scope: str = "") -> bool:
@@ -250,24 +247,22 @@ class InteractionService:
         facts: ToolCallFacts,
         envelope: RuntimeEnvelope,
         context: object,
-    ) -> None:
+    ) -> LineUpError | None:
         """An Agent's interactive call that passed the tool checks: record the interaction and
         the call (one step), present it, and answer a notice at once. A bad request, a bad
-        expiry or an `app_session_context` that is not a sub-session of this Agent and
-        conversation is refused like any failed check: the call's `tool.error`, no
-        interaction."""
+        expiry, an `app_session_context` that is not a sub-session of this Agent and
+        conversation, or a question past the Agent's quota is refused like any failed check:
+        returned, for the pipeline to record with the call's `tool.error`; no interaction."""
         try:
             request, expires_in_ms = std.request_of(facts.tool, dict(facts.input))
             session_row = await self._session_context(context, envelope)
         except LineUpError as refused:
-            pointer = refused.pointer if isinstance(refused, InputInvalid) else None
-            await self._tools.refuse(call_id, facts, refused.code, pointer=pointer)
-            return
+            return refused
         async with self._asking:
             if await self._get(call_id=call_id) is None and await self._over_quota("agent_tool"):
-                await self._tools.refuse(call_id, facts, ErrorCode.QUOTA_EXCEEDED)
-                return
+                return LineUpError(ErrorCode.QUOTA_EXCEEDED, "too many open questions")
             await self._ask(call_id, facts, envelope, request, expires_in_ms, session_row)
+        return None
 
     async def _ask(
         self,

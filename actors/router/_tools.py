@@ -44,7 +44,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final, NamedTuple, TypeVar
 
 import trio
-from pydantic import BaseModel
 
 from lineup import wire
 from lineup.actors.focus.messages import (
@@ -69,7 +68,6 @@ from lineup.actors.store.messages import (
     InstanceRow,
     OutboxAppendReply,
     OutboxAppendRequest,
-    OutboxRowIn,
     ToolCallFacts,
     ToolCallGetReply,
     ToolCallGetRequest,
@@ -79,20 +77,20 @@ from lineup.actors.store.messages import (
     ToolCallProgressRequest,
     ToolCallRow,
     ToolCallStepReply,
-    ToolCallStepRequest,
 )
 from lineup.actors.store.tool_calls import machine
 from lineup.actors.store.tool_calls.machine import ToolCallEvent
-from lineup.actors.transport.messages import OutboxWakeEvent
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.schema import InputInvalid, validate
 
 from . import _ids as ids
+from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
 from ._interactions import INTERACTION_SCOPE
+from ._outbox import Outbox
 from ._progress import SEND_NOW, ProgressCoalescer
 
 __all__ = ["ToolPipeline"]
@@ -100,7 +98,8 @@ __all__ = ["ToolPipeline"]
 log = logging.getLogger("lineup.router.tools")
 M = TypeVar("M", bound=Message)
 # Who runs an interactive call (`_interactions.InteractionService.ask`): the runtime itself.
-Interactive = Callable[[str, ToolCallFacts, RuntimeEnvelope, object], Awaitable[None]]
+# It answers with the refusal the pipeline records for the call, if it refused it.
+Interactive = Callable[[str, ToolCallFacts, RuntimeEnvelope, object], Awaitable[LineUpError | None]]
 
 STORE_TIMEOUT: Final = 30.0
 LAUNCH_TIMEOUT: Final = 30.0
@@ -127,12 +126,9 @@ _UNROUTED: Final = frozenset({"received", "routing", "waiting_for_app"})
 _KNOWN_CALLS: Final = 10_000  # how many calls' facts the router remembers
 
 
-def _bounded(pointer: str | None) -> str | None:
-    """`pointer` if it fits the wire's bound, else its nearest ancestor that does (whole
-    tokens cut from the end: still a pointer, to the field's container)."""
-    while pointer is not None and len(pointer) > wire.MAX_POINTER:
-        pointer = pointer[: pointer.rindex("/")]
-    return pointer
+def _pointer_of(refused: LineUpError) -> str | None:
+    """The offending field of a `tool_input_invalid` refusal, for the Agent's `tool.error`."""
+    return refused.pointer if isinstance(refused, InputInvalid) else None
 
 
 class _Known(NamedTuple):
@@ -151,10 +147,14 @@ def _needs_ready(descriptor: ToolDescriptor) -> bool:
 
 
 class ToolPipeline:
-    def __init__(self, bus: Bus, me: Identity, session: Any) -> None:
+    def __init__(
+        self, bus: Bus, me: Identity, session: Any, *, interactive: Interactive | None = None
+    ) -> None:
         self.bus = bus
         self.me = me
         self._session = session  # async () -> {"conversation_id", "user_id", ...}
+        self._outbox = Outbox(bus)
+        self._interactive = interactive  # who runs the runtime's own (interactive) calls
         self._inventory: InventoryReply | None = None
         # One release (or convergence) of an instance's held calls at a time: arrival order.
         self._instance_locks: dict[str, trio.Lock] = {}
@@ -170,7 +170,6 @@ class ToolPipeline:
         # order), so it waits for it rather than find none (`_find`).
         self._unannounced: dict[str, deque[str]] = {}
         self._announced = trio.Event()  # set, and replaced, whenever one of them moves on
-        self.interactive: Interactive | None = None  # set by the router (its interactions)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -186,10 +185,6 @@ class ToolPipeline:
         return await self.bus.request(
             "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
         )
-
-    async def wake_transport(self) -> None:
-        """Tell the transport the outbox has something new (best effort: it also polls)."""
-        await self.bus.tell("transport", OutboxWakeEvent(), timeout=1.0)  # it also polls
 
     # ------------------------------------------------------------------ inventory
 
@@ -214,7 +209,7 @@ class ToolPipeline:
             log.info("router.inventory_not_published code=%s", exc.code.value)
             return
         outbox_id = ids.inventory_id(session["conversation_id"], inventory.revision)
-        body = self.wire_of(
+        body = outbox.envelope_of(
             session,
             wire.INVENTORY,
             # The wire's edge: the Agent gets the descriptors' JSON, as the manifest has them.
@@ -233,85 +228,7 @@ class ToolPipeline:
             ),
             OutboxAppendReply,
         )
-        await self.wake_transport()
-
-    def wire_of(
-        self,
-        session: dict[str, str],
-        kind: str,
-        payload: BaseModel,
-        message_id: str,
-        call_id: str | None = None,
-    ) -> dict[str, Any]:
-        """The wire envelope of one outbox row: from the user's client, in its conversation."""
-        return wire.dump(
-            wire.envelope(
-                kind,
-                payload,
-                conversation_id=session["conversation_id"],
-                sender_kind="user",
-                sender_id=session["user_id"],
-                message_id=message_id,
-                call_id=call_id,
-            )
-        )
-
-    # ------------------------------------------------------------------ one step
-
-    def _rows(
-        self,
-        session: dict[str, str],
-        call_id: str,
-        event: ToolCallEvent,
-        result: dict[str, Any] | None,
-        code: str | None,
-        pointer: str | None = None,
-    ) -> tuple[OutboxRowIn, ...]:
-        """The outbox rows `event` writes (`machine.ROWS`), as wire envelopes from the user.
-        `pointer` (a refusal's offending field) goes into the `tool.error` only: the outbox row
-        is the message to the Agent, never an audit row."""
-        rows = []
-        for row in machine.ROWS[event]:
-            payload: BaseModel
-            if row == "terminal":
-                outbox_id, call_kind = ids.terminal_id(call_id), wire.RESULT
-                if result is not None:
-                    payload = wire.ResultPayload(call_id=call_id, result=result)
-                else:
-                    call_kind = wire.TOOL_ERROR
-                    payload = wire.ToolErrorPayload(
-                        call_id=call_id, code=code or event, pointer=_bounded(pointer)
-                    )
-            else:
-                outbox_id, call_kind = ids.receipt_id(call_id, row), wire.RECEIPT
-                failed = row in ("activation_failed", "activation_cancelled")
-                payload = wire.ReceiptPayload(
-                    call_id=call_id, status=row, code=code if failed else None
-                )
-            body = self.wire_of(session, call_kind, payload, outbox_id, call_id)
-            rows.append(OutboxRowIn(row=row, outbox_id=outbox_id, wire=body))
-        return tuple(rows)
-
-    def call_step(
-        self,
-        session: dict[str, str],
-        call_id: str,
-        event: ToolCallEvent,
-        *,
-        new: ToolCallFacts | None = None,
-        result: dict[str, Any] | None = None,
-        code: str | None = None,
-    ) -> ToolCallStepRequest:
-        """The store request of one step of a call the runtime itself runs (an interactive
-        one: `_interactions` sends it inside its interaction's step), with the step's rows."""
-        return ToolCallStepRequest(
-            call_id=call_id,
-            event=event,
-            new=new,
-            result=result,
-            code=code,
-            rows=self._rows(session, call_id, event, result, code),
-        )
+        await self._outbox.wake()
 
     async def _step(
         self,
@@ -326,20 +243,18 @@ class ToolPipeline:
         pointer: str | None = None,
     ) -> ToolCallStepReply:
         """Move the call by `event` (one store request), then carry out the step's effects."""
-        session = await self._session()
-        reply = await self._store(
-            ToolCallStepRequest(
-                call_id=call_id,
-                event=event,
-                new=new,
-                instance_id=instance_id,
-                result=result,
-                code=code,
-                rows=self._rows(session, call_id, event, result, code, pointer),
-                expected_app_scope=expected_scope,
-            ),
-            ToolCallStepReply,
+        step = outbox.call_step(
+            await self._session(),
+            call_id,
+            event,
+            new=new,
+            instance_id=instance_id,
+            result=result,
+            code=code,
+            expected_scope=expected_scope,
+            pointer=pointer,
         )
+        reply = await self._store(step, ToolCallStepReply)
         call = reply.call
         self._remember(call)
         if call.state in machine.DECIDED:
@@ -360,7 +275,7 @@ class ToolPipeline:
                 assert call.instance_id is not None
                 self._nursery.start_soon(self.release, call.instance_id, call.app_scope)
         if machine.ROWS[event]:
-            await self.wake_transport()
+            await self._outbox.wake()
         return reply
 
     async def _end(self, call_id: str, event: ToolCallEvent, code: str) -> bool:
@@ -407,8 +322,7 @@ class ToolPipeline:
                 input=call_input,
                 timeout_ms=1,
             )
-            pointer = refused.pointer if isinstance(refused, InputInvalid) else None
-            await self.refuse(call_id, facts, refused.code, pointer=pointer)
+            await self.refuse(call_id, facts, refused.code, pointer=_pointer_of(refused))
             return
         facts = ToolCallFacts(
             tool=tool,
@@ -420,9 +334,8 @@ class ToolPipeline:
             timeout_ms=descriptor.timeout_ms,
         )
         if descriptor.handling == "interactive" and facts.app_scope == INTERACTION_SCOPE:
-            assert self.interactive is not None
             context = payload.get("app_session_context", call_input.get("app_session_context"))
-            await self.interactive(call_id, facts, envelope, context)
+            await self.interact(call_id, facts, envelope, context)
             return
         if descriptor.handling == "launch":
             reply = await self._step(call_id, "admit", new=facts)
@@ -432,6 +345,17 @@ class ToolPipeline:
                 self._nursery.start_soon(self._launch, reply.call)
             return
         await self._route(call_id, facts, descriptor, envelope.scope.instance_id)
+
+    async def interact(
+        self, call_id: str, facts: ToolCallFacts, envelope: RuntimeEnvelope, context: object
+    ) -> None:
+        """Hand a checked interactive call to the runtime's interactions; record the call
+        refused if they refuse it (a bad request, a sub-session that is not the Agent's, a
+        quota), as any failed check is."""
+        assert self._interactive is not None
+        refused = await self._interactive(call_id, facts, envelope, context)
+        if refused is not None:
+            await self.refuse(call_id, facts, refused.code, pointer=_pointer_of(refused))
 
     async def _check(
         self,
@@ -701,12 +625,12 @@ class ToolPipeline:
     async def _write_progress(self, known: _Known, msg: sdk.ToolProgressRequest) -> None:
         session = await self._session()
         outbox_id = ids.progress_id(msg.call_id, time.time_ns())
-        body = self.wire_of(
+        body = outbox.envelope_of(
             session,
             wire.PROGRESS,
             wire.ProgressPayload(call_id=msg.call_id, progress=msg.progress),
             outbox_id,
-            msg.call_id,
+            call_id=msg.call_id,
         )
         await self._store(
             ToolCallProgressRequest(
@@ -719,7 +643,7 @@ class ToolPipeline:
             ),
             ToolCallProgressReply,
         )
-        await self.wake_transport()
+        await self._outbox.wake()
 
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
         known = await self._own_call(sender, msg.call_id, msg.TYPE)

@@ -74,8 +74,8 @@ async def test_an_instances_end_writes_its_calls_errors_before_its_sub_sessions_
     await with_a_call_and_a_question(router)
     await router.harness.end_instance(SCOPE, INSTANCE)  # focus records an end, then tells
 
-    await router.sessions.ended(INSTANCE, SCOPE, failed=True)
-    await router.sessions.ended(INSTANCE, SCOPE)  # told twice: nothing more
+    await router.lifecycle.ended(INSTANCE, SCOPE, failed=True)
+    await router.lifecycle.ended(INSTANCE, SCOPE)  # told twice: nothing more
 
     await assert_closed_after_the_calls(router)
 
@@ -89,8 +89,8 @@ async def test_the_sweep_of_a_router_started_after_a_lost_end_converges_before_i
     await router.harness.end_instance(SCOPE, INSTANCE)
 
     successor = make_router(router.harness)
-    await successor.sessions.sweep()
-    await successor.sessions.sweep()  # again (focus's recovery, a login): a repeat
+    await successor.lifecycle.sweep()
+    await successor.lifecycle.sweep()  # again (focus's recovery, a login): a repeat
 
     await assert_closed_after_the_calls(router)
 
@@ -108,12 +108,12 @@ async def test_an_open_the_store_did_not_answer_is_an_error_not_a_quiet_skip(
     async def never_logged_in() -> dict[str, str]:
         raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
 
-    slow = AppSessions(cast(Bus, router.bus), timed_out, router.tools, router.service)
+    slow = AppSessions(cast(Bus, router.bus), timed_out)
     with pytest.raises(LineUpError) as raised:
         await slow.opened(INSTANCE, SCOPE)
     assert raised.value.code is ErrorCode.DEADLINE_EXCEEDED
 
-    offline = AppSessions(cast(Bus, router.bus), never_logged_in, router.tools, router.service)
+    offline = AppSessions(cast(Bus, router.bus), never_logged_in)
     await offline.opened(INSTANCE, SCOPE)
     session = await router.bus.store.request(
         "store", AppSessionGetRequest(app_session_id=SESSION_ID), expect=AppSessionGetReply

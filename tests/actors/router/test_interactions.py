@@ -32,6 +32,7 @@ from lineup.actors.router._interactions import (
     MAX_OPEN_PER_APP,
     InteractionService,
 )
+from lineup.actors.router._lifecycle import InstanceLifecycle
 from lineup.actors.router._tools import ToolPipeline
 from lineup.actors.router.messages import InteractionAnswerRequest
 from lineup.actors.store.messages import (
@@ -108,6 +109,7 @@ class FakeBus:
 class Router:
     service: InteractionService
     sessions: AppSessions
+    lifecycle: InstanceLifecycle
     tools: ToolPipeline
     bus: FakeBus
     harness: StoreHarness  # reads what the router may not (the outbox, as the transport)
@@ -130,7 +132,7 @@ class Router:
             input=arguments,
             timeout_ms=86_400_000,
         )
-        await self.service.ask(call_id, facts, envelope(agent, {"call_id": call_id}), context)
+        await self.tools.interact(call_id, facts, envelope(agent, {"call_id": call_id}), context)
 
     async def interaction(self, call_id: str) -> InteractionRow | None:
         reply = await self.bus.store.request(
@@ -177,12 +179,11 @@ def make_router(harness: StoreHarness) -> Router:
         return SESSION
 
     me = Identity(ActorKind.ROUTER, "router")
-    tools = ToolPipeline(cast(Bus, bus), me, session)
-    service = InteractionService(cast(Bus, bus), me, session, tools)
-    tools.interactive = service.ask
-    return Router(
-        service, AppSessions(cast(Bus, bus), session, tools, service), tools, bus, harness
-    )
+    service = InteractionService(cast(Bus, bus), me, session)
+    tools = ToolPipeline(cast(Bus, bus), me, session, interactive=service.ask)
+    sessions = AppSessions(cast(Bus, bus), session)
+    lifecycle = InstanceLifecycle(cast(Bus, bus), tools, service, sessions)
+    return Router(service, sessions, lifecycle, tools, bus, harness)
 
 
 @pytest.fixture
@@ -316,8 +317,8 @@ async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps
             instance_id=INSTANCE, request_id="r1", request={"kind": "confirm", **CONFIRM}
         ),
     )
-    await router.sessions.closed(INSTANCE, "task-dashboard")
-    await router.sessions.closed(INSTANCE, "task-dashboard")  # a repeat: nothing more
+    await router.lifecycle.close(INSTANCE, "task-dashboard")
+    await router.lifecycle.close(INSTANCE, "task-dashboard")  # a repeat: nothing more
 
     session = await router.bus.store.request(
         "store", AppSessionGetRequest(app_session_id=session_id), expect=AppSessionGetReply
