@@ -59,7 +59,7 @@ from lineup.actors.kernel.messages import REGISTRY
 from . import _sandbox, _title
 
 # What every actor needs, and the supervisor too: loaded before the zygote says it is ready.
-BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel")
+BASE: Final = ("trio", "pydantic", "apsw", "lineup.actors.kernel.actor")  # the whole kernel
 CONTROL_FD: Final = 3  # where a child finds its control channel
 
 _libc = ctypes.CDLL(None, use_errno=True)

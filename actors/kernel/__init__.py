@@ -1,23 +1,35 @@
-"""The actor kernel: channels, frames, typed messages, the bus, the actor base (DESIGN §2)."""
+"""The actor kernel: channels, frames, typed messages, the bus, the actor base (DESIGN §2).
 
-from .acl import ACL, channel_allowed, message_allowed
-from .actor import Actor, ActorContext, BootInfo, actor_main, handles, load_target
-from .audit import AuditAppendReply, AuditAppendRequest, AuditRecord
-from .bus import DEFAULT_TIMEOUT, Bus, Connection, Envelope, Handler, Outcome
-from .channel import Channel, channel_pair
-from .control import HealthReply, HealthRequest
-from .errors import (
-    ActorRestarted,
-    ChannelClosed,
-    DeadlineExceeded,
-    ErrorCode,
-    LineUpError,
-    LocalProtocolError,
-    RemoteProtocolError,
-)
-from .framing import DEFAULT_MAX_FRAME, Frame, FrameDecoder, encode_frame, parse_frame
-from .identity import RUNTIME_KINDS, ActorKind, Identity, app_scope_of
-from .messages import REGISTRY, Message
+The public names are exported lazily: importing one module of the kernel (`errors`, `identity`,
+`messages`) loads that module alone, so a pure module (a state machine's table, a protocol)
+that names an error code loads neither trio nor a socket. The zygote loads the whole kernel
+(`lineup.actors.kernel.actor`) before it forks any actor.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .acl import ACL, channel_allowed, message_allowed
+    from .actor import Actor, ActorContext, BootInfo, actor_main, handles, load_target
+    from .audit import AuditAppendReply, AuditAppendRequest, AuditRecord
+    from .bus import DEFAULT_TIMEOUT, Bus, Connection, Envelope, Handler, Outcome
+    from .channel import Channel, channel_pair
+    from .control import HealthReply, HealthRequest
+    from .errors import (
+        ActorRestarted,
+        ChannelClosed,
+        DeadlineExceeded,
+        ErrorCode,
+        LineUpError,
+        LocalProtocolError,
+        RemoteProtocolError,
+    )
+    from .framing import DEFAULT_MAX_FRAME, Frame, FrameDecoder, encode_frame, parse_frame
+    from .identity import RUNTIME_KINDS, ActorKind, Identity, app_scope_of
+    from .messages import REGISTRY, Message
 
 __all__ = [
     "ACL",
@@ -61,3 +73,55 @@ __all__ = [
     "message_allowed",
     "parse_frame",
 ]
+
+_HOMES = {
+    "ACL": ".acl",
+    "channel_allowed": ".acl",
+    "message_allowed": ".acl",
+    "Actor": ".actor",
+    "ActorContext": ".actor",
+    "BootInfo": ".actor",
+    "actor_main": ".actor",
+    "handles": ".actor",
+    "load_target": ".actor",
+    "AuditAppendReply": ".audit",
+    "AuditAppendRequest": ".audit",
+    "AuditRecord": ".audit",
+    "Bus": ".bus",
+    "Connection": ".bus",
+    "DEFAULT_TIMEOUT": ".bus",
+    "Envelope": ".bus",
+    "Handler": ".bus",
+    "Outcome": ".bus",
+    "Channel": ".channel",
+    "channel_pair": ".channel",
+    "HealthReply": ".control",
+    "HealthRequest": ".control",
+    "ActorRestarted": ".errors",
+    "ChannelClosed": ".errors",
+    "DeadlineExceeded": ".errors",
+    "ErrorCode": ".errors",
+    "LineUpError": ".errors",
+    "LocalProtocolError": ".errors",
+    "RemoteProtocolError": ".errors",
+    "DEFAULT_MAX_FRAME": ".framing",
+    "Frame": ".framing",
+    "FrameDecoder": ".framing",
+    "encode_frame": ".framing",
+    "parse_frame": ".framing",
+    "ActorKind": ".identity",
+    "Identity": ".identity",
+    "RUNTIME_KINDS": ".identity",
+    "app_scope_of": ".identity",
+    "Message": ".messages",
+    "REGISTRY": ".messages",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value  # found once: later lookups are plain attribute reads
+    return value
