@@ -11,7 +11,7 @@ Theory of operation: a call is born by one of five events, each with its `accept
     hold       → routing           its instance is starting and the tool needs it ready
     hand_over  → waiting_for_app   given to its (live) instance: the app is told
     ask        → running           an interactive call: the runtime itself runs it (it asks the
-                                   person, `interactions.machine`), so no app takes it
+                                   person, `facts/interactions.py`), so no app takes it
     refuse     → rejected          a failed check (seed 003 §4.4); the Agent gets the code
 
 and then only ever moves forward:

@@ -17,6 +17,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from lineup.facts.interactions import FINAL
+
 from .messages import AppSessionView, InteractionView
 from .shell_protocol import (
     MAX_ITEMS_FRAME_BYTES,
@@ -26,13 +28,12 @@ from .shell_protocol import (
     ShellOutbound,
 )
 
-__all__ = ["FINAL_STATES", "MAX_DRAFTS", "MAX_DRAFT_BYTES", "InteractionMirror"]
+__all__ = ["MAX_DRAFTS", "MAX_DRAFT_BYTES", "InteractionMirror"]
 
-FINAL_STATES: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 # How far along its machine a state is: an interaction only ever moves forward, so a view of a
 # lower rank than the one held is older (a list the router built before a step, arriving after
 # the step's push) and is not taken. The same for a sub-session: `open`, then `closed`.
-_RANK: Final = {"pending": 0, "presented": 1, "submitted": 2, **dict.fromkeys(FINAL_STATES, 3)}
+_RANK: Final = {"pending": 0, "presented": 1, "submitted": 2, **dict.fromkeys(FINAL, 3)}
 _SESSION_RANK: Final = {"open": 0, "closed": 1}
 MAX_DRAFT_BYTES: Final = 64 * 1024  # one draft, as compact JSON
 MAX_DRAFTS: Final = 256
@@ -67,10 +68,10 @@ class InteractionMirror:
                 continue
             self._interactions[view.interaction_id] = view
             self._interactions.move_to_end(view.interaction_id)
-            if view.state in FINAL_STATES:
+            if view.state in FINAL:
                 self._drafts.pop(view.interaction_id, None)
             taken.append(view)
-        finals = [i for i, v in self._interactions.items() if v.state in FINAL_STATES]
+        finals = [i for i, v in self._interactions.items() if v.state in FINAL]
         for interaction_id in finals[: max(0, len(finals) - MAX_KEPT_FINAL)]:
             del self._interactions[interaction_id]
         return taken
@@ -95,7 +96,7 @@ class InteractionMirror:
         the draft too large. An interaction not known yet may have one (the router's list may
         not have come): the bound holds whatever the ids."""
         known = self._interactions.get(interaction_id)
-        if known is not None and (known.state in FINAL_STATES or known.kind != "input"):
+        if known is not None and (known.state in FINAL or known.kind != "input"):
             self._drafts.pop(interaction_id, None)
             return False
         draft = dict(values)

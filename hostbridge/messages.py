@@ -16,6 +16,7 @@ from lineup.actors.kernel.control import (
     HealthRequest,
     RuntimeStateEvent,
 )
+from lineup.facts.interactions import InteractionState
 from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
 __all__ = [
@@ -88,9 +89,6 @@ class AppsUpdatedEvent(Message):
 # ---------------------------------------------------------------- standard interactions (issue 12)
 
 InteractionKind = Literal["notice", "choice", "confirm", "input"]
-InteractionState = Literal[
-    "pending", "presented", "submitted", "completed", "cancelled", "expired", "failed"
-]  # fmt: skip
 
 
 class InteractionView(Message):

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from lineup.facts.scopes import CHAT
+
 __all__ = ["BUNDLED", "RESIDENT", "SYSTEM_APP", "BundledApp", "registry_entries"]
 
 _HERE: Final = Path(__file__).resolve().parent
@@ -37,11 +39,11 @@ class BundledApp:
 
 
 SYSTEM_APP: Final = BundledApp(
-    app_scope="chat",
+    app_scope=CHAT,
     entry="lineup.miniapps.chat:Chat",
     title="Chat",
     manifest=None,
-    instance_id="chat",
+    instance_id=CHAT,
 )
 BUNDLED: Final = (
     SYSTEM_APP,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from lineup.facts.scopes import CHAT
+
 from . import protocol as p
 from ._services import (
     Apps,
@@ -51,7 +53,7 @@ class AppContext:
         self.app_version = app_version
         self.conversation_id = conversation_id
         self.state = state
-        self.mode: Literal["im", "app"] = "im" if app_scope == "chat" else "app"
+        self.mode: Literal["im", "app"] = "im" if app_scope == CHAT else "app"
         self.inbox = Inbox(host)
         self.conversation = Conversation(host)
         self.ui = Ui(host, instance_id)

@@ -19,6 +19,7 @@ import trio
 from pydantic import BaseModel
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.facts.interactions import FINAL
 
 from . import protocol as p
 
@@ -39,7 +40,6 @@ __all__ = [
 M = TypeVar("M", bound=Message)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 MAX_KEPT_RECORDS: Final = 256  # answered interactions the app's `Ui.wait` remembers
-FINAL_INTERACTION: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 
 
 class RuntimeChannel(Protocol):
@@ -518,7 +518,7 @@ class Capabilities:
 
 
 def _answered(record: p.InteractionRecord) -> bool:
-    return record.result is not None or record.state in FINAL_INTERACTION
+    return record.result is not None or record.state in FINAL
 
 
 def _check_strict_json(data: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from lineup.actors.kernel import Message
+from lineup.facts.interactions import InteractionState
 
 __all__ = [
     "ARTIFACT_MEDIA_TYPES",
@@ -474,9 +475,7 @@ class InteractionRecord(Message):
     type: Literal["miniapp.interaction.record"] = "miniapp.interaction.record"
     interaction_id: Id
     kind: Literal["notice", "choice", "confirm", "input"]
-    state: Literal[
-        "pending", "presented", "submitted", "completed", "cancelled", "expired", "failed"
-    ]
+    state: InteractionState
     request: dict[str, Any]
     result: dict[str, Any] | None = None
     terminal_code: str | None = None

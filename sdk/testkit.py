@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.facts.scopes import CHAT
 
 from . import interactions as std
 from . import protocol as p
@@ -523,7 +524,7 @@ class FakeRegistry:
     refused `permission_denied`."""
 
     apps: list[p.RegistryAppInfo] = field(default_factory=list)
-    default_app: str = "chat"
+    default_app: str = CHAT
     operations: list[p.AppOperationInfo] = field(default_factory=list)
     catalog: list[p.CatalogEntry] = field(default_factory=list)
     lists: int = 0
@@ -704,7 +705,7 @@ class FakeRuntime:
                 instance_id=request.instance_id,
                 conversation_id=self.conversation_id,
                 state=self.states.get(request.instance_id, "foreground"),
-                mode="im" if self.app_scope == "chat" else "app",
+                mode="im" if self.app_scope == CHAT else "app",
             )
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
 

@@ -16,9 +16,9 @@ whole sandbox, in this order, each step needing the privileges the next ones tak
 2. a new network namespace: no interfaces but a down loopback, no abstract sockets shared
    with anyone (needs CAP_SYS_ADMIN, or an unprivileged user namespace);
 3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries, the
-   runtime code a MiniApp imports (`RUNTIME_CODE`: the SDK and the kernel, no other actor's
-   code, no tests, no tooling, no `.git`) and the app's own package, read-write to its data
-   directory only, no TCP, no abstract Unix socket or signal outside the process;
+   runtime code a MiniApp imports (`RUNTIME_CODE`: the SDK, the kernel and the facts, no
+   other actor's code, no tests, no tooling, no `.git`) and the app's own package, read-write
+   to its data directory only, no TCP, no abstract Unix socket or signal outside the process;
 4. rlimits: address space, open files, tasks, CPU seconds, file size (`disk_mb`: a write past
    it fails EFBIG, SIGXFSZ is ignored), no core dumps;
 5. drop every capability (a root runtime's child would otherwise keep CAP_SYS_ADMIN, and with
@@ -112,6 +112,7 @@ RUNTIME_CODE: Final = (
     "_logs.py",
     "actors/__init__.py",
     "actors/kernel",
+    "facts",
     "sdk",
     "miniapps/__init__.py",
 )

@@ -124,3 +124,19 @@ def test_a_supervisor_starts_the_whole_runtime_without_any_actors_protocol() -> 
         or (m.startswith("lineup.actors.") and m.endswith("messages") and ".kernel." not in m)
     }
     assert protocols == set()
+
+
+def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
+    """Every process reads the facts (the states and tables of every machine), a MiniApp's
+    too: importing them loads the kernel's errors and nothing that opens, sends or waits."""
+    facts = ("interactions", "tool_calls", "outbox", "instances")
+    loaded = modules_after("\n".join(f"import lineup.facts.{name}" for name in facts))
+    assert {f"lineup.facts.{name}" for name in facts} <= loaded
+    assert {"trio", "socket", "apsw", "pydantic", "lineup.actors.kernel.bus"} & loaded == set()
+    assert {m for m in loaded if m.startswith("lineup.")} == {
+        "lineup.actors",
+        "lineup.actors.kernel",
+        "lineup.actors.kernel.errors",
+        "lineup.facts",
+        *(f"lineup.facts.{name}" for name in facts),
+    }

@@ -61,7 +61,6 @@ from lineup.actors.router.messages import (
     InstancesRecoveredEvent,
     InventoryChangedEvent,
 )
-from lineup.actors.store.instances import machine as instance_machine
 from lineup.actors.store.messages import (
     MAX_FOCUS_STACK,
     AppRegistryListReply,
@@ -88,6 +87,8 @@ from lineup.actors.store.messages import (
     SettingGetReply,
     SettingGetRequest,
 )
+from lineup.facts import instances as instance_machine
+from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
 )
@@ -100,7 +101,7 @@ from ._capability_context import CapabilityFacts, context_of
 from ._dev_reload import DevReload
 from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
-from ._stack import LIVE, RECOVERY_INSTANCE, FocusStack
+from ._stack import LIVE, FocusStack
 from ._start import StartTargets
 from ._surface_service import SurfaceService
 from ._surfaces import SurfaceBook
@@ -151,7 +152,6 @@ START_TIMEOUT: Final = 20.0
 # Live instances one MiniApp may hold open through `apps.open`: a loop of opens is refused
 # here, long before the focus stack (MAX_FOCUS_STACK) is full for the Agent's launches.
 MAX_OPENED_PER_APP: Final = 8
-CHAT_SCOPE: Final = catalogue.SYSTEM_APP.app_scope  # the recovery app
 # The instance machine's announcements, as the router hears them.
 _ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
     "announce_started": "started",
@@ -182,7 +182,7 @@ class FocusActor(Actor):
         # the Shell's trusted components. The chat is the tree's own, whatever is configured.
         configured = {str(app["app_scope"]) for app in self.ctx.config.get("apps", [])}
         shipped = {str(app["app_scope"]) for app in bundled} - configured
-        self._views = ViewBook(frozenset(shipped | {CHAT_SCOPE}))
+        self._views = ViewBook(frozenset(shipped | {CHAT}))
         self._nursery: trio.Nursery | None = None  # while `run` runs
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
@@ -252,8 +252,8 @@ class FocusActor(Actor):
         # The start target (seed 004 §4.3): the user's deep link, else what can be restored,
         # else the default app, else the chat.
         self.starts = StartTargets(
-            recovery_scope=CHAT_SCOPE,
-            recovery_instance=RECOVERY_INSTANCE,
+            recovery_scope=CHAT,
+            recovery_instance=CHAT,
             topmost=lambda scope: next(
                 (
                     i
@@ -315,7 +315,7 @@ class FocusActor(Actor):
 
     async def _load_registry(self) -> None:
         for scope, app in list(self._bundled.items()):
-            if scope == CHAT_SCOPE:
+            if scope == CHAT:
                 continue
             raw = await trio.Path(app["manifest"]).read_bytes()
             manifest = load_manifest(raw)
@@ -384,25 +384,22 @@ class FocusActor(Actor):
             # The runtime itself (re)started, so no MiniApp process runs: every app instance
             # left open is suspended until the user or a call resumes it. (A focus restarted
             # alone finds the processes running and asks them for their views instead.)
-            for instance_id in [i for i in self._stack.order if i != RECOVERY_INSTANCE]:
+            for instance_id in [i for i in self._stack.order if i != CHAT]:
                 self._stack.suspend(instance_id)
-        if (
-            RECOVERY_INSTANCE not in self._owners
-            or self._stack.states.get(RECOVERY_INSTANCE) not in LIVE
-        ):
-            self._owners[RECOVERY_INSTANCE] = CHAT_SCOPE
+        if CHAT not in self._owners or self._stack.states.get(CHAT) not in LIVE:
+            self._owners[CHAT] = CHAT
             self._stack.place_recovery()
             born = InstanceUpsertRequest(
-                instance_id=RECOVERY_INSTANCE,
-                app_scope=CHAT_SCOPE,
+                instance_id=CHAT,
+                app_scope=CHAT,
                 state="starting",
-                app_session_id=RECOVERY_INSTANCE,
+                app_session_id=CHAT,
             )
         # The recovery app's process is part of the tree: it is always up.
-        if self._stack.states[RECOVERY_INSTANCE] == "starting":
-            self._stack.ready(RECOVERY_INSTANCE)
+        if self._stack.states[CHAT] == "starting":
+            self._stack.ready(CHAT)
         else:
-            self._stack.resume(RECOVERY_INSTANCE, foreground=False)
+            self._stack.resume(CHAT, foreground=False)
         self._stack.settle()
         await self._persist(born=born)
 
@@ -468,7 +465,7 @@ class FocusActor(Actor):
             revision=self._revision,
             tools=tuple(self._tools()),
             disabled_tools=disabled,
-            installed=tuple(sorted({CHAT_SCOPE, *self._manifests})),
+            installed=tuple(sorted({CHAT, *self._manifests})),
             hidden_tools=hidden,
         )
 
@@ -706,7 +703,7 @@ class FocusActor(Actor):
 
     async def _ensure_running(self, instance_id: str) -> None:
         scope = self._owners[instance_id]
-        if scope == CHAT_SCOPE:
+        if scope == CHAT:
             return
         await self.registry.check_launch(scope)  # an installed app's cache verifies again
         app = self._bundled[scope]
@@ -732,7 +729,7 @@ class FocusActor(Actor):
         scope = self._owners.get(instance_id)
         if scope is None or self._stack.states.get(instance_id) not in LIVE:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
-        if instance_id == RECOVERY_INSTANCE:
+        if instance_id == CHAT:
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
         async with self._lock:
             await self._store(
@@ -891,7 +888,7 @@ class FocusActor(Actor):
     def _apps(self) -> AppsUpdatedEvent:
         live = [i for i in self._stack.order if self._stack.states.get(i) in LIVE]
         foreground = next(
-            (i for i in reversed(live) if self._stack.states[i] == "foreground"), RECOVERY_INSTANCE
+            (i for i in reversed(live) if self._stack.states[i] == "foreground"), CHAT
         )
         return AppsUpdatedEvent(
             foreground=foreground,
@@ -913,7 +910,7 @@ class FocusActor(Actor):
         titled = [
             (self._bundled.get(scope, {}).get("title", scope), scope)
             for scope in self._manifests
-            if scope != CHAT_SCOPE
+            if scope != CHAT
             and self.registry.refusal(scope) is None
             and self._enabled.get(scope, True)
         ]

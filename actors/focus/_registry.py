@@ -90,6 +90,7 @@ from lineup.actors.store.messages import (
     SettingPutReply,
     SettingPutRequest,
 )
+from lineup.facts.scopes import CHAT
 from lineup.sdk.bundle import (
     BundleRefused,
     VerifiedBundle,
@@ -117,11 +118,10 @@ from .messages import (
     RegistryOperateRequest,
 )
 
-__all__ = ["CHAT_SCOPE", "DEFAULT_APP", "RegistryService"]
+__all__ = ["DEFAULT_APP", "RegistryService"]
 
 log = logging.getLogger("lineup.focus.registry")
 
-CHAT_SCOPE: Final = "chat"
 DEFAULT_APP: Final = "default_app"  # the settings row (store.registry.setting.*)
 DOWNLOAD_TIMEOUT: Final = 30.0  # one whole bundle download
 CONNECT_TIMEOUT: Final = 10.0
@@ -362,23 +362,23 @@ class RegistryService:
         default = await self._store(SettingGetRequest(name=DEFAULT_APP), SettingGetReply)
         apps = [
             RegistryAppInfo(
-                app_scope=CHAT_SCOPE,
-                title=self.apps.get(CHAT_SCOPE, {}).get("title", "Chat"),
+                app_scope=CHAT,
+                title=self.apps.get(CHAT, {}).get("title", "Chat"),
                 version=lineup.__version__,
                 kind="system",
                 source="system",
                 enabled=True,
                 state="active",
                 removable=False,
-                operation=latest.get(CHAT_SCOPE),
+                operation=latest.get(CHAT),
             )
         ]
         revoked = await self._revoked()
-        for scope in sorted({*self.manifests, *self.hidden, *self.installed} - {CHAT_SCOPE}):
+        for scope in sorted({*self.manifests, *self.hidden, *self.installed} - {CHAT}):
             apps.append(self._app_info(scope, latest.get(scope), revoked))
         return RegistryListReply(
             apps=tuple(apps),
-            default_app=default.value if isinstance(default.value, str) else CHAT_SCOPE,
+            default_app=default.value if isinstance(default.value, str) else CHAT,
             operations=tuple(infos[:20]),
             catalog=await self._catalog_entries(revoked),
         )
@@ -555,7 +555,7 @@ class RegistryService:
         """The bundle may take `scope` at `version`: not another kind of app's scope (the
         chat, a bundled app, a dev app of this run; a leftover dev row is no app: see
         `load`), and above the active version of an installed one (never sideways or back)."""
-        if scope == CHAT_SCOPE or (scope in self.sources and self.sources[scope] != "installed"):
+        if scope == CHAT or (scope in self.sources and self.sources[scope] != "installed"):
             raise LineUpError(ErrorCode.APP_PROTECTED, scope)
         current = self.installed.get(scope)
         if current is not None and compare_versions(version, current.row.version) <= 0:
@@ -667,10 +667,10 @@ class RegistryService:
 
     async def _run(self, op: Operation, msg: RegistryOperateRequest) -> None:
         scope = msg.app_scope
-        known = scope == CHAT_SCOPE or scope in self.sources or scope in self.manifests
+        known = scope == CHAT or scope in self.sources or scope in self.manifests
         if not known:
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, scope)
-        protected = scope == CHAT_SCOPE or self._kind(scope) in ("system", "core")
+        protected = scope == CHAT or self._kind(scope) in ("system", "core")
         if msg.kind == "set_default":
             if self.refusal(scope) is not None or not self.enabled.get(scope, True):
                 raise LineUpError(self.refusal(scope) or ErrorCode.APP_DISABLED, scope)
@@ -708,7 +708,7 @@ class RegistryService:
         return manifest.kind if manifest else None
 
     async def _enable(self, op: Operation, scope: str) -> None:
-        if scope == CHAT_SCOPE:
+        if scope == CHAT:
             await self._complete(op)
             return
         installed = self.installed.get(scope)

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 An instance moves through the fixed table of states the store checks too
-(`actors/store/instances/machine.py`):
+(`facts/instances.py`):
 
     starting → foreground | background | suspended
     foreground ↔ background, either → suspended, suspended → foreground | background
@@ -25,23 +25,21 @@ active) once its process runs again; or it is closed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal, cast
+from typing import Literal, cast
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store.instances import machine
-from lineup.actors.store.instances.machine import LIVE, NOT_UP, TRANSITIONS, InstanceState
+from lineup.facts import instances as machine
+from lineup.facts.instances import LIVE, NOT_UP, TRANSITIONS, InstanceState
+from lineup.facts.scopes import CHAT
 
 __all__ = [
     "LIVE",
     "NOT_UP",
-    "RECOVERY_INSTANCE",
     "TRANSITIONS",
     "FocusStack",
     "InstanceState",
     "transition",
 ]
-
-RECOVERY_INSTANCE: Final = "chat"
 
 
 def transition(current: str, target: str) -> str:
@@ -84,11 +82,11 @@ class FocusStack:
 
     def place_recovery(self) -> None:
         """The recovery app, (re)born `starting` at the bottom of the stack."""
-        self.states.pop(RECOVERY_INSTANCE, None)
-        self.order = [i for i in self.order if i != RECOVERY_INSTANCE]
-        self.order.insert(0, RECOVERY_INSTANCE)
-        self._before[RECOVERY_INSTANCE] = None
-        self.states[RECOVERY_INSTANCE] = "starting"
+        self.states.pop(CHAT, None)
+        self.order = [i for i in self.order if i != CHAT]
+        self.order.insert(0, CHAT)
+        self._before[CHAT] = None
+        self.states[CHAT] = "starting"
 
     @property
     def top(self) -> str | None:
@@ -151,14 +149,14 @@ class FocusStack:
 
     def remove(self, instance_id: str, final: Literal["stopped", "failed"]) -> dict[str, str]:
         """Close (or fail) an instance; focus goes back to the previous live one."""
-        if instance_id == RECOVERY_INSTANCE and final == "stopped":
+        if instance_id == CHAT and final == "stopped":
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
         self._require_live(instance_id)
         self.order.remove(instance_id)
         self._set(instance_id, final)  # (the store has it `stopping` first: focus's `_close`)
         changes = {instance_id: final}
-        if not self.order and RECOVERY_INSTANCE in self.states:
-            self.order.append(RECOVERY_INSTANCE)
+        if not self.order and CHAT in self.states:
+            self.order.append(CHAT)
         return changes | self._settle()
 
     def recover(self, states: dict[str, str], order: list[str]) -> dict[str, str]:

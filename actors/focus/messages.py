@@ -12,6 +12,7 @@ from pydantic import Field
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.facts.scopes import CHAT
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.protocol import (
     MAX_ITEM_ORDER,
@@ -83,7 +84,7 @@ class ViewsRequest(Message):
 class ViewsReply(Message):
     type: Literal["focus.ui.views.get.reply"] = "focus.ui.views.get.reply"
     views: tuple[AppView, ...]
-    foreground: str = "chat"
+    foreground: str = CHAT
     instances: tuple[dict[str, Any], ...] = ()
     next_offset: int | None = None  # ask again from here: more views than one reply holds
     launchable: tuple[dict[str, Any], ...] = ()  # as in hostbridge.apps.updated

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Final
 
+from lineup.facts.scopes import CHAT
+
 from .errors import ErrorCode
 from .identity import RUNTIME_KINDS, ActorKind, Identity
 
@@ -171,7 +173,7 @@ ACL: Final = _build()
 # of that kind is refused `permission_denied`. Only the chat speaks as the user (seed 003 §5.1:
 # `send_text` is a system-level extension of Interact, not an app's): one row.
 RESERVED: Final[Mapping[str, frozenset[str]]] = {
-    "router.sdk.conversation.send_text": frozenset({"miniapp:chat"}),
+    "router.sdk.conversation.send_text": frozenset({f"miniapp:{CHAT}"}),
     # Only the App Registry reads the registry; it changes it only through capabilities.
     "focus.sdk.registry.list": frozenset({"miniapp:app-registry"}),
 }

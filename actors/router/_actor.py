@@ -67,10 +67,12 @@ from lineup.actors.store.messages import (
 from lineup.actors.store.messages import InboxAckManyRequest as StoreInboxAckMany
 from lineup.actors.store.messages import InboxAckRequest as StoreInboxAck
 from lineup.actors.store.messages import InboxListRequest as StoreInboxList
+from lineup.facts.link import SESSION_CURSOR
+from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
-from ._app_sessions import IM_SCOPE, AppSessions, view_of
+from ._app_sessions import AppSessions, view_of
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._interactions import InteractionService
 from ._lifecycle import InstanceLifecycle
@@ -96,12 +98,11 @@ from .messages import (
     SurfaceAskRequest,
 )
 
-__all__ = ["SESSION_CURSOR", "RouterActor"]
+__all__ = ["RouterActor"]
 
 log = logging.getLogger("lineup.router")
 T = TypeVar("T")
 
-SESSION_CURSOR: Final = "transport.session"  # written by the transport after each login
 SESSION_TTL: Final = 1.0  # seconds a read of it is reused
 RECONCILE_S: Final = 5.0  # between two looks for an instance event that never arrived
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
@@ -545,7 +546,7 @@ class RouterActor(Actor):
             wire.TextPayload(markdown=msg.markdown),
             message_id,
             # The legacy rule, backwards: chat's messages carry no scope.
-            app_scope=scope if scope != "chat" else None,
+            app_scope=scope if scope != CHAT else None,
         )
         reply = await self.bus.request(
             "store",
@@ -771,7 +772,7 @@ class RouterActor(Actor):
             instance_id=instance.instance_id,
             conversation_id=await self._conversation_or_none(),
             state=instance.state,
-            mode="im" if scope == IM_SCOPE else "app",
+            mode="im" if scope == CHAT else "app",
         )
 
     # ------------------------------------------------------------------ outbound results

@@ -45,6 +45,7 @@ from lineup.actors.store.messages import (
     AppSessionOpenRequest,
     AppSessionRow,
 )
+from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import AppSessionsUpdatedEvent, AppSessionView
 
 from . import _ids as ids
@@ -53,14 +54,13 @@ from ._outbox import Outbox, envelope_of
 if TYPE_CHECKING:
     from ._envelope import RuntimeEnvelope
 
-__all__ = ["IM_SCOPE", "AppSessions", "PendingOf", "named", "view_of"]
+__all__ = ["AppSessions", "PendingOf", "named", "view_of"]
 
 log = logging.getLogger("lineup.router.app_sessions")
 M = TypeVar("M", bound=Message)
 
 STORE_TIMEOUT: Final = 30.0
 TELL_TIMEOUT: Final = 1.0  # the hostbridge is told best effort: the Shell lists on connect
-IM_SCOPE: Final = "chat"  # the main IM itself: it has no sub-session
 # The call ids of the Agent's questions of a sub-session still pending (by its id).
 PendingOf = Callable[[str], Awaitable[tuple[str, ...]]]
 
@@ -90,7 +90,7 @@ class AppSessions:
     async def opened(self, instance_id: str, app_scope: str) -> None:
         """Open the instance's sub-session (with its `app_session.opened` row): a repeat, if
         it is open already, writes nothing."""
-        if app_scope == IM_SCOPE:
+        if app_scope == CHAT:
             return
         try:
             session = await self._session()
@@ -183,7 +183,7 @@ class AppSessions:
         """Close the instance's sub-session: its `app_session.closed` row lists the Agent's
         questions of it still pending (`pending_of` the sub-session's id), which stay open
         (the main IM keeps them)."""
-        if app_scope == IM_SCOPE:
+        if app_scope == CHAT:
             return
         async with self._lock:
             found = (
@@ -231,7 +231,7 @@ class AppSessions:
         found = await named(self._store, envelope.payload.get("app_session_context"), envelope)
         if found is None:
             return None
-        if envelope.scope.app_scope != IM_SCOPE or found.state != "open":
+        if envelope.scope.app_scope != CHAT or found.state != "open":
             raise LineUpError(ErrorCode.APP_SESSION_INVALID, found.app_session_id)
         return found.app_session_id
 

@@ -15,11 +15,12 @@ conversation. A MiniApp never sees a wire envelope, only the normalised `Runtime
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.scopes import CHAT
 from lineup.wire import (
     AGENT_ENVELOPE,
     AGENT_TYPES,
@@ -42,7 +43,6 @@ __all__ = [
     "admit_sized",
 ]
 
-LEGACY_SCOPE: Final = "chat"
 _Id = Field(min_length=1, max_length=200)
 
 
@@ -141,7 +141,7 @@ def admit_sized(raw: object, *, conversation_id: str, agent_id: str) -> tuple[Ru
         raise EnvelopeRejected(ErrorCode.CONVERSATION_MISMATCH, wire.id)
     if wire.sender.kind != "agent" or wire.sender.id != agent_id:
         raise EnvelopeRejected(ErrorCode.SENDER_MISMATCH, wire.id)
-    scope = wire.app_scope or LEGACY_SCOPE
+    scope = wire.app_scope or CHAT
     correlation = None
     if wire.correlation is not None or wire.seq is not None:
         c = wire.correlation

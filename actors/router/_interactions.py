@@ -3,7 +3,7 @@ side of a question put to the user.
 
 Theory of operation
 -------------------
-An interaction is a third machine on the call path (`actors/store/interactions/machine.py`).
+An interaction is a third machine on the call path (`facts/interactions.py`).
 Each step is ONE store request (`InteractionStepRequest`): the interaction's event and, for an
 Agent's question, its tool call's event in the same transaction — both or nothing. The store
 decides every race (the user's answer, the Agent's dismiss, the expiry, a failure): the first
@@ -68,8 +68,10 @@ from lineup.actors.store.messages import (
     ToolCallGetRequest,
     ToolCallStepRequest,
 )
-from lineup.actors.store.tool_calls import machine as call_machine
-from lineup.actors.store.tool_calls.machine import ToolCallEvent
+from lineup.facts import tool_calls as call_machine
+from lineup.facts.interactions import OPEN
+from lineup.facts.scopes import INTERACTION
+from lineup.facts.tool_calls import ToolCallEvent
 from lineup.hostbridge.messages import (
     InteractionsUpdatedEvent,
     InteractionView,
@@ -92,7 +94,7 @@ from .messages import (
     SurfaceAskRequest,
 )
 
-__all__ = ["INTERACTION_SCOPE", "InteractionService"]
+__all__ = ["InteractionService"]
 
 log = logging.getLogger("lineup.router.interactions")
 M = TypeVar("M", bound=Message)
@@ -100,9 +102,6 @@ M = TypeVar("M", bound=Message)
 STORE_TIMEOUT: Final = 30.0
 TELL_TIMEOUT: Final = 1.0  # the hostbridge and the owner app are told best effort
 # The app scope of an interactive call: the runtime's own component, never an app's.
-INTERACTION_SCOPE: Final = "interaction"
-OPEN: Final = frozenset({"pending", "presented"})
-FINAL: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 # How the runtime ends an open interaction, and its Agent's call with it (the same code).
 Ending = Literal["cancel", "expire", "fail"]
 _CALL_ENDING: Final[dict[Ending, ToolCallEvent]] = {
@@ -282,7 +281,7 @@ class InteractionService:
             kind=request.kind,
             request=request.model_dump(mode="json", exclude_none=True),
             source="agent_tool",
-            owner_scope=INTERACTION_SCOPE,  # the runtime's: the main IM, never an app
+            owner_scope=INTERACTION,  # the runtime's: the main IM, never an app
             instance_id=session_row.instance_id if session_row else None,
             agent_id=envelope.sender.id,
             conversation_id=envelope.scope.conversation_id or session["conversation_id"],

@@ -32,8 +32,9 @@ from lineup.actors.store.messages import (
     InstanceListReply,
     InstanceListRequest,
 )
+from lineup.facts.scopes import CHAT
 
-from ._app_sessions import IM_SCOPE, AppSessions
+from ._app_sessions import AppSessions
 from ._interactions import InteractionService
 from ._tools import ToolPipeline
 
@@ -105,7 +106,7 @@ class InstanceLifecycle:
             if row.state == "open" and row.instance_id not in alive:
                 await _guard(self.ended(row.instance_id, row.app_scope))
         for instance_id, app_scope in alive.items():
-            if app_scope != IM_SCOPE and instance_id not in opened:
+            if app_scope != CHAT and instance_id not in opened:
                 await _guard(self._sessions.opened(instance_id, app_scope))
 
 

@@ -23,9 +23,9 @@ from pydantic import BaseModel
 from lineup import wire
 from lineup.actors.kernel import Bus
 from lineup.actors.store.messages import OutboxRowIn, ToolCallFacts, ToolCallStepRequest
-from lineup.actors.store.tool_calls import machine
-from lineup.actors.store.tool_calls.machine import ToolCallEvent
 from lineup.actors.transport.messages import OutboxWakeEvent
+from lineup.facts import tool_calls as machine
+from lineup.facts.tool_calls import ToolCallEvent
 
 from . import _ids as ids
 

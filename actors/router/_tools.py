@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A call is a machine (`actors/store/tool_calls/machine.py`): each step is one event, sent to the
+A call is a machine (`facts/tool_calls.py`): each step is one event, sent to the
 store as ONE request whose transaction writes the call's new state, the outbox rows the event
 writes (receipts, the one terminal row) and its audit row. This object only decides which event
 comes next and carries out the step's effects once it has committed (`_step`): arm the call's
@@ -78,8 +78,9 @@ from lineup.actors.store.messages import (
     ToolCallRow,
     ToolCallStepReply,
 )
-from lineup.actors.store.tool_calls import machine
-from lineup.actors.store.tool_calls.machine import ToolCallEvent
+from lineup.facts import tool_calls as machine
+from lineup.facts.scopes import INTERACTION
+from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
@@ -89,7 +90,6 @@ from . import _ids as ids
 from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
-from ._interactions import INTERACTION_SCOPE
 from ._outbox import Outbox
 from ._progress import SEND_NOW, ProgressCoalescer
 
@@ -262,7 +262,7 @@ class ToolPipeline:
         if not reply.changed:
             return reply
         for effect in machine.move(reply.before, event).effects:
-            if call.app_scope == INTERACTION_SCOPE and effect != "arm_deadline":
+            if call.app_scope == INTERACTION and effect != "arm_deadline":
                 continue  # the runtime's own call: no app to tell
             if effect == "arm_deadline":
                 self._arm(call)
@@ -333,7 +333,7 @@ class ToolPipeline:
             input=call_input,
             timeout_ms=descriptor.timeout_ms,
         )
-        if descriptor.handling == "interactive" and facts.app_scope == INTERACTION_SCOPE:
+        if descriptor.handling == "interactive" and facts.app_scope == INTERACTION:
             context = payload.get("app_session_context", call_input.get("app_session_context"))
             await self.interact(call_id, facts, envelope, context)
             return
@@ -592,7 +592,7 @@ class ToolPipeline:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
             self._remember(reply.call)
             known = self._known[call_id]
-        if known.app_scope != scope or known.app_scope == INTERACTION_SCOPE:
+        if known.app_scope != scope or known.app_scope == INTERACTION:
             self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
         if known.decided:
@@ -764,7 +764,7 @@ class ToolPipeline:
                 ToolCallListReply,
             )
             for call in reply.calls:
-                if call.app_scope == INTERACTION_SCOPE:
+                if call.app_scope == INTERACTION:
                     continue  # its interaction's expiry ends it (`_interactions`), in one step
                 self._arm(call)
                 ended = call.instance_id is not None and call.instance_id not in alive

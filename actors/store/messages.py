@@ -29,6 +29,9 @@ literals (`ToolCallState`, `InstanceState`, …) the bounds a caller must respec
 
 from __future__ import annotations
 
+from lineup.facts.interactions import FINAL as FINAL_INTERACTION_STATES
+from lineup.facts.tool_calls import FINAL as FINAL_TOOL_CALL_STATES
+
 from ._stats_messages import StoreStatsReply, StoreStatsRequest
 from .app_sessions.messages import (
     AppSessionCloseReply,
@@ -173,7 +176,6 @@ from .instances.messages import (
     InstanceUpsertReply,
     InstanceUpsertRequest,
 )
-from .interactions.machine import FINAL as FINAL_INTERACTION_STATES
 from .interactions.messages import (
     InteractionCountReply,
     InteractionCountRequest,
@@ -205,7 +207,6 @@ from .outbox.messages import (
     OutboxRow,
     OutboxState,
 )
-from .tool_calls.machine import FINAL as FINAL_TOOL_CALL_STATES
 from .tool_calls.messages import (
     OutboxRowIn,
     ToolCallFacts,

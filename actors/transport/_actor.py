@@ -54,17 +54,16 @@ from lineup.actors.store.messages import (
     OutboxPendingRequest,
     OutboxRow,
 )
+from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR
 from lineup.wire import Admitted, Refusal, SyncPage
 
 from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused
 from .messages import OutboxWakeEvent, RuntimeState, RuntimeStateReply, RuntimeStateRequest
 
-__all__ = ["SESSION_CURSOR", "SYNC_CURSOR", "TransportActor"]
+__all__ = ["TransportActor"]
 
 log = logging.getLogger("lineup.transport")
 
-SESSION_CURSOR: Final = "transport.session"
-SYNC_CURSOR: Final = "transport.sync.cursor"
 ANNOUNCED_TO: Final = ("supervisor", "hostbridge")  # told every change of the link's state
 BACKOFF_BASE: Final = 0.1
 BACKOFF_CAP: Final = 5.0

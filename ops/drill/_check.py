@@ -19,13 +19,13 @@ from typing import Any, Final
 import apsw
 
 from lineup.actors.store.messages import FINAL_TOOL_CALL_STATES
+from lineup.facts.interactions import FINAL as FINAL_INTERACTIONS
 
 __all__ = ["ENDINGS", "Evidence", "Expected", "Invariant", "check", "interaction_endings"]
 
 TERMINAL_STATES: Final = FINAL_TOOL_CALL_STATES
 TERMINAL_TYPES: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
 LIVE_INSTANCE_STATES: Final = frozenset({"starting", "foreground", "background", "suspended"})
-FINAL_INTERACTION_STATES: Final = frozenset({"completed", "cancelled", "expired", "failed"})
 ANSWERED_STATES: Final = frozenset({"completed", "submitted"})  # the Agent got the result
 # The error codes the Agent may get for an interaction, by the interaction's final state.
 CANCEL_CODES: Final = frozenset({"cancelled_by_user", "interaction_dismissed", "app_closed"})
@@ -197,7 +197,7 @@ def _interactions(expected: Expected, evidence: Evidence) -> Invariant:
     )
     by_call: dict[str, list[InteractionRecord]] = {}
     for record in evidence.interactions:
-        if record.state not in FINAL_INTERACTION_STATES:
+        if record.state not in FINAL_INTERACTIONS:
             rule.breach(f"{record.interaction_id}: {record.state}")
         if record.call_id is not None:
             by_call.setdefault(record.call_id, []).append(record)

@@ -12,7 +12,7 @@ import trio
 
 from lineup.actors.kernel import ActorKind
 from lineup.actors.store._db import DB_FILENAME
-from lineup.actors.transport._actor import SYNC_CURSOR
+from lineup.facts.link import SYNC_CURSOR
 from lineup.tests.e2e.test_im_link import texts
 from lineup.tests.support.runtime import (
     AGENT_ID,

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 import lineup.hostbridge
+from lineup.facts import interactions
 from lineup.hostbridge.shell_protocol import (
     MAX_DRAFT_FIELDS,
     MAX_ID,
@@ -334,3 +335,11 @@ def test_shell_js_sends_only_the_protocols_event_kinds_and_every_one_of_them() -
 def test_shell_js_sends_only_the_protocols_intents_and_every_one_of_them() -> None:
     intents = set(re.findall(r'\bintent:\s*"([^"]+)"', SHELL_JS))
     assert intents == set(get_args(UiIntentFrame.model_fields["intent"].annotation))
+
+
+def test_the_shells_final_interaction_states_are_the_machines() -> None:
+    # The Shell cannot import the facts: its one copy of them is compared here.
+    state_js = (WEB_JS / "core" / "state.js").read_text()
+    found = re.search(r"export const FINAL_STATES = new Set\(\[([^\]]*)\]\);", state_js)
+    assert found is not None
+    assert set(re.findall(r'"([a-z_]+)"', found.group(1))) == set(interactions.FINAL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from lineup.actors.focus._stack import RECOVERY_INSTANCE
+from lineup.facts.scopes import CHAT
 from lineup.miniapps import catalogue
 from lineup.tests.support.process import modules_after
 
@@ -14,7 +14,12 @@ def test_importing_the_catalogue_imports_no_app_code_and_no_runtime() -> None:
     loaded = {
         m for m in modules_after("import lineup.miniapps.catalogue") if m.startswith("lineup.")
     }
-    assert loaded == {"lineup.miniapps", "lineup.miniapps.catalogue"}
+    assert loaded == {
+        "lineup.miniapps",
+        "lineup.miniapps.catalogue",
+        "lineup.facts",
+        "lineup.facts.scopes",
+    }
 
 
 def test_every_bundled_app_names_an_entry_that_exists_and_its_own_manifest() -> None:
@@ -30,7 +35,7 @@ def test_every_bundled_app_names_an_entry_that_exists_and_its_own_manifest() -> 
 def test_the_system_app_is_focus_s_recovery_app_and_offers_no_tools() -> None:
     assert catalogue.SYSTEM_APP in catalogue.BUNDLED
     assert catalogue.SYSTEM_APP.manifest is None
-    assert catalogue.SYSTEM_APP.instance_id == RECOVERY_INSTANCE
+    assert catalogue.SYSTEM_APP.instance_id == CHAT
     assert catalogue.RESIDENT == (catalogue.SYSTEM_APP,)
 
 

@@ -3,7 +3,7 @@ store records them. Re-exported by `lineup.actors.store.messages`.
 
 A received message is recorded and put in its app's inbox (`inbox`) in one transaction; a sent
 one is recorded and appended to the outbox (`outbox`), whose row it then follows: its state is
-the row's (`outbox.machine`).
+the row's (`facts/outbox.py`).
 """
 
 from __future__ import annotations

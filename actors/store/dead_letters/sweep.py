@@ -24,23 +24,23 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from lineup.facts import instances as instance_states
+from lineup.facts import tool_calls as call_states
+from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR
+
 from .._db import Connection, rollback_quietly
 from .._rows import stored_object
-from ..instances import machine as instance_states
 from ..instances.operations import instance_row
 from ..outbox.messages import OutboxFailRequest, OutboxRow
 from ..outbox.operations import outbox_fail
-from ..tool_calls import machine as call_states
 from ..tool_calls.operations import _COLUMNS as _CALL_COLUMNS
 from ..tool_calls.operations import _row as tool_call_row
 from .operations import OUT_OF_BOUNDS, UNDECODABLE, quarantine, summary
 
-__all__ = ["SESSION_CURSOR", "SYNC_CURSOR", "sweep", "sweep_at_start", "text_of"]
+__all__ = ["sweep", "sweep_at_start", "text_of"]
 
 log = logging.getLogger("lineup.store")
 
-SESSION_CURSOR: Final = "transport.session"
-SYNC_CURSOR: Final = "transport.sync.cursor"
 MAX_SYNC_CURSOR: Final = 1000  # as `CursorSetRequest` bounds it
 ACTOR: Final = "store"
 

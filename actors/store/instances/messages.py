@@ -13,9 +13,9 @@ from typing import Literal
 from pydantic import Field
 
 from lineup.actors.kernel.messages import Message
+from lineup.facts.instances import InstanceState
 
 from .._fields import Id, Limit, Name, Revision
-from .machine import InstanceState
 
 __all__ = [
     "MAX_FOCUS_STACK",

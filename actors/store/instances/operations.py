@@ -21,13 +21,13 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts import instances as states
 
 from .._db import Connection
 from .._rows import int_or_none
 from .._table import Served, read, write, write_as
 from ..audit.messages import AuditRecord
 from ..audit.operations import audit_append
-from . import machine as states
 from .messages import (
     FocusStackGetReply,
     FocusStackGetRequest,

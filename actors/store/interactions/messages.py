@@ -18,10 +18,10 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from lineup.actors.kernel.messages import Message
+from lineup.facts.interactions import CODED, InteractionEvent, InteractionState
 
 from .._fields import Id, Name
 from ..tool_calls.messages import ToolCallRow, ToolCallStepRequest
-from .machine import CODED, InteractionEvent, InteractionState
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -93,7 +93,7 @@ class InteractionRow(_InteractionFacts):
 
 
 class InteractionStepRequest(Message):
-    """Move an interaction by one `event` of the machine (`interactions.machine`), and, if
+    """Move an interaction by one `event` of the machine (`facts/interactions.py`), and, if
     given, its Agent's tool call by `call_step` (`ToolCallStepRequest`, with its rows), in ONE
     transaction with one audit row (ids, states and code; never the request or the result).
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts import interactions as machine
 
 from .._db import Connection
 from .._fields import bounded_json
@@ -34,7 +35,6 @@ from ..audit.messages import AuditRecord
 from ..audit.operations import audit_append
 from ..tool_calls.messages import ToolCallRow
 from ..tool_calls.operations import tool_call_step
-from . import machine
 from .messages import (
     MAX_REQUEST_BYTES,
     MAX_RESULT_BYTES,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from lineup.actors.kernel.messages import Message
+from lineup.facts.outbox import OutboxState
 
 from .._fields import Id, Limit, Name, Seq
-from .machine import OutboxState
 
 __all__ = [
     "OutboxAckReply",

@@ -15,13 +15,13 @@ import logging
 from typing import Any, Final, cast
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.outbox import TRANSITIONS, OutboxEvent, OutboxState, next_state
 
 from .._db import Connection
 from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write, write_as
 from ..interactions.operations import settle_for_call
 from ..tool_calls.operations import settle_terminal
-from .machine import TRANSITIONS, OutboxEvent, OutboxState, next_state
 from .messages import (
     OutboxAckReply,
     OutboxAckRequest,

@@ -16,9 +16,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from lineup.actors.kernel.messages import Message
+from lineup.facts.tool_calls import BIRTH, CODED, ROWS, TABLE, Row, ToolCallEvent, ToolCallState
 
 from .._fields import Id, Limit, Name, Seq, wire_kind
-from .machine import BIRTH, CODED, ROWS, TABLE, Row, ToolCallEvent, ToolCallState
 
 __all__ = [
     "OutboxRowIn",
@@ -100,7 +100,7 @@ class OutboxRowIn(Message):
 
 
 class ToolCallStepRequest(Message):
-    """Move a call by one `event` of the machine (`tool_calls.machine`), in ONE transaction: its
+    """Move a call by one `event` of the machine (`facts/tool_calls.py`), in ONE transaction: its
     new state, what the event binds or decides (`instance_id`; the `result` of `submit`; the
     `code` of an ending), the outbox rows the event writes (`rows`, exactly `ROWS[event]` in
     that order; each written once) and one audit row (ids, states and codes, never a body).

@@ -26,6 +26,9 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts import tool_calls as machine
+from lineup.facts.instances import FINAL as ENDED_INSTANCE
+from lineup.facts.tool_calls import Row
 
 from .._db import Connection
 from .._fields import (
@@ -41,9 +44,6 @@ from .._rows import int_or_none, within_budget
 from .._table import Served, read, write_as
 from ..audit.messages import AuditRecord
 from ..audit.operations import audit_append
-from ..instances.machine import FINAL as ENDED_INSTANCE
-from . import machine
-from .machine import Row
 from .messages import (
     OutboxRowIn,
     ToolCallGetReply,

@@ -1,4 +1,4 @@
-"""The instance lifecycle on its own (`actors/store/instances/machine.py`): no database."""
+"""The instance lifecycle on its own (`facts/instances.py`): no database."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store.instances.machine import (
+from lineup.actors.store.messages import InstanceState
+from lineup.facts.instances import (
     BIRTH_STATES,
     EVENT_TO,
     FINAL,
@@ -20,7 +21,6 @@ from lineup.actors.store.instances.machine import (
     next_state,
     step,
 )
-from lineup.actors.store.messages import InstanceState
 
 STATES: tuple[InstanceState, ...] = get_args(InstanceState)
 EVENTS: tuple[InstanceEvent, ...] = get_args(InstanceEvent)

@@ -10,7 +10,6 @@ import pytest
 import trio
 
 from lineup.actors.kernel import ErrorCode
-from lineup.actors.store.instances import machine as table
 from lineup.actors.store.messages import (
     AuditQueryReply,
     AuditQueryRequest,
@@ -29,6 +28,7 @@ from lineup.actors.store.messages import (
     InstanceUpsertReply,
     InstanceUpsertRequest,
 )
+from lineup.facts import instances as table
 from lineup.tests.actors.store._harness import (
     StoreHarness,
     independent_rows,

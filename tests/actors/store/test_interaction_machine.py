@@ -1,4 +1,4 @@
-"""The interaction machine on its own (`actors/store/interactions/machine.py`): no database."""
+"""The interaction machine on its own (`facts/interactions.py`): no database."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store.interactions.machine import (
+from lineup.facts.interactions import (
     BIRTH,
     CODED,
     DECIDED,

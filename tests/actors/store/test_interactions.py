@@ -17,7 +17,6 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Connection, Database
 from lineup.actors.store.interactions import operations as ops
-from lineup.actors.store.interactions.machine import CODED, InteractionEvent
 from lineup.actors.store.messages import (
     InteractionFacts,
     InteractionGetReply,
@@ -32,8 +31,9 @@ from lineup.actors.store.messages import (
     ToolCallStepRequest,
 )
 from lineup.actors.store.outbox import operations as outbox
-from lineup.actors.store.tool_calls.machine import CODED as CALL_CODED
-from lineup.actors.store.tool_calls.machine import ROWS, ToolCallEvent
+from lineup.facts.interactions import CODED, InteractionEvent
+from lineup.facts.tool_calls import CODED as CALL_CODED
+from lineup.facts.tool_calls import ROWS, ToolCallEvent
 from lineup.tests.actors.store._harness import (
     StoreHarness,
     in_savepoint,

@@ -1,4 +1,4 @@
-"""The outbox state machine on its own (`actors/store/outbox/machine.py`): no database."""
+"""The outbox state machine on its own (`facts/outbox.py`): no database."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store.messages import OutboxState
-from lineup.actors.store.outbox.machine import TRANSITIONS, OutboxEvent, next_state
+from lineup.facts.outbox import TRANSITIONS, OutboxEvent, next_state
 
 STATES: tuple[OutboxState, ...] = get_args(OutboxState)
 EVENTS: tuple[OutboxEvent, ...] = get_args(OutboxEvent)

@@ -1,4 +1,4 @@
-"""The tool call machine on its own (`actors/store/tool_calls/machine.py`): no database."""
+"""The tool call machine on its own (`facts/tool_calls.py`): no database."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.store.tool_calls.machine import (
+from lineup.facts.tool_calls import (
     BIRTH,
     CODED,
     DECIDED,

@@ -37,7 +37,7 @@ from lineup.actors.store.messages import (
     ToolCallStepReply,
     ToolCallStepRequest,
 )
-from lineup.actors.store.tool_calls.machine import CODED, ROWS, Row, ToolCallEvent
+from lineup.facts.tool_calls import CODED, ROWS, Row, ToolCallEvent
 from lineup.tests.actors.store._harness import (
     StoreHarness,
     independent_rows,

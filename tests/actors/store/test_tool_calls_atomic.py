@@ -29,9 +29,9 @@ from lineup.actors.store.messages import (
     ToolCallState,
     ToolCallStepRequest,
 )
-from lineup.actors.store.tool_calls import machine
 from lineup.actors.store.tool_calls import operations as t
-from lineup.actors.store.tool_calls.machine import BIRTH, CODED, ROWS, TARGET, Row, ToolCallEvent
+from lineup.facts import tool_calls as machine
+from lineup.facts.tool_calls import BIRTH, CODED, ROWS, TARGET, Row, ToolCallEvent
 from lineup.tests.actors.store._harness import (
     WAIT,
     in_savepoint,

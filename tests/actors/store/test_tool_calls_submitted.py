@@ -17,7 +17,7 @@ from lineup.actors.store.messages import (
     OutboxFailRequest,
     ToolCallStepReply,
 )
-from lineup.actors.store.tool_calls.machine import ROWS
+from lineup.facts.tool_calls import ROWS
 from lineup.tests.actors.store._harness import StoreHarness, independent_rows, refusal
 from lineup.tests.actors.store.test_tool_calls import (
     INSTANCE,
