@@ -9,6 +9,8 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lineup.facts.link import SUPERVISOR_PHASES
+
 from .messages import Message
 
 __all__ = [
@@ -90,10 +92,6 @@ class PeerMisbehavedEvent(Message):
     peer: str
     incarnation: int
     code: str
-
-
-# The supervisor's own parts of the lifecycle (DESIGN §5), told to the hostbridge as states.
-SUPERVISOR_PHASES: Final = frozenset({"restoring", "stopping", "stopped"})
 
 
 class RuntimeStateEvent(Message):

@@ -54,11 +54,12 @@ from lineup.actors.store.messages import (
     OutboxPendingRequest,
     OutboxRow,
 )
-from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR
+from lineup.facts import link
+from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR, LinkEvent, RuntimeState
 from lineup.wire import Admitted, Refusal, SyncPage
 
 from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused
-from .messages import OutboxWakeEvent, RuntimeState, RuntimeStateReply, RuntimeStateRequest
+from .messages import OutboxWakeEvent, RuntimeStateReply, RuntimeStateRequest
 
 __all__ = ["TransportActor"]
 
@@ -67,7 +68,6 @@ log = logging.getLogger("lineup.transport")
 ANNOUNCED_TO: Final = ("supervisor", "hostbridge")  # told every change of the link's state
 BACKOFF_BASE: Final = 0.1
 BACKOFF_CAP: Final = 5.0
-DEGRADED_AFTER: Final = 3  # consecutive failures before "reconnecting" becomes "offline_degraded"
 OUTBOX_IDLE: Final = 5.0  # seconds between outbox checks when nobody wakes it
 STORE_TIMEOUT: Final = 30.0  # store calls retry through restarts for this long
 # A batch of envelopes to the router stays well inside one bus frame (1 MiB).
@@ -122,7 +122,7 @@ class TransportActor(Actor):
                 self._nursery = nursery
                 for peer in ANNOUNCED_TO:
                     nursery.start_soon(self._announce_loop, peer)
-                self._set_state("restoring")
+                self._move("restore")
                 task_status.started()
                 await self._login()
                 nursery.start_soon(self._sync_loop)
@@ -130,7 +130,12 @@ class TransportActor(Actor):
 
     # ------------------------------------------------------------------ state
 
-    def _set_state(self, state: RuntimeState, reason: ErrorCode | None = None) -> None:
+    def _move(self, event: LinkEvent, reason: ErrorCode | None = None) -> None:
+        """Move the link by `event` (`facts/link.py`), with why it is down, if it is."""
+        state = link.move(self.state, event)
+        if state is None:  # news another loop has overtaken (a login's end, once synced)
+            log.info("transport.state_kept %s on %s", self.state, event)
+            return
         if (state, reason) == (self.state, self.reason):
             return
         log.info("transport.state %s -> %s reason=%s", self.state, state, reason and reason.value)
@@ -166,12 +171,12 @@ class TransportActor(Actor):
 
     def _link_failed(self, failure: LinkFailure) -> None:
         self._failures += 1
-        degraded = self._failures >= DEGRADED_AFTER
-        self._set_state("offline_degraded" if degraded else "reconnecting", failure.code)
+        degraded = self._failures >= link.DEGRADED_AFTER
+        self._move("degraded" if degraded else "failed", failure.code)
 
     def _link_ok(self) -> None:
         self._failures = 0
-        self._set_state("online")
+        self._move("synced")
 
     @handles(RuntimeStateRequest)
     def on_state(self, msg: RuntimeStateRequest, env: Envelope) -> RuntimeStateReply:
@@ -187,7 +192,7 @@ class TransportActor(Actor):
 
     async def _login(self) -> None:
         async with self._login_lock:
-            self._set_state("authenticating", self.reason)
+            self._move("log_in", self.reason)
             failures = 0
             while True:
                 try:
@@ -209,7 +214,7 @@ class TransportActor(Actor):
                 CursorSetRequest(name=SESSION_CURSOR, value=json.dumps(self._session)),
                 CursorSetReply,
             )
-            self._set_state("synchronizing")
+            self._move("logged_in")
             self._nursery.start_soon(self._tell_router_session)
 
     async def _tell_router_session(self) -> None:

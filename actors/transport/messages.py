@@ -9,6 +9,7 @@ from typing import Literal
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.facts.link import RuntimeState
 
 __all__ = [
     "HealthReply",
@@ -17,19 +18,6 @@ __all__ = [
     "RuntimeState",
     "RuntimeStateReply",
     "RuntimeStateRequest",
-]
-
-# DESIGN §5: the runtime's lifecycle as the Shell shows it.
-RuntimeState = Literal[
-    "created",
-    "restoring",
-    "authenticating",
-    "synchronizing",
-    "online",
-    "reconnecting",
-    "offline_degraded",
-    "stopping",
-    "stopped",
 ]
 
 

@@ -54,9 +54,9 @@ async def test_the_supervisor_hears_the_link_online_while_the_hostbridge_is_not_
     async with trio.open_nursery() as nursery:
         for peer in ANNOUNCED_TO:
             nursery.start_soon(actor._announce_loop, peer)
-        actor._set_state("restoring")
-        actor._set_state("authenticating")
-        actor._set_state("online")
+        actor._move("restore")
+        actor._move("log_in")
+        actor._move("synced")
         with trio.fail_after(0.5):  # well before one hostbridge tell has timed out (2 s)
             await bus.until("supervisor", "online")
         assert not [s for p, s in bus.told if p == "hostbridge"]
@@ -71,3 +71,12 @@ async def test_the_supervisor_hears_the_link_online_while_the_hostbridge_is_not_
         states = [s for p, s in bus.told if p == peer]
         assert states[-1] == "online"
         assert [order.index(s) for s in states] == sorted({order.index(s) for s in states})
+
+
+def test_news_the_link_has_overtaken_keeps_its_state_and_tells_no_one() -> None:
+    actor = transport(Bus())
+    actor._move("synced")  # before any login: the table has no such move
+    assert (actor.state, actor.reason) == ("created", None)
+    changed = actor._state_changed
+    actor._move("restore")
+    assert actor.state == "restoring" and changed.is_set()
