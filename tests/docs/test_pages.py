@@ -34,6 +34,9 @@ def test_the_pages_that_show_commands_keep_them() -> None:
     "page", _with_examples(), ids=lambda page: page.relative_to(ROOT).as_posix()
 )
 def test_the_examples_of_a_page_run_as_written(page: Path, tmp_path: Path) -> None:
+    """Up to three seconds a page quiet, over ten on a loaded machine for the longest (apps and
+    delivery), by what it is about: every command of the page is a real `lineup` process, as
+    the reader runs it."""
     folder = tmp_path / "page"
     folder.mkdir()
     reader = follow(page, folder)

@@ -85,6 +85,9 @@ def methods(message: dict[str, Any]) -> set[str]:
 async def test_a_tool_added_to_a_running_dev_app_reaches_the_agent_as_a_new_revision(
     dev_run: DevRun,
 ) -> None:
+    """Three seconds quiet, over ten on a loaded machine, by what it is about: two edits of a
+    real dev app, each one a manifest generated in a subprocess, the app's process started
+    again, and the inventory read back by a real Agent."""
     s = dev_run
     first = await s.agent.inventory()
     assert (await s.call("hello.greet", "ann", first, "g-1"))["payload"]["result"] == {
@@ -122,6 +125,9 @@ async def test_a_tool_added_to_a_running_dev_app_reaches_the_agent_as_a_new_revi
 async def test_a_broken_edit_is_printed_with_its_place_and_the_old_version_keeps_running(
     dev_run: DevRun,
 ) -> None:
+    """Four seconds quiet, over ten on a loaded machine, by what it is about: a broken edit,
+    then a fixed one, of a real dev app, each generated in a subprocess, with a real call
+    made to the version that keeps running in between."""
     s = dev_run
     revision = await s.agent.inventory()
     assert (await s.call("hello.greet", "ann", revision, "g-1"))["payload"]["result"] == {
