@@ -83,7 +83,10 @@ def _non_negative(raw: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lineup devserver",
-        description="Run the reference AppServer (DESIGN §12) in the foreground.",
+        description=(
+            "Run the reference AppServer in the foreground (its HTTP protocol: "
+            "docs/agent-protocol.md)."
+        ),
     )
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
