@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lineup._lazy import exports
+
 if TYPE_CHECKING:
     from ._actor import HostbridgeActor
 
 __all__ = ["HostbridgeActor"]
 
 
-def __getattr__(name: str) -> object:
-    if name == "HostbridgeActor":
-        from ._actor import HostbridgeActor
-
-        return HostbridgeActor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = exports(__name__, {"HostbridgeActor": "._actor"})

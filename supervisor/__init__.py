@@ -6,8 +6,9 @@ forks the runtime's children, and must not load the tree, the broker and the CLI
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from lineup._lazy import exports
 
 if TYPE_CHECKING:
     from ._spec import ChildSpec, Intensity, Restart, Strategy, runtime_specs
@@ -34,8 +35,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
+__getattr__ = exports(__name__, _HOMES)

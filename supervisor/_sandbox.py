@@ -109,6 +109,7 @@ _SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
 # root, `actors/` and `miniapps/` are readable only file by file, never listed.
 RUNTIME_CODE: Final = (
     "__init__.py",
+    "_lazy.py",
     "_logs.py",
     "actors/__init__.py",
     "actors/kernel",

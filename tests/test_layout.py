@@ -134,6 +134,7 @@ def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
     assert {f"lineup.facts.{name}" for name in facts} <= loaded
     assert {"trio", "socket", "apsw", "pydantic", "lineup.actors.kernel.bus"} & loaded == set()
     assert {m for m in loaded if m.startswith("lineup.")} == {
+        "lineup._lazy",
         "lineup.actors",
         "lineup.actors.kernel",
         "lineup.actors.kernel.errors",

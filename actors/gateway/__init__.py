@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lineup._lazy import exports
+
 if TYPE_CHECKING:
     from ._actor import GatewayActor
 
 __all__ = ["GatewayActor"]
 
 
-def __getattr__(name: str) -> object:
-    if name == "GatewayActor":
-        from ._actor import GatewayActor
-
-        return GatewayActor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = exports(__name__, {"GatewayActor": "._actor"})

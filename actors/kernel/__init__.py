@@ -8,8 +8,9 @@ that names an error code loads neither trio nor a socket. The zygote loads the w
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from lineup._lazy import exports
 
 if TYPE_CHECKING:
     from .acl import ACL, channel_allowed, message_allowed
@@ -118,10 +119,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value  # found once: later lookups are plain attribute reads
-    return value
+__getattr__ = exports(__name__, _HOMES)

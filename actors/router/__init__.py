@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lineup._lazy import exports
+
 if TYPE_CHECKING:
     from ._actor import RouterActor
 
 __all__ = ["RouterActor"]
 
 
-def __getattr__(name: str) -> object:
-    if name == "RouterActor":
-        from ._actor import RouterActor
-
-        return RouterActor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = exports(__name__, {"RouterActor": "._actor"})

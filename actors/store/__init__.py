@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lineup._lazy import exports
+
 if TYPE_CHECKING:
     from ._actor import StoreActor
 
 __all__ = ["StoreActor"]
 
 
-def __getattr__(name: str) -> object:
-    if name == "StoreActor":
-        from ._actor import StoreActor
-
-        return StoreActor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = exports(__name__, {"StoreActor": "._actor"})

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lineup._lazy import exports
+
 if TYPE_CHECKING:
     from ._actor import TransportActor
 
 __all__ = ["TransportActor"]
 
 
-def __getattr__(name: str) -> object:
-    if name == "TransportActor":
-        from ._actor import TransportActor
-
-        return TransportActor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = exports(__name__, {"TransportActor": "._actor"})

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from lineup._lazy import exports
 
 from ._config import (
     DEFAULT_AGENT_ID,
@@ -42,12 +43,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
-
+__getattr__ = exports(__name__, _LAZY)
 
 __all__ = [
     "DEFAULT_AGENT_ID",
