@@ -37,6 +37,7 @@ __all__ = [
     "OPEN",
     "TABLE",
     "TARGET",
+    "WAITING",
     "InteractionEvent",
     "InteractionState",
     "move",
@@ -74,6 +75,9 @@ FINAL: Final[frozenset[InteractionState]] = frozenset(s for s, m in TABLE.items(
 OPEN: Final[frozenset[InteractionState]] = frozenset(TABLE) - FINAL
 # Its outcome is decided: no answer, cancel or expiry changes it any more.
 DECIDED: Final[frozenset[InteractionState]] = FINAL | {"submitted"}
+# Still waiting for the person: an answer, a cancel or an expiry may still end it. (`OPEN`
+# also holds `submitted`, whose answer is in but not yet delivered.)
+WAITING: Final[frozenset[InteractionState]] = frozenset(TABLE) - DECIDED
 
 
 def move(state: InteractionState | None, event: InteractionEvent) -> InteractionState:

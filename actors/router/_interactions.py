@@ -69,7 +69,7 @@ from lineup.actors.store.messages import (
     ToolCallStepRequest,
 )
 from lineup.facts import tool_calls as call_machine
-from lineup.facts.interactions import OPEN
+from lineup.facts.interactions import WAITING
 from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
 from lineup.hostbridge.messages import (
@@ -219,7 +219,7 @@ class InteractionService:
         """End an open interaction (`cancel`, `expire`, `fail`) and its call with the same code.
         Whatever got there first (an answer, another ending) wins: then nothing is written and
         the interaction is returned as it is, `changed` False."""
-        if row.state not in OPEN:
+        if row.state not in WAITING:
             return row, False
         try:
             reply = await self._step(
@@ -327,7 +327,7 @@ class InteractionService:
         row = await self._get(interaction_id=msg.interaction_id)
         if row is None:
             raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, msg.interaction_id)
-        if row.state not in OPEN:
+        if row.state not in WAITING:
             return InteractionAnswerReply(interaction=view_of(row), changed=False)
         if std.is_cancel(msg.answer):
             if row.kind not in ("choice", "input"):
@@ -631,7 +631,7 @@ class InteractionService:
         return tuple(
             row.call_id
             for row in reply.interactions
-            if row.source == "agent_tool" and row.state in OPEN and row.call_id is not None
+            if row.source == "agent_tool" and row.state in WAITING and row.call_id is not None
         )
 
     async def cancel_app_owned(self, instance_id: str) -> None:
@@ -642,7 +642,7 @@ class InteractionService:
             InteractionListReply,
         )
         for row in reply.interactions:
-            if row.source == "miniapp" and row.state in OPEN:
+            if row.source == "miniapp" and row.state in WAITING:
                 try:
                     await self._end(row, "cancel", APP_CLOSED)
                 except LineUpError as exc:
@@ -661,7 +661,7 @@ class InteractionService:
             log.warning("router.interactions_not_recovered code=%s", exc.code.value)
             return
         for row in reply.interactions:
-            if row.state in OPEN:
+            if row.state in WAITING:
                 self._arm(row)
             try:
                 await self._advance(row)

@@ -243,6 +243,9 @@ async def test_the_first_ending_wins_and_a_later_answer_changes_nothing(router: 
     assert other is not None
     first = await router.answer(other.interaction_id, {"action_ids": ["salad", "salad"]})
     assert (first.changed, first.interaction.result) == (True, {"action_ids": ["salad"]})
+    # Submitted (its result not yet delivered: no transport here) is no longer waiting.
+    again = await router.answer(other.interaction_id, {"action_ids": ["soup"]})
+    assert (again.changed, again.interaction.state) == (False, "submitted")
     await router.service._expire(other.interaction_id)  # too late: answered
     assert (await router.call("c2")).state == "submitted"
     assert [r["payload"]["result"] for r in await router.terminal_rows("c2")] == [
@@ -311,6 +314,11 @@ async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps
     await router.sessions.opened(INSTANCE, "task-dashboard")  # told twice: one session
     session_id = ids.app_session_id(INSTANCE)
     await router.ask("c1", "interaction.confirm", CONFIRM, context={"app_session_id": session_id})
+    # Answered, its result not yet delivered (no transport here): submitted, not pending.
+    await router.ask("c2", "interaction.confirm", CONFIRM, context={"app_session_id": session_id})
+    answered = await router.interaction("c2")
+    assert answered is not None
+    await router.answer(answered.interaction_id, {"approved": True})
     own = await router.service.request(
         APP,
         sdk.InteractionAskRequest(

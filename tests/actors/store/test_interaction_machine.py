@@ -17,6 +17,7 @@ from lineup.facts.interactions import (
     OPEN,
     TABLE,
     TARGET,
+    WAITING,
     InteractionEvent,
     InteractionState,
     move,
@@ -46,6 +47,7 @@ def test_the_table_names_every_state_and_uses_every_event() -> None:
     assert {event for _, event, _ in MOVES} == set(EVENTS) == set(TARGET)
     assert {"completed", "cancelled", "expired", "failed"} == FINAL
     assert {"pending", "presented", "submitted"} == OPEN
+    assert {"pending", "presented"} == WAITING  # what an answer, a cancel, an expiry may end
     assert {"submitted", "completed", "cancelled", "expired", "failed"} == DECIDED
     assert {"cancel", "expire", "fail"} == CODED
 
