@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from lineup.actors.kernel import Message
+from lineup.facts.interactions import WAITING as WAITING_INTERACTION
 from lineup.facts.interactions import InteractionState
 
 __all__ = [
@@ -485,6 +486,12 @@ class InteractionRecord(Message):
     created_at: float
     expires_at: float | None = None
     asked_by: Literal["app", "surface"] = "app"
+
+    @property
+    def is_open(self) -> bool:
+        """Still waiting for the person (`pending` or `presented`): an answer, a cancel or an
+        expiry may still end it."""
+        return self.state in WAITING_INTERACTION
 
 
 class InteractionAskRequest(Message):

@@ -327,7 +327,7 @@ class FakeInteractions:
         """The user answers: `answer_invalid` as the runtime refuses a bad one; a second
         answer changes nothing (the first wins) and returns the record as it is."""
         record = self.records[interaction_id]
-        if record.state not in ("pending", "presented"):
+        if not record.is_open:
             return record
         if std.is_cancel(answer):
             return self.end(interaction_id, "cancelled", "cancelled_by_user")
@@ -337,7 +337,7 @@ class FakeInteractions:
     def end(self, interaction_id: str, state: str, code: str) -> p.InteractionRecord:
         """End an open interaction (`cancelled`, `expired`, `failed`) with `code`."""
         record = self.records[interaction_id]
-        if record.state not in ("pending", "presented"):
+        if not record.is_open:
             return record
         return self._moved(record.model_copy(update={"state": state, "terminal_code": code}))
 

@@ -199,7 +199,7 @@ class TaskDashboard(MiniApp):
                     raise
                 self.confirming.pop(instance_id, None)
             else:
-                if record.state in ("pending", "presented"):
+                if record.is_open:
                     return  # still asking
                 await self.on_interaction_updated(record)
                 if _approved(record):

@@ -487,7 +487,7 @@ class Whiteboard(MiniApp):
                 if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
                     raise
             else:
-                if record.state in ("pending", "presented"):
+                if record.is_open:
                     return asked
         summary = board.summary()
         call = self.open_calls.get(instance_id)

@@ -43,6 +43,7 @@ from lineup.actors.transport.messages import (
     RuntimeStateReply,
     RuntimeStateRequest,
 )
+from lineup.facts.interactions import WAITING
 from lineup.hostbridge._server import INTERACTION_FRAMES_PER_S
 from lineup.supervisor import Supervisor
 from lineup.supervisor._runtime import PRELOAD, RuntimeOptions, plan_runtime, shell_socket
@@ -81,7 +82,7 @@ class _Shell:
 
     async def shown(self, call_id: str) -> dict[str, Any]:
         with trio.fail_after(WAIT):
-            while self.by_call.get(call_id, {}).get("state") not in ("pending", "presented"):
+            while self.by_call.get(call_id, {}).get("state") not in WAITING:
                 await self.changed.wait()
         return self.by_call[call_id]
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 import trio
 
 from lineup import wire
+from lineup.facts.interactions import WAITING
 
 if TYPE_CHECKING:
     from ._workload import LoadAgent
@@ -43,7 +44,6 @@ __all__ = [
     "EXPIRY_MS",
     "KINDS",
     "OPENING",
-    "OPEN_STATES",
     "SCRIPTS",
     "Answerer",
     "Asker",
@@ -55,7 +55,6 @@ __all__ = [
 KINDS: Final = ("notice", "choice", "confirm", "input")
 EXPIRY_MS: Final = 60_000  # the shortest expiry the runtime accepts
 EXPIRY_SLACK_S: Final = 15.0  # a drawn expiring question expires this long before the load ends
-OPEN_STATES: Final = frozenset({"pending", "presented"})
 BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
 _THINK_S: Final = 2.0
 _RETRY_S: Final = 3.0  # an answer not reflected by then is sent again (same answer)
@@ -261,7 +260,7 @@ class Answerer:
         async with trio.open_nursery() as nursery:
             while True:
                 for interaction_id, view in list(self.user.interactions.items()):
-                    if view.get("state") in OPEN_STATES and interaction_id not in self._busy:
+                    if view.get("state") in WAITING and interaction_id not in self._busy:
                         plan = self.plans.get(str(view.get("call_id")))
                         if plan is None or plan.script not in ("dismiss", "expire"):
                             self._busy.add(interaction_id)
@@ -270,7 +269,7 @@ class Answerer:
                 await self.user.changed()
 
     def _open(self, interaction_id: str) -> bool:
-        return self.user.interactions.get(interaction_id, {}).get("state") in OPEN_STATES
+        return self.user.interactions.get(interaction_id, {}).get("state") in WAITING
 
     async def _answer(self, interaction_id: str, plan: Plan | None, seed: int) -> None:
         rng = random.Random(seed)
