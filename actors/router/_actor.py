@@ -76,7 +76,7 @@ from ._app_sessions import AppSessions, view_of
 from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
 from ._interactions import InteractionService
 from ._lifecycle import InstanceLifecycle
-from ._outbox import Outbox, envelope_of
+from ._outbox import envelope_of, wake
 from ._redelivery import Redelivery, delivery_of
 from ._tools import ToolPipeline
 from .messages import (
@@ -136,7 +136,6 @@ class RouterActor(Actor):
         )
         self.sessions = AppSessions(self.bus, self._session)
         self.lifecycle = InstanceLifecycle(self.bus, self.tools, self.interactions, self.sessions)
-        self.outbox = Outbox(self.bus)
         self.redelivery = Redelivery(self.bus, self._conversation_or_none, self._tell_deliveries)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -562,7 +561,7 @@ class RouterActor(Actor):
             expect=ConversationSendReply,
             idempotency_key=msg.message_id,
         )
-        await self.outbox.wake()
+        await wake(self.bus)
         return sdk.CommandReceipt(id=msg.message_id, seq=reply.seq, changed=reply.created)
 
     @handles(sdk.ConversationRetryRequest)
@@ -574,7 +573,7 @@ class RouterActor(Actor):
         reply = await self.bus.request(
             "store", OutboxRetryRequest(outbox_id=outbox_id), expect=OutboxRetryReply
         )
-        await self.outbox.wake()
+        await wake(self.bus)
         return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
 
     @handles(sdk.ConversationHistoryRequest)

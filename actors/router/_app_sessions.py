@@ -49,7 +49,7 @@ from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import AppSessionsUpdatedEvent, AppSessionView
 
 from . import _ids as ids
-from ._outbox import Outbox, envelope_of
+from ._outbox import envelope_of, wake
 
 if TYPE_CHECKING:
     from ._envelope import RuntimeEnvelope
@@ -75,7 +75,6 @@ class AppSessions:
     ) -> None:
         self.bus = bus
         self._session = session
-        self._outbox = Outbox(bus)
         # One open / close at a time: an event and a sweep may race for the same instance.
         self._lock = trio.Lock()
         # "Continue"s under way, by app: the old sub-session each new instance references.
@@ -127,7 +126,7 @@ class AppSessions:
                 AppSessionOpenReply,
             )
         if reply.created:
-            await self._outbox.wake()
+            await wake(self.bus)
             await self._push(reply.session)
 
     async def continue_(self, app_session_id: str) -> AppSessionRow:
@@ -212,7 +211,7 @@ class AppSessions:
                 AppSessionCloseReply,
             )
         if reply.changed:
-            await self._outbox.wake()
+            await wake(self.bus)
             await self._push(reply.session)
 
     async def _push(self, row: AppSessionRow) -> None:

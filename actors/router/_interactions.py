@@ -84,7 +84,6 @@ from . import _ids as ids
 from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._envelope import RuntimeEnvelope
-from ._outbox import Outbox
 from .messages import (
     InteractionAnswerReply,
     InteractionAnswerRequest,
@@ -101,7 +100,6 @@ M = TypeVar("M", bound=Message)
 
 STORE_TIMEOUT: Final = 30.0
 TELL_TIMEOUT: Final = 1.0  # the hostbridge and the owner app are told best effort
-# The app scope of an interactive call: the runtime's own component, never an app's.
 # How the runtime ends an open interaction, and its Agent's call with it (the same code).
 Ending = Literal["cancel", "expire", "fail"]
 _CALL_ENDING: Final[dict[Ending, ToolCallEvent]] = {
@@ -128,7 +126,6 @@ class InteractionService:
         self.bus = bus
         self.me = me
         self._session = session
-        self._outbox = Outbox(bus)
         self._deadlines = Deadlines()
         self._nursery: trio.Nursery | None = None
         # One new question at a time, so that its quota's count and its birth agree.
@@ -188,7 +185,7 @@ class InteractionService:
         if reply.changed:
             await self._push(reply.interaction)
             if call_step is not None and call_step.rows:
-                await self._outbox.wake()
+                await outbox.wake(self.bus)
         return reply
 
     async def _over_quota(self, source: Literal["agent_tool", "miniapp"], scope: str = "") -> bool:

@@ -6,7 +6,7 @@ Nothing reaches the Agent but an outbox row, committed by the store in the same 
 the step that causes it (a call's receipt with its step, a sub-session's `opened` with its
 row). The envelope of each row is built here, from the user's client in the session's
 conversation, under the row's id (`_ids`), which is also its wire message id. Once a commit
-has written rows, the transport is woken (`Outbox.wake`); it also polls, so a wake that is
+has written rows, the transport is woken (`wake`); it also polls, so a wake that is
 lost only delays the row.
 
 The router's services (the tool pipeline, the interactions, the sub-sessions) and the actor
@@ -29,20 +29,15 @@ from lineup.facts.tool_calls import ToolCallEvent
 
 from . import _ids as ids
 
-__all__ = ["Outbox", "call_rows", "call_step", "envelope_of"]
+__all__ = ["call_rows", "call_step", "envelope_of", "wake"]
 
 WAKE_TIMEOUT: Final = 1.0  # best effort: the transport also polls
 
 
-class Outbox:
-    """The router's side of the outbox: the transport, woken once rows are committed."""
-
-    def __init__(self, bus: Bus) -> None:
-        self._bus = bus
-
-    async def wake(self) -> None:
-        """Tell the transport the outbox has something new (best effort: it also polls)."""
-        await self._bus.tell("transport", OutboxWakeEvent(), timeout=WAKE_TIMEOUT)
+async def wake(bus: Bus) -> None:
+    """Tell the transport the outbox has something new, once rows are committed (best
+    effort: it also polls)."""
+    await bus.tell("transport", OutboxWakeEvent(), timeout=WAKE_TIMEOUT)
 
 
 def envelope_of(

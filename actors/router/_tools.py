@@ -90,7 +90,6 @@ from . import _ids as ids
 from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._envelope import EnvelopeRejected, RuntimeEnvelope
-from ._outbox import Outbox
 from ._progress import SEND_NOW, ProgressCoalescer
 
 __all__ = ["ToolPipeline"]
@@ -153,7 +152,6 @@ class ToolPipeline:
         self.bus = bus
         self.me = me
         self._session = session  # async () -> {"conversation_id", "user_id", ...}
-        self._outbox = Outbox(bus)
         self._interactive = interactive  # who runs the runtime's own (interactive) calls
         self._inventory: InventoryReply | None = None
         # One release (or convergence) of an instance's held calls at a time: arrival order.
@@ -228,7 +226,7 @@ class ToolPipeline:
             ),
             OutboxAppendReply,
         )
-        await self._outbox.wake()
+        await outbox.wake(self.bus)
 
     async def _step(
         self,
@@ -275,7 +273,7 @@ class ToolPipeline:
                 assert call.instance_id is not None
                 self._nursery.start_soon(self.release, call.instance_id, call.app_scope)
         if machine.ROWS[event]:
-            await self._outbox.wake()
+            await outbox.wake(self.bus)
         return reply
 
     async def _end(self, call_id: str, event: ToolCallEvent, code: str) -> bool:
@@ -643,7 +641,7 @@ class ToolPipeline:
             ),
             ToolCallProgressReply,
         )
-        await self._outbox.wake()
+        await outbox.wake(self.bus)
 
     async def complete(self, sender: Identity, msg: sdk.ToolCompleteRequest) -> sdk.CommandReceipt:
         known = await self._own_call(sender, msg.call_id, msg.TYPE)
