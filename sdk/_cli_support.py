@@ -17,7 +17,7 @@ from typing import Final, NoReturn
 from ._app import MiniApp
 from .manifest import ManifestInvalid
 from .schema import SchemaUnsupported
-from .tools import AppInfo
+from .tools import apps_in
 
 __all__ = ["Refused", "app_class", "app_class_of", "refuse"]
 
@@ -47,13 +47,7 @@ def app_class_of(module: ModuleType, class_name: str = "") -> type[MiniApp]:
         if not (isinstance(found, type) and issubclass(found, MiniApp)):
             refuse("app_not_found", f"{module.__name__}:{class_name} is not a MiniApp class")
         return found
-    candidates = {
-        value
-        for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, MiniApp)
-        and isinstance(getattr(value, "app_info", None), AppInfo)
-    }
+    candidates = apps_in(module)
     if not candidates:
         refuse("app_not_found", f"no MiniApp class with an app_info in {module.__name__}")
     if len(candidates) > 1:

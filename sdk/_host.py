@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Awaitable
+from types import ModuleType
 from typing import Any, Final, TypeVar
 
 import trio
@@ -33,7 +34,7 @@ from lineup.actors.kernel import (
 
 from . import protocol as p
 from ._app import AppContext, MiniApp
-from .tools import dispatch_tool, tools_of
+from .tools import apps_in, dispatch_tool, tools_of
 
 __all__ = ["MiniAppHost"]
 
@@ -340,15 +341,9 @@ def _takes_bursts(app: MiniApp) -> bool:
     return type(app).on_deliveries is not MiniApp.on_deliveries
 
 
-def _the_app_in(module: Any) -> type[MiniApp]:
+def _the_app_in(module: ModuleType) -> type[MiniApp]:
     """The one MiniApp class a package exports with an `app_info` (a development app)."""
-    found = {
-        value
-        for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, MiniApp)
-        and getattr(value, "app_info", None) is not None
-    }
+    found = apps_in(module)
     if len(found) != 1:
         raise LineUpError(ErrorCode.APP_NOT_INSTALLED, f"{module.__name__}: no single MiniApp")
     return found.pop()

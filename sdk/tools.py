@@ -29,6 +29,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -60,6 +61,7 @@ __all__ = [
     "ToolOutputInvalid",
     "ToolSink",
     "ToolSpec",
+    "apps_in",
     "dispatch_tool",
     "manifest_of",
     "tool",
@@ -266,6 +268,18 @@ def tool(
         return handler
 
     return decorate
+
+
+def apps_in(module: ModuleType) -> set[type[MiniApp]]:
+    """The MiniApp classes `module` holds that declare an `app_info`: the app a package is
+    (a development app's, or the one `lineup app` finds in PATH) when none is named."""
+    return {
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, MiniApp)
+        and isinstance(getattr(value, "app_info", None), AppInfo)
+    }
 
 
 def tools_of(app_class: type[MiniApp]) -> dict[str, ToolSpec]:
