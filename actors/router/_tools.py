@@ -449,13 +449,19 @@ class ToolPipeline:
     async def _find(self, request: FindInstanceRequest) -> InstanceReply:
         """Focus's instance for a call. None yet, while a launch of that app admitted before
         the call has not made its own: wait until it has (announced `started`) or failed, and
-        look once more."""
+        look once more.
+
+        Whether such a launch is pending is read *before* focus is asked: focus may make the
+        instance right after answering "none", and its `started` then overtakes the answer
+        (an event is handled as it is read, while the answer only wakes this task), so that
+        by the time the answer is read the launch looks as if it had never been."""
+        launching = bool(self._unannounced.get(request.app_scope))
         try:
             return await self._ask_focus(request)
         except LineUpError as exc:
             if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND or request.instance_id:
                 raise
-            if not self._unannounced.get(request.app_scope):
+            if not launching:
                 raise
         with trio.move_on_after(STORE_TIMEOUT):
             while self._unannounced.get(request.app_scope):
