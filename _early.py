@@ -37,22 +37,20 @@ RUNTIME_PRELOAD: Final = (
     # The actors' modules, not their packages: a package exports its actor lazily, so that
     # importing its `messages` stays light, and importing the package alone would load nothing.
     # An entry may name more modules after the first: what that module imports only on first
-    # use, loaded with it before its child forks. httpx imports its connection pool (httpcore:
-    # h11, h2, anyio; ~60 ms) and the CA bundle's locator with its first client.
+    # use, loaded with it before its child forks.
     "lineup.actors.store._actor",
-    "lineup.actors.transport._actor httpcore certifi encodings.idna",
+    "lineup.actors.transport._actor",
     "lineup.actors.router._actor",
     "lineup.actors.focus._actor",
     "lineup.actors.gateway._actor",
     "lineup.hostbridge._actor",
-    "httpx",
     "hypercorn.trio",
     "starlette.applications",
     "markdown_it",
     "lineup.sdk",
     "lineup.miniapps.chat",
     "lineup.ops.devserver.actor",
-    "lineup.ops.agent.demo httpcore certifi encodings.idna",
+    "lineup.ops.agent.demo",
 )
 
 # One more zygote for the HTTP servers of `lineup run` (see `supervisor/_spawn.py`): it loads

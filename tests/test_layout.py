@@ -81,11 +81,28 @@ def test_the_supervisors_cli_loads_no_sdk_and_builds_no_message() -> None:
 
 
 def test_the_wire_and_the_reference_appserver_load_no_http_client() -> None:
-    # The AppServer's actor serves HTTP; a client (httpx, ~0.15 s) is the senders' alone, who
-    # import `lineup.wire.body`.
+    # The AppServer's actor serves HTTP; a client is the senders' alone, who import
+    # `lineup.wire.client`.
     loaded = modules_after("import lineup.wire\nimport lineup.ops.devserver.actor")
     assert "lineup.ops.devserver.actor" in loaded
+    assert "lineup.wire.client" not in loaded
     assert {m for m in loaded if m.partition(".")[0] == "httpx"} == set()
+
+
+def test_no_process_of_the_runtime_loads_httpx() -> None:
+    # httpx with httpcore and h2 cost each process that talked to an AppServer ~60 ms, on the
+    # start's critical path; the runtime's clients speak HTTP/1.1 with `lineup.wire.client`.
+    # (The drill's proxy and the bench, which are no part of the runtime, still use httpx.)
+    loaded = modules_after(
+        "import importlib\n"
+        "from lineup._early import RUNTIME_PRELOAD\n"
+        "for entry in RUNTIME_PRELOAD:\n"
+        "    for module in entry.split():\n"
+        "        importlib.import_module(module)\n"
+    )
+    assert {"lineup.actors.transport._actor", "lineup.ops.agent.demo"} <= loaded
+    assert {"lineup.wire.client", "lineup.actors.focus._registry"} <= loaded
+    assert {m for m in loaded if m.partition(".")[0] in ("httpx", "httpcore")} == set()
 
 
 def test_httpx_comes_without_its_command_line_client() -> None:

@@ -1,6 +1,6 @@
 """The AppServer protocol (DESIGN §12) without I/O: envelopes, answers, limits, builders.
-What sends a request body with httpx imports `lineup.wire.body`, which loads httpx; this
-package does not, so the reference AppServer and the router pay nothing for it.
+What talks to an AppServer imports `lineup.wire.client` (HTTP/1.1 on h11), which this package
+does not, so the reference AppServer and the router pay nothing for it.
 
 The one place that builds or parses a wire envelope: the router, the transport, the reference
 AppServer, the Agent client, the demo Agent, the drill and the bench all use it.
@@ -80,7 +80,6 @@ from ._page import (
     decode_sync_page,
     message_id_of,
 )
-from ._tls import tls_verify
 
 __all__ = [
     "AGENT_ENVELOPE",
@@ -148,6 +147,5 @@ __all__ = [
     "envelope",
     "message_id_of",
     "new_message_id",
-    "tls_verify",
     "utc_timestamp",
 ]

@@ -1,7 +1,7 @@
 """The focus actor (DESIGN §1). Its public protocol is `messages`.
 
 The actor is exported lazily: importing `messages` (the protocol) runs this file, and must not
-load the actor or what the actor imports (apsw, httpx, hypercorn).
+load the actor or what the actor imports (apsw, hypercorn).
 """
 
 from __future__ import annotations

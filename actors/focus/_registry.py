@@ -52,7 +52,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import httpx
 import trio
 
 import lineup
@@ -106,6 +105,7 @@ from lineup.sdk.protocol import (
     RegistryListReply,
 )
 from lineup.sdk.trust import TrustStore
+from lineup.wire.client import AnswerRefused, HttpClient, HttpError
 
 from ._cache import BundleCache
 from ._catalog import Catalog, basis_of
@@ -607,32 +607,19 @@ class RegistryService:
         )
         if not allowed:
             raise LineUpError(ErrorCode.URL_NOT_ALLOWED, parts.scheme)
-        timeout = httpx.Timeout(DOWNLOAD_TIMEOUT, connect=CONNECT_TIMEOUT)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
-            # The bound is the network's: the client (its TLS context, a CPU's work) comes first.
-            client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
             with trio.fail_after(DOWNLOAD_TIMEOUT):
-                async with client, client.stream("GET", url) as response:
-                    if response.status_code != 200:
-                        raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(response.status_code))
-                    body = bytearray()
-                    size = 0
-                    # Past the bound the stream is closed underneath the loop, which then ends
-                    # inside httpx's generators (as the transport's `_read_bounded` does):
-                    # raising out of it would leave them to the collector (a ResourceWarning).
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > MAX_BUNDLE_BYTES:
-                            if response.is_closed:
-                                break
-                            await response.aclose()
-                            continue
-                        body += chunk
-                    if size > MAX_BUNDLE_BYTES:
-                        raise LineUpError(ErrorCode.DOWNLOAD_FAILED, "too large")
-                    return bytes(body)
-        except (httpx.HTTPError, trio.TooSlowError, OSError) as exc:
+                async with HttpClient(origin, connect_timeout=CONNECT_TIMEOUT) as client:
+                    answer = await client.request("GET", target, max_bytes=MAX_BUNDLE_BYTES)
+        except AnswerRefused as exc:  # over the bound (read no further), or encoded
+            raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(exc)) from None
+        except (HttpError, trio.TooSlowError, OSError, ValueError) as exc:
             raise LineUpError(ErrorCode.DOWNLOAD_FAILED, type(exc).__name__) from None
+        if answer.status != 200:  # a redirect too: never followed
+            raise LineUpError(ErrorCode.DOWNLOAD_FAILED, str(answer.status))
+        return answer.body
 
     async def _crash(self, point: str) -> None:
         if self.crash_at == point and point in CRASH_POINTS:

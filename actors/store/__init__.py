@@ -3,7 +3,7 @@
 Its protocol is `lineup.actors.store.messages`; other actors import that module only.
 
 The actor is exported lazily: importing `messages` (the protocol) runs this file, and must not
-load the actor or what the actor imports (apsw, httpx, hypercorn).
+load the actor or what the actor imports (apsw, h11, hypercorn).
 """
 
 from __future__ import annotations

@@ -1,26 +1,26 @@
-"""The Remote Agent's half of the AppServer protocol (DESIGN §12), over httpx under trio.
+"""The Remote Agent's half of the AppServer protocol (DESIGN §12), over `lineup.wire.client`.
 
 Theory of operation: every call is one HTTP request, retried with capped exponential backoff
 (and jitter) when the connection fails or the server answers 5xx, up to a bounded number of
 attempts. A POST keeps one `Idempotency-Key` across its retries, so a retry after a lost answer
-stores nothing twice. A 4xx is the caller's fault and is never retried. No httpx exception
+stores nothing twice. A 4xx is the caller's fault and is never retried. No HTTP exception
 leaves this module: everything becomes `AppServerError` with the server's wire code (or
 `unreachable` when no answer came at all).
 """
 
 from __future__ import annotations
 
+import json as jsonlib
 import logging
 import random
 from types import TracebackType
 from typing import Any, Final, Self
 
-import httpx
 import trio
 from pydantic import BaseModel
 
 from lineup import wire
-from lineup.wire.body import with_one_shot_body
+from lineup.wire.client import HttpAnswer, HttpClient, HttpError
 
 __all__ = [
     "REQUEST_TIMEOUT_S",
@@ -39,7 +39,6 @@ REQUEST_TIMEOUT_S: Final = 10.0  # per attempt, on top of a long poll's own wait
 RETRY_ATTEMPTS: Final = 6
 RETRY_BASE_S: Final = 0.05
 RETRY_CAP_S: Final = 2.0
-CLOSE_TIMEOUT_S: Final = 2.0
 UNREACHABLE: Final = "unreachable"  # the code when no attempt got an HTTP answer
 
 utc_timestamp = wire.utc_timestamp
@@ -61,27 +60,20 @@ _new_id = wire.new_message_id
 class AgentClient:
     """One agent's session with an AppServer. Use as `async with AgentClient(url) as client`.
 
-    `transport` replaces the network (an `httpx.MockTransport` in tests). Every method raises
-    `AppServerError`; none logs message text or tokens.
+    Every method raises `AppServerError`; none logs message text or tokens.
     """
 
     def __init__(
         self,
         base_url: str,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
         attempts: int = RETRY_ATTEMPTS,
         backoff_s: float = RETRY_BASE_S,
         backoff_cap_s: float = RETRY_CAP_S,
     ) -> None:
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            transport=transport,
-            timeout=REQUEST_TIMEOUT_S,
-            verify=wire.tls_verify(base_url),
-        )
+        self._http = HttpClient(base_url)
         self._attempts = attempts
         self._backoff_s = backoff_s
         self._backoff_cap_s = backoff_cap_s
@@ -101,10 +93,7 @@ class AgentClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        # Shielded and bounded: closed from a cancelled scope, an unshielded close is cancelled
-        # before the pool closes its sockets, which then reach the garbage collector open.
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
-            await self._http.aclose()
+        await self._http.aclose()
 
     # ------------------------------------------------------------------------------- calls
 
@@ -247,42 +236,49 @@ class AgentClient:
         for attempt in range(self._attempts):
             if attempt:
                 await trio.sleep(self._backoff(attempt - 1))
-            try:
-                # The response is closed however the read ends (a caller giving up cancels it),
-                # and the body is no generator a failed send would leave to the collector.
-                request = self._http.build_request(
-                    method, path, json=json, params=params, headers=all_headers, timeout=timeout
-                )
-                response = await self._http.send(with_one_shot_body(request), stream=True)
+            response: HttpAnswer | None = None
+            with trio.move_on_after(timeout):
                 try:
-                    await response.aread()
-                finally:
-                    with trio.CancelScope(shield=True):
-                        await response.aclose()
-            except httpx.TransportError as exc:
-                log.info("agent.retry path=%s error=%s", path, type(exc).__name__)
+                    response = await self._http.request(
+                        method,
+                        path,
+                        params=params,
+                        headers=all_headers,
+                        json=json,
+                        max_bytes=wire.MAX_PAGE_BYTES,
+                    )
+                except HttpError as exc:
+                    log.info("agent.retry path=%s error=%s", path, type(exc).__name__)
+                    failure = AppServerError(UNREACHABLE)
+                    continue
+            if response is None:  # no answer within the attempt's bound
+                log.info("agent.retry path=%s error=timeout", path)
                 failure = AppServerError(UNREACHABLE)
                 continue
-            if response.status_code >= 500:
-                log.info("agent.retry path=%s status=%d", path, response.status_code)
-                failure = AppServerError(_code_of(response), response.status_code)
+            if response.status >= 500:
+                log.info("agent.retry path=%s status=%d", path, response.status)
+                failure = AppServerError(_code_of(response), response.status)
                 continue
-            if response.status_code >= 400:
-                raise AppServerError(_code_of(response), response.status_code)
+            if response.status >= 400:
+                raise AppServerError(_code_of(response), response.status)
             try:
-                answer = response.json()
+                answer = _json_of(response)
             except ValueError as exc:
-                raise AppServerError("invalid_answer", response.status_code) from exc
+                raise AppServerError("invalid_answer", response.status) from exc
             if not isinstance(answer, dict):
-                raise AppServerError("invalid_answer", response.status_code)
+                raise AppServerError("invalid_answer", response.status)
             return answer
         raise failure
 
 
-def _code_of(response: httpx.Response) -> str:
+def _json_of(response: HttpAnswer) -> Any:
+    return jsonlib.loads(response.body)
+
+
+def _code_of(response: HttpAnswer) -> str:
     try:
-        body = response.json()
+        body = _json_of(response)
     except ValueError:
-        return f"http_{response.status_code}"
+        return f"http_{response.status}"
     code = body.get("error") if isinstance(body, dict) else None
-    return code if isinstance(code, str) else f"http_{response.status_code}"
+    return code if isinstance(code, str) else f"http_{response.status}"

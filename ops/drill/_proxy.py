@@ -31,7 +31,7 @@ import h11
 import httpx
 import trio
 
-from lineup.wire.body import with_one_shot_body
+from ._one_shot_body import with_one_shot_body
 
 __all__ = ["GARBAGE", "LinkProxy"]
 

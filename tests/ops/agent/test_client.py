@@ -3,17 +3,18 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TypedDict
 
-import httpx
 import pytest
 import trio
 
 from lineup.ops.agent import UNREACHABLE, AgentClient, AppServerError
 from lineup.ops.devserver import WireErrorCode
 from lineup.tests.ops._devserver import WAIT, Api, RunningServer, envelope, start_devserver
+from lineup.tests.support.raw_http import Seen, answer, raw_server
 
 
 class Backoff(TypedDict):
@@ -156,31 +157,32 @@ async def test_injected_503s_are_retried_and_store_each_message_once(
 
 
 class FlakyNetwork:
-    """Fails the first `failures` requests (with `status`, or a connection error when None)."""
+    """Fails the first `failures` requests (with `status`, or by closing the connection without
+    an answer when None), then answers as an AppServer would."""
 
     def __init__(self, failures: int, status: int | None) -> None:
         self.failures = failures
         self.status = status
-        self.requests: list[httpx.Request] = []
+        self.requests: list[Seen] = []
 
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
+    async def __call__(self, seen: Seen, stream: trio.abc.Stream) -> bytes | None:
+        self.requests.append(seen)
         if len(self.requests) <= self.failures:
-            if self.status is None:
-                raise httpx.ConnectError("refused", request=request)
-            return httpx.Response(self.status, json={"error": "unavailable"})
-        if request.url.path == "/v1/agent/login":
-            return httpx.Response(200, json={"token": "t", "conversation_ids": ["conv-a"]})
-        return httpx.Response(200, json={"message_id": "m", "seq": 1})
+            return None if self.status is None else answer(self.status, {"error": "unavailable"})
+        if seen.path == "/v1/agent/login":
+            return answer(200, {"token": "t", "conversation_ids": ["conv-a"]})
+        return answer(200, {"message_id": "m", "seq": 1})
 
 
-async def _logged_in(network: FlakyNetwork, attempts: int = 6) -> AgentClient:
-    agent = AgentClient(
-        "http://appserver.test", transport=httpx.MockTransport(network), attempts=attempts, **FAST
-    )
-    await agent.login("agent-1", "secret-1")
-    network.requests.clear()
-    return agent
+@asynccontextmanager
+async def logged_in(network: FlakyNetwork, attempts: int = 6) -> AsyncIterator[AgentClient]:
+    async with (
+        raw_server(network) as server,
+        AgentClient(server.url, attempts=attempts, **FAST) as agent,
+    ):
+        await agent.login("agent-1", "secret-1")
+        network.requests.clear()
+        yield agent
 
 
 @pytest.mark.parametrize("status", [None, 500, 503])
@@ -188,16 +190,13 @@ async def test_a_post_is_retried_with_the_same_idempotency_key_until_it_succeeds
     status: int | None,
 ) -> None:
     network = FlakyNetwork(0, status)
-    agent = await _logged_in(network)
-    network.failures = 3
-    try:
+    async with logged_in(network) as agent:
+        network.failures = 3
         with trio.fail_after(WAIT):
-            answer = await agent.say("conv-a", "hi")
-    finally:
-        await agent.aclose()
-    assert answer == {"message_id": "m", "seq": 1}
+            said = await agent.say("conv-a", "hi")
+    assert said == {"message_id": "m", "seq": 1}
     keys = {request.headers["idempotency-key"] for request in network.requests}
-    bodies = {request.content for request in network.requests}
+    bodies = {request.body for request in network.requests}
     assert len(network.requests) == 4
     assert len(keys) == len(bodies) == 1
 
@@ -205,27 +204,23 @@ async def test_a_post_is_retried_with_the_same_idempotency_key_until_it_succeeds
 async def test_retries_are_bounded_and_report_the_last_failure() -> None:
     refused = FlakyNetwork(0, None)
     unavailable = FlakyNetwork(0, 503)
-    agents = [await _logged_in(refused, attempts=3), await _logged_in(unavailable, attempts=3)]
-    refused.failures = unavailable.failures = 100
     codes = []
-    for agent in agents:
-        with trio.fail_after(WAIT), pytest.raises(AppServerError) as caught:
-            await agent.say("conv-a", "hi")
+    for network in (refused, unavailable):
+        async with logged_in(network, attempts=3) as agent:
+            network.failures = 100
+            with trio.fail_after(WAIT), pytest.raises(AppServerError) as caught:
+                await agent.say("conv-a", "hi")
         codes.append((caught.value.code, caught.value.status))
-        await agent.aclose()
     assert codes == [(UNREACHABLE, None), (WireErrorCode.UNAVAILABLE, 503)]
     assert len(refused.requests) == len(unavailable.requests) == 3
 
 
 async def test_a_4xx_is_never_retried() -> None:
     network = FlakyNetwork(0, 409)
-    agent = await _logged_in(network)
-    network.failures = 1
-    try:
+    async with logged_in(network) as agent:
+        network.failures = 1
         with trio.fail_after(WAIT), pytest.raises(AppServerError) as caught:
             await agent.say("conv-a", "hi")
-    finally:
-        await agent.aclose()
     assert caught.value.status == 409
     assert len(network.requests) == 1
 

@@ -4,7 +4,7 @@ httpx wraps a body of bytes in a stream whose `__aiter__` is an async generator.
 fails mid-body (the peer resets the connection, a deadline cancels it), httpcore leaves that
 generator suspended at its `yield`, the garbage collector finds it unexhausted, and trio
 reports a `ResourceWarning` — at random, long after the failure. A class-based iterator has no
-frame to leave suspended: every client of the AppServer protocol sends its bodies as this.
+frame to leave suspended: the drill's link proxy sends its upstream bodies as this.
 """
 
 from __future__ import annotations
