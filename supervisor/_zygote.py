@@ -15,7 +15,10 @@ child's life to the supervisor's, and a zygote crash harms no running actor. CPy
 bookkeeping (`PyOS_BeforeFork`/`AfterFork_*`, which also run `os.register_at_fork` hooks) is
 called around the raw syscall exactly as `os.fork` does.
 
-The zygote never runs trio or any thread: forking a multi-threaded process is unsafe.
+The zygote never runs trio or any thread: forking a multi-threaded process is unsafe. Nor does
+it collect garbage (see `lineup._early`): its collector is off, the heap is frozen before each
+fork, and the child turns its own collector on, over none of that heap. Once everything is
+imported and built, one collection frees what the imports left, and the rest is frozen.
 
 It says it is ready once it has what every actor needs (`BASE`), and imports the rest of its
 preload in order while the supervisor has asked for nothing yet. From the first spawn on, it
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import gc
 import importlib
 import io
 import json
@@ -102,6 +106,7 @@ def _child(
     """Runs in the new process; never returns."""
     code = 1
     try:
+        gc.enable()  # over its own objects: the zygote's were frozen before the fork
         zygote_sock.close()
         os.setsid()
         die_with(supervisor_pid)
@@ -226,6 +231,7 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
     decoder = FrameDecoder()
     fds: deque[int] = deque()
     unbuilt = unbuilt_messages()  # reads the registry at its first `next`: all is imported then
+    collected = False
     while True:
         if (preload.idling or preload.done) and not select.select([sock], [], [], 0)[0]:
             if preload.idling:
@@ -234,6 +240,10 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
             if (cls := next(unbuilt, None)) is not None:
                 _build(cls)
                 continue
+            if not collected:  # all imported and built: free what that left, once
+                collected = True
+                gc.collect()
+                gc.freeze()
         try:
             data, anc, _flags, _addr = sock.recvmsg(65536, _ANC)
         except ConnectionResetError:
@@ -256,6 +266,7 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
             for module in preload.for_spawn(str(frame.body["boot"].get("target", ""))):
                 _import(module)
             try:
+                gc.freeze()  # the child's collector never walks (nor copies) the zygote's heap
                 pid = _clone_sibling()
                 if pid == 0:
                     _child(frame.body["boot"], control_fd, stdio, sock, supervisor_pid)
@@ -281,6 +292,7 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
 def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
     """Be the zygote on `fd`, a socket to the supervisor `supervisor_pid` (our parent), until
     the supervisor closes it; `modules` are what it preloads besides `BASE` (`lane_preloads`)."""
+    gc.disable()  # never on in the zygote (see the module's docstring)
     die_with(supervisor_pid)
     _title.set_title("zygote")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
@@ -297,8 +309,9 @@ def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
 
 
 def main() -> None:
-    """A zygote of its own (`python -m lineup.supervisor._zygote FD SUPERVISOR_PID`), which
-    preloads what `LINEUP_ZYGOTE_PRELOAD` lists (JSON)."""
+    """A zygote of its own (`lineup._early.zygote_argv`: this, with `FD SUPERVISOR_PID` as its
+    arguments, its collector off from the first import), which preloads what
+    `LINEUP_ZYGOTE_PRELOAD` lists (JSON)."""
     fd, supervisor_pid = int(sys.argv[1]), int(sys.argv[2])
     run(fd, supervisor_pid, json.loads(os.environ.get("LINEUP_ZYGOTE_PRELOAD", "[]")))
 

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, TextIO
 
 import trio
 
+from lineup._early import imports_done
 from lineup._logs import configure_logs
 from lineup._paths import default_data_dir
 from lineup.actors.kernel import ErrorCode, LineUpError
@@ -313,6 +314,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    imports_done()  # the collector, paused for them, runs again (see `lineup._early`)
     report(f"starting (pid {os.getpid()}, data dir {data_dir})")
     try:
         escalation = trio.run(_run_until_signal, supervisor, report)

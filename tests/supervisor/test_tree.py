@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
@@ -65,6 +67,36 @@ async def echo_pid(bus: Bus, peer: str) -> int:
                 return reply.pid
             except ActorRestarted:
                 continue
+
+
+async def test_a_forked_child_collects_its_garbage_and_never_walks_the_zygotes_heap(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # The zygote runs without a collector and freezes its heap before each fork (see
+    # `lineup._early`): a child that kept the collector off would never free a cycle, and
+    # one forked unfrozen would walk (and copy) every object the zygote imported.
+    supervisor = await start_tree(nursery, [spec("a", "HangActor")], data_dir)
+    bus = await attach(nursery, supervisor)
+    with trio.fail_after(10):
+        reply = await bus.request("a", EchoRequest(text="gc"), expect=EchoReply)
+    assert reply.collecting
+    assert reply.frozen > 10_000  # trio, pydantic and the kernel, at the least
+
+
+def test_lineup_run_pauses_the_collector_for_its_imports_then_freezes_them() -> None:
+    probe = (
+        "import gc\n"
+        "from lineup import _early\n"
+        "_early.pause_collection()\n"
+        "assert not gc.isenabled()\n"
+        "import trio, pydantic\n"
+        "_early.imports_done()\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 1000, gc.get_freeze_count()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 async def test_children_start_in_order_each_ready_before_the_next(

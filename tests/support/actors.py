@@ -7,6 +7,7 @@ Their messages live under prefixes the ACL already grants (`router.inbound.*` fr
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from pathlib import Path
 from typing import Literal
@@ -40,6 +41,8 @@ class EchoReply(Message):
     type: Literal["router.inbound.test_echo.reply"] = "router.inbound.test_echo.reply"
     text: str
     pid: int
+    collecting: bool = False  # the child's garbage collector is on
+    frozen: int = 0  # objects its collector never walks (`gc.get_freeze_count()`)
 
 
 class HangActor(Actor):
@@ -53,7 +56,9 @@ class HangActor(Actor):
 
     @handles(EchoRequest)
     async def on_echo(self, msg: EchoRequest, env: Envelope) -> EchoReply:
-        return EchoReply(text=msg.text, pid=os.getpid())
+        return EchoReply(
+            text=msg.text, pid=os.getpid(), collecting=gc.isenabled(), frozen=gc.get_freeze_count()
+        )
 
 
 class SlowRestartActor(HangActor):
