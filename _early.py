@@ -61,6 +61,7 @@ RUNTIME_PRELOAD: Final = (
     "lineup.miniapps.chat",
     "lineup.ops.devserver.actor",
     "lineup.ops.agent.demo",
+    "lineup.ops.devwatch",
 )
 
 # One more zygote for the HTTP servers of `lineup run` (see `supervisor/_spawn.py`): it loads

@@ -1,8 +1,9 @@
 """`lineup app install|list|enable|disable|rollback|revoke|remove|default`: the registry of a
 running runtime, through its control socket.
 
-Each command is one request to the supervisor (`supervisor.registry.*`), which relays it to
-focus; each change is one `AppOperation`, whose outcome is printed in one line: on stdout when
+Each command is one request to focus (`focus.registry.*`), which owns the registry, over the
+channel the supervisor opens for it (`_control.focus_request`); each change is one
+`AppOperation`, whose outcome is printed in one line: on stdout when
 it completed (`install draw-and-guess 1.0.0: completed`), on stderr when it failed
 (`lineup: error: enable x: failed (app_not_installed)`). Exit 0 when the operation completed;
 1 when it failed, when SCOPE is no app_scope, when the runtime refused the request, or when no
@@ -25,22 +26,24 @@ from typing import Final, Literal, TextIO
 
 from pydantic import ValidationError
 
-from lineup.actors.kernel import LineUpError, Message
-from lineup.actors.kernel.control import (
-    REGISTRY_RELAY_TIMEOUT,
-    InstallRelayRequest,
-    ListRelayRequest,
-    OperateRelayRequest,
+from lineup.actors.focus.messages import (
+    RegistryInstallRequest,
+    RegistryListRequest,
+    RegistryOperateRequest,
 )
+from lineup.actors.kernel import LineUpError, Message
 from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListReply
 
-from ._control import NotRunning, control_request
+from ._control import NotRunning, focus_request
 
 __all__ = ["COMMANDS", "main"]
 
 PROG: Final = "lineup app"
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 64
+# How long a command waits for focus: an install downloads, verifies and writes a bundle, and a
+# remove waits for the app's instances to close.
+REGISTRY_TIMEOUT: Final = 120.0
 # The `lineup app` commands that talk to a running runtime (the rest are the SDK's).
 COMMANDS: Final = frozenset(
     {"install", "list", "enable", "disable", "rollback", "revoke", "remove", "default"}
@@ -126,10 +129,10 @@ def main(
             err.write(f"{PROG} remove {args.app_scope}: not confirmed\n")
             return EXIT_FAILED
     expect: type[AppOperationInfo | RegistryListReply] = (
-        RegistryListReply if isinstance(body, ListRelayRequest) else AppOperationInfo
+        RegistryListReply if isinstance(body, RegistryListRequest) else AppOperationInfo
     )
     try:
-        reply = control_request(data_dir, body, expect, timeout=REGISTRY_RELAY_TIMEOUT)
+        reply = focus_request(data_dir, body, expect, timeout=REGISTRY_TIMEOUT)
     except NotRunning:
         err.write(f"lineup: not running (data dir {data_dir})\n")
         return EXIT_FAILED
@@ -154,16 +157,16 @@ def _request(args: argparse.Namespace) -> Message:
     if args.command == "install":
         source: str = args.source
         if source.startswith(("https://", "http://")):
-            return InstallRelayRequest(operation_id=operation_id, url=source)
+            return RegistryInstallRequest(operation_id=operation_id, url=source)
         if "://" in source:
             raise ValueError("a FILE or an https:// URL")
         path = Path(source).expanduser().resolve()
         if not path.is_file():
             raise ValueError(f"no such file: {source}")
-        return InstallRelayRequest(operation_id=operation_id, path=str(path))
+        return RegistryInstallRequest(operation_id=operation_id, path=str(path))
     if args.command == "list":
-        return ListRelayRequest()
-    return OperateRelayRequest(
+        return RegistryListRequest()
+    return RegistryOperateRequest(
         operation_id=operation_id,
         kind=_KINDS[args.command],
         app_scope=args.app_scope,

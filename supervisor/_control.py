@@ -1,8 +1,10 @@
 """The control socket: `<data dir>/control.sock`, owner-only, for the `lineup` CLI.
 
 A connection on it is a peer of kind `cli`: the ACL lets it ask the supervisor for status and
-health, and for the registry commands the supervisor relays to focus (`relay_registry`), nothing
-else. The client side is synchronous and tiny, so `lineup status` starts fast.
+health, and for an introduction to focus, nothing else. A registry command (`lineup app
+install`…) is asked of focus directly, over the channel the introduction opens
+(`focus_request`), as one actor asks another: the supervisor carries no registry request. The
+client side is synchronous and tiny, so `lineup status` starts fast.
 
 `<data dir>/runtime-state.json` says how the last run ended (`stopped`), for a `lineup status`
 that finds no supervisor to ask; a run removes it when it starts.
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import socket
 import time
@@ -26,7 +27,6 @@ from lineup.actors.kernel import (
     ActorKind,
     Bus,
     Channel,
-    Envelope,
     ErrorCode,
     FrameDecoder,
     Identity,
@@ -42,8 +42,8 @@ __all__ = [
     "NotRunning",
     "clear_state_file",
     "control_request",
+    "focus_request",
     "read_state_file",
-    "relay_registry",
     "serve_control",
     "write_state_file",
 ]
@@ -51,10 +51,8 @@ __all__ = [
 CONTROL_SOCKET: Final = "control.sock"
 STATE_FILE: Final = "runtime-state.json"
 CLIENT_TIMEOUT: Final = 5.0
-# The supervisor gives up on focus this long before the CLI gives up on the supervisor, so the
-# CLI reads a `deadline_exceeded` rather than its own socket timeout.
-RELAY_MARGIN: Final = 1.0
 MAX_STATE_FILE: Final = 4096
+_MAX_FDS: Final = 4  # what one read takes of the descriptors sent with it (one is expected)
 M = TypeVar("M", bound=Message)
 
 
@@ -96,79 +94,83 @@ def control_request(
     """One request to a running supervisor, answered within `timeout` seconds. Raises
     NotRunning (a LineUpError, actor_unavailable) if none runs, the refusal's code if it
     refused, and LineUpError(deadline_exceeded) if it did not answer in time."""
+    deadline = time.monotonic() + timeout
+    with _connect(data_dir, timeout) as sock:
+        reply, _ = _ask(sock, body, expect, deadline)
+        return reply
+
+
+def focus_request(data_dir: Path, body: Message, expect: type[M], *, timeout: float) -> M:
+    """One request to focus, within `timeout` seconds: the supervisor introduces this process
+    to focus (a socket of a channel between the two, by SCM_RIGHTS, as it introduces two
+    actors), and the request goes to focus over it. Raises as `control_request` does, and with
+    focus's refusal's code."""
+    # Imported here: `lineup status` loads this module and needs none of it.
+    from lineup.actors.kernel.control import IntroduceReply, IntroduceRequest
+
+    deadline = time.monotonic() + timeout
+    with _connect(data_dir, timeout) as sock:
+        _, fds = _ask(sock, IntroduceRequest(peer="focus"), IntroduceReply, deadline)
+    channels = [socket.socket(fileno=fd) for fd in fds]
+    try:
+        if not channels:
+            raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, "no channel to focus")
+        reply, _ = _ask(channels[0], body, expect, deadline)
+        return reply
+    finally:
+        for channel in channels:
+            channel.close()
+
+
+def _connect(data_dir: Path, timeout: float) -> socket.socket:
     path = data_dir / CONTROL_SOCKET
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        try:
-            sock.connect(str(path))
-        except OSError as exc:
-            raise NotRunning(ErrorCode.ACTOR_UNAVAILABLE, f"no supervisor at {path}") from exc
-        sock.sendall(encode_frame("q", 1, body.model_dump_json(), deadline_ms=timeout * 1000))
-        decoder = FrameDecoder()
+        sock.connect(str(path))
+    except OSError as exc:
+        sock.close()
+        raise NotRunning(ErrorCode.ACTOR_UNAVAILABLE, f"no supervisor at {path}") from exc
+    return sock
+
+
+def _ask(
+    sock: socket.socket, body: Message, expect: type[M], deadline: float
+) -> tuple[M, list[int]]:
+    """Send `body` as request 1 on `sock` and read until its answer, by `deadline` (monotonic).
+    Returns the reply and the descriptors that came with the frames before it."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "no time left")
+    sock.settimeout(left)
+    sock.sendall(encode_frame("q", 1, body.model_dump_json(), deadline_ms=left * 1000))
+    decoder = FrameDecoder()
+    fds: list[int] = []
+    try:
         while True:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             try:
-                data = sock.recv(65536)
+                data, received, _flags, _addr = socket.recv_fds(sock, 65536, _MAX_FDS)
             except TimeoutError as exc:
                 raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "no answer in time") from exc
+            fds += received
             if not data:
-                raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, "the supervisor closed")
+                raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, "the runtime closed")
             for payload in decoder.feed(data):
                 frame = parse_frame(payload)
                 if frame.reply_to != 1:
-                    continue
+                    continue  # a `channel.opened` (its socket is in `fds`)
                 if frame.kind == "x":
                     raise LineUpError(ErrorCode(str(frame.body.get("code"))), "refused")
                 cls = REGISTRY.get(str(frame.body.get("type")))
                 reply = cls.model_validate(frame.body) if cls else None
                 if not isinstance(reply, expect):
                     raise LineUpError(ErrorCode.FRAME_MALFORMED, "unexpected reply")
-                return reply
+                done, fds = fds, []
+                return reply, done
     finally:
-        sock.close()
-
-
-async def relay_registry(bus: Bus, env: Envelope) -> Message:
-    """Hand a `supervisor.registry.*` request to focus (`focus.registry.*`) and return focus's
-    reply as it is, within the CLI's deadline. No logic of its own: the request's shape was
-    checked when it was decoded; what it means is focus's to decide."""
-    # Imported here: `lineup status` loads this module and needs none of it.
-    from lineup.actors.focus.messages import (
-        RegistryInstallRequest,
-        RegistryListRequest,
-        RegistryOperateRequest,
-    )
-    from lineup.actors.kernel.control import (
-        REGISTRY_RELAY_TIMEOUT,
-        InstallRelayRequest,
-        ListRelayRequest,
-        OperateRelayRequest,
-    )
-    from lineup.sdk.protocol import AppOperationInfo, RegistryListReply
-
-    caller = env.deadline_ms / 1000 if env.deadline_ms is not None else math.inf
-    budget = min(REGISTRY_RELAY_TIMEOUT, caller - RELAY_MARGIN)
-    if budget <= 0:
-        raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "no time left to ask focus")
-    body = env.body
-    if isinstance(body, InstallRelayRequest):
-        install = RegistryInstallRequest(
-            operation_id=body.operation_id, path=body.path, url=body.url
-        )
-        return await bus.request("focus", install, expect=AppOperationInfo, timeout=budget)
-    if isinstance(body, OperateRelayRequest):
-        operate = RegistryOperateRequest(
-            operation_id=body.operation_id,
-            kind=body.kind,
-            app_scope=body.app_scope,
-            version=body.version,
-        )
-        return await bus.request("focus", operate, expect=AppOperationInfo, timeout=budget)
-    if isinstance(body, ListRelayRequest):
-        return await bus.request(
-            "focus", RegistryListRequest(), expect=RegistryListReply, timeout=budget
-        )
-    raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
+        for fd in fds:  # not handed back: an error on the way
+            os.close(fd)
 
 
 def write_state_file(data_dir: Path, state: str, **facts: Any) -> None:

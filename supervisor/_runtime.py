@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 PRELOAD: Final = RUNTIME_PRELOAD  # what the zygote imports for the runtime's children
+DEV_WATCHER: Final = "lineup.ops.devwatch:DevWatchActor"  # `--dev-app`'s folder watcher
 LANES: Final = RUNTIME_LANES  # and the zygotes beside it (see `_spawn`)
 # With the AppServer embedded, the tree is ready once the transport's first login is answered
 # (milliseconds on loopback): a message sent at "ready" then finds the session. Bounded, as the
@@ -293,6 +294,16 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
         )
         for app in catalogue.RESIDENT
     ]
+    if dev_apps:
+        # The folders' watcher (a development tool, as the reference AppServer is), once the
+        # tree is ready: what it prints (an app an installed one shadows) follows the Shell's URL.
+        folders = [
+            {"app_scope": app["app_scope"], "folder": str(Path(app["manifest"]).parent)}
+            for app in dev_apps
+        ]
+        specs.append(
+            child("devwatch", ActorKind.DEV, DEV_WATCHER, {"dev_apps": folders}, before_ready=False)
+        )
     if embedded and options.demo_agent:
         specs.append(
             child(

@@ -23,9 +23,6 @@ reports them (authenticating → synchronizing → online, reconnecting, offline
 told when the supervisor's own part begins or ends, so the Shell's badge shows it over the
 link's state.
 
-With development apps in the plan (`lineup run --dev-app`), the supervisor also watches their
-folders while the tree runs and has focus reload an app whose code changed (`_devwatch`).
-
 `attach` lets a test or a benchmark join the tree as a peer of any kind, through exactly the same
 channels and checks a child gets.
 """
@@ -77,11 +74,8 @@ from lineup.actors.kernel.control import (
     ChildStatus,
     ChildStopReply,
     ChildStopRequest,
-    InstallRelayRequest,
     IntroduceReply,
     IntroduceRequest,
-    ListRelayRequest,
-    OperateRelayRequest,
     PeerMisbehavedEvent,
     RuntimeLink,
     RuntimeLinkEvent,
@@ -92,9 +86,8 @@ from lineup.actors.kernel.control import (
 )
 
 from . import _applog, _quota
-from ._control import clear_state_file, relay_registry, serve_control, write_state_file
+from ._control import clear_state_file, serve_control, write_state_file
 from ._denials import answer_denials
-from ._devwatch import DevWatch, dev_apps_of
 from ._sandbox import (
     CGROUP_JOINED,
     SandboxPolicy,
@@ -224,9 +217,6 @@ class Supervisor:
         self._changed = trio.Event()  # set and replaced whenever a child is ready or exits
         self._sandbox: SandboxStatus | None = None
         self._pids: _quota.PidsCgroups | None = None  # per-MiniApp pids cgroups, if offered
-        # `lineup run --dev-app`: each development app's folder is watched (`_devwatch`).
-        dev_apps = dev_apps_of(specs)
-        self.dev_watch = DevWatch(self.bus, dev_apps, self._report) if dev_apps else None
 
     def _notify_changed(self) -> None:
         self._changed.set()
@@ -453,8 +443,6 @@ class Supervisor:
         which ends (cancelled) before the tree is stopped."""
         async with trio.open_nursery() as restarts:
             self._restarts = restarts
-            if self.dev_watch is not None:  # while the tree runs, stopped before it stops
-                await restarts.start(self.dev_watch.run)
             try:
                 await self._supervise()
             except Escalation as exc:
@@ -851,7 +839,12 @@ class Supervisor:
     # ------------------------------------------------------------------ the broker
 
     def _peer(self, name: str) -> _Peer | None:
-        return self.children.get(name) or self._attached.get(name)
+        peer = self.children.get(name) or self._attached.get(name)
+        conn = self.bus.connection(name) if peer is None else None
+        if conn is not None and conn.identity.kind is ActorKind.CLI:
+            peer = _Peer(conn.identity, conn.incarnation)  # a `lineup` command, while connected
+            peer.ready.set()
+        return peer
 
     def _dispatch(self, env: Envelope) -> Outcome:
         """Events and what needs no wait are handled here, at once, in the order they arrive
@@ -881,7 +874,7 @@ class Supervisor:
 
     async def _dispatch_waiting(self, env: Envelope) -> Message | None:
         """What waits on another process: an introduction, a MiniApp's start or stop, a
-        registry relay, a misbehaving peer's stop."""
+        misbehaving peer's stop."""
         body = env.body
         if isinstance(body, IntroduceRequest):
             return await self._introduce(env.sender, body.peer)
@@ -892,8 +885,6 @@ class Supervisor:
             return await self._start_miniapp(body)
         if isinstance(body, ChildStopRequest):
             return await self._stop_miniapp(body)
-        if isinstance(body, InstallRelayRequest | OperateRelayRequest | ListRelayRequest):
-            return await relay_registry(self.bus, env)
         raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
 
     def _child_ready(self, sender: Identity, body: ActorReadyEvent) -> None:
@@ -977,7 +968,9 @@ class Supervisor:
             raise LineUpError(ErrorCode.ACTOR_UNAVAILABLE, name)
         a, b = sorted(((asker.name, me.incarnation), (name, target.incarnation)))
         key = (a[0], a[1], b[0], b[1])
-        if key not in self._introduced:
+        # A command asks once, on a connection of its own: nothing to remember of it.
+        once = asker.kind is ActorKind.CLI
+        if once or key not in self._introduced:
             ours, theirs = channel_pair()
             try:
                 # Either side may die meanwhile: the asker then retries, as after any restart.
@@ -1000,7 +993,8 @@ class Supervisor:
             finally:
                 ours.close()
                 theirs.close()
-            self._introduced.add(key)
+            if not once:
+                self._introduced.add(key)
         return IntroduceReply(peer=name, incarnation=target.incarnation)
 
     def _forget_introductions(self, name: str, incarnation: int) -> None:

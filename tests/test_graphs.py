@@ -1,13 +1,36 @@
 """No import cycle anywhere in the package: a module's dependencies can be read, tested and
 moved without the modules that depend on it (issue 26). Lazy imports inside functions and
 imports for type checking count too: a cycle held together by either is still a cycle.
+
+And no request cycle between the tree's processes (DESIGN §2): if A may ask B, B may not ask A,
+directly or around a longer loop, so that no two handlers can wait on each other.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 
 import grimp
+
+from lineup.actors.kernel.acl import ACL, message_allowed
+from lineup.actors.kernel.messages import REGISTRY
+
+# Every module that defines messages of the tree's protocol.
+PROTOCOLS = (
+    "lineup.actors.kernel.control",
+    "lineup.actors.kernel.audit",
+    "lineup.actors.store.messages",
+    "lineup.actors.transport.messages",
+    "lineup.actors.router.messages",
+    "lineup.actors.focus.messages",
+    "lineup.actors.gateway.messages",
+    "lineup.hostbridge.messages",
+    "lineup.sdk.protocol",
+)
+# The kernel's own requests, answered without waiting on anyone: an introduction (from the
+# supervisor's tables) and a health probe (by the kernel of the peer asked).
+KERNEL_REQUESTS = frozenset({"supervisor.introduce.request", "kernel.health.request"})
 
 
 def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -74,4 +97,34 @@ def test_the_package_has_no_import_cycle() -> None:
     graph = import_graph()
     assert "lineup.actors.router._tools" in graph  # the graph is the package's, whole
     assert "lineup.actors.router._outbox" in graph["lineup.actors.router._tools"]
+    assert cycles(graph) == []
+
+
+def request_graph() -> dict[str, set[str]]:
+    """Each kind of the tree and the kinds it may send a request to (a `…Request` message the
+    ACL lets it send), the kernel's own left out."""
+    for module in PROTOCOLS:
+        importlib.import_module(module)
+    requests = [
+        tag
+        for tag, cls in REGISTRY.items()
+        if cls.__name__.endswith("Request")
+        and tag not in KERNEL_REQUESTS
+        and not cls.__module__.startswith("lineup.tests.")  # a test's probe is no part of it
+    ]
+    graph: dict[str, set[str]] = {}
+    for sender, receiver in ACL:
+        if any(message_allowed(sender, receiver, tag) for tag in requests):
+            graph.setdefault(sender.value, set()).add(receiver.value)
+    return graph
+
+
+def test_no_two_processes_ask_each_other_around_a_loop() -> None:
+    graph = request_graph()
+    # The graph is the tree's, whole: focus asks the supervisor to start a process, the
+    # hostbridge asks every actor the Shell needs, a MiniApp asks the SDK's three.
+    assert "supervisor" in graph["focus"]
+    assert {"focus", "router", "gateway", "transport"} <= graph["hostbridge"]
+    assert graph["miniapp"] == {"focus", "router", "gateway"}
+    assert "focus" not in graph.get("supervisor", set())  # it tells focus, never asks
     assert cycles(graph) == []

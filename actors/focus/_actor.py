@@ -113,6 +113,7 @@ from .messages import (
     CapabilitiesChangedEvent,
     CapabilityContextReply,
     CapabilityContextRequest,
+    DevAppListRequest,
     DevAppRefusedEvent,
     DevAppReloadReply,
     DevAppReloadRequest,
@@ -529,6 +530,10 @@ class FocusActor(Actor):
     @handles(RegistryListRequest)
     async def on_registry_list(self, msg: RegistryListRequest, env: Envelope) -> RegistryListReply:
         return await self.registry.list()
+
+    @handles(DevAppListRequest)
+    async def on_dev_app_list(self, msg: DevAppListRequest, env: Envelope) -> RegistryListReply:
+        return await self.registry.list()  # the dev-app watcher's (the ACL reserves it to it)
 
     @handles(sdk.RegistryListRequest)
     async def on_sdk_registry_list(

@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-The supervisor watches each development app's folder (`lineup.supervisor._devwatch`). When a
-file in it changes, it regenerates the manifest in a subprocess of its own (the developer's
-code never runs in a runtime process), writes it over the registry entry's `manifest` file and
-asks focus to reload the app (`focus.supervisor.dev_app.reload`). Focus then, one reload at a
-time:
+The dev-app watcher (`lineup.ops.devwatch`, a child of the tree) watches each development
+app's folder. When a file in it changes, it regenerates the manifest in a subprocess of its own
+(the developer's code never runs in a runtime process), writes it over the registry entry's
+`manifest` file and asks focus to reload the app (`focus.dev_app.reload`). Focus then, one
+reload at a time:
 
 1. reads that manifest again, as it reads every manifest (`load_manifest`, its code never);
    a manifest that does not load, or names another app_scope (the registry entry, the store's
@@ -23,10 +23,10 @@ time:
    any case);
 5. tells every Shell `<title> reloaded` (a `shell.notice`).
 
-A refusal, focus's own (its reply) or the supervisor's (the manifest could not be generated),
-is printed by the supervisor in the terminal, `lineup: dev app PATH: <reason> <where>`, and
-that line is told to focus (`focus.supervisor.dev_app.refused`), which shows it to every Shell
-as an error notice. The previous version keeps running.
+A refusal, focus's own (its reply) or the watcher's (the manifest could not be generated), is
+printed by the watcher in the terminal, `lineup: dev app PATH: <reason> <where>`, and that
+line is told to focus (`focus.dev_app.refused`), which shows it to every Shell as an error
+notice. The previous version keeps running.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
@@ -32,6 +32,7 @@ __all__ = [
     "CapabilitiesChangedEvent",
     "CapabilityContextReply",
     "CapabilityContextRequest",
+    "DevAppListRequest",
     "DevAppRefusedEvent",
     "DevAppReloadReply",
     "DevAppReloadRequest",
@@ -316,6 +317,15 @@ class RegistryInstallRequest(Message):
     # that is another by the time it is read (a catalog file replaced) is `digest_mismatch`.
     sha256: str | None = Field(default=None, max_length=64)
 
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        sources = (self.path, self.url, self.bundle_b64, self.catalog_file)
+        if sum(source is not None for source in sources) != 1:
+            raise ValueError("exactly one of path, url, bundle_b64 and catalog_file")
+        if self.path is not None and not self.path.startswith("/"):
+            raise ValueError("path must be absolute")  # focus does not know the sender's cwd
+        return self
+
 
 class RegistryInspectRequest(Message):
     """What a bundle is, and whether it would install (`code` None) or why not, without
@@ -349,7 +359,13 @@ class RegistryOperateRequest(Message):
     operation_id: str = Field(min_length=1, max_length=200)
     kind: Literal["enable", "disable", "rollback", "revoke", "remove", "set_default"]
     app_scope: str = Field(min_length=1, max_length=100)
-    version: str | None = Field(default=None, max_length=64)  # for revoke
+    version: str | None = Field(default=None, min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _version_for_revoke(self) -> Self:
+        if (self.kind == "revoke") != (self.version is not None):
+            raise ValueError("a version with revoke, and only with revoke")
+        return self
 
 
 class RegistryListRequest(Message):
@@ -377,20 +393,29 @@ class UiOpenRequest(Message):
 
 # ---------------------------------------------------------------------------------- dev reload
 #
-# From the supervisor, which watches each `lineup run --dev-app` folder (`supervisor._devwatch`)
-# and regenerates its manifest when a file in it changes (`_dev_reload` has the theory).
+# From the dev-app watcher (`lineup.ops.devwatch`, the child `devwatch`), which watches each
+# `lineup run --dev-app` folder and regenerates its manifest when a file in it changes
+# (`_dev_reload` has the theory). The ACL reserves these to it.
+
+
+class DevAppListRequest(Message):
+    """devwatch → focus: the registry, as `focus.registry.list` answers it (a
+    `RegistryListReply`), for the watcher to name the development apps an installed app
+    shadows."""
+
+    type: Literal["focus.dev_app.list"] = "focus.dev_app.list"
 
 
 class DevAppReloadRequest(Message):
-    """supervisor → focus: the development app `app_scope` changed, and its manifest file (the
+    """devwatch → focus: the development app `app_scope` changed, and its manifest file (the
     registry entry's `manifest`, which focus reads again) is the new one: reload the app (its
     registry entry, its live instances' process, the inventory if its tools changed) and tell
     the Shell. Refused `app_not_installed` (no development app of that scope) and
     `app_scope_mismatch` (the new manifest names another scope: a restart of lineup takes it)
     and `invalid_arguments` (it does not load), having changed nothing: what ran keeps
-    running, and the supervisor prints the refusal and tells it back for the Shell."""
+    running, and the watcher prints the refusal and tells it back for the Shell."""
 
-    type: Literal["focus.supervisor.dev_app.reload"] = "focus.supervisor.dev_app.reload"
+    type: Literal["focus.dev_app.reload"] = "focus.dev_app.reload"
     app_scope: str = Field(min_length=1, max_length=100)
 
 
@@ -398,7 +423,7 @@ class DevAppReloadReply(Message):
     """The app reloaded: the inventory `revision` now (new if `tools_changed`), and how many
     live instances had their process restarted."""
 
-    type: Literal["focus.supervisor.dev_app.reloaded"] = "focus.supervisor.dev_app.reloaded"
+    type: Literal["focus.dev_app.reloaded"] = "focus.dev_app.reloaded"
     app_scope: str
     revision: str
     tools_changed: bool
@@ -406,10 +431,10 @@ class DevAppReloadReply(Message):
 
 
 class DevAppRefusedEvent(Message):
-    """supervisor → focus: the development app's new version was refused before focus saw it
+    """devwatch → focus: the development app's new version was refused before focus saw it
     (its manifest could not be generated): `line` is what the terminal printed, for the Shell
     to show as an error notice. Nothing else changes."""
 
-    type: Literal["focus.supervisor.dev_app.refused"] = "focus.supervisor.dev_app.refused"
+    type: Literal["focus.dev_app.refused"] = "focus.dev_app.refused"
     app_scope: str = Field(min_length=1, max_length=100)
     line: str = Field(min_length=1, max_length=2000)

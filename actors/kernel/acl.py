@@ -21,6 +21,7 @@ from .identity import RUNTIME_KINDS, ActorKind, Identity
 __all__ = [
     "ACL",
     "AUDIT_APPEND",
+    "DEV_APP_WATCHER",
     "RESERVED",
     "STORE_GRANTS",
     "channel_allowed",
@@ -34,6 +35,7 @@ _HEALTH: Final = "kernel.health.request"
 _TO_SUPERVISOR: Final = frozenset({"supervisor.actor.ready", "supervisor.introduce.request"})
 
 AUDIT_APPEND: Final = "store.audit.append"
+DEV_APP_WATCHER: Final = ("focus.dev_app.list", "focus.dev_app.reload", "focus.dev_app.refused")
 _DIAGNOSTICS: Final = ("store.audit.query", "store.stats.get")
 
 # Who may send which store request, one block per actor (DESIGN §2, least privilege). The
@@ -103,12 +105,17 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
         allow(kind, K.SUPERVISOR, "supervisor.peer.misbehaved")
     allow(K.FOCUS, K.SUPERVISOR, "supervisor.child.start", "supervisor.child.stop")
     allow(K.SUPERVISOR, K.FOCUS, "focus.app.failed")
-    # The `lineup app` CLI's registry commands (the user at the terminal): the supervisor
-    # relays them to focus, which owns the registry.
-    allow(K.CLI, K.SUPERVISOR, "supervisor.registry.*")
-    allow(K.SUPERVISOR, K.FOCUS, "focus.registry.*")
-    # `lineup run --dev-app`: the supervisor watches the folder, focus reloads the app.
-    allow(K.SUPERVISOR, K.FOCUS, "focus.supervisor.dev_app.*")
+    # The `lineup app` CLI's registry commands (the user at the terminal, on the owner-only
+    # control socket): the supervisor introduces the command to focus, which owns the registry
+    # and answers it directly. The supervisor relays nothing, so it asks focus nothing.
+    allow(K.CLI, K.SUPERVISOR, "supervisor.introduce.request")
+    allow(K.SUPERVISOR, K.CLI, "supervisor.channel.opened")
+    allow(K.CLI, K.FOCUS, "focus.registry.install", "focus.registry.operate",
+          "focus.registry.list")  # fmt: skip
+    # `lineup run --dev-app`: the watcher (a development tool, the child `devwatch`) watches
+    # the folders, focus reloads the app. Reserved to it by name (`RESERVED`): the reference
+    # AppServer and the demo Agent are of the same kind.
+    allow(K.DEV, K.FOCUS, *DEV_APP_WATCHER)
     allow(K.TRANSPORT, K.SUPERVISOR, "supervisor.runtime.state")  # for `lineup status`
     # The lifecycle's own part (restoring, stopping), for the Shell's badge.
     allow(K.SUPERVISOR, K.HOSTBRIDGE, "hostbridge.runtime.state")
@@ -176,6 +183,7 @@ RESERVED: Final[Mapping[str, frozenset[str]]] = {
     "router.sdk.conversation.send_text": frozenset({f"miniapp:{CHAT}"}),
     # Only the App Registry reads the registry; it changes it only through capabilities.
     "focus.sdk.registry.list": frozenset({"miniapp:app-registry"}),
+    **{tag: frozenset({"devwatch"}) for tag in DEV_APP_WATCHER},
 }
 
 

@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, Self
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.facts.link import SUPERVISOR_PHASES
 
@@ -25,12 +25,9 @@ __all__ = [
     "ChildStopRequest",
     "HealthReply",
     "HealthRequest",
-    "InstallRelayRequest",
     "IntroduceReply",
     "IntroduceRequest",
     "LandlockLayer",
-    "ListRelayRequest",
-    "OperateRelayRequest",
     "PeerMisbehavedEvent",
     "RuntimeLink",
     "RuntimeLinkEvent",
@@ -211,54 +208,3 @@ class AppFailedEvent(Message):
     type: Literal["focus.app.failed"] = "focus.app.failed"
     app_scope: str
     code: str
-
-
-# ---------------------------------------------------------------------------------- registry
-#
-# The `lineup app` CLI's registry commands (the user at the terminal, on the control socket).
-# The supervisor holds no registry logic: it checks the request's shape, relays it to focus's
-# `focus.registry.*` (which owns the registry) within the CLI's deadline, and answers with
-# focus's own reply: an `AppOperationInfo` (`focus.sdk.registry.operation`) for an install or
-# an operation, a `RegistryListReply` for the list (both in `lineup.sdk.protocol`, which the
-# kernel does not import).
-
-# How long the CLI waits for a registry request: an install downloads, verifies and writes a
-# bundle, and a remove waits for the app's instances to close.
-REGISTRY_RELAY_TIMEOUT: Final = 120.0
-
-
-class InstallRelayRequest(Message):
-    """Install (or update to) a bundle from an absolute `path` or an `url`: exactly one."""
-
-    type: Literal["supervisor.registry.install"] = "supervisor.registry.install"
-    operation_id: str = Field(min_length=1, max_length=200)
-    path: str | None = Field(default=None, min_length=1, max_length=4096)
-    url: str | None = Field(default=None, min_length=1, max_length=4096)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> Self:
-        if (self.path is None) == (self.url is None):
-            raise ValueError("exactly one of path and url")
-        if self.path is not None and not self.path.startswith("/"):
-            raise ValueError("path must be absolute")  # focus does not know the CLI's cwd
-        return self
-
-
-class OperateRelayRequest(Message):
-    """Enable, disable, roll back, revoke `version`, remove, or make the default app."""
-
-    type: Literal["supervisor.registry.operate"] = "supervisor.registry.operate"
-    operation_id: str = Field(min_length=1, max_length=200)
-    kind: Literal["enable", "disable", "rollback", "revoke", "remove", "set_default"]
-    app_scope: str = Field(min_length=1, max_length=100)
-    version: str | None = Field(default=None, min_length=1, max_length=64)
-
-    @model_validator(mode="after")
-    def _version_for_revoke(self) -> Self:
-        if (self.kind == "revoke") != (self.version is not None):
-            raise ValueError("a version with revoke, and only with revoke")
-        return self
-
-
-class ListRelayRequest(Message):
-    type: Literal["supervisor.registry.list"] = "supervisor.registry.list"

@@ -39,8 +39,6 @@ async def test_the_shell_shows_a_reload_and_a_broken_edit_with_its_line(
         expect(p.get_by_test_id("app-tab").filter(has_text=TITLE)).to_have_count(1)
 
     await page.run(shell_with_the_app)
-    watch = runtime.supervisor.dev_watch
-    assert watch is not None
 
     write_dev_app(folder, REWORDED)
 
@@ -50,8 +48,7 @@ async def test_the_shell_shows_a_reload_and_a_broken_edit_with_its_line(
         expect(notice).to_have_attribute("role", "status")
         expect(p.get_by_test_id("app-tab").filter(has_text=TITLE)).to_have_count(1)
 
-    await page.run(reloaded)
-    assert watch.reloads == 1
+    await page.run(reloaded)  # one notice: a locator of two would fail
     await agent.client.call_tool(CONVERSATION, "hello.greet", {"name": "b"}, revision, call_id="2")
     assert (await agent.terminal("2"))["payload"]["result"] == {"text": "hi b"}
 
@@ -70,7 +67,6 @@ async def test_the_shell_shows_a_reload_and_a_broken_edit_with_its_line(
         expect(notice).to_have_count(0)
 
     await page.run(refused)
-    assert (watch.reloads, watch.refusals) == (1, 1)
     # The version before still answers.
     await agent.client.call_tool(CONVERSATION, "hello.greet", {"name": "c"}, revision, call_id="3")
     assert (await agent.terminal("3"))["payload"]["result"] == {"text": "hi c"}

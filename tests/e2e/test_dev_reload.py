@@ -2,7 +2,7 @@
 AppServer, the sandboxed app process) and a real Agent: an edit of the app's code restarts the
 app's process, a tool added reaches the Agent as a new inventory revision, and a broken edit is
 one line in the terminal while the version before keeps answering. Focus reloads only a
-development app, of the scope it runs, asked by the supervisor alone. The waits are on what the
+development app, of the scope it runs, asked by the watcher alone. The waits are on what the
 runtime prints and what the Agent is sent, each bounded; no sleeps."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import trio
 
 from lineup.actors.focus.messages import DevAppReloadReply, DevAppReloadRequest
 from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
+from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.process import LineupProcess, lineup_status
 from lineup.tests.support.reload_app import (
@@ -29,7 +30,12 @@ from lineup.tests.support.reload_app import (
     WITH_WAVE,
     write_dev_app,
 )
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    Runtime,
+    agent_client,
+    supervise,
+)
 from lineup.tests.support.tree import attach
 
 WAIT = 30.0
@@ -163,12 +169,19 @@ async def test_a_broken_edit_is_printed_with_its_place_and_the_old_version_keeps
     assert await s.agent.inventory() == revision
 
 
-async def test_focus_reloads_only_a_dev_app_of_the_same_scope_and_only_for_the_supervisor(
+async def test_focus_reloads_only_a_dev_app_of_the_same_scope_and_only_for_the_watcher(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     folder = write_dev_app(data_dir / "apps" / "hello_dev")
-    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, dev_apps=(folder,))
-    supervisor = runtime.supervisor.bus
+    (data_dir / "rt").mkdir(mode=0o700)
+    plan = plan_runtime(
+        RuntimeOptions(data_dir=data_dir / "rt", demo_agent=False, dev_apps=(folder,))
+    )
+    # The tree without its watcher: this test speaks as the watcher (`devwatch`) instead.
+    specs = [spec for spec in plan.specs if spec.name != "devwatch"]
+    tree = await supervise(nursery, plan, data_dir / "rt", specs)
+    runtime = Runtime(tree, plan.shell_url, plan.appserver_url)
+    watcher = await attach(nursery, tree, ActorKind.DEV, "devwatch")
 
     async def refusal(bus: Bus, scope: str) -> ErrorCode:
         with pytest.raises(LineUpError) as refused:
@@ -177,15 +190,20 @@ async def test_focus_reloads_only_a_dev_app_of_the_same_scope_and_only_for_the_s
             )
         return refused.value.code
 
-    assert await refusal(supervisor, "whiteboard") is ErrorCode.APP_NOT_INSTALLED  # not a dev app
+    assert await refusal(watcher, "whiteboard") is ErrorCode.APP_NOT_INSTALLED  # not a dev app
     # A manifest naming another scope (written by hand: the watcher refuses it before focus).
     manifest = folder / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"hello', '"other'))
-    assert await refusal(supervisor, SCOPE) is ErrorCode.APP_SCOPE_MISMATCH
+    assert await refusal(watcher, SCOPE) is ErrorCode.APP_SCOPE_MISMATCH
     manifest.write_text("{")
-    assert await refusal(supervisor, SCOPE) is ErrorCode.INVALID_ARGUMENTS
+    assert await refusal(watcher, SCOPE) is ErrorCode.INVALID_ARGUMENTS
+    # The watcher's alone: not the supervisor's (which asks focus nothing), nor another
+    # development tool's, nor the hostbridge's.
+    assert await refusal(tree.bus, SCOPE) is ErrorCode.ACL_DENIED
+    other_tool = await attach(nursery, tree, ActorKind.DEV, "devserver-probe")
+    assert await refusal(other_tool, SCOPE) is ErrorCode.PERMISSION_DENIED
     probe = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "probe")
-    assert await refusal(probe, SCOPE) is ErrorCode.ACL_DENIED  # the supervisor's alone
+    assert await refusal(probe, SCOPE) is ErrorCode.ACL_DENIED
     agent = AgentView(await agent_client(nursery, runtime.appserver_url))
     revision = await agent.inventory()
     await agent.client.call_tool(CONVERSATION, "hello.greet", {"name": "a"}, revision, call_id="1")

@@ -1,6 +1,6 @@
 """`lineup app install|list|enable|disable|rollback|revoke|remove|default`: the registry of a
-running runtime through its control socket (the supervisor relays to focus), as a user runs it:
-real subprocesses against the real `lineup run`."""
+running runtime, asked of focus over the channel the supervisor opens for the command, as a
+user runs it: real subprocesses against the real `lineup run`."""
 
 from __future__ import annotations
 
@@ -14,14 +14,19 @@ import pytest
 import trio
 from pydantic import ValidationError
 
-from lineup.actors.kernel.control import (
-    InstallRelayRequest,
-    ListRelayRequest,
-    OperateRelayRequest,
+from lineup.actors.focus.messages import (
+    FindInstanceRequest,
+    InstanceReply,
+    RegistryInstallRequest,
+    RegistryListRequest,
+    RegistryOperateRequest,
 )
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.kernel.control import IntroduceReply, IntroduceRequest
 from lineup.sdk.bundle import SigningKey
-from lineup.sdk.protocol import AppOperationInfo
+from lineup.sdk.protocol import AppOperationInfo, RegistryListReply
 from lineup.supervisor._app_cli import EXIT_USAGE, main, outcome_line
+from lineup.supervisor._control import control_request, focus_request
 from lineup.tests.support.bundles import build_bundle, trust
 from lineup.tests.support.process import lineup_app, run_app, start_lineup_run
 
@@ -29,27 +34,28 @@ from lineup.tests.support.process import lineup_app, run_app, start_lineup_run
 
 
 def test_an_install_request_names_exactly_one_source_and_a_path_only_absolute() -> None:
-    InstallRelayRequest(operation_id="op", path="/tmp/a.lineup")
-    InstallRelayRequest(operation_id="op", url="https://example.org/a.lineup")
+    RegistryInstallRequest(operation_id="op", path="/tmp/a.lineup")
+    RegistryInstallRequest(operation_id="op", url="https://example.org/a.lineup")
     for bad in (
         {},
         {"path": "/tmp/a.lineup", "url": "https://example.org/a.lineup"},
         {"path": "a.lineup"},
+        {"url": "https://example.org/a.lineup", "catalog_file": "a.lineup"},
     ):
         with pytest.raises(ValidationError):
-            InstallRelayRequest(operation_id="op", **bad)
+            RegistryInstallRequest(operation_id="op", **bad)
 
 
 def test_an_operation_carries_a_version_for_revoke_and_only_for_revoke() -> None:
-    OperateRelayRequest(operation_id="op", kind="revoke", app_scope="x", version="1.0.0")
-    OperateRelayRequest(operation_id="op", kind="disable", app_scope="x")
+    RegistryOperateRequest(operation_id="op", kind="revoke", app_scope="x", version="1.0.0")
+    RegistryOperateRequest(operation_id="op", kind="disable", app_scope="x")
     with pytest.raises(ValidationError):
-        OperateRelayRequest(operation_id="op", kind="revoke", app_scope="x")
+        RegistryOperateRequest(operation_id="op", kind="revoke", app_scope="x")
     with pytest.raises(ValidationError):
-        OperateRelayRequest(operation_id="op", kind="enable", app_scope="x", version="1.0.0")
+        RegistryOperateRequest(operation_id="op", kind="enable", app_scope="x", version="1.0.0")
     with pytest.raises(ValidationError):
-        OperateRelayRequest(operation_id="op", kind="upgrade", app_scope="x")
-    assert ListRelayRequest().type == "supervisor.registry.list"
+        RegistryOperateRequest(operation_id="op", kind="upgrade", app_scope="x")
+    assert RegistryListRequest().type == "focus.registry.list"
 
 
 def test_the_outcome_line_names_the_operation_and_a_failures_code() -> None:
@@ -231,6 +237,29 @@ async def check_refusals(data_dir: Path) -> None:
             nursery.start_soon(refused, args, line)
 
 
+WAIT = 30.0  # what no answer of a running runtime should come near
+
+
+def check_focus_alone(data_dir: Path) -> None:
+    """A command is introduced to focus and no one else, and may ask focus for the registry
+    commands alone: the kernel's ACL, on the real sockets."""
+    listed = focus_request(data_dir, RegistryListRequest(), RegistryListReply, timeout=WAIT)
+    assert "chat" in {app.app_scope for app in listed.apps}
+    with pytest.raises(LineUpError) as denied:
+        control_request(data_dir, IntroduceRequest(peer="router"), IntroduceReply, timeout=WAIT)
+    assert denied.value.code is ErrorCode.ACL_DENIED
+    with pytest.raises(LineUpError) as refused:
+        focus_request(data_dir, FindInstanceRequest(app_scope="chat"), InstanceReply, timeout=WAIT)
+    assert refused.value.code is ErrorCode.ACL_DENIED
+
+
+async def check_reads(data_dir: Path) -> None:
+    async with trio.open_nursery() as nursery:  # all only read
+        nursery.start_soon(check_table, data_dir)
+        nursery.start_soon(check_refusals, data_dir)
+        nursery.start_soon(trio.to_thread.run_sync, check_focus_alone, data_dir)
+
+
 async def test_install_list_default_disable_and_remove_through_the_cli(
     data_dir: Path, tmp_path: Path
 ) -> None:
@@ -272,9 +301,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
         chat = app_of(document, "chat")
         assert chat is not None and chat["removable"] is False
 
-        async with trio.open_nursery() as nursery:  # both only read
-            nursery.start_soon(check_table, data_dir)
-            nursery.start_soon(check_refusals, data_dir)
+        await check_reads(data_dir)
 
         made_default = await run_app("default", "deliver", data_dir=data_dir)
         assert made_default.returncode == 0, made_default.stdout

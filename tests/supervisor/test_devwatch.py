@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from lineup.actors.kernel import ActorKind
-from lineup.supervisor._devwatch import (
+from lineup.ops.devwatch import (
     MAX_FILES,
     DevApp,
     _refusal_of,
@@ -18,7 +18,6 @@ from lineup.supervisor._devwatch import (
     snapshot,
 )
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
-from lineup.supervisor._spec import ChildSpec
 
 
 def app_folder(tmp_path: Path) -> Path:
@@ -81,15 +80,13 @@ def test_the_watched_apps_are_the_plans_development_apps(tmp_path: Path) -> None
         ' "host": {"min_version": "0.1.0"}}'
     )
     plan = plan_runtime(RuntimeOptions(data_dir=tmp_path / "rt", dev_apps=(folder,)))
-    assert dev_apps_of(plan.specs) == [DevApp("hello", folder.resolve())]
-    assert dev_apps_of(plan_runtime(RuntimeOptions(data_dir=tmp_path / "rt")).specs) == []
-    configured = ChildSpec(
-        "focus",
-        ActorKind.FOCUS,
-        "x:Y",
-        config={"apps": [{"app_scope": "probe", "manifest": str(folder / "manifest.json")}]},
-    )
-    assert dev_apps_of([configured]) == []  # a configured app, not a dev one
+    watcher = next(spec for spec in plan.specs if spec.name == "devwatch")
+    assert (watcher.kind, watcher.target) == (ActorKind.DEV, "lineup.ops.devwatch:DevWatchActor")
+    assert not watcher.before_ready  # started once the tree is ready: focus answers it
+    assert dev_apps_of(watcher.config) == [DevApp("hello", folder.resolve())]
+    # No development app, no watcher.
+    plain = plan_runtime(RuntimeOptions(data_dir=tmp_path / "rt2"))
+    assert "devwatch" not in {spec.name for spec in plain.specs}
 
 
 def test_a_refusal_is_one_line_naming_the_folder_the_reason_and_where() -> None:

@@ -25,7 +25,7 @@ from lineup.actors.kernel import (
     control,
     message_allowed,
 )
-from lineup.actors.kernel.acl import RESERVED, refusal
+from lineup.actors.kernel.acl import DEV_APP_WATCHER, RESERVED, refusal
 from lineup.actors.router import messages as router_messages
 from lineup.actors.store import messages as store_messages
 from lineup.actors.transport import messages as transport_messages
@@ -61,9 +61,13 @@ def test_a_miniapp_has_a_channel_to_the_supervisor_and_the_sdk_facing_actors(
     assert channel_allowed(K.MINIAPP, other)
 
 
-@pytest.mark.parametrize("other", [kind for kind in ALL_KINDS if kind is not K.SUPERVISOR])
-def test_the_cli_has_a_channel_to_the_supervisor_only(other: ActorKind) -> None:
+@pytest.mark.parametrize(
+    "other", [kind for kind in ALL_KINDS if kind not in (K.SUPERVISOR, K.FOCUS)]
+)
+def test_the_cli_has_a_channel_to_the_supervisor_and_to_focus_only(other: ActorKind) -> None:
+    # Focus's is opened by the supervisor for one registry command (an introduction).
     assert channel_allowed(K.CLI, K.SUPERVISOR)
+    assert channel_allowed(K.CLI, K.FOCUS)
     assert not channel_allowed(K.CLI, other)
 
 
@@ -122,15 +126,16 @@ def test_a_miniapp_may_only_report_to_the_supervisor_never_command_it() -> None:
         assert not message_allowed(K.MINIAPP, K.SUPERVISOR, tag)
 
 
-@pytest.mark.parametrize("tag", ["supervisor.status.request", HEALTH])
-def test_the_cli_may_ask_the_supervisor_for_status_and_health(tag: str) -> None:
+@pytest.mark.parametrize(
+    "tag", ["supervisor.status.request", HEALTH, "supervisor.introduce.request"]
+)
+def test_the_cli_may_ask_the_supervisor_for_status_health_and_an_introduction(tag: str) -> None:
     assert message_allowed(K.CLI, K.SUPERVISOR, tag)
 
 
 @pytest.mark.parametrize(
     "tag",
     [
-        "supervisor.introduce.request",
         "supervisor.actor.ready",
         "supervisor.peer.misbehaved",
         "supervisor.channel.opened",
@@ -145,12 +150,34 @@ def test_the_cli_may_ask_the_supervisor_for_nothing_else(tag: str) -> None:
     assert not message_allowed(K.CLI, K.SUPERVISOR, tag)
 
 
-def test_the_cli_patterns_are_exactly_status_health_and_the_registry_relay() -> None:
+def test_the_cli_patterns_are_exactly_status_health_an_introduction_and_the_registry() -> None:
     assert ACL[(K.CLI, K.SUPERVISOR)] == {
         "supervisor.status.request",
         HEALTH,
-        "supervisor.registry.*",
+        "supervisor.introduce.request",
     }
+    assert ACL[(K.CLI, K.FOCUS)] == {
+        "focus.registry.install",
+        "focus.registry.operate",
+        "focus.registry.list",
+    }
+    assert (K.FOCUS, K.CLI) not in ACL  # focus answers; it never asks the command anything
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "focus.registry.inspect",
+        "focus.registry.*",
+        "focus.sdk.registry.list",
+        "focus.instance.find",
+        "focus.ui.intent",
+        "focus.dev_app.reload",
+        HEALTH,
+    ],
+)
+def test_the_cli_may_ask_focus_for_the_registry_commands_and_nothing_else(tag: str) -> None:
+    assert not message_allowed(K.CLI, K.FOCUS, tag)
 
 
 def test_the_supervisor_tells_the_hostbridge_the_lifecycle_and_nothing_else() -> None:
@@ -514,8 +541,14 @@ def test_hostile_type_strings_do_not_pin_memory_in_the_decision_cache() -> None:
 def test_a_reserved_request_is_its_owners_alone_and_another_sender_of_the_kind_is_refused() -> None:
     send_text = "router.sdk.conversation.send_text"
     registry = "focus.sdk.registry.list"
-    # Two rows: only the chat speaks as the user, only the App Registry reads the registry.
-    assert set(RESERVED) == {send_text, registry}
+    # Only the chat speaks as the user, only the App Registry reads the registry, and only the
+    # dev-app watcher has focus reload a development app (the reference AppServer and the
+    # demo Agent are development tools of the same kind).
+    assert set(RESERVED) == {send_text, registry, *DEV_APP_WATCHER}
+    for tag in DEV_APP_WATCHER:
+        assert refusal(Identity(K.DEV, "devwatch"), K.FOCUS, tag) is None
+        assert refusal(Identity(K.DEV, "devserver"), K.FOCUS, tag) is ErrorCode.PERMISSION_DENIED
+        assert refusal(Identity(K.SUPERVISOR, "supervisor"), K.FOCUS, tag) is ErrorCode.ACL_DENIED
     assert refusal(Identity(K.MINIAPP, "miniapp:app-registry"), K.FOCUS, registry) is None
     assert refusal(Identity(K.MINIAPP, "miniapp:chat"), K.FOCUS, registry) is (
         ErrorCode.PERMISSION_DENIED

@@ -1,10 +1,15 @@
-"""Reload on save for `lineup run --dev-app PATH`: the supervisor's side, the folder watcher.
+"""Reload on save for `lineup run --dev-app PATH`: the folder watcher, a child of the tree.
 
 Theory of operation
 -------------------
+The watcher is a development tool beside the runtime, as the reference AppServer is: a child of
+kind `dev` named `devwatch`, started with the tree when `lineup run` has development apps, whose
+requests to focus the ACL reserves to it (`focus.dev_app.*`). So the supervisor, which focus
+asks to start and stop processes, asks focus nothing (DESIGN §2: no request cycle).
+
 The development apps are the registry entries the plan gives focus marked `dev`
-(`_runtime.dev_app`): each names its folder's `manifest.json`, and so its folder. While the
-tree runs, one task per folder polls it every POLL_INTERVAL: a walk that only stats (name,
+(`supervisor._runtime.dev_app`); the plan gives the watcher each one's scope and folder. While
+the tree runs, one task per folder polls it every POLL_INTERVAL: a walk that only stats (name,
 inode, size, mtime of every file, no read), bounded to MAX_FILES entries and MAX_DEPTH levels,
 leaving out what no save of the app's makes: `__pycache__` and other tool folders,
 `manifest.json` itself (this watcher writes it), hidden files and editor temp and backup files
@@ -15,21 +20,20 @@ Then the manifest is regenerated in a subprocess, `python -m lineup.sdk.cli mani
 --out <tmp>`: the developer's code is imported there, never in a runtime process, within
 MANIFEST_TIMEOUT (then killed). A refusal (the code does not import, a tool is refused, the
 app_scope changed, it timed out) prints one line in the terminal, `lineup: dev app PATH:
-<reason> <where>`, and focus is told the same line for the Shell
-(`focus.supervisor.dev_app.refused`); nothing else changes, so the previous version keeps
-running. Otherwise `manifest.json` is replaced atomically (a temporary file renamed over it)
-if its content changed, and focus is asked to reload the app (`focus.supervisor.dev_app.
-reload`, see `lineup.actors.focus._dev_reload`), which restarts its process even when the
-manifest is the same (its code changed). What focus answers is printed too.
+<reason> <where>`, and focus is told the same line for the Shell (`focus.dev_app.refused`);
+nothing else changes, so the previous version keeps running. Otherwise `manifest.json` is
+replaced atomically (a temporary file renamed over it) if its content changed, and focus is
+asked to reload the app (`focus.dev_app.reload`, see `lineup.actors.focus._dev_reload`), which
+restarts its process even when the manifest is the same (its code changed). What focus
+answers is printed too.
 
 A development app whose scope an installed app of this data dir holds is not loaded (focus
-logs `focus.app_shadowed`: the verified bundle wins). Once the tree is ready, the watcher asks
-focus for its registry (`focus.registry.list`) and prints one line for each such app, `lineup:
-dev app PATH: SCOPE is not loaded: ...`, naming the command that frees the scope; it watches
-only the others.
+logs `focus.app_shadowed`: the verified bundle wins). When it starts, the watcher asks focus
+for its registry (`focus.dev_app.list`) and prints one line for each such app, `lineup: dev app
+PATH: SCOPE is not loaded: ...`, naming the command that frees the scope; it watches only the
+others. Its lines go to the terminal as the supervisor's do (its stdout is the runtime's).
 
-The watcher runs in the supervisor's supervision nursery: it ends, its subprocess killed, when
-the tree stops.
+It stops with the tree, its subprocess killed with it (trio's `run_process`, cancelled).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -48,13 +52,28 @@ from typing import Any, Final
 import trio
 
 import lineup
-from lineup.actors.kernel import ActorKind, Bus, LineUpError
+from lineup.actors.focus.messages import (
+    DevAppListRequest,
+    DevAppRefusedEvent,
+    DevAppReloadReply,
+    DevAppReloadRequest,
+)
+from lineup.actors.kernel import Bus, LineUpError
+from lineup.actors.kernel.actor import Actor
+from lineup.actors.kernel.identity import ActorKind
+from lineup.sdk.protocol import RegistryListReply
 
-from ._spec import ChildSpec
+__all__ = [
+    "DevApp",
+    "DevWatch",
+    "DevWatchActor",
+    "dev_apps_of",
+    "refusal_line",
+    "shadowed_line",
+    "snapshot",
+]
 
-__all__ = ["DevApp", "DevWatch", "dev_apps_of", "refusal_line", "shadowed_line", "snapshot"]
-
-log = logging.getLogger("lineup.supervisor")
+log = logging.getLogger("lineup.devwatch")
 
 POLL_INTERVAL: Final = 0.5  # between two walks of a folder (stat only)
 QUIET: Final = 0.3  # a change is acted on once the folder stayed the same this long
@@ -87,16 +106,14 @@ class DevApp:
         return self.folder / MANIFEST
 
 
-def dev_apps_of(specs: Iterable[ChildSpec]) -> list[DevApp]:
-    """The development apps among the registry entries the plan gives focus."""
-    found: list[DevApp] = []
-    for spec in specs:
-        if spec.kind is not ActorKind.FOCUS:
-            continue
-        for app in spec.config.get("apps", ()):
-            if isinstance(app, dict) and app.get("dev") == "true" and app.get("manifest"):
-                found.append(DevApp(str(app["app_scope"]), Path(str(app["manifest"])).parent))
-    return found
+def dev_apps_of(config: Mapping[str, Any]) -> list[DevApp]:
+    """The development apps the plan gives the watcher (`{"dev_apps": [{"app_scope",
+    "folder"}]}`)."""
+    return [
+        DevApp(str(app["app_scope"]), Path(str(app["folder"])))
+        for app in config.get("dev_apps", ())
+        if isinstance(app, dict)
+    ]
 
 
 def refusal_line(folder: Path, reason: str, where: str = "") -> str:
@@ -175,10 +192,6 @@ class DevWatch:
         self.refusals = 0  # new versions refused (by this watcher or by focus)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        # Imported here: the tree loads this module, and needs focus's messages (to decode
-        # its replies) only when it has development apps.
-        from lineup.actors.focus import messages  # noqa: F401
-
         async with trio.open_nursery() as nursery:
             task_status.started()
             shadowed = await self._shadowed()
@@ -191,15 +204,12 @@ class DevWatch:
     async def _shadowed(self) -> dict[str, str]:
         """The development apps an installed app shadows, with its version (none if focus
         cannot say: then every app is watched, and a reload of a shadowed one is refused)."""
-        from lineup.actors.focus.messages import RegistryListRequest
-        from lineup.sdk.protocol import RegistryListReply
-
         try:
             reply = await self.bus.request(
-                "focus", RegistryListRequest(), expect=RegistryListReply, timeout=LIST_TIMEOUT
+                "focus", DevAppListRequest(), expect=RegistryListReply, timeout=LIST_TIMEOUT
             )
         except LineUpError as exc:
-            log.info("supervisor.dev_apps_unchecked code=%s", exc.code.value)
+            log.info("devwatch.unchecked code=%s", exc.code.value)
             return {}
         scopes = {app.app_scope for app in self.apps}
         return {
@@ -228,8 +238,6 @@ class DevWatch:
     async def reload(self, app: DevApp) -> None:
         """Regenerate the app's manifest, then have focus reload it; a refusal is printed and
         shown in the Shell, and changes nothing."""
-        from lineup.actors.focus.messages import DevAppReloadReply, DevAppReloadRequest
-
         try:
             text = await self._generate(app)
             _write_if_changed(app.manifest, text)
@@ -251,17 +259,15 @@ class DevWatch:
         self._report(f"dev app {app.folder}: {app.app_scope} reloaded{revision}")
 
     async def _refused(self, app: DevApp, reason: str, where: str) -> None:
-        from lineup.actors.focus.messages import DevAppRefusedEvent
-
         self.refusals += 1
         line = refusal_line(app.folder, reason, where)
         self._report(line.removeprefix("lineup: "))  # the CLI's reporter puts it back
-        log.info("supervisor.dev_app_refused app=%s reason=%s", app.app_scope, reason)
+        log.info("devwatch.refused app=%s reason=%s", app.app_scope, reason)
         code = await self.bus.tell(
             "focus", DevAppRefusedEvent(app_scope=app.app_scope, line=line), timeout=TELL_TIMEOUT
         )
         if code is not None:
-            log.info("supervisor.focus_not_told app=%s code=%s", app.app_scope, code.value)
+            log.info("devwatch.focus_not_told app=%s code=%s", app.app_scope, code.value)
 
     async def _generate(self, app: DevApp) -> str:
         """The app's manifest as its code declares it now, from a subprocess. Raises
@@ -334,3 +340,18 @@ def _write_if_changed(path: Path, text: str) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise _Refused("manifest_not_written", f"{path}: {exc.strerror}") from exc
+
+
+class DevWatchActor(Actor):
+    """The watcher as a child of the tree (`devwatch`, see the module's docstring): its lines
+    are printed as the supervisor prints its own, `lineup: ` first."""
+
+    kind = ActorKind.DEV
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        watch = DevWatch(self.bus, dev_apps_of(self.ctx.config), _print)
+        await watch.run(task_status=task_status)
+
+
+def _print(line: str) -> None:
+    print(f"lineup: {line}", flush=True)
