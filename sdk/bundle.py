@@ -59,6 +59,7 @@ import nacl.signing
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.versions import compare_versions
 
 from .manifest import (
     MAX_MANIFEST_BYTES,
@@ -450,22 +451,6 @@ def _add(archive: zipfile.ZipFile, name: str, body: bytes) -> None:
 
 
 # ---------------------------------------------------------------------------------- helpers
-
-
-def compare_versions(a: str, b: str) -> int:
-    """-1, 0 or 1 as dotted numeric version `a` is below, equal to or above `b` ("0.1" ==
-    "0.1.0"). A part that is not a number compares as 0."""
-
-    def parts(version: str) -> list[int]:
-        numbers = [
-            int(p) if p.isdigit() else 0 for p in version.split("+", maxsplit=1)[0].split(".")
-        ]
-        while numbers and numbers[-1] == 0:
-            numbers.pop()
-        return numbers
-
-    left, right = parts(a), parts(b)
-    return (left > right) - (left < right)
 
 
 def _json_object(text: str | bytes, what: str) -> dict[str, Any]:

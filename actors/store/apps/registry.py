@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
-from lineup.sdk.bundle import compare_versions
+from lineup.facts.versions import compare_versions
 
 from .._db import Connection
 from .._fields import MAX_MANIFEST_BYTES, bounded_json
