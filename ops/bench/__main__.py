@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 import math
+import os
 from functools import partial
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
 from ._report import Figure, Peer, build_report, machine_info, render_table
 from ._sandbox import idle_pss, spawn_times
-from ._start import fixture_times, median_phases, start_timelines
+from ._start import fixture_times, median_cpu, median_phases, start_timelines
 from ._surfaces import CHROMIUM, surface_latencies
 from ._tools import direct_calls
 
@@ -97,6 +98,18 @@ def start_figures(quick: bool, fresh: float | None = None) -> list[Figure]:
             start,
         )
         for label, seconds in median_phases(timelines)
+    ]
+    cores = os.cpu_count() or 1
+    figures += [
+        Figure(
+            "start",
+            f"  CPU until ready: {name}",
+            seconds * 1e3,
+            "ms",
+            f"`lineup run` start → ready p50 × {cores} cores (the ratio is the share of them)",
+            start * cores,
+        )
+        for name, seconds in median_cpu(timelines)
     ]
     stop = median([t.stop for t in timelines]) * 1e3
     figures.append(

@@ -7,10 +7,16 @@ without a probe inside the runtime: the interpreter and the supervisor's imports
 → `starting`), each child's wait for its turn and its zygote's imports (`starting` → spawned),
 its own start (spawned → ready), and the wait for the transport's first login (the last child
 ready → `ready`).
+
+At the `ready` line the CPU time each process of the tree has used so far is read from /proc
+(`tree_cpu`): on a machine of N cores a start can be no shorter than the sum over N, whatever
+its order, so the sum says how much of the start is work and how much is waiting.
 """
 
 from __future__ import annotations
 
+import collections
+import os
 import re
 import signal
 import statistics
@@ -24,7 +30,15 @@ from pathlib import Path
 
 import trio
 
-__all__ = ["StartTimeline", "fixture_times", "median_phases", "parse_timeline", "start_timelines"]
+__all__ = [
+    "StartTimeline",
+    "fixture_times",
+    "median_cpu",
+    "median_phases",
+    "parse_timeline",
+    "start_timelines",
+    "tree_cpu",
+]
 
 _CHILD = re.compile(r"^lineup: (?P<name>\S+) ready \(pid \d+\) in (?P<ms>[0-9.]+) ms$")
 
@@ -38,6 +52,7 @@ class StartTimeline:
     spawned: dict[str, float] = field(default_factory=dict)  # child → its spawn
     ready: dict[str, float] = field(default_factory=dict)  # child → its ready line
     stop: float = 0.0  # SIGTERM → the process's exit, every child stopped
+    cpu: dict[str, float] = field(default_factory=dict)  # process title → CPU s, at `ready`
 
     @property
     def link_wait(self) -> float:
@@ -82,6 +97,7 @@ def start_timelines(runs: int, args: Sequence[str] = ()) -> list[StartTimeline]:
             ) as process:
                 try:
                     timeline = parse_timeline(list(_lines_until_ready(process, t0)))
+                    timeline.cpu = tree_cpu(process.pid)
                 finally:
                     stopping = time.perf_counter()
                     process.send_signal(signal.SIGTERM)
@@ -89,6 +105,45 @@ def start_timelines(runs: int, args: Sequence[str] = ()) -> list[StartTimeline]:
                 timeline.stop = time.perf_counter() - stopping
                 timelines.append(timeline)
     return timelines
+
+
+def tree_cpu(root: int) -> dict[str, float]:
+    """The CPU time (s) each process of the tree under `root` has used, by its name in the tree
+    (its title, `lineup: miniapp chat`, read back: `miniapp:chat`; the zygotes summed as
+    `zygote`); Linux's /proc (schedstat: ns on a CPU)."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children[int(stat[stat.rfind(")") + 2 :].split()[1])].append(int(entry))
+    used: dict[str, float] = collections.defaultdict(float)
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        pending += children.get(pid, [])
+        try:
+            ns = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except (OSError, ValueError, IndexError):
+            continue
+        name = title.removeprefix("lineup: ").replace("miniapp ", "miniapp:", 1)
+        if not title.startswith("lineup: "):
+            name = "supervisor"  # `python -m lineup run`: titled only once it runs the tree
+        used[name] += ns / 1e9
+    return dict(used)
+
+
+def median_cpu(timelines: Sequence[StartTimeline]) -> list[tuple[str, float]]:
+    """The CPU each process used until `ready`, each the median over `timelines` in seconds,
+    the most first, after their sum."""
+    names = {name for t in timelines for name in t.cpu}
+    by_name = {n: statistics.median(t.cpu.get(n, 0.0) for t in timelines) for n in names}
+    total = statistics.median(sum(t.cpu.values()) for t in timelines)
+    ranked = sorted(by_name.items(), key=lambda item: -item[1])
+    return [("every process", total), *ranked]
 
 
 def median_phases(timelines: Sequence[StartTimeline]) -> list[tuple[str, float]]:

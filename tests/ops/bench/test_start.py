@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from lineup.ops.bench._start import median_phases, parse_timeline, start_timelines
+from lineup.ops.bench._start import (
+    StartTimeline,
+    median_cpu,
+    median_phases,
+    parse_timeline,
+    start_timelines,
+)
 from lineup.tests.supervisor.test_cli import ACTORS, AFTER_READY
 
 LINES = [
@@ -40,6 +46,17 @@ def test_the_phases_are_medians_in_spawn_order_and_add_up_per_child() -> None:
     assert phases["router: `starting` → spawned"] == pytest.approx(0.10)
 
 
+def test_the_cpu_of_a_start_is_its_sum_then_each_process_the_most_first() -> None:
+    runs = [
+        StartTimeline(cpu={"supervisor": 0.2, "zygote": 0.3, "store": 0.05}),
+        StartTimeline(cpu={"supervisor": 0.4, "zygote": 0.1}),  # no store: 0 in this run
+        StartTimeline(cpu={"supervisor": 0.3, "zygote": 0.2, "store": 0.01}),
+    ]
+    ranked = median_cpu(runs)
+    assert [name for name, _ in ranked] == ["every process", "supervisor", "zygote", "store"]
+    assert [seconds for _, seconds in ranked] == pytest.approx([0.51, 0.3, 0.2, 0.01])
+
+
 @pytest.mark.slow
 def test_a_real_start_names_every_child_the_ready_of_the_embedded_default_waits_for() -> None:
     (timeline,) = start_timelines(1)
@@ -48,3 +65,7 @@ def test_a_real_start_names_every_child_the_ready_of_the_embedded_default_waits_
     assert 0 < timeline.imports < min(timeline.spawned.values())
     assert all(timeline.spawned[n] < timeline.ready[n] <= timeline.total for n in timeline.ready)
     assert timeline.stop > 0  # its stop is timed too: SIGTERM → exited
+    # The CPU each process used until ready, read from /proc: the supervisor, its zygotes
+    # and every child that was ready.
+    assert {"supervisor", "zygote", *timeline.ready} <= set(timeline.cpu)
+    assert all(seconds > 0 for seconds in timeline.cpu.values())
