@@ -94,21 +94,19 @@ async def store_and_focus(
     return store
 
 
-async def agent_calls(pipeline: ToolPipeline, tool: str) -> None:
+async def agent_calls(pipeline: ToolPipeline, tool: str, call_id: str = "call-1") -> None:
     """The Agent's `tool.call` of `tool`, as the router hands it to the pipeline."""
-    payload = wire.ToolCallPayload(
-        call_id="call-1", tool=tool, inventory_revision="inv-1", input={}
-    )
+    payload = wire.ToolCallPayload(call_id=call_id, tool=tool, inventory_revision="inv-1", input={})
     envelope = wire.envelope(
         wire.TOOL_CALL, payload, conversation_id="conv-1", sender_kind="agent",
-        sender_id="agent-1", message_id="m-1",
+        sender_id="agent-1", message_id=f"m-{call_id}",
     )  # fmt: skip
     raw = wire.dump(envelope)
     await pipeline.accept(admit(raw, conversation_id="conv-1", agent_id="agent-1"), None)
 
 
-async def call_state(store: StoreHarness) -> tuple[str, str | None]:
-    call = (await store.ask(ToolCallGetRequest(call_id="call-1"), ToolCallGetReply)).call
+async def call_state(store: StoreHarness, call_id: str = "call-1") -> tuple[str, str | None]:
+    call = (await store.ask(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)).call
     assert call is not None
     return call.state, call.error_code
 

@@ -16,7 +16,6 @@ from typing import Final
 
 import trio
 
-from lineup import wire
 from lineup.actors.focus.messages import (
     FindInstanceRequest,
     InstanceReply,
@@ -34,33 +33,18 @@ from lineup.actors.kernel import (
     Message,
     channel_pair,
 )
-from lineup.actors.router._envelope import admit
 from lineup.actors.router._tools import ToolPipeline
-from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest
-from lineup.tests.actors.router.test_tool_instance_end import INSTANCE, INVENTORY, SCOPE
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+from lineup.tests.actors.router.test_tool_instance_end import (
+    INSTANCE,
+    INVENTORY,
+    SCOPE,
+    _session,
+    agent_calls,
+    call_state,
+)
+from lineup.tests.actors.store._harness import WAIT, start_store
 
 HANDED_OVER: Final = ("waiting_for_app", "delivered", "running")
-
-
-async def _session() -> dict[str, str]:
-    return {"conversation_id": "conv-1", "user_id": "user-1"}
-
-
-async def agent_calls(pipeline: ToolPipeline, tool: str, call_id: str) -> None:
-    payload = wire.ToolCallPayload(call_id=call_id, tool=tool, inventory_revision="inv-1", input={})
-    envelope = wire.envelope(
-        wire.TOOL_CALL, payload, conversation_id="conv-1", sender_kind="agent",
-        sender_id="agent-1", message_id=f"m-{call_id}",
-    )  # fmt: skip
-    raw = wire.dump(envelope)
-    await pipeline.accept(admit(raw, conversation_id="conv-1", agent_id="agent-1"), None)
-
-
-async def state_of(store: StoreHarness, call_id: str) -> tuple[str, str | None]:
-    call = (await store.ask(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)).call
-    assert call is not None
-    return call.state, call.error_code
 
 
 async def test_a_call_after_a_launch_waits_for_its_instance_when_the_news_beats_the_answer(
@@ -100,6 +84,6 @@ async def test_a_call_after_a_launch_waits_for_its_instance_when_the_news_beats_
         await agent_calls(pipeline, f"{SCOPE}.launch", "launch-1")
         await agent_calls(pipeline, f"{SCOPE}.direct", "call-1")
 
-    state, code = await state_of(store, "call-1")
+    state, code = await call_state(store, "call-1")
     assert (state, code) in [(s, None) for s in HANDED_OVER]
     assert finds == 2  # asked again once the launch had its instance
