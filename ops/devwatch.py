@@ -185,11 +185,9 @@ class DevWatch:
         self.bus = bus
         self.apps = tuple(apps)
         self._report = report
-        # The baseline is taken now, as the plan read the manifests: a save made while the tree
-        # starts is then a change like any other.
+        # The baseline is taken as the watcher starts, once the tree is ready: a save from then
+        # on is a change.
         self._seen = {app: snapshot(app.folder) for app in self.apps}
-        self.reloads = 0  # reloads focus carried out
-        self.refusals = 0  # new versions refused (by this watcher or by focus)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -254,14 +252,12 @@ class DevWatch:
         except LineUpError as exc:  # focus refused it, having changed nothing
             await self._refused(app, exc.code.value, exc.message)
             return
-        self.reloads += 1
         revision = f", inventory revision {reply.revision}" if reply.tools_changed else ""
         self._report(f"dev app {app.folder}: {app.app_scope} reloaded{revision}")
 
     async def _refused(self, app: DevApp, reason: str, where: str) -> None:
-        self.refusals += 1
         line = refusal_line(app.folder, reason, where)
-        self._report(line.removeprefix("lineup: "))  # the CLI's reporter puts it back
+        self._report(line.removeprefix("lineup: "))  # the reporter puts it back
         log.info("devwatch.refused app=%s reason=%s", app.app_scope, reason)
         code = await self.bus.tell(
             "focus", DevAppRefusedEvent(app_scope=app.app_scope, line=line), timeout=TELL_TIMEOUT
