@@ -15,17 +15,14 @@ import grimp
 
 from lineup.actors.kernel.acl import ACL, message_allowed
 from lineup.actors.kernel.messages import REGISTRY
+from lineup.tests.test_layout import PROTOCOLS as ACTOR_PROTOCOLS
 
-# Every module that defines messages of the tree's protocol.
+# Every module that defines messages of the tree's protocol: each actor's, the kernel's own and
+# the SDK's (a MiniApp's).
 PROTOCOLS = (
+    *ACTOR_PROTOCOLS,
     "lineup.actors.kernel.control",
     "lineup.actors.kernel.audit",
-    "lineup.actors.store.messages",
-    "lineup.actors.transport.messages",
-    "lineup.actors.router.messages",
-    "lineup.actors.focus.messages",
-    "lineup.actors.gateway.messages",
-    "lineup.hostbridge.messages",
     "lineup.sdk.protocol",
 )
 # The kernel's own requests, answered without waiting on anyone: an introduction (from the
