@@ -165,8 +165,12 @@ class ShellHub:
         for queue in list(self._shells):
             try:
                 queue.send_nowait(text)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                self._shells.discard(queue)  # too slow or gone: it reconnects and resyncs
+            except trio.WouldBlock:  # too slow: closed, it reconnects and resyncs
+                log.warning("hostbridge.shell_dropped reason=queue_full type=%s", frame.type)
+                self._shells.discard(queue)
+                queue.close()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):  # gone
+                self._shells.discard(queue)
                 queue.close()
 
     def join(self) -> tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]]:

@@ -19,6 +19,7 @@ stay the actor's, reached through the callables it hands this object.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
@@ -54,6 +55,8 @@ from .messages import (
 )
 
 __all__ = ["VIEWS_REPLY_BYTES", "VIEW_PUSH_RATE", "ViewService"]
+
+log = logging.getLogger("lineup.focus")
 
 NOTIFY_TIMEOUT: Final = 5.0
 VIEW_PUSH_RATE: Final = 30  # views pushed a second per instance, at most (items: as they come)
@@ -218,8 +221,11 @@ class ViewService:
             self._naps.pop(instance_id, None)
 
     async def _tell_hostbridge(self, event: Message) -> None:
-        # Not told: the Shell asks for every view and page when it (re)connects.
-        await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
+        # Not told: the Shell asks for every view and page when it (re)connects; a Shell
+        # connected meanwhile shows the old one until then, hence the line.
+        code = await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
+        if code is not None:
+            log.info("focus.hostbridge_not_told type=%s code=%s", event.TYPE, code.value)
 
     # ------------------------------------------------------------------ the Shell's pages
 

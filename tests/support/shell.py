@@ -26,9 +26,17 @@ class ShellClient:
         self.items: dict[str, dict[str, dict[str, Any]]] = {}
         self.more: dict[str, bool] = {}
         self.frames: list[Frame] = []
+        self.closed = False  # the runtime closed the socket (this client never reconnects)
         self._changed = trio.Event()
 
     async def pump(self) -> None:
+        try:
+            await self._pump()
+        finally:
+            self.closed = True
+            self._changed.set()
+
+    async def _pump(self) -> None:
         async for frame in _frames(self.ws):
             self.frames.append(frame)
             if frame.get("type") == "shell.hello":
@@ -50,8 +58,25 @@ class ShellClient:
             self._changed = trio.Event()
 
     async def wait_until(self, predicate: Callable[[ShellClient], bool]) -> None:
-        while not predicate(self):
-            await self._changed.wait()
+        try:
+            while not predicate(self):
+                await self._changed.wait()
+        except trio.Cancelled as exc:  # a test's deadline: say what the Shell had by then
+            exc.add_note(self.describe())
+            raise
+
+    def describe(self) -> str:
+        """What this Shell holds, for a failed wait: the link, the socket, each instance's
+        newest items (order, id, author, state)."""
+        lines = [
+            f"shell: runtime={self.runtime_state} reason={self.runtime_reason} "
+            f"socket={'closed' if self.closed else 'open'} frames={len(self.frames)}"
+        ]
+        for instance_id, held in self.items.items():
+            newest = sorted(held.values(), key=lambda i: (i["order"], i["id"]))[-10:]
+            shown = [(i["order"], i["id"], i.get("author"), i.get("state")) for i in newest]
+            lines.append(f"  {instance_id}: {len(held)} items, newest {shown}")
+        return "\n".join(lines)
 
     async def send(self, frame: Frame) -> None:
         await self.ws.send_message(json.dumps(frame))
