@@ -22,9 +22,13 @@ the instance's unfinished calls to `cancelled(app_closed)`; focus never waits on
 Focus tells the router when it starts, too (`router.instance.recovered`): an `ended` event lost
 with a focus that died right after persisting is then made up by the router's sweep.
 
+What an instance change decides is `Instances` (`_instances.py`, no I/O): it takes each change
+as one commit and says, once the actor has written it, what it does (announce to the router,
+ask an app for its view, push the Shell's app list); the actor carries those effects out.
+
 *Views, Surfaces, session data* are services of their own (`_view_service`,
-`_surface_service`, `_session_data`): the handlers stay here and delegate; instances, the
-stack and the nursery stay here, and the services reach them through the callables they get.
+`_surface_service`, `_session_data`): the handlers stay here and delegate; the services read
+the instances through `Instances` and reach the nursery through the callables they get.
 """
 
 from __future__ import annotations
@@ -57,7 +61,6 @@ from lineup.actors.kernel.control import (
 )
 from lineup.actors.router.messages import (
     InstanceEvent,
-    InstanceEventKind,
     InstancesRecoveredEvent,
     InventoryChangedEvent,
 )
@@ -87,7 +90,6 @@ from lineup.actors.store.messages import (
     SettingGetReply,
     SettingGetRequest,
 )
-from lineup.facts import instances as instance_machine
 from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
@@ -99,9 +101,9 @@ from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
 
 from ._capability_context import CapabilityFacts, context_of
 from ._dev_reload import DevReload
+from ._instances import Announce, Commit, Effect, Instances, PushApps, RefreshView
 from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
-from ._stack import LIVE, FocusStack
 from ._start import StartTargets
 from ._surface_service import SurfaceService
 from ._surfaces import SurfaceBook
@@ -153,13 +155,6 @@ START_TIMEOUT: Final = 20.0
 # Live instances one MiniApp may hold open through `apps.open`: a loop of opens is refused
 # here, long before the focus stack (MAX_FOCUS_STACK) is full for the Agent's launches.
 MAX_OPENED_PER_APP: Final = 8
-# The instance machine's announcements, as the router hears them.
-_ANNOUNCED: Final[dict[str, InstanceEventKind]] = {
-    "announce_started": "started",
-    "announce_ready": "ready",
-    "announce_ended": "ended",
-    "announce_failed": "failed",
-}
 
 
 class FocusActor(Actor):
@@ -177,8 +172,7 @@ class FocusActor(Actor):
         self._manifests: dict[str, Manifest] = {}
         self._enabled: dict[str, bool] = {}
         self._revision = "0"
-        self._stack = FocusStack()
-        self._owners: dict[str, str] = {}  # instance_id -> app_scope
+        self.instances = Instances()
         # The catalogue's own apps (not one a configuration replaced): they alone draw with
         # the Shell's trusted components. The chat is the tree's own, whatever is configured.
         configured = {str(app["app_scope"]) for app in self.ctx.config.get("apps", [])}
@@ -200,7 +194,7 @@ class FocusActor(Actor):
             self._surfaces,
             self.sessions,
             live_owned=self._live_owned,
-            live_scope=self._live_scope,
+            live_scope=self.instances.live_scope,
             manifests=self._manifests,
             apps=self._bundled,
             show=self._show,
@@ -213,9 +207,9 @@ class FocusActor(Actor):
             self._views,
             self.surfaces,
             manifests=self._manifests,
-            owners=lambda: self._owners,  # (replaced when focus recovers)
+            owners=self.instances.owners,
             live_owned=self._live_owned,
-            shown=self._shown,
+            shown=self.instances.shown,
             apps=self._apps,
             soon=self._nursery_soon,
             tell_app=self._tell_app,
@@ -229,7 +223,7 @@ class FocusActor(Actor):
             manifests=self._manifests,
             enabled=self._enabled,
             apps=self._bundled,
-            live_of=self._live_of,
+            live_of=self.instances.live_of,
             close=self._close,
             publish=self._publish_inventory,
         )
@@ -239,12 +233,7 @@ class FocusActor(Actor):
             apps=self._bundled,
             manifests=self._manifests,
             store=self._store,
-            running=lambda scope: [
-                i
-                for i in reversed(self._stack.order)
-                if self._owners.get(i) == scope
-                and self._stack.states.get(i) in LIVE - {"suspended"}
-            ],
+            running=self.instances.running,
             start=self._ensure_running,
             publish=self._publish_inventory,
             revision=lambda: self._revision,
@@ -255,14 +244,7 @@ class FocusActor(Actor):
         self.starts = StartTargets(
             recovery_scope=CHAT,
             recovery_instance=CHAT,
-            topmost=lambda scope: next(
-                (
-                    i
-                    for i in reversed(self._stack.order)
-                    if self._owners.get(i) == scope and self._stack.states.get(i) in LIVE
-                ),
-                None,
-            ),
+            topmost=self.instances.topmost,
             require_enabled=self._require_enabled,
             foreground=self._bring_forward,
             launch=lambda scope, call_id: self._launch(
@@ -279,13 +261,7 @@ class FocusActor(Actor):
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
-            for scope in sorted(
-                {
-                    s
-                    for i, s in self._owners.items()
-                    if self._stack.states.get(i) in LIVE - {"suspended"}
-                }
-            ):
+            for scope in self.instances.scopes_up():
                 nursery.start_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
             nursery.start_soon(self._push_apps)
             nursery.start_soon(self._tell_router, InstancesRecoveredEvent())
@@ -298,10 +274,10 @@ class FocusActor(Actor):
                 self._nursery = None
 
     async def _apply_start_target(self) -> None:
-        front = next((i for i in self._stack.order if self._stack.states[i] == "foreground"), None)
+        front = self.instances.front()
         await self.starts.at_start(
             focus_restarted=self.ctx.incarnation > 1,
-            front=None if front is None else (front, self._owners[front]),
+            front=None if front is None else (front, self.instances.owners()[front]),
             default=self._default_app,
         )
 
@@ -376,69 +352,40 @@ class FocusActor(Actor):
         await self._store(InstanceRecoverRequest(), InstanceRecoverReply)
         rows = await self._store(InstanceListRequest(), InstanceListReply)
         stack = await self._store(FocusStackGetRequest(), FocusStackGetReply)
-        self._owners = {row.instance_id: row.app_scope for row in rows.instances}
-        self._stack.recover(
-            {row.instance_id: row.state for row in rows.instances}, list(stack.instance_ids)
+        # A first incarnation is a (re)start of the whole runtime, so no MiniApp process runs:
+        # every app instance left open is suspended until the user or a call resumes it. (A
+        # focus restarted alone finds the processes running and asks them for their views.)
+        self.instances.recover(
+            ((row.instance_id, row.app_scope, row.state) for row in rows.instances),
+            stack.instance_ids,
+            runtime_restarted=self.ctx.incarnation == 1,
         )
-        born: InstanceUpsertRequest | None = None
-        if self.ctx.incarnation == 1:
-            # The runtime itself (re)started, so no MiniApp process runs: every app instance
-            # left open is suspended until the user or a call resumes it. (A focus restarted
-            # alone finds the processes running and asks them for their views instead.)
-            for instance_id in [i for i in self._stack.order if i != CHAT]:
-                self._stack.suspend(instance_id)
-        if CHAT not in self._owners or self._stack.states.get(CHAT) not in LIVE:
-            self._owners[CHAT] = CHAT
-            self._stack.place_recovery()
-            born = InstanceUpsertRequest(
-                instance_id=CHAT,
-                app_scope=CHAT,
-                state="starting",
-                app_session_id=CHAT,
-            )
-        # The recovery app's process is part of the tree: it is always up.
-        if self._stack.states[CHAT] == "starting":
-            self._stack.ready(CHAT)
-        else:
-            self._stack.resume(CHAT, foreground=False)
-        self._stack.settle()
-        await self._persist(born=born)
+        await self._persist()
 
     # ------------------------------------------------------------------ persistence
 
-    async def _persist(self, *, born: InstanceUpsertRequest | None = None) -> None:
-        """Write one change of focus — the instance it creates, the moves the stack made since
-        the last write, and the stack after it — as ONE store request (one transaction), then
-        carry out what the instance machine says those moves do (tell the router, ask an app
-        for its view, show the Shell). Nothing is told before it is written."""
-        moves = self._stack.take_moves()
+    async def _persist(self) -> None:
+        """Write one change of focus (`Instances.commit`: the instance it creates, the moves
+        since the last write, the stack after them) as ONE store request (one transaction),
+        then carry out what those moves do. Nothing is told before it is written."""
+        commit = self.instances.commit()
         try:
-            await self._store(
-                InstanceCommitRequest(
-                    born=born,
-                    moves=tuple(
-                        InstanceMove(instance_id=i, to_state=cast(InstanceState, after))
-                        for i, (_, after) in moves.items()
-                    ),
-                    stack=tuple(self._stack.order),
-                ),
-                InstanceCommitReply,
-            )
+            await self._store(_commit_request(commit), InstanceCommitReply)
         except BaseException:
-            self._stack.restore_moves(moves)  # not written: they are still to be written
+            self.instances.rewind(commit)  # not written: it is still to be written
             raise
-        for instance_id, (before, after) in moves.items():
-            scope = self._owners.get(instance_id)
-            if scope is None:
-                continue
-            for effect in instance_machine.effects_of(
-                cast(InstanceState | None, before), cast(InstanceState, after)
-            ):
-                if effect == "refresh_view":
-                    self._nursery_soon(self._tell_app, scope, sdk.ViewRefreshEvent())
-                else:
-                    self._instance_event(instance_id, scope, _ANNOUNCED[effect])
-        if moves or born is not None:
+        for effect in self.instances.effects(commit):
+            self._carry_out(effect)
+
+    def _carry_out(self, effect: Effect) -> None:
+        if isinstance(effect, Announce):
+            event = InstanceEvent(
+                instance_id=effect.instance_id, app_scope=effect.app_scope, event=effect.event
+            )
+            self._nursery_soon(self._tell_router, event)
+        elif isinstance(effect, RefreshView):
+            self._nursery_soon(self._tell_app, effect.app_scope, sdk.ViewRefreshEvent())
+        elif isinstance(effect, PushApps):
             self._nursery_soon(self._push_apps)
 
     def _nursery_soon(self, fn: Any, *args: Any) -> None:
@@ -547,8 +494,7 @@ class FocusActor(Actor):
     ) -> CapabilityContextReply:
         return context_of(
             msg,
-            owners=self._owners,
-            stack=self._stack,
+            instances=self.instances,
             manifests=self._manifests,
             enabled=self._enabled,
             titles=self._bundled,
@@ -580,50 +526,43 @@ class FocusActor(Actor):
         self._require_enabled(msg.app_scope)
         instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
         async with self._lock:
-            if self._stack.states.get(instance_id) not in LIVE:
+            if not self.instances.is_live(instance_id):
                 if opener is not None:
                     self._check_open_quota(opener)
-                if len(self._stack.order) >= MAX_FOCUS_STACK:
+                if self.instances.count_live() >= MAX_FOCUS_STACK:
                     # Refused before anything changes: the stack the store keeps is bounded,
                     # and an instance only in memory would be half-launched.
                     raise LineUpError(
                         ErrorCode.LIFECYCLE_DENIED,
                         f"{MAX_FOCUS_STACK} instances are open; close one first",
                     )
-                self._owners[instance_id] = msg.app_scope
-                self._stack.add(instance_id, foreground=msg.foreground)
-                born = InstanceUpsertRequest(
-                    instance_id=instance_id,
-                    app_scope=msg.app_scope,
-                    state="starting",
-                    app_session_id=instance_id,
-                    created_by_call_id=msg.call_id,
+                self.instances.launch(
+                    instance_id, msg.app_scope, foreground=msg.foreground, call_id=msg.call_id
                 )
                 try:
-                    await self._persist(born=born)
+                    await self._persist()
                 except BaseException:
                     # Not written: the instance exists nowhere, so not in memory either.
-                    self._stack.forget(instance_id)
-                    self._owners.pop(instance_id, None)
+                    self.instances.forget(instance_id)
                     raise
         try:
             await self._ensure_running(instance_id)
         except (LineUpError, trio.TooSlowError) as exc:
             # Its app never came up: the instance fails (its held calls end activation_failed).
             log.warning("focus.start_failed instance=%s", instance_id)
-            if self._stack.states.get(instance_id) in LIVE:
+            if self.instances.is_live(instance_id):
                 await self._end(instance_id, msg.app_scope, "failed")
             raise LineUpError(ErrorCode.ACTIVATION_FAILED, instance_id) from exc
         async with self._lock:
-            state = self._stack.states.get(instance_id)
-            if state not in LIVE:
+            if not self.instances.is_live(instance_id):
                 # Closed while it was starting: the start is cancelled.
                 raise LineUpError(ErrorCode.ACTIVATION_CANCELLED, instance_id)
+            state = self.instances.state_of(instance_id)
             if state == "starting":
-                self._stack.ready(instance_id)
+                self.instances.ready(instance_id)
                 await self._persist()
             elif state == "suspended" or msg.foreground:
-                self._stack.resume(instance_id, foreground=msg.foreground)
+                self.instances.resume(instance_id, foreground=msg.foreground)
                 await self._persist()
         return self._reply(instance_id)
 
@@ -631,13 +570,7 @@ class FocusActor(Actor):
         """Refuse (and audit) an `apps.open` from `opener` past its quota of live instances.
         Counted from the instance ids (`<scope>:nav-<opener>-<request id>`), so the count
         survives a restart of focus."""
-        mark = f"nav-{opener}-"
-        opened = sum(
-            1
-            for i, scope in self._owners.items()
-            if self._stack.states.get(i) in LIVE and i.startswith(mark, len(scope) + 1)
-        )
-        if opened < MAX_OPENED_PER_APP:
+        if self.instances.count_live(marked=f"nav-{opener}-") < MAX_OPENED_PER_APP:
             return
         self.bus.audit_refusal(  # a loop of opens writes a few rows, then a counter row
             AuditRecord(
@@ -667,16 +600,10 @@ class FocusActor(Actor):
     @handles(FindInstanceRequest)
     async def on_find(self, msg: FindInstanceRequest, env: Envelope) -> InstanceReply:
         self._require_enabled(msg.app_scope)
-        instance_id = msg.instance_id or next(
-            (i for i in reversed(self._stack.order) if self._owners.get(i) == msg.app_scope), None
-        )
-        if (
-            instance_id is None
-            or self._owners.get(instance_id) != msg.app_scope
-            or self._stack.states.get(instance_id) not in LIVE
-        ):
+        instance_id = msg.instance_id or self.instances.newest(msg.app_scope)
+        if instance_id is None or self.instances.live_scope(instance_id) != msg.app_scope:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id or msg.app_scope)
-        if self._stack.states[instance_id] == "suspended" or msg.foreground:
+        if self.instances.state_of(instance_id) == "suspended" or msg.foreground:
             # A call for a suspended instance resumes it: its process starts, and the app
             # restores the instance from its session data.
             await self._resume(instance_id, foreground=msg.foreground)
@@ -687,14 +614,14 @@ class FocusActor(Actor):
         A suspended one is asked for its view (the Shell has none): the machine's effect."""
         await self._ensure_running(instance_id)
         async with self._lock:
-            self._stack.resume(instance_id, foreground=foreground)
+            self.instances.resume(instance_id, foreground=foreground)
             await self._persist()
 
     def _reply(self, instance_id: str) -> InstanceReply:
         return InstanceReply(
             instance_id=instance_id,
-            app_scope=self._owners[instance_id],
-            state=self._stack.states[instance_id],
+            app_scope=self.instances.owners()[instance_id],
+            state=self.instances.state_of(instance_id) or "",
         )
 
     def _require_enabled(self, app_scope: str) -> None:
@@ -707,7 +634,7 @@ class FocusActor(Actor):
             raise LineUpError(ErrorCode.APP_DISABLED, app_scope)
 
     async def _ensure_running(self, instance_id: str) -> None:
-        scope = self._owners[instance_id]
+        scope = self.instances.owners()[instance_id]
         if scope == CHAT:
             return
         await self.registry.check_launch(scope)  # an installed app's cache verifies again
@@ -731,8 +658,8 @@ class FocusActor(Actor):
 
     async def _close(self, instance_id: str) -> None:
         """Close one instance: its calls converge, focus goes back, its process may stop."""
-        scope = self._owners.get(instance_id)
-        if scope is None or self._stack.states.get(instance_id) not in LIVE:
+        scope = self.instances.live_scope(instance_id)
+        if scope is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         if instance_id == CHAT:
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
@@ -754,14 +681,9 @@ class FocusActor(Actor):
     async def on_app_failed(self, msg: AppFailedEvent, env: Envelope) -> None:
         """The supervisor stopped the app for misbehaving: its live instances fail, their
         unfinished calls end, and focus goes back to the previous live instance."""
-        for instance_id in self._live_of(msg.app_scope):
+        for instance_id in self.instances.live_of(msg.app_scope):
             await self._end(instance_id, msg.app_scope, "failed")
         self._nursery_soon(self._push_apps)
-
-    def _live_of(self, scope: str) -> list[str]:
-        return [
-            i for i, s in self._owners.items() if s == scope and self._stack.states.get(i) in LIVE
-        ]
 
     async def _end(
         self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
@@ -773,21 +695,15 @@ class FocusActor(Actor):
         lock as the removal."""
         return await self._remove(instance_id, scope, state)
 
-    def _instance_event(self, instance_id: str, scope: str, event: InstanceEventKind) -> None:
-        self._nursery_soon(
-            self._tell_router,
-            InstanceEvent(instance_id=instance_id, app_scope=scope, event=event),
-        )
-
     async def _remove(
         self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
     ) -> list[str]:
         async with self._lock:
-            self._stack.remove(instance_id, state)
+            self.instances.remove(instance_id, state)
             await self._persist()
             self.views.drop(instance_id)
             self.surfaces.drop(scope, instance_id)
-            return self._live_of(scope)
+            return self.instances.live_of(scope)
 
     @handles(sdk.LifecycleRequest)
     async def on_lifecycle(self, msg: sdk.LifecycleRequest, env: Envelope) -> sdk.CommandReceipt:
@@ -809,7 +725,7 @@ class FocusActor(Actor):
         if msg.intent == "close":
             return InstanceReply(
                 instance_id=msg.instance_id,
-                app_scope=self._owners.get(msg.instance_id, ""),
+                app_scope=self.instances.scope_of(msg.instance_id) or "",
                 state="stopped",
             )
         return self._reply(msg.instance_id)
@@ -818,18 +734,18 @@ class FocusActor(Actor):
         if action == "close":
             await self._close(instance_id)
             return
-        if self._stack.states.get(instance_id) not in LIVE:
+        if not self.instances.is_live(instance_id):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
-        if self._stack.states[instance_id] == "suspended":
+        if self.instances.state_of(instance_id) == "suspended":
             # The user (or the app) brings it back: its process starts first.
             await self._resume(instance_id, foreground=action == "foreground")
             if action == "foreground":
                 return
         async with self._lock:
             if action == "foreground":
-                self._stack.bring_forward(instance_id)
+                self.instances.bring_forward(instance_id)
             else:
-                self._stack.send_back(instance_id)
+                self.instances.send_back(instance_id)
             await self._persist()
 
     # ------------------------------------------------------------------ session data
@@ -837,7 +753,7 @@ class FocusActor(Actor):
     def _owned(self, env: Envelope, instance_id: str) -> str:
         """The sending MiniApp's scope, if `instance_id` is one of its instances."""
         scope = app_scope_of(env.sender)
-        owner = self._owners.get(instance_id)
+        owner = self.instances.scope_of(instance_id)
         if owner is None:
             # Ended before this focus started (it keeps only live ones), or never existed.
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
@@ -855,15 +771,7 @@ class FocusActor(Actor):
         """The session of one of the sender's live instances (a session is named after it).
         An instance that has ended has none: its data stays for the record, but nobody reads
         or writes it any more (`app_instance_not_found`)."""
-        scope = self._owned(env, instance_id)
-        if self._stack.states.get(instance_id) not in LIVE:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
-        return scope, instance_id
-
-    def _live_scope(self, instance_id: str) -> str | None:
-        """The scope of a live instance (whoever asks), None if it is not live."""
-        scope = self._owners.get(instance_id)
-        return scope if self._stack.states.get(instance_id) in LIVE else None
+        return self._live_owned(env, instance_id), instance_id
 
     @handles(sdk.SessionDataGetRequest)
     async def on_session_get(
@@ -891,20 +799,17 @@ class FocusActor(Actor):
             log.info("focus.app_not_told app=%s code=%s", app_scope, code.value)
 
     def _apps(self) -> AppsUpdatedEvent:
-        live = [i for i in self._stack.order if self._stack.states.get(i) in LIVE]
-        foreground = next(
-            (i for i in reversed(live) if self._stack.states[i] == "foreground"), CHAT
-        )
+        foreground, live = self.instances.listing()
         return AppsUpdatedEvent(
             foreground=foreground,
             instances=tuple(
                 {
-                    "instance_id": i,
-                    "app_scope": self._owners[i],
-                    "state": self._stack.states[i],
-                    "title": self._bundled.get(self._owners[i], {}).get("title", self._owners[i]),
+                    "instance_id": instance_id,
+                    "app_scope": scope,
+                    "state": state,
+                    "title": self._bundled.get(scope, {}).get("title", scope),
                 }
-                for i in live
+                for instance_id, scope, state in live
             ),
             launchable=tuple(self._launchable()),
         )
@@ -968,16 +873,13 @@ class FocusActor(Actor):
 
     def _live_owned(self, env: Envelope, instance_id: str) -> str:
         scope = self._owned(env, instance_id)
-        if self._stack.states.get(instance_id) not in LIVE:
+        if not self.instances.is_live(instance_id):
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         return scope
 
     def _show(self, scope: str, instance_id: str, view: dict[str, Any]) -> None:
         # The Surfaces' way to the views (made after them, so looked up when called).
         self.views.show(scope, instance_id, view)
-
-    def _shown(self) -> set[str]:
-        return {i for i, s in self._stack.states.items() if s in LIVE - {"suspended"}}
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:
@@ -989,8 +891,8 @@ class FocusActor(Actor):
 
     @handles(UiEventRequest)
     async def on_ui_event(self, msg: UiEventRequest, env: Envelope) -> UiEventAccepted:
-        scope = self._owners.get(msg.instance_id)
-        if scope is None or self._stack.states.get(msg.instance_id) not in LIVE:
+        scope = self.instances.live_scope(msg.instance_id)
+        if scope is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
         await self.bus.notify(
             f"miniapp:{scope}",
@@ -998,3 +900,23 @@ class FocusActor(Actor):
             timeout=NOTIFY_TIMEOUT,
         )
         return UiEventAccepted(instance_id=msg.instance_id)
+
+
+def _commit_request(commit: Commit) -> InstanceCommitRequest:
+    born = commit.born
+    return InstanceCommitRequest(
+        born=None
+        if born is None
+        else InstanceUpsertRequest(
+            instance_id=born.instance_id,
+            app_scope=born.app_scope,
+            state="starting",
+            app_session_id=born.instance_id,  # a sub-session is named after its instance
+            created_by_call_id=born.call_id,
+        ),
+        moves=tuple(
+            InstanceMove(instance_id=i, to_state=cast(InstanceState, after))
+            for i, (_, after) in commit.moves.items()
+        ),
+        stack=commit.stack,
+    )

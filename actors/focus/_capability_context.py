@@ -19,7 +19,7 @@ from lineup.actors.store.messages import CapabilityGrantListReply
 from lineup.sdk.capabilities import Policy, usable
 from lineup.sdk.manifest import Manifest, ToolDescriptor
 
-from ._stack import LIVE, FocusStack
+from ._instances import Instances
 from .messages import CapabilityContextReply, CapabilityContextRequest
 
 __all__ = ["CapabilityFacts", "context_of"]
@@ -58,8 +58,7 @@ class CapabilityFacts:
 def context_of(
     msg: CapabilityContextRequest,
     *,
-    owners: Mapping[str, str],
-    stack: FocusStack,
+    instances: Instances,
     manifests: Mapping[str, Manifest],
     enabled: Mapping[str, bool],
     titles: Mapping[str, Mapping[str, str]],
@@ -67,17 +66,17 @@ def context_of(
     """The facts of `msg.instance_id` for a capability request. Without `app_scope` (a
     Surface's request) the owner is whoever it is; with it, an instance of another app is
     `app_instance_not_found`, exactly as a missing one."""
-    owner = owners.get(msg.instance_id)
+    owner = instances.scope_of(msg.instance_id)
     if owner is None or (msg.app_scope is not None and owner != msg.app_scope):
         raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
     manifest = manifests.get(owner)
-    state = stack.states.get(msg.instance_id)
+    state = instances.state_of(msg.instance_id)
     return CapabilityContextReply(
         app_scope=owner,
         app_title=titles.get(owner, {}).get("title", owner),
         instance_id=msg.instance_id,
         enabled=enabled.get(owner, True),
-        live=state in LIVE - {"suspended"},
+        live=msg.instance_id in instances.shown(),
         foreground=state == "foreground",
         declared=manifest.requested_capabilities if manifest is not None else (),
     )

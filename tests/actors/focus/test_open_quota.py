@@ -39,8 +39,7 @@ def focus_with(bus: AuditingBus) -> FocusActor:
 
 def opened(actor: FocusActor, scope: str, opener: str, n: int) -> str:
     instance_id = f"{scope}:nav-{opener}-{n}"
-    actor._owners[instance_id] = scope
-    actor._stack.add(instance_id, foreground=True)
+    actor.instances.launch(instance_id, scope, foreground=True, call_id=f"nav-{opener}-{n}")
     return instance_id
 
 
@@ -69,8 +68,8 @@ def test_the_agents_launches_and_other_apps_opens_do_not_count() -> None:
     actor = focus_with(AuditingBus())
     for n in range(3 * MAX_OPENED_PER_APP):
         # The Agent's launches: `<scope>:<call id>`.
-        actor._owners[f"task-dashboard:call-{n}"] = "task-dashboard"
-        actor._stack.add(f"task-dashboard:call-{n}", foreground=True)
+        instance_id = f"task-dashboard:call-{n}"
+        actor.instances.launch(instance_id, "task-dashboard", foreground=True, call_id=f"call-{n}")
     for n in range(MAX_OPENED_PER_APP - 1):
         opened(actor, "probe", "task-dashboard", n)
     assert refusal(actor, "probe") is None
@@ -86,5 +85,5 @@ def test_an_instance_that_ended_frees_its_place_in_the_quota(
     for n in range(1, MAX_OPENED_PER_APP):
         opened(actor, "task-dashboard", "probe", n)
     assert refusal(actor, "probe") is ErrorCode.QUOTA_EXCEEDED
-    actor._stack.remove(first, final)
+    actor.instances.remove(first, final)
     assert refusal(actor, "probe") is None

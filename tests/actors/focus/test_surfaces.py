@@ -116,17 +116,15 @@ def focus_with(bus: FakeBus, app: Manifest | None = None) -> FocusActor:
         Identity(ActorKind.FOCUS, "focus"), 1, Path("/nonexistent"), {}, cast(Bus, bus)
     )
     focus = FocusActor(ctx)
-    focus._owners["chat"] = "chat"
-    focus._stack.place_recovery()
-    focus._stack.ready("chat")
+    focus.instances.recover((), (), runtime_restarted=True)  # the chat, born and up
     for scope in (SCOPE, "other"):
         focus._manifests[scope] = app or manifest(BOARD)
         focus._bundled[scope] = {"manifest": str(MANIFEST), "title": "Surf", "entry": "x:Y"}
     for instance_id in (INSTANCE, "other:c1"):
-        focus._owners[instance_id] = instance_id.partition(":")[0]
-        focus._stack.add(instance_id, foreground=True)
-        focus._stack.ready(instance_id)
-    focus._stack.take_moves()
+        scope, _, call_id = instance_id.partition(":")
+        focus.instances.launch(instance_id, scope, foreground=True, call_id=call_id)
+        focus.instances.ready(instance_id)
+    focus.instances.commit()
     return focus
 
 
@@ -473,8 +471,8 @@ async def test_an_instance_that_ends_drops_its_surface_and_tells_the_app(
 ) -> None:
     focus, bus = world
 
-    async def persist(**_: Any) -> None:  # the store's part is not what this is about
-        focus._stack.take_moves()
+    async def persist() -> None:  # the store's part is not what this is about
+        focus.instances.commit()
 
     focus._persist = persist  # type: ignore[method-assign]
     focus.on_surface_open(open_request(), from_app(open_request()))

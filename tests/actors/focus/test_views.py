@@ -215,9 +215,7 @@ def focus_with_chat(bus: CountingBus) -> FocusActor:
         Identity(ActorKind.FOCUS, "focus"), 1, Path("/nonexistent"), {}, cast(Bus, bus)
     )
     focus = FocusActor(ctx)
-    focus._owners["chat"] = "chat"
-    focus._stack.place_recovery()
-    focus._stack.ready("chat")
+    focus.instances.recover((), (), runtime_restarted=True)  # the chat, born and up
     return focus
 
 
@@ -294,9 +292,8 @@ async def test_an_update_on_its_own_is_pushed_at_once() -> None:
 async def test_a_refused_view_is_audited_with_its_bound_and_answered_by_who_is_at_fault() -> None:
     bus = CountingBus()
     focus = focus_with_chat(bus)
-    focus._owners["probe:1"] = "probe"
-    focus._stack.add("probe:1", foreground=False)
-    focus._stack.ready("probe:1")
+    focus.instances.launch("probe:1", "probe", foreground=False, call_id="1")
+    focus.instances.ready("probe:1")
     large = p.ViewUpdateRequest(instance_id="probe:1", view={"pad": "a" * 70_000})
     trusted = p.ViewUpdateRequest(instance_id="probe:1", view={"kind": "task.dashboard"})
     items = p.ViewItemsPutRequest(instance_id="probe:1", items=(item(1),))
@@ -334,9 +331,8 @@ def test_the_views_a_reconnecting_shell_gets_come_in_replies_of_bounded_size() -
     focus = focus_with_chat(bus)
     for n in range(20):  # 20 views of 60 KiB: 1.2 MiB, more than one reply may hold
         instance = f"probe:{n}"
-        focus._owners[instance] = "probe"
-        focus._stack.add(instance, foreground=False)
-        focus._stack.ready(instance)
+        focus.instances.launch(instance, "probe", foreground=False, call_id=str(n))
+        focus.instances.ready(instance)
         request = p.ViewUpdateRequest(instance_id=instance, view={"pad": "v" * 60_000})
         focus.on_view_update(request, envelope("probe", request))
     seen: list[str] = []
