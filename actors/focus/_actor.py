@@ -97,8 +97,9 @@ from lineup.hostbridge.messages import (
 from lineup.miniapps import catalogue
 from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import Manifest, ToolDescriptor, load_manifest
+from lineup.sdk.manifest import ToolDescriptor, load_manifest
 
+from ._app_book import AppBook, AppEntry
 from ._capability_context import CapabilityFacts, context_of
 from ._dev_reload import DevReload
 from ._instances import Announce, Commit, Effect, Instances, PushApps, RefreshView
@@ -162,15 +163,13 @@ class FocusActor(Actor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Apps this runtime offers: app_scope -> {"manifest" (its path), "entry", "title"}:
-        # the bundled ones (unless a test or bench leaves them out), then the configured ones.
+        # The apps this runtime offers: the shipped ones (unless a test or bench leaves them
+        # out), then the configured ones (a configured one replaces a shipped one of its
+        # scope); their manifests are read at start, and the registry adds the installed ones.
         bundled = catalogue.registry_entries() if self.ctx.config.get("bundled_apps", True) else []
-        self._bundled: dict[str, dict[str, str]] = {
-            str(app["app_scope"]): {k: str(v) for k, v in app.items()}
-            for app in [*bundled, *self.ctx.config.get("apps", [])]
-        }
-        self._manifests: dict[str, Manifest] = {}
-        self._enabled: dict[str, bool] = {}
+        self.book = AppBook()
+        for app in [*bundled, *self.ctx.config.get("apps", [])]:
+            self.book.put(AppEntry.configured(app))
         self._revision = "0"
         self.instances = Instances()
         # The catalogue's own apps (not one a configuration replaced): they alone draw with
@@ -194,9 +193,8 @@ class FocusActor(Actor):
             self._surfaces,
             self.sessions,
             live_owned=self._live_owned,
-            live_scope=self.instances.live_scope,
-            manifests=self._manifests,
-            apps=self._bundled,
+            instances=self.instances,
+            book=self.book,
             show=self._show,
             soon=self._nursery_soon,
             tell_app=self._tell_app,
@@ -206,23 +204,20 @@ class FocusActor(Actor):
             self.ctx.identity,
             self._views,
             self.surfaces,
-            manifests=self._manifests,
-            owners=self.instances.owners,
+            book=self.book,
+            instances=self.instances,
             live_owned=self._live_owned,
-            shown=self.instances.shown,
             apps=self._apps,
             soon=self._nursery_soon,
             tell_app=self._tell_app,
         )
         # Installs and every operation on an app (`_registry`): it keeps the installed apps
-        # in the same books (`_manifests`, `_enabled`, `_bundled`) the handlers read.
+        # in the same book the handlers read.
         self.registry = RegistryService(
             self.ctx.data_dir,
             self.ctx.config,
             store=self._store,
-            manifests=self._manifests,
-            enabled=self._enabled,
-            apps=self._bundled,
+            book=self.book,
             live_of=self.instances.live_of,
             close=self._close,
             publish=self._publish_inventory,
@@ -230,8 +225,7 @@ class FocusActor(Actor):
         # Reload on save of the development apps (`lineup run --dev-app`).
         self.dev_reload = DevReload(
             self.bus,
-            apps=self._bundled,
-            manifests=self._manifests,
+            book=self.book,
             store=self._store,
             running=self.instances.running,
             start=self._ensure_running,
@@ -291,10 +285,11 @@ class FocusActor(Actor):
         )
 
     async def _load_registry(self) -> None:
-        for scope, app in list(self._bundled.items()):
+        for app in self.book:
+            scope = app.scope
             if scope == CHAT:
                 continue
-            raw = await trio.Path(app["manifest"]).read_bytes()
+            raw = await trio.Path(app.manifest_file).read_bytes()
             manifest = load_manifest(raw)
             try:
                 await self._store(
@@ -303,7 +298,7 @@ class FocusActor(Actor):
                         version=manifest.version,
                         kind=manifest.kind,
                         manifest=manifest.model_dump(mode="json"),
-                        source="dev" if app.get("dev") == "true" else "bundled",
+                        source="dev" if app.source == "dev" else "bundled",
                     ),
                     AppRegistryPutReply,
                 )
@@ -312,11 +307,13 @@ class FocusActor(Actor):
                     raise
                 # An installed app has this scope: its verified bundle wins.
                 log.warning("focus.app_shadowed app=%s", scope)
-                del self._bundled[scope]
+                self.book.drop(scope)
                 continue
-            self._manifests[scope] = manifest
+            self.book.change(scope, manifest=manifest)
         rows = await self._store(AppRegistryListRequest(), AppRegistryListReply)
-        self._enabled.update({row.app_scope: row.enabled for row in rows.apps})
+        for row in rows.apps:
+            if row.app_scope in self.book:
+                self.book.change(row.app_scope, enabled=row.enabled)
         await self.registry.load()  # the installed apps, from their verified cache
         self._capabilities.read(
             await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
@@ -341,8 +338,8 @@ class FocusActor(Actor):
             *interactions.TOOLS,
             *(
                 tool
-                for scope, manifest in sorted(self._manifests.items())
-                if self._enabled.get(scope, True)
+                for scope, manifest in sorted(self.book.manifests().items())
+                if self.book.enabled(scope)
                 for tool in manifest.tools
                 if self._capabilities.visible(scope, manifest, tool)
             ),
@@ -400,27 +397,28 @@ class FocusActor(Actor):
         return self._inventory()
 
     def _inventory(self) -> InventoryReply:
+        manifests = self.book.manifests()
         disabled = tuple(
             tool.method
-            for scope, manifest in self._manifests.items()
-            if not self._enabled.get(scope, True)
+            for scope, manifest in manifests.items()
+            if not self.book.enabled(scope)
             for tool in manifest.tools
         )
         hidden = tuple(
-            tool.method for manifest in self.registry.hidden.values() for tool in manifest.tools
+            tool.method for manifest in self.book.hidden().values() for tool in manifest.tools
         )
         return InventoryReply(
             revision=self._revision,
             tools=tuple(self._tools()),
             disabled_tools=disabled,
-            installed=tuple(sorted({CHAT, *self._manifests})),
+            installed=tuple(sorted({CHAT, *manifests})),
             hidden_tools=hidden,
         )
 
     @handles(AppEnableRequest)
     async def on_app_enable(self, msg: AppEnableRequest, env: Envelope) -> InventoryReply:
         """The Shell's switch: an enable or disable operation like any other (`_registry`)."""
-        if msg.app_scope not in self._manifests and self.registry.refusal(msg.app_scope) is None:
+        if self.book.manifest(msg.app_scope) is None and self.book.refusal(msg.app_scope) is None:
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, msg.app_scope)
         done = await self.registry.operate(
             RegistryOperateRequest(
@@ -495,9 +493,7 @@ class FocusActor(Actor):
         return context_of(
             msg,
             instances=self.instances,
-            manifests=self._manifests,
-            enabled=self._enabled,
-            titles=self._bundled,
+            book=self.book,
         )
 
     @handles(CapabilitiesChangedEvent)
@@ -625,12 +621,12 @@ class FocusActor(Actor):
         )
 
     def _require_enabled(self, app_scope: str) -> None:
-        refused = self.registry.refusal(app_scope)  # incompatible, unavailable
+        refused = self.book.refusal(app_scope)  # incompatible, unavailable
         if refused is not None:
             raise LineUpError(refused, app_scope)
-        if app_scope not in self._manifests:
+        if self.book.manifest(app_scope) is None:
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, app_scope)
-        if not self._enabled.get(app_scope, True):
+        if not self.book.enabled(app_scope):
             raise LineUpError(ErrorCode.APP_DISABLED, app_scope)
 
     async def _ensure_running(self, instance_id: str) -> None:
@@ -638,18 +634,20 @@ class FocusActor(Actor):
         if scope == CHAT:
             return
         await self.registry.check_launch(scope)  # an installed app's cache verifies again
-        app = self._bundled[scope]
-        manifest = self._manifests.get(scope)
+        app = self.book.get(scope)
+        if app is None:  # removed since the instance was opened
+            raise LineUpError(ErrorCode.APP_NOT_INSTALLED, scope)
+        manifest = self.book.manifest(scope)
         with trio.fail_after(START_TIMEOUT):
             await self.bus.request(
                 "supervisor",
                 ChildStartRequest(
                     name=f"miniapp:{scope}",
                     config={
-                        "app": app["entry"],
+                        "app": app.entry,
                         "instance_id": instance_id,
                         "app_version": manifest.version if manifest else "",  # its SDK context's
-                        "app_path": app.get("app_path", ""),  # a development app's folder
+                        "app_path": app.app_path,  # a development app's folder
                     },
                 ),
                 expect=ChildStartReply,
@@ -807,7 +805,7 @@ class FocusActor(Actor):
                     "instance_id": instance_id,
                     "app_scope": scope,
                     "state": state,
-                    "title": self._bundled.get(scope, {}).get("title", scope),
+                    "title": self.book.title(scope),
                 }
                 for instance_id, scope, state in live
             ),
@@ -818,11 +816,9 @@ class FocusActor(Actor):
         """The apps the Shell's launcher offers: each that an open would start now (usable,
         enabled; not the chat, which is always there), by title, then scope."""
         titled = [
-            (self._bundled.get(scope, {}).get("title", scope), scope)
-            for scope in self._manifests
-            if scope != CHAT
-            and self.registry.refusal(scope) is None
-            and self._enabled.get(scope, True)
+            (self.book.title(scope), scope)
+            for scope in self.book.manifests()  # the usable ones
+            if scope != CHAT and self.book.enabled(scope)
         ]
         return [
             {"app_scope": scope, "title": title}

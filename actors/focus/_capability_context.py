@@ -19,6 +19,7 @@ from lineup.actors.store.messages import CapabilityGrantListReply
 from lineup.sdk.capabilities import Policy, usable
 from lineup.sdk.manifest import Manifest, ToolDescriptor
 
+from ._app_book import AppBook
 from ._instances import Instances
 from .messages import CapabilityContextReply, CapabilityContextRequest
 
@@ -59,9 +60,7 @@ def context_of(
     msg: CapabilityContextRequest,
     *,
     instances: Instances,
-    manifests: Mapping[str, Manifest],
-    enabled: Mapping[str, bool],
-    titles: Mapping[str, Mapping[str, str]],
+    book: AppBook,
 ) -> CapabilityContextReply:
     """The facts of `msg.instance_id` for a capability request. Without `app_scope` (a
     Surface's request) the owner is whoever it is; with it, an instance of another app is
@@ -69,13 +68,13 @@ def context_of(
     owner = instances.scope_of(msg.instance_id)
     if owner is None or (msg.app_scope is not None and owner != msg.app_scope):
         raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
-    manifest = manifests.get(owner)
+    manifest = book.manifest(owner)
     state = instances.state_of(msg.instance_id)
     return CapabilityContextReply(
         app_scope=owner,
-        app_title=titles.get(owner, {}).get("title", owner),
+        app_title=book.title(owner),
         instance_id=msg.instance_id,
-        enabled=enabled.get(owner, True),
+        enabled=book.enabled(owner),
         live=msg.instance_id in instances.shown(),
         foreground=state == "foreground",
         declared=manifest.requested_capabilities if manifest is not None else (),

@@ -32,7 +32,7 @@ notice. The previous version keeps running.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import trio
@@ -44,6 +44,7 @@ from lineup.hostbridge.messages import NoticeEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ManifestInvalid, load_manifest
 
+from ._app_book import AppBook
 from .messages import DevAppRefusedEvent, DevAppReloadReply, DevAppReloadRequest
 
 __all__ = ["DevReload"]
@@ -59,8 +60,7 @@ class DevReload:
     """Focus's reloads of its development apps (see the module's docstring). What it needs of
     the actor:
 
-    - `apps`, `manifests`: the registry entries and the manifests served (the actor's own
-      mappings; a reload replaces the app's manifest in `manifests`);
+    - `book`: the apps (the actor's; a reload replaces the app's manifest in it);
     - `store(request, expect)`: a store request; `bus`: to stop the app's process and tell
       the Shells;
     - `running(scope)`: the app's live instances that are not suspended, topmost first;
@@ -73,8 +73,7 @@ class DevReload:
         self,
         bus: Bus,
         *,
-        apps: Mapping[str, Mapping[str, str]],
-        manifests: MutableMapping[str, Manifest],
+        book: AppBook,
         store: Callable[[Message, type[Any]], Awaitable[Any]],
         running: Callable[[str], list[str]],
         start: Callable[[str], Awaitable[None]],
@@ -83,8 +82,7 @@ class DevReload:
         tell_app: Callable[[str, Message], Awaitable[None]],
     ) -> None:
         self.bus = bus
-        self._apps = apps
-        self._manifests = manifests
+        self._book = book
         self._store = store
         self._running = running
         self._start = start
@@ -110,11 +108,11 @@ class DevReload:
                 ),
                 AppRegistryPutReply,
             )
-            self._manifests[scope] = manifest
+            self._book.change(scope, manifest=manifest)
             restarted = await self._restart(scope)
             revision = self._revision()
             await self._publish()  # a new revision only if the tools changed
-            title = self._apps[scope].get("title", scope)
+            title = self._book.title(scope)
             log.info("focus.dev_app_reloaded app=%s restarted=%d", scope, restarted)
             await self._notice("info", f"{title} reloaded")
             return DevAppReloadReply(
@@ -130,11 +128,11 @@ class DevReload:
         await self._notice("error", msg.line)
 
     async def _read(self, msg: DevAppReloadRequest) -> Manifest:
-        app = self._apps.get(msg.app_scope)
-        if app is None or app.get("dev") != "true":
+        app = self._book.get(msg.app_scope)
+        if app is None or app.source != "dev":
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, "no development app of that scope")
         try:
-            async with await trio.open_file(app["manifest"], "rb") as file:
+            async with await trio.open_file(app.manifest_file, "rb") as file:
                 raw = await file.read(MAX_MANIFEST_FILE + 1)
             if len(raw) > MAX_MANIFEST_FILE:
                 raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "manifest.json is too large")

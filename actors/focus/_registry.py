@@ -47,7 +47,6 @@ import os
 import shutil
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -107,6 +106,7 @@ from lineup.sdk.protocol import (
 from lineup.sdk.trust import TrustStore
 from lineup.wire.client import AnswerRefused, HttpClient, HttpError
 
+from ._app_book import AppBook, AppEntry, Installed
 from ._cache import BundleCache
 from ._catalog import Catalog, basis_of
 from ._operations import Operation
@@ -136,15 +136,6 @@ CRASH_POINTS: Final = frozenset({"cache_renamed", "row_written"})
 Store = Callable[[Message, type[Any]], Awaitable[Any]]
 
 
-@dataclass
-class Installed:
-    """An installed app as focus runs it: its row and where its code is."""
-
-    row: AppRow
-    manifest: Manifest | None
-    package: str | None
-
-
 class RegistryService:
     def __init__(
         self,
@@ -152,9 +143,7 @@ class RegistryService:
         config: dict[str, Any],
         *,
         store: Store,
-        manifests: dict[str, Manifest],
-        enabled: dict[str, bool],
-        apps: dict[str, dict[str, str]],
+        book: AppBook,
         live_of: Callable[[str], list[str]],
         close: Callable[[str], Awaitable[None]],
         publish: Callable[[], Awaitable[None]],
@@ -171,21 +160,16 @@ class RegistryService:
             else None
         )
         self._store = store
-        self.manifests = manifests  # the usable apps' manifests: the actor's own dict
-        self.enabled = enabled
-        self.apps = apps  # registry entries (entry, app_path, title): the actor's own dict
+        self.book = book  # the actor's: the installed apps are put in it here
         self._live_of = live_of
         self._close = close
         self._publish = publish
-        self.sources: dict[str, str] = {}
         # Scopes whose store row is a dev app this run does not configure: an install may
         # take them (`_check_target`), nothing else sees them.
         self.leftovers: set[str] = set()
-        self.installed: dict[str, Installed] = {}
-        # Apps in the registry that cannot run here, with the code a launch gets, and their
-        # manifests (their tools are `tool_not_visible`).
-        self.unusable: dict[str, ErrorCode] = {}
-        self.hidden: dict[str, Manifest] = {}
+        # Scopes whose store row is a shipped app this run does not ship (an older LineUp's,
+        # or a tree configured without them): no app, but nobody's to take.
+        self.foreign: set[str] = set()
         self._lock = trio.Lock()
 
     # ------------------------------------------------------------------ start
@@ -203,12 +187,12 @@ class RegistryService:
         revoked = await self._revoked()
         keep: set[tuple[str, str]] = set()
         for row in rows.apps:
-            if row.source == "dev" and self.apps.get(row.app_scope, {}).get("dev") != "true":
-                # A past `--dev-app` of this data dir: a leftover, not an app of this run.
-                self.leftovers.add(row.app_scope)
-                continue
-            self.sources[row.app_scope] = row.source
             if row.source != "installed":
+                entry = self.book.get(row.app_scope)
+                if entry is None or entry.source != row.source:
+                    # A past `--dev-app` of this data dir is a leftover, not an app of this
+                    # run; a shipped app this run does not ship is nobody's.
+                    (self.leftovers if row.source == "dev" else self.foreign).add(row.app_scope)
                 continue
             keep.add((row.app_scope, row.version))
             if row.previous_version is not None:
@@ -258,38 +242,28 @@ class RegistryService:
     def _place(
         self, row: AppRow, manifest: Manifest | None, package: str | None, code: ErrorCode | None
     ) -> None:
+        """Put the installed app in the book as its row, manifest and package say: usable, or
+        refused with `code` (one whose manifest does not load is unavailable)."""
         scope = row.app_scope
-        self.sources[scope] = "installed"
-        self.installed[scope] = Installed(row, manifest, package)
-        self.enabled[scope] = row.enabled
-        self.apps[scope] = {
-            "app_scope": scope,
-            "manifest": "",
-            "entry": f"{package}:" if package else "",
-            "app_path": str(self.cache.app_dir(scope, row.version)),
-            # Its Surface's files: the verified cache's (it has no manifest file to be beside).
-            "web_root": str(self.cache.app_dir(scope, row.version) / package / "web")
-            if package
-            else "",
-            # Its manifest's title, else its scope (a manifest that does not load has none).
-            "title": manifest.title if manifest is not None and manifest.title else scope,
-            "kind": "installed",
-        }
-        if code is None and manifest is not None:
-            self.manifests[scope] = manifest
-            self.unusable.pop(scope, None)
-            self.hidden.pop(scope, None)
-        else:
-            self.manifests.pop(scope, None)
-            self.unusable[scope] = code or ErrorCode.APP_UNAVAILABLE
-            if manifest is not None:
-                self.hidden[scope] = manifest
-
-    def _forget(self, scope: str) -> None:
-        for book in (self.manifests, self.enabled, self.apps, self.unusable, self.hidden):
-            book.pop(scope, None)
-        self.installed.pop(scope, None)
-        self.sources.pop(scope, None)
+        folder = self.cache.app_dir(scope, row.version)
+        self.book.put(
+            AppEntry(
+                scope=scope,
+                source="installed",
+                # Its manifest's title, else its scope (a manifest that does not load has none).
+                title=manifest.title if manifest is not None and manifest.title else scope,
+                entry=f"{package}:" if package else "",
+                app_path=str(folder),
+                # Its Surface's files: the verified cache's (no manifest file to be beside).
+                web_root=str(folder / package / "web") if package else "",
+                manifest=manifest,
+                enabled=row.enabled,
+                refusal=None
+                if code is None and manifest is not None
+                else code or ErrorCode.APP_UNAVAILABLE,
+                installed=Installed(row, package),
+            )
+        )
 
     async def _package(self, scope: str, version: str) -> str | None:
         def find() -> str | None:
@@ -307,14 +281,10 @@ class RegistryService:
 
     # ------------------------------------------------------------------ launch
 
-    def refusal(self, scope: str) -> ErrorCode | None:
-        """Why an app in the registry cannot get an instance or a call now, or None."""
-        return self.unusable.get(scope)
-
     async def check_launch(self, scope: str) -> None:
         """An installed app's cache is verified again before its process starts: a broken
         one makes the app `unavailable` (audited) and raises `app_unavailable`."""
-        app = self.installed.get(scope)
+        app = self.book.installed(scope)
         if app is None:
             return
         if not await self._signer_trusted(app.row):
@@ -346,9 +316,11 @@ class RegistryService:
             ),
             AppStateSetReply,
         )
-        app = self.installed[scope]
+        entry = self.book.get(scope)
+        assert entry is not None  # only an installed app is marked
+        assert entry.installed is not None
         usable = code if code is ErrorCode.UNKNOWN_KEY else ErrorCode.APP_UNAVAILABLE
-        self._place(reply.app, app.manifest, app.package, usable)
+        self._place(reply.app, entry.manifest, entry.installed.package, usable)
         await self._publish()
 
     # ------------------------------------------------------------------ list
@@ -363,7 +335,7 @@ class RegistryService:
         apps = [
             RegistryAppInfo(
                 app_scope=CHAT,
-                title=self.apps.get(CHAT, {}).get("title", "Chat"),
+                title=self.book.title(CHAT, "Chat"),
                 version=lineup.__version__,
                 kind="system",
                 source="system",
@@ -374,8 +346,9 @@ class RegistryService:
             )
         ]
         revoked = await self._revoked()
-        for scope in sorted({*self.manifests, *self.hidden, *self.installed} - {CHAT}):
-            apps.append(self._app_info(scope, latest.get(scope), revoked))
+        for entry in sorted(self.book, key=lambda e: e.scope):
+            if entry.scope != CHAT:
+                apps.append(self._app_info(entry, latest.get(entry.scope), revoked))
         return RegistryListReply(
             apps=tuple(apps),
             default_app=default.value if isinstance(default.value, str) else CHAT,
@@ -424,14 +397,13 @@ class RegistryService:
         return tuple(entries)
 
     def _app_info(
-        self, scope: str, operation: AppOperationInfo | None, revoked: set[tuple[str, str]]
+        self, entry: AppEntry, operation: AppOperationInfo | None, revoked: set[tuple[str, str]]
     ) -> RegistryAppInfo:
-        manifest = self.manifests.get(scope) or self.hidden.get(scope)
-        installed = self.installed.get(scope)
+        scope, manifest, installed = entry.scope, entry.manifest, entry.installed
         previous = installed.row.previous_version if installed else None
         if (scope, previous) in revoked:
             previous = None  # a rollback cannot go there: it is no predecessor
-        code = self.unusable.get(scope)
+        code = entry.refusal
         state = (
             "active"
             if code is None
@@ -439,14 +411,13 @@ class RegistryService:
             if code is ErrorCode.APP_VERSION_MISMATCH
             else "unavailable"
         )
-        source = self.sources.get(scope, "bundled")
         return RegistryAppInfo(
             app_scope=scope,
-            title=self.apps.get(scope, {}).get("title", scope),
+            title=entry.title,
             version=installed.row.version if installed else (manifest.version if manifest else ""),
             kind=manifest.kind if manifest else "installed",
-            source=source if source in ("bundled", "dev", "installed") else "bundled",
-            enabled=self.enabled.get(scope, True),
+            source=entry.source,
+            enabled=entry.enabled,
             state=state,
             predecessor=previous,
             key_id=installed.row.key_id if installed else None,
@@ -499,7 +470,7 @@ class RegistryService:
             except LineUpError as exc:
                 return await self._refused(msg.operation_id, UNKNOWN_SCOPE, "install", exc.code)
             scope = signed.app_scope
-            current = self.installed.get(scope)
+            current = self.book.installed(scope)
             kind: AppOperationKind = "update" if current is not None else "install"
             op = Operation(msg.operation_id, scope, kind)
             await self._put(op, version=signed.version, from_version=_version(current))
@@ -555,9 +526,10 @@ class RegistryService:
         """The bundle may take `scope` at `version`: not another kind of app's scope (the
         chat, a bundled app, a dev app of this run; a leftover dev row is no app: see
         `load`), and above the active version of an installed one (never sideways or back)."""
-        if scope == CHAT or (scope in self.sources and self.sources[scope] != "installed"):
+        entry = self.book.get(scope)
+        if scope in (CHAT, *self.foreign) or (entry is not None and entry.source != "installed"):
             raise LineUpError(ErrorCode.APP_PROTECTED, scope)
-        current = self.installed.get(scope)
+        current = entry.installed if entry is not None else None
         if current is not None and compare_versions(version, current.row.version) <= 0:
             raise LineUpError(ErrorCode.APP_VERSION_MISMATCH, version)
 
@@ -637,7 +609,7 @@ class RegistryService:
             if seen is not None:
                 return seen
             scope = msg.app_scope
-            installed = self.installed.get(scope)
+            installed = self.book.installed(scope)
             op = Operation(msg.operation_id, scope, msg.kind)
             await self._put(
                 op,
@@ -654,13 +626,15 @@ class RegistryService:
 
     async def _run(self, op: Operation, msg: RegistryOperateRequest) -> None:
         scope = msg.app_scope
-        known = scope == CHAT or scope in self.sources or scope in self.manifests
-        if not known:
+        entry = self.book.get(scope)
+        if scope != CHAT and entry is None and scope not in self.foreign:
             raise LineUpError(ErrorCode.APP_NOT_INSTALLED, scope)
-        protected = scope == CHAT or self._kind(scope) in ("system", "core")
+        kind = entry.manifest.kind if entry is not None and entry.manifest is not None else None
+        protected = scope == CHAT or kind in ("system", "core")
         if msg.kind == "set_default":
-            if self.refusal(scope) is not None or not self.enabled.get(scope, True):
-                raise LineUpError(self.refusal(scope) or ErrorCode.APP_DISABLED, scope)
+            refusal = self.book.refusal(scope)
+            if refusal is not None or not self.book.enabled(scope):
+                raise LineUpError(refusal or ErrorCode.APP_DISABLED, scope)
             await self._store(
                 SettingPutRequest(name=DEFAULT_APP, value=scope, operation_id=op.operation_id),
                 SettingPutReply,
@@ -675,12 +649,13 @@ class RegistryService:
             await self._store(
                 AppEnabledSetRequest(app_scope=scope, enabled=False), AppEnabledSetReply
             )
-            self.enabled[scope] = False
+            if scope in self.book:
+                self.book.change(scope, enabled=False)
             await self._close_all(scope)
             await self._complete(op)
             await self._publish()
             return
-        installed = self.installed.get(scope)
+        installed = self.book.installed(scope)
         if installed is None:
             raise LineUpError(ErrorCode.APP_PROTECTED, scope)  # bundled, dev: not ours to touch
         if msg.kind == "rollback":
@@ -690,30 +665,31 @@ class RegistryService:
         elif msg.kind == "remove":
             await self._remove(op, scope)
 
-    def _kind(self, scope: str) -> str | None:
-        manifest = self.manifests.get(scope) or self.hidden.get(scope)
-        return manifest.kind if manifest else None
-
     async def _enable(self, op: Operation, scope: str) -> None:
         if scope == CHAT:
             await self._complete(op)
             return
-        installed = self.installed.get(scope)
+        installed = self.book.installed(scope)
         if installed is not None:
             # Checked again: the cache, the manifest, the revocations.
             record = await self._store(AppRegistryGetRequest(app_scope=scope), AppRegistryGetReply)
             if record.record is not None:
                 await self._take(installed.row, record.record.manifest, await self._revoked())
-        code = self.refusal(scope)
+        code = self.book.refusal(scope)
         if code is not None:
             raise LineUpError(code, scope)
         reply = await self._store(
             AppEnabledSetRequest(app_scope=scope, enabled=True, operation_id=op.operation_id),
             AppEnabledSetReply,
         )
-        self.enabled[scope] = True
-        if installed is not None:
-            self.installed[scope].row = reply.app
+        entry = self.book.get(scope)
+        if entry is not None:
+            installed = entry.installed
+            self.book.change(
+                scope,
+                enabled=True,
+                installed=None if installed is None else Installed(reply.app, installed.package),
+            )
         await self._publish()
 
     async def _predecessor(self, installed: Installed) -> tuple[Manifest, str] | None:
@@ -787,7 +763,7 @@ class RegistryService:
         await self._store(
             AppRemoveRequest(app_scope=scope, operation_id=op.operation_id), AppRemoveReply
         )
-        self._forget(scope)
+        self.book.drop(scope)
         await self._publish()
 
     async def _remove_home(self, scope: str) -> None:

@@ -21,7 +21,7 @@ actor's, reached through the callables it hands this object.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,8 +36,9 @@ from lineup.actors.kernel import (
     app_scope_of,
 )
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import Manifest
 
+from ._app_book import AppBook
+from ._instances import Instances
 from ._session_data import SessionData
 from ._surfaces import PLACEHOLDER_VIEW, Surface, SurfaceBook, surface_entrypoint
 from .messages import (
@@ -58,9 +59,8 @@ class SurfaceService:
 
     - `live_owned(env, instance_id)`: the sender's scope, if the instance is its live one
       (else raises, another app's audited);
-    - `live_scope(instance_id)`: the scope of a live instance, None if it is not live;
-    - `manifests`, `apps`: the installed apps' manifests and registry entries (the actor's
-      own mappings, which it fills; read, never written, here);
+    - `instances`, `book`: the instances and the apps (the actor's; read, never written,
+      here);
     - `show(scope, instance_id, view)`: make that the instance's view and push it;
     - `soon(fn, *args)`: run `fn` in the actor's nursery; `tell_app(scope, event)`: tell it.
     """
@@ -73,9 +73,8 @@ class SurfaceService:
         sessions: SessionData,
         *,
         live_owned: Callable[[Envelope, str], str],
-        live_scope: Callable[[str], str | None],
-        manifests: Mapping[str, Manifest],
-        apps: Mapping[str, Mapping[str, str]],
+        instances: Instances,
+        book: AppBook,
         show: Callable[[str, str, dict[str, Any]], None],
         soon: Callable[..., None],
         tell_app: Callable[[str, Message], Awaitable[None]],
@@ -85,9 +84,8 @@ class SurfaceService:
         self._surfaces = surfaces
         self._sessions = sessions
         self._live_owned = live_owned
-        self._live_scope = live_scope
-        self._manifests = manifests
-        self._apps = apps
+        self._instances = instances
+        self._book = book
         self._show = show
         self._soon = soon
         self._tell_app = tell_app
@@ -147,12 +145,12 @@ class SurfaceService:
             missing = LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
             raise self.refused(env, msg.instance_id, missing) from refused
         try:
-            entrypoint = surface_entrypoint(self._manifests.get(scope), msg.entrypoint)
+            entrypoint = surface_entrypoint(self._book.manifest(scope), msg.entrypoint)
             surface, changed = self._surfaces.open(
                 scope,
                 msg.instance_id,
                 entrypoint,
-                label=self._apps.get(scope, {}).get("title", scope),
+                label=self._book.title(scope),
                 state=msg.state,
                 tool_input=msg.tool_input,
             )
@@ -184,7 +182,7 @@ class SurfaceService:
             raise self.refused(env, msg.surface_id, refused) from refused
         if changed:
             self._sessions.unwatch((scope, surface.instance_id))
-            if self._live_scope(surface.instance_id) is not None:
+            if self._instances.live_scope(surface.instance_id) is not None:
                 view = self._beneath.pop(surface.instance_id, None) or PLACEHOLDER_VIEW
                 self._show(scope, surface.instance_id, view)
             closed = sdk.SurfaceClosedEvent(
@@ -198,7 +196,7 @@ class SurfaceService:
     def _open_surface(self, instance_id: str, surface_id: str | None) -> Surface:
         """The live instance's open Surface (that one, if `surface_id`), for the hostbridge.
         Raises `app_instance_not_found`, `surface_not_found`."""
-        if self._live_scope(instance_id) is None:
+        if self._instances.live_scope(instance_id) is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
         surface = self._surfaces.of(instance_id)
         if surface is None:
@@ -214,8 +212,8 @@ class SurfaceService:
             surface = self._open_surface(msg.instance_id, None)
         except LineUpError as refused:
             raise self.refused(env, msg.instance_id, refused) from refused
-        app = self._apps.get(surface.app_scope, {})
-        manifest, root = app.get("manifest", ""), app.get("web_root", "")
+        app = self._book.get(surface.app_scope)
+        manifest, root = (app.manifest_file, app.web_root) if app is not None else ("", "")
         if not root and not manifest:
             # No folder of its own (an installed app whose package is gone): never one
             # derived from the working directory.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import trio
@@ -41,9 +41,10 @@ from lineup.hostbridge.messages import (
     ViewUpdatedEvent,
 )
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import Manifest
 from lineup.wire._limits import encoded_size  # (not `lineup.wire`: its envelope models)
 
+from ._app_book import AppBook
+from ._instances import Instances
 from ._surface_service import SurfaceService
 from ._views import TRUSTED_KINDS, ViewBook
 from .messages import (
@@ -66,10 +67,8 @@ VIEWS_REPLY_BYTES: Final = 512 * 1024  # views in one reply to the hostbridge (a
 class ViewService:
     """The views of one focus (see the module's docstring). What it needs of the actor:
 
-    - `manifests`: the installed apps' manifests (the actor's own mapping, read here);
-    - `owners()`: instance → app scope, as the actor has it now;
+    - `book`, `instances`: the apps and the instances (the actor's; read here);
     - `live_owned(env, instance_id)`: the sender's scope, if the instance is its live one;
-    - `shown()`: the instances the Shell shows (live, not suspended);
     - `apps()`: the live instances and the foreground, as the Shell lists them;
     - `soon(fn, *args)`: run `fn` in the actor's nursery; `tell_app(scope, event)`: tell it.
     """
@@ -81,10 +80,9 @@ class ViewService:
         views: ViewBook,
         surfaces: SurfaceService,
         *,
-        manifests: Mapping[str, Manifest],
-        owners: Callable[[], Mapping[str, str]],
+        book: AppBook,
+        instances: Instances,
         live_owned: Callable[[Envelope, str], str],
-        shown: Callable[[], set[str]],
         apps: Callable[[], AppsUpdatedEvent],
         soon: Callable[..., None],
         tell_app: Callable[[str, Message], Awaitable[None]],
@@ -93,10 +91,9 @@ class ViewService:
         self.me = me
         self._views = views
         self._surfaces = surfaces
-        self._manifests = manifests
-        self._owners = owners
+        self._book = book
+        self._instances = instances
         self._live_owned = live_owned
-        self._shown = shown
         self._apps = apps
         self._soon = soon
         self._tell_app = tell_app
@@ -111,7 +108,7 @@ class ViewService:
         passes on must keep (depth, items, numbers, strings: the wire's `check_document`),
         `MAX_VIEW_BYTES`, and the trust its kind needs; then coalesced (`_push_views`)."""
         scope = self._live_owned(env, msg.instance_id)
-        manifest = self._manifests.get(scope)
+        manifest = self._book.manifest(scope)
         if (
             manifest is not None
             and manifest.host.surface_required
@@ -211,7 +208,7 @@ class ViewService:
                 for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
                     await self._tell_hostbridge(
                         ViewItemsUpdatedEvent(
-                            app_scope=self._owners().get(instance_id, ""),
+                            app_scope=self._instances.scope_of(instance_id) or "",
                             instance_id=instance_id,
                             items=tuple(batch),
                         )
@@ -232,10 +229,10 @@ class ViewService:
     def views(self, msg: ViewsRequest) -> ViewsReply:
         """The live views from `msg.offset` on, as many as `VIEWS_REPLY_BYTES` hold (at least
         one); an app whose view focus lacks is asked for it."""
-        live = self._shown()
+        live = self._instances.shown()
         views = self._views.views()
         if msg.offset == 0:
-            owners = self._owners()
+            owners = self._instances.owners()
             for scope in {owners[i] for i in live if i not in views}:
                 self._soon(self._tell_app, scope, sdk.ViewRefreshEvent())
         shown = [v for i, v in views.items() if i in live][msg.offset :]
@@ -258,8 +255,8 @@ class ViewService:
 
     def items_page(self, msg: ViewItemsPageRequest) -> ViewItemsPageReply:
         """A bounded page of a live instance's items, for a Shell."""
-        scope = self._owners().get(msg.instance_id)
-        if scope is None or msg.instance_id not in self._shown():
+        scope = self._instances.scope_of(msg.instance_id)
+        if scope is None or msg.instance_id not in self._instances.shown():
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
         before = (
             None

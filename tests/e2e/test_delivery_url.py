@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from lineup.actors.focus import _registry
+from lineup.actors.focus._app_book import AppBook
 from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
 from lineup.sdk.bundle import SigningKey
 from lineup.tests.support.agent_view import AgentView
@@ -195,9 +196,7 @@ def downloader(tmp_path: Path) -> _registry.RegistryService:
         tmp_path,
         {"dev": True},
         store=never,
-        manifests={},
-        enabled={},
-        apps={},
+        book=AppBook(),
         live_of=lambda scope: [],
         close=never,
         publish=never,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from lineup.actors.focus import FocusActor
+from lineup.actors.focus._app_book import AppEntry
 from lineup.actors.kernel import ActorContext, ActorKind, Bus, ErrorCode, Identity
 from lineup.miniapps import catalogue
 from lineup.sdk.manifest import load_manifest
@@ -23,27 +24,28 @@ def focus(config: dict[str, Any]) -> FocusActor:
 
 
 def test_focus_offers_the_bundled_apps_then_the_configured_ones() -> None:
-    offered = focus({"apps": [PROBE]})._bundled
-    assert list(offered) == [*(a.app_scope for a in catalogue.BUNDLED), "probe"]
-    assert offered["chat"] == catalogue.SYSTEM_APP.registry_entry()
-    assert offered["probe"] == PROBE
+    offered = focus({"apps": [PROBE]}).book
+    assert [app.scope for app in offered] == [*(a.app_scope for a in catalogue.BUNDLED), "probe"]
+    assert offered.get("chat") == AppEntry.configured(catalogue.SYSTEM_APP.registry_entry())
+    assert offered.get("probe") == AppEntry.configured(PROBE)
 
 
 def test_a_configured_app_replaces_a_bundled_one_of_the_same_scope() -> None:
     mine = {**PROBE, "app_scope": "task-dashboard"}
-    assert focus({"apps": [mine]})._bundled["task-dashboard"] == mine
+    assert focus({"apps": [mine]}).book.get("task-dashboard") == AppEntry.configured(mine)
 
 
 def test_focus_told_to_leave_the_bundled_apps_out_offers_only_the_configured_ones() -> None:
-    assert list(focus({"apps": [PROBE], "bundled_apps": False})._bundled) == ["probe"]
+    offered = focus({"apps": [PROBE], "bundled_apps": False}).book
+    assert [app.scope for app in offered] == ["probe"]
 
 
 def test_the_launcher_offers_each_enabled_usable_app_but_the_chat_by_title() -> None:
     actor = focus({})
     for entry in catalogue.registry_entries():
         if entry["app_scope"] != "chat":
-            actor._manifests[entry["app_scope"]] = load_manifest(
-                Path(entry["manifest"]).read_bytes()
+            actor.book.change(
+                entry["app_scope"], manifest=load_manifest(Path(entry["manifest"]).read_bytes())
             )
     offered = actor._apps().launchable
     assert offered == (
@@ -51,6 +53,6 @@ def test_the_launcher_offers_each_enabled_usable_app_but_the_chat_by_title() -> 
         {"app_scope": "task-dashboard", "title": "Task Dashboard"},
         {"app_scope": "whiteboard", "title": "Whiteboard"},
     )
-    actor._enabled["task-dashboard"] = False  # disabled: not offered
-    actor.registry.unusable["app-registry"] = ErrorCode.APP_UNAVAILABLE  # cannot run here
+    actor.book.change("task-dashboard", enabled=False)  # disabled: not offered
+    actor.book.change("app-registry", refusal=ErrorCode.APP_UNAVAILABLE)  # cannot run here
     assert actor._apps().launchable == ({"app_scope": "whiteboard", "title": "Whiteboard"},)

@@ -13,6 +13,7 @@ import trio
 import trio.testing
 
 from lineup.actors.focus import FocusActor
+from lineup.actors.focus._app_book import AppEntry
 from lineup.actors.focus._surfaces import PLACEHOLDER_VIEW, VIEW_KIND, surface_id_of
 from lineup.actors.focus.messages import (
     SurfaceAccepted,
@@ -118,8 +119,16 @@ def focus_with(bus: FakeBus, app: Manifest | None = None) -> FocusActor:
     focus = FocusActor(ctx)
     focus.instances.recover((), (), runtime_restarted=True)  # the chat, born and up
     for scope in (SCOPE, "other"):
-        focus._manifests[scope] = app or manifest(BOARD)
-        focus._bundled[scope] = {"manifest": str(MANIFEST), "title": "Surf", "entry": "x:Y"}
+        focus.book.put(
+            AppEntry(
+                scope=scope,
+                source="bundled",
+                title="Surf",
+                entry="x:Y",
+                manifest_file=str(MANIFEST),
+                manifest=app or manifest(BOARD),
+            )
+        )
     for instance_id in (INSTANCE, "other:c1"):
         scope, _, call_id = instance_id.partition(":")
         focus.instances.launch(instance_id, scope, foreground=True, call_id=call_id)
@@ -221,12 +230,12 @@ async def test_opening_is_refused_for_another_apps_instance_no_entrypoint_or_a_n
         ErrorCode.APP_INSTANCE_NOT_FOUND
     )
     for app in (manifest(), manifest(Entrypoint(id="board", kind="surface", surface_version=2))):
-        focus._manifests[SCOPE] = app
+        focus.book.change(SCOPE, manifest=app)
         msg = open_request()
         assert await code_of(lambda m=msg: focus.on_surface_open(m, from_app(m))) is (
             ErrorCode.SURFACE_UNAVAILABLE
         )
-    focus._manifests[SCOPE] = manifest(BOARD)
+    focus.book.change(SCOPE, manifest=manifest(BOARD))
     named = open_request(entrypoint="missing")
     assert await code_of(lambda: focus.on_surface_open(named, from_app(named))) is (
         ErrorCode.SURFACE_UNAVAILABLE
@@ -345,11 +354,11 @@ async def test_an_app_with_no_folder_of_its_own_has_no_assets_never_one_from_the
     focus.on_surface_open(open_request(), from_app(open_request()))
     ask = SurfaceAssetsRequest(instance_id=INSTANCE)
     # An installed app's entry names its cache's `web_root`, and no manifest file.
-    focus._bundled[SCOPE] = {"manifest": "", "web_root": "/cache/surf/1.0/app/surf/web"}
+    focus.book.change(SCOPE, manifest_file="", web_root="/cache/surf/1.0/app/surf/web")
     assert focus.on_surface_assets(ask, from_bridge(ask)).web_root == (
         "/cache/surf/1.0/app/surf/web"
     )
-    focus._bundled[SCOPE] = {"manifest": "", "web_root": ""}  # its package is gone
+    focus.book.change(SCOPE, manifest_file="", web_root="")  # its package is gone
     assert await code_of(lambda: focus.on_surface_assets(ask, from_bridge(ask))) is (
         ErrorCode.SURFACE_UNAVAILABLE
     )
