@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from lineup.actors.kernel import Message
+from lineup.facts.apps import AppSource, AppState
 from lineup.facts.interactions import WAITING as WAITING_INTERACTION
 from lineup.facts.interactions import InteractionState
 
@@ -775,11 +776,11 @@ class RegistryAppInfo(Message):
     title: str
     version: str
     kind: str  # the manifest's kind: system, core, bundled-reference, installed
-    source: Literal["system", "bundled", "dev", "installed"]
+    source: Literal["system"] | AppSource
     enabled: bool
     # active: runs; unavailable: revoked with no predecessor, or its cache does not verify;
-    # incompatible: its runtime_sdk asks what this host does not have.
-    state: Literal["active", "unavailable", "incompatible"]
+    # incompatible: its runtime_sdk asks what this host does not have (`facts/apps.py`).
+    state: AppState
     predecessor: str | None = None  # the verified version a rollback goes back to
     key_id: str | None = None  # the signer's, for an installed app
     removable: bool

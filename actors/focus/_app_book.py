@@ -18,15 +18,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from lineup.actors.kernel import ErrorCode
 from lineup.actors.store.messages import AppRow
+from lineup.facts.apps import AppSource
 from lineup.sdk.manifest import Manifest
 
-__all__ = ["AppBook", "AppEntry", "AppSource", "Installed"]
-
-AppSource = Literal["bundled", "dev", "installed"]
+__all__ = ["AppBook", "AppEntry", "Installed"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,7 @@ from lineup.actors.store.messages import (
     SettingPutReply,
     SettingPutRequest,
 )
+from lineup.facts.apps import CHECKS, AppCheck, AppState, state_of
 from lineup.facts.scopes import CHAT
 from lineup.sdk.bundle import (
     BundleRefused,
@@ -215,18 +216,24 @@ class RegistryService:
         except ManifestInvalid:
             manifest = None
         package = await self._package(row.app_scope, row.version)
-        if (row.app_scope, row.version) in revoked:
-            state, code = "unavailable", ErrorCode.APP_UNAVAILABLE
-        elif manifest is None or incompatibility(manifest) is not None:
-            state, code = "incompatible", ErrorCode.APP_VERSION_MISMATCH
-        elif not await self._signer_trusted(row):
-            state, code = "unavailable", ErrorCode.UNKNOWN_KEY
-        elif package is None or not await self.cache.verify(
-            row.app_scope, row.version, row.bundle_sha256 or ""
-        ):
-            state, code = "unavailable", ErrorCode.APP_UNAVAILABLE
-        else:
-            state, code = "active", None
+
+        async def passes(check: AppCheck) -> bool:
+            if check == "not_revoked":
+                return (row.app_scope, row.version) not in revoked
+            if check == "runs_here":
+                return manifest is not None and incompatibility(manifest) is None
+            if check == "signer_trusted":
+                return await self._signer_trusted(row)
+            return package is not None and await self.cache.verify(
+                row.app_scope, row.version, row.bundle_sha256 or ""
+            )
+
+        state: AppState = "active"
+        code: ErrorCode | None = None
+        for check, failed_state, failed_code in CHECKS:  # the first one failed decides
+            if not await passes(check):
+                state, code = failed_state, failed_code
+                break
         if state != row.state:
             reply = await self._store(
                 AppStateSetRequest(
@@ -403,14 +410,7 @@ class RegistryService:
         previous = installed.row.previous_version if installed else None
         if (scope, previous) in revoked:
             previous = None  # a rollback cannot go there: it is no predecessor
-        code = entry.refusal
-        state = (
-            "active"
-            if code is None
-            else "incompatible"
-            if code is ErrorCode.APP_VERSION_MISMATCH
-            else "unavailable"
-        )
+        state = state_of(entry.refusal)
         return RegistryAppInfo(
             app_scope=scope,
             title=entry.title,

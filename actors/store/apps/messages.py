@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from lineup.actors.kernel.messages import Message
+from lineup.facts.apps import AppSource, AppState
 
 from .._fields import Id, Limit, Name, Revision
 
@@ -106,8 +107,6 @@ class SessionDataReplaceReply(Message):
 # ---------------------------------------------------------------------------------- registry
 
 
-AppSource = Literal["bundled", "dev", "installed"]
-AppState = Literal["active", "unavailable", "incompatible"]
 AppOperationKind = Literal[
     "install", "update", "enable", "disable", "rollback", "revoke", "remove", "set_default"
 ]
