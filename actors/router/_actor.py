@@ -1,27 +1,22 @@
 """The router: inbound envelopes through the filter chain into app inboxes; MiniApps' writes
 through checks into the store and the outbox (DESIGN §4).
 
-Persist, then acknowledge, then deliver: an inbound envelope is written (message row + inbox
-delivery, one transaction) before the transport may advance its cursor, and only then is the
-app told. Telling the app is the fast path and may fail (the app is down, restarting): the
-inbox is the reliable one, and the SDK lists it whenever the app starts.
+Theory of operation
+-------------------
+The actor holds the handlers; the work is its services'. The Agent's envelopes go through
+`_inbound` (persist, then acknowledge, then deliver; poison quarantined), and the app is told
+by `_deliveries` (the fast path: the inbox is the reliable one, which the SDK lists whenever the
+app starts; `_redelivery` tells again what waited there too long). Tool calls are the
+`_tools` pipeline's, questions to the user `_interactions`', app sub-sessions
+`_app_sessions`'; an instance's ending, which touches all three, is `_lifecycle`'s. Everything
+they send the Agent goes through one outbox writer (`_outbox`).
 
 Ids (`_ids`): the runtime mints every outbound id; an app's `message_id` is its client id, which
-the app sees back (receipts, history, updates) and the Agent never does. An inbound envelope
-whose id is the runtime's, or already an outbound message, is refused `message_id_conflict`
-and audited: its outcome says so, the transport moves past it, and nothing restarts.
-
-Poison is quarantined (issue 11): each inbound envelope is handled in its own blast radius. One
-whose handling fails (a bug it triggers here, or a store refusal that is about it, not about the
-store being down) is tried again once; failing twice, it is put in the store's dead letters
-(with an audit row) and answered `rejected` with `handler_failed`, so the transport moves past
-it and the rest of the page is kept. Only a failure of the runtime itself (the store down or
-restarting, a deadline) fails the batch, which the transport then retries whole.
+the app sees back (receipts, history, updates) and the Agent never does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -38,7 +33,6 @@ from lineup.actors.kernel import (
     Envelope,
     ErrorCode,
     LineUpError,
-    Message,
     app_scope_of,
     handles,
 )
@@ -47,16 +41,10 @@ from lineup.actors.store.messages import (
     ConversationHistoryRequest,
     ConversationMessageReply,
     ConversationMessageRequest,
-    ConversationReceiveManyReply,
-    ConversationReceiveManyRequest,
-    ConversationReceiveReply,
-    ConversationReceiveRequest,
     ConversationSendReply,
     ConversationSendRequest,
     CursorGetReply,
     CursorGetRequest,
-    DeadLetterPutReply,
-    DeadLetterPutRequest,
     InboxAckManyReply,
     InboxAckReply,
     InboxListReply,
@@ -73,7 +61,8 @@ from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
 from ._app_sessions import AppSessions, view_of
-from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
+from ._deliveries import Deliveries
+from ._inbound import Inbound
 from ._interactions import InteractionService
 from ._lifecycle import InstanceLifecycle
 from ._outbox import envelope_of, wake
@@ -82,7 +71,6 @@ from ._tools import ToolPipeline
 from .messages import (
     AppSessionContinueReply,
     AppSessionContinueRequest,
-    EnvelopeOutcome,
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
     InstanceEvent,
@@ -128,15 +116,22 @@ class RouterActor(Actor):
         self._session_seen: tuple[float, dict[str, str]] | None = None
         # Per app: the conversation its last history read was of (None: there was no session).
         self._history_of: dict[str, str | None] = {}
-        # Per app: deliveries persisted but not yet told, and whether a teller is at work.
-        self._untold: dict[str, list[sdk.Delivery]] = {}
+        self.deliveries = Deliveries(self.bus, self._soon)
         self.interactions = InteractionService(self.bus, self.ctx.identity, self._session)
         self.tools = ToolPipeline(
             self.bus, self.ctx.identity, self._session, interactive=self.interactions.ask
         )
         self.sessions = AppSessions(self.bus, self._session)
         self.lifecycle = InstanceLifecycle(self.bus, self.tools, self.interactions, self.sessions)
-        self.redelivery = Redelivery(self.bus, self._conversation_or_none, self._tell_deliveries)
+        self.redelivery = Redelivery(self.bus, self._conversation_or_none, self.deliveries.tell)
+        self.inbound = Inbound(
+            self.bus,
+            self.ctx.identity,
+            self.tools,
+            self.interactions,
+            self.sessions,
+            self.deliveries.tell,
+        )
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.tools.run)
@@ -145,6 +140,9 @@ class RouterActor(Actor):
             nursery.start_soon(self._reconcile)
             task_status.started()
             await trio.sleep_forever()
+
+    def _soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        self._nursery.start_soon(fn, *args)
 
     async def _reconcile(self) -> None:
         """Events are a fast path; this makes up for one lost while both processes run (a tell
@@ -171,288 +169,7 @@ class RouterActor(Actor):
     async def on_inbound(
         self, msg: InboundEnvelopesRequest, env: Envelope
     ) -> InboundEnvelopesReply:
-        outcomes: list[EnvelopeOutcome | None] = []
-        # Texts admitted but not yet persisted: a run of consecutive ones is written in one
-        # store request. A tool call persists the run before it, so the page's order holds.
-        texts: list[tuple[int, RuntimeEnvelope, int]] = []
-        for raw in msg.envelopes:
-
-            async def admit(raw: Any = raw) -> tuple[RuntimeEnvelope, int]:
-                envelope, size = admit_sized(
-                    raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id
-                )
-                if ids.is_runtime(envelope.id):  # only the runtime mints these
-                    raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
-                if envelope.type not in HANDLED:
-                    envelope = await self._check_text(envelope)
-                return envelope, size
-
-            admitted = await self._guarded(env, raw, admit)
-            if isinstance(admitted, EnvelopeOutcome):
-                outcomes.append(admitted)
-                continue
-            envelope, size = admitted
-            if envelope.type not in HANDLED:
-                texts.append((len(outcomes), envelope, size))
-                outcomes.append(None)
-                continue
-            await self._receive_texts(texts, outcomes, env)
-
-            async def accept(raw: Any = raw, envelope: RuntimeEnvelope = envelope) -> None:
-                if envelope.type == DISMISS:
-                    try:
-                        await self.interactions.dismiss(envelope, env.sender.name)
-                    except LineUpError as exc:
-                        if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
-                            raise
-                        raise EnvelopeRejected(exc.code, envelope.id) from exc
-                    return
-                explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
-                await self.tools.accept(envelope, explicit_scope)
-
-            accepted = await self._guarded(env, raw, accept)
-            outcomes.append(
-                accepted
-                if isinstance(accepted, EnvelopeOutcome)
-                else EnvelopeOutcome(message_id=envelope.id, status="accepted")
-            )
-        await self._receive_texts(texts, outcomes, env)
-        done = tuple(o for o in outcomes if o is not None)
-        assert len(done) == len(outcomes)  # every pending text got its outcome
-        return InboundEnvelopesReply(outcomes=done)
-
-    async def _guarded(
-        self, env: Envelope, raw: object, work: Callable[[], Awaitable[T]]
-    ) -> T | EnvelopeOutcome:
-        """`await work()` for one inbound envelope, in its own blast radius: its refusal is its
-        `rejected` outcome (audited); a failure that is the envelope's (`_items_fault`) is tried
-        once more, then quarantined (`_dead_letter`). A failure of the runtime propagates."""
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                return await work()
-            except EnvelopeRejected as rejected:
-                return self._rejected(env, rejected.code.value, _type_of(raw), rejected.message_id)
-            except Exception as exc:
-                if not _items_fault(exc):
-                    raise
-                log.warning(
-                    "router.inbound_failed attempt=%d error=%s", attempt, _failure_name(exc)
-                )
-        return await self._dead_letter(env, raw, ATTEMPTS)
-
-    async def _dead_letter(self, env: Envelope, raw: object, attempts: int) -> EnvelopeOutcome:
-        """Quarantine one inbound envelope that failed `attempts` times, and answer it
-        `rejected` (`handler_failed`), so the transport moves past it."""
-        message_id = wire.message_id_of(raw)
-        item_id = (
-            message_id
-            or "sha:"
-            + hashlib.blake2b(repr(raw).encode(errors="replace"), digest_size=16).hexdigest()
-        )
-        body = raw if isinstance(raw, dict) else None
-        await self._quarantine(item_id, _type_of(raw), body, attempts)
-        return self._rejected(env, ErrorCode.HANDLER_FAILED.value, _type_of(raw), message_id)
-
-    async def _quarantine(
-        self, item_id: str, kind: str | None, body: dict[str, Any] | None, attempts: int
-    ) -> None:
-        """Put one inbound item in the store's dead letters (which audits it)."""
-        put = DeadLetterPutRequest(
-            source="inbound",
-            item_id=item_id,
-            kind=kind,
-            code=ErrorCode.HANDLER_FAILED.value,
-            attempts=attempts,
-            body=body,
-        )
-        try:
-            await self.bus.request("store", put, expect=DeadLetterPutReply)
-        except LineUpError as exc:
-            if not _items_fault(exc):
-                raise
-            # The body itself is what fails (it cannot be framed, or stored): keep the record.
-            await self.bus.request(
-                "store", put.model_copy(update={"body": None}), expect=DeadLetterPutReply
-            )
-        log.warning("router.inbound_quarantined type=%s", kind)
-
-    def _rejected(
-        self, env: Envelope, code: str, message_type: str | None, message_id: str | None
-    ) -> EnvelopeOutcome:
-        """Audit one refused inbound envelope; its outcome for the transport."""
-        self.bus.audit(
-            AuditRecord(
-                event="router.envelope_rejected",
-                actor=self.ctx.identity.name,
-                peer=env.sender.name,
-                code=code,
-                message_type=message_type,
-                subject_id=message_id,
-            )
-        )
-        return EnvelopeOutcome(message_id=message_id, status="rejected", code=code)
-
-    async def _check_text(self, envelope: RuntimeEnvelope) -> RuntimeEnvelope:
-        """The text as it is stored; raises `EnvelopeRejected` for one that must not reach an
-        inbox. One naming an app sub-session keeps only its `app_session_id` (checked)."""
-        if envelope.type != TEXT:  # the wire admits no other: never silently dropped
-            raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, envelope.id)
-        scope = envelope.scope
-        if scope.app_scope not in (await self.tools.inventory()).installed and (
-            scope.app_scope not in (await self.tools.inventory(fresh=True)).installed
-        ):
-            # Seed 004 §5.3: never stored in an inbox nobody would ever read.
-            raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
-        if "app_session_context" not in envelope.payload:
-            return envelope
-        try:
-            session_id = await self.sessions.of_text(envelope)
-        except LineUpError as exc:
-            if exc.code is not ErrorCode.APP_SESSION_INVALID:
-                raise
-            if not await self._stored(envelope.id):
-                raise EnvelopeRejected(exc.code, envelope.id) from exc
-            # A repeat of a text taken before its sub-session closed: the store says so.
-            return envelope
-        context = {"app_session_id": session_id}
-        return envelope.model_copy(
-            update={"payload": {**envelope.payload, "app_session_context": context}}
-        )
-
-    async def _stored(self, message_id: str) -> bool:
-        try:
-            await self.bus.request(
-                "store",
-                ConversationMessageRequest(message_id=message_id),
-                expect=ConversationMessageReply,
-            )
-        except LineUpError as exc:
-            if exc.code is not ErrorCode.INVALID_ARGUMENTS:
-                raise
-            return False
-        return True
-
-    async def _receive_texts(
-        self,
-        texts: list[tuple[int, RuntimeEnvelope, int]],
-        outcomes: list[EnvelopeOutcome | None],
-        env: Envelope,
-    ) -> None:
-        """Persist the pending texts (one store request per frame-sized batch), fill in their
-        outcomes, then tell their apps. Empties `texts`."""
-        batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]] = []
-        size = 0
-        for index, envelope, raw_size in texts:
-            request = _receive_request(envelope)
-            cost = _request_cost(envelope, raw_size)
-            if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
-                await self._receive_batch(batch, outcomes, env)
-                batch, size = [], 0
-            batch.append((index, envelope, request))
-            size += cost
-        if batch:
-            await self._receive_batch(batch, outcomes, env)
-        texts.clear()
-
-    async def _receive_batch(
-        self,
-        batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]],
-        outcomes: list[EnvelopeOutcome | None],
-        env: Envelope,
-    ) -> None:
-        """Persist one batch. A message the store refuses (its id conflicts, or it is invalid)
-        is that message's `rejected` outcome, audited; the others are persisted all the same."""
-        requests = tuple(request for _, _, request in batch)
-        replies: tuple[ConversationReceiveReply, ...]
-        try:
-            replies = (
-                await self.bus.request(
-                    "store",
-                    ConversationReceiveManyRequest(messages=requests),
-                    expect=ConversationReceiveManyReply,
-                )
-            ).replies
-        except LineUpError as exc:
-            if exc.code is not ErrorCode.INVALID_ARGUMENTS and not _items_fault(exc):
-                raise
-            # One message is invalid (or its handling fails) and the batch wrote nothing:
-            # receive them one at a time, so the others are kept and the refusal is that one
-            # message's.
-            replies = tuple(
-                [await self._receive_one(request, envelope) for (_, envelope, request) in batch]
-            )
-        persisted: dict[str, list[sdk.Delivery]] = {}
-        for (index, envelope, request), reply in zip(batch, replies, strict=True):
-            if reply.refused is not None:
-                outcomes[index] = self._rejected(env, reply.refused, envelope.type, envelope.id)
-                continue
-            if not reply.created:
-                outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
-                continue
-            outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
-            assert reply.seq is not None  # a created message has its seq
-            persisted.setdefault(request.app_scope, []).append(
-                sdk.Delivery(
-                    delivery_id=envelope.id,
-                    seq=reply.seq,
-                    envelope=request.body,
-                    instance_id=request.instance_id,
-                )
-            )
-        for app_scope, deliveries in persisted.items():
-            self._tell_deliveries(app_scope, deliveries)
-
-    async def _receive_one(
-        self, request: ConversationReceiveRequest, envelope: RuntimeEnvelope
-    ) -> ConversationReceiveReply:
-        """Persist one text; a refusal is its reply's `refused`. One whose persisting fails
-        twice (`_items_fault`) is quarantined, and refused `handler_failed`."""
-        for _ in range(ATTEMPTS):
-            try:
-                return await self.bus.request("store", request, expect=ConversationReceiveReply)
-            except LineUpError as exc:
-                if exc.code in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.MESSAGE_ID_CONFLICT):
-                    refused = exc.code.value
-                    break
-                if not _items_fault(exc):
-                    raise
-                log.warning("router.inbound_failed error=%s", _failure_name(exc))
-        else:
-            body = envelope.model_dump(mode="json")
-            await self._quarantine(envelope.id, envelope.type, body, ATTEMPTS)
-            refused = ErrorCode.HANDLER_FAILED.value
-        return ConversationReceiveReply(
-            message_id=request.message_id, seq=None, created=False, refused=refused
-        )
-
-    def _tell_deliveries(self, app_scope: str, deliveries: list[sdk.Delivery]) -> None:
-        """Queue persisted deliveries for their app. One teller per app tells them in order,
-        as few events as it can: whatever piled up while the last event was on its way goes
-        in the next one, so a burst costs an event per batch, not per message."""
-        untold = self._untold.get(app_scope)
-        if untold is None:
-            untold = self._untold[app_scope] = []
-            self._nursery.start_soon(self._teller, app_scope, untold)
-        room = PENDING_TELLS - len(untold)
-        if room < len(deliveries):
-            log.info("router.app_not_told app=%s code=%s", app_scope, ErrorCode.MAILBOX_FULL.value)
-        untold.extend(deliveries[: max(0, room)])
-
-    async def _teller(self, app_scope: str, untold: list[sdk.Delivery]) -> None:
-        try:
-            while untold:
-                batch = tuple(untold[: sdk.MAX_BATCH])
-                del untold[: len(batch)]
-                await self._tell_app(app_scope, sdk.DeliveriesEvent(deliveries=batch))
-        finally:
-            # Cancelled (shutting down): what is left is in the inbox all the same.
-            del self._untold[app_scope]
-
-    async def _tell_app(self, app_scope: str, event: Message) -> None:
-        # Not told: it finds the delivery in its inbox when it starts.
-        code = await self.bus.tell(f"miniapp:{app_scope}", event, timeout=NOTIFY_TIMEOUT)
-        if code is not None:
-            log.info("router.app_not_told app=%s code=%s", app_scope, code.value)
+        return await self.inbound.receive(msg, env)
 
     # ------------------------------------------------------------------ the MiniApp side
 
@@ -697,7 +414,7 @@ class RouterActor(Actor):
         stale = [s for s, read in self._history_of.items() if read != conversation]
         for scope in stale:
             self._history_of.pop(scope, None)
-            await self._tell_app(scope, sdk.ViewRefreshEvent())
+            await self.deliveries.tell_app(scope, sdk.ViewRefreshEvent())
 
     async def _guarded_event(
         self, work: Callable[[str, str], Awaitable[None]], msg: InstanceEvent
@@ -791,7 +508,7 @@ class RouterActor(Actor):
             )
         except LineUpError:
             return  # an outbox row that carries no conversation message (a tool result)
-        await self._tell_app(
+        await self.deliveries.tell_app(
             row.row.app_scope,
             sdk.ConversationUpdatedEvent(
                 message_id=_app_id(row.row), state=msg.state, code=msg.code
@@ -843,33 +560,6 @@ class RouterActor(Actor):
         return row.row.message_id
 
 
-# An inbound item that fails this many times is quarantined (issue 11: "fails twice").
-ATTEMPTS: Final = 2
-# Failures that are the item's, not the runtime's: its handling raised here (any exception that
-# is not a `LineUpError`), or the store or the bus refused it as one (an operation that raised,
-# a body that cannot be framed). Anything else (the store down or restarting, a deadline, a
-# full mailbox) fails the batch, which the transport retries whole.
-_ITEM_FAULTS: Final = frozenset(
-    {
-        ErrorCode.INTERNAL_ERROR,
-        ErrorCode.HANDLER_FAILED,
-        ErrorCode.FRAME_MALFORMED,
-        ErrorCode.FRAME_TOO_LARGE,
-    }
-)
-
-
-def _items_fault(exc: Exception) -> bool:
-    if isinstance(exc, LineUpError):
-        return exc.code in _ITEM_FAULTS
-    return True
-
-
-def _failure_name(exc: Exception) -> str:
-    """For the log: the code of a refusal, the class of anything else (never its message)."""
-    return exc.code.value if isinstance(exc, LineUpError) else type(exc).__name__
-
-
 def _session_of(value: str) -> dict[str, str] | None:
     """The session the transport wrote (a JSON object of strings), or None for anything else."""
     try:
@@ -883,14 +573,6 @@ def _session_of(value: str) -> dict[str, str] | None:
     ):
         return None
     return {str(k): v for k, v in raw.items()}
-
-
-def _type_of(raw: object) -> str | None:
-    if isinstance(raw, dict):
-        value = raw.get("type")
-        if isinstance(value, str):
-            return value[:100]
-    return None
 
 
 def _app_id(row: MessageRow) -> str:
@@ -913,34 +595,3 @@ def _app_session_of(row: MessageRow) -> str | None:
     context = payload.get("app_session_context") if isinstance(payload, dict) else None
     session_id = context.get("app_session_id") if isinstance(context, dict) else None
     return session_id if isinstance(session_id, str) and 0 < len(session_id) <= 200 else None
-
-
-def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
-    scope = envelope.scope
-    return ConversationReceiveRequest(
-        message_id=envelope.id,
-        conversation_id=scope.conversation_id,
-        app_scope=scope.app_scope,
-        instance_id=scope.instance_id,
-        kind=envelope.type,
-        body=envelope.model_dump(mode="json"),
-        sender_kind="agent",
-        sender_id=envelope.sender.id,
-        remote_seq=envelope.correlation.sequence if envelope.correlation else None,
-    )
-
-
-def _request_cost(envelope: RuntimeEnvelope, raw_size: int) -> int:
-    """Bytes of the envelope's receive request on the bus, at most, without encoding it again:
-    the raw envelope's, plus the ids the request and the normalised envelope repeat."""
-    scope = envelope.scope
-    repeated = (
-        envelope.id,
-        envelope.type,
-        envelope.sender.id,
-        scope.conversation_id,
-        scope.conversation_id,
-        *(scope.app_scope,) * 3,
-        *(scope.instance_id or "",) * 3,
-    )
-    return raw_size + REQUEST_OVERHEAD + sum(len(value.encode()) for value in repeated)

@@ -21,10 +21,8 @@ from lineup.actors.kernel import (
     LineUpError,
     Message,
 )
-from lineup.actors.kernel.actor import ActorContext
-from lineup.actors.router import RouterActor
-from lineup.actors.router._actor import _receive_request
 from lineup.actors.router._envelope import admit_sized
+from lineup.actors.router._inbound import Inbound, _receive_request
 from lineup.actors.router.messages import EnvelopeOutcome, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
     ConversationReceiveManyReply,
@@ -90,9 +88,11 @@ class FakeBus:
         return [m for m in self.requests if isinstance(m, DeadLetterPutRequest)]
 
 
-def router(bus: FakeBus, tmp_path: Path) -> RouterActor:
+def router(bus: FakeBus, tmp_path: Path) -> Inbound:
+    """The router's inbound side alone: no tools, interactions or sub-sessions are reached."""
+    nothing: Any = None
     identity = Identity(ActorKind.ROUTER, "router")
-    return RouterActor(ActorContext(identity, 1, tmp_path, {}, cast(Bus, bus)))
+    return Inbound(cast(Bus, bus), identity, nothing, nothing, nothing, lambda *told: None)
 
 
 def envelope_from_transport() -> Envelope:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -14,10 +14,10 @@ import trio.testing
 
 from lineup import wire
 from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity
-from lineup.actors.router import RouterActor
 from lineup.actors.router import _ids as ids
-from lineup.actors.router._actor import _receive_request, _request_cost
+from lineup.actors.router._deliveries import Deliveries
 from lineup.actors.router._envelope import admit_sized
+from lineup.actors.router._inbound import _receive_request, _request_cost
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
     ConversationSendReply,
@@ -276,20 +276,17 @@ def delivered(*ids: str) -> list[sdk.Delivery]:
 
 
 async def test_what_piles_up_while_an_app_is_told_goes_in_one_event_in_order() -> None:
-    router = RouterActor.__new__(RouterActor)  # only the tellers: no process, no store
     bus = _SlowApp()
-    router.bus = bus  # type: ignore[assignment]
-    router._untold = {}
     with trio.fail_after(WAIT):
         async with trio.open_nursery() as nursery:  # ends when every teller is done
-            router._nursery = nursery
-            router._tell_deliveries("probe", delivered("a1", "a2"))
+            deliveries = Deliveries(cast(Bus, bus), nursery.start_soon)  # no process, no store
+            deliveries.tell("probe", delivered("a1", "a2"))
             await trio.testing.wait_all_tasks_blocked()  # the first event is on its way
-            router._tell_deliveries("probe", delivered("b1"))
-            router._tell_deliveries("probe", delivered("c1", "c2"))
-            router._tell_deliveries("other", delivered("x1"))
+            deliveries.tell("probe", delivered("b1"))
+            deliveries.tell("probe", delivered("c1", "c2"))
+            deliveries.tell("other", delivered("x1"))
             bus.release.set()
-    assert router._untold == {}
+    assert deliveries._untold == {}
 
     assert [ids for peer, ids in bus.told if peer == "miniapp:probe"] == [
         ["a1", "a2"],

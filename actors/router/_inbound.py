@@ -1,0 +1,417 @@
+"""The router's inbound side: the Agent's envelopes, as the transport hands them over, through
+the filter chain into app inboxes (DESIGN §4).
+
+Theory of operation
+-------------------
+Persist, then acknowledge, then deliver: an inbound text is written (message row + inbox
+delivery, one transaction) before the transport may advance its cursor, and only then is its
+app told (`_deliveries`). A run of consecutive texts is written in one store request; a tool
+call or a dismissal (what the router handles itself) persists the run before it, so the page's
+order holds.
+
+Ids (`_ids`): an inbound envelope whose id is the runtime's, or already an outbound message, is
+refused `message_id_conflict` and audited: its outcome says so, the transport moves past it,
+and nothing restarts.
+
+Poison is quarantined (issue 11): each inbound envelope is handled in its own blast radius. One
+whose handling fails (a bug it triggers here, or a store refusal that is about it, not about the
+store being down) is tried again once; failing twice, it is put in the store's dead letters
+(with an audit row) and answered `rejected` with `handler_failed`, so the transport moves past
+it and the rest of the page is kept. Only a failure of the runtime itself (the store down or
+restarting, a deadline) fails the batch, which the transport then retries whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+from lineup import wire
+from lineup.actors.kernel import (
+    AuditRecord,
+    Bus,
+    Envelope,
+    ErrorCode,
+    Identity,
+    LineUpError,
+)
+from lineup.actors.store.messages import (
+    ConversationMessageReply,
+    ConversationMessageRequest,
+    ConversationReceiveManyReply,
+    ConversationReceiveManyRequest,
+    ConversationReceiveReply,
+    ConversationReceiveRequest,
+    DeadLetterPutReply,
+    DeadLetterPutRequest,
+)
+from lineup.sdk import protocol as sdk
+
+from . import _ids as ids
+from ._app_sessions import AppSessions
+from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
+from ._interactions import InteractionService
+from ._tools import ToolPipeline
+from .messages import EnvelopeOutcome, InboundEnvelopesReply, InboundEnvelopesRequest
+
+__all__ = ["Inbound"]
+
+log = logging.getLogger("lineup.router")
+T = TypeVar("T")
+
+TEXT: Final = wire.TEXT
+TOOL_CALL: Final = wire.TOOL_CALL
+DISMISS: Final = wire.DISMISS
+# What the router itself handles, in the page's order, rather than put in an inbox.
+HANDLED: Final = frozenset({TOOL_CALL, DISMISS})
+# Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
+RECEIVE_BATCH: Final = 500
+RECEIVE_BATCH_BYTES: Final = 256 * 1024
+# Keys, punctuation and numbers a receive request adds to the envelope's own bytes.
+REQUEST_OVERHEAD: Final = 1024
+
+
+class Inbound:
+    """The inbound envelopes (the module's docstring). `deliver(app_scope, deliveries)` tells
+    an app of what was persisted for it (`Deliveries.tell`)."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        me: Identity,
+        tools: ToolPipeline,
+        interactions: InteractionService,
+        sessions: AppSessions,
+        deliver: Callable[[str, list[sdk.Delivery]], None],
+    ) -> None:
+        self.bus = bus
+        self.me = me
+        self.tools = tools
+        self.interactions = interactions
+        self.sessions = sessions
+        self._deliver = deliver
+
+    async def receive(self, msg: InboundEnvelopesRequest, env: Envelope) -> InboundEnvelopesReply:
+        """Persist, handle or refuse each envelope of a page, in the page's order; the outcome
+        of each, for the transport."""
+        outcomes: list[EnvelopeOutcome | None] = []
+        # Texts admitted but not yet persisted: a run of consecutive ones is written in one
+        # store request. A tool call persists the run before it, so the page's order holds.
+        texts: list[tuple[int, RuntimeEnvelope, int]] = []
+        for raw in msg.envelopes:
+
+            async def admit(raw: Any = raw) -> tuple[RuntimeEnvelope, int]:
+                envelope, size = admit_sized(
+                    raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id
+                )
+                if ids.is_runtime(envelope.id):  # only the runtime mints these
+                    raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
+                if envelope.type not in HANDLED:
+                    envelope = await self._check_text(envelope)
+                return envelope, size
+
+            admitted = await self._guarded(env, raw, admit)
+            if isinstance(admitted, EnvelopeOutcome):
+                outcomes.append(admitted)
+                continue
+            envelope, size = admitted
+            if envelope.type not in HANDLED:
+                texts.append((len(outcomes), envelope, size))
+                outcomes.append(None)
+                continue
+            await self._receive_texts(texts, outcomes, env)
+
+            async def accept(raw: Any = raw, envelope: RuntimeEnvelope = envelope) -> None:
+                if envelope.type == DISMISS:
+                    try:
+                        await self.interactions.dismiss(envelope, env.sender.name)
+                    except LineUpError as exc:
+                        if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
+                            raise
+                        raise EnvelopeRejected(exc.code, envelope.id) from exc
+                    return
+                explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
+                await self.tools.accept(envelope, explicit_scope)
+
+            accepted = await self._guarded(env, raw, accept)
+            outcomes.append(
+                accepted
+                if isinstance(accepted, EnvelopeOutcome)
+                else EnvelopeOutcome(message_id=envelope.id, status="accepted")
+            )
+        await self._receive_texts(texts, outcomes, env)
+        done = tuple(o for o in outcomes if o is not None)
+        assert len(done) == len(outcomes)  # every pending text got its outcome
+        return InboundEnvelopesReply(outcomes=done)
+
+    async def _guarded(
+        self, env: Envelope, raw: object, work: Callable[[], Awaitable[T]]
+    ) -> T | EnvelopeOutcome:
+        """`await work()` for one inbound envelope, in its own blast radius: its refusal is its
+        `rejected` outcome (audited); a failure that is the envelope's (`_items_fault`) is tried
+        once more, then quarantined (`_dead_letter`). A failure of the runtime propagates."""
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return await work()
+            except EnvelopeRejected as rejected:
+                return self._rejected(env, rejected.code.value, _type_of(raw), rejected.message_id)
+            except Exception as exc:
+                if not _items_fault(exc):
+                    raise
+                log.warning(
+                    "router.inbound_failed attempt=%d error=%s", attempt, _failure_name(exc)
+                )
+        return await self._dead_letter(env, raw, ATTEMPTS)
+
+    async def _dead_letter(self, env: Envelope, raw: object, attempts: int) -> EnvelopeOutcome:
+        """Quarantine one inbound envelope that failed `attempts` times, and answer it
+        `rejected` (`handler_failed`), so the transport moves past it."""
+        message_id = wire.message_id_of(raw)
+        item_id = (
+            message_id
+            or "sha:"
+            + hashlib.blake2b(repr(raw).encode(errors="replace"), digest_size=16).hexdigest()
+        )
+        body = raw if isinstance(raw, dict) else None
+        await self._quarantine(item_id, _type_of(raw), body, attempts)
+        return self._rejected(env, ErrorCode.HANDLER_FAILED.value, _type_of(raw), message_id)
+
+    async def _quarantine(
+        self, item_id: str, kind: str | None, body: dict[str, Any] | None, attempts: int
+    ) -> None:
+        """Put one inbound item in the store's dead letters (which audits it)."""
+        put = DeadLetterPutRequest(
+            source="inbound",
+            item_id=item_id,
+            kind=kind,
+            code=ErrorCode.HANDLER_FAILED.value,
+            attempts=attempts,
+            body=body,
+        )
+        try:
+            await self.bus.request("store", put, expect=DeadLetterPutReply)
+        except LineUpError as exc:
+            if not _items_fault(exc):
+                raise
+            # The body itself is what fails (it cannot be framed, or stored): keep the record.
+            await self.bus.request(
+                "store", put.model_copy(update={"body": None}), expect=DeadLetterPutReply
+            )
+        log.warning("router.inbound_quarantined type=%s", kind)
+
+    def _rejected(
+        self, env: Envelope, code: str, message_type: str | None, message_id: str | None
+    ) -> EnvelopeOutcome:
+        """Audit one refused inbound envelope; its outcome for the transport."""
+        self.bus.audit(
+            AuditRecord(
+                event="router.envelope_rejected",
+                actor=self.me.name,
+                peer=env.sender.name,
+                code=code,
+                message_type=message_type,
+                subject_id=message_id,
+            )
+        )
+        return EnvelopeOutcome(message_id=message_id, status="rejected", code=code)
+
+    async def _check_text(self, envelope: RuntimeEnvelope) -> RuntimeEnvelope:
+        """The text as it is stored; raises `EnvelopeRejected` for one that must not reach an
+        inbox. One naming an app sub-session keeps only its `app_session_id` (checked)."""
+        if envelope.type != TEXT:  # the wire admits no other: never silently dropped
+            raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, envelope.id)
+        scope = envelope.scope
+        if scope.app_scope not in (await self.tools.inventory()).installed and (
+            scope.app_scope not in (await self.tools.inventory(fresh=True)).installed
+        ):
+            # Seed 004 §5.3: never stored in an inbox nobody would ever read.
+            raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
+        if "app_session_context" not in envelope.payload:
+            return envelope
+        try:
+            session_id = await self.sessions.of_text(envelope)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.APP_SESSION_INVALID:
+                raise
+            if not await self._stored(envelope.id):
+                raise EnvelopeRejected(exc.code, envelope.id) from exc
+            # A repeat of a text taken before its sub-session closed: the store says so.
+            return envelope
+        context = {"app_session_id": session_id}
+        return envelope.model_copy(
+            update={"payload": {**envelope.payload, "app_session_context": context}}
+        )
+
+    async def _stored(self, message_id: str) -> bool:
+        try:
+            await self.bus.request(
+                "store",
+                ConversationMessageRequest(message_id=message_id),
+                expect=ConversationMessageReply,
+            )
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.INVALID_ARGUMENTS:
+                raise
+            return False
+        return True
+
+    async def _receive_texts(
+        self,
+        texts: list[tuple[int, RuntimeEnvelope, int]],
+        outcomes: list[EnvelopeOutcome | None],
+        env: Envelope,
+    ) -> None:
+        """Persist the pending texts (one store request per frame-sized batch), fill in their
+        outcomes, then tell their apps. Empties `texts`."""
+        batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]] = []
+        size = 0
+        for index, envelope, raw_size in texts:
+            request = _receive_request(envelope)
+            cost = _request_cost(envelope, raw_size)
+            if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
+                await self._receive_batch(batch, outcomes, env)
+                batch, size = [], 0
+            batch.append((index, envelope, request))
+            size += cost
+        if batch:
+            await self._receive_batch(batch, outcomes, env)
+        texts.clear()
+
+    async def _receive_batch(
+        self,
+        batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]],
+        outcomes: list[EnvelopeOutcome | None],
+        env: Envelope,
+    ) -> None:
+        """Persist one batch. A message the store refuses (its id conflicts, or it is invalid)
+        is that message's `rejected` outcome, audited; the others are persisted all the same."""
+        requests = tuple(request for _, _, request in batch)
+        replies: tuple[ConversationReceiveReply, ...]
+        try:
+            replies = (
+                await self.bus.request(
+                    "store",
+                    ConversationReceiveManyRequest(messages=requests),
+                    expect=ConversationReceiveManyReply,
+                )
+            ).replies
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.INVALID_ARGUMENTS and not _items_fault(exc):
+                raise
+            # One message is invalid (or its handling fails) and the batch wrote nothing:
+            # receive them one at a time, so the others are kept and the refusal is that one
+            # message's.
+            replies = tuple(
+                [await self._receive_one(request, envelope) for (_, envelope, request) in batch]
+            )
+        persisted: dict[str, list[sdk.Delivery]] = {}
+        for (index, envelope, request), reply in zip(batch, replies, strict=True):
+            if reply.refused is not None:
+                outcomes[index] = self._rejected(env, reply.refused, envelope.type, envelope.id)
+                continue
+            if not reply.created:
+                outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
+                continue
+            outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
+            assert reply.seq is not None  # a created message has its seq
+            persisted.setdefault(request.app_scope, []).append(
+                sdk.Delivery(
+                    delivery_id=envelope.id,
+                    seq=reply.seq,
+                    envelope=request.body,
+                    instance_id=request.instance_id,
+                )
+            )
+        for app_scope, deliveries in persisted.items():
+            self._deliver(app_scope, deliveries)
+
+    async def _receive_one(
+        self, request: ConversationReceiveRequest, envelope: RuntimeEnvelope
+    ) -> ConversationReceiveReply:
+        """Persist one text; a refusal is its reply's `refused`. One whose persisting fails
+        twice (`_items_fault`) is quarantined, and refused `handler_failed`."""
+        for _ in range(ATTEMPTS):
+            try:
+                return await self.bus.request("store", request, expect=ConversationReceiveReply)
+            except LineUpError as exc:
+                if exc.code in (ErrorCode.INVALID_ARGUMENTS, ErrorCode.MESSAGE_ID_CONFLICT):
+                    refused = exc.code.value
+                    break
+                if not _items_fault(exc):
+                    raise
+                log.warning("router.inbound_failed error=%s", _failure_name(exc))
+        else:
+            body = envelope.model_dump(mode="json")
+            await self._quarantine(envelope.id, envelope.type, body, ATTEMPTS)
+            refused = ErrorCode.HANDLER_FAILED.value
+        return ConversationReceiveReply(
+            message_id=request.message_id, seq=None, created=False, refused=refused
+        )
+
+
+# An inbound item that fails this many times is quarantined (issue 11: "fails twice").
+ATTEMPTS: Final = 2
+# Failures that are the item's, not the runtime's: its handling raised here (any exception that
+# is not a `LineUpError`), or the store or the bus refused it as one (an operation that raised,
+# a body that cannot be framed). Anything else (the store down or restarting, a deadline, a
+# full mailbox) fails the batch, which the transport retries whole.
+_ITEM_FAULTS: Final = frozenset(
+    {
+        ErrorCode.INTERNAL_ERROR,
+        ErrorCode.HANDLER_FAILED,
+        ErrorCode.FRAME_MALFORMED,
+        ErrorCode.FRAME_TOO_LARGE,
+    }
+)
+
+
+def _items_fault(exc: Exception) -> bool:
+    if isinstance(exc, LineUpError):
+        return exc.code in _ITEM_FAULTS
+    return True
+
+
+def _failure_name(exc: Exception) -> str:
+    """For the log: the code of a refusal, the class of anything else (never its message)."""
+    return exc.code.value if isinstance(exc, LineUpError) else type(exc).__name__
+
+
+def _type_of(raw: object) -> str | None:
+    if isinstance(raw, dict):
+        value = raw.get("type")
+        if isinstance(value, str):
+            return value[:100]
+    return None
+
+
+def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
+    scope = envelope.scope
+    return ConversationReceiveRequest(
+        message_id=envelope.id,
+        conversation_id=scope.conversation_id,
+        app_scope=scope.app_scope,
+        instance_id=scope.instance_id,
+        kind=envelope.type,
+        body=envelope.model_dump(mode="json"),
+        sender_kind="agent",
+        sender_id=envelope.sender.id,
+        remote_seq=envelope.correlation.sequence if envelope.correlation else None,
+    )
+
+
+def _request_cost(envelope: RuntimeEnvelope, raw_size: int) -> int:
+    """Bytes of the envelope's receive request on the bus, at most, without encoding it again:
+    the raw envelope's, plus the ids the request and the normalised envelope repeat."""
+    scope = envelope.scope
+    repeated = (
+        envelope.id,
+        envelope.type,
+        envelope.sender.id,
+        scope.conversation_id,
+        scope.conversation_id,
+        *(scope.app_scope,) * 3,
+        *(scope.instance_id or "",) * 3,
+    )
+    return raw_size + REQUEST_OVERHEAD + sum(len(value.encode()) for value in repeated)
