@@ -33,8 +33,6 @@ the instances through `Instances` and reach the nursery through the callables th
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import secrets
 from typing import Any, Final, Literal, cast
@@ -95,14 +93,14 @@ from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
 )
 from lineup.miniapps import catalogue
-from lineup.sdk import interactions
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import ToolDescriptor, load_manifest
+from lineup.sdk.manifest import load_manifest
 
 from ._app_book import AppBook, AppEntry
 from ._capability_context import CapabilityFacts, context_of
 from ._dev_reload import DevReload
 from ._instances import Announce, Commit, Effect, Instances, PushApps, RefreshView
+from ._inventory import Inventory
 from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
 from ._start import StartTargets
@@ -170,7 +168,6 @@ class FocusActor(Actor):
         self.book = AppBook()
         for app in [*bundled, *self.ctx.config.get("apps", [])]:
             self.book.put(AppEntry.configured(app))
-        self._revision = "0"
         self.instances = Instances()
         # The catalogue's own apps (not one a configuration replaced): they alone draw with
         # the Shell's trusted components. The chat is the tree's own, whatever is configured.
@@ -180,8 +177,8 @@ class FocusActor(Actor):
         self._nursery: trio.Nursery | None = None  # while `run` runs
         self._lock = trio.Lock()  # one change of instances/stack at a time
         self._inventory_lock = trio.Lock()
-        # The capabilities: a tool whose app cannot use one it declares is not published.
-        self._capabilities = CapabilityFacts(self.ctx.config.get("capabilities"))
+        # The Agent's tools: a tool whose app cannot use a capability it declares is left out.
+        self.inventory = Inventory(self.book, CapabilityFacts(self.ctx.config.get("capabilities")))
         # Surfaces (one per instance at most), session data (one write path, whoever writes)
         # and views: services of their own, which the handlers delegate to. `_surfaces` and
         # `_views` are their pure books, `surfaces` and `views` the services.
@@ -230,7 +227,7 @@ class FocusActor(Actor):
             running=self.instances.running,
             start=self._ensure_running,
             publish=self._publish_inventory,
-            revision=lambda: self._revision,
+            revision=lambda: self.inventory.revision,
             tell_app=self._tell_app,
         )
         # The start target (seed 004 §4.3): the user's deep link, else what can be restored,
@@ -315,35 +312,18 @@ class FocusActor(Actor):
             if row.app_scope in self.book:
                 self.book.change(row.app_scope, enabled=row.enabled)
         await self.registry.load()  # the installed apps, from their verified cache
-        self._capabilities.read(
+        self.inventory.capabilities.read(
             await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
         )
         await self._bump_inventory()
 
     async def _bump_inventory(self) -> bool:
         """Give the inventory's current content a revision (a new one only if it changed)."""
-        tools = [tool.model_dump(mode="json") for tool in self._tools()]
-        digest = hashlib.sha256(json.dumps(tools, sort_keys=True).encode()).hexdigest()[:32]
         reply = await self._store(
-            InventoryRevisionBumpRequest(reason="inventory", bump_id=f"inv-{digest}"),
+            InventoryRevisionBumpRequest(reason="inventory", bump_id=self.inventory.bump_id()),
             InventoryRevisionBumpReply,
         )
-        changed = str(reply.revision) != self._revision
-        self._revision = str(reply.revision)
-        return changed
-
-    def _tools(self) -> list[ToolDescriptor]:
-        # The standard interactions are the runtime's own components: in every inventory.
-        return [
-            *interactions.TOOLS,
-            *(
-                tool
-                for scope, manifest in sorted(self.book.manifests().items())
-                if self.book.enabled(scope)
-                for tool in manifest.tools
-                if self._capabilities.visible(scope, manifest, tool)
-            ),
-        ]
+        return self.inventory.revised(reply.revision)
 
     async def _recover(self) -> None:
         await self._store(InstanceRecoverRequest(), InstanceRecoverReply)
@@ -394,26 +374,7 @@ class FocusActor(Actor):
 
     @handles(InventoryRequest)
     def on_inventory(self, msg: InventoryRequest, env: Envelope) -> InventoryReply:
-        return self._inventory()
-
-    def _inventory(self) -> InventoryReply:
-        manifests = self.book.manifests()
-        disabled = tuple(
-            tool.method
-            for scope, manifest in manifests.items()
-            if not self.book.enabled(scope)
-            for tool in manifest.tools
-        )
-        hidden = tuple(
-            tool.method for manifest in self.book.hidden().values() for tool in manifest.tools
-        )
-        return InventoryReply(
-            revision=self._revision,
-            tools=tuple(self._tools()),
-            disabled_tools=disabled,
-            installed=tuple(sorted({CHAT, *manifests})),
-            hidden_tools=hidden,
-        )
+        return self.inventory.reply()
 
     @handles(AppEnableRequest)
     async def on_app_enable(self, msg: AppEnableRequest, env: Envelope) -> InventoryReply:
@@ -429,7 +390,7 @@ class FocusActor(Actor):
         )
         if done.state == "failed":
             raise LineUpError(ErrorCode(done.code or ErrorCode.INTERNAL_ERROR.value), msg.app_scope)
-        return self._inventory()
+        return self.inventory.reply()
 
     async def _publish_inventory(self) -> None:
         """After every change of the registry (`_registry`: install, enable, disable, update,
@@ -444,7 +405,8 @@ class FocusActor(Actor):
         holds `_inventory_lock`: one bump at a time, so the revision last set is the one for
         the content last seen."""
         if await self._bump_inventory():
-            self._nursery_soon(self._tell_router, InventoryChangedEvent(revision=self._revision))
+            changed = InventoryChangedEvent(revision=self.inventory.revision)
+            self._nursery_soon(self._tell_router, changed)
 
     @handles(DevAppReloadRequest)
     async def on_dev_app_reload(self, msg: DevAppReloadRequest, env: Envelope) -> DevAppReloadReply:
@@ -499,7 +461,7 @@ class FocusActor(Actor):
     @handles(CapabilitiesChangedEvent)
     async def on_capabilities_changed(self, msg: CapabilitiesChangedEvent, env: Envelope) -> None:
         async with self._inventory_lock:  # the grants read and the bump in one order
-            self._capabilities.read(
+            self.inventory.capabilities.read(
                 await self._store(CapabilityGrantListRequest(), CapabilityGrantListReply)
             )
             await self._republish()

@@ -1,0 +1,61 @@
+"""Focus's inventory without I/O: which tools the Agent may call, the store's key for that
+content, and what is left out and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lineup.actors.focus._app_book import AppBook, AppEntry
+from lineup.actors.focus._capability_context import CapabilityFacts
+from lineup.actors.focus._inventory import Inventory
+from lineup.actors.kernel import ErrorCode
+from lineup.miniapps import catalogue
+from lineup.sdk import interactions
+from lineup.sdk.manifest import Manifest, load_manifest
+
+
+def shipped(scope: str) -> Manifest:
+    [entry] = [e for e in catalogue.registry_entries() if e["app_scope"] == scope]
+    return load_manifest(Path(entry["manifest"]).read_bytes())
+
+
+def methods(manifest: Manifest) -> tuple[str, ...]:
+    return tuple(tool.method for tool in manifest.tools)
+
+
+def inventory_of(*entries: AppEntry) -> Inventory:
+    book = AppBook()
+    for entry in entries:
+        book.put(entry)
+    return Inventory(book, CapabilityFacts(None))
+
+
+def test_the_tools_are_the_interactions_and_each_enabled_usable_apps() -> None:
+    board, tasks = shipped("whiteboard"), shipped("task-dashboard")
+    inventory = inventory_of(
+        AppEntry("chat", "bundled", "Chat"),
+        AppEntry("whiteboard", "bundled", "Whiteboard", manifest=board),
+        AppEntry("task-dashboard", "bundled", "Tasks", manifest=tasks, enabled=False),
+        AppEntry("old", "installed", "Old", manifest=tasks, refusal=ErrorCode.APP_VERSION_MISMATCH),
+    )
+    assert [t.method for t in inventory.tools()] == [
+        *(t.method for t in interactions.TOOLS),
+        *methods(board),
+    ]
+    reply = inventory.reply()
+    assert reply.disabled_tools == methods(tasks)
+    assert reply.hidden_tools == methods(tasks)  # the incompatible app's, listed, never called
+    assert reply.installed == ("chat", "task-dashboard", "whiteboard")
+
+
+def test_the_same_content_has_the_same_key_and_a_new_revision_is_said_once() -> None:
+    book = AppBook()
+    book.put(AppEntry("whiteboard", "bundled", "Whiteboard", manifest=shipped("whiteboard")))
+    inventory = Inventory(book, CapabilityFacts(None))
+    key = inventory.bump_id()
+    assert inventory.bump_id() == key
+    assert inventory.revised(3)
+    assert not inventory.revised(3)
+    assert inventory.reply().revision == "3"
+    book.change("whiteboard", enabled=False)
+    assert inventory.bump_id() != key
