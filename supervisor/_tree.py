@@ -84,6 +84,7 @@ from lineup.actors.kernel.control import (
     StatusReply,
     StatusRequest,
 )
+from lineup.facts.children import UP, ChildState
 
 from . import _applog, _quota
 from ._control import clear_state_file, serve_control, write_state_file
@@ -142,7 +143,7 @@ class _Peer:
 @dataclass(eq=False)
 class _Child(_Peer):
     spec: ChildSpec | None = None
-    state: str = "new"  # new, starting, running, restarting, stopping, stopped, failed
+    state: ChildState = "new"  # `facts/children.py`
     pid: int | None = None
     pidfd: int | None = None
     restarts: int = 0
@@ -156,7 +157,7 @@ class _Child(_Peer):
     exit_status: int | None = None  # the last incarnation's, once it exited
 
     def is_up(self) -> bool:
-        return self.state == "running"
+        return self.state == UP
 
 
 class Supervisor:
@@ -1070,7 +1071,7 @@ class Supervisor:
                     state=c.state,
                     restarts=c.restarts,
                     uptime_s=round(now - c.started_at, 3)
-                    if c.started_at is not None and c.state == "running"
+                    if c.started_at is not None and c.state == UP
                     else None,
                 )
                 for c in self.children.values()

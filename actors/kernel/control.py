@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lineup.facts.children import ChildState
 from lineup.facts.link import SUPERVISOR_PHASES
 
 from .messages import Message
@@ -122,7 +123,7 @@ class ChildStatus(Message):
     name: str
     kind: str
     pid: int | None
-    state: str
+    state: ChildState
     restarts: int
     uptime_s: float | None
 
