@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import trio
 
@@ -89,24 +89,10 @@ from .messages import (
 __all__ = ["RouterActor"]
 
 log = logging.getLogger("lineup.router")
-T = TypeVar("T")
-
 SESSION_TTL: Final = 1.0  # seconds a read of it is reused
 RECONCILE_S: Final = 5.0  # between two looks for an instance event that never arrived
 NOTIFY_TIMEOUT: Final = 5.0  # an app that is not up by then finds the delivery in its inbox
 TEXT: Final = wire.TEXT
-TOOL_CALL: Final = wire.TOOL_CALL
-DISMISS: Final = wire.DISMISS
-# What the router itself handles, in the page's order, rather than put in an inbox.
-HANDLED: Final = frozenset({TOOL_CALL, DISMISS})
-# Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
-RECEIVE_BATCH: Final = 500
-RECEIVE_BATCH_BYTES: Final = 256 * 1024
-# Keys, punctuation and numbers a receive request adds to the envelope's own bytes.
-REQUEST_OVERHEAD: Final = 1024
-# Deliveries waiting to be told to one app. Past this the fast path gives up on the newest
-# (they stay in the inbox, which the app lists when it starts or refreshes).
-PENDING_TELLS: Final = 4 * sdk.MAX_BATCH
 
 
 class RouterActor(Actor):
