@@ -304,7 +304,10 @@ def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
     preload = Preload(m for m in modules if _first(m) not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
-    sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
+    try:
+        sock.sendall(encode_frame("e", 1, {"type": "zygote.ready", "pid": os.getpid()}))
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the supervisor is gone before we were ready (a refused start): exit, as below
     serve(sock, supervisor_pid, preload)
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
-from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD
+from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD, zygote_argv
 from lineup.actors.kernel import Message, load_target
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.supervisor._spawn import Zygote
@@ -120,3 +122,20 @@ def test_each_runtime_child_is_forked_by_the_zygote_that_preloads_its_module() -
         # It names an entry of the child's package: the spawn imports it, then forks.
         assert entries_for(modules[lanes[spec.name]], spec.target), spec.name
     assert {name for name, lane in lanes.items() if lane == 1} == {"devserver", "hostbridge"}
+
+
+def test_a_zygote_whose_supervisor_left_before_it_was_ready_exits_quietly() -> None:
+    # `lineup run` refusing its data dir exits while its early zygote still imports: the
+    # zygote's "ready" then meets a closed socket, which must end it like any later close.
+    ours, theirs = socket.socketpair()
+    with theirs:
+        zygote = subprocess.Popen(
+            zygote_argv(theirs.fileno()),
+            pass_fds=(theirs.fileno(),),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    ours.close()  # gone before the zygote could say it is ready
+    _, stderr = zygote.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert zygote.returncode == 0
