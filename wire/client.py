@@ -32,8 +32,7 @@ import select
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
 import h11
@@ -90,7 +89,7 @@ class HttpAnswer:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-class HttpClient:
+class HttpClient(trio.abc.AsyncResource):
     """HTTP/1.1 exchanges with one origin (`base_url`: `http[s]://host[:port][/prefix]`). Use
     as `async with HttpClient(url) as client`; `aclose` closes every connection."""
 
@@ -113,17 +112,6 @@ class HttpClient:
         self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close every connection, idle or in use (an exchange under way fails). Never blocks."""

@@ -20,8 +20,7 @@ anything at all, byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from typing import Any, Final, TypeVar
 
 import trio
 from pydantic import BaseModel, ValidationError
@@ -78,22 +77,14 @@ class Refused:
     code: str
 
 
-class AppServerClient:
+class AppServerClient(trio.abc.AsyncResource):
     """One runtime's HTTP session with an AppServer. Use as `async with AppServerClient(url)`."""
 
     def __init__(self, base_url: str, *, deadline: float = REQUEST_DEADLINE) -> None:
         self._deadline = deadline
         self._http = HttpClient(base_url, connect_timeout=CONNECT_TIMEOUT)
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
         await self._http.aclose()
 
     # ------------------------------------------------------------------ the calls

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json as jsonlib
 import logging
 import random
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 import trio
 from pydantic import BaseModel
@@ -57,7 +56,7 @@ class AppServerError(Exception):
 _new_id = wire.new_message_id
 
 
-class AgentClient:
+class AgentClient(trio.abc.AsyncResource):
     """One agent's session with an AppServer. Use as `async with AgentClient(url) as client`.
 
     Every method raises `AppServerError`; none logs message text or tokens.
@@ -80,17 +79,6 @@ class AgentClient:
         self._token: str | None = None
         self.agent_id: str | None = None
         self.conversation_ids: tuple[str, ...] = ()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         await self._http.aclose()
