@@ -576,10 +576,10 @@ class FocusActor(Actor):
             await self._persist()
 
     def _reply(self, instance_id: str) -> InstanceReply:
+        state = self.instances.state_of(instance_id)
+        assert state is not None  # asked only of an instance just found or changed
         return InstanceReply(
-            instance_id=instance_id,
-            app_scope=self.instances.owners()[instance_id],
-            state=self.instances.state_of(instance_id) or "",
+            instance_id=instance_id, app_scope=self.instances.owners()[instance_id], state=state
         )
 
     def _require_enabled(self, app_scope: str) -> None:

@@ -527,7 +527,8 @@ class RegistryService:
         chat, a bundled app, a dev app of this run; a leftover dev row is no app: see
         `load`), and above the active version of an installed one (never sideways or back)."""
         entry = self.book.get(scope)
-        if scope in (CHAT, *self.foreign) or (entry is not None and entry.source != "installed"):
+        protected = scope == CHAT or scope in self.foreign
+        if protected or (entry is not None and entry.source != "installed"):
             raise LineUpError(ErrorCode.APP_PROTECTED, scope)
         current = entry.installed if entry is not None else None
         if current is not None and compare_versions(version, current.row.version) <= 0:
