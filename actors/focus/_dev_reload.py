@@ -32,19 +32,21 @@ notice. The previous version keeps running.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 import trio
 
-from lineup.actors.kernel import Bus, ErrorCode, LineUpError, Message
+from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import ChildStopReply, ChildStopRequest
 from lineup.actors.store.messages import AppRegistryPutReply, AppRegistryPutRequest
 from lineup.hostbridge.messages import NoticeEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ManifestInvalid, load_manifest
 
-from ._app_book import AppBook
+from ._access import Access
+from ._lifecycle import Lifecycle
+from ._port import Port
+from ._publisher import Publisher
 from .messages import DevAppRefusedEvent, DevAppReloadReply, DevAppReloadRequest
 
 __all__ = ["DevReload"]
@@ -57,38 +59,19 @@ MAX_MANIFEST_FILE: Final = 1 << 20  # a generated manifest is a few KiB
 
 
 class DevReload:
-    """Focus's reloads of its development apps (see the module's docstring). What it needs of
-    the actor:
-
-    - `book`: the apps (the actor's; a reload replaces the app's manifest in it);
-    - `store(request, expect)`: a store request; `bus`: to stop the app's process and tell
-      the Shells;
-    - `running(scope)`: the app's live instances that are not suspended, topmost first;
-    - `start(instance_id)`: start the app's process for that instance (idempotent);
-    - `publish()`: publish the inventory; `revision()`: the inventory revision now;
-    - `tell_app(scope, event)`: tell the app's process.
-    """
+    """Focus's reloads of its development apps (see the module's docstring): a reload replaces
+    the app's manifest in the book (`access.book`), restarts its process for the instances it
+    serves (`lifecycle`), and publishes the inventory (`publisher`)."""
 
     def __init__(
-        self,
-        bus: Bus,
-        *,
-        book: AppBook,
-        store: Callable[[Message, type[Any]], Awaitable[Any]],
-        running: Callable[[str], list[str]],
-        start: Callable[[str], Awaitable[None]],
-        publish: Callable[[], Awaitable[None]],
-        revision: Callable[[], str],
-        tell_app: Callable[[str, Message], Awaitable[None]],
+        self, port: Port, access: Access, lifecycle: Lifecycle, publisher: Publisher
     ) -> None:
-        self.bus = bus
-        self._book = book
-        self._store = store
-        self._running = running
-        self._start = start
-        self._publish = publish
-        self._revision = revision
-        self._tell_app = tell_app
+        self._port = port
+        self.bus = port.bus
+        self._book = access.book
+        self._instances = access.instances
+        self._lifecycle = lifecycle
+        self._publisher = publisher
         self._lock = trio.Lock()  # one reload at a time, in the order asked
 
     async def reload(self, msg: DevAppReloadRequest) -> DevAppReloadReply:
@@ -98,7 +81,7 @@ class DevReload:
         async with self._lock:
             manifest = await self._read(msg)
             scope = msg.app_scope
-            await self._store(
+            await self._port.store(
                 AppRegistryPutRequest(
                     app_scope=scope,
                     version=manifest.version,
@@ -110,15 +93,15 @@ class DevReload:
             )
             self._book.change(scope, manifest=manifest)
             restarted = await self._restart(scope)
-            revision = self._revision()
-            await self._publish()  # a new revision only if the tools changed
+            revision = self._publisher.inventory.revision
+            await self._publisher.publish()  # a new revision only if the tools changed
             title = self._book.title(scope)
             log.info("focus.dev_app_reloaded app=%s restarted=%d", scope, restarted)
             await self._notice("info", f"{title} reloaded")
             return DevAppReloadReply(
                 app_scope=scope,
-                revision=self._revision(),
-                tools_changed=self._revision() != revision,
+                revision=self._publisher.inventory.revision,
+                tools_changed=self._publisher.inventory.revision != revision,
                 restarted=restarted,
             )
 
@@ -151,7 +134,7 @@ class DevReload:
 
     async def _restart(self, scope: str) -> int:
         """Restart the app's process if it runs; returns how many instances it serves."""
-        running = self._running(scope)
+        running = self._instances.running(scope)
         if not running:
             return 0
         await self.bus.request(
@@ -161,9 +144,9 @@ class DevReload:
             expect=ChildStopReply,
             timeout=STOP_TIMEOUT,
         )
-        await self._start(running[0])
+        await self._lifecycle.ensure_running(running[0])
         # Its views are drawn again, by the new code (one refresh: the app draws them all).
-        await self._tell_app(scope, sdk.ViewRefreshEvent())
+        await self._port.tell_app(scope, sdk.ViewRefreshEvent())
         return len(running)
 
     async def _notice(self, level: str, text: str) -> None:

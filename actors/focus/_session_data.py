@@ -20,12 +20,11 @@ for the record, but nobody reads or writes it any more.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any
 
 import trio
 
-from lineup.actors.kernel import Bus, Envelope, Message
+from lineup.actors.kernel import Envelope
 from lineup.actors.store.messages import (
     SessionDataGetReply,
     SessionDataGetRequest,
@@ -35,40 +34,25 @@ from lineup.actors.store.messages import (
 from lineup.hostbridge.messages import SessionDataUpdatedEvent
 from lineup.sdk import protocol as sdk
 
+from ._access import Access, SessionKey
+from ._port import NOTIFY_TIMEOUT, Port
 from ._surfaces import SurfaceBook
 
 __all__ = ["SessionData", "SessionKey"]
 
-M = TypeVar("M", bound=Message)
-SessionKey = tuple[str, str]  # (app_scope, instance_id): a session is named after its instance
-
-NOTIFY_TIMEOUT: Final = 5.0
-STORE_TIMEOUT: Final = 30.0
-
 
 class SessionData:
-    """The session data of focus's instances (see the module's docstring).
+    """The session data of focus's instances (see the module's docstring); `access` says
+    whose session a request may touch (`Access.session_of`)."""
 
-    `session_of(env, instance_id)` is the session of one of the sender's live instances, or
-    raises (`app_instance_not_found`, `app_scope_mismatch`): focus's ownership check."""
-
-    def __init__(
-        self,
-        bus: Bus,
-        surfaces: SurfaceBook,
-        session_of: Callable[[Envelope, str], SessionKey],
-    ) -> None:
-        self.bus = bus
+    def __init__(self, port: Port, access: Access, surfaces: SurfaceBook) -> None:
+        self.bus = port.bus
+        self._port = port
         self._surfaces = surfaces
-        self._session_of = session_of
+        self._session_of = access.session_of
         self._locks: dict[SessionKey, trio.Lock] = {}
         self._subscribers: dict[SessionKey, set[str]] = {}  # the apps' channels
         self._watchers: dict[SessionKey, set[str]] = {}  # the hostbridges of an open Surface
-
-    async def _store(self, request: Message, expect: type[M]) -> M:
-        return await self.bus.request(
-            "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
-        )
 
     def lock(self, key: SessionKey) -> trio.Lock:
         return self._locks.setdefault(key, trio.Lock())
@@ -107,7 +91,7 @@ class SessionData:
     # ------------------------------------------------------------------ the shared path
 
     async def read(self, key: SessionKey) -> SessionDataGetReply:
-        return await self._store(
+        return await self._port.store(
             SessionDataGetRequest(app_scope=key[0], app_session_id=key[1]), SessionDataGetReply
         )
 
@@ -119,7 +103,7 @@ class SessionData:
         open Surface (`hostbridge.session_data.updated`), whichever writer wrote. Raises
         `stale_revision` after a newer write."""
         scope, instance_id = key
-        reply = await self._store(
+        reply = await self._port.store(
             SessionDataReplaceRequest(
                 app_scope=scope,
                 app_session_id=instance_id,

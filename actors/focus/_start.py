@@ -39,6 +39,7 @@ from typing import Final, Literal
 import trio
 
 from lineup.actors.kernel import LineUpError, Message
+from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
 
 from .messages import InstanceReply
@@ -89,16 +90,15 @@ class StartTargets:
     def __init__(
         self,
         *,
-        recovery_scope: str,
-        recovery_instance: str,
         topmost: Callable[[str], str | None],
         require_enabled: Callable[[str], None],
         foreground: Callable[[str], Awaitable[InstanceReply]],
         launch: Callable[[str, str], Awaitable[InstanceReply]],
         tell_app: Callable[[str, Message], None],
     ) -> None:
-        self._recovery_scope = recovery_scope
-        self._recovery_instance = recovery_instance
+        # The recovery app: the chat, whose one instance is named after it.
+        self._recovery_scope = CHAT
+        self._recovery_instance = CHAT
         self._topmost = topmost  # an app's topmost live instance, if any
         self._require_enabled = require_enabled  # raises the registry's refusal
         self._foreground = foreground  # bring (or resume) an instance to the front

@@ -14,33 +14,24 @@ is open.
 
 Every refusal is audited by its type and code (`focus.surface_refused`, rate-bounded per
 sender: a Surface's messages are the user's iframe's, as many as it likes). The handlers stay
-on the actor (`@handles`), which delegates here; instances, views and the nursery stay the
-actor's, reached through the callables it hands this object.
+on the actor (`@handles`), which delegates here; the instances and the apps are read through
+`Access`, what an instance shows is the views' (`ViewService`), the rest of the tree is reached
+through the `Port`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final
 
-from lineup.actors.kernel import (
-    AuditRecord,
-    Bus,
-    Envelope,
-    ErrorCode,
-    Identity,
-    LineUpError,
-    Message,
-    app_scope_of,
-)
+from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, app_scope_of
 from lineup.sdk import protocol as sdk
 
-from ._app_book import AppBook
-from ._instances import Instances
+from ._access import Access
+from ._port import NOTIFY_TIMEOUT, Port
 from ._session_data import SessionData
-from ._surfaces import PLACEHOLDER_VIEW, Surface, SurfaceBook, surface_entrypoint
+from ._surfaces import Surface, SurfaceBook, surface_entrypoint
+from ._view_service import ViewService
 from .messages import (
     SurfaceAccepted,
     SurfaceAssetsReply,
@@ -51,86 +42,45 @@ from .messages import (
 
 __all__ = ["SurfaceService"]
 
-NOTIFY_TIMEOUT: Final = 5.0
-
 
 class SurfaceService:
-    """The Surfaces of one focus (see the module's docstring). What it needs of the actor:
-
-    - `live_owned(env, instance_id)`: the sender's scope, if the instance is its live one
-      (else raises, another app's audited);
-    - `instances`, `book`: the instances and the apps (the actor's; read, never written,
-      here);
-    - `show(scope, instance_id, view)`: make that the instance's view and push it;
-    - `soon(fn, *args)`: run `fn` in the actor's nursery; `tell_app(scope, event)`: tell it.
-    """
+    """The Surfaces of one focus (see the module's docstring): `surfaces` is their book,
+    `sessions` the instances' session data, `views` what the instances show."""
 
     def __init__(
         self,
-        bus: Bus,
-        me: Identity,
+        port: Port,
+        access: Access,
         surfaces: SurfaceBook,
         sessions: SessionData,
-        *,
-        live_owned: Callable[[Envelope, str], str],
-        instances: Instances,
-        book: AppBook,
-        show: Callable[[str, str, dict[str, Any]], None],
-        soon: Callable[..., None],
-        tell_app: Callable[[str, Message], Awaitable[None]],
+        views: ViewService,
     ) -> None:
-        self.bus = bus
-        self.me = me
+        self._port = port
+        self._access = access
+        self._book = access.book
+        self._instances = access.instances
         self._surfaces = surfaces
         self._sessions = sessions
-        self._live_owned = live_owned
-        self._instances = instances
-        self._book = book
-        self._show = show
-        self._soon = soon
-        self._tell_app = tell_app
-        # The view an app drew while its Surface covers the instance (shown when it closes).
-        self._beneath: dict[str, dict[str, Any]] = {}
+        self._views = views
 
     def refused(self, env: Envelope, subject: str, refused: LineUpError) -> LineUpError:
-        """Audit a refused Surface request by its type and code (rate-bounded per sender: a
-        Surface's messages are the user's iframe's, as many as it likes), and return it."""
-        self.bus.audit_refusal(
-            AuditRecord(
-                event="focus.surface_refused",
-                actor=self.me.name,
-                peer=env.sender.name,
-                code=refused.code.value,
-                message_type=env.body.TYPE,
-                subject_id=subject[:200],
-            )
-        )
-        return refused
+        return self._port.surface_refused(env, subject, refused)
 
     def _show_surface(self, surface: Surface) -> None:
-        self._show(surface.app_scope, surface.instance_id, surface.view())
+        self._views.show(surface.app_scope, surface.instance_id, surface.view())
 
     # ------------------------------------------------------------------ the app's views
-
-    def covers(self, instance_id: str) -> bool:
-        """Whether a Surface covers the instance (its app's view is then kept, not shown)."""
-        return self._surfaces.of(instance_id) is not None
-
-    def keep_beneath(self, instance_id: str, view: dict[str, Any]) -> None:
-        """Keep the (checked) view the app drew under its Surface, to show when it closes."""
-        self._beneath[instance_id] = view
 
     def drop(self, scope: str, instance_id: str) -> None:
         """The instance ended: its Surface goes (the app is told `instance_ended`), with its
         session's subscribers."""
         self._sessions.forget((scope, instance_id))
-        self._beneath.pop(instance_id, None)
         surface = self._surfaces.drop(instance_id)
         if surface is not None:
             closed = sdk.SurfaceClosedEvent(
                 instance_id=instance_id, surface_id=surface.surface_id, reason="instance_ended"
             )
-            self._soon(self._tell_app, scope, closed)
+            self._port.soon(self._port.tell_app, scope, closed)
 
     # ------------------------------------------------------------------ the app's requests
 
@@ -140,7 +90,7 @@ class SurfaceService:
         becomes the Surface's. Refused `app_instance_not_found` (not the sender's live
         instance, another app's audited as well), `surface_unavailable`, a bound's code."""
         try:
-            scope = self._live_owned(env, msg.instance_id)
+            scope = self._access.live_owned(env, msg.instance_id)
         except LineUpError as refused:
             missing = LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
             raise self.refused(env, msg.instance_id, missing) from refused
@@ -183,12 +133,11 @@ class SurfaceService:
         if changed:
             self._sessions.unwatch((scope, surface.instance_id))
             if self._instances.live_scope(surface.instance_id) is not None:
-                view = self._beneath.pop(surface.instance_id, None) or PLACEHOLDER_VIEW
-                self._show(scope, surface.instance_id, view)
+                self._views.uncover(scope, surface.instance_id)
             closed = sdk.SurfaceClosedEvent(
                 instance_id=surface.instance_id, surface_id=surface.surface_id, reason="closed"
             )
-            self._soon(self._tell_app, scope, closed)
+            self._port.soon(self._port.tell_app, scope, closed)
         return surface.reply(open=False, changed=changed)
 
     # ------------------------------------------------------------------ the hostbridge's
@@ -239,7 +188,7 @@ class SurfaceService:
             surface = self._open_surface(msg.instance_id, msg.surface_id)
             surface.check_event(msg.name, msg.data)
             try:
-                await self.bus.notify(
+                await self._port.bus.notify(
                     f"miniapp:{surface.app_scope}",
                     sdk.SurfaceEvent(
                         instance_id=msg.instance_id,

@@ -13,39 +13,26 @@ shown; an app whose manifest requires a Surface draws nothing with the Shell's o
 The hostbridge is told best effort: the Shell asks for every view and page when it
 (re)connects (`views`, `items_page`).
 
-The handlers stay on the actor (`@handles`), which delegates here; instances and the nursery
-stay the actor's, reached through the callables it hands this object.
+The handlers stay on the actor (`@handles`), which delegates here; the instances and the apps
+are read through `Access`, the rest of the tree reached through the `Port`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
 
 import trio
 
-from lineup.actors.kernel import (
-    AuditRecord,
-    Bus,
-    Envelope,
-    ErrorCode,
-    Identity,
-    LineUpError,
-    Message,
-)
-from lineup.hostbridge.messages import (
-    AppsUpdatedEvent,
-    ViewItemsUpdatedEvent,
-    ViewUpdatedEvent,
-)
+from lineup.actors.kernel import AuditRecord, Envelope, ErrorCode, LineUpError
+from lineup.hostbridge.messages import ViewItemsUpdatedEvent, ViewUpdatedEvent
 from lineup.sdk import protocol as sdk
 from lineup.wire._limits import encoded_size  # (not `lineup.wire`: its envelope models)
 
-from ._app_book import AppBook
-from ._instances import Instances
-from ._surface_service import SurfaceService
+from ._access import Access
+from ._port import Port
+from ._surfaces import PLACEHOLDER_VIEW, SurfaceBook
 from ._views import TRUSTED_KINDS, ViewBook
 from .messages import (
     AppView,
@@ -57,46 +44,23 @@ from .messages import (
 
 __all__ = ["VIEWS_REPLY_BYTES", "VIEW_PUSH_RATE", "ViewService"]
 
-log = logging.getLogger("lineup.focus")
-
-NOTIFY_TIMEOUT: Final = 5.0
 VIEW_PUSH_RATE: Final = 30  # views pushed a second per instance, at most (items: as they come)
 VIEWS_REPLY_BYTES: Final = 512 * 1024  # views in one reply to the hostbridge (at least one)
 
 
 class ViewService:
-    """The views of one focus (see the module's docstring). What it needs of the actor:
+    """The views of one focus (see the module's docstring): `views` is their book, `surfaces`
+    the Surfaces' (read: an open one covers its instance)."""
 
-    - `book`, `instances`: the apps and the instances (the actor's; read here);
-    - `live_owned(env, instance_id)`: the sender's scope, if the instance is its live one;
-    - `apps()`: the live instances and the foreground, as the Shell lists them;
-    - `soon(fn, *args)`: run `fn` in the actor's nursery; `tell_app(scope, event)`: tell it.
-    """
-
-    def __init__(
-        self,
-        bus: Bus,
-        me: Identity,
-        views: ViewBook,
-        surfaces: SurfaceService,
-        *,
-        book: AppBook,
-        instances: Instances,
-        live_owned: Callable[[Envelope, str], str],
-        apps: Callable[[], AppsUpdatedEvent],
-        soon: Callable[..., None],
-        tell_app: Callable[[str, Message], Awaitable[None]],
-    ) -> None:
-        self.bus = bus
-        self.me = me
+    def __init__(self, port: Port, access: Access, views: ViewBook, surfaces: SurfaceBook) -> None:
+        self._port = port
+        self._access = access
+        self._book = access.book
+        self._instances = access.instances
         self._views = views
         self._surfaces = surfaces
-        self._book = book
-        self._instances = instances
-        self._live_owned = live_owned
-        self._apps = apps
-        self._soon = soon
-        self._tell_app = tell_app
+        # The view an app drew while its Surface covers the instance (shown when it closes).
+        self._beneath: dict[str, dict[str, Any]] = {}
         self._view_pushers: set[str] = set()
         self._last_push: dict[str, float] = {}  # instance → when its last view went
         self._naps: dict[str, trio.CancelScope] = {}  # pushers waiting for a view's turn
@@ -107,7 +71,7 @@ class ViewService:
         """An app's whole view, checked against the bounds every JSON document the runtime
         passes on must keep (depth, items, numbers, strings: the wire's `check_document`),
         `MAX_VIEW_BYTES`, and the trust its kind needs; then coalesced (`_push_views`)."""
-        scope = self._live_owned(env, msg.instance_id)
+        scope = self._access.live_owned(env, msg.instance_id)
         manifest = self._book.manifest(scope)
         if (
             manifest is not None
@@ -116,13 +80,13 @@ class ViewService:
         ):
             # An app that needs a Surface draws nothing with the Shell's own components.
             refused = LineUpError(ErrorCode.SURFACE_UNAVAILABLE, "surface required")
-            raise self._surfaces.refused(env, msg.instance_id, refused)
+            raise self._port.surface_refused(env, msg.instance_id, refused)
         try:
-            if self._surfaces.covers(msg.instance_id):
+            if self._surfaces.of(msg.instance_id) is not None:
                 # The Surface covers the instance: the app's view is kept, not shown, until
                 # the Surface closes.
                 self._views.check_view(scope, msg.view)
-                self._surfaces.keep_beneath(msg.instance_id, msg.view)
+                self._beneath[msg.instance_id] = msg.view
                 return sdk.CommandReceipt(id=msg.instance_id, changed=False)
             self._views.set_view(scope, msg.instance_id, msg.view)
         except LineUpError as refused:
@@ -133,7 +97,7 @@ class ViewService:
     def put_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
         """Items of the instance's list, new or changed (`ViewBook.put_items`), coalesced with
         its view: only what changed goes on to the Shell."""
-        scope = self._live_owned(env, msg.instance_id)
+        scope = self._access.live_owned(env, msg.instance_id)
         try:
             changed = self._views.put_items(scope, msg.instance_id, msg.items)
         except LineUpError as refused:
@@ -145,10 +109,10 @@ class ViewService:
     def refused(self, env: Envelope, instance_id: str, refused: LineUpError) -> LineUpError:
         """Audit a refused view or items (with the bound or rule it broke) and say why to the
         app: `permission_denied` for trust, `invalid_arguments` for a bound."""
-        self.bus.audit(
+        self._port.bus.audit(
             AuditRecord(
                 event="focus.view_refused",
-                actor=self.me.name,
+                actor=self._port.me.name,
                 peer=env.sender.name,
                 code=refused.code.value,
                 message_type=env.body.TYPE,
@@ -164,9 +128,16 @@ class ViewService:
         self._views.show(scope, instance_id, view)
         self.schedule_push(instance_id)
 
+    def uncover(self, scope: str, instance_id: str) -> None:
+        """The instance's Surface closed: show the view its app drew beneath it (or a
+        placeholder, if it drew none)."""
+        kept = self._beneath.pop(instance_id, None)
+        self.show(scope, instance_id, kept or PLACEHOLDER_VIEW)
+
     def drop(self, instance_id: str) -> None:
         """The instance ended: its view and items go, and its pace with them."""
         self._views.drop(instance_id)
+        self._beneath.pop(instance_id, None)
         self._last_push.pop(instance_id, None)
 
     # ------------------------------------------------------------------ pushes
@@ -174,7 +145,7 @@ class ViewService:
     def schedule_push(self, instance_id: str, *, items: bool = False) -> None:
         if instance_id not in self._view_pushers:
             self._view_pushers.add(instance_id)
-            self._soon(self._push_views, instance_id)
+            self._port.soon(self._push_views, instance_id)
         elif items and (nap := self._naps.get(instance_id)) is not None:
             nap.cancel()  # items do not wait for the next view's turn
 
@@ -200,13 +171,13 @@ class ViewService:
                 view, items = change
                 if view is not None:
                     self._last_push[instance_id] = now
-                    await self._tell_hostbridge(
+                    await self._port.tell_hostbridge(
                         ViewUpdatedEvent(
                             app_scope=view.app_scope, instance_id=instance_id, view=view.view
                         )
                     )
                 for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
-                    await self._tell_hostbridge(
+                    await self._port.tell_hostbridge(
                         ViewItemsUpdatedEvent(
                             app_scope=self._instances.scope_of(instance_id) or "",
                             instance_id=instance_id,
@@ -216,13 +187,6 @@ class ViewService:
         finally:
             self._view_pushers.discard(instance_id)
             self._naps.pop(instance_id, None)
-
-    async def _tell_hostbridge(self, event: Message) -> None:
-        # Not told: the Shell asks for every view and page when it (re)connects; a Shell
-        # connected meanwhile shows the old one until then, hence the line.
-        code = await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
-        if code is not None:
-            log.info("focus.hostbridge_not_told type=%s code=%s", event.TYPE, code.value)
 
     # ------------------------------------------------------------------ the Shell's pages
 
@@ -234,7 +198,7 @@ class ViewService:
         if msg.offset == 0:
             owners = self._instances.owners()
             for scope in {owners[i] for i in live if i not in views}:
-                self._soon(self._tell_app, scope, sdk.ViewRefreshEvent())
+                self._port.soon(self._port.tell_app, scope, sdk.ViewRefreshEvent())
         shown = [v for i, v in views.items() if i in live][msg.offset :]
         page: list[AppView] = []
         used = 0
@@ -244,7 +208,7 @@ class ViewService:
                 break
             page.append(view)
             used += size
-        apps = self._apps()
+        apps = self._access.app_list()
         return ViewsReply(
             views=tuple(page),
             foreground=apps.foreground,

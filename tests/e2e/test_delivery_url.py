@@ -17,8 +17,7 @@ from typing import Any, Final
 import pytest
 import trio
 
-from lineup.actors.focus import _registry
-from lineup.actors.focus._app_book import AppBook
+from lineup.actors.focus import _install
 from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
 from lineup.sdk.bundle import SigningKey
 from lineup.tests.support.agent_view import AgentView
@@ -186,23 +185,6 @@ async def test_loopback_http_outside_development_is_not_allowed(
     assert app_of(await listing(cli), "deliver") is None
 
 
-def downloader(tmp_path: Path) -> _registry.RegistryService:
-    """Focus's registry service, for its download alone (nothing else of it is used)."""
-
-    async def never(*args: Any) -> Any:
-        raise AssertionError("the download asks nothing of focus")
-
-    return _registry.RegistryService(
-        tmp_path,
-        {"dev": True},
-        store=never,
-        book=AppBook(),
-        live_of=lambda scope: [],
-        close=never,
-        publish=never,
-    )
-
-
 @pytest.mark.parametrize(
     ("route", "bound"),
     # Made small, the time bound is still what a loaded machine needs to connect and ask: it
@@ -212,12 +194,11 @@ def downloader(tmp_path: Path) -> _registry.RegistryService:
 async def test_a_download_is_bounded_in_size_and_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str, bound: tuple[str, float]
 ) -> None:
-    monkeypatch.setattr(_registry, bound[0], bound[1])
+    monkeypatch.setattr(_install, bound[0], bound[1])
     async with trio.open_nursery() as nursery:
         server = await serve(nursery, {"/endless": endless, "/slow": too_slow})
-        service = downloader(tmp_path)
         with trio.fail_after(WAIT), pytest.raises(LineUpError) as failed:
-            await service._download(server.url(f"/{route}"))
+            await _install.download(server.url(f"/{route}"), dev=True)
         nursery.cancel_scope.cancel()
     assert failed.value.code is ErrorCode.DOWNLOAD_FAILED
     assert server.paths == [f"/{route}"]
@@ -228,6 +209,6 @@ async def test_a_download_within_the_bounds_is_the_bytes_served(tmp_path: Path) 
     body = bytes(range(256)) * 40
     async with trio.open_nursery() as nursery:
         server = await serve(nursery, {"/b": answer("200 OK", body)})
-        got = await downloader(tmp_path)._download(server.url("/b"))
+        got = await _install.download(server.url("/b"), dev=True)
         nursery.cancel_scope.cancel()
     assert got == body

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from lineup.actors.focus._actor import MAX_OPENED_PER_APP
+from lineup.actors.focus._lifecycle import MAX_OPENED_PER_APP
 from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.actors.kernel.audit import REFUSAL_ROWS_PER_WINDOW, SUPPRESSED
 from lineup.actors.router._progress import PROGRESS_RATE

@@ -9,7 +9,7 @@ from typing import Literal, cast
 import pytest
 
 from lineup.actors.focus import FocusActor
-from lineup.actors.focus._actor import MAX_OPENED_PER_APP
+from lineup.actors.focus._lifecycle import MAX_OPENED_PER_APP
 from lineup.actors.kernel import (
     ActorContext,
     ActorKind,
@@ -45,7 +45,7 @@ def opened(actor: FocusActor, scope: str, opener: str, n: int) -> str:
 
 def refusal(actor: FocusActor, opener: str) -> ErrorCode | None:
     try:
-        actor._check_open_quota(opener)
+        actor.lifecycle._check_open_quota(opener)
     except LineUpError as exc:
         return exc.code
     return None

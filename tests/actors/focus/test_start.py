@@ -105,8 +105,6 @@ class FakeFocus:
 
     def starts(self) -> StartTargets:
         return StartTargets(
-            recovery_scope=CHAT,
-            recovery_instance="chat",
             topmost=self.topmost,
             require_enabled=self.require_enabled,
             foreground=self.foreground,

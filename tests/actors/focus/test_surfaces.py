@@ -160,7 +160,7 @@ async def world() -> AsyncIterator[tuple[FocusActor, FakeBus]]:
     bus = FakeBus()
     focus = focus_with(bus)
     async with trio.open_nursery() as nursery:
-        focus._nursery = nursery
+        focus.port.nursery = nursery
         yield focus, bus
         nursery.cancel_scope.cancel()
 
@@ -199,7 +199,7 @@ async def test_an_open_surface_is_the_instances_view_pushed_and_listed_and_open_
     again = open_request(state={"n": 2})
     second = focus.on_surface_open(again, from_app(again))
     assert (second.surface_id, second.changed, second.state_revision) == (SID, False, 0)
-    surface = focus._surfaces.of(INSTANCE)
+    surface = focus.surface_book.of(INSTANCE)
     assert surface is not None and surface.state == {"n": 1}
 
 
@@ -244,7 +244,7 @@ async def test_opening_is_refused_for_another_apps_instance_no_entrypoint_or_a_n
     assert await code_of(lambda: focus.on_surface_open(big, from_app(big))) is (
         ErrorCode.ENVELOPE_TOO_LARGE
     )
-    assert focus._surfaces.of(INSTANCE) is None
+    assert focus.surface_book.of(INSTANCE) is None
     assert refusals(bus) == [
         ("focus.sdk.surface.open", "app_instance_not_found"),
         ("focus.sdk.surface.open", "app_instance_not_found"),
@@ -268,7 +268,7 @@ async def test_another_app_can_neither_update_nor_close_the_surface(
     assert await code_of(lambda: focus.on_surface_close(close, from_app(close, "other"))) is (
         ErrorCode.SURFACE_NOT_FOUND
     )
-    assert focus._surfaces.of(INSTANCE) is not None
+    assert focus.surface_book.of(INSTANCE) is not None
     assert refusals(bus) == [
         ("focus.sdk.surface.update", "surface_not_found"),
         ("focus.sdk.surface.close", "surface_not_found"),
@@ -283,12 +283,12 @@ async def test_the_apps_own_render_is_kept_under_the_surface_and_comes_back_when
     render = p.ViewUpdateRequest(instance_id=INSTANCE, view={"kind": "mine", "n": 1})
     receipt = focus.on_view_update(render, from_app(render))
     assert not receipt.changed
-    shown = focus._views.view(INSTANCE)
+    shown = focus.view_book.view(INSTANCE)
     assert shown is not None and shown.view["kind"] == VIEW_KIND  # not the app's
     close = p.SurfaceCloseRequest(surface_id=SID)
     reply = focus.on_surface_close(close, from_app(close))
     assert (reply.open, reply.changed) == (False, True)
-    shown = focus._views.view(INSTANCE)
+    shown = focus.view_book.view(INSTANCE)
     assert shown is not None and shown.view == {"kind": "mine", "n": 1}
     again = focus.on_surface_close(close, from_app(close))
     assert (again.open, again.changed) == (False, False)
@@ -304,7 +304,7 @@ async def test_a_surface_closed_with_no_view_of_the_apps_leaves_the_placeholder(
     focus.on_surface_open(open_request(), from_app(open_request()))
     close = p.SurfaceCloseRequest(surface_id=SID)
     focus.on_surface_close(close, from_app(close))
-    shown = focus._views.view(INSTANCE)
+    shown = focus.view_book.view(INSTANCE)
     assert shown is not None and shown.view == PLACEHOLDER_VIEW
 
 
@@ -483,10 +483,10 @@ async def test_an_instance_that_ends_drops_its_surface_and_tells_the_app(
     async def persist() -> None:  # the store's part is not what this is about
         focus.instances.commit()
 
-    focus._persist = persist  # type: ignore[method-assign]
+    focus.lifecycle._persist = persist  # type: ignore[method-assign]
     focus.on_surface_open(open_request(), from_app(open_request()))
-    await focus._end(INSTANCE, SCOPE, "stopped")
+    await focus.lifecycle._end(INSTANCE, SCOPE, "stopped")
     await trio.testing.wait_all_tasks_blocked()
-    assert focus._surfaces.of(INSTANCE) is None
+    assert focus.surface_book.of(INSTANCE) is None
     [closed] = bus.of(p.SurfaceClosedEvent, f"miniapp:{SCOPE}")
     assert (closed.surface_id, closed.reason) == (SID, "instance_ended")

@@ -230,7 +230,7 @@ async def test_views_rendered_without_pause_reach_the_hostbridge_at_most_30_time
     bus = CountingBus()
     focus = focus_with_chat(bus)
     async with trio.open_nursery() as nursery:
-        focus._nursery = nursery
+        focus.port.nursery = nursery
         start = trio.current_time()
         n = 0
         while trio.current_time() - start < 2.0:  # 2 s of an app rendering every 1 ms
@@ -253,7 +253,7 @@ async def test_items_are_not_held_back_by_the_pace_of_views(
     bus = CountingBus()
     focus = focus_with_chat(bus)
     async with trio.open_nursery() as nursery:
-        focus._nursery = nursery
+        focus.port.nursery = nursery
         for n in range(2):  # the second view must wait 1/30 s
             request = p.ViewUpdateRequest(
                 instance_id="chat", view={"kind": "chat.timeline", "n": n}
@@ -276,7 +276,7 @@ async def test_an_update_on_its_own_is_pushed_at_once() -> None:
     bus = CountingBus()
     focus = focus_with_chat(bus)
     async with trio.open_nursery() as nursery:
-        focus._nursery = nursery
+        focus.port.nursery = nursery
         request = p.ViewUpdateRequest(instance_id="chat", view={"kind": "chat.timeline"})
         focus.on_view_update(request, envelope("chat", request))
         items = p.ViewItemsPutRequest(instance_id="chat", items=(item(1), item(2)))
@@ -322,7 +322,7 @@ async def test_a_refused_view_is_audited_with_its_bound_and_answered_by_who_is_a
             "probe:1",
             request.TYPE,
         )
-    assert focus._views.view("probe:1") is None
+    assert focus.view_book.view("probe:1") is None
     assert bus.told == []
 
 
