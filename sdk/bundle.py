@@ -28,9 +28,10 @@ else: no URL, HTML, CSS, JS or source.
     digest_mismatch           the payload's SHA-256 is not `sha256`
     revoked                   that app_scope + version is revoked
     host_version_unsupported  `min_host_version` is above this host's
-    bundle_malformed          the payload is not a safe ZIP (paths, links, sizes, counts,
-                              encryption, compression, a file that is also a folder), or has
-                              no manifest, not one package or an invalid manifest
+    bundle_malformed          the payload is not a safe ZIP (paths and their lengths, links,
+                              sizes, counts, encryption, compression, a file that is also a
+                              folder), or has no manifest, not one package or an invalid
+                              manifest
     app_version_mismatch      the inner manifest is not the signed app_scope, version and
                               permissions, is not `installed`, or asks an SDK this host lacks
 
@@ -98,6 +99,11 @@ MAX_BUNDLE_FILE_BYTES: Final = 8 * 1024 * 1024
 MAX_BUNDLE_UNPACKED_BYTES: Final = 64 * 1024 * 1024
 _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)  # packing is reproducible: no clock in the bytes
 _PATH: Final = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+# A payload path is unpacked under `<data_dir>/bundles/<scope>/<version>/`: each of its parts
+# must be a name every filesystem takes (NAME_MAX is 255 bytes), and the whole well below
+# PATH_MAX (4096) with the data dir in front, so that unpacking never fails half-way.
+MAX_PATH_PART: Final = 128
+MAX_PATH: Final = 512
 _PACKAGE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VERSION: Final = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 # An app version names a folder of the verified cache (`bundles/<scope>/<version>/`): one plain
@@ -321,6 +327,15 @@ def verify_bundle(
     return VerifiedBundle(signed, manifest, package, files, text.decode())
 
 
+def _plain_path(name: str) -> bool:
+    """A relative path of plain names, within `MAX_PATH` and `MAX_PATH_PART`."""
+    return (
+        len(name) <= MAX_PATH
+        and _PATH.match(name) is not None
+        and all(len(part) <= MAX_PATH_PART for part in name.split("/"))
+    )
+
+
 def _unzip(payload: bytes) -> dict[str, bytes]:
     """Every file of the payload ZIP, refused `bundle_malformed` unless each path is relative
     and plain, no entry is a link or a device, and the counts and sizes are within bounds
@@ -340,7 +355,7 @@ def _unzip(payload: bytes) -> dict[str, bytes]:
             continue
         mode = info.external_attr >> 16
         if (
-            not _PATH.match(name)
+            not _plain_path(name)
             or any(part in {".", ".."} for part in name.split("/"))
             or (mode and not stat.S_ISREG(mode))
             or info.flag_bits & 0x1  # encrypted
@@ -430,7 +445,8 @@ def _package_files(package_dir: Path) -> list[Path]:
         if path.is_symlink():
             raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"a link in the package: {path}")
         if path.is_file() and not path.name.endswith(_SKIPPED_SUFFIXES):
-            if not _PATH.match(path.relative_to(package_dir).as_posix()):
+            relative = path.relative_to(package_dir).as_posix()
+            if not _plain_path(f"app/{package_dir.name}/{relative}"):
                 raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"a file name it refuses: {path}")
             found.append(path)
     if len(found) + 1 > MAX_BUNDLE_FILES:  # and the manifest

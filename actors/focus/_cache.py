@@ -26,6 +26,7 @@ from typing import Final
 
 import trio
 
+from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.sdk.bundle import (
     MAX_BUNDLE_FILE_BYTES,
     MAX_BUNDLE_FILES,
@@ -54,8 +55,13 @@ class BundleCache:
 
     async def write(self, bundle: VerifiedBundle, data: bytes) -> Path:
         """Put a verified bundle in place atomically; a whole directory already there for the
-        same digest is kept (a retry), a broken one is replaced."""
-        return await trio.to_thread.run_sync(self._write, bundle, data)
+        same digest is kept (a retry), a broken one is replaced. A write that fails (a full
+        disk, a name the filesystem refuses) leaves nothing behind and raises
+        `internal_error`: the runtime's failure, not the bundle's."""
+        try:
+            return await trio.to_thread.run_sync(self._write, bundle, data)
+        except OSError as exc:
+            raise LineUpError(ErrorCode.INTERNAL_ERROR, f"cache write: {exc.strerror}") from None
 
     async def verify(self, app_scope: str, version: str, bundle_sha256: str) -> bool:
         return await trio.to_thread.run_sync(self._verify, app_scope, version, bundle_sha256)
@@ -80,17 +86,21 @@ class BundleCache:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.root / f"{_TMP}{secrets.token_hex(8)}"
         tmp.mkdir(mode=0o700)
-        _write_file(tmp / BUNDLE_FILE, data)
-        package = tmp / "app" / bundle.package
-        for name, body in sorted(bundle.files.items()):
-            _write_file(package / name, body)
-        _fsync_tree(tmp)
-        scope_dir = target.parent
-        scope_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _fsync_dir(self.root)
-        if target.exists():
-            self._discard(target)  # broken: it did not verify
-        os.rename(tmp, target)
+        try:
+            _write_file(tmp / BUNDLE_FILE, data)
+            package = tmp / "app" / bundle.package
+            for name, body in sorted(bundle.files.items()):
+                _write_file(package / name, body)
+            _fsync_tree(tmp)
+            scope_dir = target.parent
+            scope_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _fsync_dir(self.root)
+            if target.exists():
+                self._discard(target)  # broken: it did not verify
+            os.rename(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a crash here leaves it to `sweep`
+            raise
         _fsync_dir(scope_dir)
         return target
 

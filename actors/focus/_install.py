@@ -173,6 +173,9 @@ class Installer:
                     await self._installed.cache.remove(scope, old)  # the predecessor it replaced
             except LineUpError as exc:
                 return await self._ops.failed(op, exc.code)
+            except Exception:
+                await self._ops.failed(op, ErrorCode.INTERNAL_ERROR)  # never left running
+                raise
             await self._publisher.publish()
             return await self._ops.result(op.operation_id)
 

@@ -208,6 +208,9 @@ class RegistryService:
                 await self._run(op, msg)
             except LineUpError as exc:
                 return await self._ops.failed(op, exc.code)
+            except Exception:
+                await self._ops.failed(op, ErrorCode.INTERNAL_ERROR)  # never left running
+                raise
             return await self._ops.result(op.operation_id)
 
     async def _run(self, op: Operation, msg: RegistryOperateRequest) -> None:

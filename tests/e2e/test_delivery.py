@@ -24,6 +24,7 @@ from lineup.tests.support.bundles import (
     start_delivery,
     tree_digest,
     trust,
+    with_entry,
 )
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 from lineup.tests.support.tree import attach
@@ -155,7 +156,15 @@ def flip_byte(data: bytes) -> bytes:
 
 @pytest.mark.parametrize(
     "tamper",
-    ["flipped_byte", "size_plus_one", "untrusted_key", "host_too_old", "revoked"],
+    [
+        "flipped_byte",
+        "size_plus_one",
+        "untrusted_key",
+        "host_too_old",
+        "revoked",
+        "long_path_part",
+        "long_path",
+    ],
 )
 async def test_a_tampered_bundle_is_refused_and_changes_nothing(
     nursery: trio.Nursery, data_dir: Path, tmp_path: Path, tamper: str
@@ -172,6 +181,10 @@ async def test_a_tampered_bundle_is_refused_and_changes_nothing(
         "untrusted_key": ErrorCode.UNKNOWN_KEY,
         "host_too_old": ErrorCode.HOST_VERSION_UNSUPPORTED,
         "revoked": ErrorCode.REVOKED,
+        # Names the filesystem refuses: unpacking them failed half-way, leaving a `.tmp-*`
+        # folder and the operation `running` for good (issue 27).
+        "long_path_part": ErrorCode.BUNDLE_MALFORMED,
+        "long_path": ErrorCode.BUNDLE_MALFORMED,
     }[tamper]
     if tamper == "flipped_byte":
         bad = flip_byte(build_bundle(tmp_path / "src", KEY, version="2.0"))
@@ -181,6 +194,12 @@ async def test_a_tampered_bundle_is_refused_and_changes_nothing(
         bad = build_bundle(tmp_path / "other", SigningKey(b"\x09" * 32), version="2.0")
     elif tamper == "host_too_old":
         bad = build_bundle(tmp_path / "src", KEY, version="2.0", min_host_version="99.0")
+    elif tamper == "long_path_part":
+        good = build_bundle(tmp_path / "src", KEY, version="2.0")
+        bad = with_entry(good, KEY, f"app/deliverapp/{'a' * 300}.py", b"")
+    elif tamper == "long_path":
+        good = build_bundle(tmp_path / "src", KEY, version="2.0")
+        bad = with_entry(good, KEY, "app/deliverapp/" + "/".join(["d" * 100] * 44) + "/x.py", b"")
     else:
         bad = build_bundle(tmp_path / "src", KEY, version="2.0")
         assert (

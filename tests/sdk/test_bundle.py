@@ -265,6 +265,13 @@ def test_pack_refuses_an_app_that_is_not_installed_kind(app_dir: Path, key: Sign
     assert exc.value.code is ErrorCode.BUNDLE_MALFORMED
 
 
+def test_pack_refuses_a_path_too_long_to_unpack(app_dir: Path, key: SigningKey) -> None:
+    (app_dir / ("a" * 200 + ".py")).write_text("")
+    with pytest.raises(BundleRefused) as exc:
+        pack(app_dir, a_manifest(), key, min_host_version="0.1")
+    assert exc.value.code is ErrorCode.BUNDLE_MALFORMED
+
+
 def test_pack_refuses_a_link_in_the_package(app_dir: Path, key: SigningKey) -> None:
     (app_dir / "web" / "passwd").symlink_to("/etc/passwd")
     with pytest.raises(BundleRefused) as exc:
@@ -528,6 +535,10 @@ def _unsafe_payloads() -> Iterator[tuple[str, bytes]]:
     )
     many = {f"app/pingapp/f{i}.py": b"" for i in range(MAX_BUNDLE_FILES)}
     yield "too many files", zip_of({**good, **many})
+    # Names a filesystem refuses: unpacking them would fail half-way through an install.
+    yield "a 300-character path part", zip_of({**good, f"app/pingapp/{'a' * 300}.py": b"x"})
+    deep = "/".join(["d" * 100] * 44)  # every part short, 4,400 characters in all
+    yield "a 4,400-character path", zip_of({**good, f"app/pingapp/{deep}/x.py": b"x"})
     yield "bzip2 compression", zip_of(good, compression=zipfile.ZIP_BZIP2)
     yield "not a zip", b"PK\x03\x04 this is not a zip"
     yield "no manifest", zip_of({k: v for k, v in good.items() if k != "manifest.json"})

@@ -9,7 +9,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import io
+import json
+import stat
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,7 +28,7 @@ from lineup.actors.focus.messages import (
 )
 from lineup.actors.kernel import Bus
 from lineup.sdk import MiniApp
-from lineup.sdk.bundle import PublicKey, SigningKey, pack
+from lineup.sdk.bundle import MAGIC, PublicKey, SigningKey, pack
 from lineup.sdk.manifest import Manifest
 from lineup.sdk.tools import manifest_of
 from lineup.sdk.trust import TrustStore
@@ -206,6 +210,30 @@ def flip_byte(data: bytes) -> bytes:
     """`data` with one bit of one byte of its payload flipped (a digest mismatch)."""
     at = len(data) - 100
     return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :]
+
+
+def with_entry(data: bytes, key: SigningKey, name: str, body: bytes) -> bytes:
+    """`data` with one more payload file (`name`, which `pack` would refuse), its header's
+    size and digest made true again and signed by `key`: a hostile bundle a trusted key
+    signed."""
+    start = len(MAGIC) + 4
+    end = start + int.from_bytes(data[len(MAGIC) : start], "big")
+    header = json.loads(data[start:end])
+    buffer = io.BytesIO(data[end:])
+    with zipfile.ZipFile(buffer, "a") as archive:
+        info = zipfile.ZipInfo(name)
+        info.external_attr = (stat.S_IFREG | 0o644) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        archive.writestr(info, body)
+    payload = buffer.getvalue()
+    del header["signature"]
+    header.update(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
+    canonical = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    signature = base64.b64encode(key.sign(canonical.encode())).decode()
+    signed = json.dumps(
+        {**header, "signature": signature}, sort_keys=True, separators=(",", ":")
+    ).encode()
+    return MAGIC + len(signed).to_bytes(4, "big") + signed + payload
 
 
 def tree_digest(root: Path) -> str:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pytest
+
 from lineup.actors.focus._cache import BUNDLE_FILE, BundleCache
+from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.sdk.bundle import SigningKey, VerifiedBundle, verify_bundle
 from lineup.tests.support.bundles import build_bundle, tree_digest
 
@@ -77,3 +81,19 @@ async def test_the_sweep_removes_tmp_dirs_and_versions_the_registry_does_not_nam
     assert [p.name for p in (cache.root / "deliver").iterdir()] == ["1.0"]
     await cache.remove("deliver")
     assert list(cache.root.iterdir()) == []
+
+
+async def test_a_write_the_filesystem_refuses_leaves_nothing_and_says_internal_error(
+    tmp_path: Path,
+) -> None:
+    # A name no filesystem takes (NAME_MAX is 255 bytes), as a verified bundle could carry
+    # before paths were bounded: the write fails half-way, after some files were written.
+    cache = BundleCache(tmp_path / "data")
+    bundle, data = verified(tmp_path)
+    files = {**bundle.files, "z" * 300 + ".py": b"x"}
+    hostile = dataclasses.replace(bundle, files=files)
+    with pytest.raises(LineUpError) as failed:
+        await cache.write(hostile, data)
+    assert failed.value.code is ErrorCode.INTERNAL_ERROR
+    assert [p.name for p in cache.root.iterdir()] == []  # no .tmp-*, no version
+    assert not await cache.verify("deliver", "1.0", bundle.signed.sha256)
