@@ -32,6 +32,9 @@ else: no URL, HTML, CSS, JS or source.
                               sizes, counts, encryption, compression, a file that is also a
                               folder), or has no manifest, not one package or an invalid
                               manifest
+    app_protected             the manifest takes the runtime's own scope or asks a power
+                              that is one resident app's (`scope_reserved`,
+                              `capability_reserved`: `lineup.sdk.manifest`)
     app_version_mismatch      the inner manifest is not the signed app_scope, version and
                               permissions, is not `installed`, or asks an SDK this host lacks
 
@@ -314,7 +317,10 @@ def verify_bundle(
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the package has no __init__.py")
     try:
         manifest = load_manifest(text)
-    except ManifestInvalid:
+    except ManifestInvalid as exc:
+        if exc.reason in ("scope_reserved", "capability_reserved"):
+            # The runtime's own names and powers: taken by no bundle, however signed.
+            raise BundleRefused(ErrorCode.APP_PROTECTED, exc.reason) from None
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the app's manifest is invalid") from None
     if (
         (manifest.app_scope, manifest.version) != (signed.app_scope, signed.version)

@@ -13,6 +13,10 @@ only parsing plus translation of the refusal into `ManifestInvalid` with a stabl
                             duplicate key)
     format_unsupported      `format` is not "lineup.app.v1"
     manifest_malformed      a field is missing, unknown, or of the wrong shape
+    scope_reserved          `app_scope` is the runtime's own (`lineup.facts.scopes.reserved`):
+                            `interaction`, `conversation`, `lineup`, `lineup-*`
+    capability_reserved     a requested capability that belongs to one resident app
+                            (`app.install`, `app.manage`: the App Registry's) asked by another
     tool_id_not_scoped      a tool's `method` does not start with "<app_scope>."
     duplicate_tool          two tools share a `method`
     schema_*                a tool schema outside the subset (see `lineup.sdk.schema`), or a
@@ -41,6 +45,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.scopes import CAPABILITY_OWNERS, reserved
 
 from .schema import SchemaUnsupported, check_subset
 
@@ -249,6 +254,18 @@ class Manifest(_Model):
         if self.title is None:
             data.pop("title", None)
         return data
+
+    @model_validator(mode="after")
+    def _no_power_of_the_runtime(self) -> Manifest:
+        if reserved(self.app_scope):
+            raise ManifestInvalid("scope_reserved", self.app_scope, path="/app_scope")
+        for i, name in enumerate(self.requested_capabilities):
+            owner = CAPABILITY_OWNERS.get(name)
+            if owner is not None and owner != self.app_scope:
+                raise ManifestInvalid(
+                    "capability_reserved", name, path=f"/requested_capabilities/{i}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _tools_belong_to_the_app(self) -> Manifest:

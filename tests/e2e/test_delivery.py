@@ -20,11 +20,13 @@ from lineup.tests.support.bundles import (
     build_bundle,
     install,
     listing,
+    manifest_in,
     operate,
     start_delivery,
     tree_digest,
     trust,
     with_entry,
+    with_manifest,
 )
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 from lineup.tests.support.tree import attach
@@ -164,6 +166,8 @@ def flip_byte(data: bytes) -> bytes:
         "revoked",
         "long_path_part",
         "long_path",
+        "runtime_scope",
+        "registry_power",
     ],
 )
 async def test_a_tampered_bundle_is_refused_and_changes_nothing(
@@ -185,6 +189,10 @@ async def test_a_tampered_bundle_is_refused_and_changes_nothing(
         # folder and the operation `running` for good (issue 27).
         "long_path_part": ErrorCode.BUNDLE_MALFORMED,
         "long_path": ErrorCode.BUNDLE_MALFORMED,
+        # The runtime's own names and powers, however signed (issue 27): a fake
+        # `interaction.confirm` beside the real one, and the App Registry's `app.manage`.
+        "runtime_scope": ErrorCode.APP_PROTECTED,
+        "registry_power": ErrorCode.APP_PROTECTED,
     }[tamper]
     if tamper == "flipped_byte":
         bad = flip_byte(build_bundle(tmp_path / "src", KEY, version="2.0"))
@@ -200,6 +208,19 @@ async def test_a_tampered_bundle_is_refused_and_changes_nothing(
     elif tamper == "long_path":
         good = build_bundle(tmp_path / "src", KEY, version="2.0")
         bad = with_entry(good, KEY, "app/deliverapp/" + "/".join(["d" * 100] * 44) + "/x.py", b"")
+    elif tamper == "runtime_scope":
+        good = build_bundle(tmp_path / "src", KEY, version="2.0")
+        manifest = manifest_in(good)
+        tools = [
+            {**manifest["tools"][0], "method": f"interaction.{name}"}
+            for name in ("confirm", "secure_input")
+        ]
+        bad = with_manifest(good, KEY, {**manifest, "app_scope": "interaction", "tools": tools})
+    elif tamper == "registry_power":
+        good = build_bundle(tmp_path / "src", KEY, version="2.0")
+        manifest = manifest_in(good)
+        asks = [*manifest.get("requested_capabilities", []), "app.manage"]
+        bad = with_manifest(good, KEY, {**manifest, "requested_capabilities": asks})
     else:
         bad = build_bundle(tmp_path / "src", KEY, version="2.0")
         assert (

@@ -254,6 +254,32 @@ def test_a_tool_whose_id_only_starts_like_the_scope_is_refused() -> None:
     assert refusal(with_tool(method="whiteboards.create")).reason == "tool_id_not_scoped"
 
 
+@pytest.mark.parametrize("scope", ["interaction", "conversation", "lineup", "lineup-shell"])
+def test_the_runtimes_own_scopes_are_taken_by_no_manifest(scope: str) -> None:
+    # Else an app could list `interaction.confirm` beside the runtime's own (issue 27).
+    data = with_tool(method=f"{scope}.confirm")
+    data["app_scope"] = scope
+    refused = refusal(data)
+    assert (refused.reason, refused.path) == ("scope_reserved", "/app_scope")
+
+
+def test_a_scope_that_only_starts_like_the_runtimes_is_an_apps() -> None:
+    data = with_tool(method="lineupx.board.create")
+    data["app_scope"] = "lineupx"
+    assert load_manifest(data).app_scope == "lineupx"
+
+
+@pytest.mark.parametrize("power", ["app.install", "app.manage"])
+def test_the_app_registrys_powers_are_declared_by_no_other_app(power: str) -> None:
+    data = whiteboard()
+    data["requested_capabilities"] = ["notification.show", power]
+    refused = refusal(data)
+    assert (refused.reason, refused.path) == ("capability_reserved", "/requested_capabilities/1")
+    registry = with_tool(method="app-registry.open")
+    registry.update(app_scope="app-registry", requested_capabilities=[power])
+    assert load_manifest(registry).requested_capabilities == (power,)
+
+
 def test_two_tools_with_one_id_are_refused() -> None:
     data = whiteboard()
     data["tools"].append(copy.deepcopy(data["tools"][0]))

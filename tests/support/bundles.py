@@ -213,27 +213,60 @@ def flip_byte(data: bytes) -> bytes:
 
 
 def with_entry(data: bytes, key: SigningKey, name: str, body: bytes) -> bytes:
-    """`data` with one more payload file (`name`, which `pack` would refuse), its header's
-    size and digest made true again and signed by `key`: a hostile bundle a trusted key
-    signed."""
+    """`data` with one more payload file (`name`, which `pack` would refuse), its header made
+    true again and signed by `key`: a hostile bundle a trusted key signed."""
+    header, entries = _opened(data)
+    return _signed(header, {**entries, name: body}, key)
+
+
+def with_manifest(data: bytes, key: SigningKey, manifest: dict[str, Any]) -> bytes:
+    """`data` with `manifest` (a dict no `Manifest` may have checked) for its manifest, the
+    header naming its scope, version and capabilities, signed by `key`."""
+    header, entries = _opened(data)
+    scope, version = manifest["app_scope"], manifest["version"]
+    header.update(
+        app_scope=scope,
+        version=version,
+        artifact_id=f"{scope}@{version}",
+        permissions=list(manifest.get("requested_capabilities", [])),
+    )
+    return _signed(header, {**entries, "manifest.json": json.dumps(manifest).encode()}, key)
+
+
+def manifest_in(data: bytes) -> dict[str, Any]:
+    """The manifest a bundle carries, as a dict."""
+    _, entries = _opened(data)
+    manifest: dict[str, Any] = json.loads(entries["manifest.json"])
+    return manifest
+
+
+def _opened(data: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
     start = len(MAGIC) + 4
     end = start + int.from_bytes(data[len(MAGIC) : start], "big")
-    header = json.loads(data[start:end])
-    buffer = io.BytesIO(data[end:])
-    with zipfile.ZipFile(buffer, "a") as archive:
-        info = zipfile.ZipInfo(name)
-        info.external_attr = (stat.S_IFREG | 0o644) << 16
-        info.compress_type = zipfile.ZIP_DEFLATED
-        archive.writestr(info, body)
-    payload = buffer.getvalue()
+    header: dict[str, Any] = json.loads(data[start:end])
     del header["signature"]
-    header.update(size=len(payload), sha256=hashlib.sha256(payload).hexdigest())
-    canonical = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    signature = base64.b64encode(key.sign(canonical.encode())).decode()
-    signed = json.dumps(
-        {**header, "signature": signature}, sort_keys=True, separators=(",", ":")
-    ).encode()
+    with zipfile.ZipFile(io.BytesIO(data[end:])) as archive:
+        entries = {info.filename: archive.read(info) for info in archive.infolist()}
+    return header, entries
+
+
+def _signed(header: dict[str, Any], entries: dict[str, bytes], key: SigningKey) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, body in entries.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, body)
+    payload = buffer.getvalue()
+    header = {**header, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+    signature = base64.b64encode(key.sign(_canonical(header))).decode()
+    signed = _canonical({**header, "signature": signature})
     return MAGIC + len(signed).to_bytes(4, "big") + signed + payload
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def tree_digest(root: Path) -> str:
