@@ -27,7 +27,7 @@ retry immediately instead of waiting out a deadline. Handlers run concurrently u
 (the mailbox); when it is full the reader stops reading and the peer's writes block
 (backpressure, never unbounded memory).
 
-Why one module of ~580 lines: `Bus` is one concept, a process's end of every channel, and its
+Why one module of ~590 lines: `Bus` is one concept, a process's end of every channel, and its
 halves are one loop seen from two sides (a request's slot is filled by the reader; a handler's
 reply goes out on the channel the request came in on), sharing the connections, the slots and
 the mailbox. The request/reply round trip is the runtime's hottest path (`make bench`), and

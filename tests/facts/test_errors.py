@@ -62,3 +62,15 @@ def test_the_codes_load_no_io_and_no_other_module_of_lineup() -> None:
     loaded = modules_after("import lineup.facts.errors")
     assert {"trio", "socket", "apsw", "pydantic"} & loaded == set()
     assert {m for m in loaded if m.startswith("lineup.")} == {"lineup.facts", "lineup.facts.errors"}
+
+
+def test_the_codes_the_shell_sends_are_codes_of_the_enum() -> None:
+    """The Shell's bridge (hostbridge/web/js/core/bridge.js) answers a Surface with codes of
+    its own making: its `CODES` table and every `code: "…"` it writes are `ErrorCode`s."""
+    bridge = (ROOT / "hostbridge" / "web" / "js" / "core" / "bridge.js").read_text()
+    table = bridge.split("export const CODES = {", 1)[1].split("};", 1)[0]
+    sent = set(re.findall(r': "([a-z_]+)"', table)) | set(
+        re.findall(r'\bcode: "([a-z_]+)"', bridge)
+    )
+    assert len(sent) >= 8  # the table's six, and the bridge's own deadline and absence
+    assert sent <= {code.value for code in ErrorCode}, sorted(sent - set(ErrorCode))
