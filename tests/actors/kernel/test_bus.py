@@ -6,7 +6,6 @@ by hand with the sans-IO framing functions, so it can send what no `Bus` would.
 
 from __future__ import annotations
 
-import json
 import math
 import socket
 from collections import deque
@@ -35,7 +34,6 @@ from lineup.actors.kernel import (
     LocalProtocolError,
     Message,
     RemoteProtocolError,
-    _bodies,
     _connection,
     channel_pair,
     encode_frame,
@@ -405,11 +403,6 @@ async def test_a_non_finite_number_is_refused_to_its_sender_never_sent_as_null(
     # The words themselves are text like any other.
     with trio.fail_after(WAIT):
         await app.request("router", EchoRequest(text="NaN Infinity"), expect=EchoReply)
-
-
-def test_the_words_nan_and_infinity_in_a_string_are_json_and_pass() -> None:
-    data = _bodies.to_json(TreeRequest(tree={"NaN": "-Infinity", "x": 1.0}))
-    assert json.loads(data)["tree"] == {"NaN": "-Infinity", "x": 1.0}
 
 
 # ---------------------------------------------------------------------------------- ACL
