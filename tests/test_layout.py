@@ -156,5 +156,6 @@ def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
         "lineup.actors.kernel",
         "lineup.actors.kernel.errors",
         "lineup.facts",
+        "lineup.facts.errors",
         *(f"lineup.facts.{name}" for name in facts),
     }

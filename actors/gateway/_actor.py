@@ -348,8 +348,8 @@ class GatewayActor(Actor):
 
     @handles(GrantsListRequest)
     async def on_grants_list(self, msg: GrantsListRequest, env: Envelope) -> GrantsListReply:
-        return await self.capabilities.grants()
+        return await self.capabilities.grants.page()
 
     @handles(GrantSetRequest)
     async def on_grant_set(self, msg: GrantSetRequest, env: Envelope) -> GrantsListReply:
-        return await self.capabilities.set_grant(msg)
+        return await self.capabilities.grants.set(msg)

@@ -3,7 +3,7 @@ for a system power, decided, confirmed by the user where the policy asks, rate l
 by a host provider.
 
 Theory of operation. `CapabilityGate.request` runs one request through, in order: what focus
-knows of the app and the instance (`focus.capability.context`), the user's grant (the store),
+knows of the app and the instance (`focus.capability.context`), the user's grant (`_grants`),
 `lineup.sdk.capabilities.decide` (declared, enabled and live, supported here, in front where
 needed, the policy), then the capability's input, the checks of what it names (an artifact to
 save or install must be the app's), the runtime's own permission prompt where the policy says
@@ -27,7 +27,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -36,13 +36,11 @@ from pydantic import BaseModel, ValidationError
 
 from lineup.actors.focus.messages import (
     AppOperationInfo,
-    CapabilitiesChangedEvent,
     CapabilityContextReply,
     CapabilityContextRequest,
     RegistryInspectReply,
     RegistryInspectRequest,
     RegistryInstallRequest,
-    RegistryListRequest,
     RegistryOperateRequest,
 )
 from lineup.actors.kernel import Bus
@@ -53,7 +51,6 @@ from lineup.hostbridge.messages import (
     CapabilityEndedEvent,
     CapabilityPromptEvent,
     CapabilityPromptView,
-    GrantsChangedEvent,
     ProviderRunEvent,
     ProviderRunView,
 )
@@ -62,37 +59,24 @@ from lineup.sdk import protocol as sdk
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, CapabilityResult
 
 from ._artifacts import check_name, decode_content
-from ._capability_state import CapabilityConfig, PendingBook, RateLimiter, ResultCache
+from ._capability_state import TRANSIENT, CapabilityConfig, PendingBook, RateLimiter, ResultCache
+from ._grants import Grants
 from .messages import (
     CapabilityPendingReply,
-    GrantSetRequest,
-    GrantsListReply,
-    GrantView,
     PickedFile,
     PromptAnswerRequest,
     ProviderDoneRequest,
     UiAccepted,
 )
 
-__all__ = ["ArtifactAccess", "Asked", "CapabilityGate", "grant_views"]
+__all__ = ["ArtifactAccess", "Asked", "CapabilityGate"]
 
 log = logging.getLogger("lineup.gateway")
 
-STORE_TIMEOUT: Final = 10.0
 FOCUS_TIMEOUT: Final = 10.0
 REGISTRY_TIMEOUT: Final = 60.0  # verifying and unpacking a bundle
-REGISTRY_LIST_TIMEOUT: Final = 2.0  # within the Shell's patience for the permissions page
 NOTIFY_TIMEOUT: Final = 2.0
 CALLER_MARGIN_S: Final = 0.5  # answered this long before the caller stops waiting
-MAX_KNOWN_APPS: Final = 1000  # apps whose declared capabilities the permissions page lists
-TRANSIENT: Final = frozenset(
-    {
-        ErrorCode.ACTOR_RESTARTED,
-        ErrorCode.ACTOR_UNAVAILABLE,
-        ErrorCode.DEADLINE_EXCEEDED,
-        ErrorCode.STORE_UNAVAILABLE,
-    }
-)
 _MANAGE_LINE: Final = {
     "enable": "Enable",
     "disable": "Disable",
@@ -173,9 +157,7 @@ class CapabilityGate:
         self._inflight: dict[tuple[str, str], _Flight] = {}
         self._pending = PendingBook()
         self._rate = RateLimiter()
-        # scope -> (title, declared): the registry as focus last listed it, and every app seen
-        # asking since; the permissions page falls back on it while focus cannot say.
-        self._known: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.grants = Grants(bus, config, self._tell)  # the user's, and the permissions page
 
     # ------------------------------------------------------------------ a request
 
@@ -233,8 +215,8 @@ class CapabilityGate:
 
     async def _checked(self, asked: Asked, context: CapabilityContextReply) -> _Facts:
         """Steps 1–5 (`decide`), the input, and what it names: raises `_Ended` for a refusal."""
-        self._learn(context)
-        grant = await self._grant(context.app_scope, asked.capability)
+        self.grants.learn(context)
+        grant = await self.grants.policy(context.app_scope, asked.capability)
         decision = caps.decide(
             asked.capability,
             declared=context.declared,
@@ -273,20 +255,6 @@ class CapabilityGate:
                 raise
             raise _Ended("failed", ErrorCode.APP_INSTANCE_NOT_FOUND, "refused") from None
         return reply
-
-    def _learn(self, context: CapabilityContextReply) -> None:
-        if context.app_scope in self._known or len(self._known) < MAX_KNOWN_APPS:
-            self._known[context.app_scope] = (context.app_title, context.declared)
-
-    async def _grant(self, scope: str, capability: str) -> caps.Policy | None:
-        reply: store.CapabilityGrantListReply = await self.bus.request(
-            "store",
-            store.CapabilityGrantListRequest(app_scope=scope),
-            expect=store.CapabilityGrantListReply,
-            timeout=STORE_TIMEOUT,
-            retry=True,
-        )
-        return next((g.policy for g in reply.grants if g.capability == capability), None)
 
     async def _own_artifact(self, facts: _Facts, artifact_id: str) -> store.ArtifactRow:
         row = await self._artifacts.row(artifact_id)
@@ -378,7 +346,7 @@ class CapabilityGate:
         if entry.decision == "cancel":
             raise _Ended("cancelled_by_user", ErrorCode.CANCELLED_BY_USER, "refused")
         if entry.decision == "allow_always":
-            await self._put_grant(ctx.app_scope, asked.capability, "allow")
+            await self.grants.put(ctx.app_scope, asked.capability, "allow")
 
     async def _host_run(self, facts: _Facts) -> dict[str, Any]:
         asked, ctx = facts.asked, facts.context
@@ -495,85 +463,6 @@ class CapabilityGate:
     def pending(self) -> CapabilityPendingReply:
         return CapabilityPendingReply(prompts=self._pending.prompts(), runs=self._pending.runs())
 
-    # ------------------------------------------------------------------ grants
-
-    async def grants(self) -> GrantsListReply:
-        """The permissions page: every app in the registry with each capability its manifest
-        declares, beside the user's grants and the host's policy (`grant_views`)."""
-        reply: store.CapabilityGrantListReply = await self.bus.request(
-            "store",
-            store.CapabilityGrantListRequest(),
-            expect=store.CapabilityGrantListReply,
-            timeout=STORE_TIMEOUT,
-            retry=True,
-        )
-        return GrantsListReply(
-            grants=grant_views(reply.grants, await self._declared(), self.config)
-        )
-
-    async def _declared(self) -> dict[str, tuple[str, tuple[str, ...]]]:
-        """Each installed app (enabled or not) with its title and declared capabilities, from
-        focus's registry; while focus cannot say (restarting), what this gateway has seen."""
-        try:
-            listed: sdk.RegistryListReply = await self.bus.request(
-                "focus",
-                RegistryListRequest(),
-                expect=sdk.RegistryListReply,
-                timeout=REGISTRY_LIST_TIMEOUT,
-                retry=True,
-            )
-        except LineUpError as exc:
-            if exc.code not in TRANSIENT:
-                raise
-            log.info("gateway.registry_unlisted code=%s", exc.code.value)
-            return dict(self._known)
-        self._known = {
-            app.app_scope: (app.title, app.capabilities) for app in listed.apps[:MAX_KNOWN_APPS]
-        }
-        return dict(self._known)
-
-    async def set_grant(self, msg: GrantSetRequest) -> GrantsListReply:
-        if msg.capability not in caps.CATALOG:
-            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "not a capability of the catalog")
-        if msg.policy == "ask":
-            reply: store.CapabilityGrantDeleteReply = await self.bus.request(
-                "store",
-                store.CapabilityGrantDeleteRequest(
-                    app_scope=msg.app_scope, capability=msg.capability
-                ),
-                expect=store.CapabilityGrantDeleteReply,
-                timeout=STORE_TIMEOUT,
-                retry=True,
-            )
-            if reply.changed:
-                self._grants_changed()
-        else:
-            await self._put_grant(msg.app_scope, msg.capability, msg.policy)
-        return await self.grants()
-
-    async def _put_grant(self, scope: str, capability: str, policy: caps.Policy) -> None:
-        # An "allow" is remembered for a while; a block stands until the user lifts it.
-        expires = time.time() + caps.DEFAULT_GRANT_TTL_S if policy == "allow" else None
-        reply: store.CapabilityGrantPutReply = await self.bus.request(
-            "store",
-            store.CapabilityGrantPutRequest(
-                app_scope=scope,
-                capability=capability,
-                policy="allow" if policy == "allow" else "deny",
-                expires_at=expires,
-            ),
-            expect=store.CapabilityGrantPutReply,
-            timeout=STORE_TIMEOUT,
-            retry=True,
-        )
-        if reply.changed:
-            self._grants_changed()
-
-    def _grants_changed(self) -> None:
-        # Fast paths: focus reads the grants when it starts, a Shell when it shows the page.
-        self._tell("focus", CapabilitiesChangedEvent())
-        self._tell("hostbridge", GrantsChangedEvent())
-
     # ------------------------------------------------------------------ helpers
 
     def _tell(self, peer: str, event: Any) -> None:
@@ -602,39 +491,3 @@ def _code(value: str) -> ErrorCode:
         return ErrorCode(value)
     except ValueError:
         return ErrorCode.PROVIDER_FAILED
-
-
-def grant_views(
-    grants: Iterable[store.CapabilityGrantRow],
-    apps: Mapping[str, tuple[str, tuple[str, ...]]],
-    config: CapabilityConfig,
-) -> tuple[GrantView, ...]:
-    """The permissions page's rows, by app then capability: one for each capability an app
-    declares (`apps`: scope -> (title, declared)), each the user granted (an app since removed
-    included, so it can still be revoked), and each the host's policy names; only the
-    catalog's. What applies is the user's grant, else the host's policy, else the default."""
-    granted = {(g.app_scope, g.capability): g for g in grants}
-    pairs = set(granted)
-    pairs |= {(s, c) for s, (_, declared) in apps.items() for c in declared}
-    pairs |= {(s, c) for s, per_cap in config.policy.items() for c in per_cap}
-    views = []
-    for scope, capability in sorted(pairs):
-        spec = caps.CATALOG.get(capability)
-        if spec is None:
-            continue
-        grant = granted.get((scope, capability))
-        views.append(
-            GrantView(
-                app_scope=scope,
-                app_title=apps.get(scope, (scope, ()))[0] or scope,
-                capability=capability,
-                policy=grant.policy
-                if grant
-                else config.host_policy(scope).get(capability, spec.default_policy),
-                granted=grant is not None,
-                granted_at=grant.granted_at if grant else None,
-                expires_at=grant.expires_at if grant else None,
-                supported=capability not in config.unsupported,
-            )
-        )
-    return tuple(views)

@@ -16,6 +16,7 @@ from typing import Any, Final, cast
 
 import trio
 
+from lineup.facts.errors import ErrorCode
 from lineup.hostbridge.messages import CapabilityPromptView, ProviderRunView
 from lineup.sdk.capabilities import CATALOG, DEFAULT_PROMPT_TIMEOUT_S, Policy, PromptDecision
 from lineup.sdk.protocol import CapabilityResult
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_RUN_TIMEOUT_S",
     "KEPT_RESULTS",
     "MAX_PENDING",
+    "TRANSIENT",
     "CapabilityConfig",
     "Pending",
     "PendingBook",
@@ -35,6 +37,15 @@ DEFAULT_RUN_TIMEOUT_S: Final = 120.0  # a provider run in the Shell (a file pick
 KEPT_RESULTS: Final = 1024  # decided results a repeated request id is answered from
 MAX_PENDING: Final = 32  # prompts and runs waiting on the user at once, all apps together
 RATE_WINDOW_S: Final = 60.0
+# A failure on the way (a peer restarting): its result is not kept, so a retry decides afresh.
+TRANSIENT: Final = frozenset(
+    {
+        ErrorCode.ACTOR_RESTARTED,
+        ErrorCode.ACTOR_UNAVAILABLE,
+        ErrorCode.DEADLINE_EXCEEDED,
+        ErrorCode.STORE_UNAVAILABLE,
+    }
+)
 _POLICIES: Final = frozenset({"allow", "deny", "ask"})
 
 

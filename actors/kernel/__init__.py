@@ -1,8 +1,9 @@
 """The actor kernel: channels, frames, typed messages, the bus, the actor base (DESIGN §2).
 
 The public names are exported lazily: importing one module of the kernel (`errors`, `identity`,
-`messages`) loads that module alone, so a pure module (a state machine's table, a protocol)
-that names an error code loads neither trio nor a socket. The zygote loads the whole kernel
+`messages`) loads that module alone (`errors`, with the codes it re-exports from
+`lineup.facts.errors`), so a pure module (a state machine's table, a protocol) that names an
+error code loads neither trio nor a socket. The zygote loads the whole kernel
 (`lineup.actors.kernel.actor`) before it forks any actor.
 """
 

@@ -26,29 +26,38 @@ dropped. When a channel dies, every slot on it fails at once with `actor_restart
 retry immediately instead of waiting out a deadline. Handlers run concurrently up to a bound
 (the mailbox); when it is full the reader stops reading and the peer's writes block
 (backpressure, never unbounded memory).
+
+Why one module of ~590 lines: `Bus` is one concept, a process's end of every channel, and its
+halves are one loop seen from two sides (a request's slot is filled by the reader; a handler's
+reply goes out on the channel the request came in on), sharing the connections, the slots and
+the mailbox. The request/reply round trip is the runtime's hottest path (`make bench`), and
+its steps are inlined here on purpose (`_send` in `_send_request`, `_finish` in `_start`): a
+seam through it would put a call on every message. What is not on it lives beside it: a
+channel's state and the mailbox (`_connection`), the bodies a frame holds and the error reply
+(`_bodies`), reply slots and their deadlines (`_replies`), refusals and misbehaviour
+(`_refusals`) and the audit rows' way to the store (`_audit_queue`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 import math
-import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from itertools import count
-from typing import Any, Final, NamedTuple, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 import pydantic
-import pydantic_core
 import trio
 
+from ._audit_queue import AuditQueue
+from ._bodies import error_body, refusal_of, to_json
+from ._connection import Connection, Envelope, Handler, Mailbox, Outcome, new_envelope
+from ._refusals import Refusals
 from ._replies import Deadlines, ReplySlot
 from .acl import refusal
-from .audit import AuditAppendRequest, AuditRecord, RefusalLedger
+from .audit import AuditAppendRequest, AuditRecord
 from .channel import Channel
 from .control import ChannelOpenedEvent, IntroduceReply, IntroduceRequest, PeerMisbehavedEvent
 from .errors import (
@@ -57,7 +66,6 @@ from .errors import (
     DeadlineExceeded,
     ErrorCode,
     LineUpError,
-    LocalProtocolError,
     RemoteProtocolError,
     describe_failure,
 )
@@ -72,109 +80,14 @@ log = logging.getLogger("lineup.bus")
 DEFAULT_TIMEOUT: Final = 10.0  # seconds a request waits for its reply unless told otherwise
 MAILBOX_LIMIT: Final = 256  # handlers in flight per process
 # Untrusted peers (MiniApps) get tighter bounds than the runtime's own actors: smaller frames,
-# and a token bucket on what they may ask per second (a flood is refused, never queued).
+# and a token bucket on what they may ask per second (`_connection.MINIAPP_RATE`).
 MINIAPP_MAX_FRAME: Final = 512 * 1024  # above the largest legitimate write (256 KiB of data)
-MINIAPP_RATE: Final = 500.0  # requests and events per second, sustained
-MINIAPP_BURST: Final = 1000.0
 ACL_CACHE_LIMIT: Final = 512  # tags whose ACL answer a connection remembers
-BACKLOG_LIMIT: Final = 64  # per channel: frames read while the mailbox is full, before
-#                            reading that channel pauses (replies behind them still get read)
-AUDIT_BUFFER: Final = 1024  # audit records waiting for the store before new ones are dropped
-AUDIT_BATCH: Final = 256
-AUDIT_RETRY_DELAYS: Final = (0.0, 0.01, 0.05, 0.2, 1.0)
 SUPERVISOR: Final = "supervisor"
 STORE: Final = "store"
 
 M = TypeVar("M", bound=Message)
 _SETTLED: Final = (Message, Exception, type(None))  # a handler's outcome that is not awaitable
-
-
-class Envelope(NamedTuple):
-    """What a handler sees: the decoded body and facts the bus vouches for. Immutable (a
-    named tuple: a third of a frozen dataclass's cost to build, once per request)."""
-
-    sender: Identity  # bound to the channel, never read from the frame
-    body: Message
-    frame_id: int
-    is_request: bool
-    idempotency_key: str | None = None
-    deadline_ms: float | None = None
-
-
-_new_envelope: Final = tuple.__new__  # all six fields given: skips the generated __new__
-
-
-# A handler returns its reply (None for an event), or an awaitable of it. A plain function
-# cannot block, so the bus runs it inline in the channel's reader: no task, no scheduler trip.
-# An `async def` handler gets a task of its own, within the bounded mailbox.
-Outcome = Message | None | Awaitable[Message | None]
-Handler = Callable[[Envelope], Outcome]
-
-
-@dataclass(eq=False)
-class Connection:
-    identity: Identity
-    incarnation: int
-    channel: Channel
-    pending: dict[int, ReplySlot] = field(default_factory=dict)
-    closed: trio.Event = field(default_factory=trio.Event)
-    backlogged: int = 0
-    tokens: float = MINIAPP_BURST  # the rate budget left (MiniApp peers only)
-    refilled_at: float = 0.0
-    limited_audited_at: float = -math.inf
-    reported: bool = False  # reported to the supervisor as misbehaving (once is enough)
-    # The ACL's answers for this channel's sender, by tag: a dict lookup instead of hashing two
-    # enums and the tag on every frame. Bounded: a peer's tags beyond it are looked up each time.
-    allowed: dict[str, ErrorCode | None] = field(default_factory=dict)  # tag -> the ACL's refusal
-    _ids: count[int] = field(default_factory=lambda: count(1))
-
-    def take_token(self, now: float) -> bool:
-        """One unit of the peer's rate budget, refilled at MINIAPP_RATE up to MINIAPP_BURST."""
-        self.tokens = min(MINIAPP_BURST, self.tokens + (now - self.refilled_at) * MINIAPP_RATE)
-        self.refilled_at = now
-        if self.tokens < 1.0:
-            return False
-        self.tokens -= 1.0
-        return True
-
-    def __post_init__(self) -> None:
-        self.backlog_send, self.backlog_recv = trio.open_memory_channel[Envelope](BACKLOG_LIMIT)
-        # MiniApps only; a plain bool (an enum member's lookup costs more than the check).
-        self.rate_limited = self.identity.kind is ActorKind.MINIAPP
-
-    def next_id(self) -> int:
-        return next(self._ids)
-
-
-class _Mailbox:
-    """The bound on handlers in flight: `trio.Semaphore`'s semantics (FIFO, a released slot
-    goes straight to the longest waiter), without its KeyboardInterrupt-protection wrapper on
-    the uncontended acquire and release of every request (~1 µs a request, measured)."""
-
-    __slots__ = ("_free", "_lot")
-
-    def __init__(self, size: int) -> None:
-        self._free = size
-        self._lot = trio.lowlevel.ParkingLot()
-
-    def try_acquire(self) -> bool:
-        if self._free and not self._lot:
-            self._free -= 1
-            return True
-        return False
-
-    async def acquire(self) -> None:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if self.try_acquire():
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        else:
-            await self._lot.park()  # woken by `release`, which hands its slot over
-
-    def release(self) -> None:
-        if self._lot:
-            self._lot.unpark()
-        else:
-            self._free += 1
 
 
 class Bus:
@@ -193,18 +106,16 @@ class Bus:
         self._handler = handler
         self._conns: dict[str, Connection] = {}
         self._intro_locks: dict[str, trio.Lock] = {}
-        self._mailbox = _Mailbox(MAILBOX_LIMIT)
+        self._mailbox = Mailbox(MAILBOX_LIMIT)
         self._deadlines = Deadlines()
         self._nursery: trio.Nursery | None = None
-        self._audit_send, self._audit_recv = trio.open_memory_channel[AuditRecord](AUDIT_BUFFER)
         # The store writes its own audit rows instead of sending them to itself.
-        self.audit_locally = audit_locally
-        self.audit_dropped = 0
+        self._audit = AuditQueue(me.name, self._audit_to_store, audit_locally)
+        self._refusals = Refusals(me.name, self._audit, self._report_misbehaviour)
         # Called (synchronously) when a peer's connection ends; the supervisor hooks this.
         self.on_disconnect: Callable[[Connection], None] | None = None
         # The supervisor's own bus has nobody to report a misbehaving peer to: it hooks this.
         self.on_misbehaved: Callable[[Connection, ErrorCode], Awaitable[None]] | None = None
-        self._refusals = RefusalLedger()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -212,7 +123,7 @@ class Bus:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._drain_audit)
+                nursery.start_soon(self._audit.run)
                 nursery.start_soon(self._deadlines.run)
                 task_status.started()
                 await trio.sleep_forever()
@@ -322,7 +233,7 @@ class Bus:
             frame = encode_frame(
                 "q",
                 fid,
-                _to_json(body),
+                to_json(body),
                 deadline_ms=remaining_ms,
                 idempotency_key=idempotency_key,
                 max_frame=conn.channel.max_frame,
@@ -358,7 +269,7 @@ class Bus:
         """Send an event (no reply). Raises ActorRestarted if the channel is gone."""
         deadline = trio.current_time() + timeout
         conn = await self._reach(peer, deadline)
-        frame = encode_frame("e", conn.next_id(), _to_json(body), max_frame=conn.channel.max_frame)
+        frame = encode_frame("e", conn.next_id(), to_json(body), max_frame=conn.channel.max_frame)
         await self._send(conn, frame, fds, deadline=deadline)
 
     async def tell(
@@ -438,7 +349,7 @@ class Bus:
                 try:
                     payloads = await receive()
                 except RemoteProtocolError as exc:
-                    await self._misbehaved(conn, exc.code, None)
+                    await self._refusals.misbehaved(conn, exc.code, None)
                     return
                 if not payloads:
                     return
@@ -446,7 +357,7 @@ class Bus:
                     try:
                         kind, fid, raw, reply_to, deadline_ms, ikey = parse_frame_fields(payload)
                     except RemoteProtocolError as exc:
-                        await self._misbehaved(conn, exc.code, None)
+                        await self._refusals.misbehaved(conn, exc.code, None)
                         return
                     if reply_to is not None:  # only replies ("r", "x") carry one
                         self._resolve(conn, kind, reply_to, raw)
@@ -460,7 +371,7 @@ class Bus:
         if slot is None or slot.done:
             return  # a late reply to a request that gave up
         if kind == "x":
-            slot.resolve(error=_refusal(raw))
+            slot.resolve(error=refusal_of(raw))
             return
         tag = raw.get("type")
         cls = REGISTRY.get(tag) if type(tag) is str else None
@@ -485,7 +396,7 @@ class Bus:
         if type(tag) is not str:
             tag = ""
         if conn.rate_limited and not conn.take_token(time.monotonic()):
-            await self._rate_limited(conn, kind, fid, tag)
+            await self._refusals.rate_limited(conn, kind, fid, tag)
             return
         try:
             denied = conn.allowed[tag]
@@ -494,22 +405,22 @@ class Bus:
             if len(conn.allowed) < ACL_CACHE_LIMIT:
                 conn.allowed[tag] = denied
         if denied is not None:
-            await self._refuse(conn, kind, fid, denied, tag)
+            await self._refusals.refuse(conn, kind, fid, denied, tag)
             return
         cls = REGISTRY.get(tag)
         if cls is None:
-            await self._refuse(conn, kind, fid, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
+            await self._refusals.refuse(conn, kind, fid, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
             return
         try:
             # `model_validate`, minus its Python wrapper: the same validator, the same checks.
             body = cls.__pydantic_validator__.validate_python(raw)
         except pydantic.ValidationError:
-            await self._refuse(conn, kind, fid, ErrorCode.FRAME_MALFORMED, tag)
+            await self._refusals.refuse(conn, kind, fid, ErrorCode.FRAME_MALFORMED, tag)
             return
         if isinstance(body, ChannelOpenedEvent):
             self._adopt(conn, body)
             return
-        env: Envelope = _new_envelope(Envelope, (sender, body, fid, kind == "q", ikey, deadline_ms))
+        env: Envelope = new_envelope(Envelope, (sender, body, fid, kind == "q", ikey, deadline_ms))
         if not conn.backlogged and self._mailbox.try_acquire():
             await self._start(conn, env)  # the hot path: no scheduler trip, no queue
             return
@@ -599,7 +510,7 @@ class Bus:
                 return encode_frame(
                     "r",
                     conn.next_id(),
-                    _to_json(result),
+                    to_json(result),
                     reply_to=env.frame_id,
                     max_frame=conn.channel.max_frame,
                 )
@@ -618,91 +529,7 @@ class Bus:
             else:
                 log.error("bus.request_handler_gave_no_reply type=%s", env.body.TYPE)
             code, text = ErrorCode.INTERNAL_ERROR, ""
-        return encode_frame(
-            "x", conn.next_id(), {"code": code.value, "message": text[:500]}, reply_to=env.frame_id
-        )
-
-    async def _refuse(
-        self, conn: Connection, kind: str, fid: int, code: ErrorCode, tag: str
-    ) -> None:
-        persistent = self.audit_refusal(self._refusal_record(conn, code, tag[:200] or None))
-        if kind == "q":
-            with contextlib.suppress(LineUpError):
-                await conn.channel.send(
-                    encode_frame(
-                        "x", conn.next_id(), {"code": code.value, "message": ""}, reply_to=fid
-                    )
-                )
-        if conn.identity.kind is ActorKind.MINIAPP and (
-            persistent or code is not ErrorCode.PERMISSION_DENIED
-        ):
-            # Untrusted code that breaks its contract is stopped, not argued with. (A request
-            # its kind may make but it may not, `permission_denied`, is policy: only refused,
-            # unless it keeps asking.)
-            await self._report_misbehaviour(conn, code)
-
-    def _refusal_record(self, conn: Connection, code: ErrorCode, tag: str | None) -> AuditRecord:
-        return AuditRecord(
-            event=f"bus.{code.value}",
-            actor=self.me.name,
-            peer=conn.identity.name,
-            code=code.value,
-            message_type=tag,
-        )
-
-    def audit_refusal(self, record: AuditRecord) -> bool:
-        """Audit a refusal of `record.peer`'s (the offender) within the per-offender bound: the
-        first few of a window as rows, the rest as one counter row at the window's end. Never
-        blocks. Returns whether the offender keeps being refused (past the bound in one window:
-        a MiniApp's bus then has it stopped)."""
-        name = record.peer or ""
-        verdict = self._refusals.note(name, record.code or "", record.message_type, _now())
-        if verdict.left_over is not None:
-            self.audit(verdict.left_over.record(self.me.name, name))
-        if verdict.write:
-            self.audit(record)
-        elif verdict.first_suppressed and self._nursery is not None:
-            self._nursery.start_soon(self._flush_refusals, name)
-        return verdict.persistent
-
-    async def _flush_refusals(self, name: str) -> None:
-        """At the end of the window, the counter row for what it left without rows (a peer
-        that stopped sending, or was stopped, writes no refusal that would carry it)."""
-        await trio.sleep(self._refusals.window)
-        left_over = self._refusals.take_suppressed(name)
-        if left_over is not None:
-            self.audit(left_over.record(self.me.name, name))
-
-    async def _rate_limited(self, conn: Connection, kind: str, fid: int, tag: str) -> None:
-        """Refuse what a MiniApp sends beyond its rate; audited once a second, not per frame
-        (a flood must not become a flood of audit rows)."""
-        now = time.monotonic()
-        if now - conn.limited_audited_at >= 1.0:
-            conn.limited_audited_at = now
-            self.audit(
-                AuditRecord(
-                    event="bus.rate_limited",
-                    actor=self.me.name,
-                    peer=conn.identity.name,
-                    code=ErrorCode.RATE_LIMITED.value,
-                    message_type=tag[:200] or None,
-                )
-            )
-        if kind == "q":
-            with contextlib.suppress(LineUpError):
-                await conn.channel.send(
-                    encode_frame(
-                        "x",
-                        conn.next_id(),
-                        {"code": ErrorCode.RATE_LIMITED.value, "message": ""},
-                        reply_to=fid,
-                    )
-                )
-
-    async def _misbehaved(self, conn: Connection, code: ErrorCode, tag: str | None) -> None:
-        self.audit_refusal(self._refusal_record(conn, code, tag))
-        log.warning("bus.peer_misbehaved peer=%s code=%s", conn.identity.name, code.value)
-        await self._report_misbehaviour(conn, code)
+        return encode_frame("x", conn.next_id(), error_body(code, text), reply_to=env.frame_id)
 
     async def _report_misbehaviour(self, conn: Connection, code: ErrorCode) -> None:
         if conn.reported or conn.identity.kind is ActorKind.SUPERVISOR:
@@ -737,86 +564,30 @@ class Bus:
 
     # ------------------------------------------------------------------ audit
 
+    @property
+    def audit_locally(self) -> Callable[[list[AuditRecord]], Awaitable[None]] | None:
+        """Where this process writes its audit rows itself (the store's), else None."""
+        return self._audit.audit_locally
+
+    @audit_locally.setter
+    def audit_locally(self, write: Callable[[list[AuditRecord]], Awaitable[None]] | None) -> None:
+        self._audit.audit_locally = write
+
+    @property
+    def audit_dropped(self) -> int:
+        """Audit rows this process could not queue or write."""
+        return self._audit.dropped
+
     def audit(self, record: AuditRecord) -> None:
         """Queue an audit row for the store. Never blocks; counts what it must drop."""
-        if not record.at:
-            record = record.model_copy(update={"at": time.time()})
-        try:
-            self._audit_send.send_nowait(record)
-        except trio.WouldBlock:
-            self.audit_dropped += 1
-            log.error("bus.audit_dropped total=%d", self.audit_dropped)
+        self._audit.put(record)
 
-    async def _drain_audit(self) -> None:
-        while True:
-            batch = [await self._audit_recv.receive()]
-            while len(batch) < AUDIT_BATCH:
-                try:
-                    batch.append(self._audit_recv.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            await self._write_audit(batch)
+    def audit_refusal(self, record: AuditRecord) -> bool:
+        """Audit a refusal of `record.peer`'s (the offender) within the per-offender bound: the
+        first few of a window as rows, the rest as one counter row at the window's end. Never
+        blocks. Returns whether the offender keeps being refused (past the bound in one window:
+        a MiniApp's bus then has it stopped)."""
+        return self._audit.refusal(record)
 
-    async def _write_audit(self, batch: list[AuditRecord]) -> None:
-        if self.audit_locally is not None:
-            try:
-                await self.audit_locally(batch)
-            except Exception:  # the audit must never take the bus down with it
-                self.audit_dropped += len(batch)
-                log.error("bus.audit_lost count=%d", len(batch))
-            return
-        for delay in AUDIT_RETRY_DELAYS:
-            await trio.sleep(delay)
-            try:
-                await self.request(
-                    STORE, AuditAppendRequest(records=tuple(batch)), expect=Message, timeout=5.0
-                )
-                return
-            except LineUpError:
-                continue
-        self.audit_dropped += len(batch)
-        log.error("bus.audit_lost count=%d pid=%d", len(batch), os.getpid())
-
-
-def _now() -> float:
-    """The trio clock, or the monotonic one outside a trio run (a handler tested alone)."""
-    try:
-        return trio.current_time()
-    except RuntimeError:
-        return time.monotonic()
-
-
-def _to_json(message: Message) -> bytes:
-    """`message.model_dump_json()`, as the UTF-8 bytes a frame carries, without the str trip.
-    Raises LocalProtocolError(frame_malformed) for a body JSON cannot hold (a NaN or an
-    infinity, nested too deep for the serialiser): the sender's mistake, refused like any
-    other, never sent changed."""
-    try:
-        data = message.__pydantic_serializer__.to_json(message)
-    except pydantic_core.PydanticSerializationError as exc:
-        raise LocalProtocolError(ErrorCode.FRAME_MALFORMED, "body cannot be serialised") from exc
-    if (b"NaN" in data or b"Infinity" in data) and not _strict_json(data):
-        # A NaN or an infinity (the words alone may be in any string: then it is JSON).
-        raise LocalProtocolError(ErrorCode.FRAME_MALFORMED, "body holds a non-finite number")
-    return data
-
-
-def _strict_json(data: bytes) -> bool:
-    try:
-        pydantic_core.from_json(data, allow_inf_nan=False)
-    except ValueError:
-        return False
-    return True
-
-
-def _refusal(body: dict[str, object]) -> LineUpError:
-    raw = body.get("code")
-    try:
-        code = ErrorCode(raw if isinstance(raw, str) else "")
-    except ValueError:
-        code = ErrorCode.INTERNAL_ERROR
-    message = body.get("message")
-    text = message if isinstance(message, str) else ""
-    if code is ErrorCode.ACTOR_RESTARTED:
-        return ActorRestarted(code, text)
-    return LineUpError(code, text)
+    async def _audit_to_store(self, request: AuditAppendRequest) -> None:
+        await self.request(STORE, request, expect=Message, timeout=5.0)

@@ -1,7 +1,9 @@
-"""Stable error codes and the exception hierarchy.
+"""The exception hierarchy of the stable error codes.
 
 Every refusal anywhere in LineUp carries one `ErrorCode`: the router, the SDK, the bus and the
 tests all share this one enum (DESIGN §5). Callers branch on the code, never on message text.
+The codes, and who is at fault for each, are defined once in `lineup.facts.errors`; they are
+re-exported here, where most modules import them from.
 
 Two axes, as in h11/httpx: `LocalProtocolError` is "you misused the API" (this process built a
 bad request); `RemoteProtocolError` is "the peer misbehaved" (it sent us something invalid).
@@ -10,120 +12,19 @@ bad request); `RemoteProtocolError` is "the peer misbehaved" (it sent us somethi
 
 from __future__ import annotations
 
-from enum import StrEnum
+from lineup.facts.errors import ErrorCode, Fault
 
 __all__ = [
     "ActorRestarted",
     "ChannelClosed",
     "DeadlineExceeded",
     "ErrorCode",
+    "Fault",
     "LineUpError",
     "LocalProtocolError",
     "RemoteProtocolError",
     "describe_failure",
 ]
-
-
-class ErrorCode(StrEnum):
-    # --- the bus and the kernel -------------------------------------------------------------
-    ACTOR_RESTARTED = "actor_restarted"  # the peer died with the request in flight; retry
-    ACTOR_UNAVAILABLE = "actor_unavailable"  # the peer is not running and will not come back
-    ACL_DENIED = "acl_denied"  # no channel, or this message type is not allowed on it
-    DEADLINE_EXCEEDED = "deadline_exceeded"
-    FRAME_TOO_LARGE = "frame_too_large"
-    FRAME_MALFORMED = "frame_malformed"  # not JSON, not a frame, or a body that fails its model
-    UNKNOWN_MESSAGE_TYPE = "unknown_message_type"
-    NO_HANDLER = "no_handler"  # a known type this actor does not serve
-    MAILBOX_FULL = "mailbox_full"
-    RATE_LIMITED = "rate_limited"
-    QUOTA_EXCEEDED = "quota_exceeded"  # a per-app bound (instances it opened, …) is reached
-    INTERNAL_ERROR = "internal_error"
-    STORE_UNAVAILABLE = "store_unavailable"
-    SHUTTING_DOWN = "shutting_down"
-    SUPERVISOR_ESCALATED = "supervisor_escalated"  # a child broke the restart intensity
-    # --- inbound envelopes (the router's filter chain, seed 004 §5.3) ----------------------
-    ENVELOPE_MALFORMED = "envelope_malformed"
-    ENVELOPE_TOO_LARGE = "envelope_too_large"  # bytes, or a string, array or object too long
-    ENVELOPE_TOO_DEEP = "envelope_too_deep"  # nested deeper than the wire allows
-    UNSUPPORTED_VERSION = "unsupported_version"
-    ENVELOPE_TYPE_UNKNOWN = "envelope_type_unknown"
-    SCOPE_MISSING = "scope_missing"
-    CONVERSATION_MISMATCH = "conversation_mismatch"
-    SENDER_MISMATCH = "sender_mismatch"
-    # An id already names another message: one of the other direction, one in the runtime's own
-    # namespace, or an inbound one with other content. Refused, never a crash (issue 11).
-    MESSAGE_ID_CONFLICT = "message_id_conflict"
-    NOT_CONNECTED = "not_connected"  # no AppServer session yet (never logged in)
-    # --- the AppServer link: why the runtime is reconnecting / offline_degraded ------------
-    APPSERVER_UNREACHABLE = "appserver_unreachable"  # no answer: refused, reset, DNS
-    APPSERVER_TIMEOUT = "appserver_timeout"  # no (whole) answer in time: frozen, dripping
-    APPSERVER_UNAVAILABLE = "appserver_unavailable"  # it answered 5xx
-    APPSERVER_UNAUTHORIZED = "appserver_unauthorized"  # login refused, or the token rejected
-    APPSERVER_PROTOCOL_ERROR = "appserver_protocol_error"  # HTML, garbage, wrong shape, redirect
-    # --- seed 003 §4.4: tool routing --------------------------------------------------------
-    INVENTORY_REVISION_MISMATCH = "inventory_revision_mismatch"
-    TOOL_NOT_ADVERTISED = "tool_not_advertised"
-    TOOL_INPUT_INVALID = "tool_input_invalid"
-    TOOL_OUTPUT_INVALID = "tool_output_invalid"
-    APP_DISABLED = "app_disabled"
-    APP_EXITED = "app_exited"  # a MiniApp's process ended by itself; its instances failed
-    APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
-    APP_SCOPE_MISMATCH = "app_scope_mismatch"
-    LIFECYCLE_DENIED = "lifecycle_denied"
-    CAPABILITY_DENIED = "capability_denied"
-    CALL_ALREADY_FINAL = "call_already_final"
-    # --- seed 004 §7.3: tool calls and activation -------------------------------------------
-    CANCELLED_BY_USER = "cancelled_by_user"
-    PERMISSION_DENIED = "permission_denied"
-    APP_NOT_INSTALLED = "app_not_installed"
-    APP_VERSION_MISMATCH = "app_version_mismatch"
-    TOOL_NOT_VISIBLE = "tool_not_visible"
-    INVALID_ARGUMENTS = "invalid_arguments"
-    STALE_REVISION = "stale_revision"  # a write based on a revision that is no longer current
-    FOREGROUND_REQUIRED = "foreground_required"
-    ACTIVATION_FAILED = "activation_failed"  # the instance a held call waited for never came up
-    ACTIVATION_CANCELLED = "activation_cancelled"  # ... its start was cancelled (closed first)
-    OPERATION_EXPIRED = "operation_expired"
-    HANDLER_FAILED = "handler_failed"
-    # Standard interactions and app sub-sessions (seed 000 §7.3, seed 003 §3.4).
-    INTERACTION_NOT_FOUND = "interaction_not_found"  # no such interaction, or not the caller's
-    INTERACTION_FINAL = "interaction_final"  # it has its terminal state: nothing changes it
-    ANSWER_INVALID = "answer_invalid"  # not an answer to that request (unknown action, bounds…)
-    INTERACTION_DISMISSED = "interaction_dismissed"  # the Agent withdrew the question
-    APP_SESSION_INVALID = "app_session_invalid"  # not a sub-session of this Agent and conversation
-    # Surfaces, their bridge, and artifacts (seed 003 §3.5, §5.3; seed 004 §6.3).
-    SURFACE_UNAVAILABLE = "surface_unavailable"  # no surface entrypoint, or an unknown version
-    SURFACE_NOT_FOUND = "surface_not_found"  # no such open Surface, or not the caller's
-    BRIDGE_SOURCE_INVALID = "bridge_source_invalid"  # a message not from that Surface's own frame
-    BRIDGE_NOT_INITIALIZED = "bridge_not_initialized"  # before the `ui/initialize` handshake
-    BRIDGE_METHOD_UNKNOWN = "bridge_method_unknown"  # not a declared bridge method or app event
-    BRIDGE_PARAMS_INVALID = "bridge_params_invalid"  # params or envelope fail their schema
-    BRIDGE_MESSAGE_TOO_LARGE = "bridge_message_too_large"  # over the bridge's size cap
-    BRIDGE_RATE_LIMITED = "bridge_rate_limited"  # a Surface sending faster than the bridge takes
-    ARTIFACT_NOT_FOUND = "artifact_not_found"  # no such artifact, or not the caller's
-    ARTIFACT_INVALID = "artifact_invalid"  # a media type not allowed, a bad name, bad bytes
-    ARTIFACT_TOO_LARGE = "artifact_too_large"  # one artifact over MAX_ARTIFACT_BYTES
-    # The capability gateway (seed 004 §6.3): a request's result is one of the statuses of
-    # `lineup.sdk.capabilities.CapabilityStatus`; these are the codes those results carry.
-    POLICY_DENIED = "policy_denied"  # the host's or the user's policy says deny
-    UNSUPPORTED_ON_HOST = "unsupported_on_host"  # no provider for it here (or switched off)
-    PROVIDER_FAILED = "provider_failed"  # the host provider ran and failed (controlled)
-    PROMPT_NOT_FOUND = "prompt_not_found"  # no such pending permission prompt or provider run
-    # App delivery (seed 000 §9, seed 004 §4.3, §8.3): why a bundle does not install, or an
-    # operation on the registry is refused.
-    BUNDLE_MALFORMED = "bundle_malformed"  # not a bundle, or an unsafe or oversize entry
-    SIGNATURE_INVALID = "signature_invalid"  # the signed manifest's signature does not verify
-    UNKNOWN_KEY = "unknown_key"  # signed by a key this runtime does not trust
-    SIZE_MISMATCH = "size_mismatch"  # the payload's byte size is not the signed one
-    DIGEST_MISMATCH = "digest_mismatch"  # the payload's SHA-256 is not the signed one
-    HOST_VERSION_UNSUPPORTED = "host_version_unsupported"  # min_host_version above ours
-    REVOKED = "revoked"  # that app version (or its key) is revoked
-    URL_NOT_ALLOWED = "url_not_allowed"  # an install URL that is not HTTPS (or loopback in dev)
-    DOWNLOAD_FAILED = "download_failed"  # the bundle could not be fetched whole
-    NO_PREDECESSOR = "no_predecessor"  # a rollback with no verified predecessor to go back to
-    APP_PROTECTED = "app_protected"  # `chat` can be neither disabled nor removed
-    APP_UNAVAILABLE = "app_unavailable"  # revoked with no predecessor, or its cache is broken
-    CATALOG_ENTRY_NOT_FOUND = "catalog_entry_not_found"  # no such bundle in the local catalog
 
 
 class LineUpError(Exception):
@@ -135,6 +36,11 @@ class LineUpError(Exception):
         self.code: ErrorCode = code if code is not None else self.default_code
         self.message = message
         super().__init__(f"{self.code.value}: {message}" if message else self.code.value)
+
+    @property
+    def fault(self) -> Fault:
+        """Who is at fault for this refusal: its code's (`lineup.facts.errors.FAULT`)."""
+        return self.code.fault
 
 
 class LocalProtocolError(LineUpError):

@@ -10,7 +10,8 @@ object. The object is a *frame*:
     re  for r/x: the id of the request being answered
     dl  for q: milliseconds the sender will wait for the reply (the receiver's deadline)
     ik  for q: idempotency key of a state-changing request
-    b   the body: a message (`{"type": ..., ...}`) or, for x, `{"code", "message"}`
+    b   the body: a message (`{"type": ..., ...}`) or, for x, `{"code", "fault", "message"}`
+        (`_bodies`: the fault is the code's, so a reader that lacks it loses nothing)
 
 There is deliberately no sender field: who sent a frame is a property of the channel it arrived
 on, and a frame that tries to say otherwise is malformed (extra keys are refused).

@@ -31,7 +31,7 @@ from lineup.actors.kernel import (
     Message,
     channel_pair,
 )
-from lineup.actors.kernel.bus import MINIAPP_BURST
+from lineup.actors.kernel._connection import MINIAPP_BURST
 from lineup.actors.router._progress import ProgressCoalescer
 from lineup.sdk import protocol as sdk
 

@@ -6,7 +6,6 @@ by hand with the sans-IO framing functions, so it can send what no `Bus` would.
 
 from __future__ import annotations
 
-import json
 import math
 import socket
 from collections import deque
@@ -35,6 +34,7 @@ from lineup.actors.kernel import (
     LocalProtocolError,
     Message,
     RemoteProtocolError,
+    _connection,
     channel_pair,
     encode_frame,
     message_allowed,
@@ -42,6 +42,7 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.kernel import bus as bus_module
 from lineup.actors.kernel.control import PeerMisbehavedEvent
+from lineup.facts.errors import FAULT
 
 from ._messages import (
     BlobRequest,
@@ -404,11 +405,6 @@ async def test_a_non_finite_number_is_refused_to_its_sender_never_sent_as_null(
         await app.request("router", EchoRequest(text="NaN Infinity"), expect=EchoReply)
 
 
-def test_the_words_nan_and_infinity_in_a_string_are_json_and_pass() -> None:
-    data = bus_module._to_json(TreeRequest(tree={"NaN": "-Infinity", "x": 1.0}))
-    assert json.loads(data)["tree"] == {"NaN": "-Infinity", "x": 1.0}
-
-
 # ---------------------------------------------------------------------------------- ACL
 
 
@@ -490,8 +486,45 @@ async def test_the_acl_is_checked_against_the_channels_identity_not_the_frame(
     reply = await app.receive()
 
     assert reply.kind == "x"
-    assert reply.body["code"] == ErrorCode.ACL_DENIED.value
+    assert (reply.body["code"], reply.body["fault"]) == (ErrorCode.ACL_DENIED.value, "caller")
     assert server.calls == []
+
+
+@pytest.mark.parametrize(
+    "code", [ErrorCode.STALE_REVISION, ErrorCode.STORE_UNAVAILABLE, ErrorCode.CANCELLED_BY_USER]
+)
+async def test_an_error_reply_says_who_is_at_fault_beside_its_code(
+    nursery: trio.Nursery, raw_sockets: list[socket.socket], code: ErrorCode
+) -> None:
+    async def refuse(env: Envelope) -> Message | None:
+        raise LineUpError(code, "told you so")
+
+    router = await start_bus(nursery, ROUTER, Server(refuse))
+    transport = attach_raw(router, TRANSPORT, raw_sockets)
+
+    fid = await transport.send("q", PeerEchoRequest(text="x").model_dump())
+    reply = await transport.receive()
+
+    assert (reply.kind, reply.reply_to) == ("x", fid)
+    assert reply.body == {"code": code.value, "fault": FAULT[code], "message": "told you so"}
+
+
+@pytest.mark.parametrize("told", [None, "runtime", 42])
+async def test_an_error_reply_is_read_by_its_code_whatever_fault_it_names(
+    nursery: trio.Nursery, raw_sockets: list[socket.socket], told: Any
+) -> None:
+    # A peer from before the fault (none), or one that names another: the code decides.
+    app = await start_bus(nursery, MINIAPP)
+    router = attach_raw(app, ROUTER, raw_sockets)
+
+    call = Later(nursery, ask(app, "router", EchoRequest(text="x")))
+    request = await router.receive()
+    body = {"code": "stale_revision", "message": ""} | ({} if told is None else {"fault": told})
+    await router.send("x", body, reply_to=request.id)
+
+    error = await call.result()
+    assert isinstance(error, LineUpError)
+    assert (error.code, error.fault) == (ErrorCode.STALE_REVISION, "caller")
 
 
 # ----------------------------------------------------------------- bad types and bodies
@@ -875,7 +908,7 @@ async def test_with_the_mailbox_full_the_reader_stops_reading_and_the_sender_blo
 
 
 async def test_a_freed_mailbox_slot_goes_to_the_longest_waiter_not_to_a_newcomer() -> None:
-    mailbox = bus_module._Mailbox(1)
+    mailbox = _connection.Mailbox(1)
     order: list[str] = []
 
     async def wait_for_slot(name: str) -> None:
@@ -959,8 +992,8 @@ async def test_a_miniapp_flooding_requests_is_refused_with_rate_limited_and_audi
     nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A small budget, so the outcome does not depend on how fast this machine floods.
-    monkeypatch.setattr(bus_module, "MINIAPP_RATE", 1.0)
-    monkeypatch.setattr(bus_module, "MINIAPP_BURST", 50.0)
+    monkeypatch.setattr(_connection, "MINIAPP_RATE", 1.0)
+    monkeypatch.setattr(_connection, "MINIAPP_BURST", 50.0)
     audit = AuditLog()
     router = await start_bus(nursery, LIMIT_ROUTER, Server(), audit)
     app = await start_bus(nursery, FLOODER)
@@ -1000,7 +1033,7 @@ async def test_a_runtime_peer_is_not_rate_limited(nursery: trio.Nursery) -> None
     async def one(body: Message) -> None:
         codes[body.TYPE].append(await limited_refusal(focus, body))
 
-    burst_size = int(bus_module.MINIAPP_BURST) + 300
+    burst_size = int(_connection.MINIAPP_BURST) + 300
     async with trio.open_nursery() as burst:
         for _ in range(burst_size):
             burst.start_soon(one, allowed)

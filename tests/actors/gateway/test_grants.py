@@ -1,6 +1,7 @@
-"""The permissions page's list (`gateway.ui.grants.list`): the user's grants merged with every
-installed app's declared capabilities (from focus's registry) and the host's policy, and what
-the gateway lists while focus cannot answer."""
+"""The user's grants (`actors/gateway/_grants.py`) and the permissions page's list
+(`gateway.ui.grants.list`): the grants merged with every installed app's declared capabilities
+(from focus's registry) and the host's policy, and what the gateway lists while focus cannot
+answer."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 import trio
 
 from lineup.actors.focus.messages import RegistryListRequest
-from lineup.actors.gateway._capabilities import CapabilityGate, grant_views
 from lineup.actors.gateway._capability_state import CapabilityConfig
+from lineup.actors.gateway._grants import Grants, grant_views
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store import messages as store
 from lineup.sdk.capabilities import CATALOG
@@ -107,13 +108,11 @@ class FakeBus:
         return RegistryListReply(apps=self.registry, default_app="chat")
 
 
-def _gate(bus: FakeBus) -> CapabilityGate:
-    return CapabilityGate(
+def _grants(bus: FakeBus) -> Grants:
+    return Grants(
         bus,  # type: ignore[arg-type]
-        "gateway",
         CapabilityConfig.from_config(None),
-        artifacts=None,  # type: ignore[arg-type]
-        soon=lambda fn: None,
+        tell=lambda peer, event: None,
     )
 
 
@@ -124,8 +123,8 @@ async def test_the_list_asks_focus_and_falls_back_on_what_it_knows_while_focus_r
         _app("board", "Whiteboard", ("artifact.save",)),
         _app("off", "Disabled one", ("notification.show",), enabled=False),
     )
-    gate = _gate(bus)
-    listed = {(g.app_scope, g.capability, g.app_title) for g in (await gate.grants()).grants}
+    grants = _grants(bus)
+    listed = {(g.app_scope, g.capability, g.app_title) for g in (await grants.page()).grants}
     assert listed == {
         ("board", "artifact.save", "Whiteboard"),
         ("off", "notification.show", "Disabled one"),  # disabled apps are listed too
@@ -133,17 +132,17 @@ async def test_the_list_asks_focus_and_falls_back_on_what_it_knows_while_focus_r
     assert bus.asked == ["store", "focus"]
 
     bus.focus_error = ErrorCode.ACTOR_RESTARTED  # transient: what focus said last time
-    again = {(g.app_scope, g.capability, g.app_title) for g in (await gate.grants()).grants}
+    again = {(g.app_scope, g.capability, g.app_title) for g in (await grants.page()).grants}
     assert again == listed
 
     bus.focus_error = None
     bus.registry = (_app("board", "Whiteboard", ("artifact.save",)),)  # "off" was removed
-    after = {(g.app_scope, g.capability) for g in (await gate.grants()).grants}
+    after = {(g.app_scope, g.capability) for g in (await grants.page()).grants}
     assert after == {("board", "artifact.save")}
 
     bus.focus_error = ErrorCode.INTERNAL_ERROR  # not transient: not hidden
     with pytest.raises(LineUpError) as raised:
-        await gate.grants()
+        await grants.page()
     assert raised.value.code is ErrorCode.INTERNAL_ERROR
 
 
@@ -152,7 +151,7 @@ async def test_a_fresh_gateway_with_focus_down_lists_the_grants_alone() -> None:
     bus.focus_error = ErrorCode.ACTOR_UNAVAILABLE
     bus.grants = [_grant("board", "artifact.save", "allow")]
     with trio.fail_after(5):
-        views = (await _gate(bus).grants()).grants
+        views = (await _grants(bus).page()).grants
     assert [(v.app_scope, v.capability, v.granted) for v in views] == [
         ("board", "artifact.save", True)
     ]
