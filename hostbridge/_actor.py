@@ -279,7 +279,7 @@ class HostbridgeActor(Actor):
             case UiIntentFrame():
                 await self._intent(frame)
             case UiOpenFrame():
-                await open_app(self.bus, frame, audit=self._audit_user, notice=self._error_notice)
+                await open_app(self.bus, self.hub, frame)
             case InteractionAnswerFrame():
                 await self._interactions.answer(frame)
             case InteractionDraftFrame():
