@@ -26,6 +26,7 @@ from lineup.actors.focus.messages import (
     ViewsRequest,
 )
 from lineup.actors.kernel import Bus, LineUpError
+from lineup.facts import instances
 from lineup.sdk.protocol import ViewItem
 
 from ._server import ShellHub
@@ -50,8 +51,9 @@ log = logging.getLogger("lineup.hostbridge")
 
 ASK_TIMEOUT: Final = 3.0
 VIEW_QUEUE: Final = 256
-# Instance states that are gone or going (the Shell's ENDED_STATES, web/js/core/state.js).
-ENDED_STATES: Final = frozenset({"stopping", "stopped", "failed"})
+# Instance states that are gone or going: every state of the lifecycle but the live ones (the
+# Shell's ENDED_STATES, web/js/core/state.js, a copy tests/hostbridge compare).
+ENDED_STATES: Final[frozenset[str]] = frozenset(instances.TRANSITIONS) - instances.LIVE
 
 
 class ViewRelay:

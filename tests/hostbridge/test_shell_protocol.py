@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 import lineup.hostbridge
 from lineup.facts import interactions
+from lineup.hostbridge._views import ENDED_STATES
 from lineup.hostbridge.shell_protocol import (
     MAX_DRAFT_FIELDS,
     MAX_DRAFT_TEXT,
@@ -351,3 +352,12 @@ def test_a_drafts_bounds_are_those_of_the_input_it_is_for() -> None:
     # The Shell protocol imports pydantic only, so it holds its own copy of the input's bounds.
     assert MAX_DRAFT_FIELDS == std.MAX_FIELDS
     assert MAX_DRAFT_TEXT == std.MAX_TEXTAREA
+
+
+def test_the_shells_ended_instance_states_are_the_lifecycles_not_live_ones() -> None:
+    # The Shell's copy, compared with the hostbridge's (which the lifecycle's table defines).
+    state_js = (WEB_JS / "core" / "state.js").read_text()
+    found = re.search(r"const ENDED_STATES = new Set\(\[([^\]]*)\]\);", state_js)
+    assert found is not None
+    assert set(re.findall(r'"([a-z_]+)"', found.group(1))) == set(ENDED_STATES)
+    assert {"stopping", "stopped", "failed"} == ENDED_STATES
