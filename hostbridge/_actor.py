@@ -108,7 +108,7 @@ class HostbridgeActor(Actor):
         self._views = ViewRelay(self.bus, self.hub, self._book)
         self._interactions = InteractionRelay(self.bus, self.hub)
         self._artifacts: ArtifactServer | None = None  # once the server runs (it has the token)
-        self._caps = CapabilityDesk(self.bus, self.hub, self.bus.audit_refusal)
+        self._caps = CapabilityDesk(self.bus, self.hub)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         settings = self.ctx.config.get("hostbridge")
@@ -124,8 +124,8 @@ class HostbridgeActor(Actor):
         # this much of it is read, never buffered whole (`_server._listen` then holds every
         # frame but a picked file's to `MAX_SHELL_FRAME`).
         config.websocket_max_message_size = MAX_SOCKET_MESSAGE_BYTES
-        relay = SurfaceRelay(self.bus, self._book, access.port, self._refused_about)
-        self._artifacts = ArtifactServer(self.bus, access.token, self._refused_artifact)
+        relay = SurfaceRelay(self.bus, self._book, access.port)
+        self._artifacts = ArtifactServer(self.bus, access.token)
         app = build_app(
             access,
             self.hub,
@@ -204,9 +204,6 @@ class HostbridgeActor(Actor):
         if self._artifacts is not None:
             for frame in self._artifacts.created(msg.artifact):
                 self.hub.broadcast(frame)
-
-    def _refused_artifact(self, event: str, code: str, artifact_id: str | None) -> None:
-        self._refused_about("artifact.get", event, code, artifact_id)
 
     def _surface_report(self, frame: SurfaceRejectedFrame | SurfaceUnavailableFrame) -> None:
         """What a Shell's bridge dropped (the bridge rejection counter: `subject_id` is
