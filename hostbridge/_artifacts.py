@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -37,6 +37,7 @@ from lineup.actors.gateway.messages import (
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES
 
+from ._audit import user_record
 from .shell_protocol import MAX_ITEMS_FRAME_BYTES, ShellArtifacts, ShellOutbound
 
 __all__ = [
@@ -97,17 +98,12 @@ def content_disposition(name: str, attachment: bool) -> str:
     return f'{"attachment" if attachment else "inline"}; filename="{safe[:128]}"'
 
 
-# A refusal to audit: the event, the code, the artifact it is about.
-Refuse = Callable[[str, str, str | None], None]
-
-
 class ArtifactServer:
     """The server's `ArtifactHost`: one artifact's content, for a request with its ticket."""
 
-    def __init__(self, bus: Bus, token: str, refuse: Refuse) -> None:
+    def __init__(self, bus: Bus, token: str) -> None:
         self._bus = bus
         self._token = token
-        self._refuse = refuse
 
     async def listed(self) -> list[ShellOutbound]:
         """The newest artifacts' cards, for a greeting; none if the gateway could not say."""
@@ -123,13 +119,18 @@ class ArtifactServer:
             return []
         return artifact_frames(reversed(reply.artifacts), self._token)  # oldest first
 
+    def _refused(self, code: str, artifact_id: str) -> None:
+        """An artifact request refused: audited by its code, with the artifact it named."""
+        record = user_record(ARTIFACT_REFUSED, "artifact.get", code=code, subject_id=artifact_id)
+        self._bus.audit_refusal(record)
+
     def created(self, info: ArtifactInfo) -> list[ShellOutbound]:
         return artifact_frames([info], self._token)
 
     async def respond(self, artifact_id: str, given: str, download: bool) -> Response:
         expected = ticket(self._token, artifact_id)
         if not hmac.compare_digest(given.encode(), expected.encode()):
-            self._refuse(ARTIFACT_REFUSED, ErrorCode.PERMISSION_DENIED.value, artifact_id)
+            self._refused(ErrorCode.PERMISSION_DENIED.value, artifact_id)
             return _not_found()
         try:
             content = await self._bus.request(
@@ -141,7 +142,7 @@ class ArtifactServer:
             )
         except (LineUpError, ValidationError) as exc:
             code = exc.code.value if isinstance(exc, LineUpError) else "invalid_arguments"
-            self._refuse(ARTIFACT_REFUSED, code, artifact_id)
+            self._refused(code, artifact_id)
             return _not_found()
         info = content.info
         try:
@@ -149,7 +150,7 @@ class ArtifactServer:
         except (binascii.Error, ValueError):
             data = None
         if data is None or info.media_type not in ARTIFACT_MEDIA_TYPES or len(data) != info.size:
-            self._refuse(ARTIFACT_REFUSED, ErrorCode.INTERNAL_ERROR.value, artifact_id)
+            self._refused(ErrorCode.INTERNAL_ERROR.value, artifact_id)
             return _not_found()
         attachment = download or info.media_type != "image/png"
         headers = {**_HEADERS, "Content-Disposition": content_disposition(info.name, attachment)}

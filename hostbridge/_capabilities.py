@@ -41,10 +41,11 @@ from lineup.actors.gateway.messages import (
     ProviderDoneRequest,
     UiAccepted,
 )
-from lineup.actors.kernel import AuditRecord, Bus, ErrorCode, LineUpError
+from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, BUNDLE_MEDIA_TYPE, MAX_ARTIFACT_BYTES
 
 from ._artifacts import ticket
+from ._audit import user_record
 from ._refusals import RefusalLog
 from ._server import Reply, ShellHub
 from .messages import CapabilityPromptView, ProviderRunView
@@ -224,10 +225,9 @@ class CapabilityDesk:
     """The actor's capability side: the mirror, its frames to the Shells, and the server's
     `CapabilityHost` (the Shell's frames, to the gateway)."""
 
-    def __init__(self, bus: Bus, hub: ShellHub, audit_refusal: Callable[[AuditRecord], object]):
+    def __init__(self, bus: Bus, hub: ShellHub) -> None:
         self._bus = bus
         self._hub = hub
-        self._refusal = audit_refusal
         self.mirror = CapabilityMirror()
         self._token = ""
         self._spawn: Spawn | None = None
@@ -400,27 +400,16 @@ class CapabilityDesk:
     # ------------------------------------------------------------------ audit
 
     def _audit(self, event: str, message_type: str, code: str, subject_id: str) -> None:
-        self._bus.audit(_record(event, message_type, code, subject_id))
+        self._bus.audit(user_record(event, message_type, code=code, subject_id=subject_id))
 
     def _refuse(
         self, message_type: str, event: str, code: str, about: str | None, reply: Reply
     ) -> None:
-        self._refusal(_record(event, message_type, code, about))
+        self._bus.audit_refusal(user_record(event, message_type, code=code, subject_id=about))
         text = {
             ErrorCode.PROMPT_NOT_FOUND.value: "That request is no longer waiting",
         }.get(code, "That could not be done")
         reply(ShellNotice(level="error", text=f"{text} ({code})."))
-
-
-def _record(event: str, message_type: str, code: str, subject_id: str | None) -> AuditRecord:
-    return AuditRecord(
-        event=event,
-        actor="hostbridge",
-        peer="user",
-        code=code[:64],
-        message_type=message_type[:100],
-        subject_id=None if subject_id is None else subject_id[:200],
-    )
 
 
 def _now() -> float:

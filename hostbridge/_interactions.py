@@ -17,7 +17,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from lineup.facts.interactions import FINAL
+from lineup.actors.store.messages import AppSessionState
+from lineup.facts.interactions import FINAL, InteractionState
 
 from .messages import AppSessionView, InteractionView
 from .shell_protocol import (
@@ -33,8 +34,13 @@ __all__ = ["MAX_DRAFTS", "MAX_DRAFT_BYTES", "InteractionMirror"]
 # How far along its machine a state is: an interaction only ever moves forward, so a view of a
 # lower rank than the one held is older (a list the router built before a step, arriving after
 # the step's push) and is not taken. The same for a sub-session: `open`, then `closed`.
-_RANK: Final = {"pending": 0, "presented": 1, "submitted": 2, **dict.fromkeys(FINAL, 3)}
-_SESSION_RANK: Final = {"open": 0, "closed": 1}
+_RANK: Final[Mapping[InteractionState, int]] = {
+    "pending": 0,
+    "presented": 1,
+    "submitted": 2,
+    **dict.fromkeys(FINAL, 3),
+}
+_SESSION_RANK: Final[Mapping[AppSessionState, int]] = {"open": 0, "closed": 1}
 MAX_DRAFT_BYTES: Final = 64 * 1024  # one draft, as compact JSON
 MAX_DRAFTS: Final = 256
 MAX_KEPT_FINAL: Final = 500  # final interactions remembered for a greeting (the router has all)

@@ -3,13 +3,14 @@ start target). A refusal is a Shell notice that names its code; what is in front
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from lineup.actors.focus.messages import InstanceReply, UiOpenRequest
 from lineup.actors.kernel import Bus, LineUpError
 
-from .shell_protocol import UiOpenFrame
+from ._audit import user_record
+from ._server import ShellHub
+from .shell_protocol import ShellNotice, UiOpenFrame
 
 __all__ = ["OPEN_TIMEOUT", "open_app"]
 
@@ -17,17 +18,10 @@ __all__ = ["OPEN_TIMEOUT", "open_app"]
 OPEN_TIMEOUT: Final = 30.0
 
 
-async def open_app(
-    bus: Bus,
-    frame: UiOpenFrame,
-    *,
-    audit: Callable[..., None],
-    notice: Callable[[str], None],
-) -> None:
-    """Ask focus to open `frame.app_scope`; `audit` records the user's action (its kind and
-    the app, as the hostbridge's `_audit_user`), `notice(text)` tells every Shell why it
-    could not be done."""
-    audit("ui.open", None, subject_id=frame.app_scope)
+async def open_app(bus: Bus, hub: ShellHub, frame: UiOpenFrame) -> None:
+    """Ask focus to open `frame.app_scope`, the user's action audited (its kind and the app);
+    a refusal is a notice to every Shell that says why it could not be done."""
+    bus.audit(user_record("ui.open", None, code=None, subject_id=frame.app_scope))
     try:
         await bus.request(
             "focus",
@@ -37,4 +31,6 @@ async def open_app(
             retry=True,
         )
     except LineUpError as exc:
-        notice(f"That app could not be opened ({exc.code.value}).")
+        hub.broadcast(
+            ShellNotice(level="error", text=f"That app could not be opened ({exc.code.value}).")
+        )

@@ -50,6 +50,7 @@ from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
+from ._audit import user_record
 from ._server import CONTENT_TYPES, Reply, safe_file
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
@@ -232,24 +233,26 @@ class SurfaceBook:
         return True
 
 
-# A refusal to audit: the frame's type, its audit event, the code, and what it is about.
-Refuse = Callable[[str, str, str, str | None], None]
-
-
 class SurfaceRelay:
     """The server's `SurfaceHost`: files of open Surfaces, and the bridge requests for focus."""
 
-    def __init__(self, bus: Bus, book: SurfaceBook, port: int, refuse: Refuse) -> None:
+    def __init__(self, bus: Bus, book: SurfaceBook, port: int) -> None:
         self._bus = bus
         self.book = book
         self._port = port
-        self._refuse = refuse
         # Where a capability request waits (the actor's nursery, once it runs).
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._capability_requests = 0
 
     def headers(self, instance_id: str) -> dict[str, str]:
         return surface_headers(self._port, instance_id)
+
+    def _refused(self, frame: SurfaceRequestFrame, code: str) -> None:
+        """A bridge request refused: audited by its type and code, with the instance it is about."""
+        record = user_record(
+            SURFACE_REQUEST_REFUSED, frame.type, code=code, subject_id=frame.instance_id
+        )
+        self._bus.audit_refusal(record)
 
     async def file(self, instance_id: str, path: str) -> tuple[Path, str] | None:
         files = self.book.files(instance_id)
@@ -281,7 +284,7 @@ class SurfaceRelay:
     async def request(self, frame: SurfaceRequestFrame, reply: Reply, *, limited: bool) -> None:
         code, params = self._check(frame, limited)
         if code is not None:
-            self._refuse(frame.type, SURFACE_REQUEST_REFUSED, code.value, frame.instance_id)
+            self._refused(frame, code.value)
             reply(_answer(frame, error=code.value))
             return
         assert params is not None
@@ -318,7 +321,7 @@ class SurfaceRelay:
     ) -> None:
         if self.spawn is None or self._capability_requests >= MAX_CAPABILITY_REQUESTS:
             code = ErrorCode.BRIDGE_RATE_LIMITED.value
-            self._refuse(frame.type, SURFACE_REQUEST_REFUSED, code, frame.instance_id)
+            self._refused(frame, code)
             reply(_answer(frame, error=code))
             return
         self._capability_requests += 1

@@ -16,6 +16,7 @@ from lineup.actors.kernel.control import (
     HealthRequest,
     RuntimeStateEvent,
 )
+from lineup.actors.store.messages import AppSessionState
 from lineup.facts.interactions import InteractionState
 from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
@@ -125,7 +126,7 @@ class AppSessionView(Message):
     app_session_id: str = Field(min_length=1, max_length=200)
     app_scope: str = Field(min_length=1, max_length=100)
     instance_id: str = Field(min_length=1, max_length=200)
-    state: Literal["open", "closed"]
+    state: AppSessionState
     opened_at: float
     closed_at: float | None = None
     previous_app_session_id: str | None = None  # "Continue" of an ended one references it

@@ -15,6 +15,7 @@ from lineup.actors.focus.messages import (
     UiEventAccepted,
     UiEventRequest,
     UiIntentRequest,
+    UiOpenRequest,
     ViewsReply,
     ViewsRequest,
 )
@@ -343,3 +344,38 @@ async def test_the_supervisors_restoring_and_stopping_show_over_the_links_state(
                 ("stopping", None),
             ]
         nursery.cancel_scope.cancel()
+
+
+class RefusingOpens(FakeBus):
+    """Focus refuses every `ui.open`: the app is disabled."""
+
+    async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
+        if isinstance(body, UiOpenRequest):
+            self.requests.append(body)
+            self.changed.set()
+            raise LineUpError(ErrorCode.APP_DISABLED, "disabled")
+        return await super().request(peer, body, **kwargs)
+
+
+async def test_an_open_focus_refuses_is_a_notice_naming_its_code_and_is_audited_by_app(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path, RefusingOpens())
+        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
+        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
+        async with open_websocket_url(url, extra_headers=origin) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            assert (await next_frame(ws))["type"] == "shell.hello"
+            assert (await next_frame(ws))["type"] == "shell.apps"
+            await ws.send_message(json.dumps({"type": "ui.open", "app_scope": "whiteboard"}))
+            notice = await next_frame(ws)
+        nursery.cancel_scope.cancel()
+    assert (notice["type"], notice["level"]) == ("shell.notice", "error")
+    assert f"({ErrorCode.APP_DISABLED.value})" in notice["text"]
+    assert [r for r in bus.requests if isinstance(r, UiOpenRequest)] == [
+        UiOpenRequest(app_scope="whiteboard")
+    ]
+    assert [(a.event, a.message_type, a.subject_id) for a in bus.audits] == [
+        ("ui.open", None, "whiteboard")
+    ]

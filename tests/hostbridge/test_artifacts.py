@@ -122,6 +122,9 @@ async def test_an_artifact_is_served_with_its_ticket_only_under_headers_that_run
     assert rows == [
         ("hostbridge.artifact_refused", "permission_denied", BOARD.artifact_id),
     ] * 4 + [("hostbridge.artifact_refused", "artifact_not_found", "art_" + "9" * 32)]
+    assert {(a.message_type, a.peer, a.actor) for a in bus.audits} == {
+        ("artifact.get", "user", "hostbridge")
+    }
     for answer in [png, text, *refused]:
         assert TOKEN.encode() not in answer[2]
 

@@ -20,8 +20,8 @@ from lineup.actors.focus.messages import (
     ViewsRequest,
 )
 from lineup.actors.kernel import Message
-from lineup.hostbridge._actor import MAX_TREE_BYTES, TreeCache
 from lineup.hostbridge._markdown import markdown_tree
+from lineup.hostbridge._trees import MAX_TREE_BYTES, TreeCache
 from lineup.hostbridge.messages import ViewItemsUpdatedEvent
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem

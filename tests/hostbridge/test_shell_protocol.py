@@ -13,8 +13,10 @@ from pydantic import ValidationError
 
 import lineup.hostbridge
 from lineup.facts import interactions
+from lineup.hostbridge._views import ENDED_STATES
 from lineup.hostbridge.shell_protocol import (
     MAX_DRAFT_FIELDS,
+    MAX_DRAFT_TEXT,
     MAX_ID,
     MAX_SHELL_FRAME,
     RUNTIME_TO_SHELL,
@@ -44,6 +46,7 @@ from lineup.hostbridge.shell_protocol import (
     encode,
     refused_type,
 )
+from lineup.sdk import interactions as std
 
 WEB_JS = Path(lineup.hostbridge.__file__).parent / "web" / "js"
 SHELL_JS = "\n".join(p.read_text() for p in sorted(WEB_JS.rglob("*.js")))
@@ -343,3 +346,18 @@ def test_the_shells_final_interaction_states_are_the_machines() -> None:
     found = re.search(r"export const FINAL_STATES = new Set\(\[([^\]]*)\]\);", state_js)
     assert found is not None
     assert set(re.findall(r'"([a-z_]+)"', found.group(1))) == set(interactions.FINAL)
+
+
+def test_a_drafts_bounds_are_those_of_the_input_it_is_for() -> None:
+    # The Shell protocol imports pydantic only, so it holds its own copy of the input's bounds.
+    assert MAX_DRAFT_FIELDS == std.MAX_FIELDS
+    assert MAX_DRAFT_TEXT == std.MAX_TEXTAREA
+
+
+def test_the_shells_ended_instance_states_are_the_lifecycles_not_live_ones() -> None:
+    # The Shell's copy, compared with the hostbridge's (which the lifecycle's table defines).
+    state_js = (WEB_JS / "core" / "state.js").read_text()
+    found = re.search(r"const ENDED_STATES = new Set\(\[([^\]]*)\]\);", state_js)
+    assert found is not None
+    assert set(re.findall(r'"([a-z_]+)"', found.group(1))) == set(ENDED_STATES)
+    assert {"stopping", "stopped", "failed"} == ENDED_STATES

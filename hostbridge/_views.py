@@ -1,0 +1,219 @@
+"""The instances' views and items, from focus to every Shell.
+
+Views and items arrive from focus as events; they are pushed to every connected Shell as
+`shell_protocol` frames by one task, in arrival order (no stale overwrite), items in frames of at
+most `MAX_ITEMS_FRAME_BYTES`, their Markdown turned into token trees (`_trees`). A Shell that
+(re)connects gets the app list, the views and the newest page of each instance's items in its
+greeting; older pages when it asks (`timeline.earlier`). Focus's app list also tells the
+`SurfaceBook` which instances are live, and each view which Surface an instance shows.
+
+A frame focus's data would make outside the protocol is not built: it is logged and left out,
+so that a peer's mistake never takes a Shell's socket down.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import trio
+from pydantic import ValidationError
+
+from lineup.actors.focus.messages import (
+    ViewItemsPageReply,
+    ViewItemsPageRequest,
+    ViewsReply,
+    ViewsRequest,
+)
+from lineup.actors.kernel import Bus, LineUpError
+from lineup.facts import instances
+from lineup.sdk.protocol import ViewItem
+
+from ._server import ShellHub
+from ._surfaces import SurfaceBook
+from ._trees import TreeCache
+from .messages import AppsUpdatedEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
+from .shell_protocol import (
+    MAX_ITEMS_FRAME_BYTES,
+    MAX_LAUNCHABLE,
+    ShellApps,
+    ShellInstance,
+    ShellItems,
+    ShellLaunchable,
+    ShellOutbound,
+    ShellPage,
+    ShellView,
+)
+
+__all__ = ["ENDED_STATES", "VIEW_QUEUE", "ViewRelay"]
+
+log = logging.getLogger("lineup.hostbridge")
+
+ASK_TIMEOUT: Final = 3.0
+VIEW_QUEUE: Final = 256
+# Instance states that are gone or going: every state of the lifecycle but the live ones (the
+# Shell's ENDED_STATES, web/js/core/state.js, a copy tests/hostbridge compare).
+ENDED_STATES: Final[frozenset[str]] = frozenset(instances.TRANSITIONS) - instances.LIVE
+
+
+class ViewRelay:
+    """Focus's views, items and app list, as Shell frames: pushed to every Shell as they
+    change, and gathered for a Shell's greeting."""
+
+    def __init__(self, bus: Bus, hub: ShellHub, book: SurfaceBook) -> None:
+        self._bus = bus
+        self._hub = hub
+        self._book = book  # each live instance's Surface, from its views
+        self._trees = TreeCache()
+        # Views are converted and pushed by one task, in arrival order (no stale overwrite).
+        self._views_in, self._views_out = trio.open_memory_channel[
+            ViewUpdatedEvent | ViewItemsUpdatedEvent
+        ](VIEW_QUEUE)
+
+    def view(self, msg: ViewUpdatedEvent) -> None:
+        self._book.view(msg.instance_id, msg.view, msg.app_scope)
+        self._queue_view(msg)
+
+    def items(self, msg: ViewItemsUpdatedEvent) -> None:
+        self._queue_view(msg)
+
+    def apps(self, msg: AppsUpdatedEvent) -> None:
+        self._book.live(_live_ids(msg.instances))
+        frame = _apps_frame(msg.foreground, msg.instances, msg.launchable)
+        if frame is not None:
+            self._hub.broadcast(frame)
+
+    def _queue_view(self, msg: ViewUpdatedEvent | ViewItemsUpdatedEvent) -> None:
+        try:
+            self._views_in.send_nowait(msg)
+        except trio.WouldBlock:
+            log.warning("hostbridge.view_dropped instance=%s", msg.instance_id)
+
+    async def push(self) -> None:
+        """Push the views and items queued, in order, to every Shell; runs until cancelled."""
+        async for msg in self._views_out:
+            if not len(self._hub):
+                continue
+            if isinstance(msg, ViewUpdatedEvent):
+                try:
+                    view = ShellView(
+                        app_scope=msg.app_scope, instance_id=msg.instance_id, view=msg.view
+                    )
+                except ValidationError:
+                    log.warning("hostbridge.frame_unbuildable type=shell.view")
+                    continue
+                self._hub.broadcast(view)
+                continue
+            # Only changed items come (focus drops a put of one as it was).
+            for frame in await self._item_frames(msg.app_scope, msg.instance_id, msg.items):
+                self._hub.broadcast(frame)
+
+    async def _item_frames(
+        self, app_scope: str, instance_id: str, items: tuple[ViewItem, ...]
+    ) -> list[ShellOutbound]:
+        """`items` as `shell.items` frames of at most `MAX_ITEMS_FRAME_BYTES` (or one item)."""
+        batches: list[list[dict[str, Any]]] = []
+        used = 0
+        for item in items:
+            shown, size = await self._trees.shown(item)
+            if not batches or used + size > MAX_ITEMS_FRAME_BYTES:
+                batches.append([])
+                used = 0
+            batches[-1].append(shown)
+            used += size
+        frames: list[ShellOutbound] = []
+        for batch in batches:
+            try:
+                frames.append(
+                    ShellItems(app_scope=app_scope, instance_id=instance_id, items=tuple(batch))
+                )
+            except ValidationError:
+                log.warning("hostbridge.frame_unbuildable type=shell.items")
+        return frames
+
+    async def page(self, instance_id: str, before: tuple[int, str] | None) -> list[ShellOutbound]:
+        """One page of the instance's items (the newest before `before`) as frames: an item
+        each, then `shell.page`. Empty if focus could not say."""
+        try:
+            page = await self._bus.request(
+                "focus",
+                ViewItemsPageRequest(
+                    instance_id=instance_id,
+                    before_order=None if before is None else before[0],
+                    before_id=None if before is None else before[1],
+                ),
+                expect=ViewItemsPageReply,
+                timeout=ASK_TIMEOUT,
+            )
+        except LineUpError:
+            return []
+        frames = await self._item_frames(page.app_scope, instance_id, page.items)
+        try:
+            frames.append(ShellPage(instance_id=instance_id, more=page.more))
+        except ValidationError:
+            log.warning("hostbridge.frame_unbuildable type=shell.page")
+        return frames
+
+    async def greeting(self) -> list[ShellOutbound]:
+        """A (re)connecting Shell's instances and views: the app list, then each view and the
+        newest page of its items, as focus lists them page by page (as far as it answers)."""
+        frames: list[ShellOutbound] = []
+        offset: int | None = 0
+        while offset is not None:
+            try:
+                views = await self._bus.request(
+                    "focus", ViewsRequest(offset=offset), expect=ViewsReply, timeout=ASK_TIMEOUT
+                )
+            except LineUpError:
+                return frames
+            if offset == 0:
+                self._book.live(_live_ids(views.instances))
+                apps = _apps_frame(views.foreground, views.instances, views.launchable)
+                if apps is not None:
+                    frames.append(apps)
+            for v in views.views:
+                self._book.view(v.instance_id, v.view, v.app_scope)
+                try:
+                    frames.append(
+                        ShellView(app_scope=v.app_scope, instance_id=v.instance_id, view=v.view)
+                    )
+                except ValidationError:
+                    log.warning("hostbridge.frame_unbuildable type=shell.view")
+                    continue
+                if v.items:
+                    frames.extend(await self.page(v.instance_id, None))
+            offset = views.next_offset if views.views else None
+        return frames
+
+
+def _live_ids(instances: tuple[dict[str, Any], ...]) -> set[str]:
+    return {
+        str(i.get("instance_id"))
+        for i in instances
+        if isinstance(i, dict) and i.get("state") not in ENDED_STATES
+    }
+
+
+def _apps_frame(
+    foreground: str,
+    instances: tuple[dict[str, Any], ...],
+    launchable: tuple[dict[str, Any], ...] = (),
+) -> ShellApps | None:
+    """The `shell.apps` frame for focus's instance list, or None (logged) if it is not the
+    protocol's: a peer's mistake must not take the Shell's socket down. The launcher's apps
+    are only offered: one that is not the protocol's is left out, and the rest kept."""
+    offered: list[ShellLaunchable] = []
+    for app in launchable[:MAX_LAUNCHABLE]:
+        try:
+            offered.append(ShellLaunchable.model_validate(app))
+        except ValidationError:
+            log.warning("hostbridge.launchable_dropped")
+    try:
+        return ShellApps(
+            foreground=foreground,
+            instances=tuple(ShellInstance.model_validate(i) for i in instances),
+            launchable=tuple(offered),
+        )
+    except ValidationError:
+        log.warning("hostbridge.frame_unbuildable type=shell.apps")
+        return None

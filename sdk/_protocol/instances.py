@@ -1,0 +1,73 @@
+"""An app's instances in the runtime: the focus changes it asks for (seed 003 §3.3), another
+app it asks to open, and the runtime's facts about one of them (`Lifecycle`, `Apps`,
+`AppContext`). The runtime decides every change."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from lineup.actors.kernel import Message
+
+from .common import Id
+
+__all__ = [
+    "AppOpenReply",
+    "AppOpenRequest",
+    "ContextReply",
+    "ContextRequest",
+    "LifecycleRequest",
+]
+
+# ---------------------------------------------------------------------------------- lifecycle
+
+
+class LifecycleRequest(Message):
+    """An app asks for focus changes; the runtime decides (seed 003 §3.3)."""
+
+    type: Literal["focus.sdk.lifecycle"] = "focus.sdk.lifecycle"
+    instance_id: Id
+    action: Literal["foreground", "background", "close"]
+
+
+# ---------------------------------------------------------------------------------- navigation
+
+
+class AppOpenRequest(Message):
+    """An app asks the runtime to open another app (a new instance, brought forward). The
+    runtime decides: a disabled or unknown app is refused with its code."""
+
+    type: Literal["focus.sdk.apps.open"] = "focus.sdk.apps.open"
+    app_scope: Id
+    request_id: Id  # the asking app's idempotency key: a retry opens nothing new
+
+
+class AppOpenReply(Message):
+    type: Literal["focus.sdk.apps.open.reply"] = "focus.sdk.apps.open.reply"
+    instance_id: Id
+    app_scope: Id
+
+
+# ---------------------------------------------------------------------------------- context
+
+
+class ContextRequest(Message):
+    """The runtime's facts about one of the app's own instances (seed 003 §3 `MiniAppContext`).
+    Another app's instance, or one that is not live, is refused `app_instance_not_found`."""
+
+    type: Literal["router.sdk.context"] = "router.sdk.context"
+    instance_id: Id
+
+
+class ContextReply(Message):
+    """Injected by the runtime, never passed by the app: its scope, the instance, the
+    conversation it belongs to (None before the runtime's first login), the instance's state,
+    and `mode` (`im` for the chat, `app` for any other)."""
+
+    type: Literal["router.sdk.context.reply"] = "router.sdk.context.reply"
+    app_scope: Id
+    instance_id: Id
+    conversation_id: Id | None
+    state: str = Field(max_length=40)
+    mode: Literal["im", "app"]

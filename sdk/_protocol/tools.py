@@ -1,0 +1,95 @@
+"""Tool calls (seed 003 §3.2): the runtime tells an app of a call for one of its instances;
+the app accepts it, reports progress, and completes, fails or cancels it (`lineup.sdk.tools`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from lineup.actors.kernel import Message
+
+from .common import Id
+
+__all__ = [
+    "ToolAcceptRequest",
+    "ToolCallEvent",
+    "ToolCancelRequest",
+    "ToolCancelledEvent",
+    "ToolCompleteRequest",
+    "ToolFailRequest",
+    "ToolPendingReply",
+    "ToolPendingRequest",
+    "ToolProgressRequest",
+]
+
+
+class ToolCallEvent(Message):
+    """Runtime → app: a tool call for one of this app's instances (seed 003 §3.2). The input
+    was already checked against the tool's input schema; the app completes it through the
+    runtime, never by contacting the Agent."""
+
+    type: Literal["miniapp.tool.call"] = "miniapp.tool.call"
+    call_id: Id
+    tool: Id
+    instance_id: Id
+    input: dict[str, Any]
+
+
+class ToolCancelledEvent(Message):
+    """Runtime → app: stop working on this call (expired, cancelled, or its app closed)."""
+
+    type: Literal["miniapp.tool.cancelled"] = "miniapp.tool.cancelled"
+    call_id: Id
+    code: str
+
+
+class ToolProgressRequest(Message):
+    type: Literal["router.sdk.tool.progress"] = "router.sdk.tool.progress"
+    call_id: Id
+    progress: dict[str, Any]
+
+
+class ToolCompleteRequest(Message):
+    type: Literal["router.sdk.tool.complete"] = "router.sdk.tool.complete"
+    call_id: Id
+    result: dict[str, Any]
+
+
+class ToolFailRequest(Message):
+    type: Literal["router.sdk.tool.fail"] = "router.sdk.tool.fail"
+    call_id: Id
+    code: str = Field(min_length=1, max_length=100)
+    message: str = Field(default="", max_length=1000)
+
+
+class ToolCancelRequest(Message):
+    """The app ends its own call as cancelled; `reason` is the code the Agent sees."""
+
+    type: Literal["router.sdk.tool.cancel"] = "router.sdk.tool.cancel"
+    call_id: Id
+    reason: str = Field(min_length=1, max_length=100)
+
+
+class ToolAcceptRequest(Message):
+    """The app takes a call it was told of (pushed, or listed at its start), before it runs
+    it: the router moves the call to `running` and answers; a call that is not the app's, or
+    is decided already (cancelled, expired, its result submitted), is refused with its code,
+    and the app does not run it. This is the one way a call reaches a handler: a call told
+    twice is accepted (and run) once by the process that runs it."""
+
+    type: Literal["router.sdk.tool.accept"] = "router.sdk.tool.accept"
+    call_id: Id
+
+
+class ToolPendingRequest(Message):
+    """The app's calls handed to it and not decided yet, for it to accept when it starts: the
+    ones never accepted, and the ones a previous process of the app accepted and did not
+    finish. Read only: listing moves nothing."""
+
+    type: Literal["router.sdk.tool.pending"] = "router.sdk.tool.pending"
+
+
+class ToolPendingReply(Message):
+    type: Literal["router.sdk.tool.pending.reply"] = "router.sdk.tool.pending.reply"
+    calls: tuple[ToolCallEvent, ...]
