@@ -214,6 +214,7 @@ class _Connection:
         self._stream = stream
         self._fd = fd  # the TCP socket's, under TLS too
         self._h11 = h11.Connection(h11.CLIENT)
+        self._cut = False  # the send broke: never used again, whatever h11 says
 
     async def exchange(self, request: h11.Request, body: bytes, max_bytes: int) -> HttpAnswer:
         try:
@@ -221,8 +222,21 @@ class _Connection:
             if body:
                 data += self._h11.send(h11.Data(data=body)) or b""
             data += self._h11.send(h11.EndOfMessage()) or b""
-            await self._stream.send_all(data)
-            response = await self._next()
+            try:
+                await self._stream.send_all(data)
+            except (OSError, trio.BrokenResourceError) as cut:
+                # A server may answer before it has read the whole body (a 413 by its
+                # Content-Length) and close: that answer is the one to return, if it came.
+                self._cut = True
+                cut_error: BaseException | None = cut
+            else:
+                cut_error = None
+            try:
+                response = await self._next()
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                if cut_error is not None:
+                    raise cut_error from None
+                raise
             while isinstance(response, h11.InformationalResponse):  # 100 Continue: not ours
                 response = await self._next()
             if not isinstance(response, h11.Response):
@@ -258,7 +272,9 @@ class _Connection:
             self._h11.receive_data(bytes(await self._stream.receive_some(_READ_SIZE)))
 
     def reusable(self) -> bool:
-        return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
+        return (
+            not self._cut and self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
+        )
 
     def next_cycle(self) -> None:
         self._h11.start_next_cycle()
