@@ -118,7 +118,7 @@ class Inbound:
                 )
                 continue
 
-            async def admitted(item: Any = item) -> RuntimeEnvelope:
+            async def admitted(item: wire.AgentEnvelope = item) -> RuntimeEnvelope:
                 envelope = admit(item, conversation_id=msg.conversation_id, agent_id=msg.agent_id)
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
