@@ -100,6 +100,11 @@ def check_envelope(document: object) -> int:
     it is an object, and its size; returns the size (compact UTF-8 JSON bytes). Raises
     `WireLimitError`: `envelope_too_deep`, `envelope_too_large`, `envelope_malformed`."""
     check_document(document)
+    return _object_size(document)
+
+
+def _object_size(document: object) -> int:
+    """`check_envelope` for a document whose limits are checked already."""
     if not isinstance(document, dict):
         raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "not an object")
     size = encoded_size(document)
@@ -108,12 +113,14 @@ def check_envelope(document: object) -> int:
     return size
 
 
-def _item(index: int, document: object) -> Admitted | Refusal:
+def _item(index: int, document: object, *, checked: bool = False) -> Admitted | Refusal:
+    """One envelope of the page, admitted or refused. `checked`: its limits were checked as
+    it was parsed (`decode_json`), so they are not walked again."""
     try:
-        size = check_envelope(document)
+        size = _object_size(document) if checked else check_envelope(document)
     except WireLimitError as exc:
         return Refusal(index, exc.code, message_id_of(document))
-    assert isinstance(document, dict)  # `check_envelope` refuses anything else
+    assert isinstance(document, dict)  # refused above otherwise
     return Admitted(index, document, size)
 
 
@@ -184,5 +191,5 @@ def _scan(body: bytes) -> SyncPage:
         except WireLimitError as exc:
             items.append(Refusal(index, exc.code, None))
             continue
-        items.append(_item(index, document))
+        items.append(_item(index, document, checked=True))
     return SyncPage(tuple(items), cursor)

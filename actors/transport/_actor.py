@@ -33,11 +33,19 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
-from lineup.actors.kernel import Actor, ActorKind, AuditRecord, Envelope, ErrorCode, handles
+from lineup.actors.kernel import (
+    Actor,
+    ActorKind,
+    AuditRecord,
+    Envelope,
+    ErrorCode,
+    Message,
+    handles,
+)
 from lineup.actors.kernel.control import RuntimeLinkEvent, RuntimeStateEvent
 from lineup.actors.router.messages import (
     InboundEnvelope,
@@ -78,6 +86,7 @@ from .messages import AppServerSession, OutboxWakeEvent, RuntimeStateReply, Runt
 __all__ = ["TransportActor"]
 
 log = logging.getLogger("lineup.transport")
+M = TypeVar("M", bound=Message)
 
 ANNOUNCED_TO: Final = ("supervisor", "hostbridge")  # told every change of the link's state
 BACKOFF_BASE: Final = 0.1
@@ -402,7 +411,7 @@ class TransportActor(Actor):
 
     # ------------------------------------------------------------------ the store
 
-    async def _store(self, request: Any, expect: type[Any]) -> Any:
+    async def _store(self, request: Message, expect: type[M]) -> M:
         return await self.bus.request(
             "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
         )
