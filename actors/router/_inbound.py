@@ -3,11 +3,15 @@ the filter chain into app inboxes (DESIGN §4).
 
 Theory of operation
 -------------------
-The transport hands over each envelope of a sync page parsed once by the wire's own model, or,
-where the wire refused it, its refusal in its place (`messages.InboundEnvelope`): the router
-parses nothing again, and answers and audits a refusal of either process alike, in the page's
-order. A tool call or a dismissal goes on as the wire's typed payload; a text is stored as its
-normalised `RuntimeEnvelope` (`_envelope`).
+The transport hands over each envelope of a sync page (within the wire's limits) parsed once,
+by the wire's own model, or, where the model refused it, that refusal in its place
+(`messages.InboundEnvelope`, a union per item). So the bytes are parsed once, where they enter
+the runtime, and the router parses nothing again: a tool call or a dismissal goes on as the
+wire's typed payload, and a text is stored as its normalised `RuntimeEnvelope` (`_envelope`).
+The refusal still travels, rather than being dropped by the transport, because answering and
+auditing the filter chain's refusals is the router's (`router.envelope_rejected`, the same
+outcome and audit row as any link of the chain, in the page's order); it carries only what is
+safe to audit (code, id, type), never the body.
 
 Persist, then acknowledge, then deliver: an inbound text is written (message row + inbox
 delivery, one transaction) before the transport may advance its cursor, and only then is its
