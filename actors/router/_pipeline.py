@@ -348,6 +348,7 @@ class ToolPipeline:
             await self.calls.end(call.call_id, "launch_cancelled", code.value)
 
     # ------------------------------------------------------------------ at start, and sweeps
+
     async def _rearm_timers(self) -> None:
         """At start: every unfinished call gets its deadline again, and one the previous router
         left half-routed (it died between recording it and handing it to the app) goes on."""
