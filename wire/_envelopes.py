@@ -12,6 +12,10 @@ the drill and the bench make an envelope; `dump` gives the JSON body that travel
 The Agent's payloads are lenient where the router answers a bad field with its own code
 (a tool call's input is whatever JSON the Agent sent, and the tool pipeline says
 `tool_input_invalid` of it); the client's payloads are exact, because we write them.
+
+`agent_envelope` is the one parse of what an Agent sent (the transport's, once a document is
+within the limits): its version, then its type, then its shape, each refusal with its stable
+code. What it returns travels on as the model; nobody parses that envelope again.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 __all__ = [
     "AGENT_ENVELOPE",
@@ -40,6 +46,7 @@ __all__ = [
     "Correlation",
     "DismissEnvelope",
     "DismissPayload",
+    "EnvelopeInvalid",
     "InventoryEnvelope",
     "InventoryPayload",
     "ProgressEnvelope",
@@ -56,6 +63,7 @@ __all__ = [
     "ToolCallPayload",
     "ToolErrorEnvelope",
     "ToolErrorPayload",
+    "agent_envelope",
     "dump",
     "envelope",
     "new_message_id",
@@ -268,6 +276,30 @@ ClientEnvelope = Annotated[
 ]
 AGENT_ENVELOPE: Final[TypeAdapter[AgentEnvelope]] = TypeAdapter(AgentEnvelope)
 CLIENT_ENVELOPE: Final[TypeAdapter[ClientEnvelope]] = TypeAdapter(ClientEnvelope)
+
+
+class EnvelopeInvalid(LineUpError):
+    """A document within the wire's limits that is no Agent envelope of this version: `code` is
+    `unsupported_version`, `envelope_type_unknown` or `envelope_malformed`."""
+
+
+def agent_envelope(document: dict[str, Any]) -> AgentEnvelope:
+    """Parse one document from an Agent (within the limits) as the wire's `AgentEnvelope`:
+    its version, then its type, then its shape (seed 004 §5's order). Raises
+    `EnvelopeInvalid`; never pydantic's error."""
+    version = document.get("v")
+    if version != 1 or type(version) is not int:
+        malformed = type(version) is not int
+        code = ErrorCode.ENVELOPE_MALFORMED if malformed else ErrorCode.UNSUPPORTED_VERSION
+        raise EnvelopeInvalid(code, "version")
+    kind = document.get("type")
+    if isinstance(kind, str) and kind not in AGENT_TYPES:
+        raise EnvelopeInvalid(ErrorCode.ENVELOPE_TYPE_UNKNOWN, "type")
+    try:
+        return AGENT_ENVELOPE.validate_python(document)
+    except ValidationError as exc:
+        raise EnvelopeInvalid(ErrorCode.ENVELOPE_MALFORMED, "shape") from exc
+
 
 _BY_TYPE: Final[dict[str, type[_Header]]] = {
     cls.model_fields["type"].default: cls

@@ -9,6 +9,9 @@ stand. When the page cannot be parsed whole (one envelope nested deeper than the
 recurse, an integer too long to convert), a linear scan that knows only strings and brackets
 finds each envelope's byte span, and each span is parsed on its own. A page whose *shape* is
 wrong (not that object, no cursor) is a protocol error of the AppServer: `PageMalformed`.
+
+The limits are checked here only (`check_envelope`): what is `Admitted` is safe to hand on, and
+is parsed as an Agent envelope once (`agent_envelope`), by whoever hands it on.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ __all__ = [
     "PageMalformed",
     "Refusal",
     "SyncPage",
+    "check_envelope",
     "decode_sync_page",
     "message_id_of",
+    "message_type_of",
 ]
 
 MAX_CURSOR_CHARS: Final = 200
@@ -81,16 +86,41 @@ def message_id_of(document: object) -> str | None:
     return None
 
 
-def _item(index: int, document: object) -> Admitted | Refusal:
-    try:
-        check_document(document)
-    except WireLimitError as exc:
-        return Refusal(index, exc.code, message_id_of(document))
+def message_type_of(document: object) -> str | None:
+    """The `type` of a document that may be anything, cut to 100 characters (for refusals)."""
+    if isinstance(document, dict):
+        value = document.get("type")
+        if isinstance(value, str):
+            return value[:100]
+    return None
+
+
+def check_envelope(document: object) -> int:
+    """Check one envelope of a page against the wire's limits (depth, lengths, numbers), that
+    it is an object, and its size; returns the size (compact UTF-8 JSON bytes). Raises
+    `WireLimitError`: `envelope_too_deep`, `envelope_too_large`, `envelope_malformed`."""
+    check_document(document)
+    return _object_size(document)
+
+
+def _object_size(document: object) -> int:
+    """`check_envelope` for a document whose limits are checked already."""
     if not isinstance(document, dict):
-        return Refusal(index, ErrorCode.ENVELOPE_MALFORMED, None)
+        raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "not an object")
     size = encoded_size(document)
     if size > MAX_ENVELOPE_BYTES:
-        return Refusal(index, ErrorCode.ENVELOPE_TOO_LARGE, message_id_of(document))
+        raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "bytes")
+    return size
+
+
+def _item(index: int, document: object, *, checked: bool = False) -> Admitted | Refusal:
+    """One envelope of the page, admitted or refused. `checked`: its limits were checked as
+    it was parsed (`decode_json`), so they are not walked again."""
+    try:
+        size = _object_size(document) if checked else check_envelope(document)
+    except WireLimitError as exc:
+        return Refusal(index, exc.code, message_id_of(document))
+    assert isinstance(document, dict)  # refused above otherwise
     return Admitted(index, document, size)
 
 
@@ -161,5 +191,5 @@ def _scan(body: bytes) -> SyncPage:
         except WireLimitError as exc:
             items.append(Refusal(index, exc.code, None))
             continue
-        items.append(_item(index, document))
+        items.append(_item(index, document, checked=True))
     return SyncPage(tuple(items), cursor)

@@ -46,15 +46,17 @@ from lineup.actors.store.messages import (
     AppSessionRow,
 )
 from lineup.facts.scopes import CHAT
-from lineup.hostbridge.messages import AppSessionsUpdatedEvent, AppSessionView
+from lineup.hostbridge.messages import AppSessionsUpdatedEvent
 
 from . import _ids as ids
 from ._outbox import envelope_of, wake
+from ._session import SessionSource
+from ._views import session_view_of
 
 if TYPE_CHECKING:
     from ._envelope import RuntimeEnvelope
 
-__all__ = ["AppSessions", "PendingOf", "named", "view_of"]
+__all__ = ["AppSessions", "PendingOf", "named"]
 
 log = logging.getLogger("lineup.router.app_sessions")
 M = TypeVar("M", bound=Message)
@@ -71,7 +73,7 @@ class AppSessions:
     def __init__(
         self,
         bus: Bus,
-        session: Callable[[], Awaitable[dict[str, str]]],
+        session: SessionSource,
     ) -> None:
         self.bus = bus
         self._session = session
@@ -105,8 +107,8 @@ class AppSessions:
             waiting = self._continuing.get(app_scope)
             previous = waiting.popleft() if waiting else None
             payload = wire.AppSessionPayload(
-                agent_id=session.get("agent_id", ""),
-                conversation_id=session["conversation_id"],
+                agent_id=session.agent_id,
+                conversation_id=session.conversation_id,
                 app_session_id=session_id,
                 app_scope=app_scope,
                 instance_id=instance_id,
@@ -216,18 +218,21 @@ class AppSessions:
 
     async def _push(self, row: AppSessionRow) -> None:
         code = await self.bus.tell(
-            "hostbridge", AppSessionsUpdatedEvent(sessions=(view_of(row),)), timeout=TELL_TIMEOUT
+            "hostbridge",
+            AppSessionsUpdatedEvent(sessions=(session_view_of(row),)),
+            timeout=TELL_TIMEOUT,
         )
         if code is not None:
             log.info("router.app_session_not_shown code=%s", code.value)
 
-    async def of_text(self, envelope: RuntimeEnvelope) -> str | None:
-        """The sub-session an Agent's text is a short result of (its `app_session_context`),
-        or None: without one it is the main IM's, as any text. Raises `app_session_invalid`
-        for a text with one that is not for the main IM (the chat), or that names anything
-        but an open sub-session of this Agent and conversation: unlike a question, a text
-        never goes to a closed one, which takes no new records (seed 000 §7.3)."""
-        found = await named(self._store, envelope.payload.get("app_session_context"), envelope)
+    async def of_text(self, envelope: RuntimeEnvelope, context: object) -> str | None:
+        """The sub-session an Agent's text is a short result of (its `app_session_context`,
+        `context`), or None: without one it is the main IM's, as any text. Raises
+        `app_session_invalid` for a text with one that is not for the main IM (the chat), or
+        that names anything but an open sub-session of this Agent and conversation: unlike a
+        question, a text never goes to a closed one, which takes no new records (seed 000
+        §7.3)."""
+        found = await named(self._store, context, envelope)
         if found is None:
             return None
         if envelope.scope.app_scope != CHAT or found.state != "open":
@@ -257,16 +262,3 @@ async def named(
     ):
         raise LineUpError(ErrorCode.APP_SESSION_INVALID, session_id)
     return found
-
-
-def view_of(row: AppSessionRow) -> AppSessionView:
-    """A sub-session as the Shell shows it (its folded group)."""
-    return AppSessionView(
-        app_session_id=row.app_session_id,
-        app_scope=row.app_scope,
-        instance_id=row.instance_id,
-        state=row.state,
-        opened_at=row.opened_at,
-        closed_at=row.closed_at,
-        previous_app_session_id=row.previous_app_session_id,
-    )

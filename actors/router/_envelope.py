@@ -2,12 +2,17 @@
 
 Theory of operation
 -------------------
-No I/O here. `admit()` takes one raw wire envelope (`lineup.v1`, DESIGN §12) exactly as the
-AppServer relayed it, and either returns a `RuntimeEnvelope` or raises `EnvelopeRejected` with a
-stable code. The links run in the seed's order, cheapest first: the wire's limits (depth,
-lengths, numbers) → size → version → type → shape (the wire's models) → scope and
-conversation → agent identity. What needs state (dedupe by message id, app
+No I/O here. The chain's stateless links run in the seed's order, cheapest first: the wire's
+limits (depth, lengths, numbers) → size → version → type → shape (the wire's models) → scope
+and conversation → agent identity. The first five are the wire's, and run once, where the
+envelope enters the runtime: the transport checks each envelope of a sync page against the
+limits (`lineup.wire.check_envelope`) and parses it (`lineup.wire.agent_envelope`), and hands
+the router the parsed model, or its refusal in its place (`messages.RefusedEnvelope`).
+`admit` takes the parsed envelope through the rest and either returns a `RuntimeEnvelope` or
+raises `EnvelopeRejected` with a stable code. What needs state (dedupe by message id, app
 installed and enabled, inventory) is decided by the router actor with the store's help.
+(`admit_document` runs the whole chain over one raw document, as the two processes do between
+them: for the tests and the compatibility matrix.)
 
 The legacy rule (seed 004 §5.2): a wire envelope without `app_scope` belongs to `chat` in its
 conversation. A MiniApp never sees a wire envelope, only the normalised `RuntimeEnvelope`.
@@ -22,12 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.facts.scopes import CHAT
 from lineup.wire import (
-    AGENT_ENVELOPE,
     AGENT_TYPES,
     MAX_ENVELOPE_BYTES,
+    AgentEnvelope,
+    EnvelopeInvalid,
     WireLimitError,
-    check_document,
-    encoded_size,
+    agent_envelope,
+    check_envelope,
     message_id_of,
 )
 
@@ -40,7 +46,7 @@ __all__ = [
     "Sender",
     "Target",
     "admit",
-    "admit_sized",
+    "admit_document",
 ]
 
 _Id = Field(min_length=1, max_length=200)
@@ -97,44 +103,29 @@ class RuntimeEnvelope(_Model):
     payload: dict[str, Any]
 
 
-def admit(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelope:
-    """`admit_sized` without the size."""
-    return admit_sized(raw, conversation_id=conversation_id, agent_id=agent_id)[0]
-
-
-def admit_sized(raw: object, *, conversation_id: str, agent_id: str) -> tuple[RuntimeEnvelope, int]:
-    """Run the stateless filters over one wire envelope from the Agent.
-
-    `conversation_id` and `agent_id` are what the transport's login established: an envelope
-    for another conversation, or from anybody but that agent, is refused. Raises
-    EnvelopeRejected with one of: envelope_too_deep, envelope_too_large, envelope_malformed,
-    unsupported_version, envelope_type_unknown, scope_missing, conversation_mismatch,
-    sender_mismatch. Returns the envelope and the raw one's size as it travels (bytes).
-    """
+def admit_document(raw: object, *, conversation_id: str, agent_id: str) -> RuntimeEnvelope:
+    """The whole stateless chain over one raw wire envelope, the transport's links (the
+    wire's limits and its parse) then `admit`. Raises EnvelopeRejected as both do."""
     message_id = message_id_of(raw)
     if not isinstance(raw, dict):
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED)
     try:
-        check_document(raw)
-    except WireLimitError as exc:
+        check_envelope(raw)
+        parsed = agent_envelope(raw)
+    except (WireLimitError, EnvelopeInvalid) as exc:
         raise EnvelopeRejected(exc.code, message_id) from exc
-    size = encoded_size(raw)
-    if size > MAX_ENVELOPE_BYTES:
-        raise EnvelopeRejected(ErrorCode.ENVELOPE_TOO_LARGE, message_id)
-    if raw.get("v") != 1 or type(raw.get("v")) is not int:
-        code = (
-            ErrorCode.UNSUPPORTED_VERSION
-            if type(raw.get("v")) is int
-            else ErrorCode.ENVELOPE_MALFORMED
-        )
-        raise EnvelopeRejected(code, message_id)
-    kind = raw.get("type")
-    if isinstance(kind, str) and kind not in AGENT_TYPES:
-        raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, message_id)
-    try:
-        wire = AGENT_ENVELOPE.validate_python(raw)
-    except ValidationError as exc:
-        raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, message_id) from exc
+    return admit(parsed, conversation_id=conversation_id, agent_id=agent_id)
+
+
+def admit(wire: AgentEnvelope, *, conversation_id: str, agent_id: str) -> RuntimeEnvelope:
+    """Run the router's stateless filters over one wire envelope from the Agent, as the wire
+    parsed it.
+
+    `conversation_id` and `agent_id` are what the transport's login established: an envelope
+    for another conversation, or from anybody but that agent, is refused. Raises
+    EnvelopeRejected with one of: scope_missing, conversation_mismatch, sender_mismatch,
+    envelope_malformed (a field the runtime's envelope bounds tighter than the wire).
+    """
     if wire.conversation_id is None:
         raise EnvelopeRejected(ErrorCode.SCOPE_MISSING, wire.id)
     if wire.conversation_id != conversation_id:
@@ -166,4 +157,4 @@ def admit_sized(raw: object, *, conversation_id: str, agent_id: str) -> tuple[Ru
         )
     except ValidationError as exc:
         raise EnvelopeRejected(ErrorCode.ENVELOPE_MALFORMED, wire.id) from exc
-    return envelope, size
+    return envelope

@@ -3,6 +3,16 @@ the filter chain into app inboxes (DESIGN §4).
 
 Theory of operation
 -------------------
+The transport hands over each envelope of a sync page (within the wire's limits) parsed once,
+by the wire's own model, or, where the model refused it, that refusal in its place
+(`messages.InboundEnvelope`, a union per item). So the bytes are parsed once, where they enter
+the runtime, and the router parses nothing again: a tool call or a dismissal goes on as the
+wire's typed payload, and a text is stored as its normalised `RuntimeEnvelope` (`_envelope`).
+The refusal still travels, rather than being dropped by the transport, because answering and
+auditing the filter chain's refusals is the router's (`router.envelope_rejected`, the same
+outcome and audit row as any link of the chain, in the page's order); it carries only what is
+safe to audit (code, id, type), never the body.
+
 Persist, then acknowledge, then deliver: an inbound text is written (message row + inbox
 delivery, one transaction) before the transport may advance its cursor, and only then is its
 app told (`_deliveries`). A run of consecutive texts is written in one store request; a tool
@@ -51,21 +61,23 @@ from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
 from ._app_sessions import AppSessions
-from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit_sized
+from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit
 from ._interactions import InteractionService
-from ._tools import ToolPipeline
-from .messages import EnvelopeOutcome, InboundEnvelopesReply, InboundEnvelopesRequest
+from ._inventory import Inventory
+from ._pipeline import Interactive, ToolPipeline, pointer_of
+from .messages import (
+    EnvelopeOutcome,
+    InboundEnvelope,
+    InboundEnvelopesReply,
+    InboundEnvelopesRequest,
+    RefusedEnvelope,
+)
 
 __all__ = ["Inbound"]
 
 log = logging.getLogger("lineup.router")
 T = TypeVar("T")
 
-TEXT: Final = wire.TEXT
-TOOL_CALL: Final = wire.TOOL_CALL
-DISMISS: Final = wire.DISMISS
-# What the router itself handles, in the page's order, rather than put in an inbox.
-HANDLED: Final = frozenset({TOOL_CALL, DISMISS})
 # Texts per store request: well inside one frame, however large each (≤ 256 KiB) is.
 RECEIVE_BATCH: Final = 500
 RECEIVE_BATCH_BYTES: Final = 256 * 1024
@@ -75,12 +87,14 @@ REQUEST_OVERHEAD: Final = 1024
 
 class Inbound:
     """The inbound envelopes (the module's docstring). `deliver(app_scope, deliveries)` tells
-    an app of what was persisted for it (`Deliveries.tell`)."""
+    an app of what was persisted for it (`Deliveries.tell`). Above the tool pipeline and the
+    interactions, it hands an interactive call from the one to the other."""
 
     def __init__(
         self,
         bus: Bus,
         me: Identity,
+        inventory: Inventory,
         tools: ToolPipeline,
         interactions: InteractionService,
         sessions: AppSessions,
@@ -88,6 +102,7 @@ class Inbound:
     ) -> None:
         self.bus = bus
         self.me = me
+        self.inventory = inventory
         self.tools = tools
         self.interactions = interactions
         self.sessions = sessions
@@ -100,42 +115,49 @@ class Inbound:
         # Texts admitted but not yet persisted: a run of consecutive ones is written in one
         # store request. A tool call persists the run before it, so the page's order holds.
         texts: list[tuple[int, RuntimeEnvelope, int]] = []
-        for raw in msg.envelopes:
-
-            async def admit(raw: Any = raw) -> tuple[RuntimeEnvelope, int]:
-                envelope, size = admit_sized(
-                    raw, conversation_id=msg.conversation_id, agent_id=msg.agent_id
+        for item in msg.envelopes:
+            if isinstance(item, RefusedEnvelope):  # the wire's refusal, made by the transport
+                outcomes.append(
+                    self._rejected(env, item.code.value, item.message_type, item.message_id)
                 )
+                continue
+
+            async def admitted(item: wire.AgentEnvelope = item) -> RuntimeEnvelope:
+                envelope = admit(item, conversation_id=msg.conversation_id, agent_id=msg.agent_id)
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
-                if envelope.type not in HANDLED:
-                    envelope = await self._check_text(envelope)
-                return envelope, size
+                if isinstance(item, wire.TextEnvelope):
+                    envelope = await self._check_text(envelope, item.payload)
+                return envelope
 
-            admitted = await self._guarded(env, raw, admit)
-            if isinstance(admitted, EnvelopeOutcome):
-                outcomes.append(admitted)
+            checked = await self._guarded(env, item, admitted)
+            if isinstance(checked, EnvelopeOutcome):
+                outcomes.append(checked)
                 continue
-            envelope, size = admitted
-            if envelope.type not in HANDLED:
-                texts.append((len(outcomes), envelope, size))
+            envelope = checked
+            if isinstance(item, wire.TextEnvelope):
+                texts.append((len(outcomes), envelope, wire.encoded_size(item)))
                 outcomes.append(None)
                 continue
             await self._receive_texts(texts, outcomes, env)
 
-            async def accept(raw: Any = raw, envelope: RuntimeEnvelope = envelope) -> None:
-                if envelope.type == DISMISS:
+            async def accept(
+                item: wire.ToolCallEnvelope | wire.DismissEnvelope = item,
+                envelope: RuntimeEnvelope = envelope,
+            ) -> None:
+                if isinstance(item, wire.DismissEnvelope):
                     try:
-                        await self.interactions.dismiss(envelope, env.sender.name)
+                        await self.interactions.dismiss(envelope, item.payload, env.sender.name)
                     except LineUpError as exc:
                         if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
                             raise
                         raise EnvelopeRejected(exc.code, envelope.id) from exc
                     return
-                explicit_scope = raw.get("app_scope") if isinstance(raw, dict) else None
-                await self.tools.accept(envelope, explicit_scope)
+                interactive = await self.tools.accept(envelope, item)
+                if interactive is not None:
+                    await self._interact(interactive, envelope)
 
-            accepted = await self._guarded(env, raw, accept)
+            accepted = await self._guarded(env, item, accept)
             outcomes.append(
                 accepted
                 if isinstance(accepted, EnvelopeOutcome)
@@ -146,8 +168,18 @@ class Inbound:
         assert len(done) == len(outcomes)  # every pending text got its outcome
         return InboundEnvelopesReply(outcomes=done)
 
+    async def _interact(self, call: Interactive, envelope: RuntimeEnvelope) -> None:
+        """Hand a checked interactive call to the runtime's interactions; record the call
+        refused if they refuse it (a bad request, a sub-session that is not the Agent's, a
+        quota), as any failed check is."""
+        refused = await self.interactions.ask(call.call_id, call.facts, envelope, call.context)
+        if refused is not None:
+            await self.tools.refuse(
+                call.call_id, call.facts, refused.code, pointer=pointer_of(refused)
+            )
+
     async def _guarded(
-        self, env: Envelope, raw: object, work: Callable[[], Awaitable[T]]
+        self, env: Envelope, item: InboundEnvelope, work: Callable[[], Awaitable[T]]
     ) -> T | EnvelopeOutcome:
         """`await work()` for one inbound envelope, in its own blast radius: its refusal is its
         `rejected` outcome (audited); a failure that is the envelope's (`_items_fault`) is tried
@@ -156,27 +188,30 @@ class Inbound:
             try:
                 return await work()
             except EnvelopeRejected as rejected:
-                return self._rejected(env, rejected.code.value, _type_of(raw), rejected.message_id)
+                return self._rejected(env, rejected.code.value, item.type, rejected.message_id)
             except Exception as exc:
                 if not _items_fault(exc):
                     raise
                 log.warning(
                     "router.inbound_failed attempt=%d error=%s", attempt, _failure_name(exc)
                 )
-        return await self._dead_letter(env, raw, ATTEMPTS)
+        return await self._dead_letter(env, item, ATTEMPTS)
 
-    async def _dead_letter(self, env: Envelope, raw: object, attempts: int) -> EnvelopeOutcome:
+    async def _dead_letter(
+        self, env: Envelope, item: InboundEnvelope, attempts: int
+    ) -> EnvelopeOutcome:
         """Quarantine one inbound envelope that failed `attempts` times, and answer it
         `rejected` (`handler_failed`), so the transport moves past it."""
-        message_id = wire.message_id_of(raw)
+        body = wire.dump(item)
+        message_id = wire.message_id_of(body)
         item_id = (
             message_id
             or "sha:"
-            + hashlib.blake2b(repr(raw).encode(errors="replace"), digest_size=16).hexdigest()
+            + hashlib.blake2b(repr(body).encode(errors="replace"), digest_size=16).hexdigest()
         )
-        body = raw if isinstance(raw, dict) else None
-        await self._quarantine(item_id, _type_of(raw), body, attempts)
-        return self._rejected(env, ErrorCode.HANDLER_FAILED.value, _type_of(raw), message_id)
+        kind = wire.message_type_of(body)
+        await self._quarantine(item_id, kind, body, attempts)
+        return self._rejected(env, ErrorCode.HANDLER_FAILED.value, kind, message_id)
 
     async def _quarantine(
         self, item_id: str, kind: str | None, body: dict[str, Any] | None, attempts: int
@@ -217,21 +252,21 @@ class Inbound:
         )
         return EnvelopeOutcome(message_id=message_id, status="rejected", code=code)
 
-    async def _check_text(self, envelope: RuntimeEnvelope) -> RuntimeEnvelope:
+    async def _check_text(
+        self, envelope: RuntimeEnvelope, text: wire.TextPayload
+    ) -> RuntimeEnvelope:
         """The text as it is stored; raises `EnvelopeRejected` for one that must not reach an
         inbox. One naming an app sub-session keeps only its `app_session_id` (checked)."""
-        if envelope.type != TEXT:  # the wire admits no other: never silently dropped
-            raise EnvelopeRejected(ErrorCode.ENVELOPE_TYPE_UNKNOWN, envelope.id)
         scope = envelope.scope
-        if scope.app_scope not in (await self.tools.inventory()).installed and (
-            scope.app_scope not in (await self.tools.inventory(fresh=True)).installed
+        if scope.app_scope not in (await self.inventory.get()).installed and (
+            scope.app_scope not in (await self.inventory.get(fresh=True)).installed
         ):
             # Seed 004 §5.3: never stored in an inbox nobody would ever read.
             raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
-        if "app_session_context" not in envelope.payload:
+        if text.app_session_context is None:
             return envelope
         try:
-            session_id = await self.sessions.of_text(envelope)
+            session_id = await self.sessions.of_text(envelope, text.app_session_context)
         except LineUpError as exc:
             if exc.code is not ErrorCode.APP_SESSION_INVALID:
                 raise
@@ -267,9 +302,9 @@ class Inbound:
         outcomes, then tell their apps. Empties `texts`."""
         batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]] = []
         size = 0
-        for index, envelope, raw_size in texts:
+        for index, envelope, wire_size in texts:
             request = _receive_request(envelope)
-            cost = _request_cost(envelope, raw_size)
+            cost = _request_cost(envelope, wire_size)
             if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
                 await self._receive_batch(batch, outcomes, env)
                 batch, size = [], 0
@@ -378,14 +413,6 @@ def _failure_name(exc: Exception) -> str:
     return exc.code.value if isinstance(exc, LineUpError) else type(exc).__name__
 
 
-def _type_of(raw: object) -> str | None:
-    if isinstance(raw, dict):
-        value = raw.get("type")
-        if isinstance(value, str):
-            return value[:100]
-    return None
-
-
 def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
     scope = envelope.scope
     return ConversationReceiveRequest(
@@ -401,9 +428,10 @@ def _receive_request(envelope: RuntimeEnvelope) -> ConversationReceiveRequest:
     )
 
 
-def _request_cost(envelope: RuntimeEnvelope, raw_size: int) -> int:
+def _request_cost(envelope: RuntimeEnvelope, wire_size: int) -> int:
     """Bytes of the envelope's receive request on the bus, at most, without encoding it again:
-    the raw envelope's, plus the ids the request and the normalised envelope repeat."""
+    the wire envelope's (`wire_size`), plus the ids the request and the normalised envelope
+    repeat."""
     scope = envelope.scope
     repeated = (
         envelope.id,
@@ -414,4 +442,4 @@ def _request_cost(envelope: RuntimeEnvelope, raw_size: int) -> int:
         *(scope.app_scope,) * 3,
         *(scope.instance_id or "",) * 3,
     )
-    return raw_size + REQUEST_OVERHEAD + sum(len(value.encode()) for value in repeated)
+    return wire_size + REQUEST_OVERHEAD + sum(len(value.encode()) for value in repeated)

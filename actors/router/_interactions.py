@@ -17,8 +17,8 @@ owner app of a MiniApp's question (`miniapp.interaction.updated`, then `settle`)
   `{"acknowledged": false}` at once (its card is persisted and handed on: the Agent need not
   wait). The answer's `submit` writes the call's one result row; the AppServer's
   acknowledgement of that row settles both (in the store).
-- A MiniApp's question (`router.sdk.interaction.request`): the owner is the channel's app and
-  one of its live instances, never a field the app fills in; the result goes to that app only.
+- A MiniApp's question (`router.sdk.interaction.request`), or a Surface's: recorded by
+  `_app_questions` as an interaction of this service; the result goes to that app only.
 - Expiry: a timer per interaction at its `expires_at`, rebuilt from the store at start. The
   interactive call's own deadline is the same instant and is never armed by the tool pipeline:
   the interaction's `expire` ends both in one step.
@@ -32,22 +32,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal, TypeVar
 
 import trio
 
 from lineup import wire
-from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
-from lineup.actors.kernel import (
-    AuditRecord,
-    Bus,
-    ErrorCode,
-    Identity,
-    LineUpError,
-    Message,
-    app_scope_of,
-)
+from lineup.actors.kernel import AuditRecord, Bus, ErrorCode, Identity, LineUpError, Message
 from lineup.actors.store.messages import (
     AppSessionListReply,
     AppSessionListRequest,
@@ -64,18 +54,12 @@ from lineup.actors.store.messages import (
     InteractionStepReply,
     InteractionStepRequest,
     ToolCallFacts,
-    ToolCallGetReply,
-    ToolCallGetRequest,
     ToolCallStepRequest,
 )
-from lineup.facts import tool_calls as call_machine
 from lineup.facts.interactions import WAITING
 from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
-from lineup.hostbridge.messages import (
-    InteractionsUpdatedEvent,
-    InteractionView,
-)
+from lineup.hostbridge.messages import InteractionsUpdatedEvent
 from lineup.sdk import interactions as std
 from lineup.sdk import protocol as sdk
 
@@ -84,16 +68,16 @@ from . import _ids as ids
 from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._envelope import RuntimeEnvelope
+from ._session import SessionSource
+from ._views import interaction_view_of, record_of, session_view_of
 from .messages import (
     InteractionAnswerReply,
     InteractionAnswerRequest,
     InteractionsListReply,
     InteractionsListRequest,
-    SurfaceAskReply,
-    SurfaceAskRequest,
 )
 
-__all__ = ["InteractionService"]
+__all__ = ["APP_CLOSED", "MAX_OPEN_AGENT", "MAX_OPEN_PER_APP", "InteractionService"]
 
 log = logging.getLogger("lineup.router.interactions")
 M = TypeVar("M", bound=Message)
@@ -115,21 +99,21 @@ MAX_OPEN_PER_APP: Final = 16  # one MiniApp's own, all its instances together
 
 
 class InteractionService:
-    """The interactions and sub-sessions of one router (see the module's docstring)."""
+    """The interactions of one router (see the module's docstring)."""
 
     def __init__(
         self,
         bus: Bus,
         me: Identity,
-        session: Callable[[], Awaitable[dict[str, str]]],
+        session: SessionSource,
     ) -> None:
         self.bus = bus
         self.me = me
-        self._session = session
+        self.session = session
         self._deadlines = Deadlines()
         self._nursery: trio.Nursery | None = None
         # One new question at a time, so that its quota's count and its birth agree.
-        self._asking = trio.Lock()
+        self.asking = trio.Lock()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -138,14 +122,14 @@ class InteractionService:
             task_status.started()
             nursery.start_soon(self._recover)
 
-    async def _store(self, request: Message, expect: type[M]) -> M:
+    async def store(self, request: Message, expect: type[M]) -> M:
         return await self.bus.request(
             "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
         )
 
     # ------------------------------------------------------------------ one step
 
-    async def _step(
+    async def step(
         self,
         interaction: InteractionRow | InteractionFacts,
         event: InteractionEvent,
@@ -162,14 +146,14 @@ class InteractionService:
         call_id = interaction.call_id
         if call_event is not None and call_id is not None:
             call_step = outbox.call_step(
-                await self._session(),
+                await self.session(),
                 call_id,
                 call_event,
                 new=call_facts,
                 result=result if call_event == "submit" else None,
                 code=code if call_event != "submit" else None,
             )
-        reply = await self._store(
+        reply = await self.store(
             InteractionStepRequest(
                 interaction_id=interaction.interaction_id,
                 event=event,
@@ -188,24 +172,24 @@ class InteractionService:
                 await outbox.wake(self.bus)
         return reply
 
-    async def _over_quota(self, source: Literal["agent_tool", "miniapp"], scope: str = "") -> bool:
+    async def over_quota(self, source: Literal["agent_tool", "miniapp"], scope: str = "") -> bool:
         """Whether a new question of the Agent (or of app `scope`) would pass its quota."""
-        count = await self._store(
+        count = await self.store(
             InteractionCountRequest(source=source, owner_scope=scope or None),
             InteractionCountReply,
         )
         return count.open >= (MAX_OPEN_AGENT if source == "agent_tool" else MAX_OPEN_PER_APP)
 
-    async def _get(
+    async def get_row(
         self, *, interaction_id: str | None = None, call_id: str | None = None
     ) -> InteractionRow | None:
-        reply = await self._store(
+        reply = await self.store(
             InteractionGetRequest(interaction_id=interaction_id, call_id=call_id),
             InteractionGetReply,
         )
         return reply.interaction
 
-    async def _end(
+    async def end(
         self,
         row: InteractionRow,
         event: Ending,
@@ -219,7 +203,7 @@ class InteractionService:
         if row.state not in WAITING:
             return row, False
         try:
-            reply = await self._step(
+            reply = await self.step(
                 row,
                 event,
                 code=code,
@@ -229,7 +213,7 @@ class InteractionService:
         except LineUpError as exc:
             if exc.code not in (ErrorCode.INTERACTION_FINAL, ErrorCode.INVALID_ARGUMENTS):
                 raise
-            again = await self._get(interaction_id=row.interaction_id)
+            again = await self.get_row(interaction_id=row.interaction_id)
             return (again or row), False
         if reply.changed and row.source == "miniapp":
             await self._tell_owner(reply.interaction)
@@ -254,8 +238,8 @@ class InteractionService:
             session_row = await self._session_context(context, envelope)
         except LineUpError as refused:
             return refused
-        async with self._asking:
-            if await self._get(call_id=call_id) is None and await self._over_quota("agent_tool"):
+        async with self.asking:
+            if await self.get_row(call_id=call_id) is None and await self.over_quota("agent_tool"):
                 return LineUpError(ErrorCode.QUOTA_EXCEEDED, "too many open questions")
             await self._ask(call_id, facts, envelope, request, expires_in_ms, session_row)
         return None
@@ -269,7 +253,7 @@ class InteractionService:
         expires_in_ms: int | None,
         session_row: AppSessionRow | None,
     ) -> None:
-        session = await self._session()
+        session = await self.session()
         now = time.time()
         timeout_ms = expires_in_ms if expires_in_ms is not None else std.DEFAULT_EXPIRES_IN_MS
         call_facts = facts.model_copy(update={"timeout_ms": timeout_ms})
@@ -281,15 +265,15 @@ class InteractionService:
             owner_scope=INTERACTION,  # the runtime's: the main IM, never an app
             instance_id=session_row.instance_id if session_row else None,
             agent_id=envelope.sender.id,
-            conversation_id=envelope.scope.conversation_id or session["conversation_id"],
+            conversation_id=envelope.scope.conversation_id or session.conversation_id,
             app_session_id=session_row.app_session_id if session_row else None,
             call_id=call_id,
             expires_at=now + expires_in_ms / 1000 if expires_in_ms is not None else None,
         )
-        reply = await self._step(new, "ask", call_event="ask", call_facts=call_facts)
+        reply = await self.step(new, "ask", call_event="ask", call_facts=call_facts)
         if reply.created:
-            self._arm(reply.interaction)
-        await self._advance(reply.interaction)
+            self.arm(reply.interaction)
+        await self.advance(reply.interaction)
 
     async def _session_context(
         self, context: object, envelope: RuntimeEnvelope
@@ -297,19 +281,19 @@ class InteractionService:
         """The sub-session an Agent's question names, or None (the main IM: never guessed from
         the foreground app). One that is not this Agent's and conversation's, or no session at
         all, is refused `app_session_invalid`; a closed one is history, and revives nothing."""
-        return await _app_sessions.named(self._store, context, envelope)
+        return await _app_sessions.named(self.store, context, envelope)
 
-    async def _advance(self, row: InteractionRow) -> None:
+    async def advance(self, row: InteractionRow) -> None:
         """Carry an interaction on from where it stands (after `ask`, or at start): a pending
         one is presented; a presented notice answered; a MiniApp's answered one told to its
         app and settled."""
         if row.state == "pending":
             try:
-                row = (await self._step(row, "present")).interaction
+                row = (await self.step(row, "present")).interaction
             except LineUpError as exc:  # answered or ended while it was being shown: fine
                 if exc.code not in (ErrorCode.INTERACTION_FINAL, ErrorCode.INVALID_ARGUMENTS):
                     raise
-                row = await self._get(interaction_id=row.interaction_id) or row
+                row = await self.get_row(interaction_id=row.interaction_id) or row
         if row.state == "presented" and row.kind == "notice":
             await self._answer(row, {"acknowledged": False})
         elif row.state == "submitted" and row.source == "miniapp":
@@ -321,25 +305,25 @@ class InteractionService:
         """The user's answer from the Shell. The first committed write wins: an answer to an
         interaction that has one (or ended) writes nothing and gets it as it is. Raises
         `interaction_not_found`, `answer_invalid` (nothing recorded)."""
-        row = await self._get(interaction_id=msg.interaction_id)
+        row = await self.get_row(interaction_id=msg.interaction_id)
         if row is None:
             raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, msg.interaction_id)
         if row.state not in WAITING:
-            return InteractionAnswerReply(interaction=view_of(row), changed=False)
+            return InteractionAnswerReply(interaction=interaction_view_of(row), changed=False)
         if std.is_cancel(msg.answer):
             if row.kind not in ("choice", "input"):
                 raise LineUpError(ErrorCode.ANSWER_INVALID, "this kind has no cancel")
-            ended, changed = await self._end(row, "cancel", ErrorCode.CANCELLED_BY_USER.value)
-            return InteractionAnswerReply(interaction=view_of(ended), changed=changed)
+            ended, changed = await self.end(row, "cancel", ErrorCode.CANCELLED_BY_USER.value)
+            return InteractionAnswerReply(interaction=interaction_view_of(ended), changed=changed)
         result = std.result_of(std.REQUEST.validate_python(row.request), msg.answer)
         answered, changed = await self._answer(row, result)
-        return InteractionAnswerReply(interaction=view_of(answered), changed=changed)
+        return InteractionAnswerReply(interaction=interaction_view_of(answered), changed=changed)
 
     async def _answer(
         self, row: InteractionRow, result: dict[str, Any]
     ) -> tuple[InteractionRow, bool]:
         try:
-            reply = await self._step(
+            reply = await self.step(
                 row,
                 "answer",
                 result=result,
@@ -348,7 +332,7 @@ class InteractionService:
         except LineUpError as exc:
             if exc.code not in (ErrorCode.INTERACTION_FINAL, ErrorCode.INVALID_ARGUMENTS):
                 raise
-            again = await self._get(interaction_id=row.interaction_id)
+            again = await self.get_row(interaction_id=row.interaction_id)
             return (again or row), False
         if reply.changed and row.source == "miniapp":
             await self._settle_with_owner(reply.interaction)
@@ -357,27 +341,30 @@ class InteractionService:
     async def settled(self, call_id: str) -> None:
         """The transport's word on a call's terminal row: if the call asked a question, the
         store settled (or failed) the interaction with it; show that."""
-        row = await self._get(call_id=call_id)
+        row = await self.get_row(call_id=call_id)
         if row is not None:
             await self._push(row)
 
     # ------------------------------------------------------------------ the Agent's dismiss
 
-    async def dismiss(self, envelope: RuntimeEnvelope, peer: str) -> None:
-        """`lineup.v1.interaction.dismiss`: the Agent and its conversation are the
-        authenticated envelope's; the interaction is found by `call_id`. One already ended (or
-        answered), and a replay, get the same receipt: audited, nothing written. Raises
-        `interaction_not_found` for a call that asked nothing of this Agent."""
-        call_id = envelope.payload.get("call_id")
-        row = await self._get(call_id=call_id) if isinstance(call_id, str) else None
+    async def dismiss(
+        self, envelope: RuntimeEnvelope, dismissal: wire.DismissPayload, peer: str
+    ) -> None:
+        """`lineup.v1.interaction.dismiss` (`dismissal`, as the wire parsed it): the Agent and
+        its conversation are the authenticated envelope's; the interaction is found by
+        `call_id`. One already ended (or answered), and a replay, get the same receipt:
+        audited, nothing written. Raises `interaction_not_found` for a call that asked nothing
+        of this Agent."""
+        call_id = dismissal.call_id
+        row = await self.get_row(call_id=call_id)
         if (
             row is None
             or row.source != "agent_tool"
             or row.agent_id != envelope.sender.id
             or row.conversation_id != envelope.scope.conversation_id
         ):
-            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, str(call_id)[:200])
-        _, changed = await self._end(row, "cancel", ErrorCode.INTERACTION_DISMISSED.value)
+            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, call_id)
+        _, changed = await self.end(row, "cancel", ErrorCode.INTERACTION_DISMISSED.value)
         self.bus.audit(
             AuditRecord(
                 event="router.interaction_dismissed" if changed else "router.dismiss_repeated",
@@ -388,199 +375,12 @@ class InteractionService:
             )
         )
 
-    # ------------------------------------------------------------------ a MiniApp's question
-
-    async def request(
-        self, sender: Identity, msg: sdk.InteractionAskRequest
-    ) -> sdk.InteractionReceipt:
-        """`sdk.ui.request`: the owner is the sender's app and one of its live instances.
-        Naming any other instance (another app's, or none live) is refused
-        `app_instance_not_found` and audited, as the quota's refusal is."""
-        scope = app_scope_of(sender)
-        try:
-            instance = await self._own_instance(sender, msg.instance_id)
-        except LineUpError as exc:
-            if exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND:
-                self._audit_app(
-                    "router.interaction_refused", sender, exc.code, msg.TYPE, msg.instance_id
-                )
-            raise
-        if msg.parent_call_id is not None:
-            await self._own_parent(sender, msg.parent_call_id, instance.instance_id, msg.TYPE)
-        current, created = await self._ask_app(
-            scope,
-            instance.instance_id,
-            ids.app_interaction_id(scope, instance.instance_id, msg.request_id),
-            msg.request,
-            expires_in_ms=msg.expires_in_ms,
-            parent_call_id=msg.parent_call_id,
-            presentation=msg.presentation,
-            refused=lambda code: self._audit_app(
-                "router.interaction_refused", sender, code, msg.TYPE, instance.instance_id
-            ),
-        )
-        return sdk.InteractionReceipt(interaction=record_of(current), changed=created)
-
-    async def surface_ask(self, msg: SurfaceAskRequest, peer: str) -> SurfaceAskReply:
-        """A Surface's `lineup/ui/request`, relayed by the hostbridge: recorded as its app's own
-        question of that instance (focus says the instance is live and the app's), under the
-        app's quota, idempotent by (instance, request id). Refusals audited by type and code."""
-
-        try:
-            instance = await self.bus.request(
-                "focus",
-                FindInstanceRequest(app_scope=msg.app_scope, instance_id=msg.instance_id),
-                expect=InstanceReply,
-                timeout=STORE_TIMEOUT,
-                retry=True,
-            )
-            current, created = await self._ask_app(
-                msg.app_scope,
-                instance.instance_id,
-                ids.surface_interaction_id(msg.app_scope, instance.instance_id, msg.request_id),
-                msg.request,
-                refused=lambda code: None,  # audited below, as every other refusal
-            )
-        except LineUpError as exc:
-            self.bus.audit(
-                AuditRecord(
-                    event="router.interaction_refused",
-                    actor=self.me.name,
-                    peer=peer,
-                    code=exc.code.value,
-                    message_type=msg.TYPE,
-                    subject_id=msg.instance_id,
-                )
-            )
-            raise
-        return SurfaceAskReply(interaction=view_of(current), changed=created)
-
-    async def _ask_app(
-        self,
-        scope: str,
-        instance_id: str,
-        interaction_id: str,
-        asked: dict[str, Any],
-        *,
-        refused: Callable[[ErrorCode], None],
-        expires_in_ms: int | None = None,
-        parent_call_id: str | None = None,
-        presentation: sdk.Presentation = "default",
-    ) -> tuple[InteractionRow, bool]:
-        """Record (or find again) app `scope`'s question of `instance_id`: the standard
-        request `asked` (its `kind` and fields), within the app's quota; then carry it on.
-        Returns the interaction as it stands, and whether this asked it."""
-        kind = asked.get("kind")
-        tool_input = {k: v for k, v in asked.items() if k != "kind"}
-        if expires_in_ms is not None and kind != "notice":
-            tool_input["expires_in_ms"] = expires_in_ms
-        try:
-            request, expires = std.request_of(f"interaction.{kind}", tool_input)
-        except LineUpError as exc:
-            raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, "not a standard request") from exc
-        session = await self._session()
-        new = InteractionFacts(
-            interaction_id=interaction_id,
-            kind=request.kind,
-            request=request.model_dump(mode="json", exclude_none=True),
-            source="miniapp",
-            owner_scope=scope,
-            instance_id=instance_id,
-            agent_id=session.get("agent_id"),
-            conversation_id=session["conversation_id"],
-            parent_call_id=parent_call_id,
-            presentation=presentation,
-            expires_at=time.time() + expires / 1000 if expires is not None else None,
-        )
-        async with self._asking:
-            if await self._get(interaction_id=new.interaction_id) is None and (
-                await self._over_quota("miniapp", scope)
-            ):
-                refused(ErrorCode.QUOTA_EXCEEDED)
-                raise LineUpError(
-                    ErrorCode.QUOTA_EXCEEDED, f"{MAX_OPEN_PER_APP} questions are open"
-                )
-            reply = await self._step(new, "ask")
-        if reply.created:
-            self._arm(reply.interaction)
-        await self._advance(reply.interaction)
-        current = await self._get(interaction_id=new.interaction_id) or reply.interaction
-        return current, reply.created
-
-    async def get(self, sender: Identity, msg: sdk.InteractionGetRequest) -> sdk.InteractionReceipt:
-        row = await self._own_interaction(sender, msg.interaction_id, msg.TYPE)
-        return sdk.InteractionReceipt(interaction=record_of(row), changed=False)
-
-    async def cancel(
-        self, sender: Identity, msg: sdk.InteractionCancelRequest
-    ) -> sdk.InteractionReceipt:
-        row = await self._own_interaction(sender, msg.interaction_id, msg.TYPE)
-        ended, changed = await self._end(
-            row, "cancel", msg.reason, expected_owner=(row.owner_scope, row.instance_id)
-        )
-        return sdk.InteractionReceipt(interaction=record_of(ended), changed=changed)
-
-    def _audit_app(
-        self, event: str, sender: Identity, code: ErrorCode, tag: str, subject_id: str
-    ) -> None:
-        """A MiniApp's request refused: ids and the code, never what it asked."""
-        self.bus.audit(
-            AuditRecord(
-                event=event,
-                actor=self.me.name,
-                peer=sender.name,
-                code=code.value,
-                message_type=tag,
-                subject_id=subject_id,
-            )
-        )
-
-    async def _own_interaction(
-        self, sender: Identity, interaction_id: str, tag: str
-    ) -> InteractionRow:
-        """The sender app's own interaction. Any other (the Agent's, another app's, none) is
-        `interaction_not_found`, and audited when it exists: the app learns nothing of it."""
-        row = await self._get(interaction_id=interaction_id)
-        if row is None or row.source != "miniapp" or row.owner_scope != app_scope_of(sender):
-            if row is not None:
-                self._audit_app(
-                    "router.interaction_denied",
-                    sender,
-                    ErrorCode.INTERACTION_NOT_FOUND,
-                    tag,
-                    interaction_id,
-                )
-            raise LineUpError(ErrorCode.INTERACTION_NOT_FOUND, interaction_id)
-        return row
-
-    async def _own_instance(self, sender: Identity, instance_id: str) -> InstanceReply:
-        """One of the sender app's live instances (focus's word), else `app_instance_not_found`."""
-        return await self.bus.request(
-            "focus",
-            FindInstanceRequest(app_scope=app_scope_of(sender), instance_id=instance_id),
-            expect=InstanceReply,
-            timeout=STORE_TIMEOUT,
-            retry=True,
-        )
-
-    async def _own_parent(self, sender: Identity, call_id: str, instance_id: str, tag: str) -> None:
-        """A `parent_call_id` must be a call of this very instance that is not decided."""
-        call = (await self._store(ToolCallGetRequest(call_id=call_id), ToolCallGetReply)).call
-        if call is None or call.app_scope != app_scope_of(sender):
-            if call is not None:
-                self.bus.audit(AuditRecord.scope_denied(self.me.name, sender.name, tag, call_id))
-            raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, call_id)
-        if call.instance_id != instance_id:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, call_id)
-        if call.state in call_machine.DECIDED:
-            raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
-
     async def _settle_with_owner(self, row: InteractionRow) -> None:
         """A MiniApp's answered question: tell its app, then settle it (told means delivered;
         an app that is down hears of it when it next asks or the router restarts)."""
         if await self._tell_owner(row):
             try:
-                await self._step(row, "settle")
+                await self.step(row, "settle")
             except LineUpError as exc:
                 log.info("router.interaction_settle_skipped code=%s", exc.code.value)
 
@@ -597,21 +397,21 @@ class InteractionService:
     # ------------------------------------------------------------------ the Shell's list
 
     async def list(self, msg: InteractionsListRequest) -> InteractionsListReply:
-        interactions = await self._store(
+        interactions = await self.store(
             InteractionListRequest(recent=msg.recent), InteractionListReply
         )
-        sessions = await self._store(
+        sessions = await self.store(
             AppSessionListRequest(recent=max(1, msg.recent)), AppSessionListReply
         )
         return InteractionsListReply(
-            interactions=tuple(view_of(row) for row in interactions.interactions),
-            sessions=tuple(_app_sessions.view_of(row) for row in sessions.sessions),
+            interactions=tuple(interaction_view_of(row) for row in interactions.interactions),
+            sessions=tuple(session_view_of(row) for row in sessions.sessions),
         )
 
     async def _push(self, row: InteractionRow) -> None:
         code = await self.bus.tell(
             "hostbridge",
-            InteractionsUpdatedEvent(interactions=(view_of(row),)),
+            InteractionsUpdatedEvent(interactions=(interaction_view_of(row),)),
             timeout=TELL_TIMEOUT,
         )
         if code is not None:
@@ -621,7 +421,7 @@ class InteractionService:
 
     async def pending_of(self, app_session_id: str) -> tuple[str, ...]:
         """The call ids of the Agent's questions of a sub-session still waiting for an answer."""
-        reply = await self._store(
+        reply = await self.store(
             InteractionListRequest(open_only=True, recent=0, app_session_id=app_session_id),
             InteractionListReply,
         )
@@ -634,14 +434,14 @@ class InteractionService:
     async def cancel_app_owned(self, instance_id: str) -> None:
         """The instance ended: its app's own questions still open end `cancelled(app_closed)`
         (the Agent's stay: the main IM keeps them)."""
-        reply = await self._store(
+        reply = await self.store(
             InteractionListRequest(open_only=True, recent=0, instance_id=instance_id),
             InteractionListReply,
         )
         for row in reply.interactions:
             if row.source == "miniapp" and row.state in WAITING:
                 try:
-                    await self._end(row, "cancel", APP_CLOSED)
+                    await self.end(row, "cancel", APP_CLOSED)
                 except LineUpError as exc:
                     log.info("router.interaction_cancel_skipped code=%s", exc.code.value)
 
@@ -651,7 +451,7 @@ class InteractionService:
         """At start: every open interaction gets its timer again and goes on from where the
         previous router left it; the sub-sessions are swept."""
         try:
-            reply = await self._store(
+            reply = await self.store(
                 InteractionListRequest(open_only=True, recent=0), InteractionListReply
             )
         except LineUpError as exc:
@@ -659,13 +459,13 @@ class InteractionService:
             return
         for row in reply.interactions:
             if row.state in WAITING:
-                self._arm(row)
+                self.arm(row)
             try:
-                await self._advance(row)
+                await self.advance(row)
             except LineUpError as exc:
                 log.info("router.interaction_resume_failed code=%s", exc.code.value)
 
-    def _arm(self, row: InteractionRow) -> None:
+    def arm(self, row: InteractionRow) -> None:
         if row.expires_at is None:
             return
         self._deadlines.arm(row.expires_at, row.interaction_id)
@@ -674,45 +474,8 @@ class InteractionService:
         """An interaction past its `expires_at` expires with its call, in one step, unless it
         was answered or ended first."""
         try:
-            row = await self._get(interaction_id=interaction_id)
+            row = await self.get_row(interaction_id=interaction_id)
             if row is not None:
-                await self._end(row, "expire", ErrorCode.OPERATION_EXPIRED.value)
+                await self.end(row, "expire", ErrorCode.OPERATION_EXPIRED.value)
         except LineUpError as exc:
             log.warning("router.interaction_expire_failed code=%s", exc.code.value)
-
-
-def view_of(row: InteractionRow) -> InteractionView:
-    """An interaction as the Shell shows it."""
-    return InteractionView(
-        interaction_id=row.interaction_id,
-        kind=row.kind,
-        state=row.state,
-        request=row.request,
-        result=row.result,
-        terminal_code=row.terminal_code,
-        source=row.source,
-        owner_scope=row.owner_scope,
-        instance_id=row.instance_id,
-        app_session_id=row.app_session_id,
-        call_id=row.call_id,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-    )
-
-
-def record_of(row: InteractionRow) -> sdk.InteractionRecord:
-    """A MiniApp's interaction as its app sees it (nothing of the Agent's or the user's)."""
-    return sdk.InteractionRecord(
-        interaction_id=row.interaction_id,
-        kind=row.kind,
-        state=row.state,
-        request=row.request,
-        result=row.result,
-        terminal_code=row.terminal_code,
-        instance_id=row.instance_id,
-        parent_call_id=row.parent_call_id,
-        presentation=row.presentation,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-        asked_by="surface" if ids.is_surface_interaction(row.interaction_id) else "app",
-    )

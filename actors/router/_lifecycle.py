@@ -4,7 +4,7 @@ that makes up what a lost instance event left undone.
 Theory of operation
 -------------------
 When focus tells that an instance `ended` (or `failed`), seed 000 §7.3 orders what follows:
-its calls not decided converge first (the tool pipeline: `cancelled(app_closed)`, a held one
+its calls not decided converge first (`_tools`: `cancelled(app_closed)`, a held one
 `rejected(activation_*)`), then its app's own questions end `cancelled(app_closed)` (the
 interactions), then its sub-session closes, naming the Agent's questions still pending (the
 sub-sessions), so the Agent hears the calls' errors before `app_session.closed`. Nothing is
@@ -36,7 +36,7 @@ from lineup.facts.scopes import CHAT
 
 from ._app_sessions import AppSessions
 from ._interactions import InteractionService
-from ._tools import ToolPipeline
+from ._tools import ToolCalls
 
 __all__ = ["InstanceLifecycle"]
 
@@ -52,12 +52,12 @@ class InstanceLifecycle:
     def __init__(
         self,
         bus: Bus,
-        tools: ToolPipeline,
+        calls: ToolCalls,
         interactions: InteractionService,
         sessions: AppSessions,
     ) -> None:
         self.bus = bus
-        self._tools = tools
+        self._calls = calls
         self._interactions = interactions
         self._sessions = sessions
 
@@ -65,7 +65,7 @@ class InstanceLifecycle:
         """The instance ended (stopped, or `failed`): its calls converge, then its questions
         end and its sub-session closes. A converge that fails is raised (no close before it);
         a close that fails is made up by the next sweep."""
-        await self._tools.converge(instance_id, app_scope, failed)
+        await self._calls.converge(instance_id, app_scope, failed)
         try:
             await self.close(instance_id, app_scope)
         except LineUpError as exc:

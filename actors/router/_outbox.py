@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from lineup import wire
 from lineup.actors.kernel import Bus
 from lineup.actors.store.messages import OutboxRowIn, ToolCallFacts, ToolCallStepRequest
-from lineup.actors.transport.messages import OutboxWakeEvent
+from lineup.actors.transport.messages import AppServerSession, OutboxWakeEvent
 from lineup.facts import tool_calls as machine
 from lineup.facts.tool_calls import ToolCallEvent
 
@@ -41,7 +41,7 @@ async def wake(bus: Bus) -> None:
 
 
 def envelope_of(
-    session: dict[str, str],
+    session: AppServerSession,
     kind: str,
     payload: BaseModel,
     message_id: str,
@@ -54,9 +54,9 @@ def envelope_of(
         wire.envelope(
             kind,
             payload,
-            conversation_id=session["conversation_id"],
+            conversation_id=session.conversation_id,
             sender_kind="user",
-            sender_id=session["user_id"],
+            sender_id=session.user_id,
             message_id=message_id,
             call_id=call_id,
             app_scope=app_scope,
@@ -65,7 +65,7 @@ def envelope_of(
 
 
 def call_rows(
-    session: dict[str, str],
+    session: AppServerSession,
     call_id: str,
     event: ToolCallEvent,
     result: dict[str, Any] | None,
@@ -99,7 +99,7 @@ def call_rows(
 
 
 def call_step(
-    session: dict[str, str],
+    session: AppServerSession,
     call_id: str,
     event: ToolCallEvent,
     *,

@@ -7,13 +7,14 @@ kernel's `kernel.health.request`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from lineup.actors.kernel import Message
+from lineup.actors.kernel import ErrorCode, Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.hostbridge.messages import AppSessionView, InteractionView
+from lineup.wire import DismissEnvelope, TextEnvelope, ToolCallEnvelope
 
 __all__ = [
     "AppSessionContinueReply",
@@ -21,6 +22,7 @@ __all__ = [
     "EnvelopeOutcome",
     "HealthReply",
     "HealthRequest",
+    "InboundEnvelope",
     "InboundEnvelopesReply",
     "InboundEnvelopesRequest",
     "InstanceEvent",
@@ -32,20 +34,42 @@ __all__ = [
     "InteractionsListRequest",
     "InventoryChangedEvent",
     "OutboxSettledEvent",
+    "RefusedEnvelope",
     "SessionStartedEvent",
     "SurfaceAskReply",
     "SurfaceAskRequest",
 ]
 
 
+class RefusedEnvelope(Message):
+    """An envelope of a sync page, within the wire's limits, that is no Agent envelope of this
+    version (`lineup.wire.agent_envelope` refused it: `unsupported_version`,
+    `envelope_type_unknown`, `envelope_malformed`). It travels in its place so that the router
+    answers and audits it as it does every refusal of its filter chain, in the page's order;
+    it carries only what is safe to audit (its code, its id and type if sane), never its body."""
+
+    type: Literal["router.inbound.refused"] = "router.inbound.refused"
+    code: ErrorCode
+    message_id: str | None = Field(default=None, max_length=200)
+    message_type: str | None = Field(default=None, max_length=100)
+
+
+# One envelope of a page as the transport hands it over: parsed once, by the wire's own model
+# (`lineup.wire.AgentEnvelope`), or refused there with its code. The router parses nothing again.
+InboundEnvelope = Annotated[
+    TextEnvelope | ToolCallEnvelope | DismissEnvelope | RefusedEnvelope,
+    Field(discriminator="type"),
+]
+
+
 class InboundEnvelopesRequest(Message):
-    """Wire envelopes from one sync page, in order. The reply comes once every accepted one is
-    persisted: only then may the transport advance its cursor."""
+    """Envelopes from one sync page, in order (`InboundEnvelope`). The reply comes once every
+    accepted one is persisted: only then may the transport advance its cursor."""
 
     type: Literal["router.inbound.envelopes"] = "router.inbound.envelopes"
     conversation_id: str = Field(min_length=1, max_length=200)
     agent_id: str = Field(min_length=1, max_length=200)
-    envelopes: tuple[dict[str, Any], ...] = Field(max_length=500)
+    envelopes: tuple[InboundEnvelope, ...] = Field(max_length=500)
 
 
 class EnvelopeOutcome(Message):

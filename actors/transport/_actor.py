@@ -16,7 +16,12 @@ Nothing the AppServer answers can stop this actor: the client (`_client.py`) tur
 malformed answer into one `LinkFailure` with a reason code, shown beside the state. An
 envelope of a page that breaks the wire's limits (too deep, too large, not JSON) is refused
 here with its code and an audit row, and the cursor moves past it: it costs itself, nothing
-more. The rest of the page goes to the router in batches that fit a bus frame.
+more, and it is not safe to hand on. Every other envelope is parsed here, once, by the wire's
+own model (`lineup.wire.agent_envelope`), and goes to the router as that model, in the page's
+order and in batches that fit a bus frame; one the model refuses (its version, type or shape)
+goes in its place as its refusal (`RefusedEnvelope`: its code, id and type, never its body),
+which the router answers and audits as every refusal of its filter chain. So the limits are
+checked once and the envelope parsed once, and the router sees no dict from the AppServer.
 
 The lifecycle (DESIGN §5) follows the link: authenticating → synchronizing → online, and
 reconnecting / offline_degraded (with the reason) while the AppServer is unreachable or
@@ -25,20 +30,29 @@ misbehaves; every change is pushed to the hostbridge for the Shell.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
-from lineup.actors.kernel import Actor, ActorKind, AuditRecord, Envelope, ErrorCode, handles
+from lineup.actors.kernel import (
+    Actor,
+    ActorKind,
+    AuditRecord,
+    Envelope,
+    ErrorCode,
+    Message,
+    handles,
+)
 from lineup.actors.kernel.control import RuntimeLinkEvent, RuntimeStateEvent
 from lineup.actors.router.messages import (
+    InboundEnvelope,
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
     OutboxSettledEvent,
+    RefusedEnvelope,
     SessionStartedEvent,
 )
 from lineup.actors.store.messages import (
@@ -56,14 +70,23 @@ from lineup.actors.store.messages import (
 )
 from lineup.facts import link
 from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR, LinkEvent, RuntimeState
-from lineup.wire import Admitted, Refusal, SyncPage
+from lineup.wire import (
+    Admitted,
+    EnvelopeInvalid,
+    Refusal,
+    SyncPage,
+    agent_envelope,
+    message_id_of,
+    message_type_of,
+)
 
 from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused
-from .messages import OutboxWakeEvent, RuntimeStateReply, RuntimeStateRequest
+from .messages import AppServerSession, OutboxWakeEvent, RuntimeStateReply, RuntimeStateRequest
 
 __all__ = ["TransportActor"]
 
 log = logging.getLogger("lineup.transport")
+M = TypeVar("M", bound=Message)
 
 ANNOUNCED_TO: Final = ("supervisor", "hostbridge")  # told every change of the link's state
 BACKOFF_BASE: Final = 0.1
@@ -73,6 +96,9 @@ STORE_TIMEOUT: Final = 30.0  # store calls retry through restarts for this long
 # A batch of envelopes to the router stays well inside one bus frame (1 MiB).
 BATCH_BYTES: Final = 512 * 1024
 BATCH_ENVELOPES: Final = 500
+# What a parsed envelope may weigh on the bus beyond its own bytes (its absent optional fields,
+# written as null), and what a refusal in its place weighs at most.
+ITEM_OVERHEAD: Final = 512
 PAGES_AHEAD: Final = 4  # sync pages fetched and waiting to be persisted, at most
 
 
@@ -80,18 +106,34 @@ def backoff(failures: int) -> float:
     return min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** max(0, failures - 1)) * random.uniform(0.5, 1.0)
 
 
-def batches(items: tuple[Admitted | Refusal, ...]) -> Iterator[tuple[dict[str, Any], ...]]:
-    """The admitted envelopes, in order, in batches that fit one router request."""
-    batch: list[dict[str, Any]] = []
+def inbound(item: Admitted) -> InboundEnvelope:
+    """An admitted envelope as the router takes it: parsed by the wire's model, or its refusal
+    (what is safe to audit of it) in its place."""
+    try:
+        return agent_envelope(item.document)
+    except EnvelopeInvalid as exc:
+        return RefusedEnvelope(
+            code=exc.code,
+            message_id=message_id_of(item.document),
+            message_type=message_type_of(item.document),
+        )
+
+
+def batches(items: tuple[Admitted | Refusal, ...]) -> Iterator[tuple[InboundEnvelope, ...]]:
+    """The admitted envelopes, in order, parsed (`inbound`), in batches that fit one router
+    request."""
+    batch: list[InboundEnvelope] = []
     size = 0
     for item in items:
         if not isinstance(item, Admitted):
             continue
-        if batch and (size + item.size > BATCH_BYTES or len(batch) == BATCH_ENVELOPES):
+        parsed = inbound(item)
+        cost = ITEM_OVERHEAD + (0 if isinstance(parsed, RefusedEnvelope) else item.size)
+        if batch and (size + cost > BATCH_BYTES or len(batch) == BATCH_ENVELOPES):
             yield tuple(batch)
             batch, size = [], 0
-        batch.append(item.document)
-        size += item.size
+        batch.append(parsed)
+        size += cost
     if batch:
         yield tuple(batch)
 
@@ -106,7 +148,7 @@ class TransportActor(Actor):
         self._wake = trio.Event()
         self._login_lock = trio.Lock()
         self._token: str | None = None
-        self._session: dict[str, str] = {}
+        self._session: AppServerSession | None = None
         self._failures = 0
         self._state_changed = trio.Event()
 
@@ -205,13 +247,13 @@ class TransportActor(Actor):
                     self._link_failed(failure)
                     await trio.sleep(backoff(failures))
             self._token = answer.token
-            self._session = {
-                "user_id": answer.user_id,
-                "agent_id": answer.agent_id,
-                "conversation_id": answer.conversation_id,
-            }
+            self._session = AppServerSession(
+                user_id=answer.user_id,
+                agent_id=answer.agent_id,
+                conversation_id=answer.conversation_id,
+            )
             await self._store(
-                CursorSetRequest(name=SESSION_CURSOR, value=json.dumps(self._session)),
+                CursorSetRequest(name=SESSION_CURSOR, value=self._session.model_dump_json()),
                 CursorSetReply,
             )
             self._move("logged_in")
@@ -295,12 +337,14 @@ class TransportActor(Actor):
                         subject_id=item.message_id,
                     )
                 )
+        session = self._session
+        assert session is not None  # pages are fetched only after a login
         for batch in batches(items):
             await self.bus.request(
                 "router",
                 InboundEnvelopesRequest(
-                    conversation_id=self._session["conversation_id"],
-                    agent_id=self._session["agent_id"],
+                    conversation_id=session.conversation_id,
+                    agent_id=session.agent_id,
                     envelopes=batch,
                 ),
                 expect=InboundEnvelopesReply,
@@ -367,7 +411,7 @@ class TransportActor(Actor):
 
     # ------------------------------------------------------------------ the store
 
-    async def _store(self, request: Any, expect: type[Any]) -> Any:
+    async def _store(self, request: Message, expect: type[M]) -> M:
         return await self.bus.request(
             "store", request, expect=expect, timeout=STORE_TIMEOUT, retry=True
         )

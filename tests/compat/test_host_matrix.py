@@ -49,7 +49,8 @@ from lineup.actors.kernel import (
     Identity,
     LineUpError,
 )
-from lineup.actors.router._envelope import EnvelopeRejected, admit
+from lineup.actors.router._envelope import EnvelopeRejected
+from lineup.actors.router._envelope import admit_document as admit
 from lineup.hostbridge import _actor as hostbridge_actor
 from lineup.hostbridge._markdown import ALLOWED_HREF_SCHEMES, NODE_TYPES, markdown_tree
 from lineup.hostbridge.shell_protocol import SHELL_TO_RUNTIME, SurfaceRejectedFrame

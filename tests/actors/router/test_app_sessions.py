@@ -15,6 +15,7 @@ from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.actors.router import _ids as ids
 from lineup.actors.router._app_sessions import AppSessions
 from lineup.actors.store.messages import AppSessionGetReply, AppSessionGetRequest, ToolCallFacts
+from lineup.actors.transport.messages import AppServerSession
 from lineup.tests.actors.store._harness import start_store
 
 from .test_interactions import CONFIRM, INSTANCE, Router, make_router
@@ -40,7 +41,7 @@ async def open_call(router: Router, call_id: str) -> None:
         input={"task_id": "t1", "progress": 10},
         timeout_ms=60_000,
     )
-    await router.tools._step(call_id, "hand_over", new=facts, instance_id=INSTANCE)
+    await router.calls.step(call_id, "hand_over", new=facts, instance_id=INSTANCE)
     assert (await router.call(call_id)).state == "waiting_for_app"
 
 
@@ -102,10 +103,10 @@ async def test_an_open_the_store_did_not_answer_is_an_error_not_a_quiet_skip(
     timed out is raised, so that the router sweeps again at once (`_guarded_event`) instead of
     leaving the sub-session unopened until a login that may never come."""
 
-    async def timed_out() -> dict[str, str]:
+    async def timed_out() -> AppServerSession:
         raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "the store did not answer")
 
-    async def never_logged_in() -> dict[str, str]:
+    async def never_logged_in() -> AppServerSession:
         raise LineUpError(ErrorCode.NOT_CONNECTED, "no AppServer session yet")
 
     slow = AppSessions(cast(Bus, router.bus), timed_out)

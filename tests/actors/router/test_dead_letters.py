@@ -21,7 +21,7 @@ from lineup.actors.kernel import (
     LineUpError,
     Message,
 )
-from lineup.actors.router._envelope import admit_sized
+from lineup.actors.router._envelope import admit
 from lineup.actors.router._inbound import Inbound, _receive_request
 from lineup.actors.router.messages import EnvelopeOutcome, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
@@ -37,18 +37,19 @@ CONVERSATION, AGENT = "conv-dl", "agent-dl"
 TRANSPORT = Identity(ActorKind.TRANSPORT, "transport")
 
 
-def text(message_id: str) -> dict[str, Any]:
-    return wire.dump(
-        wire.envelope(
-            wire.TEXT,
-            wire.TextPayload(markdown="hello"),
-            conversation_id=CONVERSATION,
-            sender_kind="agent",
-            sender_id=AGENT,
-            message_id=message_id,
-            app_scope="probe",
-        )
+def text(message_id: str) -> wire.TextEnvelope:
+    """An Agent's text, as the transport hands it over: parsed by the wire's model."""
+    envelope = wire.envelope(
+        wire.TEXT,
+        wire.TextPayload(markdown="hello"),
+        conversation_id=CONVERSATION,
+        sender_kind="agent",
+        sender_id=AGENT,
+        message_id=message_id,
+        app_scope="probe",
     )
+    assert isinstance(envelope, wire.TextEnvelope)
+    return envelope
 
 
 class FakeBus:
@@ -92,7 +93,7 @@ def router(bus: FakeBus, tmp_path: Path) -> Inbound:
     """The router's inbound side alone: no tools, interactions or sub-sessions are reached."""
     nothing: Any = None
     identity = Identity(ActorKind.ROUTER, "router")
-    return Inbound(cast(Bus, bus), identity, nothing, nothing, nothing, lambda *told: None)
+    return Inbound(cast(Bus, bus), identity, nothing, nothing, nothing, nothing, lambda *told: None)
 
 
 def envelope_from_transport() -> Envelope:
@@ -135,7 +136,7 @@ def test_a_handling_that_fails_twice_is_quarantined_and_the_envelope_rejected(
     assert (put.source, put.item_id, put.kind, put.code, put.attempts) == (
         "inbound", "m-2", wire.TEXT, "handler_failed", 2,
     )  # fmt: skip
-    assert put.body == raw  # kept for a person to read; never in a log or an audit row
+    assert put.body == wire.dump(raw)  # kept for a person to read; never in a log or an audit row
     [record] = bus.audited
     assert (record.event, record.code, record.subject_id) == (
         "router.envelope_rejected", "handler_failed", "m-2",
@@ -167,7 +168,7 @@ def test_a_text_the_store_fails_on_twice_is_quarantined_and_the_rest_of_its_batc
     actor = router(bus, tmp_path)
     batch = []
     for index, message_id in enumerate(("m-a", "m-bad", "m-b")):
-        envelope, _ = admit_sized(text(message_id), conversation_id=CONVERSATION, agent_id=AGENT)
+        envelope = admit(text(message_id), conversation_id=CONVERSATION, agent_id=AGENT)
         batch.append((index, envelope, _receive_request(envelope)))
     outcomes: list[EnvelopeOutcome | None] = [None, None, None]
     trio.run(actor._receive_batch, batch, outcomes, envelope_from_transport())

@@ -14,7 +14,7 @@ from lineup.actors.router._envelope import (
     MAX_ENVELOPE_BYTES,
     EnvelopeRejected,
     RuntimeEnvelope,
-    admit,
+    admit_document,
 )
 
 CONVERSATION = "conv-1"
@@ -37,12 +37,12 @@ def text(**overrides: Any) -> dict[str, Any]:
 
 def refusal(raw: object) -> ErrorCode:
     with pytest.raises(EnvelopeRejected) as rejected:
-        admit(raw, conversation_id=CONVERSATION, agent_id=AGENT)
+        admit_document(raw, conversation_id=CONVERSATION, agent_id=AGENT)
     return rejected.value.code
 
 
 def test_a_legacy_text_without_scope_belongs_to_chat_in_its_conversation() -> None:
-    envelope = admit(text(), conversation_id=CONVERSATION, agent_id=AGENT)
+    envelope = admit_document(text(), conversation_id=CONVERSATION, agent_id=AGENT)
     assert isinstance(envelope, RuntimeEnvelope)
     assert envelope.scope.app_scope == "chat"
     assert envelope.target.app_scope == "chat"
@@ -51,7 +51,7 @@ def test_a_legacy_text_without_scope_belongs_to_chat_in_its_conversation() -> No
 
 
 def test_an_envelope_with_a_scope_keeps_it() -> None:
-    envelope = admit(
+    envelope = admit_document(
         text(app_scope="task-dashboard", instance_id="i1"),
         conversation_id=CONVERSATION,
         agent_id=AGENT,
@@ -61,7 +61,7 @@ def test_an_envelope_with_a_scope_keeps_it() -> None:
 
 
 def test_the_appservers_seq_becomes_the_correlation_sequence() -> None:
-    envelope = admit(text(seq=7), conversation_id=CONVERSATION, agent_id=AGENT)
+    envelope = admit_document(text(seq=7), conversation_id=CONVERSATION, agent_id=AGENT)
     assert envelope.correlation is not None
     assert envelope.correlation.sequence == 7
 
@@ -112,7 +112,7 @@ def test_any_mutation_of_a_field_is_admitted_whole_or_refused_with_a_code(
     raw[key] = value
     code: ErrorCode | None
     try:
-        envelope = admit(raw, conversation_id=CONVERSATION, agent_id=AGENT)
+        envelope = admit_document(raw, conversation_id=CONVERSATION, agent_id=AGENT)
     except EnvelopeRejected as rejected:
         code = rejected.code
     else:

@@ -16,7 +16,7 @@ from lineup import wire
 from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity
 from lineup.actors.router import _ids as ids
 from lineup.actors.router._deliveries import Deliveries
-from lineup.actors.router._envelope import admit_sized
+from lineup.actors.router._envelope import admit
 from lineup.actors.router._inbound import _receive_request, _request_cost
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
@@ -310,7 +310,9 @@ def test_a_receive_requests_cost_bounds_its_size_on_the_bus(instance_id: str | N
     )
     if instance_id is not None:
         raw["instance_id"] = instance_id
-    envelope, size = admit_sized(raw, conversation_id="c" * 200, agent_id="a" * 200)
+    parsed = wire.agent_envelope(raw)  # as the transport hands it over
+    envelope = admit(parsed, conversation_id="c" * 200, agent_id="a" * 200)
+    size = wire.encoded_size(parsed)
 
     request = _receive_request(envelope)
 

@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 import trio
 
+from lineup import wire
 from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
 from lineup.actors.kernel import (
     ActorKind,
@@ -25,6 +26,7 @@ from lineup.actors.kernel import (
 from lineup.actors.kernel import Message as Msg
 from lineup.actors.router import _deadlines
 from lineup.actors.router import _ids as ids
+from lineup.actors.router._app_questions import AppQuestions
 from lineup.actors.router._app_sessions import AppSessions
 from lineup.actors.router._envelope import RuntimeEnvelope, Scope, Sender, Target
 from lineup.actors.router._interactions import (
@@ -32,8 +34,10 @@ from lineup.actors.router._interactions import (
     MAX_OPEN_PER_APP,
     InteractionService,
 )
+from lineup.actors.router._inventory import Inventory
 from lineup.actors.router._lifecycle import InstanceLifecycle
-from lineup.actors.router._tools import ToolPipeline
+from lineup.actors.router._pipeline import ToolPipeline, pointer_of
+from lineup.actors.router._tools import ToolCalls
 from lineup.actors.router.messages import InteractionAnswerRequest
 from lineup.actors.store.messages import (
     AppSessionGetReply,
@@ -49,12 +53,13 @@ from lineup.actors.store.messages import (
     ToolCallGetRequest,
     ToolCallRow,
 )
+from lineup.actors.transport.messages import AppServerSession
 from lineup.hostbridge.messages import AppSessionsUpdatedEvent, InteractionsUpdatedEvent
 from lineup.sdk import protocol as sdk
 from lineup.tests.actors.store._harness import StoreHarness, start_store
 from lineup.tests.support.tree import audit_rows
 
-SESSION = {"conversation_id": "conv-1", "user_id": "user-1", "agent_id": "agent-1"}
+SESSION = AppServerSession(conversation_id="conv-1", user_id="user-1", agent_id="agent-1")
 INSTANCE = "task-dashboard:open-1"
 APP = Identity(ActorKind.MINIAPP, "miniapp:task-dashboard")
 OTHER_APP = Identity(ActorKind.MINIAPP, "miniapp:other")
@@ -108,8 +113,10 @@ class FakeBus:
 @dataclass
 class Router:
     service: InteractionService
+    questions: AppQuestions
     sessions: AppSessions
     lifecycle: InstanceLifecycle
+    calls: ToolCalls
     tools: ToolPipeline
     bus: FakeBus
     harness: StoreHarness  # reads what the router may not (the outbox, as the transport)
@@ -132,7 +139,11 @@ class Router:
             input=arguments,
             timeout_ms=86_400_000,
         )
-        await self.tools.interact(call_id, facts, envelope(agent, {"call_id": call_id}), context)
+        # As the router's inbound side hands a checked interactive call over (`_inbound`).
+        asked = envelope(agent, {"call_id": call_id})
+        refused = await self.service.ask(call_id, facts, asked, context)
+        if refused is not None:
+            await self.tools.refuse(call_id, facts, refused.code, pointer=pointer_of(refused))
 
     async def interaction(self, call_id: str) -> InteractionRow | None:
         reply = await self.bus.store.request(
@@ -175,15 +186,18 @@ def envelope(agent: str, payload: dict[str, Any]) -> RuntimeEnvelope:
 def make_router(harness: StoreHarness) -> Router:
     bus = FakeBus(harness.router)
 
-    async def session() -> dict[str, str]:
+    async def session() -> AppServerSession:
         return SESSION
 
     me = Identity(ActorKind.ROUTER, "router")
     service = InteractionService(cast(Bus, bus), me, session)
-    tools = ToolPipeline(cast(Bus, bus), me, session, interactive=service.ask)
+    inventory = Inventory(cast(Bus, bus), session)
+    calls = ToolCalls(cast(Bus, bus), me, session, inventory)
+    tools = ToolPipeline(calls, inventory)
     sessions = AppSessions(cast(Bus, bus), session)
-    lifecycle = InstanceLifecycle(cast(Bus, bus), tools, service, sessions)
-    return Router(service, sessions, lifecycle, tools, bus, harness)
+    lifecycle = InstanceLifecycle(cast(Bus, bus), calls, service, sessions)
+    questions = AppQuestions(service)
+    return Router(service, questions, sessions, lifecycle, calls, tools, bus, harness)
 
 
 @pytest.fixture
@@ -319,7 +333,7 @@ async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps
     answered = await router.interaction("c2")
     assert answered is not None
     await router.answer(answered.interaction_id, {"approved": True})
-    own = await router.service.request(
+    own = await router.questions.request(
         APP,
         sdk.InteractionAskRequest(
             instance_id=INSTANCE, request_id="r1", request={"kind": "confirm", **CONFIRM}
@@ -338,7 +352,7 @@ async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps
     assert len([r for r in rows if r.kind == "lineup.v1.app_session.opened"]) == 1
     agents = await router.interaction("c1")
     assert agents is not None and agents.state == "presented"  # the main IM keeps it
-    mine = await router.service.get(
+    mine = await router.questions.get(
         APP, sdk.InteractionGetRequest(interaction_id=own.interaction.interaction_id)
     )
     assert (mine.interaction.state, mine.interaction.terminal_code) == ("cancelled", "app_closed")
@@ -353,14 +367,14 @@ async def test_closing_an_instance_names_its_pending_questions_and_ends_the_apps
 async def test_a_miniapps_answer_goes_to_it_alone_and_another_app_cannot_reach_it(
     router: Router,
 ) -> None:
-    asked = await router.service.request(
+    asked = await router.questions.request(
         APP,
         sdk.InteractionAskRequest(
             instance_id=INSTANCE, request_id="r1", request={"kind": "choice", **CHOICE}
         ),
     )
     interaction_id = asked.interaction.interaction_id
-    again = await router.service.request(  # a retry asks nothing new
+    again = await router.questions.request(  # a retry asks nothing new
         APP,
         sdk.InteractionAskRequest(
             instance_id=INSTANCE, request_id="r1", request={"kind": "choice", **CHOICE}
@@ -368,8 +382,8 @@ async def test_a_miniapps_answer_goes_to_it_alone_and_another_app_cannot_reach_i
     )
     assert (again.interaction.interaction_id, again.changed) == (interaction_id, False)
     for attempt in (
-        router.service.get(OTHER_APP, sdk.InteractionGetRequest(interaction_id=interaction_id)),
-        router.service.cancel(
+        router.questions.get(OTHER_APP, sdk.InteractionGetRequest(interaction_id=interaction_id)),
+        router.questions.cancel(
             OTHER_APP, sdk.InteractionCancelRequest(interaction_id=interaction_id)
         ),
     ):
@@ -379,7 +393,7 @@ async def test_a_miniapps_answer_goes_to_it_alone_and_another_app_cannot_reach_i
     denied = [a for a in router.bus.audits if a.event == "router.interaction_denied"]
     assert [(a.peer, a.subject_id) for a in denied] == [(OTHER_APP.name, interaction_id)] * 2
     with pytest.raises(LineUpError) as foreign:  # another app's instance is not its own
-        await router.service.request(
+        await router.questions.request(
             OTHER_APP,
             sdk.InteractionAskRequest(
                 instance_id=INSTANCE, request_id="r2", request={"kind": "confirm", **CONFIRM}
@@ -392,7 +406,7 @@ async def test_a_miniapps_answer_goes_to_it_alone_and_another_app_cannot_reach_i
     assert [(p, e.interaction.result) for p, e in told] == [
         ("miniapp:task-dashboard", {"action_ids": ["soup"]})
     ]
-    settled = await router.service.get(
+    settled = await router.questions.get(
         APP, sdk.InteractionGetRequest(interaction_id=interaction_id)
     )
     assert settled.interaction.state == "completed"  # told: delivered
@@ -406,7 +420,7 @@ async def test_a_miniapp_naming_an_instance_not_its_own_is_refused_and_audited_b
         instance_id=INSTANCE, request_id="r1", request={"kind": "confirm", **CONFIRM}
     )
     with pytest.raises(LineUpError) as refused:  # INSTANCE is live, and the dashboard's
-        await router.service.request(OTHER_APP, asked)
+        await router.questions.request(OTHER_APP, asked)
     assert refused.value.code is ErrorCode.APP_INSTANCE_NOT_FOUND
     rows = await audit_rows(
         router.bus.store,
@@ -459,11 +473,11 @@ async def test_a_miniapps_open_questions_are_bounded_and_refused_past_it_audited
         )
 
     for n in range(MAX_OPEN_PER_APP):
-        await router.service.request(APP, ask(f"r{n}"))
+        await router.questions.request(APP, ask(f"r{n}"))
     with pytest.raises(LineUpError) as refused:
-        await router.service.request(APP, ask("r-over"))
+        await router.questions.request(APP, ask("r-over"))
     assert refused.value.code is ErrorCode.QUOTA_EXCEEDED
-    again = await router.service.request(APP, ask("r0"))  # a retry of an open one answers
+    again = await router.questions.request(APP, ask("r0"))  # a retry of an open one answers
     assert again.changed is False
     rows = [a for a in router.bus.audits if a.event == "router.interaction_refused"]
     assert [(a.peer, a.code) for a in rows] == [(APP.name, ErrorCode.QUOTA_EXCEEDED.value)]
@@ -474,7 +488,7 @@ async def test_a_miniapps_open_questions_are_bounded_and_refused_past_it_audited
 async def test_a_parent_call_must_be_one_of_the_instances_own_open_calls(router: Router) -> None:
     await router.ask("agent-call", "interaction.confirm", CONFIRM)
     with pytest.raises(LineUpError) as refused:
-        await router.service.request(
+        await router.questions.request(
             APP,
             sdk.InteractionAskRequest(
                 instance_id=INSTANCE,
@@ -489,8 +503,9 @@ async def test_a_parent_call_must_be_one_of_the_instances_own_open_calls(router:
 async def test_a_dismiss_ends_once_and_a_replay_is_an_audited_receipt(router: Router) -> None:
     await router.ask("c1", "interaction.confirm", CONFIRM)
     dismiss = envelope("agent-1", {"control_id": "ctl", "call_id": "c1"})
-    await router.service.dismiss(dismiss, "transport")
-    await router.service.dismiss(dismiss, "transport")
+    payload = wire.DismissPayload(control_id="ctl", call_id="c1")
+    await router.service.dismiss(dismiss, payload, "transport")
+    await router.service.dismiss(dismiss, payload, "transport")
     call = await router.call("c1")
     assert (call.state, call.error_code) == (
         "cancelled",
@@ -503,7 +518,7 @@ async def test_a_dismiss_ends_once_and_a_replay_is_an_audited_receipt(router: Ro
     assert events == ["router.interaction_dismissed", "router.dismiss_repeated"]
     with pytest.raises(LineUpError) as foreign:  # another Agent's dismiss finds nothing
         await router.service.dismiss(
-            envelope("agent-2", {"control_id": "ctl", "call_id": "c1"}), "transport"
+            envelope("agent-2", {"control_id": "ctl", "call_id": "c1"}), payload, "transport"
         )
     assert foreign.value.code is ErrorCode.INTERACTION_NOT_FOUND
 

@@ -44,7 +44,7 @@ def surface_ask(
 async def test_a_surfaces_question_is_its_apps_own_and_its_answer_is_told_to_that_app(
     router: Router,
 ) -> None:
-    asked = await router.service.surface_ask(surface_ask(), "hostbridge")
+    asked = await router.questions.surface_ask(surface_ask(), "hostbridge")
     view = asked.interaction
     assert asked.changed is True
     assert (view.source, view.owner_scope, view.instance_id, view.call_id) == (
@@ -58,12 +58,12 @@ async def test_a_surfaces_question_is_its_apps_own_and_its_answer_is_told_to_tha
     # Its own id space: the app asking by the same request id asks another question.
     assert view.interaction_id != ids.app_interaction_id(SCOPE, INSTANCE, "s1-abc-1")
     assert router.bus.shown(view.interaction_id) == ["pending", "presented"]
-    record = await router.service.get(
+    record = await router.questions.get(
         APP, sdk.InteractionGetRequest(interaction_id=view.interaction_id)
     )
     assert record.interaction.parent_call_id is None  # the app may read it: it is its own
 
-    again = await router.service.surface_ask(surface_ask(), "hostbridge")  # a retry
+    again = await router.questions.surface_ask(surface_ask(), "hostbridge")  # a retry
     assert (again.interaction.interaction_id, again.changed) == (view.interaction_id, False)
     assert router.bus.shown(view.interaction_id) == ["pending", "presented"]
 
@@ -97,7 +97,7 @@ async def test_a_surfaces_question_refused_asks_nothing_and_is_audited_by_type_a
     router: Router, ask: SurfaceAskRequest, code: ErrorCode
 ) -> None:
     with pytest.raises(LineUpError) as refused:
-        await router.service.surface_ask(ask, "hostbridge")
+        await router.questions.surface_ask(ask, "hostbridge")
     assert refused.value.code is code
     assert not [e for _, e in router.bus.told if isinstance(e, InteractionsUpdatedEvent)]
     rows = [a for a in router.bus.audits if a.event == "router.interaction_refused"]
@@ -109,25 +109,25 @@ async def test_a_surfaces_question_refused_asks_nothing_and_is_audited_by_type_a
 
 async def test_a_surfaces_questions_count_against_its_apps_quota(router: Router) -> None:
     for n in range(MAX_OPEN_PER_APP - 1):
-        await router.service.request(
+        await router.questions.request(
             APP,
             sdk.InteractionAskRequest(
                 instance_id=INSTANCE, request_id=f"r{n}", request={"kind": "confirm", **CONFIRM}
             ),
         )
-    await router.service.surface_ask(surface_ask("last"), "hostbridge")  # the app's 16th
+    await router.questions.surface_ask(surface_ask("last"), "hostbridge")  # the app's 16th
     with pytest.raises(LineUpError) as over:
-        await router.service.surface_ask(surface_ask("over"), "hostbridge")
+        await router.questions.surface_ask(surface_ask("over"), "hostbridge")
     assert over.value.code is ErrorCode.QUOTA_EXCEEDED
     with pytest.raises(LineUpError) as app_over:  # and the app's own past it likewise
-        await router.service.request(
+        await router.questions.request(
             APP,
             sdk.InteractionAskRequest(
                 instance_id=INSTANCE, request_id="r-over", request={"kind": "confirm", **CONFIRM}
             ),
         )
     assert app_over.value.code is ErrorCode.QUOTA_EXCEEDED
-    again = await router.service.surface_ask(surface_ask("last"), "hostbridge")
+    again = await router.questions.surface_ask(surface_ask("last"), "hostbridge")
     assert again.changed is False  # a retry of an open one is no new question
 
 

@@ -35,8 +35,12 @@ from lineup.actors.kernel import (
     channel_pair,
 )
 from lineup.actors.router._envelope import admit
-from lineup.actors.router._tools import ToolPipeline
+from lineup.actors.router._inventory import Inventory
+from lineup.actors.router._pipeline import ToolPipeline
+from lineup.actors.router._session import SessionSource
+from lineup.actors.router._tools import ToolCalls
 from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest, ToolCallStepRequest
+from lineup.actors.transport.messages import AppServerSession
 from lineup.sdk.manifest import MIN_TIMEOUT_MS, ToolDescriptor
 from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
 
@@ -65,8 +69,14 @@ INVENTORY: Final = InventoryReply(
 )
 
 
-async def _session() -> dict[str, str]:
-    return {"conversation_id": "conv-1", "user_id": "user-1"}
+async def _session() -> AppServerSession:
+    return AppServerSession(conversation_id="conv-1", user_id="user-1", agent_id="agent-1")
+
+
+def pipeline_of(bus: Bus, session: SessionSource = _session) -> ToolPipeline:
+    """The router's tool pipeline alone, as the router puts it together."""
+    inventory = Inventory(bus, session)
+    return ToolPipeline(ToolCalls(bus, bus.me, session, inventory), inventory)
 
 
 async def store_and_focus(
@@ -101,8 +111,9 @@ async def agent_calls(pipeline: ToolPipeline, tool: str, call_id: str = "call-1"
         wire.TOOL_CALL, payload, conversation_id="conv-1", sender_kind="agent",
         sender_id="agent-1", message_id=f"m-{call_id}",
     )  # fmt: skip
-    raw = wire.dump(envelope)
-    await pipeline.accept(admit(raw, conversation_id="conv-1", agent_id="agent-1"), None)
+    assert isinstance(envelope, wire.ToolCallEnvelope)
+    admitted = admit(envelope, conversation_id="conv-1", agent_id="agent-1")
+    assert await pipeline.accept(admitted, envelope) is None  # not an interaction's
 
 
 async def call_state(store: StoreHarness, call_id: str = "call-1") -> tuple[str, str | None]:
@@ -131,7 +142,7 @@ async def test_a_call_whose_instance_ended_before_it_was_given_ends_at_once(
     nursery: trio.Nursery, tmp_path: Path, tool: str, ending: tuple[str, str]
 ) -> None:
     store = await store_and_focus(nursery, tmp_path)
-    pipeline = ToolPipeline(store.router, store.router.me, _session)
+    pipeline = pipeline_of(store.router)
     await nursery.start(pipeline.run)
 
     await agent_calls(pipeline, f"{SCOPE}.{tool}")
@@ -162,7 +173,7 @@ async def test_an_expiry_the_store_did_not_take_is_tried_again(
 ) -> None:
     store = await store_and_focus(nursery, tmp_path, ends=False)
     bus = StoreDownOnce(store.router)
-    pipeline = ToolPipeline(cast(Bus, bus), store.router.me, _session)
+    pipeline = pipeline_of(cast(Bus, bus))
     await nursery.start(pipeline.run)
 
     await agent_calls(pipeline, f"{SCOPE}.brief")
@@ -178,7 +189,7 @@ async def test_a_lost_end_is_made_up_by_the_second_sweep_that_finds_the_instance
     # channel in time): the router's periodic sweep ends the call. Only once the instance was
     # missing from the live ones twice: focus may bind a call a moment before the row commits.
     store = await store_and_focus(nursery, tmp_path, ends=False)
-    pipeline = ToolPipeline(store.router, store.router.me, _session)
+    pipeline = pipeline_of(store.router)
     await nursery.start(pipeline.run)
     await agent_calls(pipeline, f"{SCOPE}.direct")  # given to the instance; its app is not up
     assert await call_state(store) == ("waiting_for_app", None)

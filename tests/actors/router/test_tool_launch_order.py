@@ -33,14 +33,14 @@ from lineup.actors.kernel import (
     Message,
     channel_pair,
 )
-from lineup.actors.router._tools import ToolPipeline
+from lineup.actors.router._pipeline import ToolPipeline
 from lineup.tests.actors.router.test_tool_instance_end import (
     INSTANCE,
     INVENTORY,
     SCOPE,
-    _session,
     agent_calls,
     call_state,
+    pipeline_of,
 )
 from lineup.tests.actors.store._harness import WAIT, start_store
 
@@ -77,7 +77,7 @@ async def test_a_call_after_a_launch_waits_for_its_instance_when_the_news_beats_
     to_focus, to_router = channel_pair()
     store.router.connect(focus_bus.me, 0, Channel(to_focus))
     focus_bus.connect(store.router.me, 0, Channel(to_router))
-    pipeline = ToolPipeline(store.router, store.router.me, _session)
+    pipeline = pipeline_of(store.router)
     await nursery.start(pipeline.run)
 
     with trio.fail_after(WAIT):
