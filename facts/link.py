@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 __all__ = [
+    "BEFORE_LOGIN",
     "DEGRADED_AFTER",
     "SESSION_CURSOR",
     "SUPERVISOR_PHASES",
@@ -80,6 +81,9 @@ TABLE: Final[Mapping[RuntimeState, Mapping[LinkEvent, RuntimeState]]] = {
 
 # The supervisor's own parts of the lifecycle, told to the hostbridge as states.
 SUPERVISOR_PHASES: Final[frozenset[RuntimeState]] = frozenset({"restoring", "stopping", "stopped"})
+# The link's states before its first login was answered (the session stored, or the link
+# failed): a tree that waits for the link (`Supervisor(link_wait=…)`) waits for it to leave them.
+BEFORE_LOGIN: Final[frozenset[RuntimeState]] = frozenset({"created", "restoring", "authenticating"})
 
 SESSION_CURSOR: Final = "transport.session"
 SYNC_CURSOR: Final = "transport.sync.cursor"
