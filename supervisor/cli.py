@@ -39,11 +39,12 @@ from lineup.actors.kernel.control import (
 from ._applog import app_log_path, log_files
 from ._control import CONTROL_SOCKET, control_request, read_state_file
 from ._quota import STATUS_FSIZE, STATUS_PIDS
+from ._restarts import Escalation
 from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
 from ._spec import Intensity
 from ._title import set_title
-from ._tree import Escalation, Supervisor
+from ._tree import Supervisor
 
 __all__ = ["default_data_dir", "main"]
 
