@@ -29,14 +29,8 @@ from . import _applog, _quota
 from ._broker import Introductions
 from ._denials import answer_denials
 from ._peers import Changes, Child, exit_status, signal_child
-from ._sandbox import (
-    CGROUP_JOINED,
-    SandboxPolicy,
-    app_data_dir,
-    is_sandboxed,
-    quota_policy,
-    receive_report,
-)
+from ._report import CGROUP_JOINED, receive_report
+from ._sandbox import SandboxPolicy, app_data_dir, is_sandboxed, quota_policy
 from ._spawn import Zygote
 
 __all__ = ["STOP_KILL_WAIT", "STOP_TERM_WAIT", "Processes"]

@@ -61,14 +61,12 @@ from lineup.supervisor import ChildSpec, Restart, Supervisor, _process
 from lineup.supervisor._applog import app_log_path
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
 from lineup.supervisor._quota import QUOTA_EXCEEDED, find_pids_cgroup
+from lineup.supervisor._readable import RUNTIME_CODE, own_code, package_root
 from lineup.supervisor._sandbox import (
     LAYERS,
-    RUNTIME_CODE,
     SandboxPolicyInvalid,
     SandboxUnavailable,
     app_data_dir,
-    own_code,
-    package_root,
     prepare_child,
     probe_layers,
 )
