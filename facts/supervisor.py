@@ -26,7 +26,7 @@ from typing import Final, Literal
 
 from lineup.facts.link import RuntimeState
 
-__all__ = ["TABLE", "Phase", "PhaseEvent", "lifecycle_part", "move"]
+__all__ = ["SHUTDOWN", "TABLE", "Phase", "PhaseEvent", "lifecycle_part", "move", "shell_part"]
 
 Phase = Literal["created", "starting", "running", "stopping", "stopped"]
 PhaseEvent = Literal["start", "ready", "stop", "stopped"]
@@ -47,6 +47,8 @@ def move(phase: Phase, event: PhaseEvent) -> Phase | None:
 
 # The phases whose name the runtime's lifecycle takes as the supervisor's own.
 _TOLD: Final[Mapping[Phase, RuntimeState]] = {"stopping": "stopping", "stopped": "stopped"}
+# What the hostbridge is told from shutdown on, its end too: the Shell is gone by then.
+SHUTDOWN: Final[RuntimeState] = "stopping"
 
 
 def lifecycle_part(phase: Phase, *, restored: bool) -> RuntimeState | None:
@@ -56,3 +58,11 @@ def lifecycle_part(phase: Phase, *, restored: bool) -> RuntimeState | None:
     if told is not None:
         return told
     return None if restored else "restoring"
+
+
+def shell_part(phase: Phase, *, restored: bool) -> RuntimeState | None:
+    """The supervisor's part of the lifecycle as the hostbridge is told it: `restoring`,
+    `SHUTDOWN`, or None while the link's states are shown."""
+    if phase in _TOLD:
+        return SHUTDOWN
+    return lifecycle_part(phase, restored=restored)

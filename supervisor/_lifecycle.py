@@ -23,7 +23,7 @@ import trio
 from lineup.actors.kernel import ActorKind, Bus, HealthReply, HealthRequest, LineUpError
 from lineup.actors.kernel.control import SUPERVISOR_PHASES, RuntimeLink, RuntimeStateEvent
 from lineup.facts.link import BEFORE_LOGIN, RuntimeState
-from lineup.facts.supervisor import Phase, PhaseEvent, lifecycle_part
+from lineup.facts.supervisor import SHUTDOWN, Phase, PhaseEvent, lifecycle_part, shell_part
 from lineup.facts.supervisor import move as move_phase
 
 from ._peers import Changes, Child
@@ -81,13 +81,6 @@ class Lifecycle:
     def linked_once(self) -> bool:
         return self.runtime is not None and self.runtime.state not in BEFORE_LOGIN
 
-    def _part(self) -> RuntimeState | None:
-        """The supervisor's part of the lifecycle as the hostbridge is told it: restoring,
-        stopping (its end too: the Shell is gone by then), or None (the transport's states
-        are shown)."""
-        part = lifecycle_part(self.phase, restored=self.restored)
-        return "stopping" if part == "stopped" else part
-
     def _hostbridge(self) -> Child | None:
         return next(
             (c for c in self._children.values() if c.identity.kind is ActorKind.HOSTBRIDGE), None
@@ -97,7 +90,7 @@ class Lifecycle:
         hostbridge = self._hostbridge()
         if hostbridge is None or not hostbridge.is_up():
             return True  # no Shell to tell
-        return self.told is not None and self.told[1:] == (hostbridge.incarnation, "stopping")
+        return self.told is not None and self.told[1:] == (hostbridge.incarnation, SHUTDOWN)
 
     async def announce(self) -> None:
         """Tell the hostbridge each change of the supervisor's part of the lifecycle (one task:
@@ -110,7 +103,7 @@ class Lifecycle:
             changed = self._changes.event  # taken first: a change from here on sets it
             hostbridge = self._hostbridge()
             if hostbridge is not None and hostbridge.is_up():
-                part = self._part()
+                part = shell_part(self.phase, restored=self.restored)
                 told = (hostbridge.identity.name, hostbridge.incarnation, part)
                 if told != self.told:
                     link = self.runtime if part is None else None

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from lineup.facts import children, supervisor
 from lineup.facts.children import UP, ChildEvent, ChildState
-from lineup.facts.supervisor import Phase, PhaseEvent, lifecycle_part
+from lineup.facts.supervisor import SHUTDOWN, Phase, PhaseEvent, lifecycle_part, shell_part
 
 
 def walk(*events: ChildEvent, start: ChildState = "new") -> ChildState | None:
@@ -123,3 +123,13 @@ def test_the_supervisor_tells_restoring_until_restored_then_its_stop() -> None:
     assert lifecycle_part("running", restored=True) is None  # the link's states are shown
     assert lifecycle_part("stopping", restored=False) == "stopping"
     assert lifecycle_part("stopped", restored=True) == "stopped"
+
+
+@pytest.mark.parametrize("phase", get_args(Phase))
+def test_the_shell_is_told_restoring_then_the_link_then_shutdown_for_its_end_too(
+    phase: Phase,
+) -> None:
+    for restored in (False, True):
+        told = shell_part(phase, restored=restored)
+        part = lifecycle_part(phase, restored=restored)
+        assert told == (SHUTDOWN if part in ("stopping", "stopped") else part)
