@@ -21,9 +21,15 @@ and `failed` take `exited`, `crashed`, `stop` and `killed` too. A start that tim
 again before its process is reaped (`starting --spawn-->`), and a MiniApp focus starts while its
 stop is under way begins a new process (`stopping --spawn-->`).
 
-A move the table lacks is stale news that would make the state lie (a stop's end read after a
-new process of the child started, a ready read after its stop began): `move` answers None and
-the state stays. For the supervisor such a move is a bug, logged loudly; it never stops the tree.
+`RACES` holds the moves the supervisor makes today only when two of its tasks interleave on one
+child; they are kept, so that this table changes no behaviour, and listed apart, so that each is
+seen for what it is (a later issue fixes them and drops them here): a restart that finds the
+child started (and maybe stopped) again by focus during its backoff, or (rest for one) not
+started yet; a stop's end after a new process of the child started; a sandboxed child's ready
+read after its stop began.
+
+A move the table lacks is one no code path makes: `move` answers None. For the supervisor such a
+move is a bug, logged loudly, and the state stays; it never stops the tree.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal
 
-__all__ = ["TABLE", "UP", "ChildEvent", "ChildState", "move"]
+__all__ = ["RACES", "TABLE", "UP", "ChildEvent", "ChildState", "move"]
 
 ChildState = Literal["new", "starting", "running", "restarting", "stopping", "stopped", "failed"]
 ChildEvent = Literal[
@@ -55,12 +61,20 @@ _DOWN: Final[Mapping[ChildEvent, ChildState]] = {
     "stopped": "stopped",
 }
 
+# Moves made only when two tasks interleave on one child (see the module's docstring).
+RACES: Final[Mapping[ChildState, Mapping[ChildEvent, ChildState]]] = {
+    "new": {"restart": "restarting"},
+    "starting": {"restart": "restarting", "stopped": "stopped"},
+    "running": {"restart": "restarting", "stopped": "stopped"},
+    "stopping": {"ready": "running", "restart": "restarting"},
+}
+
 TABLE: Final[Mapping[ChildState, Mapping[ChildEvent, ChildState]]] = {
-    "new": {"spawn": "starting"},
-    "starting": {**_ENDS, "ready": "running", "spawn": "starting"},
-    "running": dict(_ENDS),
+    "new": {"spawn": "starting", **RACES["new"]},
+    "starting": {**_ENDS, "ready": "running", "spawn": "starting", **RACES["starting"]},
+    "running": {**_ENDS, **RACES["running"]},
     "restarting": {"spawn": "starting"},
-    "stopping": {**_ENDS, "stopped": "stopped", "spawn": "starting"},
+    "stopping": {**_ENDS, "stopped": "stopped", "spawn": "starting", **RACES["stopping"]},
     "stopped": dict(_DOWN),
     "failed": dict(_DOWN),
 }

@@ -40,7 +40,7 @@ def test_a_childs_move_the_table_lacks_is_logged_and_keeps_its_state(
     child = Child(Identity(ActorKind.STORE, "store"))
     child.move("spawn")
     child.move("ready")
-    child.move("stopped")  # a stop's end, read after a new process of it started
+    child.move("given_up")  # only a child whose process ended is given up on
     assert child.state == "running"
     assert len(refusals(caplog, "supervisor.child_move_refused")) == 1
 
