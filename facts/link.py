@@ -17,7 +17,8 @@ while a login for a refused token is under way moves it to `online` at once. A m
 lacks is news another loop has overtaken: `move` answers None, and the state stays.
 
 `restoring`, `stopping` and `stopped` are also the supervisor's own part of the lifecycle
-(`SUPERVISOR_PHASES`): it says them before the transport speaks and after it stops.
+(`SUPERVISOR_PHASES`): it says them before the transport speaks and after it stops (its phases
+and which part is whose: `facts/supervisor.py`).
 
 `SESSION_CURSOR` holds the AppServer session of the last login (its user, Agent and
 conversation: JSON), written by the transport after each login and read by the router to know
