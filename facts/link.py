@@ -17,7 +17,8 @@ while a login for a refused token is under way moves it to `online` at once. A m
 lacks is news another loop has overtaken: `move` answers None, and the state stays.
 
 `restoring`, `stopping` and `stopped` are also the supervisor's own part of the lifecycle
-(`SUPERVISOR_PHASES`): it says them before the transport speaks and after it stops.
+(`SUPERVISOR_PHASES`): it says them before the transport speaks and after it stops (its phases
+and which part is whose: `facts/supervisor.py`).
 
 `SESSION_CURSOR` holds the AppServer session of the last login (its user, Agent and
 conversation: JSON), written by the transport after each login and read by the router to know
@@ -30,6 +31,7 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 __all__ = [
+    "BEFORE_LOGIN",
     "DEGRADED_AFTER",
     "SESSION_CURSOR",
     "SUPERVISOR_PHASES",
@@ -80,6 +82,9 @@ TABLE: Final[Mapping[RuntimeState, Mapping[LinkEvent, RuntimeState]]] = {
 
 # The supervisor's own parts of the lifecycle, told to the hostbridge as states.
 SUPERVISOR_PHASES: Final[frozenset[RuntimeState]] = frozenset({"restoring", "stopping", "stopped"})
+# The link's states before its first login was answered (the session stored, or the link
+# failed): a tree that waits for the link (`Supervisor(link_wait=…)`) waits for it to leave them.
+BEFORE_LOGIN: Final[frozenset[RuntimeState]] = frozenset({"created", "restoring", "authenticating"})
 
 SESSION_CURSOR: Final = "transport.session"
 SYNC_CURSOR: Final = "transport.sync.cursor"

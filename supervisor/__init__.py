@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from lineup._lazy import exports
 
 if TYPE_CHECKING:
+    from ._restarts import Escalation
     from ._spec import ChildSpec, Intensity, Restart, Strategy, runtime_specs
-    from ._tree import Escalation, Supervisor
+    from ._tree import Supervisor
 
 __all__ = [
     "ChildSpec",
@@ -30,7 +31,7 @@ _HOMES = {
     "Restart": "._spec",
     "Strategy": "._spec",
     "runtime_specs": "._spec",
-    "Escalation": "._tree",
+    "Escalation": "._restarts",
     "Supervisor": "._tree",
 }
 

@@ -16,7 +16,7 @@ whole sandbox, in this order, each step needing the privileges the next ones tak
 2. a new network namespace: no interfaces but a down loopback, no abstract sockets shared
    with anyone (needs CAP_SYS_ADMIN, or an unprivileged user namespace);
 3. no_new_privs, then Landlock: read-only access to the interpreter, the libraries, the
-   runtime code a MiniApp imports (`RUNTIME_CODE`: the SDK, the kernel and the facts, no
+   runtime code a MiniApp imports (`_readable.RUNTIME_CODE`: the SDK, the kernel and the facts, no
    other actor's code, no tests, no tooling, no `.git`) and the app's own package, read-write
    to its data directory only, no TCP, no abstract Unix socket or signal outside the process;
 4. rlimits: address space, open files, tasks, CPU seconds, file size (`disk_mb`: a write past
@@ -25,7 +25,7 @@ whole sandbox, in this order, each step needing the privileges the next ones tak
    it /proc/<pid>/environ of any process, and CAP_SYS_PTRACE...);
 6. seccomp last, since it forbids unshare and the other calls the steps above make;
 7. hand the supervisor the sandbox's report on the control channel, before the channel carries
-   anything else (`send_report`): one byte, with the seccomp listener attached, so that the
+   anything else (`_report`): one byte, with the seccomp listener attached, so that the
    supervisor, not the untrusted app, audits every call the filter denies;
 8. if the policy names a pids cgroup, wait for the supervisor's one byte saying it has moved
    this process there (`_quota`; it does so meanwhile, as the move is slow), before any app
@@ -53,36 +53,30 @@ import signal
 import socket
 import sys
 import termios
-from collections.abc import Iterator, Mapping
-from importlib.machinery import ModuleSpec, PathFinder
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
-import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxStatus, SeccompLayer
 
 from . import _landlock, _seccomp
+from ._readable import landlock_rules
+from ._report import CGROUP_JOINED, send_report
 
 __all__ = [
-    "CGROUP_JOINED",
     "LAYERS",
-    "RUNTIME_CODE",
     "SandboxPolicy",
     "SandboxPolicyInvalid",
     "SandboxUnavailable",
     "app_data_dir",
     "is_sandboxed",
-    "own_code",
-    "package_root",
     "prepare_child",
     "probe_layers",
     "quota_policy",
-    "receive_report",
     "sandbox_status",
-    "send_report",
 ]
 
 log = logging.getLogger("lineup.sandbox")
@@ -94,30 +88,6 @@ LANDLOCK_FULL_ABI: Final = 6  # filesystem + TCP + scopes: every Landlock layer 
 _CONTROL_FD: Final = 3  # the zygote's CONTROL_FD (it imports us, so not imported from it)
 _ENV_KEPT: Final = ("LINEUP_LOG", "LANG", "LC_ALL", "LC_CTYPE")  # no secrets in these
 _PRELOAD: Final = ("lineup.sdk", "lineup.actors.kernel.actor")
-_SYSTEM_READ: Final = (
-    "/usr/lib",
-    "/usr/lib64",
-    "/lib",
-    "/lib64",
-    "/usr/local/lib",
-    "/usr/share/zoneinfo",
-)
-_SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
-# The runtime's code a MiniApp's process imports, relative to the package root: the closure of
-# `lineup.sdk` and the actor kernel (tests/supervisor/test_sandbox.py recomputes it from a fresh
-# interpreter). A directory is granted with what is beneath it, a file alone: so the package
-# root, `actors/` and `miniapps/` are readable only file by file, never listed.
-RUNTIME_CODE: Final = (
-    "__init__.py",
-    "_lazy.py",
-    "_logs.py",
-    "actors/__init__.py",
-    "actors/kernel",
-    "facts",
-    "sdk",
-    "miniapps/__init__.py",
-)
-
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNET: Final = 0x40000000
 _CLONE_NEWUSER: Final = 0x10000000
@@ -339,7 +309,7 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
             log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
-        _landlock.restrict_self(_landlock_rules(data_dir, home, config, str(boot["target"])))
+        _landlock.restrict_self(landlock_rules(data_dir, home, config, str(boot["target"])))
     if "rlimits" in layers:
         _set_rlimits(policy)
     if "capabilities" in layers:
@@ -372,49 +342,6 @@ def _wait_for_cgroup(channel_fd: int) -> None:
         channel.setblocking(True)
         if channel.recv(1) != CGROUP_JOINED:
             raise RuntimeError("the supervisor did not put this process in its pids cgroup")
-
-
-CGROUP_JOINED: Final = b"G"  # supervisor → child, after its report: it is in its pids cgroup
-
-
-_REPORT_LISTENER: Final = b"L"  # the seccomp listener is attached
-_REPORT_NONE: Final = b"N"  # no listener (seccomp off, or the kernel cannot notify)
-
-
-def send_report(channel_fd: int, listener: int | None) -> None:
-    """The child's side: one byte on the control channel, with `listener` attached if any.
-    Only calls the filter allows (a denied one would wait for a listener nobody reads yet)."""
-    with socket.socket(fileno=os.dup(channel_fd)) as channel:
-        if listener is None:
-            channel.sendall(_REPORT_NONE)
-        else:
-            socket.send_fds(channel, [_REPORT_LISTENER], [listener])
-
-
-async def receive_report(channel: socket.socket) -> int | None:
-    """The supervisor's side: read the report, the first byte a sandboxed child sends, before
-    the channel is handed to the bus (which takes no descriptors from a child). Returns the
-    seccomp listener (close-on-exec), or None: no listener, or the child died first."""
-    channel.setblocking(False)
-    while True:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(channel, 1, 1, socket.MSG_CMSG_CLOEXEC)
-            break
-        except BlockingIOError:
-            await trio.lowlevel.wait_readable(channel)
-        except OSError:
-            return None
-    listener = fds[0] if data == _REPORT_LISTENER and len(fds) == 1 else None
-    for fd in fds:
-        if fd != listener:
-            os.close(fd)
-    if listener is not None and os.readlink(f"/proc/self/fd/{listener}") != _LISTENER_LINK:
-        os.close(listener)
-        return None
-    return listener
-
-
-_LISTENER_LINK: Final = "anon_inode:seccomp notify"
 
 
 def _check(result: int, what: str) -> None:
@@ -462,105 +389,6 @@ def _enter_netns(*, user_namespace: bool) -> None:
             os.write(fd, text.encode())
         finally:
             os.close(fd)
-
-
-def _landlock_rules(
-    data_dir: Path, home: Path, config: dict[str, Any], target: str
-) -> list[_landlock.Rule]:
-    """Read: the interpreter, its libraries, the runtime code a MiniApp runs, the app's own
-    package. Write: `home`. Nothing under `data_dir` but `home` (the database, the control
-    socket, other apps)."""
-    trees: set[Path] = set(_code_paths(config, target))
-    trees.update(Path(p) for p in _SYSTEM_READ)
-    readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
-    # An installed app's code is in the verified cache under `data_dir`: its own version
-    # directory alone (`bundles/<its scope>/…`), never another app's or anything else there.
-    bundles = data_dir / "bundles" / home.name
-    readable.update(tree for tree in trees if tree.is_relative_to(bundles) and tree != bundles)
-    rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
-    rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
-    rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))
-    rules.append((str(home), _landlock.FS_WRITE_TREE))
-    return rules
-
-
-def package_root() -> Path:
-    """The directory of the `lineup` package (the repository its link points to)."""
-    lineup = sys.modules["lineup"].__file__
-    assert lineup is not None
-    return Path(lineup).resolve().parent
-
-
-def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
-    prefixes = {
-        Path(p).resolve()
-        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
-    }
-    for prefix in prefixes:
-        yield prefix / "lib"
-    for entry in sys.path:  # site-packages and the like; never the cwd or other odd entries
-        path = Path(entry).resolve() if entry else None
-        if path is not None and any(path.is_relative_to(prefix) for prefix in prefixes):
-            yield path
-    root = package_root()
-    yield from (root / piece for piece in RUNTIME_CODE)
-    # The app's own code: its `app` (what the SDK's host imports inside), or, for a MiniApp
-    # that is its own host (the tests' hostile actor), its target's module.
-    own = str(config.get("app") or "") or target
-    yield from own_code(own.partition(":")[0], root)
-
-
-def own_code(module: str, root: Path) -> list[Path]:
-    """What of `module` its process may read: the directory of its package (its own, if it is
-    one), and the `__init__.py` of each package above it, which its import runs; located
-    without importing anything. The module's file alone where that directory would hold more
-    than the app (a `sys.path` entry, or the runtime's package root or a parent of it).
-    Nothing if it is not found (the host then fails to import it, inside, with a clear error)."""
-    spec = _locate(module) if module else None
-    if spec is None:
-        return []
-    parents = module.split(".")[:-1]
-    paths = []
-    for index in range(len(parents)):
-        parent = _locate(".".join(parents[: index + 1]))
-        if parent is not None and parent.origin is not None and parent.has_location:
-            paths.append(Path(parent.origin).resolve())
-    if spec.submodule_search_locations:
-        where = Path(next(iter(spec.submodule_search_locations))).resolve()
-        return [*paths, where] if not root.is_relative_to(where) else paths
-    if spec.origin is None or not spec.has_location:
-        return paths
-    origin = Path(spec.origin).resolve()
-    entries = {Path(entry).resolve() for entry in sys.path if entry}
-    if origin.parent in entries or root.is_relative_to(origin.parent):
-        return [*paths, origin]
-    return [*paths, origin.parent]
-
-
-def _locate(module: str) -> ModuleSpec | None:
-    """`module`'s spec, found part by part as the import system would, but running no package's
-    `__init__` (a MiniApp's is MiniApp code, which runs only inside)."""
-    spec: ModuleSpec | None = None
-    search: list[str] | None = None
-    parts = module.split(".")
-    for index in range(len(parts)):
-        if index and not search:
-            return None  # a plain module has no submodules
-        name = ".".join(parts[: index + 1])
-        loaded = sys.modules.get(name)
-        try:
-            spec = (
-                loaded.__spec__
-                if loaded is not None and loaded.__spec__ is not None
-                else PathFinder.find_spec(name, search)
-            )
-        except (ImportError, ValueError):
-            return None
-        if spec is None:
-            return None
-        locations = spec.submodule_search_locations
-        search = list(locations) if locations is not None else None
-    return spec
 
 
 def _leave_terminal() -> None:

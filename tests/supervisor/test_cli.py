@@ -13,7 +13,7 @@ import httpx
 import pytest
 import trio
 
-from lineup.supervisor.cli import EXIT_USAGE, PASSWORD_ENV
+from lineup.supervisor._run_cli import EXIT_USAGE, PASSWORD_ENV
 from lineup.tests.support.process import (
     LineupProcess,
     lineup_status,

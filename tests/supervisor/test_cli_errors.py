@@ -86,8 +86,8 @@ def test_a_port_that_is_taken_is_refused_before_the_tree_starts(
 # The CLI as a user runs it, but its check of the ports says "free": the port is taken between
 # that check and the child's bind, as another program could take it.
 RACED = (
-    "import sys; import lineup.supervisor.cli as cli; "
-    "cli._port_taken = lambda port: None; cli.main(sys.argv[1:])"
+    "import sys; import lineup.supervisor.cli as cli, lineup.supervisor._run_cli as run_cli; "
+    "run_cli._port_taken = lambda port: None; cli.main(sys.argv[1:])"
 )
 
 

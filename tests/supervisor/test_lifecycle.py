@@ -17,7 +17,7 @@ from lineup.actors.kernel.control import RuntimeLink, RuntimeLinkEvent, StatusRe
 from lineup.hostbridge.messages import SUPERVISOR_PHASES
 from lineup.supervisor import Supervisor
 from lineup.supervisor._control import STATE_FILE, NotRunning, control_request
-from lineup.supervisor._tree import _link_state
+from lineup.supervisor._lifecycle import link_state
 from lineup.tests.support.interactions import POLL
 from lineup.tests.support.process import LineupProcess, lineup_status
 
@@ -146,8 +146,8 @@ async def test_a_phase_the_hostbridge_was_not_told_is_told_again_though_nothing_
     await nursery.start(supervisor.run)
 
     def told_the_link() -> bool:
-        told = supervisor._phase_told
-        return told is not None and told[2] == "link"
+        told = supervisor._lifecycle.told
+        return told is not None and told[2] is None  # the link's part
 
     with trio.fail_after(10):
         await supervisor.wait_until(told_the_link)
@@ -161,7 +161,7 @@ def test_the_end_of_the_supervisors_part_is_never_told_as_one_of_its_phases(
     """The transport's first state, `restoring`, is also a word of the supervisor's: told as the
     link's when every child was ready, it began the supervisor's part again in the hostbridge,
     and the Shell said Restoring… for good."""
-    told = _link_state(None if link is None else RuntimeLink(state=link), SUPERVISOR_PHASES)
+    told = link_state(None if link is None else RuntimeLink(state=link), SUPERVISOR_PHASES)
     assert told not in SUPERVISOR_PHASES
     assert told == (link if link in {"authenticating", "online"} else "created")
 
@@ -185,4 +185,4 @@ async def test_the_links_states_are_taken_in_the_order_the_transport_told_them(
         for state in states:
             assert await transport.tell("supervisor", RuntimeLinkEvent(state=state)) is None
         await trio.testing.wait_all_tasks_blocked()
-        assert supervisor._runtime == RuntimeLink(state=states[-1])
+        assert supervisor._lifecycle.runtime == RuntimeLink(state=states[-1])

@@ -57,18 +57,16 @@ import trio.testing
 
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, HealthReply, HealthRequest
 from lineup.actors.kernel.channel import channel_pair
-from lineup.supervisor import ChildSpec, Restart, Supervisor, _tree
+from lineup.supervisor import ChildSpec, Restart, Supervisor, _process
 from lineup.supervisor._applog import app_log_path
 from lineup.supervisor._denials import ANSWER_BURST, ANSWER_RATE, AUDIT_WINDOW
 from lineup.supervisor._quota import QUOTA_EXCEEDED, find_pids_cgroup
+from lineup.supervisor._readable import RUNTIME_CODE, own_code, package_root
 from lineup.supervisor._sandbox import (
     LAYERS,
-    RUNTIME_CODE,
     SandboxPolicyInvalid,
     SandboxUnavailable,
     app_data_dir,
-    own_code,
-    package_root,
     prepare_child,
     probe_layers,
 )
@@ -800,8 +798,8 @@ async def test_a_start_that_fails_after_the_fork_leaves_no_channel_to_the_garbag
     async def failing_watcher(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(_tree, "channel_pair", recorded_pair)
-    monkeypatch.setattr(Supervisor, "_watch_quotas", failing_watcher)
+    monkeypatch.setattr(_process, "channel_pair", recorded_pair)
+    monkeypatch.setattr(_process.Processes, "_watch_quotas", failing_watcher)
     config = {"sandbox": policy(data_dir), **targets.config()}
     with pytest.RaisesGroup(RuntimeError, flatten_subgroups=True, allow_unwrapped=True):
         async with trio.open_nursery() as nursery:

@@ -1,0 +1,169 @@
+"""The MiniApps' processes on others' word: focus has one started (only the SDK's host, in the
+sandbox the supervisor sets) or stopped. A child that broke the protocol is killed, and a MiniApp
+stays down (its instances fail); one that ended by itself leaves its instances without a process.
+Focus is told of each. Focus decides *which* app runs, never *what code* runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from lineup.actors.kernel import (
+    ActorKind,
+    AuditRecord,
+    ErrorCode,
+    Identity,
+    LineUpError,
+)
+from lineup.actors.kernel.control import (
+    AppFailedEvent,
+    ChildStartReply,
+    ChildStartRequest,
+    ChildStopReply,
+    ChildStopRequest,
+    PeerMisbehavedEvent,
+)
+
+from ._peers import Child, signal_child
+from ._process import STOP_KILL_WAIT, Processes
+from ._spec import ChildSpec, Restart
+
+__all__ = ["MINIAPP_HOST", "MiniApps"]
+
+log = logging.getLogger("lineup.supervisor")
+
+MINIAPP_HOST: Final = "lineup.sdk:MiniAppHost"  # the only program a dynamic child may run
+
+
+class MiniApps:
+    """Starts and stops MiniApps' processes as asked (see the module's docstring)."""
+
+    def __init__(
+        self,
+        children: MutableMapping[str, Child],
+        processes: Processes,
+        data_dir: Path,
+        start_timeout: float,
+    ) -> None:
+        self._children = children
+        self._processes = processes
+        self._bus = processes.bus
+        self._data_dir = data_dir
+        self._start_timeout = start_timeout
+        self._lock = trio.Lock()
+        self.allow_weak_sandbox = False
+
+    async def start(self, request: ChildStartRequest) -> ChildStartReply:
+        """Start one MiniApp's process (idempotent). Only `miniapp:<scope>` names, only the
+        SDK's host as the program: focus decides *which* app runs, never *what code* runs."""
+        if not request.name.startswith("miniapp:") or request.name in (
+            "miniapp:",
+            *(n for n, c in self._children.items() if c.identity.kind is not ActorKind.MINIAPP),
+        ):
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, request.name)
+        child = self._children.get(request.name)
+        spec = ChildSpec(
+            request.name,
+            ActorKind.MINIAPP,
+            MINIAPP_HOST,
+            restart=Restart.TRANSIENT,
+            # The sandbox is the supervisor's to set, after focus's config: a request can
+            # name an app, never weaken its confinement.
+            config={**request.config, "sandbox": self.sandbox_policy(request.name)},
+        )
+        if child is None:
+            child = Child(Identity(ActorKind.MINIAPP, request.name), spec=spec)
+            self._children[request.name] = child
+        elif not child.is_up():
+            # What focus names now runs (an installed app updated or rolled back since).
+            child.spec = spec
+        if not child.is_up():
+            async with self._lock:
+                if not child.is_up() and not await self._processes.start(
+                    child, self._start_timeout
+                ):
+                    raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.name)
+        assert child.pid is not None
+        return ChildStartReply(name=request.name, pid=child.pid, incarnation=child.incarnation)
+
+    def sandbox_policy(self, name: str) -> dict[str, object]:
+        """The confinement of one MiniApp's process (DESIGN §8; see `_sandbox`)."""
+        return {
+            "profile": "miniapp",
+            "app_scope": name.removeprefix("miniapp:"),
+            "data_dir": str(self._data_dir),
+            "allow_weak": self.allow_weak_sandbox,
+        }
+
+    async def stop(self, request: ChildStopRequest) -> ChildStopReply:
+        child = self._children.get(request.name)
+        if child is None or child.identity.kind is not ActorKind.MINIAPP:
+            return ChildStopReply(name=request.name, stopped=False)
+        await self._processes.stop(child)
+        return ChildStopReply(name=request.name, stopped=True)
+
+    async def ended(self, child: Child) -> None:
+        """A MiniApp's host runs until it is stopped; one that ended by itself (exit 0) left its
+        instances without a process. They fail and their calls end now, not at their deadlines;
+        a later launch starts the app again."""
+        self._bus.audit(
+            AuditRecord(
+                event="supervisor.miniapp_exited",
+                actor="supervisor",
+                peer=child.identity.name,
+                code=ErrorCode.APP_EXITED.value,
+            )
+        )
+        try:
+            await self._bus.notify(
+                "focus",
+                AppFailedEvent(
+                    app_scope=child.identity.name.removeprefix("miniapp:"),
+                    code=ErrorCode.APP_EXITED.value,
+                ),
+                timeout=5.0,
+            )
+        except LineUpError:
+            log.info("supervisor.focus_not_told app=%s", child.identity.name)
+
+    async def stop_misbehaving(self, reporter: Identity, event: PeerMisbehavedEvent) -> None:
+        child = self._children.get(event.peer)
+        self._bus.audit(
+            AuditRecord(
+                event="supervisor.peer_misbehaved",
+                actor="supervisor",
+                peer=event.peer,
+                code=event.code,
+                subject_id=reporter.name,
+            )
+        )
+        if child is None or child.incarnation != event.incarnation:
+            return
+        log.warning("supervisor.killing_misbehaving name=%s code=%s", event.peer, event.code)
+        # A MiniApp that breaks its contract is stopped for good, as Chromium kills a renderer
+        # that sends a bad message: not restarted, its instances fail, focus goes back. One
+        # whose spec says otherwise (the system app, which must not go dark) is restarted.
+        stays_down = child.identity.kind is ActorKind.MINIAPP and not (
+            child.spec is not None and child.spec.restart_after_misbehaving
+        )
+        if stays_down:
+            child.expected_exit = True
+        signal_child(child, signal.SIGKILL)
+        if stays_down:
+            with trio.move_on_after(STOP_KILL_WAIT):
+                await child.exited.wait()
+            child.move("killed")
+            try:
+                await self._bus.notify(
+                    "focus",
+                    AppFailedEvent(app_scope=event.peer.removeprefix("miniapp:"), code=event.code),
+                    timeout=5.0,
+                )
+            except LineUpError:
+                log.error("supervisor.focus_not_told app=%s", event.peer)

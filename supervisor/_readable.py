@@ -1,0 +1,140 @@
+"""What a sandboxed MiniApp's process may read and write (Landlock's rules, DESIGN §8): the
+interpreter and its libraries, the runtime code a MiniApp imports (`RUNTIME_CODE`), the app's own
+package, and its data directory alone to write. The app's code is located without importing it:
+its package's `__init__` is MiniApp code, which runs only inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from importlib.machinery import ModuleSpec, PathFinder
+from pathlib import Path
+from typing import Any, Final
+
+from . import _landlock
+
+__all__ = ["RUNTIME_CODE", "landlock_rules", "own_code", "package_root"]
+
+_SYSTEM_READ: Final = (
+    "/usr/lib",
+    "/usr/lib64",
+    "/lib",
+    "/lib64",
+    "/usr/local/lib",
+    "/usr/share/zoneinfo",
+)
+_SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
+# The runtime's code a MiniApp's process imports, relative to the package root: the closure of
+# `lineup.sdk` and the actor kernel (tests/supervisor/test_sandbox.py recomputes it from a fresh
+# interpreter). A directory is granted with what is beneath it, a file alone: so the package
+# root, `actors/` and `miniapps/` are readable only file by file, never listed.
+RUNTIME_CODE: Final = (
+    "__init__.py",
+    "_lazy.py",
+    "_logs.py",
+    "actors/__init__.py",
+    "actors/kernel",
+    "facts",
+    "sdk",
+    "miniapps/__init__.py",
+)
+
+
+def landlock_rules(
+    data_dir: Path, home: Path, config: dict[str, Any], target: str
+) -> list[_landlock.Rule]:
+    """Read: the interpreter, its libraries, the runtime code a MiniApp runs, the app's own
+    package. Write: `home`. Nothing under `data_dir` but `home` (the database, the control
+    socket, other apps)."""
+    trees: set[Path] = set(_code_paths(config, target))
+    trees.update(Path(p) for p in _SYSTEM_READ)
+    readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
+    # An installed app's code is in the verified cache under `data_dir`: its own version
+    # directory alone (`bundles/<its scope>/…`), never another app's or anything else there.
+    bundles = data_dir / "bundles" / home.name
+    readable.update(tree for tree in trees if tree.is_relative_to(bundles) and tree != bundles)
+    rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
+    rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
+    rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))
+    rules.append((str(home), _landlock.FS_WRITE_TREE))
+    return rules
+
+
+def package_root() -> Path:
+    """The directory of the `lineup` package (the repository its link points to)."""
+    lineup = sys.modules["lineup"].__file__
+    assert lineup is not None
+    return Path(lineup).resolve().parent
+
+
+def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
+    prefixes = {
+        Path(p).resolve()
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    }
+    for prefix in prefixes:
+        yield prefix / "lib"
+    for entry in sys.path:  # site-packages and the like; never the cwd or other odd entries
+        path = Path(entry).resolve() if entry else None
+        if path is not None and any(path.is_relative_to(prefix) for prefix in prefixes):
+            yield path
+    root = package_root()
+    yield from (root / piece for piece in RUNTIME_CODE)
+    # The app's own code: its `app` (what the SDK's host imports inside), or, for a MiniApp
+    # that is its own host (the tests' hostile actor), its target's module.
+    own = str(config.get("app") or "") or target
+    yield from own_code(own.partition(":")[0], root)
+
+
+def own_code(module: str, root: Path) -> list[Path]:
+    """What of `module` its process may read: the directory of its package (its own, if it is
+    one), and the `__init__.py` of each package above it, which its import runs; located
+    without importing anything. The module's file alone where that directory would hold more
+    than the app (a `sys.path` entry, or the runtime's package root or a parent of it).
+    Nothing if it is not found (the host then fails to import it, inside, with a clear error)."""
+    spec = _locate(module) if module else None
+    if spec is None:
+        return []
+    parents = module.split(".")[:-1]
+    paths = []
+    for index in range(len(parents)):
+        parent = _locate(".".join(parents[: index + 1]))
+        if parent is not None and parent.origin is not None and parent.has_location:
+            paths.append(Path(parent.origin).resolve())
+    if spec.submodule_search_locations:
+        where = Path(next(iter(spec.submodule_search_locations))).resolve()
+        return [*paths, where] if not root.is_relative_to(where) else paths
+    if spec.origin is None or not spec.has_location:
+        return paths
+    origin = Path(spec.origin).resolve()
+    entries = {Path(entry).resolve() for entry in sys.path if entry}
+    if origin.parent in entries or root.is_relative_to(origin.parent):
+        return [*paths, origin]
+    return [*paths, origin.parent]
+
+
+def _locate(module: str) -> ModuleSpec | None:
+    """`module`'s spec, found part by part as the import system would, but running no package's
+    `__init__` (a MiniApp's is MiniApp code, which runs only inside)."""
+    spec: ModuleSpec | None = None
+    search: list[str] | None = None
+    parts = module.split(".")
+    for index in range(len(parts)):
+        if index and not search:
+            return None  # a plain module has no submodules
+        name = ".".join(parts[: index + 1])
+        loaded = sys.modules.get(name)
+        try:
+            spec = (
+                loaded.__spec__
+                if loaded is not None and loaded.__spec__ is not None
+                else PathFinder.find_spec(name, search)
+            )
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        locations = spec.submodule_search_locations
+        search = list(locations) if locations is not None else None
+    return spec
