@@ -1,0 +1,33 @@
+"""The runtime's bounds the fakes check that the SDK may not import: each is defined inside the
+actor that enforces it (the SDK imports no actor's internals), not yet in `lineup.facts` or the
+SDK's protocol. They are copied here, in this one module, and `tests/sdk/test_testkit.py`
+compares every copy with its definition, so a change there fails a test until this follows.
+The bounds that have an importable definition (`protocol.MAX_VIEW_BYTES`,
+`protocol.MAX_SURFACE_STATE_BYTES`, `protocol.MAX_ARTIFACT_BYTES`, …) are imported where used.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "HISTORY_REPLY_BYTES",
+    "MAX_APP_ARTIFACTS",
+    "MAX_APP_ARTIFACT_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_SESSION_DATA_BYTES",
+    "MAX_VIEW_KEYS",
+    "SURFACE_PREFIX",
+]
+
+MAX_VIEW_KEYS: Final = 64  # focus: `actors.focus._views.MAX_VIEW_KEYS`
+# A history page's budget: the store's `actors.store._rows.REPLY_BODY_BUDGET`.
+HISTORY_REPLY_BYTES: Final = 512 * 1024
+# Compact UTF-8 JSON, nested objects and arrays: the store's `actors.store._fields`.
+MAX_SESSION_DATA_BYTES: Final = 256 * 1024
+MAX_JSON_DEPTH: Final = 32
+# One app's artifacts, in total and in number: the gateway's `actors.gateway._artifacts`.
+MAX_APP_ARTIFACT_BYTES: Final = 32 * 1024 * 1024
+MAX_APP_ARTIFACTS: Final = 1000
+# A Surface is named after its instance: focus's `actors.focus._surfaces.SURFACE_PREFIX`.
+SURFACE_PREFIX: Final = "lu:surface:"
