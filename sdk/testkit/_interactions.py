@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.interactions import move
 
 from .. import interactions as std
 from .. import protocol as p
@@ -82,6 +83,14 @@ class FakeInteractions:
                 record.model_copy(update={"state": "submitted", "result": {"acknowledged": False}})
             )
         return p.InteractionReceipt(interaction=record)
+
+    def _told(self, record: p.InteractionRecord) -> None:
+        """The app was told of `record`. An answer told to its owner is delivered: it settles
+        (`completed`), as the router settles it once it told the app."""
+        held = self.records[record.interaction_id]
+        if record.state == "submitted" and held.state == "submitted":
+            settled = {**held.model_dump(), "state": move(held.state, "settle")}
+            self.records[held.interaction_id] = p.InteractionRecord.model_validate(settled)
 
     def _own(self, interaction_id: str) -> p.InteractionRecord:
         record = self.records.get(interaction_id)

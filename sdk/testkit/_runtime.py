@@ -8,7 +8,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
-from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.actors.kernel import ActorKind, ErrorCode, Identity, LineUpError, Message
+from lineup.actors.kernel.acl import refusal
 from lineup.facts.scopes import CHAT
 
 from .. import protocol as p
@@ -89,6 +90,11 @@ class FakeRuntime:
         self._refusals: dict[type[Message], list[ErrorCode]] = {}
         self._context: AppContext | None = None
 
+    @property
+    def _identity(self) -> Identity:
+        """The app's channel identity, which the runtime's ACL reads."""
+        return Identity(ActorKind.MINIAPP, f"miniapp:{self.app_scope}")
+
     def context(self) -> AppContext:
         """An `AppContext` whose services talk to this fake. The newest one is the running app's
         (an older one is a process that was replaced): `settle` tells it of updates."""
@@ -113,6 +119,7 @@ class FakeRuntime:
                     self._context.ui._updated(record)
                 if self.app is not None:
                     await self.app.on_interaction_updated(record)
+                self.interactions._told(record)
                 continue
             if not self.session_data.pending:
                 return
@@ -152,6 +159,11 @@ class FakeRuntime:
     # ------------------------------------------------------------------ RuntimeChannel
 
     async def call(self, peer: str, request: Message, expect: type[M]) -> M:
+        # The receiver's ACL first, as the bus checks it: a request reserved for other apps
+        # (the user's text is the chat's, the registry the App Registry's) is refused.
+        refused = refusal(self._identity, ActorKind(peer), request.TYPE)
+        if refused is not None:
+            raise LineUpError(refused, request.TYPE)
         refusals = self._refusals.get(type(request))
         if refusals:
             raise LineUpError(refusals.pop(0), request.TYPE)
@@ -216,7 +228,7 @@ class FakeRuntime:
         ):
             return self._surface(request)
         if isinstance(request, p.RegistryListRequest):
-            return self.registry._list(self.app_scope)
+            return self.registry._list()
         if isinstance(request, p.ContextRequest):
             if request.instance_id not in self.instances:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)

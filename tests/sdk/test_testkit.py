@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.scopes import CHAT
 from lineup.miniapps.chat import Chat
 from lineup.sdk import AppContext, MiniApp, testkit
 from lineup.sdk import protocol as p
@@ -127,7 +128,7 @@ async def test_the_fake_refuses_a_view_for_another_instance_or_too_wide() -> Non
 
 
 async def test_an_injected_refusal_fails_the_next_request_of_its_type_only() -> None:
-    runtime = FakeRuntime()
+    runtime = FakeRuntime(CHAT)  # the one app that may send the user's text
     runtime.refuse(p.ConversationSendTextRequest, ErrorCode.STORE_UNAVAILABLE)
     conversation = runtime.context().conversation
     with pytest.raises(LineUpError) as refused:
@@ -453,3 +454,44 @@ async def test_a_tool_that_cancels_its_call_is_recorded_cancelled_with_its_reaso
     record = await call_tool(app, "quitter.try", {})
     assert record.status == "cancelled"
     assert record.cancelled_reason == "not_today"
+
+
+# ------------------------------------------------------------------ the facts it copies
+
+
+def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
+    """The SDK may not import an actor's internals, so `_limits` copies these; a change at
+    their definition fails here until the copy follows (the behaviour suite checks the same
+    bounds against a real runtime)."""
+    from lineup.actors.focus._surfaces import SURFACE_PREFIX
+    from lineup.actors.focus._views import MAX_VIEW_KEYS
+    from lineup.actors.gateway._artifacts import (
+        MAX_APP_ARTIFACT_BYTES,
+        MAX_APP_ARTIFACTS,
+        artifact_id_of,
+    )
+    from lineup.actors.store._fields import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
+    from lineup.actors.store._rows import REPLY_BODY_BUDGET
+    from lineup.sdk.testkit import _limits
+
+    assert (
+        _limits.MAX_VIEW_KEYS,
+        _limits.HISTORY_REPLY_BYTES,
+        _limits.MAX_SESSION_DATA_BYTES,
+        _limits.MAX_JSON_DEPTH,
+        _limits.MAX_APP_ARTIFACT_BYTES,
+        _limits.MAX_APP_ARTIFACTS,
+        _limits.SURFACE_PREFIX,
+    ) == (
+        MAX_VIEW_KEYS,
+        REPLY_BODY_BUDGET,
+        MAX_SESSION_DATA_BYTES,
+        MAX_JSON_DEPTH,
+        MAX_APP_ARTIFACT_BYTES,
+        MAX_APP_ARTIFACTS,
+        SURFACE_PREFIX,
+    )
+    for scope, request_id in [("whiteboard", "r1"), ("chat", ""), ("a", "b\x00c")]:
+        assert testkit.FakeArtifacts.artifact_id(scope, request_id) == artifact_id_of(
+            scope, request_id
+        )
