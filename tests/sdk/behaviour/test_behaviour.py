@@ -1,0 +1,136 @@
+"""The SDK's behaviour, written once and run on the testkit's fake and on a real runtime: an
+app's calls, refusals, session data, views and interactions end the same way on both, so the
+fake an author tests against cannot drift from the runtime the app will meet.
+
+Call ids are unique across the module: the real runtime serves all its tests. Each launch call
+gets an instance of its own in the runtime (the fake has one), so a check names the instance
+the app reports, never one it assumes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from lineup.actors.focus._views import MAX_VIEW_KEYS
+from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.store._fields import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
+from lineup.sdk import protocol as p
+from lineup.tests.support.behaviour_app import OK
+from lineup.tests.support.sdk_harness import Harness, Outcome
+
+STALE = ErrorCode.STALE_REVISION.value
+INVALID = ErrorCode.INVALID_ARGUMENTS.value
+FINAL = ErrorCode.CALL_ALREADY_FINAL.value
+
+
+def result_of(outcome: Outcome) -> dict[str, Any]:
+    assert outcome.code is None, outcome
+    assert outcome.result is not None
+    return outcome.result
+
+
+async def test_a_tool_call_completes_with_its_result(harness: Harness) -> None:
+    assert await harness.call("behave.echo", {"text": "hi"}, "echo-1") == Outcome({"text": "hi"})
+
+
+@pytest.mark.parametrize(
+    ("call_id", "arguments"),
+    [
+        ("input-type", {"text": 5}),
+        ("input-missing", {}),
+        ("input-extra", {"text": "hi", "more": 1}),
+        ("input-long", {"text": "x" * 101}),
+    ],
+)
+async def test_input_its_schema_refuses_is_tool_input_invalid(
+    harness: Harness, call_id: str, arguments: dict[str, Any]
+) -> None:
+    outcome = await harness.call("behave.echo", arguments, call_id)
+    assert outcome == Outcome(code=ErrorCode.TOOL_INPUT_INVALID.value)
+
+
+async def test_a_tool_the_app_does_not_declare_is_tool_not_advertised(harness: Harness) -> None:
+    outcome = await harness.call("behave.nothing", {}, "undeclared-1")
+    assert outcome == Outcome(code=ErrorCode.TOOL_NOT_ADVERTISED.value)
+
+
+async def test_a_result_its_output_schema_refuses_is_refused_and_the_call_stays_open(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "bad_output"}, "output-1"))
+    assert result["codes"] == [ErrorCode.TOOL_OUTPUT_INVALID.value]  # then its valid one won
+
+
+async def test_a_second_terminal_result_for_one_call_is_call_already_final(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "twice"}, "twice-1"))
+    assert result["codes"] == []  # the first result is the one the Agent got
+    view = await harness.view(result["instance_id"], lambda v: "after_final" in v)
+    assert view["after_final"] == [FINAL, FINAL]  # a second complete, then a fail
+
+
+async def test_session_data_is_written_by_compare_and_set_of_its_revision(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "session"}, "session-1"))
+    # At revision 0 (never written); a write at a stale revision is refused; the retry of the
+    # write that was applied finds it one revision on; a write at the new revision goes on.
+    assert result["codes"] == [OK, STALE, OK, OK]
+    assert result["revisions"] == [0, 1, 1, 2, 2]
+    assert json.loads(result["data"]) == [None, {"n": 3}]
+
+
+async def test_session_data_past_the_stores_bounds_is_invalid_arguments(harness: Harness) -> None:
+    arguments = {
+        "mode": "session_bounds",
+        "sizes": [MAX_SESSION_DATA_BYTES, MAX_SESSION_DATA_BYTES + 1],
+        "depths": [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1],
+    }
+    result = result_of(await harness.call("behave.run", arguments, "session-bounds-1"))
+    assert result["codes"] == [OK, INVALID, OK, INVALID]
+
+
+async def test_a_rendered_view_is_the_one_the_user_is_shown(harness: Harness) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "render"}, "render-1"))
+    view = await harness.view(result["instance_id"], lambda v: v.get("shown") == "render-1")
+    assert view == {"kind": "behave", "shown": "render-1"}
+
+
+async def test_a_view_past_focus_bounds_is_refused_and_one_at_them_is_taken(
+    harness: Harness,
+) -> None:
+    arguments = {
+        "mode": "render_bounds",
+        "keys": [MAX_VIEW_KEYS, MAX_VIEW_KEYS + 1],
+        "sizes": [p.MAX_VIEW_BYTES, p.MAX_VIEW_BYTES + 1],
+    }
+    result = result_of(await harness.call("behave.run", arguments, "render-bounds-1"))
+    assert result["codes"] == [OK, INVALID, OK, INVALID]
+
+
+async def test_an_apps_question_is_answered_once_checked_and_told_to_the_app(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "ask"}, "ask-1"))
+    interaction_id = result["interaction_id"]
+    with pytest.raises(LineUpError) as refused:
+        await harness.answer(interaction_id, {"approved": "yes"})
+    assert refused.value.code is ErrorCode.ANSWER_INVALID
+
+    first = await harness.answer(interaction_id, {"approved": True})
+    assert (first.changed, first.state, first.result) == (True, "submitted", {"approved": True})
+    again = await harness.answer(interaction_id, {"approved": False})
+    # Told to the app, the answer is delivered: the interaction is settled.
+    assert (again.changed, again.state, again.result) == (False, "completed", {"approved": True})
+
+    view = await harness.view(result["instance_id"], lambda v: bool(v.get("told")))
+    assert view["told"] == [{"state": "submitted", "result": {"approved": True}}]
+
+
+async def test_only_the_chat_may_send_text_as_the_user(harness: Harness) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "say"}, "say-1"))
+    assert result["codes"] == [ErrorCode.PERMISSION_DENIED.value]

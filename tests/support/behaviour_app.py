@@ -1,0 +1,168 @@
+"""The app of the SDK's behaviour suite (`tests/sdk/behaviour/`): each mode of `behave.run` uses
+one service of the SDK against the runtime and reports what the runtime answered — receipts,
+revisions, refusal codes — in its result, or, for what comes after the call's end, in its view.
+The suite runs it on the testkit's fake and as a dev app in a real runtime, and expects the same
+report from both."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
+from lineup.sdk import protocol as p
+from lineup.sdk.interactions import ConfirmRequest
+
+SCOPE = "behave"
+VIEW_KIND = "behave"  # a kind no one trusts: any app may draw it
+OK = "ok"
+
+Mode = Literal[
+    "twice", "bad_output", "session", "session_bounds", "render", "render_bounds", "ask", "say"
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EchoInput(_Model):
+    text: str = Field(max_length=100)
+
+
+class EchoOutput(_Model):
+    text: str = Field(max_length=100)
+
+
+class RunInput(_Model):
+    mode: Mode
+    # For the bounds, each tried once, in order: documents of `sizes` bytes, then of `depths`
+    # levels (session data), or views of `keys` keys, then of `sizes` bytes (a render).
+    sizes: tuple[int, ...] = Field(default=(), max_length=4)
+    depths: tuple[int, ...] = Field(default=(), max_length=4)
+    keys: tuple[int, ...] = Field(default=(), max_length=4)
+
+
+class RunOutput(_Model):
+    instance_id: str = Field(max_length=200)
+    codes: tuple[str, ...] = Field(default=(), max_length=16)
+    revisions: tuple[int, ...] = Field(default=(), max_length=16)
+    data: str | None = Field(default=None, max_length=1000)  # session data, as JSON text
+    interaction_id: str | None = Field(default=None, max_length=300)
+
+
+async def code_of(attempt: Any) -> str:
+    """`ok`, or the code the runtime refused `attempt()` with."""
+    try:
+        await attempt()
+    except LineUpError as exc:
+        return exc.code.value
+    return OK
+
+
+def sized(size: int) -> dict[str, Any]:
+    """A document whose compact UTF-8 JSON is exactly `size` bytes (at least 8)."""
+    return {"x": "y" * (size - len('{"x":""}'))}
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """Objects nested `depth` deep (`{}` is 1)."""
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def sized_view(size: int) -> dict[str, Any]:
+    """A view whose compact UTF-8 JSON is exactly `size` bytes."""
+    return {"kind": VIEW_KIND, "x": "y" * (size - len(f'{{"kind":"{VIEW_KIND}","x":""}}'))}
+
+
+def wide(keys: int) -> dict[str, Any]:
+    """A view of `keys` keys, its kind among them."""
+    return {"kind": VIEW_KIND, **{f"k{i}": i for i in range(keys - 1)}}
+
+
+class Behave(MiniApp):
+    app_info = AppInfo(app_scope=SCOPE, version="1.0.0", kind="bundled-reference")
+
+    async def start(self, app: AppContext) -> None:
+        self.app = app
+        self.told: dict[str, list[dict[str, Any]]] = {}  # instance_id -> interactions' ends
+
+    @tool("behave.echo", handling="launch", input=EchoInput, output=EchoOutput)
+    async def echo(self, call: ToolCall[EchoInput]) -> EchoOutput:
+        return EchoOutput(text=call.input.text)
+
+    @tool("behave.run", handling="launch", input=RunInput, output=RunOutput, timeout_ms=60_000)
+    async def run(self, call: ToolCall[RunInput]) -> RunOutput | None:
+        instance = call.instance_id
+        mode = call.input.mode
+        sink: Any = call._sink  # the runtime itself, past the SDK's own guard of one terminal
+        if mode == "twice":
+            await call.complete(RunOutput(instance_id=instance))
+            again = await code_of(lambda: sink.complete(call.call_id, {"instance_id": instance}))
+            failed = await code_of(lambda: sink.fail(call.call_id, "too_late"))
+            await self.app.ui.render(instance, {"kind": VIEW_KIND, "after_final": [again, failed]})
+            return None
+        if mode == "bad_output":
+            refused = await code_of(lambda: sink.complete(call.call_id, {"nope": 1}))
+            return RunOutput(instance_id=instance, codes=(refused,))
+        if mode == "session":
+            return await self._session(instance)
+        if mode == "session_bounds":
+            documents = [*map(sized, call.input.sizes), *map(nested, call.input.depths)]
+            codes = [await self._write(instance, document) for document in documents]
+            return RunOutput(instance_id=instance, codes=tuple(codes))
+        if mode == "render":
+            await self.app.ui.render(instance, {"kind": VIEW_KIND, "shown": call.call_id})
+            return RunOutput(instance_id=instance)
+        if mode == "render_bounds":
+            views = [*map(wide, call.input.keys), *map(sized_view, call.input.sizes)]
+            codes = [await code_of(lambda v=v: self.app.ui.render(instance, v)) for v in views]
+            return RunOutput(instance_id=instance, codes=tuple(codes))
+        if mode == "ask":
+            record = await self.app.ui.request(
+                ConfirmRequest(kind="confirm", title="Go", prompt="Go on?"),
+                instance_id=instance,
+                request_id=f"ask:{call.call_id}",
+            )
+            return RunOutput(instance_id=instance, interaction_id=record.interaction_id)
+        said = await code_of(lambda: self.app.conversation.send_text(f"m:{call.call_id}", "hi"))
+        return RunOutput(instance_id=instance, codes=(said,))
+
+    async def _write(self, instance: str, document: dict[str, Any]) -> str:
+        data = self.app.session_data
+        revision = (await data.get(instance)).revision
+        return await code_of(lambda: data.replace(instance, document, revision))
+
+    async def _session(self, instance: str) -> RunOutput:
+        """Compare-and-set: a write at the revision read, one at a stale revision, the retry of
+        the applied write, a write at the new revision; the revisions seen on the way."""
+        data = self.app.session_data
+        first = await data.get(instance)
+        revisions = [first.revision]
+        codes = []
+        for document, expected in (({"n": 1}, 0), ({"n": 2}, 0), ({"n": 1}, 0), ({"n": 3}, 1)):
+            try:
+                revisions.append(await data.replace(instance, document, expected))
+                codes.append(OK)
+            except LineUpError as exc:
+                codes.append(exc.code.value)
+        last = await data.get(instance)
+        revisions.append(last.revision)
+        return RunOutput(
+            instance_id=instance,
+            codes=tuple(codes),
+            revisions=tuple(revisions),
+            data=json.dumps([first.data, last.data]),
+        )
+
+    async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
+        if record.instance_id is None:
+            return
+        told = self.told.setdefault(record.instance_id, [])
+        told.append({"state": record.state, "result": record.result})
+        await self.app.ui.render(record.instance_id, {"kind": VIEW_KIND, "told": told})
