@@ -197,13 +197,13 @@ class FakeRuntime:
         if isinstance(request, p.LifecycleRequest):
             return self._lifecycle(request)
         if isinstance(request, p.SessionDataGetRequest):
-            self._owned(request.instance_id)
+            self._live(request.instance_id)
             return self.session_data._snapshot(request.instance_id)
         if isinstance(request, p.SessionDataReplaceRequest):
-            self._owned(request.instance_id)
+            self._live(request.instance_id)
             return self.session_data._replace(request)
         if isinstance(request, p.SessionDataSubscribeRequest):
-            self._owned(request.instance_id)
+            self._live(request.instance_id)
             return self.session_data._subscribe(request)
         if isinstance(request, p.InteractionAskRequest):
             if request.instance_id not in self.instances:
@@ -254,14 +254,20 @@ class FakeRuntime:
         return self.surfaces._open(request, info.entrypoints if isinstance(info, AppInfo) else ())
 
     def _owned(self, instance_id: str) -> None:
-        """Focus answers only for the app's own instances, open or closed."""
+        """Focus answers only for the app's own instances: another app's (or one never opened)
+        is `app_scope_mismatch`."""
         if instance_id not in self.instances and instance_id not in self.closed:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, instance_id)
 
+    def _live(self, instance_id: str) -> None:
+        """One of the app's own instances, still open: an ended one is not found (its
+        session data ended with it), another app's is not the app's to name."""
+        self._owned(instance_id)
+        if instance_id not in self.instances:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+
     def _lifecycle(self, request: p.LifecycleRequest) -> p.CommandReceipt:
-        self._owned(request.instance_id)
-        if request.instance_id not in self.instances:
-            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)
+        self._live(request.instance_id)
         if request.action == "close":
             self.instances.discard(request.instance_id)
             self.closed.add(request.instance_id)

@@ -364,12 +364,23 @@ async def test_session_data_of_an_instance_the_app_does_not_own_is_refused() -> 
         assert refused.value.code is ErrorCode.APP_SCOPE_MISMATCH
 
 
-async def test_session_data_of_a_closed_instance_can_still_be_read() -> None:
+async def test_session_data_of_a_closed_instance_is_not_found_as_in_the_runtime() -> None:
+    """An ended instance has no session data to read or write (tests/e2e/test_session_data.py
+    and the behaviour suite show the runtime refusing it); the test still sees what was kept."""
     runtime = FakeRuntime()
     context = runtime.context()
     await context.session_data.replace(testkit.DEFAULT_INSTANCE, {"kept": True}, 0)
     await context.lifecycle.request_close(testkit.DEFAULT_INSTANCE)
-    assert (await context.session_data.get(testkit.DEFAULT_INSTANCE)).data == {"kept": True}
+    data = context.session_data
+    for attempt in (
+        data.get(testkit.DEFAULT_INSTANCE),
+        data.replace(testkit.DEFAULT_INSTANCE, {}, 1),
+        data.subscribe(testkit.DEFAULT_INSTANCE, Notes().on_data),
+    ):
+        with pytest.raises(LineUpError) as refused:
+            await attempt
+        assert refused.value.code is ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert runtime.session_data.get(testkit.DEFAULT_INSTANCE) == ({"kept": True}, 1)
 
 
 async def test_injected_refusals_fail_session_data_requests() -> None:

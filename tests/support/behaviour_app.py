@@ -20,8 +20,22 @@ VIEW_KIND = "behave"  # a kind no one trusts: any app may draw it
 OK = "ok"
 
 Mode = Literal[
-    "twice", "bad_output", "session", "session_bounds", "render", "render_bounds", "ask", "say"
+    "twice",
+    "bad_output",
+    "session",
+    "session_bounds",
+    "render",
+    "render_bounds",
+    "ask",
+    "say",
+    "close_other",
+    "artifacts",
 ]
+REFUSED_ARTIFACTS = (  # (media type, name), each refused by the gateway
+    ("application/x-unheard-of", "a.txt"),
+    ("text/plain", "../a.txt"),
+    ("text/plain", "a\x07.txt"),
+)
 
 
 class _Model(BaseModel):
@@ -43,6 +57,7 @@ class RunInput(_Model):
     sizes: tuple[int, ...] = Field(default=(), max_length=4)
     depths: tuple[int, ...] = Field(default=(), max_length=4)
     keys: tuple[int, ...] = Field(default=(), max_length=4)
+    other: str | None = Field(default=None, max_length=200)  # another instance of this app
 
 
 class RunOutput(_Model):
@@ -51,6 +66,7 @@ class RunOutput(_Model):
     revisions: tuple[int, ...] = Field(default=(), max_length=16)
     data: str | None = Field(default=None, max_length=1000)  # session data, as JSON text
     interaction_id: str | None = Field(default=None, max_length=300)
+    same: bool | None = None  # artifacts: the repeat and the read-back matched
 
 
 async def code_of(attempt: Any) -> str:
@@ -130,8 +146,50 @@ class Behave(MiniApp):
                 request_id=f"ask:{call.call_id}",
             )
             return RunOutput(instance_id=instance, interaction_id=record.interaction_id)
+        if mode == "close_other":
+            return await self._close_other(instance, call.input.other or "")
+        if mode == "artifacts":
+            return await self._artifacts(instance, call.call_id)
         said = await code_of(lambda: self.app.conversation.send_text(f"m:{call.call_id}", "hi"))
         return RunOutput(instance_id=instance, codes=(said,))
+
+    async def _close_other(self, instance: str, other: str) -> RunOutput:
+        """Close another instance of this app, then try its view and its session data."""
+        data = self.app.session_data
+        codes = [
+            await code_of(lambda: self.app.lifecycle.request_close(other)),
+            await code_of(lambda: self.app.ui.render(other, {"kind": VIEW_KIND})),
+            await code_of(lambda: data.get(other)),
+            await code_of(lambda: data.replace(other, {"n": 1}, 0)),
+            await code_of(lambda: self.app.lifecycle.request_close(other)),
+        ]
+        return RunOutput(instance_id=instance, codes=tuple(codes))
+
+    async def _artifacts(self, instance: str, call_id: str) -> RunOutput:
+        """Make an artifact, make it again (the same request), read it back; then what the
+        gateway refuses: an unknown id, and each of `REFUSED_ARTIFACTS`."""
+        artifacts = self.app.artifacts
+        made, again = [
+            await artifacts.create(instance, "text/plain", b"hello", "a.txt", request_id=call_id)
+            for _ in range(2)
+        ]
+        info, content = await artifacts.read(made.artifact_id)
+        listed = await artifacts.list(instance)
+        same = (
+            again == made
+            and info == made
+            and content == b"hello"
+            and [a.artifact_id for a in listed] == [made.artifact_id]
+            and (made.name, made.media_type, made.size, made.instance_id)
+            == ("a.txt", "text/plain", 5, instance)
+        )
+        unknown = "art_" + "0" * 32
+        codes = [await code_of(lambda: artifacts.read(unknown))]
+        for media_type, name in REFUSED_ARTIFACTS:
+            codes.append(
+                await code_of(lambda m=media_type, n=name: artifacts.create(instance, m, b"x", n))
+            )
+        return RunOutput(instance_id=instance, codes=tuple(codes), same=same)
 
     async def _write(self, instance: str, document: dict[str, Any]) -> str:
         data = self.app.session_data

@@ -24,7 +24,7 @@ import trio
 
 from lineup.sdk import LineUpError, testkit
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.behaviour_app import Behave
+from lineup.tests.support.behaviour_app import SCOPE, Behave
 from lineup.tests.support.interactions import Scene, scene_on
 from lineup.tests.support.runtime import CONVERSATION, shared_zygote, start_runtime_with_app
 from lineup.tests.support.shell import ShellClient, connect_shell
@@ -72,7 +72,9 @@ class Harness(Protocol):
 
 
 class FakeHarness:
-    """The behaviour app on the testkit's `FakeRuntime`, started on the first call."""
+    """The behaviour app on the testkit's `FakeRuntime`, started on the first call. Each call
+    is for an instance of its own, named after the call, as a launch opens one in the
+    runtime (the fake's one instance is the app's first)."""
 
     name = "fake"
 
@@ -86,7 +88,9 @@ class FakeHarness:
         return self._runtime
 
     async def call(self, tool: str, arguments: dict[str, Any], call_id: str) -> Outcome:
-        await self.runtime()
+        runtime = await self.runtime()
+        runtime.instance_id = f"{SCOPE}:{call_id}"
+        runtime.instances.add(runtime.instance_id)
         try:
             record = await testkit.call_tool(self.app, tool, arguments, call_id=call_id)
         except LineUpError as exc:  # refused before any app saw it

@@ -2,9 +2,8 @@
 app's calls, refusals, session data, views and interactions end the same way on both, so the
 fake an author tests against cannot drift from the runtime the app will meet.
 
-Call ids are unique across the module: the real runtime serves all its tests. Each launch call
-gets an instance of its own in the runtime (the fake has one), so a check names the instance
-the app reports, never one it assumes.
+Call ids are unique across the module: the real runtime serves all its tests. Each call of the
+app's launch tools gets an instance of its own, `behave:<call id>`, on both harnesses.
 """
 
 from __future__ import annotations
@@ -134,3 +133,25 @@ async def test_an_apps_question_is_answered_once_checked_and_told_to_the_app(
 async def test_only_the_chat_may_send_text_as_the_user(harness: Harness) -> None:
     result = result_of(await harness.call("behave.run", {"mode": "say"}, "say-1"))
     assert result["codes"] == [ErrorCode.PERMISSION_DENIED.value]
+
+
+async def test_an_instance_closed_has_no_view_and_no_session_data_any_more(
+    harness: Harness,
+) -> None:
+    opened = result_of(await harness.call("behave.run", {"mode": "render"}, "closed-1"))
+    assert opened["instance_id"] == "behave:closed-1"
+    arguments = {"mode": "close_other", "other": opened["instance_id"]}
+    result = result_of(await harness.call("behave.run", arguments, "closer-1"))
+    missing = ErrorCode.APP_INSTANCE_NOT_FOUND.value
+    # Closed once; then its view, its session data (read or written) and a second close are
+    # refused as for an instance that is gone.
+    assert result["codes"] == [OK, missing, missing, missing, missing]
+
+
+async def test_an_artifact_is_made_once_per_request_and_read_back_and_bad_ones_are_refused(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "artifacts"}, "artifacts-1"))
+    assert result["same"] is True
+    invalid = ErrorCode.ARTIFACT_INVALID.value
+    assert result["codes"] == [ErrorCode.ARTIFACT_NOT_FOUND.value, invalid, invalid, invalid]
