@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
 from lineup.sdk import protocol as p
 from lineup.sdk.interactions import ConfirmRequest
+from lineup.sdk.manifest import Entrypoint
 
 SCOPE = "behave"
 VIEW_KIND = "behave"  # a kind no one trusts: any app may draw it
@@ -30,6 +31,11 @@ Mode = Literal[
     "say",
     "close_other",
     "artifacts",
+    "context",
+    "surface",
+    "fail",
+    "cancel",
+    "raise",
 ]
 REFUSED_ARTIFACTS = (  # (media type, name), each refused by the gateway
     ("application/x-unheard-of", "a.txt"),
@@ -102,7 +108,14 @@ def wide(keys: int) -> dict[str, Any]:
 
 
 class Behave(MiniApp):
-    app_info = AppInfo(app_scope=SCOPE, version="1.0.0", kind="bundled-reference")
+    app_info = AppInfo(
+        app_scope=SCOPE,
+        version="1.0.0",
+        kind="bundled-reference",
+        entrypoints=(
+            Entrypoint(id="board", kind="surface", document="index.html", events=("poke",)),
+        ),
+    )
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -146,12 +159,46 @@ class Behave(MiniApp):
                 request_id=f"ask:{call.call_id}",
             )
             return RunOutput(instance_id=instance, interaction_id=record.interaction_id)
+        if mode in ("fail", "cancel", "raise"):
+            await call.progress({"step": 1})
+            if mode == "fail":
+                await call.fail("out_of_paper")
+            elif mode == "cancel":
+                await call.cancel("not_today")
+            else:
+                raise RuntimeError("the handler broke")
+            return None
+        if mode == "context":
+            facts = await self.app.refresh(instance)
+            seen = [facts.app_scope, facts.instance_id, facts.state, facts.mode]
+            return RunOutput(instance_id=instance, data=json.dumps(seen))
+        if mode == "surface":
+            return await self._surface(instance)
         if mode == "close_other":
             return await self._close_other(instance, call.input.other or "")
         if mode == "artifacts":
             return await self._artifacts(instance, call.call_id)
         said = await code_of(lambda: self.app.conversation.send_text(f"m:{call.call_id}", "hi"))
         return RunOutput(instance_id=instance, codes=(said,))
+
+    async def _surface(self, instance: str) -> RunOutput:
+        """Open the instance's Surface, open it again, patch it, close it twice, patch it
+        closed; then open one from an entrypoint the manifest lacks."""
+        surfaces = self.app.surfaces
+        opened = await surfaces.request_open(instance, state={"n": 0})
+        replies = [
+            opened,
+            await surfaces.request_open(instance, state={"n": 9}),
+            await surfaces.update(opened.surface_id, {"n": 1}),
+            await surfaces.request_close(opened.surface_id),
+            await surfaces.request_close(opened.surface_id),
+        ]
+        codes = [
+            await code_of(lambda: surfaces.update(opened.surface_id, {"n": 2})),
+            await code_of(lambda: surfaces.request_open(instance, entrypoint="nowhere")),
+        ]
+        seen = [[r.surface_id, r.entrypoint, r.state_revision, r.open, r.changed] for r in replies]
+        return RunOutput(instance_id=instance, codes=tuple(codes), data=json.dumps(seen))
 
     async def _close_other(self, instance: str, other: str) -> RunOutput:
         """Close another instance of this app, then try its view and its session data."""

@@ -34,14 +34,17 @@ View = dict[str, Any]
 WAIT = 20.0  # one step of a check, in the real runtime
 START_WAIT = 120.0  # the real runtime's start, on a machine the suite shares
 RESULT = "lineup.v1.tool.result"
+PROGRESS = "lineup.v1.tool.progress"
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """A call's end as the Agent learns it: its result, or its error code."""
+    """A call's end as the Agent learns it: its result, or its error code; and the progress
+    it was sent before."""
 
     result: dict[str, Any] | None = None
     code: str | None = None
+    progress: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ class FakeHarness:
         except LineUpError as exc:  # refused before any app saw it
             return Outcome(code=exc.code.value)
         assert record.final, f"{call_id} still running"
-        return Outcome(record.result, record.error_code or record.cancelled_reason)
+        code = record.error_code or record.cancelled_reason
+        return Outcome(record.result, code, tuple(record.progress))
 
     async def view(self, instance_id: str, until: Callable[[View], bool]) -> View:
         runtime = await self.runtime()
@@ -193,9 +197,10 @@ class RealHarness:
         )
         final = await agent.terminal(call_id)
         payload = final["payload"]
+        progress = tuple(m["payload"]["progress"] for m in agent.of_call(call_id, PROGRESS))
         if final["type"] == RESULT:
-            return Outcome(result=payload["result"])
-        return Outcome(code=payload["code"])
+            return Outcome(result=payload["result"], progress=progress)
+        return Outcome(code=payload["code"], progress=progress)
 
     async def view(self, instance_id: str, until: Callable[[View], bool]) -> View:
         return await self.runtime.run(self._view, instance_id, until)

@@ -35,6 +35,14 @@ async def test_a_tool_call_completes_with_its_result(harness: Harness) -> None:
     assert await harness.call("behave.echo", {"text": "hi"}, "echo-1") == Outcome({"text": "hi"})
 
 
+async def test_an_app_learns_its_scope_instance_state_and_mode_from_the_runtime(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "context"}, "context-1"))
+    # A launch brings its instance forward.
+    assert json.loads(result["data"]) == ["behave", "behave:context-1", "foreground", "app"]
+
+
 @pytest.mark.parametrize(
     ("call_id", "arguments"),
     [
@@ -49,6 +57,21 @@ async def test_input_its_schema_refuses_is_tool_input_invalid(
 ) -> None:
     outcome = await harness.call("behave.echo", arguments, call_id)
     assert outcome == Outcome(code=ErrorCode.TOOL_INPUT_INVALID.value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "code"),
+    [
+        ("fail", "out_of_paper"),  # the app's own code
+        ("cancel", "not_today"),  # the app's reason
+        ("raise", ErrorCode.HANDLER_FAILED.value),
+    ],
+)
+async def test_a_call_the_app_fails_cancels_or_breaks_ends_with_its_code(
+    harness: Harness, mode: str, code: str
+) -> None:
+    outcome = await harness.call("behave.run", {"mode": mode}, f"end-{mode}")
+    assert outcome == Outcome(code=code, progress=({"step": 1},))
 
 
 async def test_a_tool_the_app_does_not_declare_is_tool_not_advertised(harness: Harness) -> None:
@@ -155,3 +178,19 @@ async def test_an_artifact_is_made_once_per_request_and_read_back_and_bad_ones_a
     assert result["same"] is True
     invalid = ErrorCode.ARTIFACT_INVALID.value
     assert result["codes"] == [ErrorCode.ARTIFACT_NOT_FOUND.value, invalid, invalid, invalid]
+
+
+async def test_a_surface_opens_once_patches_by_revision_and_closes_once(harness: Harness) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "surface"}, "surface-1"))
+    surface_id = "lu:surface:behave:surface-1"  # named after its instance
+    assert json.loads(result["data"]) == [
+        [surface_id, "board", 0, True, True],  # opened
+        [surface_id, "board", 0, True, False],  # open already: as it is
+        [surface_id, "board", 1, True, True],  # patched: one revision on
+        [surface_id, "board", 1, False, True],  # closed
+        [surface_id, "board", 1, False, False],  # closed already
+    ]
+    assert result["codes"] == [
+        ErrorCode.SURFACE_NOT_FOUND.value,  # patched once closed
+        ErrorCode.SURFACE_UNAVAILABLE.value,  # an entrypoint the manifest lacks
+    ]
