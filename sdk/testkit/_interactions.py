@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.facts.interactions import move
+from lineup.facts.interactions import TABLE, move
 
 from .. import interactions as std
 from .. import protocol as p
@@ -88,7 +88,7 @@ class FakeInteractions:
         """The app was told of `record`. An answer told to its owner is delivered: it settles
         (`completed`), as the router settles it once it told the app."""
         held = self.records[record.interaction_id]
-        if record.state == "submitted" and held.state == "submitted":
+        if record.state == held.state and "settle" in TABLE[held.state]:
             settled = {**held.model_dump(), "state": move(held.state, "settle")}
             self.records[held.interaction_id] = p.InteractionRecord.model_validate(settled)
 
