@@ -36,6 +36,9 @@ Mode = Literal[
     "fail",
     "cancel",
     "raise",
+    "subscribe",
+    "withdraw",
+    "ask_parent",
 ]
 REFUSED_ARTIFACTS = (  # (media type, name), each refused by the gateway
     ("application/x-unheard-of", "a.txt"),
@@ -120,6 +123,7 @@ class Behave(MiniApp):
     async def start(self, app: AppContext) -> None:
         self.app = app
         self.told: dict[str, list[dict[str, Any]]] = {}  # instance_id -> interactions' ends
+        self.heard: dict[str, list[list[Any]]] = {}  # instance_id -> [revision, data] heard
 
     @tool("behave.echo", handling="launch", input=EchoInput, output=EchoOutput)
     async def echo(self, call: ToolCall[EchoInput]) -> EchoOutput:
@@ -174,12 +178,66 @@ class Behave(MiniApp):
             return RunOutput(instance_id=instance, data=json.dumps(seen))
         if mode == "surface":
             return await self._surface(instance)
+        if mode == "subscribe":
+            await self.app.session_data.subscribe(instance, self._heard)
+            data = self.app.session_data
+            for revision in (0, 1):
+                await data.replace(instance, {"n": revision + 1}, revision)
+            return RunOutput(instance_id=instance)
+        if mode == "withdraw":
+            return await self._withdraw(instance, call.call_id)
+        if mode == "ask_parent":
+            await self._ask_parent(call)
+            return None
         if mode == "close_other":
             return await self._close_other(instance, call.input.other or "")
         if mode == "artifacts":
             return await self._artifacts(instance, call.call_id)
         said = await code_of(lambda: self.app.conversation.send_text(f"m:{call.call_id}", "hi"))
         return RunOutput(instance_id=instance, codes=(said,))
+
+    async def _heard(self, snapshot: p.SessionDataSnapshot) -> None:
+        """Show every revision of the instance's session data the app hears of, in order."""
+        heard = self.heard.setdefault(snapshot.instance_id, [])
+        heard.append([snapshot.revision, snapshot.data])
+        await self.app.ui.render(snapshot.instance_id, {"kind": VIEW_KIND, "heard": heard})
+
+    async def _withdraw(self, instance: str, call_id: str) -> RunOutput:
+        """Ask, withdraw the question, withdraw it again, read it; read one that is not ours."""
+        ui = self.app.ui
+        asked = await ui.request(
+            ConfirmRequest(title="Go", prompt="Go on?"),
+            instance_id=instance,
+            request_id=f"withdraw:{call_id}",
+        )
+        first = await ui.cancel(asked.interaction_id)
+        again = await ui.cancel(asked.interaction_id)
+        read = await ui.get(asked.interaction_id)
+        seen = [
+            [first.changed, first.interaction.state, first.interaction.terminal_code],
+            [again.changed, again.interaction.state],
+            [read.state, read.terminal_code],
+        ]
+        missing = await code_of(lambda: ui.get("lu:interaction:app:" + "0" * 40))
+        return RunOutput(instance_id=instance, codes=(missing,), data=json.dumps(seen))
+
+    async def _ask_parent(self, call: ToolCall[RunInput]) -> None:
+        """Ask a question tied to this call while it runs, then once it has its result; show
+        both answers in the view."""
+        instance = call.instance_id
+
+        async def ask(key: str) -> Any:
+            return await self.app.ui.request(
+                ConfirmRequest(title="Go", prompt="Go on?"),
+                instance_id=instance,
+                parent_call_id=call.call_id,
+                request_id=f"{key}:{call.call_id}",
+            )
+
+        codes = [await code_of(lambda: ask("running"))]
+        await call.complete(RunOutput(instance_id=instance))
+        codes.append(await code_of(lambda: ask("final")))
+        await self.app.ui.render(instance, {"kind": VIEW_KIND, "asked": codes})
 
     async def _surface(self, instance: str) -> RunOutput:
         """Open the instance's Surface, open it again, patch it, close it twice, patch it

@@ -194,3 +194,31 @@ async def test_a_surface_opens_once_patches_by_revision_and_closes_once(harness:
         ErrorCode.SURFACE_NOT_FOUND.value,  # patched once closed
         ErrorCode.SURFACE_UNAVAILABLE.value,  # an entrypoint the manifest lacks
     ]
+
+
+async def test_a_subscriber_hears_the_snapshot_then_each_revision_once_in_order(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "subscribe"}, "subscribe-1"))
+    view = await harness.view(result["instance_id"], lambda v: len(v.get("heard", [])) >= 3)
+    assert view["heard"] == [[0, None], [1, {"n": 1}], [2, {"n": 2}]]
+
+
+async def test_an_apps_question_is_withdrawn_once_and_another_is_not_found(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "withdraw"}, "withdraw-1"))
+    assert json.loads(result["data"]) == [
+        [True, "cancelled", "cancelled_by_app"],
+        [False, "cancelled"],  # it had its end already
+        ["cancelled", "cancelled_by_app"],
+    ]
+    assert result["codes"] == [ErrorCode.INTERACTION_NOT_FOUND.value]
+
+
+async def test_a_question_tied_to_a_call_that_has_its_result_is_call_already_final(
+    harness: Harness,
+) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "ask_parent"}, "parent-1"))
+    view = await harness.view(result["instance_id"], lambda v: "asked" in v)
+    assert view["asked"] == [OK, FINAL]
