@@ -13,6 +13,7 @@ zygote dies with the thread that started it (PR_SET_PDEATHSIG follows the parent
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Awaitable, Callable
@@ -31,8 +32,9 @@ from lineup.tests.support.shell import ShellClient, connect_shell
 
 T = TypeVar("T")
 View = dict[str, Any]
-WAIT = 20.0  # one step of a check, in the real runtime
-START_WAIT = 120.0  # the real runtime's start, on a machine the suite shares
+WAIT = 20.0  # one step of a check, in the real runtime (each wait of the step)
+STEP_WAIT = WAIT + 5.0  # the whole step, from the test's loop: its own waits fail first
+START_WAIT = 45.0  # the real runtime's start or stop: within the first test's timeout
 RESULT = "lineup.v1.tool.result"
 PROGRESS = "lineup.v1.tool.progress"
 
@@ -142,16 +144,20 @@ class RealRuntime:
             raise RuntimeError("the real runtime did not start") from self._failed
 
     def stop(self) -> None:
+        """End the runtime; raises if it failed while the tests ran."""
         if self._token is not None and self._stop is not None:
-            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+            with contextlib.suppress(trio.RunFinishedError):  # it ended on its own
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
         self._thread.join(START_WAIT)
         assert not self._thread.is_alive(), "the real runtime did not stop"
+        if self._failed is not None:
+            raise RuntimeError("the real runtime failed") from self._failed
 
     async def run(self, step: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run `step(*args)` in the runtime's loop, from a test's own; bounded by `WAIT`."""
+        """Run `step(*args)` in the runtime's loop, from a test's own; bounded by `STEP_WAIT`."""
         assert self._token is not None
         inner = functools.partial(trio.from_thread.run, step, *args, trio_token=self._token)
-        with trio.fail_after(WAIT):
+        with trio.fail_after(STEP_WAIT):
             return await trio.to_thread.run_sync(inner, abandon_on_cancel=True)
 
     def _run(self) -> None:
@@ -212,7 +218,8 @@ class RealHarness:
         def shown(sh: ShellClient) -> bool:
             return instance_id in sh.views and until(sh.views[instance_id])
 
-        await shell.wait_until(shown)
+        with trio.fail_after(WAIT):
+            await shell.wait_until(shown)
         return shell.views[instance_id]
 
     async def answer(self, interaction_id: str, answer: dict[str, Any]) -> Answered:
