@@ -39,6 +39,7 @@ Mode = Literal[
     "subscribe",
     "withdraw",
     "ask_parent",
+    "capabilities",
 ]
 REFUSED_ARTIFACTS = (  # (media type, name), each refused by the gateway
     ("application/x-unheard-of", "a.txt"),
@@ -115,6 +116,7 @@ class Behave(MiniApp):
         app_scope=SCOPE,
         version="1.0.0",
         kind="bundled-reference",
+        requested_capabilities=("notification.show",),
         entrypoints=(
             Entrypoint(id="board", kind="surface", document="index.html", events=("poke",)),
         ),
@@ -189,6 +191,8 @@ class Behave(MiniApp):
         if mode == "ask_parent":
             await self._ask_parent(call)
             return None
+        if mode == "capabilities":
+            return await self._capabilities(instance, call.call_id)
         if mode == "close_other":
             return await self._close_other(instance, call.input.other or "")
         if mode == "artifacts":
@@ -257,6 +261,20 @@ class Behave(MiniApp):
         ]
         seen = [[r.surface_id, r.entrypoint, r.state_revision, r.open, r.changed] for r in replies]
         return RunOutput(instance_id=instance, codes=tuple(codes), data=json.dumps(seen))
+
+    async def _capabilities(self, instance: str, call_id: str) -> RunOutput:
+        """What the gateway decides before it would ask the user anything: a capability the
+        manifest does not declare, a declared one with an input its model refuses, one for an
+        instance that is not there; and the first again, by its request id."""
+        ask = self.app.capabilities.request
+        results = [
+            await ask("file.open", "open a file", instance_id=instance, request_id=f"{call_id}:1"),
+            await ask("notification.show", "say", {"nope": 1}, instance_id=instance),
+            await ask("notification.show", "say", {"title": "t"}, instance_id=SCOPE + ":gone"),
+            await ask("file.open", "open a file", instance_id=instance, request_id=f"{call_id}:1"),
+        ]
+        seen = [[r.capability, r.status, r.code, r.output] for r in results]
+        return RunOutput(instance_id=instance, data=json.dumps(seen))
 
     async def _close_other(self, instance: str, other: str) -> RunOutput:
         """Close another instance of this app, then try its view and its session data."""

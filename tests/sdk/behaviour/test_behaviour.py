@@ -222,3 +222,14 @@ async def test_a_question_tied_to_a_call_that_has_its_result_is_call_already_fin
     result = result_of(await harness.call("behave.run", {"mode": "ask_parent"}, "parent-1"))
     view = await harness.view(result["instance_id"], lambda v: "asked" in v)
     assert view["asked"] == [OK, FINAL]
+
+
+async def test_the_gateway_refuses_before_asking_anyone_alike(harness: Harness) -> None:
+    arguments = {"mode": "capabilities"}
+    result = result_of(await harness.call("behave.run", arguments, "capabilities-1"))
+    assert json.loads(result["data"]) == [
+        ["file.open", "permission_denied", ErrorCode.CAPABILITY_DENIED.value, None],
+        ["notification.show", "failed", INVALID, None],
+        ["notification.show", "failed", ErrorCode.APP_INSTANCE_NOT_FOUND.value, None],
+        ["file.open", "permission_denied", ErrorCode.CAPABILITY_DENIED.value, None],  # a repeat
+    ]
