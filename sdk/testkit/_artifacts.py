@@ -11,7 +11,7 @@ import unicodedata
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 
 from .. import protocol as p
-from ._limits import MAX_APP_ARTIFACT_BYTES, MAX_APP_ARTIFACTS
+from ._facts import MAX_APP_ARTIFACT_BYTES, MAX_APP_ARTIFACTS
 
 __all__ = ["FakeArtifacts"]
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 from .. import protocol as p
-from ._limits import HISTORY_REPLY_BYTES
+from ._facts import HISTORY_REPLY_BYTES
 
 __all__ = ["FakeConversation", "FakeInbox"]
 

@@ -193,7 +193,7 @@ class FakeRuntime:
         if isinstance(request, p.ConversationHistoryRequest):
             return self.conversation._history(request)
         if isinstance(request, p.ViewUpdateRequest | p.ViewItemsPutRequest):
-            return self.ui._answer(request, self.instances)
+            return self.ui._answer(request, self.instances, self.app_scope)
         if isinstance(request, p.LifecycleRequest):
             return self._lifecycle(request)
         if isinstance(request, p.SessionDataGetRequest):

@@ -10,7 +10,7 @@ from typing import Any
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 from .. import protocol as p
-from ._limits import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
+from ._facts import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
 
 __all__ = ["FakeSessionData"]
 

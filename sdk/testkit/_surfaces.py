@@ -11,7 +11,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 
 from .. import protocol as p
 from ..manifest import SURFACE_KIND, SURFACE_VERSIONS
-from ._limits import SURFACE_PREFIX
+from ._facts import SURFACE_PREFIX
 
 __all__ = ["FakeSurface", "FakeSurfaces", "compact"]
 

@@ -471,11 +471,16 @@ async def test_a_tool_that_cancels_its_call_is_recorded_cancelled_with_its_reaso
 
 
 def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
-    """The SDK may not import an actor's internals, so `_limits` copies these; a change at
+    """The SDK may not import an actor's internals, so `_facts` copies these; a change at
     their definition fails here until the copy follows (the behaviour suite checks the same
     bounds against a real runtime)."""
     from lineup.actors.focus._surfaces import SURFACE_PREFIX
-    from lineup.actors.focus._views import MAX_VIEW_KEYS
+    from lineup.actors.focus._views import (
+        ITEM_COMPONENTS,
+        MAX_VIEW_KEYS,
+        RUNTIME_KINDS_PREFIX,
+        TRUSTED_KINDS,
+    )
     from lineup.actors.gateway._artifacts import (
         MAX_APP_ARTIFACT_BYTES,
         MAX_APP_ARTIFACTS,
@@ -483,16 +488,19 @@ def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
     )
     from lineup.actors.store._fields import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
     from lineup.actors.store._rows import REPLY_BODY_BUDGET
-    from lineup.sdk.testkit import _limits
+    from lineup.sdk.testkit import _facts
 
     assert (
-        _limits.MAX_VIEW_KEYS,
-        _limits.HISTORY_REPLY_BYTES,
-        _limits.MAX_SESSION_DATA_BYTES,
-        _limits.MAX_JSON_DEPTH,
-        _limits.MAX_APP_ARTIFACT_BYTES,
-        _limits.MAX_APP_ARTIFACTS,
-        _limits.SURFACE_PREFIX,
+        _facts.MAX_VIEW_KEYS,
+        _facts.HISTORY_REPLY_BYTES,
+        _facts.MAX_SESSION_DATA_BYTES,
+        _facts.MAX_JSON_DEPTH,
+        _facts.MAX_APP_ARTIFACT_BYTES,
+        _facts.MAX_APP_ARTIFACTS,
+        _facts.SURFACE_PREFIX,
+        _facts.TRUSTED_KINDS,
+        _facts.ITEM_COMPONENTS,
+        _facts.RUNTIME_KINDS_PREFIX,
     ) == (
         MAX_VIEW_KEYS,
         REPLY_BODY_BUDGET,
@@ -501,6 +509,9 @@ def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
         MAX_APP_ARTIFACT_BYTES,
         MAX_APP_ARTIFACTS,
         SURFACE_PREFIX,
+        TRUSTED_KINDS,
+        ITEM_COMPONENTS,
+        RUNTIME_KINDS_PREFIX,
     )
     for scope, request_id in [("whiteboard", "r1"), ("chat", ""), ("a", "b\x00c")]:
         assert testkit.FakeArtifacts.artifact_id(scope, request_id) == artifact_id_of(

@@ -40,6 +40,7 @@ Mode = Literal[
     "withdraw",
     "ask_parent",
     "capabilities",
+    "trust",
 ]
 REFUSED_ARTIFACTS = (  # (media type, name), each refused by the gateway
     ("application/x-unheard-of", "a.txt"),
@@ -191,6 +192,19 @@ class Behave(MiniApp):
         if mode == "ask_parent":
             await self._ask_parent(call)
             return None
+        if mode == "trust":
+            # What focus keeps for the apps it trusts: another app's component, the runtime's
+            # own view kinds, an item list; an untrusted kind is drawn.
+            ui = self.app.ui
+            item = p.ViewItem(id="i1", order=1, fields={"markdown": "hi"})
+            codes = [
+                await code_of(lambda: ui.render(instance, {"kind": "chat.timeline"})),
+                await code_of(lambda: ui.render(instance, {"kind": "task.dashboard"})),
+                await code_of(lambda: ui.render(instance, {"kind": "lineup.surface"})),
+                await code_of(lambda: ui.put_items(instance, [item])),
+                await code_of(lambda: ui.render(instance, {"kind": VIEW_KIND})),
+            ]
+            return RunOutput(instance_id=instance, codes=tuple(codes))
         if mode == "capabilities":
             return await self._capabilities(instance, call.call_id)
         if mode == "close_other":

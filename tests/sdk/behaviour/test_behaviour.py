@@ -233,3 +233,9 @@ async def test_the_gateway_refuses_before_asking_anyone_alike(harness: Harness) 
         ["notification.show", "failed", ErrorCode.APP_INSTANCE_NOT_FOUND.value, None],
         ["file.open", "permission_denied", ErrorCode.CAPABILITY_DENIED.value, None],  # a repeat
     ]
+
+
+async def test_only_the_app_that_ships_a_trusted_component_may_use_it(harness: Harness) -> None:
+    result = result_of(await harness.call("behave.run", {"mode": "trust"}, "trust-1"))
+    denied = ErrorCode.PERMISSION_DENIED.value
+    assert result["codes"] == [denied, denied, denied, denied, OK]
