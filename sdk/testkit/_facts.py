@@ -24,6 +24,7 @@ __all__ = [
     "MAX_VIEW_KEYS",
     "RUNTIME_KINDS_PREFIX",
     "SURFACE_PREFIX",
+    "SURFACE_VIEW_KIND",
     "TRUSTED_KINDS",
 ]
 
@@ -38,6 +39,7 @@ MAX_APP_ARTIFACT_BYTES: Final = 32 * 1024 * 1024
 MAX_APP_ARTIFACTS: Final = 1000
 # A Surface is named after its instance: focus's `actors.focus._surfaces.SURFACE_PREFIX`.
 SURFACE_PREFIX: Final = "lu:surface:"
+SURFACE_VIEW_KIND: Final = "lineup.surface"  # the view focus makes of one: its `VIEW_KIND`
 # Focus's trust (`actors.focus._views`): a trusted view kind → the app that ships its
 # component; the trusted components that show items; the prefix of the kinds focus makes.
 TRUSTED_KINDS: Final[Mapping[str, str]] = {

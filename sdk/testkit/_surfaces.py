@@ -11,7 +11,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 
 from .. import protocol as p
 from ..manifest import SURFACE_KIND, SURFACE_VERSIONS
-from ._facts import SURFACE_PREFIX
+from ._facts import SURFACE_PREFIX, SURFACE_VIEW_KIND
 
 __all__ = ["FakeSurface", "FakeSurfaces", "compact"]
 
@@ -37,7 +37,7 @@ class FakeSurface:
     @property
     def view(self) -> dict[str, Any]:
         view: dict[str, Any] = {
-            "kind": "lineup.surface",
+            "kind": SURFACE_VIEW_KIND,
             "surface_id": self.surface_id,
             "entrypoint": self.entrypoint,
             "surface_version": self.surface_version,

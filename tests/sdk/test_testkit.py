@@ -474,7 +474,7 @@ def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
     """The SDK may not import an actor's internals, so `_facts` copies these; a change at
     their definition fails here until the copy follows (the behaviour suite checks the same
     bounds against a real runtime)."""
-    from lineup.actors.focus._surfaces import SURFACE_PREFIX
+    from lineup.actors.focus._surfaces import SURFACE_PREFIX, VIEW_KIND
     from lineup.actors.focus._views import (
         ITEM_COMPONENTS,
         MAX_VIEW_KEYS,
@@ -498,6 +498,7 @@ def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
         _facts.MAX_APP_ARTIFACT_BYTES,
         _facts.MAX_APP_ARTIFACTS,
         _facts.SURFACE_PREFIX,
+        _facts.SURFACE_VIEW_KIND,
         _facts.TRUSTED_KINDS,
         _facts.ITEM_COMPONENTS,
         _facts.RUNTIME_KINDS_PREFIX,
@@ -509,6 +510,7 @@ def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
         MAX_APP_ARTIFACT_BYTES,
         MAX_APP_ARTIFACTS,
         SURFACE_PREFIX,
+        VIEW_KIND,
         TRUSTED_KINDS,
         ITEM_COMPONENTS,
         RUNTIME_KINDS_PREFIX,
