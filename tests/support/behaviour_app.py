@@ -41,6 +41,7 @@ Mode = Literal[
     "ask_parent",
     "capabilities",
     "trust",
+    "inbox",
 ]
 REFUSED_ARTIFACTS = (  # (media type, name), each refused by the gateway
     ("application/x-unheard-of", "a.txt"),
@@ -205,6 +206,8 @@ class Behave(MiniApp):
                 await code_of(lambda: ui.render(instance, {"kind": VIEW_KIND})),
             ]
             return RunOutput(instance_id=instance, codes=tuple(codes))
+        if mode == "inbox":
+            return await self._inbox(instance, call.input.other or "")
         if mode == "capabilities":
             return await self._capabilities(instance, call.call_id)
         if mode == "close_other":
@@ -275,6 +278,23 @@ class Behave(MiniApp):
         ]
         seen = [[r.surface_id, r.entrypoint, r.state_revision, r.open, r.changed] for r in replies]
         return RunOutput(instance_id=instance, codes=tuple(codes), data=json.dumps(seen))
+
+    async def _inbox(self, own: str, other: str) -> RunOutput:
+        """What this instance's inbox, another instance's and the app's hold; what
+        acknowledging each of them from this instance changed; what is left."""
+        inbox = self.app.inbox
+
+        async def held() -> dict[str, list[str]]:
+            return {
+                name: [d.delivery_id for d in await inbox.list(instance_id=instance_id)]
+                for name, instance_id in (("own", own), ("other", other), ("app", None))
+            }
+
+        before = await held()
+        listed = sorted({i for ids in before.values() for i in ids})
+        acks = {i: (await inbox.acknowledge(i, instance_id=own)).changed for i in listed}
+        seen = {"before": before, "acks": acks, "after": await held()}
+        return RunOutput(instance_id=own, data=json.dumps(seen))
 
     async def _capabilities(self, instance: str, call_id: str) -> RunOutput:
         """What the gateway decides before it would ask the user anything: a capability the

@@ -27,8 +27,13 @@ from lineup.sdk import LineUpError, testkit
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.behaviour_app import SCOPE, Behave
 from lineup.tests.support.interactions import Scene, scene_on
-from lineup.tests.support.runtime import CONVERSATION, shared_zygote, start_runtime_with_app
-from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.runtime import (
+    AGENT_ID,
+    CONVERSATION,
+    shared_zygote,
+    start_runtime_with_app,
+)
+from lineup.tests.support.shell import ShellClient, connect_shell, tree_text
 
 T = TypeVar("T")
 View = dict[str, Any]
@@ -75,6 +80,25 @@ class Harness(Protocol):
         """The user answers; raises `LineUpError` as the runtime refuses the answer."""
         ...
 
+    async def deliver(self, texts: list[tuple[str, str | None]]) -> None:
+        """The Agent sends the behaviour app a text `(message id, instance id or None)` each;
+        returns once the runtime holds them in the app's inboxes."""
+        ...
+
+
+def text_for_app(message_id: str, instance_id: str | None) -> dict[str, Any]:
+    """An Agent's text for the behaviour app (`instance_id`, or the app as a whole)."""
+    return {
+        "v": 1,
+        "id": message_id,
+        "type": "lineup.v1.text",
+        "conversation_id": CONVERSATION,
+        "app_scope": SCOPE,
+        "instance_id": instance_id,
+        "sender": {"kind": "agent", "id": AGENT_ID},
+        "payload": {"markdown": message_id},
+    }
+
 
 class FakeHarness:
     """The behaviour app on the testkit's `FakeRuntime`, started on the first call. Each call
@@ -118,6 +142,12 @@ class FakeHarness:
         after = runtime.interactions.answer(interaction_id, answer)
         await runtime.settle()
         return Answered(after is not before, after.state, after.result)
+
+    async def deliver(self, texts: list[tuple[str, str | None]]) -> None:
+        runtime = await self.runtime()
+        for message_id, instance_id in texts:  # named after the envelope, as the router does
+            envelope = text_for_app(message_id, instance_id)
+            runtime.inbox.put(envelope, message_id, instance_id=instance_id)
 
 
 class RealRuntime:
@@ -224,6 +254,26 @@ class RealHarness:
 
     async def answer(self, interaction_id: str, answer: dict[str, Any]) -> Answered:
         return await self.runtime.run(self._answer, interaction_id, answer)
+
+    async def deliver(self, texts: list[tuple[str, str | None]]) -> None:
+        return await self.runtime.run(self._deliver, texts)
+
+    async def _deliver(self, texts: list[tuple[str, str | None]]) -> None:
+        client = self._scene.agent.client
+        for message_id, instance_id in texts:
+            await client.send(text_for_app(message_id, instance_id), idempotency_key=message_id)
+        # The transport admits a conversation in order: once the chat shows a text sent after
+        # them, the runtime holds these.
+        marker = f"after {texts[-1][0]}"
+        await client.say(CONVERSATION, marker)
+        shell = self.runtime.shell
+        assert shell is not None
+
+        def shown(sh: ShellClient) -> bool:
+            return marker in [tree_text(i["tree"]) for i in sh.timeline() if i["author"] == "agent"]
+
+        with trio.fail_after(WAIT):
+            await shell.wait_until(shown)
 
     async def _answer(self, interaction_id: str, answer: dict[str, Any]) -> Answered:
         reply = await self._scene.answer(interaction_id, answer)

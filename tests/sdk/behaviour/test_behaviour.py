@@ -239,3 +239,20 @@ async def test_only_the_app_that_ships_a_trusted_component_may_use_it(harness: H
     result = result_of(await harness.call("behave.run", {"mode": "trust"}, "trust-1"))
     denied = ErrorCode.PERMISSION_DENIED.value
     assert result["codes"] == [denied, denied, denied, denied, OK]
+
+
+async def test_an_instance_lists_and_acknowledges_only_its_own_deliveries(
+    harness: Harness,
+) -> None:
+    """Seed 003 §3.1: what the Agent addressed to another instance, or to no instance (the
+    app's conversation-level inbox), is not this instance's to acknowledge."""
+    await harness.deliver(
+        [("in-own", "behave:inbox-1"), ("in-other", "behave:inbox-x"), ("in-app", None)]
+    )
+    arguments = {"mode": "inbox", "other": "behave:inbox-x"}
+    result = result_of(await harness.call("behave.run", arguments, "inbox-1"))
+    assert json.loads(result["data"]) == {
+        "before": {"own": ["in-own"], "other": ["in-other"], "app": ["in-app"]},
+        "acks": {"in-app": False, "in-other": False, "in-own": True},
+        "after": {"own": [], "other": ["in-other"], "app": ["in-app"]},
+    }
