@@ -214,8 +214,10 @@ class Behave(MiniApp):
             return await self._close_other(instance, call.input.other or "")
         if mode == "artifacts":
             return await self._artifacts(instance, call.call_id)
+        # "say": what the runtime reserves for other apps: the user's text, the registry.
         said = await code_of(lambda: self.app.conversation.send_text(f"m:{call.call_id}", "hi"))
-        return RunOutput(instance_id=instance, codes=(said,))
+        listed = await code_of(self.app.registry.list)
+        return RunOutput(instance_id=instance, codes=(said, listed))
 
     async def _heard(self, snapshot: p.SessionDataSnapshot) -> None:
         """Show every revision of the instance's session data the app hears of, in order."""

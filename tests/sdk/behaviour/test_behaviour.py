@@ -153,9 +153,12 @@ async def test_an_apps_question_is_answered_once_checked_and_told_to_the_app(
     assert view["told"] == [{"state": "submitted", "result": {"approved": True}}]
 
 
-async def test_only_the_chat_may_send_text_as_the_user(harness: Harness) -> None:
+async def test_the_users_text_and_the_registry_are_reserved_to_the_chat_and_the_app_registry(
+    harness: Harness,
+) -> None:
     result = result_of(await harness.call("behave.run", {"mode": "say"}, "say-1"))
-    assert result["codes"] == [ErrorCode.PERMISSION_DENIED.value]
+    denied = ErrorCode.PERMISSION_DENIED.value
+    assert result["codes"] == [denied, denied]
 
 
 async def test_an_instance_closed_has_no_view_and_no_session_data_any_more(
