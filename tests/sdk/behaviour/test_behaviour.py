@@ -4,6 +4,11 @@ fake an author tests against cannot drift from the runtime the app will meet.
 
 Call ids are unique across the module: the real runtime serves all its tests. Each call of the
 app's launch tools gets an instance of its own, `behave:<call id>`, on both harnesses.
+
+Where the two still differ, and so nothing here checks it yet: the conversation's history (the
+runtime files an Agent's text for the app there as well as in its inbox; the fake keeps the
+two apart), `apps.open` (the fake has no answer for it), a user's answer to a capability
+prompt, and progress reports close together (the runtime keeps the latest of a window).
 """
 
 from __future__ import annotations
