@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.scopes import CHAT
 from lineup.miniapps.chat import Chat
 from lineup.sdk import AppContext, MiniApp, testkit
 from lineup.sdk import protocol as p
@@ -127,7 +128,7 @@ async def test_the_fake_refuses_a_view_for_another_instance_or_too_wide() -> Non
 
 
 async def test_an_injected_refusal_fails_the_next_request_of_its_type_only() -> None:
-    runtime = FakeRuntime()
+    runtime = FakeRuntime(CHAT)  # the one app that may send the user's text
     runtime.refuse(p.ConversationSendTextRequest, ErrorCode.STORE_UNAVAILABLE)
     conversation = runtime.context().conversation
     with pytest.raises(LineUpError) as refused:
@@ -363,12 +364,23 @@ async def test_session_data_of_an_instance_the_app_does_not_own_is_refused() -> 
         assert refused.value.code is ErrorCode.APP_SCOPE_MISMATCH
 
 
-async def test_session_data_of_a_closed_instance_can_still_be_read() -> None:
+async def test_session_data_of_a_closed_instance_is_not_found_as_in_the_runtime() -> None:
+    """An ended instance has no session data to read or write (tests/e2e/test_session_data.py
+    and the behaviour suite show the runtime refusing it); the test still sees what was kept."""
     runtime = FakeRuntime()
     context = runtime.context()
     await context.session_data.replace(testkit.DEFAULT_INSTANCE, {"kept": True}, 0)
     await context.lifecycle.request_close(testkit.DEFAULT_INSTANCE)
-    assert (await context.session_data.get(testkit.DEFAULT_INSTANCE)).data == {"kept": True}
+    data = context.session_data
+    for attempt in (
+        data.get(testkit.DEFAULT_INSTANCE),
+        data.replace(testkit.DEFAULT_INSTANCE, {}, 1),
+        data.subscribe(testkit.DEFAULT_INSTANCE, Notes().on_data),
+    ):
+        with pytest.raises(LineUpError) as refused:
+            await attempt
+        assert refused.value.code is ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert runtime.session_data.get(testkit.DEFAULT_INSTANCE) == ({"kept": True}, 1)
 
 
 async def test_injected_refusals_fail_session_data_requests() -> None:
@@ -453,3 +465,57 @@ async def test_a_tool_that_cancels_its_call_is_recorded_cancelled_with_its_reaso
     record = await call_tool(app, "quitter.try", {})
     assert record.status == "cancelled"
     assert record.cancelled_reason == "not_today"
+
+
+# ------------------------------------------------------------------ the facts it copies
+
+
+def test_each_bound_the_testkit_copies_is_the_one_its_actor_enforces() -> None:
+    """The SDK may not import an actor's internals, so `_facts` copies these; a change at
+    their definition fails here until the copy follows (the behaviour suite checks the same
+    bounds against a real runtime)."""
+    from lineup.actors.focus._surfaces import SURFACE_PREFIX, VIEW_KIND
+    from lineup.actors.focus._views import (
+        ITEM_COMPONENTS,
+        MAX_VIEW_KEYS,
+        RUNTIME_KINDS_PREFIX,
+        TRUSTED_KINDS,
+    )
+    from lineup.actors.gateway._artifacts import (
+        MAX_APP_ARTIFACT_BYTES,
+        MAX_APP_ARTIFACTS,
+        artifact_id_of,
+    )
+    from lineup.actors.store._fields import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
+    from lineup.actors.store._rows import REPLY_BODY_BUDGET
+    from lineup.sdk.testkit import _facts
+
+    assert (
+        _facts.MAX_VIEW_KEYS,
+        _facts.HISTORY_REPLY_BYTES,
+        _facts.MAX_SESSION_DATA_BYTES,
+        _facts.MAX_JSON_DEPTH,
+        _facts.MAX_APP_ARTIFACT_BYTES,
+        _facts.MAX_APP_ARTIFACTS,
+        _facts.SURFACE_PREFIX,
+        _facts.SURFACE_VIEW_KIND,
+        _facts.TRUSTED_KINDS,
+        _facts.ITEM_COMPONENTS,
+        _facts.RUNTIME_KINDS_PREFIX,
+    ) == (
+        MAX_VIEW_KEYS,
+        REPLY_BODY_BUDGET,
+        MAX_SESSION_DATA_BYTES,
+        MAX_JSON_DEPTH,
+        MAX_APP_ARTIFACT_BYTES,
+        MAX_APP_ARTIFACTS,
+        SURFACE_PREFIX,
+        VIEW_KIND,
+        TRUSTED_KINDS,
+        ITEM_COMPONENTS,
+        RUNTIME_KINDS_PREFIX,
+    )
+    for scope, request_id in [("whiteboard", "r1"), ("chat", ""), ("a", "b\x00c")]:
+        assert testkit.FakeArtifacts.artifact_id(scope, request_id) == artifact_id_of(
+            scope, request_id
+        )
