@@ -110,6 +110,7 @@ async def test_the_prompt_is_answered_by_keyboard_and_escape_cancels(
         expect(p.get_by_test_id("permission-expiry")).to_contain_text("Expires in")
         expect(p.get_by_test_id("permission-allow-always")).to_be_visible()
         expect(p.get_by_test_id("permission-deny")).to_be_focused()  # the safe default
+        expect(dialog).to_have_attribute("data-armed", "true")  # it takes no answer before
         p.keyboard.press("Tab")
         expect(p.get_by_test_id("permission-allow-once")).to_be_focused()
         p.keyboard.press("Enter")

@@ -1,4 +1,4 @@
-"""`AppContext.artifacts` (sdk/_services.py) against the testkit's fake gateway (sdk/testkit.py):
+"""`AppContext.artifacts` (sdk/_services.py) against the testkit's fake gateway (sdk/testkit/):
 create, read back, list; idempotent by request id; another app's is not found; the gateway's
 checks and the quota; content over the bound is refused before anything is sent."""
 

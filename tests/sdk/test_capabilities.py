@@ -1,4 +1,4 @@
-"""`AppContext.capabilities` (sdk/_services.py) against the testkit's fake gateway (sdk/testkit.py):
+"""`AppContext.capabilities` (sdk/_services.py) against the testkit's fake gateway (sdk/testkit/):
 the request carries the purpose, the input and the process's own instance; a fresh request id
 each time unless one is given, and a repeat of one gets its first result; the fake refuses what
 the app does not declare, an input the catalog's model refuses, and answers what a test set."""

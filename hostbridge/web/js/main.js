@@ -30,7 +30,7 @@ import { createPermissionPrompt } from "./components/permission_prompt.js";
 import { createPermissionsPage } from "./components/permissions_page.js";
 import { createProviderRuns } from "./components/provider_run.js";
 import { createStatus } from "./components/status.js";
-import { surface } from "./components/surface.js";
+import { stopTheft, surface } from "./components/surface.js";
 import { createSwitcher, instanceTitle } from "./components/switcher.js";
 import { taskDashboard } from "./components/task_dashboard.js";
 import { createTimeline } from "./components/timeline.js";
@@ -307,7 +307,7 @@ function render() {
   const places = placement(state, now);
   // The overlay: the open questions of the foreground app's own sub-session.
   const frontGroup = chatInFront ? undefined : places.groups.find((g) => g.inFront);
-  overlay.render(
+  const overlayUp = overlay.render(
     state,
     chatInFront ? null : front.instance_id,
     frontGroup ? frontGroup.views.filter((v) => isOpen(v, now)) : [],
@@ -350,8 +350,48 @@ function render() {
   // The runtime's own dialogs last: nothing the stage does moves focus out of them.
   providerRuns.render(state);
   permissionPrompt.render(state);
+  shieldSurfaces(overlayUp || document.querySelector("dialog[open]") !== null);
   armExpiry(now);
 }
+
+// While the runtime's own overlay or one of its dialogs is up, no Surface may take the keyboard
+// from it: a frame that focuses itself every few milliseconds would get the keys the user types
+// into the runtime's question or prompt, and no browser API keeps a frame from taking focus
+// (not `inert`, not `display: none`). So meanwhile the Surfaces' frames take no click and no
+// Tab (a focus that lands in one is never the user's), and one that takes focus all the same is
+// stopped before another key reaches it (`stopTheft`), the focus given back where it was.
+let shielded = false;
+
+function shieldSurfaces(on) {
+  shielded = on;
+  for (const frame of document.querySelectorAll("iframe.surface-frame")) {
+    frame.toggleAttribute("data-shielded", on);
+    frame.setAttribute("tabindex", on ? "-1" : "0");
+  }
+}
+
+// The runtime's own UI that holds the keyboard now, read from the page as it is (a dialog just
+// closed gives focus back to what had it, a Surface's frame maybe: that is no theft).
+const guard = () => {
+  const dialog = document.querySelector("dialog[open]");
+  if (dialog !== null) return dialog;
+  const panel = document.querySelector('[data-testid="overlay-panel"]');
+  return panel !== null && isShown(panel) ? panel : null;
+};
+let guarded = null; // the last element of the overlay or a dialog that had focus
+
+document.addEventListener("focusin", (event) => {
+  if (shielded && guard()?.contains(event.target)) guarded = event.target;
+});
+window.addEventListener("blur", () => {
+  // The page lost focus to one of its frames (to another window, nothing here is focused).
+  const frame = document.activeElement;
+  const around = guard();
+  if (!shielded || around === null || !(frame instanceof HTMLIFrameElement)) return;
+  if (!stopTheft(frame)) return;
+  const back = guarded?.isConnected && around?.contains(guarded) ? guarded : null;
+  (back ?? around?.querySelector("input, textarea, button:not([disabled])") ?? around)?.focus();
+});
 
 // ---------------------------------------------------------------- start
 

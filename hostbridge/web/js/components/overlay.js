@@ -2,7 +2,9 @@
 // app while it is in front and the question is open (contract §4). Escape (or "Later") folds
 // it to a one-line bar that unfolds again; switching to another app folds it for good (the
 // group in the IM then says "waiting for your answer"), and it comes back when the app does.
-// It never takes focus by itself: it comes first in the tab order of the stage.
+// It never takes focus by itself: it comes first in the tab order of the stage. While it is
+// shown unfolded, `render` says so (true): the Shell then keeps the app's Surface from taking
+// the keyboard away from it (main.js).
 
 import { byTestId, el, replaceKeeping } from "../core/util.js";
 import { CardCache } from "./interaction_card.js";
@@ -62,6 +64,7 @@ export function createOverlay(ctx) {
     const elements = views.map((v) => cache.element(v, state, ctx, now));
     cache.keep(new Set(views.map((v) => v.interaction_id)));
     replaceKeeping(cards, elements);
+    return views.length > 0 && !folded;
   }
 
   return { render };

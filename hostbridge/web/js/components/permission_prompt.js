@@ -6,6 +6,9 @@
 // focus starts: the safe default), Allow once, and Always allow where the runtime lets the
 // answer be remembered. Escape is Cancel. It shows the time left, and goes on its own when the
 // runtime says it ended or it expires. Several pending prompts come one at a time, oldest first.
+// The Allow buttons take no input for ARM_MS after a prompt appears (`data-armed` is "true"
+// after it), as browsers' own permission prompts do: a page that asks on the user's first
+// keydown or click must not get the next Tab+Enter, or the second click of a double click.
 
 import { el, uniqueId } from "../core/util.js";
 
@@ -18,6 +21,7 @@ export const CAPABILITY_LABELS = {
 };
 const MAX_TEXT = 300;
 const TICK_MS = 1000;
+export const ARM_MS = 500;
 
 export const capabilityLabel = (name) =>
   Object.hasOwn(CAPABILITY_LABELS, name) ? CAPABILITY_LABELS[name] : "Use a system feature";
@@ -50,6 +54,7 @@ export function createPermissionPrompt(ctx) {
 
   let shown = null; // the prompt view on screen
   let ticker = null;
+  let arming = null;
 
   function button(text, testId, decision) {
     const b = el("button", `permission-button permission-${decision}`, testId, text);
@@ -60,6 +65,7 @@ export function createPermissionPrompt(ctx) {
 
   function answer(decision) {
     if (shown === null) return;
+    if (decision.startsWith("allow") && once.disabled) return; // not armed yet
     const promptId = shown.prompt_id;
     if (ctx.send({ type: "capability.answer", prompt_id: promptId, decision })) {
       ctx.state.answered.add(promptId);
@@ -79,10 +85,17 @@ export function createPermissionPrompt(ctx) {
     if (shown !== null && !dialog.open) answer("cancel");
   });
 
+  function arm(armed) {
+    once.disabled = always.disabled = !armed;
+    dialog.setAttribute("data-armed", String(armed));
+  }
+
   function hide() {
     shown = null;
     window.clearInterval(ticker);
     ticker = null;
+    window.clearTimeout(arming);
+    arming = null;
     if (dialog.open) dialog.close();
     dialog.removeAttribute("data-prompt-id");
   }
@@ -115,6 +128,9 @@ export function createPermissionPrompt(ctx) {
     dialog.setAttribute("data-capability", clip(view.capability, 100));
     tick();
     if (shown === null) return; // expired already
+    arm(false);
+    window.clearTimeout(arming);
+    arming = window.setTimeout(() => arm(true), ARM_MS);
     if (!dialog.open) dialog.showModal();
     deny.focus();
     window.clearInterval(ticker);

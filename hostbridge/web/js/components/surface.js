@@ -6,12 +6,16 @@
 // mounted: a text notice takes its place and the runtime is told (`surface.unavailable`).
 // On unmount the Surface gets `ui/resource-teardown` and at most TEARDOWN_MS to answer before
 // its iframe goes (the stage leaves the container's node to it meanwhile, hidden).
+// A Surface that takes the keyboard while the runtime's own overlay or prompt is up
+// (`stopTheft`, main.js) is stopped at once: its frame goes, before another key reaches it,
+// and the user may show it again.
 
 import { SURFACE_VERSIONS, createBridge } from "../core/bridge.js";
 import { el, isId } from "../core/util.js";
 
 const DOCUMENT = "index.html"; // the one entry document of this bridge version
 const DEFAULT_HEIGHT = 480;
+const handles = new WeakMap(); // a mounted Surface's iframe → its handle
 
 function mount(container, ctx, instanceId) {
   const root = el("div", "surface", "surface");
@@ -72,6 +76,7 @@ function build(handle, view) {
   });
   iframe.src = `/surfaces/${encodeURIComponent(instanceId)}/${DOCUMENT}`;
   handle.iframe = iframe;
+  handles.set(iframe, handle);
   root.setAttribute("data-state", "mounted");
   root.setAttribute("data-surface-id", handle.surfaceId);
   root.replaceChildren(iframe);
@@ -99,9 +104,38 @@ function unmount(handle) {
   return root;
 }
 
+// The Surface whose frame is `iframe` took the keyboard from the runtime's own UI: stopped (its
+// frame removed), the runtime told (audited as the app's fault), and a button to show it again.
+// Returns whether `iframe` was a mounted Surface's.
+export function stopTheft(iframe) {
+  const handle = handles.get(iframe);
+  if (handle === undefined || handle.iframe !== iframe) return false;
+  const { ctx, instanceId, root } = handle;
+  drop(handle);
+  const notice = el(
+    "p",
+    "surface-notice",
+    "surface-stopped",
+    "This app's view was stopped: it took the keyboard while LineUp was asking you something.",
+  );
+  const again = el("button", "surface-again", "surface-again", "Show it again");
+  again.type = "button";
+  again.addEventListener("click", () => {
+    build(handle, handle.view);
+    ctx.rerender(); // shielded like the others while the runtime's own UI is up
+  });
+  root.replaceChildren(notice, again);
+  root.setAttribute("data-state", "stopped");
+  ctx.send({ type: "surface.rejected", instance_id: instanceId, code: "surface_focus_taken", count: 1 });
+  return true;
+}
+
 export const surface = {
   mount,
   update,
   unmount,
-  focus: (handle) => (handle.iframe ?? handle.root).focus(),
+  // Never into a frame the runtime's own UI shields (main.js): that focus would be no theft,
+  // but the Shell must not hand the keyboard to a Surface meanwhile either.
+  focus: (handle) =>
+    (handle.iframe?.hasAttribute("data-shielded") ? handle.root : (handle.iframe ?? handle.root)).focus(),
 };
