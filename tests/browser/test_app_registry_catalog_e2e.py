@@ -121,6 +121,7 @@ def installed_with_the_keyboard(p: Page) -> None:
     )
     # Deny has the focus (the safe default); Tab reaches Allow once, Enter takes it.
     expect(prompt.get_by_test_id("permission-deny")).to_be_focused(timeout=WAIT_MS)
+    expect(prompt).to_have_attribute("data-armed", "true")  # no answer in its first moments
     p.keyboard.press("Tab")
     expect(prompt.get_by_test_id("permission-allow-once")).to_be_focused()
     p.keyboard.press("Enter")

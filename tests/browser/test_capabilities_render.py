@@ -58,6 +58,7 @@ async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway
         expect(dialog).to_have_attribute("data-prompt-id", "p1")
         expect(p.get_by_test_id("permission-deny")).to_be_focused()
         expect(p.get_by_test_id("permission-detail")).to_be_hidden()
+        expect(dialog).to_have_attribute("data-armed", "true")  # no answer in its first moments
         p.keyboard.press("Tab")
         p.keyboard.press("Tab")
         expect(p.get_by_test_id("permission-allow-always")).to_be_focused()

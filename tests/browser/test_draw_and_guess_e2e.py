@@ -126,6 +126,7 @@ def install_from_the_catalog(p: Page) -> None:
     expect(prompt.get_by_test_id("permission-capability")).to_contain_text("app.install")
     expect(prompt.get_by_test_id("permission-detail")).to_contain_text(f"{SCOPE} 1.0.0")
     expect(prompt.get_by_test_id("permission-deny")).to_be_focused(timeout=WAIT_MS)
+    expect(prompt).to_have_attribute("data-armed", "true")  # no answer in its first moments
     p.keyboard.press("Tab")
     expect(prompt.get_by_test_id("permission-allow-once")).to_be_focused()
     p.keyboard.press("Enter")
