@@ -32,7 +32,13 @@ from lineup.sdk.protocol import ViewItem
 from ._server import ShellHub
 from ._surfaces import SurfaceBook
 from ._trees import TreeCache
-from .messages import AppsUpdatedEvent, ViewItemsUpdatedEvent, ViewUpdatedEvent
+from .messages import (
+    AppsUpdatedEvent,
+    LaunchableApp,
+    LiveInstance,
+    ViewItemsUpdatedEvent,
+    ViewUpdatedEvent,
+)
 from .shell_protocol import (
     MAX_ITEMS_FRAME_BYTES,
     MAX_LAUNCHABLE,
@@ -186,18 +192,14 @@ class ViewRelay:
         return frames
 
 
-def _live_ids(instances: tuple[dict[str, Any], ...]) -> set[str]:
-    return {
-        str(i.get("instance_id"))
-        for i in instances
-        if isinstance(i, dict) and i.get("state") not in ENDED_STATES
-    }
+def _live_ids(instances: tuple[LiveInstance, ...]) -> set[str]:
+    return {i.instance_id for i in instances if i.state not in ENDED_STATES}
 
 
 def _apps_frame(
     foreground: str,
-    instances: tuple[dict[str, Any], ...],
-    launchable: tuple[dict[str, Any], ...] = (),
+    instances: tuple[LiveInstance, ...],
+    launchable: tuple[LaunchableApp, ...] = (),
 ) -> ShellApps | None:
     """The `shell.apps` frame for focus's instance list, or None (logged) if it is not the
     protocol's: a peer's mistake must not take the Shell's socket down. The launcher's apps
@@ -205,13 +207,18 @@ def _apps_frame(
     offered: list[ShellLaunchable] = []
     for app in launchable[:MAX_LAUNCHABLE]:
         try:
-            offered.append(ShellLaunchable.model_validate(app))
+            offered.append(ShellLaunchable(app_scope=app.app_scope, title=app.title))
         except ValidationError:
             log.warning("hostbridge.launchable_dropped")
     try:
         return ShellApps(
             foreground=foreground,
-            instances=tuple(ShellInstance.model_validate(i) for i in instances),
+            instances=tuple(
+                ShellInstance(
+                    instance_id=i.instance_id, app_scope=i.app_scope, state=i.state, title=i.title
+                )
+                for i in instances
+            ),
             launchable=tuple(offered),
         )
     except ValidationError:

@@ -17,6 +17,7 @@ from lineup.actors.kernel.control import (
     RuntimeStateEvent,
 )
 from lineup.actors.store.messages import AppSessionState
+from lineup.facts.instances import InstanceState
 from lineup.facts.interactions import InteractionState
 from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
@@ -75,16 +76,35 @@ class NoticeEvent(Message):
     text: str = Field(min_length=1, max_length=2000)
 
 
+class LiveInstance(Message):
+    """One live instance as focus lists it for the Shell: its app and that app's title."""
+
+    type: Literal["hostbridge.apps.instance"] = "hostbridge.apps.instance"
+    instance_id: str
+    app_scope: str
+    state: InstanceState
+    title: str
+
+
+class LaunchableApp(Message):
+    """An app the Shell's launcher may open (`ui.open`), by its title."""
+
+    type: Literal["hostbridge.apps.launchable"] = "hostbridge.apps.launchable"
+    app_scope: str
+    title: str
+
+
 class AppsUpdatedEvent(Message):
     """focus → hostbridge: the live instances, in stack order, and which one is in front;
     and the apps the user may open from the Shell's launcher (`launchable`: each enabled,
-    active app but the chat, `{"app_scope", "title"}`, by title), told again whenever the
-    registry changes."""
+    active app but the chat, by title), told again whenever the registry changes. A title is
+    the app's manifest's, bounded there; the hostbridge checks each against the Shell's
+    protocol again (`_views`)."""
 
     type: Literal["hostbridge.apps.updated"] = "hostbridge.apps.updated"
     foreground: str
-    instances: tuple[dict[str, Any], ...]
-    launchable: tuple[dict[str, Any], ...] = ()
+    instances: tuple[LiveInstance, ...]
+    launchable: tuple[LaunchableApp, ...] = ()
 
 
 # ---------------------------------------------------------------- standard interactions (issue 12)

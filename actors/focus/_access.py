@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from lineup.actors.kernel import AuditRecord, Envelope, ErrorCode, LineUpError, app_scope_of
 from lineup.facts.scopes import CHAT
-from lineup.hostbridge.messages import AppsUpdatedEvent
+from lineup.hostbridge.messages import AppsUpdatedEvent, LaunchableApp, LiveInstance
 
 from ._app_book import AppBook
 from ._instances import Instances
@@ -84,16 +84,16 @@ class Access:
         return AppsUpdatedEvent(
             foreground=foreground,
             instances=tuple(
-                {
-                    "instance_id": instance_id,
-                    "app_scope": scope,
-                    "state": state,
-                    "title": self.book.title(scope),
-                }
+                LiveInstance(
+                    instance_id=instance_id,
+                    app_scope=scope,
+                    state=state,
+                    title=self.book.title(scope),
+                )
                 for instance_id, scope, state in live
             ),
             launchable=tuple(
-                {"app_scope": scope, "title": title}
+                LaunchableApp(app_scope=scope, title=title)
                 for title, scope in sorted(titled, key=lambda t: (t[0].casefold(), t[1]))
             ),
         )

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.facts.scopes import CHAT
+from lineup.hostbridge.messages import LaunchableApp, LiveInstance
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.sdk.protocol import (
     MAX_ITEM_ORDER,
@@ -86,9 +87,9 @@ class ViewsReply(Message):
     type: Literal["focus.ui.views.get.reply"] = "focus.ui.views.get.reply"
     views: tuple[AppView, ...]
     foreground: str = CHAT
-    instances: tuple[dict[str, Any], ...] = ()
+    instances: tuple[LiveInstance, ...] = ()
     next_offset: int | None = None  # ask again from here: more views than one reply holds
-    launchable: tuple[dict[str, Any], ...] = ()  # as in hostbridge.apps.updated
+    launchable: tuple[LaunchableApp, ...] = ()  # as in hostbridge.apps.updated
 
 
 class ViewItemsPageRequest(Message):

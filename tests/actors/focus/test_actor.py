@@ -47,14 +47,13 @@ def test_the_launcher_offers_each_enabled_usable_app_but_the_chat_by_title() -> 
             actor.book.change(
                 entry["app_scope"], manifest=load_manifest(Path(entry["manifest"]).read_bytes())
             )
-    offered = actor.access.app_list().launchable
-    assert offered == (
-        {"app_scope": "app-registry", "title": "App Registry"},
-        {"app_scope": "task-dashboard", "title": "Task Dashboard"},
-        {"app_scope": "whiteboard", "title": "Whiteboard"},
-    )
+    offered = [(app.app_scope, app.title) for app in actor.access.app_list().launchable]
+    assert offered == [
+        ("app-registry", "App Registry"),
+        ("task-dashboard", "Task Dashboard"),
+        ("whiteboard", "Whiteboard"),
+    ]
     actor.book.change("task-dashboard", enabled=False)  # disabled: not offered
     actor.book.change("app-registry", refusal=ErrorCode.APP_UNAVAILABLE)  # cannot run here
-    assert actor.access.app_list().launchable == (
-        {"app_scope": "whiteboard", "title": "Whiteboard"},
-    )
+    offered = [(app.app_scope, app.title) for app in actor.access.app_list().launchable]
+    assert offered == [("whiteboard", "Whiteboard")]
