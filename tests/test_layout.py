@@ -151,6 +151,7 @@ def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
         "tool_calls",
         "outbox",
         "instances",
+        "operations",
         "views",
         "limits",
         "scopes",
