@@ -9,26 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from lineup.actors.kernel.errors import ErrorCode
-from lineup.facts.operations import (
-    FINAL,
-    STATES,
-    TRANSITIONS,
-    IllegalOperationMove,
-    OperationEvent,
-    OperationState,
-    next_state,
-)
+from lineup.facts.operations import FINAL, IllegalOperationMove, OperationState, next_state
 
-__all__ = [
-    "FINAL",
-    "STATES",
-    "TRANSITIONS",
-    "IllegalOperationMove",
-    "Operation",
-    "OperationEvent",
-    "OperationState",
-    "next_state",
-]
+__all__ = ["IllegalOperationMove", "Operation"]
 
 
 @dataclass(frozen=True)
