@@ -45,6 +45,7 @@ from lineup.actors.focus.messages import (
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.actors.router.messages import SurfaceAskReply, SurfaceAskRequest
+from lineup.facts.views import SURFACE_VIEW_KIND as SURFACE_KIND
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
@@ -66,7 +67,6 @@ __all__ = [
     "surface_headers",
 ]
 
-SURFACE_KIND: Final = "lineup.surface"  # the view kind focus makes for an open Surface
 MAX_SURFACE_PARAMS_BYTES: Final = MAX_SURFACE_EVENT_BYTES  # a request's params, compact JSON
 SURFACE_REQUEST_REFUSED: Final = "hostbridge.surface_request_refused"  # its audit event
 ASK_TIMEOUT: Final = 3.0

@@ -32,6 +32,7 @@ from lineup.actors.focus.messages import (
     RegistryOperateRequest,
 )
 from lineup.actors.kernel import LineUpError, Message
+from lineup.facts.operations import COMPLETED, FAILED
 from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListReply
 
 from ._control import NotRunning, focus_request
@@ -145,11 +146,11 @@ def main(
     assert isinstance(reply, AppOperationInfo)
     if args.json:
         out.write(json.dumps(reply.model_dump(mode="json", exclude={"type"}), indent=2) + "\n")
-    elif reply.state == "completed":
+    elif reply.state == COMPLETED:
         out.write(outcome_line(reply) + "\n")
     else:
         err.write(f"lineup: error: {outcome_line(reply)}\n")
-    return 0 if reply.state == "completed" else EXIT_FAILED
+    return 0 if reply.state == COMPLETED else EXIT_FAILED
 
 
 def _request(args: argparse.Namespace) -> Message:
@@ -187,7 +188,7 @@ def outcome_line(op: AppOperationInfo) -> str:
     words = [op.kind, op.app_scope or "-"]
     if op.version:
         words.append(op.version)
-    why = f" ({op.code})" if op.state == "failed" and op.code else ""
+    why = f" ({op.code})" if op.state == FAILED and op.code else ""
     return f"{' '.join(words)}: {op.state}{why}"
 
 

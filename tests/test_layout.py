@@ -146,7 +146,17 @@ def test_a_supervisor_starts_the_whole_runtime_without_any_actors_protocol() -> 
 def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
     """Every process reads the facts (the states and tables of every machine), a MiniApp's
     too: importing them loads the kernel's errors and nothing that opens, sends or waits."""
-    facts = ("interactions", "tool_calls", "outbox", "instances")
+    facts = (
+        "interactions",
+        "tool_calls",
+        "outbox",
+        "instances",
+        "operations",
+        "views",
+        "limits",
+        "scopes",
+        "artifacts",
+    )
     loaded = modules_after("\n".join(f"import lineup.facts.{name}" for name in facts))
     assert {f"lineup.facts.{name}" for name in facts} <= loaded
     assert {"trio", "socket", "apsw", "pydantic", "lineup.actors.kernel.bus"} & loaded == set()

@@ -1,52 +1,17 @@
-"""The AppOperation machine: how one registry operation moves. No I/O.
+"""One operation on the app registry, as focus keeps it while it moves. No I/O.
 
-Theory of operation: an operation is `requested` when focus has recorded it, `running` once
-its work began, and ends `completed` or `failed` (with a code). A final state never changes.
-The table below is every legal move; anything else raises `IllegalOperationMove`, a bug in the
-caller (the store independently keeps a final operation as it is).
+The machine it moves by (its states, the table of legal moves, `IllegalOperationMove`) is
+`lineup.facts.operations`, which the store, the SDK and `lineup apps` read too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Final, Literal
 
-from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.actors.kernel.errors import ErrorCode
+from lineup.facts.operations import FINAL, IllegalOperationMove, OperationState, next_state
 
-__all__ = [
-    "FINAL",
-    "STATES",
-    "TRANSITIONS",
-    "IllegalOperationMove",
-    "Operation",
-    "OperationEvent",
-    "OperationState",
-    "next_state",
-]
-
-OperationState = Literal["requested", "running", "completed", "failed"]
-OperationEvent = Literal["start", "complete", "fail"]
-
-TRANSITIONS: Final[dict[OperationState, dict[OperationEvent, OperationState]]] = {
-    "requested": {"start": "running", "fail": "failed"},
-    "running": {"complete": "completed", "fail": "failed"},
-    "completed": {},
-    "failed": {},
-}
-STATES: Final = frozenset(TRANSITIONS)
-FINAL: Final = frozenset(s for s, moves in TRANSITIONS.items() if not moves)
-
-
-class IllegalOperationMove(LineUpError):
-    default_code = ErrorCode.INTERNAL_ERROR
-
-
-def next_state(state: OperationState, event: OperationEvent) -> OperationState:
-    """The state `event` moves `state` to; raises `IllegalOperationMove` if it may not."""
-    try:
-        return TRANSITIONS[state][event]
-    except KeyError:
-        raise IllegalOperationMove(message=f"{event} from {state}") from None
+__all__ = ["IllegalOperationMove", "Operation"]
 
 
 @dataclass(frozen=True)

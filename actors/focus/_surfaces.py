@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.views import SURFACE_PREFIX, surface_id_of
+from lineup.facts.views import SURFACE_VIEW_KIND as VIEW_KIND
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import SURFACE_KIND, SURFACE_VERSIONS, Entrypoint, Manifest
 from lineup.sdk.protocol import merge_patch
@@ -44,15 +46,9 @@ __all__ = [
     "surface_id_of",
 ]
 
-SURFACE_PREFIX: Final = "lu:surface:"
-VIEW_KIND: Final = "lineup.surface"
 # What an instance whose Surface closed shows when its app never drew a view of its own: a
 # kind no component draws, so the Shell keeps its placeholder.
 PLACEHOLDER_VIEW: Final[dict[str, Any]] = {"kind": "lineup.placeholder"}
-
-
-def surface_id_of(instance_id: str) -> str:
-    return SURFACE_PREFIX + instance_id
 
 
 def check_bounded(document: dict[str, Any]) -> None:

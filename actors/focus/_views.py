@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.miniapps import catalogue
+from lineup.facts.views import ITEM_COMPONENTS, MAX_VIEW_KEYS, RUNTIME_KINDS_PREFIX, TRUSTED_KINDS
 from lineup.sdk import protocol as sdk
 from lineup.wire._limits import WireLimitError, check_document, encoded_size
 
@@ -44,14 +44,6 @@ __all__ = [
     "ViewRefused",
 ]
 
-MAX_VIEW_KEYS: Final = 64
-# A trusted kind → the app that ships its component.
-TRUSTED_KINDS: Final[dict[str, str]] = {
-    "chat.timeline": catalogue.SYSTEM_APP.app_scope,
-    "task.dashboard": "task-dashboard",
-}
-RUNTIME_KINDS_PREFIX: Final = "lineup."  # views focus makes itself (`show`), never an app
-ITEM_COMPONENTS: Final = frozenset({"chat.timeline"})  # the trusted components that show items
 # Items in one page for the Shell (at least one): a reply and its frame stay within 1 MiB.
 PAGE_BYTES: Final = 768 * 1024
 

@@ -12,9 +12,9 @@ import base64
 import binascii
 import hashlib
 import unicodedata
-from typing import Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.artifacts import MAX_APP_ARTIFACT_BYTES, MAX_APP_ARTIFACTS, artifact_id_of
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, MAX_ARTIFACT_BYTES
 
 __all__ = [
@@ -26,17 +26,6 @@ __all__ = [
     "decode_content",
     "digest",
 ]
-
-MAX_APP_ARTIFACT_BYTES: Final = 32 * 1024 * 1024  # one app's artifacts, in total
-MAX_APP_ARTIFACTS: Final = 1000  # one app's artifacts, in number
-ARTIFACT_ID_PREFIX: Final = "art_"
-
-
-def artifact_id_of(app_scope: str, request_id: str) -> str:
-    """`art_` + 32 hex digits of sha256(app_scope, request_id): the same for a retry, never
-    the same for two apps."""
-    key = f"{app_scope}\x00{request_id}".encode()
-    return ARTIFACT_ID_PREFIX + hashlib.sha256(key).hexdigest()[:32]
 
 
 def check_media_type(media_type: str) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.limits import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -43,8 +44,6 @@ Seq = Annotated[int, Field(ge=0)]
 Revision = Annotated[int, Field(ge=0)]
 HistoryLimit = Annotated[int, Field(ge=1, le=500)]
 
-MAX_JSON_DEPTH: Final = 32  # nested objects and arrays; seed 004 §6.3 "解析深度配额"
-MAX_SESSION_DATA_BYTES: Final = 256 * 1024  # one app sub-session's document, compact UTF-8
 MAX_INPUT_BYTES: Final = 256 * 1024  # a tool call's input
 MAX_RESULT_BYTES: Final = 256 * 1024  # a tool call's result
 MAX_PROGRESS_BYTES: Final = 64 * 1024  # a tool call's latest progress

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from pydantic_core import from_json
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.limits import REPLY_BODY_BUDGET
 
 from ._db import Connection
 
@@ -34,9 +35,6 @@ __all__ = [
     "within_budget",
 ]
 
-# Bodies per list reply, in bytes of stored JSON: comfortably below the 1 MiB frame limit, so
-# a reply of many rows never fails to encode. The first row is always included.
-REPLY_BODY_BUDGET: Final = 512 * 1024
 
 Row = TypeVar("Row")
 

@@ -27,6 +27,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from lineup.facts.limits import MAX_SESSION_DATA_BYTES  # the store's bound on session data
+
 __all__ = [
     "APPLIED_KEPT",
     "HEIGHT",
@@ -55,7 +57,6 @@ MAX_TEXT: Final = 500  # characters in one text box
 MAX_OPS_PER_PATCH: Final = 200
 APPLIED_KEPT: Final = 256  # op ids remembered for dedupe (the Surface re-sends within seconds)
 REFUSED_KEPT: Final = 32
-MAX_SESSION_DATA_BYTES: Final = 256 * 1024  # the store's bound on one instance's session data
 # What the items may take of it, as compact UTF-8 JSON: the rest is kept for the board's
 # ids and title (at most 300 characters, 4 bytes each), `applied` (256 ids of at most 64
 # characters, quoted, comma-separated) and `refused` (32 small objects).

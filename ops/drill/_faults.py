@@ -36,6 +36,7 @@ from typing import Final
 import trio
 
 from lineup.actors.kernel.control import ChildStatus
+from lineup.facts.children import UP
 
 from ._proxy import GARBAGE, LinkProxy
 from ._workload import POISON_VARIANTS
@@ -209,7 +210,7 @@ class Injector:
         start = TARGETS.index(fault.target)
         for name in TARGETS[start:] + TARGETS[:start]:
             child = children.get(name)
-            if child is None or child.pid is None or child.state != "running":
+            if child is None or child.pid is None or child.state != UP:
                 continue
             if name in self._paused or (fault.kind == "kill" and not self._may_kill(name)):
                 continue
@@ -248,7 +249,7 @@ class Injector:
                     if (
                         child.name == record.target
                         and child.pid not in (None, record.pid)
-                        and child.state == "running"
+                        and child.state == UP
                     ):
                         record.recovery_ms = (time.monotonic() - killed_at) * 1000
                         return

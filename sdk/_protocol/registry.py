@@ -9,6 +9,7 @@ from typing import Literal
 
 from lineup.actors.kernel import Message
 from lineup.facts.apps import AppSource, AppState
+from lineup.facts.operations import OperationKind, OperationState
 
 from .common import Id
 
@@ -28,10 +29,8 @@ class AppOperationInfo(Message):
     type: Literal["focus.sdk.registry.operation"] = "focus.sdk.registry.operation"
     operation_id: Id
     app_scope: str
-    kind: Literal[
-        "install", "update", "enable", "disable", "rollback", "revoke", "remove", "set_default"
-    ]
-    state: Literal["requested", "running", "completed", "failed"]
+    kind: OperationKind
+    state: OperationState
     version: str | None = None  # the version it installs, rolls back to, or revokes
     from_version: str | None = None
     code: str | None = None

@@ -9,9 +9,9 @@ import itertools
 import unicodedata
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.facts.artifacts import MAX_APP_ARTIFACT_BYTES, MAX_APP_ARTIFACTS, artifact_id_of
 
 from .. import protocol as p
-from ._facts import MAX_APP_ARTIFACT_BYTES, MAX_APP_ARTIFACTS
 
 __all__ = ["FakeArtifacts"]
 
@@ -30,8 +30,7 @@ class FakeArtifacts:
 
     @staticmethod
     def artifact_id(app_scope: str, request_id: str) -> str:
-        key = f"{app_scope}\x00{request_id}".encode()
-        return "art_" + hashlib.sha256(key).hexdigest()[:32]
+        return artifact_id_of(app_scope, request_id)
 
     def put_foreign(self, app_scope: str, data: bytes, name: str = "theirs.txt") -> str:
         info = self._record(app_scope, None, f"foreign-{len(self.infos)}", name, "text/plain", data)

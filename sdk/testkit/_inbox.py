@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.limits import REPLY_BODY_BUDGET
 
 from .. import protocol as p
-from ._facts import HISTORY_REPLY_BYTES
 
 __all__ = ["FakeConversation", "FakeInbox"]
 
@@ -131,7 +131,7 @@ class FakeConversation:
         used = 0
         for row in rows[: msg.limit]:
             used += len(row.markdown.encode())
-            if page and used > HISTORY_REPLY_BYTES:
+            if page and used > REPLY_BODY_BUDGET:
                 break
             page.append(row)
         return p.ConversationHistoryReply(items=tuple(page))

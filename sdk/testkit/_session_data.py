@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.limits import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
 
 from .. import protocol as p
-from ._facts import MAX_JSON_DEPTH, MAX_SESSION_DATA_BYTES
 
 __all__ = ["FakeSessionData"]
 

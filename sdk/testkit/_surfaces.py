@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.facts.views import SURFACE_PREFIX, SURFACE_VIEW_KIND, surface_id_of
 
 from .. import protocol as p
 from ..manifest import SURFACE_KIND, SURFACE_VERSIONS
-from ._facts import SURFACE_PREFIX, SURFACE_VIEW_KIND
 
 __all__ = ["FakeSurface", "FakeSurfaces", "compact"]
 
@@ -32,7 +32,7 @@ class FakeSurface:
 
     @property
     def surface_id(self) -> str:
-        return SURFACE_PREFIX + self.instance_id
+        return surface_id_of(self.instance_id)
 
     @property
     def view(self) -> dict[str, Any]:

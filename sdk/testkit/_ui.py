@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
+from lineup.facts.views import ITEM_COMPONENTS, MAX_VIEW_KEYS, RUNTIME_KINDS_PREFIX, TRUSTED_KINDS
 
 from .. import protocol as p
-from ._facts import ITEM_COMPONENTS, MAX_VIEW_KEYS, RUNTIME_KINDS_PREFIX, TRUSTED_KINDS
 
 __all__ = ["FakeUi"]
 

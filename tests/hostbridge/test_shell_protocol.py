@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 import lineup.hostbridge
 from lineup.facts import interactions
+from lineup.facts.views import RUNTIME_KINDS_PREFIX, SURFACE_VIEW_KIND
 from lineup.hostbridge._views import ENDED_STATES
 from lineup.hostbridge.shell_protocol import (
     MAX_DRAFT_FIELDS,
@@ -346,6 +347,15 @@ def test_the_shells_final_interaction_states_are_the_machines() -> None:
     found = re.search(r"export const FINAL_STATES = new Set\(\[([^\]]*)\]\);", state_js)
     assert found is not None
     assert set(re.findall(r'"([a-z_]+)"', found.group(1))) == set(interactions.FINAL)
+
+
+def test_the_shell_draws_the_runtimes_one_view_kind_it_draws_itself_a_surface() -> None:
+    # The Shell cannot import the facts: its one copy of the Surface's view kind is here.
+    main_js = (WEB_JS / "main.js").read_text()
+    registered = set(re.findall(r'^register\("([^"]+)", ', main_js, re.MULTILINE))
+    assert {kind for kind in registered if kind.startswith(RUNTIME_KINDS_PREFIX)} == {
+        SURFACE_VIEW_KIND
+    }
 
 
 def test_a_drafts_bounds_are_those_of_the_input_it_is_for() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from lineup.facts.limits import MAX_SESSION_DATA_BYTES
 from lineup.miniapps.whiteboard._board import (
     APPLIED_KEPT,
     MAX_OPS_PER_PATCH,
     MAX_POINTS,
-    MAX_SESSION_DATA_BYTES,
     PALETTE,
     Board,
 )

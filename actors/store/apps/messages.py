@@ -14,6 +14,7 @@ from pydantic import Field
 
 from lineup.actors.kernel.messages import Message
 from lineup.facts.apps import AppSource, AppState
+from lineup.facts.operations import OperationKind, OperationState
 
 from .._fields import Id, Limit, Name, Revision
 
@@ -107,10 +108,8 @@ class SessionDataReplaceReply(Message):
 # ---------------------------------------------------------------------------------- registry
 
 
-AppOperationKind = Literal[
-    "install", "update", "enable", "disable", "rollback", "revoke", "remove", "set_default"
-]
-AppOperationState = Literal["requested", "running", "completed", "failed"]
+AppOperationKind = OperationKind
+AppOperationState = OperationState
 DEFAULT_APP_SETTING = "default_app"  # the settings row naming the user's default app
 
 
