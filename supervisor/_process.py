@@ -282,8 +282,11 @@ class Processes:
             channel.close()
             raise
         assert self._nursery is not None
-        if child.exited.is_set() or child.incarnation != incarnation:
-            channel.close()  # it died before its report: nothing to connect or to answer
+        if child.exited.is_set() or child.incarnation != incarnation or child.expected_exit:
+            # It died before its report, or its stop began (the stop closed what the bus had
+            # of it, so a channel connected now would carry its ready into the stop): nothing
+            # to connect or to answer, and its closed channel tells it to end.
+            channel.close()
             if listener is not None:
                 os.close(listener)
             return
@@ -323,6 +326,7 @@ class Processes:
                 return
             child.expected_exit = True
             child.move("stop")
+            self._changes.notify()
             self.bus.disconnect(child.identity.name)
             assert child.spec is not None
             with trio.move_on_after(child.spec.shutdown_grace):

@@ -1,0 +1,86 @@
+"""A MiniApp's process on focus's word, when focus's start or stop meets another of the
+supervisor's moves on the same app: its restart backing off, a stop still under way, a sandboxed
+start not yet reported. Real processes, real signals; each race is held open on purpose, by the
+kernel (SIGSTOP) or at the supervisor's own seam, never by a sleep."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from lineup.actors.kernel import ActorKind, Bus
+from lineup.actors.kernel.control import (
+    ChildStartReply,
+    ChildStartRequest,
+    ChildStopReply,
+    ChildStopRequest,
+)
+from lineup.supervisor import ChildSpec, Restart, _process
+from lineup.supervisor._miniapps import MINIAPP_HOST
+from lineup.supervisor._report import receive_report
+from lineup.tests.support.tree import attach, start_tree
+
+NAME = "miniapp:quiet"
+APP = {"app": "lineup.tests.support.quiet_app:Quiet"}
+ASK_WAIT = 30.0  # a start or a stop of a sandboxed process on a busy machine, at most
+
+
+async def start_app(focus: Bus) -> ChildStartReply:
+    with trio.fail_after(ASK_WAIT):
+        return await focus.request(
+            "supervisor",
+            ChildStartRequest(name=NAME, config=APP),
+            expect=ChildStartReply,
+            timeout=ASK_WAIT,
+        )
+
+
+async def stop_app(focus: Bus, done: trio.Event) -> None:
+    reply = await focus.request(
+        "supervisor", ChildStopRequest(name=NAME), expect=ChildStopReply, timeout=ASK_WAIT
+    )
+    assert reply.stopped
+    done.set()
+
+
+async def test_a_sandboxed_miniapp_stopped_before_its_report_is_read_never_comes_up(
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reported, go = trio.Event(), trio.Event()
+
+    async def held_report(channel: socket.socket) -> int | None:
+        listener = await receive_report(channel)
+        reported.set()
+        await go.wait()  # the supervisor reads the report only once the stop has begun
+        return listener
+
+    monkeypatch.setattr(_process, "receive_report", held_report)
+    sandbox = {"profile": "miniapp", "app_scope": "quiet", "data_dir": str(data_dir)}
+    app = ChildSpec(
+        NAME,
+        ActorKind.MINIAPP,
+        MINIAPP_HOST,
+        restart=Restart.TEMPORARY,
+        config={**APP, "sandbox": sandbox},
+        shutdown_grace=60.0,  # a stop that must wait this long is one its child never saw
+        before_ready=False,  # started once the tree is ready, while the test looks on
+    )
+    supervisor = await start_tree(nursery, [app], data_dir)
+    focus = await attach(nursery, supervisor, ActorKind.FOCUS, "focus")
+    child = supervisor.children[NAME]
+    with trio.fail_after(ASK_WAIT):
+        await reported.wait()
+    stopped = trio.Event()
+    nursery.start_soon(stop_app, focus, stopped)
+    with trio.fail_after(ASK_WAIT):
+        await supervisor.wait_until(lambda: child.state == "stopping")
+    go.set()
+    with trio.fail_after(ASK_WAIT):  # far below its grace: its closed channel ended it
+        await stopped.wait()
+    assert child.state == "stopped"
+    assert not child.ready.is_set()
+    assert not child.signalled
