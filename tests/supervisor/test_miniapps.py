@@ -5,6 +5,9 @@ kernel (SIGSTOP) or at the supervisor's own seam, never by a sleep."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from lineup.actors.kernel.control import (
 from lineup.supervisor import ChildSpec, Restart, _process
 from lineup.supervisor._miniapps import MINIAPP_HOST
 from lineup.supervisor._report import receive_report
+from lineup.tests.support.process import pid_alive
 from lineup.tests.support.tree import attach, start_tree
 
 NAME = "miniapp:quiet"
@@ -45,6 +49,38 @@ async def stop_app(focus: Bus, done: trio.Event) -> None:
     )
     assert reply.stopped
     done.set()
+
+
+async def test_a_stop_meeting_a_new_start_ends_the_old_process_and_leaves_the_new_one(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    supervisor = await start_tree(nursery, [], data_dir)
+    focus = await attach(nursery, supervisor, ActorKind.FOCUS, "focus")
+    old = await start_app(focus)
+    child = supervisor.children[NAME]
+    pidfd = os.pidfd_open(old.pid)
+    try:
+        # Held by the kernel, the old process cannot end on its closed channel before the new
+        # one starts (as a busy machine may hold it): the start comes during the stop.
+        signal.pidfd_send_signal(pidfd, signal.SIGSTOP)
+        await trio.to_thread.run_sync(os.waitid, os.P_PIDFD, pidfd, os.WSTOPPED | os.WNOWAIT)
+        stopped = trio.Event()
+        nursery.start_soon(stop_app, focus, stopped)
+        with trio.fail_after(ASK_WAIT):
+            await supervisor.wait_until(lambda: child.state == "stopping")
+        new = await start_app(focus)
+        assert (new.incarnation, child.state) == (2, "running")
+        with trio.fail_after(ASK_WAIT):
+            await stopped.wait()  # its grace, then SIGTERM: to the old process
+        assert (child.incarnation, child.pid, child.state) == (2, new.pid, "running")
+        assert pid_alive(new.pid)
+        assert not child.signalled  # the new process was sent nothing
+        with trio.fail_after(ASK_WAIT):
+            await trio.lowlevel.wait_readable(pidfd)  # and the old one has ended
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        os.close(pidfd)
 
 
 async def test_a_sandboxed_miniapp_stopped_before_its_report_is_read_never_comes_up(
