@@ -22,10 +22,11 @@ from lineup.actors.kernel.control import (
     ChildStopReply,
     ChildStopRequest,
 )
-from lineup.supervisor import ChildSpec, Restart, _process
+from lineup.supervisor import ChildSpec, Intensity, Restart, _process
 from lineup.supervisor._miniapps import MINIAPP_HOST
 from lineup.supervisor._report import receive_report
-from lineup.tests.support.process import pid_alive
+from lineup.supervisor._restarts import Restarts
+from lineup.tests.support.process import pid_alive, wait_pid_gone
 from lineup.tests.support.tree import attach, start_tree
 
 NAME = "miniapp:quiet"
@@ -49,6 +50,85 @@ async def stop_app(focus: Bus, done: trio.Event) -> None:
     )
     assert reply.stopped
     done.set()
+
+
+async def test_a_miniapp_focus_starts_while_its_restart_backs_off_is_not_restarted_on_top(
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backed_off = trio.Event()  # the restart that backed off has done what it does
+    restart = Restarts._restart
+
+    async def restart_then_tell(self: Restarts, *args: object) -> None:
+        try:
+            await restart(self, *args)  # type: ignore[arg-type]
+        finally:
+            if args[-1] == 2:  # the second death in the period: the one that backs off
+                backed_off.set()
+
+    monkeypatch.setattr(Restarts, "_restart", restart_then_tell)
+    intensity = Intensity(backoff_base=1.0, backoff_cap=1.0)
+    supervisor = await start_tree(nursery, [], data_dir, intensity=intensity)
+    focus = await attach(nursery, supervisor, ActorKind.FOCUS, "focus")
+    first = await start_app(focus)
+    child = supervisor.children[NAME]
+    supervisor.kill(NAME)  # restarted at once: a first restart in the period waits for nothing
+    await wait_pid_gone(first.pid)
+    with trio.fail_after(ASK_WAIT):
+        await supervisor.wait_until(lambda: child.incarnation == 2 and child.is_up())
+    supervisor.kill(NAME)  # this restart backs off for a second
+    with trio.fail_after(ASK_WAIT):
+        await supervisor.wait_until(child.exited.is_set)
+        await trio.testing.wait_all_tasks_blocked()  # its exit went through the policy
+    assert child.state == "failed"
+
+    started = await start_app(focus)  # focus launches the app during the backoff
+    with trio.fail_after(ASK_WAIT):
+        await backed_off.wait()
+    assert (child.incarnation, child.pid, child.state) == (
+        started.incarnation,
+        started.pid,
+        "running",
+    )
+    assert pid_alive(started.pid)
+    assert child.restarts == 1  # the one that did not back off
+
+
+async def test_a_miniapp_focus_starts_while_its_restart_is_starting_it_gets_that_process(
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    supervisor = await start_tree(nursery, [], data_dir)
+    focus = await attach(nursery, supervisor, ActorKind.FOCUS, "focus")
+    first = await start_app(focus)
+    child = supervisor.children[NAME]
+    reported, go = trio.Event(), trio.Event()
+
+    async def held_report(channel: socket.socket) -> int | None:
+        listener = await receive_report(channel)
+        if not reported.is_set():  # the restart's process: held until focus has asked
+            reported.set()
+            await go.wait()
+        return listener
+
+    monkeypatch.setattr(_process, "receive_report", held_report)
+    supervisor.kill(NAME)  # restarted at once: a first restart in the period waits for nothing
+    with trio.fail_after(ASK_WAIT):
+        await reported.wait()
+    restarted = child.incarnation
+    replies: list[ChildStartReply] = []
+    answered = trio.Event()
+
+    async def launch() -> None:
+        replies.append(await start_app(focus))
+        answered.set()
+
+    nursery.start_soon(launch)  # focus launches the app while its restart starts it
+    await trio.testing.wait_all_tasks_blocked()
+    go.set()
+    with trio.fail_after(ASK_WAIT):
+        await answered.wait()
+    assert (replies[0].incarnation, replies[0].pid) == (restarted, child.pid) == (2, child.pid)
+    assert child.state == "running" and child.pid != first.pid
+    assert child.pid is not None and pid_alive(child.pid)
 
 
 async def test_a_stop_meeting_a_new_start_ends_the_old_process_and_leaves_the_new_one(
