@@ -325,12 +325,12 @@ class Processes:
     async def stop(self, child: Child) -> None:
         """Close its channel → grace → SIGTERM → wait → SIGKILL. Shielded and bounded.
 
-        It stops the process the child has when it begins (once a start under way has ended),
-        and only that one: a start during the stop (focus starting the app again) makes a new
-        process, which the stop's signals and its end leave alone."""
+        It stops the process the child has when it begins, and only that one: a start during
+        the stop (focus starting the app again) makes a new process, which the stop's signals
+        and its end leave alone. It never waits for a start under way (whose fork may be held
+        up): a child with no process yet has nothing to stop."""
         with trio.CancelScope(shield=True):
-            async with child.start_lock:  # a start under way ends first: its process is stopped
-                incarnation, pidfd, exited = child.incarnation, child.pidfd, child.exited
+            incarnation, pidfd, exited = child.incarnation, child.pidfd, child.exited
             if pidfd is None or exited.is_set():
                 return
             child.expected_exit = True

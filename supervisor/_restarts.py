@@ -14,6 +14,7 @@ import trio
 
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, LineUpError
 from lineup.actors.kernel.actor import EXIT_CANNOT_START
+from lineup.facts import children as child_table
 
 from ._miniapps import MiniApps
 from ._peers import Child, signal_name
@@ -127,12 +128,17 @@ class Restarts:
     async def _restart(self, group: list[Child], ended: list[int], recent: int) -> None:
         """Restart `group[0]`, which died (the `recent`th time in the period), then the rest,
         each only if its process is still the one that ended (`ended`: their incarnations
-        then). One started since (focus launching a MiniApp during the backoff), or never
-        started yet, is someone else's to start: a restart on top would end that process."""
+        then) and it has ended. One started since (focus launching a MiniApp during the
+        backoff), or never started yet, or (rest for one) still starting when its stop found
+        no process to stop, is someone else's to start: a restart on top would end it."""
         await trio.sleep(self.intensity.backoff(recent - 1))
         for member, incarnation in zip(group, ended, strict=True):
             async with member.start_lock:  # a start under way ends before this looks
-                if incarnation == 0 or member.incarnation != incarnation:
+                if (
+                    incarnation == 0
+                    or member.incarnation != incarnation
+                    or child_table.move(member.state, "restart") is None  # it has a process
+                ):
                     log.info(
                         "supervisor.restart_moot name=%s incarnation=%s",
                         member.identity.name,
