@@ -22,7 +22,7 @@ from lineup.actors.kernel.control import (
     ChildStopReply,
     ChildStopRequest,
 )
-from lineup.supervisor import ChildSpec, Intensity, Restart, _process
+from lineup.supervisor import ChildSpec, Intensity, Restart, Strategy, _process
 from lineup.supervisor._miniapps import MINIAPP_HOST
 from lineup.supervisor._report import receive_report
 from lineup.supervisor._restarts import Restarts
@@ -91,6 +91,48 @@ async def test_a_miniapp_focus_starts_while_its_restart_backs_off_is_not_restart
     )
     assert pid_alive(started.pid)
     assert child.restarts == 1  # the one that did not back off
+
+
+async def test_rest_for_one_leaves_alone_a_miniapp_focus_started_during_the_backoff(
+    nursery: trio.Nursery, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backed_off = trio.Event()
+    restart = Restarts._restart
+
+    async def restart_then_tell(self: Restarts, *args: object) -> None:
+        try:
+            await restart(self, *args)  # type: ignore[arg-type]
+        finally:
+            if args[-1] == 2:
+                backed_off.set()
+
+    monkeypatch.setattr(Restarts, "_restart", restart_then_tell)
+    runtime = ChildSpec("a", ActorKind.ROUTER, "lineup.tests.support.actors:HangActor")
+    supervisor = await start_tree(
+        nursery,
+        [runtime],
+        data_dir,
+        intensity=Intensity(backoff_base=1.0, backoff_cap=1.0),
+        strategy=Strategy.REST_FOR_ONE,
+    )
+    focus = await attach(nursery, supervisor, ActorKind.FOCUS, "focus")
+    await start_app(focus)  # listed after `a`: restarted with it
+    a, app = supervisor.children["a"], supervisor.children[NAME]
+    supervisor.kill("a")  # both restarted at once
+    with trio.fail_after(ASK_WAIT):
+        await supervisor.wait_until(
+            lambda: a.incarnation == app.incarnation == 2 and a.is_up() and app.is_up()
+        )
+    supervisor.kill("a")  # the app is stopped, then both wait out the backoff
+    with trio.fail_after(ASK_WAIT):
+        await supervisor.wait_until(lambda: app.state == "stopped")
+        await trio.testing.wait_all_tasks_blocked()
+    started = await start_app(focus)  # focus launches the app during the backoff
+    with trio.fail_after(ASK_WAIT):
+        await backed_off.wait()
+    assert (app.incarnation, app.pid, app.state) == (started.incarnation, started.pid, "running")
+    assert pid_alive(started.pid)
+    assert (a.incarnation, a.state) == (3, "running")
 
 
 async def test_a_miniapp_focus_starts_while_its_restart_is_starting_it_gets_that_process(
