@@ -21,15 +21,14 @@ and `failed` take `exited`, `crashed`, `stop` and `killed` too. A start that tim
 again before its process is reaped (`starting --spawn-->`), and a MiniApp focus starts while its
 stop is under way begins a new process (`stopping --spawn-->`).
 
-`RACES` holds the moves the supervisor makes today only when two of its tasks interleave on one
-child; they are kept, so that this table changes no behaviour, and listed apart, so that each is
-seen for what it is (a later issue fixes them and drops them here): a restart that finds the
-child started (and maybe stopped) again by focus during its backoff, or (rest for one) not
-started yet; a stop's end after a new process of the child started; a sandboxed child's ready
-read after its stop began.
-
-A move the table lacks is one no code path makes: `move` answers None. For the supervisor such a
-move is a bug, logged loudly, and the state stays; it never stops the tree.
+A move the table lacks is one no code path makes: `move` answers None. Those that would be
+stale news, and would make the state lie, are made by none because the supervisor acts on one
+process of a child at a time: a restart starts the child only if its process is still the one
+that ended (one focus started during the backoff is left alone); a stop acts on the process it
+began with and ends only that one's state (a start during the stop makes a new process, left
+alone); a ready read once the stop began (a sandboxed child's report read after it) is not
+taken. For the supervisor such a move is a bug, logged loudly, and the state stays; it never
+stops the tree.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal
 
-__all__ = ["RACES", "TABLE", "UP", "ChildEvent", "ChildState", "move"]
+__all__ = ["TABLE", "UP", "ChildEvent", "ChildState", "move"]
 
 ChildState = Literal["new", "starting", "running", "restarting", "stopping", "stopped", "failed"]
 ChildEvent = Literal[
@@ -61,20 +60,12 @@ _DOWN: Final[Mapping[ChildEvent, ChildState]] = {
     "stopped": "stopped",
 }
 
-# Moves made only when two tasks interleave on one child (see the module's docstring).
-RACES: Final[Mapping[ChildState, Mapping[ChildEvent, ChildState]]] = {
-    "new": {"restart": "restarting"},
-    "starting": {"restart": "restarting", "stopped": "stopped"},
-    "running": {"restart": "restarting", "stopped": "stopped"},
-    "stopping": {"ready": "running", "restart": "restarting"},
-}
-
 TABLE: Final[Mapping[ChildState, Mapping[ChildEvent, ChildState]]] = {
-    "new": {"spawn": "starting", **RACES["new"]},
-    "starting": {**_ENDS, "ready": "running", "spawn": "starting", **RACES["starting"]},
-    "running": {**_ENDS, **RACES["running"]},
+    "new": {"spawn": "starting"},
+    "starting": {**_ENDS, "ready": "running", "spawn": "starting"},
+    "running": dict(_ENDS),
     "restarting": {"spawn": "starting"},
-    "stopping": {**_ENDS, "stopped": "stopped", "spawn": "starting", **RACES["stopping"]},
+    "stopping": {**_ENDS, "stopped": "stopped", "spawn": "starting"},
     "stopped": dict(_DOWN),
     "failed": dict(_DOWN),
 }

@@ -84,7 +84,9 @@ class MiniApps:
             # What focus names now runs (an installed app updated or rolled back since).
             child.spec = spec
         if not child.is_up():
-            async with self._lock:
+            # The child's own lock too: a restart of it may be starting a process (one under
+            # way is waited for, and found up, not started again on top of it).
+            async with self._lock, child.start_lock:
                 if not child.is_up() and not await self._processes.start(
                     child, self._start_timeout
                 ):

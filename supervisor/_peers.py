@@ -54,6 +54,9 @@ class Child(Peer):
     expected_exit: bool = False
     signalled: set[int] = field(default_factory=set)  # what this incarnation was sent by us
     exit_status: int | None = None  # the last incarnation's, once it exited
+    # Held by whoever starts a process of this child (focus's start, a restart), so that a
+    # second start waits for the one under way and finds it started, not one on top of it.
+    start_lock: trio.Lock = field(default_factory=trio.Lock)
 
     def is_up(self) -> bool:
         return self.state == UP

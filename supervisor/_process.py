@@ -10,6 +10,7 @@ bounded: close its channel → grace → SIGTERM → wait → SIGKILL.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -101,7 +102,9 @@ class Processes:
             self._changes.notify()  # starting, with its new pid
             assert child.pid is not None
             child.pidfd = os.pidfd_open(child.pid)
-            self._nursery.start_soon(self._watch, child, child.incarnation, child.pidfd)
+            self._nursery.start_soon(
+                self._watch, child, child.incarnation, child.pidfd, child.exited
+            )
             joined = await self._nursery.start(self._watch_quotas, child, child.incarnation, quota)
             with trio.move_on_after(timeout):
                 if unclaimed is not None:
@@ -282,8 +285,11 @@ class Processes:
             channel.close()
             raise
         assert self._nursery is not None
-        if child.exited.is_set() or child.incarnation != incarnation:
-            channel.close()  # it died before its report: nothing to connect or to answer
+        if child.exited.is_set() or child.incarnation != incarnation or child.expected_exit:
+            # It died before its report, or its stop began (the stop closed what the bus had
+            # of it, so a channel connected now would carry its ready into the stop): nothing
+            # to connect or to answer, and its closed channel tells it to end.
+            channel.close()
             if listener is not None:
                 os.close(listener)
             return
@@ -299,17 +305,17 @@ class Processes:
                 )
             )
 
-    async def _watch(self, child: Child, incarnation: int, pidfd: int) -> None:
+    async def _watch(self, child: Child, incarnation: int, pidfd: int, exited: trio.Event) -> None:
         await trio.lowlevel.wait_readable(pidfd)
         # Readable pidfd: the process has exited, so this waitid reaps without blocking.
         result = os.waitid(os.P_PIDFD, pidfd, os.WEXITED)  # noqa: ASYNC222
-        os.close(pidfd)  # only once reaped: until then `signal_child` may still use it
+        os.close(pidfd)  # only once reaped: until then a stop may still signal it
+        exited.set()  # this process's, even once a newer one is the child's: its stop waits
         status = exit_status(result)
         if child.incarnation == incarnation:
             child.move("crashed" if status != 0 else "exited")
             child.exit_status = status
             child.pidfd = None
-            child.exited.set()
             child.settled.set()
             self._changes.notify()
             self.bus.disconnect(child.identity.name)
@@ -317,22 +323,37 @@ class Processes:
         await self._exits_send.send((child.identity.name, incarnation, status))
 
     async def stop(self, child: Child) -> None:
-        """Close its channel → grace → SIGTERM → wait → SIGKILL. Shielded and bounded."""
+        """Close its channel → grace → SIGTERM → wait → SIGKILL. Shielded and bounded.
+
+        It stops the process the child has when it begins, and only that one: a start during
+        the stop (focus starting the app again) makes a new process, which the stop's signals
+        and its end leave alone. It never waits for a start under way (whose fork may be held
+        up): a child with no process yet has nothing to stop."""
         with trio.CancelScope(shield=True):
-            if child.pidfd is None or child.exited.is_set():
+            incarnation, pidfd, exited = child.incarnation, child.pidfd, child.exited
+            if pidfd is None or exited.is_set():
                 return
             child.expected_exit = True
             child.move("stop")
+            self._changes.notify()
             self.bus.disconnect(child.identity.name)
             assert child.spec is not None
-            with trio.move_on_after(child.spec.shutdown_grace):
-                await child.exited.wait()
-            if not child.exited.is_set():
-                signal_child(child, signal.SIGTERM)
-                with trio.move_on_after(STOP_TERM_WAIT):
-                    await child.exited.wait()
-            if not child.exited.is_set():
-                signal_child(child, signal.SIGKILL)
-                with trio.move_on_after(STOP_KILL_WAIT):
-                    await child.exited.wait()
-            child.move("stopped")
+            for sig, wait in (
+                (None, child.spec.shutdown_grace),
+                (signal.SIGTERM, STOP_TERM_WAIT),
+                (signal.SIGKILL, STOP_KILL_WAIT),
+            ):
+                if exited.is_set():
+                    break
+                if sig is not None:
+                    # Not reaped yet (`exited` is set as its watcher closes the pidfd): the
+                    # pidfd is still this process's.
+                    if child.incarnation == incarnation:
+                        child.signalled.add(sig)
+                    with contextlib.suppress(ProcessLookupError):
+                        signal.pidfd_send_signal(pidfd, sig)
+                with trio.move_on_after(wait):
+                    await exited.wait()
+            if child.incarnation == incarnation:
+                child.move("stopped")
+                self._changes.notify()

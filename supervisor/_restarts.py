@@ -14,6 +14,7 @@ import trio
 
 from lineup.actors.kernel import ActorKind, AuditRecord, ErrorCode, LineUpError
 from lineup.actors.kernel.actor import EXIT_CANNOT_START
+from lineup.facts import children as child_table
 
 from ._miniapps import MiniApps
 from ._peers import Child, signal_name
@@ -112,22 +113,41 @@ class Restarts:
             if self.strategy is Strategy.REST_FOR_ONE:
                 names = list(self._children)
                 group = [self._children[n] for n in names[names.index(name) :]]
+                ended = {child: incarnation}
                 for later in reversed(group[1:]):
                     await self._processes.stop(later)
-                await self._restart(group, recent)  # in order: later children need earlier
+                    ended[later] = later.incarnation  # a start from now on is focus's own
+                # in order: later children need earlier
+                await self._restart(group, [ended[member] for member in group], recent)
             else:
                 # One for one: this child's restart goes on by itself, so a child slow to
                 # come back (or backing off) holds up no other child's restart.
                 assert self._restarts is not None
-                self._restarts.start_soon(self._restart, [child], recent)
+                self._restarts.start_soon(self._restart, [child], [incarnation], recent)
 
-    async def _restart(self, group: list[Child], recent: int) -> None:
-        """Restart `group[0]`, which died (the `recent`th time in the period), then the rest."""
+    async def _restart(self, group: list[Child], ended: list[int], recent: int) -> None:
+        """Restart `group[0]`, which died (the `recent`th time in the period), then the rest,
+        each only if its process is still the one that ended (`ended`: their incarnations
+        then) and it has ended. One started since (focus launching a MiniApp during the
+        backoff), or never started yet, or (rest for one) still starting when its stop found
+        no process to stop, is someone else's to start: a restart on top would end it."""
         await trio.sleep(self.intensity.backoff(recent - 1))
-        for member in group:
-            member.move("restart")
-            member.restarts += member is group[0]
-            await self._processes.start(member, self.intensity.start_timeout)
+        for member, incarnation in zip(group, ended, strict=True):
+            async with member.start_lock:  # a start under way ends before this looks
+                if (
+                    incarnation == 0
+                    or member.incarnation != incarnation
+                    or child_table.move(member.state, "restart") is None  # it has a process
+                ):
+                    log.info(
+                        "supervisor.restart_moot name=%s incarnation=%s",
+                        member.identity.name,
+                        member.incarnation,
+                    )
+                    continue
+                member.move("restart")
+                member.restarts += member is group[0]
+                await self._processes.start(member, self.intensity.start_timeout)
 
     def check_can_start(self, child: Child, status: int | None) -> None:
         """Raise Escalation, without a restart, for a runtime child that exited because it

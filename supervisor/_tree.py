@@ -365,8 +365,15 @@ class Supervisor:
 
     def _child_ready(self, sender: Identity, body: ActorReadyEvent) -> None:
         child = self.children.get(sender.name)
-        # Not after its exit: a ready event read late must not revive a dead child's state.
-        if child is not None and not child.ready.is_set() and not child.exited.is_set():
+        # Not after its exit, nor once its stop began (its channel is closed, but a ready read
+        # before then may still be waiting in the bus): a ready event read late must not
+        # revive a child the supervisor is ending.
+        if (
+            child is not None
+            and not child.ready.is_set()
+            and not child.exited.is_set()
+            and not child.expected_exit
+        ):
             child.move("ready")
             child.started_at = time.monotonic()
             child.ready.set()
