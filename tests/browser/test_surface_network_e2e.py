@@ -6,8 +6,9 @@ Surface script with its guard first (`hostbridge/_surface_guard.py`), which dele
 interfaces from each realm. The Surface (tests/support/capability_surface_app, its `net.js`
 loaded as its own script) tries every way it has to an RTCPeerConnection whose STUN server is a
 UDP socket and whose TURN server is a TCP listener of this test, on 127.0.0.1: its own globals,
-the way back through another WebRTC interface, a fresh about:blank child's globals, and a
-srcdoc child running the same script in a realm of its own. Each way answers; none may have
+the way back through another WebRTC interface, a fresh about:blank child's globals, a srcdoc
+child running the same script in a realm of its own (then again after `document.write`), and a
+worker. Each way answers; none may have
 started, and the listeners received nothing. Browser waits are Playwright's; no sleeps.
 """
 
@@ -40,8 +41,10 @@ BLOCKED: Final = [
     "Surface webkitRTCPeerConnection: absent",
     "about:blank child: blocked: SecurityError",
     "srcdoc child RTCPeerConnection: absent",
+    "srcdoc child after document.write: absent",
     "srcdoc child via RTCDataChannel: absent",
     "srcdoc child webkitRTCPeerConnection: absent",
+    "worker: blocked",
 ]
 
 surface_frame = partial(ready_frame, ready='body[data-ready="1"]', wait_ms=WAIT_MS)

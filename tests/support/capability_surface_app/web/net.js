@@ -1,6 +1,6 @@
 // What a hostile Surface tries to reach the network by WebRTC, which CSP does not govern
 // (issue 27, finding 4; tests/browser/test_surface_network_e2e.py). `window.netAttack(cfg)`
-// tries every way this realm and its child frames give to an RTCPeerConnection whose STUN
+// tries every way this realm, its child frames and a worker give to an RTCPeerConnection whose STUN
 // (UDP) and TURN (TCP) servers are the test's listeners, and resolves to one line per way:
 // "absent", "blocked: <error>", or "started" (gathering began: the network was reached).
 // Loaded in a child frame named "net-child:<cfg>", it tries its own realm and tells its parent.
@@ -75,6 +75,22 @@
     return tryConstructor("about:blank child", PC, cfg);
   }
 
+  // A worker of its own (no WebRTC in a worker's realm, and its CSP lets none start).
+  function worker() {
+    return new Promise((resolve) => {
+      let started;
+      try {
+        const code = new Blob(["postMessage(typeof RTCPeerConnection)"], { type: "text/javascript" });
+        started = new Worker(URL.createObjectURL(code));
+      } catch (error) {
+        resolve(`worker: blocked: ${error.name}`);
+        return;
+      }
+      started.onmessage = (event) => resolve(`worker: RTCPeerConnection is ${event.data}`);
+      started.onerror = () => resolve("worker: blocked");
+    });
+  }
+
   // A srcdoc child (its CSP's frame-src does not stop one) running this very script.
   function srcdocChild(cfg) {
     return new Promise((resolve) => {
@@ -92,12 +108,21 @@
 
   if (window.name.startsWith(CHILD)) {
     const cfg = JSON.parse(window.name.slice(CHILD.length));
-    inThisRealm("srcdoc child", cfg).then((lines) => window.parent.postMessage({ netChild: lines }, "*"));
+    inThisRealm("srcdoc child", cfg)
+      .then((lines) => {
+        // A document written anew: the same window, its globals as they were.
+        document.open();
+        document.write("<p>rewritten</p>");
+        document.close();
+        const again = tryConstructor("srcdoc child after document.write", window.RTCPeerConnection, cfg);
+        return again.then((line) => lines.concat([line]));
+      })
+      .then((lines) => window.parent.postMessage({ netChild: lines }, "*"));
     return;
   }
 
   window.netAttack = (cfg) =>
-    Promise.all([inThisRealm("Surface", cfg), blankChild(cfg), srcdocChild(cfg)]).then((all) =>
+    Promise.all([inThisRealm("Surface", cfg), blankChild(cfg), srcdocChild(cfg), worker()]).then((all) =>
       all.flat(),
     );
 })();
