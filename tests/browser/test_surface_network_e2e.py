@@ -8,8 +8,9 @@ loaded as its own script) tries every way it has to an RTCPeerConnection whose S
 UDP socket and whose TURN server is a TCP listener of this test, on 127.0.0.1: its own globals,
 the way back through another WebRTC interface, a fresh about:blank child's globals, a srcdoc
 child running the same script in a realm of its own (then again after `document.write`), and a
-worker. Each way answers; none may have
-started, and the listeners received nothing. Browser waits are Playwright's; no sleeps.
+worker. Each way answers; none may have started, and the listeners received nothing. (Without
+the guard, the Surface and its srcdoc child start ICE gathering, and STUN requests arrive.)
+Browser waits are Playwright's; no sleeps.
 """
 
 from __future__ import annotations
