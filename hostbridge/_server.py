@@ -42,6 +42,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from lineup.actors.kernel.errors import ErrorCode
 
 from ._refusals import RefusalLog
+from ._surface_guard import guarded_script
 from .shell_protocol import (
     HEARTBEAT_S,
     MAX_CAPABILITY_DONE_FRAME,
@@ -311,6 +312,9 @@ def build_app(
         if found is None:
             return PlainTextResponse("not found", status_code=404, headers=own)
         file, content_type = found
+        if content_type.partition(";")[0] == "text/javascript":  # every script: guard first
+            source = await trio.Path(file).read_bytes()
+            return Response(guarded_script(source), media_type=content_type, headers=own)
         return FileResponse(file, media_type=content_type, headers=own)
 
     async def artifact(request: Request) -> Response:

@@ -9,7 +9,9 @@ instance's asset path, no connection of any kind, framed by the Shell only). The
 is opaque (no `allow-same-origin`), so its own files are cross-origin loads: they are served
 `Cross-Origin-Resource-Policy: cross-origin` (`same-origin` would block every one of them),
 and a Surface's scripts must be classic `<script src>` ones: a module script is a CORS load
-from origin `null`, which nothing here answers (and nothing should).
+from origin `null`, which nothing here answers (and nothing should). Every script is served
+with the runtime's guard first (`_surface_guard`): CSP does not govern WebRTC, the guard takes
+it away.
 
 The bridge's requests that need the runtime come as `surface.request` frames; `SurfaceBook`
 says whether one names a live instance whose current view is that Surface, and `METHODS` holds

@@ -32,6 +32,7 @@ from lineup.hostbridge._server import (
     ShellHub,
     _listen,
 )
+from lineup.hostbridge._surface_guard import guarded_script
 from lineup.hostbridge._surfaces import surface_file
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
@@ -206,6 +207,8 @@ async def test_an_open_surfaces_files_are_served_under_its_own_csp_and_asked_for
     assert answers["index.html"][1]["content-type"].startswith("text/html")
     assert answers["surface.js"][1]["content-type"].startswith("text/javascript")
     assert answers["index.html"][2] == (SURFACE_WEB / "index.html").read_bytes()
+    # Every script with the runtime's guard first (no WebRTC), the rest as it is.
+    assert answers["surface.js"][2] == guarded_script((SURFACE_WEB / "surface.js").read_bytes())
     assert missing[0] == 404 and missing[1]["content-security-policy"] == expected_csp(port)
     assert [h[0] for h in hidden] == [404] * 4
     assert foreign[0] == 403
@@ -232,7 +235,7 @@ async def test_every_open_surface_gets_the_runtimes_bridge_client_and_no_other_r
         nursery.cancel_scope.cancel()
     assert before[0] == 404
     status, headers, body = client
-    assert status == 200 and body == SURFACE_CLIENT.read_bytes()
+    assert status == 200 and body == guarded_script(SURFACE_CLIENT.read_bytes())  # guard first
     assert headers["content-type"].startswith("text/javascript")
     assert headers["content-security-policy"] == expected_csp(port)
     assert [r[0] for r in reserved] == [404, 404]  # `_lineup/` is the runtime's, never the app's
