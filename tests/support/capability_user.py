@@ -66,6 +66,11 @@ class User:
             lambda: next((p for p in self.prompts[seen:] if p.capability == capability), None)
         )
 
+    async def prompts_of(self, app_scope: str, count: int) -> list[CapabilityPromptView]:
+        """The first `count` prompts of `app_scope`'s, once that many were shown."""
+        mine = lambda: [p for p in self.prompts if p.app_scope == app_scope]  # noqa: E731
+        return await self._until(lambda: mine()[:count] if len(mine()) >= count else None)
+
     async def run(self, capability: str, seen: int) -> ProviderRunView:
         return await self._until(
             lambda: next((r for r in self.runs[seen:] if r.capability == capability), None)
