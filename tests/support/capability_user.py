@@ -68,8 +68,12 @@ class User:
 
     async def prompts_of(self, app_scope: str, count: int) -> list[CapabilityPromptView]:
         """The first `count` prompts of `app_scope`'s, once that many were shown."""
-        mine = lambda: [p for p in self.prompts if p.app_scope == app_scope]  # noqa: E731
-        return await self._until(lambda: mine()[:count] if len(mine()) >= count else None)
+
+        def mine() -> list[CapabilityPromptView] | None:
+            found = [p for p in self.prompts if p.app_scope == app_scope]
+            return found[:count] if len(found) >= count else None
+
+        return await self._until(mine)
 
     async def run(self, capability: str, seen: int) -> ProviderRunView:
         return await self._until(

@@ -83,14 +83,15 @@ def view_of(prompt_id: str, scope: str, capability: str = "c.x") -> CapabilityPr
 
 def test_one_apps_waiting_prompts_are_bounded_without_filling_another_apps_room() -> None:
     book = PendingBook(limit=10, per_app=2)
-    first = book.add("a1", view_of("a1", "a"))
+    first = view_of("a1", "a")
+    book.add("a1", first)
     book.add("a2", view_of("a2", "a"))
     assert book.full("a") and not book.full("b")
     book.add("b1", view_of("b1", "b"))
     book.add("a3", view_of("a3", "a", "c.y"))  # past its own bound: the gate refuses first
-    assert [e.view.prompt_id for e in book.siblings(first.view)] == ["a2"]
+    assert [e.view.app_scope + e.view.capability for e in book.siblings(first)] == ["ac.x"]
     book.remove("a2")
-    assert book.siblings(first.view) == []
+    assert book.siblings(first) == []
     everyone = PendingBook(limit=2, per_app=2)
     everyone.add("x", view_of("x", "x"))
     everyone.add("y", view_of("y", "y"))
