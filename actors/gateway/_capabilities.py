@@ -370,14 +370,14 @@ class CapabilityGate:
         self._audit("gateway.capability.answered", ctx.app_scope, asked, outcome)
         if entry.decision is None:
             raise _Ended("expired", ErrorCode.OPERATION_EXPIRED, "refused")
-        if entry.decision == "block":
-            await self.grants.put(ctx.app_scope, asked.capability, "deny")
-        if entry.decision in ("deny", "block"):
-            raise _Ended("permission_denied", ErrorCode.PERMISSION_DENIED, "refused")
         if entry.decision == "cancel":
             raise _Ended("cancelled_by_user", ErrorCode.CANCELLED_BY_USER, "refused")
+        if entry.decision == "block":
+            await self.grants.put(ctx.app_scope, asked.capability, "deny")
         if entry.decision == "allow_always":
             await self.grants.put(ctx.app_scope, asked.capability, "allow")
+        elif entry.decision != "allow_once":  # deny, block: only an Allow lets it through
+            raise _Ended("permission_denied", ErrorCode.PERMISSION_DENIED, "refused")
 
     async def _host_run(self, facts: _Facts) -> dict[str, Any]:
         asked, ctx = facts.asked, facts.context

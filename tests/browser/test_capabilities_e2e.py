@@ -351,3 +351,47 @@ async def test_a_prompt_bomb_is_dismissed_once_and_blocked_on_the_permissions_pa
     blocked = await result(page, 201)
     assert (blocked["status"], blocked["code"]) == ("policy_denied", "policy_denied")
     await page.run(lambda p: expect(p.get_by_test_id("permission-prompt")).to_be_hidden())
+
+
+async def test_block_on_the_prompt_refuses_the_apps_next_request_without_a_prompt(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await open_app(nursery, data_dir, page)
+    await ask(page, "notification.show", {"title": "One"})
+
+    def block_by_keyboard(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(dialog).to_have_attribute("data-armed", "true")
+        for _ in range(3):
+            p.keyboard.press("Tab")
+        expect(p.get_by_test_id("permission-block")).to_be_focused()
+        p.keyboard.press("Enter")
+        expect(dialog).to_be_hidden()
+        p.evaluate(
+            """() => {
+              window.__opens = 0;
+              const d = document.querySelector('[data-testid="permission-prompt"]');
+              new MutationObserver(() => { if (d.open) window.__opens += 1; })
+                .observe(d, {attributes: true, attributeFilter: ["open"]});
+            }"""
+        )
+
+    await page.run(block_by_keyboard)
+    first = await result(page, 1)
+    assert (first["status"], first["code"]) == ("permission_denied", "permission_denied")
+    await ask(page, "notification.show", {"title": "Two"})
+    second = await result(page, 2)
+    assert (second["status"], second["code"]) == ("policy_denied", "policy_denied")
+    assert await page.run(lambda p: p.evaluate("() => window.__opens")) == 0
+
+    def blocked_on_the_page(p: Page) -> None:
+        p.get_by_test_id("permissions-button").click()
+        row = p.locator(
+            '[data-testid="grant-row"][data-app-scope="capsurface"]'
+            '[data-capability="notification.show"]'
+        )
+        expect(row).to_have_attribute("data-policy", "deny", timeout=WAIT_MS)
+        expect(row.get_by_test_id("grant-origin")).to_contain_text("Set by you")
+
+    await page.run(blocked_on_the_page)
