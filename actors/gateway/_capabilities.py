@@ -480,19 +480,16 @@ class CapabilityGate:
         if msg.decision == "allow_always" and not entry.view.rememberable:
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "this prompt cannot be remembered")
         view = entry.view
-        if msg.decision == "allow_once":
-            self._quiet.lift(view.app_scope, view.capability)
-        else:
-            # The answer stands for the app's other waiting prompts of this capability too
-            # (an Allow once is for one request only); after a no, the app is not asked again
-            # for a while: the Shell is free to reach the Permissions page.
+        if msg.decision in ("deny", "block", "cancel"):
+            # A no stands for the app's other waiting prompts of this capability too, and the
+            # app is not asked again for it for a while: the Shell is free to reach the
+            # Permissions page.
             for sibling in self._pending.siblings(view):
                 sibling.decision = msg.decision
                 sibling.answered.set()
-            if msg.decision == "allow_always":
-                self._quiet.lift(view.app_scope, view.capability)
-            else:
-                self._quiet.hush(view.app_scope, view.capability, trio.current_time())
+            self._quiet.hush(view.app_scope, view.capability, trio.current_time())
+        else:
+            self._quiet.lift(view.app_scope, view.capability)
         entry.decision = msg.decision
         entry.answered.set()
         return UiAccepted(id=msg.prompt_id)

@@ -324,6 +324,16 @@ async def test_a_prompt_bomb_is_dismissed_once_and_blocked_on_the_permissions_pa
         prompt_up(p, "notification.show")
         dialog = p.get_by_test_id("permission-prompt")
         expect(p.get_by_test_id("permission-deny")).to_be_focused()
+        p.evaluate(  # from now on, note every other prompt the dialog shows
+            """() => {
+              window.__shown = [];
+              const d = document.querySelector('[data-testid="permission-prompt"]');
+              new MutationObserver(() => {
+                const id = d.getAttribute('data-prompt-id');
+                if (id) window.__shown.push(id);
+              }).observe(d, {attributes: true, attributeFilter: ["data-prompt-id"]});
+            }"""
+        )
         p.keyboard.press("Escape")
         # The app's other waiting prompts went with it, and it is not asked again at once: the
         # Shell is not modal, and the Permissions page is a key away.
@@ -342,6 +352,8 @@ async def test_a_prompt_bomb_is_dismissed_once_and_blocked_on_the_permissions_pa
         p.keyboard.press("Enter")
         expect(row).to_have_attribute("data-policy", "deny", timeout=WAIT_MS)
         p.keyboard.press("Escape")
+        # The app's other waiting prompts were never shown, not even for a moment.
+        assert p.evaluate("() => window.__shown") == []
 
     await page.run(dismiss_then_block)
     replies = await page.run(lambda p: surface_frame(p).evaluate("() => window.__results"))

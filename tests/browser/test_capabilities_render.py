@@ -136,11 +136,12 @@ async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
         prompt_view("b1"),  # another app's, asked after the bomber's two
     ):
         actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt), no_env())
+    # The runtime ends a1 (answered in another Shell): told after the three, on the same
+    # socket, so this Shell holds all three when it picks the next.
+    actor.on_capability_ended(CapabilityEndedEvent(id="a1", outcome="cancel"), no_env())
 
     def answer(p: Page) -> None:
         dialog = p.get_by_test_id("permission-prompt")
-        expect(dialog).to_have_attribute("data-prompt-id", "a1")
-        p.keyboard.press("Escape")
         # The other app's question comes next, not the rest of the bomber's queue.
         expect(dialog).to_have_attribute("data-prompt-id", "b1")
         block = p.get_by_test_id("permission-block")
@@ -155,14 +156,12 @@ async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
         expect(dialog).to_have_attribute("data-prompt-id", "a2")
 
     await page.run(answer)
-    await bus.until(
-        lambda: len([r for r in bus.requests if isinstance(r, PromptAnswerRequest)]) == 2
-    )
+    await bus.until(lambda: any(isinstance(r, PromptAnswerRequest) for r in bus.requests))
     answers = [
         (r.prompt_id, r.decision) for r in bus.requests if isinstance(r, PromptAnswerRequest)
     ]
-    assert answers == [("a1", "cancel"), ("b1", "block")]
-    # The runtime ends the bomber's other prompt (the Escape stood for it): the dialog goes,
+    assert answers == [("b1", "block")]
+    # The runtime ends the bomber's other prompt (answered elsewhere): the dialog goes,
     # and the header's Permissions button is in reach by keyboard.
     actor.on_capability_ended(CapabilityEndedEvent(id="a2", outcome="cancel"), no_env())
 

@@ -78,6 +78,15 @@ export function createPermissionPrompt(ctx) {
     const promptId = shown.prompt_id;
     if (ctx.send({ type: "capability.answer", prompt_id: promptId, decision })) {
       ctx.state.answered.add(promptId);
+      if (decision === "deny" || decision === "block" || decision === "cancel") {
+        // The runtime takes a no for the app's other waiting prompts of the capability too,
+        // and ends them: they are not shown meanwhile.
+        for (const view of ctx.state.prompts.values()) {
+          if (view.app_scope === shown.app_scope && view.capability === shown.capability) {
+            ctx.state.answered.add(view.prompt_id);
+          }
+        }
+      }
     }
     hide();
     ctx.rerender(); // the next prompt, if one waits
