@@ -8,7 +8,10 @@ it), so a Shell that connects is shown the prompts and runs at once; the gateway
 Shell greeting, and what it says replaces the mirror. The user's answers come back from the
 Shell (`capability.answer`, `capability.done`, `grants.list`, `grant.set`) and go to the gateway
 as `gateway.ui.*` requests; a refusal (`prompt_not_found`, …) is a notice with its code to the
-Shell that sent the frame, and an audit row by type and code. A picked file reaches the gateway
+Shell that sent the frame, and an audit row by type and code within the per-offender bound
+(`Bus.audit_refusal`, offender `user`); an answer or a provider's end is audited once the
+gateway took it (so as many as there were prompts and runs), a refused one by its refusal
+alone. A picked file reaches the gateway
 with its base name only (no path, whatever the browser said), within an artifact's size.
 
 Audit rows and logs hold ids, the capability, the decision and the code: never the purpose, a
@@ -330,9 +333,9 @@ class CapabilityDesk:
             await self._set(frame, reply)
 
     async def _answer(self, frame: CapabilityAnswerFrame, reply: Reply) -> None:
-        self._audit("ui.capability.answer", frame.type, frame.decision, frame.prompt_id)
         body = PromptAnswerRequest(prompt_id=frame.prompt_id, decision=frame.decision)
-        await self._ask_gateway(body, frame.type, ANSWER_REFUSED, frame.prompt_id, reply)
+        if await self._ask_gateway(body, frame.type, ANSWER_REFUSED, frame.prompt_id, reply):
+            self._audit("ui.capability.answer", frame.type, frame.decision, frame.prompt_id)
 
     async def _done(self, frame: CapabilityDoneFrame, reply: Reply) -> None:
         picked: PickedFile | None = None
@@ -341,9 +344,9 @@ class CapabilityDesk:
             if picked is None:
                 self._refuse(frame.type, DONE_REFUSED, "artifact_invalid", frame.run_id, reply)
                 return
-        self._audit("ui.capability.done", frame.type, frame.status, frame.run_id)
         body = ProviderDoneRequest(run_id=frame.run_id, status=frame.status, file=picked)
-        await self._ask_gateway(body, frame.type, DONE_REFUSED, frame.run_id, reply)
+        if await self._ask_gateway(body, frame.type, DONE_REFUSED, frame.run_id, reply):
+            self._audit("ui.capability.done", frame.type, frame.status, frame.run_id)
 
     async def _ask_gateway(
         self,
@@ -352,7 +355,9 @@ class CapabilityDesk:
         event: str,
         about: str,
         reply: Reply,
-    ) -> None:
+    ) -> bool:
+        """Whether the gateway took it (a refusal: audited within the per-offender bound, and
+        a notice to this Shell)."""
         try:
             await self._bus.request(
                 "gateway",
@@ -363,6 +368,8 @@ class CapabilityDesk:
             )
         except LineUpError as exc:
             self._refuse(message_type, event, exc.code.value, about, reply)
+            return False
+        return True
 
     async def _grants(self, reply: Reply | None = None) -> GrantsListReply | None:
         try:

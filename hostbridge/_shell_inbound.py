@@ -213,7 +213,7 @@ class SurfaceUnavailableFrame(ShellFrame):
 # host provider the Shell ran, and the permissions page. Each answered to the Shell that sent it
 # (a refusal as a notice with its code): `_server.CapabilityHost`.
 
-Decision = Literal["allow_once", "allow_always", "deny", "cancel"]  # sdk.capabilities
+Decision = Literal["allow_once", "allow_always", "deny", "block", "cancel"]  # sdk.capabilities
 
 
 class CapabilityAnswerFrame(ShellFrame):

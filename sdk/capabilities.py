@@ -15,8 +15,11 @@ and the first refusal is the result (`decide` below is that order as a pure func
     5. policy       the user's unexpired grant, else the host's policy, else the catalog's
                     default: allow, deny (policy_denied) or ask
     6. the user     an "ask" is the runtime's own permission prompt: Allow once, Always
-                    allow (a remembered grant) or Deny (permission_denied); dismissed:
-                    cancelled_by_user; unanswered: expired (operation_expired)
+                    allow (a remembered grant), Deny (permission_denied) or Block (Deny,
+                    and a grant of deny: the next request is policy_denied); dismissed:
+                    cancelled_by_user; unanswered: expired (operation_expired). At most
+                    MAX_WAITING_PROMPTS_PER_APP wait per app, and within PROMPT_QUIET_S of a
+                    Deny or a dismissal the app is not asked again for it (both rate_limited)
     7. rate         at most `rate_per_minute` runs per app and capability in a sliding
                     minute, else failed (rate_limited)
 
@@ -49,7 +52,9 @@ __all__ = [
     "DEFAULT_PROMPT_TIMEOUT_S",
     "MAX_CAPABILITY_INPUT_BYTES",
     "MAX_PURPOSE_CHARS",
+    "MAX_WAITING_PROMPTS_PER_APP",
     "PROMPT_DECISIONS",
+    "PROMPT_QUIET_S",
     "AppInstall",
     "AppManage",
     "ArtifactSave",
@@ -75,8 +80,9 @@ CapabilityStatus = Literal[
     "failed",
 ]
 Policy = Literal["allow", "deny", "ask"]
-PromptDecision = Literal["allow_once", "allow_always", "deny", "cancel"]
-PROMPT_DECISIONS: Final = ("allow_once", "allow_always", "deny", "cancel")
+# "block" is Deny and the permissions page's Block at once: a grant of deny, kept until lifted.
+PromptDecision = Literal["allow_once", "allow_always", "deny", "block", "cancel"]
+PROMPT_DECISIONS: Final = ("allow_once", "allow_always", "deny", "block", "cancel")
 
 MAX_PURPOSE_CHARS: Final = 300
 MAX_CAPABILITY_INPUT_BYTES: Final = 16 * 1024
@@ -85,6 +91,13 @@ MAX_CAPABILITY_INPUT_BYTES: Final = 16 * 1024
 CATALOG_FILE_PATTERN: Final = r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*\.lineup$"
 DEFAULT_PROMPT_TIMEOUT_S: Final = 60.0  # a permission prompt left unanswered expires
 DEFAULT_GRANT_TTL_S: Final = 30 * 24 * 3600.0  # "Always allow" is remembered this long
+# Prompts one app may have waiting on the user at once (its next request: rate_limited), so one
+# app's queue never holds another's question back.
+MAX_WAITING_PROMPTS_PER_APP: Final = 4
+# After the user denies or dismisses an app's prompt, the app's next requests of that capability
+# within this long are refused rate_limited without a prompt: the Shell is not modal meanwhile,
+# so the header's Permissions button (or the prompt's own Block) is in reach.
+PROMPT_QUIET_S: Final = 30.0
 
 
 class _Input(BaseModel):

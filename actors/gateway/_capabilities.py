@@ -14,11 +14,25 @@ configured timeouts and by the caller's own deadline (`Envelope.deadline_ms`). A
 is registered before the Shells are told and removed in `finally`, so an answer that comes after
 its end is `prompt_not_found`, never a leak.
 
+Prompts are fair and bounded per app (issue 27, a prompt bomb). The Shell shows one prompt at
+a time and is modal while it does, so an app that keeps prompts waiting, and asks again as each
+is answered, could keep the user from the header's Permissions button for good. Hence: at most
+`MAX_WAITING_PROMPTS_PER_APP` of one app's prompts wait (its next request is `rate_limited`, no
+other app's is); the Shell takes the next prompt from the app it served longest ago, so apps
+interleave; the prompt offers Block (a grant of deny, as the Permissions page's Block: the next
+request is `policy_denied` without a prompt); and a Deny, a Block or a dismissal answers the
+app's other waiting prompts of that capability the same, after which, for `prompt_quiet_s`
+(30 s), its requests of that capability are refused `rate_limited` without a prompt. So one
+dismissal per app and capability leaves the Shell without a modal prompt long enough to reach
+the Permissions page; an Allow lifts the quiet at once.
+
 Each request ends in ONE `CapabilityResult`, kept (by who asked and the request id) so that a
 repeat is answered the same without asking the user again; a transient failure (a peer
 restarting) is not kept, so its retry decides afresh. Every step is audited by ids (the app,
 the request id, the capability, the decision or code), never the purpose, the input, the output
-or a file's name.
+or a file's name; a request's end other than `completed` goes through the per-offender bound
+(`Bus.audit_refusal`, the offender its app), so a loop of refused requests writes a few rows a
+second and one counter row, not a row each.
 """
 
 from __future__ import annotations
@@ -59,7 +73,14 @@ from lineup.sdk import protocol as sdk
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, CapabilityResult
 
 from ._artifacts import check_name, decode_content
-from ._capability_state import TRANSIENT, CapabilityConfig, PendingBook, RateLimiter, ResultCache
+from ._capability_state import (
+    TRANSIENT,
+    CapabilityConfig,
+    PendingBook,
+    PromptQuiet,
+    RateLimiter,
+    ResultCache,
+)
 from ._grants import Grants
 from .messages import (
     CapabilityPendingReply,
@@ -157,6 +178,7 @@ class CapabilityGate:
         self._inflight: dict[tuple[str, str], _Flight] = {}
         self._pending = PendingBook()
         self._rate = RateLimiter()
+        self._quiet = PromptQuiet(config.prompt_quiet_s)
         self.grants = Grants(bus, config, self._tell)  # the user's, and the permissions page
 
     # ------------------------------------------------------------------ a request
@@ -201,7 +223,12 @@ class CapabilityGate:
             status, code, event = "failed", exc.code, "failed"
         keep = code not in TRANSIENT
         if keep:
-            self._audit(f"gateway.capability.{event}", scope, asked, code.value if code else status)
+            outcome = code.value if code else status
+            row = self._record(f"gateway.capability.{event}", scope, asked, outcome)
+            if code is None:
+                self.bus.audit(row)
+            else:  # an app may ask in a loop: a few rows a second, then one counter row
+                self.bus.audit_refusal(row)
         else:
             log.info("gateway.capability_transient code=%s", code.value if code else "")
         result = CapabilityResult(
@@ -313,7 +340,9 @@ class CapabilityGate:
     async def _prompt(self, facts: _Facts) -> None:
         asked, ctx = facts.asked, facts.context
         spec = caps.CATALOG[asked.capability]
-        if self._pending.full():
+        if self._pending.full(ctx.app_scope) or self._quiet.quiet(
+            ctx.app_scope, asked.capability, trio.current_time()
+        ):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
         wait = self._wait_for(self.config.prompt_timeout_s, asked.deadline)
         prompt_id = f"prm-{uuid.uuid4().hex}"
@@ -341,17 +370,19 @@ class CapabilityGate:
         self._audit("gateway.capability.answered", ctx.app_scope, asked, outcome)
         if entry.decision is None:
             raise _Ended("expired", ErrorCode.OPERATION_EXPIRED, "refused")
-        if entry.decision == "deny":
-            raise _Ended("permission_denied", ErrorCode.PERMISSION_DENIED, "refused")
         if entry.decision == "cancel":
             raise _Ended("cancelled_by_user", ErrorCode.CANCELLED_BY_USER, "refused")
+        if entry.decision == "block":
+            await self.grants.put(ctx.app_scope, asked.capability, "deny")
         if entry.decision == "allow_always":
             await self.grants.put(ctx.app_scope, asked.capability, "allow")
+        elif entry.decision != "allow_once":  # deny, block: only an Allow lets it through
+            raise _Ended("permission_denied", ErrorCode.PERMISSION_DENIED, "refused")
 
     async def _host_run(self, facts: _Facts) -> dict[str, Any]:
         asked, ctx = facts.asked, facts.context
         assert facts.parsed is not None
-        if self._pending.full():
+        if self._pending.full(ctx.app_scope):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
         wait = self._wait_for(self.config.run_timeout_s, asked.deadline)
         run_id = f"run-{uuid.uuid4().hex}"
@@ -448,6 +479,17 @@ class CapabilityGate:
             raise LineUpError(ErrorCode.PROMPT_NOT_FOUND, "no such prompt waiting")
         if msg.decision == "allow_always" and not entry.view.rememberable:
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "this prompt cannot be remembered")
+        view = entry.view
+        if msg.decision in ("deny", "block", "cancel"):
+            # A no stands for the app's other waiting prompts of this capability too, and the
+            # app is not asked again for it for a while: the Shell is free to reach the
+            # Permissions page.
+            for sibling in self._pending.siblings(view):
+                sibling.decision = msg.decision
+                sibling.answered.set()
+            self._quiet.hush(view.app_scope, view.capability, trio.current_time())
+        else:
+            self._quiet.lift(view.app_scope, view.capability)
         entry.decision = msg.decision
         entry.answered.set()
         return UiAccepted(id=msg.prompt_id)
@@ -474,15 +516,16 @@ class CapabilityGate:
         self._soon(tell)
 
     def _audit(self, event: str, scope: str | None, asked: Asked, code: str) -> None:
-        self.bus.audit(
-            AuditRecord(
-                event=event,
-                actor=self._actor,
-                peer=scope,
-                subject_id=asked.request_id,
-                message_type=asked.capability,
-                code=code,
-            )
+        self.bus.audit(self._record(event, scope, asked, code))
+
+    def _record(self, event: str, scope: str | None, asked: Asked, code: str) -> AuditRecord:
+        return AuditRecord(
+            event=event,
+            actor=self._actor,
+            peer=scope,
+            subject_id=asked.request_id,
+            message_type=asked.capability,
+            code=code,
         )
 
 

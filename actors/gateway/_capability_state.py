@@ -3,8 +3,13 @@ results it keeps for repeats, and the prompts and provider runs waiting on the u
 
 Everything here is bounded: the results kept (an LRU), the windows of the rate limit (one deque
 per app and capability, at most its limit long, the pairs themselves bounded by the apps and the
-catalog), and the pending prompts and runs (`MAX_PENDING`: a request beyond it is refused before
-it asks anything, so a loop of requests cannot pile up prompts or hold the mailbox).
+catalog), and the pending prompts and runs: at most `MAX_WAITING_PROMPTS_PER_APP` of one app's
+(its next request is refused `rate_limited` before it asks anything, and no other app's is), and
+`MAX_PENDING` of all apps together (a safety bound, as many as the hostbridge and the Shell hold:
+sixteen apps at their own bound), so a loop of requests cannot pile up prompts or hold the
+mailbox. `PromptQuiet` keeps, per app and capability, until when the user is not to be asked
+again after a Deny or a dismissal (`PROMPT_QUIET_S`; bounded by the apps and the catalog, the
+past ones dropped as new ones come).
 """
 
 from __future__ import annotations
@@ -18,7 +23,14 @@ import trio
 
 from lineup.facts.errors import ErrorCode
 from lineup.hostbridge.messages import CapabilityPromptView, ProviderRunView
-from lineup.sdk.capabilities import CATALOG, DEFAULT_PROMPT_TIMEOUT_S, Policy, PromptDecision
+from lineup.sdk.capabilities import (
+    CATALOG,
+    DEFAULT_PROMPT_TIMEOUT_S,
+    MAX_WAITING_PROMPTS_PER_APP,
+    PROMPT_QUIET_S,
+    Policy,
+    PromptDecision,
+)
 from lineup.sdk.protocol import CapabilityResult
 
 __all__ = [
@@ -29,13 +41,14 @@ __all__ = [
     "CapabilityConfig",
     "Pending",
     "PendingBook",
+    "PromptQuiet",
     "RateLimiter",
     "ResultCache",
 ]
 
 DEFAULT_RUN_TIMEOUT_S: Final = 120.0  # a provider run in the Shell (a file picker) ends by then
 KEPT_RESULTS: Final = 1024  # decided results a repeated request id is answered from
-MAX_PENDING: Final = 32  # prompts and runs waiting on the user at once, all apps together
+MAX_PENDING: Final = 64  # prompts and runs waiting on the user at once, all apps together
 RATE_WINDOW_S: Final = 60.0
 # A failure on the way (a peer restarting): its result is not kept, so a retry decides afresh.
 TRANSIENT: Final = frozenset(
@@ -53,13 +66,15 @@ _POLICIES: Final = frozenset({"allow", "deny", "ask"})
 class CapabilityConfig:
     """The host's capability configuration (`RuntimeOptions.capabilities`): capabilities
     switched off here, the host's policy per app and capability, the prompt's and a run's
-    timeouts, and per-capability rate limits replacing the catalog's."""
+    timeouts, per-capability rate limits replacing the catalog's, and how long an app is not
+    asked again after a Deny or a dismissal (`PromptQuiet`)."""
 
     unsupported: frozenset[str] = frozenset()
     policy: Mapping[str, Mapping[str, Policy]] = field(default_factory=dict)
     prompt_timeout_s: float = DEFAULT_PROMPT_TIMEOUT_S
     run_timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     rate_per_minute: Mapping[str, int] = field(default_factory=dict)
+    prompt_quiet_s: float = PROMPT_QUIET_S  # 0: an app may ask again at once after a Deny
 
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> CapabilityConfig:
@@ -75,7 +90,8 @@ class CapabilityConfig:
                 policy[str(scope)][str(cap)] = cast(Policy, value)
         prompt = float(conf.get("prompt_timeout_s", DEFAULT_PROMPT_TIMEOUT_S))
         run = float(conf.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S))
-        if not (0 < prompt <= 3600 and 0 < run <= 3600):
+        quiet = float(conf.get("prompt_quiet_s", PROMPT_QUIET_S))
+        if not (0 < prompt <= 3600 and 0 < run <= 3600 and 0 <= quiet <= 3600):
             raise ValueError("capability timeouts must be within (0, 3600] seconds")
         rates = {str(k): int(v) for k, v in dict(conf.get("rate_per_minute") or {}).items()}
         if any(v < 0 for v in rates.values()):
@@ -86,6 +102,7 @@ class CapabilityConfig:
             prompt_timeout_s=prompt,
             run_timeout_s=run,
             rate_per_minute=rates,
+            prompt_quiet_s=quiet,
         )
 
     def host_policy(self, app_scope: str) -> Mapping[str, Policy]:
@@ -148,12 +165,31 @@ class PendingBook:
     """The prompts and runs waiting now, by id. An entry is added before the Shells are told
     and removed in the waiter's `finally`, so an answer after the end finds nothing."""
 
-    def __init__(self, limit: int = MAX_PENDING) -> None:
+    def __init__(
+        self, limit: int = MAX_PENDING, per_app: int = MAX_WAITING_PROMPTS_PER_APP
+    ) -> None:
         self._limit = limit
+        self._per_app = per_app
         self._pending: dict[str, Pending] = {}
 
-    def full(self) -> bool:
-        return len(self._pending) >= self._limit
+    def full(self, app_scope: str) -> bool:
+        """No room for another of `app_scope`'s: it has `per_app` waiting, or all apps
+        together have `limit`."""
+        if len(self._pending) >= self._limit:
+            return True
+        mine = sum(1 for e in self._pending.values() if e.view.app_scope == app_scope)
+        return mine >= self._per_app
+
+    def siblings(self, view: CapabilityPromptView) -> list[Pending]:
+        """The other prompts still waiting of the same app for the same capability."""
+        return [
+            e
+            for e in self._pending.values()
+            if isinstance(e.view, CapabilityPromptView)
+            and e.view is not view
+            and not e.answered.is_set()
+            and (e.view.app_scope, e.view.capability) == (view.app_scope, view.capability)
+        ]
 
     def add(self, key: str, view: CapabilityPromptView | ProviderRunView) -> Pending:
         entry = self._pending[key] = Pending(view)
@@ -180,3 +216,23 @@ class PendingBook:
             for e in self._pending.values()
             if isinstance(e.view, ProviderRunView) and not e.answered.is_set()
         )
+
+
+class PromptQuiet:
+    """Per app and capability, until when its requests are not to prompt: set when the user
+    denies or dismisses one (`quiet_s` from then), lifted by an allow."""
+
+    def __init__(self, quiet_s: float = PROMPT_QUIET_S) -> None:
+        self._quiet_s = quiet_s
+        self._until: dict[tuple[str, str], float] = {}
+
+    def quiet(self, app_scope: str, capability: str, now: float) -> bool:
+        return self._until.get((app_scope, capability), now) > now
+
+    def hush(self, app_scope: str, capability: str, now: float) -> None:
+        for key in [k for k, until in self._until.items() if until <= now]:
+            del self._until[key]  # bounded: only the pairs still quiet are kept
+        self._until[app_scope, capability] = now + self._quiet_s
+
+    def lift(self, app_scope: str, capability: str) -> None:
+        self._until.pop((app_scope, capability), None)

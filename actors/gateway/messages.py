@@ -89,9 +89,13 @@ class CapabilityPendingReply(Message):
 class PromptAnswerRequest(Message):
     """The user answered the permission prompt `prompt_id` in the Shell: `allow_once`,
     `allow_always` (remembered as a grant; refused `invalid_arguments` where the prompt was not
-    `rememberable`), `deny` (→ `permission_denied`) or `cancel` (dismissed, Escape →
-    `cancelled_by_user`). First answer wins; a later one, or an unknown id, is refused
-    `prompt_not_found`. The reply is `UiAccepted`."""
+    `rememberable`), `deny` (→ `permission_denied`), `block` (→ `permission_denied`, and a
+    grant of deny as the permissions page's Block: the next request is `policy_denied`) or
+    `cancel` (dismissed, Escape → `cancelled_by_user`). A `deny`, `block` or `cancel` stands for
+    the app's other prompts of that capability still waiting, and the app's next requests of it
+    are `rate_limited` for a while, without a prompt (an allow lifts that). First answer
+    wins; a later one, or an unknown id, is refused `prompt_not_found`. The reply is
+    `UiAccepted`."""
 
     type: Literal["gateway.ui.prompt.answer"] = "gateway.ui.prompt.answer"
     prompt_id: str = Field(min_length=1, max_length=200)

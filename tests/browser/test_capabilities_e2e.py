@@ -297,3 +297,113 @@ async def test_revoking_a_grant_on_the_permissions_page_makes_the_next_request_p
     await page.run(prompts_again)
     third = await result(page, 3)
     assert (third["status"], third["code"]) == ("permission_denied", "permission_denied")
+
+
+# Run in the Surface's frame: 40 requests at once, and another as each one is answered (until
+# `cap` in all), as the prompt bomb of issue 27 did.
+BOMB: Final = """(cap) => {
+  const again = () => window.requestCapability('notification.show', 'Bomb', {title: 'x'});
+  const push = window.__results.push.bind(window.__results);
+  let asked = 40;
+  window.__results.push = (reply) => {
+    const n = push(reply);
+    if (asked < cap) { asked += 1; again(); }
+    return n;
+  };
+  for (let i = 0; i < 40; i++) again();
+}"""
+
+
+async def test_a_prompt_bomb_is_dismissed_once_and_blocked_on_the_permissions_page(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await open_app(nursery, data_dir, page)
+    await page.run(lambda p: surface_frame(p).evaluate(BOMB, 200))
+
+    def dismiss_then_block(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(p.get_by_test_id("permission-deny")).to_be_focused()
+        p.evaluate(  # from now on, note every other prompt the dialog shows
+            """() => {
+              window.__shown = [];
+              const d = document.querySelector('[data-testid="permission-prompt"]');
+              new MutationObserver(() => {
+                const id = d.getAttribute('data-prompt-id');
+                if (id) window.__shown.push(id);
+              }).observe(d, {attributes: true, attributeFilter: ["data-prompt-id"]});
+            }"""
+        )
+        p.keyboard.press("Escape")
+        # The app's other waiting prompts went with it, and it is not asked again at once: the
+        # Shell is not modal, and the Permissions page is a key away.
+        expect(dialog).to_be_hidden()
+        frame = surface_frame(p)
+        frame.wait_for_function("() => window.__results.length >= 200", timeout=WAIT_MS)
+        expect(dialog).to_be_hidden()
+        p.get_by_test_id("permissions-button").focus()
+        p.keyboard.press("Enter")
+        row = p.locator(
+            '[data-testid="grant-row"][data-app-scope="capsurface"]'
+            '[data-capability="notification.show"]'
+        )
+        expect(row).to_have_attribute("data-policy", "ask", timeout=WAIT_MS)
+        row.get_by_test_id("grant-block").focus()
+        p.keyboard.press("Enter")
+        expect(row).to_have_attribute("data-policy", "deny", timeout=WAIT_MS)
+        p.keyboard.press("Escape")
+        # The app's other waiting prompts were never shown, not even for a moment.
+        assert p.evaluate("() => window.__shown") == []
+
+    await page.run(dismiss_then_block)
+    replies = await page.run(lambda p: surface_frame(p).evaluate("() => window.__results"))
+    outcomes = {(r["result"]["status"], r["result"]["code"]) for r in replies if "result" in r}
+    assert outcomes <= {("failed", "rate_limited"), ("cancelled_by_user", "cancelled_by_user")}
+    await ask(page, "notification.show", {"title": "After the block"})
+    blocked = await result(page, 201)
+    assert (blocked["status"], blocked["code"]) == ("policy_denied", "policy_denied")
+    await page.run(lambda p: expect(p.get_by_test_id("permission-prompt")).to_be_hidden())
+
+
+async def test_block_on_the_prompt_refuses_the_apps_next_request_without_a_prompt(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await open_app(nursery, data_dir, page)
+    await ask(page, "notification.show", {"title": "One"})
+
+    def block_by_keyboard(p: Page) -> None:
+        prompt_up(p, "notification.show")
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(dialog).to_have_attribute("data-armed", "true")
+        for _ in range(3):
+            p.keyboard.press("Tab")
+        expect(p.get_by_test_id("permission-block")).to_be_focused()
+        p.keyboard.press("Enter")
+        expect(dialog).to_be_hidden()
+        p.evaluate(
+            """() => {
+              window.__opens = 0;
+              const d = document.querySelector('[data-testid="permission-prompt"]');
+              new MutationObserver(() => { if (d.open) window.__opens += 1; })
+                .observe(d, {attributes: true, attributeFilter: ["open"]});
+            }"""
+        )
+
+    await page.run(block_by_keyboard)
+    first = await result(page, 1)
+    assert (first["status"], first["code"]) == ("permission_denied", "permission_denied")
+    await ask(page, "notification.show", {"title": "Two"})
+    second = await result(page, 2)
+    assert (second["status"], second["code"]) == ("policy_denied", "policy_denied")
+    assert await page.run(lambda p: p.evaluate("() => window.__opens")) == 0
+
+    def blocked_on_the_page(p: Page) -> None:
+        p.get_by_test_id("permissions-button").click()
+        row = p.locator(
+            '[data-testid="grant-row"][data-app-scope="capsurface"]'
+            '[data-capability="notification.show"]'
+        )
+        expect(row).to_have_attribute("data-policy", "deny", timeout=WAIT_MS)
+        expect(row.get_by_test_id("grant-origin")).to_contain_text("Set by you")
+
+    await page.run(blocked_on_the_page)

@@ -116,3 +116,59 @@ async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway
     assert (grant.app_scope, grant.capability, grant.policy) == (
         "surfacetest", "notification.show", "deny"
     )  # fmt: skip
+
+
+async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage
+) -> None:
+    bus = CapabilityBus()
+    actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+
+    def load(p: Page) -> None:
+        p.goto(f"http://127.0.0.1:{port}/#token={TOKEN}")
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute("data-state", "online")
+
+    await page.run(load)
+    bomber = {"app_scope": "bomber", "app_title": "Bomber"}
+    for prompt in (
+        prompt_view("a1").model_copy(update=bomber),
+        prompt_view("a2").model_copy(update=bomber),
+        prompt_view("b1"),  # another app's, asked after the bomber's two
+    ):
+        actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt), no_env())
+    # The runtime ends a1 (answered in another Shell): told after the three, on the same
+    # socket, so this Shell holds all three when it picks the next.
+    actor.on_capability_ended(CapabilityEndedEvent(id="a1", outcome="cancel"), no_env())
+
+    def answer(p: Page) -> None:
+        dialog = p.get_by_test_id("permission-prompt")
+        # The other app's question comes next, not the rest of the bomber's queue.
+        expect(dialog).to_have_attribute("data-prompt-id", "b1")
+        block = p.get_by_test_id("permission-block")
+        expect(block).to_have_accessible_name(
+            "Block Test Surface from asking to: Show notifications"
+        )
+        expect(dialog).to_have_attribute("data-armed", "true")
+        for _ in range(3):
+            p.keyboard.press("Tab")
+        expect(block).to_be_focused()
+        p.keyboard.press("Enter")
+        expect(dialog).to_have_attribute("data-prompt-id", "a2")
+
+    await page.run(answer)
+    await bus.until(lambda: any(isinstance(r, PromptAnswerRequest) for r in bus.requests))
+    answers = [
+        (r.prompt_id, r.decision) for r in bus.requests if isinstance(r, PromptAnswerRequest)
+    ]
+    assert answers == [("b1", "block")]
+    # The runtime ends the bomber's other prompt (answered elsewhere): the dialog goes,
+    # and the header's Permissions button is in reach by keyboard.
+    actor.on_capability_ended(CapabilityEndedEvent(id="a2", outcome="cancel"), no_env())
+
+    def permissions(p: Page) -> None:
+        expect(p.get_by_test_id("permission-prompt")).to_be_hidden()
+        p.get_by_test_id("permissions-button").focus()
+        p.keyboard.press("Enter")
+        expect(p.get_by_test_id("permissions-heading")).to_be_focused()
+
+    await page.run(permissions)

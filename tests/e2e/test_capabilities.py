@@ -104,6 +104,9 @@ async def test_every_result_code_is_reached_by_its_case_and_audited_without_cont
             },
             "prompt_timeout_s": 4.0,
             "rate_per_minute": {"notification.show": 1},
+            # Cancelled, then denied, then asked again at once: no quiet after a no here
+            # (test_prompt_bomb.py has it).
+            "prompt_quiet_s": 0,
         },
     )
     expected: Expected = {}

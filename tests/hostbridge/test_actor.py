@@ -60,6 +60,7 @@ class FakeBus:
     def __init__(self) -> None:
         self.requests: list[Message] = []
         self.audits: list[AuditRecord] = []
+        self.refusals: list[AuditRecord] = []  # the audits that went through audit_refusal
         self.changed = trio.Event()
         # The router: what it lists, how many times it refuses first, how it answers.
         self.listed = InteractionsListReply(interactions=(), sessions=())
@@ -75,6 +76,7 @@ class FakeBus:
 
     def audit_refusal(self, record: AuditRecord) -> bool:
         """Every refusal kept (the real bus bounds them per offender: its own tests)."""
+        self.refusals.append(record)
         self.audit(record)
         return False
 

@@ -66,6 +66,15 @@ class User:
             lambda: next((p for p in self.prompts[seen:] if p.capability == capability), None)
         )
 
+    async def prompts_of(self, app_scope: str, count: int) -> list[CapabilityPromptView]:
+        """The first `count` prompts of `app_scope`'s, once that many were shown."""
+
+        def mine() -> list[CapabilityPromptView] | None:
+            found = [p for p in self.prompts if p.app_scope == app_scope]
+            return found[:count] if len(found) >= count else None
+
+        return await self._until(mine)
+
     async def run(self, capability: str, seen: int) -> ProviderRunView:
         return await self._until(
             lambda: next((r for r in self.runs[seen:] if r.capability == capability), None)

@@ -3,11 +3,17 @@
 // nothing in a Surface's iframe can draw over it or click it, and the page behind it is inert.
 // Its text is text only (textContent): the app's title, the capability (a human label and its
 // name), what the app says it is for, and the runtime's own `detail` line. Buttons: Deny (where
-// focus starts: the safe default), Allow once, and Always allow where the runtime lets the
-// answer be remembered. Escape is Cancel. It shows the time left, and goes on its own when the
-// runtime says it ended or it expires. Several pending prompts come one at a time, oldest first.
-// The Allow buttons take no input for ARM_MS after a prompt appears (`data-armed` is "true"
-// after it), as browsers' own permission prompts do: a page that asks on the user's first
+// focus starts: the safe default), Allow once, Always allow where the runtime lets the answer be
+// remembered, and Block (the Permissions page's Block from here: the app is not asked again for
+// this capability until the user lifts it there). Escape is Cancel. It shows the time left, and
+// goes on its own when the runtime says it ended or it expires.
+// Several pending prompts come one at a time, fairly: the next is the oldest of the app served
+// longest ago, so one app's queue never holds another's question back (issue 27). The runtime
+// bounds each app's waiting prompts, and after a Deny, Block or Escape it ends that app's other
+// prompts of the capability and does not ask again for a while: the dialog closes, and the
+// header's Permissions button is in reach.
+// The Allow and Block buttons take no input for ARM_MS after a prompt appears (`data-armed` is
+// "true" after it), as browsers' own permission prompts do: a page that asks on the user's first
 // keydown or click must not get the next Tab+Enter, or the second click of a double click.
 
 import { el, uniqueId } from "../core/util.js";
@@ -47,14 +53,17 @@ export function createPermissionPrompt(ctx) {
   const deny = button("Deny", "permission-deny", "deny");
   const once = button("Allow once", "permission-allow-once", "allow_once");
   const always = button("Always allow", "permission-allow-always", "allow_always");
+  const block = button("Block", "permission-block", "block");
   const actions = el("div", "permission-actions");
-  actions.append(deny, once, always);
+  actions.append(deny, once, always, block);
   dialog.append(eyebrow, heading, capability, purpose, detail, expiry, actions);
   document.body.append(dialog);
 
   let shown = null; // the prompt view on screen
   let ticker = null;
   let arming = null;
+  let served = 0; // prompts shown so far
+  const lastServed = new Map(); // app_scope → `served` when its last prompt was shown
 
   function button(text, testId, decision) {
     const b = el("button", `permission-button permission-${decision}`, testId, text);
@@ -65,10 +74,19 @@ export function createPermissionPrompt(ctx) {
 
   function answer(decision) {
     if (shown === null) return;
-    if (decision.startsWith("allow") && once.disabled) return; // not armed yet
+    if (decision !== "deny" && decision !== "cancel" && once.disabled) return; // not armed yet
     const promptId = shown.prompt_id;
     if (ctx.send({ type: "capability.answer", prompt_id: promptId, decision })) {
       ctx.state.answered.add(promptId);
+      if (decision === "deny" || decision === "block" || decision === "cancel") {
+        // The runtime takes a no for the app's other waiting prompts of the capability too,
+        // and ends them: they are not shown meanwhile.
+        for (const view of ctx.state.prompts.values()) {
+          if (view.app_scope === shown.app_scope && view.capability === shown.capability) {
+            ctx.state.answered.add(view.prompt_id);
+          }
+        }
+      }
     }
     hide();
     ctx.rerender(); // the next prompt, if one waits
@@ -86,7 +104,7 @@ export function createPermissionPrompt(ctx) {
   });
 
   function arm(armed) {
-    once.disabled = always.disabled = !armed;
+    once.disabled = always.disabled = block.disabled = !armed;
     dialog.setAttribute("data-armed", String(armed));
   }
 
@@ -124,6 +142,11 @@ export function createPermissionPrompt(ctx) {
     detail.textContent = extra;
     detail.hidden = extra === "";
     always.hidden = view.rememberable !== true;
+    block.setAttribute("aria-label", `Block ${title} from asking to: ${label}`);
+    served += 1;
+    lastServed.delete(view.app_scope);
+    lastServed.set(view.app_scope, served);
+    while (lastServed.size > 256) lastServed.delete(lastServed.keys().next().value);
     dialog.setAttribute("data-prompt-id", view.prompt_id);
     dialog.setAttribute("data-capability", clip(view.capability, 100));
     tick();
@@ -141,11 +164,18 @@ export function createPermissionPrompt(ctx) {
     const now = Date.now() / 1000;
     if (shown !== null && !state.prompts.has(shown.prompt_id)) hide(); // ended elsewhere
     if (shown !== null) return; // one at a time
+    // The oldest prompt of the app whose prompt was shown longest ago (or never).
+    let next = null;
+    let nextServed = Infinity;
     for (const view of state.prompts.values()) {
       if (state.answered.has(view.prompt_id) || view.expires_at <= now) continue;
-      show(view);
-      return;
+      const at = lastServed.get(view.app_scope) ?? -1;
+      if (at < nextServed) {
+        next = view;
+        nextServed = at;
+      }
     }
+    if (next !== null) show(next);
   }
 
   return { render, element: dialog };
