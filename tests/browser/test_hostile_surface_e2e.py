@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from lineup.tests.support.agent_view import AgentView
@@ -147,9 +148,7 @@ async def test_the_prompt_takes_no_answer_in_its_first_moments(
 
     def keys_right_after_it_appears(p: Page) -> None:
         p.get_by_test_id("surface-frame").focus()
-        # From here the page's time stands still (seconds: Playwright's unit), so the moment
-        # the prompt appears lasts while the keys arrive.
-        p.clock.pause_at(p.evaluate("Date.now()") / 1000 + 0.05)
+        pause_soon(p)  # the moment the prompt appears lasts while the keys arrive
         p.keyboard.press("a")
         dialog = p.get_by_test_id("permission-prompt")
         expect(dialog).to_be_visible(timeout=WAIT_MS)
@@ -170,6 +169,21 @@ async def test_the_prompt_takes_no_answer_in_its_first_moments(
         lambda p: surface_frame(p).wait_for_function("() => window.__results[0]").json_value()
     )
     assert reply["result"]["status"] == "cancelled_by_user"
+
+
+def pause_soon(p: Page) -> None:
+    """Stop the page's time a moment from now. Playwright pauses only at a time still to come,
+    and on a loaded machine the moment read may be gone when the pause arrives: then a later
+    one (timers due meanwhile run, as they would have)."""
+    for ahead in (0.1, 0.5, 2.0):  # seconds, Playwright's unit
+        try:
+            p.clock.pause_at(p.evaluate("Date.now()") / 1000 + ahead)
+        except PlaywrightError as exc:
+            if "to the past" not in exc.message:
+                raise
+        else:
+            return
+    raise AssertionError("the page's clock could not be paused")
 
 
 def center(p: Page, test_id: str) -> tuple[float, float]:
