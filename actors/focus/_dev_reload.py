@@ -53,7 +53,6 @@ __all__ = ["DevReload"]
 
 log = logging.getLogger("lineup.focus")
 
-NOTIFY_TIMEOUT: Final = 5.0
 STOP_TIMEOUT: Final = 20.0
 MAX_MANIFEST_FILE: Final = 1 << 20  # a generated manifest is a few KiB
 
@@ -151,6 +150,4 @@ class DevReload:
 
     async def _notice(self, level: str, text: str) -> None:
         event = NoticeEvent(level="error" if level == "error" else "info", text=text)
-        code = await self.bus.tell("hostbridge", event, timeout=NOTIFY_TIMEOUT)
-        if code is not None:
-            log.info("focus.notice_not_told code=%s", code.value)
+        await self._port.tell_hostbridge(event)  # best effort, logged if not told

@@ -32,8 +32,6 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store.messages import (
     AppEnabledSetReply,
     AppEnabledSetRequest,
-    AppOperationListReply,
-    AppOperationListRequest,
     AppRegistryGetReply,
     AppRegistryGetRequest,
     AppRemoveReply,
@@ -64,7 +62,7 @@ from ._app_book import AppEntry, Installed
 from ._catalog import basis_of
 from ._installed import InstalledApps
 from ._lifecycle import Lifecycle
-from ._operation_log import OperationLog, info_of, version_of
+from ._operation_log import OperationLog, version_of
 from ._operations import Operation
 from ._port import Port
 from ._publisher import Publisher
@@ -96,8 +94,7 @@ class RegistryService:
         self._publisher = publisher
 
     async def list(self) -> RegistryListReply:
-        ops = await self._port.store(AppOperationListRequest(limit=100), AppOperationListReply)
-        infos = [info_of(op) for op in ops.operations]
+        infos = await self._ops.recent(100)
         latest: dict[str, AppOperationInfo] = {}
         for info in infos:
             latest.setdefault(info.app_scope, info)
