@@ -4,18 +4,19 @@ Theory of operation: the runtime is the real `lineup run` in its own process, wi
 embedded reference AppServer, a scratch data dir, the drill's MiniApp as a dev app, and the
 transport sent through the drill's `LinkProxy`. The load Agent talks to the AppServer directly
 and the Shell user to the hostbridge's real WebSocket; the Agent's standard interactions are
-answered (or not) by that user, per `_asking`. For `duration` seconds the load runs while the
-`Injector` fires the seeded faults; then everything is resumed and restored, the user closes
-every open instance, and the drill waits for quiescence: every call answered at the Agent,
-every typed message at the Agent, and in the store (read-only) no unacknowledged delivery, no
-unsent outbox row, no open call or interaction. Its bound is on progress, not on time: the
-drill gives up once `quiesce_timeout` seconds pass with no new low in what is left (the backlog
-a loaded machine drains slowly still drains; work that is stuck or lost stops draining), counted
-from the later of the load's end and the last expiry due (every run asks questions of the
-shortest expiry, a minute, at its start: a shorter run waits for them). Then the runtime is stopped
-with SIGTERM (its exit status says whether the supervisor ever escalated), and the invariants
-are checked from the two databases. If the runtime dies on its own, the load stops at once and
-the checks run.
+answered (or not) by that user, per `_asking`; beside them, each `Exercise` (`_exercise`) drives
+one more part of the product. For `duration` seconds the load runs while the `Injector` fires
+the seeded faults; then everything is resumed and restored, the user closes every open
+instance, and the drill waits for quiescence: every call answered at the Agent, every typed
+message at the Agent, in the store (read-only) no unacknowledged delivery, no unsent outbox row,
+no open call or interaction, and nothing an exercise has left unsettled. Its bound is on
+progress, not on time: the drill gives up once `quiesce_timeout` seconds pass with no new low in
+what is left (the backlog a loaded machine drains slowly still drains; work that is stuck or
+lost stops draining), counted from the later of the load's end and the last expiry due (every
+run asks questions of the shortest expiry, a minute, at its start: a shorter run waits for
+them). Then the runtime is stopped with SIGTERM (its exit status says whether the supervisor
+ever escalated), and the invariants are checked from the two databases and each exercise's own
+evidence. If the runtime dies on its own, the load stops at once and the checks run.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,6 +54,7 @@ from ._check import (
     check,
     interaction_endings,
 )
+from ._exercise import Exercise, Setup, Stage
 from ._faults import KINDS, Fault, Injector, plan
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
@@ -68,6 +69,9 @@ AGENT_ID: Final = "demo-agent"
 AGENT_SECRET: Final = "demo-secret"
 _STARTUP_S: Final = 30.0
 _STOP_S: Final = 30.0
+# The parts of the product the drill drives besides its core load (`_exercise`), by name: each
+# is made from the run's seed.
+EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {}
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class DrillOptions:
     close_every: float = 4.0  # the user closes an instance about this often (seconds)
     ask_rate: float = 1.0  # standard interactions the Agent asks a second
     quiesce_timeout: float = 60.0  # seconds without progress towards quiet (see above)
+    exercises: tuple[str, ...] = tuple(EXERCISES)
     data_dir: Path | None = None  # None: a scratch directory, removed after a passing run
     report: Path | None = None
     keep: bool = False
@@ -89,7 +94,7 @@ class DrillOptions:
         return (
             f"lineup drill --seed {self.seed} --duration {self.duration:g} "
             f"--faults {self.faults} --kinds {','.join(self.kinds)} --rate {self.rate:g} "
-            f"--ask-rate {self.ask_rate:g}"
+            f"--ask-rate {self.ask_rate:g} --exercises {','.join(self.exercises) or 'none'}"
         )
 
 
@@ -101,6 +106,8 @@ class Run:
     proxy: LinkProxy
     agent: LoadAgent
     user: ShellUser
+    setup: Setup
+    exercises: list[Exercise] = field(default_factory=list)
     injector: Injector | None = None
     asker: Asker | None = None
     answerer: Answerer | None = None
@@ -127,6 +134,8 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         LinkProxy(appserver_url, seed=options.seed),
         LoadAgent(appserver_url, AGENT_ID, AGENT_SECRET, options.seed),
         ShellUser("", options.seed),
+        Setup(data_dir, runtime_dir, options.seed),
+        [EXERCISES[name](options.seed) for name in options.exercises],
     )
     run.asker = Asker(run.agent, options.seed)
     run.answerer = Answerer(run.user, run.asker.plans, options.seed)
@@ -153,6 +162,8 @@ async def run_drill(options: DrillOptions) -> tuple[dict[str, Any], list[Invaria
         ),
     )
     invariants = check(expected, evidence)
+    for exercise in run.exercises:
+        invariants += exercise.check(run.setup)
     run.endings = interaction_endings(expected, evidence)
     report = _report(run, invariants)
     return report, invariants
@@ -175,6 +186,8 @@ async def _start_runtime(run: Run, runtime_dir: Path, appserver_port: int) -> tr
         "--dev-app",
         str(DRILL_APP),
     ]
+    for exercise in run.exercises:
+        command += exercise.prepare(run.setup)
     env = {**os.environ, "LINEUP_LOG": os.environ.get("LINEUP_LOG", "WARNING")}
     process = await trio.lowlevel.open_process(
         command, stdout=subprocess.PIPE, stderr=log_file, env=env
@@ -231,6 +244,7 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         assert run.answerer is not None
         nursery.start_soon(run.answerer.run)
         run.agent.started = run.user.started = run.injector.started = time.monotonic()
+        stage = Stage(run.setup, run.user, run.agent, client, run.agent.url)
         async with trio.open_nursery() as load:
             load.start_soon(run.agent.drive, client, options.duration, options.rate)
             if options.ask_rate > 0:
@@ -238,15 +252,24 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
             load.start_soon(run.user.type_messages, options.duration, options.user_rate)
             load.start_soon(run.user.close_now_and_then, options.duration, options.close_every)
             load.start_soon(run.injector.run, run.faults)
+            for exercise in run.exercises:
+                load.start_soon(exercise.drive, stage, options.duration)
         run.injector.resume_all()
         quiet_from = time.monotonic()
         # Questions of the shortest expiry asked near the start of a short run are due after
         # the load: the bound on quiescence counts from when the last of them is.
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
         db = runtime_dir / "lineup.db"
+
+        async def busy() -> int:
+            left = await trio.to_thread.run_sync(_store_busy, db)
+            for exercise in run.exercises:
+                left += await exercise.unsettled(stage)
+            return left
+
         run.quiet = await _quiesce(
             run,
-            partial(trio.to_thread.run_sync, _store_busy, db),
+            busy,
             trio.current_time() + run.expiry_wait_s,
             options.quiesce_timeout,
         )
@@ -399,6 +422,7 @@ def _report(run: Run, invariants: list[Invariant]) -> dict[str, Any]:
             },
         },
         "timings": run.timings,
+        "exercises": {exercise.name: exercise.report() for exercise in run.exercises},
         "invariants": [vars(rule) for rule in invariants],
     }
     path = options.report or Path("drill-results") / f"drill-{options.seed}.json"

@@ -25,6 +25,7 @@ import logging
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -278,6 +279,8 @@ class ShellUser:
     _instances: list[dict[str, Any]] = field(default_factory=list)
     interactions: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> its view
     _changed: trio.Event = field(default_factory=trio.Event)
+    # Called with every frame the Shell gets (an exercise's view of the shared socket).
+    listeners: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)
     _ws: Any = None
 
     # ------------------------------------------------------------------ the socket
@@ -323,6 +326,8 @@ class ShellUser:
                 nursery.cancel_scope.cancel()
 
     def _take(self, frame: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            listener(frame)
         if frame.get("type") == "shell.items" and frame.get("instance_id") == "chat":
             for item in frame.get("items") or []:  # the timeline's new or changed messages
                 self._items[str(item.get("id"))] = str(item.get("state"))

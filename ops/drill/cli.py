@@ -15,7 +15,7 @@ import trio
 
 from ._faults import KINDS
 from ._report import summary_lines
-from ._runner import DrillOptions, run_drill
+from ._runner import EXERCISES, DrillOptions, run_drill
 
 EXIT_BROKEN = 1
 
@@ -26,6 +26,18 @@ def _kinds(raw: str) -> tuple[str, ...]:
     if unknown or not kinds:
         raise argparse.ArgumentTypeError(f"unknown kinds {unknown}; choose from {','.join(KINDS)}")
     return kinds
+
+
+def _exercises(raw: str) -> tuple[str, ...]:
+    if raw.strip() == "none":
+        return ()
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    unknown = [n for n in names if n not in EXERCISES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown exercises {unknown}; choose from {','.join(EXERCISES)} or none"
+        )
+    return names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +54,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=25.0, help="Agent operations per second")
     p.add_argument(
         "--ask-rate", type=float, default=1.0, help="standard interactions asked per second"
+    )
+    p.add_argument(
+        "--exercises",
+        type=_exercises,
+        default=tuple(EXERCISES),
+        help="comma-separated parts of the product to drive besides the core load, or `none` "
+        f"(default: all of {','.join(EXERCISES)})",
     )
     p.add_argument("--report", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--data-dir", type=Path, default=None, help="keep the runtime's files here")
@@ -67,6 +86,7 @@ def main(argv: list[str]) -> int:
         rate=args.rate,
         ask_rate=args.ask_rate,
         quiesce_timeout=args.quiesce_timeout,
+        exercises=args.exercises,
         data_dir=args.data_dir,
         report=args.report,
     )
