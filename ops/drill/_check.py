@@ -215,7 +215,9 @@ def _interactions(expected: Expected, evidence: Evidence) -> Invariant:
             continue
         if bogus:
             codes = [p.get("code") for k, p in got if k == "lineup.v1.tool.error"]
-            if records or codes != ["app_session_invalid"]:
+            # Refused either way: for its sub-session, or first for an inventory revision an
+            # update made stale while it was posted (the Agent's own doing).
+            if records or codes not in (["app_session_invalid"], [STALE]):
                 rule.breach(f"{call_id}: a bogus sub-session gave {len(records)} rows, {codes}")
             continue
         codes = [p.get("code") for k, p in got if k == "lineup.v1.tool.error"]

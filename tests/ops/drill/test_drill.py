@@ -46,6 +46,11 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert report["operations"]["tool_calls"] > 500, f"seed {seed}"
     assert report["operations"]["user_messages"] > 10, f"seed {seed}"
     assert (tmp_path / "report.svg").read_text().startswith("<svg")
+    # The product's parts were driven too (each exercise's invariants are in `broken`).
+    installs = report["exercises"]["installs"]
+    assert installs["operations"] >= 8, f"seed {seed}: {installs}"
+    assert {"install", "rollback"} <= set(installs["by_kind"]), f"seed {seed}: {installs}"
+    assert installs["endings"].get("completed"), f"seed {seed}: {installs}"
 
     # The Agent asked, and every ending its script plans happened at least once, the expiries
     # too (asked first, they end after this short load, and quiescence waits for them).
