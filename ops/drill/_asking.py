@@ -37,6 +37,8 @@ import trio
 from lineup import wire
 from lineup.facts.interactions import WAITING
 
+from ._check import STALE
+
 if TYPE_CHECKING:
     from ._workload import LoadAgent
 
@@ -58,6 +60,8 @@ EXPIRY_SLACK_S: Final = 15.0  # a drawn expiring question expires this long befo
 BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
 _THINK_S: Final = 2.0
 _RETRY_S: Final = 3.0  # an answer not reflected by then is sent again (same answer)
+_STALE_TRIES: Final = 3  # a question refused for a stale inventory revision is asked again
+_STALE_WAIT_S: Final = 10.0  # for a refusal after the post (none by then: it was taken)
 
 
 class ShellSocket(Protocol):
@@ -201,35 +205,46 @@ class Asker:
     async def _ask(self, client: Any, rng: random.Random, left: float) -> None:
         n, self._n = self._n, self._n + 1
         kind, script = self._draw(rng, n, left)
-        call_id = f"call-drill-{self.seed}-ask{n}"
         tool_input = request_for(kind, n)
         if kind != "notice":
             short = script in EXPIRING
             tool_input["expires_in_ms"] = EXPIRY_MS if short else 15 * 60_000
-        plan = Plan(call_id, kind, script, trio.current_time())
         draw = rng.random()
         sessions = sorted(self.agent.sessions)
+        session: str | None = None
         if draw < 0.05 and n >= len(OPENING):
-            plan.app_session_id, plan.bogus = BOGUS_SESSION, True
+            session = BOGUS_SESSION
         elif draw < 0.35 and sessions:
-            plan.app_session_id = sessions[rng.randrange(len(sessions))]
+            session = sessions[rng.randrange(len(sessions))]
         extra = {}
-        if plan.app_session_id is not None:
-            extra["app_session_context"] = {"app_session_id": plan.app_session_id}
-        payload = wire.ToolCallPayload(
-            call_id=call_id,
-            tool=f"interaction.{kind}",
-            inventory_revision=self.agent.revision or "",
-            input=tool_input,
-            **extra,
-        )
-        self.plans[call_id] = plan
-        await self.agent.post_call(client, call_id, f"interaction.{kind}", payload)
-        if script in ("dismiss", "race"):
-            await trio.sleep(rng.uniform(0.2, _THINK_S) if script == "dismiss" else _THINK_S / 2)
-            await self._dismiss(client, call_id, n)
+        if session is not None:
+            extra["app_session_context"] = {"app_session_id": session}
+        think = rng.uniform(0.2, _THINK_S) if script == "dismiss" else _THINK_S / 2
+        # Asked again, as a new question, when refused for an inventory revision that changed
+        # while it was posted (an install did): as an Agent does, so each script still happens.
+        for attempt in range(_STALE_TRIES):
+            call_id = f"call-drill-{self.seed}-ask{n}" + (f"-{attempt}" if attempt else "")
+            bogus = session == BOGUS_SESSION
+            plan = Plan(call_id, kind, script, trio.current_time(), session, bogus)
+            payload = wire.ToolCallPayload(
+                call_id=call_id,
+                tool=f"interaction.{kind}",
+                inventory_revision=self.agent.revision or "",
+                input=tool_input,
+                **extra,
+            )
+            self.plans[call_id] = plan
+            await self.agent.post_call(client, call_id, f"interaction.{kind}", payload)
+            if script in ("dismiss", "race"):
+                await trio.sleep(think)
+                await self._dismiss(client, call_id, f"{n}-{attempt}" if attempt else str(n))
+            final: dict[str, Any] = {}
+            with trio.move_on_after(_STALE_WAIT_S):  # a refusal comes at once; an answer later
+                final = await self.agent.final(call_id)
+            if (final.get("payload") or {}).get("code") != STALE:
+                return
 
-    async def _dismiss(self, client: Any, call_id: str, n: int) -> None:
+    async def _dismiss(self, client: Any, call_id: str, n: str) -> None:
         message_id = f"msg-drill-{self.seed}-dismiss{n}"
         envelope = wire.dump(
             wire.envelope(

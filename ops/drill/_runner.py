@@ -57,6 +57,7 @@ from ._check import (
 from ._exercise import Exercise, Setup, Stage
 from ._faults import KINDS, Fault, Injector, plan
 from ._installs import Installs
+from ._mcp import McpClients
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
 from ._workload import LoadAgent, ShellUser
@@ -72,7 +73,7 @@ _STARTUP_S: Final = 30.0
 _STOP_S: Final = 30.0
 # The parts of the product the drill drives besides its core load (`_exercise`), by name: each
 # is made from the run's seed.
-EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {"installs": Installs}
+EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {"installs": Installs, "mcp": McpClients}
 
 
 @dataclass(frozen=True)

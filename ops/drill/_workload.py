@@ -96,6 +96,8 @@ class LoadAgent:
     sessions: dict[str, str] = field(default_factory=dict)  # app_session_id -> open | closed
     conversation: str = CONVERSATION
     _inventory: trio.Event = field(default_factory=trio.Event)
+    _finals: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> its first
+    _news: trio.Event = field(default_factory=trio.Event)  # set by each page read
     _n: int = 0
     _tasks: list[str] = field(default_factory=list)
     _open: dict[str, set[str]] = field(default_factory=dict)  # launch tool -> open call ids
@@ -119,6 +121,7 @@ class LoadAgent:
                 if kind in TERMINAL_TYPES:
                     call_id = str(message["payload"].get("call_id"))
                     self.unanswered.discard(call_id)
+                    self._finals.setdefault(call_id, message)
                     for calls in self._open.values():
                         calls.discard(call_id)
                 elif kind == "lineup.v1.text":
@@ -130,6 +133,9 @@ class LoadAgent:
                     session = str((message.get("payload") or {}).get("app_session_id"))
                     closed = kind == wire.APP_SESSION_CLOSED or self.sessions.get(session)
                     self.sessions[session] = "closed" if closed else "open"
+            if page:
+                self._news.set()
+                self._news = trio.Event()
 
     async def poison(self, client: AgentClient, variant: int) -> None:
         """Post one envelope the runtime must refuse (retried until the AppServer has it)."""
@@ -176,6 +182,12 @@ class LoadAgent:
         self.unanswered.add(call_id)
         await self.post_until_taken(client, envelope, f"msg-{call_id}")
         self.sent[call_id].posted_at = self.now()
+
+    async def final(self, call_id: str) -> dict[str, Any]:
+        """The first terminal message of `call_id`, once it has arrived."""
+        while call_id not in self._finals:
+            await self._news.wait()
+        return self._finals[call_id]
 
     async def inventory_known(self) -> None:
         """Until the first inventory arrived (a call needs its revision)."""

@@ -24,6 +24,7 @@ from lineup.ops.drill._asking import (
     answer_for,
     request_for,
 )
+from lineup.ops.drill._check import STALE
 from lineup.sdk import interactions as std
 from lineup.sdk.schema import validate
 
@@ -54,6 +55,13 @@ class FakeAgent:
     agent_id: str = "demo-agent"
     posted: list[tuple[float, wire.ToolCallPayload]] = field(default_factory=list)
     dismissed: list[str] = field(default_factory=list)
+    stale: set[str] = field(default_factory=set)  # call ids the runtime refuses as stale
+
+    async def final(self, call_id: str) -> dict[str, Any]:
+        if call_id in self.stale:
+            return {"type": "lineup.v1.tool.error", "payload": {"code": STALE}}
+        await trio.sleep_forever()  # taken: its end comes long after
+        raise AssertionError("unreachable")
 
     async def inventory_known(self) -> None:
         pass
@@ -68,8 +76,10 @@ class FakeAgent:
         self.dismissed.append(str(envelope["payload"]["call_id"]))
 
 
-async def _asked(seconds: float, seed: int) -> tuple[Asker, FakeAgent, float]:
-    agent = FakeAgent()
+async def _asked(
+    seconds: float, seed: int, stale: set[str] | None = None
+) -> tuple[Asker, FakeAgent, float]:
+    agent = FakeAgent(stale=stale or set())
     asker = Asker(agent, seed)  # type: ignore[arg-type]
     start = trio.current_time()
     await asker.drive(seconds, 1.0, client=None)
@@ -108,3 +118,19 @@ async def test_a_long_run_draws_expiring_questions_while_they_expire_within_the_
     assert {p.script for p in expiring} == {"expire", "expire_race"}
     assert all(p.asked_at + EXPIRY_MS / 1000 + EXPIRY_SLACK_S < start + 300 for p in expiring)
     assert asker.expiries_due() < start + 300
+
+
+async def test_a_question_refused_for_a_stale_revision_is_asked_again_with_its_script(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """An install changed the inventory while the first question was posted: the Agent asks
+    it again, under a new call id, until it is taken (at most three times)."""
+    mock_clock.autojump_threshold = 0
+    seed = 5
+    refused = {f"call-drill-{seed}-ask0", f"call-drill-{seed}-ask0-1", f"call-drill-{seed}-ask0-2"}
+    asker, agent, _ = await _asked(3, seed, stale=refused - {f"call-drill-{seed}-ask0-2"})
+    first = [p for p in asker.plans.values() if p.call_id.startswith(f"call-drill-{seed}-ask0")]
+    assert [p.call_id for p in first] == sorted(refused)
+    assert {(p.kind, p.script) for p in first} == {(first[0].kind, OPENING[0])}
+    posted = [payload.call_id for _, payload in agent.posted]
+    assert posted.count(f"call-drill-{seed}-ask0-2") == 1

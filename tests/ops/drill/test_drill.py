@@ -51,6 +51,8 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert installs["operations"] >= 8, f"seed {seed}: {installs}"
     assert {"install", "rollback"} <= set(installs["by_kind"]), f"seed {seed}: {installs}"
     assert installs["endings"].get("completed"), f"seed {seed}: {installs}"
+    mcp = report["exercises"]["mcp"]
+    assert mcp["by_method"].get("tools/call", 0) >= 20, f"seed {seed}: {mcp}"
 
     # The Agent asked, and every ending its script plans happened at least once, the expiries
     # too (asked first, they end after this short load, and quiescence waits for them).

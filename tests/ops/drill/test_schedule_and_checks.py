@@ -93,6 +93,19 @@ def test_a_result_that_disagrees_with_the_store_is_caught() -> None:
     assert "tool_calls_one_terminal_message" in _broken(expected, evidence)
 
 
+def test_a_call_another_agent_posted_is_held_to_the_same_rules() -> None:
+    """`lineup mcp` posts calls the drill never sees the ids of: each call at the AppServer
+    must still end once, in the store and at the Agent."""
+    expected, evidence = _healthy()
+    evidence.to_client.append(("mcp-1", "lineup.v1.tool.call", {"call_id": "mcp-1"}))
+    broken = _broken(expected, evidence)
+    assert broken["tool_calls_terminal_in_store"] == ["mcp-1: no row"]
+    assert broken["tool_calls_one_terminal_message"] == ["mcp-1: 0 terminal messages"]
+    evidence.calls["mcp-1"] = "completed"
+    evidence.to_agent.append(("r3", "lineup.v1.tool.result", {"call_id": "mcp-1"}))
+    assert _broken(expected, evidence) == {}
+
+
 def test_a_call_left_running_is_caught_twice() -> None:
     expected, evidence = _healthy()
     evidence.calls["c2"] = "running"
