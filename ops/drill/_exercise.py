@@ -22,6 +22,8 @@ listener to `ShellUser.listeners`.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from ._check import Invariant
     from ._workload import LoadAgent, ShellUser
 
-__all__ = ["Exercise", "Setup", "Stage"]
+__all__ = ["Exercise", "Setup", "Stage", "lineup_command"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,9 @@ class Exercise(Protocol):
     def check(self, setup: Setup) -> list[Invariant]: ...
 
     def report(self) -> dict[str, Any]: ...
+
+
+def lineup_command(*argv: str) -> None:
+    """One `lineup` command, as a user types it (blocking: `prepare` runs before the start);
+    its failure is the drill's own mistake, raised."""
+    subprocess.run([sys.executable, "-m", "lineup", *argv], check=True, capture_output=True)

@@ -61,10 +61,12 @@ TARGETS: Final = (
     "focus",
     "gateway",
     "hostbridge",
+    "devwatch",
     "miniapp:chat",
     "miniapp:task-dashboard",
     "miniapp:drill",
     "miniapp:drillpkg",
+    "miniapp:drilldev",
 )
 _STATUS_POLL_S: Final = 0.002
 _RECOVERY_LIMIT_S: Final = 30.0

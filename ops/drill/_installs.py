@@ -32,8 +32,6 @@ import hashlib
 import io
 import logging
 import random
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +52,7 @@ from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListR
 from lineup.supervisor._control import NotRunning, focus_request
 
 from ._check import Invariant
-from ._exercise import Setup, Stage
+from ._exercise import Setup, Stage, lineup_command
 
 __all__ = ["Installs", "Journal", "Row", "Sent", "Versions", "check_installs", "replay"]
 
@@ -316,14 +314,14 @@ class Installs:
         folder = setup.data_dir / "installs"
         folder.mkdir(parents=True, exist_ok=True)
         key = folder / "drill.key"
-        _lineup("app", "keygen", "--out", str(key))
-        _lineup("app", "trust", "--data-dir", str(setup.runtime_dir), str(key) + ".pub")
+        lineup_command("app", "keygen", "--out", str(key))
+        lineup_command("app", "trust", "--data-dir", str(setup.runtime_dir), str(key) + ".pub")
         for version in (*VERSIONS, TAMPERED):
             package = folder / f"src-{version}" / SCOPE
             package.mkdir(parents=True, exist_ok=True)
             (package / "__init__.py").write_text(_SOURCE.format(scope=SCOPE, version=version))
             out = folder / f"{SCOPE}-{version}.lineup"
-            _lineup("app", "pack", "--key", str(key), "--out", str(out), str(package))
+            lineup_command("app", "pack", "--key", str(key), "--out", str(out), str(package))
             self.bundles[version] = out
         tampered = bytearray(self.bundles[TAMPERED].read_bytes())
         tampered[-10] ^= 0xFF  # in the payload: its digest no longer matches
@@ -466,8 +464,3 @@ def _open_operations(runtime_dir: Path) -> int:
 
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
-
-
-def _lineup(*argv: str) -> None:
-    """One `lineup` command, as a user types it; its failure is the drill's own mistake."""
-    subprocess.run([sys.executable, "-m", "lineup", *argv], check=True, capture_output=True)

@@ -54,6 +54,7 @@ from ._check import (
     check,
     interaction_endings,
 )
+from ._dev_reloads import DevReloads
 from ._exercise import Exercise, Setup, Stage
 from ._faults import KINDS, Fault, Injector, plan
 from ._installs import Installs
@@ -73,7 +74,11 @@ _STARTUP_S: Final = 30.0
 _STOP_S: Final = 30.0
 # The parts of the product the drill drives besides its core load (`_exercise`), by name: each
 # is made from the run's seed.
-EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {"installs": Installs, "mcp": McpClients}
+EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {
+    "installs": Installs,
+    "dev_reloads": DevReloads,
+    "mcp": McpClients,
+}
 
 
 @dataclass(frozen=True)

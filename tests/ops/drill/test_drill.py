@@ -51,6 +51,8 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert installs["operations"] >= 8, f"seed {seed}: {installs}"
     assert {"install", "rollback"} <= set(installs["by_kind"]), f"seed {seed}: {installs}"
     assert installs["endings"].get("completed"), f"seed {seed}: {installs}"
+    reloads = report["exercises"]["dev_reloads"]
+    assert reloads["saves"] >= 5, f"seed {seed}: {reloads}"
     mcp = report["exercises"]["mcp"]
     assert mcp["by_method"].get("tools/call", 0) >= 20, f"seed {seed}: {mcp}"
 
