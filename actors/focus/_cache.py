@@ -20,7 +20,7 @@ import os
 import secrets
 import shutil
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -53,13 +53,17 @@ class BundleCache:
         """What goes on the app's `sys.path` (`app_path`): it holds the one package."""
         return self.version_dir(app_scope, version) / "app"
 
-    async def write(self, bundle: VerifiedBundle, data: bytes) -> Path:
+    async def write(
+        self, bundle: VerifiedBundle, data: bytes, *, midway: Callable[[], None] | None = None
+    ) -> Path:
         """Put a verified bundle in place atomically; a whole directory already there for the
         same digest is kept (a retry), a broken one is replaced. A write that fails (a full
         disk, a name the filesystem refuses) leaves nothing behind and raises
-        `internal_error`: the runtime's failure, not the bundle's."""
+        `internal_error`: the runtime's failure, not the bundle's. `midway` (test-only: the
+        install's `cache_writing` point) is called in the worker thread once the bytes and the
+        package's first file are written, before the next write."""
         try:
-            return await trio.to_thread.run_sync(self._write, bundle, data)
+            return await trio.to_thread.run_sync(self._write, bundle, data, midway)
         except OSError as exc:
             raise LineUpError(ErrorCode.INTERNAL_ERROR, f"cache write: {exc.strerror}") from None
 
@@ -78,7 +82,9 @@ class BundleCache:
 
     # ------------------------------------------------------------------ blocking
 
-    def _write(self, bundle: VerifiedBundle, data: bytes) -> Path:
+    def _write(
+        self, bundle: VerifiedBundle, data: bytes, midway: Callable[[], None] | None = None
+    ) -> Path:
         signed = bundle.signed
         target = self.version_dir(signed.app_scope, signed.version)
         if self._verify(signed.app_scope, signed.version, signed.sha256):
@@ -89,8 +95,10 @@ class BundleCache:
         try:
             _write_file(tmp / BUNDLE_FILE, data)
             package = tmp / "app" / bundle.package
-            for name, body in sorted(bundle.files.items()):
+            for index, (name, body) in enumerate(sorted(bundle.files.items())):
                 _write_file(package / name, body)
+                if index == 0 and midway is not None:
+                    midway()
             _fsync_tree(tmp)
             scope_dir = target.parent
             scope_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
