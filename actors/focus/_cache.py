@@ -71,9 +71,12 @@ class BundleCache:
         return await trio.to_thread.run_sync(self._verify, app_scope, version, bundle_sha256)
 
     async def remove(self, app_scope: str, version: str | None = None) -> None:
-        """Remove one version, or (None) every version of the app."""
-        target = self.root / app_scope if version is None else self.version_dir(app_scope, version)
-        await trio.to_thread.run_sync(self._discard, target)
+        """Remove one version, or (None) every version of the app; the app's folder goes with
+        its last version, so a failed first install leaves the cache as it was."""
+        if version is None:
+            await trio.to_thread.run_sync(self._discard, self.root / app_scope)
+        else:
+            await trio.to_thread.run_sync(self._discard_version, app_scope, version)
 
     async def sweep(self, keep: Iterable[tuple[str, str]]) -> list[str]:
         """At start: remove every `.tmp-*` left by a crash and every version directory the
@@ -143,6 +146,13 @@ class BundleCache:
         os.rename(target, trash)
         _fsync_dir(target.parent)
         shutil.rmtree(trash, ignore_errors=True)
+
+    def _discard_version(self, app_scope: str, version: str) -> None:
+        self._discard(self.version_dir(app_scope, version))
+        try:
+            (self.root / app_scope).rmdir()
+        except OSError:
+            pass  # another version is there (or the folder is gone)
 
     def _sweep(self, keep: frozenset[tuple[str, str]]) -> list[str]:
         removed: list[str] = []
