@@ -243,12 +243,18 @@ def ended(operations: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]
     return sorted((op["operation_id"], op["state"], op["code"]) for op in operations)
 
 
-async def kill_at(point: str, data_dir: Path, bundle: Path) -> None:
-    """Start a runtime that pauses the install of `bundle` at `point`, and kill all of it
+async def kill_at(point: str, data_dir: Path, bundle: Path, running: str | None) -> None:
+    """Start a runtime that pauses the install of `bundle` at `point` (the app `running`
+    that version first, if given: an update has a live instance to close), and kill all of it
     there; then check the point left what `CRASH_POINTS` says: half a folder in the middle of
     the cache write, the new version's whole folder from its rename on."""
     async with trio.open_nursery() as nursery:
         tree = await Tree.start(nursery, data_dir, registry_pause_at=point)
+        if running is not None:
+            async with trio.open_nursery() as client:
+                agent = AgentView(await agent_client(client, tree.appserver_url), wait_s=WAIT)
+                await call_echo(agent, running, "c-before")
+                client.cancel_scope.cancel()  # the client goes; the app's instance stays
         outcome: list[subprocess.CompletedProcess[str]] = []
 
         async def request() -> None:
@@ -301,7 +307,7 @@ async def test_a_sigkill_of_the_whole_runtime_at_any_step_leaves_one_whole_versi
         target, before, operations = "1.0", None, []
     cache_before = files_of(BundleCache(data_dir).root)
     new = NEW_AFTER_RESTART[point]
-    await kill_at(point, data_dir, prepared.files[target])
+    await kill_at(point, data_dir, prepared.files[target], before[0] if before else None)
 
     tree = await Tree.start(nursery, data_dir)
     try:
