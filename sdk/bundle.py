@@ -335,11 +335,18 @@ def verify_bundle(
 
 def _plain_path(name: str) -> bool:
     """A relative path of plain names, within `MAX_PATH` and `MAX_PATH_PART`."""
-    return (
-        len(name) <= MAX_PATH
-        and _PATH.match(name) is not None
-        and all(len(part) <= MAX_PATH_PART for part in name.split("/"))
-    )
+    return _path_problem(name) is None
+
+
+def _path_problem(name: str) -> str | None:
+    """Why a payload path is refused (None: it is not), as pack says it to the author."""
+    if len(name) > MAX_PATH:
+        return f"a path longer than {MAX_PATH} characters"
+    if any(len(part) > MAX_PATH_PART for part in name.split("/")):
+        return f"a path part longer than {MAX_PATH_PART} characters"
+    if _PATH.match(name) is None:
+        return "a path that is not plain names (A-Z a-z 0-9 _ . -)"
+    return None
 
 
 def _unzip(payload: bytes) -> dict[str, bytes]:
@@ -452,8 +459,10 @@ def _package_files(package_dir: Path) -> list[Path]:
             raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"a link in the package: {path}")
         if path.is_file() and not path.name.endswith(_SKIPPED_SUFFIXES):
             relative = path.relative_to(package_dir).as_posix()
-            if not _plain_path(f"app/{package_dir.name}/{relative}"):
-                raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"a file name it refuses: {path}")
+            # Bounded as verification bounds it (`_unzip`), in the payload's own terms.
+            problem = _path_problem(f"app/{package_dir.name}/{relative}")
+            if problem is not None:
+                raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"{problem}: {relative}")
             found.append(path)
     if len(found) + 1 > MAX_BUNDLE_FILES:  # and the manifest
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "too many files")

@@ -20,7 +20,7 @@ import os
 import secrets
 import shutil
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -53,13 +53,17 @@ class BundleCache:
         """What goes on the app's `sys.path` (`app_path`): it holds the one package."""
         return self.version_dir(app_scope, version) / "app"
 
-    async def write(self, bundle: VerifiedBundle, data: bytes) -> Path:
+    async def write(
+        self, bundle: VerifiedBundle, data: bytes, *, midway: Callable[[], None] | None = None
+    ) -> Path:
         """Put a verified bundle in place atomically; a whole directory already there for the
         same digest is kept (a retry), a broken one is replaced. A write that fails (a full
         disk, a name the filesystem refuses) leaves nothing behind and raises
-        `internal_error`: the runtime's failure, not the bundle's."""
+        `internal_error`: the runtime's failure, not the bundle's. `midway` (test-only: the
+        install's `cache_writing` point) is called in the worker thread once the bytes and the
+        package's first file are written, before the next write."""
         try:
-            return await trio.to_thread.run_sync(self._write, bundle, data)
+            return await trio.to_thread.run_sync(self._write, bundle, data, midway)
         except OSError as exc:
             raise LineUpError(ErrorCode.INTERNAL_ERROR, f"cache write: {exc.strerror}") from None
 
@@ -67,9 +71,12 @@ class BundleCache:
         return await trio.to_thread.run_sync(self._verify, app_scope, version, bundle_sha256)
 
     async def remove(self, app_scope: str, version: str | None = None) -> None:
-        """Remove one version, or (None) every version of the app."""
-        target = self.root / app_scope if version is None else self.version_dir(app_scope, version)
-        await trio.to_thread.run_sync(self._discard, target)
+        """Remove one version, or (None) every version of the app; the app's folder goes with
+        its last version, so a failed first install leaves the cache as it was."""
+        if version is None:
+            await trio.to_thread.run_sync(self._discard, self.root / app_scope)
+        else:
+            await trio.to_thread.run_sync(self._discard_version, app_scope, version)
 
     async def sweep(self, keep: Iterable[tuple[str, str]]) -> list[str]:
         """At start: remove every `.tmp-*` left by a crash and every version directory the
@@ -78,7 +85,9 @@ class BundleCache:
 
     # ------------------------------------------------------------------ blocking
 
-    def _write(self, bundle: VerifiedBundle, data: bytes) -> Path:
+    def _write(
+        self, bundle: VerifiedBundle, data: bytes, midway: Callable[[], None] | None = None
+    ) -> Path:
         signed = bundle.signed
         target = self.version_dir(signed.app_scope, signed.version)
         if self._verify(signed.app_scope, signed.version, signed.sha256):
@@ -89,8 +98,10 @@ class BundleCache:
         try:
             _write_file(tmp / BUNDLE_FILE, data)
             package = tmp / "app" / bundle.package
-            for name, body in sorted(bundle.files.items()):
+            for index, (name, body) in enumerate(sorted(bundle.files.items())):
                 _write_file(package / name, body)
+                if index == 0 and midway is not None:
+                    midway()
             _fsync_tree(tmp)
             scope_dir = target.parent
             scope_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -135,6 +146,13 @@ class BundleCache:
         os.rename(target, trash)
         _fsync_dir(target.parent)
         shutil.rmtree(trash, ignore_errors=True)
+
+    def _discard_version(self, app_scope: str, version: str) -> None:
+        self._discard(self.version_dir(app_scope, version))
+        try:
+            (self.root / app_scope).rmdir()
+        except OSError:
+            pass  # another version is there (or the folder is gone)
 
     def _sweep(self, keep: frozenset[tuple[str, str]]) -> list[str]:
         removed: list[str] = []

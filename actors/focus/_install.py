@@ -8,8 +8,18 @@ name) are read whole and bounded, then verified in memory by `sdk.bundle.verify_
 the trusted keys (read at every install), the revocations and this host's version. Only then is
 anything written: the verified cache (`_cache`), then — after an update closed the live
 instances, which run the old code — the registry row (the old version becomes the predecessor),
-then the inventory. A failure at any step before the row leaves the active version as it was; a
-new cache directory that no row names is removed (or swept at the next start).
+then the inventory. A failure at any step before the row leaves the active version as it was:
+the operation is recorded `failed` with the failure's code (`internal_error` for one that is
+no `LineUpError`), and only then is the new version's folder removed — once the operation is
+failed, the store refuses its row, so a row request that got no answer in time can never land
+later and name a removed folder. The store keeps an operation it completed with the row,
+though: `failed` then comes back `completed`, the answer (not the write) was lost, and the app
+is taken as its row says. A cancellation leaves the folder to the next start's sweep.
+
+A crash is a failure too, at any step: the steps are the test-only `CRASH_POINTS`, in order
+(`_installed`). The next start ends the operation `failed` (`actor_restarted`) unless the row
+names the new version — the row and the operation's `completed` are one store transaction —
+and sweeps the cache of every `.tmp-*` and every version no row names.
 
 `inspect` answers what an install of the same bytes would get, writing nothing.
 """
@@ -22,6 +32,7 @@ import ipaddress
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
@@ -33,7 +44,10 @@ from lineup.actors.store.messages import (
     AppInstallRecordReply,
     AppInstallRecordRequest,
     AppOperationKind,
+    AppRegistryGetReply,
+    AppRegistryGetRequest,
 )
+from lineup.facts.operations import COMPLETED
 from lineup.sdk.bundle import (
     BundleRefused,
     read_header,
@@ -43,6 +57,7 @@ from lineup.sdk.protocol import (
 )
 from lineup.wire.client import AnswerRefused, HttpClient, HttpError
 
+from ._app_book import Installed
 from ._installed import CRASH_POINTS, InstalledApps
 from ._lifecycle import Lifecycle
 from ._operation_log import OperationLog, version_of
@@ -128,56 +143,90 @@ class Installer:
             kind: AppOperationKind = "update" if current is not None else "install"
             op = Operation(msg.operation_id, scope, kind)
             await self._ops.put(op, version=signed.version, from_version=version_of(current))
-            op = op.start()
-            await self._ops.put(op)
-            try:
-                if msg.sha256 is not None and msg.sha256 != signed.sha256:
-                    raise LineUpError(ErrorCode.DIGEST_MISMATCH, "not the bundle inspected")
-                self._installed.check_target(scope, signed.version)
-                bundle = await self._installed.verify(data)
-                await self._installed.cache.write(bundle, data)
-                await self._crash("cache_renamed")
-                try:
-                    if current is not None:
-                        await self._lifecycle.close_all(scope)  # they run the old code
-                    reply = await self._port.store(
-                        AppInstallRecordRequest(
-                            app_scope=scope,
-                            version=signed.version,
-                            kind=bundle.manifest.kind,
-                            manifest=bundle.manifest.model_dump(mode="json"),
-                            bundle_sha256=signed.sha256,
-                            key_id=signed.key_id,
-                            operation_id=op.operation_id,
-                            replaces="dev" if scope in self._installed.leftovers else None,
-                        ),
-                        AppInstallRecordReply,
-                    )
-                except BaseException:
-                    if current is None or signed.version not in (
+            await self._crash("operation_requested")
+            try:  # from here on, whatever fails ends the operation failed
+                op = op.start()
+                await self._ops.put(op)
+                await self._crash("operation_running")
+                await self._apply(op, msg, data, current)
+            except Exception as exc:
+                code = exc.code if isinstance(exc, LineUpError) else ErrorCode.INTERNAL_ERROR
+                ended = await self._ops.failed(op, code)  # never left running
+                if ended.state == COMPLETED:
+                    await self._take_unheard(scope, current)  # the store's answer was lost
+                else:
+                    # No row will name the new version now (the store refuses a write that
+                    # comes after the failure), so its folder goes unless a row names it.
+                    kept = current is not None and signed.version in (
                         current.row.version,
                         current.row.previous_version,
-                    ):
-                        with trio.CancelScope(shield=True):
-                            await self._installed.cache.remove(scope, signed.version)
-                    raise
-                await self._crash("row_written")
-                if reply.replaced is not None:
-                    # The dev code's private folder goes with its row (as on a remove).
-                    self._installed.leftovers.discard(scope)
-                    log.info("registry.leftover_replaced source=%s", reply.replaced)
-                    await self._installed.remove_home(scope)
-                old = current.row.previous_version if current is not None else None
-                self._installed.place(reply.app, bundle.manifest, bundle.package, None)
-                if old is not None and old not in (signed.version, reply.app.previous_version):
-                    await self._installed.cache.remove(scope, old)  # the predecessor it replaced
-            except LineUpError as exc:
-                return await self._ops.failed(op, exc.code)
-            except Exception:
-                await self._ops.failed(op, ErrorCode.INTERNAL_ERROR)  # never left running
-                raise
+                    )
+                    if not kept:
+                        await self._installed.cache.remove(scope, signed.version)
+                    if not isinstance(exc, LineUpError):
+                        raise
+                    return ended
             await self._publisher.publish()
+            await self._crash("inventory_published")
             return await self._ops.result(op.operation_id)
+
+    async def _apply(
+        self, op: Operation, msg: RegistryInstallRequest, data: bytes, current: Installed | None
+    ) -> None:
+        """The install's work once its operation runs: verify, write the cache, close the old
+        version's instances, write the row (which completes `op`), drop what it superseded."""
+        signed, _ = read_header(data)
+        scope = signed.app_scope
+        if msg.sha256 is not None and msg.sha256 != signed.sha256:
+            raise LineUpError(ErrorCode.DIGEST_MISMATCH, "not the bundle inspected")
+        self._installed.check_target(scope, signed.version)
+        bundle = await self._installed.verify(data)
+        await self._crash("bundle_verified")
+        await self._installed.cache.write(bundle, data, midway=self._thread_point("cache_writing"))
+        await self._crash("cache_renamed")
+        if current is not None:
+            await self._lifecycle.close_all(scope)  # they run the old code
+            await self._crash("instances_closed")
+        reply = await self._port.store(
+            AppInstallRecordRequest(
+                app_scope=scope,
+                version=signed.version,
+                kind=bundle.manifest.kind,
+                manifest=bundle.manifest.model_dump(mode="json"),
+                bundle_sha256=signed.sha256,
+                key_id=signed.key_id,
+                operation_id=op.operation_id,
+                replaces="dev" if scope in self._installed.leftovers else None,
+            ),
+            AppInstallRecordReply,
+        )
+        await self._crash("row_written")
+        if reply.replaced is not None:
+            # The dev code's private folder goes with its row (as on a remove).
+            self._installed.leftovers.discard(scope)
+            log.info("registry.leftover_replaced source=%s", reply.replaced)
+            await self._installed.remove_home(scope)
+        old = current.row.previous_version if current is not None else None
+        self._installed.place(reply.app, bundle.manifest, bundle.package, None)
+        if old is not None and old not in (signed.version, reply.app.previous_version):
+            await self._installed.cache.remove(scope, old)  # the predecessor it replaced
+        await self._crash("superseded_removed")
+
+    async def _take_unheard(self, scope: str, current: Installed | None) -> None:
+        """The store wrote the row (the operation came back `completed`) but its answer was
+        lost: take the app as its row now says, its cache checked again (as the next start
+        would), and drop what it superseded."""
+        found = await self._port.store(AppRegistryGetRequest(app_scope=scope), AppRegistryGetReply)
+        if found.record is None:  # the row completes the operation in its own transaction
+            raise LineUpError(ErrorCode.INTERNAL_ERROR, "a completed install without its row")
+        row = found.record.app
+        if scope in self._installed.leftovers:  # the row it replaced was a leftover dev row
+            self._installed.leftovers.discard(scope)
+            await self._installed.remove_home(scope)
+        await self._installed.take(row, found.record.manifest, await self._installed.revoked())
+        old = current.row.previous_version if current is not None else None
+        if old is not None and old not in (row.version, row.previous_version):
+            await self._installed.cache.remove(scope, old)
 
     async def _read(self, msg: RegistryInstallRequest) -> bytes:
         given = [v for v in (msg.path, msg.url, msg.bundle_b64, msg.catalog_file) if v is not None]
@@ -200,12 +249,21 @@ class Installer:
         return await trio.to_thread.run_sync(self._installed.catalog.read, name)
 
     async def _crash(self, point: str) -> None:
-        if self._installed.crash_at == point and point in CRASH_POINTS:
+        """Test-only: SIGKILL focus, or wait forever, at `point` if configured (`CRASH_POINTS`)."""
+        assert point in CRASH_POINTS, point
+        if self._installed.crash_at == point:
             log.warning("registry.crash_point point=%s", point)
             os.kill(os.getpid(), signal.SIGKILL)
-        if self._installed.pause_at == point and point in CRASH_POINTS:
+        if self._installed.pause_at == point:
             log.warning("registry.pause_point point=%s", point)
             await trio.sleep_forever()
+
+    def _thread_point(self, point: str) -> Callable[[], None] | None:
+        """`_crash(point)` for a worker thread's flow (it blocks that thread while paused), or
+        None when no test configured the point."""
+        if point not in (self._installed.crash_at, self._installed.pause_at):
+            return None
+        return lambda: trio.from_thread.run(self._crash, point)
 
 
 async def download(url: str, *, dev: bool) -> bytes:

@@ -68,11 +68,36 @@ __all__ = ["InstalledApps"]
 
 log = logging.getLogger("lineup.focus.registry")
 
-# Test-only crash points (focus config `registry_crash_at`): focus SIGKILLs itself there, so
-# the tests prove what a crash in the middle of an install leaves. At a pause point (config
-# `registry_pause_at`) it logs the point and waits forever instead: the test kills the whole
-# runtime there.
-CRASH_POINTS: Final = frozenset({"cache_renamed", "row_written"})
+# Test-only points of an install or an update, in the order it reaches them (`_install`), each
+# where a crash leaves a different state behind. At the point named by focus config
+# `registry_crash_at` focus SIGKILLs itself; at `registry_pause_at` it logs
+# `registry.pause_point` and waits forever, so a test can kill the whole runtime there. What a
+# crash at each leaves, and what the next start makes of it (`load`: the store ends the
+# operation, `sweep` empties the cache of what no row names):
+CRASH_POINTS: Final = (
+    # The operation's row, `requested`; nothing else written. -> failed actor_restarted.
+    "operation_requested",
+    # The row `running`. -> failed actor_restarted.
+    "operation_running",
+    # The bytes read and verified in memory; still nothing written. -> failed actor_restarted.
+    "bundle_verified",
+    # A `bundles/.tmp-*` folder holding the bundle's bytes and some of its files, reached in the
+    # cache's worker thread between two file writes. -> swept; failed actor_restarted.
+    "cache_writing",
+    # The new version's whole folder under its name, which no row names. -> swept; failed.
+    "cache_renamed",
+    # (An update only.) The old version's instances closed; the row unchanged. -> the old
+    # version runs again; the new folder swept; failed actor_restarted.
+    "instances_closed",
+    # The row names the new version (the old one its predecessor) and the operation is
+    # `completed`: one store transaction, so no point lies between the two. -> the new version.
+    "row_written",
+    # The version the row no longer names (the predecessor it replaced) removed from the
+    # cache. -> the new version.
+    "superseded_removed",
+    # The inventory revised and the Shells told; only the answer is left. -> the new version.
+    "inventory_published",
+)
 
 
 class InstalledApps:
@@ -94,6 +119,9 @@ class InstalledApps:
         self.dev = bool(config.get("dev", False))
         self.crash_at = str(config.get("registry_crash_at", ""))
         self.pause_at = str(config.get("registry_pause_at", ""))
+        for point in (self.crash_at, self.pause_at):
+            if point and point not in CRASH_POINTS:  # a test's typo would never stop
+                raise ValueError(f"no such install point: {point}")
         self.cache = BundleCache(data_dir)
         folder = config.get("catalog")
         self.catalog: Catalog | None = (

@@ -20,6 +20,7 @@ from lineup.actors.store.messages import (
     AppOperationPutRequest,
     AppOperationRow,
 )
+from lineup.facts.operations import FAILED
 from lineup.sdk.protocol import AppOperationInfo
 
 from ._app_book import Installed
@@ -64,8 +65,14 @@ class OperationLog:
         await self.put(op.complete())
 
     async def failed(self, op: Operation, code: ErrorCode) -> AppOperationInfo:
-        log.info("registry.failed kind=%s code=%s", op.kind, code.value)
-        return info_of(await self.put(op.fail(code)))
+        """End `op` failed with `code`, and return it as the store keeps it: `completed` if
+        its change reached the store first (a final operation is never rewritten)."""
+        ended = info_of(await self.put(op.fail(code)))
+        if ended.state == FAILED:
+            log.info("registry.failed kind=%s code=%s", op.kind, code.value)
+        else:
+            log.warning("registry.completed_unheard kind=%s code=%s", op.kind, code.value)
+        return ended
 
     async def refused(
         self, operation_id: str, scope: str, kind: AppOperationKind, code: ErrorCode

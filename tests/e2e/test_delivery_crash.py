@@ -1,28 +1,36 @@
-"""SIGKILL of the whole runtime in the middle of an install or an update (issue 15): the
-supervisor and every process under it are killed at once while focus waits at a pause point of
-the install (focus config `registry_pause_at`, test-only: it logs the point and waits, so the
-test knows exactly where the install is). The runtime is then started again on the same data
-dir: the active version is the old one or the new one (never a mix), its cache verifies, no
-crash leftover is in the cache, the operation ended (failed or completed), and the app answers
-a tool call."""
+"""SIGKILL of the whole runtime at every step of an install and of an update (issues 15, 27):
+the supervisor and every process under it are killed at once while focus waits at one of the
+install's points (`CRASH_POINTS`, in order; focus config `registry_pause_at`, test-only: it
+logs the point and waits, so the test knows exactly where the install is). The runtime is then
+started again on the same data dir: the active version is exactly the one the point must leave
+(`NEW_AFTER_RESTART`), its cache verifies, no crash leftover and no version that no row names
+is in the cache, the operation ended as it must (never `requested` or `running`), the app
+answers a tool call, and the same install, asked again, gets the answer it now must."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import trio
 
-from lineup.actors.focus._cache import BundleCache
+from lineup.actors.focus._cache import BUNDLE_FILE, BundleCache
+from lineup.actors.focus._installed import CRASH_POINTS
+from lineup.actors.kernel import ErrorCode
 from lineup.sdk.bundle import SigningKey, read_header
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.bundles import build_bundle, trust
+from lineup.tests.support.bundles import PACKAGE, build_bundle, trust
 from lineup.tests.support.process import run_app, wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 
@@ -125,6 +133,72 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
+# What a restart must make of a crash at each point: the new version (the row was written, and
+# the operation completed with it), or the version before (the operation failed
+# `actor_restarted`, the cache as it was). Every point says, in `CRASH_POINTS`' order.
+NEW_AFTER_RESTART: Final = {
+    "operation_requested": False,
+    "operation_running": False,
+    "bundle_verified": False,
+    "cache_writing": False,
+    "cache_renamed": False,
+    "instances_closed": False,  # an update only: an install has no instance to close
+    "row_written": True,
+    "superseded_removed": True,
+    "inventory_published": True,
+}
+CASES: Final = [
+    (kind, point)
+    for kind in ("install", "update")
+    for point in CRASH_POINTS
+    if kind == "update" or point != "instances_closed"
+]
+# An update goes from 2.0 (its predecessor 1.0) to 3.0, so that it also replaces a predecessor.
+VERSIONS: Final = ("1.0", "2.0", "3.0")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The bundles, and a data dir (copied for each update) where 1.0 then 2.0 were
+    installed by a runtime that was then killed, with its operations as listed."""
+
+    bundles: dict[str, bytes]
+    files: dict[str, Path]
+    data_dir: Path
+    operations: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
+    work = tmp_path_factory.mktemp("bundles")
+    # A Surface too: two files in the package, so the cache write has a middle.
+    bundles = {v: build_bundle(work / "src", KEY, version=v, surface=True) for v in VERSIONS}
+    files = {v: work / f"{SCOPE}-{v}.lineup" for v in VERSIONS}
+    for version, data in bundles.items():
+        files[version].write_bytes(data)
+    data_dir = tmp_path_factory.mktemp("lu")
+    data_dir.chmod(0o700)
+    trust(data_dir, KEY.public)
+
+    async def install_two() -> list[dict[str, Any]]:
+        async with trio.open_nursery() as nursery:
+            tree = await Tree.start(nursery, data_dir)
+            try:
+                for version in ("1.0", "2.0"):
+                    done = await run_app("install", str(files[version]), data_dir=data_dir)
+                    assert done.returncode == 0, done.stderr
+                operations: list[dict[str, Any]] = (await listed(data_dir))["operations"]
+            finally:
+                await tree.kill_all()
+        return operations
+
+    return Prepared(bundles, files, data_dir, trio.run(install_two))
+
+
+def test_every_install_point_says_what_a_restart_makes_of_a_crash_there() -> None:
+    assert tuple(NEW_AFTER_RESTART) == CRASH_POINTS
+
+
 async def listed(data_dir: Path) -> dict[str, Any]:
     result = await run_app("list", "--json", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
@@ -132,94 +206,142 @@ async def listed(data_dir: Path) -> dict[str, Any]:
     return document
 
 
-async def call_echo(nursery: trio.Nursery, appserver_url: str, version: str) -> None:
-    agent = AgentView(await agent_client(nursery, appserver_url), wait_s=WAIT)
+def files_of(root: Path) -> dict[str, str]:
+    """Every file under `root` and its digest (what an app's run may add, `__pycache__`,
+    aside)."""
+
+    def walk() -> Iterator[tuple[str, str]]:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in filenames:
+                path = Path(dirpath) / name
+                yield (
+                    path.relative_to(root).as_posix(),
+                    hashlib.sha256(path.read_bytes()).hexdigest(),
+                )
+
+    return dict(walk())
+
+
+def sockets(folder: str, names: list[str]) -> list[str]:
+    """What a copy of a data dir leaves out: the dead runtime's sockets."""
+    return [n for n in names if stat.S_ISSOCK(os.lstat(os.path.join(folder, n)).st_mode)]
+
+
+async def call_echo(agent: AgentView, version: str, call_id: str) -> None:
+    """The installed app answers a tool call, from `version`."""
     revision = await agent.revision_with(f"{SCOPE}.echo")
     await agent.client.call_tool(
-        CONVERSATION, f"{SCOPE}.echo", {"text": "after"}, revision, call_id="c-after"
+        CONVERSATION, f"{SCOPE}.echo", {"text": "after"}, revision, call_id=call_id
     )
-    done = await agent.terminal("c-after")
+    done = await agent.terminal(call_id)
     assert done["type"] == "lineup.v1.tool.result", done
     assert done["payload"]["result"]["version"] == version
 
 
-def write_bundles(tmp_path: Path) -> tuple[dict[str, bytes], dict[str, Path]]:
-    """Versions 1.0 and 2.0, and the files `lineup app install` is given."""
-    bundles = {v: build_bundle(tmp_path / "src", KEY, version=v) for v in ("1.0", "2.0")}
-    files = {v: tmp_path / f"{SCOPE}-{v}.lineup" for v in bundles}
-    for version, data in bundles.items():
-        files[version].write_bytes(data)
-    return bundles, files
+def ended(operations: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
+    return sorted((op["operation_id"], op["state"], op["code"]) for op in operations)
 
 
-@pytest.mark.parametrize(
-    ("kind", "point", "survivor"),
-    [
-        ("install", "cache_renamed", None),  # the row was never written: nothing installed
-        ("update", "cache_renamed", "1.0"),  # the old version, its orphan cache swept
-        ("update", "row_written", "2.0"),  # the new version, the old its predecessor
-    ],
-)
-async def test_a_sigkill_of_the_whole_runtime_mid_install_leaves_one_whole_version(
-    nursery: trio.Nursery, data_dir: Path, tmp_path: Path, kind: str, point: str,
-    survivor: str | None,
-) -> None:  # fmt: skip
-    """Over ten seconds on a loaded machine, by what it is about: what a SIGKILL of every
-    process of the runtime leaves on disk, so two or three whole trees start one after another
-    (one installs 1.0, one is killed at the crash point, one recovers and answers a call)."""
-    trust(data_dir, KEY.public)
-    bundles, files = write_bundles(tmp_path)
-    digests = {v: read_header(data)[0].sha256 for v, data in bundles.items()}
-    if kind == "update":
-        async with trio.open_nursery() as first:
-            tree = await Tree.start(first, data_dir)
-            assert (await run_app("install", str(files["1.0"]), data_dir=data_dir)).returncode == 0
-            await tree.kill_all()
-    target = "2.0" if kind == "update" else "1.0"
-
-    async with trio.open_nursery() as second:
-        tree = await Tree.start(second, data_dir, registry_pause_at=point)
+async def kill_at(point: str, data_dir: Path, bundle: Path, running: str | None) -> None:
+    """Start a runtime that pauses the install of `bundle` at `point` (the app `running`
+    that version first, if given: an update has a live instance to close), and kill all of it
+    there; then check the point left what `CRASH_POINTS` says: half a folder in the middle of
+    the cache write, the new version's whole folder from its rename on."""
+    async with trio.open_nursery() as nursery:
+        tree = await Tree.start(nursery, data_dir, registry_pause_at=point)
+        if running is not None:
+            async with trio.open_nursery() as client:
+                agent = AgentView(await agent_client(client, tree.appserver_url), wait_s=WAIT)
+                await call_echo(agent, running, "c-before")
+                client.cancel_scope.cancel()  # the client goes; the app's instance stays
         outcome: list[subprocess.CompletedProcess[str]] = []
 
         async def request() -> None:
-            outcome.append(await run_app("install", str(files[target]), data_dir=data_dir))
+            outcome.append(await run_app("install", str(bundle), data_dir=data_dir))
 
-        second.start_soon(request)
+        nursery.start_soon(request)
         await tree.paused()
         assert any(f"point={point}" in line for line in tree.stderr)
         await tree.kill_all()
     assert outcome[0].returncode != 0  # the runtime died under the request
+    bundles_dir = BundleCache(data_dir).root
+    tmp = list(bundles_dir.glob(".tmp-*"))
+    if point == "cache_writing":
+        # The bytes and the package's first file, not yet its second (`web/index.html`).
+        [folder] = tmp
+        assert set(files_of(folder)) == {BUNDLE_FILE, f"app/{PACKAGE}/__init__.py"}
+    else:
+        assert tmp == []
+    version = read_header(bundle.read_bytes())[0].version
+    renamed = CRASH_POINTS.index(point) >= CRASH_POINTS.index("cache_renamed")
+    assert (bundles_dir / SCOPE / version).is_dir() == renamed
+
+
+async def assert_cache_holds(data_dir: Path, prepared: Prepared, named: list[str]) -> None:
+    """The cache holds exactly the versions `named` (by the app's row), each whole, verifying
+    and its bundle's bytes, and nothing else: no crash leftover, no other app."""
+    cache = BundleCache(data_dir)
+    present = sorted(p.name for p in cache.root.iterdir()) if cache.root.exists() else []
+    assert present == ([SCOPE] if named else [])
+    if named:
+        assert sorted(os.listdir(cache.root / SCOPE)) == named
+    for version in named:
+        digest = read_header(prepared.bundles[version])[0].sha256
+        assert await cache.verify(SCOPE, version, digest)
+        assert (cache.version_dir(SCOPE, version) / BUNDLE_FILE).read_bytes() == (
+            prepared.bundles[version]
+        )
+
+
+@pytest.mark.parametrize(("kind", "point"), CASES)
+async def test_a_sigkill_of_the_whole_runtime_at_any_step_leaves_one_whole_version(
+    nursery: trio.Nursery, data_dir: Path, prepared: Prepared, kind: str, point: str
+) -> None:
+    """Each case starts a runtime that is killed at the point, then one that recovers."""
+    if kind == "update":
+        shutil.copytree(prepared.data_dir, data_dir, dirs_exist_ok=True, ignore=sockets)
+        target, before, operations = "3.0", ("2.0", "1.0"), prepared.operations
+    else:
+        trust(data_dir, KEY.public)
+        target, before, operations = "1.0", None, []
+    cache_before = files_of(BundleCache(data_dir).root)
+    new = NEW_AFTER_RESTART[point]
+    await kill_at(point, data_dir, prepared.files[target], before[0] if before else None)
 
     tree = await Tree.start(nursery, data_dir)
     try:
         document = await listed(data_dir)
-        app = next((a for a in document["apps"] if a["app_scope"] == SCOPE), None)
-        ops = [op for op in document["operations"] if op["app_scope"] == SCOPE]
-        interrupted = next(op for op in ops if op["version"] == target)
-        assert interrupted["state"] in ("failed", "completed")
-        assert interrupted["state"] == ("completed" if survivor == target else "failed")
-        cache = BundleCache(data_dir)
-        leftovers = [p.name for p in cache.root.iterdir() if p.name.startswith(".tmp-")]
-        assert leftovers == []
-        if survivor is None:
-            assert app is None and not (cache.root / SCOPE).exists()
-            assert interrupted["code"] == "actor_restarted"
-            # Nothing half-installed is in the way: the same install goes through now.
-            again = await run_app("install", str(files[target]), data_dir=data_dir)
-            assert again.returncode == 0, again.stdout
-            survivor = target
+        # The journal: the operation ended as the point says, the others as they were.
+        [interrupted] = [op for op in document["operations"] if op not in operations]
+        assert (interrupted["kind"], interrupted["version"]) == (kind, target)
+        assert (interrupted["state"], interrupted["code"]) == (
+            ("completed", None) if new else ("failed", ErrorCode.ACTOR_RESTARTED.value)
+        )
+        others = [op for op in document["operations"] if op != interrupted]
+        assert ended(others) == ended(operations)
+        # The registry: exactly the version the point leaves; the cache exactly what it names
+        # (before the row, byte for byte what it was).
+        expected = (target, before[0] if before else None) if new else before
+        apps = [a for a in document["apps"] if a["app_scope"] == SCOPE]
+        assert [(a["version"], a["predecessor"], a["state"]) for a in apps] == (
+            [(*expected, "active")] if expected else []
+        )
+        await assert_cache_holds(data_dir, prepared, sorted(v for v in expected or () if v))
+        if not new:
+            assert files_of(BundleCache(data_dir).root) == cache_before
+
+        agent = AgentView(await agent_client(nursery, tree.appserver_url), wait_s=WAIT)
+        if expected is not None:
+            await call_echo(agent, expected[0], "c-after")
+        # The same install again (a new operation): what was undone goes through now; what
+        # was done is not done twice (not above the active version).
+        again = await run_app("install", str(prepared.files[target]), data_dir=data_dir)
+        if new:
+            assert again.returncode == 1
+            assert f": failed ({ErrorCode.APP_VERSION_MISMATCH.value})" in again.stderr
         else:
-            assert app is not None
-            assert (app["version"], app["state"]) == (survivor, "active")
-            kept = sorted(os.listdir(cache.root / SCOPE))
-            expected = ["1.0", "2.0"] if survivor == "2.0" else ["1.0"]
-            assert kept == expected  # whole versions only: the orphan 2.0 of a crash is gone
-            assert app["predecessor"] == ("1.0" if survivor == "2.0" else None)
-        for version in os.listdir(cache.root / SCOPE):
-            assert await cache.verify(SCOPE, version, digests[version])
-            assert (cache.version_dir(SCOPE, version) / "bundle.lineup").read_bytes() == bundles[
-                version
-            ]
-        await call_echo(nursery, tree.appserver_url, survivor)
+            assert again.returncode == 0, again.stderr
+            await call_echo(agent, target, "c-again")
     finally:
         await tree.kill_all()

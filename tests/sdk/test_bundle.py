@@ -25,6 +25,8 @@ from lineup.actors.kernel import ErrorCode
 from lineup.sdk.bundle import (
     MAGIC,
     MAX_BUNDLE_FILES,
+    MAX_PATH,
+    MAX_PATH_PART,
     BundleRefused,
     PublicKey,
     SigningKey,
@@ -267,6 +269,40 @@ def test_pack_refuses_an_app_that_is_not_installed_kind(app_dir: Path, key: Sign
 
 def test_pack_refuses_a_path_too_long_to_unpack(app_dir: Path, key: SigningKey) -> None:
     (app_dir / ("a" * 200 + ".py")).write_text("")
+    with pytest.raises(BundleRefused) as exc:
+        pack(app_dir, a_manifest(), key, min_host_version="0.1")
+    assert exc.value.code is ErrorCode.BUNDLE_MALFORMED
+
+
+def deep_file(app_dir: Path, length: int) -> str:
+    """A file in `app_dir` whose payload path (`app/<package>/…`) is `length` characters, in
+    folders whose names are as long as verification takes; returns that path."""
+    prefix = f"app/{app_dir.name}/"
+    parts: list[str] = []
+    left = length - len(prefix)
+    while left > MAX_PATH_PART:
+        parts.append("d" * min(MAX_PATH_PART, left - 5))  # room left for a file name
+        left -= len(parts[-1]) + 1
+    parts.append("f" * (left - 3) + ".js")
+    path = app_dir.joinpath(*parts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    name = prefix + "/".join(parts)
+    assert len(name) == length and max(len(p) for p in name.split("/")) <= MAX_PATH_PART
+    return name
+
+
+def test_pack_takes_the_longest_path_verification_takes(app_dir: Path, key: SigningKey) -> None:
+    name = deep_file(app_dir, MAX_PATH)
+    data = pack(app_dir, a_manifest(), key, min_host_version="0.1")
+    verified = verify_bundle(data, trusted=trust(key), host_version=__version__)
+    assert name.removeprefix(f"app/{app_dir.name}/") in verified.files
+
+
+def test_pack_refuses_a_path_longer_than_verification_takes_in_parts_it_takes(
+    app_dir: Path, key: SigningKey
+) -> None:
+    deep_file(app_dir, MAX_PATH + 1)
     with pytest.raises(BundleRefused) as exc:
         pack(app_dir, a_manifest(), key, min_host_version="0.1")
     assert exc.value.code is ErrorCode.BUNDLE_MALFORMED

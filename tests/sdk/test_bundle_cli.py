@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lineup.sdk.bundle import PublicKey, SigningKey, read_header
+from lineup.sdk.bundle import MAX_PATH, MAX_PATH_PART, PublicKey, SigningKey, read_header
 from lineup.sdk.trust import TRUSTED_KEYS_FILE, TrustStore, default_data_dir
 from lineup.supervisor.cli import default_data_dir as runtime_default_data_dir
 from lineup.tests.support import process
@@ -115,6 +115,28 @@ def test_pack_refuses_an_app_that_is_not_installed_kind(work: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("lineup app pack: app_not_installable ")
     assert not (work / "x.lineup").exists()
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ["web", "a" * (MAX_PATH_PART + 1) + ".js"],  # one part over the bound
+        ["web", *["d" * MAX_PATH_PART] * 4, "app.js"],  # each part within, the whole over
+    ],
+)
+def test_pack_refuses_a_path_verification_would_refuse_and_writes_nothing(
+    work: Path, parts: list[str]
+) -> None:
+    deep = work.joinpath("pingapp", *parts)
+    deep.parent.mkdir(parents=True, exist_ok=True)
+    deep.write_text("")
+    assert len(f"app/pingapp/{'/'.join(parts)}") > MAX_PATH or len(parts[-1]) > MAX_PATH_PART
+    result = lineup_app(work, "pack", "pingapp", "--key", "key", "--out", "x.lineup")
+    assert result.returncode == 1
+    assert result.stderr.split()[:4] == ["lineup", "app", "pack:", "bundle_malformed"]
+    assert len(result.stderr.splitlines()) == 1
+    assert not (work / "x.lineup").exists()
+    assert not [p for p in work.iterdir() if p.name.endswith(".tmp")]
 
 
 @pytest.mark.parametrize(

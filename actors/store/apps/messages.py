@@ -212,7 +212,8 @@ class AppInstallRecordRequest(Message):
     predecessor: `previous_version`, `previous_manifest`, `previous_bundle_sha256`) and keeps
     its enabled flag. Refused `app_protected` for a scope that is not an installed app
     (bundled, dev), `app_version_mismatch` unless `version` is above the active one. The same
-    version and digest again change nothing (a retry). Completes `operation_id`.
+    version and digest again change nothing (a retry). Completes `operation_id`; refused
+    `deadline_exceeded`, writing nothing, once that operation is failed (focus gave up on it).
 
     `replaces` is the one non-installed source the install may take the scope of, said by
     focus only for a leftover: a `dev` row whose app this run does not configure (a past

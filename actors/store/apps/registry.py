@@ -6,7 +6,9 @@ change that an `AppOperation` makes names it, and the operation is completed in 
 own savepoint, so after a crash the registry and the operation never disagree. An operation
 found `requested` or `running` when focus starts is ended by `app_operation_recover`:
 completed when the registry shows its result, else failed with `actor_restarted`. Operations
-only move forward (requested → running → completed | failed); a final one is never rewritten.
+only move forward (requested → running → completed | failed); a final one is never rewritten,
+and an install recorded for an operation already failed (its answer came too late for focus)
+is refused, so the journal and the registry agree whichever reached the store first.
 Every change is audited in its transaction, with ids and codes only.
 """
 
@@ -176,6 +178,11 @@ def app_install_record(
     conn: Connection, req: AppInstallRecordRequest, now: float, *, actor: str = "store"
 ) -> AppInstallRecordReply:
     manifest = bounded_json(req.manifest, max_bytes=MAX_MANIFEST_BYTES, what="manifest")
+    ended = _operation(conn, req.operation_id) if req.operation_id is not None else None
+    if ended is not None and ended.state == "failed":
+        # Its installer heard no answer in time and ended it failed: this write came too late,
+        # and would install what the journal says was not.
+        raise LineUpError(ErrorCode.DEADLINE_EXCEEDED, "its operation already failed")
     found = load_app(conn, req.app_scope)
     replaced: AppSource | None = None
     if found is not None and found[0].source != "installed":

@@ -214,6 +214,28 @@ async def test_the_change_completes_its_operation_in_the_same_transaction(
     assert ("app.install.completed", "op-1") in rows
 
 
+async def test_an_install_whose_operation_already_failed_writes_no_row(
+    store: StoreHarness,
+) -> None:
+    """Focus heard no answer in time and ended the operation failed: the request, arriving
+    late, must not install what the journal says was not."""
+    await operation(store, "op-late")
+    await store.ask(
+        AppOperationPutRequest(
+            operation_id="op-late",
+            app_scope="notes",
+            kind="install",
+            state="failed",
+            code=ErrorCode.DEADLINE_EXCEEDED.value,
+        ),
+        AppOperationPutReply,
+    )
+    assert await refusal(store, install("1.0", SHA1, "op-late")) == ErrorCode.DEADLINE_EXCEEDED
+    record = await store.ask(AppRegistryGetRequest(app_scope="notes"), AppRegistryGetReply)
+    assert record.record is None
+    assert await state_of(store, "op-late") == ("failed", ErrorCode.DEADLINE_EXCEEDED.value)
+
+
 async def test_a_final_operation_is_never_rewritten(store: StoreHarness) -> None:
     await operation(store, "op-1")
     failed = AppOperationPutRequest(
