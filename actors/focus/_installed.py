@@ -36,6 +36,8 @@ import trio
 import lineup
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store.messages import (
+    AppOperationListReply,
+    AppOperationListRequest,
     AppOperationRecoverReply,
     AppOperationRecoverRequest,
     AppRegistryGetReply,
@@ -168,6 +170,19 @@ class InstalledApps:
         swept = await self.cache.sweep(keep)
         if swept:
             log.info("registry.swept entries=%d", len(swept))
+        await self._forget_removed({row.app_scope for row in rows.apps})
+
+    async def _forget_removed(self, named: set[str]) -> None:
+        """The private data dir of an app whose remove completed and that no row names again:
+        a remove commits its row first and clears its files after (`_registry`), so a crash
+        between leaves that folder, and it goes here. (Its cache went in the sweep.)"""
+        listed = await self._port.store(AppOperationListRequest(), AppOperationListReply)
+        for op in listed.operations:
+            scope = op.app_scope
+            if (op.kind, op.state) == ("remove", "completed") and not (
+                scope in named or scope in self.book
+            ):
+                await self.remove_home(scope)
 
     async def take(self, row: AppRow, raw: dict[str, Any], revoked: set[tuple[str, str]]) -> None:
         """Decide an installed app's state from facts, record it if it changed, and put the

@@ -321,10 +321,14 @@ class RegistryService:
 
     async def _remove(self, op: Operation, scope: str) -> None:
         await self._lifecycle.close_all(scope)
-        await self._installed.cache.remove(scope)
-        await self._installed.remove_home(scope)
+        # The row goes first, in one transaction with the operation's end: that is the remove.
+        # Its files go after it, so a crash never leaves a row whose bundle is gone (an app
+        # unavailable for good); it leaves folders no row names, which the next start removes
+        # (`InstalledApps.load`: the cache's sweep, and the data dirs of removed apps).
         await self._port.store(
             AppRemoveRequest(app_scope=scope, operation_id=op.operation_id), AppRemoveReply
         )
         self._book.drop(scope)
         await self._publisher.publish()
+        await self._installed.cache.remove(scope)
+        await self._installed.remove_home(scope)

@@ -6,6 +6,7 @@ nothing; a SIGKILL in the middle of an install or update leaves one whole versio
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ import pytest
 import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
+from lineup.actors.store._db import open_database
+from lineup.actors.store.apps.registry import app_operation_put, app_remove
+from lineup.actors.store.messages import AppOperationPutRequest, AppRemoveRequest
 from lineup.sdk.bundle import SigningKey
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import (
@@ -266,6 +270,46 @@ async def test_an_app_with_a_broken_cache_is_unavailable_after_a_restart(
         await operate(cli, "op-enable", "enable", SCOPE)
     ).code == ErrorCode.APP_UNAVAILABLE.value
     assert f"miniapp:{SCOPE}" not in runtime.supervisor.children
+
+
+async def test_a_remove_cut_short_after_its_row_leaves_no_file_once_restarted(
+    nursery: trio.Nursery, data_dir: Path, tmp_path: Path
+) -> None:
+    """A remove commits its row (with its operation's end) before it clears the bundle and the
+    app's data dir, so a crash between leaves both folders and no row: the next start removes
+    them. The crash is made here by committing exactly the remove's transaction, with the store's
+    own function, on the stopped runtime's database."""
+    trust(data_dir, KEY.public)
+    async with trio.open_nursery() as first_run:
+        runtime = await start_delivery(first_run, data_dir)
+        cli = await attach(first_run, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
+        v1 = build_bundle(tmp_path / "src", KEY, version="1.0")
+        assert (await install(cli, "op-v1", v1)).state == "completed"
+        first_run.cancel_scope.cancel()
+    home = data_dir / "apps" / SCOPE
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "notes.txt").write_text("the app's own data")
+    database = open_database(data_dir, {})
+    with database.conn:
+        app_operation_put(
+            database.conn,
+            AppOperationPutRequest(
+                operation_id="op-remove", app_scope=SCOPE, kind="remove", state="running"
+            ),
+            time.time(),
+        )
+        removal = AppRemoveRequest(app_scope=SCOPE, operation_id="op-remove")
+        app_remove(database.conn, removal, time.time())
+    database.close()
+    assert (data_dir / "bundles" / SCOPE / "1.0").is_dir()
+
+    runtime = await start_delivery(nursery, data_dir)
+    cli = await attach(nursery, runtime.supervisor, ActorKind.GATEWAY, "probe-gw")
+    listed = await listing(cli)
+    assert app_of(listed, SCOPE) is None
+    assert {op.operation_id: op.state for op in listed.operations}["op-remove"] == "completed"
+    assert not home.exists()
+    assert not (data_dir / "bundles" / SCOPE).exists()
 
 
 @pytest.mark.parametrize("crash_at", ["cache_renamed", "row_written"])
