@@ -33,13 +33,14 @@ import trio
 
 from ._check import Invariant
 from ._exercise import Setup, Stage
+from ._report import percentile
 
 __all__ = ["McpClients", "check_mcp"]
 
 log = logging.getLogger("lineup.drill")
 
 PROTOCOL_VERSION: Final = "2025-06-18"
-IN_FLIGHT: Final = 4
+IN_FLIGHT: Final = 8
 _GAP_S: Final = (0.05, 0.6)  # between two requests of one client slot
 _SETTLE_S: Final = 120.0  # after the load, for the answers still to come
 _START_S: Final = 30.0  # for the handshake's answer
@@ -51,6 +52,8 @@ class Asked:
     method: str
     n: int | None = None  # the number a tools/call asked its tool to answer
     answers: list[dict[str, Any]] = field(default_factory=list)
+    asked_at: float = 0.0  # trio's clock
+    took: float | None = None  # seconds to its first answer
 
 
 def check_mcp(asked: dict[int, Asked], strays: list[Any]) -> list[Invariant]:
@@ -170,6 +173,8 @@ class McpClients:
             self.strays.append(request_id)
         else:
             request.answers.append(message)
+            if request.took is None:
+                request.took = trio.current_time() - request.asked_at
             self._in_flight.discard(request_id)
         self._answered.set()
         self._answered = trio.Event()
@@ -274,7 +279,7 @@ class McpClients:
 
     def _request_id(self, method: str, n: int | None = None) -> int:
         self._next_id += 1
-        self.asked[self._next_id] = Asked(method, n)
+        self.asked[self._next_id] = Asked(method, n, asked_at=trio.current_time())
         self._in_flight.add(self._next_id)
         return self._next_id
 
@@ -289,8 +294,14 @@ class McpClients:
         outcomes = Counter(
             f"{request.method} {outcome(request)}" for request in self.asked.values()
         )
+        took = sorted(r.took for r in self.asked.values() if r.took is not None)
         return {
             "requests": len(self.asked),
+            "answered_in_s": {
+                "p50": percentile(took, 0.5),
+                "p99": percentile(took, 0.99),
+                "max": took[-1] if took else None,
+            },
             "by_method": dict(sorted(by_method.items())),
             "outcomes": dict(sorted(outcomes.items())),
             "notifications": dict(sorted(self.notifications.items())),

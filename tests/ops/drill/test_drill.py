@@ -18,6 +18,7 @@ import pytest
 from lineup.ops.drill import KINDS, TARGETS, DrillOptions, run_drill
 from lineup.ops.drill._asking import SCRIPTS
 from lineup.ops.drill._check import ENDINGS
+from lineup.ops.drill._mcp import IN_FLIGHT
 
 
 @pytest.mark.timeout(300)
@@ -54,7 +55,9 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     reloads = report["exercises"]["dev_reloads"]
     assert reloads["saves"] >= 5, f"seed {seed}: {reloads}"
     mcp = report["exercises"]["mcp"]
-    assert mcp["by_method"].get("tools/call", 0) >= 20, f"seed {seed}: {mcp}"
+    # At least a call a slot: a seed whose link faults come early backs the load up, and the
+    # MCP client, which waits for each answer, then gets few (the load's backlog goes first).
+    assert mcp["by_method"].get("tools/call", 0) >= IN_FLIGHT, f"seed {seed}: {mcp}"
 
     # The Agent asked, and every ending its script plans happened at least once, the expiries
     # too (asked first, they end after this short load, and quiescence waits for them).
