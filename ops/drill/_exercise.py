@@ -8,7 +8,9 @@ is an `Exercise`, run beside that load while the same faults hit the tree. An ex
 - `prepare(setup)`: before the runtime starts, places its files (a dev app's copy, a trusted
   key, a bundle) under the drill's own folder and returns the extra `lineup run` arguments;
 - `drive(stage, seconds)`: its load, for `seconds`, through the real surfaces a user or an
-  Agent has (the Shell socket, the AppServer, the CLI) — never around the runtime;
+  Agent has (the Shell socket, the AppServer, the CLI) — never around the runtime. It starts
+  no new work after `seconds`, and may go on waiting for what it started: it is cancelled once
+  the drill is quiet;
 - `unsettled(stage)`: how much of its work has not ended yet (quiescence waits for 0; like the
   core load's count, it must fall as the tree recovers);
 - `check(setup)`: once the runtime has stopped, its invariants, from the files the runtime left

@@ -307,6 +307,7 @@ class Installs:
     retries: int = 0
     calls: int = 0
     _runtime_dir: Path | None = None
+    _asking: int = 0  # requests to focus in flight
 
     # ------------------------------------------------------------------ before the start
 
@@ -389,6 +390,13 @@ class Installs:
     async def _ask(self, stage: Stage, body: Message, expect: type[M]) -> M | None:
         """`body`'s answer from focus, sent again (the same body) until one comes; None if
         none came in `_GIVE_UP_S`."""
+        self._asking += 1
+        try:
+            return await self._until_answered(stage, body, expect)
+        finally:
+            self._asking -= 1
+
+    async def _until_answered(self, stage: Stage, body: Message, expect: type[M]) -> M | None:
         runtime_dir = stage.setup.runtime_dir
         give_up = trio.current_time() + _GIVE_UP_S
         while trio.current_time() < give_up:
@@ -415,8 +423,10 @@ class Installs:
         await stage.agent.post_call(stage.client, call_id, f"{SCOPE}.echo", payload)
 
     async def unsettled(self, stage: Stage) -> int:
-        """Operations the journal has not ended yet."""
-        return await trio.to_thread.run_sync(_open_operations, stage.setup.runtime_dir)
+        """Requests in flight, and operations the journal has not ended yet."""
+        return self._asking + await trio.to_thread.run_sync(
+            _open_operations, stage.setup.runtime_dir
+        )
 
     # ------------------------------------------------------------------ afterwards
 

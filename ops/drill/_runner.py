@@ -252,6 +252,10 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         nursery.start_soon(run.answerer.run)
         run.agent.started = run.user.started = run.injector.started = time.monotonic()
         stage = Stage(run.setup, run.user, run.agent, client, run.agent.url)
+        # Beside the load, not in it: an exercise stops asking at the load's end, and what it
+        # still waits for is quiescence's business (`unsettled`), so the load ends on time.
+        for exercise in run.exercises:
+            nursery.start_soon(exercise.drive, stage, options.duration)
         async with trio.open_nursery() as load:
             load.start_soon(run.agent.drive, client, options.duration, options.rate)
             if options.ask_rate > 0:
@@ -259,8 +263,6 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
             load.start_soon(run.user.type_messages, options.duration, options.user_rate)
             load.start_soon(run.user.close_now_and_then, options.duration, options.close_every)
             load.start_soon(run.injector.run, run.faults)
-            for exercise in run.exercises:
-                load.start_soon(exercise.drive, stage, options.duration)
         run.injector.resume_all()
         quiet_from = time.monotonic()
         # Questions of the shortest expiry asked near the start of a short run are due after
