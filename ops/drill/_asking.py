@@ -60,7 +60,7 @@ EXPIRY_SLACK_S: Final = 15.0  # a drawn expiring question expires this long befo
 BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
 _THINK_S: Final = 2.0
 _RETRY_S: Final = 3.0  # an answer not reflected by then is sent again (same answer)
-_STALE_TRIES: Final = 3  # a question refused for a stale inventory revision is asked again
+_STALE_TRIES: Final = 5  # a question refused for a stale inventory revision is asked again
 _STALE_WAIT_S: Final = 10.0  # for a refusal after the post (none by then: it was taken)
 
 
@@ -234,6 +234,7 @@ class Asker:
                 **extra,
             )
             self.plans[call_id] = plan
+            revision = payload.inventory_revision
             await self.agent.post_call(client, call_id, f"interaction.{kind}", payload)
             if script in ("dismiss", "race"):
                 await trio.sleep(think)
@@ -243,6 +244,8 @@ class Asker:
                 final = await self.agent.final(call_id)
             if (final.get("payload") or {}).get("code") != STALE:
                 return
+            with trio.move_on_after(_STALE_WAIT_S):  # asked again under the newer revision
+                await self.agent.revision_other_than(revision)
 
     async def _dismiss(self, client: Any, call_id: str, n: str) -> None:
         message_id = f"msg-drill-{self.seed}-dismiss{n}"

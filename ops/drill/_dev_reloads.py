@@ -35,7 +35,7 @@ __all__ = ["DevReloads", "check_dev_reloads", "dev_tools"]
 
 SCOPE: Final = "drilldev"
 PACKAGE: Final = "drilldev"
-_GAP_S: Final = (2.0, 6.0)  # between two saves
+_GAP_S: Final = (4.0, 10.0)  # between two saves (each changes the inventory)
 _BROKEN: Final = 0.15  # of the saves do not import
 INVENTORY: Final = "lineup.v1.client.inventory"
 

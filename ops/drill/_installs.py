@@ -4,10 +4,10 @@ Theory of operation: before the runtime starts, `prepare` writes a tiny installe
 (`drillpkg`, one direct tool) in a few versions, packs each with `lineup app pack` under a key of
 the run's own, trusts that key with `lineup app trust` (as a user would), and keeps one bundle
 with a byte flipped (it must never install). During the load, `drive` does one registry
-operation every second or two, through the runtime's control socket exactly as `lineup app`
+operation every few seconds, through the runtime's control socket exactly as `lineup app`
 does (`focus_request`), each under an operation id of its own: an update to a later version, a
 downgrade (refused), a rollback, a disable or enable, a remove, a fresh install, the tampered
-bundle. A request that gets no answer (focus killed or paused with it in flight) is sent again
+bundle (every run opens with one of each that moves the versions, `OPENING`). A request that gets no answer (focus killed or paused with it in flight) is sent again
 under the same id until one comes: the registry is idempotent by operation id, so a retry never
 does an operation twice. Between operations the Agent calls the app's tool, so its process is
 started, killed and updated while in use.
@@ -61,9 +61,21 @@ log = logging.getLogger("lineup.drill")
 SCOPE: Final = "drillpkg"
 VERSIONS: Final = ("1.0.0", "1.1.0", "1.2.0", "2.0.0")
 TAMPERED: Final = "9.9.9"  # a version only ever offered with a byte flipped
+# The first operations of every run: an install, an update, the tampered bundle, a rollback,
+# a remove and an install again (from nothing).
+OPENING: Final[tuple[tuple[Literal["install", "rollback", "remove"], str | None], ...]] = (
+    ("install", VERSIONS[0]),
+    ("install", VERSIONS[1]),
+    ("install", TAMPERED),
+    ("rollback", None),
+    ("remove", None),
+    ("install", VERSIONS[2]),
+)
 _REQUEST_S: Final = 30.0  # one request's bound (a paused focus answers once resumed)
 _RETRY_S: Final = 0.25
-_GAP_S: Final = (1.0, 3.0)  # between two operations (each changes the inventory)
+# Between two operations: each changes the inventory, and an Agent whose link is faulted
+# learns of a new revision late; a user does not install every second either.
+_GAP_S: Final = (3.0, 8.0)
 _TMP: Final = ".tmp-"
 _OPEN_STATES: Final = ("requested", "running")
 _GIVE_UP_S: Final = 90.0  # a request unanswered this long is left to the journal's check
@@ -342,7 +354,7 @@ class Installs:
             if listed is None:
                 break  # focus never answered: the checks say why
             app = next((a for a in listed.apps if a.app_scope == SCOPE), None)
-            kind, version = self._draw(rng, app)
+            kind, version = self._draw(rng, app, n)
             operation_id = f"drill-{self.seed}-op{n}"
             n += 1
             self.kinds[operation_id] = (kind, version)
@@ -362,9 +374,12 @@ class Installs:
             await trio.sleep(rng.uniform(*_GAP_S))
 
     def _draw(
-        self, rng: random.Random, app: RegistryAppInfo | None
+        self, rng: random.Random, app: RegistryAppInfo | None, n: int
     ) -> tuple[Literal["install"] | OperateKind, str | None]:
-        """The next operation: (kind, the version an install names)."""
+        """The next operation: (kind, the version an install names). A run, however short,
+        opens with one of each kind that moves the versions (`OPENING`)."""
+        if n < len(OPENING):
+            return OPENING[n]
         if app is None:
             if rng.random() < 0.15:
                 return "install", TAMPERED

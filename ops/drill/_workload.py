@@ -183,6 +183,11 @@ class LoadAgent:
         await self.post_until_taken(client, envelope, f"msg-{call_id}")
         self.sent[call_id].posted_at = self.now()
 
+    async def revision_other_than(self, revision: str) -> None:
+        """Until the Agent has been told of an inventory revision other than `revision`."""
+        while self.revision == revision:
+            await self._news.wait()
+
     async def final(self, call_id: str) -> dict[str, Any]:
         """The first terminal message of `call_id`, once it has arrived."""
         while call_id not in self._finals:

@@ -57,6 +57,9 @@ class FakeAgent:
     dismissed: list[str] = field(default_factory=list)
     stale: set[str] = field(default_factory=set)  # call ids the runtime refuses as stale
 
+    async def revision_other_than(self, revision: str) -> None:
+        await trio.sleep_forever()  # no install here: the re-ask waits out its bound
+
     async def final(self, call_id: str) -> dict[str, Any]:
         if call_id in self.stale:
             return {"type": "lineup.v1.tool.error", "payload": {"code": STALE}}

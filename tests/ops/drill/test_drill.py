@@ -49,11 +49,11 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert (tmp_path / "report.svg").read_text().startswith("<svg")
     # The product's parts were driven too (each exercise's invariants are in `broken`).
     installs = report["exercises"]["installs"]
-    assert installs["operations"] >= 8, f"seed {seed}: {installs}"
-    assert {"install", "rollback"} <= set(installs["by_kind"]), f"seed {seed}: {installs}"
+    assert installs["operations"] >= 5, f"seed {seed}: {installs}"  # the opening's first five
+    assert {"install", "rollback", "remove"} <= set(installs["by_kind"]), f"seed {seed}: {installs}"
     assert installs["endings"].get("completed"), f"seed {seed}: {installs}"
     reloads = report["exercises"]["dev_reloads"]
-    assert reloads["saves"] >= 5, f"seed {seed}: {reloads}"
+    assert reloads["saves"] >= 4, f"seed {seed}: {reloads}"
     mcp = report["exercises"]["mcp"]
     # At least a call a slot: a seed whose link faults come early backs the load up, and the
     # MCP client, which waits for each answer, then gets few (the load's backlog goes first).
