@@ -28,6 +28,7 @@ import trio
 
 from lineup import wire
 
+from ._app_source import app_source
 from ._check import Invariant
 from ._exercise import Setup, Stage, lineup_command
 
@@ -39,34 +40,12 @@ _GAP_S: Final = (4.0, 10.0)  # between two saves (each changes the inventory)
 _BROKEN: Final = 0.15  # of the saves do not import
 INVENTORY: Final = "lineup.v1.client.inventory"
 
-_SOURCE: Final = '''"""The drill's development app, state {k}."""
-
-from __future__ import annotations
-
-from pydantic import BaseModel, ConfigDict, Field
-
-from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
-
-
-class Numbered(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    n: int = Field(ge=0, le=10**9)
-
-
-class DrillDev(MiniApp):
-    app_info = AppInfo(app_scope="{scope}", version="0.{k}.0", kind="installed")
-
-    async def start(self, app: AppContext) -> None:
-        self.app = app
-
-    @tool("{scope}.echo", handling="direct", input=Numbered, output=Numbered, timeout_ms=15_000)
-    async def echo(self, call: ToolCall[Numbered]) -> Numbered:
-        return Numbered(n=call.input.n)
-
+_STATE: Final = """
     @tool("{scope}.{name}", handling="direct", input=Numbered, output=Numbered, timeout_ms=15_000)
     async def state(self, call: ToolCall[Numbered]) -> Numbered:
         return Numbered(n={k})
-{broken}'''
+"""
+_BROKEN_TAIL: Final = "\n    def oops(self) -> None\n        pass\n"  # no colon: no import
 
 
 def dev_tools(payload: dict[str, Any]) -> frozenset[str]:
@@ -100,8 +79,8 @@ def check_dev_reloads(
 def _state(k: int, *, broken: bool) -> tuple[str, frozenset[str]]:
     """The source of save `k`, and the tools it declares."""
     name = f"broken{k}" if broken else f"s{k}"
-    tail = "\n    def oops(self) -> None\n        pass\n" if broken else ""
-    source = _SOURCE.format(scope=SCOPE, k=k, name=name, broken=tail)
+    tools = _STATE.format(scope=SCOPE, name=name, k=k) + (_BROKEN_TAIL if broken else "")
+    source = app_source(f"The drill's development app, save {k}.", SCOPE, f"0.{k}.0", tools)
     return source, frozenset({f"{SCOPE}.echo", f"{SCOPE}.{name}"})
 
 

@@ -4,13 +4,14 @@ Theory of operation: before the runtime starts, `prepare` writes a tiny installe
 (`drillpkg`, one direct tool) in a few versions, packs each with `lineup app pack` under a key of
 the run's own, trusts that key with `lineup app trust` (as a user would), and keeps one bundle
 with a byte flipped (it must never install). During the load, `drive` does one registry
-operation every few seconds, through the runtime's control socket exactly as `lineup app`
-does (`focus_request`), each under an operation id of its own: an update to a later version, a
+operation every few seconds, through the runtime's control socket exactly as `lineup app` does
+(`focus_request`), each under an operation id of its own: an update to a later version, a
 downgrade (refused), a rollback, a disable or enable, a remove, a fresh install, the tampered
-bundle (every run opens with one of each that moves the versions, `OPENING`). A request that gets no answer (focus killed or paused with it in flight) is sent again
-under the same id until one comes: the registry is idempotent by operation id, so a retry never
-does an operation twice. Between operations the Agent calls the app's tool, so its process is
-started, killed and updated while in use.
+bundle (every run opens with one of each that moves the versions, `OPENING`). A request that
+gets no answer (focus killed or paused with it in flight) is sent again under the same id until
+one comes: the registry is idempotent by operation id, so a retry never does an operation
+twice. Between operations the Agent calls the app's tool, so its process is started, killed and
+updated while in use.
 
 The invariants, from the store and the data dir once the runtime has stopped (`check`):
 
@@ -51,6 +52,7 @@ from lineup.sdk.bundle import BundleRefused, read_header
 from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListReply
 from lineup.supervisor._control import NotRunning, focus_request
 
+from ._app_source import app_source
 from ._check import Invariant
 from ._exercise import Setup, Stage, lineup_command
 
@@ -81,38 +83,6 @@ _OPEN_STATES: Final = ("requested", "running")
 _GIVE_UP_S: Final = 90.0  # a request unanswered this long is left to the journal's check
 M = TypeVar("M", bound=Message)
 OperateKind = Literal["enable", "disable", "rollback", "remove"]
-
-_SOURCE: Final = '''"""The drill's installable MiniApp, version {version}: one direct tool."""
-
-from __future__ import annotations
-
-from pydantic import BaseModel, ConfigDict, Field
-
-from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
-
-
-class Numbered(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    n: int = Field(ge=0, le=10**9)
-
-
-class DrillPkg(MiniApp):
-    app_info = AppInfo(app_scope="{scope}", version="{version}", kind="installed")
-
-    async def start(self, app: AppContext) -> None:
-        self.app = app
-
-    @tool(
-        "{scope}.echo",
-        handling="direct",
-        input=Numbered,
-        output=Numbered,
-        timeout_ms=15_000,
-        description="Answer the number at once.",
-    )
-    async def echo(self, call: ToolCall[Numbered]) -> Numbered:
-        return Numbered(n=call.input.n)
-'''
 
 
 @dataclass(frozen=True)
@@ -332,7 +302,8 @@ class Installs:
         for version in (*VERSIONS, TAMPERED):
             package = folder / f"src-{version}" / SCOPE
             package.mkdir(parents=True, exist_ok=True)
-            (package / "__init__.py").write_text(_SOURCE.format(scope=SCOPE, version=version))
+            doc = f"The drill's installable MiniApp, version {version}."
+            (package / "__init__.py").write_text(app_source(doc, SCOPE, version))
             out = folder / f"{SCOPE}-{version}.lineup"
             lineup_command("app", "pack", "--key", str(key), "--out", str(out), str(package))
             self.bundles[version] = out
