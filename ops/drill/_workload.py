@@ -38,7 +38,7 @@ from lineup import wire
 from lineup.ops.agent import AgentClient, AppServerError
 from lineup.supervisor._runtime import shell_socket
 
-from ._check import TERMINAL_TYPES
+from ._check import STALE, TERMINAL_TYPES
 
 __all__ = ["LoadAgent", "ShellUser"]
 
@@ -48,6 +48,8 @@ CONVERSATION: Final = "conv-demo"
 _IN_FLIGHT: Final = 32
 _RETRY_S: Final = 0.2
 _SHELL_WAIT_S: Final = 3.0
+_STALE_TRIES: Final = 3  # a call refused for a stale revision is made again, up to this often
+_STALE_WAIT_S: Final = 10.0  # for its refusal, and then for the newer revision
 LAUNCHES: Final = ("drill.session", "task-dashboard.open")
 MAX_OPEN: Final = 12
 
@@ -214,7 +216,8 @@ class LoadAgent:
             tick = trio.current_time()
             while trio.current_time() < deadline:
                 await limit.acquire_on_behalf_of(self._n)
-                nursery.start_soon(self._post, client, self._operation(rng), limit, self._n)
+                operation = self._operation(rng)
+                nursery.start_soon(self._post, client, operation, limit, self._n, deadline)
                 self._n += 1
                 tick += 1 / rate
                 await trio.sleep_until(tick)
@@ -245,40 +248,67 @@ class LoadAgent:
         operation: tuple[str, dict[str, Any]],
         limit: trio.CapacityLimiter,
         borrower: int,
+        deadline: float,
     ) -> None:
+        """Post one operation of the mix; a tool call refused for an inventory revision that
+        changed meanwhile (an install, a dev save) is called again under the newer one, as an
+        Agent does, while the load lasts."""
         kind, body = operation
         try:
-            message_id = f"msg-drill-{self.seed}-{borrower}"
-            payload: BaseModel
-            if kind == "text":
-                payload = wire.TextPayload.model_validate(body)
-                envelope_type = wire.TEXT
-                key = message_id
-            else:
-                key = f"call-drill-{self.seed}-{borrower}"
-                payload = wire.ToolCallPayload(
-                    call_id=key, tool=kind, inventory_revision=self.revision or "", input=body
-                )
-                envelope_type = wire.TOOL_CALL
-            envelope = wire.dump(
-                wire.envelope(
-                    envelope_type,
-                    payload,
-                    conversation_id=CONVERSATION,
-                    sender_kind="agent",
-                    sender_id=self.agent_id,
-                    message_id=message_id,
-                )
-            )
-            self.sent[key] = Sent(kind, self.now())
-            if kind != "text":
-                self.unanswered.add(key)
-            if kind in LAUNCHES:
-                self._open.setdefault(kind, set()).add(key)
-            await self.post_until_taken(client, envelope, message_id)
-            self.sent[key].posted_at = self.now()
+            revision = self.revision or ""
+            key = await self._post_once(client, kind, body, f"{self.seed}-{borrower}", revision)
         finally:
             limit.release_on_behalf_of(borrower)
+        for attempt in range(1, _STALE_TRIES):
+            if kind == "text":
+                return
+            final: dict[str, Any] = {}
+            with trio.move_on_at(min(deadline, trio.current_time() + _STALE_WAIT_S)):
+                final = await self.final(key)
+            if (final.get("payload") or {}).get("code") != STALE:
+                return
+            with trio.move_on_at(min(deadline, trio.current_time() + _STALE_WAIT_S)):
+                await self.revision_other_than(revision)
+            if trio.current_time() >= deadline:
+                return
+            revision = self.revision or ""
+            ids = f"{self.seed}-{borrower}-r{attempt}"
+            key = await self._post_once(client, kind, body, ids, revision)
+
+    async def _post_once(
+        self, client: AgentClient, kind: str, body: dict[str, Any], ids: str, revision: str
+    ) -> str:
+        """Post it under ids of its own (`msg-drill-IDS`, `call-drill-IDS`); its key."""
+        message_id = f"msg-drill-{ids}"
+        payload: BaseModel
+        if kind == "text":
+            payload = wire.TextPayload.model_validate(body)
+            envelope_type = wire.TEXT
+            key = message_id
+        else:
+            key = f"call-drill-{ids}"
+            payload = wire.ToolCallPayload(
+                call_id=key, tool=kind, inventory_revision=revision, input=body
+            )
+            envelope_type = wire.TOOL_CALL
+        envelope = wire.dump(
+            wire.envelope(
+                envelope_type,
+                payload,
+                conversation_id=CONVERSATION,
+                sender_kind="agent",
+                sender_id=self.agent_id,
+                message_id=message_id,
+            )
+        )
+        self.sent[key] = Sent(kind, self.now())
+        if kind != "text":
+            self.unanswered.add(key)
+        if kind in LAUNCHES:
+            self._open.setdefault(kind, set()).add(key)
+        await self.post_until_taken(client, envelope, message_id)
+        self.sent[key].posted_at = self.now()
+        return key
 
 
 @dataclass
