@@ -64,6 +64,7 @@ TARGETS: Final = (
     "miniapp:chat",
     "miniapp:task-dashboard",
     "miniapp:drill",
+    "miniapp:drill-pad",
 )
 _STATUS_POLL_S: Final = 0.002
 _RECOVERY_LIMIT_S: Final = 30.0
