@@ -31,7 +31,7 @@ import trio
 from ._calls import Calls, settle
 from ._check import STALE, Invariant
 from ._exercise import Setup, Stage
-from ._prompts import CapabilityAudit, Plan, PromptUser, Script, check_requests
+from ._prompts import CapabilityAudit, Plan, PromptUser, Script, check_requests, endings
 from .drillapp import ask_request_id
 
 __all__ = ["CapabilitiesExercise"]
@@ -53,6 +53,7 @@ class CapabilitiesExercise:
     plans: dict[str, Plan] = field(default_factory=dict)  # request id -> its plan
     calls: dict[str, str] = field(default_factory=dict)  # call id -> request id
     refused: set[str] = field(default_factory=set)  # request ids whose call never reached the app
+    endings: dict[str, dict[str, int]] = field(default_factory=dict)  # from the audit
     _user: PromptUser | None = None
     _calls: Calls | None = None
 
@@ -111,6 +112,7 @@ class CapabilitiesExercise:
         audit = CapabilityAudit.read(setup.runtime_dir / "lineup.db")
         asked = [p for p in self.plans.values() if p.request_id not in self.refused]
         rule = check_requests(asked, audit)
+        self.endings = endings(asked, audit)
         for request_id in sorted(self.refused):
             if audit.finals.get(request_id):
                 rule.breach(f"{request_id}: audited, yet its call never reached the app")
@@ -121,6 +123,7 @@ class CapabilitiesExercise:
         return {
             "asked": len(self.plans),
             "by_script": dict(sorted(Counter(p.script for p in self.plans.values()).items())),
+            "ended_by_script": self.endings,
             "answers_got": dict(
                 sorted(
                     Counter(

@@ -46,6 +46,7 @@ __all__ = [
     "Plan",
     "PromptUser",
     "check_requests",
+    "endings",
     "purpose_of",
 ]
 
@@ -204,3 +205,13 @@ def check_requests(plans: Iterable[Plan], audit: CapabilityAudit) -> Invariant:
                 rule.breach(f"{plan.request_id}: got {answer[0]}/{answer[1]}, audited {outcome}")
                 break
     return rule
+
+
+def endings(plans: Iterable[Plan], audit: CapabilityAudit) -> dict[str, dict[str, int]]:
+    """How the plans ended, by script: the outcome of their (last) final audit row, `none`."""
+    ended: dict[str, dict[str, int]] = {}
+    for plan in plans:
+        rows = audit.finals.get(plan.request_id) or [("", "none")]
+        by_outcome = ended.setdefault(plan.script, {})
+        by_outcome[rows[-1][1]] = by_outcome.get(rows[-1][1], 0) + 1
+    return {script: dict(sorted(o.items())) for script, o in sorted(ended.items())}

@@ -49,6 +49,7 @@ from ._prompts import (
     PromptUser,
     Script,
     check_requests,
+    endings,
     purpose_of,
 )
 from ._session_data import SessionLog, check_session_data, stored_session_data
@@ -97,7 +98,8 @@ class SurfacesExercise:
     _ids: Any = field(default_factory=itertools.count)
     _user: Any = None
     _prompts: PromptUser | None = None
-    _closing: set[str] = field(default_factory=set)
+    gone: set[str] = field(default_factory=set)  # pads the Shell showed, and shows no more
+    _finished: bool = False  # the load is over: every pad still open is closed
     _cap_pad: int | None = None
     _opened: dict[int, str] = field(default_factory=dict)  # pad number -> its open call
     _done: set[int] = field(default_factory=set)
@@ -113,11 +115,13 @@ class SurfacesExercise:
     def _take(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
         if kind == "shell.apps":
-            self.live = {
+            live = {
                 str(i["instance_id"])
                 for i in frame.get("instances") or []
                 if i.get("app_scope") == PAD_SCOPE
             }
+            self.gone |= self.live - live
+            self.live = live
         elif kind == "shell.view" and frame.get("app_scope") == PAD_SCOPE:
             instance_id, view = str(frame.get("instance_id")), frame.get("view") or {}
             if view.get("kind") == SURFACE_VIEW_KIND and isinstance(view.get("surface_id"), str):
@@ -184,7 +188,7 @@ class SurfacesExercise:
                         n = await self._open(calls)
                         pads.start_soon(self._pad, n, random.Random(rng.random()), end)
                     await trio.sleep(rng.uniform(0.3, 1.0))
-            self._closing |= self.live
+            self._finished = True
             await settle(lambda: self.unsettled(stage), ASK_BOUND_S)
             nursery.cancel_scope.cancel()
 
@@ -222,14 +226,14 @@ class SurfacesExercise:
                 revision = int(result.get("revision", 0))
                 self.log.read(instance_id, floor, revision, result.get("data"))
                 return revision
-            if instance_id not in self.live and self.live:
+            if instance_id in self.gone:
                 return None
             await trio.sleep(_POLL_S)
         return None
 
     async def _pad(self, n: int, rng: random.Random, end: float) -> None:
         try:
-            instance_id = await self._mounted(n, end + 30)
+            instance_id = await self._mounted(n, end)
             if instance_id is None:
                 return
             revision = await self._read(instance_id)
@@ -262,7 +266,6 @@ class SurfacesExercise:
             self._done.add(n)
 
     async def _close(self, instance_id: str) -> None:
-        self._closing.add(instance_id)
         if await self._user.close(instance_id):
             self.counts["closed"] += 1
 
@@ -280,7 +283,7 @@ class SurfacesExercise:
             if script != "allow" and plan.answers and trio.current_time() < end - TAIL_S:
                 hushed_until = trio.current_time() + PROMPT_QUIET_S + 1
                 await self._ask(instance_id, "hushed")
-                await trio.sleep_until(hushed_until)
+                await trio.sleep_until(min(hushed_until, end))
         self._done.add(n)
 
     async def _ask(self, instance_id: str, script: Script) -> Plan:
@@ -319,8 +322,9 @@ class SurfacesExercise:
     async def unsettled(self, stage: Stage) -> int:
         if self._user is None:
             return 0
-        for instance_id in sorted(self.live & self._closing):
-            await self._user.close(instance_id)
+        if self._finished:  # a pad mounted late, or one whose close was lost
+            for instance_id in sorted(self.live):
+                await self._user.close(instance_id)
         left = len(self.live) + sum(1 for p in self.plans.values() if not p.over)
         return left + (self._prompts.waiting() if self._prompts is not None else 0)
 
@@ -333,10 +337,7 @@ class SurfacesExercise:
         for request_id in sorted(self.unrelayed):
             if audit.finals.get(request_id):
                 requests.breach(f"{request_id}: audited, yet the hostbridge refused it")
-        for plan in asked:
-            rows = audit.finals.get(plan.request_id) or [("", "none")]
-            ending = self.endings.setdefault(plan.script, {})
-            ending[rows[-1][1]] = ending.get(rows[-1][1], 0) + 1
+        self.endings = endings(asked, audit)
         stored = stored_session_data(store, PAD_SCOPE)
         return [check_session_data(self.log, stored), requests]
 
