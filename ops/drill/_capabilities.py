@@ -1,34 +1,37 @@
-"""The `capabilities` exercise: the drill app asks for a capability, the user answers the
-runtime's prompt, while the faults hit (`_prompts` holds the scripts and the invariant).
+"""The `capabilities` exercise: the drill app asks for a capability and the user denies or
+dismisses the runtime's prompt, while the faults hit (`_prompts` holds the scripts and the
+invariant; the Surface's requests, allowed and left to expire, are `_surfaces`').
 
 Theory of operation: the Agent calls `drill.ask` (an operation of the drill app), which asks
 the gateway for `notification.show` under a request id derived from the call (so a re-run
-after a crash of the app is the same request). Every run opens with `OPENING`: two requests
-left to expire, asked first because the prompt's expiry is a minute (a run shorter than that
-still sees them expire, and the exercise waits for them); then, every few seconds while the
-load lasts (and at most `IN_FLIGHT` at once, within the runtime's four waiting prompts per
-app), one the user allows. Denials and dismissals are the Surface's (`_surfaces`): a Deny
-hushes the asking app's requests of that capability for 30 s and answers its other waiting
-prompts, which would end these others' way.
+after a crash of the app is the same request), and answers the result. The exercise asks,
+one at a time: a request the user denies, then at once one the runtime must refuse
+`rate_limited` without a prompt (a Deny hushes the app's requests of that capability for 30 s),
+then, once the hush is over, one the user dismisses and a hushed one again, and round again
+while the load lasts. These are the drill app's and the allowed and expiring ones another
+app's, because a Deny or a dismissal also answers the same app's other waiting prompts.
 
 A call the router refuses before the app runs it (`app_instance_not_found`: the drill app has
 no live instance yet; a stale inventory) asked nothing, which the check requires too, and is
 asked again under a new call. A plan is over when its call ended at the Agent (its result is
 the requester's answer; an error such as `app_closed`, a user closing the instance, is no
-answer, and the gateway still ends the request its way). After the load the exercise goes on
-answering until every plan is over and no prompt of its own is waiting, bounded by `SETTLE_S`.
+answer, and the gateway still ends the request its way). After the load the drill waits for
+every plan to be over and no prompt of its own to wait (`unsettled`), answering meanwhile what
+the Shell still shows.
 """
 
 from __future__ import annotations
 
-import random
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
-from ._calls import Calls, settle
+from lineup.sdk.capabilities import PROMPT_QUIET_S
+
+from ._calls import Calls
 from ._check import STALE, Invariant
 from ._exercise import Setup, Stage
 from ._prompts import CapabilityAudit, Plan, PromptUser, Script, check_requests, endings
@@ -36,11 +39,8 @@ from .drillapp import ask_request_id
 
 __all__ = ["CapabilitiesExercise"]
 
-OPENING: Final[tuple[Script, ...]] = ("expire", "expire")
-IN_FLIGHT: Final = 2  # allowed requests at once (two expiring ones wait meanwhile)
-EVERY_S: Final = (1.5, 4.0)  # between two allowed requests
+CYCLE: Final[tuple[Script, ...]] = ("deny", "cancel")  # each followed by a hushed one
 TAIL_S: Final = 8.0  # no new request this close to the load's end
-SETTLE_S: Final = 240.0  # after the load, the wait for the last prompts (an expiry is 60 s)
 RETRY_S: Final = 1.0  # before asking again what the router refused
 # The router's refusals of a call before the app runs it: nothing was asked of the gateway.
 NOT_DELIVERED: Final = frozenset({STALE, "app_instance_not_found"})
@@ -54,6 +54,7 @@ class CapabilitiesExercise:
     calls: dict[str, str] = field(default_factory=dict)  # call id -> request id
     refused: set[str] = field(default_factory=set)  # request ids whose call never reached the app
     endings: dict[str, dict[str, int]] = field(default_factory=dict)  # from the audit
+    lost_with_gateway: int = 0  # requests the gateway's SIGKILL ended without a final row
     _user: PromptUser | None = None
     _calls: Calls | None = None
 
@@ -61,58 +62,73 @@ class CapabilitiesExercise:
         return []
 
     async def drive(self, stage: Stage, seconds: float) -> None:
-        rng = random.Random(self.seed + 11)
         self._user = PromptUser(stage.user, self.plans)
         self._calls = Calls(stage.agent, stage.client)
         end = trio.current_time() + seconds
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._user.run)
-            await stage.agent.inventory_known()
-            async with trio.open_nursery() as asking:
-                for script in OPENING:
-                    asking.start_soon(self._ask, script, end)
-                while trio.current_time() < end - TAIL_S:
-                    await trio.sleep(rng.uniform(*EVERY_S))
-                    if self._open("allow") < IN_FLIGHT and trio.current_time() < end - TAIL_S:
-                        asking.start_soon(self._ask, "allow", end)
-            await settle(lambda: self.unsettled(stage), SETTLE_S)
-            nursery.cancel_scope.cancel()
+        await stage.agent.inventory_known()
+        async with trio.open_nursery() as load:
+            load.start_soon(self._user.run)
+            for script in itertools.cycle(CYCLE):
+                if trio.current_time() > end - TAIL_S:
+                    break
+                plan = await self._ask(script, end)
+                if plan is not None and trio.current_time() < end - TAIL_S:
+                    hushed_until = trio.current_time() + PROMPT_QUIET_S + 1
+                    await self._ask("hushed", end)
+                    await trio.sleep_until(min(hushed_until, end))
+            await trio.sleep_until(end)
+            load.cancel_scope.cancel()
 
-    def _open(self, script: str) -> int:
-        return sum(1 for p in self.plans.values() if p.script == script and not p.over)
-
-    async def _ask(self, script: Script, end: float) -> None:
-        """Ask once through `drill.ask`; again (a new call) while the router refuses the call
-        before it reaches the app (the drill app has no live instance yet, or the Agent's
-        inventory is stale), until the load's end."""
+    async def _ask(self, script: Script, end: float) -> Plan | None:
+        """Ask through a `drill.ask` call and wait for its end (until the load's end); again
+        under a new call while the router refuses it before the app runs it. The plan, once
+        the app asked; None if the load ended first. A post is never cancelled: the load is
+        cancelled only after this returns (a call half posted would be one the Agent never
+        made)."""
         assert self._calls is not None
-        while True:
+        while trio.current_time() < end - TAIL_S:
             n = len(self.calls)
             call_id = f"call-drill-{self.seed}-cap{n}"
             request_id = ask_request_id(call_id)
             plan = self.plans[request_id] = Plan(request_id, script, "app", trio.current_time())
             self.calls[call_id] = request_id
             await self._calls.post(call_id, "drill.ask", {"n": n})
-            ended = await self._calls.wait(call_id)
+            while not plan.over and trio.current_time() < end:
+                self._update()
+                await trio.sleep(RETRY_S / 4)
+            if request_id not in self.refused:
+                return plan if plan.over else None
+            await trio.sleep(RETRY_S)
+        return None
+
+    def _update(self) -> None:
+        """Take the ends of the plans' calls, and which the router refused before the app ran
+        them (the drill app has no live instance yet, a stale inventory)."""
+        assert self._calls is not None
+        for call_id, request_id in self.calls.items():
+            plan = self.plans[request_id]
+            ended = None if plan.over else self._calls.ended(call_id)
+            if ended is None:
+                continue
             if ended.result is not None:
                 plan.answers.append((str(ended.result.get("status")), ended.result.get("code")))
             plan.over = True
-            if ended.code not in NOT_DELIVERED:
-                return
-            self.refused.add(request_id)  # the app never ran it: nothing was asked
-            if trio.current_time() > end - TAIL_S:
-                return
-            await trio.sleep(RETRY_S)
+            if ended.code in NOT_DELIVERED:
+                self.refused.add(request_id)  # the app never ran it: nothing was asked
 
     async def unsettled(self, stage: Stage) -> int:
-        waiting = self._user.waiting() if self._user is not None else 0
-        return waiting + sum(1 for p in self.plans.values() if not p.over)
+        if self._user is None:
+            return 0
+        await self._user.answer_shown()
+        self._update()
+        return self._user.waiting() + sum(1 for p in self.plans.values() if not p.over)
 
     def check(self, setup: Setup) -> list[Invariant]:
         audit = CapabilityAudit.read(setup.runtime_dir / "lineup.db")
         asked = [p for p in self.plans.values() if p.request_id not in self.refused]
         rule = check_requests(asked, audit)
         self.endings = endings(asked, audit)
+        self.lost_with_gateway = sum(1 for plan in asked if audit.lost_with_gateway(plan))
         for request_id in sorted(self.refused):
             if audit.finals.get(request_id):
                 rule.breach(f"{request_id}: audited, yet its call never reached the app")
@@ -132,5 +148,6 @@ class CapabilitiesExercise:
                 )
             ),
             "never_reached_the_app": len(self.refused),
+            "lost_with_gateway": self.lost_with_gateway,
             "user_answers_sent": dict(sorted((user.answered if user else {}).items())),
         }

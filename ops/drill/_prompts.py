@@ -20,9 +20,14 @@ a reconnecting Shell lists it: an answer sent to a killed hostbridge is lost), a
 clicks again; a repeat after the first was taken is refused `prompt_not_found`, never taken
 twice. The requester records every answer it got (`Plan.answers`).
 
-`check` reads, once the runtime stopped, the gateway's audit rows for each request: exactly one
-final row (`gateway.capability.completed|refused|failed|cancelled`) whose outcome is one of
-its script's endings, and every answer the requester got agreeing with that row.
+`check_requests` reads, once the runtime stopped, the gateway's audit rows for each request:
+exactly one final row (`gateway.capability.completed|refused|failed|cancelled`) whose outcome
+is one of its script's endings, and every answer the requester got agreeing with that row. A
+request has none, and that is no breach, only if its requester got no answer and it was never
+asked (its call closed first), or if the gateway was SIGKILLed while it waited on the prompt
+(`CapabilityAudit.lost_with_gateway`, counted in the report): such a request lives in the
+gateway's memory only, and once its requester has gone nobody asks again under its id, so
+nothing ends it — a gap of the runtime's, not of the drill's.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ __all__ = [
 CAPABILITY: Final = "notification.show"  # asked of no foreground: a load of instances is fine
 PURPOSE: Final = "drill capability {request_id}"  # drillapp.ASK_PURPOSE (a test compares)
 _PURPOSE: Final = re.compile(r"^drill capability (\S+)$")
+ASKED_EVENT: Final = "gateway.capability.asked"
 FINAL_EVENTS: Final = frozenset(
     {
         "gateway.capability.completed",
@@ -144,31 +150,49 @@ class PromptUser:
     async def run(self) -> None:
         """Answer what comes, as each plan says (until cancelled)."""
         async for item in self._receive:
-            key = item["key"]
-            plan = self.plans[self.prompts[key]]
-            if key in self.ended:
-                continue
-            if item["kind"] == "shell.capability.run":
-                frame = {"type": "capability.done", "run_id": key, "status": "completed"}
-                decision = "done"
-            elif plan.script == "expire":
-                continue
-            else:
-                decision = _DECISION[plan.script]
-                frame = {"type": "capability.answer", "prompt_id": key, "decision": decision}
-            if await self.user.send(frame):
-                self.answered[decision] = self.answered.get(decision, 0) + 1
+            await self._answer(item)
+
+    async def answer_shown(self) -> None:
+        """Answer what has come and is not answered yet, without waiting for more: the drill
+        calls it as it waits for quiet, once the load (and `run`) is over."""
+        while True:
+            try:
+                item = self._receive.receive_nowait()
+            except trio.WouldBlock:
+                return
+            await self._answer(item)
+
+    async def _answer(self, item: dict[str, Any]) -> None:
+        key = item["key"]
+        plan = self.plans[self.prompts[key]]
+        if key in self.ended:
+            return
+        if item["kind"] == "shell.capability.run":
+            frame = {"type": "capability.done", "run_id": key, "status": "completed"}
+            decision = "done"
+        elif plan.script == "expire":
+            return
+        else:
+            decision = _DECISION[plan.script]
+            frame = {"type": "capability.answer", "prompt_id": key, "decision": decision}
+        if await self.user.send(frame):
+            self.answered[decision] = self.answered.get(decision, 0) + 1
 
 
 @dataclass(frozen=True)
 class CapabilityAudit:
-    """The gateway's final audit rows, by request id: (event, outcome) each."""
+    """The gateway's audit rows of capability requests: the final ones by request id (event,
+    outcome), when each was last asked of the user, and when the gateway was SIGKILLed (the
+    supervisor's rows). Times are the audit's own (wall clock)."""
 
     finals: dict[str, list[tuple[str, str]]]
+    asked: dict[str, float] = field(default_factory=dict)
+    gateway_killed: tuple[float, ...] = ()
 
     @classmethod
     def read(cls, store_db: Path) -> CapabilityAudit:
         finals: dict[str, list[tuple[str, str]]] = {}
+        asked: dict[str, float] = {}
         marks = ", ".join("?" * len(FINAL_EVENTS))
         with _readonly(store_db) as db:
             for event, subject, code in db.execute(
@@ -176,7 +200,30 @@ class CapabilityAudit:
                 sorted(FINAL_EVENTS),
             ):
                 finals.setdefault(str(subject), []).append((str(event), str(code)))
-        return cls(finals)
+            for subject, at in db.execute(
+                "SELECT subject_id, max(at) FROM audit WHERE event = ? GROUP BY subject_id",
+                (ASKED_EVENT,),
+            ):
+                asked[str(subject)] = float(at)
+            killed = tuple(
+                float(at)
+                for (at,) in db.execute(
+                    "SELECT at FROM audit WHERE event = 'supervisor.child_killed'"
+                    " AND peer = 'gateway' ORDER BY at"
+                )
+            )
+        return cls(finals, asked, killed)
+
+    def lost_with_gateway(self, plan: Plan) -> bool:
+        """Asked of the user, never ended, its requester never answered, and the gateway
+        SIGKILLed since: the request was in the gateway's memory only (see `check_requests`)."""
+        at = self.asked.get(plan.request_id)
+        return (
+            at is not None
+            and not plan.answers
+            and not self.finals.get(plan.request_id)
+            and any(killed > at for killed in self.gateway_killed)
+        )
 
 
 def _agrees(answer: tuple[str, str | None], outcome: str) -> bool:
@@ -185,15 +232,25 @@ def _agrees(answer: tuple[str, str | None], outcome: str) -> bool:
 
 
 def check_requests(plans: Iterable[Plan], audit: CapabilityAudit) -> Invariant:
+    """One final row each, scripted, agreeing with every answer. Two cases have none and are
+    no breach: a request never asked of the gateway whose requester got no answer (its call
+    closed first), and one `lost_with_gateway`, which the report counts: a request waiting on
+    the prompt lives in the gateway's memory only, so when the gateway is killed and its
+    requester has gone (nobody asks again under its id), nothing ever ends it (issue 27)."""
     rule = Invariant(
         "capability_requests_end_once",
-        "every capability request the drill made has exactly one final audit row, its "
-        "outcome one its script allows (allowed: completed, denied: permission_denied, "
-        "dismissed: cancelled_by_user, unanswered: operation_expired, hushed: rate_limited); "
-        "every answer the requester got agrees with it",
+        "every capability request the drill made has exactly one final audit row (none only "
+        "if its requester got no answer and it was never asked, or the gateway was killed "
+        "while it waited), its outcome one its script allows (allowed: completed, denied: "
+        "permission_denied, dismissed: cancelled_by_user, unanswered: operation_expired, "
+        "hushed: rate_limited); every answer the requester got agrees with it",
     )
     for plan in plans:
         rows = audit.finals.get(plan.request_id, [])
+        if not rows and not plan.answers and plan.request_id not in audit.asked:
+            continue  # never asked: its call ended before the app asked
+        if not rows and audit.lost_with_gateway(plan):
+            continue
         if len(rows) != 1:
             rule.breach(f"{plan.request_id}: {len(rows)} final audit rows")
             continue

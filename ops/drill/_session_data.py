@@ -14,7 +14,9 @@ with the store's rows once the runtime stopped (`stored_session_data`, read-only
   value is the acknowledged one; past it, a value the drill sent (a write whose answer was
   lost may have landed), never one nobody wrote;
 - a read sent after an acknowledgement returns that revision or a later one, and at that
-  revision that value.
+  revision that value;
+- no session data is written after its instance ended (`check_no_write_after_end`: the
+  store's own times, one clock), as focus promises: nobody writes it any more.
 
 Pure functions of their inputs, so a test feeds them broken evidence and sees them fail.
 """
@@ -28,7 +30,17 @@ from typing import Any
 
 from ._check import Invariant, _readonly
 
-__all__ = ["PadLog", "SessionLog", "check_session_data", "stored_session_data"]
+__all__ = [
+    "ENDED",
+    "PadLog",
+    "SessionLog",
+    "check_no_write_after_end",
+    "check_session_data",
+    "stored_session_data",
+    "write_and_end_times",
+]
+
+ENDED = ("stopped", "failed")  # an instance's final states (the store's CHECK)
 
 Value = dict[str, Any]
 
@@ -108,4 +120,32 @@ def check_session_data(log: SessionLog, stored: dict[str, tuple[int, Value | Non
             rule.breach(f"{instance_id}: stored another value at acked revision {revision}")
         elif revision > newest[0] and value not in pad.sent:
             rule.breach(f"{instance_id}: stored revision {revision} holds a value nobody sent")
+    return rule
+
+
+def write_and_end_times(store_db: Path, app_scope: str) -> dict[str, tuple[float, float | None]]:
+    """Per instance of `app_scope` with session data: when it was last written, and when the
+    instance ended (its row's last update in a final state), None while it is live."""
+    marks = ", ".join("?" * len(ENDED))
+    with _readonly(store_db) as db:
+        return {
+            str(instance_id): (float(written), None if ended is None else float(ended))
+            for instance_id, written, ended in db.execute(
+                "SELECT s.app_session_id, s.updated_at, i.updated_at FROM session_data s"
+                " LEFT JOIN instances i ON i.instance_id = s.app_session_id"
+                f" AND i.app_scope = s.app_scope AND i.state IN ({marks})"
+                " WHERE s.app_scope = ?",
+                (*ENDED, app_scope),
+            )
+        }
+
+
+def check_no_write_after_end(times: dict[str, tuple[float, float | None]]) -> Invariant:
+    rule = Invariant(
+        "surface_session_data_closed_with_its_instance",
+        "no session data of a Surface's instance is written after the instance ended",
+    )
+    for instance_id, (written, ended) in sorted(times.items()):
+        if ended is not None and written > ended:
+            rule.breach(f"{instance_id}: written {written - ended:.3f} s after it ended")
     return rule

@@ -1,5 +1,5 @@
 """The `surfaces` exercise: Surfaces opened, written, reloaded and closed, and a Surface's own
-capability requests denied and dismissed, while the faults hit.
+capability requests allowed and left to expire, while the faults hit.
 
 Theory of operation: the drill's user is a Shell, and a browser would be the Shell and the
 Surface page both: so the exercise speaks, on the user's Shell socket, the `surface.request`
@@ -16,11 +16,15 @@ answer does not come (the hostbridge was killed or stopped, or the Surface is be
 again after focus restarted) is read again: its write may or may not have landed, which the
 check allows (`_session_data`).
 
-One more pad stays open for the capability requests (`_prompts`): Deny, then at once a request
-the runtime must refuse `rate_limited` (the app was just denied: it is hushed for 30 s), then,
-once the hush is over, a dismissal and a hushed one again, then an Allow, and round again. A
-request whose answer is lost is sent again under the same request id after the Shell
-reconnects (the gateway answers a repeat without asking again).
+One more pad stays open for the capability requests (`_prompts`): first `EXPIRING` left to
+expire (a prompt expires after a minute: a run shorter than that still sees them end, the drill
+waits for them; in a longer run, more while they can end within the load), and one after
+another the user allows. A request whose answer is lost is sent again under the same request
+id (the gateway answers a repeat without asking again; a gateway that restarted asks again).
+A Surface is a requester that stays: a request left to expire by an app whose call was closed
+meanwhile is lost if the gateway is killed while it waits (`_prompts.check_requests`), one of
+the Surface's is sent again and ends. Denials and dismissals are the drill app's
+(`_capabilities`): a Deny also answers the same app's other waiting prompts.
 
 After the load the exercise closes its pads; `unsettled` counts the requests still waiting,
 the pads still open (and closes them again) and its prompts still shown.
@@ -37,9 +41,9 @@ from typing import Any, Final
 import trio
 
 from lineup.facts.views import SURFACE_VIEW_KIND
-from lineup.sdk.capabilities import PROMPT_QUIET_S
+from lineup.sdk.capabilities import DEFAULT_PROMPT_TIMEOUT_S
 
-from ._calls import Calls, settle
+from ._calls import Calls
 from ._check import Invariant
 from ._exercise import Setup, Stage
 from ._prompts import (
@@ -52,7 +56,13 @@ from ._prompts import (
     endings,
     purpose_of,
 )
-from ._session_data import SessionLog, check_session_data, stored_session_data
+from ._session_data import (
+    SessionLog,
+    check_no_write_after_end,
+    check_session_data,
+    stored_session_data,
+    write_and_end_times,
+)
 
 __all__ = ["SurfacesExercise"]
 
@@ -63,11 +73,13 @@ RELOAD: Final = 0.2  # the chance of a reload before a write
 WRITE_PAUSE_S: Final = (0.05, 0.4)
 REQUEST_S: Final = 8.0  # a bridge request not answered by then is taken as lost
 CAPABILITY_S: Final = 90.0  # a capability request waits on the prompt (no expiry here)
-ASK_BOUND_S: Final = 240.0
+RESEND_S: Final = 10.0  # after the load, a capability request unanswered this long is resent
 TAIL_S: Final = 8.0  # nothing new asked this close to the load's end
-CYCLE: Final[tuple[Script, ...]] = ("deny", "cancel", "allow")
+EXPIRING: Final = 2  # requests left to expire waiting at once (within the 4 prompts per app)
+EXPIRY_S: Final = DEFAULT_PROMPT_TIMEOUT_S
+ALLOW_EVERY_S: Final = (1.5, 4.0)
 # The hostbridge's own refusals (`_surfaces.SurfaceRelay._check`): such a request went no
-# further. `no_surface`: the exercise had no Surface to send it to.
+# further.
 NOT_RELAYED: Final = frozenset(
     {
         "app_instance_not_found",
@@ -76,7 +88,6 @@ NOT_RELAYED: Final = frozenset(
         "bridge_params_invalid",
         "bridge_method_unknown",
         "bridge_message_too_large",
-        "no_surface",
     }
 )
 _POLL_S: Final = 0.25
@@ -101,9 +112,12 @@ class SurfacesExercise:
     gone: set[str] = field(default_factory=set)  # pads the Shell showed, and shows no more
     _finished: bool = False  # the load is over: every pad still open is closed
     _cap_pad: int | None = None
+    # request id -> (the pad asked at, when last sent, whether a send may have been decided)
+    _asked: dict[str, tuple[str, float, bool]] = field(default_factory=dict)
     _opened: dict[int, str] = field(default_factory=dict)  # pad number -> its open call
     _done: set[int] = field(default_factory=set)
     endings: dict[str, dict[str, int]] = field(default_factory=dict)
+    lost_with_gateway: int = 0  # requests the gateway's SIGKILL ended without a final row
 
     def prepare(self, setup: Setup) -> list[str]:
         from .drillapp import drillpad  # the folder beside the drill app's own
@@ -131,8 +145,12 @@ class SurfacesExercise:
                     self.pad_of[n] = instance_id
             else:
                 self.surface_of.pop(instance_id, None)
-        elif kind == "shell.surface.reply" and frame.get("request_id") in self._waiting:
-            self._replies[str(frame["request_id"])] = frame
+        elif kind == "shell.surface.reply":
+            request_id = str(frame.get("request_id"))
+            if request_id in self._waiting:
+                self._replies[request_id] = frame
+            if request_id in self.plans:
+                self._answered(self.plans[request_id], frame)
 
     async def _request(
         self,
@@ -179,29 +197,30 @@ class SurfacesExercise:
         rng = random.Random(self.seed + 13)
         end = trio.current_time() + seconds
         await stage.agent.inventory_known()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._prompts.run)
-            async with trio.open_nursery() as pads:
-                pads.start_soon(self._capability_pad, calls, end)
-                while trio.current_time() < end - TAIL_S:
-                    if self._writing() < PADS:
-                        n = await self._open(calls)
-                        pads.start_soon(self._pad, n, random.Random(rng.random()), end)
-                    await trio.sleep(rng.uniform(0.3, 1.0))
-            self._finished = True
-            await settle(lambda: self.unsettled(stage), ASK_BOUND_S)
-            nursery.cancel_scope.cancel()
+        # Posts are never cancelled (a call half posted would be one the Agent never made);
+        # the rest stops with the load, and `unsettled` carries on from there.
+        async with trio.open_nursery() as posts, trio.open_nursery() as load:
+            load.start_soon(self._prompts.run)
+            load.start_soon(self._capability_pad, calls, posts, end)
+            while trio.current_time() < end - TAIL_S:
+                if self._writing() < PADS:
+                    n = self._open(calls, posts)
+                    load.start_soon(self._pad, n, random.Random(rng.random()), end)
+                await trio.sleep(rng.uniform(0.3, 1.0))
+            await trio.sleep_until(end)
+            load.cancel_scope.cancel()
+        self._finished = True
 
     def _writing(self) -> int:
         """The written pads opened and not yet done with."""
         return sum(1 for n in self._opened if n not in self._done and n != self._cap_pad)
 
-    async def _open(self, calls: Calls) -> int:
+    def _open(self, calls: Calls, posts: trio.Nursery) -> int:
         n = len(self._opened) + 1
         call_id = f"call-drill-{self.seed}-pad{n}"
         self._opened[n] = call_id
         self.counts["opened"] += 1
-        await calls.post(call_id, f"{PAD_SCOPE}.open", {"n": n})
+        posts.start_soon(calls.post, call_id, f"{PAD_SCOPE}.open", {"n": n})
         return n
 
     async def _mounted(self, n: int, until: float) -> str | None:
@@ -271,51 +290,83 @@ class SurfacesExercise:
 
     # ------------------------------------------------------------------ capabilities
 
-    async def _capability_pad(self, calls: Calls, end: float) -> None:
-        n = self._cap_pad = await self._open(calls)
+    async def _capability_pad(self, calls: Calls, posts: trio.Nursery, end: float) -> None:
+        n = self._cap_pad = self._open(calls, posts)
         instance_id = await self._mounted(n, end)
         if instance_id is None:
             return
-        for script in itertools.cycle(CYCLE):
-            if trio.current_time() > end - TAIL_S:
-                break
-            plan = await self._ask(instance_id, script)
-            if script != "allow" and plan.answers and trio.current_time() < end - TAIL_S:
-                hushed_until = trio.current_time() + PROMPT_QUIET_S + 1
-                await self._ask(instance_id, "hushed")
-                await trio.sleep_until(min(hushed_until, end))
+        rng = random.Random(self.seed + 19)
+        async with trio.open_nursery() as expiring:
+            while trio.current_time() < end - TAIL_S:
+                # The first ones whatever the run's length (the drill waits for them), then
+                # only ones that expire within the load.
+                opening = sum(1 for p in self.plans.values() if p.script == "expire") < EXPIRING
+                if self._unanswered("expire") < EXPIRING and (
+                    opening or trio.current_time() + EXPIRY_S < end - TAIL_S
+                ):
+                    expiring.start_soon(self._ask, instance_id, "expire")
+                    await trio.sleep(1.0)  # each its own prompt, one after the other
+                    continue
+                if self._unanswered("allow") == 0:
+                    await self._ask(instance_id, "allow")
+                await trio.sleep(rng.uniform(*ALLOW_EVERY_S))
+            expiring.cancel_scope.cancel()  # they end a minute after: `unsettled` waits
         self._done.add(n)
 
+    def _unanswered(self, script: str) -> int:
+        return sum(1 for p in self.plans.values() if p.script == script and not p.over)
+
     async def _ask(self, instance_id: str, script: Script) -> Plan:
+        """Ask at the pad's Surface and wait for the answer; sent again under the same id
+        when the answer does not come (a reconnected Shell, a slow runtime)."""
         request_id = f"drill-pad-{self.seed}-cap{len(self.plans)}"
         plan = self.plans[request_id] = Plan(request_id, script, "surface", trio.current_time())
-        params = {
-            "capability": CAPABILITY,
-            "purpose": purpose_of(request_id),
-            "input": {"title": request_id},
-        }
-        relayed = False  # once sent and not refused by the hostbridge, it may be decided
-        with trio.move_on_after(ASK_BOUND_S):
-            while True:
-                reply = await self._request(
-                    instance_id,
-                    "lineup/capabilities/request",
-                    params,
-                    request_id=request_id,
-                    timeout=CAPABILITY_S,
-                )
-                result = (reply or {}).get("result")
-                if result is not None:
-                    plan.answers.append((str(result.get("status")), result.get("code")))
-                    break
-                code = ((reply or {}).get("error") or {}).get("code")
-                if code in NOT_RELAYED and not relayed:
-                    self.unrelayed.add(request_id)
-                    break
-                relayed = relayed or code not in NOT_RELAYED  # lost, or the relay failed
-                await trio.sleep(_POLL_S)
-        plan.over = True
+        self._asked[request_id] = (instance_id, 0.0, False)
+        while not plan.over:
+            reconnects = self._user.reconnects
+            await self._send_ask(plan)
+            with trio.move_on_after(CAPABILITY_S):
+                while not plan.over and self._user.reconnects == reconnects:
+                    await self._user.changed()
+            if not plan.over:  # lost on its way back, perhaps decided: never "not relayed"
+                instance_id, sent_at, _ = self._asked[request_id]
+                self._asked[request_id] = (instance_id, sent_at, True)
         return plan
+
+    async def _send_ask(self, plan: Plan) -> None:
+        instance_id, _, relayed = self._asked[plan.request_id]
+        self._asked[plan.request_id] = (instance_id, trio.current_time(), relayed)
+        surface_id = self.surface_of.get(instance_id)
+        if surface_id is None:
+            return  # focus restarted: the app opens it again, then it is sent
+        frame = {
+            "type": "surface.request",
+            "request_id": plan.request_id,
+            "instance_id": instance_id,
+            "surface_id": surface_id,
+            "method": "lineup/capabilities/request",
+            "params": {
+                "capability": CAPABILITY,
+                "purpose": purpose_of(plan.request_id),
+                "input": {"title": plan.request_id},
+            },
+        }
+        await self._user.send(frame)
+
+    def _answered(self, plan: Plan, frame: dict[str, Any]) -> None:
+        """A reply to a Surface's capability request (to any of its sends)."""
+        result = frame.get("result")
+        if result is not None:
+            plan.answers.append((str(result.get("status")), result.get("code")))
+            plan.over = True
+            return
+        code = (frame.get("error") or {}).get("code")
+        instance_id, sent_at, relayed = self._asked[plan.request_id]
+        if code in NOT_RELAYED and not relayed and not plan.over:
+            self.unrelayed.add(plan.request_id)  # refused before the gateway: nothing asked
+            plan.over = True
+        elif code not in NOT_RELAYED:
+            self._asked[plan.request_id] = (instance_id, sent_at, True)  # it may be decided
 
     # ------------------------------------------------------------------ the exercise
 
@@ -325,6 +376,11 @@ class SurfacesExercise:
         if self._finished:  # a pad mounted late, or one whose close was lost
             for instance_id in sorted(self.live):
                 await self._user.close(instance_id)
+        if self._prompts is not None:
+            await self._prompts.answer_shown()
+        for plan in self.plans.values():
+            if not plan.over and trio.current_time() - self._asked[plan.request_id][1] > RESEND_S:
+                await self._send_ask(plan)
         left = len(self.live) + sum(1 for p in self.plans.values() if not p.over)
         return left + (self._prompts.waiting() if self._prompts is not None else 0)
 
@@ -338,8 +394,13 @@ class SurfacesExercise:
             if audit.finals.get(request_id):
                 requests.breach(f"{request_id}: audited, yet the hostbridge refused it")
         self.endings = endings(asked, audit)
+        self.lost_with_gateway = sum(1 for plan in asked if audit.lost_with_gateway(plan))
         stored = stored_session_data(store, PAD_SCOPE)
-        return [check_session_data(self.log, stored), requests]
+        return [
+            check_session_data(self.log, stored),
+            check_no_write_after_end(write_and_end_times(store, PAD_SCOPE)),
+            requests,
+        ]
 
     def report(self) -> dict[str, Any]:
         pads = self.log.pads.values()
@@ -358,4 +419,5 @@ class SurfacesExercise:
             "capability_requests": len(self.plans),
             "capabilities_ended_by_script": self.endings,
             "capabilities_not_relayed": len(self.unrelayed),
+            "capabilities_lost_with_gateway": self.lost_with_gateway,
         }

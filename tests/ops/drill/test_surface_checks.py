@@ -12,7 +12,11 @@ import pytest
 from lineup.facts.artifacts import artifact_id_of
 from lineup.ops.drill._artifacts import ArtifactStore, Wanted, check_artifacts
 from lineup.ops.drill._prompts import ENDINGS, PURPOSE, CapabilityAudit, Plan, check_requests
-from lineup.ops.drill._session_data import SessionLog, check_session_data
+from lineup.ops.drill._session_data import (
+    SessionLog,
+    check_no_write_after_end,
+    check_session_data,
+)
 from lineup.ops.drill.drillapp import (
     ASK_PURPOSE,
     MAX_ARTIFACT,
@@ -91,6 +95,15 @@ def test_session_data_check_catches_a_read_older_than_an_acknowledgement() -> No
     ]
 
 
+def test_no_write_after_end_check_catches_a_write_after_the_instance_ended() -> None:
+    times = {"p1": (10.0, 12.5), "p2": (11.0, None), "p3": (13.0, 12.75)}
+    rule = check_no_write_after_end(times)
+    assert not rule.passed
+    assert rule.examples == ["p3: written 0.250 s after it ended"]
+    del times["p3"]
+    assert check_no_write_after_end(times).passed
+
+
 # ------------------------------------------------------------------ capability requests
 
 
@@ -122,9 +135,9 @@ def test_capability_check_passes_on_one_final_row_each_agreeing_with_the_answers
 
 def test_capability_check_catches_a_request_without_or_with_two_final_rows() -> None:
     finals = _finals()
-    del finals["r-expire"]
+    del finals["r-expire"]  # asked of the user, and never ended (no gateway killed)
     finals["r-allow"] = finals["r-allow"] * 2
-    assert check_requests(_plans(), CapabilityAudit(finals)).examples == [
+    assert check_requests(_plans(), CapabilityAudit(finals, {"r-expire": 1.0})).examples == [
         "r-allow: 2 final audit rows",
         "r-expire: 0 final audit rows",
     ]
@@ -145,6 +158,31 @@ def test_capability_check_catches_an_answer_that_disagrees_with_the_audit() -> N
     assert check_requests(plans, CapabilityAudit(_finals())).examples == [
         "r-allow: got expired/operation_expired, audited completed",
         "r-deny: got completed/None, audited permission_denied",
+    ]
+
+
+def test_a_request_lost_with_the_gateway_is_counted_not_hidden() -> None:
+    """A request asked at 10.0 and never ended: no breach only if its requester got no
+    answer and the gateway was SIGKILLed after it was asked."""
+    lost = Plan("r-lost", "expire", "app", 0.0)
+    killed_after = CapabilityAudit(_finals(), {"r-lost": 10.0}, (5.0, 12.0))
+    assert killed_after.lost_with_gateway(lost)
+    assert check_requests([*_plans(), lost], killed_after).passed
+
+    killed_before = CapabilityAudit(_finals(), {"r-lost": 10.0}, (5.0,))
+    assert not killed_before.lost_with_gateway(lost)
+    assert check_requests([lost], killed_before).examples == ["r-lost: 0 final audit rows"]
+
+    answered = Plan("r-lost", "allow", "app", 0.0, [("completed", None)])
+    assert check_requests([answered], killed_after).examples == ["r-lost: 0 final audit rows"]
+
+
+def test_a_request_never_asked_and_never_answered_needs_no_final_row() -> None:
+    never = Plan("r-never", "allow", "app", 0.0)  # its call closed before the app asked
+    assert check_requests([never], CapabilityAudit({})).passed
+    decided = Plan("r-never", "allow", "app", 0.0, [("completed", None)])
+    assert check_requests([decided], CapabilityAudit({})).examples == [
+        "r-never: 0 final audit rows"
     ]
 
 

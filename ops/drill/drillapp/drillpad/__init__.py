@@ -11,8 +11,8 @@ this process re-runs the open call, which opens the same Surface again (idempote
 
 A second app, rather than the drill app's own Surface, because the runtime's permission prompt
 is per app: a Deny hushes that app's requests of the capability for 30 s and answers its other
-waiting prompts too. The Surface's requests (denied, cancelled) and the drill app's (allowed,
-left to expire) then end the way each script says.
+waiting prompts too. The Surface's requests (allowed, left to expire) and the drill app's
+(denied, dismissed, hushed) then end the way each script says.
 """
 
 from __future__ import annotations
