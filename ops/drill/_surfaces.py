@@ -291,13 +291,17 @@ class SurfacesExercise:
     # ------------------------------------------------------------------ capabilities
 
     async def _capability_pad(self, calls: Calls, posts: trio.Nursery, end: float) -> None:
-        n = self._cap_pad = self._open(calls, posts)
-        instance_id = await self._mounted(n, end)
-        if instance_id is None:
-            return
         rng = random.Random(self.seed + 19)
+        instance_id: str | None = None
         async with trio.open_nursery() as expiring:
             while trio.current_time() < end - TAIL_S:
+                if instance_id is None or instance_id in self.gone:  # none yet, or it ended
+                    if self._cap_pad is not None:
+                        self._done.add(self._cap_pad)
+                    n = self._cap_pad = self._open(calls, posts)
+                    instance_id = await self._mounted(n, end)
+                    if instance_id is None:
+                        break
                 # The first ones whatever the run's length (the drill waits for them), then
                 # only ones that expire within the load.
                 opening = sum(1 for p in self.plans.values() if p.script == "expire") < EXPIRING
@@ -311,7 +315,6 @@ class SurfacesExercise:
                     await self._ask(instance_id, "allow")
                 await trio.sleep(rng.uniform(*ALLOW_EVERY_S))
             expiring.cancel_scope.cancel()  # they end a minute after: `unsettled` waits
-        self._done.add(n)
 
     def _unanswered(self, script: str) -> int:
         return sum(1 for p in self.plans.values() if p.script == script and not p.over)
@@ -323,6 +326,8 @@ class SurfacesExercise:
         plan = self.plans[request_id] = Plan(request_id, script, "surface", trio.current_time())
         self._asked[request_id] = (instance_id, 0.0, False)
         while not plan.over:
+            if self._pad_gone(plan):
+                break
             reconnects = self._user.reconnects
             await self._send_ask(plan)
             with trio.move_on_after(CAPABILITY_S):
@@ -332,6 +337,16 @@ class SurfacesExercise:
                 instance_id, sent_at, _ = self._asked[request_id]
                 self._asked[request_id] = (instance_id, sent_at, True)
         return plan
+
+    def _pad_gone(self, plan: Plan) -> bool:
+        """The pad asked at has ended: the Surface, its requester, is gone with it (over)."""
+        instance_id, _, relayed = self._asked[plan.request_id]
+        if instance_id not in self.gone or plan.over:
+            return False
+        if not relayed:
+            self.unrelayed.add(plan.request_id)  # never relayed: nothing was asked
+        plan.over = True
+        return True
 
     async def _send_ask(self, plan: Plan) -> None:
         instance_id, _, relayed = self._asked[plan.request_id]
@@ -379,7 +394,8 @@ class SurfacesExercise:
         if self._prompts is not None:
             await self._prompts.answer_shown()
         for plan in self.plans.values():
-            if not plan.over and trio.current_time() - self._asked[plan.request_id][1] > RESEND_S:
+            late = trio.current_time() - self._asked[plan.request_id][1] > RESEND_S
+            if not plan.over and not self._pad_gone(plan) and late:
                 await self._send_ask(plan)
         left = len(self.live) + sum(1 for p in self.plans.values() if not p.over)
         return left + (self._prompts.waiting() if self._prompts is not None else 0)

@@ -52,7 +52,7 @@ class DrillPad(MiniApp):
         handling="launch",
         input=Numbered,
         output=Numbered,
-        timeout_ms=120_000,
+        timeout_ms=3_600_000,  # longer than a drill: the capability pad stays open throughout
         description="Open an instance with the pad Surface; it runs until the user closes it.",
     )
     async def open_pad(self, call: ToolCall[Numbered]) -> Numbered | None:
