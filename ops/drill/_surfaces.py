@@ -36,6 +36,7 @@ import itertools
 import random
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 import trio
@@ -67,6 +68,7 @@ from ._session_data import (
 __all__ = ["SurfacesExercise"]
 
 PAD_SCOPE: Final = "drill-pad"
+DRILL_PAD: Final = Path(__file__).resolve().parent / "drillapp" / "drillpad"  # a dev app
 PADS: Final = 3  # written pads open at once (and the capability pad)
 WRITES: Final = (3, 12)  # writes to one pad before the user closes it
 RELOAD: Final = 0.2  # the chance of a reload before a write
@@ -120,9 +122,7 @@ class SurfacesExercise:
     lost_with_gateway: int = 0  # requests the gateway's SIGKILL ended without a final row
 
     def prepare(self, setup: Setup) -> list[str]:
-        from .drillapp import drillpad  # the folder beside the drill app's own
-
-        return ["--dev-app", str(drillpad.__file__).rsplit("/", 1)[0]]
+        return ["--dev-app", str(DRILL_PAD)]
 
     # ------------------------------------------------------------------ the Shell's frames
 
