@@ -67,6 +67,7 @@ TARGETS: Final = (
     "miniapp:drill",
     "miniapp:drillpkg",
     "miniapp:drilldev",
+    "miniapp:drill-pad",
 )
 _STATUS_POLL_S: Final = 0.002
 _RECOVERY_LIMIT_S: Final = 30.0

@@ -46,12 +46,32 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"  quiescence after the last fault: {report['quiescence_s']:.1f} s{_waited(report)}",
         f"  interactions: {asked['asked']} asked, ended {_endings(asked['ended_by_script'])}",
     ]
+    for name, figures in (report.get("exercises") or {}).items():
+        lines.append(f"  {name}: {_figures(figures)}")
     for rule in report["invariants"]:
         mark = "PASS" if rule["passed"] else "FAIL"
         detail = "" if rule["passed"] else f" — {rule['violations']} violations, e.g. "
         detail += "; ".join(rule["examples"][:3]) if not rule["passed"] else ""
         lines.append(f"  [{mark}] {rule['name']}{detail}")
     return lines
+
+
+def _figures(figures: dict[str, Any]) -> str:
+    """An exercise's figures on one line: `asked 12, ended_by_script (deny: …), …`."""
+    parts = []
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}: {_flat(v)}" for k, v in value.items())
+            parts.append(f"{key} ({inner})")
+        else:
+            parts.append(f"{key} {value}")
+    return ", ".join(parts)
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, dict):
+        return " ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
 
 
 def _waited(report: dict[str, Any]) -> str:

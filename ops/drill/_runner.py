@@ -44,7 +44,9 @@ from lineup.supervisor._control import control_request
 from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
 
+from ._artifacts import ArtifactsExercise
 from ._asking import Answerer, Asker
+from ._capabilities import CapabilitiesExercise
 from ._check import (
     TERMINAL_STATES,
     TERMINAL_TYPES,
@@ -61,6 +63,7 @@ from ._installs import Installs
 from ._mcp import McpClients
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
+from ._surfaces import SurfacesExercise
 from ._workload import LoadAgent, ShellUser
 
 __all__ = ["DrillOptions", "run_drill"]
@@ -75,6 +78,9 @@ _STOP_S: Final = 30.0
 # The parts of the product the drill drives besides its core load (`_exercise`), by name: each
 # is made from the run's seed.
 EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {
+    "surfaces": SurfacesExercise,
+    "capabilities": CapabilitiesExercise,
+    "artifacts": ArtifactsExercise,
     "installs": Installs,
     "dev_reloads": DevReloads,
     "mcp": McpClients,

@@ -19,6 +19,7 @@ from lineup.ops.drill import KINDS, TARGETS, DrillOptions, run_drill
 from lineup.ops.drill._asking import SCRIPTS
 from lineup.ops.drill._check import ENDINGS
 from lineup.ops.drill._mcp import IN_FLIGHT
+from lineup.ops.drill._prompts import ENDINGS as CAPABILITY_ENDINGS
 
 
 @pytest.mark.timeout(300)
@@ -70,3 +71,22 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     for script, endings in ENDINGS.items():
         assert set(ended.get(script, ())) & endings, f"seed {seed}: {script} ended {ended}"
     assert report["expiry_wait_s"] > 0, f"seed {seed}"  # the load is shorter than an expiry
+
+    # The exercises: Surfaces written, reloaded and closed; capability requests ended every
+    # way their scripts say (denied and dismissed at a Surface, allowed and left to expire by
+    # the drill app, hushed after a Deny); artifacts of several sizes, each read back whole.
+    exercises = report["exercises"]
+    surfaces, artifacts = exercises["surfaces"], exercises["artifacts"]
+    assert surfaces["writes_acked"] > 50, f"seed {seed}: {surfaces}"
+    assert surfaces["reloads"] > 0 and surfaces["pads_closed"] > 5, f"seed {seed}: {surfaces}"
+    got: dict[str, set[str]] = {}
+    for by_script in (
+        surfaces["capabilities_ended_by_script"],
+        exercises["capabilities"]["ended_by_script"],
+    ):
+        for script, outcomes in by_script.items():
+            got.setdefault(script, set()).update(outcomes)
+    for script, outcomes in CAPABILITY_ENDINGS.items():
+        assert got.get(script, set()) & outcomes, f"seed {seed}: {script} ended {got}"
+    assert artifacts["written_and_verified"] > 10, f"seed {seed}: {artifacts}"
+    assert len(artifacts["by_size"]) >= 3, f"seed {seed}: {artifacts}"
