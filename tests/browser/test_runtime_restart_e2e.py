@@ -1,0 +1,148 @@
+"""An app left open across a restart of the whole runtime, in real Chromium against the real
+`lineup run` (issue 28, item 1; seed 000 §6, seed 003 §9.11: a restored instance is resumable,
+never a dead tab).
+
+The user opens the Whiteboard from the Apps menu (no tool call comes for that instance) and draws
+a stroke; `lineup run` stops, by SIGTERM or by a SIGKILL of its whole process group, and starts
+again on the same data dir. The board's tab says it is suspended; the user opens it by keyboard,
+its process starts, and the board shows with the stroke from its session data, also after a
+reload of the Shell. Browser waits are Playwright's auto-waiting `expect`; waits on the process
+run under `fail_after`. No sleeps.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Final
+
+import pytest
+import trio
+from playwright.sync_api import Page, expect
+
+from lineup.tests.support.browser import load_shell
+from lineup.tests.support.process import LineupProcess, lineup_status
+
+from .conftest import ShellPage
+from .test_lifecycle_e2e import SHELL_LINE
+from .test_whiteboard_e2e import (
+    FRAME,
+    board_frame,
+    board_pixel,
+    draw,
+    expect_saved,
+    revision_of,
+    tabs,
+    whiteboard_tab,
+)
+
+WAIT_MS: Final = 15_000  # a real runtime: processes, an HTTP AppServer, a MiniApp starting
+STOP_S: Final = 20.0  # for `lineup run` to stop on SIGTERM
+STROKE: Final = [(100 + 10 * i, 200 + 3 * i) for i in range(40)]
+
+
+async def start_run(data_dir: Path) -> tuple[LineupProcess, str]:
+    """`lineup run` on `data_dir`, in a process group of its own; answers it and the Shell's
+    URL it printed once ready."""
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir), own_group=True)
+    try:
+        with trio.fail_after(30):
+            line = await process.wait_for_line(SHELL_LINE)
+    except BaseException:
+        process.kill_group()
+        await process.wait()
+        raise
+    return process, line.split(SHELL_LINE, 1)[1]
+
+
+async def stop_run(process: LineupProcess, how: str) -> None:
+    if how == "sigterm":
+        process.signal(signal.SIGTERM)
+        with trio.fail_after(STOP_S):
+            assert await process.wait() == 0
+    else:
+        process.kill_group()
+        with trio.fail_after(STOP_S):
+            await process.wait()
+
+
+def open_the_whiteboard_by_keyboard(p: Page) -> None:
+    button = p.get_by_role("button", name="Apps")
+    button.focus()
+    p.keyboard.press("Enter")
+    entry = p.get_by_test_id("apps-menu").get_by_role("menuitem", name="Whiteboard")
+    expect(entry).to_be_visible(timeout=WAIT_MS)
+    entry.focus()
+    p.keyboard.press("Enter")
+    board_frame(p)
+    expect(whiteboard_tab(p)).to_have_attribute("data-state", "foreground", timeout=WAIT_MS)
+
+
+def suspended_with_the_chat_in_front(p: Page) -> None:
+    expect(tabs(p)).to_have_count(2, timeout=WAIT_MS)
+    tab = whiteboard_tab(p)
+    expect(tab).to_have_attribute("data-state", "suspended", timeout=WAIT_MS)
+    expect(tab.get_by_test_id("app-tab-note")).to_contain_text("Suspended", timeout=WAIT_MS)
+    expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
+    expect(p.locator(FRAME)).to_have_count(0, timeout=WAIT_MS)
+
+
+def resume_by_its_tab(p: Page) -> None:
+    tab = whiteboard_tab(p)
+    tab.focus()
+    p.keyboard.press("Enter")
+    expect(tab).to_have_attribute("data-state", "foreground", timeout=WAIT_MS)
+    expect(tab).to_have_attribute("aria-current", "page", timeout=WAIT_MS)
+    expect(tab.get_by_test_id("app-tab-note")).to_have_count(0, timeout=WAIT_MS)
+    board_frame(p)
+    expect(p.get_by_test_id("chat")).to_be_hidden(timeout=WAIT_MS)
+
+
+def the_stroke_is_on_the_board(p: Page) -> None:
+    expect_saved(p, 1)
+    assert board_pixel(p, 200, 230) != board_pixel(p, 1200, 800)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["sigterm", "sigkill_group"])
+async def test_a_whiteboard_opened_by_the_user_comes_back_after_a_restart_of_the_runtime(
+    page: ShellPage, data_dir: Path, how: str
+) -> None:
+    first, url = await start_run(data_dir)
+    try:
+        await page.run(load_shell(url, wait_ms=WAIT_MS))
+        await page.run(open_the_whiteboard_by_keyboard)
+        await page.run(draw(STROKE))
+        await page.run(lambda p: expect_saved(p, 1))
+        drawn: int = await page.run(revision_of)
+    finally:
+        await stop_run(first, how)
+
+    second, url = await start_run(data_dir)
+    try:
+        await page.run(load_shell(url, wait_ms=WAIT_MS))
+        page.console_errors.clear()  # the browser's own lines for the old page's reconnects
+        await page.run(suspended_with_the_chat_in_front)
+        await page.run(resume_by_its_tab)
+        # The board its session data holds, at the revision it was saved at, on the canvas.
+        await page.run(the_stroke_is_on_the_board)
+        assert await page.run(revision_of) >= drawn
+        children = lineup_status(data_dir)["children"]
+        assert isinstance(children, list)
+        assert any(c["name"] == "miniapp:whiteboard" for c in children), children
+
+        # A reload of the Shell finds the board in front, not a view it cannot show.
+        def reloaded(p: Page) -> None:
+            p.reload()
+            expect(whiteboard_tab(p)).to_have_attribute("aria-current", "page", timeout=WAIT_MS)
+            board_frame(p)
+            the_stroke_is_on_the_board(p)
+
+        await page.run(reloaded)
+        # Resumed for real: a new stroke reaches the new process and is saved.
+        await page.run(draw([(900, 300), (950, 350), (1000, 400)]))
+        await page.run(lambda p: expect_saved(p, 2))
+    finally:
+        await stop_run(second, "sigterm")
+    assert page.errors == []
+    assert page.console_errors == []
