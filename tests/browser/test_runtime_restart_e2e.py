@@ -1,13 +1,15 @@
-"""An app left open across a restart of the whole runtime, in real Chromium against the real
-`lineup run` (issue 28, item 1; seed 000 §6, seed 003 §9.11: a restored instance is resumable,
-never a dead tab).
+"""An app and a tab left open across a restart of the whole runtime, in real Chromium against the
+real `lineup run` (issue 28, items 1 and 2; seed 000 §6, seed 003 §9.11: a restored instance is
+resumable, never a dead tab).
 
-The user opens the Whiteboard from the Apps menu (no tool call comes for that instance) and draws
-a stroke; `lineup run` stops, by SIGTERM or by a SIGKILL of its whole process group, and starts
-again on the same data dir. The board's tab says it is suspended; the user opens it by keyboard,
-its process starts, and the board shows with the stroke from its session data, also after a
-reload of the Shell. Browser waits are Playwright's auto-waiting `expect`; waits on the process
-run under `fail_after`. No sleeps.
+Item 1: the user opens the Whiteboard from the Apps menu (no tool call comes for that instance)
+and draws a stroke; `lineup run` stops, by SIGTERM or by a SIGKILL of its whole process group,
+and starts again on the same data dir. The board's tab says it is suspended; the user opens it
+by keyboard, its process starts, and the board shows with the stroke from its session data, also
+after a reload of the Shell. Item 2: a tab left open while the runtime stops and starts again on
+the same data dir (the same address: port and token) reconnects by itself and works, and the
+token never shows in the browser's console or a socket's URL. Browser waits are Playwright's
+auto-waiting `expect`; waits on the process run under `fail_after`. No sleeps.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -22,9 +25,11 @@ from playwright.sync_api import Page, expect
 
 from lineup.tests.support.browser import load_shell
 from lineup.tests.support.process import LineupProcess, lineup_status
+from lineup.tests.support.runtime import agent_client
 
 from .conftest import ShellPage
 from .test_lifecycle_e2e import SHELL_LINE
+from .test_shell_e2e import send_from_composer, user_texts_at_agent
 from .test_whiteboard_e2e import (
     FRAME,
     board_frame,
@@ -41,10 +46,10 @@ STOP_S: Final = 20.0  # for `lineup run` to stop on SIGTERM
 STROKE: Final = [(100 + 10 * i, 200 + 3 * i) for i in range(40)]
 
 
-async def start_run(data_dir: Path) -> tuple[LineupProcess, str]:
-    """`lineup run` on `data_dir`, in a process group of its own; answers it and the Shell's
-    URL it printed once ready."""
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir), own_group=True)
+async def start_run(data_dir: Path, *args: str) -> tuple[LineupProcess, str]:
+    """`lineup run ARGS` on `data_dir`, in a process group of its own; answers it and the
+    Shell's URL it printed once ready."""
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir), *args, own_group=True)
     try:
         with trio.fail_after(30):
             line = await process.wait_for_line(SHELL_LINE)
@@ -146,3 +151,51 @@ async def test_a_whiteboard_opened_by_the_user_comes_back_after_a_restart_of_the
         await stop_run(second, "sigterm")
     assert page.errors == []
     assert page.console_errors == []
+
+
+APPSERVER_LINE: Final = "lineup: reference AppServer: "
+
+
+async def test_a_tab_left_open_follows_a_restarted_runtime_by_itself_without_showing_its_token(
+    page: ShellPage, data_dir: Path, nursery: trio.Nursery
+) -> None:
+    console: list[str] = []  # every line the page printed, errors or not
+    await page.run(lambda p: p.on("console", lambda message: console.append(message.text)))
+    first, url = await start_run(data_dir, "--no-demo-agent")
+    token = urlsplit(url).fragment.removeprefix("token=")
+    try:
+        await page.run(load_shell(url, wait_ms=WAIT_MS, chat_alone=False))
+    finally:
+        await stop_run(first, "sigterm")
+
+    def disconnected(p: Page) -> None:
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+            "data-state", "disconnected", timeout=WAIT_MS
+        )
+
+    await page.run(disconnected)
+    second, again = await start_run(data_dir, "--no-demo-agent")
+    try:
+        assert again == url  # the same address: port and token
+        with trio.fail_after(30):
+            line = await second.wait_for_line(APPSERVER_LINE)
+        agent = await agent_client(nursery, line.split(APPSERVER_LINE, 1)[1])
+
+        # The same tab, never reloaded: it is back online by itself, and the chat works.
+        def back_online(p: Page) -> None:
+            expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+                "data-state", "online", timeout=WAIT_MS
+            )
+            expect(p.get_by_test_id("connection-banner")).to_be_hidden(timeout=WAIT_MS)
+
+        await page.run(back_online)
+        text = "still there after the restart?"
+        await send_from_composer(page, text)
+        assert len(await user_texts_at_agent(agent, text)) == 1
+    finally:
+        await stop_run(second, "sigterm")
+    assert [line for line in console if token in line] == []
+    assert [url for url in page.requests if token in url] == []
+    # The browser's own lines for the reconnects while the runtime was down, and nothing else.
+    assert all("WebSocket connection to" in line for line in page.console_errors)
+    assert page.errors == []
