@@ -8,8 +8,9 @@ and starts again on the same data dir. The board's tab says it is suspended; the
 by keyboard, its process starts, and the board shows with the stroke from its session data, also
 after a reload of the Shell. Item 2: a tab left open while the runtime stops and starts again on
 the same data dir (the same address: port and token) reconnects by itself and works, and the
-token never shows in the browser's console or a socket's URL. Browser waits are Playwright's
-auto-waiting `expect`; waits on the process run under `fail_after`. No sleeps.
+token never shows in the browser's console or a socket's URL; the Whiteboard it showed is
+resumed by its tab in that same page. Browser waits are Playwright's auto-waiting `expect`;
+waits on the process run under `fail_after`. No sleeps.
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ async def test_a_whiteboard_opened_by_the_user_comes_back_after_a_restart_of_the
 
     second, url = await start_run(data_dir)
     try:
+        # The link opened afresh, as the issue's user did (a tab left open is item 2's test).
+        await page.run(lambda p: p.goto("about:blank"))
         await page.run(load_shell(url, wait_ms=WAIT_MS))
         page.console_errors.clear()  # the browser's own lines for the old page's reconnects
         await page.run(suspended_with_the_chat_in_front)
@@ -164,7 +167,10 @@ async def test_a_tab_left_open_follows_a_restarted_runtime_by_itself_without_sho
     first, url = await start_run(data_dir, "--no-demo-agent")
     token = urlsplit(url).fragment.removeprefix("token=")
     try:
-        await page.run(load_shell(url, wait_ms=WAIT_MS, chat_alone=False))
+        await page.run(load_shell(url, wait_ms=WAIT_MS))
+        await page.run(open_the_whiteboard_by_keyboard)
+        await page.run(draw(STROKE))
+        await page.run(lambda p: expect_saved(p, 1))
     finally:
         await stop_run(first, "sigterm")
 
@@ -189,6 +195,21 @@ async def test_a_tab_left_open_follows_a_restarted_runtime_by_itself_without_sho
             expect(p.get_by_test_id("connection-banner")).to_be_hidden(timeout=WAIT_MS)
 
         await page.run(back_online)
+        # The link opened again in this tab (the same address: only its fragment moves, so
+        # the page stays). The board it showed is suspended; its tab resumes it in this same
+        # page, with the stroke (not the view the page held from the earlier run, whose
+        # Surface is no longer served).
+        await page.run(suspended_with_the_chat_in_front)
+        await page.run(resume_by_its_tab)
+        await page.run(the_stroke_is_on_the_board)
+
+        def back_to_the_chat(p: Page) -> None:
+            chat = tabs(p).and_(p.locator('[data-app-scope="chat"]'))
+            chat.focus()
+            p.keyboard.press("Enter")
+            expect(p.get_by_test_id("composer-input")).to_be_visible(timeout=WAIT_MS)
+
+        await page.run(back_to_the_chat)
         text = "still there after the restart?"
         await send_from_composer(page, text)
         assert len(await user_texts_at_agent(agent, text)) == 1
