@@ -33,6 +33,7 @@ from .test_lifecycle_e2e import SHELL_LINE
 from .test_shell_e2e import send_from_composer, user_texts_at_agent
 from .test_whiteboard_e2e import (
     FRAME,
+    board_body,
     board_frame,
     board_pixel,
     draw,
@@ -180,6 +181,15 @@ async def test_a_tab_left_open_follows_a_restarted_runtime_by_itself_without_sho
         )
 
     await page.run(disconnected)
+
+    # Drawn while the runtime is down: the board says it is not saved, never that it will be.
+    def drawn_offline(p: Page) -> None:
+        draw([(1300, 150), (1350, 200), (1400, 250)])(p)
+        expect(board_body(p).locator("#board-status")).to_have_text(
+            "Offline: not saved. What you draw now is lost if LineUp restarts.", timeout=WAIT_MS
+        )
+
+    await page.run(drawn_offline)
     second, again = await start_run(data_dir, "--no-demo-agent")
     try:
         assert again == url  # the same address: port and token
