@@ -1,9 +1,10 @@
 """The Shell's HTTP + WebSocket server, on 127.0.0.1 only (DESIGN §7).
 
 Every request must name this server in `Host` (127.0.0.1:PORT or localhost:PORT), which defeats
-DNS rebinding; the WebSocket also needs the per-run token and an `Origin` of this server, so a
-page from any other origin cannot drive the runtime even from the same machine. The token is
-compared in constant time and never logged.
+DNS rebinding; the WebSocket also needs the data dir's token (offered as a subprotocol, never
+in the URL: `offered_token`) and an `Origin` of this server, so a page from any other origin
+cannot drive the runtime even from the same machine. The token is compared in constant time
+and never logged.
 
 A refused handshake (no token or a wrong one, a foreign `Origin` or `Host`) is reported to the
 actor's `refused`, which audits it at a bounded rate, and logged by which check failed, one line
@@ -47,7 +48,9 @@ from .shell_protocol import (
     HEARTBEAT_S,
     MAX_CAPABILITY_DONE_FRAME,
     MAX_SHELL_FRAME,
+    SHELL_SUBPROTOCOL,
     SHELL_TO_RUNTIME,
+    TOKEN_SUBPROTOCOL,
     AppSessionContinueFrame,
     CapabilityAnswerFrame,
     CapabilityDoneFrame,
@@ -339,7 +342,7 @@ def build_app(
         quiet.refused(HANDSHAKE_REFUSED, check=failed)
 
     async def shell_socket(websocket: WebSocket) -> None:
-        token = websocket.query_params.get("token", "")
+        token, subprotocol = offered_token(websocket)
         origin = websocket.headers.get("origin", "")
         if not host_ok(websocket.headers) or origin not in access.origins:
             # Refused at the handshake (HTTP 403): a foreign page learns nothing more.
@@ -351,10 +354,10 @@ def build_app(
             # browser only as 1006, the code of a runtime that is down, and the Shell would
             # retry forever. Accepted, then closed with a code it can read, it stops and says so.
             handshake_refused(FAILED_TOKEN)
-            await websocket.accept()
+            await websocket.accept(subprotocol=subprotocol)
             await websocket.close(code=CLOSE_TOKEN_REFUSED, reason="token_refused")
             return
-        await websocket.accept()
+        await websocket.accept(subprotocol=subprotocol)
         send, receive = hub.join()
         try:
             async with trio.open_nursery() as nursery:
@@ -375,6 +378,19 @@ def build_app(
             WebSocketRoute("/ws", shell_socket),
         ]
     )
+
+
+def offered_token(websocket: WebSocket) -> tuple[str, str | None]:
+    """(the token a Shell socket offers, the subprotocol to answer it with). The Shell offers
+    its token as a subprotocol (`TOKEN_SUBPROTOCOL` + token, beside `SHELL_SUBPROTOCOL`, the
+    one answered: never the token); a local program without subprotocols (the drill, the
+    bench) may still name it in the query, which no browser console then shows."""
+    offered: list[str] = list(websocket.scope.get("subprotocols") or [])
+    for name in offered:
+        if name.startswith(TOKEN_SUBPROTOCOL):
+            answer = SHELL_SUBPROTOCOL if SHELL_SUBPROTOCOL in offered else None
+            return name.removeprefix(TOKEN_SUBPROTOCOL), answer
+    return websocket.query_params.get("token", ""), None
 
 
 async def _listen(

@@ -31,7 +31,9 @@ __all__ = [
     "MAX_STATE",
     "MAX_SURFACE_REQUEST_ID",
     "MAX_TITLE",
+    "SHELL_SUBPROTOCOL",
     "SILENCE_S",
+    "TOKEN_SUBPROTOCOL",
     "Code",
     "Id",
     "Openable",
@@ -54,6 +56,11 @@ MAX_ITEMS_FRAME_BYTES: Final = 1024 * 1024
 MAX_ORDER: Final = 2**53 - 1  # an item's order (what a JavaScript Shell reads back exactly)
 HEARTBEAT_S: Final = 1.5  # the hostbridge sends `shell.heartbeat` this often to every Shell
 SILENCE_S: Final = 4.0  # the Shell (web/js/core/connection.js) gives the socket up after this
+# The Shell's WebSocket names its token in `Sec-WebSocket-Protocol`, never in its URL (a browser
+# prints a failed socket's URL in its console): it offers SHELL_SUBPROTOCOL and
+# TOKEN_SUBPROTOCOL + the token, and the hostbridge answers SHELL_SUBPROTOCOL alone.
+SHELL_SUBPROTOCOL: Final = "lineup.shell.v1"
+TOKEN_SUBPROTOCOL: Final = "lineup.token."
 MAX_DRAFT_FIELDS: Final = 12  # an input has at most 12 fields (lineup.sdk.interactions)
 MAX_FIELD_ID: Final = 64
 MAX_DRAFT_TEXT: Final = 16384  # a textarea's longest value

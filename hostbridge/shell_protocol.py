@@ -57,7 +57,9 @@ from ._shell_frame import (
     MAX_SHELL_FRAME_BYTES,
     MAX_SOCKET_MESSAGE_BYTES,
     MAX_SURFACE_REQUEST_ID,
+    SHELL_SUBPROTOCOL,
     SILENCE_S,
+    TOKEN_SUBPROTOCOL,
     ShellFrame,
 )
 from ._shell_inbound import (
@@ -131,8 +133,10 @@ __all__ = [
     "MAX_SOCKET_MESSAGE_BYTES",
     "MAX_SURFACE_REQUEST_ID",
     "RUNTIME_TO_SHELL",
+    "SHELL_SUBPROTOCOL",
     "SHELL_TO_RUNTIME",
     "SILENCE_S",
+    "TOKEN_SUBPROTOCOL",
     "UI_EVENT_KINDS",
     "AppSessionContinueFrame",
     "CapabilityAnswerFrame",

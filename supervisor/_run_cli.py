@@ -86,6 +86,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
                 conversation_id=args.conversation_id,
                 demo_agent=not args.no_demo_agent,
                 shell_port=args.shell_port,
+                new_token=args.new_token,
                 appserver_port=args.appserver_port,
                 allow_weak_sandbox=args.allow_weak_sandbox,
                 dev_apps=tuple(args.dev_app),
@@ -130,6 +131,8 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         )
     imports_done()  # the collector, paused for them, runs again (see `lineup._early`)
     report(f"starting (pid {os.getpid()}, data dir {data_dir})")
+    for note in plan.notes:
+        report(note)
     try:
         escalation = trio.run(_run_until_signal, supervisor, report)
     finally:

@@ -2,15 +2,12 @@
 
 Each child gets only its own configuration: the AppServer address and credentials go to the
 transport alone (and to the dev parts that *are* the AppServer and the Agent); the Shell's token
-goes to the hostbridge alone.
+goes to the hostbridge alone. The Shell's port and token are the data dir's (`_shell_address`):
+a runtime started again is where it was.
 """
 
 from __future__ import annotations
 
-import atexit
-import secrets
-import socket
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -21,6 +18,8 @@ from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD
 from lineup.actors.kernel import ActorKind
 from lineup.miniapps import catalogue
 
+from ._ports import free_port
+from ._shell_address import shell_address
 from ._spec import ChildSpec, Restart
 
 __all__ = [
@@ -53,7 +52,8 @@ class RuntimeOptions:
     agent_secret: str = "demo-secret"
     conversation_id: str = "conv-demo"
     demo_agent: bool = True
-    shell_port: int = 0  # 0: any free port
+    shell_port: int = 0  # 0: the port of the data dir's last run, else any free one
+    new_token: bool = False  # rotate the Shell's token (else the data dir's is used again)
     appserver_port: int = 0
     # More apps for focus's registry, beside the bundled ones (tests, dev): entries shaped
     # like `lineup.miniapps.catalogue.BundledApp.registry_entry()`.
@@ -79,6 +79,7 @@ class RuntimePlan:
     appserver_url: str
     info: dict[str, str] = field(default_factory=dict)
     link_wait: float = 0.0  # Supervisor(link_wait=…): see EMBEDDED_LINK_WAIT
+    notes: tuple[str, ...] = ()  # lines for the user before the tree starts
 
 
 def shell_socket(shell_url: str) -> tuple[str, str]:
@@ -87,41 +88,6 @@ def shell_socket(shell_url: str) -> tuple[str, str]:
     parts = urlsplit(shell_url)
     token = parts.fragment.removeprefix("token=")
     return f"ws://{parts.netloc}/ws?token={token}", f"http://{parts.netloc}"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on, and that stays free for whoever this
-    process hands it to (a child that listens on it with SO_REUSEADDR, as hypercorn and trio
-    do).
-
-    A port probed and closed is free only until someone else takes it: another program's
-    `bind(0)`, or any outgoing connection's local port. So the probe stays open, bound but not
-    listening, with SO_REUSEADDR: on Linux the kernel then never picks that port for anyone's
-    `bind(0)` or `connect()`, while a listener with SO_REUSEADDR may still bind it. The
-    newest RESERVED_PORTS probes are kept (the rest closed, their listeners long since up),
-    all closed at exit."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(("127.0.0.1", 0))
-    except BaseException:
-        probe.close()
-        raise
-    port: int = probe.getsockname()[1]
-    _reserved.append(probe)
-    while len(_reserved) > RESERVED_PORTS:
-        _reserved.popleft().close()
-    return port
-
-
-RESERVED_PORTS: Final = 64
-_reserved: deque[socket.socket] = deque()
-
-
-@atexit.register
-def _release_ports() -> None:
-    while _reserved:
-        _reserved.popleft().close()
 
 
 def dev_app(folder: Path) -> dict[str, str]:
@@ -157,8 +123,8 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     dev_apps = [dev_app(folder) for folder in options.dev_apps]
     appserver_port = options.appserver_port or (free_port() if embedded else 0)
     appserver_url = options.appserver or f"http://127.0.0.1:{appserver_port}"
-    shell_port = options.shell_port or free_port()
-    token = secrets.token_urlsafe(32)
+    shell = shell_address(options.data_dir, port=options.shell_port, new_token=options.new_token)
+    shell_port, token = shell.port, shell.token
 
     # The children start together, save what must wait for the embedded AppServer to listen
     # (the transport would back off, the demo Agent is ready only once logged in): the rest
@@ -331,4 +297,5 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     if dev_apps:
         info["dev_apps"] = " ".join(app["app_scope"] for app in dev_apps)
     link_wait = EMBEDDED_LINK_WAIT if embedded else 0.0
-    return RuntimePlan(specs, shell_url, appserver_url, info, link_wait)
+    notes = () if shell.note is None else (shell.note,)
+    return RuntimePlan(specs, shell_url, appserver_url, info, link_wait, notes)

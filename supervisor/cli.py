@@ -115,7 +115,14 @@ def _parser() -> argparse.ArgumentParser:
         "--shell-port",
         type=_port,
         default=0,
-        help="port of the Shell on 127.0.0.1 (default: any free one)",
+        help="port of the Shell on 127.0.0.1 (default: the one the data dir's last run used, "
+        "else any free one)",
+    )
+    run.add_argument(
+        "--new-token",
+        action="store_true",
+        help="give the Shell a new access token (tabs open with the old one must open the "
+        "new link); otherwise the data dir's token is used again",
     )
     run.add_argument(
         "--dev-app",

@@ -58,9 +58,12 @@ class Announce:
 
 @dataclass(frozen=True, slots=True)
 class RefreshView:
-    """Ask the app for its view: the Shell has none of an instance that was suspended."""
+    """Ask the app for its view of a resumed instance: the Shell has none of an instance that
+    was suspended, and its process (new after a restart of the runtime) may hold nothing of it
+    until it is told which instance to restore from its session data."""
 
     app_scope: str
+    instance_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +260,7 @@ class Instances:
                 cast(InstanceState | None, before), cast(InstanceState, after)
             ):
                 if effect == "refresh_view":
-                    effects.append(RefreshView(scope))
+                    effects.append(RefreshView(scope, instance_id))
                 else:
                     effects.append(Announce(instance_id, scope, _ANNOUNCED[effect]))
         if commit.moves or commit.born is not None:

@@ -13,11 +13,12 @@ After a restart focus rebuilds both from the store (`recover`): instances caught
 `stopping` come back `suspended`, never as done. After a restart of the whole runtime no MiniApp
 process runs, so every app instance left open is `suspended` (seed 004 §4.4): it keeps its tab,
 never the front, and is resumed when the user brings it forward or a call names it (its process
-starts, the app restores it from session data), or it is closed. An app's process runs while it
-has a live instance; focus asks the supervisor to start or stop it (the only program it may name
-is the SDK's host). Closing an instance restores the previous live instance (the recovery app is
-`chat`) and, once that is persisted, tells the router (`router.instance.event`), which converges
-the instance's unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
+starts; the app is told `app.opened` for it and restores it from its session data, as a call
+delivered again would), or it is closed. An app's process runs while it has a live instance;
+focus asks the supervisor to start or stop it (the only program it may name is the SDK's host).
+Closing an instance restores the previous live instance (the recovery app is `chat`) and, once
+that is persisted, tells the router (`router.instance.event`), which converges the instance's
+unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
 """
 
 from __future__ import annotations
@@ -132,6 +133,14 @@ class Lifecycle:
             self._port.soon(self._port.tell_router, event)
         elif isinstance(effect, RefreshView):
             self._port.soon(self._port.tell_app, effect.app_scope, sdk.ViewRefreshEvent())
+            if effect.instance_id != CHAT:
+                # A process started for a resumed instance may have no call to deliver again
+                # that would show it (the user opened it from the Shell): it is told the
+                # instance is open, and restores it from its session data (idempotent).
+                opened = sdk.UiEvent(
+                    instance_id=effect.instance_id, event={"kind": sdk.UI_APP_OPENED}
+                )
+                self._port.soon(self._port.tell_app, effect.app_scope, opened)
         elif isinstance(effect, PushApps):
             self._port.soon(self._access.push_apps)
 

@@ -82,6 +82,8 @@ class UiEvent(Message):
 
 
 # The `UiEvent` focus sends an app for an instance the user opened from the Shell (a deep link
-# `#open=<app_scope>`, or the default app at start): `{"kind": "app.opened"}`. No tool call
-# comes for that instance, so the app shows what it offers without one (or nothing).
+# `#open=<app_scope>`, or the default app at start), and for an instance resumed after it was
+# suspended (its process may be new, after a restart of the runtime): `{"kind": "app.opened"}`.
+# No tool call may come for that instance, so the app shows what it offers without one (or
+# nothing), from the instance's session data. It may come again for the same instance.
 UI_APP_OPENED = "app.opened"

@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 import lineup.hostbridge
+from lineup.hostbridge._server import offered_token
 from lineup.hostbridge.shell_protocol import HEARTBEAT_S
 
 WEB_DIR = Path(lineup.hostbridge.__file__).resolve().parent / "web"
@@ -142,8 +143,8 @@ class FakeHostbridge:
     async def _shell_socket(self, websocket: WebSocket) -> None:
         if self.frozen:
             await self._thawed.wait()  # the handshake hangs, as with a stopped process
-        await websocket.accept()
-        token = websocket.query_params.get("token", "")
+        token, subprotocol = offered_token(websocket)
+        await websocket.accept(subprotocol=subprotocol)
         if websocket.headers.get("origin") != self.url:
             self.refused.append(ORIGIN_REFUSED)
             await websocket.close(code=ORIGIN_REFUSED)

@@ -1,7 +1,8 @@
 """A Shell tab left open across `lineup run`s, in real Chromium against the real runtime.
 
-The second run listens on the same port with a new token: the tab's reconnect is refused, and
-instead of retrying forever it stops and tells the user to open the new link. Browser waits are
+The second run listens on the same port with a new token (`--new-token`): the tab's reconnect
+is refused, and instead of retrying forever it stops and tells the user what to run to get the
+new link. Browser waits are
 Playwright's auto-waiting `expect`; "it never retries" is proven with Playwright's fake clock
 (every timer the page could still have fires), not by sleeping.
 """
@@ -54,14 +55,16 @@ async def test_a_tab_from_an_earlier_run_stops_reconnecting_and_asks_for_the_new
         await page.run(online)
         run.cancel_scope.cancel()
 
-    second = await start_runtime(nursery, data_dir, demo_agent=False, shell_port=port)
+    second = await start_runtime(
+        nursery, data_dir, demo_agent=False, shell_port=port, new_token=True
+    )
     assert token_of(second.shell_url) != token_of(first.shell_url)
 
     def refused(p: Page) -> int:
         banner = p.get_by_test_id("connection-banner")
         expect(banner).to_have_attribute("data-reason", "refused", timeout=WAIT_MS)
         expect(banner).to_contain_text("earlier run")
-        expect(banner).to_contain_text("lineup run")
+        expect(banner).to_contain_text("Run `lineup status` and open the Shell link it prints")
         opened: int = p.evaluate("window.__lineupSockets")
         # Every timer the page has, fired: a Shell still retrying would open a socket now.
         p.clock.install()

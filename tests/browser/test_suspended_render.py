@@ -83,3 +83,38 @@ async def test_a_suspended_tab_says_so_and_opening_it_resumes_it(
         expect(p.get_by_test_id("task-progress")).to_have_attribute("data-progress", "60")
 
     await page.run(resumed)
+
+
+async def test_a_view_held_from_before_a_suspension_is_never_shown_again(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    # The tab was left open while the runtime restarted: it holds the dashboard's view from the
+    # earlier run, and the new run says the instance is suspended. That view is dead (a
+    # Surface's page would no longer be served): opening the tab shows "Resuming…" until the
+    # resumed app's own view arrives.
+    connection = await open_shell(page, hostbridge, apps(TASK, "foreground"), task_view(10))
+    await page.run(
+        lambda p: expect(p.get_by_test_id("task-progress")).to_have_attribute("data-progress", "10")
+    )
+    await connection.send(apps(CHAT, "suspended"))
+
+    def open_suspended(p: Page) -> None:
+        expect(p.get_by_test_id("chat")).to_be_visible()
+        tab = p.get_by_test_id("app-tab").and_(p.locator(f'[data-instance-id="{TASK}"]'))
+        expect(tab).to_have_attribute("data-state", "suspended")
+        tab.focus()
+        p.keyboard.press("Enter")
+
+    await page.run(open_suspended)
+    assert (await connection.expect("ui.intent"))["instance_id"] == TASK
+    await connection.send(apps(TASK, "foreground"))
+
+    def resuming(p: Page) -> None:
+        expect(p.get_by_test_id("app-placeholder")).to_contain_text("Resuming Task Dashboard")
+        expect(p.get_by_test_id("task-progress")).to_have_count(0)
+
+    await page.run(resuming)
+    await connection.send(task_view(60))
+    await page.run(
+        lambda p: expect(p.get_by_test_id("task-progress")).to_have_attribute("data-progress", "60")
+    )

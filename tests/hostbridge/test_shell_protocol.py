@@ -14,6 +14,7 @@ from pydantic import ValidationError
 import lineup.hostbridge
 from lineup.facts import interactions
 from lineup.facts.views import RUNTIME_KINDS_PREFIX, SURFACE_VIEW_KIND
+from lineup.hostbridge import shell_protocol
 from lineup.hostbridge._views import ENDED_STATES
 from lineup.hostbridge.shell_protocol import (
     MAX_DRAFT_FIELDS,
@@ -371,3 +372,14 @@ def test_the_shells_ended_instance_states_are_the_lifecycles_not_live_ones() -> 
     assert found is not None
     assert set(re.findall(r'"([a-z_]+)"', found.group(1))) == set(ENDED_STATES)
     assert {"stopping", "stopped", "failed"} == ENDED_STATES
+
+
+def test_the_shells_socket_subprotocols_are_the_hostbridges() -> None:
+    # The Shell's copy of the names it offers its token under (never in the socket's URL).
+    connection_js = (WEB_JS / "core" / "connection.js").read_text()
+    found = dict(re.findall(r'export const (\w+_SUBPROTOCOL) = "([^"]+)";', connection_js))
+    assert found == {
+        "SHELL_SUBPROTOCOL": shell_protocol.SHELL_SUBPROTOCOL,
+        "TOKEN_SUBPROTOCOL": shell_protocol.TOKEN_SUBPROTOCOL,
+    }
+    assert "?token=" not in connection_js

@@ -21,13 +21,17 @@ class LineupProcess:
         self.lines: list[str] = []
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str] | None = None) -> LineupProcess:
+    async def start(
+        cls, *args: str, env: dict[str, str] | None = None, own_group: bool = False
+    ) -> LineupProcess:
+        """With `own_group`, the child leads a process group of its own (`kill_group`)."""
         env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "lineup", *args],
             stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             env=env,
+            start_new_session=own_group,
         )
         return cls(process)
 
@@ -60,6 +64,12 @@ class LineupProcess:
     def kill(self) -> None:
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGKILL)
+
+    def kill_group(self) -> None:
+        """SIGKILL every process of the child's group at once, as a power cut would (started
+        with `own_group`)."""
+        if self.process.returncode is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 async def start_lineup_run(data_dir: Path, env: dict[str, str] | None = None) -> LineupProcess:

@@ -1,7 +1,7 @@
 // The LineUp Shell: the browser side of hostbridge (DESIGN §7). Plain ES modules, no build.
 //
-// Theory of operation: core/connection.js keeps one WebSocket to `/ws?token=…` (with a
-// heartbeat watchdog); every frame goes through the one reducer (core/state.js) into `state`;
+// Theory of operation: core/connection.js keeps one WebSocket to `/ws` (its token offered as
+// a subprotocol; a heartbeat watchdog); every frame goes through the one reducer (core/state.js) into `state`;
 // then `render()` lets each component read the state: the runtime badge, notices and toasts,
 // the app switcher and the Apps launcher, the stage (the chat, always mounted, or the component registered for the
 // foreground view's kind, core/registry.js), the interaction overlay above it, the cards an app

@@ -253,7 +253,16 @@
   function send(ops) {
     bridge.request("lineup/event", { name: "board.patch", data: { ops: ops } }).catch(function (err) {
       // The app may be restarting (`actor_restarted`): the ops stay pending and go again.
-      setStatus(err.code === "actor_restarted" ? "Reconnecting…" : "Not saved yet, retrying…");
+      // With no link to the runtime at all (`actor_unavailable`) they go again once the Shell
+      // reconnects, unless the runtime restarted meanwhile: then this board is suspended and
+      // what was drawn since is lost, so the user is told it is not saved, not that it will be.
+      setStatus(
+        err.code === "actor_restarted"
+          ? "Reconnecting…"
+          : err.code === "actor_unavailable"
+            ? "Offline: not saved. What you draw now is lost if LineUp restarts."
+            : "Not saved yet, retrying…",
+      );
     });
   }
 

@@ -115,7 +115,7 @@ def test_after_a_runtime_restart_app_instances_are_suspended_and_a_resume_asks_f
     resumed = instances.effects(instances.commit())
     assert resumed == [
         Announce("board:c1", "board", "ready"),
-        RefreshView("board"),
+        RefreshView("board", "board:c1"),
         PushApps(),
     ]
 

@@ -7,6 +7,8 @@
 import { storageGet, storageSet } from "./util.js";
 
 const TOKEN_KEY = "lineup.token";
+export const SHELL_SUBPROTOCOL = "lineup.shell.v1"; // shell_protocol.SHELL_SUBPROTOCOL
+export const TOKEN_SUBPROTOCOL = "lineup.token."; // shell_protocol.TOKEN_SUBPROTOCOL
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 export const SILENCE_MS = 4000; // shell_protocol.SILENCE_S
@@ -20,7 +22,7 @@ const FATAL_CLOSES = new Map([
   [
     4401,
     "This tab's access token is from an earlier run of the runtime, and the runtime refused " +
-      "it. Open the new link that `lineup run` printed.",
+      "it. Run `lineup status` and open the Shell link it prints (`lineup run` printed it too).",
   ],
   [4403, "The runtime refused this page. Open the link that `lineup run` printed."],
 ]);
@@ -59,9 +61,11 @@ export function createConnection({ onFrame, onStatus, onOpen, onTooLong, onNewRu
     onStatus({ connected: link.connected, banner, reason });
   }
 
+  // The token travels as a subprotocol, never in the URL: the browser prints a failed
+  // socket's URL in the console (hostbridge/_shell_frame.py TOKEN_SUBPROTOCOL).
   function socketUrl() {
     const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-    return `${scheme}//${window.location.host}/ws?token=${encodeURIComponent(link.token)}`;
+    return `${scheme}//${window.location.host}/ws`;
   }
 
   function armWatchdog(socket) {
@@ -90,7 +94,7 @@ export function createConnection({ onFrame, onStatus, onOpen, onTooLong, onNewRu
     link.retryTimer = null;
     let socket;
     try {
-      socket = new WebSocket(socketUrl());
+      socket = new WebSocket(socketUrl(), [SHELL_SUBPROTOCOL, TOKEN_SUBPROTOCOL + link.token]);
     } catch {
       scheduleReconnect();
       return;

@@ -190,7 +190,15 @@ function onApps(state, frame) {
     if (!state.firstSeen.has(i.instance_id)) state.firstSeen.set(i.instance_id, [now, index]);
   });
   for (const id of state.firstSeen.keys()) if (!live.has(id)) state.firstSeen.delete(id);
-  for (const id of state.views.keys()) if (!live.has(id)) state.views.delete(id);
+  // A suspended instance has no process, so no view: one still held is from before it was
+  // suspended (maybe from an earlier run, its Surface no longer served), and mounting it would
+  // show a dead page. It shows again once its resumed app sends a view.
+  const viewless = new Set(
+    state.instances.filter((i) => i.state === "suspended").map((i) => i.instance_id),
+  );
+  for (const id of state.views.keys()) {
+    if (!live.has(id) || viewless.has(id)) state.views.delete(id);
+  }
   for (const id of state.resuming) if (!live.has(id)) state.resuming.delete(id);
   for (const id of state.sessionData.keys()) if (!live.has(id)) state.sessionData.delete(id);
   if (state.chatInstance !== null && !live.has(state.chatInstance)) state.chatInstance = null;
