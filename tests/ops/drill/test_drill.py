@@ -21,6 +21,8 @@ from lineup.ops.drill._check import ENDINGS
 from lineup.ops.drill._mcp import IN_FLIGHT
 from lineup.ops.drill._prompts import ENDINGS as CAPABILITY_ENDINGS
 
+EXERCISE_APPS = frozenset({"miniapp:drillpkg", "miniapp:drilldev", "miniapp:drill-pad"})
+
 
 @pytest.mark.timeout(300)
 async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
@@ -43,7 +45,10 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert faults["by_kind"]["kill"] >= 2 * len(TARGETS), f"seed {seed}: {faults['by_kind']}"
     # Kills go round every child (a MiniApp that is not running then gives way to the next
     # child), and every killed child came back.
-    assert len(faults["kills_by_target"]) >= len(TARGETS) - 2, f"seed {seed}: {faults}"
+    # The exercises' apps (drillpkg, drilldev, drill-pad) run only while in use: they may
+    # give way every time in a short run; every other child is always there to be killed.
+    always = [t for t in TARGETS if t not in EXERCISE_APPS]
+    assert len(set(faults["kills_by_target"]) & set(always)) >= len(always) - 2, f"seed {seed}"
     assert report["recovery_ms"]["count"] == faults["by_kind"]["kill"], f"seed {seed}"
     assert report["operations"]["tool_calls"] > 500, f"seed {seed}"
     assert report["operations"]["user_messages"] > 10, f"seed {seed}"
