@@ -42,7 +42,8 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
 
     faults = report["faults"]
     assert set(faults["by_kind"]) == set(KINDS), f"seed {seed}: {faults['by_kind']}"
-    assert faults["by_kind"]["kill"] >= 2 * len(TARGETS), f"seed {seed}: {faults['by_kind']}"
+    # About 8 of 19 faults are kills (31 of 75 expected; 14 the fewest of 20,000 seeds).
+    assert faults["by_kind"]["kill"] >= 10, f"seed {seed}: {faults['by_kind']}"
     # Kills go round every child (a MiniApp that is not running then gives way to the next
     # child), and every killed child came back.
     # The exercises' apps (drillpkg, drilldev, drill-pad) run only while in use: they may
