@@ -220,6 +220,7 @@ class Asker:
         if session is not None:
             extra["app_session_context"] = {"app_session_id": session}
         think = rng.uniform(0.2, _THINK_S) if script == "dismiss" else _THINK_S / 2
+        deadline = trio.current_time() + left  # no waiting for a refusal past the load's end
         # Asked again, as a new question, when refused for an inventory revision that changed
         # while it was posted (an install did): as an Agent does, so each script still happens.
         for attempt in range(_STALE_TRIES):
@@ -240,12 +241,15 @@ class Asker:
                 await trio.sleep(think)
                 await self._dismiss(client, call_id, f"{n}-{attempt}" if attempt else str(n))
             final: dict[str, Any] = {}
-            with trio.move_on_after(_STALE_WAIT_S):  # a refusal comes at once; an answer later
+            # A refusal comes at once, an answer later; neither is waited for past the load.
+            with trio.move_on_at(min(deadline, trio.current_time() + _STALE_WAIT_S)):
                 final = await self.agent.final(call_id)
             if (final.get("payload") or {}).get("code") != STALE:
                 return
-            with trio.move_on_after(_STALE_WAIT_S):  # asked again under the newer revision
-                await self.agent.revision_other_than(revision)
+            with trio.move_on_at(min(deadline, trio.current_time() + _STALE_WAIT_S)):
+                await self.agent.revision_other_than(revision)  # asked again under it
+            if trio.current_time() >= deadline:
+                return
 
     async def _dismiss(self, client: Any, call_id: str, n: str) -> None:
         message_id = f"msg-drill-{self.seed}-dismiss{n}"

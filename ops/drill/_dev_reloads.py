@@ -30,7 +30,7 @@ from lineup import wire
 
 from ._app_source import app_source
 from ._check import Invariant
-from ._exercise import Setup, Stage, lineup_command
+from ._exercise import QUIET_START_S, Setup, Stage, lineup_command
 
 __all__ = ["DevReloads", "check_dev_reloads", "dev_tools"]
 
@@ -124,6 +124,7 @@ class DevReloads:
         rng = random.Random(self.seed + 29)
         deadline = trio.current_time() + seconds
         await stage.agent.inventory_known()
+        await trio.sleep(QUIET_START_S)
         k = 1
         while trio.current_time() < deadline:
             await trio.sleep(rng.uniform(*_GAP_S))

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from lineup.ops.agent import AgentClient
@@ -36,7 +36,14 @@ if TYPE_CHECKING:
     from ._check import Invariant
     from ._workload import LoadAgent, ShellUser
 
-__all__ = ["Exercise", "Setup", "Stage", "lineup_command"]
+__all__ = ["QUIET_START_S", "Exercise", "Setup", "Stage", "lineup_command"]
+
+# An exercise that changes the inventory (an install, a dev save) waits this long first: every
+# run opens with one question of each script (`_asking.OPENING`), and a question posted under a
+# revision that changes before the runtime reads it is refused stale. On a loaded machine the
+# Agent learns of a new revision only behind the outbox's backlog, so a churning inventory from
+# the first second would leave those questions refused try after try.
+QUIET_START_S: Final = 10.0
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from lineup.supervisor._control import NotRunning, focus_request
 
 from ._app_source import app_source
 from ._check import Invariant
-from ._exercise import Setup, Stage, lineup_command
+from ._exercise import QUIET_START_S, Setup, Stage, lineup_command
 
 __all__ = ["Installs", "Journal", "Row", "Sent", "Versions", "check_installs", "replay"]
 
@@ -77,7 +77,7 @@ _REQUEST_S: Final = 30.0  # one request's bound (a paused focus answers once res
 _RETRY_S: Final = 0.25
 # Between two operations: each changes the inventory, and an Agent whose link is faulted
 # learns of a new revision late; a user does not install every second either.
-_GAP_S: Final = (3.0, 8.0)
+_GAP_S: Final = (3.0, 7.0)
 _TMP: Final = ".tmp-"
 _OPEN_STATES: Final = ("requested", "running")
 _GIVE_UP_S: Final = 90.0  # a request unanswered this long is left to the journal's check
@@ -319,6 +319,7 @@ class Installs:
         rng = random.Random(self.seed + 17)
         deadline = trio.current_time() + seconds
         await stage.agent.inventory_known()
+        await trio.sleep(QUIET_START_S)
         n = 0
         while trio.current_time() < deadline:
             listed = await self._ask(stage, RegistryListRequest(), RegistryListReply)

@@ -131,7 +131,7 @@ async def test_a_question_refused_for_a_stale_revision_is_asked_again_with_its_s
     mock_clock.autojump_threshold = 0
     seed = 5
     refused = {f"call-drill-{seed}-ask0", f"call-drill-{seed}-ask0-1", f"call-drill-{seed}-ask0-2"}
-    asker, agent, _ = await _asked(3, seed, stale=refused - {f"call-drill-{seed}-ask0-2"})
+    asker, agent, _ = await _asked(60, seed, stale=refused - {f"call-drill-{seed}-ask0-2"})
     first = [p for p in asker.plans.values() if p.call_id.startswith(f"call-drill-{seed}-ask0")]
     assert [p.call_id for p in first] == sorted(refused)
     assert {(p.kind, p.script) for p in first} == {(first[0].kind, OPENING[0])}
