@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._check import Invariant
     from ._workload import LoadAgent, ShellUser
 
-__all__ = ["QUIET_START_S", "TOLD_WAIT_S", "Exercise", "Setup", "Stage", "lineup_command"]
+__all__ = ["QUIET_START_S", "Exercise", "Setup", "Stage", "lineup_command"]
 
 # An exercise that changes the inventory (an install, a dev save) waits this long first: every
 # run opens with one question of each script (`_asking.OPENING`), and a question posted under a
@@ -44,8 +44,6 @@ __all__ = ["QUIET_START_S", "TOLD_WAIT_S", "Exercise", "Setup", "Stage", "lineup
 # Agent learns of a new revision only behind the outbox's backlog, so a churning inventory from
 # the first second would leave those questions refused try after try.
 QUIET_START_S: Final = 10.0
-# And after each change, it waits (this long at most) until the Agent has heard of it.
-TOLD_WAIT_S: Final = 30.0
 
 
 @dataclass(frozen=True)

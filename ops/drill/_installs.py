@@ -54,7 +54,7 @@ from lineup.supervisor._control import NotRunning, focus_request
 
 from ._app_source import app_source
 from ._check import Invariant
-from ._exercise import QUIET_START_S, TOLD_WAIT_S, Setup, Stage, lineup_command
+from ._exercise import QUIET_START_S, Setup, Stage, lineup_command
 
 __all__ = ["Installs", "Journal", "Row", "Sent", "Versions", "check_installs", "replay"]
 
@@ -338,12 +338,9 @@ class Installs:
                 body = RegistryInstallRequest(operation_id=operation_id, path=path)
             else:
                 body = RegistryOperateRequest(operation_id=operation_id, kind=kind, app_scope=SCOPE)
-            before = stage.agent.revision or ""
             answer = await self._ask(stage, body, AppOperationInfo)
             if answer is not None:
                 self.sent[operation_id].append((answer.state, answer.code))
-                if answer.state == "completed":
-                    await _told(stage, before)
             if app is not None and app.enabled and rng.random() < 0.7:
                 await self._call(stage, n)
             await trio.sleep(rng.uniform(*_GAP_S))
@@ -444,14 +441,6 @@ class Installs:
             "requests_sent_again": self.retries,
             "tool_calls": self.calls,
         }
-
-
-async def _told(stage: Stage, before: str) -> None:
-    """Until the Agent has heard of the inventory a change made (bounded): a user installs
-    again after seeing the last one land, and the Agent's calls get a window to pass under
-    the new revision (changes faster than the Agent hears of them starve its calls)."""
-    with trio.move_on_after(TOLD_WAIT_S):
-        await stage.agent.revision_other_than(before)
 
 
 def _focus_request(runtime_dir: Path, body: Message, expect: type[M]) -> M:
