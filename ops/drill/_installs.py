@@ -288,7 +288,6 @@ class Installs:
     kinds: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> kind, version
     retries: int = 0
     calls: int = 0
-    _runtime_dir: Path | None = None
     _asking: int = 0  # requests to focus in flight
 
     # ------------------------------------------------------------------ before the start
@@ -310,7 +309,6 @@ class Installs:
         tampered = bytearray(self.bundles[TAMPERED].read_bytes())
         tampered[-10] ^= 0xFF  # in the payload: its digest no longer matches
         self.bundles[TAMPERED].write_bytes(bytes(tampered))
-        self._runtime_dir = setup.runtime_dir
         return []
 
     # ------------------------------------------------------------------ the load
