@@ -172,3 +172,59 @@ async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
         expect(p.get_by_test_id("permissions-heading")).to_be_focused()
 
     await page.run(permissions)
+
+
+async def test_a_prompt_on_its_way_when_the_user_says_no_is_never_shown(
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage
+) -> None:
+    bus = CapabilityBus()
+    actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+
+    def load(p: Page) -> None:
+        p.goto(f"http://127.0.0.1:{port}/#token={TOKEN}")
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute("data-state", "online")
+
+    await page.run(load)
+    actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p1")), no_env())
+
+    def dismiss(p: Page) -> None:
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(dialog).to_have_attribute("data-prompt-id", "p1")
+        p.evaluate(  # every prompt the dialog shows from now on
+            """() => {
+              window.__shown = [];
+              const d = document.querySelector('[data-testid="permission-prompt"]');
+              new MutationObserver(() => {
+                const id = d.getAttribute('data-prompt-id');
+                if (id) window.__shown.push(id);
+              }).observe(d, {attributes: true, attributeFilter: ["data-prompt-id"]});
+            }"""
+        )
+        p.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+
+    await page.run(dismiss)
+    await bus.until(lambda: any(isinstance(r, PromptAnswerRequest) for r in bus.requests))
+    # The app's next prompt of the capability was on its way before the runtime took the no
+    # (which ends it): it arrives after the Escape, before the runtime says p1 ended.
+    actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p2")), no_env())
+    # Another capability of the same app is a question of its own: it is shown.
+    other = prompt_view("q1", capability="artifact.save")
+    actor.on_capability_prompt(CapabilityPromptEvent(prompt=other), no_env())
+
+    def other_only(p: Page) -> None:
+        expect(p.get_by_test_id("permission-prompt")).to_have_attribute("data-prompt-id", "q1")
+        p.keyboard.press("Escape")
+        expect(p.get_by_test_id("permission-prompt")).to_be_hidden()
+
+    await page.run(other_only)
+    for ended in ("p1", "p2", "q1"):
+        actor.on_capability_ended(CapabilityEndedEvent(id=ended, outcome="cancel"), no_env())
+    # Once the runtime has ended what the no answered, a later prompt is the app's new question.
+    actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p3")), no_env())
+
+    def later(p: Page) -> None:
+        expect(p.get_by_test_id("permission-prompt")).to_have_attribute("data-prompt-id", "p3")
+        assert p.evaluate("() => window.__shown") == ["q1", "p3"]
+
+    await page.run(later)

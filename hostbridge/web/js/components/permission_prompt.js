@@ -11,7 +11,9 @@
 // longest ago, so one app's queue never holds another's question back (issue 27). The runtime
 // bounds each app's waiting prompts, and after a Deny, Block or Escape it ends that app's other
 // prompts of the capability and does not ask again for a while: the dialog closes, and the
-// header's Permissions button is in reach.
+// header's Permissions button is in reach. A prompt of that app and capability that was already
+// on its way when the user said no is one of those the runtime ends: it is held back, not shown
+// for a moment, until the runtime has ended the prompt the no answered.
 // The Allow and Block buttons take no input for ARM_MS after a prompt appears (`data-armed` is
 // "true" after it), as browsers' own permission prompts do: a page that asks on the user's first
 // keydown or click must not get the next Tab+Enter, or the second click of a double click.
@@ -64,6 +66,8 @@ export function createPermissionPrompt(ctx) {
   let arming = null;
   let served = 0; // prompts shown so far
   const lastServed = new Map(); // app_scope → `served` when its last prompt was shown
+  const declined = new Map(); // "app_scope capability" → the prompt a no answered, until it ends
+  const pairOf = (view) => `${view.app_scope}\n${view.capability}`;
 
   function button(text, testId, decision) {
     const b = el("button", `permission-button permission-${decision}`, testId, text);
@@ -86,6 +90,9 @@ export function createPermissionPrompt(ctx) {
             ctx.state.answered.add(view.prompt_id);
           }
         }
+        declined.delete(pairOf(shown));
+        declined.set(pairOf(shown), promptId);
+        while (declined.size > 256) declined.delete(declined.keys().next().value);
       }
     }
     hide();
@@ -164,11 +171,18 @@ export function createPermissionPrompt(ctx) {
     const now = Date.now() / 1000;
     if (shown !== null && !state.prompts.has(shown.prompt_id)) hide(); // ended elsewhere
     if (shown !== null) return; // one at a time
+    for (const [pair, promptId] of declined) {
+      if (state.capabilityEnded.has(promptId) || !state.prompts.has(promptId)) declined.delete(pair);
+    }
     // The oldest prompt of the app whose prompt was shown longest ago (or never).
     let next = null;
     let nextServed = Infinity;
     for (const view of state.prompts.values()) {
       if (state.answered.has(view.prompt_id) || view.expires_at <= now) continue;
+      if (declined.has(pairOf(view))) {
+        state.answered.add(view.prompt_id); // on its way before the no: the runtime ends it
+        continue;
+      }
       const at = lastServed.get(view.app_scope) ?? -1;
       if (at < nextServed) {
         next = view;
