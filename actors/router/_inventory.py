@@ -8,7 +8,9 @@ reads it once and keeps it until a check needs a fresher one (an Agent's call na
 revision, a text for an app the cached one lacks). Publishing sends the Agent a full snapshot
 (the Agent replaces, never merges) as one outbox row whose id is the revision, so a revision
 is published once however often it is asked: at start, after each login, and whenever focus
-says the inventory changed.
+says the inventory changed. The transport sends it ahead of the rows already waiting: a call
+the Agent makes is refused unless it names the current revision, so the Agent must not learn
+of one behind a backlog of results.
 """
 
 from __future__ import annotations
@@ -83,4 +85,4 @@ class Inventory:
             timeout=STORE_TIMEOUT,
             retry=True,
         )
-        await outbox.wake(self.bus)
+        await outbox.wake(self.bus, ahead=True)  # sent before the backlog of results

@@ -34,10 +34,10 @@ __all__ = ["call_rows", "call_step", "envelope_of", "wake"]
 WAKE_TIMEOUT: Final = 1.0  # best effort: the transport also polls
 
 
-async def wake(bus: Bus) -> None:
+async def wake(bus: Bus, *, ahead: bool = False) -> None:
     """Tell the transport the outbox has something new, once rows are committed (best
-    effort: it also polls)."""
-    await bus.tell("transport", OutboxWakeEvent(), timeout=WAKE_TIMEOUT)
+    effort: it also polls); `ahead`, a row it sends before the backlog (an inventory)."""
+    await bus.tell("transport", OutboxWakeEvent(ahead=ahead), timeout=WAKE_TIMEOUT)
 
 
 def envelope_of(

@@ -8,9 +8,11 @@ has persisted the page: a SIGKILL anywhere replays at most the last page, which 
 dedupes by message id. The next page is fetched while one is persisted (never persisted
 before it), so a burst costs the AppServer's answers or the router's transactions, not both.
 The *outbox loop* drains the store's outbox in order, one row at a time, with the outbox id
-as `Idempotency-Key`: a row the AppServer already took is answered the same again and stored
-nothing, so a crash between its POST and the store's acknowledgement costs a repeat, never a
-duplicate. Failures back off exponentially with jitter, capped.
+as `Idempotency-Key`, an inventory ahead of the rest (the Agent's calls name its revision: one
+learnt behind a backlog of results would only be refused as stale). A row the AppServer
+already took is answered the same again and stored nothing, so a crash between its POST and
+the store's acknowledgement costs a repeat, never a duplicate. Failures back off
+exponentially with jitter, capped.
 
 Nothing the AppServer answers can stop this actor: the client (`_client.py`) turns every
 malformed answer into one `LinkFailure` with a reason code, shown beside the state. An
@@ -71,6 +73,7 @@ from lineup.actors.store.messages import (
 from lineup.facts import link
 from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR, LinkEvent, RuntimeState
 from lineup.wire import (
+    INVENTORY,
     Admitted,
     EnvelopeInvalid,
     Refusal,
@@ -146,6 +149,7 @@ class TransportActor(Actor):
         self.state: RuntimeState = "created"
         self.reason: ErrorCode | None = None
         self._wake = trio.Event()
+        self._ahead = False  # an inventory was appended: look again before the next row
         self._login_lock = trio.Lock()
         self._token: str | None = None
         self._session: AppServerSession | None = None
@@ -228,6 +232,7 @@ class TransportActor(Actor):
 
     @handles(OutboxWakeEvent)
     def on_wake(self, msg: OutboxWakeEvent, env: Envelope) -> None:
+        self._ahead = self._ahead or msg.ahead
         self._wake.set()
 
     # ------------------------------------------------------------------ login
@@ -358,18 +363,24 @@ class TransportActor(Actor):
         failures = 0
         while True:
             self._wake = trio.Event()
-            pending = await self._store(OutboxPendingRequest(limit=50), OutboxPendingReply)
-            stalled = False
+            self._ahead = False
+            pending = await self._store(
+                OutboxPendingRequest(limit=50, ahead=(INVENTORY,)), OutboxPendingReply
+            )
+            stalled = interrupted = False
             for row in pending.rows:
                 if not await self._deliver(row):
                     stalled = True
+                    break
+                if self._ahead:
+                    interrupted = True
                     break
             if stalled:
                 failures += 1
                 await trio.sleep(backoff(failures))
                 continue
             failures = 0
-            if len(pending.rows) == 50:
+            if interrupted or len(pending.rows) == 50:
                 continue  # more waiting
             with trio.move_on_after(OUTBOX_IDLE):
                 await self._wake.wait()

@@ -54,9 +54,11 @@ def session_of(value: str) -> AppServerSession | None:
 
 
 class OutboxWakeEvent(Message):
-    """Router → transport: there is something new in the outbox."""
+    """Router → transport: there is something new in the outbox. `ahead`: a row that goes
+    before the backlog (an inventory), so the transport looks again after the row it is on."""
 
     type: Literal["transport.outbox.wake"] = "transport.outbox.wake"
+    ahead: bool = False
 
 
 class RuntimeStateRequest(Message):

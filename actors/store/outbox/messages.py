@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from lineup.actors.kernel.messages import Message
 from lineup.facts.outbox import OutboxState
 
@@ -64,11 +66,14 @@ class OutboxAppendReply(Message):
 
 
 class OutboxPendingRequest(Message):
-    """Pending rows (neither acknowledged nor failed) in `seq` order, after `after_seq`."""
+    """Pending rows (neither acknowledged nor failed) in `seq` order, after `after_seq`; the
+    rows of a kind in `ahead` first (a snapshot the Agent must not wait for behind a backlog:
+    the inventory), each group in `seq` order."""
 
     type: Literal["store.outbox.pending"] = "store.outbox.pending"
     limit: Limit = 100
     after_seq: Seq = 0
+    ahead: tuple[Name, ...] = Field(default=(), max_length=8)
 
 
 class OutboxPendingReply(Message):

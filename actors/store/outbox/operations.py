@@ -64,10 +64,12 @@ def outbox_append(conn: Connection, req: OutboxAppendRequest, now: float) -> Out
 
 def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> OutboxPendingReply:
     # Bodies as bytes: one that is not UTF-8 must cost only its own row (skipped below).
+    ahead = ", ".join("?" * len(req.ahead))
+    order = f"kind NOT IN ({ahead}), seq" if req.ahead else "seq"
     rows: list[Any] = conn.execute(
         "SELECT seq, outbox_id, conversation_id, kind, CAST(body AS BLOB), created_at FROM outbox"
-        " WHERE state = 'pending' AND seq > ? ORDER BY seq LIMIT ?",
-        (req.after_seq, req.limit),
+        f" WHERE state = 'pending' AND seq > ? ORDER BY {order} LIMIT ?",
+        (req.after_seq, *req.ahead, req.limit),
     ).fetchall()
     pending = []
     for seq, outbox_id, conversation_id, kind, raw, created_at in within_budget(rows, body_cost(4)):

@@ -49,12 +49,9 @@ class SecretRequest(Message):
     secret: str
 
 
-def append(outbox_id: str, text: str = "hi") -> OutboxAppendRequest:
+def append(outbox_id: str, text: str = "hi", kind: str = "lineup.v1.text") -> OutboxAppendRequest:
     return OutboxAppendRequest(
-        outbox_id=outbox_id,
-        conversation_id="conv-1",
-        kind="lineup.v1.text",
-        body={"markdown": text},
+        outbox_id=outbox_id, conversation_id="conv-1", kind=kind, body={"markdown": text}
     )
 
 
@@ -101,6 +98,27 @@ async def test_pending_outbox_rows_page_by_limit_and_after_seq(store: StoreHarne
     )
 
     assert [row.outbox_id for row in (*first.rows, *rest.rows)] == [f"o{i}" for i in range(5)]
+
+
+async def test_pending_rows_of_a_kind_named_ahead_come_first_each_group_in_seq_order(
+    store: StoreHarness,
+) -> None:
+    inventory = "lineup.v1.client.inventory"
+    for outbox_id, kind in (
+        ("t1", "lineup.v1.text"),
+        ("i1", inventory),
+        ("t2", "lineup.v1.text"),
+        ("i2", inventory),
+    ):
+        await store.ask(append(outbox_id, kind=kind), OutboxAppendReply)
+
+    ahead = await store.ask(OutboxPendingRequest(ahead=(inventory,)), OutboxPendingReply)
+    plain = await store.ask(OutboxPendingRequest(), OutboxPendingReply)
+    first = await store.ask(OutboxPendingRequest(limit=1, ahead=(inventory,)), OutboxPendingReply)
+
+    assert [row.outbox_id for row in ahead.rows] == ["i1", "i2", "t1", "t2"]
+    assert [row.outbox_id for row in plain.rows] == ["t1", "i1", "t2", "i2"]
+    assert [row.outbox_id for row in first.rows] == ["i1"]
 
 
 async def test_acknowledging_an_outbox_row_twice_acknowledges_it_once(
