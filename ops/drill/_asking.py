@@ -28,6 +28,7 @@ the drill did not ask (a MiniApp's own) is answered at once, so nothing waits on
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -60,7 +61,6 @@ EXPIRY_SLACK_S: Final = 15.0  # a drawn expiring question expires this long befo
 BOGUS_SESSION: Final = "lu:app_session:drill-no-such-instance"
 _THINK_S: Final = 2.0
 _RETRY_S: Final = 3.0  # an answer not reflected by then is sent again (same answer)
-_STALE_TRIES: Final = 5  # a question refused for a stale inventory revision is asked again
 _STALE_WAIT_S: Final = 10.0  # for a refusal after the post (none by then: it was taken)
 
 
@@ -223,7 +223,10 @@ class Asker:
         deadline = trio.current_time() + left  # no waiting for a refusal past the load's end
         # Asked again, as a new question, when refused for an inventory revision that changed
         # while it was posted (an install did): as an Agent does, so each script still happens.
-        for attempt in range(_STALE_TRIES):
+        # As often as the load's time allows: under faults, with the inventory changing every
+        # few seconds, a question can wait behind the load's backlog long enough to be refused
+        # stale many times over.
+        for attempt in itertools.count():
             call_id = f"call-drill-{self.seed}-ask{n}" + (f"-{attempt}" if attempt else "")
             bogus = session == BOGUS_SESSION
             plan = Plan(call_id, kind, script, trio.current_time(), session, bogus)
