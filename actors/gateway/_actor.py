@@ -119,6 +119,8 @@ class GatewayActor(Actor):
             log.info("gateway.artifacts_swept count=%d", removed)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            # What a killed gateway left waiting (`_journal`); requests wait for it.
+            nursery.start_soon(self.capabilities.journal.restore)
             try:
                 task_status.started()
                 await trio.sleep_forever()

@@ -82,6 +82,7 @@ from ._capability_state import (
     ResultCache,
 )
 from ._grants import Grants
+from ._journal import Journal
 from .messages import (
     CapabilityPendingReply,
     PickedFile,
@@ -132,6 +133,14 @@ class Asked:
     deadline: float  # trio clock: the caller stops waiting then
 
 
+class _Answered(Exception):
+    """The request ended in an earlier life of the gateway: answered from its row."""
+
+    def __init__(self, result: CapabilityResult) -> None:
+        super().__init__(result.status)
+        self.result = result
+
+
 class _Ended(Exception):
     """The request's outcome, raised from deep in the pipeline (never leaves this module)."""
 
@@ -175,6 +184,8 @@ class CapabilityGate:
         self._artifacts = artifacts
         self._soon = soon  # runs a fast-path tell in the background
         self._results = ResultCache()
+        # The requests that wait, kept in the store (`_journal`).
+        self.journal = Journal(bus, self._results, soon, config.orphan_grace_s)
         self._inflight: dict[tuple[str, str], _Flight] = {}
         self._pending = PendingBook()
         self._rate = RateLimiter()
@@ -185,6 +196,10 @@ class CapabilityGate:
 
     async def request(self, asked: Asked) -> CapabilityResult:
         """The one result of `asked` (the same again for a repeat of its key while kept)."""
+        with trio.move_on_at(asked.deadline - CALLER_MARGIN_S):
+            await self.journal.restored.wait()
+        if not self.journal.restored.is_set():  # the store has not answered since the start
+            return _result(asked, "failed", ErrorCode.STORE_UNAVAILABLE)
         while True:
             kept = self._results.get(asked.key)
             if kept is not None:
@@ -217,11 +232,25 @@ class CapabilityGate:
             status: caps.CapabilityStatus = "completed"
             code: ErrorCode | None = None
             event = "completed"
+        except _Answered as answered:
+            return answered.result, True
         except _Ended as ended:
             status, code, event = ended.status, ended.code, ended.event
         except LineUpError as exc:  # a peer's refusal on the way: a controlled failure
             status, code, event = "failed", exc.code, "failed"
+        result = _result(asked, status, code, output if status == "completed" else None)
         keep = code not in TRANSIENT
+        if self.journal.holds(asked.key):  # it waited: its row ends it, with its audit row
+            if keep:
+                try:
+                    return await self.journal.end(
+                        asked.key, result, f"gateway.capability.{event}"
+                    ), True
+                except LineUpError as exc:
+                    code, result = exc.code, _result(asked, "failed", exc.code)
+            self.journal.orphan(asked.key, asked.deadline)
+            log.info("gateway.capability_transient code=%s", code.value if code else "")
+            return result, False
         if keep:
             outcome = code.value if code else status
             row = self._record(f"gateway.capability.{event}", scope, asked, outcome)
@@ -231,13 +260,6 @@ class CapabilityGate:
                 self.bus.audit_refusal(row)
         else:
             log.info("gateway.capability_transient code=%s", code.value if code else "")
-        result = CapabilityResult(
-            request_id=asked.request_id,
-            capability=asked.capability,
-            status=status,
-            code=code.value if code else None,
-            output=output if status == "completed" else None,
-        )
         return result, keep
 
     async def _checked(self, asked: Asked, context: CapabilityContextReply) -> _Facts:
@@ -333,6 +355,15 @@ class CapabilityGate:
             return await self._registry(facts)
         return await self._host_run(facts)
 
+    async def _open(self, facts: _Facts) -> None:
+        """Before anyone is asked or told: the request's row (see `_journal`)."""
+        asked = facts.asked
+        kept = await self.journal.open(
+            asked.key, facts.context.app_scope, asked.capability, asked.deadline
+        )
+        if kept is not None:
+            raise _Answered(kept)
+
     def _wait_for(self, timeout: float, deadline: float) -> float:
         """How long a wait on the user may last: its timeout, within the caller's patience."""
         return max(0.0, min(timeout, deadline - CALLER_MARGIN_S - trio.current_time()))
@@ -344,6 +375,7 @@ class CapabilityGate:
             ctx.app_scope, asked.capability, trio.current_time()
         ):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
+        await self._open(facts)  # from here on it waits on the user
         wait = self._wait_for(self.config.prompt_timeout_s, asked.deadline)
         prompt_id = f"prm-{uuid.uuid4().hex}"
         view = CapabilityPromptView(
@@ -384,6 +416,7 @@ class CapabilityGate:
         assert facts.parsed is not None
         if self._pending.full(ctx.app_scope):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
+        await self._open(facts)  # from here on it waits on the provider
         wait = self._wait_for(self.config.run_timeout_s, asked.deadline)
         run_id = f"run-{uuid.uuid4().hex}"
         view = ProviderRunView(
@@ -446,6 +479,7 @@ class CapabilityGate:
 
     async def _registry(self, facts: _Facts) -> dict[str, Any]:
         """app.install / app.manage: focus carries the operation out (the user confirmed it)."""
+        await self._open(facts)  # from here on it waits on focus
         scope = facts.context.app_scope
         operation_id = f"cap-{scope}-{facts.asked.request_id}"[:200]
         request: RegistryInstallRequest | RegistryOperateRequest
@@ -527,6 +561,21 @@ class CapabilityGate:
             message_type=asked.capability,
             code=code,
         )
+
+
+def _result(
+    asked: Asked,
+    status: caps.CapabilityStatus,
+    code: ErrorCode | None,
+    output: dict[str, Any] | None = None,
+) -> CapabilityResult:
+    return CapabilityResult(
+        request_id=asked.request_id,
+        capability=asked.capability,
+        status=status,
+        code=code.value if code else None,
+        output=output,
+    )
 
 
 def _code(value: str) -> ErrorCode:

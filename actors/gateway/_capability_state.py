@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_RUN_TIMEOUT_S",
     "KEPT_RESULTS",
     "MAX_PENDING",
+    "ORPHAN_GRACE_S",
     "TRANSIENT",
     "CapabilityConfig",
     "Pending",
@@ -46,6 +47,9 @@ __all__ = [
     "ResultCache",
 ]
 
+# A request a killed gateway left waiting stays open this long after the restart for its
+# requester to ask again (a live one does within seconds: its bus retries), then ends.
+ORPHAN_GRACE_S: Final = 30.0
 DEFAULT_RUN_TIMEOUT_S: Final = 120.0  # a provider run in the Shell (a file picker) ends by then
 KEPT_RESULTS: Final = 1024  # decided results a repeated request id is answered from
 MAX_PENDING: Final = 64  # prompts and runs waiting on the user at once, all apps together
@@ -75,6 +79,9 @@ class CapabilityConfig:
     run_timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     rate_per_minute: Mapping[str, int] = field(default_factory=dict)
     prompt_quiet_s: float = PROMPT_QUIET_S  # 0: an app may ask again at once after a Deny
+    # After a restart: how long a request the killed gateway left waiting stays open for its
+    # requester to ask again under its id (`_journal`).
+    orphan_grace_s: float = ORPHAN_GRACE_S
 
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> CapabilityConfig:
@@ -91,8 +98,11 @@ class CapabilityConfig:
         prompt = float(conf.get("prompt_timeout_s", DEFAULT_PROMPT_TIMEOUT_S))
         run = float(conf.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S))
         quiet = float(conf.get("prompt_quiet_s", PROMPT_QUIET_S))
+        grace = float(conf.get("orphan_grace_s", ORPHAN_GRACE_S))
         if not (0 < prompt <= 3600 and 0 < run <= 3600 and 0 <= quiet <= 3600):
             raise ValueError("capability timeouts must be within (0, 3600] seconds")
+        if not 0 <= grace <= 3600:
+            raise ValueError("orphan_grace_s must be within [0, 3600] seconds")
         rates = {str(k): int(v) for k, v in dict(conf.get("rate_per_minute") or {}).items()}
         if any(v < 0 for v in rates.values()):
             raise ValueError("a rate limit is never negative")
@@ -103,6 +113,7 @@ class CapabilityConfig:
             run_timeout_s=run,
             rate_per_minute=rates,
             prompt_quiet_s=quiet,
+            orphan_grace_s=grace,
         )
 
     def host_policy(self, app_scope: str) -> Mapping[str, Policy]:

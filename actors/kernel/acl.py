@@ -83,7 +83,7 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
     # The gateway owns the artifacts: it writes their content under the data dir, then their
     # rows here, and reads them back for the apps and the Shell.
     # And the user's capability grants, which only its decisions and the permissions page make.
-    K.GATEWAY: ("store.artifact.*", "store.capability_grant.*"),
+    K.GATEWAY: ("store.artifact.*", "store.capability_grant.*", "store.capability_request.*"),
     # The hostbridge faces the browser: it neither writes nor reads the store. What the user
     # does in the Shell reaches the store only through the actor that owns that area.
     K.HOSTBRIDGE: (),

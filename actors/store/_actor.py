@@ -45,6 +45,7 @@ from .apps import operations as apps
 from .artifacts import operations as artifacts
 from .audit import operations as audit
 from .capabilities import operations as capabilities
+from .capabilities import requests as capability_requests
 from .conversations import operations as conversations
 from .cursors import operations as cursors
 from .dead_letters import operations as dead_letters
@@ -84,6 +85,7 @@ TABLE: Final[tuple[Served, ...]] = (
     *dead_letters.HANDLERS,  # puts: `on_dead_letter_put`
     *artifacts.HANDLERS,
     *capabilities.HANDLERS,
+    *capability_requests.HANDLERS,
 )
 
 

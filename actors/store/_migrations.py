@@ -533,9 +533,33 @@ CREATE TABLE settings (
 ) STRICT;
 """
 
+# v11: capability requests that wait on the user or a provider (issue 27), so that each ends
+# once with one final audit row though the gateway be killed while it waits: opened before the
+# prompt or the provider, ended with its result (the end and its audit row one transaction).
+_V11: Final = """
+CREATE TABLE capability_requests (
+    asker       TEXT NOT NULL,  -- who asked: 'app:<scope>', or 'surface'
+    request_id  TEXT NOT NULL,
+    app_scope   TEXT NOT NULL,
+    capability  TEXT NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN ('open', 'ended')),
+    status      TEXT,
+    code        TEXT,
+    output      TEXT CHECK (output IS NULL OR json_valid(output)),
+    opened_at   REAL NOT NULL,
+    deadline_at REAL NOT NULL,
+    ended_at    REAL,
+    PRIMARY KEY (asker, request_id),
+    CHECK ((state = 'open') = (ended_at IS NULL))
+) STRICT;
+CREATE INDEX capability_requests_ended ON capability_requests (ended_at)
+    WHERE state = 'ended';
+CREATE INDEX capability_requests_open ON capability_requests (state) WHERE state = 'open';
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10),
+    (10, _V10), (11, _V11),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -119,6 +119,15 @@ from .capabilities.messages import (
     CapabilityGrantPutRequest,
     CapabilityGrantRow,
 )
+from .capabilities.request_messages import (
+    CapabilityRequestEndReply,
+    CapabilityRequestEndRequest,
+    CapabilityRequestListReply,
+    CapabilityRequestListRequest,
+    CapabilityRequestOpenReply,
+    CapabilityRequestOpenRequest,
+    CapabilityRequestRow,
+)
 from .conversations.messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -288,6 +297,13 @@ __all__ = [
     "CapabilityGrantPutReply",
     "CapabilityGrantPutRequest",
     "CapabilityGrantRow",
+    "CapabilityRequestEndReply",
+    "CapabilityRequestEndRequest",
+    "CapabilityRequestListReply",
+    "CapabilityRequestListRequest",
+    "CapabilityRequestOpenReply",
+    "CapabilityRequestOpenRequest",
+    "CapabilityRequestRow",
     "ConversationHistoryReply",
     "ConversationHistoryRequest",
     "ConversationMessageReply",

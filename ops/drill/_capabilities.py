@@ -34,7 +34,15 @@ from lineup.sdk.capabilities import PROMPT_QUIET_S
 from ._calls import Calls
 from ._check import STALE, Invariant
 from ._exercise import Setup, Stage
-from ._prompts import CapabilityAudit, Plan, PromptUser, Script, check_requests, endings
+from ._prompts import (
+    CapabilityAudit,
+    Plan,
+    PromptUser,
+    Script,
+    check_requests,
+    endings,
+    open_requests,
+)
 from .drillapp import ask_request_id
 
 __all__ = ["CapabilitiesExercise"]
@@ -54,7 +62,7 @@ class CapabilitiesExercise:
     calls: dict[str, str] = field(default_factory=dict)  # call id -> request id
     refused: set[str] = field(default_factory=set)  # request ids whose call never reached the app
     endings: dict[str, dict[str, int]] = field(default_factory=dict)  # from the audit
-    lost_with_gateway: int = 0  # requests the gateway's SIGKILL ended without a final row
+    ended_with_gateway: int = 0  # requests a restarted gateway ended `actor_restarted`
     _user: PromptUser | None = None
     _calls: Calls | None = None
 
@@ -121,14 +129,16 @@ class CapabilitiesExercise:
             return 0
         await self._user.answer_shown()
         self._update()
-        return self._user.waiting() + sum(1 for p in self.plans.values() if not p.over)
+        # A request a killed gateway left open is ended by the restarted one (its grace).
+        kept = open_requests(stage.setup.runtime_dir / "lineup.db")
+        return kept + self._user.waiting() + sum(1 for p in self.plans.values() if not p.over)
 
     def check(self, setup: Setup) -> list[Invariant]:
         audit = CapabilityAudit.read(setup.runtime_dir / "lineup.db")
         asked = [p for p in self.plans.values() if p.request_id not in self.refused]
         rule = check_requests(asked, audit)
         self.endings = endings(asked, audit)
-        self.lost_with_gateway = sum(1 for plan in asked if audit.lost_with_gateway(plan))
+        self.ended_with_gateway = sum(1 for plan in asked if audit.ended_with_gateway(plan))
         for request_id in sorted(self.refused):
             if audit.finals.get(request_id):
                 rule.breach(f"{request_id}: audited, yet its call never reached the app")
@@ -148,6 +158,6 @@ class CapabilitiesExercise:
                 )
             ),
             "never_reached_the_app": len(self.refused),
-            "lost_with_gateway": self.lost_with_gateway,
+            "ended_with_gateway": self.ended_with_gateway,
             "user_answers_sent": dict(sorted((user.answered if user else {}).items())),
         }

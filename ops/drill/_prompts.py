@@ -24,10 +24,11 @@ twice. The requester records every answer it got (`Plan.answers`).
 exactly one final row (`gateway.capability.completed|refused|failed|cancelled`) whose outcome
 is one of its script's endings, and every answer the requester got agreeing with that row. A
 request has none, and that is no breach, only if its requester got no answer and it was never
-asked (its call closed first), or if the gateway was SIGKILLed while it waited on the prompt
-(`CapabilityAudit.lost_with_gateway`, counted in the report): such a request lives in the
-gateway's memory only, and once its requester has gone nobody asks again under its id, so
-nothing ends it — a gap of the runtime's, not of the drill's.
+asked (its call closed first). A request asked of the user before the gateway was SIGKILLed may
+also end `actor_restarted` (`CapabilityAudit.ended_with_gateway`, counted in the report): its
+row outlived the gateway, and the restarted one ended it once nobody could ask again under its
+id (`actors/gateway/_journal.py`). While any such row is open the exercise is not settled
+(`open_requests`).
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ __all__ = [
     "PromptUser",
     "check_requests",
     "endings",
+    "open_requests",
     "purpose_of",
 ]
 
+RESTARTED: Final = "actor_restarted"  # ended by a restarted gateway: its requester had gone
 CAPABILITY: Final = "notification.show"  # asked of no foreground: a load of instances is fine
 PURPOSE: Final = "drill capability {request_id}"  # drillapp.ASK_PURPOSE (a test compares)
 _PURPOSE: Final = re.compile(r"^drill capability (\S+)$")
@@ -214,16 +217,25 @@ class CapabilityAudit:
             )
         return cls(finals, asked, killed)
 
-    def lost_with_gateway(self, plan: Plan) -> bool:
-        """Asked of the user, never ended, its requester never answered, and the gateway
-        SIGKILLed since: the request was in the gateway's memory only (see `check_requests`)."""
+    def killed_while_asked(self, plan: Plan) -> bool:
+        """The gateway was SIGKILLed after the request was asked of the user."""
         at = self.asked.get(plan.request_id)
-        return (
-            at is not None
-            and not plan.answers
-            and not self.finals.get(plan.request_id)
-            and any(killed > at for killed in self.gateway_killed)
-        )
+        return at is not None and any(killed > at for killed in self.gateway_killed)
+
+    def ended_with_gateway(self, plan: Plan) -> bool:
+        """Ended `actor_restarted` by a restarted gateway (see `check_requests`)."""
+        rows = self.finals.get(plan.request_id, [])
+        return [outcome for _, outcome in rows] == [RESTARTED]
+
+
+def open_requests(store_db: Path) -> int:
+    """The capability requests still open in the store: a killed gateway's, not ended yet."""
+    with _readonly(store_db) as db:
+        ((count,),) = db.execute(
+            "SELECT count(*) FROM capability_requests WHERE state = 'open'"
+        ).fetchall()
+    assert isinstance(count, int)
+    return count
 
 
 def _agrees(answer: tuple[str, str | None], outcome: str) -> bool:
@@ -232,30 +244,30 @@ def _agrees(answer: tuple[str, str | None], outcome: str) -> bool:
 
 
 def check_requests(plans: Iterable[Plan], audit: CapabilityAudit) -> Invariant:
-    """One final row each, scripted, agreeing with every answer. Two cases have none and are
-    no breach: a request never asked of the gateway whose requester got no answer (its call
-    closed first), and one `lost_with_gateway`, which the report counts: a request waiting on
-    the prompt lives in the gateway's memory only, so when the gateway is killed and its
-    requester has gone (nobody asks again under its id), nothing ever ends it (issue 27)."""
+    """One final row each, scripted, agreeing with every answer. A request never asked of the
+    gateway whose requester got no answer (its call closed first) has none, and that is no
+    breach; one asked of the user before the gateway was SIGKILLed may end `actor_restarted`
+    (its kept row ended by the restarted gateway: `actors/gateway/_journal.py`)."""
     rule = Invariant(
         "capability_requests_end_once",
         "every capability request the drill made has exactly one final audit row (none only "
-        "if its requester got no answer and it was never asked, or the gateway was killed "
-        "while it waited), its outcome one its script allows (allowed: completed, denied: "
-        "permission_denied, dismissed: cancelled_by_user, unanswered: operation_expired, "
-        "hushed: rate_limited); every answer the requester got agrees with it",
+        "if its requester got no answer and it was never asked), its outcome one its script "
+        "allows (allowed: completed, denied: permission_denied, dismissed: cancelled_by_user, "
+        "unanswered: operation_expired, hushed: rate_limited; actor_restarted if the gateway "
+        "was killed while it was asked); every answer the requester got agrees with it",
     )
     for plan in plans:
         rows = audit.finals.get(plan.request_id, [])
         if not rows and not plan.answers and plan.request_id not in audit.asked:
             continue  # never asked: its call ended before the app asked
-        if not rows and audit.lost_with_gateway(plan):
-            continue
         if len(rows) != 1:
             rule.breach(f"{plan.request_id}: {len(rows)} final audit rows")
             continue
         ((_, outcome),) = rows
-        if outcome not in ENDINGS[plan.script]:
+        allowed = ENDINGS[plan.script]
+        if audit.killed_while_asked(plan):
+            allowed = allowed | {RESTARTED}
+        if outcome not in allowed:
             rule.breach(f"{plan.request_id}: scripted {plan.script}, ended {outcome}")
         for answer in plan.answers:
             if not _agrees(answer, outcome):

@@ -55,6 +55,7 @@ from ._prompts import (
     Script,
     check_requests,
     endings,
+    open_requests,
     purpose_of,
 )
 from ._session_data import (
@@ -119,7 +120,7 @@ class SurfacesExercise:
     _opened: dict[int, str] = field(default_factory=dict)  # pad number -> its open call
     _done: set[int] = field(default_factory=set)
     endings: dict[str, dict[str, int]] = field(default_factory=dict)
-    lost_with_gateway: int = 0  # requests the gateway's SIGKILL ended without a final row
+    ended_with_gateway: int = 0  # requests a restarted gateway ended `actor_restarted`
 
     def prepare(self, setup: Setup) -> list[str]:
         return ["--dev-app", str(DRILL_PAD)]
@@ -398,6 +399,7 @@ class SurfacesExercise:
             if not plan.over and not self._pad_gone(plan) and late:
                 await self._send_ask(plan)
         left = len(self.live) + sum(1 for p in self.plans.values() if not p.over)
+        left += open_requests(stage.setup.runtime_dir / "lineup.db")  # a killed gateway's
         return left + (self._prompts.waiting() if self._prompts is not None else 0)
 
     def check(self, setup: Setup) -> list[Invariant]:
@@ -410,7 +412,7 @@ class SurfacesExercise:
             if audit.finals.get(request_id):
                 requests.breach(f"{request_id}: audited, yet the hostbridge refused it")
         self.endings = endings(asked, audit)
-        self.lost_with_gateway = sum(1 for plan in asked if audit.lost_with_gateway(plan))
+        self.ended_with_gateway = sum(1 for plan in asked if audit.ended_with_gateway(plan))
         stored = stored_session_data(store, PAD_SCOPE)
         return [
             check_session_data(self.log, stored),
@@ -435,5 +437,5 @@ class SurfacesExercise:
             "capability_requests": len(self.plans),
             "capabilities_ended_by_script": self.endings,
             "capabilities_not_relayed": len(self.unrelayed),
-            "capabilities_lost_with_gateway": self.lost_with_gateway,
+            "capabilities_ended_with_gateway": self.ended_with_gateway,
         }

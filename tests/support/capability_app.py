@@ -12,8 +12,10 @@ is what the sandboxed app processes load.
 from __future__ import annotations
 
 import json
+import math
 from typing import Final
 
+import trio
 from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
@@ -31,6 +33,7 @@ class AskInput(_Model):
     input_json: str = Field(default="{}", max_length=4000)
     request_id: str = Field(max_length=100)
     repeat: int = Field(default=1, ge=1, le=5)
+    give_up_after_s: float | None = None  # the app stops waiting (and never asks again)
     background: bool = False
 
 
@@ -68,17 +71,19 @@ def _app(scope: str) -> type[MiniApp]:
                 await self.app.lifecycle.request_background(call.instance_id)
             results = []
             for i in range(x.repeat):
-                try:
-                    result = await self.app.capabilities.request(
-                        x.capability,
-                        x.purpose,
-                        json.loads(x.input_json),
-                        instance_id=call.instance_id,
-                        request_id=x.request_id if i == 0 else f"{x.request_id}-{i}",
-                    )
-                    results.append(result.model_dump(mode="json"))
-                except LineUpError as exc:
-                    results.append({"error": exc.code.value})
+                results.append({"error": "given_up"})
+                with trio.move_on_after(x.give_up_after_s or math.inf):
+                    try:
+                        result = await self.app.capabilities.request(
+                            x.capability,
+                            x.purpose,
+                            json.loads(x.input_json),
+                            instance_id=call.instance_id,
+                            request_id=x.request_id if i == 0 else f"{x.request_id}-{i}",
+                        )
+                        results[-1] = result.model_dump(mode="json")
+                    except LineUpError as exc:
+                        results[-1] = {"error": exc.code.value}
             return AskOutput(instance_id=call.instance_id, results_json=json.dumps(results))
 
         if scope == "capapp":

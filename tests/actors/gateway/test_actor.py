@@ -9,11 +9,20 @@ import trio
 from trio.testing import wait_all_tasks_blocked
 
 from lineup.actors.gateway import GatewayActor
-from lineup.actors.kernel import ActorContext, ActorKind, Bus, Identity
+from lineup.actors.kernel import ActorContext, ActorKind, Bus, Identity, Message
+from lineup.actors.store.messages import CapabilityRequestListReply
+
+
+class StoreOnly:
+    """The bus as the gateway's start uses it: the store has no capability request kept."""
+
+    async def request(self, peer: str, body: Message, **_: object) -> Message:
+        return CapabilityRequestListReply(rows=())
 
 
 async def test_a_fast_path_tell_after_shutdown_began_is_dropped_not_raised(tmp_path: Path) -> None:
-    ctx = ActorContext(Identity(ActorKind.GATEWAY, "gateway"), 1, tmp_path, {}, cast(Bus, None))
+    bus = cast(Bus, StoreOnly())
+    ctx = ActorContext(Identity(ActorKind.GATEWAY, "gateway"), 1, tmp_path, {}, bus)
     gateway = GatewayActor(ctx)
     ran: list[str] = []
 

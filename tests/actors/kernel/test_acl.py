@@ -214,6 +214,7 @@ AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
     "dead letters": (K.ROUTER, ("store.dead_letter.",)),
     "artifacts": (K.GATEWAY, ("store.artifact.",)),
     "capability grants": (K.GATEWAY, ("store.capability_grant.",)),
+    "capability requests": (K.GATEWAY, ("store.capability_request.",)),
 }
 # The requests that change nothing, listed by hand (not read from the ACL), so that this file is
 # a second opinion on which requests write. Every other store request writes.
@@ -238,6 +239,7 @@ READS = frozenset(
         "store.dead_letter.list",
         "store.dead_letter.summary",
         "store.artifact.get",
+        "store.capability_request.list",
         "store.artifact.list",
         "store.artifact.usage",
         "store.capability_grant.list",

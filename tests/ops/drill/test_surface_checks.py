@@ -161,20 +161,21 @@ def test_capability_check_catches_an_answer_that_disagrees_with_the_audit() -> N
     ]
 
 
-def test_a_request_lost_with_the_gateway_is_counted_not_hidden() -> None:
-    """A request asked at 10.0 and never ended: no breach only if its requester got no
-    answer and the gateway was SIGKILLed after it was asked."""
-    lost = Plan("r-lost", "expire", "app", 0.0)
-    killed_after = CapabilityAudit(_finals(), {"r-lost": 10.0}, (5.0, 12.0))
-    assert killed_after.lost_with_gateway(lost)
-    assert check_requests([*_plans(), lost], killed_after).passed
+def test_a_request_asked_before_the_gateway_was_killed_may_end_actor_restarted_once() -> None:
+    """Asked at 10.0: `actor_restarted` is an ending only if the gateway was SIGKILLed after
+    it was asked; none at all is a breach either way (the restarted gateway ends it)."""
+    plan = Plan("r-kept", "expire", "app", 0.0)
+    restarted = {**_finals(), "r-kept": [("gateway.capability.failed", "actor_restarted")]}
+    killed_after = CapabilityAudit(restarted, {"r-kept": 10.0}, (5.0, 12.0))
+    assert killed_after.ended_with_gateway(plan)
+    assert check_requests([*_plans(), plan], killed_after).passed
 
-    killed_before = CapabilityAudit(_finals(), {"r-lost": 10.0}, (5.0,))
-    assert not killed_before.lost_with_gateway(lost)
-    assert check_requests([lost], killed_before).examples == ["r-lost: 0 final audit rows"]
-
-    answered = Plan("r-lost", "allow", "app", 0.0, [("completed", None)])
-    assert check_requests([answered], killed_after).examples == ["r-lost: 0 final audit rows"]
+    killed_before = CapabilityAudit(restarted, {"r-kept": 10.0}, (5.0,))
+    assert check_requests([plan], killed_before).examples == [
+        "r-kept: scripted expire, ended actor_restarted"
+    ]
+    never_ended = CapabilityAudit(_finals(), {"r-kept": 10.0}, (5.0, 12.0))
+    assert check_requests([plan], never_ended).examples == ["r-kept: 0 final audit rows"]
 
 
 def test_a_request_never_asked_and_never_answered_needs_no_final_row() -> None:
