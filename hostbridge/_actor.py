@@ -54,6 +54,7 @@ from .messages import (
     AppsUpdatedEvent,
     ArtifactCreatedEvent,
     CapabilityEndedEvent,
+    CapabilityGatewayStartedEvent,
     CapabilityPromptEvent,
     GrantsChangedEvent,
     InteractionsUpdatedEvent,
@@ -228,6 +229,10 @@ class HostbridgeActor(Actor):
     @handles(CapabilityEndedEvent)
     def on_capability_ended(self, msg: CapabilityEndedEvent, env: Envelope) -> None:
         self._caps.ended(msg.id, msg.outcome)
+
+    @handles(CapabilityGatewayStartedEvent)
+    def on_gateway_started(self, msg: CapabilityGatewayStartedEvent, env: Envelope) -> None:
+        self._caps.gateway_started()
 
     @handles(GrantsChangedEvent)
     def on_grants_changed(self, msg: GrantsChangedEvent, env: Envelope) -> None:

@@ -124,6 +124,10 @@ class CapabilityMirror:
     def run(self, view: ProviderRunView) -> bool:
         return self._hold(self._runs, view.run_id, view)
 
+    def ids(self) -> set[str]:
+        """The ids of the prompts and runs held."""
+        return {*self._prompts, *self._runs}
+
     def _hold(self, held: OrderedDict[str, V], key: str, view: V) -> bool:
         if key in self._ended:
             return False
@@ -259,6 +263,23 @@ class CapabilityDesk:
             self._broadcast(ShellCapabilityEnded(id=key, outcome=outcome[:64] or "ended"))
         except ValidationError:
             log.warning("hostbridge.frame_unbuildable type=shell.capability.ended")
+
+    def gateway_started(self) -> None:
+        """A gateway that restarted forgot what a killed one told of: list what is pending
+        again, take down the rest on every Shell, and show what is new."""
+        if self._spawn is None:
+            return
+
+        async def relist() -> None:
+            before = self.mirror.ids()
+            if not await self._ask_pending():
+                return
+            for key in sorted(before - self.mirror.ids()):
+                self.ended(key, "gateway_restarted")
+            for frame in self.frames(_now()):
+                self._broadcast(frame)
+
+        self._spawn(relist)
 
     def grants_changed(self) -> None:
         """A grant changed: every Shell gets the list again (its permissions page, if open)."""

@@ -28,6 +28,7 @@ __all__ = [
     "AppsUpdatedEvent",
     "ArtifactCreatedEvent",
     "CapabilityEndedEvent",
+    "CapabilityGatewayStartedEvent",
     "CapabilityPromptEvent",
     "CapabilityPromptView",
     "GrantsChangedEvent",
@@ -249,6 +250,13 @@ class CapabilityEndedEvent(Message):
     type: Literal["hostbridge.capability.ended"] = "hostbridge.capability.ended"
     id: str
     outcome: str  # the decision or the status, for the Shell's own display
+
+
+class CapabilityGatewayStartedEvent(Message):
+    """The gateway (re)started: the prompts and runs an earlier one told of may be gone with it,
+    so the hostbridge lists what is pending again, and takes down what is not."""
+
+    type: Literal["hostbridge.capability.gateway_started"] = "hostbridge.capability.gateway_started"
 
 
 class GrantsChangedEvent(Message):

@@ -32,7 +32,7 @@ from lineup.actors.kernel.bus import Envelope
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 from lineup.actors.kernel.identity import app_scope_of
 from lineup.actors.store import messages as store
-from lineup.hostbridge.messages import ArtifactCreatedEvent
+from lineup.hostbridge.messages import ArtifactCreatedEvent, CapabilityGatewayStartedEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.protocol import MAX_ARTIFACT_BYTES
 
@@ -120,7 +120,7 @@ class GatewayActor(Actor):
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             # What a killed gateway left waiting (`_journal`); requests wait for it.
-            nursery.start_soon(self.capabilities.journal.restore)
+            nursery.start_soon(self._restore)
             try:
                 task_status.started()
                 await trio.sleep_forever()
@@ -129,6 +129,15 @@ class GatewayActor(Actor):
                 # fast-path tell has nowhere to run. Dropping it is right: the hostbridge
                 # stops too, and a new one asks what is pending.
                 self._nursery = None
+
+    async def _restore(self) -> None:
+        await self.capabilities.journal.restore()
+        # The Shells may show prompts a killed gateway told of: the hostbridge lists again.
+        code = await self.bus.tell(
+            "hostbridge", CapabilityGatewayStartedEvent(), timeout=NOTIFY_TIMEOUT
+        )
+        if code is not None:
+            log.info("gateway.start_untold code=%s", code.value)
 
     def _soon(self, fn: Any) -> None:
         if self._nursery is not None:

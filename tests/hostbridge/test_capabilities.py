@@ -44,6 +44,7 @@ from lineup.hostbridge._server import Reply, ShellHub, _listen
 from lineup.hostbridge._shell_inbound import Decision
 from lineup.hostbridge.messages import (
     CapabilityEndedEvent,
+    CapabilityGatewayStartedEvent,
     CapabilityPromptEvent,
     CapabilityPromptView,
     GrantsChangedEvent,
@@ -417,6 +418,29 @@ async def test_prompts_and_runs_reach_every_shell_and_a_greeting_asks_the_gatewa
             actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p1")), no_env())
             actor.on_capability_ended(CapabilityEndedEvent(id="r1", outcome="completed"), no_env())
             assert (await next_frame(ws))["id"] == "r1"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_restarted_gateway_takes_down_the_prompts_the_killed_one_told_of(
+    tmp_path: Path,
+) -> None:
+    bus = CapabilityBus()
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with await connect(port) as ws:
+            await greet(ws)
+            actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p1")), no_env())
+            assert (await next_frame(ws))["prompt"]["prompt_id"] == "p1"
+            # The gateway is killed (it never says p1 ended) and its successor, started,
+            # holds only the request asked again under its id: a new prompt.
+            bus.pending = CapabilityPendingReply(prompts=(prompt_view("p2"),), runs=())
+            actor.on_gateway_started(CapabilityGatewayStartedEvent(), no_env())
+            assert await next_frame(ws) == {
+                "type": "shell.capability.ended",
+                "id": "p1",
+                "outcome": "gateway_restarted",
+            }
+            assert (await next_frame(ws))["prompt"]["prompt_id"] == "p2"
         nursery.cancel_scope.cancel()
 
 

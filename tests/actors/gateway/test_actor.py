@@ -19,6 +19,9 @@ class StoreOnly:
     async def request(self, peer: str, body: Message, **_: object) -> Message:
         return CapabilityRequestListReply(rows=())
 
+    async def tell(self, peer: str, body: Message, **_: object) -> None:
+        return None  # the hostbridge hears the gateway started
+
 
 async def test_a_fast_path_tell_after_shutdown_began_is_dropped_not_raised(tmp_path: Path) -> None:
     bus = cast(Bus, StoreOnly())
