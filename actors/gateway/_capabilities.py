@@ -375,7 +375,6 @@ class CapabilityGate:
             ctx.app_scope, asked.capability, trio.current_time()
         ):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
-        await self._open(facts)  # from here on it waits on the user
         wait = self._wait_for(self.config.prompt_timeout_s, asked.deadline)
         prompt_id = f"prm-{uuid.uuid4().hex}"
         view = CapabilityPromptView(
@@ -389,9 +388,10 @@ class CapabilityGate:
             rememberable=spec.rememberable,
             expires_at=time.time() + wait,
         )
-        entry = self._pending.add(prompt_id, view)
-        self._audit("gateway.capability.asked", ctx.app_scope, asked, "ask")
+        entry = self._pending.add(prompt_id, view)  # its place in the app's bound, at once
         try:
+            await self._open(facts)  # from here on it waits on the user
+            self._audit("gateway.capability.asked", ctx.app_scope, asked, "ask")
             self._tell("hostbridge", CapabilityPromptEvent(prompt=view))
             with trio.move_on_after(wait):
                 await entry.answered.wait()
@@ -416,7 +416,6 @@ class CapabilityGate:
         assert facts.parsed is not None
         if self._pending.full(ctx.app_scope):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
-        await self._open(facts)  # from here on it waits on the provider
         wait = self._wait_for(self.config.run_timeout_s, asked.deadline)
         run_id = f"run-{uuid.uuid4().hex}"
         view = ProviderRunView(
@@ -429,10 +428,11 @@ class CapabilityGate:
             artifact=facts.artifact,
             expires_at=time.time() + wait,
         )
-        entry = self._pending.add(run_id, view)
-        self._audit("gateway.capability.run", ctx.app_scope, asked, "run")
+        entry = self._pending.add(run_id, view)  # its place in the app's bound, at once
         done: ProviderDoneRequest | None = None
         try:
+            await self._open(facts)  # from here on it waits on the provider
+            self._audit("gateway.capability.run", ctx.app_scope, asked, "run")
             self._tell("hostbridge", ProviderRunEvent(run=view))
             with trio.move_on_after(wait):
                 await entry.answered.wait()
