@@ -32,7 +32,6 @@ from lineup.actors.kernel import Actor, ActorKind, Envelope, LineUpError, app_sc
 from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
 
-from . import _ids as ids
 from ._app_calls import AppCalls
 from ._app_questions import AppQuestions
 from ._app_sessions import AppSessions
@@ -321,9 +320,8 @@ class RouterActor(Actor):
 
     @handles(OutboxSettledEvent)
     async def on_outbox_settled(self, msg: OutboxSettledEvent, env: Envelope) -> None:
-        call_id = ids.call_of_terminal(msg.outbox_id)
-        if call_id is not None:
+        if msg.call_id is not None:
             # A call's result: if it answered a question, the store settled it with the row.
-            await self.interactions.settled(call_id)
-            return
-        await self.conversation.settled(msg)
+            await self.interactions.settled(msg.call_id)
+        elif msg.message_id is not None:
+            await self.conversation.settled(msg.message_id, msg)

@@ -177,17 +177,17 @@ class AppConversation:
         await wake(self.bus)
         return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
 
-    async def settled(self, msg: OutboxSettledEvent) -> None:
-        """The transport's word on an outbox row: if it carries an app's message, that app is
-        told its new state."""
+    async def settled(self, message_id: str, msg: OutboxSettledEvent) -> None:
+        """The transport's word on the outbox row that carries the message `message_id`: if
+        an app sent it, that app is told its new state."""
         try:
             row = await self.bus.request(
                 "store",
-                ConversationMessageRequest(message_id=msg.outbox_id),
+                ConversationMessageRequest(message_id=message_id),
                 expect=ConversationMessageReply,
             )
         except LineUpError:
-            return  # an outbox row that carries no conversation message (a tool result)
+            return  # gone since (never: messages are kept), or the store is restarting
         await self._tell_app(
             row.row.app_scope,
             sdk.ConversationUpdatedEvent(

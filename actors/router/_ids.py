@@ -31,7 +31,6 @@ __all__ = [
     "app_interaction_id",
     "app_session_id",
     "app_session_row_id",
-    "call_of_terminal",
     "interaction_id",
     "inventory_id",
     "is_runtime",
@@ -124,12 +123,3 @@ def continue_id(nonce: str) -> str:
 def app_session_row_id(instance_id: str, event: str) -> str:
     """The outbox id of a sub-session's `opened` / `closed` row."""
     return _id("app_session", instance_id, event)
-
-
-def call_of_terminal(outbox_id: str) -> str | None:
-    """The call whose terminal row `outbox_id` is, when it is one in the readable form (a
-    hashed one names no call it can be read back from); else None."""
-    prefix = f"{RUNTIME_PREFIX}final:"
-    if not outbox_id.startswith(prefix) or outbox_id.startswith(f"{prefix}#"):
-        return None
-    return outbox_id.removeprefix(prefix) or None

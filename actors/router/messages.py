@@ -85,12 +85,16 @@ class InboundEnvelopesReply(Message):
 
 
 class OutboxSettledEvent(Message):
-    """The transport's word on one outbox row: the AppServer took it, or refused it for good."""
+    """The transport's word on one outbox row: the AppServer took it, or refused it for good.
+    What the row speaks for, as the store's acknowledgement named it: `message_id`, the
+    conversation message it carries; `call_id`, the call whose terminal row it is."""
 
     type: Literal["router.inbound.outbox_settled"] = "router.inbound.outbox_settled"
     outbox_id: str = Field(min_length=1, max_length=200)
     state: Literal["sent", "failed"]
     code: str | None = None
+    message_id: str | None = Field(default=None, min_length=1, max_length=200)
+    call_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class SessionStartedEvent(Message):

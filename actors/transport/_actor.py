@@ -399,21 +399,34 @@ class TransportActor(Actor):
             return False
         if isinstance(outcome, Refused):
             code = outcome.code[:100]
-            await self._store(
+            failed = await self._store(
                 OutboxFailRequest(outbox_id=row.outbox_id, code=code), OutboxFailReply
             )
             await self._settled(
-                OutboxSettledEvent(outbox_id=row.outbox_id, state="failed", code=code)
+                OutboxSettledEvent(
+                    outbox_id=row.outbox_id,
+                    state="failed",
+                    code=code,
+                    message_id=failed.message_id,
+                    call_id=failed.call_id,
+                )
             )
             return True
         self._link_ok()
-        await self._store(
+        acked = await self._store(
             OutboxAckRequest(
                 outbox_id=row.outbox_id, remote_id=outcome.message_id, remote_seq=outcome.seq
             ),
             OutboxAckReply,
         )
-        await self._settled(OutboxSettledEvent(outbox_id=row.outbox_id, state="sent"))
+        await self._settled(
+            OutboxSettledEvent(
+                outbox_id=row.outbox_id,
+                state="sent",
+                message_id=acked.message_id,
+                call_id=acked.call_id,
+            )
+        )
         return True
 
     async def _settled(self, event: OutboxSettledEvent) -> None:

@@ -99,12 +99,14 @@ class OutboxAckRequest(Message):
 class OutboxAckReply(Message):
     """`acked` is True only for the request that acknowledged the row; False if it was already
     acknowledged or does not exist. `message_id` names the conversation message the row
-    carries (None for a row appended with `OutboxAppendRequest`, or an unknown row)."""
+    carries (None for a row appended with `OutboxAppendRequest`, or an unknown row);
+    `call_id`, the tool call whose terminal row it is (None for any other row)."""
 
     type: Literal["store.outbox.ack.reply"] = "store.outbox.ack.reply"
     outbox_id: Id
     acked: bool
     message_id: Id | None = None
+    call_id: Id | None = None
 
 
 class OutboxFailRequest(Message):
@@ -120,13 +122,14 @@ class OutboxFailRequest(Message):
 
 class OutboxFailReply(Message):
     """`changed` is True only for the request that failed the row; `state` is the row's state
-    after the request."""
+    after the request; `call_id` as `OutboxAckReply`'s."""
 
     type: Literal["store.outbox.fail.reply"] = "store.outbox.fail.reply"
     outbox_id: Id
     message_id: Id | None
     changed: bool
     state: OutboxState
+    call_id: Id | None = None
 
 
 class OutboxRetryRequest(Message):

@@ -21,7 +21,7 @@ from .._db import Connection
 from .._rows import body_cost, int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write, write_as
 from ..interactions.operations import settle_for_call
-from ..tool_calls.operations import settle_terminal
+from ..tool_calls.operations import call_of_terminal, settle_terminal
 from .messages import (
     OutboxAckReply,
     OutboxAckRequest,
@@ -151,8 +151,11 @@ def outbox_ack(
     if found is None:
         return OutboxAckReply(outbox_id=req.outbox_id, acked=False)
     before, message_id = found
+    call_id = call_of_terminal(conn, req.outbox_id)
     if next_state(before, "ack") == before:  # already sent: keep the first acknowledgement
-        return OutboxAckReply(outbox_id=req.outbox_id, acked=False, message_id=message_id)
+        return OutboxAckReply(
+            outbox_id=req.outbox_id, acked=False, message_id=message_id, call_id=call_id
+        )
     conn.execute(
         "UPDATE outbox SET state = 'sent', failed_code = NULL, acked_at = ?, remote_id = ?"
         " WHERE outbox_id = ?",
@@ -169,7 +172,9 @@ def outbox_ack(
     call = settle_terminal(conn, req.outbox_id, None, now, actor=actor)
     if call is not None:
         settle_for_call(conn, call, None, now, actor=actor)
-    return OutboxAckReply(outbox_id=req.outbox_id, acked=True, message_id=message_id)
+    return OutboxAckReply(
+        outbox_id=req.outbox_id, acked=True, message_id=message_id, call_id=call_id
+    )
 
 
 def outbox_fail(
@@ -184,7 +189,11 @@ def outbox_fail(
         if call is not None:
             settle_for_call(conn, call, req.code, now, actor=actor)
     return OutboxFailReply(
-        outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
+        outbox_id=req.outbox_id,
+        message_id=message_id,
+        changed=after != before,
+        state=after,
+        call_id=call_of_terminal(conn, req.outbox_id),
     )
 
 

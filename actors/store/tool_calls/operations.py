@@ -59,6 +59,7 @@ from .messages import (
 
 __all__ = [
     "HANDLERS",
+    "call_of_terminal",
     "settle_terminal",
     "tool_call_get",
     "tool_call_list",
@@ -281,6 +282,12 @@ def tool_call_progress(
     )
     _queue(conn, call, req.outbox_id, wire, wire_kind(req.wire), "progress", None, now)
     return ToolCallProgressReply(call_id=call.call_id, outbox_id=req.outbox_id, created=True)
+
+
+def call_of_terminal(conn: Connection, outbox_id: str) -> str | None:
+    """The call whose terminal row `outbox_id` is, or None (another row, or no call's)."""
+    link = _link(conn, outbox_id)
+    return link[0] if link is not None and link[1] == "terminal" else None
 
 
 def settle_terminal(

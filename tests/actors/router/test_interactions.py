@@ -523,13 +523,10 @@ async def test_a_dismiss_ends_once_and_a_replay_is_an_audited_receipt(router: Ro
     assert foreign.value.code is ErrorCode.INTERACTION_NOT_FOUND
 
 
-def test_ids_are_deterministic_and_a_terminal_row_names_its_call() -> None:
+def test_ids_are_deterministic() -> None:
     assert ids.interaction_id("c1") == ids.interaction_id("c1") != ids.interaction_id("c2")
     assert ids.app_interaction_id("a", "i", "r") != ids.app_interaction_id("b", "i", "r")
     assert ids.app_session_id("task-dashboard:x") == "lu:app_session:task-dashboard:x"
-    assert ids.call_of_terminal(ids.terminal_id("c1")) == "c1"
-    assert ids.call_of_terminal(ids.terminal_id("x" * 300)) is None  # hashed: names no call
-    assert ids.call_of_terminal(ids.receipt_id("c1", "accepted")) is None
 
 
 def test_only_the_hostbridge_may_answer_and_only_an_app_may_ask_its_own() -> None:
