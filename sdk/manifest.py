@@ -46,6 +46,7 @@ from pydantic_core import PydanticCustomError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.facts.scopes import CAPABILITY_OWNERS, reserved
+from lineup.facts.versions import compare_versions
 
 from .schema import SchemaUnsupported, check_subset
 
@@ -279,12 +280,15 @@ class Manifest(_Model):
         return self
 
 
-def incompatibility(manifest: Manifest) -> ErrorCode | None:
-    """`app_version_mismatch` when this host cannot run the app (its `runtime_sdk` asks an
-    api version or a required feature the host does not have), None when it can."""
+def incompatibility(manifest: Manifest, host_version: str | None = None) -> ErrorCode | None:
+    """Why this host cannot run the app, None when it can: `app_version_mismatch` (its
+    `runtime_sdk` asks an api version or a required feature the host does not have), or, given
+    the host's version, `host_version_unsupported` (its `host.min_version` is above it)."""
     sdk = manifest.runtime_sdk
     if sdk.api_version not in SDK_API_VERSIONS or not set(sdk.required_features) <= HOST_FEATURES:
         return ErrorCode.APP_VERSION_MISMATCH
+    if host_version is not None and compare_versions(manifest.host.min_version, host_version) > 0:
+        return ErrorCode.HOST_VERSION_UNSUPPORTED
     return None
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+import lineup
 from lineup.actors.kernel import (
     Actor,
     ActorKind,
@@ -52,7 +53,7 @@ from lineup.actors.store.messages import (
 from lineup.facts.scopes import CHAT
 from lineup.miniapps import catalogue
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import load_manifest
+from lineup.sdk.manifest import incompatibility, load_manifest
 
 from ._access import Access
 from ._app_book import AppBook, AppEntry
@@ -229,7 +230,10 @@ class FocusActor(Actor):
                 log.warning("focus.app_shadowed app=%s", scope)
                 self.book.drop(scope)
                 continue
-            self.book.change(scope, manifest=manifest)
+            refusal = incompatibility(manifest, lineup.__version__)
+            if refusal is not None:  # listed, never run: its tools are hidden, a launch refused
+                log.warning("focus.app_incompatible app=%s code=%s", scope, refusal.value)
+            self.book.change(scope, manifest=manifest, refusal=refusal)
         rows = await self.port.store(AppRegistryListRequest(), AppRegistryListReply)
         for row in rows.apps:
             if row.app_scope in self.book:

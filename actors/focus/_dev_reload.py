@@ -36,12 +36,13 @@ from typing import Final
 
 import trio
 
+import lineup
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import ChildStopReply, ChildStopRequest
 from lineup.actors.store.messages import AppRegistryPutReply, AppRegistryPutRequest
 from lineup.hostbridge.messages import NoticeEvent
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import Manifest, ManifestInvalid, load_manifest
+from lineup.sdk.manifest import Manifest, ManifestInvalid, incompatibility, load_manifest
 
 from ._access import Access
 from ._lifecycle import Lifecycle
@@ -123,6 +124,15 @@ class DevReload:
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"manifest: {exc.strerror}") from exc
         except ManifestInvalid as exc:
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{exc.reason} {exc.path}") from exc
+        refusal = incompatibility(manifest, lineup.__version__)
+        if refusal is not None:
+            raise LineUpError(
+                refusal,
+                f"this LineUp ({lineup.__version__}) cannot run it: host.min_version is "
+                f"{manifest.host.min_version}"
+                if refusal is ErrorCode.HOST_VERSION_UNSUPPORTED
+                else "this LineUp does not offer its runtime_sdk's api version or features",
+            )
         if manifest.app_scope != msg.app_scope:
             raise LineUpError(
                 ErrorCode.APP_SCOPE_MISMATCH,

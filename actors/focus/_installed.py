@@ -197,7 +197,9 @@ class InstalledApps:
             if check == "not_revoked":
                 return (row.app_scope, row.version) not in revoked
             if check == "runs_here":
-                return manifest is not None and incompatibility(manifest) is None
+                return (
+                    manifest is not None and incompatibility(manifest, lineup.__version__) is None
+                )
             if check == "signer_trusted":
                 return await self._signer_trusted(row)
             return package is not None and await self.cache.verify(
@@ -352,7 +354,7 @@ class InstalledApps:
             return None
         package = await self.package(row.app_scope, row.previous_version)
         if (
-            incompatibility(manifest) is not None
+            incompatibility(manifest, lineup.__version__) is not None
             or package is None
             or not await self.cache.verify(
                 row.app_scope, row.previous_version, record.record.previous_bundle_sha256 or ""

@@ -42,6 +42,13 @@ WAIT = 30.0
 INVENTORY = "lineup.v1.client.inventory"
 
 
+def too_new(manifest_text: str) -> str:
+    """The manifest, asking for a LineUp far newer than this one."""
+    manifest = json.loads(manifest_text)
+    manifest["host"]["min_version"] = "99.0.0"
+    return json.dumps(manifest)
+
+
 class DevRun:
     def __init__(self, process: LineupProcess, folder: Path, data: Path, agent: AgentView):
         self.process, self.folder, self.data, self.agent = process, folder, data, agent
@@ -193,8 +200,12 @@ async def test_focus_reloads_only_a_dev_app_of_the_same_scope_and_only_for_the_w
     assert await refusal(watcher, "whiteboard") is ErrorCode.APP_NOT_INSTALLED  # not a dev app
     # A manifest naming another scope (written by hand: the watcher refuses it before focus).
     manifest = folder / "manifest.json"
-    manifest.write_text(manifest.read_text().replace('"hello', '"other'))
+    original = manifest.read_text()
+    manifest.write_text(original.replace('"hello', '"other'))
     assert await refusal(watcher, SCOPE) is ErrorCode.APP_SCOPE_MISMATCH
+    # An edit that asks for a newer LineUp than this one is refused; the old version stays.
+    manifest.write_text(too_new(original))
+    assert await refusal(watcher, SCOPE) is ErrorCode.HOST_VERSION_UNSUPPORTED
     manifest.write_text("{")
     assert await refusal(watcher, SCOPE) is ErrorCode.INVALID_ARGUMENTS
     # The watcher's alone: not the supervisor's (which asks focus nothing), nor another
@@ -208,3 +219,28 @@ async def test_focus_reloads_only_a_dev_app_of_the_same_scope_and_only_for_the_w
     revision = await agent.inventory()
     await agent.client.call_tool(CONVERSATION, "hello.greet", {"name": "a"}, revision, call_id="1")
     assert (await agent.terminal("1"))["payload"]["result"] == {"text": "hello a"}
+
+
+async def test_a_dev_app_that_needs_a_newer_lineup_is_listed_never_run(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """Seed 004's `host.min_version` holds for a development (and a shipped) app as for a
+    bundle: its tools are not offered to the Agent, and a call of one is refused."""
+    folder = write_dev_app(data_dir / "apps" / "hello_dev")
+    manifest = folder / "manifest.json"
+    manifest.write_text(too_new(manifest.read_text()))
+    (data_dir / "rt").mkdir(mode=0o700)
+    plan = plan_runtime(
+        RuntimeOptions(data_dir=data_dir / "rt", demo_agent=False, dev_apps=(folder,))
+    )
+    specs = [spec for spec in plan.specs if spec.name != "devwatch"]
+    tree = await supervise(nursery, plan, data_dir / "rt", specs)
+    agent = AgentView(await agent_client(nursery, plan.appserver_url))
+    revision = await agent.inventory()
+    inventory = [m for m in agent.seen if m["type"] == INVENTORY][-1]
+    assert "hello.greet" not in {t["method"] for t in inventory["payload"]["tools"]}
+    await agent.client.call_tool(CONVERSATION, "hello.greet", {"name": "a"}, revision, call_id="1")
+    refused = await agent.terminal("1")
+    assert refused["type"] == "lineup.v1.tool.error"
+    assert refused["payload"]["code"] in ("tool_not_visible", "tool_not_advertised")
+    assert f"miniapp:{SCOPE}" not in {c for c, child in tree.children.items() if child.pid}
