@@ -18,7 +18,9 @@ from lineup.tests.support.process import lineup_status, start_lineup_run
 async def logs(data_dir: Path, scope: str) -> subprocess.CompletedProcess[bytes]:
     command = [sys.executable, "-m", "lineup", "logs", scope, "--data-dir", str(data_dir)]
     with trio.fail_after(30):
-        return await trio.run_process(command, capture_stdout=True, capture_stderr=True, check=False)
+        return await trio.run_process(
+            command, capture_stdout=True, capture_stderr=True, check=False
+        )
 
 
 async def test_logs_of_a_running_app_that_printed_nothing_says_so_and_exits_0(
