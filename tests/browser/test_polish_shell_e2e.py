@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 import trio
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, ViewportSize, expect
 
 from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import start_runtime
@@ -26,7 +26,7 @@ from .test_app_registry_e2e import WAIT_MS
 from .test_interactions_e2e import card
 
 MENU_PROMPT: Final = "What would you like to try?"
-PHONE: Final = {"width": 390, "height": 844}
+PHONE: Final[ViewportSize] = {"width": 390, "height": 844}
 EDGE_PX: Final = 8  # the least room between a control and the screen's edge
 AA_SMALL_TEXT: Final = 4.5
 
