@@ -7,7 +7,8 @@ game's tab with a round in play asks first (the runtime's `confirm`, from the ap
 runtime told of the close instead of closing: `app.close_requested`): "Keep playing", reached
 with Tab and taken with Enter, keeps the round playing and tells the Agent nothing; closing
 again and approving, by keyboard too, closes the game, the chat comes back, and the round's
-call ends `app_closed`, as any close ends it.
+call ends `app_closed`, as any close ends it. With the question shown, axe-core finds no WCAG
+2.1 A/AA violation in the Shell nor in the game's frame.
 
 Browser waits are Playwright's `expect`; waits on the AppServer run under `fail_after`. No
 sleeps.
@@ -15,6 +16,7 @@ sleeps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -25,6 +27,7 @@ from lineup.tests.support.agent_view import FINALS
 from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.runtime import CONVERSATION
 
+from ._axe import axe_source, violations
 from .conftest import ShellPage
 from .test_app_registry_e2e import GREETING, WAIT_MS, WAIT_S
 from .test_draw_and_guess_e2e import (
@@ -123,8 +126,21 @@ def the_close_asks_first(p: Page) -> Locator:
     return question
 
 
+def accessible(axe: str) -> Callable[[Page], None]:
+    """No WCAG 2.1 A/AA violation in the Shell, the question shown, nor in the game's frame."""
+
+    def check(p: Page) -> None:
+        frame = p.locator(FRAME).element_handle(timeout=WAIT_MS).content_frame()
+        assert frame is not None
+        assert violations(p, axe) == []
+        assert violations(frame, axe) == []
+
+    return check
+
+
 def keep_playing_with_the_keyboard(p: Page) -> None:
     question = the_close_asks_first(p)
+    accessible(axe_source())(p)
     asked = question.get_attribute("data-interaction-id")
     tab_to(p, question.get_by_test_id("interaction-cancel"))
     p.keyboard.press("Enter")
