@@ -51,6 +51,7 @@ from lineup.facts.versions import compare_versions
 from .schema import SchemaUnsupported, check_subset
 
 __all__ = [
+    "CLOSE_REQUESTS_FEATURE",
     "FORMAT",
     "HOST_FEATURES",
     "MAX_MANIFEST_BYTES",
@@ -160,6 +161,9 @@ class RuntimeSdk(_Model):
 
 
 SDK_API_VERSIONS: Final = frozenset({"1"})  # the runtime_sdk api versions this host runs
+# An app that declares this feature (optional or required) is asked before the user's close of
+# one of its instances in the Shell, instead of being closed (`protocol.UI_CLOSE_REQUESTED`).
+CLOSE_REQUESTS_FEATURE: Final = "app.close_requests.v1"
 # What `runtime_sdk.required_features` may ask of this host.
 HOST_FEATURES: Final = frozenset(
     f"app.{name}.v1"
@@ -173,7 +177,7 @@ HOST_FEATURES: Final = frozenset(
         "artifacts",
         "capabilities",
     )
-)
+) | {CLOSE_REQUESTS_FEATURE}
 
 
 SURFACE_KIND: Final = "surface"

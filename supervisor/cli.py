@@ -325,7 +325,8 @@ def _sandbox_line(sandbox: SandboxStatus) -> str:
 
 def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
     """Print `<data dir>/logs/<app_scope>.log`, its rotated part first. The lines were escaped
-    when written, so they are safe on a terminal as they are. Exit 1 when there is no log."""
+    when written, so they are safe on a terminal as they are. With no log, exit 0 if the app
+    runs now (it has printed nothing yet, and says so on stderr), else 1."""
     try:
         path = app_log_path(data_dir, app_scope)
     except LineUpError:
@@ -352,6 +353,23 @@ def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if not found:
+        if _app_running(data_dir, app_scope):
+            # Its log is made at its first line: a running app that printed nothing has none.
+            print(f"lineup: {app_scope} is running and has printed no output yet", file=sys.stderr)
+            return 0
         print(f"lineup: no log for {app_scope} in {path.parent}", file=sys.stderr)
         return 1
     return 0
+
+
+def _app_running(data_dir: Path, app_scope: str) -> bool:
+    """Whether the runtime on `data_dir` runs `app_scope`'s process now (False when no runtime
+    answers there)."""
+    try:
+        reply = control_request(data_dir, StatusRequest(), StatusReply)
+    except LineUpError as exc:
+        if exc.code is not ErrorCode.ACTOR_UNAVAILABLE:
+            raise
+        return False
+    name = f"miniapp:{app_scope}"
+    return any(child.name == name and child.state == "running" for child in reply.children)

@@ -53,7 +53,7 @@ from lineup.actors.store.messages import (
 from lineup.facts.scopes import CHAT
 from lineup.miniapps import catalogue
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import incompatibility, load_manifest
+from lineup.sdk.manifest import CLOSE_REQUESTS_FEATURE, incompatibility, load_manifest
 
 from ._access import Access
 from ._app_book import AppBook, AppEntry
@@ -351,6 +351,8 @@ class FocusActor(Actor):
 
     @handles(UiIntentRequest)
     async def on_ui_intent(self, msg: UiIntentRequest, env: Envelope) -> InstanceReply:
+        if msg.intent == "close" and await self._asked_to_close(msg.instance_id):
+            return self.lifecycle.reply(msg.instance_id)  # the app decides, and closes it
         await self.lifecycle.change(
             msg.instance_id, "foreground" if msg.intent == "focus" else "close"
         )
@@ -361,6 +363,25 @@ class FocusActor(Actor):
                 state="stopped",
             )
         return self.lifecycle.reply(msg.instance_id)
+
+    async def _asked_to_close(self, instance_id: str) -> bool:
+        """The user's close of an instance whose app asks first (`CLOSE_REQUESTS_FEATURE`):
+        its running process is told `app.close_requested` instead. False (close it now) for
+        any other app, an instance with no process (suspended), or an app not reached."""
+        scope = self.instances.live_scope(instance_id)
+        if scope is None or self.instances.state_of(instance_id) == "suspended":
+            return False
+        manifest = self.book.manifest(scope)
+        if manifest is None:
+            return False
+        features = (
+            *manifest.runtime_sdk.optional_features,
+            *manifest.runtime_sdk.required_features,
+        )
+        if CLOSE_REQUESTS_FEATURE not in features:
+            return False
+        asked = sdk.UiEvent(instance_id=instance_id, event={"kind": sdk.UI_CLOSE_REQUESTED})
+        return await self.bus.tell(f"miniapp:{scope}", asked, timeout=NOTIFY_TIMEOUT) is None
 
     # ------------------------------------------------------------------ session data
 

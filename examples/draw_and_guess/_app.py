@@ -21,6 +21,13 @@ SDK asks for the pending calls at start), finds the round by the call's id, and 
 Surface on it as it was; a round that ended meanwhile completes the call then, and closes.
 A guess call told twice gets the answer it had (kept with its call id), never a second try.
 
+Closing the game's tab. The app declares `CLOSE_REQUESTS_FEATURE`, so the user's close in the
+Shell is told here (`app.close_requested`) instead of being done. With no round in play the
+instance closes at once; with one, the game comes to the front and asks the user (a standard
+`confirm`, tied to the round's call), and only an approval closes it: the round's call then
+ends `cancelled(app_closed)`, as any close ends it. Cancelling keeps the round playing. A
+round that ends while the question is open withdraws it.
+
 One round at a time. A start_round while another round this process runs is still playing
 fails `round_already_running` (and the instance opened for it closes): the Agent is to go on
 with the round in play, whose result it still waits for. A guess or get_drawing with no round
@@ -49,6 +56,8 @@ from lineup.sdk import (
     protocol,
     tool,
 )
+from lineup.sdk.interactions import ConfirmRequest
+from lineup.sdk.manifest import CLOSE_REQUESTS_FEATURE
 
 from ._picture import MAX_INLINE_PNG, render
 from ._round import (
@@ -121,6 +130,7 @@ class DrawAndGuess(MiniApp):
         version="1.0.0",
         kind="installed",
         surface_required=True,
+        optional_features=(CLOSE_REQUESTS_FEATURE,),
         entrypoints=(
             Entrypoint(
                 id=ENTRYPOINT,
@@ -138,6 +148,7 @@ class DrawAndGuess(MiniApp):
         self.calls: dict[str, ToolCall[StartInput]] = {}  # instance_id -> its start_round
         self.surfaces: dict[str, str] = {}  # instance_id -> its open Surface
         self.ended: set[str] = set()  # instances closed: never shown again
+        self.confirming: dict[str, str] = {}  # instance_id -> its close confirmation asked
         self._locks: dict[str, trio.Lock] = {}
 
     async def start(self, app: AppContext) -> None:
@@ -268,6 +279,9 @@ class DrawAndGuess(MiniApp):
                 await self._finish(instance_id, held)
 
     async def on_ui_event(self, event: protocol.UiEvent) -> None:
+        if event.event.get("kind") == protocol.UI_CLOSE_REQUESTED:
+            await self._close_requested(event.instance_id)
+            return
         if event.event.get("kind") != protocol.UI_APP_OPENED or event.instance_id in self.ended:
             return
         # The user opened the game from the Shell: its round if it has one, else a Surface
@@ -281,6 +295,18 @@ class DrawAndGuess(MiniApp):
                 event.instance_id, entrypoint=ENTRYPOINT, state={"phase": "idle"}
             )
             self.surfaces[event.instance_id] = reply.surface_id
+
+    async def on_interaction_updated(self, record: protocol.InteractionRecord) -> None:
+        instance_id = record.instance_id
+        if record.kind != "confirm" or instance_id is None or record.asked_by != "app":
+            return  # the app asks nothing else; a Surface's own question closes nothing
+        if self.confirming.get(instance_id) == record.interaction_id:
+            del self.confirming[instance_id]
+        # Stateless on purpose: an approval told to a restarted process still closes the game.
+        if record.result is not None and record.result.get("approved") is True:
+            async with self._lock(instance_id):
+                await self._close(instance_id)
+                self._forget(instance_id)
 
     async def on_view_refresh(self) -> None:
         # Focus restarted: the Surfaces it held are to be opened again.
@@ -302,9 +328,54 @@ class DrawAndGuess(MiniApp):
             # Its round can report to no one now (expired, cancelled, its instance closed):
             # the game goes, and the chat comes back.
             del self.calls[instance_id]
+            await self._withdraw_close_question(instance_id)
             if code != "app_closed":
                 await self._close(instance_id)
             self._forget(instance_id)
+
+    # ------------------------------------------------------------------ closing
+
+    async def _close_requested(self, instance_id: str) -> None:
+        """The user closes the game's tab: at once with no round in play, else once they
+        confirm (`on_interaction_updated`). A close while the question is open asks nothing
+        more: the game comes to the front again, where the question is."""
+        async with self._lock(instance_id):
+            held = await self._load(instance_id)
+            if held is None or held.over:
+                await self._close(instance_id)
+                self._forget(instance_id)
+                return
+            await _ignoring(
+                ErrorCode.APP_INSTANCE_NOT_FOUND,
+                self.app.lifecycle.request_foreground(instance_id),
+            )
+            asked = self.confirming.get(instance_id)
+            if asked is not None:
+                try:
+                    record = await self.app.ui.get(asked)
+                except LineUpError as exc:
+                    if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
+                        raise
+                else:
+                    if record.is_open:
+                        return  # still asking
+            call = self.calls.get(instance_id)
+            record = await self.app.ui.request(
+                ConfirmRequest(
+                    title="End this round?",
+                    prompt="Closing the game ends the round you are drawing.",
+                    approve_label="Close the game",
+                    cancel_label="Keep playing",
+                ),
+                instance_id=instance_id,
+                parent_call_id=call.call_id if call is not None and not call.final else None,
+            )
+            self.confirming[instance_id] = record.interaction_id
+
+    async def _withdraw_close_question(self, instance_id: str) -> None:
+        asked = self.confirming.pop(instance_id, None)
+        if asked is not None:
+            await _ignoring(ErrorCode.INTERACTION_NOT_FOUND, self.app.ui.cancel(asked))
 
     # ------------------------------------------------------------------ the round
 
@@ -313,6 +384,7 @@ class DrawAndGuess(MiniApp):
         With no call in hand (this process restarted and is not handed it yet), the round
         stays until it is: closing the instance now would end the call with no result."""
         await self._show(instance_id, held)
+        await self._withdraw_close_question(instance_id)  # nothing left to end
         call = self.calls.get(instance_id)
         if call is None or call.call_id != held.call_id:
             return
@@ -404,7 +476,7 @@ class DrawAndGuess(MiniApp):
 
     def _forget(self, instance_id: str) -> None:
         self.ended.add(instance_id)
-        for kept in (self.rounds, self.revisions, self.surfaces, self.calls):
+        for kept in (self.rounds, self.revisions, self.surfaces, self.calls, self.confirming):
             kept.pop(instance_id, None)
 
     def _lock(self, instance_id: str) -> trio.Lock:

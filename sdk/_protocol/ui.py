@@ -18,6 +18,7 @@ __all__ = [
     "MAX_VIEW_ITEMS_PUT_BYTES",
     "MAX_VIEW_ITEM_BYTES",
     "UI_APP_OPENED",
+    "UI_CLOSE_REQUESTED",
     "UiEvent",
     "ViewItem",
     "ViewItemsPutRequest",
@@ -87,3 +88,11 @@ class UiEvent(Message):
 # No tool call may come for that instance, so the app shows what it offers without one (or
 # nothing), from the instance's session data. It may come again for the same instance.
 UI_APP_OPENED = "app.opened"
+
+# The `UiEvent` focus sends, instead of closing, when the user closes in the Shell an instance of
+# an app that declares `CLOSE_REQUESTS_FEATURE` (lineup.sdk.manifest) and whose process runs:
+# `{"kind": "app.close_requested"}`. The app decides: it closes the instance itself
+# (`lifecycle.request_close`), at once or after asking the user (a standard `confirm`), or keeps
+# it open. Only the user's close from the Shell is asked this way; an app's own close, a
+# disable, a failure or a suspended instance's close happen at once.
+UI_CLOSE_REQUESTED = "app.close_requested"

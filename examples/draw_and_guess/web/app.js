@@ -26,6 +26,7 @@
   const triesLine = document.getElementById("tries");
   const statusLine = document.getElementById("status");
   const guessList = document.getElementById("guesses");
+  const noGuesses = document.getElementById("no-guesses");
   const clearButton = document.getElementById("clear");
   const giveUpButton = document.getElementById("give-up");
 
@@ -271,6 +272,7 @@
         return li;
       });
     guessList.replaceChildren.apply(guessList, items);
+    noGuesses.hidden = items.length > 0;
     document.body.dataset.guesses = String(items.length);
   }
 

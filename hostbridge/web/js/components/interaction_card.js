@@ -96,7 +96,7 @@ export function buildCard(view, { state, ctx, now, place, readOnly = false, head
     const when = el("p", "interaction-expiry", "interaction-expiry");
     const time = el("time", "", "", by.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
     time.setAttribute("datetime", by.toISOString());
-    when.append("Answer by ", time);
+    when.append("You can answer until ", time);
     card.append(when);
   }
   if (answering) card.append(el("p", "interaction-sending", "interaction-sending", "Sending…"));
