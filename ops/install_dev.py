@@ -8,7 +8,9 @@ type checkers and import-linter then see an ordinary package, and `.venv/bin/lin
 `make bench` adds `bench` (ray, the peer it measures), so `make run` and `make test` never do.
 
 The browser tests drive Debian's Chromium (`/usr/bin/chromium`) through Playwright; Playwright's
-own browser download (`playwright install`) is never used, so Chromium comes from apt here.
+own browser download (`playwright install`) is never used, so Chromium comes from apt here, and
+so does npm (with Node.js) where a machine lacks it: the accessibility tests fetch axe-core
+from the npm registry, pinned, into a git-ignored folder (`tests/browser/_axe.py`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium"
+# What the tests need from apt: a program, and the Debian packages that bring it.
+FROM_APT: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (str(CHROMIUM), ("chromium",)),
+    ("npm", ("nodejs", "npm")),
+)
 
 
 def main() -> None:
@@ -54,37 +60,42 @@ def main() -> None:
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lineup "$@"\n')
     script.chmod(0o755)
     print(f"linked {link} -> {ROOT}", file=sys.stderr)
-    ensure_chromium()
+    ensure_from_apt()
 
 
-def ensure_chromium() -> None:
-    """Install Debian's Chromium for the browser tests when it is missing.
+def ensure_from_apt() -> None:
+    """Install from Debian's packages what the tests need and the machine lacks (`FROM_APT`).
 
     Only as root with apt-get; otherwise print the exact command and exit non-zero.
     """
-    if CHROMIUM.exists():
+    missing = [(program, packages) for program, packages in FROM_APT if not shutil.which(program)]
+    if not missing:
         return
+    packages = [package for _, names in missing for package in names]
+    install = f"apt-get update && apt-get install -y {' '.join(packages)}"
     apt_get = shutil.which("apt-get")
     if os.geteuid() != 0 or apt_get is None:
-        command = CHROMIUM_INSTALL if os.geteuid() == 0 else f"sudo sh -c '{CHROMIUM_INSTALL}'"
+        command = install if os.geteuid() == 0 else f"sudo sh -c '{install}'"
+        programs = ", ".join(program for program, _ in missing)
         print(
-            f"{CHROMIUM} is missing and the browser tests need it (Debian's chromium package; "
-            f"Playwright's own browser download is not used). Run:\n    {command}",
+            f"{programs} missing, and the tests need them (Debian's packages; Playwright's own "
+            f"browser download is not used). Run:\n    {command}",
             file=sys.stderr,
         )
         sys.exit(1)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run([apt_get, "-qq", "update"], check=True, env=env, stdout=subprocess.DEVNULL)
     subprocess.run(
-        [apt_get, "-qq", "install", "-y", "chromium"],
+        [apt_get, "-qq", "install", "-y", *packages],
         check=True,
         env=env,
         stdout=subprocess.DEVNULL,
     )
-    if not CHROMIUM.exists():
-        print(f"apt-get installed chromium but {CHROMIUM} is still missing", file=sys.stderr)
+    still = [program for program, _ in missing if not shutil.which(program)]
+    if still:
+        print(f"apt-get ran but {', '.join(still)} still missing", file=sys.stderr)
         sys.exit(1)
-    print(f"installed {CHROMIUM}", file=sys.stderr)
+    print(f"installed {' '.join(packages)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
