@@ -1,0 +1,312 @@
+"""A newcomer's walk through LineUp, in real Chromium against `lineup run` as `make run` starts it
+(the embedded AppServer, the demo Agent, the local catalog), one test from start to restart
+(issue 28: "the walk above is a test").
+
+The user tries each of the menu's five choices (a notice, a choice, a confirmation, a form, and
+the Task Dashboard, whose question is pending while the user switches to the chat and back);
+asks the Agent for its tools (`/tools`) and opens the Whiteboard with `/call`, draws, exports the
+board (allowing the save in the runtime's prompt) and submits it; installs Draw-and-Guess from
+the App Registry and plays a round with the demo Agent (`/play`); reloads the page; and stops
+and starts the whole runtime on the same data dir, after which the tab left open reconnects by
+itself and shows what it showed. Every step asserts what the user sees; the console stays
+clean and nothing leaves loopback. Waits are Playwright's `expect` with a deadline; no sleeps.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import pytest
+import trio
+from playwright.sync_api import Locator, Page, expect
+
+from lineup.ops.agent._questions import MENU_PROMPT
+from lineup.tests.support.process import LineupProcess
+
+from .conftest import ShellPage
+from .test_app_registry_e2e import WAIT_MS
+from .test_draw_and_guess_e2e import (
+    catalog,
+    chat_in_front,
+    close_the_registry,
+    game_body,
+    game_in_front,
+    give_up_with_the_keyboard,
+    install_from_the_catalog,
+)
+from .test_draw_and_guess_e2e import draw as draw_the_house
+from .test_lifecycle_e2e import SHELL_LINE
+from .test_whiteboard_e2e import board_body, board_frame, draw, expect_saved
+
+__all__ = ["catalog"]  # the Draw-and-Guess module's catalog fixture, built here too
+
+STOP_S: Final = 30.0
+WAIT_S: Final = WAIT_MS / 1000
+OPEN_CARD: Final = '[data-testid="interaction-card"][data-outcome="open"]'
+
+
+def tabs(p: Page) -> Locator:
+    return p.get_by_test_id("app-switcher").get_by_test_id("app-tab")
+
+
+def timeline_cards(p: Page) -> Locator:
+    return p.locator('[data-testid="interaction-card"][data-place="timeline"]')
+
+
+def menus(p: Page) -> Locator:
+    return timeline_cards(p).filter(has_text=MENU_PROMPT)
+
+
+def composer_says(text: str) -> Callable[[Page], None]:
+    def send(p: Page) -> None:
+        composer = p.get_by_test_id("composer-input")
+        composer.fill(text)
+        composer.press("Enter")
+
+    return send
+
+
+def agent_said(text: str) -> Callable[[Page], None]:
+    def check(p: Page) -> None:
+        said = p.locator('[data-testid="message"][data-author="agent"]').filter(has_text=text)
+        expect(said.last).to_be_visible(timeout=WAIT_MS)
+
+    return check
+
+
+def choose_from_the_menu(action_id: str, label: str, asked: int) -> Callable[[Page], None]:
+    """The `asked`-th menu is the open one; the user takes `action_id` from it."""
+
+    def choose(p: Page) -> None:
+        expect(menus(p)).to_have_count(asked, timeout=WAIT_MS)
+        menu = menus(p).last
+        expect(menu).to_have_attribute("data-outcome", "open", timeout=WAIT_MS)
+        menu.locator(f'[data-action-id="{action_id}"]').click(timeout=WAIT_MS)
+        expect(menu.get_by_test_id("interaction-outcome")).to_have_text(
+            f"You chose: {label}", timeout=WAIT_MS
+        )
+
+    return choose
+
+
+def kind_card(p: Page, kind: str) -> Locator:
+    return (
+        timeline_cards(p).and_(p.locator(f'[data-kind="{kind}"]')).filter(has_not_text=MENU_PROMPT)
+    )
+
+
+def the_notice_is_read(p: Page) -> None:
+    notice = kind_card(p, "notice").last
+    expect(notice).to_have_attribute("data-outcome", "answered", timeout=WAIT_MS)
+    expect(notice.get_by_test_id("interaction-prompt")).to_contain_text("the Agent tells you")
+    expect(notice.get_by_test_id("interaction-prompt")).not_to_contain_text("**")
+
+
+def pick_fruits(p: Page) -> None:
+    choice = kind_card(p, "choice").last
+    expect(choice).to_have_attribute("data-outcome", "open", timeout=WAIT_MS)
+    choice.locator('input[data-action-id="apple"]').check(timeout=WAIT_MS)
+    choice.locator('input[data-action-id="cherry"]').check(timeout=WAIT_MS)
+    choice.get_by_test_id("interaction-submit").click(timeout=WAIT_MS)
+    expect(choice.get_by_test_id("interaction-outcome")).to_have_text(
+        "You chose: Apple, Cherry", timeout=WAIT_MS
+    )
+
+
+def confirm_yes(p: Page) -> None:
+    confirm = kind_card(p, "confirm").last
+    expect(confirm).to_have_attribute("data-outcome", "open", timeout=WAIT_MS)
+    confirm.get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
+    expect(confirm.get_by_test_id("interaction-outcome")).to_have_text(
+        "You chose: Yes", timeout=WAIT_MS
+    )
+
+
+def fill_the_form(p: Page) -> None:
+    form = kind_card(p, "input").last
+    expect(form).to_have_attribute("data-outcome", "open", timeout=WAIT_MS)
+    form.get_by_label("Your name").fill("Ada", timeout=WAIT_MS)
+    form.get_by_label("Cups of tea a day").fill("3")
+    form.get_by_test_id("interaction-submit").click(timeout=WAIT_MS)
+    expect(form.get_by_test_id("interaction-outcome")).to_contain_text(
+        "Your name: Ada", timeout=WAIT_MS
+    )
+
+
+def the_dashboard_asks_while_the_user_looks_elsewhere(p: Page) -> None:
+    """The Task Dashboard comes to the front with its question above it; the user goes to the
+    chat (the question waits in the dashboard's group there) and back, then answers."""
+    expect(p.get_by_test_id("task-dashboard")).to_be_visible(timeout=WAIT_MS)
+    overlay = p.get_by_test_id("interaction-overlay")
+    expect(overlay).to_be_visible(timeout=WAIT_MS)
+    expect(overlay.locator(OPEN_CARD)).to_contain_text("How far along is the task?")
+    tabs(p).filter(has_text="Chat").click(timeout=WAIT_MS)
+    expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
+    expect(overlay).to_be_hidden(timeout=WAIT_MS)
+    group = p.get_by_test_id("app-session-group").last
+    expect(group).to_have_attribute("data-waiting", "true", timeout=WAIT_MS)
+    tabs(p).filter(has_text="Try the Task Dashboard").click(timeout=WAIT_MS)
+    expect(overlay).to_be_visible(timeout=WAIT_MS)
+    asked = overlay.locator(OPEN_CARD)
+    asked.locator('input[data-action-id="p60"]').check(timeout=WAIT_MS)
+    asked.get_by_test_id("interaction-submit").click(timeout=WAIT_MS)
+    expect(overlay).to_be_hidden(timeout=WAIT_MS)
+    expect(p.get_by_test_id("task-dashboard")).to_contain_text("60", timeout=WAIT_MS)
+    tabs(p).filter(has_text="Chat").click(timeout=WAIT_MS)
+    expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
+
+
+def the_tools_are_listed(p: Page) -> None:
+    listed = p.locator('[data-testid="message"][data-author="agent"]').filter(
+        has_text="whiteboard.open"
+    )
+    expect(listed.last).to_be_visible(timeout=WAIT_MS)
+    expect(listed.last).to_contain_text("task-dashboard.open")
+
+
+def the_board_in_front(p: Page) -> None:
+    board_frame(p)
+    expect(p.get_by_test_id("chat")).to_be_hidden(timeout=WAIT_MS)
+    expect(tabs(p).filter(has_text="Whiteboard")).to_have_count(1, timeout=WAIT_MS)
+    expect(board_body(p)).to_have_attribute("data-state", "ready", timeout=WAIT_MS)
+
+
+def export_allowed(p: Page) -> None:
+    body = board_body(p)
+    with p.expect_download(timeout=WAIT_MS):
+        body.locator("#export").click(timeout=WAIT_MS)
+        dialog = p.get_by_test_id("permission-prompt")
+        expect(dialog).to_be_visible(timeout=WAIT_MS)
+        expect(dialog).to_have_attribute("data-armed", "true", timeout=WAIT_MS)
+        p.get_by_test_id("permission-allow-once").click(timeout=WAIT_MS)
+        expect(dialog).to_be_hidden(timeout=WAIT_MS)
+    expect(body).to_have_attribute("data-export", "completed", timeout=WAIT_MS)
+
+
+def submitted_to_the_agent(p: Page) -> None:
+    board_body(p).locator("#submit").click(timeout=WAIT_MS)
+    asked = p.locator('[data-testid="interaction-card"][data-place="app"]').last
+    expect(asked.get_by_test_id("interaction-approve")).to_be_visible(timeout=WAIT_MS)
+    asked.get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
+    expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)  # the board ended
+    expect(p.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
+
+
+def open_the_registry_by_keyboard(p: Page) -> None:
+    """The header's Apps menu, by keyboard: Enter opens it, ArrowDown to the App Registry."""
+    p.get_by_test_id("apps-button").focus(timeout=WAIT_MS)
+    p.keyboard.press("Enter")
+    item = p.get_by_test_id("apps-menu").get_by_role("menuitem", name="App Registry")
+    for _ in range(10):
+        if item.evaluate("(e) => e === document.activeElement"):
+            break
+        p.keyboard.press("ArrowDown")
+    expect(item).to_be_focused()
+    p.keyboard.press("Enter")
+
+
+def the_round_ends_in_the_chat(p: Page) -> None:
+    body = game_body(p)
+    expect(body).to_have_attribute("data-guesses", "1", timeout=WAIT_MS)
+    if body.get_attribute("data-phase") == "playing":
+        give_up_with_the_keyboard(p)
+    chat_in_front(p)
+
+
+def reload_keeps_the_conversation(asked: int) -> Callable[[Page], None]:
+    def check(p: Page) -> None:
+        p.reload()
+        expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+            "data-state", "online", timeout=WAIT_MS
+        )
+        expect(menus(p)).to_have_count(asked, timeout=WAIT_MS)
+        expect(p.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
+
+    return check
+
+
+def offline_then_back(asked: int) -> Callable[[Page], None]:
+    def check(p: Page) -> None:
+        state = p.get_by_test_id("runtime-state")
+        expect(state).to_have_attribute("data-state", "online", timeout=3 * WAIT_MS)
+        expect(menus(p)).to_have_count(asked, timeout=WAIT_MS)
+        expect(p.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
+
+    return check
+
+
+async def start(data_dir: Path, catalog_dir: Path) -> tuple[LineupProcess, str]:
+    process = await LineupProcess.start(
+        "run", "--data-dir", str(data_dir), "--catalog", str(catalog_dir)
+    )
+    with trio.fail_after(WAIT_S * 3):
+        line = await process.wait_for_line(SHELL_LINE)
+    return process, line.split(SHELL_LINE, 1)[1]
+
+
+async def stop(process: LineupProcess) -> None:
+    process.signal(signal.SIGTERM)
+    with trio.fail_after(STOP_S):
+        assert await process.wait() == 0
+
+
+@pytest.mark.timeout(420)
+async def test_a_newcomers_walk_from_the_menu_to_a_restart(
+    page: ShellPage, data_dir: Path, catalog: Path
+) -> None:
+    process, url = await start(data_dir, catalog)
+    try:
+
+        def open_shell(p: Page) -> None:
+            p.goto(url)
+            expect(p.get_by_test_id("runtime-state")).to_have_attribute(
+                "data-state", "online", timeout=WAIT_MS
+            )
+
+        await page.run(open_shell)
+        # The menu's five choices, each answered; the menu comes back after each.
+        await page.run(choose_from_the_menu("notice", "A notice", 1))
+        await page.run(the_notice_is_read)
+        await page.run(choose_from_the_menu("choice", "A choice", 2))
+        await page.run(pick_fruits)
+        await page.run(choose_from_the_menu("confirm", "A confirmation", 3))
+        await page.run(confirm_yes)
+        await page.run(choose_from_the_menu("input", "A form", 4))
+        await page.run(fill_the_form)
+        await page.run(choose_from_the_menu("dashboard", "The Task Dashboard", 5))
+        await page.run(the_dashboard_asks_while_the_user_looks_elsewhere)
+        await page.run(lambda p: expect(menus(p)).to_have_count(6, timeout=WAIT_MS))
+
+        # /tools and /call: the Whiteboard, drawn on, exported and submitted.
+        await page.run(composer_says("/tools"))
+        await page.run(the_tools_are_listed)
+        await page.run(composer_says('/call whiteboard.open {"title": "Walk"}'))
+        await page.run(the_board_in_front)
+        await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
+        await page.run(lambda p: expect_saved(p, 1))
+        await page.run(export_allowed)
+        await page.run(submitted_to_the_agent)
+
+        # Draw-and-Guess, installed from the App Registry and played with the demo Agent.
+        await page.run(open_the_registry_by_keyboard)
+        await page.run(install_from_the_catalog)
+        await page.run(close_the_registry)
+        await page.run(composer_says("/play draw-and-guess"))
+        await page.run(game_in_front)
+        await page.run(draw_the_house)
+        await page.run(the_round_ends_in_the_chat)
+
+        # A reload, then the whole runtime stopped and started again under the open tab.
+        await page.run(reload_keeps_the_conversation(6))
+        await stop(process)
+        process, _ = await start(data_dir, catalog)
+        await page.run(offline_then_back(6))
+        await stop(process)
+    finally:
+        process.kill()
+        await process.wait()
+    assert page.off_loopback() == []
+    assert page.console_errors == []
