@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, ViewportSize, expect
 
 from lineup.tests.support.browser import open_shell
 
@@ -15,8 +15,8 @@ from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
 from .test_shell_render import chat_view, message
 
-DESKTOP: Final = {"width": 1280, "height": 800}
-PHONE: Final = {"width": 390, "height": 844}
+DESKTOP: Final = ViewportSize(width=1280, height=800)
+PHONE: Final = ViewportSize(width=390, height=844)
 # The four rows, with a long note beside them: at 1280 px the cells of the short words
 # were squeezed to make room for the note, and read "Nam/e", "Qt/y", "Duria/n".
 NOTE = "picked this morning at the market down the road, " * 3

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, ViewportSize, expect
 
 from lineup.tests.support.browser import open_shell
 
@@ -19,8 +19,8 @@ from .test_interactions_render import CHOICE, NOTICE, apps, card, interaction, i
 from .test_shell_render import CHAT, chat_view, item_frames, message
 
 Frame = dict[str, Any]
-DESKTOP: Final = {"width": 1280, "height": 800}
-PHONE: Final = {"width": 390, "height": 844}
+DESKTOP: Final = ViewportSize(width=1280, height=800)
+PHONE: Final = ViewportSize(width=390, height=844)
 
 
 def history() -> list[Frame]:
