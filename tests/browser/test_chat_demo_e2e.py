@@ -2,7 +2,8 @@
 against the real `lineup run` and its demo Agent, the way the issue's walk met them: answered by
 keyboard, the menu hands the focus to the composer and then on to the Agent's question when it
 comes, and each answer hands it on to the next question; a notice's card and toast read as
-text, with no Markdown source, and its toast covers none of the card after it; and a message
+text, with no Markdown source, and its toast covers none of the card after it; a code the
+Agent shows in a code span (the Whiteboard's `app_closed`) reads with no backslash; and a message
 sent while scrolled up brings the timeline to the newest, so the Agent's answer arrives in
 sight.
 
@@ -99,6 +100,50 @@ async def test_the_demo_chat_hands_focus_on_reads_as_text_and_follows_the_conver
             expect(p.get_by_test_id("timeline-newer")).to_be_hidden()
 
         await page.run(send_while_scrolled_up, deadline.left() + GRACE_S)
+        process.signal(signal.SIGTERM)
+        with trio.fail_after(STOP_S):
+            assert await process.wait() == 0
+    finally:
+        process.kill()
+        await process.wait()
+    assert page.off_loopback() == [] and page.console_errors == []
+
+
+@pytest.mark.timeout(SETUP_S + BOUND_S + STOP_S)
+async def test_a_code_the_demo_agent_shows_in_a_code_span_reads_as_it_is(
+    page: ShellPage, data_dir: Path
+) -> None:
+    """The issue's `app\\_closed`: the Whiteboard the tour opens, closed by its tab."""
+    deadline = Deadline(BOUND_S)
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    try:
+        with trio.fail_after(deadline.left()):
+            line = await process.wait_for_line(SHELL_LINE)
+        shell_url = line.split(SHELL_LINE, 1)[1]
+
+        def close_the_whiteboard(p: Page) -> None:
+            p.goto(shell_url, timeout=deadline.left_ms())
+            dashboard = menus(p).last.locator('[data-action-id="dashboard"]')
+            expect(dashboard).to_be_enabled(timeout=deadline.left_ms())
+            dashboard.click(timeout=deadline.left_ms())
+            p.get_by_test_id("overlay-later").click(timeout=deadline.left_ms())  # its question
+            p.get_by_test_id("task-finish").click(timeout=deadline.left_ms())
+            expect(p.get_by_test_id("task-finish")).to_have_count(0, timeout=deadline.left_ms())
+            p.get_by_test_id("task-close").click(timeout=deadline.left_ms())  # done: no question
+            board = p.get_by_test_id("app-tab").filter(has_text="Whiteboard")
+            expect(board).to_have_attribute("aria-current", "page", timeout=deadline.left_ms())
+            p.locator(".app", has=board).get_by_test_id("app-close").click(
+                timeout=deadline.left_ms()
+            )
+
+        await page.run(close_the_whiteboard, deadline.left() + GRACE_S)
+
+        def the_code_as_it_is(p: Page) -> None:
+            ended = p.get_by_test_id("message-body").filter(has_text="The Whiteboard ended")
+            expect(ended.locator("code")).to_have_text("app_closed", timeout=deadline.left_ms())
+            expect(ended).to_have_text("The Whiteboard ended (app_closed).")
+
+        await page.run(the_code_as_it_is, deadline.left() + GRACE_S)
         process.signal(signal.SIGTERM)
         with trio.fail_after(STOP_S):
             assert await process.wait() == 0
