@@ -14,7 +14,8 @@ from lineup.tests.support.browser import open_shell
 
 from ._fake_hostbridge import FakeHostbridge, ShellConnection
 from .conftest import ShellPage
-from .test_shell_render import chat_view, item_frames, message
+from .test_interactions_render import TASK, apps, task_view
+from .test_shell_render import CHAT, chat_view, item_frames, message
 
 Frame = dict[str, Any]
 HISTORY: Final = 40  # messages: several screens of them
@@ -134,3 +135,24 @@ async def test_sending_while_scrolled_up_goes_to_the_newest_and_the_answer_arriv
         expect(p.get_by_test_id("timeline-newer")).to_be_hidden()
 
     await page.run(answered_in_sight)
+
+
+async def test_what_came_while_another_app_was_in_front_is_new_when_the_chat_is_back(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    connection = await open_shell(page, hostbridge, apps(CHAT), chat_view(*history()), task_view())
+    top = await page.run(scrolled_up)
+    await connection.send(apps(TASK))
+    await page.run(lambda p: expect(p.get_by_test_id("task-dashboard")).to_be_visible())
+    await arrives(connection, "a1", HISTORY + 1)
+    await connection.send(apps(CHAT))
+
+    def back_where_it_was_with_the_button(p: Page) -> None:
+        expect(p.get_by_test_id("chat")).to_be_visible()
+        expect(p.get_by_test_id("timeline-newer")).to_be_visible()
+        expect(p.get_by_test_id("timeline")).to_have_js_property("scrollTop", top)
+        p.get_by_test_id("timeline-newer").click()
+        expect(newest(p, "a1")).to_be_in_viewport()
+        expect(p.get_by_test_id("timeline-newer")).to_be_hidden()
+
+    await page.run(back_where_it_was_with_the_button)

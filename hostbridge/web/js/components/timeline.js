@@ -109,6 +109,7 @@ export function createTimeline(ctx) {
   };
 
   function toNewest() {
+    if (!isShown(ui.timeline)) return; // hidden, nothing is seen (restoreScroll comes back here)
     ui.timeline.scrollTop = ui.timeline.scrollHeight;
     following = true;
     seen();
@@ -162,20 +163,22 @@ export function createTimeline(ctx) {
 
   // Pad the timeline's foot by how much the toasts cover it, so its newest item can be read.
   function fitUnderToasts() {
+    if (!isShown(ui.timeline)) return; // measured again when the chat comes back
     const region = ui.notices;
     let overlap = 0;
-    if (region !== null && region.childElementCount > 0 && isShown(ui.timeline)) {
+    if (region !== null && region.childElementCount > 0) {
       const t = ui.timeline.getBoundingClientRect();
       const r = region.getBoundingClientRect();
       const across = r.left < t.right && r.right > t.left;
       if (across && r.top < t.bottom) overlap = Math.ceil(t.bottom - Math.max(r.top, t.top));
     }
-    if (overlap === inset) return;
-    inset = overlap;
-    // A custom property (CSSOM, which the CSP allows), on the chat so that the timeline's
-    // padding and the "New messages" button both see it (shell.css).
-    ui.chat.style.setProperty("--toast-inset", `${inset}px`);
-    if (following) toNewest();
+    if (overlap !== inset) {
+      inset = overlap;
+      // A custom property (CSSOM, which the CSP allows), on the chat so that the timeline's
+      // padding and the "New messages" button both see it (shell.css).
+      ui.chat.style.setProperty("--toast-inset", `${inset}px`);
+    }
+    if (following) toNewest(); // a toast came or went, or the window changed: still there
   }
 
   if (ui.notices !== null && typeof ResizeObserver === "function") {
@@ -354,7 +357,7 @@ export function createTimeline(ctx) {
     if (fresh) ui.earlier.disabled = false;
     composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
     updateComposer();
-    if (stickToBottom && isShown(timeline)) toNewest();
+    if (stickToBottom) toNewest();
     checkNewer();
   }
 
