@@ -372,9 +372,10 @@ function inputControls(view, request, { state, ctx, answer, answering }) {
 let resting = null;
 
 // The open questions shown now, each with a control to answer it by.
+const OPEN_CARDS = '[data-testid="interaction-card"][data-outcome="open"]:not([data-kind="notice"])';
 const openQuestions = () =>
-  [...document.querySelectorAll('[data-testid="interaction-card"][data-outcome="open"]')].filter(
-    (card) => card.getAttribute("data-kind") !== "notice" && isShown(card) && card.querySelector(CONTROLS),
+  [...document.querySelectorAll(OPEN_CARDS)].filter(
+    (card) => isShown(card) && card.querySelector(CONTROLS) !== null,
   );
 
 // After the render in which the user answered `answered` (the card now "Sending…").
