@@ -28,7 +28,7 @@ from typing import Any, Final
 from lineup import wire
 
 from ._play import Game, Step, Tick, digest
-from ._questions import markdown_text
+from ._questions import code_span, markdown_text
 from ._tour import Ask, Say
 
 __all__ = [
@@ -134,11 +134,6 @@ def parse(text: str) -> Command | None:
 
 
 # ---------------------------------------------------------------------------- formatting
-
-
-def code_span(text: str) -> str:
-    """`text` as inline code, or as escaped text when it holds a backtick."""
-    return markdown_text(text) if "`" in text or not text.strip() else f"`{text}`"
 
 
 def _field(name: str, schema: Any, required: bool) -> str:

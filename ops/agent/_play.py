@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 from lineup import wire
 
-from ._questions import markdown_text
+from ._questions import code_span, markdown_text
 from ._tour import Ask, Move, Say
 
 __all__ = [
@@ -205,14 +205,14 @@ class Game:
             if status not in ENDED:
                 return []
             del self.rounds[start]
-            code = markdown_text(str(payload.get("code") or status))
-            return [Say(conv, f"The round could not start: `{code}`.", f"receipt:{start}")]
+            code = code_span(str(payload.get("code") or status))
+            return [Say(conv, f"The round could not start: {code}.", f"receipt:{start}")]
         if kind == wire.PROGRESS:
             return []
         del self.rounds[start]
         if kind == wire.TOOL_ERROR:
-            code = markdown_text(str(payload.get("code", "")))
-            return [Say(conv, f"The round ended without an outcome: `{code}`.", f"result:{start}")]
+            code = code_span(str(payload.get("code", "")))
+            return [Say(conv, f"The round ended without an outcome: {code}.", f"result:{start}")]
         result = payload.get("result")
         result = result if isinstance(result, dict) else {}
         outcome = markdown_text(str(result.get("outcome", "?")))
@@ -256,7 +256,7 @@ class Game:
             if code == "round_not_running":
                 round_.watching = False  # the start call's ending tells the rest
                 return []
-            text = f"My guess **{word}** was refused: `{markdown_text(code)}`."
+            text = f"My guess **{word}** was refused: {code_span(code)}."
             return [Say(conv, text, key), *self._watch(round_, call_id)]
         result = payload.get("result")
         text = _answer(word, payload)

@@ -18,6 +18,7 @@ __all__ = [
     "PROGRESS",
     "QUESTIONS",
     "answer_text",
+    "code_span",
     "echo",
     "markdown_text",
     "menu_request",
@@ -56,8 +57,8 @@ QUESTIONS: Final[Mapping[str, tuple[str, dict[str, Any]]]] = {
         NOTICE,
         {
             "title": "A notice",
-            "message": "This is a **notice**: the Agent tells you something, and it "
-            "needs no answer.",
+            # A card's texts are text, never Markdown (docs/agent-protocol.md): no `**` here.
+            "message": "This is a notice: the Agent tells you something, and it needs no answer.",
             "acknowledge_label": "Got it",
         },
     ),
@@ -141,6 +142,12 @@ def markdown_text(text: str) -> str:
     for char in " ".join(text.split()):
         out.append("\\" + char if char in "\\`*_{}[]()<>#+-.!|~&" else char)
     return "".join(out)
+
+
+def code_span(text: str) -> str:
+    """`text` as inline code, or as escaped text when it holds a backtick. Never escaped
+    inside the span: Markdown shows a code span's backslashes as they are."""
+    return markdown_text(text) if "`" in text or not text.strip() else f"`{text}`"
 
 
 def echo(markdown: str) -> str:

@@ -33,6 +33,7 @@ from ._questions import (
     PROGRESS,
     QUESTIONS,
     answer_text,
+    code_span,
     echo,
     markdown_text,
     menu_request,
@@ -193,8 +194,8 @@ class Tour:
                 *self._whiteboard(conv, str(call_id)),
             ]
         if question.purpose == "whiteboard":
-            artifact = markdown_text(str(result.get("artifact_id", "")))
-            text = f"Thank you for the board: I have it as a picture (`{artifact}`)."
+            artifact = code_span(str(result.get("artifact_id", "")))
+            text = f"Thank you for the board: I have it as a picture ({artifact})."
             return [Say(conv, text, key), *self._menu(conv, then)]
         return [
             Say(conv, answer_text(question.purpose, question.input, result), key),
@@ -215,7 +216,7 @@ class Tour:
         if question.purpose == "dashboard":
             return [Say(conv, f"The Task Dashboard ended (`{code}`).", key)]
         if question.purpose == "whiteboard":
-            return [Say(conv, f"The Whiteboard ended (`{markdown_text(code)}`).", key)]
+            return [Say(conv, f"The Whiteboard ended ({code_span(code)}).", key)]
         if question.purpose == "progress":
             return [Say(conv, f"The dashboard's question ended unanswered (`{code}`).", key)]
         text = {
@@ -224,7 +225,7 @@ class Tour:
             "operation_expired": "The question expired before anyone answered.",
             "expired": "The question expired before anyone answered.",
             "tool_not_advertised": "This runtime offers no standard interactions.",
-        }.get(code, f"The question could not be asked (`{markdown_text(code)}`).")
+        }.get(code, f"The question could not be asked ({code_span(code)}).")
         if question.purpose == "menu":
             return [Say(conv, f"{text} Write `{MENU_WORD}` to see what I can show you.", key)]
         return [Say(conv, text, key), *self._menu(conv, f"demo-menu-{_digest(call_id)}")]

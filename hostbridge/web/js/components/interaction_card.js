@@ -10,11 +10,19 @@
 // checks the answer against the stored request. What the user types into an input is saved as
 // a draft (state.drafts here, and `interaction.draft` to the runtime's memory), so a re-render,
 // a reconnect or a reload keeps it.
+//
+// Once the user answered a card, focus goes where they will want it next (issue 28): the next
+// open question (the first after the card in the page, else the nearest before it), else the
+// composer. The Agent's follow-up question usually comes a moment after the answer: if it
+// arrives within NEXT_QUESTION_MS while the focus still rests, untouched, in the composer where
+// the answer left it, focus goes on to it.
 
 import { FINAL_STATES, isOpen } from "../core/state.js";
-import { el, isObject, uniqueId } from "../core/util.js";
+import { byTestId, el, isObject, isShown, uniqueId } from "../core/util.js";
 
 const DRAFT_DEBOUNCE_MS = 300;
+const NEXT_QUESTION_MS = 10_000;
+const CONTROLS = "input:not(:disabled), textarea:not(:disabled), button:not(:disabled)";
 const MAX_TEXT = 8192;
 
 const text = (value, fallback = "") =>
@@ -357,6 +365,52 @@ function inputControls(view, request, { state, ctx, answer, answering }) {
   return form;
 }
 
+// ---------------------------------------------------------------- focus after an answer
+
+// The composer the focus was left in after an answer, with its text then, until when a new
+// question may take the focus from it.
+let resting = null;
+
+// The open questions shown now, each with a control to answer it by.
+const OPEN_CARDS = '[data-testid="interaction-card"][data-outcome="open"]:not([data-kind="notice"])';
+const openQuestions = () =>
+  [...document.querySelectorAll(OPEN_CARDS)].filter(
+    (card) => isShown(card) && card.querySelector(CONTROLS) !== null,
+  );
+
+// After the render in which the user answered `answered` (the card now "Sending…").
+function focusAfterAnswer(answered) {
+  if (!answered.isConnected || !answered.contains(document.activeElement)) return; // moved on
+  const others = openQuestions().filter((card) => card !== answered);
+  const after = others.find(
+    (card) => answered.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING,
+  );
+  const next = after ?? others.at(-1);
+  if (next !== undefined) {
+    next.querySelector(CONTROLS).focus();
+    return;
+  }
+  const composer = byTestId("composer-input");
+  if (composer === null || composer.disabled || !isShown(composer)) return;
+  composer.focus();
+  resting = { composer, text: composer.value, until: Date.now() + NEXT_QUESTION_MS };
+}
+
+// After the render that showed the new open question `card` for the first time.
+function focusArrived(card) {
+  const rest = resting;
+  if (rest === null) return;
+  if (Date.now() > rest.until || document.activeElement !== rest.composer) {
+    resting = null; // the user moved on, or it came too late to be the answer's follow-up
+    return;
+  }
+  if (rest.composer.value !== rest.text || !card.isConnected || !openQuestions().includes(card)) {
+    return;
+  }
+  resting = null;
+  card.querySelector(CONTROLS).focus();
+}
+
 // The cards of one place (the timeline, a group, the overlay, an app's container), kept by id:
 // an unchanged card keeps its element (and what is typed in it), a changed one is rebuilt in
 // place, and focus that was in it goes to the new card.
@@ -381,12 +435,15 @@ export class CardCache {
     });
     if (held && held.element.isConnected && held.element.contains(document.activeElement)) {
       held.element.replaceWith(element);
-      const next = element.querySelector(
-        "input:not(:disabled), textarea:not(:disabled), button:not(:disabled)",
-      );
-      (next ?? element).focus();
+      (element.querySelector(CONTROLS) ?? element).focus();
+      // The user's own answer: once the whole render is done, on to what comes next.
+      if (key.startsWith("answering|") && held.key.startsWith("open|")) {
+        queueMicrotask(() => focusAfterAnswer(element));
+      }
     } else if (held && held.element.isConnected) {
       held.element.replaceWith(element);
+    } else if (held === undefined && key.startsWith("open|") && resting !== null) {
+      queueMicrotask(() => focusArrived(element));
     }
     this.cards.set(view.interaction_id, { key, element });
     return element;

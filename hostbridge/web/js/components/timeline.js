@@ -4,8 +4,16 @@
 // comes back. The timeline interleaves the messages (by order) with the main IM's interaction
 // cards (at their `created_at`) and the app sub-sessions' folded groups (at their `opened_at`);
 // an Agent's text that is a short result of a group shows in that group instead.
+//
+// It follows the conversation as chat UIs do (issue 28): at the newest it stays at the newest
+// as items arrive; scrolled up, it keeps the user's place, and when something new arrives
+// below, a "New messages" button (announced politely, in the tab order between the timeline
+// and the composer) takes them to the newest and goes once they are there, however they got
+// there. Sending a message goes to the newest. A toast floating over the timeline's foot
+// (components/notices.js) never hides the newest item: the timeline's foot is padded by as
+// much as the toasts overlap it.
 
-import { byTestId, el, isId, isObject, replaceKeeping } from "../core/util.js";
+import { byTestId, el, isId, isObject, isShown, replaceKeeping } from "../core/util.js";
 import { sortedItems } from "../core/state.js";
 import { ArtifactCards } from "./artifact_card.js";
 import { CardCache } from "./interaction_card.js";
@@ -25,7 +33,21 @@ export function createTimeline(ctx) {
     composer: byTestId("composer"),
     input: byTestId("composer-input"),
     send: byTestId("composer-send"),
+    notices: byTestId("notices"),
   };
+  // The way to the newest, between the timeline and the composer (a box of no height, so it
+  // floats over the timeline's foot and takes no room).
+  const newer = el("button", "timeline-newer", "timeline-newer");
+  newer.type = "button";
+  newer.hidden = true;
+  newer.append(el("span", "", "", "New messages"), el("span", "timeline-newer-arrow", "", "↓"));
+  newer.lastChild.setAttribute("aria-hidden", "true");
+  newer.setAttribute("aria-label", "New messages: go to the newest");
+  const said = el("span", "visually-hidden", "timeline-newer-status", "");
+  said.setAttribute("role", "status");
+  const jump = el("div", "timeline-jump");
+  jump.append(newer, said);
+  ui.composer.before(jump);
   let rendered = new Map(); // message id → {key, element}, to keep unchanged DOM nodes
   const cardRows = new Map(); // interaction id → its <li>
   const groups = new Map(); // app_session_id → its group
@@ -36,6 +58,9 @@ export function createTimeline(ctx) {
   let shownView;
   let composerEnabled = false;
   let scroll = null; // {top, atBottom} when another app came in front
+  let following = true; // at the newest, as the last scroll left it
+  let seenLast = null; // the timeline's last element when the user was last at the newest
+  let inset = 0; // px of the timeline's foot under the toasts
 
   const canSend = () => ctx.isConnected() && composerEnabled && ctx.state.chatInstance !== null;
 
@@ -59,6 +84,7 @@ export function createTimeline(ctx) {
     if (sent) {
       ui.input.value = "";
       ui.input.focus();
+      toNewest(); // the echo and the answer come below: the user goes with them
     }
   }
 
@@ -73,6 +99,92 @@ export function createTimeline(ctx) {
       event: { kind: "timeline.earlier", before_order: oldest.order, before_id: oldest.id },
     });
     if (sent) ui.earlier.disabled = true; // until the page arrives
+  }
+
+  // ------------------------------------------------------------ following the conversation
+
+  const atNewest = () => {
+    const t = ui.timeline;
+    return t.scrollHeight - t.scrollTop - t.clientHeight < NEAR_BOTTOM_PX;
+  };
+
+  function toNewest() {
+    if (!isShown(ui.timeline)) return; // hidden, nothing is seen (restoreScroll comes back here)
+    ui.timeline.scrollTop = ui.timeline.scrollHeight;
+    following = true;
+    seen();
+  }
+
+  // The user is at the newest: what is there now is seen, and the button has done its work.
+  function seen() {
+    seenLast = ui.timeline.lastElementChild;
+    if (newer.hidden) return;
+    const hadFocus = newer === document.activeElement;
+    newer.hidden = true;
+    said.textContent = "";
+    if (hadFocus) focus();
+  }
+
+  // After a render or a scroll: at the newest, all is seen; scrolled up with a last element
+  // the user has not seen at the newest (new below, not an earlier page above), the button.
+  function checkNewer() {
+    if (!isShown(ui.timeline)) return; // nothing can be measured, or seen, while hidden
+    if (atNewest()) {
+      seen();
+      return;
+    }
+    const last = ui.timeline.lastElementChild;
+    const below =
+      last !== null &&
+      last !== seenLast &&
+      (seenLast === null ||
+        !seenLast.isConnected ||
+        Boolean(seenLast.compareDocumentPosition(last) & Node.DOCUMENT_POSITION_FOLLOWING));
+    if (below && newer.hidden) {
+      newer.hidden = false;
+      said.textContent = "New messages below";
+    }
+  }
+
+  ui.timeline.addEventListener(
+    "scroll",
+    () => {
+      following = atNewest();
+      checkNewer();
+    },
+    { passive: true },
+  );
+  // A picture that loads after its card grew the timeline: still at the newest.
+  ui.timeline.addEventListener("load", () => following && toNewest(), true);
+  newer.addEventListener("click", () => {
+    toNewest();
+    focus();
+  });
+
+  // Pad the timeline's foot by how much the toasts cover it, so its newest item can be read.
+  function fitUnderToasts() {
+    if (!isShown(ui.timeline)) return; // measured again when the chat comes back
+    const region = ui.notices;
+    let overlap = 0;
+    if (region !== null && region.childElementCount > 0) {
+      const t = ui.timeline.getBoundingClientRect();
+      const r = region.getBoundingClientRect();
+      const across = r.left < t.right && r.right > t.left;
+      if (across && r.top < t.bottom) overlap = Math.ceil(t.bottom - Math.max(r.top, t.top));
+    }
+    if (overlap !== inset) {
+      inset = overlap;
+      // A custom property (CSSOM, which the CSP allows), on the chat so that the timeline's
+      // padding and the "New messages" button both see it (shell.css).
+      ui.chat.style.setProperty("--toast-inset", `${inset}px`);
+    }
+    if (following) toNewest(); // a toast came or went, or the window changed: still there
+  }
+
+  if (ui.notices !== null && typeof ResizeObserver === "function") {
+    const observer = new ResizeObserver(fitUnderToasts);
+    observer.observe(ui.notices);
+    observer.observe(ui.timeline);
   }
 
   ui.earlier.addEventListener("click", askEarlier);
@@ -185,8 +297,7 @@ export function createTimeline(ctx) {
   function render(state, view, extras) {
     const items = view ? sortedItems(state) : [];
     const timeline = ui.timeline;
-    const distance = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight;
-    const stickToBottom = distance < NEAR_BOTTOM_PX;
+    const stickToBottom = atNewest();
     // Only a new chat snapshot or item re-enables Retry.
     const fresh = view !== shownView || shownItems !== state.itemsVersion;
     shownView = view;
@@ -246,20 +357,25 @@ export function createTimeline(ctx) {
     if (fresh) ui.earlier.disabled = false;
     composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
     updateComposer();
-    if (stickToBottom) timeline.scrollTop = timeline.scrollHeight;
+    if (stickToBottom) toNewest();
+    checkNewer();
   }
 
   function saveScroll() {
-    const t = ui.timeline;
-    const atBottom = t.scrollHeight - t.scrollTop - t.clientHeight < NEAR_BOTTOM_PX;
-    scroll = { top: t.scrollTop, atBottom };
+    scroll = { top: ui.timeline.scrollTop, atBottom: atNewest() };
   }
 
   function restoreScroll() {
     const saved = scroll;
     scroll = null;
-    const t = ui.timeline;
-    t.scrollTop = saved === null || saved.atBottom ? t.scrollHeight : saved.top;
+    if (saved === null || saved.atBottom) {
+      toNewest();
+    } else {
+      ui.timeline.scrollTop = saved.top;
+      following = false;
+      checkNewer(); // what came while another app was in front is new
+    }
+    fitUnderToasts();
   }
 
   function focus() {
