@@ -46,6 +46,7 @@ __all__ = ["catalog"]  # the Draw-and-Guess module's catalog fixture, built here
 STOP_S: Final = 30.0
 WAIT_S: Final = WAIT_MS / 1000
 OPEN_CARD: Final = '[data-testid="interaction-card"][data-outcome="open"]'
+TOUR_BOARD: Final = "Try the Whiteboard"  # the board the demo Agent opens after the dashboard
 
 
 def tabs(p: Page) -> Locator:
@@ -155,8 +156,13 @@ def the_dashboard_asks_while_the_user_looks_elsewhere(p: Page) -> None:
     asked.get_by_test_id("interaction-submit").click(timeout=WAIT_MS)
     expect(overlay).to_be_hidden(timeout=WAIT_MS)
     expect(p.get_by_test_id("task-dashboard")).to_contain_text("60", timeout=WAIT_MS)
-    tabs(p).filter(has_text="Chat").click(timeout=WAIT_MS)
-    expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
+    # The user closes it; the task is not done, so the dashboard asks first.
+    p.get_by_test_id("task-close").click(timeout=WAIT_MS)
+    asked = p.locator('[data-testid="interaction-card"][data-place="app"]').filter(
+        has=p.get_by_test_id("interaction-approve")
+    )
+    asked.last.get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
+    expect(p.get_by_test_id("task-dashboard")).to_have_count(0, timeout=WAIT_MS)
 
 
 def the_tools_are_listed(p: Page) -> None:
@@ -167,11 +173,22 @@ def the_tools_are_listed(p: Page) -> None:
     expect(listed.last).to_contain_text("task-dashboard.open")
 
 
-def the_board_in_front(p: Page) -> None:
-    board_frame(p)
-    expect(p.get_by_test_id("chat")).to_be_hidden(timeout=WAIT_MS)
-    expect(tabs(p).filter(has_text="Whiteboard")).to_have_count(1, timeout=WAIT_MS)
-    expect(board_body(p)).to_have_attribute("data-state", "ready", timeout=WAIT_MS)
+def board_in_front(title: str) -> Callable[[Page], None]:
+    def check(p: Page) -> None:
+        board_frame(p)
+        expect(p.get_by_test_id("chat")).to_be_hidden(timeout=WAIT_MS)
+        expect(tabs(p)).to_have_text(["Chat", "Whiteboard"], timeout=WAIT_MS)
+        expect(board_body(p).locator("#board-title")).to_have_text(title, timeout=WAIT_MS)
+
+    return check
+
+
+def close_the_board(p: Page) -> None:
+    close = p.get_by_role("button", name="Close Whiteboard")
+    close.focus(timeout=WAIT_MS)
+    p.keyboard.press("Enter")
+    expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
+    expect(tabs(p)).to_have_text(["Chat"], timeout=WAIT_MS)
 
 
 def export_allowed(p: Page) -> None:
@@ -192,7 +209,13 @@ def submitted_to_the_agent(p: Page) -> None:
     expect(asked.get_by_test_id("interaction-approve")).to_be_visible(timeout=WAIT_MS)
     asked.get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
     expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)  # the board ended
-    expect(p.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
+    expect(tabs(p)).to_have_text(["Chat"], timeout=WAIT_MS)
+    expect(p.locator('[data-testid="surface-frame"]')).to_have_count(0, timeout=WAIT_MS)
+    # Its sub-session's group in the chat, folded; unfolded, the board's files are there.
+    group = p.get_by_test_id("app-session-group").filter(has_text="Whiteboard")
+    expect(group).to_have_attribute("data-state", "closed", timeout=WAIT_MS)
+    group.get_by_test_id("app-session-toggle").click(timeout=WAIT_MS)
+    expect(group.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
 
 
 def open_the_registry_by_keyboard(p: Page) -> None:
@@ -223,7 +246,7 @@ def reload_keeps_the_conversation(asked: int) -> Callable[[Page], None]:
             "data-state", "online", timeout=WAIT_MS
         )
         expect(menus(p)).to_have_count(asked, timeout=WAIT_MS)
-        expect(p.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
+        expect(p.get_by_test_id("app-session-group").filter(has_text="Whiteboard")).to_have_count(2)
 
     return check
 
@@ -233,7 +256,7 @@ def offline_then_back(asked: int) -> Callable[[Page], None]:
         state = p.get_by_test_id("runtime-state")
         expect(state).to_have_attribute("data-state", "online", timeout=3 * WAIT_MS)
         expect(menus(p)).to_have_count(asked, timeout=WAIT_MS)
-        expect(p.get_by_test_id("artifact-card").first).to_be_visible(timeout=WAIT_MS)
+        expect(p.get_by_test_id("app-session-group").filter(has_text="Whiteboard")).to_have_count(2)
 
     return check
 
@@ -278,17 +301,22 @@ async def test_a_newcomers_walk_from_the_menu_to_a_restart(
         await page.run(fill_the_form)
         await page.run(choose_from_the_menu("dashboard", "The Task Dashboard", 5))
         await page.run(the_dashboard_asks_while_the_user_looks_elsewhere)
-        await page.run(lambda p: expect(menus(p)).to_have_count(6, timeout=WAIT_MS))
-
-        # /tools and /call: the Whiteboard, drawn on, exported and submitted.
-        await page.run(composer_says("/tools"))
-        await page.run(the_tools_are_listed)
-        await page.run(composer_says('/call whiteboard.open {"title": "Walk"}'))
-        await page.run(the_board_in_front)
+        # Then the Agent's Whiteboard: drawn on, exported (the save allowed), and submitted.
+        await page.run(board_in_front(TOUR_BOARD))
         await page.run(draw([(100 + 10 * i, 200 + 3 * i) for i in range(40)]))
         await page.run(lambda p: expect_saved(p, 1))
         await page.run(export_allowed)
         await page.run(submitted_to_the_agent)
+        await page.run(agent_said("Thank you for the board"))
+        await page.run(lambda p: expect(menus(p)).to_have_count(6, timeout=WAIT_MS))
+
+        # /tools and /call: a board of the user's own, opened and closed again.
+        await page.run(composer_says("/tools"))
+        await page.run(the_tools_are_listed)
+        await page.run(composer_says('/call whiteboard.open {"board_id": "walk", "title": "Walk"}'))
+        await page.run(board_in_front("Walk"))
+        await page.run(close_the_board)
+        await page.run(agent_said("app_closed"))
 
         # Draw-and-Guess, installed from the App Registry and played with the demo Agent.
         await page.run(open_the_registry_by_keyboard)
