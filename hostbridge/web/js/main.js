@@ -146,7 +146,7 @@ function takeDeepLink() {
   const url = window.location.pathname + window.location.search + (rest ? `#${rest}` : "");
   window.history.replaceState(window.history.state, "", url);
   if (!APP_SCOPE.test(scope)) {
-    notices.add("error", "That app could not be opened (app_not_installed).");
+    notices.add("error", "That app could not be opened.", { code: "app_not_installed" });
     return;
   }
   deepLink = scope;
