@@ -71,7 +71,8 @@ async def test_tools_lists_the_inventory_and_call_shows_receipts_result_and_refu
 
     await shell.say('/call picture.draw {"title": ""}')
     (refused,) = await _said(shell, "was refused")
-    assert refused.startswith("picture.draw was refused: tool_input_invalid")
+    assert refused.startswith("picture.draw was refused. The input does not fit what the tool")
+    assert "Details: tool_input_invalid" in refused  # the code only for the curious
 
     await shell.say("/call picture.draw {oops")
     assert await _said(shell, "That input is not JSON")
