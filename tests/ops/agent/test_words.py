@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-from typing import Final
-
-import lineup
 from lineup.ops.agent._words import SENTENCES, details_line, explained, sentence_for
-
-WORDS_JS: Final = Path(lineup.__file__).parent / "hostbridge" / "web" / "js" / "core" / "words.js"
-ENTRY: Final = re.compile(r'^\s+([a-z_]+): "([^"\\]*)",$', re.MULTILINE)
-
-
-def _shell_sentences() -> dict[str, str]:
-    source = WORDS_JS.read_text()
-    table = source[source.index("export const SENTENCES") : source.index("});")]
-    return dict(ENTRY.findall(table))
+from lineup.tests.support.shell_words import shell_sentences
 
 
 def test_each_sentence_of_the_agent_is_the_shells_for_the_same_code() -> None:
-    shell = _shell_sentences()
-    assert len(shell) > 90  # the table was read, not an empty match
+    shell = shell_sentences()
     assert {code: shell.get(code) for code in SENTENCES} == dict(SENTENCES)
 
 
