@@ -7,6 +7,8 @@ stroke, exports it (Allow once in the runtime's prompt: the download starts), th
 and approves. In the chat (the ended Whiteboard's group, unfolded), the export's card and the
 submit's two cards each say which action made them, the two PNGs show a thumbnail that loaded,
 and no toast says "Saving" any more.
+The demo Agent's tour ends with a Whiteboard: once it is submitted, the Agent's thank-you names
+the picture by that name, never by a raw artifact id.
 Browser waits are Playwright's auto-waiting `expect`; no sleeps.
 """
 
@@ -18,6 +20,7 @@ from typing import Final
 import trio
 from playwright.sync_api import Locator, Page, expect
 
+from lineup.tests.support.browser import load_shell
 from lineup.tests.support.runtime import start_runtime
 
 from .conftest import ShellPage
@@ -27,6 +30,8 @@ WAIT_MS: Final = 15_000  # a real runtime: processes, an HTTP AppServer
 EXPORTED: Final = "Whiteboard - exported.png"
 SUBMITTED: Final = ("Whiteboard - submitted.png", "Whiteboard - submitted.json")
 GONE_MS: Final = 3_000  # after the app has the save's outcome: the toast is down by then
+MENU_PROMPT: Final = "What would you like to try?"
+TOUR_PICTURE: Final = "Try the Whiteboard - submitted.png"  # the tour's board, as submitted
 LOADED: Final = "img => img.complete && img.naturalWidth > 0"
 
 
@@ -89,3 +94,37 @@ async def test_exported_and_submitted_boards_are_named_by_title_and_action_with_
 
     await page.run(cards_as_seen)
     assert page.console_errors == []
+
+
+def take_the_tour_to_the_whiteboard(p: Page) -> None:
+    """The demo Agent's tour: the Task Dashboard from the menu, its question answered, the
+    task finished and closed; the Agent then opens a Whiteboard, which comes in front."""
+    menu = card(p, "timeline").filter(has_text=MENU_PROMPT)
+    menu.locator('[data-action-id="dashboard"]').click(timeout=WAIT_MS)
+    asked = card(p, "overlay")
+    asked.get_by_test_id("interaction-option").first.click(timeout=WAIT_MS)
+    asked.get_by_test_id("interaction-submit").click(timeout=WAIT_MS)
+    expect(asked).to_have_count(0, timeout=WAIT_MS)
+    p.get_by_test_id("task-finish").click(timeout=WAIT_MS)
+    p.get_by_test_id("task-close").click(timeout=WAIT_MS)
+    board_frame(p).evaluate(DRAW, {"points": [[300, 300], [800, 700]], "up": True})
+    expect_saved(p, 1)
+
+
+async def test_the_agent_thanks_for_the_board_by_the_name_of_its_picture(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=True)
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
+    await page.run(take_the_tour_to_the_whiteboard)
+
+    def thanked(p: Page) -> None:
+        board_body(p).locator("#submit").click(timeout=WAIT_MS)
+        card(p, "app").get_by_test_id("interaction-approve").click(timeout=WAIT_MS)
+        thanks = p.get_by_test_id("message").filter(has_text="Thank you for the board")
+        expect(thanks).to_have_count(1, timeout=WAIT_MS)
+        expect(thanks).to_contain_text(f"I have it as a picture, {TOUR_PICTURE}.")
+        expect(thanks).not_to_contain_text("art_")  # never a raw artifact id
+
+    await page.run(thanked)
+    assert page.errors == []
