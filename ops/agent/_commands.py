@@ -214,12 +214,23 @@ def json_block(document: Any) -> str:
     return f"```json\n{text}\n```"
 
 
+# A receipt's status as the user reads it (the wire's `ReceiptStatus`, never shown raw).
+RECEIPT_WORDS: Final[dict[str, str]] = {
+    "accepted": "accepted",
+    "starting": "starting its app",
+    "activation_ready": "its app is ready",
+    "activation_failed": "its app did not start",
+    "activation_cancelled": "its app was closed before it was ready",
+}
+
+
 def receipt_line(tool: str, status: str, code: str | None = None) -> str:
     """A receipt as words: its status, and when it carries a code, what the code means (the
     code itself only in the details line)."""
     if status == "rejected":
         return explained(f"{code_span(tool)} was **refused**.", code or "rejected")
-    said = f"{code_span(tool)}: **{markdown_text(status)}**."
+    words = RECEIPT_WORDS.get(status) or markdown_text(status)
+    said = f"{code_span(tool)}: **{words}**."
     return explained(said, code) if code else said
 
 

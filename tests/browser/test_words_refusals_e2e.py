@@ -5,8 +5,8 @@ The chat read "refused: `tool_input_invalid`, at `/task_id`" and "`tool_not_adve
 `/tools` cut descriptions mid-word. The user now writes `/call` with a bad input and with a
 tool no app offers: each answer says what happened in words, and the code (and the field) is
 only in the details line under it. `/tools` lists every tool with its description whole, or
-cut after a whole word with an ellipsis. Browser waits are Playwright's auto-waiting `expect`;
-no sleeps.
+cut after a whole word with an ellipsis. A call that goes through says its receipts in words.
+Browser waits are Playwright's auto-waiting `expect`; no sleeps.
 """
 
 from __future__ import annotations
@@ -59,6 +59,15 @@ def refused_in_words(p: Page) -> None:
     assert details == "Details: tool_not_advertised"
 
 
+def receipts_in_words(p: Page) -> None:
+    for said in ("accepted", "starting its app", "its app is ready"):
+        line = agent_says(p, f"task-dashboard.open: {said}.")
+        expect(line).to_have_count(1, timeout=WAIT_MS)
+    messages = p.locator('[data-testid="message"][data-author="agent"]')
+    for status in ("activation_ready", "activation\\_ready"):
+        expect(messages.filter(has_text=status)).to_have_count(0)
+
+
 def bundled_descriptions() -> dict[str, str]:
     """The bundled apps' tools' descriptions, whole, as their manifests declare them."""
     found: dict[str, str] = {}
@@ -102,4 +111,8 @@ async def test_refusals_read_as_sentences_and_tools_are_cut_at_a_word(
         assert full.startswith(kept) and full[len(kept.rstrip(" ,;:.-")) :][:1] in " ,;:.-", line
         checked += 1
     assert checked >= 2  # whiteboard.open's and app-registry.open's are longer than a line
+
+    # A call that goes through: its receipts in words, never the wire's statuses.
+    await page.run(write('/call task-dashboard.open {"task_id": "t-1", "title": "Tea"}'))
+    await page.run(receipts_in_words)
     assert page.errors == []

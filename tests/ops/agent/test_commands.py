@@ -153,7 +153,7 @@ def test_a_result_is_a_fenced_json_block_with_long_strings_abbreviated_and_bound
 def test_receipts_progress_and_errors_say_a_sentence_and_keep_the_code_for_details() -> None:
     assert receipt_line("a.b", "accepted") == "`a.b`: **accepted**."
     assert receipt_line("a.b", "activation_failed", "app_crashed") == (
-        "`a.b`: **activation\\_failed**.\n\n*Details: `app_crashed`*"
+        "`a.b`: **its app did not start**.\n\n*Details: `app_crashed`*"
     )
     assert receipt_line("a.b", "rejected", "tool_not_visible") == (
         "`a.b` was **refused**. That app cannot run right now.\n\n*Details: `tool_not_visible`*"

@@ -62,7 +62,7 @@ async def test_tools_lists_the_inventory_and_call_shows_receipts_result_and_refu
 
     await shell.say('/call picture.draw {"title": "Hello"}')
     (returned,) = await _said(shell, "picture.draw returned:")
-    for receipt in ("accepted", "starting", "activation_ready"):
+    for receipt in ("accepted", "starting its app", "its app is ready"):
         assert (await _said(shell, f"picture.draw: {receipt}.")) == [f"picture.draw: {receipt}."]
     assert await _said(shell, "picture.draw progress: drawing")
     document = json.loads(returned.removeprefix("picture.draw returned:"))
