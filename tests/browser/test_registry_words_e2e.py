@@ -7,7 +7,8 @@ listed as `draw-and-guess`, and after a successful install the game's catalog en
 by its title (Draw and Guess before it is installed too: the title of its verified manifest),
 what it is and how it stands are words, its id and signer's key sit in a details line, and a
 finished install reads as a success: "Installed Draw and Guess 1.0.0." and "Installed" on its
-entry, with no code shown. Browser waits are Playwright's auto-waiting `expect`; no sleeps.
+entry, with no code shown; on a phone's width each row stacks, every column inside the frame.
+Browser waits are Playwright's auto-waiting `expect`; no sleeps.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
-from .test_app_registry_e2e import GREETING, WAIT_MS, WAIT_S, allow_once, registry, row
+from .test_app_registry_e2e import FRAME, GREETING, WAIT_MS, WAIT_S, allow_once, registry, row
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 BUNDLE: Final = "draw-and-guess-1.0.0.lineup"
@@ -86,6 +87,19 @@ def installed_reads_as_success(p: Page) -> None:
     expect(game.get_by_role("button", name=f"Disable {TITLE}")).to_have_count(1)
 
 
+def whole_on_a_phone(p: Page) -> None:
+    """At 390 px every column of a row is inside the registry's frame (stacked), none cut off
+    beyond its right edge."""
+    p.set_viewport_size({"width": 390, "height": 844})
+    frame = p.locator(FRAME).bounding_box()
+    assert frame is not None
+    for label in ("What it is", "Status", "Last change", "Actions"):
+        cell = row(p, SCOPE).locator(f'td[data-label="{label}"]')
+        expect(cell).to_be_visible(timeout=WAIT_MS)
+        box = cell.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= frame["x"] + frame["width"], label
+
+
 async def test_the_registry_names_apps_by_title_in_words_and_an_install_reads_as_success(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
@@ -99,4 +113,5 @@ async def test_the_registry_names_apps_by_title_in_words_and_an_install_reads_as
     await agent.terminal("open-1")
     await page.run(offered_by_title)
     await page.run(installed_reads_as_success)
+    await page.run(whole_on_a_phone)
     assert page.errors == []

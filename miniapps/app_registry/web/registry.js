@@ -57,6 +57,17 @@
     return text(tag, value, "tone-" + String(tone || "info"));
   }
 
+  // Each cell names its column (`data-label`): on a narrow screen a row is a stacked card whose
+  // cells say what they are (registry.css), as the table's head is not shown there.
+  const APP_COLUMNS = ["What it is", "Version", "Status", "Last change", "Actions"];
+  const AVAILABLE_COLUMNS = ["Version", "Status"];
+
+  function labelCells(row, labels) {
+    Array.from(row.querySelectorAll(":scope > td")).forEach(function (cell, n) {
+      if (labels[n]) cell.dataset.label = labels[n];
+    });
+  }
+
   function lastChange(last) {
     const cell = document.createElement("td");
     if (!last || typeof last !== "object" || !last.text) {
@@ -117,6 +128,7 @@
       });
       cell.append(group);
       row.append(cell);
+      labelCells(row, APP_COLUMNS);
       rowsBody.append(row);
     });
     renderAvailable();
@@ -183,6 +195,7 @@
         if (entry.code && entry.tone === "error") cell.append(details(String(entry.code), "Details: "));
       }
       row.append(cell);
+      labelCells(row, AVAILABLE_COLUMNS);
       availableBody.append(row);
     });
   }
