@@ -320,7 +320,7 @@ class HostbridgeActor(Actor):
                 retry=True,
             )
         except LineUpError as exc:
-            self._error_notice(f"That action could not be delivered ({exc.code.value}).")
+            self._error_notice("That action could not be delivered.", exc.code.value)
 
     async def _intent(self, frame: UiIntentFrame) -> None:
         """The user switches to, or closes, an instance (the app switcher)."""
@@ -334,7 +334,7 @@ class HostbridgeActor(Actor):
                 retry=True,
             )
         except LineUpError as exc:
-            self._error_notice(f"That could not be done ({exc.code.value}).")
+            self._error_notice("That could not be done.", exc.code.value)
 
     def _audit_user(
         self,
@@ -347,8 +347,8 @@ class HostbridgeActor(Actor):
         """A row for what the user did at the Shell (its kind and target, never its text)."""
         self.bus.audit(user_record(event, message_type, code=code, subject_id=subject_id))
 
-    def _error_notice(self, text: str) -> None:
-        self.hub.broadcast(ShellNotice(level="error", text=text))
+    def _error_notice(self, text: str, code: str) -> None:
+        self.hub.broadcast(ShellNotice(level="error", text=text, code=code))
 
     def _refused(
         self,

@@ -44,7 +44,7 @@ from lineup.actors.gateway.messages import (
     ProviderDoneRequest,
     UiAccepted,
 )
-from lineup.actors.kernel import Bus, ErrorCode, LineUpError
+from lineup.actors.kernel import Bus, LineUpError
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, BUNDLE_MEDIA_TYPE, MAX_ARTIFACT_BYTES
 
 from ._artifacts import ticket
@@ -434,10 +434,7 @@ class CapabilityDesk:
         self, message_type: str, event: str, code: str, about: str | None, reply: Reply
     ) -> None:
         self._bus.audit_refusal(user_record(event, message_type, code=code, subject_id=about))
-        text = {
-            ErrorCode.PROMPT_NOT_FOUND.value: "That request is no longer waiting",
-        }.get(code, "That could not be done")
-        reply(ShellNotice(level="error", text=f"{text} ({code})."))
+        reply(ShellNotice(level="error", text="That could not be done.", code=code))
 
 
 def _now() -> float:

@@ -143,7 +143,7 @@ class InteractionRelay:
             )
         except LineUpError as exc:
             self._bus.audit_refusal(user_record(ANSWER_REFUSED, frame.type, code=exc.code.value))
-            self._error_notice(f"That answer was not taken ({exc.code.value}).")
+            self._error_notice("That answer was not taken.", exc.code.value)
             # The card was disabled when sent: the view as it is makes it answerable again.
             held = self._mirror.get(frame.interaction_id)
             for again in interaction_frames([held] if held is not None else []):
@@ -169,7 +169,7 @@ class InteractionRelay:
             )
         except LineUpError as exc:
             self._bus.audit_refusal(user_record(CONTINUE_REFUSED, frame.type, code=exc.code.value))
-            self._error_notice(f"That could not be continued ({exc.code.value}).")
+            self._error_notice("That could not be continued.", exc.code.value)
             return
         for update in session_frames(self._mirror.upsert_sessions((reply.session,))):
             self._hub.broadcast(update)
@@ -179,5 +179,5 @@ class InteractionRelay:
         if not self._mirror.draft(frame.interaction_id, frame.values):
             self._quiet.refused("hostbridge.draft_dropped")
 
-    def _error_notice(self, text: str) -> None:
-        self._hub.broadcast(ShellNotice(level="error", text=text))
+    def _error_notice(self, text: str, code: str) -> None:
+        self._hub.broadcast(ShellNotice(level="error", text=text, code=code))

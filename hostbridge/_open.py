@@ -32,5 +32,5 @@ async def open_app(bus: Bus, hub: ShellHub, frame: UiOpenFrame) -> None:
         )
     except LineUpError as exc:
         hub.broadcast(
-            ShellNotice(level="error", text=f"That app could not be opened ({exc.code.value}).")
+            ShellNotice(level="error", text="That app could not be opened.", code=exc.code.value)
         )

@@ -127,9 +127,13 @@ class ShellPage(ShellFrame):
 
 
 class ShellNotice(ShellFrame):
+    """A notice for the user: `text` says what did not happen; `code`, for a refusal, is its
+    stable code, which the Shell says in words (core/words.js) and keeps in a details line."""
+
     type: Literal["shell.notice"] = "shell.notice"
     level: Literal["info", "error"]
     text: str = Field(min_length=1, max_length=MAX_NOTICE)
+    code: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,63}$")
 
 
 class ShellInteractions(ShellFrame):

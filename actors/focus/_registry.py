@@ -73,6 +73,7 @@ from .messages import (
 __all__ = ["DEFAULT_APP", "RegistryService"]
 
 DEFAULT_APP: Final = "default_app"  # the settings row (store.registry.setting.*)
+MAX_CATALOG_TITLES: Final = 1024  # catalog bundles' titles kept (far above a catalog's entries)
 
 
 class RegistryService:
@@ -92,6 +93,9 @@ class RegistryService:
         self._ops = ops
         self._lifecycle = lifecycle
         self._publisher = publisher
+        # A catalog bundle's title, by (app_scope, version), once it verified: the catalog
+        # verifies a bundle again only when it changes, and an unverified title is never shown.
+        self._catalog_titles: dict[tuple[str, str], str] = {}
 
     async def list(self) -> RegistryListReply:
         infos = await self._ops.recent(100)
@@ -135,11 +139,16 @@ class RegistryService:
 
         def verify(data: bytes) -> ErrorCode | None:
             try:
-                verify_bundle(
+                verified = verify_bundle(
                     data, trusted=trusted, host_version=lineup.__version__, revoked=revoked
                 )
             except LineUpError as exc:
                 return exc.code
+            if len(self._catalog_titles) >= MAX_CATALOG_TITLES:
+                self._catalog_titles.clear()  # bounded; an entry then shows its app id
+            if verified.manifest.title is not None:
+                key = (verified.signed.app_scope, verified.signed.version)
+                self._catalog_titles[key] = verified.manifest.title
             return None
 
         found = await trio.to_thread.run_sync(catalog.entries, verify, basis_of(trusted, revoked))
@@ -159,6 +168,9 @@ class RegistryService:
                     key_id=entry.key_id,
                     size=entry.size,
                     code=code,
+                    title=self._catalog_titles.get((entry.app_scope or "", entry.version or ""))
+                    if entry.code is None
+                    else None,
                 )
             )
         return tuple(entries)

@@ -1,9 +1,10 @@
 """The App Registry: the user's list of apps, and the one place they install and manage them.
 
 One global instance shows one Surface (`web/`): the runtime's registry (`app.registry.list`,
-answered to this app alone) as a table — version, kind, source, enabled, state, the latest
-operation, the predecessor a rollback goes back to, the default app — with a button for each
-action that applies to a row, and "Install from file…". This app changes nothing by itself:
+answered to this app alone) as a table in the user's words (`_view`: each app by its title,
+what it is, its version, how it stands, its last change, the default app; its id, signer and
+predecessor in a details line) with a button for each action that applies to a row, and
+"Install from file…". This app changes nothing by itself:
 
 * Install from file: `file.open` (the user picks a `.lineup` bundle in the Shell; the app gets
   it as a read-only artifact of its own, never a path), then `app.install {artifact_id}`.
@@ -224,15 +225,18 @@ class AppRegistry(MiniApp):
                 PURPOSES["install"],
                 {"artifact_id": artifact},
             )
-            await self._set(status=_view.status_of("install", installed))
         finally:
             await self._set(busy=None)
             await self._refresh()
+        # After the list is read again: the line names the app by its title.
+        await self._set(status=_view.status_of("install", installed, titles=self._titles()))
 
     async def _install_from_catalog(self, instance_id: str, action_id: str, name: str) -> None:
         entry = next((e for e in self.state["available"] if e.get("file") == name), None)
         purpose = (
-            PURPOSES["catalog"].format(scope=entry["app_scope"], version=entry["version"])
+            PURPOSES["catalog"].format(
+                scope=entry.get("title") or entry["app_scope"], version=entry["version"]
+            )
             if entry and entry.get("app_scope")
             else PURPOSES["install"]
         )
@@ -241,10 +245,10 @@ class AppRegistry(MiniApp):
             installed = await self._ask(
                 instance_id, action_id, "app.install", purpose, {"catalog_file": name}
             )
-            await self._set(status=_view.status_of("install", installed))
         finally:
             await self._set(busy=None)
             await self._refresh()
+        await self._set(status=_view.status_of("install", installed, titles=self._titles()))
 
     async def _manage(self, instance_id: str, action_id: str, operation: str, scope: str) -> None:
         await self._set(busy=f"{operation}:{scope}", status=None)
@@ -253,13 +257,13 @@ class AppRegistry(MiniApp):
                 instance_id,
                 action_id,
                 "app.manage",
-                PURPOSES[operation].format(scope=scope),
+                PURPOSES[operation].format(scope=self._titles().get(scope, scope)),
                 {"operation": operation, "app_scope": scope},
             )
-            await self._set(status=_view.status_of(operation, result, scope))
         finally:
             await self._set(busy=None)
             await self._refresh()
+        await self._set(status=_view.status_of(operation, result, scope, self._titles()))
 
     async def _ask(
         self,
@@ -304,6 +308,14 @@ class AppRegistry(MiniApp):
             default_app=listing.default_app,
             listed=int(self.state["listed"]) + 1,
         )
+
+    def _titles(self) -> dict[str, str]:
+        """The listed apps' titles, by scope, as the Surface shows them."""
+        return {
+            str(row["app_scope"]): str(row["title"])
+            for row in self.state["apps"]
+            if isinstance(row, dict) and row.get("title")
+        }
 
     async def _set(self, **changes: Any) -> None:
         self.state = {**self.state, **changes}

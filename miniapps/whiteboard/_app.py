@@ -14,7 +14,9 @@ The Surface's Export button saves the board as a PNG file through the runtime: a
 `board.export` event (with an id the Surface made, so a repeat makes nothing new) renders the
 PNG as an artifact and asks for the `artifact.save` capability (the runtime asks the user, then
 the Shell downloads the artifact); the outcome (`completed`, `cancelled_by_user`,
-`permission_denied`, … and its code) goes back to the Surface as its state's `export`. An
+`permission_denied`, … and its code) goes back to the Surface as its state's `export`. Every
+artifact is named for the user from the board's title and the action that made it
+(`artifact_name`: `Kitchen plan - exported.png`, `Kitchen plan - submitted.json`). An
 instance the user opened from the Shell (`#open=whiteboard`: no tool call comes for it) is told
 `app.opened` and gets a board of its own, drawn and exported the same way.
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
@@ -65,7 +68,7 @@ SAVE_ATTEMPTS: Final = 3  # a write that meets a newer revision re-reads and app
 CONFIRM_WAIT_S: Final = 590.0  # the submit call waits this long for the user's answer
 SUBMIT_TIMEOUT_MS: Final = 600_000
 LABEL_MAX: Final = 80
-_UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._-]+")
+TITLE_IN_NAME: Final = 100  # of a board's title in its artifacts' names (at most 128)
 _EXPORT_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -444,7 +447,7 @@ class Whiteboard(MiniApp):
             instance_id,
             "image/png",
             png,
-            _file_name(board.board_id) + ".png",
+            artifact_name(board.title, "exported", ".png"),
             request_id=_request_id(f"export\x00{instance_id}", export_id),
         )
         result = await self.app.capabilities.request(
@@ -522,9 +525,12 @@ class Whiteboard(MiniApp):
             await self._set_phase(instance_id, "submitting")
             items = list(board.items.values())
             png = await trio.to_thread.run_sync(_render, items)
-            name = _file_name(board.board_id)
             png_info = await self.app.artifacts.create(
-                instance_id, "image/png", png, name + ".png", request_id=_request_id(key, "png")
+                instance_id,
+                "image/png",
+                png,
+                artifact_name(board.title, "submitted", ".png"),
+                request_id=_request_id(key, "png"),
             )
             document = json.dumps(
                 board.document()["board"], separators=(",", ":"), ensure_ascii=False
@@ -533,7 +539,7 @@ class Whiteboard(MiniApp):
                 instance_id,
                 "application/json",
                 document,
-                name + ".json",
+                artifact_name(board.title, "submitted", ".json"),
                 request_id=_request_id(key, "json"),
             )
             done = SubmitOutput(
@@ -610,8 +616,18 @@ def _approved(record: p.InteractionRecord) -> bool:
     return record.result is not None and record.result.get("approved") is True
 
 
-def _file_name(board_id: str) -> str:
-    return (_UNSAFE_NAME.sub("-", board_id).strip(".-") or "board")[:100]
+def artifact_name(title: str, action: Literal["exported", "submitted"], extension: str) -> str:
+    """An artifact's name as the user reads it on its card and as the file it downloads as:
+    the board's title and the action that made it (`Kitchen plan - exported.png`). The title
+    loses what a name may not hold (a path separator, a control character) and is cut at
+    `TITLE_IN_NAME` characters; an empty one is the Whiteboard's own title."""
+    cleaned = "".join(" " if _not_in_name(ch) else ch for ch in title)
+    shown = " ".join(cleaned.split()).strip(" .")[:TITLE_IN_NAME].rstrip(" .")
+    return f"{shown or OPENED_TITLE} - {action}{extension}"
+
+
+def _not_in_name(ch: str) -> bool:
+    return ch in "/\\" or unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"}
 
 
 def _request_id(key: str, part: str) -> str:

@@ -30,6 +30,7 @@ from lineup import wire
 from ._play import Game, Step, Tick, digest
 from ._questions import code_span, markdown_text
 from ._tour import Ask, Say
+from ._words import explained
 
 __all__ = [
     "CALL_WORD",
@@ -43,6 +44,7 @@ __all__ = [
     "Play",
     "Unclear",
     "code_span",
+    "cut_at_word",
     "error_line",
     "inventory_markdown",
     "json_block",
@@ -136,6 +138,18 @@ def parse(text: str) -> Command | None:
 # ---------------------------------------------------------------------------- formatting
 
 
+def cut_at_word(text: str, limit: int = MAX_DESCRIPTION_CHARS) -> str:
+    """`text` whole when it fits in `limit` characters, else cut after its last whole word
+    that fits, with an ellipsis (`…`); a first word longer than the limit is cut inside."""
+    if len(text) <= limit:
+        return text
+    kept = text[: limit - 1]
+    space = kept.rfind(" ")
+    if space > 0 and not text[limit - 1].isspace():
+        kept = kept[:space]
+    return kept.rstrip(" ,;:.-–—") + "…"
+
+
 def _field(name: str, schema: Any, required: bool) -> str:
     kind = schema.get("type") if isinstance(schema, dict) else None
     if isinstance(kind, list):
@@ -164,9 +178,7 @@ def inventory_markdown(revision: str, tools: dict[str, dict[str, Any]]) -> str:
     lines = [f"**{len(tools)} tools** (inventory revision {code_span(revision)}):", ""]
     for method in sorted(tools)[:MAX_TOOLS_LISTED]:
         tool = tools[method]
-        description = " ".join(str(tool.get("description") or "").split())
-        if len(description) > MAX_DESCRIPTION_CHARS:
-            description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
+        description = cut_at_word(" ".join(str(tool.get("description") or "").split()))
         handling = markdown_text(str(tool.get("handling") or "?"))
         line = f"- {code_span(method)} ({handling})"
         line += f": {markdown_text(description)}" if description else ""
@@ -197,11 +209,24 @@ def json_block(document: Any) -> str:
     return f"```json\n{text}\n```"
 
 
+# A receipt's status as the user reads it (the wire's `ReceiptStatus`, never shown raw).
+RECEIPT_WORDS: Final[dict[str, str]] = {
+    "accepted": "accepted",
+    "starting": "starting its app",
+    "activation_ready": "its app is ready",
+    "activation_failed": "its app did not start",
+    "activation_cancelled": "its app was closed before it was ready",
+}
+
+
 def receipt_line(tool: str, status: str, code: str | None = None) -> str:
+    """A receipt as words: its status, and when it carries a code, what the code means (the
+    code itself only in the details line)."""
     if status == "rejected":
-        return f"{code_span(tool)} was **refused**: {code_span(code or 'rejected')}."
-    said = f"{code_span(tool)}: **{markdown_text(status)}**"
-    return f"{said} ({code_span(code)})." if code else f"{said}."
+        return explained(f"{code_span(tool)} was **refused**.", code or "rejected")
+    words = RECEIPT_WORDS.get(status) or markdown_text(status)
+    said = f"{code_span(tool)}: **{words}**."
+    return explained(said, code) if code else said
 
 
 def progress_line(tool: str, progress: Any) -> str:
@@ -219,14 +244,10 @@ def result_markdown(tool: str, result: Any) -> str:
 
 
 def error_line(tool: str, code: str, pointer: str | None = None, *, refused: bool = True) -> str:
-    """A refusal (before any receipt) or a failure (after one), with the JSON pointer of the
-    offending field when it has one."""
+    """A refusal (before any receipt) or a failure (after one) as a sentence; the code, and
+    the JSON pointer of the offending field when it has one, in the details line."""
     verb = "was **refused**" if refused else "**failed**"
-    line = f"{code_span(tool)} {verb}: {code_span(code)}"
-    if pointer is not None:
-        where = code_span(pointer) if pointer else "the whole input"
-        line += f", at {where}"
-    return line + "."
+    return explained(f"{code_span(tool)} {verb}.", code, pointer)
 
 
 # ------------------------------------------------------------------------------ the state

@@ -24,8 +24,9 @@ from typing import Any, Final, Literal
 
 from lineup import wire
 
-from ._questions import code_span, markdown_text
+from ._questions import markdown_text
 from ._tour import Ask, Move, Say
+from ._words import explained
 
 __all__ = [
     "DRAWING",
@@ -205,14 +206,15 @@ class Game:
             if status not in ENDED:
                 return []
             del self.rounds[start]
-            code = code_span(str(payload.get("code") or status))
-            return [Say(conv, f"The round could not start: {code}.", f"receipt:{start}")]
+            code = str(payload.get("code") or status)
+            text = explained("The round could not start.", code)
+            return [Say(conv, text, f"receipt:{start}")]
         if kind == wire.PROGRESS:
             return []
         del self.rounds[start]
         if kind == wire.TOOL_ERROR:
-            code = code_span(str(payload.get("code", "")))
-            return [Say(conv, f"The round ended without an outcome: {code}.", f"result:{start}")]
+            text = explained("The round ended without an outcome.", str(payload.get("code", "")))
+            return [Say(conv, text, f"result:{start}")]
         result = payload.get("result")
         result = result if isinstance(result, dict) else {}
         outcome = markdown_text(str(result.get("outcome", "?")))
@@ -256,7 +258,7 @@ class Game:
             if code == "round_not_running":
                 round_.watching = False  # the start call's ending tells the rest
                 return []
-            text = f"My guess **{word}** was refused: {code_span(code)}."
+            text = explained(f"My guess **{word}** was refused.", code)
             return [Say(conv, text, key), *self._watch(round_, call_id)]
         result = payload.get("result")
         text = _answer(word, payload)

@@ -33,12 +33,12 @@ from ._questions import (
     PROGRESS,
     QUESTIONS,
     answer_text,
-    code_span,
     echo,
     markdown_text,
     menu_request,
     progress_request,
 )
+from ._words import explained
 
 __all__ = [
     "CHOICE",
@@ -108,6 +108,17 @@ class _Question:
     app_session_id: str | None = None
     instance_id: str | None = None
     retries: int = 0
+
+
+def _picture_name(result: dict[str, Any]) -> str:
+    """The board's picture by the name the Whiteboard gave it (its first artifact, the PNG),
+    in bold; "" for a result without one."""
+    artifacts = result.get("artifacts")
+    first = artifacts[0] if isinstance(artifacts, list) and artifacts else None
+    name = first.get("name") if isinstance(first, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        return ""
+    return f"**{markdown_text(name[:128])}**"
 
 
 def _digest(*parts: str) -> str:
@@ -194,8 +205,10 @@ class Tour:
                 *self._whiteboard(conv, str(call_id)),
             ]
         if question.purpose == "whiteboard":
-            artifact = code_span(str(result.get("artifact_id", "")))
-            text = f"Thank you for the board: I have it as a picture ({artifact})."
+            name = _picture_name(result)
+            text = "Thank you for the board: I have it as a picture" + (
+                f", {name}." if name else "."
+            )
             return [Say(conv, text, key), *self._menu(conv, then)]
         return [
             Say(conv, answer_text(question.purpose, question.input, result), key),
@@ -214,20 +227,25 @@ class Tour:
             question.retries += 1
             return [self._ask(f"demo-retry-{_digest(call_id)}", question)]
         if question.purpose == "dashboard":
-            return [Say(conv, f"The Task Dashboard ended (`{code}`).", key)]
+            return [Say(conv, explained("The Task Dashboard ended.", code), key)]
         if question.purpose == "whiteboard":
-            return [Say(conv, f"The Whiteboard ended ({code_span(code)}).", key)]
+            return [Say(conv, explained("The Whiteboard ended.", code), key)]
         if question.purpose == "progress":
-            return [Say(conv, f"The dashboard's question ended unanswered (`{code}`).", key)]
+            return [Say(conv, explained("The dashboard's question ended unanswered.", code), key)]
         text = {
             "cancelled_by_user": "You closed the question without answering.",
             "interaction_dismissed": "I withdrew the question.",
             "operation_expired": "The question expired before anyone answered.",
             "expired": "The question expired before anyone answered.",
             "tool_not_advertised": "This runtime offers no standard interactions.",
-        }.get(code, f"The question could not be asked ({code_span(code)}).")
+        }.get(code)
         if question.purpose == "menu":
-            return [Say(conv, f"{text} Write `{MENU_WORD}` to see what I can show you.", key)]
+            again = f"Write `{MENU_WORD}` to see what I can show you."
+            if text:
+                return [Say(conv, f"{text} {again}", key)]
+            said = explained("The menu could not be asked.", code) + f"\n\n{again}"
+            return [Say(conv, said, key)]
+        text = text or explained("The question could not be asked.", code)
         return [Say(conv, text, key), *self._menu(conv, f"demo-menu-{_digest(call_id)}")]
 
     def _opened(self, conversation_id: str, payload: dict[str, Any]) -> list[Move]:

@@ -71,6 +71,7 @@ class CatalogEntry(Message):
     key_id: str | None
     size: int
     code: str | None
+    title: str | None = None  # the app's title, from its manifest once the bundle verified
 
 
 class RegistryListRequest(Message):

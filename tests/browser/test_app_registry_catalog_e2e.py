@@ -8,7 +8,7 @@ is refused by the runtime with its code (`digest_mismatch`) before the user is a
 the status line says why, the entry is listed with its code and no button, and nothing is
 installed. The other is installed with the keyboard alone (focus, Enter), allowed in the
 runtime's prompt (which names the app, the version and the signer): it joins the apps and the
-Agent's inventory, and its entry says it is installed already.
+Agent's inventory, and its entry says "Installed".
 """
 
 from __future__ import annotations
@@ -97,13 +97,13 @@ def tampered_refused(p: Page) -> None:
     available(p, TAMPERED).get_by_role("button", name="Install spoiled 1.0").click(timeout=WAIT_MS)
     status = registry(p).locator("#status")
     expect(status).to_have_text(
-        "Install failed: the bundle's content is not the one it was signed with.",
+        "Install failed. The app's content is not the one its publisher signed.",
         timeout=WAIT_MS,
     )
     expect(p.get_by_test_id("permission-prompt")).to_be_hidden()  # never asked
     entry = available(p, TAMPERED)
     expect(entry).to_have_attribute("data-code", "digest_mismatch", timeout=WAIT_MS)
-    expect(entry).to_contain_text("digest_mismatch")
+    expect(entry).to_contain_text("Details: digest_mismatch")  # the code, for the curious
     expect(entry.get_by_role("button")).to_have_count(0)
     expect(row(p, "spoiled")).to_have_count(0)
 
@@ -131,7 +131,7 @@ def installed_with_the_keyboard(p: Page) -> None:
     expect(row(p, "deliver")).to_have_attribute("data-enabled", "true", timeout=WAIT_MS)
     entry = available(p, GOOD)
     expect(entry).to_have_attribute("data-code", "app_version_mismatch", timeout=WAIT_MS)
-    expect(entry).to_contain_text("installed already")
+    expect(entry.locator(".reason")).to_have_text("Installed")  # a success, not a refusal
     expect(entry.get_by_role("button")).to_have_count(0)
 
 

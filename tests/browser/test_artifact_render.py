@@ -113,6 +113,7 @@ async def test_artifact_cards_sit_in_their_group_or_at_the_end_and_open_and_down
     await page.run(grouped)
     made = info("art_" + "5" * 32, PNG, "image/png", "elsewhere.png", time.time())
     made = made.model_copy(update={"instance_id": "no-session-1"})
+    bus.content[made.artifact_id] = (made, PNG)  # its card's thumbnail asks for it
     actor.on_artifact(*from_peer("gateway", ArtifactCreatedEvent(artifact=made)))
 
     def at_the_end(p: Page) -> None:

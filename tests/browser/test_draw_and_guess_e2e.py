@@ -116,8 +116,8 @@ def install_from_the_catalog(p: Page) -> None:
     expect(p.locator(FRAME)).to_have_count(1, timeout=WAIT_MS)
     expect(registry(p).locator("body")).to_have_attribute("data-state", "ready", timeout=WAIT_MS)
     entry = registry(p).locator(f'#available tr[data-file="{BUNDLE}"]')
-    expect(entry).to_contain_text(SCOPE, timeout=WAIT_MS)
-    button = entry.get_by_role("button", name=f"Install {SCOPE} 1.0.0")
+    expect(entry).to_contain_text(TITLE, timeout=WAIT_MS)
+    button = entry.get_by_role("button", name=f"Install {TITLE} 1.0.0")
     button.focus(timeout=WAIT_MS)
     expect(button).to_be_focused()
     p.keyboard.press("Enter")
@@ -132,7 +132,7 @@ def install_from_the_catalog(p: Page) -> None:
     p.keyboard.press("Enter")
     expect(prompt).to_be_hidden(timeout=WAIT_MS)
     expect(registry(p).locator("#status")).to_have_text(
-        f"Installed {SCOPE} 1.0.0.", timeout=WAIT_MS
+        f"Installed {TITLE} 1.0.0.", timeout=WAIT_MS
     )
     expect(registry(p).locator(f'tr[data-app="{SCOPE}"]')).to_have_attribute(
         "data-enabled", "true", timeout=WAIT_MS

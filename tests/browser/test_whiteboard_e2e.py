@@ -172,7 +172,10 @@ def told_as_stored(shell_url: str, result: dict[str, Any]) -> Callable[[Page], N
     def check(p: Page) -> None:
         told = result["artifacts"]
         assert [a["media_type"] for a in told] == ["image/png", "application/json"]
-        assert [a["name"] for a in told] == ["kitchen.png", "kitchen.json"]
+        assert [a["name"] for a in told] == [
+            f"{TITLE} - submitted.png",
+            f"{TITLE} - submitted.json",
+        ]
         assert told[0]["artifact_id"] == result["artifact_id"]
         base = shell_url.split("/#", maxsplit=1)[0]
         for meta in told:

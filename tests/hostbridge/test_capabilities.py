@@ -461,7 +461,7 @@ async def test_answers_reach_the_gateway_and_a_refusal_is_a_notice_to_that_shell
             notice = await next_frame(ws)
             while notice["type"] != "shell.notice":
                 notice = await next_frame(ws)
-            assert notice["level"] == "error" and "(prompt_not_found)" in notice["text"]
+            assert notice["level"] == "error" and notice["code"] == "prompt_not_found"
             # The other Shell got no notice: its next frame is the next broadcast.
             actor.on_capability_ended(CapabilityEndedEvent(id="p1", outcome="allow_once"), no_env())
             frame = await next_frame(other)
@@ -507,7 +507,7 @@ async def test_a_picked_file_reaches_the_gateway_with_its_base_name_and_its_byte
             bad = {**done, "file": {**done["file"], "content_b64": "%%%"}}
             await ws.send_message(json.dumps(bad))
             notice = await next_frame(ws)
-            assert notice["type"] == "shell.notice" and "(artifact_invalid)" in notice["text"]
+            assert notice["type"] == "shell.notice" and notice["code"] == "artifact_invalid"
         nursery.cancel_scope.cancel()
     [sent] = [r for r in bus.requests if isinstance(r, ProviderDoneRequest)]
     assert sent.status == "completed" and sent.file is not None

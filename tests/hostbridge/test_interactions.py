@@ -221,7 +221,7 @@ async def test_a_refused_continue_is_a_notice_with_its_code_and_audited(tmp_path
             await ws.send_message(json.dumps(frame))
             notice = await frame_of(ws, "shell.notice")
         nursery.cancel_scope.cancel()
-    assert notice["level"] == "error" and ErrorCode.APP_SESSION_INVALID.value in notice["text"]
+    assert notice["level"] == "error" and notice["code"] == ErrorCode.APP_SESSION_INVALID.value
     refused = [a for a in bus.audits if a.event == "hostbridge.app_session_continue_refused"]
     assert [(a.peer, a.code) for a in refused] == [("user", ErrorCode.APP_SESSION_INVALID.value)]
 
@@ -247,7 +247,7 @@ async def test_a_refused_answer_comes_back_as_a_notice_with_its_code_and_the_car
             notice = await frame_of(ws, "shell.notice")
             again = await frame_of(ws, "shell.interactions")
         nursery.cancel_scope.cancel()
-    assert notice["level"] == "error" and ErrorCode.ANSWER_INVALID.value in notice["text"]
+    assert notice["level"] == "error" and notice["code"] == ErrorCode.ANSWER_INVALID.value
     assert again["interactions"] == [view("i1").model_dump(mode="json")]
     refused = [a for a in bus.audits if a.event == "hostbridge.interaction_answer_refused"]
     assert [(a.peer, a.code, a.message_type) for a in refused] == [

@@ -225,7 +225,7 @@ async def test_an_approved_submit_makes_the_png_and_json_completes_the_open_and_
     png_info = runtime.artifacts.infos[png_id]
     assert (png_info.media_type, png_info.name, png_info.instance_id) == (
         "image/png",
-        "b1.png",
+        "Sketch - submitted.png",
         INSTANCE,
     )
     image = decode(runtime.artifacts.contents[png_id])
@@ -240,14 +240,14 @@ async def test_an_approved_submit_makes_the_png_and_json_completes_the_open_and_
     artifacts = [
         {
             "artifact_id": png_id,
-            "name": "b1.png",
+            "name": "Sketch - submitted.png",
             "media_type": "image/png",
             "size": len(runtime.artifacts.contents[png_id]),
             "sha256": hashlib.sha256(runtime.artifacts.contents[png_id]).hexdigest(),
         },
         {
             "artifact_id": json_id,
-            "name": "b1.json",
+            "name": "Sketch - submitted.json",
             "media_type": "application/json",
             "size": len(runtime.artifacts.contents[json_id]),
             "sha256": hashlib.sha256(runtime.artifacts.contents[json_id]).hexdigest(),
@@ -307,8 +307,8 @@ async def test_the_surface_s_submit_asks_once_and_an_approval_submits() -> None:
     assert decode(png).pixel(200, 100) == PALETTE[0]
     told = open_call.result["artifacts"]
     assert [(a["media_type"], a["name"]) for a in told] == [
-        ("image/png", "b1.png"),
-        ("application/json", "b1.json"),
+        ("image/png", "Sketch - submitted.png"),
+        ("application/json", "Sketch - submitted.json"),
     ]
     assert told[0]["artifact_id"] == open_call.result["artifact_id"]
     assert [

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lineup.miniapps.whiteboard import Whiteboard
+from lineup.miniapps.whiteboard._app import artifact_name
 from lineup.sdk import protocol as p
 from lineup.sdk import testkit
 
@@ -77,7 +78,11 @@ async def test_export_makes_the_png_artifact_and_asks_to_save_it_showing_the_out
     artifact_id = asked.input["artifact_id"]
     info = runtime.artifacts.infos[artifact_id]
     png = runtime.artifacts.contents[artifact_id]
-    assert (info.media_type, info.name, info.instance_id) == ("image/png", "b1.png", INSTANCE)
+    assert (info.media_type, info.name, info.instance_id) == (
+        "image/png",
+        "Sketch - exported.png",
+        INSTANCE,
+    )
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     assert info.sha256 == hashlib.sha256(png).hexdigest()
     surface = runtime.surfaces.of(INSTANCE)
@@ -136,3 +141,13 @@ async def test_an_export_without_a_proper_id_does_nothing(data: dict[str, Any]) 
     await runtime.send_surface_event("board.export", data)
     assert runtime.capabilities.requests == []
     assert all(i.media_type != "image/png" for i in runtime.artifacts.infos.values())
+
+
+def test_an_artifact_is_named_from_the_boards_title_and_the_action_that_made_it() -> None:
+    assert artifact_name("Kitchen plan", "exported", ".png") == "Kitchen plan - exported.png"
+    assert artifact_name("Kitchen plan", "submitted", ".json") == "Kitchen plan - submitted.json"
+    # What a name may not hold (a path, a control character) is a space; empty is the app's.
+    assert artifact_name("a/b\\c\x00d\u200be", "exported", ".png") == "a b c d e - exported.png"
+    assert artifact_name(" ./.. ", "exported", ".png") == "Whiteboard - exported.png"
+    long = artifact_name("x" * 200, "submitted", ".json")
+    assert len(long) <= 128 and long.endswith(" - submitted.json")

@@ -146,7 +146,7 @@ function takeDeepLink() {
   const url = window.location.pathname + window.location.search + (rest ? `#${rest}` : "");
   window.history.replaceState(window.history.state, "", url);
   if (!APP_SCOPE.test(scope)) {
-    notices.add("error", "That app could not be opened (app_not_installed).");
+    notices.add("error", "That app could not be opened.", { code: "app_not_installed" });
     return;
   }
   deepLink = scope;
@@ -220,7 +220,7 @@ function placement(s, now) {
       views: (grouped.get(session.app_session_id) ?? []).sort(byCreation),
       artifacts: (groupArtifacts.get(session.app_session_id) ?? []).sort(byCreation),
       texts: groupTexts.get(session.app_session_id) ?? [],
-      appTitle: instance ? instanceTitle(s, instance) : appName(session.app_scope),
+      appTitle: instance ? instanceTitle(s, instance) : appName(s, session.app_scope),
       inFront: session.state === "open" && session.instance_id === s.foreground,
     };
   });
@@ -233,11 +233,10 @@ function placement(s, now) {
   };
 }
 
-const appName = (scope) =>
-  String(scope)
-    .split(/[-_.]/)
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join(" ");
+// An app no longer open, by its title as the launcher lists it (issue 28: "Draw and Guess",
+// never a made-up "Draw And Guess"); an app not listed any more, by its id.
+const appName = (s, scope) =>
+  s.launchable.find((app) => app.app_scope === scope)?.title ?? String(scope);
 
 // The instances behind the front with a question open: an Agent's question of their open
 // sub-session, or one the app asked itself (its card is in the app's own container).

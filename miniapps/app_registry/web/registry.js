@@ -1,6 +1,8 @@
 // The App Registry's table. The app sends the state (`apps`, each with the `actions` that
 // apply to it, `available`: the local catalog's bundles, each installable or with its reason,
-// `default_app`, `busy`, `status`); this frame draws it with text only
+// `default_app`, `busy`, `status`), every word of it already in the user's terms (_view.py:
+// titles, what an app is, how it stands; a code or a key id only in a details line); this
+// frame draws it with text only
 // (textContent, never markup) and sends the user's clicks as app events, each with a random
 // `action_id` so that a re-sent click is the same request. While the app waits on the user's
 // answer in the runtime's prompt (`busy`), every button is disabled.
@@ -15,21 +17,11 @@
     remove: "Remove",
     set_default: "Make default",
   };
-  const OPERATIONS = {
-    install: "install",
-    update: "update",
-    enable: "enable",
-    disable: "disable",
-    rollback: "roll back",
-    revoke: "revoke",
-    remove: "remove",
-    set_default: "make default",
-  };
-
   const rowsBody = document.getElementById("rows");
   const availableBody = document.getElementById("available");
   const availableSection = document.getElementById("available-section");
   const statusLine = document.getElementById("status");
+  const statusCode = document.getElementById("status-code");
   const installButton = document.getElementById("install");
   const refreshButton = document.getElementById("refresh");
 
@@ -54,12 +46,37 @@
     return node;
   }
 
-  function operationText(op) {
-    if (!op || typeof op !== "object") return "—";
-    let line = (OPERATIONS[op.kind] || String(op.kind)) + ": " + String(op.state);
-    if (op.version) line += " (" + String(op.version) + ")";
-    if (op.code) line += " — " + String(op.code);
+  // A small line for the curious: a code ("Details: <code>"), an app id, a signer's key.
+  function details(value, prefix) {
+    const line = text("span", prefix || "", "details");
+    if (value) line.append(text("code", value));
     return line;
+  }
+
+  function toned(tag, value, tone) {
+    return text(tag, value, "tone-" + String(tone || "info"));
+  }
+
+  // Each cell names its column (`data-label`): on a narrow screen a row is a stacked card whose
+  // cells say what they are (registry.css), as the table's head is not shown there.
+  const APP_COLUMNS = ["What it is", "Version", "Status", "Last change", "Actions"];
+  const AVAILABLE_COLUMNS = ["Version", "Status"];
+
+  function labelCells(row, labels) {
+    Array.from(row.querySelectorAll(":scope > td")).forEach(function (cell, n) {
+      if (labels[n]) cell.dataset.label = labels[n];
+    });
+  }
+
+  function lastChange(last) {
+    const cell = document.createElement("td");
+    if (!last || typeof last !== "object" || !last.text) {
+      cell.append(text("span", "—"));
+      return cell;
+    }
+    cell.append(toned("span", last.text, last.tone));
+    if (last.code) cell.append(details(String(last.code), "Details: "));
+    return cell;
   }
 
   function busy() {
@@ -83,15 +100,14 @@
       name.scope = "row";
       name.append(text("span", title));
       if (app.default) name.append(text("span", "Default", "badge"));
-      name.append(text("span", app.app_scope, "scope"));
+      if (app.details) name.append(text("span", app.details, "details"));
       row.append(name);
+      row.append(text("td", app.what || ""));
       row.append(text("td", app.version));
-      row.append(text("td", app.kind));
-      row.append(text("td", app.source));
-      row.append(text("td", app.enabled ? "Enabled" : "Disabled"));
-      row.append(text("td", app.state));
-      row.append(text("td", operationText(app.operation)));
-      row.append(text("td", app.predecessor || "—"));
+      const standing = document.createElement("td");
+      standing.append(toned("span", app.status || "", app.status_tone));
+      row.append(standing);
+      row.append(lastChange(app.last));
       const cell = document.createElement("td");
       const group = document.createElement("div");
       group.className = "actions";
@@ -112,22 +128,28 @@
       });
       cell.append(group);
       row.append(cell);
+      labelCells(row, APP_COLUMNS);
       rowsBody.append(row);
     });
     renderAvailable();
     installButton.disabled = busy();
     refreshButton.disabled = refreshing;
     const status = state.status && typeof state.status === "object" ? state.status : null;
+    let code = "";
     if (state.busy != null) {
       statusLine.dataset.tone = "info";
       statusLine.textContent = "Waiting for your answer in LineUp's prompt…";
     } else if (status) {
       statusLine.dataset.tone = String(status.tone || "info");
       statusLine.textContent = String(status.text || "");
+      code = status.code ? String(status.code) : "";
     } else {
       statusLine.dataset.tone = "info";
       statusLine.textContent = "";
     }
+    statusCode.replaceChildren();
+    statusCode.hidden = code === "";
+    if (code) statusCode.append("Details: ", text("code", code));
     if (keep) {
       const again = document.querySelector('button[data-key="' + CSS.escape(keep) + '"]');
       if (again && !again.disabled) again.focus();
@@ -142,6 +164,7 @@
     entries.forEach(function (entry) {
       if (!entry || typeof entry !== "object") return;
       const scope = String(entry.app_scope || "");
+      const title = String(entry.title || scope || "A file that is not an app");
       const version = String(entry.version || "");
       const row = document.createElement("tr");
       row.dataset.file = String(entry.file);
@@ -149,15 +172,15 @@
       row.dataset.code = String(entry.code || "");
       const name = document.createElement("th");
       name.scope = "row";
-      name.append(text("span", scope || "(not a readable bundle)"));
+      name.append(text("span", title));
+      if (entry.details) name.append(text("span", entry.details, "details"));
       row.append(name);
       row.append(text("td", version || "—"));
-      row.append(text("td", entry.key_id || "—", "key"));
       const cell = document.createElement("td");
       if (entry.installable === true) {
         const button = text("button", "Install", "primary");
         button.type = "button";
-        button.setAttribute("aria-label", "Install " + scope + " " + version);
+        button.setAttribute("aria-label", "Install " + title + " " + version);
         button.dataset.key = "catalog:" + String(entry.file);
         button.disabled = busy();
         button.addEventListener("click", function () {
@@ -165,11 +188,14 @@
         });
         cell.append(button);
       } else {
-        const reason = text("span", String(entry.reason || "cannot be installed"), "reason");
+        const reason = toned("span", String(entry.reason || "Cannot be installed"), entry.tone);
+        reason.classList.add("reason");
         cell.append(reason);
-        if (entry.code) cell.append(text("span", String(entry.code), "code"));
+        // A refusal keeps its code for the curious; "Installed" is a success, not a refusal.
+        if (entry.code && entry.tone === "error") cell.append(details(String(entry.code), "Details: "));
       }
       row.append(cell);
+      labelCells(row, AVAILABLE_COLUMNS);
       availableBody.append(row);
     });
   }
@@ -195,8 +221,9 @@
       .request("lineup/event", { name: name, data: body })
       .catch(function (err) {
         statusLine.dataset.tone = "error";
-        statusLine.textContent =
-          "Could not reach the App Registry (" + (err.code || "error") + "); try again.";
+        statusLine.textContent = "Could not reach the App Registry. Try again.";
+        statusCode.replaceChildren("Details: ", text("code", String(err.code || "error")));
+        statusCode.hidden = false;
       })
       .finally(function () {
         if (refresh) refreshing = false;
@@ -238,7 +265,9 @@
       bridge.trackSize(); // the frame follows the page's height
     } catch (err) {
       document.body.dataset.state = "failed";
-      statusLine.textContent = "The App Registry could not connect (" + (err.code || "error") + ").";
+      statusLine.textContent = "The App Registry could not connect. Close it and open it again.";
+      statusCode.replaceChildren("Details: ", text("code", String(err.code || "error")));
+      statusCode.hidden = false;
     }
   }
 

@@ -249,7 +249,7 @@ async def test_install_from_file_asks_file_open_for_a_bundle_then_app_install_of
     assert app_install.instance_id == INSTANCE
     assert file_open.request_id != app_install.request_id
     assert runtime.busy_when_asked == ["install", "install"]
-    assert status(runtime) == {"tone": "ok", "text": "Installed probe 1.0.0.", "code": ""}
+    assert status(runtime) == {"tone": "ok", "text": "Installed Probe 1.0.0.", "code": ""}
     assert BUNDLE_NAME not in status(runtime)["text"]  # never a file's name, nor a path
     assert state(runtime).get("busy") is None
     assert "probe" in [r["app_scope"] for r in state(runtime)["apps"]]
@@ -370,7 +370,7 @@ async def test_a_denied_action_is_shown_as_not_allowed_and_changes_nothing() -> 
     )
     assert status(runtime)["tone"] == "info"
     assert status(runtime)["code"] == "permission_denied"
-    assert "whiteboard" in status(runtime)["text"]
+    assert "Whiteboard" in status(runtime)["text"]  # by its title
 
 
 async def test_a_refused_action_is_shown_with_the_runtime_s_code() -> None:
@@ -501,10 +501,13 @@ def catalog_entry(name: str, scope: str, code: str | None = None) -> p.CatalogEn
 async def test_the_local_catalog_is_listed_as_available_with_each_entry_s_status() -> None:
     app = AppRegistry()
     runtime = Runtime()
+    runtime.registry.apps.append(app_info("old", version="2.0.0"))
+    runtime.registry.apps.append(app_info("same"))
     runtime.registry.catalog = [
-        catalog_entry("probe-1.0.0.lineup", "probe"),
+        catalog_entry("probe-1.0.0.lineup", "probe").model_copy(update={"title": "Probe It"}),
         catalog_entry("bad-1.0.0.lineup", "bad", "digest_mismatch"),
         catalog_entry("old-1.0.0.lineup", "old", "app_version_mismatch"),
+        catalog_entry("same-1.0.0.lineup", "same", "app_version_mismatch"),
     ]
     await testkit.start(app, runtime=runtime)
     shown = state(runtime)["available"]
@@ -512,10 +515,52 @@ async def test_the_local_catalog_is_listed_as_available_with_each_entry_s_status
         ("probe", True, ""),
         ("bad", False, "digest_mismatch"),
         ("old", False, "app_version_mismatch"),
+        ("same", False, "app_version_mismatch"),
     ]
     assert shown[0]["key_id"] == "ed25519:00aa" and shown[0]["version"] == "1.0.0"
-    assert shown[1]["reason"] == "the bundle's content is not the one it was signed with"
-    assert shown[2]["reason"] == "installed already (this version or a newer one)"
+    # By title: the verified bundle's, else the installed app's, else (unverified) its id.
+    assert [e["title"] for e in shown] == ["Probe It", "bad", "Old", "Same"]
+    assert shown[0]["details"] == "App id probe · signed by key ed25519:00aa"
+    # A refusal is a sentence; the same version installed is a success, a newer one says so.
+    assert [(e["reason"], e["tone"]) for e in shown[1:]] == [
+        ("The app's content is not the one its publisher signed.", "error"),
+        ("Version 2.0.0 is installed", "info"),
+        ("Installed", "ok"),
+    ]
+    for entry in shown:
+        assert "_" not in entry["reason"]  # never a code
+
+
+async def test_each_app_reads_as_what_it_is_how_it_stands_and_its_last_change() -> None:
+    app = AppRegistry()
+    runtime = Runtime()
+    runtime.registry.apps += [
+        app_info("game", title="Draw and Guess", kind="bundled-reference", source="bundled"),
+        app_info(
+            "probe",
+            key_id="ed25519:00aa",
+            predecessor="0.9.0",
+            operation=p.AppOperationInfo(**operation("update", "probe", "failed", code="revoked")),
+        ),
+        app_info("off", enabled=False, state="unavailable"),
+    ]
+    await testkit.start(app, runtime=runtime)
+    rows = {r["app_scope"]: r for r in state(runtime)["apps"]}
+    game, probe, off = rows["game"], rows["probe"], rows["off"]
+    assert (game["title"], game["what"], game["status"]) == (
+        "Draw and Guess",
+        "Comes with LineUp",
+        "Ready",
+    )
+    assert game["details"] == "App id game"
+    assert (probe["what"], probe["status_tone"]) == ("Installed by you", "ok")
+    assert probe["details"] == "App id probe · signed by key ed25519:00aa · can roll back to 0.9.0"
+    assert probe["last"] == {
+        "text": "Update failed. That version of the app has been withdrawn by its publisher.",
+        "tone": "error",
+        "code": "revoked",
+    }
+    assert (off["status"], off["status_tone"]) == ("Disabled", "off")
 
 
 async def test_install_from_the_catalog_asks_app_install_of_that_catalog_file() -> None:
@@ -542,7 +587,7 @@ async def test_install_from_the_catalog_asks_app_install_of_that_catalog_file() 
     )
     assert "probe 1.0.0" in asked.purpose
     assert runtime.busy_when_asked == ["install"]
-    assert status(runtime) == {"tone": "ok", "text": "Installed probe 1.0.0.", "code": ""}
+    assert status(runtime) == {"tone": "ok", "text": "Installed Probe 1.0.0.", "code": ""}
     assert state(runtime)["available"][0]["installable"] is False
 
 

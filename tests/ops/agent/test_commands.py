@@ -12,6 +12,7 @@ from lineup.ops.agent._commands import (
     ListTools,
     Play,
     Unclear,
+    cut_at_word,
     error_line,
     inventory_markdown,
     json_block,
@@ -118,6 +119,22 @@ def test_text_from_an_app_is_escaped_in_the_inventory() -> None:
     assert "\\*\\*bold\\*\\*" in line
     assert "a\\`b" in line  # a backtick is no code span
     assert "…" in line
+    assert re.search(r"long…", line)  # cut after a whole word
+
+
+def test_a_description_is_cut_after_a_whole_word_with_an_ellipsis_or_not_at_all() -> None:
+    assert cut_at_word("short and whole", 20) == "short and whole"
+    assert cut_at_word("exactly twenty chars", 20) == "exactly twenty chars"
+    assert cut_at_word("Show a task to the user until they finish", 20) == "Show a task to the…"
+    assert cut_at_word("Show a task, to the user", 14) == "Show a task…"
+    assert cut_at_word("Supercalifragilistic", 10) == "Supercali…"  # one word: cut inside
+    for limit in range(2, 40):
+        text = "Draw a picture for the Agent to guess, then submit it"
+        cut = cut_at_word(text, limit)
+        assert len(cut) <= limit
+        assert cut == text or (cut.endswith("…") and text.startswith(cut[:-1]))
+        words = cut.removesuffix("…").split()
+        assert all(w in text.split() for w in words[:-1])
 
 
 def test_a_result_is_a_fenced_json_block_with_long_strings_abbreviated_and_bounded() -> None:
@@ -133,20 +150,27 @@ def test_a_result_is_a_fenced_json_block_with_long_strings_abbreviated_and_bound
     assert re.search(r"… \(\d+ more characters\)\n```$", big)
 
 
-def test_receipts_progress_and_errors_are_one_line_each() -> None:
+def test_receipts_progress_and_errors_say_a_sentence_and_keep_the_code_for_details() -> None:
     assert receipt_line("a.b", "accepted") == "`a.b`: **accepted**."
     assert receipt_line("a.b", "activation_failed", "app_crashed") == (
-        "`a.b`: **activation\\_failed** (`app_crashed`)."
+        "`a.b`: **its app did not start**.\n\n*Details: `app_crashed`*"
+    )
+    assert receipt_line("a.b", "rejected", "tool_not_visible") == (
+        "`a.b` was **refused**. That app cannot run right now.\n\n*Details: `tool_not_visible`*"
     )
     assert progress_line("a.b", {"message": "half *way*"}) == "`a.b` progress: half \\*way\\*"
     assert progress_line("a.b", {"done": 1}) == '`a.b` progress: `{"done": 1}`'
     assert error_line("a.b", "tool_input_invalid", "/title") == (
-        "`a.b` was **refused**: `tool_input_invalid`, at `/title`."
+        "`a.b` was **refused**. The input does not fit what the tool expects.\n\n"
+        "*Details: `tool_input_invalid`, at `/title`*"
     )
     assert error_line("a.b", "tool_input_invalid", "") == (
-        "`a.b` was **refused**: `tool_input_invalid`, at the whole input."
+        "`a.b` was **refused**. The input does not fit what the tool expects.\n\n"
+        "*Details: `tool_input_invalid`, at the whole input*"
     )
-    assert error_line("a.b", "app_closed", refused=False) == "`a.b` **failed**: `app_closed`."
+    assert error_line("a.b", "app_closed", refused=False) == (
+        "`a.b` **failed**. The app was closed.\n\n*Details: `app_closed`*"
+    )
     for line in (receipt_line("a.b", "x"), progress_line("a.b", {"m": "x\ny"})):
         assert "\n" not in line
 
@@ -189,19 +213,21 @@ def test_a_calls_receipts_progress_and_result_are_said_then_it_is_forgotten() ->
     assert commands.take(result) is None  # a replay after the end is no longer the commands'
 
 
-def test_a_refusal_says_its_code_and_pointer_and_works_without_a_pointer() -> None:
+def test_a_refusal_says_a_sentence_with_its_code_and_pointer_in_the_details() -> None:
     commands = _commands()
     call_id = _call(commands).call_id
     refused = {"call_id": call_id, "code": "tool_input_invalid", "pointer": "/text"}
     assert _says(commands.take(_message(wire.TOOL_ERROR, refused))) == [
-        "`notes.add` was **refused**: `tool_input_invalid`, at `/text`."
+        "`notes.add` was **refused**. The input does not fit what the tool expects.\n\n"
+        "*Details: `tool_input_invalid`, at `/text`*"
     ]
     other = _call(_commands(), "/call nowhere.x")
     commands = _commands()
     _call(commands, "/call nowhere.x")
     old_style = {"call_id": other.call_id, "code": "tool_not_advertised"}
     assert _says(commands.take(_message(wire.TOOL_ERROR, old_style))) == [
-        "`nowhere.x` was **refused**: `tool_not_advertised`."
+        "`nowhere.x` was **refused**. No app on this LineUp offers that tool.\n\n"
+        "*Details: `tool_not_advertised`*"
     ]
 
 
@@ -210,7 +236,9 @@ def test_an_error_after_a_receipt_is_a_failure() -> None:
     call_id = _call(commands).call_id
     commands.take(_message(wire.RECEIPT, {"call_id": call_id, "status": "accepted"}))
     failed = _message(wire.TOOL_ERROR, {"call_id": call_id, "code": "app_closed"})
-    assert _says(commands.take(failed)) == ["`notes.add` **failed**: `app_closed`."]
+    assert _says(commands.take(failed)) == [
+        "`notes.add` **failed**. The app was closed.\n\n*Details: `app_closed`*"
+    ]
 
 
 def test_bad_input_is_answered_and_nothing_is_called() -> None:

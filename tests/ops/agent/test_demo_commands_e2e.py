@@ -62,7 +62,7 @@ async def test_tools_lists_the_inventory_and_call_shows_receipts_result_and_refu
 
     await shell.say('/call picture.draw {"title": "Hello"}')
     (returned,) = await _said(shell, "picture.draw returned:")
-    for receipt in ("accepted", "starting", "activation_ready"):
+    for receipt in ("accepted", "starting its app", "its app is ready"):
         assert (await _said(shell, f"picture.draw: {receipt}.")) == [f"picture.draw: {receipt}."]
     assert await _said(shell, "picture.draw progress: drawing")
     document = json.loads(returned.removeprefix("picture.draw returned:"))
@@ -71,7 +71,8 @@ async def test_tools_lists_the_inventory_and_call_shows_receipts_result_and_refu
 
     await shell.say('/call picture.draw {"title": ""}')
     (refused,) = await _said(shell, "was refused")
-    assert refused.startswith("picture.draw was refused: tool_input_invalid")
+    assert refused.startswith("picture.draw was refused. The input does not fit what the tool")
+    assert "Details: tool_input_invalid" in refused  # the code only for the curious
 
     await shell.say("/call picture.draw {oops")
     assert await _said(shell, "That input is not JSON")

@@ -159,7 +159,7 @@ def test_one_round_at_a_time_and_a_failed_start_frees_the_conversation() -> None
     ]
     receipt = {"call_id": start.call_id, "status": "activation_failed", "code": "app_crashed"}
     assert _says(commands.take(_message(wire.RECEIPT, receipt))) == [
-        "The round could not start: `app_crashed`."
+        "The round could not start.\n\n*Details: `app_crashed`*"
     ]
     assert commands.take(_message(wire.TOOL_ERROR, {"call_id": start.call_id, "code": "x"})) == []
     assert _only(_play(commands, "u-3"), Ask).tool == START

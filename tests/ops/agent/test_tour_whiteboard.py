@@ -26,8 +26,13 @@ def test_after_the_dashboard_closes_the_agent_opens_a_whiteboard_and_says_how_to
     assert board.tool == "whiteboard.open" and board.input["title"] == "Try the Whiteboard"
     assert tour.take(_result(launch, {"status": "completed"})) == []  # answered once
     # Its result: the Agent thanks for the picture and offers the menu again.
-    moves = tour.take(_result(board.call_id, {"status": "completed", "artifact_id": "art_1"}))
-    assert _says(moves) == ["Thank you for the board: I have it as a picture (`art_1`)."]
+    png = {"artifact_id": "art_1", "name": "Try the Whiteboard - submitted.png"}
+    done = {"status": "completed", "artifact_id": "art_1", "artifacts": [png]}
+    moves = tour.take(_result(board.call_id, done))
+    assert _says(moves) == [
+        "Thank you for the board: I have it as a picture, "
+        "**Try the Whiteboard \\- submitted\\.png**."
+    ]
     (menu,) = _asks(moves)
     assert menu.tool == CHOICE
 
@@ -47,7 +52,7 @@ def test_a_whiteboard_that_ends_unsubmitted_is_said_so() -> None:
     launch = _dashboard_launched(tour)
     (board,) = _asks(tour.take(_result(launch, {"status": "completed"})))
     assert _says(tour.take(_error(board.call_id, "app_closed"))) == [
-        "The Whiteboard ended (`app_closed`)."
+        "The Whiteboard ended. The app was closed.\n\n*Details: `app_closed`*"
     ]
 
 

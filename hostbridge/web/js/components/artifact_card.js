@@ -3,10 +3,13 @@
 // `created_at` (main.js placement). Its name, type and size are text; "Open" and "Download"
 // are links the Shell builds itself from the artifact's id and ticket
 // (`/artifacts/<id>?ticket=<hex>`, hostbridge/_artifacts.py), never a URL from the runtime.
+// An image (a PNG) also shows as a thumbnail from that same address (issue 28): the name is
+// the app's (the Whiteboard's names say the board's title and the action that made it).
 
 import { el, isId } from "../core/util.js";
 
 const TICKET = /^[0-9a-f]{32}$/;
+const THUMBNAIL_TYPES = new Set(["image/png"]); // what the hostbridge serves inline
 const TYPE_NAMES = {
   "image/png": "PNG image",
   "application/json": "JSON",
@@ -36,6 +39,7 @@ export function artifactCard(artifact, headingLevel = 3) {
   card.append(el("p", "artifact-eyebrow", "", "Artifact"), heading, meta);
   if (isId(artifact.artifact_id) && TICKET.test(artifact.ticket)) {
     const base = `/artifacts/${encodeURIComponent(artifact.artifact_id)}?ticket=${artifact.ticket}`;
+    if (THUMBNAIL_TYPES.has(artifact.media_type)) card.append(thumbnail(base, name));
     const open = el("a", "artifact-link", "artifact-open", "Open");
     open.href = base;
     open.target = "_blank";
@@ -51,6 +55,19 @@ export function artifactCard(artifact, headingLevel = 3) {
     card.append(links);
   }
   return card;
+}
+
+// A small picture of the image, fitted into a fixed box (no layout shift as it loads); gone
+// if it cannot be loaded (the artifact's own links still say what went wrong).
+function thumbnail(src, name) {
+  const image = el("img", "artifact-thumbnail", "artifact-thumbnail");
+  image.alt = `Preview of ${name}`;
+  image.width = 240;
+  image.height = 150;
+  image.decoding = "async";
+  image.addEventListener("error", () => image.remove(), { once: true });
+  image.src = src;
+  return image;
 }
 
 // Cards kept by artifact id (an artifact never changes: built once).

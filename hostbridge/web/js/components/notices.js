@@ -4,6 +4,7 @@
 // until dismissed. Each has a dismiss button (Escape on it dismisses too).
 
 import { byTestId, el } from "../core/util.js";
+import { detailsLine, explained } from "../core/words.js";
 
 const MAX_NOTICES = 5;
 const MAX_NOTICE_CHARS = 2000;
@@ -12,12 +13,14 @@ const INFO_NOTICE_MS = 8000;
 export function createNotices() {
   const region = byTestId("notices");
 
-  function add(level, text, { testId = "notice", dismissLabel = null } = {}) {
+  function add(level, text, { testId = "notice", dismissLabel = null, code = null } = {}) {
     if (typeof text !== "string" || !text) return null;
     const notice = el("div", `notice notice-${level}`, testId);
     notice.setAttribute("data-level", level);
     notice.setAttribute("role", level === "error" ? "alert" : "status");
-    const body = el("span", "notice-text", "", text.slice(0, MAX_NOTICE_CHARS));
+    const said = code === null ? text : explained(text, code); // a refusal: why, in words
+    const body = el("span", "notice-text", "", said.slice(0, MAX_NOTICE_CHARS));
+    if (code !== null) body.append(detailsLine(code) ?? "");
     const dismiss = el("button", "notice-dismiss", `${testId}-dismiss`, dismissLabel ?? "×");
     dismiss.type = "button";
     dismiss.setAttribute("aria-label", dismissLabel ?? "Dismiss notification");
@@ -34,7 +37,7 @@ export function createNotices() {
 
   // Drain what the reducer queued.
   function render(state) {
-    for (const { level, text } of state.notices.splice(0)) add(level, text);
+    for (const { level, text, code } of state.notices.splice(0)) add(level, text, { code });
     for (const view of state.toasts.splice(0)) {
       const request = view.request;
       const title = typeof request.title === "string" ? request.title : "Notice";

@@ -4,7 +4,8 @@
 //   when the user has let this page show them (`Notification.permission === "granted"`; the
 //   permissions page offers to ask, on a click of the user's);
 // - artifact.save: a download of the app's artifact, by the ticket scheme of
-//   artifact_card.js (`/artifacts/<id>?ticket=…&download=1`, served as an attachment);
+//   artifact_card.js (`/artifacts/<id>?ticket=…&download=1`, served as an attachment), with a
+//   "Saving …" toast taken down when the runtime says the save ended;
 // - file.open: a dialog of the Shell's own ("Choose a file", Cancel; Escape cancels): the
 //   user's click opens the browser's picker, and the chosen file's bytes (never a path: a page
 //   has none) go to the runtime, base64. A file larger than the app's `max_bytes` is refused
@@ -48,6 +49,7 @@ function base64Of(buffer) {
 
 export function createProviderRuns(ctx, notices) {
   const started = new Set(); // run ids this Shell ran (or is running)
+  const saving = new Map(); // run id → its "Saving …" toast, taken down when the run ends
   const picker = createFilePicker(ctx);
 
   function done(runId, status, file) {
@@ -95,9 +97,10 @@ export function createProviderRuns(ctx, notices) {
     document.body.append(link);
     link.click();
     link.remove();
-    notices.add("info", `Saving ${clip(artifact.name ?? "the file", 128)}…`, {
+    const toast = notices.add("info", `Saving ${clip(artifact.name ?? "the file", 128)}…`, {
       testId: "capability-saved",
     });
+    if (toast !== null) saving.set(run.run_id, toast);
     done(run.run_id, "completed");
   }
 
@@ -115,6 +118,12 @@ export function createProviderRuns(ctx, notices) {
       else done(run.run_id, "failed"); // a provider this Shell does not have
     }
     for (const id of started) if (!state.runs.has(id)) started.delete(id);
+    // The save ended (the runtime took the download's outcome): its toast has said its part.
+    for (const [id, toast] of saving) {
+      if (state.runs.has(id)) continue;
+      toast.remove();
+      saving.delete(id);
+    }
   }
 
   return { render };

@@ -99,7 +99,8 @@ export function reduce(state, frame) {
       return onApps(state, frame);
     case "shell.notice":
       if (typeof frame.text === "string" && frame.text) {
-        state.notices.push({ level: frame.level === "error" ? "error" : "info", text: frame.text });
+        const level = frame.level === "error" ? "error" : "info";
+        state.notices.push({ level, text: frame.text, code: frame.code ?? null });
       }
       return true;
     case "shell.interactions":
