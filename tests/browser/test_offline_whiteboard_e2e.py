@@ -8,8 +8,9 @@ runtime, and the Shell gives it up after its watchdog). The board is told by its
 request it made on the dying socket is answered `runtime_unreachable` as soon as the Shell
 gives the socket up (not after a timeout), and one made while offline at once; Submit and
 Export wait. A stroke drawn meanwhile stays on the board, pending. The hostbridge goes on
-(SIGCONT), the Shell reconnects by itself, the board is told it is back and saves the stroke:
-a new revision holds both strokes, also after a reload. Browser waits are Playwright's
+(SIGCONT), or is killed and started again by the supervisor, the Shell reconnects by itself,
+the board is told it is back and saves the stroke: a new revision holds both strokes, also
+after a reload. Browser waits are Playwright's
 auto-waiting `expect`; waits on processes run under `fail_after`. No sleeps.
 """
 
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+import trio
 from playwright.sync_api import Page, expect
 
 from lineup.tests.support.browser import load_shell
-from lineup.tests.support.process import lineup_status
+from lineup.tests.support.process import lineup_status, wait_pid_gone
 
 from .conftest import ShellPage
 from .test_runtime_restart_e2e import open_the_whiteboard_by_keyboard, start_run, stop_run
@@ -133,9 +135,13 @@ def both_strokes_after_a_reload(p: Page) -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["resumed", "killed"])
 async def test_a_whiteboard_is_told_the_runtime_is_unreachable_and_saves_its_stroke_once_back(
-    page: ShellPage, data_dir: Path
+    page: ShellPage, data_dir: Path, how: str
 ) -> None:
+    """`resumed`: the stopped hostbridge goes on (SIGCONT). `killed`: it is SIGKILLed while
+    stopped and the supervisor starts another on the same address, which knows nothing of the
+    board's subscription to its session data: the Shell renews it once connected again."""
     process, url = await start_run(data_dir, "--no-demo-agent")
     try:
         await page.run(load_shell(url, wait_ms=WAIT_MS))
@@ -151,12 +157,17 @@ async def test_a_whiteboard_is_told_the_runtime_is_unreachable_and_saves_its_str
             await page.run(ask("onTheDyingSocket"))
             await page.run(told_offline_before_anything_is_drawn)
             await page.run(drawn_offline_stays_pending)
+            if how == "killed":
+                os.kill(pid, signal.SIGKILL)
+                with trio.fail_after(WAIT_MS / 1000):
+                    await wait_pid_gone(pid)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
 
         await page.run(back_and_saved)
         assert await page.run(revision_of) > drawn
+        assert (hostbridge_pid(data_dir) == pid) == (how == "resumed")
         await page.run(both_strokes_after_a_reload)
     finally:
         await stop_run(process, "sigterm")
