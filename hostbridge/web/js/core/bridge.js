@@ -7,9 +7,9 @@
 // string of a sandboxed frame is "null" and proves nothing), its instance is live, it is within
 // the rate (60/s, burst 120) and the size cap (64 KiB of UTF-8 JSON), it is JSON-RPC 2.0, the
 // handshake allows it (`ui/initialize`, then `ui/notifications/initialized`, nothing else
-// before), its method is in `METHODS` and its params pass that method's validator. Anything
-// else is dropped and counted: per Surface on its container (`data-bridge-rejections`), and
-// reported to the runtime at most once a second (`surface.rejected`, audited there). A rejected
+// before), its method is in `METHODS` (core/bridge_methods.js) and its params pass that
+// method's validator. Anything else is dropped and counted: per Surface on its container
+// (`data-bridge-rejections`), and reported to the runtime at most once a second (`surface.rejected`, audited there). A rejected
 // request with an `id` gets a JSON-RPC error, except from a foreign window, never answered.
 // What needs the runtime goes as `surface.request` and comes back as `shell.surface.reply`
 // (the hostbridge checks it again, focus a third time). A Surface's standard interaction
@@ -24,10 +24,9 @@
 // its requests awaiting the runtime are answered at once with `runtime_unreachable` (their
 // replies would come on the socket that is gone), and a new one is refused the same way
 // without waiting: the Surface keeps what it must and sends it again once told it is back.
-// Host → View is always
-// `contentWindow.postMessage(msg, "*")`: an opaque origin can only be addressed as "*", and a
-// message holds only that Surface's own data. Nothing a Surface sends is ever used as a URL,
-// markup, style or script.
+// Host → View is always `contentWindow.postMessage(msg, "*")`: an opaque origin can only be
+// addressed as "*", and a message holds only that Surface's own data. Nothing a Surface sends
+// is ever used as a URL, markup, style or script.
 
 import { FINAL_STATES } from "./state.js";
 import { METHODS, METHOD_NAMES, isRpcId } from "./bridge_methods.js";
@@ -49,7 +48,7 @@ const MIN_HEIGHT = 120;
 const MAX_HEIGHT = 4000;
 export const TEARDOWN_MS = 500;
 const MAX_ASKED = 64; // a Surface's questions awaiting their end (the router caps open ones)
-export const CONNECTION_METHOD = "lineup/notifications/connection";
+const CONNECTION_METHOD = "lineup/notifications/connection";
 
 export const CODES = {
   source: "bridge_source_invalid",
@@ -102,6 +101,12 @@ function flushReports() {
 
 const bridges = new Set();
 let listening = false;
+let serial = 0;
+// Request ids are this page's own: the router keys a Surface's question by its request id, and
+// two Shells (or a reloaded one) must never name the same.
+const PAGE = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) =>
+  b.toString(16).padStart(2, "0"),
+).join("");
 let online = false; // the Shell's link to the runtime, as main.js last said
 
 // The Shell's link went down or came back: every Surface hears of it (once per change).
@@ -110,12 +115,6 @@ export function setOnline(connected) {
   online = connected;
   for (const bridge of bridges) bridge.linkChanged();
 }
-let serial = 0;
-// Request ids are this page's own: the router keys a Surface's question by its request id, and
-// two Shells (or a reloaded one) must never name the same.
-const PAGE = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) =>
-  b.toString(16).padStart(2, "0"),
-).join("");
 
 function onMessage(event) {
   const source = event.source;
@@ -354,8 +353,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
 
   // The link changed: a Surface past its handshake is told (once per change), and what it
   // awaits from the runtime ends now, as its reply can no longer come. Back online, its
-  // subscription is renewed: a restarted hostbridge forgot it, and a revision written
-  // meanwhile was told to the socket that is gone.
+  // subscription is renewed, for the snapshot: a revision written meanwhile was told to the
+  // socket that is gone (and an app may write none for a change it already applied).
   function tellLink() {
     if (bridge.phase !== "ready" || bridge.toldOnline === online) return;
     bridge.toldOnline = online;
