@@ -127,6 +127,7 @@ class ErrorCode(StrEnum):
     BRIDGE_MESSAGE_TOO_LARGE = "bridge_message_too_large"  # over the bridge's size cap
     BRIDGE_RATE_LIMITED = "bridge_rate_limited"  # a Surface sending faster than the bridge takes
     SURFACE_FOCUS_TAKEN = "surface_focus_taken"  # took the keyboard from the runtime's own UI
+    RUNTIME_UNREACHABLE = "runtime_unreachable"  # the Shell has no link to the runtime now
     ARTIFACT_NOT_FOUND = "artifact_not_found"  # no such artifact, or not the caller's
     ARTIFACT_INVALID = "artifact_invalid"  # a media type not allowed, a bad name, bad bytes
     ARTIFACT_TOO_LARGE = "artifact_too_large"  # one artifact over MAX_ARTIFACT_BYTES
@@ -222,6 +223,7 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.SURFACE_UNAVAILABLE: "caller",
         ErrorCode.SURFACE_NOT_FOUND: "caller",
         ErrorCode.SURFACE_FOCUS_TAKEN: "app",
+        ErrorCode.RUNTIME_UNREACHABLE: "runtime",
         ErrorCode.BRIDGE_SOURCE_INVALID: "caller",
         ErrorCode.BRIDGE_NOT_INITIALIZED: "caller",
         ErrorCode.BRIDGE_METHOD_UNKNOWN: "caller",

@@ -1,10 +1,10 @@
 """The Shell's HTTP + WebSocket server, on 127.0.0.1 only (DESIGN §7).
 
 Every request must name this server in `Host` (127.0.0.1:PORT or localhost:PORT), which defeats
-DNS rebinding; the WebSocket also needs the data dir's token (offered as a subprotocol, never
-in the URL: `offered_token`) and an `Origin` of this server, so a page from any other origin
-cannot drive the runtime even from the same machine. The token is compared in constant time
-and never logged.
+DNS rebinding; the WebSocket also needs the data dir's token (offered as a subprotocol; in the
+URL it is refused: `offered_token`) and an `Origin` of this server, so a page from any other
+origin cannot drive the runtime even from the same machine. The token is compared in constant
+time and never logged.
 
 A refused handshake (no token or a wrong one, a foreign `Origin` or `Host`) is reported to the
 actor's `refused`, which audits it at a bounded rate, and logged by which check failed, one line
@@ -381,16 +381,20 @@ def build_app(
 
 
 def offered_token(websocket: WebSocket) -> tuple[str, str | None]:
-    """(the token a Shell socket offers, the subprotocol to answer it with). The Shell offers
-    its token as a subprotocol (`TOKEN_SUBPROTOCOL` + token, beside `SHELL_SUBPROTOCOL`, the
-    one answered: never the token); a local program without subprotocols (the drill, the
-    bench) may still name it in the query, which no browser console then shows."""
+    """(the token a Shell socket offers, the subprotocol to answer it with). Every client
+    offers its token as a subprotocol (`TOKEN_SUBPROTOCOL` + token, beside `SHELL_SUBPROTOCOL`,
+    the one answered: never the token), as the Shell does; the drill, the bench and the tests
+    too (`lineup.supervisor._runtime.ShellSocket`). A token in the URL's query is refused,
+    whatever else is offered (answered "": the wrong token's close code and audit row): a URL
+    ends up in consoles, histories and logs."""
     offered: list[str] = list(websocket.scope.get("subprotocols") or [])
+    answer = SHELL_SUBPROTOCOL if SHELL_SUBPROTOCOL in offered else None
+    if "token" in websocket.query_params:
+        return "", answer
     for name in offered:
         if name.startswith(TOKEN_SUBPROTOCOL):
-            answer = SHELL_SUBPROTOCOL if SHELL_SUBPROTOCOL in offered else None
             return name.removeprefix(TOKEN_SUBPROTOCOL), answer
-    return websocket.query_params.get("token", ""), None
+    return "", answer
 
 
 async def _listen(

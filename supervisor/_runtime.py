@@ -27,6 +27,7 @@ __all__ = [
     "PRELOAD",
     "RuntimeOptions",
     "RuntimePlan",
+    "ShellSocket",
     "free_port",
     "plan_runtime",
     "shell_socket",
@@ -82,12 +83,39 @@ class RuntimePlan:
     notes: tuple[str, ...] = ()  # lines for the user before the tree starts
 
 
-def shell_socket(shell_url: str) -> tuple[str, str]:
-    """(the Shell WebSocket's URL with the token, the Origin a Shell page has), from the
-    `shell_url` a plan prints (`http://127.0.0.1:PORT/#token=…`)."""
+@dataclass(frozen=True)
+class ShellSocket:
+    """How a local program (the drill, the bench, the tests) opens the Shell's WebSocket as
+    the Shell does: the URL (never with the token, which the hostbridge refuses in a query),
+    the Origin a Shell page has, and the subprotocols that offer the token. For
+    trio-websocket: `open_websocket_url(s.url, subprotocols=s.subprotocols,
+    extra_headers=s.headers)`."""
+
+    url: str
+    origin: str
+    subprotocols: list[str]
+
+    @classmethod
+    def at(cls, netloc: str, token: str) -> ShellSocket:
+        """The socket of the Shell served at `netloc` (`127.0.0.1:PORT`) with `token`."""
+        # Here, not at the top: the supervisor loads no actor's protocol (tests/test_layout.py).
+        from lineup.hostbridge._shell_frame import SHELL_SUBPROTOCOL, TOKEN_SUBPROTOCOL
+
+        return cls(
+            url=f"ws://{netloc}/ws",
+            origin=f"http://{netloc}",
+            subprotocols=[SHELL_SUBPROTOCOL, TOKEN_SUBPROTOCOL + token],
+        )
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [(b"Origin", self.origin.encode())]
+
+
+def shell_socket(shell_url: str) -> ShellSocket:
+    """The Shell's socket, from the `shell_url` a plan prints (`http://127.0.0.1:PORT/#token=…`)."""
     parts = urlsplit(shell_url)
-    token = parts.fragment.removeprefix("token=")
-    return f"ws://{parts.netloc}/ws?token={token}", f"http://{parts.netloc}"
+    return ShellSocket.at(parts.netloc, parts.fragment.removeprefix("token="))
 
 
 def dev_app(folder: Path) -> dict[str, str]:

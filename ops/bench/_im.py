@@ -45,14 +45,16 @@ class _Chat:
     """What the Shell's socket has shown of the chat: each item id, when first seen."""
 
     def __init__(self, shell_url: str) -> None:
-        self.url, origin = shell_socket(shell_url)
-        self.headers = [(b"Origin", origin.encode())]
+        self.socket = shell_socket(shell_url)
         self.seen: dict[str, float] = {}
         self.online = trio.Event()
         self.changed = trio.Event()
 
     async def watch(self, *, task_status: trio.TaskStatus[None]) -> None:
-        async with open_websocket_url(self.url, extra_headers=self.headers) as ws:
+        s = self.socket
+        async with open_websocket_url(
+            s.url, subprotocols=s.subprotocols, extra_headers=s.headers
+        ) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             task_status.started()
             while True:

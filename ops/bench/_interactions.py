@@ -60,14 +60,16 @@ class _Shell:
     """The Shell's socket: the interactions it shows, by call id."""
 
     def __init__(self, shell_url: str) -> None:
-        self.url, origin = shell_socket(shell_url)
-        self.headers = [(b"Origin", origin.encode())]
+        self.socket = shell_socket(shell_url)
         self.by_call: dict[str, dict[str, Any]] = {}
         self.changed = trio.Event()
         self.ws: Any = None
 
     async def watch(self, *, task_status: trio.TaskStatus[None]) -> None:
-        async with open_websocket_url(self.url, extra_headers=self.headers) as ws:
+        s = self.socket
+        async with open_websocket_url(
+            s.url, subprotocols=s.subprotocols, extra_headers=s.headers
+        ) as ws:
             self.ws = ws
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             task_status.started()

@@ -70,14 +70,14 @@ async def outbox_drain(n: int) -> float:
 
 class _Shell:
     def __init__(self, shell_url: str) -> None:
-        self.url, origin = shell_socket(shell_url)
-        self.origin = origin.encode()
+        self.socket = shell_socket(shell_url)
         self.states: dict[str, str] = {}
         self.online = trio.Event()
         self.changed = trio.Event()
 
     def open(self) -> Any:
-        return open_websocket_url(self.url, extra_headers=[(b"Origin", self.origin)])
+        s = self.socket
+        return open_websocket_url(s.url, subprotocols=s.subprotocols, extra_headers=s.headers)
 
     async def watch(self, ws: Any) -> None:
         while True:

@@ -348,8 +348,8 @@ class ShellUser:
     async def _connection(self, first: bool) -> None:
         # The stream is ours, not trio-websocket's, so it is closed however the handshake ends
         # (a hostbridge killed or stopped mid-handshake).
-        url, origin = shell_socket(self.shell_url)
-        parts = urlsplit(url)
+        socket = shell_socket(self.shell_url)
+        parts = urlsplit(socket.url)
         stream = await trio.open_tcp_stream(parts.hostname or "127.0.0.1", parts.port or 80)
         async with stream, trio.open_nursery() as nursery:
             try:
@@ -358,8 +358,9 @@ class ShellUser:
                         nursery,
                         stream,
                         parts.netloc,
-                        f"{parts.path}?{parts.query}",
-                        extra_headers=[(b"Origin", origin.encode())],
+                        parts.path,
+                        subprotocols=socket.subprotocols,  # the token, as the Shell offers it
+                        extra_headers=socket.headers,
                     )
                 self.reconnects += not first
                 self._ws = ws

@@ -9,6 +9,12 @@
 // size not already reported. The page's own size is its document element's box, not its
 // scrollHeight: that one never drops below the frame's height, so the frame could grow but
 // never shrink (a narrower Shell, less content).
+//
+// `onConnection(listener)` calls `listener(online)` whenever the Shell's link to the runtime
+// goes down or comes back (`lineup/notifications/connection`); `isOnline()` is the link as last
+// told (`hostContext.lineup.online` at the handshake). While offline the Shell answers every
+// request at once with the code `runtime_unreachable`: keep what must not be lost and send it
+// again when the listener hears `true`.
 (function () {
   "use strict";
 
@@ -17,6 +23,27 @@
   let nextId = 1;
   const pending = new Map(); // id -> {resolve, reject, timer}
   const handlers = new Map(); // method -> function(params) (notifications and Host requests)
+  const CONNECTION = "lineup/notifications/connection";
+  const linkListeners = [];
+  let online = true;
+
+  function setOnline(value) {
+    if (typeof value !== "boolean" || value === online) return;
+    online = value;
+    linkListeners.slice().forEach(function (listener) {
+      try {
+        listener(online);
+      } catch (err) {
+        setTimeout(function () {
+          throw err; // reported as the page's own error, the other listeners still told
+        });
+      }
+    });
+  }
+
+  function onConnection(listener) {
+    if (typeof listener === "function") linkListeners.push(listener);
+  }
 
   function post(message) {
     window.parent.postMessage(message, "*");
@@ -77,6 +104,7 @@
     const handler = handlers.get(msg.method);
     const params = msg.params && typeof msg.params === "object" ? msg.params : {};
     if (!hasId) {
+      if (msg.method === CONNECTION) setOnline(params.online);
       if (handler) handler(params);
       return;
     }
@@ -114,6 +142,8 @@
       appInfo: appInfo,
       appCapabilities: {},
     });
+    const context = result.hostContext && result.hostContext.lineup;
+    if (context && typeof context === "object") setOnline(context.online);
     notify("ui/notifications/initialized", {});
     return result;
   }
@@ -154,5 +184,9 @@
     notify: notify,
     on: on,
     trackSize: trackSize,
+    onConnection: onConnection,
+    isOnline: function () {
+      return online;
+    },
   });
 })();

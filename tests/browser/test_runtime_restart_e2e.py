@@ -182,11 +182,13 @@ async def test_a_tab_left_open_follows_a_restarted_runtime_by_itself_without_sho
 
     await page.run(disconnected)
 
-    # Drawn while the runtime is down: the board says it is not saved, never that it will be.
+    # Drawn while the runtime is down: the board says it is offline, and what a restart loses.
     def drawn_offline(p: Page) -> None:
         draw([(1300, 150), (1350, 200), (1400, 250)])(p)
         expect(board_body(p).locator("#board-status")).to_have_text(
-            "Offline: not saved. What you draw now is lost if LineUp restarts.", timeout=WAIT_MS
+            "Offline: LineUp cannot be reached. What you draw is saved once it is back "
+            "(not if LineUp restarts meanwhile).",
+            timeout=WAIT_MS,
         )
 
     await page.run(drawn_offline)

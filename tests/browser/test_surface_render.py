@@ -169,6 +169,7 @@ async def test_the_handshake_state_tool_input_and_session_data_round_trip(
         "surface_version": 1,
         "state": {"step": 1},
         "state_revision": 0,
+        "online": True,  # the Shell's link to the runtime (lineup/notifications/connection)
     }
     methods = hello["result"]["hostCapabilities"]["lineup"]["methods"]
     assert {"lineup/event", "lineup/session-data/subscribe", "ui/initialize"} <= set(methods)

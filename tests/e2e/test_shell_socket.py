@@ -19,7 +19,7 @@ from lineup.hostbridge._server import HANDSHAKE_REFUSED
 from lineup.hostbridge.shell_protocol import MAX_SHELL_FRAME_BYTES
 from lineup.supervisor import Supervisor
 from lineup.tests.support.runtime import start_runtime
-from lineup.tests.support.shell import connect_shell, send_and_drain
+from lineup.tests.support.shell import connect_shell, send_and_drain, shell_at
 from lineup.tests.support.tree import attach, audit_rows
 
 WAIT: Final = 15.0
@@ -34,9 +34,11 @@ def _port_and_token(shell_url: str) -> tuple[int, str]:
 
 
 def _upgrade(port: int, token: str | None) -> bytes:
-    query = "" if token is None else f"?token={token}"
+    # The token offered as the Shell offers it (a subprotocol), never in the URL.
+    protocols = "" if token is None else ", ".join(shell_at(port, token).subprotocols)
+    offered = f"Sec-WebSocket-Protocol: {protocols}\r\n" if protocols else ""
     return (
-        f"GET /ws{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+        f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n{offered}"
         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
     ).encode()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar, overload
 
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import WebSocketConnection
 
 from lineup.actors.focus.messages import (
     InstanceReply,
@@ -46,9 +46,11 @@ from lineup.actors.router.messages import (
 )
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.hostbridge import HostbridgeActor
-from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED
+from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED, FAILED_TOKEN, HANDSHAKE_REFUSED
 from lineup.hostbridge.messages import RuntimeStateEvent
+from lineup.hostbridge.shell_protocol import SHELL_SUBPROTOCOL
 from lineup.supervisor._runtime import free_port
+from lineup.tests.support.shell import open_shell_socket, shell_at
 
 TOKEN = "test-token"
 WAIT = 10
@@ -174,9 +176,7 @@ async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_ser
 ) -> None:
     async with trio.open_nursery() as nursery:
         actor, bus, port = await start_hostbridge(nursery, tmp_path)
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-        async with open_websocket_url(url, extra_headers=origin) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             assert (await next_frame(ws))["type"] == "shell.hello"
             assert (await next_frame(ws))["type"] == "shell.apps"
@@ -215,9 +215,7 @@ async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_ser
 async def test_an_intent_reaches_focus_typed_and_is_audited_by_kind(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         _actor, bus, port = await start_hostbridge(nursery, tmp_path)
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-        async with open_websocket_url(url, extra_headers=origin) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
             await ws.send_message(
                 json.dumps({"type": "ui.intent", "intent": "close", "instance_id": "task-1"})
             )
@@ -232,13 +230,16 @@ async def test_an_intent_reaches_focus_typed_and_is_audited_by_kind(tmp_path: Pa
 
 
 async def handshake(
-    port: int, token: str, origin: str, *, then_frame: bool = False
+    port: int, token: str, origin: str, *, then_frame: bool = False, query: str = ""
 ) -> tuple[bytes, bytes]:
     """The HTTP status line the server answers a WebSocket handshake with and, `then_frame`,
-    the first (small) frame it sends after it. Raw: trio-websocket leaves a connection the
-    server closed to the garbage collector, and the suite fails on its ResourceWarning."""
+    the first (small) frame it sends after it; the token offered as the Shell offers it, and
+    `query` after the path. Raw: trio-websocket leaves a connection the server closed to the
+    garbage collector, and the suite fails on its ResourceWarning."""
+    offered = shell_at(port, token).subprotocols if token else [SHELL_SUBPROTOCOL]
     request = (
-        f"GET /ws?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n"
+        f"GET /ws{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n"
+        f"Sec-WebSocket-Protocol: {', '.join(offered)}\r\n"
         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
     )
@@ -280,6 +281,38 @@ async def test_a_token_from_an_earlier_run_is_closed_with_a_code_the_shell_can_r
     assert bus.requests == []  # nothing of the runtime was asked for, or shown
 
 
+def closed_with(frame: bytes) -> tuple[int, int, bytes]:
+    """(opcode, close code, reason) of a server's first frame."""
+    length = frame[1] & 0x7F
+    return frame[0] & 0x0F, int.from_bytes(frame[2:4], "big"), frame[4 : 2 + length]
+
+
+async def test_a_token_in_the_url_is_refused_as_a_wrong_token_is_and_audited_alike(
+    tmp_path: Path,
+) -> None:
+    """The token travels as a subprotocol, never in the URL (a console, a history or a proxy's
+    log shows a URL): in the query even the right token is refused, also beside the right one
+    as a subprotocol, with the close code and the audit row of a wrong token."""
+    async with trio.open_nursery() as nursery:
+        _actor, bus, port = await start_hostbridge(nursery, tmp_path)
+        origin = f"http://127.0.0.1:{port}"
+        answers = [
+            await handshake(port, "", origin, then_frame=True, query=f"?token={TOKEN}"),
+            await handshake(port, TOKEN, origin, then_frame=True, query=f"?token={TOKEN}"),
+            await handshake(port, "earlier-run", origin, then_frame=True),
+        ]
+        own, own_frame = await handshake(port, TOKEN, origin, then_frame=True)
+        nursery.cancel_scope.cancel()
+    assert [status.split()[1] for status, _ in answers] == [b"101"] * 3
+    refused = (0x8, CLOSE_TOKEN_REFUSED, b"token_refused")
+    assert [closed_with(frame) for _, frame in answers] == [refused] * 3
+    rows = [(r.event, r.message_type, r.code) for r in bus.refusals]
+    assert rows == [(HANDSHAKE_REFUSED, FAILED_TOKEN, ErrorCode.PERMISSION_DENIED.value)] * 3
+    assert all(TOKEN not in str(r) for r in bus.audits)
+    # The same socket with the token offered as a subprotocol alone gets in.
+    assert own.split()[1] == b"101" and closed_with(own_frame)[0] != 0x8
+
+
 async def test_a_foreign_origin_is_refused_at_the_handshake_whatever_its_token(
     tmp_path: Path,
 ) -> None:
@@ -318,10 +351,8 @@ async def test_the_supervisors_restoring_and_stopping_show_over_the_links_state(
 ) -> None:
     async with trio.open_nursery() as nursery:
         actor, _bus, port = await start_hostbridge(nursery, tmp_path)
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
         actor.on_runtime_state(*told("supervisor", state="restoring"))
-        async with open_websocket_url(url, extra_headers=origin) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             hello = await next_frame(ws)  # the transport answers online; restoring is shown
             assert hello["runtime"] == {"state": "restoring", "reason": None}
@@ -364,9 +395,7 @@ async def test_an_open_focus_refuses_is_a_notice_naming_its_code_and_is_audited_
 ) -> None:
     async with trio.open_nursery() as nursery:
         _actor, bus, port = await start_hostbridge(nursery, tmp_path, RefusingOpens())
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-        async with open_websocket_url(url, extra_headers=origin) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             assert (await next_frame(ws))["type"] == "shell.hello"
             assert (await next_frame(ws))["type"] == "shell.apps"

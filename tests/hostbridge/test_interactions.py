@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import WebSocketConnection
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.router.messages import (
@@ -27,6 +27,7 @@ from lineup.hostbridge.messages import (
     InteractionView,
 )
 from lineup.hostbridge.shell_protocol import HEARTBEAT_S
+from lineup.tests.support.shell import open_shell_socket, shell_at
 
 from .test_actor import TOKEN, WAIT, FakeBus, from_peer, start_hostbridge
 
@@ -64,8 +65,7 @@ SESSION = AppSessionView(
 
 
 async def shell(port: int) -> Any:
-    url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-    return open_websocket_url(url, extra_headers=[(b"Origin", f"http://127.0.0.1:{port}".encode())])
+    return open_shell_socket(shell_at(port, TOKEN))
 
 
 async def frame_of(ws: WebSocketConnection, frame_type: str) -> dict[str, Any]:

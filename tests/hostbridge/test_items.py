@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import WebSocketConnection
 
 from lineup.actors.focus.messages import (
     AppView,
@@ -25,7 +25,7 @@ from lineup.hostbridge._trees import MAX_TREE_BYTES, TreeCache
 from lineup.hostbridge.messages import ViewItemsUpdatedEvent
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
-from lineup.tests.support.shell import tree_text
+from lineup.tests.support.shell import open_shell_socket, shell_at, tree_text
 
 from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
 
@@ -89,9 +89,7 @@ async def test_a_shell_gets_the_newest_page_in_bounded_frames_then_older_pages_w
     bus = PagingBus({None: page(newest, more=True), (3, "m3"): page([item(1), item(2)], False)})
     async with trio.open_nursery() as nursery:
         _, _, port = await start_hostbridge(nursery, tmp_path, bus)
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-        async with open_websocket_url(url, extra_headers=origin, max_message_size=2**24) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN), max_message_size=2**24) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             greeting = await frames_until(ws, "shell.page")
             types = [f["type"] for f in greeting]
@@ -122,9 +120,7 @@ async def test_changed_items_go_on_with_their_stamps_in_the_order_they_came(
     bus = PagingBus({None: page([item(1)], more=False)})
     async with trio.open_nursery() as nursery:
         actor, _, port = await start_hostbridge(nursery, tmp_path, bus)
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-        async with open_websocket_url(url, extra_headers=origin, max_message_size=2**24) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN), max_message_size=2**24) as ws:
             await ws.send_message(json.dumps({"type": "shell.ready"}))
             await frames_until(ws, "shell.page")
 

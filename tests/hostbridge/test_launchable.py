@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import trio
 from pydantic import ValidationError
-from trio_websocket import open_websocket_url
 
 from lineup.actors.focus.messages import ViewsReply, ViewsRequest
 from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
 from lineup.hostbridge.messages import AppsUpdatedEvent
 from lineup.hostbridge.shell_protocol import ShellApps
 from lineup.tests.hostbridge.test_actor import TOKEN, FakeBus, next_frame, start_hostbridge
+from lineup.tests.support.shell import open_shell_socket, shell_at
 
 CHAT = {"instance_id": "chat", "app_scope": "chat", "state": "foreground", "title": "Chat"}
 OFFERED = (
@@ -46,9 +46,7 @@ def test_the_frame_carries_the_launchable_apps_and_refuses_an_entry_not_the_prot
 async def test_the_greeting_and_every_push_carry_the_launchable_apps(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         actor, _bus, port = await start_hostbridge(nursery, tmp_path, LaunchBus())
-        url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-        origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-        async with open_websocket_url(url, extra_headers=origin) as ws:
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
             await ws.send_message('{"type": "shell.ready"}')
             assert (await next_frame(ws))["type"] == "shell.hello"
             greeted = await next_frame(ws)

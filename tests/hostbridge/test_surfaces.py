@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 from pydantic import ValidationError
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import WebSocketConnection
 
 from lineup.actors.focus.messages import (
     AppView,
@@ -52,6 +52,7 @@ from lineup.hostbridge.shell_protocol import (
     encode,
 )
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
+from lineup.tests.support.shell import open_shell_socket, shell_at
 
 from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
 from .test_server import _get, _never_refused, _no_greeting, _Socket
@@ -307,9 +308,7 @@ def test_a_surface_file_is_resolved_inside_its_root_only(tmp_path: Path) -> None
 
 
 async def connect(port: int) -> Any:
-    url = f"ws://127.0.0.1:{port}/ws?token={TOKEN}"
-    origin = [(b"Origin", f"http://127.0.0.1:{port}".encode())]
-    return open_websocket_url(url, extra_headers=origin)
+    return open_shell_socket(shell_at(port, TOKEN))
 
 
 async def greet(ws: WebSocketConnection) -> list[dict[str, Any]]:

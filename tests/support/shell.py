@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from lineup.supervisor._runtime import shell_socket
+from lineup.supervisor._runtime import ShellSocket, shell_socket
 
 Frame = dict[str, Any]
 
@@ -125,20 +126,34 @@ async def _frames(ws: WebSocketConnection) -> Any:
         yield json.loads(text)
 
 
-ws_url = shell_socket  # (websocket URL with the token, the Origin a Shell page has)
+ws_url = shell_socket  # the socket's URL (no token), the Origin a Shell page has, the token
+
+
+def shell_at(port: int, token: str) -> ShellSocket:
+    """The socket of a hostbridge on 127.0.0.1:`port` whose token is `token`."""
+    return ShellSocket.at(f"127.0.0.1:{port}", token)
+
+
+def open_shell_socket(
+    socket: ShellSocket, **options: Any
+) -> AbstractAsyncContextManager[WebSocketConnection]:
+    """trio-websocket's `open_websocket_url` as the Shell connects: the token offered as a
+    subprotocol (never in the URL), the Shell's Origin; `options` go to it as they are."""
+    return open_websocket_url(
+        socket.url, subprotocols=socket.subprotocols, extra_headers=socket.headers, **options
+    )
 
 
 async def connect_shell(nursery: trio.Nursery, shell_url: str) -> ShellClient:
-    url, origin = ws_url(shell_url)
-    ws = await nursery.start(_open, url, origin)
+    ws = await nursery.start(_open, ws_url(shell_url))
     shell = ShellClient(ws)
     nursery.start_soon(shell.pump)
     await shell.send({"type": "shell.ready"})
     return shell
 
 
-async def _open(url: str, origin: str, *, task_status: trio.TaskStatus[Any]) -> None:
-    async with open_websocket_url(url, extra_headers=[(b"Origin", origin.encode())]) as ws:
+async def _open(socket: ShellSocket, *, task_status: trio.TaskStatus[Any]) -> None:
+    async with open_shell_socket(socket) as ws:
         task_status.started(ws)
         await trio.sleep_forever()
 

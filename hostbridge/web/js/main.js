@@ -10,6 +10,7 @@
 // script or style, no eval, no external load, so the one CSP the server sets holds and nothing
 // in a message can become markup.
 
+import { setOnline } from "./core/bridge.js";
 import { createConnection } from "./core/connection.js";
 import { createStage, register } from "./core/registry.js";
 import {
@@ -98,6 +99,7 @@ const connection = createConnection({
   },
   onStatus(link) {
     state.link = link;
+    setOnline(link.connected); // every Surface is told, and its waiting requests end
     if (!link.connected) state.runtime = { state: "disconnected", reason: null };
     state.answering.clear(); // what was sent on a dead socket may never have arrived
     state.answered.clear();

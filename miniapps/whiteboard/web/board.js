@@ -4,6 +4,11 @@
 // (or `refused`); until then it is re-sent every RESEND_MS, and the app applies an op id once.
 // The board shown is always the newest session data revision plus the pending ops, so a
 // reload (of this frame, of the Shell) or a restart of the app loses nothing that was sent.
+// While the Shell has no link to the runtime (the bridge's `onConnection`), the board says it
+// is offline, keeps what is drawn pending and sends nothing, Submit and Export wait; once the
+// link is back everything pending goes at once and the board says when it is saved. What is
+// drawn offline lives in this frame only: a restart of the whole runtime meanwhile loses it,
+// and the board says so.
 (function () {
   "use strict";
 
@@ -16,6 +21,9 @@
   const RESEND_MS = 1000;
   const MAX_PATCH_BYTES = 48 * 1024; // one event's JSON stays well under the bridge's 64 KiB
   const MAX_TEXT = 500;
+  const OFFLINE_TEXT =
+    "Offline: LineUp cannot be reached. What you draw is saved once it is back " +
+    "(not if LineUp restarts meanwhile).";
 
   const canvas = document.getElementById("canvas");
   const ctx = canvas.getContext("2d");
@@ -30,6 +38,7 @@
   let items = []; // the board's items as the newest revision holds them
   let revision = -1;
   let phase = "drawing";
+  let online = true; // the Shell's link to the runtime, as the bridge last told
   let exporting = null; // the id of the export this frame asked for, until its outcome comes
   const pending = new Map(); // op_id -> {op, sentAt} (insertion order: the order drawn)
   let queue = []; // op ids drawn but not sent yet
@@ -62,9 +71,16 @@
   function publish() {
     // For tests and assistive tools: plain facts, never content.
     document.body.dataset.revision = String(revision);
-    document.body.dataset.pending = String(pending.size + queue.length);
+    document.body.dataset.pending = String(pending.size); // queued ones are pending too
     document.body.dataset.items = String(visibleItems().length);
     document.body.dataset.phase = phase;
+    document.body.dataset.link = online ? "online" : "offline";
+  }
+
+  // Submit and Export need the runtime: they wait while it is away (and while they run).
+  function controls() {
+    submitButton.disabled = phase !== "drawing" || !online;
+    exportButton.disabled = exporting !== null || phase !== "drawing" || !online;
   }
 
   // ------------------------------------------------------------------ drawing
@@ -224,6 +240,7 @@
   }
 
   function flush() {
+    if (!online) return; // kept pending (and queued) until the link is back
     const now = Date.now();
     const due = queue.filter(function (id) { return pending.has(id); });
     queue = [];
@@ -253,20 +270,33 @@
   function send(ops) {
     bridge.request("lineup/event", { name: "board.patch", data: { ops: ops } }).catch(function (err) {
       // The app may be restarting (`actor_restarted`): the ops stay pending and go again.
-      // With no link to the runtime at all (`actor_unavailable`) they go again once the Shell
-      // reconnects, unless the runtime restarted meanwhile: then this board is suspended and
-      // what was drawn since is lost, so the user is told it is not saved, not that it will be.
+      // With no link to the runtime (`runtime_unreachable`, the bridge's notice on its way)
+      // they go again once it is back.
       setStatus(
         err.code === "actor_restarted"
           ? "Reconnecting…"
-          : err.code === "actor_unavailable"
-            ? "Offline: not saved. What you draw now is lost if LineUp restarts."
+          : err.code === "runtime_unreachable"
+            ? OFFLINE_TEXT
             : "Not saved yet, retrying…",
       );
     });
   }
 
   setInterval(flush, RESEND_MS);
+
+  // The link went down: nothing is sent, the board says so. Back: all that is pending goes now.
+  function takeLink(up) {
+    online = up;
+    controls();
+    if (!up) {
+      setStatus(OFFLINE_TEXT);
+    } else {
+      queue = Array.from(pending.keys());
+      setStatus(queue.length ? "Back online: saving…" : "Back online.");
+      flush();
+    }
+    publish();
+  }
 
   // ------------------------------------------------------------------ the runtime's word
 
@@ -296,8 +326,7 @@
     if (!state || typeof state !== "object") return;
     if (typeof state.title === "string") titleLine.textContent = state.title;
     if (typeof state.phase === "string") phase = state.phase;
-    submitButton.disabled = phase !== "drawing";
-    exportButton.disabled = exporting !== null || phase !== "drawing";
+    controls();
     if (phase === "confirming") setStatus("Waiting for your confirmation…");
     else if (phase === "submitting") setStatus("Submitting…");
     takeExport(state.export);
@@ -328,9 +357,10 @@
     const text = EXPORT_TEXT[outcome.status];
     setStatus(text || "The export failed (" + (outcome.code || "error") + ").");
     if (outcome.export_id === exporting && outcome.status !== "saving") exporting = null;
-    exportButton.disabled = exporting !== null || phase !== "drawing";
+    controls();
   }
 
+  bridge.onConnection(takeLink);
   bridge.on("lineup/notifications/session-data", takeSessionData);
   bridge.on("lineup/notifications/state", function (params) {
     takeState(params.state);
@@ -371,7 +401,7 @@
     flush();
     submitButton.disabled = true;
     bridge.request("lineup/event", { name: "board.submit", data: {} }).catch(function () {
-      submitButton.disabled = phase !== "drawing";
+      controls();
       setStatus("Could not submit yet; try again.");
     });
   });
@@ -383,7 +413,7 @@
       .request("lineup/event", { name: "board.export", data: { export_id: exporting } })
       .catch(function () {
         exporting = null;
-        exportButton.disabled = phase !== "drawing";
+        controls();
         setStatus("Could not export yet; try again.");
       });
   });

@@ -7,9 +7,9 @@
 // string of a sandboxed frame is "null" and proves nothing), its instance is live, it is within
 // the rate (60/s, burst 120) and the size cap (64 KiB of UTF-8 JSON), it is JSON-RPC 2.0, the
 // handshake allows it (`ui/initialize`, then `ui/notifications/initialized`, nothing else
-// before), its method is in `METHODS` and its params pass that method's validator. Anything
-// else is dropped and counted: per Surface on its container (`data-bridge-rejections`), and
-// reported to the runtime at most once a second (`surface.rejected`, audited there). A rejected
+// before), its method is in `METHODS` (core/bridge_methods.js) and its params pass that
+// method's validator. Anything else is dropped and counted: per Surface on its container
+// (`data-bridge-rejections`), and reported to the runtime at most once a second (`surface.rejected`, audited there). A rejected
 // request with an `id` gets a JSON-RPC error, except from a foreign window, never answered.
 // What needs the runtime goes as `surface.request` and comes back as `shell.surface.reply`
 // (the hostbridge checks it again, focus a third time). A Surface's standard interaction
@@ -18,12 +18,18 @@
 // Shell's state (`shell.interactions`) shows it final, that Surface alone is told
 // (`lineup/notifications/interaction`). A capability request (`lineup/capabilities/request`)
 // goes the same way to the gateway; its JSON-RPC result is the CapabilityResult, whatever the
-// status (a refusal is a result, not an error). Host → View is always
-// `contentWindow.postMessage(msg, "*")`: an opaque origin can only be addressed as "*", and a
-// message holds only that Surface's own data. Nothing a Surface sends is ever used as a URL,
-// markup, style or script.
+// status (a refusal is a result, not an error). While the Shell has no link to the runtime
+// (`setOnline(false)`, from main.js), every mounted Surface past its handshake is told
+// (`lineup/notifications/connection`, and `hostContext.lineup.online` at `ui/initialize`),
+// its requests awaiting the runtime are answered at once with `runtime_unreachable` (their
+// replies would come on the socket that is gone), and a new one is refused the same way
+// without waiting: the Surface keeps what it must and sends it again once told it is back.
+// Host → View is always `contentWindow.postMessage(msg, "*")`: an opaque origin can only be
+// addressed as "*", and a message holds only that Surface's own data. Nothing a Surface sends
+// is ever used as a URL, markup, style or script.
 
 import { FINAL_STATES } from "./state.js";
+import { METHODS, METHOD_NAMES, isRpcId } from "./bridge_methods.js";
 import { isObject } from "./util.js";
 
 export const SURFACE_VERSIONS = [1]; // the bridge versions this Shell runs (sdk/manifest.py)
@@ -37,14 +43,12 @@ const REPLY_TIMEOUT_MS = 15000; // a `surface.request` the runtime never answere
 // A capability request may wait on the user (the prompt, then a file picker): the runtime ends
 // it by its own deadlines first (hostbridge/_surfaces.py CAPABILITY_TIMEOUT).
 const CAPABILITY_TIMEOUT_MS = 305000;
-const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
 const MAX_FORWARD_BYTES = 60 * 1024; // a Shell frame (core/connection.js MAX_SEND_BYTES)
 const MIN_HEIGHT = 120;
 const MAX_HEIGHT = 4000;
 export const TEARDOWN_MS = 500;
-const MAX_NAME = 128;
 const MAX_ASKED = 64; // a Surface's questions awaiting their end (the router caps open ones)
-const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
+const CONNECTION_METHOD = "lineup/notifications/connection";
 
 export const CODES = {
   source: "bridge_source_invalid",
@@ -53,91 +57,12 @@ export const CODES = {
   params: "bridge_params_invalid",
   tooLarge: "bridge_message_too_large",
   rate: "bridge_rate_limited",
+  unreachable: "runtime_unreachable", // no link to the runtime: answered at once
 };
 const RPC_INVALID = -32600;
 const RPC_METHOD = -32601;
 const RPC_PARAMS = -32602;
 const RPC_RUNTIME = -32000;
-
-// ---------------------------------------------------------------- params validators
-
-const keysWithin = (params, allowed) => Object.keys(params).every((k) => allowed.includes(k));
-const optObject = (value) => value === undefined || isObject(value);
-const isName = (value) => typeof value === "string" && value.length > 0 && value.length <= MAX_NAME;
-const isSize = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
-const none = (params) => params === undefined || (isObject(params) && keysWithin(params, []));
-
-// Each method: `form` (a request expects an answer; a notification must not carry an id), its
-// validator, and whether the runtime answers it (`relay`).
-const METHODS = {
-  "ui/initialize": {
-    form: "request",
-    valid: (p) =>
-      isObject(p) &&
-      keysWithin(p, ["protocolVersion", "appInfo", "appCapabilities"]) &&
-      typeof p.protocolVersion === "string" &&
-      p.protocolVersion.length <= 64 &&
-      optObject(p.appInfo) &&
-      optObject(p.appCapabilities),
-  },
-  "ui/notifications/initialized": { form: "notification", valid: (p) => optObject(p) },
-  "ui/notifications/size-changed": {
-    form: "notification",
-    valid: (p) =>
-      isObject(p) &&
-      keysWithin(p, ["width", "height"]) &&
-      isSize(p.height) &&
-      (p.width === undefined || isSize(p.width)),
-  },
-  ping: { form: "request", valid: none },
-  "lineup/session-data/get": { form: "request", valid: none, relay: true },
-  "lineup/session-data/subscribe": { form: "request", valid: none, relay: true },
-  "lineup/session-data/replace": {
-    form: "request",
-    relay: true,
-    valid: (p) =>
-      isObject(p) &&
-      keysWithin(p, ["data", "expected_revision"]) &&
-      isObject(p.data) &&
-      Number.isSafeInteger(p.expected_revision) &&
-      p.expected_revision >= 0,
-  },
-  "lineup/event": {
-    form: "request",
-    relay: true,
-    valid: (p) => isObject(p) && keysWithin(p, ["name", "data"]) && isName(p.name) && optObject(p.data),
-  },
-  // The request's shape is the hostbridge's to check whole (lineup.sdk.interactions).
-  "lineup/ui/request": {
-    form: "request",
-    relay: true,
-    valid: (p) =>
-      isObject(p) &&
-      keysWithin(p, ["request"]) &&
-      isObject(p.request) &&
-      INTERACTION_KINDS.includes(p.request.kind),
-  },
-  // To the gateway (issue 14), decided as the app's own request: the result is the
-  // CapabilityResult ({request_id, capability, status, code, output}).
-  "lineup/capabilities/request": {
-    form: "request",
-    relay: true,
-    valid: (p) =>
-      isObject(p) &&
-      keysWithin(p, ["capability", "purpose", "input"]) &&
-      typeof p.capability === "string" &&
-      p.capability.length > 0 &&
-      p.capability.length <= 100 &&
-      typeof p.purpose === "string" &&
-      p.purpose.length > 0 &&
-      p.purpose.length <= MAX_PURPOSE &&
-      optObject(p.input),
-  },
-};
-export const METHOD_NAMES = Object.keys(METHODS);
-
-const isRpcId = (id) =>
-  (typeof id === "string" && id.length > 0 && id.length <= MAX_NAME) || Number.isSafeInteger(id);
 
 // ---------------------------------------------------------------- rejections, reported
 
@@ -182,6 +107,14 @@ let serial = 0;
 const PAGE = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) =>
   b.toString(16).padStart(2, "0"),
 ).join("");
+let online = false; // the Shell's link to the runtime, as main.js last said
+
+// The Shell's link went down or came back: every Surface hears of it (once per change).
+export function setOnline(connected) {
+  if (connected === online) return;
+  online = connected;
+  for (const bridge of bridges) bridge.linkChanged();
+}
 
 function onMessage(event) {
   const source = event.source;
@@ -225,6 +158,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     calls: new Set(), // request ids of this bridge awaiting the runtime
     asked: new Set(), // interaction ids this Surface asked, until it is told their end
     hostRequests: new Map(), // Host → View request id → resolve
+    toldOnline: null, // the link as this Surface was last told it (null: not yet)
     closed: false,
     prefix: `s${serial}-${PAGE}`,
   };
@@ -315,6 +249,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.sessionRevision = -1;
       bridge.stateRevision = stateRevision(v);
       bridge.toolResultKey = null;
+      bridge.toldOnline = online;
       return answer(id, {
         protocolVersion: PROTOCOL_VERSION,
         hostInfo: { name: "lineup", version: HOST_VERSION },
@@ -327,6 +262,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
             surface_version: v.surface_version,
             state: isObject(v.state) ? v.state : {},
             state_revision: bridge.stateRevision,
+            online,
           },
         },
       });
@@ -342,6 +278,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         });
       }
       notifyView();
+      tellLink(); // it may have changed since `ui/initialize`
       return;
     }
     if (name === "ui/notifications/size-changed") {
@@ -366,6 +303,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (utf8Length(JSON.stringify(frame)) > MAX_FORWARD_BYTES) {
       return id === null ? undefined : bridge.reject(CODES.tooLarge, id);
     }
+    if (!online) return id === null ? undefined : fail(id, RPC_RUNTIME, CODES.unreachable);
     const wait = name === "lineup/capabilities/request" ? CAPABILITY_TIMEOUT_MS : REPLY_TIMEOUT_MS;
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), wait);
     function settle(reply) {
@@ -381,6 +319,14 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       if (name === "lineup/session-data/subscribe") {
         bridge.subscribed = true;
         if (Number.isSafeInteger(result.revision)) {
+          // Renewed by the bridge itself: a newer snapshot is the Surface's news.
+          if (id === null && result.revision > bridge.sessionRevision && isObject(result.data)) {
+            post({
+              jsonrpc: "2.0",
+              method: "lineup/notifications/session-data",
+              params: { data: result.data, revision: result.revision },
+            });
+          }
           bridge.sessionRevision = Math.max(bridge.sessionRevision, result.revision);
         }
       }
@@ -402,8 +348,29 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       method: frame.method,
       params: frame.params,
     });
-    if (!sent) settle({ error: { code: "actor_unavailable" } }); // no link: the Surface retries
+    if (!sent) settle({ error: { code: CODES.unreachable } }); // no link: the Surface retries
   }
+
+  // The link changed: a Surface past its handshake is told (once per change), and what it
+  // awaits from the runtime ends now, as its reply can no longer come. Back online, its
+  // subscription is renewed, for the snapshot: a revision written meanwhile was told to the
+  // socket that is gone (and an app may write none for a change it already applied).
+  function tellLink() {
+    if (bridge.phase !== "ready" || bridge.toldOnline === online) return;
+    bridge.toldOnline = online;
+    post({ jsonrpc: "2.0", method: CONNECTION_METHOD, params: { online } });
+  }
+
+  bridge.linkChanged = () => {
+    if (!online) {
+      for (const requestId of [...bridge.calls]) {
+        ctx.state.surfaceCalls.get(requestId)?.({ error: { code: CODES.unreachable } });
+      }
+    } else if (bridge.phase === "ready" && bridge.subscribed) {
+      relay("lineup/session-data/subscribe", null, {});
+    }
+    tellLink();
+  };
 
   // What changed in the view reaches a Surface past its handshake: a newer state, a new tool
   // result.

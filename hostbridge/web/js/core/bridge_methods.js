@@ -1,0 +1,87 @@
+// The Surface bridge's methods (core/bridge.js): each one's form, the validator of its params,
+// and whether the runtime answers it. A message for a method not here is refused
+// `bridge_method_unknown`; params a validator refuses, `bridge_params_invalid`.
+
+import { isObject } from "./util.js";
+
+const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
+const MAX_NAME = 128;
+const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
+
+const keysWithin = (params, allowed) => Object.keys(params).every((k) => allowed.includes(k));
+const optObject = (value) => value === undefined || isObject(value);
+const isName = (value) => typeof value === "string" && value.length > 0 && value.length <= MAX_NAME;
+const isSize = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
+const none = (params) => params === undefined || (isObject(params) && keysWithin(params, []));
+
+// Each method: `form` (a request expects an answer; a notification must not carry an id), its
+// validator, and whether the runtime answers it (`relay`).
+export const METHODS = {
+  "ui/initialize": {
+    form: "request",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["protocolVersion", "appInfo", "appCapabilities"]) &&
+      typeof p.protocolVersion === "string" &&
+      p.protocolVersion.length <= 64 &&
+      optObject(p.appInfo) &&
+      optObject(p.appCapabilities),
+  },
+  "ui/notifications/initialized": { form: "notification", valid: (p) => optObject(p) },
+  "ui/notifications/size-changed": {
+    form: "notification",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["width", "height"]) &&
+      isSize(p.height) &&
+      (p.width === undefined || isSize(p.width)),
+  },
+  ping: { form: "request", valid: none },
+  "lineup/session-data/get": { form: "request", valid: none, relay: true },
+  "lineup/session-data/subscribe": { form: "request", valid: none, relay: true },
+  "lineup/session-data/replace": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["data", "expected_revision"]) &&
+      isObject(p.data) &&
+      Number.isSafeInteger(p.expected_revision) &&
+      p.expected_revision >= 0,
+  },
+  "lineup/event": {
+    form: "request",
+    relay: true,
+    valid: (p) => isObject(p) && keysWithin(p, ["name", "data"]) && isName(p.name) && optObject(p.data),
+  },
+  // The request's shape is the hostbridge's to check whole (lineup.sdk.interactions).
+  "lineup/ui/request": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["request"]) &&
+      isObject(p.request) &&
+      INTERACTION_KINDS.includes(p.request.kind),
+  },
+  // To the gateway (issue 14), decided as the app's own request: the result is the
+  // CapabilityResult ({request_id, capability, status, code, output}).
+  "lineup/capabilities/request": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["capability", "purpose", "input"]) &&
+      typeof p.capability === "string" &&
+      p.capability.length > 0 &&
+      p.capability.length <= 100 &&
+      typeof p.purpose === "string" &&
+      p.purpose.length > 0 &&
+      p.purpose.length <= MAX_PURPOSE &&
+      optObject(p.input),
+  },
+};
+export const METHOD_NAMES = Object.keys(METHODS);
+
+export const isRpcId = (id) =>
+  (typeof id === "string" && id.length > 0 && id.length <= MAX_NAME) || Number.isSafeInteger(id);
