@@ -17,6 +17,7 @@ export const SENTENCES = Object.freeze({
   // --- the runtime underneath: nobody's misuse, trying again may help
   actor_restarted: "A part of LineUp restarted while this was on its way. Try again.",
   actor_unavailable: "A part of LineUp that this needs is not running.",
+  runtime_unreachable: "LineUp cannot be reached right now. Try again once it is back.",
   acl_denied: "That is not allowed here.",
   deadline_exceeded: "LineUp did not answer in time. Try again.",
   frame_too_large: "That is too large to send.",
