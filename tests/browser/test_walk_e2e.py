@@ -83,8 +83,10 @@ def choose_from_the_menu(action_id: str, label: str, asked: int) -> Callable[[Pa
 
     def choose(p: Page) -> None:
         expect(menus(p)).to_have_count(asked, timeout=WAIT_MS)
-        menu = menus(p).last
-        expect(menu).to_have_attribute("data-outcome", "open", timeout=WAIT_MS)
+        expect(menus(p).last).to_have_attribute("data-outcome", "open", timeout=WAIT_MS)
+        # This menu, by its id: the next one may come at once after the answer (a notice's).
+        asked_id = menus(p).last.get_attribute("data-interaction-id")
+        menu = p.locator(f'[data-testid="interaction-card"][data-interaction-id="{asked_id}"]')
         menu.locator(f'[data-action-id="{action_id}"]').click(timeout=WAIT_MS)
         expect(menu.get_by_test_id("interaction-outcome")).to_have_text(
             f"You chose: {label}", timeout=WAIT_MS
@@ -193,6 +195,8 @@ def close_the_board(p: Page) -> None:
     p.keyboard.press("Enter")
     expect(p.get_by_test_id("chat")).to_be_visible(timeout=WAIT_MS)
     expect(tabs(p)).to_have_text(["Chat"], timeout=WAIT_MS)
+    # Its frame is told to tear down, then goes (a moment after the tab).
+    expect(p.locator('[data-testid="surface-frame"]')).to_have_count(0, timeout=WAIT_MS)
 
 
 def export_allowed(p: Page) -> None:
