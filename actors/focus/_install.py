@@ -114,8 +114,9 @@ class Installer:
                 app_scope=None, version=None, key_id=None, size=0, code=exc.code.value
             )
         code: str | None = None
+        title: str | None = None
         try:
-            await self._installed.verify(data)
+            title = (await self._installed.verify(data)).manifest.title
             self._installed.check_target(signed.app_scope, signed.version)
         except LineUpError as exc:
             code = exc.code.value
@@ -123,6 +124,7 @@ class Installer:
             app_scope=signed.app_scope,
             version=signed.version,
             key_id=signed.key_id,
+            title=title,
             size=len(data),
             code=code,
             sha256=signed.sha256,

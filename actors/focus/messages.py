@@ -343,6 +343,7 @@ class RegistryInspectReply(Message):
     app_scope: str | None
     version: str | None
     key_id: str | None
+    title: str | None = None  # its verified manifest's (None: unverified, or none given)
     size: int
     code: str | None  # None: it would install (or update) now
     sha256: str | None = None  # the signed payload digest (pin the install to it)

@@ -334,9 +334,9 @@ class CapabilityGate:
             if inspected.code is not None:
                 raise _Ended("failed", _code(inspected.code), "refused")
             facts.bundle_sha256 = inspected.sha256
-            facts.detail = (
-                f"{inspected.app_scope} {inspected.version}, signed by {inspected.key_id}"
-            )
+            # The app by its title (its verified manifest's), its version, and who signed it.
+            name = inspected.title or inspected.app_scope
+            facts.detail = f"{name} {inspected.version}, signed by {inspected.key_id}"
         elif isinstance(parsed, caps.AppManage):
             facts.detail = f"{_MANAGE_LINE[parsed.operation]} {parsed.app_scope}"
 

@@ -124,7 +124,8 @@ def install_from_the_catalog(p: Page) -> None:
     prompt = p.get_by_test_id("permission-prompt")
     expect(prompt).to_be_visible(timeout=WAIT_MS)
     expect(prompt.get_by_test_id("permission-capability")).to_contain_text("app.install")
-    expect(prompt.get_by_test_id("permission-detail")).to_contain_text(f"{SCOPE} 1.0.0")
+    # The app by its title, not its id (issue 28: apps are shown by title everywhere).
+    expect(prompt.get_by_test_id("permission-detail")).to_contain_text(f"{TITLE} 1.0.0")
     expect(prompt.get_by_test_id("permission-deny")).to_be_focused(timeout=WAIT_MS)
     expect(prompt).to_have_attribute("data-armed", "true")  # no answer in its first moments
     p.keyboard.press("Tab")
