@@ -328,7 +328,9 @@ class HostbridgeActor(Actor):
         try:
             await self.bus.request(
                 "focus",
-                UiIntentRequest(intent=frame.intent, instance_id=frame.instance_id),
+                UiIntentRequest(
+                    intent=frame.intent, instance_id=frame.instance_id, force=frame.force
+                ),
                 expect=InstanceReply,
                 timeout=ASK_TIMEOUT * 5,
                 retry=True,

@@ -124,11 +124,13 @@ class UiEventFrame(ShellFrame):
 
 
 class UiIntentFrame(ShellFrame):
-    """The user switches to, or closes, an instance (the app switcher)."""
+    """The user switches to, or closes, an instance (the app switcher). `force`: a close the
+    user insists on, after the app that asks before a close was asked once already."""
 
     type: Literal["ui.intent"] = "ui.intent"
     intent: Literal["focus", "close"]
     instance_id: Id
+    force: bool = False
 
 
 class UiOpenFrame(ShellFrame):

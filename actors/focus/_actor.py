@@ -351,7 +351,8 @@ class FocusActor(Actor):
 
     @handles(UiIntentRequest)
     async def on_ui_intent(self, msg: UiIntentRequest, env: Envelope) -> InstanceReply:
-        if msg.intent == "close" and await self._asked_to_close(msg.instance_id):
+        asks = msg.intent == "close" and not msg.force
+        if asks and await self._asked_to_close(msg.instance_id):
             return self.lifecycle.reply(msg.instance_id)  # the app decides, and closes it
         await self.lifecycle.change(
             msg.instance_id, "foreground" if msg.intent == "focus" else "close"

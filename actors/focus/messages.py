@@ -175,11 +175,13 @@ class FindInstanceRequest(Message):
 
 
 class UiIntentRequest(Message):
-    """Shell → focus (through the hostbridge): the user switches to or closes an instance."""
+    """Shell → focus (through the hostbridge): the user switches to or closes an instance.
+    `force`: a close the user insists on, which no app's close request holds back."""
 
     type: Literal["focus.ui.intent"] = "focus.ui.intent"
     intent: Literal["focus", "close"]
     instance_id: str = Field(min_length=1, max_length=200)
+    force: bool = False
 
 
 class AppEnableRequest(Message):

@@ -186,3 +186,27 @@ async def test_guesses_sit_where_the_drawer_looks_and_closing_a_round_asks_first
     await agent.settle()
     assert [m["type"] for m in agent.of_call("round-1", *FINALS)] == [ERROR]
     assert page.errors == []
+
+
+def closing_again_while_it_asks_closes_at_once(p: Page) -> None:
+    """The user closes the tab again while the game's "End this round?" is still open: the
+    close is theirs to insist on (no app keeps its tab by asking), and the game goes."""
+    the_close_asks_first(p)
+    close_button(p).focus(timeout=WAIT_MS)
+    p.keyboard.press("Enter")
+    chat_in_front(p)
+
+
+async def test_a_close_the_user_repeats_while_the_game_asks_is_not_held_back(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, dev_apps=(FOLDER,)
+    )
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(CONVERSATION, START, {}, revision, call_id="round-1")
+    await page.run(game_playing)
+    await page.run(closing_again_while_it_asks_closes_at_once)
+    final = await agent.terminal("round-1")
+    assert (final["type"], final["payload"]["code"]) == (ERROR, "app_closed")
+    assert page.errors == []

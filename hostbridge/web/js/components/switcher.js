@@ -8,6 +8,7 @@
 import { byTestId, el } from "../core/util.js";
 
 const MAX_LABEL = 80;
+const INSIST_MS = 2000; // an app that asks before a close has this long to ask the user
 
 export function instanceTitle(state, instance) {
   const entry = state.views.get(instance.instance_id);
@@ -131,11 +132,33 @@ export function createSwitcher(ctx) {
       close.setAttribute("aria-label", `Close ${title}`);
       close.setAttribute("title", `Close ${title}`);
       close.addEventListener("click", () => {
-        ctx.send({ type: "ui.intent", intent: "close", instance_id: instance.instance_id });
+        const force = insists(instance.instance_id);
+        ctx.send({ type: "ui.intent", intent: "close", instance_id: instance.instance_id, force });
       });
       li.append(close);
     }
     return li;
+  }
+
+  // An app may ask before it is closed (`app.close_requests.v1`): the runtime hands it the
+  // close, and it asks the user or closes. So that no app can keep its tab for good, a close
+  // the user repeats is forced when the app's question about it is still open (the user
+  // closes anyway), or when the app asked nothing within INSIST_MS of the last close.
+  const closeAsked = new Map(); // instance_id → when its close was last sent
+  function insists(instanceId) {
+    const now = Date.now();
+    const before = closeAsked.get(instanceId);
+    closeAsked.set(instanceId, now);
+    while (closeAsked.size > 64) closeAsked.delete(closeAsked.keys().next().value);
+    if (before === undefined) return false;
+    const asked = [...ctx.state.interactions.values()].filter(
+      (view) =>
+        view.source === "miniapp" &&
+        view.instance_id === instanceId &&
+        view.created_at * 1000 >= before,
+    );
+    if (asked.some((view) => view.state === "pending" || view.state === "presented")) return true;
+    return asked.length === 0 && now - before >= INSIST_MS;
   }
 
   return { render };
