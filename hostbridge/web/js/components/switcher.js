@@ -132,8 +132,8 @@ export function createSwitcher(ctx) {
       close.setAttribute("aria-label", `Close ${title}`);
       close.setAttribute("title", `Close ${title}`);
       close.addEventListener("click", () => {
-        const force = insists(instance.instance_id);
-        ctx.send({ type: "ui.intent", intent: "close", instance_id: instance.instance_id, force });
+        const frame = { type: "ui.intent", intent: "close", instance_id: instance.instance_id };
+        ctx.send(insists(instance.instance_id) ? { ...frame, force: true } : frame);
       });
       li.append(close);
     }
