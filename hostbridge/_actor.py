@@ -16,6 +16,7 @@ runtime's lifecycle state as the Shell shows it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Final, assert_never
 
@@ -250,8 +251,10 @@ class HostbridgeActor(Actor):
 
     # ------------------------------------------------------------------ greeting
 
-    async def _greeting(self) -> list[ShellOutbound]:
-        """Everything a (re)connecting Shell needs: state, instances, views."""
+    async def _greeting(self) -> list[ShellOutbound | Callable[[], ShellOutbound]]:
+        """Everything a (re)connecting Shell needs: state, instances, views. The hello, first,
+        is made as it is sent, with the runtime's state then: a change broadcast while the rest
+        was gathered reached the socket first, and an older state after it would stay."""
         try:
             reply = await self.bus.request(
                 "transport", RuntimeStateRequest(), expect=RuntimeStateReply, timeout=ASK_TIMEOUT
@@ -259,15 +262,17 @@ class HostbridgeActor(Actor):
             self._state, self._reason = reply.state, reply.reason
         except LineUpError:
             pass
-        state, reason = self._runtime_shown()
-        runtime = RuntimeStatus(state=state, reason=reason)
-        frames: list[ShellOutbound] = [ShellHello(runtime=runtime)]
+        frames: list[ShellOutbound | Callable[[], ShellOutbound]] = [self._hello]
         frames.extend(await self._views.greeting())
         frames.extend(self._interactions.frames())
         frames.extend(await self._artifact_cards())
         frames.extend(await self._caps.greeting())
         self._interactions.relist()
         return frames
+
+    def _hello(self) -> ShellOutbound:
+        state, reason = self._runtime_shown()
+        return ShellHello(runtime=RuntimeStatus(state=state, reason=reason))
 
     async def _artifact_cards(self) -> list[ShellOutbound]:
         return [] if self._artifacts is None else await self._artifacts.listed()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -217,8 +217,10 @@ def safe_file(root: Path, path: str, types: Mapping[str, str]) -> tuple[Path, st
     return file, content_type
 
 
-# What the hostbridge actor provides to the server.
-Greeting = Callable[[], Awaitable[list[ShellOutbound]]]
+# What the hostbridge actor provides to the server. A greeting's frame may be a callable, made
+# as it is sent: the runtime's state, which a broadcast may have overtaken while the rest of the
+# greeting was built (it would then arrive after the newer state, and stay).
+Greeting = Callable[[], Awaitable[Sequence[ShellOutbound | Callable[[], ShellOutbound]]]]
 Inbound = Callable[[ShellAction], Awaitable[None]]
 FrameRefused = Callable[[str | None], None]  # a frame failed the protocol; its type, if any
 Reply = Callable[[ShellOutbound], None]  # a frame to the one Shell that sent the request
@@ -445,7 +447,9 @@ async def _listen(
             # Waits for the pump rather than overflowing: a greeting can hold more frames
             # (one view per open instance) than the queue does.
             for hello in await greeting():
-                await send.send(encode(hello))
+                # A frame made now is put before `send` yields (trio puts, then checkpoints):
+                # no broadcast can come between its making and its place in the queue.
+                await send.send(encode(hello() if callable(hello) else hello))
             continue
         if isinstance(frame, SurfaceRequestFrame):
             if surfaces is None:

@@ -379,6 +379,48 @@ async def test_the_supervisors_restoring_and_stopping_show_over_the_links_state(
         nursery.cancel_scope.cancel()
 
 
+class SlowViews(FakeBus):
+    """Focus answers the greeting's views only once `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = trio.Event()
+        self.release = trio.Event()
+
+    async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
+        if isinstance(body, ViewsRequest):
+            self.asked.set()
+            await self.release.wait()
+        return await super().request(peer, body, **kwargs)
+
+
+async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the_shell_keeps(
+    tmp_path: Path,
+) -> None:
+    """The runtime became ready while a (re)connecting Shell's greeting waited on focus: the
+    change was broadcast to the socket first, and the hello after it must not say the older
+    state (the tab left open said Restoring… for good)."""
+    bus = SlowViews()
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        actor.on_runtime_state(*told("supervisor", state="restoring"))
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            with trio.fail_after(WAIT):
+                await bus.asked.wait()
+            actor.on_runtime_state(*told("supervisor", state="online"))  # restored
+            bus.release.set()
+            states = []
+            while len(states) < 2:
+                frame = await next_frame(ws)
+                if frame["type"] == "shell.runtime":
+                    states.append(frame["state"])
+                elif frame["type"] == "shell.hello":
+                    states.append(frame["runtime"]["state"])
+            assert states == ["online", "online"]  # the broadcast, then the hello: both new
+        nursery.cancel_scope.cancel()
+
+
 class RefusingOpens(FakeBus):
     """Focus refuses every `ui.open`: the app is disabled."""
 
