@@ -410,7 +410,7 @@ async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the
                 await bus.asked.wait()
             actor.on_runtime_state(*told("supervisor", state="online"))  # restored
             bus.release.set()
-            states = []
+            states: list[str] = []
             while len(states) < 2:
                 frame = await next_frame(ws)
                 if frame["type"] == "shell.runtime":
