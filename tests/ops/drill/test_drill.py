@@ -20,6 +20,7 @@ from lineup.ops.drill._asking import SCRIPTS
 from lineup.ops.drill._check import ENDINGS
 from lineup.ops.drill._mcp import IN_FLIGHT
 from lineup.ops.drill._prompts import ENDINGS as CAPABILITY_ENDINGS
+from lineup.ops.drill._prompts import RESTARTED
 
 EXERCISE_APPS = frozenset({"miniapp:drillpkg", "miniapp:drilldev", "miniapp:drill-pad"})
 
@@ -105,8 +106,11 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     # installs and dev saves changing the inventory faster than the Agent behind a faulted link
     # hears of it, those calls may be refused stale until the load ends (a finding of the
     # drill's, in the closing note of issue 27); the long drill has every script many times.
-    for script in ("allow", "expire"):
-        assert got.get(script, set()) & CAPABILITY_ENDINGS[script], f"seed {seed}: {got}"
+    # An unanswered request waits a minute: in a short run a gateway kill often comes first,
+    # and the restarted gateway ends it `actor_restarted` (its kept row), as the invariant allows.
+    unanswered = CAPABILITY_ENDINGS["expire"] | {RESTARTED}
+    assert got.get("allow", set()) & CAPABILITY_ENDINGS["allow"], f"seed {seed}: {got}"
+    assert got.get("expire", set()) & unanswered, f"seed {seed}: {got}"
     # At least one whole: on a loaded machine most artifact calls can be refused stale (the
     # starvation in the closing note of issue 27); the invariants cover every one made.
     assert artifacts["written_and_verified"] > 0, f"seed {seed}: {artifacts}"
