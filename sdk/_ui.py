@@ -13,6 +13,7 @@ from typing import Any, Final
 import trio
 from pydantic import BaseModel
 
+from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.facts.interactions import FINAL
 
 from . import protocol as p
@@ -81,6 +82,18 @@ class Ui:
         )
         self._updated(reply.interaction)
         return reply.interaction
+
+    async def find(self, interaction_id: str | None) -> p.InteractionRecord | None:
+        """`get`, or None when there is no id or no such interaction of this app's (one the
+        runtime no longer has, say): the question an app keeps by id, if it is still there."""
+        if interaction_id is None:
+            return None
+        try:
+            return await self.get(interaction_id)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
+                raise
+            return None
 
     async def cancel(
         self, interaction_id: str, reason: str = "cancelled_by_app"

@@ -349,16 +349,9 @@ class DrawAndGuess(MiniApp):
                 ErrorCode.APP_INSTANCE_NOT_FOUND,
                 self.app.lifecycle.request_foreground(instance_id),
             )
-            asked = self.confirming.get(instance_id)
-            if asked is not None:
-                try:
-                    record = await self.app.ui.get(asked)
-                except LineUpError as exc:
-                    if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
-                        raise
-                else:
-                    if record.is_open:
-                        return  # still asking
+            asked = await self.app.ui.find(self.confirming.get(instance_id))
+            if asked is not None and asked.is_open:
+                return  # still asking
             call = self.calls.get(instance_id)
             record = await self.app.ui.request(
                 ConfirmRequest(

@@ -190,13 +190,9 @@ class TaskDashboard(MiniApp):
         """Ask before closing a task that is not done; `on_interaction_updated` closes it
         once approved (and only then). A click while the question is open asks nothing more;
         one after an answer this process was not told of acts on that answer first."""
-        asked = self.confirming.get(instance_id)
-        if asked is not None:
-            try:
-                record = await self.app.ui.get(asked)
-            except LineUpError as exc:
-                if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
-                    raise
+        if instance_id in self.confirming:
+            record = await self.app.ui.find(self.confirming[instance_id])
+            if record is None:
                 self.confirming.pop(instance_id, None)
             else:
                 if record.is_open:

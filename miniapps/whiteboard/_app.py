@@ -482,16 +482,9 @@ class Whiteboard(MiniApp):
 
     async def _ask_confirm(self, instance_id: str, board: Board) -> str:
         """The submit confirmation of the instance: the one still open, else a new one."""
-        asked = self.confirming.get(instance_id)
-        if asked is not None:
-            try:
-                record = await self.app.ui.get(asked)
-            except LineUpError as exc:
-                if exc.code is not ErrorCode.INTERACTION_NOT_FOUND:
-                    raise
-            else:
-                if record.is_open:
-                    return asked
+        asked = await self.app.ui.find(self.confirming.get(instance_id))
+        if asked is not None and asked.is_open:
+            return asked.interaction_id
         summary = board.summary()
         call = self.open_calls.get(instance_id)
         record = await self.app.ui.request(
