@@ -1,18 +1,22 @@
 """A table in the chat reads as a table (issue 28, item 5), in real Chromium against the fake
-hostbridge: at a desktop's width and at a phone's, no word in a cell is broken across lines, and
-a table wider than the bubble scrolls sideways in its own box, by keyboard too, never widening
-the page."""
+hostbridge, and once through a real `lineup run`: at a desktop's width and at a phone's, no
+word in a cell is broken across lines, and a table wider than the bubble scrolls sideways in
+its own box, by keyboard too, never widening the page."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
+import trio
 from playwright.sync_api import Locator, Page, ViewportSize, expect
 
-from lineup.tests.support.browser import open_shell
+from lineup.tests.support.browser import greeted_in_the_shell, open_shell
+from lineup.tests.support.runtime import CONVERSATION
 
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
+from .test_app_registry_e2e import GREETING, WAIT_MS
 from .test_shell_render import chat_view, message
 
 DESKTOP: Final = ViewportSize(width=1280, height=800)
@@ -98,3 +102,25 @@ async def test_a_wide_table_scrolls_in_its_own_box_by_keyboard_and_the_page_does
         expect(box).not_to_have_js_property("scrollLeft", 0)
 
     await page.run(scrolls)
+
+
+async def test_an_agents_table_through_a_real_run_keeps_its_short_words_whole(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    """The same table said by an Agent through `lineup run`'s embedded AppServer, the chat
+    app and the hostbridge, as a user meets it (issue 28 asks each item so)."""
+    await page.run(lambda p: p.set_viewport_size(DESKTOP))
+    _runtime, agent, _revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, chat_alone=True
+    )
+    with trio.fail_after(WAIT_MS / 1000):
+        await agent.client.say(CONVERSATION, SHORT)
+
+    def whole(p: Page) -> None:
+        box = p.get_by_test_id("message-body").filter(has_text="Durian").locator(".table-scroll")
+        expect(box.locator("tbody tr")).to_have_count(4, timeout=WAIT_MS)
+        assert box.evaluate(BROKEN_WORDS) == []
+
+    await page.run(whole)
+    await page.run(lambda p: p.set_viewport_size(PHONE))
+    await page.run(whole)
