@@ -29,6 +29,7 @@ from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, st
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
+from .test_capabilities_render import note_shown_prompts
 
 WAIT_MS: Final = 10_000
 APP: Final = Path(__file__).parents[1] / "support" / "capability_surface_app"
@@ -324,16 +325,7 @@ async def test_a_prompt_bomb_is_dismissed_once_and_blocked_on_the_permissions_pa
         prompt_up(p, "notification.show")
         dialog = p.get_by_test_id("permission-prompt")
         expect(p.get_by_test_id("permission-deny")).to_be_focused()
-        p.evaluate(  # from now on, note every other prompt the dialog shows
-            """() => {
-              window.__shown = [];
-              const d = document.querySelector('[data-testid="permission-prompt"]');
-              new MutationObserver(() => {
-                const id = d.getAttribute('data-prompt-id');
-                if (id) window.__shown.push(id);
-              }).observe(d, {attributes: true, attributeFilter: ["data-prompt-id"]});
-            }"""
-        )
+        note_shown_prompts(p)  # from now on, every other prompt the dialog shows
         p.keyboard.press("Escape")
         # The app's other waiting prompts went with it, and it is not asked again at once: the
         # Shell is not modal, and the Permissions page is a key away.

@@ -18,6 +18,7 @@ from lineup.actors.gateway.messages import (
     PromptAnswerRequest,
     ProviderDoneRequest,
 )
+from lineup.hostbridge import HostbridgeActor
 from lineup.hostbridge.messages import (
     CapabilityEndedEvent,
     CapabilityPromptEvent,
@@ -36,9 +37,10 @@ from .conftest import ShellPage
 WAIT_MS: Final = 5_000
 
 
-async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway(  # noqa: PLR0915
+async def shell_against_a_fake_gateway(
     nursery: trio.Nursery, tmp_path: Path, page: ShellPage
-) -> None:
+) -> tuple[HostbridgeActor, CapabilityBus]:
+    """The real hostbridge with a fake gateway (`CapabilityBus`), its Shell loaded and online."""
     bus = CapabilityBus()
     actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
 
@@ -47,6 +49,27 @@ async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway
         expect(p.get_by_test_id("runtime-state")).to_have_attribute("data-state", "online")
 
     await page.run(load)
+    return actor, bus
+
+
+def note_shown_prompts(p: Page) -> None:
+    """From now on, `window.__shown` lists every prompt the runtime's dialog shows."""
+    p.evaluate(
+        """() => {
+          window.__shown = [];
+          const d = document.querySelector('[data-testid="permission-prompt"]');
+          new MutationObserver(() => {
+            const id = d.getAttribute('data-prompt-id');
+            if (id) window.__shown.push(id);
+          }).observe(d, {attributes: true, attributeFilter: ["data-prompt-id"]});
+        }"""
+    )
+
+
+async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway(  # noqa: PLR0915
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage
+) -> None:
+    actor, bus = await shell_against_a_fake_gateway(nursery, tmp_path, page)
     actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p1")), no_env())
     actor.on_capability_prompt(
         CapabilityPromptEvent(prompt=prompt_view("p2", rememberable=False, detail="Runtime says")),
@@ -121,14 +144,7 @@ async def test_prompts_providers_and_the_permissions_page_against_a_fake_gateway
 async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
     nursery: trio.Nursery, tmp_path: Path, page: ShellPage
 ) -> None:
-    bus = CapabilityBus()
-    actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
-
-    def load(p: Page) -> None:
-        p.goto(f"http://127.0.0.1:{port}/#token={TOKEN}")
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute("data-state", "online")
-
-    await page.run(load)
+    actor, bus = await shell_against_a_fake_gateway(nursery, tmp_path, page)
     bomber = {"app_scope": "bomber", "app_title": "Bomber"}
     for prompt in (
         prompt_view("a1").model_copy(update=bomber),
@@ -177,29 +193,13 @@ async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
 async def test_a_prompt_on_its_way_when_the_user_says_no_is_never_shown(
     nursery: trio.Nursery, tmp_path: Path, page: ShellPage
 ) -> None:
-    bus = CapabilityBus()
-    actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
-
-    def load(p: Page) -> None:
-        p.goto(f"http://127.0.0.1:{port}/#token={TOKEN}")
-        expect(p.get_by_test_id("runtime-state")).to_have_attribute("data-state", "online")
-
-    await page.run(load)
+    actor, bus = await shell_against_a_fake_gateway(nursery, tmp_path, page)
     actor.on_capability_prompt(CapabilityPromptEvent(prompt=prompt_view("p1")), no_env())
 
     def dismiss(p: Page) -> None:
         dialog = p.get_by_test_id("permission-prompt")
         expect(dialog).to_have_attribute("data-prompt-id", "p1")
-        p.evaluate(  # every prompt the dialog shows from now on
-            """() => {
-              window.__shown = [];
-              const d = document.querySelector('[data-testid="permission-prompt"]');
-              new MutationObserver(() => {
-                const id = d.getAttribute('data-prompt-id');
-                if (id) window.__shown.push(id);
-              }).observe(d, {attributes: true, attributeFilter: ["data-prompt-id"]});
-            }"""
-        )
+        note_shown_prompts(p)
         p.keyboard.press("Escape")
         expect(dialog).to_be_hidden()
 
