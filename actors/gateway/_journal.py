@@ -76,7 +76,7 @@ class Journal:
         while True:
             try:
                 reply = await self._store(
-                    store.CapabilityRequestListRequest(ended_since=time.time() - 3600.0),
+                    store.CapabilityRequestListRequest(ended_since=time.time() - store.RETAINED_S),
                     store.CapabilityRequestListReply,
                 )
                 break

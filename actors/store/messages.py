@@ -120,6 +120,7 @@ from .capabilities.messages import (
     CapabilityGrantRow,
 )
 from .capabilities.request_messages import (
+    RETAINED_S,
     CapabilityRequestEndReply,
     CapabilityRequestEndRequest,
     CapabilityRequestListReply,
@@ -237,6 +238,7 @@ __all__ = [
     "FINAL_INTERACTION_STATES",
     "FINAL_TOOL_CALL_STATES",
     "MAX_FOCUS_STACK",
+    "RETAINED_S",
     "AppEnabledSetReply",
     "AppEnabledSetRequest",
     "AppInstallRecordReply",

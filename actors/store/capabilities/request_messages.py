@@ -11,7 +11,7 @@ metadata (an artifact's or an operation's info), never content.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -20,6 +20,7 @@ from lineup.actors.kernel.messages import Message
 from .._fields import Id, Name
 
 __all__ = [
+    "RETAINED_S",
     "CapabilityRequestEndReply",
     "CapabilityRequestEndRequest",
     "CapabilityRequestListReply",
@@ -28,6 +29,8 @@ __all__ = [
     "CapabilityRequestOpenRequest",
     "CapabilityRequestRow",
 ]
+
+RETAINED_S: Final = 3600.0  # an ended row answers a repeat this long (a requester's patience)
 
 
 class CapabilityRequestRow(Message):

@@ -15,6 +15,7 @@ from .._table import Served, read, write, write_as
 from ..audit.messages import AuditRecord
 from ..audit.operations import audit_append
 from .request_messages import (
+    RETAINED_S,
     CapabilityRequestEndReply,
     CapabilityRequestEndRequest,
     CapabilityRequestListReply,
@@ -32,7 +33,6 @@ __all__ = [
     "capability_request_open",
 ]
 
-RETAINED_S: Final = 3600.0  # an ended row answers a repeat this long (a requester's patience)
 
 _COLUMNS: Final = (
     "asker", "request_id", "app_scope", "capability", "state", "status", "code", "output",
