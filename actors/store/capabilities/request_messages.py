@@ -30,7 +30,7 @@ __all__ = [
     "CapabilityRequestRow",
 ]
 
-RETAINED_S: Final = 3600.0  # an ended row answers a repeat this long (a requester's patience)
+RETAINED_S: Final = 3600  # s: an ended row answers a repeat this long (a requester's patience)
 
 
 class CapabilityRequestRow(Message):
