@@ -21,7 +21,6 @@ heap. The zygote keeps to the same rule (`supervisor/_zygote.py`).
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import signal
 import socket
@@ -154,9 +153,7 @@ def launch_zygote(
     `take_zygote` hands each to the supervisor."""
     from lineup.supervisor import _zygote  # with what it needs, and nothing of the tree's
 
-    for module in _zygote.BASE:
-        importlib.import_module(module)
-
+    _zygote.load_base()
     if len(os.listdir("/proc/self/task")) != 1:
         return  # an import started a thread: no fork; the supervisor starts fresh zygotes
     parent = os.getpid()

@@ -73,6 +73,18 @@ _SYS_CLONE: Final = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
 _ANC: Final = socket.CMSG_SPACE(4 * 4)
 
 
+def load_base() -> None:
+    """Import `BASE`, and look pydantic's plugins up: pydantic does that (importlib.metadata,
+    ~25 ms of imports, and a scan of every installed package's entry points) when it builds
+    its first validator, so done here, before the forks, it is done once and not in every
+    child."""
+    for module in BASE:
+        importlib.import_module(module)
+    from pydantic.plugin._loader import get_plugins
+
+    get_plugins()
+
+
 def die_with(parent_pid: int) -> None:
     """SIGKILL this process when `parent_pid` (our parent) dies; exit now if it already has."""
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -299,8 +311,7 @@ def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
     # httpx imports its command-line client when it can (rich, pygments and click, if they are
     # installed: over 100 ms); no actor runs it, so its import fails and httpx does without.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    for module in BASE:  # already there if the zygote was forked from the supervisor
-        importlib.import_module(module)
+    load_base()  # already done if the zygote was forked from the supervisor
     preload = Preload(m for m in modules if _first(m) not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)

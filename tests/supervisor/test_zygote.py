@@ -139,3 +139,21 @@ def test_a_zygote_whose_supervisor_left_before_it_was_ready_exits_quietly() -> N
     _, stderr = zygote.communicate(timeout=60)
     assert "Traceback" not in stderr, stderr
     assert zygote.returncode == 0
+
+
+def test_after_the_base_a_childs_first_validator_imports_nothing() -> None:
+    # pydantic looks its plugins up (importlib.metadata, ~25 ms of imports) when it builds its
+    # first validator: a child forked after `load_base` must find that done, not pay it again.
+    probe = (
+        "import sys\n"
+        "from lineup.supervisor._zygote import load_base\n"
+        "load_base()\n"
+        "before = set(sys.modules)\n"
+        "from pydantic import BaseModel\n"
+        "class Probe(BaseModel):\n"
+        "    n: int\n"
+        "Probe(n=1)\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
