@@ -2,11 +2,9 @@
 
 Theory of operation
 -------------------
-`axe_source()` answers axe-core's `axe.min.js`, installing `axe-core@AXE_VERSION` with npm into
-`build/axe/` (git-ignored, like every build output; never vendored) the first time, under a file
-lock so that parallel test workers install it once. The install goes to a fresh folder renamed
-into place, so a killed install leaves nothing half there; the installed `package.json` must
-name the pinned version, or the tests fail rather than run another axe.
+`axe_source()` answers axe-core's `axe.min.js`, installed from npm, pinned by version and
+integrity, into `build/npm/` the first time (`tests/support/npm.py`): never vendored, and the
+tests fail rather than run another axe.
 
 `violations(frame, source)` evaluates the source in that document (through the DevTools
 protocol, so the Shell's CSP does not apply to it) and runs `axe.run` on it with WCAG 2.0/2.1
@@ -18,23 +16,18 @@ as well, by the same call.
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any, Final
 
 from playwright.sync_api import Frame, Page
 
-AXE_VERSION: Final = "4.14.1"
+from tests.support.npm import NpmPackage, installed
+
+AXE: Final = NpmPackage(
+    "axe-core",
+    "4.14.1",
+    "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+)
 TAGS: Final = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
-ROOT: Final = Path(__file__).resolve().parents[2]
-AXE_DIR: Final = ROOT / "build" / "axe"
-NPM_INSTALL: Final = "apt-get update && apt-get install -y npm"
-INSTALL_TIMEOUT_S: Final = 180
 
 RUN: Final = """
 async (tags) => {
@@ -53,59 +46,9 @@ async (tags) => {
 """
 
 
-def _package(folder: Path) -> Path:
-    return folder / "node_modules" / "axe-core"
-
-
-def _installed(folder: Path) -> bool:
-    try:
-        meta = json.loads((_package(folder) / "package.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return meta.get("version") == AXE_VERSION and (_package(folder) / "axe.min.js").is_file()
-
-
-def _install() -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError(f"npm is missing; the accessibility tests need it. Run: {NPM_INSTALL}")
-    AXE_DIR.parent.mkdir(parents=True, exist_ok=True)
-    fresh = Path(tempfile.mkdtemp(prefix="axe-", dir=AXE_DIR.parent))
-    try:
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(fresh),
-                "--no-save",
-                "--no-package-lock",
-                "--no-audit",
-                "--no-fund",
-                "--ignore-scripts",
-                f"axe-core@{AXE_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        if not _installed(fresh):
-            raise RuntimeError(f"npm did not install axe-core {AXE_VERSION} in {fresh}")
-        if AXE_DIR.exists():
-            shutil.rmtree(AXE_DIR)
-        os.rename(fresh, AXE_DIR)
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)
-
-
 def axe_source() -> str:
-    """axe-core's script, installed from npm the first time (see the module docstring)."""
-    AXE_DIR.parent.mkdir(parents=True, exist_ok=True)
-    with (AXE_DIR.parent / "axe.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _installed(AXE_DIR):
-            _install()
-    return (_package(AXE_DIR) / "axe.min.js").read_text()
+    """axe-core's script, installed from npm the first time (`tests/support/npm.py`)."""
+    return (installed(AXE) / "axe.min.js").read_text()
 
 
 def violations(frame: Page | Frame, source: str) -> list[dict[str, Any]]:
