@@ -78,6 +78,7 @@ __all__ = [
     "CapabilityHost",
     "ShellHub",
     "ShellSocket",
+    "SurfaceFile",
     "SurfaceHost",
     "build_app",
     "safe_file",
@@ -226,11 +227,34 @@ FrameRefused = Callable[[str | None], None]  # a frame failed the protocol; its 
 Reply = Callable[[ShellOutbound], None]  # a frame to the one Shell that sent the request
 
 
+@dataclass(frozen=True)
+class SurfaceFile:
+    """One response under `/surfaces/{instance_id}/`: a file, or bytes made for it."""
+
+    body: Path | bytes
+    content_type: str
+    # A script an MCP App's page loads as a module: a CORS load from its opaque origin.
+    cors: bool = False
+
+
+async def surface_response(found: SurfaceFile, headers: dict[str, str]) -> Response:
+    """What is sent for `found`: every script with the runtime's guard first."""
+    if found.cors:
+        headers = {**headers, "Access-Control-Allow-Origin": "*"}  # its public code, to any page
+    body, content_type = found.body, found.content_type
+    if content_type.partition(";")[0] == "text/javascript":
+        source = body if isinstance(body, bytes) else await trio.Path(body).read_bytes()
+        return Response(guarded_script(source), media_type=content_type, headers=headers)
+    if isinstance(body, bytes):
+        return Response(body, media_type=content_type, headers=headers)
+    return FileResponse(body, media_type=content_type, headers=headers)
+
+
 class SurfaceHost(Protocol):
     """The actor's side of Surfaces (`_actor`, `_surfaces`)."""
 
-    async def file(self, instance_id: str, path: str) -> tuple[Path, str] | None:
-        """An open Surface's file and its content type; None: not one (404)."""
+    async def file(self, instance_id: str, path: str) -> SurfaceFile | None:
+        """An open Surface's file (or what is served for it); None: not one (404)."""
         ...
 
     def headers(self, instance_id: str) -> dict[str, str]:
@@ -312,15 +336,11 @@ def build_app(
         instance_id = str(request.path_params["instance_id"])
         if surfaces is None:
             return PlainTextResponse("not found", status_code=404, headers=headers)
-        own = surfaces.headers(instance_id)
         found = await surfaces.file(instance_id, str(request.path_params["path"]))
+        own = surfaces.headers(instance_id)
         if found is None:
             return PlainTextResponse("not found", status_code=404, headers=own)
-        file, content_type = found
-        if content_type.partition(";")[0] == "text/javascript":  # every script: guard first
-            source = await trio.Path(file).read_bytes()
-            return Response(guarded_script(source), media_type=content_type, headers=own)
-        return FileResponse(file, media_type=content_type, headers=own)
+        return await surface_response(found, own)
 
     async def artifact(request: Request) -> Response:
         if not host_ok(request.headers):

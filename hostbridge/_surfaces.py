@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import quote
 
+import trio
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from lineup.actors.focus.messages import (
@@ -54,7 +55,8 @@ from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
-from ._server import CONTENT_TYPES, Reply, safe_file
+from ._mcp_document import INLINE_DIR, split_inline_scripts
+from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 __all__ = [
@@ -142,6 +144,7 @@ class SurfaceFiles:
     surface_id: str
     web_root: Path
     document: str
+    mcp_app: bool = False  # its document is an MCP App's UI (`_mcp_document`)
 
 
 RESERVED_PREFIX: Final = SURFACE_CLIENT_URL.split("/")[0] + "/"  # `_lineup/`: the runtime's
@@ -153,13 +156,25 @@ def surface_file(root: Path, path: str) -> tuple[Path, str] | None:
     return safe_file(root, path, SURFACE_CONTENT_TYPES)
 
 
-def surface_headers(port: int, instance_id: str) -> dict[str, str]:
-    """The headers of every response under `/surfaces/{instance_id}/`."""
+def surface_headers(port: int, instance_id: str, *, mcp_app: bool = False) -> dict[str, str]:
+    """The headers of every response under `/surfaces/{instance_id}/`. An MCP App's page
+    (`mcp_app`) may also have inline style, and images, fonts and media of its own, as the
+    spec's default policy allows; never inline script (`_mcp_document` says why)."""
     hosts = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
     own = " ".join(f"{h}/surfaces/{quote(instance_id, safe='')}/" for h in hosts)
+    if mcp_app:
+        style, media = (
+            f"{own} 'unsafe-inline'",
+            f"img-src {own} data: blob:; connect-src 'none'; font-src {own} data:; "
+            f"media-src {own} data: blob:;",
+        )
+    else:
+        style, media = (
+            own,
+            "img-src data: blob:; connect-src 'none'; font-src 'none'; media-src 'none';",
+        )
     csp = (
-        f"default-src 'none'; script-src {own}; style-src {own}; img-src data: blob:; "
-        "connect-src 'none'; font-src 'none'; media-src 'none'; object-src 'none'; "
+        f"default-src 'none'; script-src {own}; style-src {style}; {media} object-src 'none'; "
         "frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; "
         f"base-uri 'none'; form-action 'none'; frame-ancestors {' '.join(hosts)}"
     )
@@ -247,7 +262,8 @@ class SurfaceRelay:
         self._capability_requests = 0
 
     def headers(self, instance_id: str) -> dict[str, str]:
-        return surface_headers(self._port, instance_id)
+        files = self.book.files(instance_id)
+        return surface_headers(self._port, instance_id, mcp_app=files is not None and files.mcp_app)
 
     def _refused(self, frame: SurfaceRequestFrame, code: str) -> None:
         """A bridge request refused: audited by its type and code, with the instance it is about."""
@@ -256,16 +272,40 @@ class SurfaceRelay:
         )
         self._bus.audit_refusal(record)
 
-    async def file(self, instance_id: str, path: str) -> tuple[Path, str] | None:
+    async def file(self, instance_id: str, path: str) -> SurfaceFile | None:
         files = self.book.files(instance_id)
         if files is None:
             files = await self._ask_files(instance_id)
         if files is None:
             return None
+        if files.mcp_app and (path == files.document or path.startswith(INLINE_DIR)):
+            return await self._mcp_document(instance_id, files, path)
         if path.startswith(RESERVED_PREFIX):
             # The runtime's own files, never the app's: its bridge client alone.
-            return (SURFACE_CLIENT, "text/javascript") if path == SURFACE_CLIENT_URL else None
-        return surface_file(files.web_root, path)
+            if path != SURFACE_CLIENT_URL:
+                return None
+            return SurfaceFile(SURFACE_CLIENT, "text/javascript")
+        found = surface_file(files.web_root, path)
+        if found is None:
+            return None
+        script = found[1].partition(";")[0] == "text/javascript"
+        return SurfaceFile(found[0], found[1], cors=files.mcp_app and script)
+
+    async def _mcp_document(
+        self, instance_id: str, files: SurfaceFiles, path: str
+    ) -> SurfaceFile | None:
+        """An MCP App's document with its inline scripts moved out, or one of those."""
+        found = surface_file(files.web_root, files.document)
+        if found is None:
+            return None
+        prefix = f"/surfaces/{quote(instance_id, safe='')}/"
+        split = split_inline_scripts(await trio.Path(found[0]).read_bytes(), prefix)
+        if path == files.document:
+            return SurfaceFile(split.html, found[1])
+        index = path.removeprefix(INLINE_DIR).removesuffix(".js")
+        if not index.isdigit() or str(int(index)) != index or int(index) >= len(split.scripts):
+            return None
+        return SurfaceFile(split.scripts[int(index)], "text/javascript; charset=utf-8", cors=True)
 
     async def _ask_files(self, instance_id: str) -> SurfaceFiles | None:
         if self.book.surface(instance_id) is None:
@@ -280,7 +320,9 @@ class SurfaceRelay:
             )
         except LineUpError:
             return None
-        files = SurfaceFiles(reply.surface_id, Path(reply.web_root), reply.document)
+        files = SurfaceFiles(
+            reply.surface_id, Path(reply.web_root), reply.document, mcp_app=reply.mcp_app
+        )
         return files if self.book.remember(instance_id, files) else None
 
     async def request(self, frame: SurfaceRequestFrame, reply: Reply, *, limited: bool) -> None:

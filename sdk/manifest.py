@@ -48,6 +48,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.facts.scopes import CAPABILITY_OWNERS, reserved
 from lineup.facts.versions import compare_versions
 
+from .mcp_apps import McpAppUi
 from .schema import SchemaUnsupported, check_subset
 
 __all__ = [
@@ -199,7 +200,8 @@ class Entrypoint(_Model):
     the HTML file under the app package's `web/` folder that the Shell frames, `surface_version`
     the bridge version it speaks (a host runs `SURFACE_VERSIONS`; another is declared fine and
     refused at open, `surface_unavailable`), and `events` the app events (`lineup/event`
-    names) the Surface may send, every other name being refused."""
+    names) the Surface may send, every other name being refused. `mcp_app`: the document is
+    an MCP App's UI (`lineup.sdk.mcp_apps`), served as one."""
 
     id: Name
     kind: Name
@@ -207,6 +209,15 @@ class Entrypoint(_Model):
     document: DocumentPath = "index.html"
     surface_version: StrictInt = Field(default=1, ge=1, le=1000)
     events: tuple[EventName, ...] = Field(default=(), max_length=64)
+    mcp_app: McpAppUi | None = None
+
+    @model_serializer(mode="wrap")
+    def _mcp_app_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Never `"mcp_app": null`: an entrypoint of a LineUp page dumps as it did before.
+        data: dict[str, Any] = handler(self)
+        if self.mcp_app is None:
+            data.pop("mcp_app", None)
+        return data
 
 
 class AgentSubscription(_Model):

@@ -213,6 +213,7 @@ class SurfaceAssetsReply(Message):
     surface_id: str
     web_root: str  # an absolute folder path: the hostbridge's alone, never sent to a Shell
     document: str  # the entry document, relative to `web_root` (`index.html`)
+    mcp_app: bool = False  # the document is an MCP App's UI (`lineup.sdk.mcp_apps`)
 
 
 class SurfaceEventRequest(Message):

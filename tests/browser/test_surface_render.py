@@ -86,8 +86,10 @@ async def serve(
     seen: list[str],
     view: dict[str, Any] | None = None,
     web_root: Path = SURFACE_WEB,
+    *,
+    mcp_app: bool = False,
 ) -> Served:
-    bus = SurfaceBus(web_root=web_root, view=view)
+    bus = SurfaceBus(web_root=web_root, view=view, mcp_app=mcp_app)
     actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
     return Served(actor, bus, port, seen)
 
@@ -488,6 +490,42 @@ async def test_every_escape_from_the_sandboxed_frame_fails(
         assert not [s for s in served.seen if path in s], path
     # Chromium names a CSP-blocked image to Playwright as a request, but says it blocked it.
     assert any("img-src data: blob:" in e and "blocked" in e for e in page.console_errors)
+
+
+HOSTILE_MCP_PAGE: Final = """<!DOCTYPE html><html><head><script>
+window.report = { main: typeof RTCPeerConnection, child: [] };
+window.addEventListener("message", (e) => {
+  if (e.data && e.data.child) report.child.push(e.data.child);
+});
+</script></head><body><script>
+const f = document.createElement("iframe");
+f.srcdoc = "<script>parent.postMessage({child: 'inline ran'}, '*')</scr" + "ipt>"
+  + "<script src='late.js'></scr" + "ipt>";
+document.body.append(f);
+document.body.dataset.ready = "1";
+</script></body></html>"""
+LATE_JS: Final = "parent.postMessage({child: 'served ran, RTC ' + typeof RTCPeerConnection}, '*');"
+
+
+async def test_an_mcp_apps_inline_code_runs_guarded_and_no_realm_it_makes_runs_inline_code(
+    nursery: trio.Nursery, tmp_path: Path, page: ShellPage, recorded: list[str]
+) -> None:
+    # The page's own inline scripts run, moved out and guarded (no WebRTC in its realm). A
+    # srcdoc child it makes is a realm of its own, where an inline script would run with
+    # WebRTC afresh: there the CSP refuses it, and only a served (guarded) script runs.
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "index.html").write_text(HOSTILE_MCP_PAGE)
+    (web / "late.js").write_text(LATE_JS)
+    served = await serve(nursery, tmp_path, recorded, web_root=web, mcp_app=True)
+    await open_surface(page, served)
+
+    def report(p: Page) -> Any:
+        frame = surface_frame(p)
+        frame.wait_for_function("() => window.report.child.length >= 1", timeout=WAIT_MS)
+        return frame.evaluate("() => window.report")
+
+    assert await page.run(report) == {"main": "undefined", "child": ["served ran, RTC undefined"]}
 
 
 # ---------------------------------------------------------------------- versions, teardown

@@ -25,6 +25,7 @@ from lineup.actors.focus.messages import (
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.hostbridge import HostbridgeActor
+from lineup.hostbridge._mcp_document import split_inline_scripts
 from lineup.hostbridge._server import (
     SURFACE_REQUESTS_BURST,
     Reply,
@@ -86,9 +87,16 @@ class SurfaceBus(FakeBus):
     """FakeBus with a focus that has one instance with an open Surface (its files in
     `web_root`) and that instance's session data."""
 
-    def __init__(self, web_root: Path = SURFACE_WEB, view: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        web_root: Path = SURFACE_WEB,
+        view: dict[str, Any] | None = None,
+        *,
+        mcp_app: bool = False,
+    ) -> None:
         super().__init__()
         self.web_root = web_root
+        self.mcp_app = mcp_app
         self.view = surface_view() if view is None else view
         self.open = {INSTANCE: SURFACE}  # instance → its open Surface, as focus says
         self.data: dict[str, Any] | None = None
@@ -115,6 +123,7 @@ class SurfaceBus(FakeBus):
                 surface_id=self.open[body.instance_id],
                 web_root=str(self.web_root),
                 document="index.html",
+                mcp_app=self.mcp_app,
             )
         if isinstance(body, SurfaceEventRequest):
             self.requests.append(body)
@@ -240,6 +249,62 @@ async def test_every_open_surface_gets_the_runtimes_bridge_client_and_no_other_r
     assert headers["content-type"].startswith("text/javascript")
     assert headers["content-security-policy"] == expected_csp(port)
     assert [r[0] for r in reserved] == [404, 404]  # `_lineup/` is the runtime's, never the app's
+
+
+async def test_an_mcp_apps_page_is_served_with_its_inline_scripts_moved_out_and_guarded(
+    tmp_path: Path,
+) -> None:
+    web = tmp_path / "web"
+    web.mkdir()
+    page = (
+        b'<html><head><script type="module">go()</script><style>p{}</style></head>'
+        b"<body><script>run()</script></body></html>"
+    )
+    (web / "index.html").write_bytes(page)
+    (web / "chunk.js").write_bytes(b"export const x = 1;")
+    async with trio.open_nursery() as nursery:
+        actor, _, port = await start_hostbridge(
+            nursery, tmp_path, SurfaceBus(web_root=web, mcp_app=True)
+        )
+        show_surface(actor)
+        base = f"/surfaces/{INSTANCE}"
+        document = await _get(port, f"{base}/index.html")
+        moved = [await _get(port, f"{base}/_lineup/inline/{n}.js") for n in (0, 1)]
+        beyond = [await _get(port, f"{base}/_lineup/inline/{p}") for p in ("2.js", "01.js", "x.js")]
+        chunk = await _get(port, f"{base}/chunk.js")
+        nursery.cancel_scope.cancel()
+    assert document[0] == 200
+    assert document[2] == split_inline_scripts(page, f"{base}/").html
+    assert b"go()" not in document[2] and b"<style>p{}</style>" in document[2]
+    csp = document[1]["content-security-policy"]
+    own = f"http://127.0.0.1:{port}{base}/ http://localhost:{port}{base}/"
+    # Inline style and its own images, fonts and media, as the spec's default allows; never
+    # inline script, nor any network.
+    assert f"script-src {own};" in csp and f"style-src {own} 'unsafe-inline';" in csp
+    assert f"img-src {own} data: blob:;" in csp and "connect-src 'none';" in csp
+    assert "access-control-allow-origin" not in document[1]
+    assert [(m[0], m[2]) for m in moved] == [
+        (200, guarded_script(b"go()")),
+        (200, guarded_script(b"run()")),
+    ]
+    # A module is a CORS load from the frame's opaque origin: its public code, to any page.
+    assert all(m[1]["access-control-allow-origin"] == "*" for m in moved)
+    assert all(m[1]["content-security-policy"] == csp for m in moved)
+    assert [b[0] for b in beyond] == [404, 404, 404]
+    assert chunk[0] == 200 and chunk[2] == guarded_script(b"export const x = 1;")
+    assert chunk[1]["access-control-allow-origin"] == "*"
+
+
+async def test_a_lineup_surface_has_no_moved_scripts_and_no_cors(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        actor, _, port = await start_hostbridge(nursery, tmp_path, SurfaceBus())
+        show_surface(actor)
+        base = f"/surfaces/{INSTANCE}"
+        moved = await _get(port, f"{base}/_lineup/inline/0.js")
+        script = await _get(port, f"{base}/surface.js")
+        nursery.cancel_scope.cancel()
+    assert moved[0] == 404
+    assert script[0] == 200 and "access-control-allow-origin" not in script[1]
 
 
 async def test_files_are_served_only_while_the_instance_is_live_and_its_view_that_surface(

@@ -1,0 +1,59 @@
+"""An MCP App's UI as a LineUp Surface: what a `surface` entrypoint declares of it (SEP-1865).
+
+An MCP App's UI is one HTML document (`text/html;profile=mcp-app`), usually a single file
+whose code is inline, built against the ext-apps `App` class. An entrypoint that declares
+`mcp_app` says its document is one: the hostbridge then serves it as such a document needs
+(`hostbridge/_mcp_document.py`), under the same sandbox and guard as every Surface, and the
+Shell's bridge speaks the MCP Apps protocol to it. What the resource's `_meta.ui` says of its
+security (`csp`, `permissions`) is declared here in the manifest's own spelling:
+`csp.connect_domains` is the spec's `connectDomains`, and so on.
+
+A declared domain or permission is a request, never a grant: the runtime allows none of them
+yet (the user's grant of a network domain is the capability gateway's, issue 30), so the
+Surface's policy is the spec's restrictive default whatever is declared ("Host MAY further
+restrict"), and the declaration is kept for the grant to come. The spec's `domain` (a
+dedicated origin, host-dependent) has no place here: every Surface's origin is opaque
+(`docs/surfaces-and-capabilities.md` says why).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+__all__ = ["MCP_APP_MIME_TYPE", "McpAppCsp", "McpAppUi"]
+
+MCP_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"  # the spec's UI resource type
+
+# An origin as the spec's examples write them (`https://api.example.com`, `https://*.cdn.net`,
+# `wss://live.example.com:8443`): scheme, host (a leading `*.` allowed), port; no path.
+Origin = Annotated[
+    str,
+    Field(
+        pattern=r"^(https?|wss?)://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$",
+        max_length=253,
+    ),
+]
+Domains = Annotated[tuple[Origin, ...], Field(max_length=32)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class McpAppCsp(_Model):
+    """The spec's `McpUiResourceCsp`: the origins the UI asks to reach."""
+
+    connect_domains: Domains = ()
+    resource_domains: Domains = ()
+    frame_domains: Domains = ()
+    base_uri_domains: Domains = ()
+
+
+class McpAppUi(_Model):
+    """The spec's `UIResourceMeta`, as a manifest declares it."""
+
+    csp: McpAppCsp = McpAppCsp()
+    permissions: tuple[Literal["camera", "microphone", "geolocation", "clipboard_write"], ...] = ()
+    prefers_border: StrictBool | None = None

@@ -1,0 +1,60 @@
+"""What a `surface` entrypoint declares of an MCP App's page (`lineup.sdk.mcp_apps`)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from lineup.sdk.manifest import Entrypoint
+from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi
+
+
+def test_an_entrypoint_declares_its_page_an_mcp_app_with_the_specs_meta_ui() -> None:
+    entry = Entrypoint.model_validate(
+        {
+            "id": "ui",
+            "kind": "surface",
+            "mcp_app": {
+                "csp": {
+                    "connect_domains": ["https://api.example.com", "wss://live.example.com:8443"],
+                    "resource_domains": ["https://*.cdn.example.net"],
+                },
+                "permissions": ["clipboard_write"],
+                "prefers_border": True,
+            },
+        }
+    )
+    assert entry.mcp_app == McpAppUi(
+        csp=McpAppCsp(
+            connect_domains=("https://api.example.com", "wss://live.example.com:8443"),
+            resource_domains=("https://*.cdn.example.net",),
+        ),
+        permissions=("clipboard_write",),
+        prefers_border=True,
+    )
+    # A LineUp page's entrypoint dumps as it did before the field existed.
+    assert "mcp_app" not in Entrypoint(id="main", kind="surface").model_dump()
+    assert entry.model_dump(mode="json")["mcp_app"]["permissions"] == ["clipboard_write"]
+
+
+@pytest.mark.parametrize(
+    "domain",
+    [
+        "api.example.com",  # no scheme
+        "ftp://files.example.com",
+        "https://example.com/path",  # an origin has no path
+        "https://*",
+        "https://exa mple.com",
+        "javascript://x",
+    ],
+)
+def test_a_declared_domain_must_be_an_origin(domain: str) -> None:
+    with pytest.raises(ValidationError):
+        McpAppCsp.model_validate({"connect_domains": [domain]})
+
+
+def test_an_unknown_permission_or_field_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        McpAppUi.model_validate({"permissions": ["usb"]})
+    with pytest.raises(ValidationError):
+        McpAppUi.model_validate({"domain": "a904794854a047f6.claudemcpcontent.com"})
