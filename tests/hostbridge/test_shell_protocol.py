@@ -113,6 +113,7 @@ def test_the_ui_event_kinds_are_those_of_the_event_models() -> None:
         "message.retry",
         "task.finish",
         "task.close",
+        "mode.switch",
         "timeline.earlier",
     } == UI_EVENT_KINDS
 
