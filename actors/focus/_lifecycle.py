@@ -239,8 +239,10 @@ class Lifecycle:
         self, app_scope: str, instance_id: str | None, *, foreground: bool
     ) -> InstanceReply:
         """The instance a call names (else the app's newest live one), resumed if it was
-        suspended, brought forward with `foreground`."""
-        self._access.require_enabled(app_scope)
+        suspended, brought forward with `foreground`. The recovery app (the chat) is always
+        there: it has no registry entry to check (its context's refresh asks here too)."""
+        if app_scope != CHAT:
+            self._access.require_enabled(app_scope)
         found = instance_id or self.instances.newest(app_scope)
         if found is None or self.instances.live_scope(found) != app_scope:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id or app_scope)

@@ -1,11 +1,11 @@
 // The chat's mode (seed 003 §5.1): Interact is in one mode at a time (IM, Audio or Video),
 // which the runtime records on the chat's instance, so the chat comes back in that mode when
 // the apps in front of it close, and after a restart. The bar at the top of the chat shows
-// the mode the runtime lists for the chat instance (`shell.apps`), else the one the chat's
-// view says, and offers the modes the chat's view names as toggle buttons: Tab reaches the
-// group, the arrow keys move between its buttons, Enter or Space switches. A switch is the
-// chat's `mode.switch` event; the chat asks the runtime, and the bar changes when the runtime
-// says so, never before. No media starts here.
+// the mode the chat's view says (the chat renders the mode the runtime told it; the tab shows
+// the runtime's own record, components/switcher.js), and offers the modes the view names as
+// toggle buttons: Tab reaches the group, the arrow keys move between its buttons, Enter or
+// Space switches. A switch is the chat's `mode.switch` event; the chat asks the runtime, and
+// the bar changes when the chat is told, never before. No media starts here.
 
 import { byTestId, el } from "../core/util.js";
 
@@ -41,10 +41,9 @@ export function createModeSwitch(ctx) {
     });
   }
 
-  function render(state, view) {
+  function render(view) {
     const modes = view && Array.isArray(view.modes) ? view.modes.filter((m) => MODE.test(m)) : [];
-    const listed = state.instances.find((i) => i.instance_id === state.chatInstance);
-    const mode = typeof listed?.mode === "string" ? listed.mode : view?.mode;
+    const mode = view && typeof view.mode === "string" ? view.mode : null;
     const key = JSON.stringify([modes, mode]);
     if (key === shown) return;
     shown = key;

@@ -358,7 +358,7 @@ export function createTimeline(ctx) {
     ui.earlier.hidden = !(view && state.moreItems && items.length > 0);
     if (fresh) ui.earlier.disabled = false;
     composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
-    modeSwitch.render(state, view);
+    modeSwitch.render(view);
     updateComposer();
     if (stickToBottom) toNewest();
     checkNewer();
