@@ -16,10 +16,12 @@ from typing import Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode
 
-__all__ = ["CHECKS", "AppCheck", "AppSource", "AppState", "state_of"]
+__all__ = ["CHECKS", "AppCheck", "AppSource", "AppState", "InstallState", "state_of"]
 
 AppSource = Literal["bundled", "dev", "installed"]
 AppState = Literal["active", "unavailable", "incompatible"]
+# Seed 004 §4.3: an install, update or rollback of the app is open, or the latest one failed.
+InstallState = Literal["installed", "updating", "failed"]
 AppCheck = Literal["not_revoked", "runs_here", "signer_trusted", "cache_verified"]
 
 # (check, the state an app failing it is in, the code its launches and calls get), in order.

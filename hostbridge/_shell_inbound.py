@@ -16,6 +16,8 @@ from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from lineup.facts.modes import Mode
+
 from ._shell_frame import (
     MAX_DRAFT_FIELDS,
     MAX_DRAFT_TEXT,
@@ -48,6 +50,7 @@ __all__ = [
     "InteractionAnswerFrame",
     "InteractionDraftFrame",
     "MessageRetry",
+    "ModeSwitch",
     "PickedFileFrame",
     "ShellAction",
     "ShellInbound",
@@ -104,8 +107,15 @@ class TimelineEarlier(ShellFrame):
     before_id: Id
 
 
+class ModeSwitch(ShellFrame):
+    """The user switches the chat's mode (seed 003 §5.1); the chat asks the runtime."""
+
+    kind: Literal["mode.switch"] = "mode.switch"
+    mode: Mode
+
+
 UiEventBody = Annotated[
-    ComposerSubmit | MessageRetry | TaskFinish | TaskClose | TimelineEarlier,
+    ComposerSubmit | MessageRetry | TaskFinish | TaskClose | TimelineEarlier | ModeSwitch,
     Field(discriminator="kind"),
 ]
 UI_EVENT_KINDS: Final = frozenset(

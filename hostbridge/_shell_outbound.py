@@ -12,6 +12,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, TypeAdapter
 
+from lineup.facts.modes import Mode
+
 from ._shell_frame import (
     MAX_LAUNCHABLE,
     MAX_NOTICE,
@@ -79,6 +81,7 @@ class ShellInstance(ShellFrame):
     app_scope: Scope
     state: State
     title: str = Field(max_length=MAX_TITLE)
+    mode: Mode | None = None  # Interact's (seed 003 §5.1); None for an app without modes
 
 
 class ShellLaunchable(ShellFrame):

@@ -215,7 +215,11 @@ def _apps_frame(
             foreground=foreground,
             instances=tuple(
                 ShellInstance(
-                    instance_id=i.instance_id, app_scope=i.app_scope, state=i.state, title=i.title
+                    instance_id=i.instance_id,
+                    app_scope=i.app_scope,
+                    state=i.state,
+                    title=i.title,
+                    mode=i.mode,
                 )
                 for i in instances
             ),

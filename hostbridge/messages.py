@@ -19,6 +19,7 @@ from lineup.actors.kernel.control import (
 from lineup.actors.store.messages import AppSessionState
 from lineup.facts.instances import InstanceState
 from lineup.facts.interactions import InteractionState
+from lineup.facts.modes import Mode
 from lineup.sdk.protocol import ArtifactInfo, ViewItem
 
 __all__ = [
@@ -78,13 +79,15 @@ class NoticeEvent(Message):
 
 
 class LiveInstance(Message):
-    """One live instance as focus lists it for the Shell: its app and that app's title."""
+    """One live instance as focus lists it for the Shell: its app and that app's title, and
+    its mode (Interact's; None for an app without modes)."""
 
     type: Literal["hostbridge.apps.instance"] = "hostbridge.apps.instance"
     instance_id: str
     app_scope: str
     state: InstanceState
     title: str
+    mode: Mode | None = None
 
 
 class LaunchableApp(Message):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lineup.facts.scopes import CHAT
+from lineup.facts.modes import DEFAULT_MODE, MODAL_SCOPES, NO_MODE, Mode
 
 from . import protocol as p
 from ._services import (
@@ -34,8 +34,9 @@ class AppContext:
     """What the runtime gives one MiniApp process (seed 003 §3 `MiniAppContext`): read-only
     facts the runtime injects — `app_scope` (from the channel), `instance_id` (the instance
     the process was started for), `conversation_id`, `app_version`, `state` of that instance,
-    and `mode` (`im` for the chat) — plus the SDK's services. The app can neither pass nor
-    change them: `refresh` reads them again from the runtime."""
+    and `mode` (the chat's, as the runtime records it: `im`, `audio` or `video`; `app` for an
+    app without modes) — plus the SDK's services. The app can neither pass nor change them:
+    `refresh` reads them again from the runtime, and `switch_mode` asks it for another mode."""
 
     def __init__(
         self,
@@ -53,7 +54,9 @@ class AppContext:
         self.app_version = app_version
         self.conversation_id = conversation_id
         self.state = state
-        self.mode: Literal["im", "app"] = "im" if app_scope == CHAT else "app"
+        self.mode: Literal["im", "audio", "video", "app"] = (
+            DEFAULT_MODE if app_scope in MODAL_SCOPES else NO_MODE
+        )
         self.inbox = Inbox(host)
         self.conversation = Conversation(host)
         self.ui = Ui(host, instance_id)
@@ -76,7 +79,25 @@ class AppContext:
         if reply.instance_id == self.instance_id:
             self.conversation_id = reply.conversation_id
             self.state = reply.state
+            self.mode = reply.mode
         return reply
+
+    async def switch_mode(self, mode: Mode, instance_id: str | None = None) -> p.CommandReceipt:
+        """Ask the runtime to switch `instance_id` (default: the process's own) to `mode`
+        (seed 003 §5.1: Interact's `im` / `audio` / `video`). The runtime records it, then
+        tells the app (`MiniApp.on_mode_changed`, and `mode` here changes then), so the mode
+        survives the app's restart and comes back when the apps in front of it close. Raises
+        `invalid_arguments` for an app without modes, `app_instance_not_found` for an instance
+        not the app's live one. Never starts any media."""
+        return await self._host.call(
+            "focus",
+            p.ModeSwitchRequest(instance_id=instance_id or self.instance_id, mode=mode),
+            p.CommandReceipt,
+        )
+
+    def _mode_changed(self, event: p.ModeChangedEvent) -> None:
+        if event.instance_id == self.instance_id:
+            self.mode = event.mode
 
 
 class MiniApp:
@@ -117,3 +138,8 @@ class MiniApp:
 
     async def on_surface_closed(self, event: p.SurfaceClosedEvent) -> None:
         """One of this app's Surfaces is gone: `closed` (the app asked) or `instance_ended`."""
+
+    async def on_mode_changed(self, event: p.ModeChangedEvent) -> None:
+        """One of this app's instances is in `event.mode` (an app with modes: Interact):
+        switched, or back in front in the mode it was in (`event.restored`). The context's
+        `mode` already says it. Told at least once: the same mode again is no change."""

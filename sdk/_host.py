@@ -31,6 +31,7 @@ from lineup.actors.kernel import (
     Message,
     handles,
 )
+from lineup.facts.modes import MODES
 
 from . import protocol as p
 from ._app import AppContext, MiniApp
@@ -216,10 +217,18 @@ class MiniAppHost(Actor):
     async def _refresh_context(self) -> None:
         """The facts focus could not give at the spawn (the conversation, the state): asked
         once the process is up, so the start never waits on the router."""
+        mode = self._context.mode
         try:
-            await self._context.refresh()
+            reply = await self._context.refresh()
         except LineUpError as exc:
             log.info("sdk.context_not_refreshed code=%s", exc.code.value)
+            return
+        if reply.mode != mode and reply.mode in MODES:
+            # The runtime's record says another mode than the one the app started in (it was
+            # switched before a restart): the app is told, as of a restoration.
+            self._enqueue(
+                p.ModeChangedEvent(instance_id=reply.instance_id, mode=reply.mode, restored=True)
+            )
 
     # ------------------------------------------------------------------ tools
 
@@ -326,6 +335,10 @@ class MiniAppHost(Actor):
     def on_surface_closed(self, msg: p.SurfaceClosedEvent, env: Envelope) -> None:
         self._enqueue(msg)
 
+    @handles(p.ModeChangedEvent)
+    def on_mode_changed(self, msg: p.ModeChangedEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
     @handles(p.InteractionUpdatedEvent)
     def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
         self._context.ui._updated(msg.interaction)  # a `wait` (maybe in a hook) goes on now
@@ -366,3 +379,6 @@ async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
         await app.on_surface_event(event)
     elif isinstance(event, p.SurfaceClosedEvent):
         await app.on_surface_closed(event)
+    elif isinstance(event, p.ModeChangedEvent):
+        context._mode_changed(event)
+        await app.on_mode_changed(event)

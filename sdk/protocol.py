@@ -58,6 +58,8 @@ from ._protocol.instances import (
     ContextReply,
     ContextRequest,
     LifecycleRequest,
+    ModeChangedEvent,
+    ModeSwitchRequest,
 )
 from ._protocol.interactions import (
     InteractionAskRequest,
@@ -172,6 +174,8 @@ __all__ = [
     "InteractionRecord",
     "InteractionUpdatedEvent",
     "LifecycleRequest",
+    "ModeChangedEvent",
+    "ModeSwitchRequest",
     "Presentation",
     "RegistryAppInfo",
     "RegistryListReply",

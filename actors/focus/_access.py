@@ -89,6 +89,7 @@ class Access:
                     app_scope=scope,
                     state=state,
                     title=self.book.title(scope),
+                    mode=self.instances.mode_of(instance_id),
                 )
                 for instance_id, scope, state in live
             ),

@@ -328,7 +328,9 @@ class FocusActor(Actor):
         launch = LaunchRequest(
             app_scope=msg.app_scope, call_id=f"nav-{asker}-{msg.request_id}"[:200]
         )
-        launched = await self.lifecycle.launch(launch, opener=asker)
+        launched = await self.lifecycle.launch(
+            launch, opener=asker, parent=self.instances.topmost(asker)
+        )
         return sdk.AppOpenReply(instance_id=launched.instance_id, app_scope=launched.app_scope)
 
     @handles(FindInstanceRequest)
@@ -337,12 +339,20 @@ class FocusActor(Actor):
 
     @handles(AppFailedEvent)
     async def on_app_failed(self, msg: AppFailedEvent, env: Envelope) -> None:
-        await self.lifecycle.app_failed(msg.app_scope)
+        await self.lifecycle.app_failed(msg.app_scope, msg.code)
 
     @handles(sdk.LifecycleRequest)
     async def on_lifecycle(self, msg: sdk.LifecycleRequest, env: Envelope) -> sdk.CommandReceipt:
         self.access.owned(env, msg.instance_id)
         await self.lifecycle.change(msg.instance_id, msg.action)
+        return sdk.CommandReceipt(id=msg.instance_id)
+
+    @handles(sdk.ModeSwitchRequest)
+    async def on_mode_switch(self, msg: sdk.ModeSwitchRequest, env: Envelope) -> sdk.CommandReceipt:
+        """An app with modes switches one of its instances (seed 003 §5.1): recorded, then
+        the app is told (`miniapp.mode.changed`) and the Shell's list shows it."""
+        self.access.owned(env, msg.instance_id)
+        await self.lifecycle.switch_mode(msg.instance_id, msg.mode)
         return sdk.CommandReceipt(id=msg.instance_id)
 
     @handles(UiOpenRequest)

@@ -44,6 +44,7 @@ from lineup.actors.store.messages import (
     InstanceCommitRequest,
     InstanceListReply,
     InstanceListRequest,
+    InstanceModeSet,
     InstanceMove,
     InstanceRecoverReply,
     InstanceRecoverRequest,
@@ -52,12 +53,13 @@ from lineup.actors.store.messages import (
     InstanceTransitionRequest,
     InstanceUpsertRequest,
 )
+from lineup.facts.modes import Mode
 from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
 
 from ._access import Access
 from ._installed import InstalledApps
-from ._instances import Announce, Commit, Effect, PushApps, RefreshView
+from ._instances import Announce, Commit, Effect, PushApps, RefreshView, TellMode
 from ._port import Port
 from ._surface_service import SurfaceService
 from ._view_service import ViewService
@@ -109,6 +111,12 @@ class Lifecycle:
             ((row.instance_id, row.app_scope, row.state) for row in rows.instances),
             stack.instance_ids,
             runtime_restarted=runtime_restarted,
+            modes={row.instance_id: row.mode for row in rows.instances if row.mode is not None},
+            parents={
+                row.instance_id: row.parent_instance_id
+                for row in rows.instances
+                if row.parent_instance_id is not None
+            },
         )
         await self._persist()
 
@@ -141,14 +149,22 @@ class Lifecycle:
                     instance_id=effect.instance_id, event={"kind": sdk.UI_APP_OPENED}
                 )
                 self._port.soon(self._port.tell_app, effect.app_scope, opened)
+        elif isinstance(effect, TellMode):
+            told = sdk.ModeChangedEvent(
+                instance_id=effect.instance_id, mode=effect.mode, restored=effect.restored
+            )
+            self._port.soon(self._port.tell_app, effect.app_scope, told)
         elif isinstance(effect, PushApps):
             self._port.soon(self._access.push_apps)
 
     # ------------------------------------------------------------------ launch and find
 
-    async def launch(self, msg: LaunchRequest, *, opener: str | None = None) -> InstanceReply:
+    async def launch(
+        self, msg: LaunchRequest, *, opener: str | None = None, parent: str | None = None
+    ) -> InstanceReply:
         """Open (or find) the instance a launch names; `opener` is the MiniApp whose
-        `apps.open` asks, held to MAX_OPENED_PER_APP live instances (the Agent is not)."""
+        `apps.open` asks, held to MAX_OPENED_PER_APP live instances (the Agent is not), and
+        `parent` its instance, kept on the new one's record."""
         self._access.require_enabled(msg.app_scope)
         instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
         async with self.lock:
@@ -163,7 +179,12 @@ class Lifecycle:
                         f"{MAX_FOCUS_STACK} instances are open; close one first",
                     )
                 self.instances.launch(
-                    instance_id, msg.app_scope, foreground=msg.foreground, call_id=msg.call_id
+                    instance_id,
+                    msg.app_scope,
+                    foreground=msg.foreground,
+                    call_id=msg.call_id,
+                    conversation_id=msg.conversation_id,
+                    parent_instance_id=parent,
                 )
                 try:
                     await self._persist()
@@ -177,7 +198,9 @@ class Lifecycle:
             # Its app never came up: the instance fails (its held calls end activation_failed).
             log.warning("focus.start_failed instance=%s", instance_id)
             if self.instances.is_live(instance_id):
-                await self._end(instance_id, msg.app_scope, "failed")
+                await self._end(
+                    instance_id, msg.app_scope, "failed", error=ErrorCode.ACTIVATION_FAILED.value
+                )
             raise LineUpError(ErrorCode.ACTIVATION_FAILED, instance_id) from exc
         async with self.lock:
             if not self.instances.is_live(instance_id):
@@ -216,8 +239,10 @@ class Lifecycle:
         self, app_scope: str, instance_id: str | None, *, foreground: bool
     ) -> InstanceReply:
         """The instance a call names (else the app's newest live one), resumed if it was
-        suspended, brought forward with `foreground`."""
-        self._access.require_enabled(app_scope)
+        suspended, brought forward with `foreground`. The recovery app (the chat) is always
+        there: it has no registry entry to check (its context's refresh asks here too)."""
+        if app_scope != CHAT:
+            self._access.require_enabled(app_scope)
         found = instance_id or self.instances.newest(app_scope)
         if found is None or self.instances.live_scope(found) != app_scope:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id or app_scope)
@@ -239,7 +264,11 @@ class Lifecycle:
         state = self.instances.state_of(instance_id)
         assert state is not None  # asked only of an instance just found or changed
         return InstanceReply(
-            instance_id=instance_id, app_scope=self.instances.owners()[instance_id], state=state
+            instance_id=instance_id,
+            app_scope=self.instances.owners()[instance_id],
+            state=state,
+            mode=self.instances.mode_of(instance_id),
+            parent_instance_id=self.instances.parent_of(instance_id),
         )
 
     async def ensure_running(self, instance_id: str) -> None:
@@ -315,6 +344,13 @@ class Lifecycle:
             )
         self._port.soon(self._access.push_apps)
 
+    async def switch_mode(self, instance_id: str, mode: Mode) -> None:
+        """Record a live instance's new mode (seed 003 §5.1), then tell its app; the same
+        mode again writes nothing and tells nothing."""
+        async with self.lock:
+            if self.instances.set_mode(instance_id, mode):
+                await self._persist()
+
     async def close_all(self, scope: str) -> None:
         """Close the app's live instances, as a close does: calls converge, focus goes back."""
         for instance_id in self.instances.live_of(scope):
@@ -324,15 +360,21 @@ class Lifecycle:
                 if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:  # ended meanwhile
                     raise
 
-    async def app_failed(self, scope: str) -> None:
-        """The supervisor stopped the app for misbehaving: its live instances fail, their
-        unfinished calls end, and focus goes back to the previous live instance."""
+    async def app_failed(self, scope: str, code: str | None = None) -> None:
+        """The supervisor stopped the app for misbehaving: its live instances fail (with the
+        supervisor's `code` on their records), their unfinished calls end, and focus goes back
+        to the previous live instance."""
         for instance_id in self.instances.live_of(scope):
-            await self._end(instance_id, scope, "failed")
+            await self._end(instance_id, scope, "failed", error=code)
         self._port.soon(self._access.push_apps)
 
     async def _end(
-        self, instance_id: str, scope: str, state: Literal["stopped", "failed"]
+        self,
+        instance_id: str,
+        scope: str,
+        state: Literal["stopped", "failed"],
+        *,
+        error: str | None = None,
     ) -> list[str]:
         """End an instance: it leaves the stack in `state`, in the store first, then the router
         is told (`ended` / `failed`) and converges its unfinished calls — an event, so focus
@@ -340,7 +382,7 @@ class Lifecycle:
         instance when it starts. Returns the scope's instances still live, read under the same
         lock as the removal."""
         async with self.lock:
-            self.instances.remove(instance_id, state)
+            self.instances.remove(instance_id, state, error=error)
             await self._persist()
             self._views.drop(instance_id)
             self._surfaces.drop(scope, instance_id)
@@ -358,10 +400,16 @@ def _commit_request(commit: Commit) -> InstanceCommitRequest:
             state="starting",
             app_session_id=born.instance_id,  # a sub-session is named after its instance
             created_by_call_id=born.call_id,
+            conversation_id=born.conversation_id,
+            parent_instance_id=born.parent_instance_id,
+            mode=born.mode,
         ),
         moves=tuple(
-            InstanceMove(instance_id=i, to_state=cast(InstanceState, after))
+            InstanceMove(
+                instance_id=i, to_state=cast(InstanceState, after), error=commit.errors.get(i)
+            )
             for i, (_, after) in commit.moves.items()
         ),
+        modes=tuple(InstanceModeSet(instance_id=i, mode=m) for i, m in commit.modes.items()),
         stack=commit.stack,
     )

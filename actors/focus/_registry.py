@@ -34,10 +34,13 @@ from lineup.actors.store.messages import (
     AppEnabledSetRequest,
     AppRegistryGetReply,
     AppRegistryGetRequest,
+    AppRegistryListReply,
+    AppRegistryListRequest,
     AppRemoveReply,
     AppRemoveRequest,
     AppRollbackReply,
     AppRollbackRequest,
+    AppRow,
     RevocationAddReply,
     RevocationAddRequest,
     SettingGetReply,
@@ -103,6 +106,10 @@ class RegistryService:
         for info in infos:
             latest.setdefault(info.app_scope, info)
         default = await self._port.store(SettingGetRequest(name=DEFAULT_APP), SettingGetReply)
+        # Seed 004 §4.3's record of each app (install state, active instances, when enabled),
+        # as the store keeps it; the chat has no registry row, and is always one instance.
+        listed = await self._port.store(AppRegistryListRequest(), AppRegistryListReply)
+        records = {row.app_scope: row for row in listed.apps}
         apps = [
             RegistryAppInfo(
                 app_scope=CHAT,
@@ -114,12 +121,14 @@ class RegistryService:
                 state="active",
                 removable=False,
                 operation=latest.get(CHAT),
+                active_instance_count=len(self._lifecycle.instances.live_of(CHAT)),
             )
         ]
         revoked = await self._installed.revoked()
         for entry in sorted(self._book, key=lambda e: e.scope):
             if entry.scope != CHAT:
-                apps.append(self._app_info(entry, latest.get(entry.scope), revoked))
+                shown = self._app_info(entry, latest.get(entry.scope), revoked)
+                apps.append(_with_record(shown, records.get(entry.scope)))
         return RegistryListReply(
             apps=tuple(apps),
             default_app=default.value if isinstance(default.value, str) else CHAT,
@@ -344,3 +353,17 @@ class RegistryService:
         await self._publisher.publish()
         await self._installed.cache.remove(scope)
         await self._installed.remove_home(scope)
+
+
+def _with_record(info: RegistryAppInfo, row: AppRow | None) -> RegistryAppInfo:
+    """`info` with the store's record of the app (seed 004 §4.3), when it has one."""
+    if row is None:
+        return info
+    return info.model_copy(
+        update={
+            "install_state": row.install_state,
+            "active_instance_count": row.active_instance_count,
+            "installed_at": row.installed_at,
+            "enabled_at": row.enabled_at,
+        }
+    )

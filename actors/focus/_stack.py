@@ -16,6 +16,10 @@ nothing else can take the foreground, the recovery app (`chat`, Interact) does. 
 returns the state changes each operation implies, so the actor can persist them in one go and
 tell the Shell.
 
+An instance of an app with modes (Interact, `facts/modes.py`) has one, kept here beside its
+state (`set_mode`, taken with `take_modes`): nothing but its own switch changes it, so when the
+instances in front of it close, it comes back in the mode it was in.
+
 Two kinds of live instance are not up. One `starting` keeps its place and takes the front when
 it is ready. One `suspended` has no process (the runtime restarted): it keeps its place and its
 session data, but never the front, until it is resumed (seed 004 §4.4: suspended → restoring →
@@ -30,6 +34,7 @@ from typing import Literal, cast
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.facts import instances as machine
 from lineup.facts.instances import LIVE, NOT_UP, TRANSITIONS, InstanceState
+from lineup.facts.modes import DEFAULT_MODE, Mode
 from lineup.facts.scopes import CHAT
 
 __all__ = [
@@ -56,6 +61,8 @@ class FocusStack:
     # The moves not yet taken (`take_moves`): instance_id -> its state before the first of them
     # (None: born since).
     _before: dict[str, str | None] = field(default_factory=dict)
+    modes: dict[str, Mode] = field(default_factory=dict)  # instance_id -> mode (modal apps')
+    _modes_set: dict[str, Mode] = field(default_factory=dict)  # not yet taken (`take_modes`)
 
     def _set(self, instance_id: str, state: str) -> None:
         self._before.setdefault(instance_id, self.states.get(instance_id))
@@ -74,30 +81,61 @@ class FocusStack:
             i: before for i, before in self._before.items() if i not in moves
         }
 
+    def take_modes(self) -> dict[str, Mode]:
+        """The modes set since the last call (a switch back to where it was left out: its
+        record never moved)."""
+        taken, self._modes_set = self._modes_set, {}
+        return taken
+
+    def restore_modes(self, modes: dict[str, Mode]) -> None:
+        """Put back modes taken but not written (a later switch wins)."""
+        self._modes_set = modes | self._modes_set
+
+    def set_mode(self, instance_id: str, mode: Mode) -> bool:
+        """Switch a live instance's mode; True if it changed. Raises `app_instance_not_found`
+        for one not live, `invalid_arguments` for one without modes."""
+        self._require_live(instance_id)
+        if instance_id not in self.modes:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{instance_id} has no mode")
+        if self.modes[instance_id] == mode:
+            return False
+        self.modes[instance_id] = mode
+        self._modes_set[instance_id] = mode
+        return True
+
     def forget(self, instance_id: str) -> None:
         """Undo `add`: the instance was never written, so it exists nowhere."""
         self.order.remove(instance_id)
         self.states.pop(instance_id, None)
         self._before.pop(instance_id, None)
+        self.modes.pop(instance_id, None)
+        self._modes_set.pop(instance_id, None)
 
     def place_recovery(self) -> None:
-        """The recovery app, (re)born `starting` at the bottom of the stack."""
+        """The recovery app, (re)born `starting` at the bottom of the stack, in the default
+        mode (the one it was in ended with it)."""
         self.states.pop(CHAT, None)
         self.order = [i for i in self.order if i != CHAT]
         self.order.insert(0, CHAT)
         self._before[CHAT] = None
         self.states[CHAT] = "starting"
+        self.modes[CHAT] = DEFAULT_MODE
 
     @property
     def top(self) -> str | None:
         return self.order[-1] if self.order else None
 
-    def add(self, instance_id: str, *, foreground: bool) -> dict[str, str]:
-        """A new instance (state `starting`); on top if it takes the foreground."""
+    def add(
+        self, instance_id: str, *, foreground: bool, mode: Mode | None = None
+    ) -> dict[str, str]:
+        """A new instance (state `starting`, in `mode` if its app has modes); on top if it
+        takes the foreground."""
         if instance_id in self.states and self.states[instance_id] in LIVE:
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"{instance_id} exists")
         self._before[instance_id] = None
         self.states[instance_id] = "starting"
+        if mode is not None:
+            self.modes[instance_id] = mode
         if foreground:
             self.order.append(instance_id)
         else:
@@ -159,9 +197,14 @@ class FocusStack:
             self.order.append(CHAT)
         return changes | self._settle()
 
-    def recover(self, states: dict[str, str], order: list[str]) -> dict[str, str]:
-        """After a restart: instances caught starting or stopping come back suspended."""
+    def recover(
+        self, states: dict[str, str], order: list[str], modes: dict[str, Mode] | None = None
+    ) -> dict[str, str]:
+        """After a restart: instances caught starting or stopping come back suspended; each
+        keeps the mode its record has."""
         self._before = {}
+        self._modes_set = {}
+        self.modes = dict(modes or {})
         self.states = dict(states)
         self.order = [i for i in order if self.states.get(i) in LIVE | {"stopping"}]
         changes: dict[str, str] = {}

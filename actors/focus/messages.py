@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from lineup.actors.kernel import Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.facts.modes import Mode
 from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import LaunchableApp, LiveInstance
 from lineup.sdk.manifest import ToolDescriptor
@@ -155,13 +156,19 @@ class LaunchRequest(Message):
     app_scope: str = Field(min_length=1, max_length=100)
     call_id: str = Field(min_length=1, max_length=200)
     foreground: bool = True
+    conversation_id: str | None = Field(default=None, max_length=200)  # kept on its record
 
 
 class InstanceReply(Message):
+    """An instance as focus has it: its state, its mode (Interact's; None for an app without
+    modes) and the instance whose app opened it (seed 000 §6)."""
+
     type: Literal["focus.instance.reply"] = "focus.instance.reply"
     instance_id: str
     app_scope: str
     state: str
+    mode: Mode | None = None
+    parent_instance_id: str | None = None
 
 
 class FindInstanceRequest(Message):

@@ -29,7 +29,7 @@ import trio
 
 from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
 from lineup.actors.kernel import Actor, ActorKind, Envelope, LineUpError, app_scope_of, handles
-from lineup.facts.scopes import CHAT
+from lineup.facts.modes import NO_MODE
 from lineup.sdk import protocol as sdk
 
 from ._app_calls import AppCalls
@@ -313,7 +313,8 @@ class RouterActor(Actor):
             instance_id=instance.instance_id,
             conversation_id=await self.session.conversation_or_none(),
             state=instance.state,
-            mode="im" if scope == CHAT else "app",
+            mode=instance.mode or NO_MODE,  # the chat's recorded mode (seed 003 §5.1)
+            parent_instance_id=instance.parent_instance_id,
         )
 
     # ------------------------------------------------------------------ outbound results

@@ -325,7 +325,11 @@ class ToolPipeline:
                 await self.calls.step(call.call_id, "activate")
             instance = await self.calls.bus.request(
                 "focus",
-                LaunchRequest(app_scope=call.app_scope, call_id=call.call_id),
+                LaunchRequest(
+                    app_scope=call.app_scope,
+                    call_id=call.call_id,
+                    conversation_id=call.conversation_id or None,
+                ),
                 expect=InstanceReply,
                 timeout=LAUNCH_TIMEOUT,
                 retry=True,

@@ -557,9 +557,48 @@ CREATE INDEX capability_requests_ended ON capability_requests (ended_at)
 CREATE INDEX capability_requests_open ON capability_requests (state) WHERE state = 'open';
 """
 
+# v12: reserved for the branch of issue 29 that adds it (another engineer's); the merge takes
+# that one in place of this placeholder, which changes nothing.
+_V12: Final = """
+SELECT 1;
+"""
+
+# v13: the records of seed 000 §6 and seed 004 §4.3 (issue 29, items 5 and 6). An instance keeps
+# the conversation it serves (v1's column, written at last), the instance that opened it
+# (`parent_instance_id`), when it ended (`stopped_at`) and why it failed (`error`: a stable
+# code, never a message), and its interaction mode (`mode`: Interact's `im` / `audio` / `video`,
+# NULL for an app without modes), so the chat comes back in the mode it was in. An app record
+# keeps when it was last enabled (`enabled_at`, NULL while disabled), kept by two triggers so
+# that every writer of `enabled` keeps it; an enabled app from before was enabled when it was
+# installed. Its install state and active instance count are read from `app_operations` and
+# `instances` (`apps/registry.py`), never kept twice. Instances that ended before keep NULL
+# for when (it was not recorded).
+_V13: Final = """
+ALTER TABLE instances ADD COLUMN parent_instance_id TEXT;
+ALTER TABLE instances ADD COLUMN stopped_at REAL;
+ALTER TABLE instances ADD COLUMN error TEXT;
+ALTER TABLE instances ADD COLUMN mode TEXT
+    CHECK (mode IS NULL OR mode IN ('im', 'audio', 'video'));
+UPDATE instances SET mode = 'im' WHERE app_scope = 'chat';
+
+ALTER TABLE registry ADD COLUMN enabled_at REAL;
+UPDATE registry SET enabled_at = installed_at WHERE enabled = 1;
+CREATE TRIGGER registry_enabled_at_insert AFTER INSERT ON registry
+    WHEN NEW.enabled = 1 AND NEW.enabled_at IS NULL
+BEGIN
+    UPDATE registry SET enabled_at = NEW.updated_at WHERE app_scope = NEW.app_scope;
+END;
+CREATE TRIGGER registry_enabled_at_update AFTER UPDATE OF enabled ON registry
+    WHEN NEW.enabled IS NOT OLD.enabled
+BEGIN
+    UPDATE registry SET enabled_at = CASE WHEN NEW.enabled = 1 THEN NEW.updated_at END
+        WHERE app_scope = NEW.app_scope;
+END;
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11),
+    (10, _V10), (11, _V11), (12, _V12), (13, _V13),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

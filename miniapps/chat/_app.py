@@ -9,6 +9,12 @@ echo) as soon as the runtime has stored it, becomes `sent` when the AppServer ha
 `failed` (with a retry) when it refused it for good. An Agent's text that is a short result of
 an app sub-session carries that sub-session's id (`app_session_id`), which the runtime checked
 and stored with it: the Shell shows it in the sub-session's folded group.
+
+The chat is in one mode at a time (seed 003 §5.1: `im`, `audio`, `video`), which the runtime
+records: the user's switch (`mode.switch` from the Shell) is asked of the runtime
+(`AppContext.switch_mode`), and the view shows the mode the runtime then tells
+(`on_mode_changed`), also when the chat comes back in front or after a restart. Real-time media
+is not here: a mode is what the view offers.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 import uuid
 from typing import Any, Final
 
+from lineup.facts.modes import MODES
 from lineup.sdk import AppContext, LineUpError, MiniApp
 from lineup.sdk import protocol as p
 
@@ -117,6 +124,11 @@ class Chat(MiniApp):
             # Blank text is not sent; other text is sent as typed (indentation is Markdown).
             elif isinstance(text, str) and text.strip() and len(text) <= MAX_TEXT:
                 await self._send(message_id, text)
+        elif kind == "mode.switch":
+            mode = event.event.get("mode")
+            if mode in MODES and mode != self.app.mode:
+                # Recorded by the runtime first; the view changes when it tells the mode.
+                await self.app.switch_mode(mode)
         elif kind == "message.retry":
             retried = event.event.get("message_id")
             item = self._items.get(retried) if isinstance(retried, str) else None
@@ -162,6 +174,9 @@ class Chat(MiniApp):
     async def on_view_refresh(self) -> None:
         await self._reload()
 
+    async def on_mode_changed(self, event: p.ModeChangedEvent) -> None:
+        await self._render()  # the view says the context's mode, now the runtime's
+
     def _ordered(self) -> list[dict[str, Any]]:
         return sorted(self._items.values(), key=lambda i: (_order(i), i["id"]))
 
@@ -174,7 +189,12 @@ class Chat(MiniApp):
         """Show what changed: the view if it did, and each message that is new or changed
         since it was last put (focus keeps the newest; the Shell pages through them)."""
         self._trim()
-        view = {"kind": "chat.timeline", "composer": {"enabled": True}}
+        view = {
+            "kind": "chat.timeline",
+            "composer": {"enabled": True},
+            "mode": self.app.mode,
+            "modes": list(MODES),
+        }
         if view != self._view:
             await self.app.ui.render(self.app.instance_id, view)
             self._view = view

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from lineup.actors.kernel import Message
+from lineup.facts.modes import Mode
 
 from .common import Id
 
@@ -18,6 +19,8 @@ __all__ = [
     "ContextReply",
     "ContextRequest",
     "LifecycleRequest",
+    "ModeChangedEvent",
+    "ModeSwitchRequest",
 ]
 
 # ---------------------------------------------------------------------------------- lifecycle
@@ -29,6 +32,31 @@ class LifecycleRequest(Message):
     type: Literal["focus.sdk.lifecycle"] = "focus.sdk.lifecycle"
     instance_id: Id
     action: Literal["foreground", "background", "close"]
+
+
+# ---------------------------------------------------------------------------------- modes
+
+
+class ModeSwitchRequest(Message):
+    """An app with modes (Interact: seed 003 §5.1) asks the runtime to switch one of its live
+    instances to `mode`; answered with a `CommandReceipt` once the runtime has recorded it,
+    and the app is told (`ModeChangedEvent`). Refused `app_instance_not_found` for an
+    instance not the app's or not live, `invalid_arguments` for an app without modes."""
+
+    type: Literal["focus.sdk.mode.switch"] = "focus.sdk.mode.switch"
+    instance_id: Id
+    mode: Mode
+
+
+class ModeChangedEvent(Message):
+    """Runtime → app: an instance's mode, as the runtime records it: switched (`restored`
+    False), or the instance came back in front in the mode it was in (`restored` True: the
+    app resumes that mode). Told at least once; the same mode again changes nothing."""
+
+    type: Literal["miniapp.mode.changed"] = "miniapp.mode.changed"
+    instance_id: Id
+    mode: Mode
+    restored: bool = False
 
 
 # ---------------------------------------------------------------------------------- navigation
@@ -63,11 +91,13 @@ class ContextRequest(Message):
 class ContextReply(Message):
     """Injected by the runtime, never passed by the app: its scope, the instance, the
     conversation it belongs to (None before the runtime's first login), the instance's state,
-    and `mode` (`im` for the chat, `app` for any other)."""
+    and `mode` (the chat's recorded mode, `im` / `audio` / `video`; `app` for any other app);
+    and the instance's record (seed 000 §6): the instance whose app opened it, if one did."""
 
     type: Literal["router.sdk.context.reply"] = "router.sdk.context.reply"
     app_scope: Id
     instance_id: Id
     conversation_id: Id | None
     state: str = Field(max_length=40)
-    mode: Literal["im", "app"]
+    mode: Literal["im", "audio", "video", "app"]
+    parent_instance_id: Id | None = None

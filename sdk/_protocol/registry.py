@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from lineup.actors.kernel import Message
-from lineup.facts.apps import AppSource, AppState
+from lineup.facts.apps import AppSource, AppState, InstallState
 from lineup.facts.operations import OperationKind, OperationState
 
 from .common import Id
@@ -54,6 +54,13 @@ class RegistryAppInfo(Message):
     removable: bool
     operation: AppOperationInfo | None = None  # the latest one on this app
     capabilities: tuple[str, ...] = ()  # the manifest's requested_capabilities
+    # Seed 004 §4.3's record: whether an install, update or rollback of it is open (`updating`)
+    # or the latest failed (`failed`: it runs its previous version), how many of its instances
+    # have not ended, when it was installed and when last enabled (None while disabled).
+    install_state: InstallState = "installed"
+    active_instance_count: int = 0
+    installed_at: float | None = None
+    enabled_at: float | None = None
 
 
 class CatalogEntry(Message):

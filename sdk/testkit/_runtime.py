@@ -10,7 +10,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from lineup.actors.kernel import ActorKind, ErrorCode, Identity, LineUpError, Message
 from lineup.actors.kernel.acl import refusal
-from lineup.facts.scopes import CHAT
+from lineup.facts.modes import NO_MODE, Mode, mode_at_birth
 
 from .. import protocol as p
 from .._app import AppContext, MiniApp
@@ -84,6 +84,11 @@ class FakeRuntime:
         # Each instance's state as focus reports it (`app.refresh`): `foreground` unless set,
         # e.g. `states[instance] = "background"` while the user looks at another app.
         self.states: dict[str, str] = {}
+        # Each instance's mode as focus records it (an app with modes: the chat), and the
+        # switches not yet told to the app (`settle` tells them, as `on_mode_changed`).
+        born = mode_at_birth(app_scope)
+        self.modes: dict[str, Mode] = {} if born is None else {instance_id: born}
+        self._modes_untold: list[p.ModeChangedEvent] = []
         self.app: MiniApp | None = None  # the app `start` started, told of its interactions
         self.closed: set[str] = set()
         self.calls: dict[str, CallRecord] = {}
@@ -108,6 +113,13 @@ class FakeRuntime:
         (which calls the app's handlers). Raises `RuntimeError` if the
         app's handlers keep writing without end."""
         for _ in range(MAX_SETTLE_EVENTS):
+            if self._modes_untold:
+                switched = self._modes_untold.pop(0)
+                if self._context is not None:
+                    self._context._mode_changed(switched)
+                if self.app is not None:
+                    await self.app.on_mode_changed(switched)
+                continue
             if self.surfaces.untold:
                 closed = self.surfaces.untold.pop(0)
                 if self.app is not None:
@@ -196,6 +208,8 @@ class FakeRuntime:
             return self.ui._answer(request, self.instances, self.app_scope)
         if isinstance(request, p.LifecycleRequest):
             return self._lifecycle(request)
+        if isinstance(request, p.ModeSwitchRequest):
+            return self._switch_mode(request)
         if isinstance(request, p.SessionDataGetRequest):
             self._live(request.instance_id)
             return self.session_data._snapshot(request.instance_id)
@@ -237,7 +251,7 @@ class FakeRuntime:
                 instance_id=request.instance_id,
                 conversation_id=self.conversation_id,
                 state=self.states.get(request.instance_id, "foreground"),
-                mode="im" if self.app_scope == CHAT else "app",
+                mode=self.modes.get(request.instance_id, NO_MODE),
             )
         raise LineUpError(ErrorCode.NO_HANDLER, request.TYPE)
 
@@ -265,6 +279,19 @@ class FakeRuntime:
         self._owned(instance_id)
         if instance_id not in self.instances:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, instance_id)
+
+    def _switch_mode(self, request: p.ModeSwitchRequest) -> p.CommandReceipt:
+        """Focus's record of a switch: `invalid_arguments` for an app without modes; the app
+        is told at the next `settle`, unless the mode was the one recorded."""
+        self._live(request.instance_id)
+        if mode_at_birth(self.app_scope) is None:
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, request.instance_id)
+        if self.modes.get(request.instance_id) != request.mode:
+            self.modes[request.instance_id] = request.mode
+            self._modes_untold.append(
+                p.ModeChangedEvent(instance_id=request.instance_id, mode=request.mode)
+            )
+        return p.CommandReceipt(id=request.instance_id)
 
     def _lifecycle(self, request: p.LifecycleRequest) -> p.CommandReceipt:
         self._live(request.instance_id)

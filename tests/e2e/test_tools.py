@@ -777,6 +777,18 @@ async def test_a_miniapp_may_ask_to_open_another_app_and_the_runtime_decides(
     assert unknown == "app_not_installed"
     with trio.fail_after(WAIT):
         await s.shell.wait_until(lambda sh: foreground(sh) == opened)
+    # The records of seed 000 §6 (issue 29, item 6): the instance the app opened names the
+    # probe's instance as its parent; the probe's, launched by the Agent's call, its
+    # conversation; the chat alone has a mode.
+    from lineup.actors.store.messages import InstanceListReply, InstanceListRequest
+
+    reader = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "records")
+    listed = await reader.request("store", InstanceListRequest(), expect=InstanceListReply)
+    rows = {row.instance_id: row for row in listed.instances}
+    (probe,) = [i for i, row in rows.items() if row.app_scope == "probe"]
+    assert (rows[opened].parent_instance_id, rows[opened].mode) == (probe, None)
+    assert (rows[probe].conversation_id, rows[probe].parent_instance_id) == (CONVERSATION, None)
+    assert rows["chat"].mode == "im"
 
 
 DEV_APP = """

@@ -73,6 +73,7 @@ VALID = [
     (ui_event(kind="task.finish"), UiEventFrame),
     (ui_event(kind="task.close"), UiEventFrame),
     (ui_event(kind="timeline.earlier", before_order=12, before_id="m-12"), UiEventFrame),
+    (ui_event(kind="mode.switch", mode="audio"), UiEventFrame),
     ({"type": "ui.event", "instance_id": "chat", "event": {"kind": "task.close"}}, UiEventFrame),
     ({"type": "ui.intent", "intent": "focus", "instance_id": "task-1"}, UiIntentFrame),
     ({"type": "ui.intent", "intent": "close", "instance_id": "task-1"}, UiIntentFrame),
@@ -113,6 +114,7 @@ def test_the_ui_event_kinds_are_those_of_the_event_models() -> None:
         "message.retry",
         "task.finish",
         "task.close",
+        "mode.switch",
         "timeline.earlier",
     } == UI_EVENT_KINDS
 
@@ -130,6 +132,7 @@ REFUSED = [
     ("a type that is no tag", json.dumps({"type": "ui event\n"}), None),
     ("nested past any sense", "[" * 5000 + "]" * 5000, None),
     ("an unknown field on shell.ready", '{"type": "shell.ready", "token": "t"}', "shell.ready"),
+    ("a mode the chat has not", json.dumps(ui_event(kind="mode.switch", mode="3d")), "ui.event"),
     (
         "an unknown field on ui.event",
         json.dumps({**ui_event(kind="task.close"), "x": 1}),

@@ -165,6 +165,11 @@ APP_KEYS = {
     "key_id",
     "removable",
     "operation",
+    # Seed 004 §4.3's record (issue 29, item 6).
+    "install_state",
+    "active_instance_count",
+    "installed_at",
+    "enabled_at",
 }
 OPERATION_KEYS = {
     "operation_id",
@@ -188,6 +193,16 @@ def check_list_shape(document: dict[str, Any]) -> None:
         assert app["operation"] is None or set(app["operation"]) == OPERATION_KEYS
     for op in document["operations"]:
         assert set(op) == OPERATION_KEYS
+
+
+def check_records(document: dict[str, Any]) -> None:
+    """Seed 004 §4.3's records: the app just installed, enabled since its install, with no
+    instance opened yet; the chat, the recovery app, with its one instance."""
+    deliver, chat = app_of(document, "deliver"), app_of(document, "chat")
+    assert deliver is not None and chat is not None
+    assert (deliver["install_state"], deliver["active_instance_count"]) == ("installed", 0)
+    assert deliver["enabled_at"] >= deliver["installed_at"] > 0
+    assert chat["active_instance_count"] == 1
 
 
 async def check_table(data_dir: Path) -> None:
@@ -298,6 +313,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
         assert deliver["key_id"] == key.key_id and deliver["predecessor"] is None
         assert deliver["operation"]["kind"] == "install"
         assert deliver["operation"]["state"] == "completed"
+        check_records(document)
         chat = app_of(document, "chat")
         assert chat is not None and chat["removable"] is False
 
@@ -311,6 +327,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
         assert (disabled.returncode, disabled.stdout) == (0, "disable deliver: completed\n")
         deliver = app_of(await list_json(data_dir), "deliver")
         assert deliver is not None and deliver["enabled"] is False
+        assert deliver["enabled_at"] is None  # not enabled: since no time
 
         removed = await run_app("remove", "deliver", "--yes", "--json", data_dir=data_dir)
         assert removed.returncode == 0, removed.stdout

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from lineup.actors.kernel.messages import Message
-from lineup.facts.apps import AppSource, AppState
+from lineup.facts.apps import AppSource, AppState, InstallState
 from lineup.facts.operations import OperationKind, OperationState
 
 from .._fields import Id, Limit, Name, Revision
@@ -49,6 +49,7 @@ __all__ = [
     "AppState",
     "AppStateSetReply",
     "AppStateSetRequest",
+    "InstallState",
     "InventoryRevisionBumpReply",
     "InventoryRevisionBumpRequest",
     "InventoryRevisionGetReply",
@@ -125,6 +126,13 @@ class AppRow(Message):
     key_id: str | None = None
     bundle_sha256: str | None = None
     previous_version: str | None = None  # the predecessor a rollback returns to
+    # Seed 004 §4.3's record: when it was installed and last enabled (None while disabled),
+    # whether an install, update or rollback is open or the latest failed, and how many of its
+    # instances have not ended.
+    installed_at: float = 0.0
+    enabled_at: float | None = None
+    install_state: InstallState = "installed"
+    active_instance_count: int = Field(default=0, ge=0)
 
 
 class AppRegistryPutRequest(Message):

@@ -59,7 +59,7 @@ from .messages import (
     SettingGetRequest,
     SettingPutRequest,
 )
-from .registry import APP_COLUMNS, app_row, complete_operation, load_app
+from .registry import APP_SELECT, app_row, complete_operation, load_app
 
 __all__ = [
     "HANDLERS",
@@ -116,7 +116,7 @@ def session_data_replace(
 
 # ---------------------------------------------------------------------------------- registry
 
-_SELECT_APPS: Final = f"SELECT {', '.join(APP_COLUMNS)} FROM registry"
+_SELECT_APPS: Final = f"SELECT {APP_SELECT} FROM registry"
 _app = app_row
 _load_app = load_app
 

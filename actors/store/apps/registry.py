@@ -58,6 +58,7 @@ from .messages import (
 
 __all__ = [
     "APP_COLUMNS",
+    "APP_SELECT",
     "app_install_record",
     "app_operation_list",
     "app_operation_put",
@@ -87,7 +88,33 @@ APP_COLUMNS: Final = (
     "key_id",
     "bundle_sha256",
     "previous_version",
+    "installed_at",
+    "enabled_at",
+    "install_state",
+    "active_instance_count",
 )
+# Seed 004 §4.3's record reads two facts kept elsewhere, never twice: an app is `updating`
+# while an install, update or rollback of it is open, `failed` when the latest one failed (it
+# runs its previous version), else `installed`; its active instances are its instances that have
+# not ended.
+_CHANGES: Final = (
+    "FROM app_operations o WHERE o.app_scope = registry.app_scope"
+    " AND o.kind IN ('install', 'update', 'rollback')"
+)
+_DERIVED: Final = {
+    "install_state": (
+        f"CASE WHEN EXISTS (SELECT 1 {_CHANGES} AND o.state IN ('requested', 'running'))"
+        " THEN 'updating'"
+        f" WHEN (SELECT o.state {_CHANGES} ORDER BY o.updated_at DESC, o.rowid DESC LIMIT 1)"
+        " = 'failed' THEN 'failed' ELSE 'installed' END"
+    ),
+    "active_instance_count": (
+        "(SELECT count(*) FROM instances i WHERE i.app_scope = registry.app_scope"
+        " AND i.state NOT IN ('stopped', 'failed'))"
+    ),
+}
+# The select list of `APP_COLUMNS`, in their order, for a query `FROM registry`.
+APP_SELECT: Final = ", ".join(_DERIVED.get(column, column) for column in APP_COLUMNS)
 _OP_COLUMNS: Final = (
     "operation_id",
     "app_scope",
@@ -112,7 +139,7 @@ def app_row(values: Sequence[Any]) -> AppRow:
 def load_app(conn: Connection, app_scope: str) -> tuple[AppRow, str] | None:
     """The app's row and its stored manifest text, or None if it is not in the registry."""
     rows = conn.execute(
-        f"SELECT {', '.join(APP_COLUMNS)}, manifest FROM registry WHERE app_scope = ?",
+        f"SELECT {APP_SELECT}, manifest FROM registry WHERE app_scope = ?",
         (app_scope,),
     ).fetchall()
     if not rows:
@@ -156,7 +183,7 @@ def app_registry_get(
     conn: Connection, req: AppRegistryGetRequest, now: float
 ) -> AppRegistryGetReply:
     rows = conn.execute(
-        f"SELECT {', '.join(APP_COLUMNS)}, manifest, previous_manifest, previous_bundle_sha256"
+        f"SELECT {APP_SELECT}, manifest, previous_manifest, previous_bundle_sha256"
         " FROM registry WHERE app_scope = ?",
         (req.app_scope,),
     ).fetchall()

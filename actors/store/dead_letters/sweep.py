@@ -30,7 +30,7 @@ from lineup.facts.link import SESSION_CURSOR, SYNC_CURSOR
 
 from .._db import Connection, rollback_quietly
 from .._rows import stored_object
-from ..instances.operations import instance_row
+from ..instances.operations import INSTANCE_COLUMNS, instance_row
 from ..outbox.messages import OutboxFailRequest, OutboxRow
 from ..outbox.operations import outbox_fail
 from ..tool_calls.operations import _COLUMNS as _CALL_COLUMNS
@@ -130,12 +130,10 @@ def _outbox(conn: Connection, now: float) -> int:
     return len(bad)
 
 
-_INSTANCE_COLUMNS: Final = (
-    "instance_id", "app_scope", "state", "app_session_id", "created_by_call_id", "created_at",
-    "updated_at",
-)  # fmt: skip
+_INSTANCE_COLUMNS: Final = INSTANCE_COLUMNS
 _TEXT_COLUMNS: Final = frozenset(
     {"instance_id", "app_scope", "state", "app_session_id", "created_by_call_id"}
+    | {"conversation_id", "parent_instance_id", "error", "mode"}
 )
 
 

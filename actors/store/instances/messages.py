@@ -14,6 +14,7 @@ from pydantic import Field
 
 from lineup.actors.kernel.messages import Message
 from lineup.facts.instances import InstanceState
+from lineup.facts.modes import Mode
 
 from .._fields import Id, Limit, Name, Revision
 
@@ -27,6 +28,7 @@ __all__ = [
     "InstanceCommitRequest",
     "InstanceListReply",
     "InstanceListRequest",
+    "InstanceModeSet",
     "InstanceMove",
     "InstanceRecoverReply",
     "InstanceRecoverRequest",
@@ -52,6 +54,14 @@ class InstanceRow(Message):
     created_by_call_id: Id | None
     created_at: float
     updated_at: float
+    # Seed 000 §6's record: the conversation it serves, the instance that opened it, when it
+    # ended and the code it failed with (never a message); and its interaction mode (seed 003
+    # §5.1: Interact's; None for an app without modes).
+    conversation_id: Id | None = None
+    parent_instance_id: Id | None = None
+    stopped_at: float | None = None
+    error: Name | None = None
+    mode: Mode | None = None
 
 
 class InstanceUpsertRequest(Message):
@@ -70,6 +80,10 @@ class InstanceUpsertRequest(Message):
     state: InstanceState
     app_session_id: Id
     created_by_call_id: Id | None = None
+    # Kept from the first put, like `created_by_call_id`.
+    conversation_id: Id | None = None
+    parent_instance_id: Id | None = None
+    mode: Mode | None = None
 
 
 class InstanceUpsertReply(Message):
@@ -87,6 +101,7 @@ class InstanceTransitionRequest(Message):
     instance_id: Id
     to_state: InstanceState
     expected_app_scope: Name | None = None
+    error: Name | None = None  # the code a move to `failed` records (seed 000 §6 `error`)
 
 
 class InstanceTransitionReply(Message):
@@ -99,18 +114,29 @@ class InstanceMove(Message):
     type: Literal["store.instance.move"] = "store.instance.move"
     instance_id: Id
     to_state: InstanceState
+    error: Name | None = None  # the code a move to `failed` records
+
+
+class InstanceModeSet(Message):
+    """A live instance's interaction mode (seed 003 §5.1); only an instance born with a mode
+    has one to change (`invalid_arguments` otherwise)."""
+
+    type: Literal["store.instance.mode"] = "store.instance.mode"
+    instance_id: Id
+    mode: Mode
 
 
 class InstanceCommitRequest(Message):
     """One change of focus, in ONE transaction: the instance it creates (`born`, as a put),
-    the moves it makes (each as a transition, in order), and the whole focus stack after it (as a
-    stack set). Each part is checked as its own request would be, and any refusal writes
-    nothing of the whole. A retry of a commit that was applied writes nothing (`changed`
-    False)."""
+    the moves it makes (each as a transition, in order), the modes it sets, and the whole focus
+    stack after it (as a stack set). Each part is checked as its own request would be, and any
+    refusal writes nothing of the whole. A retry of a commit that was applied writes nothing
+    (`changed` False)."""
 
     type: Literal["store.instance.commit"] = "store.instance.commit"
     born: InstanceUpsertRequest | None = None
     moves: tuple[InstanceMove, ...] = Field(default=(), max_length=MAX_FOCUS_STACK + 1)
+    modes: tuple[InstanceModeSet, ...] = Field(default=(), max_length=MAX_FOCUS_STACK + 1)
     stack: tuple[Id, ...] = Field(max_length=MAX_FOCUS_STACK)
 
 

@@ -37,6 +37,7 @@ from .messages import (
     InstanceCommitRequest,
     InstanceListReply,
     InstanceListRequest,
+    InstanceModeSet,
     InstanceRecoverReply,
     InstanceRecoverRequest,
     InstanceRow,
@@ -49,10 +50,12 @@ from .messages import (
 
 __all__ = [
     "HANDLERS",
+    "INSTANCE_COLUMNS",
     "focus_stack_get",
     "focus_stack_set",
     "instance_commit",
     "instance_list",
+    "instance_mode_set",
     "instance_put",
     "instance_recover",
     "instance_row",
@@ -63,8 +66,9 @@ log = logging.getLogger("lineup.store")
 
 _COLUMNS: Final = (
     "instance_id", "app_scope", "state", "app_session_id", "created_by_call_id", "created_at",
-    "updated_at",
+    "updated_at", "conversation_id", "parent_instance_id", "stopped_at", "error", "mode",
 )  # fmt: skip
+INSTANCE_COLUMNS: Final = _COLUMNS  # an `instance_row`'s, in its order (the sweep reads them)
 _SELECT: Final = f"SELECT {', '.join(_COLUMNS)} FROM instances"
 _ENDED: Final = ", ".join(f"'{state}'" for state in sorted(states.FINAL))
 
@@ -101,26 +105,39 @@ def _require(conn: Connection, instance_id: str) -> InstanceRow:
     return instance
 
 
-def _audit(conn: Connection, now: float, actor: str, instance: InstanceRow) -> None:
+def _audit(
+    conn: Connection, now: float, actor: str, instance: InstanceRow, *, event: str | None = None
+) -> None:
     record = AuditRecord(
-        event=f"instance.{instance.state}",
+        event=event or f"instance.{instance.state}",
         actor=actor,
         peer=instance.app_scope,
         subject_id=instance.instance_id,
+        code=instance.error if instance.state == "failed" else None,
         at=now,
     )
     audit_append(conn, [record], now)
 
 
 def _move(
-    conn: Connection, instance: InstanceRow, after: InstanceState, now: float, actor: str
+    conn: Connection,
+    instance: InstanceRow,
+    after: InstanceState,
+    now: float,
+    actor: str,
+    *,
+    error: str | None = None,
 ) -> InstanceRow:
-    """Write `instance`'s new state; an ended instance also leaves the focus stack."""
+    """Write `instance`'s new state; an ended instance also leaves the focus stack, and keeps
+    when it ended (and, failed, the code it failed with: `error`)."""
+    final = states.is_final(after)
     conn.execute(
-        "UPDATE instances SET state = ?, updated_at = ? WHERE instance_id = ?",
-        (after, now, instance.instance_id),
+        "UPDATE instances SET state = ?1, updated_at = ?2,"
+        " stopped_at = CASE WHEN ?3 THEN ?2 ELSE stopped_at END,"
+        " error = CASE WHEN ?1 = 'failed' THEN ?4 ELSE error END WHERE instance_id = ?5",
+        (after, now, final, error, instance.instance_id),
     )
-    if states.is_final(after):
+    if final:
         stack = _stack(conn)
         if instance.instance_id in stack:
             _write_stack(conn, [i for i in stack if i != instance.instance_id], now)
@@ -141,9 +158,11 @@ def instance_put(
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, f"an instance is not born {req.state}")
         conn.execute(
             "INSERT INTO instances (instance_id, app_scope, state, app_session_id,"
-            " created_by_call_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " created_by_call_id, created_at, updated_at, conversation_id, parent_instance_id,"
+            " mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (req.instance_id, req.app_scope, req.state, req.app_session_id,
-             req.created_by_call_id, now, now),
+             req.created_by_call_id, now, now, req.conversation_id, req.parent_instance_id,
+             req.mode),
         )  # fmt: skip
         created = _require(conn, req.instance_id)
         _audit(conn, now, actor, created)
@@ -168,7 +187,28 @@ def instance_transition(
     after, moved = states.step(instance.state, req.to_state)
     if not moved:
         return InstanceTransitionReply(instance=instance, changed=False)
-    return InstanceTransitionReply(instance=_move(conn, instance, after, now, actor), changed=True)
+    row = _move(conn, instance, after, now, actor, error=req.error)
+    return InstanceTransitionReply(instance=row, changed=True)
+
+
+def instance_mode_set(conn: Connection, req: InstanceModeSet, now: float, actor: str) -> bool:
+    """Set a live instance's mode (seed 003 §5.1); True if it changed. Refused
+    `app_instance_not_found` for an instance that is unknown or ended, `invalid_arguments` for
+    one born without a mode (an app that has none). Audited as `instance.mode` (ids only: the
+    mode is in no audit column, it is the instance row's)."""
+    instance = _require(conn, req.instance_id)
+    if states.is_final(instance.state):
+        raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, "no such live instance")
+    if instance.mode is None:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "this instance has no mode")
+    if instance.mode == req.mode:
+        return False
+    conn.execute(
+        "UPDATE instances SET mode = ?, updated_at = ? WHERE instance_id = ?",
+        (req.mode, now, req.instance_id),
+    )
+    _audit(conn, now, actor, _require(conn, req.instance_id), event="instance.mode")
+    return True
 
 
 def instance_list(conn: Connection, req: InstanceListRequest, now: float) -> InstanceListReply:
@@ -252,8 +292,8 @@ def focus_stack_get(conn: Connection, req: FocusStackGetRequest, now: float) -> 
 def instance_commit(
     conn: Connection, req: InstanceCommitRequest, now: float, *, actor: str = "store"
 ) -> InstanceCommitReply:
-    """A put, the transitions and a stack set, in the one savepoint this runs in: a part that
-    raises undoes them all."""
+    """A put, the transitions, the modes and a stack set, in the one savepoint this runs in: a
+    part that raises undoes them all."""
     changed, rows = False, []
     if req.born is not None:
         put = instance_put(conn, req.born, now, actor=actor)
@@ -261,11 +301,18 @@ def instance_commit(
         rows.append(put.instance)
     for move in req.moves:
         moved = instance_transition(
-            conn, InstanceTransitionRequest(instance_id=move.instance_id, to_state=move.to_state),
+            conn,
+            InstanceTransitionRequest(
+                instance_id=move.instance_id, to_state=move.to_state, error=move.error
+            ),
             now, actor=actor,
         )  # fmt: skip
         changed |= moved.changed
         rows.append(moved.instance)
+    for mode in req.modes:
+        if instance_mode_set(conn, mode, now, actor):
+            changed = True
+            rows.append(_require(conn, mode.instance_id))
     stack = focus_stack_set(conn, FocusStackSetRequest(instance_ids=req.stack), now)
     return InstanceCommitReply(
         instances=tuple(rows), revision=stack.revision, changed=changed or stack.changed

@@ -33,7 +33,7 @@ def test_the_first_start_gives_birth_to_the_chat_up_in_one_commit() -> None:
     instances = Instances()
     instances.recover((), (), runtime_restarted=True)
     commit = instances.commit()
-    assert commit.born == Born("chat", "chat")
+    assert commit.born == Born("chat", "chat", mode="im")
     assert commit.moves == {"chat": (None, "foreground")}
     assert commit.stack == ("chat",)
     # Born up (the machine's birth in a live state): no start to announce, only the list.
@@ -134,7 +134,7 @@ def test_an_ended_chat_is_born_again_at_the_bottom() -> None:
     instances = Instances()
     instances.recover(rows, ["board:c1"], runtime_restarted=False)
     commit = instances.commit()
-    assert commit.born == Born("chat", "chat")
+    assert commit.born == Born("chat", "chat", mode="im")
     assert commit.stack == ("chat", "board:c1")
     assert instances.front() == "board:c1"
 

@@ -220,3 +220,35 @@ async def test_a_sub_sessions_short_result_carries_its_app_session_id_and_others
     # A text of no sub-session travels as before: no key for it.
     assert "app_session_id" not in fields["agent:d2"]
     assert fields["agent:d1"]["markdown"] == "60 %"
+
+
+async def test_the_users_mode_switch_is_asked_of_the_runtime_and_shown_once_it_is_recorded() -> (
+    None
+):
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    view = runtime.ui.last
+    assert view is not None and (view["mode"], view["modes"]) == ("im", ["im", "audio", "video"])
+    sent = counting(runtime)
+
+    switch = {"kind": "mode.switch", "mode": "audio"}
+    await chat.on_ui_event(p.UiEvent(instance_id="chat", event=switch))
+    assert sent == [p.ModeSwitchRequest.TYPE]
+    assert runtime.modes["chat"] == "audio"
+    assert runtime.ui.last is not None and runtime.ui.last["mode"] == "im"  # not told yet
+    await runtime.settle()
+    assert chat.app.mode == "audio"
+    assert runtime.ui.last is not None and runtime.ui.last["mode"] == "audio"
+
+    # A mode the chat does not have, or the one it is in, asks nothing.
+    for mode in ("hologram", "audio", None):
+        await chat.on_ui_event(p.UiEvent(instance_id="chat", event={**switch, "mode": mode}))
+    assert sent.count(p.ModeSwitchRequest.TYPE) == 1
+
+
+async def test_an_app_without_modes_is_refused_a_switch() -> None:
+    runtime = testkit.FakeRuntime("notes", "notes:1")
+    with pytest.raises(LineUpError) as refused:
+        await runtime.context().switch_mode("audio")
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+    assert runtime.context().mode == "app"

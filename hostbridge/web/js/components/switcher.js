@@ -62,6 +62,7 @@ export function createSwitcher(ctx) {
       i.instance_id,
       i.app_scope,
       i.state,
+      i.mode ?? null,
       instanceTitle(state, i),
       i.instance_id === state.foreground,
       waiting.has(i.instance_id),
@@ -113,6 +114,11 @@ export function createSwitcher(ctx) {
     }
     if (waiting) {
       button.append(el("span", "app-tab-waiting", "app-tab-waiting", " · waiting for your answer"));
+    }
+    // The chat's mode, when it is not the text one (seed 003 §5.1): seen from any app.
+    if (typeof instance.mode === "string" && instance.mode !== "im") {
+      const mode = instance.mode.charAt(0).toUpperCase() + instance.mode.slice(1);
+      button.append(el("span", "app-tab-mode", "app-tab-mode", ` · ${mode}`));
     }
     button.addEventListener("click", () => {
       if (instance.instance_id !== state.foreground) {

@@ -19,6 +19,7 @@ import { ArtifactCards } from "./artifact_card.js";
 import { CardCache } from "./interaction_card.js";
 import { createGroup, updateGroup } from "./app_session_group.js";
 import { renderNodes } from "./markdown.js";
+import { createModeSwitch } from "./mode_switch.js";
 
 const NEAR_BOTTOM_PX = 64;
 const AUTHORS = { agent: "Agent", user: "You" };
@@ -54,6 +55,7 @@ export function createTimeline(ctx) {
   const cards = new CardCache("timeline");
   const artifactCards = new ArtifactCards();
   const artifactRows = new Map(); // artifact id → its <li>
+  const modeSwitch = createModeSwitch(ctx); // the chat's mode, at the top of the chat
   let shownItems = -1;
   let shownView;
   let composerEnabled = false;
@@ -356,6 +358,7 @@ export function createTimeline(ctx) {
     ui.earlier.hidden = !(view && state.moreItems && items.length > 0);
     if (fresh) ui.earlier.disabled = false;
     composerEnabled = Boolean(view && isObject(view.composer) && view.composer.enabled === true);
+    modeSwitch.render(view);
     updateComposer();
     if (stickToBottom) toNewest();
     checkNewer();
