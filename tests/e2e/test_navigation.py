@@ -19,7 +19,13 @@ from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
 from lineup.tests.support.nav_app import SECRET, NavApp
-from lineup.tests.support.runtime import CONVERSATION, Runtime, shell_and_agent, start_runtime
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    Runtime,
+    kill_and_wait_restarted,
+    shell_and_agent,
+    start_runtime,
+)
 from lineup.tests.support.tree import attach, audit_rows
 
 from .test_tools import WAIT, Scene
@@ -129,6 +135,23 @@ async def test_an_app_navigates_through_the_sdk_and_the_runtime_decides_every_re
         ("focus.sdk.apps.close", dashboard),
         ("focus.sdk.apps.focus", dashboard),
     ]
+
+
+async def test_a_state_subscription_outlives_a_sigkill_of_focus(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await navigator_scene(nursery, data_dir)
+    assert await run(s, "watch-1", mode="watch") == {"subscribe": "subscribed"}
+    await kill_and_wait_restarted(s.runtime, "focus")
+    # The restarted focus knows no subscriber; the app's SDK subscribes again when focus asks it
+    # to refresh its view, and hears of the board it launches next.
+    got = await run(s, "see-1", mode="launch_and_see")
+    assert got == {"seen": "launched"}
+    board = "whiteboard:nav-navigator-see-1"
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(
+            lambda sh: board in {i["instance_id"] for i in apps_frame(s)["instances"]}
+        )
 
 
 async def test_diagnostics_are_audited_by_code_only_and_bounded_in_rate(

@@ -32,7 +32,7 @@ class _Model(BaseModel):
 
 
 class NavInput(_Model):
-    mode: Literal["tour", "diagnostics", "surface"]
+    mode: Literal["tour", "diagnostics", "surface", "watch", "launch_and_see"]
     other: str | None = Field(default=None, max_length=200)  # another app's live instance
 
 
@@ -75,6 +75,15 @@ class NavApp(MiniApp):
             steps.append(Step(name=name, value=_shown(got)))
             return got
 
+        if call.input.mode == "watch":  # subscribe to the state view, and keep what it tells
+            await step("subscribe", _subscribe(self.app, self._listen))
+            return NavOutput(steps=tuple(steps))
+        if call.input.mode == "launch_and_see":  # launch behind; wait until the view shows it
+            board = await self.app.apps.launch(
+                "whiteboard", call.call_id, display_mode="background"
+            )
+            await step("seen", lambda: self._until(board.instance_id))
+            return NavOutput(steps=tuple(steps))
         if call.input.mode == "surface":
             await self.app.surfaces.request_open(call.instance_id, entrypoint="panel")
             return NavOutput(steps=())
@@ -87,10 +96,6 @@ class NavApp(MiniApp):
     async def _tour(self, call: ToolCall[NavInput], step: Any) -> None:
         app, me, other = self.app, call.instance_id, call.input.other or "none"
 
-        async def listen(view: p.AppStateView, change: Any) -> None:
-            self.views.append(view)
-            self.told.set()
-
         context = await app.refresh(me)
         steps_context = {
             "kind": context.kind,
@@ -101,7 +106,7 @@ class NavApp(MiniApp):
         }
         await step("context", _value(steps_context))
         await step("available", _listing(app))
-        await step("subscribe", _subscribe(app, listen))
+        await step("subscribe", _subscribe(app, self._listen))
         board = await step(
             "launch_background",
             lambda: app.apps.launch("whiteboard", "r1", display_mode="background"),
@@ -144,6 +149,18 @@ class NavApp(MiniApp):
         await step("launched_seen", lambda: self._until_gone(board_id))
         await step("open_default", app.apps.open_default_app)
         await step("open_default_behind", app.apps.open_default_app)
+
+    async def _listen(self, view: p.AppStateView, change: Any) -> None:
+        self.views.append(view)
+        self.told.set()
+
+    async def _until(self, instance_id: str) -> str:
+        """Once a view the subscription was told shows `instance_id` among those launched."""
+        with trio.fail_after(WAIT):
+            while not any(i.instance_id == instance_id for v in self.views for i in v.launched):
+                self.told = trio.Event()
+                await self.told.wait()
+        return "launched"
 
     async def _until_gone(self, board: str) -> str:
         """Once the subscription was told a view without the closed board (its close is
