@@ -186,7 +186,14 @@ class Navigation:
             parent=from_instance,
         )
         launch = LaunchRequest(app_scope=msg.app_scope, call_id=call_id, foreground=foreground)
-        launched = await self._lifecycle.launch(launch, opener=asker)
+        try:
+            launched = await self._lifecycle.launch(launch, opener=asker)
+        except BaseException:
+            if not self._instances.is_live(instance_id):
+                # Refused (a quota, a start that failed): no facts kept of an instance that is
+                # not, so a loop of refused launches holds no memory.
+                self._lineage.forget({instance_id})
+            raise
         opened = sdk.UiEvent(instance_id=launched.instance_id, event={"kind": sdk.UI_APP_OPENED})
         self._port.soon(self._port.tell_app, msg.app_scope, opened)
         return self._handle(launched.instance_id)

@@ -84,6 +84,9 @@ async def test_an_app_navigates_through_the_sdk_and_the_runtime_decides_every_re
         f"kind=installed;entrypoint=None;conversation={CONVERSATION};parent=None;"
         "granted=notification.show"
     )
+    # Another app's instance is not the app's to read or report on.
+    assert got["context_other"] == "!app_instance_not_found"
+    assert got["report_other"] == "!app_scope_mismatch"
     listed = got["available"].split(",")
     assert listed[0] == "chat:core*"  # the recovery app, the default when none is set
     assert {"navigator:installed", "task-dashboard:installed", "whiteboard:installed"} <= set(
@@ -129,11 +132,12 @@ async def test_an_app_navigates_through_the_sdk_and_the_runtime_decides_every_re
             (r.message_type, r.subject_id) for r in rows if r.event == "focus.scope_denied"
         )
 
-    rows = await audit_rows(auditor, lambda rows: len(denied(rows)) >= 3, peer=NAVIGATOR)
+    rows = await audit_rows(auditor, lambda rows: len(denied(rows)) >= 4, peer=NAVIGATOR)
     assert denied(rows) == [
         ("focus.sdk.actions.dispatch", dashboard),
         ("focus.sdk.apps.close", dashboard),
         ("focus.sdk.apps.focus", dashboard),
+        ("focus.sdk.diagnostics.report", dashboard),
     ]
 
 

@@ -105,6 +105,8 @@ class NavApp(MiniApp):
             "granted": ",".join(context.granted_permissions),
         }
         await step("context", _value(steps_context))
+        await step("context_other", lambda: app.refresh(other))
+        await step("report_other", lambda: app.diagnostics.report("ok", instance_id=other))
         await step("available", _listing(app))
         await step("subscribe", _subscribe(app, self._listen))
         board = await step(
