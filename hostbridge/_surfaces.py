@@ -19,6 +19,10 @@ the params model of each method the hostbridge relays; `SurfaceRelay` (the serve
 `SurfaceHost`) checks each and asks focus. Every refusal is answered with its code, to the Shell
 that asked only, and audited by type and code (never the params).
 
+A Surface's share of its app's SDK (seed 004 §6: its app's state view, the apps it may open,
+a lifecycle or navigation action: `APP_METHODS`) goes to focus as `focus.ui.surface.app`, for
+the Surface's own app and instance, and is decided as the app's own request would be.
+
 A Surface's `lineup/capabilities/request` goes to the gateway (`gateway.ui.surface.capability`,
 decided as its app's own request would be), which may wait on the user's permission prompt for
 a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS` at once), so

@@ -6,7 +6,8 @@ the channel the message arrived on, so a MiniApp cannot speak for another app.
 
 The messages are defined per service of the SDK, one module each in `lineup.sdk._protocol`
 (the inbox, the conversation, the view, tools, the app's instances, session data,
-interactions, Surfaces, artifacts, capabilities, the registry); this module gathers them, and
+interactions, Surfaces, artifacts, capabilities, the registry; seed 004 §6's navigation,
+state view, actions and diagnostics); this module gathers them, and
 it is the one authors and the runtime import (`lineup.sdk.protocol.X`, `sdk.X`).
 """
 
