@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from lineup.sdk import AppContext, ErrorCode, LineUpError, MiniApp, testkit
@@ -121,3 +123,24 @@ async def test_the_chat_dispatches_the_users_text_as_its_send_text_request() -> 
     action = {"kind": "conversation.send_text", "message_id": "m1", "markdown": "hi"}
     assert (await chat.app.actions.dispatch(action)).id == "m1"
     assert runtime.conversation.sent == ["m1"]
+
+
+KINDS = sorted(
+    {*p.SURFACE_ACTION_KINDS, *p.CONVERSATION_ACTION_KINDS, "agent.envelope", "tool.result", "x"}
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["kind", "instance_id", "app_scope", "request_id", "payload", "markdown"]),
+        st.one_of(st.sampled_from(KINDS), st.text(max_size=5), st.integers(), st.none()),
+        max_size=5,
+    )
+)
+def test_any_input_is_one_action_of_the_closed_union_or_refused(raw: dict[str, Any]) -> None:
+    try:
+        action = p.APP_ACTION.validate_python(raw)
+    except ValidationError:
+        return  # the SDK raises `invalid_arguments` for it, before anything is sent
+    assert action.kind in p.SURFACE_ACTION_KINDS | p.CONVERSATION_ACTION_KINDS
+    assert raw.get("kind") == action.kind
