@@ -120,6 +120,7 @@ class ErrorCode(StrEnum):
     # Surfaces, their bridge, and artifacts (seed 003 §3.5, §5.3; seed 004 §6.3).
     SURFACE_UNAVAILABLE = "surface_unavailable"  # no surface entrypoint, or an unknown version
     SURFACE_NOT_FOUND = "surface_not_found"  # no such open Surface, or not the caller's
+    ENTRYPOINT_NOT_FOUND = "entrypoint_not_found"  # a launch names an entrypoint not declared
     BRIDGE_SOURCE_INVALID = "bridge_source_invalid"  # a message not from that Surface's own frame
     BRIDGE_NOT_INITIALIZED = "bridge_not_initialized"  # before the `ui/initialize` handshake
     BRIDGE_METHOD_UNKNOWN = "bridge_method_unknown"  # not a declared bridge method or app event
@@ -222,6 +223,7 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.APP_SESSION_INVALID: "agent",
         ErrorCode.SURFACE_UNAVAILABLE: "caller",
         ErrorCode.SURFACE_NOT_FOUND: "caller",
+        ErrorCode.ENTRYPOINT_NOT_FOUND: "caller",
         ErrorCode.SURFACE_FOCUS_TAKEN: "app",
         ErrorCode.RUNTIME_UNREACHABLE: "runtime",
         ErrorCode.BRIDGE_SOURCE_INVALID: "caller",

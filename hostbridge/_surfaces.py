@@ -19,6 +19,10 @@ the params model of each method the hostbridge relays; `SurfaceRelay` (the serve
 `SurfaceHost`) checks each and asks focus. Every refusal is answered with its code, to the Shell
 that asked only, and audited by type and code (never the params).
 
+A Surface's share of its app's SDK (seed 004 §6: its app's state view, the apps it may open,
+a lifecycle or navigation action: `APP_METHODS`) goes to focus as `focus.ui.surface.app`, for
+the Surface's own app and instance, and is decided as the app's own request would be.
+
 A Surface's `lineup/capabilities/request` goes to the gateway (`gateway.ui.surface.capability`,
 decided as its app's own request would be), which may wait on the user's permission prompt for
 a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS` at once), so
@@ -40,6 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from lineup.actors.focus.messages import (
     SurfaceAccepted,
+    SurfaceAppReply,
+    SurfaceAppRequest,
     SurfaceAssetsReply,
     SurfaceAssetsRequest,
     SurfaceEventRequest,
@@ -121,9 +127,28 @@ class CapabilityParams(_Params):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class ActionParams(_Params):
+    """A declarative action of the Surface's app (`lineup.sdk.protocol.AppAction`, one of
+    `SURFACE_ACTION_KINDS`): focus checks it whole (`bridge_params_invalid`) and decides it."""
+
+    action: dict[str, Any]
+
+
+# The Surface's share of its app's SDK (seed 004 §6: "the same semantics, restricted"): its
+# app's view model, the apps it may open, and its lifecycle and navigation actions, each asked
+# of focus for the Surface's own app and instance (`focus.ui.surface.app`).
+APP_METHODS: Final[dict[str, Literal["state", "apps.list", "action"]]] = {
+    "lineup/state/snapshot": "state",
+    "lineup/apps/list-available": "apps.list",
+    "lineup/actions/dispatch": "action",
+}
+
 # The bridge methods the hostbridge relays: to focus, and a Surface's question to the router
 # (web/js/core/bridge.js answers the rest).
 METHODS: Final[dict[str, type[_Params]]] = {
+    "lineup/state/snapshot": NoParams,
+    "lineup/apps/list-available": NoParams,
+    "lineup/actions/dispatch": ActionParams,
     "lineup/session-data/get": NoParams,
     "lineup/session-data/replace": ReplaceParams,
     "lineup/session-data/subscribe": NoParams,
@@ -396,6 +421,21 @@ class SurfaceRelay:
 
     async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id
+        app_method = APP_METHODS.get(frame.method)
+        if app_method is not None:
+            answered = await self._bus.request(
+                "focus",
+                SurfaceAppRequest(
+                    instance_id=instance_id,
+                    surface_id=surface_id,
+                    method=app_method,
+                    action=params.action if isinstance(params, ActionParams) else None,
+                ),
+                expect=SurfaceAppReply,
+                timeout=QUESTION_TIMEOUT,  # an action may start an app's process
+                retry=app_method != "action",  # reading changes nothing
+            )
+            return answered.result
         if isinstance(params, UiRequestParams):
             return await self._ask_user(frame, params)
         if isinstance(params, EventParams):

@@ -13,8 +13,10 @@ from typing import Literal
 from lineup.facts.modes import DEFAULT_MODE, MODAL_SCOPES, NO_MODE, Mode
 
 from . import protocol as p
+from ._actions import Actions
+from ._diagnostics import Diagnostics
+from ._navigation import Navigation
 from ._services import (
-    Apps,
     Artifacts,
     Capabilities,
     Conversation,
@@ -26,6 +28,7 @@ from ._services import (
     Surfaces,
     Ui,
 )
+from ._state import State
 
 __all__ = ["AppContext", "MiniApp"]
 
@@ -33,10 +36,12 @@ __all__ = ["AppContext", "MiniApp"]
 class AppContext:
     """What the runtime gives one MiniApp process (seed 003 §3 `MiniAppContext`): read-only
     facts the runtime injects — `app_scope` (from the channel), `instance_id` (the instance
-    the process was started for), `conversation_id`, `app_version`, `state` of that instance,
-    and `mode` (the chat's, as the runtime records it: `im`, `audio` or `video`; `app` for an
-    app without modes) — plus the SDK's services. The app can neither pass nor change them:
-    `refresh` reads them again from the runtime, and `switch_mode` asks it for another mode."""
+    the process was started for), `conversation_id`, `app_version`, `instance_state` of that
+    instance, and `mode` (the chat's, as the runtime records it: `im`, `audio` or `video`;
+    `app` for an app without modes); seed 004 §6.1's `kind`, `entrypoint`, `scope` and
+    `granted_permissions` — plus the SDK's services (`state` is the app's view model, seed 004
+    §6.1). The app can neither pass nor change them: `refresh` reads them again from the
+    runtime, and `switch_mode` asks it for another mode."""
 
     def __init__(
         self,
@@ -53,7 +58,7 @@ class AppContext:
         self.instance_id = instance_id
         self.app_version = app_version
         self.conversation_id = conversation_id
-        self.state = state
+        self.instance_state = state
         self.mode: Literal["im", "audio", "video", "app"] = (
             DEFAULT_MODE if app_scope in MODAL_SCOPES else NO_MODE
         )
@@ -64,7 +69,15 @@ class AppContext:
         self.session_data = SessionData(host)
         self.artifacts = Artifacts(host)
         self.capabilities = Capabilities(host, instance_id)
-        self.apps = Apps(host)
+        self.apps = Navigation(host, instance_id)  # seed 004 §6.2; `apps.open` as it was
+        self.state = State(host)  # seed 004 §6.1: the app's view model, cut to its scope
+        self.actions = Actions(host, instance_id)  # seed 004 §6.2: declarative user actions
+        self.diagnostics = Diagnostics(host, instance_id)
+        # The rest of seed 004 §6.1, which `refresh` reads (until then: what a start knows).
+        self.kind: Literal["core", "installed"] = "installed"
+        self.entrypoint: str | None = None
+        self.scope = p.AppContextScope(conversation_id=conversation_id)
+        self.granted_permissions: tuple[str, ...] = ()
         self.surfaces = Surfaces(host)
         self.registry = Registry(host)  # answered to the App Registry alone
 
@@ -78,8 +91,12 @@ class AppContext:
         )
         if reply.instance_id == self.instance_id:
             self.conversation_id = reply.conversation_id
-            self.state = reply.state
+            self.instance_state = reply.state
             self.mode = reply.mode
+            self.kind = reply.kind
+            self.entrypoint = reply.entrypoint
+            self.scope = reply.scope
+            self.granted_permissions = reply.granted_permissions
         return reply
 
     async def switch_mode(self, mode: Mode, instance_id: str | None = None) -> p.CommandReceipt:

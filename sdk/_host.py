@@ -286,6 +286,10 @@ class MiniAppHost(Actor):
     def on_session_data(self, msg: p.SessionDataEvent, env: Envelope) -> None:
         self._enqueue(msg)
 
+    @handles(p.AppStateChangedEvent)
+    def on_state_changed(self, msg: p.AppStateChangedEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
     @handles(p.ToolCallEvent)
     def on_tool_call(self, msg: p.ToolCallEvent, env: Envelope) -> None:
         self._start_tool(msg)
@@ -371,6 +375,7 @@ async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
         await app.on_conversation_updated(event)
     elif isinstance(event, p.ViewRefreshEvent):
         await app.on_view_refresh()
+        await context.state._resubscribe()  # a restarted focus forgot its subscribers
     elif isinstance(event, p.ToolCancelledEvent):
         await app.on_tool_cancelled(event.call_id, event.code)
     elif isinstance(event, p.InteractionUpdatedEvent):
@@ -382,3 +387,5 @@ async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
     elif isinstance(event, p.ModeChangedEvent):
         context._mode_changed(event)
         await app.on_mode_changed(event)
+    elif isinstance(event, p.AppStateChangedEvent):
+        await context.state._changed(event.view)

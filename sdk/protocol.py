@@ -6,12 +6,29 @@ the channel the message arrived on, so a MiniApp cannot speak for another app.
 
 The messages are defined per service of the SDK, one module each in `lineup.sdk._protocol`
 (the inbox, the conversation, the view, tools, the app's instances, session data,
-interactions, Surfaces, artifacts, capabilities, the registry); this module gathers them, and
+interactions, Surfaces, artifacts, capabilities, the registry; seed 004 §6's navigation,
+state view, actions and diagnostics); this module gathers them, and
 it is the one authors and the runtime import (`lineup.sdk.protocol.X`, `sdk.X`).
 """
 
 from __future__ import annotations
 
+from ._protocol.actions import (
+    APP_ACTION,
+    CONVERSATION_ACTION_KINDS,
+    SURFACE_ACTION_KINDS,
+    ActionDispatchRequest,
+    AppAction,
+    AppsCloseAction,
+    AppsFocusAction,
+    AppsLaunchAction,
+    AppsOpenAction,
+    AppsOpenDefaultAction,
+    ConversationRetryAction,
+    ConversationSendTextAction,
+    LifecycleAction,
+    RuntimeAction,
+)
 from ._protocol.artifacts import (
     ARTIFACT_MEDIA_TYPES,
     BUNDLE_MEDIA_TYPE,
@@ -41,6 +58,13 @@ from ._protocol.conversation import (
     ConversationSendTextRequest,
     ConversationUpdatedEvent,
 )
+from ._protocol.diagnostics import (
+    MAX_DIAGNOSTIC_MESSAGE,
+    MAX_REPORTS,
+    REPORT_WINDOW_S,
+    DiagnosticsReportRequest,
+    ErrorReport,
+)
 from ._protocol.inbox import (
     MAX_BATCH,
     DeliveriesEvent,
@@ -53,6 +77,7 @@ from ._protocol.inbox import (
     InboxListRequest,
 )
 from ._protocol.instances import (
+    AppContextScope,
     AppOpenReply,
     AppOpenRequest,
     ContextReply,
@@ -70,6 +95,18 @@ from ._protocol.interactions import (
     InteractionUpdatedEvent,
     Presentation,
 )
+from ._protocol.navigation import (
+    AppCloseRequest,
+    AppFocusRequest,
+    AppInstanceHandle,
+    AppLaunchRequest,
+    AppOpenDefaultRequest,
+    AppsListAvailableReply,
+    AppsListAvailableRequest,
+    AppSummary,
+    DisplayMode,
+    EntrypointSummary,
+)
 from ._protocol.registry import (
     AppOperationInfo,
     CatalogEntry,
@@ -83,6 +120,14 @@ from ._protocol.session_data import (
     SessionDataReplaceRequest,
     SessionDataSnapshot,
     SessionDataSubscribeRequest,
+)
+from ._protocol.state import (
+    AppStateChangedEvent,
+    AppStateView,
+    Health,
+    InstanceView,
+    StateSnapshotRequest,
+    StateSubscribeRequest,
 )
 from ._protocol.surfaces import (
     MAX_SURFACE_EVENT_BYTES,
@@ -122,11 +167,15 @@ from ._protocol.ui import (
 )
 
 __all__ = [
+    "APP_ACTION",
     "ARTIFACT_MEDIA_TYPES",
     "BUNDLE_MEDIA_TYPE",
+    "CONVERSATION_ACTION_KINDS",
     "MAX_ARTIFACT_BYTES",
     "MAX_BATCH",
+    "MAX_DIAGNOSTIC_MESSAGE",
     "MAX_ITEM_ORDER",
+    "MAX_REPORTS",
     "MAX_SURFACE_EVENT_BYTES",
     "MAX_SURFACE_STATE_BYTES",
     "MAX_TEXT",
@@ -134,11 +183,31 @@ __all__ = [
     "MAX_VIEW_ITEMS",
     "MAX_VIEW_ITEMS_PUT_BYTES",
     "MAX_VIEW_ITEM_BYTES",
+    "REPORT_WINDOW_S",
+    "SURFACE_ACTION_KINDS",
     "UI_APP_OPENED",
     "UI_CLOSE_REQUESTED",
+    "ActionDispatchRequest",
+    "AppAction",
+    "AppCloseRequest",
+    "AppContextScope",
+    "AppFocusRequest",
+    "AppInstanceHandle",
+    "AppLaunchRequest",
+    "AppOpenDefaultRequest",
     "AppOpenReply",
     "AppOpenRequest",
     "AppOperationInfo",
+    "AppStateChangedEvent",
+    "AppStateView",
+    "AppSummary",
+    "AppsCloseAction",
+    "AppsFocusAction",
+    "AppsLaunchAction",
+    "AppsListAvailableReply",
+    "AppsListAvailableRequest",
+    "AppsOpenAction",
+    "AppsOpenDefaultAction",
     "ArtifactContent",
     "ArtifactCreateRequest",
     "ArtifactInfo",
@@ -155,24 +224,33 @@ __all__ = [
     "ConversationHistoryReply",
     "ConversationHistoryRequest",
     "ConversationItem",
+    "ConversationRetryAction",
     "ConversationRetryRequest",
+    "ConversationSendTextAction",
     "ConversationSendTextRequest",
     "ConversationUpdatedEvent",
     "DeliveriesEvent",
     "Delivery",
     "DeliveryEvent",
+    "DiagnosticsReportRequest",
+    "DisplayMode",
+    "EntrypointSummary",
+    "ErrorReport",
+    "Health",
     "Id",
     "InboxAckManyReply",
     "InboxAckManyRequest",
     "InboxAckRequest",
     "InboxListReply",
     "InboxListRequest",
+    "InstanceView",
     "InteractionAskRequest",
     "InteractionCancelRequest",
     "InteractionGetRequest",
     "InteractionReceipt",
     "InteractionRecord",
     "InteractionUpdatedEvent",
+    "LifecycleAction",
     "LifecycleRequest",
     "ModeChangedEvent",
     "ModeSwitchRequest",
@@ -180,11 +258,14 @@ __all__ = [
     "RegistryAppInfo",
     "RegistryListReply",
     "RegistryListRequest",
+    "RuntimeAction",
     "SessionDataEvent",
     "SessionDataGetRequest",
     "SessionDataReplaceRequest",
     "SessionDataSnapshot",
     "SessionDataSubscribeRequest",
+    "StateSnapshotRequest",
+    "StateSubscribeRequest",
     "SurfaceCloseRequest",
     "SurfaceClosedEvent",
     "SurfaceEvent",

@@ -10,6 +10,8 @@ instance (`session_of`). An app is launched only when it is usable, installed an
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lineup.actors.kernel import AuditRecord, Envelope, ErrorCode, LineUpError, app_scope_of
 from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import AppsUpdatedEvent, LaunchableApp, LiveInstance
@@ -30,6 +32,8 @@ class Access:
         self._port = port
         self.book = book
         self.instances = instances
+        # Told whenever the app list is pushed (the apps' state views, `_app_state`).
+        self.watchers: list[Callable[[], None]] = []
 
     def owned(self, env: Envelope, instance_id: str) -> str:
         """The sending MiniApp's scope, if `instance_id` is one of its instances."""
@@ -101,4 +105,6 @@ class Access:
 
     async def push_apps(self) -> None:
         """Tell the Shells the app list again (best effort: a Shell asks when it connects)."""
+        for watcher in self.watchers:
+            watcher()
         await self._port.tell_hostbridge(self.app_list())

@@ -57,13 +57,17 @@ from lineup.sdk.manifest import CLOSE_REQUESTS_FEATURE, incompatibility, load_ma
 
 from ._access import Access
 from ._app_book import AppBook, AppEntry
+from ._app_state import AppState, Lineage
 from ._capability_context import CapabilityFacts, context_of
 from ._dev_reload import DevReload
+from ._diagnostics import Diagnostics
 from ._install import Installer
 from ._installed import InstalledApps
 from ._instances import Instances
 from ._inventory import Inventory
 from ._lifecycle import Lifecycle
+from ._navigation import Navigation
+from ._navigation_handlers import NavigationHandlers
 from ._operation_log import OperationLog
 from ._port import NOTIFY_TIMEOUT, Port
 from ._publisher import Publisher
@@ -115,7 +119,7 @@ __all__ = ["FocusActor"]
 log = logging.getLogger("lineup.focus")
 
 
-class FocusActor(Actor):
+class FocusActor(Actor, NavigationHandlers):
     kind = ActorKind.FOCUS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -170,6 +174,22 @@ class FocusActor(Actor):
             ),
             tell_app=lambda scope, event: self.port.soon(self.port.tell_app, scope, event),
         )
+        # The SDK's state views, navigation, actions and diagnostics (seed 004 §6.1, §6.2).
+        self.lineage = Lineage()
+        self.app_state = AppState(self.port, self.access, self.lineage)
+        self.access.watchers.append(self.app_state.changed)
+        self.navigation = Navigation(
+            self.port,
+            self.access,
+            self.lifecycle,
+            self.starts,
+            self.app_state,
+            self.lineage,
+            self.surface_book,
+            self.inventory.capabilities,
+            self._default_app,
+        )
+        self.diagnostics = Diagnostics(self.port, self.access, self.lineage, self.app_state)
 
     # ------------------------------------------------------------------ start-up
 
@@ -324,14 +344,7 @@ class FocusActor(Actor):
     async def on_app_open(self, msg: sdk.AppOpenRequest, env: Envelope) -> sdk.AppOpenReply:
         """A MiniApp's navigation request: the same decision and path as an Agent's launch,
         keyed by the asking app and its request id so a retry opens nothing new."""
-        asker = app_scope_of(env.sender)
-        launch = LaunchRequest(
-            app_scope=msg.app_scope, call_id=f"nav-{asker}-{msg.request_id}"[:200]
-        )
-        launched = await self.lifecycle.launch(
-            launch, opener=asker, parent=self.instances.topmost(asker)
-        )
-        return sdk.AppOpenReply(instance_id=launched.instance_id, app_scope=launched.app_scope)
+        return await self.navigation.open(app_scope_of(env.sender), msg.app_scope, msg.request_id)
 
     @handles(FindInstanceRequest)
     async def on_find(self, msg: FindInstanceRequest, env: Envelope) -> InstanceReply:

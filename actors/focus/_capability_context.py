@@ -42,6 +42,21 @@ class CapabilityFacts:
         """Take the store's unexpired grants as they are now."""
         self._grants = {(g.app_scope, g.capability): g.policy for g in reply.grants}
 
+    def granted(self, scope: str, manifest: Manifest) -> tuple[str, ...]:
+        """The capabilities `scope` declares that it may use now (seed 004 §6.1
+        `granted_permissions`): provided here, not denied by the host or the user."""
+        return tuple(
+            capability
+            for capability in manifest.requested_capabilities
+            if usable(
+                capability,
+                declared=manifest.requested_capabilities,
+                unsupported=self._unsupported,
+                host_policy=self._policy.get(scope, {}),
+                grant=self._grants.get((scope, capability)),
+            )
+        )
+
     def visible(self, scope: str, manifest: Manifest, tool: ToolDescriptor) -> bool:
         """May `tool` of `scope` be in the inventory: every capability it declares usable?"""
         return all(

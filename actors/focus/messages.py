@@ -41,6 +41,8 @@ __all__ = [
     "FindInstanceRequest",
     "HealthReply",
     "HealthRequest",
+    "InstanceContextReply",
+    "InstanceContextRequest",
     "InstanceReply",
     "InventoryReply",
     "InventoryRequest",
@@ -53,6 +55,8 @@ __all__ = [
     "RegistryListRequest",
     "RegistryOperateRequest",
     "SurfaceAccepted",
+    "SurfaceAppReply",
+    "SurfaceAppRequest",
     "SurfaceAssetsReply",
     "SurfaceAssetsRequest",
     "SurfaceEventRequest",
@@ -181,6 +185,23 @@ class FindInstanceRequest(Message):
     foreground: bool = False
 
 
+class InstanceContextRequest(Message):
+    """router → focus: what focus knows of one of `app_scope`'s instances for its SDK context
+    (seed 004 §6.1); another app's, or one focus does not know, is `app_instance_not_found`."""
+
+    type: Literal["focus.instance.context"] = "focus.instance.context"
+    app_scope: str = Field(min_length=1, max_length=100)
+    instance_id: str = Field(min_length=1, max_length=200)
+
+
+class InstanceContextReply(Message):
+    type: Literal["focus.instance.context.reply"] = "focus.instance.context.reply"
+    kind: Literal["core", "installed"]
+    entrypoint: str | None = None
+    parent_instance_id: str | None = None
+    granted_permissions: tuple[str, ...] = ()
+
+
 class UiIntentRequest(Message):
     """Shell → focus (through the hostbridge): the user switches to or closes an instance.
     `force`: a close the user insists on, which no app's close request holds back."""
@@ -258,6 +279,24 @@ class SurfaceAccepted(Message):
     surface_id: str
     revision: int = 0
     data: dict[str, Any] | None = None
+
+
+class SurfaceAppRequest(Message):
+    """The Surface asks, for its own app and instance, what the app's SDK may (seed 004 §6:
+    "the same semantics, restricted"): its view model (`state`), the apps it may open
+    (`apps.list`), or a lifecycle or navigation action (`action`, one of
+    `sdk.SURFACE_ACTION_KINDS`). Decided exactly as the app's own request would be."""
+
+    type: Literal["focus.ui.surface.app"] = "focus.ui.surface.app"
+    instance_id: str = Field(min_length=1, max_length=200)
+    surface_id: str = Field(min_length=1, max_length=200)
+    method: Literal["state", "apps.list", "action"]
+    action: dict[str, Any] | None = None
+
+
+class SurfaceAppReply(Message):
+    type: Literal["focus.ui.surface.app.reply"] = "focus.ui.surface.app.reply"
+    result: dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------- capabilities

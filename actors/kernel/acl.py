@@ -70,6 +70,7 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
         "store.session_data.*",
         "store.inventory.*",
         "store.capability_grant.list",  # a tool whose app cannot use a capability is left out
+        "store.cursor.get",  # read: the current conversation, an app's launch is checked against
     ),
     # The transport owns the link: the sync cursor, and settling outbox rows with the
     # AppServer's answer (it reads the pending rows, marks each sent or failed). It never

@@ -27,7 +27,12 @@ from typing import Any, Final
 
 import trio
 
-from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
+from lineup.actors.focus.messages import (
+    FindInstanceRequest,
+    InstanceContextReply,
+    InstanceContextRequest,
+    InstanceReply,
+)
 from lineup.actors.kernel import Actor, ActorKind, Envelope, LineUpError, app_scope_of, handles
 from lineup.facts.modes import NO_MODE
 from lineup.sdk import protocol as sdk
@@ -308,10 +313,24 @@ class RouterActor(Actor):
             timeout=NOTIFY_TIMEOUT,
             retry=True,
         )
+        facts = await self.bus.request(
+            "focus",
+            InstanceContextRequest(app_scope=scope, instance_id=instance.instance_id),
+            expect=InstanceContextReply,
+            timeout=NOTIFY_TIMEOUT,
+            retry=True,
+        )
+        conversation_id = await self.session.conversation_or_none()
         return sdk.ContextReply(
             app_scope=scope,
+            kind=facts.kind,
+            entrypoint=facts.entrypoint,
+            scope=sdk.AppContextScope(
+                conversation_id=conversation_id, parent_instance_id=facts.parent_instance_id
+            ),
+            granted_permissions=facts.granted_permissions,
             instance_id=instance.instance_id,
-            conversation_id=await self.session.conversation_or_none(),
+            conversation_id=conversation_id,
             state=instance.state,
             mode=instance.mode or NO_MODE,  # the chat's recorded mode (seed 003 §5.1)
             parent_instance_id=instance.parent_instance_id,

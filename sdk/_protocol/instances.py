@@ -14,6 +14,7 @@ from lineup.facts.modes import Mode
 from .common import Id
 
 __all__ = [
+    "AppContextScope",
     "AppOpenReply",
     "AppOpenRequest",
     "ContextReply",
@@ -88,6 +89,17 @@ class ContextRequest(Message):
     instance_id: Id
 
 
+class AppContextScope(Message):
+    """Where an instance belongs (seed 004 §6.1 `scope`): the conversation (None before the
+    runtime's first login), the runtime operation it serves, and the instance that launched it
+    (`apps.launch`), each None when it has none."""
+
+    type: Literal["router.sdk.context.scope"] = "router.sdk.context.scope"
+    conversation_id: Id | None = None
+    operation_id: Id | None = None
+    parent_instance_id: Id | None = None
+
+
 class ContextReply(Message):
     """Injected by the runtime, never passed by the app: its scope, the instance, the
     conversation it belongs to (None before the runtime's first login), the instance's state,
@@ -96,6 +108,13 @@ class ContextReply(Message):
 
     type: Literal["router.sdk.context.reply"] = "router.sdk.context.reply"
     app_scope: Id
+    # The rest of seed 004 §6.1: `core` for the runtime's own code, else `installed`; the
+    # entrypoint the instance was opened at (None: none named); where it belongs; the
+    # capabilities the app may use now (declared, provided here, not denied).
+    kind: Literal["core", "installed"] = "installed"
+    entrypoint: Id | None = None
+    scope: AppContextScope = AppContextScope()
+    granted_permissions: tuple[Id, ...] = ()
     instance_id: Id
     conversation_id: Id | None
     state: str = Field(max_length=40)

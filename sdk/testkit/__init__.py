@@ -18,9 +18,10 @@ host drains between hooks; here `FakeRuntime.settle()` does that. `start` and `c
 once the app's code returned; a test that drives a hook directly settles after it.
 
 One fake per service of `AppContext`, each in a module of its own (`_inbox`, `_ui`,
-`_lifecycle`, `_session_data`, `_interactions`, `_surfaces`, `_registry`, `_artifacts`,
-`_capabilities`); `_runtime` holds `FakeRuntime`, which hands each request to its service's
-fake, and `start` / `call_tool`. This module's names are the testkit's whole public API.
+`_lifecycle`, `_navigation`, `_session_data`, `_interactions`, `_surfaces`, `_registry`,
+`_artifacts`, `_capabilities`); `_runtime` holds `FakeRuntime`, which hands each request to
+its service's fake, and `start` / `call_tool`. This module's names are the testkit's whole
+public API.
 `tests/sdk/behaviour/` runs one suite of the SDK's behaviour against this fake and against a
 real runtime, so the two cannot drift apart unseen.
 """
@@ -32,6 +33,7 @@ from ._capabilities import FakeCapabilities
 from ._inbox import FakeConversation, FakeInbox
 from ._interactions import FakeInteractions
 from ._lifecycle import FakeLifecycle
+from ._navigation import FakeNavigation
 from ._registry import FakeRegistry
 from ._runtime import DEFAULT_INSTANCE, CallRecord, FakeRuntime, call_tool, start
 from ._session_data import FakeSessionData
@@ -47,6 +49,7 @@ __all__ = [
     "FakeInbox",
     "FakeInteractions",
     "FakeLifecycle",
+    "FakeNavigation",
     "FakeRegistry",
     "FakeRuntime",
     "FakeSessionData",

@@ -21,6 +21,7 @@ from ._capabilities import FakeCapabilities
 from ._inbox import FakeConversation, FakeInbox
 from ._interactions import FakeInteractions
 from ._lifecycle import FakeLifecycle
+from ._navigation import NAVIGATION_REQUESTS, FakeNavigation
 from ._registry import FakeRegistry
 from ._session_data import FakeSessionData
 from ._surfaces import FakeSurfaces, compact
@@ -81,6 +82,7 @@ class FakeRuntime:
         self.artifacts = FakeArtifacts()
         self.registry = FakeRegistry()
         self.capabilities = FakeCapabilities()
+        self.navigation = FakeNavigation()
         # Each instance's state as focus reports it (`app.refresh`): `foreground` unless set,
         # e.g. `states[instance] = "background"` while the user looks at another app.
         self.states: dict[str, str] = {}
@@ -243,6 +245,8 @@ class FakeRuntime:
             return self._surface(request)
         if isinstance(request, p.RegistryListRequest):
             return self.registry._list()
+        if isinstance(request, NAVIGATION_REQUESTS):
+            return self.navigation._answer(request, self)
         if isinstance(request, p.ContextRequest):
             if request.instance_id not in self.instances:
                 raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.instance_id)

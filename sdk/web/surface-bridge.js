@@ -177,7 +177,46 @@
     if (document.body) observer.observe(document.body);
   }
 
+  // The app's SDK as a Surface has it (seed 004 §6: "the same semantics, restricted"), for the
+  // Surface's own app and instance: its view model, the apps it may open, and the lifecycle
+  // and navigation actions, each decided by the runtime (a refusal rejects with `err.code`).
+  function dispatch(action) {
+    return request("lineup/actions/dispatch", { action: action });
+  }
+  const state = Object.freeze({
+    snapshot: function () {
+      return request("lineup/state/snapshot", {});
+    },
+  });
+  const apps = Object.freeze({
+    listAvailable: function () {
+      return request("lineup/apps/list-available", {}).then(function (result) {
+        return result.apps || [];
+      });
+    },
+    // options: {entrypoint, display_mode: "foreground" | "background"}
+    launch: function (appScope, requestId, options) {
+      const action = { kind: "apps.launch", app_scope: appScope, request_id: requestId };
+      if (options && options.entrypoint) action.entrypoint = options.entrypoint;
+      if (options && options.display_mode) action.display_mode = options.display_mode;
+      return dispatch(action);
+    },
+    focus: function (instanceId) {
+      return dispatch({ kind: "apps.focus", instance_id: instanceId });
+    },
+    close: function (instanceId) {
+      return dispatch({ kind: "apps.close", instance_id: instanceId });
+    },
+    openDefaultApp: function () {
+      return dispatch({ kind: "apps.open_default" });
+    },
+  });
+  const actions = Object.freeze({ dispatch: dispatch });
+
   window.LineUpBridge = Object.freeze({
+    state: state,
+    apps: apps,
+    actions: actions,
     PROTOCOL_VERSION: PROTOCOL_VERSION,
     initialize: initialize,
     request: request,

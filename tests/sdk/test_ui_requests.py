@@ -93,7 +93,7 @@ async def test_the_context_is_the_runtimes_and_the_chat_is_in_im_mode() -> None:
         "app",
     )
     reply = await context.refresh()
-    assert (context.conversation_id, context.state) == (reply.conversation_id, reply.state)
+    assert (context.conversation_id, context.instance_state) == (reply.conversation_id, reply.state)
     assert context.conversation_id is not None
     chat = Recorder()
     await testkit.start(chat, app_scope="chat")

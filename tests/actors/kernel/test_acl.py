@@ -247,7 +247,8 @@ READS = frozenset(
 )
 # Reads of an area granted beyond its owner, each because that actor uses it.
 READ_BY: dict[str, set[ActorKind]] = {
-    "store.cursor.get": {K.ROUTER},  # the AppServer session a call arrived in
+    # The AppServer session a call arrived in; the conversation an app's launch names.
+    "store.cursor.get": {K.ROUTER, K.FOCUS},
     "store.instance.list": {K.ROUTER},  # at start: the calls of instances that ended meanwhile
     "store.capability_grant.list": {K.FOCUS},  # a tool whose app cannot use one leaves
 }

@@ -7,6 +7,17 @@ import { isObject } from "./util.js";
 const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
 const MAX_NAME = 128;
 const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
+// lineup.sdk.protocol SURFACE_ACTION_KINDS (tests/hostbridge compares the two)
+export const ACTION_KINDS = [
+  "lifecycle.foreground",
+  "lifecycle.background",
+  "lifecycle.close",
+  "apps.open",
+  "apps.launch",
+  "apps.focus",
+  "apps.close",
+  "apps.open_default",
+];
 
 const keysWithin = (params, allowed) => Object.keys(params).every((k) => allowed.includes(k));
 const optObject = (value) => value === undefined || isObject(value);
@@ -63,6 +74,20 @@ export const METHODS = {
       keysWithin(p, ["request"]) &&
       isObject(p.request) &&
       INTERACTION_KINDS.includes(p.request.kind),
+  },
+  // The Surface's share of its app's SDK (seed 004 §6): its app's view model, the apps it may
+  // open, and a lifecycle or navigation action (focus checks the action whole).
+  "lineup/state/snapshot": { form: "request", valid: none, relay: true },
+  "lineup/apps/list-available": { form: "request", valid: none, relay: true },
+  "lineup/actions/dispatch": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["action"]) &&
+      isObject(p.action) &&
+      typeof p.action.kind === "string" &&
+      ACTION_KINDS.includes(p.action.kind),
   },
   // To the gateway (issue 14), decided as the app's own request: the result is the
   // CapabilityResult ({request_id, capability, status, code, output}).

@@ -81,6 +81,7 @@ export const SENTENCES = Object.freeze({
   // --- an app's own window (its Surface) and its files
   surface_unavailable: "This app has no window to show.",
   surface_not_found: "That app window is closed.",
+  entrypoint_not_found: "That app has no such way in.",
   bridge_source_invalid: "A message came from outside the app's window and was ignored.",
   bridge_not_initialized: "The app's window was not ready yet.",
   bridge_method_unknown: "The app's window asked for something LineUp does not offer.",

@@ -1,0 +1,32 @@
+"""The Surface's share of its app's SDK (issue 29, item 1) is one fact in three places: the
+SDK's protocol (`SURFACE_ACTION_KINDS`), the Shell's bridge (`ACTION_KINDS` and the methods it
+relays, web/js/core/bridge_methods.js) and the hostbridge's relay (`_surfaces.METHODS`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+from lineup.hostbridge._surfaces import APP_METHODS, METHODS
+from lineup.sdk import protocol as sdk
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+BRIDGE_METHODS: Final = ROOT / "hostbridge" / "web" / "js" / "core" / "bridge_methods.js"
+
+
+def test_the_shells_action_kinds_are_the_sdks_surface_action_kinds() -> None:
+    text = BRIDGE_METHODS.read_text()
+    table = text.split("export const ACTION_KINDS = [", 1)[1].split("];", 1)[0]
+    assert set(re.findall(r'"([a-z_.]+)"', table)) == sdk.SURFACE_ACTION_KINDS
+
+
+def test_every_app_method_the_shell_relays_the_hostbridge_relays_to_focus() -> None:
+    text = BRIDGE_METHODS.read_text()
+    relayed = set(re.findall(r'"(lineup/[a-z/-]+)": \{[^}]*relay: true', text, re.S))
+    assert set(APP_METHODS) <= relayed
+    assert set(APP_METHODS) <= set(METHODS)
+
+
+def test_a_surface_may_dispatch_no_conversation_action() -> None:
+    assert sdk.SURFACE_ACTION_KINDS.isdisjoint(sdk.CONVERSATION_ACTION_KINDS)
