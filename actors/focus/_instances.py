@@ -232,8 +232,14 @@ class Instances:
     def send_back(self, instance_id: str) -> None:
         self._stack.send_back(instance_id)
 
-    def remove(self, instance_id: str, final: Literal["stopped", "failed"]) -> None:
-        self._stack.remove(instance_id, final)
+    def remove(
+        self,
+        instance_id: str,
+        final: Literal["stopped", "failed"],
+        *,
+        restore_previous: bool = True,
+    ) -> None:
+        self._stack.remove(instance_id, final, restore_previous=restore_previous)
 
     # ------------------------------------------------------------------ commits
 
