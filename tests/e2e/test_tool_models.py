@@ -59,7 +59,9 @@ class Scene:
 
 async def scene(nursery: trio.Nursery, data_dir: Path) -> Scene:
     runtime = await start_runtime_with_app(nursery, data_dir, Models, title="Models")
-    return Scene(*await shell_and_agent(nursery, runtime))
+    s = Scene(*await shell_and_agent(nursery, runtime))
+    await s.in_front("chat")  # the Shell has its first app list
+    return s
 
 
 async def test_the_agent_sees_every_tool_with_its_call_model_launch_strategy_and_one_id(
@@ -91,8 +93,14 @@ async def test_a_query_never_launches_an_app_nor_moves_focus(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
     s = await scene(nursery, data_dir)
+    # Where a command would start an instance of its app (a `direct` one, in the background),
+    # a query is refused: its launch strategy is `never`.
+    inventory = await s.agent.pull("lineup.v1.client.inventory")
+    launch = {t["id"]: t["launch"] for t in inventory["payload"]["tools"]}
+    assert (launch["models.peek"], launch["models.export"]) == ("never", "background")
     refused = await s.call("models.peek", "peek-1")
     assert (refused["type"], refused["payload"]["code"]) == (ERROR, "app_instance_not_found")
+    await s.agent.settle()
     assert live(s.shell) == {"chat"}  # no instance was started for it
 
     opened = (await s.call("models.open", "open-1"))["payload"]["result"]["instance_id"]
