@@ -17,20 +17,25 @@ had (handling, activation requirement, schemas, timeout, the capabilities it may
                     one in front)
 
 Each of the last four is optional in a manifest (`None`: not declared, so today's manifests are
-what they were) and always has an effective value, derived from `handling` (`effective()`):
+what they were) and always has an effective value, derived from `handling` (`model`,
+`launch_strategy`):
 
     handling      call_model     launch        risk
-    direct        command        background    medium
+    direct        command        background    medium   (seed 003 §4.4: create or reuse)
     launch        command        foreground    medium
-    foreground    command        foreground    medium
-    interactive   interactive    foreground    medium
-    operation     operation      background    medium
+    foreground    command        never         medium   brings a live instance forward
+    interactive   interactive    foreground    medium   the user must see it to take part
+    operation     operation      never         medium   works on what a live instance holds
     (any)         query          never         low      a query never launches, never focuses
 
-A `query` is `direct` and never launches an app nor brings one forward (`launch` "never"); a
-descriptor that says otherwise is refused `tool_declaration_invalid`, as is a `launch` or
-`foreground` handling whose launch strategy is not `foreground`. The inventory publishes the
-effective values (`published`), with the tool's `app_scope` and its one `id`.
+Every default but `direct`'s and `interactive`'s is what the runtime did before descriptors
+said it, so today's tools behave as they did; a tool declares `launch` to be started otherwise
+(an operation that needs no prior instance: `background`). A `query` is `direct` and never
+launches an app nor brings one forward; a descriptor that says otherwise is refused
+`tool_declaration_invalid`, as is a `launch` handling that is not started in front, or a
+`foreground` one in the background.
+The inventory publishes the effective values (`published`), with the tool's `app_scope` and
+its one `id`.
 
 A tool is named as seed 004 §7.1 names it: `app_scope / method / contract_version`. LineUp's
 own form puts the scope in the method (`tasks.open` of `tasks`); the seeds' does not
@@ -98,7 +103,18 @@ Risk = Literal["low", "medium", "high"]
 LaunchStrategy = Literal["never", "background", "foreground"]
 
 _MODEL_OF: Final[dict[str, CallModel]] = {"interactive": "interactive", "operation": "operation"}
-_IN_FRONT: Final = frozenset({"launch", "foreground"})  # handlings that bring the app forward
+_LAUNCH_OF: Final[dict[str, LaunchStrategy]] = {
+    "direct": "background",
+    "launch": "foreground",
+    "foreground": "never",
+    "interactive": "foreground",
+    "operation": "never",
+}
+# The launch strategies each handling may declare (a query's are narrower still).
+_MAY_LAUNCH: Final[dict[str, frozenset[str]]] = {
+    "launch": frozenset({"foreground"}),
+    "foreground": frozenset({"foreground", "never"}),
+}
 
 
 def tool_id(app_scope: str, method: str) -> str:
@@ -195,7 +211,8 @@ class ToolDescriptor(_Model):
                 raise ManifestInvalid("tool_declaration_invalid", self.method, path="/handling")
             if self.launch not in (None, "never") or self.requires_foreground:
                 raise ManifestInvalid("tool_declaration_invalid", self.method, path="/launch")
-        if self.launch not in (None, "foreground") and self.handling in _IN_FRONT:
+        allowed = _MAY_LAUNCH.get(self.handling)
+        if self.launch is not None and allowed is not None and self.launch not in allowed:
             raise ManifestInvalid("tool_declaration_invalid", self.method, path="/launch")
         return self
 
@@ -219,11 +236,9 @@ class ToolDescriptor(_Model):
         """What the runtime may do when no instance of the app is live (the module's table)."""
         if self.launch is not None:
             return self.launch
-        if self.model == "query":
-            return "never"
-        if self.handling in _IN_FRONT or self.model == "interactive":
-            return "foreground"
-        return "background"
+        if self.model in ("query", "interactive"):
+            return "never" if self.model == "query" else "foreground"
+        return _LAUNCH_OF[self.handling]
 
     @property
     def scope(self) -> str:

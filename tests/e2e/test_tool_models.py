@@ -3,7 +3,8 @@ items 4 and 6): the Agent sees each tool's full descriptor in the inventory; a q
 launches an app nor changes focus; an interactive call brings its app in front for the user; an
 operation reports progress; a `foreground` handling brings its instance forward; and a launch
 whose tool says `restore_previous_focus: false` gives the front to the chat, not back to the
-app before it, when it closes."""
+app before it, when it closes. The shipped tool of the `foreground` handling is the
+whiteboard's `show`."""
 
 from __future__ import annotations
 
@@ -40,10 +41,13 @@ class Scene:
     def __init__(self, shell: ShellClient, agent: AgentView, revision: str) -> None:
         self.shell, self.agent, self.revision = shell, agent, revision
 
-    async def call(self, tool: str, call_id: str, **envelope: Any) -> dict[str, Any]:
+    async def call(self, tool: str, call_id: str) -> dict[str, Any]:
         """Call `tool` (empty input) and answer its one terminal message."""
+        return await self.call_with(tool, call_id, {})
+
+    async def call_with(self, tool: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
         await self.agent.client.call_tool(
-            CONVERSATION, tool, {}, self.revision, call_id=call_id, **envelope
+            CONVERSATION, tool, arguments, self.revision, call_id=call_id
         )
         return await self.agent.terminal(call_id)
 
@@ -97,7 +101,7 @@ async def test_a_query_never_launches_an_app_nor_moves_focus(
     # a query is refused: its launch strategy is `never`.
     inventory = await s.agent.pull("lineup.v1.client.inventory")
     launch = {t["id"]: t["launch"] for t in inventory["payload"]["tools"]}
-    assert (launch["models.peek"], launch["models.export"]) == ("never", "background")
+    assert (launch["models.peek"], launch["models.note"]) == ("never", "background")
     refused = await s.call("models.peek", "peek-1")
     assert (refused["type"], refused["payload"]["code"]) == (ERROR, "app_instance_not_found")
     await s.agent.settle()
@@ -169,3 +173,28 @@ async def test_closing_an_app_a_tool_opened_restores_the_previous_app_unless_the
     await s.close(visit)
     await s.in_front("chat")  # restore_previous_focus: false: not back to `first`
     assert first in live(s.shell)
+
+
+async def test_the_whiteboards_show_brings_its_open_board_forward_and_never_opens_one(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # `whiteboard.show` is a shipped tool of the `foreground` handling.
+    s = await scene(nursery, data_dir)
+    refused = await s.call_with("whiteboard.show", "show-0", {"board_id": "b1"})
+    assert (refused["type"], refused["payload"]["code"]) == (ERROR, "app_instance_not_found")
+    assert live(s.shell) == {"chat"}  # no board was opened for it
+
+    await s.agent.client.call_tool(
+        CONVERSATION, "whiteboard.open", {"board_id": "b1", "title": "Plan"}, s.revision,
+        call_id="open-1",
+    )  # fmt: skip
+    await s.agent.pull(PROGRESS, lambda m: m["payload"]["call_id"] == "open-1")
+    board = next(i for i in live(s.shell) if i.startswith("whiteboard:"))
+    await s.in_front(board)
+    await s.shell.send({"type": "ui.intent", "intent": "focus", "instance_id": "chat"})
+    await s.in_front("chat")
+
+    shown = await s.call_with("whiteboard.show", "show-1", {"board_id": "b1"})
+    assert shown["type"] == RESULT
+    assert shown["payload"]["result"]["strokes"] == 0
+    await s.in_front(board)

@@ -29,9 +29,9 @@ def descriptor(**fields: Any) -> ToolDescriptor:
     [
         ("direct", "command", "background"),
         ("launch", "command", "foreground"),
-        ("foreground", "command", "foreground"),
+        ("foreground", "command", "never"),
         ("interactive", "interactive", "foreground"),
-        ("operation", "operation", "background"),
+        ("operation", "operation", "never"),
     ],
 )
 def test_a_descriptor_without_a_call_model_gets_the_one_its_handling_means(
@@ -58,8 +58,8 @@ def test_a_query_never_launches_and_is_low_risk_unless_it_says_otherwise() -> No
         ({"call_model": "query", "launch": "background"}, "/launch"),
         ({"call_model": "query", "requires_foreground": True}, "/launch"),
         ({"handling": "launch", "launch": "never"}, "/launch"),
-        ({"handling": "foreground", "launch": "never"}, "/launch"),
         ({"handling": "launch", "launch": "background"}, "/launch"),
+        ({"handling": "foreground", "launch": "background"}, "/launch"),
     ],
 )
 def test_a_call_model_that_contradicts_the_handling_is_refused(
@@ -117,3 +117,9 @@ def test_a_query_that_launches_is_refused_at_class_definition() -> None:
     with pytest.raises(ManifestInvalid) as refused:
         tool("probe.peek", handling="launch", input=Empty, output=Empty, call_model="query")
     assert refused.value.reason == "tool_declaration_invalid"
+
+
+def test_a_declared_launch_strategy_wins_over_the_handlings() -> None:
+    assert descriptor(handling="operation", launch="background").launch_strategy == "background"
+    assert descriptor(handling="foreground", launch="foreground").launch_strategy == "foreground"
+    assert descriptor(handling="direct", launch="never").launch_strategy == "never"

@@ -45,7 +45,14 @@ class Models(MiniApp):
     async def ask(self, call: ToolCall[Empty]) -> Where:
         return Where(instance_id=call.instance_id)
 
-    @tool("models.export", handling="operation", input=Empty, output=Where, timeout_ms=5_000)
+    @tool("models.note", handling="direct", input=Empty, output=Where, timeout_ms=5_000)
+    async def note(self, call: ToolCall[Empty]) -> Where:
+        return Where(instance_id=call.instance_id)
+
+    @tool(
+        "models.export", handling="operation", input=Empty, output=Where, launch="background",
+        timeout_ms=5_000,
+    )  # fmt: skip
     async def export(self, call: ToolCall[Empty]) -> Where:
         return Where(instance_id=call.instance_id)
 
