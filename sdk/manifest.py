@@ -28,6 +28,8 @@ only parsing plus translation of the refusal into `ManifestInvalid` with a stabl
     tool_id_not_scoped      a tool's `method` begins with a scope the runtime reserves
                             (`interaction.…`, `lineup.…`), or its `app_scope` is another app's
     duplicate_tool          two tools share a `method`
+    tool_id_too_long        a tool's id (`tool_id`) is longer than `MAX_TOOL_ID`: no call could
+                            name it
     tool_declaration_invalid  a tool's call model contradicts its handling or launch strategy
                             (a `query` that launches an app or brings one forward)
     schema_*                a tool schema outside the subset (see `lineup.sdk.schema`), or a
@@ -51,6 +53,7 @@ from pydantic import (
 )
 
 from lineup.actors.kernel import ErrorCode
+from lineup.facts.limits import MAX_TOOL_ID
 from lineup.facts.scopes import CAPABILITY_OWNERS, reserved
 from lineup.facts.versions import compare_versions
 
@@ -253,6 +256,8 @@ class Manifest(_Model):
             prefix = tool.method.split(".", 1)[0]
             if reserved(prefix) or tool.app_scope not in (None, self.app_scope):
                 raise ManifestInvalid("tool_id_not_scoped", tool.method, path=f"/tools/{i}/method")
+            if len(tool_id(self.app_scope, tool.method)) > MAX_TOOL_ID:
+                raise ManifestInvalid("tool_id_too_long", tool.method, path=f"/tools/{i}/method")
             if tool.method in seen:
                 raise ManifestInvalid("duplicate_tool", tool.method, path=f"/tools/{i}/method")
             seen.add(tool.method)

@@ -12,6 +12,8 @@ from pydantic import ValidationError
 
 from lineup import __version__
 from lineup.actors.kernel import ErrorCode
+from lineup.actors.store.messages import ToolCallFacts
+from lineup.facts.limits import MAX_TOOL_ID
 from lineup.sdk.manifest import (
     ANY_HOST,
     MAX_MANIFEST_BYTES,
@@ -397,3 +399,15 @@ def test_a_manifest_written_by_lineup_keeps_its_tools_as_they_were_declared() ->
         "requires_foreground", "restore_previous_focus", "input_schema", "output_schema",
         "permissions", "timeout_ms", "description",
     }  # fmt: skip
+
+
+def test_a_tool_whose_id_no_call_could_name_is_refused() -> None:
+    data = with_tool(method="b." + "c" * 40)
+    data["app_scope"] = "a" * 60  # the id `aaa…/b.ccc…` is longer than a call's tool may be
+    refused = refusal(data)
+    assert (refused.reason, refused.path) == ("tool_id_too_long", "/tools/0/method")
+
+
+def test_the_longest_tool_id_is_what_the_store_records_a_calls_tool_as() -> None:
+    schema = ToolCallFacts.model_json_schema()["properties"]["tool"]
+    assert schema["maxLength"] == MAX_TOOL_ID
