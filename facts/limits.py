@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["MAX_JSON_DEPTH", "MAX_SESSION_DATA_BYTES", "REPLY_BODY_BUDGET"]
+__all__ = ["MAX_JSON_DEPTH", "MAX_SESSION_DATA_BYTES", "MAX_TOOL_ID", "REPLY_BODY_BUDGET"]
 
 MAX_JSON_DEPTH: Final = 32  # nested objects and arrays; seed 004 §6.3 "解析深度配额"
 MAX_SESSION_DATA_BYTES: Final = 256 * 1024  # one app sub-session's document, compact UTF-8
+MAX_TOOL_ID: Final = 100  # characters of the id a call's tool is recorded by (its `tool`)
 # Bodies per list reply (a history page, …), in bytes of stored JSON: comfortably below the
 # 1 MiB frame limit, so a reply of many rows never fails to encode. The first row always fits.
 REPLY_BODY_BUDGET: Final = 512 * 1024

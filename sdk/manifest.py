@@ -6,6 +6,14 @@ is optional, the name the Shell and the App Registry show (else the scope): plai
 1..MAX_TITLE characters, no control, format or line-separator character, no surrounding space.
 It is written only when set, so a manifest without one is what it was before titles existed.
 
+The seeds' own example (seed 004 §9) loads as written: `kind` defaults to `installed`, `host`
+to any host, the seeds' feature names are offered beside LineUp's (`SEED_FEATURES`), and a tool
+is named as seed 004 §7.1 names it, `app_scope / method / contract_version`: its `method` need
+not start with the app's scope. The one name an Agent calls it by is `tool_id(app_scope,
+method)`: the method itself when it starts with "<app_scope>." (LineUp's form, `tasks.open`),
+else "<app_scope>/<method>" (`whiteboard/board.create`), so either form reads one way only.
+The tool descriptor and its call models are in `lineup.sdk._tool_model`.
+
 A `Manifest` object is always valid: constructing one runs every check, so `load_manifest` is
 only parsing plus translation of the refusal into `ManifestInvalid` with a stable `reason`:
 
@@ -17,8 +25,13 @@ only parsing plus translation of the refusal into `ManifestInvalid` with a stabl
                             `interaction`, `conversation`, `lineup`, `lineup-*`
     capability_reserved     a requested capability that belongs to one resident app
                             (`app.install`, `app.manage`: the App Registry's) asked by another
-    tool_id_not_scoped      a tool's `method` does not start with "<app_scope>."
+    tool_id_not_scoped      a tool's `method` begins with a scope the runtime reserves
+                            (`interaction.…`, `lineup.…`), or its `app_scope` is another app's
     duplicate_tool          two tools share a `method`
+    tool_id_too_long        a tool's id (`tool_id`) is longer than `MAX_TOOL_ID`: no call could
+                            name it
+    tool_declaration_invalid  a tool's call model contradicts its handling or launch strategy
+                            (a `query` that launches an app or brings one forward)
     schema_*                a tool schema outside the subset (see `lineup.sdk.schema`), or a
                             tool schema whose root is not an object (schema_root_not_object)
 """
@@ -26,14 +39,10 @@ only parsing plus translation of the refusal into `ManifestInvalid` with a stabl
 from __future__ import annotations
 
 import json
-import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     StrictBool,
@@ -42,114 +51,70 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.actors.kernel import ErrorCode
+from lineup.facts.limits import MAX_TOOL_ID
 from lineup.facts.scopes import CAPABILITY_OWNERS, reserved
 from lineup.facts.versions import compare_versions
 
+from ._tool_model import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    MAX_TITLE,
+    MIN_TIMEOUT_MS,
+    AppScope,
+    AppTitle,
+    CallModel,
+    LaunchStrategy,
+    ManifestInvalid,
+    Name,
+    Risk,
+    ToolDescriptor,
+    _Model,
+    check_tool_schema,
+    split_tool_id,
+    tool_id,
+)
 from .mcp_apps import McpAppUi
-from .schema import SchemaUnsupported, check_subset
 
 __all__ = [
+    "ANY_HOST",
     "CLOSE_REQUESTS_FEATURE",
+    "DEFAULT_TIMEOUT_MS",
     "FORMAT",
     "HOST_FEATURES",
     "MAX_MANIFEST_BYTES",
+    "MAX_TIMEOUT_MS",
     "MAX_TITLE",
+    "MIN_TIMEOUT_MS",
     "SDK_API_VERSIONS",
+    "SEED_FEATURES",
     "SURFACE_CLIENT",
     "SURFACE_CLIENT_URL",
     "SURFACE_KIND",
     "SURFACE_VERSIONS",
     "AgentSubscription",
     "AppTitle",
+    "CallModel",
     "Entrypoint",
     "Host",
+    "LaunchStrategy",
     "Manifest",
     "ManifestInvalid",
+    "Risk",
     "RuntimeSdk",
     "ToolDescriptor",
     "incompatibility",
     "load_manifest",
     "manifest_json",
+    "split_tool_id",
+    "tool_id",
 ]
 
 FORMAT: Final = "lineup.app.v1"
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
-MIN_TIMEOUT_MS: Final = 1_000
-MAX_TIMEOUT_MS: Final = 24 * 60 * 60 * 1_000
-DEFAULT_TIMEOUT_MS: Final = 120_000
-MAX_TITLE: Final = 80
-# Control, format (zero-width, bidi), surrogate and line/paragraph-separator characters.
-_NOT_PLAIN: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-AppScope = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
-ToolId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9_-]*)+$", max_length=128)]
-Name = Annotated[str, Field(min_length=1, max_length=128)]
-Handling = Literal["direct", "interactive", "launch", "foreground", "operation"]
-Activation = Literal["app_ready", "foreground_required", "activation_not_required"]
 Kind = Literal["system", "core", "bundled-reference", "installed"]
-
-
-def _plain_text(value: str) -> str:
-    if value != value.strip() or any(unicodedata.category(c) in _NOT_PLAIN for c in value):
-        raise PydanticCustomError(
-            "title_not_plain_text", "a title is plain text, without surrounding space"
-        )
-    return value
-
-
-AppTitle = Annotated[str, Field(min_length=1, max_length=MAX_TITLE), AfterValidator(_plain_text)]
-
-
-class ManifestInvalid(LineUpError):
-    """A manifest (or a tool declaration) the runtime must refuse. `reason` is stable (see the
-    module docstring); `path` is a JSON pointer into the manifest when one is known."""
-
-    default_code = ErrorCode.INVALID_ARGUMENTS
-
-    def __init__(self, reason: str, message: str = "", *, path: str = "") -> None:
-        self.reason = reason
-        self.path = path
-        detail = " ".join(part for part in (path, message) if part)
-        super().__init__(ErrorCode.INVALID_ARGUMENTS, f"{reason}: {detail}" if detail else reason)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-def _check_tool_schema(schema: Any, path: str) -> None:
-    try:
-        check_subset(schema)
-    except SchemaUnsupported as exc:
-        raise ManifestInvalid(exc.reason, path=path + exc.path) from exc
-    if schema.get("type") != "object":
-        raise ManifestInvalid("schema_root_not_object", path=path + "/type")
-
-
-class ToolDescriptor(_Model):
-    """One Agent-callable tool, as the runtime publishes it (never the handler)."""
-
-    method: ToolId
-    contract_version: Literal["1"] = "1"
-    handling: Handling
-    delivery: Literal["miniapp_sdk"] = "miniapp_sdk"
-    activation_requirement: Activation = "app_ready"
-    requires_foreground: StrictBool = False
-    restore_previous_focus: StrictBool = True
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    permissions: tuple[Name, ...] = ()
-    timeout_ms: StrictInt = Field(default=DEFAULT_TIMEOUT_MS, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
-    description: str = Field(default="", max_length=4096)
-
-    @model_validator(mode="after")
-    def _schemas_in_subset(self) -> ToolDescriptor:
-        _check_tool_schema(self.input_schema, "/input_schema")
-        _check_tool_schema(self.output_schema, "/output_schema")
-        return self
+ANY_HOST: Final = "0"  # a manifest without `host` runs on any host version
 
 
 class RuntimeSdk(_Model):
@@ -165,20 +130,29 @@ SDK_API_VERSIONS: Final = frozenset({"1"})  # the runtime_sdk api versions this 
 # An app that declares this feature (optional or required) is asked before the user's close of
 # one of its instances in the Shell, instead of being closed (`protocol.UI_CLOSE_REQUESTED`).
 CLOSE_REQUESTS_FEATURE: Final = "app.close_requests.v1"
+# The seeds' names for what this host offers (seed 004 §9's example manifest asks these), each
+# beside LineUp's own: the lifecycle API, a Surface's state, session data, artifacts.
+SEED_FEATURES: Final = frozenset(
+    {"app.lifecycle.v1", "surface.state.v1", "app.session-data.v1", "artifact.create.v1"}
+)
 # What `runtime_sdk.required_features` may ask of this host.
-HOST_FEATURES: Final = frozenset(
-    f"app.{name}.v1"
-    for name in (
-        "tools",
-        "inbox",
-        "interactions",
-        "app_sessions",
-        "surfaces",
-        "session_data",
-        "artifacts",
-        "capabilities",
+HOST_FEATURES: Final = (
+    frozenset(
+        f"app.{name}.v1"
+        for name in (
+            "tools",
+            "inbox",
+            "interactions",
+            "app_sessions",
+            "surfaces",
+            "session_data",
+            "artifacts",
+            "capabilities",
+        )
     )
-) | {CLOSE_REQUESTS_FEATURE}
+    | {CLOSE_REQUESTS_FEATURE}
+    | SEED_FEATURES
+)
 
 
 SURFACE_KIND: Final = "surface"
@@ -226,7 +200,7 @@ class AgentSubscription(_Model):
 
 
 class Host(_Model):
-    min_version: Name
+    min_version: Name = ANY_HOST
     surface_required: StrictBool = False
 
 
@@ -238,12 +212,12 @@ class Manifest(_Model):
     app_scope: AppScope
     title: AppTitle | None = None
     version: Annotated[str, Field(min_length=1, max_length=64)]
-    kind: Kind
+    kind: Kind = "installed"  # seed 004 §9's manifest has none: a downloaded app's
     runtime_sdk: RuntimeSdk = RuntimeSdk()
     entrypoints: tuple[Entrypoint, ...] = ()
     agent_subscriptions: tuple[AgentSubscription, ...] = ()
     requested_capabilities: tuple[Name, ...] = ()
-    host: Host
+    host: Host = Host()
     tools: tuple[ToolDescriptor, ...] = ()
 
     @model_validator(mode="before")
@@ -260,7 +234,7 @@ class Manifest(_Model):
                 if isinstance(tool, dict):
                     for key in ("input_schema", "output_schema"):
                         if key in tool:
-                            _check_tool_schema(tool[key], f"/tools/{i}/{key}")
+                            check_tool_schema(tool[key], f"/tools/{i}/{key}")
         return data
 
     @model_serializer(mode="wrap")
@@ -285,14 +259,24 @@ class Manifest(_Model):
 
     @model_validator(mode="after")
     def _tools_belong_to_the_app(self) -> Manifest:
+        # A method may be the seeds' (`board.create`) or LineUp's (`whiteboard.create`): the
+        # tool's id says which (`tool_id`). A method in the runtime's own namespace is not the
+        # app's to name, nor is another app's `app_scope`.
         seen: set[str] = set()
         for i, tool in enumerate(self.tools):
-            if not tool.method.startswith(self.app_scope + "."):
+            prefix = tool.method.split(".", 1)[0]
+            if reserved(prefix) or tool.app_scope not in (None, self.app_scope):
                 raise ManifestInvalid("tool_id_not_scoped", tool.method, path=f"/tools/{i}/method")
+            if len(tool_id(self.app_scope, tool.method)) > MAX_TOOL_ID:
+                raise ManifestInvalid("tool_id_too_long", tool.method, path=f"/tools/{i}/method")
             if tool.method in seen:
                 raise ManifestInvalid("duplicate_tool", tool.method, path=f"/tools/{i}/method")
             seen.add(tool.method)
         return self
+
+    def placed_tools(self) -> tuple[ToolDescriptor, ...]:
+        """The tools as the inventory holds them: each with this app's `app_scope`."""
+        return tuple(tool.placed(self.app_scope) for tool in self.tools)
 
 
 def incompatibility(manifest: Manifest, host_version: str | None = None) -> ErrorCode | None:

@@ -37,21 +37,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lineup.actors.kernel import ErrorCode, LineUpError
 
 from ._app import MiniApp
-from .manifest import (
+from ._tool_model import (
     DEFAULT_TIMEOUT_MS,
     Activation,
-    AgentSubscription,
     AppScope,
     AppTitle,
-    Entrypoint,
+    CallModel,
     Handling,
+    LaunchStrategy,
+    ManifestInvalid,
+    Name,
+    Risk,
+    ToolDescriptor,
+)
+from .manifest import (
+    AgentSubscription,
+    Entrypoint,
     Host,
     Kind,
     Manifest,
-    ManifestInvalid,
-    Name,
     RuntimeSdk,
-    ToolDescriptor,
 )
 from .schema import SchemaUnsupported, schema_of, validate
 
@@ -226,11 +231,19 @@ def tool(
     restore_previous_focus: bool = True,
     permissions: tuple[str, ...] = (),
     description: str = "",
+    title: str | None = None,
+    call_model: CallModel | None = None,
+    idempotent: bool | None = None,
+    risk: Risk | None = None,
+    launch: LaunchStrategy | None = None,
 ) -> Callable[
     [Callable[[A, ToolCall[In]], Awaitable[Out | None]]],
     Callable[[A, ToolCall[In]], Awaitable[Out | None]],
 ]:
-    """Declare an `async def handler(self, call: ToolCall[In]) -> Out | None` as the tool `id`.
+    """Declare an `async def handler(self, call: ToolCall[In]) -> Out | None` as the tool `id`
+    (its `method`: `<app_scope>.<name>`, or the seeds' form without the scope). `title`,
+    `call_model`, `idempotent`, `risk` and `launch` are the descriptor's (`lineup.sdk._tool_model`:
+    left out, each is derived from `handling`); `permissions` are the capabilities it may use.
 
     Raises `ManifestInvalid` at class definition when an option is out of range or a model is
     outside the schema subset (reason from `lineup.sdk.schema`, or tool_declaration_invalid).
@@ -253,6 +266,11 @@ def tool(
             permissions=permissions,
             timeout_ms=timeout_ms,
             description=description,
+            title=title,
+            call_model=call_model,
+            idempotent=idempotent,
+            risk=risk,
+            launch=launch,
         )
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
@@ -299,7 +317,7 @@ def tools_of(app_class: type[MiniApp]) -> dict[str, ToolSpec]:
 def manifest_of(app_class: type[MiniApp]) -> Manifest:
     """Build the class's `lineup.app.v1` manifest from `app_info` and its tools (sorted by id).
     Adds the "app.tools.v1" feature when there are tools. Raises `ManifestInvalid`
-    (app_info_missing, duplicate_tool, tool_id_not_scoped, ...)."""
+    (app_info_missing, duplicate_tool, tool_id_not_scoped, tool_declaration_invalid, ...)."""
     info = getattr(app_class, "app_info", None)
     if not isinstance(info, AppInfo):
         raise ManifestInvalid("app_info_missing", app_class.__qualname__)

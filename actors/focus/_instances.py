@@ -282,10 +282,15 @@ class Instances:
         self._stack.send_back(instance_id)
 
     def remove(
-        self, instance_id: str, final: Literal["stopped", "failed"], *, error: str | None = None
+        self,
+        instance_id: str,
+        final: Literal["stopped", "failed"],
+        *,
+        error: str | None = None,
+        restore_previous: bool = True,
     ) -> None:
         """End an instance; a failed one records `error` (a stable code) with it."""
-        self._stack.remove(instance_id, final)
+        self._stack.remove(instance_id, final, restore_previous=restore_previous)
         if final == "failed" and error is not None:
             self._errors[instance_id] = error
 

@@ -4,7 +4,9 @@ Theory of operation
 -------------------
 The inventory is the standard interactions (the runtime's own tools, always there) and the
 tools of every usable, enabled app (`AppBook`) whose declared capabilities it may use now
-(`CapabilityFacts`: the host's configuration and the user's grants). Its revision is the store's
+(`CapabilityFacts`: the host's configuration and the user's grants), each placed in its app
+(`app_scope`) and named by its one id (`lineup.sdk.manifest.tool_id`), whether its manifest
+used LineUp's form or the seeds'. Its revision is the store's
 (`store.inventory.revision.bump`, keyed by the content's digest): a new and higher one exactly
 when the content changes, even back to a content seen before. `Inventory` says what the content
 and its bump key are, and takes the revision the store answered (`revised`); the actor asks the
@@ -42,14 +44,14 @@ class Inventory:
                 tool
                 for scope, manifest in sorted(self._book.manifests().items())
                 if self._book.enabled(scope)
-                for tool in manifest.tools
+                for tool in manifest.placed_tools()
                 if self.capabilities.visible(scope, manifest, tool)
             ),
         ]
 
     def bump_id(self) -> str:
         """The store's key for this content: the same content, the same key."""
-        tools = [tool.model_dump(mode="json") for tool in self.tools()]
+        tools = [tool.published() for tool in self.tools()]
         return "inv-" + hashlib.sha256(json.dumps(tools, sort_keys=True).encode()).hexdigest()[:32]
 
     def revised(self, revision: int | str) -> bool:
@@ -62,13 +64,13 @@ class Inventory:
         """The inventory as the router reads it: the tools, and what is left out and why."""
         manifests = self._book.manifests()
         disabled = tuple(
-            tool.method
+            tool.id
             for scope, manifest in manifests.items()
             if not self._book.enabled(scope)
-            for tool in manifest.tools
+            for tool in manifest.placed_tools()
         )
         hidden = tuple(
-            tool.method for manifest in self._book.hidden().values() for tool in manifest.tools
+            tool.id for manifest in self._book.hidden().values() for tool in manifest.placed_tools()
         )
         return InventoryReply(
             revision=self.revision,

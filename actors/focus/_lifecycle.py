@@ -16,7 +16,9 @@ never the front, and is resumed when the user brings it forward or a call names 
 starts; the app is told `app.opened` for it and restores it from its session data, as a call
 delivered again would), or it is closed. An app's process runs while it has a live instance;
 focus asks the supervisor to start or stop it (the only program it may name is the SDK's host).
-Closing an instance restores the previous live instance (the recovery app is `chat`) and, once
+Closing an instance restores the previous live instance (the recovery app is `chat`; the
+recovery app itself when the tool that opened the instance says `restore_previous_focus`
+false) and, once
 that is persisted, tells the router (`router.instance.event`), which converges the instance's
 unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
 """
@@ -96,6 +98,10 @@ class Lifecycle:
         self._views = views
         self._surfaces = surfaces
         self.lock = trio.Lock()  # one change of instances/stack at a time
+        # Instances opened by a tool whose `restore_previous_focus` is false: closing one gives
+        # the front to the recovery app, not back to the app before it. Kept in memory: after
+        # a restart of focus, such an instance's close restores the previous app (the default).
+        self._no_restore: set[str] = set()
 
     # ------------------------------------------------------------------ persistence
 
@@ -167,6 +173,8 @@ class Lifecycle:
         `parent` its instance, kept on the new one's record."""
         self._access.require_enabled(msg.app_scope)
         instance_id = f"{msg.app_scope}:{msg.call_id}"[:200]
+        if not msg.restore_previous_focus:
+            self._no_restore.add(instance_id)
         async with self.lock:
             if not self.instances.is_live(instance_id):
                 if opener is not None:
@@ -382,8 +390,10 @@ class Lifecycle:
         instance when it starts. Returns the scope's instances still live, read under the same
         lock as the removal."""
         async with self.lock:
-            self.instances.remove(instance_id, state, error=error)
+            restore = instance_id not in self._no_restore
+            self.instances.remove(instance_id, state, error=error, restore_previous=restore)
             await self._persist()
+            self._no_restore.discard(instance_id)
             self._views.drop(instance_id)
             self._surfaces.drop(scope, instance_id)
             return self.instances.live_of(scope)

@@ -185,12 +185,23 @@ class FocusStack:
             self.order.insert(self.order.index(front), instance_id)
         return self._settle({instance_id})
 
-    def remove(self, instance_id: str, final: Literal["stopped", "failed"]) -> dict[str, str]:
-        """Close (or fail) an instance; focus goes back to the previous live one."""
+    def remove(
+        self,
+        instance_id: str,
+        final: Literal["stopped", "failed"],
+        *,
+        restore_previous: bool = True,
+    ) -> dict[str, str]:
+        """Close (or fail) an instance; focus goes back to the previous live one, or, without
+        `restore_previous` (its tool's `restore_previous_focus`), to the recovery app."""
         if instance_id == CHAT and final == "stopped":
             raise LineUpError(ErrorCode.LIFECYCLE_DENIED, "the recovery app stays")
         self._require_live(instance_id)
+        was_top = self.top == instance_id
         self.order.remove(instance_id)
+        if was_top and not restore_previous and CHAT in self.order:
+            self.order.remove(CHAT)
+            self.order.append(CHAT)
         self._set(instance_id, final)  # (the store has it `stopping` first: focus's `_close`)
         changes = {instance_id: final}
         if not self.order and CHAT in self.states:

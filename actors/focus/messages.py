@@ -141,15 +141,16 @@ class InventoryReply(Message):
     type: Literal["focus.inventory.get.reply"] = "focus.inventory.get.reply"
     revision: str
     tools: tuple[ToolDescriptor, ...]  # every enabled app's tools
-    disabled_tools: tuple[str, ...]  # tool ids of installed apps that are disabled
+    disabled_tools: tuple[str, ...]  # tool ids (`ToolDescriptor.id`) of disabled apps
     installed: tuple[str, ...] = ()  # every installed app_scope, enabled or not, chat included
     # Tools of apps in the registry that cannot run here (incompatible, unavailable): a call
     # naming one is refused `tool_not_visible`.
     hidden_tools: tuple[str, ...] = ()
 
-    def tool(self, method: str) -> ToolDescriptor | None:
-        """The advertised tool named `method`, or None (not advertised, or disabled)."""
-        return next((t for t in self.tools if t.method == method), None)
+    def tool(self, tool_id: str) -> ToolDescriptor | None:
+        """The advertised tool whose id is `tool_id` (`ToolDescriptor.id`), or None (not
+        advertised, or disabled)."""
+        return next((t for t in self.tools if t.id == tool_id), None)
 
 
 class LaunchRequest(Message):
@@ -161,6 +162,9 @@ class LaunchRequest(Message):
     call_id: str = Field(min_length=1, max_length=200)
     foreground: bool = True
     conversation_id: str | None = Field(default=None, max_length=200)  # kept on its record
+    # The tool's `restore_previous_focus`: when the instance closes, the app in front before
+    # it takes the front again (True), or the recovery app does (False).
+    restore_previous_focus: bool = True
 
 
 class InstanceReply(Message):

@@ -33,6 +33,7 @@ from lineup.actors.store.messages import (
 )
 from lineup.facts.scopes import INTERACTION
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import split_tool_id
 from lineup.sdk.schema import validate
 
 from . import _ids as ids
@@ -178,7 +179,10 @@ class AppCalls:
         return sdk.ToolPendingReply(
             calls=tuple(
                 sdk.ToolCallEvent(
-                    call_id=c.call_id, tool=c.tool, instance_id=c.instance_id or "", input=c.input
+                    call_id=c.call_id,
+                    tool=split_tool_id(c.tool)[1],  # the method the app declared
+                    instance_id=c.instance_id or "",
+                    input=c.input,
                 )
                 for c in reply.calls
                 if c.instance_id is not None and c.state in ("waiting_for_app", "running")

@@ -66,10 +66,11 @@ class Inventory:
         body = outbox.envelope_of(
             session,
             wire.INVENTORY,
-            # The wire's edge: the Agent gets the descriptors' JSON, as the manifest has them.
+            # The wire's edge: the Agent gets each descriptor whole (`published`: its effective
+            # call model, launch strategy, risk and idempotency, its app and its one id).
             wire.InventoryPayload(
                 revision=inventory.revision,
-                tools=tuple(t.model_dump(mode="json") for t in inventory.tools),
+                tools=tuple(t.published() for t in inventory.tools),
             ),
             outbox_id,
         )

@@ -12,13 +12,23 @@ is the runtime's own: once checked, `accept` hands it back (`Interactive`) for
 born with its `accepted` receipt, one of three ways: a `launch` call is `admit`ted and then
 activated (`activate`: `starting`; focus starts the instance; `activated`: `activation_ready`,
 and the app is told); any other call goes to a live instance, which focus finds (brought to
-the front for `foreground`), and is either `hand_over`ed to it at once, or, while the instance
-is still starting and the tool needs it ready, `hold`s (seed 004 §7.3) until the instance's
-`ready` event releases it. From there the call is its app's (`_app_calls`), and each step and
-its effects are `_tools`'. The store gives a call only to an instance whose end is not
-recorded, so none is left open on an instance that ended as the call reached it: a launch
-closed as it became ready is `launch_cancelled`, any other call turned away
-`app_instance_not_found`.
+the front for a `foreground` handling or an `interactive` call model, which waits for the
+user), and is either `hand_over`ed to it at once, or, while the instance is still starting and
+the tool needs it ready, `hold`s (seed 004 §7.3) until the instance's `ready` event releases
+it. A call that names no instance, of an app with none live, is an app's to create (seed 003
+§4.4): unless its tool's launch strategy is `never` (a `query`: it never launches an app nor
+changes focus; refused `app_instance_not_found`), it is `admit`ted and activated as a launch
+is, its instance started in the background (no change of focus) or, for the strategy
+`foreground`, in front. Only a call naming an instance that is not live is refused
+`app_instance_not_found` in any case.
+
+A tool is found by its one id (`ToolDescriptor.id`): LineUp's `<scope>.<name>`, or the seeds'
+`<scope>/<method>`; an envelope that names its `app_scope` may give the seeds' bare `method`.
+
+From there the call is its app's (`_app_calls`), and each step and its effects are `_tools`'.
+The store gives a call only to an instance whose end is not recorded, so none is left open on
+an instance that ended as the call reached it: a launch closed as it became ready is
+`launch_cancelled`, any other call turned away `app_instance_not_found`.
 
 At start, every unfinished call gets its deadline again and one a previous router left
 half-routed goes on (`_rearm_timers`); a sweep converges the calls of instances whose end
@@ -50,7 +60,7 @@ from lineup.actors.store.messages import (
 from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import interactions as std
-from lineup.sdk.manifest import ToolDescriptor
+from lineup.sdk.manifest import ToolDescriptor, split_tool_id, tool_id
 from lineup.sdk.schema import InputInvalid, validate
 
 from ._envelope import RuntimeEnvelope
@@ -87,6 +97,14 @@ def pointer_of(refused: LineUpError) -> str | None:
 def _needs_ready(descriptor: ToolDescriptor) -> bool:
     """Whether a call of this tool waits for its instance to be ready (seed 004 §9)."""
     return descriptor.activation_requirement != "activation_not_required"
+
+
+def _brings_forward(descriptor: ToolDescriptor) -> bool:
+    """Whether a call of this tool puts its live instance in front: a `foreground` handling,
+    or an `interactive` call model (it waits for the user, who must see it). Never a query."""
+    return descriptor.model != "query" and (
+        descriptor.handling == "foreground" or descriptor.model == "interactive"
+    )
 
 
 class Interactive(NamedTuple):
@@ -141,7 +159,7 @@ class ToolPipeline:
             facts = ToolCallFacts(
                 tool=tool or "unknown",
                 inventory_revision=revision or "none",
-                app_scope=tool.split(".", 1)[0] or "unknown",
+                app_scope=split_tool_id(tool)[0] or "unknown",
                 conversation_id=envelope.scope.conversation_id,
                 handling="direct",
                 input=call_input,
@@ -150,9 +168,9 @@ class ToolPipeline:
             await self.refuse(call_id, facts, refused.code, pointer=pointer_of(refused))
             return None
         facts = ToolCallFacts(
-            tool=tool,
+            tool=descriptor.id,  # the one id, however the envelope named it
             inventory_revision=revision,
-            app_scope=descriptor.method.split(".", 1)[0],
+            app_scope=descriptor.scope,
             conversation_id=envelope.scope.conversation_id,
             handling=descriptor.handling,
             input=call_input,
@@ -163,14 +181,18 @@ class ToolPipeline:
             context = extra.get("app_session_context", call_input.get("app_session_context"))
             return Interactive(call_id, facts, context)
         if descriptor.handling == "launch":
-            reply = await self.calls.step(call_id, "admit", new=facts)
-            if reply.created:
-                assert self._nursery is not None
-                self._unannounced.setdefault(facts.app_scope, deque()).append(call_id)
-                self._nursery.start_soon(self._launch, reply.call)
+            await self._admit(call_id, facts)
             return None
         await self._route(call_id, facts, descriptor, envelope.scope.instance_id)
         return None
+
+    async def _admit(self, call_id: str, facts: ToolCallFacts) -> None:
+        """Record a call whose instance is still to be made, and make it (`_launch`)."""
+        reply = await self.calls.step(call_id, "admit", new=facts)
+        if reply.created:
+            assert self._nursery is not None
+            self._unannounced.setdefault(facts.app_scope, deque()).append(call_id)
+            self._nursery.start_soon(self._launch, reply.call)
 
     async def _check(
         self,
@@ -184,15 +206,18 @@ class ToolPipeline:
             inventory = await self.inventory.get(fresh=True)  # ours may be the stale one
             if revision != inventory.revision:
                 raise LineUpError(ErrorCode.INVENTORY_REVISION_MISMATCH, revision)
-        if tool in inventory.disabled_tools:
+        # The id itself, or (the seeds' way) the envelope's scope and the bare method.
+        names = [tool] if raw_scope is None else [tool, tool_id(raw_scope, tool)]
+        if any(name in inventory.disabled_tools for name in names):
             raise LineUpError(ErrorCode.APP_DISABLED, tool)
-        if tool in inventory.hidden_tools:
+        if any(name in inventory.hidden_tools for name in names):
             raise LineUpError(ErrorCode.TOOL_NOT_VISIBLE, tool)
-        descriptor = inventory.tool(tool)
+        descriptor = next(
+            (found for found in map(inventory.tool, names) if found is not None), None
+        )
         if descriptor is None:
             raise LineUpError(ErrorCode.TOOL_NOT_ADVERTISED, tool)
-        scope = tool.split(".", 1)[0]
-        if raw_scope is not None and raw_scope != scope:
+        if raw_scope is not None and raw_scope != descriptor.scope:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, raw_scope)
         if not isinstance(raw_input, dict):
             raise InputInvalid("", tool)
@@ -226,16 +251,22 @@ class ToolPipeline:
         instance_id: str | None,
     ) -> None:
         """Give a call that is not a launch to its live instance: at once, or held while that
-        instance is still starting and the tool needs it ready (seed 004 §7.3), or refused
+        instance is still starting and the tool needs it ready (seed 004 §7.3); to a new one
+        when it names none and its app has none live (the module's docstring); or refuse it
         (no such instance, `foreground_required`). `facts` is given for a call not yet recorded
-        (its birth); None for one recorded `received` by an earlier router."""
-        scope = descriptor.method.split(".", 1)[0]
+        (its birth); None for one recorded by an earlier router."""
         request = FindInstanceRequest(
-            app_scope=scope, instance_id=instance_id, foreground=descriptor.handling == "foreground"
+            app_scope=descriptor.scope,
+            instance_id=instance_id,
+            foreground=_brings_forward(descriptor),
         )
         try:
             instance = await self._find(request)
         except LineUpError as exc:
+            none_live = exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND and instance_id is None
+            if none_live and facts is not None and descriptor.launch_strategy != "never":
+                await self._admit(call_id, facts)
+                return
             code = exc.code if exc.code in _ACTIVATION_REFUSALS else ErrorCode.HANDLER_FAILED
             await self._turn_away(call_id, facts, code)
             return
@@ -311,25 +342,31 @@ class ToolPipeline:
         self._announced = trio.Event()
 
     async def _launch(self, call: ToolCallRow) -> None:
-        """Start the instance a `launch` call opens, then hand the call to it (`activated`,
-        which also releases the calls held for that instance). A start that fails or is
-        cancelled ends the call with the receipt of the same name."""
+        """Start the instance an admitted call opens (in front for the launch strategy
+        `foreground`, else in the background), then hand the call to it (`activated`, which
+        also releases the calls held for that instance). A start that fails or is cancelled
+        ends the call with the receipt of the same name."""
         try:
             await self._launch_and_hand_over(call)
         finally:
             self._launch_over(call.app_scope, call.call_id)
 
     async def _launch_and_hand_over(self, call: ToolCallRow) -> None:
+        # Gone from the inventory meanwhile: focus refuses the launch (the app is disabled).
+        descriptor = (await self.inventory.get()).tool(call.tool)
+        launch = LaunchRequest(
+            app_scope=call.app_scope,
+            call_id=call.call_id,
+            foreground=descriptor is None or descriptor.launch_strategy == "foreground",
+            restore_previous_focus=descriptor is None or descriptor.restore_previous_focus,
+            conversation_id=call.conversation_id or None,
+        )
         try:
             if call.state == "received":
                 await self.calls.step(call.call_id, "activate")
             instance = await self.calls.bus.request(
                 "focus",
-                LaunchRequest(
-                    app_scope=call.app_scope,
-                    call_id=call.call_id,
-                    conversation_id=call.conversation_id or None,
-                ),
+                launch,
                 expect=InstanceReply,
                 timeout=LAUNCH_TIMEOUT,
                 retry=True,
@@ -420,10 +457,12 @@ class ToolPipeline:
             if call.state == "waiting_for_app":
                 await self.calls.deliver(call)
                 return
-            if call.handling == "launch":
+            if call.handling == "launch" or call.instance_id is None:
+                # Admitted (a launch, or a call whose instance was still to be made): only
+                # `admit` records a call without its instance.
                 await self._launch(call)
                 return
-            if call.state == "routing" and call.instance_id is not None:
+            if call.state == "routing":
                 # Held: released when ready.
                 await self.calls.release(call.instance_id, call.app_scope)
                 return

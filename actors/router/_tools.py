@@ -11,6 +11,12 @@ stop, release the calls held for an instance that became ready, wake the transpo
 the runtime decides (`end`: an expiry, an instance's end, a refusal after birth) is a step like
 any other, and a call already decided simply stays as it is.
 
+A call of an `operation` (seed 004 §7.1: long, with progress) reports its progress from the
+moment its app takes it: the runtime writes its first report, `{"state": "running"}`, in the
+take's wake (`RUNNING`, once per call: its outbox id is fixed), so the Agent hears that the
+work has begun before the app says more. An app learns of a call by the tool's `method`, the
+name it declared, whichever form the Agent's id has (`lineup.sdk.manifest.split_tool_id`).
+
 An instance that ends `converge`s its calls (`cancelled(app_closed)`; a held one `reject`ed with
 `activation_cancelled` / `activation_failed`); a submitted result is still delivered. Calls past
 their `timeout_ms` `expire` (an expiry the store did not take is tried again).
@@ -29,12 +35,15 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 import trio
 
+from lineup import wire
 from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
 from lineup.actors.kernel import Bus, ErrorCode, Identity, LineUpError, Message
 from lineup.actors.store.messages import (
     ToolCallFacts,
     ToolCallListReply,
     ToolCallListRequest,
+    ToolCallProgressReply,
+    ToolCallProgressRequest,
     ToolCallRow,
     ToolCallStepReply,
 )
@@ -42,7 +51,9 @@ from lineup.facts import tool_calls as machine
 from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import split_tool_id
 
+from . import _ids as ids
 from . import _outbox as outbox
 from ._deadlines import Deadlines
 from ._inventory import Inventory
@@ -61,6 +72,9 @@ EXPIRY_RETRY_S: Final = 1.0
 # What the app is told when the runtime ends a call it may be working on.
 _STOP_CODES: Final[dict[ToolCallEvent, str]] = {"close": "app_closed", "expire": "expired"}
 _KNOWN_CALLS: Final = 10_000  # how many calls' facts the router remembers
+# The runtime's own first progress report of an operation, once its app has taken it.
+RUNNING: Final = {"state": "running"}
+_RUNNING_STAMP: Final = 0  # its outbox id's stamp: one such report per call
 
 
 class Known(NamedTuple):
@@ -157,7 +171,42 @@ class ToolCalls:
                 self._nursery.start_soon(self.release, call.instance_id, call.app_scope)
         if machine.ROWS[event]:
             await outbox.wake(self.bus)
+        if event == "take" and await self._is_operation(call):
+            try:
+                await self.write_progress(call, RUNNING, stamp_ns=_RUNNING_STAMP)
+            except LineUpError as exc:  # e.g. decided meanwhile: the take itself stands
+                log.info("router.running_not_written code=%s", exc.code.value)
         return reply
+
+    async def _is_operation(self, call: ToolCallRow) -> bool:
+        descriptor = (await self.inventory.get()).tool(call.tool)
+        return descriptor is not None and descriptor.model == "operation"
+
+    async def write_progress(
+        self, call: ToolCallRow, progress: dict[str, Any], *, stamp_ns: int
+    ) -> None:
+        """Write one progress report of `call` (its outbox row) and wake the transport."""
+        session = await self.session()
+        outbox_id = ids.progress_id(call.call_id, stamp_ns)
+        body = outbox.envelope_of(
+            session,
+            wire.PROGRESS,
+            wire.ProgressPayload(call_id=call.call_id, progress=progress),
+            outbox_id,
+            call_id=call.call_id,
+        )
+        await self.store(
+            ToolCallProgressRequest(
+                call_id=call.call_id,
+                progress=progress,
+                outbox_id=outbox_id,
+                wire=body,
+                expected_app_scope=call.app_scope,
+                expected_instance_id=call.instance_id or "",
+            ),
+            ToolCallProgressReply,
+        )
+        await outbox.wake(self.bus)
 
     async def end(self, call_id: str, event: ToolCallEvent, code: str) -> bool:
         """The runtime ends a call (`event`, one of the machine's endings). False if the call was
@@ -184,7 +233,10 @@ class ToolCalls:
         the call when it starts; nothing moves the call until the app takes it."""
         assert call.instance_id is not None
         event = sdk.ToolCallEvent(
-            call_id=call.call_id, tool=call.tool, instance_id=call.instance_id, input=call.input
+            call_id=call.call_id,
+            tool=split_tool_id(call.tool)[1],  # the method: the name the app declared
+            instance_id=call.instance_id,
+            input=call.input,
         )
         code = await self.bus.tell(f"miniapp:{call.app_scope}", event, timeout=10.0)
         if code is not None:

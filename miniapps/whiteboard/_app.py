@@ -252,6 +252,26 @@ class Whiteboard(MiniApp):
         await self._finish(instance_id, output)
         return None
 
+    @tool(
+        "whiteboard.show",
+        handling="foreground",
+        input=SubmitInput,
+        output=BoardSummary,
+        idempotent=True,
+        timeout_ms=10_000,
+        description=(
+            "Bring the open board back in front of the user (it never opens one); answers a "
+            "summary of what is drawn so far."
+        ),
+    )
+    async def show(self, call: ToolCall[SubmitInput]) -> BoardSummary | None:
+        # The runtime brought the instance forward before handing the call over (`foreground`).
+        board = await self._board(call.instance_id)
+        if board is None or board.board_id != call.input.board_id:
+            await call.fail("app_instance_not_found", "no such board open")
+            return None
+        return BoardSummary(**board.summary())
+
     # ------------------------------------------------------------------ hooks
 
     async def on_surface_event(self, event: p.SurfaceEvent) -> None:

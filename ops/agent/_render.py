@@ -129,8 +129,14 @@ def schema_summary(schema: object, depth: int = 0) -> str:
     return f"{kind}{bounds if low is not None or high is not None else ''}"
 
 
+def _called(tool: Mapping[str, Any]) -> Any:
+    """The name a tool is called by: its `id` (`<scope>/<method>` for a method named the seeds'
+    way), else, from a runtime that publishes none, its `method`."""
+    return tool.get("id") or tool.get("method")
+
+
 def tool_lines(inventory: Mapping[str, Any] | None, name: str | None = None) -> list[str]:
-    """The `tools` command's lines: each tool's method, handling and description, then its
+    """The `tools` command's lines: each tool's id, handling and description, then its
     input as `schema_summary`; with `name`, that one tool's whole input schema as JSON."""
     if inventory is None:
         return ["no inventory received yet"]
@@ -139,15 +145,15 @@ def tool_lines(inventory: Mapping[str, Any] | None, name: str | None = None) -> 
     described = [t for t in tools if isinstance(t, dict)]
     if name is not None:
         for tool in described:
-            if tool.get("method") == name:
+            if _called(tool) == name:
                 schema = json.dumps(tool.get("input_schema"), indent=2, sort_keys=True)
                 return [f"{name} ({tool.get('handling', '?')}) input schema:", *schema.split("\n")]
         return [f"no tool {_cut(name, 100)} in revision {inventory.get('revision')}"]
     lines = [f"revision {inventory.get('revision')}: {len(described)} tools"]
-    width = max([len(str(t.get("method", "?"))) for t in described] + [0])
-    for tool in sorted(described, key=lambda t: str(t.get("method", ""))):
+    width = max([len(str(_called(t) or "?")) for t in described] + [0])
+    for tool in sorted(described, key=lambda t: str(_called(t) or "")):
         description = _cut(str(tool.get("description") or "").split("\n")[0], DESCRIPTION_CHARS)
-        method, handling = str(tool.get("method", "?")), str(tool.get("handling", "?"))
+        method, handling = str(_called(tool) or "?"), str(tool.get("handling", "?"))
         head = f"  {method:<{width}}  {handling:<11}"
         lines.append(f"{head}  {description}".rstrip())
         lines.append(f"      {_cut(schema_summary(tool.get('input_schema')), SCHEMA_CHARS)}")

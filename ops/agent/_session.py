@@ -87,7 +87,8 @@ class Inbox:
     def tool_names(self) -> list[str]:
         inventory = self.latest_inventory() or {}
         tools = inventory.get("tools")
-        named = [t.get("method") for t in tools if isinstance(t, dict)] if tools else []
+        described = [t for t in tools if isinstance(t, dict)] if tools else []
+        named = [t.get("id") or t.get("method") for t in described]  # the name to call it by
         return [n for n in named if isinstance(n, str)]
 
     async def first_revision(self, timeout_s: float) -> Any:

@@ -387,7 +387,7 @@ def test_the_shipped_manifest_is_the_one_the_code_declares() -> None:
     assert [
         (e.id, e.kind, e.document, e.surface_version, e.events) for e in manifest.entrypoints
     ] == [("board", "surface", "index.html", 1, ("board.patch", "board.submit", "board.export"))]
-    assert [t.method for t in manifest.tools] == [OPEN, SUBMIT]
+    assert [t.method for t in manifest.tools] == [OPEN, "whiteboard.show", SUBMIT]
     assert manifest.requested_capabilities == ("artifact.save",)
     web = shipped.parent / "web"
     assert sorted(f.name for f in web.iterdir()) == [

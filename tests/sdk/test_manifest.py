@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from lineup import __version__
 from lineup.actors.kernel import ErrorCode
+from lineup.actors.store.messages import ToolCallFacts
+from lineup.facts.limits import MAX_TOOL_ID
 from lineup.sdk.manifest import (
+    ANY_HOST,
     MAX_MANIFEST_BYTES,
     MAX_TITLE,
+    SEED_FEATURES,
     Manifest,
     ManifestInvalid,
     ToolDescriptor,
+    incompatibility,
     load_manifest,
     manifest_json,
+    split_tool_id,
 )
 
 CLOSED = {"type": "object", "additionalProperties": False}
@@ -210,8 +218,6 @@ def _malformed(change: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "change",
     [
-        "missing kind",
-        "missing host",
         "unknown field",
         "bad kind",
         "bad scope",
@@ -244,14 +250,28 @@ def test_the_extreme_timeouts_are_accepted() -> None:
     assert load_manifest(with_tool(timeout_ms=86_400_000)).tools[0].timeout_ms == 86_400_000
 
 
-def test_a_tool_outside_the_apps_scope_is_refused() -> None:
-    # Seed 004's own example says "board.create": here every tool id starts with its scope.
-    refused = refusal(with_tool(method="board.create"))
+def test_a_tool_named_as_the_seeds_name_it_loads_and_is_called_by_scope_and_method() -> None:
+    # Seed 004 §7.1: `whiteboard / board.create / 1`; its method does not repeat the scope.
+    (tool,) = load_manifest(with_tool(method="board.create")).placed_tools()
+    assert (tool.method, tool.scope) == ("board.create", "whiteboard")
+    assert tool.id == "whiteboard/board.create"
+
+
+def test_a_tool_whose_method_only_starts_like_the_scope_is_named_unambiguously() -> None:
+    (tool,) = load_manifest(with_tool(method="whiteboards.create")).placed_tools()
+    assert tool.id == "whiteboard/whiteboards.create"
+    assert split_tool_id(tool.id) == ("whiteboard", "whiteboards.create")
+
+
+@pytest.mark.parametrize("method", ["interaction.confirm", "lineup.stop", "lineup-shell.open"])
+def test_a_method_in_the_runtimes_own_namespace_is_refused(method: str) -> None:
+    refused = refusal(with_tool(method=method))
     assert (refused.reason, refused.path) == ("tool_id_not_scoped", "/tools/0/method")
 
 
-def test_a_tool_whose_id_only_starts_like_the_scope_is_refused() -> None:
-    assert refusal(with_tool(method="whiteboards.create")).reason == "tool_id_not_scoped"
+def test_a_tool_that_names_another_apps_scope_is_refused() -> None:
+    refused = refusal(with_tool(app_scope="tasks"))
+    assert (refused.reason, refused.path) == ("tool_id_not_scoped", "/tools/0/method")
 
 
 @pytest.mark.parametrize("scope", ["interaction", "conversation", "lineup", "lineup-shell"])
@@ -311,7 +331,7 @@ def test_a_tool_schema_outside_the_subset_is_refused_with_its_path(
 
 def test_a_manifest_built_in_code_is_checked_like_a_loaded_one() -> None:
     tool = ToolDescriptor(
-        method="other.create", handling="direct", input_schema=CLOSED, output_schema=CLOSED
+        method="interaction.create", handling="direct", input_schema=CLOSED, output_schema=CLOSED
     )
     with pytest.raises(ManifestInvalid) as refused:
         Manifest(
@@ -337,3 +357,57 @@ def test_a_tool_descriptor_built_in_code_checks_its_schemas() -> None:
         "schema_keyword_unsupported",
         "/input_schema/not",
     )
+
+
+# ------------------------------------------------------------------ seed 004 §9, as written
+
+SEED_EXAMPLE = Path(__file__).parent / "fixtures" / "seed_004_manifest.json"
+
+
+def test_the_seeds_own_example_manifest_loads_as_written_and_this_host_runs_it() -> None:
+    # The fixture is seed 004 §9's text, byte for byte: no kind, no host, the seeds' feature
+    # names and its tool named `board.create`.
+    manifest = load_manifest(SEED_EXAMPLE.read_bytes())
+    assert incompatibility(manifest, __version__) is None
+    assert (manifest.kind, manifest.host.min_version) == ("installed", ANY_HOST)
+    (tool,) = manifest.placed_tools()
+    assert (tool.id, tool.method, tool.contract_version) == (
+        "whiteboard/board.create",
+        "board.create",
+        "1",
+    )
+
+
+@pytest.mark.parametrize("feature", sorted(SEED_FEATURES))
+def test_each_seed_feature_name_is_offered_beside_lineups_own(feature: str) -> None:
+    data = whiteboard()
+    data["runtime_sdk"]["required_features"] = [feature, "app.session_data.v1"]
+    assert incompatibility(load_manifest(data)) is None
+
+
+def test_a_feature_neither_names_is_still_a_version_mismatch() -> None:
+    data = whiteboard()
+    data["runtime_sdk"]["required_features"] = ["surface.telepathy.v1"]
+    assert incompatibility(load_manifest(data)) is ErrorCode.APP_VERSION_MISMATCH
+
+
+def test_a_manifest_written_by_lineup_keeps_its_tools_as_they_were_declared() -> None:
+    # No field the manifest did not declare is written: today's manifests dump as before.
+    text = manifest_json(load_manifest(whiteboard()))
+    assert set(json.loads(text)["tools"][0]) == {
+        "method", "contract_version", "handling", "delivery", "activation_requirement",
+        "requires_foreground", "restore_previous_focus", "input_schema", "output_schema",
+        "permissions", "timeout_ms", "description",
+    }  # fmt: skip
+
+
+def test_a_tool_whose_id_no_call_could_name_is_refused() -> None:
+    data = with_tool(method="b." + "c" * 40)
+    data["app_scope"] = "a" * 60  # the id `aaa…/b.ccc…` is longer than a call's tool may be
+    refused = refusal(data)
+    assert (refused.reason, refused.path) == ("tool_id_too_long", "/tools/0/method")
+
+
+def test_the_longest_tool_id_is_what_the_store_records_a_calls_tool_as() -> None:
+    schema = ToolCallFacts.model_json_schema()["properties"]["tool"]
+    assert schema["maxLength"] == MAX_TOOL_ID

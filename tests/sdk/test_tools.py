@@ -263,11 +263,11 @@ def test_two_methods_declaring_one_tool_id_are_refused() -> None:
     assert refused.value.reason == "duplicate_tool"
 
 
-def test_a_tool_outside_the_apps_scope_is_refused_in_the_manifest() -> None:
+def test_a_tool_in_the_runtimes_namespace_is_refused_in_the_manifest() -> None:
     class Stray(MiniApp):
         app_info = AppInfo(app_scope="probe", version="1", kind="installed")
 
-        @tool("other.thing", handling="direct", input=Empty, output=Empty)
+        @tool("lineup.thing", handling="direct", input=Empty, output=Empty)
         async def thing(self, call: ToolCall[Empty]) -> Empty | None:
             return None
 

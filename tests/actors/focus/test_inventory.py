@@ -59,3 +59,33 @@ def test_the_same_content_has_the_same_key_and_a_new_revision_is_said_once() -> 
     assert inventory.reply().revision == "3"
     book.change("whiteboard", enabled=False)
     assert inventory.bump_id() != key
+
+
+SEED_EXAMPLE = Path(__file__).parents[2] / "sdk" / "fixtures" / "seed_004_manifest.json"
+
+
+def test_the_seeds_tool_and_lineups_read_one_way_each_in_the_inventory() -> None:
+    # Seed 004 §9's manifest as written names its tool `board.create`, in app `whiteboard`.
+    seed = load_manifest(SEED_EXAMPLE.read_bytes())
+    tasks = shipped("task-dashboard")
+    inventory = inventory_of(
+        AppEntry("whiteboard", "installed", "Whiteboard", manifest=seed),
+        AppEntry("task-dashboard", "bundled", "Tasks", manifest=tasks),
+    )
+    reply = inventory.reply()
+    published = {t.id: t.published() for t in reply.tools}
+    board = published["whiteboard/board.create"]
+    assert (board["app_scope"], board["method"], board["contract_version"]) == (
+        "whiteboard",
+        "board.create",
+        "1",
+    )
+    opened = published["task-dashboard.open"]
+    assert (opened["app_scope"], opened["method"]) == ("task-dashboard", "task-dashboard.open")
+    assert reply.tool("whiteboard/board.create") is not None
+    assert reply.tool("board.create") is None  # a bare method is no id: no app would own it
+
+    book_off = inventory_of(
+        AppEntry("whiteboard", "installed", "Whiteboard", manifest=seed, enabled=False)
+    )
+    assert book_off.reply().disabled_tools == ("whiteboard/board.create",)

@@ -41,6 +41,27 @@ def test_failing_the_top_restores_the_one_below_not_the_recovery_app() -> None:
     assert changes == {"b": "failed", "a": "foreground"}
 
 
+def test_closing_the_top_without_restoring_the_previous_gives_the_front_to_the_recovery_app() -> (
+    None
+):
+    stack = with_chat()
+    for name in ("a", "b"):
+        stack.add(name, foreground=True)
+        stack.ready(name)
+    changes = stack.remove("b", "stopped", restore_previous=False)
+    assert changes == {"b": "stopped", "chat": "foreground"}  # `a` stays behind
+    assert stack.order == ["a", "chat"]
+
+
+def test_closing_an_instance_behind_the_front_moves_no_front_either_way() -> None:
+    stack = with_chat()
+    for name in ("a", "b"):
+        stack.add(name, foreground=True)
+        stack.ready(name)
+    assert stack.remove("a", "stopped", restore_previous=False) == {"a": "stopped"}
+    assert stack.top == "b"
+
+
 def test_the_recovery_app_cannot_be_closed() -> None:
     with pytest.raises(LineUpError) as refused:
         with_chat().remove("chat", "stopped")

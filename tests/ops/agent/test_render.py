@@ -118,3 +118,18 @@ def test_tools_lists_each_tool_with_its_input_and_one_tool_whole() -> None:
     assert '"additionalProperties": false,' in [line.strip() for line in whole]
     assert tool_lines(inventory, "nope") == ["no tool nope in revision 9"]
     assert tool_lines(None) == ["no inventory received yet"]
+
+
+def test_a_tool_named_the_seeds_way_is_listed_and_found_by_the_id_it_is_called_by() -> None:
+    inventory = {
+        "revision": "3",
+        "tools": [
+            {"id": "sketch/board.create", "method": "board.create", "app_scope": "sketch",
+             "handling": "direct", "input_schema": {"type": "object"}},
+        ],
+    }  # fmt: skip
+    assert tool_lines(inventory)[1] == "  sketch/board.create  direct"
+    assert tool_lines(inventory, "sketch/board.create")[0] == (
+        "sketch/board.create (direct) input schema:"
+    )
+    assert tool_lines(inventory, "board.create") == ["no tool board.create in revision 3"]
