@@ -12,6 +12,13 @@ it is the one authors and the runtime import (`lineup.sdk.protocol.X`, `sdk.X`).
 
 from __future__ import annotations
 
+from ._protocol.agent_messages import (
+    AGENT_MESSAGE_TYPES,
+    DISPLAY_TYPES,
+    AgentMessage,
+    AgentMessageFilter,
+    AgentMessagePage,
+)
 from ._protocol.artifacts import (
     ARTIFACT_MEDIA_TYPES,
     BUNDLE_MEDIA_TYPE,
@@ -120,8 +127,10 @@ from ._protocol.ui import (
 )
 
 __all__ = [
+    "AGENT_MESSAGE_TYPES",
     "ARTIFACT_MEDIA_TYPES",
     "BUNDLE_MEDIA_TYPE",
+    "DISPLAY_TYPES",
     "MAX_ARTIFACT_BYTES",
     "MAX_BATCH",
     "MAX_ITEM_ORDER",
@@ -134,6 +143,9 @@ __all__ = [
     "MAX_VIEW_ITEM_BYTES",
     "UI_APP_OPENED",
     "UI_CLOSE_REQUESTED",
+    "AgentMessage",
+    "AgentMessageFilter",
+    "AgentMessagePage",
     "AppOpenReply",
     "AppOpenRequest",
     "AppOperationInfo",
