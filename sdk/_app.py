@@ -13,6 +13,7 @@ from typing import Literal
 from lineup.facts.scopes import CHAT
 
 from . import protocol as p
+from ._agent_messages import AgentMessages
 from ._services import (
     Apps,
     Artifacts,
@@ -55,6 +56,7 @@ class AppContext:
         self.state = state
         self.mode: Literal["im", "app"] = "im" if app_scope == CHAT else "app"
         self.inbox = Inbox(host)
+        self.agent_messages = AgentMessages(host, instance_id)  # seed 004 §5.4, on the inbox
         self.conversation = Conversation(host)
         self.ui = Ui(host, instance_id)
         self.lifecycle = Lifecycle(host)
