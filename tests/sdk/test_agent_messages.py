@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from lineup.actors.kernel import ErrorCode, LineUpError
+from lineup.sdk import AppContext, AppInfo, MiniApp, testkit
 from lineup.sdk import protocol as p
-from lineup.sdk import testkit
 
 TEXT = "lineup.v1.text"
 PATCH = "lineup.app.state.patch"
@@ -154,3 +154,28 @@ async def test_unsubscribe_ends_the_subscription_and_nothing_is_acknowledged() -
     await app.agent_messages.dispatch((rt.inbox.put(envelope(), "m-1"),))
 
     assert seen.ids == [] and rt.inbox.acknowledged == []
+
+
+class Hears(MiniApp):
+    app_info = AppInfo(app_scope="hears", version="1.0.0", kind="bundled-reference")
+
+    async def start(self, app: AppContext) -> None:
+        self.seen = Seen()
+        self.delivered: list[str] = []
+        await app.agent_messages.subscribe(self.seen, types=[TEXT])
+
+    async def on_delivery(self, delivery: p.Delivery) -> None:
+        self.delivered.append(delivery.delivery_id)
+
+
+async def test_the_testkit_tells_on_delivery_and_the_subscriptions_as_the_process_does() -> None:
+    app = Hears()
+    rt = await testkit.start(app)
+    text = rt.inbox.put(envelope(), "m-1")
+
+    await rt.deliver(text)
+    await rt.deliver(text)
+
+    assert app.delivered == ["m-1", "m-1"]  # `on_delivery` is at least once, as before
+    assert app.seen.ids == ["m-1"]  # a subscription, once
+    assert rt.inbox.acknowledged == ["m-1"]
