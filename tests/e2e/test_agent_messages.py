@@ -1,9 +1,10 @@
 """`app.agent_messages` and the delivery chain through real processes (seed 004 §5.3–§5.4,
 issue 29 items 1 and 2): an app hears the Agent's texts it subscribed to once each; what came
 while its process was stopped and then SIGKILLed is in its inbox, and the next process's
-`list()` and `subscribe(include_pending=True)` fill the gap; a text its manifest does not
-subscribe to reaches no inbox (accepted, audited as filtered); a text for a disabled app is
-refused `app_disabled` and audited, never dropped in silence."""
+`list()` and `subscribe(include_pending=True)` fill the gap; unsubscribed, a text waits until
+the app's `acknowledge` removes it (once: a second says it was not there); a text its manifest
+does not subscribe to reaches no inbox (accepted, audited as filtered); a text for a disabled
+app is refused `app_disabled` and audited, never dropped in silence."""
 
 from __future__ import annotations
 
@@ -109,6 +110,18 @@ async def test_an_app_hears_its_texts_once_and_the_gap_a_crash_left_is_filled_af
     await say(agent.client, "m-five", "five")
     view = await view_until(shell, live=["five"])
     assert view["pending"] == ["three", "four"]
+
+    # Unsubscribed: a text waits in the inbox until the app acknowledges it, once.
+    await agent.client.call_tool(CONVERSATION, "listener.mute", {}, revision, call_id="mute-1")
+    await agent.terminal("mute-1")
+    await say(agent.client, "m-six", "six")
+    await inbox_until(reader, ["m-six"])
+    ack = {"message_id": "m-six"}
+    await agent.client.call_tool(CONVERSATION, "listener.ack", ack, revision, call_id="ack-1")
+    done = await agent.terminal("ack-1")
+    assert done["payload"]["result"] == {"listed": ["m-six"], "first": True, "again": False}
+    await inbox_until(reader, [])
+    assert shell.views[INSTANCE]["live"] == ["five"]
 
 
 async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disabled_app_refuses(

@@ -5,13 +5,14 @@ Its manifest subscribes to the Agent's texts for one of its instances only (so a
 conversation is filtered out by the runtime's chain). At start it lists what waits in its inbox,
 then subscribes with `include_pending`, and shows in its view what it was handed and how:
 `listed` (what `list()` answered at start), `pending` (handed by the subscription at start: what
-came while no process of it ran), `live` (told while it ran), and `start` (its starts)."""
+came while no process of it ran) and `live` (told while it ran). Its `mute` tool ends the
+subscription; its `ack` tool lists what waits and acknowledges one message, twice."""
 
 from __future__ import annotations
 
 import logging
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
 from lineup.sdk import protocol as p
@@ -34,6 +35,16 @@ class OpenOutput(_Model):
     instance_id: str
 
 
+class AckInput(_Model):
+    message_id: str = Field(min_length=1, max_length=200)
+
+
+class AckOutput(_Model):
+    listed: list[str]  # what `list()` answered before
+    first: bool  # `acknowledge` removed it
+    again: bool  # a second `acknowledge` of it
+
+
 class Listener(MiniApp):
     app_info = AppInfo(
         app_scope=SCOPE,
@@ -49,7 +60,9 @@ class Listener(MiniApp):
         self.starting = True
         page = await app.agent_messages.list()
         self.listed = [_text(m) for m in page.messages]
-        await app.agent_messages.subscribe(self._heard, types=[TEXT], include_pending=True)
+        self.unsubscribe = await app.agent_messages.subscribe(
+            self._heard, types=[TEXT], include_pending=True
+        )
         self.starting = False
         await self._render()
 
@@ -71,6 +84,21 @@ class Listener(MiniApp):
     async def open(self, call: ToolCall[OpenInput]) -> OpenOutput:
         await self._render()
         return OpenOutput(instance_id=call.instance_id)
+
+    @tool("listener.mute", handling="direct", input=OpenInput, output=OpenOutput)
+    async def mute(self, call: ToolCall[OpenInput]) -> OpenOutput:
+        """End the subscription: what comes next waits in the inbox."""
+        self.unsubscribe()
+        return OpenOutput(instance_id=call.instance_id)
+
+    @tool("listener.ack", handling="direct", input=AckInput, output=AckOutput)
+    async def ack(self, call: ToolCall[AckInput]) -> AckOutput:
+        """List what waits, then acknowledge one message twice."""
+        page = await self.app.agent_messages.list()
+        first = await self.app.agent_messages.acknowledge(call.input.message_id)
+        again = await self.app.agent_messages.acknowledge(call.input.message_id)
+        listed = [m.message_id for m in page.messages]
+        return AckOutput(listed=listed, first=first, again=again)
 
 
 def _text(message: p.AgentMessage) -> str:
