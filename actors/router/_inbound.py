@@ -117,6 +117,7 @@ class Inbound:
         # Texts admitted but not yet persisted: a run of consecutive ones is written in one
         # store request. A tool call persists the run before it, so the page's order holds.
         texts: list[tuple[int, RuntimeEnvelope, int]] = []
+        fresh: set[str] = set()  # apps whose facts were read fresh for this page
         for item in msg.envelopes:
             if isinstance(item, RefusedEnvelope):  # the wire's refusal, made by the transport
                 outcomes.append(
@@ -129,7 +130,9 @@ class Inbound:
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
                 if isinstance(item, wire.TextEnvelope):
-                    envelope = await self._check_text(envelope, item.payload, msg.conversation_id)
+                    envelope = await self._check_text(
+                        envelope, item.payload, msg.conversation_id, fresh
+                    )
                 return envelope
 
             checked = await self._guarded(env, item, admitted)
@@ -271,27 +274,36 @@ class Inbound:
         return EnvelopeOutcome(message_id=filtered.message_id, status="accepted")
 
     async def _check_text(
-        self, envelope: RuntimeEnvelope, text: wire.TextPayload, conversation_id: str
+        self,
+        envelope: RuntimeEnvelope,
+        text: wire.TextPayload,
+        conversation_id: str,
+        fresh: set[str],
     ) -> RuntimeEnvelope:
         """The text as it is stored; raises `EnvelopeRejected` for one that must not reach an
-        inbox (`_subscriptions`' refusals), `FilteredOut` for one no inbox takes. One naming an
-        app sub-session keeps only its `app_session_id` (checked)."""
+        inbox (`_subscriptions`' refusals), `FilteredOut` for one no inbox takes; `fresh` names
+        the apps whose facts were read fresh for this page. One naming an app sub-session keeps
+        only its `app_session_id` (checked)."""
         scope = envelope.scope
         verdict = decide(
             envelope,
             facts_of(await self.inventory.get(), scope.app_scope),
             conversation_id=conversation_id,
         )
-        if not verdict.delivered or scope.app_scope != CHAT:
-            # The cached inventory may be older than an install, a disable or a removal.
+        if scope.app_scope not in fresh and (not verdict.delivered or scope.app_scope != CHAT):
+            # The cached inventory may be older than an install, a disable or a removal: read
+            # once per page and app (the chat is always there, and always takes texts).
+            fresh.add(scope.app_scope)
             verdict = decide(
                 envelope,
                 facts_of(await self.inventory.get(fresh=True), scope.app_scope),
                 conversation_id=conversation_id,
             )
         if verdict.code is not None:
-            # Seed 004 §5.3/§5.4 rule 5: never stored in an inbox nobody would ever read.
-            raise EnvelopeRejected(verdict.code, envelope.id)
+            if not await self._stored(envelope.id):
+                # Seed 004 §5.3/§5.4 rule 5: never stored in an inbox nobody would ever read.
+                raise EnvelopeRejected(verdict.code, envelope.id)
+            return envelope  # a repeat of a text taken before the app changed: a duplicate
         if verdict.step is not None:
             raise FilteredOut(verdict.step, envelope.id, envelope.type)
         if text.app_session_context is None:
