@@ -13,6 +13,9 @@ auditing the filter chain's refusals is the router's (`router.envelope_rejected`
 outcome and audit row as any link of the chain, in the page's order); it carries only what is
 safe to audit (code, id, type), never the body.
 
+Which app's inbox takes a text is the delivery steps' (`_subscriptions`, seed 004 §5.3): a text
+they refuse is answered with its code; one they filter out is `accepted`, audited, in no inbox.
+
 Persist, then acknowledge, then deliver: an inbound text is written (message row + inbox
 delivery, one transaction) before the transport may advance its cursor, and only then is its
 app told (`_deliveries`). A run of consecutive texts is written in one store request; a tool
