@@ -7,10 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.sdk import AppContext, AppInfo, MiniApp, testkit
 from lineup.sdk import protocol as p
+from lineup.sdk._protocol.agent_messages import cursor_of, seq_of_cursor
 
 TEXT = "lineup.v1.text"
 PATCH = "lineup.app.state.patch"
@@ -179,3 +182,19 @@ async def test_the_testkit_tells_on_delivery_and_the_subscriptions_as_the_proces
     assert app.delivered == ["m-1", "m-1"]  # `on_delivery` is at least once, as before
     assert app.seen.ids == ["m-1"]  # a subscription, once
     assert rt.inbox.acknowledged == ["m-1"]
+
+
+@given(st.integers(min_value=0, max_value=10**18 - 1))
+def test_a_cursor_stands_for_its_inbox_position(seq: int) -> None:
+    assert seq_of_cursor(cursor_of(seq)) == seq
+
+
+@given(st.one_of(st.text(max_size=40), st.text(max_size=25).map(lambda t: "c1." + t)))
+def test_any_other_string_is_refused_or_is_the_cursor_of_its_position(raw: str) -> None:
+    digits = raw.removeprefix("c1.")
+    if digits != raw and digits.isascii() and digits.isdigit() and len(digits) <= 18:
+        assert cursor_of(seq_of_cursor(raw)) == f"c1.{int(digits)}"
+        return
+    with pytest.raises(LineUpError) as refused:
+        seq_of_cursor(raw)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
