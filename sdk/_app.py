@@ -14,6 +14,7 @@ from lineup.facts.modes import DEFAULT_MODE, MODAL_SCOPES, NO_MODE, Mode
 
 from . import protocol as p
 from ._actions import Actions
+from ._agent_messages import AgentMessages
 from ._diagnostics import Diagnostics
 from ._navigation import Navigation
 from ._services import (
@@ -63,6 +64,7 @@ class AppContext:
             DEFAULT_MODE if app_scope in MODAL_SCOPES else NO_MODE
         )
         self.inbox = Inbox(host)
+        self.agent_messages = AgentMessages(host, instance_id)  # seed 004 §5.4, on the inbox
         self.conversation = Conversation(host)
         self.ui = Ui(host, instance_id)
         self.lifecycle = Lifecycle(host)

@@ -125,15 +125,22 @@ class MiniAppHost(Actor):
                 if isinstance(event, p.DeliveriesEvent | p.DeliveryEvent):
                     if _takes_bursts(app):
                         deliveries, held = self._waiting_deliveries(event)
-                        await self._hand(app.on_deliveries(deliveries), deliveries, event.TYPE)
+                        hook = self._both(app.on_deliveries(deliveries), deliveries)
+                        await self._hand(hook, deliveries, event.TYPE)
                         continue
                     for delivery in _deliveries_in(event):  # each refused alone
-                        await self._hand(app.on_delivery(delivery), (delivery,), event.TYPE)
+                        hook = self._both(app.on_delivery(delivery), (delivery,))
+                        await self._hand(hook, (delivery,), event.TYPE)
                     continue
                 try:
                     await _dispatch(app, event, self._context)
                 except LineUpError as exc:
                     log.warning("sdk.hook_refused type=%s code=%s", event.TYPE, exc.code.value)
+
+    async def _both(self, hook: Awaitable[None], deliveries: tuple[p.Delivery, ...]) -> None:
+        """The app's delivery hook, then its `agent_messages` subscriptions (seed 004 §5.4)."""
+        await hook
+        await self._context.agent_messages.dispatch(deliveries)
 
     async def _hand(
         self, hook: Awaitable[None], deliveries: tuple[p.Delivery, ...], kind: str

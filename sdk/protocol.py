@@ -29,6 +29,13 @@ from ._protocol.actions import (
     LifecycleAction,
     RuntimeAction,
 )
+from ._protocol.agent_messages import (
+    AGENT_MESSAGE_TYPES,
+    DISPLAY_TYPES,
+    AgentMessage,
+    AgentMessageFilter,
+    AgentMessagePage,
+)
 from ._protocol.artifacts import (
     ARTIFACT_MEDIA_TYPES,
     BUNDLE_MEDIA_TYPE,
@@ -167,10 +174,12 @@ from ._protocol.ui import (
 )
 
 __all__ = [
+    "AGENT_MESSAGE_TYPES",
     "APP_ACTION",
     "ARTIFACT_MEDIA_TYPES",
     "BUNDLE_MEDIA_TYPE",
     "CONVERSATION_ACTION_KINDS",
+    "DISPLAY_TYPES",
     "MAX_ARTIFACT_BYTES",
     "MAX_BATCH",
     "MAX_DIAGNOSTIC_MESSAGE",
@@ -188,6 +197,9 @@ __all__ = [
     "UI_APP_OPENED",
     "UI_CLOSE_REQUESTED",
     "ActionDispatchRequest",
+    "AgentMessage",
+    "AgentMessageFilter",
+    "AgentMessagePage",
     "AppAction",
     "AppCloseRequest",
     "AppContextScope",

@@ -78,4 +78,9 @@ class Inventory:
             disabled_tools=disabled,
             installed=tuple(sorted({CHAT, *manifests})),
             hidden_tools=hidden,
+            agent_subscriptions={s: m.agent_subscriptions for s, m in manifests.items()},
+            disabled_apps=tuple(sorted(s for s in manifests if not self._book.enabled(s))),
+            refused_apps={
+                s: code.value for s in self._book.hidden() if (code := self._book.refusal(s))
+            },
         )

@@ -15,7 +15,7 @@ from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.facts.modes import Mode
 from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import LaunchableApp, LiveInstance
-from lineup.sdk.manifest import ToolDescriptor
+from lineup.sdk.manifest import AgentSubscription, ToolDescriptor
 from lineup.sdk.protocol import (
     MAX_ITEM_ORDER,
     AppOperationInfo,
@@ -146,6 +146,11 @@ class InventoryReply(Message):
     # Tools of apps in the registry that cannot run here (incompatible, unavailable): a call
     # naming one is refused `tool_not_visible`.
     hidden_tools: tuple[str, ...] = ()
+    # What the router's delivery chain checks of an app (seed 004 §5.3): the usable apps'
+    # manifest `agent_subscriptions`, the disabled apps, and why an app cannot run here.
+    agent_subscriptions: dict[str, tuple[AgentSubscription, ...]] = {}
+    disabled_apps: tuple[str, ...] = ()
+    refused_apps: dict[str, str] = {}  # app_scope -> its ErrorCode value
 
     def tool(self, tool_id: str) -> ToolDescriptor | None:
         """The advertised tool whose id is `tool_id` (`ToolDescriptor.id`), or None (not

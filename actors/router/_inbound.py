@@ -13,6 +13,9 @@ auditing the filter chain's refusals is the router's (`router.envelope_rejected`
 outcome and audit row as any link of the chain, in the page's order); it carries only what is
 safe to audit (code, id, type), never the body.
 
+Which app's inbox takes a text is the delivery steps' (`_subscriptions`, seed 004 §5.3): a text
+they refuse is answered with its code; one they filter out is `accepted`, audited, in no inbox.
+
 Persist, then acknowledge, then deliver: an inbound text is written (message row + inbox
 delivery, one transaction) before the transport may advance its cursor, and only then is its
 app told (`_deliveries`). A run of consecutive texts is written in one store request; a tool
@@ -57,6 +60,7 @@ from lineup.actors.store.messages import (
     DeadLetterPutReply,
     DeadLetterPutRequest,
 )
+from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
 
 from . import _ids as ids
@@ -65,6 +69,7 @@ from ._envelope import EnvelopeRejected, RuntimeEnvelope, admit
 from ._interactions import InteractionService
 from ._inventory import Inventory
 from ._pipeline import Interactive, ToolPipeline, pointer_of
+from ._subscriptions import FilteredOut, decide, facts_of
 from .messages import (
     EnvelopeOutcome,
     InboundEnvelope,
@@ -115,6 +120,7 @@ class Inbound:
         # Texts admitted but not yet persisted: a run of consecutive ones is written in one
         # store request. A tool call persists the run before it, so the page's order holds.
         texts: list[tuple[int, RuntimeEnvelope, int]] = []
+        fresh: set[str] = set()  # apps whose facts were read fresh for this page
         for item in msg.envelopes:
             if isinstance(item, RefusedEnvelope):  # the wire's refusal, made by the transport
                 outcomes.append(
@@ -127,7 +133,9 @@ class Inbound:
                 if ids.is_runtime(envelope.id):  # only the runtime mints these
                     raise EnvelopeRejected(ErrorCode.MESSAGE_ID_CONFLICT, envelope.id)
                 if isinstance(item, wire.TextEnvelope):
-                    envelope = await self._check_text(envelope, item.payload)
+                    envelope = await self._check_text(
+                        envelope, item.payload, msg.conversation_id, fresh
+                    )
                 return envelope
 
             checked = await self._guarded(env, item, admitted)
@@ -189,6 +197,8 @@ class Inbound:
                 return await work()
             except EnvelopeRejected as rejected:
                 return self._rejected(env, rejected.code.value, item.type, rejected.message_id)
+            except FilteredOut as filtered:  # not an error for the Agent: in no inbox, audited
+                return self._filtered(env, filtered)
             except Exception as exc:
                 if not _items_fault(exc):
                     raise
@@ -252,17 +262,53 @@ class Inbound:
         )
         return EnvelopeOutcome(message_id=message_id, status="rejected", code=code)
 
+    def _filtered(self, env: Envelope, filtered: FilteredOut) -> EnvelopeOutcome:
+        """Audit one envelope the delivery chain filtered out (the step, never the body); its
+        outcome for the transport is `accepted`: the Agent did nothing wrong."""
+        self.bus.audit(
+            AuditRecord(
+                event=f"router.message_filtered.{filtered.step}",
+                actor=self.me.name,
+                peer=env.sender.name,
+                message_type=filtered.message_type,
+                subject_id=filtered.message_id,
+            )
+        )
+        return EnvelopeOutcome(message_id=filtered.message_id, status="accepted")
+
     async def _check_text(
-        self, envelope: RuntimeEnvelope, text: wire.TextPayload
+        self,
+        envelope: RuntimeEnvelope,
+        text: wire.TextPayload,
+        conversation_id: str,
+        fresh: set[str],
     ) -> RuntimeEnvelope:
         """The text as it is stored; raises `EnvelopeRejected` for one that must not reach an
-        inbox. One naming an app sub-session keeps only its `app_session_id` (checked)."""
+        inbox (`_subscriptions`' refusals), `FilteredOut` for one no inbox takes; `fresh` names
+        the apps whose facts were read fresh for this page. One naming an app sub-session keeps
+        only its `app_session_id` (checked)."""
         scope = envelope.scope
-        if scope.app_scope not in (await self.inventory.get()).installed and (
-            scope.app_scope not in (await self.inventory.get(fresh=True)).installed
-        ):
-            # Seed 004 §5.3: never stored in an inbox nobody would ever read.
-            raise EnvelopeRejected(ErrorCode.APP_NOT_INSTALLED, envelope.id)
+        verdict = decide(
+            envelope,
+            facts_of(await self.inventory.get(), scope.app_scope),
+            conversation_id=conversation_id,
+        )
+        if scope.app_scope not in fresh and (not verdict.delivered or scope.app_scope != CHAT):
+            # The cached inventory may be older than an install, a disable or a removal: read
+            # once per page and app (the chat is always there, and always takes texts).
+            fresh.add(scope.app_scope)
+            verdict = decide(
+                envelope,
+                facts_of(await self.inventory.get(fresh=True), scope.app_scope),
+                conversation_id=conversation_id,
+            )
+        if verdict.code is not None:
+            if not await self._stored(envelope.id):
+                # Seed 004 §5.3/§5.4 rule 5: never stored in an inbox nobody would ever read.
+                raise EnvelopeRejected(verdict.code, envelope.id)
+            return envelope  # a repeat of a text taken before the app changed: a duplicate
+        if verdict.step is not None:
+            raise FilteredOut(verdict.step, envelope.id, envelope.type)
         if text.app_session_context is None:
             return envelope
         try:

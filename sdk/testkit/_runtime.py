@@ -166,6 +166,16 @@ class FakeRuntime:
             )
         await self.settle()
 
+    async def deliver(self, *deliveries: p.Delivery) -> None:
+        """Tell the app of deliveries its inbox holds (`inbox.put` makes them) as its process
+        does: `on_deliveries`, then its `agent_messages` subscriptions. Raises what they raise
+        (`handler_failed` for a subscription's handler); settles afterwards."""
+        if self.app is not None:
+            await self.app.on_deliveries(deliveries)
+        if self._context is not None:
+            await self._context.agent_messages.dispatch(deliveries)
+        await self.settle()
+
     def refuse(self, request: type[Message], code: ErrorCode, times: int = 1) -> None:
         """Refuse the next `times` requests of this type with `code`."""
         self._refusals.setdefault(request, []).extend([code] * times)

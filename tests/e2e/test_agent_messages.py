@@ -1,0 +1,165 @@
+"""`app.agent_messages` and the delivery chain through real processes (seed 004 §5.3–§5.4,
+issue 29 items 1 and 2): an app hears the Agent's texts it subscribed to once each; what came
+while its process was stopped and then SIGKILLed is in its inbox, and the next process's
+`list()` and `subscribe(include_pending=True)` fill the gap; unsubscribed, a text waits until
+the app's `acknowledge` removes it (once: a second says it was not there); a text its manifest
+does not subscribe to reaches no inbox (accepted, audited as filtered); a text for a disabled
+app is refused `app_disabled` and audited, never dropped in silence."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from lineup.actors.focus.messages import AppEnableRequest, InventoryReply
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode
+from lineup.actors.store.messages import InboxListReply, InboxListRequest
+from lineup.ops.agent import AgentClient
+from lineup.tests.support.listener_app import SCOPE, TEXT, Listener
+from lineup.tests.support.runtime import (
+    AGENT_ID,
+    CONVERSATION,
+    kill_and_wait_restarted,
+    shell_and_agent,
+    start_runtime_with_app,
+)
+from lineup.tests.support.shell import ShellClient
+from lineup.tests.support.tree import attach, audit_rows
+
+WAIT = 20.0
+INSTANCE = f"{SCOPE}:open-1"
+
+
+async def say(
+    agent: AgentClient, message_id: str, markdown: str, *, instance_id: str | None = INSTANCE
+) -> None:
+    envelope: dict[str, Any] = {
+        "v": 1,
+        "id": message_id,
+        "type": TEXT,
+        "conversation_id": CONVERSATION,
+        "app_scope": SCOPE,
+        "sender": {"kind": "agent", "id": AGENT_ID},
+        "payload": {"markdown": markdown},
+    }
+    if instance_id is not None:
+        envelope["instance_id"] = instance_id
+    await agent.send(envelope, idempotency_key=message_id)
+
+
+async def view_until(shell: ShellClient, **wanted: list[str]) -> dict[str, Any]:
+    def holds(sh: ShellClient) -> bool:
+        view = sh.views.get(INSTANCE, {})
+        return all(view.get(key) == value for key, value in wanted.items())
+
+    with trio.fail_after(WAIT):
+        await shell.wait_until(holds)
+    return shell.views[INSTANCE]
+
+
+async def inbox(reader: Bus, instance_id: str | None) -> list[str]:
+    page = await reader.request(
+        "store",
+        InboxListRequest(app_scope=SCOPE, conversation_id=CONVERSATION, instance_id=instance_id),
+        expect=InboxListReply,
+    )
+    return [row.delivery_id for row in page.rows]
+
+
+async def inbox_until(reader: Bus, wanted: list[str]) -> None:
+    with trio.fail_after(WAIT):
+        while await inbox(reader, INSTANCE) != wanted:
+            await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_an_app_hears_its_texts_once_and_the_gap_a_crash_left_is_filled_after_restart(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Listener, title="Listener")
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
+    await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id="open-1")
+    await agent.terminal("open-1")
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "inbox-reader")
+
+    # Running: each text is handed once, live, and acknowledged by the SDK (a display message).
+    await say(agent.client, "m-one", "one")
+    await say(agent.client, "m-two", "two")
+    await view_until(shell, live=["one", "two"])
+    await inbox_until(reader, [])
+
+    # Stopped, then SIGKILLed: what the Agent says meanwhile is persisted in the inbox (rule 1,
+    # rule 4), told to a process that never reads it.
+    child = runtime.supervisor.children[f"miniapp:{SCOPE}"]
+    assert child.pid is not None
+    os.kill(child.pid, signal.SIGSTOP)
+    await say(agent.client, "m-three", "three")
+    await say(agent.client, "m-four", "four")
+    await inbox_until(reader, ["m-three", "m-four"])
+    await kill_and_wait_restarted(runtime, f"miniapp:{SCOPE}")
+
+    # The new process: `list()` names the gap, the subscription is handed it at once, each
+    # text once however often the runtime tells it again, and then the inbox is empty.
+    view = await view_until(shell, listed=["three", "four"], pending=["three", "four"])
+    assert view["live"] == []
+    await inbox_until(reader, [])
+    await say(agent.client, "m-five", "five")
+    view = await view_until(shell, live=["five"])
+    assert view["pending"] == ["three", "four"]
+
+    # Unsubscribed: a text waits in the inbox until the app acknowledges it, once.
+    await agent.client.call_tool(CONVERSATION, "listener.mute", {}, revision, call_id="mute-1")
+    await agent.terminal("mute-1")
+    await say(agent.client, "m-six", "six")
+    await inbox_until(reader, ["m-six"])
+    ack = {"message_id": "m-six"}
+    await agent.client.call_tool(CONVERSATION, "listener.ack", ack, revision, call_id="ack-1")
+    done = await agent.terminal("ack-1")
+    assert done["payload"]["result"] == {"listed": ["m-six"], "first": True, "again": False}
+    await inbox_until(reader, [])
+    assert shell.views[INSTANCE]["live"] == ["five"]
+
+
+async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disabled_app_refuses(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Listener, title="Listener")
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
+    await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id="open-1")
+    await agent.terminal("open-1")
+    router = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+
+    # The manifest subscribes to texts for an instance: one for the app's conversation is
+    # accepted (not the Agent's error), reaches no inbox and is never handed; the next is.
+    await say(agent.client, "m-conversation", "not mine", instance_id=None)
+    await say(agent.client, "m-mine", "mine")
+    await view_until(shell, live=["mine"])
+    rows = await audit_rows(
+        router,
+        lambda rows: any(r.subject_id == "m-conversation" for r in rows),
+        event_prefix="router.message_filtered",
+    )
+    filtered = [r for r in rows if r.subject_id == "m-conversation"]
+    assert [(r.event, r.code, r.message_type) for r in filtered] == [
+        ("router.message_filtered.manifest", None, TEXT)
+    ]
+    assert await inbox(router, None) == []
+
+    # Disabled: a text for it is refused with its code and audited (rule 5), stored nowhere.
+    ui = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "switch")
+    off = await ui.request(
+        "focus", AppEnableRequest(app_scope=SCOPE, enabled=False), expect=InventoryReply
+    )
+    assert SCOPE in off.disabled_apps
+    await say(agent.client, "m-off", "while off")
+    rows = await audit_rows(
+        router,
+        lambda rows: any(r.subject_id == "m-off" for r in rows),
+        event_prefix="router.envelope_rejected",
+    )
+    assert [r.code for r in rows if r.subject_id == "m-off"] == [ErrorCode.APP_DISABLED.value]
+    assert await inbox(router, INSTANCE) == []
