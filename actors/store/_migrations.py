@@ -557,9 +557,30 @@ CREATE INDEX capability_requests_ended ON capability_requests (ended_at)
 CREATE INDEX capability_requests_open ON capability_requests (state) WHERE state = 'open';
 """
 
+# v12: deadline operations (issue 29, item 3; seed 004 §6.3): a runtime operation bound to one
+# of an app's tool calls, with its `ends_at` and the result the runtime submits then. Its end
+# and its call's terminal row are one transaction; an open one is fired at start if its
+# `ends_at` passed while the runtime was down.
+_V12: Final = """
+CREATE TABLE deadline_operations (
+    operation_id TEXT PRIMARY KEY,
+    call_id      TEXT NOT NULL UNIQUE,
+    app_scope    TEXT NOT NULL,
+    instance_id  TEXT NOT NULL,
+    state        TEXT NOT NULL CHECK (state IN ('running', 'completed', 'interrupted',
+                     'abandoned')),
+    ends_at      REAL NOT NULL,
+    result       TEXT NOT NULL CHECK (json_valid(result)),
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL
+) STRICT;
+CREATE INDEX deadline_operations_open ON deadline_operations (ends_at) WHERE state = 'running';
+CREATE INDEX deadline_operations_by_app ON deadline_operations (app_scope, created_at);
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11),
+    (10, _V10), (11, _V11), (12, _V12),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
