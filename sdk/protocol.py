@@ -68,6 +68,16 @@ from ._protocol.interactions import (
     InteractionUpdatedEvent,
     Presentation,
 )
+from ._protocol.operations import (
+    OperationEndedEvent,
+    OperationInfo,
+    OperationInterruptReply,
+    OperationInterruptRequest,
+    OperationListReply,
+    OperationListRequest,
+    OperationReply,
+    OperationStartRequest,
+)
 from ._protocol.registry import (
     AppOperationInfo,
     CatalogEntry,
@@ -172,6 +182,14 @@ __all__ = [
     "InteractionRecord",
     "InteractionUpdatedEvent",
     "LifecycleRequest",
+    "OperationEndedEvent",
+    "OperationInfo",
+    "OperationInterruptReply",
+    "OperationInterruptRequest",
+    "OperationListReply",
+    "OperationListRequest",
+    "OperationReply",
+    "OperationStartRequest",
     "Presentation",
     "RegistryAppInfo",
     "RegistryListReply",
