@@ -12,6 +12,7 @@ from typing import Final
 
 import pytest
 import trio
+import trio.testing
 
 from lineup.actors.focus.messages import (
     FindInstanceRequest,
@@ -86,6 +87,7 @@ class Router:
         self.app_calls = AppCalls(self.calls)
         self.operations = DeadlineOperations(self.calls)
         self.launch_under_way = trio.Event()
+        self.launch_done = trio.Event()  # set: focus's instance is ready at last
         self.ended: list[sdk.OperationInfo] = []  # what the app was told, in order
         self._told = trio.Event()
 
@@ -107,7 +109,8 @@ class Router:
     async def focus(self, env: Envelope) -> Message | None:
         if isinstance(env.body, LaunchRequest):
             self.launch_under_way.set()
-            await trio.sleep_forever()
+            await self.launch_done.wait()
+            return InstanceReply(instance_id=INSTANCE, app_scope=SCOPE, state="foreground")
         if isinstance(env.body, FindInstanceRequest):
             return InstanceReply(instance_id=INSTANCE, app_scope=SCOPE, state="foreground")
         if isinstance(env.body, InventoryRequest):
@@ -247,6 +250,11 @@ async def test_an_interruption_does_not_wait_for_the_launch_of_the_call_it_ends(
     with pytest.raises(LineUpError) as late:  # the app, up at last, cannot start it any more
         await router.operations.start(APP, start(60, "focus-1"))
     assert late.value.code is ErrorCode.CALL_ALREADY_FINAL
+
+    router.launch_done.set()  # the instance comes up after all: the call stays as it ended
+    await trio.testing.wait_all_tasks_blocked(0.1)
+    assert (await router.call("focus-1")).error_code == "cancelled_by_user"
+    await router.running_call("call-2")  # and the router goes on
 
 
 async def test_the_app_cannot_end_the_call_its_operation_owns(
