@@ -88,7 +88,15 @@ class Pomodoro(MiniApp):
         result = FocusOutput(status="completed", minutes=minutes).model_dump(mode="json")
         # A repeat (this process restarted and was handed the call again) answers the
         # operation already running: its `ends_at` is the first one, not a new one.
-        op = await self.app.operations.start(call.call_id, time.time() + minutes * 60, result)
+        try:
+            op = await self.app.operations.start(call.call_id, time.time() + minutes * 60, result)
+        except LineUpError as exc:
+            if exc.code is ErrorCode.CALL_ALREADY_FINAL:
+                return None  # interrupted while it was still starting: the runtime ended it
+            if exc.code is ErrorCode.FOREGROUND_REQUIRED:
+                await call.fail(exc.code.value, "the period starts only in front")
+                return None
+            raise
         period = {
             "call_id": call.call_id, "minutes": minutes, "label": call.input.label or "Focus",
             "ends_at": op.ends_at, "started_at": op.ends_at - minutes * 60, "state": op.state,
