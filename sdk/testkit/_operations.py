@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.facts.deadline_operations import INTERRUPTED_CODE, DeadlineOperationState
@@ -16,8 +17,31 @@ from lineup.facts.deadline_operations import INTERRUPTED_CODE, DeadlineOperation
 from .. import protocol as p
 from ..schema import validate
 
-if TYPE_CHECKING:
-    from ._runtime import FakeRuntime
+
+class _Call(Protocol):
+    """A call as the fake runtime records it (`CallRecord`)."""
+
+    call_id: str
+    tool: str
+    instance_id: str
+    progress: list[dict[str, Any]]
+    result: dict[str, Any] | None
+    error_code: str | None
+    output_schema: dict[str, Any] | None
+
+    @property
+    def final(self) -> bool: ...
+
+
+class _Runtime(Protocol):
+    """What of the fake runtime the operations read: the app's calls and instances' states."""
+
+    app_scope: str
+    states: dict[str, str]
+
+    @property
+    def calls(self) -> Mapping[str, _Call]: ...
+
 
 __all__ = ["FakeOperations"]
 
@@ -27,14 +51,15 @@ class FakeOperations:
 
     def __init__(self) -> None:
         self.operations: dict[str, p.OperationInfo] = {}
-        self.results: dict[str, dict[str, object]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.untold: list[p.OperationInfo] = []  # ends the app has not been told of yet
 
     def owns(self, call_id: str) -> bool:
         """Whether a running operation owns the call's end (the app may not end it)."""
         op = self.operations.get(call_id)
         return op is not None and op.state == "running"
 
-    def answer(self, request: Message, runtime: FakeRuntime) -> Message | None:
+    def answer(self, request: Message, runtime: _Runtime) -> Message | None:
         if isinstance(request, p.OperationStartRequest):
             return self._start(request, runtime)
         if isinstance(request, p.OperationInterruptRequest):
@@ -46,7 +71,7 @@ class FakeOperations:
             )
         return None
 
-    def _start(self, request: p.OperationStartRequest, runtime: FakeRuntime) -> p.OperationReply:
+    def _start(self, request: p.OperationStartRequest, runtime: _Runtime) -> p.OperationReply:
         record = runtime.calls.get(request.call_id)
         if record is None:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, request.call_id)
@@ -74,7 +99,7 @@ class FakeOperations:
         return p.OperationReply(operation=op)
 
     def _interrupt(
-        self, request: p.OperationInterruptRequest, runtime: FakeRuntime
+        self, request: p.OperationInterruptRequest, runtime: _Runtime
     ) -> p.OperationInterruptReply:
         if (request.call_id is None) == (request.tool is None):
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "name a call or a tool")
@@ -87,21 +112,21 @@ class FakeOperations:
             if request.tool not in (None, record.tool):
                 continue
             record.error_code = INTERRUPTED_CODE
-            self._end(record.call_id, "interrupted", runtime)
+            self._end(record.call_id, "interrupted")
             ended.append(record.call_id)
         return p.OperationInterruptReply(interrupted=tuple(ended))
 
-    def _end(self, call_id: str, state: DeadlineOperationState, runtime: FakeRuntime) -> None:
+    def _end(self, call_id: str, state: DeadlineOperationState) -> None:
         op = self.operations.get(call_id)
         if op is not None and op.state == "running":
             ended = op.model_copy(update={"state": state})
             self.operations[call_id] = ended
-            runtime.operations_ended.append(ended)
+            self.untold.append(ended)
 
-    def fire(self, call_id: str, runtime: FakeRuntime) -> None:
+    def fire(self, call_id: str, runtime: _Runtime) -> None:
         """`ends_at` has come: the call gets the operation's result (written by the runtime)."""
         op = self.operations.get(call_id)
         if op is None or op.state != "running":
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no running operation for the call")
         runtime.calls[call_id].result = self.results[call_id]
-        self._end(call_id, "completed", runtime)
+        self._end(call_id, "completed")

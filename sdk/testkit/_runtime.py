@@ -83,7 +83,6 @@ class FakeRuntime:
         self.registry = FakeRegistry()
         self.capabilities = FakeCapabilities()
         self.operations = FakeOperations()  # deadline operations: `fire_operation` ends one
-        self.operations_ended: list[p.OperationInfo] = []  # not yet told to the app
         # Each instance's state as focus reports it (`app.refresh`): `foreground` unless set,
         # e.g. `states[instance] = "background"` while the user looks at another app.
         self.states: dict[str, str] = {}
@@ -111,8 +110,8 @@ class FakeRuntime:
         (which calls the app's handlers). Raises `RuntimeError` if the
         app's handlers keep writing without end."""
         for _ in range(MAX_SETTLE_EVENTS):
-            if self.operations_ended:
-                ended = self.operations_ended.pop(0)
+            if self.operations.untold:
+                ended = self.operations.untold.pop(0)
                 if self.app is not None:
                     await self.app.on_operation_ended(ended)
                 continue
