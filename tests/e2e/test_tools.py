@@ -278,7 +278,8 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
     )
     assert inventory.revision != revision
     # Only the runtime's own standard interactions and the other bundled apps' tools are left.
-    left = {*STANDARD, "whiteboard.open", "whiteboard.submit", "app-registry.open"}
+    left = {*STANDARD, "whiteboard.open", "whiteboard.submit", "app-registry.open",
+            "pomodoro.focus", "pomodoro.interrupt"}  # fmt: skip
     assert {t.method for t in inventory.tools} == left
     newest = await agent.pull(
         "lineup.v1.client.inventory", lambda m: m["payload"]["revision"] == inventory.revision
