@@ -14,6 +14,9 @@ then on the call's one terminal result is the runtime's to write, never the app'
     running  --abandon-->    abandoned      the call ended another way first (its app closed,
                                             its own timeout): nothing more is written for it
 
+(An interruption that finds the call already ended by the user's interruption — it raced the
+operation's start — moves the operation to `interrupted` without writing anything either.)
+
 Each ending is ONE store request whose transaction moves the operation and steps its call (with
 its terminal outbox row), so an operation never ends without its call's one terminal row, nor
 twice. A final state never changes: an ending of an ended operation is answered as a repeat.

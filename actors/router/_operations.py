@@ -211,6 +211,9 @@ class DeadlineOperations:
         # No operation yet: the call is ended now, wherever it stands (held for its launch,
         # handed over, taken); a start that comes later finds it decided.
         ended = await self.calls.end(call.call_id, "cancel", machine.INTERRUPTED_CODE)
+        late = await self._operation_of(call.call_id)
+        if late is not None and late.state == "running":  # its start raced this interruption
+            await self._end(late, "interrupt")
         if ended and call.instance_id is not None:
             await self.calls.bus.tell(
                 f"miniapp:{call.app_scope}",

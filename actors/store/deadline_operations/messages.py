@@ -75,8 +75,9 @@ class DeadlineOperationStartReply(Message):
 class DeadlineOperationEndRequest(Message):
     """End the operation of `call_id` by `event` (`fire`, `interrupt`), in ONE transaction with
     its call's step (`step`: `submit` with the operation's result, or `cancel`). If the call was
-    decided meanwhile (closed, expired), the operation is `abandoned` instead and `step` is not
-    applied. An operation already ended is answered as it is (`changed` False). `app_scope`,
+    decided meanwhile, `step` is not applied and the operation is `interrupted` (an
+    interruption of a call the user's interruption ended first: it raced the start) or
+    `abandoned` (closed, expired). An operation already ended is answered as it is (`changed` False). `app_scope`,
     when given, is the caller's: another app's operation is refused `app_scope_mismatch`."""
 
     type: Literal["store.deadline_operation.end"] = "store.deadline_operation.end"

@@ -146,10 +146,14 @@ def deadline_operation_end(
     if req.step.call_id != req.call_id or req.step.event != machine.CALL_STEP[req.event]:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, f"{req.event} is not that step")
     call = _call(conn, req.call_id, now)
-    if call.state in calls.DECIDED:  # it ended another way first: nothing more to write for it
-        ended = _set_state(conn, req.call_id, machine.move(op.state, "abandon"), now)
+    if call.state in calls.DECIDED:  # it ended first: nothing more to write for it
+        # Ended by the same interruption (which found no operation yet, as this one started),
+        # the operation is interrupted; any other way (closed, expired), abandoned.
+        by_user = req.event == "interrupt" and call.error_code == machine.INTERRUPTED_CODE
+        event: machine.DeadlineOperationEvent = "interrupt" if by_user else "abandon"
+        ended = _set_state(conn, req.call_id, machine.move(op.state, event), now)
         _audit(conn, now, actor, ended, code=call.error_code)
-        return DeadlineOperationEndReply(operation=ended, call=None, changed=True, event="abandon")
+        return DeadlineOperationEndReply(operation=ended, call=None, changed=True, event=event)
     after = machine.move(op.state, req.event)
     stepped = tool_call_step(conn, req.step, now, actor=actor)
     ended = _set_state(conn, req.call_id, after, now)

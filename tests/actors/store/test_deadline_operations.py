@@ -201,3 +201,20 @@ async def test_the_app_cannot_end_a_call_its_operation_owns(store: StoreHarness)
         refused = await refusal(store, step(event, expected_app_scope=SCOPE))
         assert refused is ErrorCode.PERMISSION_DENIED
     assert (await must_get(store)).state == "running"
+
+
+async def test_an_operation_started_as_its_call_was_interrupted_ends_interrupted(
+    store: StoreHarness,
+) -> None:
+    await running(store)
+    await store.ask(start(), DeadlineOperationStartReply)
+    await store.ask(step("cancel", code="cancelled_by_user"), ToolCallStepReply)
+
+    ended = await store.ask(interrupt(), DeadlineOperationEndReply)
+
+    assert (ended.changed, ended.event, ended.operation.state, ended.call) == (
+        True, "interrupt", "interrupted", None,
+    )  # fmt: skip
+    assert [row for row in await outbox(store) if row[0] == row_id("terminal")] == [
+        (row_id("terminal"), ERROR)
+    ]
