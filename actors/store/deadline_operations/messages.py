@@ -77,8 +77,9 @@ class DeadlineOperationEndRequest(Message):
     its call's step (`step`: `submit` with the operation's result, or `cancel`). If the call was
     decided meanwhile, `step` is not applied and the operation is `interrupted` (an
     interruption of a call the user's interruption ended first: it raced the start) or
-    `abandoned` (closed, expired). An operation already ended is answered as it is (`changed` False). `app_scope`,
-    when given, is the caller's: another app's operation is refused `app_scope_mismatch`."""
+    `abandoned` (closed, expired). An operation already ended is answered as it is (`changed`
+    False). `app_scope`, when given, is the caller's: another app's operation is refused
+    `app_scope_mismatch`."""
 
     type: Literal["store.deadline_operation.end"] = "store.deadline_operation.end"
     call_id: Id
