@@ -67,6 +67,13 @@ BUNDLED: Final = (
         title="App Registry",
         manifest=_HERE / "app_registry" / "manifest.json",
     ),
+    # Focus periods whose end the runtime owns (a deadline operation, seed 004 §6.3).
+    BundledApp(
+        app_scope="pomodoro",
+        entry="lineup.miniapps.pomodoro:Pomodoro",
+        title="Pomodoro",
+        manifest=_HERE / "pomodoro" / "manifest.json",
+    ),
 )
 # The apps whose process is part of the tree rather than started by focus on demand.
 RESIDENT: Final = (SYSTEM_APP,)

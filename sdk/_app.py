@@ -30,6 +30,7 @@ from ._services import (
     Ui,
 )
 from ._state import State
+from .operations import Operations
 
 __all__ = ["AppContext", "MiniApp"]
 
@@ -82,6 +83,7 @@ class AppContext:
         self.granted_permissions: tuple[str, ...] = ()
         self.surfaces = Surfaces(host)
         self.registry = Registry(host)  # answered to the App Registry alone
+        self.operations = Operations(host)  # deadline operations: the runtime ends the call
 
     async def refresh(self, instance_id: str | None = None) -> p.ContextReply:
         """The runtime's facts about `instance_id` (one of this app's; default: the process's
@@ -146,6 +148,10 @@ class MiniApp:
 
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
         """A call of this app expired, was cancelled, or its instance closed: stop on it."""
+
+    async def on_operation_ended(self, operation: p.OperationInfo) -> None:
+        """One of this app's deadline operations ended (`operation.state`): the runtime wrote
+        its call's result. Update what the app shows; told at least once while it runs."""
 
     async def on_interaction_updated(self, record: p.InteractionRecord) -> None:
         """One of this app's interactions has its answer (`record.result`) or ended

@@ -297,6 +297,10 @@ class MiniAppHost(Actor):
     def on_state_changed(self, msg: p.AppStateChangedEvent, env: Envelope) -> None:
         self._enqueue(msg)
 
+    @handles(p.OperationEndedEvent)
+    def on_operation_ended(self, msg: p.OperationEndedEvent, env: Envelope) -> None:
+        self._enqueue(msg)
+
     @handles(p.ToolCallEvent)
     def on_tool_call(self, msg: p.ToolCallEvent, env: Envelope) -> None:
         self._start_tool(msg)
@@ -385,6 +389,8 @@ async def _dispatch(app: MiniApp, event: Message, context: AppContext) -> None:
         await context.state._resubscribe()  # a restarted focus forgot its subscribers
     elif isinstance(event, p.ToolCancelledEvent):
         await app.on_tool_cancelled(event.call_id, event.code)
+    elif isinstance(event, p.OperationEndedEvent):
+        await app.on_operation_ended(event.operation)
     elif isinstance(event, p.InteractionUpdatedEvent):
         await app.on_interaction_updated(event.interaction)
     elif isinstance(event, p.SurfaceEvent):

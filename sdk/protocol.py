@@ -114,6 +114,16 @@ from ._protocol.navigation import (
     DisplayMode,
     EntrypointSummary,
 )
+from ._protocol.operations import (
+    OperationEndedEvent,
+    OperationInfo,
+    OperationInterruptReply,
+    OperationInterruptRequest,
+    OperationListReply,
+    OperationListRequest,
+    OperationReply,
+    OperationStartRequest,
+)
 from ._protocol.registry import (
     AppOperationInfo,
     CatalogEntry,
@@ -266,6 +276,14 @@ __all__ = [
     "LifecycleRequest",
     "ModeChangedEvent",
     "ModeSwitchRequest",
+    "OperationEndedEvent",
+    "OperationInfo",
+    "OperationInterruptReply",
+    "OperationInterruptRequest",
+    "OperationListReply",
+    "OperationListRequest",
+    "OperationReply",
+    "OperationStartRequest",
     "Presentation",
     "RegistryAppInfo",
     "RegistryListReply",

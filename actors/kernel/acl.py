@@ -52,6 +52,7 @@ STORE_GRANTS: Final[Mapping[ActorKind, tuple[str, ...]]] = {
     K.ROUTER: (
         "store.tool_call.*",
         "store.interaction.*",  # a step carries its call's step: one transaction
+        "store.deadline_operation.*",  # likewise: an operation's end and its call's step
         "store.app_session.*",  # opened and closed with their outbox rows
         "store.instance.list",  # read: at start, the calls of instances that ended meanwhile
         "store.conversation.*",

@@ -9,7 +9,8 @@ by `_deliveries` (the fast path: the inbox is the reliable one, which the SDK li
 app starts; `_redelivery` tells again what waited there too long). An app's inbox, texts and
 history are `_conversation`'s. An Agent's tool call is checked and routed by the
 `_pipeline`, each of its steps is `_tools`', and what the app does with it `_app_calls`'; the
-inventory it is checked against is `_inventory`'s. Questions to the user are
+inventory it is checked against is `_inventory`'s; a call whose end the runtime owns (a
+deadline operation) is `_operations`'. Questions to the user are
 `_interactions`' (a MiniApp's own, `_app_questions`'), app sub-sessions `_app_sessions`'; an
 instance's ending, which touches all three, is `_lifecycle`'s. Everything they send the Agent
 goes through one outbox writer (`_outbox`), in the session the transport logged in to
@@ -46,6 +47,7 @@ from ._inbound import Inbound
 from ._interactions import InteractionService
 from ._inventory import Inventory
 from ._lifecycle import InstanceLifecycle
+from ._operations import DeadlineOperations
 from ._pipeline import ToolPipeline
 from ._redelivery import Redelivery
 from ._session import SessionCache
@@ -88,6 +90,7 @@ class RouterActor(Actor):
         self.calls = ToolCalls(self.bus, me, self.session.get, self.inventory)
         self.tools = ToolPipeline(self.calls, self.inventory)
         self.app_calls = AppCalls(self.calls)
+        self.operations = DeadlineOperations(self.calls)
         self.interactions = InteractionService(self.bus, me, self.session.get)
         self.questions = AppQuestions(self.interactions)
         self.sessions = AppSessions(self.bus, self.session.get)
@@ -108,6 +111,7 @@ class RouterActor(Actor):
             self._nursery = nursery
             await nursery.start(self.tools.run)
             await nursery.start(self.interactions.run)
+            await nursery.start(self.operations.run)
             nursery.start_soon(self.lifecycle.sweep)  # what a lost event left undone
             nursery.start_soon(self._reconcile)
             task_status.started()
@@ -214,6 +218,24 @@ class RouterActor(Actor):
         self, msg: sdk.ToolPendingRequest, env: Envelope
     ) -> sdk.ToolPendingReply:
         return await self.app_calls.pending(env.sender)
+
+    @handles(sdk.OperationStartRequest)
+    async def on_operation_start(
+        self, msg: sdk.OperationStartRequest, env: Envelope
+    ) -> sdk.OperationReply:
+        return await self.operations.start(env.sender, msg)
+
+    @handles(sdk.OperationInterruptRequest)
+    async def on_operation_interrupt(
+        self, msg: sdk.OperationInterruptRequest, env: Envelope
+    ) -> sdk.OperationInterruptReply:
+        return await self.operations.interrupt(env.sender, msg)
+
+    @handles(sdk.OperationListRequest)
+    async def on_operation_list(
+        self, msg: sdk.OperationListRequest, env: Envelope
+    ) -> sdk.OperationListReply:
+        return await self.operations.list(env.sender, msg)
 
     @handles(SessionStartedEvent)
     async def on_session_started(self, msg: SessionStartedEvent, env: Envelope) -> None:

@@ -382,6 +382,8 @@ class ToolPipeline:
         try:
             await self.calls.step(call.call_id, "activated", instance_id=instance.instance_id)
         except LineUpError as exc:
+            if exc.code is ErrorCode.CALL_ALREADY_FINAL:
+                return  # ended while its instance started (interrupted, expired): it stays so
             if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:
                 raise
             # Closed as soon as it was ready, before the call was its: the launch was cancelled.

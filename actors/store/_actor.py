@@ -51,6 +51,7 @@ from .cursors import operations as cursors
 from .dead_letters import operations as dead_letters
 from .dead_letters.messages import QUARANTINE_SUMMARY_FILE
 from .dead_letters.sweep import sweep_at_start
+from .deadline_operations import operations as deadline_operations
 from .inbox import operations as inbox
 from .instances import operations as instances
 from .interactions import operations as interactions
@@ -86,6 +87,7 @@ TABLE: Final[tuple[Served, ...]] = (
     *artifacts.HANDLERS,
     *capabilities.HANDLERS,
     *capability_requests.HANDLERS,
+    *deadline_operations.HANDLERS,  # an ending carries its call's step: one transaction
 )
 
 

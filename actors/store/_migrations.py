@@ -557,10 +557,25 @@ CREATE INDEX capability_requests_ended ON capability_requests (ended_at)
 CREATE INDEX capability_requests_open ON capability_requests (state) WHERE state = 'open';
 """
 
-# v12: reserved for the branch of issue 29 that adds it (another engineer's); the merge takes
-# that one in place of this placeholder, which changes nothing.
+# v12: deadline operations (issue 29, item 3; seed 004 §6.3): a runtime operation bound to one
+# of an app's tool calls, with its `ends_at` and the result the runtime submits then. Its end
+# and its call's terminal row are one transaction; an open one is fired at start if its
+# `ends_at` passed while the runtime was down.
 _V12: Final = """
-SELECT 1;
+CREATE TABLE deadline_operations (
+    operation_id TEXT PRIMARY KEY,
+    call_id      TEXT NOT NULL UNIQUE,
+    app_scope    TEXT NOT NULL,
+    instance_id  TEXT NOT NULL,
+    state        TEXT NOT NULL CHECK (state IN ('running', 'completed', 'interrupted',
+                     'abandoned')),
+    ends_at      REAL NOT NULL,
+    result       TEXT NOT NULL CHECK (json_valid(result)),
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL
+) STRICT;
+CREATE INDEX deadline_operations_open ON deadline_operations (ends_at) WHERE state = 'running';
+CREATE INDEX deadline_operations_by_app ON deadline_operations (app_scope, created_at);
 """
 
 # v13: the records of seed 000 §6 and seed 004 §4.3 (issue 29, items 5 and 6). An instance keeps

@@ -155,6 +155,15 @@ from .dead_letters.messages import (
     DeadLetterSummaryReply,
     DeadLetterSummaryRequest,
 )
+from .deadline_operations.messages import (
+    DeadlineOperationEndReply,
+    DeadlineOperationEndRequest,
+    DeadlineOperationListReply,
+    DeadlineOperationListRequest,
+    DeadlineOperationRow,
+    DeadlineOperationStartReply,
+    DeadlineOperationStartRequest,
+)
 from .inbox.messages import (
     InboxAckManyReply,
     InboxAckManyRequest,
@@ -328,6 +337,13 @@ __all__ = [
     "DeadLetterRow",
     "DeadLetterSummaryReply",
     "DeadLetterSummaryRequest",
+    "DeadlineOperationEndReply",
+    "DeadlineOperationEndRequest",
+    "DeadlineOperationListReply",
+    "DeadlineOperationListRequest",
+    "DeadlineOperationRow",
+    "DeadlineOperationStartReply",
+    "DeadlineOperationStartRequest",
     "FocusStackGetReply",
     "FocusStackGetRequest",
     "FocusStackSetReply",

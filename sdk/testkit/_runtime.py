@@ -22,6 +22,7 @@ from ._inbox import FakeConversation, FakeInbox
 from ._interactions import FakeInteractions
 from ._lifecycle import FakeLifecycle
 from ._navigation import NAVIGATION_REQUESTS, FakeNavigation
+from ._operations import FakeOperations
 from ._registry import FakeRegistry
 from ._session_data import FakeSessionData
 from ._surfaces import FakeSurfaces, compact
@@ -83,6 +84,7 @@ class FakeRuntime:
         self.registry = FakeRegistry()
         self.capabilities = FakeCapabilities()
         self.navigation = FakeNavigation()
+        self.operations = FakeOperations()  # deadline operations: `fire_operation` ends one
         # Each instance's state as focus reports it (`app.refresh`): `foreground` unless set,
         # e.g. `states[instance] = "background"` while the user looks at another app.
         self.states: dict[str, str] = {}
@@ -121,6 +123,11 @@ class FakeRuntime:
                     self._context._mode_changed(switched)
                 if self.app is not None:
                     await self.app.on_mode_changed(switched)
+                continue
+            if self.operations.untold:
+                ended = self.operations.untold.pop(0)
+                if self.app is not None:
+                    await self.app.on_operation_ended(ended)
                 continue
             if self.surfaces.untold:
                 closed = self.surfaces.untold.pop(0)
@@ -176,6 +183,12 @@ class FakeRuntime:
             await self._context.agent_messages.dispatch(deliveries)
         await self.settle()
 
+    async def fire_operation(self, call_id: str) -> None:
+        """The `ends_at` of the call's operation has come: the runtime submits its result and
+        tells the app (`on_operation_ended`). Settles afterwards."""
+        self.operations.fire(call_id, self)
+        await self.settle()
+
     def refuse(self, request: type[Message], code: ErrorCode, times: int = 1) -> None:
         """Refuse the next `times` requests of this type with `code`."""
         self._refusals.setdefault(request, []).extend([code] * times)
@@ -202,6 +215,9 @@ class FakeRuntime:
         artifact = self.artifacts.answer(request, self.app_scope, self.instances)
         if artifact is not None:
             return artifact
+        operation = self.operations.answer(request, self)
+        if operation is not None:
+            return operation
         if isinstance(request, p.CapabilityRequest):
             return self.capabilities._answer(request, self.instances)
         if isinstance(request, p.InboxListRequest):
@@ -330,22 +346,29 @@ class FakeRuntime:
             raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id)
         return record
 
+    def _ending(self, call_id: str) -> CallRecord:
+        """An open call the app may end: not one whose end a deadline operation owns."""
+        record = self._open(call_id)
+        if self.operations.owns(call_id):
+            raise LineUpError(ErrorCode.PERMISSION_DENIED, call_id)
+        return record
+
     async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
         self._open(call_id).progress.append(progress)
 
     async def complete(self, call_id: str, result: dict[str, Any]) -> None:
-        record = self._open(call_id)
+        record = self._ending(call_id)
         if record.output_schema is not None and validate(record.output_schema, result):
             raise LineUpError(ErrorCode.TOOL_OUTPUT_INVALID, call_id)
         record.result = result
 
     async def fail(self, call_id: str, code: str, message: str = "") -> None:
-        record = self._open(call_id)
+        record = self._ending(call_id)
         record.error_code = code
         record.error_message = message
 
     async def cancel(self, call_id: str, reason: str) -> None:
-        self._open(call_id).cancelled_reason = reason
+        self._ending(call_id).cancelled_reason = reason
 
 
 async def start(

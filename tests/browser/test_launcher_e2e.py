@@ -24,7 +24,7 @@ from .conftest import ShellPage
 
 WAIT_MS: Final = 15_000  # a real runtime: processes, an HTTP AppServer
 FRAME: Final = '[data-testid="surface-frame"]'
-EVERY_APP: Final = ["App Registry", "Task Dashboard", "Whiteboard"]  # by title, no chat
+EVERY_APP: Final = ["App Registry", "Pomodoro", "Task Dashboard", "Whiteboard"]  # by title, no chat
 
 
 def tabs(p: Page) -> Locator:
@@ -54,14 +54,14 @@ def open_the_whiteboard(p: Page, shell_url: str) -> None:
     expect(entries(p)).to_have_text(EVERY_APP, timeout=WAIT_MS)
     expect(entries(p).nth(0)).to_be_focused()
     p.keyboard.press("ArrowUp")  # wraps to the last
-    expect(entries(p).nth(2)).to_be_focused()
+    expect(entries(p).nth(3)).to_be_focused()
     p.keyboard.press("ArrowDown")  # and back round to the first
     expect(entries(p).nth(0)).to_be_focused()
     p.keyboard.press("End")
     p.keyboard.press("ArrowUp")
-    expect(entries(p).nth(1)).to_be_focused()
+    expect(entries(p).nth(2)).to_be_focused()
     p.keyboard.press("ArrowDown")
-    whiteboard = entries(p).nth(2)
+    whiteboard = entries(p).nth(3)
     expect(whiteboard).to_have_text("Whiteboard")
     expect(whiteboard).to_be_focused()
     p.keyboard.press("Enter")
@@ -88,11 +88,11 @@ def open_the_whiteboard(p: Page, shell_url: str) -> None:
 
 
 def the_disabled_app_left_the_menu(p: Page) -> None:
-    expect(entries(p)).to_have_text(["App Registry", "Whiteboard"], timeout=WAIT_MS)
+    expect(entries(p)).to_have_text(["App Registry", "Pomodoro", "Whiteboard"], timeout=WAIT_MS)
     expect(p.get_by_test_id("apps-menu")).to_be_visible()
     p.keyboard.press("Escape")
     p.keyboard.press("Enter")  # opened again: the list is the runtime's, not this page's
-    expect(entries(p)).to_have_text(["App Registry", "Whiteboard"])
+    expect(entries(p)).to_have_text(["App Registry", "Pomodoro", "Whiteboard"])
     entries(p).nth(0).click()  # the pointer works too
     expect(p.get_by_test_id("apps-menu")).to_be_hidden()
     expect(tabs(p)).to_have_text(["Chat", "Whiteboard", "App Registry"], timeout=WAIT_MS)

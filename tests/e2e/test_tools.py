@@ -284,6 +284,8 @@ async def test_refused_calls_get_their_stable_code_and_never_reach_a_miniapp(
         "whiteboard.show",
         "whiteboard.submit",
         "app-registry.open",
+        "pomodoro.focus",
+        "pomodoro.interrupt",
     }
     assert {t.method for t in inventory.tools} == left
     newest = await agent.pull(

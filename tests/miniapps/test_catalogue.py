@@ -46,6 +46,7 @@ def test_the_registry_entries_are_those_the_runtime_has_always_offered() -> None
         "task-dashboard",
         "whiteboard",
         "app-registry",
+        "pomodoro",
     ]
     assert entries[0] == {
         "app_scope": "chat",

@@ -202,6 +202,16 @@ def _written(conn: Connection, call_id: str, row: OutboxRowIn) -> bool:
     return True
 
 
+def _runtime_owned(conn: Connection, call_id: str) -> bool:
+    """Whether a running deadline operation owns the call's end (`deadline_operations/`)."""
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM deadline_operations WHERE call_id = ? AND state = 'running'",
+            (call_id,),
+        ).fetchall()
+    )
+
+
 def tool_call_step(
     conn: Connection, req: ToolCallStepRequest, now: float, *, actor: str = "store"
 ) -> ToolCallStepReply:
@@ -224,6 +234,9 @@ def tool_call_step(
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such tool call")
     before = None if call is None else call.state
     after = machine.move(before, req.event).to
+    if req.expected_app_scope is not None and _runtime_owned(conn, req.call_id):
+        # A deadline operation's call ends by the runtime alone (seed 004 §6.3), never its app.
+        raise LineUpError(ErrorCode.PERMISSION_DENIED, "the runtime ends this call")
     if req.event in machine.BINDS and req.instance_id is not None:
         _check_instance_live(conn, req.instance_id)
     # Every bound is checked before the first write, so that a refusal leaves nothing behind.

@@ -50,10 +50,11 @@ def test_the_launcher_offers_each_enabled_usable_app_but_the_chat_by_title() -> 
     offered = [(app.app_scope, app.title) for app in actor.access.app_list().launchable]
     assert offered == [
         ("app-registry", "App Registry"),
+        ("pomodoro", "Pomodoro"),
         ("task-dashboard", "Task Dashboard"),
         ("whiteboard", "Whiteboard"),
     ]
     actor.book.change("task-dashboard", enabled=False)  # disabled: not offered
     actor.book.change("app-registry", refusal=ErrorCode.APP_UNAVAILABLE)  # cannot run here
     offered = [(app.app_scope, app.title) for app in actor.access.app_list().launchable]
-    assert offered == [("whiteboard", "Whiteboard")]
+    assert offered == [("pomodoro", "Pomodoro"), ("whiteboard", "Whiteboard")]

@@ -215,6 +215,7 @@ AREAS: dict[str, tuple[ActorKind, tuple[str, ...]]] = {
     "artifacts": (K.GATEWAY, ("store.artifact.",)),
     "capability grants": (K.GATEWAY, ("store.capability_grant.",)),
     "capability requests": (K.GATEWAY, ("store.capability_request.",)),
+    "deadline operations": (K.ROUTER, ("store.deadline_operation.",)),
 }
 # The requests that change nothing, listed by hand (not read from the ACL), so that this file is
 # a second opinion on which requests write. Every other store request writes.
@@ -222,6 +223,7 @@ READS = frozenset(
     {
         "store.tool_call.get",
         "store.tool_call.list",
+        "store.deadline_operation.list",
         "store.interaction.get",
         "store.interaction.list",
         "store.app_session.get",

@@ -1,0 +1,188 @@
+"""Pomodoro: a focus period of N minutes, as a tool call whose end the runtime owns.
+
+`pomodoro.focus` (handling `launch`, in front) opens an instance and starts a runtime deadline
+operation for the call (`app.operations.start`): the runtime writes the call's `started`
+progress once the instance is in front and the operation exists, and at `ends_at` it submits
+the call's one result itself — also after a restart of the whole runtime in the middle of the
+period. This app never completes a focus call (the runtime refuses it if it tried).
+`pomodoro.interrupt` (handling `direct`, `activation_not_required`: never held for a launch)
+is the user's interruption, passed on to the runtime (`app.operations.interrupt`), which ends
+every open focus call `cancelled_by_user` — one whose instance is still starting, too.
+
+What the view shows (the period's length, its end, its state) is the instance's session data,
+the app's display state only: the deadline, the interruption and the result are the
+runtime's. The view is the Shell's generic card: the time left when it was drawn, the end time,
+and the share of the period gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, card, tool
+from lineup.sdk import protocol as p
+
+__all__ = ["FOCUS", "INTERRUPT", "Pomodoro"]
+
+log = logging.getLogger("lineup.pomodoro")
+
+FOCUS: Final = "pomodoro.focus"
+INTERRUPT: Final = "pomodoro.interrupt"
+MAX_MINUTES: Final = 180
+# The focus call's own deadline: longer than any period, so the runtime's operation ends it.
+FOCUS_TIMEOUT_MS: Final = (MAX_MINUTES + 10) * 60 * 1000
+_SHOWN: Final = {"running": "Focusing", "completed": "Done", "interrupted": "Interrupted",
+                 "abandoned": "Stopped"}  # fmt: skip
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FocusInput(_Model):
+    minutes: float = Field(ge=0.01, le=MAX_MINUTES)
+    label: str | None = Field(default=None, min_length=1, max_length=80)
+
+
+class FocusOutput(_Model):
+    status: Literal["completed"]
+    minutes: float = Field(ge=0.01, le=MAX_MINUTES)
+
+
+class InterruptInput(_Model):
+    pass
+
+
+class InterruptOutput(_Model):
+    interrupted: int = Field(ge=0, le=500)
+
+
+class Pomodoro(MiniApp):
+    app_info = AppInfo(app_scope="pomodoro", title="Pomodoro", version="1.0.0",
+                       kind="bundled-reference")  # fmt: skip
+
+    def __init__(self) -> None:
+        self.periods: dict[str, dict[str, Any]] = {}  # instance_id -> its period, as shown
+        self.revisions: dict[str, int] = {}  # instance_id -> session data revision we wrote
+
+    async def start(self, app: AppContext) -> None:
+        self.app = app
+
+    @tool(
+        FOCUS,
+        handling="launch",
+        input=FocusInput,
+        output=FocusOutput,
+        requires_foreground=True,
+        timeout_ms=FOCUS_TIMEOUT_MS,
+        description="Start a focus period of `minutes` in front of the user. The result "
+        "comes when the period is over; an interruption ends it cancelled_by_user.",
+    )
+    async def focus(self, call: ToolCall[FocusInput]) -> FocusOutput | None:
+        minutes = call.input.minutes
+        result = FocusOutput(status="completed", minutes=minutes).model_dump(mode="json")
+        # A repeat (this process restarted and was handed the call again) answers the
+        # operation already running: its `ends_at` is the first one, not a new one.
+        try:
+            op = await self.app.operations.start(call.call_id, time.time() + minutes * 60, result)
+        except LineUpError as exc:
+            if exc.code is ErrorCode.CALL_ALREADY_FINAL:
+                return None  # interrupted while it was still starting: the runtime ended it
+            if exc.code is ErrorCode.FOREGROUND_REQUIRED:
+                await call.fail(exc.code.value, "the period starts only in front")
+                return None
+            raise
+        period = {
+            "call_id": call.call_id, "minutes": minutes, "label": call.input.label or "Focus",
+            "ends_at": op.ends_at, "started_at": op.ends_at - minutes * 60, "state": op.state,
+        }  # fmt: skip
+        await self._show(call.instance_id, period)
+        return None  # the runtime ends it: at `ends_at`, or at the user's interruption
+
+    @tool(
+        INTERRUPT,
+        handling="direct",
+        activation="activation_not_required",
+        input=InterruptInput,
+        output=InterruptOutput,
+        timeout_ms=30_000,
+        description="The user interrupts the focus period (also one still starting).",
+    )
+    async def interrupt(self, call: ToolCall[InterruptInput]) -> InterruptOutput:
+        ended = await self.app.operations.interrupt(tool=FOCUS)
+        return InterruptOutput(interrupted=len(ended))
+
+    async def on_operation_ended(self, operation: p.OperationInfo) -> None:
+        period = await self._period(operation.instance_id)
+        if period is None or period["call_id"] != operation.call_id:
+            return
+        await self._show(operation.instance_id, {**period, "state": operation.state})
+
+    async def on_tool_cancelled(self, call_id: str, code: str) -> None:
+        for instance_id, period in list(self.periods.items()):
+            if period["call_id"] == call_id and period["state"] == "running":
+                state = "interrupted" if code == ErrorCode.CANCELLED_BY_USER.value else "abandoned"
+                await self._show(instance_id, {**period, "state": state})
+
+    async def on_view_refresh(self) -> None:
+        for instance_id in list(self.periods):
+            await self._render(instance_id)
+
+    async def _period(self, instance_id: str) -> dict[str, Any] | None:
+        if instance_id not in self.periods:
+            try:
+                stored = await self.app.session_data.get(instance_id)
+            except LineUpError as exc:
+                if exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND:
+                    return None
+                raise
+            self.revisions[instance_id] = stored.revision
+            if not isinstance(stored.data, dict) or "call_id" not in stored.data:
+                return None
+            self.periods[instance_id] = dict(stored.data)
+        return self.periods[instance_id]
+
+    async def _show(self, instance_id: str, period: dict[str, Any]) -> None:
+        """Keep the period as the instance's display state, then draw it."""
+        await self._period(instance_id)  # the stored revision, after a restart
+        self.periods[instance_id] = period
+        for attempt in range(2):
+            try:
+                self.revisions[instance_id] = await self.app.session_data.replace(
+                    instance_id, dict(period), self.revisions.get(instance_id, 0)
+                )
+                break
+            except LineUpError as exc:
+                if exc.code is not ErrorCode.STALE_REVISION or attempt == 1:
+                    raise
+                self.revisions[instance_id] = (
+                    await self.app.session_data.get(instance_id)
+                ).revision
+        await self._render(instance_id)
+
+    async def _render(self, instance_id: str) -> None:
+        period = self.periods[instance_id]
+        try:
+            ends_at, minutes = float(period["ends_at"]), float(period["minutes"])
+            state = str(period["state"])
+        except (KeyError, TypeError, ValueError, ValidationError):
+            return
+        left = max(0.0, ends_at - time.time()) if state == "running" else 0.0
+        gone = 1.0 if state == "completed" else min(1.0, max(0.0, 1 - left / (minutes * 60)))
+        end = datetime.fromtimestamp(ends_at, UTC).strftime("%H:%M:%S UTC")
+        await self.app.ui.render(
+            instance_id,
+            card(
+                title=str(period.get("label", "Focus"))[:80],
+                text=f"{_SHOWN.get(state, state)}: {int(left // 60)} min {int(left % 60)} s left"
+                if state == "running"
+                else _SHOWN.get(state, state),
+                fields={"Length": f"{minutes:g} min", "Ends at": end, "State": state},
+                progress=gone,
+            ),
+        )

@@ -1,0 +1,60 @@
+"""The Pomodoro in real Chromium against a real runtime (issue 29, item 3): a focus period the
+Agent starts is shown in front with the time left, its end and its state; the interruption
+(the Agent's `pomodoro.interrupt`) is shown as soon as the runtime has ended the period. What
+the view shows is the app's display state; the period's end is the runtime's."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+import trio
+from playwright.sync_api import Page, expect
+
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+
+from .conftest import ShellPage
+
+WAIT_MS: Final = 20_000  # a real runtime: processes, an HTTP AppServer
+PROGRESS: Final = "lineup.v1.tool.progress"
+
+
+async def test_the_focus_period_shows_its_time_left_and_then_its_interruption(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_MS / 1000)
+    revision = await agent.revision_with("pomodoro.focus")
+    await agent.client.call_tool(
+        CONVERSATION, "pomodoro.focus", {"minutes": 25, "label": "Write the report"}, revision,
+        call_id="focus-1",
+    )  # fmt: skip
+    started = await agent.pull(PROGRESS, lambda m: m["payload"]["call_id"] == "focus-1")
+    ends_at = started["payload"]["progress"]["ends_at"]
+    end = datetime.fromtimestamp(ends_at, UTC).strftime("%H:%M:%S UTC")
+
+    def focusing(p: Page) -> None:
+        p.goto(runtime.shell_url)
+        tab = p.get_by_test_id("app-switcher").get_by_test_id("app-tab").nth(1)
+        expect(tab).to_have_attribute("aria-current", "page", timeout=WAIT_MS)
+        expect(p.get_by_test_id("card-view-title")).to_have_text("Write the report")
+        expect(p.get_by_test_id("card-view-text")).to_have_text(
+            re.compile(r"^Focusing: 2[45] min [0-9]{1,2} s left$"), timeout=WAIT_MS
+        )
+        values = p.get_by_test_id("card-view-value")
+        expect(values).to_have_text(["25 min", end, "running"])
+
+    await page.run(focusing)
+
+    await agent.client.call_tool(CONVERSATION, "pomodoro.interrupt", {}, revision, call_id="stop-1")
+    assert (await agent.terminal("focus-1"))["payload"]["code"] == "cancelled_by_user"
+
+    def interrupted(p: Page) -> None:
+        expect(p.get_by_test_id("card-view-text")).to_have_text("Interrupted", timeout=WAIT_MS)
+        expect(p.get_by_test_id("card-view-value").nth(2)).to_have_text("interrupted")
+
+    await page.run(interrupted)
+    assert page.console_errors == []
