@@ -114,8 +114,21 @@ class ModeSwitch(ShellFrame):
     mode: Mode
 
 
+class CardAction(ShellFrame):
+    """The user pressed one of a card's buttons (`lineup.sdk.card(actions=…)`): its id."""
+
+    kind: Literal["card.action"] = "card.action"
+    action: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.-]{0,63}$")]
+
+
 UiEventBody = Annotated[
-    ComposerSubmit | MessageRetry | TaskFinish | TaskClose | TimelineEarlier | ModeSwitch,
+    ComposerSubmit
+    | MessageRetry
+    | TaskFinish
+    | TaskClose
+    | TimelineEarlier
+    | ModeSwitch
+    | CardAction,
     Field(discriminator="kind"),
 ]
 UI_EVENT_KINDS: Final = frozenset(

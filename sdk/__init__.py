@@ -7,7 +7,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 
 from . import protocol
 from ._app import AppContext, MiniApp
-from ._card import card
+from ._card import CARD_ACTION, card
 from ._host import MiniAppHost
 from ._services import Conversation, Inbox, Lifecycle, RuntimeChannel, SessionData, Surfaces, Ui
 from .manifest import Entrypoint, Manifest, ManifestInvalid, ToolDescriptor, load_manifest
@@ -25,6 +25,7 @@ from .tools import (
 )
 
 __all__ = [
+    "CARD_ACTION",
     "AppContext",
     "AppInfo",
     "Conversation",

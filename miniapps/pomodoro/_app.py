@@ -6,8 +6,9 @@ progress once the instance is in front and the operation exists, and at `ends_at
 the call's one result itself — also after a restart of the whole runtime in the middle of the
 period. This app never completes a focus call (the runtime refuses it if it tried).
 `pomodoro.interrupt` (handling `direct`, `activation_not_required`: never held for a launch)
-is the user's interruption, passed on to the runtime (`app.operations.interrupt`), which ends
-every open focus call `cancelled_by_user` — one whose instance is still starting, too.
+is the Agent's word of the user's interruption, and the card's Interrupt button the user's own
+(a `card.action`): each passed on to the runtime (`app.operations.interrupt`), which ends the
+focus call `cancelled_by_user` — one whose instance is still starting, too.
 
 What the view shows (the period's length, its end, its state) is the instance's session data,
 the app's display state only: the deadline, the interruption and the result are the
@@ -24,7 +25,17 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lineup.sdk import AppContext, AppInfo, ErrorCode, LineUpError, MiniApp, ToolCall, card, tool
+from lineup.sdk import (
+    CARD_ACTION,
+    AppContext,
+    AppInfo,
+    ErrorCode,
+    LineUpError,
+    MiniApp,
+    ToolCall,
+    card,
+    tool,
+)
 from lineup.sdk import protocol as p
 
 __all__ = ["FOCUS", "INTERRUPT", "Pomodoro"]
@@ -36,6 +47,7 @@ INTERRUPT: Final = "pomodoro.interrupt"
 MAX_MINUTES: Final = 180
 # The focus call's own deadline: longer than any period, so the runtime's operation ends it.
 FOCUS_TIMEOUT_MS: Final = (MAX_MINUTES + 10) * 60 * 1000
+STOP: Final = "interrupt"  # the card's button while a period runs
 _SHOWN: Final = {"running": "Focusing", "completed": "Done", "interrupted": "Interrupted",
                  "abandoned": "Stopped"}  # fmt: skip
 
@@ -117,6 +129,18 @@ class Pomodoro(MiniApp):
         ended = await self.app.operations.interrupt(tool=FOCUS)
         return InterruptOutput(interrupted=len(ended))
 
+    async def on_ui_event(self, event: p.UiEvent) -> None:
+        """The user pressed the card's Interrupt: the runtime ends that period's call."""
+        if event.event.get("kind") != CARD_ACTION or event.event.get("action") != STOP:
+            return
+        period = await self._period(event.instance_id)
+        if period is None:
+            return
+        if period.get("state") != "running":
+            await self._render(event.instance_id)  # a stale press: redraw what is
+            return
+        await self.app.operations.interrupt(str(period["call_id"]))
+
     async def on_operation_ended(self, operation: p.OperationInfo) -> None:
         period = await self._period(operation.instance_id)
         if period is None or period["call_id"] != operation.call_id:
@@ -184,5 +208,6 @@ class Pomodoro(MiniApp):
                 else _SHOWN.get(state, state),
                 fields={"Length": f"{minutes:g} min", "Ends at": end, "State": state},
                 progress=gone,
+                actions={STOP: "Interrupt"} if state == "running" else None,
             ),
         )

@@ -58,3 +58,40 @@ async def test_the_focus_period_shows_its_time_left_and_then_its_interruption(
 
     await page.run(interrupted)
     assert page.console_errors == []
+
+
+async def test_the_user_interrupts_the_period_from_the_cards_button_by_keyboard(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    # The user's own interruption (seed 004 §6.3): the card's Interrupt button, reached by Tab
+    # and pressed with Enter, has the app ask the runtime, which ends the call
+    # `cancelled_by_user` itself; the button is gone once the period is over.
+    runtime = await start_runtime(nursery, data_dir, demo_agent=False)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_MS / 1000)
+    revision = await agent.revision_with("pomodoro.focus")
+    await agent.client.call_tool(
+        CONVERSATION, "pomodoro.focus", {"minutes": 25}, revision, call_id="focus-2"
+    )
+    await agent.pull(PROGRESS, lambda m: m["payload"]["call_id"] == "focus-2")
+
+    def press(p: Page) -> None:
+        p.goto(runtime.shell_url)
+        button = p.get_by_test_id("card-view-action")
+        expect(button).to_have_text("Interrupt", timeout=WAIT_MS)
+        p.get_by_test_id("card-view-title").focus()
+        for _ in range(10):  # Tab until the button has focus: it is in the tab order
+            if button.evaluate("(b) => b === document.activeElement"):
+                break
+            p.keyboard.press("Tab")
+        expect(button).to_be_focused()
+        p.keyboard.press("Enter")
+
+    await page.run(press)
+    assert (await agent.terminal("focus-2"))["payload"]["code"] == "cancelled_by_user"
+
+    def over(p: Page) -> None:
+        expect(p.get_by_test_id("card-view-text")).to_have_text("Interrupted", timeout=WAIT_MS)
+        expect(p.get_by_test_id("card-view-action")).to_have_count(0)
+
+    await page.run(over)
+    assert page.console_errors == []

@@ -116,6 +116,7 @@ def test_the_ui_event_kinds_are_those_of_the_event_models() -> None:
         "task.close",
         "mode.switch",
         "timeline.earlier",
+        "card.action",
     } == UI_EVENT_KINDS
 
 

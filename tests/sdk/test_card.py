@@ -41,3 +41,29 @@ def test_focus_takes_a_card_from_a_development_or_installed_app() -> None:
     shown = book.view("hello:1")
     assert shown is not None
     assert shown.view["kind"] == "card"
+
+
+def test_a_cards_actions_are_its_buttons_in_order_and_absent_unless_given() -> None:
+    view = card(title="T", actions={"interrupt": "Interrupt", "snooze.5": "Snooze 5 min"})
+    assert view["actions"] == [
+        {"id": "interrupt", "label": "Interrupt"},
+        {"id": "snooze.5", "label": "Snooze 5 min"},
+    ]
+    assert "actions" not in card(title="T") and "actions" not in card(title="T", actions={})
+
+
+@pytest.mark.parametrize(
+    "actions",
+    [
+        {f"a{i}": "A" for i in range(5)},  # more than MAX_CARD_ACTIONS
+        {"Interrupt": "Interrupt"},  # an id is a short machine word
+        {"stop now": "Stop"},
+        {"stop": ""},
+        {"stop": "   "},
+        {"stop": "x" * 41},
+    ],
+)
+def test_a_card_action_out_of_bounds_is_refused_invalid_arguments(actions: dict[str, str]) -> None:
+    with pytest.raises(LineUpError) as refused:
+        card(title="T", actions=actions)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
