@@ -32,21 +32,24 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
 
 import lineup
 from lineup import wire
 from lineup.ops.agent import AgentClient, AppServerError
 
 from ._bridge import (
+    CONVERSATION_TOOLS,
     FINALS,
-    MAX_WAIT_S,
     MESSAGES_URI,
     NEXT_MESSAGE,
+    RESOURCE_NOT_FOUND,
     SAY,
     Bridge,
     CallSlot,
     Inventory,
     error_result,
+    input_violation,
     mcp_tools,
     progress_line,
     result_of,
@@ -63,6 +66,7 @@ RETRY_WAIT_S: Final = 5.0  # for the newer inventory a revision mismatch announc
 DISMISS_WAIT_S: Final = 10.0  # for a dismissed call's terminal message
 SYNC_BACKOFF_S: Final = (0.05, 2.0)  # first and longest pause after a failed sync
 DEFAULT_WAIT_S: Final = 60.0  # `conversation.next_message` without a timeout
+_SAY_TOOL, _NEXT_TOOL = CONVERSATION_TOOLS
 MAX_PEERS: Final = 64  # connected clients told of changes (the oldest are forgotten)
 INSTRUCTIONS: Final = (
     "You are the Agent of a LineUp runtime: its MiniApps' tools and the standard interactions "
@@ -278,11 +282,10 @@ class McpBridge:
                 pass
 
     async def _say(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        markdown, session = arguments.get("markdown"), arguments.get("app_session_id")
-        if not isinstance(markdown, str) or not markdown:
-            return error_result("tool_input_invalid")
-        if session is not None and (not isinstance(session, str) or not 0 < len(session) <= 200):
-            return error_result("tool_input_invalid")
+        refused = input_violation(_SAY_TOOL, arguments)
+        if refused is not None:
+            return refused
+        markdown, session = str(arguments["markdown"]), arguments.get("app_session_id")
         answer = await self.client.say(
             self.bridge.conversation_id, markdown, app_session_context=session
         )
@@ -305,11 +308,12 @@ class McpBridge:
     async def _next_message(
         self, arguments: dict[str, Any], progress: _Progress
     ) -> types.CallToolResult:
-        timeout = arguments.get("timeout_s", DEFAULT_WAIT_S)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
-            return error_result("tool_input_invalid")
+        refused = input_violation(_NEXT_TOOL, arguments)
+        if refused is not None:
+            return refused
+        timeout = float(arguments.get("timeout_s", DEFAULT_WAIT_S))
         conversation = self.bridge.conversation
-        with trio.move_on_after(min(float(timeout), MAX_WAIT_S)):
+        with trio.move_on_after(timeout):
             await self._current()
             while not conversation.unread:
                 with trio.move_on_after(KEEPALIVE_S) as idle:
@@ -348,7 +352,8 @@ class McpBridge:
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         if str(params.uri) != MESSAGES_URI:
-            raise ValueError("no such resource")
+            # The spec's answer, and no handler failure: nothing is logged.
+            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": str(params.uri)})
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(
