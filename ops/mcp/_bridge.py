@@ -77,6 +77,8 @@ PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
 MAX_INLINE_PNG_CHARS: Final = 256 * 1024  # of base64: beyond it, the result stays text only
 RESOURCE_NOT_FOUND: Final = -32002  # the JSON-RPC error of an unknown resource (spec 2025-11-25)
 
+# A call that may wait (for the user, for an app) may run as one of the spec's tasks (`_tasks`).
+AS_TASK: Final = types.ToolExecution(task_support="optional")
 _SAY_TOOL: Final = types.Tool(
     name=SAY,
     title="Say to the user",
@@ -107,6 +109,7 @@ _SAY_TOOL: Final = types.Tool(
 _NEXT_TOOL: Final = types.Tool(
     name=NEXT_MESSAGE,
     title="Wait for the user's next message",
+    execution=AS_TASK,
     description=(
         "Wait for the user's next message in the LineUp chat and return it (at most "
         f"timeout_s seconds, default 60, up to {MAX_WAIT_S:g}); `timed_out` when none came. "
@@ -170,6 +173,7 @@ def mcp_tools(inventory: Inventory | None) -> list[types.Tool]:
             input_schema=descriptor.get("input_schema") or {"type": "object"},
             output_schema=descriptor.get("output_schema") or None,
             annotations=tool_annotations(method, descriptor),
+            execution=AS_TASK,
         )
         for method, descriptor in sorted((inventory.tools if inventory else {}).items())
         if method not in (SAY, NEXT_MESSAGE)
