@@ -29,7 +29,7 @@ import base64
 import binascii
 import json
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -56,6 +56,7 @@ __all__ = [
     "input_violation",
     "mcp_tools",
     "progress_line",
+    "refusal_code",
     "result_of",
     "tool_annotations",
     "tool_title",
@@ -75,6 +76,7 @@ MAX_WAIT_S: Final = 300.0  # the longest `conversation.next_message` wait
 INLINE_PNG_KEY: Final = "png_base64"
 PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
 MAX_INLINE_PNG_CHARS: Final = 256 * 1024  # of base64: beyond it, the result stays text only
+ERROR_PREFIX: Final = "error: "  # a refusal's text: `error: CODE[ at POINTER][\nmessage]`
 RESOURCE_NOT_FOUND: Final = -32002  # the JSON-RPC error of an unknown resource (spec 2025-11-25)
 
 # A call that may wait (for the user, for an app) may run as one of the spec's tasks (`_tasks`).
@@ -242,8 +244,22 @@ def error_result(
     the JSON pointer of the offending field for `tool_input_invalid`, so a model can mend it:
     `error: CODE at POINTER`, then the runtime's message on a line of its own."""
     where = f" at {pointer or '(the whole input)'}" if pointer is not None else ""
-    text = f"error: {code}{where}" + (f"\n{message}" if message else "")
+    text = f"{ERROR_PREFIX}{code}{where}" + (f"\n{message}" if message else "")
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def refusal_code(result: Mapping[str, Any]) -> str | None:
+    """The stable code of a `tools/call` result as a client gets it (JSON), or None when it is
+    no refusal (or a malformed one): the reading of `error_result`'s text."""
+    content = result.get("content")
+    if result.get("isError") is not True or not isinstance(content, list) or not content:
+        return None
+    first = content[0]
+    text = first.get("text") if isinstance(first, dict) else None
+    if not isinstance(text, str) or not text.startswith(ERROR_PREFIX):
+        return None
+    code = text[len(ERROR_PREFIX) :].split(maxsplit=1)
+    return code[0] if code else None
 
 
 def input_violation(tool: types.Tool, arguments: dict[str, Any]) -> types.CallToolResult | None:

@@ -18,6 +18,7 @@ from lineup.ops.mcp._bridge import (
     Inventory,
     error_result,
     mcp_tools,
+    refusal_code,
     result_of,
 )
 
@@ -95,3 +96,11 @@ def test_a_refusal_has_no_structured_content_and_its_code_in_its_text(
     dumped = refused.model_dump(by_alias=True, exclude_none=True)
     assert dumped["isError"] is True and "structuredContent" not in dumped
     assert dumped["content"] == [{"type": "text", "text": text}]
+
+
+def test_a_refusals_code_reads_back_from_what_the_client_gets() -> None:
+    for code, pointer, message in (("app_closed", None, None), ("tool_input_invalid", "/a", "m")):
+        answered = error_result(code, message, pointer=pointer).model_dump(by_alias=True)
+        assert refusal_code(answered) == code
+    ok = result_of(_final(wire.RESULT, "c1", result={"code": "x"}))
+    assert refusal_code(ok.model_dump(by_alias=True)) is None
