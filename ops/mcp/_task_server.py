@@ -29,11 +29,13 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ._bridge import SAY, error_result
-from ._tasks import RELATED_TASK, TaskEntry, TaskTable, TaskUnknown
+from ._tasks import MAX_TTL_MS, RELATED_TASK, TaskEntry, TaskTable, TaskUnknown
 
-__all__ = ["TASKS_CAPABILITY", "Steps", "TaskServer", "peer_of"]
+__all__ = ["RESULT_WAIT_S", "TASKS_CAPABILITY", "Steps", "TaskServer", "peer_of"]
 
 log = logging.getLogger("lineup.mcp")
+
+RESULT_WAIT_S: Final = MAX_TTL_MS / 1000  # the longest `tasks/result` waits for a task's end
 
 TASKS_CAPABILITY: Final = types.ServerTasksCapability(
     list=types.TasksListCapability(),
@@ -137,10 +139,14 @@ class TaskServer:
     async def _task_result(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskPayloadRequestParams
     ) -> types.CallToolResult:
-        """The task's call's result once it has ended (waits until then: its call is bounded),
-        with the related-task `_meta` the spec asks for."""
+        """The task's call's result once it has ended (waits until then, at most
+        `RESULT_WAIT_S`: its call is bounded well within it), with the related-task `_meta`
+        the spec asks for."""
         task = self._task(ctx, params.task_id)
-        await task.ended.wait()
+        with trio.move_on_after(RESULT_WAIT_S):
+            await task.ended.wait()
+        if not task.terminal:
+            raise MCPError(types.INTERNAL_ERROR, "The task is still running: ask again")
         result = task.result or error_result("task_cancelled")
         meta = {**(result.meta or {}), RELATED_TASK: {"taskId": task.task_id}}
         return result.model_copy(update={"meta": meta})

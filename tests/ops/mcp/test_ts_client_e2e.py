@@ -68,6 +68,7 @@ HERE: Final = Path(__file__).parent
 WAIT: Final = 30.0
 CLIENT_TIMEOUT_MS: Final = 1500  # the TypeScript client's request timeout in these tests
 RESOURCE_NOT_FOUND: Final = -32002
+INVALID_PARAMS: Final = -32602
 REQUEST_TIMEOUT: Final = -32001  # the TypeScript SDK's own code for a request timed out
 
 
@@ -268,6 +269,32 @@ async def test_a_call_waiting_for_the_user_outlives_the_clients_request_timeout_
             "call", name="interaction.confirm", arguments=CONFIRM, timeout=CLIENT_TIMEOUT_MS
         )
         assert (plain["ok"], plain["code"]) == (False, REQUEST_TIMEOUT)
+
+
+async def test_a_cancelled_task_dismisses_its_question_and_ends_cancelled_once(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    s = await scene(nursery, data_dir)
+    async with bridge_and_client(s) as (client, _log):
+        await client.ask("list")
+        asked = await client.send("stream", name="interaction.confirm", arguments=CONFIRM)
+        created = await client.wait_for(
+            lambda line: line.get("id") == asked and line.get("step") == "taskCreated"
+        )
+        task_id = created["task"]["taskId"]
+        shown = await _one_open_interaction(s)
+        cancelled = await client.ask("cancel", taskId=task_id)
+        assert cancelled["result"]["status"] == "cancelled"
+        again = await client.ask("cancel", taskId=task_id)
+        assert (again["ok"], again["code"]) == (False, INVALID_PARAMS)  # it has ended
+        listed = await client.ask("tasks")
+        assert [(t["taskId"], t["status"]) for t in listed["result"]["tasks"]] == [
+            (task_id, "cancelled")
+        ]
+    finals = await s.finals_of(shown.call_id)
+    assert [(f["type"], f["payload"]["code"]) for f in finals] == [
+        ("lineup.v1.tool.error", "interaction_dismissed")
+    ]
 
 
 async def _one_open_interaction(s: Scene) -> Any:

@@ -61,6 +61,10 @@ async function run(command) {
         }
       }
       say({ id, ok: false, code: null, message: "the stream ended without a result" });
+    } else if (op === "cancel") {
+      say({ id, ok: true, result: await client.experimental.tasks.cancelTask(command.taskId) });
+    } else if (op === "tasks") {
+      say({ id, ok: true, result: await client.experimental.tasks.listTasks() });
     } else if (op === "read") {
       say({ id, ok: true, result: await client.readResource({ uri: command.uri }) });
     } else if (op === "close") {
