@@ -31,6 +31,8 @@ from typing import Any, Final
 
 import trio
 
+from lineup.ops.mcp import refusal_code
+
 from ._check import Invariant
 from ._exercise import Setup, Stage
 from ._report import percentile
@@ -85,8 +87,7 @@ def _wrong(request: Asked, answer: dict[str, Any]) -> str | None:
         return None
     content = result.get("structuredContent")
     if result.get("isError"):
-        code = content.get("code") if isinstance(content, dict) else None
-        return None if isinstance(code, str) and code else "an error without a code"
+        return None if refusal_code(result) else "an error without a code"
     got = content.get("n") if isinstance(content, dict) else None
     return None if got == request.n else f"answered {got}, asked {request.n}"
 
@@ -100,8 +101,7 @@ def outcome(request: Asked) -> str:
         return "rpc_error"
     result = answer.get("result") or {}
     if result.get("isError"):
-        content = result.get("structuredContent") or {}
-        return f"error:{content.get('code')}"
+        return f"error:{refusal_code(result)}"
     return "ok"
 
 

@@ -7,7 +7,8 @@ resource. The runtime keeps talking to the AppServer alone, as with any other Ag
 
 from __future__ import annotations
 
+from ._bridge import refusal_code
 from ._server import KEEPALIVE_S, Link, McpBridge
 from .cli import config_snippet, main
 
-__all__ = ["KEEPALIVE_S", "Link", "McpBridge", "config_snippet", "main"]
+__all__ = ["KEEPALIVE_S", "Link", "McpBridge", "config_snippet", "main", "refusal_code"]

@@ -11,6 +11,12 @@ sent and removed in `finally`, so a late or foreign answer is dropped, never lea
 the user's, kept (bounded) in `Conversation`. The first terminal message of a call is its only
 one: the slot closes on it.
 
+A result's text content is the whole result as JSON (bounded as the result already is: by the
+wire's frame), so a host that shows only `content` loses nothing. A refusal carries no
+`structuredContent` (a tool's `outputSchema` describes its result, not a refusal, and a client
+validates what it gets against it): `isError`, with the stable code, and the JSON pointer of a
+bad field, in its text.
+
 A result that holds a PNG inline (`png_base64`, as `draw-and-guess.get_drawing` answers, and
 checked: valid base64, the PNG signature, bounded) is also MCP image content, so a model sees
 the picture; the JSON beside it, as text, names the image instead of repeating its base64. The
@@ -23,7 +29,7 @@ import base64
 import binascii
 import json
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -32,11 +38,13 @@ import mcp_types as types
 import trio
 
 from lineup import wire
+from lineup.sdk.schema import validate
 
 __all__ = [
     "CONVERSATION_TOOLS",
     "MESSAGES_URI",
     "NEXT_MESSAGE",
+    "RESOURCE_NOT_FOUND",
     "SAY",
     "Bridge",
     "CallSlot",
@@ -45,9 +53,14 @@ __all__ = [
     "Inventory",
     "error_result",
     "inline_png",
+    "input_violation",
     "mcp_tools",
     "progress_line",
+    "refusal_code",
     "result_of",
+    "tool_annotations",
+    "tool_title",
+    "whole_text",
 ]
 
 SAY: Final = "conversation.say"
@@ -58,14 +71,19 @@ CALL_KINDS: Final = frozenset({wire.RECEIPT, wire.PROGRESS, *FINALS})
 CALL_SLOT_SIZE: Final = 64  # receipts and progress of one call not yet forwarded
 MAX_CALLS: Final = 256  # calls in flight at once
 MAX_MESSAGES: Final = 200  # the conversation's newest messages kept (and served)
-MAX_TEXT_CHARS: Final = 200  # of a result's short text content
+MAX_LINE_CHARS: Final = 200  # of a progress line
 MAX_WAIT_S: Final = 300.0  # the longest `conversation.next_message` wait
 INLINE_PNG_KEY: Final = "png_base64"
 PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
 MAX_INLINE_PNG_CHARS: Final = 256 * 1024  # of base64: beyond it, the result stays text only
+ERROR_PREFIX: Final = "error: "  # a refusal's text: `error: CODE[ at POINTER][\nmessage]`
+RESOURCE_NOT_FOUND: Final = -32002  # the JSON-RPC error of an unknown resource (spec 2025-11-25)
 
+# A call that may wait (for the user, for an app) may run as one of the spec's tasks (`_tasks`).
+AS_TASK: Final = types.ToolExecution(task_support="optional")
 _SAY_TOOL: Final = types.Tool(
     name=SAY,
+    title="Say to the user",
     description=(
         "Say something to the user in the LineUp chat (Markdown). With `app_session_id` (an "
         "open app sub-session's, as `lineup.v1.app_session.opened` named it), it is a short "
@@ -85,9 +103,15 @@ _SAY_TOOL: Final = types.Tool(
         "properties": {"message_id": {"type": "string"}},
         "required": ["message_id"],
     },
+    # It adds a message to the chat: nothing is changed or removed, and each call says again.
+    annotations=types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
 )
 _NEXT_TOOL: Final = types.Tool(
     name=NEXT_MESSAGE,
+    title="Wait for the user's next message",
+    execution=AS_TASK,
     description=(
         "Wait for the user's next message in the LineUp chat and return it (at most "
         f"timeout_s seconds, default 60, up to {MAX_WAIT_S:g}); `timed_out` when none came. "
@@ -108,6 +132,10 @@ _NEXT_TOOL: Final = types.Tool(
         },
         "required": ["timed_out"],
     },
+    # It reads the chat (each message is returned once, so a second call answers another).
+    annotations=types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
 )
 CONVERSATION_TOOLS: Final = (_SAY_TOOL, _NEXT_TOOL)
 
@@ -137,13 +165,17 @@ class Inventory:
 
 def mcp_tools(inventory: Inventory | None) -> list[types.Tool]:
     """The MCP tools of `inventory`, in a deterministic order (by name), then the conversation's
-    own two. Each name is the method; the schemas and description are the manifest's."""
+    own two. Each name is the method; the schemas and description are the manifest's, the
+    title and annotations `tool_title`'s and `tool_annotations`'."""
     tools = [
         types.Tool(
             name=method,
+            title=tool_title(method, descriptor),
             description=descriptor.get("description") or None,
             input_schema=descriptor.get("input_schema") or {"type": "object"},
             output_schema=descriptor.get("output_schema") or None,
+            annotations=tool_annotations(method, descriptor),
+            execution=AS_TASK,
         )
         for method, descriptor in sorted((inventory.tools if inventory else {}).items())
         if method not in (SAY, NEXT_MESSAGE)
@@ -151,28 +183,90 @@ def mcp_tools(inventory: Inventory | None) -> list[types.Tool]:
     return [*tools, *CONVERSATION_TOOLS]
 
 
+def tool_title(method: str, descriptor: dict[str, Any]) -> str:
+    """A tool's display name: the descriptor's `title` when it has one, else its method said
+    in words (`task-dashboard.open` is "Task dashboard: open")."""
+    title = descriptor.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    scope, _, name = method.partition(".")
+    words = name.replace("_", " ").replace("-", " ").replace(".", " ")
+    return f"{scope.replace('-', ' ').capitalize()}: {words}"
+
+
+_HINTS: Final = {  # the descriptor's key → the MCP annotation's field
+    "read_only": "read_only_hint",
+    "destructive": "destructive_hint",
+    "idempotent": "idempotent_hint",
+    "open_world": "open_world_hint",
+}
+
+
+def tool_annotations(method: str, descriptor: dict[str, Any]) -> types.ToolAnnotations:
+    """A tool's MCP hints, from what its descriptor says.
+
+    A descriptor's own `annotations` (`read_only`, `destructive`, `idempotent`, `open_world`,
+    booleans) win. Otherwise: a standard interaction (`interaction.*`, the runtime's own
+    question card) only asks the user, so it changes nothing (read-only, not idempotent: each
+    call asks again); an app's tool may change its app's state in any way the descriptor does
+    not describe, so it gets MCP's own cautious defaults, said explicitly (not read-only,
+    destructive, not idempotent). None reaches outside the runtime by itself (not open-world):
+    an app's network is a capability the user grants."""
+    interaction = method.startswith("interaction.") and descriptor.get("handling") == "interactive"
+    hints: dict[str, bool] = {
+        "read_only_hint": interaction,
+        "destructive_hint": not interaction,
+        "idempotent_hint": False,
+        "open_world_hint": False,
+    }
+    declared = descriptor.get("annotations")
+    for key, value in (declared if isinstance(declared, dict) else {}).items():
+        if key in _HINTS and isinstance(value, bool):
+            hints[_HINTS[key]] = value
+    return types.ToolAnnotations(**hints)
+
+
+def whole_text(document: Any) -> str:
+    """A result as the text content: all of it, as JSON (the wire already bounds a result)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _short(document: Any) -> str:
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
+    text = whole_text(document)
+    return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"
 
 
 def error_result(
     code: str, message: str | None = None, *, pointer: str | None = None
 ) -> types.CallToolResult:
-    """A refusal or failure: `isError`, with the stable code in `structuredContent`, and for
-    `tool_input_invalid` the JSON pointer of the offending field, so a model can mend it."""
-    content: dict[str, Any] = {"code": code}
-    if message:
-        content["message"] = message
-    where = ""
-    if pointer is not None:
-        content["pointer"] = pointer
-        where = f" at {pointer or '(the whole input)'}"
-    return types.CallToolResult(
-        content=[types.TextContent(text=f"error: {code}{where}")],
-        structured_content=content,
-        is_error=True,
-    )
+    """A refusal or failure: `isError`, with no `structuredContent` (it would have to conform to
+    the tool's `outputSchema`, which describes results), and the stable code in the text, with
+    the JSON pointer of the offending field for `tool_input_invalid`, so a model can mend it:
+    `error: CODE at POINTER`, then the runtime's message on a line of its own."""
+    where = f" at {pointer or '(the whole input)'}" if pointer is not None else ""
+    text = f"{ERROR_PREFIX}{code}{where}" + (f"\n{message}" if message else "")
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def refusal_code(result: Mapping[str, Any]) -> str | None:
+    """The stable code of a `tools/call` result as a client gets it (JSON), or None when it is
+    no refusal (or a malformed one): the reading of `error_result`'s text."""
+    content = result.get("content")
+    if result.get("isError") is not True or not isinstance(content, list) or not content:
+        return None
+    first = content[0]
+    text = first.get("text") if isinstance(first, dict) else None
+    if not isinstance(text, str) or not text.startswith(ERROR_PREFIX):
+        return None
+    code = text[len(ERROR_PREFIX) :].split(maxsplit=1)
+    return code[0] if code else None
+
+
+def input_violation(tool: types.Tool, arguments: dict[str, Any]) -> types.CallToolResult | None:
+    """The refusal of `arguments` that break `tool`'s own advertised input schema (a missing,
+    unknown or malformed property, at its pointer), or None when they keep to it."""
+    violations = validate(tool.input_schema, arguments)
+    return error_result("tool_input_invalid", pointer=violations[0]) if violations else None
 
 
 def inline_png(result: dict[str, Any]) -> tuple[str, int] | None:
@@ -198,12 +292,12 @@ def result_of(final: dict[str, Any]) -> types.CallToolResult:
         png = inline_png(result)
         if png is None:
             return types.CallToolResult(
-                content=[types.TextContent(text=_short(result))], structured_content=result
+                content=[types.TextContent(text=whole_text(result))], structured_content=result
             )
         named = {**result, INLINE_PNG_KEY: f"(image/png, {png[1]} bytes: the image content)"}
         return types.CallToolResult(
             content=[
-                types.TextContent(text=_short(named)),
+                types.TextContent(text=whole_text(named)),
                 types.ImageContent(data=png[0], mime_type="image/png"),
             ],
             structured_content=result,

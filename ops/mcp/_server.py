@@ -14,8 +14,15 @@ once under the new revision when the tool is unchanged in it. A client's cancell
 interactive call becomes `lineup.v1.interaction.dismiss`, and the call's slot stays open
 (bounded) until its one terminal message, so nothing is left waiting.
 
+A `tools/call` with `task` (the spec's tasks, `_task_server`) is answered at once with the
+task, and the same call runs in the bridge's nursery; `tasks/get|result|cancel|list` serve
+it. So a call that waits for the user outlives a client whose request timeout does not reset
+on progress.
+
 A new inventory revision is `notifications/tools/list_changed` to every connected client; a
-new message of the conversation is `notifications/resources/updated` to its subscribers.
+new message of the conversation is `notifications/resources/updated` to its subscribers; the
+bridge's own warnings (a failed sync, a login again) are MCP log notifications
+(`notifications/message`, at or above the level a client set) to every connected client.
 Logs name tools and call ids only: never arguments, results, message text or tokens.
 """
 
@@ -32,25 +39,29 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
 
 import lineup
 from lineup import wire
 from lineup.ops.agent import AgentClient, AppServerError
 
 from ._bridge import (
+    CONVERSATION_TOOLS,
     FINALS,
-    MAX_WAIT_S,
     MESSAGES_URI,
     NEXT_MESSAGE,
+    RESOURCE_NOT_FOUND,
     SAY,
     Bridge,
     CallSlot,
     Inventory,
     error_result,
+    input_violation,
     mcp_tools,
     progress_line,
     result_of,
 )
+from ._task_server import TASKS_CAPABILITY, Steps, TaskServer, peer_of
 
 __all__ = ["KEEPALIVE_S", "Link", "McpBridge"]
 
@@ -63,7 +74,11 @@ RETRY_WAIT_S: Final = 5.0  # for the newer inventory a revision mismatch announc
 DISMISS_WAIT_S: Final = 10.0  # for a dismissed call's terminal message
 SYNC_BACKOFF_S: Final = (0.05, 2.0)  # first and longest pause after a failed sync
 DEFAULT_WAIT_S: Final = 60.0  # `conversation.next_message` without a timeout
+_SAY_TOOL, _NEXT_TOOL = CONVERSATION_TOOLS
 MAX_PEERS: Final = 64  # connected clients told of changes (the oldest are forgotten)
+LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+)  # fmt: skip
 INSTRUCTIONS: Final = (
     "You are the Agent of a LineUp runtime: its MiniApps' tools and the standard interactions "
     "(interaction.notice|choice|confirm|input) are your tools. conversation.say speaks to the "
@@ -91,18 +106,21 @@ class _Server(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        return super().create_initialization_options(
+        options = super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True),
             experimental_capabilities,
             extensions,
         )
+        # The spec's tasks (2025-11-25): the SDK has their types, not their capability.
+        capabilities = options.capabilities.model_copy(update={"tasks": TASKS_CAPABILITY})
+        return options.model_copy(update={"capabilities": capabilities})
 
 
 class _Progress:
     """The MCP progress of one request: a strictly growing count, a line each."""
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        self._session = ctx.session
+    def __init__(self, session: ServerSession) -> None:
+        self._session = session
         self._count = 0
 
     async def step(self, message: str) -> None:
@@ -119,7 +137,9 @@ class McpBridge:
         self.bridge = Bridge(conversation_id=link.conversation_id or "")
         self._peers: list[ServerSession] = []  # told of new inventories
         self._subscribers: list[ServerSession] = []  # of the conversation's messages
+        self._log_levels: dict[object, types.LoggingLevel] = {}  # a peer's `logging/setLevel`
         self._ready = trio.Event()
+        self.tasks = TaskServer(self._call, lambda session: _remember(self._peers, session))
         self.server = _Server(
             "lineup",
             version=lineup.__version__,
@@ -134,6 +154,12 @@ class McpBridge:
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._on_initialized
         )
+        # Registered directly: the constructor's `on_set_logging_level` warns (the capability
+        # is deprecated in 2026-07-28), yet 2025-11-25 clients get the warnings through it.
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, self._set_log_level
+        )
+        self.tasks.install(self.server)
 
     # ------------------------------------------------------------------------ the Agent
 
@@ -145,8 +171,10 @@ class McpBridge:
             if not conversations:
                 raise AppServerError("no_conversation")
             self.bridge.conversation_id = conversations[0]
-        task_status.started()
-        await self._sync_loop()
+        async with trio.open_nursery() as nursery:
+            self.tasks.nursery = nursery  # runs the tasks' calls
+            task_status.started()
+            await self._sync_loop()
 
     async def _sync_loop(self) -> None:
         cursor, failures = "", 0
@@ -157,6 +185,8 @@ class McpBridge:
             except AppServerError as exc:
                 failures += 1
                 log.info("mcp.sync_failed code=%s failures=%d", exc.code, failures)
+                if failures & (failures - 1) == 0:  # the 1st, 2nd, 4th, 8th…: bounded
+                    await self.warn("mcp.sync_failed", code=exc.code, failures=failures)
                 if exc.status == 401:
                     await self._login_again()
                 first, cap = SYNC_BACKOFF_S
@@ -182,6 +212,25 @@ class McpBridge:
             await self.client.login(self.link.agent_id, self.link.agent_secret)
         except AppServerError as exc:
             log.info("mcp.login_failed code=%s", exc.code)
+            await self.warn("mcp.login_failed", code=exc.code)
+            return
+        log.info("mcp.logged_in_again")
+        await self.warn("mcp.logged_in_again")
+
+    async def warn(self, event: str, **fields: str | int) -> None:
+        """Tell every connected client one of the bridge's own warnings, as an MCP log
+        notification: an event name and codes, never content."""
+        notification = types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(
+                level="warning", logger="lineup.mcp", data={"event": event, **fields}
+            )
+        )
+        heard = [
+            s
+            for s in self._peers
+            if _at_least("warning", self._log_levels.get(peer_of(s), "debug"))
+        ]
+        await self._tell(heard, lambda s: s.send_notification(notification))
 
     async def _tell(
         self, sessions: list[ServerSession], send: Callable[[ServerSession], Any]
@@ -220,8 +269,14 @@ class McpBridge:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        name, arguments = params.name, dict(params.arguments or {})
-        progress = _Progress(ctx)
+        _remember(self._peers, ctx.session)
+        progress = _Progress(ctx.session)
+        return await self._call(params.name, dict(params.arguments or {}), progress)
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], progress: Steps
+    ) -> types.CallToolResult:
+        """One tool call, whether a plain `tools/call` or a task's: its MCP result."""
         try:
             if name == SAY:
                 return await self._say(arguments)
@@ -247,7 +302,7 @@ class McpBridge:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _one_call(
-        self, tool: str, arguments: dict[str, Any], inventory: Inventory, progress: _Progress
+        self, tool: str, arguments: dict[str, Any], inventory: Inventory, progress: Steps
     ) -> dict[str, Any]:
         """Send one tool call pinned to `inventory`; its terminal message."""
         call_id = wire.new_message_id("mcp")
@@ -278,11 +333,10 @@ class McpBridge:
                 pass
 
     async def _say(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        markdown, session = arguments.get("markdown"), arguments.get("app_session_id")
-        if not isinstance(markdown, str) or not markdown:
-            return error_result("tool_input_invalid")
-        if session is not None and (not isinstance(session, str) or not 0 < len(session) <= 200):
-            return error_result("tool_input_invalid")
+        refused = input_violation(_SAY_TOOL, arguments)
+        if refused is not None:
+            return refused
+        markdown, session = str(arguments["markdown"]), arguments.get("app_session_id")
         answer = await self.client.say(
             self.bridge.conversation_id, markdown, app_session_context=session
         )
@@ -303,13 +357,14 @@ class McpBridge:
         )
 
     async def _next_message(
-        self, arguments: dict[str, Any], progress: _Progress
+        self, arguments: dict[str, Any], progress: Steps
     ) -> types.CallToolResult:
-        timeout = arguments.get("timeout_s", DEFAULT_WAIT_S)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
-            return error_result("tool_input_invalid")
+        refused = input_violation(_NEXT_TOOL, arguments)
+        if refused is not None:
+            return refused
+        timeout = float(arguments.get("timeout_s", DEFAULT_WAIT_S))
         conversation = self.bridge.conversation
-        with trio.move_on_after(min(float(timeout), MAX_WAIT_S)):
+        with trio.move_on_after(timeout):
             await self._current()
             while not conversation.unread:
                 with trio.move_on_after(KEEPALIVE_S) as idle:
@@ -348,7 +403,8 @@ class McpBridge:
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         if str(params.uri) != MESSAGES_URI:
-            raise ValueError("no such resource")
+            # The spec's answer, and no handler failure: nothing is logged.
+            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": str(params.uri)})
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(
@@ -369,11 +425,18 @@ class McpBridge:
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        self._subscribers[:] = [s for s in self._subscribers if not _same_peer(s, ctx.session)]
+        self._subscribers[:] = [s for s in self._subscribers if not _samepeer_of(s, ctx.session)]
+        return types.EmptyResult()
+
+    async def _set_log_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        _remember(self._peers, ctx.session)
+        self._log_levels[peer_of(ctx.session)] = params.level
         return types.EmptyResult()
 
 
-async def _follow(slot: CallSlot, progress: _Progress) -> dict[str, Any]:
+async def _follow(slot: CallSlot, progress: Steps) -> dict[str, Any]:
     """Forward a call's steps as progress (a keep-alive while none comes) until its terminal
     message, which is returned."""
     while True:
@@ -387,13 +450,16 @@ async def _follow(slot: CallSlot, progress: _Progress) -> dict[str, Any]:
         await progress.step(progress_line(message))
 
 
-def _same_peer(a: ServerSession, b: ServerSession) -> bool:
-    # A ServerSession is built per request; the connection behind it is the peer.
-    return getattr(a, "_connection", a) is getattr(b, "_connection", b)
+def _samepeer_of(a: ServerSession, b: ServerSession) -> bool:
+    return peer_of(a) is peer_of(b)
+
+
+def _at_least(level: types.LoggingLevel, minimum: types.LoggingLevel) -> bool:
+    return LOG_LEVELS.index(level) >= LOG_LEVELS.index(minimum)
 
 
 def _remember(sessions: list[ServerSession], session: ServerSession) -> None:
-    if any(_same_peer(s, session) for s in sessions):
+    if any(_samepeer_of(s, session) for s in sessions):
         return
     sessions.append(session)
     del sessions[:-MAX_PEERS]

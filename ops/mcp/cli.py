@@ -31,6 +31,7 @@ from lineup._logs import configure_logs
 from lineup.ops.agent import AgentClient, AppServerError
 from lineup.ops.agent._runtime import RuntimeUnreachable, embedded_appserver_url
 
+from ._events import MemoryEventStore
 from ._server import Link, McpBridge
 
 __all__ = ["config_snippet", "main"]
@@ -40,6 +41,7 @@ DEFAULT_AGENT_SECRET: Final = "demo-secret"
 SECRET_ENV: Final = "LINEUP_AGENT_SECRET"
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+RETRY_INTERVAL_MS: Final = 1000  # told to a client whose stream drops: reconnect after it
 
 
 class NotFound(Exception):
@@ -129,7 +131,10 @@ async def _serve_http(bridge: McpBridge, port: int) -> None:
     config.bind = [f"127.0.0.1:{port}"]  # loopback only
     config.accesslog = None
     config.errorlog = logging.getLogger("lineup.mcp.http")
-    app = bridge.server.streamable_http_app(host="127.0.0.1")
+    # The event store: a client whose stream drops reconnects with Last-Event-ID and resumes.
+    app = bridge.server.streamable_http_app(
+        host="127.0.0.1", event_store=MemoryEventStore(), retry_interval=RETRY_INTERVAL_MS
+    )
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(partial(hypercorn.trio.serve, app, config))  # type: ignore[arg-type]
         for bind in binds:

@@ -13,8 +13,9 @@ def ok(n: int) -> dict[str, Any]:
 
 
 def refused(code: str | None) -> dict[str, Any]:
-    content = {} if code is None else {"code": code}
-    return {"id": 0, "result": {"isError": True, "structuredContent": content}}
+    """A refusal as `lineup mcp` answers it: no structured content, the code in the text."""
+    text = "something went wrong" if code is None else f"error: {code}"
+    return {"id": 0, "result": {"isError": True, "content": [{"type": "text", "text": text}]}}
 
 
 def examples(asked: dict[int, Asked], strays: list[Any] | None = None) -> list[str]:

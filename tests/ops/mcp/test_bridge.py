@@ -69,13 +69,13 @@ async def test_a_call_gets_its_first_terminal_message_only_and_a_foreign_one_is_
     assert len(bridge.calls) == 0
 
 
-def test_a_result_is_structured_and_an_error_carries_its_code() -> None:
+def test_a_result_is_structured_and_an_error_carries_its_code_in_its_text_only() -> None:
     ok = result_of(_final(wire.RESULT, "c1", result={"approved": True}))
     assert (ok.is_error, ok.structured_content) == (False, {"approved": True})
     refused = result_of(_final(wire.TOOL_ERROR, "c1", code="tool_input_invalid"))
-    assert (refused.is_error, refused.structured_content) == (True, {"code": "tool_input_invalid"})
+    assert (refused.is_error, refused.structured_content) == (True, None)
     pointed = result_of(_final(wire.TOOL_ERROR, "c1", code="tool_input_invalid", pointer="/a/0"))
-    assert pointed.structured_content == {"code": "tool_input_invalid", "pointer": "/a/0"}
+    assert pointed.structured_content is None
     said = pointed.content[0]
     assert isinstance(said, types.TextContent)
     assert said.text == "error: tool_input_invalid at /a/0"

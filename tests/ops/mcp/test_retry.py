@@ -70,5 +70,8 @@ async def test_a_refused_revision_is_retried_once_under_a_new_one_where_the_tool
 async def test_a_refused_revision_is_the_answer_when_the_tool_changed_in_the_new_one() -> None:
     changed = {**TOOL, "description": "B, now different"}
     result, server = await _call(_inventory("r2", changed))
-    assert result.is_error and result.structured_content == {"code": "inventory_revision_mismatch"}
+    assert result.is_error and result.structured_content is None
+    said = result.content[0]
+    assert isinstance(said, types.TextContent)
+    assert said.text == "error: inventory_revision_mismatch"
     assert [revision for revision, _ in server.sent] == ["r1"]

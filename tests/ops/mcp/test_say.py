@@ -50,5 +50,30 @@ async def test_say_sends_a_text_or_a_short_result_of_the_named_sub_session() -> 
 @pytest.mark.parametrize("session", [7, "", "s" * 201])
 async def test_a_malformed_app_session_id_is_refused_and_nothing_is_sent(session: Any) -> None:
     refused, client = await _say({"markdown": "60 %", "app_session_id": session})
-    assert refused.is_error and refused.structured_content == {"code": "tool_input_invalid"}
+    assert refused.is_error and refused.structured_content is None
+    assert _text(refused) == "error: tool_input_invalid at /app_session_id"
     assert client.said == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "pointer"),
+    [
+        ({}, "/markdown"),
+        ({"markdown": ""}, "/markdown"),
+        ({"markdown": "hi", "to": "everyone"}, "/to"),  # the schema's additionalProperties
+        ({"markdown": "x" * 16_001}, "/markdown"),
+    ],
+)
+async def test_say_refuses_what_its_schema_does_not_allow_and_sends_nothing(
+    arguments: dict[str, Any], pointer: str
+) -> None:
+    refused, client = await _say(arguments)
+    assert refused.is_error and refused.structured_content is None
+    assert _text(refused) == f"error: tool_input_invalid at {pointer}"
+    assert client.said == []
+
+
+def _text(result: types.CallToolResult) -> str:
+    (only,) = result.content
+    assert isinstance(only, types.TextContent)
+    return only.text
