@@ -142,7 +142,8 @@ CONVERSATION_TOOLS: Final = (_SAY_TOOL, _NEXT_TOOL)
 
 @dataclass(frozen=True)
 class Inventory:
-    """One revision of the tools the Agent may call, by method."""
+    """One revision of the tools the Agent may call, by the one id each is called by (its
+    method, or `<scope>/<method>` for a tool named the seeds' way)."""
 
     revision: str
     tools: dict[str, dict[str, Any]]
@@ -150,12 +151,12 @@ class Inventory:
     @classmethod
     def of(cls, payload: dict[str, Any]) -> Inventory:
         tools = payload.get("tools")
-        methods = {
-            str(t["method"]): t
+        by_id = {
+            str(t.get("id") or t["method"]): t
             for t in (tools if isinstance(tools, list) else [])
             if isinstance(t, dict) and isinstance(t.get("method"), str)
         }
-        return cls(str(payload.get("revision", "")), methods)
+        return cls(str(payload.get("revision", "")), by_id)
 
     def unchanged(self, other: Inventory, method: str) -> bool:
         """Whether `method` is the same tool in both revisions (and in both at all)."""
@@ -206,17 +207,21 @@ def tool_annotations(method: str, descriptor: dict[str, Any]) -> types.ToolAnnot
     """A tool's MCP hints, from what its descriptor says.
 
     A descriptor's own `annotations` (`read_only`, `destructive`, `idempotent`, `open_world`,
-    booleans) win. Otherwise: a standard interaction (`interaction.*`, the runtime's own
-    question card) only asks the user, so it changes nothing (read-only, not idempotent: each
-    call asks again); an app's tool may change its app's state in any way the descriptor does
-    not describe, so it gets MCP's own cautious defaults, said explicitly (not read-only,
-    destructive, not idempotent). None reaches outside the runtime by itself (not open-world):
-    an app's network is a capability the user grants."""
+    booleans) win. Otherwise its tool descriptor says (seed 004 §7.1): a `query` call model
+    changes nothing (read-only, not destructive); `idempotent` is its own; a `high` risk is
+    destructive. A standard interaction (`interaction.*`, the runtime's own question card) only
+    asks the user, so it changes nothing (read-only, not idempotent: each call asks again). Any
+    other app tool may change its app's state in ways the descriptor does not describe, so it
+    gets MCP's own cautious default, destructive, unless its risk is `low` or `medium`. None
+    reaches outside the runtime by itself (not open-world): an app's network is a capability
+    the user grants."""
     interaction = method.startswith("interaction.") and descriptor.get("handling") == "interactive"
+    read_only = interaction or descriptor.get("call_model") == "query"
+    risk = descriptor.get("risk")
     hints: dict[str, bool] = {
-        "read_only_hint": interaction,
-        "destructive_hint": not interaction,
-        "idempotent_hint": False,
+        "read_only_hint": read_only,
+        "destructive_hint": not read_only and risk not in ("low", "medium"),
+        "idempotent_hint": descriptor.get("idempotent") is True,
         "open_world_hint": False,
     }
     declared = descriptor.get("annotations")

@@ -55,6 +55,31 @@ def test_the_hints_say_what_the_descriptor_says() -> None:
     assert waits is not None and waits.read_only_hint is True
 
 
+def test_the_hints_follow_the_tool_descriptors_call_model_idempotency_and_risk() -> None:
+    # What the inventory publishes of each tool (seed 004 §7.1), in MCP's words.
+    tools = _tools(
+        {**TOOL, "method": "b.look", "call_model": "query", "risk": "low", "idempotent": True},
+        {**TOOL, "method": "b.set", "call_model": "command", "risk": "medium", "idempotent": True},
+        {**TOOL, "method": "b.wipe", "call_model": "command", "risk": "high"},
+    )
+    hints = {
+        name: (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
+        for name, tool in tools.items()
+        if (a := tool.annotations) is not None and name.startswith("b.")
+    }
+    assert hints == {
+        "b.look": (True, False, True),
+        "b.set": (False, False, True),
+        "b.wipe": (False, True, False),
+    }
+
+
+def test_a_tool_named_the_seeds_way_is_offered_by_the_id_it_is_called_by() -> None:
+    seeds = {**TOOL, "method": "board.create", "app_scope": "whiteboard"}
+    seeds["id"] = "whiteboard/board.create"
+    assert "whiteboard/board.create" in _tools(seeds)
+
+
 def test_a_descriptors_own_title_and_hints_win() -> None:
     declared = {
         **TOOL,
