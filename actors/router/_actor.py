@@ -326,7 +326,8 @@ class RouterActor(Actor):
     @handles(sdk.ContextRequest)
     async def on_context(self, msg: sdk.ContextRequest, env: Envelope) -> sdk.ContextReply:
         """The runtime's facts about one of the sender's instances: its scope from the channel,
-        the state from focus, the conversation from the session (none before a login)."""
+        the state from focus, the conversation from the session (none before a login), the
+        deadline operation it serves from the store."""
         scope = app_scope_of(env.sender)
         instance = await self.bus.request(
             "focus",
@@ -348,7 +349,9 @@ class RouterActor(Actor):
             kind=facts.kind,
             entrypoint=facts.entrypoint,
             scope=sdk.AppContextScope(
-                conversation_id=conversation_id, parent_instance_id=facts.parent_instance_id
+                conversation_id=conversation_id,
+                operation_id=await self.operations.serving(scope, instance.instance_id),
+                parent_instance_id=facts.parent_instance_id,
             ),
             granted_permissions=facts.granted_permissions,
             instance_id=instance.instance_id,

@@ -222,6 +222,16 @@ class DeadlineOperations:
             )
         return ended
 
+    async def serving(self, app_scope: str, instance_id: str) -> str | None:
+        """The running operation the instance serves (seed 004 §6.1's `scope.operation_id`):
+        the latest one started for a call of that instance, if any."""
+        reply = await self.calls.store(
+            DeadlineOperationListRequest(app_scope=app_scope, running_only=True),
+            DeadlineOperationListReply,
+        )
+        mine = [op for op in reply.operations if op.instance_id == instance_id]
+        return max(mine, key=lambda op: op.created_at).operation_id if mine else None
+
     async def list(self, sender: Identity, msg: sdk.OperationListRequest) -> sdk.OperationListReply:
         reply = await self.calls.store(
             DeadlineOperationListRequest(app_scope=app_scope_of(sender), running_only=not msg.all),

@@ -185,6 +185,21 @@ async def test_the_runtime_submits_the_operations_result_at_ends_at_once(
     assert [o.state for o in listed.operations] == ["completed"]
 
 
+async def test_the_operation_an_instance_serves_is_its_contexts_until_it_ends(
+    nursery: trio.Nursery, router: Router
+) -> None:
+    # Seed 004 §6.1's `scope.operation_id`: the running operation of one of the instance's calls.
+    await nursery.start(router.operations.run)
+    assert await router.operations.serving(SCOPE, INSTANCE) is None
+    await router.running_call()
+    op = (await router.operations.start(APP, start(0.3))).operation
+    assert await router.operations.serving(SCOPE, INSTANCE) == op.operation_id
+    assert await router.operations.serving(SCOPE, "probe:other") is None
+    assert await router.operations.serving("other", INSTANCE) is None
+    await router.told_ended()
+    assert await router.operations.serving(SCOPE, INSTANCE) is None
+
+
 async def test_a_deadline_passed_while_no_router_ran_fires_when_one_starts(
     nursery: trio.Nursery, router: Router
 ) -> None:
