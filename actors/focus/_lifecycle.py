@@ -99,8 +99,8 @@ class Lifecycle:
         self._surfaces = surfaces
         self.lock = trio.Lock()  # one change of instances/stack at a time
         # Instances opened by a tool whose `restore_previous_focus` is false: closing one gives
-        # the front to the recovery app, not back to the app before it. Kept in memory: after
-        # a restart of focus, such an instance's close restores the previous app (the default).
+        # the front to the recovery app, not back to the app before it. Kept on the instance's
+        # record (`restore_previous`) and read back at `recover`.
         self._no_restore: set[str] = set()
 
     # ------------------------------------------------------------------ persistence
@@ -124,6 +124,7 @@ class Lifecycle:
                 if row.parent_instance_id is not None
             },
         )
+        self._no_restore = {row.instance_id for row in rows.instances if not row.restore_previous}
         await self._persist()
 
     async def _persist(self) -> None:
@@ -132,7 +133,7 @@ class Lifecycle:
         then carry out what those moves do. Nothing is told before it is written."""
         commit = self.instances.commit()
         try:
-            await self._port.store(_commit_request(commit), InstanceCommitReply)
+            await self._port.store(_commit_request(commit, self._no_restore), InstanceCommitReply)
         except BaseException:
             self.instances.rewind(commit)  # not written: it is still to be written
             raise
@@ -399,7 +400,7 @@ class Lifecycle:
             return self.instances.live_of(scope)
 
 
-def _commit_request(commit: Commit) -> InstanceCommitRequest:
+def _commit_request(commit: Commit, no_restore: set[str]) -> InstanceCommitRequest:
     born = commit.born
     return InstanceCommitRequest(
         born=None
@@ -413,6 +414,7 @@ def _commit_request(commit: Commit) -> InstanceCommitRequest:
             conversation_id=born.conversation_id,
             parent_instance_id=born.parent_instance_id,
             mode=born.mode,
+            restore_previous=born.instance_id not in no_restore,
         ),
         moves=tuple(
             InstanceMove(

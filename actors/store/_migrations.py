@@ -611,9 +611,17 @@ BEGIN
 END;
 """
 
+# v14: an instance keeps its launching tool's `restore_previous_focus` (issue 29, item 6), so
+# that focus restarted still knows whether closing it brings the app before it back; every
+# instance from before restores it (the default, and all they could have asked then).
+_V14: Final = """
+ALTER TABLE instances ADD COLUMN restore_previous INTEGER NOT NULL DEFAULT 1
+    CHECK (restore_previous IN (0, 1));
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11), (12, _V12), (13, _V13),
+    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

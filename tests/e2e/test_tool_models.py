@@ -15,7 +15,12 @@ import trio
 
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.models_app import Models
-from lineup.tests.support.runtime import CONVERSATION, shell_and_agent, start_runtime_with_app
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    kill_and_wait_restarted,
+    shell_and_agent,
+    start_runtime_with_app,
+)
 from lineup.tests.support.shell import ShellClient
 
 WAIT = 20.0
@@ -198,3 +203,22 @@ async def test_the_whiteboards_show_brings_its_open_board_forward_and_never_open
     assert shown["type"] == RESULT
     assert shown["payload"]["result"]["strokes"] == 0
     await s.in_front(board)
+
+
+async def test_a_tools_restore_previous_focus_outlives_a_restart_of_focus(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # Kept on the instance's record (schema 14), not only in focus's memory: a focus SIGKILLed
+    # and restarted still gives the front to the chat when that instance closes.
+    runtime = await start_runtime_with_app(nursery, data_dir, Models, title="Models")
+    s = Scene(*await shell_and_agent(nursery, runtime))
+    await s.in_front("chat")
+    first = (await s.call("models.open", "open-1"))["payload"]["result"]["instance_id"]
+    await s.in_front(first)
+    visit = (await s.call("models.visit", "visit-1"))["payload"]["result"]["instance_id"]
+    await s.in_front(visit)
+    await kill_and_wait_restarted(runtime, "focus")
+    await s.in_front(visit)  # the restarted focus has the same stack
+    await s.close(visit)
+    await s.in_front("chat")
+    assert first in live(s.shell)

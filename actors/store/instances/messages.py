@@ -62,6 +62,9 @@ class InstanceRow(Message):
     stopped_at: float | None = None
     error: Name | None = None
     mode: Mode | None = None
+    # The launching tool's `restore_previous_focus` (seed 003's descriptor): when it closes,
+    # the app in front before it comes back (True) or the recovery app does (False).
+    restore_previous: bool = True
 
 
 class InstanceUpsertRequest(Message):
@@ -84,6 +87,7 @@ class InstanceUpsertRequest(Message):
     conversation_id: Id | None = None
     parent_instance_id: Id | None = None
     mode: Mode | None = None
+    restore_previous: bool = True
 
 
 class InstanceUpsertReply(Message):

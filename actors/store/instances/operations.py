@@ -67,6 +67,7 @@ log = logging.getLogger("lineup.store")
 _COLUMNS: Final = (
     "instance_id", "app_scope", "state", "app_session_id", "created_by_call_id", "created_at",
     "updated_at", "conversation_id", "parent_instance_id", "stopped_at", "error", "mode",
+    "restore_previous",
 )  # fmt: skip
 INSTANCE_COLUMNS: Final = _COLUMNS  # an `instance_row`'s, in its order (the sweep reads them)
 _SELECT: Final = f"SELECT {', '.join(_COLUMNS)} FROM instances"
@@ -159,10 +160,10 @@ def instance_put(
         conn.execute(
             "INSERT INTO instances (instance_id, app_scope, state, app_session_id,"
             " created_by_call_id, created_at, updated_at, conversation_id, parent_instance_id,"
-            " mode) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " mode, restore_previous) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (req.instance_id, req.app_scope, req.state, req.app_session_id,
              req.created_by_call_id, now, now, req.conversation_id, req.parent_instance_id,
-             req.mode),
+             req.mode, int(req.restore_previous)),
         )  # fmt: skip
         created = _require(conn, req.instance_id)
         _audit(conn, now, actor, created)
