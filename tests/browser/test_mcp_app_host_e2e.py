@@ -11,6 +11,7 @@ root's `data-theme` and style variables), which is what a user sees.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -135,7 +136,7 @@ async def test_the_page_is_given_the_shells_real_context_and_told_when_its_theme
         assert set(context["deviceCapabilities"]) == {"touch", "hover"}
         assert context["safeAreaInsets"] == {"top": 0, "right": 0, "bottom": 0, "left": 0}
         # Only what the Shell really offers.
-        assert {"openLinks", "message"} <= set(capabilities)
+        assert {"openLinks", "message", "logging"} <= set(capabilities)
         assert not {"serverTools", "serverResources", "downloadFile", "sampling"} & set(
             capabilities
         )
@@ -336,3 +337,35 @@ async def test_a_link_opens_in_a_new_tab_only_after_the_runtimes_own_prompt(
     assert [e for e in page.errors if any(code in e for code in codes)] == page.errors
     assert len(page.errors) == 2
     page.errors.clear()
+
+
+# ---------------------------------------------------------------- notifications/message
+
+
+async def lineup_logs(data_dir: Path, scope: str) -> str:
+    """`lineup logs SCOPE --data-dir DIR`, as the user runs it."""
+    command = [sys.executable, "-m", "lineup", "logs", scope, "--data-dir", str(data_dir)]
+    with trio.fail_after(30):
+        done = await trio.run_process(command, capture_stdout=True, check=False)
+    return done.stdout.decode()
+
+
+async def test_the_apps_log_line_is_written_where_lineup_logs_shows_the_apps_output(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime, _ = await time_shown(nursery, data_dir, page)
+    line = "log line from the view \x1b[31m"
+
+    def send_log(p: Page) -> None:
+        frame = app(p)
+        frame.locator("#log-text").fill(line)
+        frame.locator("#send-log-btn").click()
+
+    await page.run(send_log)
+    rt = runtime.supervisor.data_dir
+    with trio.fail_after(WAIT_MS / 1000):
+        # Each try is one run of the CLI (about a second): the relay has no other outside sign.
+        while "log line from the view" not in (shown := await lineup_logs(rt, "gettime")):
+            pass
+    # Marked as the view's, with its level, escaped as the app's own output is.
+    assert " view info log line from the view \\x1b[31m" in shown

@@ -33,7 +33,8 @@
 // (`noopener`) once the user says so in the runtime's own prompt (components/link_prompt.js),
 // else `link_declined`; `ui/request-display-mode` is answered with the mode in force (inline,
 // or fullscreen: the Surface takes the whole stage). Every refusal is reported by its code
-// alone (`surface.rejected`, audited), never with the text or the URL.
+// alone (`surface.rejected`, audited), never with the text or the URL. `notifications/message`
+// goes to the runtime as `surface.log`, for the app's own log (`lineup logs`).
 // Host → View is always `contentWindow.postMessage(msg, "*")`: an opaque origin can only be
 // addressed as "*", and a message holds only that Surface's own data. Nothing a Surface sends
 // is ever used as a URL, markup, style or script.
@@ -296,6 +297,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         hostCapabilities: {
           openLinks: {},
           message: { text: {} },
+          logging: {},
           lineup: { methods: METHOD_NAMES },
         },
         hostContext: {
@@ -332,6 +334,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (name === "ui/message") return mcp.propose(id, params);
     if (name === "ui/open-link") return mcp.openLink(id, params);
     if (name === "ui/request-display-mode") return mcp.displayMode(id, params);
+    if (name === "notifications/message") return mcp.log(params);
   }
 
   // `id` null: the bridge's own request (a subscription renewed), answered to nobody.

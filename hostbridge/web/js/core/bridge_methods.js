@@ -7,6 +7,8 @@ import { isObject } from "./util.js";
 const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
 const MAX_NAME = 128;
 const MAX_BLOCKS = 32; // a `ui/message`'s content blocks
+// lineup.facts.view_log VIEW_LOG_LEVELS (MCP's logging levels; tests/hostbridge compares them)
+export const LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 const DISPLAY_MODE_NAMES = ["inline", "fullscreen", "pip"]; // the spec's McpUiDisplayMode
 const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
 // lineup.sdk.protocol SURFACE_ACTION_KINDS (tests/hostbridge compares the two)
@@ -68,6 +70,16 @@ export const METHODS = {
   "ui/open-link": {
     form: "request",
     valid: (p) => isObject(p) && keysWithin(p, ["url", "_meta"]) && typeof p.url === "string",
+  },
+  // The app's log line, for its app's own log (`lineup logs`); `data` is any JSON.
+  "notifications/message": {
+    form: "notification",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["level", "logger", "data", "_meta"]) &&
+      LOG_LEVELS.includes(p.level) &&
+      (p.logger === undefined || isName(p.logger)) &&
+      "data" in p,
   },
   "ui/request-display-mode": {
     form: "request",

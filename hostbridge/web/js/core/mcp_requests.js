@@ -1,6 +1,6 @@
 // An MCP App's requests that the Shell serves itself, for one Surface's bridge (core/bridge.js,
 // which has checked the message, its rate, size, handshake and params' shape already):
-// `ui/message`, `ui/open-link`, `ui/request-display-mode` (issue 30). What the user sees and
+// `ui/message`, `ui/open-link`, `ui/request-display-mode`, `notifications/message` (issue 30). What the user sees and
 // decides is the components': the proposal above the chat's message box
 // (components/proposal.js, `ctx.propose`) and the link prompt (components/link_prompt.js,
 // `ctx.openLink`). Every refusal goes back to the bridge (`refuse`: answered, counted and
@@ -18,6 +18,11 @@ const MAX_URL_CHARS = 2048; // a `ui/open-link` URL
 // Surface mounted anew (its app brought back to the front) does not start it over.
 const proposedAt = new Map();
 const MAX_PROPOSERS = 256;
+// An app's log lines (`notifications/message`): lineup.facts.view_log MAX_VIEW_LOG_CHARS, and
+// at most this many a second per Surface (the hostbridge bounds them again per instance).
+const MAX_LOG_CHARS = 2000;
+const LOGS_PER_S = 5;
+const LOG_BURST = 20;
 
 export function createMcpRequests(options) {
   const { ctx, instanceId, bridge, codes, answer, fail, refuse, invalid, report, post } = options;
@@ -71,5 +76,31 @@ export function createMcpRequests(options) {
     answer(id, { mode: bridge.displayMode });
   }
 
-  return { propose, openLink, displayMode };
+  // The app's log: its `data` as text (JSON unless a string), cut, to the runtime, which writes
+  // it to the app's own log (`lineup logs`); never shown, never audited. Offline, dropped.
+  let logTokens = LOG_BURST;
+  let logAt = performance.now();
+  function log(params) {
+    const now = performance.now();
+    logTokens = Math.min(LOG_BURST, logTokens + ((now - logAt) / 1000) * LOGS_PER_S);
+    logAt = now;
+    if (logTokens < 1) return refuse(undefined, codes.rateLimited);
+    logTokens -= 1;
+    let text;
+    try {
+      text = typeof params.data === "string" ? params.data : JSON.stringify(params.data);
+    } catch {
+      return invalid(undefined);
+    }
+    if (typeof text !== "string") return invalid(undefined);
+    if (typeof params.logger === "string") text = `${params.logger}: ${text}`;
+    ctx.send({
+      type: "surface.log",
+      instance_id: instanceId,
+      level: params.level,
+      text: text.slice(0, MAX_LOG_CHARS),
+    });
+  }
+
+  return { propose, openLink, displayMode, log };
 }
