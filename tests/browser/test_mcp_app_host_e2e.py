@@ -3,7 +3,9 @@
 The page (`dist/mcp-app.html` of `@modelcontextprotocol/server-basic-vanillajs`, from npm,
 pinned) runs as a LineUp Surface of a real runtime in real Chromium (as
 test_mcp_app_surface_e2e.py sets it up). Its own buttons make the requests: "Send Message" is
-`ui/message`, "Open Link" is `ui/open-link`. What the Shell said to the page is read from a
+`ui/message`, "Open Link" is `ui/open-link`, "Send Log" is `notifications/message` (read
+back with `lineup logs`); `ping` and `ui/request-display-mode`, for which it has no button,
+its frame sends as any page's script would. What the Shell said to the page is read from a
 recorder the browser puts in every frame before the page's script runs (`HOST_SAID`): the page
 itself is the ext-apps `App` class, unchanged, and applies the host context it is given (its
 root's `data-theme` and style variables), which is what a user sees.
@@ -369,3 +371,57 @@ async def test_the_apps_log_line_is_written_where_lineup_logs_shows_the_apps_out
             pass
     # Marked as the view's, with its level, escaped as the app's own output is.
     assert " view info log line from the view \\x1b[31m" in shown
+
+
+# ---------------------------------------------------------------- ping, ui/request-display-mode
+
+# The Get Time page has no button for these: its frame sends them as any page's script would
+# (from its own window, so the bridge takes them as the Surface's).
+ASK: Final = """([id, method, params]) =>
+  window.parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*")"""
+
+
+async def test_fullscreen_takes_the_whole_stage_and_a_mode_request_gets_the_mode_in_force(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await time_shown(nursery, data_dir, page)
+
+    def ask(p: Page, request_id: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        frame = app(p)
+        frame.evaluate(ASK, [request_id, method, params])
+        frame.wait_for_function(
+            "(id) => window.__hostSaid.some((m) => m.id === id)", arg=request_id
+        )
+        return next(m for m in host_said(p) if m.get("id") == request_id)
+
+    def modes(p: Page) -> None:
+        assert ask(p, "t-ping", "ping", {})["result"] == {}
+        surface = p.get_by_test_id("surface")
+        stage = p.get_by_test_id("app-view").bounding_box()
+        assert stage is not None
+        inline = p.locator(FRAME).bounding_box()
+        assert inline is not None and inline["height"] < stage["height"] - 40
+
+        assert ask(p, "t-full", "ui/request-display-mode", {"mode": "fullscreen"})["result"] == {
+            "mode": "fullscreen"
+        }
+        expect(surface).to_have_attribute("data-display-mode", "fullscreen")
+        assert {"displayMode": "fullscreen"} in context_changes(p)
+        full = p.locator(FRAME).bounding_box()
+        assert full is not None
+        assert abs(full["height"] - stage["height"]) <= 2  # the whole stage
+        assert abs(full["width"] - stage["width"]) <= 2
+        expect(p.get_by_test_id("app-switcher")).to_be_visible()  # the user can still leave
+
+        # Not offered: answered with the mode in force, nothing changes.
+        assert ask(p, "t-pip", "ui/request-display-mode", {"mode": "pip"})["result"] == {
+            "mode": "fullscreen"
+        }
+        assert ask(p, "t-in", "ui/request-display-mode", {"mode": "inline"})["result"] == {
+            "mode": "inline"
+        }
+        expect(surface).to_have_attribute("data-display-mode", "inline")
+        refused = ask(p, "t-bad", "ui/request-display-mode", {"mode": "huge"})
+        assert refused["error"]["data"]["code"] == "bridge_params_invalid"
+
+    await page.run(modes)
