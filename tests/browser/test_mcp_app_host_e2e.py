@@ -412,6 +412,14 @@ async def test_fullscreen_takes_the_whole_stage_and_a_mode_request_gets_the_mode
         assert abs(full["height"] - stage["height"]) <= 2  # the whole stage
         assert abs(full["width"] - stage["width"]) <= 2
         expect(p.get_by_test_id("app-switcher")).to_be_visible()  # the user can still leave
+        # The container, fixed now: told as the stage's height.
+        height = round(p.locator(FRAME).evaluate("(f) => f.clientHeight"))
+        app(p).wait_for_function(
+            """(h) => window.__hostSaid.some((m) =>
+                 m.method === "ui/notifications/host-context-changed" &&
+                 m.params.containerDimensions && m.params.containerDimensions.height === h)""",
+            arg=height,
+        )
 
         # Not offered: answered with the mode in force, nothing changes.
         assert ask(p, "t-pip", "ui/request-display-mode", {"mode": "pip"})["result"] == {

@@ -287,8 +287,11 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.toldOnline = online;
       const context = hostContext(iframe, bridge.displayMode);
       bridge.unwatch?.();
-      bridge.unwatch = watchHostContext(iframe, context.containerDimensions.width, (fields) =>
-        post({ jsonrpc: "2.0", method: CONTEXT_METHOD, params: fields }),
+      bridge.unwatch = watchHostContext(
+        iframe,
+        context.containerDimensions,
+        () => bridge.displayMode,
+        (fields) => post({ jsonrpc: "2.0", method: CONTEXT_METHOD, params: fields }),
       );
       return answer(id, {
         protocolVersion: PROTOCOL_VERSION,

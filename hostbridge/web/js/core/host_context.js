@@ -4,7 +4,8 @@
 // from one of shell.css's own custom properties and read from the computed style, so a change
 // there reaches the apps), the frame's width, the browser's locale, time zone and input
 // devices. `watchHostContext` calls back with the fields that changed (the theme and styles
-// when the colour scheme flips; the container when the frame's width does), which the bridge
+// when the colour scheme flips; the container when the frame's width does, or in fullscreen
+// its height), which the bridge
 // sends as `ui/notifications/host-context-changed`.
 
 export const DISPLAY_MODES = ["inline", "fullscreen"]; // what the Shell really does
@@ -53,10 +54,13 @@ export function styleVariables() {
   return variables;
 }
 
-export const containerDimensions = (iframe) => ({
-  width: Math.max(0, Math.round(iframe.clientWidth)),
-  maxHeight: MAX_HEIGHT,
-});
+// Inline, the frame is as tall as its page, up to MAX_HEIGHT; fullscreen, as tall as the stage.
+export function containerDimensions(iframe, displayMode) {
+  const width = Math.max(0, Math.round(iframe.clientWidth));
+  return displayMode === "fullscreen"
+    ? { width, height: Math.max(0, Math.round(iframe.clientHeight)) }
+    : { width, maxHeight: MAX_HEIGHT };
+}
 
 export function hostContext(iframe, displayMode) {
   const coarse = window.matchMedia("(pointer: coarse)").matches;
@@ -65,7 +69,7 @@ export function hostContext(iframe, displayMode) {
     styles: { variables: styleVariables() },
     displayMode,
     availableDisplayModes: DISPLAY_MODES,
-    containerDimensions: containerDimensions(iframe),
+    containerDimensions: containerDimensions(iframe, displayMode),
     locale: navigator.language || "en",
     timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC",
     userAgent: HOST_NAME,
@@ -79,18 +83,20 @@ export function hostContext(iframe, displayMode) {
   };
 }
 
-// Calls `onChange(fields)` with what changed since `width` (the container's, as last told);
-// returns the function that stops watching.
-export function watchHostContext(iframe, width, onChange) {
+// Calls `onChange(fields)` with what changed since `told` (the container, as last told; the
+// display mode in force is `mode()`); returns the function that stops watching.
+export function watchHostContext(iframe, told, mode, onChange) {
+  let last = JSON.stringify(told);
   const query = darkQuery();
   const onScheme = () => onChange({ theme: currentTheme(), styles: { variables: styleVariables() } });
   query.addEventListener("change", onScheme);
   const observer =
     typeof ResizeObserver === "function"
       ? new ResizeObserver(() => {
-          const dims = containerDimensions(iframe);
-          if (dims.width === width || dims.width === 0) return; // unchanged, or being hidden
-          width = dims.width;
+          const dims = containerDimensions(iframe, mode());
+          const now = JSON.stringify(dims);
+          if (now === last || dims.width === 0) return; // unchanged, or being hidden
+          last = now;
           onChange({ containerDimensions: dims });
         })
       : null;
