@@ -13,6 +13,7 @@ root's `data-theme` and style variables), which is what a user sees.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -20,6 +21,7 @@ from typing import Any, Final
 import trio
 from playwright.sync_api import Frame, Page, expect
 
+from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell
 from lineup.tests.support.mcp_time_app import MCP_APP_PACKAGE, TimeApp
@@ -31,7 +33,9 @@ from lineup.tests.support.runtime import (
     messages_at_agent,
     start_runtime_with_app,
 )
+from lineup.tests.support.tree import attach, audit_rows
 
+from ._axe import axe_source, violations
 from .conftest import ShellPage
 
 WAIT_MS: Final = 15_000
@@ -193,6 +197,7 @@ async def test_an_apps_message_is_only_proposed_and_reaches_the_agent_once_the_u
 ) -> None:
     _, agent = await time_shown(nursery, data_dir, page)
     proposed = "What time is it in Tokyo?"
+    axe = axe_source()
 
     def send_message(p: Page) -> int:
         before = len(answers(p))
@@ -214,6 +219,7 @@ async def test_an_apps_message_is_only_proposed_and_reaches_the_agent_once_the_u
         expect(box).to_be_visible()
         expect(p.get_by_test_id("proposal-from")).to_contain_text("Get Time")
         expect(p.get_by_test_id("proposal-text")).to_have_text(proposed)
+        assert violations(p, axe) == []  # WCAG 2.1 A/AA, the proposal shown
         p.get_by_test_id("proposal-send").focus()
         p.keyboard.press("Enter")
         expect(box).to_be_hidden()
@@ -228,7 +234,7 @@ async def test_an_apps_message_is_only_proposed_and_reaches_the_agent_once_the_u
 async def test_a_proposal_edited_or_discarded_never_reaches_the_agent_and_bounds_are_refused(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    _, agent = await time_shown(nursery, data_dir, page)
+    runtime, agent = await time_shown(nursery, data_dir, page)
 
     def propose(p: Page, text: str) -> dict[str, Any]:
         before = len(answers(p))
@@ -274,6 +280,17 @@ async def test_a_proposal_edited_or_discarded_never_reaches_the_agent_and_bounds
     said = await texts_at_agent(agent)
     assert not {"first", "second", "third", "fourth", "my draft\n\nfirst"} & set(said)
 
+    # The refusals are audited by their codes and the instance, never with the text.
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
+
+    def both(rows: tuple[AuditRecord, ...]) -> bool:
+        return {"proposal_too_long", "rate_limited"} <= {r.code for r in rows}
+
+    rows = await audit_rows(reader, both, event_prefix="hostbridge.surface_rejected")
+    assert all(str(r.subject_id).endswith(":gettime:c-time") for r in rows)
+    dumped = json.dumps([r.model_dump(mode="json") for r in rows])
+    assert "xxxx" not in dumped and "fourth" not in dumped
+
 
 # ---------------------------------------------------------------- ui/open-link
 
@@ -282,6 +299,7 @@ async def test_a_link_opens_in_a_new_tab_only_after_the_runtimes_own_prompt(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     await time_shown(nursery, data_dir, page)
+    axe = axe_source()
 
     def ask(p: Page, url: str) -> int:
         before = len(answers(p))
@@ -301,6 +319,7 @@ async def test_a_link_opens_in_a_new_tab_only_after_the_runtimes_own_prompt(
         expect(p.get_by_test_id("link-heading")).to_contain_text("Get Time")
         expect(p.get_by_test_id("link-url")).to_have_text(LINK)  # the full URL, as text
         expect(p.get_by_test_id("link-decline")).to_be_focused()  # the safe default
+        assert violations(p, axe) == []  # WCAG 2.1 A/AA, the prompt shown
         p.keyboard.press("Escape")
         expect(prompt).to_be_hidden()
         declined = answered_after(p, before)
