@@ -43,7 +43,8 @@ export function createProposal(ctx, notices) {
   }
 
   send.addEventListener("click", () => {
-    if (shown === null || ctx.state.chatInstance === null) return;
+    // Only as the composer itself would send: not while the chat turned its composer off.
+    if (shown === null || ctx.state.chatInstance === null || input.disabled) return;
     const sent = ctx.send({
       type: "ui.event",
       app_scope: "chat",
