@@ -196,7 +196,7 @@ async def test_an_apps_message_is_only_proposed_and_reaches_the_agent_once_the_u
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     _, agent = await time_shown(nursery, data_dir, page)
-    proposed = "What time is it in Tokyo?"
+    proposed = "What time is it in <b>Tokyo</b>?"  # text, never markup
     axe = axe_source()
 
     def send_message(p: Page) -> int:
@@ -219,6 +219,7 @@ async def test_an_apps_message_is_only_proposed_and_reaches_the_agent_once_the_u
         expect(box).to_be_visible()
         expect(p.get_by_test_id("proposal-from")).to_contain_text("Get Time")
         expect(p.get_by_test_id("proposal-text")).to_have_text(proposed)
+        expect(box.locator("b")).to_have_count(0)
         assert violations(p, axe) == []  # WCAG 2.1 A/AA, the proposal shown
         p.get_by_test_id("proposal-send").focus()
         p.keyboard.press("Enter")
