@@ -41,6 +41,7 @@ from .conftest import ShellPage
 WAIT_MS: Final = 15_000
 FRAME: Final = '[data-testid="surface-frame"]'
 LINK: Final = "https://modelcontextprotocol.io/"  # the page's own default
+LOG_WAIT_S: Final = 60.0  # a few runs of `lineup logs`, each a Python start, on a busy machine
 # In every frame, before its scripts: what the Shell posts to it, kept for the test to read.
 HOST_SAID: Final = """
 if (window !== window.top) {
@@ -385,7 +386,7 @@ async def test_the_apps_log_line_is_written_where_lineup_logs_shows_the_apps_out
 
     await page.run(send_log)
     rt = runtime.supervisor.data_dir
-    with trio.fail_after(WAIT_MS / 1000):
+    with trio.fail_after(LOG_WAIT_S):
         # Each try is one run of the CLI (about a second): the relay has no other outside sign.
         while "log line from the view" not in (shown := await lineup_logs(rt, "gettime")):
             pass
