@@ -129,6 +129,8 @@ class ErrorCode(StrEnum):
     BRIDGE_RATE_LIMITED = "bridge_rate_limited"  # a Surface sending faster than the bridge takes
     SURFACE_FOCUS_TAKEN = "surface_focus_taken"  # took the keyboard from the runtime's own UI
     RUNTIME_UNREACHABLE = "runtime_unreachable"  # the Shell has no link to the runtime now
+    PROPOSAL_TOO_LONG = "proposal_too_long"  # an MCP App's `ui/message` over the composer's bound
+    LINK_DECLINED = "link_declined"  # the user did not open the link an MCP App asked to open
     ARTIFACT_NOT_FOUND = "artifact_not_found"  # no such artifact, or not the caller's
     ARTIFACT_INVALID = "artifact_invalid"  # a media type not allowed, a bad name, bad bytes
     ARTIFACT_TOO_LARGE = "artifact_too_large"  # one artifact over MAX_ARTIFACT_BYTES
@@ -226,6 +228,8 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.ENTRYPOINT_NOT_FOUND: "caller",
         ErrorCode.SURFACE_FOCUS_TAKEN: "app",
         ErrorCode.RUNTIME_UNREACHABLE: "runtime",
+        ErrorCode.PROPOSAL_TOO_LONG: "caller",
+        ErrorCode.LINK_DECLINED: "user",
         ErrorCode.BRIDGE_SOURCE_INVALID: "caller",
         ErrorCode.BRIDGE_NOT_INITIALIZED: "caller",
         ErrorCode.BRIDGE_METHOD_UNKNOWN: "caller",

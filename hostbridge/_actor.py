@@ -48,6 +48,7 @@ from ._listener import serve
 from ._open import open_app
 from ._server import ShellAccess, ShellHub, build_app
 from ._surfaces import SurfaceBook, SurfaceRelay
+from ._view_log import ViewLogRelay
 from ._views import ViewRelay
 from .messages import (
     SUPERVISOR_PHASES,
@@ -78,6 +79,7 @@ from .shell_protocol import (
     ShellOutbound,
     ShellRuntime,
     ShellSessionData,
+    SurfaceLogFrame,
     SurfaceRejectedFrame,
     SurfaceUnavailableFrame,
     TimelineEarlier,
@@ -111,6 +113,7 @@ class HostbridgeActor(Actor):
         self._interactions = InteractionRelay(self.bus, self.hub)
         self._artifacts: ArtifactServer | None = None  # once the server runs (it has the token)
         self._caps = CapabilityDesk(self.bus, self.hub)
+        self._view_logs = ViewLogRelay(self.bus, self._book)  # an MCP App's log lines
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         settings = self.ctx.config.get("hostbridge")
@@ -295,6 +298,8 @@ class HostbridgeActor(Actor):
                 await self._interactions.continue_(frame)
             case SurfaceRejectedFrame() | SurfaceUnavailableFrame():
                 self._surface_report(frame)
+            case SurfaceLogFrame():
+                await self._view_logs.relay(frame)
             case UiEventFrame():
                 await self._ui_event(frame)
             case _:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import Field, TypeAdapter, ValidationError
 
 from lineup.facts.modes import Mode
+from lineup.facts.view_log import MAX_VIEW_LOG_CHARS, ViewLogLevel
 
 from ._shell_frame import (
     MAX_DRAFT_FIELDS,
@@ -55,6 +56,7 @@ __all__ = [
     "ShellAction",
     "ShellInbound",
     "ShellReady",
+    "SurfaceLogFrame",
     "SurfaceRejectedFrame",
     "SurfaceRequestFrame",
     "SurfaceUnavailableFrame",
@@ -226,6 +228,17 @@ class SurfaceRejectedFrame(ShellFrame):
     count: int = Field(ge=1, le=1_000_000)
 
 
+class SurfaceLogFrame(ShellFrame):
+    """One log line a Surface sent (MCP Apps' `notifications/message`), its `data` as text:
+    for its app's own log (`lineup logs`), never the runtime's log or the audit
+    (`_view_log.ViewLogRelay`)."""
+
+    type: Literal["surface.log"] = "surface.log"
+    instance_id: Id
+    level: ViewLogLevel
+    text: str = Field(max_length=MAX_VIEW_LOG_CHARS)
+
+
 class SurfaceUnavailableFrame(ShellFrame):
     """The Shell did not mount a Surface (its `surface_version` is not one it runs)."""
 
@@ -295,6 +308,7 @@ ShellInbound = Annotated[
     | AppSessionContinueFrame
     | SurfaceRequestFrame
     | SurfaceRejectedFrame
+    | SurfaceLogFrame
     | SurfaceUnavailableFrame
     | CapabilityAnswerFrame
     | CapabilityDoneFrame
@@ -313,6 +327,7 @@ ShellAction = (
     | InteractionDraftFrame
     | AppSessionContinueFrame
     | SurfaceRejectedFrame
+    | SurfaceLogFrame
     | SurfaceUnavailableFrame
 )
 SHELL_TO_RUNTIME: Final[TypeAdapter[ShellInbound]] = TypeAdapter(ShellInbound)

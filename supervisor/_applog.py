@@ -55,7 +55,7 @@ __all__ = [
 
 log = logging.getLogger("lineup.supervisor")
 
-Stream = Literal["out", "err"]
+Stream = Literal["out", "err", "view"]  # `view`: its Surface's log lines (AppViewLogEvent)
 
 LOGS_DIR: Final = "logs"
 MAX_LINE: Final = 2048  # bytes of one line as the app wrote it; the rest of the line is dropped

@@ -162,6 +162,18 @@ class Processes:
             applog = self._app_logs[scope] = _applog.AppLog(path)
         return applog
 
+    def view_log(self, app_scope: str, level: str, text: str) -> None:
+        """A line an app's Surface logged (through the Shell and the hostbridge): into that
+        app's own log, escaped and cut as its own output is, marked `view` and its level.
+        Raises LineUpError(invalid_arguments) for a name that is no app_scope."""
+        applog = self._app_logs.get(app_scope)
+        if applog is None:
+            path = _applog.app_log_path(self.data_dir, app_scope)
+            _applog.open_logs_dir(self.data_dir)
+            applog = self._app_logs[app_scope] = _applog.AppLog(path)
+        raw = f"{level} {text}".encode("utf-8", "surrogatepass")[: _applog.MAX_LINE]
+        applog.write([_applog.format_line(time.time(), "view", raw)])
+
     async def _capture(self, read_end: int, stream: _applog.Stream, applog: _applog.AppLog) -> None:
         try:
             await _applog.capture(read_end, stream, applog)

@@ -54,6 +54,7 @@ from lineup.actors.kernel import (
 )
 from lineup.actors.kernel.control import (
     ActorReadyEvent,
+    AppViewLogEvent,
     ChildStartRequest,
     ChildStatus,
     ChildStopRequest,
@@ -336,6 +337,10 @@ class Supervisor:
         if isinstance(body, RuntimeLinkEvent):
             if env.sender.kind is ActorKind.TRANSPORT:
                 self._lifecycle.link(body.state, body.reason)
+            return None
+        if isinstance(body, AppViewLogEvent):
+            if env.sender.kind is ActorKind.HOSTBRIDGE:
+                self._processes.view_log(body.app_scope, body.level, body.text)
             return None
         if isinstance(body, StatusRequest):
             return self.status()

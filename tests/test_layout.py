@@ -156,6 +156,7 @@ def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
         "limits",
         "scopes",
         "artifacts",
+        "view_log",
     )
     loaded = modules_after("\n".join(f"import lineup.facts.{name}" for name in facts))
     assert {f"lineup.facts.{name}" for name in facts} <= loaded

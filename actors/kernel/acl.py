@@ -121,6 +121,8 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     allow(K.TRANSPORT, K.SUPERVISOR, "supervisor.runtime.state")  # for `lineup status`
     # The lifecycle's own part (restoring, stopping), for the Shell's badge.
     allow(K.SUPERVISOR, K.HOSTBRIDGE, "hostbridge.runtime.state")
+    # An MCP App's log lines, from its Surface through the Shell, for `lineup logs` (issue 30).
+    allow(K.HOSTBRIDGE, K.SUPERVISOR, "supervisor.app.view_log")
     allow(K.CLI, K.SUPERVISOR, "supervisor.status.request", _HEALTH)
 
     # Runtime actors may ask each other for health, which the kernel's `Actor` base answers.

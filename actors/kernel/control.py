@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.facts.children import ChildState
 from lineup.facts.link import SUPERVISOR_PHASES
+from lineup.facts.view_log import MAX_VIEW_LOG_CHARS, ViewLogLevel
 
 from .messages import Message
 
@@ -18,6 +19,7 @@ __all__ = [
     "SUPERVISOR_PHASES",
     "ActorReadyEvent",
     "AppFailedEvent",
+    "AppViewLogEvent",
     "ChannelOpenedEvent",
     "ChildStartReply",
     "ChildStartRequest",
@@ -110,6 +112,16 @@ class RuntimeLinkEvent(Message):
     type: Literal["supervisor.runtime.state"] = "supervisor.runtime.state"
     state: str = Field(max_length=64)
     reason: str | None = Field(default=None, max_length=100)
+
+
+class AppViewLogEvent(Message):
+    """hostbridge → supervisor: one log line an app's Surface sent (MCP Apps'
+    `notifications/message`), for that app's own log, never the runtime's or the audit."""
+
+    type: Literal["supervisor.app.view_log"] = "supervisor.app.view_log"
+    app_scope: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    level: ViewLogLevel
+    text: str = Field(max_length=MAX_VIEW_LOG_CHARS)
 
 
 class RuntimeLink(Message):

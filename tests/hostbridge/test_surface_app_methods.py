@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Final
 
+from lineup.facts.view_log import VIEW_LOG_LEVELS
 from lineup.hostbridge._surfaces import APP_METHODS, METHODS
 from lineup.sdk import protocol as sdk
 
@@ -30,3 +31,9 @@ def test_every_app_method_the_shell_relays_the_hostbridge_relays_to_focus() -> N
 
 def test_a_surface_may_dispatch_no_conversation_action() -> None:
     assert sdk.SURFACE_ACTION_KINDS.isdisjoint(sdk.CONVERSATION_ACTION_KINDS)
+
+
+def test_the_log_levels_the_shell_takes_are_the_facts_view_log_levels() -> None:
+    text = BRIDGE_METHODS.read_text()
+    table = text.split("export const LOG_LEVELS = [", 1)[1].split("];", 1)[0]
+    assert tuple(re.findall(r'"([a-z]+)"', table)) == VIEW_LOG_LEVELS

@@ -25,10 +25,12 @@ import { byTestId, el, isShown, replaceKeeping } from "./core/util.js";
 import { card } from "./components/card.js";
 import { CardCache } from "./components/interaction_card.js";
 import { createLauncher } from "./components/launcher.js";
+import { createLinkPrompt } from "./components/link_prompt.js";
 import { createNotices } from "./components/notices.js";
 import { createOverlay } from "./components/overlay.js";
 import { createPermissionPrompt } from "./components/permission_prompt.js";
 import { createPermissionsPage } from "./components/permissions_page.js";
+import { createProposal } from "./components/proposal.js";
 import { createProviderRuns } from "./components/provider_run.js";
 import { createStatus } from "./components/status.js";
 import { stopTheft, surface } from "./components/surface.js";
@@ -90,6 +92,15 @@ const providerRuns = createProviderRuns(ctx, notices);
 const permissionsPage = createPermissionsPage(ctx);
 const launcher = createLauncher(ctx);
 const appCards = new CardCache("app");
+// An MCP App's `ui/message` and `ui/open-link` (core/bridge.js): the user decides each.
+const proposal = createProposal(ctx, notices);
+const linkPrompt = createLinkPrompt(ctx);
+ctx.title = (instance) => instanceTitle(state, instance);
+ctx.propose = (instanceId, text) => proposal.offer(instanceId, text);
+ctx.openLink = (instanceId, href) => {
+  const instance = state.instances.find((i) => i.instance_id === instanceId);
+  return instance === undefined ? Promise.resolve(false) : linkPrompt.ask(instanceTitle(state, instance), href);
+};
 const appCardList = el("div", "app-interactions-cards");
 ui.appCards.append(appCardList);
 

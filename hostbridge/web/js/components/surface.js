@@ -73,11 +73,14 @@ function build(handle, view) {
       iframe.style.height = `${height + iframe.offsetHeight - iframe.clientHeight}px`;
     },
     onRejected: (count) => root.setAttribute("data-bridge-rejections", String(count)),
+    // An MCP App's `ui/request-display-mode`: fullscreen takes the whole stage (shell.css).
+    onDisplayMode: (mode) => root.setAttribute("data-display-mode", mode),
   });
   iframe.src = `/surfaces/${encodeURIComponent(instanceId)}/${DOCUMENT}`;
   handle.iframe = iframe;
   handles.set(iframe, handle);
   root.setAttribute("data-state", "mounted");
+  root.setAttribute("data-display-mode", "inline");
   root.setAttribute("data-surface-id", handle.surfaceId);
   root.replaceChildren(iframe);
 }

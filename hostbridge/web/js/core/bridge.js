@@ -24,12 +24,25 @@
 // its requests awaiting the runtime are answered at once with `runtime_unreachable` (their
 // replies would come on the socket that is gone), and a new one is refused the same way
 // without waiting: the Surface keeps what it must and sends it again once told it is back.
+// An MCP App's own requests the Shell serves itself (issue 30): `ui/initialize` answers the
+// spec's `hostContext`, read from the Shell as it is (core/host_context.js), and a change of
+// its theme or of the frame's width is sent as `ui/notifications/host-context-changed`;
+// `ui/message` never speaks for the user: its text becomes a proposal above the chat's message
+// box (components/proposal.js), answered `{}` once shown, refused `proposal_too_long` or
+// `rate_limited` (per app instance); `ui/open-link` takes an http(s) URL only and opens it
+// (`noopener`) once the user says so in the runtime's own prompt (components/link_prompt.js),
+// else `link_declined`; `ui/request-display-mode` is answered with the mode in force (inline,
+// or fullscreen: the Surface takes the whole stage). Every refusal is reported by its code
+// alone (`surface.rejected`, audited), never with the text or the URL. `notifications/message`
+// goes to the runtime as `surface.log`, for the app's own log (`lineup logs`).
 // Host → View is always `contentWindow.postMessage(msg, "*")`: an opaque origin can only be
 // addressed as "*", and a message holds only that Surface's own data. Nothing a Surface sends
 // is ever used as a URL, markup, style or script.
 
 import { FINAL_STATES } from "./state.js";
 import { METHODS, METHOD_NAMES, isRpcId } from "./bridge_methods.js";
+import { CONTEXT_METHOD, hostContext, watchHostContext } from "./host_context.js";
+import { createMcpRequests } from "./mcp_requests.js";
 import { isObject } from "./util.js";
 
 export const SURFACE_VERSIONS = [1]; // the bridge versions this Shell runs (sdk/manifest.py)
@@ -58,6 +71,11 @@ export const CODES = {
   tooLarge: "bridge_message_too_large",
   rate: "bridge_rate_limited",
   unreachable: "runtime_unreachable", // no link to the runtime: answered at once
+  // An MCP App's requests the Shell serves (`ui/message`, `ui/open-link`), refused:
+  proposalTooLong: "proposal_too_long",
+  rateLimited: "rate_limited",
+  invalidArguments: "invalid_arguments",
+  linkDeclined: "link_declined",
 };
 const RPC_INVALID = -32600;
 const RPC_METHOD = -32601;
@@ -135,7 +153,7 @@ const utf8Length = (text) => new TextEncoder().encode(text).length;
 
 // One Surface's end of the bridge. `view` is its instance's `lineup.surface` view; `onSize`
 // gets a clamped height; `onRejected(count)` whenever the count grows.
-export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected }) {
+export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected, onDisplayMode }) {
   if (!listening) {
     window.addEventListener("message", onMessage);
     listening = true;
@@ -159,6 +177,9 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     asked: new Set(), // interaction ids this Surface asked, until it is told their end
     hostRequests: new Map(), // Host → View request id → resolve
     toldOnline: null, // the link as this Surface was last told it (null: not yet)
+    displayMode: "inline",
+    unwatch: null, // stops watching the host context (from `ui/initialize` on)
+    linkAsked: false, // a `ui/open-link` awaits the user
     closed: false,
     prefix: `s${serial}-${PAGE}`,
   };
@@ -180,6 +201,20 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     report(instanceId, code);
     if (code !== CODES.source && isRpcId(id)) fail(id, rpcCode, code);
   };
+
+  const mcp = createMcpRequests({
+    ctx,
+    instanceId,
+    bridge,
+    codes: CODES,
+    answer,
+    fail: (id, code) => fail(id, RPC_RUNTIME, code),
+    refuse: (id, code) => bridge.reject(code, id, RPC_RUNTIME),
+    invalid: (id) => bridge.reject(CODES.params, id, RPC_PARAMS),
+    report: (code) => report(instanceId, code),
+    post,
+    onDisplayMode,
+  });
 
   function withinRate() {
     const now = performance.now();
@@ -250,13 +285,26 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.stateRevision = stateRevision(v);
       bridge.toolResultKey = null;
       bridge.toldOnline = online;
+      const context = hostContext(iframe, bridge.displayMode);
+      bridge.unwatch?.();
+      bridge.unwatch = watchHostContext(
+        iframe,
+        context.containerDimensions,
+        () => bridge.displayMode,
+        (fields) => post({ jsonrpc: "2.0", method: CONTEXT_METHOD, params: fields }),
+      );
       return answer(id, {
         protocolVersion: PROTOCOL_VERSION,
         hostInfo: { name: "lineup", version: HOST_VERSION },
-        hostCapabilities: { lineup: { methods: METHOD_NAMES } },
+        // Only what this Shell really does.
+        hostCapabilities: {
+          openLinks: {},
+          message: { text: {} },
+          logging: {},
+          lineup: { methods: METHOD_NAMES },
+        },
         hostContext: {
-          displayMode: "inline",
-          theme: "light",
+          ...context,
           lineup: {
             surface_id: v.surface_id,
             surface_version: v.surface_version,
@@ -286,6 +334,10 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       return;
     }
     if (name === "ping") return answer(id, {});
+    if (name === "ui/message") return mcp.propose(id, params);
+    if (name === "ui/open-link") return mcp.openLink(id, params);
+    if (name === "ui/request-display-mode") return mcp.displayMode(id, params);
+    if (name === "notifications/message") return mcp.log(params);
   }
 
   // `id` null: the bridge's own request (a subscription renewed), answered to nobody.
@@ -456,6 +508,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
 
   bridge.close = () => {
     bridge.closed = true;
+    bridge.unwatch?.();
+    bridge.unwatch = null;
     bridges.delete(bridge);
     for (const requestId of bridge.calls) ctx.state.surfaceCalls.delete(requestId);
     bridge.calls.clear();

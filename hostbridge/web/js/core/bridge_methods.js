@@ -6,6 +6,10 @@ import { isObject } from "./util.js";
 
 const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
 const MAX_NAME = 128;
+const MAX_BLOCKS = 32; // a `ui/message`'s content blocks
+// lineup.facts.view_log VIEW_LOG_LEVELS (MCP's logging levels; tests/hostbridge compares them)
+export const LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+const DISPLAY_MODE_NAMES = ["inline", "fullscreen", "pip"]; // the spec's McpUiDisplayMode
 const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
 // lineup.sdk.protocol SURFACE_ACTION_KINDS (tests/hostbridge compares the two)
 export const ACTION_KINDS = [
@@ -48,6 +52,39 @@ export const METHODS = {
       (p.width === undefined || isSize(p.width)),
   },
   ping: { form: "request", valid: none },
+  // An MCP App's requests the Shell serves itself (issue 30): a message it proposes for the
+  // user to send (text blocks only), a link to open once the user says so, a display mode.
+  "ui/message": {
+    form: "request",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["role", "content", "_meta"]) &&
+      p.role === "user" &&
+      Array.isArray(p.content) &&
+      p.content.length > 0 &&
+      p.content.length <= MAX_BLOCKS &&
+      p.content.every(
+        (b) => isObject(b) && b.type === "text" && typeof b.text === "string" && keysWithin(b, ["type", "text", "annotations", "_meta"]),
+      ),
+  },
+  "ui/open-link": {
+    form: "request",
+    valid: (p) => isObject(p) && keysWithin(p, ["url", "_meta"]) && typeof p.url === "string",
+  },
+  // The app's log line, for its app's own log (`lineup logs`); `data` is any JSON.
+  "notifications/message": {
+    form: "notification",
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["level", "logger", "data", "_meta"]) &&
+      LOG_LEVELS.includes(p.level) &&
+      (p.logger === undefined || isName(p.logger)) &&
+      "data" in p,
+  },
+  "ui/request-display-mode": {
+    form: "request",
+    valid: (p) => isObject(p) && keysWithin(p, ["mode", "_meta"]) && DISPLAY_MODE_NAMES.includes(p.mode),
+  },
   "lineup/session-data/get": { form: "request", valid: none, relay: true },
   "lineup/session-data/subscribe": { form: "request", valid: none, relay: true },
   "lineup/session-data/replace": {
