@@ -31,7 +31,7 @@
 // box (components/proposal.js), answered `{}` once shown, refused `proposal_too_long` or
 // `rate_limited` (per app instance); `ui/open-link` takes an http(s) URL only and opens it
 // (`noopener`) once the user says so in the runtime's own prompt (components/link_prompt.js),
-// else `link_declined`; `ui/request-display-mode` is answered with the mode in force (inline,
+// else answered `{isError: true}` (reported `link_declined`); `ui/request-display-mode` is answered with the mode in force (inline,
 // or fullscreen: the Surface takes the whole stage). Every refusal is reported by its code
 // alone (`surface.rejected`, audited), never with the text or the URL. `notifications/message`
 // goes to the runtime as `surface.log`, for the app's own log (`lineup logs`).

@@ -1,7 +1,7 @@
 // An MCP App's requests that the Shell serves itself, for one Surface's bridge (core/bridge.js,
 // which has checked the message, its rate, size, handshake and params' shape already):
-// `ui/message`, `ui/open-link`, `ui/request-display-mode`, `notifications/message` (issue 30). What the user sees and
-// decides is the components': the proposal above the chat's message box
+// `ui/message`, `ui/open-link`, `ui/request-display-mode`, `notifications/message` (issue 30).
+// What the user sees and decides is the components': the proposal above the chat's message box
 // (components/proposal.js, `ctx.propose`) and the link prompt (components/link_prompt.js,
 // `ctx.openLink`). Every refusal goes back to the bridge (`refuse`: answered, counted and
 // reported by its code); a user's no is answered and reported by its code, never counted against
@@ -45,7 +45,10 @@ export function createMcpRequests(options) {
   }
 
   // Only an http(s) URL, shown whole in the runtime's own prompt; opened in a new tab with
-  // `noopener` only once the user says so. One at a time per Surface.
+  // `noopener` only once the user says so. One at a time per Surface. The user's no is a
+  // result, `{isError: true}` (ext-apps' `McpUiOpenLinkResult`, which the `App` class hands its
+  // page as such: a page that reads `isError` goes on), reported by its code; a URL that is not
+  // one is an error.
   function openLink(id, params) {
     let url = null;
     try {
@@ -62,7 +65,7 @@ export function createMcpRequests(options) {
       bridge.linkAsked = false;
       if (opened) return answer(id, {});
       report(codes.linkDeclined);
-      fail(id, codes.linkDeclined);
+      answer(id, { isError: true });
     });
   }
 
