@@ -89,6 +89,8 @@ export const SENTENCES = Object.freeze({
   bridge_message_too_large: "The app's window sent too much at once.",
   bridge_rate_limited: "The app's window sent too many requests at once.",
   surface_focus_taken: "The app's window took the keyboard, so LineUp took it back.",
+  proposal_too_long: "The app suggested a message too long to put in your message box.",
+  link_declined: "You chose not to open that link.",
   artifact_not_found: "That file is gone, or belongs to another app.",
   artifact_invalid: "That file's type or name is not allowed.",
   artifact_too_large: "That file is too large.",
