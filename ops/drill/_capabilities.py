@@ -8,8 +8,10 @@ after a crash of the app is the same request), and answers the result. The exerc
 one at a time: a request the user denies, then at once one the runtime must refuse
 `rate_limited` without a prompt (a Deny hushes the app's requests of that capability for 30 s),
 then, once the hush is over, one the user dismisses and a hushed one again, and round again
-while the load lasts. These are the drill app's and the allowed and expiring ones another
-app's, because a Deny or a dismissal also answers the same app's other waiting prompts.
+while the load lasts. The hush is the gateway's memory: a gateway restarted meanwhile asks the
+hushed one (the user denies it, a new hush from then), so the next waits from its end. These
+are the drill app's and the allowed and expiring ones another app's, because a Deny or a
+dismissal also answers the same app's other waiting prompts.
 
 A call the router refuses before the app runs it (`app_instance_not_found`: the drill app has
 no live instance yet; a stale inventory) asked nothing, which the check requires too, and is
@@ -81,8 +83,11 @@ class CapabilitiesExercise:
                     break
                 plan = await self._ask(script, end)
                 if plan is not None and trio.current_time() < end - TAIL_S:
-                    hushed_until = trio.current_time() + PROMPT_QUIET_S + 1
                     await self._ask("hushed", end)
+                    # The hush runs from the last Deny or dismissal the gateway saw: the hushed
+                    # one's own, if a restarted gateway (whose hush is in its memory) asked it
+                    # and the user denied it. Counted from its end, it is over either way.
+                    hushed_until = trio.current_time() + PROMPT_QUIET_S + 1
                     await trio.sleep_until(min(hushed_until, end))
             await trio.sleep_until(end)
             load.cancel_scope.cancel()
