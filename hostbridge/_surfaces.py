@@ -61,7 +61,7 @@ from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
-from ._mcp_document import INLINE_DIR, split_inline_scripts
+from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
@@ -285,6 +285,9 @@ class SurfaceRelay:
         # Where a capability request waits (the actor's nursery, once it runs).
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._capability_requests = 0
+        # An MCP App's document as split, by instance, with the (mtime, size) it was read at:
+        # a page and each of its moved scripts are one read and one parse, not one apiece.
+        self._split: dict[str, tuple[tuple[int, int], SplitDocument]] = {}
 
     def headers(self, instance_id: str) -> dict[str, str]:
         files = self.book.files(instance_id)
@@ -323,14 +326,28 @@ class SurfaceRelay:
         found = surface_file(files.web_root, files.document)
         if found is None:
             return None
-        prefix = f"/surfaces/{quote(instance_id, safe='')}/"
-        split = split_inline_scripts(await trio.Path(found[0]).read_bytes(), prefix)
+        split = await self._split_document(instance_id, found[0])
         if path == files.document:
             return SurfaceFile(split.html, found[1])
         index = path.removeprefix(INLINE_DIR).removesuffix(".js")
         if not index.isdigit() or str(int(index)) != index or int(index) >= len(split.scripts):
             return None
         return SurfaceFile(split.scripts[int(index)], "text/javascript; charset=utf-8", cors=True)
+
+    async def _split_document(self, instance_id: str, document: Path) -> SplitDocument:
+        """The instance's MCP App document split, read again only once the file changed (a
+        development app saved anew); what is kept is for instances with open Surfaces only."""
+        stat = await trio.Path(document).stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        held = self._split.get(instance_id)
+        if held is not None and held[0] == key:
+            return held[1]
+        prefix = f"/surfaces/{quote(instance_id, safe='')}/"
+        split = split_inline_scripts(await trio.Path(document).read_bytes(), prefix)
+        for gone in [i for i in self._split if self.book.files(i) is None]:
+            del self._split[gone]
+        self._split[instance_id] = (key, split)
+        return split
 
     async def _ask_files(self, instance_id: str) -> SurfaceFiles | None:
         if self.book.surface(instance_id) is None:

@@ -12,6 +12,7 @@ import trio
 from pydantic import ValidationError
 from trio_websocket import WebSocketConnection
 
+import lineup.hostbridge._surfaces as surfaces_module
 from lineup.actors.focus.messages import (
     AppView,
     SurfaceAccepted,
@@ -62,6 +63,7 @@ SURFACE_WEB = Path(__file__).resolve().parents[1] / "browser" / "surface_web"
 INSTANCE = "surfacetest-1"
 SURFACE = "lu:surface:" + INSTANCE
 SCOPE = "surfacetest"
+INLINE = ("_lineup/inline/0.js", "_lineup/inline/1.js")  # an MCP App page's moved scripts
 
 
 def surface_view(**fields: Any) -> dict[str, Any]:
@@ -293,6 +295,36 @@ async def test_an_mcp_apps_page_is_served_with_its_inline_scripts_moved_out_and_
     assert [b[0] for b in beyond] == [404, 404, 404]
     assert chunk[0] == 200 and chunk[2] == guarded_script(b"export const x = 1;")
     assert chunk[1]["access-control-allow-origin"] == "*"
+
+
+async def test_an_mcp_apps_page_is_split_once_until_its_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    web = tmp_path / "web"
+    web.mkdir()
+    page = web / "index.html"
+    page.write_bytes(b"<script>one()</script><script>two()</script>")
+    splits: list[bytes] = []
+    real = split_inline_scripts
+
+    def counted(document: bytes, prefix: str) -> Any:
+        splits.append(document)
+        return real(document, prefix)
+
+    monkeypatch.setattr(surfaces_module, "split_inline_scripts", counted)
+    async with trio.open_nursery() as nursery:
+        actor, _, port = await start_hostbridge(
+            nursery, tmp_path, SurfaceBus(web_root=web, mcp_app=True)
+        )
+        show_surface(actor)
+        base = f"/surfaces/{INSTANCE}"
+        first = [await _get(port, f"{base}/{p}") for p in ("index.html", *INLINE)]
+        page.write_bytes(b"<script>three()</script><script>four()</script><p>saved</p>")
+        again = [await _get(port, f"{base}/{p}") for p in ("index.html", *INLINE)]
+        nursery.cancel_scope.cancel()
+    assert len(splits) == 2  # one read per version of the file, not one per response
+    assert [a[2] for a in first[1:]] == [guarded_script(b"one()"), guarded_script(b"two()")]
+    assert [a[2] for a in again[1:]] == [guarded_script(b"three()"), guarded_script(b"four()")]
 
 
 async def test_a_lineup_surface_has_no_moved_scripts_and_no_cors(tmp_path: Path) -> None:
