@@ -44,6 +44,7 @@ from typing import Final, Literal
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
 
 __all__ = [
+    "APP_ENDINGS",
     "BINDS",
     "BIRTH",
     "CODED",
@@ -113,6 +114,10 @@ ROWS: Final[Mapping[ToolCallEvent, tuple[Row, ...]]] = {
 # ended (in the step's own transaction), so no call is ever handed to an instance whose end was
 # already recorded, and the instance's end (which closes its calls) always comes after.
 BINDS: Final[frozenset[ToolCallEvent]] = frozenset({"hold", "hand_over", "activated"})
+
+# The endings an app asks for itself. The store refuses each once the call's instance has
+# ended: that end decides the call (`close`), however the app's handler took it.
+APP_ENDINGS: Final[frozenset[ToolCallEvent]] = frozenset({"fail", "cancel"})
 
 # The events that end a call before its outcome was decided, and all that carry a code.
 ENDINGS: Final[frozenset[ToolCallEvent]] = frozenset(

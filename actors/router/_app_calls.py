@@ -32,12 +32,14 @@ from lineup.actors.store.messages import (
     ToolCallProgressRequest,
 )
 from lineup.facts.scopes import INTERACTION
+from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import split_tool_id
 from lineup.sdk.schema import validate
 
 from . import _ids as ids
 from . import _outbox as outbox
+from ._interactions import APP_CLOSED
 from ._progress import SEND_NOW
 from ._tools import Known, ToolCalls
 
@@ -144,17 +146,27 @@ class AppCalls:
 
     async def fail(self, sender: Identity, msg: sdk.ToolFailRequest) -> sdk.CommandReceipt:
         known = await self._own_call(sender, msg.call_id, msg.TYPE)
-        await self.calls.step(
-            msg.call_id, "fail", code=msg.code[:100], expected_scope=known.app_scope
-        )
+        await self._end(known, msg.call_id, "fail", msg.code[:100])
         return sdk.CommandReceipt(id=msg.call_id)
 
     async def cancel(self, sender: Identity, msg: sdk.ToolCancelRequest) -> sdk.CommandReceipt:
         known = await self._own_call(sender, msg.call_id, msg.TYPE)
-        await self.calls.step(
-            msg.call_id, "cancel", code=msg.reason, expected_scope=known.app_scope
-        )
+        await self._end(known, msg.call_id, "cancel", msg.reason)
         return sdk.CommandReceipt(id=msg.call_id)
+
+    async def _end(self, known: Known, call_id: str, event: ToolCallEvent, code: str) -> None:
+        """The app ends its call. Once the call's instance has ended (the store refuses the
+        app's ending then), the end decides: the call is closed `app_closed`, as the
+        instance's end closes it, and the app is told `call_already_final`. An app whose
+        handler failed because the user closed its instance meanwhile never reports that
+        failure as the call's outcome."""
+        try:
+            await self.calls.step(call_id, event, code=code, expected_scope=known.app_scope)
+        except LineUpError as exc:
+            if exc.code is not ErrorCode.APP_INSTANCE_NOT_FOUND:
+                raise
+            await self.calls.end(call_id, "close", APP_CLOSED)
+            raise LineUpError(ErrorCode.CALL_ALREADY_FINAL, call_id) from None
 
     async def accept_call(self, sender: Identity, msg: sdk.ToolAcceptRequest) -> sdk.CommandReceipt:
         """The app takes a call handed to it: `running` from now on (a repeat changes nothing).

@@ -239,6 +239,11 @@ def tool_call_step(
         raise LineUpError(ErrorCode.PERMISSION_DENIED, "the runtime ends this call")
     if req.event in machine.BINDS and req.instance_id is not None:
         _check_instance_live(conn, req.instance_id)
+    ended_by_app = req.expected_app_scope is not None and req.event in machine.APP_ENDINGS
+    if ended_by_app and call is not None and call.instance_id is not None:
+        # An app failing a call after its instance's end was recorded is failing because of
+        # it (the user closed it while the handler ran): the router closes the call instead.
+        _check_instance_live(conn, call.instance_id)
     # Every bound is checked before the first write, so that a refusal leaves nothing behind.
     texts = [_wire_text(row.wire) for row in req.rows]
     result = None

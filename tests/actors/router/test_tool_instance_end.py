@@ -34,6 +34,7 @@ from lineup.actors.kernel import (
     Message,
     channel_pair,
 )
+from lineup.actors.router._app_calls import AppCalls
 from lineup.actors.router._envelope import admit
 from lineup.actors.router._inventory import Inventory
 from lineup.actors.router._pipeline import ToolPipeline
@@ -41,11 +42,13 @@ from lineup.actors.router._session import SessionSource
 from lineup.actors.router._tools import ToolCalls
 from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest, ToolCallStepRequest
 from lineup.actors.transport.messages import AppServerSession
+from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import MIN_TIMEOUT_MS, ToolDescriptor
 from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
 
 SCOPE: Final = "probe"
 INSTANCE: Final = "probe:1"
+APP: Final = Identity(ActorKind.MINIAPP, f"miniapp:{SCOPE}")
 POLL: Final = 0.02  # between two looks at the store, inside a bounded wait
 OBJECT: Final = {"type": "object", "properties": {}, "additionalProperties": False}
 INVENTORY: Final = InventoryReply(
@@ -202,3 +205,36 @@ async def test_a_lost_end_is_made_up_by_the_second_sweep_that_finds_the_instance
     await pipeline.sweep_ended(confirmed=first)
 
     assert await call_state(store) == ("cancelled", "app_closed")
+
+
+@pytest.mark.parametrize(
+    ("closed", "ending"),
+    [
+        (True, ("cancelled", "app_closed")),  # the handler failed because the user closed it
+        (False, ("failed", "handler_failed")),  # nothing closed: the app's word stands
+    ],
+)
+async def test_an_app_failing_a_call_after_its_instance_ended_leaves_it_closed(
+    nursery: trio.Nursery, tmp_path: Path, closed: bool, ending: tuple[str, str]
+) -> None:
+    # The demo's Whiteboard: the user closed the board as it opened; the handler's next
+    # request was refused and it raised, and its `handler_failed` reached the router before
+    # focus's `ended` did. The close was recorded first, so the close decides.
+    store = await store_and_focus(nursery, tmp_path, ends=False)
+    pipeline = pipeline_of(store.router)
+    await nursery.start(pipeline.run)
+    app = AppCalls(pipeline.calls)
+    await agent_calls(pipeline, f"{SCOPE}.direct")
+    await app.accept_call(APP, sdk.ToolAcceptRequest(call_id="call-1"))
+    if closed:
+        await store.end_instance(SCOPE, INSTANCE)  # and the router has not heard yet
+
+    failing = sdk.ToolFailRequest(call_id="call-1", code="handler_failed")
+    if closed:
+        with pytest.raises(LineUpError) as refused:
+            await app.fail(APP, failing)
+        assert refused.value.code is ErrorCode.CALL_ALREADY_FINAL
+    else:
+        await app.fail(APP, failing)
+
+    assert await call_state(store) == ending
