@@ -396,11 +396,15 @@ class Inbound:
                 outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="duplicate")
                 continue
             outcomes[index] = EnvelopeOutcome(message_id=envelope.id, status="accepted")
-            assert reply.seq is not None  # a created message has its seq
+            # A created message has both seqs: the inbox's orders the app's list, the
+            # conversation's its history.
+            assert reply.seq is not None
+            assert reply.delivery_seq is not None
             persisted.setdefault(request.app_scope, []).append(
                 sdk.Delivery(
                     delivery_id=envelope.id,
-                    seq=reply.seq,
+                    seq=reply.delivery_seq,
+                    message_seq=reply.seq,
                     envelope=request.body,
                     instance_id=request.instance_id,
                 )

@@ -93,5 +93,9 @@ class Redelivery:
 def delivery_of(row: InboxRow) -> sdk.Delivery:
     """An inbox row as its app sees it (never the store's row)."""
     return sdk.Delivery(
-        delivery_id=row.delivery_id, seq=row.seq, envelope=row.body, instance_id=row.instance_id
+        delivery_id=row.delivery_id,
+        seq=row.seq,
+        message_seq=row.message_seq,
+        envelope=row.body,
+        instance_id=row.instance_id,
     )

@@ -96,7 +96,7 @@ class Chat(MiniApp):
             {
                 "id": key,
                 "message_id": delivery.delivery_id,
-                "seq": delivery.seq,
+                "seq": delivery.message_seq,  # the conversation's order, as history's
                 "author": "agent",
                 "state": "received",
                 "markdown": str(payload.get("markdown", "")),

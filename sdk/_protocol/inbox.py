@@ -27,11 +27,15 @@ MAX_BATCH = 500  # deliveries in one event, ids in one acknowledgement
 
 
 class Delivery(Message):
-    """One persisted delivery to this app, normalised (the app never sees a wire envelope)."""
+    """One persisted delivery to this app, normalised (the app never sees a wire envelope).
+    `seq` is its order in the inbox (what `InboxListRequest.after_seq` pages by);
+    `message_seq` the conversation order of the Agent's message it carries (its
+    `ConversationItem.seq`), None for a delivery that is no conversation message."""
 
     type: Literal["miniapp.delivery"] = "miniapp.delivery"
     delivery_id: Id
     seq: int
+    message_seq: int | None = None
     envelope: dict[str, Any]  # a RuntimeEnvelope (seed 004 §5.1) as JSON
     instance_id: Id | None = None  # the instance it is for; None: the app's conversation
 

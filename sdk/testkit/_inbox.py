@@ -17,8 +17,11 @@ __all__ = ["FakeConversation", "FakeInbox"]
 
 @dataclass
 class FakeInbox:
-    """The app's inbox: `put` a delivery, then see what the app acknowledged."""
+    """The app's inbox: `put` a delivery, then see what the app acknowledged. An Agent's text
+    put here is also a message of `conversation` (as the runtime stores it), and its delivery
+    carries that message's seq."""
 
+    conversation: FakeConversation | None = None
     pending: dict[str, p.Delivery] = field(default_factory=dict)
     acknowledged: list[str] = field(default_factory=list)
     _seq: itertools.count[int] = field(
@@ -33,9 +36,17 @@ class FakeInbox:
         instance_id: str | None = None,
     ) -> p.Delivery:
         """A delivery for `instance_id` (None: the app's conversation-level inbox)."""
+        delivery_id = delivery_id or str(uuid.uuid4())
+        message_seq = None
+        if self.conversation is not None and envelope.get("type") == "lineup.v1.text":
+            payload = envelope.get("payload")
+            markdown = payload.get("markdown") if isinstance(payload, dict) else None
+            message = self.conversation.add(str(markdown or ""), message_id=delivery_id)
+            message_seq = message.seq
         delivery = p.Delivery(
-            delivery_id=delivery_id or str(uuid.uuid4()),
+            delivery_id=delivery_id,
             seq=next(self._seq),
+            message_seq=message_seq,
             envelope=envelope,
             instance_id=instance_id,
         )

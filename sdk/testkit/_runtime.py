@@ -72,8 +72,8 @@ class FakeRuntime:
         self.app_scope = app_scope
         self.instance_id = instance_id
         self.instances: set[str] = {instance_id}
-        self.inbox = FakeInbox()
         self.conversation = FakeConversation()
+        self.inbox = FakeInbox(conversation=self.conversation)
         self.ui = FakeUi()
         self.lifecycle = FakeLifecycle()
         self.session_data = FakeSessionData()

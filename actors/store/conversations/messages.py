@@ -84,13 +84,16 @@ class ConversationReceiveRequest(Message):
 class ConversationReceiveReply(Message):
     """`created` is False for a repeat: nothing was written and `seq` is the original one.
     In a `ConversationReceiveManyReply`, `refused` is the code of a message refused on its own
-    (`message_id_conflict`): nothing was written for it and `seq` is None."""
+    (`message_id_conflict`): nothing was written for it and `seq` is None. `delivery_seq` is
+    the seq of the inbox delivery a created message made (the inbox's own order, which is not
+    the conversation's `seq`)."""
 
     type: Literal["store.conversation.receive.reply"] = "store.conversation.receive.reply"
     message_id: Id
     seq: int | None
     created: bool
     refused: Name | None = None
+    delivery_seq: int | None = None
 
 
 class ConversationReceiveManyRequest(Message):

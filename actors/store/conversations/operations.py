@@ -160,7 +160,9 @@ def _receive(
     )
     if delivered is None:  # checked above, within this transaction
         raise _conflict("delivery id already used in this inbox")
-    return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=True)
+    return ConversationReceiveReply(
+        message_id=req.message_id, seq=seq, created=True, delivery_seq=delivered
+    )
 
 
 def conversation_receive_many(

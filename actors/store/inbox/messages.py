@@ -26,8 +26,12 @@ __all__ = [
 
 
 class InboxRow(Message):
+    """One delivery; `message_seq` is the conversation seq of the Agent's message it carries
+    (None for a delivery that carries none, such as a tool call)."""
+
     type: Literal["store.inbox.row"] = "store.inbox.row"
     seq: int
+    message_seq: int | None = None
     app_scope: Name
     conversation_id: Id
     instance_id: Id | None  # None: the app's conversation-level inbox

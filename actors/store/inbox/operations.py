@@ -65,13 +65,17 @@ _ONE_INBOX: Final = "app_scope = ? AND conversation_id IS ? AND instance_id IS ?
 
 def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxListReply:
     # Bodies as bytes: one that is not UTF-8 must cost only its own row (skipped below).
+    # A delivery of an Agent's message has the message's id (`conversations/`): its
+    # conversation seq is found by that unique id.
     rows: list[Any] = conn.execute(
-        f"SELECT seq, delivery_id, CAST(body AS BLOB), created_at FROM app_inbox WHERE"
-        f" {_ONE_INBOX} AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+        "SELECT seq, delivery_id, CAST(body AS BLOB), created_at, (SELECT m.seq FROM messages m"
+        " WHERE m.message_id = i.delivery_id AND m.app_scope = i.app_scope"
+        f" AND m.direction = 'inbound') FROM app_inbox AS i WHERE {_ONE_INBOX}"
+        " AND acked_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
         (req.app_scope, req.conversation_id, req.instance_id, req.after_seq, req.limit),
     ).fetchall()
     listed = []
-    for seq, delivery_id, raw, created_at in within_budget(rows, body_cost(2)):
+    for seq, delivery_id, raw, created_at, message_seq in within_budget(rows, body_cost(2)):
         body = stored_object(raw)
         if body is None or not isinstance(delivery_id, str) or not 1 <= len(delivery_id) <= 200:
             # Poison: never listed, so the app moves past it; the start-up sweep quarantines it.
@@ -80,6 +84,7 @@ def inbox_list(conn: Connection, req: InboxListRequest, now: float) -> InboxList
         listed.append(
             InboxRow(
                 seq=seq,
+                message_seq=message_seq,
                 app_scope=req.app_scope,
                 conversation_id=req.conversation_id,
                 instance_id=req.instance_id,

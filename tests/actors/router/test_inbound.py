@@ -13,13 +13,15 @@ import trio
 import trio.testing
 
 from lineup import wire
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode, Identity
+from lineup.actors.kernel import ActorKind, Bus, Envelope, ErrorCode, Identity
 from lineup.actors.router import _ids as ids
 from lineup.actors.router._deliveries import Deliveries
 from lineup.actors.router._envelope import admit
 from lineup.actors.router._inbound import _receive_request, _request_cost
 from lineup.actors.router.messages import InboundEnvelopesReply, InboundEnvelopesRequest
 from lineup.actors.store.messages import (
+    ConversationHistoryReply,
+    ConversationHistoryRequest,
     ConversationSendReply,
     ConversationSendRequest,
     CursorSetReply,
@@ -256,6 +258,52 @@ async def test_the_chat_naming_a_calls_outbox_rows_as_its_client_ids_cannot_bloc
         assert rows[-1] == (ids.terminal_id("c1"), wire.TOOL_ERROR)
         assert all(ids.is_runtime(outbox_id) for outbox_id, _ in rows)
         assert not any(squat == outbox_id for squat in squats for outbox_id, _ in rows[:-1])
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_pushed_delivery_carries_the_seqs_its_app_lists_it_by(tmp_path: Path) -> None:
+    # The chat orders a message by its conversation seq and pages its inbox by the inbox's:
+    # a delivery pushed with the one and listed with the other (after a restart, say) showed
+    # two messages at the same place, in an order left to chance.
+    async with trio.open_nursery() as nursery:
+        transport, reader, supervisor = await tree_and_supervisor(nursery, tmp_path)
+        pushed: list[sdk.Delivery] = []
+        arrived = trio.Event()
+
+        def app_side(env: Envelope) -> None:
+            if isinstance(env.body, sdk.DeliveriesEvent):
+                pushed.extend(env.body.deliveries)
+                arrived.set()
+
+        app: Bus = await nursery.start(
+            supervisor.attach, Identity(ActorKind.MINIAPP, "miniapp:probe"), app_side
+        )
+        await reader.request(  # a message of the user's first: the two orders now differ
+            "store",
+            ConversationSendRequest(
+                message_id="mine", conversation_id=CONVERSATION, app_scope="chat",
+                kind=wire.TEXT, body={"markdown": "mine"}, wire={"id": "mine"},
+                sender_kind="user", sender_id="user-in",
+            ),
+            expect=ConversationSendReply,
+        )  # fmt: skip
+
+        assert await hand_over(transport, text("m-1")) == [("m-1", "accepted")]
+        with trio.fail_after(WAIT):
+            await arrived.wait()
+        listed = await app.request("router", sdk.InboxListRequest(), expect=sdk.InboxListReply)
+        history = await reader.request(
+            "store",
+            ConversationHistoryRequest(conversation_id=CONVERSATION),
+            expect=ConversationHistoryReply,
+        )
+
+        assert [(d.delivery_id, d.seq, d.message_seq) for d in pushed] == [
+            (d.delivery_id, d.seq, d.message_seq) for d in listed.deliveries
+        ]
+        [delivery] = pushed
+        assert [r.seq for r in history.rows if r.message_id == "m-1"] == [delivery.message_seq]
+        assert delivery.seq != delivery.message_seq
         nursery.cancel_scope.cancel()
 
 

@@ -150,6 +150,32 @@ async def test_a_received_message_is_recorded_and_its_body_delivered_to_the_apps
     ]
 
 
+async def test_a_delivery_names_its_inbox_seq_and_its_messages_conversation_seq_apart(
+    store: StoreHarness,
+) -> None:
+    # The two orders differ as soon as the chat sends one of its own, or another app receives
+    # one: an app pages its inbox by the one and orders its history by the other.
+    await store.ask(send("u-1"), ConversationSendReply)
+    await store.ask(receive("m-0", app_scope="board"), ConversationReceiveReply)
+    got = await store.ask(receive("m-1"), ConversationReceiveReply)
+    put = await store.ask(
+        InboxPutRequest(app_scope="chat", conversation_id="conv-1", delivery_id="d-2", body={}),
+        InboxPutReply,
+    )
+
+    listed = await store.ask(
+        InboxListRequest(app_scope="chat", conversation_id="conv-1"), InboxListReply
+    )
+
+    assert got.seq is not None and got.delivery_seq is not None
+    assert got.seq != got.delivery_seq  # the messages' seq counts the others' messages too
+    assert [(r.delivery_id, r.seq, r.message_seq) for r in listed.rows] == [
+        ("m-1", got.delivery_seq, got.seq),
+        ("d-2", put.seq, None),  # no message: a tool call's, say
+    ]
+    assert (await message(store, "m-1")).seq == got.seq
+
+
 async def test_a_received_message_for_an_instance_is_in_that_instances_inbox_only(
     store: StoreHarness,
 ) -> None:

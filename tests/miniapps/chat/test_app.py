@@ -53,6 +53,30 @@ async def test_a_burst_is_shown_in_one_render_and_acknowledged_in_one_request() 
     assert runtime.inbox.pending == {}
 
 
+async def test_a_message_shows_in_the_conversations_order_pushed_or_listed() -> None:
+    # The user's "mine" is the conversation's first message; the Agent's answer its second,
+    # and the first delivery of the chat's inbox: ordered by the inbox it came before "mine".
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    await chat.on_ui_event(
+        p.UiEvent(instance_id="chat", event={"kind": "composer.submit", "text": "mine"})
+    )
+    [mine] = runtime.conversation.sent
+    answer = runtime.inbox.put(text(1), "answer")
+    assert answer.seq <= runtime.conversation.items[mine].seq < (answer.message_seq or 0)
+
+    await chat.on_deliveries((answer,))
+    assert shown(runtime) == [mine, "answer"]
+
+    # A restart that read the history just before the answer arrived, and lists the inbox
+    # just after: the answer comes from the inbox alone, and shows in the same place.
+    restarted = Chat()
+    runtime.inbox.pending[answer.delivery_id] = answer
+    runtime.conversation.items.pop(answer.delivery_id)
+    await testkit.start(restarted, runtime=runtime)
+    assert shown(runtime) == [mine, "answer"]
+
+
 async def test_a_burst_whose_acknowledgement_was_lost_is_shown_again_once_after_a_restart() -> None:
     chat = Chat()
     runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
