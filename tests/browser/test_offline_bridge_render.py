@@ -56,11 +56,9 @@ async def test_a_surface_hears_the_link_go_and_come_back_and_gets_what_was_writt
             ),
         )
     )
-    [down] = await received(page, "lineup/notifications/connection")
-    assert down["params"] == {"online": False}
-
+    # The Shell reconnects by itself 125 ms on: the two may already both be there.
     told = await received(page, "lineup/notifications/connection", 2)
-    assert told[-1]["params"] == {"online": True}
+    assert [t["params"] for t in told] == [{"online": False}, {"online": True}]
     assert len(sockets) == 2  # the Shell connected again by itself
     [pushed] = await received(page, "lineup/notifications/session-data")
     assert pushed["params"] == {"data": {"n": 1}, "revision": 1}
