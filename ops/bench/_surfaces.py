@@ -18,6 +18,14 @@ the Shell as the board's script would (`PATCHES`).
   page's `timeOrigin + now()` against `time.time()`, one machine). The instance is then closed
   from its tab, outside the clock; the kept board comes back to the front, its Surface mounted
   again (a new iframe, a new handshake): timed the same way, a third figure.
+- the same for the ext-apps project's published "Get Time" MCP App, unchanged (its npm page,
+  fetched pinned as the tests fetch it; the test app `tests/support/mcp_time_app.py`): each
+  sample is the Agent's call of its tool, which opens a new instance's Surface.
+- the floor of both, in the same Chromium run: a bare `<iframe>` with a Surface's sandbox and
+  `allow`, its document served by the hostbridge under a Surface's headers (CSP and guard
+  included: it is a file of the MCP App's own web folder), whose one script posts one message
+  to the Shell. What a Surface's open costs beyond it is LineUp's (focus, the Shell's mount,
+  the bridge's handshake) and the page's own start.
 - patch round trip: in the kept board's frame, a `lineup/event` `board.patch` of one two-point
   stroke with a fresh op id, timed until the frame hears `lineup/notifications/session-data`
   whose `applied` holds that op id; one at a time, spaced to stay inside the bridge's rate
@@ -39,6 +47,10 @@ import trio
 
 from lineup import wire
 from lineup.ops.agent import AgentClient
+from lineup.sdk.manifest import manifest_json
+from lineup.sdk.tools import manifest_of
+from lineup.tests.support.mcp_time_app import MCP_APP_PACKAGE, TimeApp
+from lineup.tests.support.npm import NpmPackage, installed
 
 from ._linked import start_embedded
 
@@ -56,6 +68,7 @@ CHROMIUM_ARGS: Final = [
     "--disable-sync",
 ]
 AGENT, SECRET, CONVERSATION = "demo-agent", "demo-secret", "conv-demo"
+TIME_TOOL: Final = "gettime.get-time"
 WAIT_S: Final = 30.0
 WAIT_MS: Final = int(WAIT_S * 1000)
 FRAME: Final = '[data-testid="surface-frame"]'
@@ -66,10 +79,12 @@ PATCH_SPACING_MS: Final = 25  # ≤ 40 patches/s: well inside the bridge's 60/s 
 # The bench's listeners in the Shell page: each Surface iframe inserted, and its handshake.
 OBSERVE: Final = """
 (() => {
+  const FLOOR_METHOD = "bench/floor";
   const frames = [];  // {iframe, instance, inserted, initialized}
   window.__benchFrames = frames;
   const seen = (node, at) => {
-    if (!(node instanceof HTMLIFrameElement) || node.dataset.testid !== "surface-frame") return;
+    if (!(node instanceof HTMLIFrameElement)) return;
+    if (node.dataset.testid !== "surface-frame" && node.dataset.testid !== "bench-floor") return;
     if (frames.some((f) => f.iframe === node)) return;
     const m = /\\/surfaces\\/([^/]+)\\//.exec(node.getAttribute("src") || "");
     frames.push({
@@ -91,7 +106,7 @@ OBSERVE: Final = """
   }).observe(document, { childList: true, subtree: true });
   window.addEventListener("message", (event) => {
     const m = event.data;
-    if (!m || m.method !== "ui/notifications/initialized") return;
+    if (!m || (m.method !== "ui/notifications/initialized" && m.method !== FLOOR_METHOD)) return;
     const at = performance.now();
     const f = frames.find((x) => x.iframe.contentWindow === event.source);
     if (f && f.initialized === null) f.initialized = at;
@@ -116,6 +131,37 @@ REMOUNTS: Final = """(instance) => (window.__benchFrames || [])
 # Every Surface iframe still in the page has done its handshake (nothing mounting).
 SETTLED: Final = """() => (window.__benchFrames || []).every(
   (f) => !f.iframe.isConnected || f.initialized !== null)"""
+# The floor's document and its one script (a file: a Surface's CSP allows no inline script).
+FLOOR_HTML: Final = b'<!doctype html><meta charset="utf-8"><script src="floor.js"></script>\n'
+FLOOR_JS: Final = b'window.parent.postMessage({jsonrpc: "2.0", method: "bench/floor"}, "*");\n'
+# In the Shell page: `count` bare frames one at a time, each with a Surface's sandbox and
+# `allow`, its document the floor's under `instance`'s Surface path, removed once it posted;
+# each timed as a Surface is (OBSERVE: inserted → its message), ms.
+FLOORS: Final = """async ({instance, count}) => {
+  const times = [];
+  for (let n = 0; n < count; n++) {
+    const iframe = document.createElement("iframe");
+    iframe.dataset.testid = "bench-floor";
+    iframe.setAttribute("sandbox", "allow-scripts");
+    iframe.setAttribute("allow", "");
+    iframe.style.cssText = "position:fixed;left:0;top:0;width:600px;height:400px;border:0";
+    iframe.src = `/surfaces/${encodeURIComponent(instance)}/floor.html?n=${n}`;
+    document.body.append(iframe);
+    const f = await new Promise((resolve, reject) => {
+      const started = performance.now();
+      const look = () => {
+        const found = window.__benchFrames.find((x) => x.iframe === iframe);
+        if (found && found.initialized !== null) resolve(found);
+        else if (performance.now() - started > 10000) reject(new Error("no floor message"));
+        else setTimeout(look, 5);
+      };
+      look();
+    });
+    times.push(f.initialized - f.inserted);
+    iframe.remove();
+  }
+  return times;
+}"""
 # In the Surface's frame: `count` patches one at a time, each timed (ms) from the post to the
 # session data revision that lists its op id in `applied`. Each stroke is then undone (its
 # own patch, outside the clock), so every sample meets the same, near-empty board.
@@ -173,15 +219,39 @@ class SurfaceTimes:
     # initialized.
     refronted: list[float] = field(default_factory=list)
     patches: list[float] = field(default_factory=list)  # patch posted → applied revision
+    mcp_opened: list[float] = field(default_factory=list)  # the MCP App's: inserted → initialized
+    floor: list[float] = field(default_factory=list)  # a bare frame: inserted → its message
+
+
+def _time_app(folder: Path) -> dict[str, str]:
+    """The Get Time MCP App as `--dev-app` adds one, in `folder`: its manifest, and its web
+    folder holding the published page, unchanged, and the floor."""
+    web = folder / "web"
+    web.mkdir(parents=True)
+    page = installed(NpmPackage(*MCP_APP_PACKAGE)) / "dist" / "mcp-app.html"
+    (web / "index.html").write_bytes(page.read_bytes())
+    (web / "floor.html").write_bytes(FLOOR_HTML)
+    (web / "floor.js").write_bytes(FLOOR_JS)
+    manifest = manifest_of(TimeApp)
+    path = folder / f"{manifest.app_scope}.json"
+    path.write_text(manifest_json(manifest))
+    return {
+        "app_scope": manifest.app_scope,
+        "manifest": str(path),
+        "entry": f"{TimeApp.__module__}:{TimeApp.__qualname__}",
+        "title": "Get Time",
+    }
 
 
 async def surface_latencies(opens: int, patches: int) -> SurfaceTimes:
-    """`opens` Surfaces opened and `patches` patches, against one real runtime."""
+    """`opens` Surfaces opened of each kind, as many floors, and `patches` patches, against
+    one real runtime."""
     with tempfile.TemporaryDirectory(prefix="lineup-bench-surfaces-") as tmp:
         data_dir = Path(tmp) / "rt"
         data_dir.mkdir(mode=0o700)
+        app = await trio.to_thread.run_sync(_time_app, Path(tmp) / "gettime")
         async with trio.open_nursery() as nursery:
-            plan = await start_embedded(nursery, data_dir)
+            plan = await start_embedded(nursery, data_dir, extra_apps=(app,))
             try:
                 async with AgentClient(plan.appserver_url) as client:
                     await client.login(AGENT, SECRET)
@@ -201,16 +271,18 @@ class _Agent:
     def open_board(self, board_id: str) -> float:
         """From the browser's thread: `whiteboard.open` sent; returns when (wall clock, s) the
         call was about to be sent."""
+        board = {"board_id": board_id, "title": f"Bench {board_id}"}
+        return self.call("whiteboard.open", board, f"open-{board_id}")
+
+    def call(self, tool: str, arguments: dict[str, Any], call_id: str) -> float:
+        """From the browser's thread: the Agent's call of `tool` sent; returns when (wall
+        clock, s) it was about to be sent."""
 
         async def call() -> float:
             with trio.fail_after(WAIT_S):
                 sent = time.time()
                 await self.client.call_tool(
-                    CONVERSATION,
-                    "whiteboard.open",
-                    {"board_id": board_id, "title": f"Bench {board_id}"},
-                    self.revision,
-                    call_id=f"open-{board_id}",
+                    CONVERSATION, tool, arguments, self.revision, call_id=call_id
                 )
                 return sent
 
@@ -260,10 +332,29 @@ def _in_browser(shell_url: str, agent: _Agent, opens: int, patches: int) -> Surf
                 known.append(instance)
                 _close(page, instance)
             times.refronted = [t / 1e3 for t in page.evaluate(REMOUNTS, kept)]
+            # The MCP App: a first instance kept (its process stays up, and its Surface
+            # serves the floor's document), then each sample a call opening a new one.
+            agent.call(TIME_TOOL, {}, "time-kept")
+            time_kept = _newest(page, known)
+            known.append(time_kept)
+            for n in range(opens):
+                agent.call(TIME_TOOL, {}, f"time-{n}")
+                instance = _newest(page, known)
+                inserted, initialized, _ = page.evaluate(OPENED, instance)
+                times.mcp_opened.append((float(initialized) - float(inserted)) / 1e3)
+                known.append(instance)
+                _close(page, instance)
+            floors = page.evaluate(FLOORS, {"instance": time_kept, "count": opens})
+            times.floor = [t / 1e3 for t in floors]
             context.close()
         finally:
             browser.close()
     return times
+
+
+def _newest(page: Any, known: list[str]) -> str:
+    """The instance whose Surface was mounted, and initialized, last of those not `known`."""
+    return str(page.wait_for_function(NEWEST_INSTANCE, arg=known).json_value())
 
 
 def _open(page: Any, agent: _Agent, board_id: str, known: list[str]) -> str:
