@@ -28,6 +28,14 @@ decided as its app's own request would be), which may wait on the user's permiss
 a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS` at once), so
 the Shell's socket goes on reading (the user's answer to that very prompt comes on it). The
 reply's result is the `CapabilityResult` (its fields, without the bus tag).
+
+An MCP App Surface's network (issue 30) is the capability `surface.network`: the Shell asks it
+before it frames the page, as a Surface's own request, and a `completed` result (the user's
+grant, remembered or once) is kept here for that instance's next document load, which takes it
+(`SurfaceBook.grant` / `take`): that load's CSP allows the origins its entrypoint declares
+(`_mcp_csp`), every other load's is the default. So a grant reaches exactly one document, asked
+afresh at every mount, and a revoked grant is never applied again: the Shell mounts the page
+anew without asking, and the default comes back.
 """
 
 from __future__ import annotations
@@ -58,9 +66,11 @@ from lineup.facts.views import SURFACE_VIEW_KIND as SURFACE_KIND
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
+from lineup.sdk.mcp_apps import NETWORK_CAPABILITY, McpAppUi
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
+from ._mcp_csp import mcp_app_csp
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
@@ -170,6 +180,7 @@ class SurfaceFiles:
     web_root: Path
     document: str
     mcp_app: bool = False  # its document is an MCP App's UI (`_mcp_document`)
+    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is one
 
 
 RESERVED_PREFIX: Final = SURFACE_CLIENT_URL.split("/")[0] + "/"  # `_lineup/`: the runtime's
@@ -181,28 +192,35 @@ def surface_file(root: Path, path: str) -> tuple[Path, str] | None:
     return safe_file(root, path, SURFACE_CONTENT_TYPES)
 
 
+def _own(port: int, instance_id: str) -> tuple[str, str]:
+    """The Surface's own path on each of the Shell's hosts, and the Shell's origins."""
+    hosts = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
+    own = " ".join(f"{h}/surfaces/{quote(instance_id, safe='')}/" for h in hosts)
+    return own, " ".join(hosts)
+
+
+def mcp_document_csp(port: int, instance_id: str, ui: McpAppUi | None, *, granted: bool) -> str:
+    """The CSP of an MCP App's document: the default, or with its declared origins where the
+    user granted this load the network (`_mcp_csp`)."""
+    own, ancestors = _own(port, instance_id)
+    return mcp_app_csp(own, ancestors, port, ui.csp if ui else None, granted=granted)
+
+
 def surface_headers(port: int, instance_id: str, *, mcp_app: bool = False) -> dict[str, str]:
     """The headers of every response under `/surfaces/{instance_id}/`. An MCP App's page
     (`mcp_app`) may also have inline style, and images, fonts and media of its own, as the
-    spec's default policy allows; never inline script (`_mcp_document` says why)."""
-    hosts = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
-    own = " ".join(f"{h}/surfaces/{quote(instance_id, safe='')}/" for h in hosts)
+    spec's default policy allows; never inline script (`_mcp_document` says why); its document
+    alone may carry more, the user's grant (`mcp_document_csp`)."""
+    own, ancestors = _own(port, instance_id)
     if mcp_app:
-        style, media = (
-            f"{own} 'unsafe-inline'",
-            f"img-src {own} data: blob:; connect-src 'none'; font-src {own} data:; "
-            f"media-src {own} data: blob:;",
-        )
+        csp = mcp_app_csp(own, ancestors, port, None, granted=False)
     else:
-        style, media = (
-            own,
-            "img-src data: blob:; connect-src 'none'; font-src 'none'; media-src 'none';",
+        csp = (
+            f"default-src 'none'; script-src {own}; style-src {own}; img-src data: blob:; "
+            "connect-src 'none'; font-src 'none'; media-src 'none'; object-src 'none'; "
+            "frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; "
+            f"base-uri 'none'; form-action 'none'; frame-ancestors {ancestors}"
         )
-    csp = (
-        f"default-src 'none'; script-src {own}; style-src {style}; {media} object-src 'none'; "
-        "frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; "
-        f"base-uri 'none'; form-action 'none'; frame-ancestors {' '.join(hosts)}"
-    )
     return {
         "Content-Security-Policy": csp,
         "X-Content-Type-Options": "nosniff",
@@ -223,12 +241,15 @@ class SurfaceBook:
         self._surfaces: dict[str, dict[str, Any]] = {}  # instance_id → its lineup.surface view
         self._scopes: dict[str, str] = {}  # instance_id → the app whose view that is
         self._files: dict[str, SurfaceFiles] = {}
+        # instance_id → the capabilities granted for its next document load (`take`).
+        self._granted: dict[str, set[str]] = {}
 
     def view(self, instance_id: str, view: dict[str, Any], app_scope: str) -> None:
         if view.get("kind") == SURFACE_KIND and isinstance(view.get("surface_id"), str):
             held = self._surfaces.get(instance_id)
             if held is not None and held.get("surface_id") != view["surface_id"]:
                 self._files.pop(instance_id, None)
+                self._granted.pop(instance_id, None)
             self._surfaces[instance_id] = view
             self._scopes[instance_id] = app_scope
             return
@@ -243,6 +264,22 @@ class SurfaceBook:
         self._surfaces.pop(instance_id, None)
         self._scopes.pop(instance_id, None)
         self._files.pop(instance_id, None)
+        self._granted.pop(instance_id, None)
+
+    def grant(self, instance_id: str, capability: str) -> None:
+        """The gateway granted the instance's Surface `capability`: for its next document."""
+        if self.surface(instance_id) is not None:
+            self._granted.setdefault(instance_id, set()).add(capability)
+
+    def take(self, instance_id: str, capability: str) -> bool:
+        """Was `capability` granted for this document load? Taken: the next load asks again."""
+        held = self._granted.get(instance_id)
+        if held is None or capability not in held:
+            return False
+        held.discard(capability)
+        if not held:
+            del self._granted[instance_id]
+        return True
 
     def app_scope(self, instance_id: str) -> str | None:
         """The app of the instance's current Surface (the view focus relayed says), if any."""
@@ -328,7 +365,9 @@ class SurfaceRelay:
             return None
         split = await self._split_document(instance_id, found[0])
         if path == files.document:
-            return SurfaceFile(split.html, found[1])
+            granted = self.book.take(instance_id, NETWORK_CAPABILITY)
+            csp = mcp_document_csp(self._port, instance_id, files.mcp_ui, granted=granted)
+            return SurfaceFile(split.html, found[1], csp=csp)
         index = path.removeprefix(INLINE_DIR).removesuffix(".js")
         if not index.isdigit() or str(int(index)) != index or int(index) >= len(split.scripts):
             return None
@@ -363,7 +402,11 @@ class SurfaceRelay:
         except LineUpError:
             return None
         files = SurfaceFiles(
-            reply.surface_id, Path(reply.web_root), reply.document, mcp_app=reply.mcp_app
+            reply.surface_id,
+            Path(reply.web_root),
+            reply.document,
+            mcp_app=reply.mcp_app,
+            mcp_ui=reply.mcp_ui,
         )
         return files if self.book.remember(instance_id, files) else None
 
@@ -432,6 +475,8 @@ class SurfaceRelay:
                 return
             finally:
                 self._capability_requests -= 1
+            if result.status == "completed" and result.capability == NETWORK_CAPABILITY:
+                self.book.grant(frame.instance_id, NETWORK_CAPABILITY)  # before the Shell hears
             reply(_answer(frame, result=result.model_dump(mode="json", exclude={"type"})))
 
         self.spawn(relay)

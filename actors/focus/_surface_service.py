@@ -179,6 +179,7 @@ class SurfaceService:
             web_root=str(web_root),
             document=surface.entrypoint.document,
             mcp_app=surface.entrypoint.mcp_app is not None,
+            mcp_ui=surface.entrypoint.mcp_app,
         )
 
     async def event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:
