@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lineup.hostbridge._mcp_csp import mcp_app_csp, shell_origin
 from lineup.hostbridge._surfaces import SurfaceBook, mcp_document_csp, surface_headers
-from lineup.sdk.mcp_apps import NETWORK_CAPABILITY, McpAppCsp, McpAppUi
+from lineup.sdk.mcp_apps import (
+    DEVICES_CAPABILITY,
+    MAX_DETAIL_CHARS,
+    NETWORK_CAPABILITY,
+    McpAppCsp,
+    McpAppUi,
+)
 
 PORT = 8765
 OWN = "http://127.0.0.1:8765/surfaces/i1/ http://localhost:8765/surfaces/i1/"
@@ -104,3 +112,12 @@ def test_a_grant_reaches_one_document_load_of_its_live_surface_only() -> None:
     book.grant("i1", NETWORK_CAPABILITY)
     book.live(set())
     assert not book.take("i1", NETWORK_CAPABILITY)  # the instance is gone
+
+
+def test_the_shell_names_the_grants_and_bounds_their_detail_as_the_runtime_does() -> None:
+    js = Path(__file__).resolve().parents[2] / "hostbridge" / "web" / "js" / "components"
+    surface = (js / "surface.js").read_text()
+    assert f'export const NETWORK_CAPABILITY = "{NETWORK_CAPABILITY}";' in surface
+    assert f'export const DEVICES_CAPABILITY = "{DEVICES_CAPABILITY}";' in surface
+    prompt = (js / "permission_prompt.js").read_text()
+    assert f"const MAX_DETAIL = {MAX_DETAIL_CHARS};" in prompt
