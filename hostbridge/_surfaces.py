@@ -31,11 +31,12 @@ reply's result is the `CapabilityResult` (its fields, without the bus tag).
 
 An MCP App Surface's network (issue 30) is the capability `surface.network`: the Shell asks it
 before it frames the page, as a Surface's own request, and a `completed` result (the user's
-grant, remembered or once) is kept here for that instance's next document load, which takes it
-(`SurfaceBook.grant` / `take`): that load's CSP allows the origins its entrypoint declares
-(`_mcp_csp`), every other load's is the default. So a grant reaches exactly one document, asked
-afresh at every mount, and a revoked grant is never applied again: the Shell mounts the page
-anew without asking, and the default comes back.
+grant, remembered or once) is kept here for that instance's next document load within
+`GRANT_LOAD_S`, which takes it (`SurfaceBook.grant` / `take`), and any other answer takes back
+one not used yet: that load's CSP allows the origins its entrypoint declares (`_mcp_csp`),
+every other load's is the default. So a grant reaches exactly one document, asked afresh at
+every mount, and a revoked grant is never applied again: the Shell mounts the page anew without
+asking, and the default comes back.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a 
 # user runs (a file picker): the gateway ends both by its own deadlines well before this.
 CAPABILITY_TIMEOUT: Final = 300.0
 MAX_CAPABILITY_REQUESTS: Final = 16  # relayed at once, from every Shell
+# A Surface's `surface.network` grant is for the document load that follows it at once: one
+# the Shell never made (its page gone meanwhile) is not kept for a later, unasked one.
+GRANT_LOAD_S: Final = 30.0
 # The files a Surface may have: the Shell's own kinds and the images a page may show.
 SURFACE_CONTENT_TYPES: Final = {
     **CONTENT_TYPES,
@@ -241,8 +245,8 @@ class SurfaceBook:
         self._surfaces: dict[str, dict[str, Any]] = {}  # instance_id → its lineup.surface view
         self._scopes: dict[str, str] = {}  # instance_id → the app whose view that is
         self._files: dict[str, SurfaceFiles] = {}
-        # instance_id → the capabilities granted for its next document load (`take`).
-        self._granted: dict[str, set[str]] = {}
+        # instance_id → {capability: until when}: granted for its next document load (`take`).
+        self._granted: dict[str, dict[str, float]] = {}
 
     def view(self, instance_id: str, view: dict[str, Any], app_scope: str) -> None:
         if view.get("kind") == SURFACE_KIND and isinstance(view.get("surface_id"), str):
@@ -266,20 +270,26 @@ class SurfaceBook:
         self._files.pop(instance_id, None)
         self._granted.pop(instance_id, None)
 
-    def grant(self, instance_id: str, capability: str) -> None:
-        """The gateway granted the instance's Surface `capability`: for its next document."""
-        if self.surface(instance_id) is not None:
-            self._granted.setdefault(instance_id, set()).add(capability)
+    def grant(self, instance_id: str, capability: str, *, granted: bool, now: float) -> None:
+        """The gateway's answer on the instance's Surface `capability` (trio clock `now`): a
+        grant is for its next document load within `GRANT_LOAD_S`; a no takes back one not
+        yet used (the latest answer is the one that stands)."""
+        held = self._granted.get(instance_id, {})
+        held.pop(capability, None)
+        if granted and self.surface(instance_id) is not None:
+            held[capability] = now + GRANT_LOAD_S
+        if held:
+            self._granted[instance_id] = held
+        else:
+            self._granted.pop(instance_id, None)
 
-    def take(self, instance_id: str, capability: str) -> bool:
+    def take(self, instance_id: str, capability: str, *, now: float) -> bool:
         """Was `capability` granted for this document load? Taken: the next load asks again."""
         held = self._granted.get(instance_id)
-        if held is None or capability not in held:
-            return False
-        held.discard(capability)
-        if not held:
+        until = held.pop(capability, None) if held is not None else None
+        if held is not None and not held:
             del self._granted[instance_id]
-        return True
+        return until is not None and now <= until
 
     def app_scope(self, instance_id: str) -> str | None:
         """The app of the instance's current Surface (the view focus relayed says), if any."""
@@ -365,7 +375,7 @@ class SurfaceRelay:
             return None
         split = await self._split_document(instance_id, found[0])
         if path == files.document:
-            granted = self.book.take(instance_id, NETWORK_CAPABILITY)
+            granted = self.book.take(instance_id, NETWORK_CAPABILITY, now=trio.current_time())
             csp = mcp_document_csp(self._port, instance_id, files.mcp_ui, granted=granted)
             return SurfaceFile(split.html, found[1], csp=csp)
         index = path.removeprefix(INLINE_DIR).removesuffix(".js")
@@ -475,8 +485,10 @@ class SurfaceRelay:
                 return
             finally:
                 self._capability_requests -= 1
-            if result.status == "completed" and result.capability == NETWORK_CAPABILITY:
-                self.book.grant(frame.instance_id, NETWORK_CAPABILITY)  # before the Shell hears
+            if result.capability == NETWORK_CAPABILITY:  # before the Shell hears the answer
+                granted = result.status == "completed"
+                now = trio.current_time()
+                self.book.grant(frame.instance_id, NETWORK_CAPABILITY, granted=granted, now=now)
             reply(_answer(frame, result=result.model_dump(mode="json", exclude={"type"})))
 
         self.spawn(relay)

@@ -106,11 +106,15 @@ def prompt_for(p: Page, capability: str, origin: str | None, answer: str) -> Non
 
 
 def probe(p: Page, url: str) -> tuple[str, list[str], str | None]:
-    """The framed page's `fetch(url)`: its outcome, the CSP violations, the frame's `allow`."""
+    """The framed page's `fetch(url)`: its outcome, the CSP violations, the frame's `allow`
+    (which its document's permissions policy follows)."""
     frame = surface_frame(p)
     outcome: str = frame.evaluate("(u) => window.probe(u)", url)
     violations: list[str] = frame.evaluate("() => window.__cspViolations")
     allow = p.locator('[data-testid="surface-frame"]').get_attribute("allow")
+    # What the frame's `allow` gives the page's document (Chromium's permissions policy).
+    clipboard = frame.evaluate("() => document.featurePolicy.allowsFeature('clipboard-write')")
+    assert clipboard == (allow == "clipboard-write")
     return outcome, violations, allow
 
 

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from lineup.hostbridge._mcp_csp import mcp_app_csp, shell_origin
-from lineup.hostbridge._surfaces import SurfaceBook, mcp_document_csp, surface_headers
+from lineup.hostbridge._surfaces import (
+    GRANT_LOAD_S,
+    SurfaceBook,
+    mcp_document_csp,
+    surface_headers,
+)
 from lineup.sdk.mcp_apps import (
     DEVICES_CAPABILITY,
     MAX_DETAIL_CHARS,
@@ -99,19 +104,25 @@ def test_another_loopback_port_or_host_is_not_the_shell() -> None:
 
 def test_a_grant_reaches_one_document_load_of_its_live_surface_only() -> None:
     book = SurfaceBook()
+    net = NETWORK_CAPABILITY
     view = {"kind": "lineup.surface", "surface_id": "surface:i1"}
-    book.grant("i1", NETWORK_CAPABILITY)  # no Surface open: nothing kept
+    book.grant("i1", net, granted=True, now=0)  # no Surface open: nothing kept
     book.view("i1", view, "mcpnet")
-    assert not book.take("i1", NETWORK_CAPABILITY)
-    book.grant("i1", NETWORK_CAPABILITY)
-    assert book.take("i1", NETWORK_CAPABILITY)
-    assert not book.take("i1", NETWORK_CAPABILITY)  # the next load asks again
-    book.grant("i1", NETWORK_CAPABILITY)
+    assert not book.take("i1", net, now=0)
+    book.grant("i1", net, granted=True, now=0)
+    assert book.take("i1", net, now=1)
+    assert not book.take("i1", net, now=1)  # the next load asks again
+    book.grant("i1", net, granted=True, now=0)
+    book.grant("i1", net, granted=False, now=1)  # a later no takes it back
+    assert not book.take("i1", net, now=2)
+    book.grant("i1", net, granted=True, now=0)
+    assert not book.take("i1", net, now=GRANT_LOAD_S + 1)  # a load long after: not asked for
+    book.grant("i1", net, granted=True, now=0)
     book.view("i1", {"kind": "lineup.surface", "surface_id": "surface:i1b"}, "mcpnet")
-    assert not book.take("i1", NETWORK_CAPABILITY)  # another Surface: the grant was not its
-    book.grant("i1", NETWORK_CAPABILITY)
+    assert not book.take("i1", net, now=0)  # another Surface: the grant was not its
+    book.grant("i1", net, granted=True, now=0)
     book.live(set())
-    assert not book.take("i1", NETWORK_CAPABILITY)  # the instance is gone
+    assert not book.take("i1", net, now=0)  # the instance is gone
 
 
 def test_the_shell_names_the_grants_and_bounds_their_detail_as_the_runtime_does() -> None:

@@ -18,7 +18,7 @@
 // without asking, so the default comes back at once.
 
 import { SURFACE_VERSIONS, createBridge } from "../core/bridge.js";
-import { el, isId, uniqueId } from "../core/util.js";
+import { el, isId } from "../core/util.js";
 
 const DOCUMENT = "index.html"; // the one entry document of this bridge version
 const DEFAULT_HEIGHT = 480;
@@ -31,6 +31,7 @@ const ACCESS_PURPOSE = {
   [DEVICES_CAPABILITY]: "To open its page with the devices its manifest declares.",
 };
 const ACCESS_TIMEOUT_MS = 305000; // the runtime ends the prompt well before (bridge.js's bound)
+const asking = new Map(); // request_id → settle: the access questions waiting on the runtime
 
 function mount(container, ctx, instanceId) {
   const root = el("div", "surface", "surface");
@@ -60,15 +61,19 @@ function update(handle, entry) {
 // One capability asked as the Surface's own request: its `CapabilityResult`, or null.
 function askAccess(handle, capability) {
   const { ctx, instanceId } = handle;
-  const requestId = `access-${uniqueId("s")}-${Date.now().toString(36)}`;
+  // The gateway keys a Surface's request by its id: this page's own, never another Shell's.
+  const nonce = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0"));
+  const requestId = `access-${nonce.join("")}`;
   return new Promise((resolve) => {
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), ACCESS_TIMEOUT_MS);
     function settle(reply) {
       window.clearTimeout(timer);
       ctx.state.surfaceCalls.delete(requestId);
+      asking.delete(requestId);
       resolve(reply.error == null && reply.result && typeof reply.result === "object" ? reply.result : null);
     }
     ctx.state.surfaceCalls.set(requestId, settle);
+    asking.set(requestId, settle);
     const sent = ctx.send({
       type: "surface.request",
       request_id: requestId,
@@ -224,6 +229,13 @@ export function reframe(appScope, capability, policy) {
     drop(handle);
     build(handle, handle.view, policy === "allow");
   }
+}
+
+// The Shell's link went down: an access question's answer can no longer come, so the page is
+// framed with the default now (fail closed; opening it again asks again).
+export function accessLinkChanged(connected) {
+  if (connected) return;
+  for (const settle of [...asking.values()]) settle({ error: { code: "runtime_unreachable" } });
 }
 
 export const surface = {
