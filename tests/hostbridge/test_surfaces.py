@@ -104,6 +104,7 @@ class SurfaceBus(FakeBus):
         self.mcp_app = mcp_app
         self.mcp_ui = mcp_ui
         self.capability_status: CapabilityStatus = "permission_denied"
+        self.capability_gate: trio.Event | None = None  # set: the gateway answers once it is
         self.view = surface_view() if view is None else view
         self.open = {INSTANCE: SURFACE}  # instance → its open Surface, as focus says
         self.data: dict[str, Any] | None = None
@@ -159,6 +160,8 @@ class SurfaceBus(FakeBus):
             # test_capabilities.py has one that asks the user).
             self.requests.append(body)
             self.changed.set()
+            if self.capability_gate is not None:
+                await self.capability_gate.wait()  # the user has not answered yet
             completed = self.capability_status == "completed"
             return CapabilityResult(
                 request_id=body.request_id,
