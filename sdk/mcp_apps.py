@@ -122,15 +122,23 @@ def implied_capabilities(ui: McpAppUi) -> tuple[str, ...]:
     )
 
 
+def _named(origin: str) -> str:
+    # A server on this computer is said so: the user may not read `127.0.0.1` as "here".
+    host = origin.split("://", 1)[-1].split(":", 1)[0]
+    local = host in ("127.0.0.1", "localhost") or host.endswith(".localhost")
+    return f"{origin} (this computer)" if local else origin
+
+
 def describe(capability: str, ui: McpAppUi) -> str:
     """The runtime's own line of what granting `capability` allows, for the prompt: each
-    origin by what it is for, or each device (never the app's words; bounded)."""
+    origin by what it is for (one on this computer said so), or each device (never the app's
+    words; bounded)."""
     if capability == DEVICES_CAPABILITY:
         text = "Devices: " + ", ".join(p.replace("_", " ") for p in ui.permissions)
     else:
         csp = ui.csp
         parts = [
-            f"{what}: {' '.join(origins)}"
+            f"{what}: {' '.join(_named(o) for o in origins)}"
             for what, origins in (
                 ("Connect to", csp.connect_domains),
                 ("Load images, fonts, styles and media from", csp.resource_domains),

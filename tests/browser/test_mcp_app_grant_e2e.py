@@ -97,10 +97,11 @@ def prompt_for(p: Page, capability: str, origin: str | None, answer: str) -> Non
     expect(dialog).to_be_visible(timeout=WAIT_MS)
     expect(dialog).to_have_attribute("data-capability", capability)
     expect(p.get_by_test_id("surface-asking")).to_be_visible()  # nothing framed meanwhile
-    if origin is not None:
-        expect(p.get_by_test_id("permission-detail")).to_have_text(f"Connect to: {origin}")
+    detail = p.get_by_test_id("permission-detail")
+    if origin is not None:  # the runtime's words, from the manifest: where, and what for
+        expect(detail).to_have_text(f"Connect to: {origin} (this computer)")
     else:
-        expect(p.get_by_test_id("permission-detail")).to_have_text("Devices: clipboard write")
+        expect(detail).to_have_text("Devices: clipboard write")
     expect(dialog).to_have_attribute("data-armed", "true")
     p.get_by_test_id(answer).click()
 

@@ -123,6 +123,15 @@ def test_the_prompt_names_every_declared_origin_by_what_it_is_for() -> None:
         "Embed pages of: https://player.example.org",
     ]
     assert describe(DEVICES_CAPABILITY, both) == "Devices: clipboard write, camera"
+    local = McpAppUi(
+        csp=McpAppCsp(
+            connect_domains=("http://127.0.0.1:8080", "ws://app.localhost", "https://x.io")
+        )
+    )
+    assert describe(NETWORK_CAPABILITY, local) == (
+        "Connect to: http://127.0.0.1:8080 (this computer) ws://app.localhost (this computer)"
+        " https://x.io"
+    )
     many = McpAppUi(
         csp=McpAppCsp(
             **{
