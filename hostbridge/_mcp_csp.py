@@ -9,7 +9,7 @@ restrictive default: inline script and style, and no network. LineUp's default i
 tighter (`_mcp_document` says why inline script is moved out): scripts and styles from the
 Surface's own path, images, fonts and media from there and `data:`/`blob:`, nothing else.
 
-A declared domain is a capability (`surface.network`, `lineup.sdk.mcp_apps`): the hostbridge
+A declared domain is a capability (`surface.network`, `lineup.sdk.mcp_grants`): the hostbridge
 builds the policy with the declaration only for a document load the gateway granted
 (`granted=True`); else, whatever is declared, it is the default. Granted, each directive gets
 exactly the declared origins of its kind, and never these:

@@ -13,6 +13,15 @@ from origin `null`, which nothing here answers (and nothing should). Every scrip
 with the runtime's guard first (`_surface_guard`): CSP does not govern WebRTC, the guard takes
 it away.
 
+An MCP App Surface's network (issue 30) is the capability `surface.network`: the Shell asks it
+before it frames the page, as a Surface's own request, and a `completed` result (the user's
+grant, remembered or once) is kept here for that instance's next document load within
+`GRANT_LOAD_S`, which takes it (`SurfaceBook.grant` / `take`), and any other answer takes back
+one not used yet: that load's CSP allows the origins its entrypoint declares (`_mcp_csp`),
+every other load's is the default. So a grant reaches exactly one document, asked afresh at
+every mount, and a revoked grant is never applied again: the Shell mounts the page anew without
+asking, and the default comes back.
+
 The bridge's requests that need the runtime come as `surface.request` frames; `SurfaceBook`
 says whether one names a live instance whose current view is that Surface, and `METHODS` holds
 the params model of each method the hostbridge relays; `SurfaceRelay` (the server's
@@ -29,14 +38,6 @@ a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS
 the Shell's socket goes on reading (the user's answer to that very prompt comes on it). The
 reply's result is the `CapabilityResult` (its fields, without the bus tag).
 
-An MCP App Surface's network (issue 30) is the capability `surface.network`: the Shell asks it
-before it frames the page, as a Surface's own request, and a `completed` result (the user's
-grant, remembered or once) is kept here for that instance's next document load within
-`GRANT_LOAD_S`, which takes it (`SurfaceBook.grant` / `take`), and any other answer takes back
-one not used yet: that load's CSP allows the origins its entrypoint declares (`_mcp_csp`),
-every other load's is the default. So a grant reaches exactly one document, asked afresh at
-every mount, and a revoked grant is never applied again: the Shell mounts the page anew without
-asking, and the default comes back.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ from lineup.facts.views import SURFACE_VIEW_KIND as SURFACE_KIND
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
-from lineup.sdk.mcp_apps import NETWORK_CAPABILITY, McpAppUi
+from lineup.sdk.mcp_apps import McpAppUi
+from lineup.sdk.mcp_grants import NETWORK_CAPABILITY
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
@@ -183,8 +185,8 @@ class SurfaceFiles:
     surface_id: str
     web_root: Path
     document: str
+    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is an MCP App's
     mcp_app: bool = False  # its document is an MCP App's UI (`_mcp_document`)
-    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is one
 
 
 RESERVED_PREFIX: Final = SURFACE_CLIENT_URL.split("/")[0] + "/"  # `_lineup/`: the runtime's
@@ -415,8 +417,8 @@ class SurfaceRelay:
             reply.surface_id,
             Path(reply.web_root),
             reply.document,
-            mcp_app=reply.mcp_app,
             mcp_ui=reply.mcp_ui,
+            mcp_app=reply.mcp_app,
         )
         return files if self.book.remember(instance_id, files) else None
 

@@ -30,7 +30,7 @@ decision and the code, never the purpose, the input or the output.
 
 An MCP App Surface's network and devices (`surface.network`, `surface.devices`) have no
 provider: the grant is the outcome, which the hostbridge applies to the Surface it opens next
-(`lineup.sdk.mcp_apps`).
+(`lineup.sdk.mcp_grants`).
 
 This module is data and pure functions: the SDK (authors), the gateway (decisions), focus (the
 inventory: a tool whose `permissions` name a capability its app cannot use is not published)
@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lineup.actors.kernel.errors import ErrorCode
 
-from .mcp_apps import DEVICES_CAPABILITY, NETWORK_CAPABILITY
+from .mcp_grants import DEVICES_CAPABILITY, NETWORK_CAPABILITY
 from .protocol import ARTIFACT_MEDIA_TYPES, MAX_ARTIFACT_BYTES
 
 __all__ = [
@@ -174,7 +174,7 @@ class AppManage(_Input):
 class SurfaceAccess(_Input):
     """`surface.network` and `surface.devices`: what the app's MCP App entrypoints declare
     (their domains; their `permissions`), which the runtime reads from the manifest, never
-    from the request. Output: `{}`; the Surface opened next has them (`lineup.sdk.mcp_apps`)."""
+    from the request. Output: `{}`; the Surface opened next has them (`lineup.sdk.mcp_grants`)."""
 
 
 @dataclass(frozen=True)

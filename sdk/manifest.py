@@ -75,7 +75,8 @@ from ._tool_model import (
     split_tool_id,
     tool_id,
 )
-from .mcp_apps import McpAppUi, implied_capabilities, union
+from .mcp_apps import McpAppUi
+from .mcp_grants import implied_capabilities, union
 
 __all__ = [
     "ANY_HOST",
@@ -276,7 +277,7 @@ class Manifest(_Model):
 
     @property
     def mcp_access(self) -> McpAppUi:
-        """Everything its MCP App entrypoints declare (`lineup.sdk.mcp_apps.union`)."""
+        """Everything its MCP App entrypoints declare (`lineup.sdk.mcp_grants.union`)."""
         return union(e.mcp_app for e in self.entrypoints if e.mcp_app is not None)
 
     @property

@@ -251,8 +251,8 @@ class SurfaceAssetsReply(Message):
     surface_id: str
     web_root: str  # an absolute folder path: the hostbridge's alone, never sent to a Shell
     document: str  # the entry document, relative to `web_root` (`index.html`)
+    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is an MCP App's
     mcp_app: bool = False  # the document is an MCP App's UI (`lineup.sdk.mcp_apps`)
-    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is one
 
 
 class SurfaceEventRequest(Message):

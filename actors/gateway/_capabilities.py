@@ -69,7 +69,7 @@ from lineup.hostbridge.messages import (
     ProviderRunView,
 )
 from lineup.sdk import capabilities as caps
-from lineup.sdk import mcp_apps
+from lineup.sdk import mcp_grants
 from lineup.sdk import protocol as sdk
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, CapabilityResult
 
@@ -342,7 +342,7 @@ class CapabilityGate:
             facts.detail = f"{_MANAGE_LINE[parsed.operation]} {parsed.app_scope}"
         elif isinstance(parsed, caps.SurfaceAccess):
             # What the app's manifest declares, in the runtime's words: the grant is for those.
-            facts.detail = mcp_apps.describe(facts.asked.capability, facts.context.surface_access)
+            facts.detail = mcp_grants.describe(facts.asked.capability, facts.context.surface_access)
 
     # ------------------------------------------------------------------ the user, the provider
 

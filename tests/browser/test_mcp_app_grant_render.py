@@ -15,7 +15,7 @@ import trio
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from lineup.actors.gateway.messages import SurfaceCapabilityRequest
-from lineup.sdk.mcp_apps import NETWORK_CAPABILITY
+from lineup.sdk.mcp_grants import NETWORK_CAPABILITY
 from lineup.tests.hostbridge.test_surfaces import surface_view
 
 from .conftest import ShellPage

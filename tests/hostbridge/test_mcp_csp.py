@@ -13,13 +13,8 @@ from lineup.hostbridge._surfaces import (
     mcp_document_csp,
     surface_headers,
 )
-from lineup.sdk.mcp_apps import (
-    DEVICES_CAPABILITY,
-    MAX_DETAIL_CHARS,
-    NETWORK_CAPABILITY,
-    McpAppCsp,
-    McpAppUi,
-)
+from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi
+from lineup.sdk.mcp_grants import DEVICES_CAPABILITY, MAX_DETAIL_CHARS, NETWORK_CAPABILITY
 
 PORT = 8765
 OWN = "http://127.0.0.1:8765/surfaces/i1/ http://localhost:8765/surfaces/i1/"

@@ -55,7 +55,8 @@ from lineup.hostbridge.shell_protocol import (
 )
 from lineup.sdk.capabilities import CapabilityStatus
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
-from lineup.sdk.mcp_apps import DEVICES_CAPABILITY, NETWORK_CAPABILITY, McpAppCsp, McpAppUi
+from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi
+from lineup.sdk.mcp_grants import DEVICES_CAPABILITY, NETWORK_CAPABILITY
 from lineup.tests.support.shell import open_shell_socket, shell_at
 
 from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
