@@ -37,7 +37,6 @@ decided as its app's own request would be), which may wait on the user's permiss
 a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS` at once), so
 the Shell's socket goes on reading (the user's answer to that very prompt comes on it). The
 reply's result is the `CapabilityResult` (its fields, without the bus tag).
-
 """
 
 from __future__ import annotations
