@@ -86,34 +86,35 @@ function askAccess(handle, capability) {
   });
 }
 
-// What an MCP App page is framed with: each declared access asked (`ask`), in turn.
-async function access(handle, view, ask) {
-  const wanted = view.mcp_access && typeof view.mcp_access === "object" ? view.mcp_access : null;
-  const devices = Array.isArray(wanted?.devices) ? wanted.devices.filter((d) => typeof d === "string") : [];
-  const granted = { network: false, allow: "" };
-  if (!ask || wanted === null) return granted;
-  if (wanted.network === true) {
-    granted.network = (await askAccess(handle, NETWORK_CAPABILITY))?.status === "completed";
-  }
-  if (devices.length > 0 && (await askAccess(handle, DEVICES_CAPABILITY))?.status === "completed") {
-    granted.allow = devices.map((d) => d.replace(/[^a-z-]/g, "")).join("; ");
-  }
-  return granted;
+// An MCP App page's declared access, asked in turn: the network (which the runtime applies to
+// the document it serves next), then the devices. Resolves to the frame's `allow`.
+async function access(handle, wanted) {
+  const devices = Array.isArray(wanted.devices) ? wanted.devices.filter((d) => typeof d === "string") : [];
+  if (wanted.network === true) await askAccess(handle, NETWORK_CAPABILITY);
+  if (devices.length === 0) return "";
+  const answer = await askAccess(handle, DEVICES_CAPABILITY);
+  return answer?.status === "completed" ? devices.map((d) => d.replace(/[^a-z-]/g, "")).join("; ") : "";
 }
 
 function build(handle, view, ask) {
   const { root } = handle;
-  if (handle.surfaceId !== null && view.mcp_access && ask) {
+  const wanted = view.mcp_access && typeof view.mcp_access === "object" ? view.mcp_access : null;
+  if (ask && wanted !== null && handle.surfaceId !== null && SURFACE_VERSIONS.includes(view.surface_version)) {
     handle.asking += 1;
     const turn = handle.asking;
-    root.replaceChildren(
-      el("p", "surface-notice", "surface-asking", "This app's view waits for your answer on what it may reach."),
+    const notice = el(
+      "p",
+      "surface-notice",
+      "surface-asking",
+      "This app's view waits for your answer on what it may reach.",
     );
+    notice.setAttribute("role", "status");
+    root.replaceChildren(notice);
     root.setAttribute("data-state", "asking");
-    access(handle, view, true).then((granted) => {
+    access(handle, wanted).then((allow) => {
       // Another Surface, an unmount or a newer ask meanwhile: this answer frames nothing.
       if (handle.asking !== turn || !live.has(handle) || handle.surfaceId !== view.surface_id) return;
-      frame(handle, handle.view ?? view, granted.allow);
+      frame(handle, handle.view ?? view, allow);
     });
     return;
   }
