@@ -235,12 +235,16 @@ class SurfaceFile:
     content_type: str
     # A script an MCP App's page loads as a module: a CORS load from its opaque origin.
     cors: bool = False
+    # Its own CSP, in place of the Surface's (an MCP App's document the user granted more).
+    csp: str | None = None
 
 
 async def surface_response(found: SurfaceFile, headers: dict[str, str]) -> Response:
     """What is sent for `found`: every script with the runtime's guard first."""
     if found.cors:
         headers = {**headers, "Access-Control-Allow-Origin": "*"}  # its public code, to any page
+    if found.csp is not None:
+        headers = {**headers, "Content-Security-Policy": found.csp}
     body, content_type = found.body, found.content_type
     if content_type.partition(";")[0] == "text/javascript":
         source = body if isinstance(body, bytes) else await trio.Path(body).read_bytes()

@@ -13,6 +13,15 @@ from origin `null`, which nothing here answers (and nothing should). Every scrip
 with the runtime's guard first (`_surface_guard`): CSP does not govern WebRTC, the guard takes
 it away.
 
+An MCP App Surface's network (issue 30) is the capability `surface.network`: the Shell asks it
+before it frames the page, as a Surface's own request, and a `completed` result (the user's
+grant, remembered or once) is kept here for that instance's next document load within
+`GRANT_LOAD_S`, which takes it (`SurfaceBook.grant` / `take`), and any other answer takes back
+one not used yet: that load's CSP allows the origins its entrypoint declares (`_mcp_csp`),
+every other load's is the default. So a grant reaches exactly one document, asked afresh at
+every mount, and a revoked grant is never applied again: the Shell mounts the page anew without
+asking, and the default comes back.
+
 The bridge's requests that need the runtime come as `surface.request` frames; `SurfaceBook`
 says whether one names a live instance whose current view is that Surface, and `METHODS` holds
 the params model of each method the hostbridge relays; `SurfaceRelay` (the server's
@@ -58,9 +67,12 @@ from lineup.facts.views import SURFACE_VIEW_KIND as SURFACE_KIND
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
+from lineup.sdk.mcp_apps import McpAppUi
+from lineup.sdk.mcp_grants import NETWORK_CAPABILITY
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
+from ._mcp_csp import mcp_app_csp
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
@@ -85,6 +97,9 @@ QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a 
 # user runs (a file picker): the gateway ends both by its own deadlines well before this.
 CAPABILITY_TIMEOUT: Final = 300.0
 MAX_CAPABILITY_REQUESTS: Final = 16  # relayed at once, from every Shell
+# A Surface's `surface.network` grant is for the document load that follows it at once: one
+# the Shell never made (its page gone meanwhile) is not kept for a later, unasked one.
+GRANT_LOAD_S: Final = 30.0
 # The files a Surface may have: the Shell's own kinds and the images a page may show.
 SURFACE_CONTENT_TYPES: Final = {
     **CONTENT_TYPES,
@@ -169,6 +184,7 @@ class SurfaceFiles:
     surface_id: str
     web_root: Path
     document: str
+    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is an MCP App's
     mcp_app: bool = False  # its document is an MCP App's UI (`_mcp_document`)
 
 
@@ -181,28 +197,35 @@ def surface_file(root: Path, path: str) -> tuple[Path, str] | None:
     return safe_file(root, path, SURFACE_CONTENT_TYPES)
 
 
+def _own(port: int, instance_id: str) -> tuple[str, str]:
+    """The Surface's own path on each of the Shell's hosts, and the Shell's origins."""
+    hosts = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
+    own = " ".join(f"{h}/surfaces/{quote(instance_id, safe='')}/" for h in hosts)
+    return own, " ".join(hosts)
+
+
+def mcp_document_csp(port: int, instance_id: str, ui: McpAppUi | None, *, granted: bool) -> str:
+    """The CSP of an MCP App's document: the default, or with its declared origins where the
+    user granted this load the network (`_mcp_csp`)."""
+    own, ancestors = _own(port, instance_id)
+    return mcp_app_csp(own, ancestors, port, ui.csp if ui else None, granted=granted)
+
+
 def surface_headers(port: int, instance_id: str, *, mcp_app: bool = False) -> dict[str, str]:
     """The headers of every response under `/surfaces/{instance_id}/`. An MCP App's page
     (`mcp_app`) may also have inline style, and images, fonts and media of its own, as the
-    spec's default policy allows; never inline script (`_mcp_document` says why)."""
-    hosts = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
-    own = " ".join(f"{h}/surfaces/{quote(instance_id, safe='')}/" for h in hosts)
+    spec's default policy allows; never inline script (`_mcp_document` says why); its document
+    alone may carry more, the user's grant (`mcp_document_csp`)."""
+    own, ancestors = _own(port, instance_id)
     if mcp_app:
-        style, media = (
-            f"{own} 'unsafe-inline'",
-            f"img-src {own} data: blob:; connect-src 'none'; font-src {own} data:; "
-            f"media-src {own} data: blob:;",
-        )
+        csp = mcp_app_csp(own, ancestors, port, None, granted=False)
     else:
-        style, media = (
-            own,
-            "img-src data: blob:; connect-src 'none'; font-src 'none'; media-src 'none';",
+        csp = (
+            f"default-src 'none'; script-src {own}; style-src {own}; img-src data: blob:; "
+            "connect-src 'none'; font-src 'none'; media-src 'none'; object-src 'none'; "
+            "frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; "
+            f"base-uri 'none'; form-action 'none'; frame-ancestors {ancestors}"
         )
-    csp = (
-        f"default-src 'none'; script-src {own}; style-src {style}; {media} object-src 'none'; "
-        "frame-src 'none'; child-src 'none'; worker-src 'none'; manifest-src 'none'; "
-        f"base-uri 'none'; form-action 'none'; frame-ancestors {' '.join(hosts)}"
-    )
     return {
         "Content-Security-Policy": csp,
         "X-Content-Type-Options": "nosniff",
@@ -223,12 +246,15 @@ class SurfaceBook:
         self._surfaces: dict[str, dict[str, Any]] = {}  # instance_id → its lineup.surface view
         self._scopes: dict[str, str] = {}  # instance_id → the app whose view that is
         self._files: dict[str, SurfaceFiles] = {}
+        # instance_id → {capability: until when}: granted for its next document load (`take`).
+        self._granted: dict[str, dict[str, float]] = {}
 
     def view(self, instance_id: str, view: dict[str, Any], app_scope: str) -> None:
         if view.get("kind") == SURFACE_KIND and isinstance(view.get("surface_id"), str):
             held = self._surfaces.get(instance_id)
             if held is not None and held.get("surface_id") != view["surface_id"]:
                 self._files.pop(instance_id, None)
+                self._granted.pop(instance_id, None)
             self._surfaces[instance_id] = view
             self._scopes[instance_id] = app_scope
             return
@@ -243,6 +269,28 @@ class SurfaceBook:
         self._surfaces.pop(instance_id, None)
         self._scopes.pop(instance_id, None)
         self._files.pop(instance_id, None)
+        self._granted.pop(instance_id, None)
+
+    def grant(self, instance_id: str, capability: str, *, granted: bool, now: float) -> None:
+        """The gateway's answer on the instance's Surface `capability` (trio clock `now`): a
+        grant is for its next document load within `GRANT_LOAD_S`; a no takes back one not
+        yet used (the latest answer is the one that stands)."""
+        held = self._granted.get(instance_id, {})
+        held.pop(capability, None)
+        if granted and self.surface(instance_id) is not None:
+            held[capability] = now + GRANT_LOAD_S
+        if held:
+            self._granted[instance_id] = held
+        else:
+            self._granted.pop(instance_id, None)
+
+    def take(self, instance_id: str, capability: str, *, now: float) -> bool:
+        """Was `capability` granted for this document load? Taken: the next load asks again."""
+        held = self._granted.get(instance_id)
+        until = held.pop(capability, None) if held is not None else None
+        if held is not None and not held:
+            del self._granted[instance_id]
+        return until is not None and now <= until
 
     def app_scope(self, instance_id: str) -> str | None:
         """The app of the instance's current Surface (the view focus relayed says), if any."""
@@ -328,7 +376,9 @@ class SurfaceRelay:
             return None
         split = await self._split_document(instance_id, found[0])
         if path == files.document:
-            return SurfaceFile(split.html, found[1])
+            granted = self.book.take(instance_id, NETWORK_CAPABILITY, now=trio.current_time())
+            csp = mcp_document_csp(self._port, instance_id, files.mcp_ui, granted=granted)
+            return SurfaceFile(split.html, found[1], csp=csp)
         index = path.removeprefix(INLINE_DIR).removesuffix(".js")
         if not index.isdigit() or str(int(index)) != index or int(index) >= len(split.scripts):
             return None
@@ -363,7 +413,11 @@ class SurfaceRelay:
         except LineUpError:
             return None
         files = SurfaceFiles(
-            reply.surface_id, Path(reply.web_root), reply.document, mcp_app=reply.mcp_app
+            reply.surface_id,
+            Path(reply.web_root),
+            reply.document,
+            mcp_ui=reply.mcp_ui,
+            mcp_app=reply.mcp_app,
         )
         return files if self.book.remember(instance_id, files) else None
 
@@ -432,6 +486,10 @@ class SurfaceRelay:
                 return
             finally:
                 self._capability_requests -= 1
+            if result.capability == NETWORK_CAPABILITY:  # before the Shell hears the answer
+                granted = result.status == "completed"
+                now = trio.current_time()
+                self.book.grant(frame.instance_id, NETWORK_CAPABILITY, granted=granted, now=now)
             reply(_answer(frame, result=result.model_dump(mode="json", exclude={"type"})))
 
         self.spawn(relay)

@@ -28,6 +28,10 @@ Then the host provider runs it, and its outcome is the result: `completed` (with
 token or native exception ever comes back, and the audit keeps ids, the capability, the
 decision and the code, never the purpose, the input or the output.
 
+An MCP App Surface's network and devices (`surface.network`, `surface.devices`) have no
+provider: the grant is the outcome, which the hostbridge applies to the Surface it opens next
+(`lineup.sdk.mcp_grants`).
+
 This module is data and pure functions: the SDK (authors), the gateway (decisions), focus (the
 inventory: a tool whose `permissions` name a capability its app cannot use is not published)
 and the hostbridge (the providers' inputs) all read it.
@@ -43,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lineup.actors.kernel.errors import ErrorCode
 
+from .mcp_grants import DEVICES_CAPABILITY, NETWORK_CAPABILITY
 from .protocol import ARTIFACT_MEDIA_TYPES, MAX_ARTIFACT_BYTES
 
 __all__ = [
@@ -65,6 +70,7 @@ __all__ = [
     "NotificationShow",
     "Policy",
     "PromptDecision",
+    "SurfaceAccess",
     "decide",
     "parse_input",
     "usable",
@@ -165,6 +171,12 @@ class AppManage(_Input):
     app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
 
 
+class SurfaceAccess(_Input):
+    """`surface.network` and `surface.devices`: what the app's MCP App entrypoints declare
+    (their domains; their `permissions`), which the runtime reads from the manifest, never
+    from the request. Output: `{}`; the Surface opened next has them (`lineup.sdk.mcp_grants`)."""
+
+
 @dataclass(frozen=True)
 class CapabilitySpec:
     name: str
@@ -173,7 +185,8 @@ class CapabilitySpec:
     default_policy: Policy
     rememberable: bool  # may the prompt offer "Always allow" (a remembered grant)?
     rate_per_minute: int
-    provider: Literal["hostbridge", "focus"]  # who runs it once the gateway has decided
+    # Who runs it once the gateway has decided; "runtime": nobody, the grant is the outcome.
+    provider: Literal["hostbridge", "focus", "runtime"]
 
 
 CATALOG: Final[Mapping[str, CapabilitySpec]] = {
@@ -185,6 +198,9 @@ CATALOG: Final[Mapping[str, CapabilitySpec]] = {
         # Installing and managing apps always asks, every time (seed 004 §2.2: never silently).
         CapabilitySpec("app.install", AppInstall, True, "ask", False, 10, "focus"),
         CapabilitySpec("app.manage", AppManage, True, "ask", False, 30, "focus"),
+        # An MCP App Surface's declared domains and devices (asked as it opens).
+        CapabilitySpec(NETWORK_CAPABILITY, SurfaceAccess, False, "ask", True, 30, "runtime"),
+        CapabilitySpec(DEVICES_CAPABILITY, SurfaceAccess, False, "ask", True, 30, "runtime"),
     )
 }
 

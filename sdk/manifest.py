@@ -76,6 +76,7 @@ from ._tool_model import (
     tool_id,
 )
 from .mcp_apps import McpAppUi
+from .mcp_grants import implied_capabilities, union
 
 __all__ = [
     "ANY_HOST",
@@ -273,6 +274,21 @@ class Manifest(_Model):
                 raise ManifestInvalid("duplicate_tool", tool.method, path=f"/tools/{i}/method")
             seen.add(tool.method)
         return self
+
+    @property
+    def mcp_access(self) -> McpAppUi:
+        """Everything its MCP App entrypoints declare (`lineup.sdk.mcp_grants.union`)."""
+        return union(e.mcp_app for e in self.entrypoints if e.mcp_app is not None)
+
+    @property
+    def declared_capabilities(self) -> tuple[str, ...]:
+        """`requested_capabilities`, and those its MCP App entrypoints' declarations imply
+        (`surface.network` for a domain, `surface.devices` for a permission): what the gateway
+        decides against and the permissions page lists."""
+        implied = implied_capabilities(self.mcp_access)
+        return self.requested_capabilities + tuple(
+            c for c in implied if c not in self.requested_capabilities
+        )
 
     def placed_tools(self) -> tuple[ToolDescriptor, ...]:
         """The tools as the inventory holds them: each with this app's `app_scope`."""

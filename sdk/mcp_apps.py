@@ -8,10 +8,10 @@ Shell's bridge speaks the MCP Apps protocol to it. What the resource's `_meta.ui
 security (`csp`, `permissions`) is declared here in the manifest's own spelling:
 `csp.connect_domains` is the spec's `connectDomains`, and so on.
 
-A declared domain or permission is a request, never a grant: the runtime allows none of them
-yet (the user's grant of a network domain is the capability gateway's, issue 30), so the
-Surface's policy is the spec's restrictive default whatever is declared ("Host MAY further
-restrict"), and the declaration is kept for the grant to come. The spec's `domain` (a
+A declared domain or permission is a request, never a grant: it declares a capability of the
+catalog (`surface.network`, `surface.devices`) that the user grants in the runtime's own prompt
+(`lineup.sdk.mcp_grants`, issue 30); until then the Surface's policy is the spec's restrictive
+default whatever is declared ("Host MAY further restrict"). The spec's `domain` (a
 dedicated origin, host-dependent) has no place here: every Surface's origin is opaque
 (`docs/surfaces-and-capabilities.md` says why).
 """

@@ -18,6 +18,7 @@ from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store.messages import CapabilityGrantListReply
 from lineup.sdk.capabilities import Policy, usable
 from lineup.sdk.manifest import Manifest, ToolDescriptor
+from lineup.sdk.mcp_apps import McpAppUi
 
 from ._app_book import AppBook
 from ._instances import Instances
@@ -47,10 +48,10 @@ class CapabilityFacts:
         `granted_permissions`): provided here, not denied by the host or the user."""
         return tuple(
             capability
-            for capability in manifest.requested_capabilities
+            for capability in manifest.declared_capabilities
             if usable(
                 capability,
-                declared=manifest.requested_capabilities,
+                declared=manifest.declared_capabilities,
                 unsupported=self._unsupported,
                 host_policy=self._policy.get(scope, {}),
                 grant=self._grants.get((scope, capability)),
@@ -62,7 +63,7 @@ class CapabilityFacts:
         return all(
             usable(
                 capability,
-                declared=manifest.requested_capabilities,
+                declared=manifest.declared_capabilities,
                 unsupported=self._unsupported,
                 host_policy=self._policy.get(scope, {}),
                 grant=self._grants.get((scope, capability)),
@@ -92,5 +93,6 @@ def context_of(
         enabled=book.enabled(owner),
         live=msg.instance_id in instances.shown(),
         foreground=state == "foreground",
-        declared=manifest.requested_capabilities if manifest is not None else (),
+        declared=manifest.declared_capabilities if manifest is not None else (),
+        surface_access=manifest.mcp_access if manifest is not None else McpAppUi(),
     )

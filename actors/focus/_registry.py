@@ -204,7 +204,7 @@ class RegistryService:
             key_id=installed.row.key_id if installed else None,
             removable=installed is not None,
             operation=operation,
-            capabilities=manifest.requested_capabilities if manifest else (),
+            capabilities=manifest.declared_capabilities if manifest else (),
         )
 
     async def operate(self, msg: RegistryOperateRequest) -> AppOperationInfo:

@@ -178,6 +178,7 @@ class SurfaceService:
             surface_id=surface.surface_id,
             web_root=str(web_root),
             document=surface.entrypoint.document,
+            mcp_ui=surface.entrypoint.mcp_app,
             mcp_app=surface.entrypoint.mcp_app is not None,
         )
 

@@ -33,6 +33,7 @@ from lineup.facts.views import SURFACE_PREFIX, surface_id_of
 from lineup.facts.views import SURFACE_VIEW_KIND as VIEW_KIND
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import SURFACE_KIND, SURFACE_VERSIONS, Entrypoint, Manifest
+from lineup.sdk.mcp_grants import FRAME_FEATURES, declares_network
 from lineup.sdk.protocol import merge_patch
 from lineup.wire._limits import WireLimitError, check_document, encoded_size
 
@@ -88,6 +89,14 @@ class Surface:
             "state": self.state,
             "state_revision": self.state_revision,
         }
+        ui = self.entrypoint.mcp_app
+        if ui is not None and (declares_network(ui) or ui.permissions):
+            # What the Shell asks the user before it frames the page (issue 30): the grants
+            # are the gateway's, the CSP the hostbridge's; these are only the questions.
+            view["mcp_access"] = {
+                "network": declares_network(ui),
+                "devices": [FRAME_FEATURES[p] for p in ui.permissions],
+            }
         if self.tool_input is not None:
             view["tool_input"] = self.tool_input
         if self.tool_result is not None:

@@ -16,6 +16,7 @@ from lineup.facts.modes import Mode
 from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import LaunchableApp, LiveInstance
 from lineup.sdk.manifest import AgentSubscription, ToolDescriptor
+from lineup.sdk.mcp_apps import McpAppUi
 from lineup.sdk.protocol import (
     MAX_ITEM_ORDER,
     AppOperationInfo,
@@ -250,6 +251,7 @@ class SurfaceAssetsReply(Message):
     surface_id: str
     web_root: str  # an absolute folder path: the hostbridge's alone, never sent to a Shell
     document: str  # the entry document, relative to `web_root` (`index.html`)
+    mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is an MCP App's
     mcp_app: bool = False  # the document is an MCP App's UI (`lineup.sdk.mcp_apps`)
 
 
@@ -332,7 +334,9 @@ class CapabilityContextReply(Message):
     enabled: bool
     live: bool  # starting, foreground or background (suspended is not live for this)
     foreground: bool  # the instance is the top of the focus stack
-    declared: tuple[str, ...]  # the manifest's requested_capabilities
+    declared: tuple[str, ...]  # the manifest's requested_capabilities, and those implied
+    # What its MCP App entrypoints declare (`surface.network`, `surface.devices` name it).
+    surface_access: McpAppUi = McpAppUi()
 
 
 class CapabilitiesChangedEvent(Message):

@@ -69,6 +69,7 @@ from lineup.hostbridge.messages import (
     ProviderRunView,
 )
 from lineup.sdk import capabilities as caps
+from lineup.sdk import mcp_grants
 from lineup.sdk import protocol as sdk
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, CapabilityResult
 
@@ -339,6 +340,9 @@ class CapabilityGate:
             facts.detail = f"{name} {inspected.version}, signed by {inspected.key_id}"
         elif isinstance(parsed, caps.AppManage):
             facts.detail = f"{_MANAGE_LINE[parsed.operation]} {parsed.app_scope}"
+        elif isinstance(parsed, caps.SurfaceAccess):
+            # What the app's manifest declares, in the runtime's words: the grant is for those.
+            facts.detail = mcp_grants.describe(facts.asked.capability, facts.context.surface_access)
 
     # ------------------------------------------------------------------ the user, the provider
 
@@ -351,6 +355,8 @@ class CapabilityGate:
         ):
             raise _Ended("failed", ErrorCode.RATE_LIMITED, "refused")
         spec = caps.CATALOG[asked.capability]
+        if spec.provider == "runtime":
+            return {}  # the grant is the outcome: the hostbridge applies it to the Surface
         if spec.provider == "focus":
             return await self._registry(facts)
         return await self._host_run(facts)

@@ -53,7 +53,7 @@ class RegistryAppInfo(Message):
     key_id: str | None = None  # the signer's, for an installed app
     removable: bool
     operation: AppOperationInfo | None = None  # the latest one on this app
-    capabilities: tuple[str, ...] = ()  # the manifest's requested_capabilities
+    capabilities: tuple[str, ...] = ()  # the manifest's declared_capabilities
     # Seed 004 §4.3's record: whether an install, update or rollback of it is open (`updating`)
     # or the latest failed (`failed`: it runs its previous version), how many of its instances
     # have not ended, when it was installed and when last enabled (None while disabled).

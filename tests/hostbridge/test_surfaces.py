@@ -53,7 +53,10 @@ from lineup.hostbridge.shell_protocol import (
     SurfaceRequestFrame,
     encode,
 )
+from lineup.sdk.capabilities import CapabilityStatus
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
+from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi
+from lineup.sdk.mcp_grants import DEVICES_CAPABILITY, NETWORK_CAPABILITY
 from lineup.tests.support.shell import open_shell_socket, shell_at
 
 from .test_actor import TOKEN, FakeBus, from_peer, next_frame, start_hostbridge
@@ -95,10 +98,14 @@ class SurfaceBus(FakeBus):
         view: dict[str, Any] | None = None,
         *,
         mcp_app: bool = False,
+        mcp_ui: McpAppUi | None = None,
     ) -> None:
         super().__init__()
         self.web_root = web_root
         self.mcp_app = mcp_app
+        self.mcp_ui = mcp_ui
+        self.capability_status: CapabilityStatus = "permission_denied"
+        self.capability_gate: trio.Event | None = None  # set: the gateway answers once it is
         self.view = surface_view() if view is None else view
         self.open = {INSTANCE: SURFACE}  # instance → its open Surface, as focus says
         self.data: dict[str, Any] | None = None
@@ -126,6 +133,7 @@ class SurfaceBus(FakeBus):
                 web_root=str(self.web_root),
                 document="index.html",
                 mcp_app=self.mcp_app,
+                mcp_ui=self.mcp_ui,
             )
         if isinstance(body, SurfaceEventRequest):
             self.requests.append(body)
@@ -153,11 +161,15 @@ class SurfaceBus(FakeBus):
             # test_capabilities.py has one that asks the user).
             self.requests.append(body)
             self.changed.set()
+            if self.capability_gate is not None:
+                await self.capability_gate.wait()  # the user has not answered yet
+            completed = self.capability_status == "completed"
             return CapabilityResult(
                 request_id=body.request_id,
                 capability=body.capability,
-                status="permission_denied",
-                code=ErrorCode.CAPABILITY_DENIED.value,
+                status=self.capability_status,
+                code=None if completed else ErrorCode.CAPABILITY_DENIED.value,
+                output={} if completed else None,
             )
         return await super().request(peer, body, **kwargs)
 
@@ -295,6 +307,50 @@ async def test_an_mcp_apps_page_is_served_with_its_inline_scripts_moved_out_and_
     assert [b[0] for b in beyond] == [404, 404, 404]
     assert chunk[0] == 200 and chunk[2] == guarded_script(b"export const x = 1;")
     assert chunk[1]["access-control-allow-origin"] == "*"
+
+
+async def test_a_granted_network_reaches_the_next_load_of_an_mcp_apps_page_only(
+    tmp_path: Path,
+) -> None:
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "index.html").write_bytes(b"<html><body><p>net</p></body></html>")
+    ui = McpAppUi(csp=McpAppCsp(connect_domains=("https://api.example.com",)))
+    bus = SurfaceBus(web_root=web, mcp_app=True, mcp_ui=ui)
+    document = f"/surfaces/{INSTANCE}/index.html"
+
+    async def connect_src(port: int) -> str:
+        status, headers, _ = await _get(port, document)
+        assert status == 200
+        csp = headers["content-security-policy"]
+        return csp.split("connect-src ", 1)[1].split(";", 1)[0]
+
+    async with trio.open_nursery() as nursery:
+        _, _, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with await connect(port) as ws:
+            await greet(ws)
+            loads = [await connect_src(port)]  # before anything is granted
+            asked: list[tuple[str, CapabilityStatus]] = [
+                (NETWORK_CAPABILITY, "permission_denied"),
+                (DEVICES_CAPABILITY, "completed"),  # another capability grants no network
+                (NETWORK_CAPABILITY, "completed"),
+                (NETWORK_CAPABILITY, "completed"),
+                (NETWORK_CAPABILITY, "cancelled_by_user"),  # the latest answer stands
+            ]
+            for n, (capability, status) in enumerate(asked):
+                bus.capability_status = status
+                params = {"capability": capability, "purpose": "to reach its server"}
+                await ws.send_message(
+                    request("lineup/capabilities/request", params, request_id=f"g{n}")
+                )
+                reply = await next_frame(ws)
+                assert reply["result"]["status"] == status
+                if n != 3:  # the third grant's page is not loaded before the next answer
+                    loads.append(await connect_src(port))
+            loads.append(await connect_src(port))  # the grant went with the load before
+        nursery.cancel_scope.cancel()
+    granted = "https://api.example.com"
+    assert loads == ["'none'", "'none'", "'none'", granted, "'none'", "'none'"]
 
 
 async def test_an_mcp_apps_page_is_split_once_until_its_file_changes(

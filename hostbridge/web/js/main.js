@@ -33,7 +33,7 @@ import { createPermissionsPage } from "./components/permissions_page.js";
 import { createProposal } from "./components/proposal.js";
 import { createProviderRuns } from "./components/provider_run.js";
 import { createStatus } from "./components/status.js";
-import { stopTheft, surface } from "./components/surface.js";
+import { accessLinkChanged, stopTheft, surface } from "./components/surface.js";
 import { createSwitcher, instanceTitle } from "./components/switcher.js";
 import { taskDashboard } from "./components/task_dashboard.js";
 import { createTimeline } from "./components/timeline.js";
@@ -111,6 +111,7 @@ const connection = createConnection({
   onStatus(link) {
     state.link = link;
     setOnline(link.connected); // every Surface is told, and its waiting requests end
+    accessLinkChanged(link.connected); // a page waiting on its grant is framed without it
     if (!link.connected) state.runtime = { state: "disconnected", reason: null };
     state.answering.clear(); // what was sent on a dead socket may never have arrived
     state.answered.clear();

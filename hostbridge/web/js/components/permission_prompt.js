@@ -26,8 +26,11 @@ export const CAPABILITY_LABELS = {
   "file.open": "Open a file",
   "app.install": "Install an app",
   "app.manage": "Manage apps",
+  "surface.network": "Reach the network from its page",
+  "surface.devices": "Use devices from its page",
 };
 const MAX_TEXT = 300;
+const MAX_DETAIL = 2000; // lineup.sdk.mcp_apps.MAX_DETAIL_CHARS
 const TICK_MS = 1000;
 export const ARM_MS = 500;
 
@@ -145,7 +148,8 @@ export function createPermissionPrompt(ctx) {
     heading.textContent = `${title} asks to: ${label}`;
     capability.textContent = `Permission: ${label} (${clip(view.capability, 100)})`;
     purpose.textContent = `${title} says: “${clip(view.purpose)}”`;
-    const extra = typeof view.detail === "string" ? clip(view.detail) : "";
+    // The runtime's own line (an MCP App page's origins: up to MAX_DETAIL, one kind a line).
+    const extra = typeof view.detail === "string" ? clip(view.detail, MAX_DETAIL) : "";
     detail.textContent = extra;
     detail.hidden = extra === "";
     always.hidden = view.rememberable !== true;

@@ -7,6 +7,7 @@
 // system notifications (the browser asks, on that click).
 
 import { capabilityLabel } from "./permission_prompt.js";
+import { reframe } from "./surface.js";
 import { byTestId, el } from "../core/util.js";
 
 const POLICY_TEXT = { allow: "Allowed", deny: "Blocked", ask: "Asks every time" };
@@ -81,12 +82,14 @@ export function createPermissionsPage(ctx) {
       b.type = "button";
       b.setAttribute("aria-label", `${text}: ${label} for ${grant.app_title || grant.app_scope}`);
       b.addEventListener("click", () => {
-        ctx.send({
+        const sent = ctx.send({
           type: "grant.set",
           app_scope: grant.app_scope,
           capability: grant.capability,
           policy,
         });
+        // A page the grant shaped is framed anew: a revoked network is gone at once.
+        if (sent) reframe(grant.app_scope, grant.capability, policy);
       });
       actions.append(b);
     };
