@@ -92,6 +92,10 @@ def describe(message: Mapping[str, Any]) -> str:
         pending = payload.get("pending_interaction_call_ids")
         if isinstance(pending, list) and pending:
             parts.append(f"{len(pending)} questions still open")
+    elif kind == wire.APP_SESSION_CONTEXT:
+        parts += [_cut(str(payload.get("app_scope", "?")), 60)]
+        parts.append(f"revision {_cut(str(payload.get('revision')), 20)}")
+        parts.append(_compact({k: payload.get(k) for k in ("content", "structured_content")}))
     else:
         parts.append(_compact(raw))
     return _cut(f"{short_type(kind):<{TYPE_WIDTH}}" + "  ".join(parts), LINE_CHARS)
