@@ -26,6 +26,8 @@ from pathlib import Path
 
 from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, app_scope_of
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import SURFACE_KIND
+from lineup.sdk.mcp_apps import ui_meta
 
 from ._access import Access
 from ._port import NOTIFY_TIMEOUT, Port
@@ -37,6 +39,7 @@ from .messages import (
     SurfaceAssetsReply,
     SurfaceAssetsRequest,
     SurfaceEventRequest,
+    SurfaceResource,
     SurfaceSessionDataRequest,
 )
 
@@ -173,12 +176,18 @@ class SurfaceService:
             )
         # No I/O: the hostbridge resolves.
         web_root = Path(root or Path(os.path.abspath(manifest)).parent / "web")
+        declared = self._book.manifest(surface.app_scope)
         return SurfaceAssetsReply(
             instance_id=msg.instance_id,
             surface_id=surface.surface_id,
             web_root=str(web_root),
             document=surface.entrypoint.document,
             mcp_app=surface.entrypoint.mcp_app is not None,
+            resources=tuple(
+                SurfaceResource(entrypoint=e.id, document=e.document, ui=ui_meta(e.mcp_app))
+                for e in (declared.entrypoints if declared is not None else ())
+                if e.kind == SURFACE_KIND and e.mcp_app is not None
+            ),
         )
 
     async def event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:
