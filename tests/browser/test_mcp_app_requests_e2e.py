@@ -38,7 +38,15 @@ async def test_the_page_lists_and_reads_its_own_apps_ui_and_nothing_else(
     await time_shown(nursery, data_dir, page)
 
     def resources(p: Page) -> None:
+        # As an MCP client sends a list with no params: none at all.
+        app(p).evaluate(
+            """() => window.parent.postMessage(
+                 { jsonrpc: "2.0", id: "t-bare", method: "resources/list" }, "*")"""
+        )
+        app(p).wait_for_function("() => window.__hostSaid.some((m) => m.id === 't-bare')")
+        bare = next(m for m in host_said(p) if m.get("id") == "t-bare")
         listed = ask(p, "t-list", "resources/list", {})["result"]["resources"]
+        assert bare["result"]["resources"] == listed
         assert listed == [
             {"uri": "ui://gettime/ui", "name": "ui", "mimeType": "text/html;profile=mcp-app"}
         ]

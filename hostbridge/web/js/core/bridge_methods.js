@@ -148,7 +148,11 @@ export const METHODS = {
   },
   // An MCP App's requests the runtime serves (issue 30; hostbridge/_surface_mcp.py checks each
   // again): its own app's resources, its context for the Agent, a file for the user to save.
-  "resources/list": { form: "request", relay: true, valid: (p) => isObject(p) && keysWithin(p, ["_meta"]) },
+  "resources/list": {
+    form: "request",
+    relay: true,
+    valid: (p) => p === undefined || (isObject(p) && keysWithin(p, ["_meta"])),
+  },
   "resources/read": {
     form: "request",
     relay: true,
