@@ -74,8 +74,9 @@ NOTIFY_TIMEOUT: Final = 2.0
 LOCK_STRIPES: Final = 64  # creates of the same id wait for each other; others rarely do
 # A request without a deadline (never from the bus, which always sends one) waits at most this.
 DEFAULT_CALLER_WAIT_S: Final = 300.0
-# The prompt's purpose for an MCP App's `ui/download-file`: the runtime's words, not the app's.
-DOWNLOAD_PURPOSE: Final = "Save a file this app offers as a download"
+# The prompt's purpose for an MCP App's `ui/download-file`: the runtime's words around the
+# file's name (shown as text, never audited; the prompt quotes it as the app's request).
+DOWNLOAD_PURPOSE: Final = "Save {name}, a file from this app, as a download"
 # Focus's answers that are not about the instance: the caller may retry.
 _TRANSIENT: Final = frozenset(
     {ErrorCode.ACTOR_RESTARTED, ErrorCode.ACTOR_UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED}
@@ -371,7 +372,7 @@ class GatewayActor(Actor):
             request_id=msg.request_id,
             instance_id=msg.instance_id,
             capability="artifact.save",
-            purpose=DOWNLOAD_PURPOSE,
+            purpose=DOWNLOAD_PURPOSE.format(name=info.name),
             input={"artifact_id": info.artifact_id},
         )
         return await self.capabilities.request(self._asked(env, asked, None, "surface"))

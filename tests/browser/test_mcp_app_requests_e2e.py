@@ -117,7 +117,9 @@ async def test_a_file_the_page_offers_is_saved_after_the_runtimes_prompt_or_decl
             frame.evaluate(ASK, ["t-save", "ui/download-file", offered])
             expect(dialog).to_be_visible(timeout=WAIT_MS)
             expect(p.get_by_test_id("permission-heading")).to_contain_text("Get Time")
-            expect(p.get_by_test_id("permission-purpose")).to_contain_text("Save a file")
+            expect(p.get_by_test_id("permission-purpose")).to_contain_text(
+                "Save times.csv, a file from this app, as a download"
+            )
             p.get_by_test_id("permission-allow-once").click(timeout=WAIT_MS)
         download = downloading.value
         saved = data_dir / "saved.csv"

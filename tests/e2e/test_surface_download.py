@@ -52,7 +52,10 @@ async def download(
 
     nursery.start_soon(ask)
     prompt = await user.prompt("artifact.save", seen_prompts)
-    assert (prompt.app_scope, prompt.purpose) == ("capapp", DOWNLOAD_PURPOSE)
+    assert (prompt.app_scope, prompt.purpose) == (
+        "capapp",
+        DOWNLOAD_PURPOSE.format(name="notes-5531.txt"),
+    )
     await user.answer(prompt.prompt_id, decision)
     if decision == "allow_once":
         run = await user.run("artifact.save", seen_runs)
@@ -92,4 +95,4 @@ async def test_an_offered_file_is_an_artifact_of_the_app_the_user_saves_or_decli
         lambda rows: any(r.code == "app_instance_not_found" for r in rows),
         event_prefix="gateway.",
     )
-    assert "DOWNLOAD-CONTENT" not in repr(rows)
+    assert "DOWNLOAD-CONTENT" not in repr(rows) and "notes-5531" not in repr(rows)
