@@ -84,6 +84,12 @@ async def test_an_offered_file_is_an_artifact_of_the_app_the_user_saves_or_decli
     declined = await download(s, nursery, offered(instance_id, "s1-p-8:0"), "deny")
     assert (declined.status, declined.code) == ("permission_denied", "permission_denied")
 
+    pdf = offered(instance_id, "s1-p-10:0").model_copy(update={"media_type": "application/pdf"})
+    with pytest.raises(LineUpError) as invalid:  # not a type an artifact may have: no prompt
+        await s.user.bus.request("gateway", pdf, expect=CapabilityResult)
+    assert invalid.value.code is ErrorCode.ARTIFACT_INVALID
+    assert len(s.user.prompts) == 2  # the two before it: none for a file refused
+
     with pytest.raises(LineUpError) as refused:  # not the named app's instance
         await s.user.bus.request(
             "gateway", offered(instance_id, "s1-p-9:0", "capdeny"), expect=CapabilityResult
@@ -92,7 +98,7 @@ async def test_an_offered_file_is_an_artifact_of_the_app_the_user_saves_or_decli
 
     rows = await audit_rows(
         s.reader,
-        lambda rows: any(r.code == "app_instance_not_found" for r in rows),
+        lambda rows: {"app_instance_not_found", "artifact_invalid"} <= {r.code for r in rows},
         event_prefix="gateway.",
     )
     assert "DOWNLOAD-CONTENT" not in repr(rows) and "notes-5531" not in repr(rows)
