@@ -72,7 +72,11 @@ MAX_BLOCKS: Final = 32
 MAX_URI: Final = 2048
 ASK_TIMEOUT: Final = 15.0
 DOWNLOAD_TIMEOUT: Final = 300.0  # the prompt, then the save: the gateway ends both before
-_DECLINED: Final = frozenset({"cancelled_by_user", "permission_denied", "policy_denied", "expired"})
+# The user's no, by the result's code: at the prompt (Deny, Escape, left to expire) or by the
+# user's own policy; `capability_denied` (an app that does not declare it) is no user's no.
+_DECLINED: Final = frozenset(
+    {"cancelled_by_user", "permission_denied", "operation_expired", "policy_denied"}
+)
 _UNSAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._ -]")
 
 
@@ -276,7 +280,7 @@ class McpRequests:
                 timeout=DOWNLOAD_TIMEOUT,
                 retry=True,  # the same request_id again: the same result, nothing new
             )
-            if result.status in _DECLINED:
+            if result.status != "completed" and result.code in _DECLINED:
                 return {"isError": True}
             if result.status != "completed":
                 code = result.code or ErrorCode.PROVIDER_FAILED.value

@@ -37,7 +37,8 @@ class McpBus(SurfaceBus):
 
     def __init__(self, web_root: Path) -> None:
         super().__init__(web_root, mcp_app=True)
-        self.decision = "completed"
+        self.decision = "completed"  # the result's status
+        self.code: str | None = None  # and its code
         self.context_error: ErrorCode | None = None
 
     async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
@@ -67,9 +68,7 @@ class McpBus(SurfaceBus):
                 request_id=body.request_id,
                 capability="artifact.save",
                 status=self.decision,
-                code={"completed": None, "failed": "provider_failed"}.get(
-                    self.decision, "permission_denied"
-                ),
+                code=self.code,
             )
         return await super().request(peer, body, **kwargs)
 
@@ -221,12 +220,20 @@ async def test_each_file_the_app_offers_goes_to_the_gateway_in_turn(tmp_path: Pa
     ]
 
 
-@pytest.mark.parametrize("decision", ["cancelled_by_user", "permission_denied", "expired"])
+@pytest.mark.parametrize(
+    ("decision", "code"),
+    [
+        ("cancelled_by_user", "cancelled_by_user"),
+        ("permission_denied", "permission_denied"),
+        ("expired", "operation_expired"),
+        ("policy_denied", "policy_denied"),
+    ],
+)
 async def test_the_users_no_to_a_download_is_a_result_not_an_error(
-    tmp_path: Path, decision: str
+    tmp_path: Path, decision: str, code: str
 ) -> None:
     bus = McpBus(web(tmp_path))
-    bus.decision = decision
+    bus.decision, bus.code = decision, code
     one = {"uri": "a.txt", "mimeType": "text/plain", "text": "hi"}
     (answer,) = await exchange(
         tmp_path, bus, request("ui/download-file", download(one, one), request_id="d")
@@ -236,12 +243,23 @@ async def test_the_users_no_to_a_download_is_a_result_not_an_error(
     assert [r.request_id for r in bus.requests if isinstance(r, SurfaceDownloadRequest)] == ["d:0"]
 
 
-async def test_a_download_that_fails_otherwise_is_an_error_with_its_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("decision", "code"),
+    [
+        ("failed", "provider_failed"),
+        ("failed", "foreground_required"),
+        ("permission_denied", "capability_denied"),  # the app never declared it: no user's no
+        ("unsupported_on_host", "unsupported_on_host"),
+    ],
+)
+async def test_a_download_that_fails_otherwise_is_an_error_with_its_code(
+    tmp_path: Path, decision: str, code: str
+) -> None:
     bus = McpBus(web(tmp_path))
-    bus.decision = "failed"
+    bus.decision, bus.code = decision, code
     one = {"uri": "a.txt", "mimeType": "text/plain", "text": "hi"}
     (answer,) = await exchange(tmp_path, bus, request("ui/download-file", download(one)))
-    assert answer["error"] == {"code": "provider_failed"} and answer["result"] is None
+    assert answer["error"] == {"code": code} and answer["result"] is None
 
 
 @pytest.mark.parametrize(
