@@ -159,7 +159,8 @@ class SurfaceService:
 
     def assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
         """Where an open Surface's files are: the `web/` folder beside its app's manifest, or
-        an installed app's `web_root` (in its verified cache)."""
+        an installed app's `web_root` (in its verified cache); and its app's resources, the
+        MCP App UI documents its manifest declares (`lineup.sdk.mcp_apps`)."""
         try:
             surface = self._open_surface(msg.instance_id, None)
         except LineUpError as refused:
