@@ -131,6 +131,9 @@ class ErrorCode(StrEnum):
     RUNTIME_UNREACHABLE = "runtime_unreachable"  # the Shell has no link to the runtime now
     PROPOSAL_TOO_LONG = "proposal_too_long"  # an MCP App's `ui/message` over the composer's bound
     LINK_DECLINED = "link_declined"  # the user did not open the link an MCP App asked to open
+    RESOURCE_NOT_FOUND = "resource_not_found"  # no such resource of the Surface's own app
+    RESOURCE_TOO_LARGE = "resource_too_large"  # a resource over what a Surface may read
+    MODEL_CONTEXT_TOO_LARGE = "model_context_too_large"  # an MCP App's context over its bound
     ARTIFACT_NOT_FOUND = "artifact_not_found"  # no such artifact, or not the caller's
     ARTIFACT_INVALID = "artifact_invalid"  # a media type not allowed, a bad name, bad bytes
     ARTIFACT_TOO_LARGE = "artifact_too_large"  # one artifact over MAX_ARTIFACT_BYTES
@@ -230,6 +233,9 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.RUNTIME_UNREACHABLE: "runtime",
         ErrorCode.PROPOSAL_TOO_LONG: "caller",
         ErrorCode.LINK_DECLINED: "user",
+        ErrorCode.RESOURCE_NOT_FOUND: "caller",
+        ErrorCode.RESOURCE_TOO_LARGE: "caller",
+        ErrorCode.MODEL_CONTEXT_TOO_LARGE: "caller",
         ErrorCode.BRIDGE_SOURCE_INVALID: "caller",
         ErrorCode.BRIDGE_NOT_INITIALIZED: "caller",
         ErrorCode.BRIDGE_METHOD_UNKNOWN: "caller",

@@ -37,6 +37,10 @@ decided as its app's own request would be), which may wait on the user's permiss
 a minute: it is relayed from a task of its own (at most `MAX_CAPABILITY_REQUESTS` at once), so
 the Shell's socket goes on reading (the user's answer to that very prompt comes on it). The
 reply's result is the `CapabilityResult` (its fields, without the bus tag).
+
+An MCP App's `resources/list|read`, `ui/update-model-context` and `ui/download-file` are
+`_surface_mcp`'s (a download waits on the user as a capability request does, from a task of
+its own); the hostbridge's own refusals of them are audited here like every other.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from lineup.actors.focus.messages import (
     SurfaceAssetsReply,
     SurfaceAssetsRequest,
     SurfaceEventRequest,
+    SurfaceResource,
     SurfaceSessionDataRequest,
 )
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
@@ -75,6 +80,15 @@ from ._audit import user_record
 from ._mcp_csp import mcp_app_csp
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
+from ._surface_mcp import (
+    MCP_METHODS,
+    ContextParams,
+    DownloadParams,
+    McpRequests,
+    ReadParams,
+    Refused,
+    resource_list,
+)
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 __all__ = [
@@ -160,7 +174,7 @@ APP_METHODS: Final[dict[str, Literal["state", "apps.list", "action"]]] = {
 
 # The bridge methods the hostbridge relays: to focus, and a Surface's question to the router
 # (web/js/core/bridge.js answers the rest).
-METHODS: Final[dict[str, type[_Params]]] = {
+METHODS: Final[dict[str, type[BaseModel]]] = {
     "lineup/state/snapshot": NoParams,
     "lineup/apps/list-available": NoParams,
     "lineup/actions/dispatch": ActionParams,
@@ -170,6 +184,7 @@ METHODS: Final[dict[str, type[_Params]]] = {
     "lineup/event": EventParams,
     "lineup/ui/request": UiRequestParams,
     "lineup/capabilities/request": CapabilityParams,
+    **MCP_METHODS,  # an MCP App's (`_surface_mcp`)
 }
 
 
@@ -186,6 +201,7 @@ class SurfaceFiles:
     document: str
     mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is an MCP App's
     mcp_app: bool = False  # its document is an MCP App's UI (`_mcp_document`)
+    resources: tuple[SurfaceResource, ...] = ()  # its app's MCP App UI documents
 
 
 RESERVED_PREFIX: Final = SURFACE_CLIENT_URL.split("/")[0] + "/"  # `_lineup/`: the runtime's
@@ -336,6 +352,7 @@ class SurfaceRelay:
         # An MCP App's document as split, by instance, with the (mtime, size) it was read at:
         # a page and each of its moved scripts are one read and one parse, not one apiece.
         self._split: dict[str, tuple[tuple[int, int], SplitDocument]] = {}
+        self._mcp = McpRequests(bus)
 
     def headers(self, instance_id: str) -> dict[str, str]:
         files = self.book.files(instance_id)
@@ -418,6 +435,7 @@ class SurfaceRelay:
             reply.document,
             mcp_ui=reply.mcp_ui,
             mcp_app=reply.mcp_app,
+            resources=reply.resources,
         )
         return files if self.book.remember(instance_id, files) else None
 
@@ -428,11 +446,15 @@ class SurfaceRelay:
             reply(_answer(frame, error=code.value))
             return
         assert params is not None
-        if isinstance(params, CapabilityParams):
+        if isinstance(params, CapabilityParams | DownloadParams):
             self._capability(frame, params, reply)
             return
         try:
             result = await self._relay(frame, params)
+        except Refused as exc:
+            self._refused(frame, exc.code.value)
+            reply(_answer(frame, error=exc.code.value))
+            return
         except LineUpError as exc:
             reply(_answer(frame, error=exc.code.value))  # focus audits its own refusals
             return
@@ -440,7 +462,7 @@ class SurfaceRelay:
 
     def _check(
         self, frame: SurfaceRequestFrame, limited: bool
-    ) -> tuple[ErrorCode | None, _Params | None]:
+    ) -> tuple[ErrorCode | None, BaseModel | None]:
         if limited:
             return ErrorCode.BRIDGE_RATE_LIMITED, None
         wrong = self.book.check(frame.instance_id, frame.surface_id)
@@ -457,7 +479,7 @@ class SurfaceRelay:
             return ErrorCode.BRIDGE_PARAMS_INVALID, None
 
     def _capability(
-        self, frame: SurfaceRequestFrame, params: CapabilityParams, reply: Reply
+        self, frame: SurfaceRequestFrame, params: CapabilityParams | DownloadParams, reply: Reply
     ) -> None:
         if self.spawn is None or self._capability_requests >= MAX_CAPABILITY_REQUESTS:
             code = ErrorCode.BRIDGE_RATE_LIMITED.value
@@ -468,6 +490,9 @@ class SurfaceRelay:
 
         async def relay() -> None:
             try:
+                if isinstance(params, DownloadParams):
+                    reply(_answer(frame, result=await self._download(frame, params)))
+                    return
                 result = await self._bus.request(
                     "gateway",
                     SurfaceCapabilityRequest(
@@ -494,8 +519,33 @@ class SurfaceRelay:
 
         self.spawn(relay)
 
-    async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
+    def _own_scope(self, frame: SurfaceRequestFrame) -> str:
+        app_scope = self.book.app_scope(frame.instance_id)
+        if app_scope is None:  # checked just before: only a view gone meanwhile
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, "no open Surface")
+        return app_scope
+
+    async def _download(self, frame: SurfaceRequestFrame, params: DownloadParams) -> dict[str, Any]:
+        return await self._mcp.download(
+            frame.instance_id, self._own_scope(frame), frame.request_id, params
+        )
+
+    async def _mcp_request(self, frame: SurfaceRequestFrame, params: BaseModel) -> dict[str, Any]:
+        """An MCP App's `resources/list|read` (its own app's) or `ui/update-model-context`."""
+        app_scope = self._own_scope(frame)
+        if isinstance(params, ContextParams):
+            return await self._mcp.context(frame.instance_id, app_scope, frame.request_id, params)
+        files = self.book.files(frame.instance_id) or await self._ask_files(frame.instance_id)
+        if files is None:
+            raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, "no open Surface")
+        if isinstance(params, ReadParams):
+            return await self._mcp.read(app_scope, files.web_root, files.resources, params.uri)
+        return resource_list(app_scope, files.resources)
+
+    async def _relay(self, frame: SurfaceRequestFrame, params: BaseModel) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id
+        if frame.method in MCP_METHODS:
+            return await self._mcp_request(frame, params)
         app_method = APP_METHODS.get(frame.method)
         if app_method is not None:
             answered = await self._bus.request(

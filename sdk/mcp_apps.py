@@ -14,15 +14,21 @@ catalog (`surface.network`, `surface.devices`) that the user grants in the runti
 default whatever is declared ("Host MAY further restrict"). The spec's `domain` (a
 dedicated origin, host-dependent) has no place here: every Surface's origin is opaque
 (`docs/surfaces-and-capabilities.md` says why).
+
+An app's resources, as its Surface's `resources/list` and `resources/read` name them, are its
+MCP App UI documents: `resource_uri` (`ui://<app_scope>/<entrypoint id>`, the id
+percent-encoded) of each `surface` entrypoint that declares `mcp_app`, of type
+`MCP_APP_MIME_TYPE`, with `ui_meta` as the content's `_meta.ui`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-__all__ = ["MCP_APP_MIME_TYPE", "McpAppCsp", "McpAppUi"]
+__all__ = ["MCP_APP_MIME_TYPE", "McpAppCsp", "McpAppUi", "resource_uri", "ui_meta"]
 
 MCP_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"  # the spec's UI resource type
 
@@ -57,3 +63,33 @@ class McpAppUi(_Model):
     csp: McpAppCsp = McpAppCsp()
     permissions: tuple[Literal["camera", "microphone", "geolocation", "clipboard_write"], ...] = ()
     prefers_border: StrictBool | None = None
+
+
+def resource_uri(app_scope: str, entrypoint_id: str) -> str:
+    """The `ui://` URI of an app's MCP App UI document: its app and its entrypoint's id."""
+    return f"ui://{app_scope}/{quote(entrypoint_id, safe='')}"
+
+
+def ui_meta(ui: McpAppUi) -> dict[str, Any]:
+    """The spec's `_meta.ui` (`McpUiResourceMeta`) of what the manifest declares, in the spec's
+    spelling: what the resource asks for, not what the runtime grants."""
+    csp = {
+        spec: list(domains)
+        for spec, domains in (
+            ("connectDomains", ui.csp.connect_domains),
+            ("resourceDomains", ui.csp.resource_domains),
+            ("frameDomains", ui.csp.frame_domains),
+            ("baseUriDomains", ui.csp.base_uri_domains),
+        )
+        if domains
+    }
+    meta: dict[str, Any] = {}
+    if csp:
+        meta["csp"] = csp
+    if ui.permissions:
+        meta["permissions"] = {
+            ("clipboardWrite" if p == "clipboard_write" else p): {} for p in ui.permissions
+        }
+    if ui.prefers_border is not None:
+        meta["prefersBorder"] = ui.prefers_border
+    return meta

@@ -31,6 +31,7 @@ from lineup.actors.kernel.errors import ErrorCode, LineUpError
 __all__ = [
     "AGENT_ENVELOPE",
     "AGENT_TYPES",
+    "APP_SESSION_CONTEXT",
     "CLIENT_ENVELOPE",
     "DISMISS",
     "INVENTORY",
@@ -42,6 +43,9 @@ __all__ = [
     "TOOL_CALL",
     "TOOL_ERROR",
     "AgentEnvelope",
+    "AppContextPayload",
+    "AppContextText",
+    "AppSessionContextEnvelope",
     "ClientEnvelope",
     "Correlation",
     "DismissEnvelope",
@@ -80,6 +84,7 @@ RESULT: Final = "lineup.v1.tool.result"
 TOOL_ERROR: Final = "lineup.v1.tool.error"
 APP_SESSION_OPENED: Final = "lineup.v1.app_session.opened"
 APP_SESSION_CLOSED: Final = "lineup.v1.app_session.closed"
+APP_SESSION_CONTEXT: Final = "lineup.v1.app_session.context"
 AGENT_TYPES: Final = frozenset({TEXT, TOOL_CALL, DISMISS})
 
 _Id = Annotated[str, Field(min_length=1, max_length=200)]
@@ -207,6 +212,28 @@ class AppSessionPayload(_Model):
     pending_interaction_call_ids: tuple[_Id, ...] | None = None
 
 
+class AppContextText(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class AppContextPayload(_Model):
+    """An MCP App's context for the Agent (its `ui/update-model-context`), in the app's
+    sub-session: what the app says of itself, never the user's words. Each replaces the one
+    before it of the same sub-session (the spec: "each update overwrites"); `revision` orders
+    them (a later one is higher). `content` (text blocks) and `structured_content` are the
+    app's, both empty to clear what it said before."""
+
+    agent_id: str
+    conversation_id: _Id
+    app_session_id: _Id
+    app_scope: str
+    instance_id: _Id
+    revision: int = Field(ge=0)
+    content: tuple[AppContextText, ...] = ()
+    structured_content: dict[str, Any] | None = None
+
+
 # ---------------------------------------------------------------------------- envelopes
 
 
@@ -260,6 +287,11 @@ class AppSessionClosedEnvelope(_Header):
     payload: AppSessionPayload
 
 
+class AppSessionContextEnvelope(_Header):
+    type: Literal["lineup.v1.app_session.context"] = APP_SESSION_CONTEXT
+    payload: AppContextPayload
+
+
 AgentEnvelope = Annotated[
     TextEnvelope | ToolCallEnvelope | DismissEnvelope, Field(discriminator="type")
 ]
@@ -271,7 +303,8 @@ ClientEnvelope = Annotated[
     | ResultEnvelope
     | ToolErrorEnvelope
     | AppSessionOpenedEnvelope
-    | AppSessionClosedEnvelope,
+    | AppSessionClosedEnvelope
+    | AppSessionContextEnvelope,
     Field(discriminator="type"),
 ]
 AGENT_ENVELOPE: Final[TypeAdapter[AgentEnvelope]] = TypeAdapter(AgentEnvelope)
@@ -314,6 +347,7 @@ _BY_TYPE: Final[dict[str, type[_Header]]] = {
         ToolErrorEnvelope,
         AppSessionOpenedEnvelope,
         AppSessionClosedEnvelope,
+        AppSessionContextEnvelope,
     )
 }
 

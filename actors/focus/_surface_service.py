@@ -26,6 +26,8 @@ from pathlib import Path
 
 from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, app_scope_of
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import SURFACE_KIND
+from lineup.sdk.mcp_apps import ui_meta
 
 from ._access import Access
 from ._port import NOTIFY_TIMEOUT, Port
@@ -37,6 +39,7 @@ from .messages import (
     SurfaceAssetsReply,
     SurfaceAssetsRequest,
     SurfaceEventRequest,
+    SurfaceResource,
     SurfaceSessionDataRequest,
 )
 
@@ -156,7 +159,8 @@ class SurfaceService:
 
     def assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
         """Where an open Surface's files are: the `web/` folder beside its app's manifest, or
-        an installed app's `web_root` (in its verified cache)."""
+        an installed app's `web_root` (in its verified cache); and its app's resources, the
+        MCP App UI documents its manifest declares (`lineup.sdk.mcp_apps`)."""
         try:
             surface = self._open_surface(msg.instance_id, None)
         except LineUpError as refused:
@@ -173,6 +177,7 @@ class SurfaceService:
             )
         # No I/O: the hostbridge resolves.
         web_root = Path(root or Path(os.path.abspath(manifest)).parent / "web")
+        declared = self._book.manifest(surface.app_scope)
         return SurfaceAssetsReply(
             instance_id=msg.instance_id,
             surface_id=surface.surface_id,
@@ -180,6 +185,11 @@ class SurfaceService:
             document=surface.entrypoint.document,
             mcp_ui=surface.entrypoint.mcp_app,
             mcp_app=surface.entrypoint.mcp_app is not None,
+            resources=tuple(
+                SurfaceResource(entrypoint=e.id, document=e.document, ui=ui_meta(e.mcp_app))
+                for e in (declared.entrypoints if declared is not None else ())
+                if e.kind == SURFACE_KIND and e.mcp_app is not None
+            ),
         )
 
     async def event(self, msg: SurfaceEventRequest, env: Envelope) -> SurfaceAccepted:

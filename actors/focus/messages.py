@@ -61,6 +61,7 @@ __all__ = [
     "SurfaceAssetsReply",
     "SurfaceAssetsRequest",
     "SurfaceEventRequest",
+    "SurfaceResource",
     "SurfaceSessionDataRequest",
     "UiEventAccepted",
     "UiEventRequest",
@@ -245,6 +246,17 @@ class SurfaceAssetsRequest(Message):
     instance_id: str = Field(min_length=1, max_length=200)
 
 
+class SurfaceResource(Message):
+    """One of the app's MCP App UI documents, for its Surface's `resources/list|read`: the
+    entrypoint's id, its document under `web_root`, and its `_meta.ui` in the spec's spelling
+    (`lineup.sdk.mcp_apps.ui_meta`)."""
+
+    type: Literal["focus.ui.surface.resource"] = "focus.ui.surface.resource"
+    entrypoint: str
+    document: str
+    ui: dict[str, Any] = Field(default_factory=dict)
+
+
 class SurfaceAssetsReply(Message):
     type: Literal["focus.ui.surface.assets.reply"] = "focus.ui.surface.assets.reply"
     instance_id: str
@@ -253,6 +265,8 @@ class SurfaceAssetsReply(Message):
     document: str  # the entry document, relative to `web_root` (`index.html`)
     mcp_ui: McpAppUi | None = None  # what its entrypoint declares, if it is an MCP App's
     mcp_app: bool = False  # the document is an MCP App's UI (`lineup.sdk.mcp_apps`)
+    # The app's resources (`lineup.sdk.mcp_apps`): each MCP App UI document it declares.
+    resources: tuple[SurfaceResource, ...] = ()
 
 
 class SurfaceEventRequest(Message):

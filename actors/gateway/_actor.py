@@ -59,6 +59,7 @@ from .messages import (
     PromptAnswerRequest,
     ProviderDoneRequest,
     SurfaceCapabilityRequest,
+    SurfaceDownloadRequest,
     UiAccepted,
     UiArtifactReadRequest,
 )
@@ -73,6 +74,9 @@ NOTIFY_TIMEOUT: Final = 2.0
 LOCK_STRIPES: Final = 64  # creates of the same id wait for each other; others rarely do
 # A request without a deadline (never from the bus, which always sends one) waits at most this.
 DEFAULT_CALLER_WAIT_S: Final = 300.0
+# The prompt's purpose for an MCP App's `ui/download-file`: the runtime's words around the
+# file's name (shown as text, never audited; the prompt quotes it as the app's request).
+DOWNLOAD_PURPOSE: Final = "Save {name}, a file from this app, as a download"
 # Focus's answers that are not about the instance: the caller may retry.
 _TRANSIENT: Final = frozenset(
     {ErrorCode.ACTOR_RESTARTED, ErrorCode.ACTOR_UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED}
@@ -342,6 +346,36 @@ class GatewayActor(Actor):
     ) -> sdk.CapabilityResult:
         # The owner of the instance is the app it is decided for: focus says which.
         return await self.capabilities.request(self._asked(env, msg, None, "surface"))
+
+    @handles(SurfaceDownloadRequest)
+    async def on_surface_download(
+        self, msg: SurfaceDownloadRequest, env: Envelope
+    ) -> sdk.CapabilityResult:
+        """The file an MCP App offers: an artifact of its app first, then the user's own
+        `artifact.save` of it (the prompt decides), as the app's request would be."""
+        try:
+            info = await self.create(
+                msg.app_scope,
+                sdk.ArtifactCreateRequest(
+                    request_id=f"dl-{msg.request_id}"[:200],
+                    instance_id=msg.instance_id,
+                    name=msg.name,
+                    media_type=msg.media_type,
+                    content_b64=msg.content_b64,
+                ),
+            )
+        except LineUpError as exc:
+            if exc.code not in _TRANSIENT:
+                self._refused(env, exc.code, msg.instance_id)
+            raise
+        asked = SurfaceCapabilityRequest(
+            request_id=msg.request_id,
+            instance_id=msg.instance_id,
+            capability="artifact.save",
+            purpose=DOWNLOAD_PURPOSE.format(name=info.name),
+            input={"artifact_id": info.artifact_id},
+        )
+        return await self.capabilities.request(self._asked(env, asked, None, "surface"))
 
     @handles(PromptAnswerRequest)
     def on_prompt_answer(self, msg: PromptAnswerRequest, env: Envelope) -> UiAccepted:

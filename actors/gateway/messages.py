@@ -45,6 +45,7 @@ __all__ = [
     "PromptAnswerRequest",
     "ProviderDoneRequest",
     "SurfaceCapabilityRequest",
+    "SurfaceDownloadRequest",
     "UiAccepted",
     "UiArtifactReadRequest",
 ]
@@ -141,6 +142,24 @@ class SurfaceCapabilityRequest(Message):
     capability: str = Field(min_length=1, max_length=100)
     purpose: str = Field(min_length=1, max_length=MAX_PURPOSE_CHARS)
     input: dict[str, Any] = Field(default_factory=dict)
+
+
+class SurfaceDownloadRequest(Message):
+    """An MCP App's `ui/download-file` (one file of it), from the hostbridge: the file becomes
+    an artifact of `app_scope`'s (the app whose Surface `instance_id` shows; refused
+    `app_instance_not_found` if it is not that app's live instance), which the user saves
+    through `artifact.save`, decided exactly as the app's own request would be (the user's
+    prompt). Idempotent by `request_id`. Refused as `gateway.sdk.artifact.create` is
+    (`artifact_invalid`, `artifact_too_large`, `quota_exceeded`). The reply is the
+    `CapabilityResult` of `artifact.save`."""
+
+    type: Literal["gateway.ui.surface.download"] = "gateway.ui.surface.download"
+    request_id: str = Field(min_length=1, max_length=200)
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=128)
+    media_type: str = Field(min_length=1, max_length=100)
+    content_b64: str = Field(max_length=(MAX_ARTIFACT_BYTES * 4) // 3 + 4)
 
 
 class GrantView(Message):

@@ -39,6 +39,7 @@ from lineup.facts.modes import NO_MODE
 from lineup.sdk import protocol as sdk
 
 from ._app_calls import AppCalls
+from ._app_context import AppContexts
 from ._app_questions import AppQuestions
 from ._app_sessions import AppSessions
 from ._conversation import AppConversation
@@ -69,6 +70,8 @@ from .messages import (
     SessionStartedEvent,
     SurfaceAskReply,
     SurfaceAskRequest,
+    SurfaceContextReply,
+    SurfaceContextRequest,
 )
 
 __all__ = ["RouterActor"]
@@ -94,6 +97,7 @@ class RouterActor(Actor):
         self.interactions = InteractionService(self.bus, me, self.session.get)
         self.questions = AppQuestions(self.interactions)
         self.sessions = AppSessions(self.bus, self.session.get)
+        self.contexts = AppContexts(self.bus, me, self.session.get)
         self.lifecycle = InstanceLifecycle(self.bus, self.calls, self.interactions, self.sessions)
         self.redelivery = Redelivery(
             self.bus, self.session.conversation_or_none, self.deliveries.tell
@@ -304,6 +308,12 @@ class RouterActor(Actor):
     @handles(SurfaceAskRequest)
     async def on_surface_ask(self, msg: SurfaceAskRequest, env: Envelope) -> SurfaceAskReply:
         return await self.questions.surface_ask(msg, env.sender.name)
+
+    @handles(SurfaceContextRequest)
+    async def on_surface_context(
+        self, msg: SurfaceContextRequest, env: Envelope
+    ) -> SurfaceContextReply:
+        return await self.contexts.update(msg, env.sender.name)
 
     @handles(sdk.InteractionAskRequest)
     async def on_ui_request(

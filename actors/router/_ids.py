@@ -11,7 +11,8 @@ made here, never taken from an app or the Agent:
   runtime;
 - a tool call's rows: `lu:receipt:<call id>:<status>`, `lu:final:<call id>`,
   `lu:progress:<call id>:<ns>`; the inventory's: `lu:inventory:<conversation>:<revision>`;
-  an app sub-session's rows: `lu:app_session:<instance id>:opened|closed`. A
+  an app sub-session's rows: `lu:app_session:<instance id>:opened|closed`; an app's
+  context updates: `lu:app_context:<instance id>:<request id>`. A
   part that would make the id longer than the wire allows is replaced by `#` + its SHA-256
   (a readable call id never starts with `#`, so the two forms never meet).
 
@@ -28,6 +29,7 @@ from typing import Final
 
 __all__ = [
     "RUNTIME_PREFIX",
+    "app_context_row_id",
     "app_interaction_id",
     "app_session_id",
     "app_session_row_id",
@@ -118,6 +120,12 @@ def app_session_id(instance_id: str) -> str:
 def continue_id(nonce: str) -> str:
     """The launch id of the user's "Continue" of an ended sub-session (a fresh instance)."""
     return f"{RUNTIME_PREFIX}continue:{nonce}"
+
+
+def app_context_row_id(instance_id: str, request_id: str) -> str:
+    """The outbox id of an app's context update (`lineup.v1.app_session.context`), by the
+    Surface's request: a retry of it is a repeat."""
+    return _id("app_context", f"{instance_id}:{request_id}")
 
 
 def app_session_row_id(instance_id: str, event: str) -> str:

@@ -38,6 +38,8 @@ __all__ = [
     "SessionStartedEvent",
     "SurfaceAskReply",
     "SurfaceAskRequest",
+    "SurfaceContextReply",
+    "SurfaceContextRequest",
 ]
 
 
@@ -211,6 +213,27 @@ class SurfaceAskRequest(Message):
     surface_id: str = Field(min_length=1, max_length=250)
     request: dict[str, Any]
     request_id: str = Field(min_length=1, max_length=64)
+
+
+class SurfaceContextRequest(Message):
+    """hostbridge → router: an MCP App's `ui/update-model-context` (the hostbridge checked it
+    and its size). Told to the Agent as `lineup.v1.app_session.context` in the sub-session of
+    `instance_id` (focus confirms it is live and `app_scope`'s), replacing what the app said
+    before; idempotent by (instance, `request_id`). Refused `app_instance_not_found`,
+    `app_session_invalid` (no open sub-session), `not_connected` (never logged in)."""
+
+    type: Literal["router.ui.surface.context"] = "router.ui.surface.context"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    request_id: str = Field(min_length=1, max_length=250)
+    content: tuple[str, ...] = ()  # the text blocks' texts
+    structured_content: dict[str, Any] | None = None
+
+
+class SurfaceContextReply(Message):
+    type: Literal["router.ui.surface.context.reply"] = "router.ui.surface.context.reply"
+    revision: int  # the update's, in its sub-session
+    changed: bool  # False: a repeat, or the same as the app's last (nothing told)
 
 
 class SurfaceAskReply(Message):

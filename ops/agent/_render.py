@@ -29,7 +29,7 @@ LINE_CHARS: Final = 200
 PAYLOAD_CHARS: Final = 100
 SCHEMA_CHARS: Final = 300  # of one tool's input summary in the `tools` list
 DESCRIPTION_CHARS: Final = 80
-TYPE_WIDTH: Final = 19  # `app_session.opened` and a space
+TYPE_WIDTH: Final = 19  # `app_session.opened` and a space (a longer type: one space)
 PREFIX: Final = "lineup.v1."
 ELLIPSIS: Final = "…"
 
@@ -92,9 +92,15 @@ def describe(message: Mapping[str, Any]) -> str:
         pending = payload.get("pending_interaction_call_ids")
         if isinstance(pending, list) and pending:
             parts.append(f"{len(pending)} questions still open")
+    elif kind == wire.APP_SESSION_CONTEXT:
+        parts += [_cut(str(payload.get("app_scope", "?")), 60)]
+        parts.append(f"revision {_cut(str(payload.get('revision')), 20)}")
+        parts.append(_compact(payload.get("content")))
+        if payload.get("structured_content") is not None:
+            parts.append(_compact(payload["structured_content"]))
     else:
         parts.append(_compact(raw))
-    return _cut(f"{short_type(kind):<{TYPE_WIDTH}}" + "  ".join(parts), LINE_CHARS)
+    return _cut(f"{short_type(kind):<{TYPE_WIDTH - 1}} " + "  ".join(parts), LINE_CHARS)
 
 
 # ------------------------------------------------------------------------------ inventory

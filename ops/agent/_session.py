@@ -36,7 +36,14 @@ STEP_TEXT_CHARS: Final = 80  # of a step's text in a failure message
 # The messages about one call; the first answer to a call is a receipt or its refusal.
 CALL_KINDS: Final = frozenset({wire.RECEIPT, wire.PROGRESS, wire.RESULT, wire.TOOL_ERROR})
 KNOWN_KINDS: Final = frozenset(
-    {*CALL_KINDS, wire.TEXT, wire.INVENTORY, wire.APP_SESSION_OPENED, wire.APP_SESSION_CLOSED}
+    {
+        *CALL_KINDS,
+        wire.TEXT,
+        wire.INVENTORY,
+        wire.APP_SESSION_OPENED,
+        wire.APP_SESSION_CLOSED,
+        wire.APP_SESSION_CONTEXT,
+    }
 )
 
 

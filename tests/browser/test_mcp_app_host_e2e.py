@@ -142,11 +142,11 @@ async def test_the_page_is_given_the_shells_real_context_and_told_when_its_theme
         assert context["platform"] == "web" and context["userAgent"]
         assert set(context["deviceCapabilities"]) == {"touch", "hover"}
         assert context["safeAreaInsets"] == {"top": 0, "right": 0, "bottom": 0, "left": 0}
-        # Only what the Shell really offers.
-        assert {"openLinks", "message", "logging"} <= set(capabilities)
-        assert not {"serverTools", "serverResources", "downloadFile", "sampling"} & set(
-            capabilities
-        )
+        # Only what the Shell and the runtime really offer.
+        offered = {"openLinks", "message", "logging", "serverResources", "downloadFile"}
+        assert offered | {"updateModelContext"} <= set(capabilities)
+        assert capabilities["updateModelContext"] == {"text": {}, "structuredContent": {}}
+        assert not {"serverTools", "sampling"} & set(capabilities)
         # The page applied them: what the user sees in it is the Shell's theme.
         frame = app(p)
         expect(frame.locator("html")).to_have_attribute("data-theme", "light")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Final
 
 from lineup.facts.view_log import VIEW_LOG_LEVELS
+from lineup.hostbridge import _surface_mcp as surface_mcp
 from lineup.hostbridge._surfaces import APP_METHODS, METHODS
 from lineup.sdk import protocol as sdk
 
@@ -37,3 +38,20 @@ def test_the_log_levels_the_shell_takes_are_the_facts_view_log_levels() -> None:
     text = BRIDGE_METHODS.read_text()
     table = text.split("export const LOG_LEVELS = [", 1)[1].split("];", 1)[0]
     assert tuple(re.findall(r'"([a-z]+)"', table)) == VIEW_LOG_LEVELS
+
+
+def test_every_method_the_shell_relays_the_hostbridge_checks_again() -> None:
+    text = BRIDGE_METHODS.read_text()
+    relayed = set(re.findall(r'"([a-z/-]+)": \{\s*form: "request",\s*relay: true', text))
+    assert {"resources/list", "resources/read", "ui/download-file"} <= relayed
+    assert "ui/update-model-context" in relayed
+    assert relayed <= set(METHODS)
+
+
+def test_the_shells_mcp_request_bounds_are_the_hostbridges() -> None:
+    text = BRIDGE_METHODS.read_text()
+    bound = dict(re.findall(r"const (MAX_URI|MAX_DOWNLOAD_FILES) = (\d+);", text))
+    assert {k: int(v) for k, v in bound.items()} == {
+        "MAX_URI": surface_mcp.MAX_URI,
+        "MAX_DOWNLOAD_FILES": surface_mcp.MAX_DOWNLOAD_FILES,
+    }

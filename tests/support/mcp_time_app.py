@@ -41,6 +41,7 @@ class TimeApp(MiniApp):
         app_scope="gettime",
         version="1.0.0",
         kind="bundled-reference",
+        requested_capabilities=("artifact.save",),  # the page's `ui/download-file`
         entrypoints=(
             Entrypoint(id="ui", kind="surface", document="index.html", mcp_app=McpAppUi()),
         ),

@@ -55,6 +55,15 @@ def message(kind: str, **payload: Any) -> dict[str, Any]:
             message("app_session.opened", app_scope="whiteboard", app_session_id="s-1"),
             "app_session.opened whiteboard  s-1",
         ),
+        (
+            message(
+                "app_session.context",
+                app_scope="gettime",
+                revision=7,
+                content=[{"type": "text", "text": "UTC"}],
+            ),
+            'app_session.context gettime  revision 7  [{"text":"UTC","type":"text"}]',
+        ),
         ({"type": "lineup.v1.someday", "payload": {"a": 1}}, 'someday            {"a":1}'),
         ({"type": 3, "payload": "odd"}, '?                  "odd"'),
     ],

@@ -35,13 +35,15 @@
 // or fullscreen: the Surface takes the whole stage). Every refusal is reported by its code
 // alone (`surface.rejected`, audited), never with the text or the URL. `notifications/message`
 // goes to the runtime as `surface.log`, for the app's own log (`lineup logs`).
+// `resources/list|read`, `ui/update-model-context` and `ui/download-file` are the runtime's
+// (relayed; hostbridge/_surface_mcp.py): a resource not the app's is `-32002`.
 // Host → View is always `contentWindow.postMessage(msg, "*")`: an opaque origin can only be
 // addressed as "*", and a message holds only that Surface's own data. Nothing a Surface sends
 // is ever used as a URL, markup, style or script.
 
 import { FINAL_STATES } from "./state.js";
 import { METHODS, METHOD_NAMES, isRpcId } from "./bridge_methods.js";
-import { CONTEXT_METHOD, hostContext, watchHostContext } from "./host_context.js";
+import { CONTEXT_METHOD, SERVED_CAPABILITIES, hostContext, watchHostContext } from "./host_context.js";
 import { createMcpRequests } from "./mcp_requests.js";
 import { isObject } from "./util.js";
 
@@ -81,6 +83,9 @@ const RPC_INVALID = -32600;
 const RPC_METHOD = -32601;
 const RPC_PARAMS = -32602;
 const RPC_RUNTIME = -32000;
+const RPC_RESOURCE = -32002; // MCP's "resource not found"
+// Relayed requests that may wait on the user (the permission prompt, then a save).
+const WAITS_ON_USER = new Set(["lineup/capabilities/request", "ui/download-file"]);
 
 // ---------------------------------------------------------------- rejections, reported
 
@@ -301,6 +306,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
           openLinks: {},
           message: { text: {} },
           logging: {},
+          ...SERVED_CAPABILITIES,
           lineup: { methods: METHOD_NAMES },
         },
         hostContext: {
@@ -356,7 +362,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       return id === null ? undefined : bridge.reject(CODES.tooLarge, id);
     }
     if (!online) return id === null ? undefined : fail(id, RPC_RUNTIME, CODES.unreachable);
-    const wait = name === "lineup/capabilities/request" ? CAPABILITY_TIMEOUT_MS : REPLY_TIMEOUT_MS;
+    const wait = WAITS_ON_USER.has(name) ? CAPABILITY_TIMEOUT_MS : REPLY_TIMEOUT_MS;
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), wait);
     function settle(reply) {
       window.clearTimeout(timer);
@@ -364,7 +370,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.calls.delete(requestId);
       if (isObject(reply.error)) {
         const code = typeof reply.error.code === "string" ? reply.error.code : "internal_error";
-        if (id !== null) fail(id, RPC_RUNTIME, code);
+        if (id !== null) fail(id, code === "resource_not_found" ? RPC_RESOURCE : RPC_RUNTIME, code);
         return;
       }
       const result = isObject(reply.result) ? reply.result : {};

@@ -7,6 +7,8 @@ import { isObject } from "./util.js";
 const MAX_PURPOSE = 300; // lineup.sdk.capabilities MAX_PURPOSE_CHARS
 const MAX_NAME = 128;
 const MAX_BLOCKS = 32; // a `ui/message`'s content blocks
+const MAX_URI = 2048; // lineup.hostbridge._surface_mcp MAX_URI
+const MAX_DOWNLOAD_FILES = 4; // lineup.hostbridge._surface_mcp MAX_DOWNLOAD_FILES
 // lineup.facts.view_log VIEW_LOG_LEVELS (MCP's logging levels; tests/hostbridge compares them)
 export const LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 const DISPLAY_MODE_NAMES = ["inline", "fullscreen", "pip"]; // the spec's McpUiDisplayMode
@@ -27,6 +29,8 @@ const keysWithin = (params, allowed) => Object.keys(params).every((k) => allowed
 const optObject = (value) => value === undefined || isObject(value);
 const isName = (value) => typeof value === "string" && value.length > 0 && value.length <= MAX_NAME;
 const isSize = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
+const isTextBlock = (b) =>
+  isObject(b) && b.type === "text" && typeof b.text === "string" && keysWithin(b, ["type", "text", "annotations", "_meta"]);
 const none = (params) => params === undefined || (isObject(params) && keysWithin(params, []));
 
 // Each method: `form` (a request expects an answer; a notification must not carry an id), its
@@ -141,6 +145,38 @@ export const METHODS = {
       p.purpose.length > 0 &&
       p.purpose.length <= MAX_PURPOSE &&
       optObject(p.input),
+  },
+  // An MCP App's requests the runtime serves (issue 30; hostbridge/_surface_mcp.py checks each
+  // again): its own app's resources, its context for the Agent, a file for the user to save.
+  "resources/list": {
+    form: "request",
+    relay: true,
+    valid: (p) => p === undefined || (isObject(p) && keysWithin(p, ["_meta"])),
+  },
+  "resources/read": {
+    form: "request",
+    relay: true,
+    valid: (p) => isObject(p) && keysWithin(p, ["uri", "_meta"]) && typeof p.uri === "string" && p.uri.length <= MAX_URI,
+  },
+  "ui/update-model-context": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["content", "structuredContent", "_meta"]) &&
+      (p.content === undefined || (Array.isArray(p.content) && p.content.length <= MAX_BLOCKS && p.content.every(isTextBlock))) &&
+      optObject(p.structuredContent),
+  },
+  "ui/download-file": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["contents", "_meta"]) &&
+      Array.isArray(p.contents) &&
+      p.contents.length > 0 &&
+      p.contents.length <= MAX_DOWNLOAD_FILES &&
+      p.contents.every((c) => isObject(c) && c.type === "resource" && isObject(c.resource)),
   },
 };
 export const METHOD_NAMES = Object.keys(METHODS);

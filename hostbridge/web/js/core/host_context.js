@@ -9,6 +9,14 @@
 // sends as `ui/notifications/host-context-changed`.
 
 export const DISPLAY_MODES = ["inline", "fullscreen"]; // what the Shell really does
+// What the runtime serves of an MCP App's requests (hostbridge/_surface_mcp.py), under the
+// spec's names in `hostCapabilities`: its own app's resources, its context for the Agent
+// (text and structured content), a file for the user to save.
+export const SERVED_CAPABILITIES = {
+  serverResources: {},
+  updateModelContext: { text: {}, structuredContent: {} },
+  downloadFile: {},
+};
 export const CONTEXT_METHOD = "ui/notifications/host-context-changed";
 const MAX_HEIGHT = 4000; // core/bridge.js clamps a Surface's height to this
 const HOST_NAME = "LineUp Shell";
