@@ -1,4 +1,5 @@
-"""An MCP App's UI as a LineUp Surface: what a `surface` entrypoint declares of it (SEP-1865).
+"""An MCP App's UI as a LineUp Surface: what a `surface` entrypoint declares of it (SEP-1865),
+and the spec's shapes of a tool call the runtime shows it (`tool_info`, `call_tool_result`).
 
 An MCP App's UI is one HTML document (`text/html;profile=mcp-app`), usually a single file
 whose code is inline, built against the ext-apps `App` class. An entrypoint that declares
@@ -18,11 +19,21 @@ dedicated origin, host-dependent) has no place here: every Surface's origin is o
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+import json
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-__all__ = ["MCP_APP_MIME_TYPE", "McpAppCsp", "McpAppUi"]
+from ._tool_model import ToolDescriptor
+
+__all__ = [
+    "MCP_APP_MIME_TYPE",
+    "McpAppCsp",
+    "McpAppUi",
+    "call_tool_error",
+    "call_tool_result",
+    "tool_info",
+]
 
 MCP_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"  # the spec's UI resource type
 
@@ -57,3 +68,36 @@ class McpAppUi(_Model):
     csp: McpAppCsp = McpAppCsp()
     permissions: tuple[Literal["camera", "microphone", "geolocation", "clipboard_write"], ...] = ()
     prefers_border: StrictBool | None = None
+
+
+# ---------------------------------------------------------------- a call, as the spec shows it
+
+
+def tool_info(call_id: str, descriptor: ToolDescriptor) -> dict[str, Any]:
+    """The spec's `hostContext.toolInfo` of a Surface opened for a call: the call's id and the
+    tool as MCP names one (`Tool`: name, title, description, inputSchema)."""
+    tool: dict[str, Any] = {
+        "name": descriptor.id,
+        "description": descriptor.description,
+        "inputSchema": descriptor.input_schema,
+    }
+    if descriptor.title is not None:
+        tool["title"] = descriptor.title
+    return {"id": call_id, "tool": tool}
+
+
+def call_tool_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The MCP `CallToolResult` of a call's result: the whole result as JSON text (a host that
+    shows only `content` loses nothing) and as `structuredContent`."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": result,
+        "isError": False,
+    }
+
+
+def call_tool_error(code: str) -> dict[str, Any]:
+    """The MCP `CallToolResult` of a call that failed: its stable code as the text, no
+    structured content (an error need not fit the tool's output schema)."""
+    return {"content": [{"type": "text", "text": code}], "isError": True}

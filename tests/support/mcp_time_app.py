@@ -1,8 +1,12 @@
 """A MiniApp whose Surface is an MCP App's UI, unchanged: the ext-apps project's "Get Time"
 example (`dist/mcp-app.html` of `@modelcontextprotocol/server-basic-vanillajs`, fetched pinned
 by the test into the app's `web/` folder). Its one tool, `gettime.get-time`, does what that
-example server's `get-time` does: answers the time, here by opening the Surface with the call's
-input and giving it the result, which the page shows (tests/browser/test_mcp_app_surface_e2e.py)."""
+example server's `get-time` does: answers the time. It is linked to the page (`ui`, the spec's
+`_meta.ui.resourceUri`), so the runtime, not the app, opens the Surface for the Agent's call
+and gives the page the call's input and its result, which the page shows; the page's own
+"Get Server Time" button calls it too (`tools/call`, as the app)
+(tests/browser/test_mcp_app_surface_e2e.py). `SlowTimeApp`'s tool never answers: its calls
+end only by their deadline or the app's close."""
 
 from __future__ import annotations
 
@@ -12,10 +16,10 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
-from lineup.sdk.manifest import Entrypoint
+from lineup.sdk.manifest import Entrypoint, ToolUi
 from lineup.sdk.mcp_apps import McpAppUi
 
-__all__ = ["MCP_APP_PACKAGE", "TimeApp"]
+__all__ = ["MCP_APP_PACKAGE", "SlowTimeApp", "TimeApp"]
 
 MCP_APP_PACKAGE: Final = (
     "@modelcontextprotocol/server-basic-vanillajs",
@@ -49,9 +53,27 @@ class TimeApp(MiniApp):
     async def start(self, app: AppContext) -> None:
         self.app = app
 
-    @tool("gettime.get-time", handling="launch", input=TimeInput, output=TimeOutput)
+    @tool(
+        "gettime.get-time",
+        handling="launch",
+        input=TimeInput,
+        output=TimeOutput,
+        ui=ToolUi(entrypoint="ui"),
+    )
     async def get_time(self, call: ToolCall[TimeInput]) -> TimeOutput:
-        now = datetime.now(UTC).isoformat()
-        surface = await self.app.surfaces.request_open(call.instance_id, state={}, tool_input={})
-        await self.app.surfaces.update(surface.surface_id, tool_result={"time": now})
-        return TimeOutput(time=now)
+        return TimeOutput(time=datetime.now(UTC).isoformat())
+
+
+class SlowTimeApp(TimeApp):
+    """The same app, whose tool keeps its calls (it completes none: `None`, for later)."""
+
+    @tool(
+        "gettime.get-time",
+        handling="launch",
+        input=TimeInput,
+        output=TimeOutput,
+        timeout_ms=2_000,
+        ui=ToolUi(entrypoint="ui"),
+    )
+    async def get_time(self, call: ToolCall[TimeInput]) -> TimeOutput | None:
+        return None

@@ -170,6 +170,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     rejections: 0,
     stateRevision: -1, // the state revision the Surface was last given
     toolResultKey: null,
+    toolCallId: null, // the runtime's call whose tool input the Surface was last given
     subscribed: false,
     sessionRevision: -1,
     nextCall: 0,
@@ -284,6 +285,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.sessionRevision = -1;
       bridge.stateRevision = stateRevision(v);
       bridge.toolResultKey = null;
+      bridge.toolCallId = null;
       bridge.toldOnline = online;
       const context = hostContext(iframe, bridge.displayMode);
       bridge.unwatch?.();
@@ -305,6 +307,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         },
         hostContext: {
           ...context,
+          // The call this Surface was opened for, when the runtime opened it for one.
+          ...(isObject(v.tool_info) ? { toolInfo: v.tool_info } : {}),
           lineup: {
             surface_id: v.surface_id,
             surface_version: v.surface_version,
@@ -318,13 +322,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (name === "ui/notifications/initialized") {
       if (bridge.phase === "ready") return;
       bridge.phase = "ready";
-      if (isObject(bridge.view.tool_input)) {
-        post({
-          jsonrpc: "2.0",
-          method: "ui/notifications/tool-input",
-          params: { arguments: bridge.view.tool_input },
-        });
-      }
+      if (isObject(bridge.view.tool_input)) sendToolInput(bridge.view);
       notifyView();
       tellLink(); // it may have changed since `ui/initialize`
       return;
@@ -424,6 +422,31 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     tellLink();
   };
 
+  function sendToolInput(v) {
+    bridge.toolCallId = isObject(v.tool_info) ? v.tool_info.id : null;
+    post({
+      jsonrpc: "2.0",
+      method: "ui/notifications/tool-input",
+      params: { arguments: v.tool_input },
+    });
+  }
+
+  // A call the runtime shows (issue 30): a new one's input, then its outcome once, as the
+  // spec's `tool-result` (the CallToolResult focus made) or `tool-cancelled` (its code).
+  function notifyCall(v) {
+    const callId = v.tool_info.id;
+    if (callId !== bridge.toolCallId && isObject(v.tool_input)) sendToolInput(v);
+    const outcome = isObject(v.call_result)
+      ? { method: "ui/notifications/tool-result", params: v.call_result }
+      : typeof v.call_cancelled === "string"
+        ? { method: "ui/notifications/tool-cancelled", params: { reason: v.call_cancelled } }
+        : null;
+    const key = outcome === null ? null : JSON.stringify([callId, outcome.method]);
+    if (key === null || key === bridge.toolResultKey) return;
+    bridge.toolResultKey = key;
+    post({ jsonrpc: "2.0", ...outcome });
+  }
+
   // What changed in the view reaches a Surface past its handshake: a newer state, a new tool
   // result.
   function notifyView() {
@@ -438,7 +461,9 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         params: { state: isObject(v.state) ? v.state : {}, revision },
       });
     }
-    if (isObject(v.tool_result)) {
+    if (isObject(v.tool_info)) {
+      notifyCall(v);
+    } else if (isObject(v.tool_result)) {
       const key = JSON.stringify(v.tool_result);
       if (key !== bridge.toolResultKey) {
         bridge.toolResultKey = key;
