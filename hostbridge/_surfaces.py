@@ -50,6 +50,8 @@ from lineup.actors.focus.messages import (
     SurfaceAssetsRequest,
     SurfaceEventRequest,
     SurfaceSessionDataRequest,
+    SurfaceToolCallReply,
+    SurfaceToolCallRequest,
 )
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
@@ -58,6 +60,7 @@ from lineup.facts.views import SURFACE_VIEW_KIND as SURFACE_KIND
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
+from lineup.sdk.mcp_apps import UI_TOOL_CALL_TIMEOUT_S
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
@@ -85,6 +88,8 @@ QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a 
 # user runs (a file picker): the gateway ends both by its own deadlines well before this.
 CAPABILITY_TIMEOUT: Final = 300.0
 MAX_CAPABILITY_REQUESTS: Final = 16  # relayed at once, from every Shell
+MAX_TOOL_CALLS: Final = 16  # an MCP App's `tools/call`s relayed at once, from every Shell
+TOOL_CALL_TIMEOUT: Final = UI_TOOL_CALL_TIMEOUT_S + 10.0  # focus and the app end it first
 # The files a Surface may have: the Shell's own kinds and the images a page may show.
 SURFACE_CONTENT_TYPES: Final = {
     **CONTENT_TYPES,
@@ -127,6 +132,16 @@ class CapabilityParams(_Params):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class ToolsCallParams(_Params):
+    """An MCP App's `tools/call` (the spec's `CallToolRequest` params): focus finds the tool
+    and checks the arguments against its input schema. `_meta` (a progress token) is taken
+    and not used."""
+
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+
 class ActionParams(_Params):
     """A declarative action of the Surface's app (`lineup.sdk.protocol.AppAction`, one of
     `SURFACE_ACTION_KINDS`): focus checks it whole (`bridge_params_invalid`) and decides it."""
@@ -155,6 +170,7 @@ METHODS: Final[dict[str, type[_Params]]] = {
     "lineup/event": EventParams,
     "lineup/ui/request": UiRequestParams,
     "lineup/capabilities/request": CapabilityParams,
+    "tools/call": ToolsCallParams,
 }
 
 
@@ -285,6 +301,7 @@ class SurfaceRelay:
         # Where a capability request waits (the actor's nursery, once it runs).
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._capability_requests = 0
+        self._tool_calls = 0
         # An MCP App's document as split, by instance, with the (mtime, size) it was read at:
         # a page and each of its moved scripts are one read and one parse, not one apiece.
         self._split: dict[str, tuple[tuple[int, int], SplitDocument]] = {}
@@ -377,6 +394,9 @@ class SurfaceRelay:
         if isinstance(params, CapabilityParams):
             self._capability(frame, params, reply)
             return
+        if isinstance(params, ToolsCallParams):
+            self._tool_call(frame, params, reply)
+            return
         try:
             result = await self._relay(frame, params)
         except LineUpError as exc:
@@ -433,6 +453,36 @@ class SurfaceRelay:
             finally:
                 self._capability_requests -= 1
             reply(_answer(frame, result=result.model_dump(mode="json", exclude={"type"})))
+
+        self.spawn(relay)
+
+    def _tool_call(self, frame: SurfaceRequestFrame, params: ToolsCallParams, reply: Reply) -> None:
+        if self.spawn is None or self._tool_calls >= MAX_TOOL_CALLS:
+            code = ErrorCode.BRIDGE_RATE_LIMITED.value
+            self._refused(frame, code)
+            reply(_answer(frame, error=code))
+            return
+        self._tool_calls += 1
+
+        async def relay() -> None:
+            try:
+                done = await self._bus.request(
+                    "focus",
+                    SurfaceToolCallRequest(
+                        instance_id=frame.instance_id,
+                        surface_id=frame.surface_id,
+                        name=params.name,
+                        arguments=params.arguments,
+                    ),
+                    expect=SurfaceToolCallReply,
+                    timeout=TOOL_CALL_TIMEOUT,  # never retried: a tool may change things
+                )
+            except LineUpError as exc:
+                reply(_answer(frame, error=exc.code.value))  # focus audits its own refusals
+                return
+            finally:
+                self._tool_calls -= 1
+            reply(_answer(frame, result=done.result))
 
         self.spawn(relay)
 

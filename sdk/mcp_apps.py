@@ -28,6 +28,7 @@ from ._tool_model import ToolDescriptor
 
 __all__ = [
     "MCP_APP_MIME_TYPE",
+    "UI_TOOL_CALL_TIMEOUT_S",
     "McpAppCsp",
     "McpAppUi",
     "call_tool_error",
@@ -36,6 +37,10 @@ __all__ = [
 ]
 
 MCP_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"  # the spec's UI resource type
+# How long a Surface's own `tools/call` may run in its app (a local UI action, not a recorded
+# call with its own deadline): the app's process stops it then, `deadline_exceeded`; focus,
+# the hostbridge and the Shell each wait a little longer.
+UI_TOOL_CALL_TIMEOUT_S: Final = 60.0
 
 # An origin as the spec's examples write them (`https://api.example.com`, `https://*.cdn.net`,
 # `wss://live.example.com:8443`): scheme, host (a leading `*.` allowed), port; no path.

@@ -167,6 +167,8 @@ from ._protocol.tools import (
     ToolPendingReply,
     ToolPendingRequest,
     ToolProgressRequest,
+    UiToolCallReply,
+    UiToolCallRequest,
 )
 from ._protocol.ui import (
     MAX_ITEM_ORDER,
@@ -312,6 +314,8 @@ __all__ = [
     "ToolPendingRequest",
     "ToolProgressRequest",
     "UiEvent",
+    "UiToolCallReply",
+    "UiToolCallRequest",
     "ViewItem",
     "ViewItemsPutRequest",
     "ViewRefreshEvent",

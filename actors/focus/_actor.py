@@ -105,6 +105,8 @@ from .messages import (
     SurfaceAssetsRequest,
     SurfaceEventRequest,
     SurfaceSessionDataRequest,
+    SurfaceToolCallReply,
+    SurfaceToolCallRequest,
     SurfaceToolStepReply,
     SurfaceToolStepRequest,
     UiEventAccepted,
@@ -150,7 +152,7 @@ class FocusActor(Actor, NavigationHandlers):
         self.surface_book = SurfaceBook()
         self.views = ViewService(self.port, self.access, self.view_book, self.surface_book)
         self.sessions = SessionData(self.port, self.access, self.surface_book)
-        self.surface_tools = SurfaceTools(self.access, self.surface_book, self.views)
+        self.surface_tools = SurfaceTools(self.port, self.access, self.surface_book, self.views)
         self.surfaces = SurfaceService(
             self.port, self.access, self.surface_book, self.sessions, self.views
         )
@@ -480,6 +482,12 @@ class FocusActor(Actor, NavigationHandlers):
         self, msg: SurfaceToolStepRequest, env: Envelope
     ) -> SurfaceToolStepReply:
         return self.surface_tools.step(msg)
+
+    @handles(SurfaceToolCallRequest)
+    async def on_surface_tool_call(
+        self, msg: SurfaceToolCallRequest, env: Envelope
+    ) -> SurfaceToolCallReply:
+        return await self.surface_tools.call(msg, env)
 
     @handles(SurfaceAssetsRequest)
     def on_surface_assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:

@@ -61,6 +61,8 @@ __all__ = [
     "SurfaceAssetsRequest",
     "SurfaceEventRequest",
     "SurfaceSessionDataRequest",
+    "SurfaceToolCallReply",
+    "SurfaceToolCallRequest",
     "SurfaceToolStepReply",
     "SurfaceToolStepRequest",
     "UiEventAccepted",
@@ -316,6 +318,25 @@ class SurfaceToolStepReply(Message):
 
     type: Literal["focus.surface.tool_step.done"] = "focus.surface.tool_step.done"
     shown: bool
+
+
+class SurfaceToolCallRequest(Message):
+    """hostbridge → focus: the Surface calls one of its own app's tools (the MCP Apps
+    `tools/call`), as a local UI action: `name` is the tool's id, its method, or (the spec's
+    bare name) its method without the app's scope."""
+
+    type: Literal["focus.ui.surface.tool_call"] = "focus.ui.surface.tool_call"
+    instance_id: str = Field(min_length=1, max_length=200)
+    surface_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class SurfaceToolCallReply(Message):
+    """The call's MCP `CallToolResult` (an app's failure is one with `isError`)."""
+
+    type: Literal["focus.ui.surface.tool_call.done"] = "focus.ui.surface.tool_call.done"
+    result: dict[str, Any]
 
 
 class SurfaceAppRequest(Message):

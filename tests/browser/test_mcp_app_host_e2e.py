@@ -143,10 +143,8 @@ async def test_the_page_is_given_the_shells_real_context_and_told_when_its_theme
         assert set(context["deviceCapabilities"]) == {"touch", "hover"}
         assert context["safeAreaInsets"] == {"top": 0, "right": 0, "bottom": 0, "left": 0}
         # Only what the Shell really offers.
-        assert {"openLinks", "message", "logging"} <= set(capabilities)
-        assert not {"serverTools", "serverResources", "downloadFile", "sampling"} & set(
-            capabilities
-        )
+        assert {"openLinks", "message", "logging", "serverTools"} <= set(capabilities)
+        assert not {"serverResources", "downloadFile", "sampling"} & set(capabilities)
         # The page applied them: what the user sees in it is the Shell's theme.
         frame = app(p)
         expect(frame.locator("html")).to_have_attribute("data-theme", "light")

@@ -4,8 +4,10 @@ Chromium against a real runtime, with the published "Get Time" page unchanged.
 The app (`tests/support/mcp_time_app.py`) is a plain tool linked to its page (`ui`): it never
 opens its Surface nor relays anything. The Agent's call opens the page, which is told the
 call (`hostContext.toolInfo`), its input, and then its real result as the spec's
-CallToolResult, or `tool-cancelled` when the call ends without one. What the Shell posted to
-the page is read from the recorder test_mcp_app_host_e2e.py puts in every frame.
+CallToolResult, or `tool-cancelled` when the call ends without one. The page's own "Get Server
+Time" button calls the tool too (`tools/call` `get-time`, the spec's bare name), as a local UI
+action the runtime checks and has the app run. What the Shell posted to the page is read from
+the recorder test_mcp_app_host_e2e.py puts in every frame.
 """
 
 from __future__ import annotations
@@ -17,11 +19,18 @@ from typing import Any, Final
 import trio
 from playwright.sync_api import Page, expect
 
+from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.sdk import MiniApp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell
-from lineup.tests.support.mcp_time_app import SlowTimeApp, TimeApp
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime_with_app
+from lineup.tests.support.mcp_time_app import ModelOnlyTimeApp, SlowTimeApp, TimeApp
+from lineup.tests.support.runtime import (
+    CONVERSATION,
+    Runtime,
+    agent_client,
+    start_runtime_with_app,
+)
+from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
 from .test_mcp_app_host_e2e import HOST_SAID, app, host_said, published_page
@@ -31,7 +40,7 @@ WAIT_MS: Final = 15_000
 
 async def called(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage, app_class: type[MiniApp]
-) -> AgentView:
+) -> tuple[Runtime, AgentView]:
     """The runtime with the Get Time page, the Shell loaded (recording what it posts to a
     frame), and the Agent's call `c-time` of `gettime.get-time` made."""
     web = data_dir / "web"
@@ -43,7 +52,7 @@ async def called(
     await page.run(lambda p: p.context.add_init_script(HOST_SAID))
     await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     await agent.client.call_tool(CONVERSATION, "gettime.get-time", {}, revision, call_id="c-time")
-    return agent
+    return runtime, agent
 
 
 def notified(p: Page, method: str) -> list[dict[str, Any]]:
@@ -53,7 +62,7 @@ def notified(p: Page, method: str) -> list[dict[str, Any]]:
 async def test_the_agents_call_opens_the_page_which_gets_the_call_and_its_real_result(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    agent = await called(nursery, data_dir, page, TimeApp)
+    _, agent = await called(nursery, data_dir, page, TimeApp)
     terminal = await agent.terminal("c-time")
     assert terminal["type"] == "lineup.v1.tool.result", terminal
     result = terminal["payload"]["result"]
@@ -78,7 +87,7 @@ async def test_the_agents_call_opens_the_page_which_gets_the_call_and_its_real_r
 async def test_a_call_that_expires_is_told_to_its_page_as_cancelled(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    agent = await called(nursery, data_dir, page, SlowTimeApp)
+    _, agent = await called(nursery, data_dir, page, SlowTimeApp)
     terminal = await agent.terminal("c-time")  # its app never answers: its deadline ends it
     code = terminal["payload"]["code"]
     assert code == "operation_expired", terminal
@@ -95,3 +104,70 @@ async def test_a_call_that_expires_is_told_to_its_page_as_cancelled(
         expect(frame.locator("#server-time")).to_have_text("Loading...")
 
     await page.run(told)
+
+
+def answers_to_the_button(p: Page, before: int) -> list[dict[str, Any]]:
+    """Click the page's "Get Server Time" and return the Shell's answers that came after."""
+    frame = app(p)
+    frame.locator("#get-time-btn").click()
+    frame.wait_for_function(
+        "(before) => window.__hostSaid.filter((m) => 'id' in m).length > before",
+        arg=before,
+        timeout=WAIT_MS,
+    )
+    return [m for m in host_said(p) if "id" in m][before:]
+
+
+async def test_the_pages_own_button_calls_its_apps_tool_and_shows_the_new_time(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime, agent = await called(nursery, data_dir, page, TimeApp)
+    first = (await agent.terminal("c-time"))["payload"]["result"]["time"]
+
+    def clicked(p: Page) -> dict[str, Any]:
+        expect(app(p).locator("#server-time")).to_have_text(first, timeout=WAIT_MS)
+        before = len([m for m in host_said(p) if "id" in m])
+        [answer] = answers_to_the_button(p, before)
+        result: dict[str, Any] = answer["result"]
+        expect(app(p).locator("#server-time")).to_have_text(
+            result["structuredContent"]["time"], timeout=WAIT_MS
+        )
+        return result
+
+    result = await page.run(clicked)
+    assert result["isError"] is False
+    assert result["structuredContent"]["time"] != first  # run again, for the page
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
+
+    def called_once(rows: tuple[AuditRecord, ...]) -> bool:
+        return len(rows) == 1
+
+    [row] = await audit_rows(reader, called_once, event_prefix="focus.surface_tool_called")
+    assert (row.code, row.message_type) == (None, "gettime.get-time")
+    assert first not in json.dumps(row.model_dump(mode="json"))  # never the result
+
+
+async def test_the_pages_call_of_a_tool_only_the_agent_may_call_is_refused_with_its_code(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    runtime, agent = await called(nursery, data_dir, page, ModelOnlyTimeApp)
+    first = (await agent.terminal("c-time"))["payload"]["result"]["time"]
+
+    def clicked(p: Page) -> dict[str, Any]:
+        expect(app(p).locator("#server-time")).to_have_text(first, timeout=WAIT_MS)
+        before = len([m for m in host_said(p) if "id" in m])
+        [answer] = answers_to_the_button(p, before)
+        expect(app(p).locator("#server-time")).to_have_text("[ERROR]", timeout=WAIT_MS)
+        error: dict[str, Any] = answer["error"]
+        return error
+
+    error = await page.run(clicked)
+    assert (error["code"], error["data"]["code"]) == (-32000, "tool_not_visible")
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
+
+    def refused(rows: tuple[AuditRecord, ...]) -> bool:
+        return any(r.code == "tool_not_visible" for r in rows)
+
+    rows = await audit_rows(reader, refused, event_prefix="focus.surface_refused")
+    assert any(r.message_type == "focus.ui.surface.tool_call" for r in rows)

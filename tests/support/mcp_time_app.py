@@ -6,7 +6,8 @@ example server's `get-time` does: answers the time. It is linked to the page (`u
 and gives the page the call's input and its result, which the page shows; the page's own
 "Get Server Time" button calls it too (`tools/call`, as the app)
 (tests/browser/test_mcp_app_surface_e2e.py). `SlowTimeApp`'s tool never answers: its calls
-end only by their deadline or the app's close."""
+end only by their deadline or the app's close. `ModelOnlyTimeApp`'s tool is the Agent's alone
+(`visibility` `model`): the page's own call of it is refused."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
 from lineup.sdk.manifest import Entrypoint, ToolUi
 from lineup.sdk.mcp_apps import McpAppUi
 
-__all__ = ["MCP_APP_PACKAGE", "SlowTimeApp", "TimeApp"]
+__all__ = ["MCP_APP_PACKAGE", "ModelOnlyTimeApp", "SlowTimeApp", "TimeApp"]
 
 MCP_APP_PACKAGE: Final = (
     "@modelcontextprotocol/server-basic-vanillajs",
@@ -77,3 +78,17 @@ class SlowTimeApp(TimeApp):
     )
     async def get_time(self, call: ToolCall[TimeInput]) -> TimeOutput | None:
         return None
+
+
+class ModelOnlyTimeApp(TimeApp):
+    """The same app, whose tool only the Agent may call."""
+
+    @tool(
+        "gettime.get-time",
+        handling="launch",
+        input=TimeInput,
+        output=TimeOutput,
+        ui=ToolUi(entrypoint="ui", visibility=("model",)),
+    )
+    async def get_time(self, call: ToolCall[TimeInput]) -> TimeOutput:
+        return TimeOutput(time=datetime.now(UTC).isoformat())

@@ -56,6 +56,8 @@ const REPLY_TIMEOUT_MS = 15000; // a `surface.request` the runtime never answere
 // A capability request may wait on the user (the prompt, then a file picker): the runtime ends
 // it by its own deadlines first (hostbridge/_surfaces.py CAPABILITY_TIMEOUT).
 const CAPABILITY_TIMEOUT_MS = 305000;
+// An MCP App's `tools/call`: its app stops the tool first (sdk/mcp_apps.py UI_TOOL_CALL_TIMEOUT_S).
+const TOOL_CALL_TIMEOUT_MS = 75000;
 const MAX_FORWARD_BYTES = 60 * 1024; // a Shell frame (core/connection.js MAX_SEND_BYTES)
 const MIN_HEIGHT = 120;
 const MAX_HEIGHT = 4000;
@@ -301,6 +303,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         // Only what this Shell really does.
         hostCapabilities: {
           openLinks: {},
+          serverTools: {}, // `tools/call` of its own app's tools (visibility "app")
           message: { text: {} },
           logging: {},
           lineup: { methods: METHOD_NAMES },
@@ -354,7 +357,12 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       return id === null ? undefined : bridge.reject(CODES.tooLarge, id);
     }
     if (!online) return id === null ? undefined : fail(id, RPC_RUNTIME, CODES.unreachable);
-    const wait = name === "lineup/capabilities/request" ? CAPABILITY_TIMEOUT_MS : REPLY_TIMEOUT_MS;
+    const wait =
+      name === "lineup/capabilities/request"
+        ? CAPABILITY_TIMEOUT_MS
+        : name === "tools/call"
+          ? TOOL_CALL_TIMEOUT_MS
+          : REPLY_TIMEOUT_MS;
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), wait);
     function settle(reply) {
       window.clearTimeout(timer);
