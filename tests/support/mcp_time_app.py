@@ -20,12 +20,25 @@ from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
 from lineup.sdk.manifest import Entrypoint, ToolUi
 from lineup.sdk.mcp_apps import McpAppUi
 
-__all__ = ["MCP_APP_PACKAGE", "ModelOnlyTimeApp", "SlowTimeApp", "TimeApp"]
+__all__ = [
+    "MCP_APP_PACKAGE",
+    "MCP_REACT_APP_PACKAGE",
+    "ModelOnlyTimeApp",
+    "SlowTimeApp",
+    "TimeApp",
+]
 
 MCP_APP_PACKAGE: Final = (
     "@modelcontextprotocol/server-basic-vanillajs",
     "2.0.3",
     "sha512-SGqoYRPkZ83b9VTJGdGzDHqL7+OCzTcEunkA2h7lJr5xpWxqMO43OIBkYFgYLfptxLMbB6K6cVX7dISFXv5xDA==",
+)
+
+# The same example built with React (`dist/mcp-app.html`: the page's code in two inline scripts).
+MCP_REACT_APP_PACKAGE: Final = (
+    "@modelcontextprotocol/server-basic-react",
+    "2.0.3",
+    "sha512-SDCKg2uAA6EfK2ZoWfuPKNWzwgZ3zNjiHzDf+7+Gr3NMWd3c1no+7iczaSJY4BO7I3T3tYrg5OkcJ+rvzmX/MA==",
 )
 
 
