@@ -23,7 +23,12 @@ from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.sdk import MiniApp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell
-from lineup.tests.support.mcp_time_app import ModelOnlyTimeApp, SlowTimeApp, TimeApp
+from lineup.tests.support.mcp_time_app import (
+    HeldTimeApp,
+    ModelOnlyTimeApp,
+    SlowTimeApp,
+    TimeApp,
+)
 from lineup.tests.support.runtime import (
     CONVERSATION,
     Runtime,
@@ -104,6 +109,28 @@ async def test_a_call_that_expires_is_told_to_its_page_as_cancelled(
         expect(frame.locator("#server-time")).to_have_text("Loading...")
 
     await page.run(told)
+
+
+async def test_closing_the_app_while_its_call_runs_tells_the_page_cancelled_before_teardown(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    _, agent = await called(nursery, data_dir, page, HeldTimeApp)
+
+    def closed(p: Page) -> str:
+        app(p).wait_for_function(
+            "() => window.__hostSaid.some((m) => m.method === 'ui/notifications/tool-input')",
+            timeout=WAIT_MS,
+        )
+        with p.expect_console_message(
+            lambda m: m.text.startswith("Tool call cancelled:"), timeout=WAIT_MS
+        ) as seen:
+            p.get_by_role("button", name="Close Get Time").click()
+        text: str = seen.value.text
+        return text
+
+    assert await page.run(closed) == "Tool call cancelled: app_closed"  # the page's own log
+    terminal = await agent.terminal("c-time")
+    assert terminal["payload"]["code"] == "app_closed", terminal
 
 
 def answers_to_the_button(p: Page, before: int) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ example server's `get-time` does: answers the time. It is linked to the page (`u
 and gives the page the call's input and its result, which the page shows; the page's own
 "Get Server Time" button calls it too (`tools/call`, as the app)
 (tests/browser/test_mcp_app_surface_e2e.py). `SlowTimeApp`'s tool never answers: its calls
-end only by their deadline or the app's close. `ModelOnlyTimeApp`'s tool is the Agent's alone
+end only by their deadline (2 s) or the app's close; `HeldTimeApp`'s likewise, after the default
+deadline. `ModelOnlyTimeApp`'s tool is the Agent's alone
 (`visibility` `model`): the page's own call of it is refused."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lineup.sdk.mcp_apps import McpAppUi
 __all__ = [
     "MCP_APP_PACKAGE",
     "MCP_REACT_APP_PACKAGE",
+    "HeldTimeApp",
     "ModelOnlyTimeApp",
     "SlowTimeApp",
     "TimeApp",
@@ -105,3 +107,17 @@ class ModelOnlyTimeApp(TimeApp):
     )
     async def get_time(self, call: ToolCall[TimeInput]) -> TimeOutput:
         return TimeOutput(time=datetime.now(UTC).isoformat())
+
+
+class HeldTimeApp(TimeApp):
+    """The same app, whose tool keeps its calls, with the default deadline."""
+
+    @tool(
+        "gettime.get-time",
+        handling="launch",
+        input=TimeInput,
+        output=TimeOutput,
+        ui=ToolUi(entrypoint="ui"),
+    )
+    async def get_time(self, call: ToolCall[TimeInput]) -> TimeOutput | None:
+        return None

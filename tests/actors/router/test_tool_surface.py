@@ -162,3 +162,21 @@ async def test_a_call_of_a_tool_linked_to_no_surface_shows_nothing(
     await app.complete(APP, sdk.ToolCompleteRequest(call_id="call-1", result={}))
 
     assert shown == []
+
+
+async def test_a_ui_linked_call_whose_instance_closed_is_shown_cancelled_app_closed(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    store, shown = await with_focus(nursery, tmp_path)
+    pipeline = pipeline_of(store.router)
+    await nursery.start(pipeline.run)
+    app = AppCalls(pipeline.calls)
+    await agent_calls(pipeline, f"{SCOPE}.shown")
+    await app.accept_call(APP, sdk.ToolAcceptRequest(call_id="call-1"))
+
+    await store.end_instance(SCOPE, INSTANCE)  # the user closed the app
+    assert await pipeline.calls.converge(INSTANCE, SCOPE, failed=False) == ("call-1",)
+
+    given, end = await steps(shown, 2)
+    assert given.step == "input"
+    assert (end.step, end.reason) == ("cancelled", "app_closed")

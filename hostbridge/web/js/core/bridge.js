@@ -524,10 +524,25 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     forwardInteractions();
   };
 
+  // The app closed while the call it shows had no outcome: the runtime ends that call
+  // `app_closed`, and the page is gone by then, so it is told before its teardown.
+  function cancelCallOfClosedApp() {
+    const v = bridge.view;
+    if (bridge.phase !== "ready" || !isObject(v.tool_info)) return;
+    if (ctx.state.instances.some((i) => i.instance_id === instanceId)) return; // still live
+    notifyCall(v); // an outcome the last view already had goes first
+    const key = JSON.stringify([v.tool_info.id, "ui/notifications/tool-cancelled"]);
+    const ended = JSON.stringify([v.tool_info.id, "ui/notifications/tool-result"]);
+    if (bridge.toolResultKey === key || bridge.toolResultKey === ended) return;
+    bridge.toolResultKey = key;
+    post({ jsonrpc: "2.0", method: "ui/notifications/tool-cancelled", params: { reason: "app_closed" } });
+  }
+
   // `ui/resource-teardown`, then resolves on the Surface's answer or after TEARDOWN_MS.
   bridge.teardown = (reason) =>
     new Promise((resolve) => {
       if (bridge.phase === "new" || bridge.closed) return resolve();
+      cancelCallOfClosedApp();
       const id = `${bridge.prefix}-teardown`;
       const timer = window.setTimeout(done, TEARDOWN_MS);
       function done() {
