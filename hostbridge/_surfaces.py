@@ -66,6 +66,7 @@ from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 from ._audit import user_record
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
+from .messages import SurfaceToolProgressEvent
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 __all__ = [
@@ -302,6 +303,7 @@ class SurfaceRelay:
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._capability_requests = 0
         self._tool_calls = 0
+        self._tool_progress: dict[str, Reply] = {}  # by request id: the Shell that asked
         # An MCP App's document as split, by instance, with the (mtime, size) it was read at:
         # a page and each of its moved scripts are one read and one parse, not one apiece.
         self._split: dict[str, tuple[tuple[int, int], SplitDocument]] = {}
@@ -473,6 +475,7 @@ class SurfaceRelay:
                         surface_id=frame.surface_id,
                         name=params.name,
                         arguments=params.arguments,
+                        request_id=frame.request_id,
                     ),
                     expect=SurfaceToolCallReply,
                     timeout=TOOL_CALL_TIMEOUT,  # never retried: a tool may change things
@@ -482,9 +485,28 @@ class SurfaceRelay:
                 return
             finally:
                 self._tool_calls -= 1
+                self._tool_progress.pop(frame.request_id, None)
             reply(_answer(frame, result=done.result))
 
+        self._tool_progress[frame.request_id] = reply
         self.spawn(relay)
+
+    def tool_progress(self, msg: SurfaceToolProgressEvent) -> None:
+        """Progress of a `tools/call` still running: to the Shell that asked, if it still
+        waits (a non-final reply: `progress` set)."""
+        reply = self._tool_progress.get(msg.request_id)
+        if reply is None or self.book.check(msg.instance_id, msg.surface_id) is not None:
+            return
+        try:
+            frame = ShellSurfaceReply(
+                request_id=msg.request_id,
+                instance_id=msg.instance_id,
+                surface_id=msg.surface_id,
+                progress=msg.progress,
+            )
+        except ValidationError:
+            return
+        reply(frame)
 
     async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id

@@ -297,7 +297,7 @@ class MiniAppHost(Actor):
         spec = self._tools.get(msg.tool)
         if spec is None:
             return p.UiToolCallReply(code=ErrorCode.TOOL_NOT_ADVERTISED.value)
-        sink = _UiSink()
+        sink = _UiSink(self)
         with trio.move_on_after(UI_TOOL_CALL_TIMEOUT_S):
             await dispatch_tool(
                 self._app, spec, msg.call_id, msg.tool, msg.instance_id, msg.input, sink
@@ -379,12 +379,23 @@ class MiniAppHost(Actor):
 class _UiSink:
     """Where a Surface's own call of a tool ends (`ToolSink`): held, for focus's answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: MiniAppHost) -> None:
+        self._host = host
         self.done = trio.Event()
         self.reply: p.UiToolCallReply | None = None
 
     async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
-        return None  # a local UI action's progress reaches no one yet
+        """To the page that asked (`notifications/progress`), through focus."""
+        if self.reply is not None:
+            return
+        try:
+            await self._host.call(
+                "focus",
+                p.UiToolProgressRequest(call_id=call_id, progress=progress),
+                p.CommandReceipt,
+            )
+        except LineUpError as exc:  # the page gets the result all the same
+            log.info("sdk.ui_progress_not_sent code=%s", exc.code.value)
 
     async def complete(self, call_id: str, result: dict[str, Any]) -> None:
         self._end(p.UiToolCallReply(result=result))

@@ -33,6 +33,7 @@ __all__ = [
     "McpAppUi",
     "call_tool_error",
     "call_tool_result",
+    "mcp_progress",
     "tool_info",
 ]
 
@@ -106,3 +107,25 @@ def call_tool_error(code: str) -> dict[str, Any]:
     """The MCP `CallToolResult` of a call that failed: its stable code as the text, no
     structured content (an error need not fit the tool's output schema)."""
     return {"content": [{"type": "text", "text": code}], "isError": True}
+
+
+def mcp_progress(progress: dict[str, Any], count: int) -> dict[str, Any]:
+    """The MCP `notifications/progress` params (without the token) of a tool's progress
+    report: its `progress` (or `done`) when a number, else `count` (the reports so far), its
+    `total` when a number, and its `message` when text (cut at 500 characters)."""
+    number = next(
+        (
+            progress[key]
+            for key in ("progress", "done")
+            if isinstance(progress.get(key), int | float) and not isinstance(progress[key], bool)
+        ),
+        count,
+    )
+    params: dict[str, Any] = {"progress": number}
+    total = progress.get("total")
+    if isinstance(total, int | float) and not isinstance(total, bool):
+        params["total"] = total
+    message = progress.get("message")
+    if isinstance(message, str):
+        params["message"] = message[:500]
+    return params

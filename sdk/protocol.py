@@ -169,6 +169,7 @@ from ._protocol.tools import (
     ToolProgressRequest,
     UiToolCallReply,
     UiToolCallRequest,
+    UiToolProgressRequest,
 )
 from ._protocol.ui import (
     MAX_ITEM_ORDER,
@@ -316,6 +317,7 @@ __all__ = [
     "UiEvent",
     "UiToolCallReply",
     "UiToolCallRequest",
+    "UiToolProgressRequest",
     "ViewItem",
     "ViewItemsPutRequest",
     "ViewRefreshEvent",

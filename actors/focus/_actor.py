@@ -489,6 +489,12 @@ class FocusActor(Actor, NavigationHandlers):
     ) -> SurfaceToolCallReply:
         return await self.surface_tools.call(msg, env)
 
+    @handles(sdk.UiToolProgressRequest)
+    async def on_surface_tool_progress(
+        self, msg: sdk.UiToolProgressRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        return await self.surface_tools.progress(msg, env)
+
     @handles(SurfaceAssetsRequest)
     def on_surface_assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:
         return self.surfaces.assets(msg, env)

@@ -22,6 +22,10 @@ CallToolResult, the result checked against the output schema again. A refusal is
 (`tool_not_advertised`, `tool_not_visible`, `app_disabled`, `rate_limited`,
 `tool_input_invalid`, `surface_not_found`), audited as every Surface refusal is; a call run is
 audited `focus.surface_tool_called` with the tool and the outcome's code, never its content.
+Progress the tool reports while it runs (`focus.sdk.surface.tool_progress`, from that app
+only) goes to the hostbridge that asked, as MCP's `notifications/progress` params, at most one
+report per `PROGRESS_INTERVAL_S` per call (a faster one is dropped); one for a call that is
+over is dropped.
 """
 
 from __future__ import annotations
@@ -29,18 +33,25 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
+from dataclasses import dataclass
 from typing import Final
 
 import trio
 
-from lineup.actors.kernel import AuditRecord, Envelope, ErrorCode, LineUpError
+from lineup.actors.kernel import AuditRecord, Envelope, ErrorCode, LineUpError, app_scope_of
+from lineup.hostbridge.messages import SurfaceToolProgressEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor, tool_id
-from lineup.sdk.mcp_apps import UI_TOOL_CALL_TIMEOUT_S, call_tool_error, call_tool_result
+from lineup.sdk.mcp_apps import (
+    UI_TOOL_CALL_TIMEOUT_S,
+    call_tool_error,
+    call_tool_result,
+    mcp_progress,
+)
 from lineup.sdk.schema import validate
 
 from ._access import Access
-from ._port import Port
+from ._port import NOTIFY_TIMEOUT, Port
 from ._surfaces import Surface, SurfaceBook, surface_entrypoint
 from ._view_service import ViewService
 from .messages import (
@@ -57,6 +68,22 @@ log = logging.getLogger("lineup.focus")
 UI_CALL_WINDOW_S: Final = 10.0
 UI_CALLS_PER_WINDOW: Final = 20  # a Surface's own tool calls, per instance
 MAX_WINDOWS: Final = 1_000
+PROGRESS_INTERVAL_S: Final = 0.1
+
+
+@dataclass
+class _Running:
+    """A Surface's own call while its app runs it: where its progress goes."""
+
+    app_scope: str
+    instance_id: str
+    surface_id: str
+    request_id: str
+    asker: str  # the hostbridge that relayed it
+    reports: int = 0
+    last: float = float("-inf")
+
+
 UI_CALL_WAIT_S: Final = UI_TOOL_CALL_TIMEOUT_S + 5.0  # the app stops the call first
 
 
@@ -68,6 +95,7 @@ class SurfaceTools:
     ) -> None:
         self._port = port
         self._calls: dict[str, deque[float]] = {}  # per instance: its calls' times, in window
+        self._running: dict[str, _Running] = {}  # by call id
         self._book = access.book
         self._instances = access.instances
         self._surfaces = surfaces
@@ -129,6 +157,9 @@ class SurfaceTools:
             instance_id=msg.instance_id,
             input=msg.arguments,
         )
+        self._running[asked.call_id] = _Running(
+            scope, msg.instance_id, msg.surface_id, msg.request_id, env.sender.name
+        )
         try:
             reply = await self._port.bus.request(
                 f"miniapp:{scope}", asked, expect=sdk.UiToolCallReply, timeout=UI_CALL_WAIT_S
@@ -136,6 +167,8 @@ class SurfaceTools:
         except LineUpError as down:
             silent = LineUpError(down.code, "the app did not answer")
             raise self._port.surface_refused(env, msg.instance_id, silent) from down
+        finally:
+            del self._running[asked.call_id]
         code = reply.code
         if reply.result is not None and validate(descriptor.output_schema, reply.result):
             code = ErrorCode.TOOL_OUTPUT_INVALID.value  # the app's process is not trusted
@@ -154,6 +187,29 @@ class SurfaceTools:
         if code is not None or reply.result is None:
             return SurfaceToolCallReply(result=call_tool_error(code or "handler_failed"))
         return SurfaceToolCallReply(result=call_tool_result(reply.result))
+
+    async def progress(self, msg: sdk.UiToolProgressRequest, env: Envelope) -> sdk.CommandReceipt:
+        """The app's progress of a call its Surface made: to the page (the module's
+        docstring). Another app's call is `app_scope_mismatch`, audited."""
+        running = self._running.get(msg.call_id)
+        if running is None:
+            return sdk.CommandReceipt(id=msg.call_id, changed=False)  # over: dropped
+        if running.app_scope != app_scope_of(env.sender):
+            missing = LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.call_id)
+            raise self._port.surface_refused(env, msg.call_id, missing)
+        now = trio.current_time()
+        if now - running.last < PROGRESS_INTERVAL_S or not running.request_id:
+            return sdk.CommandReceipt(id=msg.call_id, changed=False)
+        running.last = now
+        running.reports += 1
+        event = SurfaceToolProgressEvent(
+            instance_id=running.instance_id,
+            surface_id=running.surface_id,
+            request_id=running.request_id,
+            progress=mcp_progress(msg.progress, running.reports),
+        )
+        await self._port.bus.tell(running.asker, event, timeout=NOTIFY_TIMEOUT)
+        return sdk.CommandReceipt(id=msg.call_id)
 
     def _callable(self, msg: SurfaceToolCallRequest) -> ToolDescriptor:
         scope = self._instances.live_scope(msg.instance_id)

@@ -330,6 +330,7 @@ class SurfaceToolCallRequest(Message):
     surface_id: str = Field(min_length=1, max_length=200)
     name: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] = Field(default_factory=dict)
+    request_id: str = Field(default="", max_length=200)  # the Shell's: its progress goes there
 
 
 class SurfaceToolCallReply(Message):

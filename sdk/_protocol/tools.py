@@ -23,6 +23,7 @@ __all__ = [
     "ToolProgressRequest",
     "UiToolCallReply",
     "UiToolCallRequest",
+    "UiToolProgressRequest",
 ]
 
 
@@ -117,3 +118,12 @@ class UiToolCallReply(Message):
     type: Literal["miniapp.ui.tool_call.done"] = "miniapp.ui.tool_call.done"
     result: dict[str, Any] | None = None
     code: str | None = Field(default=None, max_length=100)
+
+
+class UiToolProgressRequest(Message):
+    """App → runtime: progress of a call its own Surface made (`UiToolCallRequest`), for that
+    page (`notifications/progress`). A report for a call that is over is dropped."""
+
+    type: Literal["focus.sdk.surface.tool_progress"] = "focus.sdk.surface.tool_progress"
+    call_id: Id
+    progress: dict[str, Any]

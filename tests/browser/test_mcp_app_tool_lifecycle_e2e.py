@@ -23,6 +23,7 @@ from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.sdk import MiniApp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell
+from lineup.tests.support.mcp_progress_app import PAGE, CountApp
 from lineup.tests.support.mcp_time_app import (
     HeldTimeApp,
     ModelOnlyTimeApp,
@@ -198,3 +199,42 @@ async def test_the_pages_call_of_a_tool_only_the_agent_may_call_is_refused_with_
 
     rows = await audit_rows(reader, refused, event_prefix="focus.surface_refused")
     assert any(r.message_type == "focus.ui.surface.tool_call" for r in rows)
+
+
+async def test_a_pages_own_call_gets_the_tools_progress_before_its_result(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    web = data_dir / "web"
+    web.mkdir(parents=True)
+    (web / "index.html").write_text(PAGE)
+    runtime = await start_runtime_with_app(nursery, data_dir, CountApp, title="Counter")
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_MS / 1000)
+    revision = await agent.inventory()
+    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
+    await agent.client.call_tool(CONVERSATION, "counter.count", {}, revision, call_id="c-count")
+    assert (await agent.terminal("c-count"))["payload"]["result"] == {"counted": 2}
+
+    def counted(p: Page) -> list[dict[str, Any]]:
+        frame = app(p)
+        frame.wait_for_function(
+            "() => window.__said.some((m) => m.method === 'ui/notifications/tool-result')",
+            timeout=WAIT_MS,
+        )
+        asked = frame.evaluate("() => window.count()")
+        frame.wait_for_function(
+            "(id) => window.__said.some((m) => m.id === id)", arg=asked, timeout=WAIT_MS
+        )
+        said: list[dict[str, Any]] = frame.evaluate("() => window.__said")
+        shown = next(i for i, m in enumerate(said) if "tool-result" in str(m.get("method")))
+        return said[shown + 1 :]
+
+    after = await page.run(counted)
+    progress = [m["params"] for m in after if m.get("method") == "notifications/progress"]
+    assert progress == [
+        {"progressToken": "tok", "progress": 1, "total": 2, "message": "step 1"},
+        {"progressToken": "tok", "progress": 2, "total": 2, "message": "step 2"},
+    ]
+    [answer] = [m for m in after if "id" in m]
+    assert answer["result"]["structuredContent"] == {"counted": 2}
+    told = [i for i, m in enumerate(after) if m.get("method") == "notifications/progress"]
+    assert after.index(answer) > max(told)  # the progress came first

@@ -8,7 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from lineup.sdk.manifest import Entrypoint
-from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi, call_tool_error, call_tool_result
+from lineup.sdk.mcp_apps import (
+    McpAppCsp,
+    McpAppUi,
+    call_tool_error,
+    call_tool_result,
+    mcp_progress,
+)
 
 
 def test_an_entrypoint_declares_its_page_an_mcp_app_with_the_specs_meta_ui() -> None:
@@ -72,3 +78,13 @@ def test_a_calls_result_is_the_specs_call_tool_result_with_the_whole_result_as_t
         "content": [{"type": "text", "text": "handler_failed"}],
         "isError": True,
     }
+
+
+def test_a_tools_progress_is_mcps_progress_numbered_by_itself_or_by_its_count() -> None:
+    assert mcp_progress({"done": 3, "total": 10, "message": "m" * 600}, 1) == {
+        "progress": 3,
+        "total": 10,
+        "message": "m" * 500,
+    }
+    assert mcp_progress({"progress": 0.5}, 4) == {"progress": 0.5}
+    assert mcp_progress({"state": "running", "done": True, "total": "x"}, 4) == {"progress": 4}

@@ -20,11 +20,21 @@ from lineup.actors.focus.messages import (
     ViewsRequest,
 )
 from lineup.actors.kernel import ErrorCode, Message
+from lineup.hostbridge.messages import SurfaceToolProgressEvent
 from lineup.sdk import protocol as p
 from lineup.sdk.manifest import Manifest, ToolDescriptor
 from lineup.sdk.mcp_apps import call_tool_error
 
-from .test_surfaces import BOARD, INSTANCE, SCOPE, FakeBus, code_of, focus_with, from_bridge
+from .test_surfaces import (
+    BOARD,
+    INSTANCE,
+    SCOPE,
+    FakeBus,
+    code_of,
+    focus_with,
+    from_app,
+    from_bridge,
+)
 from .test_surfaces import manifest as surface_manifest
 
 SID = surface_id_of(INSTANCE)
@@ -65,11 +75,14 @@ class AppBus(FakeBus):
         super().__init__()
         self.answer = p.UiToolCallReply(result={"time": "12:00"})
         self.asked: list[p.UiToolCallRequest] = []
+        self.hold: trio.Event | None = None  # set: the app answers only once it is
 
     async def request(self, peer: str, body: Message, *, expect: type[Any], **_: Any) -> Any:
         if isinstance(body, p.UiToolCallRequest):
             assert peer == f"miniapp:{SCOPE}"
             self.asked.append(body)
+            if self.hold is not None:
+                await self.hold.wait()
             return self.answer
         return await super().request(peer, body, expect=expect)
 
@@ -194,3 +207,28 @@ async def test_a_surfaces_calls_past_their_rate_are_refused_rate_limited(
     refused = await code_of(lambda: focus.on_surface_tool_call(call(), from_bridge(call())))
     assert refused is ErrorCode.RATE_LIMITED
     assert len(bus.asked) == UI_CALLS_PER_WINDOW
+
+
+async def test_a_running_calls_progress_goes_to_the_hostbridge_that_asked_and_no_other_apps(
+    world: tuple[FocusActor, AppBus],
+) -> None:
+    focus, bus = world
+    await open_surface(focus)
+    bus.hold = trio.Event()
+    asked = call().model_copy(update={"request_id": "s1-page-3"})
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(focus.on_surface_tool_call, asked, from_bridge(asked))
+        await trio.testing.wait_all_tasks_blocked()
+        [running] = bus.asked
+        report = p.UiToolProgressRequest(call_id=running.call_id, progress={"done": 1, "total": 3})
+        assert (await focus.on_surface_tool_progress(report, from_app(report))).changed
+        other = from_app(report, "other")
+        refused = await code_of(lambda: focus.on_surface_tool_progress(report, other))
+        assert refused is ErrorCode.APP_SCOPE_MISMATCH
+        bus.hold.set()
+    await trio.testing.wait_all_tasks_blocked()
+    [told] = bus.of(SurfaceToolProgressEvent, "hostbridge")
+    assert (told.request_id, told.instance_id, told.surface_id) == ("s1-page-3", INSTANCE, SID)
+    assert told.progress == {"progress": 1, "total": 3}
+    late = await focus.on_surface_tool_progress(report, from_app(report))
+    assert not late.changed  # the call is over: dropped

@@ -365,6 +365,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
           : REPLY_TIMEOUT_MS;
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), wait);
     function settle(reply) {
+      if (isObject(reply.progress)) return progressed(reply.progress); // not the answer yet
       window.clearTimeout(timer);
       ctx.state.surfaceCalls.delete(requestId);
       bridge.calls.delete(requestId);
@@ -395,6 +396,12 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       if (id !== null) answer(id, result);
       if (name === "lineup/session-data/subscribe") forwardSessionData();
       if (name === "lineup/ui/request") forwardInteractions(); // it may have ended already
+    }
+    // A `tools/call`'s progress, to the page if it asked for it (`_meta.progressToken`).
+    function progressed(progress) {
+      const token = isObject(params._meta) ? params._meta.progressToken : undefined;
+      if (name !== "tools/call" || id === null || !isRpcId(token)) return;
+      post({ jsonrpc: "2.0", method: "notifications/progress", params: { ...progress, progressToken: token } });
     }
     ctx.state.surfaceCalls.set(requestId, settle);
     bridge.calls.add(requestId);
