@@ -149,7 +149,7 @@ class HostbridgeActor(Actor):
             nursery.start_soon(self._views.push)
             self._interactions.start(nursery.start_soon)
             self._caps.start(access.token, nursery.start_soon)
-            relay.spawn = nursery.start_soon
+            relay.spawn = relay.tools.spawn = nursery.start_soon
             task_status.started()
 
     # ------------------------------------------------------------------ runtime → Shell
@@ -190,7 +190,7 @@ class HostbridgeActor(Actor):
     def on_surface_tool_progress(self, msg: SurfaceToolProgressEvent, env: Envelope) -> None:
         """A Surface's own `tools/call` reported progress: to the Shell that asked."""
         if self._relay is not None:
-            self._relay.tool_progress(msg)
+            self._relay.tools.progress(msg)
 
     @handles(SessionDataUpdatedEvent)
     def on_session_data(self, msg: SessionDataUpdatedEvent, env: Envelope) -> None:

@@ -50,8 +50,6 @@ from lineup.actors.focus.messages import (
     SurfaceAssetsRequest,
     SurfaceEventRequest,
     SurfaceSessionDataRequest,
-    SurfaceToolCallReply,
-    SurfaceToolCallRequest,
 )
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceCapabilityRequest
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
@@ -60,13 +58,12 @@ from lineup.facts.views import SURFACE_VIEW_KIND as SURFACE_KIND
 from lineup.sdk.capabilities import MAX_PURPOSE_CHARS
 from lineup.sdk.interactions import StandardInteractionRequest
 from lineup.sdk.manifest import SURFACE_CLIENT, SURFACE_CLIENT_URL
-from lineup.sdk.mcp_apps import UI_TOOL_CALL_TIMEOUT_S
 from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 
 from ._audit import user_record
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
-from .messages import SurfaceToolProgressEvent
+from ._surface_tools import SurfaceToolRelay, ToolsCallParams
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 __all__ = [
@@ -89,8 +86,6 @@ QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a 
 # user runs (a file picker): the gateway ends both by its own deadlines well before this.
 CAPABILITY_TIMEOUT: Final = 300.0
 MAX_CAPABILITY_REQUESTS: Final = 16  # relayed at once, from every Shell
-MAX_TOOL_CALLS: Final = 16  # an MCP App's `tools/call`s relayed at once, from every Shell
-TOOL_CALL_TIMEOUT: Final = UI_TOOL_CALL_TIMEOUT_S + 10.0  # focus and the app end it first
 # The files a Surface may have: the Shell's own kinds and the images a page may show.
 SURFACE_CONTENT_TYPES: Final = {
     **CONTENT_TYPES,
@@ -133,16 +128,6 @@ class CapabilityParams(_Params):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolsCallParams(_Params):
-    """An MCP App's `tools/call` (the spec's `CallToolRequest` params): focus finds the tool
-    and checks the arguments against its input schema. `_meta` (a progress token) is taken
-    and not used."""
-
-    name: Annotated[str, Field(min_length=1, max_length=128)]
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
-
-
 class ActionParams(_Params):
     """A declarative action of the Surface's app (`lineup.sdk.protocol.AppAction`, one of
     `SURFACE_ACTION_KINDS`): focus checks it whole (`bridge_params_invalid`) and decides it."""
@@ -161,7 +146,7 @@ APP_METHODS: Final[dict[str, Literal["state", "apps.list", "action"]]] = {
 
 # The bridge methods the hostbridge relays: to focus, and a Surface's question to the router
 # (web/js/core/bridge.js answers the rest).
-METHODS: Final[dict[str, type[_Params]]] = {
+METHODS: Final[dict[str, type[BaseModel]]] = {
     "lineup/state/snapshot": NoParams,
     "lineup/apps/list-available": NoParams,
     "lineup/actions/dispatch": ActionParams,
@@ -302,8 +287,7 @@ class SurfaceRelay:
         # Where a capability request waits (the actor's nursery, once it runs).
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._capability_requests = 0
-        self._tool_calls = 0
-        self._tool_progress: dict[str, Reply] = {}  # by request id: the Shell that asked
+        self.tools = SurfaceToolRelay(bus, book)  # an MCP App's `tools/call`
         # An MCP App's document as split, by instance, with the (mtime, size) it was read at:
         # a page and each of its moved scripts are one read and one parse, not one apiece.
         self._split: dict[str, tuple[tuple[int, int], SplitDocument]] = {}
@@ -397,7 +381,7 @@ class SurfaceRelay:
             self._capability(frame, params, reply)
             return
         if isinstance(params, ToolsCallParams):
-            self._tool_call(frame, params, reply)
+            self.tools.call(frame, params, reply, lambda code: self._refused(frame, code))
             return
         try:
             result = await self._relay(frame, params)
@@ -408,7 +392,7 @@ class SurfaceRelay:
 
     def _check(
         self, frame: SurfaceRequestFrame, limited: bool
-    ) -> tuple[ErrorCode | None, _Params | None]:
+    ) -> tuple[ErrorCode | None, BaseModel | None]:
         if limited:
             return ErrorCode.BRIDGE_RATE_LIMITED, None
         wrong = self.book.check(frame.instance_id, frame.surface_id)
@@ -458,57 +442,7 @@ class SurfaceRelay:
 
         self.spawn(relay)
 
-    def _tool_call(self, frame: SurfaceRequestFrame, params: ToolsCallParams, reply: Reply) -> None:
-        if self.spawn is None or self._tool_calls >= MAX_TOOL_CALLS:
-            code = ErrorCode.BRIDGE_RATE_LIMITED.value
-            self._refused(frame, code)
-            reply(_answer(frame, error=code))
-            return
-        self._tool_calls += 1
-
-        async def relay() -> None:
-            try:
-                done = await self._bus.request(
-                    "focus",
-                    SurfaceToolCallRequest(
-                        instance_id=frame.instance_id,
-                        surface_id=frame.surface_id,
-                        name=params.name,
-                        arguments=params.arguments,
-                        request_id=frame.request_id,
-                    ),
-                    expect=SurfaceToolCallReply,
-                    timeout=TOOL_CALL_TIMEOUT,  # never retried: a tool may change things
-                )
-            except LineUpError as exc:
-                reply(_answer(frame, error=exc.code.value))  # focus audits its own refusals
-                return
-            finally:
-                self._tool_calls -= 1
-                self._tool_progress.pop(frame.request_id, None)
-            reply(_answer(frame, result=done.result))
-
-        self._tool_progress[frame.request_id] = reply
-        self.spawn(relay)
-
-    def tool_progress(self, msg: SurfaceToolProgressEvent) -> None:
-        """Progress of a `tools/call` still running: to the Shell that asked, if it still
-        waits (a non-final reply: `progress` set)."""
-        reply = self._tool_progress.get(msg.request_id)
-        if reply is None or self.book.check(msg.instance_id, msg.surface_id) is not None:
-            return
-        try:
-            frame = ShellSurfaceReply(
-                request_id=msg.request_id,
-                instance_id=msg.instance_id,
-                surface_id=msg.surface_id,
-                progress=msg.progress,
-            )
-        except ValidationError:
-            return
-        reply(frame)
-
-    async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
+    async def _relay(self, frame: SurfaceRequestFrame, params: BaseModel) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id
         app_method = APP_METHODS.get(frame.method)
         if app_method is not None:
