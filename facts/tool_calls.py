@@ -87,6 +87,9 @@ Effect = Literal[
     "tell_app",  # push the call to its instance's app, which answers by `take`
     "tell_app_stop",  # the app may be working on it: tell it to stop (`ToolCancelledEvent`)
     "release_held",  # the instance is ready: hand over the calls held for it
+    # A tool linked to a Surface: the runtime shows the step there (the call given to its
+    # instance, its outcome, its end), before telling the app (`actors/focus/_surface_tools`)
+    "tell_surface",
 ]
 
 
@@ -126,8 +129,9 @@ ENDINGS: Final[frozenset[ToolCallEvent]] = frozenset(
 CODED: Final[frozenset[ToolCallEvent]] = ENDINGS | {"refuse", "launch_failed", "launch_cancelled"}
 
 _STOP: Final[Mapping[ToolCallEvent, Move]] = {  # the app holds it: tell it to stop
-    "fail": Move("failed"), "cancel": Move("cancelled"),
-    "close": Move("cancelled", ("tell_app_stop",)), "expire": Move("expired", ("tell_app_stop",)),
+    "fail": Move("failed", ("tell_surface",)), "cancel": Move("cancelled", ("tell_surface",)),
+    "close": Move("cancelled", ("tell_surface", "tell_app_stop")),
+    "expire": Move("expired", ("tell_surface", "tell_app_stop")),
 }  # fmt: skip
 _QUIET_ENDINGS: Final[Mapping[ToolCallEvent, Move]] = {  # no app has it: nothing to stop
     "fail": Move("failed"), "cancel": Move("cancelled"), "close": Move("cancelled"),
@@ -138,7 +142,7 @@ _QUIET_ENDINGS: Final[Mapping[ToolCallEvent, Move]] = {  # no app has it: nothin
 BIRTH: Final[Mapping[ToolCallEvent, Move]] = {
     "admit": Move("received", ("arm_deadline",)),
     "hold": Move("routing", ("arm_deadline",)),
-    "hand_over": Move("waiting_for_app", ("arm_deadline", "tell_app")),
+    "hand_over": Move("waiting_for_app", ("arm_deadline", "tell_surface", "tell_app")),
     "ask": Move("running", ("arm_deadline",)),
     "refuse": Move("rejected"),
 }
@@ -147,18 +151,18 @@ TABLE: Final[Mapping[ToolCallState, Mapping[ToolCallEvent, Move]]] = {
     "received": {
         "activate": Move("routing"),
         "hold": Move("routing"),
-        "hand_over": Move("waiting_for_app", ("tell_app",)),
+        "hand_over": Move("waiting_for_app", ("tell_surface", "tell_app")),
         **_QUIET_ENDINGS,
     },
     "routing": {
-        "activated": Move("waiting_for_app", ("tell_app", "release_held")),
-        "hand_over": Move("waiting_for_app", ("tell_app",)),
+        "activated": Move("waiting_for_app", ("tell_surface", "tell_app", "release_held")),
+        "hand_over": Move("waiting_for_app", ("tell_surface", "tell_app")),
         "launch_failed": Move("failed"),
         "launch_cancelled": Move("cancelled"),
         **_QUIET_ENDINGS,
     },
     "waiting_for_app": {"take": Move("running"), **_STOP},
-    "running": {"submit": Move("submitted"), **_STOP},
+    "running": {"submit": Move("submitted", ("tell_surface",)), **_STOP},
     "submitted": {"settle": Move("completed"), "settle_refused": Move("failed")},
     "completed": {},
     "failed": {},

@@ -64,6 +64,7 @@ from .messages import (
     ProviderRunEvent,
     RuntimeStateEvent,
     SessionDataUpdatedEvent,
+    SurfaceToolProgressEvent,
     ViewItemsUpdatedEvent,
     ViewUpdatedEvent,
 )
@@ -111,8 +112,8 @@ class HostbridgeActor(Actor):
         self._book = SurfaceBook()  # each live instance's Surface, from its views
         self._views = ViewRelay(self.bus, self.hub, self._book)
         self._interactions = InteractionRelay(self.bus, self.hub)
-        self._artifacts: ArtifactServer | None = None  # once the server runs (it has the token)
         self._caps = CapabilityDesk(self.bus, self.hub)
+        self._relay: SurfaceRelay | None = None  # once it runs
         self._view_logs = ViewLogRelay(self.bus, self._book)  # an MCP App's log lines
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -129,7 +130,7 @@ class HostbridgeActor(Actor):
         # this much of it is read, never buffered whole (`_server._listen` then holds every
         # frame but a picked file's to `MAX_SHELL_FRAME`).
         config.websocket_max_message_size = MAX_SOCKET_MESSAGE_BYTES
-        relay = SurfaceRelay(self.bus, self._book, access.port)
+        relay = self._relay = SurfaceRelay(self.bus, self._book, access.port)
         self._artifacts = ArtifactServer(self.bus, access.token)
         app = build_app(
             access,
@@ -148,7 +149,7 @@ class HostbridgeActor(Actor):
             nursery.start_soon(self._views.push)
             self._interactions.start(nursery.start_soon)
             self._caps.start(access.token, nursery.start_soon)
-            relay.spawn = nursery.start_soon
+            relay.spawn = relay.tools.spawn = nursery.start_soon
             task_status.started()
 
     # ------------------------------------------------------------------ runtime → Shell
@@ -184,6 +185,12 @@ class HostbridgeActor(Actor):
         return self._state, self._reason
 
     # ------------------------------------------------------------------ surfaces
+
+    @handles(SurfaceToolProgressEvent)
+    def on_surface_tool_progress(self, msg: SurfaceToolProgressEvent, env: Envelope) -> None:
+        """A Surface's own `tools/call` reported progress: to the Shell that asked."""
+        if self._relay is not None:
+            self._relay.tools.progress(msg)
 
     @handles(SessionDataUpdatedEvent)
     def on_session_data(self, msg: SessionDataUpdatedEvent, env: Envelope) -> None:

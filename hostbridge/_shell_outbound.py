@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, SerializerFunctionWrapHandler, TypeAdapter, model_serializer
 
 from lineup.facts.modes import Mode
 
@@ -183,6 +183,15 @@ class ShellSurfaceReply(ShellFrame):
     surface_id: Id
     result: dict[str, Any] | None = None
     error: SurfaceError | None = None
+    # Not the answer yet: progress of a `tools/call` (MCP's `notifications/progress` params).
+    progress: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _progress_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)  # an answer is written as it was before progress
+        if self.progress is None:
+            data.pop("progress", None)
+        return data
 
 
 class ShellSessionData(ShellFrame):

@@ -89,6 +89,7 @@ from ._surface_mcp import (
     Refused,
     resource_list,
 )
+from ._surface_tools import SurfaceToolRelay, ToolsCallParams
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 __all__ = [
@@ -185,6 +186,7 @@ METHODS: Final[dict[str, type[BaseModel]]] = {
     "lineup/ui/request": UiRequestParams,
     "lineup/capabilities/request": CapabilityParams,
     **MCP_METHODS,  # an MCP App's (`_surface_mcp`)
+    "tools/call": ToolsCallParams,
 }
 
 
@@ -349,6 +351,7 @@ class SurfaceRelay:
         # Where a capability request waits (the actor's nursery, once it runs).
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._capability_requests = 0
+        self.tools = SurfaceToolRelay(bus, book)  # an MCP App's `tools/call`
         # An MCP App's document as split, by instance, with the (mtime, size) it was read at:
         # a page and each of its moved scripts are one read and one parse, not one apiece.
         self._split: dict[str, tuple[tuple[int, int], SplitDocument]] = {}
@@ -448,6 +451,9 @@ class SurfaceRelay:
         assert params is not None
         if isinstance(params, CapabilityParams | DownloadParams):
             self._capability(frame, params, reply)
+            return
+        if isinstance(params, ToolsCallParams):
+            self.tools.call(frame, params, reply, lambda code: self._refused(frame, code))
             return
         try:
             result = await self._relay(frame, params)

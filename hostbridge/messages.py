@@ -42,6 +42,7 @@ __all__ = [
     "ProviderRunView",
     "RuntimeStateEvent",
     "SessionDataUpdatedEvent",
+    "SurfaceToolProgressEvent",
     "ViewItemsUpdatedEvent",
     "ViewUpdatedEvent",
 ]
@@ -173,6 +174,17 @@ class AppSessionsUpdatedEvent(Message):
 
 
 # ---------------------------------------------------------------- surfaces and artifacts (issue 13)
+
+
+class SurfaceToolProgressEvent(Message):
+    """focus → hostbridge: progress of a Surface's own `tools/call` (`request_id`, the Shell's),
+    as MCP's `notifications/progress` params without the token, for the Shell that asked."""
+
+    type: Literal["hostbridge.surface.tool_progress"] = "hostbridge.surface.tool_progress"
+    instance_id: str
+    surface_id: str
+    request_id: str
+    progress: dict[str, Any]
 
 
 class SessionDataUpdatedEvent(Message):

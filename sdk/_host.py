@@ -35,6 +35,7 @@ from lineup.facts.modes import MODES
 
 from . import protocol as p
 from ._app import AppContext, MiniApp
+from .mcp_apps import UI_TOOL_CALL_TIMEOUT_S
 from .tools import apps_in, dispatch_tool, tools_of
 
 __all__ = ["MiniAppHost"]
@@ -289,6 +290,21 @@ class MiniAppHost(Actor):
             "router", p.ToolCancelRequest(call_id=call_id, reason=reason), p.CommandReceipt
         )
 
+    @handles(p.UiToolCallRequest)
+    async def on_ui_tool_call(self, msg: p.UiToolCallRequest, env: Envelope) -> p.UiToolCallReply:
+        """Run a tool for the app's own Surface and answer its outcome (the module's
+        docstring). A handler that completes later (through its `ToolCall`) is waited for."""
+        spec = self._tools.get(msg.tool)
+        if spec is None:
+            return p.UiToolCallReply(code=ErrorCode.TOOL_NOT_ADVERTISED.value)
+        sink = _UiSink(self)
+        with trio.move_on_after(UI_TOOL_CALL_TIMEOUT_S):
+            await dispatch_tool(
+                self._app, spec, msg.call_id, msg.tool, msg.instance_id, msg.input, sink
+            )
+            await sink.done.wait()
+        return sink.reply or p.UiToolCallReply(code=ErrorCode.DEADLINE_EXCEEDED.value)
+
     @handles(p.SessionDataEvent)
     def on_session_data(self, msg: p.SessionDataEvent, env: Envelope) -> None:
         self._enqueue(msg)
@@ -358,6 +374,42 @@ class MiniAppHost(Actor):
     def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
         self._context.ui._updated(msg.interaction)  # a `wait` (maybe in a hook) goes on now
         self._enqueue(msg)
+
+
+class _UiSink:
+    """Where a Surface's own call of a tool ends (`ToolSink`): held, for focus's answer."""
+
+    def __init__(self, host: MiniAppHost) -> None:
+        self._host = host
+        self.done = trio.Event()
+        self.reply: p.UiToolCallReply | None = None
+
+    async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
+        """To the page that asked (`notifications/progress`), through focus."""
+        if self.reply is not None:
+            return
+        try:
+            await self._host.call(
+                "focus",
+                p.UiToolProgressRequest(call_id=call_id, progress=progress),
+                p.CommandReceipt,
+            )
+        except LineUpError as exc:  # the page gets the result all the same
+            log.info("sdk.ui_progress_not_sent code=%s", exc.code.value)
+
+    async def complete(self, call_id: str, result: dict[str, Any]) -> None:
+        self._end(p.UiToolCallReply(result=result))
+
+    async def fail(self, call_id: str, code: str, message: str = "") -> None:
+        self._end(p.UiToolCallReply(code=code[:100]))
+
+    async def cancel(self, call_id: str, reason: str) -> None:
+        self._end(p.UiToolCallReply(code=reason[:100]))
+
+    def _end(self, reply: p.UiToolCallReply) -> None:
+        if self.reply is None:
+            self.reply = reply
+            self.done.set()
 
 
 def _deliveries_in(event: p.DeliveryEvent | p.DeliveriesEvent) -> tuple[p.Delivery, ...]:

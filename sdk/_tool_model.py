@@ -37,6 +37,15 @@ launches an app nor brings one forward; a descriptor that says otherwise is refu
 The inventory publishes the effective values (`published`), with the tool's `app_scope` and
 its one `id`.
 
+A tool may be linked to a UI (`ui`, the MCP Apps spec's `_meta.ui` of a tool): `entrypoint` is
+the `surface` entrypoint of the same app it shows in (the spec's `resourceUri`; the manifest
+checks it names one, `tool_ui_not_a_surface`), and `visibility` who may call it (the spec's
+values: `model`, the Agent; `app`, that app's own Surface, as a local UI action; both by
+default). A tool only the app may call never enters the Agent's inventory (`agent_visible`);
+only a UI-linked tool whose visibility includes `app` may be called from the Surface
+(`app_callable`). The runtime owns such a tool's lifecycle on the Surface
+(`lineup.sdk.mcp_apps`).
+
 A tool is named as seed 004 §7.1 names it: `app_scope / method / contract_version`. LineUp's
 own form puts the scope in the method (`tasks.open` of `tasks`); the seeds' does not
 (`board.create` of `whiteboard`). `tool_id` gives the one name an Agent calls either by, and
@@ -81,6 +90,8 @@ __all__ = [
     "Name",
     "Risk",
     "ToolDescriptor",
+    "ToolUi",
+    "Visibility",
     "split_tool_id",
     "tool_id",
 ]
@@ -101,6 +112,7 @@ Activation = Literal["app_ready", "foreground_required", "activation_not_require
 CallModel = Literal["query", "command", "interactive", "operation"]
 Risk = Literal["low", "medium", "high"]
 LaunchStrategy = Literal["never", "background", "foreground"]
+Visibility = Literal["model", "app"]  # the MCP Apps spec's `McpUiToolVisibility`
 
 _MODEL_OF: Final[dict[str, CallModel]] = {"interactive": "interactive", "operation": "operation"}
 _LAUNCH_OF: Final[dict[str, LaunchStrategy]] = {
@@ -171,8 +183,21 @@ def check_tool_schema(schema: Any, path: str) -> None:
         raise ManifestInvalid("schema_root_not_object", path=path + "/type")
 
 
+class ToolUi(_Model):
+    """A tool's link to its app's UI (the module's docstring): the spec's `McpUiToolMeta`."""
+
+    entrypoint: Name  # a `surface` entrypoint of the same app (the spec's `resourceUri`)
+    visibility: tuple[Visibility, ...] = Field(default=("model", "app"), min_length=1)
+
+    @model_validator(mode="after")
+    def _visibility_once_each(self) -> ToolUi:
+        if len(set(self.visibility)) != len(self.visibility):
+            raise ValueError("each visibility once")
+        return self
+
+
 # Written only when declared: a manifest without them dumps as it did before they existed.
-_OPTIONAL: Final = ("title", "call_model", "idempotent", "risk", "launch", "app_scope")
+_OPTIONAL: Final = ("title", "call_model", "idempotent", "risk", "launch", "app_scope", "ui")
 
 
 class ToolDescriptor(_Model):
@@ -197,6 +222,7 @@ class ToolDescriptor(_Model):
     risk: Risk | None = None
     launch: LaunchStrategy | None = None
     app_scope: AppScope | None = None
+    ui: ToolUi | None = None
 
     @model_validator(mode="after")
     def _schemas_in_subset(self) -> ToolDescriptor:
@@ -239,6 +265,16 @@ class ToolDescriptor(_Model):
         if self.model in ("query", "interactive"):
             return "never" if self.model == "query" else "foreground"
         return _LAUNCH_OF[self.handling]
+
+    @property
+    def agent_visible(self) -> bool:
+        """The Agent may know and call it: not linked to a UI, or visible to the model."""
+        return self.ui is None or "model" in self.ui.visibility
+
+    @property
+    def app_callable(self) -> bool:
+        """Its app's own Surface may call it (`tools/call`): UI-linked, visible to the app."""
+        return self.ui is not None and "app" in self.ui.visibility
 
     @property
     def scope(self) -> str:

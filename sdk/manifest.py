@@ -30,6 +30,7 @@ only parsing plus translation of the refusal into `ManifestInvalid` with a stabl
     duplicate_tool          two tools share a `method`
     tool_id_too_long        a tool's id (`tool_id`) is longer than `MAX_TOOL_ID`: no call could
                             name it
+    tool_ui_not_a_surface   a tool's `ui.entrypoint` names no `surface` entrypoint of the app
     tool_declaration_invalid  a tool's call model contradicts its handling or launch strategy
                             (a `query` that launches an app or brings one forward)
     schema_*                a tool schema outside the subset (see `lineup.sdk.schema`), or a
@@ -70,6 +71,7 @@ from ._tool_model import (
     Name,
     Risk,
     ToolDescriptor,
+    ToolUi,
     _Model,
     check_tool_schema,
     split_tool_id,
@@ -105,6 +107,7 @@ __all__ = [
     "Risk",
     "RuntimeSdk",
     "ToolDescriptor",
+    "ToolUi",
     "incompatibility",
     "load_manifest",
     "manifest_json",
@@ -273,6 +276,12 @@ class Manifest(_Model):
             if tool.method in seen:
                 raise ManifestInvalid("duplicate_tool", tool.method, path=f"/tools/{i}/method")
             seen.add(tool.method)
+        surfaces = {e.id for e in self.entrypoints if e.kind == SURFACE_KIND}
+        for i, tool in enumerate(self.tools):
+            if tool.ui is not None and tool.ui.entrypoint not in surfaces:
+                raise ManifestInvalid(
+                    "tool_ui_not_a_surface", tool.method, path=f"/tools/{i}/ui/entrypoint"
+                )
         return self
 
     @property

@@ -1,4 +1,5 @@
-"""An MCP App's UI as a LineUp Surface: what a `surface` entrypoint declares of it (SEP-1865).
+"""An MCP App's UI as a LineUp Surface: what a `surface` entrypoint declares of it (SEP-1865),
+and the spec's shapes of a tool call the runtime shows it (`tool_info`, `call_tool_result`).
 
 An MCP App's UI is one HTML document (`text/html;profile=mcp-app`), usually a single file
 whose code is inline, built against the ext-apps `App` class. An entrypoint that declares
@@ -23,14 +24,32 @@ percent-encoded) of each `surface` entrypoint that declares `mcp_app`, of type
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-__all__ = ["MCP_APP_MIME_TYPE", "McpAppCsp", "McpAppUi", "resource_uri", "ui_meta"]
+from ._tool_model import ToolDescriptor
+
+__all__ = [
+    "MCP_APP_MIME_TYPE",
+    "UI_TOOL_CALL_TIMEOUT_S",
+    "McpAppCsp",
+    "McpAppUi",
+    "call_tool_error",
+    "call_tool_result",
+    "mcp_progress",
+    "resource_uri",
+    "tool_info",
+    "ui_meta",
+]
 
 MCP_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"  # the spec's UI resource type
+# How long a Surface's own `tools/call` may run in its app (a local UI action, not a recorded
+# call with its own deadline): the app's process stops it then, `deadline_exceeded`; focus,
+# the hostbridge and the Shell each wait a little longer.
+UI_TOOL_CALL_TIMEOUT_S: Final = 60.0
 
 # An origin as the spec's examples write them (`https://api.example.com`, `https://*.cdn.net`,
 # `wss://live.example.com:8443`): scheme, host (a leading `*.` allowed), port; no path.
@@ -93,3 +112,58 @@ def ui_meta(ui: McpAppUi) -> dict[str, Any]:
     if ui.prefers_border is not None:
         meta["prefersBorder"] = ui.prefers_border
     return meta
+
+
+# ---------------------------------------------------------------- a call, as the spec shows it
+
+
+def tool_info(call_id: str, descriptor: ToolDescriptor) -> dict[str, Any]:
+    """The spec's `hostContext.toolInfo` of a Surface opened for a call: the call's id and the
+    tool as MCP names one (`Tool`: name, title, description, inputSchema)."""
+    tool: dict[str, Any] = {
+        "name": descriptor.id,
+        "description": descriptor.description,
+        "inputSchema": descriptor.input_schema,
+    }
+    if descriptor.title is not None:
+        tool["title"] = descriptor.title
+    return {"id": call_id, "tool": tool}
+
+
+def call_tool_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The MCP `CallToolResult` of a call's result: the whole result as JSON text (a host that
+    shows only `content` loses nothing) and as `structuredContent`."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": result,
+        "isError": False,
+    }
+
+
+def call_tool_error(code: str) -> dict[str, Any]:
+    """The MCP `CallToolResult` of a call that failed: its stable code as the text, no
+    structured content (an error need not fit the tool's output schema)."""
+    return {"content": [{"type": "text", "text": code}], "isError": True}
+
+
+def mcp_progress(progress: dict[str, Any], count: int) -> dict[str, Any]:
+    """The MCP `notifications/progress` params (without the token) of a tool's progress
+    report: its `progress` (or `done`) when a number, else `count` (the reports so far), its
+    `total` when a number, and its `message` when text (cut at 500 characters)."""
+    number = next(
+        (
+            progress[key]
+            for key in ("progress", "done")
+            if isinstance(progress.get(key), int | float) and not isinstance(progress[key], bool)
+        ),
+        count,
+    )
+    params: dict[str, Any] = {"progress": number}
+    total = progress.get("total")
+    if isinstance(total, int | float) and not isinstance(total, bool):
+        params["total"] = total
+    message = progress.get("message")
+    if isinstance(message, str):
+        params["message"] = message[:500]
+    return params

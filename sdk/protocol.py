@@ -167,6 +167,9 @@ from ._protocol.tools import (
     ToolPendingReply,
     ToolPendingRequest,
     ToolProgressRequest,
+    UiToolCallReply,
+    UiToolCallRequest,
+    UiToolProgressRequest,
 )
 from ._protocol.ui import (
     MAX_ITEM_ORDER,
@@ -312,6 +315,9 @@ __all__ = [
     "ToolPendingRequest",
     "ToolProgressRequest",
     "UiEvent",
+    "UiToolCallReply",
+    "UiToolCallRequest",
+    "UiToolProgressRequest",
     "ViewItem",
     "ViewItemsPutRequest",
     "ViewRefreshEvent",

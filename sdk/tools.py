@@ -49,6 +49,7 @@ from ._tool_model import (
     Name,
     Risk,
     ToolDescriptor,
+    ToolUi,
 )
 from .manifest import (
     AgentSubscription,
@@ -236,6 +237,7 @@ def tool(
     idempotent: bool | None = None,
     risk: Risk | None = None,
     launch: LaunchStrategy | None = None,
+    ui: ToolUi | None = None,
 ) -> Callable[
     [Callable[[A, ToolCall[In]], Awaitable[Out | None]]],
     Callable[[A, ToolCall[In]], Awaitable[Out | None]],
@@ -243,7 +245,9 @@ def tool(
     """Declare an `async def handler(self, call: ToolCall[In]) -> Out | None` as the tool `id`
     (its `method`: `<app_scope>.<name>`, or the seeds' form without the scope). `title`,
     `call_model`, `idempotent`, `risk` and `launch` are the descriptor's (`lineup.sdk._tool_model`:
-    left out, each is derived from `handling`); `permissions` are the capabilities it may use.
+    left out, each is derived from `handling`); `permissions` are the capabilities it may use;
+    `ui` links it to a `surface` entrypoint of the app (`ToolUi`: the runtime then shows its
+    calls there, and `visibility` says whether the Agent, the app's Surface, or both may call it).
 
     Raises `ManifestInvalid` at class definition when an option is out of range or a model is
     outside the schema subset (reason from `lineup.sdk.schema`, or tool_declaration_invalid).
@@ -271,6 +275,7 @@ def tool(
             idempotent=idempotent,
             risk=risk,
             launch=launch,
+            ui=ui,
         )
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]

@@ -75,6 +75,7 @@ from ._registry import DEFAULT_APP, RegistryService
 from ._session_data import SessionData
 from ._start import StartTargets
 from ._surface_service import SurfaceService
+from ._surface_tools import SurfaceTools
 from ._surfaces import SurfaceBook
 from ._view_service import ViewService
 from ._views import ViewBook
@@ -104,6 +105,10 @@ from .messages import (
     SurfaceAssetsRequest,
     SurfaceEventRequest,
     SurfaceSessionDataRequest,
+    SurfaceToolCallReply,
+    SurfaceToolCallRequest,
+    SurfaceToolStepReply,
+    SurfaceToolStepRequest,
     UiEventAccepted,
     UiEventRequest,
     UiIntentRequest,
@@ -147,6 +152,7 @@ class FocusActor(Actor, NavigationHandlers):
         self.surface_book = SurfaceBook()
         self.views = ViewService(self.port, self.access, self.view_book, self.surface_book)
         self.sessions = SessionData(self.port, self.access, self.surface_book)
+        self.surface_tools = SurfaceTools(self.port, self.access, self.surface_book, self.views)
         self.surfaces = SurfaceService(
             self.port, self.access, self.surface_book, self.sessions, self.views
         )
@@ -470,6 +476,24 @@ class FocusActor(Actor, NavigationHandlers):
     @handles(sdk.SurfaceCloseRequest)
     def on_surface_close(self, msg: sdk.SurfaceCloseRequest, env: Envelope) -> sdk.SurfaceReply:
         return self.surfaces.close(msg, env)
+
+    @handles(SurfaceToolStepRequest)
+    def on_surface_tool_step(
+        self, msg: SurfaceToolStepRequest, env: Envelope
+    ) -> SurfaceToolStepReply:
+        return self.surface_tools.step(msg)
+
+    @handles(SurfaceToolCallRequest)
+    async def on_surface_tool_call(
+        self, msg: SurfaceToolCallRequest, env: Envelope
+    ) -> SurfaceToolCallReply:
+        return await self.surface_tools.call(msg, env)
+
+    @handles(sdk.UiToolProgressRequest)
+    async def on_surface_tool_progress(
+        self, msg: sdk.UiToolProgressRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        return await self.surface_tools.progress(msg, env)
 
     @handles(SurfaceAssetsRequest)
     def on_surface_assets(self, msg: SurfaceAssetsRequest, env: Envelope) -> SurfaceAssetsReply:

@@ -6,7 +6,9 @@ The inventory is the standard interactions (the runtime's own tools, always ther
 tools of every usable, enabled app (`AppBook`) whose declared capabilities it may use now
 (`CapabilityFacts`: the host's configuration and the user's grants), each placed in its app
 (`app_scope`) and named by its one id (`lineup.sdk.manifest.tool_id`), whether its manifest
-used LineUp's form or the seeds'. Its revision is the store's
+used LineUp's form or the seeds'. A tool only its app's Surface may call (`visibility`
+`["app"]`, `ToolDescriptor.agent_visible`) is never in it: an Agent's call of one is refused
+`tool_not_advertised` as any unadvertised tool's is. Its revision is the store's
 (`store.inventory.revision.bump`, keyed by the content's digest): a new and higher one exactly
 when the content changes, even back to a content seen before. `Inventory` says what the content
 and its bump key are, and takes the revision the store answered (`revised`); the actor asks the
@@ -45,7 +47,7 @@ class Inventory:
                 for scope, manifest in sorted(self._book.manifests().items())
                 if self._book.enabled(scope)
                 for tool in manifest.placed_tools()
-                if self.capabilities.visible(scope, manifest, tool)
+                if tool.agent_visible and self.capabilities.visible(scope, manifest, tool)
             ),
         ]
 
@@ -68,9 +70,13 @@ class Inventory:
             for scope, manifest in manifests.items()
             if not self._book.enabled(scope)
             for tool in manifest.placed_tools()
+            if tool.agent_visible
         )
         hidden = tuple(
-            tool.id for manifest in self._book.hidden().values() for tool in manifest.placed_tools()
+            tool.id
+            for manifest in self._book.hidden().values()
+            for tool in manifest.placed_tools()
+            if tool.agent_visible
         )
         return InventoryReply(
             revision=self.revision,

@@ -19,6 +19,13 @@ The states of one instance's Surface, and what moves it (anything else is refuse
     closed --open-->   open
     *      --drop-->   none     (the instance ended: the app is told `instance_ended`)
 
+A call of a tool linked to the Surface (`ToolDescriptor.ui`) is the runtime's to show, not the
+app's (issue 30): `show_call` opens the instance's Surface if it is not open (or takes the open
+one) with the call's arguments as its tool input and the call as its `tool_info`; `end_call`
+gives it that call's outcome, once: a CallToolResult (`call_result`) or the code it was
+cancelled with (`call_cancelled`). An outcome of a call the Surface no longer shows (a newer
+call, or the Surface closed) changes nothing.
+
 Every lookup by `surface_id` checks the owner too: another app's Surface is `surface_not_found`,
 exactly as one that does not exist.
 """
@@ -73,6 +80,9 @@ class Surface:
     state_revision: int = 0
     tool_input: dict[str, Any] | None = None
     tool_result: dict[str, Any] | None = None
+    tool_info: dict[str, Any] | None = None  # the runtime's call it shows (`show_call`)
+    call_result: dict[str, Any] | None = None  # that call's CallToolResult
+    call_cancelled: str | None = None  # or the code it was cancelled with
 
     @property
     def surface_id(self) -> str:
@@ -101,6 +111,9 @@ class Surface:
             view["tool_input"] = self.tool_input
         if self.tool_result is not None:
             view["tool_result"] = self.tool_result
+        for key in ("tool_info", "call_result", "call_cancelled"):
+            if getattr(self, key) is not None:
+                view[key] = getattr(self, key)
         return view
 
     def reply(self, *, open: bool = True, changed: bool = True) -> sdk.SurfaceReply:
@@ -197,6 +210,63 @@ class SurfaceBook:
             state=state,
             state_revision=surface.state_revision + 1,
             tool_result=tool_result if tool_result is not None else surface.tool_result,
+        )
+        return surface
+
+    def show_call(
+        self,
+        app_scope: str,
+        instance_id: str,
+        entrypoint: Entrypoint,
+        *,
+        label: str,
+        tool_input: dict[str, Any],
+        tool_info: dict[str, Any],
+    ) -> tuple[Surface, bool]:
+        """The runtime shows a call on the instance's Surface, opening it (state `{}`) if it
+        is not open; `(surface, opened)`. The open one shows the new call (its outcome
+        cleared; its state, and so its revision, as they were). Raises a bound's code
+        (nothing changes)."""
+        check_bounded(tool_input)
+        held = self._open.get(instance_id)
+        if held is not None and held.app_scope == app_scope:
+            surface = self._open[instance_id] = replace(
+                held,
+                tool_input=tool_input,
+                tool_result=None,
+                tool_info=tool_info,
+                call_result=None,
+                call_cancelled=None,
+            )
+            return surface, False
+        surface, _ = self.open(
+            app_scope, instance_id, entrypoint, label=label, state={}, tool_input=tool_input
+        )
+        surface = self._open[instance_id] = replace(surface, tool_info=tool_info)
+        return surface, True
+
+    def end_call(
+        self,
+        instance_id: str,
+        call_id: str,
+        *,
+        result: dict[str, Any] | None = None,
+        cancelled: str | None = None,
+    ) -> Surface | None:
+        """Give the call the Surface shows its outcome (a CallToolResult, or the code it was
+        cancelled with); None (nothing changes) when the instance's open
+        Surface shows no such call, or already its outcome. Raises a bound's code."""
+        surface = self._open.get(instance_id)
+        if surface is None or surface.tool_info is None or surface.tool_info.get("id") != call_id:
+            return None
+        if surface.call_result is not None or surface.call_cancelled is not None:
+            return None
+        if result is not None:
+            check_bounded(result)
+        surface = self._open[instance_id] = replace(
+            surface,
+            call_result=result,
+            call_cancelled=None if result is not None else cancelled,
         )
         return surface
 

@@ -63,6 +63,10 @@ __all__ = [
     "SurfaceEventRequest",
     "SurfaceResource",
     "SurfaceSessionDataRequest",
+    "SurfaceToolCallReply",
+    "SurfaceToolCallRequest",
+    "SurfaceToolStepReply",
+    "SurfaceToolStepRequest",
     "UiEventAccepted",
     "UiEventRequest",
     "UiIntentRequest",
@@ -304,6 +308,52 @@ class SurfaceAccepted(Message):
     surface_id: str
     revision: int = 0
     data: dict[str, Any] | None = None
+
+
+class SurfaceToolStepRequest(Message):
+    """router → focus: a call of a tool linked to a Surface (`ToolDescriptor.ui`) moved on, and
+    the runtime shows it there (issue 30). `input`: it was given to its instance, whose
+    Surface (`entrypoint`) opens if it is not open, showing `tool_input` and `tool_info`;
+    `result`: its outcome as a CallToolResult (`result`); `cancelled`: it ended with the code
+    `reason` (cancelled, expired, `app_closed`)."""
+
+    type: Literal["focus.surface.tool_step"] = "focus.surface.tool_step"
+    app_scope: str = Field(min_length=1, max_length=100)
+    instance_id: str = Field(min_length=1, max_length=200)
+    call_id: str = Field(min_length=1, max_length=200)
+    entrypoint: str = Field(min_length=1, max_length=128)
+    step: Literal["input", "result", "cancelled"]
+    tool_input: dict[str, Any] | None = None
+    tool_info: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    reason: str | None = Field(default=None, max_length=100)
+
+
+class SurfaceToolStepReply(Message):
+    """Whether the Surface shows the step (False: no Surface of that call is open)."""
+
+    type: Literal["focus.surface.tool_step.done"] = "focus.surface.tool_step.done"
+    shown: bool
+
+
+class SurfaceToolCallRequest(Message):
+    """hostbridge → focus: the Surface calls one of its own app's tools (the MCP Apps
+    `tools/call`), as a local UI action: `name` is the tool's id, its method, or (the spec's
+    bare name) its method without the app's scope."""
+
+    type: Literal["focus.ui.surface.tool_call"] = "focus.ui.surface.tool_call"
+    instance_id: str = Field(min_length=1, max_length=200)
+    surface_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    request_id: str = Field(default="", max_length=200)  # the Shell's: its progress goes there
+
+
+class SurfaceToolCallReply(Message):
+    """The call's MCP `CallToolResult` (an app's failure is one with `isError`)."""
+
+    type: Literal["focus.ui.surface.tool_call.done"] = "focus.ui.surface.tool_call.done"
+    result: dict[str, Any]
 
 
 class SurfaceAppRequest(Message):

@@ -17,6 +17,14 @@ take's wake (`RUNNING`, once per call: its outbox id is fixed), so the Agent hea
 work has begun before the app says more. An app learns of a call by the tool's `method`, the
 name it declared, whichever form the Agent's id has (`lineup.sdk.manifest.split_tool_id`).
 
+A call of a tool linked to its app's Surface (`ToolDescriptor.ui`) is shown there by the
+runtime, not relayed by the app (issue 30): the steps whose effects say `tell_surface` ask focus
+to show it (`focus.surface.tool_step`), once committed and before the app is told: given to its
+instance, the Surface opens with the call's arguments; submitted, it gets the result as a
+CallToolResult; failed, a CallToolResult with `isError` and the code; cancelled, expired or
+closed, the code it was cancelled with. A Surface focus cannot show it on never holds the call
+back.
+
 An instance that ends `converge`s its calls (`cancelled(app_closed)`; a held one `reject`ed with
 `activation_cancelled` / `activation_failed`); a submitted result is still delivered. Calls past
 their `timeout_ms` `expire` (an expiry the store did not take is tried again).
@@ -36,7 +44,12 @@ from typing import Any, Final, NamedTuple, TypeVar
 import trio
 
 from lineup import wire
-from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
+from lineup.actors.focus.messages import (
+    FindInstanceRequest,
+    InstanceReply,
+    SurfaceToolStepReply,
+    SurfaceToolStepRequest,
+)
 from lineup.actors.kernel import Bus, ErrorCode, Identity, LineUpError, Message
 from lineup.actors.store.messages import (
     ToolCallFacts,
@@ -52,6 +65,7 @@ from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import split_tool_id
+from lineup.sdk.mcp_apps import call_tool_error, call_tool_result, tool_info
 
 from . import _ids as ids
 from . import _outbox as outbox
@@ -66,6 +80,7 @@ log = logging.getLogger("lineup.router.tools")
 M = TypeVar("M", bound=Message)
 
 STORE_TIMEOUT: Final = 30.0
+SURFACE_TIMEOUT: Final = 5.0  # focus shows a call's step on its Surface (`_tell_surface`)
 # A call's expiry the store did not take (it was down, or paused) is tried again this much later:
 # a deadline is never dropped while its call may still be open.
 EXPIRY_RETRY_S: Final = 1.0
@@ -163,6 +178,8 @@ class ToolCalls:
                 self.arm(call)
             elif effect == "tell_app":
                 await self.deliver(call)
+            elif effect == "tell_surface":
+                await self._tell_surface(call, event)
             elif effect == "tell_app_stop":
                 await self._tell_stop(call, _STOP_CODES[event])
             elif effect == "release_held":
@@ -241,6 +258,39 @@ class ToolCalls:
         code = await self.bus.tell(f"miniapp:{call.app_scope}", event, timeout=10.0)
         if code is not None:
             log.info("router.call_not_told code=%s", code.value)
+
+    async def _tell_surface(self, call: ToolCallRow, event: ToolCallEvent) -> None:
+        """Show the step on the Surface its tool is linked to, if it is (the module's
+        docstring). Focus's refusal or silence is logged: the call goes on without it."""
+        descriptor = (await self.inventory.get()).tool(call.tool)
+        if descriptor is None or descriptor.ui is None or call.instance_id is None:
+            return
+        step = SurfaceToolStepRequest(
+            app_scope=call.app_scope,
+            instance_id=call.instance_id,
+            call_id=call.call_id,
+            entrypoint=descriptor.ui.entrypoint,
+            step="input",
+        )
+        if event == "submit":
+            step = step.model_copy(
+                update={"step": "result", "result": call_tool_result(call.result or {})}
+            )
+        elif event == "fail":
+            code = call.error_code or ErrorCode.HANDLER_FAILED.value
+            step = step.model_copy(update={"step": "result", "result": call_tool_error(code)})
+        elif event in machine.ENDINGS:
+            step = step.model_copy(update={"step": "cancelled", "reason": call.error_code})
+        else:
+            step = step.model_copy(
+                update={"tool_input": call.input, "tool_info": tool_info(call.call_id, descriptor)}
+            )
+        try:
+            await self.bus.request(
+                "focus", step, expect=SurfaceToolStepReply, timeout=SURFACE_TIMEOUT
+            )
+        except LineUpError as exc:
+            log.info("router.surface_not_told code=%s", exc.code.value)
 
     async def _tell_stop(self, call: ToolCallRow, code: str) -> None:
         await self.bus.tell(

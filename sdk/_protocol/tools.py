@@ -21,6 +21,9 @@ __all__ = [
     "ToolPendingReply",
     "ToolPendingRequest",
     "ToolProgressRequest",
+    "UiToolCallReply",
+    "UiToolCallRequest",
+    "UiToolProgressRequest",
 ]
 
 
@@ -93,3 +96,34 @@ class ToolPendingRequest(Message):
 class ToolPendingReply(Message):
     type: Literal["router.sdk.tool.pending.reply"] = "router.sdk.tool.pending.reply"
     calls: tuple[ToolCallEvent, ...]
+
+
+class UiToolCallRequest(Message):
+    """Runtime → app: its own Surface calls one of its tools (the MCP Apps `tools/call`, a
+    local UI action: never the Agent's, never recorded as the Agent's calls are). Focus checked
+    the tool is the app's, callable by its Surface, and the input against its schema; `call_id`
+    is the runtime's name for this one call (`ui-…`)."""
+
+    type: Literal["miniapp.ui.tool_call"] = "miniapp.ui.tool_call"
+    call_id: Id
+    tool: Id
+    instance_id: Id
+    input: dict[str, Any]
+
+
+class UiToolCallReply(Message):
+    """The call's outcome: its `result` (checked against the output schema), or the `code` it
+    failed or was cancelled with."""
+
+    type: Literal["miniapp.ui.tool_call.done"] = "miniapp.ui.tool_call.done"
+    result: dict[str, Any] | None = None
+    code: str | None = Field(default=None, max_length=100)
+
+
+class UiToolProgressRequest(Message):
+    """App → runtime: progress of a call its own Surface made (`UiToolCallRequest`), for that
+    page (`notifications/progress`). A report for a call that is over is dropped."""
+
+    type: Literal["focus.sdk.surface.tool_progress"] = "focus.sdk.surface.tool_progress"
+    call_id: Id
+    progress: dict[str, Any]

@@ -411,3 +411,45 @@ def test_a_tool_whose_id_no_call_could_name_is_refused() -> None:
 def test_the_longest_tool_id_is_what_the_store_records_a_calls_tool_as() -> None:
     schema = ToolCallFacts.model_json_schema()["properties"]["tool"]
     assert schema["maxLength"] == MAX_TOOL_ID
+
+
+def with_ui(ui: dict[str, Any], *, kind: str = "surface") -> dict[str, Any]:
+    data = with_tool(ui=ui)
+    data["entrypoints"].append({"id": "page", "kind": kind})
+    return data
+
+
+def test_a_tool_linked_to_a_surface_of_its_app_loads_visible_to_both_by_default() -> None:
+    (tool,) = load_manifest(with_ui({"entrypoint": "page"})).tools
+    assert tool.ui is not None
+    assert (tool.ui.entrypoint, tool.ui.visibility) == ("page", ("model", "app"))
+    assert tool.agent_visible and tool.app_callable
+    assert load_manifest(manifest_json(load_manifest(with_ui({"entrypoint": "page"})))) == (
+        load_manifest(with_ui({"entrypoint": "page"}))
+    )
+
+
+def test_an_app_only_tool_is_not_the_agents_and_a_model_only_one_not_the_surfaces() -> None:
+    (app_only,) = load_manifest(with_ui({"entrypoint": "page", "visibility": ["app"]})).tools
+    assert (app_only.agent_visible, app_only.app_callable) == (False, True)
+    (model_only,) = load_manifest(with_ui({"entrypoint": "page", "visibility": ["model"]})).tools
+    assert (model_only.agent_visible, model_only.app_callable) == (True, False)
+    (plain,) = load_manifest(whiteboard()).tools
+    assert (plain.agent_visible, plain.app_callable) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("ui", "kind"),
+    [({"entrypoint": "nowhere"}, "surface"), ({"entrypoint": "page"}, "contextual")],
+)
+def test_a_tool_linked_to_no_surface_entrypoint_of_its_app_is_refused(
+    ui: dict[str, Any], kind: str
+) -> None:
+    refused = refusal(with_ui(ui, kind=kind))
+    assert (refused.reason, refused.path) == ("tool_ui_not_a_surface", "/tools/0/ui/entrypoint")
+
+
+@pytest.mark.parametrize("visibility", [[], ["user"], ["app", "app"]])
+def test_a_visibility_outside_the_specs_values_is_malformed(visibility: list[str]) -> None:
+    refused = refusal(with_ui({"entrypoint": "page", "visibility": visibility}))
+    assert refused.reason == "manifest_malformed"

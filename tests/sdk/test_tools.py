@@ -22,7 +22,7 @@ from lineup.sdk import (
     tool,
     tools_of,
 )
-from lineup.sdk.manifest import manifest_json
+from lineup.sdk.manifest import Entrypoint, ToolUi, manifest_json
 from lineup.sdk.schema import validate
 
 from ._dashboard import Dashboard, OpenInput, OpenOutput, TaskSummary, UpdateInput
@@ -444,3 +444,27 @@ async def test_an_input_model_whose_validator_breaks_fails_the_call_as_the_apps_
     sink = Recorder()
     await run(PickyApp(), "probe.picky", {"x": 1}, sink)
     assert sink.terminals == [("fail", "handler_failed")]
+
+
+def test_the_tool_decorator_links_a_tool_to_its_apps_surface() -> None:
+    class Paged(MiniApp):
+        app_info = AppInfo(
+            app_scope="paged",
+            version="1.0.0",
+            kind="bundled-reference",
+            entrypoints=(Entrypoint(id="page", kind="surface"),),
+        )
+
+        @tool(
+            "paged.show",
+            handling="direct",
+            input=Empty,
+            output=Empty,
+            ui=ToolUi(entrypoint="page", visibility=("app",)),
+        )
+        async def show(self, call: ToolCall[Empty]) -> Empty:
+            return Empty()
+
+    (descriptor,) = manifest_of(Paged).tools
+    assert descriptor.ui == ToolUi(entrypoint="page", visibility=("app",))
+    assert not descriptor.agent_visible

@@ -89,3 +89,20 @@ def test_the_seeds_tool_and_lineups_read_one_way_each_in_the_inventory() -> None
         AppEntry("whiteboard", "installed", "Whiteboard", manifest=seed, enabled=False)
     )
     assert book_off.reply().disabled_tools == ("whiteboard/board.create",)
+
+
+def test_a_tool_only_its_apps_surface_may_call_is_never_in_the_agents_inventory() -> None:
+    data = shipped("whiteboard").model_dump(mode="json")
+    data["entrypoints"] = [*data["entrypoints"], {"id": "page", "kind": "surface"}]
+    first, second, *_ = data["tools"]
+    first["ui"] = {"entrypoint": "page", "visibility": ["app"]}
+    second["ui"] = {"entrypoint": "page", "visibility": ["model", "app"]}
+    board = load_manifest(data)
+    inventory = inventory_of(AppEntry("whiteboard", "bundled", "Whiteboard", manifest=board))
+    listed = [t.method for t in inventory.tools()]
+    assert first["method"] not in listed
+    assert second["method"] in listed
+    disabled = inventory_of(
+        AppEntry("whiteboard", "bundled", "Whiteboard", manifest=board, enabled=False)
+    )
+    assert first["method"] not in disabled.reply().disabled_tools

@@ -182,3 +182,55 @@ def test_dropping_an_instance_forgets_its_open_and_closed_surfaces() -> None:
     assert book.drop("surf:c1") is None
     surface, _ = opened(book)
     assert surface.state_revision == 0
+
+
+# ---------------------------------------------------------------- a call the runtime shows
+
+
+def show(book: SurfaceBook, call_id: str, tool_input: dict[str, Any] | None = None) -> Any:
+    return book.show_call(
+        "surf",
+        "surf:c1",
+        BOARD,
+        label="Surf",
+        tool_input=tool_input or {"q": call_id},
+        tool_info={"id": call_id, "tool": {"name": "surf.show"}},
+    )
+
+
+def test_a_call_opens_the_instances_surface_with_its_input_and_its_tool_info() -> None:
+    book = SurfaceBook()
+    surface, opened_now = show(book, "c-1")
+    assert opened_now
+    view = surface.view()
+    assert (view["state"], view["tool_input"], view["tool_info"]["id"]) == ({}, {"q": "c-1"}, "c-1")
+    assert "call_result" not in view and "call_cancelled" not in view
+
+
+def test_a_new_call_on_an_open_surface_replaces_the_last_ones_input_and_outcome() -> None:
+    book = SurfaceBook()
+    opened(book, {"kept": True})
+    show(book, "c-1")
+    assert book.end_call("surf:c1", "c-1", result={"isError": False}) is not None
+    surface, opened_now = show(book, "c-2")
+    assert not opened_now
+    view = surface.view()
+    assert (view["state"], view["state_revision"]) == ({"kept": True}, 0)
+    assert view["tool_info"]["id"] == "c-2" and "call_result" not in view
+
+
+def test_a_calls_outcome_is_shown_once_and_only_for_the_call_the_surface_shows() -> None:
+    book = SurfaceBook()
+    show(book, "c-1")
+    assert book.end_call("surf:c1", "c-other", cancelled="operation_expired") is None
+    ended = book.end_call("surf:c1", "c-1", cancelled="app_closed")
+    assert ended is not None and ended.view()["call_cancelled"] == "app_closed"
+    assert book.end_call("surf:c1", "c-1", result={"isError": False}) is None  # decided once
+    assert book.end_call("surf:c2", "c-1", cancelled="app_closed") is None  # no Surface open
+
+
+def test_a_call_whose_input_is_over_the_surfaces_bound_opens_nothing() -> None:
+    book = SurfaceBook()
+    big = {"x": "a" * (p.MAX_SURFACE_STATE_BYTES + 1)}
+    assert code_of(show, book, "c-1", big) is ErrorCode.ENVELOPE_TOO_LARGE
+    assert book.of("surf:c1") is None

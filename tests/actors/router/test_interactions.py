@@ -13,7 +13,12 @@ import pytest
 import trio
 
 from lineup import wire
-from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
+from lineup.actors.focus.messages import (
+    FindInstanceRequest,
+    InstanceReply,
+    InventoryReply,
+    InventoryRequest,
+)
 from lineup.actors.kernel import (
     ActorKind,
     AuditRecord,
@@ -84,6 +89,8 @@ class FakeBus:
     async def request(self, peer: str, body: Msg, *, expect: type[Any], **_: Any) -> Any:
         if peer == "store":
             return await self.store.request("store", body, expect=expect)
+        if peer == "focus" and isinstance(body, InventoryRequest):  # none of its tools has a UI
+            return InventoryReply(revision="0", tools=(), disabled_tools=())
         assert peer == "focus" and isinstance(body, FindInstanceRequest)
         if self.live.get(body.instance_id or "") != body.app_scope:
             raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, str(body.instance_id))

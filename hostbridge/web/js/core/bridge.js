@@ -58,6 +58,8 @@ const REPLY_TIMEOUT_MS = 15000; // a `surface.request` the runtime never answere
 // A capability request may wait on the user (the prompt, then a file picker): the runtime ends
 // it by its own deadlines first (hostbridge/_surfaces.py CAPABILITY_TIMEOUT).
 const CAPABILITY_TIMEOUT_MS = 305000;
+// An MCP App's `tools/call`: its app stops the tool first (sdk/mcp_apps.py UI_TOOL_CALL_TIMEOUT_S).
+const TOOL_CALL_TIMEOUT_MS = 75000;
 const MAX_FORWARD_BYTES = 60 * 1024; // a Shell frame (core/connection.js MAX_SEND_BYTES)
 const MIN_HEIGHT = 120;
 const MAX_HEIGHT = 4000;
@@ -175,6 +177,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     rejections: 0,
     stateRevision: -1, // the state revision the Surface was last given
     toolResultKey: null,
+    toolCallId: null, // the runtime's call whose tool input the Surface was last given
     subscribed: false,
     sessionRevision: -1,
     nextCall: 0,
@@ -289,6 +292,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       bridge.sessionRevision = -1;
       bridge.stateRevision = stateRevision(v);
       bridge.toolResultKey = null;
+      bridge.toolCallId = null;
       bridge.toldOnline = online;
       const context = hostContext(iframe, bridge.displayMode);
       bridge.unwatch?.();
@@ -304,6 +308,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         // Only what this Shell really does.
         hostCapabilities: {
           openLinks: {},
+          serverTools: {}, // `tools/call` of its own app's tools (visibility "app")
           message: { text: {} },
           logging: {},
           ...SERVED_CAPABILITIES,
@@ -311,6 +316,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         },
         hostContext: {
           ...context,
+          // The call this Surface was opened for, when the runtime opened it for one.
+          ...(isObject(v.tool_info) ? { toolInfo: v.tool_info } : {}),
           lineup: {
             surface_id: v.surface_id,
             surface_version: v.surface_version,
@@ -324,13 +331,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (name === "ui/notifications/initialized") {
       if (bridge.phase === "ready") return;
       bridge.phase = "ready";
-      if (isObject(bridge.view.tool_input)) {
-        post({
-          jsonrpc: "2.0",
-          method: "ui/notifications/tool-input",
-          params: { arguments: bridge.view.tool_input },
-        });
-      }
+      if (isObject(bridge.view.tool_input)) sendToolInput(bridge.view);
       notifyView();
       tellLink(); // it may have changed since `ui/initialize`
       return;
@@ -362,9 +363,14 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       return id === null ? undefined : bridge.reject(CODES.tooLarge, id);
     }
     if (!online) return id === null ? undefined : fail(id, RPC_RUNTIME, CODES.unreachable);
-    const wait = WAITS_ON_USER.has(name) ? CAPABILITY_TIMEOUT_MS : REPLY_TIMEOUT_MS;
+    const wait = WAITS_ON_USER.has(name)
+      ? CAPABILITY_TIMEOUT_MS
+      : name === "tools/call"
+        ? TOOL_CALL_TIMEOUT_MS
+        : REPLY_TIMEOUT_MS;
     const timer = window.setTimeout(() => settle({ error: { code: "deadline_exceeded" } }), wait);
     function settle(reply) {
+      if (isObject(reply.progress)) return progressed(reply.progress); // not the answer yet
       window.clearTimeout(timer);
       ctx.state.surfaceCalls.delete(requestId);
       bridge.calls.delete(requestId);
@@ -395,6 +401,12 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       if (id !== null) answer(id, result);
       if (name === "lineup/session-data/subscribe") forwardSessionData();
       if (name === "lineup/ui/request") forwardInteractions(); // it may have ended already
+    }
+    // A `tools/call`'s progress, to the page if it asked for it (`_meta.progressToken`).
+    function progressed(progress) {
+      const token = isObject(params._meta) ? params._meta.progressToken : undefined;
+      if (name !== "tools/call" || id === null || !isRpcId(token)) return;
+      post({ jsonrpc: "2.0", method: "notifications/progress", params: { ...progress, progressToken: token } });
     }
     ctx.state.surfaceCalls.set(requestId, settle);
     bridge.calls.add(requestId);
@@ -430,6 +442,31 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     tellLink();
   };
 
+  function sendToolInput(v) {
+    bridge.toolCallId = isObject(v.tool_info) ? v.tool_info.id : null;
+    post({
+      jsonrpc: "2.0",
+      method: "ui/notifications/tool-input",
+      params: { arguments: v.tool_input },
+    });
+  }
+
+  // A call the runtime shows (issue 30): a new one's input, then its outcome once, as the
+  // spec's `tool-result` (the CallToolResult focus made) or `tool-cancelled` (its code).
+  function notifyCall(v) {
+    const callId = v.tool_info.id;
+    if (callId !== bridge.toolCallId && isObject(v.tool_input)) sendToolInput(v);
+    const outcome = isObject(v.call_result)
+      ? { method: "ui/notifications/tool-result", params: v.call_result }
+      : typeof v.call_cancelled === "string"
+        ? { method: "ui/notifications/tool-cancelled", params: { reason: v.call_cancelled } }
+        : null;
+    const key = outcome === null ? null : JSON.stringify([callId, outcome.method]);
+    if (key === null || key === bridge.toolResultKey) return;
+    bridge.toolResultKey = key;
+    post({ jsonrpc: "2.0", ...outcome });
+  }
+
   // What changed in the view reaches a Surface past its handshake: a newer state, a new tool
   // result.
   function notifyView() {
@@ -444,7 +481,9 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         params: { state: isObject(v.state) ? v.state : {}, revision },
       });
     }
-    if (isObject(v.tool_result)) {
+    if (isObject(v.tool_info)) {
+      notifyCall(v);
+    } else if (isObject(v.tool_result)) {
       const key = JSON.stringify(v.tool_result);
       if (key !== bridge.toolResultKey) {
         bridge.toolResultKey = key;
@@ -497,10 +536,25 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     forwardInteractions();
   };
 
+  // The app closed while the call it shows had no outcome: the runtime ends that call
+  // `app_closed`, and the page is gone by then, so it is told before its teardown.
+  function cancelCallOfClosedApp() {
+    const v = bridge.view;
+    if (bridge.phase !== "ready" || !isObject(v.tool_info)) return;
+    if (ctx.state.instances.some((i) => i.instance_id === instanceId)) return; // still live
+    notifyCall(v); // an outcome the last view already had goes first
+    const key = JSON.stringify([v.tool_info.id, "ui/notifications/tool-cancelled"]);
+    const ended = JSON.stringify([v.tool_info.id, "ui/notifications/tool-result"]);
+    if (bridge.toolResultKey === key || bridge.toolResultKey === ended) return;
+    bridge.toolResultKey = key;
+    post({ jsonrpc: "2.0", method: "ui/notifications/tool-cancelled", params: { reason: "app_closed" } });
+  }
+
   // `ui/resource-teardown`, then resolves on the Surface's answer or after TEARDOWN_MS.
   bridge.teardown = (reason) =>
     new Promise((resolve) => {
       if (bridge.phase === "new" || bridge.closed) return resolve();
+      cancelCallOfClosedApp();
       const id = `${bridge.prefix}-teardown`;
       const timer = window.setTimeout(done, TEARDOWN_MS);
       function done() {

@@ -89,6 +89,18 @@ export const METHODS = {
     form: "request",
     valid: (p) => isObject(p) && keysWithin(p, ["mode", "_meta"]) && DISPLAY_MODE_NAMES.includes(p.mode),
   },
+  // An MCP App's call of its own app's tool (issue 30): the runtime checks and runs it.
+  "tools/call": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      isObject(p) &&
+      keysWithin(p, ["name", "arguments", "_meta"]) &&
+      typeof p.name === "string" &&
+      p.name.length > 0 &&
+      p.name.length <= MAX_NAME &&
+      optObject(p.arguments),
+  },
   "lineup/session-data/get": { form: "request", valid: none, relay: true },
   "lineup/session-data/subscribe": { form: "request", valid: none, relay: true },
   "lineup/session-data/replace": {

@@ -287,7 +287,7 @@ function onSurfaceReply(state, frame) {
   if (!isId(frame.request_id)) return false;
   const settle = state.surfaceCalls.get(frame.request_id);
   if (settle === undefined) return false; // its Surface is gone, or it timed out
-  settle({ result: frame.result, error: frame.error });
+  settle({ result: frame.result, error: frame.error, progress: frame.progress });
   return false;
 }
 
