@@ -258,8 +258,10 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     if (typeof name !== "string" || (data.id !== undefined && id === undefined)) {
       return bridge.reject(CODES.params, id);
     }
-    // Params absent (or undefined) or an object, which the method's validator checks.
-    if (data.params !== undefined && !isObject(data.params)) {
+    // Params absent (undefined, or null as the ext-apps `App` class sends a list's without a
+    // cursor) or an object, which the method's validator checks.
+    const params = data.params ?? undefined;
+    if (params !== undefined && !isObject(params)) {
       return bridge.reject(CODES.params, id, RPC_PARAMS);
     }
     const allowed =
@@ -270,8 +272,8 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     const method = Object.hasOwn(METHODS, name) ? METHODS[name] : null;
     if (method === null) return bridge.reject(CODES.method, id, RPC_METHOD);
     if ((method.form === "request") !== (id !== undefined)) return bridge.reject(CODES.params, id);
-    if (!method.valid(data.params)) return bridge.reject(CODES.params, id, RPC_PARAMS);
-    handle(name, method, id, data.params ?? {});
+    if (!method.valid(params)) return bridge.reject(CODES.params, id, RPC_PARAMS);
+    handle(name, method, id, params ?? {});
   };
 
   function onResponse(data) {
