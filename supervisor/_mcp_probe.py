@@ -12,9 +12,9 @@ PROBE_TIMEOUT. The parent maps them (`lineup.sdk.mcp_server`) into the manifest,
 `<data dir>/dev-mcp/<scope>/manifest.json`, and returns the registry entry focus loads, marked
 `dev`. The scope is the server's name (`serverInfo.name`, `scope_of`).
 
-The folder is the directory `lineup run` is started in: the server runs there, and may read and
-execute what is beneath it, so it may not be the user's home or a folder above it, nor hold the
-data dir.
+The folder is `--dev-mcp DIR`'s (default: the directory `lineup run` is started in): the server
+runs there, and may read and execute what is beneath it, so it may not be the user's home or a
+folder above it, nor hold the data dir.
 """
 
 from __future__ import annotations

@@ -186,13 +186,13 @@ def _open_data_dir(data_dir: Path) -> BinaryIO:
 def _dev_mcp_apps(args: argparse.Namespace, data_dir: Path) -> tuple[dict[str, str], ...] | int:
     """`--dev-mcp -- COMMAND…`'s registry entry (none without it), or the exit status of a
     refusal, said in one line."""
-    if args.mcp_command and not args.dev_mcp:
+    if args.mcp_command and args.dev_mcp is None:
         print("lineup: error: a command after `--` needs --dev-mcp", file=sys.stderr)
         return EXIT_USAGE
-    if not args.dev_mcp:
+    if args.dev_mcp is None:
         return ()
     try:
-        return (_dev_mcp(Path.cwd(), list(args.mcp_command), data_dir),)
+        return (_dev_mcp(args.dev_mcp, list(args.mcp_command), data_dir),)
     except ProbeFailed as exc:
         print(f"lineup: error: --dev-mcp: {exc}", file=sys.stderr)
         return EXIT_REFUSED

@@ -143,10 +143,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--dev-mcp",
-        action="store_true",
-        help="run the MCP server whose command follows `--` (from its own folder, the current "
-        "directory) as an unsigned app, sandboxed and marked dev: `lineup run --dev-mcp -- "
-        "python server.py`",
+        nargs="?",
+        const=Path(),
+        default=None,
+        type=Path,
+        metavar="DIR",
+        help="run the MCP server whose command follows `--` from its folder DIR (default: the "
+        "current directory) as an unsigned app, sandboxed and marked dev: `lineup run "
+        "--dev-mcp -- python server.py`",
     )
     run.add_argument("mcp_command", nargs="*", metavar="-- COMMAND ARGS", help=argparse.SUPPRESS)
     run.add_argument(
