@@ -20,8 +20,8 @@ call fails `mcp_server_exited` and this process exits with an error, so that the
 restarts the app (within its intensity limit) and the next call starts a fresh server. Nothing
 the server sends can reach another app: it talks only to this process. `sampling/createMessage`
 is refused (`mcp_sampling_unsupported`): there is no model on the device.
-`notifications/tools/list_changed` is logged; mapping it into a new inventory revision is not
-done yet (the manifest's tools are the app's until it is reloaded).
+On `notifications/tools/list_changed` it lists the tools again and sends them to focus, which
+makes them a development app's tools, in a new inventory revision (`focus._dev_reload`).
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ class McpAppHost(MiniAppHost):
         self._scope = self.ctx.identity.name.removeprefix("miniapp:")
         self._running: dict[str, trio.CancelScope] = {}
         self._gone = trio.Event()
+        self._listening = False  # the server's notifications are acted on once it is listed
+        self._relisting = trio.Lock()
         params = StdioServerParameters(
             command=command[0], args=command[1:], cwd=server.get("folder") or None
         )
@@ -87,6 +89,7 @@ class McpAppHost(MiniAppHost):
                     await session.initialize()
                     self._mcp_tools = await self._list_tools()
                 self._nursery = nursery
+                self._listening = True
                 task_status.started()
                 pending = await self.call("router", p.ToolPendingRequest(), p.ToolPendingReply)
                 for call in pending.calls:
@@ -125,8 +128,23 @@ class McpAppHost(MiniAppHost):
         print(f"mcp {params.level}{where}: {params.data}", file=sys.stderr, flush=True)
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            log.info("sdk.mcp_tools_changed app=%s", self._scope)
+        if isinstance(message, types.ToolListChangedNotification) and self._listening:
+            self._nursery.start_soon(self._tools_changed)
+
+    async def _tools_changed(self) -> None:
+        """List the tools again and tell focus, one listing at a time: the last one wins."""
+        async with self._relisting:
+            try:
+                with trio.fail_after(START_TIMEOUT):
+                    listed = await list_tools(self._session)
+                    self._mcp_tools = tools_of(self._scope, listed)
+                    changed = p.McpToolsChangedRequest(tools=tuple(listed))
+                    await self.call("focus", changed, p.McpToolsChangedReply)
+            except LineUpError as exc:
+                log.info("sdk.mcp_tools_unpublished app=%s code=%s", self._scope, exc.code.value)
+            except Exception as exc:  # the server's answer, not ours
+                error = type(exc).__name__
+                log.warning("sdk.mcp_tools_not_listed app=%s error=%s", self._scope, error)
 
     # ------------------------------------------------------------------ tools
 

@@ -93,3 +93,19 @@ class ToolPendingRequest(Message):
 class ToolPendingReply(Message):
     type: Literal["router.sdk.tool.pending.reply"] = "router.sdk.tool.pending.reply"
     calls: tuple[ToolCallEvent, ...]
+
+
+class McpToolsChangedRequest(Message):
+    """An MCP app → focus: its server's `tools/list` (each tool as on the wire) after the server
+    said `notifications/tools/list_changed`. Focus maps them (`mcp_server.tools_of`) into the
+    app's tools, a development app's only, and publishes a new inventory revision if they
+    changed."""
+
+    type: Literal["focus.sdk.mcp.tools_changed"] = "focus.sdk.mcp.tools_changed"
+    tools: tuple[dict[str, Any], ...] = Field(max_length=512)
+
+
+class McpToolsChangedReply(Message):
+    type: Literal["focus.sdk.mcp.tools_changed.reply"] = "focus.sdk.mcp.tools_changed.reply"
+    tools: int  # how many the app now offers
+    refused: int  # how many of the server's were left out

@@ -64,7 +64,8 @@ async def test_the_agent_sees_the_servers_tools_and_gets_one_result_per_call(
         # Every tool under the app's scope; `getTime`, which LineUp's rule refuses as written,
         # under its mapped name.
         assert set(ours) == {
-            f"{SCOPE}.{n}" for n in ("add", "fail", "slow", "probe", "ask_model", "get_time")
+            f"{SCOPE}.{n}"
+            for n in ("add", "fail", "slow", "probe", "ask_model", "grow", "get_time")
         }
         assert ours[f"{SCOPE}.add"]["input_schema"]["required"] == ["a", "b"]
 
@@ -140,4 +141,18 @@ async def test_a_sigkill_of_the_server_mid_call_ends_that_call_once_and_the_next
         assert again["payload"]["result"] == {"result": 2}
         await agent.settle()
         assert len(agent.of_call("slow-1", "lineup.v1.tool.result", "lineup.v1.tool.error")) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_servers_list_changed_is_a_new_inventory_revision_with_its_new_tool(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        agent, revision = await _runtime_with_server(nursery, data_dir)
+        grown = await _call(agent, revision, "grow-1", "grow", {})
+        assert grown["payload"]["result"] == {"result": "grown"}
+        newer = await agent.revision_with(f"{SCOPE}.extra")
+        assert newer != revision
+        done = await _call(agent, newer, "extra-1", "extra", {"word": "hi"})
+        assert done["payload"]["result"] == {"result": "HI"}
         nursery.cancel_scope.cancel()

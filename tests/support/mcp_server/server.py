@@ -2,10 +2,10 @@
 as an MCP app (`lineup run --dev-mcp -- python server.py`). Not LineUp code: it imports only
 the `mcp` SDK and the standard library, as any server a user brings would.
 
-Its tools: `add` (structured output), `fail` (an `isError` result), `slow` (progress, a log line,
-then waits until cancelled), `probe` (what the sandbox lets it
-reach: a path, the network), `ask_model` (sampling, which LineUp refuses), `getTime` (a name
-LineUp's rule refuses as written).
+Its tools: `add` (structured output), `fail` (an `isError` result), `slow` (progress, a log
+line, then waits until cancelled), `probe` (what the sandbox lets it reach: a path, the
+network), `ask_model` (sampling, which LineUp refuses), `grow` (adds `extra`, then
+`notifications/tools/list_changed`), `getTime` (a name LineUp's rule refuses as written).
 """
 
 from __future__ import annotations
@@ -67,6 +67,17 @@ async def ask_model(question: str, ctx: Context) -> str:
     except Exception as exc:
         return f"refused: {exc}"
     return "answered"
+
+
+def extra(word: str) -> str:
+    return word.upper()
+
+
+@server.tool(description="Add the tool `extra`, and say the tools changed.")
+async def grow(ctx: Context) -> str:
+    server.add_tool(extra, description="Added by `grow`.")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 @server.tool(name="getTime", description="A camelCase name.")
