@@ -19,7 +19,8 @@ import trio
 
 from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.process import wait_pid_gone
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server"
 SCOPE = "our-test-server"
@@ -29,12 +30,19 @@ pytestmark = pytest.mark.timeout(120)
 
 
 async def _runtime_with_server(nursery: trio.Nursery, data_dir: Path) -> tuple[AgentView, str]:
+    agent, revision, _runtime = await _runtime_and_server(nursery, data_dir)
+    return agent, revision
+
+
+async def _runtime_and_server(
+    nursery: trio.Nursery, data_dir: Path
+) -> tuple[AgentView, str, Runtime]:
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
     entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
     runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=40.0)
-    return agent, await agent.revision_with(f"{SCOPE}.add")
+    return agent, await agent.revision_with(f"{SCOPE}.add"), runtime
 
 
 async def _call(
@@ -65,7 +73,7 @@ async def test_the_agent_sees_the_servers_tools_and_gets_one_result_per_call(
         # under its mapped name.
         assert set(ours) == {
             f"{SCOPE}.{n}"
-            for n in ("add", "fail", "slow", "probe", "ask_model", "grow", "get_time")
+            for n in ("add", "fail", "slow", "nap", "probe", "ask_model", "grow", "get_time")
         }
         assert ours[f"{SCOPE}.add"]["input_schema"]["required"] == ["a", "b"]
 
@@ -155,4 +163,33 @@ async def test_the_servers_list_changed_is_a_new_inventory_revision_with_its_new
         assert newer != revision
         done = await _call(agent, newer, "extra-1", "extra", {"word": "hi"})
         assert done["payload"]["result"] == {"result": "HI"}
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_sigkill_of_the_adapter_mid_call_ends_that_call_once_and_the_next_call_works(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        agent, revision, runtime = await _runtime_and_server(nursery, data_dir)
+        await agent.client.call_tool(
+            CONVERSATION, f"{SCOPE}.nap", {"seconds": 1.0}, revision, call_id="nap-1"
+        )
+        await agent.pull(
+            "lineup.v1.tool.progress", lambda m: m["payload"].get("call_id") == "nap-1"
+        )
+        adapter = runtime.supervisor.children[f"miniapp:{SCOPE}"].pid
+        assert adapter is not None
+        os.kill(adapter, signal.SIGKILL)
+        await wait_pid_gone(adapter)
+        # The restarted app takes the call it had accepted again (at least once, as for every
+        # app): its new server runs it, and the Agent gets one terminal.
+        ended = await agent.terminal("nap-1")
+        assert (ended["type"], ended["payload"]["result"]) == (
+            "lineup.v1.tool.result",
+            {"result": "rested"},
+        )
+        again = await _call(agent, revision, "add-after", "add", {"a": 2, "b": 2})
+        assert again["payload"]["result"] == {"result": 4}
+        await agent.settle()
+        assert len(agent.of_call("nap-1", "lineup.v1.tool.result", ERROR)) == 1
         nursery.cancel_scope.cancel()

@@ -3,9 +3,10 @@ as an MCP app (`lineup run --dev-mcp -- python server.py`). Not LineUp code: it 
 the `mcp` SDK and the standard library, as any server a user brings would.
 
 Its tools: `add` (structured output), `fail` (an `isError` result), `slow` (progress, a log
-line, then waits until cancelled), `probe` (what the sandbox lets it reach: a path, the
-network), `ask_model` (sampling, which LineUp refuses), `grow` (adds `extra`, then
-`notifications/tools/list_changed`), `getTime` (a name LineUp's rule refuses as written).
+line, then waits until cancelled), `nap` (progress, then a sleep), `probe` (what the sandbox
+lets it reach: a path, the network), `ask_model` (sampling, which LineUp refuses), `grow` (adds
+`extra`, then `notifications/tools/list_changed`), `getTime` (a name LineUp's rule refuses as
+written).
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ async def slow(steps: int, ctx: Context) -> str:
         await ctx.report_progress(step + 1, steps)
     await anyio.sleep_forever()
     return "never"
+
+
+@server.tool(description="Report that it started, sleep `seconds`, then answer.")
+async def nap(seconds: float, ctx: Context) -> str:
+    await ctx.report_progress(0, 1)
+    await anyio.sleep(seconds)
+    return "rested"
 
 
 @server.tool(description="What this process may reach: read a path, open a TCP socket.")
