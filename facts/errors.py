@@ -91,6 +91,9 @@ class ErrorCode(StrEnum):
     TOOL_NOT_ADVERTISED = "tool_not_advertised"
     TOOL_INPUT_INVALID = "tool_input_invalid"
     TOOL_OUTPUT_INVALID = "tool_output_invalid"
+    MCP_TOOL_ERROR = "mcp_tool_error"  # an MCP server's tool answered `isError`
+    MCP_SERVER_EXITED = "mcp_server_exited"  # an MCP app's server ended with calls open
+    MCP_SAMPLING_UNSUPPORTED = "mcp_sampling_unsupported"  # asked of LineUp by an MCP server
     APP_DISABLED = "app_disabled"
     APP_EXITED = "app_exited"  # a MiniApp's process ended by itself; its instances failed
     APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
@@ -202,6 +205,9 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.TOOL_NOT_ADVERTISED: "agent",
         ErrorCode.TOOL_INPUT_INVALID: "agent",
         ErrorCode.TOOL_OUTPUT_INVALID: "app",
+        ErrorCode.MCP_TOOL_ERROR: "app",
+        ErrorCode.MCP_SERVER_EXITED: "app",
+        ErrorCode.MCP_SAMPLING_UNSUPPORTED: "app",
         ErrorCode.APP_DISABLED: "caller",
         ErrorCode.APP_EXITED: "app",
         ErrorCode.APP_INSTANCE_NOT_FOUND: "caller",

@@ -73,7 +73,8 @@ from pydantic_core import PydanticCustomError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 
-from .schema import SchemaUnsupported, check_subset
+from . import _mcp_schema
+from .schema import SchemaUnsupported, check_subset, validate
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -173,9 +174,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-def check_tool_schema(schema: Any, path: str) -> None:
-    """Refuse (`ManifestInvalid`) a tool schema outside the subset or whose root is no object."""
+Delivery = Literal["miniapp_sdk", "mcp"]
+
+
+def check_tool_schema(schema: Any, path: str, delivery: object = "miniapp_sdk") -> None:
+    """Refuse (`ManifestInvalid`) a tool schema outside the subset or whose root is no object;
+    an MCP server's tool (`delivery: "mcp"`) may use all of JSON Schema 2020-12 instead
+    (`_mcp_schema`)."""
     try:
+        if delivery == "mcp":
+            _mcp_schema.check_schema(schema)
+            return
         check_subset(schema)
     except SchemaUnsupported as exc:
         raise ManifestInvalid(exc.reason, path=path + exc.path) from exc
@@ -207,7 +216,7 @@ class ToolDescriptor(_Model):
     method: ToolId
     contract_version: Literal["1"] = "1"
     handling: Handling
-    delivery: Literal["miniapp_sdk"] = "miniapp_sdk"
+    delivery: Delivery = "miniapp_sdk"  # `mcp`: an MCP server's tool, schemas in full 2020-12
     activation_requirement: Activation = "app_ready"
     requires_foreground: StrictBool = False
     restore_previous_focus: StrictBool = True
@@ -226,9 +235,22 @@ class ToolDescriptor(_Model):
 
     @model_validator(mode="after")
     def _schemas_in_subset(self) -> ToolDescriptor:
-        check_tool_schema(self.input_schema, "/input_schema")
-        check_tool_schema(self.output_schema, "/output_schema")
+        check_tool_schema(self.input_schema, "/input_schema", self.delivery)
+        check_tool_schema(self.output_schema, "/output_schema", self.delivery)
         return self
+
+    def input_violations(self, value: object) -> list[str]:
+        """The JSON pointers of what `value` breaks in the input schema (empty: it fits)."""
+        return self._violations(self.input_schema, value)
+
+    def output_violations(self, value: object) -> list[str]:
+        """The JSON pointers of what `value` breaks in the output schema (empty: it fits)."""
+        return self._violations(self.output_schema, value)
+
+    def _violations(self, schema: dict[str, Any], value: object) -> list[str]:
+        if self.delivery == "mcp":
+            return _mcp_schema.violations(schema, value)
+        return validate(schema, value)
 
     @model_validator(mode="after")
     def _call_model_agrees(self) -> ToolDescriptor:

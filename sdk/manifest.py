@@ -104,6 +104,7 @@ __all__ = [
     "LaunchStrategy",
     "Manifest",
     "ManifestInvalid",
+    "McpServer",
     "Risk",
     "RuntimeSdk",
     "ToolDescriptor",
@@ -117,7 +118,7 @@ __all__ = [
 
 FORMAT: Final = "lineup.app.v1"
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
-Kind = Literal["system", "core", "bundled-reference", "installed"]
+Kind = Literal["system", "core", "bundled-reference", "installed", "mcp"]
 ANY_HOST: Final = "0"  # a manifest without `host` runs on any host version
 
 
@@ -208,6 +209,15 @@ class Host(_Model):
     surface_required: StrictBool = False
 
 
+class McpServer(_Model):
+    """How an MCP app's server starts (kind `mcp`): its command and arguments, run over stdio
+    by LineUp's adapter inside the app's sandbox, from its own folder."""
+
+    command: tuple[Annotated[str, Field(min_length=1, max_length=4096)], ...] = Field(
+        min_length=1, max_length=256
+    )
+
+
 class Manifest(_Model):
     """`lineup.app.v1`. Constructing one checks everything; refusals raise `ManifestInvalid`
     (or pydantic's `ValidationError` for a malformed field when built directly)."""
@@ -223,6 +233,7 @@ class Manifest(_Model):
     requested_capabilities: tuple[Name, ...] = ()
     host: Host = Host()
     tools: tuple[ToolDescriptor, ...] = ()
+    mcp: McpServer | None = None  # kind `mcp` only: the server LineUp's adapter runs
 
     @model_validator(mode="before")
     @classmethod
@@ -238,7 +249,8 @@ class Manifest(_Model):
                 if isinstance(tool, dict):
                     for key in ("input_schema", "output_schema"):
                         if key in tool:
-                            check_tool_schema(tool[key], f"/tools/{i}/{key}")
+                            where = f"/tools/{i}/{key}"
+                            check_tool_schema(tool[key], where, tool.get("delivery"))
         return data
 
     @model_serializer(mode="wrap")
@@ -247,7 +259,15 @@ class Manifest(_Model):
         data: dict[str, Any] = handler(self)
         if self.title is None:
             data.pop("title", None)
+        if self.mcp is None:
+            data.pop("mcp", None)
         return data
+
+    @model_validator(mode="after")
+    def _mcp_server_for_its_kind(self) -> Manifest:
+        if (self.kind == "mcp") != (self.mcp is not None):
+            raise ManifestInvalid("manifest_malformed", "kind mcp names its server", path="/mcp")
+        return self
 
     @model_validator(mode="after")
     def _no_power_of_the_runtime(self) -> Manifest:

@@ -158,6 +158,8 @@ from ._protocol.surfaces import (
     merge_patch,
 )
 from ._protocol.tools import (
+    McpToolsChangedReply,
+    McpToolsChangedRequest,
     ToolAcceptRequest,
     ToolCallEvent,
     ToolCancelledEvent,
@@ -277,6 +279,8 @@ __all__ = [
     "InteractionUpdatedEvent",
     "LifecycleAction",
     "LifecycleRequest",
+    "McpToolsChangedReply",
+    "McpToolsChangedRequest",
     "ModeChangedEvent",
     "ModeSwitchRequest",
     "OperationEndedEvent",

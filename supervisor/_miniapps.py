@@ -2,11 +2,18 @@
 sandbox the supervisor sets) or stopped. A child that broke the protocol is killed, and a MiniApp
 stays down (its instances fail); one that ended by itself leaves its instances without a process.
 Focus is told of each. Focus decides *which* app runs, never *what code* runs.
+
+An MCP app (its config names `mcp`: the command of its server, from its manifest, and its
+folder) runs the SDK's MCP adapter (`MCP_HOST`) in the `mcp` sandbox profile, which may execute
+the command's program (resolved here, on the runtime's PATH) and what is in its folder, nothing
+else (`_sandbox`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import signal
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -38,7 +45,8 @@ __all__ = ["MINIAPP_HOST", "MiniApps"]
 
 log = logging.getLogger("lineup.supervisor")
 
-MINIAPP_HOST: Final = "lineup.sdk:MiniAppHost"  # the only program a dynamic child may run
+MINIAPP_HOST: Final = "lineup.sdk:MiniAppHost"  # the program a dynamic child runs
+MCP_HOST: Final = "lineup.sdk._mcp_host:McpAppHost"  # ... or, for an MCP app, this one
 
 
 class MiniApps:
@@ -68,14 +76,18 @@ class MiniApps:
         ):
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, request.name)
         child = self._children.get(request.name)
+        config = dict(request.config)
+        policy = self.sandbox_policy(request.name)
+        if config.get("mcp") is not None:
+            config["mcp"], policy = mcp_server(config["mcp"], policy)
         spec = ChildSpec(
             request.name,
             ActorKind.MINIAPP,
-            MINIAPP_HOST,
+            MINIAPP_HOST if config.get("mcp") is None else MCP_HOST,
             restart=Restart.TRANSIENT,
             # The sandbox is the supervisor's to set, after focus's config: a request can
             # name an app, never weaken its confinement.
-            config={**request.config, "sandbox": self.sandbox_policy(request.name)},
+            config={**config, "sandbox": policy},
         )
         if child is None:
             child = Child(Identity(ActorKind.MINIAPP, request.name), spec=spec)
@@ -169,3 +181,28 @@ class MiniApps:
                 )
             except LineUpError:
                 log.error("supervisor.focus_not_told app=%s", event.peer)
+
+
+def mcp_server(
+    server: object, policy: dict[str, object]
+) -> tuple[dict[str, object], dict[str, object]]:
+    """An MCP app's server (`{"command": [...], "folder": str}`) with its program resolved on
+    the runtime's PATH, and the `mcp` sandbox profile that may execute it and its folder.
+    Raises `invalid_arguments` for a server that names no program found, or no absolute folder."""
+    if not isinstance(server, dict):
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "mcp")
+    command = server.get("command")
+    folder = server.get("folder")
+    if (
+        not isinstance(command, list | tuple)
+        or not command
+        or not all(isinstance(part, str) for part in command)
+        or not isinstance(folder, str)
+        or not Path(folder).is_absolute()
+    ):
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "mcp")
+    program = shutil.which(command[0], path=os.environ.get("PATH", os.defpath))
+    if program is None:
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "mcp: program not found")
+    resolved: dict[str, object] = {"command": [program, *command[1:]], "folder": folder}
+    return resolved, {**policy, "profile": "mcp", "exec_paths": [program, folder]}

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from . import _landlock
 
-__all__ = ["RUNTIME_CODE", "landlock_rules", "own_code", "package_root"]
+__all__ = ["RUNTIME_CODE", "exec_rules", "landlock_rules", "own_code", "package_root"]
 
 _SYSTEM_READ: Final = (
     "/usr/lib",
@@ -24,6 +24,9 @@ _SYSTEM_READ: Final = (
     "/usr/local/lib",
     "/usr/share/zoneinfo",
 )
+_LOADERS: Final = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1")
+# Public configuration a server's runtime reads at start (Node's OpenSSL reads openssl.cnf).
+_SERVER_READ: Final = ("/etc/ssl",)
 _SYSTEM_FILES: Final = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom")
 # The runtime's code a MiniApp's process imports, relative to the package root: the closure of
 # `lineup.sdk` and the actor kernel (tests/supervisor/test_sandbox.py recomputes it from a fresh
@@ -58,6 +61,27 @@ def landlock_rules(
     rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
     rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))
     rules.append((str(home), _landlock.FS_WRITE_TREE))
+    return rules
+
+
+def exec_rules(paths: tuple[str, ...]) -> list[_landlock.Rule]:
+    """What an MCP app's process may execute (read with it): each of `paths` (a file alone, a
+    folder with what is beneath it), resolved, and the dynamic loader every program needs,
+    which the kernel opens for execution too; and `_SERVER_READ`, read-only. Nothing for none (a
+    MiniApp executes nothing)."""
+    if not paths:
+        return []
+    rules: list[_landlock.Rule] = [(path, _landlock.FS_READ) for path in _SERVER_READ]
+    for raw in (*paths, *_LOADERS):
+        path = Path(raw).resolve()
+        if path.is_dir():
+            rules.append((str(path), _landlock.FS_READ | _landlock.EXECUTE))
+        elif path.is_file():
+            rules.append((str(path), _landlock.READ_FILE | _landlock.EXECUTE))
+            # A virtual environment's interpreter reads its `pyvenv.cfg` first.
+            venv = Path(raw).parent.parent / "pyvenv.cfg"
+            if venv.is_file():
+                rules.append((str(venv.resolve()), _landlock.READ_FILE))
     return rules
 
 

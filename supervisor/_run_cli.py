@@ -24,6 +24,8 @@ from lineup._early import imports_done
 from lineup._logs import configure_logs
 
 from ._control import CONTROL_SOCKET
+from ._mcp_probe import ProbeFailed
+from ._mcp_probe import dev_mcp as _dev_mcp
 from ._restarts import Escalation
 from ._runtime import LANES, PRELOAD, RuntimeOptions, plan_runtime
 from ._sandbox import missing_layers, probe_layers
@@ -73,6 +75,9 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     except PasswordRefused as exc:
         print(f"lineup: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    dev_mcp = _dev_mcp_apps(args, data_dir)
+    if isinstance(dev_mcp, int):
+        return dev_mcp
     try:
         plan = plan_runtime(
             RuntimeOptions(
@@ -90,6 +95,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
                 appserver_port=args.appserver_port,
                 allow_weak_sandbox=args.allow_weak_sandbox,
                 dev_apps=tuple(args.dev_app),
+                extra_apps=dev_mcp,
                 catalog=args.catalog,
                 appserver_via=args.appserver_via,
             )
@@ -115,6 +121,8 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
         link_wait=plan.link_wait,
     )
     supervisor.info.update(plan.info)
+    if dev_mcp:
+        supervisor.info["dev_mcp"] = dev_mcp[0]["app_scope"]
     supervisor.allow_weak_sandbox = args.allow_weak_sandbox
     layers = probe_layers()
     missing = missing_layers(layers)  # seccomp_audit is reported, never required
@@ -173,6 +181,21 @@ def _open_data_dir(data_dir: Path) -> BinaryIO:
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != data_dir else ""
         raise _Refused(f"--data-dir {data_dir}: {step}: {exc.strerror}{where}") from None
+
+
+def _dev_mcp_apps(args: argparse.Namespace, data_dir: Path) -> tuple[dict[str, str], ...] | int:
+    """`--dev-mcp -- COMMAND…`'s registry entry (none without it), or the exit status of a
+    refusal, said in one line."""
+    if args.mcp_command and args.dev_mcp is None:
+        print("lineup: error: a command after `--` needs --dev-mcp", file=sys.stderr)
+        return EXIT_USAGE
+    if args.dev_mcp is None:
+        return ()
+    try:
+        return (_dev_mcp(args.dev_mcp, list(args.mcp_command), data_dir),)
+    except ProbeFailed as exc:
+        print(f"lineup: error: --dev-mcp: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
 
 
 def _port_taken(port: int) -> str | None:

@@ -33,6 +33,16 @@ whole sandbox, in this order, each step needing the privileges the next ones tak
 
 A layer the kernel lacks is an error unless the policy says `allow_weak`.
 
+An MCP app's process (profile `mcp`: `lineup.sdk.mcp`'s adapter, which starts its one MCP
+server over stdio) gets the same layers with three differences, each as narrow as the server
+needs: seccomp lets it start processes and programs (`_seccomp`'s `spawn`); Landlock grants the
+execute right on `exec_paths` alone (the server's interpreter, the dynamic loader, its own
+folder), so nothing else can be run; and memory is bounded by RLIMIT_DATA instead of RLIMIT_AS,
+since V8 reserves far more address space than it uses and RLIMIT_AS stops it at start, while
+RLIMIT_DATA counts only what is writable (a reservation is not). The server inherits everything
+else: the network namespace, the data dir as its only writable place, the rlimits, no
+capabilities, the pids cgroup.
+
 Landlock's denials are not audited row by row: Landlock (ABI 7) reports them only to the
 kernel's audit subsystem, which is off on the machines this runs on (`AUDIT_GET`: enabled 0),
 and turning it on is a host-wide change no application runtime should make. The errno is the
@@ -57,13 +67,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxStatus, SeccompLayer
 
 from . import _landlock, _seccomp
-from ._readable import landlock_rules
+from ._readable import exec_rules, landlock_rules
 from ._report import CGROUP_JOINED, send_report
 
 __all__ = [
@@ -110,7 +120,7 @@ class SandboxPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    profile: Literal["miniapp"]
+    profile: Literal["miniapp", "mcp"]
     app_scope: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]  # the manifest's rule
     data_dir: str | None = None  # the runtime's data dir; default: the child's boot data dir
     allow_weak: bool = False  # run with the layers this kernel has, instead of refusing
@@ -125,6 +135,14 @@ class SandboxPolicy(BaseModel):
     threads: Annotated[int, Field(ge=8, le=1 << 16)] = 128  # pids.max of its pids cgroup
     pids_cgroup: str | None = None  # the cgroup the supervisor made for it (`_quota`), if any
     without: tuple[Layer, ...] = ()  # layers left off on purpose (tests, diagnosis)
+    # `mcp` only: the files and folders the server may execute (read with them), absolute.
+    exec_paths: tuple[Annotated[str, Field(pattern=r"^/")], ...] = ()
+
+    @model_validator(mode="after")
+    def _exec_only_for_mcp(self) -> SandboxPolicy:
+        if self.exec_paths and self.profile != "mcp":
+            raise ValueError("exec_paths is for the mcp profile only")
+        return self
 
 
 class SandboxUnavailable(LineUpError):
@@ -309,21 +327,25 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
             log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
-        _landlock.restrict_self(landlock_rules(data_dir, home, config, str(boot["target"])))
+        rules = landlock_rules(data_dir, home, config, str(boot["target"]))
+        _landlock.restrict_self([*rules, *exec_rules(policy.exec_paths)])
     if "rlimits" in layers:
         _set_rlimits(policy)
     if "capabilities" in layers:
         _drop_capabilities()
     _seccomp_and_report(
         seccomp="seccomp" in layers,
+        spawn=policy.profile == "mcp",
         report_to=report_to,
         wait_for_cgroup=policy.pids_cgroup is not None,
     )
 
 
-def _seccomp_and_report(*, seccomp: bool, report_to: int | None, wait_for_cgroup: bool) -> None:
+def _seccomp_and_report(
+    *, seccomp: bool, spawn: bool, report_to: int | None, wait_for_cgroup: bool
+) -> None:
     notify = report_to is not None and _seccomp.notify_available()
-    listener = _seccomp.install(notify=notify) if seccomp else None
+    listener = _seccomp.install(notify=notify, spawn=spawn) if seccomp else None
     if report_to is not None:
         try:
             send_report(report_to, listener)
@@ -431,8 +453,11 @@ def _join_cgroup(cgroup: Path) -> None:
 
 
 def _set_rlimits(policy: SandboxPolicy) -> None:
+    # An MCP server may be V8, which reserves address space it never touches: RLIMIT_DATA
+    # bounds what is writable (the module's docstring).
+    memory = resource.RLIMIT_DATA if policy.profile == "mcp" else resource.RLIMIT_AS
     limits = {
-        resource.RLIMIT_AS: (policy.memory_mb << 20,) * 2,
+        memory: (policy.memory_mb << 20,) * 2,
         resource.RLIMIT_NOFILE: (policy.files,) * 2,
         # Counts every task of the uid and never binds uid 0: seccomp is what stops forks.
         resource.RLIMIT_NPROC: (policy.tasks,) * 2,

@@ -25,6 +25,12 @@ leave the kernel: only the deny branches notify. If nobody holds the listener (t
 died), the kernel fails a denied call with ENOSYS: still denied. The process must not keep the
 listener: with it, it could answer its own notifications with SECCOMP_USER_NOTIF_FLAG_CONTINUE.
 
+An MCP app's process (`spawn=True`) starts its one MCP server: for it, and only for it, the
+filter lets fork, vfork, execve and execveat through, and clone without namespace flags; every
+other rule holds, for the adapter and for the server (a filter is inherited and irrevocable).
+What the server may execute is Landlock's to say (the execute right, granted on its interpreter
+and its own folder alone), how many tasks it may be the pids cgroup's and RLIMIT_NPROC's.
+
 Only x86_64 has a table (`SUPPORTED`); elsewhere the sandbox reports the layer as missing.
 """
 
@@ -108,6 +114,7 @@ def _deny(err: int = _NOTIFY) -> _Insn:
 
 
 # x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl). Every call here fails with EPERM.
+_SPAWN: Final = frozenset({"fork", "vfork", "execve", "execveat"})  # what `spawn` lets through
 _DENIED: Final = {
     # No new sockets, no new connections: a MiniApp talks to the runtime over the channels it
     # was given, and to nothing else. (socketpair is filtered by its arguments, below.)
@@ -224,15 +231,15 @@ _TIOCSTI: Final = 0x5412  # push bytes into a terminal's input: typing into the 
 _TIOCLINUX: Final = 0x541C  # the console's selection paste does the same
 
 
-def _program(*, notify: bool) -> list[_Insn]:
+def _program(*, notify: bool, spawn: bool = False) -> list[_Insn]:
     deny = _RET_USER_NOTIF if notify else _RET_ERRNO | DENIED_ERRNO
     return [
         (code, jt, jf, deny if (code, k) == (_RET_K, _NOTIFY) else k)
-        for code, jt, jf, k in _rules()
+        for code, jt, jf, k in _rules(spawn=spawn)
     ]
 
 
-def _rules() -> list[_Insn]:
+def _rules(*, spawn: bool = False) -> list[_Insn]:
     prog: list[_Insn] = [
         # Another ABI's numbering (i386 via int 0x80) would make every rule below meaningless.
         _ld(_ARCH),
@@ -243,18 +250,20 @@ def _rules() -> list[_Insn]:
         (_JGE_K, 0, 1, _X32_SYSCALL_BIT),
         _ret(_RET_KILL_PROCESS),
     ]
-    for nr in _DENIED.values():
-        prog += [(_JEQ_K, 0, 1, nr), _deny()]
+    for name, nr in _DENIED.items():
+        if not (spawn and name in _SPAWN):
+            prog += [(_JEQ_K, 0, 1, nr), _deny()]
     # glibc creates threads with clone3 and falls back to clone on ENOSYS; clone3 takes its
     # flags in memory, where a filter cannot look, so it is refused as "not implemented" by the
     # kernel itself: every new thread asks, so this one is neither notified nor audited.
     prog += [(_JEQ_K, 0, 1, _SYS_CLONE3), _deny(errno.ENOSYS)]
-    # clone: threads (trio's worker threads) yes; a new process or namespace, no.
+    # clone: threads (trio's worker threads) yes; a new process (but with `spawn`) or
+    # namespace, no.
     prog += _when(
         _SYS_CLONE,
         _ld(_arg(0)),
-        (_AND_K, 0, 0, _CLONE_THREAD | _CLONE_NEW_NAMESPACES),
-        (_JEQ_K, 1, 0, _CLONE_THREAD),
+        (_AND_K, 0, 0, (0 if spawn else _CLONE_THREAD) | _CLONE_NEW_NAMESPACES),
+        (_JEQ_K, 1, 0, 0 if spawn else _CLONE_THREAD),
         _deny(),
         _ret(_RET_ALLOW),
     )
@@ -314,8 +323,15 @@ def _assemble(program: list[_Insn]) -> bytes:
     return b"".join(struct.pack("=HBBI", *insn) for insn in program)
 
 
-_ERRNO_PROGRAM: Final = _assemble(_program(notify=False)) if SUPPORTED else b""
-_NOTIFY_PROGRAM: Final = _assemble(_program(notify=True)) if SUPPORTED else b""
+_PROGRAMS: Final = (
+    {
+        (notify, spawn): _assemble(_program(notify=notify, spawn=spawn))
+        for notify in (False, True)
+        for spawn in (False, True)
+    }
+    if SUPPORTED
+    else {}
+)
 _INSN_SIZE: Final = 8
 
 _NAMES: Final = {
@@ -351,8 +367,9 @@ def notify_available() -> bool:
     return available() and _action_available(_RET_USER_NOTIF)
 
 
-def install(*, notify: bool = False) -> int | None:
+def install(*, notify: bool = False, spawn: bool = False) -> int | None:
     """Load the filter on this (single-threaded) process. Needs no_new_privs. Irrevocable.
+    With `spawn` (an MCP app's), it may start processes and programs (the module's docstring).
 
     With `notify`, returns the listener descriptor (close-on-exec), which the caller must hand
     to its auditor and close before running untrusted code; until someone reads it, a denied
@@ -360,7 +377,7 @@ def install(*, notify: bool = False) -> int | None:
     """
     if not SUPPORTED:
         raise SeccompError(errno.ENOSYS, "no seccomp table for this architecture")
-    code = _NOTIFY_PROGRAM if notify else _ERRNO_PROGRAM
+    code = _PROGRAMS[(notify, spawn)]
     buffer = ctypes.create_string_buffer(code, len(code))
     prog = _SockFprog(len(code) // _INSN_SIZE, ctypes.cast(buffer, ctypes.c_void_p))
     flags = _SECCOMP_FILTER_FLAG_TSYNC

@@ -142,6 +142,18 @@ def _parser() -> argparse.ArgumentParser:
         "(*.pub) are trusted only with the embedded AppServer (what `make run` uses)",
     )
     run.add_argument(
+        "--dev-mcp",
+        nargs="?",
+        const=Path(),
+        default=None,
+        type=Path,
+        metavar="DIR",
+        help="run the MCP server whose command follows `--` from its folder DIR (default: the "
+        "current directory) as an unsigned app, sandboxed and marked dev: `lineup run "
+        "--dev-mcp -- python server.py`",
+    )
+    run.add_argument("mcp_command", nargs="*", metavar="-- COMMAND ARGS", help=argparse.SUPPRESS)
+    run.add_argument(
         "--allow-weak-sandbox",
         action="store_true",
         help="run MiniApps even where this kernel lacks a sandbox layer (unsafe)",

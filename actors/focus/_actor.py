@@ -294,6 +294,12 @@ class FocusActor(Actor, NavigationHandlers):
     async def on_dev_app_reload(self, msg: DevAppReloadRequest, env: Envelope) -> DevAppReloadReply:
         return await self.dev_reload.reload(msg)
 
+    @handles(sdk.McpToolsChangedRequest)
+    async def on_mcp_tools_changed(
+        self, msg: sdk.McpToolsChangedRequest, env: Envelope
+    ) -> sdk.McpToolsChangedReply:
+        return await self.dev_reload.mcp_tools_changed(app_scope_of(env.sender), msg)
+
     @handles(DevAppRefusedEvent)
     async def on_dev_app_refused(self, msg: DevAppRefusedEvent, env: Envelope) -> None:
         await self.dev_reload.refused(msg)

@@ -23,6 +23,11 @@ reload at a time:
    any case);
 5. tells every Shell `<title> reloaded` (a `shell.notice`).
 
+A development MCP app (`lineup run --dev-mcp`) has no files to watch: its server says when its
+tools change (`notifications/tools/list_changed`), and its process sends the new list
+(`focus.sdk.mcp.tools_changed`); the app's manifest takes them and the inventory is published,
+with no restart (the process is the one that listed them).
+
 A refusal, focus's own (its reply) or the watcher's (the manifest could not be generated), is
 printed by the watcher in the terminal, `lineup: dev app PATH: <reason> <where>`, and that
 line is told to focus (`focus.dev_app.refused`), which shows it to every Shell as an error
@@ -43,6 +48,7 @@ from lineup.actors.store.messages import AppRegistryPutReply, AppRegistryPutRequ
 from lineup.hostbridge.messages import NoticeEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ManifestInvalid, incompatibility, load_manifest
+from lineup.sdk.mcp_server import tools_of
 
 from ._access import Access
 from ._lifecycle import Lifecycle
@@ -103,6 +109,40 @@ class DevReload:
                 revision=self._publisher.inventory.revision,
                 tools_changed=self._publisher.inventory.revision != revision,
                 restarted=restarted,
+            )
+
+    async def mcp_tools_changed(
+        self, scope: str, msg: sdk.McpToolsChangedRequest
+    ) -> sdk.McpToolsChangedReply:
+        """A development MCP app's server changed its tools (`notifications/tools/list_changed`):
+        they replace the app's, mapped as at `--dev-mcp` (`mcp_server.tools_of`), and the
+        inventory gets a new revision. Only the app's own tools, only a development app's (an
+        installed app's tools are its signed manifest's). Raises `app_not_installed`."""
+        async with self._lock:
+            app = self._book.get(scope)
+            manifest = self._book.manifest(scope)
+            if app is None or app.source != "dev" or manifest is None or manifest.mcp is None:
+                raise LineUpError(ErrorCode.APP_NOT_INSTALLED, "no development MCP app")
+            tools = tools_of(scope, msg.tools)
+            try:
+                changed = load_manifest(
+                    {
+                        **manifest.model_dump(mode="json"),
+                        "tools": [d.model_dump(mode="json") for d in tools.descriptors],
+                    }
+                )
+            except ManifestInvalid as exc:
+                raise LineUpError(ErrorCode.INVALID_ARGUMENTS, exc.reason) from None
+            self._book.change(scope, manifest=changed)
+            await self._publisher.publish()  # a new revision only if the tools changed
+            log.info(
+                "focus.mcp_tools_changed app=%s tools=%d refused=%d",
+                scope,
+                len(tools.descriptors),
+                len(tools.refused),
+            )
+            return sdk.McpToolsChangedReply(
+                tools=len(tools.descriptors), refused=len(tools.refused)
             )
 
     async def refused(self, msg: DevAppRefusedEvent) -> None:

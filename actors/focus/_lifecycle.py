@@ -26,7 +26,7 @@ unfinished calls to `cancelled(app_closed)`; focus never waits on the router.
 from __future__ import annotations
 
 import logging
-from typing import Final, Literal, cast
+from typing import Any, Final, Literal, cast
 
 import trio
 
@@ -58,6 +58,7 @@ from lineup.actors.store.messages import (
 from lineup.facts.modes import Mode
 from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
+from lineup.sdk.manifest import Manifest
 
 from ._access import Access
 from ._installed import InstalledApps
@@ -300,6 +301,7 @@ class Lifecycle:
                         "instance_id": instance_id,
                         "app_version": manifest.version if manifest else "",  # its SDK context's
                         "app_path": app.app_path,  # a development app's folder
+                        **_mcp_server(manifest, app.app_path),
                     },
                 ),
                 expect=ChildStartReply,
@@ -425,3 +427,11 @@ def _commit_request(commit: Commit, no_restore: set[str]) -> InstanceCommitReque
         modes=tuple(InstanceModeSet(instance_id=i, mode=m) for i, m in commit.modes.items()),
         stack=commit.stack,
     )
+
+
+def _mcp_server(manifest: Manifest | None, folder: str) -> dict[str, Any]:
+    """An MCP app's server, for the supervisor (`supervisor._miniapps.mcp_server`): its
+    manifest's command, run from the app's folder. Nothing for a LineUp app."""
+    if manifest is None or manifest.mcp is None:
+        return {}
+    return {"mcp": {"command": list(manifest.mcp.command), "folder": folder}}

@@ -35,7 +35,6 @@ from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import split_tool_id
-from lineup.sdk.schema import validate
 
 from . import _ids as ids
 from . import _outbox as outbox
@@ -126,7 +125,7 @@ class AppCalls:
         descriptor = inventory.tool(known.tool)
         if descriptor is None:
             raise LineUpError(ErrorCode.APP_DISABLED, known.tool)
-        if validate(descriptor.output_schema, msg.result):
+        if descriptor.output_violations(msg.result):
             self.bus.audit(
                 AuditRecord(
                     event="router.tool_output_refused",

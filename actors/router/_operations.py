@@ -53,7 +53,6 @@ from lineup.facts import deadline_operations as machine
 from lineup.facts import tool_calls as calls_machine
 from lineup.facts.scopes import INTERACTION
 from lineup.sdk import protocol as sdk
-from lineup.sdk.schema import validate
 
 from . import _ids as ids
 from . import _outbox as outbox
@@ -125,7 +124,7 @@ class DeadlineOperations:
         descriptor = (await self.calls.inventory.get()).tool(call.tool)
         if descriptor is None:
             raise LineUpError(ErrorCode.APP_DISABLED, call.tool)
-        if validate(descriptor.output_schema, msg.result):
+        if descriptor.output_violations(msg.result):
             self.calls.bus.audit(
                 AuditRecord(
                     event="router.tool_output_refused",

@@ -61,7 +61,7 @@ from lineup.facts.scopes import INTERACTION
 from lineup.facts.tool_calls import ToolCallEvent
 from lineup.sdk import interactions as std
 from lineup.sdk.manifest import ToolDescriptor, split_tool_id, tool_id
-from lineup.sdk.schema import InputInvalid, validate
+from lineup.sdk.schema import InputInvalid
 
 from ._envelope import RuntimeEnvelope
 from ._inventory import Inventory
@@ -221,7 +221,7 @@ class ToolPipeline:
             raise LineUpError(ErrorCode.APP_SCOPE_MISMATCH, raw_scope)
         if not isinstance(raw_input, dict):
             raise InputInvalid("", tool)
-        violations = validate(descriptor.input_schema, raw_input)
+        violations = descriptor.input_violations(raw_input)
         if violations:
             raise InputInvalid(violations[0], tool)
         return descriptor

@@ -12,6 +12,8 @@ from lineup.actors.kernel import Message
 from .common import Id
 
 __all__ = [
+    "McpToolsChangedReply",
+    "McpToolsChangedRequest",
     "ToolAcceptRequest",
     "ToolCallEvent",
     "ToolCancelRequest",
@@ -127,3 +129,19 @@ class UiToolProgressRequest(Message):
     type: Literal["focus.sdk.surface.tool_progress"] = "focus.sdk.surface.tool_progress"
     call_id: Id
     progress: dict[str, Any]
+
+
+class McpToolsChangedRequest(Message):
+    """An MCP app → focus: its server's `tools/list` (each tool as on the wire) after the server
+    said `notifications/tools/list_changed`. Focus maps them (`mcp_server.tools_of`) into the
+    app's tools, a development app's only, and publishes a new inventory revision if they
+    changed."""
+
+    type: Literal["focus.sdk.mcp.tools_changed"] = "focus.sdk.mcp.tools_changed"
+    tools: tuple[dict[str, Any], ...] = Field(max_length=512)
+
+
+class McpToolsChangedReply(Message):
+    type: Literal["focus.sdk.mcp.tools_changed.reply"] = "focus.sdk.mcp.tools_changed.reply"
+    tools: int  # how many the app now offers
+    refused: int  # how many of the server's were left out

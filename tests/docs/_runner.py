@@ -153,12 +153,14 @@ class Reader:
     def _environment(self) -> dict[str, str]:
         bin_dir = self.folder.parent / "bin"
         bin_dir.mkdir()
-        for name, target in (("lineup", f"{sys.executable} -m lineup"), ("python", sys.executable)):
-            script = bin_dir / name
-            script.write_text(f'#!/bin/sh\nexec {target} "$@"\n')
-            script.chmod(0o755)
+        script = bin_dir / "lineup"
+        script.write_text(f'#!/bin/sh\nexec {sys.executable} -m lineup "$@"\n')
+        script.chmod(0o755)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        # `python` is the interpreter itself (its own venv's), not a script that runs it: a
+        # sandboxed MCP server may execute that program and no shell (docs/mcp-servers.md).
+        interpreter = Path(sys.executable).parent
+        env["PATH"] = os.pathsep.join((str(bin_dir), str(interpreter), env.get("PATH", "")))
         env["HOME"] = str(self.folder.parent / "home")
         env["XDG_DATA_HOME"] = str(self.folder.parent / "home" / "data")
         env.pop("LINEUP_LOG", None)

@@ -3,6 +3,8 @@ status 1, never a traceback: the real CLI in a subprocess, as a user runs it."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -134,3 +136,63 @@ def test_a_registry_command_refuses_a_name_that_is_no_app_scope_before_asking(
 def test_manifest_of_an_unknown_app_is_one_line() -> None:
     result = lineup("app", "manifest", "no-such-app")
     assert_one_error_line(result, "lineup app manifest: app_not_found ")
+
+
+def test_dev_mcp_from_a_folder_holding_the_home_or_the_data_dir_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """The server may read and execute its folder: never one holding the home or the data dir
+    (each folder here holds a server that works, so only the refusal can end the command)."""
+    server = Path(__file__).resolve().parents[1] / "support" / "mcp_server" / "server.py"
+    home = tmp_path / "home"
+    for folder in (tmp_path / "server", home):
+        folder.mkdir()
+        shutil.copy(server, folder / "server.py")
+    env = {**os.environ, "HOME": str(home)}
+    cases = ((tmp_path / "server", tmp_path / "server" / ".lineup"), (home, tmp_path / "d"))
+    for folder, data_dir in cases:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lineup",
+                "run",
+                "--data-dir",
+                str(data_dir),
+                "--dev-mcp",
+                str(folder),
+                "--",
+                sys.executable,
+                "server.py",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            check=False,
+        )
+        assert assert_one_error_line(result).startswith("lineup: error: --dev-mcp: ")
+
+
+def test_a_dev_mcp_server_that_lists_no_tools_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "server"
+    folder.mkdir()
+    (folder / "server.py").write_text("import sys\nsys.exit(3)\n")
+    result = lineup(
+        "run",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--dev-mcp",
+        str(folder),
+        "--",
+        sys.executable,
+        "server.py",
+    )
+    assert assert_one_error_line(result).startswith("lineup: error: --dev-mcp: ")
+
+
+def test_a_command_after_the_double_dash_without_dev_mcp_is_a_usage_error(tmp_path: Path) -> None:
+    result = lineup("run", "--data-dir", str(tmp_path / "d"), "--", "python", "server.py")
+    assert result.returncode == 64
+    assert result.stderr.startswith("lineup: error: ")

@@ -1,0 +1,239 @@
+"""The process of an MCP app: LineUp's MCP client in front of the app's MCP server.
+
+Theory of operation
+-------------------
+`McpAppHost` is a MiniApp's process for the runtime (the SDK host's channels, ACL and tool
+protocol: `MiniAppHost`), and an MCP client (the official `mcp` SDK) for its one server, which
+it starts over stdio from the manifest's command, in the app's folder, as its child: inside the
+same sandbox (profile `mcp`: `lineup.supervisor._sandbox`), which the child inherits. The
+server's stderr is the app's stderr, so it lands in the app's log, as does each of its
+`notifications/message`.
+
+A call goes through as one `tools/call` (the method mapped back to the server's own name,
+`mcp_server.tools_of`): its progress notifications become LineUp progress, the runtime's cancel
+cancels the request (the SDK sends `notifications/cancelled`), and the `CallToolResult` becomes
+the call's one terminal: its result (`mcp_server.result_of`, checked by the runtime against the
+declared output schema), or, with `isError`, the tool error `mcp_tool_error`.
+
+The server is part of the app: when it ends (a crash, a SIGKILL, garbage on stdout), each open
+call fails `mcp_server_exited` and this process exits with an error, so that the supervisor
+restarts the app (within its intensity limit) and the next call starts a fresh server. Nothing
+the server sends can reach another app: it talks only to this process. `sampling/createMessage`
+is refused (`mcp_sampling_unsupported`): there is no model on the device.
+On `notifications/tools/list_changed` it lists the tools again and sends them to focus, which
+makes them a development app's tools, in a new inventory revision (`focus._dev_reload`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Final
+
+import mcp_types as types
+import trio
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.message import SessionMessage
+
+from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, Message, handles
+
+from . import protocol as p
+from ._host import MiniAppHost
+from .mcp_server import McpTools, error_text_of, result_of, tools_of
+
+__all__ = ["McpAppHost", "list_tools"]
+
+log = logging.getLogger("lineup.sdk.mcp")
+
+START_TIMEOUT: Final = 30.0  # the server's `initialize` and first `tools/list`
+CALL_READ_TIMEOUT: Final = 24 * 60 * 60.0  # the runtime's deadline ends a call, not this
+_READ_QUEUE: Final = 64
+
+
+class ServerGone(Exception):
+    """The MCP server ended (or broke its stdio): the app's process ends with it."""
+
+
+class McpAppHost(MiniAppHost):
+    """The process of one MCP app. Config: `{"mcp": {"command": [...], "folder": str},
+    "instance_id": str}` (the supervisor sets the command's program, `_miniapps`)."""
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        server = self.ctx.config["mcp"]
+        command = [str(part) for part in server["command"]]
+        self._scope = self.ctx.identity.name.removeprefix("miniapp:")
+        self._running: dict[str, trio.CancelScope] = {}
+        self._gone = trio.Event()
+        self._listening = False  # the server's notifications are acted on once it is listed
+        self._relisting = trio.Lock()
+        params = StdioServerParameters(
+            command=command[0], args=command[1:], cwd=server.get("folder") or None
+        )
+        async with (
+            stdio_client(params, errlog=sys.stderr) as (read, write),
+            trio.open_nursery() as nursery,
+        ):
+            # The SDK's reader ends quietly at EOF: a relay tells us when the server is gone.
+            relay_in, relay_out = trio.open_memory_channel[SessionMessage | Exception](_READ_QUEUE)
+            nursery.start_soon(self._relay, read, relay_in)
+            async with ClientSession(
+                relay_out,
+                write,
+                sampling_callback=_refuse_sampling,
+                logging_callback=self._server_log,
+                message_handler=self._on_message,
+            ) as session:
+                self._session = session
+                with trio.fail_after(START_TIMEOUT):
+                    await session.initialize()
+                    self._mcp_tools = await self._list_tools()
+                self._nursery = nursery
+                self._listening = True
+                task_status.started()
+                pending = await self.call("router", p.ToolPendingRequest(), p.ToolPendingReply)
+                for call in pending.calls:
+                    self._start_tool(call)
+                await self._gone.wait()
+                log.warning("sdk.mcp_server_exited app=%s", self._scope)
+                for call_id, scope in list(self._running.items()):
+                    scope.cancel()
+                    await self._fail_quietly(call_id, ErrorCode.MCP_SERVER_EXITED)
+                raise ServerGone(self._scope)
+
+    async def _relay(
+        self,
+        read: Any,
+        relay: trio.MemorySendChannel[SessionMessage | Exception],
+    ) -> None:
+        try:
+            async with relay:
+                async for message in read:
+                    if isinstance(message, Exception):
+                        log.warning("sdk.mcp_garbage app=%s", self._scope)
+                        break  # a server that writes garbage on stdout is broken
+                    await relay.send(message)
+        finally:
+            self._gone.set()
+
+    async def _list_tools(self) -> McpTools:
+        tools = tools_of(self._scope, await list_tools(self._session))
+        for _name, reason in tools.refused:  # the server's tool names stay out of our log
+            log.warning("sdk.mcp_tool_left_out app=%s reason=%s", self._scope, reason)
+        return tools
+
+    async def _server_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        # The app's own log (its stderr, `lineup logs`), like anything else the server writes.
+        where = f" {params.logger}" if params.logger else ""
+        print(f"mcp {params.level}{where}: {params.data}", file=sys.stderr, flush=True)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification) and self._listening:
+            self._nursery.start_soon(self._tools_changed)
+
+    async def _tools_changed(self) -> None:
+        """List the tools again and tell focus, one listing at a time: the last one wins."""
+        async with self._relisting:
+            try:
+                with trio.fail_after(START_TIMEOUT):
+                    listed = await list_tools(self._session)
+                    self._mcp_tools = tools_of(self._scope, listed)
+                    changed = p.McpToolsChangedRequest(tools=tuple(listed))
+                    await self.call("focus", changed, p.McpToolsChangedReply)
+            except LineUpError as exc:
+                log.info("sdk.mcp_tools_unpublished app=%s code=%s", self._scope, exc.code.value)
+            except Exception as exc:  # the server's answer, not ours
+                error = type(exc).__name__
+                log.warning("sdk.mcp_tools_not_listed app=%s error=%s", self._scope, error)
+
+    # ------------------------------------------------------------------ tools
+
+    def _start_tool(self, event: p.ToolCallEvent) -> None:
+        if event.call_id not in self._running:
+            self._running[event.call_id] = trio.CancelScope()
+            self._nursery.start_soon(self._run_tool, event)
+
+    async def _run_tool(self, event: p.ToolCallEvent) -> None:
+        call_id = event.call_id
+        try:
+            with self._running[call_id]:
+                await self.call("router", p.ToolAcceptRequest(call_id=call_id), p.CommandReceipt)
+                name = self._mcp_tools.names.get(event.tool)
+                if name is None:
+                    await self.fail(call_id, ErrorCode.TOOL_NOT_ADVERTISED.value)
+                    return
+                result = await self._session.call_tool(
+                    name,
+                    event.input,
+                    read_timeout_seconds=CALL_READ_TIMEOUT,
+                    progress_callback=self._progress_of(call_id),
+                )
+                await self._answer(call_id, event.tool, result)
+        except LineUpError as exc:
+            log.warning("sdk.tool_refused call=%s code=%s", call_id, exc.code.value)
+        except Exception as exc:  # an MCP error answer, a malformed result, a closed stream
+            if not self._gone.is_set():  # else `run` fails it, with every other open call
+                log.warning("sdk.mcp_call_failed call=%s error=%s", call_id, type(exc).__name__)
+                await self._fail_quietly(call_id, ErrorCode.HANDLER_FAILED)
+        finally:
+            self._running.pop(call_id, None)
+
+    def _progress_of(self, call_id: str) -> Any:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            report: dict[str, Any] = {"progress": done}
+            if total is not None:
+                report["total"] = total
+            if message:
+                report["message"] = message[:200]
+            try:
+                await self.progress(call_id, report)
+            except LineUpError as exc:
+                log.info("sdk.mcp_progress_refused call=%s code=%s", call_id, exc.code.value)
+
+        return progress
+
+    async def _answer(self, call_id: str, method: str, result: Any) -> None:
+        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if getattr(result, "is_error", False):
+            await self.fail(call_id, ErrorCode.MCP_TOOL_ERROR.value, error_text_of(dumped))
+            return
+        await self.complete(call_id, result_of(dumped, self._mcp_tools.structured(method)))
+
+    async def _fail_quietly(self, call_id: str, code: ErrorCode) -> None:
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            try:
+                await self.fail(call_id, code.value)
+            except LineUpError as exc:
+                log.info("sdk.tool_refused call=%s code=%s", call_id, exc.code.value)
+
+    @handles(p.ToolCancelledEvent)
+    def on_tool_cancelled(self, msg: p.ToolCancelledEvent, env: Envelope) -> None:
+        running = self._running.get(msg.call_id)
+        if running is not None:
+            running.cancel()  # the SDK tells the server: `notifications/cancelled`
+
+    def _enqueue(self, event: Message) -> None:
+        # An MCP server has no hooks for the runtime's events (deliveries, UI, modes): dropped.
+        log.debug("sdk.mcp_event_dropped type=%s", event.TYPE)
+
+
+async def list_tools(session: ClientSession) -> list[dict[str, Any]]:
+    """Every page of the server's `tools/list`, each tool as on the wire (by alias)."""
+    listed: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(
+            params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        )
+        listed += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+        cursor = page.next_cursor
+        if not cursor:
+            return listed
+
+
+async def _refuse_sampling(
+    context: ClientRequestContext, params: types.CreateMessageRequestParams
+) -> types.ErrorData:
+    return types.ErrorData(
+        code=types.INVALID_REQUEST, message=ErrorCode.MCP_SAMPLING_UNSUPPORTED.value
+    )

@@ -1,0 +1,63 @@
+"""A server nobody here wrote, unchanged (issue 31): `@modelcontextprotocol/server-everything`,
+fetched pinned and integrity-checked (`tests/support/npm.py`), a Node server, listed inside the
+`mcp` sandbox as `lineup run --dev-mcp` does (V8 under the profile's memory bound, offline),
+and called by the Agent through the runtime: plain content, structured content checked against
+its declared output schema, progress. Real processes: the tree, the adapter, Node."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import trio
+
+from lineup.supervisor._mcp_probe import dev_mcp
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.npm import NpmPackage, installed
+from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+
+EVERYTHING = NpmPackage(
+    "@modelcontextprotocol/server-everything",
+    "2026.8.31",
+    "sha512-5U3OZh8Xq0Li4nA26l6uNvV9/1suMDuWSn+NjLZIhzinhMY6N3A4DCrxVecBGPf2PsNFKTEv5krxGPRwzxc7jQ==",
+)
+ENTRY = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+SCOPE = "mcp-servers-everything"  # its serverInfo.name, `mcp-servers/everything`
+RESULT = "lineup.v1.tool.result"
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(shutil.which("node") is None, reason="Node is not installed"),
+]
+
+
+async def test_the_everything_server_runs_sandboxed_and_answers_the_agent(data_dir: Path) -> None:
+    installed(EVERYTHING)
+    rt = data_dir / "rt"
+    rt.mkdir(mode=0o700, parents=True)
+    entry = await trio.to_thread.run_sync(dev_mcp, EVERYTHING.folder, ["node", ENTRY, "stdio"], rt)
+    async with trio.open_nursery() as nursery:
+        runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
+        agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=60.0)
+        revision = await agent.revision_with(f"{SCOPE}.echo")
+
+        async def call(call_id: str, tool: str, args: dict[str, object]) -> dict[str, object]:
+            await agent.client.call_tool(
+                CONVERSATION, f"{SCOPE}.{tool}", args, revision, call_id=call_id
+            )
+            done = await agent.terminal(call_id)
+            assert done["type"] == RESULT, done
+            result: dict[str, object] = done["payload"]["result"]
+            return result
+
+        echoed = await call("echo-1", "echo", {"message": "hi"})
+        assert echoed == {"content": [{"type": "text", "text": "Echo: hi"}]}
+        weather = await call("weather-1", "get-structured-content", {"location": "Chicago"})
+        assert {"temperature", "conditions", "humidity"} <= set(weather)
+        await call("long-1", "trigger-long-running-operation", {"duration": 1, "steps": 2})
+        steps = agent.of_call("long-1", "lineup.v1.tool.progress")
+        assert [m["payload"]["progress"]["progress"] for m in steps] == [1, 2]
+        await agent.settle()
+        for call_id in ("echo-1", "weather-1", "long-1"):
+            assert len(agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+        nursery.cancel_scope.cancel()
