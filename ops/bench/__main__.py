@@ -23,6 +23,7 @@ from ._capabilities import capability_latencies
 from ._im import im_delivery
 from ._interactions import answer_latencies
 from ._mcp import mcp_vs_agent
+from ._mcp_apps import mcp_app_calls, mcp_app_starts
 from ._measure import median, pct
 from ._outbox import outbox_drain, sequential_posts
 from ._quotas import bounds_cost
@@ -195,7 +196,36 @@ def mcp_figures(quick: bool) -> list[Figure]:
             "the same call with the plain Agent client (AgentClient), same run, alternated p50",
             pct(plain, 0.5) * 1e3,
             note="stdio to the bridge; both over the embedded AppServer's long poll",
-        )
+        ),
+        *mcp_app_figures(quick),
+    ]
+
+
+def mcp_app_figures(quick: bool) -> list[Figure]:
+    """An MCP server run as a LineUp app (issue 31): its tool called by the Agent through the
+    runtime and its sandbox, beside the official client calling it straight; its sandboxed
+    start, beside the same start without the sandbox."""
+    through, straight = trio.run(mcp_app_calls, 30 if quick else 150)
+    sandboxed, plain = mcp_app_starts(3 if quick else 10)
+    return [
+        Figure(
+            "mcp",
+            "An MCP server's tool, Agent → runtime → sandboxed server → result committed p50",
+            pct(through, 0.5) * 1e3,
+            "ms",
+            "the official MCP client calling the same server straight over stdio, same run p50",
+            pct(straight, 0.5) * 1e3,
+            note="the suite's own server (tests/support/mcp_server), its tool add; alternated",
+        ),
+        Figure(
+            "mcp",
+            "An MCP server started in its sandbox → its first tools/list answered p50",
+            pct(sandboxed, 0.5) * 1e3,
+            "ms",
+            "a fresh interpreter starting it with the official client, no sandbox, p50",
+            pct(plain, 0.5) * 1e3,
+            note="lineup run --dev-mcp's probe: a fresh interpreter confines itself, then lists",
+        ),
     ]
 
 
