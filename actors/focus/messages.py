@@ -151,6 +151,9 @@ class InventoryReply(Message):
     agent_subscriptions: dict[str, tuple[AgentSubscription, ...]] = {}
     disabled_apps: tuple[str, ...] = ()
     refused_apps: dict[str, str] = {}  # app_scope -> its ErrorCode value
+    # The permissions each usable app holds that the chain's `permission` step reads
+    # (`lineup.sdk.manifest.CONVERSATION_TEXTS`); an app not named holds none.
+    app_permissions: dict[str, tuple[str, ...]] = {}
 
     def tool(self, tool_id: str) -> ToolDescriptor | None:
         """The advertised tool whose id is `tool_id` (`ToolDescriptor.id`), or None (not

@@ -20,7 +20,7 @@ from lineup.actors.focus.messages import AppEnableRequest, InventoryReply
 from lineup.actors.kernel import ActorKind, Bus, ErrorCode
 from lineup.actors.store.messages import InboxListReply, InboxListRequest
 from lineup.ops.agent import AgentClient
-from lineup.tests.support.listener_app import SCOPE, TEXT, Listener
+from lineup.tests.support.listener_app import SCOPE, TEXT, Bystander, Listener
 from lineup.tests.support.runtime import (
     AGENT_ID,
     CONVERSATION,
@@ -163,3 +163,29 @@ async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disab
     )
     assert [r.code for r in rows if r.subject_id == "m-off"] == [ErrorCode.APP_DISABLED.value]
     assert await inbox(router, INSTANCE) == []
+
+
+async def test_a_conversation_text_an_app_holds_no_permission_for_is_filtered_and_audited(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Bystander, title="Bystander")
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
+    await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id="open-1")
+    await agent.terminal("open-1")
+    router = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+
+    # Seed 004 §5.3: its own instance's texts reach it; the conversation's are another
+    # subscription it never asked for: accepted, in no inbox, audited by the permission step.
+    await say(agent.client, "m-conversation", "not mine", instance_id=None)
+    await say(agent.client, "m-mine", "mine")
+    await view_until(shell, live=["mine"])
+    rows = await audit_rows(
+        router,
+        lambda rows: any(r.subject_id == "m-conversation" for r in rows),
+        event_prefix="router.message_filtered",
+    )
+    filtered = [r for r in rows if r.subject_id == "m-conversation"]
+    assert [(r.event, r.code, r.message_type) for r in filtered] == [
+        ("router.message_filtered.permission", None, TEXT)
+    ]
+    assert await inbox(router, None) == []
