@@ -12,8 +12,12 @@ focus call `cancelled_by_user` — one whose instance is still starting, too.
 
 What the view shows (the period's length, its end, its state) is the instance's session data,
 the app's display state only: the deadline, the interruption and the result are the
-runtime's. The view is the Shell's generic card: the time left when it was drawn, the end time,
-and the share of the period gone.
+runtime's. The view is the Shell's generic card with a countdown to the period's end: the Shell
+redraws the time left and the share gone once a second itself, so a running period is one
+render (and one session data write) at its start and one at its end, never one per second
+through the store. A focus call interrupted before its operation existed (the user's word came
+while its instance was still launching) leaves nothing to show: its instance is closed, as is
+one whose period could not start in front.
 """
 
 from __future__ import annotations
@@ -104,9 +108,12 @@ class Pomodoro(MiniApp):
             op = await self.app.operations.start(call.call_id, time.time() + minutes * 60, result)
         except LineUpError as exc:
             if exc.code is ErrorCode.CALL_ALREADY_FINAL:
-                return None  # interrupted while it was still starting: the runtime ended it
+                # Interrupted while it was still starting: the runtime ended it.
+                await self._leave(call.instance_id)
+                return None
             if exc.code is ErrorCode.FOREGROUND_REQUIRED:
                 await call.fail(exc.code.value, "the period starts only in front")
+                await self._leave(call.instance_id)
                 return None
             raise
         period = {
@@ -157,6 +164,19 @@ class Pomodoro(MiniApp):
         for instance_id in list(self.periods):
             await self._render(instance_id)
 
+    async def _leave(self, instance_id: str) -> None:
+        """No period will run in this instance (launched for one that never started): it is
+        closed, so the user is not left in front of an empty view. One the runtime will not
+        close (it ended meanwhile) shows that nothing runs."""
+        try:
+            await self.app.lifecycle.request_close(instance_id)
+        except LineUpError as exc:
+            log.info("pomodoro.instance_not_closed code=%s", exc.code.value)
+            try:
+                await self.app.ui.render(instance_id, card(title="Focus", text="Not started"))
+            except LineUpError:
+                pass  # gone: nothing to show it in
+
     async def _period(self, instance_id: str) -> dict[str, Any] | None:
         if instance_id not in self.periods:
             try:
@@ -196,18 +216,20 @@ class Pomodoro(MiniApp):
             state = str(period["state"])
         except (KeyError, TypeError, ValueError, ValidationError):
             return
-        left = max(0.0, ends_at - time.time()) if state == "running" else 0.0
+        running = state == "running"
+        left = max(0.0, ends_at - time.time()) if running else 0.0
         gone = 1.0 if state == "completed" else min(1.0, max(0.0, 1 - left / (minutes * 60)))
         end = datetime.fromtimestamp(ends_at, UTC).strftime("%H:%M:%S UTC")
+        started_at = float(period.get("started_at", ends_at - minutes * 60))
         await self.app.ui.render(
             instance_id,
             card(
                 title=str(period.get("label", "Focus"))[:80],
-                text=f"{_SHOWN.get(state, state)}: {int(left // 60)} min {int(left % 60)} s left"
-                if state == "running"
-                else _SHOWN.get(state, state),
+                text=_SHOWN.get(state, state),
                 fields={"Length": f"{minutes:g} min", "Ends at": end, "State": state},
-                progress=gone,
-                actions={STOP: "Interrupt"} if state == "running" else None,
+                # Running, the Shell counts down to the end and fills the bar itself.
+                progress=None if running else gone,
+                countdown=(started_at, ends_at) if running and started_at < ends_at else None,
+                actions={STOP: "Interrupt"} if running else None,
             ),
         )
