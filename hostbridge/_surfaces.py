@@ -63,6 +63,11 @@ from lineup.sdk.protocol import MAX_SURFACE_EVENT_BYTES
 from ._audit import user_record
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
+from ._surface_agent_messages import (
+    AGENT_MESSAGE_METHODS,
+    AgentMessagesParams,
+    relay_agent_messages,
+)
 from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 __all__ = [
@@ -137,15 +142,16 @@ class ActionParams(_Params):
 # The Surface's share of its app's SDK (seed 004 §6: "the same semantics, restricted"): its
 # app's view model, the apps it may open, and its lifecycle and navigation actions, each asked
 # of focus for the Surface's own app and instance (`focus.ui.surface.app`).
-APP_METHODS: Final[dict[str, Literal["state", "apps.list", "action"]]] = {
+APP_METHODS: Final[dict[str, Literal["state", "state.subscribe", "apps.list", "action"]]] = {
     "lineup/state/snapshot": "state",
+    "lineup/state/subscribe": "state.subscribe",  # then `hostbridge.surface.notify` app_state
     "lineup/apps/list-available": "apps.list",
     "lineup/actions/dispatch": "action",
 }
 
 # The bridge methods the hostbridge relays: to focus, and a Surface's question to the router
 # (web/js/core/bridge.js answers the rest).
-METHODS: Final[dict[str, type[_Params]]] = {
+METHODS: Final[dict[str, type[BaseModel]]] = {
     "lineup/state/snapshot": NoParams,
     "lineup/apps/list-available": NoParams,
     "lineup/actions/dispatch": ActionParams,
@@ -155,6 +161,9 @@ METHODS: Final[dict[str, type[_Params]]] = {
     "lineup/event": EventParams,
     "lineup/ui/request": UiRequestParams,
     "lineup/capabilities/request": CapabilityParams,
+    # The Surface's app state subscription and its agent messages (issue 29).
+    "lineup/state/subscribe": NoParams,
+    **AGENT_MESSAGE_METHODS,
 }
 
 
@@ -386,7 +395,7 @@ class SurfaceRelay:
 
     def _check(
         self, frame: SurfaceRequestFrame, limited: bool
-    ) -> tuple[ErrorCode | None, _Params | None]:
+    ) -> tuple[ErrorCode | None, BaseModel | None]:
         if limited:
             return ErrorCode.BRIDGE_RATE_LIMITED, None
         wrong = self.book.check(frame.instance_id, frame.surface_id)
@@ -436,7 +445,7 @@ class SurfaceRelay:
 
         self.spawn(relay)
 
-    async def _relay(self, frame: SurfaceRequestFrame, params: _Params) -> dict[str, Any]:
+    async def _relay(self, frame: SurfaceRequestFrame, params: BaseModel) -> dict[str, Any]:
         instance_id, surface_id = frame.instance_id, frame.surface_id
         app_method = APP_METHODS.get(frame.method)
         if app_method is not None:
@@ -455,6 +464,11 @@ class SurfaceRelay:
             return answered.result
         if isinstance(params, UiRequestParams):
             return await self._ask_user(frame, params)
+        if isinstance(params, AgentMessagesParams):  # the router's (`_surface_agent_messages`)
+            app_scope = self.book.app_scope(instance_id)
+            if app_scope is None:  # checked just before: only a view gone meanwhile
+                raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, "no open Surface")
+            return await relay_agent_messages(self._bus, app_scope, instance_id, surface_id, params)
         if isinstance(params, EventParams):
             await self._bus.request(
                 "focus",

@@ -288,6 +288,10 @@ class Navigation:
             asker = self._surfaces.named(msg.instance_id, msg.surface_id).app_scope
             if msg.method == "state":
                 return SurfaceAppReply(result=self._state.view(asker).model_dump(mode="json"))
+            if msg.method == "state.subscribe":
+                watcher = env.sender.name  # the hostbridge
+                view, seq = self._state.watch(asker, msg.instance_id, msg.surface_id, watcher)
+                return SurfaceAppReply(result={"view": view.model_dump(mode="json"), "seq": seq})
             if msg.method == "apps.list":
                 listed = await self.list_with_default()
                 return SurfaceAppReply(result=listed.model_dump(mode="json"))

@@ -295,14 +295,16 @@ class SurfaceAccepted(Message):
 
 class SurfaceAppRequest(Message):
     """The Surface asks, for its own app and instance, what the app's SDK may (seed 004 §6:
-    "the same semantics, restricted"): its view model (`state`), the apps it may open
-    (`apps.list`), or a lifecycle or navigation action (`action`, one of
-    `sdk.SURFACE_ACTION_KINDS`). Decided exactly as the app's own request would be."""
+    "the same semantics, restricted"): its view model (`state`), a subscription to it
+    (`state.subscribe`: `{"view", "seq"}` now, and the sender told `hostbridge.surface.notify`
+    of each new view while that Surface is open), the apps it may open (`apps.list`), or a
+    lifecycle or navigation action (`action`, one of `sdk.SURFACE_ACTION_KINDS`). Decided
+    exactly as the app's own request would be."""
 
     type: Literal["focus.ui.surface.app"] = "focus.ui.surface.app"
     instance_id: str = Field(min_length=1, max_length=200)
     surface_id: str = Field(min_length=1, max_length=200)
-    method: Literal["state", "apps.list", "action"]
+    method: Literal["state", "state.subscribe", "apps.list", "action"]
     action: dict[str, Any] | None = None
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lineup.actors.kernel import ErrorCode, Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.hostbridge.messages import AppSessionView, InteractionView
+from lineup.sdk._protocol.agent_messages import MAX_LIST, AgentMessage
 from lineup.wire import DismissEnvelope, TextEnvelope, ToolCallEnvelope
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "OutboxSettledEvent",
     "RefusedEnvelope",
     "SessionStartedEvent",
+    "SurfaceAgentMessagesReply",
+    "SurfaceAgentMessagesRequest",
     "SurfaceAskReply",
     "SurfaceAskRequest",
 ]
@@ -211,6 +214,38 @@ class SurfaceAskRequest(Message):
     surface_id: str = Field(min_length=1, max_length=250)
     request: dict[str, Any]
     request_id: str = Field(min_length=1, max_length=64)
+
+
+class SurfaceAgentMessagesRequest(Message):
+    """hostbridge → router: a Surface's `lineup/agent-messages/*` for its own app and instance
+    (`_surface_messages`): `list` (after `after_seq`, at most `limit`), `subscribe` (the
+    hostbridge is pushed its new messages; with `include_pending`, what waits now is
+    answered), `acknowledge` (`message_id`). Refused `app_instance_not_found` (not a live
+    instance of `app_scope`), audited."""
+
+    type: Literal["router.ui.surface.agent_messages"] = "router.ui.surface.agent_messages"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    surface_id: str = Field(min_length=1, max_length=250)
+    op: Literal["list", "subscribe", "acknowledge"]
+    after_seq: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=MAX_LIST)
+    include_pending: bool = False
+    message_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _ack_names_one(self) -> SurfaceAgentMessagesRequest:
+        if (self.op == "acknowledge") != (self.message_id is not None):
+            raise ValueError("acknowledge, and only it, names a message")
+        return self
+
+
+class SurfaceAgentMessagesReply(Message):
+    type: Literal["router.ui.surface.agent_messages.reply"] = (
+        "router.ui.surface.agent_messages.reply"
+    )
+    messages: tuple[AgentMessage, ...] = ()
+    acknowledged: bool = False
 
 
 class SurfaceAskReply(Message):

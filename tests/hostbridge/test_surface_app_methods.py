@@ -37,3 +37,16 @@ def test_the_log_levels_the_shell_takes_are_the_facts_view_log_levels() -> None:
     text = BRIDGE_METHODS.read_text()
     table = text.split("export const LOG_LEVELS = [", 1)[1].split("];", 1)[0]
     assert tuple(re.findall(r'"([a-z]+)"', table)) == VIEW_LOG_LEVELS
+
+
+def test_the_agent_message_types_and_page_the_shell_takes_are_the_sdks() -> None:
+    text = BRIDGE_METHODS.read_text()
+    table = text.split("export const AGENT_MESSAGE_TYPES = [", 1)[1].split("];", 1)[0]
+    assert set(re.findall(r'"([a-z_.0-9]+)"', table)) == sdk.AGENT_MESSAGE_TYPES
+    assert f"const MAX_LIST = {sdk.MAX_BATCH};" in text
+
+
+def test_every_method_the_shell_relays_the_hostbridge_relays() -> None:
+    text = BRIDGE_METHODS.read_text()
+    relayed = set(re.findall(r'"(lineup/[a-z/-]+)": \{[^}]*relay: true', text, re.S))
+    assert relayed == set(METHODS)
