@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
-from lineup.actors.kernel import Bus, ErrorCode, LineUpError
+from lineup.actors.kernel import Bus, LineUpError
 from lineup.actors.router.messages import SurfaceAgentMessagesReply, SurfaceAgentMessagesRequest
 from lineup.sdk._protocol.agent_messages import MAX_LIST, check_types, seq_of_cursor
 
@@ -40,11 +40,29 @@ class ListParams(_Params):
     after: _Name | None = None
     limit: StrictInt = Field(default=100, ge=1, le=MAX_LIST)
 
+    @field_validator("after")
+    @classmethod
+    def _a_cursor(cls, after: str | None) -> str | None:
+        try:
+            seq_of_cursor(after)
+        except LineUpError as bad:
+            raise ValueError("not a cursor list made") from bad
+        return after
+
 
 class SubscribeParams(_Params):
     conversation_id: _Name | None = None
     types: tuple[_Name, ...] | None = Field(default=None, max_length=16)
     include_pending: StrictBool = False
+
+    @field_validator("types")
+    @classmethod
+    def _handed_types(cls, types: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        try:
+            check_types(types)
+        except LineUpError as bad:
+            raise ValueError("a type no app is handed") from bad
+        return types
 
 
 class AcknowledgeParams(_Params):
@@ -69,39 +87,35 @@ async def relay_agent_messages(
     params: AgentMessagesParams,
     timeout: float = ASK_TIMEOUT,
 ) -> dict[str, Any]:
-    """Ask the router for the Surface's request; the JSON-RPC result. Raises `LineUpError`:
-    `bridge_params_invalid` (a cursor `list` did not make, a type no app is handed), the
-    router's code."""
-    try:
-        if isinstance(params, ListParams):
-            request = SurfaceAgentMessagesRequest(
-                instance_id=instance_id,
-                app_scope=app_scope,
-                surface_id=surface_id,
-                op="list",
-                after_seq=seq_of_cursor(params.after),
-                limit=params.limit,
-            )
-        elif isinstance(params, SubscribeParams):
-            check_types(params.types)
-            request = SurfaceAgentMessagesRequest(
-                instance_id=instance_id,
-                app_scope=app_scope,
-                surface_id=surface_id,
-                op="subscribe",
-                include_pending=params.include_pending,
-                limit=MAX_LIST,
-            )
-        else:
-            request = SurfaceAgentMessagesRequest(
-                instance_id=instance_id,
-                app_scope=app_scope,
-                surface_id=surface_id,
-                op="acknowledge",
-                message_id=params.message_id,
-            )
-    except LineUpError as bad:
-        raise LineUpError(ErrorCode.BRIDGE_PARAMS_INVALID, "not a cursor or a type") from bad
+    """Ask the router for the Surface's request (its params checked whole: a cursor `list` did
+    not make, a type no app is handed are `bridge_params_invalid`, audited by the relay); the
+    JSON-RPC result. Raises the router's `LineUpError`."""
+    if isinstance(params, ListParams):
+        request = SurfaceAgentMessagesRequest(
+            instance_id=instance_id,
+            app_scope=app_scope,
+            surface_id=surface_id,
+            op="list",
+            after_seq=seq_of_cursor(params.after),  # checked with the params
+            limit=params.limit,
+        )
+    elif isinstance(params, SubscribeParams):
+        request = SurfaceAgentMessagesRequest(
+            instance_id=instance_id,
+            app_scope=app_scope,
+            surface_id=surface_id,
+            op="subscribe",
+            include_pending=params.include_pending,
+            limit=MAX_LIST,
+        )
+    else:
+        request = SurfaceAgentMessagesRequest(
+            instance_id=instance_id,
+            app_scope=app_scope,
+            surface_id=surface_id,
+            op="acknowledge",
+            message_id=params.message_id,
+        )
     reply = await bus.request(
         "router",
         request,
