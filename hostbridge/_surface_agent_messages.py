@@ -19,7 +19,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from lineup.actors.kernel import Bus, LineUpError
 from lineup.actors.router.messages import SurfaceAgentMessagesReply, SurfaceAgentMessagesRequest
@@ -66,7 +74,17 @@ class SubscribeParams(_Params):
 
 
 class AcknowledgeParams(_Params):
-    message_id: _Name
+    """One message (the Surface's `acknowledge`), or the display messages the Shell's bridge
+    handed together (`message_ids`, its own request: one for a burst, not one apiece)."""
+
+    message_id: _Name | None = None
+    message_ids: tuple[_Name, ...] = Field(default=(), max_length=MAX_LIST)
+
+    @model_validator(mode="after")
+    def _names_one_way(self) -> AcknowledgeParams:
+        if (self.message_id is None) == (not self.message_ids):
+            raise ValueError("a message_id or message_ids")
+        return self
 
 
 AgentMessagesParams = ListParams | SubscribeParams | AcknowledgeParams
@@ -115,6 +133,7 @@ async def relay_agent_messages(
             surface_id=surface_id,
             op="acknowledge",
             message_id=params.message_id,
+            message_ids=params.message_ids,
         )
     reply = await bus.request(
         "router",

@@ -8,7 +8,8 @@ naming the app whose Surface it is and its instance; focus confirms the instance
 that app's (`app_instance_not_found` otherwise). What a Surface reaches is exactly what the app's
 own SDK does (`sdk/_agent_messages.py`): the app's conversation-level inbox and its instance's,
 after the filter chain ran and the store persisted each message (rule 1). `list` reads both,
-merged by seq; `acknowledge` removes one (idempotent: a second says it was not there, rule 3).
+merged by seq; `acknowledge` removes one, or the display messages the bridge handed together
+(idempotent: a second says it was not there, rule 3).
 
 `subscribe` makes the hostbridge that asked a watcher of that instance's messages (one per
 instance: the latest Surface's) and answers, with `include_pending`, what the inbox holds now.
@@ -29,6 +30,8 @@ from typing import Final
 
 from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
 from lineup.actors.kernel import AuditRecord, Bus, LineUpError
+from lineup.actors.store.messages import InboxAckManyReply
+from lineup.actors.store.messages import InboxAckManyRequest as StoreInboxAckMany
 from lineup.hostbridge.messages import SurfaceNotifyEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk._protocol.agent_messages import message_of
@@ -70,7 +73,6 @@ class SurfaceMessages:
                 retry=True,
             )
             if msg.op == "acknowledge":
-                assert msg.message_id is not None  # the model requires it
                 return SurfaceAgentMessagesReply(acknowledged=await self._ack(msg, peer))
             if msg.op == "subscribe":
                 self._watchers.pop(msg.instance_id, None)
@@ -107,16 +109,36 @@ class SurfaceMessages:
         return tuple(sorted(found, key=lambda m: m.seq)[: msg.limit])
 
     async def _ack(self, msg: SurfaceAgentMessagesRequest, peer: str) -> bool:
-        assert msg.message_id is not None
+        """Remove the named messages from whichever of the Surface's two inboxes holds each;
+        whether any was removed (False: acknowledged already, or never this app's). One of
+        neither inbox (another app's or another instance's) is audited, as the app's own
+        acknowledgement would be; one merely in the other inbox is not."""
+        conversation_id = await self._conversation.session.conversation_or_none()
+        if conversation_id is None:
+            return False
+        left = (msg.message_id,) if msg.message_id is not None else msg.message_ids
+        removed = False
+        foreign: set[str] = set(left)
         for instance_id in (None, msg.instance_id):
-            receipt = await self._conversation.inbox_ack(
-                msg.app_scope,
-                peer,
-                sdk.InboxAckRequest(delivery_id=msg.message_id, instance_id=instance_id),
+            if not left:
+                break
+            reply = await self.bus.request(
+                "store",
+                StoreInboxAckMany(
+                    app_scope=msg.app_scope,
+                    conversation_id=conversation_id,
+                    instance_id=instance_id,
+                    delivery_ids=left,
+                ),
+                expect=InboxAckManyReply,
+                timeout=ASK_TIMEOUT,
             )
-            if receipt.changed:
-                return True
-        return False
+            removed = removed or bool(reply.acked)
+            foreign &= set(reply.foreign)
+            left = tuple(m for m in left if m not in set(reply.acked))
+        for delivery_id in sorted(foreign):
+            self.bus.audit(AuditRecord.scope_denied(self._me, peer, msg.TYPE, delivery_id))
+        return removed
 
     def told(self, app_scope: str, deliveries: list[sdk.Delivery]) -> None:
         """Deliveries the router tells `app_scope` of: pushed to its watching Surfaces too,

@@ -220,8 +220,9 @@ class SurfaceAgentMessagesRequest(Message):
     """hostbridge → router: a Surface's `lineup/agent-messages/*` for its own app and instance
     (`_surface_messages`): `list` (after `after_seq`, at most `limit`), `subscribe` (the
     hostbridge is pushed its new messages; with `include_pending`, what waits now is
-    answered), `acknowledge` (`message_id`). Refused `app_instance_not_found` (not a live
-    instance of `app_scope`), audited."""
+    answered), `acknowledge` (`message_id`, or `message_ids`: the display messages the Shell's
+    bridge handed together). Refused `app_instance_not_found` (not a live instance of
+    `app_scope`), audited."""
 
     type: Literal["router.ui.surface.agent_messages"] = "router.ui.surface.agent_messages"
     instance_id: str = Field(min_length=1, max_length=200)
@@ -232,11 +233,15 @@ class SurfaceAgentMessagesRequest(Message):
     limit: int = Field(default=100, ge=1, le=MAX_LIST)
     include_pending: bool = False
     message_id: str | None = Field(default=None, min_length=1, max_length=200)
+    message_ids: tuple[Annotated[str, Field(min_length=1, max_length=200)], ...] = Field(
+        default=(), max_length=MAX_LIST
+    )
 
     @model_validator(mode="after")
     def _ack_names_one(self) -> SurfaceAgentMessagesRequest:
-        if (self.op == "acknowledge") != (self.message_id is not None):
-            raise ValueError("acknowledge, and only it, names a message")
+        named = (self.message_id is not None) + bool(self.message_ids)
+        if named != (1 if self.op == "acknowledge" else 0):
+            raise ValueError("acknowledge, and only it, names its messages, one way")
         return self
 
 

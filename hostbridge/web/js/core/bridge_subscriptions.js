@@ -10,13 +10,14 @@
 // pushes after (kind `agent_messages`) that matches the filter (the chain's SDK step) is told
 // as `lineup/notifications/agent-message` {message}, each `message_id` once however often it
 // comes (rule 2); a display message (`requires_ack` false) is acknowledged by the bridge once
-// handed (rule 3), any other waits for the Surface's `lineup/agent-messages/acknowledge`. A
+// handed (rule 3; those handed together in one request), any other waits for the Surface's `lineup/agent-messages/acknowledge`. A
 // new `ui/initialize` ends both; a link back renews both (the runtime forgot nothing it holds,
 // but what it pushed meanwhile went to the socket that is gone).
 
 import { isObject } from "./util.js";
 
 const MAX_SEEN = 4096; // message ids a subscription remembers having handed
+const MAX_ACK = 500; // ids in one acknowledgement (lineup.sdk.protocol MAX_BATCH)
 
 export function createSubscriptions({ post, relay }) {
   let state = null; // {seq}: subscribed to the view model
@@ -32,6 +33,7 @@ export function createSubscriptions({ post, relay }) {
 
   function hand(list) {
     if (messages === null || !Array.isArray(list)) return;
+    const handed = []; // display messages, acknowledged together: one request per burst
     for (const m of list) {
       if (!isObject(m) || typeof m.message_id !== "string" || messages.seen.has(m.message_id)) continue;
       if (messages.conversation_id !== null && m.conversation_id !== messages.conversation_id) continue;
@@ -39,9 +41,10 @@ export function createSubscriptions({ post, relay }) {
       messages.seen.add(m.message_id);
       if (messages.seen.size > MAX_SEEN) messages.seen.delete(messages.seen.values().next().value);
       notify("lineup/notifications/agent-message", { message: m });
-      if (m.requires_ack === false) {
-        relay("lineup/agent-messages/acknowledge", null, { message_id: m.message_id });
-      }
+      if (m.requires_ack === false) handed.push(m.message_id);
+    }
+    for (let at = 0; at < handed.length; at += MAX_ACK) {
+      relay("lineup/agent-messages/acknowledge", null, { message_ids: handed.slice(at, at + MAX_ACK) });
     }
   }
 
