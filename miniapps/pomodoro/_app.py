@@ -16,8 +16,8 @@ runtime's. The view is the Shell's generic card with a countdown to the period's
 redraws the time left and the share gone once a second itself, so a running period is one
 render (and one session data write) at its start and one at its end, never one per second
 through the store. A focus call interrupted before its operation existed (the user's word came
-while its instance was still launching) leaves nothing to show: its instance is closed, as is
-one whose period could not start in front.
+while its instance was still launching) shows so in its instance, as does one whose period
+could not start in front, never an empty view.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ MAX_MINUTES: Final = 180
 # The focus call's own deadline: longer than any period, so the runtime's operation ends it.
 FOCUS_TIMEOUT_MS: Final = (MAX_MINUTES + 10) * 60 * 1000
 STOP: Final = "interrupt"  # the card's button while a period runs
+NOT_STARTED: Final = "Interrupted before it started"
 _SHOWN: Final = {"running": "Focusing", "completed": "Done", "interrupted": "Interrupted",
                  "abandoned": "Stopped"}  # fmt: skip
 
@@ -85,6 +86,7 @@ class Pomodoro(MiniApp):
     def __init__(self) -> None:
         self.periods: dict[str, dict[str, Any]] = {}  # instance_id -> its period, as shown
         self.revisions: dict[str, int] = {}  # instance_id -> session data revision we wrote
+        self.starting: dict[str, str] = {}  # call_id -> instance_id: its period not started yet
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -104,18 +106,23 @@ class Pomodoro(MiniApp):
         result = FocusOutput(status="completed", minutes=minutes).model_dump(mode="json")
         # A repeat (this process restarted and was handed the call again) answers the
         # operation already running: its `ends_at` is the first one, not a new one.
+        self.starting[call.call_id] = call.instance_id
         try:
             op = await self.app.operations.start(call.call_id, time.time() + minutes * 60, result)
         except LineUpError as exc:
             if exc.code is ErrorCode.CALL_ALREADY_FINAL:
                 # Interrupted while it was still starting: the runtime ended it.
-                await self._leave(call.instance_id)
+                if self.starting.pop(call.call_id, None) is not None:
+                    await self._not_started(call.instance_id, NOT_STARTED)
                 return None
             if exc.code is ErrorCode.FOREGROUND_REQUIRED:
+                self.starting.pop(call.call_id, None)
                 await call.fail(exc.code.value, "the period starts only in front")
-                await self._leave(call.instance_id)
+                await self._not_started(call.instance_id, "Not started: it starts only in front")
                 return None
+            self.starting.pop(call.call_id, None)
             raise
+        self.starting.pop(call.call_id, None)
         period = {
             "call_id": call.call_id, "minutes": minutes, "label": call.input.label or "Focus",
             "ends_at": op.ends_at, "started_at": op.ends_at - minutes * 60, "state": op.state,
@@ -155,6 +162,12 @@ class Pomodoro(MiniApp):
         await self._show(operation.instance_id, {**period, "state": operation.state})
 
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
+        starting = self.starting.pop(call_id, None)
+        if starting is not None:
+            # Ended before its period started (the user's interruption came right behind it,
+            # and stopped this handler): nothing will run in its instance.
+            await self._not_started(starting, NOT_STARTED)
+            return
         for instance_id, period in list(self.periods.items()):
             if period["call_id"] == call_id and period["state"] == "running":
                 state = "interrupted" if code == ErrorCode.CANCELLED_BY_USER.value else "abandoned"
@@ -164,18 +177,14 @@ class Pomodoro(MiniApp):
         for instance_id in list(self.periods):
             await self._render(instance_id)
 
-    async def _leave(self, instance_id: str) -> None:
-        """No period will run in this instance (launched for one that never started): it is
-        closed, so the user is not left in front of an empty view. One the runtime will not
-        close (it ended meanwhile) shows that nothing runs."""
+    async def _not_started(self, instance_id: str, why: str) -> None:
+        """No period will run in this instance (launched for one that never started): it says
+        so, rather than stay empty in front of the user. Not closed here: the interruption's
+        own call may still be running in it, and a close would cancel that one too."""
         try:
-            await self.app.lifecycle.request_close(instance_id)
-        except LineUpError as exc:
-            log.info("pomodoro.instance_not_closed code=%s", exc.code.value)
-            try:
-                await self.app.ui.render(instance_id, card(title="Focus", text="Not started"))
-            except LineUpError:
-                pass  # gone: nothing to show it in
+            await self.app.ui.render(instance_id, card(title="Focus", text=why))
+        except LineUpError as exc:  # gone meanwhile: nothing to show it in
+            log.info("pomodoro.not_shown code=%s", exc.code.value)
 
     async def _period(self, instance_id: str) -> dict[str, Any] | None:
         if instance_id not in self.periods:

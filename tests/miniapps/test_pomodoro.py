@@ -96,7 +96,8 @@ async def test_a_period_in_the_background_is_refused_foreground_required() -> No
 
     assert (record.status, record.error_code) == ("failed", "foreground_required")
     assert runtime.operations.operations == {}
-    assert runtime.lifecycle.requests == [(INSTANCE, "close")]  # no empty instance is left
+    view = runtime.ui.last  # never an empty instance
+    assert view is not None and view["text"] == "Not started: it starts only in front"
 
 
 async def test_a_period_interrupted_before_it_started_leaves_no_empty_instance() -> None:
@@ -114,5 +115,19 @@ async def test_a_period_interrupted_before_it_started_leaves_no_empty_instance()
 
     assert record.error_code == "cancelled_by_user"
     assert runtime.operations.operations == {}
-    assert runtime.lifecycle.requests == [(INSTANCE, "close")]
-    assert runtime.ui.last is None
+    view = runtime.ui.last  # never an empty instance
+    assert view is not None and view["text"] == "Interrupted before it started"
+
+
+async def test_a_focus_handler_stopped_by_the_interruption_shows_it_never_started() -> None:
+    # The runtime's cancellation stopped the handler while it asked for the operation: the
+    # app's hook is told, and the instance says so rather than stay empty.
+    app = Pomodoro()
+    runtime = await testkit.start(app)
+    app.starting["f-9"] = INSTANCE  # as the handler left it when it was stopped
+
+    await app.on_tool_cancelled("f-9", "cancelled_by_user")
+
+    view = runtime.ui.last
+    assert view is not None and view["text"] == "Interrupted before it started"
+    assert app.starting == {}
