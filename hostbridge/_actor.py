@@ -64,6 +64,7 @@ from .messages import (
     ProviderRunEvent,
     RuntimeStateEvent,
     SessionDataUpdatedEvent,
+    SurfaceNotifyEvent,
     SurfaceToolProgressEvent,
     ViewItemsUpdatedEvent,
     ViewUpdatedEvent,
@@ -80,6 +81,7 @@ from .shell_protocol import (
     ShellOutbound,
     ShellRuntime,
     ShellSessionData,
+    ShellSurfaceNotify,
     SurfaceLogFrame,
     SurfaceRejectedFrame,
     SurfaceUnavailableFrame,
@@ -207,6 +209,24 @@ class HostbridgeActor(Actor):
             )
         except ValidationError:
             log.warning("hostbridge.frame_unbuildable type=shell.session_data")
+            return
+        self.hub.broadcast(frame)
+
+    @handles(SurfaceNotifyEvent)
+    def on_surface_notify(self, msg: SurfaceNotifyEvent, env: Envelope) -> None:
+        """News for a Surface that subscribed (its app's view model, its agent messages): to
+        every Shell, while it is that instance's Surface."""
+        if self._book.check(msg.instance_id, msg.surface_id) is not None:
+            return
+        try:
+            frame = ShellSurfaceNotify(
+                instance_id=msg.instance_id,
+                surface_id=msg.surface_id,
+                kind=msg.kind,
+                params=msg.params,
+            )
+        except ValidationError:
+            log.warning("hostbridge.frame_unbuildable type=shell.surface.notify")
             return
         self.hub.broadcast(frame)
 

@@ -49,6 +49,7 @@ __all__ = [
     "ShellPage",
     "ShellRuntime",
     "ShellSessionData",
+    "ShellSurfaceNotify",
     "ShellSurfaceReply",
     "ShellView",
     "SurfaceError",
@@ -205,6 +206,18 @@ class ShellSessionData(ShellFrame):
     revision: int = Field(ge=0)
 
 
+class ShellSurfaceNotify(ShellFrame):
+    """News for a Surface that subscribed to it (`hostbridge.surface.notify`): its app's view
+    model (`app_state`) or its app's new Agent messages (`agent_messages`); to every Shell,
+    each telling its iframe if that subscribed."""
+
+    type: Literal["shell.surface.notify"] = "shell.surface.notify"
+    instance_id: Id
+    surface_id: Id
+    kind: Literal["app_state", "agent_messages"]
+    params: dict[str, Any]
+
+
 class ShellArtifacts(ShellFrame):
     """Artifact cards, new or listed (upsert by `artifact_id`): each an `ArtifactInfo` as JSON
     plus the `ticket` that opens it at `/artifacts/{artifact_id}?ticket=` (never the token)."""
@@ -259,6 +272,7 @@ ShellOutbound = Annotated[
     | ShellHeartbeat
     | ShellSurfaceReply
     | ShellSessionData
+    | ShellSurfaceNotify
     | ShellArtifacts
     | ShellCapabilityPrompt
     | ShellCapabilityRun

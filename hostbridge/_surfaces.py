@@ -80,6 +80,11 @@ from ._audit import user_record
 from ._mcp_csp import mcp_app_csp
 from ._mcp_document import INLINE_DIR, SplitDocument, split_inline_scripts
 from ._server import CONTENT_TYPES, Reply, SurfaceFile, safe_file
+from ._surface_agent_messages import (
+    AGENT_MESSAGE_METHODS,
+    AgentMessagesParams,
+    relay_agent_messages,
+)
 from ._surface_mcp import (
     MCP_METHODS,
     ContextParams,
@@ -167,8 +172,9 @@ class ActionParams(_Params):
 # The Surface's share of its app's SDK (seed 004 §6: "the same semantics, restricted"): its
 # app's view model, the apps it may open, and its lifecycle and navigation actions, each asked
 # of focus for the Surface's own app and instance (`focus.ui.surface.app`).
-APP_METHODS: Final[dict[str, Literal["state", "apps.list", "action"]]] = {
+APP_METHODS: Final[dict[str, Literal["state", "state.subscribe", "apps.list", "action"]]] = {
     "lineup/state/snapshot": "state",
+    "lineup/state/subscribe": "state.subscribe",  # then `hostbridge.surface.notify` app_state
     "lineup/apps/list-available": "apps.list",
     "lineup/actions/dispatch": "action",
 }
@@ -187,6 +193,9 @@ METHODS: Final[dict[str, type[BaseModel]]] = {
     "lineup/capabilities/request": CapabilityParams,
     **MCP_METHODS,  # an MCP App's (`_surface_mcp`)
     "tools/call": ToolsCallParams,
+    # The Surface's app state subscription and its agent messages (issue 29).
+    "lineup/state/subscribe": NoParams,
+    **AGENT_MESSAGE_METHODS,
 }
 
 
@@ -569,6 +578,11 @@ class SurfaceRelay:
             return answered.result
         if isinstance(params, UiRequestParams):
             return await self._ask_user(frame, params)
+        if isinstance(params, AgentMessagesParams):  # the router's (`_surface_agent_messages`)
+            app_scope = self.book.app_scope(instance_id)
+            if app_scope is None:  # checked just before: only a view gone meanwhile
+                raise LineUpError(ErrorCode.SURFACE_NOT_FOUND, "no open Surface")
+            return await relay_agent_messages(self._bus, app_scope, instance_id, surface_id, params)
         if isinstance(params, EventParams):
             await self._bus.request(
                 "focus",

@@ -42,6 +42,7 @@ __all__ = [
     "ProviderRunView",
     "RuntimeStateEvent",
     "SessionDataUpdatedEvent",
+    "SurfaceNotifyEvent",
     "SurfaceToolProgressEvent",
     "ViewItemsUpdatedEvent",
     "ViewUpdatedEvent",
@@ -196,6 +197,20 @@ class SessionDataUpdatedEvent(Message):
     surface_id: str
     data: dict[str, Any] | None
     revision: int
+
+
+class SurfaceNotifyEvent(Message):
+    """focus or router → hostbridge: news for the Surface `surface_id` of `instance_id` that
+    subscribed to it (seed 004 §6's share of the SDK): its app's new view model (`app_state`,
+    `params` `{"view", "seq"}`, from focus) or new Agent messages of its app's inbox
+    (`agent_messages`, `params` `{"messages": [AgentMessage...]}`, from the router). Dropped
+    unless that Surface is still the instance's; the Shell's bridge tells its iframe."""
+
+    type: Literal["hostbridge.surface.notify"] = "hostbridge.surface.notify"
+    instance_id: str
+    surface_id: str
+    kind: Literal["app_state", "agent_messages"]
+    params: dict[str, Any]
 
 
 class ArtifactCreatedEvent(Message):

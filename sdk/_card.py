@@ -2,7 +2,10 @@
 
 The card is the runtime's own component (not an app's), so any app may show one, installed and
 development apps included: a title, a text, label/value fields, an optional progress bar and
-up to `MAX_CARD_ACTIONS` buttons. The Shell draws every part as text, never as markup; a button
+up to `MAX_CARD_ACTIONS` buttons, and an optional countdown to a time (`ends_at`) that the Shell
+redraws itself, once a second, with the progress from `started_at` (so a timer's card changes
+without a render per second through the store). The Shell draws every part as text, never as
+markup; a button
 pressed is the app's `on_ui_event` with `{"kind": "card.action", "action": <its id>}` (the app
 decides what it means, as for any user action on its view). This only builds the dict; focus bounds
 it (`p.MAX_VIEW_BYTES`) when the app renders it.
@@ -33,11 +36,15 @@ def card(
     fields: Mapping[str, str] | None = None,
     progress: float | None = None,
     actions: Mapping[str, str] | None = None,
+    countdown: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The view `{"kind": "card", "title", "text", "fields": [{"label", "value"}...]}`, with
     `"progress"` (0..1) and `"actions": [{"id", "label"}...]` (id → button label, in order)
-    when given; `fields` keep their order. Raises `LineUpError` (`invalid_arguments`) for a
-    progress outside 0..1, more than `MAX_CARD_ACTIONS` actions, an id that is not a short
+    when given; `fields` keep their order. `countdown` is `(started_at, ends_at)` in wall-clock
+    seconds: `"countdown": {"started_at", "ends_at"}`, the time left the Shell shows and counts
+    down (and the progress, unless `progress` is given). Raises `LineUpError`
+    (`invalid_arguments`) for a countdown that does not end after it starts, a progress outside
+    0..1, more than `MAX_CARD_ACTIONS` actions, an id that is not a short
     machine word or a label empty or over `MAX_ACTION_LABEL`; never does I/O."""
     view: dict[str, Any] = {
         "kind": CARD_KIND,
@@ -49,6 +56,11 @@ def card(
         if not (math.isfinite(progress) and 0.0 <= progress <= 1.0):
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "card progress must be within 0..1")
         view["progress"] = float(progress)
+    if countdown is not None:
+        started_at, ends_at = countdown
+        if not (math.isfinite(started_at) and math.isfinite(ends_at) and started_at < ends_at):
+            raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "a countdown ends after its start")
+        view["countdown"] = {"started_at": float(started_at), "ends_at": float(ends_at)}
     if actions:
         if len(actions) > MAX_CARD_ACTIONS:
             raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "too many card actions")

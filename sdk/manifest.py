@@ -83,6 +83,8 @@ from .mcp_grants import implied_capabilities, union
 __all__ = [
     "ANY_HOST",
     "CLOSE_REQUESTS_FEATURE",
+    "CONVERSATION_TEXTS",
+    "CORE_KINDS",
     "DEFAULT_TIMEOUT_MS",
     "FORMAT",
     "HOST_FEATURES",
@@ -107,6 +109,7 @@ __all__ = [
     "McpServer",
     "Risk",
     "RuntimeSdk",
+    "SubscriptionScope",
     "ToolDescriptor",
     "ToolUi",
     "incompatibility",
@@ -119,6 +122,7 @@ __all__ = [
 FORMAT: Final = "lineup.app.v1"
 MAX_MANIFEST_BYTES: Final = 1024 * 1024
 Kind = Literal["system", "core", "bundled-reference", "installed", "mcp"]
+CORE_KINDS: Final = frozenset({"system", "core"})  # manifest kinds that are the seed's `core`
 ANY_HOST: Final = "0"  # a manifest without `host` runs on any host version
 
 
@@ -199,9 +203,16 @@ class Entrypoint(_Model):
         return data
 
 
+SubscriptionScope = Literal["instance", "conversation"]
+# The permission to be handed the Agent's conversation-wide texts (seed 004 §5.3: "another
+# subscription" than an app's own instance's): the router's `NEEDS_PERMISSION`, held by the core
+# apps and by an app whose manifest declares that subscription itself.
+CONVERSATION_TEXTS: Final = "agent_messages.conversation"
+
+
 class AgentSubscription(_Model):
     type: Name
-    scope: Literal["instance", "conversation"]
+    scope: SubscriptionScope
 
 
 class Host(_Model):

@@ -182,7 +182,7 @@ class FocusActor(Actor, NavigationHandlers):
         )
         # The SDK's state views, navigation, actions and diagnostics (seed 004 §6.1, §6.2).
         self.lineage = Lineage()
-        self.app_state = AppState(self.port, self.access, self.lineage)
+        self.app_state = AppState(self.port, self.access, self.lineage, self.surface_book)
         self.access.watchers.append(self.app_state.changed)
         self.navigation = Navigation(
             self.port,

@@ -15,16 +15,27 @@ stack does) or an instance's health changes, and only when its view is not the o
 told. The subscriptions and the lineage are memory: after a restart of focus the SDK subscribes
 again (focus tells it to refresh its view when it starts), and an instance launched before
 keeps its launcher (its id) but not its entrypoint.
+
+A Surface subscribes as well (the bridge's `lineup/state/subscribe`, for its own app): its
+hostbridge is told `hostbridge.surface.notify` (`app_state`, with a `seq` that only goes up, so
+the Shell drops one that arrives late) each time that app's view changes, while that Surface is
+the instance's open one; a Surface closed or gone is forgotten at the next change.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import Final
 
+from lineup.hostbridge.messages import SurfaceNotifyEvent
 from lineup.sdk import protocol as sdk
 
 from ._access import Access
-from ._port import Port
+from ._port import NOTIFY_TIMEOUT, Port
+from ._surfaces import SurfaceBook
+
+MAX_WATCHING_SURFACES: Final = 256  # Surfaces subscribed at once (the oldest forgotten)
 
 __all__ = ["AppState", "Facts", "Lineage", "launched_by"]
 
@@ -71,13 +82,19 @@ class Lineage:
 class AppState:
     """The apps' views and their subscribers (the module's docstring)."""
 
-    def __init__(self, port: Port, access: Access, lineage: Lineage) -> None:
+    def __init__(
+        self, port: Port, access: Access, lineage: Lineage, surfaces: SurfaceBook | None = None
+    ) -> None:
         self._port = port
+        self._book = surfaces
         self._access = access
         self._instances = access.instances
         self._lineage = lineage
         self._subscribers: set[str] = set()
         self._told: dict[str, sdk.AppStateView] = {}
+        # instance_id → (app, surface_id, hostbridge, the view it was last told)
+        self._surfaces: OrderedDict[str, tuple[str, str, str, sdk.AppStateView]] = OrderedDict()
+        self._seq = 0
 
     def view(self, scope: str) -> sdk.AppStateView:
         _front, live = self._instances.listing()
@@ -114,8 +131,22 @@ class AppState:
         self._told[scope] = view
         return view
 
+    def watch(
+        self, scope: str, instance_id: str, surface_id: str, hostbridge: str
+    ) -> tuple[sdk.AppStateView, int]:
+        """A Surface of `scope`'s instance subscribes (its hostbridge is told); its view now,
+        and the `seq` it is at."""
+        view = self.view(scope)
+        self._surfaces.pop(instance_id, None)
+        self._surfaces[instance_id] = (scope, surface_id, hostbridge, view)
+        while len(self._surfaces) > MAX_WATCHING_SURFACES:
+            self._surfaces.popitem(last=False)
+        self._seq += 1
+        return view, self._seq
+
     def changed(self) -> None:
-        """Something focus shows changed: each subscriber whose view changed is told it."""
+        """Something focus shows changed: each subscriber whose view changed is told it, and
+        each Surface still open that subscribed."""
         owners = self._instances.owners()
         self._lineage.forget({i for i in owners if not self._instances.is_live(i)})
         for scope in sorted(self._subscribers):
@@ -124,3 +155,24 @@ class AppState:
                 continue
             self._told[scope] = view
             self._port.soon(self._port.tell_app, scope, sdk.AppStateChangedEvent(view=view))
+        for instance_id, (scope, surface_id, hostbridge, told) in list(self._surfaces.items()):
+            open_one = self._book.of(instance_id) if self._book is not None else None
+            if open_one is None or open_one.surface_id != surface_id:
+                del self._surfaces[instance_id]  # closed, or the instance ended
+                continue
+            view = self.view(scope)
+            if view == told:
+                continue
+            self._surfaces[instance_id] = (scope, surface_id, hostbridge, view)
+            self._seq += 1
+            event = SurfaceNotifyEvent(
+                instance_id=instance_id,
+                surface_id=surface_id,
+                kind="app_state",
+                params={"view": view.model_dump(mode="json"), "seq": self._seq},
+            )
+            self._port.soon(self._tell_surface, hostbridge, event)
+
+    async def _tell_surface(self, hostbridge: str, event: SurfaceNotifyEvent) -> None:
+        if await self._port.bus.tell(hostbridge, event, timeout=NOTIFY_TIMEOUT) is not None:
+            self._surfaces.pop(event.instance_id, None)  # gone: it subscribes again

@@ -22,13 +22,14 @@ import json
 
 from lineup.facts.scopes import CHAT
 from lineup.sdk import interactions
-from lineup.sdk.manifest import ToolDescriptor
+from lineup.sdk._protocol.agent_messages import TEXT
+from lineup.sdk.manifest import CONVERSATION_TEXTS, CORE_KINDS, Manifest, ToolDescriptor
 
 from ._app_book import AppBook
 from ._capability_context import CapabilityFacts
 from .messages import InventoryReply
 
-__all__ = ["Inventory"]
+__all__ = ["Inventory", "subscription_permissions"]
 
 
 class Inventory:
@@ -89,4 +90,16 @@ class Inventory:
             refused_apps={
                 s: code.value for s in self._book.hidden() if (code := self._book.refusal(s))
             },
+            app_permissions={
+                s: held for s, m in manifests.items() if (held := subscription_permissions(s, m))
+            },
         )
+
+
+def subscription_permissions(scope: str, manifest: Manifest) -> tuple[str, ...]:
+    """The delivery permissions `scope` holds (seed 004 §5.3): the Agent's conversation-wide
+    texts for a core app, or for an app whose manifest asks for them itself (a declared
+    `conversation` subscription to texts; the default subscriptions ask for nothing)."""
+    core = scope == CHAT or manifest.kind in CORE_KINDS
+    asked = any(s.type == TEXT and s.scope == "conversation" for s in manifest.agent_subscriptions)
+    return (CONVERSATION_TEXTS,) if core or asked else ()

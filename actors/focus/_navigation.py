@@ -36,7 +36,13 @@ from lineup.actors.transport.messages import session_of
 from lineup.facts.link import SESSION_CURSOR
 from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import SURFACE_KIND, SURFACE_VERSIONS, Entrypoint, Manifest
+from lineup.sdk.manifest import (
+    CORE_KINDS,
+    SURFACE_KIND,
+    SURFACE_VERSIONS,
+    Entrypoint,
+    Manifest,
+)
 
 from ._access import Access
 from ._app_state import AppState, Lineage, launched_by
@@ -55,7 +61,6 @@ from .messages import (
 
 __all__ = ["CORE_KINDS", "Navigation"]
 
-CORE_KINDS: Final = frozenset({"system", "core"})  # manifest kinds that are the seed's `core`
 # Every runtime action is one a Surface may dispatch (`sdk.SURFACE_ACTION_KINDS`): the
 # conversation's are not runtime actions at all.
 _SURFACE_ACTION: Final[TypeAdapter[sdk.RuntimeAction]] = TypeAdapter(sdk.RuntimeAction)
@@ -283,6 +288,10 @@ class Navigation:
             asker = self._surfaces.named(msg.instance_id, msg.surface_id).app_scope
             if msg.method == "state":
                 return SurfaceAppReply(result=self._state.view(asker).model_dump(mode="json"))
+            if msg.method == "state.subscribe":
+                watcher = env.sender.name  # the hostbridge
+                view, seq = self._state.watch(asker, msg.instance_id, msg.surface_id, watcher)
+                return SurfaceAppReply(result={"view": view.model_dump(mode="json"), "seq": seq})
             if msg.method == "apps.list":
                 listed = await self.list_with_default()
                 return SurfaceAppReply(result=listed.model_dump(mode="json"))

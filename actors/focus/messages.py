@@ -157,6 +157,9 @@ class InventoryReply(Message):
     agent_subscriptions: dict[str, tuple[AgentSubscription, ...]] = {}
     disabled_apps: tuple[str, ...] = ()
     refused_apps: dict[str, str] = {}  # app_scope -> its ErrorCode value
+    # The permissions each usable app holds that the chain's `permission` step reads
+    # (`lineup.sdk.manifest.CONVERSATION_TEXTS`); an app not named holds none.
+    app_permissions: dict[str, tuple[str, ...]] = {}
 
     def tool(self, tool_id: str) -> ToolDescriptor | None:
         """The advertised tool whose id is `tool_id` (`ToolDescriptor.id`), or None (not
@@ -358,14 +361,16 @@ class SurfaceToolCallReply(Message):
 
 class SurfaceAppRequest(Message):
     """The Surface asks, for its own app and instance, what the app's SDK may (seed 004 §6:
-    "the same semantics, restricted"): its view model (`state`), the apps it may open
-    (`apps.list`), or a lifecycle or navigation action (`action`, one of
-    `sdk.SURFACE_ACTION_KINDS`). Decided exactly as the app's own request would be."""
+    "the same semantics, restricted"): its view model (`state`), a subscription to it
+    (`state.subscribe`: `{"view", "seq"}` now, and the sender told `hostbridge.surface.notify`
+    of each new view while that Surface is open), the apps it may open (`apps.list`), or a
+    lifecycle or navigation action (`action`, one of `sdk.SURFACE_ACTION_KINDS`). Decided
+    exactly as the app's own request would be."""
 
     type: Literal["focus.ui.surface.app"] = "focus.ui.surface.app"
     instance_id: str = Field(min_length=1, max_length=200)
     surface_id: str = Field(min_length=1, max_length=200)
-    method: Literal["state", "apps.list", "action"]
+    method: Literal["state", "state.subscribe", "apps.list", "action"]
     action: dict[str, Any] | None = None
 
 

@@ -52,6 +52,7 @@ from ._operations import DeadlineOperations
 from ._pipeline import ToolPipeline
 from ._redelivery import Redelivery
 from ._session import SessionCache
+from ._surface_messages import SurfaceMessages
 from ._tools import ToolCalls
 from ._views import session_view_of
 from .messages import (
@@ -68,6 +69,8 @@ from .messages import (
     InventoryChangedEvent,
     OutboxSettledEvent,
     SessionStartedEvent,
+    SurfaceAgentMessagesReply,
+    SurfaceAgentMessagesRequest,
     SurfaceAskReply,
     SurfaceAskRequest,
     SurfaceContextReply,
@@ -89,6 +92,8 @@ class RouterActor(Actor):
         self.session = SessionCache(self.bus)
         self.deliveries = Deliveries(self.bus, self._soon)
         self.conversation = AppConversation(self.bus, me, self.session, self.deliveries.tell_app)
+        self.surface_messages = SurfaceMessages(self.bus, me.name, self.conversation, self._soon)
+        self.deliveries.on_told = self.surface_messages.told
         self.inventory = Inventory(self.bus, self.session.get)
         self.calls = ToolCalls(self.bus, me, self.session.get, self.inventory)
         self.tools = ToolPipeline(self.calls, self.inventory)
@@ -265,6 +270,7 @@ class RouterActor(Actor):
         elif msg.event == "ready":
             self._nursery.start_soon(self.calls.release, msg.instance_id, msg.app_scope)
         elif msg.event in ("ended", "failed"):
+            self.surface_messages.ended(msg.instance_id)
             # One task, in order: the calls converge, then the sub-session closes (seed 000
             # §7.3). A converge that fails takes the router down, as it always did: its start
             # sweeps both.
@@ -304,6 +310,12 @@ class RouterActor(Actor):
     ) -> AppSessionContinueReply:
         row = await self.sessions.continue_(msg.app_session_id)
         return AppSessionContinueReply(session=session_view_of(row))
+
+    @handles(SurfaceAgentMessagesRequest)
+    async def on_surface_agent_messages(
+        self, msg: SurfaceAgentMessagesRequest, env: Envelope
+    ) -> SurfaceAgentMessagesReply:
+        return await self.surface_messages.request(msg, env.sender.name)
 
     @handles(SurfaceAskRequest)
     async def on_surface_ask(self, msg: SurfaceAskRequest, env: Envelope) -> SurfaceAskReply:

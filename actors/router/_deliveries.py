@@ -34,11 +34,16 @@ class Deliveries:
         self.bus = bus
         self._soon = soon
         self._untold: dict[str, list[sdk.Delivery]] = {}  # per app at work: not yet told
+        # Told of every delivery queued for an app (its Surfaces that subscribed: the router's
+        # `_surface_messages`).
+        self.on_told: Callable[[str, list[sdk.Delivery]], None] | None = None
 
     def tell(self, app_scope: str, deliveries: list[sdk.Delivery]) -> None:
         """Queue persisted deliveries for their app. One teller per app tells them in order,
         as few events as it can: whatever piled up while the last event was on its way goes
         in the next one, so a burst costs an event per batch, not per message."""
+        if self.on_told is not None:
+            self.on_told(app_scope, deliveries)
         untold = self._untold.get(app_scope)
         if untold is None:
             untold = self._untold[app_scope] = []

@@ -307,11 +307,12 @@ class Inbound:
                 # Seed 004 §5.3/§5.4 rule 5: never stored in an inbox nobody would ever read.
                 raise EnvelopeRejected(verdict.code, envelope.id)
             return envelope  # a repeat of a text taken before the app changed: a duplicate
-        if verdict.step is not None:
-            raise FilteredOut(verdict.step, envelope.id, envelope.type)
         if text.app_session_context is None:
+            if verdict.step is not None:
+                raise FilteredOut(verdict.step, envelope.id, envelope.type)
             return envelope
         try:
+            # Before a filter: a sub-session it may not name is the Agent's error, refused.
             session_id = await self.sessions.of_text(envelope, text.app_session_context)
         except LineUpError as exc:
             if exc.code is not ErrorCode.APP_SESSION_INVALID:
@@ -320,6 +321,8 @@ class Inbound:
                 raise EnvelopeRejected(exc.code, envelope.id) from exc
             # A repeat of a text taken before its sub-session closed: the store says so.
             return envelope
+        if verdict.step is not None:
+            raise FilteredOut(verdict.step, envelope.id, envelope.type)
         context = {"app_session_id": session_id}
         return envelope.model_copy(
             update={"payload": {**envelope.payload, "app_session_context": context}}

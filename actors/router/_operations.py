@@ -57,7 +57,7 @@ from lineup.sdk import protocol as sdk
 from . import _ids as ids
 from . import _outbox as outbox
 from ._deadlines import Deadlines
-from ._tools import ToolCalls
+from ._tools import ToolCalls, info_of
 
 __all__ = ["DeadlineOperations"]
 
@@ -67,16 +67,6 @@ RETRY_S: Final = 1.0  # an ending the store did not take is tried again this muc
 TELL_TIMEOUT: Final = 2.0  # the app not up by then lists its operations when it starts
 MAX_ARMED_AT_START: Final = 1000  # running operations read at start (one page)
 _STARTED_STAMP: Final = 0  # the `started` progress's outbox id: one per call
-
-
-def info_of(op: DeadlineOperationRow) -> sdk.OperationInfo:
-    return sdk.OperationInfo(
-        operation_id=op.operation_id,
-        call_id=op.call_id,
-        instance_id=op.instance_id,
-        state=op.state,
-        ends_at=op.ends_at,
-    )
 
 
 class DeadlineOperations:

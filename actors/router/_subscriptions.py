@@ -15,7 +15,13 @@ left is the seed's intersection, one named step each, run in `STEPS` order, chea
                 `instance` subscription covers a message for an instance; a `conversation` one
                 covers both); a manifest that declares none has `DEFAULT_SUBSCRIPTIONS`, what
                 every app received before subscriptions were read
-    permission  the app's current permissions hold what the type needs (`NEEDS_PERMISSION`)
+    permission  the app's current permissions hold what the type needs at this scope
+                (`NEEDS_PERMISSION`): seed 004 §5.3 gives an app its own instance's messages
+                and its tool calls; the Agent's conversation-wide texts (what the chat shows,
+                not for one instance) are "another subscription", which an app holds only if
+                its manifest asks for it and the runtime grants it (`AppFacts.permissions`,
+                focus's `subscription_permissions`: the core apps, and an app whose manifest
+                declares that subscription itself, not by default)
 
 The SDK's subscribe filter is the last step, in the app's process (`sdk.AgentMessageFilter`),
 after the message is persisted. `decide` returns a `Verdict`: delivered, filtered out by a step
@@ -34,7 +40,7 @@ from lineup.actors.focus.messages import InventoryReply
 from lineup.actors.kernel import ErrorCode
 from lineup.facts.scopes import CHAT
 from lineup.sdk import protocol as sdk
-from lineup.sdk.manifest import AgentSubscription
+from lineup.sdk.manifest import CONVERSATION_TEXTS, AgentSubscription, SubscriptionScope
 
 from ._envelope import RuntimeEnvelope
 
@@ -56,9 +62,11 @@ TEXT: Final = "lineup.v1.text"
 # A manifest that declares no subscription: the Agent's texts addressed to the app, as before
 # subscriptions were read (every shipped manifest declares none).
 DEFAULT_SUBSCRIPTIONS: Final = (AgentSubscription(type=TEXT, scope="conversation"),)
-# The permission an app must hold now to be handed a type. No type the Agent can send today
-# needs one; a type that does is added here, once.
-NEEDS_PERMISSION: Final[Mapping[str, str]] = {}
+# The permission an app must hold now to be handed a type at a scope (the module's docstring).
+# An instance's messages and the tool calls are the app's own: none needed.
+NEEDS_PERMISSION: Final[Mapping[tuple[str, SubscriptionScope], str]] = {
+    (TEXT, "conversation"): CONVERSATION_TEXTS,
+}
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,11 @@ def facts_of(inventory: InventoryReply, app_scope: str) -> AppFacts:
         enabled=app_scope not in inventory.disabled_apps,
         refusal=ErrorCode(refused) if refused is not None else None,
         subscriptions=inventory.agent_subscriptions.get(app_scope, ()),
+        permissions=frozenset(
+            (CONVERSATION_TEXTS,)
+            if app_scope == CHAT
+            else inventory.app_permissions.get(app_scope, ())
+        ),
     )
 
 
@@ -116,7 +129,7 @@ def decide(
     app: AppFacts,
     *,
     conversation_id: str | None,
-    needs: Mapping[str, str] = NEEDS_PERMISSION,
+    needs: Mapping[tuple[str, SubscriptionScope], str] = NEEDS_PERMISSION,
 ) -> Verdict:
     """Run the delivery steps (the module's docstring) for `envelope` and its target `app`."""
     scope = envelope.scope
@@ -134,7 +147,8 @@ def decide(
         return Verdict("scope")
     if not _subscribed(app.subscriptions or DEFAULT_SUBSCRIPTIONS, envelope):
         return Verdict("manifest")
-    needed = needs.get(envelope.type)
+    at: SubscriptionScope = "instance" if scope.instance_id is not None else "conversation"
+    needed = needs.get((envelope.type, at))
     if needed is not None and needed not in app.permissions:
         return Verdict("permission")
     return DELIVERED

@@ -52,6 +52,9 @@ from lineup.actors.focus.messages import (
 )
 from lineup.actors.kernel import Bus, ErrorCode, Identity, LineUpError, Message
 from lineup.actors.store.messages import (
+    DeadlineOperationListReply,
+    DeadlineOperationListRequest,
+    DeadlineOperationRow,
     ToolCallFacts,
     ToolCallListReply,
     ToolCallListRequest,
@@ -90,6 +93,17 @@ _KNOWN_CALLS: Final = 10_000  # how many calls' facts the router remembers
 # The runtime's own first progress report of an operation, once its app has taken it.
 RUNNING: Final = {"state": "running"}
 _RUNNING_STAMP: Final = 0  # its outbox id's stamp: one such report per call
+
+
+def info_of(op: DeadlineOperationRow) -> sdk.OperationInfo:
+    """A deadline operation as its app is told of it."""
+    return sdk.OperationInfo(
+        operation_id=op.operation_id,
+        call_id=op.call_id,
+        instance_id=op.instance_id,
+        state=op.state,
+        ends_at=op.ends_at,
+    )
 
 
 class Known(NamedTuple):
@@ -188,12 +202,29 @@ class ToolCalls:
                 self._nursery.start_soon(self.release, call.instance_id, call.app_scope)
         if machine.ROWS[event]:
             await outbox.wake(self.bus)
+        if reply.operation_ended:
+            await self._tell_operation_ended(call)
         if event == "take" and await self._is_operation(call):
             try:
                 await self.write_progress(call, RUNNING, stamp_ns=_RUNNING_STAMP)
             except LineUpError as exc:  # e.g. decided meanwhile: the take itself stands
                 log.info("router.running_not_written code=%s", exc.code.value)
         return reply
+
+    async def _tell_operation_ended(self, call: ToolCallRow) -> None:
+        """The step ended the call's deadline operation (the store did, with it): the app hears
+        of it now, as of every ending (`_operations`), not at the operation's `ends_at`."""
+        listed = await self.store(
+            DeadlineOperationListRequest(call_id=call.call_id, limit=1), DeadlineOperationListReply
+        )
+        for op in listed.operations:
+            code = await self.bus.tell(
+                f"miniapp:{op.app_scope}",
+                sdk.OperationEndedEvent(operation=info_of(op)),
+                timeout=2.0,
+            )
+            if code is not None:
+                log.info("router.operation_end_not_told code=%s", code.value)
 
     async def _is_operation(self, call: ToolCallRow) -> bool:
         descriptor = (await self.inventory.get()).tool(call.tool)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lineup.actors.kernel import ErrorCode, Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
 from lineup.hostbridge.messages import AppSessionView, InteractionView
+from lineup.sdk._protocol.agent_messages import MAX_LIST, AgentMessage
 from lineup.wire import DismissEnvelope, TextEnvelope, ToolCallEnvelope
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "OutboxSettledEvent",
     "RefusedEnvelope",
     "SessionStartedEvent",
+    "SurfaceAgentMessagesReply",
+    "SurfaceAgentMessagesRequest",
     "SurfaceAskReply",
     "SurfaceAskRequest",
     "SurfaceContextReply",
@@ -234,6 +237,43 @@ class SurfaceContextReply(Message):
     type: Literal["router.ui.surface.context.reply"] = "router.ui.surface.context.reply"
     revision: int  # the update's, in its sub-session
     changed: bool  # False: a repeat, or the same as the app's last (nothing told)
+
+
+class SurfaceAgentMessagesRequest(Message):
+    """hostbridge → router: a Surface's `lineup/agent-messages/*` for its own app and instance
+    (`_surface_messages`): `list` (after `after_seq`, at most `limit`), `subscribe` (the
+    hostbridge is pushed its new messages; with `include_pending`, what waits now is
+    answered), `acknowledge` (`message_id`, or `message_ids`: the display messages the Shell's
+    bridge handed together). Refused `app_instance_not_found` (not a live instance of
+    `app_scope`), audited."""
+
+    type: Literal["router.ui.surface.agent_messages"] = "router.ui.surface.agent_messages"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    surface_id: str = Field(min_length=1, max_length=250)
+    op: Literal["list", "subscribe", "acknowledge"]
+    after_seq: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=MAX_LIST)
+    include_pending: bool = False
+    message_id: str | None = Field(default=None, min_length=1, max_length=200)
+    message_ids: tuple[Annotated[str, Field(min_length=1, max_length=200)], ...] = Field(
+        default=(), max_length=MAX_LIST
+    )
+
+    @model_validator(mode="after")
+    def _ack_names_one(self) -> SurfaceAgentMessagesRequest:
+        named = (self.message_id is not None) + bool(self.message_ids)
+        if named != (1 if self.op == "acknowledge" else 0):
+            raise ValueError("acknowledge, and only it, names its messages, one way")
+        return self
+
+
+class SurfaceAgentMessagesReply(Message):
+    type: Literal["router.ui.surface.agent_messages.reply"] = (
+        "router.ui.surface.agent_messages.reply"
+    )
+    messages: tuple[AgentMessage, ...] = ()
+    acknowledged: bool = False
 
 
 class SurfaceAskReply(Message):

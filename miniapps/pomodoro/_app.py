@@ -12,8 +12,12 @@ focus call `cancelled_by_user` — one whose instance is still starting, too.
 
 What the view shows (the period's length, its end, its state) is the instance's session data,
 the app's display state only: the deadline, the interruption and the result are the
-runtime's. The view is the Shell's generic card: the time left when it was drawn, the end time,
-and the share of the period gone.
+runtime's. The view is the Shell's generic card with a countdown to the period's end: the Shell
+redraws the time left and the share gone once a second itself, so a running period is one
+render (and one session data write) at its start and one at its end, never one per second
+through the store. A focus call interrupted before its operation existed (the user's word came
+while its instance was still launching) shows so in its instance, as does one whose period
+could not start in front, never an empty view.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ MAX_MINUTES: Final = 180
 # The focus call's own deadline: longer than any period, so the runtime's operation ends it.
 FOCUS_TIMEOUT_MS: Final = (MAX_MINUTES + 10) * 60 * 1000
 STOP: Final = "interrupt"  # the card's button while a period runs
+NOT_STARTED: Final = "Interrupted before it started"
 _SHOWN: Final = {"running": "Focusing", "completed": "Done", "interrupted": "Interrupted",
                  "abandoned": "Stopped"}  # fmt: skip
 
@@ -81,6 +86,7 @@ class Pomodoro(MiniApp):
     def __init__(self) -> None:
         self.periods: dict[str, dict[str, Any]] = {}  # instance_id -> its period, as shown
         self.revisions: dict[str, int] = {}  # instance_id -> session data revision we wrote
+        self.starting: dict[str, str] = {}  # call_id -> instance_id: its period not started yet
 
     async def start(self, app: AppContext) -> None:
         self.app = app
@@ -100,15 +106,23 @@ class Pomodoro(MiniApp):
         result = FocusOutput(status="completed", minutes=minutes).model_dump(mode="json")
         # A repeat (this process restarted and was handed the call again) answers the
         # operation already running: its `ends_at` is the first one, not a new one.
+        self.starting[call.call_id] = call.instance_id
         try:
             op = await self.app.operations.start(call.call_id, time.time() + minutes * 60, result)
         except LineUpError as exc:
             if exc.code is ErrorCode.CALL_ALREADY_FINAL:
-                return None  # interrupted while it was still starting: the runtime ended it
-            if exc.code is ErrorCode.FOREGROUND_REQUIRED:
-                await call.fail(exc.code.value, "the period starts only in front")
+                # Interrupted while it was still starting: the runtime ended it.
+                if self.starting.pop(call.call_id, None) is not None:
+                    await self._not_started(call.instance_id, NOT_STARTED)
                 return None
+            if exc.code is ErrorCode.FOREGROUND_REQUIRED:
+                self.starting.pop(call.call_id, None)
+                await call.fail(exc.code.value, "the period starts only in front")
+                await self._not_started(call.instance_id, "Not started: it starts only in front")
+                return None
+            self.starting.pop(call.call_id, None)
             raise
+        self.starting.pop(call.call_id, None)
         period = {
             "call_id": call.call_id, "minutes": minutes, "label": call.input.label or "Focus",
             "ends_at": op.ends_at, "started_at": op.ends_at - minutes * 60, "state": op.state,
@@ -148,6 +162,12 @@ class Pomodoro(MiniApp):
         await self._show(operation.instance_id, {**period, "state": operation.state})
 
     async def on_tool_cancelled(self, call_id: str, code: str) -> None:
+        starting = self.starting.pop(call_id, None)
+        if starting is not None:
+            # Ended before its period started (the user's interruption came right behind it,
+            # and stopped this handler): nothing will run in its instance.
+            await self._not_started(starting, NOT_STARTED)
+            return
         for instance_id, period in list(self.periods.items()):
             if period["call_id"] == call_id and period["state"] == "running":
                 state = "interrupted" if code == ErrorCode.CANCELLED_BY_USER.value else "abandoned"
@@ -156,6 +176,15 @@ class Pomodoro(MiniApp):
     async def on_view_refresh(self) -> None:
         for instance_id in list(self.periods):
             await self._render(instance_id)
+
+    async def _not_started(self, instance_id: str, why: str) -> None:
+        """No period will run in this instance (launched for one that never started): it says
+        so, rather than stay empty in front of the user. Not closed here: the interruption's
+        own call may still be running in it, and a close would cancel that one too."""
+        try:
+            await self.app.ui.render(instance_id, card(title="Focus", text=why))
+        except LineUpError as exc:  # gone meanwhile: nothing to show it in
+            log.info("pomodoro.not_shown code=%s", exc.code.value)
 
     async def _period(self, instance_id: str) -> dict[str, Any] | None:
         if instance_id not in self.periods:
@@ -196,18 +225,20 @@ class Pomodoro(MiniApp):
             state = str(period["state"])
         except (KeyError, TypeError, ValueError, ValidationError):
             return
-        left = max(0.0, ends_at - time.time()) if state == "running" else 0.0
+        running = state == "running"
+        left = max(0.0, ends_at - time.time()) if running else 0.0
         gone = 1.0 if state == "completed" else min(1.0, max(0.0, 1 - left / (minutes * 60)))
         end = datetime.fromtimestamp(ends_at, UTC).strftime("%H:%M:%S UTC")
+        started_at = float(period.get("started_at", ends_at - minutes * 60))
         await self.app.ui.render(
             instance_id,
             card(
                 title=str(period.get("label", "Focus"))[:80],
-                text=f"{_SHOWN.get(state, state)}: {int(left // 60)} min {int(left % 60)} s left"
-                if state == "running"
-                else _SHOWN.get(state, state),
+                text=_SHOWN.get(state, state),
                 fields={"Length": f"{minutes:g} min", "Ends at": end, "State": state},
-                progress=gone,
-                actions={STOP: "Interrupt"} if state == "running" else None,
+                # Running, the Shell counts down to the end and fills the bar itself.
+                progress=None if running else gone,
+                countdown=(started_at, ends_at) if running and started_at < ends_at else None,
+                actions={STOP: "Interrupt"} if running else None,
             ),
         )

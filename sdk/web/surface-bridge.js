@@ -183,9 +183,63 @@
   function dispatch(action) {
     return request("lineup/actions/dispatch", { action: action });
   }
+  // A listener list per notification method, told in order (`subscribe` below).
+  function listeners(method) {
+    const list = [];
+    on(method, function (params) {
+      list.slice().forEach(function (listener) {
+        listener(params);
+      });
+    });
+    return {
+      add: function (listener) {
+        list.push(listener);
+        return function () {
+          const at = list.indexOf(listener);
+          if (at >= 0) list.splice(at, 1);
+        };
+      },
+    };
+  }
+  const viewListeners = listeners("lineup/notifications/app-state");
+  const messageListeners = listeners("lineup/notifications/agent-message");
   const state = Object.freeze({
     snapshot: function () {
       return request("lineup/state/snapshot", {});
+    },
+    // `listener(view)` now and on every newer view of the app; resolves with the way to stop.
+    subscribe: function (listener) {
+      const stop = viewListeners.add(function (params) {
+        listener(params.view);
+      });
+      return request("lineup/state/subscribe", {}).then(function (result) {
+        listener(result.view);
+        return stop;
+      });
+    },
+  });
+  // The app's Agent messages (seed 004 §5.4), its conversation's and this instance's:
+  // `handler(message)` for each one the filter takes ({conversation_id, types,
+  // include_pending}), once; a display message is acknowledged by the Shell once handed, any
+  // other stays in the inbox until `acknowledge(message_id)`.
+  const agentMessages = Object.freeze({
+    list: function (options) {
+      return request("lineup/agent-messages/list", options || {});
+    },
+    subscribe: function (options, handler) {
+      const stop = messageListeners.add(function (params) {
+        handler(params.message);
+      });
+      return request("lineup/agent-messages/subscribe", options || {}).then(function () {
+        return stop;
+      });
+    },
+    acknowledge: function (messageId) {
+      return request("lineup/agent-messages/acknowledge", { message_id: messageId }).then(
+        function (result) {
+          return result.acknowledged === true;
+        }
+      );
     },
   });
   const apps = Object.freeze({
@@ -215,6 +269,7 @@
 
   window.LineUpBridge = Object.freeze({
     state: state,
+    agentMessages: agentMessages,
     apps: apps,
     actions: actions,
     PROTOCOL_VERSION: PROTOCOL_VERSION,

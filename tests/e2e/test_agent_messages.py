@@ -13,14 +13,16 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from lineup.actors.focus.messages import AppEnableRequest, InventoryReply
-from lineup.actors.kernel import ActorKind, Bus, ErrorCode
+from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
+from lineup.actors.router.messages import SurfaceAgentMessagesReply, SurfaceAgentMessagesRequest
 from lineup.actors.store.messages import InboxListReply, InboxListRequest
 from lineup.ops.agent import AgentClient
-from lineup.tests.support.listener_app import SCOPE, TEXT, Listener
+from lineup.tests.support.listener_app import SCOPE, TEXT, Bystander, Listener
 from lineup.tests.support.runtime import (
     AGENT_ID,
     CONVERSATION,
@@ -163,3 +165,80 @@ async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disab
     )
     assert [r.code for r in rows if r.subject_id == "m-off"] == [ErrorCode.APP_DISABLED.value]
     assert await inbox(router, INSTANCE) == []
+
+
+async def test_a_conversation_text_an_app_holds_no_permission_for_is_filtered_and_audited(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    runtime = await start_runtime_with_app(nursery, data_dir, Bystander, title="Bystander")
+    shell, agent, revision = await shell_and_agent(nursery, runtime)
+    await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id="open-1")
+    await agent.terminal("open-1")
+    router = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
+
+    # Seed 004 §5.3: its own instance's texts reach it; the conversation's are another
+    # subscription it never asked for: accepted, in no inbox, audited by the permission step.
+    await say(agent.client, "m-conversation", "not mine", instance_id=None)
+    await say(agent.client, "m-mine", "mine")
+    await view_until(shell, live=["mine"])
+    rows = await audit_rows(
+        router,
+        lambda rows: any(r.subject_id == "m-conversation" for r in rows),
+        event_prefix="router.message_filtered",
+    )
+    filtered = [r for r in rows if r.subject_id == "m-conversation"]
+    assert [(r.event, r.code, r.message_type) for r in filtered] == [
+        ("router.message_filtered.permission", None, TEXT)
+    ]
+    assert await inbox(router, None) == []
+
+
+async def test_a_surface_reaches_its_own_instances_messages_only_and_another_is_audited(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # Issue 29 item 1: the Surface bridge's `agent_messages`, as the hostbridge relays it
+    # (`router.ui.surface.agent_messages`), for the Surface's own app and instance.
+    runtime = await start_runtime_with_app(nursery, data_dir, Listener, title="Listener")
+    _shell, agent, revision = await shell_and_agent(nursery, runtime)
+    for call_id in ("open-1", "open-2"):
+        await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id=call_id)
+        await agent.terminal(call_id)
+    await agent.client.call_tool(CONVERSATION, "listener.mute", {}, revision, call_id="mute-1")
+    await agent.terminal("mute-1")
+    reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "inbox-reader")
+    await say(agent.client, "m-mine", "mine")
+    await say(agent.client, "m-other", "other", instance_id=f"{SCOPE}:open-2")
+    await inbox_until(reader, ["m-mine"])
+    host = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "surface-host")
+
+    def ask(op: str, **fields: Any) -> SurfaceAgentMessagesRequest:
+        return SurfaceAgentMessagesRequest(
+            instance_id=INSTANCE, app_scope=SCOPE, surface_id="lu:surface:x", op=op, **fields
+        )
+
+    listed = await host.request("router", ask("list"), expect=SurfaceAgentMessagesReply)
+    assert [(m.message_id, m.instance_id) for m in listed.messages] == [("m-mine", INSTANCE)]
+
+    other = await host.request(
+        "router", ask("acknowledge", message_id="m-other"), expect=SurfaceAgentMessagesReply
+    )
+    assert not other.acknowledged
+    rows = await audit_rows(
+        reader,
+        lambda rows: any(r.subject_id == "m-other" for r in rows),
+        event_prefix="router.scope_denied",
+    )
+    assert [(r.code, r.peer) for r in rows if r.subject_id == "m-other"] == [
+        (ErrorCode.APP_SCOPE_MISMATCH.value, "surface-host")
+    ]
+    mine = [
+        (await host.request("router", ask("acknowledge", message_ids=("m-mine",)),
+                            expect=SurfaceAgentMessagesReply)).acknowledged
+        for _ in range(2)
+    ]  # fmt: skip
+    assert mine == [True, False]
+    await inbox_until(reader, [])
+    gone = ask("list").model_copy(update={"instance_id": f"{SCOPE}:nobody"})
+    with pytest.raises(LineUpError) as refused:
+        await host.request("router", gone, expect=SurfaceAgentMessagesReply)
+    assert refused.value.code is ErrorCode.APP_INSTANCE_NOT_FOUND

@@ -55,3 +55,16 @@ def test_the_shells_mcp_request_bounds_are_the_hostbridges() -> None:
         "MAX_URI": surface_mcp.MAX_URI,
         "MAX_DOWNLOAD_FILES": surface_mcp.MAX_DOWNLOAD_FILES,
     }
+
+
+def test_the_agent_message_types_and_page_the_shell_takes_are_the_sdks() -> None:
+    text = BRIDGE_METHODS.read_text()
+    table = text.split("export const AGENT_MESSAGE_TYPES = [", 1)[1].split("];", 1)[0]
+    assert set(re.findall(r'"([a-z_.0-9]+)"', table)) == sdk.AGENT_MESSAGE_TYPES
+    assert f"const MAX_LIST = {sdk.MAX_BATCH};" in text
+
+
+def test_every_method_the_shell_relays_the_hostbridge_relays() -> None:
+    text = BRIDGE_METHODS.read_text()
+    relayed = set(re.findall(r'"(lineup/[a-z/-]+)": \{[^}]*relay: true', text, re.S))
+    assert relayed == {m for m in METHODS if m.startswith("lineup/")}

@@ -39,6 +39,7 @@ from lineup.hostbridge._surfaces import surface_file
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
     SessionDataUpdatedEvent,
+    SurfaceNotifyEvent,
     ViewUpdatedEvent,
 )
 from lineup.hostbridge.shell_protocol import (
@@ -48,6 +49,7 @@ from lineup.hostbridge.shell_protocol import (
     ShellArtifacts,
     ShellOutbound,
     ShellSessionData,
+    ShellSurfaceNotify,
     ShellSurfaceReply,
     SurfaceError,
     SurfaceRequestFrame,
@@ -594,6 +596,13 @@ BIG = "é" * 40_000  # 80,000 bytes of UTF-8 in 40,000 characters: inside a Shel
         ),
         (request("lineup/event", {"name": ""}), "bridge_params_invalid"),
         (request("lineup/event", {"name": "x", "data": {"t": BIG}}), "bridge_message_too_large"),
+        (request("lineup/agent-messages/list", {"after": "7"}), "bridge_params_invalid"),
+        (
+            request("lineup/agent-messages/subscribe", {"types": ["lineup.v1.tool.call"]}),
+            "bridge_params_invalid",
+        ),
+        (request("lineup/agent-messages/acknowledge", {}), "bridge_params_invalid"),
+        (request("lineup/state/subscribe", {"x": 1}), "bridge_params_invalid"),
     ],
     ids=[
         "other-surface",
@@ -605,6 +614,10 @@ BIG = "é" * 40_000  # 80,000 bytes of UTF-8 in 40,000 characters: inside a Shel
         "string-revision",
         "empty-name",
         "oversized",
+        "not-a-cursor",
+        "not-a-handed-type",
+        "ack-no-id",
+        "state-extra-param",
     ],
 )
 async def test_a_bridge_request_that_fails_a_check_is_answered_with_its_code_and_audited(
@@ -723,6 +736,30 @@ async def test_session_data_of_a_surface_no_longer_shown_is_not_pushed(tmp_path:
     assert (frame["surface_id"], frame["revision"]) == (SURFACE, 2)
 
 
+async def test_news_for_a_surface_no_longer_shown_is_not_pushed(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, SurfaceBus())
+        async with await connect(port) as ws:
+            await greet(ws)
+            for surface_id, seq in [("lu:surface:old", 5), (SURFACE, 2)]:
+                actor.on_surface_notify(
+                    *from_peer(
+                        "focus",
+                        SurfaceNotifyEvent(
+                            instance_id=INSTANCE,
+                            surface_id=surface_id,
+                            kind="app_state",
+                            params={"view": {}, "seq": seq},
+                        ),
+                    )
+                )
+            frame = await next_frame(ws)
+        nursery.cancel_scope.cancel()
+    assert (frame["type"], frame["surface_id"], frame["params"]["seq"]) == (
+        "shell.surface.notify", SURFACE, 2,
+    )  # fmt: skip
+
+
 # ---------------------------------------------------------------------- the frames
 
 
@@ -740,8 +777,11 @@ async def test_session_data_of_a_surface_no_longer_shown_is_not_pushed(tmp_path:
         ),
         ShellSessionData(instance_id=INSTANCE, surface_id=SURFACE, data={"n": 1}, revision=3),
         ShellArtifacts(artifacts=({"artifact_id": "art_1", "ticket": "ab"},)),
+        ShellSurfaceNotify(
+            instance_id=INSTANCE, surface_id=SURFACE, kind="agent_messages", params={"messages": []}
+        ),
     ],
-    ids=["result", "error", "session-data", "artifacts"],
+    ids=["result", "error", "session-data", "artifacts", "notify"],
 )
 def test_every_surface_frame_encodes_to_what_the_union_reads_back(frame: ShellOutbound) -> None:
     assert RUNTIME_TO_SHELL.validate_json(encode(frame)) == frame

@@ -51,9 +51,11 @@ async def test_a_focus_period_is_a_runtime_operation_shown_from_its_session_data
     assert (data["call_id"], data["state"], data["ends_at"]) == ("f-1", "running", op.ends_at)
     view = runtime.ui.last
     assert view is not None and view["kind"] == "card"
-    assert view["text"].startswith("Focusing: 24 min") or view["text"].startswith(
-        "Focusing: 25 min"
-    )
+    # The Shell counts down to the end itself: one render for the whole period.
+    assert (view["text"], view["countdown"]) == (
+        "Focusing", {"started_at": op.ends_at - 25 * 60, "ends_at": op.ends_at},
+    )  # fmt: skip
+    assert "progress" not in view
     with pytest.raises(LineUpError) as refused:  # the app cannot end it itself
         await runtime.complete("f-1", RESULT)
     assert refused.value.code is ErrorCode.PERMISSION_DENIED
@@ -94,3 +96,38 @@ async def test_a_period_in_the_background_is_refused_foreground_required() -> No
 
     assert (record.status, record.error_code) == ("failed", "foreground_required")
     assert runtime.operations.operations == {}
+    view = runtime.ui.last  # never an empty instance
+    assert view is not None and view["text"] == "Not started: it starts only in front"
+
+
+async def test_a_period_interrupted_before_it_started_leaves_no_empty_instance() -> None:
+    app = Pomodoro()
+    runtime = await testkit.start(app)
+    start = app.app.operations.start
+
+    async def the_user_first(call_id: str, ends_at: float, result: dict[str, object]) -> object:
+        # The user's interruption came while the instance was still launching.
+        await app.app.operations.interrupt(tool="pomodoro.focus")
+        return await start(call_id, ends_at, result)
+
+    app.app.operations.start = the_user_first  # type: ignore[method-assign,assignment]
+    record = await testkit.call_tool(app, "pomodoro.focus", {"minutes": 5}, call_id="f-1")
+
+    assert record.error_code == "cancelled_by_user"
+    assert runtime.operations.operations == {}
+    view = runtime.ui.last  # never an empty instance
+    assert view is not None and view["text"] == "Interrupted before it started"
+
+
+async def test_a_focus_handler_stopped_by_the_interruption_shows_it_never_started() -> None:
+    # The runtime's cancellation stopped the handler while it asked for the operation: the
+    # app's hook is told, and the instance says so rather than stay empty.
+    app = Pomodoro()
+    runtime = await testkit.start(app)
+    app.starting["f-9"] = INSTANCE  # as the handler left it when it was stopped
+
+    await app.on_tool_cancelled("f-9", "cancelled_by_user")
+
+    view = runtime.ui.last
+    assert view is not None and view["text"] == "Interrupted before it started"
+    assert app.starting == {}

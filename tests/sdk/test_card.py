@@ -67,3 +67,18 @@ def test_a_card_action_out_of_bounds_is_refused_invalid_arguments(actions: dict[
     with pytest.raises(LineUpError) as refused:
         card(title="T", actions=actions)
     assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+
+
+def test_a_countdown_is_the_shells_to_redraw_from_its_start_and_end() -> None:
+    view = card(title="Focus", countdown=(100.0, 1600.0))
+    assert view["countdown"] == {"started_at": 100.0, "ends_at": 1600.0}
+    assert "countdown" not in card(title="Focus")
+
+
+@pytest.mark.parametrize("countdown", [(5.0, 5.0), (6.0, 5.0), (math.nan, 5.0), (0.0, math.inf)])
+def test_a_countdown_that_does_not_end_after_it_starts_is_refused(
+    countdown: tuple[float, float],
+) -> None:
+    with pytest.raises(LineUpError) as refused:
+        card(title="T", countdown=countdown)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
 from lineup.sdk import protocol as p
 from lineup.sdk.interactions import ConfirmRequest
-from lineup.sdk.manifest import Entrypoint
+from lineup.sdk.manifest import AgentSubscription, Entrypoint
 
 SCOPE = "behave"
 VIEW_KIND = "behave"  # a kind no one trusts: any app may draw it
@@ -122,6 +122,9 @@ class Behave(MiniApp):
         entrypoints=(
             Entrypoint(id="board", kind="surface", document="index.html", events=("poke",)),
         ),
+        # It asks for the Agent's conversation-wide texts too (seed 004 §5.3), which the
+        # inbox modes list beside its instances'.
+        agent_subscriptions=(AgentSubscription(type="lineup.v1.text", scope="conversation"),),
     )
 
     async def start(self, app: AppContext) -> None:

@@ -103,3 +103,10 @@ class Listener(MiniApp):
 
 def _text(message: p.AgentMessage) -> str:
     return str(message.payload.get("markdown"))
+
+
+class Bystander(Listener):
+    """The listener with the default subscriptions (its manifest declares none): it never
+    asked for the conversation's texts (seed 004 §5.3), only its instance's reach it."""
+
+    app_info = AppInfo(app_scope=SCOPE, version="1.0.0", kind="bundled-reference")

@@ -12,6 +12,7 @@ import trio
 from pydantic import BaseModel, ConfigDict, Field
 
 from lineup.sdk import AppContext, AppInfo, LineUpError, MiniApp, ToolCall, tool
+from lineup.sdk.manifest import AgentSubscription
 
 
 class _Model(BaseModel):
@@ -47,7 +48,14 @@ class ProbeOutput(_Model):
 
 
 class Probe(MiniApp):
-    app_info = AppInfo(app_scope="probe", version="1.0.0", kind="bundled-reference")
+    # It asks for the Agent's conversation-wide texts (seed 004 §5.3: another subscription than
+    # its instance's), which the router's tests hand it.
+    app_info = AppInfo(
+        app_scope="probe",
+        version="1.0.0",
+        kind="bundled-reference",
+        agent_subscriptions=(AgentSubscription(type="lineup.v1.text", scope="conversation"),),
+    )
 
     async def start(self, app: AppContext) -> None:
         self.app = app

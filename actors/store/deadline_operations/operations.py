@@ -155,7 +155,7 @@ def deadline_operation_end(
         _audit(conn, now, actor, ended, code=call.error_code)
         return DeadlineOperationEndReply(operation=ended, call=None, changed=True, event=event)
     after = machine.move(op.state, req.event)
-    stepped = tool_call_step(conn, req.step, now, actor=actor)
+    stepped = tool_call_step(conn, req.step, now, actor=actor, by_operation=True)
     ended = _set_state(conn, req.call_id, after, now)
     _audit(conn, now, actor, ended, code=req.step.code)
     return DeadlineOperationEndReply(

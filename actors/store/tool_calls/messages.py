@@ -148,13 +148,17 @@ class ToolCallStepRequest(Message):
 
 class ToolCallStepReply(Message):
     """`call` as it is now; `before` its state before the step (None: born by it); `changed`
-    whether anything was written; `created` whether the step recorded the call."""
+    whether anything was written; `created` whether the step recorded the call;
+    `operation_ended` whether the step ended the call's running deadline operation (the call
+    ended another way: its app closed, it expired; or the user's interruption raced the
+    operation's start)."""
 
     type: Literal["store.tool_call.step.reply"] = "store.tool_call.step.reply"
     call: ToolCallRow
     before: ToolCallState | None
     changed: bool
     created: bool = False
+    operation_ended: bool = False
 
 
 class ToolCallProgressRequest(Message):

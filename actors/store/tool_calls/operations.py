@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts import deadline_operations as operations_machine
 from lineup.facts import tool_calls as machine
 from lineup.facts.instances import FINAL as ENDED_INSTANCE
 from lineup.facts.tool_calls import Row
@@ -212,11 +213,46 @@ def _runtime_owned(conn: Connection, call_id: str) -> bool:
     )
 
 
+def _end_operation(conn: Connection, call: ToolCallRow, now: float, actor: str) -> bool:
+    """The call ended another way than by its running deadline operation (closed, expired):
+    the operation is `abandoned` now, in the same savepoint, not when its `ends_at` comes
+    (`deadline_operations/` writes nothing more for it then); ended by the user's interruption
+    (which found no operation yet, as this one started), `interrupted`. Whether one was."""
+    by_user = call.state == "cancelled" and call.error_code == operations_machine.INTERRUPTED_CODE
+    state = operations_machine.move("running", "interrupt" if by_user else "abandon")
+    running = conn.execute(
+        "SELECT 1 FROM deadline_operations WHERE call_id = ? AND state = 'running'",
+        (call.call_id,),
+    ).fetchall()
+    if not running:
+        return False
+    conn.execute(
+        "UPDATE deadline_operations SET state = ?, updated_at = ? WHERE call_id = ?",
+        (state, now, call.call_id),
+    )
+    record = AuditRecord(
+        event=f"deadline_operation.{state}",
+        actor=actor,
+        peer=call.app_scope,
+        code=call.error_code,
+        subject_id=call.call_id,
+        at=now,
+    )
+    audit_append(conn, [record], now)
+    return True
+
+
 def tool_call_step(
-    conn: Connection, req: ToolCallStepRequest, now: float, *, actor: str = "store"
+    conn: Connection,
+    req: ToolCallStepRequest,
+    now: float,
+    *,
+    actor: str = "store",
+    by_operation: bool = False,
 ) -> ToolCallStepReply:
     """One event of the machine on one call: checks first, then every write (state, rows, audit)
-    in this one savepoint."""
+    in this one savepoint. A step that decides a call a running deadline operation owns, other
+    than that operation's own ending (`by_operation`), ends the operation (`_end_operation`)."""
     call = _load(conn, req.call_id)
     if call is not None:  # first, even for a repeated birth: a foreign caller learns nothing
         _check_owner(call, req.expected_app_scope, req.expected_instance_id)
@@ -277,7 +313,16 @@ def tool_call_step(
         kind = wire_kind(row.wire)
         _queue(conn, updated, row.outbox_id, text, kind, _role(row.row), status, now)
     _audit(conn, now, actor, f"tool_call.{after}", updated, code=req.code, kind=kind)
-    return ToolCallStepReply(call=updated, before=before, changed=True, created=call is None)
+    operation_ended = (
+        not by_operation and after in machine.DECIDED and _end_operation(conn, updated, now, actor)
+    )
+    return ToolCallStepReply(
+        call=updated,
+        before=before,
+        changed=True,
+        created=call is None,
+        operation_ended=operation_ended,
+    )
 
 
 def tool_call_progress(

@@ -10,7 +10,7 @@
 // script or style, no eval, no external load, so the one CSP the server sets holds and nothing
 // in a message can become markup.
 
-import { setOnline } from "./core/bridge.js";
+import { notifySurfaces, setOnline } from "./core/bridge.js";
 import { createConnection } from "./core/connection.js";
 import { createStage, register } from "./core/registry.js";
 import {
@@ -46,6 +46,7 @@ register("card", card); // the generic card any app may show (lineup.sdk.card)
 register("lineup.surface", surface);
 
 const state = createState();
+state.onSurfaceNotify = notifySurfaces; // a Surface's subscriptions, straight to its bridge
 const ui = {
   appView: byTestId("app-view"),
   placeholder: byTestId("app-placeholder"),

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lineup.actors.focus._inventory import subscription_permissions
 from lineup.actors.focus.messages import InventoryReply
 from lineup.actors.kernel import ErrorCode
 from lineup.actors.router._envelope import RuntimeEnvelope, Scope, Sender, Target
@@ -18,7 +19,7 @@ from lineup.actors.router._subscriptions import (
     decide,
     facts_of,
 )
-from lineup.sdk.manifest import AgentSubscription
+from lineup.sdk.manifest import CONVERSATION_TEXTS, AgentSubscription, Manifest
 
 CONVERSATION = "conv-1"
 TEXT = "lineup.v1.text"
@@ -45,6 +46,8 @@ def envelope(
 
 
 def board(**facts: Any) -> AppFacts:
+    """An app that holds the conversation's texts (the `permission` step has tests of its own)."""
+    facts.setdefault("permissions", frozenset({CONVERSATION_TEXTS}))
     return AppFacts(app_scope="board", installed=True, **facts)
 
 
@@ -83,8 +86,10 @@ def test_app_step_refuses_an_app_that_cannot_take_it_with_its_code(
 
 
 def test_the_chat_is_never_refused_as_disabled() -> None:
-    chat = AppFacts(app_scope="chat", installed=True, enabled=False)
-    assert run(envelope("chat"), chat).delivered
+    inventory = InventoryReply(
+        revision="1", tools=(), disabled_tools=(), installed=("chat",), disabled_apps=("chat",)
+    )
+    assert run(envelope("chat"), facts_of(inventory, "chat")).delivered
 
 
 def test_policy_step_hands_an_app_only_agent_message_types() -> None:
@@ -111,10 +116,42 @@ def test_manifest_step_intersects_type_and_scope() -> None:
 
 
 def test_permission_step_needs_what_the_type_needs() -> None:
-    needs = {TEXT: "board.read"}
-    assert run(envelope(), board(), needs=needs) == Verdict("permission")
-    granted = board(permissions=frozenset({"board.read"}))
-    assert run(envelope(), granted, needs=needs).delivered
+    needs = {(PATCH, "instance"): "board.read"}
+    patches = board(subscriptions=(AgentSubscription(type=PATCH, scope="instance"),))
+    patch = envelope(kind=PATCH, instance_id="board:1")
+    assert run(patch, patches, needs=needs) == Verdict("permission")
+    granted = board(subscriptions=patches.subscriptions, permissions=frozenset({"board.read"}))
+    assert run(patch, granted, needs=needs).delivered
+
+
+def test_the_conversations_texts_need_their_permission_an_instances_do_not() -> None:
+    # Seed 004 §5.3: an app gets its own instance's messages; the Agent's conversation-wide
+    # texts are another subscription, which the default subscriptions do not grant.
+    bare = board(permissions=frozenset())
+    assert run(envelope(), bare) == Verdict("permission")
+    assert run(envelope(instance_id="board:1"), bare).delivered
+    assert run(envelope(), board()).delivered
+
+
+def _manifest(kind: str, *subscriptions: AgentSubscription) -> Manifest:
+    return Manifest(
+        format="lineup.app.v1",
+        app_scope="board",
+        version="1.0.0",
+        kind=kind,
+        agent_subscriptions=subscriptions,
+    )
+
+
+def test_who_holds_the_conversations_texts() -> None:
+    texts = AgentSubscription(type=TEXT, scope="conversation")
+    assert subscription_permissions("chat", _manifest("installed")) == (CONVERSATION_TEXTS,)
+    assert subscription_permissions("board", _manifest("core")) == (CONVERSATION_TEXTS,)
+    assert subscription_permissions("board", _manifest("installed", texts)) == (CONVERSATION_TEXTS,)
+    # By default (no subscription declared), or asking for an instance's texts only: none.
+    assert subscription_permissions("board", _manifest("bundled-reference")) == ()
+    mine = AgentSubscription(type=TEXT, scope="instance")
+    assert subscription_permissions("board", _manifest("installed", mine)) == ()
 
 
 def test_a_filter_is_not_a_refusal() -> None:
@@ -131,9 +168,14 @@ def test_facts_of_the_inventory() -> None:
         agent_subscriptions={"board": (AgentSubscription(type=PATCH, scope="instance"),)},
         disabled_apps=("off",),
         refused_apps={"old": ErrorCode.APP_VERSION_MISMATCH.value},
+        app_permissions={"board": (CONVERSATION_TEXTS,)},
     )
     assert facts_of(inventory, "board").subscriptions[0].type == PATCH
-    assert facts_of(inventory, "chat") == AppFacts(app_scope="chat", installed=True)
+    assert facts_of(inventory, "board").permissions == {CONVERSATION_TEXTS}
+    assert facts_of(inventory, "chat") == AppFacts(
+        app_scope="chat", installed=True, permissions=frozenset({CONVERSATION_TEXTS})
+    )
+    assert facts_of(inventory, "off").permissions == frozenset()
     assert not facts_of(inventory, "off").enabled
     old = facts_of(inventory, "old")
     assert old.installed and old.refusal is ErrorCode.APP_VERSION_MISMATCH

@@ -146,14 +146,20 @@ async def test_an_operation_whose_call_ended_another_way_is_abandoned_writing_no
 ) -> None:
     await running(store)
     await store.ask(start(), DeadlineOperationStartReply)
-    await store.ask(step("close", code="app_closed"), ToolCallStepReply)
+
+    # The call closed (its app did): the operation is abandoned in that same step, not when
+    # its `ends_at` comes (issue 29: a period was shown running until then).
+    closed = await store.ask(step("close", code="app_closed"), ToolCallStepReply)
+    assert closed.operation_ended
+    listed = await store.ask(
+        DeadlineOperationListRequest(call_id="call-1"), DeadlineOperationListReply
+    )
+    assert [op.state for op in listed.operations] == ["abandoned"]
     before = await outbox(store)
 
     fired = await store.ask(fire(), DeadlineOperationEndReply)
 
-    assert (fired.changed, fired.event, fired.operation.state, fired.call) == (
-        True, "abandon", "abandoned", None,
-    )  # fmt: skip
+    assert (fired.changed, fired.operation.state, fired.call) == (False, "abandoned", None)
     assert await outbox(store) == before
     assert (await must_get(store)).error_code == "app_closed"
 
@@ -206,15 +212,16 @@ async def test_the_app_cannot_end_a_call_its_operation_owns(store: StoreHarness)
 async def test_an_operation_started_as_its_call_was_interrupted_ends_interrupted(
     store: StoreHarness,
 ) -> None:
+    # The router found no operation and cancelled the call by the user; the start came first:
+    # that step ends the operation `interrupted`, and the router's interruption finds it so.
     await running(store)
     await store.ask(start(), DeadlineOperationStartReply)
-    await store.ask(step("cancel", code="cancelled_by_user"), ToolCallStepReply)
+    cancelled = await store.ask(step("cancel", code="cancelled_by_user"), ToolCallStepReply)
+    assert cancelled.operation_ended
 
     ended = await store.ask(interrupt(), DeadlineOperationEndReply)
 
-    assert (ended.changed, ended.event, ended.operation.state, ended.call) == (
-        True, "interrupt", "interrupted", None,
-    )  # fmt: skip
+    assert (ended.changed, ended.operation.state, ended.call) == (False, "interrupted", None)
     assert [row for row in await outbox(store) if row[0] == row_id("terminal")] == [
         (row_id("terminal"), ERROR)
     ]

@@ -45,6 +45,7 @@ import { FINAL_STATES } from "./state.js";
 import { METHODS, METHOD_NAMES, isRpcId } from "./bridge_methods.js";
 import { CONTEXT_METHOD, SERVED_CAPABILITIES, hostContext, watchHostContext } from "./host_context.js";
 import { createMcpRequests } from "./mcp_requests.js";
+import { createSubscriptions } from "./bridge_subscriptions.js";
 import { isObject } from "./util.js";
 
 export const SURFACE_VERSIONS = [1]; // the bridge versions this Shell runs (sdk/manifest.py)
@@ -88,6 +89,17 @@ const RPC_RUNTIME = -32000;
 const RPC_RESOURCE = -32002; // MCP's "resource not found"
 // Relayed requests that may wait on the user (the permission prompt, then a save).
 const WAITS_ON_USER = new Set(["lineup/capabilities/request", "ui/download-file"]);
+
+// The runtime's news for a Surface that subscribed (`shell.surface.notify`: its app's view
+// model, its app's Agent messages; core/bridge_subscriptions.js): to that Surface's bridge only.
+export function notifySurfaces(frame) {
+  if (!isObject(frame) || !isObject(frame.params)) return;
+  for (const bridge of bridges) {
+    if (bridge.instanceId === frame.instance_id && bridge.view.surface_id === frame.surface_id) {
+      bridge.subscriptions.notify(frame.kind, frame.params);
+    }
+  }
+}
 
 // ---------------------------------------------------------------- rejections, reported
 
@@ -198,6 +210,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
   }
 
   const answer = (id, result) => post({ jsonrpc: "2.0", id, result });
+  bridge.subscriptions = createSubscriptions({ post, relay: (...a) => relay(...a) });
   const fail = (id, rpcCode, code) =>
     post({ jsonrpc: "2.0", id, error: { code: rpcCode, message: code, data: { code } } });
 
@@ -291,6 +304,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       const v = bridge.view;
       bridge.phase = "initializing";
       bridge.subscribed = false;
+      bridge.subscriptions.reset();
       bridge.sessionRevision = -1;
       bridge.stateRevision = stateRevision(v);
       bridge.toolResultKey = null;
@@ -381,7 +395,9 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         if (id !== null) fail(id, code === "resource_not_found" ? RPC_RESOURCE : RPC_RUNTIME, code);
         return;
       }
-      const result = isObject(reply.result) ? reply.result : {};
+      const [result, after] = bridge.subscriptions.settled(
+        name, id, params, isObject(reply.result) ? reply.result : {},
+      ); // prettier-ignore
       if (name === "lineup/session-data/subscribe") {
         bridge.subscribed = true;
         if (Number.isSafeInteger(result.revision)) {
@@ -401,6 +417,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
         if (bridge.asked.size > MAX_ASKED) bridge.asked.delete(bridge.asked.values().next().value);
       }
       if (id !== null) answer(id, result);
+      after?.();
       if (name === "lineup/session-data/subscribe") forwardSessionData();
       if (name === "lineup/ui/request") forwardInteractions(); // it may have ended already
     }
@@ -438,8 +455,9 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
       for (const requestId of [...bridge.calls]) {
         ctx.state.surfaceCalls.get(requestId)?.({ error: { code: CODES.unreachable } });
       }
-    } else if (bridge.phase === "ready" && bridge.subscribed) {
-      relay("lineup/session-data/subscribe", null, {});
+    } else if (bridge.phase === "ready") {
+      if (bridge.subscribed) relay("lineup/session-data/subscribe", null, {});
+      bridge.subscriptions.renew();
     }
     tellLink();
   };

@@ -13,6 +13,11 @@ const MAX_DOWNLOAD_FILES = 4; // lineup.hostbridge._surface_mcp MAX_DOWNLOAD_FIL
 export const LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 const DISPLAY_MODE_NAMES = ["inline", "fullscreen", "pip"]; // the spec's McpUiDisplayMode
 const INTERACTION_KINDS = ["notice", "choice", "confirm", "input"];
+// lineup.sdk.protocol AGENT_MESSAGE_TYPES and MAX_LIST (tests/hostbridge compares them)
+export const AGENT_MESSAGE_TYPES = ["lineup.app.state.patch", "lineup.tool.invoke", "lineup.v1.text"];
+const MAX_LIST = 500;
+const isId = (value) => typeof value === "string" && value.length > 0 && value.length <= 200;
+const optId = (value) => value === undefined || isId(value);
 // lineup.sdk.protocol SURFACE_ACTION_KINDS (tests/hostbridge compares the two)
 export const ACTION_KINDS = [
   "lifecycle.foreground",
@@ -141,6 +146,38 @@ export const METHODS = {
       isObject(p.action) &&
       typeof p.action.kind === "string" &&
       ACTION_KINDS.includes(p.action.kind),
+  },
+  // The Surface's subscription to its app's view model (`lineup/notifications/app-state`) and
+  // its app's Agent messages (seed 004 §5.4): listed, subscribed to (then
+  // `lineup/notifications/agent-message`), acknowledged (core/bridge_subscriptions.js).
+  "lineup/state/subscribe": { form: "request", valid: none, relay: true },
+  "lineup/agent-messages/list": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      none(p) ||
+      (isObject(p) &&
+        keysWithin(p, ["conversation_id", "after", "limit"]) &&
+        optId(p.conversation_id) &&
+        optId(p.after) &&
+        (p.limit === undefined || (Number.isSafeInteger(p.limit) && p.limit >= 1 && p.limit <= MAX_LIST))),
+  },
+  "lineup/agent-messages/subscribe": {
+    form: "request",
+    relay: true,
+    valid: (p) =>
+      none(p) ||
+      (isObject(p) &&
+        keysWithin(p, ["conversation_id", "types", "include_pending"]) &&
+        optId(p.conversation_id) &&
+        (p.types === undefined ||
+          (Array.isArray(p.types) && p.types.length > 0 && p.types.every((t) => AGENT_MESSAGE_TYPES.includes(t)))) &&
+        (p.include_pending === undefined || typeof p.include_pending === "boolean")),
+  },
+  "lineup/agent-messages/acknowledge": {
+    form: "request",
+    relay: true,
+    valid: (p) => isObject(p) && keysWithin(p, ["message_id"]) && isId(p.message_id),
   },
   // To the gateway (issue 14), decided as the app's own request: the result is the
   // CapabilityResult ({request_id, capability, status, code, output}).

@@ -43,6 +43,7 @@ export function createState() {
     draftStamps: new Map(), // interaction_id → n: drafts the runtime sent (its card is rebuilt)
     surfaceCalls: new Map(), // request_id → settle(reply): a Surface's requests (core/bridge.js)
     sessionData: new Map(), // instance_id → {surface_id, data, revision}: the newest heard
+    onSurfaceNotify: null, // told each `shell.surface.notify` (main.js: core/bridge.js's)
     artifacts: new Map(), // artifact_id → ArtifactInfo JSON with its `ticket`
     artifactsVersion: 0,
     // Capabilities (issue 14): the runtime's own permission prompts and the host providers for
@@ -115,6 +116,9 @@ export function reduce(state, frame) {
       return onSurfaceReply(state, frame);
     case "shell.session_data":
       return onSessionData(state, frame);
+    case "shell.surface.notify":
+      state.onSurfaceNotify?.(frame); // to the Surface's bridge (core/bridge.js), nothing held
+      return false;
     case "shell.artifacts":
       return onArtifacts(state, frame);
     case "shell.capability.prompt":
