@@ -47,7 +47,8 @@ from ._interaction_relay import InteractionRelay
 from ._listener import serve
 from ._open import open_app
 from ._server import ShellAccess, ShellHub, build_app
-from ._surfaces import SurfaceBook, SurfaceRelay
+from ._surface_book import SurfaceBook
+from ._surfaces import SurfaceRelay
 from ._view_log import ViewLogRelay
 from ._views import ViewRelay
 from .messages import (

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 An MCP App's UI is one HTML file whose code is inline (`<script type="module">…</script>`, the
 ext-apps `App` class bundled in), and the spec's default CSP allows inline script. A Surface's
-does not (`_surfaces.surface_headers`): the runtime's guard (`_surface_guard`) must be the first
+does not (`_surface_book.surface_headers`): the runtime's guard (`_surface_guard`) must be the first
 code of every realm a Surface runs, and an inline script allowed in the document would be
 allowed in any `srcdoc` child the page makes as well — a realm of its own, where no guard runs,
 so WebRTC would be back. So the hostbridge serves the document with each inline script replaced

@@ -201,7 +201,7 @@ class AppSessionContinueFrame(ShellFrame):
 
 # Surfaces (issue 13). The Shell's bridge (web/js/core/bridge.js) answers most of a Surface's
 # messages itself; what needs the runtime comes as `surface.request`, which the hostbridge
-# checks again (a live instance whose view is that Surface, a method of `_surfaces.METHODS`,
+# checks again (a live instance whose view is that Surface, a method of `_surface_params.METHODS`,
 # its params, its size) before focus checks it a third time. `method` and `params` are plain
 # here so that a wrong one is answered (`shell.surface.reply` with its code), not just dropped.
 

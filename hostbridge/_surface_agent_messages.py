@@ -89,7 +89,7 @@ class AcknowledgeParams(_Params):
 
 AgentMessagesParams = ListParams | SubscribeParams | AcknowledgeParams
 
-# The bridge methods and their params models (`_surfaces.METHODS` takes them).
+# The bridge methods and their params models (`_surface_params.METHODS` takes them).
 AGENT_MESSAGE_METHODS: Final[dict[str, type[_Params]]] = {
     "lineup/agent-messages/list": ListParams,
     "lineup/agent-messages/subscribe": SubscribeParams,

@@ -1,6 +1,6 @@
 """The runtime's guard: the first code of every script a Surface runs (issue 27, finding 4).
 
-A Surface's CSP (`_surfaces.surface_headers`, `connect-src 'none'`) governs fetch, XHR,
+A Surface's CSP (`_surface_book.surface_headers`, `connect-src 'none'`) governs fetch, XHR,
 WebSocket and every element, but not WebRTC: an `RTCPeerConnection` with a `stun:` or `turn:`
 server sends STUN over UDP and TURN over TCP (its username can carry data out) whatever the
 CSP says, and Chromium ignores CSP3's `webrtc 'block'` ("Unrecognized directive", measured on

@@ -25,7 +25,7 @@ from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
 
 if TYPE_CHECKING:
     from ._server import Reply
-    from ._surfaces import SurfaceBook
+    from ._surface_book import SurfaceBook
 
 __all__ = ["MAX_TOOL_CALLS", "SurfaceToolRelay", "ToolsCallParams"]
 

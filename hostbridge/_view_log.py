@@ -23,7 +23,7 @@ from lineup.actors.kernel import Bus, ErrorCode
 from lineup.actors.kernel.control import AppViewLogEvent
 
 from ._audit import user_record
-from ._surfaces import SurfaceBook
+from ._surface_book import SurfaceBook
 from .shell_protocol import SurfaceLogFrame
 
 __all__ = ["LINES_BURST", "LINES_PER_S", "VIEW_LOG_REFUSED", "ViewLogRelay"]

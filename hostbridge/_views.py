@@ -30,7 +30,7 @@ from lineup.facts import instances
 from lineup.sdk.protocol import ViewItem
 
 from ._server import ShellHub
-from ._surfaces import SurfaceBook
+from ._surface_book import SurfaceBook
 from ._trees import TreeCache
 from .messages import (
     AppsUpdatedEvent,

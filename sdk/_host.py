@@ -290,20 +290,31 @@ class MiniAppHost(Actor):
             "router", p.ToolCancelRequest(call_id=call_id, reason=reason), p.CommandReceipt
         )
 
-    @handles(p.UiToolCallRequest)
-    async def on_ui_tool_call(self, msg: p.UiToolCallRequest, env: Envelope) -> p.UiToolCallReply:
-        """Run a tool for the app's own Surface and answer its outcome (the module's
-        docstring). A handler that completes later (through its `ToolCall`) is waited for."""
+    @handles(p.UiToolCallEvent)
+    def on_ui_tool_call(self, msg: p.UiToolCallEvent, env: Envelope) -> None:
+        self._nursery.start_soon(self._run_ui_tool, msg)
+
+    async def _run_ui_tool(self, msg: p.UiToolCallEvent) -> None:
+        """Run a tool for the app's own Surface and tell focus its outcome (the module's
+        docstring). A handler that completes later (through its `ToolCall`) is waited for,
+        within UI_TOOL_CALL_TIMEOUT_S."""
         spec = self._tools.get(msg.tool)
+        sink = _UiSink(self, msg.call_id)
         if spec is None:
-            return p.UiToolCallReply(code=ErrorCode.TOOL_NOT_ADVERTISED.value)
-        sink = _UiSink(self)
-        with trio.move_on_after(UI_TOOL_CALL_TIMEOUT_S):
-            await dispatch_tool(
-                self._app, spec, msg.call_id, msg.tool, msg.instance_id, msg.input, sink
-            )
-            await sink.done.wait()
-        return sink.reply or p.UiToolCallReply(code=ErrorCode.DEADLINE_EXCEEDED.value)
+            await sink.fail(msg.call_id, ErrorCode.TOOL_NOT_ADVERTISED.value)
+        else:
+            with trio.move_on_after(UI_TOOL_CALL_TIMEOUT_S):
+                await dispatch_tool(
+                    self._app, spec, msg.call_id, msg.tool, msg.instance_id, msg.input, sink
+                )
+                await sink.done.wait()
+        done = sink.outcome or p.UiToolCallDoneRequest(
+            call_id=msg.call_id, code=ErrorCode.DEADLINE_EXCEEDED.value
+        )
+        try:
+            await self.call("focus", done, p.CommandReceipt)
+        except LineUpError as exc:  # focus gave up on it, or restarted: the page was answered
+            log.info("sdk.ui_tool_outcome_not_told code=%s", exc.code.value)
 
     @handles(p.SessionDataEvent)
     def on_session_data(self, msg: p.SessionDataEvent, env: Envelope) -> None:
@@ -377,16 +388,17 @@ class MiniAppHost(Actor):
 
 
 class _UiSink:
-    """Where a Surface's own call of a tool ends (`ToolSink`): held, for focus's answer."""
+    """Where a Surface's own call of a tool ends (`ToolSink`): held, then told to focus."""
 
-    def __init__(self, host: MiniAppHost) -> None:
+    def __init__(self, host: MiniAppHost, call_id: str) -> None:
         self._host = host
+        self._call_id = call_id
         self.done = trio.Event()
-        self.reply: p.UiToolCallReply | None = None
+        self.outcome: p.UiToolCallDoneRequest | None = None
 
     async def progress(self, call_id: str, progress: dict[str, Any]) -> None:
         """To the page that asked (`notifications/progress`), through focus."""
-        if self.reply is not None:
+        if self.outcome is not None:
             return
         try:
             await self._host.call(
@@ -398,17 +410,17 @@ class _UiSink:
             log.info("sdk.ui_progress_not_sent code=%s", exc.code.value)
 
     async def complete(self, call_id: str, result: dict[str, Any]) -> None:
-        self._end(p.UiToolCallReply(result=result))
+        self._end(p.UiToolCallDoneRequest(call_id=self._call_id, result=result))
 
     async def fail(self, call_id: str, code: str, message: str = "") -> None:
-        self._end(p.UiToolCallReply(code=code[:100]))
+        self._end(p.UiToolCallDoneRequest(call_id=self._call_id, code=code[:100]))
 
     async def cancel(self, call_id: str, reason: str) -> None:
-        self._end(p.UiToolCallReply(code=reason[:100]))
+        self._end(p.UiToolCallDoneRequest(call_id=self._call_id, code=reason[:100]))
 
-    def _end(self, reply: p.UiToolCallReply) -> None:
-        if self.reply is None:
-            self.reply = reply
+    def _end(self, outcome: p.UiToolCallDoneRequest) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
             self.done.set()
 
 

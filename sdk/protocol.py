@@ -169,8 +169,8 @@ from ._protocol.tools import (
     ToolPendingReply,
     ToolPendingRequest,
     ToolProgressRequest,
-    UiToolCallReply,
-    UiToolCallRequest,
+    UiToolCallDoneRequest,
+    UiToolCallEvent,
     UiToolProgressRequest,
 )
 from ._protocol.ui import (
@@ -319,8 +319,8 @@ __all__ = [
     "ToolPendingRequest",
     "ToolProgressRequest",
     "UiEvent",
-    "UiToolCallReply",
-    "UiToolCallRequest",
+    "UiToolCallDoneRequest",
+    "UiToolCallEvent",
     "UiToolProgressRequest",
     "ViewItem",
     "ViewItemsPutRequest",

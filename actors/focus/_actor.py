@@ -495,6 +495,12 @@ class FocusActor(Actor, NavigationHandlers):
     ) -> SurfaceToolCallReply:
         return await self.surface_tools.call(msg, env)
 
+    @handles(sdk.UiToolCallDoneRequest)
+    async def on_surface_tool_done(
+        self, msg: sdk.UiToolCallDoneRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        return self.surface_tools.done(msg, env)
+
     @handles(sdk.UiToolProgressRequest)
     async def on_surface_tool_progress(
         self, msg: sdk.UiToolProgressRequest, env: Envelope

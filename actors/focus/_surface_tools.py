@@ -17,11 +17,15 @@ The Surface's own `tools/call` (`focus.ui.surface.tool_call`) is a local UI acti
 Agent's and never recorded as its calls are: checked here (its open Surface; a tool of its own
 app, named as the spec names it, by its bare name; enabled; callable by the app, its
 `visibility`; at most `UI_CALLS_PER_WINDOW` per instance in any `UI_CALL_WINDOW_S`; its input
-against the schema), then run by the app's process (`miniapp.ui.tool_call`) and answered as a
-CallToolResult, the result checked against the output schema again. A refusal is its code
-(`tool_not_advertised`, `tool_not_visible`, `app_disabled`, `rate_limited`,
-`tool_input_invalid`, `surface_not_found`), audited as every Surface refusal is; a call run is
-audited `focus.surface_tool_called` with the tool and the outcome's code, never its content.
+against the schema), then run by the app's process and answered as a CallToolResult, the result
+checked against the output schema again. Focus tells the app the call (`miniapp.ui.tool_call`)
+and the app tells focus its outcome (`focus.sdk.surface.tool_done`), which the waiting request
+takes; focus never asks an app and waits, so no two processes ask each other around a loop
+(tests/test_graphs.py). An app that says nothing within `UI_CALL_WAIT_S` is
+`deadline_exceeded`. A refusal is its code (`tool_not_advertised`, `tool_not_visible`,
+`app_disabled`, `rate_limited`, `tool_input_invalid`, `surface_not_found`), audited as every
+Surface refusal is; a call run is audited `focus.surface_tool_called` with the tool and the
+outcome's code, never its content.
 Progress the tool reports while it runs (`focus.sdk.surface.tool_progress`, from that app
 only) goes to the hostbridge that asked, as MCP's `notifications/progress` params, at most one
 report per `PROGRESS_INTERVAL_S` per call (a faster one is dropped); one for a call that is
@@ -33,7 +37,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import trio
@@ -82,6 +86,8 @@ class _Running:
     asker: str  # the hostbridge that relayed it
     reports: int = 0
     last: float = float("-inf")
+    done: trio.Event = field(default_factory=trio.Event)
+    outcome: sdk.UiToolCallDoneRequest | None = None
 
 
 UI_CALL_WAIT_S: Final = UI_TOOL_CALL_TIMEOUT_S + 5.0  # the app stops the call first
@@ -151,28 +157,29 @@ class SurfaceTools:
         except LineUpError as refused:
             raise self._port.surface_refused(env, msg.instance_id, refused) from refused
         scope = descriptor.scope
-        asked = sdk.UiToolCallRequest(
+        told = sdk.UiToolCallEvent(
             call_id=f"ui-{secrets.token_hex(8)}",
             tool=descriptor.method,
             instance_id=msg.instance_id,
             input=msg.arguments,
         )
-        self._running[asked.call_id] = _Running(
-            scope, msg.instance_id, msg.surface_id, msg.request_id, env.sender.name
-        )
+        running = _Running(scope, msg.instance_id, msg.surface_id, msg.request_id, env.sender.name)
+        self._running[told.call_id] = running
         try:
-            reply = await self._port.bus.request(
-                f"miniapp:{scope}", asked, expect=sdk.UiToolCallReply, timeout=UI_CALL_WAIT_S
-            )
-        except LineUpError as down:
-            silent = LineUpError(down.code, "the app did not answer")
-            raise self._port.surface_refused(env, msg.instance_id, silent) from down
+            down = await self._port.bus.tell(f"miniapp:{scope}", told, timeout=NOTIFY_TIMEOUT)
+            if down is None:
+                with trio.move_on_after(UI_CALL_WAIT_S):
+                    await running.done.wait()
         finally:
-            del self._running[asked.call_id]
-        code = reply.code
-        if reply.result is not None and validate(descriptor.output_schema, reply.result):
+            del self._running[told.call_id]
+        outcome = running.outcome
+        if outcome is None:  # not reached, or no word in time
+            silent = LineUpError(down or ErrorCode.DEADLINE_EXCEEDED, "the app did not answer")
+            raise self._port.surface_refused(env, msg.instance_id, silent)
+        code = outcome.code
+        if outcome.result is not None and validate(descriptor.output_schema, outcome.result):
             code = ErrorCode.TOOL_OUTPUT_INVALID.value  # the app's process is not trusted
-        elif reply.result is None and code is None:
+        elif outcome.result is None and code is None:
             code = ErrorCode.HANDLER_FAILED.value
         self._port.bus.audit(
             AuditRecord(
@@ -184,9 +191,23 @@ class SurfaceTools:
                 subject_id=msg.instance_id[:200],
             )
         )
-        if code is not None or reply.result is None:
+        if code is not None or outcome.result is None:
             return SurfaceToolCallReply(result=call_tool_error(code or "handler_failed"))
-        return SurfaceToolCallReply(result=call_tool_result(reply.result))
+        return SurfaceToolCallReply(result=call_tool_result(outcome.result))
+
+    def done(self, msg: sdk.UiToolCallDoneRequest, env: Envelope) -> sdk.CommandReceipt:
+        """The app's outcome of a call its Surface made: to the request waiting for it. One
+        for a call that is over (or told twice) changes nothing; another app's is
+        `app_scope_mismatch`, audited."""
+        running = self._running.get(msg.call_id)
+        if running is None or running.done.is_set():
+            return sdk.CommandReceipt(id=msg.call_id, changed=False)
+        if running.app_scope != app_scope_of(env.sender):
+            missing = LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.call_id)
+            raise self._port.surface_refused(env, msg.call_id, missing)
+        running.outcome = msg
+        running.done.set()
+        return sdk.CommandReceipt(id=msg.call_id)
 
     async def progress(self, msg: sdk.UiToolProgressRequest, env: Envelope) -> sdk.CommandReceipt:
         """The app's progress of a call its Surface made: to the page (the module's

@@ -23,8 +23,8 @@ __all__ = [
     "ToolPendingReply",
     "ToolPendingRequest",
     "ToolProgressRequest",
-    "UiToolCallReply",
-    "UiToolCallRequest",
+    "UiToolCallDoneRequest",
+    "UiToolCallEvent",
     "UiToolProgressRequest",
 ]
 
@@ -100,11 +100,13 @@ class ToolPendingReply(Message):
     calls: tuple[ToolCallEvent, ...]
 
 
-class UiToolCallRequest(Message):
+class UiToolCallEvent(Message):
     """Runtime → app: its own Surface calls one of its tools (the MCP Apps `tools/call`, a
     local UI action: never the Agent's, never recorded as the Agent's calls are). Focus checked
     the tool is the app's, callable by its Surface, and the input against its schema; `call_id`
-    is the runtime's name for this one call (`ui-…`)."""
+    is the runtime's name for this one call (`ui-…`). Told, never asked: the app answers with
+    `UiToolCallDoneRequest` (the runtime never waits on a request to an app, so no two
+    processes ask each other around a loop)."""
 
     type: Literal["miniapp.ui.tool_call"] = "miniapp.ui.tool_call"
     call_id: Id
@@ -113,17 +115,19 @@ class UiToolCallRequest(Message):
     input: dict[str, Any]
 
 
-class UiToolCallReply(Message):
-    """The call's outcome: its `result` (checked against the output schema), or the `code` it
-    failed or was cancelled with."""
+class UiToolCallDoneRequest(Message):
+    """App → runtime: the outcome of a call its own Surface made (`UiToolCallEvent`): its
+    `result` (checked against the output schema again), or the `code` it failed or was
+    cancelled with. A second outcome, or one for a call that is over, changes nothing."""
 
-    type: Literal["miniapp.ui.tool_call.done"] = "miniapp.ui.tool_call.done"
+    type: Literal["focus.sdk.surface.tool_done"] = "focus.sdk.surface.tool_done"
+    call_id: Id
     result: dict[str, Any] | None = None
     code: str | None = Field(default=None, max_length=100)
 
 
 class UiToolProgressRequest(Message):
-    """App → runtime: progress of a call its own Surface made (`UiToolCallRequest`), for that
+    """App → runtime: progress of a call its own Surface made (`UiToolCallEvent`), for that
     page (`notifications/progress`). A report for a call that is over is dropped."""
 
     type: Literal["focus.sdk.surface.tool_progress"] = "focus.sdk.surface.tool_progress"

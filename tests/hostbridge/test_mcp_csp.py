@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lineup.hostbridge._mcp_csp import mcp_app_csp, shell_origin
-from lineup.hostbridge._surfaces import (
+from lineup.hostbridge._surface_book import (
     GRANT_LOAD_S,
     SurfaceBook,
     mcp_document_csp,

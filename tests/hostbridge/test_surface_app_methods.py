@@ -1,6 +1,6 @@
 """The Surface's share of its app's SDK (issue 29, item 1) is one fact in three places: the
 SDK's protocol (`SURFACE_ACTION_KINDS`), the Shell's bridge (`ACTION_KINDS` and the methods it
-relays, web/js/core/bridge_methods.js) and the hostbridge's relay (`_surfaces.METHODS`)."""
+relays, web/js/core/bridge_methods.js) and the hostbridge's relay (`_surface_params.METHODS`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Final
 
 from lineup.facts.view_log import VIEW_LOG_LEVELS
 from lineup.hostbridge import _surface_mcp as surface_mcp
-from lineup.hostbridge._surfaces import APP_METHODS, METHODS
+from lineup.hostbridge._surface_params import APP_METHODS, METHODS
 from lineup.sdk import protocol as sdk
 
 ROOT: Final = Path(__file__).resolve().parents[2]

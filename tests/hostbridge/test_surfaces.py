@@ -34,8 +34,8 @@ from lineup.hostbridge._server import (
     ShellHub,
     _listen,
 )
+from lineup.hostbridge._surface_book import surface_file
 from lineup.hostbridge._surface_guard import guarded_script
-from lineup.hostbridge._surfaces import surface_file
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
     SessionDataUpdatedEvent,

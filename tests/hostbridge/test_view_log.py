@@ -10,7 +10,7 @@ import trio.testing
 
 from lineup.actors.kernel import AuditRecord, Bus, ErrorCode, Message
 from lineup.actors.kernel.control import AppViewLogEvent
-from lineup.hostbridge._surfaces import SurfaceBook
+from lineup.hostbridge._surface_book import SurfaceBook
 from lineup.hostbridge._view_log import LINES_BURST, LINES_PER_S, VIEW_LOG_REFUSED, ViewLogRelay
 from lineup.hostbridge.shell_protocol import SurfaceLogFrame
 

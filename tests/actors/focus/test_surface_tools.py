@@ -69,22 +69,36 @@ def app_manifest() -> Manifest:
 
 
 class AppBus(FakeBus):
-    """The in-memory bus, whose app answers a Surface's tool call with `answer`."""
+    """The in-memory bus, whose app, told a Surface's tool call, tells focus `answer` (the
+    result, or a code) as its outcome; `silent`, it never does."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.answer = p.UiToolCallReply(result={"time": "12:00"})
-        self.asked: list[p.UiToolCallRequest] = []
+        self.answer: dict[str, Any] = {"result": {"time": "12:00"}}
+        self.asked: list[p.UiToolCallEvent] = []
         self.hold: trio.Event | None = None  # set: the app answers only once it is
+        self.silent = False
+        self.focus: FocusActor | None = None
+        self.nursery: trio.Nursery | None = None
 
-    async def request(self, peer: str, body: Message, *, expect: type[Any], **_: Any) -> Any:
-        if isinstance(body, p.UiToolCallRequest):
-            assert peer == f"miniapp:{SCOPE}"
-            self.asked.append(body)
-            if self.hold is not None:
-                await self.hold.wait()
-            return self.answer
-        return await super().request(peer, body, expect=expect)
+    async def tell(self, peer: str, body: Message, **options: Any) -> ErrorCode | None:
+        if not isinstance(body, p.UiToolCallEvent):
+            return await super().tell(peer, body, **options)
+        assert peer == f"miniapp:{SCOPE}"
+        if peer in self.down:
+            return ErrorCode.ACTOR_UNAVAILABLE
+        self.asked.append(body)
+        if not self.silent:
+            assert self.nursery is not None
+            self.nursery.start_soon(self._answer, body.call_id)
+        return None
+
+    async def _answer(self, call_id: str) -> None:
+        if self.hold is not None:
+            await self.hold.wait()
+        done = p.UiToolCallDoneRequest(call_id=call_id, **self.answer)
+        assert self.focus is not None
+        await self.focus.on_surface_tool_done(done, from_app(done))
 
 
 @pytest.fixture
@@ -93,6 +107,7 @@ async def world() -> AsyncIterator[tuple[FocusActor, AppBus]]:
     focus = focus_with(bus, app_manifest())
     async with trio.open_nursery() as nursery:
         focus.port.nursery = nursery
+        bus.focus, bus.nursery = focus, nursery
         yield focus, bus
         nursery.cancel_scope.cancel()
 
@@ -165,10 +180,10 @@ async def test_an_apps_failure_or_a_result_off_its_schema_is_an_error_result(
 ) -> None:
     focus, bus = world
     await open_surface(focus)
-    bus.answer = p.UiToolCallReply(code="handler_failed")
+    bus.answer = {"code": "handler_failed"}
     failed = await focus.on_surface_tool_call(call(), from_bridge(call()))
     assert failed.result == call_tool_error("handler_failed")
-    bus.answer = p.UiToolCallReply(result={"time": 12})
+    bus.answer = {"result": {"time": 12}}
     off = await focus.on_surface_tool_call(call(), from_bridge(call()))
     assert off.result["isError"] is True and "structuredContent" not in off.result
     assert off.result["content"][0]["text"] == "tool_output_invalid"
@@ -232,3 +247,39 @@ async def test_a_running_calls_progress_goes_to_the_hostbridge_that_asked_and_no
     assert told.progress == {"progress": 1, "total": 3}
     late = await focus.on_surface_tool_progress(report, from_app(report))
     assert not late.changed  # the call is over: dropped
+
+
+async def test_an_app_that_never_tells_the_outcome_is_deadline_exceeded_and_a_late_one_dropped(
+    world: tuple[FocusActor, AppBus], autojump_clock: trio.testing.MockClock
+) -> None:
+    # Focus tells the app and waits for its word (never asks it: tests/test_graphs.py).
+    focus, bus = world
+    await open_surface(focus)
+    bus.silent = True
+    refused = await code_of(lambda: focus.on_surface_tool_call(call(), from_bridge(call())))
+    assert refused is ErrorCode.DEADLINE_EXCEEDED
+    [told] = bus.asked
+    late = p.UiToolCallDoneRequest(call_id=told.call_id, result={"time": "12:00"})
+    assert not (await focus.on_surface_tool_done(late, from_app(late))).changed
+    bus.down.add(f"miniapp:{SCOPE}")
+    unreachable = await code_of(lambda: focus.on_surface_tool_call(call(), from_bridge(call())))
+    assert unreachable is ErrorCode.ACTOR_UNAVAILABLE
+
+
+async def test_only_the_calls_own_app_may_tell_its_outcome(
+    world: tuple[FocusActor, AppBus],
+) -> None:
+    focus, bus = world
+    await open_surface(focus)
+    bus.hold = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(focus.on_surface_tool_call, call(), from_bridge(call()))
+        await trio.testing.wait_all_tasks_blocked()
+        [running] = bus.asked
+        forged = p.UiToolCallDoneRequest(call_id=running.call_id, result={"time": "13:00"})
+        refused = await code_of(lambda: focus.on_surface_tool_done(forged, from_app(forged, "x")))
+        assert refused is ErrorCode.APP_SCOPE_MISMATCH
+        assert [r.code for r in bus.audits if r.event == "focus.surface_refused"] == [
+            "app_scope_mismatch"
+        ]
+        bus.hold.set()
