@@ -40,6 +40,7 @@ from lineup.facts.views import SURFACE_PREFIX, surface_id_of
 from lineup.facts.views import SURFACE_VIEW_KIND as VIEW_KIND
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import SURFACE_KIND, SURFACE_VERSIONS, Entrypoint, Manifest
+from lineup.sdk.mcp_apps import ui_meta
 from lineup.sdk.mcp_grants import FRAME_FEATURES, declares_network
 from lineup.sdk.protocol import merge_patch
 from lineup.wire._limits import WireLimitError, check_document, encoded_size
@@ -103,9 +104,12 @@ class Surface:
         if ui is not None and (declares_network(ui) or ui.permissions):
             # What the Shell asks the user before it frames the page (issue 30): the grants
             # are the gateway's, the CSP the hostbridge's; these are only the questions.
+            # `csp`: the declared origins in the spec's spelling, which the Shell reports back
+            # to the page as approved (`hostCapabilities.sandbox`) only once they are granted.
             view["mcp_access"] = {
                 "network": declares_network(ui),
                 "devices": [FRAME_FEATURES[p] for p in ui.permissions],
+                "csp": ui_meta(ui).get("csp", {}),
             }
         if self.tool_input is not None:
             view["tool_input"] = self.tool_input

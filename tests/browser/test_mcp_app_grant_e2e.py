@@ -32,10 +32,11 @@ from lineup.sdk.tools import manifest_of
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell, ready_frame
 from lineup.tests.support.mcp_net_app import PAGE, PLACEHOLDER_ORIGIN, NetApp
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
+from .test_mcp_app_host_e2e import HOST_SAID
 
 WAIT_MS: Final = 15_000
 TITLE: Final = "Net Tester"
@@ -106,6 +107,22 @@ def prompt_for(p: Page, capability: str, origin: str | None, answer: str) -> Non
     p.get_by_test_id(answer).click()
 
 
+def approved(p: Page) -> dict[str, object]:
+    """What the Shell answers the page's `ui/initialize` it approved of its declared access
+    (the spec's `hostCapabilities.sandbox`), the page asking as an MCP App does."""
+    frame = surface_frame(p)
+    frame.evaluate(
+        """() => window.parent.postMessage({jsonrpc: "2.0", id: "t-init", method: "ui/initialize",
+             params: {protocolVersion: "2026-01-26", appInfo: {name: "t", version: "1"},
+                      appCapabilities: {}}}, "*")"""
+    )
+    frame.wait_for_function("() => window.__hostSaid.some((m) => m.id === 't-init')")
+    said: dict[str, object] = frame.evaluate(
+        "() => window.__hostSaid.find((m) => m.id === 't-init').result.hostCapabilities.sandbox"
+    )
+    return said
+
+
 def probe(p: Page, url: str) -> tuple[str, list[str], str | None]:
     """The framed page's `fetch(url)`: its outcome, the CSP violations, the frame's `allow`
     (which its document's permissions policy follows)."""
@@ -119,10 +136,8 @@ def probe(p: Page, url: str) -> tuple[str, list[str], str | None]:
     return outcome, violations, allow
 
 
-async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
-    nursery: trio.Nursery, data_dir: Path, page: ShellPage, server: tuple[str, Heard]
-) -> None:
-    origin, heard = server
+async def runtime_with_net_app(nursery: trio.Nursery, data_dir: Path, origin: str) -> Runtime:
+    """The runtime with the app whose page declares `origin` and the clipboard."""
     web = data_dir / "web"
     web.mkdir(parents=True)
     (web / "index.html").write_bytes(PAGE)
@@ -134,16 +149,24 @@ async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
         "entry": f"{NetApp.__module__}:{NetApp.__qualname__}",
         "title": TITLE,
     }
-    runtime = await start_runtime(
+    return await start_runtime(
         nursery,
         data_dir / "rt",
         demo_agent=False,
         extra_apps=(config,),
         capabilities={"prompt_quiet_s": 0},  # a Deny, then asked again on the next open
     )
+
+
+async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage, server: tuple[str, Heard]
+) -> None:
+    origin, heard = server
+    runtime = await runtime_with_net_app(nursery, data_dir, origin)
     reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_MS / 1000)
     revision = await agent.inventory()
+    await page.run(lambda p: p.context.add_init_script(HOST_SAID))
     await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
 
     # Denied: framed with the spec's default, no network, no device.
@@ -155,6 +178,7 @@ async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
     assert f"connect-src {origin}/denied" in violations
     assert allow == ""
     assert heard.paths() == []
+    assert await page.run(approved) == {}  # and the page is told nothing was approved
 
     # Closed, opened again, and granted in the prompt: the page reaches its server.
     def close(p: Page) -> None:
@@ -168,6 +192,10 @@ async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
     outcome, violations, allow = await page.run(lambda p: probe(p, f"{origin}/granted"))
     assert (outcome, violations, allow) == ("ok:pong", [], "clipboard-write")
     assert heard.paths() == ["/granted"]
+    assert await page.run(approved) == {
+        "csp": {"connectDomains": [origin]},
+        "permissions": {"clipboardWrite": {}},
+    }
 
     # Revoked on the permissions page: framed anew at once, without a prompt, and refused.
     def revoke(p: Page) -> None:
@@ -186,6 +214,7 @@ async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
     assert outcome == "blocked:TypeError"
     assert violations == [f"connect-src {origin}/revoked"]
     assert allow == ""
+    assert await page.run(approved) == {}
     assert heard.paths() == ["/granted"]
 
     def decided(rows: tuple[AuditRecord, ...]) -> bool:

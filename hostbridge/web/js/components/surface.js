@@ -18,7 +18,7 @@
 // without asking, so the default comes back at once.
 
 import { SURFACE_VERSIONS, createBridge } from "../core/bridge.js";
-import { el, isId } from "../core/util.js";
+import { el, isId, isObject } from "../core/util.js";
 
 const DOCUMENT = "index.html"; // the one entry document of this bridge version
 const DEFAULT_HEIGHT = 480;
@@ -58,6 +58,9 @@ function update(handle, entry) {
   if (handle.bridge !== null) handle.bridge.update(view);
 }
 
+// A frame feature (the `allow` name) as the spec names it in `McpUiResourcePermissions`.
+const SPEC_PERMISSION = { "clipboard-write": "clipboardWrite" };
+
 // One capability asked as the Surface's own request: its `CapabilityResult`, or null.
 function askAccess(handle, capability) {
   const { ctx, instanceId } = handle;
@@ -87,13 +90,22 @@ function askAccess(handle, capability) {
 }
 
 // An MCP App page's declared access, asked in turn: the network (which the runtime applies to
-// the document it serves next), then the devices. Resolves to the frame's `allow`.
+// the document it serves next), then the devices. Resolves to the frame's `allow` and what the
+// page is told was approved (the spec's `hostCapabilities.sandbox`: the granted origins and
+// devices, nothing else).
 async function access(handle, wanted) {
   const devices = Array.isArray(wanted.devices) ? wanted.devices.filter((d) => typeof d === "string") : [];
-  if (wanted.network === true) await askAccess(handle, NETWORK_CAPABILITY);
-  if (devices.length === 0) return "";
+  const sandbox = {};
+  if (wanted.network === true) {
+    const network = await askAccess(handle, NETWORK_CAPABILITY);
+    if (network?.status === "completed" && isObject(wanted.csp)) sandbox.csp = wanted.csp;
+  }
+  if (devices.length === 0) return { allow: "", sandbox };
   const answer = await askAccess(handle, DEVICES_CAPABILITY);
-  return answer?.status === "completed" ? devices.map((d) => d.replace(/[^a-z-]/g, "")).join("; ") : "";
+  if (answer?.status !== "completed") return { allow: "", sandbox };
+  const features = devices.map((d) => d.replace(/[^a-z-]/g, ""));
+  sandbox.permissions = Object.fromEntries(features.map((d) => [SPEC_PERMISSION[d] ?? d, {}]));
+  return { allow: features.join("; "), sandbox };
 }
 
 function build(handle, view, ask) {
@@ -111,18 +123,18 @@ function build(handle, view, ask) {
     notice.setAttribute("role", "status");
     root.replaceChildren(notice);
     root.setAttribute("data-state", "asking");
-    access(handle, wanted).then((allow) => {
+    access(handle, wanted).then(({ allow, sandbox }) => {
       // Another Surface, an unmount or a newer ask meanwhile: this answer frames nothing.
       if (handle.asking !== turn || !live.has(handle) || handle.surfaceId !== view.surface_id) return;
-      frame(handle, handle.view ?? view, allow);
+      frame(handle, handle.view ?? view, allow, sandbox);
     });
     return;
   }
   handle.asking += 1;
-  frame(handle, view, "");
+  frame(handle, view, "", {});
 }
 
-function frame(handle, view, allow) {
+function frame(handle, view, allow, sandbox) {
   const { ctx, instanceId, root } = handle;
   if (handle.surfaceId === null) {
     root.replaceChildren(el("p", "surface-notice", "surface-notice", "This app's view could not be shown."));
@@ -152,6 +164,7 @@ function frame(handle, view, allow) {
     instanceId,
     iframe,
     view,
+    sandbox,
     onSize: (height) => {
       // `height` is the document's: the frame's border (border-box) comes on top of it, or
       // every Surface would scroll by the border's width.

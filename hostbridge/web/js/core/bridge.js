@@ -172,7 +172,7 @@ const utf8Length = (text) => new TextEncoder().encode(text).length;
 
 // One Surface's end of the bridge. `view` is its instance's `lineup.surface` view; `onSize`
 // gets a clamped height; `onRejected(count)` whenever the count grows.
-export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected, onDisplayMode }) {
+export function createBridge({ ctx, instanceId, iframe, view, sandbox, onSize, onRejected, onDisplayMode }) {
   if (!listening) {
     window.addEventListener("message", onMessage);
     listening = true;
@@ -183,6 +183,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
     iframe,
     instanceId,
     view,
+    sandbox: isObject(sandbox) ? sandbox : {}, // what the user approved of its declared access
     phase: "new", // "new" → (ui/initialize answered) "initializing" → "ready"
     tokens: RATE_BURST,
     at: performance.now(),
@@ -328,6 +329,7 @@ export function createBridge({ ctx, instanceId, iframe, view, onSize, onRejected
           message: { text: {} },
           logging: {},
           ...SERVED_CAPABILITIES,
+          sandbox: bridge.sandbox, // the origins and devices granted for this load, if any
           lineup: { methods: METHOD_NAMES },
         },
         hostContext: {
