@@ -56,7 +56,11 @@ async def test_the_everything_server_runs_sandboxed_and_answers_the_agent(data_d
         assert {"temperature", "conditions", "humidity"} <= set(weather)
         await call("long-1", "trigger-long-running-operation", {"duration": 1, "steps": 2})
         steps = agent.of_call("long-1", "lineup.v1.tool.progress")
-        assert [m["payload"]["progress"]["progress"] for m in steps] == [1, 2]
+        progressed = [m["payload"]["progress"]["progress"] for m in steps]
+        # The router writes a call's reports at most PROGRESS_RATE a second, the latest held
+        # meanwhile and dropped by the outcome (`_app_calls`): the first always reaches the
+        # Agent, and what follows comes in order. Both, or the first alone, is the machine's pace.
+        assert progressed in ([1, 2], [1]), progressed
         await agent.settle()
         for call_id in ("echo-1", "weather-1", "long-1"):
             assert len(agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
