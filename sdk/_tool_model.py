@@ -73,7 +73,6 @@ from pydantic_core import PydanticCustomError
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 
-from . import _mcp_schema
 from .schema import SchemaUnsupported, check_subset, validate
 
 __all__ = [
@@ -183,6 +182,10 @@ def check_tool_schema(schema: Any, path: str, delivery: object = "miniapp_sdk") 
     (`_mcp_schema`)."""
     try:
         if delivery == "mcp":
+            # jsonschema, imported on first use: only an MCP server's tools need it (about
+            # 45 ms of imports every process that loads the SDK would pay otherwise).
+            from . import _mcp_schema
+
             _mcp_schema.check_schema(schema)
             return
         check_subset(schema)
@@ -249,6 +252,8 @@ class ToolDescriptor(_Model):
 
     def _violations(self, schema: dict[str, Any], value: object) -> list[str]:
         if self.delivery == "mcp":
+            from . import _mcp_schema  # on first use (`check_tool_schema` says why)
+
             return _mcp_schema.violations(schema, value)
         return validate(schema, value)
 
