@@ -199,37 +199,40 @@ class HostbridgeActor(Actor):
     def on_session_data(self, msg: SessionDataUpdatedEvent, env: Envelope) -> None:
         """A newer revision of a Surface's session data: to every Shell (each forwards it to
         its iframe only if that subscribed), while it is that instance's Surface."""
-        if self._book.check(msg.instance_id, msg.surface_id) is not None:
-            return
-        try:
-            frame = ShellSessionData(
-                instance_id=msg.instance_id,
-                surface_id=msg.surface_id,
-                data=msg.data,
-                revision=msg.revision,
-            )
-        except ValidationError:
-            log.warning("hostbridge.frame_unbuildable type=shell.session_data")
-            return
-        self.hub.broadcast(frame)
+        self._to_surface(
+            ShellSessionData,
+            msg.instance_id,
+            msg.surface_id,
+            data=msg.data,
+            revision=msg.revision,
+        )
 
     @handles(SurfaceNotifyEvent)
     def on_surface_notify(self, msg: SurfaceNotifyEvent, env: Envelope) -> None:
         """News for a Surface that subscribed (its app's view model, its agent messages): to
         every Shell, while it is that instance's Surface."""
-        if self._book.check(msg.instance_id, msg.surface_id) is not None:
+        self._to_surface(
+            ShellSurfaceNotify, msg.instance_id, msg.surface_id, kind=msg.kind, params=msg.params
+        )
+
+    def _to_surface(
+        self,
+        frame: type[ShellSessionData | ShellSurfaceNotify],
+        instance_id: str,
+        surface_id: str,
+        **fields: Any,
+    ) -> None:
+        """A `frame` for `surface_id`, to every Shell while it is `instance_id`'s Surface; one
+        the Shell's protocol cannot carry is logged by its type and dropped."""
+        if self._book.check(instance_id, surface_id) is not None:
             return
         try:
-            frame = ShellSurfaceNotify(
-                instance_id=msg.instance_id,
-                surface_id=msg.surface_id,
-                kind=msg.kind,
-                params=msg.params,
-            )
+            built = frame(instance_id=instance_id, surface_id=surface_id, **fields)
         except ValidationError:
-            log.warning("hostbridge.frame_unbuildable type=shell.surface.notify")
+            tag = frame.model_fields["type"].default
+            log.warning("hostbridge.frame_unbuildable type=%s", tag)
             return
-        self.hub.broadcast(frame)
+        self.hub.broadcast(built)
 
     @handles(ArtifactCreatedEvent)
     def on_artifact(self, msg: ArtifactCreatedEvent, env: Envelope) -> None:

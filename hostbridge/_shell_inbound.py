@@ -37,6 +37,7 @@ from ._shell_frame import (
     Scope,
     ShellFrame,
 )
+from ._shell_outbound import ShellSurfaceReply, SurfaceError
 
 __all__ = [
     "SHELL_TO_RUNTIME",
@@ -216,6 +217,18 @@ class SurfaceRequestFrame(ShellFrame):
     surface_id: Id
     method: Annotated[str, Field(min_length=1, max_length=64)]
     params: dict[str, Any] = Field(default_factory=dict)
+
+    def answer(
+        self, *, result: dict[str, Any] | None = None, error: str | None = None
+    ) -> ShellSurfaceReply:
+        """This request's reply: its `result`, or the `error` code (then no result)."""
+        return ShellSurfaceReply(
+            request_id=self.request_id,
+            instance_id=self.instance_id,
+            surface_id=self.surface_id,
+            result=result if error is None else None,
+            error=None if error is None else SurfaceError(code=error),
+        )
 
 
 class SurfaceRejectedFrame(ShellFrame):

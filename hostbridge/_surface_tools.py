@@ -21,7 +21,7 @@ from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.sdk.mcp_apps import UI_TOOL_CALL_TIMEOUT_S
 
 from .messages import SurfaceToolProgressEvent
-from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
+from .shell_protocol import ShellSurfaceReply, SurfaceRequestFrame
 
 if TYPE_CHECKING:
     from ._server import Reply
@@ -66,7 +66,7 @@ class SurfaceToolRelay:
         if self.spawn is None or self._running >= MAX_TOOL_CALLS:
             code = ErrorCode.BRIDGE_RATE_LIMITED.value
             refused(code)
-            reply(_answer(frame, error=code))
+            reply(frame.answer(error=code))
             return
         self._running += 1
 
@@ -85,12 +85,12 @@ class SurfaceToolRelay:
                     timeout=TOOL_CALL_TIMEOUT,  # never retried: a tool may change things
                 )
             except LineUpError as exc:
-                reply(_answer(frame, error=exc.code.value))  # focus audits its own refusals
+                reply(frame.answer(error=exc.code.value))  # focus audits its own refusals
                 return
             finally:
                 self._running -= 1
                 self._progress.pop(frame.request_id, None)
-            reply(_answer(frame, result=done.result))
+            reply(frame.answer(result=done.result))
 
         self._progress[frame.request_id] = reply
         self.spawn(relay)
@@ -110,15 +110,3 @@ class SurfaceToolRelay:
         except ValidationError:
             return
         reply(frame)
-
-
-def _answer(
-    frame: SurfaceRequestFrame, *, result: dict[str, Any] | None = None, error: str | None = None
-) -> ShellSurfaceReply:
-    return ShellSurfaceReply(
-        request_id=frame.request_id,
-        instance_id=frame.instance_id,
-        surface_id=frame.surface_id,
-        result=result if error is None else None,
-        error=None if error is None else SurfaceError(code=error),
-    )

@@ -105,7 +105,7 @@ from ._surface_params import (
     params_size,
 )
 from ._surface_tools import SurfaceToolRelay, ToolsCallParams
-from .shell_protocol import ShellSurfaceReply, SurfaceError, SurfaceRequestFrame
+from .shell_protocol import SurfaceRequestFrame
 
 __all__ = [
     "SURFACE_REQUEST_REFUSED",
@@ -226,7 +226,7 @@ class SurfaceRelay:
         code, params = self._check(frame, limited)
         if code is not None:
             self._refused(frame, code.value)
-            reply(_answer(frame, error=code.value))
+            reply(frame.answer(error=code.value))
             return
         assert params is not None
         if isinstance(params, CapabilityParams | DownloadParams):
@@ -239,12 +239,12 @@ class SurfaceRelay:
             result = await self._relay(frame, params)
         except Refused as exc:
             self._refused(frame, exc.code.value)
-            reply(_answer(frame, error=exc.code.value))
+            reply(frame.answer(error=exc.code.value))
             return
         except LineUpError as exc:
-            reply(_answer(frame, error=exc.code.value))  # focus audits its own refusals
+            reply(frame.answer(error=exc.code.value))  # focus audits its own refusals
             return
-        reply(_answer(frame, result=result))
+        reply(frame.answer(result=result))
 
     def _check(
         self, frame: SurfaceRequestFrame, limited: bool
@@ -270,14 +270,14 @@ class SurfaceRelay:
         if self.spawn is None or self._capability_requests >= MAX_CAPABILITY_REQUESTS:
             code = ErrorCode.BRIDGE_RATE_LIMITED.value
             self._refused(frame, code)
-            reply(_answer(frame, error=code))
+            reply(frame.answer(error=code))
             return
         self._capability_requests += 1
 
         async def relay() -> None:
             try:
                 if isinstance(params, DownloadParams):
-                    reply(_answer(frame, result=await self._download(frame, params)))
+                    reply(frame.answer(result=await self._download(frame, params)))
                     return
                 result = await self._bus.request(
                     "gateway",
@@ -293,7 +293,7 @@ class SurfaceRelay:
                     retry=True,  # the same request_id again: the same result, nothing new
                 )
             except LineUpError as exc:
-                reply(_answer(frame, error=exc.code.value))
+                reply(frame.answer(error=exc.code.value))
                 return
             finally:
                 self._capability_requests -= 1
@@ -301,7 +301,7 @@ class SurfaceRelay:
                 granted = result.status == "completed"
                 now = trio.current_time()
                 self.book.grant(frame.instance_id, NETWORK_CAPABILITY, granted=granted, now=now)
-            reply(_answer(frame, result=result.model_dump(mode="json", exclude={"type"})))
+            reply(frame.answer(result=result.model_dump(mode="json", exclude={"type"})))
 
         self.spawn(relay)
 
@@ -413,15 +413,3 @@ class SurfaceRelay:
             retry=True,  # idempotent by (instance, request_id): a retry asks nothing new
         )
         return {"interaction_id": asked.interaction.interaction_id}
-
-
-def _answer(
-    frame: SurfaceRequestFrame, *, result: dict[str, Any] | None = None, error: str | None = None
-) -> ShellSurfaceReply:
-    return ShellSurfaceReply(
-        request_id=frame.request_id,
-        instance_id=frame.instance_id,
-        surface_id=frame.surface_id,
-        result=result if error is None else None,
-        error=None if error is None else SurfaceError(code=error),
-    )
