@@ -10,7 +10,9 @@ its data dir a temporary one, not the runtime's), starts the server from its fol
 `initialize` and every page of `tools/list`, prints them as one JSON object and exits, within
 PROBE_TIMEOUT. The parent maps them (`lineup.sdk.mcp_server`) into the manifest, written under
 `<data dir>/dev-mcp/<scope>/manifest.json`, and returns the registry entry focus loads, marked
-`dev`. The scope is the server's name (`serverInfo.name`, `scope_of`).
+`dev`. The scope is the server's name (`serverInfo.name`, `scope_of`). `lineup app pack-mcp`
+(`_pack_mcp`) lists a server the same way, by the same function (`probe_manifest`), before it
+signs it.
 
 The folder is `--dev-mcp DIR`'s (default: the directory `lineup run` is started in): the server
 runs there, and may read and execute what is beneath it, so it may not be the user's home or a
