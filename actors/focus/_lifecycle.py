@@ -300,9 +300,7 @@ class Lifecycle:
                         "app": app.entry,
                         "instance_id": instance_id,
                         "app_version": manifest.version if manifest else "",  # its SDK context's
-                        # A development app's folder, on its sys.path; never an MCP server's
-                        # (its files are the server's, not the adapter's to import).
-                        "app_path": "" if manifest and manifest.mcp else app.app_path,
+                        "app_path": app.app_path,  # a development app's folder
                         **_mcp_server(manifest, app.app_path),
                     },
                 ),
