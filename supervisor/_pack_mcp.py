@@ -210,7 +210,7 @@ def _stage_npm(spec: str, folder: Path, extra: list[str], integrity: str | None)
     name = matched.group(1)
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
-        raise _Refused("mcp_tool_missing", "--npm needs npm and node on PATH")
+        raise _Refused("npm_not_found", "--npm needs npm and node on PATH")
     folder.mkdir()
     (folder / "package.json").write_text('{"private": true}\n')
     _run(

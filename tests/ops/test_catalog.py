@@ -106,4 +106,4 @@ def test_without_npm_the_catalog_says_so_in_one_line_and_goes_on(
     assert code == 0
     assert sorted(p.name for p in out.glob("*.lineup")) == ["deliver-1.0.lineup"]
     said = [line for line in capsys.readouterr().out.splitlines() if "MCP server" in line]
-    assert len(said) == 1 and "mcp_tool_missing" in said[0]
+    assert len(said) == 1 and "npm_not_found" in said[0]
