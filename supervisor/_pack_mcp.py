@@ -65,6 +65,7 @@ FETCH_TIMEOUT: Final = 600.0  # one npm or pip run
 NODE_DROPPED: Final = (".ts", ".mts", ".cts", ".map")
 _NPM_SPEC: Final = re.compile(r"^((?:@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*)@([^@\s]+)$")
 _PYPI_SPEC: Final = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
+_SCOPE: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")  # the manifest's rule
 _MODULE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _COPY_IGNORED: Final = ("__pycache__", "*.pyc", "*.pyo", "*.lineup", ".*")
 
@@ -139,6 +140,8 @@ def _pack_mcp(args: argparse.Namespace, rest: list[str]) -> int:
         key = signing_key(args.key)
     except Refused as exc:
         raise _Refused(exc.reason, exc.detail) from None
+    if args.scope is not None and not _SCOPE.match(args.scope):
+        raise _Refused("app_scope_invalid", f"{args.scope!r}: a-z, 0-9 and -, a letter first")
     if args.dir is not None and not rest:
         raise _Refused("mcp_command_missing", "--dir needs the server's command after `--`")
     with tempfile.TemporaryDirectory(prefix="lineup-pack-mcp-") as scratch:

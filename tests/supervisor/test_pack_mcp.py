@@ -79,6 +79,7 @@ def test_a_tool_schema_jsonschema_cannot_take_is_refused_with_its_keyword_and_pa
         (["--npm", "@modelcontextprotocol/server-basic-vanillajs"], "mcp_package_invalid"),
         (["--pypi", "mcp-server-time>=1"], "mcp_package_invalid"),
         (["--dir", "."], "mcp_command_missing"),
+        (["--dir", ".", "--scope", "Not A Scope"], "app_scope_invalid"),
     ],
 )
 def test_a_source_that_cannot_be_fetched_as_given_is_refused_before_anything_runs(
