@@ -10,7 +10,9 @@ its data dir a temporary one, not the runtime's), starts the server from its fol
 `initialize` and every page of `tools/list`, prints them as one JSON object and exits, within
 PROBE_TIMEOUT. The parent maps them (`lineup.sdk.mcp_server`) into the manifest, written under
 `<data dir>/dev-mcp/<scope>/manifest.json`, and returns the registry entry focus loads, marked
-`dev`. The scope is the server's name (`serverInfo.name`, `scope_of`).
+`dev`. The scope is the server's name (`serverInfo.name`, `scope_of`). `lineup app pack-mcp`
+(`_pack_mcp`) lists a server the same way, by the same function (`probe_manifest`), before it
+signs it.
 
 The folder is `--dev-mcp DIR`'s (default: the directory `lineup run` is started in): the server
 runs there, and may read and execute what is beneath it, so it may not be the user's home or a
@@ -24,10 +26,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["PROBE_TIMEOUT", "ProbeFailed", "dev_mcp"]
+if TYPE_CHECKING:
+    from lineup.sdk.manifest import Manifest
+    from lineup.sdk.mcp_server import McpTools
+
+__all__ = ["PROBE_TIMEOUT", "ProbeFailed", "Probed", "dev_mcp", "probe_manifest"]
 
 PROBE_TIMEOUT: Final = 60.0
 MAX_OUTPUT: Final = 4 * 1024 * 1024
@@ -41,8 +48,7 @@ class ProbeFailed(ValueError):
 def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
     """The registry entry of the MCP server `command` run from `folder` (the module's
     docstring), its manifest written from the server's own `tools/list`. Raises ProbeFailed."""
-    from lineup.sdk.manifest import ManifestInvalid, manifest_json
-    from lineup.sdk.mcp_server import manifest_of, scope_of, tools_of
+    from lineup.sdk.manifest import manifest_json
 
     folder = folder.resolve()
     home = Path.home().resolve()
@@ -53,19 +59,8 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
         )
     if not command:
         raise ProbeFailed("--dev-mcp needs the server's command after `--`")
-    program = shutil.which(command[0])
-    if program is None:
-        raise ProbeFailed(f"{command[0]}: not found on PATH")
-    listed = _probe(folder, [program, *command[1:]])
-    info = listed.get("server") or {}
-    scope = scope_of(str(info.get("name") or folder.name))
-    tools = tools_of(scope, listed.get("tools") or [])
-    try:
-        manifest = manifest_of(
-            scope, str(info.get("version") or "0"), info.get("title"), command, tools
-        )
-    except ManifestInvalid as exc:
-        raise ProbeFailed(f"{scope}: {exc.reason} {exc.path}".rstrip()) from None
+    probed = probe_manifest(folder, command)
+    manifest, tools, scope = probed.manifest, probed.tools, probed.manifest.app_scope
     where = data_dir / "dev-mcp" / scope
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
     (where / "manifest.json").write_text(manifest_json(manifest))
@@ -80,6 +75,43 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
     if tools.refused:
         entry["refused"] = " ".join(f"{name}:{reason}" for name, reason in tools.refused)
     return entry
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What the server said of itself, mapped: its manifest, its tools (those left out with
+    their reasons), and its `tools/list` as listed (`listed`), for a refusal to point into."""
+
+    manifest: Manifest
+    tools: McpTools
+    listed: tuple[dict[str, Any], ...]
+
+
+def probe_manifest(
+    folder: Path, command: list[str], *, scope: str | None = None, version: str | None = None
+) -> Probed:
+    """The kind-`mcp` manifest of the server `command` run from `folder`, written from its own
+    `initialize` and `tools/list`, listed once inside the sandbox, offline (the module's
+    docstring). The scope is `scope`, else the server's name; the version `version`, else the
+    server's. Raises ProbeFailed; writes nothing."""
+    from lineup.sdk.manifest import ManifestInvalid
+    from lineup.sdk.mcp_server import manifest_of, scope_of, tools_of
+
+    program = shutil.which(command[0]) if command else None
+    if program is None:
+        raise ProbeFailed(f"{command[0] if command else '-'}: not found on PATH")
+    listed = _probe(folder, [program, *command[1:]])
+    info = listed.get("server") or {}
+    scope = scope or scope_of(str(info.get("name") or folder.name))
+    raw = tuple(t for t in listed.get("tools") or [] if isinstance(t, dict))
+    tools = tools_of(scope, raw)
+    try:
+        manifest = manifest_of(
+            scope, version or str(info.get("version") or "0"), info.get("title"), command, tools
+        )
+    except ManifestInvalid as exc:
+        raise ProbeFailed(f"{scope}: {exc.reason} {exc.path}".rstrip()) from None
+    return Probed(manifest, tools, raw)
 
 
 def _probe(folder: Path, command: list[str]) -> dict[str, Any]:
