@@ -33,7 +33,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ._tool_model import ManifestInvalid, ToolDescriptor
-from .manifest import FORMAT, Manifest, load_manifest
+from .manifest import FORMAT, Entrypoint, Manifest, load_manifest
+from .mcp_apps import CONTENT_SCHEMA
 
 __all__ = [
     "CONTENT_SCHEMA",
@@ -46,11 +47,6 @@ __all__ = [
     "tools_of",
 ]
 
-CONTENT_SCHEMA: Final = {
-    "type": "object",
-    "properties": {"content": {"type": "array"}},
-    "required": ["content"],
-}
 MAX_ERROR_TEXT: Final = 1000
 _NAME_OK: Final = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$")
 _WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -137,9 +133,15 @@ def _descriptor(method: str, tool: Mapping[str, Any]) -> ToolDescriptor:
 
 
 def manifest_of(
-    scope: str, version: str, title: str | None, command: Sequence[str], tools: McpTools
+    scope: str,
+    version: str,
+    title: str | None,
+    command: Sequence[str],
+    tools: McpTools,
+    entrypoints: Sequence[Entrypoint] = (),
 ) -> Manifest:
-    """The `lineup.app.v1` manifest of an MCP app (kind `mcp`). Raises `ManifestInvalid`."""
+    """The `lineup.app.v1` manifest of an MCP app (kind `mcp`), with its UIs' `entrypoints`
+    (`lineup.sdk.mcp_ui`). Raises `ManifestInvalid`."""
     return load_manifest(
         {
             "format": FORMAT,
@@ -148,6 +150,7 @@ def manifest_of(
             "kind": "mcp",
             **({"title": title} if title else {}),
             "mcp": {"command": list(command)},
+            "entrypoints": [e.model_dump(mode="json") for e in entrypoints],
             "tools": [d.model_dump(mode="json") for d in tools.descriptors],
         }
     )
