@@ -3,7 +3,8 @@
 --dev-mcp` does, and the probe reads each `ui://` resource its tools link to (`resources/read`)
 into the app's manifest, as a Surface entrypoint declaring `mcp_app`, and its folder, as that
 entrypoint's document: a resource of another type, over the bound or missing leaves its tool
-without a UI, with the reason; an app-only tool never reaches the Agent. Real processes: the
+without a UI, with the reason; an app-only tool never reaches the Agent, and the page's own
+`tools/call` of it (relayed as the hostbridge does) is run by the server. Real processes: the
 probe in the sandbox, the server, the runtime and the Agent over HTTP."""
 
 from __future__ import annotations
@@ -11,19 +12,29 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
+from lineup.actors.focus.messages import (
+    SurfaceToolCallReply,
+    SurfaceToolCallRequest,
+    ViewsReply,
+    ViewsRequest,
+)
+from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
 from lineup.sdk.manifest import load_manifest
 from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi
 from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.supervisor._run_cli import _dev_mcp_apps
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.runtime import agent_client, start_runtime
+from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.tree import attach
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_ui_server"
 SCOPE = "our-ui-server"
+RESULT = "lineup.v1.tool.result"
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -79,10 +90,32 @@ async def test_the_servers_ui_resources_become_its_surfaces_and_the_rest_say_why
     async with trio.open_nursery() as nursery:
         runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
         agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=40.0)
-        await agent.revision_with(f"{SCOPE}.show")
+        revision = await agent.revision_with(f"{SCOPE}.show")
         inventory = [m for m in agent.seen if m["type"] == "lineup.v1.client.inventory"][-1]
         ours = {t["method"] for t in inventory["payload"]["tools"] if t["app_scope"] == SCOPE}
         assert ours == {f"{SCOPE}.{n}" for n in ("show", "legacy", "plain", "huge", "missing")}
+
+        # The Agent's call opens the page; the page's own calls (as the hostbridge relays
+        # them) reach the server: the app-only tool by its bare name, run by the server.
+        await agent.client.call_tool(CONVERSATION, f"{SCOPE}.show", {"word": "hi"}, revision)
+        shown = await agent.pull(RESULT, lambda m: m["payload"]["result"] == {"result": "hi"})
+        assert shown["payload"]["result"] == {"result": "hi"}
+        bridge = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "hostbridge-t")
+        views = await bridge.request("focus", ViewsRequest(), expect=ViewsReply)
+        [page] = [v for v in views.views if v.app_scope == SCOPE and "surface_id" in v.view]
+
+        async def page_calls(name: str) -> dict[str, Any]:
+            asked = SurfaceToolCallRequest(
+                instance_id=page.instance_id, surface_id=page.view["surface_id"], name=name
+            )
+            reply = await bridge.request("focus", asked, expect=SurfaceToolCallReply)
+            return reply.result
+
+        fresh = await page_calls("refresh")
+        assert (fresh["isError"], fresh["structuredContent"]) == (False, {"result": "fresh"})
+        with pytest.raises(LineUpError) as refused:
+            await page_calls("missing")  # linked to no UI: the Agent's alone
+        assert refused.value.code is ErrorCode.TOOL_NOT_VISIBLE
         nursery.cancel_scope.cancel()
 
 
