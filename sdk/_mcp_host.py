@@ -221,8 +221,10 @@ class McpAppHost(MiniAppHost):
 
     @handles(p.UiToolCallEvent)
     def on_ui_tool_call(self, msg: p.UiToolCallEvent, env: Envelope) -> None:
-        if self._listening:  # else focus answers the page when no outcome comes
+        if self._listening:
             self._nursery.start_soon(self._run_ui_tool, msg)
+        else:  # its server is not listed yet: focus answers the page when no outcome comes
+            log.info("sdk.mcp_ui_call_dropped call=%s", msg.call_id)
 
     async def _run_ui_tool(self, msg: p.UiToolCallEvent) -> None:
         """The page's `tools/call`: the server's, its outcome told to focus (the module's

@@ -19,6 +19,7 @@ and for the adapter that serves the calls, so both read a tool one way:
     annotations           `readOnlyHint` → risk low; `destructiveHint` (MCP's default when not
                           read-only) → risk high; `idempotentHint` → idempotent. Every tool is a
                           `direct` command: started in the background, as LineUp's own are
+                          (but one linked to its UI, `launch`: `lineup.sdk.mcp_ui`)
     CallToolResult        `structuredContent` when the tool declares an output schema, else
                           `{"content": [...]}`: the one terminal result (`result_of`); with
                           `isError`, a tool error `mcp_tool_error` (`error_text_of` its text)
