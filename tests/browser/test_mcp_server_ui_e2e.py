@@ -6,7 +6,7 @@ run --dev-mcp` does, which also reads its `ui://` resource into the app's manife
 `get-time`, the runtime opens that server's UI in a Surface on the call, the page shows the
 tool's real result (the server's time, as the server gave it), and the page's own "Get Server
 Time" (`tools/call`) reaches the server through the app's adapter (`McpAppHost`): it shows a
-new time.
+new time. The page's `resources/read` of its own UI gives the HTML the server served at listing.
 """
 
 from __future__ import annotations
@@ -30,11 +30,20 @@ from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runti
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
+from .test_mcp_app_host_e2e import HOST_SAID
 
 WAIT_MS: Final = 20_000
 COMMAND: Final = ["node", "dist/index.js", "--stdio"]
 TOOL: Final = "get-time"
 ISO_TIME: Final = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+ENTRYPOINT: Final = "get-time-mcp-app-html"  # of `ui://get-time/mcp-app.html`
+READ_ID: Final = 9001  # an id the page's own requests do not reach
+# The frame asks the Shell for its resource as the page's script would, and reads the answer
+# from the recorder HOST_SAID puts in every frame.
+READ: Final = """(args) => window.parent.postMessage(
+  {jsonrpc: "2.0", id: args.id, method: "resources/read", params: {uri: args.uri}}, "*")"""
+READ_ANSWERED: Final = "(id) => window.__hostSaid.some((m) => m.id === id)"
+READ_ANSWER: Final = "(id) => window.__hostSaid.find((m) => m.id === id)"
 
 
 def _structured(result: dict[str, Any]) -> str:
@@ -95,6 +104,7 @@ async def test_each_servers_own_ui_opens_on_the_agents_call_and_its_button_reach
     )
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_MS / 1000)
     revision = await agent.revision_with(f"{SERVERS['react'][1]}.{TOOL}")
+    await page.run(lambda p: p.context.add_init_script(HOST_SAID))
     await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
 
     for build, (_package, scope, shown_at, shows) in SERVERS.items():
@@ -104,17 +114,23 @@ async def test_each_servers_own_ui_opens_on_the_agents_call_and_its_button_reach
         assert terminal["type"] == "lineup.v1.tool.result", terminal
         first = shows(terminal["payload"]["result"])
 
-        def clicked(p: Page, scope: str = scope, at: str = shown_at, first: str = first) -> str:
+        def clicked(
+            p: Page, scope: str = scope, at: str = shown_at, first: str = first
+        ) -> tuple[str, Any]:
             frame = frame_of(p, scope)
             # The Agent's call, shown by the server's own page: the server's time.
             expect(frame.locator(at)).to_have_text(first, timeout=WAIT_MS)
             # Its own tools/call, through the runtime to the server: a new time.
             frame.get_by_role("button", name="Get Server Time").click()
             expect(frame.locator(at)).not_to_have_text(first, timeout=WAIT_MS)
-            return frame.locator(at).inner_text()
+            frame.evaluate(READ, {"id": READ_ID, "uri": f"ui://{scope}/{ENTRYPOINT}"})
+            frame.wait_for_function(READ_ANSWERED, arg=READ_ID, timeout=WAIT_MS)
+            return frame.locator(at).inner_text(), frame.evaluate(READ_ANSWER, READ_ID)
 
-        again = await page.run(clicked)
+        again, read = await page.run(clicked)
         assert ISO_TIME.match(again), again
+        served = (installed(NpmPackage(*SERVERS[build][0])) / "dist" / "mcp-app.html").read_text()
+        assert read["result"]["contents"][0]["text"] == served
     # Each page's own call ran, audited by the tool and its outcome's code (none: a result).
     reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")
 
