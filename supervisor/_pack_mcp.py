@@ -24,7 +24,7 @@ npm and PyPI record what they fetched in `mcp-lock.json` beside it: each package
 version and hash (npm: its lockfile's `integrity`; PyPI: each wheel's SHA-256). With
 `--integrity`, npm's tarball of the package itself must be that one (the registry's
 `dist.integrity`), or nothing is packed. Then the server
-is started once, inside the sandbox and offline (`_mcp_probe.probe_manifest`, the probe
+is started once, inside the sandbox and offline (`_mcp_probe.probe_app`, the probe
 `lineup run --dev-mcp` uses), and its `initialize` and `tools/list` become the `lineup.app.v1`
 manifest, kind `mcp`. A tool the manifest cannot take (a schema jsonschema refuses) refuses the
 pack, naming the tool, the reason and the JSON pointer of the faulty keyword in its schema.
@@ -134,7 +134,7 @@ def _pack_mcp(args: argparse.Namespace, rest: list[str]) -> int:
     from lineup.sdk._cli_support import Refused
     from lineup.sdk.bundle import BundleRefused, pack
 
-    from ._mcp_probe import ProbeFailed, probe_manifest
+    from ._mcp_probe import ProbeFailed, probe_app, write_documents
 
     try:
         key = signing_key(args.key)
@@ -163,13 +163,15 @@ def _pack_mcp(args: argparse.Namespace, rest: list[str]) -> int:
 
         scope = args.scope or (scope_of(staged.name) if staged.name else None)
         try:
-            probed = probe_manifest(
+            probed = probe_app(
                 folder, staged.command, scope=scope, version=args.version or staged.version
             )
         except ProbeFailed as exc:
             raise _Refused("mcp_probe_failed", str(exc)) from None
-        if probed.tools.refused:
-            raise _Refused("mcp_tool_refused", _refusals(probed.tools.refused, probed.listed))
+        if probed.refused:
+            raise _Refused("mcp_tool_refused", _refusals(probed.refused, probed.listed))
+        # Its UIs, as the probe read them, in the folder the installed app serves `web/` from.
+        write_documents(probed, folder / "web")
         try:
             data = pack(folder, probed.manifest, key, min_host_version=args.min_host_version)
         except BundleRefused as exc:
