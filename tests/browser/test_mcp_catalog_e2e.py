@@ -3,7 +3,8 @@ catalog is built as `make run` builds it (`lineup.ops.catalog`, which packs the 
 `@modelcontextprotocol/server-basic-vanillajs` with `lineup app pack-mcp`), the App Registry
 lists the server among the Available apps, the user installs it with the keyboard and allows it
 in the runtime's prompt, and the Agent's call of its tool gets one result from the server,
-which runs in the sandbox from its installed folder, offline.
+which runs in the sandbox from its installed folder, offline, and opens the server's own UI,
+which came in the bundle.
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def installed_with_the_keyboard(p: Page) -> None:
     expect(row(p, SCOPE)).to_have_attribute("data-enabled", "true", timeout=WAIT_MS)
 
 
+def shows_the_time(p: Page, time: str) -> None:
+    handle = p.locator(f'iframe[title^="{SCOPE} "]').element_handle(timeout=WAIT_MS)
+    frame = handle.content_frame()
+    assert frame is not None
+    expect(frame.locator("#server-time")).to_have_text(time, timeout=WAIT_MS)
+
+
 async def test_the_mcp_server_make_run_offers_installs_from_the_registry_and_answers_the_agent(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
@@ -82,6 +90,9 @@ async def test_the_mcp_server_make_run_offers_installs_from_the_registry_and_ans
     done = await agent.terminal("time-1")
     assert done["type"] == "lineup.v1.tool.result", done
     assert set(done["payload"]["result"]) == {"time"}
+    # Its UI came in the bundle (read by pack-mcp's listing): the call opened it in front,
+    # and it shows the server's time.
+    await page.run(lambda p: shows_the_time(p, str(done["payload"]["result"]["time"])))
     assert (data_dir / "bundles" / SCOPE / BASIC_VANILLAJS.version / "bundle.lineup").is_file()
     assert page.off_loopback() == [], "a request left 127.0.0.1"
     assert page.errors == []

@@ -12,7 +12,6 @@ new time. The page's `resources/read` of its own UI gives the HTML the server se
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any, Final
 
@@ -74,7 +73,6 @@ SERVERS: Final = {
 }
 pytestmark = [
     pytest.mark.timeout(240),
-    pytest.mark.skipif(shutil.which("node") is None, reason="Node is not installed"),
 ]
 
 
