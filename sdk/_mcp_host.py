@@ -68,7 +68,10 @@ class McpAppHost(MiniAppHost):
         self._listening = False  # the server's notifications are acted on once it is listed
         self._relisting = trio.Lock()
         params = StdioServerParameters(
-            command=command[0], args=command[1:], cwd=server.get("folder") or None
+            command=command[0],
+            args=command[1:],
+            cwd=server.get("folder") or None,
+            env=server.get("env") or None,  # an imported server's secrets, for it alone
         )
         async with (
             stdio_client(params, errlog=sys.stderr) as (read, write),

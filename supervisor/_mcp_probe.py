@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,9 +39,20 @@ class ProbeFailed(ValueError):
     """The server could not be listed: the message says why (one line for the terminal)."""
 
 
-def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
+def dev_mcp(
+    folder: Path,
+    command: list[str],
+    data_dir: Path,
+    *,
+    scope: str | None = None,
+    env: Mapping[str, str] | None = None,
+    kept_in: str = "dev-mcp",
+) -> dict[str, str]:
     """The registry entry of the MCP server `command` run from `folder` (the module's
-    docstring), its manifest written from the server's own `tools/list`. Raises ProbeFailed."""
+    docstring), its manifest written from the server's own `tools/list`. Raises ProbeFailed.
+    An imported server (`_mcp_import`) names its `scope`, the `env` its server is started
+    with (secrets: they go to the probe on its stdin, never argv) and the folder it is kept in
+    under the data dir."""
     from lineup.sdk.manifest import ManifestInvalid, manifest_json
     from lineup.sdk.mcp_server import manifest_of, scope_of, tools_of
 
@@ -56,9 +68,9 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
     program = shutil.which(command[0])
     if program is None:
         raise ProbeFailed(f"{command[0]}: not found on PATH")
-    listed = _probe(folder, [program, *command[1:]])
+    listed = _probe(folder, [program, *command[1:]], dict(env or {}))
     info = listed.get("server") or {}
-    scope = scope_of(str(info.get("name") or folder.name))
+    scope = scope or scope_of(str(info.get("name") or folder.name))
     tools = tools_of(scope, listed.get("tools") or [])
     try:
         manifest = manifest_of(
@@ -66,7 +78,7 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
         )
     except ManifestInvalid as exc:
         raise ProbeFailed(f"{scope}: {exc.reason} {exc.path}".rstrip()) from None
-    where = data_dir / "dev-mcp" / scope
+    where = data_dir / kept_in / scope
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
     (where / "manifest.json").write_text(manifest_json(manifest))
     entry = {
@@ -82,9 +94,9 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
     return entry
 
 
-def _probe(folder: Path, command: list[str]) -> dict[str, Any]:
+def _probe(folder: Path, command: list[str], env: dict[str, str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="lineup-mcp-probe-") as scratch:
-        request = {"folder": str(folder), "command": command, "data_dir": scratch}
+        request = {"folder": str(folder), "command": command, "data_dir": scratch, "env": env}
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "lineup.supervisor._mcp_probe"],
@@ -131,18 +143,18 @@ def _main() -> None:
     )
     import trio
 
-    listed = trio.run(_list, folder, command)
+    listed = trio.run(_list, folder, command, request.get("env") or None)
     sys.stdout.write(json.dumps(listed))  # a pipe (the sandbox sends only a tty to /dev/null)
 
 
-async def _list(folder: str, command: list[str]) -> dict[str, Any]:
+async def _list(folder: str, command: list[str], env: dict[str, str] | None) -> dict[str, Any]:
     import trio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from lineup.sdk._mcp_host import list_tools
 
-    params = StdioServerParameters(command=command[0], args=command[1:], cwd=folder)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=folder, env=env)
     with trio.fail_after(PROBE_TIMEOUT - 5):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
