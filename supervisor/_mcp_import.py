@@ -1,5 +1,6 @@
 """`lineup app import-mcp CONFIG.json [--server NAME] [--folder DIR]`: the servers of a desktop
-host's `mcpServers` block, as LineUp MCP apps.
+host's `mcpServers` block, as LineUp MCP apps (`lineup app import-mcp --forget SCOPE`: one
+imported app and its secrets gone from the data dir).
 
 Theory of operation
 -------------------
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,7 @@ __all__ = [
     "ImportRefused",
     "ImportedServer",
     "folder_of",
+    "forget_server",
     "import_server",
     "imported_apps",
     "main",
@@ -124,7 +127,7 @@ def import_server(
 ) -> dict[str, str]:
     """Make `server` an app of the data dir (the module's docstring); its registry entry.
     Raises ImportRefused, or ProbeFailed when the server cannot be listed."""
-    from lineup.sdk.mcp_server import scope_of
+    from lineup.sdk.mcp_server import scope_of  # not on `lineup run`'s path (`imported_apps`)
 
     folder = folder or folder_of(server)
     if folder is None:
@@ -142,6 +145,19 @@ def import_server(
     where = data_dir / IMPORT_DIR / scope
     (where / "entry.json").write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n")
     return entry
+
+
+def forget_server(data_dir: Path, scope: str) -> bool:
+    """Remove the imported app `scope` (its entry, its manifest) and its secrets from the data
+    dir: the next `lineup run` has it no more. False when there was no such app."""
+    from lineup.sdk.mcp_server import scope_of
+
+    where = data_dir / IMPORT_DIR / scope
+    if scope != scope_of(scope) or not (where / "entry.json").is_file():
+        return False
+    _mcp_secrets.forget(data_dir, scope)  # first: no secret outlives its app
+    shutil.rmtree(where)
+    return True
 
 
 def imported_apps(data_dir: Path) -> tuple[dict[str, str], ...]:
@@ -166,7 +182,10 @@ def _parser(data_dir_default: Path) -> argparse.ArgumentParser:
         prog=PROG,
         description="Import the servers of a desktop host's mcpServers configuration as apps.",
     )
-    parser.add_argument("config", metavar="CONFIG.json", type=Path)
+    parser.add_argument("config", metavar="CONFIG.json", type=Path, nargs="?")
+    parser.add_argument(
+        "--forget", metavar="SCOPE", help="remove an imported app and its secrets instead"
+    )
     parser.add_argument("--server", metavar="NAME", help="only this server of the block")
     parser.add_argument(
         "--folder", metavar="DIR", type=Path, help="the server's own folder (needs --server)"
@@ -185,7 +204,15 @@ def main(argv: list[str], *, data_dir_default: Path, out: TextIO, err: TextIO) -
     when imported, on stderr when refused. Exit 0 when every server named was imported."""
     args = _parser(data_dir_default).parse_args(argv)
     data_dir: Path = (args.data_dir or data_dir_default).absolute()
+    if args.forget is not None:
+        if args.config is not None or not forget_server(data_dir, args.forget):
+            err.write(f"{PROG}: --forget {args.forget}: no such imported app (and no CONFIG)\n")
+            return EXIT_REFUSED
+        out.write(f"forgot {args.forget} and its secrets\n")
+        return 0
     try:
+        if args.config is None:
+            raise ImportRefused("CONFIG.json is needed")
         if args.folder is not None and args.server is None:
             raise ImportRefused("--folder is one server's: name it with --server")
         try:

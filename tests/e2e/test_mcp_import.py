@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -37,6 +38,18 @@ def _import(config: Path, rt: Path, *more: str) -> subprocess.CompletedProcess[s
         timeout=120,
         check=False,
     )
+
+
+def _list(rt: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [*LINEUP, "app", "list", "--json", "--data-dir", str(rt)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    listed: dict[str, Any] = json.loads(done.stdout)
+    return listed
 
 
 def _holding(root: Path, secret: bytes, *, skip: Path) -> list[str]:
@@ -104,14 +117,29 @@ async def test_an_imported_servers_secret_reaches_its_server_alone_and_nothing_e
             )
             answers[scope] = (await agent.terminal(call_id))["payload"]["result"]
         argv = _argv_holding(secret.encode())
+        listed = await trio.to_thread.run_sync(_list, rt)
         nursery.cancel_scope.cancel()
     assert answers["alpha"] == {"set": "yes", "sha256": want}
     assert answers["beta"] == {"set": "no", "sha256": ""}
     assert argv == []
+    apps = {app["app_scope"]: app for app in listed["apps"]}
+    assert (apps["alpha"]["kind"], apps["alpha"]["source"]) == ("mcp", "dev")
+    assert apps["alpha"]["title"].endswith("(imported)") and "beta" in apps
     # The database (audit, registry, outbox: WAL included), the manifests, the app logs:
     # everything the runtime wrote, but the secret store itself.
     assert _holding(rt, secret.encode(), skip=kept) == []
     assert secret not in caplog.text
+
+    # Forgotten: the app and its secrets leave the data dir.
+    forgot = await trio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [*LINEUP, "app", "import-mcp", "--forget", "alpha", "--data-dir", str(rt)],
+            check=False,
+            capture_output=True,
+        )
+    )
+    assert forgot.returncode == 0
+    assert not (kept / "alpha.json").exists() and not (rt / "mcp-import" / "alpha").exists()
 
 
 def test_the_import_refuses_a_block_it_cannot_run_and_says_why(data_dir: Path) -> None:

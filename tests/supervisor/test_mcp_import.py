@@ -16,6 +16,7 @@ from lineup.supervisor._mcp_import import (
     ImportedServer,
     ImportRefused,
     folder_of,
+    forget_server,
     imported_apps,
     servers_of,
 )
@@ -139,3 +140,14 @@ def test_the_supervisor_starts_no_server_whose_secrets_others_may_read(tmp_path:
     with pytest.raises(LineUpError) as refused:
         _secrets_of(tmp_path, "miniapp:weather", asked)
     assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+
+
+def test_forgetting_takes_only_an_imported_app_by_its_scope(tmp_path: Path) -> None:
+    (tmp_path / "mcp-import" / "good").mkdir(parents=True)
+    (tmp_path / "mcp-import" / "good" / "entry.json").write_text("{}")
+    store(tmp_path, "good", {"KEY": "v"}, COMMAND, FOLDER)
+    assert not forget_server(tmp_path, "../mcp-import/good")
+    assert not forget_server(tmp_path, "other")
+    assert forget_server(tmp_path, "good")
+    assert not (tmp_path / "mcp-import" / "good").exists()
+    assert not (secrets_dir(tmp_path) / "good.json").exists()
