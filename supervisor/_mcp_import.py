@@ -136,6 +136,8 @@ def import_server(
             "with --folder, or bring a published package with `lineup app pack-mcp`"
         )
     scope = scope_of(server.name)
+    if scope in _shipped():
+        raise ImportRefused(f"{scope} is an app LineUp ships: import it under another name")
     command = [server.command, *server.args]
     entry = dev_mcp(folder, command, data_dir, scope=scope, env=server.env, kept_in=IMPORT_DIR)
     entry["title"] = entry["title"].removesuffix(" (dev)") + " (imported)"
@@ -160,16 +162,28 @@ def forget_server(data_dir: Path, scope: str) -> bool:
     return True
 
 
+def _shipped() -> frozenset[str]:
+    from lineup.miniapps.catalogue import BUNDLED
+
+    return frozenset(app.app_scope for app in BUNDLED)
+
+
 def imported_apps(data_dir: Path) -> tuple[dict[str, str], ...]:
     """The registry entries of the servers imported into `data_dir`, by scope; a folder whose
-    entry is unreadable is left out (and the rest load)."""
+    entry is unreadable, or that would stand in for an app LineUp ships, is left out (and the
+    rest load)."""
+    shipped = _shipped()
     found: list[dict[str, str]] = []
     for entry_file in sorted((data_dir / IMPORT_DIR).glob("*/entry.json")):
         try:
             entry = json.loads(entry_file.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(entry, dict) and all(isinstance(v, str) for v in entry.values()):
+        if (
+            isinstance(entry, dict)
+            and all(isinstance(v, str) for v in entry.values())
+            and entry.get("app_scope") not in shipped
+        ):
             found.append(entry)
     return tuple(found)
 

@@ -17,6 +17,7 @@ from lineup.supervisor._mcp_import import (
     ImportRefused,
     folder_of,
     forget_server,
+    import_server,
     imported_apps,
     servers_of,
 )
@@ -124,7 +125,11 @@ def test_a_secrets_file_others_may_read_is_refused_not_used(tmp_path: Path) -> N
 def test_the_imported_apps_are_read_back_and_an_unreadable_one_is_left_out(
     tmp_path: Path,
 ) -> None:
-    for scope, body in (("good", {"app_scope": "good", "dev": "true"}), ("bad", "{nope")):
+    for scope, body in (
+        ("good", {"app_scope": "good", "dev": "true"}),
+        ("bad", "{nope"),
+        ("whiteboard", {"app_scope": "whiteboard", "dev": "true"}),  # LineUp's own: never
+    ):
         (tmp_path / "mcp-import" / scope).mkdir(parents=True)
         text = json.dumps(body) if isinstance(body, dict) else body
         (tmp_path / "mcp-import" / scope / "entry.json").write_text(text)
@@ -151,3 +156,10 @@ def test_forgetting_takes_only_an_imported_app_by_its_scope(tmp_path: Path) -> N
     assert forget_server(tmp_path, "good")
     assert not (tmp_path / "mcp-import" / "good").exists()
     assert not (secrets_dir(tmp_path) / "good.json").exists()
+
+
+def test_a_server_named_as_an_app_lineup_ships_is_refused(tmp_path: Path) -> None:
+    server = ImportedServer("App Registry", "python", (str(tmp_path),))
+    with pytest.raises(ImportRefused):
+        import_server(server, tmp_path / "rt")
+    assert not (tmp_path / "rt").exists()
