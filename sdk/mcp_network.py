@@ -10,9 +10,11 @@ What is built
   `ask`, rememberable, decided by the gateway, asked in the runtime's own prompt, whose detail
   line is the runtime's words from the manifest (`describe`: "Connect to: api.example.com:443"),
   never the app's.
-- Today every server runs with no network at all (its own network namespace, no socket), whether
-  it declares hosts or not: what follows is the design of how a granted server reaches exactly
-  its declared hosts, not yet built.
+- Step 1 below, the sandbox's half: `SandboxPolicy.proxy` (`lineup.supervisor._sandbox`,
+  `_seccomp`'s `net`, `_landlock`'s `connect_ports`), proven by
+  tests/supervisor/test_sandbox_mcp.py. The supervisor does not set it yet: with no proxy
+  behind the listener (steps 2-4), a connection would hang rather than be refused. So today
+  every server runs with no network at all, whether it declares hosts or not.
 
 Design: how a granted server reaches its hosts (to build)
 ---------------------------------------------------------
@@ -20,8 +22,8 @@ The server stays in its own network namespace, whose only interface is a loopbac
 the namespace can route anywhere; every byte that leaves goes through a connection the runtime
 opened, for a host it checked against the grant.
 
-1. **The sandbox, fixed at start.** For a server whose manifest declares `network`
-   (`SandboxPolicy.network_port`, set by the supervisor from the manifest, never by focus's
+1. **The sandbox, fixed at start** (built). For a server whose manifest declares `network`
+   (`SandboxPolicy.proxy`, to be set by the supervisor from the manifest, never by focus's
    request), `_sandbox.prepare_child` additionally, while it still holds CAP_NET_ADMIN in the
    new namespace: brings `lo` up (SIOCSIFFLAGS), and opens the proxy's listening socket on
    127.0.0.1:P (kept past `closerange`, like the channel). Landlock then grants TCP connect to
@@ -30,10 +32,10 @@ opened, for a host it checked against the grant.
    AF_INET/AF_INET6 SOCK_STREAM only (an argument check, as `socketpair` has). A server that
    declares nothing gets today's sandbox, unchanged. The sandbox is the same whether or not the
    user has granted (a grant may come, or be revoked, while the process runs): the grant is
-   checked at each connection, by the runtime, never inside the sandbox. (Tried on this
-   project's machines, kernel Landlock ABI 7, unprivileged user namespace: `lo` comes up, a
-   connect to P succeeds, to any other port fails EACCES, a bind EACCES, and any address
-   off the loopback ENETUNREACH.)
+   checked at each connection, by the runtime, never inside the sandbox. (Its test: the
+   server connects to P; another port fails EACCES, an address off the loopback ENETUNREACH,
+   a bind or a UDP socket EPERM. The descriptor and port reach the adapter in
+   `$LINEUP_MCP_PROXY_FD`.)
 2. **The proxy, in the adapter.** `_mcp_host` accepts on that socket and speaks HTTP CONNECT
    (RFC 9110 §9.3.6) only: one request line `CONNECT host:port HTTP/1.1`, headers, at most
    8 KiB, within 10 s. The server is started with `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` =
