@@ -123,11 +123,24 @@ def folder_of(server: ImportedServer) -> Path | None:
 
 
 def import_server(
-    server: ImportedServer, data_dir: Path, folder: Path | None = None
+    server: ImportedServer,
+    data_dir: Path,
+    folder: Path | None = None,
+    network: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """Make `server` an app of the data dir (the module's docstring); its registry entry.
-    Raises ImportRefused, or ProbeFailed when the server cannot be listed."""
+    `network`: the hosts (`host:port`) its manifest declares, for the user to grant
+    (`lineup.sdk.mcp_network`). Raises ImportRefused, or ProbeFailed when the server cannot
+    be listed."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from lineup.sdk.mcp_network import HostPort
     from lineup.sdk.mcp_server import scope_of  # not on `lineup run`'s path (`imported_apps`)
+
+    try:
+        hosts = TypeAdapter(tuple[HostPort, ...]).validate_python(network)
+    except ValidationError:
+        raise ImportRefused("--network: each is host:port") from None
 
     folder = folder or folder_of(server)
     if folder is None:
@@ -140,6 +153,8 @@ def import_server(
         raise ImportRefused(f"{scope} is an app LineUp ships: import it under another name")
     command = [server.command, *server.args]
     entry = dev_mcp(folder, command, data_dir, scope=scope, env=server.env, kept_in=IMPORT_DIR)
+    if hosts:
+        _declare_network(Path(entry["manifest"]), hosts)
     entry["title"] = entry["title"].removesuffix(" (dev)") + " (imported)"
     entry["imported"] = "true"
     # Bound to the command as the manifest keeps it (`_miniapps` compares it at each start).
@@ -147,6 +162,14 @@ def import_server(
     where = data_dir / IMPORT_DIR / scope
     (where / "entry.json").write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n")
     return entry
+
+
+def _declare_network(manifest_file: Path, hosts: tuple[str, ...]) -> None:
+    from lineup.sdk.manifest import load_manifest, manifest_json
+
+    data = json.loads(manifest_file.read_text())
+    data["mcp"]["network"] = list(hosts)
+    manifest_file.write_text(manifest_json(load_manifest(data)))
 
 
 def forget_server(data_dir: Path, scope: str) -> bool:
@@ -200,6 +223,13 @@ def _parser(data_dir_default: Path) -> argparse.ArgumentParser:
     parser.add_argument(
         "--forget", metavar="SCOPE", help="remove an imported app and its secrets instead"
     )
+    parser.add_argument(
+        "--network",
+        metavar="HOST:PORT",
+        action="append",
+        default=[],
+        help="a host the server must reach, asked of you as mcp.network (needs --server)",
+    )
     parser.add_argument("--server", metavar="NAME", help="only this server of the block")
     parser.add_argument(
         "--folder", metavar="DIR", type=Path, help="the server's own folder (needs --server)"
@@ -227,8 +257,8 @@ def main(argv: list[str], *, data_dir_default: Path, out: TextIO, err: TextIO) -
     try:
         if args.config is None:
             raise ImportRefused("CONFIG.json is needed")
-        if args.folder is not None and args.server is None:
-            raise ImportRefused("--folder is one server's: name it with --server")
+        if (args.folder is not None or args.network) and args.server is None:
+            raise ImportRefused("--folder and --network are one server's: name it with --server")
         try:
             text = args.config.read_bytes()
         except OSError as exc:
@@ -246,7 +276,7 @@ def main(argv: list[str], *, data_dir_default: Path, out: TextIO, err: TextIO) -
     for server in servers:
         folder = args.folder.resolve() if args.folder is not None else None
         try:
-            entry = import_server(server, data_dir, folder)
+            entry = import_server(server, data_dir, folder, tuple(args.network))
         except (ImportRefused, ProbeFailed) as exc:
             err.write(f"{PROG}: {server.name}: {exc}\n")
             status = EXIT_REFUSED

@@ -226,4 +226,6 @@ def mcp_server(
     if program is None:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "mcp: program not found")
     resolved: dict[str, object] = {"command": [program, *command[1:]], "folder": folder}
-    return resolved, {**policy, "profile": "mcp", "exec_paths": [program, folder]}
+    # Hosts it declares: its sandbox gets the proxy's port (`lineup.sdk.mcp_network`).
+    proxy = bool(server.get("network"))
+    return resolved, {**policy, "profile": "mcp", "exec_paths": [program, folder], "proxy": proxy}

@@ -82,6 +82,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxStatus, SeccompLayer
+from lineup.facts.mcp import PROXY_FD_ENV
 
 from . import _landlock, _seccomp
 from ._readable import exec_rules, landlock_rules
@@ -89,7 +90,6 @@ from ._report import CGROUP_JOINED, send_report
 
 __all__ = [
     "LAYERS",
-    "PROXY_FD_ENV",
     "SandboxPolicy",
     "SandboxPolicyInvalid",
     "SandboxUnavailable",
@@ -108,7 +108,6 @@ LAYERS: Final[tuple[Layer, ...]] = ("netns", "landlock", "rlimits", "capabilitie
 LANDLOCK_FULL_ABI: Final = 6  # filesystem + TCP + scopes: every Landlock layer the policy names
 
 _CONTROL_FD: Final = 3  # the zygote's CONTROL_FD (it imports us, so not imported from it)
-PROXY_FD_ENV: Final = "LINEUP_MCP_PROXY_FD"  # `FD:PORT` of an MCP server's proxy listener
 _SIOCGIFFLAGS: Final = 0x8913
 _SIOCSIFFLAGS: Final = 0x8914
 _IFF_UP: Final = 0x1

@@ -163,3 +163,12 @@ def test_a_server_named_as_an_app_lineup_ships_is_refused(tmp_path: Path) -> Non
     with pytest.raises(ImportRefused):
         import_server(server, tmp_path / "rt")
     assert not (tmp_path / "rt").exists()
+
+
+def test_a_network_that_is_not_host_and_port_is_refused_before_the_server_runs(
+    tmp_path: Path,
+) -> None:
+    server = ImportedServer("weather", "python", (str(tmp_path),))
+    with pytest.raises(ImportRefused):
+        import_server(server, tmp_path / "rt", network=("api.example.com",))
+    assert not (tmp_path / "rt").exists()

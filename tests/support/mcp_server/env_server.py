@@ -32,5 +32,29 @@ def connect(host: str, port: int) -> dict[str, str]:
         return {"connect": type(exc).__name__}
 
 
+@server.tool(description="Through $HTTPS_PROXY: CONNECT host:port, send a line, read one.")
+def fetch(host: str, port: int) -> dict[str, str]:
+    proxy = os.environ.get("HTTPS_PROXY", "")
+    if not proxy.startswith("http://"):
+        return {"status": "no-proxy", "error": "", "echo": ""}
+    where, _, proxy_port = proxy.removeprefix("http://").rstrip("/").rpartition(":")
+    try:
+        with socket.create_connection((where, int(proxy_port)), timeout=10) as conn:
+            conn.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            reader = conn.makefile("rb")
+            status = reader.readline().decode().split(" ")[1]
+            error = ""
+            while (line := reader.readline().decode().strip()) != "":
+                name, _, value = line.partition(":")
+                if name.lower() == "lineup-error":
+                    error = value.strip()
+            if status != "200":
+                return {"status": status, "error": error, "echo": ""}
+            conn.sendall(b"ping\n")
+            return {"status": status, "error": "", "echo": reader.readline().decode().strip()}
+    except OSError as exc:
+        return {"status": "failed", "error": type(exc).__name__, "echo": ""}
+
+
 if __name__ == "__main__":
     server.run("stdio")
