@@ -94,6 +94,14 @@ class McpProxy:
             inbound.close()
 
     async def _serve(self, stream: trio.SocketStream) -> None:
+        try:
+            await self._serve_one(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the server hung up on its own connection: nothing else is touched
+        except Exception as exc:  # one connection's failure ends that connection, not the app
+            log.warning("sdk.mcp_net_failed error=%s", type(exc).__name__)
+
+    async def _serve_one(self, stream: trio.SocketStream) -> None:
         async with stream:
             try:
                 with trio.fail_after(HEAD_TIMEOUT):

@@ -46,6 +46,7 @@ MAX_CONNECTIONS: Final = 16  # open at once, per app
 DIAL_TIMEOUT: Final = 10.0
 SEND_TIMEOUT: Final = 30.0  # a host that takes no bytes for this long is dropped
 EVENT_TIMEOUT: Final = 30.0  # likewise an app that takes none
+IDLE_TIMEOUT: Final = 300.0  # a host silent this long: the connection ends (and frees its slot)
 
 
 class NotPublic(ValueError):
@@ -149,7 +150,9 @@ class McpConnections:
         try:
             with connection.cancel:
                 while True:
-                    data = await connection.stream.receive_some(sdk.MAX_NET_CHUNK)
+                    data = b""
+                    with trio.move_on_after(IDLE_TIMEOUT):
+                        data = await connection.stream.receive_some(sdk.MAX_NET_CHUNK)
                     if not data:
                         break
                     chunk = base64.b64encode(data).decode()
