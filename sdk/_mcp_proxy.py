@@ -116,6 +116,8 @@ class McpProxy:
                 await _answer(stream, f"403 Forbidden\r\nLineUp-Error: {refused.code}")
                 return
             except LineUpError as exc:
+                if exc.code is ErrorCode.PERMISSION_DENIED:
+                    self._granted = False  # taken back: the next connection asks again
                 await _answer(stream, f"403 Forbidden\r\nLineUp-Error: {exc.code.value}")
                 return
             except trio.TooSlowError:

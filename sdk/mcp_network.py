@@ -40,10 +40,9 @@ that leaves goes through a connection the runtime opened, for a host it checked.
    (backpressure), the host's as events the proxy queues a bounded number of (past that the
    connection is cut). TLS stays end to end between the server and the host.
 
-Not yet: a grant lasts for the adapter's process (a revoked grant applies from the app's next
-start, and its open connections are not closed at once); and the bus copies every byte (a
-descriptor passed over SCM_RIGHTS would not: a socket opened outside the namespace works
-inside it).
+Taking the grant back on the permissions page ends the app's open connections at once, and
+its next connection asks again. Not yet: the bus copies every byte (a descriptor passed over
+SCM_RIGHTS would not: a socket opened outside the namespace works inside it).
 """
 
 from __future__ import annotations

@@ -433,4 +433,7 @@ class GatewayActor(Actor):
 
     @handles(GrantSetRequest)
     async def on_grant_set(self, msg: GrantSetRequest, env: Envelope) -> GrantsListReply:
-        return await self.capabilities.grants.set(msg)
+        page = await self.capabilities.grants.set(msg)
+        if msg.capability == MCP_NETWORK and msg.policy != "allow":
+            self.mcp_net.revoke(msg.app_scope)  # at once, its open connections too
+        return page

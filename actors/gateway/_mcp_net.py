@@ -19,9 +19,10 @@ connection for its CONNECT (`gateway.sdk.mcp_net.open`); the gateway checks, in 
 An open connection is relayed: the app's `send` requests are written in order (the reply
 after the write: its backpressure), and the host's bytes go back as `miniapp.mcp_net.data`
 events, the end as `miniapp.mcp_net.closed`. Each refusal and each open is audited (the app,
-the code; never the host, never a byte). A grant lasts for the instance's adapter process: a
-new process asks again. Closing a connection, or the app's process going away (its events
-are refused), ends it.
+the code; never the host, never a byte). A grant lasts for the instance (a new adapter
+process asks again), until the user takes it back on the permissions page (`revoke`: the
+app's open connections end at once). Closing a connection, the app's process going away (its
+events are refused), or a host silent for `IDLE_TIMEOUT` ends it.
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ class McpConnections:
     def grant(self, scope: str, instance_id: str) -> None:
         """The app's instance was granted `mcp.network`."""
         self._granted.add((scope, instance_id))
+
+    def revoke(self, scope: str) -> None:
+        """The user took `mcp.network` back from the app (the permissions page): its open
+        connections end now, and the next needs a grant again."""
+        self._granted = {(s, i) for s, i in self._granted if s != scope}
+        for connection in list(self._open.values()):
+            if connection.scope == scope:
+                connection.cancel.cancel()
 
     def _refuse(self, scope: str, code: ErrorCode) -> LineUpError:
         self._bus.audit(
