@@ -31,6 +31,7 @@ makes them a development app's tools, in a new inventory revision (`focus._dev_r
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any, Final
 
@@ -44,7 +45,9 @@ from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, Message, hand
 
 from . import protocol as p
 from ._host import MiniAppHost
+from ._mcp_proxy import McpProxy, proxy_env
 from .mcp_apps import UI_TOOL_CALL_TIMEOUT_S
+from .mcp_network import PROXY_FD_ENV
 from .mcp_server import McpTools, error_text_of, result_of, tools_of
 
 __all__ = ["McpAppHost", "list_tools"]
@@ -72,8 +75,10 @@ class McpAppHost(MiniAppHost):
         self._gone = trio.Event()
         self._listening = False  # the server's notifications are acted on once it is listed
         self._relisting = trio.Lock()
+        env = dict(server.get("env") or {})  # an imported server's secrets, for it alone
+        self._proxy = self._network_proxy(env)
         params = StdioServerParameters(
-            command=command[0], args=command[1:], cwd=server.get("folder") or None
+            command=command[0], args=command[1:], cwd=server.get("folder") or None, env=env or None
         )
         async with (
             stdio_client(params, errlog=sys.stderr) as (read, write),
@@ -82,6 +87,8 @@ class McpAppHost(MiniAppHost):
             # The SDK's reader ends quietly at EOF: a relay tells us when the server is gone.
             relay_in, relay_out = trio.open_memory_channel[SessionMessage | Exception](_READ_QUEUE)
             nursery.start_soon(self._relay, read, relay_in)
+            if self._proxy is not None:
+                nursery.start_soon(self._proxy.run)
             async with ClientSession(
                 relay_out,
                 write,
@@ -105,6 +112,27 @@ class McpAppHost(MiniAppHost):
                     scope.cancel()
                     await self._fail_quietly(call_id, ErrorCode.MCP_SERVER_EXITED)
                 raise ServerGone(self._scope)
+
+    def _network_proxy(self, env: dict[str, str]) -> McpProxy | None:
+        """The proxy to the server's declared hosts, if the sandbox made its socket
+        (`lineup.sdk.mcp_network`); its address goes into the server's `env`."""
+        where = os.environ.pop(PROXY_FD_ENV, None)
+        if not where:
+            return None
+        fd, port = (int(part) for part in where.split(":"))
+        env.update(proxy_env(port))
+        instance_id = str(self.ctx.config.get("instance_id", self._scope))
+        return McpProxy(self.call, instance_id, fd)
+
+    @handles(p.McpNetDataEvent)
+    def on_mcp_net_data(self, msg: p.McpNetDataEvent, env: Envelope) -> None:
+        if self._proxy is not None:
+            self._proxy.data(msg)
+
+    @handles(p.McpNetClosedEvent)
+    def on_mcp_net_closed(self, msg: p.McpNetClosedEvent, env: Envelope) -> None:
+        if self._proxy is not None:
+            self._proxy.closed(msg)
 
     async def _relay(
         self,

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from lineup.actors.kernel.errors import ErrorCode
 
 from .mcp_grants import DEVICES_CAPABILITY, NETWORK_CAPABILITY
+from .mcp_network import NETWORK_CAPABILITY as MCP_NETWORK_CAPABILITY
 from .protocol import ARTIFACT_MEDIA_TYPES, MAX_ARTIFACT_BYTES
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "CapabilityStatus",
     "Decision",
     "FileOpen",
+    "McpServerNetwork",
     "NotificationShow",
     "Policy",
     "PromptDecision",
@@ -177,6 +179,12 @@ class SurfaceAccess(_Input):
     from the request. Output: `{}`; the Surface opened next has them (`lineup.sdk.mcp_grants`)."""
 
 
+class McpServerNetwork(_Input):
+    """`mcp.network`: the hosts an MCP app's server declares in its manifest (`mcp.network`),
+    which the runtime reads from the manifest, never from the request. Output: `{}`; the
+    grant is checked at each connection the server asks for (`lineup.sdk.mcp_network`)."""
+
+
 @dataclass(frozen=True)
 class CapabilitySpec:
     name: str
@@ -201,6 +209,8 @@ CATALOG: Final[Mapping[str, CapabilitySpec]] = {
         # An MCP App Surface's declared domains and devices (asked as it opens).
         CapabilitySpec(NETWORK_CAPABILITY, SurfaceAccess, False, "ask", True, 30, "runtime"),
         CapabilitySpec(DEVICES_CAPABILITY, SurfaceAccess, False, "ask", True, 30, "runtime"),
+        # An MCP server's declared hosts (`lineup.sdk.mcp_network`).
+        CapabilitySpec(MCP_NETWORK_CAPABILITY, McpServerNetwork, False, "ask", True, 30, "runtime"),
     )
 }
 

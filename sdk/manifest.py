@@ -79,6 +79,8 @@ from ._tool_model import (
 )
 from .mcp_apps import McpAppUi
 from .mcp_grants import implied_capabilities, union
+from .mcp_network import MAX_HOSTS, HostPort
+from .mcp_network import NETWORK_CAPABILITY as MCP_NETWORK_CAPABILITY
 
 __all__ = [
     "ANY_HOST",
@@ -227,6 +229,17 @@ class McpServer(_Model):
     command: tuple[Annotated[str, Field(min_length=1, max_length=4096)], ...] = Field(
         min_length=1, max_length=256
     )
+    # The hosts the server must reach (`host:port`): asked of the user as `mcp.network`, never
+    # had by declaring (`lineup.sdk.mcp_network`).
+    network: tuple[HostPort, ...] = Field(default=(), max_length=MAX_HOSTS)
+
+    @model_serializer(mode="wrap")
+    def _network_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Never `"network": []`: a server that declares none dumps as it did before.
+        data: dict[str, Any] = handler(self)
+        if not self.network:
+            data.pop("network", None)
+        return data
 
 
 class Manifest(_Model):
@@ -323,9 +336,12 @@ class Manifest(_Model):
     @property
     def declared_capabilities(self) -> tuple[str, ...]:
         """`requested_capabilities`, and those its MCP App entrypoints' declarations imply
-        (`surface.network` for a domain, `surface.devices` for a permission): what the gateway
+        (`surface.network` for a domain, `surface.devices` for a permission), and `mcp.network`
+        for its server's declared hosts: what the gateway
         decides against and the permissions page lists."""
         implied = implied_capabilities(self.mcp_access)
+        if self.mcp is not None and self.mcp.network:
+            implied += (MCP_NETWORK_CAPABILITY,)
         return self.requested_capabilities + tuple(
             c for c in implied if c not in self.requested_capabilities
         )

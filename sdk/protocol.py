@@ -102,6 +102,18 @@ from ._protocol.interactions import (
     InteractionUpdatedEvent,
     Presentation,
 )
+from ._protocol.mcp_net import (
+    MAX_CHUNK as MAX_NET_CHUNK,
+)
+from ._protocol.mcp_net import (
+    McpNetClosedEvent,
+    McpNetCloseRequest,
+    McpNetDataEvent,
+    McpNetOpenReply,
+    McpNetOpenRequest,
+    McpNetSendRequest,
+    McpNetSent,
+)
 from ._protocol.navigation import (
     AppCloseRequest,
     AppFocusRequest,
@@ -199,6 +211,7 @@ __all__ = [
     "MAX_BATCH",
     "MAX_DIAGNOSTIC_MESSAGE",
     "MAX_ITEM_ORDER",
+    "MAX_NET_CHUNK",
     "MAX_REPORTS",
     "MAX_SURFACE_EVENT_BYTES",
     "MAX_SURFACE_STATE_BYTES",
@@ -279,6 +292,13 @@ __all__ = [
     "InteractionUpdatedEvent",
     "LifecycleAction",
     "LifecycleRequest",
+    "McpNetCloseRequest",
+    "McpNetClosedEvent",
+    "McpNetDataEvent",
+    "McpNetOpenReply",
+    "McpNetOpenRequest",
+    "McpNetSendRequest",
+    "McpNetSent",
     "McpToolsChangedReply",
     "McpToolsChangedRequest",
     "ModeChangedEvent",

@@ -1,5 +1,6 @@
 """`lineup app install|list|enable|disable|rollback|revoke|remove|default`: the registry of a
-running runtime, through its control socket.
+running runtime, through its control socket. (`lineup app import-mcp` is `_mcp_import`'s: it
+writes into the data dir, for the next `lineup run`.)
 
 Each command is one request to focus (`focus.registry.*`), which owns the registry, over the
 channel the supervisor opens for it (`_control.focus_request`); each change is one
@@ -47,7 +48,10 @@ EXIT_USAGE: Final = 64
 REGISTRY_TIMEOUT: Final = 120.0
 # The `lineup app` commands that talk to a running runtime (the rest are the SDK's).
 COMMANDS: Final = frozenset(
-    {"install", "list", "enable", "disable", "rollback", "revoke", "remove", "default"}
+    {
+        *("install", "list", "enable", "disable", "rollback", "revoke", "remove", "default"),
+        "import-mcp",  # not the registry's: into the data dir (`_mcp_import`)
+    }
 )
 OperateKind = Literal["enable", "disable", "rollback", "revoke", "remove", "set_default"]
 _KINDS: Final[dict[str, OperateKind]] = {
@@ -108,6 +112,10 @@ def main(
     """Run one `lineup app` registry command (`argv` is what follows `lineup app`)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    if argv[:1] == ["import-mcp"]:  # into the data dir, running or not (`_mcp_import`)
+        from ._mcp_import import main as import_main
+
+        return import_main(argv[1:], data_dir_default=data_dir_default, out=out, err=err)
     args = _parser(data_dir_default).parse_args(argv)
     data_dir: Path = (args.data_dir or data_dir_default).absolute()
     scope = getattr(args, "app_scope", None)

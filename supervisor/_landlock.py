@@ -39,6 +39,7 @@ _SYS_ADD_RULE: Final = 445
 _SYS_RESTRICT_SELF: Final = 446
 _CREATE_RULESET_VERSION: Final = 1 << 0
 _RULE_PATH_BENEATH: Final = 1
+_RULE_NET_PORT: Final = 2  # ABI 4
 
 # Filesystem rights, with the ABI that introduced each.
 EXECUTE: Final = 1 << 0
@@ -94,6 +95,11 @@ class _RulesetAttr(ctypes.Structure):
     )
 
 
+class _NetPortAttr(ctypes.Structure):
+    _pack_ = 1  # packed, as the path rule's
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64))
+
+
 class _PathBeneathAttr(ctypes.Structure):
     _pack_ = 1  # the kernel's struct is __attribute__((packed)): 12 bytes
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
@@ -117,8 +123,15 @@ def _fail(what: str) -> LandlockError:
     return LandlockError(errno, f"landlock {what}: {os.strerror(errno)}")
 
 
-def restrict_self(rules: Iterable[Rule], *, deny_tcp: bool = True, scope: bool = True) -> int:
-    """Confine this process to `rules`, denying every handled right they do not grant.
+def restrict_self(
+    rules: Iterable[Rule],
+    *,
+    deny_tcp: bool = True,
+    scope: bool = True,
+    connect_ports: Iterable[int] = (),
+) -> int:
+    """Confine this process to `rules`, denying every handled right they do not grant, save a
+    TCP connect to one of `connect_ports` (an MCP server's proxy: `lineup.sdk.mcp_network`).
 
     Needs no_new_privs (or CAP_SYS_ADMIN). Raises LandlockError; a path that does not exist is
     skipped. Returns the ABI used. The caller must be single-threaded: Landlock binds the
@@ -142,6 +155,12 @@ def restrict_self(rules: Iterable[Rule], *, deny_tcp: bool = True, scope: bool =
     try:
         for path, rights in rules:
             _add_path_rule(ruleset, path, rights & handled_fs)
+        for port in connect_ports:
+            if not attr.handled_access_net:
+                raise LandlockError(0, "landlock cannot grant a port without its TCP rights")
+            net = _NetPortAttr(NET_CONNECT_TCP, port)
+            if _libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_NET_PORT, ctypes.byref(net), 0) != 0:
+                raise _fail("add_rule(net_port)")
         if _libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0) != 0:
             raise _fail("restrict_self")
     finally:

@@ -75,9 +75,20 @@ class McpApp:
     listed: tuple[dict[str, Any], ...] = ()  # its `tools/list`, for a refusal to point into
 
 
-def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
+def dev_mcp(
+    folder: Path,
+    command: list[str],
+    data_dir: Path,
+    *,
+    scope: str | None = None,
+    env: Mapping[str, str] | None = None,
+    kept_in: str = "dev-mcp",
+) -> dict[str, str]:
     """The registry entry of the MCP server `command` run from `folder` (the module's
-    docstring), its manifest written from the server's own `tools/list`. Raises ProbeFailed."""
+    docstring), its manifest written from the server's own `tools/list`. Raises ProbeFailed.
+    An imported server (`_mcp_import`) names its `scope`, the `env` its server is started
+    with (secrets: they go to the probe on its stdin, never argv) and the folder it is kept in
+    under the data dir."""
     folder = folder.resolve()
     home = Path.home().resolve()
     if folder == home or home.is_relative_to(folder) or data_dir.resolve().is_relative_to(folder):
@@ -85,9 +96,9 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
             f"{folder}: run `lineup run --dev-mcp` from the server's own folder "
             "(not your home, nor a folder holding it or the data dir)"
         )
-    app = probe_app(folder, command)
+    app = probe_app(folder, command, scope=scope, env=env)
     manifest = app.manifest
-    where = write_app(app, data_dir / "dev-mcp" / manifest.app_scope)
+    where = write_app(app, data_dir / kept_in / manifest.app_scope)
     entry = {
         "app_scope": manifest.app_scope,
         "manifest": str(where),
@@ -104,11 +115,17 @@ def dev_mcp(folder: Path, command: list[str], data_dir: Path) -> dict[str, str]:
 
 
 def probe_app(
-    folder: Path, command: list[str], *, scope: str | None = None, version: str | None = None
+    folder: Path,
+    command: list[str],
+    *,
+    scope: str | None = None,
+    version: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> McpApp:
     """The app of the MCP server `command` run from `folder`, as it lists itself inside the
     sandbox, offline (the module's docstring): its scope `scope` (else its `serverInfo.name`,
-    `scope_of`), its version `version` (else its `serverInfo.version`). Raises ProbeFailed."""
+    `scope_of`), its version `version` (else its `serverInfo.version`), the server started
+    with `env` (`dev_mcp`). Raises ProbeFailed."""
     from lineup.sdk.manifest import ManifestInvalid
     from lineup.sdk.mcp_server import manifest_of, scope_of, tools_of
     from lineup.sdk.mcp_ui import link, ui_of
@@ -118,7 +135,7 @@ def probe_app(
     program = shutil.which(command[0])
     if program is None:
         raise ProbeFailed(f"{command[0]}: not found on PATH")
-    listed = _probe(folder.resolve(), [program, *command[1:]])
+    listed = _probe(folder.resolve(), [program, *command[1:]], dict(env or {}))
     info = listed.get("server") or {}
     scope = scope or scope_of(str(info.get("name") or folder.resolve().name))
     found = listed.get("tools") or []
@@ -163,13 +180,13 @@ def write_documents(app: McpApp, web: Path) -> None:
         path.write_text(html, encoding="utf-8")
 
 
-def _probe(folder: Path, command: list[str]) -> dict[str, Any]:
+def _probe(folder: Path, command: list[str], env: dict[str, str]) -> dict[str, Any]:
     from lineup.sdk.mcp_ui import MAX_UI_DOCUMENT, MAX_UI_RESOURCES
 
     # Its answer, JSON in UTF-8: a document's text at most doubles (escaped quotes, backslashes).
     max_output = MAX_LISTING + 2 * MAX_UI_RESOURCES * MAX_UI_DOCUMENT
     with tempfile.TemporaryDirectory(prefix="lineup-mcp-probe-") as scratch:
-        request = {"folder": str(folder), "command": command, "data_dir": scratch}
+        request = {"folder": str(folder), "command": command, "data_dir": scratch, "env": env}
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "lineup.supervisor._mcp_probe"],
@@ -216,12 +233,12 @@ def _main() -> None:
     )
     import trio
 
-    listed = trio.run(_list, folder, command)
+    listed = trio.run(_list, folder, command, request.get("env") or None)
     # A pipe (the sandbox sends only a tty to /dev/null), in UTF-8 whatever the locale.
     sys.stdout.buffer.write(json.dumps(listed, ensure_ascii=False).encode())
 
 
-async def _list(folder: str, command: list[str]) -> dict[str, Any]:
+async def _list(folder: str, command: list[str], env: dict[str, str] | None) -> dict[str, Any]:
     import trio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -229,7 +246,7 @@ async def _list(folder: str, command: list[str]) -> dict[str, Any]:
     from lineup.sdk._mcp_host import list_tools
     from lineup.sdk.mcp_ui import linked_uris
 
-    params = StdioServerParameters(command=command[0], args=command[1:], cwd=folder)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=folder, env=env)
     with trio.fail_after(PROBE_TIMEOUT - 5):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()

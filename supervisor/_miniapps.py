@@ -37,6 +37,7 @@ from lineup.actors.kernel.control import (
     PeerMisbehavedEvent,
 )
 
+from ._mcp_secrets import SecretsUnsafe, env_for
 from ._peers import Child, signal_child
 from ._process import STOP_KILL_WAIT, Processes
 from ._spec import ChildSpec, Restart
@@ -79,7 +80,11 @@ class MiniApps:
         config = dict(request.config)
         policy = self.sandbox_policy(request.name)
         if config.get("mcp") is not None:
-            config["mcp"], policy = mcp_server(config["mcp"], policy)
+            asked = config["mcp"]
+            config["mcp"], policy = mcp_server(asked, policy)
+            env = _secrets_of(self._data_dir, request.name, asked)
+            if env:  # an imported server's: in its boot message alone (`_mcp_secrets`)
+                config["mcp"]["env"] = env
         spec = ChildSpec(
             request.name,
             ActorKind.MINIAPP,
@@ -183,6 +188,22 @@ class MiniApps:
                 log.error("supervisor.focus_not_told app=%s", event.peer)
 
 
+def _secrets_of(data_dir: Path, name: str, asked: object) -> dict[str, str] | None:
+    """The env values kept for this server by `lineup app import-mcp`, if it is the server they
+    were kept for. Raises `invalid_arguments` when its secrets file is not owner-only."""
+    scope = name.removeprefix("miniapp:")
+    if not isinstance(asked, dict):
+        return None
+    command, folder = asked.get("command"), asked.get("folder")
+    if not isinstance(command, list | tuple) or not isinstance(folder, str):
+        return None
+    try:
+        return env_for(data_dir, scope, [str(part) for part in command], folder)
+    except SecretsUnsafe as exc:
+        log.error("supervisor.mcp_secrets_refused app=%s why=%s", scope, exc)
+        raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "mcp: secrets not owner-only") from None
+
+
 def mcp_server(
     server: object, policy: dict[str, object]
 ) -> tuple[dict[str, object], dict[str, object]]:
@@ -205,4 +226,6 @@ def mcp_server(
     if program is None:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "mcp: program not found")
     resolved: dict[str, object] = {"command": [program, *command[1:]], "folder": folder}
-    return resolved, {**policy, "profile": "mcp", "exec_paths": [program, folder]}
+    # Hosts it declares: its sandbox gets the proxy's port (`lineup.sdk.mcp_network`).
+    proxy = bool(server.get("network"))
+    return resolved, {**policy, "profile": "mcp", "exec_paths": [program, folder], "proxy": proxy}

@@ -146,6 +146,13 @@ def dev_app(folder: Path) -> dict[str, str]:
     }
 
 
+def _imported(options: RuntimeOptions, dev_apps: list[dict[str, str]]) -> list[dict[str, str]]:
+    from ._mcp_import import imported_apps
+
+    taken = {app["app_scope"] for app in (*options.extra_apps, *dev_apps)}
+    return [app for app in imported_apps(options.data_dir) if app["app_scope"] not in taken]
+
+
 def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
     embedded = options.appserver is None
     dev_apps = [dev_app(folder) for folder in options.dev_apps]
@@ -233,7 +240,9 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
             # The bundled apps are focus's own. `dev`: the embedded AppServer, development,
             # where an install URL may be loopback HTTP.
             {
-                "apps": [*options.extra_apps, *dev_apps],
+                # The servers `lineup app import-mcp` kept in this data dir, after this run's
+                # own (a --dev-mcp of the same scope is the one that runs).
+                "apps": [*options.extra_apps, *dev_apps, *_imported(options, dev_apps)],
                 "capabilities": options.capabilities,
                 "dev": embedded,
                 **(

@@ -43,6 +43,15 @@ RLIMIT_DATA counts only what is writable (a reservation is not). The server inhe
 else: the network namespace, the data dir as its only writable place, the rlimits, no
 capabilities, the pids cgroup.
 
+An MCP server that declares hosts (`proxy`: step 1 of `lineup.sdk.mcp_network`'s design) has,
+in its network namespace, the loopback up and a listening socket on 127.0.0.1:P made here,
+before Landlock and seccomp (its descriptor and port are in `$LINEUP_MCP_PROXY_FD`, `FD:PORT`,
+for the adapter; close-on-exec, and the server's environment is the adapter's to give); then
+Landlock lets TCP connect to port P alone, and seccomp lets TCP sockets be opened, connected
+and accepted (`_seccomp`'s `net`). Nothing else in the namespace listens, and nothing routes
+out of it: the proxy is the only way out, and what it may reach is the runtime's to decide.
+Without a network namespace (a weak sandbox) no proxy is made: the server stays offline.
+
 Landlock's denials are not audited row by row: Landlock (ABI 7) reports them only to the
 kernel's audit subsystem, which is off on the machines this runs on (`AUDIT_GET`: enabled 0),
 and turning it on is a host-wide change no application runtime should make. The errno is the
@@ -53,6 +62,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import importlib
 import importlib.util
 import logging
@@ -61,6 +71,7 @@ import posix
 import resource
 import signal
 import socket
+import struct
 import sys
 import termios
 from collections.abc import Mapping
@@ -71,6 +82,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxStatus, SeccompLayer
+from lineup.facts.mcp import PROXY_FD_ENV
 
 from . import _landlock, _seccomp
 from ._readable import exec_rules, landlock_rules
@@ -96,6 +108,10 @@ LAYERS: Final[tuple[Layer, ...]] = ("netns", "landlock", "rlimits", "capabilitie
 LANDLOCK_FULL_ABI: Final = 6  # filesystem + TCP + scopes: every Landlock layer the policy names
 
 _CONTROL_FD: Final = 3  # the zygote's CONTROL_FD (it imports us, so not imported from it)
+_SIOCGIFFLAGS: Final = 0x8913
+_SIOCSIFFLAGS: Final = 0x8914
+_IFF_UP: Final = 0x1
+_IFREQ: Final = "16sh22x"  # struct ifreq: the name, then ifr_flags in the union (40 bytes)
 _ENV_KEPT: Final = ("LINEUP_LOG", "LANG", "LC_ALL", "LC_CTYPE")  # no secrets in these
 _PRELOAD: Final = ("lineup.sdk", "lineup.actors.kernel.actor")
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -137,11 +153,13 @@ class SandboxPolicy(BaseModel):
     without: tuple[Layer, ...] = ()  # layers left off on purpose (tests, diagnosis)
     # `mcp` only: the files and folders the server may execute (read with them), absolute.
     exec_paths: tuple[Annotated[str, Field(pattern=r"^/")], ...] = ()
+    # `mcp` only: a proxy listener in its namespace, the one port it may connect to (above).
+    proxy: bool = False
 
     @model_validator(mode="after")
     def _exec_only_for_mcp(self) -> SandboxPolicy:
-        if self.exec_paths and self.profile != "mcp":
-            raise ValueError("exec_paths is for the mcp profile only")
+        if (self.exec_paths or self.proxy) and self.profile != "mcp":
+            raise ValueError("exec_paths and proxy are for the mcp profile only")
         return self
 
 
@@ -318,17 +336,14 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     # /proc access by processes of the same uid.
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
-    if "netns" in layers:
-        try:
-            _enter_netns(user_namespace=not _effective_caps() & (1 << _CAP_SYS_ADMIN))
-        except OSError as exc:  # e.g. a distribution that fences off user namespaces
-            if not policy.allow_weak:
-                raise SandboxUnavailable(("netns",)) from exc
-            log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
+    proxy_port = _own_network(policy) if "netns" in layers else None
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
         rules = landlock_rules(data_dir, home, config, str(boot["target"]))
-        _landlock.restrict_self([*rules, *exec_rules(policy.exec_paths)])
+        _landlock.restrict_self(
+            [*rules, *exec_rules(policy.exec_paths)],
+            connect_ports=() if proxy_port is None else (proxy_port,),
+        )
     if "rlimits" in layers:
         _set_rlimits(policy)
     if "capabilities" in layers:
@@ -336,16 +351,45 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     _seccomp_and_report(
         seccomp="seccomp" in layers,
         spawn=policy.profile == "mcp",
+        net=proxy_port is not None,
         report_to=report_to,
         wait_for_cgroup=policy.pids_cgroup is not None,
     )
 
 
+def _own_network(policy: SandboxPolicy) -> int | None:
+    """Enter a network namespace of its own; with `proxy`, open the proxy there (its port)."""
+    try:
+        _enter_netns(user_namespace=not _effective_caps() & (1 << _CAP_SYS_ADMIN))
+    except OSError as exc:  # e.g. a distribution that fences off user namespaces
+        if not policy.allow_weak:
+            raise SandboxUnavailable(("netns",)) from exc
+        log.warning("sandbox.weak app_scope=%s missing=netns", policy.app_scope)
+        return None
+    return _open_proxy() if policy.proxy else None
+
+
+def _open_proxy() -> int:
+    """In the new network namespace (whose capabilities it still has): the loopback up, and a
+    listening socket on 127.0.0.1, its descriptor and port left in `$LINEUP_MCP_PROXY_FD`.
+    Returns the port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control:
+        asked = fcntl.ioctl(control, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0))
+        flags = struct.unpack(_IFREQ, asked)[1]
+        fcntl.ioctl(control, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP))
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # close-on-exec, as always
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = int(listener.getsockname()[1])
+    os.environ[PROXY_FD_ENV] = f"{listener.detach()}:{port}"
+    return port
+
+
 def _seccomp_and_report(
-    *, seccomp: bool, spawn: bool, report_to: int | None, wait_for_cgroup: bool
+    *, seccomp: bool, spawn: bool, net: bool, report_to: int | None, wait_for_cgroup: bool
 ) -> None:
     notify = report_to is not None and _seccomp.notify_available()
-    listener = _seccomp.install(notify=notify, spawn=spawn) if seccomp else None
+    listener = _seccomp.install(notify=notify, spawn=spawn, net=net) if seccomp else None
     if report_to is not None:
         try:
             send_report(report_to, listener)

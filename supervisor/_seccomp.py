@@ -31,6 +31,12 @@ other rule holds, for the adapter and for the server (a filter is inherited and 
 What the server may execute is Landlock's to say (the execute right, granted on its interpreter
 and its own folder alone), how many tasks it may be the pids cgroup's and RLIMIT_NPROC's.
 
+An MCP server that declares hosts (`net=True`, with `spawn`: `lineup.sdk.mcp_network`'s
+design, step 1) may also open TCP sockets, `socket` being checked by its arguments (AF_INET or
+AF_INET6, SOCK_STREAM), connect them, and accept: what they may reach is the network
+namespace's (a loopback) and Landlock's (the proxy's one port) to say. bind and listen stay
+denied: its proxy's listening socket is made before the filter goes on.
+
 Only x86_64 has a table (`SUPPORTED`); elsewhere the sandbox reports the layer as missing.
 """
 
@@ -115,6 +121,7 @@ def _deny(err: int = _NOTIFY) -> _Insn:
 
 # x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl). Every call here fails with EPERM.
 _SPAWN: Final = frozenset({"fork", "vfork", "execve", "execveat"})  # what `spawn` lets through
+_NET: Final = frozenset({"socket", "connect", "accept", "accept4"})  # ... `net`: socket by its args
 _DENIED: Final = {
     # No new sockets, no new connections: a MiniApp talks to the runtime over the channels it
     # was given, and to nothing else. (socketpair is filtered by its arguments, below.)
@@ -225,21 +232,24 @@ _CLONE_NEW_NAMESPACES: Final = (
     | 0x40000000  # CLONE_NEWNET
 )
 _AF_UNIX: Final = 1
+_AF_INET: Final = 2
+_AF_INET6: Final = 10
+_SYS_SOCKET: Final = 41
 _SOCK_STREAM: Final = 1
 _SOCK_FLAGS: Final = 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC
 _TIOCSTI: Final = 0x5412  # push bytes into a terminal's input: typing into the user's shell
 _TIOCLINUX: Final = 0x541C  # the console's selection paste does the same
 
 
-def _program(*, notify: bool, spawn: bool = False) -> list[_Insn]:
+def _program(*, notify: bool, spawn: bool = False, net: bool = False) -> list[_Insn]:
     deny = _RET_USER_NOTIF if notify else _RET_ERRNO | DENIED_ERRNO
     return [
         (code, jt, jf, deny if (code, k) == (_RET_K, _NOTIFY) else k)
-        for code, jt, jf, k in _rules(spawn=spawn)
+        for code, jt, jf, k in _rules(spawn=spawn, net=net)
     ]
 
 
-def _rules(*, spawn: bool = False) -> list[_Insn]:
+def _rules(*, spawn: bool = False, net: bool = False) -> list[_Insn]:
     prog: list[_Insn] = [
         # Another ABI's numbering (i386 via int 0x80) would make every rule below meaningless.
         _ld(_ARCH),
@@ -250,8 +260,21 @@ def _rules(*, spawn: bool = False) -> list[_Insn]:
         (_JGE_K, 0, 1, _X32_SYSCALL_BIT),
         _ret(_RET_KILL_PROCESS),
     ]
+    if net:
+        # socket: a TCP socket of either family, nothing else (no raw, no UDP, no netlink).
+        prog += _when(
+            _SYS_SOCKET,
+            _ld(_arg(0)),
+            (_JEQ_K, 1, 0, _AF_INET),
+            (_JEQ_K, 0, 3, _AF_INET6),
+            _ld(_arg(1)),
+            (_AND_K, 0, 0, 0xFFFFFFFF & ~_SOCK_FLAGS),
+            (_JEQ_K, 1, 0, _SOCK_STREAM),
+            _deny(),
+            _ret(_RET_ALLOW),
+        )
     for name, nr in _DENIED.items():
-        if not (spawn and name in _SPAWN):
+        if not (spawn and name in _SPAWN) and not (net and name in _NET):
             prog += [(_JEQ_K, 0, 1, nr), _deny()]
     # glibc creates threads with clone3 and falls back to clone on ENOSYS; clone3 takes its
     # flags in memory, where a filter cannot look, so it is refused as "not implemented" by the
@@ -325,9 +348,11 @@ def _assemble(program: list[_Insn]) -> bytes:
 
 _PROGRAMS: Final = (
     {
-        (notify, spawn): _assemble(_program(notify=notify, spawn=spawn))
+        (notify, spawn, net): _assemble(_program(notify=notify, spawn=spawn, net=net))
         for notify in (False, True)
         for spawn in (False, True)
+        for net in (False, True)
+        if spawn or not net  # `net` is an MCP server's only
     }
     if SUPPORTED
     else {}
@@ -367,9 +392,10 @@ def notify_available() -> bool:
     return available() and _action_available(_RET_USER_NOTIF)
 
 
-def install(*, notify: bool = False, spawn: bool = False) -> int | None:
+def install(*, notify: bool = False, spawn: bool = False, net: bool = False) -> int | None:
     """Load the filter on this (single-threaded) process. Needs no_new_privs. Irrevocable.
-    With `spawn` (an MCP app's), it may start processes and programs (the module's docstring).
+    With `spawn` (an MCP app's), it may start processes and programs, and with `net` too,
+    open and connect TCP sockets (the module's docstring).
 
     With `notify`, returns the listener descriptor (close-on-exec), which the caller must hand
     to its auditor and close before running untrusted code; until someone reads it, a denied
@@ -377,7 +403,7 @@ def install(*, notify: bool = False, spawn: bool = False) -> int | None:
     """
     if not SUPPORTED:
         raise SeccompError(errno.ENOSYS, "no seccomp table for this architecture")
-    code = _PROGRAMS[(notify, spawn)]
+    code = _PROGRAMS[(notify, spawn, net)]
     buffer = ctypes.create_string_buffer(code, len(code))
     prog = _SockFprog(len(code) // _INSN_SIZE, ctypes.cast(buffer, ctypes.c_void_p))
     flags = _SECCOMP_FILTER_FLAG_TSYNC

@@ -181,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
         "app",
         help="MiniApp tools (`lineup app new|manifest|keygen|pack|verify|trust`) and the running "
         "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
-        "default`)",
+        "default`); `lineup app import-mcp CONFIG.json` imports a desktop host's mcpServers",
         add_help=False,
     )
     return parser

@@ -95,4 +95,5 @@ def context_of(
         foreground=state == "foreground",
         declared=manifest.declared_capabilities if manifest is not None else (),
         surface_access=manifest.mcp_access if manifest is not None else McpAppUi(),
+        mcp_network=manifest.mcp.network if manifest is not None and manifest.mcp else (),
     )

@@ -434,4 +434,7 @@ def _mcp_server(manifest: Manifest | None, folder: str) -> dict[str, Any]:
     manifest's command, run from the app's folder. Nothing for a LineUp app."""
     if manifest is None or manifest.mcp is None:
         return {}
-    return {"mcp": {"command": list(manifest.mcp.command), "folder": folder}}
+    server: dict[str, Any] = {"command": list(manifest.mcp.command), "folder": folder}
+    if manifest.mcp.network:  # its sandbox gets a proxy (`lineup.sdk.mcp_network`)
+        server["network"] = list(manifest.mcp.network)
+    return {"mcp": server}

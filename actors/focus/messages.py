@@ -406,6 +406,8 @@ class CapabilityContextReply(Message):
     declared: tuple[str, ...]  # the manifest's requested_capabilities, and those implied
     # What its MCP App entrypoints declare (`surface.network`, `surface.devices` name it).
     surface_access: McpAppUi = McpAppUi()
+    # The hosts its MCP server declares (`mcp.network` names them).
+    mcp_network: tuple[str, ...] = ()
 
 
 class CapabilitiesChangedEvent(Message):

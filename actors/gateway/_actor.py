@@ -24,7 +24,12 @@ from typing import Any, Final
 
 import trio
 
-from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply
+from lineup.actors.focus.messages import (
+    CapabilityContextReply,
+    CapabilityContextRequest,
+    FindInstanceRequest,
+    InstanceReply,
+)
 from lineup.actors.kernel import Actor, ActorContext, ActorKind
 from lineup.actors.kernel.actor import handles
 from lineup.actors.kernel.audit import AuditRecord
@@ -34,6 +39,7 @@ from lineup.actors.kernel.identity import app_scope_of
 from lineup.actors.store import messages as store
 from lineup.hostbridge.messages import ArtifactCreatedEvent, CapabilityGatewayStartedEvent
 from lineup.sdk import protocol as sdk
+from lineup.sdk.mcp_network import NETWORK_CAPABILITY as MCP_NETWORK
 from lineup.sdk.protocol import MAX_ARTIFACT_BYTES
 
 from . import _files as files
@@ -48,6 +54,7 @@ from ._artifacts import (
 )
 from ._capabilities import Asked, CapabilityGate
 from ._capability_state import CapabilityConfig
+from ._mcp_net import McpConnections
 from .messages import (
     ArtifactsListReply,
     ArtifactsListRequest,
@@ -116,6 +123,7 @@ class GatewayActor(Actor):
             self,
             self._soon,
         )
+        self.mcp_net = McpConnections(self.bus, ctx.identity.name)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         removed = await trio.to_thread.run_sync(files.sweep_temporary, self._root)
@@ -338,7 +346,35 @@ class GatewayActor(Actor):
         self, msg: sdk.CapabilityRequest, env: Envelope
     ) -> sdk.CapabilityResult:
         scope = app_scope_of(env.sender)
-        return await self.capabilities.request(self._asked(env, msg, scope, f"app:{scope}"))
+        result = await self.capabilities.request(self._asked(env, msg, scope, f"app:{scope}"))
+        if msg.capability == MCP_NETWORK and result.status == "completed":
+            self.mcp_net.grant(scope, msg.instance_id)  # its server may connect (`_mcp_net`)
+        return result
+
+    # ------------------------------------------------------------------ MCP server network
+
+    @handles(sdk.McpNetOpenRequest)
+    async def on_mcp_net_open(
+        self, msg: sdk.McpNetOpenRequest, env: Envelope
+    ) -> sdk.McpNetOpenReply:
+        scope = app_scope_of(env.sender)
+        if self._nursery is None:  # shutting down
+            raise LineUpError(ErrorCode.PERMISSION_DENIED, "mcp.network")
+        context: CapabilityContextReply = await self.bus.request(
+            "focus",
+            CapabilityContextRequest(instance_id=msg.instance_id, app_scope=scope),
+            expect=CapabilityContextReply,
+            timeout=FOCUS_TIMEOUT,
+        )
+        return await self.mcp_net.open(scope, msg, context.mcp_network, self._nursery)
+
+    @handles(sdk.McpNetSendRequest)
+    async def on_mcp_net_send(self, msg: sdk.McpNetSendRequest, env: Envelope) -> sdk.McpNetSent:
+        return await self.mcp_net.send(app_scope_of(env.sender), msg)
+
+    @handles(sdk.McpNetCloseRequest)
+    async def on_mcp_net_close(self, msg: sdk.McpNetCloseRequest, env: Envelope) -> sdk.McpNetSent:
+        return await self.mcp_net.close(app_scope_of(env.sender), msg)
 
     @handles(SurfaceCapabilityRequest)
     async def on_surface_capability(
@@ -397,4 +433,7 @@ class GatewayActor(Actor):
 
     @handles(GrantSetRequest)
     async def on_grant_set(self, msg: GrantSetRequest, env: Envelope) -> GrantsListReply:
-        return await self.capabilities.grants.set(msg)
+        page = await self.capabilities.grants.set(msg)
+        if msg.capability == MCP_NETWORK and msg.policy != "allow":
+            self.mcp_net.revoke(msg.app_scope)  # at once, its open connections too
+        return page

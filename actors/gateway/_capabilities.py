@@ -69,7 +69,7 @@ from lineup.hostbridge.messages import (
     ProviderRunView,
 )
 from lineup.sdk import capabilities as caps
-from lineup.sdk import mcp_grants
+from lineup.sdk import mcp_grants, mcp_network
 from lineup.sdk import protocol as sdk
 from lineup.sdk.protocol import ARTIFACT_MEDIA_TYPES, CapabilityResult
 
@@ -343,6 +343,8 @@ class CapabilityGate:
         elif isinstance(parsed, caps.SurfaceAccess):
             # What the app's manifest declares, in the runtime's words: the grant is for those.
             facts.detail = mcp_grants.describe(facts.asked.capability, facts.context.surface_access)
+        elif isinstance(parsed, caps.McpServerNetwork):
+            facts.detail = mcp_network.describe(facts.context.mcp_network)
 
     # ------------------------------------------------------------------ the user, the provider
 

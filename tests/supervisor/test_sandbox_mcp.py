@@ -6,6 +6,7 @@ confines itself with `prepare_child`, as the zygote's child does."""
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,60 @@ print(done.returncode, done.stdout.strip())
         check=False,
     )
     assert capped.returncode != 0
+
+
+def test_a_server_with_a_proxy_reaches_that_one_port_on_its_own_loopback_and_nothing_else(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "server"
+    folder.mkdir()
+    sandbox: dict[str, object] = {
+        "profile": "mcp",
+        "exec_paths": [sys.executable, str(folder)],
+        "proxy": True,
+    }
+    # A real TCP server on the host: inside the namespace its address is another loopback's.
+    with socket.create_server(("127.0.0.1", 0)) as host_server:
+        host_port = host_server.getsockname()[1]
+        got = confined(
+            data_dir,
+            sandbox,
+            f"""
+fd, port = map(int, os.environ["LINEUP_MCP_PROXY_FD"].split(":"))
+listener = socket.socket(fileno=fd)
+assert listener.getsockname() == ("127.0.0.1", port)
+script = '''
+import errno, socket, sys
+port, host_port = int(sys.argv[1]), int(sys.argv[2])
+def attempt(what, act):
+    try:
+        act()
+        print(what, "ok")
+    except OSError as exc:
+        print(what, errno.errorcode[exc.errno])
+attempt("proxy", lambda: socket.create_connection(("127.0.0.1", port), timeout=5).close())
+attempt("other-port", lambda: socket.create_connection(("127.0.0.1", host_port), timeout=5))
+attempt("off-loopback", lambda: socket.create_connection(("192.0.2.1", port), timeout=5))
+attempt("bind", lambda: socket.create_server(("127.0.0.1", 0)))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+'''
+server = subprocess.Popen(
+    [sys.executable, "-c", script, str(port), str({host_port})], stdout=subprocess.PIPE, text=True
+)
+accepted, _ = listener.accept()
+accepted.close()
+print(server.communicate(timeout=30)[0].strip())
+""",
+        )
+    assert got.splitlines() == [
+        "proxy ok",
+        "other-port EACCES",  # Landlock: the proxy's port alone
+        "off-loopback ENETUNREACH",  # the namespace routes nowhere
+        "bind EPERM",  # seccomp: no listening of its own
+        "udp EPERM",  # seccomp: TCP sockets only
+    ]
+
+
+def test_a_proxy_is_for_the_mcp_profile_only() -> None:
+    with pytest.raises(ValidationError):
+        SandboxPolicy.model_validate({"profile": "miniapp", "app_scope": "a", "proxy": True})

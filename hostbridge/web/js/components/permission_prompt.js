@@ -28,6 +28,7 @@ export const CAPABILITY_LABELS = {
   "app.manage": "Manage apps",
   "surface.network": "Reach the network from its page",
   "surface.devices": "Use devices from its page",
+  "mcp.network": "Reach the network from its server",
 };
 const MAX_TEXT = 300;
 const MAX_DETAIL = 2000; // lineup.sdk.mcp_apps.MAX_DETAIL_CHARS
