@@ -94,6 +94,8 @@ class ErrorCode(StrEnum):
     MCP_TOOL_ERROR = "mcp_tool_error"  # an MCP server's tool answered `isError`
     MCP_SERVER_EXITED = "mcp_server_exited"  # an MCP app's server ended with calls open
     MCP_SAMPLING_UNSUPPORTED = "mcp_sampling_unsupported"  # asked of LineUp by an MCP server
+    MCP_ELICITATION_UNSUPPORTED = "mcp_elicitation_unsupported"  # a form no card can ask
+    MCP_ELICITATION_URL_UNSUPPORTED = "mcp_elicitation_url_unsupported"  # URL mode: not offered
     APP_DISABLED = "app_disabled"
     APP_EXITED = "app_exited"  # a MiniApp's process ended by itself; its instances failed
     APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
@@ -208,6 +210,8 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.MCP_TOOL_ERROR: "app",
         ErrorCode.MCP_SERVER_EXITED: "app",
         ErrorCode.MCP_SAMPLING_UNSUPPORTED: "app",
+        ErrorCode.MCP_ELICITATION_UNSUPPORTED: "app",
+        ErrorCode.MCP_ELICITATION_URL_UNSUPPORTED: "app",
         ErrorCode.APP_DISABLED: "caller",
         ErrorCode.APP_EXITED: "app",
         ErrorCode.APP_INSTANCE_NOT_FOUND: "caller",

@@ -19,7 +19,8 @@ The server is part of the app: when it ends (a crash, a SIGKILL, garbage on stdo
 call fails `mcp_server_exited` and this process exits with an error, so that the supervisor
 restarts the app (within its intensity limit) and the next call starts a fresh server. Nothing
 the server sends can reach another app: it talks only to this process. `sampling/createMessage`
-is refused (`mcp_sampling_unsupported`): there is no model on the device.
+is refused (`mcp_sampling_unsupported`): there is no model on the device. Its
+`elicitation/create` is a standard interaction the user answers (`_mcp_elicit`).
 On `notifications/tools/list_changed` it lists the tools again and sends them to focus, which
 makes them a development app's tools, in a new inventory revision (`focus._dev_reload`).
 """
@@ -40,6 +41,7 @@ from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, Message, hand
 
 from . import protocol as p
 from ._host import MiniAppHost
+from ._mcp_elicit import Elicitations, LineUpClientSession
 from .mcp_server import McpTools, error_text_of, result_of, tools_of
 
 __all__ = ["McpAppHost", "list_tools"]
@@ -67,6 +69,8 @@ class McpAppHost(MiniAppHost):
         self._gone = trio.Event()
         self._listening = False  # the server's notifications are acted on once it is listed
         self._relisting = trio.Lock()
+        instance_id = str(self.ctx.config.get("instance_id", self._scope))
+        self._elicit = Elicitations(self, self._scope, instance_id)
         params = StdioServerParameters(
             command=command[0], args=command[1:], cwd=server.get("folder") or None
         )
@@ -77,10 +81,11 @@ class McpAppHost(MiniAppHost):
             # The SDK's reader ends quietly at EOF: a relay tells us when the server is gone.
             relay_in, relay_out = trio.open_memory_channel[SessionMessage | Exception](_READ_QUEUE)
             nursery.start_soon(self._relay, read, relay_in)
-            async with ClientSession(
+            async with LineUpClientSession(
                 relay_out,
                 write,
                 sampling_callback=_refuse_sampling,
+                elicitation_callback=self._elicit,
                 logging_callback=self._server_log,
                 message_handler=self._on_message,
             ) as session:
@@ -158,6 +163,7 @@ class McpAppHost(MiniAppHost):
         try:
             with self._running[call_id]:
                 await self.call("router", p.ToolAcceptRequest(call_id=call_id), p.CommandReceipt)
+                self._elicit.calls[call_id] = event.instance_id  # what its questions belong to
                 name = self._mcp_tools.names.get(event.tool)
                 if name is None:
                     await self.fail(call_id, ErrorCode.TOOL_NOT_ADVERTISED.value)
@@ -177,6 +183,7 @@ class McpAppHost(MiniAppHost):
                 await self._fail_quietly(call_id, ErrorCode.HANDLER_FAILED)
         finally:
             self._running.pop(call_id, None)
+            self._elicit.calls.pop(call_id, None)
 
     def _progress_of(self, call_id: str) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -211,6 +218,10 @@ class McpAppHost(MiniAppHost):
         running = self._running.get(msg.call_id)
         if running is not None:
             running.cancel()  # the SDK tells the server: `notifications/cancelled`
+
+    @handles(p.InteractionUpdatedEvent)
+    def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
+        self._elicit.updated(msg.interaction)  # an elicitation's answer or end (`_mcp_elicit`)
 
     def _enqueue(self, event: Message) -> None:
         # An MCP server has no hooks for the runtime's events (deliveries, UI, modes): dropped.
