@@ -22,8 +22,9 @@ A form no interaction can ask is answered `decline`, and an answer that breaks t
 schema `cancel`; each is reported by its code (`mcp_elicitation_unsupported`,
 `answer_invalid`) through the app's diagnostics, which the runtime audits by code alone. A
 URL-mode request, which we never advertise, is refused `mcp_elicitation_url_unsupported`.
-When the server withdraws its request (or stops), the interaction is cancelled with it. Nothing
-of the form or its answer is logged.
+When the server withdraws its request (or stops), or the call it was asked for ends (LineUp
+cancelled it, say), the interaction is cancelled with it. Nothing of the form or its answer is
+logged.
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ class Elicitations:
         self._instance_id = instance_id
         self._ui = Ui(host, instance_id)
         self.calls: dict[str, str] = {}
+        self._waits: dict[str, list[trio.CancelScope]] = {}  # by parent call
+
+    def call_ended(self, call_id: str) -> None:
+        """A call ended (answered, failed or cancelled by LineUp): the questions asked for it
+        are withdrawn, and their server hears `cancel` if it still waits."""
+        self.calls.pop(call_id, None)
+        for scope in self._waits.pop(call_id, []):
+            scope.cancel()
 
     def updated(self, record: p.InteractionRecord) -> None:
         """The runtime's word on one of the app's interactions (an answer, an end)."""
@@ -107,22 +116,32 @@ class Elicitations:
         except LineUpError as exc:
             log.warning("sdk.mcp_elicitation_not_asked app=%s code=%s", self._scope, exc.code.value)
             return types.ElicitResult(action="cancel")
-        return await self._answer_of(ask, asked.interaction_id)
+        return await self._answer_of(ask, asked.interaction_id, parent[0] if parent else None)
 
-    async def _answer_of(self, ask: Ask, interaction_id: str) -> types.ElicitResult:
+    async def _answer_of(
+        self, ask: Ask, interaction_id: str, parent: str | None
+    ) -> types.ElicitResult:
         ended = False
+        waiting = trio.CancelScope()
+        if parent is not None:
+            self._waits.setdefault(parent, []).append(waiting)
         try:
-            record = await self._ui.wait(
-                interaction_id, timeout=ELICIT_EXPIRES_IN_MS / 1000 + WAIT_GRACE_S
-            )
-            ended = True
+            with waiting:
+                record = await self._ui.wait(
+                    interaction_id, timeout=ELICIT_EXPIRES_IN_MS / 1000 + WAIT_GRACE_S
+                )
+                ended = True
+            if not ended:  # its call ended first
+                return types.ElicitResult(action="cancel")
         except trio.TooSlowError:
             return types.ElicitResult(action="cancel")
         except LineUpError as exc:
             log.warning("sdk.mcp_elicitation_lost app=%s code=%s", self._scope, exc.code.value)
             return types.ElicitResult(action="cancel")
         finally:
-            if not ended:  # withdrawn by the server, its session closed, or no answer in time
+            if parent is not None and waiting in self._waits.get(parent, []):
+                self._waits[parent].remove(waiting)
+            if not ended:  # its call ended, the server withdrew it, or no answer in time
                 await self._withdraw(interaction_id)
         log.info("sdk.mcp_elicitation_ended app=%s state=%s", self._scope, record.state)
         if record.result is not None:

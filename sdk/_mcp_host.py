@@ -183,7 +183,7 @@ class McpAppHost(MiniAppHost):
                 await self._fail_quietly(call_id, ErrorCode.HANDLER_FAILED)
         finally:
             self._running.pop(call_id, None)
-            self._elicit.calls.pop(call_id, None)
+            self._elicit.call_ended(call_id)  # its questions still open are withdrawn
 
     def _progress_of(self, call_id: str) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:

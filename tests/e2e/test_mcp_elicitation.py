@@ -103,16 +103,18 @@ def _open_card(shell: ShellClient, kind: str) -> dict[str, Any] | None:
     return None
 
 
-async def _scene(nursery: trio.Nursery, data_dir: Path, *, slow_timeout_ms: int = 0) -> Scene:
+async def _scene(nursery: trio.Nursery, data_dir: Path, *, short_ms: int = 0) -> Scene:
+    """The runtime with our server; with `short_ms`, its `slow` and `ask` calls' deadline."""
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
     entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
-    if slow_timeout_ms:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
+    if short_ms:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
         path = Path(entry["manifest"])
         manifest = load_manifest(json.loads(path.read_text()))
-        short = {"timeout_ms": slow_timeout_ms}
+        shortened = {f"{SCOPE}.slow", f"{SCOPE}.ask"}
         tools = tuple(
-            t.model_copy(update=short) if t.method == f"{SCOPE}.slow" else t for t in manifest.tools
+            t.model_copy(update={"timeout_ms": short_ms}) if t.method in shortened else t
+            for t in manifest.tools
         )
         path.write_text(manifest_json(manifest.model_copy(update={"tools": tools})))
     runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
@@ -188,7 +190,7 @@ async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
     data_dir: Path,
 ) -> None:
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, slow_timeout_ms=3000)
+        s = await _scene(nursery, data_dir, short_ms=3000)
         await s.start("slow-1", "slow", {"steps": 1})
         ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
         assert (ended["type"], ended["payload"]["code"]) == (
@@ -205,4 +207,33 @@ async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
         log = (data_dir / "rt" / "logs" / f"{SCOPE}.log").read_text()
         assert log.count("slow cancelled") == 1
         assert "server starting" in log and log.count("server starting") == 1  # not restarted
+        nursery.cancel_scope.cancel()
+
+
+def _ended_card(shell: ShellClient, kind: str) -> bool:
+    return any(
+        view["owner_scope"] == SCOPE and view["kind"] == kind and view["state"] == "cancelled"
+        for frame in shell.frames
+        if frame.get("type") == "shell.interactions"
+        for view in frame["interactions"]
+    )
+
+
+async def test_a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        s = await _scene(nursery, data_dir, short_ms=3000)
+        # A server that does not withdraw its question when its call is cancelled (`hold`).
+        await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
+        ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered
+        assert (ended["type"], ended["payload"]["code"]) == (
+            "lineup.v1.tool.error",
+            "operation_expired",
+        )
+        # The card does not outlive its call: the user is not left a question nobody waits for.
+        with trio.fail_after(WAIT):
+            await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
+        await s.agent.settle()
+        assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1
         nursery.cancel_scope.cancel()

@@ -99,8 +99,11 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool(description="Ask the user the form `schema` (elicitation); answer what came back.")
-async def ask(message: str, schema: dict[str, Any], ctx: Context) -> str:
-    result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+async def ask(message: str, schema: dict[str, Any], ctx: Context, hold: bool = False) -> str:
+    # `hold`: the question outlives a cancelled call (the server never withdraws it), as a
+    # server whose handler does not pass its cancellation on to its own requests.
+    with anyio.CancelScope(shield=hold):
+        result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     return json.dumps(result.model_dump(mode="json", exclude_none=True), sort_keys=True)
 
 
