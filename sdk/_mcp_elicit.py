@@ -79,6 +79,7 @@ class Elicitations:
         self._scope = scope
         self._instance_id = instance_id
         self._ui = Ui(host, instance_id)
+        self.title = scope  # the server's own title, once it said it (`initialize`)
         self.calls: dict[str, str] = {}
         self._waits: dict[str, list[trio.CancelScope]] = {}  # by parent call
 
@@ -101,7 +102,7 @@ class Elicitations:
             code = ErrorCode.MCP_ELICITATION_URL_UNSUPPORTED.value
             return types.ErrorData(code=types.INVALID_REQUEST, message=code)
         try:
-            ask = ask_of(self._scope, params.message, params.requested_schema)
+            ask = ask_of(self.title, params.message, params.requested_schema)
         except FormUnsupported as exc:
             await self._report(exc.code)
             return types.ElicitResult(action="decline")

@@ -91,7 +91,8 @@ class McpAppHost(MiniAppHost):
             ) as session:
                 self._session = session
                 with trio.fail_after(START_TIMEOUT):
-                    await session.initialize()
+                    info = (await session.initialize()).server_info
+                    self._elicit.title = info.title or info.name  # its questions' card title
                     self._mcp_tools = await self._list_tools()
                 self._nursery = nursery
                 self._listening = True

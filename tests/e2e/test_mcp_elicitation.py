@@ -134,7 +134,8 @@ async def test_an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_an
 
         await s.start("choose", "ask", {"message": "Pick one", "schema": CHOICE_FORM})
         card = await s.card("choice")
-        assert card["request"]["prompt"] == "Pick one"
+        asked = card["request"]
+        assert (asked["title"], asked["prompt"]) == ("Our Test Server", "Pick one")  # its name
         assert [a["label"] for a in card["request"]["actions"]] == ["Red", "Green"]
         await s.answer(card, {"action_ids": ["o1"]})
         assert json.loads(await s.result("choose")) == {
