@@ -110,6 +110,7 @@ class HostbridgeActor(Actor):
         self.hub = ShellHub()
         self._state = "created"
         self._reason: str | None = None  # why the link is down, an appserver_* code
+        self._state_since_ns = 0  # when the transport entered `_state` (`RuntimeStateEvent`)
         # The supervisor's part of the lifecycle (restoring, stopping), shown over the link's.
         self._phase: str | None = None
         self._book = SurfaceBook()  # each live instance's Surface, from its views
@@ -174,13 +175,20 @@ class HostbridgeActor(Actor):
         if env.sender.kind is ActorKind.SUPERVISOR:
             self._phase = msg.state if msg.state in SUPERVISOR_PHASES else None
         else:
-            self._state, self._reason = msg.state, msg.reason
+            self._link(msg.state, msg.reason, msg.since_ns)
         state, reason = self._runtime_shown()
         self.hub.broadcast(ShellRuntime(state=state, reason=reason))
 
     @handles(NoticeEvent)
     def on_notice(self, msg: NoticeEvent, env: Envelope) -> None:
         self.hub.broadcast(ShellNotice(level=msg.level, text=msg.text))
+
+    def _link(self, state: str, reason: str | None, since_ns: int) -> None:
+        """The link's state, as the transport told it or answered it: the later-entered one
+        holds. A greeting's request and a change's tell cross on the way, and the reply handed
+        over first may be the older (the Shell said Synchronizing… for good)."""
+        if since_ns >= self._state_since_ns:
+            self._state, self._reason, self._state_since_ns = state, reason, since_ns
 
     def _runtime_shown(self) -> tuple[str, str | None]:
         if self._phase is not None:
@@ -293,7 +301,7 @@ class HostbridgeActor(Actor):
             reply = await self.bus.request(
                 "transport", RuntimeStateRequest(), expect=RuntimeStateReply, timeout=ASK_TIMEOUT
             )
-            self._state, self._reason = reply.state, reply.reason
+            self._link(reply.state, reply.reason, reply.since_ns)
         except LineUpError:
             pass
         frames: list[ShellOutbound | Callable[[], ShellOutbound]] = [self._hello]

@@ -2,7 +2,9 @@
 
 A Surface is an instance's view of kind `lineup.surface` (focus makes it while the app has one
 open): the Shell frames `/surfaces/{instance_id}/index.html` in a sandboxed iframe, and the
-hostbridge serves those files from the app package's `web/` folder, which it asks focus for
+hostbridge serves those files from the app package's `web/` folder (an MCP App's framed
+`index.html` is its entrypoint's `document`: an MCP server's UIs share one `web/` folder,
+`lineup.sdk.mcp_ui`), which it asks focus for
 (`focus.ui.surface.assets`) and remembers while that instance's view is that Surface. Every
 surface response carries `surface_headers`: a CSP of its own (scripts and styles only from that
 instance's asset path, no connection of any kind, framed by the Shell only). The frame's origin
@@ -120,6 +122,9 @@ QUESTION_TIMEOUT: Final = ASK_TIMEOUT * 5  # the router records a question in a 
 CAPABILITY_TIMEOUT: Final = 300.0
 MAX_CAPABILITY_REQUESTS: Final = 16  # relayed at once, from every Shell
 
+# The document the Shell frames every Surface at (`DOCUMENT` in web/js/components/surface.js).
+FRAMED_DOCUMENT: Final = "index.html"
+
 
 class SurfaceRelay:
     """The server's `SurfaceHost`: files of open Surfaces, and the bridge requests for focus."""
@@ -154,6 +159,8 @@ class SurfaceRelay:
             files = await self._ask_files(instance_id)
         if files is None:
             return None
+        if files.mcp_app and path == FRAMED_DOCUMENT:
+            path = files.document
         if files.mcp_app and (path == files.document or path.startswith(INLINE_DIR)):
             return await self._mcp_document(instance_id, files, path)
         if path.startswith(RESERVED_PREFIX):

@@ -11,6 +11,13 @@ in its own process (two packages never share an interpreter), into
 or this LineUp's version changed (a digest of them kept in `<out>/.built.json`), so a second
 build with nothing changed writes nothing; a bundle that a package no longer produces (an
 older version, a package removed) is deleted. Prints one line per bundle packed.
+
+The catalog also offers an MCP server, so that `make run` shows one working with no network:
+each of `MCP_SERVERS` (an npm package pinned by version and integrity, `lineup.facts.npm_pins`)
+is packed by `lineup app pack-mcp`, which fetches it (the network is needed here, at set-up,
+once), lists it in the sandbox offline and signs it. It is packed again only when the pin, its
+arguments, the key or LineUp's version changed. Where it cannot be packed (npm or node
+missing, no network), the build says so in one line and goes on without it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lineup import __version__
+from lineup.facts.npm_pins import BASIC_VANILLAJS, NpmPin
 
 __all__ = ["build", "main"]
 
@@ -34,6 +42,9 @@ DEFAULT_KEY: Final = Path("build/dev-key/lineup-dev")
 DEFAULT_EXAMPLES: Final = Path(__file__).resolve().parent.parent / "examples"
 STATE_FILE: Final = ".built.json"
 PACK_TIMEOUT: Final = 120.0  # one package's manifest and pack, in its own process
+PACK_MCP_TIMEOUT: Final = 600.0  # one MCP server's fetch, listing and pack
+# The MCP servers the catalog offers: a pin and the arguments its server runs with.
+MCP_SERVERS: Final[tuple[tuple[NpmPin, tuple[str, ...]], ...]] = ((BASIC_VANILLAJS, ("--stdio",)),)
 _SKIPPED: Final = frozenset({"__pycache__", "node_modules"})
 _SKIPPED_SUFFIXES: Final = (".pyc", ".pyo", ".lineup")
 
@@ -42,9 +53,14 @@ class BuildFailed(Exception):
     """A package that does not pack, or a key that cannot be made: one line for the user."""
 
 
-def build(out: Path, key: Path, examples: Path) -> list[str]:
-    """Build the catalog (see the module); returns the files it wrote (empty: nothing
-    changed). Raises `BuildFailed`."""
+def build(
+    out: Path,
+    key: Path,
+    examples: Path,
+    mcp_servers: tuple[tuple[NpmPin, tuple[str, ...]], ...] = MCP_SERVERS,
+) -> list[str]:
+    """Build the catalog (see the module) with the examples and `mcp_servers`; returns the
+    files it wrote (empty: nothing changed). Raises `BuildFailed`."""
     out.mkdir(parents=True, exist_ok=True)
     public = key.with_name(key.name + ".pub")
     if not key.exists():
@@ -69,6 +85,8 @@ def build(out: Path, key: Path, examples: Path) -> list[str]:
         name = _pack(package, key, out)
         built[package.name] = {"digest": digest, "file": name}
         wrote.append(name)
+    for pin, arguments in mcp_servers:
+        _mcp_server(pin, arguments, key, out, key_digest, state, built, wrote)
     keep = {str(entry["file"]) for entry in built.values()}
     for entry in state.values():
         old = entry.get("file") if isinstance(entry, dict) else None
@@ -77,6 +95,56 @@ def build(out: Path, key: Path, examples: Path) -> list[str]:
     if built != state:
         _write_state(out, built)
     return wrote
+
+
+def _mcp_server(
+    pin: NpmPin,
+    arguments: tuple[str, ...],
+    key: Path,
+    out: Path,
+    key_digest: str,
+    state: dict[str, Any],
+    built: dict[str, Any],
+    wrote: list[str],
+) -> None:
+    """Pack one of `MCP_SERVERS` unless its bundle is there for the same inputs (the module)."""
+    label = f"npm:{pin.spec}"
+    digest = hashlib.sha256(
+        "\0".join((__version__, key_digest, pin.spec, pin.integrity, *arguments)).encode()
+    ).hexdigest()
+    known = state.get(label)
+    if (
+        isinstance(known, dict)
+        and known.get("digest") == digest
+        and isinstance(known.get("file"), str)
+        and (out / known["file"]).is_file()
+    ):
+        built[label] = known
+        return
+    tmp = out / f".{pin.name.rpartition('/')[2]}.lineup.tmp"
+    try:
+        line = _lineup_app(
+            "pack-mcp",
+            *pin.spec_args(),
+            "--key",
+            str(key),
+            "--out",
+            str(tmp),
+            "--",
+            *arguments,
+            timeout=PACK_MCP_TIMEOUT,
+        )
+        scope, version = line.split()[:2]
+        name = f"{scope}-{version}.lineup"
+        os.replace(tmp, out / name)
+    except BuildFailed as exc:
+        print(f"catalog: without the MCP server {pin.spec}: {exc}", flush=True)
+        return
+    finally:
+        tmp.unlink(missing_ok=True)
+    print(f"catalog: {name} ({pin.spec})", flush=True)
+    built[label] = {"digest": digest, "file": name}
+    wrote.append(name)
 
 
 def _packages(examples: Path) -> list[Path]:
@@ -117,13 +185,15 @@ def _pack(package: Path, key: Path, out: Path) -> str:
     return name
 
 
-def _lineup_app(*args: str) -> str:
+def _lineup_app(*args: str, timeout: float = PACK_TIMEOUT) -> str:
+    # `pack-mcp` is the supervisor's (it confines the server it lists); the rest the SDK's.
+    cli = ["lineup", "app"] if args[0] == "pack-mcp" else ["lineup.sdk.cli"]
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "lineup.sdk.cli", *args],
+            [sys.executable, "-m", *cli, *args],
             capture_output=True,
             text=True,
-            timeout=PACK_TIMEOUT,
+            timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:

@@ -36,7 +36,7 @@ from .manifest import Manifest
 from .tools import manifest_of
 from .trust import TrustStore, default_data_dir
 
-__all__ = ["COMMANDS", "add_commands", "run"]
+__all__ = ["COMMANDS", "add_commands", "describe", "replace_file", "run", "signing_key"]
 
 COMMANDS: Final = ("keygen", "pack", "verify", "trust")
 PUBLIC_SUFFIX: Final = ".pub"
@@ -152,7 +152,7 @@ def _pack(args: argparse.Namespace) -> int:
     folder: Path = args.path
     if not folder.is_dir():
         refuse("app_not_found", f"{folder}: not a package folder")
-    key = _signing_key(args.key)
+    key = signing_key(args.key)
     manifest: Manifest = manifest_of(app_class(str(folder), args.app_class))
     if manifest.kind != "installed":
         refuse("app_not_installable", f"kind is {manifest.kind!r}: only 'installed' is packed")
@@ -160,12 +160,13 @@ def _pack(args: argparse.Namespace) -> int:
         data = pack(folder.resolve(), manifest, key, min_host_version=args.min_host_version)
     except BundleRefused as exc:
         refuse(exc.code.value, exc.message)
-    _replace(args.out, data)
-    print(_describe(data))
+    replace_file(args.out, data)
+    print(describe(data))
     return 0
 
 
-def _signing_key(path: Path) -> SigningKey:
+def signing_key(path: Path) -> SigningKey:
+    """The private key in `path`; `Refused` (key_not_found, key_invalid) otherwise."""
     try:
         text = path.read_bytes()
     except OSError as exc:
@@ -176,7 +177,7 @@ def _signing_key(path: Path) -> SigningKey:
         refuse("key_invalid", f"{path}: not a lineup private key")
 
 
-def _replace(path: Path, data: bytes) -> None:
+def replace_file(path: Path, data: bytes) -> None:
     """Write `path` atomically: a temporary file beside it, fsync, rename, fsync the folder."""
     folder = path.parent
     tmp = folder / f".{path.name}.{secrets.token_hex(8)}.tmp"
@@ -199,7 +200,8 @@ def _replace(path: Path, data: bytes) -> None:
         refuse("output_not_written", f"{path}: {exc.strerror}")
 
 
-def _describe(data: bytes) -> str:
+def describe(data: bytes) -> str:
+    """The one line `pack` prints of a bundle (the module's docstring)."""
     signed, _ = read_header(data)
     return (
         f"{signed.app_scope} {signed.version} {signed.size} bytes sha256 {signed.sha256} "
@@ -229,7 +231,7 @@ def _verify(args: argparse.Namespace) -> int:
     except BundleRefused as exc:
         print(f"refused: {exc.code.value} ({exc.message})".replace("\n", " "))
         return 1
-    print("ok " + _describe(data))
+    print("ok " + describe(data))
     return 0
 
 

@@ -21,6 +21,10 @@ restarts the app (within its intensity limit) and the next call starts a fresh s
 the server sends can reach another app: it talks only to this process. `sampling/createMessage`
 is refused (`mcp_sampling_unsupported`): there is no model on the device. Its
 `elicitation/create` is a standard interaction the user answers (`_mcp_elicit`).
+Its UI's own `tools/call` (focus's `miniapp.ui.tool_call`, a tool focus checked the page may
+call, app-only ones included) is the server's `tools/call` of that tool, by its own name; its
+outcome goes back to focus as a Python app's does (`focus.sdk.surface.tool_done`: the result
+mapped by `result_of`, or a code), its progress likewise, within UI_TOOL_CALL_TIMEOUT_S.
 On `notifications/tools/list_changed` it lists the tools again and sends them to focus, which
 makes them a development app's tools, in a new inventory revision (`focus._dev_reload`).
 """
@@ -42,6 +46,7 @@ from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, Message, hand
 from . import protocol as p
 from ._host import MiniAppHost
 from ._mcp_elicit import Elicitations, LineUpClientSession
+from .mcp_apps import UI_TOOL_CALL_TIMEOUT_S
 from .mcp_server import McpTools, error_text_of, result_of, tools_of
 
 __all__ = ["McpAppHost", "list_tools"]
@@ -219,6 +224,67 @@ class McpAppHost(MiniAppHost):
         running = self._running.get(msg.call_id)
         if running is not None:
             running.cancel()  # the SDK tells the server: `notifications/cancelled`
+
+    # ------------------------------------------------------------------ its UI's own calls
+
+    @handles(p.UiToolCallEvent)
+    def on_ui_tool_call(self, msg: p.UiToolCallEvent, env: Envelope) -> None:
+        if self._listening:
+            self._nursery.start_soon(self._run_ui_tool, msg)
+        else:  # its server is not listed yet: focus answers the page when no outcome comes
+            log.info("sdk.mcp_ui_call_dropped call=%s", msg.call_id)
+
+    async def _run_ui_tool(self, msg: p.UiToolCallEvent) -> None:
+        """The page's `tools/call`: the server's, its outcome told to focus (the module's
+        docstring); `deadline_exceeded` past UI_TOOL_CALL_TIMEOUT_S, `mcp_server_exited` when
+        the server ends meanwhile."""
+        done = p.UiToolCallDoneRequest(call_id=msg.call_id, code=ErrorCode.DEADLINE_EXCEEDED.value)
+        try:
+            name = self._mcp_tools.names.get(msg.tool)
+            if name is None:
+                done = done.model_copy(update={"code": ErrorCode.TOOL_NOT_ADVERTISED.value})
+                return
+            with trio.move_on_after(UI_TOOL_CALL_TIMEOUT_S):
+                result = await self._session.call_tool(
+                    name,
+                    msg.input,
+                    read_timeout_seconds=UI_TOOL_CALL_TIMEOUT_S,
+                    progress_callback=self._ui_progress_of(msg.call_id),
+                )
+                dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+                if result.is_error:
+                    done = done.model_copy(update={"code": ErrorCode.MCP_TOOL_ERROR.value})
+                else:
+                    structured = self._mcp_tools.structured(msg.tool)
+                    done = p.UiToolCallDoneRequest(
+                        call_id=msg.call_id, result=result_of(dumped, structured)
+                    )
+        except Exception as exc:  # an MCP error answer, a malformed result, a closed stream
+            log.warning("sdk.mcp_ui_call_failed call=%s error=%s", msg.call_id, type(exc).__name__)
+            done = done.model_copy(update={"code": ErrorCode.HANDLER_FAILED.value})
+        finally:
+            if self._gone.is_set() and done.result is None:
+                done = done.model_copy(update={"code": ErrorCode.MCP_SERVER_EXITED.value})
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                try:
+                    await self.call("focus", done, p.CommandReceipt)
+                except LineUpError as exc:  # focus gave up on it, or restarted
+                    log.info("sdk.ui_tool_outcome_not_told code=%s", exc.code.value)
+
+    def _ui_progress_of(self, call_id: str) -> Any:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            report: dict[str, Any] = {"progress": done}
+            if total is not None:
+                report["total"] = total
+            if message:
+                report["message"] = message[:200]
+            try:
+                told = p.UiToolProgressRequest(call_id=call_id, progress=report)
+                await self.call("focus", told, p.CommandReceipt)
+            except LineUpError as exc:  # the page gets the result all the same
+                log.info("sdk.ui_progress_not_sent code=%s", exc.code.value)
+
+        return progress
 
     @handles(p.InteractionUpdatedEvent)
     def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:

@@ -6,7 +6,10 @@ A bundle is one immutable file:
     header length                     4 bytes, big-endian
     header                            the signed manifest, UTF-8 JSON (below)
     payload                           a ZIP: `manifest.json` (the app's lineup.app.v1
-                                      manifest) and `app/<package>/…` (its code, its web/)
+                                      manifest) and `app/<package>/…` (its code, its web/;
+                                      for an MCP server, kind `mcp`, the folder its command
+                                      runs in, `node_modules/` included: `lineup app
+                                      pack-mcp`)
 
 The signed manifest says exactly what the payload must be and who vouches for it, and nothing
 else: no URL, HTML, CSS, JS or source.
@@ -36,7 +39,9 @@ else: no URL, HTML, CSS, JS or source.
                               that is one resident app's (`scope_reserved`,
                               `capability_reserved`: `lineup.sdk.manifest`)
     app_version_mismatch      the inner manifest is not the signed app_scope, version and
-                              permissions, is not `installed`, or asks an SDK this host lacks
+                              permissions, is neither `installed` nor `mcp`, or asks an SDK
+                              this host lacks
+    bundle_malformed          an `installed` app's package has no `__init__.py`
 
 Only then does the caller write anything (the verified cache, atomically). The signature covers
 the header, and the header pins the payload's size and digest, so one flipped byte anywhere is
@@ -75,6 +80,7 @@ from .manifest import (
 )
 
 __all__ = [
+    "BUNDLED_KINDS",
     "BUNDLE_FORMAT",
     "MAGIC",
     "MAX_BUNDLE_FILES",
@@ -101,7 +107,8 @@ MAX_BUNDLE_FILES: Final = 2_000
 MAX_BUNDLE_FILE_BYTES: Final = 8 * 1024 * 1024
 MAX_BUNDLE_UNPACKED_BYTES: Final = 64 * 1024 * 1024
 _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)  # packing is reproducible: no clock in the bytes
-_PATH: Final = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+# `@`: npm's scoped packages (`node_modules/@scope/name/…`) in an MCP server's folder.
+_PATH: Final = re.compile(r"^[A-Za-z0-9_.@-]+(/[A-Za-z0-9_.@-]+)*$")
 # A payload path is unpacked under `<data_dir>/bundles/<scope>/<version>/`: each of its parts
 # must be a name every filesystem takes (NAME_MAX is 255 bytes), and the whole well below
 # PATH_MAX (4096) with the data dir in front, so that unpacking never fails half-way.
@@ -114,6 +121,7 @@ _VERSION: Final = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
 _APP_VERSION: Final = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,63}$")
 _COMPRESSIONS: Final = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules"})
+BUNDLED_KINDS: Final = frozenset({"installed", "mcp"})  # what a bundle may carry
 _SKIPPED_SUFFIXES: Final = (".pyc", ".pyo", ".lineup")
 
 
@@ -313,8 +321,6 @@ def verify_bundle(
     if any(not name.startswith(prefix) for name in entries):
         raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "a file beside the package")
     files = {name.removeprefix(prefix): body for name, body in entries.items()}
-    if "__init__.py" not in files:
-        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the package has no __init__.py")
     try:
         manifest = load_manifest(text)
     except ManifestInvalid as exc:
@@ -326,10 +332,12 @@ def verify_bundle(
         (manifest.app_scope, manifest.version) != (signed.app_scope, signed.version)
         or signed.artifact_id != f"{signed.app_scope}@{signed.version}"
         or tuple(manifest.requested_capabilities) != signed.permissions
-        or manifest.kind != "installed"
+        or manifest.kind not in BUNDLED_KINDS
         or incompatibility(manifest) is not None
     ):
         raise BundleRefused(ErrorCode.APP_VERSION_MISMATCH, "not the app the header signs")
+    if manifest.kind == "installed" and "__init__.py" not in files:
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "the package has no __init__.py")
     return VerifiedBundle(signed, manifest, package, files, text.decode())
 
 
@@ -345,7 +353,7 @@ def _path_problem(name: str) -> str | None:
     if any(len(part) > MAX_PATH_PART for part in name.split("/")):
         return f"a path part longer than {MAX_PATH_PART} characters"
     if _PATH.match(name) is None:
-        return "a path that is not plain names (A-Z a-z 0-9 _ . -)"
+        return "a path that is not plain names (A-Z a-z 0-9 _ . - @)"
     return None
 
 
@@ -415,11 +423,12 @@ def pack(
     min_host_version: str,
 ) -> bytes:
     """The bundle of the package in `package_dir` (its code and `web/`, without caches or
-    hidden files) with `manifest` (generated from that code), signed with `key`. The same
-    inputs give the same bytes. Raises `BundleRefused(bundle_malformed)` for a package this
-    runtime would refuse (not `installed`, bad names, too big)."""
-    if manifest.kind != "installed":
-        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "only an `installed` app is bundled")
+    hidden files) with `manifest` (generated from that code), signed with `key`; for an MCP
+    server (kind `mcp`) `package_dir` is the folder its command runs in, `node_modules/`
+    included. The same inputs give the same bytes. Raises `BundleRefused(bundle_malformed)`
+    for a package this runtime would refuse (another kind, bad names, too big)."""
+    if manifest.kind not in BUNDLED_KINDS:
+        raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, "only an `installed` or `mcp` app")
     if (
         not _PACKAGE.match(package_dir.name)
         or not _VERSION.match(min_host_version)
@@ -429,7 +438,8 @@ def pack(
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         _add(archive, "manifest.json", manifest_json(manifest).encode())
-        for path in sorted(_package_files(package_dir)):
+        skipped = _SKIPPED_DIRS - {"node_modules"} if manifest.kind == "mcp" else _SKIPPED_DIRS
+        for path in sorted(_package_files(package_dir, skipped)):
             relative = path.relative_to(package_dir).as_posix()
             _add(archive, f"app/{package_dir.name}/{relative}", path.read_bytes())
     payload = buffer.getvalue()
@@ -449,11 +459,11 @@ def pack(
     return MAGIC + len(header).to_bytes(4, "big") + header + payload
 
 
-def _package_files(package_dir: Path) -> list[Path]:
+def _package_files(package_dir: Path, skipped: Set[str]) -> list[Path]:
     found: list[Path] = []
     for path in package_dir.rglob("*"):
         parts = path.relative_to(package_dir).parts
-        if any(part.startswith(".") or part in _SKIPPED_DIRS for part in parts):
+        if any(part.startswith(".") or part in skipped for part in parts):
             continue
         if path.is_symlink():
             raise BundleRefused(ErrorCode.BUNDLE_MALFORMED, f"a link in the package: {path}")

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ._tool_model import ToolDescriptor
 
 __all__ = [
+    "CONTENT_SCHEMA",
     "MCP_APP_MIME_TYPE",
     "UI_TOOL_CALL_TIMEOUT_S",
     "McpAppCsp",
@@ -46,6 +47,13 @@ __all__ = [
 ]
 
 MCP_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"  # the spec's UI resource type
+# The output schema of an MCP server's tool that declares none: its result is the MCP content
+# it answered (`lineup.sdk.mcp_server`, which names it there too).
+CONTENT_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"content": {"type": "array"}},
+    "required": ["content"],
+}
 # How long a Surface's own `tools/call` may run in its app (a local UI action, not a recorded
 # call with its own deadline): the app's process stops it then, `deadline_exceeded`; focus,
 # the hostbridge and the Shell each wait a little longer.
@@ -130,9 +138,16 @@ def tool_info(call_id: str, descriptor: ToolDescriptor) -> dict[str, Any]:
     return {"id": call_id, "tool": tool}
 
 
-def call_tool_result(result: dict[str, Any]) -> dict[str, Any]:
+def call_tool_result(
+    result: dict[str, Any], descriptor: ToolDescriptor | None = None
+) -> dict[str, Any]:
     """The MCP `CallToolResult` of a call's result: the whole result as JSON text (a host that
-    shows only `content` loses nothing) and as `structuredContent`."""
+    shows only `content` loses nothing) and as `structuredContent`. An MCP server's tool that
+    declares no output schema (`descriptor`'s is CONTENT_SCHEMA) answered MCP content, kept as its
+    result (`lineup.sdk.mcp_server.result_of`): its CallToolResult is that content, as the
+    server gave it."""
+    if descriptor is not None and descriptor.output_schema == CONTENT_SCHEMA:
+        return {"content": list(result.get("content") or []), "isError": False}
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return {
         "content": [{"type": "text", "text": text}],

@@ -19,6 +19,7 @@ and for the adapter that serves the calls, so both read a tool one way:
     annotations           `readOnlyHint` → risk low; `destructiveHint` (MCP's default when not
                           read-only) → risk high; `idempotentHint` → idempotent. Every tool is a
                           `direct` command: started in the background, as LineUp's own are
+                          (but one linked to its UI, `launch`: `lineup.sdk.mcp_ui`)
     CallToolResult        `structuredContent` when the tool declares an output schema, else
                           `{"content": [...]}`: the one terminal result (`result_of`); with
                           `isError`, a tool error `mcp_tool_error` (`error_text_of` its text)
@@ -33,7 +34,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from ._tool_model import ManifestInvalid, ToolDescriptor
-from .manifest import FORMAT, Manifest, load_manifest
+from .manifest import FORMAT, Entrypoint, Manifest, load_manifest
+from .mcp_apps import CONTENT_SCHEMA
 
 __all__ = [
     "CONTENT_SCHEMA",
@@ -46,11 +48,6 @@ __all__ = [
     "tools_of",
 ]
 
-CONTENT_SCHEMA: Final = {
-    "type": "object",
-    "properties": {"content": {"type": "array"}},
-    "required": ["content"],
-}
 MAX_ERROR_TEXT: Final = 1000
 _NAME_OK: Final = re.compile(r"^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$")
 _WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -137,9 +134,15 @@ def _descriptor(method: str, tool: Mapping[str, Any]) -> ToolDescriptor:
 
 
 def manifest_of(
-    scope: str, version: str, title: str | None, command: Sequence[str], tools: McpTools
+    scope: str,
+    version: str,
+    title: str | None,
+    command: Sequence[str],
+    tools: McpTools,
+    entrypoints: Sequence[Entrypoint] = (),
 ) -> Manifest:
-    """The `lineup.app.v1` manifest of an MCP app (kind `mcp`). Raises `ManifestInvalid`."""
+    """The `lineup.app.v1` manifest of an MCP app (kind `mcp`), with its UIs' `entrypoints`
+    (`lineup.sdk.mcp_ui`). Raises `ManifestInvalid`."""
     return load_manifest(
         {
             "format": FORMAT,
@@ -148,6 +151,7 @@ def manifest_of(
             "kind": "mcp",
             **({"title": title} if title else {}),
             "mcp": {"command": list(command)},
+            "entrypoints": [e.model_dump(mode="json") for e in entrypoints],
             "tools": [d.model_dump(mode="json") for d in tools.descriptors],
         }
     )

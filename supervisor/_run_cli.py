@@ -192,10 +192,18 @@ def _dev_mcp_apps(args: argparse.Namespace, data_dir: Path) -> tuple[dict[str, s
     if args.dev_mcp is None:
         return ()
     try:
-        return (_dev_mcp(args.dev_mcp, list(args.mcp_command), data_dir),)
+        entry = _dev_mcp(args.dev_mcp, list(args.mcp_command), data_dir)
     except ProbeFailed as exc:
         print(f"lineup: error: --dev-mcp: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    # What the app goes without, a line each, for the developer at the terminal.
+    for item in entry.get("refused", "").split():
+        name, _, reason = item.rpartition(":")
+        print(f"lineup: --dev-mcp: tool {name} left out ({reason})", file=sys.stderr)
+    for item in entry.get("ui_refused", "").split():
+        uri, _, reason = item.rpartition(":")
+        print(f"lineup: --dev-mcp: no UI from {uri} ({reason}); its tools stay", file=sys.stderr)
+    return (entry,)
 
 
 def _port_taken(port: int) -> str | None:

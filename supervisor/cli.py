@@ -204,6 +204,10 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["app"]:
         from ._app_cli import COMMANDS
 
+        if argv[1:2] == ["pack-mcp"]:  # it lists the server in the sandbox: the supervisor's
+            from ._pack_mcp import main as pack_mcp_main
+
+            sys.exit(pack_mcp_main(argv[2:]))
         if argv[1:2] and argv[1] in COMMANDS:  # the registry of a running runtime
             from ._app_cli import main as registry_main
 

@@ -7,7 +7,8 @@ Theory of operation: only a `VerifiedBundle` is ever written, and never in place
 `.tmp-*` that `sweep` removes at start) or a whole one. Before an app runs (start, launch,
 enable) `verify` reads it again: the header's digest must be the registry row's
 `bundle_sha256`, the payload must hash to it, and the unpacked files must be exactly the
-payload's. The app's process runs from `app_dir(...)` with `entry = "<package>:"`.
+payload's. The app's process runs from `app_dir(...)` with `entry = "<package>:"`; an MCP
+server (kind `mcp`) runs from `app_dir(...)/<package>/`, its command's folder.
 
 Every blocking call runs in `trio.to_thread.run_sync`.
 """

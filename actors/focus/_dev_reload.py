@@ -49,6 +49,7 @@ from lineup.hostbridge.messages import NoticeEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import Manifest, ManifestInvalid, incompatibility, load_manifest
 from lineup.sdk.mcp_server import tools_of
+from lineup.sdk.mcp_ui import link
 
 from ._access import Access
 from ._lifecycle import Lifecycle
@@ -115,7 +116,8 @@ class DevReload:
         self, scope: str, msg: sdk.McpToolsChangedRequest
     ) -> sdk.McpToolsChangedReply:
         """A development MCP app's server changed its tools (`notifications/tools/list_changed`):
-        they replace the app's, mapped as at `--dev-mcp` (`mcp_server.tools_of`), and the
+        they replace the app's, mapped as at `--dev-mcp` (`mcp_server.tools_of`, each linked to
+        its UI among the manifest's entrypoints, `mcp_ui.link`), and the
         inventory gets a new revision. Only the app's own tools, only a development app's (an
         installed app's tools are its signed manifest's). Raises `app_not_installed`."""
         async with self._lock:
@@ -123,7 +125,7 @@ class DevReload:
             manifest = self._book.manifest(scope)
             if app is None or app.source != "dev" or manifest is None or manifest.mcp is None:
                 raise LineUpError(ErrorCode.APP_NOT_INSTALLED, "no development MCP app")
-            tools = tools_of(scope, msg.tools)
+            tools = link(tools_of(scope, msg.tools), msg.tools, manifest.entrypoints)
             try:
                 changed = load_manifest(
                     {

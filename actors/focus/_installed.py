@@ -231,14 +231,17 @@ class InstalledApps:
         refused with `code` (one whose manifest does not load is unavailable)."""
         scope = row.app_scope
         folder = self.cache.app_dir(scope, row.version)
+        # An MCP server runs in its own folder, the package's: its command's paths are relative
+        # to it (`_lifecycle._mcp_server`). A LineUp app's folder is the one on its sys.path.
+        mcp = manifest is not None and manifest.kind == "mcp" and package is not None
         self.book.put(
             AppEntry(
                 scope=scope,
                 source="installed",
                 # Its manifest's title, else its scope (a manifest that does not load has none).
                 title=manifest.title if manifest is not None and manifest.title else scope,
-                entry=f"{package}:" if package else "",
-                app_path=str(folder),
+                entry=f"{package}:" if package and not mcp else "",  # the adapter has none
+                app_path=str(folder / package) if mcp and package else str(folder),
                 # Its Surface's files: the verified cache's (no manifest file to be beside).
                 web_root=str(folder / package / "web") if package else "",
                 manifest=manifest,

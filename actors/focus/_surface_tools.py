@@ -52,7 +52,6 @@ from lineup.sdk.mcp_apps import (
     call_tool_result,
     mcp_progress,
 )
-from lineup.sdk.schema import validate
 
 from ._access import Access
 from ._port import NOTIFY_TIMEOUT, Port
@@ -177,7 +176,7 @@ class SurfaceTools:
             silent = LineUpError(down or ErrorCode.DEADLINE_EXCEEDED, "the app did not answer")
             raise self._port.surface_refused(env, msg.instance_id, silent)
         code = outcome.code
-        if outcome.result is not None and validate(descriptor.output_schema, outcome.result):
+        if outcome.result is not None and descriptor.output_violations(outcome.result):
             code = ErrorCode.TOOL_OUTPUT_INVALID.value  # the app's process is not trusted
         elif outcome.result is None and code is None:
             code = ErrorCode.HANDLER_FAILED.value
@@ -193,7 +192,7 @@ class SurfaceTools:
         )
         if code is not None or outcome.result is None:
             return SurfaceToolCallReply(result=call_tool_error(code or "handler_failed"))
-        return SurfaceToolCallReply(result=call_tool_result(outcome.result))
+        return SurfaceToolCallReply(result=call_tool_result(outcome.result, descriptor))
 
     def done(self, msg: sdk.UiToolCallDoneRequest, env: Envelope) -> sdk.CommandReceipt:
         """The app's outcome of a call its Surface made: to the request waiting for it. One
@@ -255,7 +254,7 @@ class SurfaceTools:
             raise LineUpError(ErrorCode.TOOL_NOT_VISIBLE, msg.name)
         if not self._take(msg.instance_id):
             raise LineUpError(ErrorCode.RATE_LIMITED, msg.instance_id)
-        if validate(descriptor.input_schema, msg.arguments):
+        if descriptor.input_violations(msg.arguments):  # by its delivery's JSON Schema
             raise LineUpError(ErrorCode.TOOL_INPUT_INVALID, msg.name)
         return descriptor
 

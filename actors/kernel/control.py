@@ -103,6 +103,10 @@ class RuntimeStateEvent(Message):
     type: Literal["hostbridge.runtime.state"] = "hostbridge.runtime.state"
     state: str
     reason: str | None = None  # an appserver_* code while reconnecting / offline_degraded
+    # When the transport entered this state (CLOCK_MONOTONIC, one clock for every process of
+    # the machine): of two accounts of the link, a tell and a request's reply, that cross on
+    # the way, the later-entered state is the one that holds.
+    since_ns: int = 0
 
 
 class RuntimeLinkEvent(Message):

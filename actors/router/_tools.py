@@ -305,7 +305,7 @@ class ToolCalls:
         )
         if event == "submit":
             step = step.model_copy(
-                update={"step": "result", "result": call_tool_result(call.result or {})}
+                update={"step": "result", "result": call_tool_result(call.result or {}, descriptor)}
             )
         elif event == "fail":
             code = call.error_code or ErrorCode.HANDLER_FAILED.value

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Iterator
 from typing import Any, Final, TypeVar
 
@@ -148,6 +149,7 @@ class TransportActor(Actor):
         super().__init__(*args, **kwargs)
         self.state: RuntimeState = "created"
         self.reason: ErrorCode | None = None
+        self.since_ns = time.monotonic_ns()  # when it entered `state` (`RuntimeStateEvent`)
         self._wake = trio.Event()
         self._ahead = False  # an inventory was appended: look again before the next row
         self._login_lock = trio.Lock()
@@ -186,6 +188,7 @@ class TransportActor(Actor):
             return
         log.info("transport.state %s -> %s reason=%s", self.state, state, reason and reason.value)
         self.state, self.reason = state, reason
+        self.since_ns = time.monotonic_ns()
         self._state_changed.set()
         self._state_changed = trio.Event()
 
@@ -199,7 +202,7 @@ class TransportActor(Actor):
         told: tuple[RuntimeState, ErrorCode | None] | None = None
         while True:
             changed = self._state_changed  # taken first: a change from here on sets it
-            state, reason = self.state, self.reason
+            state, reason, since_ns = self.state, self.reason, self.since_ns
             if told == (state, reason):
                 await changed.wait()
                 continue
@@ -207,7 +210,7 @@ class TransportActor(Actor):
             event = (
                 RuntimeLinkEvent(state=state, reason=why)
                 if peer == "supervisor"
-                else RuntimeStateEvent(state=state, reason=why)
+                else RuntimeStateEvent(state=state, reason=why, since_ns=since_ns)
             )
             if await self.bus.tell(peer, event, timeout=2.0) is None:
                 told = (state, reason)
@@ -227,7 +230,9 @@ class TransportActor(Actor):
     @handles(RuntimeStateRequest)
     def on_state(self, msg: RuntimeStateRequest, env: Envelope) -> RuntimeStateReply:
         return RuntimeStateReply(
-            state=self.state, reason=self.reason.value if self.reason else None
+            state=self.state,
+            reason=self.reason.value if self.reason else None,
+            since_ns=self.since_ns,
         )
 
     @handles(OutboxWakeEvent)

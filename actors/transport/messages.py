@@ -69,3 +69,4 @@ class RuntimeStateReply(Message):
     type: Literal["transport.ui.state.get.reply"] = "transport.ui.state.get.reply"
     state: RuntimeState
     reason: str | None = None  # why it is reconnecting / offline_degraded: an appserver_* code
+    since_ns: int = 0  # when it entered this state (`RuntimeStateEvent.since_ns`)

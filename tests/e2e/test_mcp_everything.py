@@ -6,7 +6,6 @@ its declared output schema, progress. Real processes: the tree, the adapter, Nod
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ SCOPE = "mcp-servers-everything"  # its serverInfo.name, `mcp-servers/everything
 RESULT = "lineup.v1.tool.result"
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.skipif(shutil.which("node") is None, reason="Node is not installed"),
 ]
 
 

@@ -28,7 +28,7 @@ from lineup.tests.support.runtime import (
 )
 from lineup.tests.support.tree import attach, audit_rows
 
-from .test_tools import WAIT, Scene
+from .test_tools import WAIT, Scene, foreground
 
 APP: Final = Path(__file__).parents[1] / "support" / "nav_app"
 NAVIGATOR: Final = "miniapp:navigator"
@@ -73,8 +73,10 @@ async def test_an_app_navigates_through_the_sdk_and_the_runtime_decides_every_re
 ) -> None:
     s = await navigator_scene(nursery, data_dir)
     await s.open_dashboard("d-1", "t1", "Another app's instance")
+    # The Agent heard of the dashboard before the Shell may have: the Shell's push is its own.
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda shell: str(foreground(shell)).startswith("task-dashboard:"))
     dashboard = apps_frame(s)["foreground"]
-    assert dashboard.startswith("task-dashboard:")
 
     got = await run(s, "nav-1", mode="tour", other=dashboard)
     me = "navigator:nav-1"

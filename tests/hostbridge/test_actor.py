@@ -421,6 +421,55 @@ async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the
         nursery.cancel_scope.cancel()
 
 
+class CrossingState(FakeBus):
+    """The transport answers a greeting's state request with `synchronizing`, entered at 1, but
+    the reply is handed over only after the tell of `online`, entered at 2, was handled: the
+    two crossed on the way, as they do under load."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = trio.Event()
+        self.release = trio.Event()
+
+    async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
+        if isinstance(body, RuntimeStateRequest):
+            self.asked.set()
+            await self.release.wait()
+            return RuntimeStateReply(state="synchronizing", since_ns=1)
+        return await super().request(peer, body, **kwargs)
+
+
+async def test_a_state_reply_older_than_a_tell_it_crossed_does_not_overwrite_it(
+    tmp_path: Path,
+) -> None:
+    """After a restart under load, the Shell said Synchronizing… for good: the transport had
+    told `online` (once; it tells a state once) while the greeting's reply, older, was on its
+    way, and the reply overwrote it."""
+    bus = CrossingState()
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            with trio.fail_after(WAIT):
+                await bus.asked.wait()
+            event = RuntimeStateEvent(state="online", since_ns=2)
+            actor.on_runtime_state(*from_peer("transport", event))
+            bus.release.set()
+            states: list[str] = []
+            while len(states) < 2:
+                frame = await next_frame(ws)
+                if frame["type"] == "shell.runtime":
+                    states.append(frame["state"])
+                elif frame["type"] == "shell.hello":
+                    states.append(frame["runtime"]["state"])
+            assert states == ["online", "online"]  # the tell, then the hello: both the newer
+        # ... and a later tell of an older state (a retried tell overtaken) changes nothing.
+        stale = RuntimeStateEvent(state="reconnecting", reason="appserver_timeout", since_ns=1)
+        actor.on_runtime_state(*from_peer("transport", stale))
+        assert actor._runtime_shown() == ("online", None)
+        nursery.cancel_scope.cancel()
+
+
 class RefusingOpens(FakeBus):
     """Focus refuses every `ui.open`: the app is disabled."""
 

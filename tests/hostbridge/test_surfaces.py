@@ -101,9 +101,11 @@ class SurfaceBus(FakeBus):
         *,
         mcp_app: bool = False,
         mcp_ui: McpAppUi | None = None,
+        document: str = "index.html",
     ) -> None:
         super().__init__()
         self.web_root = web_root
+        self.document = document
         self.mcp_app = mcp_app
         self.mcp_ui = mcp_ui
         self.capability_status: CapabilityStatus = "permission_denied"
@@ -133,7 +135,7 @@ class SurfaceBus(FakeBus):
                 instance_id=body.instance_id,
                 surface_id=self.open[body.instance_id],
                 web_root=str(self.web_root),
-                document="index.html",
+                document=self.document,
                 mcp_app=self.mcp_app,
                 mcp_ui=self.mcp_ui,
             )
@@ -309,6 +311,34 @@ async def test_an_mcp_apps_page_is_served_with_its_inline_scripts_moved_out_and_
     assert [b[0] for b in beyond] == [404, 404, 404]
     assert chunk[0] == 200 and chunk[2] == guarded_script(b"export const x = 1;")
     assert chunk[1]["access-control-allow-origin"] == "*"
+
+
+async def test_the_framed_page_of_an_mcp_app_is_its_entrypoints_document(
+    tmp_path: Path,
+) -> None:
+    # An MCP server's UIs share its app's `web/` folder, each its entrypoint's document
+    # (`lineup.sdk.mcp_ui`); the Shell frames every Surface at `index.html`.
+    web = tmp_path / "web"
+    (web / "mcp-ui").mkdir(parents=True)
+    page = b"<html><body><script>run()</script><p>ours</p></body></html>"
+    (web / "mcp-ui" / "srv-page.html").write_bytes(page)
+    (web / "index.html").write_bytes(b"<p>another page</p>")
+    bus = SurfaceBus(web_root=web, mcp_app=True, document="mcp-ui/srv-page.html")
+    async with trio.open_nursery() as nursery:
+        actor, _, port = await start_hostbridge(nursery, tmp_path, bus)
+        show_surface(actor)
+        base = f"/surfaces/{INSTANCE}"
+        framed = await _get(port, f"{base}/index.html")
+        moved = await _get(port, f"{base}/_lineup/inline/0.js")
+        nursery.cancel_scope.cancel()
+    assert framed[0] == 200 and framed[2] == split_inline_scripts(page, f"{base}/").html
+    assert moved[0] == 200 and moved[2] == guarded_script(b"run()")
+
+
+def test_the_shell_frames_the_document_the_hostbridge_serves_there() -> None:
+    shell = Path(surfaces_module.__file__).parent / "web" / "js"
+    surface_js = (shell / "components" / "surface.js").read_text()
+    assert f'const DOCUMENT = "{surfaces_module.FRAMED_DOCUMENT}";' in surface_js
 
 
 async def test_a_granted_network_reaches_the_next_load_of_an_mcp_apps_page_only(

@@ -267,6 +267,40 @@ def test_pack_refuses_an_app_that_is_not_installed_kind(app_dir: Path, key: Sign
     assert exc.value.code is ErrorCode.BUNDLE_MALFORMED
 
 
+def an_mcp_manifest() -> Manifest:
+    return load_manifest(
+        {
+            "format": "lineup.app.v1",
+            "app_scope": SCOPE,
+            "version": VERSION,
+            "kind": "mcp",
+            "mcp": {"command": ["node", "node_modules/@scope/server/index.js"]},
+        }
+    )
+
+
+def test_an_mcp_server_s_folder_packs_with_node_modules_and_verifies_without_init_py(
+    tmp_path: Path, key: SigningKey
+) -> None:
+    folder = tmp_path / "server"
+    entry = folder / "node_modules" / "@scope" / "server" / "index.js"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"console.log('hi')\n")
+    (folder / "node_modules" / ".bin").mkdir()
+    (folder / "node_modules" / ".bin" / "server").symlink_to(entry)  # hidden: left out
+    (folder / "mcp-lock.json").write_bytes(b"{}\n")
+    bundle = verify(pack(folder, an_mcp_manifest(), key, min_host_version="0.1"), key)
+    assert (bundle.package, bundle.manifest.kind) == ("server", "mcp")
+    assert set(bundle.files) == {"node_modules/@scope/server/index.js", "mcp-lock.json"}
+
+
+def test_an_installed_app_still_leaves_node_modules_out(app_dir: Path, key: SigningKey) -> None:
+    (app_dir / "node_modules").mkdir()
+    (app_dir / "node_modules" / "x.js").write_bytes(b"")
+    bundle = verify(pack(app_dir, a_manifest(), key, min_host_version="0.1"), key)
+    assert not any(name.startswith("node_modules") for name in bundle.files)
+
+
 def test_pack_refuses_a_path_too_long_to_unpack(app_dir: Path, key: SigningKey) -> None:
     (app_dir / ("a" * 200 + ".py")).write_text("")
     with pytest.raises(BundleRefused) as exc:

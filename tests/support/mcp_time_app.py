@@ -17,6 +17,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lineup.facts.npm_pins import BASIC_VANILLAJS
 from lineup.sdk import AppContext, AppInfo, MiniApp, ToolCall, tool
 from lineup.sdk.manifest import Entrypoint, ToolUi
 from lineup.sdk.mcp_apps import McpAppUi
@@ -30,10 +31,10 @@ __all__ = [
     "TimeApp",
 ]
 
-MCP_APP_PACKAGE: Final = (
-    "@modelcontextprotocol/server-basic-vanillajs",
-    "2.0.3",
-    "sha512-SGqoYRPkZ83b9VTJGdGzDHqL7+OCzTcEunkA2h7lJr5xpWxqMO43OIBkYFgYLfptxLMbB6K6cVX7dISFXv5xDA==",
+MCP_APP_PACKAGE: Final = (  # the pin `make run`'s catalog packs too: written once, there
+    BASIC_VANILLAJS.name,
+    BASIC_VANILLAJS.version,
+    BASIC_VANILLAJS.integrity,
 )
 
 # The same example built with React (`dist/mcp-app.html`: the page's code in two inline scripts).

@@ -23,7 +23,7 @@ from lineup.actors.kernel import ErrorCode, Message
 from lineup.hostbridge.messages import SurfaceToolProgressEvent
 from lineup.sdk import protocol as p
 from lineup.sdk.manifest import Manifest, ToolDescriptor
-from lineup.sdk.mcp_apps import call_tool_error
+from lineup.sdk.mcp_apps import CONTENT_SCHEMA, call_tool_error
 
 from .test_surfaces import (
     BOARD,
@@ -59,11 +59,21 @@ def tool(method: str, visibility: tuple[str, ...]) -> ToolDescriptor:
     )  # fmt: skip
 
 
+# An MCP server's tool: its input schema in 2020-12 as the server wrote it, no output schema.
+MCP_TOOL = ToolDescriptor.model_validate(
+    {"method": "surf.mcp-time", "handling": "direct", "delivery": "mcp",
+     "input_schema": {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                      "type": "object", "properties": {}, "additionalProperties": False},
+     "output_schema": CONTENT_SCHEMA, "ui": {"entrypoint": "board"}}
+)  # fmt: skip
+
+
 def app_manifest() -> Manifest:
     base = surface_manifest(BOARD).model_dump(mode="json")
     base["tools"] = [
         tool("surf.get-time", ("model", "app")).model_dump(mode="json"),
         tool("surf.agent-only", ("model",)).model_dump(mode="json"),
+        MCP_TOOL.model_dump(mode="json"),
     ]
     return Manifest.model_validate(base)
 
@@ -173,6 +183,22 @@ async def test_the_surfaces_call_by_the_specs_bare_name_is_run_by_its_app_and_an
     assert len({a.call_id for a in bus.asked}) == 2
     called = [r for r in bus.audits if r.event == "focus.surface_tool_called"]
     assert [(r.code, r.message_type) for r in called] == [(None, "surf.get-time")] * 2
+
+
+async def test_an_mcp_servers_tool_is_checked_by_its_json_schema_and_answers_its_content(
+    world: tuple[FocusActor, AppBus],
+) -> None:
+    focus, bus = world
+    await open_surface(focus)
+    content = [{"type": "text", "text": "12:00"}]
+    bus.answer = {"result": {"content": content}}  # as `mcp_server.result_of` maps it
+    asked = call("mcp-time").model_copy(update={"arguments": {}})
+    reply = await focus.on_surface_tool_call(asked, from_bridge(asked))
+    # The server's own content, as it gave it: not the result as JSON text.
+    assert reply.result == {"content": content, "isError": False}
+    wrong = call("mcp-time", {"n": 1})
+    refused = await code_of(lambda: focus.on_surface_tool_call(wrong, from_bridge(wrong)))
+    assert refused is ErrorCode.TOOL_INPUT_INVALID
 
 
 async def test_an_apps_failure_or_a_result_off_its_schema_is_an_error_result(

@@ -5,12 +5,15 @@ tree's `ready` waits for. The bus is a fake; the announce loops are the transpor
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import trio
 
 from lineup.actors.kernel import ErrorCode, Message
 from lineup.actors.kernel.control import RuntimeLinkEvent
 from lineup.actors.transport._actor import ANNOUNCED_TO, TransportActor
+from lineup.actors.transport.messages import RuntimeStateRequest
+from lineup.facts.link import LinkEvent
 from lineup.hostbridge.messages import RuntimeStateEvent
 
 
@@ -80,3 +83,23 @@ def test_news_the_link_has_overtaken_keeps_its_state_and_tells_no_one() -> None:
     changed = actor._state_changed
     actor._move("restore")
     assert actor.state == "restoring" and changed.is_set()
+
+
+def test_each_state_is_stamped_when_it_is_entered_and_the_reply_says_the_same() -> None:
+    """The hostbridge keeps the later-entered of a tell and a reply that crossed
+    (tests/hostbridge/test_actor.py): every move stamps the state anew, a kept one does not."""
+    actor = transport(Bus())
+    stamps = [actor.since_ns]
+    events: list[LinkEvent] = ["restore", "log_in", "logged_in", "synced"]
+    for event in events:
+        actor._move(event)
+        stamps.append(actor.since_ns)
+    assert stamps == sorted(stamps) and stamps[-1] > stamps[0]
+    actor._move("synced")  # online already: kept, not entered again
+    assert actor.since_ns == stamps[-1]
+    reply = actor.on_state(*_request())
+    assert (reply.state, reply.since_ns) == ("online", stamps[-1])
+
+
+def _request() -> tuple[RuntimeStateRequest, Any]:
+    return RuntimeStateRequest(), SimpleNamespace()

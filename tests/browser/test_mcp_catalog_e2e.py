@@ -1,0 +1,98 @@
+"""The MCP server `make run` offers, in real Chromium against the real runtime (issue 31): the
+catalog is built as `make run` builds it (`lineup.ops.catalog`, which packs the pinned
+`@modelcontextprotocol/server-basic-vanillajs` with `lineup app pack-mcp`), the App Registry
+lists the server among the Available apps, the user installs it with the keyboard and allows it
+in the runtime's prompt, and the Agent's call of its tool gets one result from the server,
+which runs in the sandbox from its installed folder, offline, and opens the server's own UI,
+which came in the bundle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import pytest
+import trio
+from playwright.sync_api import Page, expect
+
+from lineup.facts.npm_pins import BASIC_VANILLAJS
+from lineup.ops.catalog import MCP_SERVERS, build
+from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.runtime import CONVERSATION
+
+from .conftest import ShellPage
+from .test_app_registry_catalog_e2e import available
+from .test_app_registry_e2e import GREETING, WAIT_MS, WAIT_S, registry, registry_in_front, row
+
+SCOPE: Final = "server-basic-vanillajs"
+FILE: Final = f"{SCOPE}-{BASIC_VANILLAJS.version}.lineup"
+INSTALL: Final = f"Install {SCOPE} {BASIC_VANILLAJS.version}"
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`make run`'s catalog, its MCP server alone (no example package: they have their tests)."""
+    root = tmp_path_factory.mktemp("catalog")
+    (root / "examples").mkdir()
+    out = root / "catalog"
+    assert build(out, root / "key" / "lineup-dev", root / "examples", MCP_SERVERS) == [FILE]
+    return out
+
+
+def installed_with_the_keyboard(p: Page) -> None:
+    button = available(p, FILE).get_by_role("button", name=INSTALL)
+    expect(button).to_be_enabled(timeout=WAIT_MS)
+    button.focus()
+    p.keyboard.press("Enter")
+    prompt = p.get_by_test_id("permission-prompt")
+    expect(prompt).to_be_visible(timeout=WAIT_MS)
+    expect(prompt.get_by_test_id("permission-detail")).to_contain_text(
+        f"{SCOPE} {BASIC_VANILLAJS.version}"
+    )
+    expect(prompt).to_have_attribute("data-armed", "true", timeout=WAIT_MS)
+    p.keyboard.press("Tab")
+    expect(prompt.get_by_test_id("permission-allow-once")).to_be_focused()
+    p.keyboard.press("Enter")
+    expect(prompt).to_be_hidden(timeout=WAIT_MS)
+    expect(registry(p).locator("#status")).to_have_text(
+        f"Installed {SCOPE} {BASIC_VANILLAJS.version}.", timeout=WAIT_MS
+    )
+    expect(row(p, SCOPE)).to_have_attribute("data-enabled", "true", timeout=WAIT_MS)
+
+
+def shows_the_time(p: Page, time: str) -> None:
+    handle = p.locator(f'iframe[title^="{SCOPE} "]').element_handle(timeout=WAIT_MS)
+    frame = handle.content_frame()
+    assert frame is not None
+    expect(frame.locator("#server-time")).to_have_text(time, timeout=WAIT_MS)
+
+
+async def test_the_mcp_server_make_run_offers_installs_from_the_registry_and_answers_the_agent(
+    nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
+) -> None:
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=catalog
+    )
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"
+        )
+    await agent.terminal("open-1")
+    await page.run(registry_in_front)
+    await page.run(installed_with_the_keyboard)
+
+    tool = f"{SCOPE}.get-time"
+    with_it = await agent.revision_with(tool)
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(CONVERSATION, tool, {}, with_it, call_id="time-1")
+    done = await agent.terminal("time-1")
+    assert done["type"] == "lineup.v1.tool.result", done
+    assert set(done["payload"]["result"]) == {"time"}
+    # Its UI came in the bundle (read by pack-mcp's listing): the call opened it in front,
+    # and it shows the server's time.
+    await page.run(lambda p: shows_the_time(p, str(done["payload"]["result"]["time"])))
+    assert (data_dir / "bundles" / SCOPE / BASIC_VANILLAJS.version / "bundle.lineup").is_file()
+    assert page.off_loopback() == [], "a request left 127.0.0.1"
+    assert page.errors == []
