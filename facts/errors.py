@@ -96,6 +96,8 @@ class ErrorCode(StrEnum):
     MCP_SAMPLING_UNSUPPORTED = "mcp_sampling_unsupported"  # asked of LineUp by an MCP server
     MCP_NETWORK_UNDECLARED = "mcp_network_undeclared"  # a host its manifest does not declare
     MCP_NETWORK_REFUSED = "mcp_network_refused"  # not a public address, unreachable, too many
+    MCP_ELICITATION_UNSUPPORTED = "mcp_elicitation_unsupported"  # a form no card can ask
+    MCP_ELICITATION_URL_UNSUPPORTED = "mcp_elicitation_url_unsupported"  # URL mode: not offered
     APP_DISABLED = "app_disabled"
     APP_EXITED = "app_exited"  # a MiniApp's process ended by itself; its instances failed
     APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
@@ -212,6 +214,8 @@ FAULT: Final[Mapping[ErrorCode, Fault]] = MappingProxyType(
         ErrorCode.MCP_SAMPLING_UNSUPPORTED: "app",
         ErrorCode.MCP_NETWORK_UNDECLARED: "app",
         ErrorCode.MCP_NETWORK_REFUSED: "app",
+        ErrorCode.MCP_ELICITATION_UNSUPPORTED: "app",
+        ErrorCode.MCP_ELICITATION_URL_UNSUPPORTED: "app",
         ErrorCode.APP_DISABLED: "caller",
         ErrorCode.APP_EXITED: "app",
         ErrorCode.APP_INSTANCE_NOT_FOUND: "caller",

@@ -19,7 +19,8 @@ The server is part of the app: when it ends (a crash, a SIGKILL, garbage on stdo
 call fails `mcp_server_exited` and this process exits with an error, so that the supervisor
 restarts the app (within its intensity limit) and the next call starts a fresh server. Nothing
 the server sends can reach another app: it talks only to this process. `sampling/createMessage`
-is refused (`mcp_sampling_unsupported`): there is no model on the device.
+is refused (`mcp_sampling_unsupported`): there is no model on the device. Its
+`elicitation/create` is a standard interaction the user answers (`_mcp_elicit`).
 Its UI's own `tools/call` (focus's `miniapp.ui.tool_call`, a tool focus checked the page may
 call, app-only ones included) is the server's `tools/call` of that tool, by its own name; its
 outcome goes back to focus as a Python app's does (`focus.sdk.surface.tool_done`: the result
@@ -45,6 +46,7 @@ from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, Message, hand
 
 from . import protocol as p
 from ._host import MiniAppHost
+from ._mcp_elicit import Elicitations, LineUpClientSession
 from ._mcp_proxy import McpProxy, proxy_env
 from .mcp_apps import UI_TOOL_CALL_TIMEOUT_S
 from .mcp_network import PROXY_FD_ENV
@@ -77,6 +79,8 @@ class McpAppHost(MiniAppHost):
         self._relisting = trio.Lock()
         env = dict(server.get("env") or {})  # an imported server's secrets, for it alone
         self._proxy = self._network_proxy(env)
+        instance_id = str(self.ctx.config.get("instance_id", self._scope))
+        self._elicit = Elicitations(self, self._scope, instance_id)
         params = StdioServerParameters(
             command=command[0], args=command[1:], cwd=server.get("folder") or None, env=env or None
         )
@@ -89,16 +93,18 @@ class McpAppHost(MiniAppHost):
             nursery.start_soon(self._relay, read, relay_in)
             if self._proxy is not None:
                 nursery.start_soon(self._proxy.run)
-            async with ClientSession(
+            async with LineUpClientSession(
                 relay_out,
                 write,
                 sampling_callback=_refuse_sampling,
+                elicitation_callback=self._elicit,
                 logging_callback=self._server_log,
                 message_handler=self._on_message,
             ) as session:
                 self._session = session
                 with trio.fail_after(START_TIMEOUT):
-                    await session.initialize()
+                    info = (await session.initialize()).server_info
+                    self._elicit.title = info.title or info.name  # its questions' card title
                     self._mcp_tools = await self._list_tools()
                 self._nursery = nursery
                 self._listening = True
@@ -191,6 +197,7 @@ class McpAppHost(MiniAppHost):
         try:
             with self._running[call_id]:
                 await self.call("router", p.ToolAcceptRequest(call_id=call_id), p.CommandReceipt)
+                self._elicit.calls[call_id] = event.instance_id  # what its questions belong to
                 name = self._mcp_tools.names.get(event.tool)
                 if name is None:
                     await self.fail(call_id, ErrorCode.TOOL_NOT_ADVERTISED.value)
@@ -210,6 +217,7 @@ class McpAppHost(MiniAppHost):
                 await self._fail_quietly(call_id, ErrorCode.HANDLER_FAILED)
         finally:
             self._running.pop(call_id, None)
+            self._elicit.call_ended(call_id)  # its questions still open are withdrawn
 
     def _progress_of(self, call_id: str) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -305,6 +313,10 @@ class McpAppHost(MiniAppHost):
                 log.info("sdk.ui_progress_not_sent code=%s", exc.code.value)
 
         return progress
+
+    @handles(p.InteractionUpdatedEvent)
+    def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
+        self._elicit.updated(msg.interaction)  # an elicitation's answer or end (`_mcp_elicit`)
 
     def _enqueue(self, event: Message) -> None:
         # An MCP server has no hooks for the runtime's events (deliveries, UI, modes): dropped.

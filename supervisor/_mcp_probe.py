@@ -240,15 +240,20 @@ def _main() -> None:
 
 async def _list(folder: str, command: list[str], env: dict[str, str] | None) -> dict[str, Any]:
     import trio
-    from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    from lineup.sdk._mcp_elicit import LineUpClientSession, decline_all
     from lineup.sdk._mcp_host import list_tools
     from lineup.sdk.mcp_ui import linked_uris
 
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=folder, env=env)
     with trio.fail_after(PROBE_TIMEOUT - 5):
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        # The adapter's capabilities: a server may offer a tool only to a client that can
+        # elicit (`lineup.sdk._mcp_elicit`), and the manifest must list what the app serves.
+        async with (
+            stdio_client(params) as (read, write),
+            LineUpClientSession(read, write, elicitation_callback=decline_all) as session,
+        ):
             init = await session.initialize()
             tools = await list_tools(session)
             uris = linked_uris(tools)

@@ -45,6 +45,8 @@ SENTENCES: Final[Mapping[str, str]] = MappingProxyType(
         "mcp_sampling_unsupported": "The MCP server asked for a model, and LineUp has none.",
         "mcp_network_undeclared": "The MCP server tried a host it did not declare.",
         "mcp_network_refused": "LineUp did not connect the MCP server to that host.",
+        "mcp_elicitation_unsupported": "The MCP server asked a question LineUp cannot show.",
+        "mcp_elicitation_url_unsupported": "The MCP server asked to send you to a web page.",
         "app_disabled": "That app is turned off. Turn it on in the App Registry.",
         "app_exited": "The app stopped unexpectedly.",
         "app_instance_not_found": "That app is no longer open.",

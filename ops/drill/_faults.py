@@ -13,7 +13,9 @@ supervisor's status at the moment they fire: a MiniApp that is not running then 
 demand) gives way to the next target that is, in the plan's own order, so the choice stays
 reproducible. A target is never killed more often than the supervisor's restart intensity allows
 (that would be asking for an escalation, which the drill checks never happens) and never while
-it is paused.
+it is paused. An MCP app's server is a target too (`miniapp:<scope>/server`): it is no child of
+the supervisor's but of its app's process, found through `/proc`, and its kills count against
+that app's restart intensity (the app restarts with it).
 
 After each SIGKILL, `_recovery` reads the status every 2 ms until the supervisor reports a new
 process of that name `running` (it is so only once the actor answered its first health check):
@@ -68,7 +70,12 @@ TARGETS: Final = (
     "miniapp:drillpkg",
     "miniapp:drilldev",
     "miniapp:drill-pad",
+    "miniapp:drillmcp",  # an MCP app's process: LineUp's MCP client (`_mcp_apps`)
+    "miniapp:drillmcp/server",  # its MCP server, the adapter's child (`SERVER_OF`)
 )
+# A target that is no child of the supervisor: an MCP server, the child of its app's process.
+# It is found, and its kills counted and its recovery watched, through that process.
+SERVER_OF: Final = "/server"
 _STATUS_POLL_S: Final = 0.002
 _RECOVERY_LIMIT_S: Final = 30.0
 
@@ -161,6 +168,7 @@ class Injected:
     fired_at: float  # seconds after the load started
     target: str  # the child actually hit (a MiniApp not running gives way to another)
     pid: int | None = None
+    owner_pid: int | None = None  # the supervisor's child it is, or whose child it is
     recovery_ms: float | None = None  # kills: until the replacement reported running
     skipped: str | None = None  # why nothing was done
 
@@ -213,18 +221,23 @@ class Injector:
         self.done.append(record)
         start = TARGETS.index(fault.target)
         for name in TARGETS[start:] + TARGETS[:start]:
-            child = children.get(name)
+            owner = name.removesuffix(SERVER_OF)
+            child = children.get(owner)
             if child is None or child.pid is None or child.state != UP:
                 continue
-            if name in self._paused or (fault.kind == "kill" and not self._may_kill(name)):
+            if name in self._paused or (fault.kind == "kill" and not self._may_kill(owner)):
                 continue
-            record.target, record.pid = name, child.pid
+            pid = child.pid if owner == name else _child_of(child.pid)
+            if pid is None:
+                continue
+            record.target, record.pid, record.owner_pid = name, pid, child.pid
             break
         else:
             record.skipped = "no running target"
             return
         if fault.kind == "kill":
-            self._kills.setdefault(record.target, []).append(self.now())
+            # A server's death restarts its app: it counts against the app's intensity.
+            self._kills.setdefault(record.target.removesuffix(SERVER_OF), []).append(self.now())
             killed_at = time.monotonic()
             _signal(record.pid, signal.SIGKILL)
             nursery.start_soon(self._recovery, record, killed_at)
@@ -251,8 +264,8 @@ class Injector:
             while True:
                 for child in await trio.to_thread.run_sync(self.status):
                     if (
-                        child.name == record.target
-                        and child.pid not in (None, record.pid)
+                        child.name == record.target.removesuffix(SERVER_OF)
+                        and child.pid not in (None, record.pid, record.owner_pid)
                         and child.state == UP
                     ):
                         record.recovery_ms = (time.monotonic() - killed_at) * 1000
@@ -265,6 +278,19 @@ class Injector:
         for record in self.done:
             if record.fault.kind == "pause" and record.pid is not None:
                 _signal(record.pid, signal.SIGCONT)
+
+
+def _child_of(pid: int) -> int | None:
+    """A process's first child (an MCP app's server), or None, from `/proc`: any of its
+    threads may have started it (trio starts a process from a worker thread)."""
+    children: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children += [int(c) for c in f.read().split()]
+    except OSError:
+        return None
+    return min(children) if children else None
 
 
 def _signal(pid: int, sig: int) -> None:

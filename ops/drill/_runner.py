@@ -61,6 +61,7 @@ from ._exercise import Exercise, Setup, Stage
 from ._faults import KINDS, Fault, Injector, plan
 from ._installs import Installs
 from ._mcp import McpClients
+from ._mcp_apps import McpApps
 from ._proxy import LinkProxy
 from ._report import percentile, timeline_svg
 from ._surfaces import SurfacesExercise
@@ -84,6 +85,7 @@ EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {
     "installs": Installs,
     "dev_reloads": DevReloads,
     "mcp": McpClients,
+    "mcp_apps": McpApps,
 }
 
 
@@ -199,8 +201,14 @@ async def _start_runtime(run: Run, runtime_dir: Path, appserver_port: int) -> tr
         "--dev-app",
         str(DRILL_APP),
     ]
+    tail: list[str] = []  # arguments ending in `-- COMMAND…` (an MCP server's) end the line
     for exercise in run.exercises:
-        command += exercise.prepare(run.setup)
+        extra = exercise.prepare(run.setup)
+        if "--" in extra:
+            tail = extra
+        else:
+            command += extra
+    command += tail
     env = {**os.environ, "LINEUP_LOG": os.environ.get("LINEUP_LOG", "WARNING")}
     process = await trio.lowlevel.open_process(
         command, stdout=subprocess.PIPE, stderr=log_file, env=env

@@ -73,7 +73,10 @@ async def test_the_agent_sees_the_servers_tools_and_gets_one_result_per_call(
         # under its mapped name.
         assert set(ours) == {
             f"{SCOPE}.{n}"
-            for n in ("add", "fail", "slow", "nap", "probe", "ask_model", "grow", "get_time")
+            for n in (
+                *("add", "fail", "slow", "nap", "probe", "ask_model", "grow", "get_time"),
+                *("ask", "ask_url", "client_elicitation"),
+            )
         }
         assert ours[f"{SCOPE}.add"]["input_schema"]["required"] == ["a", "b"]
 

@@ -1,7 +1,7 @@
 """A short drill in the suite: the real runtime under dozens of seeded faults of every kind
-(SIGKILL and SIGSTOP of every child, the AppServer's included; the link cut, slowed and
-failing), with the Agent's questions answered, dismissed and left to expire, then every
-invariant checked from the AppServer's record and the store.
+(SIGKILL and SIGSTOP of every child, the AppServer's included, and of an MCP app's server;
+the link cut, slowed and failing), with the Agent's questions answered, dismissed and left to
+expire, then every invariant checked from the AppServer's record and the store.
 
 The seed is random unless LINEUP_DRILL_SEED is set; a failure prints it and the command that
 replays the run.
@@ -22,7 +22,15 @@ from lineup.ops.drill._mcp import IN_FLIGHT
 from lineup.ops.drill._prompts import ENDINGS as CAPABILITY_ENDINGS
 from lineup.ops.drill._prompts import RESTARTED
 
-EXERCISE_APPS = frozenset({"miniapp:drillpkg", "miniapp:drilldev", "miniapp:drill-pad"})
+EXERCISE_APPS = frozenset(
+    {
+        "miniapp:drillpkg",
+        "miniapp:drilldev",
+        "miniapp:drill-pad",
+        "miniapp:drillmcp",
+        "miniapp:drillmcp/server",
+    }
+)
 
 
 @pytest.mark.timeout(300)
@@ -73,6 +81,10 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     # At least a call a slot: a seed whose link faults come early backs the load up, and the
     # MCP client, which waits for each answer, then gets few (the load's backlog goes first).
     assert mcp["by_method"].get("tools/call", 0) >= IN_FLIGHT, f"seed {seed}: {mcp}"
+    # The MCP app's calls (its adapter and server killed and paused among the targets): each
+    # answered once, its own number or a stable code (the invariant); some answered whole.
+    mcp_apps = report["exercises"]["mcp_apps"]
+    assert mcp_apps["by_outcome"].get("ok", 0) > 0, f"seed {seed}: {mcp_apps}"
 
     # The Agent asked, and every ending its script plans happened at least once, the expiries
     # too (asked first, they end after this short load, and quiescence waits for them).

@@ -6,14 +6,19 @@ Its tools: `add` (structured output), `fail` (an `isError` result), `slow` (prog
 line, then waits until cancelled), `nap` (progress, then a sleep), `probe` (what the sandbox
 lets it reach: a path, the network), `ask_model` (sampling, which LineUp refuses), `grow` (adds
 `extra`, then `notifications/tools/list_changed`), `getTime` (a name LineUp's rule refuses as
-written).
+written), `ask` (`elicitation/create` with the form it is given, answering what the client
+said), `ask_url` (a URL-mode elicitation), `client_elicitation` (the elicitation capability the
+client declared). `slow` writes `slow cancelled <request id>` on stderr (the app's log) when
+the client cancels it (`notifications/cancelled`): the proof that the cancellation reached it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -37,7 +42,12 @@ async def slow(steps: int, ctx: Context) -> str:
     await ctx.info("slow started")
     for step in range(steps):
         await ctx.report_progress(step + 1, steps)
-    await anyio.sleep_forever()
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        # Only the client's `notifications/cancelled` cancels a handler of a live session.
+        print(f"slow cancelled {ctx.request_id}", file=sys.stderr, flush=True)
+        raise
     return "never"
 
 
@@ -86,6 +96,34 @@ async def grow(ctx: Context) -> str:
     server.add_tool(extra, description="Added by `grow`.")
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.tool(description="Ask the user the form `schema` (elicitation); answer what came back.")
+async def ask(message: str, schema: dict[str, Any], ctx: Context, hold: bool = False) -> str:
+    # `hold`: the question outlives a cancelled call (the server never withdraws it), as a
+    # server whose handler does not pass its cancellation on to its own requests.
+    with anyio.CancelScope(shield=hold):
+        result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+    return json.dumps(result.model_dump(mode="json", exclude_none=True), sort_keys=True)
+
+
+@server.tool(description="Ask the client to send the user to a URL (URL-mode elicitation).")
+async def ask_url(ctx: Context) -> str:
+    try:
+        result = await ctx.session.elicit_url(
+            "Sign in", "https://example.com/", "e-1", related_request_id=ctx.request_id
+        )
+    except Exception as exc:
+        return f"refused: {exc}"
+    return str(result.action)
+
+
+@server.tool(description="The elicitation capability the client declared.")
+def client_elicitation(ctx: Context) -> str:
+    caps = ctx.session.client_capabilities
+    found = caps.elicitation if caps is not None else None
+    dumped = None if found is None else found.model_dump(mode="json", exclude_none=True)
+    return json.dumps(dumped)
 
 
 @server.tool(name="getTime", description="A camelCase name.")

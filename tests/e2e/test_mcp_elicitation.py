@@ -1,0 +1,240 @@
+"""An MCP server's `elicitation/create` is a standard interaction the user answers in LineUp
+(issue 31), and a LineUp cancellation of a running MCP call reaches its server as
+`notifications/cancelled`. Our own server (`tests/support/mcp_server`) run as an MCP app; the
+user's answers come as the Shell's frames over its WebSocket (the clicks are
+`tests/browser/test_mcp_elicitation_e2e.py`'s). Real processes: the tree, the adapter, the
+server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from lineup.actors.kernel import ActorKind
+from lineup.sdk.manifest import load_manifest, manifest_json
+from lineup.supervisor._mcp_probe import dev_mcp
+from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.shell import ShellClient, connect_shell
+from lineup.tests.support.tree import attach, audit_rows
+
+from .test_mcp_app import SCOPE, SERVER, _logged
+
+RESULT = "lineup.v1.tool.result"
+WAIT = 30.0
+pytestmark = pytest.mark.timeout(120)
+
+CHOICE_FORM = {
+    "type": "object",
+    "properties": {
+        "color": {
+            "type": "string",
+            "title": "Colour",
+            "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}],
+        }
+    },
+    "required": ["color"],
+}
+INPUT_FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "maxLength": 40},
+        "age": {"type": "integer", "title": "Age", "minimum": 0, "maximum": 150},
+        "subscribe": {"type": "boolean", "title": "Subscribe"},  # optional: left out
+    },
+    "required": ["name"],
+}
+REQUIRED_BOOLEAN_FORM = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "agree": {"type": "boolean"}},
+    "required": ["agree"],
+}
+
+
+class Scene:
+    def __init__(self, runtime: Runtime, agent: AgentView, revision: str, shell: ShellClient):
+        self.runtime, self.agent, self.revision, self.shell = runtime, agent, revision, shell
+
+    async def start(self, call_id: str, tool: str, args: dict[str, Any]) -> None:
+        await self.agent.client.call_tool(
+            CONVERSATION, f"{SCOPE}.{tool}", args, self.revision, call_id=call_id
+        )
+
+    async def result(self, call_id: str) -> Any:
+        done = await self.agent.terminal(call_id)
+        assert done["type"] == RESULT, done
+        return done["payload"]["result"]["result"]
+
+    async def card(self, kind: str) -> dict[str, Any]:
+        """The app's open question of `kind`, once the Shell was sent it."""
+        with trio.fail_after(WAIT):
+            await self.shell.wait_until(lambda shell: _open_card(shell, kind) is not None)
+        found = _open_card(self.shell, kind)
+        assert found is not None
+        return found
+
+    async def answer(self, card: dict[str, Any], answer: dict[str, Any]) -> None:
+        frame = {
+            "type": "interaction.answer",
+            "interaction_id": card["interaction_id"],
+            "answer": answer,
+        }
+        await self.shell.send(frame)
+
+
+def _open_card(shell: ShellClient, kind: str) -> dict[str, Any] | None:
+    views: dict[str, dict[str, Any]] = {}
+    for frame in shell.frames:
+        if frame.get("type") == "shell.interactions":
+            for view in frame["interactions"]:
+                views[view["interaction_id"]] = view
+    for view in views.values():
+        if (
+            view["owner_scope"] == SCOPE
+            and view["kind"] == kind
+            and view["state"] in ("pending", "presented")
+        ):
+            return view
+    return None
+
+
+async def _scene(nursery: trio.Nursery, data_dir: Path, *, short_ms: int = 0) -> Scene:
+    """The runtime with our server; with `short_ms`, its `slow` and `ask` calls' deadline."""
+    rt = data_dir / "rt"
+    rt.mkdir(mode=0o700, parents=True)
+    entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
+    if short_ms:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
+        path = Path(entry["manifest"])
+        manifest = load_manifest(json.loads(path.read_text()))
+        shortened = {f"{SCOPE}.slow", f"{SCOPE}.ask"}
+        tools = tuple(
+            t.model_copy(update={"timeout_ms": short_ms}) if t.method in shortened else t
+            for t in manifest.tools
+        )
+        path.write_text(manifest_json(manifest.model_copy(update={"tools": tools})))
+    runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=40.0)
+    return Scene(runtime, agent, await agent.revision_with(f"{SCOPE}.ask"), shell)
+
+
+async def test_an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        s = await _scene(nursery, data_dir)
+        # Form mode only: the capability LineUp declares is what it can do.
+        await s.start("caps", "client_elicitation", {})
+        assert json.loads(await s.result("caps")) == {"form": {}}
+
+        await s.start("choose", "ask", {"message": "Pick one", "schema": CHOICE_FORM})
+        card = await s.card("choice")
+        asked = card["request"]
+        assert (asked["title"], asked["prompt"]) == ("Our Test Server", "Pick one")  # its name
+        assert [a["label"] for a in card["request"]["actions"]] == ["Red", "Green"]
+        await s.answer(card, {"action_ids": ["o1"]})
+        assert json.loads(await s.result("choose")) == {
+            "action": "accept",
+            "content": {"color": "g"},
+        }
+
+        await s.start("fill", "ask", {"message": "Who?", "schema": INPUT_FORM})
+        card = await s.card("input")
+        fields = card["request"]["fields"]
+        assert [(f["label"], f["type"], f["required"]) for f in fields] == [
+            ("Name", "text", True),
+            ("Age", "number", False),
+        ]
+        await s.answer(card, {"values": {"f0": "Ada", "f1": 36}})
+        assert json.loads(await s.result("fill")) == {
+            "action": "accept",
+            "content": {"name": "Ada", "age": 36},
+        }
+
+        await s.start("refuse", "ask", {"message": "Who?", "schema": INPUT_FORM})
+        card = await s.card("input")
+        await s.answer(card, {"cancelled": True})  # the card's Cancel
+        assert json.loads(await s.result("refuse")) == {"action": "decline"}
+        await s.agent.settle()
+        for call_id in ("caps", "choose", "fill", "refuse"):
+            assert len(s.agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        s = await _scene(nursery, data_dir)
+        await s.start("bool", "ask", {"message": "Agree?", "schema": REQUIRED_BOOLEAN_FORM})
+        assert json.loads(await s.result("bool")) == {"action": "decline"}
+        await s.start("url", "ask_url", {})
+        assert "mcp_elicitation_url_unsupported" in await s.result("url")
+        reader = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "reader")
+        wanted = {"mcp_elicitation_unsupported", "mcp_elicitation_url_unsupported"}
+        rows = await audit_rows(
+            reader,
+            lambda rows: wanted <= {r.code for r in rows},
+            peer=f"miniapp:{SCOPE}",
+        )
+        assert wanted <= {r.code for r in rows if r.event.startswith("focus.app_reported")}
+        assert _open_card(s.shell, "confirm") is None  # nothing was asked of the user
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        s = await _scene(nursery, data_dir, short_ms=3000)
+        await s.start("slow-1", "slow", {"steps": 1})
+        ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
+        assert (ended["type"], ended["payload"]["code"]) == (
+            "lineup.v1.tool.error",
+            "operation_expired",
+        )
+        # The server heard `notifications/cancelled` for that request, its session still up.
+        await _logged(data_dir / "rt" / "logs" / f"{SCOPE}.log", "slow cancelled")
+        await s.start("add-after", "add", {"a": 1, "b": 2})
+        done = await s.agent.terminal("add-after")
+        assert done["payload"]["result"] == {"result": 3}
+        await s.agent.settle()
+        assert len(s.agent.of_call("slow-1", RESULT, "lineup.v1.tool.error")) == 1
+        log = (data_dir / "rt" / "logs" / f"{SCOPE}.log").read_text()
+        assert log.count("slow cancelled") == 1
+        assert "server starting" in log and log.count("server starting") == 1  # not restarted
+        nursery.cancel_scope.cancel()
+
+
+def _ended_card(shell: ShellClient, kind: str) -> bool:
+    return any(
+        view["owner_scope"] == SCOPE and view["kind"] == kind and view["state"] == "cancelled"
+        for frame in shell.frames
+        if frame.get("type") == "shell.interactions"
+        for view in frame["interactions"]
+    )
+
+
+async def test_a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(
+    data_dir: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        s = await _scene(nursery, data_dir, short_ms=3000)
+        # A server that does not withdraw its question when its call is cancelled (`hold`).
+        await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
+        ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered
+        assert (ended["type"], ended["payload"]["code"]) == (
+            "lineup.v1.tool.error",
+            "operation_expired",
+        )
+        # The card does not outlive its call: the user is not left a question nobody waits for.
+        with trio.fail_after(WAIT):
+            await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
+        await s.agent.settle()
+        assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1
+        nursery.cancel_scope.cancel()
