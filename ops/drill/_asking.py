@@ -202,9 +202,49 @@ class Asker:
             scripts += ["expire", "expire_race"]
         return kind, rng.choice(scripts)
 
-    async def _ask(self, client: Any, rng: random.Random, left: float) -> None:
+    async def ask_the_starved(self, client: Any, seconds: float) -> None:
+        """After the load: each script (but the expiring ones) none of whose questions ended
+        but refused stale is asked once more, in the conversation itself, within `seconds`.
+        Under the link's faults, with the exercises changing the inventory every few seconds,
+        the Agent can stay behind it for a whole short load, and a script be refused stale
+        every time; once the load is over nothing changes the inventory, and the question is
+        taken, so every ending the scripts plan is seen (the long drill sees each many times)."""
+        rng = random.Random(self.seed + 5)
+        # A question taken ends within seconds (answered, cancelled, dismissed); one still
+        # open after that is not known to be refused, and its script is not asked again.
+        with trio.move_on_after(_STALE_WAIT_S):
+            for plan in list(self.plans.values()):
+                if plan.script not in EXPIRING:
+                    await self.agent.final(plan.call_id)
+        async with trio.open_nursery() as nursery:
+            for script in self._starved():
+                kinds = ("choice", "input") if script == "cancel" else KINDS[1:]
+                drawn = (kinds[rng.randrange(len(kinds))], script)
+                nursery.start_soon(self._ask, client, rng, seconds, drawn)
+
+    def _starved(self) -> list[Script]:
+        """The scripts each of whose questions (of a kind that shows its script, in the
+        conversation or a real sub-session) ended refused stale."""
+        taken: dict[Script, bool] = {}  # script -> one of its questions was not refused stale
+        for plan in self.plans.values():
+            if plan.kind == "notice" or plan.bogus or plan.script in EXPIRING:
+                continue
+            final = self.agent.ended(plan.call_id)
+            stale = final is not None and (final.get("payload") or {}).get("code") == STALE
+            taken[plan.script] = taken.get(plan.script, False) or not stale
+        return [script for script, was in taken.items() if not was]
+
+    async def _ask(
+        self,
+        client: Any,
+        rng: random.Random,
+        left: float,
+        drawn: tuple[str, Script] | None = None,
+    ) -> None:
+        """Ask one question, its kind and script drawn (or `drawn`: then in the conversation
+        itself), again while it is refused stale, within `left` seconds."""
         n, self._n = self._n, self._n + 1
-        kind, script = self._draw(rng, n, left)
+        kind, script = drawn or self._draw(rng, n, left)
         tool_input = request_for(kind, n)
         if kind != "notice":
             short = script in EXPIRING
@@ -212,9 +252,9 @@ class Asker:
         draw = rng.random()
         sessions = sorted(self.agent.sessions)
         session: str | None = None
-        if draw < 0.05 and n >= len(OPENING):
+        if drawn is None and draw < 0.05 and n >= len(OPENING):
             session = BOGUS_SESSION
-        elif draw < 0.35 and sessions:
+        elif drawn is None and draw < 0.35 and sessions:
             session = sessions[rng.randrange(len(sessions))]
         extra = {}
         if session is not None:

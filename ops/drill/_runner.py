@@ -76,6 +76,7 @@ AGENT_ID: Final = "demo-agent"
 AGENT_SECRET: Final = "demo-secret"
 _STARTUP_S: Final = 30.0
 _STOP_S: Final = 30.0
+STARVED_ASK_S: Final = 30.0  # a script's last question, after the load (`Asker.ask_the_starved`)
 # The parts of the product the drill drives besides its core load (`_exercise`), by name: each
 # is made from the run's seed.
 EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {
@@ -282,6 +283,9 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         # Questions of the shortest expiry asked near the start of a short run are due after
         # the load: the bound on quiescence counts from when the last of them is.
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
+        expiries_due = trio.current_time() + run.expiry_wait_s
+        if options.ask_rate > 0:
+            await run.asker.ask_the_starved(client, STARVED_ASK_S)
         db = runtime_dir / "lineup.db"
 
         async def busy() -> int:
@@ -290,12 +294,7 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
                 left += await exercise.unsettled(stage)
             return left
 
-        run.quiet = await _quiesce(
-            run,
-            busy,
-            trio.current_time() + run.expiry_wait_s,
-            options.quiesce_timeout,
-        )
+        run.quiet = await _quiesce(run, busy, expiries_due, options.quiesce_timeout)
         run.quiescence_s = time.monotonic() - quiet_from
         nursery.cancel_scope.cancel()
 

@@ -190,6 +190,10 @@ class LoadAgent:
         while self.revision == revision:
             await self._news.wait()
 
+    def ended(self, call_id: str) -> dict[str, Any] | None:
+        """The first terminal message of `call_id`, if it has arrived."""
+        return self._finals.get(call_id)
+
     async def final(self, call_id: str) -> dict[str, Any]:
         """The first terminal message of `call_id`, once it has arrived."""
         while call_id not in self._finals:

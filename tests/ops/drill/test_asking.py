@@ -56,9 +56,15 @@ class FakeAgent:
     posted: list[tuple[float, wire.ToolCallPayload]] = field(default_factory=list)
     dismissed: list[str] = field(default_factory=list)
     stale: set[str] = field(default_factory=set)  # call ids the runtime refuses as stale
+    all_stale: bool = False  # every call posted meanwhile is refused stale
 
     async def revision_other_than(self, revision: str) -> None:
         await trio.sleep_forever()  # no install here: the re-ask waits out its bound
+
+    def ended(self, call_id: str) -> dict[str, Any] | None:
+        if call_id in self.stale:
+            return {"type": "lineup.v1.tool.error", "payload": {"code": STALE}}
+        return None
 
     async def final(self, call_id: str) -> dict[str, Any]:
         if call_id in self.stale:
@@ -74,6 +80,8 @@ class FakeAgent:
     ) -> None:
         assert tool == payload.tool and call_id == payload.call_id
         self.posted.append((trio.current_time(), payload))
+        if self.all_stale:
+            self.stale.add(call_id)
 
     async def post_until_taken(self, client: object, envelope: dict[str, Any], key: str) -> None:
         self.dismissed.append(str(envelope["payload"]["call_id"]))
@@ -137,3 +145,28 @@ async def test_a_question_refused_for_a_stale_revision_is_asked_again_with_its_s
     assert {(p.kind, p.script) for p in first} == {(first[0].kind, OPENING[0])}
     posted = [payload.call_id for _, payload in agent.posted]
     assert posted.count(f"call-drill-{seed}-ask0-2") == 1
+
+
+async def test_after_the_load_a_script_refused_stale_every_time_is_asked_once_more(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The whole short load refused stale (the Agent behind an inventory that kept changing):
+    once the load is over each script but the expiring ones is asked again, once, in the
+    conversation itself; a script one of whose questions was taken is not."""
+    mock_clock.autojump_threshold = 0
+    agent = FakeAgent(all_stale=True)
+    asker = Asker(agent, 11)  # type: ignore[arg-type]
+    await asker.drive(10, 1.0, client=None)
+    taken = next(p for p in asker.plans.values() if p.script == "answer" and p.kind != "notice")
+    agent.stale.discard(taken.call_id)
+    agent.all_stale = False
+    before = set(asker.plans)
+    with trio.move_on_after(60):  # each question then waits for its end, which never comes
+        await asker.ask_the_starved(client=None, seconds=30)
+    again = [asker.plans[c] for c in asker.plans if c not in before]
+    assert sorted(p.script for p in again) == sorted(
+        set(SCRIPTS) - {"expire", "expire_race", "answer"}
+    )
+    for plan in again:
+        assert plan.kind != "notice" and not plan.bogus and plan.app_session_id is None
+        assert plan.script != "cancel" or plan.kind in ("choice", "input")
