@@ -221,11 +221,7 @@ class McpAppHost(MiniAppHost):
 
     def _progress_of(self, call_id: str) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:
-            report: dict[str, Any] = {"progress": done}
-            if total is not None:
-                report["total"] = total
-            if message:
-                report["message"] = message[:200]
+            report = _progress_report(done, total, message)
             try:
                 await self.progress(call_id, report)
             except LineUpError as exc:
@@ -301,11 +297,7 @@ class McpAppHost(MiniAppHost):
 
     def _ui_progress_of(self, call_id: str) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:
-            report: dict[str, Any] = {"progress": done}
-            if total is not None:
-                report["total"] = total
-            if message:
-                report["message"] = message[:200]
+            report = _progress_report(done, total, message)
             try:
                 told = p.UiToolProgressRequest(call_id=call_id, progress=report)
                 await self.call("focus", told, p.CommandReceipt)
@@ -321,6 +313,16 @@ class McpAppHost(MiniAppHost):
     def _enqueue(self, event: Message) -> None:
         # An MCP server has no hooks for the runtime's events (deliveries, UI, modes): dropped.
         log.debug("sdk.mcp_event_dropped type=%s", event.TYPE)
+
+
+def _progress_report(done: float, total: float | None, message: str | None) -> dict[str, Any]:
+    """An MCP progress notification as LineUp's progress (its message bounded)."""
+    report: dict[str, Any] = {"progress": done}
+    if total is not None:
+        report["total"] = total
+    if message:
+        report["message"] = message[:200]
+    return report
 
 
 async def list_tools(session: ClientSession) -> list[dict[str, Any]]:
