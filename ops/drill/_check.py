@@ -21,7 +21,15 @@ import apsw
 from lineup.actors.store.messages import FINAL_TOOL_CALL_STATES
 from lineup.facts.interactions import FINAL as FINAL_INTERACTIONS
 
-__all__ = ["ENDINGS", "Evidence", "Expected", "Invariant", "check", "interaction_endings"]
+__all__ = [
+    "ENDINGS",
+    "Evidence",
+    "Expected",
+    "Invariant",
+    "check",
+    "interaction_endings",
+    "to_agent",
+]
 
 TERMINAL_STATES: Final = FINAL_TOOL_CALL_STATES
 TERMINAL_TYPES: Final = frozenset({"lineup.v1.tool.result", "lineup.v1.tool.error"})
@@ -138,6 +146,15 @@ class Evidence:
                 for (i,) in db.execute("SELECT instance_id FROM focus_stack ORDER BY position")
             ]
         return evidence
+
+
+def to_agent(runtime_dir: Path) -> list[dict[str, Any]]:
+    """Every message the AppServer passed to the Agent, in order (its record, read-only)."""
+    with _readonly(runtime_dir / "devserver.db") as db:
+        rows = db.execute(
+            "SELECT envelope FROM messages WHERE direction = 'to_agent' ORDER BY position"
+        ).fetchall()
+    return [json.loads(str(envelope)) for (envelope,) in rows]
 
 
 class _readonly:

@@ -17,19 +17,17 @@ inventory ever listed a tool of a state that does not import.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import apsw
 import trio
 
 from lineup import wire
 
 from ._app_source import app_source
-from ._check import Invariant
+from ._check import Invariant, to_agent
 from ._exercise import QUIET_START_S, Setup, Stage, lineup_command
 
 __all__ = ["DevReloads", "check_dev_reloads", "dev_tools"]
@@ -168,16 +166,8 @@ class DevReloads:
 
 def _inventories(runtime_dir: Path) -> list[frozenset[str]]:
     """The app's tools in every inventory the AppServer passed to the Agent, in order."""
-    connection = apsw.Connection(str(runtime_dir / "devserver.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        rows = connection.execute(
-            "SELECT envelope FROM messages WHERE direction = 'to_agent' ORDER BY position"
-        ).fetchall()
-    finally:
-        connection.close()
-    inventories = []
-    for (envelope,) in rows:
-        body = json.loads(str(envelope))
-        if body.get("type") == INVENTORY:
-            inventories.append(dev_tools(body.get("payload") or {}))
-    return inventories
+    return [
+        dev_tools(body.get("payload") or {})
+        for body in to_agent(runtime_dir)
+        if body.get("type") == INVENTORY
+    ]

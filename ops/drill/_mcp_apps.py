@@ -19,7 +19,6 @@ invariants cover the same calls as any other: one terminal, a final state in the
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from collections import Counter
@@ -27,12 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import apsw
 import trio
 
 from lineup import wire
 
-from ._check import Invariant
+from ._check import Invariant, to_agent
 from ._exercise import Setup, Stage
 
 __all__ = ["SCOPE", "SERVER_DIR", "McpApps", "check_mcp_app_calls"]
@@ -136,16 +134,8 @@ class McpApps:
 
 def _terminals(runtime_dir: Path, call_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
     """The terminal messages of `call_ids` the AppServer passed to the Agent."""
-    connection = apsw.Connection(str(runtime_dir / "devserver.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        rows = connection.execute(
-            "SELECT envelope FROM messages WHERE direction = 'to_agent' ORDER BY position"
-        ).fetchall()
-    finally:
-        connection.close()
     found: dict[str, list[dict[str, Any]]] = {}
-    for (envelope,) in rows:
-        body = json.loads(str(envelope))
+    for body in to_agent(runtime_dir):
         call_id = (body.get("payload") or {}).get("call_id")
         if body.get("type") in _TERMINALS and call_id in call_ids:
             found.setdefault(call_id, []).append(body)
