@@ -379,18 +379,22 @@ async def test_the_supervisors_restoring_and_stopping_show_over_the_links_state(
         nursery.cancel_scope.cancel()
 
 
-class SlowViews(FakeBus):
-    """Focus answers the greeting's views only once `release` is set."""
+class Held(FakeBus):
+    """A request of type `kind` is answered only once `release` is set: by `reply` if given,
+    else as `FakeBus` answers it."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: type[Message], reply: Message | None = None) -> None:
         super().__init__()
+        self.kind, self.reply = kind, reply
         self.asked = trio.Event()
         self.release = trio.Event()
 
     async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
-        if isinstance(body, ViewsRequest):
+        if isinstance(body, self.kind):
             self.asked.set()
             await self.release.wait()
+            if self.reply is not None:
+                return self.reply
         return await super().request(peer, body, **kwargs)
 
 
@@ -400,7 +404,7 @@ async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the
     """The runtime became ready while a (re)connecting Shell's greeting waited on focus: the
     change was broadcast to the socket first, and the hello after it must not say the older
     state (the tab left open said Restoring… for good)."""
-    bus = SlowViews()
+    bus = Held(ViewsRequest)  # focus answers the greeting's views once released
     async with trio.open_nursery() as nursery:
         actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
         actor.on_runtime_state(*told("supervisor", state="restoring"))
@@ -421,31 +425,16 @@ async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the
         nursery.cancel_scope.cancel()
 
 
-class CrossingState(FakeBus):
-    """The transport answers a greeting's state request with `synchronizing`, entered at 1, but
-    the reply is handed over only after the tell of `online`, entered at 2, was handled: the
-    two crossed on the way, as they do under load."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked = trio.Event()
-        self.release = trio.Event()
-
-    async def request(self, peer: str, body: Message, **kwargs: Any) -> Message:
-        if isinstance(body, RuntimeStateRequest):
-            self.asked.set()
-            await self.release.wait()
-            return RuntimeStateReply(state="synchronizing", since_ns=1)
-        return await super().request(peer, body, **kwargs)
-
-
 async def test_a_state_reply_older_than_a_tell_it_crossed_does_not_overwrite_it(
     tmp_path: Path,
 ) -> None:
     """After a restart under load, the Shell said Synchronizing… for good: the transport had
     told `online` (once; it tells a state once) while the greeting's reply, older, was on its
     way, and the reply overwrote it."""
-    bus = CrossingState()
+    # The transport answers the greeting's state request with `synchronizing`, entered at 1,
+    # but the reply is handed over only after the tell of `online`, entered at 2, was handled:
+    # the two crossed on the way, as they do under load.
+    bus = Held(RuntimeStateRequest, RuntimeStateReply(state="synchronizing", since_ns=1))
     async with trio.open_nursery() as nursery:
         actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
         async with open_shell_socket(shell_at(port, TOKEN)) as ws:
