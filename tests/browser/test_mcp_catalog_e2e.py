@@ -2,7 +2,7 @@
 catalog holds the bundle `make run`'s builder makes of it (`lineup.ops.catalog` packs the pinned
 `@modelcontextprotocol/server-basic-vanillajs` with `lineup app pack-mcp` and its
 `MCP_SERVERS` arguments, `tests/ops/test_catalog.py` proves it; here the same pack, made once
-for the test session, `lineup.tests.support.mcp_packs`), the App Registry
+for the test session, `lineup.tests.support.session_builds`), the App Registry
 lists the server among the Available apps, the user installs it with the keyboard and allows it
 in the runtime's prompt, and the Agent's call of its tool gets one result from the server,
 which runs in the sandbox from its installed folder, offline, and opens the server's own UI,
@@ -22,8 +22,8 @@ from lineup.facts.npm_pins import BASIC_VANILLAJS
 from lineup.ops.catalog import MCP_SERVERS
 from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.bundles import write_catalog
-from lineup.tests.support.mcp_packs import MCP_PACK_KEY, shared_pack
 from lineup.tests.support.runtime import CONVERSATION
+from lineup.tests.support.session_builds import MCP_PACK_KEY, shared_pack
 
 from .conftest import ShellPage
 from .test_app_registry_catalog_e2e import available

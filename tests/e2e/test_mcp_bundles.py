@@ -32,8 +32,8 @@ from lineup.tests.support.bundles import (
     trust,
     write_catalog,
 )
-from lineup.tests.support.mcp_packs import MCP_PACK_KEY, pack_mcp, shared_pack
 from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.session_builds import MCP_PACK_KEY, pack_mcp, shared_pack
 from lineup.tests.support.tree import attach
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server"

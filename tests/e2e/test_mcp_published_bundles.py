@@ -18,9 +18,9 @@ from lineup.actors.kernel import ActorKind
 from lineup.sdk.bundle import SigningKey
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import install, manifest_in, start_delivery, trust
-from lineup.tests.support.mcp_packs import pack_mcp
 from lineup.tests.support.mcp_time_app import MCP_REACT_APP_PACKAGE
 from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.session_builds import pack_mcp
 from lineup.tests.support.tree import attach
 
 from .test_mcp_everything import EVERYTHING

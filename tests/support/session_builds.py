@@ -1,5 +1,5 @@
-"""`lineup app pack-mcp` for the tests: run as a user runs it, and, for the tests that only need
-its bundle, once per test session.
+"""What several tests build the same way, built once per test session: an MCP server packed by
+`lineup app pack-mcp`, and the local catalog `make run` offers.
 
 Theory of operation
 -------------------
@@ -7,6 +7,9 @@ Theory of operation
 a published server costs an `npm install` and a sandboxed listing (seconds, more under load),
 and several tests need the same pinned server packed the same way: `shared_pack(factory, key,
 ARGS)` packs it once per test session and hands every later caller the same bytes.
+`make_run_catalog(factory)` is `lineup.ops.catalog.build` of the examples and its MCP servers
+(every example and the server packed, each in a process of its own), built once per session
+for the browser tests that install from it; they only read it.
 
 xdist's workers are separate processes of one session: they share the parent of their base
 temporary folders (`popen-gwN/..`, a folder of this session alone, which pytest's own clean-up
@@ -18,6 +21,8 @@ temporary name and renamed, so a killed pack leaves nothing a later caller would
 xdist the session's own base folder is used. A bundle is never reused across sessions: LineUp's
 code and npm's resolution of a pin's dependencies may have changed in between.
 
+The catalog is built the same way, under its own lock, and marked built only once whole.
+
 A test whose claim is the pack (what pack-mcp writes) may still take the shared bundle: it
 was written by the real pack-mcp, in this session, with this code and these arguments.
 """
@@ -28,6 +33,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +80,25 @@ def shared_pack(factory: pytest.TempPathFactory, key: SigningKey, *args: str) ->
             pack_mcp(*args[:at], "--key", str(key_file), "--out", str(fresh), *args[at:])
             os.rename(fresh, bundle)
     return bundle.read_bytes()
+
+
+EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
+
+
+def make_run_catalog(factory: pytest.TempPathFactory) -> Path:
+    """The folder of the catalog `make run` offers (`lineup.ops.catalog.build` of the examples
+    and `MCP_SERVERS`, with a development key of its own), built once per test session."""
+    from lineup.ops.catalog import build
+
+    folder = _session_folder(factory) / "make-run-catalog"
+    with (_session_folder(factory) / "make-run-catalog.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "built").is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that did not finish
+            folder.mkdir()
+            build(folder / "catalog", folder / "key" / "lineup-dev", EXAMPLES)
+            (folder / "built").touch()
+    return folder / "catalog"
 
 
 def _session_folder(factory: pytest.TempPathFactory) -> Path:
