@@ -31,10 +31,10 @@ import pytest
 import trio
 from playwright.sync_api import Frame, FrameLocator, Locator, Page, expect
 
-from lineup.ops.catalog import build
 from lineup.tests.support.agent_view import FINALS, AgentView
 from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.runtime import CONVERSATION
+from lineup.tests.support.session_builds import make_run_catalog
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import (
@@ -83,11 +83,10 @@ STROKES: Final = (
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The catalog `make run` would offer: every example packed and signed (once a module)."""
-    root = tmp_path_factory.mktemp("catalog")
-    out = root / "catalog"
-    wrote = build(out, root / "key" / "lineup-dev", EXAMPLES)
-    assert BUNDLE in wrote
+    """The catalog `make run` would offer: every example and its MCP server packed and signed
+    (once a test session, `lineup.tests.support.session_builds`)."""
+    out = make_run_catalog(tmp_path_factory)
+    assert (out / BUNDLE).is_file()
     return out
 
 

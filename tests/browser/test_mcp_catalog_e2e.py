@@ -1,6 +1,8 @@
 """The MCP server `make run` offers, in real Chromium against the real runtime (issue 31): the
-catalog is built as `make run` builds it (`lineup.ops.catalog`, which packs the pinned
-`@modelcontextprotocol/server-basic-vanillajs` with `lineup app pack-mcp`), the App Registry
+catalog holds the bundle `make run`'s builder makes of it (`lineup.ops.catalog` packs the pinned
+`@modelcontextprotocol/server-basic-vanillajs` with `lineup app pack-mcp` and its
+`MCP_SERVERS` arguments, `tests/ops/test_catalog.py` proves it; here the same pack, made once
+for the test session, `lineup.tests.support.session_builds`), the App Registry
 lists the server among the Available apps, the user installs it with the keyboard and allows it
 in the runtime's prompt, and the Agent's call of its tool gets one result from the server,
 which runs in the sandbox from its installed folder, offline, and opens the server's own UI,
@@ -17,9 +19,11 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.facts.npm_pins import BASIC_VANILLAJS
-from lineup.ops.catalog import MCP_SERVERS, build
+from lineup.ops.catalog import MCP_SERVERS
 from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.bundles import write_catalog
 from lineup.tests.support.runtime import CONVERSATION
+from lineup.tests.support.session_builds import MCP_PACK_KEY, shared_pack
 
 from .conftest import ShellPage
 from .test_app_registry_catalog_e2e import available
@@ -33,12 +37,13 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`make run`'s catalog, its MCP server alone (no example package: they have their tests)."""
-    root = tmp_path_factory.mktemp("catalog")
-    (root / "examples").mkdir()
-    out = root / "catalog"
-    assert build(out, root / "key" / "lineup-dev", root / "examples", MCP_SERVERS) == [FILE]
-    return out
+    """`make run`'s catalog, its MCP server alone (no example package: they have their tests),
+    packed with the catalog's arguments for it."""
+    [(pin, arguments)] = MCP_SERVERS
+    assert pin == BASIC_VANILLAJS
+    bundle = shared_pack(tmp_path_factory, MCP_PACK_KEY, *pin.spec_args(), "--", *arguments)
+    folder = tmp_path_factory.mktemp("catalog") / "catalog"
+    return write_catalog(folder, MCP_PACK_KEY, {FILE: bundle})
 
 
 def installed_with_the_keyboard(p: Page) -> None:

@@ -20,14 +20,13 @@ import pytest
 import trio
 from playwright.sync_api import Locator, Page, expect
 
-from lineup.ops.catalog import build
 from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.runtime import CONVERSATION
+from lineup.tests.support.session_builds import make_run_catalog
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import FRAME, GREETING, WAIT_MS, WAIT_S, allow_once, registry, row
 
-EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 BUNDLE: Final = "draw-and-guess-1.0.0.lineup"
 SCOPE: Final = "draw-and-guess"
 TITLE: Final = "Draw and Guess"
@@ -37,10 +36,10 @@ ADMIN_WORDS: Final = ("bundled-reference", "bundled", "installed already", "app_
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The catalog `make run` would offer: every example packed and signed."""
-    root = tmp_path_factory.mktemp("catalog")
-    out = root / "catalog"
-    assert BUNDLE in build(out, root / "key" / "lineup-dev", EXAMPLES)
+    """The catalog `make run` would offer: every example and its MCP server packed and signed
+    (once a test session, `lineup.tests.support.session_builds`)."""
+    out = make_run_catalog(tmp_path_factory)
+    assert (out / BUNDLE).is_file()
     return out
 
 

@@ -161,6 +161,9 @@ class Reader:
         # sandboxed MCP server may execute that program and no shell (docs/mcp-servers.md).
         interpreter = Path(sys.executable).parent
         env["PATH"] = os.pathsep.join((str(bin_dir), str(interpreter), env.get("PATH", "")))
+        # A reader's npm keeps its cache between commands and days; a fresh HOME would send
+        # every `npm install` (`pack-mcp --npm`) to the registry for all of it again.
+        env.setdefault("npm_config_cache", str(Path.home() / ".npm"))
         env["HOME"] = str(self.folder.parent / "home")
         env["XDG_DATA_HOME"] = str(self.folder.parent / "home" / "data")
         env.pop("LINEUP_LOG", None)

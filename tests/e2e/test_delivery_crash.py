@@ -17,24 +17,32 @@ import signal
 import stat
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import pytest
 import trio
 
 from lineup.actors.focus._cache import BUNDLE_FILE, BundleCache
 from lineup.actors.focus._installed import CRASH_POINTS
-from lineup.actors.kernel import ErrorCode
+from lineup.actors.focus.messages import RegistryInstallRequest, RegistryListRequest
+from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.sdk.bundle import SigningKey, read_header
+from lineup.sdk.protocol import AppOperationInfo, RegistryListReply
+from lineup.supervisor._app_cli import REGISTRY_TIMEOUT
+from lineup.supervisor._app_cli import _list_json as list_json
+from lineup.supervisor._control import focus_request
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import PACKAGE, build_bundle, trust
-from lineup.tests.support.process import run_app, wait_pid_gone
+from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, agent_client
 
 KEY = SigningKey(b"\x05" * 32)
+M = TypeVar("M", bound=Message)
 SCOPE = "deliver"
 WAIT: Final = 60.0
 
@@ -185,8 +193,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
             tree = await Tree.start(nursery, data_dir)
             try:
                 for version in ("1.0", "2.0"):
-                    done = await run_app("install", str(files[version]), data_dir=data_dir)
-                    assert done.returncode == 0, done.stderr
+                    done = await install(data_dir, files[version])
+                    assert done.state == "completed", done
                 operations: list[dict[str, Any]] = (await listed(data_dir))["operations"]
             finally:
                 await tree.kill_all()
@@ -200,10 +208,26 @@ def test_every_install_point_says_what_a_restart_makes_of_a_crash_there() -> Non
 
 
 async def listed(data_dir: Path) -> dict[str, Any]:
-    result = await run_app("list", "--json", data_dir=data_dir)
-    assert result.returncode == 0, result.stderr
-    document: dict[str, Any] = json.loads(result.stdout)
+    """`lineup app list --json`'s document."""
+    reply = await _asked(data_dir, RegistryListRequest(), RegistryListReply)
+    document: dict[str, Any] = json.loads(list_json(reply))
     return document
+
+
+async def install(data_dir: Path, bundle: Path) -> AppOperationInfo:
+    """`lineup app install BUNDLE`: its operation as focus ended it. Raises LineUpError, or
+    OSError for a runtime that died under the request."""
+    request = RegistryInstallRequest(operation_id=f"cli-{uuid.uuid4().hex}", path=str(bundle))
+    return await _asked(data_dir, request, AppOperationInfo)
+
+
+async def _asked(data_dir: Path, body: Message, expect: type[M]) -> M:
+    """The request, asked of focus as `lineup app` asks it, from this process: a fresh
+    interpreter for each (the CLI's) costs more than the request itself, and the CLI has its
+    own tests (`tests/supervisor/test_app_cli.py`)."""
+    return await trio.to_thread.run_sync(
+        partial(focus_request, data_dir, body, expect, timeout=REGISTRY_TIMEOUT)
+    )
 
 
 def files_of(root: Path) -> dict[str, str]:
@@ -255,16 +279,19 @@ async def kill_at(point: str, data_dir: Path, bundle: Path, running: str | None)
                 agent = AgentView(await agent_client(client, tree.appserver_url), wait_s=WAIT)
                 await call_echo(agent, running, "c-before")
                 client.cancel_scope.cancel()  # the client goes; the app's instance stays
-        outcome: list[subprocess.CompletedProcess[str]] = []
+        outcome: list[BaseException] = []
 
         async def request() -> None:
-            outcome.append(await run_app("install", str(bundle), data_dir=data_dir))
+            try:
+                await install(data_dir, bundle)
+            except (LineUpError, OSError) as exc:
+                outcome.append(exc)
 
         nursery.start_soon(request)
         await tree.paused()
         assert any(f"point={point}" in line for line in tree.stderr)
         await tree.kill_all()
-    assert outcome[0].returncode != 0  # the runtime died under the request
+    assert len(outcome) == 1  # the runtime died under the request
     bundles_dir = BundleCache(data_dir).root
     tmp = list(bundles_dir.glob(".tmp-*"))
     if point == "cache_writing":
@@ -336,12 +363,11 @@ async def test_a_sigkill_of_the_whole_runtime_at_any_step_leaves_one_whole_versi
             await call_echo(agent, expected[0], "c-after")
         # The same install again (a new operation): what was undone goes through now; what
         # was done is not done twice (not above the active version).
-        again = await run_app("install", str(prepared.files[target]), data_dir=data_dir)
+        again = await install(data_dir, prepared.files[target])
         if new:
-            assert again.returncode == 1
-            assert f": failed ({ErrorCode.APP_VERSION_MISMATCH.value})" in again.stderr
+            assert (again.state, again.code) == ("failed", ErrorCode.APP_VERSION_MISMATCH.value)
         else:
-            assert again.returncode == 0, again.stderr
+            assert again.state == "completed", again
             await call_echo(agent, target, "c-again")
     finally:
         await tree.kill_all()

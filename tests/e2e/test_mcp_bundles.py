@@ -9,7 +9,6 @@ CLI, npm, the probe, the tree, the adapter and the server it starts, the Agent o
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -19,7 +18,7 @@ import trio
 
 from lineup.actors.kernel import ActorKind, ErrorCode
 from lineup.facts.npm_pins import BASIC_VANILLAJS
-from lineup.sdk.bundle import SigningKey, read_header
+from lineup.sdk.bundle import read_header
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import (
     app_of,
@@ -34,41 +33,28 @@ from lineup.tests.support.bundles import (
     write_catalog,
 )
 from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.session_builds import MCP_PACK_KEY, pack_mcp, shared_pack
 from lineup.tests.support.tree import attach
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server"
 OURS: Final = "our-test-server"
 BASIC: Final = "server-basic-vanillajs"
-KEY = SigningKey(b"\x31" * 32)
+KEY = MCP_PACK_KEY
 WAIT = 40.0
-PACK_TIMEOUT = 300.0
 pytestmark = pytest.mark.timeout(240)
-
-
-def pack_mcp(*args: str) -> bytes:
-    """`lineup app pack-mcp ARGS` in its own process; the bundle it wrote."""
-    out = Path(args[args.index("--out") + 1])
-    done = subprocess.run(
-        [sys.executable, "-m", "lineup", "app", "pack-mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=PACK_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return out.read_bytes()
 
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """Packed once for the module: the npm server, and ours at 1.0 and 2.0."""
+    """Packed once for the module: ours at 1.0 and 2.0; and the npm server once for the
+    session (the browser's catalog test takes the same bundle)."""
     folder = tmp_path_factory.mktemp("packs")
     key = folder / "key"
     key.write_text(KEY.dumps())
     key.chmod(0o600)
     signed = ("--key", str(key))
-    made = {"basic": pack_mcp(*BASIC_VANILLAJS.spec_args(), *signed, "--out", str(folder / "b"),
-                              "--", "--stdio")}  # fmt: skip
+    basic = shared_pack(tmp_path_factory, KEY, *BASIC_VANILLAJS.spec_args(), "--", "--stdio")
+    made = {"basic": basic}
     for version, source in (("1.0", SERVER), ("2.0", _with_two(folder / "two"))):
         made[version] = pack_mcp(
             "--dir", str(source), "--version", version, *signed, "--out", str(folder / version),

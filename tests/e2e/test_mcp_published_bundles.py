@@ -20,9 +20,9 @@ from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import install, manifest_in, start_delivery, trust
 from lineup.tests.support.mcp_time_app import MCP_REACT_APP_PACKAGE
 from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.session_builds import pack_mcp
 from lineup.tests.support.tree import attach
 
-from .test_mcp_bundles import pack_mcp
 from .test_mcp_everything import EVERYTHING
 
 KEY = SigningKey(b"\x32" * 32)

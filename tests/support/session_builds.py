@@ -1,0 +1,108 @@
+"""What several tests build the same way, built once per test session: an MCP server packed by
+`lineup app pack-mcp`, and the local catalog `make run` offers.
+
+Theory of operation
+-------------------
+`pack_mcp(ARGS)` runs the real CLI in its own process and answers the bundle it wrote. Packing
+a published server costs an `npm install` and a sandboxed listing (seconds, more under load),
+and several tests need the same pinned server packed the same way: `shared_pack(factory, key,
+ARGS)` packs it once per test session and hands every later caller the same bytes.
+`make_run_catalog(factory)` is `lineup.ops.catalog.build` of the examples and its MCP servers
+(every example and the server packed, each in a process of its own), built once per session
+for the browser tests that install from it; they only read it.
+
+xdist's workers are separate processes of one session: they share the parent of their base
+temporary folders (`popen-gwN/..`, a folder of this session alone, which pytest's own clean-up
+removes with the session's other temporary folders), so the bundles are kept there, one file
+per pack named by a digest of everything the pack depends on that a test chooses (the signing
+key and the arguments: the pin, its integrity, the server's own arguments). A file lock per
+pack makes the first caller pack it and the others wait; the bundle is written under a
+temporary name and renamed, so a killed pack leaves nothing a later caller would take. Without
+xdist the session's own base folder is used. A bundle is never reused across sessions: LineUp's
+code and npm's resolution of a pin's dependencies may have changed in between.
+
+The catalog is built the same way, under its own lock, and marked built only once whole.
+
+A test whose claim is the pack (what pack-mcp writes) may still take the shared bundle: it
+was written by the real pack-mcp, in this session, with this code and these arguments.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from lineup.sdk.bundle import SigningKey
+
+PACK_TIMEOUT: Final = 300.0  # one pack: npm install, the listing, the pack
+# The key of the shared packs the tests install: one key, so that tests asking for the same
+# server with the same arguments share its one pack.
+MCP_PACK_KEY: Final = SigningKey(b"\x31" * 32)
+
+
+def pack_mcp(*args: str) -> bytes:
+    """`lineup app pack-mcp ARGS` in its own process; the bundle it wrote (`--out`)."""
+    out = Path(args[args.index("--out") + 1])
+    done = subprocess.run(
+        [sys.executable, "-m", "lineup", "app", "pack-mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=PACK_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return out.read_bytes()
+
+
+def shared_pack(factory: pytest.TempPathFactory, key: SigningKey, *args: str) -> bytes:
+    """The bundle of `lineup app pack-mcp ARGS --key KEY --out …` (`ARGS` without `--key`
+    and `--out`; a `--` and the server's arguments last), packed once per test session."""
+    folder = _session_folder(factory)
+    name = hashlib.sha256(json.dumps([key.key_id, *args]).encode()).hexdigest()[:32]
+    bundle = folder / f"{name}.lineup"
+    with (folder / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not bundle.is_file():
+            key_file = folder / f"{name}.key"
+            key_file.write_text(key.dumps())
+            key_file.chmod(0o600)
+            fresh = folder / f"{name}.tmp"
+            at = args.index("--") if "--" in args else len(args)
+            pack_mcp(*args[:at], "--key", str(key_file), "--out", str(fresh), *args[at:])
+            os.rename(fresh, bundle)
+    return bundle.read_bytes()
+
+
+EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
+
+
+def make_run_catalog(factory: pytest.TempPathFactory) -> Path:
+    """The folder of the catalog `make run` offers (`lineup.ops.catalog.build` of the examples
+    and `MCP_SERVERS`, with a development key of its own), built once per test session."""
+    from lineup.ops.catalog import build
+
+    folder = _session_folder(factory) / "make-run-catalog"
+    with (_session_folder(factory) / "make-run-catalog.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "built").is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that did not finish
+            folder.mkdir()
+            build(folder / "catalog", folder / "key" / "lineup-dev", EXAMPLES)
+            (folder / "built").touch()
+    return folder / "catalog"
+
+
+def _session_folder(factory: pytest.TempPathFactory) -> Path:
+    base = factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "mcp-packs"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
