@@ -60,14 +60,9 @@ whitespace:
 # 12 min 56 s on three, where the same suite on four (`make test-stress`) took 7 min 35 s to
 # 10 min 29 s. Every run ends with its 30 slowest tests, so a test that grows slow is seen where
 # it lands.
-# Tests go to the workers one at a time (`--maxschedchunk=1`), in the order `tests/conftest.py`
-# sorts them, the longest first: xdist's default hands each worker a quarter of its share of the
-# collection at once, consecutive tests, so the first worker took every long test in a row and
-# finished ~90 s after the others (706 s where the durations summed to 4 × 613 s). Five workers
-# were slower still (798 s: every test's duration grows with the load).
 PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --maxschedchunk=1 --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 # The whole suite twice oversubscribed (4 workers on CI's 2 cores), without the static checks:
 # a test that waits on a deadline guessed for a quiet machine, instead of on the event it means,
