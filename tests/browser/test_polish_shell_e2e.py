@@ -78,6 +78,17 @@ def nothing_at_the_edge_of_a_phone(p: Page) -> None:
     assert p.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
 
+SCROLL_TO_LAST_ROW = """() => {
+  const rows = document.querySelectorAll(
+    '[data-testid="permissions-page"] [data-testid="grant-row"]');
+  const last = rows[rows.length - 1];
+  if (!last) return false;
+  last.scrollIntoView({ block: "nearest" });
+  const box = last.getBoundingClientRect();
+  return box.top >= 0 && box.bottom <= window.innerHeight;
+}"""
+
+
 def the_permissions_page_under_the_tabs(p: Page) -> None:
     """Opened, the page sits under the tab bar, which has not moved; the page ends inside the
     window and scrolls its own list, down to the last app's rows."""
@@ -98,9 +109,11 @@ def the_permissions_page_under_the_tabs(p: Page) -> None:
     height = p.viewport_size["height"] if p.viewport_size else 0
     assert box["y"] + box["height"] <= height
     assert p.evaluate("document.documentElement.scrollHeight") <= height  # the window: still
-    last = permissions.get_by_test_id("grant-row").last
-    last.scroll_into_view_if_needed()
-    expect(last).to_be_in_viewport()
+    # Scrolled by the page's own script, found afresh at each try: the list is rebuilt when the
+    # grants the page asked for on opening arrive, which may be after the rows first shown
+    # (those of its last opening) are counted, and a row found before that is detached.
+    p.wait_for_function(SCROLL_TO_LAST_ROW, timeout=WAIT_MS)
+    expect(permissions.get_by_test_id("grant-row").last).to_be_in_viewport()
     expect(tabs).to_be_in_viewport()
     p.keyboard.press("Escape")
     expect(permissions).to_be_hidden()

@@ -96,7 +96,6 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     ended = asked["ended_by_script"]
     for script, endings in ENDINGS.items():
         assert set(ended.get(script, ())) & endings, f"seed {seed}: {script} ended {ended}"
-    assert report["expiry_wait_s"] > 0, f"seed {seed}"  # the load is shorter than an expiry
 
     # The exercises: Surfaces written, reloaded and closed; capability requests ended every
     # way their scripts say (denied and dismissed at a Surface, allowed and left to expire by
