@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from lineup.ops.drill._faults import _child_of
@@ -52,8 +51,9 @@ def test_the_injector_finds_a_processs_child_and_none_for_a_childless_one() -> N
     assert parent.stdout is not None
     child = int(parent.stdout.readline())  # once the parent has started it
     try:
+        # The pid the parent itself says it started (its command line may still read empty:
+        # the parent is woken from vfork before `execve` has laid out the new argv).
         assert _child_of(parent.pid) == child
-        assert Path(f"/proc/{child}/cmdline").read_bytes().startswith(b"sleep")
         assert _child_of(child) is None
     finally:
         os.kill(child, signal.SIGKILL)
