@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 
 from lineup.facts.npm_pins import BASIC_VANILLAJS
 from lineup.ops.catalog import MCP_SERVERS
-from lineup.tests.support.browser import greeted_in_the_shell
+from lineup.tests.support.browser import framed, greeted_in_the_shell
 from lineup.tests.support.bundles import write_catalog
 from lineup.tests.support.runtime import CONVERSATION
 from lineup.tests.support.session_builds import MCP_PACK_KEY, shared_pack
@@ -68,9 +68,7 @@ def installed_with_the_keyboard(p: Page) -> None:
 
 
 def shows_the_time(p: Page, time: str) -> None:
-    handle = p.locator(f'iframe[title^="{SCOPE} "]').element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
+    frame = framed(p, f'iframe[title^="{SCOPE} "]', wait_ms=WAIT_MS)
     expect(frame.locator("#server-time")).to_have_text(time, timeout=WAIT_MS)
 
 

@@ -16,7 +16,7 @@ import trio
 from playwright.sync_api import Frame, Page, expect
 
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell
+from lineup.tests.support.browser import framed, load_shell
 from lineup.tests.support.mcp_time_app import TimeApp
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime_with_app
 
@@ -30,10 +30,7 @@ SHOWN: Final = BUILDS["react"][1]  # where the page shows the time it got
 
 
 def frame_of(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    return frame
+    return framed(p, FRAME, wait_ms=WAIT_MS)
 
 
 async def test_the_react_builds_own_buttons_are_served_by_lineup(

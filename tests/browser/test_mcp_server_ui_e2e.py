@@ -22,7 +22,7 @@ from playwright.sync_api import Frame, Page, expect
 from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell
+from lineup.tests.support.browser import framed, load_shell
 from lineup.tests.support.mcp_time_app import MCP_APP_PACKAGE, MCP_REACT_APP_PACKAGE
 from lineup.tests.support.npm import NpmPackage, installed
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
@@ -77,10 +77,7 @@ pytestmark = [
 
 
 def frame_of(p: Page, scope: str) -> Frame:
-    handle = p.locator(f'iframe[title^="{scope} "]').element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    return frame
+    return framed(p, f'iframe[title^="{scope} "]', wait_ms=WAIT_MS)
 
 
 async def test_each_servers_own_ui_opens_on_the_agents_call_and_its_button_reaches_the_server(

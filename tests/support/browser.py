@@ -89,11 +89,17 @@ async def greeted_in_the_shell(
     return Greeted(runtime, agent, await agent.inventory())
 
 
-def ready_frame(p: Page, *, ready: str, wait_ms: float, selector: str = SURFACE_FRAME) -> Frame:
-    """The document inside the iframe `selector` once the selector `ready` matches in it (each
-    Surface marks its own readiness)."""
+def framed(p: Page, selector: str, *, wait_ms: float) -> Frame:
+    """The document inside the iframe `selector`, once there is one."""
     handle = p.locator(selector).element_handle(timeout=wait_ms)
     frame = handle.content_frame()
     assert frame is not None
+    return frame
+
+
+def ready_frame(p: Page, *, ready: str, wait_ms: float, selector: str = SURFACE_FRAME) -> Frame:
+    """The document inside the iframe `selector` once the selector `ready` matches in it (each
+    Surface marks its own readiness)."""
+    frame = framed(p, selector, wait_ms=wait_ms)
     frame.wait_for_selector(ready, timeout=wait_ms)
     return frame
