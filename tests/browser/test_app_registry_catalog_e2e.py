@@ -21,18 +21,15 @@ from playwright.sync_api import Frame, Locator, Page, expect
 
 from lineup.sdk.bundle import SigningKey
 from lineup.sdk.trust import TRUSTED_KEYS_FILE
-from lineup.tests.support.browser import greeted_in_the_shell
 from lineup.tests.support.bundles import build_bundle, flip_byte, write_catalog
-from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import (
     FRAME,
-    GREETING,
     WAIT_MS,
-    WAIT_S,
     registry,
     registry_in_front,
+    registry_opened,
     row,
     tools_at,
 )
@@ -146,14 +143,7 @@ async def test_the_app_registry_installs_from_the_catalog_and_refuses_a_tampered
     spoiled = build_bundle(tmp_path / "src", KEY, scope="spoiled", version="1.0")
     folder = write_catalog(tmp_path / "catalog", KEY, {GOOD: good, TAMPERED: spoiled})
 
-    _, agent, revision = await greeted_in_the_shell(
-        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=folder
-    )
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"
-        )
-    await agent.terminal("open-1")
+    agent, revision = await registry_opened(nursery, data_dir, page, catalog=folder)
     await page.run(registry_in_front)
     await page.run(both_offered)
     await page.run(a_refresh_leaves_the_keyboard_where_it_is)

@@ -48,6 +48,22 @@ def row(p: Page, scope: str) -> Locator:
     return registry(p).locator(f'tr[data-app="{scope}"]')
 
 
+async def registry_opened(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage, **options: Any
+) -> tuple[AgentView, str]:
+    """A Shell greeted by the Agent, which then opened the App Registry (`app-registry.open`,
+    answered); the Agent and the revision it called with. `options` go to the runtime."""
+    _, agent, revision = await greeted_in_the_shell(
+        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, **options
+    )
+    with trio.fail_after(WAIT_S):
+        await agent.client.call_tool(
+            CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"
+        )
+    await agent.terminal("open-1")
+    return agent, revision
+
+
 def registry_in_front(p: Page) -> None:
     expect(p.locator(FRAME)).to_have_count(1, timeout=WAIT_MS)
     body = registry(p).locator("body")

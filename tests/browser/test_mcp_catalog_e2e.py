@@ -20,14 +20,21 @@ from playwright.sync_api import Page, expect
 
 from lineup.facts.npm_pins import BASIC_VANILLAJS
 from lineup.ops.catalog import MCP_SERVERS
-from lineup.tests.support.browser import framed, greeted_in_the_shell
+from lineup.tests.support.browser import framed
 from lineup.tests.support.bundles import write_catalog
 from lineup.tests.support.runtime import CONVERSATION
 from lineup.tests.support.session_builds import MCP_PACK_KEY, shared_pack
 
 from .conftest import ShellPage
 from .test_app_registry_catalog_e2e import available
-from .test_app_registry_e2e import GREETING, WAIT_MS, WAIT_S, registry, registry_in_front, row
+from .test_app_registry_e2e import (
+    WAIT_MS,
+    WAIT_S,
+    registry,
+    registry_in_front,
+    registry_opened,
+    row,
+)
 
 SCOPE: Final = "server-basic-vanillajs"
 FILE: Final = f"{SCOPE}-{BASIC_VANILLAJS.version}.lineup"
@@ -75,14 +82,7 @@ def shows_the_time(p: Page, time: str) -> None:
 async def test_the_mcp_server_make_run_offers_installs_from_the_registry_and_answers_the_agent(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
-    _, agent, revision = await greeted_in_the_shell(
-        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=catalog
-    )
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"
-        )
-    await agent.terminal("open-1")
+    agent, _ = await registry_opened(nursery, data_dir, page, catalog=catalog)
     await page.run(registry_in_front)
     await page.run(installed_with_the_keyboard)
 

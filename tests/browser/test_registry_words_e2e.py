@@ -20,12 +20,10 @@ import pytest
 import trio
 from playwright.sync_api import Locator, Page, expect
 
-from lineup.tests.support.browser import greeted_in_the_shell
-from lineup.tests.support.runtime import CONVERSATION
 from lineup.tests.support.session_builds import make_run_catalog
 
 from .conftest import ShellPage
-from .test_app_registry_e2e import FRAME, GREETING, WAIT_MS, WAIT_S, allow_once, registry, row
+from .test_app_registry_e2e import FRAME, WAIT_MS, allow_once, registry, registry_opened, row
 
 BUNDLE: Final = "draw-and-guess-1.0.0.lineup"
 SCOPE: Final = "draw-and-guess"
@@ -102,14 +100,7 @@ def whole_on_a_phone(p: Page) -> None:
 async def test_the_registry_names_apps_by_title_in_words_and_an_install_reads_as_success(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
-    _, agent, revision = await greeted_in_the_shell(
-        nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=catalog
-    )
-    with trio.fail_after(WAIT_S):
-        await agent.client.call_tool(
-            CONVERSATION, "app-registry.open", {}, revision, call_id="open-1"
-        )
-    await agent.terminal("open-1")
+    await registry_opened(nursery, data_dir, page, catalog=catalog)
     await page.run(offered_by_title)
     await page.run(installed_reads_as_success)
     await page.run(whole_on_a_phone)
