@@ -23,7 +23,7 @@ from playwright.sync_api import Frame, Page, expect
 
 from lineup.actors.kernel import ActorKind, AuditRecord
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell
+from lineup.tests.support.browser import framed, load_shell
 from lineup.tests.support.mcp_time_app import MCP_APP_PACKAGE, TimeApp
 from lineup.tests.support.npm import NpmPackage, installed
 from lineup.tests.support.runtime import (
@@ -81,10 +81,7 @@ async def time_shown(
 
 
 def app(p: Page) -> Frame:
-    handle = p.locator(FRAME).element_handle(timeout=WAIT_MS)
-    frame = handle.content_frame()
-    assert frame is not None
-    return frame
+    return framed(p, FRAME, wait_ms=WAIT_MS)
 
 
 def host_said(p: Page) -> list[dict[str, Any]]:

@@ -216,8 +216,9 @@ async def test_a_pages_own_call_gets_the_tools_progress_before_its_result(
 
     def counted(p: Page) -> list[dict[str, Any]]:
         frame = app(p)
+        # The frame may still hold the document before the page's (no `__said` yet).
         frame.wait_for_function(
-            "() => window.__said.some((m) => m.method === 'ui/notifications/tool-result')",
+            "() => window.__said?.some((m) => m.method === 'ui/notifications/tool-result')",
             timeout=WAIT_MS,
         )
         asked = frame.evaluate("() => window.count()")
