@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -169,6 +170,7 @@ class Asker:
     seed: int
     plans: dict[str, Plan] = field(default_factory=dict)  # call id -> its plan
     dismissed: list[str] = field(default_factory=list)
+    starved: dict[str, Any] = field(default_factory=dict)  # what `ask_the_starved` found
     _n: int = 0
 
     async def drive(self, seconds: float, rate: float, client: Any) -> None:
@@ -202,13 +204,18 @@ class Asker:
             scripts += ["expire", "expire_race"]
         return kind, rng.choice(scripts)
 
-    async def ask_the_starved(self, client: Any, seconds: float) -> None:
+    async def ask_the_starved(
+        self, client: Any, seconds: float, newest: Callable[[], Awaitable[str | None]]
+    ) -> None:
         """After the load: each script (but the expiring ones) none of whose questions ended
-        but refused stale is asked once more, in the conversation itself, within `seconds`.
-        Under the link's faults, with the exercises changing the inventory every few seconds,
-        the Agent can stay behind it for a whole short load, and a script be refused stale
-        every time; once the load is over nothing changes the inventory, and the question is
-        taken, so every ending the scripts plan is seen (the long drill sees each many times)."""
+        but refused stale is asked once more, in the conversation itself, within `seconds`,
+        once the Agent knows the revision the runtime last sent it (`newest`, read from the
+        store). Under the link's faults, with the exercises changing the inventory every few
+        seconds, the Agent can stay behind it for a whole short load, and a script be refused
+        stale every time; once the load is over nothing changes the inventory, and the
+        question is taken, so every ending the scripts plan is seen (the long drill sees each
+        many times). The outbox's backlog of the load is still draining then: the wait is
+        for the revision to arrive, as long as `seconds`, not for a guessed time."""
         rng = random.Random(self.seed + 5)
         # A question taken ends within seconds (answered, cancelled, dismissed); one still
         # open after that is not known to be refused, and its script is not asked again.
@@ -216,8 +223,18 @@ class Asker:
             for plan in list(self.plans.values()):
                 if plan.script not in EXPIRING:
                     await self.agent.final(plan.call_id)
+        starved = self._starved()
+        self.starved = {"scripts": list(starved), "agent_caught_up": None}
+        if not starved:
+            return
+        began = trio.current_time()
+        with trio.move_on_after(seconds):
+            while (revision := await newest()) not in (None, self.agent.revision):
+                await self.agent.news()
+        self.starved["agent_caught_up"] = self.agent.revision == revision
+        self.starved["caught_up_after_s"] = round(trio.current_time() - began, 1)
         async with trio.open_nursery() as nursery:
-            for script in self._starved():
+            for script in starved:
                 kinds = ("choice", "input") if script == "cancel" else KINDS[1:]
                 drawn = (kinds[rng.randrange(len(kinds))], script)
                 nursery.start_soon(self._ask, client, rng, seconds, drawn)

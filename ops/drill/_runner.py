@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,6 +44,7 @@ from lineup.ops.agent import AgentClient
 from lineup.supervisor._control import control_request
 from lineup.supervisor._runtime import free_port
 from lineup.supervisor._spec import Intensity
+from lineup.wire import INVENTORY
 
 from ._artifacts import ArtifactsExercise
 from ._asking import Answerer, Asker
@@ -76,7 +78,9 @@ AGENT_ID: Final = "demo-agent"
 AGENT_SECRET: Final = "demo-secret"
 _STARTUP_S: Final = 30.0
 _STOP_S: Final = 30.0
-STARVED_ASK_S: Final = 30.0  # a script's last question, after the load (`Asker.ask_the_starved`)
+# A script's last question, after the load (`Asker.ask_the_starved`): for the Agent to learn the
+# newest revision, then for the question to be taken.
+STARVED_ASK_S: Final = 60.0
 # The parts of the product the drill drives besides its core load (`_exercise`), by name: each
 # is made from the run's seed.
 EXERCISES: Final[dict[str, Callable[[int], Exercise]]] = {
@@ -285,7 +289,8 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
         expiries_due = trio.current_time() + run.expiry_wait_s
         if options.ask_rate > 0:
-            await run.asker.ask_the_starved(client, STARVED_ASK_S)
+            newest = partial(trio.to_thread.run_sync, _newest_inventory, runtime_dir / "lineup.db")
+            await run.asker.ask_the_starved(client, STARVED_ASK_S, newest)
         db = runtime_dir / "lineup.db"
 
         async def busy() -> int:
@@ -333,6 +338,20 @@ async def _quiesce(
             log.warning("drill.quiesce_stalled left=%d", left)
             return False
         await trio.sleep(0.25)  # a check a quarter second: cheap, and quiet is not a race
+
+
+def _newest_inventory(path: Path) -> str | None:
+    """The revision of the inventory the runtime last queued for the Agent, if any."""
+    connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = connection.execute(
+            "SELECT json_extract(body, '$.payload.revision') FROM outbox WHERE kind = ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (INVENTORY,),
+        ).fetchall()
+    finally:
+        connection.close()
+    return None if not rows or rows[0][0] is None else str(rows[0][0])
 
 
 def _store_busy(path: Path) -> int:
@@ -469,6 +488,7 @@ def _interactions(run: Run) -> dict[str, Any]:
         "answered_by_user": run.answerer.answered,
         "ended_by_script": run.endings,
         "sub_sessions_seen": len(run.agent.sessions),
+        "asked_after_the_load": run.asker.starved,
     }
 
 

@@ -190,6 +190,10 @@ class LoadAgent:
         while self.revision == revision:
             await self._news.wait()
 
+    async def news(self) -> None:
+        """Until the Agent's next page of messages."""
+        await self._news.wait()
+
     def ended(self, call_id: str) -> dict[str, Any] | None:
         """The first terminal message of `call_id`, if it has arrived."""
         return self._finals.get(call_id)

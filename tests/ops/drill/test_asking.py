@@ -45,6 +45,9 @@ def test_every_drill_question_is_a_valid_request_and_every_answer_a_valid_answer
                 std.result_of(request, answer_for(view, random.Random(seed)))
 
 
+NEWEST = "rev-2"  # the revision the runtime last sent, which the Agent's next page brings
+
+
 @dataclass
 class FakeAgent:
     """What the Asker needs of `LoadAgent`: it records the posts instead of making them."""
@@ -74,6 +77,10 @@ class FakeAgent:
 
     async def inventory_known(self) -> None:
         pass
+
+    async def news(self) -> None:
+        await trio.sleep(5)  # the next page: it brings the newest revision
+        self.revision = NEWEST
 
     async def post_call(
         self, client: object, call_id: str, tool: str, payload: wire.ToolCallPayload
@@ -151,8 +158,9 @@ async def test_after_the_load_a_script_refused_stale_every_time_is_asked_once_mo
     mock_clock: trio.testing.MockClock,
 ) -> None:
     """The whole short load refused stale (the Agent behind an inventory that kept changing):
-    once the load is over each script but the expiring ones is asked again, once, in the
-    conversation itself; a script one of whose questions was taken is not."""
+    once the load is over and the Agent knows the newest revision, each script but the
+    expiring ones is asked again, once, under it, in the conversation itself; a script one of
+    whose questions was taken is not."""
     mock_clock.autojump_threshold = 0
     agent = FakeAgent(all_stale=True)
     asker = Asker(agent, 11)  # type: ignore[arg-type]
@@ -161,9 +169,18 @@ async def test_after_the_load_a_script_refused_stale_every_time_is_asked_once_mo
     agent.stale.discard(taken.call_id)
     agent.all_stale = False
     before = set(asker.plans)
+
+    async def newest() -> str:
+        return NEWEST
+
+    caught_up = trio.current_time() + 10 + 5  # the ends waited for, then the next page
     with trio.move_on_after(60):  # each question then waits for its end, which never comes
-        await asker.ask_the_starved(client=None, seconds=30)
+        await asker.ask_the_starved(client=None, seconds=30, newest=newest)
+    assert asker.starved["agent_caught_up"] is True
     again = [asker.plans[c] for c in asker.plans if c not in before]
+    revisions = {p.call_id: p.inventory_revision for _, p in agent.posted}
+    assert {revisions[p.call_id] for p in again} == {NEWEST}
+    assert min(p.asked_at for p in again) >= caught_up
     assert sorted(p.script for p in again) == sorted(
         set(SCRIPTS) - {"expire", "expire_race", "answer"}
     )
