@@ -23,14 +23,11 @@ from lineup.actors.focus.messages import (
 )
 from lineup.actors.kernel import (
     ActorKind,
-    Bus,
-    Channel,
     Envelope,
     ErrorCode,
     Identity,
     LineUpError,
     Message,
-    channel_pair,
 )
 from lineup.actors.router._app_calls import AppCalls
 from lineup.actors.router._inventory import Inventory
@@ -47,7 +44,7 @@ from lineup.actors.store.messages import (
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.tests.actors.router.test_tool_instance_end import _session, agent_calls
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, router_peer, start_store
 
 SCOPE: Final = "probe"
 INSTANCE: Final = "probe:1"
@@ -137,16 +134,8 @@ async def router(nursery: trio.Nursery, tmp_path: Path) -> Router:
     store = await start_store(nursery, tmp_path / "data")
     await store.put_live_instances(SCOPE, INSTANCE)
     router = Router(store)
-    focus_bus = Bus(Identity(ActorKind.FOCUS, "focus"), router.focus)
-    await nursery.start(focus_bus.run)
-    to_focus, to_router = channel_pair()
-    store.router.connect(focus_bus.me, 0, Channel(to_focus))
-    focus_bus.connect(store.router.me, 0, Channel(to_router))
-    app_bus = Bus(APP, router.app)
-    await nursery.start(app_bus.run)
-    to_app, from_app = channel_pair()
-    store.router.connect(app_bus.me, 0, Channel(to_app))
-    app_bus.connect(store.router.me, 0, Channel(from_app))
+    await router_peer(nursery, store, Identity(ActorKind.FOCUS, "focus"), router.focus)
+    await router_peer(nursery, store, APP, router.app)
     await nursery.start(router.pipeline.run)
     return router
 

@@ -18,13 +18,13 @@ from lineup.actors.focus.messages import (
     InventoryReply,
     InventoryRequest,
 )
-from lineup.actors.kernel import ActorKind, Bus, Channel, Envelope, Identity, Message, channel_pair
+from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
 from lineup.actors.router._envelope import admit
 from lineup.actors.router._pipeline import ToolPipeline
 from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest
 from lineup.sdk.manifest import ToolDescriptor
 from lineup.tests.actors.router.test_tool_instance_end import OBJECT, pipeline_of
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, router_peer, start_store
 
 SCOPE: Final = "sketch"
 INSTANCE: Final = "sketch:1"
@@ -52,11 +52,7 @@ async def router_with_focus(
             return INVENTORY
         return None
 
-    focus_bus = Bus(Identity(ActorKind.FOCUS, "focus"), focus)
-    await nursery.start(focus_bus.run)
-    to_focus, to_router = channel_pair()
-    store.router.connect(focus_bus.me, 0, Channel(to_focus))
-    focus_bus.connect(store.router.me, 0, Channel(to_router))
+    await router_peer(nursery, store, Identity(ActorKind.FOCUS, "focus"), focus)
     pipeline = pipeline_of(store.router)
     await nursery.start(pipeline.run)
     return store, pipeline

@@ -26,13 +26,11 @@ from lineup.actors.focus.messages import (
 from lineup.actors.kernel import (
     ActorKind,
     Bus,
-    Channel,
     Envelope,
     ErrorCode,
     Identity,
     LineUpError,
     Message,
-    channel_pair,
 )
 from lineup.actors.router._app_calls import AppCalls
 from lineup.actors.router._envelope import admit
@@ -44,7 +42,7 @@ from lineup.actors.store.messages import ToolCallGetReply, ToolCallGetRequest, T
 from lineup.actors.transport.messages import AppServerSession
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import MIN_TIMEOUT_MS, ToolDescriptor
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, router_peer, start_store
 
 SCOPE: Final = "probe"
 INSTANCE: Final = "probe:1"
@@ -99,11 +97,7 @@ async def store_and_focus(
             return INVENTORY
         return None
 
-    focus_bus = Bus(Identity(ActorKind.FOCUS, "focus"), focus)
-    await nursery.start(focus_bus.run)
-    to_focus, to_router = channel_pair()
-    store.router.connect(focus_bus.me, 0, Channel(to_focus))
-    focus_bus.connect(store.router.me, 0, Channel(to_router))
+    await router_peer(nursery, store, Identity(ActorKind.FOCUS, "focus"), focus)
     return store
 
 

@@ -24,14 +24,11 @@ from lineup.actors.focus.messages import (
 )
 from lineup.actors.kernel import (
     ActorKind,
-    Bus,
-    Channel,
     Envelope,
     ErrorCode,
     Identity,
     LineUpError,
     Message,
-    channel_pair,
 )
 from lineup.actors.router._pipeline import ToolPipeline
 from lineup.tests.actors.router.test_tool_instance_end import (
@@ -42,7 +39,7 @@ from lineup.tests.actors.router.test_tool_instance_end import (
     call_state,
     pipeline_of,
 )
-from lineup.tests.actors.store._harness import WAIT, start_store
+from lineup.tests.actors.store._harness import WAIT, router_peer, start_store
 
 HANDED_OVER: Final = ("waiting_for_app", "delivered", "running")
 
@@ -72,11 +69,7 @@ async def test_a_call_after_a_launch_waits_for_its_instance_when_the_news_beats_
             return INVENTORY
         return None
 
-    focus_bus = Bus(Identity(ActorKind.FOCUS, "focus"), focus)
-    await nursery.start(focus_bus.run)
-    to_focus, to_router = channel_pair()
-    store.router.connect(focus_bus.me, 0, Channel(to_focus))
-    focus_bus.connect(store.router.me, 0, Channel(to_router))
+    await router_peer(nursery, store, Identity(ActorKind.FOCUS, "focus"), focus)
     pipeline = pipeline_of(store.router)
     await nursery.start(pipeline.run)
 

@@ -20,11 +20,11 @@ from lineup.actors.focus.messages import (
     SurfaceToolStepReply,
     SurfaceToolStepRequest,
 )
-from lineup.actors.kernel import ActorKind, Bus, Channel, Envelope, Identity, Message, channel_pair
+from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
 from lineup.actors.router._app_calls import AppCalls
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import MIN_TIMEOUT_MS, ToolDescriptor, ToolUi
-from lineup.tests.actors.store._harness import WAIT, StoreHarness, start_store
+from lineup.tests.actors.store._harness import WAIT, StoreHarness, router_peer, start_store
 
 from .test_tool_instance_end import APP, INSTANCE, OBJECT, SCOPE, agent_calls, ended, pipeline_of
 
@@ -83,11 +83,7 @@ async def with_focus(nursery: trio.Nursery, tmp_path: Path) -> tuple[StoreHarnes
             return SurfaceToolStepReply(shown=True)
         return None
 
-    focus_bus = Bus(Identity(ActorKind.FOCUS, "focus"), focus)
-    await nursery.start(focus_bus.run)
-    to_focus, to_router = channel_pair()
-    store.router.connect(focus_bus.me, 0, Channel(to_focus))
-    focus_bus.connect(store.router.me, 0, Channel(to_router))
+    await router_peer(nursery, store, Identity(ActorKind.FOCUS, "focus"), focus)
     return store, shown
 
 

@@ -128,6 +128,22 @@ async def _nothing(env: Envelope) -> Message | None:
     return None
 
 
+async def router_peer(
+    nursery: trio.Nursery,
+    store: StoreHarness,
+    identity: Identity,
+    handler: Callable[[Envelope], Awaitable[Message | None]],
+) -> Bus:
+    """A scripted peer of the router (focus, an app): a bus as `identity` whose requests
+    `handler` answers, connected to the harness's router bus both ways."""
+    bus = Bus(identity, handler)
+    await nursery.start(bus.run)
+    to_peer, to_router = channel_pair()
+    store.router.connect(bus.me, 0, Channel(to_peer))
+    bus.connect(store.router.me, 0, Channel(to_router))
+    return bus
+
+
 async def start_store(
     nursery: trio.Nursery, data_dir: Path, config: dict[str, Any] | None = None
 ) -> StoreHarness:
