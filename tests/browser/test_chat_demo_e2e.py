@@ -12,21 +12,18 @@ test_demo_tour_browser_e2e.py)."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Final
 
 import pytest
-import trio
 from playwright.sync_api import Locator, Page, ViewportSize, expect
 
-from lineup.tests.support.process import LineupProcess
+from lineup.tests.support.process import lineup_run, stopped
 
 from .conftest import ShellPage
 from .test_chat_toasts_render import assert_clear_of
 from .test_demo_tour_browser_e2e import GRACE_S, SETUP_S, STOP_S, Deadline
 from .test_interactions_e2e import card
-from .test_lifecycle_e2e import SHELL_LINE
 
 BOUND_S: Final = 90.0  # from the runtime's start to the last check
 MENU_PROMPT: Final = "What would you like to try?"
@@ -46,11 +43,7 @@ async def test_the_demo_chat_hands_focus_on_reads_as_text_and_follows_the_conver
     # Low enough that a few cards fill the timeline and it scrolls.
     await page.run(lambda p: p.set_viewport_size(ViewportSize(width=900, height=560)))
     deadline = Deadline(BOUND_S)
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
-    try:
-        with trio.fail_after(deadline.left()):
-            line = await process.wait_for_line(SHELL_LINE)
-        shell_url = line.split(SHELL_LINE, 1)[1]
+    async with lineup_run(data_dir, within_s=deadline.left()) as (process, shell_url):
 
         def answer_by_keyboard_and_focus_follows(p: Page) -> None:
             p.goto(shell_url, timeout=deadline.left_ms())
@@ -100,12 +93,7 @@ async def test_the_demo_chat_hands_focus_on_reads_as_text_and_follows_the_conver
             expect(p.get_by_test_id("timeline-newer")).to_be_hidden()
 
         await page.run(send_while_scrolled_up, deadline.left() + GRACE_S)
-        process.signal(signal.SIGTERM)
-        with trio.fail_after(STOP_S):
-            assert await process.wait() == 0
-    finally:
-        process.kill()
-        await process.wait()
+        await stopped(process, within_s=STOP_S)
     assert page.off_loopback() == [] and page.console_errors == []
 
 
@@ -115,11 +103,7 @@ async def test_a_code_the_demo_agent_shows_in_a_code_span_reads_as_it_is(
 ) -> None:
     """The issue's `app\\_closed`: the Whiteboard the tour opens, closed by its tab."""
     deadline = Deadline(BOUND_S)
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
-    try:
-        with trio.fail_after(deadline.left()):
-            line = await process.wait_for_line(SHELL_LINE)
-        shell_url = line.split(SHELL_LINE, 1)[1]
+    async with lineup_run(data_dir, within_s=deadline.left()) as (process, shell_url):
 
         def close_the_whiteboard(p: Page) -> None:
             p.goto(shell_url, timeout=deadline.left_ms())
@@ -145,10 +129,5 @@ async def test_a_code_the_demo_agent_shows_in_a_code_span_reads_as_it_is(
             expect(ended).not_to_contain_text("\\")
 
         await page.run(the_code_as_it_is, deadline.left() + GRACE_S)
-        process.signal(signal.SIGTERM)
-        with trio.fail_after(STOP_S):
-            assert await process.wait() == 0
-    finally:
-        process.kill()
-        await process.wait()
+        await stopped(process, within_s=STOP_S)
     assert page.off_loopback() == [] and page.console_errors == []

@@ -9,20 +9,17 @@ answers, are tested through the Shell socket in tests/ops/agent/test_demo_tour_e
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 from typing import Final
 
 import pytest
-import trio
 from playwright.sync_api import Page, expect
 
-from lineup.tests.support.process import LineupProcess
+from lineup.tests.support.process import lineup_run, stopped
 
 from .conftest import ShellPage
 from .test_interactions_e2e import card
-from .test_lifecycle_e2e import SHELL_LINE
 from .test_task_dashboard_e2e import tabs
 
 MINUTE: Final = 60.0  # the bound, from the runtime's start
@@ -60,11 +57,7 @@ async def test_a_newcomer_sees_the_menu_card_then_the_dashboards_overlay_and_gro
     page: ShellPage, data_dir: Path
 ) -> None:
     deadline = Deadline(MINUTE)
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
-    try:
-        with trio.fail_after(deadline.left()):
-            line = await process.wait_for_line(SHELL_LINE)
-        shell_url = line.split(SHELL_LINE, 1)[1]
+    async with lineup_run(data_dir, within_s=deadline.left()) as (process, shell_url):
 
         def the_menu(p: Page) -> None:
             p.goto(shell_url, timeout=deadline.left_ms())
@@ -107,10 +100,5 @@ async def test_a_newcomer_sees_the_menu_card_then_the_dashboards_overlay_and_gro
         await page.run(the_group_in_the_chat, deadline.left() + GRACE_S)
         elapsed = deadline.elapsed()
         assert elapsed <= MINUTE, f"card, overlay and group took {elapsed:.1f} s from the start"
-        process.signal(signal.SIGTERM)
-        with trio.fail_after(STOP_S):
-            assert await process.wait() == 0
-    finally:
-        process.kill()
-        await process.wait()
+        await stopped(process, within_s=STOP_S)
     assert page.off_loopback() == [] and page.console_errors == []

@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Final
 
-import trio
 from playwright.sync_api import Page, expect
 
-from lineup.tests.support.process import LineupProcess
+from lineup.tests.support.process import lineup_run, stopped
 
 from .conftest import ShellPage
 
 WAIT_MS: Final = 10_000
-SHELL_LINE: Final = "lineup: open the Shell: "
 # Records every state the badge shows, in order: a MutationObserver runs after each task, so
 # it sees a state however briefly it was shown.
 WATCH_BADGE: Final = """() => {
@@ -33,11 +30,7 @@ WATCH_BADGE: Final = """() => {
 async def test_the_badge_says_stopping_when_the_runtime_shuts_down_then_disconnected(
     page: ShellPage, data_dir: Path
 ) -> None:
-    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
-    try:
-        with trio.fail_after(30):
-            line = await process.wait_for_line(SHELL_LINE)
-        shell_url = line.split(SHELL_LINE, 1)[1]
+    async with lineup_run(data_dir, within_s=30) as (process, shell_url):
 
         def load(p: Page) -> None:
             p.goto(shell_url)
@@ -47,9 +40,7 @@ async def test_the_badge_says_stopping_when_the_runtime_shuts_down_then_disconne
             p.evaluate(WATCH_BADGE)
 
         await page.run(load)
-        process.signal(signal.SIGTERM)
-        with trio.fail_after(10):
-            assert await process.wait() == 0
+        await stopped(process, within_s=10)
 
         def gone(p: Page) -> tuple[list[str], dict[str, str]]:
             badge = p.get_by_test_id("runtime-state")
@@ -57,9 +48,6 @@ async def test_the_badge_says_stopping_when_the_runtime_shuts_down_then_disconne
             return p.evaluate("window.__badge"), p.evaluate("window.__labels")
 
         shown, labels = await page.run(gone)
-    finally:
-        process.kill()
-        await process.wait()
     # Online, then stopping, told before the hostbridge went; nothing the link said as the
     # tree went down (the AppServer stops too) came between.
     assert shown == ["online", "stopping", "disconnected"], shown

@@ -25,11 +25,10 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.tests.support.browser import load_shell
-from lineup.tests.support.process import LineupProcess, lineup_status
+from lineup.tests.support.process import SHELL_LINE, LineupProcess, lineup_status
 from lineup.tests.support.runtime import agent_client
 
 from .conftest import ShellPage
-from .test_lifecycle_e2e import SHELL_LINE
 from .test_shell_e2e import send_from_composer, user_texts_at_agent
 from .test_whiteboard_e2e import (
     FRAME,

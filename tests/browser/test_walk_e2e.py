@@ -24,7 +24,7 @@ import trio
 from playwright.sync_api import Locator, Page, expect
 
 from lineup.ops.agent._questions import MENU_PROMPT
-from lineup.tests.support.process import LineupProcess
+from lineup.tests.support.process import SHELL_LINE, LineupProcess
 
 from .conftest import ShellPage
 from .test_app_registry_e2e import WAIT_MS
@@ -38,7 +38,6 @@ from .test_draw_and_guess_e2e import (
     install_from_the_catalog,
 )
 from .test_draw_and_guess_e2e import draw as draw_the_house
-from .test_lifecycle_e2e import SHELL_LINE
 from .test_whiteboard_e2e import board_body, board_frame, draw, expect_saved
 
 __all__ = ["catalog"]  # the Draw-and-Guess module's catalog fixture, built here too

@@ -19,9 +19,8 @@ from lineup.supervisor import Supervisor
 from lineup.supervisor._control import STATE_FILE, NotRunning, control_request
 from lineup.supervisor._lifecycle import link_state
 from lineup.tests.support.interactions import POLL
-from lineup.tests.support.process import LineupProcess, lineup_status
+from lineup.tests.support.process import SHELL_LINE, LineupProcess, lineup_status
 
-SHELL_LINE = "lineup: open the Shell: "
 # The link's states on the way up, in the order the transport goes through them.
 RISING = ("restoring", "authenticating", "synchronizing", "online")
 

@@ -7,9 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Final
 
 import trio
+
+SHELL_LINE: Final = "lineup: open the Shell: "  # `lineup run` is ready: the Shell's URL follows
 
 
 class LineupProcess:
@@ -72,13 +77,36 @@ class LineupProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
+@asynccontextmanager
+async def lineup_run(
+    data_dir: Path, *, within_s: float
+) -> AsyncIterator[tuple[LineupProcess, str]]:
+    """`lineup run --data-dir DATA_DIR` and the Shell's URL, once it printed it (within
+    `within_s`); killed on the way out if it is still running."""
+    process = await LineupProcess.start("run", "--data-dir", str(data_dir))
+    try:
+        with trio.fail_after(within_s):
+            line = await process.wait_for_line(SHELL_LINE)
+        yield process, line.split(SHELL_LINE, 1)[1]
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def stopped(process: LineupProcess, *, within_s: float) -> None:
+    """SIGTERM, and the whole tree stopped cleanly (exit status 0) within `within_s`."""
+    process.signal(signal.SIGTERM)
+    with trio.fail_after(within_s):
+        assert await process.wait() == 0
+
+
 async def start_lineup_run(data_dir: Path, env: dict[str, str] | None = None) -> LineupProcess:
     """`lineup run --data-dir DATA_DIR` (with `env` added to this process's environment), once
     it has printed the Shell's URL (the tree is ready) and its demo Agent, started after that,
     is ready too; fails after 30 s."""
     process = await LineupProcess.start("run", "--data-dir", str(data_dir), env=env)
     with trio.fail_after(30):
-        await process.wait_for_line("lineup: open the Shell: ")
+        await process.wait_for_line(SHELL_LINE)
         agent = "lineup: demo-agent ready "
         if not any(line.startswith(agent) for line in process.lines):
             await process.wait_for_line(agent)
