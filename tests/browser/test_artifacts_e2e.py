@@ -12,10 +12,8 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.tests.e2e.test_artifacts import start
-from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.artifact_app import ArtMaker
-from lineup.tests.support.browser import load_shell
-from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.browser import called_from_the_shell
 
 from .conftest import ShellPage
 
@@ -28,15 +26,12 @@ async def test_an_apps_artifact_is_shown_in_its_group_and_opens_and_downloads(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     runtime = await start(nursery, data_dir, ArtMaker)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
     base = runtime.shell_url.split("/#")[0]
-
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
     arguments = {"mode": "create", "name": NAME, "text": CONTENT, "request_id": "r-1"}
-    await agent.client.call_tool(CONVERSATION, "artmaker.run", arguments, revision, call_id="c1")
-    with trio.fail_after(WAIT_MS / 1000):
-        result = (await agent.terminal("c1"))["payload"]["result"]
+    _, _, terminal = await called_from_the_shell(
+        nursery, runtime, page, "artmaker.run", arguments, call_id="c1", wait_ms=WAIT_MS
+    )
+    result = terminal["payload"]["result"]
     [artifact_id] = result["ids"]
 
     def shown(p: Page) -> None:

@@ -22,17 +22,14 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.actors.kernel import ActorKind, AuditRecord
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell, ready_frame
-from lineup.tests.support.capability_surface_app import CapabilitySurfaceApp
-from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.browser import capability_surface_opened, ready_frame
+from lineup.tests.support.runtime import Runtime
 from lineup.tests.support.tree import attach, audit_rows
 
 from .conftest import ShellPage
 from .test_capabilities_render import note_shown_prompts
 
 WAIT_MS: Final = 10_000
-APP: Final = Path(__file__).parents[1] / "support" / "capability_surface_app"
 TITLE: Final = "Cap Tester"
 PURPOSE: Final = "<b>Tell you</b> when your board is saved"
 BUTTONS: Final = ("permission-deny", "permission-allow-once", "permission-allow-always")
@@ -40,20 +37,7 @@ BUTTONS: Final = ("permission-deny", "permission-allow-once", "permission-allow-
 
 async def open_app(nursery: trio.Nursery, data_dir: Path, page: ShellPage) -> Runtime:
     """The runtime with the test app, the Shell loaded, and the app's Surface in front."""
-    config = {
-        "app_scope": CapabilitySurfaceApp.app_info.app_scope,
-        "manifest": str(APP / "manifest.json"),
-        "entry": f"{CapabilitySurfaceApp.__module__}:{CapabilitySurfaceApp.__qualname__}",
-        "title": TITLE,
-    }
-    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(CONVERSATION, "capsurface.open", {}, revision, call_id="c-open")
-    with trio.fail_after(WAIT_MS / 1000):
-        await agent.terminal("c-open")
+    runtime, _ = await capability_surface_opened(nursery, data_dir, page, wait_ms=WAIT_MS)
     await page.run(surface_frame)
     return runtime
 

@@ -23,14 +23,13 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell, ready_frame
+from lineup.tests.support.browser import capability_surface_opened, ready_frame
 from lineup.tests.support.capability_surface_app import CapabilitySurfaceApp
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.runtime import CONVERSATION
 
 from .conftest import ShellPage
 
 WAIT_MS: Final = 10_000
-APP: Final = Path(__file__).parents[1] / "support" / "capability_surface_app"
 SCOPE: Final = CapabilitySurfaceApp.app_info.app_scope
 INSTANCE: Final = f"{SCOPE}:c-open"
 ARM_MS: Final = 500  # the prompt's (permission_prompt.js)
@@ -51,19 +50,9 @@ STEAL_FOCUS: Final = """() => {
 
 async def open_app(nursery: trio.Nursery, data_dir: Path, page: ShellPage) -> tuple[AgentView, str]:
     """The runtime with the test app, the Shell loaded, and the app's Surface in front."""
-    config = {
-        "app_scope": SCOPE,
-        "manifest": str(APP / "manifest.json"),
-        "entry": f"{CapabilitySurfaceApp.__module__}:{CapabilitySurfaceApp.__qualname__}",
-        "title": "Cap Tester",
-    }
-    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(CONVERSATION, f"{SCOPE}.open", {}, revision, call_id="c-open")
-    with trio.fail_after(WAIT_MS / 1000):
-        await agent.terminal("c-open")
+    _, (agent, revision, _) = await capability_surface_opened(
+        nursery, data_dir, page, wait_ms=WAIT_MS
+    )
     await page.run(surface_frame)
     return agent, revision
 

@@ -13,9 +13,8 @@ import trio
 from playwright.sync_api import FrameLocator, Page, expect
 
 from lineup.sdk._scaffold import scaffold
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.browser import called_from_the_shell
+from lineup.tests.support.runtime import start_runtime
 
 from .conftest import ShellPage
 
@@ -32,14 +31,15 @@ async def test_a_scaffolded_surface_does_the_handshake_shows_its_state_and_sends
 ) -> None:
     folder = scaffold("hello-world", data_dir / "apps", surface=True)[0].parent
     runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, dev_apps=(folder,))
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(
-        CONVERSATION, "hello-world.hello", {"name": "Ada"}, revision, call_id="hello-1"
+    _, _, result = await called_from_the_shell(
+        nursery,
+        runtime,
+        page,
+        "hello-world.hello",
+        {"name": "Ada"},
+        call_id="hello-1",
+        wait_ms=WAIT_MS,
     )
-    result = await agent.terminal("hello-1")
     assert result["payload"]["result"] == {"greeting": "Hello, Ada!"}
 
     def greeted(p: Page) -> None:

@@ -17,9 +17,7 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.tests.e2e.test_navigation import start_navigator
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell, ready_frame
-from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.browser import called_from_the_shell, ready_frame
 
 from .conftest import ShellPage
 
@@ -50,14 +48,15 @@ async def test_a_surface_navigates_and_dispatches_for_its_own_app_through_the_br
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     runtime = await start_navigator(nursery, data_dir)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(
-        CONVERSATION, "navigator.run", {"mode": "surface"}, revision, call_id="n-open"
+    await called_from_the_shell(
+        nursery,
+        runtime,
+        page,
+        "navigator.run",
+        {"mode": "surface"},
+        call_id="n-open",
+        wait_ms=WAIT_MS,
     )
-    with trio.fail_after(WAIT_MS / 1000):
-        await agent.terminal("n-open")
 
     state = await attempt(page, "state", "(b) => b.state.snapshot()")
     assert (state["app_scope"], state["in_front"], state["launched"]) == ("navigator", True, [])

@@ -23,17 +23,12 @@ from typing import Final
 import trio
 from playwright.sync_api import Page
 
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell, ready_frame
-from lineup.tests.support.capability_surface_app import CapabilitySurfaceApp
-from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.browser import capability_surface_opened, ready_frame
 
 from .conftest import ShellPage
 
 WAIT_MS: Final = 10_000
 LOOPBACK: Final = "127.0.0.1"
-APP: Final = Path(__file__).parents[1] / "support" / "capability_surface_app"
-SCOPE: Final = CapabilitySurfaceApp.app_info.app_scope
 
 # Every way `net.js` tries, and how each must end.
 BLOCKED: Final = [
@@ -90,19 +85,7 @@ async def attack_by_webrtc(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage, cfg: dict[str, int]
 ) -> list[str]:
     """The runtime with the test app, its Surface in front, and what `net.js` got there."""
-    config = {
-        "app_scope": SCOPE,
-        "manifest": str(APP / "manifest.json"),
-        "entry": f"{CapabilitySurfaceApp.__module__}:{CapabilitySurfaceApp.__qualname__}",
-        "title": "Cap Tester",
-    }
-    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(CONVERSATION, f"{SCOPE}.open", {}, revision, call_id="c-open")
-    with trio.fail_after(WAIT_MS / 1000):
-        await agent.terminal("c-open")
+    await capability_surface_opened(nursery, data_dir, page, wait_ms=WAIT_MS)
 
     def attack(p: Page) -> list[str]:
         frame = surface_frame(p)

@@ -18,9 +18,8 @@ from playwright.sync_api import Page
 
 from lineup.ops.agent import AgentClient
 from lineup.tests.e2e.test_navigation import start_navigator
-from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.browser import load_shell, ready_frame
-from lineup.tests.support.runtime import AGENT_ID, CONVERSATION, agent_client
+from lineup.tests.support.browser import called_from_the_shell, ready_frame
+from lineup.tests.support.runtime import AGENT_ID, CONVERSATION
 
 from .conftest import ShellPage
 from .test_surface_navigation_e2e import attempt
@@ -64,14 +63,15 @@ async def test_a_surface_hears_its_apps_view_and_its_agent_messages_once_each(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
     runtime = await start_navigator(nursery, data_dir)
-    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
-    revision = await agent.inventory()
-    await page.run(load_shell(runtime.shell_url, wait_ms=WAIT_MS))
-    await agent.client.call_tool(
-        CONVERSATION, "navigator.run", {"mode": "surface"}, revision, call_id="n-open"
+    agent, _, _ = await called_from_the_shell(
+        nursery,
+        runtime,
+        page,
+        "navigator.run",
+        {"mode": "surface"},
+        call_id="n-open",
+        wait_ms=WAIT_MS,
     )
-    with trio.fail_after(WAIT_MS / 1000):
-        await agent.terminal("n-open")
 
     # The view model: the first at once, then the runtime's pushes as the app's facts change.
     subscribed = await attempt(

@@ -15,6 +15,7 @@ import trio
 from playwright.sync_api import Frame, Page, expect
 
 from lineup.tests.support.agent_view import AgentView
+from lineup.tests.support.capability_surface_app import CapabilitySurfaceApp
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 
 if TYPE_CHECKING:  # the browser tests' own modules, imported by them (and pytest) at run time
@@ -87,6 +88,55 @@ async def greeted_in_the_shell(
         load_shell(runtime.shell_url, wait_ms=wait_ms, greeting=greeting, chat_alone=chat_alone)
     )
     return Greeted(runtime, agent, await agent.inventory())
+
+
+class Called(NamedTuple):
+    agent: AgentView
+    revision: str  # the inventory revision the Agent called at
+    terminal: dict[str, Any]  # the call's terminal message
+
+
+async def called_from_the_shell(
+    nursery: trio.Nursery,
+    runtime: Runtime,
+    page: ShellPage,
+    tool: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    call_id: str,
+    wait_ms: float,
+) -> Called:
+    """What most Surface tests start from: an Agent logged in to the real runtime, the Shell
+    loaded (`load_shell`), then the Agent's call of `tool` (the one that opens the app's
+    Surface) ended."""
+    agent = AgentView(await agent_client(nursery, runtime.appserver_url))
+    revision = await agent.inventory()
+    await page.run(load_shell(runtime.shell_url, wait_ms=wait_ms))
+    await agent.client.call_tool(CONVERSATION, tool, arguments or {}, revision, call_id=call_id)
+    with trio.fail_after(wait_ms / 1000):
+        terminal = await agent.terminal(call_id)
+    return Called(agent, revision, terminal)
+
+
+CAPABILITY_SURFACE_APP = Path(__file__).parent / "capability_surface_app"
+
+
+async def capability_surface_opened(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage, *, wait_ms: float
+) -> tuple[Runtime, Called]:
+    """The runtime with `CapabilitySurfaceApp` ("Cap Tester", a development app's layout), its
+    Surface opened by the Agent's `capsurface.open` in the loaded Shell."""
+    config = {
+        "app_scope": CapabilitySurfaceApp.app_info.app_scope,
+        "manifest": str(CAPABILITY_SURFACE_APP / "manifest.json"),
+        "entry": f"{CapabilitySurfaceApp.__module__}:{CapabilitySurfaceApp.__qualname__}",
+        "title": "Cap Tester",
+    }
+    runtime = await start_runtime(nursery, data_dir / "rt", demo_agent=False, extra_apps=(config,))
+    called = await called_from_the_shell(
+        nursery, runtime, page, "capsurface.open", call_id="c-open", wait_ms=wait_ms
+    )
+    return runtime, called
 
 
 def framed(p: Page, selector: str, *, wait_ms: float) -> Frame:
