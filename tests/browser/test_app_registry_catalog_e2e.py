@@ -139,6 +139,9 @@ def clean(p: Page) -> None:
 async def test_the_app_registry_installs_from_the_catalog_and_refuses_a_tampered_bundle(
     nursery: trio.Nursery, data_dir: Path, tmp_path: Path, page: ShellPage
 ) -> None:
+    """About ten seconds on a loaded machine: two installs through the Shell end to end (the
+    catalog read, each bundle downloaded, its signature verified, one installed and opened,
+    the tampered one refused with its code), which is the claim."""
     good = build_bundle(tmp_path / "src", KEY, scope="deliver", version="1.0")
     spoiled = build_bundle(tmp_path / "src", KEY, scope="spoiled", version="1.0")
     folder = write_catalog(tmp_path / "catalog", KEY, {GOOD: good, TAMPERED: spoiled})

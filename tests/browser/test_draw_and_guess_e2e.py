@@ -276,6 +276,9 @@ async def call(
 async def test_draw_and_guess_installed_from_the_catalog_won_then_given_up(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
+    """About ten seconds on a loaded machine: the example installed from `make run`'s catalog
+    and two whole rounds with the Agent through the Shell (one won, one given up by keyboard),
+    which is the claim."""
     _, agent, revision = await greeted_in_the_shell(
         nursery, data_dir, page, GREETING, wait_ms=WAIT_MS, catalog=catalog
     )

@@ -296,9 +296,12 @@ async def stop(process: LineupProcess) -> None:
 
 
 @pytest.mark.timeout(420)
-async def test_a_newcomers_walk_from_the_menu_to_a_restart(
+async def test_a_newcomers_walk_from_the_menu_to_a_restart(  # noqa: PLR0915 (the whole walk)
     page: ShellPage, data_dir: Path, catalog: Path
 ) -> None:
+    """About forty seconds by design: the issue's walk itself, one newcomer's session from the
+    first card to a restart of the whole runtime (two `lineup run` starts, a game round with
+    the demo Agent). Each of its steps is also tested alone, faster, elsewhere."""
     process, url = await start(data_dir, catalog)
     try:
 

@@ -56,6 +56,9 @@ async def the_one_terminal(agent: AgentView, call_id: str) -> dict[str, Any]:
 async def test_the_one_result_arrives_at_ends_at_across_a_sigkill_of_the_whole_tree(
     tmp_path: Path, restart: str
 ) -> None:
+    """Over twelve seconds by design: the focus period (`MINUTES`) must outlast a SIGKILL of
+    the whole tree and its start again inside it, and `after_ends_at` waits the period out
+    while nothing runs; only that time proves the timer is armed again from the store."""
     data_dir = tmp_path / "lu"
     async with trio.open_nursery() as nursery:
         tree = await Tree.start(nursery, data_dir)
