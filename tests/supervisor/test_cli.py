@@ -17,6 +17,7 @@ from lineup.supervisor._run_cli import EXIT_USAGE, PASSWORD_ENV
 from lineup.tests.support.process import (
     LineupProcess,
     lineup_status,
+    modules_after,
     pid_alive,
     start_lineup_run,
     wait_pid_gone,
@@ -329,3 +330,19 @@ async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cm
     finally:
         process.kill()
         await process.wait()
+
+
+def test_the_cli_module_loads_no_command_until_it_runs_one() -> None:
+    """Every `lineup` command is an interpreter of its own: `lineup app pack` or `lineup status`
+    must not first load the tree's modules (trio, the supervisor, its messages), nor the
+    registry's (`lineup app list`'s) to learn which side a `lineup app` command is."""
+    loaded = modules_after("import lineup.supervisor.cli")
+    assert "lineup.supervisor.cli" in loaded
+    heavy = {
+        "trio",
+        "pydantic",
+        "lineup.supervisor._run_cli",
+        "lineup.supervisor._app_cli",
+        "lineup.actors.kernel.control",
+    }
+    assert heavy & loaded == set()
