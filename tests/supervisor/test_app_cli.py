@@ -1,12 +1,14 @@
 """`lineup app install|list|enable|disable|rollback|revoke|remove|default`: the registry of a
 running runtime, asked of focus over the channel the supervisor opens for the command, as a
-user runs it: real subprocesses against the real `lineup run`."""
+user runs it: real subprocesses against the real `lineup run`. What a command says without a
+runtime is the CLI's own `main`, in this process (`support/cli.py`)."""
 
 from __future__ import annotations
 
 import functools
 import io
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,8 @@ from lineup.sdk.protocol import AppOperationInfo, RegistryListReply
 from lineup.supervisor._app_cli import EXIT_USAGE, main, outcome_line
 from lineup.supervisor._control import control_request, focus_request
 from lineup.tests.support.bundles import build_bundle, trust
-from lineup.tests.support.process import lineup_app, run_app, start_lineup_run
+from lineup.tests.support.cli import lineup
+from lineup.tests.support.process import run_app, start_lineup_run
 
 # ---------------------------------------------------------------------------------- requests
 
@@ -78,6 +81,11 @@ def test_the_outcome_line_names_the_operation_and_a_failures_code() -> None:
 
 
 # ------------------------------------------------------------------------------ without a runtime
+
+
+def lineup_app(*args: str, data_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`lineup app ARGS [--data-dir DATA_DIR]`, in this process."""
+    return lineup("app", *args, *(["--data-dir", str(data_dir)] if data_dir else []))
 
 
 @pytest.mark.parametrize(
@@ -132,7 +140,7 @@ def test_install_of_no_file_or_another_scheme_is_a_usage_error(data_dir: Path, s
 
 
 def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
-    result = lineup_app("manifest", "lineup.miniapps.task_dashboard", timeout=60)
+    result = lineup_app("manifest", "lineup.miniapps.task_dashboard")
     assert result.returncode == 0, result.stderr
     assert '"app_scope": "task-dashboard"' in result.stdout
 
