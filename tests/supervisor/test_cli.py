@@ -23,7 +23,6 @@ from lineup.tests.support.cli import lineup
 from lineup.tests.support.process import (
     LineupProcess,
     SharedLineupRun,
-    lineup_status,
     modules_after,
     pid_alive,
     start_lineup_run,
@@ -56,6 +55,16 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedLineupRu
         yield run.ready()
     finally:
         run.kill()
+
+
+def lineup_status(data_dir: Path) -> dict[str, object]:
+    """`lineup status --json`'s document, from the CLI's own `main` in this process (the
+    table test runs `lineup status` as a process of its own)."""
+    result = lineup("status", "--json", "--data-dir", str(data_dir))
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    assert result.returncode == (0 if document["running"] else 1), result.stderr
+    return document
 
 
 def pid_of(document: dict[str, object], key: str) -> int:
@@ -109,9 +118,7 @@ def test_run_prints_each_child_ready_then_ready_and_status_lists_them(
 def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_an_object(
     running: SharedLineupRun,
 ) -> None:
-    result = lineup("status", "--json", "--data-dir", str(running.data_dir))
-    assert result.returncode == 0, result.stderr
-    document = json.loads(result.stdout)
+    document = lineup_status(running.data_dir)
     assert set(document) == {
         "running",
         "pid",
@@ -309,6 +316,12 @@ async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cm
         with trio.fail_after(30):
             await process.wait_for_line("lineup: open the Shell: ")
         document = lineup_status(data_dir)
+        # Every process, the demo Agent too: it starts once the tree is ready, and has no pid
+        # until it has.
+        agent = "lineup: demo-agent ready "
+        if not any(line.startswith(agent) for line in process.lines):
+            with trio.fail_after(30):
+                await process.wait_for_line(agent)
         pids = tree_pids(data_dir)
         info = document["info"]
         assert isinstance(info, dict)
