@@ -148,8 +148,18 @@ def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
 # ------------------------------------------------------------------------------ a real runtime
 
 
+async def app_main(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`lineup app ARGS` through the CLI's own `main`, in this process (in a thread: it waits
+    on its socket), against the running runtime."""
+    out, err = io.StringIO(), io.StringIO()
+    run = functools.partial(main, list(args), data_dir_default=data_dir, out=out, err=err)
+    code = await trio.to_thread.run_sync(run)
+    argv = ["lineup", "app", *args]
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 async def list_json(data_dir: Path) -> dict[str, Any]:
-    result = await run_app("list", "--json", data_dir=data_dir)
+    result = await app_main("list", "--json", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert isinstance(document, dict)
@@ -286,9 +296,10 @@ async def check_reads(data_dir: Path) -> None:
 async def test_install_list_default_disable_and_remove_through_the_cli(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    """Over ten seconds on a loaded machine, by what it is about: a real `lineup run` and a
-    dozen `lineup app` commands beside it, each a process of its own as a user runs it (its
-    interpreter, imports and connection to the running tree are what is tested)."""
+    """A real `lineup run` and `lineup app` commands beside it: the installs and the table as
+    processes of their own, as a user runs them (their interpreter, imports and connection to
+    the running tree are what is tested); the lists and the later operations through the
+    CLI's own `main` in this process, which is the same code past its imports."""
     key, stranger = SigningKey.generate(), SigningKey.generate()
     trust(data_dir, key.public)
     good = tmp_path / "deliver-1.0.lineup"
@@ -327,17 +338,17 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
 
         await check_reads(data_dir)
 
-        made_default = await run_app("default", "deliver", data_dir=data_dir)
+        made_default = await app_main("default", "deliver", data_dir=data_dir)
         assert made_default.returncode == 0, made_default.stdout
         assert (await list_json(data_dir))["default_app"] == "deliver"
 
-        disabled = await run_app("disable", "deliver", data_dir=data_dir)
+        disabled = await app_main("disable", "deliver", data_dir=data_dir)
         assert (disabled.returncode, disabled.stdout) == (0, "disable deliver: completed\n")
         deliver = app_of(await list_json(data_dir), "deliver")
         assert deliver is not None and deliver["enabled"] is False
         assert deliver["enabled_at"] is None  # not enabled: since no time
 
-        removed = await run_app("remove", "deliver", "--yes", "--json", data_dir=data_dir)
+        removed = await app_main("remove", "deliver", "--yes", "--json", data_dir=data_dir)
         assert removed.returncode == 0, removed.stdout
         operation = json.loads(removed.stdout)
         assert set(operation) == OPERATION_KEYS and operation["state"] == "completed"
@@ -345,7 +356,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
         assert not (data_dir / "bundles" / "deliver").exists()
         assert not (data_dir / "apps" / "deliver").exists()
 
-        gone = await run_app("revoke", "deliver", "1.0", data_dir=data_dir)
+        gone = await app_main("revoke", "deliver", "1.0", data_dir=data_dir)
         assert gone.returncode == 1
         assert gone.stderr.endswith(": failed (app_not_installed)\n"), gone.stderr
     finally:
