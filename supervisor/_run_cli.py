@@ -24,6 +24,7 @@ from lineup._early import imports_done
 from lineup._logs import configure_logs
 
 from ._control import CONTROL_SOCKET
+from ._exits import EXIT_ESCALATED, EXIT_REFUSED, EXIT_USAGE
 from ._mcp_probe import ProbeFailed
 from ._mcp_probe import dev_mcp as _dev_mcp
 from ._restarts import Escalation
@@ -43,9 +44,6 @@ __all__ = [
     "run",
 ]
 
-EXIT_REFUSED = 1
-EXIT_ESCALATED = 2
-EXIT_USAGE = 64
 PASSWORD_ENV = "LINEUP_PASSWORD"
 
 

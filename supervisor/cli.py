@@ -30,15 +30,47 @@ if TYPE_CHECKING:
 __all__ = ["default_data_dir", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    from ._run_cli import PASSWORD_ENV
-    from ._runtime import RuntimeOptions
-    from ._spec import Intensity
-
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lineup", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="start the supervised runtime in the foreground")
+    if argv[:1] == ["run"]:  # its options need the runtime's modules: only when it runs
+        _add_run_arguments(run)
+
+    status = sub.add_parser("status", help="list the running tree's children")
+    status.add_argument("--data-dir", type=Path, default=None)
+    status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
+
+    logs = sub.add_parser(
+        "logs", help="print what a MiniApp wrote to its stdout and stderr (escaped, capped)"
+    )
+    logs.add_argument("app_scope", metavar="APP_SCOPE", help="e.g. task-dashboard")
+    logs.add_argument("--data-dir", type=Path, default=None)
+
+    sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
+    sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
+    sub.add_parser("mcp", help="serve the Agent's side to an MCP client", add_help=False)
+    sub.add_parser(
+        "drill",
+        help="crash-recovery drill: faults on a seeded schedule, then invariants",
+        add_help=False,
+    )
+    sub.add_parser(
+        "app",
+        help="MiniApp tools (`lineup app new|manifest|keygen|pack|verify|trust`) and the running "
+        "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
+        "default`); `lineup app import-mcp CONFIG.json` imports a desktop host's mcpServers",
+        add_help=False,
+    )
+    return parser
+
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    from ._run_cli import PASSWORD_ENV
+    from ._runtime import RuntimeOptions
+    from ._spec import Intensity
+
     run.add_argument(
         "--data-dir",
         type=Path,
@@ -157,33 +189,6 @@ def _parser() -> argparse.ArgumentParser:
         help="run MiniApps even where this kernel lacks a sandbox layer (unsafe)",
     )
 
-    status = sub.add_parser("status", help="list the running tree's children")
-    status.add_argument("--data-dir", type=Path, default=None)
-    status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
-
-    logs = sub.add_parser(
-        "logs", help="print what a MiniApp wrote to its stdout and stderr (escaped, capped)"
-    )
-    logs.add_argument("app_scope", metavar="APP_SCOPE", help="e.g. task-dashboard")
-    logs.add_argument("--data-dir", type=Path, default=None)
-
-    sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
-    sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
-    sub.add_parser("mcp", help="serve the Agent's side to an MCP client", add_help=False)
-    sub.add_parser(
-        "drill",
-        help="crash-recovery drill: faults on a seeded schedule, then invariants",
-        add_help=False,
-    )
-    sub.add_parser(
-        "app",
-        help="MiniApp tools (`lineup app new|manifest|keygen|pack|verify|trust`) and the running "
-        "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
-        "default`); `lineup app import-mcp CONFIG.json` imports a desktop host's mcpServers",
-        add_help=False,
-    )
-    return parser
-
 
 def _port(text: str) -> int:
     port = int(text)
@@ -223,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         from lineup.ops.mcp.cli import main as mcp_main
 
         sys.exit(mcp_main(argv[1:]))
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     data_dir: Path = (args.data_dir or default_data_dir()).absolute()
     if args.command == "run":
         from ._run_cli import run
@@ -352,7 +357,7 @@ def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
     from lineup.actors.kernel import LineUpError
 
     from ._applog import app_log_path, log_files
-    from ._run_cli import EXIT_REFUSED
+    from ._exits import EXIT_REFUSED
 
     try:
         path = app_log_path(data_dir, app_scope)

@@ -346,8 +346,9 @@ async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cm
 def test_the_cli_module_loads_no_command_until_it_runs_one() -> None:
     """Every `lineup` command is an interpreter of its own: `lineup app pack` or `lineup status`
     must not first load the tree's modules (trio, the supervisor, its messages), nor the
-    registry's (`lineup app list`'s) to learn which side a `lineup app` command is."""
-    loaded = modules_after("import lineup.supervisor.cli")
+    registry's (`lineup app list`'s) to learn which side a `lineup app` command is, nor
+    `lineup run`'s to parse another command's arguments."""
+    loaded = modules_after("import lineup.supervisor.cli as cli\ncli._parser(['status'])")
     assert "lineup.supervisor.cli" in loaded
     heavy = {
         "trio",
