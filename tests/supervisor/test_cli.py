@@ -358,3 +358,12 @@ def test_the_cli_module_loads_no_command_until_it_runs_one() -> None:
         "lineup.actors.kernel.control",
     }
     assert heavy & loaded == set()
+    # `lineup status` and the registry commands speak to the tree over a plain socket: the
+    # control socket's client side, without the bus or trio (its server side is the tree's).
+    asked = modules_after(
+        "import io, pathlib, lineup.supervisor.cli as cli\n"
+        "cli.status(pathlib.Path('/nonexistent/lineup'), as_json=True, out=io.StringIO())"
+    )
+    assert "lineup.supervisor._control" in asked
+    server = {"trio", "lineup.supervisor._control_server", "lineup.actors.kernel.bus"}
+    assert server & asked == set()
