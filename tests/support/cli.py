@@ -84,6 +84,8 @@ def _restored(cwd: Path | None, env: Mapping[str, str] | None) -> Iterator[None]
         roots += [Path(e).resolve() for e in sys.path if e and e not in path]
         sys.path[:] = path
         for name in set(sys.modules) - modules:
+            if name.partition(".")[0] == "lineup":
+                continue  # LineUp's own: a second copy of a module would split its classes
             file = getattr(sys.modules[name], "__file__", None)
             if file and any(Path(file).resolve().is_relative_to(r) for r in roots):
                 del sys.modules[name]
