@@ -36,6 +36,7 @@ from lineup.actors.kernel import LineUpError, Message
 from lineup.facts.operations import COMPLETED, FAILED
 from lineup.sdk.protocol import AppOperationInfo, RegistryAppInfo, RegistryListReply
 
+from ._app_commands import COMMANDS
 from ._control import NotRunning, focus_request
 
 __all__ = ["COMMANDS", "main"]
@@ -46,13 +47,6 @@ EXIT_USAGE: Final = 64
 # How long a command waits for focus: an install downloads, verifies and writes a bundle, and a
 # remove waits for the app's instances to close.
 REGISTRY_TIMEOUT: Final = 120.0
-# The `lineup app` commands that talk to a running runtime (the rest are the SDK's).
-COMMANDS: Final = frozenset(
-    {
-        *("install", "list", "enable", "disable", "rollback", "revoke", "remove", "default"),
-        "import-mcp",  # not the registry's: into the data dir (`_mcp_import`)
-    }
-)
 OperateKind = Literal["enable", "disable", "rollback", "revoke", "remove", "set_default"]
 _KINDS: Final[dict[str, OperateKind]] = {
     "enable": "enable",

@@ -8,11 +8,13 @@ client side is synchronous and tiny, so `lineup status` starts fast.
 
 `<data dir>/runtime-state.json` says how the last run ended (`stopped`), for a `lineup status`
 that finds no supervisor to ask; a run removes it when it starts.
+
+The server side, which needs trio and the bus, is `_control_server`'s: a `lineup` command that
+asks a running tree imports this module alone.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import socket
@@ -20,16 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import trio
-
 from lineup.actors.kernel import (
     REGISTRY,
-    ActorKind,
-    Bus,
-    Channel,
     ErrorCode,
     FrameDecoder,
-    Identity,
     LineUpError,
     Message,
     encode_frame,
@@ -44,7 +40,6 @@ __all__ = [
     "control_request",
     "focus_request",
     "read_state_file",
-    "serve_control",
     "write_state_file",
 ]
 
@@ -58,34 +53,6 @@ M = TypeVar("M", bound=Message)
 
 class NotRunning(LineUpError):
     """No supervisor listens on the data dir's control socket (`actor_unavailable`)."""
-
-
-async def serve_control(
-    bus: Bus, data_dir: Path, *, task_status: trio.TaskStatus[Path] = trio.TASK_STATUS_IGNORED
-) -> None:
-    path = data_dir / CONTROL_SOCKET
-    path.unlink(missing_ok=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)  # created 0600: no window where another user could connect
-    try:
-        listener.bind(str(path))
-    finally:
-        os.umask(old_umask)
-    listener.listen(16)
-    listener.setblocking(False)
-    numbers = itertools.count(1)
-    try:
-        task_status.started(path)
-        while True:
-            await trio.lowlevel.wait_readable(listener)
-            try:
-                conn, _ = listener.accept()
-            except BlockingIOError:
-                continue
-            bus.connect(Identity(ActorKind.CLI, f"cli:{next(numbers)}"), 0, Channel(conn))
-    finally:
-        listener.close()
-        path.unlink(missing_ok=True)
 
 
 def control_request(

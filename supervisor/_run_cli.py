@@ -24,6 +24,7 @@ from lineup._early import imports_done
 from lineup._logs import configure_logs
 
 from ._control import CONTROL_SOCKET
+from ._exits import EXIT_ESCALATED, EXIT_REFUSED, EXIT_USAGE
 from ._mcp_probe import ProbeFailed
 from ._mcp_probe import dev_mcp as _dev_mcp
 from ._restarts import Escalation
@@ -43,9 +44,6 @@ __all__ = [
     "run",
 ]
 
-EXIT_REFUSED = 1
-EXIT_ESCALATED = 2
-EXIT_USAGE = 64
 PASSWORD_ENV = "LINEUP_PASSWORD"
 
 
@@ -61,11 +59,17 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     except _Refused as exc:
         print(f"lineup: error: {exc}", file=sys.stderr)
         return EXIT_REFUSED
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        print(f"lineup: error: another lineup is running with {data_dir}", file=sys.stderr)
-        return 1
+    with lock:  # closed on every way out: a refusal below as much as the end of the run
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"lineup: error: another lineup is running with {data_dir}", file=sys.stderr)
+            return 1
+        return _run_held(data_dir, args)
+
+
+def _run_held(data_dir: Path, args: argparse.Namespace) -> int:
+    """`run`, once the data dir's lock is held."""
 
     def report(line: str) -> None:
         print(f"lineup: {line}", flush=True)
@@ -141,10 +145,7 @@ def run(data_dir: Path, args: argparse.Namespace) -> int:
     report(f"starting (pid {os.getpid()}, data dir {data_dir})")
     for note in plan.notes:
         report(note)
-    try:
-        escalation = trio.run(_run_until_signal, supervisor, report)
-    finally:
-        lock.close()
+    escalation = trio.run(_run_until_signal, supervisor, report)
     if escalation is not None and escalation.reported:
         return EXIT_REFUSED  # the child that cannot start said why, in one line
     if escalation is not None:

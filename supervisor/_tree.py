@@ -71,7 +71,8 @@ from lineup.facts.supervisor import Phase
 
 from . import _quota
 from ._broker import Broker
-from ._control import clear_state_file, serve_control, write_state_file
+from ._control import clear_state_file, write_state_file
+from ._control_server import serve_control
 from ._lifecycle import Lifecycle
 from ._miniapps import MiniApps
 from ._peers import Changes, Child, signal_child

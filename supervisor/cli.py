@@ -15,32 +15,62 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
+# Each command imports what it needs when it runs, not when this module loads: every `lineup`
+# command is an interpreter of its own, and the tree's modules (trio, the messages, the
+# supervisor) were most of what `lineup app ...` or `lineup status` spent before doing anything.
 from lineup._paths import default_data_dir
-from lineup.actors.kernel import ErrorCode, LineUpError
-from lineup.actors.kernel.control import (
-    SandboxLayer,
-    SandboxStatus,
-    StatusReply,
-    StatusRequest,
-)
 
-from ._applog import app_log_path, log_files
-from ._control import control_request, read_state_file
-from ._quota import STATUS_FSIZE, STATUS_PIDS
-from ._run_cli import EXIT_REFUSED, PASSWORD_ENV, run
-from ._runtime import RuntimeOptions
-from ._spec import Intensity
+from ._app_commands import COMMANDS as APP_REGISTRY_COMMANDS
+
+if TYPE_CHECKING:
+    from lineup.actors.kernel.control import SandboxStatus
 
 __all__ = ["default_data_dir", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lineup", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="start the supervised runtime in the foreground")
+    if argv[:1] == ["run"]:  # its options need the runtime's modules: only when it runs
+        _add_run_arguments(run)
+
+    status = sub.add_parser("status", help="list the running tree's children")
+    status.add_argument("--data-dir", type=Path, default=None)
+    status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
+
+    logs = sub.add_parser(
+        "logs", help="print what a MiniApp wrote to its stdout and stderr (escaped, capped)"
+    )
+    logs.add_argument("app_scope", metavar="APP_SCOPE", help="e.g. task-dashboard")
+    logs.add_argument("--data-dir", type=Path, default=None)
+
+    sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
+    sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
+    sub.add_parser("mcp", help="serve the Agent's side to an MCP client", add_help=False)
+    sub.add_parser(
+        "drill",
+        help="crash-recovery drill: faults on a seeded schedule, then invariants",
+        add_help=False,
+    )
+    sub.add_parser(
+        "app",
+        help="MiniApp tools (`lineup app new|manifest|keygen|pack|verify|trust`) and the running "
+        "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
+        "default`); `lineup app import-mcp CONFIG.json` imports a desktop host's mcpServers",
+        add_help=False,
+    )
+    return parser
+
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    from ._run_cli import PASSWORD_ENV
+    from ._runtime import RuntimeOptions
+    from ._spec import Intensity
+
     run.add_argument(
         "--data-dir",
         type=Path,
@@ -159,33 +189,6 @@ def _parser() -> argparse.ArgumentParser:
         help="run MiniApps even where this kernel lacks a sandbox layer (unsafe)",
     )
 
-    status = sub.add_parser("status", help="list the running tree's children")
-    status.add_argument("--data-dir", type=Path, default=None)
-    status.add_argument("--json", action="store_true", help="machine-readable (stable) output")
-
-    logs = sub.add_parser(
-        "logs", help="print what a MiniApp wrote to its stdout and stderr (escaped, capped)"
-    )
-    logs.add_argument("app_scope", metavar="APP_SCOPE", help="e.g. task-dashboard")
-    logs.add_argument("--data-dir", type=Path, default=None)
-
-    sub.add_parser("devserver", help="run the reference AppServer alone", add_help=False)
-    sub.add_parser("agent", help="act as the Remote Agent against an AppServer", add_help=False)
-    sub.add_parser("mcp", help="serve the Agent's side to an MCP client", add_help=False)
-    sub.add_parser(
-        "drill",
-        help="crash-recovery drill: faults on a seeded schedule, then invariants",
-        add_help=False,
-    )
-    sub.add_parser(
-        "app",
-        help="MiniApp tools (`lineup app new|manifest|keygen|pack|verify|trust`) and the running "
-        "runtime's registry (`lineup app install|list|enable|disable|rollback|revoke|remove|"
-        "default`); `lineup app import-mcp CONFIG.json` imports a desktop host's mcpServers",
-        add_help=False,
-    )
-    return parser
-
 
 def _port(text: str) -> int:
     port = int(text)
@@ -202,13 +205,11 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(devserver_main(argv[1:]))
     if argv[:1] == ["app"]:
-        from ._app_cli import COMMANDS
-
         if argv[1:2] == ["pack-mcp"]:  # it lists the server in the sandbox: the supervisor's
             from ._pack_mcp import main as pack_mcp_main
 
             sys.exit(pack_mcp_main(argv[2:]))
-        if argv[1:2] and argv[1] in COMMANDS:  # the registry of a running runtime
+        if argv[1:2] and argv[1] in APP_REGISTRY_COMMANDS:  # the registry of a running runtime
             from ._app_cli import main as registry_main
 
             sys.exit(registry_main(argv[1:], data_dir_default=default_data_dir()))
@@ -227,9 +228,11 @@ def main(argv: list[str] | None = None) -> None:
         from lineup.ops.mcp.cli import main as mcp_main
 
         sys.exit(mcp_main(argv[1:]))
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     data_dir: Path = (args.data_dir or default_data_dir()).absolute()
     if args.command == "run":
+        from ._run_cli import run
+
         sys.exit(run(data_dir, args))
     if args.command == "logs":
         sys.exit(logs(data_dir, args.app_scope, out=sys.stdout.buffer))
@@ -240,6 +243,12 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def status(data_dir: Path, *, as_json: bool, out: TextIO) -> int:
+    from lineup.actors.kernel import ErrorCode, LineUpError
+    from lineup.actors.kernel.control import StatusReply, StatusRequest
+
+    from ._control import control_request, read_state_file
+    from ._quota import STATUS_FSIZE, STATUS_PIDS
+
     try:
         reply = control_request(data_dir, StatusRequest(), StatusReply)
     except LineUpError as exc:
@@ -316,6 +325,8 @@ def _quarantine(data_dir: Path) -> dict[str, Any]:
 
 def _sandbox_line(sandbox: SandboxStatus) -> str:
     """`netns on, landlock on (abi 6, network, scopes), …, seccomp on (audit); missing: none`."""
+    from lineup.actors.kernel.control import SandboxLayer
+
     landlock, seccomp = sandbox.landlock, sandbox.seccomp
     layers: list[tuple[str, SandboxLayer, list[str]]] = [
         ("netns", sandbox.netns, []),
@@ -343,6 +354,11 @@ def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
     """Print `<data dir>/logs/<app_scope>.log`, its rotated part first. The lines were escaped
     when written, so they are safe on a terminal as they are. With no log, exit 0 if the app
     runs now (it has printed nothing yet, and says so on stderr), else 1."""
+    from lineup.actors.kernel import LineUpError
+
+    from ._applog import app_log_path, log_files
+    from ._exits import EXIT_REFUSED
+
     try:
         path = app_log_path(data_dir, app_scope)
     except LineUpError:
@@ -381,6 +397,11 @@ def logs(data_dir: Path, app_scope: str, *, out: BinaryIO) -> int:
 def _app_running(data_dir: Path, app_scope: str) -> bool:
     """Whether the runtime on `data_dir` runs `app_scope`'s process now (False when no runtime
     answers there)."""
+    from lineup.actors.kernel import ErrorCode, LineUpError
+    from lineup.actors.kernel.control import StatusReply, StatusRequest
+
+    from ._control import control_request
+
     try:
         reply = control_request(data_dir, StatusRequest(), StatusReply)
     except LineUpError as exc:

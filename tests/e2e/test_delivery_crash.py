@@ -5,7 +5,9 @@ logs the point and waits, so the test knows exactly where the install is). The r
 started again on the same data dir: the active version is exactly the one the point must leave
 (`NEW_AFTER_RESTART`), its cache verifies, no crash leftover and no version that no row names
 is in the cache, the operation ended as it must (never `requested` or `running`), the app
-answers a tool call, and the same install, asked again, gets the answer it now must."""
+answers a tool call, and the same install, asked again, gets the answer it now must. The tree
+that is killed is a process of its own (`support/delivery_runtime.py`), supervisor and all; the
+one that recovers runs under a supervisor in the test's process, as the other e2e trees do."""
 
 from __future__ import annotations
 
@@ -38,8 +40,9 @@ from lineup.supervisor._app_cli import _list_json as list_json
 from lineup.supervisor._control import focus_request
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.bundles import PACKAGE, build_bundle, trust
+from lineup.tests.support.delivery_runtime import delivery_specs
 from lineup.tests.support.process import wait_pid_gone
-from lineup.tests.support.runtime import CONVERSATION, agent_client
+from lineup.tests.support.runtime import CONVERSATION, agent_client, supervise
 
 KEY = SigningKey(b"\x05" * 32)
 M = TypeVar("M", bound=Message)
@@ -336,38 +339,39 @@ async def test_a_sigkill_of_the_whole_runtime_at_any_step_leaves_one_whole_versi
     new = NEW_AFTER_RESTART[point]
     await kill_at(point, data_dir, prepared.files[target], before[0] if before else None)
 
-    tree = await Tree.start(nursery, data_dir)
-    try:
-        document = await listed(data_dir)
-        # The journal: the operation ended as the point says, the others as they were.
-        [interrupted] = [op for op in document["operations"] if op not in operations]
-        assert (interrupted["kind"], interrupted["version"]) == (kind, target)
-        assert (interrupted["state"], interrupted["code"]) == (
-            ("completed", None) if new else ("failed", ErrorCode.ACTOR_RESTARTED.value)
-        )
-        others = [op for op in document["operations"] if op != interrupted]
-        assert ended(others) == ended(operations)
-        # The registry: exactly the version the point leaves; the cache exactly what it names
-        # (before the row, byte for byte what it was).
-        expected = (target, before[0] if before else None) if new else before
-        apps = [a for a in document["apps"] if a["app_scope"] == SCOPE]
-        assert [(a["version"], a["predecessor"], a["state"]) for a in apps] == (
-            [(*expected, "active")] if expected else []
-        )
-        await assert_cache_holds(data_dir, prepared, sorted(v for v in expected or () if v))
-        if not new:
-            assert files_of(BundleCache(data_dir).root) == cache_before
+    # The runtime again, on the same data dir: in this process, forking from the shared zygote
+    # (the tree killed above had to be a process of its own; what recovers is focus, the store
+    # and the cache, the same children either way). The test's end stops it.
+    plan, specs = delivery_specs(data_dir)
+    await supervise(nursery, plan, data_dir, specs)
+    document = await listed(data_dir)
+    # The journal: the operation ended as the point says, the others as they were.
+    [interrupted] = [op for op in document["operations"] if op not in operations]
+    assert (interrupted["kind"], interrupted["version"]) == (kind, target)
+    assert (interrupted["state"], interrupted["code"]) == (
+        ("completed", None) if new else ("failed", ErrorCode.ACTOR_RESTARTED.value)
+    )
+    others = [op for op in document["operations"] if op != interrupted]
+    assert ended(others) == ended(operations)
+    # The registry: exactly the version the point leaves; the cache exactly what it names
+    # (before the row, byte for byte what it was).
+    expected = (target, before[0] if before else None) if new else before
+    apps = [a for a in document["apps"] if a["app_scope"] == SCOPE]
+    assert [(a["version"], a["predecessor"], a["state"]) for a in apps] == (
+        [(*expected, "active")] if expected else []
+    )
+    await assert_cache_holds(data_dir, prepared, sorted(v for v in expected or () if v))
+    if not new:
+        assert files_of(BundleCache(data_dir).root) == cache_before
 
-        agent = AgentView(await agent_client(nursery, tree.appserver_url), wait_s=WAIT)
-        if expected is not None:
-            await call_echo(agent, expected[0], "c-after")
-        # The same install again (a new operation): what was undone goes through now; what
-        # was done is not done twice (not above the active version).
-        again = await install(data_dir, prepared.files[target])
-        if new:
-            assert (again.state, again.code) == ("failed", ErrorCode.APP_VERSION_MISMATCH.value)
-        else:
-            assert again.state == "completed", again
-            await call_echo(agent, target, "c-again")
-    finally:
-        await tree.kill_all()
+    agent = AgentView(await agent_client(nursery, plan.appserver_url), wait_s=WAIT)
+    if expected is not None:
+        await call_echo(agent, expected[0], "c-after")
+    # The same install again (a new operation): what was undone goes through now; what
+    # was done is not done twice (not above the active version).
+    again = await install(data_dir, prepared.files[target])
+    if new:
+        assert (again.state, again.code) == ("failed", ErrorCode.APP_VERSION_MISMATCH.value)
+    else:
+        assert again.state == "completed", again
+        await call_echo(agent, target, "c-again")

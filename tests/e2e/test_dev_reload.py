@@ -20,7 +20,8 @@ from lineup.actors.focus.messages import DevAppReloadReply, DevAppReloadRequest
 from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.tests.support.agent_view import AgentView
-from lineup.tests.support.process import LineupProcess, lineup_status
+from lineup.tests.support.cli import lineup
+from lineup.tests.support.process import LineupProcess
 from lineup.tests.support.reload_app import (
     BROKEN,
     FIRST,
@@ -64,7 +65,9 @@ class DevRun:
         return await self.agent.terminal(call_id)
 
     def app_pid(self) -> int | None:
-        children = lineup_status(self.data)["children"]
+        """The app's pid, as `lineup status --json` says (its `main`, in this process)."""
+        status = lineup("status", "--json", "--data-dir", str(self.data))
+        children = json.loads(status.stdout)["children"]
         assert isinstance(children, list)
         child = next((c for c in children if c["name"] == f"miniapp:{SCOPE}"), None)
         return None if child is None else child["pid"]

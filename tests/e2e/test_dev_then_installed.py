@@ -1,12 +1,15 @@
 """A dev app, then the signed bundle of the same app, in one data dir, through real `lineup run`
-processes and the real `lineup app` CLI: while `--dev-app hello` runs, an install of `hello`
-is refused `app_protected` (the dev app is live); once a run without it starts, the row the dev
-run left is a leftover and the install takes its scope; and a later `--dev-app hello` says in
-one terminal line that the installed `hello` is the one loaded. The waits are on what the
-runtime prints, each bounded; no sleeps."""
+processes and the real `lineup app` CLI (its installs as processes, its lists through its own
+`main` in this process): while `--dev-app hello` runs, an install of `hello` is refused
+`app_protected` (the dev app is live); once a run without it starts, the row the dev run left is
+a leftover and the install takes its scope; and a later `--dev-app hello` says in one terminal
+line that the installed `hello` is the one loaded. The waits are on what the runtime prints,
+each bounded; no sleeps."""
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import signal
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 import trio
 
 from lineup.sdk.bundle import SigningKey
+from lineup.supervisor._app_cli import main
 from lineup.tests.support.bundles import build_bundle, trust
 from lineup.tests.support.process import LineupProcess, run_app
 from lineup.tests.support.reload_app import SCOPE, write_dev_app
@@ -24,9 +28,13 @@ WAIT = 30.0
 
 
 async def listed(data_dir: Path) -> dict[str, Any] | None:
-    result = await run_app("list", "--json", data_dir=data_dir)
-    assert result.returncode == 0, result.stderr
-    apps: list[dict[str, Any]] = json.loads(result.stdout)["apps"]
+    """`lineup app list --json`'s row for SCOPE: the CLI's own `main`, in this process (the
+    installs are `lineup app` processes, as the user runs them)."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["list", "--json"]
+    run = functools.partial(main, argv, data_dir_default=data_dir, out=out, err=err)
+    assert await trio.to_thread.run_sync(run) == 0, err.getvalue()
+    apps: list[dict[str, Any]] = json.loads(out.getvalue())["apps"]
     return next((app for app in apps if app["app_scope"] == SCOPE), None)
 
 

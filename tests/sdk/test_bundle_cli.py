@@ -1,4 +1,6 @@
-"""`lineup app keygen | pack | verify | trust`, run as the user runs them: `python -m lineup`."""
+"""`lineup app keygen | pack | verify | trust`: their output, exit status and files, each command
+run through the `lineup` CLI's own `main` in this process (`support/cli.py`); the first test runs
+`pack` and `verify` as the user runs them, `python -m lineup` in a process of its own."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from lineup.sdk.bundle import MAX_PATH, MAX_PATH_PART, PublicKey, SigningKey, re
 from lineup.sdk.trust import TRUSTED_KEYS_FILE, TrustStore, default_data_dir
 from lineup.supervisor.cli import default_data_dir as runtime_default_data_dir
 from lineup.tests.support import process
+from lineup.tests.support.cli import lineup
 
 APP = """
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,7 +42,13 @@ class Pinger(MiniApp):
 def lineup_app(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    result = process.lineup_app(*args, cwd=cwd, env=env, timeout=30)
+    """`lineup app ARGS` from `cwd`, in this process."""
+    return lineup("app", *args, cwd=cwd, env=env)
+
+
+def lineup_app_process(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`lineup app ARGS` from `cwd`, as the user runs it: an interpreter of its own."""
+    result = process.lineup_app(*args, cwd=cwd, timeout=30)
     assert "Traceback" not in result.stderr
     return result
 
@@ -89,7 +98,9 @@ def test_keygen_refuses_to_overwrite_either_file_of_a_pair(tmp_path: Path, exist
 
 
 def test_pack_writes_a_bundle_that_verifies_with_the_authors_public_key(work: Path) -> None:
-    packed = lineup_app(work, "pack", "pingapp", "--key", "key", "--out", "ping.lineup")
+    """Both as the user runs them, in processes of their own: the installed entry point and
+    its exit status, which the other tests take as proven."""
+    packed = lineup_app_process(work, "pack", "pingapp", "--key", "key", "--out", "ping.lineup")
     assert packed.returncode == 0, packed.stderr
     signed, _ = read_header((work / "ping.lineup").read_bytes())
     line = (
@@ -99,7 +110,7 @@ def test_pack_writes_a_bundle_that_verifies_with_the_authors_public_key(work: Pa
     assert packed.stdout == line
     assert signed.min_host_version == "0.1.0"  # the running LineUp's, by default
     assert not [p for p in work.iterdir() if p.name.endswith(".tmp")]
-    verified = lineup_app(work, "verify", "ping.lineup", "--key", "key.pub")
+    verified = lineup_app_process(work, "verify", "ping.lineup", "--key", "key.pub")
     assert (verified.returncode, verified.stdout) == (0, "ok " + line)
 
 

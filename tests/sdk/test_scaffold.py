@@ -2,8 +2,9 @@
 it, it packs as an installed bundle, it keeps to its line targets, and a bad NAME or a folder
 that is there already is refused in one line, writing nothing.
 
-Each variant (a `card` view, a Surface) is generated once per module, by the real command in a
-subprocess; its own test runs in another, as its author would run it.
+Each variant (a `card` view, a Surface) is generated once per module, by the `lineup` CLI's own
+`main` in this process (`support/cli.py`; `test_bundle_cli.py` runs the family as a process of
+its own); its own test runs in a process of its own, as its author would run it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """`lineup app install|list|enable|disable|rollback|revoke|remove|default`: the registry of a
 running runtime, asked of focus over the channel the supervisor opens for the command, as a
-user runs it: real subprocesses against the real `lineup run`."""
+user runs it: real subprocesses against the real `lineup run`. What a command says without a
+runtime is the CLI's own `main`, in this process (`support/cli.py`)."""
 
 from __future__ import annotations
 
 import functools
 import io
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,8 @@ from lineup.sdk.protocol import AppOperationInfo, RegistryListReply
 from lineup.supervisor._app_cli import EXIT_USAGE, main, outcome_line
 from lineup.supervisor._control import control_request, focus_request
 from lineup.tests.support.bundles import build_bundle, trust
-from lineup.tests.support.process import lineup_app, run_app, start_lineup_run
+from lineup.tests.support.cli import lineup
+from lineup.tests.support.process import run_app, start_lineup_run
 
 # ---------------------------------------------------------------------------------- requests
 
@@ -78,6 +81,11 @@ def test_the_outcome_line_names_the_operation_and_a_failures_code() -> None:
 
 
 # ------------------------------------------------------------------------------ without a runtime
+
+
+def lineup_app(*args: str, data_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`lineup app ARGS [--data-dir DATA_DIR]`, in this process."""
+    return lineup("app", *args, *(["--data-dir", str(data_dir)] if data_dir else []))
 
 
 @pytest.mark.parametrize(
@@ -132,7 +140,7 @@ def test_install_of_no_file_or_another_scheme_is_a_usage_error(data_dir: Path, s
 
 
 def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
-    result = lineup_app("manifest", "lineup.miniapps.task_dashboard", timeout=60)
+    result = lineup_app("manifest", "lineup.miniapps.task_dashboard")
     assert result.returncode == 0, result.stderr
     assert '"app_scope": "task-dashboard"' in result.stdout
 
@@ -140,8 +148,18 @@ def test_the_authoring_commands_still_go_to_the_sdk(data_dir: Path) -> None:
 # ------------------------------------------------------------------------------ a real runtime
 
 
+async def app_main(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`lineup app ARGS` through the CLI's own `main`, in this process (in a thread: it waits
+    on its socket), against the running runtime."""
+    out, err = io.StringIO(), io.StringIO()
+    run = functools.partial(main, list(args), data_dir_default=data_dir, out=out, err=err)
+    code = await trio.to_thread.run_sync(run)
+    argv = ["lineup", "app", *args]
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 async def list_json(data_dir: Path) -> dict[str, Any]:
-    result = await run_app("list", "--json", data_dir=data_dir)
+    result = await app_main("list", "--json", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert isinstance(document, dict)
@@ -278,9 +296,10 @@ async def check_reads(data_dir: Path) -> None:
 async def test_install_list_default_disable_and_remove_through_the_cli(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    """Over ten seconds on a loaded machine, by what it is about: a real `lineup run` and a
-    dozen `lineup app` commands beside it, each a process of its own as a user runs it (its
-    interpreter, imports and connection to the running tree are what is tested)."""
+    """A real `lineup run` and `lineup app` commands beside it: the installs and the table as
+    processes of their own, as a user runs them (their interpreter, imports and connection to
+    the running tree are what is tested); the lists and the later operations through the
+    CLI's own `main` in this process, which is the same code past its imports."""
     key, stranger = SigningKey.generate(), SigningKey.generate()
     trust(data_dir, key.public)
     good = tmp_path / "deliver-1.0.lineup"
@@ -319,17 +338,17 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
 
         await check_reads(data_dir)
 
-        made_default = await run_app("default", "deliver", data_dir=data_dir)
+        made_default = await app_main("default", "deliver", data_dir=data_dir)
         assert made_default.returncode == 0, made_default.stdout
         assert (await list_json(data_dir))["default_app"] == "deliver"
 
-        disabled = await run_app("disable", "deliver", data_dir=data_dir)
+        disabled = await app_main("disable", "deliver", data_dir=data_dir)
         assert (disabled.returncode, disabled.stdout) == (0, "disable deliver: completed\n")
         deliver = app_of(await list_json(data_dir), "deliver")
         assert deliver is not None and deliver["enabled"] is False
         assert deliver["enabled_at"] is None  # not enabled: since no time
 
-        removed = await run_app("remove", "deliver", "--yes", "--json", data_dir=data_dir)
+        removed = await app_main("remove", "deliver", "--yes", "--json", data_dir=data_dir)
         assert removed.returncode == 0, removed.stdout
         operation = json.loads(removed.stdout)
         assert set(operation) == OPERATION_KEYS and operation["state"] == "completed"
@@ -337,7 +356,7 @@ async def test_install_list_default_disable_and_remove_through_the_cli(
         assert not (data_dir / "bundles" / "deliver").exists()
         assert not (data_dir / "apps" / "deliver").exists()
 
-        gone = await run_app("revoke", "deliver", "1.0", data_dir=data_dir)
+        gone = await app_main("revoke", "deliver", "1.0", data_dir=data_dir)
         assert gone.returncode == 1
         assert gone.stderr.endswith(": failed (app_not_installed)\n"), gone.stderr
     finally:

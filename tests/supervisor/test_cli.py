@@ -1,12 +1,17 @@
-"""`lineup run` and `lineup status` as a user runs them: real subprocesses, real signals."""
+"""`lineup run` and `lineup status` as a user runs them: real subprocesses, real signals.
+
+The tests that only read a running tree share one `lineup run` (`running`, per module); a test
+whose tree is stopped, killed or started with its own arguments starts its own."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,9 +19,11 @@ import pytest
 import trio
 
 from lineup.supervisor._run_cli import EXIT_USAGE, PASSWORD_ENV
+from lineup.tests.support.cli import lineup
 from lineup.tests.support.process import (
     LineupProcess,
-    lineup_status,
+    SharedLineupRun,
+    modules_after,
     pid_alive,
     start_lineup_run,
     wait_pid_gone,
@@ -38,6 +45,28 @@ ACTORS = [
 AFTER_READY = "demo-agent"  # started once the tree is ready: nothing of the runtime waits for it
 
 
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedLineupRun]:
+    """One `lineup run`, ready with its demo Agent, for the tests that only read it."""
+    data_dir = tmp_path_factory.mktemp("lu")
+    data_dir.chmod(0o700)
+    run = SharedLineupRun(data_dir)
+    try:
+        yield run.ready()
+    finally:
+        run.kill()
+
+
+def lineup_status(data_dir: Path) -> dict[str, object]:
+    """`lineup status --json`'s document, from the CLI's own `main` in this process (the
+    table test runs `lineup status` as a process of its own)."""
+    result = lineup("status", "--json", "--data-dir", str(data_dir))
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    assert result.returncode == (0 if document["running"] else 1), result.stderr
+    return document
+
+
 def pid_of(document: dict[str, object], key: str) -> int:
     """A pid `lineup status --json` names (JSON: checked, not assumed)."""
     pid = document[key]
@@ -57,46 +86,39 @@ def title(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
 
 
-async def test_run_prints_each_child_ready_then_ready_and_status_lists_them(data_dir: Path) -> None:
-    process = await start_lineup_run(data_dir)
-    try:
-        # Each child once, all but the demo Agent before the tree's own line, in any order, as
-        # most start together; the demo Agent after it.
-        tree_ready = next(i for i, line in enumerate(process.lines) if "lineup: ready in" in line)
-        ready = [line.split()[1] for line in process.lines if " ready (pid " in line]
-        assert sorted(ready) == sorted(ACTORS)
-        after = [line.split()[1] for line in process.lines[tree_ready:] if " ready (pid " in line]
-        assert after == [AFTER_READY], process.lines
-        document = lineup_status(data_dir)
-        assert document["running"] is True
-        assert document["state"] == "running"
-        children = document["children"]
-        assert isinstance(children, list)
-        assert [c["name"] for c in children] == ACTORS
-        info = document["info"]
-        assert isinstance(info, dict)
-        assert info["shell_url"].startswith("http://127.0.0.1:")
-        assert "#token=" in info["shell_url"]
-        assert info["appserver_url"].startswith("http://127.0.0.1:")
-        assert any(line.endswith(info["shell_url"]) for line in process.lines)
-        for child in children:
-            assert set(child) == {"name", "kind", "pid", "state", "restarts", "uptime_s"}
-            assert child["state"] == "running" and child["restarts"] == 0
-            assert pid_alive(child["pid"])
-    finally:
-        process.kill()
-        await process.wait()
-
-
-async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_an_object(
-    data_dir: Path,
+def test_run_prints_each_child_ready_then_ready_and_status_lists_them(
+    running: SharedLineupRun,
 ) -> None:
-    process = await start_lineup_run(data_dir)
-    try:
-        document = lineup_status(data_dir)
-    finally:
-        process.kill()
-        await process.wait()
+    data_dir, lines = running.data_dir, list(running.lines)
+    # Each child once, all but the demo Agent before the tree's own line, in any order, as
+    # most start together; the demo Agent after it.
+    tree_ready = next(i for i, line in enumerate(lines) if "lineup: ready in" in line)
+    ready = [line.split()[1] for line in lines if " ready (pid " in line]
+    assert sorted(ready) == sorted(ACTORS)
+    after = [line.split()[1] for line in lines[tree_ready:] if " ready (pid " in line]
+    assert after == [AFTER_READY], lines
+    document = lineup_status(data_dir)
+    assert document["running"] is True
+    assert document["state"] == "running"
+    children = document["children"]
+    assert isinstance(children, list)
+    assert [c["name"] for c in children] == ACTORS
+    info = document["info"]
+    assert isinstance(info, dict)
+    assert info["shell_url"].startswith("http://127.0.0.1:")
+    assert "#token=" in info["shell_url"]
+    assert info["appserver_url"].startswith("http://127.0.0.1:")
+    assert any(line.endswith(info["shell_url"]) for line in lines)
+    for child in children:
+        assert set(child) == {"name", "kind", "pid", "state", "restarts", "uptime_s"}
+        assert child["state"] == "running" and child["restarts"] == 0
+        assert pid_alive(child["pid"])
+
+
+def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_an_object(
+    running: SharedLineupRun,
+) -> None:
+    document = lineup_status(running.data_dir)
     assert set(document) == {
         "running",
         "pid",
@@ -150,16 +172,13 @@ async def test_status_json_reports_numbers_as_numbers_and_each_sandbox_layer_as_
     assert info["sandbox_pids_cgroup"] == "on (cgroup v1)"
 
 
-async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_dir: Path) -> None:
-    process = await start_lineup_run(data_dir)
-    try:
-        result = await trio.run_process(
-            [sys.executable, "-m", "lineup", "status", "--data-dir", str(data_dir)],
-            capture_stdout=True,
-        )
-    finally:
-        process.kill()
-        await process.wait()
+async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(
+    running: SharedLineupRun,
+) -> None:
+    result = await trio.run_process(
+        [sys.executable, "-m", "lineup", "status", "--data-dir", str(running.data_dir)],
+        capture_stdout=True,
+    )
     lines = result.stdout.decode().splitlines()
     assert lines[0].startswith("lineup running, pid ")
     assert lines[1].split() == ["NAME", "KIND", "PID", "STATE", "RESTARTS", "UPTIME"]
@@ -172,18 +191,13 @@ async def test_status_without_json_is_a_table_with_the_sandbox_in_one_line(data_
     assert quotas == "quotas: fsize on (data dir measured every 2 s), pids cgroup on (cgroup v1)"
 
 
-async def test_each_process_of_the_tree_is_titled_after_what_it_is(data_dir: Path) -> None:
-    process = await start_lineup_run(data_dir)
-    try:
-        document = lineup_status(data_dir)
-        children = document["children"]
-        assert isinstance(children, list)
-        titles = {child["name"]: title(child["pid"]) for child in children}
-        supervisor = title(pid_of(document, "pid"))
-        zygote = title(pid_of(document, "zygote_pid"))
-    finally:
-        process.kill()
-        await process.wait()
+def test_each_process_of_the_tree_is_titled_after_what_it_is(running: SharedLineupRun) -> None:
+    document = lineup_status(running.data_dir)
+    children = document["children"]
+    assert isinstance(children, list)
+    titles = {child["name"]: title(child["pid"]) for child in children}
+    supervisor = title(pid_of(document, "pid"))
+    zygote = title(pid_of(document, "zygote_pid"))
     assert supervisor == "lineup: supervisor"
     assert zygote == "lineup: zygote"
     assert titles == {
@@ -228,36 +242,23 @@ async def test_a_sigkill_of_the_supervisor_leaves_no_process_of_the_tree(data_di
         assert not pid_alive(pid)
 
 
-async def test_a_second_run_on_the_same_data_dir_is_refused(data_dir: Path) -> None:
-    first = await start_lineup_run(data_dir)
-    try:
-        second = await LineupProcess.start("run", "--data-dir", str(data_dir))
-        with trio.fail_after(30):
-            assert await second.wait() == 1
-        assert lineup_status(data_dir)["running"] is True
-    finally:
-        first.kill()
-        await first.wait()
+async def test_a_second_run_on_the_same_data_dir_is_refused(running: SharedLineupRun) -> None:
+    second = await LineupProcess.start("run", "--data-dir", str(running.data_dir))
+    with trio.fail_after(30):
+        assert await second.wait() == 1
+    assert lineup_status(running.data_dir)["running"] is True
 
 
-async def test_status_says_not_running_with_exit_code_1(data_dir: Path) -> None:
-    result = await trio.run_process(
-        [sys.executable, "-m", "lineup", "status", "--json", "--data-dir", str(data_dir)],
-        capture_stdout=True,
-        check=False,
-    )
+def test_status_says_not_running_with_exit_code_1(data_dir: Path) -> None:
+    result = lineup("status", "--json", "--data-dir", str(data_dir))
     assert result.returncode == 1
-    assert b'"running": false' in result.stdout
+    assert '"running": false' in result.stdout
 
 
-async def test_the_control_socket_and_data_dir_are_owner_only(data_dir: Path) -> None:
-    process = await start_lineup_run(data_dir)
-    try:
-        assert stat.S_IMODE((data_dir / "control.sock").stat().st_mode) == 0o600
-        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
-    finally:
-        process.kill()
-        await process.wait()
+def test_the_control_socket_and_data_dir_are_owner_only(running: SharedLineupRun) -> None:
+    data_dir = running.data_dir
+    assert stat.S_IMODE((data_dir / "control.sock").stat().st_mode) == 0o600
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
 
 
 async def run_exit_code(data_dir: Path, *args: str) -> int:
@@ -274,21 +275,26 @@ async def run_exit_code(data_dir: Path, *args: str) -> int:
 
 
 async def test_a_password_in_argv_or_a_file_others_can_read_is_refused(data_dir: Path) -> None:
-    """Finding 12: `--password` would be in /proc/PID/cmdline for every local user to read."""
+    """Finding 12: `--password` would be in /proc/PID/cmdline for every local user to read. The
+    first as a process of its own (the entry point's exit status), the rest through the CLI's
+    own `main` in this process."""
     assert await run_exit_code(data_dir, "--password", "demo") == EXIT_USAGE
+
+    def exit_code(*args: str) -> int:
+        return lineup("run", "--data-dir", str(data_dir), *args).returncode
+
     loose = data_dir.parent / f"{data_dir.name}-loose"
     loose.write_text("demo\n")
     loose.chmod(0o644)
-    assert await run_exit_code(data_dir, "--password-file", str(loose)) == EXIT_USAGE
+    assert exit_code("--password-file", str(loose)) == EXIT_USAGE
     link = data_dir.parent / f"{data_dir.name}-link"
     tight = data_dir.parent / f"{data_dir.name}-tight"
     tight.write_text("demo\n")
     tight.chmod(0o600)
     link.symlink_to(tight)  # followed, the check would be of another file
-    assert await run_exit_code(data_dir, "--password-file", str(link)) == EXIT_USAGE
+    assert exit_code("--password-file", str(link)) == EXIT_USAGE
     # A real AppServer, nothing that names a password, and no terminal to ask on.
-    appserver = ("--appserver", "http://127.0.0.1:9")
-    assert await run_exit_code(data_dir, *appserver) == EXIT_USAGE
+    assert exit_code("--appserver", "http://127.0.0.1:9") == EXIT_USAGE
     assert not (data_dir / "control.sock").exists()  # nothing was started
 
 
@@ -310,6 +316,12 @@ async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cm
         with trio.fail_after(30):
             await process.wait_for_line("lineup: open the Shell: ")
         document = lineup_status(data_dir)
+        # Every process, the demo Agent too: it starts once the tree is ready, and has no pid
+        # until it has.
+        agent = "lineup: demo-agent ready "
+        if not any(line.startswith(agent) for line in process.lines):
+            with trio.fail_after(30):
+                await process.wait_for_line(agent)
         pids = tree_pids(data_dir)
         info = document["info"]
         assert isinstance(info, dict)
@@ -329,3 +341,29 @@ async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cm
     finally:
         process.kill()
         await process.wait()
+
+
+def test_the_cli_module_loads_no_command_until_it_runs_one() -> None:
+    """Every `lineup` command is an interpreter of its own: `lineup app pack` or `lineup status`
+    must not first load the tree's modules (trio, the supervisor, its messages), nor the
+    registry's (`lineup app list`'s) to learn which side a `lineup app` command is, nor
+    `lineup run`'s to parse another command's arguments."""
+    loaded = modules_after("import lineup.supervisor.cli as cli\ncli._parser(['status'])")
+    assert "lineup.supervisor.cli" in loaded
+    heavy = {
+        "trio",
+        "pydantic",
+        "lineup.supervisor._run_cli",
+        "lineup.supervisor._app_cli",
+        "lineup.actors.kernel.control",
+    }
+    assert heavy & loaded == set()
+    # `lineup status` and the registry commands speak to the tree over a plain socket: the
+    # control socket's client side, without the bus or trio (its server side is the tree's).
+    asked = modules_after(
+        "import io, pathlib, lineup.supervisor.cli as cli\n"
+        "cli.status(pathlib.Path('/nonexistent/lineup'), as_json=True, out=io.StringIO())"
+    )
+    assert "lineup.supervisor._control" in asked
+    server = {"trio", "lineup.supervisor._control_server", "lineup.actors.kernel.bus"}
+    assert server & asked == set()

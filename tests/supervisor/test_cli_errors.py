@@ -1,9 +1,10 @@
 """What the user got wrong ends `lineup` in one line on stderr, `lineup: error: ...`, and exit
-status 1, never a traceback: the real CLI in a subprocess, as a user runs it."""
+status 1, never a traceback: the CLI's own `main` in this process (`support/cli.py`; the entry
+point's exit status is `test_cli.py`'s, which runs each refusal's command as a process), and a
+real process where the tree starts."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -13,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from lineup.tests.support.cli import lineup
+
 RUN_TIMEOUT = 60  # seconds: each command must end by itself, well within this
 
 
-def lineup(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m lineup ARGS`, or `python -c CODE ARGS` (CODE calls the CLI's main)."""
-    head = ["-c", code] if code is not None else ["-m", "lineup"]
+def lineup_process(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE ARGS` (CODE calls the CLI's main), in a process of its own."""
     return subprocess.run(
-        [sys.executable, *head, *args],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
@@ -101,7 +103,7 @@ def test_a_port_taken_after_the_check_stops_the_tree_at_once_saying_why_first(
     flag: str, who: str, taken_port: int, data_dir: Path
 ) -> None:
     args = ("run", "--data-dir", str(data_dir), flag, str(taken_port))
-    result = lineup(*args, code=RACED)
+    result = lineup_process(RACED, *args)
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr, result.stderr
     # The reason first, once; the children stopped half-started may log a warning each.
@@ -148,29 +150,18 @@ def test_dev_mcp_from_a_folder_holding_the_home_or_the_data_dir_is_refused_in_on
     for folder in (tmp_path / "server", home):
         folder.mkdir()
         shutil.copy(server, folder / "server.py")
-    env = {**os.environ, "HOME": str(home)}
     cases = ((tmp_path / "server", tmp_path / "server" / ".lineup"), (home, tmp_path / "d"))
     for folder, data_dir in cases:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "lineup",
-                "run",
-                "--data-dir",
-                str(data_dir),
-                "--dev-mcp",
-                str(folder),
-                "--",
-                sys.executable,
-                "server.py",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            check=False,
+        result = lineup(
+            "run",
+            "--data-dir",
+            str(data_dir),
+            "--dev-mcp",
+            str(folder),
+            "--",
+            sys.executable,
+            "server.py",
+            env={"HOME": str(home)},
         )
         assert assert_one_error_line(result).startswith("lineup: error: --dev-mcp: ")
 

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -111,6 +113,65 @@ async def start_lineup_run(data_dir: Path, env: dict[str, str] | None = None) ->
         if not any(line.startswith(agent) for line in process.lines):
             await process.wait_for_line(agent)
     return process
+
+
+class SharedLineupRun:
+    """`lineup run --data-dir DATA_DIR ARGS` for a module's tests that only read the tree: a
+    plain child (usable from a module-scoped fixture, outside any trio run), its stdout read by
+    a thread for as long as it runs, so the pipe never fills however long the module takes."""
+
+    def __init__(self, data_dir: Path, *args: str) -> None:
+        self.data_dir = data_dir
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lineup", "run", "--data-dir", str(data_dir), *args],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for_line(self, needle: str, timeout: float) -> str:
+        """The first line holding `needle` (printed already or to come); fails once `timeout`
+        s pass or the run ends without it."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = next((line for line in self.lines if needle in line), None)
+                if found is not None:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0 or (not self._reader.is_alive() and self.process.poll() is not None):
+                    raise AssertionError(f"no line with {needle!r} in {left:.0f} s: {self.lines}")
+                self._changed.wait(left)
+
+    def ready(self, timeout: float = 30) -> SharedLineupRun:
+        """Once the tree is ready and its demo Agent, started after that, is too (as
+        `start_lineup_run`)."""
+        deadline = time.monotonic() + timeout
+        self.wait_for_line("lineup: open the Shell: ", timeout)
+        self.wait_for_line("lineup: demo-agent ready ", max(0.0, deadline - time.monotonic()))
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL, and wait for it and its reader."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+        self._reader.join(timeout=30)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
 
 
 def _app_argv(args: tuple[str, ...], data_dir: Path | None) -> list[str]:
