@@ -3,7 +3,8 @@ built with the official SDK) is listed in its sandbox as `lineup run --dev-mcp` 
 enter the inventory under its scope, and the Agent calls them through the runtime: one result
 per call, `isError` as a tool error, progress, the sandbox's claims, a SIGKILL of the server
 mid-call. Real processes throughout: the tree, the adapter and the server it starts, the Agent
-over HTTP."""
+over HTTP. The listing is done once per session (`shared_dev_mcp`): these tests are about
+what runs after it, which `tests/e2e/test_mcp_ui_probe.py` and the docs prove."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from typing import Any
 import pytest
 import trio
 
-from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
+from lineup.tests.support.session_builds import shared_dev_mcp
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server"
 SCOPE = "our-test-server"
@@ -29,17 +30,29 @@ LOG_POLL = 0.05
 pytestmark = pytest.mark.timeout(120)
 
 
-async def _runtime_with_server(nursery: trio.Nursery, data_dir: Path) -> tuple[AgentView, str]:
-    agent, revision, _runtime = await _runtime_and_server(nursery, data_dir)
+def our_server(factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, str]:
+    """Our server's registry entry in `data_dir / "rt"`, as `lineup run --dev-mcp` makes it."""
+    rt = data_dir / "rt"
+    rt.mkdir(mode=0o700, parents=True)
+    return shared_dev_mcp(factory, SERVER, [sys.executable, "server.py"], rt)
+
+
+@pytest.fixture
+def server_entry(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, str]:
+    return our_server(tmp_path_factory, data_dir)
+
+
+async def _runtime_with_server(
+    nursery: trio.Nursery, data_dir: Path, entry: dict[str, str]
+) -> tuple[AgentView, str]:
+    agent, revision, _runtime = await _runtime_and_server(nursery, data_dir, entry)
     return agent, revision
 
 
 async def _runtime_and_server(
-    nursery: trio.Nursery, data_dir: Path
+    nursery: trio.Nursery, data_dir: Path, entry: dict[str, str]
 ) -> tuple[AgentView, str, Runtime]:
     rt = data_dir / "rt"
-    rt.mkdir(mode=0o700, parents=True)
-    entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
     runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=40.0)
     return agent, await agent.revision_with(f"{SCOPE}.add"), runtime
@@ -63,10 +76,10 @@ async def _logged(log: Path, line: str, *, within: float = 20.0) -> None:
 
 
 async def test_the_agent_sees_the_servers_tools_and_gets_one_result_per_call(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        agent, revision = await _runtime_with_server(nursery, data_dir)
+        agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
         inventory = [m for m in agent.seen if m["type"] == "lineup.v1.client.inventory"][-1]
         ours = {t["method"]: t for t in inventory["payload"]["tools"] if t["app_scope"] == SCOPE}
         # Every tool under the app's scope; `getTime`, which LineUp's rule refuses as written,
@@ -99,13 +112,13 @@ async def test_the_agent_sees_the_servers_tools_and_gets_one_result_per_call(
 
 
 async def test_the_server_cannot_read_home_or_another_apps_files_nor_reach_the_network(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     other = data_dir / "rt" / "apps" / "task-dashboard"
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
         async with trio.open_nursery() as nursery:
-            agent, revision = await _runtime_with_server(nursery, data_dir)
+            agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
             other.mkdir(parents=True, exist_ok=True)
             (other / "secret").write_text("not yours")
             home = Path.home() / ".bashrc"
@@ -130,10 +143,10 @@ async def test_the_server_cannot_read_home_or_another_apps_files_nor_reach_the_n
 
 
 async def test_a_sigkill_of_the_server_mid_call_ends_that_call_once_and_the_next_call_works(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        agent, revision = await _runtime_with_server(nursery, data_dir)
+        agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
         probed = await _call(agent, revision, "pid", "probe", {"path": "/dev/null"})
         pid = int(probed["payload"]["result"]["pid"])
         await agent.client.call_tool(
@@ -156,10 +169,10 @@ async def test_a_sigkill_of_the_server_mid_call_ends_that_call_once_and_the_next
 
 
 async def test_the_servers_list_changed_is_a_new_inventory_revision_with_its_new_tool(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        agent, revision = await _runtime_with_server(nursery, data_dir)
+        agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
         grown = await _call(agent, revision, "grow-1", "grow", {})
         assert grown["payload"]["result"] == {"result": "grown"}
         newer = await agent.revision_with(f"{SCOPE}.extra")
@@ -170,10 +183,10 @@ async def test_the_servers_list_changed_is_a_new_inventory_revision_with_its_new
 
 
 async def test_a_sigkill_of_the_adapter_mid_call_ends_that_call_once_and_the_next_call_works(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        agent, revision, runtime = await _runtime_and_server(nursery, data_dir)
+        agent, revision, runtime = await _runtime_and_server(nursery, data_dir, server_entry)
         await agent.client.call_tool(
             CONVERSATION, f"{SCOPE}.nap", {"seconds": 1.0}, revision, call_id="nap-1"
         )

@@ -8,7 +8,6 @@ server."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,12 @@ import trio
 
 from lineup.actors.kernel import ActorKind
 from lineup.sdk.manifest import load_manifest, manifest_json
-from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 from lineup.tests.support.shell import ShellClient, connect_shell
 from lineup.tests.support.tree import attach, audit_rows
 
-from .test_mcp_app import SCOPE, SERVER, _logged
+from .test_mcp_app import SCOPE, _logged, our_server
 
 RESULT = "lineup.v1.tool.result"
 WAIT = 30.0
@@ -54,6 +52,11 @@ REQUIRED_BOOLEAN_FORM = {
     "properties": {"name": {"type": "string"}, "agree": {"type": "boolean"}},
     "required": ["agree"],
 }
+
+
+@pytest.fixture
+def server_entry(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, str]:
+    return our_server(tmp_path_factory, data_dir)
 
 
 class Scene:
@@ -103,11 +106,12 @@ def _open_card(shell: ShellClient, kind: str) -> dict[str, Any] | None:
     return None
 
 
-async def _scene(nursery: trio.Nursery, data_dir: Path, *, short_ms: int = 0) -> Scene:
-    """The runtime with our server; with `short_ms`, its `slow` and `ask` calls' deadline."""
+async def _scene(
+    nursery: trio.Nursery, data_dir: Path, entry: dict[str, str], *, short_ms: int = 0
+) -> Scene:
+    """The runtime with our server (`entry`, `server_entry`'s); with `short_ms`, its `slow`
+    and `ask` calls' deadline."""
     rt = data_dir / "rt"
-    rt.mkdir(mode=0o700, parents=True)
-    entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
     if short_ms:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
         path = Path(entry["manifest"])
         manifest = load_manifest(json.loads(path.read_text()))
@@ -124,10 +128,10 @@ async def _scene(nursery: trio.Nursery, data_dir: Path, *, short_ms: int = 0) ->
 
 
 async def test_an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir)
+        s = await _scene(nursery, data_dir, server_entry)
         # Form mode only: the capability LineUp declares is what it can do.
         await s.start("caps", "client_elicitation", {})
         assert json.loads(await s.result("caps")) == {"form": {}}
@@ -167,10 +171,10 @@ async def test_an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_an
 
 
 async def test_a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir)
+        s = await _scene(nursery, data_dir, server_entry)
         await s.start("bool", "ask", {"message": "Agree?", "schema": REQUIRED_BOOLEAN_FORM})
         assert json.loads(await s.result("bool")) == {"action": "decline"}
         await s.start("url", "ask_url", {})
@@ -188,10 +192,10 @@ async def test_a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_a
 
 
 async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, short_ms=3000)
+        s = await _scene(nursery, data_dir, server_entry, short_ms=3000)
         await s.start("slow-1", "slow", {"steps": 1})
         ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
         assert (ended["type"], ended["payload"]["code"]) == (
@@ -221,10 +225,10 @@ def _ended_card(shell: ShellClient, kind: str) -> bool:
 
 
 async def test_a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(
-    data_dir: Path,
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, short_ms=3000)
+        s = await _scene(nursery, data_dir, server_entry, short_ms=3000)
         # A server that does not withdraw its question when its call is cancelled (`hold`).
         await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
         ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered

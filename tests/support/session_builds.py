@@ -1,5 +1,6 @@
 """What several tests build the same way, built once per test session: an MCP server packed by
-`lineup app pack-mcp`, and the local catalog `make run` offers.
+`lineup app pack-mcp`, an MCP server listed as `lineup run --dev-mcp` lists it, and the local
+catalog `make run` offers.
 
 Theory of operation
 -------------------
@@ -22,6 +23,14 @@ xdist the session's own base folder is used. A bundle is never reused across ses
 code and npm's resolution of a pin's dependencies may have changed in between.
 
 The catalog is built the same way, under its own lock, and marked built only once whole.
+
+`shared_dev_mcp(factory, FOLDER, COMMAND, DATA_DIR)` is `_mcp_probe.dev_mcp` for tests whose
+claim is what the runtime does with the app, not its listing: the server is listed once per
+session in its sandbox (a probe process and the server's own start, about two CPU-seconds for
+a Python server), into a data dir of the session's; each caller gets a copy of the app's folder
+(its manifest and UI documents) in its own data dir, and the registry entry pointing there, as
+`dev_mcp` would have written them. A test may change its copy (a tool's deadline); the listing
+itself is proven by the tests that call `dev_mcp` (`tests/e2e/test_mcp_ui_probe.py`, the docs).
 
 A test whose claim is the pack (what pack-mcp writes) may still take the shared bundle: it
 was written by the real pack-mcp, in this session, with this code and these arguments.
@@ -80,6 +89,29 @@ def shared_pack(factory: pytest.TempPathFactory, key: SigningKey, *args: str) ->
             pack_mcp(*args[:at], "--key", str(key_file), "--out", str(fresh), *args[at:])
             os.rename(fresh, bundle)
     return bundle.read_bytes()
+
+
+def shared_dev_mcp(
+    factory: pytest.TempPathFactory, folder: Path, command: list[str], data_dir: Path
+) -> dict[str, str]:
+    """The registry entry `dev_mcp(folder, command, data_dir)` answers, the app's folder
+    written under `data_dir` (which exists), the server listed once per session."""
+    from lineup.supervisor._mcp_probe import dev_mcp
+
+    name = hashlib.sha256(json.dumps([str(folder), *command]).encode()).hexdigest()[:32]
+    cached = _session_folder(factory) / f"dev-mcp-{name}"
+    with (_session_folder(factory) / f"dev-mcp-{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cached / "entry.json").is_file():
+            shutil.rmtree(cached, ignore_errors=True)  # a listing that did not finish
+            (cached / "rt").mkdir(mode=0o700, parents=True)
+            entry = dev_mcp(folder, command, cached / "rt")
+            (cached / "entry.json").write_text(json.dumps(entry))
+    entry = json.loads((cached / "entry.json").read_text())
+    kept = Path(entry["manifest"]).parent
+    where = data_dir / kept.relative_to(cached / "rt")
+    shutil.copytree(kept, where)
+    return {**entry, "manifest": str(where / "manifest.json")}
 
 
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
