@@ -3,7 +3,8 @@ pack-mcp` packs `@modelcontextprotocol/server-everything` and `server-basic-reac
 pinned by their integrity (the basic vanillajs server and our own are packed in
 `test_mcp_bundles.py`), each listed once in the sandbox, offline; a key is trusted, both
 install into one tree, and the Agent calls a tool of each through the runtime and gets one
-result per call, each server run from its installed folder. Real processes throughout."""
+result per call, each server run from its installed folder. Real processes throughout, but
+pack-mcp's own `main`, run in the test's process (`session_builds.pack_mcp`)."""
 
 from __future__ import annotations
 
