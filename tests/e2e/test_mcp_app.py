@@ -75,67 +75,75 @@ async def _logged(log: Path, line: str, *, within: float = 20.0) -> None:
     raise AssertionError(f"not in {log.name} within {within}s")
 
 
-async def test_the_agent_sees_the_servers_tools_and_gets_one_result_per_call(
+async def test_the_agent_calls_the_servers_tools_one_result_each_inside_its_sandbox(
     data_dir: Path, server_entry: dict[str, str]
 ) -> None:
+    """What the Agent sees and gets, then what the server cannot reach: one tree for both
+    (neither changes what the other needs)."""
     async with trio.open_nursery() as nursery:
         agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
-        inventory = [m for m in agent.seen if m["type"] == "lineup.v1.client.inventory"][-1]
-        ours = {t["method"]: t for t in inventory["payload"]["tools"] if t["app_scope"] == SCOPE}
-        # Every tool under the app's scope; `getTime`, which LineUp's rule refuses as written,
-        # under its mapped name.
-        assert set(ours) == {
-            f"{SCOPE}.{n}"
-            for n in (
-                *("add", "fail", "slow", "nap", "probe", "ask_model", "grow", "get_time"),
-                *("ask", "ask_url", "client_elicitation"),
-            )
-        }
-        assert ours[f"{SCOPE}.add"]["input_schema"]["required"] == ["a", "b"]
-
-        done = await _call(agent, revision, "add-1", "add", {"a": 2, "b": 3})
-        assert (done["type"], done["payload"]["result"]) == ("lineup.v1.tool.result", {"result": 5})
-        timed = await _call(agent, revision, "time-1", "get_time", {})
-        assert timed["payload"]["result"] == {"result": "12:00"}
-        # The runtime checks the input by the declared schema before the server sees it.
-        bad = await _call(agent, revision, "add-2", "add", {"a": "two", "b": 3})
-        assert (bad["type"], bad["payload"]["code"]) == (ERROR, "tool_input_invalid")
-        failed = await _call(agent, revision, "fail-1", "fail", {"reason": "no"})
-        assert (failed["type"], failed["payload"]["code"]) == (ERROR, "mcp_tool_error")
-        # The server asks LineUp for a model: refused with a clear code, the call goes on.
-        asked = await _call(agent, revision, "ask-1", "ask_model", {"question": "hi?"})
-        assert "mcp_sampling_unsupported" in asked["payload"]["result"]["result"]
-        await agent.settle()
-        for call_id in ("add-1", "time-1", "add-2", "fail-1", "ask-1"):
-            assert len(agent.of_call(call_id, "lineup.v1.tool.result", "lineup.v1.tool.error")) == 1
+        await _the_agent_sees_the_tools_and_gets_one_result_per_call(agent, revision)
+        await _the_server_cannot_read_home_or_another_apps_files_nor_connect(
+            agent, revision, data_dir
+        )
         nursery.cancel_scope.cancel()
 
 
-async def test_the_server_cannot_read_home_or_another_apps_files_nor_reach_the_network(
-    data_dir: Path, server_entry: dict[str, str]
+async def _the_agent_sees_the_tools_and_gets_one_result_per_call(
+    agent: AgentView, revision: str
+) -> None:
+    inventory = [m for m in agent.seen if m["type"] == "lineup.v1.client.inventory"][-1]
+    ours = {t["method"]: t for t in inventory["payload"]["tools"] if t["app_scope"] == SCOPE}
+    # Every tool under the app's scope; `getTime`, which LineUp's rule refuses as written,
+    # under its mapped name.
+    assert set(ours) == {
+        f"{SCOPE}.{n}"
+        for n in (
+            *("add", "fail", "slow", "nap", "probe", "ask_model", "grow", "get_time"),
+            *("ask", "ask_url", "client_elicitation"),
+        )
+    }
+    assert ours[f"{SCOPE}.add"]["input_schema"]["required"] == ["a", "b"]
+
+    done = await _call(agent, revision, "add-1", "add", {"a": 2, "b": 3})
+    assert (done["type"], done["payload"]["result"]) == ("lineup.v1.tool.result", {"result": 5})
+    timed = await _call(agent, revision, "time-1", "get_time", {})
+    assert timed["payload"]["result"] == {"result": "12:00"}
+    # The runtime checks the input by the declared schema before the server sees it.
+    bad = await _call(agent, revision, "add-2", "add", {"a": "two", "b": 3})
+    assert (bad["type"], bad["payload"]["code"]) == (ERROR, "tool_input_invalid")
+    failed = await _call(agent, revision, "fail-1", "fail", {"reason": "no"})
+    assert (failed["type"], failed["payload"]["code"]) == (ERROR, "mcp_tool_error")
+    # The server asks LineUp for a model: refused with a clear code, the call goes on.
+    asked = await _call(agent, revision, "ask-1", "ask_model", {"question": "hi?"})
+    assert "mcp_sampling_unsupported" in asked["payload"]["result"]["result"]
+    await agent.settle()
+    for call_id in ("add-1", "time-1", "add-2", "fail-1", "ask-1"):
+        assert len(agent.of_call(call_id, "lineup.v1.tool.result", "lineup.v1.tool.error")) == 1
+
+
+async def _the_server_cannot_read_home_or_another_apps_files_nor_connect(
+    agent: AgentView, revision: str, data_dir: Path
 ) -> None:
     other = data_dir / "rt" / "apps" / "task-dashboard"
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
-        async with trio.open_nursery() as nursery:
-            agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
-            other.mkdir(parents=True, exist_ok=True)
-            (other / "secret").write_text("not yours")
-            home = Path.home() / ".bashrc"
-            assert home.is_file()  # the claim is about a file that exists
-            seen = {}
-            for call_id, path in (("home", home), ("other", other / "secret")):
-                done = await _call(
-                    agent,
-                    revision,
-                    call_id,
-                    "probe",
-                    {"path": str(path), "host": "127.0.0.1", "port": port},
-                )
-                seen[call_id] = done["payload"]["result"]
-            # Its own folder is readable (it runs from there).
-            own = await _call(agent, revision, "own", "probe", {"path": str(SERVER / "server.py")})
-            nursery.cancel_scope.cancel()
+        other.mkdir(parents=True, exist_ok=True)
+        (other / "secret").write_text("not yours")
+        home = Path.home() / ".bashrc"
+        assert home.is_file()  # the claim is about a file that exists
+        seen = {}
+        for call_id, path in (("home", home), ("other", other / "secret")):
+            done = await _call(
+                agent,
+                revision,
+                call_id,
+                "probe",
+                {"path": str(path), "host": "127.0.0.1", "port": port},
+            )
+            seen[call_id] = done["payload"]["result"]
+        # Its own folder is readable (it runs from there).
+        own = await _call(agent, revision, "own", "probe", {"path": str(SERVER / "server.py")})
     assert seen["home"]["read"] == seen["other"]["read"] == "PermissionError"
     assert seen["home"]["connect"] == "PermissionError"  # seccomp: no socket at all
     assert own["payload"]["result"]["read"] == "ok"

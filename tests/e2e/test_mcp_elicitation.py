@@ -127,68 +127,74 @@ async def _scene(
     return Scene(runtime, agent, await agent.revision_with(f"{SCOPE}.ask"), shell)
 
 
-async def test_an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(
+async def test_an_elicitation_is_a_card_whose_answer_is_the_servers_and_one_none_can_ask_is_not(
     data_dir: Path, server_entry: dict[str, str]
 ) -> None:
+    """The questions a card can ask, then those it cannot: one tree for both (the second
+    needs no card open, and the first leaves none)."""
     async with trio.open_nursery() as nursery:
         s = await _scene(nursery, data_dir, server_entry)
-        # Form mode only: the capability LineUp declares is what it can do.
-        await s.start("caps", "client_elicitation", {})
-        assert json.loads(await s.result("caps")) == {"form": {}}
-
-        await s.start("choose", "ask", {"message": "Pick one", "schema": CHOICE_FORM})
-        card = await s.card("choice")
-        asked = card["request"]
-        assert (asked["title"], asked["prompt"]) == ("Our Test Server", "Pick one")  # its name
-        assert [a["label"] for a in card["request"]["actions"]] == ["Red", "Green"]
-        await s.answer(card, {"action_ids": ["o1"]})
-        assert json.loads(await s.result("choose")) == {
-            "action": "accept",
-            "content": {"color": "g"},
-        }
-
-        await s.start("fill", "ask", {"message": "Who?", "schema": INPUT_FORM})
-        card = await s.card("input")
-        fields = card["request"]["fields"]
-        assert [(f["label"], f["type"], f["required"]) for f in fields] == [
-            ("Name", "text", True),
-            ("Age", "number", False),
-        ]
-        await s.answer(card, {"values": {"f0": "Ada", "f1": 36}})
-        assert json.loads(await s.result("fill")) == {
-            "action": "accept",
-            "content": {"name": "Ada", "age": 36},
-        }
-
-        await s.start("refuse", "ask", {"message": "Who?", "schema": INPUT_FORM})
-        card = await s.card("input")
-        await s.answer(card, {"cancelled": True})  # the card's Cancel
-        assert json.loads(await s.result("refuse")) == {"action": "decline"}
-        await s.agent.settle()
-        for call_id in ("caps", "choose", "fill", "refuse"):
-            assert len(s.agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+        await _an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(s)
+        await _a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(s, nursery)
         nursery.cancel_scope.cancel()
 
 
-async def test_a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(
-    data_dir: Path, server_entry: dict[str, str]
+async def _an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(
+    s: Scene,
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, server_entry)
-        await s.start("bool", "ask", {"message": "Agree?", "schema": REQUIRED_BOOLEAN_FORM})
-        assert json.loads(await s.result("bool")) == {"action": "decline"}
-        await s.start("url", "ask_url", {})
-        assert "mcp_elicitation_url_unsupported" in await s.result("url")
-        reader = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "reader")
-        wanted = {"mcp_elicitation_unsupported", "mcp_elicitation_url_unsupported"}
-        rows = await audit_rows(
-            reader,
-            lambda rows: wanted <= {r.code for r in rows},
-            peer=f"miniapp:{SCOPE}",
-        )
-        assert wanted <= {r.code for r in rows if r.event.startswith("focus.app_reported")}
-        assert _open_card(s.shell, "confirm") is None  # nothing was asked of the user
-        nursery.cancel_scope.cancel()
+    # Form mode only: the capability LineUp declares is what it can do.
+    await s.start("caps", "client_elicitation", {})
+    assert json.loads(await s.result("caps")) == {"form": {}}
+
+    await s.start("choose", "ask", {"message": "Pick one", "schema": CHOICE_FORM})
+    card = await s.card("choice")
+    asked = card["request"]
+    assert (asked["title"], asked["prompt"]) == ("Our Test Server", "Pick one")  # its name
+    assert [a["label"] for a in card["request"]["actions"]] == ["Red", "Green"]
+    await s.answer(card, {"action_ids": ["o1"]})
+    assert json.loads(await s.result("choose")) == {
+        "action": "accept",
+        "content": {"color": "g"},
+    }
+
+    await s.start("fill", "ask", {"message": "Who?", "schema": INPUT_FORM})
+    card = await s.card("input")
+    fields = card["request"]["fields"]
+    assert [(f["label"], f["type"], f["required"]) for f in fields] == [
+        ("Name", "text", True),
+        ("Age", "number", False),
+    ]
+    await s.answer(card, {"values": {"f0": "Ada", "f1": 36}})
+    assert json.loads(await s.result("fill")) == {
+        "action": "accept",
+        "content": {"name": "Ada", "age": 36},
+    }
+
+    await s.start("refuse", "ask", {"message": "Who?", "schema": INPUT_FORM})
+    card = await s.card("input")
+    await s.answer(card, {"cancelled": True})  # the card's Cancel
+    assert json.loads(await s.result("refuse")) == {"action": "decline"}
+    await s.agent.settle()
+    for call_id in ("caps", "choose", "fill", "refuse"):
+        assert len(s.agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+
+
+async def _a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(
+    s: Scene, nursery: trio.Nursery
+) -> None:
+    await s.start("bool", "ask", {"message": "Agree?", "schema": REQUIRED_BOOLEAN_FORM})
+    assert json.loads(await s.result("bool")) == {"action": "decline"}
+    await s.start("url", "ask_url", {})
+    assert "mcp_elicitation_url_unsupported" in await s.result("url")
+    reader = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "reader")
+    wanted = {"mcp_elicitation_unsupported", "mcp_elicitation_url_unsupported"}
+    rows = await audit_rows(
+        reader,
+        lambda rows: wanted <= {r.code for r in rows},
+        peer=f"miniapp:{SCOPE}",
+    )
+    assert wanted <= {r.code for r in rows if r.event.startswith("focus.app_reported")}
+    assert _open_card(s.shell, "confirm") is None  # nothing was asked of the user
 
 
 async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
