@@ -75,18 +75,32 @@ async def _logged(log: Path, line: str, *, within: float = 20.0) -> None:
     raise AssertionError(f"not in {log.name} within {within}s")
 
 
-async def test_the_agent_calls_the_servers_tools_one_result_each_inside_its_sandbox(
+async def test_the_agent_calls_the_servers_tools_in_its_sandbox_and_gets_those_it_adds(
     data_dir: Path, server_entry: dict[str, str]
 ) -> None:
-    """What the Agent sees and gets, then what the server cannot reach: one tree for both
-    (neither changes what the other needs)."""
+    """What the Agent sees and gets, what the server cannot reach, then the tool it adds: one
+    tree for the three (none changes what one before it needs)."""
     async with trio.open_nursery() as nursery:
         agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
         await _the_agent_sees_the_tools_and_gets_one_result_per_call(agent, revision)
         await _the_server_cannot_read_home_or_another_apps_files_nor_connect(
             agent, revision, data_dir
         )
+        await _the_servers_list_changed_is_a_new_inventory_revision_with_its_new_tool(
+            agent, revision
+        )
         nursery.cancel_scope.cancel()
+
+
+async def _the_servers_list_changed_is_a_new_inventory_revision_with_its_new_tool(
+    agent: AgentView, revision: str
+) -> None:
+    grown = await _call(agent, revision, "grow-1", "grow", {})
+    assert grown["payload"]["result"] == {"result": "grown"}
+    newer = await agent.revision_with(f"{SCOPE}.extra")
+    assert newer != revision
+    done = await _call(agent, newer, "extra-1", "extra", {"word": "hi"})
+    assert done["payload"]["result"] == {"result": "HI"}
 
 
 async def _the_agent_sees_the_tools_and_gets_one_result_per_call(
@@ -173,20 +187,6 @@ async def test_a_sigkill_of_the_server_mid_call_ends_that_call_once_and_the_next
         assert again["payload"]["result"] == {"result": 2}
         await agent.settle()
         assert len(agent.of_call("slow-1", "lineup.v1.tool.result", "lineup.v1.tool.error")) == 1
-        nursery.cancel_scope.cancel()
-
-
-async def test_the_servers_list_changed_is_a_new_inventory_revision_with_its_new_tool(
-    data_dir: Path, server_entry: dict[str, str]
-) -> None:
-    async with trio.open_nursery() as nursery:
-        agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
-        grown = await _call(agent, revision, "grow-1", "grow", {})
-        assert grown["payload"]["result"] == {"result": "grown"}
-        newer = await agent.revision_with(f"{SCOPE}.extra")
-        assert newer != revision
-        done = await _call(agent, newer, "extra-1", "extra", {"word": "hi"})
-        assert done["payload"]["result"] == {"result": "HI"}
         nursery.cancel_scope.cancel()
 
 

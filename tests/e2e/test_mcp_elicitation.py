@@ -197,28 +197,37 @@ async def _a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audit
     assert _open_card(s.shell, "confirm") is None  # nothing was asked of the user
 
 
-async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
+async def test_calls_lineup_ends_are_cancelled_at_their_server_once_and_withdraw_its_question(
     data_dir: Path, server_entry: dict[str, str]
 ) -> None:
+    """Two calls whose deadline passes, one after the other on one tree: one the server is
+    running, then one waiting on the question the server asked for it."""
     async with trio.open_nursery() as nursery:
         s = await _scene(nursery, data_dir, server_entry, short_ms=3000)
-        await s.start("slow-1", "slow", {"steps": 1})
-        ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
-        assert (ended["type"], ended["payload"]["code"]) == (
-            "lineup.v1.tool.error",
-            "operation_expired",
-        )
-        # The server heard `notifications/cancelled` for that request, its session still up.
-        await _logged(data_dir / "rt" / "logs" / f"{SCOPE}.log", "slow cancelled")
-        await s.start("add-after", "add", {"a": 1, "b": 2})
-        done = await s.agent.terminal("add-after")
-        assert done["payload"]["result"] == {"result": 3}
-        await s.agent.settle()
-        assert len(s.agent.of_call("slow-1", RESULT, "lineup.v1.tool.error")) == 1
-        log = (data_dir / "rt" / "logs" / f"{SCOPE}.log").read_text()
-        assert log.count("slow cancelled") == 1
-        assert "server starting" in log and log.count("server starting") == 1  # not restarted
+        await _a_lineup_cancellation_of_a_running_call_reaches_the_server_once(s, data_dir)
+        await _a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(s)
         nursery.cancel_scope.cancel()
+
+
+async def _a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
+    s: Scene, data_dir: Path
+) -> None:
+    await s.start("slow-1", "slow", {"steps": 1})
+    ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
+    assert (ended["type"], ended["payload"]["code"]) == (
+        "lineup.v1.tool.error",
+        "operation_expired",
+    )
+    # The server heard `notifications/cancelled` for that request, its session still up.
+    await _logged(data_dir / "rt" / "logs" / f"{SCOPE}.log", "slow cancelled")
+    await s.start("add-after", "add", {"a": 1, "b": 2})
+    done = await s.agent.terminal("add-after")
+    assert done["payload"]["result"] == {"result": 3}
+    await s.agent.settle()
+    assert len(s.agent.of_call("slow-1", RESULT, "lineup.v1.tool.error")) == 1
+    log = (data_dir / "rt" / "logs" / f"{SCOPE}.log").read_text()
+    assert log.count("slow cancelled") == 1
+    assert "server starting" in log and log.count("server starting") == 1  # not restarted
 
 
 def _ended_card(shell: ShellClient, kind: str) -> bool:
@@ -230,21 +239,16 @@ def _ended_card(shell: ShellClient, kind: str) -> bool:
     )
 
 
-async def test_a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(
-    data_dir: Path, server_entry: dict[str, str]
-) -> None:
-    async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, server_entry, short_ms=3000)
-        # A server that does not withdraw its question when its call is cancelled (`hold`).
-        await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
-        ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered
-        assert (ended["type"], ended["payload"]["code"]) == (
-            "lineup.v1.tool.error",
-            "operation_expired",
-        )
-        # The card does not outlive its call: the user is not left a question nobody waits for.
-        with trio.fail_after(WAIT):
-            await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
-        await s.agent.settle()
-        assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1
-        nursery.cancel_scope.cancel()
+async def _a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(s: Scene) -> None:
+    # A server that does not withdraw its question when its call is cancelled (`hold`).
+    await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
+    ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered
+    assert (ended["type"], ended["payload"]["code"]) == (
+        "lineup.v1.tool.error",
+        "operation_expired",
+    )
+    # The card does not outlive its call: the user is not left a question nobody waits for.
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
+    await s.agent.settle()
+    assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1
