@@ -17,11 +17,9 @@ import pytest
 import trio
 from playwright.sync_api import Locator, Page, expect
 
-from lineup.supervisor._mcp_probe import dev_mcp
-from lineup.tests.e2e.test_mcp_everything import ENTRY, EVERYTHING, SCOPE
+from lineup.tests.e2e.test_mcp_everything import SCOPE, everything_entry
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import load_shell
-from lineup.tests.support.npm import installed
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
 
 from .conftest import ShellPage
@@ -58,12 +56,13 @@ def _texts(result: dict[str, object]) -> str:
 
 
 async def test_the_everything_servers_elicitation_is_answered_and_declined_by_clicking_its_card(
-    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+    nursery: trio.Nursery,
+    data_dir: Path,
+    page: ShellPage,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    installed(EVERYTHING)
     rt = data_dir / "rt"
-    rt.mkdir(mode=0o700, parents=True)
-    entry = await trio.to_thread.run_sync(dev_mcp, EVERYTHING.folder, ["node", ENTRY, "stdio"], rt)
+    entry = await trio.to_thread.run_sync(everything_entry, tmp_path_factory, data_dir)
     runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
     agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=WAIT_MS / 1000)
     revision = await agent.revision_with(TOOL)  # listed: the probe declared elicitation

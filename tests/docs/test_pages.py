@@ -40,9 +40,11 @@ def test_the_pages_that_show_commands_keep_them() -> None:
     "page", _with_examples(), ids=lambda page: page.relative_to(ROOT).as_posix()
 )
 def test_the_examples_of_a_page_run_as_written(page: Path, tmp_path: Path) -> None:
-    """Up to three seconds a page quiet, over ten on a loaded machine for the longest (apps and
-    delivery), by what it is about: every command of the page is a real `lineup` process, as
-    the reader runs it."""
+    """Up to three seconds a page quiet, over ten on a loaded machine for apps and delivery,
+    by what it is about: every command of the page is a real `lineup` process, as the reader
+    runs it. The longest, docs/mcp-servers.md (some 25 CPU-seconds, as long in wall time), has
+    the reader list a server in its sandbox, pack two (one an `npm install`), import one and
+    start three runtimes that run them: each is a command the page teaches."""
     folder = tmp_path / "page"
     folder.mkdir()
     reader = follow(page, folder)

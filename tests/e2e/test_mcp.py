@@ -180,11 +180,14 @@ async def _agent_finals(s: Scene) -> list[str]:
 async def test_the_stdio_client_lists_calls_sees_progress_gets_one_result_and_a_refusals_code(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
+    """Then, on the same bridge (a process importing the MCP SDK: what such a test costs),
+    the conversation as two tools and a resource."""
     s = await scene(nursery, data_dir)
     async with mcp_session(_data_dir(s)) as (session, _seen):
         await list_open_update_refuse(session)
-    # The Agent side has the update's one result and the refusal; none for the open (shown).
-    assert await _agent_finals(s) == list(FINALS)
+        # The Agent side has the update's one result and the refusal; none for the open (shown).
+        assert await _agent_finals(s) == list(FINALS)
+        await _the_conversation_is_two_tools_and_a_resource(session)
 
 
 async def test_the_http_client_lists_calls_sees_progress_gets_one_result_and_a_refusals_code(
@@ -275,21 +278,17 @@ async def test_an_appserver_restarted_during_a_call_leaves_it_completed_exactly_
         assert len(await s.finals_of(asked.call_id)) == 1
 
 
-async def test_the_conversation_is_two_tools_and_a_resource(
-    nursery: trio.Nursery, data_dir: Path
-) -> None:
-    s = await scene(nursery, data_dir)
-    async with mcp_session(_data_dir(s)) as (session, _seen):
-        with trio.fail_after(WAIT):
-            said = await session.call_tool("conversation.say", {"markdown": "Hello **there**"})
-        assert not said.is_error
-        with trio.fail_after(WAIT):
-            waited = await session.call_tool("conversation.next_message", {"timeout_s": 0.2})
-        assert waited.structured_content == {"timed_out": True}
-        resource = await session.read_resource("lineup://conversation/messages")
-        shown = resource.contents[0]
-        assert isinstance(shown, types.TextResourceContents)
-        assert "Hello **there**" in shown.text
+async def _the_conversation_is_two_tools_and_a_resource(session: ClientSession) -> None:
+    with trio.fail_after(WAIT):
+        said = await session.call_tool("conversation.say", {"markdown": "Hello **there**"})
+    assert not said.is_error
+    with trio.fail_after(WAIT):
+        waited = await session.call_tool("conversation.next_message", {"timeout_s": 0.2})
+    assert waited.structured_content == {"timed_out": True}
+    resource = await session.read_resource("lineup://conversation/messages")
+    shown = resource.contents[0]
+    assert isinstance(shown, types.TextResourceContents)
+    assert "Hello **there**" in shown.text
 
 
 async def test_a_png_inline_in_a_result_reaches_the_model_as_image_content(

@@ -3,8 +3,9 @@
 Python server (`--dir`), each listed once in the sandbox, offline; the bundles go the one
 delivery path there is — the local catalog, install, update, rollback, remove — and the Agent
 lists and calls their tools through the runtime, each server run from its installed folder. A
-bundle tampered in one byte is refused and installs nothing. Real processes throughout: the
-CLI, npm, the probe, the tree, the adapter and the server it starts, the Agent over HTTP."""
+bundle tampered in one byte is refused and installs nothing. Real processes throughout (but
+pack-mcp's own `main`, run in the test's process): npm, the probe, the tree, the adapter and
+the server it starts, the Agent over HTTP."""
 
 from __future__ import annotations
 

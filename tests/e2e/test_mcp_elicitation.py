@@ -8,7 +8,6 @@ server."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,12 @@ import trio
 
 from lineup.actors.kernel import ActorKind
 from lineup.sdk.manifest import load_manifest, manifest_json
-from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import CONVERSATION, Runtime, agent_client, start_runtime
 from lineup.tests.support.shell import ShellClient, connect_shell
 from lineup.tests.support.tree import attach, audit_rows
 
-from .test_mcp_app import SCOPE, SERVER, _logged
+from .test_mcp_app import SCOPE, _logged, our_server
 
 RESULT = "lineup.v1.tool.result"
 WAIT = 30.0
@@ -54,6 +52,11 @@ REQUIRED_BOOLEAN_FORM = {
     "properties": {"name": {"type": "string"}, "agree": {"type": "boolean"}},
     "required": ["agree"],
 }
+
+
+@pytest.fixture
+def server_entry(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, str]:
+    return our_server(tmp_path_factory, data_dir)
 
 
 class Scene:
@@ -103,11 +106,12 @@ def _open_card(shell: ShellClient, kind: str) -> dict[str, Any] | None:
     return None
 
 
-async def _scene(nursery: trio.Nursery, data_dir: Path, *, short_ms: int = 0) -> Scene:
-    """The runtime with our server; with `short_ms`, its `slow` and `ask` calls' deadline."""
+async def _scene(
+    nursery: trio.Nursery, data_dir: Path, entry: dict[str, str], *, short_ms: int = 0
+) -> Scene:
+    """The runtime with our server (`entry`, `server_entry`'s); with `short_ms`, its `slow`
+    and `ask` calls' deadline."""
     rt = data_dir / "rt"
-    rt.mkdir(mode=0o700, parents=True)
-    entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
     if short_ms:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
         path = Path(entry["manifest"])
         manifest = load_manifest(json.loads(path.read_text()))
@@ -123,92 +127,107 @@ async def _scene(nursery: trio.Nursery, data_dir: Path, *, short_ms: int = 0) ->
     return Scene(runtime, agent, await agent.revision_with(f"{SCOPE}.ask"), shell)
 
 
-async def test_an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(
-    data_dir: Path,
+async def test_an_elicitation_is_a_card_whose_answer_is_the_servers_and_one_none_can_ask_is_not(
+    data_dir: Path, server_entry: dict[str, str]
 ) -> None:
+    """The questions a card can ask, then those it cannot: one tree for both (the second
+    needs no card open, and the first leaves none)."""
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir)
-        # Form mode only: the capability LineUp declares is what it can do.
-        await s.start("caps", "client_elicitation", {})
-        assert json.loads(await s.result("caps")) == {"form": {}}
-
-        await s.start("choose", "ask", {"message": "Pick one", "schema": CHOICE_FORM})
-        card = await s.card("choice")
-        asked = card["request"]
-        assert (asked["title"], asked["prompt"]) == ("Our Test Server", "Pick one")  # its name
-        assert [a["label"] for a in card["request"]["actions"]] == ["Red", "Green"]
-        await s.answer(card, {"action_ids": ["o1"]})
-        assert json.loads(await s.result("choose")) == {
-            "action": "accept",
-            "content": {"color": "g"},
-        }
-
-        await s.start("fill", "ask", {"message": "Who?", "schema": INPUT_FORM})
-        card = await s.card("input")
-        fields = card["request"]["fields"]
-        assert [(f["label"], f["type"], f["required"]) for f in fields] == [
-            ("Name", "text", True),
-            ("Age", "number", False),
-        ]
-        await s.answer(card, {"values": {"f0": "Ada", "f1": 36}})
-        assert json.loads(await s.result("fill")) == {
-            "action": "accept",
-            "content": {"name": "Ada", "age": 36},
-        }
-
-        await s.start("refuse", "ask", {"message": "Who?", "schema": INPUT_FORM})
-        card = await s.card("input")
-        await s.answer(card, {"cancelled": True})  # the card's Cancel
-        assert json.loads(await s.result("refuse")) == {"action": "decline"}
-        await s.agent.settle()
-        for call_id in ("caps", "choose", "fill", "refuse"):
-            assert len(s.agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+        s = await _scene(nursery, data_dir, server_entry)
+        await _an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(s)
+        await _a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(s, nursery)
         nursery.cancel_scope.cancel()
 
 
-async def test_a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(
-    data_dir: Path,
+async def _an_elicitation_is_a_card_whose_answer_or_cancel_is_the_servers_answer(
+    s: Scene,
 ) -> None:
+    # Form mode only: the capability LineUp declares is what it can do.
+    await s.start("caps", "client_elicitation", {})
+    assert json.loads(await s.result("caps")) == {"form": {}}
+
+    await s.start("choose", "ask", {"message": "Pick one", "schema": CHOICE_FORM})
+    card = await s.card("choice")
+    asked = card["request"]
+    assert (asked["title"], asked["prompt"]) == ("Our Test Server", "Pick one")  # its name
+    assert [a["label"] for a in card["request"]["actions"]] == ["Red", "Green"]
+    await s.answer(card, {"action_ids": ["o1"]})
+    assert json.loads(await s.result("choose")) == {
+        "action": "accept",
+        "content": {"color": "g"},
+    }
+
+    await s.start("fill", "ask", {"message": "Who?", "schema": INPUT_FORM})
+    card = await s.card("input")
+    fields = card["request"]["fields"]
+    assert [(f["label"], f["type"], f["required"]) for f in fields] == [
+        ("Name", "text", True),
+        ("Age", "number", False),
+    ]
+    await s.answer(card, {"values": {"f0": "Ada", "f1": 36}})
+    assert json.loads(await s.result("fill")) == {
+        "action": "accept",
+        "content": {"name": "Ada", "age": 36},
+    }
+
+    await s.start("refuse", "ask", {"message": "Who?", "schema": INPUT_FORM})
+    card = await s.card("input")
+    await s.answer(card, {"cancelled": True})  # the card's Cancel
+    assert json.loads(await s.result("refuse")) == {"action": "decline"}
+    await s.agent.settle()
+    for call_id in ("caps", "choose", "fill", "refuse"):
+        assert len(s.agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+
+
+async def _a_form_no_card_can_ask_is_declined_and_url_mode_is_refused_both_audited(
+    s: Scene, nursery: trio.Nursery
+) -> None:
+    await s.start("bool", "ask", {"message": "Agree?", "schema": REQUIRED_BOOLEAN_FORM})
+    assert json.loads(await s.result("bool")) == {"action": "decline"}
+    await s.start("url", "ask_url", {})
+    assert "mcp_elicitation_url_unsupported" in await s.result("url")
+    reader = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "reader")
+    wanted = {"mcp_elicitation_unsupported", "mcp_elicitation_url_unsupported"}
+    rows = await audit_rows(
+        reader,
+        lambda rows: wanted <= {r.code for r in rows},
+        peer=f"miniapp:{SCOPE}",
+    )
+    assert wanted <= {r.code for r in rows if r.event.startswith("focus.app_reported")}
+    assert _open_card(s.shell, "confirm") is None  # nothing was asked of the user
+
+
+async def test_calls_lineup_ends_are_cancelled_at_their_server_once_and_withdraw_its_question(
+    data_dir: Path, server_entry: dict[str, str]
+) -> None:
+    """Two calls whose deadline passes, one after the other on one tree: one the server is
+    running, then one waiting on the question the server asked for it."""
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir)
-        await s.start("bool", "ask", {"message": "Agree?", "schema": REQUIRED_BOOLEAN_FORM})
-        assert json.loads(await s.result("bool")) == {"action": "decline"}
-        await s.start("url", "ask_url", {})
-        assert "mcp_elicitation_url_unsupported" in await s.result("url")
-        reader = await attach(nursery, s.runtime.supervisor, ActorKind.ROUTER, "reader")
-        wanted = {"mcp_elicitation_unsupported", "mcp_elicitation_url_unsupported"}
-        rows = await audit_rows(
-            reader,
-            lambda rows: wanted <= {r.code for r in rows},
-            peer=f"miniapp:{SCOPE}",
-        )
-        assert wanted <= {r.code for r in rows if r.event.startswith("focus.app_reported")}
-        assert _open_card(s.shell, "confirm") is None  # nothing was asked of the user
+        s = await _scene(nursery, data_dir, server_entry, short_ms=3000)
+        await _a_lineup_cancellation_of_a_running_call_reaches_the_server_once(s, data_dir)
+        await _a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(s)
         nursery.cancel_scope.cancel()
 
 
-async def test_a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
-    data_dir: Path,
+async def _a_lineup_cancellation_of_a_running_call_reaches_the_server_once(
+    s: Scene, data_dir: Path
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, short_ms=3000)
-        await s.start("slow-1", "slow", {"steps": 1})
-        ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
-        assert (ended["type"], ended["payload"]["code"]) == (
-            "lineup.v1.tool.error",
-            "operation_expired",
-        )
-        # The server heard `notifications/cancelled` for that request, its session still up.
-        await _logged(data_dir / "rt" / "logs" / f"{SCOPE}.log", "slow cancelled")
-        await s.start("add-after", "add", {"a": 1, "b": 2})
-        done = await s.agent.terminal("add-after")
-        assert done["payload"]["result"] == {"result": 3}
-        await s.agent.settle()
-        assert len(s.agent.of_call("slow-1", RESULT, "lineup.v1.tool.error")) == 1
-        log = (data_dir / "rt" / "logs" / f"{SCOPE}.log").read_text()
-        assert log.count("slow cancelled") == 1
-        assert "server starting" in log and log.count("server starting") == 1  # not restarted
-        nursery.cancel_scope.cancel()
+    await s.start("slow-1", "slow", {"steps": 1})
+    ended = await s.agent.terminal("slow-1")  # its deadline passed: the runtime ends it
+    assert (ended["type"], ended["payload"]["code"]) == (
+        "lineup.v1.tool.error",
+        "operation_expired",
+    )
+    # The server heard `notifications/cancelled` for that request, its session still up.
+    await _logged(data_dir / "rt" / "logs" / f"{SCOPE}.log", "slow cancelled")
+    await s.start("add-after", "add", {"a": 1, "b": 2})
+    done = await s.agent.terminal("add-after")
+    assert done["payload"]["result"] == {"result": 3}
+    await s.agent.settle()
+    assert len(s.agent.of_call("slow-1", RESULT, "lineup.v1.tool.error")) == 1
+    log = (data_dir / "rt" / "logs" / f"{SCOPE}.log").read_text()
+    assert log.count("slow cancelled") == 1
+    assert "server starting" in log and log.count("server starting") == 1  # not restarted
 
 
 def _ended_card(shell: ShellClient, kind: str) -> bool:
@@ -220,21 +239,16 @@ def _ended_card(shell: ShellClient, kind: str) -> bool:
     )
 
 
-async def test_a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(
-    data_dir: Path,
-) -> None:
-    async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, short_ms=3000)
-        # A server that does not withdraw its question when its call is cancelled (`hold`).
-        await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
-        ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered
-        assert (ended["type"], ended["payload"]["code"]) == (
-            "lineup.v1.tool.error",
-            "operation_expired",
-        )
-        # The card does not outlive its call: the user is not left a question nobody waits for.
-        with trio.fail_after(WAIT):
-            await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
-        await s.agent.settle()
-        assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1
-        nursery.cancel_scope.cancel()
+async def _a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(s: Scene) -> None:
+    # A server that does not withdraw its question when its call is cancelled (`hold`).
+    await s.start("ask-1", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
+    ended = await s.agent.terminal("ask-1")  # its deadline passed, nobody answered
+    assert (ended["type"], ended["payload"]["code"]) == (
+        "lineup.v1.tool.error",
+        "operation_expired",
+    )
+    # The card does not outlive its call: the user is not left a question nobody waits for.
+    with trio.fail_after(WAIT):
+        await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
+    await s.agent.settle()
+    assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1

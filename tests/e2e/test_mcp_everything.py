@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from lineup.supervisor._mcp_probe import dev_mcp
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.npm import NpmPackage, installed
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.session_builds import shared_dev_mcp
 
 EVERYTHING = NpmPackage(
     "@modelcontextprotocol/server-everything",
@@ -29,11 +29,20 @@ pytestmark = [
 ]
 
 
-async def test_the_everything_server_runs_sandboxed_and_answers_the_agent(data_dir: Path) -> None:
+def everything_entry(factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, str]:
+    """The everything server's registry entry in `data_dir / "rt"`, as `lineup run --dev-mcp`
+    makes it (its listing, in the sandbox, once per session: `shared_dev_mcp`)."""
     installed(EVERYTHING)
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
-    entry = await trio.to_thread.run_sync(dev_mcp, EVERYTHING.folder, ["node", ENTRY, "stdio"], rt)
+    return shared_dev_mcp(factory, EVERYTHING.folder, ["node", ENTRY, "stdio"], rt)
+
+
+async def test_the_everything_server_runs_sandboxed_and_answers_the_agent(
+    data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    rt = data_dir / "rt"
+    entry = await trio.to_thread.run_sync(everything_entry, tmp_path_factory, data_dir)
     async with trio.open_nursery() as nursery:
         runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
         agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=60.0)

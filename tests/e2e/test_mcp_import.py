@@ -3,11 +3,14 @@ import-mcp` (the real CLI, a real process) lists each server in its sandbox and 
 data dir, its `env` values as owner-only secrets; the next runtime on that data dir runs it,
 and its server, and only its server, sees its secret. The secret is in no manifest, log, audit
 row, argv or other file of the data dir. No test output holds the secret: the server answers
-its SHA-256 (`tests/support/mcp_server/env_server.py`)."""
+its SHA-256 (`tests/support/mcp_server/env_server.py`). The first test runs each command as a
+process of its own (`lineup app import-mcp`, `--forget`); the others, about what the command
+says and writes, call its `main` in the test's process."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -21,6 +24,7 @@ from typing import Any
 import pytest
 import trio
 
+from lineup.supervisor import _app_cli
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
 
@@ -40,15 +44,20 @@ def _import(config: Path, rt: Path, *more: str) -> subprocess.CompletedProcess[s
     )
 
 
+def _main(config: Path, rt: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    """`lineup app import-mcp` as `_import` runs it, but in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["import-mcp", str(config), "--data-dir", str(rt), *more]
+    code = _app_cli.main(argv, data_dir_default=rt, out=out, err=err)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 def _list(rt: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [*LINEUP, "app", "list", "--json", "--data-dir", str(rt)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    listed: dict[str, Any] = json.loads(done.stdout)
+    """`lineup app list --json` of the running runtime, in this process."""
+    out = io.StringIO()
+    argv = ["list", "--json", "--data-dir", str(rt)]
+    assert _app_cli.main(argv, data_dir_default=rt, out=out, err=io.StringIO()) == 0
+    listed: dict[str, Any] = json.loads(out.getvalue())
     return listed
 
 
@@ -146,11 +155,11 @@ def test_the_import_refuses_a_block_it_cannot_run_and_says_why(data_dir: Path) -
     rt = data_dir / "rt"
     config = data_dir / "config.json"
     config.write_text(json.dumps({"mcpServers": {"web": {"url": "https://example.com/mcp"}}}))
-    refused = _import(config, rt)
+    refused = _main(config, rt)
     assert refused.returncode == 1
     assert refused.stderr.startswith("lineup app import-mcp: mcpServers.web: a remote server")
     config.write_text(json.dumps({"mcpServers": {"npx": {"command": "npx", "args": ["-y", "x"]}}}))
-    refused = _import(config, rt)
+    refused = _main(config, rt)
     assert refused.returncode == 1
     assert "names no folder of its own" in refused.stderr
     assert not (rt / "mcp-import").exists()
@@ -161,9 +170,9 @@ def test_only_the_server_named_is_imported(data_dir: Path) -> None:
     config = data_dir / "config.json"
     server = {"command": sys.executable, "args": [str(SERVER)]}
     config.write_text(json.dumps({"mcpServers": {"one": server, "two": server}}))
-    missing = _import(config, rt, "--server", "three")
+    missing = _main(config, rt, "--server", "three")
     assert missing.returncode == 1
-    done = _import(config, rt, "--server", "two")
+    done = _main(config, rt, "--server", "two")
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (rt / "mcp-import").iterdir()) == ["two"]
     assert os.access(rt / "mcp-import" / "two" / "entry.json", os.R_OK)

@@ -3,7 +3,8 @@ pack-mcp` packs `@modelcontextprotocol/server-everything` and `server-basic-reac
 pinned by their integrity (the basic vanillajs server and our own are packed in
 `test_mcp_bundles.py`), each listed once in the sandbox, offline; a key is trusted, both
 install into one tree, and the Agent calls a tool of each through the runtime and gets one
-result per call, each server run from its installed folder. Real processes throughout."""
+result per call, each server run from its installed folder. Real processes throughout, but
+pack-mcp's own `main`, run in the test's process (`session_builds.pack_mcp`)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 async def test_the_published_servers_pack_install_and_answer_the_agent_once_per_call(
     nursery: trio.Nursery, data_dir: Path, bundles: dict[str, Path]
 ) -> None:
+    """Over ten seconds with its fixture, by what it proves: two real npm installs of servers
+    nobody here wrote, each listed in the sandbox, packed (several MiB), verified, installed
+    and run. Each is packed once, here alone (no other test takes them)."""
     for scope, bundle in bundles.items():
         manifest = manifest_in(bundle.read_bytes())
         assert (manifest["app_scope"], manifest["kind"]) == (scope, "mcp")

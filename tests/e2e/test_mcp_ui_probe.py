@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,11 @@ from lineup.actors.focus.messages import (
 from lineup.actors.kernel import ActorKind, ErrorCode, LineUpError
 from lineup.sdk.manifest import load_manifest
 from lineup.sdk.mcp_apps import McpAppCsp, McpAppUi
-from lineup.supervisor._mcp_probe import dev_mcp
+from lineup.supervisor import _run_cli
 from lineup.supervisor._run_cli import _dev_mcp_apps
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
+from lineup.tests.support.session_builds import shared_dev_mcp
 from lineup.tests.support.tree import attach
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_ui_server"
@@ -38,12 +40,20 @@ RESULT = "lineup.v1.tool.result"
 pytestmark = pytest.mark.timeout(120)
 
 
+def _listed(factory: pytest.TempPathFactory, folder: Path, command: list[str], rt: Path) -> Any:
+    """`dev_mcp`'s entry and the app's folder in `rt`: the server listed in its sandbox by
+    the real `dev_mcp`, once for this module's two tests (`shared_dev_mcp`)."""
+    assert (folder, command) == (SERVER, [sys.executable, "server.py"])
+    return shared_dev_mcp(factory, folder, command, rt)
+
+
 async def test_the_servers_ui_resources_become_its_surfaces_and_the_rest_say_why_not(
-    data_dir: Path,
+    data_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
-    entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
+    command = [sys.executable, "server.py"]
+    entry = await trio.to_thread.run_sync(_listed, tmp_path_factory, SERVER, command, rt)
     manifest = load_manifest(Path(entry["manifest"]).read_text())
     web = Path(entry["manifest"]).parent / "web"
 
@@ -120,8 +130,14 @@ async def test_the_servers_ui_resources_become_its_surfaces_and_the_rest_say_why
 
 
 def test_lineup_run_says_which_ui_the_app_goes_without_and_why(
-    data_dir: Path, capsys: pytest.CaptureFixture[str]
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    """What `lineup run` says of the listing the test above checks (that listing, not a
+    second one)."""
+    monkeypatch.setattr(_run_cli, "_dev_mcp", partial(_listed, tmp_path_factory))
     args = argparse.Namespace(dev_mcp=SERVER, mcp_command=[sys.executable, "server.py"])
     entries = _dev_mcp_apps(args, data_dir)
     assert isinstance(entries, tuple) and entries[0]["app_scope"] == SCOPE

@@ -171,72 +171,73 @@ def _text(result: dict[str, Any]) -> str:
     return str(text)
 
 
-async def test_the_typescript_client_sees_each_refusals_code_and_never_throws_its_own(
+async def test_the_typescript_client_sees_refusal_codes_titles_hints_and_whole_results(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    s = await scene(nursery, data_dir)
-    async with bridge_and_client(s) as (client, _log):
-        listed = await client.ask("list")  # the client keeps each tool's outputSchema
-        assert listed["ok"]
-        for name, arguments, code in (
-            ("conversation.say", {}, "tool_input_invalid at /markdown"),
-            ("conversation.say", {"markdown": "hi", "to": "all"}, "tool_input_invalid at /to"),
-            ("task-dashboard.update", {"task_id": "t1", "bogus": 1}, "tool_input_invalid"),
-        ):
-            refused = await client.ask("call", name=name, arguments=arguments)
-            assert refused["ok"], refused  # not the client's own schema error
-            assert refused["result"]["isError"] is True
-            assert "structuredContent" not in refused["result"]
-            assert _text(refused["result"]).startswith(f"error: {code}")
-
-
-async def test_tools_carry_titles_hints_and_a_results_text_is_all_of_it(
-    nursery: trio.Nursery, data_dir: Path
-) -> None:
-    s = await scene(nursery, data_dir)
-    async with bridge_and_client(s) as (client, _log):
-        listed = await client.ask("list")
-        tools = {t["name"]: t for t in listed["result"]["tools"]}
-        for tool in tools.values():
-            assert tool["title"]
-            hints = tool["annotations"]
-            assert {"readOnlyHint", "destructiveHint", "idempotentHint"} <= set(hints)
-        assert tools["task-dashboard.open"]["title"] == "Task dashboard: open"
-        assert tools["interaction.confirm"]["annotations"]["readOnlyHint"] is True
-
-        # A task whose update answers more than 200 characters (its id and title).
-        task_id, title = "t" * 100, "A quarterly report, " * 9
-        opened = await client.send(
-            "stream", name="task-dashboard.open", arguments={"task_id": task_id, "title": title}
-        )
-        await client.wait_for(
-            lambda line: (
-                line.get("id") == opened
-                and task_id in str(line.get("task", {}).get("statusMessage"))
-            )
-        )
-        updated = await client.ask(
-            "call", name="task-dashboard.update", arguments={"task_id": task_id, "progress": 40}
-        )
-        result = updated["result"]
-        assert not result.get("isError") and len(_text(result)) > 200
-        assert json.loads(_text(result)) == result["structuredContent"]
-        assert result["structuredContent"]["title"] == title
-
-
-async def test_an_unknown_resource_is_32002_and_nothing_is_logged(
-    nursery: trio.Nursery, data_dir: Path
-) -> None:
+    """Three claims that change nothing another needs, on one tree, bridge and client (each
+    a Python interpreter importing the MCP SDK, or a Node one: what such a test costs)."""
     s = await scene(nursery, data_dir)
     async with bridge_and_client(s) as (client, log):
-        unknown = await client.ask("read", uri="lineup://nothing/here")
-        assert (unknown["ok"], unknown["code"]) == (False, RESOURCE_NOT_FOUND)
-        # Answered after the refusal, on the same connection: the refusal's logs are written.
-        known = await client.ask("read", uri="lineup://conversation/messages")
-        assert known["ok"]
+        await _refusals_are_results_with_their_codes(client)
+        await _tools_carry_titles_hints_and_a_results_text_is_all_of_it(client)
+        await _an_unknown_resource_is_32002(client)
         logged = log.read_text()
+    # Nothing logged of the refusals: answered after them, on the same connection, so the
+    # bridge's logs of them are written.
     assert "lineup mcp: serving" in logged  # the bridge's stderr, read
     assert "Traceback" not in logged and "raised" not in logged
+
+
+async def _refusals_are_results_with_their_codes(client: TsClient) -> None:
+    """The TypeScript client sees each refusal's code and never throws its own."""
+    listed = await client.ask("list")  # the client keeps each tool's outputSchema
+    assert listed["ok"]
+    for name, arguments, code in (
+        ("conversation.say", {}, "tool_input_invalid at /markdown"),
+        ("conversation.say", {"markdown": "hi", "to": "all"}, "tool_input_invalid at /to"),
+        ("task-dashboard.update", {"task_id": "t1", "bogus": 1}, "tool_input_invalid"),
+    ):
+        refused = await client.ask("call", name=name, arguments=arguments)
+        assert refused["ok"], refused  # not the client's own schema error
+        assert refused["result"]["isError"] is True
+        assert "structuredContent" not in refused["result"]
+        assert _text(refused["result"]).startswith(f"error: {code}")
+
+
+async def _tools_carry_titles_hints_and_a_results_text_is_all_of_it(client: TsClient) -> None:
+    listed = await client.ask("list")
+    tools = {t["name"]: t for t in listed["result"]["tools"]}
+    for tool in tools.values():
+        assert tool["title"]
+        hints = tool["annotations"]
+        assert {"readOnlyHint", "destructiveHint", "idempotentHint"} <= set(hints)
+    assert tools["task-dashboard.open"]["title"] == "Task dashboard: open"
+    assert tools["interaction.confirm"]["annotations"]["readOnlyHint"] is True
+
+    # A task whose update answers more than 200 characters (its id and title).
+    task_id, title = "t" * 100, "A quarterly report, " * 9
+    opened = await client.send(
+        "stream", name="task-dashboard.open", arguments={"task_id": task_id, "title": title}
+    )
+    await client.wait_for(
+        lambda line: (
+            line.get("id") == opened and task_id in str(line.get("task", {}).get("statusMessage"))
+        )
+    )
+    updated = await client.ask(
+        "call", name="task-dashboard.update", arguments={"task_id": task_id, "progress": 40}
+    )
+    result = updated["result"]
+    assert not result.get("isError") and len(_text(result)) > 200
+    assert json.loads(_text(result)) == result["structuredContent"]
+    assert result["structuredContent"]["title"] == title
+
+
+async def _an_unknown_resource_is_32002(client: TsClient) -> None:
+    unknown = await client.ask("read", uri="lineup://nothing/here")
+    assert (unknown["ok"], unknown["code"]) == (False, RESOURCE_NOT_FOUND)
+    known = await client.ask("read", uri="lineup://conversation/messages")
+    assert known["ok"]
 
 
 async def test_a_call_waiting_for_the_user_outlives_the_clients_request_timeout_as_a_task(
@@ -313,14 +314,18 @@ async def test_the_bridge_tells_the_client_its_own_warnings_as_log_notifications
 ) -> None:
     """The AppServer forgets the Agent's sessions (its tokens gone from its real database, as
     after a reset): the bridge's next sync is refused, it logs in again, and the client hears
-    of both as MCP log notifications (an event name and a code, nothing else)."""
+    of both as MCP log notifications (an event name and a code, nothing else). The bridge's
+    long poll in progress is ended by a message for the Agent (the result of a question the
+    test's Agent asked before, answered after), not by its ten seconds."""
     s = await scene(nursery, data_dir)
     async with bridge_and_client(s) as (client, _log):
         await client.ask("list")
+        asked = await s.ask("interaction.confirm", CONFIRM, "wake-1")
         database = _data_dir(s) / "devserver.db"
         assert database.exists()
         with sqlite3.connect(database, timeout=WAIT) as db:
             db.execute("DELETE FROM tokens WHERE principal_kind = 'agent'")
+        await s.answer(asked.interaction_id, {"approved": True})
         refused = await client.wait_for(lambda line: _logged(line, "mcp.sync_failed"))
         again = await client.wait_for(lambda line: _logged(line, "mcp.logged_in_again"))
     assert refused["params"]["data"] == {
