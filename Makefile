@@ -60,9 +60,12 @@ whitespace:
 # 12 min 56 s on three, where the same suite on four (`make test-stress`) took 7 min 35 s to
 # 10 min 29 s. Every run ends with its 30 slowest tests, so a test that grows slow is seen where
 # it lands.
+# `--dist loadgroup`: tests are handed out one by one as with `load`, but a module marked as one
+# `xdist_group` (one whose module-scoped fixture starts a runtime) runs on one worker, which
+# alone pays for that fixture.
 PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 # The whole suite twice oversubscribed (4 workers on CI's 2 cores), without the static checks:
 # a test that waits on a deadline guessed for a quiet machine, instead of on the event it means,

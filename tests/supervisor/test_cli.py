@@ -1,7 +1,9 @@
 """`lineup run` and `lineup status` as a user runs them: real subprocesses, real signals.
 
 The tests that only read a running tree share one `lineup run` (`running`, per module); a test
-whose tree is stopped, killed or started with its own arguments starts its own."""
+whose tree is stopped, killed or started with its own arguments starts its own. The module is
+one xdist group (`make test` distributes by `--dist loadgroup`): its tests run on one worker,
+so that worker alone starts the shared run."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ from lineup.tests.support.process import (
     start_lineup_run,
     wait_pid_gone,
 )
+
+pytestmark = pytest.mark.xdist_group("supervisor-test-cli")
 
 ACTORS = [
     "store",
