@@ -7,10 +7,13 @@ type checkers and import-linter then see an ordinary package, and `.venv/bin/lin
 `--extra NAME` also installs one of pyproject's optional dependency groups besides `dev`:
 `make bench` adds `bench` (ray, the peer it measures), so `make run` and `make test` never do.
 
-The browser tests drive Debian's Chromium (`/usr/bin/chromium`) through Playwright; Playwright's
-own browser download (`playwright install`) is never used, so Chromium comes from apt here, and
-so does npm (with Node.js) where a machine lacks it: the accessibility tests fetch axe-core
-from the npm registry, pinned, into a git-ignored folder (`tests/browser/_axe.py`).
+The browser tests drive Debian's Chromium through Playwright, as its headless shell
+(`/usr/bin/chromium-headless-shell`: the same engine without the browser's own windows, whose
+WebUI toolbar cost a renderer process per test; the tests took half the CPU with it); `make
+bench` drives the whole browser (`/usr/bin/chromium`), as a user runs it. Playwright's own
+browser download (`playwright install`) is never used, so Chromium comes from apt here, and so
+does npm (with Node.js) where a machine lacks it: the accessibility tests fetch axe-core from
+the npm registry, pinned, into a git-ignored folder (`tests/browser/_axe.py`).
 """
 
 from __future__ import annotations
@@ -25,12 +28,17 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+HEADLESS_CHROMIUM = Path("/usr/bin/chromium-headless-shell")
 CHROMIUM = Path("/usr/bin/chromium")
 # What the tests need from apt: a program, and the Debian packages that bring it.
 FROM_APT: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (str(CHROMIUM), ("chromium",)),
+    (str(HEADLESS_CHROMIUM), ("chromium-headless-shell",)),
     ("npm", ("nodejs", "npm")),
 )
+# And what an extra needs besides.
+EXTRA_FROM_APT: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "bench": ((str(CHROMIUM), ("chromium",)),),
+}
 
 
 def main() -> None:
@@ -60,15 +68,18 @@ def main() -> None:
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lineup "$@"\n')
     script.chmod(0o755)
     print(f"linked {link} -> {ROOT}", file=sys.stderr)
-    ensure_from_apt()
+    ensure_from_apt(
+        (*FROM_APT, *(need for name in args.extra for need in EXTRA_FROM_APT.get(name, ())))
+    )
 
 
-def ensure_from_apt() -> None:
-    """Install from Debian's packages what the tests need and the machine lacks (`FROM_APT`).
+def ensure_from_apt(wanted: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+    """Install from Debian's packages what the tests (and the extras asked for) need and the
+    machine lacks (`FROM_APT`, `EXTRA_FROM_APT`).
 
     Only as root with apt-get; otherwise print the exact command and exit non-zero.
     """
-    missing = [(program, packages) for program, packages in FROM_APT if not shutil.which(program)]
+    missing = [(program, packages) for program, packages in wanted if not shutil.which(program)]
     if not missing:
         return
     packages = [package for _, names in missing for package in names]

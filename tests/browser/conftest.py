@@ -7,8 +7,11 @@ worker thread: sync Playwright objects belong to the thread that created them, a
 loop stays free meanwhile, so a blocking `expect(...)` in that thread waits while the fake
 hostbridge (served in the test's nursery) keeps answering.
 
-Chromium is Debian's (`/usr/bin/chromium`, installed by `ops/install_dev.py`); Playwright's own
-browser download is never used. A missing Chromium fails the tests, never skips them.
+Chromium is Debian's, as its headless shell (`/usr/bin/chromium-headless-shell`, installed by
+`ops/install_dev.py`): the same engine without the whole browser's windows, whose WebUI toolbar
+took a renderer process of its own for every test's context, half of the tests' Chromium CPU.
+Playwright's own browser download is never used. A missing Chromium fails the tests, never
+skips them.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ from ._fake_hostbridge import FakeHostbridge
 
 T = TypeVar("T")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium"
+CHROMIUM = Path("/usr/bin/chromium-headless-shell")
+CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium-headless-shell"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -131,7 +134,7 @@ def playwright_thread() -> Iterator[PlaywrightThread]:
 def browser(playwright_thread: PlaywrightThread) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(
-            f"{CHROMIUM} is missing; the browser tests need Debian's Chromium. "
+            f"{CHROMIUM} is missing; the browser tests need Debian's Chromium headless shell. "
             f"Install it as root with: {CHROMIUM_INSTALL}  (or run .venv/bin/python "
             "ops/install_dev.py, which does that)",
             pytrace=False,
