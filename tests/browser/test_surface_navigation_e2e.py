@@ -17,6 +17,7 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.tests.e2e.test_navigation import start_navigator
+from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.browser import called_from_the_shell, ready_frame
 
 from .conftest import ShellPage
@@ -44,11 +45,11 @@ def tab(p: Page, instance_id: str) -> Any:
     return p.locator(f'[data-testid="app-tab"][data-instance-id="{instance_id}"]')
 
 
-async def test_a_surface_navigates_and_dispatches_for_its_own_app_through_the_bridge(
-    nursery: trio.Nursery, data_dir: Path, page: ShellPage
-) -> None:
+async def navigator_in_front(nursery: trio.Nursery, data_dir: Path, page: ShellPage) -> AgentView:
+    """The runtime with the navigator, the Shell loaded, and the Agent's `navigator.run` of a
+    Surface ended (`ME` in front); the Agent."""
     runtime = await start_navigator(nursery, data_dir)
-    await called_from_the_shell(
+    called = await called_from_the_shell(
         nursery,
         runtime,
         page,
@@ -57,6 +58,13 @@ async def test_a_surface_navigates_and_dispatches_for_its_own_app_through_the_br
         call_id="n-open",
         wait_ms=WAIT_MS,
     )
+    return called.agent
+
+
+async def test_a_surface_navigates_and_dispatches_for_its_own_app_through_the_bridge(
+    nursery: trio.Nursery, data_dir: Path, page: ShellPage
+) -> None:
+    await navigator_in_front(nursery, data_dir, page)
 
     state = await attempt(page, "state", "(b) => b.state.snapshot()")
     assert (state["app_scope"], state["in_front"], state["launched"]) == ("navigator", True, [])

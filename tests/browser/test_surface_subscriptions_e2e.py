@@ -17,12 +17,11 @@ import trio
 from playwright.sync_api import Page
 
 from lineup.ops.agent import AgentClient
-from lineup.tests.e2e.test_navigation import start_navigator
-from lineup.tests.support.browser import called_from_the_shell, ready_frame
+from lineup.tests.support.browser import ready_frame
 from lineup.tests.support.runtime import AGENT_ID, CONVERSATION
 
 from .conftest import ShellPage
-from .test_surface_navigation_e2e import attempt
+from .test_surface_navigation_e2e import attempt, navigator_in_front
 
 WAIT_MS: Final = 15_000
 ME: Final = "navigator:n-open"
@@ -53,8 +52,10 @@ def until(page: ShellPage, expression: str) -> Any:
     def run(p: Page) -> Any:
         frame = panel(p)
         # Polled (not every frame): an expression may ask the runtime, within the bridge's rate.
-        frame.wait_for_function(f"() => ({expression})", timeout=WAIT_MS, polling=250)
-        return frame.evaluate(f"() => ({expression})")
+        # The value is the one that held: evaluated again, an expression that asks the runtime
+        # asks it once more, and may get another answer (a refusal for the bridge's rate).
+        held = frame.wait_for_function(f"() => ({expression})", timeout=WAIT_MS, polling=250)
+        return held.json_value()
 
     return page.run(run)
 
@@ -62,16 +63,7 @@ def until(page: ShellPage, expression: str) -> Any:
 async def test_a_surface_hears_its_apps_view_and_its_agent_messages_once_each(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
-    runtime = await start_navigator(nursery, data_dir)
-    agent, _, _ = await called_from_the_shell(
-        nursery,
-        runtime,
-        page,
-        "navigator.run",
-        {"mode": "surface"},
-        call_id="n-open",
-        wait_ms=WAIT_MS,
-    )
+    agent = await navigator_in_front(nursery, data_dir, page)
 
     # The view model: the first at once, then the runtime's pushes as the app's facts change.
     subscribed = await attempt(
