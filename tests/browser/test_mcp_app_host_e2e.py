@@ -319,8 +319,11 @@ async def test_a_link_opens_in_a_new_tab_only_after_the_runtimes_own_prompt(
         expect(p.get_by_test_id("link-url")).to_have_text(LINK)  # the full URL, as text
         expect(p.get_by_test_id("link-decline")).to_be_focused()  # the safe default
         assert violations(p, axe) == []  # WCAG 2.1 A/AA, the prompt shown
+        expect(prompt).to_have_attribute("data-armed", "true")
         p.keyboard.press("Escape")
         expect(prompt).to_be_hidden()
+        # Ended, it is unarmed: the next prompt's "armed" is its own, not this one's.
+        expect(prompt).to_have_attribute("data-armed", "false")
         # A no is the spec's result for a link not opened, which the page reads (no throw).
         assert answered_after(p, before)["result"] == {"isError": True}
         assert LINK not in page.requests  # nothing was opened

@@ -46,6 +46,9 @@ export function createLinkPrompt(ctx) {
     const { resolve } = shown;
     shown = null;
     window.clearTimeout(arming);
+    // Unarmed once ended: `data-armed` says whether the prompt shown now takes "Open link".
+    open.disabled = true;
+    dialog.setAttribute("data-armed", "false");
     if (dialog.open) dialog.close();
     resolve(opened);
     ctx.rerender(); // the Surfaces are no longer shielded
