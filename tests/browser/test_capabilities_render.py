@@ -170,6 +170,7 @@ async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
         expect(block).to_be_focused()
         p.keyboard.press("Enter")
         expect(dialog).to_have_attribute("data-prompt-id", "a2")
+        expect(dialog).to_have_attribute("data-armed", "true")
 
     await page.run(answer)
     await bus.until(lambda: any(isinstance(r, PromptAnswerRequest) for r in bus.requests))
@@ -183,6 +184,8 @@ async def test_prompts_of_different_apps_interleave_and_the_prompt_offers_block(
 
     def permissions(p: Page) -> None:
         expect(p.get_by_test_id("permission-prompt")).to_be_hidden()
+        # Unarmed once gone: a wait for the next prompt's arming cannot pass on this one's.
+        expect(p.get_by_test_id("permission-prompt")).to_have_attribute("data-armed", "false")
         p.get_by_test_id("permissions-button").focus()
         p.keyboard.press("Enter")
         expect(p.get_by_test_id("permissions-heading")).to_be_focused()

@@ -125,6 +125,7 @@ export function createPermissionPrompt(ctx) {
     ticker = null;
     window.clearTimeout(arming);
     arming = null;
+    arm(false); // `data-armed` says whether the prompt on screen takes an answer: none now
     if (dialog.open) dialog.close();
     dialog.removeAttribute("data-prompt-id");
   }
