@@ -27,15 +27,14 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import pytest
 
 import lineup
+from lineup.tests.support.process import LineReader
 
 ROOT: Final = Path(lineup.__file__).parent  # the repository
 GUIDE: Final = ROOT / "docs" / "miniapp-guide.md"  # `test_miniapp_guide.py` follows it
@@ -84,45 +83,28 @@ class Background:
     """The page's long-running command: its stdout lines, read as they come."""
 
     process: subprocess.Popen[str]
-    lines: list[str] = field(default_factory=list)
+    output: LineReader
     seen: int = 0  # lines looked at so far: the next expectation looks after them
-    ended: bool = False  # its stdout is closed
-    reader: threading.Thread | None = None
-    changed: threading.Condition = field(default_factory=threading.Condition)
-
-    def read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self.changed:
-                self.lines.append(line.rstrip("\n"))
-                self.changed.notify_all()
-        with self.changed:
-            self.ended = True
-            self.changed.notify_all()
 
     def expect(self, expected: str, where: str) -> None:
         """Wait for a line matching `expected` after the last one matched."""
         pattern = _pattern(expected)
-        deadline = time.monotonic() + OUTPUT_WAIT
-        with self.changed:
-            while True:
-                for index in range(self.seen, len(self.lines)):
-                    if pattern.fullmatch(self.lines[index]):
-                        self.seen = index + 1
-                        return
-                self.seen = len(self.lines)
-                left = deadline - time.monotonic()
-                if left <= 0 or self.ended:
-                    tail = "\n".join(self.lines[-30:])
-                    pytest.fail(f"{where}: never printed {expected!r}; it printed:\n{tail}")
-                self.changed.wait(left)
+
+        def match(lines: list[str]) -> int | None:
+            for index in range(self.seen, len(lines)):
+                if pattern.fullmatch(lines[index]):
+                    self.seen = index + 1
+                    return index
+            self.seen = len(lines)
+            return None
+
+        if self.output.wait(match, OUTPUT_WAIT) is None:
+            tail = "\n".join(self.output.lines[-30:])
+            pytest.fail(f"{where}: never printed {expected!r}; it printed:\n{tail}")
 
     def close(self) -> None:
         """Once it exited: its reader done, its pipe closed."""
-        if self.reader is not None:
-            self.reader.join(STOP_WAIT)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        self.output.close(STOP_WAIT)
 
     def interrupt(self) -> None:
         self.process.send_signal(signal.SIGINT)
@@ -226,9 +208,8 @@ class Reader:
             stdin=subprocess.DEVNULL,
             text=True,
         )
-        self.background = Background(process)
-        self.background.reader = threading.Thread(target=self.background.read, daemon=True)
-        self.background.reader.start()
+        assert process.stdout is not None
+        self.background = Background(process, LineReader(process.stdout))
 
     def watch(self, line: str, where: str) -> None:
         assert self.background is not None, f"{where}: no background command runs"

@@ -1,12 +1,16 @@
-"""The page runner's own rules (`_runner`): its wildcards and its diffs."""
+"""The page runner's own rules (`_runner`): its wildcards, its diffs and its background
+command's lines."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ._runner import apply_diff, blocks_of, output_matches
+from lineup.tests.support.process import LineReader
+
+from ._runner import Background, apply_diff, blocks_of, output_matches
 
 
 def test_output_matching_understands_the_pages_wildcards() -> None:
@@ -30,3 +34,18 @@ def test_blocks_are_read_with_their_kind_and_the_line_they_start_on() -> None:
     blocks = blocks_of(page)
     assert [(b.info, b.line) for b in blocks] == [("console", 3), ("text", 9)]
     assert blocks[0].text == "$ lineup --help\n"
+
+
+def test_a_background_commands_lines_are_matched_in_order_until_it_ends() -> None:
+    process = subprocess.Popen(
+        ["printf", "one\\ntwo\\nthree\\n"], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    background = Background(process, LineReader(process.stdout))
+    background.expect("two", "page:1")
+    background.expect("three", "page:2")
+    # "one" came before the last line matched: not after it, and nothing more is to come.
+    with pytest.raises(pytest.fail.Exception, match="never printed 'one'"):
+        background.expect("one", "page:3")
+    assert process.wait(5) == 0
+    background.close()

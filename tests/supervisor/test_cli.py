@@ -93,7 +93,7 @@ def title(pid: int) -> str:
 def test_run_prints_each_child_ready_then_ready_and_status_lists_them(
     running: SharedLineupRun,
 ) -> None:
-    data_dir, lines = running.data_dir, list(running.lines)
+    data_dir, lines = running.data_dir, list(running.output.lines)
     # Each child once, all but the demo Agent before the tree's own line, in any order, as
     # most start together; the demo Agent after it.
     tree_ready = next(i for i, line in enumerate(lines) if "lineup: ready in" in line)

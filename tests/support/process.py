@@ -9,14 +9,57 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import IO, Final, TypeVar
 
 import trio
 
 SHELL_LINE: Final = "lineup: open the Shell: "  # `lineup run` is ready: the Shell's URL follows
+
+T = TypeVar("T")
+
+
+class LineReader:
+    """The lines a plain child prints on `stream`, read by a thread for as long as it prints
+    (so the pipe never fills however long a test takes), and waited on without polling."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self.ended = False  # the stream is closed: no line is to come
+        self._stream = stream
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self._stream:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def wait(self, found: Callable[[list[str]], T | None], timeout: float) -> T | None:
+        """What `found(lines)` gives once it gives something, asked again at each new line;
+        None once `timeout` s pass or the stream ends without it."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                result = found(self.lines)
+                if result is not None:
+                    return result
+                left = deadline - time.monotonic()
+                if left <= 0 or self.ended:
+                    return None
+                self._changed.wait(left)
+
+    def close(self, timeout: float) -> None:
+        """Once the child exited: the reader done, the pipe closed."""
+        self._thread.join(timeout)
+        self._stream.close()
 
 
 class LineupProcess:
@@ -122,8 +165,6 @@ class SharedLineupRun:
 
     def __init__(self, data_dir: Path, *args: str) -> None:
         self.data_dir = data_dir
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "lineup", "run", "--data-dir", str(data_dir), *args],
             stdout=subprocess.PIPE,
@@ -131,31 +172,18 @@ class SharedLineupRun:
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
             text=True,
         )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self._changed:
-                self.lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
+        self.output = LineReader(self.process.stdout)
 
     def wait_for_line(self, needle: str, timeout: float) -> str:
         """The first line holding `needle` (printed already or to come); fails once `timeout`
         s pass or the run ends without it."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                found = next((line for line in self.lines if needle in line), None)
-                if found is not None:
-                    return found
-                left = deadline - time.monotonic()
-                if left <= 0 or (not self._reader.is_alive() and self.process.poll() is not None):
-                    raise AssertionError(f"no line with {needle!r} in {left:.0f} s: {self.lines}")
-                self._changed.wait(left)
+        found = self.output.wait(
+            lambda lines: next((line for line in lines if needle in line), None), timeout
+        )
+        if found is None:
+            raise AssertionError(f"no line with {needle!r} in {timeout:.0f} s: {self.output.lines}")
+        return found
 
     def ready(self, timeout: float = 30) -> SharedLineupRun:
         """Once the tree is ready and its demo Agent, started after that, is too (as
@@ -169,9 +197,7 @@ class SharedLineupRun:
         """SIGKILL, and wait for it and its reader."""
         self.process.kill()
         self.process.wait(timeout=30)
-        self._reader.join(timeout=30)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+        self.output.close(timeout=30)
 
 
 def _app_argv(args: tuple[str, ...], data_dir: Path | None) -> list[str]:
