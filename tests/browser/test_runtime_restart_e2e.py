@@ -114,6 +114,9 @@ def the_stroke_is_on_the_board(p: Page) -> None:
 async def test_a_whiteboard_opened_by_the_user_comes_back_after_a_restart_of_the_runtime(
     page: ShellPage, data_dir: Path, how: str
 ) -> None:
+    """About ten seconds by design: two real `lineup run`s one after another on one data dir
+    (the restart of the whole runtime, by SIGTERM or by a SIGKILL of its group, is the claim),
+    with the Whiteboard's process started in each and a Chromium page through both."""
     first, url = await start_run(data_dir)
     try:
         await page.run(load_shell(url, wait_ms=WAIT_MS))
@@ -162,6 +165,9 @@ APPSERVER_LINE: Final = "lineup: reference AppServer: "
 async def test_a_tab_left_open_follows_a_restarted_runtime_by_itself_without_showing_its_token(
     page: ShellPage, data_dir: Path, nursery: trio.Nursery
 ) -> None:
+    """About ten seconds by design: two real `lineup run`s on one data dir, and between them
+    the tab's own reconnects, which back off (`core/connection.js`) while the runtime is down:
+    the tab coming back by itself on its next attempt is the claim."""
     console: list[str] = []  # every line the page printed, errors or not
     await page.run(lambda p: p.on("console", lambda message: console.append(message.text)))
     first, url = await start_run(data_dir, "--no-demo-agent")

@@ -78,6 +78,9 @@ def test_a_package_that_does_not_pack_fails_the_build_with_one_line(tmp_path: Pa
 
 
 def test_the_catalog_packs_the_pinned_mcp_server_once(tmp_path: Path) -> None:
+    """Up to fifteen seconds on a loaded machine, by what it proves: the catalog's own real
+    `pack-mcp` of the pinned npm server (fetched without install scripts, listed once in the
+    sandbox, offline), then a second build that asks npm nothing."""
     out, key = tmp_path / "catalog", tmp_path / "key" / "dev"
     root = examples(tmp_path / "examples", "1.0")
     name = f"server-basic-vanillajs-{BASIC_VANILLAJS.version}.lineup"
