@@ -205,25 +205,26 @@ class Asker:
         return kind, rng.choice(scripts)
 
     async def ask_the_starved(
-        self, client: Any, seconds: float, newest: Callable[[], Awaitable[str | None]]
+        self,
+        client: Any,
+        seconds: float,
+        newest: Callable[[], Awaitable[str | None]],
+        taken: Callable[[list[str]], Awaitable[set[str]]],
     ) -> None:
-        """After the load: each script (but the expiring ones) none of whose questions ended
-        but refused stale is asked once more, in the conversation itself, within `seconds`,
-        once the Agent knows the revision the runtime last sent it (`newest`, read from the
-        store). Under the link's faults, with the exercises changing the inventory every few
-        seconds, the Agent can stay behind it for a whole short load, and a script be refused
-        stale every time; once the load is over nothing changes the inventory, and the
-        question is taken, so every ending the scripts plan is seen (the long drill sees each
-        many times). The outbox's backlog of the load is still draining then: the wait is
-        for the revision to arrive, as long as `seconds`, not for a guessed time."""
+        """After the load: each script (but the expiring ones) none of whose questions the
+        runtime took (`taken`: of these call ids, those the store holds other than refused
+        stale) is asked once more, in the conversation itself, within `seconds`, once the
+        Agent knows the revision the runtime last sent it (`newest`, read from the store).
+        Under the link's faults, with the exercises changing the inventory every few seconds,
+        the Agent can stay behind it for a whole short load, and a script be refused stale
+        every time; once the load is over nothing changes the inventory, and the question is
+        taken, so every ending the scripts plan is seen (the long drill sees each many times).
+        The store, not the Agent, says what was taken: the refusals of the load's last seconds
+        may still wait in the outbox's backlog, unheard by the Agent. That backlog is still
+        draining then: the wait is for the revision to arrive, as long as `seconds`, not for
+        a guessed time."""
         rng = random.Random(self.seed + 5)
-        # A question taken ends within seconds (answered, cancelled, dismissed); one still
-        # open after that is not known to be refused, and its script is not asked again.
-        with trio.move_on_after(_STALE_WAIT_S):
-            for plan in list(self.plans.values()):
-                if plan.script not in EXPIRING:
-                    await self.agent.final(plan.call_id)
-        starved = self._starved()
+        starved = self._starved(await taken(list(self.plans)))
         self.starved = {"scripts": list(starved), "agent_caught_up": None}
         if not starved:
             return
@@ -239,17 +240,15 @@ class Asker:
                 drawn = (kinds[rng.randrange(len(kinds))], script)
                 nursery.start_soon(self._ask, client, rng, seconds, drawn)
 
-    def _starved(self) -> list[Script]:
-        """The scripts each of whose questions (of a kind that shows its script, in the
-        conversation or a real sub-session) ended refused stale."""
-        taken: dict[Script, bool] = {}  # script -> one of its questions was not refused stale
+    def _starved(self, taken: set[str]) -> list[Script]:
+        """The scripts none of whose questions (of a kind that shows its script, in the
+        conversation or a real sub-session) is among the calls the runtime `taken`."""
+        took: dict[Script, bool] = {}  # script -> one of its questions was taken
         for plan in self.plans.values():
             if plan.kind == "notice" or plan.bogus or plan.script in EXPIRING:
                 continue
-            final = self.agent.ended(plan.call_id)
-            stale = final is not None and (final.get("payload") or {}).get("code") == STALE
-            taken[plan.script] = taken.get(plan.script, False) or not stale
-        return [script for script, was in taken.items() if not was]
+            took[plan.script] = took.get(plan.script, False) or plan.call_id in taken
+        return [script for script, was in took.items() if not was]
 
     async def _ask(
         self,

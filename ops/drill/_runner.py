@@ -50,6 +50,7 @@ from ._artifacts import ArtifactsExercise
 from ._asking import Answerer, Asker
 from ._capabilities import CapabilitiesExercise
 from ._check import (
+    STALE,
     TERMINAL_STATES,
     TERMINAL_TYPES,
     Evidence,
@@ -288,10 +289,14 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         # the load: the bound on quiescence counts from when the last of them is.
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
         expiries_due = trio.current_time() + run.expiry_wait_s
-        if options.ask_rate > 0:
-            newest = partial(trio.to_thread.run_sync, _newest_inventory, runtime_dir / "lineup.db")
-            await run.asker.ask_the_starved(client, STARVED_ASK_S, newest)
         db = runtime_dir / "lineup.db"
+        if options.ask_rate > 0:
+            newest = partial(trio.to_thread.run_sync, _newest_inventory, db)
+
+            async def taken(call_ids: list[str]) -> set[str]:
+                return await trio.to_thread.run_sync(_taken_calls, db, call_ids)
+
+            await run.asker.ask_the_starved(client, STARVED_ASK_S, newest, taken)
 
         async def busy() -> int:
             left = await trio.to_thread.run_sync(_store_busy, db)
@@ -352,6 +357,20 @@ def _newest_inventory(path: Path) -> str | None:
     finally:
         connection.close()
     return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+
+def _taken_calls(path: Path, call_ids: list[str]) -> set[str]:
+    """Those of `call_ids` the runtime took: recorded, and not refused for a stale revision."""
+    connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = connection.execute(
+            "SELECT call_id FROM tool_calls WHERE call_id IN (SELECT value FROM json_each(?))"
+            " AND NOT (state = 'rejected' AND error_code IS ?)",
+            (json.dumps(call_ids), STALE),
+        ).fetchall()
+    finally:
+        connection.close()
+    return {str(call_id) for (call_id,) in rows}
 
 
 def _store_busy(path: Path) -> int:

@@ -173,9 +173,12 @@ async def test_after_the_load_a_script_refused_stale_every_time_is_asked_once_mo
     async def newest() -> str:
         return NEWEST
 
-    caught_up = trio.current_time() + 10 + 5  # the ends waited for, then the next page
+    async def took(call_ids: list[str]) -> set[str]:  # as the store says
+        return {taken.call_id} & set(call_ids)
+
+    caught_up = trio.current_time() + 5  # the next page
     with trio.move_on_after(60):  # each question then waits for its end, which never comes
-        await asker.ask_the_starved(client=None, seconds=30, newest=newest)
+        await asker.ask_the_starved(client=None, seconds=30, newest=newest, taken=took)
     assert asker.starved["agent_caught_up"] is True
     again = [asker.plans[c] for c in asker.plans if c not in before]
     revisions = {p.call_id: p.inventory_revision for _, p in agent.posted}
@@ -187,3 +190,27 @@ async def test_after_the_load_a_script_refused_stale_every_time_is_asked_once_mo
     for plan in again:
         assert plan.kind != "notice" and not plan.bogus and plan.app_session_id is None
         assert plan.script != "cancel" or plan.kind in ("choice", "input")
+
+
+async def test_a_refusal_the_agent_has_not_heard_yet_still_starves_its_script(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The load's last refusals may still wait in the outbox's backlog when it ends: the
+    Agent knows no end of those questions, yet the store refused them. What was taken is the
+    store's to say, so the scripts are asked again."""
+    mock_clock.autojump_threshold = 0
+    agent = FakeAgent()  # no end of any question reaches the Agent
+    asker = Asker(agent, 13)  # type: ignore[arg-type]
+    await asker.drive(10, 1.0, client=None)
+    before = set(asker.plans)
+
+    async def newest() -> str:
+        return agent.revision
+
+    async def took(call_ids: list[str]) -> set[str]:  # the store refused every one stale
+        return set()
+
+    with trio.move_on_after(60):
+        await asker.ask_the_starved(client=None, seconds=30, newest=newest, taken=took)
+    again = sorted(asker.plans[c].script for c in asker.plans if c not in before)
+    assert again == sorted(set(SCRIPTS) - {"expire", "expire_race"})

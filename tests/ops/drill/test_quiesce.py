@@ -2,7 +2,7 @@
 is waited for however long it takes (a loaded machine drains slowly), work that stops draining
 ends the wait once the bound passes without a new low, and the bound counts from the last
 expiry due. On trio's autojump clock, the store's read an awaitable of virtual time (the real
-one, `_store_busy`, is checked on a real store schema)."""
+ones, `_store_busy` and `_taken_calls`, are checked on a real store schema)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, cast
 import trio
 
 from lineup.actors.store._db import open_database
-from lineup.ops.drill._runner import Run, _quiesce, _store_busy
+from lineup.ops.drill._runner import Run, _quiesce, _store_busy, _taken_calls
 
 
 class _User:
@@ -112,4 +112,24 @@ def test_the_stores_unsettled_rows_are_counted(tmp_path: Path) -> None:
     assert _store_busy(database.path) == 1
     database.conn.execute("UPDATE outbox SET acked_at = 1 WHERE outbox_id = 'o1'")
     assert _store_busy(database.path) == 0
+    database.conn.close()
+
+
+def test_the_calls_the_store_took_are_those_recorded_and_not_refused_stale(tmp_path: Path) -> None:
+    database = open_database(tmp_path, {})
+    for call_id, state, code in (
+        ("taken", "running", None),
+        ("cancelled", "cancelled", "cancelled_by_user"),
+        ("stale", "rejected", "inventory_revision_mismatch"),
+        ("unknown_tool", "rejected", "tool_not_found"),
+    ):
+        database.conn.execute(
+            "INSERT INTO tool_calls (call_id, tool, inventory_revision, app_scope,"
+            " conversation_id, handling, state, input, error_code, timeout_ms, created_at,"
+            " updated_at, deadline_at) VALUES (?, 't', 'r', 'a', 'conv', 'direct', ?, '{}', ?,"
+            " 0, 0, 0, 0)",
+            (call_id, state, code),
+        )
+    asked = ["taken", "cancelled", "stale", "unknown_tool", "never_arrived"]
+    assert _taken_calls(database.path, asked) == {"taken", "cancelled", "unknown_tool"}
     database.conn.close()
