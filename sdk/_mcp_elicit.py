@@ -11,7 +11,10 @@ that can elicit (the reference server does) shows the same tools to both.
 (`_mcp_forms.ask_of` decides which; the runtime owns it: its card in the Shell, its expiry
 `ELICIT_EXPIRES_IN_MS`, the first answer winning), asked through the SDK's `Ui` for the
 instance of the one call running, tied to that call (`parent_call_id`): over stdio a request
-does not say which call it is for, so with several calls running it is the app's, unparented.
+does not say which call it is for, so with several calls running (the Agent's, or its UI's
+own) it is the app's, unparented. Either way it is asked for the calls running when it came,
+and it ends once every one of them has ended: the question of a call outlives neither it nor,
+unparented, the last call that may have asked it (a call started after it does not keep it).
 Its end is the server's answer:
 
     answered                     accept, the content mapped back (`content_of`)
@@ -22,8 +25,8 @@ A form no interaction can ask is answered `decline`, and an answer that breaks t
 schema `cancel`; each is reported by its code (`mcp_elicitation_unsupported`,
 `answer_invalid`) through the app's diagnostics, which the runtime audits by code alone. A
 URL-mode request, which we never advertise, is refused `mcp_elicitation_url_unsupported`.
-When the server withdraws its request (or stops), or the call it was asked for ends (LineUp
-cancelled it, say), the interaction is cancelled with it. Nothing of the form or its answer is
+When the server withdraws its request (or stops), or the calls it was asked for end (LineUp
+cancelled them, say), the interaction is cancelled with it. Nothing of the form or its answer is
 logged.
 """
 
@@ -81,14 +84,33 @@ class Elicitations:
         self._ui = Ui(host, instance_id)
         self.title = scope  # the server's own title, once it said it (`initialize`)
         self.calls: dict[str, str] = {}
-        self._waits: dict[str, list[trio.CancelScope]] = {}  # by parent call
+        self._ui_calls: set[str] = set()  # its UI's own calls running (no instance to tie to)
+        # Each question waiting, by its scope: the calls running when it was asked, still running.
+        self._waits: dict[trio.CancelScope, set[str]] = {}
+
+    def ui_call_started(self, call_id: str) -> None:
+        """A call of the app's UI runs (`miniapp.ui.tool_call`): a question may be its."""
+        self._ui_calls.add(_ui_key(call_id))
+
+    def ui_call_ended(self, call_id: str) -> None:
+        self._ui_calls.discard(_ui_key(call_id))
+        self._ended(_ui_key(call_id))
 
     def call_ended(self, call_id: str) -> None:
-        """A call ended (answered, failed or cancelled by LineUp): the questions asked for it
-        are withdrawn, and their server hears `cancel` if it still waits."""
+        """A call ended (answered, failed or cancelled by LineUp): each question asked while it
+        ran is withdrawn once no other call that ran then still runs, and its server hears
+        `cancel` if it still waits."""
         self.calls.pop(call_id, None)
-        for scope in self._waits.pop(call_id, []):
-            scope.cancel()
+        self._ended(call_id)
+
+    def _running(self) -> set[str]:
+        return {*self.calls, *self._ui_calls}
+
+    def _ended(self, key: str) -> None:
+        for scope, running in self._waits.items():
+            running.discard(key)
+            if not running:
+                scope.cancel()
 
     def updated(self, record: p.InteractionRecord) -> None:
         """The runtime's word on one of the app's interactions (an answer, an end)."""
@@ -106,7 +128,9 @@ class Elicitations:
         except FormUnsupported as exc:
             await self._report(exc.code)
             return types.ElicitResult(action="decline")
-        parent = next(iter(self.calls.items())) if len(self.calls) == 1 else None
+        running = self._running()
+        lone = len(running) == 1 and not self._ui_calls
+        parent = next(iter(self.calls.items())) if lone else None
         try:
             asked = await self._ui.request(
                 ask.request,
@@ -117,22 +141,27 @@ class Elicitations:
         except LineUpError as exc:
             log.warning("sdk.mcp_elicitation_not_asked app=%s code=%s", self._scope, exc.code.value)
             return types.ElicitResult(action="cancel")
-        return await self._answer_of(ask, asked.interaction_id, parent[0] if parent else None)
+        return await self._answer_of(ask, asked.interaction_id, running)
 
     async def _answer_of(
-        self, ask: Ask, interaction_id: str, parent: str | None
+        self, ask: Ask, interaction_id: str, running: set[str]
     ) -> types.ElicitResult:
+        """The server's answer, once the interaction ended, or `cancel` once every call of
+        `running` (none: it waits for its answer or its expiry) ended first."""
         ended = False
         waiting = trio.CancelScope()
-        if parent is not None:
-            self._waits.setdefault(parent, []).append(waiting)
+        if running:
+            running &= self._running()  # those that ended while it was being asked are gone
+            self._waits[waiting] = running
+            if not running:
+                waiting.cancel()
         try:
             with waiting:
                 record = await self._ui.wait(
                     interaction_id, timeout=ELICIT_EXPIRES_IN_MS / 1000 + WAIT_GRACE_S
                 )
                 ended = True
-            if not ended:  # its call ended first
+            if not ended:  # its calls ended first
                 return types.ElicitResult(action="cancel")
         except trio.TooSlowError:
             return types.ElicitResult(action="cancel")
@@ -140,9 +169,8 @@ class Elicitations:
             log.warning("sdk.mcp_elicitation_lost app=%s code=%s", self._scope, exc.code.value)
             return types.ElicitResult(action="cancel")
         finally:
-            if parent is not None and waiting in self._waits.get(parent, []):
-                self._waits[parent].remove(waiting)
-            if not ended:  # its call ended, the server withdrew it, or no answer in time
+            self._waits.pop(waiting, None)
+            if not ended:  # its calls ended, the server withdrew it, or no answer in time
                 await self._withdraw(interaction_id)
         log.info("sdk.mcp_elicitation_ended app=%s state=%s", self._scope, record.state)
         if record.result is not None:
@@ -176,3 +204,8 @@ class Elicitations:
             await self._host.call("focus", report, p.CommandReceipt)
         except LineUpError as exc:
             log.info("sdk.mcp_elicitation_not_reported code=%s", exc.code.value)
+
+
+def _ui_key(call_id: str) -> str:
+    # A UI call's id beside the Agent's calls' ids, which it could equal.
+    return f"ui:{call_id}"

@@ -263,6 +263,7 @@ class McpAppHost(MiniAppHost):
         docstring); `deadline_exceeded` past UI_TOOL_CALL_TIMEOUT_S, `mcp_server_exited` when
         the server ends meanwhile."""
         done = p.UiToolCallDoneRequest(call_id=msg.call_id, code=ErrorCode.DEADLINE_EXCEEDED.value)
+        self._elicit.ui_call_started(msg.call_id)  # a question may be this call's
         try:
             name = self._mcp_tools.names.get(msg.tool)
             if name is None:
@@ -287,6 +288,7 @@ class McpAppHost(MiniAppHost):
             log.warning("sdk.mcp_ui_call_failed call=%s error=%s", msg.call_id, type(exc).__name__)
             done = done.model_copy(update={"code": ErrorCode.HANDLER_FAILED.value})
         finally:
+            self._elicit.ui_call_ended(msg.call_id)
             if self._gone.is_set() and done.result is None:
                 done = done.model_copy(update={"code": ErrorCode.MCP_SERVER_EXITED.value})
             with trio.CancelScope(shield=True), trio.move_on_after(5):

@@ -114,7 +114,7 @@ async def _the_agent_sees_the_tools_and_gets_one_result_per_call(
         f"{SCOPE}.{n}"
         for n in (
             *("add", "fail", "slow", "nap", "probe", "ask_model", "grow", "get_time"),
-            *("ask", "ask_url", "client_elicitation"),
+            *("ask", "ask_url", "client_elicitation", "garble"),
         )
     }
     assert ours[f"{SCOPE}.add"]["input_schema"]["required"] == ["a", "b"]
@@ -167,6 +167,8 @@ async def _the_server_cannot_read_home_or_another_apps_files_nor_connect(
 async def test_a_sigkill_of_the_server_mid_call_ends_that_call_once_and_the_next_call_works(
     data_dir: Path, server_entry: dict[str, str]
 ) -> None:
+    """Then the same of a server that writes garbage on its stdout mid-call (one tree for
+    both: each ends with a fresh server)."""
     async with trio.open_nursery() as nursery:
         agent, revision = await _runtime_with_server(nursery, data_dir, server_entry)
         probed = await _call(agent, revision, "pid", "probe", {"path": "/dev/null"})
@@ -187,6 +189,17 @@ async def test_a_sigkill_of_the_server_mid_call_ends_that_call_once_and_the_next
         assert again["payload"]["result"] == {"result": 2}
         await agent.settle()
         assert len(agent.of_call("slow-1", "lineup.v1.tool.result", "lineup.v1.tool.error")) == 1
+
+        # A line that is not JSON-RPC on its stdout: the server is broken, ended as if killed.
+        await agent.client.call_tool(
+            CONVERSATION, f"{SCOPE}.garble", {}, revision, call_id="garble-1"
+        )
+        ended = await agent.terminal("garble-1")
+        assert (ended["type"], ended["payload"]["code"]) == (ERROR, "mcp_server_exited")
+        again = await _call(agent, revision, "add-after-garble", "add", {"a": 2, "b": 5})
+        assert again["payload"]["result"] == {"result": 7}
+        await agent.settle()
+        assert len(agent.of_call("garble-1", "lineup.v1.tool.result", ERROR)) == 1
         nursery.cancel_scope.cancel()
 
 

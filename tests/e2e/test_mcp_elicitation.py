@@ -8,6 +8,7 @@ server."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,17 +108,21 @@ def _open_card(shell: ShellClient, kind: str) -> dict[str, Any] | None:
 
 
 async def _scene(
-    nursery: trio.Nursery, data_dir: Path, entry: dict[str, str], *, short_ms: int = 0
+    nursery: trio.Nursery,
+    data_dir: Path,
+    entry: dict[str, str],
+    *,
+    deadlines: Mapping[str, int] | None = None,
 ) -> Scene:
-    """The runtime with our server (`entry`, `server_entry`'s); with `short_ms`, its `slow`
-    and `ask` calls' deadline."""
+    """The runtime with our server (`entry`, `server_entry`'s); with `deadlines`, those of
+    its tools named there (ms)."""
     rt = data_dir / "rt"
-    if short_ms:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
+    if deadlines:  # the manifest is LineUp's: a tool's deadline is its `timeout_ms`
         path = Path(entry["manifest"])
         manifest = load_manifest(json.loads(path.read_text()))
-        shortened = {f"{SCOPE}.slow", f"{SCOPE}.ask"}
+        shortened = {f"{SCOPE}.{tool}": ms for tool, ms in deadlines.items()}
         tools = tuple(
-            t.model_copy(update={"timeout_ms": short_ms}) if t.method in shortened else t
+            t.model_copy(update={"timeout_ms": shortened[t.method]}) if t.method in shortened else t
             for t in manifest.tools
         )
         path.write_text(manifest_json(manifest.model_copy(update={"tools": tools})))
@@ -203,7 +208,7 @@ async def test_calls_lineup_ends_are_cancelled_at_their_server_once_and_withdraw
     """Two calls whose deadline passes, one after the other on one tree: one the server is
     running, then one waiting on the question the server asked for it."""
     async with trio.open_nursery() as nursery:
-        s = await _scene(nursery, data_dir, server_entry, short_ms=3000)
+        s = await _scene(nursery, data_dir, server_entry, deadlines={"slow": 3000, "ask": 3000})
         await _a_lineup_cancellation_of_a_running_call_reaches_the_server_once(s, data_dir)
         await _a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(s)
         nursery.cancel_scope.cancel()
@@ -252,3 +257,56 @@ async def _a_call_lineup_ends_withdraws_the_question_its_server_asked_for_it(s: 
         await s.shell.wait_until(lambda shell: _ended_card(shell, "input"))
     await s.agent.settle()
     assert len(s.agent.of_call("ask-1", RESULT, "lineup.v1.tool.error")) == 1
+
+
+async def test_a_question_asked_while_two_calls_ran_ends_once_both_have_ended(
+    data_dir: Path, server_entry: dict[str, str]
+) -> None:
+    """Over stdio a question does not say which call asked it: asked while two calls ran, it
+    is the app's, for no call. It is still the server's to have answered while one of them
+    runs, and it ends once both have ended, not at its ten-minute expiry."""
+    deadlines = {"slow": 3000, "ask": 15000}
+    async with trio.open_nursery() as nursery:
+        s = await _scene(nursery, data_dir, server_entry, deadlines=deadlines)
+        log = data_dir / "rt" / "logs" / f"{SCOPE}.log"
+
+        card = await _asked_beside_a_running_call(s, "1")
+        ended = await s.agent.terminal("slow-1")  # the other call ends first
+        assert ended["payload"]["code"] == "operation_expired"
+        await _logged(log, "slow cancelled")  # the adapter has seen it end
+        await s.answer(card, {"values": {"f0": "Ada"}})
+        answered = {"action": "accept", "content": {"name": "Ada"}}
+        assert json.loads(await s.result("ask-1")) == answered
+
+        card = await _asked_beside_a_running_call(s, "2")
+        for call_id in ("slow-2", "ask-2"):  # neither answered: each ends at its deadline
+            ended = await s.agent.terminal(call_id)
+            assert ended["payload"]["code"] == "operation_expired"
+        with trio.fail_after(WAIT):
+            await s.shell.wait_until(lambda shell: _state_of(shell, card) == "cancelled")
+        await s.agent.settle()
+        for call_id in ("slow-1", "ask-1", "slow-2", "ask-2"):
+            assert len(s.agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def _asked_beside_a_running_call(s: Scene, n: str) -> dict[str, Any]:
+    """`slow-n` running at the server, then `ask-n`'s question (one the server never
+    withdraws), once its card is open."""
+    await s.start(f"slow-{n}", "slow", {"steps": 1})
+    await s.agent.pull(
+        "lineup.v1.tool.progress", lambda m: m["payload"].get("call_id") == f"slow-{n}"
+    )
+    await s.start(f"ask-{n}", "ask", {"message": "Who?", "schema": INPUT_FORM, "hold": True})
+    return await s.card("input")
+
+
+def _state_of(shell: ShellClient, card: dict[str, Any]) -> str | None:
+    """The latest state the Shell was told of `card`'s interaction."""
+    state = None
+    for frame in shell.frames:
+        if frame.get("type") == "shell.interactions":
+            for view in frame["interactions"]:
+                if view["interaction_id"] == card["interaction_id"]:
+                    state = view["state"]
+    return state

@@ -2,10 +2,14 @@
 fetched pinned and integrity-checked (`tests/support/npm.py`), a Node server, listed inside the
 `mcp` sandbox as `lineup run --dev-mcp` does (V8 under the profile's memory bound, offline),
 and called by the Agent through the runtime: plain content, structured content checked against
-its declared output schema, progress. Real processes: the tree, the adapter, Node."""
+its declared output schema, progress; Node itself confined as our own server is, and a SIGKILL
+of it mid-call ending that call once, the next call answered. Real processes: the tree, the
+adapter, Node."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import trio
 
 from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.npm import NpmPackage, installed
+from lineup.tests.support.process import wait_pid_gone
 from lineup.tests.support.runtime import CONVERSATION, agent_client, start_runtime
 from lineup.tests.support.session_builds import shared_dev_mcp
 
@@ -71,4 +76,51 @@ async def test_the_everything_server_runs_sandboxed_and_answers_the_agent(
         await agent.settle()
         for call_id in ("echo-1", "weather-1", "long-1"):
             assert len(agent.of_call(call_id, RESULT, "lineup.v1.tool.error")) == 1
+
+        # A SIGKILL of Node mid-call: that call ends once, and the next call gets a new server.
+        await agent.client.call_tool(
+            CONVERSATION,
+            f"{SCOPE}.trigger-long-running-operation",
+            {"duration": 60, "steps": 60},
+            revision,
+            call_id="long-2",
+        )
+        await agent.pull(
+            "lineup.v1.tool.progress", lambda m: m["payload"].get("call_id") == "long-2"
+        )
+        adapter = runtime.supervisor.children[f"miniapp:{SCOPE}"].pid
+        assert adapter is not None
+        node = _child_of(adapter)
+        # Node runs under the adapter's sandbox: its seccomp filter, no new privileges, and a
+        # network namespace that is not ours (what it may read is Landlock's, proven with our
+        # own server, which that same adapter starts the same way: `test_mcp_app.py`).
+        status = Path(f"/proc/{node}/status").read_text()
+        assert "\nSeccomp:\t2\n" in status and "\nNoNewPrivs:\t1\n" in status
+        assert os.readlink(f"/proc/{node}/ns/net") != os.readlink("/proc/self/ns/net")
+        os.kill(node, signal.SIGKILL)
+        await wait_pid_gone(node)
+        ended = await agent.terminal("long-2")
+        assert (ended["type"], ended["payload"]["code"]) == (
+            "lineup.v1.tool.error",
+            "mcp_server_exited",
+        )
+        again = await call("echo-2", "echo", {"message": "again"})
+        assert again == {"content": [{"type": "text", "text": "Echo: again"}]}
+        await agent.settle()
+        assert len(agent.of_call("long-2", RESULT, "lineup.v1.tool.error")) == 1
         nursery.cancel_scope.cancel()
+
+
+def _child_of(parent: int) -> int:
+    """The one process whose parent is `parent` (the adapter's server)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:  # it ended meanwhile
+                continue
+            if f"\nPPid:\t{parent}\n" in status:
+                found.append(int(entry.name))
+    assert len(found) == 1, found
+    return found[0]

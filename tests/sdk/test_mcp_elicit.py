@@ -1,7 +1,8 @@
 """How each end of the standard interaction a form became is the server's answer
 (`sdk/_mcp_elicit.py`), against an in-memory runtime: answered is accept, the user's cancel is
 decline, an expiry or any other end is cancel; the question is tied to the one call running;
-a form no card can ask is declined and reported by its code; the session declares form mode
+a question asked while several calls ran is the app's, withdrawn once each of them ended; a
+form no card can ask is declined and reported by its code; the session declares form mode
 only."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from lineup.actors.kernel import Message
 from lineup.sdk import protocol as p
@@ -28,6 +30,7 @@ class FakeRuntime:
         self.end = end
         self.asked: list[p.InteractionAskRequest] = []
         self.reports: list[p.DiagnosticsReportRequest] = []
+        self.withdrawn: list[str] = []
 
     def _record(self, **changes: Any) -> p.InteractionRecord:
         asked = self.asked[-1]
@@ -46,6 +49,10 @@ class FakeRuntime:
             reply: Message = p.InteractionReceipt(interaction=self._record())
         elif isinstance(request, p.InteractionGetRequest):
             reply = p.InteractionReceipt(interaction=self._record(**self.end), changed=False)
+        elif isinstance(request, p.InteractionCancelRequest):
+            self.withdrawn.append(request.interaction_id)
+            ended = self._record(state="cancelled", terminal_code=request.reason)
+            reply = p.InteractionReceipt(interaction=ended)
         elif isinstance(request, p.DiagnosticsReportRequest):
             self.reports.append(request)
             reply = p.CommandReceipt(id=request.instance_id)
@@ -92,6 +99,34 @@ async def test_each_end_of_the_question_is_the_servers_answer(
     # Tied to the one call running, for its instance; the expiry is the module's.
     assert (asked.parent_call_id, asked.instance_id) == ("call-1", "app:7")
     assert asked.expires_in_ms == 10 * 60 * 1000
+
+
+async def test_a_question_asked_while_calls_ran_is_withdrawn_once_each_of_them_ended() -> None:
+    runtime = FakeRuntime({})  # nobody answers
+    elicit = Elicitations(runtime, "app", "app:1")
+    elicit.calls.update({"a": "app:7", "b": "app:8"})
+    elicit.ui_call_started("a")  # its UI's own call, beside the Agent's of the same id
+    answers: list[Any] = []
+
+    async def asked_by_the_server() -> None:
+        answers.append(await elicit(None, _form(FORM)))  # type: ignore[arg-type]
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(asked_by_the_server)
+            await wait_all_tasks_blocked()
+            (asked,) = runtime.asked
+            # Which call asked is not said over stdio: the app's question, for no call.
+            assert (asked.parent_call_id, asked.instance_id) == (None, "app:1")
+            elicit.calls["c"] = "app:9"  # started after it was asked: not its call
+            for call_id in ("a", "b"):  # the Agent's calls: its UI's "a" still runs
+                elicit.call_ended(call_id)
+                await wait_all_tasks_blocked()
+                assert (runtime.withdrawn, answers) == ([], [])  # one that asked may still run
+            elicit.ui_call_ended("a")
+    assert runtime.withdrawn == ["i-1"]
+    (answer,) = answers
+    assert isinstance(answer, types.ElicitResult) and answer.action == "cancel"
 
 
 async def test_a_form_no_card_can_ask_is_declined_and_reported_by_its_code_alone() -> None:

@@ -8,8 +8,9 @@ lets it reach: a path, the network), `ask_model` (sampling, which LineUp refuses
 `extra`, then `notifications/tools/list_changed`), `getTime` (a name LineUp's rule refuses as
 written), `ask` (`elicitation/create` with the form it is given, answering what the client
 said), `ask_url` (a URL-mode elicitation), `client_elicitation` (the elicitation capability the
-client declared). `slow` writes `slow cancelled <request id>` on stderr (the app's log) when
-the client cancels it (`notifications/cancelled`): the proof that the cancellation reached it.
+client declared), `garble` (a line that is not JSON-RPC on its stdout, then waits). `slow`
+writes `slow cancelled <request id>` on stderr (the app's log) when the client cancels it
+(`notifications/cancelled`): the proof that the cancellation reached it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("Our Test Server")
+# The transport's stdout, kept before the SDK diverts fd 1 to stderr (its guard against stray
+# prints): `garble` writes on it what a broken server would.
+WIRE = os.dup(1)
 
 
 @server.tool(description="Add two integers.")
@@ -124,6 +128,13 @@ def client_elicitation(ctx: Context) -> str:
     found = caps.elicitation if caps is not None else None
     dumped = None if found is None else found.model_dump(mode="json", exclude_none=True)
     return json.dumps(dumped)
+
+
+@server.tool(description="Write a line that is not JSON-RPC on stdout, then wait.")
+async def garble() -> str:
+    os.write(WIRE, b"this is not json-rpc\n")
+    await anyio.sleep_forever()
+    return "never"
 
 
 @server.tool(name="getTime", description="A camelCase name.")
