@@ -161,6 +161,9 @@ async def runtime_with_net_app(nursery: trio.Nursery, data_dir: Path, origin: st
 async def test_a_declared_domain_is_reached_only_while_the_user_grants_it(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage, server: tuple[str, Heard]
 ) -> None:
+    """About ten seconds by what it proves: one page framed three times (denied, granted,
+    revoked on the Permissions page), each after the runtime's own prompts, with a real
+    fetch from the page to a real server each time."""
     origin, heard = server
     runtime = await runtime_with_net_app(nursery, data_dir, origin)
     reader = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "reader")

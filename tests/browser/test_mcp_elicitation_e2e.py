@@ -61,6 +61,9 @@ async def test_the_everything_servers_elicitation_is_answered_and_declined_by_cl
     page: ShellPage,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    """Up to twenty seconds on a fresh clone, by what it proves: the published everything
+    server (Node, sandboxed; fetched from npm once a session) started by a real tree, and two
+    of its questions answered by clicking in Chromium."""
     rt = data_dir / "rt"
     entry = await trio.to_thread.run_sync(everything_entry, tmp_path_factory, data_dir)
     runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)

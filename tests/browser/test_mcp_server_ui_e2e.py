@@ -83,6 +83,9 @@ def frame_of(p: Page, scope: str) -> Frame:
 async def test_each_servers_own_ui_opens_on_the_agents_call_and_its_button_reaches_the_server(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
+    """Ten seconds, thirty on a fresh clone (the first to fetch the two published servers from
+    npm), by what it proves: both servers, unchanged, listed in the sandbox and run by a real
+    tree, and each one's own UI driven in Chromium."""
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
     entries: dict[str, dict[str, str]] = {}

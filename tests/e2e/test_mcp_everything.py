@@ -46,6 +46,9 @@ def everything_entry(factory: pytest.TempPathFactory, data_dir: Path) -> dict[st
 async def test_the_everything_server_runs_sandboxed_and_answers_the_agent(
     data_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """Over ten seconds on a fresh clone, by what it proves: the published everything server
+    (Node, fetched from npm once a session) listed and run in the sandbox by a real tree, and
+    a long-running operation of its own reporting progress."""
     rt = data_dir / "rt"
     entry = await trio.to_thread.run_sync(everything_entry, tmp_path_factory, data_dir)
     async with trio.open_nursery() as nursery:

@@ -85,6 +85,9 @@ def _argv_holding(secret: bytes) -> list[int]:
 async def test_an_imported_servers_secret_reaches_its_server_alone_and_nothing_else(
     data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """About ten seconds by what it proves: real `lineup app import-mcp` commands (each server
+    probed in the sandbox), a real tree running both imported servers, and every process's
+    argv, the data dir and the logs searched for the secret."""
     caplog.set_level(logging.DEBUG)
     secret = secrets.token_hex(24)
     rt = data_dir / "rt"
