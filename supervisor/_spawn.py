@@ -69,6 +69,27 @@ class Zygote:
         lanes = enumerate(self._lanes[1:], start=1)
         return next((i for i, lane in lanes if entries_for(lane.modules, target)), 0)
 
+    def spawn_turns(self, targets: dict[str, str]) -> dict[str, str | None]:
+        """For children that wait for no one (name → target, in spec order): the child whose
+        spawn each one's waits for, None for the first of its zygote. Each zygote forks them
+        one after the other, in the order it loads their modules (then in spec order): a
+        spawn imports its package first, so a child whose modules the zygote has, or loads
+        cheaply, forks before one whose import is long, and starts while that import runs."""
+
+        def place(name: str) -> int:
+            target = targets[name]
+            modules = self._lanes[self.lane_of(target)].modules
+            wanted = entries_for(modules, target)
+            return modules.index(wanted[0]) if wanted else len(modules)
+
+        turns: dict[str, str | None] = {}
+        last: dict[int, str] = {}
+        for name in sorted(targets, key=place):  # stable: spec order among equals
+            lane = self.lane_of(targets[name])
+            turns[name] = last.get(lane)
+            last[lane] = name
+        return turns
+
     async def preload_all(self) -> None:
         """Have every zygote import the rest of its preload, between spawns (once the tree is
         ready: until then each imports only what each spawn needs)."""
