@@ -4,7 +4,9 @@ A tree may give its zygote lanes: each lane is one more zygote process, which pr
 forks the children whose target's package it names, while the first zygote does all others.
 The lanes load their modules side by side (each on a core of its own), where one zygote would
 import them one after another; every lane is forked from the supervisor with `BASE` loaded
-(`lineup._early`), or started, and restarted, as a fresh interpreter on its own.
+(`lineup._early`), or started, and restarted, as a fresh interpreter on its own. A lane loads
+again every module it shares with the first zygote, on cores the whole start shares: it pays
+only for children whose modules are their own (`lineup run` has none, see `RUNTIME_LANES`).
 """
 
 from __future__ import annotations
