@@ -67,13 +67,12 @@ async def test_the_pages_resources_read_of_its_servers_resource_is_the_servers_l
         hello = {"protocolVersion": "2026-01-26", "appInfo": {"name": "t", "version": "1"}}
         ask(1, "ui/initialize", {**hello, "appCapabilities": {}})
         frame.evaluate(POST, {"method": "ui/notifications/initialized", "params": {}})
-        answers = {
+        return {
             "first": ask(2, "resources/read", {"uri": "data://ours/note"}),
             "second": ask(3, "resources/read", {"uri": "data://ours/note"}),
             "unknown": ask(4, "resources/read", {"uri": "data://ours/nothing"}),
             "other": ask(5, "resources/read", {"uri": "ui://someone-else/page"}),
         }
-        return answers
 
     answers = await page.run(reads)
     [first] = answers["first"]["result"]["contents"]
