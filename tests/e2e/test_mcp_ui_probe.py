@@ -161,7 +161,8 @@ async def test_the_pages_resources_read_of_its_servers_resource_is_the_servers_l
     """The page's `resources/read` of a URI that is not one of its UI documents (relayed as
     the hostbridge does: `focus.ui.surface.resource_read`) is the server's, read live through
     the app's process; an unknown one is `resource_not_found`, one over the bound
-    `resource_too_large`, another app's page gets nothing of it."""
+    `resource_too_large`, one the server answers too late `deadline_exceeded`, another
+    instance's page gets nothing of it."""
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
     command = [sys.executable, "server.py"]
@@ -194,6 +195,7 @@ async def test_the_pages_resources_read_of_its_servers_resource_is_the_servers_l
         for uri, code in (
             ("data://ours/nothing", ErrorCode.RESOURCE_NOT_FOUND),
             ("data://ours/big", ErrorCode.RESOURCE_TOO_LARGE),
+            ("data://ours/slow", ErrorCode.DEADLINE_EXCEEDED),  # the app's, at 10 s
         ):
             with pytest.raises(LineUpError) as refused:
                 await page_reads(uri)

@@ -10,11 +10,12 @@ for the page alone (`visibility` `["app"]`); `legacy` by the deprecated flat
 
 Its other resources, for a page's live `resources/read`: `data://ours/note` (text: how many
 times it was read), `data://ours/dot` (bytes, a blob), `data://ours/big` (text over LineUp's
-bound for a live read).
+bound for a live read), `data://ours/slow` (answers after a minute: past LineUp's deadline).
 """
 
 from __future__ import annotations
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 MCP_APP = "text/html;profile=mcp-app"
@@ -103,6 +104,12 @@ def dot() -> bytes:
 @server.resource("data://ours/big", mime_type="text/plain")
 def big() -> str:
     return "y" * (300 * 1024)
+
+
+@server.resource("data://ours/slow", mime_type="text/plain")
+async def slow() -> str:
+    await anyio.sleep(60)
+    return "late"
 
 
 if __name__ == "__main__":
