@@ -8,10 +8,19 @@ An app's resources are its MCP App UI documents (`lineup.sdk.mcp_apps`): `ui://<
 <entrypoint id>` for each `surface` entrypoint of its manifest that declares `mcp_app`, of type
 `text/html;profile=mcp-app`, as focus lists them with the Surface's files
 (`SurfaceAssetsReply.resources`). A Surface lists and reads its own app's only: a URI of
-another app, or any URI this app does not have, is `resource_not_found` (JSON-RPC `-32002`,
-the MCP spec's code, which the Shell's bridge gives it), exactly as a missing one. A read
-answers the document as the app ships it (text, or base64 if it is not UTF-8), at most
-`MAX_RESOURCE_BYTES` (`resource_too_large`).
+another app, or any `ui://` URI this app does not have, is `resource_not_found` (JSON-RPC
+`-32002`, the MCP spec's code, which the Shell's bridge gives it), exactly as a missing one. A
+read answers the document as the app ships it (text, or base64 if it is not UTF-8), at most
+`MAX_RESOURCE_BYTES` (`resource_too_large`): the UI that runs is the signed one, never what a
+server would serve later.
+
+Any other URI (`server_resource`) is a resource of the app's MCP server, read live: relayed
+to focus (`_surface_tools`), which refuses it `resource_not_found` for an app not of kind
+`mcp` (it has no server) and otherwise has the app's process ask its server `resources/read`
+(`lineup.sdk.mcp_apps`): its contents, text or blob, at most `MAX_LIVE_RESOURCE_BYTES` of
+JSON (`resource_too_large`); the server's error answer is `resource_not_found`, no answer
+within `UI_RESOURCE_READ_TIMEOUT_S` `deadline_exceeded`. `resources/list` lists the UI
+documents only.
 
 `ui/update-model-context` goes to the router (`router.ui.surface.context`), which tells the
 Agent in the instance's app sub-session; the text blocks and the structured content together
@@ -61,6 +70,7 @@ __all__ = [
     "McpRequests",
     "ReadParams",
     "Refused",
+    "server_resource",
 ]
 
 MAX_RESOURCE_BYTES: Final = 512 * 1024  # a UI document a Surface may read
@@ -177,6 +187,14 @@ def resource_list(app_scope: str, resources: tuple[SurfaceResource, ...]) -> dic
             entry["_meta"] = {"ui": r.ui}
         listed.append(entry)
     return {"resources": listed}
+
+
+def server_resource(app_scope: str, resources: tuple[SurfaceResource, ...], uri: str) -> bool:
+    """Whether a page's `resources/read` of `uri` is its app's server's (the module's
+    docstring): not one of its UI documents, and not `ui://` (those are the bundle's alone)."""
+    if uri[:3].lower() == "ui:":
+        return False
+    return all(resource_uri(app_scope, r.entrypoint) != uri for r in resources)
 
 
 class McpRequests:

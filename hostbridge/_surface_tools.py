@@ -7,6 +7,11 @@ own (at most `MAX_TOOL_CALLS` at once, from every Shell; more are `bridge_rate_l
 may take its time, and the Shell's socket goes on reading meanwhile. The reply's result is the
 spec's `CallToolResult`, to the Shell that asked only; so is the progress focus tells while the
 call runs (`hostbridge.surface.tool_progress`), as a reply with `progress` set, not final.
+
+An MCP app's page's `resources/read` of its server's own resource (`_surface_mcp.
+server_resource`: not one of its UI documents, not `ui://`) goes the same way, sharing the
+bound: to focus (`focus.ui.surface.resource_read`), which has the app ask its server, and the
+reply's result is the spec's `ReadResourceResult`.
 """
 
 from __future__ import annotations
@@ -16,9 +21,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lineup.actors.focus.messages import SurfaceToolCallReply, SurfaceToolCallRequest
+from lineup.actors.focus.messages import (
+    SurfaceResourceReadReply,
+    SurfaceResourceReadRequest,
+    SurfaceToolCallReply,
+    SurfaceToolCallRequest,
+)
 from lineup.actors.kernel import Bus, ErrorCode, LineUpError
-from lineup.sdk.mcp_apps import UI_TOOL_CALL_TIMEOUT_S
+from lineup.sdk.mcp_apps import UI_RESOURCE_READ_TIMEOUT_S, UI_TOOL_CALL_TIMEOUT_S
 
 from .messages import SurfaceToolProgressEvent
 from .shell_protocol import ShellSurfaceReply, SurfaceRequestFrame
@@ -31,6 +41,7 @@ __all__ = ["MAX_TOOL_CALLS", "SurfaceToolRelay", "ToolsCallParams"]
 
 MAX_TOOL_CALLS: Final = 16  # an MCP App's `tools/call`s relayed at once, from every Shell
 TOOL_CALL_TIMEOUT: Final = UI_TOOL_CALL_TIMEOUT_S + 10.0  # focus and the app end it first
+READ_TIMEOUT: Final = UI_RESOURCE_READ_TIMEOUT_S + 4.0  # focus ends it first, the Shell after
 
 
 class ToolsCallParams(BaseModel):
@@ -93,6 +104,42 @@ class SurfaceToolRelay:
             reply(frame.answer(result=done.result))
 
         self._progress[frame.request_id] = reply
+        self.spawn(relay)
+
+    def read(
+        self,
+        frame: SurfaceRequestFrame,
+        uri: str,
+        reply: Reply,
+        refused: Callable[[str], None],
+    ) -> None:
+        """Relay one read of the app's server's resource from a task of its own (the module's
+        docstring); `refused` audits a refusal made here."""
+        if self.spawn is None or self._running >= MAX_TOOL_CALLS:
+            code = ErrorCode.BRIDGE_RATE_LIMITED.value
+            refused(code)
+            reply(frame.answer(error=code))
+            return
+        self._running += 1
+
+        async def relay() -> None:
+            try:
+                done = await self._bus.request(
+                    "focus",
+                    SurfaceResourceReadRequest(
+                        instance_id=frame.instance_id, surface_id=frame.surface_id, uri=uri
+                    ),
+                    expect=SurfaceResourceReadReply,
+                    timeout=READ_TIMEOUT,
+                    retry=True,  # reading changes nothing
+                )
+            except LineUpError as exc:
+                reply(frame.answer(error=exc.code.value))  # focus audits its own refusals
+                return
+            finally:
+                self._running -= 1
+            reply(frame.answer(result={"contents": list(done.contents)}))
+
         self.spawn(relay)
 
     def progress(self, msg: SurfaceToolProgressEvent) -> None:

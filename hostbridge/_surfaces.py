@@ -43,7 +43,8 @@ reply's result is the `CapabilityResult` (its fields, without the bus tag).
 
 An MCP App's `resources/list|read`, `ui/update-model-context` and `ui/download-file` are
 `_surface_mcp`'s (a download waits on the user as a capability request does, from a task of
-its own); the hostbridge's own refusals of them are audited here like every other.
+its own; a read of its server's own resource is relayed as a `tools/call` is); the
+hostbridge's own refusals of them are audited here like every other.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ from ._surface_mcp import (
     ReadParams,
     Refused,
     resource_list,
+    server_resource,
 )
 from ._surface_params import (
     APP_METHODS,
@@ -242,6 +244,9 @@ class SurfaceRelay:
         if isinstance(params, ToolsCallParams):
             self.tools.call(frame, params, reply, lambda code: self._refused(frame, code))
             return
+        if isinstance(params, ReadParams) and await self._of_server(frame, params.uri):
+            self.tools.read(frame, params.uri, reply, lambda code: self._refused(frame, code))
+            return
         try:
             result = await self._relay(frame, params)
         except Refused as exc:
@@ -322,6 +327,14 @@ class SurfaceRelay:
         return await self._mcp.download(
             frame.instance_id, self._own_scope(frame), frame.request_id, params
         )
+
+    async def _of_server(self, frame: SurfaceRequestFrame, uri: str) -> bool:
+        """Whether a page's `resources/read` is of its app's server (`server_resource`)."""
+        app_scope = self.book.app_scope(frame.instance_id)
+        files = self.book.files(frame.instance_id) or await self._ask_files(frame.instance_id)
+        if app_scope is None or files is None:
+            return False  # the view went meanwhile: answered as today
+        return server_resource(app_scope, files.resources, uri)
 
     async def _mcp_request(self, frame: SurfaceRequestFrame, params: BaseModel) -> dict[str, Any]:
         """An MCP App's `resources/list|read` (its own app's) or `ui/update-model-context`."""

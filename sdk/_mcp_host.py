@@ -25,6 +25,11 @@ Its UI's own `tools/call` (focus's `miniapp.ui.tool_call`, a tool focus checked 
 call, app-only ones included) is the server's `tools/call` of that tool, by its own name; its
 outcome goes back to focus as a Python app's does (`focus.sdk.surface.tool_done`: the result
 mapped by `result_of`, or a code), its progress likewise, within UI_TOOL_CALL_TIMEOUT_S.
+Its UI's `resources/read` of a resource that is not one of the app's UI documents (focus's
+`miniapp.ui.resource_read`) is the server's `resources/read`, its contents told to focus
+(`focus.sdk.surface.resource_done`) when they are within `MAX_LIVE_RESOURCE_BYTES`: the
+server's error answer (an unknown URI) is `resource_not_found`, no answer within
+UI_RESOURCE_READ_TIMEOUT_S `deadline_exceeded`. Nothing of the URI or the contents is logged.
 On `notifications/tools/list_changed` it lists the tools again and sends them to focus, which
 makes them a development app's tools, in a new inventory revision (`focus._dev_reload`).
 """
@@ -40,6 +45,7 @@ import mcp_types as types
 import trio
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from lineup.actors.kernel import Envelope, ErrorCode, LineUpError, Message, handles
@@ -48,7 +54,7 @@ from . import protocol as p
 from ._host import MiniAppHost
 from ._mcp_elicit import Elicitations, LineUpClientSession
 from ._mcp_proxy import McpProxy, proxy_env
-from .mcp_apps import UI_TOOL_CALL_TIMEOUT_S
+from .mcp_apps import UI_RESOURCE_READ_TIMEOUT_S, UI_TOOL_CALL_TIMEOUT_S, live_contents_refusal
 from .mcp_network import PROXY_FD_ENV
 from .mcp_server import McpTools, error_text_of, result_of, tools_of
 
@@ -307,6 +313,43 @@ class McpAppHost(MiniAppHost):
                 log.info("sdk.ui_progress_not_sent code=%s", exc.code.value)
 
         return progress
+
+    @handles(p.UiResourceReadEvent)
+    def on_ui_resource_read(self, msg: p.UiResourceReadEvent, env: Envelope) -> None:
+        if self._listening:
+            self._nursery.start_soon(self._read_resource, msg)
+        else:  # as a call: focus answers the page when no outcome comes
+            log.info("sdk.mcp_ui_read_dropped read=%s", msg.read_id)
+
+    async def _read_resource(self, msg: p.UiResourceReadEvent) -> None:
+        """The page's `resources/read` of its server's resource (the module's docstring)."""
+        done = p.UiResourceReadDoneRequest(
+            read_id=msg.read_id, code=ErrorCode.DEADLINE_EXCEEDED.value
+        )
+        try:
+            with trio.move_on_after(UI_RESOURCE_READ_TIMEOUT_S):
+                result = await self._session.read_resource(msg.uri)
+                if not isinstance(result, types.ReadResourceResult):  # it asks for input
+                    raise TypeError(type(result).__name__)
+                dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+                contents = tuple(dumped["contents"])
+                refused = live_contents_refusal(contents)
+                done = p.UiResourceReadDoneRequest(
+                    read_id=msg.read_id, contents=None if refused else contents, code=refused
+                )
+        except MCPError:  # the server's own answer: no such resource
+            done = done.model_copy(update={"code": ErrorCode.RESOURCE_NOT_FOUND.value})
+        except Exception as exc:  # a malformed result, a closed stream
+            log.warning("sdk.mcp_ui_read_failed read=%s error=%s", msg.read_id, type(exc).__name__)
+            done = done.model_copy(update={"code": ErrorCode.HANDLER_FAILED.value})
+        finally:
+            if self._gone.is_set() and done.contents is None:
+                done = done.model_copy(update={"code": ErrorCode.MCP_SERVER_EXITED.value})
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                try:
+                    await self.call("focus", done, p.CommandReceipt)
+                except LineUpError as exc:  # focus gave up on it, or restarted
+                    log.info("sdk.ui_read_outcome_not_told code=%s", exc.code.value)
 
     @handles(p.InteractionUpdatedEvent)
     def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:

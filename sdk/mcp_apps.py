@@ -19,7 +19,11 @@ dedicated origin, host-dependent) has no place here: every Surface's origin is o
 An app's resources, as its Surface's `resources/list` and `resources/read` name them, are its
 MCP App UI documents: `resource_uri` (`ui://<app_scope>/<entrypoint id>`, the id
 percent-encoded) of each `surface` entrypoint that declares `mcp_app`, of type
-`MCP_APP_MIME_TYPE`, with `ui_meta` as the content's `_meta.ui`.
+`MCP_APP_MIME_TYPE`, with `ui_meta` as the content's `_meta.ui`. Those are read from the
+signed bundle, never from the server. An app of kind `mcp` has its server's other resources
+too: a page's `resources/read` of any other URI (not `ui://`) is its server's, read live
+through the app's process within `UI_RESOURCE_READ_TIMEOUT_S`, its contents at most
+`MAX_LIVE_RESOURCE_BYTES` of compact JSON (`live_contents_refusal`).
 """
 
 from __future__ import annotations
@@ -30,16 +34,21 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from lineup.actors.kernel import ErrorCode
+
 from ._tool_model import ToolDescriptor
 
 __all__ = [
     "CONTENT_SCHEMA",
+    "MAX_LIVE_RESOURCE_BYTES",
     "MCP_APP_MIME_TYPE",
+    "UI_RESOURCE_READ_TIMEOUT_S",
     "UI_TOOL_CALL_TIMEOUT_S",
     "McpAppCsp",
     "McpAppUi",
     "call_tool_error",
     "call_tool_result",
+    "live_contents_refusal",
     "mcp_progress",
     "resource_uri",
     "tool_info",
@@ -58,6 +67,12 @@ CONTENT_SCHEMA: Final = {
 # call with its own deadline): the app's process stops it then, `deadline_exceeded`; focus,
 # the hostbridge and the Shell each wait a little longer.
 UI_TOOL_CALL_TIMEOUT_S: Final = 60.0
+# A page's `resources/read` of its server's own resource: how long the app's process waits
+# for its server (focus and the hostbridge a little longer, all within the Shell's 15 s for a
+# reply: `REPLY_TIMEOUT_MS` in hostbridge/web/js/core/bridge.js), and how large its contents
+# may be, as compact JSON: they cross the app's frame (`MINIAPP_MAX_FRAME`, 512 KiB) with room.
+UI_RESOURCE_READ_TIMEOUT_S: Final = 10.0
+MAX_LIVE_RESOURCE_BYTES: Final = 256 * 1024
 
 # An origin as the spec's examples write them (`https://api.example.com`, `https://*.cdn.net`,
 # `wss://live.example.com:8443`): scheme, host (a leading `*.` allowed), port; no path.
@@ -182,3 +197,17 @@ def mcp_progress(progress: dict[str, Any], count: int) -> dict[str, Any]:
     if isinstance(message, str):
         params["message"] = message[:500]
     return params
+
+
+def live_contents_refusal(contents: tuple[dict[str, Any], ...]) -> str | None:
+    """Why a server's `ReadResourceResult.contents` may not go to a page, as a code, or None:
+    `resource_too_large` over `MAX_LIVE_RESOURCE_BYTES` in all, `handler_failed` when one is
+    not an object with a string `uri` and exactly one string `text` or `blob`."""
+    for content in contents:
+        text, blob = content.get("text"), content.get("blob")
+        if not isinstance(content.get("uri"), str) or (text is None) == (blob is None):
+            return ErrorCode.HANDLER_FAILED.value
+        if not isinstance(text if blob is None else blob, str):
+            return ErrorCode.HANDLER_FAILED.value
+    size = len(json.dumps(contents, separators=(",", ":")).encode())
+    return ErrorCode.RESOURCE_TOO_LARGE.value if size > MAX_LIVE_RESOURCE_BYTES else None

@@ -104,6 +104,8 @@ from .messages import (
     SurfaceAssetsReply,
     SurfaceAssetsRequest,
     SurfaceEventRequest,
+    SurfaceResourceReadReply,
+    SurfaceResourceReadRequest,
     SurfaceSessionDataRequest,
     SurfaceToolCallReply,
     SurfaceToolCallRequest,
@@ -500,6 +502,18 @@ class FocusActor(Actor, NavigationHandlers):
         self, msg: sdk.UiToolCallDoneRequest, env: Envelope
     ) -> sdk.CommandReceipt:
         return self.surface_tools.done(msg, env)
+
+    @handles(SurfaceResourceReadRequest)
+    async def on_surface_resource_read(
+        self, msg: SurfaceResourceReadRequest, env: Envelope
+    ) -> SurfaceResourceReadReply:
+        return await self.surface_tools.read(msg, env)
+
+    @handles(sdk.UiResourceReadDoneRequest)
+    async def on_surface_resource_done(
+        self, msg: sdk.UiResourceReadDoneRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        return self.surface_tools.read_done(msg, env)
 
     @handles(sdk.UiToolProgressRequest)
     async def on_surface_tool_progress(

@@ -26,6 +26,14 @@ takes; focus never asks an app and waits, so no two processes ask each other aro
 `app_disabled`, `rate_limited`, `tool_input_invalid`, `surface_not_found`), audited as every
 Surface refusal is; a call run is audited `focus.surface_tool_called` with the tool and the
 outcome's code, never its content.
+The Surface's `resources/read` of a resource of its server (`focus.ui.surface.resource_read`:
+a URI that is not one of its app's UI documents, which the hostbridge reads itself) goes the
+same way: checked (its open Surface; an app of kind `mcp`, enabled; the same window as its
+calls), told to the app (`miniapp.ui.resource_read`), whose server answers it, and the app's
+word (`focus.sdk.surface.resource_done`) awaited at most `UI_READ_WAIT_S`; its contents are
+checked again (`live_contents_refusal`). Any other app's page is `resource_not_found`, as a
+URI it does not have is. Each read is audited `focus.surface_resource_read` by its code,
+never its URI or contents.
 Progress the tool reports while it runs (`focus.sdk.surface.tool_progress`, from that app
 only) goes to the hostbridge that asked, as MCP's `notifications/progress` params, at most one
 report per `PROGRESS_INTERVAL_S` per call (a faster one is dropped); one for a call that is
@@ -47,9 +55,11 @@ from lineup.hostbridge.messages import SurfaceToolProgressEvent
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import ToolDescriptor, tool_id
 from lineup.sdk.mcp_apps import (
+    UI_RESOURCE_READ_TIMEOUT_S,
     UI_TOOL_CALL_TIMEOUT_S,
     call_tool_error,
     call_tool_result,
+    live_contents_refusal,
     mcp_progress,
 )
 
@@ -58,6 +68,8 @@ from ._port import NOTIFY_TIMEOUT, Port
 from ._surfaces import Surface, SurfaceBook, surface_entrypoint
 from ._view_service import ViewService
 from .messages import (
+    SurfaceResourceReadReply,
+    SurfaceResourceReadRequest,
     SurfaceToolCallReply,
     SurfaceToolCallRequest,
     SurfaceToolStepReply,
@@ -90,6 +102,16 @@ class _Running:
 
 
 UI_CALL_WAIT_S: Final = UI_TOOL_CALL_TIMEOUT_S + 5.0  # the app stops the call first
+UI_READ_WAIT_S: Final = UI_RESOURCE_READ_TIMEOUT_S + 2.0  # the app gives up on its server first
+
+
+@dataclass
+class _Read:
+    """A Surface's read of its server's resource while its app asks the server."""
+
+    app_scope: str
+    done: trio.Event = field(default_factory=trio.Event)
+    outcome: sdk.UiResourceReadDoneRequest | None = None
 
 
 class SurfaceTools:
@@ -101,6 +123,7 @@ class SurfaceTools:
         self._port = port
         self._calls: dict[str, deque[float]] = {}  # per instance: its calls' times, in window
         self._running: dict[str, _Running] = {}  # by call id
+        self._reads: dict[str, _Read] = {}  # by read id
         self._book = access.book
         self._instances = access.instances
         self._surfaces = surfaces
@@ -231,6 +254,76 @@ class SurfaceTools:
         await self._port.bus.tell(running.asker, event, timeout=NOTIFY_TIMEOUT)
         return sdk.CommandReceipt(id=msg.call_id)
 
+    # ------------------------------------------------------------------ its server's resources
+
+    async def read(
+        self, msg: SurfaceResourceReadRequest, env: Envelope
+    ) -> SurfaceResourceReadReply:
+        """Read a resource of its app's server for the Surface (the module's docstring).
+        Raises the refusal's or the read's code, audited."""
+        try:
+            scope = self._readable(msg)
+        except LineUpError as refused:
+            raise self._port.surface_refused(env, msg.instance_id, refused) from refused
+        told = sdk.UiResourceReadEvent(
+            read_id=f"res-{secrets.token_hex(8)}", instance_id=msg.instance_id, uri=msg.uri
+        )
+        read = self._reads[told.read_id] = _Read(scope)
+        try:
+            down = await self._port.bus.tell(f"miniapp:{scope}", told, timeout=NOTIFY_TIMEOUT)
+            if down is None:
+                with trio.move_on_after(UI_READ_WAIT_S):
+                    await read.done.wait()
+        finally:
+            del self._reads[told.read_id]
+        outcome = read.outcome
+        if outcome is None:
+            code: str | None = (down or ErrorCode.DEADLINE_EXCEEDED).value
+        elif outcome.contents is None:
+            code = outcome.code or ErrorCode.HANDLER_FAILED.value
+        else:
+            code = live_contents_refusal(outcome.contents)  # the app's process is not trusted
+        self._port.bus.audit(
+            AuditRecord(
+                event="focus.surface_resource_read",
+                actor=self._port.me.name,
+                peer=env.sender.name,
+                code=code,
+                message_type=env.body.TYPE,
+                subject_id=msg.instance_id[:200],
+            )
+        )
+        if code is not None or outcome is None or outcome.contents is None:
+            raise LineUpError(_code(code), "the resource was not read")
+        return SurfaceResourceReadReply(contents=outcome.contents)
+
+    def read_done(self, msg: sdk.UiResourceReadDoneRequest, env: Envelope) -> sdk.CommandReceipt:
+        """The app's answer to a read its Surface made: to the request waiting for it; another
+        app's is `app_scope_mismatch`, audited."""
+        read = self._reads.get(msg.read_id)
+        if read is None or read.done.is_set():
+            return sdk.CommandReceipt(id=msg.read_id, changed=False)
+        if read.app_scope != app_scope_of(env.sender):
+            missing = LineUpError(ErrorCode.APP_SCOPE_MISMATCH, msg.read_id)
+            raise self._port.surface_refused(env, msg.read_id, missing)
+        read.outcome = msg
+        read.done.set()
+        return sdk.CommandReceipt(id=msg.read_id)
+
+    def _readable(self, msg: SurfaceResourceReadRequest) -> str:
+        scope = self._instances.live_scope(msg.instance_id)
+        if scope is None:
+            raise LineUpError(ErrorCode.APP_INSTANCE_NOT_FOUND, msg.instance_id)
+        self._surfaces.named(msg.instance_id, msg.surface_id)  # raises surface_not_found
+        manifest = self._book.manifest(scope)
+        if manifest is None or manifest.kind != "mcp":  # its resources are its UI's alone
+            raise LineUpError(ErrorCode.RESOURCE_NOT_FOUND, "no server of this app")
+        if not self._book.enabled(scope):
+            raise LineUpError(ErrorCode.APP_DISABLED, scope)
+        if not self._take(msg.instance_id):
+            raise LineUpError(ErrorCode.RATE_LIMITED, msg.instance_id)
+        return scope
+
     def _callable(self, msg: SurfaceToolCallRequest) -> ToolDescriptor:
         scope = self._instances.live_scope(msg.instance_id)
         if scope is None:
@@ -271,3 +364,10 @@ class SurfaceTools:
             return False
         window.append(now)
         return True
+
+
+def _code(value: str | None) -> ErrorCode:
+    try:
+        return ErrorCode(value or ErrorCode.HANDLER_FAILED.value)
+    except ValueError:
+        return ErrorCode.HANDLER_FAILED

@@ -62,6 +62,8 @@ __all__ = [
     "SurfaceAssetsRequest",
     "SurfaceEventRequest",
     "SurfaceResource",
+    "SurfaceResourceReadReply",
+    "SurfaceResourceReadRequest",
     "SurfaceSessionDataRequest",
     "SurfaceToolCallReply",
     "SurfaceToolCallRequest",
@@ -357,6 +359,23 @@ class SurfaceToolCallReply(Message):
 
     type: Literal["focus.ui.surface.tool_call.done"] = "focus.ui.surface.tool_call.done"
     result: dict[str, Any]
+
+
+class SurfaceResourceReadRequest(Message):
+    """hostbridge → focus: the Surface of an MCP app reads a resource of its server that is
+    not one of the app's UI documents (MCP `resources/read`), live, through the app."""
+
+    type: Literal["focus.ui.surface.resource_read"] = "focus.ui.surface.resource_read"
+    instance_id: str = Field(min_length=1, max_length=200)
+    surface_id: str = Field(min_length=1, max_length=200)
+    uri: str = Field(min_length=1, max_length=2048)
+
+
+class SurfaceResourceReadReply(Message):
+    """The server's `ReadResourceResult` contents (each `uri`, `text` or `blob`, ...)."""
+
+    type: Literal["focus.ui.surface.resource_read.done"] = "focus.ui.surface.resource_read.done"
+    contents: tuple[dict[str, Any], ...]
 
 
 class SurfaceAppRequest(Message):

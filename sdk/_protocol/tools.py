@@ -23,6 +23,8 @@ __all__ = [
     "ToolPendingReply",
     "ToolPendingRequest",
     "ToolProgressRequest",
+    "UiResourceReadDoneRequest",
+    "UiResourceReadEvent",
     "UiToolCallDoneRequest",
     "UiToolCallEvent",
     "UiToolProgressRequest",
@@ -133,6 +135,30 @@ class UiToolProgressRequest(Message):
     type: Literal["focus.sdk.surface.tool_progress"] = "focus.sdk.surface.tool_progress"
     call_id: Id
     progress: dict[str, Any]
+
+
+class UiResourceReadEvent(Message):
+    """Runtime → an MCP app: its own Surface reads `uri`, a resource of its server that is
+    not one of the app's UI documents (MCP `resources/read`). Focus checked the page and the
+    app; told, never asked, as `UiToolCallEvent` is: the app answers with
+    `UiResourceReadDoneRequest`."""
+
+    type: Literal["miniapp.ui.resource_read"] = "miniapp.ui.resource_read"
+    read_id: Id
+    instance_id: Id
+    uri: str = Field(min_length=1, max_length=2048)
+
+
+class UiResourceReadDoneRequest(Message):
+    """An MCP app → runtime: what its server answered a `UiResourceReadEvent`: the
+    `ReadResourceResult`'s `contents` as on the wire (checked again by focus:
+    `lineup.sdk.mcp_apps.live_contents_refusal`), or the `code` it failed with. One for a
+    read that is over changes nothing."""
+
+    type: Literal["focus.sdk.surface.resource_done"] = "focus.sdk.surface.resource_done"
+    read_id: Id
+    contents: tuple[dict[str, Any], ...] | None = Field(default=None, max_length=64)
+    code: str | None = Field(default=None, max_length=100)
 
 
 class McpToolsChangedRequest(Message):

@@ -10,6 +10,7 @@ probe in the sandbox, the server, the runtime and the Agent over HTTP."""
 from __future__ import annotations
 
 import argparse
+import base64
 import sys
 from functools import partial
 from pathlib import Path
@@ -19,6 +20,8 @@ import pytest
 import trio
 
 from lineup.actors.focus.messages import (
+    SurfaceResourceReadReply,
+    SurfaceResourceReadRequest,
     SurfaceToolCallReply,
     SurfaceToolCallRequest,
     ViewsReply,
@@ -150,3 +153,55 @@ def test_lineup_run_says_which_ui_the_app_goes_without_and_why(
             ("plain", "ui_resource_not_mcp_app"),
         )
     ]
+
+
+async def test_the_pages_resources_read_of_its_servers_resource_is_the_servers_live_answer(
+    data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The page's `resources/read` of a URI that is not one of its UI documents (relayed as
+    the hostbridge does: `focus.ui.surface.resource_read`) is the server's, read live through
+    the app's process; an unknown one is `resource_not_found`, one over the bound
+    `resource_too_large`, one the server answers too late `deadline_exceeded`, another
+    instance's page gets nothing of it."""
+    rt = data_dir / "rt"
+    rt.mkdir(mode=0o700, parents=True)
+    command = [sys.executable, "server.py"]
+    entry = await trio.to_thread.run_sync(_listed, tmp_path_factory, SERVER, command, rt)
+    async with trio.open_nursery() as nursery:
+        runtime = await start_runtime(nursery, rt, extra_apps=(entry,), demo_agent=False)
+        agent = AgentView(await agent_client(nursery, runtime.appserver_url), wait_s=40.0)
+        revision = await agent.revision_with(f"{SCOPE}.show")
+        await agent.client.call_tool(CONVERSATION, f"{SCOPE}.show", {"word": "hi"}, revision)
+        await agent.pull(RESULT, lambda m: m["payload"]["result"] == {"result": "hi"})
+        bridge = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "hostbridge-t")
+        views = await bridge.request("focus", ViewsRequest(), expect=ViewsReply)
+        [page] = [v for v in views.views if v.app_scope == SCOPE and "surface_id" in v.view]
+
+        async def page_reads(uri: str, instance_id: str = page.instance_id) -> Any:
+            asked = SurfaceResourceReadRequest(
+                instance_id=instance_id, surface_id=page.view["surface_id"], uri=uri
+            )
+            reply = await bridge.request("focus", asked, expect=SurfaceResourceReadReply)
+            return reply.contents
+
+        # Live: each read is the server's answer at that moment.
+        [first] = await page_reads("data://ours/note")
+        assert (first["uri"], first["mimeType"]) == ("data://ours/note", "text/plain")
+        reads = int(first["text"].removeprefix("read ").removesuffix(" times"))
+        [second] = await page_reads("data://ours/note")
+        assert second["text"] == f"read {reads + 1} times"
+        [dot] = await page_reads("data://ours/dot")
+        assert base64.b64decode(dot["blob"]) == bytes(range(8))
+        for uri, code in (
+            ("data://ours/nothing", ErrorCode.RESOURCE_NOT_FOUND),
+            ("data://ours/big", ErrorCode.RESOURCE_TOO_LARGE),
+            ("data://ours/slow", ErrorCode.DEADLINE_EXCEEDED),  # the app's, at 10 s
+        ):
+            with pytest.raises(LineUpError) as refused:
+                await page_reads(uri)
+            assert refused.value.code is code
+        # Another instance's (another app's) page: never its server's.
+        with pytest.raises(LineUpError) as refused:
+            await page_reads("data://ours/note", instance_id="inst-someone-else")
+        assert refused.value.code is ErrorCode.APP_INSTANCE_NOT_FOUND
+        nursery.cancel_scope.cancel()

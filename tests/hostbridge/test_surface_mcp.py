@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 import trio
 
-from lineup.actors.focus.messages import SurfaceAssetsReply, SurfaceAssetsRequest, SurfaceResource
+from lineup.actors.focus.messages import (
+    SurfaceAssetsReply,
+    SurfaceAssetsRequest,
+    SurfaceResource,
+    SurfaceResourceReadReply,
+    SurfaceResourceReadRequest,
+)
 from lineup.actors.gateway.messages import CapabilityResult, SurfaceDownloadRequest
 from lineup.actors.kernel import ErrorCode, LineUpError, Message
 from lineup.actors.router.messages import SurfaceContextReply, SurfaceContextRequest
@@ -28,6 +34,7 @@ from .test_actor import next_frame, start_hostbridge
 from .test_surfaces import INSTANCE, SCOPE, SURFACE, SurfaceBus, connect, greet, request
 
 PAGE = "<!doctype html><html><body><p>clock</p><script>let t = 1;</script></body></html>"
+NOTE = {"uri": "data://x/note", "mimeType": "text/plain", "text": "live"}
 UI = ui_meta(McpAppUi(csp=McpAppCsp(connect_domains=("https://api.example.com",))))
 
 
@@ -56,6 +63,11 @@ class McpBus(SurfaceBus):
                     SurfaceResource(entrypoint="gone", document="missing.html"),
                 ),
             )
+        if isinstance(body, SurfaceResourceReadRequest):  # an MCP app's server, through focus
+            self.requests.append(body)
+            if body.uri != NOTE["uri"]:
+                raise LineUpError(ErrorCode.RESOURCE_NOT_FOUND, "the server has none")
+            return SurfaceResourceReadReply(contents=(NOTE,))
         if isinstance(body, SurfaceContextRequest):
             self.requests.append(body)
             if self.context_error is not None:
@@ -134,10 +146,10 @@ async def test_a_surface_lists_and_reads_its_own_apps_ui_documents(tmp_path: Pat
         (f"ui://{SCOPE}/nope", "resource_not_found"),
         (f"ui://{SCOPE}/gone", "resource_not_found"),
         (f"ui://{SCOPE}/../otherapp/main", "resource_not_found"),
-        ("file:///etc/passwd", "resource_not_found"),
+        ("UI://otherapp/main", "resource_not_found"),
         (f"ui://{SCOPE}/big", "resource_too_large"),
     ],
-    ids=["other-app", "unknown", "file-missing", "dot-dot", "file-uri", "too-large"],
+    ids=["other-app", "unknown", "file-missing", "dot-dot", "other-app-upper", "too-large"],
 )
 async def test_a_read_of_what_is_not_the_apps_own_resource_is_refused_and_audited(
     tmp_path: Path, uri: str, code: str
@@ -147,6 +159,27 @@ async def test_a_read_of_what_is_not_the_apps_own_resource_is_refused_and_audite
     assert answer["error"] == {"code": code} and answer["result"] is None
     assert refused_codes(bus) == [code]
     assert not [a for a in bus.audits if uri in a.model_dump_json()]  # never the URI
+    assert not [r for r in bus.requests if isinstance(r, SurfaceResourceReadRequest)]
+
+
+async def test_a_read_of_any_other_uri_is_its_apps_servers_through_focus(tmp_path: Path) -> None:
+    """Not a UI document, not `ui://`: the app's server's, as focus answers it (its contents,
+    or its code, which focus audits)."""
+    bus = McpBus(web(tmp_path))
+    live, unknown = await exchange(
+        tmp_path,
+        bus,
+        request("resources/read", {"uri": "data://x/note"}, request_id="a"),
+        request("resources/read", {"uri": "file:///etc/passwd"}, request_id="b"),
+    )
+    assert live["result"] == {"contents": [NOTE]}
+    assert unknown["error"] == {"code": "resource_not_found"} and unknown["result"] is None
+    asked = [r for r in bus.requests if isinstance(r, SurfaceResourceReadRequest)]
+    assert [(r.instance_id, r.surface_id, r.uri) for r in asked] == [
+        (INSTANCE, SURFACE, "data://x/note"),
+        (INSTANCE, SURFACE, "file:///etc/passwd"),
+    ]
+    assert refused_codes(bus) == []  # focus's refusal, audited there
 
 
 async def test_the_apps_context_goes_to_the_router_as_its_own_bounded_and_rate_limited(

@@ -7,10 +7,15 @@ spec's type that asks for a network origin, a device and a border; `refresh` to 
 for the page alone (`visibility` `["app"]`); `legacy` by the deprecated flat
 `_meta["ui/resourceUri"]` to a second page; `plain` to a resource of another type (`text/html`);
 `huge` to one over LineUp's bound; `missing` to one the server does not have.
+
+Its other resources, for a page's live `resources/read`: `data://ours/note` (text: how many
+times it was read), `data://ours/dot` (bytes, a blob), `data://ours/big` (text over LineUp's
+bound for a live read), `data://ours/slow` (answers after a minute: past LineUp's deadline).
 """
 
 from __future__ import annotations
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 MCP_APP = "text/html;profile=mcp-app"
@@ -80,6 +85,31 @@ def plain_page() -> str:
 @server.resource("ui://ours/huge", mime_type=MCP_APP)
 def huge_page() -> str:
     return PAGE + "<!--" + "x" * (3 * 1024 * 1024) + "-->"
+
+
+READS = [0]
+
+
+@server.resource("data://ours/note", mime_type="text/plain")
+def note() -> str:
+    READS[0] += 1
+    return f"read {READS[0]} times"
+
+
+@server.resource("data://ours/dot", mime_type="application/octet-stream")
+def dot() -> bytes:
+    return bytes(range(8))
+
+
+@server.resource("data://ours/big", mime_type="text/plain")
+def big() -> str:
+    return "y" * (300 * 1024)
+
+
+@server.resource("data://ours/slow", mime_type="text/plain")
+async def slow() -> str:
+    await anyio.sleep(60)
+    return "late"
 
 
 if __name__ == "__main__":
