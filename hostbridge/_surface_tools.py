@@ -74,37 +74,24 @@ class SurfaceToolRelay:
         refused: Callable[[str], None],
     ) -> None:
         """Relay one call from a task of its own; `refused` audits a refusal made here."""
-        if self.spawn is None or self._running >= MAX_TOOL_CALLS:
-            code = ErrorCode.BRIDGE_RATE_LIMITED.value
-            refused(code)
-            reply(frame.answer(error=code))
-            return
-        self._running += 1
 
-        async def relay() -> None:
-            try:
-                done = await self._bus.request(
-                    "focus",
-                    SurfaceToolCallRequest(
-                        instance_id=frame.instance_id,
-                        surface_id=frame.surface_id,
-                        name=params.name,
-                        arguments=params.arguments,
-                        request_id=frame.request_id,
-                    ),
-                    expect=SurfaceToolCallReply,
-                    timeout=TOOL_CALL_TIMEOUT,  # never retried: a tool may change things
-                )
-            except LineUpError as exc:
-                reply(frame.answer(error=exc.code.value))  # focus audits its own refusals
-                return
-            finally:
-                self._running -= 1
-                self._progress.pop(frame.request_id, None)
-            reply(frame.answer(result=done.result))
+        async def ask() -> dict[str, Any]:
+            done = await self._bus.request(
+                "focus",
+                SurfaceToolCallRequest(
+                    instance_id=frame.instance_id,
+                    surface_id=frame.surface_id,
+                    name=params.name,
+                    arguments=params.arguments,
+                    request_id=frame.request_id,
+                ),
+                expect=SurfaceToolCallReply,
+                timeout=TOOL_CALL_TIMEOUT,  # never retried: a tool may change things
+            )
+            return done.result
 
-        self._progress[frame.request_id] = reply
-        self.spawn(relay)
+        if self._relay(frame, reply, refused, ask):
+            self._progress[frame.request_id] = reply  # before its task runs: it pops it
 
     def read(
         self,
@@ -115,32 +102,51 @@ class SurfaceToolRelay:
     ) -> None:
         """Relay one read of the app's server's resource from a task of its own (the module's
         docstring); `refused` audits a refusal made here."""
+
+        async def ask() -> dict[str, Any]:
+            done = await self._bus.request(
+                "focus",
+                SurfaceResourceReadRequest(
+                    instance_id=frame.instance_id, surface_id=frame.surface_id, uri=uri
+                ),
+                expect=SurfaceResourceReadReply,
+                timeout=READ_TIMEOUT,
+                retry=True,  # reading changes nothing
+            )
+            return {"contents": list(done.contents)}
+
+        self._relay(frame, reply, refused, ask)
+
+    def _relay(
+        self,
+        frame: SurfaceRequestFrame,
+        reply: Reply,
+        refused: Callable[[str], None],
+        ask: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> bool:
+        """Run `ask` (focus's answer, the reply's result) from a task of its own, at most
+        MAX_TOOL_CALLS at once: False, the request refused and audited, past that bound."""
         if self.spawn is None or self._running >= MAX_TOOL_CALLS:
             code = ErrorCode.BRIDGE_RATE_LIMITED.value
             refused(code)
             reply(frame.answer(error=code))
-            return
+            return False
         self._running += 1
 
         async def relay() -> None:
             try:
-                done = await self._bus.request(
-                    "focus",
-                    SurfaceResourceReadRequest(
-                        instance_id=frame.instance_id, surface_id=frame.surface_id, uri=uri
-                    ),
-                    expect=SurfaceResourceReadReply,
-                    timeout=READ_TIMEOUT,
-                    retry=True,  # reading changes nothing
-                )
+                result = await ask()
             except LineUpError as exc:
                 reply(frame.answer(error=exc.code.value))  # focus audits its own refusals
                 return
             finally:
                 self._running -= 1
-            reply(frame.answer(result={"contents": list(done.contents)}))
+                if self._progress.get(frame.request_id) is reply:
+                    del self._progress[frame.request_id]
+            reply(frame.answer(result=result))
 
         self.spawn(relay)
+        return True
 
     def progress(self, msg: SurfaceToolProgressEvent) -> None:
         """Progress of a call still running: to the Shell that asked, if it still waits."""
