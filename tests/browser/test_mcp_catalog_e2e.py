@@ -82,6 +82,9 @@ def shows_the_time(p: Page, time: str) -> None:
 async def test_the_mcp_server_make_run_offers_installs_from_the_registry_and_answers_the_agent(
     nursery: trio.Nursery, data_dir: Path, catalog: Path, page: ShellPage
 ) -> None:
+    """About ten seconds by what it proves: `make run`'s own catalog (its pack of the pinned
+    npm server, shared by the session), installed from the App Registry in Chromium by
+    keyboard, the server started in its sandbox and its UI opened on the Agent's call."""
     agent, _ = await registry_opened(nursery, data_dir, page, catalog=catalog)
     await page.run(registry_in_front)
     await page.run(installed_with_the_keyboard)

@@ -264,7 +264,9 @@ async def test_a_question_asked_while_two_calls_ran_ends_once_both_have_ended(
 ) -> None:
     """Over stdio a question does not say which call asked it: asked while two calls ran, it
     is the app's, for no call. It is still the server's to have answered while one of them
-    runs, and it ends once both have ended, not at its ten-minute expiry."""
+    runs, and it ends once both have ended, not at its ten-minute expiry. About twenty
+    seconds by design: the second question ends only when both calls reach their deadlines
+    (3 s and 15 s, the second long enough for the first question to be answered under load)."""
     deadlines = {"slow": 3000, "ask": 15000}
     async with trio.open_nursery() as nursery:
         s = await _scene(nursery, data_dir, server_entry, deadlines=deadlines)

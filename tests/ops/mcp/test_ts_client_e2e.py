@@ -276,6 +276,9 @@ async def test_a_call_waiting_for_the_user_outlives_the_clients_request_timeout_
 async def test_a_cancelled_task_dismisses_its_question_and_ends_cancelled_once(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
+    """Eight seconds quiet, up to fifteen on a loaded machine, by what it proves: the official
+    TypeScript client (Node, its own process) through `lineup mcp --http` to a real tree, a
+    question shown, and the task cancelled through the client."""
     s = await scene(nursery, data_dir)
     async with bridge_and_client(s) as (client, _log):
         await client.ask("list")
