@@ -48,20 +48,17 @@ RUNTIME_PRELOAD: Final = (
     # An entry may name more modules after the first: what that module imports only on first
     # use, loaded with it before its child forks.
     "lineup.actors.store._actor",
-    "lineup.ops.devserver.actor",
     "lineup.actors.transport._actor",
     "lineup.actors.router._actor",
     "lineup.actors.focus._actor",
     "lineup.actors.gateway._actor",
-    # The order the children that wait for no one are forked in, too (`Zygote.spawn_turns`):
-    # the chat's package costs ~nothing once the actors' are loaded, the hostbridge's ~0.1 s
-    # (its servers, hypercorn and starlette): the chat first starts while that loads.
-    "lineup.sdk",
-    "lineup.miniapps.chat",
     "lineup.hostbridge._actor",
     "hypercorn.trio",
     "starlette.applications",
     "markdown_it",
+    "lineup.sdk",
+    "lineup.miniapps.chat",
+    "lineup.ops.devserver.actor",
     "lineup.ops.agent.demo",
     "lineup.ops.devwatch",
     # The MCP adapter that runs every app of kind `mcp`, with the `mcp` SDK (~0.4 s of CPU):
@@ -72,14 +69,20 @@ RUNTIME_PRELOAD: Final = (
     "mcp.client.session lineup.sdk._mcp_host",
 )
 
-# No more zygotes beside the first for `lineup run` (a lane, see `supervisor/_spawn.py`): the
-# modules of its children are nearly all the runtime's protocol (the actors' messages, the
-# SDK's), which every child needs, and a second zygote loaded them a second time. With the
-# hostbridge and the AppServer in a lane, that was ~180 ms of CPU more on 2 cores shared by
-# every process of the start; with the AppServer alone (hypercorn, starlette, the wire: all
-# the hostbridge's or the transport's too), ~80 ms; one zygote is CPU 1.08 s → 0.80 s, start
-# → ready 657 → 637 ms.
-RUNTIME_LANES: Final = ()
+# One more zygote for the HTTP servers of `lineup run` (see `supervisor/_spawn.py`): it loads
+# and forks the embedded AppServer and the hostbridge (hypercorn, starlette, markdown-it),
+# while the first zygote does all the others (whose modules overlap: the store's protocol, the
+# wire). Each entry is loaded before a child of its package forks; the rest once the tree is
+# ready.
+RUNTIME_LANES: Final = (
+    (
+        "lineup.ops.devserver.actor",
+        "lineup.hostbridge._actor",
+        "hypercorn.trio",
+        "starlette.applications",
+        "markdown_it",
+    ),
+)
 
 
 class ZygoteProcess(Protocol):

@@ -4,9 +4,7 @@ A tree may give its zygote lanes: each lane is one more zygote process, which pr
 forks the children whose target's package it names, while the first zygote does all others.
 The lanes load their modules side by side (each on a core of its own), where one zygote would
 import them one after another; every lane is forked from the supervisor with `BASE` loaded
-(`lineup._early`), or started, and restarted, as a fresh interpreter on its own. A lane loads
-again every module it shares with the first zygote, on cores the whole start shares: it pays
-only for children whose modules are their own (`lineup run` has none, see `RUNTIME_LANES`).
+(`lineup._early`), or started, and restarted, as a fresh interpreter on its own.
 """
 
 from __future__ import annotations
@@ -70,27 +68,6 @@ class Zygote:
         """Which zygote forks children of `target` (`pkg:Attr`): 0, the first, or a lane's."""
         lanes = enumerate(self._lanes[1:], start=1)
         return next((i for i, lane in lanes if entries_for(lane.modules, target)), 0)
-
-    def spawn_turns(self, targets: dict[str, str]) -> dict[str, str | None]:
-        """For children that wait for no one (name → target, in spec order): the child whose
-        spawn each one's waits for, None for the first of its zygote. Each zygote forks them
-        one after the other, in the order it loads their modules (then in spec order): a
-        spawn imports its package first, so a child whose modules the zygote has, or loads
-        cheaply, forks before one whose import is long, and starts while that import runs."""
-
-        def place(name: str) -> int:
-            target = targets[name]
-            modules = self._lanes[self.lane_of(target)].modules
-            wanted = entries_for(modules, target)
-            return modules.index(wanted[0]) if wanted else len(modules)
-
-        turns: dict[str, str | None] = {}
-        last: dict[int, str] = {}
-        for name in sorted(targets, key=place):  # stable: spec order among equals
-            lane = self.lane_of(targets[name])
-            turns[name] = last.get(lane)
-            last[lane] = name
-        return turns
 
     async def preload_all(self) -> None:
         """Have every zygote import the rest of its preload, between spawns (once the tree is

@@ -268,24 +268,20 @@ class Supervisor:
             finally:
                 settled[child.identity.name].set()
 
-        afters: dict[str, list[str]] = {}
-        free: dict[str, str] = {}  # those that wait for no one: name → target
-        for name, child in children.items():
-            assert child.spec is not None
-            afters[name] = list(afters) if child.spec.after is None else list(child.spec.after)
-            if not afters[name]:
-                free[name] = child.spec.target
-        # Those that wait for no one are spawned one after the other in each zygote lane, in
-        # the order that zygote loads their modules (trio runs new tasks in no set order): so
-        # a child whose modules are loaded first forks first and starts while the zygote
-        # loads the next one's, and a child whose wait is over is spawned next, not behind all.
-        turns = self._zygote.spawn_turns(free)
         async with trio.open_nursery() as starts:
+            earlier: list[str] = []
+            # Those that wait for no one are spawned in spec order, one after the other in each
+            # zygote lane (trio runs new tasks in no set order): so a zygote loads their modules
+            # in that order, and a child whose wait is over is spawned next, not behind all.
+            turns: dict[int, Child] = {}
             for name, child in children.items():
-                turn = turns.get(name)
-                starts.start_soon(
-                    start, child, afters[name], None if turn is None else self.children[turn]
-                )
+                assert child.spec is not None
+                after = earlier[:] if child.spec.after is None else list(child.spec.after)
+                lane = self._zygote.lane_of(child.spec.target)
+                starts.start_soon(start, child, after, None if after else turns.get(lane))
+                if not after:
+                    turns[lane] = child
+                earlier.append(name)
         if failure is not None:
             raise failure
 

@@ -12,13 +12,12 @@ SCRIPT = textwrap.dedent(
     import os, sys, threading, time
     if sys.argv[1] == "thread":
         threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
-    from lineup._early import RUNTIME_PRELOAD, launch_zygote, take_zygote
+    from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD, launch_zygote, take_zygote
     from lineup.actors.kernel import FrameDecoder, parse_frame
     from lineup.supervisor._zygote import lane_preloads
-    LANES = (("lineup.ops.devserver.actor",),)  # one more zygote: every one is forked here
-    launch_zygote(RUNTIME_PRELOAD, LANES)
+    launch_zygote()
     exits = []
-    for modules in lane_preloads(RUNTIME_PRELOAD, LANES):
+    for modules in lane_preloads(RUNTIME_PRELOAD, RUNTIME_LANES):
         early = take_zygote(modules)
         if early is None:
             print("none")
@@ -51,7 +50,7 @@ def run(mode: str) -> str:
 
 
 def test_each_zygote_is_forked_from_the_process_it_answers_and_exits_when_closed() -> None:
-    assert run("plain") == "exited 0 0"  # the first zygote and its lane
+    assert run("plain") == "exited 0 0"  # the first zygote and the runtime's one lane
 
 
 def test_a_process_with_a_thread_forks_no_zygote_and_leaves_the_supervisor_to_start_one() -> None:

@@ -478,16 +478,3 @@ async def test_a_zygote_that_does_not_answer_a_spawn_in_time_is_replaced(
         os.kill(child, signal.SIGKILL)
         await trio.to_thread.run_sync(os.waitpid, child, 0)  # ours: forked with CLONE_PARENT
         await lane.stop()
-
-
-async def test_children_that_wait_for_no_one_fork_in_their_zygotes_preload_order(
-    nursery: trio.Nursery, data_dir: Path
-) -> None:
-    """Not in spec order (the stop order's reverse): the child whose modules the zygote loads
-    first forks first, and the other's spawn waits for its pid (`Zygote.spawn_turns`)."""
-    plain = ChildSpec("plain", ActorKind.ROUTER, "lineup.actors.kernel.actor:Actor", after=())
-    preloaded = spec("preloaded", "HangActor", after=())
-    supervisor = await start_tree(nursery, [plain, preloaded], data_dir, preload=(SUPPORT,))
-    first, second = supervisor.children["preloaded"], supervisor.children["plain"]
-    assert first.pid is not None and second.pid is not None
-    assert first.spawned_at < second.spawned_at

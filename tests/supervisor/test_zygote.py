@@ -133,37 +133,7 @@ def test_each_runtime_child_is_forked_by_the_zygote_that_preloads_its_module() -
         lanes[spec.name] = zygote.lane_of(spec.target)
         # It names an entry of the child's package: the spawn imports it, then forks.
         assert entries_for(modules[lanes[spec.name]], spec.target), spec.name
-    # Their modules are nearly all the actors' protocol, which every child needs: a lane of
-    # their own (the hostbridge's and the AppServer's) loaded them twice, on the start's path.
-    assert set(lanes.values()) == {0}
-
-
-def test_the_children_that_wait_for_no_one_fork_in_the_order_their_zygote_loads_them() -> None:
-    """One after the other in each zygote, in its preload's order, whatever the spec order
-    (which is the stop order's reverse): the chat, whose package is loaded with the actors',
-    forks before the hostbridge, whose servers take ~0.1 s more to import, and starts while
-    they load."""
-    zygote = Zygote(RUNTIME_PRELOAD, RUNTIME_LANES)
-    plan = plan_runtime(RuntimeOptions(data_dir=Path("/nonexistent")))
-    free = {spec.name: spec.target for spec in plan.specs if spec.before_ready and not spec.after}
-    turns = zygote.spawn_turns(free)
-    chains: dict[int, list[str]] = {}
-    for name, target in free.items():
-        if turns[name] is None:
-            chain = chains[zygote.lane_of(target)] = [name]
-            while (after := [n for n, turn in turns.items() if turn == chain[-1]]) != []:
-                chain += after
-    assert chains == {
-        0: ["store", "devserver", "router", "focus", "gateway", "miniapp:chat", "hostbridge"]
-    }
-    names = [spec.name for spec in plan.specs]
-    assert names.index("miniapp:chat") > names.index("hostbridge")  # stopped first, still
-
-
-def test_children_a_zygote_preloads_nothing_for_fork_after_the_others_in_spec_order() -> None:
-    zygote = Zygote(("pkg.b", "pkg.a"))
-    turns = zygote.spawn_turns({"x": "other:X", "a": "pkg.a:A", "y": "other:Y", "b": "pkg.b:B"})
-    assert turns == {"b": None, "a": "b", "x": "a", "y": "x"}
+    assert {name for name, lane in lanes.items() if lane == 1} == {"devserver", "hostbridge"}
 
 
 def test_a_zygote_whose_supervisor_left_before_it_was_ready_exits_quietly() -> None:
