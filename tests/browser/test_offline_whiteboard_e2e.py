@@ -141,7 +141,9 @@ async def test_a_whiteboard_is_told_the_runtime_is_unreachable_and_saves_its_str
 ) -> None:
     """`resumed`: the stopped hostbridge goes on (SIGCONT). `killed`: it is SIGKILLed while
     stopped and the supervisor starts another on the same address, which knows nothing of the
-    board's subscription to its session data: the Shell renews it once connected again."""
+    board's subscription to its session data: the Shell renews it once connected again.
+    About ten seconds by design: the Shell gives a silent hostbridge up only after its own
+    4 s (`SILENCE_MS`), and reconnects on its backoff."""
     process, url = await start_run(data_dir, "--no-demo-agent")
     try:
         await page.run(load_shell(url, wait_ms=WAIT_MS))

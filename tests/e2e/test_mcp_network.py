@@ -116,7 +116,8 @@ async def test_a_granted_server_reaches_its_declared_host_and_no_other(data_dir:
 
 async def test_without_the_users_grant_or_a_declaration_nothing_connects(data_dir: Path) -> None:
     """Two apps of one tree: one declaring nothing (its policy would allow), one declaring
-    the host that the user denies."""
+    the host that the user denies. About ten seconds, more under load, by what it proves: two
+    MCP servers started in the sandbox by a real tree, each trying a real connection."""
     rt = data_dir / "rt"
     async with trio.open_nursery() as network:
         declared = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]

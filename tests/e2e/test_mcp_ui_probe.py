@@ -162,7 +162,8 @@ async def test_the_pages_resources_read_of_its_servers_resource_is_the_servers_l
     the hostbridge does: `focus.ui.surface.resource_read`) is the server's, read live through
     the app's process; an unknown one is `resource_not_found`, one over the bound
     `resource_too_large`, one the server answers too late `deadline_exceeded`, another
-    instance's page gets nothing of it."""
+    instance's page gets nothing of it. Over ten seconds by design: the late answer is
+    waited for until the app's own deadline (`UI_RESOURCE_READ_TIMEOUT_S`, 10 s)."""
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
     command = [sys.executable, "server.py"]
