@@ -297,11 +297,7 @@ class McpAppHost(MiniAppHost):
             self._elicit.ui_call_ended(msg.call_id)
             if self._gone.is_set() and done.result is None:
                 done = done.model_copy(update={"code": ErrorCode.MCP_SERVER_EXITED.value})
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                try:
-                    await self.call("focus", done, p.CommandReceipt)
-                except LineUpError as exc:  # focus gave up on it, or restarted
-                    log.info("sdk.ui_tool_outcome_not_told code=%s", exc.code.value)
+            await self._tell_focus(done, "sdk.ui_tool_outcome_not_told")
 
     def _ui_progress_of(self, call_id: str) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -345,11 +341,17 @@ class McpAppHost(MiniAppHost):
         finally:
             if self._gone.is_set() and done.contents is None:
                 done = done.model_copy(update={"code": ErrorCode.MCP_SERVER_EXITED.value})
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                try:
-                    await self.call("focus", done, p.CommandReceipt)
-                except LineUpError as exc:  # focus gave up on it, or restarted
-                    log.info("sdk.ui_read_outcome_not_told code=%s", exc.code.value)
+            await self._tell_focus(done, "sdk.ui_read_outcome_not_told")
+
+    async def _tell_focus(self, done: Message, not_told: str) -> None:
+        """The outcome of a request of the app's page, told to focus even as the app's task is
+        cancelled (for at most 5 s); `not_told` is logged, with the code, if focus did not take
+        it (it gave up on it, or restarted)."""
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            try:
+                await self.call("focus", done, p.CommandReceipt)
+            except LineUpError as exc:
+                log.info("%s code=%s", not_told, exc.code.value)
 
     @handles(p.InteractionUpdatedEvent)
     def on_interaction_updated(self, msg: p.InteractionUpdatedEvent, env: Envelope) -> None:
