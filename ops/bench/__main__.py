@@ -25,6 +25,7 @@ from ._interactions import answer_latencies
 from ._mcp import mcp_vs_agent
 from ._mcp_apps import mcp_app_calls, mcp_app_starts
 from ._measure import median, pct
+from ._memory import memory_figures
 from ._outbox import outbox_drain, sequential_posts
 from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
@@ -495,6 +496,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
             pss <= 10.0,
         )
     )
+    figures += memory_figures()
 
     # ------------------------------------------------------- the peer, last: nothing else runs
     ray = measure_ray(n, n, max(3, int(10 * scale)), CONCURRENCY)
@@ -570,7 +572,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=("start", "quotas", "interactions", "mcp", "surfaces", "capabilities"),
+        choices=("start", "quotas", "interactions", "mcp", "surfaces", "capabilities", "memory"),
         help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
@@ -588,6 +590,8 @@ def main() -> None:
         figures = surface_figures(args.quick)
     elif args.only == "capabilities":
         figures = capability_figures(args.quick)
+    elif args.only == "memory":
+        figures = memory_figures()
     else:
         figures, peers = run(args.quick)
     print(render_table(figures, peers))

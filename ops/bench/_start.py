@@ -33,11 +33,13 @@ import trio
 __all__ = [
     "StartTimeline",
     "fixture_times",
+    "lines_until_ready",
     "median_cpu",
     "median_phases",
     "parse_timeline",
     "start_timelines",
     "tree_cpu",
+    "tree_processes",
 ]
 
 _CHILD = re.compile(r"^lineup: (?P<name>\S+) ready \(pid \d+\) in (?P<ms>[0-9.]+) ms$")
@@ -76,7 +78,7 @@ def parse_timeline(lines: Sequence[tuple[float, str]]) -> StartTimeline:
     return timeline
 
 
-def _lines_until_ready(process: subprocess.Popen[str], t0: float) -> Iterator[tuple[float, str]]:
+def lines_until_ready(process: subprocess.Popen[str], t0: float) -> Iterator[tuple[float, str]]:
     assert process.stdout is not None
     for line in process.stdout:
         yield time.perf_counter() - t0, line.rstrip("\n")
@@ -96,7 +98,7 @@ def start_timelines(runs: int, args: Sequence[str] = ()) -> list[StartTimeline]:
                 text=True,
             ) as process:
                 try:
-                    timeline = parse_timeline(list(_lines_until_ready(process, t0)))
+                    timeline = parse_timeline(list(lines_until_ready(process, t0)))
                     timeline.cpu = tree_cpu(process.pid)
                 finally:
                     stopping = time.perf_counter()
@@ -107,10 +109,10 @@ def start_timelines(runs: int, args: Sequence[str] = ()) -> list[StartTimeline]:
     return timelines
 
 
-def tree_cpu(root: int) -> dict[str, float]:
-    """The CPU time (s) each process of the tree under `root` has used, by its name in the tree
-    (its title, `lineup: miniapp chat`, read back: `miniapp:chat`; the zygotes summed as
-    `zygote`); Linux's /proc (schedstat: ns on a CPU)."""
+def tree_processes(root: int) -> dict[int, str]:
+    """Every process of the tree under `root` (itself included), pid → its name in the tree:
+    its title, `lineup: miniapp chat`, read back as `miniapp:chat`; `supervisor` for the root,
+    `python -m lineup run`, titled only once it runs the tree. Linux's /proc."""
     children: dict[int, list[int]] = collections.defaultdict(list)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -119,19 +121,29 @@ def tree_cpu(root: int) -> dict[str, float]:
             except OSError:
                 continue
             children[int(stat[stat.rfind(")") + 2 :].split()[1])].append(int(entry))
-    used: dict[str, float] = collections.defaultdict(float)
+    names: dict[int, str] = {}
     pending = [root]
     while pending:
         pid = pending.pop()
         pending += children.get(pid, [])
         try:
-            ns = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
             title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
         except (OSError, ValueError, IndexError):
             continue
         name = title.removeprefix("lineup: ").replace("miniapp ", "miniapp:", 1)
-        if not title.startswith("lineup: "):
-            name = "supervisor"  # `python -m lineup run`: titled only once it runs the tree
+        names[pid] = name if title.startswith("lineup: ") else "supervisor"
+    return names
+
+
+def tree_cpu(root: int) -> dict[str, float]:
+    """The CPU time (s) each process of the tree under `root` has used, by its name in the tree
+    (`tree_processes`; the zygotes summed as `zygote`); Linux's /proc (schedstat: ns on a CPU)."""
+    used: dict[str, float] = collections.defaultdict(float)
+    for pid, name in tree_processes(root).items():
+        try:
+            ns = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
         used[name] += ns / 1e9
     return dict(used)
 
