@@ -148,10 +148,11 @@ def _child(
 
 def _import(entry: str) -> None:
     """Preload one entry: a module, or a module then what it imports only on first use
-    (`"lineup.actors.transport._actor httpcore"`: httpx loads httpcore with its first client).
-    A failure is not the zygote's: the child that needs the module imports it again and
-    fails with its own error, reported as any child's is."""
-    for module in entry.split():
+    (`"lineup.actors.transport._actor httpcore"`: httpx loads httpcore with its first client);
+    an on-demand entry's target names its module (`on_demand`). A failure is not the
+    zygote's: the child that needs the module imports it again and fails with its own error,
+    reported as any child's is."""
+    for module in (word.partition(":")[0] for word in entry.split()):
         try:
             importlib.import_module(module)
         except Exception:
@@ -160,9 +161,21 @@ def _import(entry: str) -> None:
 
 def entries_for(modules: Iterable[str], target: str) -> list[str]:
     """The entries of `modules` in the package of `target` (`pkg:Attr`: `pkg` and `pkg.*`),
-    by each entry's first module."""
+    by each entry's first module; an on-demand entry, only if it names `target` itself."""
     package = target.partition(":")[0]
-    return [m for m in modules if _first(m) == package or _first(m).startswith(package + ".")]
+    return [
+        m
+        for m in modules
+        if _first(m) == target
+        or (not on_demand(m) and (_first(m) == package or _first(m).startswith(package + ".")))
+    ]
+
+
+def on_demand(entry: str) -> bool:
+    """Whether `entry` is loaded only for a spawn of the target it names first
+    (`"lineup.sdk._mcp_host:McpAppHost mcp.client.session"`), and never otherwise: what
+    few trees run, which every zygote would hold, idle, in memory of its own."""
+    return ":" in _first(entry)
 
 
 def _first(entry: str) -> str:
@@ -188,34 +201,39 @@ class Preload:
     Before the first spawn and after `preload_all`, the zygote is `idling`: it imports the
     `next` entry in order while no request waits. In between, it imports only what a spawn
     needs, `for_spawn(target)`: the pending entries of the target's package (`pkg` of
-    `pkg:Attr`, as `pkg` itself and `pkg.*`).
+    `pkg:Attr`, as `pkg` itself and `pkg.*`). An entry `on_demand` waits, idle or not, for a
+    spawn of the target it names.
     """
 
     def __init__(self, pending: Iterable[str]) -> None:
         self.pending = deque(pending)
         self._idle = True
+        self._all = False
 
     @property
     def idling(self) -> bool:
-        return self._idle and bool(self.pending)
+        return self._idle and any(not on_demand(entry) for entry in self.pending)
 
     def next(self) -> str:
-        return self.pending.popleft()
+        entry = next(entry for entry in self.pending if not on_demand(entry))
+        self.pending.remove(entry)
+        return entry
 
     def for_spawn(self, target: str) -> list[str]:
-        self._idle = False  # children are starting: import only what each needs
+        self._idle = self._all  # children are starting: import only what each needs
         wanted = entries_for(self.pending, target)
         for module in wanted:
             self.pending.remove(module)
         return wanted
 
     def preload_all(self) -> None:
-        self._idle = True  # the tree is ready: load the rest
+        self._idle = self._all = True  # the tree is ready: load the rest, spawns or not
 
     @property
     def done(self) -> bool:
-        """Everything imported, and no spawn of the start under way."""
-        return self._idle and not self.pending
+        """Everything imported (but what waits for a spawn that needs it), and no spawn of the
+        start under way."""
+        return self._idle and all(on_demand(entry) for entry in self.pending)
 
 
 def unbuilt_messages() -> Iterator[type[BaseModel]]:

@@ -98,7 +98,7 @@ def test_no_process_of_the_runtime_loads_httpx() -> None:
         "from lineup._early import RUNTIME_PRELOAD\n"
         "for entry in RUNTIME_PRELOAD:\n"
         "    for module in entry.split():\n"
-        "        importlib.import_module(module)\n"
+        "        importlib.import_module(module.partition(':')[0])\n"
     )
     assert {"lineup.actors.transport._actor", "lineup.ops.agent.demo"} <= loaded
     assert {"lineup.wire.client", "lineup.actors.focus._registry"} <= loaded

@@ -12,7 +12,7 @@ import pytest
 
 from lineup._early import RUNTIME_LANES, RUNTIME_PRELOAD, zygote_argv
 from lineup.actors.kernel import Message, load_target
-from lineup.supervisor._miniapps import MINIAPP_HOST
+from lineup.supervisor._miniapps import MCP_HOST, MINIAPP_HOST
 from lineup.supervisor._runtime import RuntimeOptions, plan_runtime
 from lineup.supervisor._spawn import Zygote
 from lineup.supervisor._spec import runtime_specs
@@ -55,14 +55,39 @@ def test_while_children_start_a_spawn_imports_its_targets_package_alone() -> Non
 
 
 def test_the_chats_spawn_on_the_way_to_ready_does_not_wait_for_the_mcp_adapter() -> None:
-    """The MCP adapter is preloaded after ready (`lineup.sdk._mcp_host`, ~0.4 s of CPU); the
-    chat's spawn (`lineup.sdk:MiniAppHost`) takes the SDK's entries, and once took that one
-    too, putting its import on the start's path (start → ready 0.56 s → 1.0 s)."""
+    """The MCP adapter is preloaded for an MCP app (`lineup.sdk._mcp_host`, ~0.4 s of CPU);
+    the chat's spawn (`lineup.sdk:MiniAppHost`) takes the SDK's entries, and once took that
+    one too, putting its import on the start's path (start → ready 0.56 s → 1.0 s)."""
     (first, *_) = lane_preloads(RUNTIME_PRELOAD, RUNTIME_LANES)
     wanted = Preload(first).for_spawn(MINIAPP_HOST)
     assert "lineup.sdk" in wanted
     assert not [entry for entry in wanted if "mcp" in entry], wanted
-    assert any("lineup.sdk._mcp_host" in entry.split() for entry in first)
+    assert [entry for entry in first if MCP_HOST in entry.split()]
+
+
+def test_a_restart_after_ready_does_not_stop_the_rest_of_the_preload() -> None:
+    preload = Preload(["lineup.hostbridge._actor", "lineup.ops.agent.demo"])
+    preload.for_spawn("lineup.actors.store:StoreActor")
+    preload.preload_all()
+    assert preload.next() == "lineup.hostbridge._actor"
+    preload.for_spawn("lineup.actors.router:RouterActor")  # a restart, the tree being ready
+    assert preload.idling and preload.next() == "lineup.ops.agent.demo"
+
+
+def test_the_mcp_adapter_loads_before_an_mcp_apps_fork_and_never_in_an_idle_zygote() -> None:
+    """An idle tree runs no MCP app: the adapter and its SDK (26 MiB in the zygote, its own
+    memory, shared with no child) wait for the first spawn of an MCP app."""
+    (first, *_) = lane_preloads(RUNTIME_PRELOAD, RUNTIME_LANES)
+    preload = Preload(first)
+    loaded = []
+    while preload.idling:  # before the first spawn, and after the tree is ready: the same
+        loaded.append(preload.next())
+    preload.preload_all()
+    assert not preload.idling and preload.done
+    assert not [entry for entry in loaded if "mcp" in entry], loaded
+    (adapter,) = preload.for_spawn(MCP_HOST)
+    assert MCP_HOST in adapter.split()
+    assert preload.done and not preload.pending
 
 
 def test_once_the_tree_is_ready_the_zygote_imports_the_rest_in_order() -> None:
