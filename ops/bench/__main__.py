@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import os
-from functools import partial
 from pathlib import Path
 
 import trio
@@ -30,7 +29,7 @@ from ._outbox import outbox_drain, sequential_posts
 from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
 from ._report import Figure, Peer, build_report, machine_info, render_table
-from ._sandbox import idle_pss, spawn_times
+from ._sandbox import sandbox_figures
 from ._start import fixture_times, median_cpu, median_phases, start_timelines
 from ._surfaces import CHROMIUM, surface_latencies
 from ._tools import direct_calls
@@ -469,33 +468,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     figures += capability_figures(quick, bus)
 
     # ------------------------------------------------------------------------------ sandbox
-    plain, boxed = trio.run(spawn_times, max(10, int(40 * scale)))
-    figures.append(
-        Figure(
-            "sandbox",
-            "MiniApp fork → ready, sandboxed p50",
-            boxed,
-            "ms",
-            "the same without the sandbox",
-            plain,
-            "adds ≤ 5 ms",
-            boxed - plain <= 5.0,
-        )
-    )
-    pss = trio.run(idle_pss, 10)
-    pss_plain = trio.run(partial(idle_pss, 10, sandboxed=False))
-    figures.append(
-        Figure(
-            "sandbox",
-            "PSS of one idle sandboxed MiniApp (10 alive)",
-            pss,
-            "MiB",
-            "the same without the sandbox",
-            pss_plain,
-            "≤ 10 MiB",
-            pss <= 10.0,
-        )
-    )
+    figures += sandbox_figures(quick)
     figures += memory_figures()
 
     # ------------------------------------------------------- the peer, last: nothing else runs
@@ -572,7 +545,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=("start", "quotas", "interactions", "mcp", "surfaces", "capabilities", "memory"),
+        choices=(
+            *("start", "quotas", "interactions", "mcp", "surfaces", "capabilities"),
+            *("sandbox", "memory"),
+        ),
         help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
@@ -590,6 +566,8 @@ def main() -> None:
         figures = surface_figures(args.quick)
     elif args.only == "capabilities":
         figures = capability_figures(args.quick)
+    elif args.only == "sandbox":
+        figures = sandbox_figures(args.quick)
     elif args.only == "memory":
         figures = memory_figures()
     else:

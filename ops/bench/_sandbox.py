@@ -7,6 +7,7 @@ import re
 import statistics
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import trio
 
 from lineup.actors.kernel import ActorKind
 from lineup.supervisor import ChildSpec, Intensity, Supervisor
+
+from ._report import Figure
 
 TARGET = "lineup.ops.bench._actors:PongActor"
 
@@ -87,3 +90,32 @@ async def idle_pss(alive: int = 10, *, sandboxed: bool = True) -> float:
             pss = [_pss_kib(pid) for pid in pids]
             nursery.cancel_scope.cancel()
         return statistics.mean(pss) / 1024
+
+
+def sandbox_figures(quick: bool) -> list[Figure]:
+    """A MiniApp's fork → ready and its idle PSS, each beside the same without the sandbox."""
+    plain, boxed = trio.run(spawn_times, 10 if quick else 40)
+    pss = trio.run(idle_pss, 10)
+    pss_plain = trio.run(partial(idle_pss, 10, sandboxed=False))
+    return [
+        Figure(
+            "sandbox",
+            "MiniApp fork → ready, sandboxed p50",
+            boxed,
+            "ms",
+            "the same without the sandbox",
+            plain,
+            "adds ≤ 5 ms",
+            boxed - plain <= 5.0,
+        ),
+        Figure(
+            "sandbox",
+            "PSS of one idle sandboxed MiniApp (10 alive)",
+            pss,
+            "MiB",
+            "the same without the sandbox",
+            pss_plain,
+            "≤ 10 MiB",
+            pss <= 10.0,
+        ),
+    ]
