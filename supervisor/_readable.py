@@ -6,6 +6,7 @@ its package's `__init__` is MiniApp code, which runs only inside the sandbox.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from importlib.machinery import ModuleSpec, PathFinder
@@ -14,7 +15,14 @@ from typing import Any, Final
 
 from . import _landlock
 
-__all__ = ["RUNTIME_CODE", "exec_rules", "landlock_rules", "own_code", "package_root"]
+__all__ = [
+    "RUNTIME_CODE",
+    "exec_rules",
+    "landlock_rules",
+    "own_code",
+    "package_root",
+    "runtime_trees",
+]
 
 _SYSTEM_READ: Final = (
     "/usr/lib",
@@ -92,23 +100,30 @@ def package_root() -> Path:
     return Path(lineup).resolve().parent
 
 
-def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
+@functools.lru_cache(maxsize=4)
+def runtime_trees(path: tuple[str, ...]) -> tuple[Path, ...]:
+    """The interpreter's libraries, the entries of `path` (`sys.path`) beneath them, and the
+    runtime code a MiniApp runs: the same for every child of one zygote, which resolves them
+    once before it forks (`_sandbox.warm`); a child whose `sys.path` differs resolves its own."""
     prefixes = {
         Path(p).resolve()
         for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
     }
-    for prefix in prefixes:
-        yield prefix / "lib"
-    for entry in sys.path:  # site-packages and the like; never the cwd or other odd entries
-        path = Path(entry).resolve() if entry else None
-        if path is not None and any(path.is_relative_to(prefix) for prefix in prefixes):
-            yield path
+    trees = [prefix / "lib" for prefix in prefixes]
+    for entry in path:  # site-packages and the like; never the cwd or other odd entries
+        resolved = Path(entry).resolve() if entry else None
+        if resolved is not None and any(resolved.is_relative_to(p) for p in prefixes):
+            trees.append(resolved)
     root = package_root()
-    yield from (root / piece for piece in RUNTIME_CODE)
+    return (*trees, *(root / piece for piece in RUNTIME_CODE))
+
+
+def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
+    yield from runtime_trees(tuple(sys.path))
     # The app's own code: its `app` (what the SDK's host imports inside), or, for a MiniApp
     # that is its own host (the tests' hostile actor), its target's module.
     own = str(config.get("app") or "") or target
-    yield from own_code(own.partition(":")[0], root)
+    yield from own_code(own.partition(":")[0], package_root())
 
 
 def own_code(module: str, root: Path) -> list[Path]:

@@ -463,6 +463,35 @@ except PermissionError:
     assert app_data_dir(data_dir, "userns").is_dir()
 
 
+def test_a_child_of_a_warmed_zygote_applies_the_sandbox_without_probing_or_building(
+    data_dir: Path,
+) -> None:
+    """The zygote warms the sandbox before it forks (`_sandbox.warm`): each child then neither
+    probes the kernel, nor builds the policy's validator, nor resolves the runtime's code
+    again (~3 ms of a sandboxed fork → ready, in every child)."""
+    got = run_python(f"""
+import os, sys
+from lineup.supervisor import _readable, _sandbox
+_sandbox.warm()
+def probed():
+    raise AssertionError("probed again")
+_sandbox.probe_layers = probed
+assert _sandbox.SandboxPolicy.__pydantic_complete__
+resolved = _readable.runtime_trees.cache_info().currsize
+_sandbox.prepare_child({{
+    "target": "lineup.tests.support.actors:HangActor",
+    "data_dir": {str(data_dir)!r},
+    "config": {{"sandbox": {{"profile": "miniapp", "app_scope": "warmed"}}}},
+}})
+assert _readable.runtime_trees.cache_info().currsize == resolved == 1
+try:
+    os.fork()
+except PermissionError:
+    print("confined")
+""")
+    assert got == "confined"
+
+
 def test_the_runtime_code_granted_is_what_a_miniapp_imports_and_nothing_more() -> None:
     """RUNTIME_CODE is the closure of the SDK and the kernel, recomputed here from a fresh
     interpreter that imports them and every bundled app, as the SDK's host does inside."""
