@@ -12,6 +12,9 @@ that refuses, with a stable code:
 - a number that is not finite or an integer beyond ±2^53, which no peer can round-trip, and a
   string holding a lone surrogate, which no UTF-8 encoder accepts (`envelope_malformed`).
 
+`check_encoded` is the same check for a document that must also fit in a number of bytes (a
+view): pydantic-core encodes it first, which proves its strings, and the walk skips them.
+
 `decode_json` is the bounded parser: it refuses oversize input unread and turns every way
 `json.loads` can fail (bad bytes, `RecursionError` on a deep document, an integer too long to
 convert) into one `WireLimitError`, never the parser's own exception.
@@ -39,6 +42,7 @@ __all__ = [
     "MAX_STRING_CHARS",
     "WireLimitError",
     "check_document",
+    "check_encoded",
     "decode_json",
     "encoded_size",
 ]
@@ -114,6 +118,62 @@ def check_document(document: object) -> None:
                 stack.append((item, depth + 1))
             else:
                 _check_scalar(item)
+
+
+def check_encoded(document: dict[str, Any] | list[Any], max_bytes: int) -> int:
+    """`check_document` and `encoded_size` in one, for a container whose encoding must stay
+    within `max_bytes` (at most `MAX_STRING_CHARS`): the encoding, by pydantic-core, comes
+    first, and what it proves is not walked again. It refuses a lone surrogate anywhere
+    (`envelope_malformed`, as the walk would), and within `max_bytes` no string can pass
+    `MAX_STRING_CHARS`: so the walk skips strings, a document's most values, and checks only
+    containers, keys' types and numbers. Raises `WireLimitError` as `check_document` would,
+    and `envelope_too_large` past `max_bytes` (after the document's own limits, as checking
+    then measuring did). Returns the encoding's bytes."""
+    assert max_bytes <= MAX_STRING_CHARS
+    try:
+        size = len(pydantic_core.to_json(document))
+    except pydantic_core.PydanticSerializationError:
+        check_document(document)  # says why, with its code
+        raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "not json") from None
+    if size > max_bytes:
+        check_document(document)
+        raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "bytes")
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(document, 1)]
+    while stack:  # `check_document`'s walk, in its order, strings left out
+        container, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise WireLimitError(ErrorCode.ENVELOPE_TOO_DEEP, "depth")
+        items: Iterable[Any]
+        if isinstance(container, dict):
+            if len(container) > MAX_OBJECT_KEYS:
+                raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "keys")
+            for key in container:
+                if type(key) is not str and not isinstance(key, str):
+                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "key")
+            items = container.values()
+        else:
+            if len(container) > MAX_ARRAY_ITEMS:
+                raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "items")
+            items = container
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                continue
+            if kind is dict or kind is list:
+                stack.append((item, depth + 1))
+            elif kind is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "integer")
+            elif kind is float:
+                if item - item != 0.0:  # NaN and ±inf alone
+                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "number")
+            elif item is None or kind is bool:
+                continue
+            elif isinstance(item, dict | list):
+                stack.append((item, depth + 1))
+            else:
+                _check_scalar(item)
+    return size
 
 
 def _check_scalar(value: object) -> None:

@@ -31,7 +31,7 @@ from typing import Any, Final
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.facts.views import ITEM_COMPONENTS, MAX_VIEW_KEYS, RUNTIME_KINDS_PREFIX, TRUSTED_KINDS
 from lineup.sdk import protocol as sdk
-from lineup.wire._limits import WireLimitError, check_document, encoded_size
+from lineup.wire._limits import WireLimitError, check_document, check_encoded
 
 from .messages import AppView
 
@@ -106,9 +106,10 @@ class ViewBook:
         `envelope_malformed`, or `permission_denied` (a trusted kind this app may not use)."""
         if len(view) > MAX_VIEW_KEYS:
             raise ViewRefused(ErrorCode.INVALID_ARGUMENTS, "view too wide")
-        _check(view)
-        if encoded_size(view) > sdk.MAX_VIEW_BYTES:
-            raise ViewRefused(ErrorCode.ENVELOPE_TOO_LARGE, "view bytes")
+        try:
+            check_encoded(view, sdk.MAX_VIEW_BYTES)  # the document's bounds, then its bytes
+        except WireLimitError as exc:
+            raise ViewRefused(exc.code, "view bounds") from exc
         if not self.may_show(app_scope, view.get("kind")):
             raise ViewRefused(ErrorCode.PERMISSION_DENIED, "trusted component")
 

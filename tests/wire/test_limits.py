@@ -19,7 +19,9 @@ from lineup.wire import (
     WireLimitError,
     check_document,
     decode_json,
+    encoded_size,
 )
+from lineup.wire._limits import check_encoded
 
 
 def nested(depth: int) -> object:
@@ -152,3 +154,67 @@ def test_any_bytes_decode_or_are_refused_with_a_code(data: bytes) -> None:
     else:
         refusal = None
     assert refusal in {None, ErrorCode.ENVELOPE_MALFORMED, ErrorCode.ENVELOPE_TOO_DEEP}
+
+
+def outcome(check: object, *args: object) -> ErrorCode | int:
+    """The code `check(*args)` refuses with, or what it returns when it accepts."""
+    try:
+        returned = check(*args)  # type: ignore[operator]
+    except WireLimitError as refused:
+        return refused.code
+    return int(returned) if returned is not None else 0
+
+
+def checked_then_measured(document: object, max_bytes: int) -> ErrorCode | int:
+    """What a view's check did before `check_encoded`: the document's limits, then its bytes."""
+    refused = outcome(check_document, document)
+    if refused != 0:
+        return refused
+    size = encoded_size(document)
+    return ErrorCode.ENVELOPE_TOO_LARGE if size > max_bytes else size
+
+
+documents = st.recursive(
+    json_values | st.binary(max_size=3) | st.tuples(st.integers()),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(st.text() | st.integers() | st.none(), inner, max_size=5)
+    ),
+    max_leaves=60,
+)
+
+
+@given(documents, st.integers(min_value=0, max_value=4096))
+def test_checking_the_encoding_first_refuses_and_accepts_exactly_as_checking_then_measuring(
+    document: object, max_bytes: int
+) -> None:
+    """`check_encoded` skips the strings the encoder has proven; nothing else changes: the
+    same code for every document (keys and values of any type), or the same size."""
+    for container in ([document], {"k": document}):
+        expected = checked_then_measured(container, max_bytes)
+        assert outcome(check_encoded, container, max_bytes) == expected
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        nested(MAX_DEPTH),
+        nested(MAX_DEPTH + 1),
+        nested(1000),  # past the encoder's own depth: refused by the walk, with its code
+        ["x" * (MAX_ENVELOPE_BYTES + 1)],
+        [0] * (MAX_ARRAY_ITEMS + 1),
+        {str(i): 0 for i in range(MAX_OBJECT_KEYS + 1)},
+        [MAX_SAFE_INTEGER + 1],
+        {"a": [{"b": float("-inf")}]},
+        {"text": "\ud800"},
+        {"\udfff": 1},
+        {1: "a key the encoder would write as a string"},
+        [Word.A, Tree(k=Tree(v=1))],
+        [Tree(v=float("nan"))],
+        {"k": object()},
+    ],
+)
+def test_each_limit_has_the_same_code_when_the_encoding_is_checked_first(document: object) -> None:
+    for max_bytes in (0, 64 * 1024, MAX_ENVELOPE_BYTES):
+        expected = checked_then_measured(document, max_bytes)
+        assert outcome(check_encoded, document, max_bytes) == expected
