@@ -106,7 +106,10 @@ def idle_tree(args: tuple[str, ...] = ()) -> list[ProcessMemory]:
             for pid, name in sorted(tree_processes(process.pid).items()):
                 seen[name] = seen.get(name, 0) + 1
                 label = name if seen[name] == 1 else f"{name} {seen[name]}"
-                memory.append(rollup(pid, label))
+                try:
+                    memory.append(rollup(pid, label))
+                except OSError:
+                    continue  # gone (or a zombie) since the tree was listed: none of it
         finally:
             process.terminate()
             process.communicate(timeout=30)
