@@ -40,6 +40,7 @@ channel first), then run the actor.
 from __future__ import annotations
 
 import array
+import contextlib
 import ctypes
 import gc
 import importlib
@@ -141,8 +142,12 @@ def _child(
     except BaseException:
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # Out, whatever the streams do: a flush that raised (a pipe whose reader is gone) would
+        # carry this process back into the zygote's loop, which would catch it and serve on as
+        # a second zygote, on a socket closed above (exit 1, its traceback lost on that stream).
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
         os._exit(code)
 
 

@@ -194,3 +194,30 @@ def test_after_the_base_a_childs_first_validator_imports_nothing() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_child_whose_streams_are_broken_exits_and_never_serves_as_a_zygote() -> None:
+    # A forked child that raised out of `_child` would land in the zygote's loop, which would
+    # catch it and go on serving. Its flushes at exit raising (a pipe whose reader left) must
+    # not carry it there: it exits with its own code (1 here: its boot is refused).
+    probe = (
+        "import io, os, socket, sys\n"
+        "from lineup.supervisor._zygote import _child\n"
+        "class Broken(io.StringIO):\n"
+        "    def flush(self):\n"
+        "        raise BrokenPipeError(32, 'Broken pipe')\n"
+        "control, _peer = socket.socketpair()\n"
+        "zygote_side, _supervisor_side = socket.socketpair()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        sys.stdout, sys.stderr = Broken(), Broken()\n"
+        "        _child({'name': 'probe'}, control.fileno(), None, zygote_side, os.getppid())\n"
+        "    finally:\n"
+        "        os._exit(77)  # back out of _child: where the zygote's loop would take over\n"
+        "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "1", (out.stdout, out.stderr)
