@@ -38,6 +38,7 @@ import trio
 
 from lineup.actors.kernel._connection import MINIAPP_BURST, MINIAPP_RATE
 from lineup.actors.kernel._profiling import PROFILE_ENV
+from lineup.actors.router._tools import ANSWERS_PER_CALL
 
 from ._tools import DirectTree, with_direct_tree
 
@@ -280,9 +281,9 @@ def render_profile(profile: CallProfile) -> str:
     app = next((p for p in procs if p.name.startswith("miniapp:")), None)
     if app is not None and app.sends:
         lines.append(
-            f"A MiniApp's rate budget ({MINIAPP_RATE:,.0f} requests/s, {MINIAPP_BURST:,.0f} at"
-            f" once) at {app.sends:.1f} frames per call: at most"
-            f" {MINIAPP_RATE / app.sends:,.0f} calls/s once a burst has spent it."
+            f"The app sends {app.sends:.1f} frames per call; {ANSWERS_PER_CALL} are granted with"
+            f" the call (`Bus.grant`), beside its own budget ({MINIAPP_RATE:,.0f} requests/s,"
+            f" {MINIAPP_BURST:,.0f} at once), which caps only what it asks on its own."
         )
     lines.append(
         "cProfile adds a cost to every function call it sees: many tiny calls (len,"
