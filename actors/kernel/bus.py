@@ -122,6 +122,9 @@ class Bus:
         self._refusals = Refusals(me.name, self._audit, self._report_misbehaviour)
         # Called (synchronously) when a peer's connection ends; the supervisor hooks this.
         self.on_disconnect: Callable[[Connection], None] | None = None
+        # While a handler runs inline: whether more frames of the same read follow the one it
+        # handles (a burst), so that it may group its work with theirs (the store's commits).
+        self.more_frames = False
         # The supervisor's own bus has nobody to report a misbehaving peer to: it hooks this.
         self.on_misbehaved: Callable[[Connection, ErrorCode], Awaitable[None]] | None = None
 
@@ -370,7 +373,10 @@ class Bus:
                     return
                 if not payloads:
                     return
+                more = len(payloads)
                 for payload in payloads:
+                    more -= 1
+                    self.more_frames = more > 0
                     try:
                         kind, fid, raw, reply_to, deadline_ms, ikey = parse_frame_fields(payload)
                     except RemoteProtocolError as exc:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import cProfile
 import os
 import pstats
+import shutil
 import signal
 import statistics
 import tempfile
@@ -188,7 +189,11 @@ async def _dumps(folders: Iterable[Path], names: Iterable[str]) -> dict[str, Pat
     return found
 
 
-async def profile_direct_call(calls: int = 300, in_flight: int = 8) -> CallProfile:
+async def profile_direct_call(
+    calls: int = 300, in_flight: int = 8, keep: Path | None = None
+) -> CallProfile:
+    """The profile (the module's docstring); `keep`: a folder to copy each process's stats to,
+    as `<process>.prof`, for `pstats`."""
     with tempfile.TemporaryDirectory(prefix="lu-profile-") as out:
         folder = Path(out)
 
@@ -225,6 +230,10 @@ async def profile_direct_call(calls: int = 300, in_flight: int = 8) -> CallProfi
             own.dump_stats(str(folder / "bench-0.prof"))
             dumped = await _dumps((folder, tree.data_dir), children)
             dumped[BENCH] = folder / "bench-0.prof"
+            if keep is not None:
+                os.makedirs(keep, exist_ok=True)
+                for name, path in dumped.items():
+                    shutil.copyfile(path, keep / f"{name.replace(':', '_')}.prof")
             processes = []
             for name in PROCESSES:
                 if name not in pids:
