@@ -252,9 +252,7 @@ async def profile_direct_call(
 def render_profile(profile: CallProfile) -> str:
     procs = profile.processes
     width = 34
-    head = (
-        f"{'µs per call':<{width}}" + "".join(f"{p.name[:14]:>15}" for p in procs) + f"{'all':>9}"
-    )
+    head = f"{'µs per call':<{width}}" + "".join(f"{p.name:>17}" for p in procs) + f"{'all':>9}"
     lines = [
         f"One `direct` tool call across the processes ({profile.calls} calls, one at a time;"
         f" load {os.getloadavg()[0]:.2f})",
@@ -272,7 +270,7 @@ def render_profile(profile: CallProfile) -> str:
         if sum(cells) < 0.5:
             continue
         lines.append(
-            f"{name:<{width}}" + "".join(f"{c:>15,.0f}" for c in cells) + f"{sum(cells):>9,.0f}"
+            f"{name:<{width}}" + "".join(f"{c:>17,.0f}" for c in cells) + f"{sum(cells):>9,.0f}"
         )
     lines.append("-" * len(head))
     for label, values in (
@@ -284,7 +282,7 @@ def render_profile(profile: CallProfile) -> str:
         fmt = ",.0f" if label.startswith("CPU") else ".1f"
         lines.append(
             f"{label:<{width}}"
-            + "".join(f"{v:>15{fmt}}" for v in values)
+            + "".join(f"{v:>17{fmt}}" for v in values)
             + f"{sum(values):>9{fmt}}"
         )
     app = next((p for p in procs if p.name.startswith("miniapp:")), None)
