@@ -290,10 +290,11 @@ class ToolCalls:
             input=call.input,
         )
         app = f"miniapp:{call.app_scope}"
-        self.bus.grant(app, ANSWERS_PER_CALL)
         code = await self.bus.tell(app, event, timeout=10.0)
         if code is not None:
             log.info("router.call_not_told code=%s", code.value)
+            return  # the app lists it when it starts: that list grants its answers
+        self.bus.grant(app, ANSWERS_PER_CALL)  # once told: it now owes its take and outcome
 
     async def _tell_surface(self, call: ToolCallRow, event: ToolCallEvent) -> None:
         """Show the step on the Surface its tool is linked to, if it is (the module's
