@@ -255,7 +255,7 @@ class ToolDescriptor(_Model):
             from . import _mcp_schema  # on first use (`check_tool_schema` says why)
 
             return _mcp_schema.violations(schema, value)
-        return validate(schema, value)
+        return validate(schema, value, checked=True)  # checked when the descriptor was made
 
     @model_validator(mode="after")
     def _call_model_agrees(self) -> ToolDescriptor:

@@ -265,14 +265,17 @@ class _Checker:
 # --------------------------------------------------------------------------------- validate
 
 
-def validate(schema: Mapping[str, Any], value: object) -> list[str]:
+def validate(schema: Mapping[str, Any], value: object, *, checked: bool = False) -> list[str]:
     """The JSON-pointer paths where `value` breaks `schema` (empty: valid). A missing required
     property and an unexpected one are reported at the property's own path.
 
     Raises `SchemaUnsupported` if the schema is outside the subset; never raises for a value,
-    whatever it is (values that are not JSON are simply violations).
+    whatever it is (values that are not JSON are simply violations). `checked`: the schema is
+    known to be inside the subset (a `ToolDescriptor`'s, checked when it was made), so it is
+    not checked again (the check cost twice what the validation does, on every tool call).
     """
-    check_subset(schema)
+    if not checked:
+        check_subset(schema)
     found: list[str] = []
     _validate(schema, value, "", found)
     return found

@@ -59,7 +59,7 @@ from .manifest import (
     Manifest,
     RuntimeSdk,
 )
-from .schema import SchemaUnsupported, schema_of, validate
+from .schema import SchemaUnsupported, schema_of
 
 __all__ = [
     "AppInfo",
@@ -142,7 +142,7 @@ def _result_of(spec: ToolSpec, output: object) -> dict[str, Any]:
         raise ToolOutputInvalid(message=spec.id)
     # None is never a value in the subset: an unset optional field is simply absent.
     result = output.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if validate(spec.descriptor.output_schema, result):
+    if spec.descriptor.output_violations(result):
         raise ToolOutputInvalid(message=spec.id)
     return result
 
@@ -362,7 +362,7 @@ async def dispatch_tool(
     if tool != spec.id:
         await sink.fail(call_id, ErrorCode.TOOL_NOT_ADVERTISED.value, tool)
         return
-    violations = validate(spec.descriptor.input_schema, raw_input)
+    violations = spec.descriptor.input_violations(raw_input)
     if violations:
         await sink.fail(call_id, ErrorCode.TOOL_INPUT_INVALID.value, _where(violations))
         return

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
@@ -166,7 +167,17 @@ class InventoryReply(Message):
     def tool(self, tool_id: str) -> ToolDescriptor | None:
         """The advertised tool whose id is `tool_id` (`ToolDescriptor.id`), or None (not
         advertised, or disabled)."""
-        return next((t for t in self.tools if t.id == tool_id), None)
+        return self.tools_by_id.get(tool_id)
+
+    @cached_property
+    def tools_by_id(self) -> dict[str, ToolDescriptor]:
+        """The advertised tools by id (the first of an id, as a scan finds it): built once per
+        inventory, which is frozen, instead of a scan (each id computed) per lookup, several of
+        which every tool call makes."""
+        found: dict[str, ToolDescriptor] = {}
+        for descriptor in self.tools:
+            found.setdefault(descriptor.id, descriptor)
+        return found
 
 
 class LaunchRequest(Message):

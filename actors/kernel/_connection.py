@@ -29,6 +29,7 @@ from .messages import Message
 __all__ = [
     "BACKLOG_LIMIT",
     "MINIAPP_BURST",
+    "MINIAPP_CREDIT_LIMIT",
     "MINIAPP_RATE",
     "Connection",
     "Envelope",
@@ -42,6 +43,10 @@ __all__ = [
 # refused, never queued).
 MINIAPP_RATE: Final = 500.0  # requests and events per second, sustained
 MINIAPP_BURST: Final = 1000.0
+# Answers the runtime asks a MiniApp for (a tool call it pushes: the app takes it, then
+# answers it) are granted with the ask (`Bus.grant`), beside the budget: a busy app's calls are
+# bounded by the calls it is given, not by what it may ask on its own. Bounded too.
+MINIAPP_CREDIT_LIMIT: Final = 4096.0
 BACKLOG_LIMIT: Final = 64  # per channel: frames read while the mailbox is full, before
 #                            reading that channel pauses (replies behind them still get read)
 
@@ -77,6 +82,7 @@ class Connection:
     closed: trio.Event = field(default_factory=trio.Event)
     backlogged: int = 0
     tokens: float = MINIAPP_BURST  # the rate budget left (MiniApp peers only)
+    credit: float = 0.0  # granted answers (`Bus.grant`), spent before the budget
     refilled_at: float = 0.0
     limited_audited_at: float = -math.inf
     reported: bool = False  # reported to the supervisor as misbehaving (once is enough)
@@ -86,7 +92,11 @@ class Connection:
     _ids: count[int] = field(default_factory=lambda: count(1))
 
     def take_token(self, now: float) -> bool:
-        """One unit of the peer's rate budget, refilled at MINIAPP_RATE up to MINIAPP_BURST."""
+        """One unit of the peer's rate budget, refilled at MINIAPP_RATE up to MINIAPP_BURST;
+        a granted answer's credit first."""
+        if self.credit >= 1.0:
+            self.credit -= 1.0
+            return True
         self.tokens = min(MINIAPP_BURST, self.tokens + (now - self.refilled_at) * MINIAPP_RATE)
         self.refilled_at = now
         if self.tokens < 1.0:

@@ -34,6 +34,7 @@ import trio
 
 from lineup._logs import configure_logs
 
+from ._profiling import profile_on_signals
 from .audit import AuditRecord
 from .bus import SUPERVISOR, Bus, Envelope, Outcome
 from .channel import Channel
@@ -190,6 +191,7 @@ def load_target(target: str) -> type[Actor]:
 def actor_main(boot: BootInfo, control_fd: int) -> int:
     """Run one actor until its control channel closes. Returns the process exit code."""
     configure_logs(f"{boot.name}[%(process)d]")
+    profile_on_signals(boot.name)  # `lineup.ops.bench --profile` only
     try:
         trio.run(_actor_main, boot, control_fd)
     except KeyboardInterrupt:

@@ -53,7 +53,15 @@ import trio
 
 from ._audit_queue import AuditQueue
 from ._bodies import error_body, refusal_of, to_json
-from ._connection import Connection, Envelope, Handler, Mailbox, Outcome, new_envelope
+from ._connection import (
+    MINIAPP_CREDIT_LIMIT,
+    Connection,
+    Envelope,
+    Handler,
+    Mailbox,
+    Outcome,
+    new_envelope,
+)
 from ._refusals import Refusals
 from ._replies import Deadlines, ReplySlot
 from .acl import refusal
@@ -114,6 +122,9 @@ class Bus:
         self._refusals = Refusals(me.name, self._audit, self._report_misbehaviour)
         # Called (synchronously) when a peer's connection ends; the supervisor hooks this.
         self.on_disconnect: Callable[[Connection], None] | None = None
+        # While a handler runs inline: whether more frames of the same read follow the one it
+        # handles (a burst), so that it may group its work with theirs (the store's commits).
+        self.more_frames = False
         # The supervisor's own bus has nobody to report a misbehaving peer to: it hooks this.
         self.on_misbehaved: Callable[[Connection, ErrorCode], Awaitable[None]] | None = None
 
@@ -153,6 +164,15 @@ class Bus:
     def connection(self, name: str) -> Connection | None:
         conn = self._conns.get(name)
         return conn if conn is not None and not conn.closed.is_set() else None
+
+    def grant(self, peer: str, frames: int) -> None:
+        """Let `peer` (a MiniApp) send `frames` more beside its rate budget: the answers to what
+        the runtime has just asked of it (a tool call pushed to it), which it did not choose to
+        send. Bounded (`MINIAPP_CREDIT_LIMIT`); lost with the channel; a no-op for a peer that
+        has no budget or no channel."""
+        conn = self._conns.get(peer)
+        if conn is not None and conn.rate_limited:
+            conn.credit = min(MINIAPP_CREDIT_LIMIT, conn.credit + frames)
 
     def disconnect(self, name: str) -> None:
         conn = self._conns.get(name)
@@ -353,7 +373,10 @@ class Bus:
                     return
                 if not payloads:
                     return
+                more = len(payloads)
                 for payload in payloads:
+                    more -= 1
+                    self.more_frames = more > 0
                     try:
                         kind, fid, raw, reply_to, deadline_ms, ikey = parse_frame_fields(payload)
                     except RemoteProtocolError as exc:

@@ -40,7 +40,7 @@ from . import _ids as ids
 from . import _outbox as outbox
 from ._interactions import APP_CLOSED
 from ._progress import SEND_NOW
-from ._tools import Known, ToolCalls
+from ._tools import ANSWERS_PER_CALL, Known, ToolCalls
 
 __all__ = ["AppCalls"]
 
@@ -187,15 +187,15 @@ class AppCalls:
         reply = await self.calls.store(
             ToolCallListRequest(app_scope=scope, non_final_only=True, limit=500), ToolCallListReply
         )
-        return sdk.ToolPendingReply(
-            calls=tuple(
-                sdk.ToolCallEvent(
-                    call_id=c.call_id,
-                    tool=split_tool_id(c.tool)[1],  # the method the app declared
-                    instance_id=c.instance_id or "",
-                    input=c.input,
-                )
-                for c in reply.calls
-                if c.instance_id is not None and c.state in ("waiting_for_app", "running")
+        calls = tuple(
+            sdk.ToolCallEvent(
+                call_id=c.call_id,
+                tool=split_tool_id(c.tool)[1],  # the method the app declared
+                instance_id=c.instance_id or "",
+                input=c.input,
             )
+            for c in reply.calls
+            if c.instance_id is not None and c.state in ("waiting_for_app", "running")
         )
+        self.bus.grant(sender.name, ANSWERS_PER_CALL * len(calls))  # the app runs each of them
+        return sdk.ToolPendingReply(calls=calls)

@@ -77,7 +77,7 @@ from ._inventory import Inventory
 from ._progress import ProgressCoalescer
 from ._session import SessionSource
 
-__all__ = ["Known", "ToolCalls"]
+__all__ = ["ANSWERS_PER_CALL", "Known", "ToolCalls"]
 
 log = logging.getLogger("lineup.router.tools")
 M = TypeVar("M", bound=Message)
@@ -90,6 +90,9 @@ EXPIRY_RETRY_S: Final = 1.0
 # What the app is told when the runtime ends a call it may be working on.
 _STOP_CODES: Final[dict[ToolCallEvent, str]] = {"close": "app_closed", "expire": "expired"}
 _KNOWN_CALLS: Final = 10_000  # how many calls' facts the router remembers
+# What an app sends for a call it is given (its take, then its outcome): granted with the call,
+# beside its own rate budget (`Bus.grant`), so a busy app's calls are not capped by it.
+ANSWERS_PER_CALL: Final = 2
 # The runtime's own first progress report of an operation, once its app has taken it.
 RUNNING: Final = {"state": "running"}
 _RUNNING_STAMP: Final = 0  # its outbox id's stamp: one such report per call
@@ -286,9 +289,12 @@ class ToolCalls:
             instance_id=call.instance_id,
             input=call.input,
         )
-        code = await self.bus.tell(f"miniapp:{call.app_scope}", event, timeout=10.0)
+        app = f"miniapp:{call.app_scope}"
+        code = await self.bus.tell(app, event, timeout=10.0)
         if code is not None:
             log.info("router.call_not_told code=%s", code.value)
+            return  # the app lists it when it starts: that list grants its answers
+        self.bus.grant(app, ANSWERS_PER_CALL)  # once told: it now owes its take and outcome
 
     async def _tell_surface(self, call: ToolCallRow, event: ToolCallEvent) -> None:
         """Show the step on the Surface its tool is linked to, if it is (the module's

@@ -10,7 +10,8 @@ to what its operation takes.
 Each area lists its rows next to its operations (`tool_calls.operations.HANDLERS`, …); `_actor`
 assembles them into `StoreActor.table`. `ServedByTable` turns every row into one `@handles`
 method when the actor's class is created, before the kernel collects the class's handlers, so a
-row is dispatched like any handler (async: it runs in a task of its own). A request named twice,
+row is dispatched like any handler: inline, answered at once when the committer is idle,
+else in a task of its own that waits for its batch (`_handler`). A request named twice,
 or also served by a method, is refused when the class is created.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from lineup.actors.kernel.actor import handles
-from lineup.actors.kernel.bus import Envelope
+from lineup.actors.kernel.bus import Bus, Envelope
 from lineup.actors.kernel.messages import Message
 
 from ._committer import Committer
@@ -64,26 +65,36 @@ def write_as(request: type[Q], operation: AuditedOperation[Q, Message]) -> Serve
     return Served(request, operation, "write_as")
 
 
-_Handler = Callable[["ServedByTable", Message, Envelope], Awaitable[Message]]
+_Handler = Callable[["ServedByTable", Message, Envelope], Message | Awaitable[Message]]
 
 
 def _handler(row: Served) -> _Handler:
+    """The row's handler: a plain function, so that the bus runs it inline. Its reply at once
+    when the committer is idle and no other frame follows this one in the same read
+    (`Committer.run_now`); else the wait for its batch (queued now, awaited in a task of its
+    own), so that requests arriving together commit together."""
     op = row.operation
-    if row.access == "write_as":
+    write = row.access != "read"
+    with_actor = row.access == "write_as"
 
-        async def serve(self: ServedByTable, msg: Message, env: Envelope) -> Message:
+    def serve(self: ServedByTable, msg: Message, env: Envelope) -> Message | Awaitable[Message]:
+        if with_actor:
             actor = env.sender.name
-            return await self._committer.submit(
-                lambda conn: op(conn, msg, time.time(), actor=actor), write=True
-            )
 
-    else:
-        is_write = row.access == "write"
+            def run(conn: Connection) -> Message:
+                return op(conn, msg, time.time(), actor=actor)
 
-        async def serve(self: ServedByTable, msg: Message, env: Envelope) -> Message:
-            return await self._committer.submit(
-                lambda conn: op(conn, msg, time.time()), write=is_write
-            )
+        else:
+
+            def run(conn: Connection) -> Message:
+                return op(conn, msg, time.time())
+
+        if not self.bus.more_frames:
+            done, reply = self._committer.run_now(run, write=write)
+            if done:
+                assert reply is not None  # an operation answers with a message
+                return reply
+        return self._committer.queue(run, write=write)
 
     return serve
 
@@ -95,6 +106,7 @@ class ServedByTable:
 
     table: ClassVar[tuple[Served, ...]] = ()
     _committer: Committer
+    bus: Bus
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         served = {

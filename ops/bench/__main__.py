@@ -26,6 +26,7 @@ from ._mcp_apps import mcp_app_calls, mcp_app_starts
 from ._measure import median, pct
 from ._memory import memory_figures
 from ._outbox import outbox_drain, sequential_posts
+from ._profile import main as profile_main
 from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
 from ._report import Figure, Peer, build_report, machine_info, render_table
@@ -551,8 +552,14 @@ def main() -> None:
         ),
         help="only this section (a few seconds; no peer)",
     )
+    parser.add_argument(
+        "--profile", action="store_true", help="where one `direct` tool call's time goes"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the restart figure SIGKILLs on purpose
+    if args.profile:  # a table of its own (`_profile`), not figures
+        print(profile_main(60 if args.quick else 300))
+        return
     peers: list[Peer] = []
     if args.only == "start":
         figures = start_figures(args.quick)

@@ -9,11 +9,12 @@ is the stop-watch: each call commits its `accepted` receipt, then its result.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -34,6 +35,7 @@ from lineup.supervisor import ChildSpec, Supervisor
 from ._actors import BenchApp
 
 CONVERSATION, AGENT = "conv-bench", "agent-bench"
+T = TypeVar("T")
 
 
 def _call(call_id: str, tool: str, revision: str) -> dict[str, Any]:
@@ -97,87 +99,123 @@ async def _ops_for(bus: Bus, action: Callable[[], Awaitable[None]]) -> int:
     return await ops() - before
 
 
+class DirectTree:
+    """The tree of `direct_calls`, joined as the transport: `call` makes one call and returns
+    once its result is committed (its second outbox wake); `burst`, many with some in flight."""
+
+    bus: Bus  # joined once the tree runs (`with_direct_tree`)
+
+    def __init__(self, supervisor: Supervisor, data_dir: Path) -> None:
+        self.supervisor = supervisor
+        self.data_dir = data_dir
+        self.wakes = 0
+        self._woke = trio.Event()
+
+    def on_wake(self, env: Envelope) -> Message | None:
+        if isinstance(env.body, OutboxWakeEvent):
+            self.wakes += 1
+            self._woke.set()
+            self._woke = trio.Event()
+        return None
+
+    async def until(self, count: int) -> None:
+        with trio.fail_after(30):
+            while self.wakes < count:
+                await self._woke.wait()
+
+    async def send(self, call_id: str, tool: str = "bench.echo") -> None:
+        await self.bus.request(
+            "router",
+            InboundEnvelopesRequest(
+                conversation_id=CONVERSATION, agent_id=AGENT, envelopes=(_call(call_id, tool, "1"),)
+            ),
+            expect=InboundEnvelopesReply,
+        )
+
+    async def launch(self) -> None:
+        """An instance for the direct calls to go to."""
+        await self.send("open", "bench.open")
+        await self.until(4)  # accepted, starting, activation_ready, result
+
+    async def call(self, call_id: str) -> None:
+        base = self.wakes
+        await self.send(call_id)
+        await self.until(base + 2)  # accepted, result
+
+    async def burst(self, prefix: str, count: int, concurrency: int) -> None:
+        base = self.wakes
+
+        async def sender(offset: int) -> None:
+            for n in range(offset, count, concurrency):
+                await self.send(f"{prefix}{n}")
+
+        async with trio.open_nursery() as senders:
+            for offset in range(concurrency):
+                senders.start_soon(sender, offset)
+        await self.until(base + 2 * count)
+
+
+async def with_direct_tree(
+    fn: Callable[[DirectTree], Awaitable[T]], *, env: dict[str, str] | None = None
+) -> T:
+    """Run `fn` on a fresh tree (store, router, focus and the bench app, spawned with `env`
+    added to the environment), the session logged in, before any call."""
+    with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
+        specs = _specs(Path(tmp))
+        saved = {key: os.environ.get(key) for key in env or {}}
+        os.environ.update(env or {})
+        try:
+            supervisor = Supervisor(
+                specs, data_dir=Path(tmp), preload=("lineup.ops.bench._actors", "lineup.sdk")
+            )
+            async with trio.open_nursery() as nursery:
+                await nursery.start(supervisor.run)
+                tree = DirectTree(supervisor, Path(tmp))
+                tree.bus = await nursery.start(
+                    supervisor.attach, Identity(ActorKind.TRANSPORT, "transport"), tree.on_wake
+                )
+                session = {
+                    "user_id": "user-bench",
+                    "agent_id": AGENT,
+                    "conversation_id": CONVERSATION,
+                }
+                await tree.bus.request(
+                    "store",
+                    CursorSetRequest(name="transport.session", value=json.dumps(session)),
+                    expect=CursorSetReply,
+                )
+                result = await fn(tree)
+                nursery.cancel_scope.cancel()
+            return result
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
 async def direct_calls(
     samples: int, burst: int, concurrency: int = 8
 ) -> tuple[list[float], float, dict[str, int]]:
     """(latencies of calls made one at a time, calls/s with `concurrency` in flight, the store
     requests one `launch` and one `direct` call cost until their result is committed)."""
-    with tempfile.TemporaryDirectory(prefix="lu-bench-") as tmp:
-        specs = _specs(Path(tmp))
-        supervisor = Supervisor(
-            specs, data_dir=Path(tmp), preload=("lineup.ops.bench._actors", "lineup.sdk")
-        )
-        wakes = 0
-        woke = trio.Event()
 
-        def on_wake(env: Envelope) -> Message | None:
-            nonlocal wakes, woke
-            if isinstance(env.body, OutboxWakeEvent):
-                wakes += 1
-                woke.set()
-                woke = trio.Event()
-            return None
-
-        async def until(count: int) -> None:
-            with trio.fail_after(30):
-                while wakes < count:
-                    await woke.wait()
-
-        async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
-            bus = await nursery.start(
-                supervisor.attach, Identity(ActorKind.TRANSPORT, "transport"), on_wake
-            )
-            session = {"user_id": "user-bench", "agent_id": AGENT, "conversation_id": CONVERSATION}
-            await bus.request(
-                "store",
-                CursorSetRequest(name="transport.session", value=json.dumps(session)),
-                expect=CursorSetReply,
-            )
-
-            async def send(call_id: str, tool: str) -> None:
-                await bus.request(
-                    "router",
-                    InboundEnvelopesRequest(
-                        conversation_id=CONVERSATION,
-                        agent_id=AGENT,
-                        envelopes=(_call(call_id, tool, "1"),),
-                    ),
-                    expect=InboundEnvelopesReply,
-                )
-
-            async def launch() -> None:  # an instance for the direct calls to go to
-                await send("open", "bench.open")
-                await until(4)  # accepted, starting, activation_ready, result
-
-            async def direct() -> None:
-                base = wakes
-                await send("count", "bench.echo")
-                await until(base + 2)
-
-            counts = {"launch": await _ops_for(bus, launch), "direct": await _ops_for(bus, direct)}
-            for n in range(50):  # warm up
-                base = wakes
-                await send(f"w{n}", "bench.echo")
-                await until(base + 2)
-            latencies = []
-            for n in range(samples):
-                base = wakes
-                started = time.perf_counter()
-                await send(f"s{n}", "bench.echo")
-                await until(base + 2)
-                latencies.append(time.perf_counter() - started)
-            base = wakes
+    async def measure(tree: DirectTree) -> tuple[list[float], float, dict[str, int]]:
+        counts = {
+            "launch": await _ops_for(tree.bus, tree.launch),
+            "direct": await _ops_for(tree.bus, lambda: tree.call("count")),
+        }
+        for n in range(50):  # warm up
+            await tree.call(f"w{n}")
+        latencies = []
+        for n in range(samples):
             started = time.perf_counter()
-
-            async def sender(offset: int) -> None:
-                for n in range(offset, burst, concurrency):
-                    await send(f"b{n}", "bench.echo")
-
-            async with trio.open_nursery() as senders:
-                for offset in range(concurrency):
-                    senders.start_soon(sender, offset)
-            await until(base + 2 * burst)
-            rate = burst / (time.perf_counter() - started)
-            nursery.cancel_scope.cancel()
+            await tree.call(f"s{n}")
+            latencies.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await tree.burst("b", burst, concurrency)
+        rate = burst / (time.perf_counter() - started)
         return latencies, rate, counts
+
+    return await with_direct_tree(measure)

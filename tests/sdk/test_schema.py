@@ -540,3 +540,29 @@ def test_every_schema_of_a_model_is_in_the_subset_and_agrees_with_the_model(
     parsed = model.model_validate(value)  # what the schema admits, the model accepts
     dumped = parsed.model_dump(mode="json", exclude_none=True)
     assert validate(schema, dumped) == []  # and what the model produces, the schema admits
+
+
+def test_a_tool_descriptors_schemas_are_checked_once_when_it_is_made_not_on_each_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lineup.sdk import schema as schema_module
+    from lineup.sdk.manifest import ToolDescriptor
+
+    obj = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "maxLength": 3}},
+        "required": ["text"],
+        "additionalProperties": False,
+    }
+    descriptor = ToolDescriptor(
+        method="probe.echo", handling="direct", input_schema=obj, output_schema=obj
+    )
+
+    def no_second_check(schema: object) -> None:
+        raise AssertionError("the schema was checked again")
+
+    monkeypatch.setattr(schema_module, "check_subset", no_second_check)
+    assert descriptor.input_violations({"text": "abcd"}) == ["/text"]
+    assert descriptor.output_violations({"text": "ab"}) == []
+    with pytest.raises(AssertionError):  # a schema of unknown provenance still is
+        schema_module.validate(obj, {"text": "ab"})

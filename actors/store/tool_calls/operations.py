@@ -285,17 +285,31 @@ def tool_call_step(
     result = None
     if req.result is not None:
         result = bounded_json(req.result, max_bytes=MAX_RESULT_BYTES, what="result")
+    # The row as written is built from what was just written, not read back: the columns
+    # below are exactly those values (the JSON ones, what their text parses back to).
     if call is None:
         assert req.new is not None
         new = req.new
         text = bounded_json(new.input, max_bytes=MAX_INPUT_BYTES, what="input")
-        conn.execute(
+        deadline = now + new.timeout_ms / 1000
+        seq = int_or_none(
+            conn,
             "INSERT INTO tool_calls (call_id, tool, inventory_revision, app_scope, instance_id,"
             " conversation_id, handling, state, input, error_code, timeout_ms, created_at,"
-            " updated_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " updated_at, deadline_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING seq",
             (req.call_id, new.tool, new.inventory_revision, new.app_scope, req.instance_id,
              new.conversation_id, new.handling, after, text, req.code, new.timeout_ms, now, now,
-             now + new.timeout_ms / 1000),
+             deadline),
+        )  # fmt: skip
+        assert seq is not None
+        updated = ToolCallRow(
+            seq=seq, call_id=req.call_id, tool=new.tool,
+            inventory_revision=new.inventory_revision, app_scope=new.app_scope,
+            instance_id=req.instance_id, conversation_id=new.conversation_id,
+            handling=new.handling, state=after, input=new.input, result=None,
+            error_code=req.code, progress=None, timeout_ms=new.timeout_ms, created_at=now,
+            updated_at=now, deadline_at=deadline,
         )  # fmt: skip
     else:
         conn.execute(
@@ -304,7 +318,15 @@ def tool_call_step(
             " WHERE call_id = ?",
             (after, req.instance_id, result, req.code, now, req.call_id),
         )
-    updated = _require(conn, req.call_id)
+        updated = call.model_copy(
+            update={
+                "state": after,
+                "instance_id": call.instance_id if req.instance_id is None else req.instance_id,
+                "result": call.result if req.result is None else req.result,
+                "error_code": call.error_code if req.code is None else req.code,
+                "updated_at": now,
+            }
+        )
     kind = None
     for row, text in zip(req.rows, texts, strict=True):
         if call is not None and _written(conn, updated.call_id, row):

@@ -1018,6 +1018,27 @@ async def test_a_miniapp_flooding_requests_is_refused_with_rate_limited_and_audi
     assert limited[0].peer == "miniapp:flood"
 
 
+async def test_answers_granted_to_a_miniapp_pass_beside_its_spent_budget_and_no_more(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_connection, "MINIAPP_RATE", 0.001)  # no refill within the test
+    monkeypatch.setattr(_connection, "MINIAPP_BURST", 5.0)
+    router = await start_bus(nursery, LIMIT_ROUTER, Server())
+    app = await start_bus(nursery, FLOODER)
+    join(router, app)
+    router.connection(FLOODER.name).tokens = 5.0  # type: ignore[union-attr]
+
+    async def codes(n: int) -> list[ErrorCode | None]:
+        return [await limited_refusal(app, EchoRequest(text="x")) for _ in range(n)]
+
+    assert await codes(6) == [None] * 5 + [ErrorCode.RATE_LIMITED]  # its own budget, spent
+    router.grant(FLOODER.name, 3)  # e.g. a pushed tool call: its take and its outcome
+    assert await codes(4) == [None] * 3 + [ErrorCode.RATE_LIMITED]
+    router.grant(FLOODER.name, 10**9)
+    assert router.connection(FLOODER.name).credit == _connection.MINIAPP_CREDIT_LIMIT  # type: ignore[union-attr]
+    router.grant(LIMIT_ROUTER.name, 3)  # no channel to it: nothing happens
+
+
 async def test_a_runtime_peer_is_not_rate_limited(nursery: trio.Nursery) -> None:
     # Far beyond a MiniApp's burst, each of two kinds: requests the ACL grants the transport
     # (all are answered) and requests it does not (all are refused by the ACL). None is

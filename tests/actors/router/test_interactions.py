@@ -102,6 +102,9 @@ class FakeBus:
         self.told.append((peer, body))
         return None
 
+    def grant(self, peer: str, frames: int) -> None:
+        """No rate budget here to grant answers beside."""
+
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
         self.store.audit(record)  # written as a real bus writes it: read back by `audit_rows`

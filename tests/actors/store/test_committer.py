@@ -475,3 +475,68 @@ async def test_inline_the_wal_is_checkpointed_by_the_committer_once_it_grows_pas
     # the WAL start over, instead of growing by a frame or more for every row.
     assert wal_frames(db.path) - before < 40
     assert len(cursor_names(db.path)) == 40
+
+
+# ---------------------------------------------------------------------- at once, when idle
+
+
+async def test_run_now_on_an_idle_committer_commits_before_it_returns(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer()
+    await nursery.start(committer.run, db.conn)
+    assert committer.run_now(set_cursor("a")) == (True, "a")
+    assert cursor_names(db.path) == {"a"}  # persisted, then answered
+    assert (committer.stats.commits, committer.stats.ops) == (1, 1)
+
+
+async def test_run_now_refuses_while_something_is_queued_which_then_runs_first(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer()
+    await nursery.start(committer.run, db.conn)
+    waiting = committer.queue(set_cursor("first"))  # queued now, in this step
+    assert committer.run_now(set_cursor("second")) == (False, None)  # nothing ran
+    with trio.fail_after(WAIT):
+        assert await waiting == "first"
+    assert cursor_names(db.path) == {"first"}
+    assert committer.run_now(set_cursor("second")) == (True, "second")
+
+
+async def test_run_now_of_a_failing_operation_raises_its_code_and_keeps_none_of_its_writes(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer()
+    await nursery.start(committer.run, db.conn)
+    with pytest.raises(Refused) as refused:
+        committer.run_now(refused_after_writing)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENTS
+    assert cursor_names(db.path) == set()
+
+
+async def test_run_now_never_runs_where_commits_go_to_the_thread_or_before_the_committer(
+    committer: Committer, db: Database
+) -> None:
+    assert committer.run_now(set_cursor("a")) == (False, None)  # on the thread (fixture)
+    assert Committer().run_now(set_cursor("b")) == (False, None)  # not running yet
+    assert cursor_names(db.path) == set()
+
+
+async def test_run_now_leaves_a_due_checkpoint_to_the_committer(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer(checkpoint_pages=2)
+    await nursery.start(committer.run, db.conn)
+    blob = "x" * 3000
+
+    def big(conn: apsw.Connection) -> str:
+        conn.execute("INSERT INTO cursors VALUES (?, ?, 0)", (f"r{len(blob)}", blob * 3))
+        return "big"
+
+    assert committer.run_now(big) == (True, "big")  # the WAL is past its limit now
+    assert committer.run_now(set_cursor("a")) == (False, None)
+    with trio.fail_after(WAIT):
+        assert await committer.submit(set_cursor("a")) == "a"  # its batch, then the checkpoint
+        assert await committer.submit(lambda conn: "read", write=False) == "read"  # after it
+    assert committer.stats.checkpoints == 1
+    assert committer.run_now(set_cursor("b")) == (True, "b")

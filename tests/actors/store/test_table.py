@@ -46,14 +46,31 @@ def probe_as(conn: object, req: TableProbeRequest, now: float, *, actor: str) ->
 
 
 class FakeCommitter:
-    """Runs each operation at once, and remembers whether it was submitted as a write."""
+    """Runs each operation at once when `idle` (else queues it), and remembers how each was
+    given to it: ("now" | "queued", write)."""
 
-    def __init__(self) -> None:
-        self.writes: list[bool] = []
+    def __init__(self, idle: bool) -> None:
+        self.idle = idle
+        self.given: list[tuple[str, bool]] = []
 
-    async def submit(self, op: Callable[[Any], Message], *, write: bool = True) -> Message:
-        self.writes.append(write)
-        return op("conn")
+    def run_now(self, op: Callable[[Any], Message], *, write: bool = True) -> tuple[bool, Any]:
+        if not self.idle:
+            return False, None
+        self.given.append(("now", write))
+        return True, op("conn")
+
+    def queue(self, op: Callable[[Any], Message], *, write: bool = True) -> Awaitable[Message]:
+        self.given.append(("queued", write))
+
+        async def later() -> Message:
+            return op("conn")
+
+        return later()
+
+
+class FakeBus:
+    def __init__(self, more_frames: bool) -> None:
+        self.more_frames = more_frames
 
 
 def envelope(body: Message) -> Envelope:
@@ -76,10 +93,10 @@ def test_the_table_names_each_request_once_and_leaves_only_three_handlers_by_han
     }
 
 
-def test_every_row_becomes_an_async_handler_named_after_its_tag() -> None:
+def test_every_row_becomes_a_plain_handler_named_after_its_tag() -> None:
     for row in TABLE:
         handler = StoreActor._handlers[row.request]
-        assert inspect.iscoroutinefunction(handler)  # the bus runs it in a task of its own
+        assert not inspect.iscoroutinefunction(handler)  # the bus runs it inline
         name = "on_" + row.request.TYPE.removeprefix("store.").replace(".", "_")
         assert handler.__name__ == name
         assert getattr(StoreActor, name) is handler
@@ -94,21 +111,32 @@ def test_every_row_becomes_an_async_handler_named_after_its_tag() -> None:
     ],
     ids=["read", "write", "write_as"],
 )
+@pytest.mark.parametrize(
+    ("idle", "more_frames", "given"),
+    [
+        (True, False, "now"),  # alone, to an idle committer: answered at once
+        (False, False, "queued"),  # others queued before it: behind them
+        (True, True, "queued"),  # more frames follow it in the same read: grouped with them
+    ],
+    ids=["idle", "busy", "burst"],
+)
 async def test_a_row_runs_its_operation_with_its_access(
-    row: Any, writes: bool, actor: str | None
+    row: Any, writes: bool, actor: str | None, idle: bool, more_frames: bool, given: str
 ) -> None:
     class Probe(ServedByTable, Actor):
         kind = ActorKind.STORE
         table = (row,)
 
-    committer = FakeCommitter()
+    committer = FakeCommitter(idle)
     actor_ = object.__new__(Probe)
     actor_._committer = committer  # type: ignore[assignment]
+    actor_.bus = FakeBus(more_frames)  # type: ignore[assignment]
     outcome = actor_.dispatch(envelope(TableProbeRequest(n=7)))
-    assert isinstance(outcome, Awaitable)  # a row's handler runs in a task of its own
-    reply = await outcome
-    assert reply == TableProbeReply(n=7, actor=actor)
-    assert committer.writes == [writes]
+    if given == "queued":
+        assert isinstance(outcome, Awaitable)  # waited for in a task of its own
+        outcome = await outcome
+    assert outcome == TableProbeReply(n=7, actor=actor)
+    assert committer.given == [(given, writes)]
 
 
 def test_a_request_served_twice_is_refused_when_the_class_is_created() -> None:

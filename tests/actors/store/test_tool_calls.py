@@ -873,3 +873,23 @@ async def test_an_endings_code_is_audited(store: StoreHarness) -> None:
     last = (await audit(store))[-1]
     assert (last.event, last.code, last.message_type) == ("tool_call.cancelled", "app_closed",
                                                           ERROR)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        ("hand_over", "take", "submit"),
+        ("admit", "activate", "activated", "take", "fail"),
+        ("hold", "hand_over", "close"),
+        ("refuse",),
+    ],
+)
+async def test_each_steps_reply_is_the_call_exactly_as_it_is_stored(
+    store: StoreHarness, events: tuple[ToolCallEvent, ...]
+) -> None:
+    reply = await store.ask(birth(events[0]), ToolCallStepReply)
+    assert reply.call == await must_get(store)
+    for event in events[1:]:
+        reply = await store.ask(step(event), ToolCallStepReply)
+        assert reply.changed
+        assert reply.call == await must_get(store)  # built from what was written, not read
