@@ -40,7 +40,7 @@ from . import _ids as ids
 from . import _outbox as outbox
 from ._interactions import APP_CLOSED
 from ._progress import SEND_NOW
-from ._tools import ANSWERS_PER_CALL, Known, ToolCalls
+from ._tools import Known, ToolCalls
 
 __all__ = ["AppCalls"]
 
@@ -197,5 +197,7 @@ class AppCalls:
             for c in reply.calls
             if c.instance_id is not None and c.state in ("waiting_for_app", "running")
         )
-        self.bus.grant(sender.name, ANSWERS_PER_CALL * len(calls))  # the app runs each of them
+        # No grant here: an app may list as often as it likes, and a grant per listing would
+        # be a budget it could mint. Its calls were granted when it was told of them; the ones
+        # it finds here at its start are paid from its burst (`MINIAPP_BURST`).
         return sdk.ToolPendingReply(calls=calls)

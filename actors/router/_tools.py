@@ -293,7 +293,7 @@ class ToolCalls:
         code = await self.bus.tell(app, event, timeout=10.0)
         if code is not None:
             log.info("router.call_not_told code=%s", code.value)
-            return  # the app lists it when it starts: that list grants its answers
+            return  # the app lists it when it starts, from its own budget
         self.bus.grant(app, ANSWERS_PER_CALL)  # once told: it now owes its take and outcome
 
     async def _tell_surface(self, call: ToolCallRow, event: ToolCallEvent) -> None:
