@@ -313,6 +313,56 @@ def surface_figures(quick: bool, bus: list[float] | None = None) -> list[Figure]
     return figures
 
 
+def im_figures(quick: bool, bus: list[float] | None = None, seconds: float = 0.0) -> list[Figure]:
+    """The IM path (issue 32): an Agent's messages shown by the chat, one at a time and in a
+    burst, and the outbox's backlog drained after an outage, each beside its floor measured in
+    the same run (the bus round trip and raw commits measured here when not given)."""
+    if bus is None:
+        bus = trio.run(m.bus_roundtrip, 1000 if quick else 5000)
+    seconds = seconds or (1.6 if quick else 4.0)
+    # A burst under ~500 reaches the chat in one view: no rate to take between two.
+    latencies, rate = trio.run(im_delivery, 20 if quick else 100, 500)
+    insert_rate = m.raw_apsw_commits(seconds)
+    shown = median(latencies) * 1e3
+    round_trip = pct(bus, 0.5) * 1e3
+    backlog = 190  # the chat view shows the newest 200: all of them must be seen pending
+    drained = trio.run(outbox_drain, backlog)
+    posts = trio.run(sequential_posts, backlog)
+    return [
+        Figure(
+            "IM",
+            "agent message → shown by the chat, msgs/s (burst)",
+            rate,
+            "/s",
+            "raw apsw single-row commits (WAL, NORMAL)",
+            insert_rate,
+            "≥ 0.25× baseline",
+            rate >= 0.25 * insert_rate,
+        ),
+        Figure(
+            "IM",
+            "agent message → shown by the chat p50",
+            shown,
+            "ms",
+            "bus request/reply round trip p50",
+            round_trip,
+            "≤ 15× baseline",
+            shown <= 15 * round_trip,
+        ),
+        Figure(
+            "IM",
+            f"outbox drain after an outage: {backlog} queued messages → at the Agent, msgs/s",
+            drained,
+            "/s",
+            "sequential POSTs straight to a devserver (one client, in order)",
+            posts,
+            "≥ 0.8× baseline",
+            drained >= 0.8 * posts,
+            note="the reference AppServer is the bottleneck: it serves the Agent's sync too",
+        ),
+    ]
+
+
 def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     scale = 0.2 if quick else 1.0
     n = int(5000 * scale)
@@ -385,42 +435,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
 
     figures += start_figures(quick, fresh)
 
-    # ----------------------------------------------------------------------------------- IM
-    # A burst under ~500 reaches the chat in one view: no rate to take between two.
-    latencies, rate = trio.run(im_delivery, max(20, int(100 * scale)), 500)
-    insert_rate = m.raw_apsw_commits(seconds)
-    figures.append(
-        Figure(
-            "IM",
-            "agent message → shown by the chat, msgs/s (burst)",
-            rate,
-            "/s",
-            "raw apsw single-row commits (WAL, NORMAL)",
-            insert_rate,
-        )
-    )
-    figures.append(
-        Figure(
-            "IM",
-            "agent message → shown by the chat p50",
-            median(latencies) * 1e3,
-            "ms",
-            "bus request/reply round trip p50",
-            pct(bus, 0.5) * 1e3,
-        )
-    )
-    backlog = 190  # the chat view shows the newest 200: all of them must be seen pending
-    figures.append(
-        Figure(
-            "IM",
-            f"outbox drain after an outage: {backlog} queued messages → at the Agent, msgs/s",
-            trio.run(outbox_drain, backlog),
-            "/s",
-            "sequential POSTs straight to a devserver (one client, in order)",
-            trio.run(sequential_posts, backlog),
-            note="the reference AppServer is the bottleneck: it serves the Agent's sync too",
-        )
-    )
+    figures += im_figures(quick, bus, seconds)
 
     # -------------------------------------------------------------------------------- tools
     tool_latencies, tool_rate, store_requests = trio.run(
@@ -570,7 +585,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=("start", "quotas", "interactions", "mcp", "surfaces", "capabilities"),
+        choices=("start", "im", "quotas", "interactions", "mcp", "surfaces", "capabilities"),
         help="only this section (a few seconds; no peer)",
     )
     args = parser.parse_args()
@@ -578,6 +593,8 @@ def main() -> None:
     peers: list[Peer] = []
     if args.only == "start":
         figures = start_figures(args.quick)
+    elif args.only == "im":
+        figures = im_figures(args.quick)
     elif args.only == "quotas":
         figures = quota_figures(args.quick)
     elif args.only == "interactions":
