@@ -7,7 +7,10 @@ faults: two more HTTP ends per request, in the bench's own process, which the ba
 straight to the AppServer) does not pay. This relay copies each connection's bytes both ways.
 
 `cut()` shuts every relayed connection down (the transport sees a reset) and refuses new ones
-until `restore()`: what a dead Wi-Fi looks like to the transport.
+until `restore()`: what a dead Wi-Fi looks like to the transport. `hold_answers()` lets every
+request through but keeps what the AppServer answers until `release()` (a test's way to catch
+the transport between a POST the AppServer took and its answer). With `record`, `sent` keeps
+every byte the client side sent, for a test to count its requests.
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ _READ: Final = 64 * 1024
 
 
 class LinkRelay:
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, *, record: bool = False) -> None:
         self._upstream_port = upstream_port
+        self._record = record
         self._cut = False
         self._sockets: set[trio.SocketStream] = set()
+        self._released = trio.Event()
+        self._released.set()
+        self.sent = bytearray()
         self.port = 0
 
     @property
@@ -43,6 +50,13 @@ class LinkRelay:
 
     def restore(self) -> None:
         self._cut = False
+
+    def hold_answers(self) -> None:
+        if self._released.is_set():
+            self._released = trio.Event()
+
+    def release(self) -> None:
+        self._released.set()
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -65,19 +79,30 @@ class LinkRelay:
                 self._sockets |= {client, upstream}
                 try:
                     async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._copy, client, upstream, nursery.cancel_scope)
-                        nursery.start_soon(self._copy, upstream, client, nursery.cancel_scope)
+                        nursery.start_soon(self._requests, client, upstream, nursery.cancel_scope)
+                        nursery.start_soon(self._answers, upstream, client, nursery.cancel_scope)
                 finally:
                     self._sockets -= {client, upstream}
 
-    @staticmethod
-    async def _copy(
-        source: trio.SocketStream, sink: trio.SocketStream, both: trio.CancelScope
+    async def _requests(
+        self, client: trio.SocketStream, upstream: trio.SocketStream, both: trio.CancelScope
     ) -> None:
-        """Copy until either side ends or breaks; then end the other direction too."""
         try:
-            while data := await source.receive_some(_READ):
-                await sink.send_all(data)
+            while data := await client.receive_some(_READ):
+                if self._record:
+                    self.sent += data
+                await upstream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        both.cancel()  # either side ended or broke: so does the other direction
+
+    async def _answers(
+        self, upstream: trio.SocketStream, client: trio.SocketStream, both: trio.CancelScope
+    ) -> None:
+        try:
+            while data := await upstream.receive_some(_READ):
+                await self._released.wait()
+                await client.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         both.cancel()
