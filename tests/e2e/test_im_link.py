@@ -272,8 +272,13 @@ async def test_a_sigkill_between_a_post_and_its_ack_resends_it_under_its_key_and
     runtime = await start_runtime(nursery, data_dir / "rt", appserver=link.url)
     shell = await connect_shell(nursery, runtime.shell_url)
     agent = await agent_client(nursery, f"http://127.0.0.1:{port}")
+
+    def states(s: ShellClient) -> list[str]:
+        return [i["state"] for i in s.timeline() if i["author"] == "user"]
+
+    await shell.say("before")  # what the runtime sends first (its inventory) is sent by then
     with trio.fail_after(WAIT):
-        await shell.wait_until(lambda s: s.runtime_state == "online")
+        await shell.wait_until(lambda s: states(s) == ["sent"])
 
     link.hold_answers()
     await shell.say("once")
@@ -282,7 +287,7 @@ async def test_a_sigkill_between_a_post_and_its_ack_resends_it_under_its_key_and
     with trio.fail_after(WAIT):  # the AppServer has it (the Agent's long poll says so)
         while not received:
             page, cursor = await agent.sync(cursor, timeout_ms=5000)
-            received = [m for m in page if m.get("type") == wire.TEXT]
+            received = [m for m in page if m.get("payload", {}).get("markdown") == "once"]
     key = received[0]["id"]
     posts_before_kill = _posts_of(link, key)
     assert posts_before_kill >= 1
@@ -293,11 +298,10 @@ async def test_a_sigkill_between_a_post_and_its_ack_resends_it_under_its_key_and
     link.release()
 
     with trio.fail_after(WAIT):
-        await shell.wait_until(
-            lambda s: [i["state"] for i in s.timeline() if i["author"] == "user"] == ["sent"]
-        )
+        await shell.wait_until(lambda s: states(s) == ["sent", "sent"])
     assert _posts_of(link, key) > posts_before_kill  # sent again, under the same key
-    assert [m["payload"]["markdown"] for m in await messages_at_agent(agent)] == ["once"]
+    texts = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
+    assert texts == ["before", "once"]
 
 
 def _posts_of(link: LinkRelay, key: str) -> int:
