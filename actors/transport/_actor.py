@@ -445,6 +445,8 @@ class TransportActor(Actor):
                     state="failed",
                     code=code,
                     message_id=failed.message_id,
+                    app_scope=failed.app_scope,
+                    client_id=failed.client_id,
                     call_id=failed.call_id,
                 )
             )
@@ -460,6 +462,8 @@ class TransportActor(Actor):
                 outbox_id=row.outbox_id,
                 state="sent",
                 message_id=acked.message_id,
+                app_scope=acked.app_scope,
+                client_id=acked.client_id,
                 call_id=acked.call_id,
             )
         )
