@@ -2,8 +2,9 @@
 
 Theory of operation: every endpoint is a method of `DevServerState` that returns a JSON-able
 dict or raises `WireError`; `_endpoint` turns the latter into `{"error": code}` with its status.
-Database calls run on a worker thread, one at a time (a capacity limiter of one guards the
-single apsw connection), so a slow checkpoint never stalls the event loop. Long polls never
+Database writes run on a worker thread, one at a time (a capacity limiter of one guards the
+writing apsw connection), so a slow checkpoint never stalls the event loop; reads run inline on
+the database's read-only connection (`_db`), beside any write. Long polls never
 poll: a sync registers a `trio.Event` under each (direction, conversation) it reads, reads the
 database, and sleeps on the event only if there was nothing; a post sets the events of its
 (direction, conversation) after its transaction committed. Registering before reading closes
@@ -186,7 +187,7 @@ class DevServerState:
             raise WireError(WireErrorCode.UNAUTHORIZED)
         principal = self._principals.get(token.strip())
         if principal is None:
-            principal = await self._db(self.db.principal_of, token.strip())
+            principal = self.db.principal_of(token.strip())
             if principal is not None:
                 if len(self._principals) >= MAX_KNOWN_TOKENS:
                     self._principals.clear()
@@ -229,8 +230,8 @@ class DevServerState:
         while True:
             event = self.waiters.register(keys)
             try:
-                messages, after = await self._db(
-                    self.db.messages_after, direction, conversations, position, MAX_SYNC_BATCH
+                messages, after = self.db.messages_after(
+                    direction, conversations, position, MAX_SYNC_BATCH
                 )
                 if messages:
                     return {"messages": messages, "cursor": str(after)}

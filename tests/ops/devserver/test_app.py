@@ -150,6 +150,21 @@ async def test_a_token_is_looked_up_in_the_database_once_however_many_calls_it_m
     assert sorted(lookups) == sorted([user, agent, "not-a-token"])
 
 
+async def test_a_sync_is_answered_while_a_write_holds_the_database_thread(
+    api: Api, server: RunningServer
+) -> None:
+    """Reads (the token's principal, the messages after a cursor) are served beside writes:
+    a long poll's answer never waits for a post's transaction or a checkpoint."""
+    user = await api.user_token("alice")
+    agent = await api.agent_token("agent-1")
+    assert (await api.post("/v1/messages", user, envelope("conv-a"), "k-1")).status_code == 200
+    async with server.state._limiter:  # the write side is busy for as long as this lasts
+        with trio.fail_after(WAIT):
+            synced = await api.sync("/v1/agent/sync", agent)
+    assert synced.status_code == 200
+    assert [m["payload"] for m in synced.json()["messages"]] == [{"markdown": "hello"}]
+
+
 async def test_unknown_paths_and_methods_answer_json_error_codes(api: Api) -> None:
     missing = await api.call("GET", "/v1/nothing")
     wrong_method = await api.call("GET", "/v1/messages")
