@@ -178,20 +178,16 @@ class AppConversation:
         return sdk.CommandReceipt(id=msg.message_id, changed=reply.changed)
 
     async def settled(self, message_id: str, msg: OutboxSettledEvent) -> None:
-        """The transport's word on the outbox row that carries the message `message_id`: if
-        an app sent it, that app is told its new state."""
-        try:
-            row = await self.bus.request(
-                "store",
-                ConversationMessageRequest(message_id=message_id),
-                expect=ConversationMessageReply,
-            )
-        except LineUpError:
-            return  # gone since (never: messages are kept), or the store is restarting
+        """The transport's word on the outbox row that carries the message `message_id`: the
+        app that sent it is told its new state. The store's acknowledgement named the app and
+        its id for the message, so nothing is read again."""
+        if msg.app_scope is None:
+            log.warning("router.settled_without_app code=%s", ErrorCode.INVALID_ARGUMENTS.value)
+            return
         await self._tell_app(
-            row.row.app_scope,
+            msg.app_scope,
             sdk.ConversationUpdatedEvent(
-                message_id=_app_id(row.row), state=msg.state, code=msg.code
+                message_id=_app_id_of(message_id, msg.client_id), state=msg.state, code=msg.code
             ),
         )
 
@@ -265,8 +261,12 @@ class AppConversation:
 
 
 def _app_id(row: MessageRow) -> str:
+    return _app_id_of(row.message_id, row.client_id)
+
+
+def _app_id_of(message_id: str, client_id: str | None) -> str:
     """A message's id as its app knows it: its client id for one the app sent, else its own."""
-    return row.client_id if row.client_id is not None else row.message_id
+    return client_id if client_id is not None else message_id
 
 
 def _markdown_of(body: dict[str, Any]) -> str:

@@ -92,13 +92,16 @@ class InboundEnvelopesReply(Message):
 class OutboxSettledEvent(Message):
     """The transport's word on one outbox row: the AppServer took it, or refused it for good.
     What the row speaks for, as the store's acknowledgement named it: `message_id`, the
-    conversation message it carries; `call_id`, the call whose terminal row it is."""
+    conversation message it carries, with the app that sent it (`app_scope`) and that app's
+    id for it (`client_id`, if it gave one); `call_id`, the call whose terminal row it is."""
 
     type: Literal["router.inbound.outbox_settled"] = "router.inbound.outbox_settled"
     outbox_id: str = Field(min_length=1, max_length=200)
     state: Literal["sent", "failed"]
     code: str | None = None
     message_id: str | None = Field(default=None, min_length=1, max_length=200)
+    app_scope: str | None = Field(default=None, min_length=1, max_length=200)
+    client_id: str | None = Field(default=None, min_length=1, max_length=200)
     call_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 

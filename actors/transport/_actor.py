@@ -7,12 +7,15 @@ keeps, hands each page to the router, and advances the persisted cursor only onc
 has persisted the page: a SIGKILL anywhere replays at most the last page, which the router
 dedupes by message id. The next page is fetched while one is persisted (never persisted
 before it), so a burst costs the AppServer's answers or the router's transactions, not both.
-The *outbox loop* drains the store's outbox in order, one row at a time, with the outbox id
+The *outbox loop* drains the store's outbox in order, one POST at a time, with the outbox id
 as `Idempotency-Key`, an inventory ahead of the rest (the Agent's calls name its revision: one
-learnt behind a backlog of results would only be refused as stale). A row the AppServer
-already took is answered the same again and stored nothing, so a crash between its POST and
-the store's acknowledgement costs a repeat, never a duplicate. Failures back off
-exponentially with jitter, capped.
+learnt behind a backlog of results would only be refused as stale). A row is acknowledged in
+the store only once the AppServer has answered it, but by a task of its own while the next
+row is POSTed, so a backlog drains at the pace of its POSTs, not of POST + store + router in
+series. A row the AppServer already took is answered the same again and stored nothing, so a
+crash between its POST and the store's acknowledgement costs a repeat, never a duplicate (and
+never a reordering: what is resent was sent before). Failures back off exponentially with
+jitter, capped.
 
 Nothing the AppServer answers can stop this actor: the client (`_client.py`) turns every
 malformed answer into one `LinkFailure` with a reason code, shown beside the state. An
@@ -84,13 +87,14 @@ from lineup.wire import (
     message_type_of,
 )
 
-from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused
+from ._client import LONG_POLL_MS, AppServerClient, LinkFailure, Refused, Sent
 from .messages import AppServerSession, OutboxWakeEvent, RuntimeStateReply, RuntimeStateRequest
 
 __all__ = ["TransportActor"]
 
 log = logging.getLogger("lineup.transport")
 M = TypeVar("M", bound=Message)
+_Answer = tuple[OutboxRow, Sent | Refused]  # a row the AppServer answered, to be settled
 
 ANNOUNCED_TO: Final = ("supervisor", "hostbridge")  # told every change of the link's state
 BACKOFF_BASE: Final = 0.1
@@ -104,6 +108,7 @@ BATCH_ENVELOPES: Final = 500
 # written as null), and what a refusal in its place weighs at most.
 ITEM_OVERHEAD: Final = 512
 PAGES_AHEAD: Final = 4  # sync pages fetched and waiting to be persisted, at most
+OUTBOX_PAGE: Final = 50  # outbox rows read per store request, and answers waiting to be settled
 
 
 def backoff(failures: int) -> float:
@@ -370,28 +375,43 @@ class TransportActor(Actor):
             self._wake = trio.Event()
             self._ahead = False
             pending = await self._store(
-                OutboxPendingRequest(limit=50, ahead=(INVENTORY,)), OutboxPendingReply
+                OutboxPendingRequest(limit=OUTBOX_PAGE, ahead=(INVENTORY,)), OutboxPendingReply
             )
-            stalled = interrupted = False
-            for row in pending.rows:
-                if not await self._deliver(row):
-                    stalled = True
-                    break
-                if self._ahead:
-                    interrupted = True
-                    break
+            # Each answer is settled (the store's ack, then the router told) by its own task
+            # while the next row is POSTed: the POSTs stay one at a time and in order, and a
+            # row's settling costs the drain nothing. Every answer of this page is settled
+            # before the next page is read, so no row still being acknowledged is sent again.
+            answers_in, answers_out = trio.open_memory_channel[_Answer](OUTBOX_PAGE)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._settle_answers, answers_out)
+                async with answers_in:
+                    stalled, interrupted = await self._post_rows(pending.rows, answers_in)
             if stalled:
                 failures += 1
                 await trio.sleep(backoff(failures))
                 continue
             failures = 0
-            if interrupted or len(pending.rows) == 50:
+            if interrupted or len(pending.rows) == OUTBOX_PAGE:
                 continue  # more waiting
             with trio.move_on_after(OUTBOX_IDLE):
                 await self._wake.wait()
 
-    async def _deliver(self, row: OutboxRow) -> bool:
-        """POST one row. True if it is settled (sent or refused for good), False to retry."""
+    async def _post_rows(
+        self, rows: tuple[OutboxRow, ...], answers: trio.MemorySendChannel[_Answer]
+    ) -> tuple[bool, bool]:
+        """POST `rows` in order, handing each answer on to be settled: (stalled, interrupted)
+        — the link failed, or an inventory was appended and goes before the rest."""
+        for row in rows:
+            outcome = await self._post(row)
+            if outcome is None:
+                return True, False
+            answers.send_nowait((row, outcome))  # never blocks: room for a whole page
+            if self._ahead:
+                return False, True
+        return False, False
+
+    async def _post(self, row: OutboxRow) -> Sent | Refused | None:
+        """POST one row: the AppServer's answer, or None to retry it later."""
         token = self._token
         try:
             outcome = await self._client.send(token or "", row.body, row.outbox_id)
@@ -401,7 +421,19 @@ class TransportActor(Actor):
             else:
                 log.warning("transport.send_failed reason=%s", failure.code.value)
                 self._link_failed(failure)
-            return False
+            return None
+        if isinstance(outcome, Sent):
+            self._link_ok()
+        return outcome
+
+    async def _settle_answers(self, answers: trio.MemoryReceiveChannel[_Answer]) -> None:
+        """Settle each answered row in order: persisted in the store only now that the
+        AppServer has it (sent, or refused for good), then the router told."""
+        async with answers:
+            async for row, outcome in answers:
+                await self._settle(row, outcome)
+
+    async def _settle(self, row: OutboxRow, outcome: Sent | Refused) -> None:
         if isinstance(outcome, Refused):
             code = outcome.code[:100]
             failed = await self._store(
@@ -413,11 +445,12 @@ class TransportActor(Actor):
                     state="failed",
                     code=code,
                     message_id=failed.message_id,
+                    app_scope=failed.app_scope,
+                    client_id=failed.client_id,
                     call_id=failed.call_id,
                 )
             )
-            return True
-        self._link_ok()
+            return
         acked = await self._store(
             OutboxAckRequest(
                 outbox_id=row.outbox_id, remote_id=outcome.message_id, remote_seq=outcome.seq
@@ -429,10 +462,11 @@ class TransportActor(Actor):
                 outbox_id=row.outbox_id,
                 state="sent",
                 message_id=acked.message_id,
+                app_scope=acked.app_scope,
+                client_id=acked.client_id,
                 call_id=acked.call_id,
             )
         )
-        return True
 
     async def _settled(self, event: OutboxSettledEvent) -> None:
         # Not told: the app reads the state from history when it (re)starts.

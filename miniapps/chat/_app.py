@@ -45,6 +45,9 @@ class Chat(MiniApp):
     def __init__(self) -> None:
         self._items: dict[str, dict[str, Any]] = {}
         self._put: dict[str, dict[str, Any]] = {}  # what focus holds of each item, as last put
+        # Items that may differ from what focus holds: a render compares these only, not the
+        # whole timeline (it runs for every message shown and every state a message takes).
+        self._dirty: set[str] = set()
         self._view: dict[str, Any] | None = None  # the view focus holds, as last rendered
 
     async def start(self, app: AppContext) -> None:
@@ -81,6 +84,7 @@ class Chat(MiniApp):
             after = page[-1].seq
         for delivery in waiting:
             self._take(delivery)
+        self._dirty = set(self._items)  # focus holds nothing we put before
         await self._render()
         if waiting:
             await self.app.inbox.acknowledge_many(waiting)
@@ -91,6 +95,9 @@ class Chat(MiniApp):
             return
         payload = envelope.get("payload") or {}
         key = _key("agent", delivery.delivery_id)
+        if key in self._items:
+            return
+        self._dirty.add(key)
         self._items.setdefault(
             key,
             {
@@ -136,11 +143,13 @@ class Chat(MiniApp):
                 await self._send(item["message_id"], item["markdown"])  # it was never queued
             elif item is not None and item["state"] == "failed":
                 item["state"] = "pending"
+                self._dirty.add(item["id"])
                 await self._render()
                 try:
                     await self.app.conversation.retry(item["message_id"])
                 except LineUpError:
                     item["state"] = "failed"
+                    self._dirty.add(item["id"])
                     await self._render()
 
     async def _send(self, message_id: str, markdown: str) -> None:
@@ -160,6 +169,7 @@ class Chat(MiniApp):
             item["seq"] = receipt.seq
         except LineUpError:
             item["state"] = "failed"  # never queued: Retry sends it again
+        self._dirty.add(key)
         # The local echo shows once the runtime holds the message (a store commit, about a
         # millisecond): `pending` then means it will reach the Agent whatever crashes next,
         # and a message shown once never vanishes on a restart.
@@ -169,6 +179,7 @@ class Chat(MiniApp):
         item = self._items.get(_key("user", event.message_id))
         if item is not None:
             item["state"] = event.state
+            self._dirty.add(item["id"])
             await self._render()
 
     async def on_view_refresh(self) -> None:
@@ -181,9 +192,12 @@ class Chat(MiniApp):
         return sorted(self._items.values(), key=lambda i: (_order(i), i["id"]))
 
     def _trim(self) -> None:
+        if len(self._items) <= SHOWN:
+            return
         for item in self._ordered()[:-SHOWN]:
             del self._items[item["id"]]
             self._put.pop(item["id"], None)
+            self._dirty.discard(item["id"])
 
     async def _render(self) -> None:
         """Show what changed: the view if it did, and each message that is new or changed
@@ -198,14 +212,24 @@ class Chat(MiniApp):
         if view != self._view:
             await self.app.ui.render(self.app.instance_id, view)
             self._view = view
+        dirty = sorted(
+            (self._items[k] for k in self._dirty if k in self._items),
+            key=lambda i: (_order(i), i["id"]),
+        )
         changed = [
             p.ViewItem(id=i["id"], order=_order(i), fields=_fields(i))
-            for i in self._ordered()
+            for i in dirty
             if self._put.get(i["id"]) != _fields(i)
         ]
         if changed:
             await self.app.ui.put_items(self.app.instance_id, changed)
             self._put.update((item.id, item.fields) for item in changed)
+        # Clean once focus holds them as they are now (one changed during the put stays).
+        self._dirty = {
+            k
+            for k in self._dirty
+            if k in self._items and self._put.get(k) != _fields(self._items[k])
+        }
 
 
 def _fields(item: dict[str, Any]) -> dict[str, Any]:

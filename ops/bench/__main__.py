@@ -13,19 +13,19 @@ import json
 import logging
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
 
 from . import _measure as m
 from ._capabilities import capability_latencies
-from ._im import im_delivery
+from ._im import im_figures
 from ._interactions import answer_latencies
 from ._mcp import mcp_vs_agent
 from ._mcp_apps import mcp_app_calls, mcp_app_starts
 from ._measure import median, pct
 from ._memory import memory_figures
-from ._outbox import outbox_drain, sequential_posts
 from ._profile import main as profile_main
 from ._quotas import bounds_cost
 from ._ray import POLL_INTERVAL, measure_ray
@@ -386,42 +386,7 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
 
     figures += start_figures(quick, fresh)
 
-    # ----------------------------------------------------------------------------------- IM
-    # A burst under ~500 reaches the chat in one view: no rate to take between two.
-    latencies, rate = trio.run(im_delivery, max(20, int(100 * scale)), 500)
-    insert_rate = m.raw_apsw_commits(seconds)
-    figures.append(
-        Figure(
-            "IM",
-            "agent message → shown by the chat, msgs/s (burst)",
-            rate,
-            "/s",
-            "raw apsw single-row commits (WAL, NORMAL)",
-            insert_rate,
-        )
-    )
-    figures.append(
-        Figure(
-            "IM",
-            "agent message → shown by the chat p50",
-            median(latencies) * 1e3,
-            "ms",
-            "bus request/reply round trip p50",
-            pct(bus, 0.5) * 1e3,
-        )
-    )
-    backlog = 190  # the chat view shows the newest 200: all of them must be seen pending
-    figures.append(
-        Figure(
-            "IM",
-            f"outbox drain after an outage: {backlog} queued messages → at the Agent, msgs/s",
-            trio.run(outbox_drain, backlog),
-            "/s",
-            "sequential POSTs straight to a devserver (one client, in order)",
-            trio.run(sequential_posts, backlog),
-            note="the reference AppServer is the bottleneck: it serves the Agent's sync too",
-        )
-    )
+    figures += im_figures(quick, bus, seconds)
 
     # -------------------------------------------------------------------------------- tools
     tool_latencies, tool_rate, store_requests = trio.run(
@@ -540,16 +505,27 @@ def run(quick: bool) -> tuple[list[Figure], list[Peer]]:
     return figures, [peer]
 
 
+# `--only SECTION`: one section's figures alone, each from `quick`.
+SECTIONS: dict[str, Callable[[bool], list[Figure]]] = {
+    "start": start_figures,
+    "im": im_figures,
+    "quotas": quota_figures,
+    "interactions": interaction_figures,
+    "mcp": mcp_figures,
+    "surfaces": surface_figures,
+    "capabilities": capability_figures,
+    "sandbox": sandbox_figures,
+    "memory": lambda _quick: memory_figures(),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="lineup-bench")
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
     parser.add_argument("--out", type=Path, default=Path("bench-results/report.json"))
     parser.add_argument(
         "--only",
-        choices=(
-            *("start", "quotas", "interactions", "mcp", "surfaces", "capabilities"),
-            *("sandbox", "memory"),
-        ),
+        choices=tuple(SECTIONS),
         help="only this section (a few seconds; no peer)",
     )
     parser.add_argument(
@@ -561,22 +537,8 @@ def main() -> None:
         print(profile_main(60 if args.quick else 300))
         return
     peers: list[Peer] = []
-    if args.only == "start":
-        figures = start_figures(args.quick)
-    elif args.only == "quotas":
-        figures = quota_figures(args.quick)
-    elif args.only == "interactions":
-        figures = interaction_figures(args.quick)
-    elif args.only == "mcp":
-        figures = mcp_figures(args.quick)
-    elif args.only == "surfaces":
-        figures = surface_figures(args.quick)
-    elif args.only == "capabilities":
-        figures = capability_figures(args.quick)
-    elif args.only == "sandbox":
-        figures = sandbox_figures(args.quick)
-    elif args.only == "memory":
-        figures = memory_figures()
+    if args.only is not None:
+        figures = SECTIONS[args.only](args.quick)
     else:
         figures, peers = run(args.quick)
     print(render_table(figures, peers))

@@ -1,6 +1,6 @@
 """The whole runtime for a bench: as `lineup run --no-demo-agent` starts it
-(`start_embedded`), or with its link to the embedded AppServer through the drill's proxy, so a
-bench can cut the link and restore it (`start_behind_a_link`)."""
+(`start_embedded`), or with its link to the embedded AppServer through a byte relay (`_relay`),
+so a bench can cut the link and restore it (`start_behind_a_link`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import trio
 
-from lineup.ops.drill._proxy import LinkProxy
 from lineup.supervisor import Intensity, Supervisor
 from lineup.supervisor._runtime import (
     LANES,
@@ -18,6 +17,8 @@ from lineup.supervisor._runtime import (
     free_port,
     plan_runtime,
 )
+
+from ._relay import LinkRelay
 
 __all__ = ["start_behind_a_link", "start_embedded"]
 
@@ -43,11 +44,11 @@ async def start_embedded(
 
 async def start_behind_a_link(
     nursery: trio.Nursery, data_dir: Path
-) -> tuple[RuntimePlan, LinkProxy]:
+) -> tuple[RuntimePlan, LinkRelay]:
     """Start the runtime in `nursery` (no demo Agent), its transport reaching the AppServer
-    through a `LinkProxy`: the plan, and the proxy to cut."""
+    through a `LinkRelay`: the plan, and the relay to cut."""
     appserver_port = free_port()
-    proxy = LinkProxy(f"http://127.0.0.1:{appserver_port}", seed=0)
+    proxy = LinkRelay(appserver_port)
     await nursery.start(proxy.serve)
     plan = plan_runtime(
         RuntimeOptions(

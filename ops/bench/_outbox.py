@@ -27,12 +27,12 @@ from lineup.ops.devserver import DevServerConfig
 from lineup.ops.devserver._app import DevServerState
 from lineup.ops.devserver._db import DevDatabase
 from lineup.ops.devserver._serve import serve_state
-from lineup.ops.drill._proxy import LinkProxy
 from lineup.supervisor._runtime import (
     shell_socket,
 )
 
 from ._linked import start_behind_a_link
+from ._relay import LinkRelay
 
 __all__ = ["outbox_drain", "sequential_posts"]
 
@@ -96,7 +96,7 @@ class _Shell:
                 await self.changed.wait()
 
 
-async def _arrivals(appserver_url: str, proxy: LinkProxy, n: int) -> list[float]:
+async def _arrivals(appserver_url: str, proxy: LinkRelay, n: int) -> list[float]:
     """Restore the link, and note when each of the `n` queued messages reaches the Agent."""
     async with AgentClient(appserver_url) as agent:
         await agent.login("demo-agent", "demo-secret")

@@ -1,13 +1,16 @@
 """The devserver's own SQLite file: messages, idempotency records and tokens.
 
-Theory of operation: one apsw connection in WAL mode, used by one thread at a time (the app
-serialises calls through a capacity limiter of one). Every message gets two numbers: `position`,
-a global, never-reused row id that the opaque sync cursor encodes (so one cursor spans all of an
-agent's conversations), and `seq`, which increases by one per message within its conversation
-across both directions. Posting checks the idempotency record and stores the message in one
-transaction, so a repeated key can never store a second row, even across a restart. Tokens are
-kept only as SHA-256 digests. Everything here blocks; no apsw exception leaves this module
-(`StoreError` replaces it).
+Theory of operation: one apsw connection in WAL mode writes, used by one thread at a time (the
+app serialises writes through a capacity limiter of one, on a worker thread); a second,
+read-only connection serves the reads (`principal_of`, `messages_after`) on the event loop's thread,
+where a read of this small file costs less than a hop to the worker and back, and never waits
+behind a write: WAL lets a reader read beside the writer, and a read never checkpoints. Every
+message gets two numbers: `position`, a global, never-reused row id that the opaque sync cursor
+encodes (so one cursor spans all of an agent's conversations), and `seq`, which increases by one
+per message within its conversation across both directions. Posting checks the idempotency
+record and stores the message in one transaction, so a repeated key can never store a second
+row, even across a restart. Tokens are kept only as SHA-256 digests. Everything here blocks; no
+apsw exception leaves this module (`StoreError` replaces it).
 """
 
 from __future__ import annotations
@@ -87,10 +90,12 @@ def _digest(token: str) -> str:
 
 
 class DevDatabase:
-    """The open database. Not thread-safe by itself: one call at a time."""
+    """The open database. Not thread-safe by itself: one write at a time, and the reads
+    (`principal_of`, `messages_after`) from one thread at a time, which may be another."""
 
-    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+    def __init__(self, conn: apsw.Connection, reader: apsw.Connection, path: Path) -> None:
         self._conn = conn
+        self._reader = reader
         self.path = path
 
     @classmethod
@@ -126,10 +131,17 @@ class DevDatabase:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, path)
+        try:
+            reader = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+            reader.set_busy_timeout(BUSY_TIMEOUT_MS)
+        except apsw.Error as exc:
+            conn.close()
+            raise StoreError(type(exc).__name__) from exc
+        return cls(conn, reader, path)
 
     def close(self) -> None:
         try:
+            self._reader.close()
             self._conn.close()
         except apsw.Error as exc:
             raise StoreError(type(exc).__name__) from exc
@@ -149,6 +161,7 @@ class DevDatabase:
         row = self._one(
             "SELECT principal_kind, principal_id FROM tokens WHERE token_sha256 = ?",
             (_digest(token),),
+            conn=self._reader,
         )
         if row is None:
             return None
@@ -211,7 +224,7 @@ class DevDatabase:
             return [], position
         marks = ", ".join("?" for _ in wanted)
         try:
-            rows = self._conn.execute(
+            rows = self._reader.execute(
                 f"SELECT position, envelope FROM messages WHERE direction = ?"
                 f" AND conversation_id IN ({marks}) AND position > ?"
                 f" ORDER BY position LIMIT ?",
@@ -236,9 +249,11 @@ class DevDatabase:
 
     # ------------------------------------------------------------------------------ helpers
 
-    def _one(self, sql: str, bindings: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def _one(
+        self, sql: str, bindings: tuple[Any, ...], *, conn: apsw.Connection | None = None
+    ) -> tuple[Any, ...] | None:
         try:
-            rows = self._conn.execute(sql, bindings).fetchall()
+            rows = (conn or self._conn).execute(sql, bindings).fetchall()
         except apsw.Error as exc:
             raise StoreError(type(exc).__name__) from exc
         return tuple(rows[0]) if rows else None

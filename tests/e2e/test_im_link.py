@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import apsw
@@ -21,6 +23,7 @@ from lineup.actors.store.messages import (
     InboxPutReply,
     InboxPutRequest,
 )
+from lineup.ops.bench._relay import LinkRelay
 from lineup.tests.support.process import LineupProcess, wait_pid_gone
 from lineup.tests.support.runtime import (
     AGENT_ID,
@@ -253,6 +256,58 @@ async def test_user_messages_through_sigkills_of_the_transport_reach_the_agent_o
     agent = await agent_client(nursery, runtime.appserver_url)
     received = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
     assert received == words
+
+
+async def test_a_sigkill_between_a_post_and_its_ack_resends_it_under_its_key_and_it_is_kept_once(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    """The AppServer took the POST, its answer never reached the transport (held on the
+    link), and the transport is SIGKILLed: the row was never acknowledged, so the next
+    transport POSTs it again under the same idempotency key (its outbox id, the message's
+    wire id), the AppServer answers the same and stores nothing, and the Agent has it once."""
+    port = free_port()
+    await nursery.start(devserver, port, data_dir / "appserver.db")
+    link = LinkRelay(port, record=True)
+    await nursery.start(link.serve)
+    runtime = await start_runtime(nursery, data_dir / "rt", appserver=link.url)
+    shell = await connect_shell(nursery, runtime.shell_url)
+    agent = await agent_client(nursery, f"http://127.0.0.1:{port}")
+
+    def states(s: ShellClient) -> list[str]:
+        return [i["state"] for i in s.timeline() if i["author"] == "user"]
+
+    await shell.say("before")  # what the runtime sends first (its inventory) is sent by then
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: states(s) == ["sent"])
+
+    link.hold_answers()
+    await shell.say("once")
+    received: list[dict[str, Any]] = []
+    cursor = ""
+    with trio.fail_after(WAIT):  # the AppServer has it (the Agent's long poll says so)
+        while not received:
+            page, cursor = await agent.sync(cursor, timeout_ms=5000)
+            received = [m for m in page if m.get("payload", {}).get("markdown") == "once"]
+    key = received[0]["id"]
+    posts_before_kill = _posts_of(link, key)
+    assert posts_before_kill >= 1
+    pid = runtime.supervisor.children["transport"].pid
+    assert pid is not None
+    runtime.supervisor.kill("transport")
+    await wait_pid_gone(pid)
+    link.release()
+
+    with trio.fail_after(WAIT):
+        await shell.wait_until(lambda s: states(s) == ["sent", "sent"])
+    assert _posts_of(link, key) > posts_before_kill  # sent again, under the same key
+    texts = [m["payload"]["markdown"] for m in await messages_at_agent(agent)]
+    assert texts == ["before", "once"]
+
+
+def _posts_of(link: LinkRelay, key: str) -> int:
+    """The POSTs the link carried with `key` as their idempotency key."""
+    pattern = rb"(?im)^idempotency-key: *" + re.escape(key.encode()) + rb"\r$"
+    return len(re.findall(pattern, bytes(link.sent)))
 
 
 async def test_a_submit_resent_under_its_client_id_after_a_chat_restart_is_one_message(

@@ -99,13 +99,17 @@ class OutboxAckRequest(Message):
 class OutboxAckReply(Message):
     """`acked` is True only for the request that acknowledged the row; False if it was already
     acknowledged or does not exist. `message_id` names the conversation message the row
-    carries (None for a row appended with `OutboxAppendRequest`, or an unknown row);
-    `call_id`, the tool call whose terminal row it is (None for any other row)."""
+    carries (None for a row appended with `OutboxAppendRequest`, or an unknown row), with the
+    app that sent it (`app_scope`) and that app's id for it (`client_id`, if it gave one), so
+    the app can be told without reading the message again; `call_id`, the tool call whose
+    terminal row it is (None for any other row)."""
 
     type: Literal["store.outbox.ack.reply"] = "store.outbox.ack.reply"
     outbox_id: Id
     acked: bool
     message_id: Id | None = None
+    app_scope: Name | None = None
+    client_id: Id | None = None
     call_id: Id | None = None
 
 
@@ -122,13 +126,15 @@ class OutboxFailRequest(Message):
 
 class OutboxFailReply(Message):
     """`changed` is True only for the request that failed the row; `state` is the row's state
-    after the request; `call_id` as `OutboxAckReply`'s."""
+    after the request; `app_scope`, `client_id` and `call_id` as `OutboxAckReply`'s."""
 
     type: Literal["store.outbox.fail.reply"] = "store.outbox.fail.reply"
     outbox_id: Id
     message_id: Id | None
     changed: bool
     state: OutboxState
+    app_scope: Name | None = None
+    client_id: Id | None = None
     call_id: Id | None = None
 
 

@@ -12,6 +12,7 @@ the channel-bound sender.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
@@ -97,32 +98,43 @@ def outbox_pending(conn: Connection, req: OutboxPendingRequest, now: float) -> O
 # ---------------------------------------------------------------------------------- states
 
 
-def _outbox_row(conn: Connection, outbox_id: str) -> tuple[OutboxState, str | None] | None:
-    """The row's state and the id of the message it carries, or None for an unknown row."""
+@dataclass(frozen=True, slots=True)
+class _Carried:
+    """The message an outbox row carries: its id, the app that sent it, that app's id for it."""
+
+    message_id: str | None = None
+    app_scope: str | None = None
+    client_id: str | None = None
+
+
+def _outbox_row(conn: Connection, outbox_id: str) -> tuple[OutboxState, _Carried] | None:
+    """The row's state and the message it carries, or None for an unknown row."""
     rows = conn.execute(
-        "SELECT o.state, m.message_id FROM outbox AS o"
+        "SELECT o.state, m.message_id, m.app_scope, m.client_id FROM outbox AS o"
         " LEFT JOIN messages AS m ON m.outbox_id = o.outbox_id WHERE o.outbox_id = ?",
         (outbox_id,),
     ).fetchall()
     if not rows:
         return None
-    state, message_id = rows[0]
+    state, message_id, app_scope, client_id = rows[0]
     if state not in TRANSITIONS:
         raise LineUpError(ErrorCode.INTERNAL_ERROR, "outbox row in an unknown state")
     assert message_id is None or isinstance(message_id, str)
-    return cast(OutboxState, state), message_id
+    assert app_scope is None or isinstance(app_scope, str)
+    assert client_id is None or isinstance(client_id, str)
+    return cast(OutboxState, state), _Carried(message_id, app_scope, client_id)
 
 
 def _transition(
     conn: Connection, outbox_id: str, event: OutboxEvent
-) -> tuple[OutboxState, OutboxState, str | None]:
-    """`(before, after, message_id)` for `event` on a known row. Raises `invalid_arguments` for
+) -> tuple[OutboxState, OutboxState, _Carried]:
+    """`(before, after, carried)` for `event` on a known row. Raises `invalid_arguments` for
     an unknown row or an illegal transition."""
     found = _outbox_row(conn, outbox_id)
     if found is None:
         raise LineUpError(ErrorCode.INVALID_ARGUMENTS, "no such outbox row")
-    before, message_id = found
-    return before, next_state(before, event), message_id
+    before, carried = found
+    return before, next_state(before, event), carried
 
 
 def _set_state(
@@ -150,11 +162,17 @@ def outbox_ack(
     found = _outbox_row(conn, req.outbox_id)
     if found is None:
         return OutboxAckReply(outbox_id=req.outbox_id, acked=False)
-    before, message_id = found
+    before, carried = found
+    message_id = carried.message_id
     call_id = call_of_terminal(conn, req.outbox_id)
     if next_state(before, "ack") == before:  # already sent: keep the first acknowledgement
         return OutboxAckReply(
-            outbox_id=req.outbox_id, acked=False, message_id=message_id, call_id=call_id
+            outbox_id=req.outbox_id,
+            acked=False,
+            message_id=message_id,
+            app_scope=carried.app_scope,
+            client_id=carried.client_id,
+            call_id=call_id,
         )
     conn.execute(
         "UPDATE outbox SET state = 'sent', failed_code = NULL, acked_at = ?, remote_id = ?"
@@ -173,16 +191,21 @@ def outbox_ack(
     if call is not None:
         settle_for_call(conn, call, None, now, actor=actor)
     return OutboxAckReply(
-        outbox_id=req.outbox_id, acked=True, message_id=message_id, call_id=call_id
+        outbox_id=req.outbox_id,
+        acked=True,
+        message_id=message_id,
+        app_scope=carried.app_scope,
+        client_id=carried.client_id,
+        call_id=call_id,
     )
 
 
 def outbox_fail(
     conn: Connection, req: OutboxFailRequest, now: float, *, actor: str = "store"
 ) -> OutboxFailReply:
-    before, after, message_id = _transition(conn, req.outbox_id, "fail")
+    before, after, carried = _transition(conn, req.outbox_id, "fail")
     if after != before:
-        _set_state(conn, req.outbox_id, message_id, after, req.code, now)
+        _set_state(conn, req.outbox_id, carried.message_id, after, req.code, now)
         # A call's result refused for good: the call fails with the refusal's code, here, and
         # the interaction it answered with it.
         call = settle_terminal(conn, req.outbox_id, req.code, now, actor=actor)
@@ -190,19 +213,24 @@ def outbox_fail(
             settle_for_call(conn, call, req.code, now, actor=actor)
     return OutboxFailReply(
         outbox_id=req.outbox_id,
-        message_id=message_id,
+        message_id=carried.message_id,
         changed=after != before,
         state=after,
+        app_scope=carried.app_scope,
+        client_id=carried.client_id,
         call_id=call_of_terminal(conn, req.outbox_id),
     )
 
 
 def outbox_retry(conn: Connection, req: OutboxRetryRequest, now: float) -> OutboxRetryReply:
-    before, after, message_id = _transition(conn, req.outbox_id, "retry")
+    before, after, carried = _transition(conn, req.outbox_id, "retry")
     if after != before:
-        _set_state(conn, req.outbox_id, message_id, after, None, now)
+        _set_state(conn, req.outbox_id, carried.message_id, after, None, now)
     return OutboxRetryReply(
-        outbox_id=req.outbox_id, message_id=message_id, changed=after != before, state=after
+        outbox_id=req.outbox_id,
+        message_id=carried.message_id,
+        changed=after != before,
+        state=after,
     )
 
 

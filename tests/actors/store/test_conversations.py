@@ -487,6 +487,29 @@ async def test_acknowledging_a_messages_outbox_row_marks_the_message_sent_with_i
     ]
 
 
+async def test_an_ack_or_a_fail_names_the_app_that_sent_the_message_and_its_id_for_it(
+    store: StoreHarness,
+) -> None:
+    """So the router tells that app of the new state without reading the message again."""
+    await store.ask(send_as("c-1", "lu:msg:1", app_scope="board"), ConversationSendReply)
+    await store.ask(send("lu:msg:2"), ConversationSendReply)  # no client id: its own id
+
+    acked = await store.ask(OutboxAckRequest(outbox_id="lu:msg:1"), OutboxAckReply)
+    again = await store.ask(OutboxAckRequest(outbox_id="lu:msg:1"), OutboxAckReply)
+    failed = await store.ask(OutboxFailRequest(outbox_id="lu:msg:2", code="x"), OutboxFailReply)
+
+    named = [(r.message_id, r.app_scope, r.client_id) for r in (acked, again, failed)]
+    assert named == [
+        ("lu:msg:1", "board", "c-1"),
+        ("lu:msg:1", "board", "c-1"),
+        ("lu:msg:2", "chat", None),
+    ]
+    appended = OutboxAppendRequest(outbox_id="o-1", conversation_id="conv-1", kind=TEXT, body={})
+    await store.ask(appended, OutboxAppendReply)
+    bare = await store.ask(OutboxAckRequest(outbox_id="o-1"), OutboxAckReply)
+    assert (bare.message_id, bare.app_scope, bare.client_id) == (None, None, None)
+
+
 async def test_acknowledging_twice_keeps_the_first_acknowledgement(store: StoreHarness) -> None:
     await store.ask(send("m-1"), ConversationSendReply)
 

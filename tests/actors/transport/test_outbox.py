@@ -5,10 +5,12 @@ transport's own."""
 
 from __future__ import annotations
 
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
 import trio
+import trio.testing
 
 from lineup.actors.kernel import ErrorCode, Message
 from lineup.actors.store.messages import (
@@ -33,6 +35,8 @@ class Outbox:
     def __init__(self) -> None:
         self.rows: list[OutboxRow] = []
         self.acked: set[str] = set()
+        self.acks: list[str] = []  # in the order the store got them
+        self.ack_waits: dict[str, Any] = {}  # outbox_id → awaited before its ack is taken
         self.posted: list[str] = []
         self.on_post: dict[str, Any] = {}  # outbox_id → called as that row is POSTed
         self.changed = trio.Event()
@@ -58,7 +62,10 @@ class Outbox:
             pending.sort(key=lambda r: (r.kind not in body.ahead, r.seq))
             return OutboxPendingReply(rows=tuple(pending[: body.limit]))
         assert isinstance(body, OutboxAckRequest)
+        if body.outbox_id in self.ack_waits:
+            await self.ack_waits.pop(body.outbox_id)()
         self.acked.add(body.outbox_id)
+        self.acks.append(body.outbox_id)
         return OutboxAckReply(outbox_id=body.outbox_id, acked=True)
 
     async def tell(self, peer: str, body: Message, **_: Any) -> ErrorCode | None:
@@ -122,3 +129,23 @@ async def test_a_plain_wake_keeps_the_backlog_in_order() -> None:
         nursery.cancel_scope.cancel()
 
     assert outbox.posted == [f"r{i}" for i in range(1, 7)]
+
+
+async def test_a_rows_acknowledgement_does_not_hold_up_the_next_post() -> None:
+    """The store acknowledges r1 only once r2 is on its way: were the next POST to wait for
+    the acknowledgement (and the router's tell) before it, the drain would stop here."""
+    outbox = Outbox()
+    for i in range(1, 4):
+        outbox.append(f"r{i}")
+    actor = transport(outbox)
+    outbox.ack_waits["r1"] = partial(outbox.until_posted, 2)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(actor._outbox_loop)
+        with trio.fail_after(5):
+            await outbox.until_posted(3)
+            while len(outbox.acks) < 3:
+                await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+
+    assert outbox.posted == ["r1", "r2", "r3"]  # each once, in order
+    assert outbox.acks == ["r1", "r2", "r3"]  # each after its answer, in order
