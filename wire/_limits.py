@@ -80,44 +80,7 @@ def check_document(document: object) -> None:
     if not isinstance(document, dict | list):
         _check_scalar(document)
         return
-    stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(document, 1)]
-    while stack:
-        container, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise WireLimitError(ErrorCode.ENVELOPE_TOO_DEEP, "depth")
-        items: Iterable[Any]  # parsed JSON: checked below, by type
-        if isinstance(container, dict):
-            if len(container) > MAX_OBJECT_KEYS:
-                raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "keys")
-            for key in container:
-                if type(key) is not str and not isinstance(key, str):
-                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "key")
-                if len(key) > MAX_STRING_CHARS or not key.isascii():
-                    _check_string(key)
-            items = container.values()
-        else:
-            if len(container) > MAX_ARRAY_ITEMS:
-                raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "items")
-            items = container
-        for item in items:
-            kind = type(item)
-            if kind is str:
-                if len(item) > MAX_STRING_CHARS or not item.isascii():
-                    _check_string(item)
-            elif kind is dict or kind is list:
-                stack.append((item, depth + 1))
-            elif kind is int:
-                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "integer")
-            elif kind is float:
-                if item - item != 0.0:  # NaN and ±inf alone
-                    raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "number")
-            elif item is None or kind is bool:
-                continue
-            elif isinstance(item, dict | list):
-                stack.append((item, depth + 1))
-            else:
-                _check_scalar(item)
+    _walk(document, strings=True)
 
 
 def check_encoded(document: dict[str, Any] | list[Any], max_bytes: int) -> int:
@@ -138,18 +101,27 @@ def check_encoded(document: dict[str, Any] | list[Any], max_bytes: int) -> int:
     if size > max_bytes:
         check_document(document)
         raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "bytes")
+    _walk(document, strings=False)  # what the encoding proved of strings, not again
+    return size
+
+
+def _walk(document: dict[Any, Any] | list[Any], *, strings: bool) -> None:
+    """The limits of a container's every level, depth first: containers, keys, numbers, and
+    its strings if `strings` (else the caller has proved them)."""
     stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(document, 1)]
-    while stack:  # `check_document`'s walk, in its order, strings left out
+    while stack:
         container, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise WireLimitError(ErrorCode.ENVELOPE_TOO_DEEP, "depth")
-        items: Iterable[Any]
+        items: Iterable[Any]  # parsed JSON: checked below, by type
         if isinstance(container, dict):
             if len(container) > MAX_OBJECT_KEYS:
                 raise WireLimitError(ErrorCode.ENVELOPE_TOO_LARGE, "keys")
             for key in container:
                 if type(key) is not str and not isinstance(key, str):
                     raise WireLimitError(ErrorCode.ENVELOPE_MALFORMED, "key")
+                if strings and (len(key) > MAX_STRING_CHARS or not key.isascii()):
+                    _check_string(key)
             items = container.values()
         else:
             if len(container) > MAX_ARRAY_ITEMS:
@@ -158,8 +130,9 @@ def check_encoded(document: dict[str, Any] | list[Any], max_bytes: int) -> int:
         for item in items:
             kind = type(item)
             if kind is str:
-                continue
-            if kind is dict or kind is list:
+                if strings and (len(item) > MAX_STRING_CHARS or not item.isascii()):
+                    _check_string(item)
+            elif kind is dict or kind is list:
                 stack.append((item, depth + 1))
             elif kind is int:
                 if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
@@ -173,7 +146,6 @@ def check_encoded(document: dict[str, Any] | list[Any], max_bytes: int) -> int:
                 stack.append((item, depth + 1))
             else:
                 _check_scalar(item)
-    return size
 
 
 def _check_scalar(value: object) -> None:
