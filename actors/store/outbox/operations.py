@@ -165,34 +165,27 @@ def outbox_ack(
     before, carried = found
     message_id = carried.message_id
     call_id = call_of_terminal(conn, req.outbox_id)
-    if next_state(before, "ack") == before:  # already sent: keep the first acknowledgement
-        return OutboxAckReply(
-            outbox_id=req.outbox_id,
-            acked=False,
-            message_id=message_id,
-            app_scope=carried.app_scope,
-            client_id=carried.client_id,
-            call_id=call_id,
-        )
-    conn.execute(
-        "UPDATE outbox SET state = 'sent', failed_code = NULL, acked_at = ?, remote_id = ?"
-        " WHERE outbox_id = ?",
-        (now, req.remote_id, req.outbox_id),
-    )
-    if message_id is not None:
+    acked = next_state(before, "ack") != before  # else already sent: the first ack stands
+    if acked:
         conn.execute(
-            "UPDATE messages SET state = 'sent', failed_code = NULL,"
-            " remote_seq = coalesce(?, remote_seq), updated_at = ? WHERE message_id = ?",
-            (req.remote_seq, now, message_id),
+            "UPDATE outbox SET state = 'sent', failed_code = NULL, acked_at = ?, remote_id = ?"
+            " WHERE outbox_id = ?",
+            (now, req.remote_id, req.outbox_id),
         )
-    # A call's result the AppServer now has: the call is completed in this same transaction,
-    # and the interaction it answered with it.
-    call = settle_terminal(conn, req.outbox_id, None, now, actor=actor)
-    if call is not None:
-        settle_for_call(conn, call, None, now, actor=actor)
+        if message_id is not None:
+            conn.execute(
+                "UPDATE messages SET state = 'sent', failed_code = NULL,"
+                " remote_seq = coalesce(?, remote_seq), updated_at = ? WHERE message_id = ?",
+                (req.remote_seq, now, message_id),
+            )
+        # A call's result the AppServer now has: the call is completed in this same
+        # transaction, and the interaction it answered with it.
+        call = settle_terminal(conn, req.outbox_id, None, now, actor=actor)
+        if call is not None:
+            settle_for_call(conn, call, None, now, actor=actor)
     return OutboxAckReply(
         outbox_id=req.outbox_id,
-        acked=True,
+        acked=acked,
         message_id=message_id,
         app_scope=carried.app_scope,
         client_id=carried.client_id,
