@@ -8,9 +8,7 @@ the database's read-only connection (`_db`), beside any write. Long polls never
 poll: a sync registers a `trio.Event` under each (direction, conversation) it reads, reads the
 database, and sleeps on the event only if there was nothing; a post sets the events of its
 (direction, conversation) after its transaction committed. Registering before reading closes
-the race with a post that commits in between. A token's principal is read from the database
-on its first request only (tokens are never revoked), so a request costs one database call
-fewer: the reference AppServer is what the IM benches' drain spends most of its CPU in.
+the race with a post that commits in between.
 """
 
 from __future__ import annotations
@@ -50,7 +48,6 @@ __all__ = ["DevServerState", "build_app"]
 log = logging.getLogger("lineup.devserver")
 
 MAX_LOGIN_BYTES: Final = 16 * 1024
-MAX_KNOWN_TOKENS: Final = 1024  # tokens whose principal is remembered
 
 T = TypeVar("T")
 _Key = tuple[Direction, str]
@@ -125,10 +122,6 @@ class DevServerState:
         self._users_by_id: dict[str, UserAccount] = {}
         for user in config.users:
             self._users_by_id.setdefault(user.user_id, user)
-        # A token names its principal for good (tokens are never revoked here): each is looked
-        # up in the database once, not on every request. Bounded: a flood of logins only
-        # costs lookups again.
-        self._principals: dict[str, Principal] = {}
         self._agents: dict[str, AgentAccount] = {}
         for agent in config.agents:
             self._agents.setdefault(agent.agent_id, agent)
@@ -185,13 +178,7 @@ class DevServerState:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise WireError(WireErrorCode.UNAUTHORIZED)
-        principal = self._principals.get(token.strip())
-        if principal is None:
-            principal = self.db.principal_of(token.strip())
-            if principal is not None:
-                if len(self._principals) >= MAX_KNOWN_TOKENS:
-                    self._principals.clear()
-                self._principals[token.strip()] = principal
+        principal = self.db.principal_of(token.strip())  # the read-only side, inline
         if principal is None or principal.kind != kind:
             raise WireError(WireErrorCode.UNAUTHORIZED)
         if principal.kind == "user":

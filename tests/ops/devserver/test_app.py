@@ -9,7 +9,6 @@ import pytest
 import trio
 
 from lineup.ops.devserver import MAX_ENVELOPE_BYTES, MAX_SYNC_BATCH, WireErrorCode
-from lineup.ops.devserver._db import Principal
 from lineup.tests.ops._devserver import (
     WAIT,
     Api,
@@ -121,33 +120,6 @@ async def test_an_agent_token_does_not_open_the_user_endpoints(api: Api) -> None
     post = await api.post("/v1/messages", token, envelope("conv-a"), "k-1")
     assert (sync.status_code, error_code(sync)) == (401, WireErrorCode.UNAUTHORIZED)
     assert (post.status_code, error_code(post)) == (401, WireErrorCode.UNAUTHORIZED)
-
-
-async def test_a_token_is_looked_up_in_the_database_once_however_many_calls_it_makes(
-    api: Api, server: RunningServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Tokens are never revoked here, so each request need not read its principal again: the
-    first call of a token reads it, the later ones (and the other endpoints) do not."""
-    lookups: list[str] = []
-    principal_of = server.db.principal_of
-
-    def counted(token: str) -> Principal | None:
-        lookups.append(token)
-        return principal_of(token)
-
-    monkeypatch.setattr(server.db, "principal_of", counted)
-    user, agent = await api.user_token("alice"), await api.agent_token("agent-1")
-    for n in range(3):
-        posted = await api.post("/v1/messages", user, envelope("conv-a"), f"k-{n}")
-        assert posted.status_code == 200
-        assert (await api.sync("/v1/sync", user)).status_code == 200
-        assert (await api.sync("/v1/agent/sync", agent)).status_code == 200
-    # Still refused: a token of the wrong kind, and one that names no principal.
-    wrong = await api.sync("/v1/agent/sync", user)
-    assert (wrong.status_code, error_code(wrong)) == (401, WireErrorCode.UNAUTHORIZED)
-    unknown = await api.sync("/v1/sync", "not-a-token")
-    assert (unknown.status_code, error_code(unknown)) == (401, WireErrorCode.UNAUTHORIZED)
-    assert sorted(lookups) == sorted([user, agent, "not-a-token"])
 
 
 async def test_a_sync_is_answered_while_a_write_holds_the_database_thread(
