@@ -156,3 +156,43 @@ async def test_what_came_while_another_app_was_in_front_is_new_when_the_chat_is_
         expect(p.get_by_test_id("timeline-newer")).to_be_hidden()
 
     await page.run(back_where_it_was_with_the_button)
+
+
+GROW_NEWEST: Final = (
+    "(t) => { const grown = document.createElement('div');"
+    " grown.style.height = '300px'; t.lastElementChild.append(grown); }"
+)
+TWO_FRAMES: Final = (
+    "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+)
+SETTLED_AT_NEWEST: Final = (
+    "() => { const t = document.querySelector('[data-testid=\"timeline\"]');"
+    " return t.scrollHeight - t.scrollTop - t.clientHeight < 2; }"
+)
+
+
+async def test_a_row_that_grows_after_its_render_is_followed_at_the_newest_and_only_there(
+    page: ShellPage, hostbridge: FakeHostbridge
+) -> None:
+    # A card filled in, a line that wraps anew: the newest row grows with no render after it.
+    await open_shell(page, hostbridge, chat_view(*history()))
+
+    def followed_at_the_newest(p: Page) -> None:
+        timeline = p.get_by_test_id("timeline")
+        expect(newest(p, f"m{HISTORY - 1}")).to_be_in_viewport()
+        assert timeline.evaluate(AT_NEWEST)
+        timeline.evaluate(GROW_NEWEST)
+        p.wait_for_function(SETTLED_AT_NEWEST, timeout=5000)
+        expect(p.get_by_test_id("timeline-newer")).to_be_hidden()
+
+    await page.run(followed_at_the_newest)
+
+    def kept_in_place_when_scrolled_up(p: Page) -> None:
+        timeline = p.get_by_test_id("timeline")
+        top = scrolled_up(p)
+        timeline.evaluate(GROW_NEWEST)
+        # One frame for the observer to have had its say, then the reader's place is theirs.
+        p.evaluate(TWO_FRAMES)
+        expect(timeline).to_have_js_property("scrollTop", top)
+
+    await page.run(kept_in_place_when_scrolled_up)

@@ -157,7 +157,20 @@ export function createTimeline(ctx) {
     { passive: true },
   );
   // A picture that loads after its card grew the timeline: still at the newest.
-  ui.timeline.addEventListener("load", () => following && toNewest(), true);
+  const stillAtNewest = () => following && toNewest();
+  ui.timeline.addEventListener("load", stillAtNewest, true);
+  // So is a row that grows (or shrinks) after the render that placed it, with no render after
+  // (a card filled in, a line that wraps anew): the timeline's own box keeps its size, so only
+  // its rows can say so. Each row is watched while it is in the timeline.
+  const rows = typeof ResizeObserver === "function" ? new ResizeObserver(stillAtNewest) : null;
+  let watched = new Set();
+  function watchRows(elements) {
+    if (rows === null) return;
+    const now = new Set(elements);
+    for (const row of watched) if (!now.has(row)) rows.unobserve(row);
+    for (const row of now) if (!watched.has(row)) rows.observe(row);
+    watched = now;
+  }
   newer.addEventListener("click", () => {
     toNewest();
     focus();
@@ -353,6 +366,7 @@ export function createTimeline(ctx) {
     cards.keep(usedCards);
     // Move only what changed, so unchanged messages are not re-announced by the live region.
     replaceKeeping(timeline, elements);
+    watchRows(elements);
     rendered = next;
     ui.empty.hidden = elements.length > 0;
     ui.earlier.hidden = !(view && state.moreItems && items.length > 0);
