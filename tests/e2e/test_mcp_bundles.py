@@ -77,6 +77,8 @@ def _with_two(folder: Path) -> Path:
 def test_pack_mcp_writes_a_kind_mcp_manifest_from_the_server_and_records_each_integrity(
     bundles: dict[str, bytes],
 ) -> None:
+    """Its time is the module's `bundles`: `lineup app pack-mcp` run for real for each bundle
+    (the published npm server's once a session), each starting its server to list its tools."""
     manifest = manifest_in(bundles["basic"])
     assert (manifest["app_scope"], manifest["version"], manifest["kind"]) == (
         BASIC,
@@ -99,6 +101,8 @@ def test_pack_mcp_writes_a_kind_mcp_manifest_from_the_server_and_records_each_in
 async def test_the_npm_server_from_the_catalog_installs_and_the_agent_calls_its_tool(
     nursery: trio.Nursery, data_dir: Path, tmp_path: Path, bundles: dict[str, bytes]
 ) -> None:
+    """A whole tree, a catalog install, then the published npm server started in its sandbox
+    under Node for the Agent's call: each a real process, which is the claim."""
     file = f"{BASIC}-{BASIC_VANILLAJS.version}.lineup"
     folder = write_catalog(tmp_path / "catalog", KEY, {file: bundles["basic"]})
     runtime = await start_delivery(nursery, data_dir, catalog=folder)

@@ -348,6 +348,8 @@ def _logged(line: dict[str, Any], event: str) -> bool:
 async def test_the_conformance_suites_server_scenarios_that_apply_pass(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
+    """The MCP conformance suite, as published on npm, run once under Node against the bridge:
+    its every server scenario in one run (those that do not apply too, unread), over a tree."""
     suite = installed(CONFORMANCE)
     s = await scene(nursery, data_dir)
     port = free_port()
