@@ -16,13 +16,13 @@ import trio.testing
 from lineup.actors.focus import FocusActor
 from lineup.actors.focus._surface_tools import UI_CALLS_PER_WINDOW
 from lineup.actors.focus.messages import SurfaceResourceReadRequest
-from lineup.actors.kernel import ErrorCode, Message
+from lineup.actors.kernel import ErrorCode
 from lineup.sdk import protocol as p
 from lineup.sdk.manifest import Manifest
 from lineup.sdk.mcp_apps import MAX_LIVE_RESOURCE_BYTES
 
-from .test_surface_tools import SID, app_manifest, open_surface
-from .test_surfaces import INSTANCE, SCOPE, FakeBus, code_of, focus_with, from_app, from_bridge
+from .test_surface_tools import SID, AnsweringBus, app_manifest, open_surface
+from .test_surfaces import INSTANCE, code_of, focus_with, from_app, from_bridge
 
 NOTE = {"uri": "data://x/note", "mimeType": "text/plain", "text": "live"}
 
@@ -33,37 +33,17 @@ def mcp_manifest() -> Manifest:
     return Manifest.model_validate(base)
 
 
-class ServerBus(FakeBus):
-    """The in-memory bus, whose MCP app, told a Surface's read, tells focus `answer` (the
-    contents, or a code); `silent`, it never does."""
+class ServerBus(AnsweringBus):
+    """Its MCP app, told a Surface's read, tells focus `answer` (the contents, or a code)."""
+
+    asks = p.UiResourceReadEvent
 
     def __init__(self) -> None:
-        super().__init__()
-        self.answer: dict[str, Any] = {"contents": (NOTE,)}
-        self.asked: list[p.UiResourceReadEvent] = []
-        self.hold: trio.Event | None = None
-        self.silent = False
-        self.focus: FocusActor | None = None
-        self.nursery: trio.Nursery | None = None
+        super().__init__({"contents": (NOTE,)})
 
-    async def tell(self, peer: str, body: Message, **options: Any) -> ErrorCode | None:
-        if not isinstance(body, p.UiResourceReadEvent):
-            return await super().tell(peer, body, **options)
-        assert peer == f"miniapp:{SCOPE}"
-        if peer in self.down:
-            return ErrorCode.ACTOR_UNAVAILABLE
-        self.asked.append(body)
-        if not self.silent:
-            assert self.nursery is not None
-            self.nursery.start_soon(self._answer, body.read_id)
-        return None
-
-    async def _answer(self, read_id: str) -> None:
-        if self.hold is not None:
-            await self.hold.wait()
-        done = p.UiResourceReadDoneRequest(read_id=read_id, **self.answer)
-        assert self.focus is not None
-        await self.focus.on_surface_resource_done(done, from_app(done))
+    async def _done(self, focus: FocusActor, asked: p.UiResourceReadEvent) -> None:
+        done = p.UiResourceReadDoneRequest(read_id=asked.read_id, **self.answer)
+        await focus.on_surface_resource_done(done, from_app(done))
 
 
 @asynccontextmanager

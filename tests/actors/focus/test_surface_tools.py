@@ -5,7 +5,7 @@ app and answered as a CallToolResult — against the in-memory bus of test_surfa
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import trio
@@ -78,21 +78,23 @@ def app_manifest() -> Manifest:
     return Manifest.model_validate(base)
 
 
-class AppBus(FakeBus):
-    """The in-memory bus, whose app, told a Surface's tool call, tells focus `answer` (the
-    result, or a code) as its outcome; `silent`, it never does."""
+class AnsweringBus(FakeBus):
+    """The in-memory bus, whose app, told a Surface's request (`asks`), tells focus `answer`
+    back (`_done`: the outcome, or a code); `silent`, it never does; with `hold`, once set."""
 
-    def __init__(self) -> None:
+    asks: ClassVar[type[Message]]
+
+    def __init__(self, answer: dict[str, Any]) -> None:
         super().__init__()
-        self.answer: dict[str, Any] = {"result": {"time": "12:00"}}
-        self.asked: list[p.UiToolCallEvent] = []
+        self.answer = answer
+        self.asked: list[Any] = []
         self.hold: trio.Event | None = None  # set: the app answers only once it is
         self.silent = False
         self.focus: FocusActor | None = None
         self.nursery: trio.Nursery | None = None
 
     async def tell(self, peer: str, body: Message, **options: Any) -> ErrorCode | None:
-        if not isinstance(body, p.UiToolCallEvent):
+        if not isinstance(body, self.asks):
             return await super().tell(peer, body, **options)
         assert peer == f"miniapp:{SCOPE}"
         if peer in self.down:
@@ -100,15 +102,31 @@ class AppBus(FakeBus):
         self.asked.append(body)
         if not self.silent:
             assert self.nursery is not None
-            self.nursery.start_soon(self._answer, body.call_id)
+            self.nursery.start_soon(self._answer, body)
         return None
 
-    async def _answer(self, call_id: str) -> None:
+    async def _answer(self, asked: Any) -> None:
         if self.hold is not None:
             await self.hold.wait()
-        done = p.UiToolCallDoneRequest(call_id=call_id, **self.answer)
         assert self.focus is not None
-        await self.focus.on_surface_tool_done(done, from_app(done))
+        await self._done(self.focus, asked)
+
+    async def _done(self, focus: FocusActor, asked: Any) -> None:
+        raise NotImplementedError
+
+
+class AppBus(AnsweringBus):
+    """Its app, told a Surface's tool call, tells focus `answer` (the result, or a code) as its
+    outcome."""
+
+    asks = p.UiToolCallEvent
+
+    def __init__(self) -> None:
+        super().__init__({"result": {"time": "12:00"}})
+
+    async def _done(self, focus: FocusActor, asked: p.UiToolCallEvent) -> None:
+        done = p.UiToolCallDoneRequest(call_id=asked.call_id, **self.answer)
+        await focus.on_surface_tool_done(done, from_app(done))
 
 
 @pytest.fixture
