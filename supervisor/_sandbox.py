@@ -266,7 +266,9 @@ def warm() -> None:
     """Do once, in the zygote before it forks, what `prepare_child` would otherwise do again in
     each child (~3 ms of a sandboxed fork → ready): build the policy's validator, probe the
     kernel's layers (the kernel and the capabilities a child has are its zygote's) and resolve
-    the runtime's readable code. Applies nothing."""
+    the runtime's readable code. Applies nothing; a no-op once done."""
+    if _WARM:
+        return
     SandboxPolicy.model_rebuild(force=True)
     _WARM[:] = [probe_layers()]
     runtime_trees(tuple(sys.path))

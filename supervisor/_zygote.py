@@ -301,6 +301,10 @@ def serve(sock: socket.socket, supervisor_pid: int, preload: Preload | None = No
             for module in preload.for_spawn(str(frame.body["boot"].get("target", ""))):
                 _import(module)
             try:
+                if _sandbox.is_sandboxed(frame.body["boot"].get("config") or {}):
+                    # Each sandboxed child's own work, done once, before the first one forks
+                    # (~2 ms): not before `ready`, on the way of every tree's first children.
+                    _sandbox.warm()
                 gc.freeze()  # the child's collector never walks (nor copies) the zygote's heap
                 pid = _clone_sibling()
                 if pid == 0:
@@ -335,7 +339,6 @@ def run(fd: int, supervisor_pid: int, modules: Iterable[str] = ()) -> None:
     # installed: over 100 ms); no actor runs it, so its import fails and httpx does without.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     load_base()  # already done if the zygote was forked from the supervisor
-    _sandbox.warm()  # each sandboxed child's own work, done once here (~1 ms)
     preload = Preload(m for m in modules if _first(m) not in BASE)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
