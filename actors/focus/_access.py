@@ -6,13 +6,22 @@ asked), most requests only on a live one (`live_owned`), and its session is name
 instance (`session_of`). An app is launched only when it is usable, installed and enabled
 (`require_enabled`). The books are the actor's; the services read them here and through
 `book` and `instances`, and only the actor's lifecycle writes them.
+
+The router looks a call's instance up in an index focus keeps it told of (`index`, after every
+change focus persists and whenever the app list changes): what focus's own lookup would find
+without acting on it, the instances of apps `require_enabled` refuses left out, so that the
+router asks focus for those and gets the refusal (`actors/router/_instance_index`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import cast
 
 from lineup.actors.kernel import AuditRecord, Envelope, ErrorCode, LineUpError, app_scope_of
+from lineup.actors.router.messages import MAX_INDEXED, IndexedInstance, InstanceIndexEvent
+from lineup.facts.instances import InstanceState
 from lineup.facts.scopes import CHAT
 from lineup.hostbridge.messages import AppsUpdatedEvent, LaunchableApp, LiveInstance
 
@@ -104,7 +113,36 @@ class Access:
         )
 
     async def push_apps(self) -> None:
-        """Tell the Shells the app list again (best effort: a Shell asks when it connects)."""
+        """Tell the Shells the app list again (best effort: a Shell asks when it connects),
+        and the router its index (an app enabled or disabled changes it)."""
         for watcher in self.watchers:
             watcher()
+        await self.tell_index()
         await self._port.tell_hostbridge(self.app_list())
+
+    def index(self) -> InstanceIndexEvent:
+        """The router's index of the instances now (the module's docstring), stamped with a
+        monotonic clock so that the router keeps the newest of those told out of order."""
+        entries = [
+            IndexedInstance(
+                instance_id=instance_id, app_scope=scope, state=cast(InstanceState, state)
+            )
+            for instance_id, scope, state in self.instances.stack()
+            if scope == CHAT or self._findable(scope)
+        ]
+        if len(entries) > MAX_INDEXED:
+            entries = []  # the router then asks focus for every call
+        return InstanceIndexEvent(version=time.monotonic_ns(), instances=tuple(entries))
+
+    async def tell_index(self) -> None:
+        """Tell the router the index, if it has a channel to focus (else it asks focus until
+        it is told: focus tells it again after answering it, `on_find`)."""
+        if self._port.bus.connection("router") is not None:
+            await self._port.tell_router(self.index())
+
+    def _findable(self, app_scope: str) -> bool:
+        try:
+            self.require_enabled(app_scope)
+        except LineUpError:
+            return False
+        return True

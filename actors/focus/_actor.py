@@ -362,6 +362,9 @@ class FocusActor(Actor, NavigationHandlers):
 
     @handles(FindInstanceRequest)
     async def on_find(self, msg: FindInstanceRequest, env: Envelope) -> InstanceReply:
+        if env.sender.kind is ActorKind.ROUTER:
+            # It asked: it may have no index yet (it restarted, or focus had no channel to it).
+            self.port.soon(self.access.tell_index)
         return await self.lifecycle.find(msg.app_scope, msg.instance_id, foreground=msg.foreground)
 
     @handles(AppFailedEvent)

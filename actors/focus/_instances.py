@@ -194,6 +194,10 @@ class Instances:
         front = next((i for i in reversed(live) if self._stack.states[i] == "foreground"), CHAT)
         return front, [(i, self._owners[i], self._stack.states[i]) for i in live]
 
+    def stack(self) -> list[tuple[str, str, str]]:
+        """Every instance on the stack, bottom first, as `(instance_id, app_scope, state)`."""
+        return [(i, self._owners[i], self._stack.states[i]) for i in self._stack.order]
+
     def count_live(self, *, marked: str | None = None) -> int:
         """Live instances on the stack; with `marked`, those whose id is `<scope>:<marked>…`."""
         if marked is None:

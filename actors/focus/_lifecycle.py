@@ -138,6 +138,9 @@ class Lifecycle:
         except BaseException:
             self.instances.rewind(commit)  # not written: it is still to be written
             raise
+        # The router's index, before the announcements (their tasks tell after this is sent):
+        # a `started` never reaches the router before the index that has its instance.
+        await self._access.tell_index()
         for effect in self.instances.effects(commit):
             self._carry_out(effect)
 

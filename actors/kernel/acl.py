@@ -153,7 +153,7 @@ def _build() -> dict[tuple[ActorKind, ActorKind], frozenset[str]]:
     # inventory changed, an instance's life moved on), so the two never wait on each other.
     allow(K.ROUTER, K.FOCUS, "focus.*")
     allow(K.FOCUS, K.ROUTER, "router.inventory.changed", "router.instance.event",
-          "router.instance.recovered")  # fmt: skip
+          "router.instance.index", "router.instance.recovered")  # fmt: skip
     allow(K.HOSTBRIDGE, K.ROUTER, "router.ui.*")
     allow(K.HOSTBRIDGE, K.FOCUS, "focus.ui.*")
     allow(K.HOSTBRIDGE, K.GATEWAY, "gateway.ui.*")

@@ -61,6 +61,7 @@ from .messages import (
     InboundEnvelopesReply,
     InboundEnvelopesRequest,
     InstanceEvent,
+    InstanceIndexEvent,
     InstancesRecoveredEvent,
     InteractionAnswerReply,
     InteractionAnswerRequest,
@@ -257,6 +258,12 @@ class RouterActor(Actor):
     @handles(InventoryChangedEvent)
     async def on_inventory_changed(self, msg: InventoryChangedEvent, env: Envelope) -> None:
         await self.inventory.publish()
+
+    @handles(InstanceIndexEvent)
+    def on_instance_index(self, msg: InstanceIndexEvent, env: Envelope) -> None:
+        # Synchronous, as `on_instance_event`: taken in the order focus told it, so an index is
+        # in place before the `started` focus told after it.
+        self.tools.index.update(msg)
 
     @handles(InstanceEvent)
     def on_instance_event(self, msg: InstanceEvent, env: Envelope) -> None:

@@ -64,8 +64,10 @@ from lineup.sdk.manifest import ToolDescriptor, split_tool_id, tool_id
 from lineup.sdk.schema import InputInvalid
 
 from ._envelope import RuntimeEnvelope
+from ._instance_index import InstanceIndex
 from ._inventory import Inventory
 from ._tools import ToolCalls
+from .messages import IndexedInstance
 
 __all__ = ["Interactive", "ToolPipeline", "pointer_of"]
 
@@ -129,6 +131,8 @@ class ToolPipeline:
         # order), so it waits for it rather than find none (`_find`).
         self._unannounced: dict[str, deque[str]] = {}
         self._announced = trio.Event()  # set, and replaced, whenever one of them moves on
+        # Focus's instances as it last told them: a call's instance without asking focus.
+        self.index = InstanceIndex(lambda: calls.bus.connection("focus"))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -255,13 +259,19 @@ class ToolPipeline:
         when it names none and its app has none live (the module's docstring); or refuse it
         (no such instance, `foreground_required`). `facts` is given for a call not yet recorded
         (its birth); None for one recorded by an earlier router."""
-        request = FindInstanceRequest(
-            app_scope=descriptor.scope,
-            instance_id=instance_id,
-            foreground=_brings_forward(descriptor),
-        )
+        foreground = _brings_forward(descriptor)
+        instance: IndexedInstance | InstanceReply | None = None
+        if not foreground and not self._unannounced.get(descriptor.scope):
+            # Focus's index answers as focus would (`_instance_index`); a call that brings its
+            # instance forward, or comes after a launch not yet announced, asks focus.
+            instance = self.index.find(descriptor.scope, instance_id)
         try:
-            instance = await self._find(request)
+            if instance is None:
+                instance = await self._find(
+                    FindInstanceRequest(
+                        app_scope=descriptor.scope, instance_id=instance_id, foreground=foreground
+                    )
+                )
         except LineUpError as exc:
             none_live = exc.code is ErrorCode.APP_INSTANCE_NOT_FOUND and instance_id is None
             if none_live and facts is not None and descriptor.launch_strategy != "never":

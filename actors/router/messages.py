@@ -7,12 +7,13 @@ kernel's `kernel.health.request`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, model_validator
 
 from lineup.actors.kernel import ErrorCode, Message
 from lineup.actors.kernel.control import HealthReply, HealthRequest
+from lineup.facts.instances import InstanceState
 from lineup.hostbridge.messages import AppSessionView, InteractionView
 from lineup.sdk._protocol.agent_messages import MAX_LIST, AgentMessage
 from lineup.wire import DismissEnvelope, TextEnvelope, ToolCallEnvelope
@@ -26,8 +27,10 @@ __all__ = [
     "InboundEnvelope",
     "InboundEnvelopesReply",
     "InboundEnvelopesRequest",
+    "IndexedInstance",
     "InstanceEvent",
     "InstanceEventKind",
+    "InstanceIndexEvent",
     "InstancesRecoveredEvent",
     "InteractionAnswerReply",
     "InteractionAnswerRequest",
@@ -138,6 +141,32 @@ class InstanceEvent(Message):
     instance_id: str = Field(min_length=1, max_length=200)
     app_scope: str = Field(min_length=1, max_length=100)
     event: InstanceEventKind
+
+
+# Instances an index names at most: past this focus sends an empty index (every lookup then
+# asks focus, as a router without an index does).
+MAX_INDEXED: Final = 1024
+
+
+class IndexedInstance(Message):
+    """One instance of focus's index (`InstanceIndexEvent`): its app and its state."""
+
+    type: Literal["router.instance.indexed"] = "router.instance.indexed"
+    instance_id: str = Field(min_length=1, max_length=200)
+    app_scope: str = Field(min_length=1, max_length=100)
+    state: InstanceState
+
+
+class InstanceIndexEvent(Message):
+    """focus → router: every instance on focus's stack, bottom first, with its state, as focus
+    has just persisted it (only those of apps focus would find a call an instance of now).
+    The router looks a call's instance up here instead of asking focus each time
+    (`actors/router/_instance_index`); `version` orders the indexes of every focus process (a
+    monotonic clock's ns), so an older one arriving late is dropped."""
+
+    type: Literal["router.instance.index"] = "router.instance.index"
+    version: int = Field(ge=0)
+    instances: tuple[IndexedInstance, ...] = Field(default=(), max_length=MAX_INDEXED)
 
 
 class InstancesRecoveredEvent(Message):

@@ -58,3 +58,24 @@ def test_the_launcher_offers_each_enabled_usable_app_but_the_chat_by_title() -> 
     actor.book.change("app-registry", refusal=ErrorCode.APP_UNAVAILABLE)  # cannot run here
     offered = [(app.app_scope, app.title) for app in actor.access.app_list().launchable]
     assert offered == [("pomodoro", "Pomodoro"), ("whiteboard", "Whiteboard")]
+
+
+def test_the_routers_index_is_the_stack_without_the_apps_focus_would_refuse() -> None:
+    actor = focus({})
+    for scope in ("pomodoro", "whiteboard"):
+        entry = next(e for e in catalogue.registry_entries() if e["app_scope"] == scope)
+        actor.book.change(scope, manifest=load_manifest(Path(entry["manifest"]).read_bytes()))
+    actor.instances.recover([], [], runtime_restarted=False)
+    actor.instances.launch("pomodoro:1", "pomodoro", foreground=False, call_id="c1")
+    actor.instances.launch("whiteboard:1", "whiteboard", foreground=True, call_id="c2")
+    first = actor.access.index()
+    listed = [(i.instance_id, i.app_scope, i.state) for i in first.instances]
+    assert listed == actor.instances.stack()  # bottom first, as focus's lookup reads it
+    assert listed[-1] == ("whiteboard:1", "whiteboard", "starting")
+    assert {i for i, _, _ in listed} == {"chat", "pomodoro:1", "whiteboard:1"}
+    actor.book.change("pomodoro", enabled=False)  # the router asks focus, which refuses it
+    second = actor.access.index()
+    assert [i.instance_id for i in second.instances] == [
+        i for i, _, _ in listed if i != "pomodoro:1"
+    ]
+    assert second.version > first.version  # the router keeps the newest of those told

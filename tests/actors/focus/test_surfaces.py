@@ -87,6 +87,9 @@ class FakeBus:
             raise ActorRestarted(ErrorCode.ACTOR_RESTARTED, peer)
         self.told.append((peer, body))
 
+    def connection(self, name: str) -> None:
+        return None  # no channel yet: focus tells the router its index once it has one
+
     def audit(self, record: AuditRecord) -> None:
         self.audits.append(record)
 
