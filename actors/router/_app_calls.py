@@ -185,7 +185,7 @@ class AppCalls:
         """The app's calls handed over and not decided, oldest first: read only."""
         scope = app_scope_of(sender)
         reply = await self.calls.store(
-            ToolCallListRequest(app_scope=scope, non_final_only=True, limit=500), ToolCallListReply
+            ToolCallListRequest(app_scope=scope, undecided_only=True, limit=500), ToolCallListReply
         )
         calls = tuple(
             sdk.ToolCallEvent(

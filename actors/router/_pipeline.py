@@ -442,8 +442,10 @@ class ToolPipeline:
         gone: dict[str, str] = {}
         after = 0
         while True:
+            # Undecided only: a submitted call stays as it is when its instance ends (its
+            # result is still delivered), and an AppServer that is away may leave thousands.
             reply = await self.calls.store(
-                ToolCallListRequest(non_final_only=True, after_seq=after, limit=500),
+                ToolCallListRequest(undecided_only=True, after_seq=after, limit=500),
                 ToolCallListReply,
             )
             for call in reply.calls:

@@ -373,7 +373,7 @@ class ToolCalls:
     async def _held(self, instance_id: str, app_scope: str) -> list[ToolCallRow]:
         reply = await self.store(
             ToolCallListRequest(
-                app_scope=app_scope, instance_id=instance_id, non_final_only=True, limit=500
+                app_scope=app_scope, instance_id=instance_id, undecided_only=True, limit=500
             ),
             ToolCallListReply,
         )
@@ -385,16 +385,15 @@ class ToolCalls:
         other `cancelled(app_closed)`. A submitted result is still delivered. Idempotent: an
         event told twice, or a sweep after it, finds nothing left to end."""
         async with self._instance_locks.setdefault(instance_id, trio.Lock()):
+            # Undecided only: a submitted call's result is still delivered.
             reply = await self.store(
                 ToolCallListRequest(
-                    app_scope=app_scope, instance_id=instance_id, non_final_only=True, limit=500
+                    app_scope=app_scope, instance_id=instance_id, undecided_only=True, limit=500
                 ),
                 ToolCallListReply,
             )
             ended = []
             for call in reply.calls:
-                if call.state == "submitted":
-                    continue  # its result is already decided: it is still delivered
                 if call.state == "routing":  # held for its instance's activation
                     refusal = (
                         ErrorCode.ACTIVATION_FAILED if failed else ErrorCode.ACTIVATION_CANCELLED

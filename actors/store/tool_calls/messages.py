@@ -201,12 +201,15 @@ class ToolCallGetReply(Message):
 
 
 class ToolCallListRequest(Message):
-    """Calls in `seq` order after `after_seq`, filtered by scope, instance and finality."""
+    """Calls in `seq` order after `after_seq`, filtered by scope, instance and finality:
+    `non_final_only`, none final; `undecided_only`, none decided either (a `submitted` call
+    waits only for the AppServer's word on its result: nothing the router does moves it)."""
 
     type: Literal["store.tool_call.list"] = "store.tool_call.list"
     app_scope: Name | None = None
     instance_id: Id | None = None
     non_final_only: bool = False
+    undecided_only: bool = False
     after_seq: Seq = 0
     limit: Limit = 100
 

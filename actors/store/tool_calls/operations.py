@@ -420,13 +420,23 @@ def _cost(values: Sequence[Any]) -> int:
     return _ROW_OVERHEAD + sum(len(str(value).encode()) for value in values)
 
 
+_FINAL: Final = ", ".join(f"'{state}'" for state in sorted(machine.FINAL))
+_DECIDED: Final = ", ".join(f"'{state}'" for state in sorted(machine.DECIDED))
+
+
 def tool_call_list(conn: Connection, req: ToolCallListRequest, now: float) -> ToolCallListReply:
-    final = ", ".join(f"'{state}'" for state in sorted(machine.FINAL))
     rows = conn.execute(
         f"{_SELECT} WHERE seq > ?1 AND (?2 IS NULL OR app_scope = ?2)"
-        f" AND (?3 IS NULL OR instance_id = ?3) AND (NOT ?4 OR state NOT IN ({final}))"
-        " ORDER BY seq LIMIT ?5",
-        (req.after_seq, req.app_scope, req.instance_id, req.non_final_only, req.limit),
+        f" AND (?3 IS NULL OR instance_id = ?3) AND (NOT ?4 OR state NOT IN ({_FINAL}))"
+        f" AND (NOT ?6 OR state NOT IN ({_DECIDED})) ORDER BY seq LIMIT ?5",
+        (
+            req.after_seq,
+            req.app_scope,
+            req.instance_id,
+            req.non_final_only,
+            req.limit,
+            req.undecided_only,
+        ),
     ).fetchall()
     return ToolCallListReply(calls=tuple(_row(values) for values in within_budget(rows, _cost)))
 

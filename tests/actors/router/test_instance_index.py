@@ -1,7 +1,8 @@
 """The router finds a call's instance in the index focus keeps it told of, without a round trip
 to focus, and asks focus whenever the index may not answer for it (issue 32: the tool path's
 hops). The index itself is pure; the pipeline's use of it runs over a real store, focus
-scripted and counting what it is asked."""
+scripted and counting what it is asked. And the router's periodic sweep reads only the calls it
+could move."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply, Inv
 from lineup.actors.kernel import ActorKind, Envelope, Identity, Message
 from lineup.actors.router._instance_index import InstanceIndex
 from lineup.actors.router.messages import IndexedInstance, InstanceIndexEvent
+from lineup.actors.store.messages import ToolCallStepReply
 from lineup.tests.actors.router.test_tool_instance_end import (
     INSTANCE,
     INVENTORY,
@@ -23,6 +25,8 @@ from lineup.tests.actors.router.test_tool_instance_end import (
     pipeline_of,
 )
 from lineup.tests.actors.store._harness import WAIT, router_peer, start_store
+from lineup.tests.actors.store.test_tool_calls import INSTANCE as STORE_INSTANCE
+from lineup.tests.actors.store.test_tool_calls import birth, step
 
 HANDED_OVER: Final = ("waiting_for_app", "running")
 
@@ -110,3 +114,20 @@ async def test_a_call_the_index_cannot_answer_for_asks_focus(
     state, code = await call_state(store, "call-1")
     assert (state, code) in [(s, None) for s in HANDED_OVER]
     assert [(f.app_scope, f.instance_id, f.foreground) for f in finds] == [(SCOPE, None, False)]
+
+
+async def test_the_sweep_of_ended_instances_reads_no_decided_call(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """A submitted call stays as it is when its instance ends (its result is still delivered):
+    the sweep never reads it, however many an AppServer away leaves behind."""
+    store = await start_store(nursery, tmp_path / "data")
+    pipeline = pipeline_of(store.router)
+    for call_id in ("a", "b"):
+        for request in (birth("hand_over", call_id), step("take", call_id)):
+            await store.ask(request, ToolCallStepReply)
+    await store.ask(step("submit", "b"), ToolCallStepReply)
+    with trio.fail_after(WAIT):
+        assert await pipeline.sweep_ended(set(), confirmed=set()) == {STORE_INSTANCE}
+        await store.ask(step("submit", "a"), ToolCallStepReply)
+        assert await pipeline.sweep_ended(set(), confirmed=set()) == set()

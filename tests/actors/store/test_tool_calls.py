@@ -809,6 +809,21 @@ async def test_the_call_list_filters_by_scope_instance_and_finality(store: Store
     assert await ids(app_scope="nobody") == []
 
 
+async def test_the_call_list_leaves_decided_calls_out_on_request(store: StoreHarness) -> None:
+    await running(store, "a")
+    await running(store, "b")
+    await store.ask(step("submit", "b"), ToolCallStepReply)  # decided, not final
+    await store.ask(birth("admit", "c"), ToolCallStepReply)
+
+    async def ids(**filters: Any) -> list[str]:
+        reply = await store.ask(ToolCallListRequest(**filters), ToolCallListReply)
+        return [call.call_id for call in reply.calls]
+
+    assert await ids(non_final_only=True) == ["a", "b", "c"]
+    assert await ids(undecided_only=True) == ["a", "c"]
+    assert await ids(instance_id=INSTANCE, undecided_only=True) == ["a"]
+
+
 async def test_the_call_list_pages_by_seq_and_stops_at_the_reply_byte_budget(
     store: StoreHarness,
 ) -> None:
