@@ -15,6 +15,9 @@ the database thread, which runs it as ONE transaction:
       ...
     COMMIT
 
+A batch of one op needs no savepoint (two statements of its ~ten, measured on a tool call's
+step): the transaction is the op's, and an op that raises has it rolled back whole.
+
 Only when COMMIT has returned are the results handed back: **persist, then acknowledge**. An op
 that raises fails only its own request (its savepoint is rolled back). If COMMIT itself fails,
 or the transaction breaks underneath (a savepoint can no longer be rolled back), the whole batch
@@ -315,8 +318,19 @@ class Committer:
         """Run one transaction. Returns whether it committed. Never raises."""
         try:
             conn.execute("BEGIN IMMEDIATE" if any(job.write for job in batch) else "BEGIN")
-            for job in batch:
-                self._run_one(conn, job)
+            if len(batch) == 1:
+                # One op (most batches, and every `run_now`): its transaction is its savepoint.
+                # If it raises, rolling all of it back undoes exactly its own writes.
+                job = batch[0]
+                try:
+                    job.result = job.op(conn)
+                except Exception as exc:
+                    job.error = as_lineup_error(exc)
+                    conn.execute("ROLLBACK")
+                    return True  # nothing to commit: the op's refusal is its answer
+            else:
+                for job in batch:
+                    self._run_one(conn, job)
             conn.execute("COMMIT")
         except Exception as exc:
             rollback_quietly(conn)

@@ -540,3 +540,27 @@ async def test_run_now_leaves_a_due_checkpoint_to_the_committer(
         assert await committer.submit(lambda conn: "read", write=False) == "read"  # after it
     assert committer.stats.checkpoints == 1
     assert committer.run_now(set_cursor("b")) == (True, "b")
+
+
+async def test_a_lone_operation_needs_no_savepoint_and_a_refused_one_leaves_nothing(
+    db: Database, nursery: trio.Nursery
+) -> None:
+    committer = Committer()
+    await nursery.start(committer.run, db.conn)
+    statements: list[str] = []
+
+    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
+        statements.append(sql.split(maxsplit=1)[0].upper())
+        return True
+
+    db.conn.exec_trace = trace
+    try:
+        assert committer.run_now(set_cursor("a")) == (True, "a")
+        with pytest.raises(Refused):
+            committer.run_now(refused_after_writing)
+        assert committer.run_now(set_cursor("b")) == (True, "b")  # not left in a transaction
+    finally:
+        db.conn.exec_trace = None
+    assert "SAVEPOINT" not in statements
+    assert statements.count("ROLLBACK") == 1
+    assert cursor_names(db.path) == {"a", "b"}
