@@ -619,9 +619,17 @@ ALTER TABLE instances ADD COLUMN restore_previous INTEGER NOT NULL DEFAULT 1
     CHECK (restore_previous IN (0, 1));
 """
 
+# v15: the open calls' deadline index goes (issue 32): no query reads it (the router re-arms
+# deadlines from its list by `seq`, and a list of open calls is a scan by `seq` either way), and
+# every step of a call wrote it (its `state` is in the index's condition): one B-tree, and one
+# WAL page, fewer for a birth and for each step.
+_V15: Final = """
+DROP INDEX tool_calls_open;
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14),
+    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14), (15, _V15),
 )  # fmt: skip
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

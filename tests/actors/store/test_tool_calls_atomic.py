@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._committer import Committer
 from lineup.actors.store._db import Connection, Database
+from lineup.actors.store.audit.messages import AuditRecord
+from lineup.actors.store.audit.operations import audit_append
 from lineup.actors.store.messages import (
     OutboxRowIn,
     ToolCallProgressRequest,
@@ -39,6 +41,8 @@ from lineup.tests.actors.store._harness import (
     put_live_instances,
 )
 from lineup.tests.actors.store.test_tool_calls import BINDS, INSTANCE, SCOPE, facts
+from lineup.tests.actors.store.test_tool_calls import birth as _birth
+from lineup.tests.actors.store.test_tool_calls import step as _step
 
 T = TypeVar("T")
 
@@ -442,3 +446,42 @@ def test_any_sequence_of_requests_ends_a_call_at_most_once_with_one_terminal_row
         assert terminal == [(1 if model.state in machine.DECIDED else 0,)]
     finally:
         conn.close()
+
+
+# ---------------------------------------------------------------------------------- cost
+
+
+def test_a_step_that_keeps_the_calls_instance_writes_its_row_and_no_index_of_it(
+    db: Database,
+) -> None:
+    """A call's steps after its birth rewrite no index entry of the call (issue 32: each is a
+    B-tree page in every commit): `take` writes the call's row and its audit row, nothing more.
+    Counted in WAL pages, against an audit row written alone."""
+    conn = db.conn
+    pages = [0]
+
+    def grew(_conn: Connection, _name: str, count: int) -> int:
+        pages[0] = count
+        return 0
+
+    conn.wal_autocheckpoint(0)
+    conn.set_wal_hook(grew)
+
+    def written(op: Callable[[], object]) -> int:
+        before = pages[0]
+        conn.execute("BEGIN IMMEDIATE")
+        op()
+        conn.execute("COMMIT")
+        return pages[0] - before
+
+    try:
+        written(lambda: put_live_instances(conn, SCOPE, INSTANCE))
+        for call_id in ("call-1", "call-2"):
+            written(partial(t.tool_call_step, conn, _birth("hand_over", call_id), 1.0))
+        audit = written(
+            lambda: audit_append(conn, [AuditRecord(event="probe", actor="store")], 2.0)
+        )
+        take = written(lambda: t.tool_call_step(conn, _step("take", "call-2"), 2.0))
+    finally:
+        conn.set_wal_hook(None)
+    assert take == audit + 1
