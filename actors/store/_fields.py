@@ -57,19 +57,24 @@ MAX_WIRE_DEPTH: Final = 64
 def json_depth(value: object) -> int:
     """How deeply objects and arrays nest in `value` (a scalar is 0, `{}` is 1). Iterative, so
     a hostile value cannot exhaust the stack."""
+    if not isinstance(value, _CONTAINERS):
+        return 0
     deepest = 0
-    pending: list[tuple[object, int]] = [(value, 0)]
+    # Only containers are stacked (a scalar adds no depth): most of a value's items are
+    # scalars, and each stacked one costs a tuple and a pop (this runs on every step's rows).
+    pending: list[tuple[dict[object, object] | list[object] | tuple[object, ...], int]] = [
+        (value, 1)
+    ]
     while pending:
         item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: list[object] = list(item.values())
-        elif isinstance(item, list | tuple):
-            children = list(item)
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        pending.extend((child, depth + 1) for child in children)
+        deepest = max(deepest, depth)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, _CONTAINERS):
+                pending.append((child, depth + 1))
     return deepest
+
+
+_CONTAINERS: Final = (dict, list, tuple)
 
 
 def bounded_json(

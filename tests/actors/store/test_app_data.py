@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lineup.actors.kernel import ErrorCode, LineUpError
 from lineup.actors.store._fields import MAX_SESSION_DATA_BYTES, bounded_json, json_depth
@@ -67,6 +69,28 @@ def test_json_depth_counts_nested_containers() -> None:
     values: list[object] = [1, "x", None, {}, [], {"a": [1, {"b": []}]}]
     assert [json_depth(v) for v in values] == [0, 0, 0, 1, 1, 4]
     assert json_depth(nested(32)) == 32
+
+
+def _depth(value: object) -> int:  # the definition, recursively
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list | tuple):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+@given(_JSON)
+def test_json_depth_is_the_deepest_nesting_of_any_value(value: object) -> None:
+    assert json_depth(value) == _depth(value)
 
 
 @pytest.mark.parametrize("value", [
