@@ -39,6 +39,10 @@ async def test_the_profile_splits_every_process_cpu_of_one_call() -> None:
     profile = await profile_direct_call(calls=20, in_flight=4)
     assert [p.name for p in profile.processes] == list(PROCESSES)
     for process in profile.processes:
+        if process.name == "focus":
+            # Off the call's path: the router finds the instance in focus's index (issue 32).
+            assert process.sends == 0
+            continue
         assert process.cpu_us > 0
         assert sum(process.buckets.values()) == pytest.approx(1.0)
         assert process.top
