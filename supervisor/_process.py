@@ -136,6 +136,10 @@ class Processes:
                 readers, stdio = (out_read, err_read), (out_write, err_write)
             boot, quota = self._boot(child)
             child.spawned_at = time.monotonic()
+            if quota is not None and quota.pids_cgroup is not None and self.pids is not None:
+                # The grace period its move into the cgroup waits for begins now, not once the
+                # zygote has said its pid (`PidsCgroups.prime`).
+                self._nursery.start_soon(trio.to_thread.run_sync, self.pids.prime)
             child.pid = await self.zygote.spawn(boot.to_json(), channel, stdio)
         except BaseException:
             for read_end in readers or ():
