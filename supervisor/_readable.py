@@ -21,6 +21,7 @@ __all__ = [
     "landlock_rules",
     "own_code",
     "package_root",
+    "path_entries",
     "runtime_trees",
 ]
 
@@ -93,8 +94,10 @@ def exec_rules(paths: tuple[str, ...]) -> list[_landlock.Rule]:
     return rules
 
 
+@functools.lru_cache(maxsize=1)
 def package_root() -> Path:
-    """The directory of the `lineup` package (the repository its link points to)."""
+    """The directory of the `lineup` package (the repository its link points to); resolved
+    once, in the zygote before it forks (`_sandbox.warm`)."""
     lineup = sys.modules["lineup"].__file__
     assert lineup is not None
     return Path(lineup).resolve().parent
@@ -147,10 +150,17 @@ def own_code(module: str, root: Path) -> list[Path]:
     if spec.origin is None or not spec.has_location:
         return paths
     origin = Path(spec.origin).resolve()
-    entries = {Path(entry).resolve() for entry in sys.path if entry}
-    if origin.parent in entries or root.is_relative_to(origin.parent):
+    if origin.parent in path_entries(tuple(sys.path)) or root.is_relative_to(origin.parent):
         return [*paths, origin]
     return [*paths, origin.parent]
+
+
+@functools.lru_cache(maxsize=4)
+def path_entries(path: tuple[str, ...]) -> frozenset[Path]:
+    """The entries of `path` (`sys.path`), resolved: like `runtime_trees`, the same for every
+    child of one zygote, which resolves them once before it forks (a symlink per component:
+    most of what locating an app's code cost a child)."""
+    return frozenset(Path(entry).resolve() for entry in path if entry)
 
 
 def _locate(module: str) -> ModuleSpec | None:

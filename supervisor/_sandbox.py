@@ -85,7 +85,7 @@ from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxSta
 from lineup.facts.mcp import PROXY_FD_ENV
 
 from . import _landlock, _seccomp
-from ._readable import exec_rules, landlock_rules, runtime_trees
+from ._readable import exec_rules, landlock_rules, path_entries, runtime_trees
 from ._report import CGROUP_JOINED, send_report
 
 __all__ = [
@@ -272,6 +272,7 @@ def warm() -> None:
     SandboxPolicy.model_rebuild(force=True)
     _WARM[:] = [probe_layers()]
     runtime_trees(tuple(sys.path))
+    path_entries(tuple(sys.path))
 
 
 def is_sandboxed(config: Mapping[str, Any]) -> bool:

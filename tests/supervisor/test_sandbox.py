@@ -468,7 +468,7 @@ def test_a_child_of_a_warmed_zygote_applies_the_sandbox_without_probing_or_build
 ) -> None:
     """The zygote warms the sandbox before it forks (`_sandbox.warm`): each child then neither
     probes the kernel, nor builds the policy's validator, nor resolves the runtime's code
-    again (~3 ms of a sandboxed fork → ready, in every child)."""
+    or the interpreter's path again (~4 ms of a sandboxed fork → ready, in every child)."""
     got = run_python(f"""
 import os, sys
 from lineup.supervisor import _readable, _sandbox
@@ -478,12 +478,15 @@ def probed():
 _sandbox.probe_layers = probed
 assert _sandbox.SandboxPolicy.__pydantic_complete__
 resolved = _readable.runtime_trees.cache_info().currsize
+entries = _readable.path_entries.cache_info().currsize
 _sandbox.prepare_child({{
     "target": "lineup.tests.support.actors:HangActor",
     "data_dir": {str(data_dir)!r},
     "config": {{"sandbox": {{"profile": "miniapp", "app_scope": "warmed"}}}},
 }})
 assert _readable.runtime_trees.cache_info().currsize == resolved == 1
+assert _readable.path_entries.cache_info().currsize == entries == 1
+assert _readable.package_root.cache_info().misses == 1
 try:
     os.fork()
 except PermissionError:
