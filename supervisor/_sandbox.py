@@ -85,7 +85,15 @@ from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxSta
 from lineup.facts.mcp import PROXY_FD_ENV
 
 from . import _landlock, _seccomp
-from ._readable import exec_rules, landlock_rules, path_entries, runtime_trees
+from ._readable import (
+    bundled_code,
+    exec_rules,
+    landlock_rules,
+    own_module,
+    path_entries,
+    readable_runtime,
+    runtime_trees,
+)
 from ._report import CGROUP_JOINED, send_report
 
 __all__ = [
@@ -262,17 +270,32 @@ def _can_enter_netns() -> bool:
 # ---------------------------------------------------------------------- applying it
 
 
-def warm() -> None:
-    """Do once, in the zygote before it forks, what `prepare_child` would otherwise do again in
-    each child (~3 ms of a sandboxed fork → ready): build the policy's validator, probe the
+def warm(boot: Mapping[str, Any] | None = None) -> None:
+    """Do in the zygote before it forks what `prepare_child` would otherwise do again in each
+    child. Once (~3 ms of a sandboxed fork → ready): build the policy's validator, probe the
     kernel's layers (the kernel and the capabilities a child has are its zygote's) and resolve
-    the runtime's readable code. Applies nothing; a no-op once done."""
-    if _WARM:
+    the interpreter's path and the runtime's readable code. With `boot` (a sandboxed child's,
+    about to be forked), once per data dir and app (~1 ms): the runtime's part of its Landlock
+    rules, and where a bundled app's code is. Applies nothing; never raises (a child whose
+    boot is wrong finds it, and says so, itself)."""
+    if not _WARM:
+        SandboxPolicy.model_rebuild(force=True)
+        _WARM[:] = [probe_layers()]
+        runtime_trees(tuple(sys.path))
+        path_entries(tuple(sys.path))
+    if boot is None:
         return
-    SandboxPolicy.model_rebuild(force=True)
-    _WARM[:] = [probe_layers()]
-    runtime_trees(tuple(sys.path))
-    path_entries(tuple(sys.path))
+    config = boot.get("config") or {}
+    try:
+        policy = SandboxPolicy.model_validate(config.get("sandbox"))
+        data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
+        if config.get("app_path"):
+            return  # its path differs from ours: its child resolves its own
+        path = tuple(sys.path)
+        readable_runtime(data_dir, policy.app_scope, path)
+        bundled_code(own_module(config, str(boot["target"])), path)
+    except (ValidationError, KeyError, TypeError, ValueError, OSError):
+        return
 
 
 def is_sandboxed(config: Mapping[str, Any]) -> bool:
