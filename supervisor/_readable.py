@@ -18,6 +18,7 @@ from . import _landlock
 __all__ = [
     "RUNTIME_CODE",
     "bundled_code",
+    "bundled_rules",
     "exec_rules",
     "landlock_rules",
     "own_code",
@@ -64,15 +65,32 @@ def landlock_rules(
     socket, other apps)."""
     path = tuple(sys.path)
     module = own_module(config, target)
-    # A bundled app's code is the runtime's own (immutable while it runs): located once per
-    # zygote, as the runtime's trees are. A development or installed app's (`app_path`) is
-    # located anew, in each child: it may change between two starts.
-    own = own_code(module, package_root()) if config.get("app_path") else bundled_code(module, path)
+    if config.get("app_path"):
+        # A development or installed app's code is located anew, in each child: it may
+        # change between two starts.
+        return _rules(data_dir, home, own_code(module, package_root()), path)
+    return list(bundled_rules(data_dir, home, module, path))
+
+
+@functools.lru_cache(maxsize=64)
+def bundled_rules(
+    data_dir: Path, home: Path, module: str, path: tuple[str, ...]
+) -> tuple[_landlock.Rule, ...]:
+    """`landlock_rules` of a bundled app, whose code is the runtime's own (immutable while it
+    runs): the same for each child of one app, so the zygote makes them before it forks
+    (`_sandbox.warm`). `path` is `sys.path`."""
+    return tuple(_rules(data_dir, home, bundled_code(module, path), path))
+
+
+def _rules(
+    data_dir: Path, home: Path, own: Iterable[Path], path: tuple[str, ...]
+) -> list[_landlock.Rule]:
+    own = tuple(own)
     readable = set(readable_runtime(data_dir, home.name, path))
     readable.update(piece for tree in own for piece in _landlock.carve(tree, data_dir))
     readable.update(_in_own_bundle(own, data_dir, home.name))
-    rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
-    rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
+    rules: list[_landlock.Rule] = [(str(tree), _landlock.FS_READ) for tree in sorted(readable)]
+    rules += [(file, _landlock.READ_FILE) for file in _SYSTEM_FILES]
     rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))
     rules.append((str(home), _landlock.FS_WRITE_TREE))
     return rules

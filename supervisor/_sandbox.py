@@ -86,12 +86,11 @@ from lineup.facts.mcp import PROXY_FD_ENV
 
 from . import _landlock, _seccomp
 from ._readable import (
-    bundled_code,
+    bundled_rules,
     exec_rules,
     landlock_rules,
     own_module,
     path_entries,
-    readable_runtime,
     runtime_trees,
 )
 from ._report import CGROUP_JOINED, send_report
@@ -275,9 +274,9 @@ def warm(boot: Mapping[str, Any] | None = None) -> None:
     child. Once (~3 ms of a sandboxed fork → ready): build the policy's validator, probe the
     kernel's layers (the kernel and the capabilities a child has are its zygote's) and resolve
     the interpreter's path and the runtime's readable code. With `boot` (a sandboxed child's,
-    about to be forked), once per data dir and app (~1 ms): the runtime's part of its Landlock
-    rules, and where a bundled app's code is. Applies nothing; never raises (a child whose
-    boot is wrong finds it, and says so, itself)."""
+    about to be forked), once per data dir and app (~1 ms): a bundled app's Landlock rules.
+    Applies nothing; never raises (a child whose boot is wrong finds it, and says so, itself).
+    """
     if not _WARM:
         SandboxPolicy.model_rebuild(force=True)
         _WARM[:] = [probe_layers()]
@@ -291,9 +290,8 @@ def warm(boot: Mapping[str, Any] | None = None) -> None:
         data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
         if config.get("app_path"):
             return  # its path differs from ours: its child resolves its own
-        path = tuple(sys.path)
-        readable_runtime(data_dir, policy.app_scope, path)
-        bundled_code(own_module(config, str(boot["target"])), path)
+        home = app_data_dir(data_dir, policy.app_scope)
+        bundled_rules(data_dir, home, own_module(config, str(boot["target"])), tuple(sys.path))
     except (ValidationError, KeyError, TypeError, ValueError, OSError):
         return
 
