@@ -467,9 +467,10 @@ def test_a_child_of_a_warmed_zygote_applies_the_sandbox_without_probing_or_build
     data_dir: Path,
 ) -> None:
     """The zygote warms the sandbox before it forks (`_sandbox.warm`, given the child's boot):
-    each child then neither probes the kernel, nor builds the policy's validator, nor
-    resolves the runtime's code, the interpreter's path, or a bundled app's code and Landlock
-    rules again (~4 ms of a sandboxed fork → ready, in every child)."""
+    each child then neither probes the kernel or its capabilities, nor reads where its
+    environment is, nor builds the policy's validator, nor resolves the runtime's code, the
+    interpreter's path, or a bundled app's code and Landlock rules again (~5 ms of a sandboxed
+    fork → ready, in every child)."""
     got = run_python(f"""
 import os, sys
 from lineup.supervisor import _readable, _sandbox
@@ -482,6 +483,8 @@ _sandbox.warm(boot)
 def probed():
     raise AssertionError("probed again")
 _sandbox.probe_layers = probed
+_sandbox._effective_caps = probed
+_sandbox._env_block = probed
 assert _sandbox.SandboxPolicy.__pydantic_complete__
 cached = (
     _readable.runtime_trees,
