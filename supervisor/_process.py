@@ -136,6 +136,10 @@ class Processes:
                 readers, stdio = (out_read, err_read), (out_write, err_write)
             boot, quota = self._boot(child)
             child.spawned_at = time.monotonic()
+            if quota is not None and quota.pids_cgroup is not None and self.pids is not None:
+                # The grace period its move into the cgroup waits for begins now, not once the
+                # zygote has said its pid (`PidsCgroups.prime`).
+                self._nursery.start_soon(trio.to_thread.run_sync, self.pids.prime)
             child.pid = await self.zygote.spawn(boot.to_json(), channel, stdio)
         except BaseException:
             for read_end in readers or ():
@@ -288,11 +292,15 @@ class Processes:
     ) -> None:
         incarnation = child.incarnation
         try:
-            listener = await receive_report(channel)
-            if joined is not None:  # it waits, after its report, until it is in its cgroup
+            if joined is not None:
+                # It waits, after its report, until it is in its cgroup: the word goes as soon
+                # as it is, so that it is there when the child asks, not one more trip later
+                # (the child reads nothing on the channel before its report is sent).
                 await self._changes.wait_until(lambda: joined.is_set() or child.exited.is_set())
                 if joined.is_set():
-                    channel.send(CGROUP_JOINED)  # one byte into an empty socket: never blocks
+                    with contextlib.suppress(OSError):  # it died meanwhile: its report says so
+                        channel.send(CGROUP_JOINED)  # one byte into an empty socket: never blocks
+            listener = await receive_report(channel)
         except BaseException:
             channel.close()
             raise

@@ -15,8 +15,9 @@ Threads. RLIMIT_NPROC counts every process of the user, so it cannot bound one a
 kernel offers a pids cgroup we may write (cgroup v1's `pids` hierarchy, or a cgroup v2 whose
 `cgroup.subtree_control` delegates `pids` to us), the supervisor makes one per MiniApp,
 `lineup-<supervisor pid>/<app_scope>`, with `pids.max` = the policy's `threads`, and moves the
-child there while it applies its sandbox (a move waits for an RCU grace period, over 10 ms on
-cgroup v1); the child waits for the supervisor's word before it runs any app code. A thread
+child there while it applies its sandbox (a move waits for an RCU grace period, 7-15 ms on
+cgroup v1, so the supervisor starts that wait as it asks for the fork: `prime`); the child waits
+for the supervisor's word before it runs any app code. A thread
 past the limit fails to start (EAGAIN); each time the cgroup's `max` event count rose since
 the last check, one `sandbox.quota_exceeded` row (code `threads`) is written. Where there is
 no such cgroup, `lineup status` says so.
@@ -172,6 +173,21 @@ class PidsCgroups:
             self._apps[scope] = path
         (path / "pids.max").write_text(str(threads))
         return path
+
+    def prime(self) -> None:
+        """Begin, now, the wait a `move` has: write this process's own pid into the cgroup it
+        is in (`parent`), a move that changes nothing but takes the kernel's lock the same
+        way. The first taking of that lock waits for an RCU grace period; a move begun while
+        this one waits shares its grace period, and one begun within a grace period or so
+        after it takes the lock at once. So the supervisor calls it as it asks for a fork, and
+        the child's move, which must wait for the child's pid, is done that much sooner.
+        Blocking (run it in a worker thread); never raises."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.base.parent / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
 
     def move(self, pid: int, cgroup: Path) -> bool:
         """Move process `pid` (all its threads) into `cgroup`. Blocking: it waits for an RCU

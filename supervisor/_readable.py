@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from typing import Any, Final
@@ -17,10 +17,15 @@ from . import _landlock
 
 __all__ = [
     "RUNTIME_CODE",
+    "bundled_code",
+    "bundled_rules",
     "exec_rules",
     "landlock_rules",
     "own_code",
+    "own_module",
     "package_root",
+    "path_entries",
+    "readable_runtime",
     "runtime_trees",
 ]
 
@@ -58,18 +63,67 @@ def landlock_rules(
     """Read: the interpreter, its libraries, the runtime code a MiniApp runs, the app's own
     package. Write: `home`. Nothing under `data_dir` but `home` (the database, the control
     socket, other apps)."""
-    trees: set[Path] = set(_code_paths(config, target))
-    trees.update(Path(p) for p in _SYSTEM_READ)
-    readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
-    # An installed app's code is in the verified cache under `data_dir`: its own version
-    # directory alone (`bundles/<its scope>/…`), never another app's or anything else there.
-    bundles = data_dir / "bundles" / home.name
-    readable.update(tree for tree in trees if tree.is_relative_to(bundles) and tree != bundles)
-    rules: list[_landlock.Rule] = [(str(path), _landlock.FS_READ) for path in sorted(readable)]
-    rules += [(path, _landlock.READ_FILE) for path in _SYSTEM_FILES]
+    path = tuple(sys.path)
+    module = own_module(config, target)
+    if config.get("app_path"):
+        # A development or installed app's code is located anew, in each child: it may
+        # change between two starts.
+        return _rules(data_dir, home, own_code(module, package_root()), path)
+    return list(bundled_rules(data_dir, home, module, path))
+
+
+@functools.lru_cache(maxsize=64)
+def bundled_rules(
+    data_dir: Path, home: Path, module: str, path: tuple[str, ...]
+) -> tuple[_landlock.Rule, ...]:
+    """`landlock_rules` of a bundled app, whose code is the runtime's own (immutable while it
+    runs): the same for each child of one app, so the zygote makes them before it forks
+    (`_sandbox.warm`). `path` is `sys.path`."""
+    return tuple(_rules(data_dir, home, bundled_code(module, path), path))
+
+
+def _rules(
+    data_dir: Path, home: Path, own: Iterable[Path], path: tuple[str, ...]
+) -> list[_landlock.Rule]:
+    own = tuple(own)
+    readable = set(readable_runtime(data_dir, home.name, path))
+    readable.update(piece for tree in own for piece in _landlock.carve(tree, data_dir))
+    readable.update(_in_own_bundle(own, data_dir, home.name))
+    rules: list[_landlock.Rule] = [(str(tree), _landlock.FS_READ) for tree in sorted(readable)]
+    rules += [(file, _landlock.READ_FILE) for file in _SYSTEM_FILES]
     rules.append(("/dev/null", _landlock.READ_FILE | _landlock.WRITE_FILE))
     rules.append((str(home), _landlock.FS_WRITE_TREE))
     return rules
+
+
+@functools.lru_cache(maxsize=16)
+def readable_runtime(data_dir: Path, scope: str, path: tuple[str, ...]) -> frozenset[Path]:
+    """What `landlock_rules` grants to read of the interpreter, its libraries, the runtime's
+    code and the system's: the same for every child of one zygote with one data dir (and
+    scope), so the zygote resolves it before it forks (`_sandbox.warm`)."""
+    trees = {*runtime_trees(path), *(Path(p) for p in _SYSTEM_READ)}
+    readable = {piece for tree in trees for piece in _landlock.carve(tree, data_dir)}
+    readable.update(_in_own_bundle(trees, data_dir, scope))
+    return frozenset(readable)
+
+
+@functools.lru_cache(maxsize=64)
+def bundled_code(module: str, path: tuple[str, ...]) -> tuple[Path, ...]:
+    """`own_code` of a bundled app's module, located once per zygote (`path` is `sys.path`)."""
+    return tuple(own_code(module, package_root()))
+
+
+def own_module(config: Mapping[str, Any], target: str) -> str:
+    """The module of the app's own code: its `app` (what the SDK's host imports inside), or,
+    for a MiniApp that is its own host (the tests' hostile actor), its target's module."""
+    return (str(config.get("app") or "") or target).partition(":")[0]
+
+
+def _in_own_bundle(trees: Iterable[Path], data_dir: Path, scope: str) -> Iterator[Path]:
+    """An installed app's code is in the verified cache under `data_dir`: its own version
+    directory alone (`bundles/<its scope>/…`), never another app's or anything else there."""
+    bundles = data_dir / "bundles" / scope
+    return (tree for tree in trees if tree.is_relative_to(bundles) and tree != bundles)
 
 
 def exec_rules(paths: tuple[str, ...]) -> list[_landlock.Rule]:
@@ -93,8 +147,10 @@ def exec_rules(paths: tuple[str, ...]) -> list[_landlock.Rule]:
     return rules
 
 
+@functools.lru_cache(maxsize=1)
 def package_root() -> Path:
-    """The directory of the `lineup` package (the repository its link points to)."""
+    """The directory of the `lineup` package (the repository its link points to); resolved
+    once, in the zygote before it forks (`_sandbox.warm`)."""
     lineup = sys.modules["lineup"].__file__
     assert lineup is not None
     return Path(lineup).resolve().parent
@@ -118,14 +174,6 @@ def runtime_trees(path: tuple[str, ...]) -> tuple[Path, ...]:
     return (*trees, *(root / piece for piece in RUNTIME_CODE))
 
 
-def _code_paths(config: dict[str, Any], target: str) -> Iterator[Path]:
-    yield from runtime_trees(tuple(sys.path))
-    # The app's own code: its `app` (what the SDK's host imports inside), or, for a MiniApp
-    # that is its own host (the tests' hostile actor), its target's module.
-    own = str(config.get("app") or "") or target
-    yield from own_code(own.partition(":")[0], package_root())
-
-
 def own_code(module: str, root: Path) -> list[Path]:
     """What of `module` its process may read: the directory of its package (its own, if it is
     one), and the `__init__.py` of each package above it, which its import runs; located
@@ -147,10 +195,17 @@ def own_code(module: str, root: Path) -> list[Path]:
     if spec.origin is None or not spec.has_location:
         return paths
     origin = Path(spec.origin).resolve()
-    entries = {Path(entry).resolve() for entry in sys.path if entry}
-    if origin.parent in entries or root.is_relative_to(origin.parent):
+    if origin.parent in path_entries(tuple(sys.path)) or root.is_relative_to(origin.parent):
         return [*paths, origin]
     return [*paths, origin.parent]
+
+
+@functools.lru_cache(maxsize=4)
+def path_entries(path: tuple[str, ...]) -> frozenset[Path]:
+    """The entries of `path` (`sys.path`), resolved: like `runtime_trees`, the same for every
+    child of one zygote, which resolves them once before it forks (a symlink per component:
+    most of what locating an app's code cost a child)."""
+    return frozenset(Path(entry).resolve() for entry in path if entry)
 
 
 def _locate(module: str) -> ModuleSpec | None:

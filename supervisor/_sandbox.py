@@ -85,7 +85,14 @@ from lineup.actors.kernel.control import LandlockLayer, SandboxLayer, SandboxSta
 from lineup.facts.mcp import PROXY_FD_ENV
 
 from . import _landlock, _seccomp
-from ._readable import exec_rules, landlock_rules, runtime_trees
+from ._readable import (
+    bundled_rules,
+    exec_rules,
+    landlock_rules,
+    own_module,
+    path_entries,
+    runtime_trees,
+)
 from ._report import CGROUP_JOINED, send_report
 
 __all__ = [
@@ -131,6 +138,7 @@ _LINUX_CAPABILITY_VERSION_3: Final = 0x20080522
 _SECUREBITS_LOCKED_DOWN: Final = 0b1110_1111
 _M_ARENA_MAX: Final = -8
 _WARM: list[dict[str, bool | int]] = []  # what `warm` probed, in the zygote, for its children
+_ENV_BLOCK: list[tuple[int, int]] = []  # and where its environment block is (`_env_block`)
 
 
 class SandboxPolicy(BaseModel):
@@ -201,6 +209,8 @@ def probe_layers() -> dict[str, bool | int]:
         "netns": _can_enter_netns(),
         "rlimits": True,  # POSIX; every Linux has them
         "capabilities": True,  # dropping is always permitted
+        # A network namespace needs no user namespace (`_own_network`).
+        "sys_admin": bool(_effective_caps() & (1 << _CAP_SYS_ADMIN)),
     }
 
 
@@ -262,16 +272,33 @@ def _can_enter_netns() -> bool:
 # ---------------------------------------------------------------------- applying it
 
 
-def warm() -> None:
-    """Do once, in the zygote before it forks, what `prepare_child` would otherwise do again in
-    each child (~3 ms of a sandboxed fork → ready): build the policy's validator, probe the
-    kernel's layers (the kernel and the capabilities a child has are its zygote's) and resolve
-    the runtime's readable code. Applies nothing; a no-op once done."""
-    if _WARM:
+def warm(boot: Mapping[str, Any] | None = None) -> None:
+    """Do in the zygote before it forks what `prepare_child` would otherwise do again in each
+    child. Once (~3.5 ms of a sandboxed fork → ready): build the policy's validator, probe the
+    kernel's layers (the kernel and the capabilities a child has are its zygote's), find the
+    environment block (a child's is where its zygote's is) and resolve the interpreter's path
+    and the runtime's readable code. With `boot` (a sandboxed child's,
+    about to be forked), once per data dir and app (~1 ms): a bundled app's Landlock rules.
+    Applies nothing; never raises (a child whose boot is wrong finds it, and says so, itself).
+    """
+    if not _WARM:
+        SandboxPolicy.model_rebuild(force=True)
+        _WARM[:] = [probe_layers()]
+        _ENV_BLOCK[:] = [_env_block()]
+        runtime_trees(tuple(sys.path))
+        path_entries(tuple(sys.path))
+    if boot is None:
         return
-    SandboxPolicy.model_rebuild(force=True)
-    _WARM[:] = [probe_layers()]
-    runtime_trees(tuple(sys.path))
+    config = boot.get("config") or {}
+    try:
+        policy = SandboxPolicy.model_validate(config.get("sandbox"))
+        data_dir = Path(policy.data_dir or boot["data_dir"]).resolve()
+        if config.get("app_path"):
+            return  # its path differs from ours: its child resolves its own
+        home = app_data_dir(data_dir, policy.app_scope)
+        bundled_rules(data_dir, home, own_module(config, str(boot["target"])), tuple(sys.path))
+    except (ValidationError, KeyError, TypeError, ValueError, OSError):
+        return
 
 
 def is_sandboxed(config: Mapping[str, Any]) -> bool:
@@ -329,7 +356,7 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
         )
 
     # Landlock binds the calling thread and its future threads only: there must be no other.
-    if _status("Threads") != "1":
+    if len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("the sandbox must be applied before any thread starts")
     _leave_terminal()
     if policy.pids_cgroup is not None and report_to is None:
@@ -349,7 +376,8 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     # /proc access by processes of the same uid.
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
-    proxy_port = _own_network(policy) if "netns" in layers else None
+    sys_admin = bool(probed.get("sys_admin"))
+    proxy_port = _own_network(policy, sys_admin=sys_admin) if "netns" in layers else None
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if "landlock" in layers or ("landlock" in missing and _landlock.abi() >= 1):
         rules = landlock_rules(data_dir, home, config, str(boot["target"]))
@@ -370,10 +398,10 @@ def prepare_child(boot: dict[str, Any], *, report_to: int | None = None) -> None
     )
 
 
-def _own_network(policy: SandboxPolicy) -> int | None:
+def _own_network(policy: SandboxPolicy, *, sys_admin: bool) -> int | None:
     """Enter a network namespace of its own; with `proxy`, open the proxy there (its port)."""
     try:
-        _enter_netns(user_namespace=not _effective_caps() & (1 << _CAP_SYS_ADMIN))
+        _enter_netns(user_namespace=not sys_admin)
     except OSError as exc:  # e.g. a distribution that fences off user namespaces
         if not policy.allow_weak:
             raise SandboxUnavailable(("netns",)) from exc
@@ -440,14 +468,21 @@ def _scrub_environment(home: Path) -> None:
     serves /proc/<pid>/environ from it, and a same-uid reader would otherwise find the
     runtime's secrets there."""
     kept = {key: os.environ[key] for key in _ENV_KEPT if key in os.environ}
-    os.environ.clear()
+    for key in list(os.environ):  # not .clear(): a copy of every key per key it pops
+        del os.environ[key]
     posix.environ.clear()  # CPython's start-up copy, from which os.environ was built
     _libc.clearenv()  # glibc's array still points into the block: detach it first
-    fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-    env_start, env_end = int(fields[47]), int(fields[48])  # stat fields 50 and 51
+    # Where the block is: a forked child's is its zygote's, read there once (`warm`).
+    env_start, env_end = _ENV_BLOCK[0] if _ENV_BLOCK else _env_block()
     if 0 < env_start < env_end:
         ctypes.memset(env_start, 0, env_end - env_start)
     os.environ.update(kept, HOME=str(home), TMPDIR=str(home), PATH="/usr/bin:/bin")
+
+
+def _env_block() -> tuple[int, int]:
+    """Where this process's inherited environment block is (start, end)."""
+    fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[47]), int(fields[48])  # stat fields 50 and 51
 
 
 def _enter_netns(*, user_namespace: bool) -> None:

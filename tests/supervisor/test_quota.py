@@ -1,10 +1,11 @@
-"""The supervisor's measure of a MiniApp's data dir (`_quota`): bounded, never following links."""
+"""The supervisor's measure of a MiniApp's data dir (`_quota`): bounded, never following links; and
+its pids cgroups' priming."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lineup.supervisor._quota import Usage, measure, over_quota
+from lineup.supervisor._quota import PidsCgroups, Usage, find_pids_cgroup, measure, over_quota
 
 
 def test_measure_sums_every_file_beneath_and_counts_every_entry(tmp_path: Path) -> None:
@@ -43,3 +44,14 @@ def test_a_directory_at_its_byte_quota_is_over_it_and_one_below_is_not() -> None
 
 def test_a_missing_directory_measures_as_empty(tmp_path: Path) -> None:
     assert measure(tmp_path / "absent", max_entries=10) == Usage(0, 0, complete=True)
+
+
+def test_priming_a_move_moves_nothing_and_never_raises(tmp_path: Path) -> None:
+    """`prime` writes this process into the cgroup it is in: the lock a move takes is taken,
+    and nothing moves; with no cgroup where it looks, it does nothing."""
+    found = find_pids_cgroup()
+    assert found is not None  # what this machine offers (test_sandbox's pids cgroup test too)
+    before = Path("/proc/self/cgroup").read_text()
+    PidsCgroups(*found).prime()
+    assert Path("/proc/self/cgroup").read_text() == before
+    PidsCgroups(tmp_path / "none", "v1").prime()

@@ -466,24 +466,37 @@ except PermissionError:
 def test_a_child_of_a_warmed_zygote_applies_the_sandbox_without_probing_or_building(
     data_dir: Path,
 ) -> None:
-    """The zygote warms the sandbox before it forks (`_sandbox.warm`): each child then neither
-    probes the kernel, nor builds the policy's validator, nor resolves the runtime's code
-    again (~3 ms of a sandboxed fork → ready, in every child)."""
+    """The zygote warms the sandbox before it forks (`_sandbox.warm`, given the child's boot):
+    each child then neither probes the kernel or its capabilities, nor reads where its
+    environment is, nor builds the policy's validator, nor resolves the runtime's code, the
+    interpreter's path, or a bundled app's code and Landlock rules again (~5 ms of a sandboxed
+    fork → ready, in every child)."""
     got = run_python(f"""
 import os, sys
 from lineup.supervisor import _readable, _sandbox
-_sandbox.warm()
-def probed():
-    raise AssertionError("probed again")
-_sandbox.probe_layers = probed
-assert _sandbox.SandboxPolicy.__pydantic_complete__
-resolved = _readable.runtime_trees.cache_info().currsize
-_sandbox.prepare_child({{
+boot = {{
     "target": "lineup.tests.support.actors:HangActor",
     "data_dir": {str(data_dir)!r},
     "config": {{"sandbox": {{"profile": "miniapp", "app_scope": "warmed"}}}},
-}})
-assert _readable.runtime_trees.cache_info().currsize == resolved == 1
+}}
+_sandbox.warm(boot)
+def probed():
+    raise AssertionError("probed again")
+_sandbox.probe_layers = probed
+_sandbox._effective_caps = probed
+_sandbox._env_block = probed
+assert _sandbox.SandboxPolicy.__pydantic_complete__
+cached = (
+    _readable.runtime_trees,
+    _readable.path_entries,
+    _readable.package_root,
+    _readable.readable_runtime,
+    _readable.bundled_code,
+    _readable.bundled_rules,
+)
+misses = [f.cache_info().misses for f in cached]
+_sandbox.prepare_child(boot)
+assert [f.cache_info().misses for f in cached] == misses == [1, 1, 1, 1, 1, 1], misses
 try:
     os.fork()
 except PermissionError:
