@@ -25,10 +25,13 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.link import SYNC_CURSOR
 
 from .._db import Connection
 from .._rows import int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write
+from ..cursors.messages import CursorSetRequest
+from ..cursors.operations import cursor_set
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -168,6 +171,8 @@ def conversation_receive_many(
     # a conflict, which `_receive` raises before it writes anything: that one is skipped.
     touched: set[str] = set()
     replies = []
+    if req.sync_cursor is not None:
+        cursor_set(conn, CursorSetRequest(name=SYNC_CURSOR, value=req.sync_cursor), now)
     for one in req.messages:
         try:
             replies.append(_receive(conn, one, now, touched))
