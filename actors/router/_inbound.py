@@ -20,7 +20,8 @@ Persist, then acknowledge, then deliver: an inbound text is written (message row
 delivery, one transaction) before the transport may advance its cursor, and only then is its
 app told (`_deliveries`). A run of consecutive texts is written in one store request; a tool
 call or a dismissal (what the router handles itself) persists the run before it, so the page's
-order holds.
+order holds. A page that ends with texts carries the transport's sync cursor past it into their
+transaction: the page and the cursor commit together, one commit where there were two.
 
 Ids (`_ids`): an inbound envelope whose id is the runtime's, or already an outbound message, is
 refused `message_id_conflict` and audited: its outcome says so, the transport moves past it,
@@ -147,7 +148,7 @@ class Inbound:
                 texts.append((len(outcomes), envelope, wire.encoded_size(item)))
                 outcomes.append(None)
                 continue
-            await self._receive_texts(texts, outcomes, env)
+            await self._receive_texts(texts, outcomes, env, None)
 
             async def accept(
                 item: wire.ToolCallEnvelope | wire.DismissEnvelope = item,
@@ -171,10 +172,11 @@ class Inbound:
                 if isinstance(accepted, EnvelopeOutcome)
                 else EnvelopeOutcome(message_id=envelope.id, status="accepted")
             )
-        await self._receive_texts(texts, outcomes, env)
+        # The cursor past the page commits with its last texts, if it ends with texts.
+        saved = await self._receive_texts(texts, outcomes, env, msg.cursor)
         done = tuple(o for o in outcomes if o is not None)
         assert len(done) == len(outcomes)  # every pending text got its outcome
-        return InboundEnvelopesReply(outcomes=done)
+        return InboundEnvelopesReply(outcomes=done, cursor_saved=saved)
 
     async def _interact(self, call: Interactive, envelope: RuntimeEnvelope) -> None:
         """Hand a checked interactive call to the runtime's interactions; record the call
@@ -346,38 +348,43 @@ class Inbound:
         texts: list[tuple[int, RuntimeEnvelope, int]],
         outcomes: list[EnvelopeOutcome | None],
         env: Envelope,
-    ) -> None:
+        cursor: str | None,
+    ) -> bool:
         """Persist the pending texts (one store request per frame-sized batch), fill in their
-        outcomes, then tell their apps. Empties `texts`."""
+        outcomes, then tell their apps; `cursor` (the sync cursor) goes with the last batch.
+        Empties `texts`. Whether the cursor was persisted."""
         batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]] = []
         size = 0
         for index, envelope, wire_size in texts:
             request = _receive_request(envelope)
             cost = _request_cost(envelope, wire_size)
             if batch and (size + cost > RECEIVE_BATCH_BYTES or len(batch) == RECEIVE_BATCH):
-                await self._receive_batch(batch, outcomes, env)
+                await self._receive_batch(batch, outcomes, env, None)
                 batch, size = [], 0
             batch.append((index, envelope, request))
             size += cost
-        if batch:
-            await self._receive_batch(batch, outcomes, env)
         texts.clear()
+        return bool(batch) and await self._receive_batch(batch, outcomes, env, cursor)
 
     async def _receive_batch(
         self,
         batch: list[tuple[int, RuntimeEnvelope, ConversationReceiveRequest]],
         outcomes: list[EnvelopeOutcome | None],
         env: Envelope,
-    ) -> None:
-        """Persist one batch. A message the store refuses (its id conflicts, or it is invalid)
-        is that message's `rejected` outcome, audited; the others are persisted all the same."""
+        cursor: str | None,
+    ) -> bool:
+        """Persist one batch, and `cursor` (the sync cursor) with it. A message the store
+        refuses (its id conflicts, or it is invalid) is that message's `rejected` outcome,
+        audited; the others are persisted all the same. Whether the cursor was persisted (not
+        when the batch had to be taken one message at a time)."""
         requests = tuple(request for _, _, request in batch)
         replies: tuple[ConversationReceiveReply, ...]
+        saved = cursor is not None
         try:
             replies = (
                 await self.bus.request(
                     "store",
-                    ConversationReceiveManyRequest(messages=requests),
+                    ConversationReceiveManyRequest(messages=requests, sync_cursor=cursor),
                     expect=ConversationReceiveManyReply,
                 )
             ).replies
@@ -390,6 +397,7 @@ class Inbound:
             replies = tuple(
                 [await self._receive_one(request, envelope) for (_, envelope, request) in batch]
             )
+            saved = False
         persisted: dict[str, list[sdk.Delivery]] = {}
         for (index, envelope, request), reply in zip(batch, replies, strict=True):
             if reply.refused is not None:
@@ -414,6 +422,7 @@ class Inbound:
             )
         for app_scope, deliveries in persisted.items():
             self._deliver(app_scope, deliveries)
+        return saved
 
     async def _receive_one(
         self, request: ConversationReceiveRequest, envelope: RuntimeEnvelope

@@ -72,12 +72,16 @@ InboundEnvelope = Annotated[
 
 class InboundEnvelopesRequest(Message):
     """Envelopes from one sync page, in order (`InboundEnvelope`). The reply comes once every
-    accepted one is persisted: only then may the transport advance its cursor."""
+    accepted one is persisted: only then may the transport advance its cursor. `cursor`, the
+    sync cursor past these envelopes, is written by the router in the transaction of the
+    texts they end with, if they end with texts (`cursor_saved` in the reply); otherwise the
+    transport writes it."""
 
     type: Literal["router.inbound.envelopes"] = "router.inbound.envelopes"
     conversation_id: str = Field(min_length=1, max_length=200)
     agent_id: str = Field(min_length=1, max_length=200)
     envelopes: tuple[InboundEnvelope, ...] = Field(max_length=500)
+    cursor: str | None = Field(default=None, max_length=1000)
 
 
 class EnvelopeOutcome(Message):
@@ -90,6 +94,7 @@ class EnvelopeOutcome(Message):
 class InboundEnvelopesReply(Message):
     type: Literal["router.inbound.envelopes.reply"] = "router.inbound.envelopes.reply"
     outcomes: tuple[EnvelopeOutcome, ...]
+    cursor_saved: bool = False  # the request's cursor is persisted with its last texts
 
 
 class OutboxSettledEvent(Message):

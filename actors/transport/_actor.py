@@ -5,7 +5,9 @@ Theory of operation
 Two loops share one login. The *sync loop* long-polls `GET /v1/sync` from the cursor the store
 keeps, hands each page to the router, and advances the persisted cursor only once the router
 has persisted the page: a SIGKILL anywhere replays at most the last page, which the router
-dedupes by message id. The next page is fetched while one is persisted (never persisted
+dedupes by message id. The cursor goes to the router with the page, which commits it with the
+page's last texts (one commit for both) when the page ends with texts; otherwise the transport
+writes it once the router answered. The next page is fetched while one is persisted (never persisted
 before it), so a burst costs the AppServer's answers or the router's transactions, not both.
 The *outbox loop* drains the store's outbox in order, one POST at a time, with the outbox id
 as `Idempotency-Key`, an inventory ahead of the rest (the Agent's calls name its revision: one
@@ -308,12 +310,14 @@ class TransportActor(Actor):
                         except trio.WouldBlock:
                             break
                         waiting += len(pages[-1].items)
-                    await self._hand_over(tuple(item for page in pages for item in page.items))
-                    if pages[-1].cursor != cursor:
-                        cursor = pages[-1].cursor
+                    items = tuple(item for page in pages for item in page.items)
+                    moved = pages[-1].cursor if pages[-1].cursor != cursor else None
+                    # The router writes the cursor with the pages' last texts when it can.
+                    if not await self._hand_over(items, moved) and moved is not None:
                         await self._store(
-                            CursorSetRequest(name=SYNC_CURSOR, value=cursor), CursorSetReply
+                            CursorSetRequest(name=SYNC_CURSOR, value=moved), CursorSetReply
                         )
+                    cursor = pages[-1].cursor
 
     async def _fetch_pages(
         self, cursor: str | None, pages: trio.MemorySendChannel[SyncPage]
@@ -338,9 +342,10 @@ class TransportActor(Actor):
                 await pages.send(page)
                 cursor = page.cursor
 
-    async def _hand_over(self, items: tuple[Admitted | Refusal, ...]) -> None:
-        """Persist pages' items through the router (in frame-sized batches); audit their
-        refusals."""
+    async def _hand_over(self, items: tuple[Admitted | Refusal, ...], cursor: str | None) -> bool:
+        """Persist pages' items through the router (in frame-sized batches), `cursor` (the
+        sync cursor past them) with the last batch; audit their refusals. Whether the router
+        persisted the cursor."""
         for item in items:
             if isinstance(item, Refusal):
                 log.warning("transport.envelope_refused code=%s", item.code.value)
@@ -354,18 +359,23 @@ class TransportActor(Actor):
                 )
         session = self._session
         assert session is not None  # pages are fetched only after a login
-        for batch in batches(items):
-            await self.bus.request(
+        saved = False
+        parsed = list(batches(items))
+        for n, batch in enumerate(parsed, start=1):
+            reply = await self.bus.request(
                 "router",
                 InboundEnvelopesRequest(
                     conversation_id=session.conversation_id,
                     agent_id=session.agent_id,
                     envelopes=batch,
+                    cursor=cursor if n == len(parsed) else None,
                 ),
                 expect=InboundEnvelopesReply,
                 timeout=STORE_TIMEOUT,
                 retry=True,
             )
+            saved = reply.cursor_saved
+        return saved
 
     # ------------------------------------------------------------------ outbound
 

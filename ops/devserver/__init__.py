@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ._serve import serve
     from .actor import DevServerActor
 
-# The server itself (hypercorn, starlette, the wire) is exported lazily: the demo Agent and its
+# The server itself (its HTTP server, apsw, the wire) is exported lazily: the demo Agent and its
 # tests take only the defaults above, and must not load an HTTP server with them.
 _LAZY = {
     "StoreError": "._db",

@@ -1,14 +1,15 @@
-"""The devserver's HTTP surface (DESIGN §12) as a Starlette app, running under trio.
+"""The devserver's HTTP surface (DESIGN §12): its endpoints, served by `_http` (h11 on trio).
 
 Theory of operation: every endpoint is a method of `DevServerState` that returns a JSON-able
-dict or raises `WireError`; `_endpoint` turns the latter into `{"error": code}` with its status.
-Database writes run on a worker thread, one at a time (a capacity limiter of one guards the
-writing apsw connection), so a slow checkpoint never stalls the event loop; reads run inline on
-the database's read-only connection (`_db`), beside any write. Long polls never
-poll: a sync registers a `trio.Event` under each (direction, conversation) it reads, reads the
-database, and sleeps on the event only if there was nothing; a post sets the events of its
-(direction, conversation) after its transaction committed. Registering before reading closes
-the race with a post that commits in between.
+dict or raises `WireError`; `_endpoint` turns the latter into `{"error": code}` with its
+status, and `build_app` routes each path to its endpoint. The database is read and written
+inline, on the event loop's thread (see `_db`: a read or a commit of this small file costs less
+than a hop to a worker thread and back); its one slow step, the log's checkpoint, runs on a
+worker thread (`checkpoints`), beside the writes. Long polls never poll: a sync registers a
+`trio.Event` under each (direction, conversation) it reads, reads the database, and sleeps on
+the event only if there was nothing; a post sets the events of its (direction, conversation)
+after its transaction committed. Registering before reading closes the race with a post that
+commits in between.
 """
 
 from __future__ import annotations
@@ -21,16 +22,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, TypeVar
 
 import trio
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from lineup.actors.kernel.errors import describe_failure
 
 from ._config import AgentAccount, DevServerConfig, UserAccount
 from ._db import DevDatabase, Principal, StoreError
+from ._http import BodyTooLarge, HttpAnswer, HttpRequest
 from ._protocol import (
     MAX_ENVELOPE_BYTES,
     MAX_SYNC_BATCH,
@@ -116,7 +113,7 @@ class DevServerState:
         self.config = config
         self.db = db
         self.waiters = _Waiters()
-        self._limiter = trio.CapacityLimiter(1)
+        self._checkpoint_due = trio.Event()
         self._rng = random.Random(config.seed)
         self._users = {user.username: user for user in config.users}
         self._users_by_id: dict[str, UserAccount] = {}
@@ -126,10 +123,27 @@ class DevServerState:
         for agent in config.agents:
             self._agents.setdefault(agent.agent_id, agent)
 
-    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """A write, inline (a commit costs less than a hop to a thread); the log's
+        checkpoint, when due, is `checkpoints`'."""
+        try:
+            return fn(*args)
+        finally:
+            if self.db.wants_checkpoint:
+                self._checkpoint_due.set()
 
-    async def inject_faults(self, request: Request) -> None:
+    async def checkpoints(self) -> None:
+        """Checkpoint the database's log on a worker thread whenever writes have grown it past
+        `CHECKPOINT_PAGES`, one at a time; runs until cancelled."""
+        while True:
+            await self._checkpoint_due.wait()
+            self._checkpoint_due = trio.Event()
+            try:
+                await trio.to_thread.run_sync(self.db.checkpoint)
+            except StoreError as exc:  # tried again at the next write past the mark
+                log.error("devserver.checkpoint_failed error=%s", describe_failure(exc))
+
+    async def inject_faults(self, request: HttpRequest) -> None:
         if self.config.delay_ms:
             await trio.sleep(self.config.delay_ms / 1000)
         if request.method != "POST" or self.config.fail_rate <= 0.0:
@@ -140,7 +154,7 @@ class DevServerState:
 
     # -------------------------------------------------------------------------------- login
 
-    async def user_login(self, request: Request) -> dict[str, Any]:
+    async def user_login(self, request: HttpRequest) -> dict[str, Any]:
         body = await _login_body(request, "username", "password")
         user = self._users.get(body["username"])
         password = user.password if user is not None else ""
@@ -148,7 +162,7 @@ class DevServerState:
         matches = hmac.compare_digest(password.encode(), body["password"].encode())
         if user is None or not matches:
             raise WireError(WireErrorCode.INVALID_CREDENTIALS)
-        token = await self._db(self.db.issue_token, Principal("user", user.user_id))
+        token = self._write(self.db.issue_token, Principal("user", user.user_id))
         log.info("devserver.login kind=user id=%s", user.user_id)
         return {
             "token": token,
@@ -157,14 +171,14 @@ class DevServerState:
             "conversation_id": user.conversation_id,
         }
 
-    async def agent_login(self, request: Request) -> dict[str, Any]:
+    async def agent_login(self, request: HttpRequest) -> dict[str, Any]:
         body = await _login_body(request, "agent_id", "secret")
         agent = self._agents.get(body["agent_id"])
         secret = agent.secret if agent is not None else ""
         matches = hmac.compare_digest(secret.encode(), body["secret"].encode())
         if agent is None or not matches:
             raise WireError(WireErrorCode.INVALID_CREDENTIALS)
-        token = await self._db(self.db.issue_token, Principal("agent", agent.agent_id))
+        token = self._write(self.db.issue_token, Principal("agent", agent.agent_id))
         log.info("devserver.login kind=agent id=%s", agent.agent_id)
         return {
             "token": token,
@@ -173,7 +187,9 @@ class DevServerState:
 
     # ------------------------------------------------------------------------- user / agent
 
-    async def _principal(self, request: Request, kind: str) -> tuple[Principal, tuple[str, ...]]:
+    async def _principal(
+        self, request: HttpRequest, kind: str
+    ) -> tuple[Principal, tuple[str, ...]]:
         """The caller and its conversations; `unauthorized` for a missing or wrong-kind token."""
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -190,28 +206,28 @@ class DevServerState:
             raise WireError(WireErrorCode.UNAUTHORIZED)
         return principal, self.config.conversations_of(principal.id)
 
-    async def user_sync(self, request: Request) -> dict[str, Any]:
+    async def user_sync(self, request: HttpRequest) -> dict[str, Any]:
         _, conversations = await self._principal(request, "user")
         return await self._sync(request, "to_client", conversations)
 
-    async def agent_sync(self, request: Request) -> dict[str, Any]:
+    async def agent_sync(self, request: HttpRequest) -> dict[str, Any]:
         _, conversations = await self._principal(request, "agent")
         return await self._sync(request, "to_agent", conversations)
 
-    async def user_post(self, request: Request) -> dict[str, Any]:
+    async def user_post(self, request: HttpRequest) -> dict[str, Any]:
         principal, conversations = await self._principal(request, "user")
         return await self._post(request, principal, "to_agent", conversations)
 
-    async def agent_post(self, request: Request) -> dict[str, Any]:
+    async def agent_post(self, request: HttpRequest) -> dict[str, Any]:
         principal, conversations = await self._principal(request, "agent")
         return await self._post(request, principal, "to_client", conversations)
 
     async def _sync(
-        self, request: Request, direction: Direction, conversations: tuple[str, ...]
+        self, request: HttpRequest, direction: Direction, conversations: tuple[str, ...]
     ) -> dict[str, Any]:
-        raw_cursor = request.query_params.get("cursor") or ""
+        raw_cursor = request.query.get("cursor") or ""
         position = decode_cursor(raw_cursor)
-        timeout_s = parse_timeout_ms(request.query_params.get("timeout_ms")) / 1000
+        timeout_s = parse_timeout_ms(request.query.get("timeout_ms")) / 1000
         deadline = trio.current_time() + timeout_s
         keys = [(direction, conversation) for conversation in conversations]
         while True:
@@ -230,7 +246,7 @@ class DevServerState:
 
     async def _post(
         self,
-        request: Request,
+        request: HttpRequest,
         principal: Principal,
         direction: Direction,
         conversations: tuple[str, ...],
@@ -240,7 +256,7 @@ class DevServerState:
         envelope, message_id = validate_envelope(
             body, allowed_conversations=frozenset(conversations)
         )
-        outcome = await self._db(self.db.post, principal, key, direction, envelope, message_id)
+        outcome = self._write(self.db.post, principal, key, direction, envelope, message_id)
         conversation_id = str(envelope["conversation_id"])
         if outcome.stored:
             self.waiters.publish((direction, conversation_id))
@@ -255,22 +271,15 @@ class DevServerState:
         return {"message_id": outcome.message_id, "seq": outcome.seq}
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: HttpRequest, limit: int) -> bytes:
     """The request body, refusing (`too_large`) as soon as it exceeds `limit` bytes."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise WireError(WireErrorCode.TOO_LARGE)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise WireError(WireErrorCode.TOO_LARGE)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await request.read(limit)
+    except BodyTooLarge as exc:
+        raise WireError(WireErrorCode.TOO_LARGE) from exc
 
 
-async def _login_body(request: Request, *fields: str) -> dict[str, str]:
+async def _login_body(request: HttpRequest, *fields: str) -> dict[str, str]:
     raw = await _read_body(request, MAX_LOGIN_BYTES)
     try:
         body = json.loads(raw)
@@ -281,50 +290,62 @@ async def _login_body(request: Request, *fields: str) -> dict[str, str]:
     return {f: str(body[f]) for f in fields}
 
 
-def _error(code: WireErrorCode) -> JSONResponse:
-    return JSONResponse({"error": code.value}, status_code=WireError(code).status)
+def _json(status: int, body: object) -> HttpAnswer:
+    # As Starlette's JSONResponse wrote it: compact, UTF-8, no NaN.
+    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return HttpAnswer(status, text.encode())
 
 
-def _endpoint(
-    state: DevServerState, handler: Callable[[Request], Awaitable[dict[str, Any]]]
-) -> Callable[[Request], Awaitable[Response]]:
-    async def endpoint(request: Request) -> Response:
+def _error(code: WireErrorCode) -> HttpAnswer:
+    return _json(WireError(code).status, {"error": code.value})
+
+
+Endpoint = Callable[[HttpRequest], Awaitable[dict[str, Any]]]
+Handler = Callable[[HttpRequest], Awaitable[HttpAnswer]]
+
+
+def _endpoint(state: DevServerState, handler: Endpoint) -> Handler:
+    async def endpoint(request: HttpRequest) -> HttpAnswer:
         try:
             await state.inject_faults(request)
-            return JSONResponse(await handler(request))
+            return _json(200, await handler(request))
         except WireError as exc:
             return _error(exc.code)
         except StoreError as exc:
-            log.error(
-                "devserver.store_error path=%s error=%s", request.url.path, describe_failure(exc)
-            )
+            log.error("devserver.store_error path=%s error=%s", request.path, describe_failure(exc))
             return _error(WireErrorCode.INTERNAL_ERROR)
 
     return endpoint
 
 
-async def _healthz(request: Request) -> Response:
-    return JSONResponse({"ok": True})
+async def _healthz(request: HttpRequest) -> HttpAnswer:
+    return _json(200, {"ok": True})
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status == 404:
-        return _error(WireErrorCode.NOT_FOUND)
-    if status == 405:
-        return _error(WireErrorCode.METHOD_NOT_ALLOWED)
-    return _error(WireErrorCode.INTERNAL_ERROR)
+INTERNAL_ERROR: Final = _error(WireErrorCode.INTERNAL_ERROR)  # a request an endpoint failed on
 
 
-def build_app(state: DevServerState) -> Starlette:
-    """The ASGI app serving DESIGN §12 over `state`."""
-    routes = [
-        Route("/healthz", _healthz, methods=["GET"]),
-        Route("/v1/auth/login", _endpoint(state, state.user_login), methods=["POST"]),
-        Route("/v1/sync", _endpoint(state, state.user_sync), methods=["GET"]),
-        Route("/v1/messages", _endpoint(state, state.user_post), methods=["POST"]),
-        Route("/v1/agent/login", _endpoint(state, state.agent_login), methods=["POST"]),
-        Route("/v1/agent/sync", _endpoint(state, state.agent_sync), methods=["GET"]),
-        Route("/v1/agent/messages", _endpoint(state, state.agent_post), methods=["POST"]),
-    ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+def build_app(state: DevServerState) -> Handler:
+    """The app serving DESIGN §12 over `state` (`_http.serve_http` runs it): each path's
+    endpoint for its method; `not_found` for another path, `method_not_allowed` for another
+    method."""
+    routes: dict[str, tuple[str, Handler]] = {
+        "/healthz": ("GET", _healthz),
+        "/v1/auth/login": ("POST", _endpoint(state, state.user_login)),
+        "/v1/sync": ("GET", _endpoint(state, state.user_sync)),
+        "/v1/messages": ("POST", _endpoint(state, state.user_post)),
+        "/v1/agent/login": ("POST", _endpoint(state, state.agent_login)),
+        "/v1/agent/sync": ("GET", _endpoint(state, state.agent_sync)),
+        "/v1/agent/messages": ("POST", _endpoint(state, state.agent_post)),
+    }
+
+    async def app(request: HttpRequest) -> HttpAnswer:
+        route = routes.get(request.path)
+        if route is None:
+            return _error(WireErrorCode.NOT_FOUND)
+        method, endpoint = route
+        if request.method != method:
+            return _error(WireErrorCode.METHOD_NOT_ALLOWED)
+        return await endpoint(request)
+
+    return app

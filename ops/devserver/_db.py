@@ -1,10 +1,14 @@
 """The devserver's own SQLite file: messages, idempotency records and tokens.
 
-Theory of operation: one apsw connection in WAL mode writes, used by one thread at a time (the
-app serialises writes through a capacity limiter of one, on a worker thread); a second,
-read-only connection serves the reads (`principal_of`, `messages_after`) on the event loop's thread,
-where a read of this small file costs less than a hop to the worker and back, and never waits
-behind a write: WAL lets a reader read beside the writer, and a read never checkpoints. Every
+Theory of operation: one apsw connection in WAL mode writes, on the event loop's thread, where
+a commit of a message (WAL, `synchronous=NORMAL`: appended to the log, no fsync) costs far less
+than a hop to a worker thread and back; a second, read-only connection serves the reads
+(`principal_of`, `messages_after`) there too, and never waits behind a write: WAL lets a
+reader read beside the writer. The one slow step of a WAL database, the checkpoint (copying the
+log into the file, with an fsync), never runs in a commit: the writer's automatic checkpoint
+is off (its WAL hook only counts the log's pages), and once the log is past `CHECKPOINT_PAGES`
+the app runs `checkpoint` on a worker thread, on a third connection, beside the writer
+(PASSIVE). Every
 message gets two numbers: `position`, a global, never-reused row id that the opaque sync cursor
 encodes (so one cursor spans all of an agent's conversations), and `seq`, which increases by one
 per message within its conversation across both directions. Posting checks the idempotency
@@ -29,9 +33,17 @@ import apsw
 
 from ._protocol import Direction, PrincipalKind
 
-__all__ = ["BUSY_TIMEOUT_MS", "DevDatabase", "PostOutcome", "Principal", "StoreError"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "CHECKPOINT_PAGES",
+    "DevDatabase",
+    "PostOutcome",
+    "Principal",
+    "StoreError",
+]
 
 BUSY_TIMEOUT_MS: Final = 5_000
+CHECKPOINT_PAGES: Final = 1000  # the log's size that asks for a checkpoint (SQLite's default)
 SCHEMA_VERSION: Final = 1
 
 _SCHEMA: Final = (
@@ -90,13 +102,40 @@ def _digest(token: str) -> str:
 
 
 class DevDatabase:
-    """The open database. Not thread-safe by itself: one write at a time, and the reads
-    (`principal_of`, `messages_after`) from one thread at a time, which may be another."""
+    """The open database. Not thread-safe by itself: the writes from one thread at a time, the
+    reads (`principal_of`, `messages_after`) too, and `checkpoint` one at a time, from any
+    thread (it has its own connection)."""
 
-    def __init__(self, conn: apsw.Connection, reader: apsw.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        reader: apsw.Connection,
+        checkpointer: apsw.Connection,
+        path: Path,
+    ) -> None:
         self._conn = conn
         self._reader = reader
+        self._checkpointer = checkpointer
         self.path = path
+        self.wal_pages = 0  # the log's pages after the last commit
+        # A WAL hook replaces SQLite's automatic checkpoint: a commit only counts the pages.
+        conn.set_wal_hook(self._logged)
+
+    def _logged(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        self.wal_pages = pages
+        return apsw.SQLITE_OK
+
+    @property
+    def wants_checkpoint(self) -> bool:
+        return self.wal_pages >= CHECKPOINT_PAGES
+
+    def checkpoint(self) -> tuple[int, int]:
+        """Copy the log into the database file, beside the writer and the readers (PASSIVE):
+        (the log's frames, those copied). Blocks on the disk: run it on a worker thread."""
+        try:
+            return self._checkpointer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.Error as exc:
+            raise StoreError(type(exc).__name__) from exc
 
     @classmethod
     def open(cls, path: Path) -> DevDatabase:
@@ -131,16 +170,27 @@ class DevDatabase:
         except BaseException:
             conn.close()
             raise
+        opened: list[apsw.Connection] = []
         try:
-            reader = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-            reader.set_busy_timeout(BUSY_TIMEOUT_MS)
+            for flags in (apsw.SQLITE_OPEN_READONLY, apsw.SQLITE_OPEN_READWRITE):
+                opened.append(apsw.Connection(str(path), flags=flags))
+                opened[-1].set_busy_timeout(BUSY_TIMEOUT_MS)
         except apsw.Error as exc:
-            conn.close()
+            for other in (*opened, conn):
+                other.close()
             raise StoreError(type(exc).__name__) from exc
-        return cls(conn, reader, path)
+        reader, checkpointer = opened
+        try:  # a connection learns of the log when it first reads the file
+            checkpointer.execute("PRAGMA journal_mode").fetchall()
+        except apsw.Error as exc:
+            for other in (*opened, conn):
+                other.close()
+            raise StoreError(type(exc).__name__) from exc
+        return cls(conn, reader, checkpointer, path)
 
     def close(self) -> None:
         try:
+            self._checkpointer.close()
             self._reader.close()
             self._conn.close()
         except apsw.Error as exc:

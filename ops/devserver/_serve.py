@@ -1,18 +1,16 @@
-"""Run the devserver: open its database, then serve HTTP with hypercorn's trio worker."""
+"""Run the devserver: open its database, then serve HTTP (`_http`: h11 on trio)."""
 
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import Final
 
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
-from ._app import DevServerState, build_app
+from ._app import INTERNAL_ERROR, DevServerState, build_app
 from ._config import DevServerConfig
 from ._db import DevDatabase
+from ._http import serve_http
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "serve", "serve_state"]
 
@@ -21,10 +19,6 @@ log = logging.getLogger("lineup.devserver")
 # After a shutdown request, requests in flight get this long to finish. Long polls end at once
 # (their waiters are woken), so this only bounds a slow database call.
 GRACEFUL_TIMEOUT_S: Final = 2.0
-
-
-def _bind(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 async def serve(
@@ -55,27 +49,31 @@ async def serve_state(
 ) -> None:
     """`serve` over a state the caller built (and whose database it closes afterwards)."""
     config = state.config
-    http = HypercornConfig()
-    http.bind = [_bind(config.host, config.port)]
-    http.accesslog = None  # an access log would record cursors and paths; ids suffice
-    http.errorlog = logging.getLogger("lineup.devserver.http")
-    http.graceful_timeout = GRACEFUL_TIMEOUT_S
+    stop = trio.Event()
 
-    async def shutdown_trigger() -> None:
+    async def stopping() -> None:
         assert shutdown is not None
         await shutdown.wait()
-        state.waiters.close()
+        state.waiters.close()  # long polls end now, with what they have
+        stop.set()
 
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(
-            partial(
-                hypercorn_serve,
-                build_app(state),  # type: ignore[arg-type]  # hypercorn's ASGI type
-                http,
-                shutdown_trigger=None if shutdown is None else shutdown_trigger,
-                mode="asgi",
+
+        async def serving(task_status: trio.TaskStatus[str]) -> None:
+            await serve_http(
+                build_app(state),
+                config.host,
+                config.port,
+                error=INTERNAL_ERROR,
+                graceful_timeout=GRACEFUL_TIMEOUT_S,
+                shutdown=None if shutdown is None else stop,
+                task_status=task_status,
             )
-        )
-        url = binds[0]
+            nursery.cancel_scope.cancel()  # stopped gracefully: the checkpoints stop too
+
+        nursery.start_soon(state.checkpoints)
+        if shutdown is not None:
+            nursery.start_soon(stopping)
+        url: str = await nursery.start(serving)
         log.info("devserver.listening url=%s", url)
         task_status.started(url)

@@ -30,7 +30,7 @@ class DevServerActor(Actor):
         async with trio.open_nursery() as nursery:
             try:
                 self.url = await nursery.start(serve, config)
-            except (OSError, ExceptionGroup) as exc:  # from hypercorn's own nurseries
+            except (OSError, ExceptionGroup) as exc:  # the bind, maybe within a nursery's group
                 refused = _bind_error(exc)
                 if refused is None or not self.ctx.config.get("port_pinned", True):
                     raise  # a port the runtime picked, taken meanwhile: a restart may do
@@ -44,7 +44,7 @@ class DevServerActor(Actor):
 
 
 def _bind_error(exc: BaseException) -> OSError | None:
-    """The OSError that `exc` is or holds (the bind hypercorn tried), if any."""
+    """The OSError that `exc` is or holds (the bind tried), if any."""
     while isinstance(exc, BaseExceptionGroup):
         found = exc.subgroup(OSError)
         if found is None:

@@ -109,6 +109,9 @@ class ConversationReceiveManyRequest(Message):
 
     type: Literal["store.conversation.receive_many"] = "store.conversation.receive_many"
     messages: tuple[ConversationReceiveRequest, ...] = Field(min_length=1, max_length=500)
+    # The transport's sync cursor past the page these messages end, written in the same
+    # transaction (`facts.link.SYNC_CURSOR`): the page and how far it got commit together.
+    sync_cursor: str | None = Field(default=None, max_length=1000)
 
 
 class ConversationReceiveManyReply(Message):

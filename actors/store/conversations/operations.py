@@ -25,10 +25,13 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from lineup.actors.kernel.errors import ErrorCode, LineUpError
+from lineup.facts.link import SYNC_CURSOR
 
 from .._db import Connection
 from .._rows import int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write
+from ..cursors.messages import CursorSetRequest
+from ..cursors.operations import cursor_set
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -138,11 +141,16 @@ def _receive(
     seq = _repeat(conn, req.message_id, "inbound")
     if seq is not None:
         return ConversationReceiveReply(message_id=req.message_id, seq=seq, created=False)
-    taken = conn.execute(
-        "SELECT 1 FROM app_inbox WHERE app_scope = ? AND delivery_id = ?",
-        (req.app_scope, req.message_id),
-    ).fetchall()
-    if taken:  # a delivery that no message put there
+    # The delivery first: one that no message put there conflicts, and its insert wrote
+    # nothing, so the refusal still comes before the first write.
+    delivered = int_or_none(
+        conn,
+        "INSERT INTO app_inbox (app_scope, conversation_id, instance_id, delivery_id, body,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
+        (req.app_scope, req.conversation_id, req.instance_id, req.message_id, body, now),
+    )
+    if delivered is None:
         raise _conflict("delivery id already used in this inbox")
     if req.conversation_id not in touched:
         _touch_conversation(conn, req.conversation_id, now)
@@ -151,15 +159,6 @@ def _receive(
         conn, req, direction="inbound", state="received", body=body, now=now,
         remote_seq=req.remote_seq,
     )  # fmt: skip
-    delivered = int_or_none(
-        conn,
-        "INSERT INTO app_inbox (app_scope, conversation_id, instance_id, delivery_id, body,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (app_scope, delivery_id) DO NOTHING RETURNING seq",
-        (req.app_scope, req.conversation_id, req.instance_id, req.message_id, body, now),
-    )
-    if delivered is None:  # checked above, within this transaction
-        raise _conflict("delivery id already used in this inbox")
     return ConversationReceiveReply(
         message_id=req.message_id, seq=seq, created=True, delivery_seq=delivered
     )
@@ -172,6 +171,8 @@ def conversation_receive_many(
     # a conflict, which `_receive` raises before it writes anything: that one is skipped.
     touched: set[str] = set()
     replies = []
+    if req.sync_cursor is not None:
+        cursor_set(conn, CursorSetRequest(name=SYNC_CURSOR, value=req.sync_cursor), now)
     for one in req.messages:
         try:
             replies.append(_receive(conn, one, now, touched))

@@ -24,6 +24,8 @@ from lineup.actors.store.messages import (
     ConversationHistoryRequest,
     ConversationSendReply,
     ConversationSendRequest,
+    CursorGetReply,
+    CursorGetRequest,
     CursorSetReply,
     CursorSetRequest,
     InboxListReply,
@@ -33,6 +35,7 @@ from lineup.actors.store.messages import (
     StoreStatsReply,
     StoreStatsRequest,
 )
+from lineup.facts.link import SYNC_CURSOR
 from lineup.sdk import protocol as sdk
 from lineup.sdk.manifest import manifest_json
 from lineup.sdk.tools import manifest_of
@@ -150,6 +153,61 @@ async def test_a_page_of_texts_is_persisted_in_order_in_fewer_commits_than_texts
         assert outcomes == [(f"t{i}", "accepted") for i in range(6)]
         assert await inbox(reader) == ["warm", *(f"t{i}" for i in range(6))]
         assert after - before < 6  # one at a time, each text was a commit of its own
+        nursery.cancel_scope.cancel()
+
+
+async def sync_cursor(reader: Bus) -> str | None:
+    return (
+        await reader.request("store", CursorGetRequest(name=SYNC_CURSOR), expect=CursorGetReply)
+    ).value
+
+
+async def test_a_page_that_ends_with_texts_commits_the_sync_cursor_with_them(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, reader = await tree(nursery, tmp_path)
+        await hand_over(transport, text("warm"))  # the inventory is read once, here
+        before = await commits(reader)
+
+        with trio.fail_after(WAIT):
+            reply = await transport.request(
+                "router",
+                InboundEnvelopesRequest(
+                    conversation_id=CONVERSATION,
+                    agent_id=AGENT,
+                    envelopes=(text("t1"), text("t2")),
+                    cursor="c-7",
+                ),
+                expect=InboundEnvelopesReply,
+            )
+
+        assert reply.cursor_saved
+        assert await commits(reader) - before == 1  # the texts and the cursor, together
+        assert (await sync_cursor(reader), await inbox(reader)) == ("c-7", ["warm", "t1", "t2"])
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_page_that_ends_with_a_tool_call_leaves_the_sync_cursor_to_the_transport(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        transport, reader = await tree(nursery, tmp_path)
+
+        with trio.fail_after(WAIT):
+            reply = await transport.request(
+                "router",
+                InboundEnvelopesRequest(
+                    conversation_id=CONVERSATION,
+                    agent_id=AGENT,
+                    envelopes=(text("t1"), call("c1", "probe.nope")),
+                    cursor="c-8",
+                ),
+                expect=InboundEnvelopesReply,
+            )
+
+        assert not reply.cursor_saved
+        assert await sync_cursor(reader) is None
         nursery.cancel_scope.cancel()
 
 

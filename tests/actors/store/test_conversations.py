@@ -833,12 +833,15 @@ async def test_a_page_with_one_invalid_message_records_none_of_it(
     nan = ConversationReceiveRequest.model_construct(
         **{**receive("in-2").__dict__, "body": {"x": float("nan")}}
     )
-    page = ConversationReceiveManyRequest.model_construct(messages=(receive("in-1"), nan))
+    page = ConversationReceiveManyRequest.model_construct(
+        messages=(receive("in-1"), nan), sync_cursor="c-1"
+    )
 
     code = await op_code(committer, lambda conn: c.conversation_receive_many(conn, page, 1.0))
 
     assert code is ErrorCode.INVALID_ARGUMENTS
-    assert await counts(committer, "messages", "conversations", "app_inbox") == [0, 0, 0]
+    counted = await counts(committer, "messages", "conversations", "app_inbox", "cursors")
+    assert counted == [0, 0, 0, 0]  # the sync cursor past the page neither
 
 
 def ack(conn: Connection) -> object:

@@ -1,20 +1,27 @@
 """What the transport hands the router of a sync page (`actors/transport/_actor.py`, `batches`):
 each envelope within the wire's limits parsed once, by the wire's own model, or its refusal in
 its place, in the page's order; what breaks the limits stays the transport's own refusal. And
-the parsed models cross a bus frame as themselves."""
+the parsed models cross a bus frame as themselves, and the sync cursor rides with the last
+batch, for the router to commit with the page."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lineup import wire
 from lineup.actors.kernel import ErrorCode
-from lineup.actors.router.messages import InboundEnvelopesRequest, RefusedEnvelope
-from lineup.actors.transport._actor import BATCH_ENVELOPES, batches, inbound
+from lineup.actors.router.messages import (
+    InboundEnvelopesReply,
+    InboundEnvelopesRequest,
+    RefusedEnvelope,
+)
+from lineup.actors.transport._actor import BATCH_ENVELOPES, TransportActor, batches, inbound
+from lineup.actors.transport.messages import AppServerSession
 from lineup.wire import MAX_DEPTH, Admitted, decode_sync_page
 
 CONVERSATION, AGENT = "conv-1", "agent-1"
@@ -151,3 +158,36 @@ def test_any_document_within_the_limits_is_handed_on_parsed_or_refused_with_a_co
         assert isinstance(handed.code, ErrorCode)
     else:
         assert handed.type in wire.AGENT_TYPES
+
+
+class _Router:
+    """A bus whose router persists the cursor when it comes with texts (as `_inbound`)."""
+
+    def __init__(self) -> None:
+        self.requests: list[InboundEnvelopesRequest] = []
+
+    async def request(self, peer: str, msg: InboundEnvelopesRequest, **_: Any) -> Any:
+        self.requests.append(msg)
+        ends_with_text = isinstance(msg.envelopes[-1], wire.TextEnvelope)
+        return InboundEnvelopesReply(
+            outcomes=(), cursor_saved=msg.cursor is not None and ends_with_text
+        )
+
+
+def handing_over(*envelopes: object, cursor: str | None) -> tuple[bool, list[str | None]]:
+    """What `_hand_over` answers for a page, and the cursor each of its batches carried."""
+    transport = TransportActor.__new__(TransportActor)
+    router = _Router()
+    transport.bus = router  # type: ignore[assignment]
+    transport._session = AppServerSession(
+        user_id="u-1", agent_id=AGENT, conversation_id=CONVERSATION
+    )
+    saved = trio.run(transport._hand_over, decode_sync_page(page(*envelopes)).items, cursor)
+    return saved, [request.cursor for request in router.requests]
+
+
+def test_the_cursor_goes_with_the_last_batch_and_the_router_says_if_it_kept_it() -> None:
+    texts = [text(f"t-{n}") for n in range(BATCH_ENVELOPES + 1)]
+    assert handing_over(*texts, cursor="c9") == (True, [None, "c9"])
+    assert handing_over(text("t-1"), call("c-1"), cursor="c9") == (False, ["c9"])
+    assert handing_over(text("t-1"), cursor=None) == (False, [None])

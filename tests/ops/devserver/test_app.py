@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import httpx
@@ -122,18 +123,32 @@ async def test_an_agent_token_does_not_open_the_user_endpoints(api: Api) -> None
     assert (post.status_code, error_code(post)) == (401, WireErrorCode.UNAUTHORIZED)
 
 
-async def test_a_sync_is_answered_while_a_write_holds_the_database_thread(
-    api: Api, server: RunningServer
+async def test_posts_and_syncs_are_answered_while_a_checkpoint_holds_its_thread(
+    api: Api, server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Reads (the token's principal, the messages after a cursor) are served beside writes:
-    a long poll's answer never waits for a post's transaction or a checkpoint."""
-    user = await api.user_token("alice")
+    """Reads and writes run on the event loop; the log's checkpoint (the slow step, with an
+    fsync) on a worker thread: a post or a long poll's answer never waits for it."""
+    started, release = threading.Event(), threading.Event()
+    checkpoint = server.db.checkpoint
+
+    def slow_checkpoint() -> tuple[int, int]:
+        started.set()
+        release.wait(WAIT)
+        return checkpoint()
+
+    monkeypatch.setattr(server.db, "checkpoint", slow_checkpoint)
+    monkeypatch.setattr(type(server.db), "wants_checkpoint", property(lambda db: True))
+    user = await api.user_token("alice")  # a write: the checkpoint is due
     agent = await api.agent_token("agent-1")
-    assert (await api.post("/v1/messages", user, envelope("conv-a"), "k-1")).status_code == 200
-    async with server.state._limiter:  # the write side is busy for as long as this lasts
+    try:
         with trio.fail_after(WAIT):
+            await trio.to_thread.run_sync(started.wait, WAIT)
+            assert started.is_set()
+            posted = await api.post("/v1/messages", user, envelope("conv-a"), "k-1")
             synced = await api.sync("/v1/agent/sync", agent)
-    assert synced.status_code == 200
+    finally:
+        release.set()
+    assert posted.status_code == synced.status_code == 200
     assert [m["payload"] for m in synced.json()["messages"]] == [{"markdown": "hello"}]
 
 

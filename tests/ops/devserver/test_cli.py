@@ -21,7 +21,7 @@ from lineup.tests.ops._devserver import WAIT
 from lineup.tests.support.process import LineupProcess
 
 PREFIX = "lineup devserver: listening on "
-# A fresh interpreter importing the server (hypercorn, starlette, pydantic) before it listens:
+# A fresh interpreter importing the server (h11, apsw, pydantic) before it listens:
 # about a second on a quiet machine, many more with the suite oversubscribing the cores.
 START_WAIT = 30.0
 DEVSERVER = (sys.executable, "-m", "lineup.ops.devserver")

@@ -6,7 +6,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from lineup.ops.devserver._db import DevDatabase, Principal, StoreError
+from lineup.ops.devserver._db import CHECKPOINT_PAGES, DevDatabase, Principal, StoreError
 
 ALICE = Principal("user", "user-alice")
 AGENT = Principal("agent", "agent-1")
@@ -82,3 +82,24 @@ def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError):
         DevDatabase.open(path)
+
+
+def test_a_commit_never_checkpoints_the_log_until_checkpoint_is_called(tmp_path: Path) -> None:
+    """The checkpoint (the log copied into the file, with an fsync) is the app's to run on a
+    worker thread: a commit on the event loop only appends, however long the log grows."""
+    db = DevDatabase.open(tmp_path / "devserver.db")
+    try:
+        n = 0
+        while not db.wants_checkpoint:
+            big = {**_envelope(), "payload": {"markdown": "x" * 4000}}
+            db.post(ALICE, f"k-{n}", "to_agent", big, f"m-{n}")
+            n += 1
+        for _ in range(50):  # well past SQLite's own automatic checkpoint
+            db.post(ALICE, f"k-{n}", "to_agent", {**_envelope(), "x": "x" * 4000}, f"m-{n}")
+            n += 1
+        assert db.wal_pages > CHECKPOINT_PAGES
+        frames, copied = db.checkpoint()
+        assert frames == copied >= db.wal_pages
+        assert db.count_messages() == n
+    finally:
+        db.close()
