@@ -67,12 +67,22 @@ class ShellClient:
             raise
 
     def describe(self) -> str:
-        """What this Shell holds, for a failed wait: the link, the socket, each instance's
-        newest items (order, id, author, state)."""
+        """What this Shell holds, for a failed wait: the link, the socket, the app list last
+        told, the notices' codes, the last frames' types, each instance's newest items (order,
+        id, author, state)."""
         lines = [
             f"shell: runtime={self.runtime_state} reason={self.runtime_reason} "
             f"socket={'closed' if self.closed else 'open'} frames={len(self.frames)}"
         ]
+        listed = [f for f in self.frames if f.get("type") == "shell.apps"]
+        if listed:  # the app list last told: which instance is in front, which are live
+            last = listed[-1]
+            live = [(i.get("app_scope"), i.get("state")) for i in last.get("instances", ())]
+            lines.append(f"  apps: foreground={last.get('foreground')} live={live}")
+        codes = [f.get("code") for f in self.frames if f.get("type") == "shell.notice"]
+        if codes:
+            lines.append(f"  notices: {codes}")
+        lines.append(f"  frames: {[f.get('type') for f in self.frames[-25:]]}")
         for instance_id, held in self.items.items():
             newest = sorted(held.values(), key=lambda i: (i["order"], i["id"]))[-10:]
             shown = [(i["order"], i["id"], i.get("author"), i.get("state")) for i in newest]
