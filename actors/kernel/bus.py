@@ -27,32 +27,30 @@ retry immediately instead of waiting out a deadline. Handlers run concurrently u
 (the mailbox); when it is full the reader stops reading and the peer's writes block
 (backpressure, never unbounded memory).
 
-Why one module of ~590 lines: `Bus` is one concept, a process's end of every channel, and its
-halves are one loop seen from two sides (a request's slot is filled by the reader; a handler's
-reply goes out on the channel the request came in on), sharing the connections, the slots and
-the mailbox. The request/reply round trip is the runtime's hottest path (`make bench`), and
-its steps are inlined here on purpose (`_send` in `_send_request`, `_finish` in `_start`): a
-seam through it would put a call on every message. What is not on it lives beside it: a
-channel's state and the mailbox (`_connection`), the bodies a frame holds and the error reply
-(`_bodies`), reply slots and their deadlines (`_replies`), refusals and misbehaviour
-(`_refusals`) and the audit rows' way to the store (`_audit_queue`).
+Why one class over two modules: `Bus` is one concept, a process's end of every channel, and
+its halves are one loop seen from two sides (a request's slot is filled by the reader; a
+handler's reply goes out on the channel the request came in on), sharing the connections, the
+slots and the mailbox. The receiving half is a mixin in `_receiving` (the reader, the ACL check
+before decoding, the handlers' runs): its methods are `Bus`'s own, so the split costs no call.
+The request/reply round trip is the runtime's hottest path (`make bench`), and its steps are
+inlined on purpose (`_send` in `_send_request`, `_finish` in `_start`): a seam through it
+would put a call on every message. What is not on it lives beside it: a channel's state and
+the mailbox (`_connection`), the bodies a frame holds and the error reply (`_bodies`), reply
+slots and their deadlines (`_replies`), refusals and misbehaviour (`_refusals`) and the audit
+rows' way to the store (`_audit_queue`).
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
 import math
-import socket
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Final, NoReturn, TypeVar
 
-import pydantic
 import trio
 
 from ._audit_queue import AuditQueue
-from ._bodies import error_body, refusal_of, to_json
+from ._bodies import to_json
 from ._connection import (
     MINIAPP_CREDIT_LIMIT,
     Connection,
@@ -60,14 +58,13 @@ from ._connection import (
     Handler,
     Mailbox,
     Outcome,
-    new_envelope,
 )
+from ._receiving import Receiving
 from ._refusals import Refusals
 from ._replies import Deadlines, ReplySlot
-from .acl import refusal
 from .audit import AuditAppendRequest, AuditRecord
 from .channel import Channel
-from .control import ChannelOpenedEvent, IntroduceReply, IntroduceRequest, PeerMisbehavedEvent
+from .control import IntroduceReply, IntroduceRequest, PeerMisbehavedEvent
 from .errors import (
     ActorRestarted,
     ChannelClosed,
@@ -75,30 +72,26 @@ from .errors import (
     ErrorCode,
     LineUpError,
     RemoteProtocolError,
-    describe_failure,
 )
-from .framing import MAX_DEADLINE_MS, encode_frame, parse_frame_fields
+from .framing import MAX_DEADLINE_MS, encode_frame
 from .identity import ActorKind, Identity
-from .messages import REGISTRY, Message
+from .messages import Message
 
 __all__ = ["DEFAULT_TIMEOUT", "Bus", "Connection", "Envelope", "Handler", "Outcome"]
 
-log = logging.getLogger("lineup.bus")
 
 DEFAULT_TIMEOUT: Final = 10.0  # seconds a request waits for its reply unless told otherwise
 MAILBOX_LIMIT: Final = 256  # handlers in flight per process
 # Untrusted peers (MiniApps) get tighter bounds than the runtime's own actors: smaller frames,
 # and a token bucket on what they may ask per second (`_connection.MINIAPP_RATE`).
 MINIAPP_MAX_FRAME: Final = 512 * 1024  # above the largest legitimate write (256 KiB of data)
-ACL_CACHE_LIMIT: Final = 512  # tags whose ACL answer a connection remembers
 SUPERVISOR: Final = "supervisor"
 STORE: Final = "store"
 
 M = TypeVar("M", bound=Message)
-_SETTLED: Final = (Message, Exception, type(None))  # a handler's outcome that is not awaitable
 
 
-class Bus:
+class Bus(Receiving):
     """One per process. Start it with `await nursery.start(bus.run)` before connecting."""
 
     def __init__(
@@ -359,200 +352,6 @@ class Bus:
             if conn is None:
                 raise ActorRestarted(ErrorCode.ACTOR_RESTARTED, f"{peer} went away")
             return conn
-
-    # ------------------------------------------------------------------ receiving
-
-    async def _read(self, conn: Connection) -> None:
-        receive = conn.channel.receive
-        try:
-            while True:
-                try:
-                    payloads = await receive()
-                except RemoteProtocolError as exc:
-                    await self._refusals.misbehaved(conn, exc.code, None)
-                    return
-                if not payloads:
-                    return
-                more = len(payloads)
-                for payload in payloads:
-                    more -= 1
-                    self.more_frames = more > 0
-                    try:
-                        kind, fid, raw, reply_to, deadline_ms, ikey = parse_frame_fields(payload)
-                    except RemoteProtocolError as exc:
-                        await self._refusals.misbehaved(conn, exc.code, None)
-                        return
-                    if reply_to is not None:  # only replies ("r", "x") carry one
-                        self._resolve(conn, kind, reply_to, raw)
-                    else:
-                        await self._accept(conn, kind, fid, raw, deadline_ms, ikey)
-        finally:
-            self._close(conn)
-
-    def _resolve(self, conn: Connection, kind: str, reply_to: int, raw: dict[str, Any]) -> None:
-        slot = conn.pending.get(reply_to)
-        if slot is None or slot.done:
-            return  # a late reply to a request that gave up
-        if kind == "x":
-            slot.resolve(error=refusal_of(raw))
-            return
-        tag = raw.get("type")
-        cls = REGISTRY.get(tag) if type(tag) is str else None
-        try:
-            if cls is None:
-                raise ValueError("unknown reply type")
-            slot.resolve(reply=cls.__pydantic_validator__.validate_python(raw))
-        except (ValueError, pydantic.ValidationError):
-            slot.resolve(error=RemoteProtocolError(ErrorCode.FRAME_MALFORMED, "bad reply body"))
-
-    async def _accept(
-        self,
-        conn: Connection,
-        kind: str,
-        fid: int,
-        raw: dict[str, Any],
-        deadline_ms: float | None,
-        ikey: str | None,
-    ) -> None:
-        sender = conn.identity
-        tag = raw.get("type")
-        if type(tag) is not str:
-            tag = ""
-        if conn.rate_limited and not conn.take_token(time.monotonic()):
-            await self._refusals.rate_limited(conn, kind, fid, tag)
-            return
-        try:
-            denied = conn.allowed[tag]
-        except KeyError:
-            denied = refusal(sender, self.me.kind, tag)
-            if len(conn.allowed) < ACL_CACHE_LIMIT:
-                conn.allowed[tag] = denied
-        if denied is not None:
-            await self._refusals.refuse(conn, kind, fid, denied, tag)
-            return
-        cls = REGISTRY.get(tag)
-        if cls is None:
-            await self._refusals.refuse(conn, kind, fid, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
-            return
-        try:
-            # `model_validate`, minus its Python wrapper: the same validator, the same checks.
-            body = cls.__pydantic_validator__.validate_python(raw)
-        except pydantic.ValidationError:
-            await self._refusals.refuse(conn, kind, fid, ErrorCode.FRAME_MALFORMED, tag)
-            return
-        if isinstance(body, ChannelOpenedEvent):
-            self._adopt(conn, body)
-            return
-        env: Envelope = new_envelope(Envelope, (sender, body, fid, kind == "q", ikey, deadline_ms))
-        if not conn.backlogged and self._mailbox.try_acquire():
-            await self._start(conn, env)  # the hot path: no scheduler trip, no queue
-            return
-        # The mailbox is full: park it (in order) and keep reading, so that replies on this
-        # channel still arrive; only a full backlog stops the reading (backpressure).
-        conn.backlogged += 1
-        await conn.backlog_send.send(env)
-
-    def _adopt(self, control: Connection, opened: ChannelOpenedEvent) -> None:
-        if not control.channel.received_fds:
-            log.error("bus.channel_opened_without_fd peer=%s", opened.peer)
-            return
-        sock = socket.socket(fileno=control.channel.received_fds.popleft())
-        try:
-            kind = ActorKind(opened.kind)
-        except ValueError:
-            sock.close()
-            return
-        self.connect(Identity(kind, opened.peer), opened.incarnation, Channel(sock))
-
-    async def _drain_backlog(self, conn: Connection) -> None:
-        async for env in conn.backlog_recv:
-            await self._mailbox.acquire()
-            conn.backlogged -= 1
-            await self._start(conn, env)
-
-    async def _start(self, conn: Connection, env: Envelope) -> None:
-        """Run the handler for `env`, holding one mailbox slot until it is done."""
-        try:
-            outcome: Outcome | Exception = self._handler(env)
-        except Exception as exc:
-            outcome = exc
-        # Replies and refusals first: `isawaitable` is an ABC check, costly on the hot path.
-        if not isinstance(outcome, _SETTLED) and inspect.isawaitable(outcome):
-            assert self._nursery is not None
-            self._nursery.start_soon(self._complete, conn, env, outcome)
-            return
-        try:
-            if env.is_request:  # `_finish`, inline: one coroutine fewer on the hot path
-                reply = self._reply_frame(conn, env, outcome)
-                try:
-                    await conn.channel.send(reply)
-                except LineUpError:
-                    pass  # the requester is gone: nobody waits for it
-            else:
-                self._event_handled(env, outcome)
-        finally:
-            self._mailbox.release()
-
-    async def _complete(
-        self, conn: Connection, env: Envelope, pending: Awaitable[Message | None]
-    ) -> None:
-        try:
-            try:
-                result: Message | Exception | None = await pending
-            except Exception as exc:
-                result = exc
-            await self._finish(conn, env, result)
-        finally:
-            self._mailbox.release()
-
-    async def _finish(self, conn: Connection, env: Envelope, result: object) -> None:
-        if not env.is_request:
-            self._event_handled(env, result)
-            return
-        # No deadline is imposed on the handler: the caller enforces its own, and a handler's
-        # every wait is itself a bounded request. `env.deadline_ms` tells a handler that waits
-        # on something else (a user, the network) how long its caller will wait.
-        reply = self._reply_frame(conn, env, result)
-        try:
-            await conn.channel.send(reply)
-        except LineUpError:
-            pass  # the requester is gone: nobody waits for it
-
-    @staticmethod
-    def _event_handled(env: Envelope, result: object) -> None:
-        if isinstance(result, Exception):
-            log.error(
-                "bus.event_handler_failed type=%s error=%s",
-                env.body.TYPE,
-                describe_failure(result),
-            )
-
-    def _reply_frame(self, conn: Connection, env: Envelope, result: object) -> bytes:
-        if isinstance(result, Message):
-            try:
-                return encode_frame(
-                    "r",
-                    conn.next_id(),
-                    to_json(result),
-                    reply_to=env.frame_id,
-                    max_frame=conn.channel.max_frame,
-                )
-            except LineUpError as exc:  # too large, too deep: the request fails, not the actor
-                log.error("bus.reply_refused type=%s code=%s", env.body.TYPE, exc.code.value)
-                result = LineUpError(ErrorCode.HANDLER_FAILED, "reply out of bounds")
-        if isinstance(result, LineUpError):
-            code, text = result.code, result.message
-        else:
-            if isinstance(result, Exception):
-                log.error(
-                    "bus.request_handler_failed type=%s error=%s",
-                    env.body.TYPE,
-                    describe_failure(result),
-                )
-            else:
-                log.error("bus.request_handler_gave_no_reply type=%s", env.body.TYPE)
-            code, text = ErrorCode.INTERNAL_ERROR, ""
-        return encode_frame("x", conn.next_id(), error_body(code, text), reply_to=env.frame_id)
 
     async def _report_misbehaviour(self, conn: Connection, code: ErrorCode) -> None:
         if conn.reported or conn.identity.kind is ActorKind.SUPERVISOR:
