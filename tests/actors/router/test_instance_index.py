@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+import pytest
 import trio
 
 from lineup.actors.focus.messages import FindInstanceRequest, InstanceReply, InventoryRequest
@@ -94,26 +95,22 @@ async def _pipeline_with_focus(nursery: trio.Nursery, tmp_path: Path, state: str
     return store, pipeline, finds
 
 
-async def test_a_direct_call_to_an_instance_the_index_names_is_handed_over_without_asking_focus(
-    nursery: trio.Nursery, tmp_path: Path
+@pytest.mark.parametrize(
+    ("state", "asked"),
+    [
+        ("background", []),  # up: the index answers as focus would, and focus is not asked
+        ("suspended", [(SCOPE, None, False)]),  # focus resumes it: the index cannot answer
+    ],
+)
+async def test_a_direct_call_asks_focus_only_when_the_index_cannot_answer_for_it(
+    nursery: trio.Nursery, tmp_path: Path, state: str, asked: list[tuple[str, None, bool]]
 ) -> None:
-    store, pipeline, finds = await _pipeline_with_focus(nursery, tmp_path, "background")
+    store, pipeline, finds = await _pipeline_with_focus(nursery, tmp_path, state)
     with trio.fail_after(WAIT):
         await agent_calls(pipeline, f"{SCOPE}.direct", "call-1")
-    state, code = await call_state(store, "call-1")
-    assert (state, code) in [(s, None) for s in HANDED_OVER]
-    assert finds == []
-
-
-async def test_a_call_the_index_cannot_answer_for_asks_focus(
-    nursery: trio.Nursery, tmp_path: Path
-) -> None:
-    store, pipeline, finds = await _pipeline_with_focus(nursery, tmp_path, "suspended")
-    with trio.fail_after(WAIT):
-        await agent_calls(pipeline, f"{SCOPE}.direct", "call-1")
-    state, code = await call_state(store, "call-1")
-    assert (state, code) in [(s, None) for s in HANDED_OVER]
-    assert [(f.app_scope, f.instance_id, f.foreground) for f in finds] == [(SCOPE, None, False)]
+    reached = await call_state(store, "call-1")
+    assert reached in [(s, None) for s in HANDED_OVER]
+    assert [(f.app_scope, f.instance_id, f.foreground) for f in finds] == asked
 
 
 async def test_the_sweep_of_ended_instances_reads_no_decided_call(
