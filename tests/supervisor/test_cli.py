@@ -79,9 +79,12 @@ def pid_of(document: dict[str, object], key: str) -> int:
 
 
 def tree_pids(data_dir: Path) -> list[int]:
+    """The supervisor's, the zygote's and every child's pid, from `lineup status`: each child
+    must have its process (one listed without is between two of its processes: restarting)."""
     document = lineup_status(data_dir)
     children = document["children"]
     assert isinstance(children, list)
+    assert all(c["pid"] is not None for c in children), f"a child without its process: {children}"
     return [pid_of(document, "pid"), pid_of(document, "zygote_pid"), *(c["pid"] for c in children)]
 
 
