@@ -54,6 +54,9 @@ MAX_WIRE_BYTES: Final = 512 * 1024
 MAX_WIRE_DEPTH: Final = 64
 
 
+_CONTAINERS: Final = (dict, list, tuple)
+
+
 def json_depth(value: object) -> int:
     """How deeply objects and arrays nest in `value` (a scalar is 0, `{}` is 1). Iterative, so
     a hostile value cannot exhaust the stack."""
@@ -72,9 +75,6 @@ def json_depth(value: object) -> int:
             if isinstance(child, _CONTAINERS):
                 pending.append((child, depth + 1))
     return deepest
-
-
-_CONTAINERS: Final = (dict, list, tuple)
 
 
 def bounded_json(

@@ -312,20 +312,15 @@ def tool_call_step(
             updated_at=now, deadline_at=deadline,
         )  # fmt: skip
     else:
-        if req.instance_id is not None and req.instance_id != call.instance_id:
-            conn.execute(
-                "UPDATE tool_calls SET state = ?, instance_id = ?, result = coalesce(?, result),"
-                " error_code = coalesce(?, error_code), updated_at = ? WHERE call_id = ?",
-                (after, req.instance_id, result, req.code, now, req.call_id),
-            )
-        else:
-            # Its instance unchanged, not assigned: SQLite rewrites an index entry of every
-            # column a SET names, changed or not (a WAL page a step, measured).
-            conn.execute(
-                "UPDATE tool_calls SET state = ?, result = coalesce(?, result),"
-                " error_code = coalesce(?, error_code), updated_at = ? WHERE call_id = ?",
-                (after, result, req.code, now, req.call_id),
-            )
+        # The instance is set only when it changes: SQLite rewrites an index entry of every
+        # column a SET names, changed or not (a WAL page a step, measured).
+        moved = req.instance_id is not None and req.instance_id != call.instance_id
+        conn.execute(
+            "UPDATE tool_calls SET state = ?, result = coalesce(?, result),"
+            " error_code = coalesce(?, error_code), updated_at = ?"
+            f"{', instance_id = ?' if moved else ''} WHERE call_id = ?",
+            (after, result, req.code, now, *((req.instance_id,) if moved else ()), req.call_id),
+        )
         updated = call.model_copy(
             update={
                 "state": after,
