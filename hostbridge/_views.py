@@ -7,6 +7,11 @@ most `MAX_ITEMS_FRAME_BYTES`, their Markdown turned into token trees (`_trees`).
 greeting; older pages when it asks (`timeline.earlier`). Focus's app list also tells the
 `SurfaceBook` which instances are live, and each view which Surface an instance shows.
 
+The app list comes two ways that may cross: told on every change, and in the reply a greeting
+asks for. The newer one by focus's clock (`version`) is kept, and a greeting sends the list it
+has when it sends (the newest), not the one its reply held: a list told while the rest of the
+greeting was gathered reached the Shell first, and the reply's older one must not follow it.
+
 A frame focus's data would make outside the protocol is not built: it is logged and left out,
 so that a peer's mistake never takes a Shell's socket down.
 """
@@ -14,6 +19,7 @@ so that a peer's mistake never takes a Shell's socket down.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 import trio
@@ -71,6 +77,8 @@ class ViewRelay:
         self._hub = hub
         self._book = book  # each live instance's Surface, from its views
         self._trees = TreeCache()
+        self._apps: ShellApps | None = None  # the newest app list's frame, once one is known
+        self._apps_version = -1  # focus's clock when it made the newest list
         # Views are converted and pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
             ViewUpdatedEvent | ViewItemsUpdatedEvent
@@ -84,10 +92,32 @@ class ViewRelay:
         self._queue_view(msg)
 
     def apps(self, msg: AppsUpdatedEvent) -> None:
-        self._book.live(_live_ids(msg.instances))
-        frame = _apps_frame(msg.foreground, msg.instances, msg.launchable)
-        if frame is not None:
-            self._hub.broadcast(frame)
+        if self._keep_apps(msg.version, msg.foreground, msg.instances, msg.launchable):
+            self._hub.broadcast(self._newest_apps())
+
+    def _keep_apps(
+        self,
+        version: int,
+        foreground: str,
+        instances: tuple[LiveInstance, ...],
+        launchable: tuple[LaunchableApp, ...],
+    ) -> bool:
+        """Keep focus's list made at `version` unless a newer one is kept: True if its frame
+        is now the newest (False if it is older, or not the protocol's)."""
+        if version < self._apps_version:
+            log.debug("hostbridge.apps_stale")
+            return False
+        self._apps_version = version
+        self._book.live(_live_ids(instances))
+        frame = _apps_frame(foreground, instances, launchable)
+        if frame is None:
+            return False
+        self._apps = frame
+        return True
+
+    def _newest_apps(self) -> ShellApps:
+        assert self._apps is not None  # asked for only once one is kept; never unset
+        return self._apps
 
     def _queue_view(self, msg: ViewUpdatedEvent | ViewItemsUpdatedEvent) -> None:
         try:
@@ -160,10 +190,11 @@ class ViewRelay:
             log.warning("hostbridge.frame_unbuildable type=shell.page")
         return frames
 
-    async def greeting(self) -> list[ShellOutbound]:
-        """A (re)connecting Shell's instances and views: the app list, then each view and the
-        newest page of its items, as focus lists them page by page (as far as it answers)."""
-        frames: list[ShellOutbound] = []
+    async def greeting(self) -> list[ShellOutbound | Callable[[], ShellOutbound]]:
+        """A (re)connecting Shell's instances and views: the app list (the newest when it is
+        sent, see the module's docstring), then each view and the newest page of its items, as
+        focus lists them page by page (as far as it answers)."""
+        frames: list[ShellOutbound | Callable[[], ShellOutbound]] = []
         offset: int | None = 0
         while offset is not None:
             try:
@@ -173,10 +204,11 @@ class ViewRelay:
             except LineUpError:
                 return frames
             if offset == 0:
-                self._book.live(_live_ids(views.instances))
-                apps = _apps_frame(views.foreground, views.instances, views.launchable)
-                if apps is not None:
-                    frames.append(apps)
+                self._keep_apps(
+                    views.apps_version, views.foreground, views.instances, views.launchable
+                )
+                if self._apps is not None:
+                    frames.append(self._newest_apps)
             for v in views.views:
                 self._book.view(v.instance_id, v.view, v.app_scope)
                 try:

@@ -105,12 +105,16 @@ class AppsUpdatedEvent(Message):
     and the apps the user may open from the Shell's launcher (`launchable`: each enabled,
     active app but the chat, by title), told again whenever the registry changes. A title is
     the app's manifest's, bounded there; the hostbridge checks each against the Shell's
-    protocol again (`_views`)."""
+    protocol again (`_views`).
+
+    `version` is focus's monotonic clock when it made the list: a tell and a greeting's reply
+    (`focus.ui.views.get`) travel apart and may cross, and the hostbridge keeps the newer."""
 
     type: Literal["hostbridge.apps.updated"] = "hostbridge.apps.updated"
     foreground: str
     instances: tuple[LiveInstance, ...]
     launchable: tuple[LaunchableApp, ...] = ()
+    version: int = 0
 
 
 # ---------------------------------------------------------------- standard interactions (issue 12)

@@ -110,6 +110,7 @@ class Access:
                 LaunchableApp(app_scope=scope, title=title)
                 for title, scope in sorted(titled, key=lambda t: (t[0].casefold(), t[1]))
             ),
+            version=time.monotonic_ns(),
         )
 
     async def push_apps(self) -> None:

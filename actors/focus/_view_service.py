@@ -214,6 +214,7 @@ class ViewService:
             foreground=apps.foreground,
             instances=apps.instances,
             launchable=apps.launchable,
+            apps_version=apps.version,
             next_offset=msg.offset + len(page) if len(page) < len(shown) else None,
         )
 

@@ -115,6 +115,7 @@ class ViewsReply(Message):
     instances: tuple[LiveInstance, ...] = ()
     next_offset: int | None = None  # ask again from here: more views than one reply holds
     launchable: tuple[LaunchableApp, ...] = ()  # as in hostbridge.apps.updated
+    apps_version: int = 0  # the list's `version`, as in hostbridge.apps.updated
 
 
 class ViewItemsPageRequest(Message):

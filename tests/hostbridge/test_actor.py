@@ -47,7 +47,7 @@ from lineup.actors.router.messages import (
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.hostbridge import HostbridgeActor
 from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED, FAILED_TOKEN, HANDSHAKE_REFUSED
-from lineup.hostbridge.messages import RuntimeStateEvent
+from lineup.hostbridge.messages import AppsUpdatedEvent, LiveInstance, RuntimeStateEvent
 from lineup.hostbridge.shell_protocol import SHELL_SUBPROTOCOL
 from lineup.supervisor._runtime import free_port
 from lineup.tests.support.shell import open_shell_socket, shell_at
@@ -456,6 +456,40 @@ async def test_a_state_reply_older_than_a_tell_it_crossed_does_not_overwrite_it(
         stale = RuntimeStateEvent(state="reconnecting", reason="appserver_timeout", since_ns=1)
         actor.on_runtime_state(*from_peer("transport", stale))
         assert actor._runtime_shown() == ("online", None)
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_app_list_older_than_a_tell_it_crossed_is_not_the_one_the_shell_keeps(
+    tmp_path: Path,
+) -> None:
+    """At start, the Shell kept the chat in front for good where focus had put the default app:
+    the greeting's reply listed the apps before the launch, the tell of the list after it was
+    broadcast while the greeting was still gathered, and the greeting's older list came last."""
+    dash = LiveInstance(
+        instance_id="i-dash", app_scope="task-dashboard", state="foreground", title="Tasks"
+    )
+    before = ViewsReply(views=(), foreground="chat", instances=(), apps_version=1)
+    bus = Held(ViewsRequest, before)
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            with trio.fail_after(WAIT):
+                await bus.asked.wait()
+            launched = AppsUpdatedEvent(foreground="i-dash", instances=(dash,), version=2)
+            actor.on_apps(*from_peer("focus", launched))
+            bus.release.set()
+            fronts: list[str] = []
+            while len(fronts) < 2:
+                frame = await next_frame(ws)
+                if frame["type"] == "shell.apps":
+                    fronts.append(frame["foreground"])
+            assert fronts == ["i-dash", "i-dash"]  # the tell, then the greeting's: both new
+            # ... and a later tell of an older list (one overtaken on its way) is dropped.
+            stale = AppsUpdatedEvent(foreground="chat", instances=(), version=1)
+            actor.on_apps(*from_peer("focus", stale))
+            actor.on_runtime_state(*told("transport", state="reconnecting", reason="x"))
+            assert (await next_frame(ws))["type"] == "shell.runtime"
         nursery.cancel_scope.cancel()
 
 

@@ -346,6 +346,16 @@ def test_the_views_a_reconnecting_shell_gets_come_in_replies_of_bounded_size() -
     assert sorted(seen) == sorted(f"probe:{n}" for n in range(20))
 
 
+def test_a_views_reply_carries_the_stamp_of_the_app_list_it_holds() -> None:
+    """The hostbridge keeps the newer of a told list and a greeting's reply by this stamp."""
+    focus = focus_with_chat(CountingBus())
+    before = focus.access.app_list().version
+    reply = focus.on_views(ViewsRequest(), envelope("probe", ViewsRequest()))
+    after = focus.access.app_list().version
+    assert isinstance(reply, ViewsReply)
+    assert before < reply.apps_version < after
+
+
 def test_each_change_gets_a_higher_stamp_also_in_a_focus_that_started_later() -> None:
     book = book_with(item(1), item(2))
     first = {i.id: i.rev for i in book.page("chat")[0]}
