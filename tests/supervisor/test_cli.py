@@ -78,13 +78,16 @@ def pid_of(document: dict[str, object], key: str) -> int:
     return pid
 
 
-def tree_pids(data_dir: Path) -> list[int]:
+def tree_pids(data_dir: Path, output: list[str] | None = None) -> list[int]:
     """The supervisor's, the zygote's and every child's pid, from `lineup status`: each child
-    must have its process (one listed without is between two of its processes: restarting)."""
+    must have its process (one listed without is between two of its processes: restarting,
+    and the run's `output` says why)."""
     document = lineup_status(data_dir)
     children = document["children"]
     assert isinstance(children, list)
-    assert all(c["pid"] is not None for c in children), f"a child without its process: {children}"
+    assert all(c["pid"] is not None for c in children), (
+        f"a child without its process: {children}; the run printed {output}"
+    )
     return [pid_of(document, "pid"), pid_of(document, "zygote_pid"), *(c["pid"] for c in children)]
 
 
@@ -225,7 +228,7 @@ async def test_a_stop_signal_shuts_the_tree_down_cleanly_and_leaves_no_process(
     data_dir: Path, sig: int
 ) -> None:
     process = await start_lineup_run(data_dir)
-    pids = tree_pids(data_dir)
+    pids = tree_pids(data_dir, process.lines)
     process.signal(sig)
     # A hang guard, not the 2 s a clean stop takes on a quiet machine (`make bench` measures
     # that): the stop path's own bound is ~1 s plus ~3 s a child, one child after another.
@@ -239,7 +242,7 @@ async def test_a_stop_signal_shuts_the_tree_down_cleanly_and_leaves_no_process(
 
 async def test_a_sigkill_of_the_supervisor_leaves_no_process_of_the_tree(data_dir: Path) -> None:
     process = await start_lineup_run(data_dir)
-    pids = tree_pids(data_dir)
+    pids = tree_pids(data_dir, process.lines)
     process.kill()
     await process.wait()
     with trio.fail_after(5):
@@ -329,7 +332,7 @@ async def test_the_appserver_password_from_a_file_or_the_environment_is_in_no_cm
         if not any(line.startswith(agent) for line in process.lines):
             with trio.fail_after(30):
                 await process.wait_for_line(agent)
-        pids = tree_pids(data_dir)
+        pids = tree_pids(data_dir, process.lines)
         info = document["info"]
         assert isinstance(info, dict)
         # The embedded AppServer and the transport both have it: the transport is logged in
