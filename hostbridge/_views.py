@@ -7,10 +7,12 @@ most `MAX_ITEMS_FRAME_BYTES`, their Markdown turned into token trees (`_trees`).
 greeting; older pages when it asks (`timeline.earlier`). Focus's app list also tells the
 `SurfaceBook` which instances are live, and each view which Surface an instance shows.
 
-The app list comes two ways that may cross: told on every change, and in the reply a greeting
-asks for. The newer one by focus's clock (`version`) is kept, and a greeting sends the list it
-has when it sends (the newest), not the one its reply held: a list told while the rest of the
-greeting was gathered reached the Shell first, and the reply's older one must not follow it.
+The app list and each instance's view come two ways that may cross: told on every change, and
+in the reply a greeting asks for. The newer one by focus's clock (`version`) is kept, and a
+greeting sends the list and the views it has when it sends (the newest), not those its reply
+held: one told while the rest of the greeting was gathered reached the Shell first, and the
+reply's older one must not follow it. (Items need none of this: each carries its own `rev`,
+and the Shell keeps the newest.)
 
 A frame focus's data would make outside the protocol is not built: it is logged and left out,
 so that a peer's mistake never takes a Shell's socket down.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 import trio
@@ -79,14 +82,39 @@ class ViewRelay:
         self._trees = TreeCache()
         self._apps: ShellApps | None = None  # the newest app list's frame, once one is known
         self._apps_version = -1  # focus's clock when it made the newest list
-        # Views are converted and pushed by one task, in arrival order (no stale overwrite).
+        # Each live instance's newest view: focus's clock when it took it, and its frame.
+        self._views: dict[str, tuple[int, ShellView]] = {}
+        # Views and items are pushed by one task, in arrival order (no stale overwrite).
         self._views_in, self._views_out = trio.open_memory_channel[
-            ViewUpdatedEvent | ViewItemsUpdatedEvent
+            ShellView | ViewItemsUpdatedEvent
         ](VIEW_QUEUE)
 
     def view(self, msg: ViewUpdatedEvent) -> None:
-        self._book.view(msg.instance_id, msg.view, msg.app_scope)
-        self._queue_view(msg)
+        frame = self._keep_view(msg.version, msg.app_scope, msg.instance_id, msg.view)
+        if frame is not None:
+            self._queue_view(frame)
+
+    def _keep_view(
+        self, version: int, app_scope: str, instance_id: str, view: dict[str, Any]
+    ) -> ShellView | None:
+        """Keep the instance's view taken at `version` unless a newer one is kept: its frame
+        if it is now the newest (None if it is older, or not the protocol's)."""
+        kept = self._views.get(instance_id)
+        if kept is not None and version < kept[0]:
+            log.debug("hostbridge.view_stale")
+            return None
+        self._book.view(instance_id, view, app_scope)
+        try:
+            frame = ShellView(app_scope=app_scope, instance_id=instance_id, view=view)
+        except ValidationError:
+            log.warning("hostbridge.frame_unbuildable type=shell.view")
+            return None
+        self._views[instance_id] = (version, frame)
+        return frame
+
+    def _newest_view(self, instance_id: str, fallback: ShellView) -> ShellView:
+        kept = self._views.get(instance_id)
+        return fallback if kept is None else kept[1]
 
     def items(self, msg: ViewItemsUpdatedEvent) -> None:
         self._queue_view(msg)
@@ -108,7 +136,10 @@ class ViewRelay:
             log.debug("hostbridge.apps_stale")
             return False
         self._apps_version = version
-        self._book.live(_live_ids(instances))
+        live = _live_ids(instances)
+        self._book.live(live)
+        for gone in self._views.keys() - live:
+            del self._views[gone]
         frame = _apps_frame(foreground, instances, launchable)
         if frame is None:
             return False
@@ -119,7 +150,7 @@ class ViewRelay:
         assert self._apps is not None  # asked for only once one is kept; never unset
         return self._apps
 
-    def _queue_view(self, msg: ViewUpdatedEvent | ViewItemsUpdatedEvent) -> None:
+    def _queue_view(self, msg: ShellView | ViewItemsUpdatedEvent) -> None:
         try:
             self._views_in.send_nowait(msg)
         except trio.WouldBlock:
@@ -130,15 +161,8 @@ class ViewRelay:
         async for msg in self._views_out:
             if not len(self._hub):
                 continue
-            if isinstance(msg, ViewUpdatedEvent):
-                try:
-                    view = ShellView(
-                        app_scope=msg.app_scope, instance_id=msg.instance_id, view=msg.view
-                    )
-                except ValidationError:
-                    log.warning("hostbridge.frame_unbuildable type=shell.view")
-                    continue
-                self._hub.broadcast(view)
+            if isinstance(msg, ShellView):
+                self._hub.broadcast(msg)
                 continue
             # Only changed items come (focus drops a put of one as it was).
             for frame in await self._item_frames(msg.app_scope, msg.instance_id, msg.items):
@@ -210,14 +234,11 @@ class ViewRelay:
                 if self._apps is not None:
                     frames.append(self._newest_apps)
             for v in views.views:
-                self._book.view(v.instance_id, v.view, v.app_scope)
-                try:
-                    frames.append(
-                        ShellView(app_scope=v.app_scope, instance_id=v.instance_id, view=v.view)
-                    )
-                except ValidationError:
-                    log.warning("hostbridge.frame_unbuildable type=shell.view")
-                    continue
+                self._keep_view(v.version, v.app_scope, v.instance_id, v.view)
+                kept = self._views.get(v.instance_id)
+                if kept is None:
+                    continue  # not the protocol's
+                frames.append(partial(self._newest_view, v.instance_id, kept[1]))
                 if v.items:
                     frames.extend(await self.page(v.instance_id, None))
             offset = views.next_offset if views.views else None

@@ -50,12 +50,16 @@ __all__ = [
 
 
 class ViewUpdatedEvent(Message):
-    """focus → hostbridge: an instance's new view; pushed to every connected Shell."""
+    """focus → hostbridge: an instance's new view; pushed to every connected Shell.
+
+    `version` is focus's monotonic clock when it took the view: a tell and a greeting's reply
+    (`focus.ui.views.get`) travel apart and may cross, and the hostbridge keeps the newer."""
 
     type: Literal["hostbridge.view.updated"] = "hostbridge.view.updated"
     app_scope: str
     instance_id: str
     view: dict[str, Any]
+    version: int = 0
 
 
 class ViewItemsUpdatedEvent(Message):

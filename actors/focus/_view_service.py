@@ -173,7 +173,10 @@ class ViewService:
                     self._last_push[instance_id] = now
                     await self._port.tell_hostbridge(
                         ViewUpdatedEvent(
-                            app_scope=view.app_scope, instance_id=instance_id, view=view.view
+                            app_scope=view.app_scope,
+                            instance_id=instance_id,
+                            view=view.view,
+                            version=view.version,
                         )
                     )
                 for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):

@@ -87,7 +87,11 @@ class ViewBook:
         self.check_view(app_scope, view)
         entry = self._entry(app_scope, instance_id)
         shown = AppView(
-            app_scope=app_scope, instance_id=instance_id, view=view, items=len(entry.items)
+            app_scope=app_scope,
+            instance_id=instance_id,
+            view=view,
+            items=len(entry.items),
+            version=time.monotonic_ns(),
         )
         entry.view = entry.unpushed_view = shown
 
@@ -96,7 +100,11 @@ class ViewBook:
         they are made."""
         entry = self._entry(app_scope, instance_id)
         shown = AppView(
-            app_scope=app_scope, instance_id=instance_id, view=view, items=len(entry.items)
+            app_scope=app_scope,
+            instance_id=instance_id,
+            view=view,
+            items=len(entry.items),
+            version=time.monotonic_ns(),
         )
         entry.view = entry.unpushed_view = shown
 

@@ -98,6 +98,7 @@ class AppView(Message):
     instance_id: str
     view: dict[str, Any]
     items: int = 0  # how many items focus keeps for the instance (ask for them by page)
+    version: int = 0  # focus's monotonic clock when it took the view (hostbridge.view.updated)
 
 
 class ViewsRequest(Message):

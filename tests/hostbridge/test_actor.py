@@ -11,6 +11,7 @@ import trio
 from trio_websocket import WebSocketConnection
 
 from lineup.actors.focus.messages import (
+    AppView,
     InstanceReply,
     UiEventAccepted,
     UiEventRequest,
@@ -47,7 +48,12 @@ from lineup.actors.router.messages import (
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.hostbridge import HostbridgeActor
 from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED, FAILED_TOKEN, HANDSHAKE_REFUSED
-from lineup.hostbridge.messages import AppsUpdatedEvent, LiveInstance, RuntimeStateEvent
+from lineup.hostbridge.messages import (
+    AppsUpdatedEvent,
+    LiveInstance,
+    RuntimeStateEvent,
+    ViewUpdatedEvent,
+)
 from lineup.hostbridge.shell_protocol import SHELL_SUBPROTOCOL
 from lineup.supervisor._runtime import free_port
 from lineup.tests.support.shell import open_shell_socket, shell_at
@@ -169,6 +175,13 @@ async def next_frame(ws: WebSocketConnection) -> dict[str, Any]:
             frame: dict[str, Any] = json.loads(await ws.get_message())
             if frame["type"] != "shell.heartbeat":
                 return frame
+
+
+async def next_of(ws: WebSocketConnection, kind: str) -> dict[str, Any]:
+    """The next frame of type `kind`, past any other."""
+    while (frame := await next_frame(ws))["type"] != kind:
+        pass
+    return frame
 
 
 async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_serves(
@@ -490,6 +503,46 @@ async def test_an_app_list_older_than_a_tell_it_crossed_is_not_the_one_the_shell
             actor.on_apps(*from_peer("focus", stale))
             actor.on_runtime_state(*told("transport", state="reconnecting", reason="x"))
             assert (await next_frame(ws))["type"] == "shell.runtime"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_view_older_than_a_tell_it_crossed_is_not_the_one_the_shell_keeps(
+    tmp_path: Path,
+) -> None:
+    """Likewise for an instance's view: the greeting's reply held the view before the app's
+    last update, told meanwhile; the Shell must keep the update."""
+    dash = LiveInstance(
+        instance_id="i-dash", app_scope="task-dashboard", state="foreground", title="Tasks"
+    )
+    old = AppView(
+        app_scope="task-dashboard", instance_id="i-dash", view={"title": "old"}, version=1
+    )
+    before = ViewsReply(views=(old,), foreground="i-dash", instances=(dash,), apps_version=1)
+    bus = Held(ViewsRequest, before)
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            with trio.fail_after(WAIT):
+                await bus.asked.wait()
+            new = ViewUpdatedEvent(
+                app_scope="task-dashboard", instance_id="i-dash", view={"title": "new"}, version=2
+            )
+            actor.on_view(*from_peer("focus", new))
+            assert (await next_of(ws, "shell.view"))["view"] == {"title": "new"}  # the push
+            bus.release.set()
+            greeted = await next_of(ws, "shell.view")
+            assert greeted["view"] == {"title": "new"}  # the greeting's: the newest it had
+            # ... and a later tell of an older view (one overtaken on its way) is dropped.
+            for version, title in ((1, "stale"), (3, "newer")):
+                told_view = ViewUpdatedEvent(
+                    app_scope="task-dashboard",
+                    instance_id="i-dash",
+                    view={"title": title},
+                    version=version,
+                )
+                actor.on_view(*from_peer("focus", told_view))
+            assert (await next_of(ws, "shell.view"))["view"] == {"title": "newer"}
         nursery.cancel_scope.cancel()
 
 

@@ -3,6 +3,7 @@ trust, paging, coalescing and the push rate."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, cast
 
@@ -245,6 +246,10 @@ async def test_views_rendered_without_pause_reach_the_hostbridge_at_most_30_time
     assert 2 * VIEW_PUSH_RATE - 2 <= len(pushed) <= 2 * VIEW_PUSH_RATE + 1
     assert pushed[-1].view["n"] == n - 1  # coalesced: the latest is what stays shown
     assert n > 1000
+    # Each stamped when taken, so that the hostbridge keeps the newest of a push and a reply.
+    assert all(a.version < b.version for a, b in itertools.pairwise(pushed))
+    shown = focus.view_book.view("chat")
+    assert shown is not None and shown.version == pushed[-1].version
 
 
 async def test_items_are_not_held_back_by_the_pace_of_views(
