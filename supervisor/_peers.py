@@ -51,6 +51,8 @@ class Child(Peer):
     spawned_at: float = 0.0
     exited: trio.Event = field(default_factory=trio.Event)
     settled: trio.Event = field(default_factory=trio.Event)  # ready, or dead before ready
+    # The zygote answered this incarnation's spawn: its pid and pidfd are held (or it failed).
+    forked: trio.Event = field(default_factory=trio.Event)
     expected_exit: bool = False
     signalled: set[int] = field(default_factory=set)  # what this incarnation was sent by us
     exit_status: int | None = None  # the last incarnation's, once it exited

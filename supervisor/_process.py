@@ -81,6 +81,7 @@ class Processes:
         child.ready = trio.Event()
         child.settled = trio.Event()
         child.exited = trio.Event()
+        child.forked = trio.Event()
         child.expected_exit = False
         child.signalled = set()
         child.move("spawn")
@@ -98,10 +99,13 @@ class Processes:
         # socket left to the garbage collector is a leak (and a ResourceWarning much later).
         unclaimed = ours if sandboxed else None
         try:
-            quota = await self._fork(child, theirs, applog)
-            self._changes.notify()  # starting, with its new pid
-            assert child.pid is not None
-            child.pidfd = os.pidfd_open(child.pid)
+            try:
+                quota = await self._fork(child, theirs, applog)
+                self._changes.notify()  # starting, with its new pid
+                assert child.pid is not None
+                child.pidfd = os.pidfd_open(child.pid)
+            finally:
+                child.forked.set()  # a ready it sent before this is taken now (`Supervisor`)
             self._nursery.start_soon(
                 self._watch, child, child.incarnation, child.pidfd, child.exited
             )

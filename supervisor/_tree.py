@@ -32,7 +32,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -333,8 +333,7 @@ class Supervisor:
         the other way round, and the status said synchronizing for good."""
         body = env.body
         if isinstance(body, ActorReadyEvent):
-            self._child_ready(env.sender, body)
-            return None
+            return self._child_ready(env.sender, body)
         if isinstance(body, RuntimeLinkEvent):
             if env.sender.kind is ActorKind.TRANSPORT:
                 self._lifecycle.link(body.state, body.reason)
@@ -369,13 +368,19 @@ class Supervisor:
             return await self._miniapps.stop(body)
         raise LineUpError(ErrorCode.NO_HANDLER, body.TYPE)
 
-    def _child_ready(self, sender: Identity, body: ActorReadyEvent) -> None:
+    def _child_ready(self, sender: Identity, body: ActorReadyEvent) -> Awaitable[None] | None:
         child = self.children.get(sender.name)
+        if child is not None and child.pidfd is None and not child.forked.is_set():
+            # It said ready before the zygote said its pid (a zygote descheduled right after
+            # its fork, under load): taken once the supervisor holds its process, so that a
+            # child up always has one, for a stop to signal and `lineup status` to list.
+            return self._ready_once_forked(child.forked, child, sender, body)
         # Not after its exit, nor once its stop began (its channel is closed, but a ready read
         # before then may still be waiting in the bus): a ready event read late must not
-        # revive a child the supervisor is ending.
+        # revive a child the supervisor is ending. Nor from a process it never held.
         if (
             child is not None
+            and child.pidfd is not None
             and not child.ready.is_set()
             and not child.exited.is_set()
             and not child.expected_exit
@@ -387,6 +392,14 @@ class Supervisor:
             self._changes.notify()
             elapsed = (child.started_at - child.spawned_at) * 1000
             self._report(f"{child.identity.name} ready (pid {body.pid}) in {elapsed:.1f} ms")
+        return None
+
+    async def _ready_once_forked(
+        self, forked: trio.Event, child: Child, sender: Identity, body: ActorReadyEvent
+    ) -> None:
+        await forked.wait()
+        if forked is child.forked:  # still that incarnation
+            self._child_ready(sender, body)
 
     async def _misbehaved_here(self, conn: Connection, code: ErrorCode) -> None:
         """A child broke the protocol on its control channel, to the supervisor itself: it is

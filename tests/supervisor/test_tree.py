@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
@@ -19,14 +19,17 @@ from lineup.actors.kernel import (
     ActorKind,
     ActorRestarted,
     Bus,
+    Envelope,
     ErrorCode,
     HealthReply,
     HealthRequest,
+    Identity,
     LineUpError,
     Message,
 )
 from lineup.actors.kernel.actor import BootInfo
 from lineup.actors.kernel.channel import channel_pair
+from lineup.actors.kernel.control import ActorReadyEvent
 from lineup.supervisor import (
     ChildSpec,
     Escalation,
@@ -478,3 +481,32 @@ async def test_a_zygote_that_does_not_answer_a_spawn_in_time_is_replaced(
         os.kill(child, signal.SIGKILL)
         await trio.to_thread.run_sync(os.waitpid, child, 0)  # ours: forked with CLONE_PARENT
         await lane.stop()
+
+
+async def test_a_ready_told_before_the_zygote_said_the_pid_is_taken_once_it_has(
+    data_dir: Path,
+) -> None:
+    """Under load the zygote, descheduled right after its fork, said the pid after the child
+    had said ready: the child was listed up with no process (`lineup status` gave no pid, and a
+    stop found nothing to signal). Its ready now waits for the pid."""
+    supervisor = Supervisor([spec("a", "EchoActor")], data_dir=data_dir)
+    child = supervisor.children["a"]
+    child.move("spawn")  # what `_process.start` does before asking the zygote
+    ready = Envelope(Identity(ActorKind.ROUTER, "a"), ActorReadyEvent(pid=os.getpid()), 1, False)
+    waiting = supervisor._dispatch(ready)
+    assert isinstance(waiting, Awaitable) and not child.ready.is_set()
+
+    async def taken() -> None:
+        await waiting
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(taken)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not child.ready.is_set()  # not up without its process
+        child.pid, child.pidfd = os.getpid(), os.pidfd_open(os.getpid())  # the zygote said it
+        child.forked.set()
+    try:
+        assert child.ready.is_set() and child.state == "running"
+        assert [c.pid for c in supervisor.status().children] == [os.getpid()]
+    finally:
+        os.close(child.pidfd)
