@@ -4,6 +4,8 @@ become (requests to focus, audit rows) and what the Shell is sent."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -411,6 +413,22 @@ class Held(FakeBus):
         return await super().request(peer, body, **kwargs)
 
 
+@asynccontextmanager
+async def greeting_held(
+    tmp_path: Path, bus: Held
+) -> AsyncIterator[tuple[HostbridgeActor, WebSocketConnection]]:
+    """A hostbridge and a Shell that asked for its greeting, which waits on `bus`'s held
+    request until the test sets `bus.release`."""
+    async with trio.open_nursery() as nursery:
+        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
+        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
+            await ws.send_message(json.dumps({"type": "shell.ready"}))
+            with trio.fail_after(WAIT):
+                await bus.asked.wait()
+            yield actor, ws
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the_shell_keeps(
     tmp_path: Path,
 ) -> None:
@@ -448,28 +466,22 @@ async def test_a_state_reply_older_than_a_tell_it_crossed_does_not_overwrite_it(
     # but the reply is handed over only after the tell of `online`, entered at 2, was handled:
     # the two crossed on the way, as they do under load.
     bus = Held(RuntimeStateRequest, RuntimeStateReply(state="synchronizing", since_ns=1))
-    async with trio.open_nursery() as nursery:
-        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
-        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
-            await ws.send_message(json.dumps({"type": "shell.ready"}))
-            with trio.fail_after(WAIT):
-                await bus.asked.wait()
-            event = RuntimeStateEvent(state="online", since_ns=2)
-            actor.on_runtime_state(*from_peer("transport", event))
-            bus.release.set()
-            states: list[str] = []
-            while len(states) < 2:
-                frame = await next_frame(ws)
-                if frame["type"] == "shell.runtime":
-                    states.append(frame["state"])
-                elif frame["type"] == "shell.hello":
-                    states.append(frame["runtime"]["state"])
-            assert states == ["online", "online"]  # the tell, then the hello: both the newer
+    async with greeting_held(tmp_path, bus) as (actor, ws):
+        event = RuntimeStateEvent(state="online", since_ns=2)
+        actor.on_runtime_state(*from_peer("transport", event))
+        bus.release.set()
+        states: list[str] = []
+        while len(states) < 2:
+            frame = await next_frame(ws)
+            if frame["type"] == "shell.runtime":
+                states.append(frame["state"])
+            elif frame["type"] == "shell.hello":
+                states.append(frame["runtime"]["state"])
+        assert states == ["online", "online"]  # the tell, then the hello: both the newer
         # ... and a later tell of an older state (a retried tell overtaken) changes nothing.
         stale = RuntimeStateEvent(state="reconnecting", reason="appserver_timeout", since_ns=1)
         actor.on_runtime_state(*from_peer("transport", stale))
         assert actor._runtime_shown() == ("online", None)
-        nursery.cancel_scope.cancel()
 
 
 async def test_an_app_list_older_than_a_tell_it_crossed_is_not_the_one_the_shell_keeps(
@@ -478,32 +490,20 @@ async def test_an_app_list_older_than_a_tell_it_crossed_is_not_the_one_the_shell
     """At start, the Shell kept the chat in front for good where focus had put the default app:
     the greeting's reply listed the apps before the launch, the tell of the list after it was
     broadcast while the greeting was still gathered, and the greeting's older list came last."""
-    dash = LiveInstance(
-        instance_id="i-dash", app_scope="task-dashboard", state="foreground", title="Tasks"
-    )
     before = ViewsReply(views=(), foreground="chat", instances=(), apps_version=1)
     bus = Held(ViewsRequest, before)
-    async with trio.open_nursery() as nursery:
-        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
-        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
-            await ws.send_message(json.dumps({"type": "shell.ready"}))
-            with trio.fail_after(WAIT):
-                await bus.asked.wait()
-            launched = AppsUpdatedEvent(foreground="i-dash", instances=(dash,), version=2)
-            actor.on_apps(*from_peer("focus", launched))
-            bus.release.set()
-            fronts: list[str] = []
-            while len(fronts) < 2:
-                frame = await next_frame(ws)
-                if frame["type"] == "shell.apps":
-                    fronts.append(frame["foreground"])
-            assert fronts == ["i-dash", "i-dash"]  # the tell, then the greeting's: both new
-            # ... and a later tell of an older list (one overtaken on its way) is dropped.
-            stale = AppsUpdatedEvent(foreground="chat", instances=(), version=1)
-            actor.on_apps(*from_peer("focus", stale))
-            actor.on_runtime_state(*told("transport", state="reconnecting", reason="x"))
-            assert (await next_frame(ws))["type"] == "shell.runtime"
-        nursery.cancel_scope.cancel()
+    async with greeting_held(tmp_path, bus) as (actor, ws):
+        launched = AppsUpdatedEvent(foreground="i-dash", instances=(DASHBOARD,), version=2)
+        actor.on_apps(*from_peer("focus", launched))
+        assert (await next_of(ws, "shell.apps"))["foreground"] == "i-dash"  # the tell
+        bus.release.set()
+        greeted = await next_of(ws, "shell.apps")
+        assert greeted["foreground"] == "i-dash"  # the greeting's: the newest it had
+        # ... and a later tell of an older list (one overtaken on its way) is dropped.
+        stale = AppsUpdatedEvent(foreground="chat", instances=(), version=1)
+        actor.on_apps(*from_peer("focus", stale))
+        actor.on_runtime_state(*told("transport", state="reconnecting", reason="x"))
+        assert (await next_frame(ws))["type"] == "shell.runtime"
 
 
 async def test_a_view_older_than_a_tell_it_crossed_is_not_the_one_the_shell_keeps(
@@ -511,39 +511,32 @@ async def test_a_view_older_than_a_tell_it_crossed_is_not_the_one_the_shell_keep
 ) -> None:
     """Likewise for an instance's view: the greeting's reply held the view before the app's
     last update, told meanwhile; the Shell must keep the update."""
-    dash = LiveInstance(
-        instance_id="i-dash", app_scope="task-dashboard", state="foreground", title="Tasks"
-    )
     old = AppView(
         app_scope="task-dashboard", instance_id="i-dash", view={"title": "old"}, version=1
     )
-    before = ViewsReply(views=(old,), foreground="i-dash", instances=(dash,), apps_version=1)
+    before = ViewsReply(views=(old,), foreground="i-dash", instances=(DASHBOARD,))
     bus = Held(ViewsRequest, before)
-    async with trio.open_nursery() as nursery:
-        actor, _bus, port = await start_hostbridge(nursery, tmp_path, bus)
-        async with open_shell_socket(shell_at(port, TOKEN)) as ws:
-            await ws.send_message(json.dumps({"type": "shell.ready"}))
-            with trio.fail_after(WAIT):
-                await bus.asked.wait()
-            new = ViewUpdatedEvent(
-                app_scope="task-dashboard", instance_id="i-dash", view={"title": "new"}, version=2
-            )
-            actor.on_view(*from_peer("focus", new))
-            assert (await next_of(ws, "shell.view"))["view"] == {"title": "new"}  # the push
-            bus.release.set()
-            greeted = await next_of(ws, "shell.view")
-            assert greeted["view"] == {"title": "new"}  # the greeting's: the newest it had
-            # ... and a later tell of an older view (one overtaken on its way) is dropped.
-            for version, title in ((1, "stale"), (3, "newer")):
-                told_view = ViewUpdatedEvent(
-                    app_scope="task-dashboard",
-                    instance_id="i-dash",
-                    view={"title": title},
-                    version=version,
-                )
-                actor.on_view(*from_peer("focus", told_view))
-            assert (await next_of(ws, "shell.view"))["view"] == {"title": "newer"}
-        nursery.cancel_scope.cancel()
+    async with greeting_held(tmp_path, bus) as (actor, ws):
+        actor.on_view(*from_peer("focus", dashboard_view("new", version=2)))
+        assert (await next_of(ws, "shell.view"))["view"] == {"title": "new"}  # the tell
+        bus.release.set()
+        greeted = await next_of(ws, "shell.view")
+        assert greeted["view"] == {"title": "new"}  # the greeting's: the newest it had
+        # ... and a later tell of an older view (one overtaken on its way) is dropped.
+        actor.on_view(*from_peer("focus", dashboard_view("stale", version=1)))
+        actor.on_view(*from_peer("focus", dashboard_view("newer", version=3)))
+        assert (await next_of(ws, "shell.view"))["view"] == {"title": "newer"}
+
+
+DASHBOARD = LiveInstance(
+    instance_id="i-dash", app_scope="task-dashboard", state="foreground", title="Tasks"
+)
+
+
+def dashboard_view(title: str, *, version: int) -> ViewUpdatedEvent:
+    return ViewUpdatedEvent(
+        app_scope="task-dashboard", instance_id="i-dash", view={"title": title}, version=version
+    )
 
 
 class RefusingOpens(FakeBus):
