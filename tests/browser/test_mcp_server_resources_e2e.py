@@ -38,6 +38,9 @@ pytestmark = [pytest.mark.timeout(180)]
 async def test_the_pages_resources_read_of_its_servers_resource_is_the_servers_live_answer(
     nursery: trio.Nursery, data_dir: Path, page: ShellPage
 ) -> None:
+    """Only the whole path proves the answer is the server's own at that moment: a real MCP
+    server (probed once to be listed, as `--dev-mcp` does), the tree and Chromium. That is its
+    time under the suite's load (about 11 s); nothing in it waits on a clock."""
     rt = data_dir / "rt"
     rt.mkdir(mode=0o700, parents=True)
     entry = await trio.to_thread.run_sync(dev_mcp, SERVER, [sys.executable, "server.py"], rt)
