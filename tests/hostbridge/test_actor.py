@@ -186,6 +186,18 @@ async def next_of(ws: WebSocketConnection, kind: str) -> dict[str, Any]:
     return frame
 
 
+async def runtime_states(ws: WebSocketConnection, count: int) -> list[str]:
+    """The runtime's states the next `count` frames that say one say (a broadcast or a hello)."""
+    states: list[str] = []
+    while len(states) < count:
+        frame = await next_frame(ws)
+        if frame["type"] == "shell.runtime":
+            states.append(frame["state"])
+        elif frame["type"] == "shell.hello":
+            states.append(frame["runtime"]["state"])
+    return states
+
+
 async def test_a_malformed_frame_is_refused_and_audited_and_the_socket_still_serves(
     tmp_path: Path,
 ) -> None:
@@ -445,14 +457,8 @@ async def test_a_state_that_changed_while_a_greeting_was_gathered_is_the_one_the
                 await bus.asked.wait()
             actor.on_runtime_state(*told("supervisor", state="online"))  # restored
             bus.release.set()
-            states: list[str] = []
-            while len(states) < 2:
-                frame = await next_frame(ws)
-                if frame["type"] == "shell.runtime":
-                    states.append(frame["state"])
-                elif frame["type"] == "shell.hello":
-                    states.append(frame["runtime"]["state"])
-            assert states == ["online", "online"]  # the broadcast, then the hello: both new
+            # The broadcast, then the hello: both new.
+            assert await runtime_states(ws, 2) == ["online", "online"]
         nursery.cancel_scope.cancel()
 
 
@@ -470,14 +476,8 @@ async def test_a_state_reply_older_than_a_tell_it_crossed_does_not_overwrite_it(
         event = RuntimeStateEvent(state="online", since_ns=2)
         actor.on_runtime_state(*from_peer("transport", event))
         bus.release.set()
-        states: list[str] = []
-        while len(states) < 2:
-            frame = await next_frame(ws)
-            if frame["type"] == "shell.runtime":
-                states.append(frame["state"])
-            elif frame["type"] == "shell.hello":
-                states.append(frame["runtime"]["state"])
-        assert states == ["online", "online"]  # the tell, then the hello: both the newer
+        # The tell, then the hello: both the newer.
+        assert await runtime_states(ws, 2) == ["online", "online"]
         # ... and a later tell of an older state (a retried tell overtaken) changes nothing.
         stale = RuntimeStateEvent(state="reconnecting", reason="appserver_timeout", since_ns=1)
         actor.on_runtime_state(*from_peer("transport", stale))
