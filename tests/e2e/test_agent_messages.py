@@ -22,10 +22,13 @@ from lineup.actors.kernel import ActorKind, Bus, ErrorCode, LineUpError
 from lineup.actors.router.messages import SurfaceAgentMessagesReply, SurfaceAgentMessagesRequest
 from lineup.actors.store.messages import InboxListReply, InboxListRequest
 from lineup.ops.agent import AgentClient
+from lineup.sdk import MiniApp
+from lineup.tests.support.agent_view import AgentView
 from lineup.tests.support.listener_app import SCOPE, TEXT, Bystander, Listener
 from lineup.tests.support.runtime import (
     AGENT_ID,
     CONVERSATION,
+    Runtime,
     kill_and_wait_restarted,
     shell_and_agent,
     start_runtime_with_app,
@@ -126,17 +129,17 @@ async def test_an_app_hears_its_texts_once_and_the_gap_a_crash_left_is_filled_af
     assert shell.views[INSTANCE]["live"] == ["five"]
 
 
-async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disabled_app_refuses(
-    nursery: trio.Nursery, data_dir: Path
-) -> None:
-    runtime = await start_runtime_with_app(nursery, data_dir, Listener, title="Listener")
+async def conversation_text_filtered(
+    nursery: trio.Nursery, data_dir: Path, app: type[MiniApp], title: str, step: str
+) -> tuple[Runtime, AgentView, Bus]:
+    """`app`'s instance open, a text for the app's conversation and one for its instance said:
+    the first accepted (not the Agent's error), in no inbox, never handed, and audited as
+    filtered by `step`; the second shown. Returns the runtime, the Agent and an auditor."""
+    runtime = await start_runtime_with_app(nursery, data_dir, app, title=title)
     shell, agent, revision = await shell_and_agent(nursery, runtime)
     await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id="open-1")
     await agent.terminal("open-1")
     router = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
-
-    # The manifest subscribes to texts for an instance: one for the app's conversation is
-    # accepted (not the Agent's error), reaches no inbox and is never handed; the next is.
     await say(agent.client, "m-conversation", "not mine", instance_id=None)
     await say(agent.client, "m-mine", "mine")
     await view_until(shell, live=["mine"])
@@ -147,9 +150,19 @@ async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disab
     )
     filtered = [r for r in rows if r.subject_id == "m-conversation"]
     assert [(r.event, r.code, r.message_type) for r in filtered] == [
-        ("router.message_filtered.manifest", None, TEXT)
+        (f"router.message_filtered.{step}", None, TEXT)
     ]
     assert await inbox(router, None) == []
+    return runtime, agent, router
+
+
+async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disabled_app_refuses(
+    nursery: trio.Nursery, data_dir: Path
+) -> None:
+    # The manifest subscribes to texts for an instance, not the conversation's.
+    runtime, agent, router = await conversation_text_filtered(
+        nursery, data_dir, Listener, "Listener", "manifest"
+    )
 
     # Disabled: a text for it is refused with its code and audited (rule 5), stored nowhere.
     ui = await attach(nursery, runtime.supervisor, ActorKind.HOSTBRIDGE, "switch")
@@ -170,27 +183,9 @@ async def test_a_text_the_manifest_does_not_subscribe_to_is_filtered_and_a_disab
 async def test_a_conversation_text_an_app_holds_no_permission_for_is_filtered_and_audited(
     nursery: trio.Nursery, data_dir: Path
 ) -> None:
-    runtime = await start_runtime_with_app(nursery, data_dir, Bystander, title="Bystander")
-    shell, agent, revision = await shell_and_agent(nursery, runtime)
-    await agent.client.call_tool(CONVERSATION, "listener.open", {}, revision, call_id="open-1")
-    await agent.terminal("open-1")
-    router = await attach(nursery, runtime.supervisor, ActorKind.ROUTER, "auditor")
-
-    # Seed 004 §5.3: its own instance's texts reach it; the conversation's are another
-    # subscription it never asked for: accepted, in no inbox, audited by the permission step.
-    await say(agent.client, "m-conversation", "not mine", instance_id=None)
-    await say(agent.client, "m-mine", "mine")
-    await view_until(shell, live=["mine"])
-    rows = await audit_rows(
-        router,
-        lambda rows: any(r.subject_id == "m-conversation" for r in rows),
-        event_prefix="router.message_filtered",
-    )
-    filtered = [r for r in rows if r.subject_id == "m-conversation"]
-    assert [(r.event, r.code, r.message_type) for r in filtered] == [
-        ("router.message_filtered.permission", None, TEXT)
-    ]
-    assert await inbox(router, None) == []
+    """Seed 004 §5.3: its own instance's texts reach it; the conversation's are another
+    subscription it never asked for: accepted, in no inbox, audited by the permission step."""
+    await conversation_text_filtered(nursery, data_dir, Bystander, "Bystander", "permission")
 
 
 async def test_a_surface_reaches_its_own_instances_messages_only_and_another_is_audited(
