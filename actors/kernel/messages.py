@@ -5,15 +5,13 @@ up the model for an incoming tag *after* the ACL has allowed it, and validate on
 globally unique (`<actor>.<noun>.<verb>`); a duplicate tag is a programming error at import time.
 """
 
-from __future__ import annotations
-
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["REGISTRY", "Message", "message_type"]
 
-REGISTRY: dict[str, type[Message]] = {}
+REGISTRY: "dict[str, type[Message]]" = {}
 
 
 class Message(BaseModel):
