@@ -180,3 +180,12 @@ def test_the_hostbridges_protocol_loads_one_area_of_the_stores() -> None:
     assert "lineup.actors.store.app_sessions.messages" in store
     assert "lineup.actors.store.instances.messages" not in store
     assert "lineup.actors.store.apps.messages" not in store
+
+
+def test_every_name_the_stores_protocol_exports_has_an_area_that_defines_it() -> None:
+    from lineup.actors.store import messages
+
+    eager = {"FINAL_INTERACTION_STATES", "FINAL_TOOL_CALL_STATES"}
+    assert set(messages.__all__) == set(messages._HOMES) | eager
+    for name in messages.__all__:
+        assert getattr(messages, name) is not None, name

@@ -444,196 +444,92 @@ __all__ = [
     "ToolHandling",
 ]
 
-# Each name's home (`..`: this module is no package, its homes are its siblings): importing
-# this module loads none of them, and reading a name loads its area's module alone.
-_HOMES: dict[str, str] = {
-    "StoreStatsReply": ".._stats_messages",
-    "StoreStatsRequest": ".._stats_messages",
-    "AppSessionCloseReply": "..app_sessions.messages",
-    "AppSessionCloseRequest": "..app_sessions.messages",
-    "AppSessionGetReply": "..app_sessions.messages",
-    "AppSessionGetRequest": "..app_sessions.messages",
-    "AppSessionListReply": "..app_sessions.messages",
-    "AppSessionListRequest": "..app_sessions.messages",
-    "AppSessionOpenReply": "..app_sessions.messages",
-    "AppSessionOpenRequest": "..app_sessions.messages",
-    "AppSessionRow": "..app_sessions.messages",
-    "AppSessionState": "..app_sessions.messages",
-    "AppEnabledSetReply": "..apps.messages",
-    "AppEnabledSetRequest": "..apps.messages",
-    "AppInstallRecordReply": "..apps.messages",
-    "AppInstallRecordRequest": "..apps.messages",
-    "AppOperationKind": "..apps.messages",
-    "AppOperationListReply": "..apps.messages",
-    "AppOperationListRequest": "..apps.messages",
-    "AppOperationPutReply": "..apps.messages",
-    "AppOperationPutRequest": "..apps.messages",
-    "AppOperationRecoverReply": "..apps.messages",
-    "AppOperationRecoverRequest": "..apps.messages",
-    "AppOperationRow": "..apps.messages",
-    "AppOperationState": "..apps.messages",
-    "AppRecord": "..apps.messages",
-    "AppRegistryGetReply": "..apps.messages",
-    "AppRegistryGetRequest": "..apps.messages",
-    "AppRegistryListReply": "..apps.messages",
-    "AppRegistryListRequest": "..apps.messages",
-    "AppRegistryPutReply": "..apps.messages",
-    "AppRegistryPutRequest": "..apps.messages",
-    "AppRemoveReply": "..apps.messages",
-    "AppRemoveRequest": "..apps.messages",
-    "AppRollbackReply": "..apps.messages",
-    "AppRollbackRequest": "..apps.messages",
-    "AppRow": "..apps.messages",
-    "AppSource": "..apps.messages",
-    "AppState": "..apps.messages",
-    "AppStateSetReply": "..apps.messages",
-    "AppStateSetRequest": "..apps.messages",
-    "InventoryRevisionBumpReply": "..apps.messages",
-    "InventoryRevisionBumpRequest": "..apps.messages",
-    "InventoryRevisionGetReply": "..apps.messages",
-    "InventoryRevisionGetRequest": "..apps.messages",
-    "RevocationAddReply": "..apps.messages",
-    "RevocationAddRequest": "..apps.messages",
-    "RevocationListReply": "..apps.messages",
-    "RevocationListRequest": "..apps.messages",
-    "SessionDataGetReply": "..apps.messages",
-    "SessionDataGetRequest": "..apps.messages",
-    "SessionDataReplaceReply": "..apps.messages",
-    "SessionDataReplaceRequest": "..apps.messages",
-    "SettingGetReply": "..apps.messages",
-    "SettingGetRequest": "..apps.messages",
-    "SettingPutReply": "..apps.messages",
-    "SettingPutRequest": "..apps.messages",
-    "ArtifactCreateReply": "..artifacts.messages",
-    "ArtifactCreateRequest": "..artifacts.messages",
-    "ArtifactGetReply": "..artifacts.messages",
-    "ArtifactGetRequest": "..artifacts.messages",
-    "ArtifactListReply": "..artifacts.messages",
-    "ArtifactListRequest": "..artifacts.messages",
-    "ArtifactRow": "..artifacts.messages",
-    "ArtifactUsageReply": "..artifacts.messages",
-    "ArtifactUsageRequest": "..artifacts.messages",
-    "AuditAppendReply": "..audit.messages",
-    "AuditAppendRequest": "..audit.messages",
-    "AuditQueryReply": "..audit.messages",
-    "AuditQueryRequest": "..audit.messages",
-    "AuditRecord": "..audit.messages",
-    "CapabilityGrantDeleteReply": "..capabilities.messages",
-    "CapabilityGrantDeleteRequest": "..capabilities.messages",
-    "CapabilityGrantListReply": "..capabilities.messages",
-    "CapabilityGrantListRequest": "..capabilities.messages",
-    "CapabilityGrantPutReply": "..capabilities.messages",
-    "CapabilityGrantPutRequest": "..capabilities.messages",
-    "CapabilityGrantRow": "..capabilities.messages",
-    "RETAINED_S": "..capabilities.request_messages",
-    "CapabilityRequestEndReply": "..capabilities.request_messages",
-    "CapabilityRequestEndRequest": "..capabilities.request_messages",
-    "CapabilityRequestListReply": "..capabilities.request_messages",
-    "CapabilityRequestListRequest": "..capabilities.request_messages",
-    "CapabilityRequestOpenReply": "..capabilities.request_messages",
-    "CapabilityRequestOpenRequest": "..capabilities.request_messages",
-    "CapabilityRequestRow": "..capabilities.request_messages",
-    "ConversationHistoryReply": "..conversations.messages",
-    "ConversationHistoryRequest": "..conversations.messages",
-    "ConversationMessageReply": "..conversations.messages",
-    "ConversationMessageRequest": "..conversations.messages",
-    "ConversationReceiveManyReply": "..conversations.messages",
-    "ConversationReceiveManyRequest": "..conversations.messages",
-    "ConversationReceiveReply": "..conversations.messages",
-    "ConversationReceiveRequest": "..conversations.messages",
-    "ConversationSendReply": "..conversations.messages",
-    "ConversationSendRequest": "..conversations.messages",
-    "MessageDirection": "..conversations.messages",
-    "MessageRow": "..conversations.messages",
-    "MessageState": "..conversations.messages",
-    "CursorGetReply": "..cursors.messages",
-    "CursorGetRequest": "..cursors.messages",
-    "CursorSetReply": "..cursors.messages",
-    "CursorSetRequest": "..cursors.messages",
-    "DEAD_LETTER_SOURCES": "..dead_letters.messages",
-    "DeadLetterListReply": "..dead_letters.messages",
-    "DeadLetterListRequest": "..dead_letters.messages",
-    "DeadLetterPutReply": "..dead_letters.messages",
-    "DeadLetterPutRequest": "..dead_letters.messages",
-    "DeadLetterRow": "..dead_letters.messages",
-    "DeadLetterSummaryReply": "..dead_letters.messages",
-    "DeadLetterSummaryRequest": "..dead_letters.messages",
-    "DeadlineOperationEndReply": "..deadline_operations.messages",
-    "DeadlineOperationEndRequest": "..deadline_operations.messages",
-    "DeadlineOperationListReply": "..deadline_operations.messages",
-    "DeadlineOperationListRequest": "..deadline_operations.messages",
-    "DeadlineOperationRow": "..deadline_operations.messages",
-    "DeadlineOperationStartReply": "..deadline_operations.messages",
-    "DeadlineOperationStartRequest": "..deadline_operations.messages",
-    "InboxAckManyReply": "..inbox.messages",
-    "InboxAckManyRequest": "..inbox.messages",
-    "InboxAckReply": "..inbox.messages",
-    "InboxAckRequest": "..inbox.messages",
-    "InboxListReply": "..inbox.messages",
-    "InboxListRequest": "..inbox.messages",
-    "InboxPutReply": "..inbox.messages",
-    "InboxPutRequest": "..inbox.messages",
-    "InboxRow": "..inbox.messages",
-    "MAX_FOCUS_STACK": "..instances.messages",
-    "FocusStackGetReply": "..instances.messages",
-    "FocusStackGetRequest": "..instances.messages",
-    "FocusStackSetReply": "..instances.messages",
-    "FocusStackSetRequest": "..instances.messages",
-    "InstanceCommitReply": "..instances.messages",
-    "InstanceCommitRequest": "..instances.messages",
-    "InstanceListReply": "..instances.messages",
-    "InstanceListRequest": "..instances.messages",
-    "InstanceModeSet": "..instances.messages",
-    "InstanceMove": "..instances.messages",
-    "InstanceRecoverReply": "..instances.messages",
-    "InstanceRecoverRequest": "..instances.messages",
-    "InstanceRow": "..instances.messages",
-    "InstanceState": "..instances.messages",
-    "InstanceTransitionReply": "..instances.messages",
-    "InstanceTransitionRequest": "..instances.messages",
-    "InstanceUpsertReply": "..instances.messages",
-    "InstanceUpsertRequest": "..instances.messages",
-    "InteractionCountReply": "..interactions.messages",
-    "InteractionCountRequest": "..interactions.messages",
-    "InteractionEvent": "..interactions.messages",
-    "InteractionFacts": "..interactions.messages",
-    "InteractionGetReply": "..interactions.messages",
-    "InteractionGetRequest": "..interactions.messages",
-    "InteractionKind": "..interactions.messages",
-    "InteractionListReply": "..interactions.messages",
-    "InteractionListRequest": "..interactions.messages",
-    "InteractionRow": "..interactions.messages",
-    "InteractionSource": "..interactions.messages",
-    "InteractionState": "..interactions.messages",
-    "InteractionStepReply": "..interactions.messages",
-    "InteractionStepRequest": "..interactions.messages",
-    "Presentation": "..interactions.messages",
-    "OutboxAckReply": "..outbox.messages",
-    "OutboxAckRequest": "..outbox.messages",
-    "OutboxAppendReply": "..outbox.messages",
-    "OutboxAppendRequest": "..outbox.messages",
-    "OutboxFailReply": "..outbox.messages",
-    "OutboxFailRequest": "..outbox.messages",
-    "OutboxPendingReply": "..outbox.messages",
-    "OutboxPendingRequest": "..outbox.messages",
-    "OutboxRetryReply": "..outbox.messages",
-    "OutboxRetryRequest": "..outbox.messages",
-    "OutboxRow": "..outbox.messages",
-    "OutboxState": "..outbox.messages",
-    "OutboxRowIn": "..tool_calls.messages",
-    "ToolCallFacts": "..tool_calls.messages",
-    "ToolCallGetReply": "..tool_calls.messages",
-    "ToolCallGetRequest": "..tool_calls.messages",
-    "ToolCallListReply": "..tool_calls.messages",
-    "ToolCallListRequest": "..tool_calls.messages",
-    "ToolCallProgressReply": "..tool_calls.messages",
-    "ToolCallProgressRequest": "..tool_calls.messages",
-    "ToolCallRow": "..tool_calls.messages",
-    "ToolCallState": "..tool_calls.messages",
-    "ToolCallStepReply": "..tool_calls.messages",
-    "ToolCallStepRequest": "..tool_calls.messages",
-    "ToolHandling": "..tool_calls.messages",
+# Each area's module (`..`: this module is no package, its homes are its siblings) and the names
+# it exports here: importing this module loads none of them, and reading a name loads its area's
+# module alone.
+_AREAS: dict[str, str] = {
+    ".._stats_messages": "StoreStatsReply StoreStatsRequest",
+    "..app_sessions.messages": (
+        "AppSessionCloseReply AppSessionCloseRequest AppSessionGetReply AppSessionGetRequest "
+        "AppSessionListReply AppSessionListRequest AppSessionOpenReply AppSessionOpenRequest "
+        "AppSessionRow AppSessionState"
+    ),
+    "..apps.messages": (
+        "AppEnabledSetReply AppEnabledSetRequest AppInstallRecordReply AppInstallRecordRequest "
+        "AppOperationKind AppOperationListReply AppOperationListRequest AppOperationPutReply "
+        "AppOperationPutRequest AppOperationRecoverReply AppOperationRecoverRequest "
+        "AppOperationRow AppOperationState AppRecord AppRegistryGetReply AppRegistryGetRequest "
+        "AppRegistryListReply AppRegistryListRequest AppRegistryPutReply AppRegistryPutRequest "
+        "AppRemoveReply AppRemoveRequest AppRollbackReply AppRollbackRequest AppRow AppSource "
+        "AppState AppStateSetReply AppStateSetRequest InventoryRevisionBumpReply "
+        "InventoryRevisionBumpRequest InventoryRevisionGetReply InventoryRevisionGetRequest "
+        "RevocationAddReply RevocationAddRequest RevocationListReply RevocationListRequest "
+        "SessionDataGetReply SessionDataGetRequest SessionDataReplaceReply "
+        "SessionDataReplaceRequest SettingGetReply SettingGetRequest SettingPutReply "
+        "SettingPutRequest"
+    ),
+    "..artifacts.messages": (
+        "ArtifactCreateReply ArtifactCreateRequest ArtifactGetReply ArtifactGetRequest "
+        "ArtifactListReply ArtifactListRequest ArtifactRow ArtifactUsageReply ArtifactUsageRequest"
+    ),
+    "..audit.messages": (
+        "AuditAppendReply AuditAppendRequest AuditQueryReply AuditQueryRequest AuditRecord"
+    ),
+    "..capabilities.messages": (
+        "CapabilityGrantDeleteReply CapabilityGrantDeleteRequest CapabilityGrantListReply "
+        "CapabilityGrantListRequest CapabilityGrantPutReply CapabilityGrantPutRequest "
+        "CapabilityGrantRow"
+    ),
+    "..capabilities.request_messages": (
+        "RETAINED_S CapabilityRequestEndReply CapabilityRequestEndRequest "
+        "CapabilityRequestListReply CapabilityRequestListRequest CapabilityRequestOpenReply "
+        "CapabilityRequestOpenRequest CapabilityRequestRow"
+    ),
+    "..conversations.messages": (
+        "ConversationHistoryReply ConversationHistoryRequest ConversationMessageReply "
+        "ConversationMessageRequest ConversationReceiveManyReply ConversationReceiveManyRequest "
+        "ConversationReceiveReply ConversationReceiveRequest ConversationSendReply "
+        "ConversationSendRequest MessageDirection MessageRow MessageState"
+    ),
+    "..cursors.messages": "CursorGetReply CursorGetRequest CursorSetReply CursorSetRequest",
+    "..dead_letters.messages": (
+        "DEAD_LETTER_SOURCES DeadLetterListReply DeadLetterListRequest DeadLetterPutReply "
+        "DeadLetterPutRequest DeadLetterRow DeadLetterSummaryReply DeadLetterSummaryRequest"
+    ),
+    "..deadline_operations.messages": (
+        "DeadlineOperationEndReply DeadlineOperationEndRequest DeadlineOperationListReply "
+        "DeadlineOperationListRequest DeadlineOperationRow DeadlineOperationStartReply "
+        "DeadlineOperationStartRequest"
+    ),
+    "..inbox.messages": (
+        "InboxAckManyReply InboxAckManyRequest InboxAckReply InboxAckRequest InboxListReply "
+        "InboxListRequest InboxPutReply InboxPutRequest InboxRow"
+    ),
+    "..instances.messages": (
+        "MAX_FOCUS_STACK FocusStackGetReply FocusStackGetRequest FocusStackSetReply "
+        "FocusStackSetRequest InstanceCommitReply InstanceCommitRequest InstanceListReply "
+        "InstanceListRequest InstanceModeSet InstanceMove InstanceRecoverReply "
+        "InstanceRecoverRequest InstanceRow InstanceState InstanceTransitionReply "
+        "InstanceTransitionRequest InstanceUpsertReply InstanceUpsertRequest"
+    ),
+    "..interactions.messages": (
+        "InteractionCountReply InteractionCountRequest InteractionEvent InteractionFacts "
+        "InteractionGetReply InteractionGetRequest InteractionKind InteractionListReply "
+        "InteractionListRequest InteractionRow InteractionSource InteractionState "
+        "InteractionStepReply InteractionStepRequest Presentation"
+    ),
+    "..outbox.messages": (
+        "OutboxAckReply OutboxAckRequest OutboxAppendReply OutboxAppendRequest OutboxFailReply "
+        "OutboxFailRequest OutboxPendingReply OutboxPendingRequest OutboxRetryReply "
+        "OutboxRetryRequest OutboxRow OutboxState"
+    ),
+    "..tool_calls.messages": (
+        "OutboxRowIn ToolCallFacts ToolCallGetReply ToolCallGetRequest ToolCallListReply "
+        "ToolCallListRequest ToolCallProgressReply ToolCallProgressRequest ToolCallRow "
+        "ToolCallState ToolCallStepReply ToolCallStepRequest ToolHandling"
+    ),
 }
+_HOMES: dict[str, str] = {name: home for home, names in _AREAS.items() for name in names.split()}
 
 
 __getattr__ = exports(__name__, _HOMES)
