@@ -5,8 +5,6 @@ base of every frame.
 No I/O here: this module imports pydantic only.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field

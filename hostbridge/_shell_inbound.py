@@ -9,8 +9,6 @@ the hostbridge parses each frame once, with `SHELL_TO_RUNTIME`, before anything 
 No I/O here: this module imports pydantic only.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, Final, Literal, get_args
 

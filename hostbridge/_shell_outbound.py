@@ -6,8 +6,6 @@ protocol cannot be built, so it is dropped (and logged) before it reaches a Shel
 No I/O here: this module imports pydantic only.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, TypeAdapter, model_serializer

@@ -15,8 +15,6 @@ hands each message to the Surface once (`lineup/notifications/agent-message`), a
 display message itself once handed (rule 3), as the SDK does once its handler took one.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Final
 
 from pydantic import (
@@ -81,7 +79,7 @@ class AcknowledgeParams(_Params):
     message_ids: tuple[_Name, ...] = Field(default=(), max_length=MAX_LIST)
 
     @model_validator(mode="after")
-    def _names_one_way(self) -> AcknowledgeParams:
+    def _names_one_way(self) -> "AcknowledgeParams":
         if (self.message_id is None) == (not self.message_ids):
             raise ValueError("a message_id or message_ids")
         return self

@@ -39,8 +39,6 @@ Nothing here logs or audits what a request carries: the refusals are audited by 
 (`_surfaces`), the updates and downloads by the router and the gateway.
 """
 
-from __future__ import annotations
-
 import base64
 import json
 import re
@@ -133,7 +131,7 @@ class ResourceContents(_Params):
     meta: Meta
 
     @model_validator(mode="after")
-    def _one_of(self) -> ResourceContents:
+    def _one_of(self) -> "ResourceContents":
         if (self.text is None) == (self.blob is None):
             raise ValueError("exactly one of text, blob")
         return self

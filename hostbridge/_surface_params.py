@@ -1,8 +1,6 @@
 """The params of each bridge method the hostbridge relays (`METHODS`), checked whole here
 before anything is asked of the runtime (`_surfaces.SurfaceRelay`), and their size bound."""
 
-from __future__ import annotations
-
 import json
 from typing import Annotated, Any, Final, Literal
 

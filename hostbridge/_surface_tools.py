@@ -14,8 +14,6 @@ bound: to focus (`focus.ui.surface.resource_read`), which has the app ask its se
 reply's result is the spec's `ReadResourceResult`.
 """
 
-from __future__ import annotations
-
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -59,7 +57,7 @@ class ToolsCallParams(BaseModel):
 class SurfaceToolRelay:
     """The `tools/call`s on their way (the module's docstring)."""
 
-    def __init__(self, bus: Bus, book: SurfaceBook) -> None:
+    def __init__(self, bus: Bus, book: "SurfaceBook") -> None:
         self._bus = bus
         self._book = book
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
@@ -70,7 +68,7 @@ class SurfaceToolRelay:
         self,
         frame: SurfaceRequestFrame,
         params: ToolsCallParams,
-        reply: Reply,
+        reply: "Reply",
         refused: Callable[[str], None],
     ) -> None:
         """Relay one call from a task of its own; `refused` audits a refusal made here."""
@@ -97,7 +95,7 @@ class SurfaceToolRelay:
         self,
         frame: SurfaceRequestFrame,
         uri: str,
-        reply: Reply,
+        reply: "Reply",
         refused: Callable[[str], None],
     ) -> None:
         """Relay one read of the app's server's resource from a task of its own (the module's
@@ -120,7 +118,7 @@ class SurfaceToolRelay:
     def _relay(
         self,
         frame: SurfaceRequestFrame,
-        reply: Reply,
+        reply: "Reply",
         refused: Callable[[str], None],
         ask: Callable[[], Awaitable[dict[str, Any]]],
     ) -> bool:

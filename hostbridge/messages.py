@@ -3,8 +3,6 @@
 Besides these the actor answers the kernel's `kernel.health.request`.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

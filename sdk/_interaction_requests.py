@@ -5,8 +5,6 @@ a whole request is at most `MAX_REQUEST_BYTES` of JSON, so the store can always 
 `lineup.sdk.interactions` gathers these with the tools and the checks that use them. Pure.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Annotated, Final, Literal
 
@@ -72,7 +70,7 @@ class _Model(BaseModel):
 
 class _Request(_Model):
     @model_validator(mode="after")
-    def _bounded(self) -> _Request:
+    def _bounded(self) -> "_Request":
         size = len(json.dumps(self.model_dump(mode="json"), ensure_ascii=False).encode())
         if size > MAX_REQUEST_BYTES:
             raise ValueError(f"the request takes more than {MAX_REQUEST_BYTES} bytes")
@@ -100,7 +98,7 @@ class InputField(_Model):
     maximum: Bound | None = None
 
     @model_validator(mode="after")
-    def _bounds_fit_the_type(self) -> InputField:
+    def _bounds_fit_the_type(self) -> "InputField":
         if self.type == "number":
             if self.min_length is not None or self.max_length is not None:
                 raise ValueError("a number field takes no length bounds")
@@ -145,7 +143,7 @@ class ChoiceRequest(_Request):
     actions: Annotated[tuple[Action, ...], Field(min_length=1, max_length=MAX_ACTIONS)]
 
     @model_validator(mode="after")
-    def _unique_actions(self) -> ChoiceRequest:
+    def _unique_actions(self) -> "ChoiceRequest":
         _unique(self.actions, "action")
         return self
 
@@ -167,7 +165,7 @@ class InputRequest(_Request):
     cancel_label: ButtonLabel | None = None
 
     @model_validator(mode="after")
-    def _unique_fields(self) -> InputRequest:
+    def _unique_fields(self) -> "InputRequest":
         _unique(self.fields, "field")
         return self
 

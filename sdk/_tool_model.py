@@ -53,8 +53,6 @@ own form puts the scope in the method (`tasks.open` of `tasks`); the seeds' does
 always LineUp's.
 """
 
-from __future__ import annotations
-
 import unicodedata
 from typing import Annotated, Any, Final, Literal
 
@@ -202,7 +200,7 @@ class ToolUi(_Model):
     visibility: tuple[Visibility, ...] = Field(default=("model", "app"), min_length=1)
 
     @model_validator(mode="after")
-    def _visibility_once_each(self) -> ToolUi:
+    def _visibility_once_each(self) -> "ToolUi":
         if len(set(self.visibility)) != len(self.visibility):
             raise ValueError("each visibility once")
         return self
@@ -237,7 +235,7 @@ class ToolDescriptor(_Model):
     ui: ToolUi | None = None
 
     @model_validator(mode="after")
-    def _schemas_in_subset(self) -> ToolDescriptor:
+    def _schemas_in_subset(self) -> "ToolDescriptor":
         check_tool_schema(self.input_schema, "/input_schema", self.delivery)
         check_tool_schema(self.output_schema, "/output_schema", self.delivery)
         return self
@@ -258,7 +256,7 @@ class ToolDescriptor(_Model):
         return validate(schema, value, checked=True)  # checked when the descriptor was made
 
     @model_validator(mode="after")
-    def _call_model_agrees(self) -> ToolDescriptor:
+    def _call_model_agrees(self) -> "ToolDescriptor":
         if self.call_model == "query":
             if self.handling != "direct":
                 raise ManifestInvalid("tool_declaration_invalid", self.method, path="/handling")
@@ -313,7 +311,7 @@ class ToolDescriptor(_Model):
         """The one name an Agent calls it by (`tool_id`)."""
         return tool_id(self.scope, self.method)
 
-    def placed(self, app_scope: str) -> ToolDescriptor:
+    def placed(self, app_scope: str) -> "ToolDescriptor":
         """This tool as the inventory holds it: of `app_scope`."""
         return self.model_copy(update={"app_scope": app_scope})
 

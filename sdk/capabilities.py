@@ -37,8 +37,6 @@ inventory: a tool whose `permissions` name a capability its app cannot use is no
 and the hostbridge (the providers' inputs) all read it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
@@ -159,7 +157,7 @@ class AppInstall(_Input):
     ]
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> AppInstall:
+    def _exactly_one(self) -> "AppInstall":
         if (self.artifact_id is None) == (self.catalog_file is None):
             raise ValueError("exactly one of artifact_id, catalog_file")
         return self

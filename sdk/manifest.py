@@ -37,8 +37,6 @@ only parsing plus translation of the refusal into `ManifestInvalid` with a stabl
                             tool schema whose root is not an object (schema_root_not_object)
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -288,13 +286,13 @@ class Manifest(_Model):
         return data
 
     @model_validator(mode="after")
-    def _mcp_server_for_its_kind(self) -> Manifest:
+    def _mcp_server_for_its_kind(self) -> "Manifest":
         if (self.kind == "mcp") != (self.mcp is not None):
             raise ManifestInvalid("manifest_malformed", "kind mcp names its server", path="/mcp")
         return self
 
     @model_validator(mode="after")
-    def _no_power_of_the_runtime(self) -> Manifest:
+    def _no_power_of_the_runtime(self) -> "Manifest":
         if reserved(self.app_scope):
             raise ManifestInvalid("scope_reserved", self.app_scope, path="/app_scope")
         for i, name in enumerate(self.requested_capabilities):
@@ -306,7 +304,7 @@ class Manifest(_Model):
         return self
 
     @model_validator(mode="after")
-    def _tools_belong_to_the_app(self) -> Manifest:
+    def _tools_belong_to_the_app(self) -> "Manifest":
         # A method may be the seeds' (`board.create`) or LineUp's (`whiteboard.create`): the
         # tool's id says which (`tool_id`). A method in the runtime's own namespace is not the
         # app's to name, nor is another app's `app_scope`.
@@ -363,7 +361,7 @@ def incompatibility(manifest: Manifest, host_version: str | None = None) -> Erro
     return None
 
 
-def load_manifest(data: dict[str, Any] | str | bytes) -> Manifest:
+def load_manifest(data: dict[str, Any] | str | bytes) -> "Manifest":
     """Parse and check a manifest. Raises `ManifestInvalid`; never imports or runs app code."""
     if isinstance(data, str | bytes):
         if len(data) > MAX_MANIFEST_BYTES:

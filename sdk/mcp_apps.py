@@ -26,8 +26,6 @@ through the app's process within `UI_RESOURCE_READ_TIMEOUT_S`, its contents at m
 `MAX_LIVE_RESOURCE_BYTES` of compact JSON (`live_contents_refusal`).
 """
 
-from __future__ import annotations
-
 import json
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import quote

@@ -22,8 +22,6 @@ A `ToolCall` sends at most one terminal result (complete or fail); a second one 
 `call_already_final` locally, without reaching the runtime.
 """
 
-from __future__ import annotations
-
 import inspect
 import logging
 import re
@@ -130,7 +128,7 @@ class ToolSpec:
     descriptor: ToolDescriptor
     input_model: type[BaseModel]
     output_model: type[BaseModel]
-    handler: Callable[[Any, ToolCall[Any]], Awaitable[BaseModel | None]]
+    handler: "Callable[[Any, ToolCall[Any]], Awaitable[BaseModel | None]]"
 
     @property
     def id(self) -> str:

@@ -170,3 +170,22 @@ def test_the_facts_load_no_io_no_trio_and_no_actor() -> None:
         "lineup.facts.errors",
         *(f"lineup.facts.{name}" for name in facts),
     }
+
+
+def test_the_hostbridges_protocol_loads_one_area_of_the_stores() -> None:
+    # It names `AppSessionState`: the store's other ~180 classes stay unloaded (the bus finds
+    # them when one arrives: tests/actors/kernel/test_messages.py).
+    loaded = modules_after("import lineup.hostbridge.messages")
+    store = {name for name in loaded if name.startswith("lineup.actors.store.")}
+    assert "lineup.actors.store.app_sessions.messages" in store
+    assert "lineup.actors.store.instances.messages" not in store
+    assert "lineup.actors.store.apps.messages" not in store
+
+
+def test_every_name_the_stores_protocol_exports_has_an_area_that_defines_it() -> None:
+    from lineup.actors.store import messages
+
+    eager = {"FINAL_INTERACTION_STATES", "FINAL_TOOL_CALL_STATES"}
+    assert set(messages.__all__) == set(messages._HOMES) | eager
+    for name in messages.__all__:
+        assert getattr(messages, name) is not None, name

@@ -18,8 +18,6 @@ within the limits): its version, then its type, then its shape, each refusal wit
 code. What it returns travels on as the model; nobody parses that envelope again.
 """
 
-from __future__ import annotations
-
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal

@@ -5,8 +5,6 @@ read has its type checked, so an answer of the wrong shape is refused as a whole
 (`pydantic.ValidationError`), never half-read.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Annotated, Final
 

@@ -1,8 +1,6 @@
 """App delivery's and development reload's share of focus's protocol (`messages` re-exports
 it: the protocol is one, split by area to keep each module readable)."""
 
-from __future__ import annotations
-
 from typing import Literal, Self
 
 from pydantic import Field, model_validator

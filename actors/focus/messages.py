@@ -4,8 +4,6 @@
 `lineup.sdk.protocol`. Besides these focus answers the kernel's `kernel.health.request`.
 """
 
-from __future__ import annotations
-
 from functools import cached_property
 from typing import Any, Literal
 

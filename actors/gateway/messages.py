@@ -10,8 +10,6 @@ The gateway only *tells* the hostbridge (`hostbridge.capability.*`, declared in
 come back as requests from the hostbridge, so the two never wait on each other in a cycle.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

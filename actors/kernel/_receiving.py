@@ -37,7 +37,7 @@ from .control import ChannelOpenedEvent
 from .errors import ErrorCode, LineUpError, RemoteProtocolError, describe_failure
 from .framing import encode_frame, parse_frame_fields
 from .identity import ActorKind, Identity
-from .messages import REGISTRY, Message
+from .messages import REGISTRY, Message, lookup
 
 __all__ = ["ACL_CACHE_LIMIT", "Receiving"]
 
@@ -99,7 +99,7 @@ class Receiving:
             slot.resolve(error=refusal_of(raw))
             return
         tag = raw.get("type")
-        cls = REGISTRY.get(tag) if type(tag) is str else None
+        cls = (REGISTRY.get(tag) or lookup(tag)) if type(tag) is str else None
         try:
             if cls is None:
                 raise ValueError("unknown reply type")
@@ -132,7 +132,7 @@ class Receiving:
         if denied is not None:
             await self._refusals.refuse(conn, kind, fid, denied, tag)
             return
-        cls = REGISTRY.get(tag)
+        cls = REGISTRY.get(tag) or lookup(tag)
         if cls is None:
             await self._refusals.refuse(conn, kind, fid, ErrorCode.UNKNOWN_MESSAGE_TYPE, tag)
             return

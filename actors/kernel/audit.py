@@ -9,8 +9,6 @@ sends denied frames in a loop gets the first few of each window as rows, then on
 within one window, the verdict that it keeps misbehaving (its bus has it stopped).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Final, Literal, Self
 
@@ -97,7 +95,7 @@ class RefusalLedger:
     stop_after: int = STOP_AFTER_REFUSALS
     _windows: dict[str, _Window] = field(default_factory=dict)
 
-    def note(self, offender: str, code: str, message_type: str | None, now: float) -> _Verdict:
+    def note(self, offender: str, code: str, message_type: str | None, now: float) -> "_Verdict":
         """Record one refusal of `offender`'s at `now`. Returns (write a row for it?, the
         count an earlier window of this offender left unreported, does it keep misbehaving?)."""
         w = self._windows.get(offender)
@@ -116,7 +114,7 @@ class RefusalLedger:
         first_suppressed = not write and w.suppressed == 1
         return _Verdict(write, left_over, w.count >= self.stop_after, first_suppressed)
 
-    def take_suppressed(self, offender: str) -> _Suppressed | None:
+    def take_suppressed(self, offender: str) -> "_Suppressed | None":
         """The count of refusals without a row in `offender`'s current window (then zero)."""
         w = self._windows.get(offender)
         if w is None or not w.suppressed:

@@ -3,8 +3,6 @@
 `kernel.*` is understood by every actor; `supervisor.*` travels on a child's control channel.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -18,8 +18,6 @@ The legacy rule (seed 004 §5.2): a wire envelope without `app_scope` belongs to
 conversation. A MiniApp never sees a wire envelope, only the normalised `RuntimeEnvelope`.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError

@@ -5,8 +5,6 @@
 kernel's `kernel.health.request`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, model_validator
@@ -298,7 +296,7 @@ class SurfaceAgentMessagesRequest(Message):
     )
 
     @model_validator(mode="after")
-    def _ack_names_one(self) -> SurfaceAgentMessagesRequest:
+    def _ack_names_one(self) -> "SurfaceAgentMessagesRequest":
         named = (self.message_id is not None) + bool(self.message_ids)
         if named != (1 if self.op == "acknowledge" else 0):
             raise ValueError("acknowledge, and only it, names its messages, one way")

@@ -1,8 +1,6 @@
 """The store's own counters (`store.stats.*`): served by the actor, from its committer. Re-exported
 by `lineup.actors.store.messages`."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from lineup.actors.kernel.messages import Message

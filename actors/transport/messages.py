@@ -3,8 +3,6 @@
 Besides these the transport answers the kernel's `kernel.health.request`.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Literal
 

@@ -16,8 +16,6 @@ Focus decides the lifecycle and navigation ones (`focus.sdk.actions.dispatch`), 
 conversation ones (their own requests).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter

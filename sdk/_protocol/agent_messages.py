@@ -16,8 +16,6 @@ app calls `acknowledge(message_id)`. `AGENT_MESSAGE_TYPES` are the types the run
 hand an app; any other is the runtime's own (inventory, receipts, dismissals) and never is.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import Any, Final
 

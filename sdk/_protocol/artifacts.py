@@ -3,8 +3,6 @@ writes the bytes under the data dir and the store keeps the metadata; an app rea
 own. Content travels base64.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

@@ -3,8 +3,6 @@
 `lineup.sdk.capabilities`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field

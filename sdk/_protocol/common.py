@@ -1,7 +1,5 @@
 """What every part of the MiniApp protocol uses: an id's bounds and the receipt of a write."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

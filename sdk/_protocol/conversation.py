@@ -1,8 +1,6 @@
 """The app's conversation: the user's text it sends the Agent, its history, and the state of
 what it sent (`Conversation`)."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

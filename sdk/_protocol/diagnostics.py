@@ -8,8 +8,6 @@ not to the store. The message is bounded (`MAX_DIAGNOSTIC_MESSAGE`) and so is th
 (`MAX_REPORTS` per `REPORT_WINDOW_S` per app, then `quota_exceeded`).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Final, Literal
 
 from pydantic import Field

@@ -1,8 +1,6 @@
 """The inbox (seed 003 §3.1): the deliveries the runtime persisted for an app, told to it
 and listed by it, and its acknowledgements (`Inbox`)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

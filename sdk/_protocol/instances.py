@@ -2,8 +2,6 @@
 app it asks to open, and the runtime's facts about one of them (`Lifecycle`, `Apps`,
 `AppContext`). The runtime decides every change."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -1,8 +1,6 @@
 """Standard interactions an app asks the user (seed 003 §3.4): the request (its content is
 `lineup.sdk.interactions`'), the record the runtime keeps, and its answer or end (`Ui`)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

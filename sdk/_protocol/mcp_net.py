@@ -3,8 +3,6 @@ steps 3 and 4): the adapter asks the gateway to open one, sends its bytes, close
 gateway sends the host's bytes back as events. Bytes travel base64 in chunks of at most
 `MAX_CHUNK` bytes; the runtime never looks at them (TLS is the server's and the host's)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Final, Literal
 
 from pydantic import Field

@@ -18,8 +18,6 @@ conversation scope. The refusals are stable codes:
     quota_exceeded              too many live instances launched by this app
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from lineup.actors.kernel import Message

@@ -2,8 +2,6 @@
 tool calls — at `ends_at`, or at the user's interruption — and the runtime writes that call's
 one terminal result itself (`lineup.sdk.operations`). The app never completes such a call."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -3,8 +3,6 @@ by the ACL), through `Registry`. It changes the registry only through capabiliti
 (`app.install`, `app.manage`), which the user confirms in the runtime's own prompt.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from lineup.actors.kernel import Message

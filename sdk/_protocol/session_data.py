@@ -1,8 +1,6 @@
 """Session data (seed 004 §6.3): per-instance JSON with a revision, owned by the runtime; read
 whole, replaced whole against the revision the app read, and subscribed to (`SessionData`)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

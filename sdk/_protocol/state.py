@@ -8,8 +8,6 @@ tell the app `miniapp.state.changed` whenever it changes (until focus restarts: 
 subscribes again when told to refresh its view).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

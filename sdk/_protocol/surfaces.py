@@ -7,8 +7,6 @@ app the events its entrypoint declares. One Surface per instance at most.
 The app opens, updates and closes one (`Surfaces`); its events and its end come to the app.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field

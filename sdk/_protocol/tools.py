@@ -1,8 +1,6 @@
 """Tool calls (seed 003 §3.2): the runtime tells an app of a call for one of its instances;
 the app accepts it, reports progress, and completes, fails or cancels it (`lineup.sdk.tools`)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -1,8 +1,6 @@
 """An instance's view for the Shell's trusted components: the whole view, the items of its
 list, the runtime's call to send it again, and the user's actions on it (`Ui`)."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

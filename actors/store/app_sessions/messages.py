@@ -7,8 +7,6 @@ A sub-session is opened with its `lineup.v1.app_session.opened` outbox row and c
 sub-session exactly once each way. Both are idempotent: a retry writes nothing.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -73,7 +71,7 @@ class AppSessionOpenRequest(Message):
     wire: dict[str, Any]
 
     @model_validator(mode="after")
-    def _opened(self) -> AppSessionOpenRequest:
+    def _opened(self) -> "AppSessionOpenRequest":
         _check_wire(self.wire, OPENED)
         return self
 
@@ -95,7 +93,7 @@ class AppSessionCloseRequest(Message):
     wire: dict[str, Any]
 
     @model_validator(mode="after")
-    def _closed(self) -> AppSessionCloseRequest:
+    def _closed(self) -> "AppSessionCloseRequest":
         _check_wire(self.wire, CLOSED)
         return self
 
@@ -114,7 +112,7 @@ class AppSessionGetRequest(Message):
     instance_id: Id | None = None
 
     @model_validator(mode="after")
-    def _one_key(self) -> AppSessionGetRequest:
+    def _one_key(self) -> "AppSessionGetRequest":
         if (self.app_session_id is None) == (self.instance_id is None):
             raise ValueError("name the app_session_id or the instance_id")
         return self

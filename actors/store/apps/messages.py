@@ -6,8 +6,6 @@ Session data is one JSON object per `(app_scope, app_session_id)` with a revisio
 never merged.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

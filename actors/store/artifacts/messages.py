@@ -7,8 +7,6 @@ id), and checks the app's quota in the same transaction as the insert, so two cr
 cannot both pass it. The audit row of a create holds ids only: never the name or the content.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

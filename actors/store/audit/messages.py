@@ -4,8 +4,6 @@ A record and its append are the kernel's (`lineup.actors.kernel.audit`: the bus 
 they are re-exported here with the query, which only the store serves.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -8,8 +8,6 @@ reads them (a tool whose app cannot use a capability it declares leaves the inve
 change is audited in the same transaction, with the app and the capability, never a purpose.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from lineup.actors.kernel.messages import Message

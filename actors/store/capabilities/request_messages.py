@@ -9,8 +9,6 @@ are one transaction, so neither is ever there without the other. `output` is the
 metadata (an artifact's or an operation's info), never content.
 """
 
-from __future__ import annotations
-
 from typing import Any, Final, Literal
 
 from pydantic import Field

@@ -6,8 +6,6 @@ one is recorded and appended to the outbox (`outbox`), whose row it then follows
 the row's (`facts/outbox.py`).
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -1,8 +1,6 @@
 """Named cursors (`store.cursor.*`), e.g. the AppServer sync cursor. Re-exported by
 `lineup.actors.store.messages`."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -6,8 +6,6 @@ quarantines undecodable rows itself, at start-up. The summary is what `lineup st
 counts by source and code, never a body.
 """
 
-from __future__ import annotations
-
 from typing import Any, Final, Literal, get_args
 
 from pydantic import Field

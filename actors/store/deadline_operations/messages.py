@@ -10,8 +10,6 @@ at anything else. `result` is the app's, kept only to be submitted at `ends_at`:
 never listed to another app.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -2,8 +2,6 @@
 `app_scope + conversation_id + instance_id` (seed 003 §3.1). Re-exported by
 `lineup.actors.store.messages`."""
 
-from __future__ import annotations
-
 from typing import Any, Final, Literal
 
 from pydantic import Field

@@ -6,8 +6,6 @@ Instances move by the table in `machine` (DESIGN §5); an illegal move is refuse
 whole, with a revision that grows on every change.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -11,8 +11,6 @@ checked them with `lineup.sdk.interactions`), bounded by `MAX_REQUEST_BYTES` and
 `MAX_RESULT_BYTES`.
 """
 
-from __future__ import annotations
-
 from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
@@ -117,7 +115,7 @@ class InteractionStepRequest(Message):
     expected_instance_id: Id | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> InteractionStepRequest:
+    def _consistent(self) -> "InteractionStepRequest":
         if (self.new is not None) != (self.event == "ask"):
             raise ValueError("new goes with ask, and only with it")
         if self.new is not None and self.new.interaction_id != self.interaction_id:
@@ -152,7 +150,7 @@ class InteractionGetRequest(Message):
     call_id: Id | None = None
 
     @model_validator(mode="after")
-    def _one_key(self) -> InteractionGetRequest:
+    def _one_key(self) -> "InteractionGetRequest":
         if (self.interaction_id is None) == (self.call_id is None):
             raise ValueError("name the interaction_id or the call_id")
         return self

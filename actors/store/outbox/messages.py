@@ -6,8 +6,6 @@ transport gives up on it (`fail`), and a retry makes a failed row pending again.
 row carries, if any (`ConversationSendRequest`), has the row's state, in the same transaction.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -9,8 +9,6 @@ idempotent by `outbox_id`. The store checks ownership (`expected_app_scope`,
 call that is not its own.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -94,7 +92,7 @@ class OutboxRowIn(Message):
     wire: Wire
 
     @model_validator(mode="after")
-    def _wire(self) -> OutboxRowIn:
+    def _wire(self) -> "OutboxRowIn":
         wire_kind(self.wire)
         return self
 
@@ -128,7 +126,7 @@ class ToolCallStepRequest(Message):
     expected_instance_id: Id | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> ToolCallStepRequest:
+    def _consistent(self) -> "ToolCallStepRequest":
         if tuple(r.row for r in self.rows) != ROWS[self.event]:
             raise ValueError(f"{self.event} writes the rows {ROWS[self.event]}")
         if (self.result is not None) != (self.event == "submit"):
@@ -176,7 +174,7 @@ class ToolCallProgressRequest(Message):
     expected_instance_id: Id
 
     @model_validator(mode="after")
-    def _wire(self) -> ToolCallProgressRequest:
+    def _wire(self) -> "ToolCallProgressRequest":
         wire_kind(self.wire)
         return self
 
