@@ -8,7 +8,10 @@ has persisted the page: a SIGKILL anywhere replays at most the last page, which 
 dedupes by message id. The cursor goes to the router with the page, which commits it with the
 page's last texts (one commit for both) when the page ends with texts; otherwise the transport
 writes it once the router answered. The next page is fetched while one is persisted (never persisted
-before it), so a burst costs the AppServer's answers or the router's transactions, not both.
+before it), so a burst costs the AppServer's answers or the router's transactions, not both;
+but a page that finds the sync loop idle (one message, the latency a user waits for) is handed
+to the router before the next long poll is asked: that request's cost (an HTTP exchange, and
+the AppServer's work on it) would otherwise come first, on the message's path.
 The *outbox loop* drains the store's outbox in order, one POST at a time, with the outbox id
 as `Idempotency-Key`, an inventory ahead of the rest (the Agent's calls name its revision: one
 learnt behind a backlog of results would only be refused as stale). A row is acknowledged in
@@ -164,6 +167,8 @@ class TransportActor(Actor):
         self._session: AppServerSession | None = None
         self._failures = 0
         self._state_changed = trio.Event()
+        # Set by the sync loop once it has handed a page to the router (`_fetch_pages`).
+        self._handed = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         appserver = self.ctx.config.get("appserver")
@@ -339,7 +344,12 @@ class TransportActor(Actor):
                     await trio.sleep(backoff(self._failures))
                     continue
                 self._link_ok()
+                # The sync loop idle: its hand-over goes before the next long poll's request.
+                idle = bool(page.items) and pages.statistics().tasks_waiting_receive > 0
+                handed = self._handed = trio.Event()
                 await pages.send(page)
+                if idle:
+                    await handed.wait()
                 cursor = page.cursor
 
     async def _hand_over(self, items: tuple[Admitted | Refusal, ...], cursor: str | None) -> bool:
@@ -361,7 +371,12 @@ class TransportActor(Actor):
         assert session is not None  # pages are fetched only after a login
         saved = False
         parsed = list(batches(items))
+        if not parsed:
+            self._handed.set()
         for n, batch in enumerate(parsed, start=1):
+            # Set just before the request goes out (nothing in between yields): the fetcher,
+            # waiting on it, asks for the next page only once the router has this one.
+            self._handed.set()
             reply = await self.bus.request(
                 "router",
                 InboundEnvelopesRequest(

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import trio
+import trio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,9 +21,10 @@ from lineup.actors.router.messages import (
     InboundEnvelopesRequest,
     RefusedEnvelope,
 )
+from lineup.actors.store.messages import CursorGetReply, CursorGetRequest
 from lineup.actors.transport._actor import BATCH_ENVELOPES, TransportActor, batches, inbound
 from lineup.actors.transport.messages import AppServerSession
-from lineup.wire import MAX_DEPTH, Admitted, decode_sync_page
+from lineup.wire import MAX_DEPTH, Admitted, SyncPage, decode_sync_page
 
 CONVERSATION, AGENT = "conv-1", "agent-1"
 
@@ -179,6 +181,7 @@ def handing_over(*envelopes: object, cursor: str | None) -> tuple[bool, list[str
     transport = TransportActor.__new__(TransportActor)
     router = _Router()
     transport.bus = router  # type: ignore[assignment]
+    transport._handed = trio.Event()
     transport._session = AppServerSession(
         user_id="u-1", agent_id=AGENT, conversation_id=CONVERSATION
     )
@@ -191,3 +194,56 @@ def test_the_cursor_goes_with_the_last_batch_and_the_router_says_if_it_kept_it()
     assert handing_over(*texts, cursor="c9") == (True, [None, "c9"])
     assert handing_over(text("t-1"), call("c-1"), cursor="c9") == (False, ["c9"])
     assert handing_over(text("t-1"), cursor=None) == (False, [None])
+
+
+def test_a_page_that_finds_the_sync_loop_idle_goes_to_the_router_before_the_next_poll() -> None:
+    # Otherwise the next long poll's HTTP exchange (and the AppServer's work on it) comes
+    # first, on the message's way to the chat.
+    order: list[str] = []
+    pages = 8
+
+    class Client:
+        calls = 0
+
+        async def sync(self, token: str, cursor: str, wait_ms: int) -> SyncPage:
+            self.calls += 1
+            order.append(f"poll {self.calls}")
+            if self.calls > pages:
+                await trio.sleep_forever()
+            return decode_sync_page(page(text(f"t-{self.calls}")))
+
+    class Bus:
+        async def request(self, peer: str, msg: Any, **_: Any) -> Any:
+            if isinstance(msg, CursorGetRequest):
+                return CursorGetReply(name=msg.name, value=None)
+            assert isinstance(msg, InboundEnvelopesRequest)
+            ids = ",".join(e.id for e in msg.envelopes if isinstance(e, wire.TextEnvelope))
+            order.append(f"router {ids}")
+            return InboundEnvelopesReply(outcomes=(), cursor_saved=True)
+
+    transport = TransportActor.__new__(TransportActor)
+    transport.bus = Bus()  # type: ignore[assignment]
+    transport._client = Client()  # type: ignore[assignment]
+    transport._session = AppServerSession(
+        user_id="u-1", agent_id=AGENT, conversation_id=CONVERSATION
+    )
+    transport.state, transport.reason, transport._failures = "online", None, 0
+    transport._token = "t"
+    transport._state_changed = transport._handed = trio.Event()
+
+    async def run() -> None:
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(transport._sync_loop)
+                last = f"t-{pages}"
+                while f"poll {pages + 1}" not in order or not any(
+                    step.startswith("router") and step.endswith(last) for step in order
+                ):
+                    await trio.lowlevel.checkpoint()  # lets the loops run (not a timing)
+                nursery.cancel_scope.cancel()
+
+    trio.run(run)
+    expected = ["poll 1"] + [
+        step for n in range(1, pages + 1) for step in (f"router t-{n}", f"poll {n + 1}")
+    ]
+    assert order == expected
