@@ -451,8 +451,10 @@ class FocusActor(Actor, NavigationHandlers):
         return self.views.update(msg, env)
 
     @handles(sdk.ViewItemsPutRequest)
-    def on_view_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
-        return self.views.put_items(msg, env)
+    async def on_view_items(
+        self, msg: sdk.ViewItemsPutRequest, env: Envelope
+    ) -> sdk.CommandReceipt:
+        return await self.views.put_items(msg, env)
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:

@@ -7,7 +7,11 @@ An app's view or items are checked (`ViewBook`: bounds, trust), refused with an 
 (`focus.view_refused`), else kept and pushed. One pusher per instance at a time takes what
 changed (`ViewBook.take`), so what arrives meanwhile coalesces and the hostbridge never gets
 more than it takes in: views at most `VIEW_PUSH_RATE` times a second (an update on its own at
-once), items as they come, in batches no bigger than an app's own put. While a Surface covers
+once), items as they come, in batches no bigger than an app's own put. Items put while no
+pusher runs for their instance (a message to show, the latency a user waits for) are pushed by
+the put itself, before it is answered: no task to start, and the app's next steps (its
+acknowledgement, its next render) wait behind the push instead of racing it for the CPU; what
+arrives meanwhile goes by a pusher, as before. While a Surface covers
 an instance (`_surface_service`), the view its app draws is checked and kept beneath, not
 shown; an app whose manifest requires a Surface draws nothing with the Shell's own components.
 The hostbridge is told best effort: the Shell asks for every view and page when it
@@ -94,17 +98,34 @@ class ViewService:
         self.schedule_push(msg.instance_id)
         return sdk.CommandReceipt(id=msg.instance_id)
 
-    def put_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
+    async def put_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
         """Items of the instance's list, new or changed (`ViewBook.put_items`), coalesced with
-        its view: only what changed goes on to the Shell."""
+        its view: only what changed goes on to the Shell, before the put is answered when no
+        pusher runs for the instance (the module's docstring)."""
         scope = self._access.live_owned(env, msg.instance_id)
         try:
             changed = self._views.put_items(scope, msg.instance_id, msg.items)
         except LineUpError as refused:
             raise self.refused(env, msg.instance_id, refused) from refused
         if changed:
-            self.schedule_push(msg.instance_id, items=True)
+            if msg.instance_id in self._view_pushers:
+                self.schedule_push(msg.instance_id, items=True)
+            else:
+                await self._push_items_now(msg.instance_id)
         return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+
+    async def _push_items_now(self, instance_id: str) -> None:
+        """Push the instance's changed items, as a pusher would (no pusher runs for it, so no
+        view is waiting: a waiting view always has one); a pusher takes what arrives meanwhile."""
+        self._view_pushers.add(instance_id)
+        try:
+            change = self._views.take(instance_id, with_view=False)
+            if change is not None:
+                await self._tell_items(instance_id, change[1])
+        finally:
+            self._view_pushers.discard(instance_id)
+        if self._views.waiting(instance_id):
+            self.schedule_push(instance_id)
 
     def refused(self, env: Envelope, instance_id: str, refused: LineUpError) -> LineUpError:
         """Audit a refused view or items (with the bound or rule it broke) and say why to the
@@ -179,17 +200,20 @@ class ViewService:
                             version=view.version,
                         )
                     )
-                for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
-                    await self._port.tell_hostbridge(
-                        ViewItemsUpdatedEvent(
-                            app_scope=self._instances.scope_of(instance_id) or "",
-                            instance_id=instance_id,
-                            items=tuple(batch),
-                        )
-                    )
+                await self._tell_items(instance_id, items)
         finally:
             self._view_pushers.discard(instance_id)
             self._naps.pop(instance_id, None)
+
+    async def _tell_items(self, instance_id: str, items: list[sdk.ViewItem]) -> None:
+        for batch in _batches(items, sdk.MAX_VIEW_ITEMS_PUT_BYTES):
+            await self._port.tell_hostbridge(
+                ViewItemsUpdatedEvent(
+                    app_scope=self._instances.scope_of(instance_id) or "",
+                    instance_id=instance_id,
+                    items=tuple(batch),
+                )
+            )
 
     # ------------------------------------------------------------------ the Shell's pages
 

@@ -173,6 +173,11 @@ class ViewBook:
             entry.unpushed_view = None
         return view, items
 
+    def waiting(self, instance_id: str) -> bool:
+        """Whether anything of the instance (its view, or items) is still to go."""
+        entry = self._instances.get(instance_id)
+        return entry is not None and (entry.unpushed_view is not None or bool(entry.unpushed_items))
+
     def view_waiting(self, instance_id: str) -> bool:
         """Whether a view of the instance is still to go."""
         entry = self._instances.get(instance_id)

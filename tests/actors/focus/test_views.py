@@ -3,6 +3,7 @@ trust, paging, coalescing and the push rate."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from pathlib import Path
 from typing import Any, cast
@@ -225,6 +226,39 @@ def envelope(scope: str, body: Message) -> Envelope:
     return Envelope(sender, body, 1, True)
 
 
+async def answered(
+    focus: FocusActor, request: p.ViewItemsPutRequest, scope: str = "chat"
+) -> p.CommandReceipt:
+    """The put's answer, as the bus gets it (a handler may answer at once, or await)."""
+    outcome = focus.on_view_items(request, envelope(scope, request))
+    return await outcome if inspect.isawaitable(outcome) else outcome
+
+
+async def test_an_item_put_while_nothing_is_pushed_reaches_the_hostbridge_before_the_answer() -> (
+    None
+):
+    # No task to start, and the app's next steps wait behind the push (its acknowledgement
+    # would otherwise race it for the CPU, on the message's way to the Shell).
+    bus = CountingBus()
+    focus = focus_with_chat(bus)
+    async with trio.open_nursery() as nursery:
+        focus.port.nursery = nursery
+        items = p.ViewItemsPutRequest(instance_id="chat", items=(item(1),))
+        receipt = await answered(focus, items)
+        assert receipt.changed
+        assert [type(m) for m in bus.told] == [ViewItemsUpdatedEvent]  # before the answer
+        # What is put while that push is on its way goes by a pusher, after it.
+        again = p.ViewItemsPutRequest(instance_id="chat", items=(item(2),))
+        async with trio.open_nursery() as puts:
+            puts.start_soon(answered, focus, items.model_copy(update={"items": (item(3),)}))
+            puts.start_soon(answered, focus, again)
+        await bus.until_told(3)
+        await trio.testing.wait_all_tasks_blocked()
+        told = [i.id for m in bus.told if isinstance(m, ViewItemsUpdatedEvent) for i in m.items]
+        assert sorted(told) == ["m001", "m002", "m003"]
+        nursery.cancel_scope.cancel()
+
+
 async def test_views_rendered_without_pause_reach_the_hostbridge_at_most_30_times_a_second(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -267,7 +301,7 @@ async def test_items_are_not_held_back_by_the_pace_of_views(
             await trio.testing.wait_all_tasks_blocked()
         start = trio.current_time()
         items = p.ViewItemsPutRequest(instance_id="chat", items=(item(1),))
-        focus.on_view_items(items, envelope("chat", items))
+        await answered(focus, items)
         await trio.testing.wait_all_tasks_blocked()
         assert trio.current_time() == start  # no time passed: the item went at once
         assert tuple(type(m) for m in bus.told) == (ViewUpdatedEvent, ViewItemsUpdatedEvent)
@@ -285,7 +319,7 @@ async def test_an_update_on_its_own_is_pushed_at_once() -> None:
         request = p.ViewUpdateRequest(instance_id="chat", view={"kind": "chat.timeline"})
         focus.on_view_update(request, envelope("chat", request))
         items = p.ViewItemsPutRequest(instance_id="chat", items=(item(1), item(2)))
-        focus.on_view_items(items, envelope("chat", items))
+        await answered(focus, items)
         await trio.testing.wait_all_tasks_blocked()
         assert tuple(type(m) for m in bus.told) == (ViewUpdatedEvent, ViewItemsUpdatedEvent)
         pushed = bus.told[1]
@@ -309,16 +343,16 @@ async def test_a_refused_view_is_audited_with_its_bound_and_answered_by_who_is_a
         (items, denied, denied),
     ]
 
-    def send(request: p.ViewUpdateRequest | p.ViewItemsPutRequest) -> None:
+    async def send(request: p.ViewUpdateRequest | p.ViewItemsPutRequest) -> None:
         if isinstance(request, p.ViewUpdateRequest):
             focus.on_view_update(request, envelope("probe", request))
         else:
-            focus.on_view_items(request, envelope("probe", request))
+            await answered(focus, request, "probe")
 
-    for request, audited, answered in cases:
+    for request, audited, code in cases:
         with pytest.raises(LineUpError) as refused:
-            send(request)
-        assert refused.value.code.value == answered
+            await send(request)
+        assert refused.value.code.value == code
         row = bus.audits[-1]
         assert (row.event, row.code, row.peer, row.subject_id, row.message_type) == (
             "focus.view_refused",
