@@ -41,31 +41,61 @@ class TreeCache:
         return (await self._sized_tree(markdown))[0]
 
     async def _sized_tree(self, markdown: str) -> tuple[list[dict[str, object]], int]:
+        made = self._sized_tree_now(markdown)
+        if made is not None:
+            return made
+        return self._keep(markdown, await trio.to_thread.run_sync(_bounded_tree, markdown))
+
+    def _sized_tree_now(self, markdown: str) -> tuple[list[dict[str, object]], int] | None:
+        """The tree remembered, or made here if the text is short; None if it is for a
+        worker thread to make."""
         cached = self._trees.get(markdown)
         if cached is not None:
             self._trees.move_to_end(markdown)
             return cached
         if len(markdown) > INLINE_PARSE_LIMIT:
-            tree, size = await trio.to_thread.run_sync(_bounded_tree, markdown)
-        else:
-            tree, size = _bounded_tree(markdown)
-        self._trees[markdown] = (tree, size)
-        self._used += size
+            return None
+        return self._keep(markdown, _bounded_tree(markdown))
+
+    def _keep(
+        self, markdown: str, made: tuple[list[dict[str, object]], int]
+    ) -> tuple[list[dict[str, object]], int]:
+        self._trees[markdown] = made
+        self._used += made[1]
         while self._used > self._budget and len(self._trees) > 1:
             _, (_, dropped) = self._trees.popitem(last=False)
             self._used -= dropped
-        return tree, size
+        return made
 
     async def shown(self, item: ViewItem) -> tuple[dict[str, Any], int]:
         """An item as the Shell gets it, its Markdown (if any) turned into a token tree, and
         about how many bytes it takes in a frame."""
-        shown: dict[str, Any] = {k: v for k, v in item.fields.items() if k not in _RESERVED}
-        size = len(item.model_dump_json().encode())
         markdown = item.fields.get("markdown")
-        if isinstance(markdown, str):
-            shown["tree"], tree_size = await self._sized_tree(markdown)
-            size += tree_size - len(markdown.encode())
-        return {**shown, "id": item.id, "order": item.order, "rev": item.rev}, size
+        tree = await self._sized_tree(markdown) if isinstance(markdown, str) else None
+        return _shown(item, tree)
+
+    def shown_now(self, item: ViewItem) -> tuple[dict[str, Any], int] | None:
+        """`shown`, made here on the event loop; None when its Markdown is long and not
+        remembered (its tree is for a worker thread to make: `shown`)."""
+        markdown = item.fields.get("markdown")
+        if not isinstance(markdown, str):
+            return _shown(item, None)
+        tree = self._sized_tree_now(markdown)
+        return None if tree is None else _shown(item, tree)
+
+
+def _shown(
+    item: ViewItem, tree: tuple[list[dict[str, object]], int] | None
+) -> tuple[dict[str, Any], int]:
+    """The item as the Shell gets it, with its Markdown's `tree` (if it has Markdown), and
+    about how many bytes it takes in a frame."""
+    shown: dict[str, Any] = {k: v for k, v in item.fields.items() if k not in _RESERVED}
+    size = len(item.model_dump_json().encode())
+    markdown = item.fields.get("markdown")
+    if tree is not None and isinstance(markdown, str):
+        shown["tree"], tree_size = tree
+        size += tree_size - len(markdown.encode())
+    return {**shown, "id": item.id, "order": item.order, "rev": item.rev}, size
 
 
 def _bounded_tree(markdown: str) -> tuple[list[dict[str, object]], int]:

@@ -2,7 +2,9 @@
 
 Views and items arrive from focus as events; they are pushed to every connected Shell as
 `shell_protocol` frames by one task, in arrival order (no stale overwrite), items in frames of at
-most `MAX_ITEMS_FRAME_BYTES`, their Markdown turned into token trees (`_trees`). A Shell that
+most `MAX_ITEMS_FRAME_BYTES`, their Markdown turned into token trees (`_trees`). Items that find
+that task idle with nothing queued go at once, from the event's handler, unless a tree is for a
+worker thread to make (a long text): the order holds, and a message shown costs no hop. A Shell that
 (re)connects gets the app list, the views and the newest page of each instance's items in its
 greeting; older pages when it asks (`timeline.earlier`). Focus's app list also tells the
 `SurfaceBook` which instances are live, and each view which Surface an instance shows.
@@ -117,6 +119,17 @@ class ViewRelay:
         return fallback if kept is None else kept[1]
 
     def items(self, msg: ViewItemsUpdatedEvent) -> None:
+        """Items go at once when nothing is being pushed and their trees can be made here (a
+        message to show: no hop to the pushing task); else in turn, by it."""
+        queue = self._views_out.statistics()
+        if queue.tasks_waiting_receive and not queue.current_buffer_used:  # nothing in turn
+            if not len(self._hub):
+                return
+            frames = self._item_frames_now(msg.app_scope, msg.instance_id, msg.items)
+            if frames is not None:
+                for frame in frames:
+                    self._hub.broadcast(frame)
+                return
         self._queue_view(msg)
 
     def apps(self, msg: AppsUpdatedEvent) -> None:
@@ -172,14 +185,30 @@ class ViewRelay:
         self, app_scope: str, instance_id: str, items: tuple[ViewItem, ...]
     ) -> list[ShellOutbound]:
         """`items` as `shell.items` frames of at most `MAX_ITEMS_FRAME_BYTES` (or one item)."""
+        return self._frames(app_scope, instance_id, [await self._trees.shown(i) for i in items])
+
+    def _item_frames_now(
+        self, app_scope: str, instance_id: str, items: tuple[ViewItem, ...]
+    ) -> list[ShellOutbound] | None:
+        """`_item_frames`, made here; None if a tree is for a worker thread to make."""
+        shown = []
+        for item in items:
+            made = self._trees.shown_now(item)
+            if made is None:
+                return None
+            shown.append(made)
+        return self._frames(app_scope, instance_id, shown)
+
+    def _frames(
+        self, app_scope: str, instance_id: str, shown: list[tuple[dict[str, Any], int]]
+    ) -> list[ShellOutbound]:
         batches: list[list[dict[str, Any]]] = []
         used = 0
-        for item in items:
-            shown, size = await self._trees.shown(item)
+        for item, size in shown:
             if not batches or used + size > MAX_ITEMS_FRAME_BYTES:
                 batches.append([])
                 used = 0
-            batches[-1].append(shown)
+            batches[-1].append(item)
             used += size
         frames: list[ShellOutbound] = []
         for batch in batches:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import trio
+import trio.testing
 from trio_websocket import WebSocketConnection
 
 from lineup.actors.focus.messages import (
@@ -19,9 +20,12 @@ from lineup.actors.focus.messages import (
     ViewsReply,
     ViewsRequest,
 )
-from lineup.actors.kernel import Message
+from lineup.actors.kernel import Bus, Message
 from lineup.hostbridge._markdown import markdown_tree
-from lineup.hostbridge._trees import MAX_TREE_BYTES, TreeCache
+from lineup.hostbridge._server import ShellHub
+from lineup.hostbridge._surface_book import SurfaceBook
+from lineup.hostbridge._trees import INLINE_PARSE_LIMIT, MAX_TREE_BYTES, TreeCache
+from lineup.hostbridge._views import ViewRelay
 from lineup.hostbridge.messages import ViewItemsUpdatedEvent
 from lineup.hostbridge.shell_protocol import MAX_ITEMS_FRAME_BYTES
 from lineup.sdk.protocol import MAX_VIEW_ITEM_BYTES, ViewItem
@@ -166,3 +170,29 @@ async def test_the_tree_cache_is_bounded_by_bytes_not_by_count() -> None:
     for n in range(4):
         await cache.tree(f"{n}" + "z" * 250_000)
     assert len(cache._trees) == 2  # the newest two fit; the older were dropped
+
+
+async def test_items_that_find_nothing_being_pushed_reach_the_shells_queue_at_once() -> None:
+    # No hop to the pushing task for a message to show; a long text's tree is still made on a
+    # worker thread, and what comes behind it waits its turn (the order holds).
+    hub = ShellHub()
+    shell, frames = hub.join()
+    relay = ViewRelay(cast(Bus, FakeBus()), hub, SurfaceBook())
+
+    def told(*items: ViewItem) -> None:
+        relay.items(ViewItemsUpdatedEvent(app_scope="chat", instance_id="chat", items=items))
+
+    def ids(text: str) -> list[str]:
+        return [i["id"] for i in json.loads(text)["items"]]
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relay.push)
+        await trio.testing.wait_all_tasks_blocked()
+        told(item(1, "a *short* one"))
+        assert ids(frames.receive_nowait()) == ["m1"]  # before anything else ran
+        told(item(2, "long " * (INLINE_PARSE_LIMIT // 4)))
+        told(item(3))
+        with trio.fail_after(5):
+            assert [ids(await frames.receive()) for _ in range(2)] == [["m2"], ["m3"]]
+        nursery.cancel_scope.cancel()
+    hub.leave(shell)
