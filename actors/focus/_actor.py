@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Awaitable
 from typing import Any
 
 import trio
@@ -451,10 +452,10 @@ class FocusActor(Actor, NavigationHandlers):
         return self.views.update(msg, env)
 
     @handles(sdk.ViewItemsPutRequest)
-    async def on_view_items(
+    def on_view_items(
         self, msg: sdk.ViewItemsPutRequest, env: Envelope
-    ) -> sdk.CommandReceipt:
-        return await self.views.put_items(msg, env)
+    ) -> sdk.CommandReceipt | Awaitable[sdk.CommandReceipt]:
+        return self.views.put_items(msg, env)
 
     @handles(ViewsRequest)
     def on_views(self, msg: ViewsRequest, env: Envelope) -> ViewsReply:

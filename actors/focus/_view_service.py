@@ -24,7 +24,7 @@ are read through `Access`, the rest of the tree reached through the `Port`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any, Final
 
 import trio
@@ -98,26 +98,33 @@ class ViewService:
         self.schedule_push(msg.instance_id)
         return sdk.CommandReceipt(id=msg.instance_id)
 
-    async def put_items(self, msg: sdk.ViewItemsPutRequest, env: Envelope) -> sdk.CommandReceipt:
+    def put_items(
+        self, msg: sdk.ViewItemsPutRequest, env: Envelope
+    ) -> sdk.CommandReceipt | Awaitable[sdk.CommandReceipt]:
         """Items of the instance's list, new or changed (`ViewBook.put_items`), coalesced with
         its view: only what changed goes on to the Shell, before the put is answered when no
-        pusher runs for the instance (the module's docstring)."""
+        pusher runs for the instance (the module's docstring). Taken here, in the order the
+        puts arrive: only the push is awaited."""
         scope = self._access.live_owned(env, msg.instance_id)
         try:
             changed = self._views.put_items(scope, msg.instance_id, msg.items)
         except LineUpError as refused:
             raise self.refused(env, msg.instance_id, refused) from refused
-        if changed:
-            if msg.instance_id in self._view_pushers:
-                self.schedule_push(msg.instance_id, items=True)
-            else:
-                await self._push_items_now(msg.instance_id)
-        return sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+        receipt = sdk.CommandReceipt(id=msg.instance_id, changed=bool(changed))
+        if not changed:
+            return receipt
+        if msg.instance_id in self._view_pushers:
+            self.schedule_push(msg.instance_id, items=True)
+            return receipt
+        self._view_pushers.add(msg.instance_id)  # a put behind this one leaves its items to it
+        return self._push_items_now(msg.instance_id, receipt)
 
-    async def _push_items_now(self, instance_id: str) -> None:
-        """Push the instance's changed items, as a pusher would (no pusher runs for it, so no
-        view is waiting: a waiting view always has one); a pusher takes what arrives meanwhile."""
-        self._view_pushers.add(instance_id)
+    async def _push_items_now(
+        self, instance_id: str, receipt: sdk.CommandReceipt
+    ) -> sdk.CommandReceipt:
+        """Push the instance's changed items, as a pusher would (none ran for it, so no view
+        is waiting: a waiting view always has one), then answer the put; a pusher takes what
+        arrives meanwhile."""
         try:
             change = self._views.take(instance_id, with_view=False)
             if change is not None:
@@ -126,6 +133,7 @@ class ViewService:
             self._view_pushers.discard(instance_id)
         if self._views.waiting(instance_id):
             self.schedule_push(instance_id)
+        return receipt
 
     def refused(self, env: Envelope, instance_id: str, refused: LineUpError) -> LineUpError:
         """Audit a refused view or items (with the bound or rule it broke) and say why to the

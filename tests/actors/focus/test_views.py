@@ -259,6 +259,31 @@ async def test_an_item_put_while_nothing_is_pushed_reaches_the_hostbridge_before
         nursery.cancel_scope.cancel()
 
 
+async def test_two_puts_of_an_item_read_together_are_taken_in_their_order_whatever_runs_first() -> (
+    None
+):
+    """The bus calls each handler as its frame is read, and runs what a handler leaves to
+    await as a task, in either order (trio's): the puts are taken by the handlers, only the
+    push is left to a task, so the item the app put last is the one shown."""
+    bus = CountingBus()
+    focus = focus_with_chat(bus)
+    puts = [
+        p.ViewItemsPutRequest(instance_id="chat", items=(item(1, markdown=text),))
+        for text in ("sending", "sent")
+    ]
+    outcomes = [focus.on_view_items(put, envelope("chat", put)) for put in puts]
+    async with trio.open_nursery() as nursery:
+        focus.port.nursery = nursery
+        for outcome in reversed(outcomes):  # the later one's task first
+            if inspect.isawaitable(outcome):
+                await outcome
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    told = [i for m in bus.told if isinstance(m, ViewItemsUpdatedEvent) for i in m.items]
+    assert told[-1].fields["markdown"] == "sent"
+    assert focus.view_book.page("chat")[0][-1].fields["markdown"] == "sent"
+
+
 async def test_views_rendered_without_pause_reach_the_hostbridge_at_most_30_times_a_second(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
