@@ -30,8 +30,7 @@ from lineup.facts.link import SYNC_CURSOR
 from .._db import Connection
 from .._rows import int_or_none, json_text, stored_object, within_budget
 from .._table import Served, read, write
-from ..cursors.messages import CursorSetRequest
-from ..cursors.operations import cursor_set
+from ..cursors.operations import write_cursor
 from .messages import (
     ConversationHistoryReply,
     ConversationHistoryRequest,
@@ -111,6 +110,7 @@ def _insert_message(
     now: float,
     outbox_id: str | None = None,
     remote_seq: int | None = None,
+    client_id: str | None = None,
 ) -> int:
     seq = int_or_none(
         conn,
@@ -119,7 +119,7 @@ def _insert_message(
         " client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         (req.message_id, req.conversation_id, direction, req.kind, req.app_scope,
          req.sender_kind, req.sender_id, outbox_id, remote_seq, state, body, now, now,
-         getattr(req, "client_id", None)),
+         client_id),
     )  # fmt: skip
     assert seq is not None  # a plain INSERT either returns its row or raises
     return seq
@@ -172,7 +172,7 @@ def conversation_receive_many(
     touched: set[str] = set()
     replies = []
     if req.sync_cursor is not None:
-        cursor_set(conn, CursorSetRequest(name=SYNC_CURSOR, value=req.sync_cursor), now)
+        write_cursor(conn, SYNC_CURSOR, req.sync_cursor, now)
     for one in req.messages:
         try:
             replies.append(_receive(conn, one, now, touched))
@@ -214,7 +214,7 @@ def conversation_send(
     _touch_conversation(conn, req.conversation_id, now)
     seq = _insert_message(
         conn, req, direction="outbound", state="pending", body=body, now=now,
-        outbox_id=req.message_id,
+        outbox_id=req.message_id, client_id=req.client_id,
     )  # fmt: skip
     queued = int_or_none(
         conn,

@@ -11,7 +11,7 @@ from .._db import Connection
 from .._table import Served, read, write
 from .messages import CursorGetReply, CursorGetRequest, CursorSetReply, CursorSetRequest
 
-__all__ = ["HANDLERS", "cursor_get", "cursor_set"]
+__all__ = ["HANDLERS", "cursor_get", "cursor_set", "write_cursor"]
 
 
 def cursor_get(conn: Connection, req: CursorGetRequest, now: float) -> CursorGetReply:
@@ -20,12 +20,18 @@ def cursor_get(conn: Connection, req: CursorGetRequest, now: float) -> CursorGet
 
 
 def cursor_set(conn: Connection, req: CursorSetRequest, now: float) -> CursorSetReply:
+    write_cursor(conn, req.name, req.value, now)
+    return CursorSetReply(name=req.name, value=req.value)
+
+
+def write_cursor(conn: Connection, name: str, value: str, now: float) -> None:
+    """Set cursor `name` to `value`, inside the caller's transaction. No request model and no
+    reply built: a sync page's receive writes its cursor on every commit."""
     conn.execute(
         "INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (name)"
         " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (req.name, req.value, now),
+        (name, value, now),
     )
-    return CursorSetReply(name=req.name, value=req.value)
 
 
 HANDLERS: Final[tuple[Served, ...]] = (
