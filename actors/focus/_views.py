@@ -85,15 +85,7 @@ class ViewBook:
     def set_view(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> None:
         """Take the instance's new view, once `check_view` passes it (else it is not taken)."""
         self.check_view(app_scope, view)
-        entry = self._entry(app_scope, instance_id)
-        shown = AppView(
-            app_scope=app_scope,
-            instance_id=instance_id,
-            view=view,
-            items=len(entry.items),
-            version=time.monotonic_ns(),
-        )
-        entry.view = entry.unpushed_view = shown
+        self.show(app_scope, instance_id, view)
 
     def show(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> None:
         """Take a view focus made itself (a Surface's), unchecked: its parts are bounded where
