@@ -371,12 +371,10 @@ class TransportActor(Actor):
         assert session is not None  # pages are fetched only after a login
         saved = False
         parsed = list(batches(items))
-        if not parsed:
-            self._handed.set()
+        # Set just before the first request goes out (nothing in between yields): the fetcher,
+        # waiting on it, asks for the next page only once the router has this one.
+        self._handed.set()
         for n, batch in enumerate(parsed, start=1):
-            # Set just before the request goes out (nothing in between yields): the fetcher,
-            # waiting on it, asks for the next page only once the router has this one.
-            self._handed.set()
             reply = await self.bus.request(
                 "router",
                 InboundEnvelopesRequest(
