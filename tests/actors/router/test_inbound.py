@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 from lineup import wire
-from lineup.actors.kernel import ActorKind, Bus, Envelope, ErrorCode, Identity
+from lineup.actors.kernel import ActorKind, AuditRecord, Bus, Envelope, ErrorCode, Identity
 from lineup.actors.router import _ids as ids
 from lineup.actors.router._deliveries import Deliveries
 from lineup.actors.router._envelope import admit
@@ -111,7 +111,20 @@ async def tree_and_supervisor(nursery: trio.Nursery, data_dir: Path) -> tuple[Bu
         CursorSetRequest(name="transport.session", value=json.dumps(session)),
         expect=CursorSetReply,
     )
+    await settled(reader)
     return transport, reader, supervisor
+
+
+async def settled(reader: Bus) -> None:
+    """Once focus's start-up has written all it writes after the tree is ready: the default
+    app's instance (its transaction has the `instance.foreground` row) and the installed apps'
+    audit rows (the probe's is the last). A test that counts commits counts only its own."""
+
+    def written(rows: tuple[AuditRecord, ...]) -> bool:
+        events = {(row.event, row.peer) for row in rows}
+        return {("instance.foreground", "chat"), ("app.installed", "probe")} <= events
+
+    await audit_rows(reader, written)
 
 
 async def hand_over(transport: Bus, *envelopes: dict[str, Any]) -> list[tuple[str | None, str]]:
