@@ -97,6 +97,16 @@ _POLL_S: Final = 0.25
 
 
 @dataclass
+class _Asked:
+    """One capability request's sends from the pad's Surface, all under its one request id."""
+
+    instance_id: str  # the pad asked at
+    sent_at: float = 0.0  # when last sent
+    sends: int = 0
+    refused: int = 0  # sends the hostbridge refused itself (`NOT_RELAYED`): never relayed
+
+
+@dataclass
 class SurfacesExercise:
     seed: int
     name: str = "surfaces"
@@ -115,8 +125,7 @@ class SurfacesExercise:
     gone: set[str] = field(default_factory=set)  # pads the Shell showed, and shows no more
     _finished: bool = False  # the load is over: every pad still open is closed
     _cap_pad: int | None = None
-    # request id -> (the pad asked at, when last sent, whether a send may have been decided)
-    _asked: dict[str, tuple[str, float, bool]] = field(default_factory=dict)
+    _asked: dict[str, _Asked] = field(default_factory=dict)  # request id -> its sends
     _opened: dict[int, str] = field(default_factory=dict)  # pad number -> its open call
     _done: set[int] = field(default_factory=set)
     endings: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -325,7 +334,7 @@ class SurfacesExercise:
         when the answer does not come (a reconnected Shell, a slow runtime)."""
         request_id = f"drill-pad-{self.seed}-cap{len(self.plans)}"
         plan = self.plans[request_id] = Plan(request_id, script, "surface", trio.current_time())
-        self._asked[request_id] = (instance_id, 0.0, False)
+        self._asked[request_id] = _Asked(instance_id)
         while not plan.over:
             if self._pad_gone(plan):
                 break
@@ -334,31 +343,28 @@ class SurfacesExercise:
             with trio.move_on_after(CAPABILITY_S):
                 while not plan.over and self._user.reconnects == reconnects:
                     await self._user.changed()
-            if not plan.over:  # lost on its way back, perhaps decided: never "not relayed"
-                instance_id, sent_at, _ = self._asked[request_id]
-                self._asked[request_id] = (instance_id, sent_at, True)
         return plan
 
     def _pad_gone(self, plan: Plan) -> bool:
         """The pad asked at has ended: the Surface, its requester, is gone with it (over)."""
-        instance_id, _, relayed = self._asked[plan.request_id]
-        if instance_id not in self.gone or plan.over:
+        asked = self._asked[plan.request_id]
+        if asked.instance_id not in self.gone or plan.over:
             return False
-        if not relayed:
+        if asked.refused == asked.sends:
             self.unrelayed.add(plan.request_id)  # never relayed: nothing was asked
         plan.over = True
         return True
 
     async def _send_ask(self, plan: Plan) -> None:
-        instance_id, _, relayed = self._asked[plan.request_id]
-        self._asked[plan.request_id] = (instance_id, trio.current_time(), relayed)
-        surface_id = self.surface_of.get(instance_id)
+        asked = self._asked[plan.request_id]
+        asked.sent_at = trio.current_time()
+        surface_id = self.surface_of.get(asked.instance_id)
         if surface_id is None:
             return  # focus restarted: the app opens it again, then it is sent
         frame = {
             "type": "surface.request",
             "request_id": plan.request_id,
-            "instance_id": instance_id,
+            "instance_id": asked.instance_id,
             "surface_id": surface_id,
             "method": "lineup/capabilities/request",
             "params": {
@@ -367,6 +373,7 @@ class SurfacesExercise:
                 "input": {"title": plan.request_id},
             },
         }
+        asked.sends += 1
         await self._user.send(frame)
 
     def _answered(self, plan: Plan, frame: dict[str, Any]) -> None:
@@ -376,13 +383,15 @@ class SurfacesExercise:
             plan.answers.append((str(result.get("status")), result.get("code")))
             plan.over = True
             return
-        code = (frame.get("error") or {}).get("code")
-        instance_id, sent_at, relayed = self._asked[plan.request_id]
-        if code in NOT_RELAYED and not relayed and not plan.over:
-            self.unrelayed.add(plan.request_id)  # refused before the gateway: nothing asked
+        if (frame.get("error") or {}).get("code") not in NOT_RELAYED:
+            return  # past the hostbridge: it may be decided, and is asked again
+        asked = self._asked[plan.request_id]
+        asked.refused += 1
+        if asked.refused == asked.sends and not plan.over:
+            # Every send refused before the gateway: nothing was asked. A refusal of a later
+            # send says nothing of an earlier one still unanswered, which may have been asked.
+            self.unrelayed.add(plan.request_id)
             plan.over = True
-        elif code not in NOT_RELAYED:
-            self._asked[plan.request_id] = (instance_id, sent_at, True)  # it may be decided
 
     # ------------------------------------------------------------------ the exercise
 
@@ -395,7 +404,7 @@ class SurfacesExercise:
         if self._prompts is not None:
             await self._prompts.answer_shown()
         for plan in self.plans.values():
-            late = trio.current_time() - self._asked[plan.request_id][1] > RESEND_S
+            late = trio.current_time() - self._asked[plan.request_id].sent_at > RESEND_S
             if not plan.over and not self._pad_gone(plan) and late:
                 await self._send_ask(plan)
         left = len(self.live) + sum(1 for p in self.plans.values() if not p.over)

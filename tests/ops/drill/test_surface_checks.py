@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from lineup.ops.drill._session_data import (
     check_no_write_after_end,
     check_session_data,
 )
+from lineup.ops.drill._surfaces import SurfacesExercise, _Asked
 from lineup.ops.drill.drillapp import (
     ASK_PURPOSE,
     MAX_ARTIFACT,
@@ -189,6 +191,73 @@ def test_a_request_never_asked_and_never_answered_needs_no_final_row() -> None:
 
 def test_the_prompt_names_the_request_as_the_drill_app_words_it() -> None:
     assert PURPOSE == ASK_PURPOSE
+
+
+# ------------------------------------------------------------- a Surface's capability requests
+
+
+class _Shell:
+    """The user's Shell socket as the Surfaces exercise sends on it: every frame kept."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+
+    async def send(self, frame: dict[str, Any]) -> bool:
+        self.frames.append(frame)
+        return True
+
+
+def _pad_asking() -> tuple[SurfacesExercise, Plan]:
+    """The exercise with one request asked at pad `pad-1`'s Surface, not sent yet."""
+    exercise = SurfacesExercise(seed=7)
+    exercise._user = _Shell()
+    exercise.surface_of["pad-1"] = "surface-1"
+    plan = exercise.plans["cap0"] = Plan("cap0", "expire", "surface", 0.0)
+    exercise._asked["cap0"] = _Asked("pad-1")
+    return exercise, plan
+
+
+SURFACE_GONE = {"type": "surface.reply", "error": {"code": "surface_not_found"}}
+
+
+async def test_a_request_whose_one_send_the_hostbridge_refused_was_never_relayed() -> None:
+    exercise, plan = _pad_asking()
+    await exercise._send_ask(plan)
+
+    exercise._answered(plan, SURFACE_GONE)
+
+    assert (plan.over, exercise.unrelayed) == (True, {"cap0"})
+
+
+async def test_a_refused_resend_leaves_an_unanswered_send_that_may_have_been_asked() -> None:
+    """The drill once breached its own rule here: a request sent, not answered, and sent again
+    after its Surface was gone is refused by the hostbridge, yet its first send may have reached
+    the gateway (which then ends it, audited). Not relayed only when every send was refused."""
+    exercise, plan = _pad_asking()
+    await exercise._send_ask(plan)  # relayed, perhaps: no answer yet
+    await exercise._send_ask(plan)  # its Surface is gone meanwhile
+
+    exercise._answered(plan, SURFACE_GONE)
+
+    assert (plan.over, exercise.unrelayed) == (False, set())
+    exercise._answered(plan, SURFACE_GONE)  # the first send's answer, refused too
+    assert (plan.over, exercise.unrelayed) == (True, {"cap0"})
+
+
+@pytest.mark.parametrize(
+    ("sends", "unrelayed"), [(0, {"cap0"}), (1, set())], ids=["unsent", "sent"]
+)
+async def test_a_request_whose_pad_ended_was_relayed_unless_it_was_never_sent(
+    sends: int, unrelayed: set[str]
+) -> None:
+    exercise, plan = _pad_asking()
+    for _ in range(sends):
+        await exercise._send_ask(plan)  # unanswered when the pad ends
+
+    exercise.gone.add("pad-1")
+
+    assert exercise._pad_gone(plan)
+    assert (plan.over, exercise.unrelayed) == (True, unrelayed)
 
 
 # ------------------------------------------------------------------ artifacts
