@@ -23,6 +23,7 @@ import pytest
 import trio
 from playwright.sync_api import Locator, Page, expect
 
+from lineup.ops.agent._play import WORDS
 from lineup.ops.agent._questions import MENU_PROMPT
 from lineup.tests.support.process import SHELL_LINE, LineupProcess
 
@@ -238,12 +239,21 @@ def open_the_registry_by_keyboard(p: Page) -> None:
     p.keyboard.press("Enter")
 
 
-def the_round_ends_in_the_chat(p: Page) -> None:
-    body = game_body(p)
-    expect(body).to_have_attribute("data-guesses", "1", timeout=WAIT_MS)
-    if body.get_attribute("data-phase") == "playing":
-        give_up_with_the_keyboard(p)
-    chat_in_front(p)
+def the_round_ends_in_the_chat(word: str) -> Callable[[Page], None]:
+    """The Agent guesses once. A wrong guess plays on, shown by the game, until the user gives
+    up. A right one (the game draws its `word` at random: one in fifty) wins the round at once
+    and the game closes, perhaps before it has shown the guess: the Agent's answer in the chat
+    says so then. Either way the chat is in front again."""
+
+    def end(p: Page) -> None:
+        if word == WORDS[0]:
+            agent_said(f"{WORDS[0]} is right!")(p)
+        else:
+            expect(game_body(p)).to_have_attribute("data-guesses", "1", timeout=WAIT_MS)
+            give_up_with_the_keyboard(p)
+        chat_in_front(p)
+
+    return end
 
 
 def menus_asked(p: Page) -> int:
@@ -345,9 +355,9 @@ async def test_a_newcomers_walk_from_the_menu_to_a_restart(  # noqa: PLR0915 (th
         await page.run(install_from_the_catalog)
         await page.run(close_the_registry)
         await page.run(composer_says("/play draw-and-guess"))
-        await page.run(game_in_front)
+        word = await page.run(game_in_front)
         await page.run(draw_the_house)
-        await page.run(the_round_ends_in_the_chat)
+        await page.run(the_round_ends_in_the_chat(word))
 
         # A reload, then the whole runtime stopped and started again under the open tab.
         asked = await page.run(menus_asked)
