@@ -207,24 +207,26 @@ class _Shell:
         return True
 
 
-def _pad_asking() -> tuple[SurfacesExercise, Plan]:
+def _pad_asking() -> tuple[SurfacesExercise, Plan, _Shell]:
     """The exercise with one request asked at pad `pad-1`'s Surface, not sent yet."""
-    exercise = SurfacesExercise(seed=7)
-    exercise._user = _Shell()
+    exercise, shell = SurfacesExercise(seed=7), _Shell()
+    exercise._user = shell
     exercise.surface_of["pad-1"] = "surface-1"
     plan = exercise.plans["cap0"] = Plan("cap0", "expire", "surface", 0.0)
     exercise._asked["cap0"] = _Asked("pad-1")
-    return exercise, plan
+    return exercise, plan, shell
 
 
 SURFACE_GONE = {"type": "surface.reply", "error": {"code": "surface_not_found"}}
 
 
 async def test_a_request_whose_one_send_the_hostbridge_refused_was_never_relayed() -> None:
-    exercise, plan = _pad_asking()
+    exercise, plan, shell = _pad_asking()
     await exercise._send_ask(plan)
 
     exercise._answered(plan, SURFACE_GONE)
+
+    assert [frame["request_id"] for frame in shell.frames] == ["cap0"]
 
     assert (plan.over, exercise.unrelayed) == (True, {"cap0"})
 
@@ -233,11 +235,13 @@ async def test_a_refused_resend_leaves_an_unanswered_send_that_may_have_been_ask
     """The drill once breached its own rule here: a request sent, not answered, and sent again
     after its Surface was gone is refused by the hostbridge, yet its first send may have reached
     the gateway (which then ends it, audited). Not relayed only when every send was refused."""
-    exercise, plan = _pad_asking()
+    exercise, plan, shell = _pad_asking()
     await exercise._send_ask(plan)  # relayed, perhaps: no answer yet
     await exercise._send_ask(plan)  # its Surface is gone meanwhile
 
     exercise._answered(plan, SURFACE_GONE)
+
+    assert [frame["request_id"] for frame in shell.frames] == ["cap0", "cap0"]  # one id
 
     assert (plan.over, exercise.unrelayed) == (False, set())
     exercise._answered(plan, SURFACE_GONE)  # the first send's answer, refused too
@@ -247,15 +251,16 @@ async def test_a_refused_resend_leaves_an_unanswered_send_that_may_have_been_ask
 @pytest.mark.parametrize(
     ("sends", "unrelayed"), [(0, {"cap0"}), (1, set())], ids=["unsent", "sent"]
 )
-async def test_a_request_whose_pad_ended_was_relayed_unless_it_was_never_sent(
+async def test_a_request_whose_pad_ended_counts_as_never_relayed_only_if_never_sent(
     sends: int, unrelayed: set[str]
 ) -> None:
-    exercise, plan = _pad_asking()
+    exercise, plan, shell = _pad_asking()
     for _ in range(sends):
         await exercise._send_ask(plan)  # unanswered when the pad ends
 
     exercise.gone.add("pad-1")
 
+    assert len(shell.frames) == sends
     assert exercise._pad_gone(plan)
     assert (plan.over, exercise.unrelayed) == (True, unrelayed)
 
