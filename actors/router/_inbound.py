@@ -418,6 +418,7 @@ class Inbound:
                     message_seq=reply.seq,
                     envelope=request.body,
                     instance_id=request.instance_id,
+                    at=reply.created_at,
                 )
             )
         for app_scope, deliveries in persisted.items():

@@ -98,4 +98,5 @@ def delivery_of(row: InboxRow) -> sdk.Delivery:
         message_seq=row.message_seq,
         envelope=row.body,
         instance_id=row.instance_id,
+        at=row.created_at if row.message_seq is not None else None,
     )

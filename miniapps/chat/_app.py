@@ -107,7 +107,10 @@ class Chat(MiniApp):
                 "author": "agent",
                 "state": "received",
                 "markdown": str(payload.get("markdown", "")),
-                "at": time.time(),
+                # When the runtime recorded it, as its history says: so it sits among the
+                # interaction cards (placed at their own recording) as the Agent sent them,
+                # however late this process gets to it.
+                "at": delivery.at if delivery.at is not None else time.time(),
                 "app_session_id": _app_session_of(payload),
             },
         )

@@ -28,7 +28,9 @@ class Delivery(Message):
     """One persisted delivery to this app, normalised (the app never sees a wire envelope).
     `seq` is its order in the inbox (what `InboxListRequest.after_seq` pages by);
     `message_seq` the conversation order of the Agent's message it carries (its
-    `ConversationItem.seq`), None for a delivery that is no conversation message."""
+    `ConversationItem.seq`), None for a delivery that is no conversation message; `at` when
+    the runtime recorded that message (its `ConversationItem.at`): a timeline places a message
+    pushed live where its history will, whenever the app gets to it."""
 
     type: Literal["miniapp.delivery"] = "miniapp.delivery"
     delivery_id: Id
@@ -36,6 +38,7 @@ class Delivery(Message):
     message_seq: int | None = None
     envelope: dict[str, Any]  # a RuntimeEnvelope (seed 004 §5.1) as JSON
     instance_id: Id | None = None  # the instance it is for; None: the app's conversation
+    at: float | None = None
 
 
 class DeliveryEvent(Message):

@@ -34,21 +34,25 @@ class FakeInbox:
         delivery_id: str | None = None,
         *,
         instance_id: str | None = None,
+        at: float = 0.0,
     ) -> p.Delivery:
-        """A delivery for `instance_id` (None: the app's conversation-level inbox)."""
+        """A delivery for `instance_id` (None: the app's conversation-level inbox); an Agent's
+        text is recorded `at` that time, as its message's."""
         delivery_id = delivery_id or str(uuid.uuid4())
         message_seq = None
+        recorded = None
         if self.conversation is not None and envelope.get("type") == "lineup.v1.text":
             payload = envelope.get("payload")
             markdown = payload.get("markdown") if isinstance(payload, dict) else None
-            message = self.conversation.add(str(markdown or ""), message_id=delivery_id)
-            message_seq = message.seq
+            message = self.conversation.add(str(markdown or ""), message_id=delivery_id, at=at)
+            message_seq, recorded = message.seq, at
         delivery = p.Delivery(
             delivery_id=delivery_id,
             seq=next(self._seq),
             message_seq=message_seq,
             envelope=envelope,
             instance_id=instance_id,
+            at=recorded,
         )
         self.pending[delivery.delivery_id] = delivery
         return delivery
@@ -102,6 +106,7 @@ class FakeConversation:
         state: Literal["received", "pending", "sent", "failed"] = "received",
         message_id: str | None = None,
         app_session_id: str | None = None,
+        at: float = 0.0,
     ) -> p.ConversationItem:
         item = p.ConversationItem(
             message_id=message_id or str(uuid.uuid4()),
@@ -109,7 +114,7 @@ class FakeConversation:
             author=author,
             state=state,
             markdown=markdown,
-            at=0.0,
+            at=at,
             app_session_id=app_session_id,
         )
         self.items[item.message_id] = item

@@ -84,7 +84,7 @@ class ConversationReceiveReply(Message):
     In a `ConversationReceiveManyReply`, `refused` is the code of a message refused on its own
     (`message_id_conflict`): nothing was written for it and `seq` is None. `delivery_seq` is
     the seq of the inbox delivery a created message made (the inbox's own order, which is not
-    the conversation's `seq`)."""
+    the conversation's `seq`); `created_at`, when a created message was recorded."""
 
     type: Literal["store.conversation.receive.reply"] = "store.conversation.receive.reply"
     message_id: Id
@@ -92,6 +92,7 @@ class ConversationReceiveReply(Message):
     created: bool
     refused: Name | None = None
     delivery_seq: int | None = None
+    created_at: float | None = None
 
 
 class ConversationReceiveManyRequest(Message):

@@ -160,7 +160,7 @@ def _receive(
         remote_seq=req.remote_seq,
     )  # fmt: skip
     return ConversationReceiveReply(
-        message_id=req.message_id, seq=seq, created=True, delivery_seq=delivered
+        message_id=req.message_id, seq=seq, created=True, delivery_seq=delivered, created_at=now
     )
 
 

@@ -332,10 +332,14 @@ async def test_the_chat_naming_a_calls_outbox_rows_as_its_client_ids_cannot_bloc
         nursery.cancel_scope.cancel()
 
 
-async def test_a_pushed_delivery_carries_the_seqs_its_app_lists_it_by(tmp_path: Path) -> None:
+async def test_a_pushed_delivery_carries_the_seqs_and_time_its_app_lists_it_by(
+    tmp_path: Path,
+) -> None:
     # The chat orders a message by its conversation seq and pages its inbox by the inbox's:
     # a delivery pushed with the one and listed with the other (after a restart, say) showed
-    # two messages at the same place, in an order left to chance.
+    # two messages at the same place, in an order left to chance. And it places a message
+    # among the interaction cards by when the runtime recorded it: stamped by the chat when it
+    # got to it instead, a message sent before a question showed after the question's card.
     async with trio.open_nursery() as nursery:
         transport, reader, supervisor = await tree_and_supervisor(nursery, tmp_path)
         pushed: list[sdk.Delivery] = []
@@ -369,11 +373,12 @@ async def test_a_pushed_delivery_carries_the_seqs_its_app_lists_it_by(tmp_path: 
             expect=ConversationHistoryReply,
         )
 
-        assert [(d.delivery_id, d.seq, d.message_seq) for d in pushed] == [
-            (d.delivery_id, d.seq, d.message_seq) for d in listed.deliveries
+        assert [(d.delivery_id, d.seq, d.message_seq, d.at) for d in pushed] == [
+            (d.delivery_id, d.seq, d.message_seq, d.at) for d in listed.deliveries
         ]
         [delivery] = pushed
-        assert [r.seq for r in history.rows if r.message_id == "m-1"] == [delivery.message_seq]
+        [recorded] = [r for r in history.rows if r.message_id == "m-1"]
+        assert (recorded.seq, recorded.created_at) == (delivery.message_seq, delivery.at)
         assert delivery.seq != delivery.message_seq
         nursery.cancel_scope.cancel()
 

@@ -77,6 +77,28 @@ async def test_a_message_shows_in_the_conversations_order_pushed_or_listed() -> 
     assert shown(runtime) == [mine, "answer"]
 
 
+async def test_an_agent_message_is_shown_at_the_time_the_runtime_recorded_it() -> None:
+    # Cards sit in the timeline at their own recording: a message stamped when the chat got to
+    # it (a busy process, late) showed after the card of a question the Agent asked after it.
+    chat = Chat()
+    runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
+    recorded = 1_700_000_000.25
+    late = runtime.inbox.put(text(1), "late", at=recorded)
+
+    await chat.on_deliveries((late,))
+
+    def shown_at() -> list[tuple[str, float]]:
+        view = runtime.ui.last
+        assert view is not None
+        return [(item["id"], item["at"]) for item in view["items"]]
+
+    assert shown_at() == [("agent:late", recorded)]
+    # After a restart it comes from the history, at the same time.
+    runtime.inbox.pending.clear()
+    await testkit.start(Chat(), runtime=runtime)
+    assert shown_at() == [("agent:late", recorded)]
+
+
 async def test_a_burst_whose_acknowledgement_was_lost_is_shown_again_once_after_a_restart() -> None:
     chat = Chat()
     runtime = await testkit.start(chat, app_scope="chat", instance_id="chat")
