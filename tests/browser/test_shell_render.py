@@ -541,6 +541,29 @@ async def test_notices_are_shown_by_level(page: ShellPage, hostbridge: FakeHostb
     await page.run(check)
 
 
+async def test_a_request_off_loopback_fails_in_the_browser_and_is_seen(page: ShellPage) -> None:
+    """The guard every browser test runs under (conftest's `CHROMIUM_ARGS`): a request off
+    127.0.0.1, by name or by address, fails at a proxy that is not there, so it never reaches
+    the network, and the test sees it asked for."""
+    off = ["http://example.test/a", "http://192.0.2.1/b"]  # reserved: never a real host
+
+    def ask(p: Page) -> tuple[list[str], list[tuple[str, str | None]]]:
+        failed: list[tuple[str, str | None]] = []
+        p.on("requestfailed", lambda request: failed.append((request.url, request.failure)))
+        settled = p.evaluate(
+            "(urls) => Promise.allSettled(urls.map((u) => fetch(u))).then("
+            "(all) => all.map((one) => one.status))",
+            off,
+        )
+        return settled, failed
+
+    settled, failed = await page.run(ask)
+    assert settled == ["rejected", "rejected"]
+    assert sorted(failed) == [(url, "net::ERR_PROXY_CONNECTION_FAILED") for url in sorted(off)]
+    assert sorted(page.off_loopback()) == sorted(off)
+    page.requests.clear()  # seen, as they must be: the fixture's own check is for the Shell
+
+
 async def test_no_request_leaves_loopback(page: ShellPage, hostbridge: FakeHostbridge) -> None:
     await open_shell(
         page,
