@@ -6,7 +6,8 @@ A test names a package by `NpmPackage(name, version, integrity)`: the version it
 against and the registry's `dist.integrity` of that version's tarball (`npm view NAME@VERSION
 dist.integrity`). `installed(package)` answers the package's folder, installing it with npm the
 first time into `build/npm/NAME@VERSION/` (git-ignored, like every build output), under a file
-lock so that parallel test workers install it once.
+lock of its own so that parallel test workers install it once, and different packages at once:
+on a fresh clone the suite's longest tests, which start first, wait for them.
 
 The install runs no package's scripts (`--ignore-scripts`), goes to a fresh folder renamed into
 place (a killed install leaves nothing half there), and is accepted only if the lockfile npm
@@ -108,7 +109,7 @@ def installed(package: NpmPackage) -> Path:
     """The folder of `package` (its `package.json` at the top), installed from npm the first
     time (see the module docstring)."""
     NPM_DIR.mkdir(parents=True, exist_ok=True)
-    with (NPM_DIR / ".lock").open("w") as lock:
+    with package.folder.with_name(f".{package.folder.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _locked(package.folder, package):
             _install(package)
