@@ -6,7 +6,10 @@ import pytest
 import trio
 from hypothesis import settings
 
+from lineup.tests.support import atomic_parse
 from lineup.tests.support.runtime import stop_shared_zygote
+
+atomic_parse.install()  # before any test can fail: pytest parses a failing test to report it
 
 # No per-example deadline: a wall-clock bound on one example measures the machine's load
 # (the suite runs 3–4 workers on 2 cores), not the code. Speed is measured in `make bench`.
