@@ -81,11 +81,22 @@ async def refusal(store: StoreHarness, request: Message) -> ErrorCode:
     return caught.value.code
 
 
+_MIGRATED: list[bytes] = []  # this process's image of a freshly migrated database, once made
+
+
 def memory_database() -> Connection:
-    """A migrated in-memory database, for running operations synchronously (property tests)."""
+    """A migrated in-memory database, for running operations synchronously (property tests).
+
+    Each is a copy of one image, migrated once per process: migrating is ~22 ms of DDL, a copy
+    ~0.07 ms, and a property test takes a fresh database for each of its hundreds of examples."""
+    if not _MIGRATED:
+        source = apsw.Connection(":memory:")
+        migrate(source)
+        _MIGRATED.append(source.serialize("main"))
+        source.close()
     conn = apsw.Connection(":memory:")
+    conn.deserialize("main", _MIGRATED[0])
     conn.execute("PRAGMA foreign_keys=ON")
-    migrate(conn)
     return conn
 
 
