@@ -59,7 +59,7 @@ CHROMIUM_ARGS = [
     # fails in the browser, which never proxies loopback. Each is still seen (`ShellPage.
     # requests`, from the `request` event) and fails the test. A route on every request did
     # this in Playwright instead, at a round trip through its driver and this process for each
-    # of the Shell's requests: a fifth of the browser tests' CPU.
+    # of the Shell's requests: 12% of the browser tests' CPU, measured over the folder.
     f"--proxy-server=http://{LOOPBACK}:9",
 ]
 EXPECT_TIMEOUT_MS = 5_000
