@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,7 +81,15 @@ async def refusal(store: StoreHarness, request: Message) -> ErrorCode:
     return caught.value.code
 
 
-_MIGRATED: list[bytes] = []  # this process's image of a freshly migrated database, once made
+@cache
+def _migrated_image() -> bytes:
+    """A freshly migrated database, serialized: made once per process."""
+    source = apsw.Connection(":memory:")
+    try:
+        migrate(source)
+        return source.serialize("main")
+    finally:
+        source.close()
 
 
 def memory_database() -> Connection:
@@ -89,13 +97,8 @@ def memory_database() -> Connection:
 
     Each is a copy of one image, migrated once per process: migrating is ~22 ms of DDL, a copy
     ~0.07 ms, and a property test takes a fresh database for each of its hundreds of examples."""
-    if not _MIGRATED:
-        source = apsw.Connection(":memory:")
-        migrate(source)
-        _MIGRATED.append(source.serialize("main"))
-        source.close()
     conn = apsw.Connection(":memory:")
-    conn.deserialize("main", _MIGRATED[0])
+    conn.deserialize("main", _migrated_image())
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 
