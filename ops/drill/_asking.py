@@ -210,24 +210,22 @@ class Asker:
         seconds: float,
         newest: Callable[[], Awaitable[str | None]],
         taken: Callable[[list[str]], Awaitable[set[str]]],
-    ) -> None:
-        """After the load: each script (but the expiring ones) none of whose questions the
-        runtime took (`taken`: of these call ids, those the store holds other than refused
+    ) -> bool:
+        """Once the load is quiet: each script (but the expiring ones) none of whose questions
+        the runtime took (`taken`: of these call ids, those the store holds other than refused
         stale) is asked once more, in the conversation itself, within `seconds`, once the
         Agent knows the revision the runtime last sent it (`newest`, read from the store).
-        Under the link's faults, with the exercises changing the inventory every few seconds,
-        the Agent can stay behind it for a whole short load, and a script be refused stale
-        every time; once the load is over nothing changes the inventory, and the question is
-        taken, so every ending the scripts plan is seen (the long drill sees each many times).
-        The store, not the Agent, says what was taken: the refusals of the load's last seconds
-        may still wait in the outbox's backlog, unheard by the Agent. That backlog is still
-        draining then: the wait is for the revision to arrive, as long as `seconds`, not for
-        a guessed time."""
+        True if any was. Under the link's faults, with the exercises changing the inventory
+        every few seconds, the Agent can stay behind it for a whole short load, and a script
+        be refused stale every time. Asked during the load's backlog (under load, a minute of
+        it), a question would wait behind it and be refused stale again; once all is quiet
+        nothing changes the inventory, the Agent has heard every revision, and the question is
+        taken, so every ending the scripts plan is seen (the long drill sees each many times)."""
         rng = random.Random(self.seed + 5)
         starved = self._starved(await taken(list(self.plans)))
         self.starved = {"scripts": list(starved), "agent_caught_up": None}
         if not starved:
-            return
+            return False
         began = trio.current_time()
         with trio.move_on_after(seconds):
             while (revision := await newest()) not in (None, self.agent.revision):
@@ -239,6 +237,7 @@ class Asker:
                 kinds = ("choice", "input") if script == "cancel" else KINDS[1:]
                 drawn = (kinds[rng.randrange(len(kinds))], script)
                 nursery.start_soon(self._ask, client, rng, seconds, drawn)
+        return True
 
     def _starved(self, taken: set[str]) -> list[Script]:
         """The scripts none of whose questions (of a kind that shows its script, in the

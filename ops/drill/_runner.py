@@ -79,8 +79,8 @@ AGENT_ID: Final = "demo-agent"
 AGENT_SECRET: Final = "demo-secret"
 _STARTUP_S: Final = 30.0
 _STOP_S: Final = 30.0
-# A script's last question, after the load (`Asker.ask_the_starved`): for the Agent to learn the
-# newest revision, then for the question to be taken.
+# A script's last question, once the load is quiet (`Asker.ask_the_starved`): for the Agent to
+# learn the newest revision, then for the question to be taken.
 STARVED_ASK_S: Final = 60.0
 # The parts of the product the drill drives besides its core load (`_exercise`), by name: each
 # is made from the run's seed.
@@ -290,13 +290,6 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
         run.expiry_wait_s = max(0.0, run.asker.expiries_due() - trio.current_time())
         expiries_due = trio.current_time() + run.expiry_wait_s
         db = runtime_dir / "lineup.db"
-        if options.ask_rate > 0:
-            newest = partial(trio.to_thread.run_sync, _newest_inventory, db)
-
-            async def taken(call_ids: list[str]) -> set[str]:
-                return await trio.to_thread.run_sync(_taken_calls, db, call_ids)
-
-            await run.asker.ask_the_starved(client, STARVED_ASK_S, newest, taken)
 
         async def busy() -> int:
             left = await trio.to_thread.run_sync(_store_busy, db)
@@ -306,6 +299,18 @@ async def _drive(run: Run, process: trio.Process, runtime_dir: Path) -> None:
 
         run.quiet = await _quiesce(run, busy, expiries_due, options.quiesce_timeout)
         run.quiescence_s = time.monotonic() - quiet_from
+        if options.ask_rate > 0:
+            # Once all is quiet, not before: until then the load's backlog (under load, a
+            # minute of it) still carries questions and the exercises' last inventory changes.
+            newest = partial(trio.to_thread.run_sync, _newest_inventory, db)
+
+            async def taken(call_ids: list[str]) -> set[str]:
+                return await trio.to_thread.run_sync(_taken_calls, db, call_ids)
+
+            if await run.asker.ask_the_starved(client, STARVED_ASK_S, newest, taken):
+                now = trio.current_time()
+                quiet = await _quiesce(run, busy, now, options.quiesce_timeout)
+                run.quiet = run.quiet and quiet
         nursery.cancel_scope.cancel()
 
 

@@ -95,7 +95,8 @@ async def test_a_short_drill_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert set(asked["by_script"]) == set(SCRIPTS), f"seed {seed}: {asked['by_script']}"
     ended = asked["ended_by_script"]
     for script, endings in ENDINGS.items():
-        assert set(ended.get(script, ())) & endings, f"seed {seed}: {script} ended {ended}"
+        again = asked["asked_after_the_load"]
+        assert set(ended.get(script, ())) & endings, f"seed {seed}: {script}: {ended}; {again}"
 
     # The exercises: Surfaces written, reloaded and closed; capability requests ended every
     # way their scripts say (denied and dismissed at a Surface, allowed and left to expire by
