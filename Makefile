@@ -63,9 +63,13 @@ whitespace:
 # `--dist loadgroup`: tests are handed out one by one as with `load`, but a module marked as one
 # `xdist_group` (one whose module-scoped fixture starts a runtime) runs on one worker, which
 # alone pays for that fixture.
+# `--max-worker-restart 0`: a worker that dies (pytest-timeout's backstop ends one whose test
+# ignored its deadline, tests/support/deadline.py) ends the run with that test named. Replaced
+# instead, it leaves xdist 3.8's `loadgroup` waiting forever on work already done (xdist #1378).
 PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --max-worker-restart 0 --durations=30 \
+		$(PYTEST_ARGS)
 
 # The whole suite twice oversubscribed (4 workers on CI's 2 cores), without the static checks:
 # a test that waits on a deadline guessed for a quiet machine, instead of on the event it means,

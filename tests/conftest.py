@@ -6,7 +6,7 @@ import pytest
 import trio
 from hypothesis import settings
 
-from lineup.tests.support import atomic_parse
+from lineup.tests.support import atomic_parse, deadline
 from lineup.tests.support.runtime import stop_shared_zygote
 
 atomic_parse.install()  # before any test can fail: pytest parses a failing test to report it
@@ -34,10 +34,7 @@ def _shared_zygote() -> Iterator[None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests that declare a longer timeout than the suite's start first, the longest first:
-    a minute-long test started last would finish the run alone on one worker."""
-
-    def declared(item: pytest.Item) -> float:
-        marker = item.get_closest_marker("timeout")
-        return float(marker.args[0]) if marker is not None and marker.args else 0.0
-
-    items.sort(key=declared, reverse=True)  # stable: the rest keep their order
+    a minute-long test started last would finish the run alone on one worker. A trio test gets
+    a deadline of its own at its timeout (`support.deadline`)."""
+    items.sort(key=deadline.declared_timeout, reverse=True)  # stable: the rest keep their order
+    deadline.arm(items)
