@@ -89,8 +89,14 @@ class ViewBook:
 
     def show(self, app_scope: str, instance_id: str, view: dict[str, Any]) -> None:
         """Take a view focus made itself (a Surface's), unchecked: its parts are bounded where
-        they are made."""
+        they are made. The instance's first view goes with the newest page of its items: a Shell
+        that greeted before it (a restarted focus, its apps still putting their items again)
+        was listed no view of the instance, so got no page of them, and items already pushed
+        would never reach it."""
         entry = self._entry(app_scope, instance_id)
+        if entry.view is None:
+            newest, _ = self.page(instance_id)
+            entry.unpushed_items.update((i.id, i) for i in newest)
         shown = AppView(
             app_scope=app_scope,
             instance_id=instance_id,

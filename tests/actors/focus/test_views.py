@@ -174,6 +174,24 @@ def test_an_item_put_again_unchanged_is_not_pushed_again_and_a_changed_one_is() 
     assert change is not None and change[0] is None and [i.id for i in change[1]] == ["m002"]
 
 
+def test_items_pushed_before_the_instance_had_a_view_go_again_with_its_first_view() -> None:
+    """A restarted focus holds no view: its apps put their items again, and a message that
+    comes meanwhile is put and pushed before the view. A Shell that greeted then was listed no
+    view of the instance, so no page of its items: the first view brings them."""
+    book = ViewBook(TRUSTED)
+    book.put_items("chat", "chat", (item(1), item(2)))
+    change = book.take("chat")
+    assert change is not None and [i.id for i in change[1]] == ["m001", "m002"]
+    book.set_view("chat", "chat", {"kind": "chat.timeline"})
+    change = book.take("chat")
+    assert change is not None
+    view, items = change
+    assert view is not None and [i.id for i in items] == ["m001", "m002"]
+    # Only the first view does: a later one goes alone.
+    book.set_view("chat", "chat", {"kind": "chat.timeline", "n": 1})
+    assert book.take("chat") == (book.view("chat"), [])
+
+
 def test_what_waits_to_be_pushed_coalesces_to_the_latest_view_and_item_versions() -> None:
     book = ViewBook(TRUSTED)
     for n in range(50):
