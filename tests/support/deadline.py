@@ -58,36 +58,58 @@ def arm(items: list[pytest.Item]) -> None:
 
 
 def run_within(seconds: float, test: Callable[[], Awaitable[object]], **options: Any) -> object:
-    """`trio.run(test, **options)`, the test failed with `StalledTest` once `seconds` pass. On
-    the wall's clock, not trio's: a test on a mock clock (`autojump_clock`) may wait hours of
-    its own time in a second of ours."""
+    """`trio.run(test, **options)`, the test cancelled and failed with `StalledTest` once
+    `seconds` pass. On the wall's clock, not trio's: a test on a mock clock (`autojump_clock`)
+    may wait hours of its own time in a second of ours. Watched from a system task, so a test
+    that fails in time fails as it would without the deadline, in no group of ours."""
+    __tracebackhide__ = True  # the report is the test's, and where it waited
 
     async def main() -> object:
+        __tracebackhide__ = True
         token = trio.lowlevel.current_trio_token()
         expired = trio.Event()
+        stalled: list[str] = []  # where its tasks waited, once it stalled
 
         def expire() -> None:
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(expired.set)
 
-        timer = threading.Timer(seconds, expire)
-        timer.daemon = True
-        timer.start()
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_fail_once, expired, seconds)
-                result = await test()
-                nursery.cancel_scope.cancel()
-        finally:
-            timer.cancel()
-        return result
+        with trio.CancelScope() as scope:
+
+            async def watch() -> None:
+                await expired.wait()
+                stalled.append(waiting())
+                scope.cancel()
+
+            trio.lowlevel.spawn_system_task(watch)
+            timer = threading.Timer(seconds, expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                return await test()
+            except BaseException as exc:
+                errors = _besides_cancelled(exc) if stalled else exc
+                if errors is None:
+                    raise  # only the cancellation, which the scope takes
+                if errors is exc:
+                    raise
+                raise _stalled(seconds, stalled[0]) from errors  # its own, as it was cancelled
+            finally:
+                timer.cancel()
+        raise _stalled(seconds, stalled[0])
 
     return trio.run(main, **options)
 
 
-async def _fail_once(expired: trio.Event, seconds: float) -> None:
-    await expired.wait()
-    raise StalledTest(f"still running after its timeout of {seconds:.0f} s; {waiting()}")
+def _besides_cancelled(exc: BaseException) -> BaseException | None:
+    """What `exc` holds besides trio's cancellation, if anything."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1]
+    return None if isinstance(exc, trio.Cancelled) else exc
+
+
+def _stalled(seconds: float, where: str) -> StalledTest:
+    return StalledTest(f"still running after its timeout of {seconds:.0f} s; {where}")
 
 
 def waiting() -> str:
@@ -114,6 +136,8 @@ def waiting() -> str:
 
 
 def _shown(filename: str) -> bool:
+    if filename == __file__:
+        return False  # the deadline's own tasks
     return filename.startswith(_LINKED) or not filename.startswith(_LIBRARIES)
 
 
