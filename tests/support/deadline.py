@@ -6,8 +6,8 @@ loop happens to be and abandons it (every later trio test on the worker then fai
 `thread` method dumps the stacks into pytest's capture of the dying worker, where nobody sees
 them, and ends the worker, which `--dist loadgroup` cannot replace without hanging (xdist
 #1378). So a trio test is failed here first, at its timeout, by a task of its own run; the
-`thread` method stays as the backstop, `BACKSTOP_S` later, for a test that ignores the
-cancellation and for tests that are not trio's.
+`thread` method stays as its backstop, `BACKSTOP_S` later, for one that ignores the
+cancellation. A test that is not trio's keeps the `thread` method alone, at its timeout.
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ def run_within(seconds: float, test: Callable[[], Awaitable[object]], **options:
             try:
                 return await test()
             except BaseException as exc:
-                errors = _besides_cancelled(exc) if stalled else exc
+                if not stalled:
+                    raise
+                errors = _besides_cancelled(exc)
                 if errors is None:
                     raise  # only the cancellation, which the scope takes
-                if errors is exc:
-                    raise
                 raise _stalled(seconds, stalled[0]) from errors  # its own, as it was cancelled
             finally:
                 timer.cancel()
