@@ -100,6 +100,9 @@ ASK_TIMEOUT: Final = 3.0
 REFUSED: Final = "hostbridge.shell_frame_refused"
 SURFACE_REJECTED: Final = "hostbridge.surface_rejected"  # a Shell's bridge dropped messages
 SURFACE_UNAVAILABLE: Final = "hostbridge.surface_unavailable"  # a Shell could not mount one
+# How long the Shells may take to be sent what was queued for them when the runtime stops:
+# within the supervisor's grace (`supervisor/_runtime.py`), after which it SIGTERMs us.
+SHELLS_CLOSE_WAIT: Final = 1.0
 
 
 class HostbridgeActor(Actor):
@@ -155,6 +158,12 @@ class HostbridgeActor(Actor):
             self._caps.start(access.token, nursery.start_soon)
             relay.spawn = relay.tools.spawn = nursery.start_soon
             task_status.started()
+
+    async def finish(self) -> None:
+        """The runtime stops: each Shell is sent what it was told before (the supervisor's
+        `stopping` last), then its socket is closed as going away."""
+        with trio.move_on_after(SHELLS_CLOSE_WAIT):
+            await self.hub.close()
 
     # ------------------------------------------------------------------ runtime → Shell
 

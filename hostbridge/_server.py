@@ -92,6 +92,7 @@ OUTBOX_PER_SHELL: Final = 256  # frames queued for one Shell before it is droppe
 # Close codes the Shell reads (web/js/core/connection.js FATAL_CLOSES: it stops on either).
 CLOSE_TOKEN_REFUSED: Final = 4401  # a token from an earlier run (or none): open the new link
 CLOSE_POLICY: Final = 4403
+CLOSE_GOING_AWAY: Final = 1001  # the runtime stops: the Shell says disconnected and retries
 
 # The only files served from `web/`, by extension, each with its one content type.
 CONTENT_TYPES: Final = {
@@ -164,6 +165,9 @@ class ShellHub:
 
     def __init__(self) -> None:
         self._shells: set[trio.MemorySendChannel[str]] = set()
+        self._joined = 0  # Shell sockets between `join` and `leave`
+        self.closing = False
+        self._all_left = trio.Event()
 
     def broadcast(self, frame: ShellOutbound) -> None:
         text = encode(frame)  # once, whatever the number of Shells
@@ -180,12 +184,33 @@ class ShellHub:
 
     def join(self) -> tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]]:
         send, receive = trio.open_memory_channel[str](OUTBOX_PER_SHELL)
-        self._shells.add(send)
+        self._joined += 1
+        if self.closing:
+            send.close()  # too late: its pump closes the socket at once
+        else:
+            self._shells.add(send)
         return send, receive
 
     def leave(self, queue: trio.MemorySendChannel[str]) -> None:
         self._shells.discard(queue)
         queue.close()
+        self._joined -= 1
+        if self.closing and self._joined == 0:
+            self._all_left.set()
+
+    async def close(self) -> None:
+        """The runtime stops: each Shell's queue is closed, so its pump sends what was put in
+        it (`stopping` last) and then closes the socket as going away. Returns once every
+        Shell socket is closed. Without this, the sockets went with the process, and a frame
+        still queued (or half sent) was lost: the Shell went from online to disconnected
+        without ever saying Stopping… (seen once in CI)."""
+        self.closing = True
+        for queue in self._shells:
+            queue.close()
+        self._shells.clear()
+        if self._joined == 0:
+            self._all_left.set()
+        await self._all_left.wait()
 
     def __len__(self) -> int:
         return len(self._shells)
@@ -387,7 +412,7 @@ def build_app(
         send, receive = hub.join()
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, websocket, receive, nursery.cancel_scope)
+                nursery.start_soon(_pump, websocket, receive, hub, nursery.cancel_scope)
                 nursery.start_soon(_heartbeat, send)
                 await _listen(websocket, send, greeting, inbound, refused, surfaces, capabilities)
                 nursery.cancel_scope.cancel()
@@ -470,10 +495,13 @@ async def _listen(
         if isinstance(frame, ShellReady):
             # Waits for the pump rather than overflowing: a greeting can hold more frames
             # (one view per open instance) than the queue does.
-            for hello in await greeting():
-                # A frame made now is put before `send` yields (trio puts, then checkpoints):
-                # no broadcast can come between its making and its place in the queue.
-                await send.send(encode(hello() if callable(hello) else hello))
+            try:
+                for hello in await greeting():
+                    # A frame made now is put before `send` yields (trio puts, then
+                    # checkpoints): no broadcast can come between its making and its place.
+                    await send.send(encode(hello() if callable(hello) else hello))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # dropped, or the runtime stops: the pump ends this socket
             continue
         if isinstance(frame, SurfaceRequestFrame):
             if surfaces is None:
@@ -531,11 +559,19 @@ async def _heartbeat(queue: trio.MemorySendChannel[str]) -> None:
 
 
 async def _pump(
-    websocket: WebSocket, frames: trio.MemoryReceiveChannel[str], scope: trio.CancelScope
+    websocket: WebSocket,
+    frames: trio.MemoryReceiveChannel[str],
+    hub: ShellHub,
+    scope: trio.CancelScope,
 ) -> None:
+    """Send the Shell's queue, in order, until the hub closes it: then, if the runtime is
+    stopping, close the socket once all of it is sent; otherwise the hub dropped this Shell
+    (too slow), and it is cut off (1011): it reconnects and resyncs."""
     try:
         async for text in frames:
             await websocket.send_text(text)
+        if hub.closing:
+            await websocket.close(code=CLOSE_GOING_AWAY)
     except (WebSocketDisconnect, RuntimeError):
         pass
-    scope.cancel()  # the hub dropped us (too slow): close, the Shell reconnects and resyncs
+    scope.cancel()

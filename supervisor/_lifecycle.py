@@ -122,10 +122,10 @@ class Lifecycle:
                 await changed.wait()
 
     async def _passed_on(self, name: str) -> None:
-        """Wait until `name` has handled what it was told and had a turn to pass it on: its
-        answer to a health probe sent after it (one channel, read in order) comes once the
-        event's handler ran and its Shell senders were runnable. Shutdown may stop the
-        hostbridge right after `stopping`, and a frame still queued then would be lost."""
+        """Wait until `name` has handled what it was told: its answer to a health probe sent
+        after it (one channel, read in order) comes once the event's handler ran, and so the
+        frame is in each Shell's queue. Shutdown stops the hostbridge right after `stopping`;
+        on its way out it sends each Shell what its queue holds (`HostbridgeActor.finish`)."""
         with contextlib.suppress(LineUpError):
             await self._bus.request(name, HealthRequest(), expect=HealthReply, timeout=TELL_WAIT)
 

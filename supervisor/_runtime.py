@@ -20,7 +20,7 @@ from lineup.miniapps import catalogue
 
 from ._ports import free_port
 from ._shell_address import shell_address
-from ._spec import ChildSpec, Restart
+from ._spec import HOSTBRIDGE_GRACE, ChildSpec, Restart
 
 __all__ = [
     "LANES",
@@ -271,6 +271,7 @@ def plan_runtime(options: RuntimeOptions) -> RuntimePlan:
                     "pinned": bool(options.shell_port),
                 }
             },
+            shutdown_grace=HOSTBRIDGE_GRACE,
         ),
     ]
     # The apps whose process is part of the tree (the system app): MiniApps like any other,

@@ -23,6 +23,9 @@ class Strategy(StrEnum):
     REST_FOR_ONE = "rest_for_one"  # restart it and every child started after it
 
 
+SHUTDOWN_GRACE: Final = 0.5  # a child's, unless its spec says otherwise
+
+
 @dataclass(frozen=True)
 class ChildSpec:
     name: str
@@ -30,7 +33,7 @@ class ChildSpec:
     target: str  # "lineup.actors.store:StoreActor"
     restart: Restart = Restart.PERMANENT
     config: Mapping[str, Any] = field(default_factory=dict)
-    shutdown_grace: float = 0.5  # seconds between closing its channel and SIGTERM
+    shutdown_grace: float = SHUTDOWN_GRACE  # seconds between closing its channel and SIGTERM
     # A MiniApp that breaks its contract is stopped for good, unless this is set: then it is
     # killed and restarted like a crashed child (whoever plans the tree decides which).
     restart_after_misbehaving: bool = False
@@ -59,6 +62,10 @@ class Intensity:
         return min(self.backoff_cap, self.backoff_base * 2.0 ** (recent_restarts - 1))
 
 
+# The hostbridge's grace: on its way out it sends each Shell what was queued for it, for at
+# most `SHELLS_CLOSE_WAIT` (1 s, hostbridge/_actor.py), before it is SIGTERMed.
+HOSTBRIDGE_GRACE: Final = 1.5
+
 _RUNTIME: Final = (
     ("store", ActorKind.STORE, "lineup.actors.store:StoreActor"),
     ("transport", ActorKind.TRANSPORT, "lineup.actors.transport:TransportActor"),
@@ -72,4 +79,13 @@ _RUNTIME: Final = (
 def runtime_specs(config: Mapping[str, Any] | None = None) -> list[ChildSpec]:
     """The runtime's actors in start order: the store first, the hostbridge last."""
     shared = dict(config or {})
-    return [ChildSpec(name, kind, target, config=shared) for name, kind, target in _RUNTIME]
+    return [
+        ChildSpec(
+            name,
+            kind,
+            target,
+            config=shared,
+            shutdown_grace=HOSTBRIDGE_GRACE if kind is ActorKind.HOSTBRIDGE else SHUTDOWN_GRACE,
+        )
+        for name, kind, target in _RUNTIME
+    ]

@@ -15,7 +15,7 @@ An actor is a class with handlers:
 
 `actor_main` is what the zygote's forked child calls: it builds the bus on the inherited control
 channel, starts the actor, tells the supervisor it is ready, and exits when the control channel
-closes (the supervisor stopped it, or died).
+closes (the supervisor stopped it, or died), once the actor's `finish` has handed on its work.
 """
 
 from __future__ import annotations
@@ -156,6 +156,11 @@ class Actor:
         task_status.started()
         await trio.sleep_forever()
 
+    async def finish(self) -> None:
+        """Once the control channel closed (the supervisor stops this actor, or died), before
+        the actor's tasks are cancelled: hand on what was already asked of it. Default:
+        nothing. Bounded by the actor itself, well within its `shutdown_grace` (then SIGTERM)."""
+
     def dispatch(self, env: Envelope) -> Outcome:
         """The handler's outcome: its reply, or (for an `async def` handler) an awaitable."""
         handler = self._handlers.get(type(env.body))
@@ -250,6 +255,7 @@ async def _actor_main(boot: BootInfo, control_fd: int) -> None:
             await nursery.start(actor.run)
             await bus.notify(SUPERVISOR, ActorReadyEvent(pid=os.getpid()))
             await stopped.wait()
+            await actor.finish()
             nursery.cancel_scope.cancel()
     except* LineUpError as refused:
         if not stopped.is_set():

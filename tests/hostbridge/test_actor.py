@@ -11,6 +11,14 @@ from typing import Any, TypeVar, overload
 
 import trio
 from trio_websocket import WebSocketConnection
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    CloseConnection,
+    Event,
+    Request,
+    TextMessage,
+)
 
 from lineup.actors.focus.messages import (
     AppView,
@@ -49,10 +57,16 @@ from lineup.actors.router.messages import (
 )
 from lineup.actors.transport.messages import RuntimeStateReply, RuntimeStateRequest
 from lineup.hostbridge import HostbridgeActor
-from lineup.hostbridge._server import CLOSE_TOKEN_REFUSED, FAILED_TOKEN, HANDSHAKE_REFUSED
+from lineup.hostbridge._server import (
+    CLOSE_GOING_AWAY,
+    CLOSE_TOKEN_REFUSED,
+    FAILED_TOKEN,
+    HANDSHAKE_REFUSED,
+)
 from lineup.hostbridge.messages import (
     AppsUpdatedEvent,
     LiveInstance,
+    NoticeEvent,
     RuntimeStateEvent,
     ViewUpdatedEvent,
 )
@@ -404,6 +418,94 @@ async def test_the_supervisors_restoring_and_stopping_show_over_the_links_state(
                 ("stopping", None),
             ]
         nursery.cancel_scope.cancel()
+
+
+class RawShell:
+    """A Shell's socket over wsproto on a plain TCP stream, for a server that closes it:
+    trio-websocket leaves such a socket to the garbage collector (see `handshake`)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        self._events: list[Event] = []
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, port: int) -> AsyncIterator[RawShell]:
+        socket = shell_at(port, TOKEN)
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            shell = cls(stream)
+            await shell._send(
+                Request(
+                    host=f"127.0.0.1:{port}",
+                    target="/ws",
+                    subprotocols=socket.subprotocols,
+                    extra_headers=socket.headers,
+                )
+            )
+            assert isinstance(await shell._next_event(), AcceptConnection)
+            await shell._send(TextMessage(data=json.dumps({"type": "shell.ready"})))
+            yield shell
+
+    async def _send(self, event: Event) -> None:
+        await self.stream.send_all(self.ws.send(event))
+
+    async def _next_event(self) -> Event:
+        with trio.fail_after(WAIT):
+            while not self._events:
+                data = await self.stream.receive_some(65536)
+                self.ws.receive_data(data or None)
+                self._events.extend(self.ws.events())
+        return self._events.pop(0)
+
+    async def frames_until(self, kind: str | None) -> tuple[list[dict[str, Any]], int | None]:
+        """Every frame but heartbeats up to the first of type `kind` or, for None, until the
+        server closes the socket; and then its close code (answered, as a browser does)."""
+        frames: list[dict[str, Any]] = []
+        while not isinstance(event := await self._next_event(), CloseConnection):
+            assert isinstance(event, TextMessage) and event.message_finished
+            frame = json.loads(event.data)
+            if frame["type"] != "shell.heartbeat":
+                frames.append(frame)
+            if frame["type"] == kind:
+                return frames, None
+        await self._send(event.response())
+        return frames, event.code
+
+
+async def test_a_stopping_hostbridge_sends_each_shell_all_it_was_told_then_closes_it_going_away(
+    tmp_path: Path,
+) -> None:
+    """What was queued for a Shell when the runtime stops reaches it, the supervisor's
+    `stopping` last, and only then is its socket closed, as going away; a Shell that connects
+    after that is closed at once the same way. Before, the sockets went with the process and a
+    Shell could go from online to disconnected without a word of stopping."""
+    queued = 200  # within a Shell's queue; put at once, so none is sent when the stop begins
+    async with trio.open_nursery() as nursery:
+        hostbridge = trio.CancelScope()
+
+        async def run(*, task_status: trio.TaskStatus[tuple[HostbridgeActor, int]]) -> None:
+            with hostbridge:
+                async with trio.open_nursery() as its_own:
+                    actor, _bus, port = await start_hostbridge(its_own, tmp_path)
+                    task_status.started((actor, port))
+
+        actor, port = await nursery.start(run)
+        async with RawShell.open(port) as shell:
+            await shell.frames_until("shell.apps")  # its greeting
+            for n in range(queued):
+                actor.on_notice(*from_peer("focus", NoticeEvent(level="info", text=f"n{n}")))
+            actor.on_runtime_state(*told("supervisor", state="stopping"))
+            with trio.fail_after(WAIT):
+                await actor.finish()  # returns once every Shell socket is closed
+            async with RawShell.open(port) as later:
+                assert await later.frames_until(None) == ([], CLOSE_GOING_AWAY)
+            hostbridge.cancel()  # as the actor's process does next
+            frames, code = await shell.frames_until(None)
+    assert code == CLOSE_GOING_AWAY
+    notices = [frame["text"] for frame in frames if frame["type"] == "shell.notice"]
+    assert notices == [f"n{n}" for n in range(queued)]
+    assert frames[-1] == {"type": "shell.runtime", "state": "stopping", "reason": None}
 
 
 class Held(FakeBus):
