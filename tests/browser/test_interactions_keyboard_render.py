@@ -9,12 +9,11 @@ is what `:focus-visible` gives a keyboard user."""
 
 from __future__ import annotations
 
-import time
 from typing import Any, Final
 
 from playwright.sync_api import Locator, Page, expect
 
-from lineup.tests.support.browser import open_shell
+from lineup.tests.support.browser import hold_the_timers, open_shell
 
 from ._fake_hostbridge import FakeHostbridge
 from .conftest import ShellPage
@@ -53,14 +52,6 @@ def tab_to(p: Page, target: Locator, *, key: str = "Tab") -> int:
         if target.evaluate("(e) => e === document.activeElement"):
             return presses
     raise AssertionError(f"{target} not reached with {MAX_TABS} presses of {key}")
-
-
-def hold_the_timers(p: Page) -> None:
-    """From now on the page's timers fire only if a test says so; its clock stands
-    `HOLD_AHEAD_S` ahead of the real one (no page script runs yet to see it jump)."""
-    now = time.time()
-    p.clock.install(time=now)
-    p.clock.pause_at(now + HOLD_AHEAD_S)
 
 
 def ring(target: Locator) -> dict[str, Any]:
@@ -135,7 +126,7 @@ async def test_a_notices_toast_is_reached_with_tab_and_dismissed_with_enter_or_e
     # A toast goes by itself after a while: the page's timers are held from the start (a fake
     # clock, paused a little ahead of now before the page loads), so a slow machine cannot take
     # it away before the keys below reach it.
-    await page.run(hold_the_timers)
+    await page.run(lambda p: hold_the_timers(p, HOLD_AHEAD_S))
     connection = await open_shell(page, hostbridge, apps(CHAT, task=False), chat_view())
     await page.run(lambda p: expect(p.get_by_test_id("composer-input")).to_be_enabled())
     second = {**NOTICE, "title": "Second", "message": "Another one."}

@@ -17,21 +17,12 @@ import trio
 from playwright.sync_api import Page, expect
 
 from lineup.supervisor._runtime import free_port
+from lineup.tests.support.browser import COUNT_SOCKETS
 from lineup.tests.support.runtime import start_runtime
 
 from .conftest import ShellPage
 
 WAIT_MS: Final = 15_000  # a real runtime starting, and the Shell's backoff (at most 5 s)
-# Counts the sockets the page opens, from inside the page (the Shell's own WebSocket calls).
-COUNT_SOCKETS: Final = """
-(() => {
-  const Native = window.WebSocket;
-  window.__lineupSockets = 0;
-  window.WebSocket = class extends Native {
-    constructor(...args) { super(...args); window.__lineupSockets += 1; }
-  };
-})();
-"""
 
 
 def token_of(shell_url: str) -> str:

@@ -7,9 +7,10 @@ its own: each test file states how long its runtime may take.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import trio
 from playwright.sync_api import Frame, Page, expect
@@ -23,8 +24,27 @@ if TYPE_CHECKING:  # the browser tests' own modules, imported by them (and pytes
     from lineup.tests.browser.conftest import ShellPage
 
 SURFACE_FRAME = '[data-testid="surface-frame"]'
+# An init script: counts the sockets the page opens, from inside it (`window.__lineupSockets`).
+COUNT_SOCKETS: Final = """
+(() => {
+  const Native = window.WebSocket;
+  window.__lineupSockets = 0;
+  window.WebSocket = class extends Native {
+    constructor(...args) { super(...args); window.__lineupSockets += 1; }
+  };
+})();
+"""
 
 ShellFrame = dict[str, Any]  # a frame of the Shell protocol, as the fake hostbridge sends it
+
+
+def hold_the_timers(p: Page, ahead_s: float) -> None:
+    """From now on the page's timers fire only if a test says so (`p.clock.run_for`): a slow
+    machine cannot fire one before the test is ready for it. Its clock stands `ahead_s` ahead
+    of the real one (no page script runs yet to see it jump)."""
+    now = time.time()
+    p.clock.install(time=now)
+    p.clock.pause_at(now + ahead_s)
 
 
 async def open_shell(
