@@ -101,7 +101,7 @@ REFUSED: Final = "hostbridge.shell_frame_refused"
 SURFACE_REJECTED: Final = "hostbridge.surface_rejected"  # a Shell's bridge dropped messages
 SURFACE_UNAVAILABLE: Final = "hostbridge.surface_unavailable"  # a Shell could not mount one
 # How long the Shells may take to be sent what was queued for them when the runtime stops:
-# within the supervisor's grace (`supervisor/_runtime.py`), after which it SIGTERMs us.
+# within its grace (`HOSTBRIDGE_GRACE`, supervisor/_spec.py), after which it is SIGTERMed.
 SHELLS_CLOSE_WAIT: Final = 1.0
 
 
