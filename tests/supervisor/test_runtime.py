@@ -10,9 +10,10 @@ import pytest
 
 import lineup
 from lineup.actors.kernel import ActorKind
+from lineup.hostbridge._actor import SHELLS_CLOSE_WAIT
 from lineup.miniapps import catalogue
 from lineup.supervisor._runtime import RuntimeOptions, dev_app, free_port, plan_runtime
-from lineup.supervisor._spec import Restart
+from lineup.supervisor._spec import HOSTBRIDGE_GRACE, SHUTDOWN_GRACE, Restart, runtime_specs
 
 EXTRA = {"app_scope": "probe", "manifest": "/m.json", "entry": "probe:Probe", "title": "Probe"}
 
@@ -25,6 +26,18 @@ def test_focus_is_given_only_the_apps_the_options_add(tmp_path: Path) -> None:
     assert focus.config == {"apps": [EXTRA], "capabilities": {}, "dev": True}
     external = plan_runtime(RuntimeOptions(data_dir=tmp_path, appserver="https://as.example"))
     assert next(s for s in external.specs if s.name == "focus").config["dev"] is False
+
+
+def test_the_hostbridge_has_the_grace_its_shells_need_to_be_sent_their_last_frames(
+    tmp_path: Path,
+) -> None:
+    """On its way out the hostbridge sends each Shell what was queued for it, for at most
+    `SHELLS_CLOSE_WAIT`; the supervisor SIGTERMs it after its grace, so the grace is longer, in
+    the tree `lineup run` plans and in the one the tests build alike."""
+    assert SHELLS_CLOSE_WAIT < HOSTBRIDGE_GRACE
+    for specs in (plan_runtime(RuntimeOptions(data_dir=tmp_path)).specs, runtime_specs()):
+        hostbridge = next(s for s in specs if s.kind is ActorKind.HOSTBRIDGE)
+        assert hostbridge.shutdown_grace == HOSTBRIDGE_GRACE > SHUTDOWN_GRACE
 
 
 MANIFEST = {
