@@ -475,7 +475,7 @@ async def test_a_refused_token_stops_reconnecting_and_says_why(
 
     def refused(p: Page) -> int:
         p.add_init_script(COUNT_SOCKETS)
-        hold_the_timers(p, ahead_s=1.0)
+        hold_the_timers(p, ahead_s=5.0)  # far enough that a slow call cannot pause in the past
         p.goto(hostbridge.shell_url(token="wrong"))
         banner = p.get_by_test_id("connection-banner")
         expect(banner).to_contain_text("refused")
