@@ -47,15 +47,40 @@ async def say(agent: AgentClient, message_id: str, markdown: str) -> None:
 
 
 def until(page: ShellPage, expression: str) -> Any:
-    """Wait in the Surface's own page until `expression` holds; its value."""
+    """Wait in the Surface's own page until `expression` (synchronous: what the page has
+    heard) holds; its value."""
+
+    def run(p: Page) -> Any:
+        held = panel(p).wait_for_function(f"() => ({expression})", timeout=WAIT_MS)
+        return held.json_value()
+
+    return page.run(run)
+
+
+def asked_until(page: ShellPage, name: str, call: str, holds: str) -> Any:
+    """Ask the runtime `call` (a JS function of the bridge) in the Surface's own page, again
+    each time an answer comes that `holds` (a JS function of it) refuses, until one holds; that
+    answer.
+
+    The predicate stays synchronous, asking when no request is out and judging the last answer:
+    Playwright's `wait_for_function` takes a returned promise for a truthy value and ends on
+    its first answer, whatever that answer is.
+    """
+    predicate = f"""() => {{
+        const out = (window.__out ??= {{}});
+        if (out[{name!r}]) return false;
+        const got = window.__got[{name!r}];
+        if (got !== undefined && ({holds})(got)) return got;
+        out[{name!r}] = true;
+        window.attempt({name!r}, {call}).finally(() => {{ out[{name!r}] = false; }});
+        return false;
+    }}"""
 
     def run(p: Page) -> Any:
         frame = panel(p)
-        # Polled (not every frame): an expression may ask the runtime, within the bridge's rate.
-        # The value is the one that held: evaluated again, an expression that asks the runtime
-        # asks it once more, and may get another answer (a refusal for the bridge's rate).
-        held = frame.wait_for_function(f"() => ({expression})", timeout=WAIT_MS, polling=250)
-        return held.json_value()
+        frame.evaluate(f"() => {{ delete window.__got[{name!r}]; }}")
+        # Polled within the bridge's rate: each poll asks the runtime at most once.
+        return frame.wait_for_function(predicate, timeout=WAIT_MS, polling=250).json_value()
 
     return page.run(run)
 
@@ -85,10 +110,8 @@ async def test_a_surface_hears_its_apps_view_and_its_agent_messages_once_each(
 
     # Agent messages: one waits in the inbox before the Surface subscribes.
     await say(agent.client, "m-before", "before")
-    listed = await until(
-        page,
-        "window.attempt('list', (b) => b.agentMessages.list()).then(() => "
-        "window.__got.list.messages.length === 1 && window.__got.list)",
+    listed = await asked_until(
+        page, "list", "(b) => b.agentMessages.list()", "(got) => got.messages?.length === 1"
     )
     assert [(m["message_id"], m["type"], m["instance_id"]) for m in listed["messages"]] == [
         ("m-before", TEXT, ME)
@@ -108,10 +131,8 @@ async def test_a_surface_hears_its_apps_view_and_its_agent_messages_once_each(
 
     # Each handed once, and, display messages, acknowledged once handed: the inbox is empty,
     # and an acknowledgement of one of them is a no-op.
-    empty = await until(
-        page,
-        "window.attempt('empty', (b) => b.agentMessages.list()).then(() => "
-        "window.__got.empty.messages.length === 0 && window.__got.empty)",
+    empty = await asked_until(
+        page, "empty", "(b) => b.agentMessages.list()", "(got) => got.messages?.length === 0"
     )
     assert empty["messages"] == []
     again = await attempt(page, "again", "(b) => b.agentMessages.acknowledge('m-before')")
