@@ -15,10 +15,9 @@ protocol (`shell_protocol.SHELL_TO_RUNTIME`); a frame that fails is refused and 
 type (never its content), and the socket stays open. What passes is handed on as a typed model,
 to focus through the actor; it never becomes an Agent tool call.
 
-The Shell's files are `web/` served as a directory, under one CSP set by HTTP header on every
-response (the page carries none of its own): a path is served only if every segment is a plain
-name (no `..`, no hidden file, no backslash), its extension is one of `CONTENT_TYPES` and it
-resolves to a file inside `web/`; anything else is 404. Every connected Shell also gets
+The Shell's files are `web/` served as a directory (`_web`: plain names only, from memory),
+under one CSP set by HTTP header on every response (the page carries none of its own);
+anything else is 404. Every connected Shell also gets
 `shell.heartbeat` every `HEARTBEAT_S`, so a Shell can tell a silent hostbridge from a quiet one.
 """
 
@@ -27,7 +26,7 @@ from __future__ import annotations
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -44,6 +43,7 @@ from lineup.actors.kernel.errors import ErrorCode
 
 from ._refusals import RefusalLog
 from ._surface_guard import guarded_script
+from ._web import WebFiles
 from .shell_protocol import (
     HEARTBEAT_S,
     MAX_CAPABILITY_DONE_FRAME,
@@ -71,7 +71,6 @@ from .shell_protocol import (
 )
 
 __all__ = [
-    "CONTENT_TYPES",
     "HANDSHAKE_REFUSED",
     "MAX_SHELL_FRAME",
     "ArtifactHost",
@@ -81,28 +80,16 @@ __all__ = [
     "SurfaceFile",
     "SurfaceHost",
     "build_app",
-    "safe_file",
-    "web_file",
 ]
 
 log = logging.getLogger("lineup.hostbridge")
 
-WEB: Final = Path(__file__).parent / "web"
 OUTBOX_PER_SHELL: Final = 256  # frames queued for one Shell before it is dropped as too slow
 # Close codes the Shell reads (web/js/core/connection.js FATAL_CLOSES: it stops on either).
 CLOSE_TOKEN_REFUSED: Final = 4401  # a token from an earlier run (or none): open the new link
 CLOSE_POLICY: Final = 4403
 CLOSE_GOING_AWAY: Final = 1001  # the runtime stops: the Shell says disconnected and retries
 
-# The only files served from `web/`, by extension, each with its one content type.
-CONTENT_TYPES: Final = {
-    ".html": "text/html; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".svg": "image/svg+xml",
-}
-SEGMENT: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
-MAX_WEB_PATH: Final = 200
 HEARTBEAT: Final = encode(ShellHeartbeat())
 INTERACTION_FRAMES_PER_S: Final = 10.0  # answers and drafts one Shell may send, sustained
 INTERACTION_FRAMES_BURST: Final = 30
@@ -216,33 +203,6 @@ class ShellHub:
         return len(self._shells)
 
 
-def web_file(path: str) -> tuple[Path, str] | None:
-    """The file of `web/` that the URL path `path` (without its leading `/`) names, and its
-    content type; None for anything that is not plainly one of them."""
-    return safe_file(WEB, path, CONTENT_TYPES)
-
-
-def safe_file(root: Path, path: str, types: Mapping[str, str]) -> tuple[Path, str] | None:
-    """The file under `root` that `path` names, and its content type from `types` by its
-    extension: every segment a plain name, resolving to a file inside `root`; else None."""
-    if not path or len(path) > MAX_WEB_PATH:
-        return None
-    segments = path.split("/")
-    if any(not SEGMENT.fullmatch(s) or ".." in s for s in segments):
-        return None
-    content_type = types.get(Path(segments[-1]).suffix)
-    if content_type is None:
-        return None
-    try:
-        base = root.resolve(strict=True)
-        file = (base / path).resolve()
-    except (OSError, RuntimeError):
-        return None
-    if not file.is_relative_to(base) or not file.is_file():
-        return None
-    return file, content_type
-
-
 # What the hostbridge actor provides to the server. A greeting's frame may be a callable, made
 # as it is sent: the runtime's state, which a broadcast may have overtaken while the rest of the
 # greeting was built (it would then arrive after the newer state, and stay).
@@ -344,13 +304,15 @@ def build_app(
         "Referrer-Policy": "no-referrer",
     }
 
+    web = WebFiles()
+
     def serve_file(path: str, host: bool) -> Response:
-        found = web_file(path) if host else None
+        found = web.get(path) if host else None
         if found is None:
             status, text = (404, "not found") if host else (403, "unknown host")
             return PlainTextResponse(text, status_code=status, headers=headers)
-        file, content_type = found
-        return FileResponse(file, media_type=content_type, headers=headers)
+        body, content_type = found
+        return Response(body, media_type=content_type, headers=headers)
 
     async def index(request: Request) -> Response:
         return serve_file("index.html", host_ok(request.headers))

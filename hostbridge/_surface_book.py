@@ -16,7 +16,7 @@ from lineup.sdk.manifest import SURFACE_CLIENT_URL
 from lineup.sdk.mcp_apps import McpAppUi
 
 from ._mcp_csp import mcp_app_csp
-from ._server import CONTENT_TYPES, safe_file
+from ._web import CONTENT_TYPES, safe_file
 
 __all__ = [
     "GRANT_LOAD_S",

@@ -55,7 +55,7 @@ from lineup.actors.kernel import Bus, ErrorCode, LineUpError
 from lineup.actors.router.messages import SurfaceContextReply, SurfaceContextRequest
 from lineup.sdk.mcp_apps import MCP_APP_MIME_TYPE, resource_uri
 
-from ._server import safe_file
+from ._web import safe_file
 
 __all__ = [
     "CONTEXT_BURST",

@@ -4,6 +4,7 @@ frames it must send."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,11 @@ import trio
 from lineup.hostbridge._server import (
     INTERACTION_FRAMES_BURST,
     OUTBOX_PER_SHELL,
-    WEB,
     ShellAccess,
     ShellHub,
     _listen,
-    web_file,
 )
+from lineup.hostbridge._web import WEB, WebFiles, web_file
 from lineup.hostbridge.shell_protocol import (
     ShellAction,
     ShellOutbound,
@@ -174,6 +174,31 @@ def test_each_served_file_has_the_one_content_type_of_its_extension() -> None:
     assert web_file("favicon.svg") == (web / "favicon.svg", "image/svg+xml")
 
 
+def test_the_shells_files_are_held_as_read_and_read_again_once_changed(tmp_path: Path) -> None:
+    (tmp_path / "js").mkdir()
+    script = tmp_path / "js" / "main.js"
+    script.write_bytes(b"one")
+    files = WebFiles(tmp_path)
+    js = "text/javascript; charset=utf-8"
+    assert files.get("js/main.js") == (b"one", js)
+
+    # Held: the same size and time on disk is the same file, not read again.
+    before = script.stat()
+    script.write_bytes(b"two")
+    os.utime(script, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert files.get("js/main.js") == (b"one", js)
+
+    # Changed (its time, or its size): read again, as an edit during development is.
+    os.utime(script, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
+    assert files.get("js/main.js") == (b"two", js)
+    script.write_bytes(b"three")
+    assert files.get("js/main.js") == (b"three", js)
+
+    script.unlink()
+    assert files.get("js/main.js") is None
+    assert files.get("../main.js") is None and files.get("js/main.py") is None
+
+
 async def _get(port: int, path: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
     host = host or f"127.0.0.1:{port}"
     request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
@@ -218,6 +243,7 @@ async def test_every_response_carries_the_one_csp_and_nosniff_and_the_page_has_n
     assert answers["/"][1]["content-type"].startswith("text/html")
     assert answers["/js/main.js"][1]["content-type"].startswith("text/javascript")
     assert answers["/favicon.svg"][1]["content-type"] == "image/svg+xml"
+    assert answers["/js/main.js"][2] == (WEB / "js" / "main.js").read_bytes()
     page = answers["/"][2].decode().lower()
     assert "content-security-policy" not in page
     assert '<script type="module" src="js/main.js">' in page and 'rel="icon"' in page
