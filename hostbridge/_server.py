@@ -17,8 +17,8 @@ to focus through the actor; it never becomes an Agent tool call.
 
 The Shell's files are `web/` served as a directory (`_web`: plain names only, from memory),
 under one CSP set by HTTP header on every response (the page carries none of its own);
-anything else is 404. Every connected Shell also gets
-`shell.heartbeat` every `HEARTBEAT_S`, so a Shell can tell a silent hostbridge from a quiet one.
+anything else is 404. Every connected Shell also gets `shell.heartbeat` every `HEARTBEAT_S`, so
+a Shell can tell a silent hostbridge from a quiet one.
 """
 
 from __future__ import annotations
